@@ -1,0 +1,71 @@
+"""Source locations for parsed ops and located, traceback-free diagnostics.
+
+The parser records each op's ``file:line:col`` as a ``FileLineColLoc``; verifier
+and pass errors are reported as ``file:line:col: error: 'op.name' message``.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.lexer import Span
+
+
+class LocatedParser(Parser):
+    """An MLIR parser that attaches the source location of every op it parses."""
+
+    line_offset: int = 0
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            loc = Span(start, start, self.lexer.input, self.line_offset).get_location()
+            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+        return op
+
+
+def parse_module(ctx: Context, text: str | bytes, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
+    parser = LocatedParser(ctx, text, name)
+    parser.line_offset = line_offset
+    return parser.parse_module()
+
+
+def format_location(op: Operation) -> str:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    parent = op.parent_op()
+    return format_location(parent) if parent is not None else "<unknown>"
+
+
+class LocatedError(DiagnosticException):
+    """An error tied to an op: ``file:line:col: error: 'op' message``."""
+
+    def __init__(self, op: Operation, message: str):
+        self.op = op
+        self.message = message
+        super().__init__(f"{format_location(op)}: error: '{op.name}' {message}")
+
+
+def _root_message(err: BaseException) -> str:
+    """The verifier's own sentence, without xDSL's printed-module context."""
+    while err.__cause__ is not None and isinstance(err.__cause__, DiagnosticException):
+        err = err.__cause__
+    msg = str(err)
+    prefix = "Operation does not verify: "
+    if msg.startswith(prefix):
+        msg = msg[len(prefix) :]
+    return msg.strip().splitlines()[0] if msg.strip() else type(err).__name__
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify every op, raising :class:`LocatedError` for the first (innermost) failure."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            raise LocatedError(op, _root_message(e)) from None

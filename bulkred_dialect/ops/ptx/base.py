@@ -1,0 +1,257 @@
+"""Shared pieces of the ptx dialect: state spaces, the pointer type, the base class
+that every ptx instruction op derives from, and helpers for verifier messages.
+
+An op of this dialect is exactly one PTX instruction form. Its qualifiers are enum
+properties whose values are PTX spellings (without the leading dot), so printing a
+qualifier is ``f".{member}"``. Each op knows:
+
+* :meth:`PtxInstruction.requirement` -- the lowest SM / PTX ISA version it needs,
+  checked against the target in one place (:func:`bulkred_dialect.ops.target.check_target`);
+* :meth:`PtxInstruction.ptx_mnemonic` and :meth:`PtxInstruction.ptx_operands` -- its
+  PTX instruction line; the backend printer owns the module frame and register names.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    VectorType,
+)
+from xdsl.ir import (
+    Attribute,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from bulkred_dialect.ops.target import Requirement
+from xdsl.dialects.utils import EnumAttribute
+
+# A function that gives the PTX register (or symbol) name of an SSA value.
+RegisterNamer = Callable[[SSAValue], str]
+
+
+# region State spaces and the pointer type
+
+
+class StateSpace(StrEnum):
+    """PTX state spaces (PTX ISA 5.1), spelled as in PTX."""
+
+    GENERIC = "generic"
+    GLOBAL = "global"
+    SHARED_CTA = "shared::cta"
+    SHARED_CLUSTER = "shared::cluster"
+    LOCAL = "local"
+    PARAM = "param"
+
+
+def _parse_ptx_spelling(parser: AttrParser) -> str:
+    """Parse `shared::cta`, `global` or a quoted string."""
+    if (s := parser.parse_optional_str_literal()) is not None:
+        return s
+    word = parser.parse_identifier()
+    while parser.parse_optional_punctuation(":") is not None:
+        parser.parse_punctuation(":")
+        word += "::" + parser.parse_identifier()
+    return word
+
+
+@irdl_attr_definition
+class StateSpaceAttr(EnumAttribute[StateSpace], SpacedOpaqueSyntaxAttribute):
+    name = "ptx.state_space"
+
+
+@irdl_attr_definition
+class PtrType(ParametrizedAttribute, TypeAttribute):
+    """An address in one state space: ``!ptx.ptr<shared::cta>``.
+
+    Shared-memory addresses (``shared::cta``, ``shared::cluster``) are 32-bit
+    registers, as the bulk-copy and mbarrier instructions take them; global, local
+    and generic addresses are 64-bit.
+    """
+
+    name = "ptx.ptr"
+    space: StateSpaceAttr
+
+    def __init__(self, space: StateSpace | StateSpaceAttr):
+        if isinstance(space, StateSpace):
+            space = StateSpaceAttr(space)
+        super().__init__(space)
+
+    @property
+    def state_space(self) -> StateSpace:
+        return self.space.data
+
+    @property
+    def bits(self) -> int:
+        return 32 if self.state_space in (StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER) else 64
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            word = _parse_ptx_spelling(parser)
+            try:
+                space = StateSpace(word)
+            except ValueError:
+                parser.raise_error(
+                    f"unknown state space '{word}' (expected one of "
+                    f"{', '.join(str(s) for s in StateSpace)})",
+                    pos,
+                    parser.pos,
+                )
+        return (StateSpaceAttr(space),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.state_space}>")
+
+
+def ptr(space: StateSpace) -> PtrType:
+    return PtrType(space)
+
+
+# endregion
+
+# region Verifier helpers
+
+
+def qualifier_error(
+    field: str, found: object, expected: Iterable[object] | str, context: str = ""
+) -> VerifyException:
+    """``'.redOp' min is not valid with '.type' f32 for '.dst' global (valid: u32, s32)``."""
+    if not isinstance(expected, str):
+        expected = ", ".join(str(e) for e in expected)
+    ctx = f" {context}" if context else ""
+    return VerifyException(f"'{field}' {found} is not valid{ctx} (valid: {expected})")
+
+
+def expect_type(field: str, value: SSAValue, expected: Attribute | Sequence[Attribute]) -> None:
+    allowed = [expected] if isinstance(expected, Attribute) else list(expected)
+    if value.type not in allowed:
+        raise VerifyException(
+            f"operand '{field}' must be {' or '.join(str(a) for a in allowed)}, got {value.type}"
+        )
+
+
+def expect_ptr(field: str, value: SSAValue, spaces: StateSpace | Sequence[StateSpace]) -> None:
+    allowed = [spaces] if isinstance(spaces, StateSpace) else list(spaces)
+    t = value.type
+    if not isinstance(t, PtrType) or t.state_space not in allowed:
+        want = " or ".join(f"!ptx.ptr<{s}>" for s in allowed)
+        raise VerifyException(f"operand '{field}' must be {want}, got {t}")
+
+
+def constant_int(value: SSAValue | None) -> int | None:
+    """The compile-time value of an integer SSA value, when it has one."""
+    if value is None:
+        return None
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    getter = getattr(owner, "constant_value", None)
+    if callable(getter):
+        return getter()
+    return None
+
+
+def check_multiple_of_16(field: str, value: SSAValue | None) -> None:
+    """Sizes and alignments known at compile time must be multiples of 16 bytes."""
+    c = constant_int(value)
+    if c is not None and c % 16 != 0:
+        raise VerifyException(f"'{field}' must be a multiple of 16, got {c}")
+
+
+# endregion
+
+# region Register types
+
+# PTX register class (declaration type, name prefix) for each IR type.
+i1 = IntegerType(1)
+i16 = IntegerType(16)
+i32 = IntegerType(32)
+i64 = IntegerType(64)
+f16 = Float16Type()
+bf16 = BFloat16Type()
+f32 = Float32Type()
+f64 = Float64Type()
+f32x2 = VectorType(f32, [2])
+
+
+def register_class(t: Attribute) -> tuple[str, str]:
+    """(``.reg`` type, register name prefix) holding a value of IR type ``t``."""
+    if isinstance(t, PtrType):
+        return (".b32", "%r") if t.bits == 32 else (".b64", "%rd")
+    if t == i1:
+        return ".pred", "%p"
+    if isinstance(t, IntegerType):
+        w = t.width.data
+        return {8: (".b16", "%rs"), 16: (".b16", "%rs"), 32: (".b32", "%r"), 64: (".b64", "%rd")}[
+            w
+        ]
+    if t in (f16, bf16):
+        return ".b16", "%h"
+    if t == f32:
+        return ".f32", "%f"
+    if t == f64:
+        return ".f64", "%fd"
+    if t == f32x2:
+        return ".b64", "%rd"
+    raise VerifyException(f"type {t} has no PTX register class")
+
+
+# endregion
+
+
+class PtxInstruction(IRDLOperation, ABC):
+    """Base of every op that is one PTX instruction.
+
+    Subclasses set ``REQUIREMENT`` (or override :meth:`requirement` when qualifiers
+    raise it) and implement :meth:`ptx_mnemonic` and :meth:`ptx_operands`.
+    """
+
+    REQUIREMENT: ClassVar[Requirement] = Requirement()
+    SPEC_SECTION: ClassVar[str] = ""
+
+    def requirement(self) -> Requirement:
+        """The lowest SM and PTX ISA version this instruction form needs."""
+        return self.REQUIREMENT
+
+    @abstractmethod
+    def ptx_mnemonic(self) -> str:
+        """The dotted instruction name with every qualifier, e.g. ``redux.sync.add.s32``."""
+
+    @abstractmethod
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        """The operand texts in PTX order (addresses already in ``[...]``)."""
+
+    def ptx_line(self, reg: RegisterNamer) -> str:
+        """The PTX instruction line, e.g. ``redux.sync.add.s32 %r1, %r2, %r3;``."""
+        operands = self.ptx_operands(reg)
+        if not operands:
+            return f"{self.ptx_mnemonic()};"
+        return f"{self.ptx_mnemonic()} {', '.join(operands)};"
+
+
+def addr(text: str) -> str:
+    return f"[{text}]"
+
+
+def mnemonic(*parts: object) -> str:
+    """Join instruction parts, skipping ``None`` and empty ones: ``mnemonic('redux.sync', 'add', 's32')``."""
+    return ".".join(str(p) for p in parts if p is not None and str(p) != "")

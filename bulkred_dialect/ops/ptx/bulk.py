@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+BULK_OPS: list = []
+BULK_ATTRS: list = []

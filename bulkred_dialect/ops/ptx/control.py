@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+CONTROL_OPS: list = []
+CONTROL_ATTRS: list = []

@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+MEMORY_OPS: list = []
+MEMORY_ATTRS: list = []

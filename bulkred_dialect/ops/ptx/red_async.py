@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+RED_ASYNC_OPS: list = []
+RED_ASYNC_ATTRS: list = []

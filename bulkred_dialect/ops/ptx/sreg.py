@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+SREG_OPS: list = []
+SREG_ATTRS: list = []

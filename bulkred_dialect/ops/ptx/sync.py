@@ -1,0 +1,4 @@
+"""(to be written)"""
+
+SYNC_OPS: list = []
+SYNC_ATTRS: list = []

@@ -1,0 +1,437 @@
+"""The tile-level dialect ``bulkred``: what is reduced, at which scope, and the bulk
+operations between memories.
+
+Buffers are upstream ``memref`` values whose memory space is a
+``#bulkred.scope<...>`` attribute (local, shared, global, cluster_shared); they are
+allocated with ``memref.alloca``. Kernels are ``func.func`` ops carrying a
+``bulkred.launch = #bulkred.launch<grid = [..], block = [..], cluster = [..]>``
+attribute.
+
+Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
+
+    func.func @test_func(%A: memref<32xf32, #bulkred.scope<global>>,
+                         %B: memref<1xf32, #bulkred.scope<global>>)
+        attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1], cluster = [1]>} {
+      %A_local = memref.alloca() : memref<32xf32, #bulkred.scope<local>>
+      %B_local = memref.alloca() : memref<1xf32, #bulkred.scope<local>>
+      bulkred.copy %A, %A_local : memref<32xf32, #bulkred.scope<global>>, memref<32xf32, #bulkred.scope<local>>
+      bulkred.reduce sum thread %A_local, %B_local : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+      bulkred.copy %B_local, %B : memref<1xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<global>>
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+)
+from xdsl.irdl.operations import AttrSizedOperandSegments
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+# region Attributes
+
+
+class MemoryScope(StrEnum):
+    """Where a buffer lives."""
+
+    LOCAL = "local"
+    SHARED = "shared"
+    GLOBAL = "global"
+    CLUSTER_SHARED = "cluster_shared"
+
+
+class ExecScope(StrEnum):
+    """Which threads cooperate in an operation."""
+
+    THREAD = "thread"
+    WARP = "warp"
+    CTA = "cta"
+    CLUSTER = "cluster"
+
+
+class ReduceKind(StrEnum):
+    """The reduction: sum, max and min for any element type; and/or/xor on integers."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+
+
+BITWISE_KINDS = (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR)
+
+
+@irdl_attr_definition
+class MemoryScopeAttr(EnumAttribute[MemoryScope]):
+    """``#bulkred.scope<local>``: the memory space of a buffer's memref type."""
+
+    name = "bulkred.scope"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> MemoryScope:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(MemoryScope)
+
+
+@irdl_attr_definition
+class ExecScopeAttr(EnumAttribute[ExecScope], SpacedOpaqueSyntaxAttribute):
+    name = "bulkred.exec_scope"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "bulkred.reduce_kind"
+
+
+def _parse_int_list(parser: AttrParser) -> list[int]:
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+@irdl_attr_definition
+class LaunchAttr(ParametrizedAttribute):
+    """A kernel's launch shape: ``#bulkred.launch<grid = [1], block = [32], cluster = [2]>``.
+
+    ``grid`` counts CTAs (not clusters); each list has 1 to 3 entries.
+    """
+
+    name = "bulkred.launch"
+
+    grid: ArrayAttr[IntAttr]
+    block: ArrayAttr[IntAttr]
+    cluster: ArrayAttr[IntAttr]
+
+    def __init__(self, grid: Sequence[int], block: Sequence[int], cluster: Sequence[int] = (1,)):
+        super().__init__(
+            ArrayAttr(IntAttr(g) for g in grid),
+            ArrayAttr(IntAttr(b) for b in block),
+            ArrayAttr(IntAttr(c) for c in cluster),
+        )
+
+    @staticmethod
+    def _dims(a: ArrayAttr[IntAttr]) -> tuple[int, int, int]:
+        v = [x.data for x in a.data] + [1, 1, 1]
+        return (v[0], v[1], v[2])
+
+    @property
+    def grid_dims(self) -> tuple[int, int, int]:
+        return self._dims(self.grid)
+
+    @property
+    def block_dims(self) -> tuple[int, int, int]:
+        return self._dims(self.block)
+
+    @property
+    def cluster_dims(self) -> tuple[int, int, int]:
+        return self._dims(self.cluster)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, list[int]] = {"grid": [1], "block": [1], "cluster": [1]}
+        with parser.in_angle_brackets():
+            first = True
+            while first or parser.parse_optional_punctuation(",") is not None:
+                first = False
+                pos = parser.pos
+                key = parser.parse_identifier()
+                if key not in values:
+                    parser.raise_error(
+                        f"unknown launch field '{key}' (expected grid, block or cluster)", pos, parser.pos
+                    )
+                parser.parse_punctuation("=")
+                values[key] = _parse_int_list(parser)
+        return tuple(ArrayAttr(IntAttr(v) for v in values[k]) for k in ("grid", "block", "cluster"))
+
+    def print_parameters(self, printer: Printer) -> None:
+        def fmt(a: ArrayAttr[IntAttr]) -> str:
+            return "[" + ", ".join(str(x.data) for x in a.data) + "]"
+
+        printer.print_string(
+            f"<grid = {fmt(self.grid)}, block = {fmt(self.block)}, cluster = {fmt(self.cluster)}>"
+        )
+
+    def verify(self) -> None:
+        for field, a in (("grid", self.grid), ("block", self.block), ("cluster", self.cluster)):
+            if not 1 <= len(a.data) <= 3:
+                raise VerifyException(f"'{field}' must have 1 to 3 entries, got {len(a.data)}")
+            for x in a.data:
+                if x.data < 1:
+                    raise VerifyException(f"'{field}' entries must be >= 1, got {x.data}")
+        g, c = self.grid_dims, self.cluster_dims
+        for axis in range(3):
+            if g[axis] % c[axis] != 0:
+                raise VerifyException(
+                    f"'grid' {list(g)} must be a multiple of 'cluster' {list(c)} in every dimension"
+                )
+
+
+# endregion
+
+
+def scope_of(t: Attribute) -> MemoryScope | None:
+    """The ``#bulkred.scope`` of a buffer type, or None when it has none."""
+    if isinstance(t, MemRefType) and isinstance(t.memory_space, MemoryScopeAttr):
+        return t.memory_space.data
+    return None
+
+
+def buffer_type(shape: Sequence[int], element_type: Attribute, scope: MemoryScope) -> MemRefType:
+    """``memref<shape x element_type, #bulkred.scope<scope>>``."""
+    return MemRefType(element_type, list(shape), memory_space=MemoryScopeAttr(scope))
+
+
+def _expect_buffer(field: str, v: SSAValue, scopes: Sequence[MemoryScope] | None = None) -> MemRefType:
+    t = v.type
+    s = scope_of(t)
+    if not isinstance(t, MemRefType) or s is None:
+        raise VerifyException(
+            f"operand '{field}' must be a memref with a #bulkred.scope memory space, got {t}"
+        )
+    if scopes is not None and s not in scopes:
+        raise VerifyException(
+            f"operand '{field}' must be in scope {' or '.join(str(x) for x in scopes)}, got {s}"
+        )
+    return t
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Reduce ``src`` along its last axis into ``dst``, at an execution scope.
+
+    A 1-D ``src`` of length N reduces to ``dst`` of shape [1]; a ``src`` of shape
+    [M, N] reduces to ``dst`` of shape [M]. With ``accum`` the result is combined
+    with ``dst``'s previous value. ``variant`` forces a lowering variant by name.
+
+    Example::
+
+        bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+        bulkred.reduce max thread accum %a, %b : ...
+
+    Spec: the TIRx reduction card (../shared/spec/tirx-reduction-sm100-packed.md).
+    """
+
+    name = "bulkred.reduce"
+
+    kind = prop_def(ReduceKindAttr)
+    scope = prop_def(ExecScopeAttr)
+    accum = opt_prop_def(UnitAttr)
+    variant = opt_prop_def(StringAttr)
+    src = operand_def(MemRefType)
+    dst = operand_def(MemRefType)
+
+    assembly_format = (
+        "$kind $scope (`accum` $accum^)? (`variant` $variant^)? $src `,` $dst attr-dict "
+        "`:` type($src) `,` type($dst)"
+    )
+
+    def __init__(
+        self,
+        kind: ReduceKind,
+        src: SSAValue,
+        dst: SSAValue,
+        *,
+        scope: ExecScope = ExecScope.THREAD,
+        accum: bool = False,
+        variant: str | None = None,
+    ):
+        props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
+        if accum:
+            props["accum"] = UnitAttr()
+        if variant is not None:
+            props["variant"] = StringAttr(variant)
+        super().__init__(operands=[src, dst], properties=props)
+
+    @staticmethod
+    def expected_dst_shape(src_shape: Sequence[int]) -> list[int]:
+        return [1] if len(src_shape) == 1 else list(src_shape[:-1])
+
+    def verify_(self) -> None:
+        st = _expect_buffer("src", self.src)
+        dt = _expect_buffer("dst", self.dst)
+        if st.element_type != dt.element_type:
+            raise VerifyException(
+                f"'dst' element type must equal 'src' element type {st.element_type}, got {dt.element_type}"
+            )
+        src_shape = list(st.get_shape())
+        dst_shape = list(dt.get_shape())
+        if any(d < 0 for d in src_shape + dst_shape):
+            raise VerifyException("'src' and 'dst' must have static shapes")
+        if not src_shape:
+            raise VerifyException("'src' must have at least one dimension")
+        want = self.expected_dst_shape(src_shape)
+        if dst_shape != want:
+            raise VerifyException(
+                f"'dst' shape must be {want} to reduce 'src' {src_shape} along its last axis, got {dst_shape}"
+            )
+        if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
+            raise VerifyException(
+                f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}"
+            )
+        if isinstance(st.element_type, IntegerType) and st.element_type.width.data == 1:
+            raise VerifyException("'src' element type i1 cannot be reduced")
+        if not isinstance(st.element_type, IntegerType | AnyFloat):
+            raise VerifyException(f"'src' element type must be an integer or float, got {st.element_type}")
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Element-wise copy between two buffers of one shape and element type, by the
+    executing threads of ``scope`` (the card's ``for i in T.serial(n): dst[i] = src[i]``).
+
+    Example: ``bulkred.copy %A, %A_local : memref<32xf32, #bulkred.scope<global>>, memref<32xf32, #bulkred.scope<local>>``
+    """
+
+    name = "bulkred.copy"
+
+    src = operand_def(MemRefType)
+    dst = operand_def(MemRefType)
+
+    assembly_format = "$src `,` $dst attr-dict `:` type($src) `,` type($dst)"
+
+    def __init__(self, src: SSAValue, dst: SSAValue):
+        super().__init__(operands=[src, dst])
+
+    def verify_(self) -> None:
+        st = _expect_buffer("src", self.src)
+        dt = _expect_buffer("dst", self.dst)
+        if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
+            raise VerifyException(
+                f"'dst' must have the shape and element type of 'src' {st}, got {dt}"
+            )
+
+
+@irdl_op_definition
+class BulkCopyOp(IRDLOperation):
+    """Asynchronous bulk copy between memories (lowers to ``cp.async.bulk``).
+
+    Directions: global -> shared, global -> cluster_shared (optionally multicast to
+    the CTAs of ``cta_mask``), shared -> cluster_shared (a peer CTA), shared -> global.
+    Copies into shared memory complete on ``mbar``; the copy to global completes
+    through the bulk async-group. The byte size must be a multiple of 16.
+
+    Example: ``bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>``
+    """
+
+    name = "bulkred.bulk_copy"
+
+    src = operand_def(MemRefType)
+    dst = operand_def(MemRefType)
+    mbar = opt_operand_def(MemRefType)
+    cta_mask = opt_operand_def(IntegerType(16))
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$src `,` $dst (`,` $mbar^)? (`multicast` $cta_mask^)? attr-dict `:` type($src) `,` type($dst) "
+        "(`,` type($mbar)^)?"
+    )
+
+    _DIRECTIONS: ClassVar = {
+        (MemoryScope.GLOBAL, MemoryScope.SHARED),
+        (MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED),
+        (MemoryScope.SHARED, MemoryScope.CLUSTER_SHARED),
+        (MemoryScope.SHARED, MemoryScope.GLOBAL),
+    }
+
+    def verify_(self) -> None:
+        st = _expect_buffer("src", self.src)
+        dt = _expect_buffer("dst", self.dst)
+        direction = (scope_of(st), scope_of(dt))
+        if direction not in self._DIRECTIONS:
+            raise VerifyException(
+                f"bulk copy from {direction[0]} to {direction[1]} is not supported "
+                "(valid: global->shared, global->cluster_shared, shared->cluster_shared, shared->global)"
+            )
+        if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
+            raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
+        _check_bulk_bytes(st)
+        needs_mbar = direction[1] != MemoryScope.GLOBAL
+        if needs_mbar and self.mbar is None:
+            raise VerifyException(f"a bulk copy into {direction[1]} needs an 'mbar' operand")
+        if not needs_mbar and self.mbar is not None:
+            raise VerifyException("a bulk copy into global completes by bulk group and takes no 'mbar'")
+        if self.cta_mask is not None and direction != (MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED):
+            raise VerifyException("'cta_mask' (multicast) is only valid for a global -> cluster_shared copy")
+
+
+def _check_bulk_bytes(t: MemRefType) -> None:
+    shape = t.get_shape()
+    if any(d < 0 for d in shape):
+        raise VerifyException("bulk operations need static shapes")
+    n = 1
+    for d in shape:
+        n *= d
+    width = t.element_type.bitwidth if hasattr(t.element_type, "bitwidth") else 0  # type: ignore[attr-defined]
+    nbytes = n * width // 8
+    if nbytes % 16 != 0:
+        raise VerifyException(f"bulk size must be a multiple of 16 bytes, got {nbytes}")
+
+
+@irdl_op_definition
+class BulkReduceOp(IRDLOperation):
+    """Asynchronous element-wise reduce of a shared buffer into a global or a peer
+    CTA's shared buffer (lowers to ``cp.reduce.async.bulk``).
+
+    Example: ``bulkred.bulk_reduce sum %tile, %out : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>``
+    """
+
+    name = "bulkred.bulk_reduce"
+
+    kind = prop_def(ReduceKindAttr)
+    src = operand_def(MemRefType)
+    dst = operand_def(MemRefType)
+    mbar = opt_operand_def(MemRefType)
+
+    assembly_format = (
+        "$kind $src `,` $dst (`,` $mbar^)? attr-dict `:` type($src) `,` type($dst) (`,` type($mbar)^)?"
+    )
+
+    def verify_(self) -> None:
+        st = _expect_buffer("src", self.src, [MemoryScope.SHARED])
+        dt = _expect_buffer("dst", self.dst, [MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED])
+        if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
+            raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
+        if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
+            raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
+        _check_bulk_bytes(st)
+        to_cluster = scope_of(dt) == MemoryScope.CLUSTER_SHARED
+        if to_cluster and self.mbar is None:
+            raise VerifyException("a bulk reduce into cluster_shared needs an 'mbar' operand")
+        if not to_cluster and self.mbar is not None:
+            raise VerifyException("a bulk reduce into global completes by bulk group and takes no 'mbar'")
+
+
+BULKRED = Dialect(
+    "bulkred",
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp],
+    [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr],
+)
