@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from bulkred_dialect.diagnostics import LocatedError, parse_module, verify_located
@@ -82,7 +83,11 @@ class BulkredOptMain(xDSLOptMain):
                 out.write(self._process_chunk(chunk, offset))
             except ParseError as e:
                 failed = True
-                self._report(str(e), out)
+                loc = Span(e.span.start, e.span.end, e.span.input, offset).get_location()
+                msg = e.msg.strip()
+                if not msg or msg.startswith("in "):
+                    msg = f"unexpected '{e.span.text}' {msg}".rstrip()
+                self._report(f"{loc.file}:{loc.line}:{loc.col}: error: {msg}", out)
             except (DiagnosticException, ValueError, KeyError) as e:
                 failed = True
                 self._report(str(e), out)

@@ -52,14 +52,26 @@ class LocatedError(DiagnosticException):
 
 
 def _root_message(err: BaseException) -> str:
-    """The verifier's own sentence, without xDSL's printed-module context."""
-    while err.__cause__ is not None and isinstance(err.__cause__, DiagnosticException):
-        err = err.__cause__
-    msg = str(err)
-    prefix = "Operation does not verify: "
-    if msg.startswith(prefix):
-        msg = msg[len(prefix) :]
-    return msg.strip().splitlines()[0] if msg.strip() else type(err).__name__
+    """The verifier's own sentence, without xDSL's printed-module context.
+
+    xDSL wraps constraint failures (``operand 'mbar' at position 3 does not
+    verify:``) around the constraint's message; keep both on one line.
+    """
+    parts: list[str] = []
+    e: BaseException | None = err
+    while e is not None:
+        text = str(e).strip()
+        prefix = "Operation does not verify: "
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+        first = text.splitlines()[0].strip() if text else ""
+        if first and first not in parts and not first.startswith("Operation does not verify"):
+            parts.append(first.rstrip(":"))
+        e = e.__cause__ if isinstance(e.__cause__, DiagnosticException) else None
+    if not parts:
+        return type(err).__name__
+    # Outer context first, then the innermost fact.
+    return ": ".join(parts) if len(parts) <= 2 else f"{parts[0]}: {parts[-1]}"
 
 
 def verify_located(module: ModuleOp) -> None:

@@ -157,6 +157,7 @@ class LaunchAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         values: dict[str, list[int]] = {"grid": [1], "block": [1], "cluster": [1]}
+        start = parser.pos
         with parser.in_angle_brackets():
             first = True
             while first or parser.parse_optional_punctuation(",") is not None:
@@ -169,7 +170,12 @@ class LaunchAttr(ParametrizedAttribute):
                     )
                 parser.parse_punctuation("=")
                 values[key] = _parse_int_list(parser)
-        return tuple(ArrayAttr(IntAttr(v) for v in values[k]) for k in ("grid", "block", "cluster"))
+        params = tuple(ArrayAttr(IntAttr(v) for v in values[k]) for k in ("grid", "block", "cluster"))
+        try:
+            cls.new(params).verify()
+        except VerifyException as e:
+            parser.raise_error(str(e), start, parser.pos)
+        return params
 
     def print_parameters(self, printer: Printer) -> None:
         def fmt(a: ArrayAttr[IntAttr]) -> str:

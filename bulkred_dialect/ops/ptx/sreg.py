@@ -1,4 +1,119 @@
-"""(to be written)"""
+"""Reading special registers (PTX ISA, Special Registers): thread, CTA, grid and cluster ids."""
 
-SREG_OPS: list = []
-SREG_ATTRS: list = []
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute
+from xdsl.irdl import irdl_attr_definition, irdl_op_definition, prop_def, result_def
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, RegisterNamer, i1, i32
+from bulkred_dialect.ops.target import Requirement
+
+
+class SpecialRegister(StrEnum):
+    """The special registers the lowering reads, spelled as in PTX without the ``%``."""
+
+    TID_X = "tid.x"
+    TID_Y = "tid.y"
+    TID_Z = "tid.z"
+    NTID_X = "ntid.x"
+    NTID_Y = "ntid.y"
+    NTID_Z = "ntid.z"
+    CTAID_X = "ctaid.x"
+    CTAID_Y = "ctaid.y"
+    CTAID_Z = "ctaid.z"
+    NCTAID_X = "nctaid.x"
+    NCTAID_Y = "nctaid.y"
+    NCTAID_Z = "nctaid.z"
+    LANEID = "laneid"
+    WARPID = "warpid"
+    CLUSTER_CTARANK = "cluster_ctarank"
+    CLUSTER_NCTARANK = "cluster_nctarank"
+    CLUSTER_CTAID_X = "cluster_ctaid.x"
+    CLUSTER_CTAID_Y = "cluster_ctaid.y"
+    CLUSTER_CTAID_Z = "cluster_ctaid.z"
+    CLUSTER_NCTAID_X = "cluster_nctaid.x"
+    CLUSTER_NCTAID_Y = "cluster_nctaid.y"
+    CLUSTER_NCTAID_Z = "cluster_nctaid.z"
+    CLUSTERID_X = "clusterid.x"
+    CLUSTERID_Y = "clusterid.y"
+    CLUSTERID_Z = "clusterid.z"
+    NCLUSTERID_X = "nclusterid.x"
+    NCLUSTERID_Y = "nclusterid.y"
+    NCLUSTERID_Z = "nclusterid.z"
+    IS_EXPLICIT_CLUSTER = "is_explicit_cluster"
+
+    @property
+    def is_cluster(self) -> bool:
+        return "cluster" in self.value
+
+    @property
+    def ir_type(self) -> Attribute:
+        return i1 if self == SpecialRegister.IS_EXPLICIT_CLUSTER else i32
+
+
+@irdl_attr_definition
+class SpecialRegisterAttr(EnumAttribute[SpecialRegister], SpacedOpaqueSyntaxAttribute):
+    name = "ptx.sreg"
+
+
+_ANY_TARGET = Requirement(sm=50, ptx=(6, 0))
+_CLUSTER = Requirement(sm=90, ptx=(7, 8))
+
+
+@irdl_op_definition
+class MovSregOp(PtxInstruction):
+    """Copy a special register into a register.
+
+    PTX: ``mov.u32 d, %tid.x;`` (``mov.pred d, %is_explicit_cluster;``)
+
+    The result is ``i32``, or ``i1`` for ``is_explicit_cluster``.
+
+    Example::
+
+        %t = ptx.mov.sreg tid.x : i32
+        %rank = ptx.mov.sreg cluster_ctarank : i32
+
+    The cluster registers need sm_90 and PTX ISA 7.8. Spec: PTX ISA, Special Registers.
+    """
+
+    name = "ptx.mov.sreg"
+    SPEC_SECTION: ClassVar = "Special Registers"
+    REQUIREMENT: ClassVar = _ANY_TARGET
+
+    reg = prop_def(SpecialRegisterAttr)
+    d = result_def(Attribute)
+
+    assembly_format = "$reg attr-dict `:` type($d)"
+
+    def __init__(self, reg: SpecialRegister):
+        super().__init__(result_types=[reg.ir_type], properties={"reg": SpecialRegisterAttr(reg)})
+
+    def verify_(self) -> None:
+        r = self.reg.data
+        if self.d.type != r.ir_type:
+            raise VerifyException(f"result 'd' must be {r.ir_type} for '%{r}', got {self.d.type}")
+
+    def requirement(self) -> Requirement:
+        return _CLUSTER if self.reg.data.is_cluster else _ANY_TARGET
+
+    def ptx_mnemonic(self) -> str:
+        return "mov.pred" if self.reg.data.ir_type == i1 else "mov.u32"
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [reg(self.d), f"%{self.reg.data}"]
+
+
+def differential_cases() -> Iterator[DiffCase]:
+    """Every special register (their target requirements are what is compared)."""
+    for r in SpecialRegister:
+        yield DiffCase(f"mov.sreg.{r}", (), lambda v, r=r: MovSregOp(r))
+
+
+SREG_OPS = [MovSregOp]
+SREG_ATTRS = [SpecialRegisterAttr]

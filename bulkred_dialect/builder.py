@@ -1,0 +1,594 @@
+"""A Python builder for tile-level bulkred kernels, for users who do not write MLIR.
+
+It builds the same IR as the MLIR text (``func.func`` with ``bulkred.launch``,
+``memref.alloca`` buffers, ``bulkred.*`` ops) and reads like the TIRx card's program
+(``docs/builder.md``; spec: ../shared/spec/tirx-reduction-sm100-packed.md)::
+
+    from bulkred_dialect import builder as T
+
+    with T.kernel("test_func", grid=[1], block=[1], cluster=[1]) as k:
+        A = k.param("A", [32], "float32")
+        B = k.param("B", [1], "float32")
+        A_local = T.alloc_buffer([32], "float32", scope="local", name="A_local")
+        B_local = T.alloc_buffer([1], "float32", scope="local", name="B_local")
+        T.copy(A, A_local)
+        T.sum(B_local, A_local, accum=False)
+        T.copy(B_local, B)
+    module = k.module(target="sm_100a")
+
+Argument order: reductions follow TIRx, destination first (``T.sum(dst, src)``,
+``T.reduce(kind, dst, src)``); data movement follows the IR, source first
+(``T.copy(src, dst)``, ``T.bulk_copy(src, dst)``, ``T.bulk_reduce(kind, src, dst)``).
+
+Errors: a bad builder argument (unknown dtype, scope or kind, a value that is not a
+buffer, a malformed shape) raises :class:`ValueError` at once, naming the argument,
+what was expected and what was given. Rules between operands (shapes, element types,
+directions) belong to the ops' verifiers: :meth:`Kernel.module` verifies the module and
+raises a :class:`~bulkred_dialect.diagnostics.LocatedError` located at the Python line
+that built the offending op (``my_kernel.py:12:5: error: 'bulkred.reduce' ...``).
+
+The ops are inserted through xDSL's :class:`~xdsl.builder.ImplicitBuilder`, so plain
+xDSL ops created inside a ``with T.kernel(...)`` block land in the kernel too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections.abc import Sequence
+from contextlib import ExitStack
+from types import TracebackType
+
+from xdsl.builder import Builder, ImplicitBuilder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, get_all_dialects, memref
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FileLineColLoc,
+    FunctionType,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    bf16,
+    f16,
+    f32,
+    f64,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
+
+from bulkred_dialect.diagnostics import verify_located
+from bulkred_dialect.ops.target import Target, TargetError
+from bulkred_dialect.ops.tile import (
+    BulkCopyOp,
+    BulkReduceOp,
+    CopyOp,
+    ExecScope,
+    LaunchAttr,
+    MemoryScope,
+    ReduceKind,
+    ReduceKindAttr,
+    ReduceOp,
+    buffer_type,
+    scope_of,
+)
+from bulkred_dialect.universe import BULKRED_DIALECTS
+
+__all__ = [
+    "DTYPES",
+    "Kernel",
+    "alloc_buffer",
+    "alloc_mbarrier",
+    "alloc_shared",
+    "bulk_copy",
+    "bulk_reduce",
+    "context",
+    "copy",
+    "dtype_of",
+    "kernel",
+    "max",
+    "min",
+    "module",
+    "reduce",
+    "sum",
+]
+
+TARGET_ATTR = "bulkred.target"  # the module attribute passes/check_target.py reads
+LAUNCH_ATTR = "bulkred.launch"
+
+DTYPES: dict[str, Attribute] = {
+    "float32": f32,
+    "float16": f16,
+    "bfloat16": bf16,
+    "float64": f64,
+    "int32": i32,
+    "int64": i64,
+}
+"""TIRx dtype names and the element types they build."""
+
+_DTYPE_NAMES: dict[Attribute, str] = {t: n for n, t in DTYPES.items()}
+
+# Buffers a kernel can allocate itself; global buffers are kernel parameters.
+_ALLOC_SCOPES = (MemoryScope.LOCAL, MemoryScope.SHARED, MemoryScope.CLUSTER_SHARED)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_THIS_FILE = os.path.normcase(os.path.abspath(__file__))
+
+
+# region Argument checking
+
+
+def _names(values: Sequence[object]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def dtype_of(dtype: str | Attribute, fn: str = "dtype_of") -> Attribute:
+    """The element type for a TIRx dtype name (``"float32"`` -> ``f32``); an element
+    type in :data:`DTYPES` is accepted as is."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    if isinstance(dtype, Attribute) and dtype in _DTYPE_NAMES:
+        return dtype
+    raise ValueError(f"'dtype' of T.{fn} must be one of {_names(DTYPES)}, got {dtype!r}")
+
+
+def _enum(enum: type, value: object, field: str, fn: str, valid: Sequence[object] | None = None):
+    members = list(enum) if valid is None else list(valid)
+    for m in members:
+        if value == m or value == str(m):
+            return enum(str(m))
+    raise ValueError(f"'{field}' of T.{fn} must be one of {_names(members)}, got {value!r}")
+
+
+def _shape(shape: object, field: str, fn: str) -> list[int]:
+    items = [shape] if isinstance(shape, int) and not isinstance(shape, bool) else shape
+    if (
+        not isinstance(items, Sequence)
+        or isinstance(items, str)
+        or not items
+        or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in items)
+    ):
+        raise ValueError(f"'{field}' of T.{fn} must be a non-empty list of positive integers, got {shape!r}")
+    return list(items)
+
+
+def _launch_dims(value: object, field: str) -> list[int]:
+    dims = _shape(value, field, "kernel")
+    if len(dims) > 3:
+        raise ValueError(f"'{field}' of T.kernel must have 1 to 3 entries, got {len(dims)}")
+    return dims
+
+
+def _identifier(name: object, field: str, fn: str) -> str:
+    if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None:
+        raise ValueError(f"'{field}' of T.{fn} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {name!r}")
+    return name
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, SSAValue):
+        return f"a value of type {value.type}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _func_of(value: SSAValue) -> Operation | None:
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    while op is not None and not isinstance(op, func.FuncOp):
+        op = op.parent_op()
+    return op
+
+
+def _buffer(value: object, field: str, fn: str) -> SSAValue:
+    """``value`` if it is a bulkred buffer of the open kernel, else a ValueError."""
+    if not isinstance(value, SSAValue) or scope_of(value.type) is None:
+        raise ValueError(
+            f"'{field}' of T.{fn} must be a buffer from k.param or T.alloc_buffer, got {_describe(value)}"
+        )
+    k = _open_kernel(fn)
+    owner = _func_of(value)
+    if owner is not k.func_op:
+        where = f"kernel '{owner.sym_name.data}'" if isinstance(owner, func.FuncOp) else "no kernel"
+        raise ValueError(f"'{field}' of T.{fn} belongs to {where}, not to the open kernel '{k.name}'")
+    return value
+
+
+# endregion
+
+# region Source locations
+
+
+def _caller_location() -> FileLineColLoc:
+    """``file:line:col`` of the first frame outside this file (the user's call)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.normcase(os.path.abspath(frame.f_code.co_filename)) == _THIS_FILE:
+        frame = frame.f_back
+    col = 1
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    if 0 <= index < len(positions) and positions[index][2] is not None:
+        col = positions[index][2] + 1
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(col))
+
+
+def _located(op: Operation) -> Operation:
+    op.location = _caller_location()
+    return op
+
+
+# endregion
+
+# region Kernels
+
+
+class _OpenKernels(threading.local):
+    def __init__(self) -> None:
+        self.kernel: Kernel | None = None
+
+
+_open = _OpenKernels()
+
+
+def _open_kernel(fn: str) -> Kernel:
+    if _open.kernel is None:
+        raise ValueError(f"T.{fn} must be called inside a 'with T.kernel(...)' block")
+    return _open.kernel
+
+
+class Kernel:
+    """A ``func.func`` kernel with a ``bulkred.launch`` attribute, built inside ``with``.
+
+    Create it with :func:`kernel`; declare global buffer parameters with :meth:`param`;
+    after the ``with`` block, :meth:`module` wraps it in a verified ``builtin.module``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        grid: int | Sequence[int] = (1,),
+        block: int | Sequence[int] = (1,),
+        cluster: int | Sequence[int] = (1,),
+    ):
+        self.name = _identifier(name, "name", "kernel")
+        dims = {f: _launch_dims(v, f) for f, v in (("grid", grid), ("block", block), ("cluster", cluster))}
+        try:
+            self.launch = LaunchAttr(dims["grid"], dims["block"], dims["cluster"])
+        except VerifyException as e:
+            raise ValueError(str(e)) from None
+        self.func_op = func.FuncOp(self.name, ((), ()), Region(Block()))
+        self.func_op.attributes[LAUNCH_ATTR] = self.launch
+        _located(self.func_op)
+        self._params: dict[str, BlockArgument] = {}
+        self._stack: ExitStack | None = None
+        self._state = "new"  # -> "open" -> "closed", or "failed" when the with block raised
+
+    @property
+    def body(self) -> Block:
+        return self.func_op.body.block
+
+    def __enter__(self) -> Kernel:
+        if self._state != "new":
+            raise ValueError(f"kernel '{self.name}' can be entered only once")
+        if _open.kernel is not None:
+            raise ValueError(
+                f"kernels cannot nest: kernel '{_open.kernel.name}' is still open when entering '{self.name}'"
+            )
+        stack = ExitStack()
+        stack.enter_context(ImplicitBuilder(Builder(InsertPoint.at_end(self.body))))
+        self._stack = stack
+        self._state = "open"
+        _open.kernel = self
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._stack is not None
+        self._stack.close()
+        self._stack = None
+        _open.kernel = None
+        if exc_type is not None:
+            self._state = "failed"
+            return
+        self._state = "closed"
+        ret = func.ReturnOp()
+        ret.location = self.func_op.location
+        self.body.add_op(ret)
+
+    def param(self, name: str, shape: int | Sequence[int], dtype: str | Attribute) -> BlockArgument:
+        """A global-memory buffer parameter ``%name: memref<shape x dtype, #bulkred.scope<global>>``
+        (the card's ``T.match_buffer``), appended to the kernel's arguments."""
+        if self._state not in ("new", "open"):
+            raise ValueError(f"k.param must be called before kernel '{self.name}' is closed")
+        name = _identifier(name, "name", "param")
+        if name in self._params:
+            raise ValueError(f"kernel '{self.name}' already has a parameter named '{name}'")
+        t = buffer_type(_shape(shape, "shape", "param"), dtype_of(dtype, "param"), MemoryScope.GLOBAL)
+        arg = self.body.insert_arg(t, len(self.body.args))
+        arg.name_hint = name
+        self._params[name] = arg
+        self.func_op.function_type = FunctionType.from_lists([a.type for a in self.body.args], [])
+        return arg
+
+    def module(self, target: str | None = None) -> ModuleOp:
+        """This kernel in a verified ``builtin.module`` (see :func:`module`)."""
+        return module(self, target=target)
+
+
+def kernel(
+    name: str,
+    grid: int | Sequence[int] = (1,),
+    block: int | Sequence[int] = (1,),
+    cluster: int | Sequence[int] = (1,),
+) -> Kernel:
+    """A kernel ``@name`` launched with ``#bulkred.launch<grid = .., block = .., cluster = ..>``.
+
+    ``grid`` counts CTAs and must be a multiple of ``cluster`` in every dimension (the
+    card's ``T.cta_id([..])`` / ``T.thread_id([..])``). Use it as ``with T.kernel(..) as k:``.
+    """
+    return Kernel(name, grid, block, cluster)
+
+
+def module(*kernels: Kernel, target: str | None = None) -> ModuleOp:
+    """A verified ``builtin.module`` holding a copy of each closed kernel; with ``target``
+    (``"sm_100a"``) it carries ``bulkred.target = "sm_100a"``, which the passes read.
+
+    Raises :class:`ValueError` for bad arguments and
+    :class:`~bulkred_dialect.diagnostics.LocatedError` when an op does not verify.
+    """
+    if not kernels:
+        raise ValueError("T.module needs at least one kernel")
+    if _open.kernel is not None:
+        # The open kernel's ImplicitBuilder would also capture the module's ops.
+        raise ValueError(f"kernel '{_open.kernel.name}' is still open: build the module after its 'with' block")
+    seen: set[str] = set()
+    for k in kernels:
+        if not isinstance(k, Kernel):
+            raise ValueError(f"T.module takes kernels from T.kernel, got {_describe(k)}")
+        if k._state == "new":
+            raise ValueError(f"kernel '{k.name}' has no body: build it in 'with T.kernel(...) as k:' first")
+        if k._state == "failed":
+            raise ValueError(f"kernel '{k.name}' is incomplete: its 'with' block raised an exception")
+        if k.name in seen:
+            raise ValueError(f"two kernels are named '{k.name}'")
+        seen.add(k.name)
+    attrs: dict[str, Attribute] = {}
+    if target is not None:
+        try:
+            attrs[TARGET_ATTR] = StringAttr(Target.parse(target).name)
+        except (TargetError, AttributeError):
+            raise ValueError(f"'target' of T.module must look like sm_90, sm_90a or sm_100a, got {target!r}") from None
+    m = ModuleOp([k.func_op.clone() for k in kernels], attributes=attrs)
+    m.location = _caller_location()
+    verify_located(m)
+    return m
+
+
+def context() -> Context:
+    """An xDSL context with the upstream dialects and bulkred's (``bulkred``, ``ptx``), to
+    parse MLIR text or run passes next to built modules."""
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **BULKRED_DIALECTS}.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+# endregion
+
+# region Buffers
+
+
+def alloc_buffer(
+    shape: int | Sequence[int],
+    dtype: str | Attribute,
+    scope: str = "local",
+    *,
+    name: str | None = None,
+) -> SSAValue:
+    """A kernel-local buffer: ``memref.alloca() : memref<shape x dtype, #bulkred.scope<scope>>``.
+
+    ``scope`` is ``local`` (registers), ``shared`` (the CTA's shared memory) or
+    ``cluster_shared`` (shared memory addressed through the cluster window, the
+    destination of a multicast or peer bulk copy). ``name`` sets the SSA name.
+    """
+    _open_kernel("alloc_buffer")
+    if scope == MemoryScope.GLOBAL:
+        raise ValueError(
+            f"'scope' of T.alloc_buffer must be one of {_names(_ALLOC_SCOPES)}, got 'global' "
+            "(global buffers are kernel parameters: use k.param)"
+        )
+    s = _enum(MemoryScope, scope, "scope", "alloc_buffer", _ALLOC_SCOPES)
+    t = buffer_type(_shape(shape, "shape", "alloc_buffer"), dtype_of(dtype, "alloc_buffer"), s)
+    if name is not None:
+        _identifier(name, "name", "alloc_buffer")
+    op = memref.AllocaOp.get(t.element_type, shape=t.get_shape(), memory_space=t.memory_space)
+    _insert(op, "alloc_buffer")
+    op.memref.name_hint = name
+    return op.memref
+
+
+def alloc_shared(shape: int | Sequence[int], dtype: str | Attribute, *, name: str | None = None) -> SSAValue:
+    """``T.alloc_buffer(shape, dtype, scope="shared")``: a buffer in the CTA's shared memory."""
+    return alloc_buffer(shape, dtype, "shared", name=name)
+
+
+def alloc_mbarrier(*, name: str | None = None) -> SSAValue:
+    """An mbarrier object for bulk copies into shared memory: ``memref<1xi64, #bulkred.scope<shared>>``."""
+    return alloc_buffer([1], i64, "shared", name=name)
+
+
+# endregion
+
+# region Operations
+
+
+def _insert(op: Operation, fn: str) -> Operation:
+    k = _open_kernel(fn)
+    _located(op)
+    if op.parent is None:
+        k.body.add_op(op)
+    return op
+
+
+def copy(src: SSAValue, dst: SSAValue) -> CopyOp:
+    """``bulkred.copy src, dst``: element-wise ``dst[i] = src[i]`` by the executing threads
+    (the card's ``for i in T.serial(n): A_local[i] = A[i]``). Source first, like the IR."""
+    s = _buffer(src, "src", "copy")
+    d = _buffer(dst, "dst", "copy")
+    return _insert(CopyOp(s, d), "copy")  # type: ignore[return-value]
+
+
+def reduce(
+    kind: str | ReduceKind,
+    dst: SSAValue,
+    src: SSAValue,
+    *,
+    scope: str | ExecScope = "thread",
+    accum: bool = False,
+    variant: str | None = None,
+) -> ReduceOp:
+    """``bulkred.reduce kind scope [accum] [variant "v"] src, dst``: reduce ``src`` along its
+    last axis into ``dst`` (shape [1] for a 1-D ``src``, else ``src`` without its last axis).
+
+    Destination first, like TIRx's ``Tx.sum(dst, src, accum=...)``. ``kind`` is one of sum,
+    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta or
+    cluster; ``accum`` combines with ``dst``'s previous value; ``variant`` forces a
+    lowering variant by name.
+    """
+    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, accum, variant)
+
+
+def sum(  # noqa: A001 - TIRx's name
+    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+) -> ReduceOp:
+    """``T.reduce("sum", dst, src, ...)``, the card's ``Tx.sum(B_local, A_local, accum=False)``."""
+    return _reduce("sum", ReduceKind.SUM, dst, src, scope, accum, variant)
+
+
+def max(  # noqa: A001 - TIRx's name
+    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+) -> ReduceOp:
+    """``T.reduce("max", dst, src, ...)``."""
+    return _reduce("max", ReduceKind.MAX, dst, src, scope, accum, variant)
+
+
+def min(  # noqa: A001 - TIRx's name
+    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+) -> ReduceOp:
+    """``T.reduce("min", dst, src, ...)``."""
+    return _reduce("min", ReduceKind.MIN, dst, src, scope, accum, variant)
+
+
+def _reduce(
+    fn: str,
+    kind: ReduceKind,
+    dst: SSAValue,
+    src: SSAValue,
+    scope: str | ExecScope,
+    accum: bool,
+    variant: str | None,
+) -> ReduceOp:
+    s = _enum(ExecScope, scope, "scope", fn)
+    d = _buffer(dst, "dst", fn)
+    x = _buffer(src, "src", fn)
+    if not isinstance(accum, bool):
+        raise ValueError(f"'accum' of T.{fn} must be True or False, got {accum!r}")
+    if variant is not None and (not isinstance(variant, str) or not variant):
+        raise ValueError(f"'variant' of T.{fn} must be a non-empty string or None, got {variant!r}")
+    _check_reduce_order(fn, d, x)
+    return _insert(ReduceOp(kind, x, d, scope=s, accum=accum, variant=variant), fn)  # type: ignore[return-value]
+
+
+def _check_reduce_order(fn: str, dst: SSAValue, src: SSAValue) -> None:
+    """Name the likely mistake of passing (src, dst), the order of T.copy."""
+    ds = list(_memref(dst).get_shape())
+    ss = list(_memref(src).get_shape())
+    if ds != ReduceOp.expected_dst_shape(ss) and ss == ReduceOp.expected_dst_shape(ds):
+        raise ValueError(
+            f"T.{fn} takes (dst, src) like TIRx: 'dst' has shape {ds} and 'src' has shape {ss}, "
+            "which reduces the other way; swap the arguments"
+        )
+
+
+def _memref(v: SSAValue) -> MemRefType:
+    assert isinstance(v.type, MemRefType)
+    return v.type
+
+
+def _cta_mask(multicast: int | SSAValue | None) -> SSAValue | None:
+    if multicast is None or (isinstance(multicast, SSAValue) and multicast.type == i16):
+        return multicast
+    if isinstance(multicast, bool) or not isinstance(multicast, int) or not 0 < multicast < 1 << 16:
+        raise ValueError(
+            "'multicast' of T.bulk_copy must be a CTA mask 1..0xffff (bit i = CTA rank i) or an i16 value, "
+            f"got {_describe(multicast)}"
+        )
+    # IntegerAttr stores i16 signed: 0xffff becomes -1, the same 16 bits.
+    return _insert(arith.ConstantOp(IntegerAttr(multicast, i16)), "bulk_copy").results[0]
+
+
+def bulk_copy(
+    src: SSAValue,
+    dst: SSAValue,
+    *,
+    mbar: SSAValue | None = None,
+    multicast: int | SSAValue | None = None,
+) -> BulkCopyOp:
+    """``bulkred.bulk_copy src, dst [, mbar] [multicast mask]``: an asynchronous bulk copy
+    (``cp.async.bulk``), source first.
+
+    Directions: global -> shared, global -> cluster_shared, shared -> cluster_shared,
+    shared -> global. Copies into shared memory complete on ``mbar``
+    (:func:`alloc_mbarrier`); ``multicast`` (a CTA mask, int or i16 value) is for
+    global -> cluster_shared only. The size must be a multiple of 16 bytes.
+    """
+    s = _buffer(src, "src", "bulk_copy")
+    d = _buffer(dst, "dst", "bulk_copy")
+    m = None if mbar is None else _buffer(mbar, "mbar", "bulk_copy")
+    mask = _cta_mask(multicast)
+    op = BulkCopyOp.create(
+        operands=[s, d, *([m] if m is not None else []), *([mask] if mask is not None else [])],
+        properties={"operandSegmentSizes": _segments(1, 1, int(m is not None), int(mask is not None))},
+    )
+    return _insert(op, "bulk_copy")  # type: ignore[return-value]
+
+
+def bulk_reduce(
+    kind: str | ReduceKind,
+    src: SSAValue,
+    dst: SSAValue,
+    *,
+    mbar: SSAValue | None = None,
+) -> BulkReduceOp:
+    """``bulkred.bulk_reduce kind src, dst [, mbar]``: asynchronously combine a shared buffer
+    into a global one, or into a peer CTA's cluster_shared one (``cp.reduce.async.bulk``).
+
+    Source first, like :func:`bulk_copy` (it is a copy that combines). A reduce into
+    cluster_shared completes on ``mbar``; into global, by bulk group (no ``mbar``).
+    """
+    k = _enum(ReduceKind, kind, "kind", "bulk_reduce")
+    s = _buffer(src, "src", "bulk_reduce")
+    d = _buffer(dst, "dst", "bulk_reduce")
+    m = None if mbar is None else _buffer(mbar, "mbar", "bulk_reduce")
+    op = BulkReduceOp.create(operands=[s, d, *([m] if m is not None else [])], properties={"kind": ReduceKindAttr(k)})
+    return _insert(op, "bulk_reduce")  # type: ignore[return-value]
+
+
+def _segments(*sizes: int) -> Attribute:
+    return DenseArrayBase.from_list(i32, sizes)
+
+
+# endregion

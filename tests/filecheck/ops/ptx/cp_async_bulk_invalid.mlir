@@ -1,0 +1,181 @@
+// Every verifier rule of cp.async.bulk and cp.async.bulk.prefetch, rejected with its message.
+// RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
+
+// STDERR: cp_async_bulk_invalid.mlir:[[# @LINE + 3]]:3: error: 'ptx.cp.async.bulk.shared_cta.global' '.L2::cache_hint' needs operand 'cachePolicy', which is absent
+func.func @shared_cta_global_hint_without_policy(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cta>) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' '.L2::cache_hint' needs operand 'cachePolicy', which is absent
+  ptx.cp.async.bulk.shared_cta.global cache_hint "L2::cache_hint" %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @shared_cta_global_policy_without_hint(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cta>, %policy: i64) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar cachePolicy = %policy
+  func.return
+}
+
+// -----
+
+func.func @shared_cta_global_size(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %mbar: !ptx.ptr<shared::cta>) {
+  %size = arith.constant 100 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'size' must be a multiple of 16, got 100
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// The mbarrier of a .shared::cta destination is in the executing CTA's shared memory.
+func.func @shared_cta_global_mbar_space(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' Expected attribute !ptx.ptr<shared::cta> but got !ptx.ptr<shared::cluster>
+  "ptx.cp.async.bulk.shared_cta.global"(%dst, %src, %size, %mbar) : (!ptx.ptr<shared::cta>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cluster>) -> ()
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_global_multicast_without_mask(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' '.multicast::cluster' needs operand 'ctaMask', which is absent
+  ptx.cp.async.bulk.shared_cluster.global multicast "multicast::cluster" %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_global_mask_without_multicast(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %mask: i16) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' operand 'ctaMask' is only valid with '.multicast::cluster', which is absent
+  ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar ctaMask = %mask
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_global_hint_without_policy(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %mask: i16) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' '.L2::cache_hint' needs operand 'cachePolicy', which is absent
+  ptx.cp.async.bulk.shared_cluster.global multicast "multicast::cluster" cache_hint "L2::cache_hint" %dst, %src, %size, %mbar ctaMask = %mask
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_global_policy_without_hint(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %policy: i64) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent
+  ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar cachePolicy = %policy
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_global_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %mbar: !ptx.ptr<shared::cluster>) {
+  %size = arith.constant 8 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' 'size' must be a multiple of 16, got 8
+  ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// The mbarrier of a .shared::cluster destination is a .shared::cluster address.
+func.func @shared_cluster_global_mbar_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cta>) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' Expected attribute !ptx.ptr<shared::cluster> but got !ptx.ptr<shared::cta>
+  "ptx.cp.async.bulk.shared_cluster.global"(%dst, %src, %size, %mbar) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cta>) -> ()
+  func.return
+}
+
+// -----
+
+// ctaMask is 16 bits.
+func.func @shared_cluster_global_mask_width(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %mask: i32) {
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' Expected attribute i16 but got i32
+  "ptx.cp.async.bulk.shared_cluster.global"(%dst, %src, %size, %mbar, %mask) <{multicast = #ptx<bulk_multicast "multicast::cluster">, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cluster>, i32) -> ()
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_shared_cta_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %mbar: !ptx.ptr<shared::cluster>) {
+  %size = arith.constant 33 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'size' must be a multiple of 16, got 33
+  ptx.cp.async.bulk.shared_cluster.shared_cta %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @global_shared_cta_hint_without_policy(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>, %size: i32) {
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' '.L2::cache_hint' needs operand 'cachePolicy', which is absent
+  ptx.cp.async.bulk.global.shared_cta cache_hint "L2::cache_hint" %dst, %src, %size
+  func.return
+}
+
+// -----
+
+func.func @global_shared_cta_policy_without_hint(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>, %size: i32, %policy: i64) {
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size cachePolicy = %policy
+  func.return
+}
+
+// -----
+
+func.func @global_shared_cta_cp_mask_without_byte_mask(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>, %size: i32, %policy: i64) {
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' '.cp_mask' needs operand 'byteMask', which is absent
+  ptx.cp.async.bulk.global.shared_cta cache_hint "L2::cache_hint" cp_mask %dst, %src, %size cachePolicy = %policy
+  func.return
+}
+
+// -----
+
+func.func @global_shared_cta_byte_mask_without_cp_mask(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>, %size: i32, %mask: i16) {
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' operand 'byteMask' is only valid with '.cp_mask', which is absent
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size byteMask = %mask
+  func.return
+}
+
+// -----
+
+func.func @global_shared_cta_size(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>) {
+  %size = arith.constant -16 : i32
+  %bad = arith.constant 24 : i32
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'size' must be a multiple of 16, got 24
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %bad
+  func.return
+}
+
+// -----
+
+func.func @prefetch_hint_without_policy(%src: !ptx.ptr<global>, %size: i32) {
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' '.L2::cache_hint' needs operand 'cachePolicy', which is absent
+  ptx.cp.async.bulk.prefetch.L2.global cache_hint "L2::cache_hint" %src, %size
+  func.return
+}
+
+// -----
+
+func.func @prefetch_policy_without_hint(%src: !ptx.ptr<global>, %size: i32, %policy: i64) {
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent
+  ptx.cp.async.bulk.prefetch.L2.global %src, %size cachePolicy = %policy
+  func.return
+}
+
+// -----
+
+func.func @prefetch_size(%src: !ptx.ptr<global>) {
+  %size = arith.constant 4 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' 'size' must be a multiple of 16, got 4
+  ptx.cp.async.bulk.prefetch.L2.global %src, %size
+  func.return
+}
+
+// -----
+
+// A cache policy is 64 bits.
+func.func @prefetch_policy_width(%src: !ptx.ptr<global>, %size: i32, %policy: i32) {
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' Expected attribute i64 but got i32
+  "ptx.cp.async.bulk.prefetch.L2.global"(%src, %size, %policy) <{cache_hint = #ptx<bulk_cache_hint "L2::cache_hint">}> : (!ptx.ptr<global>, i32, i32) -> ()
+  func.return
+}

@@ -1,0 +1,346 @@
+// Every verifier rule of the tile-level bulkred dialect (ops/tile.py), and the parse
+// errors of its attributes, each with its exact message.
+// RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
+
+// STDERR: tile_invalid.mlir:[[# @LINE + 4]]:3: error: 'bulkred.reduce' 'dst' shape must be [1] to reduce 'src' [32] along its last axis, got [2]
+func.func @reduce_dst_shape_1d(%a: memref<32xf32, #bulkred.scope<local>>,
+                               %b: memref<2xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'dst' shape must be [1] to reduce 'src' [32] along its last axis, got [2]
+  bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<2xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_dst_shape_2d(%a: memref<4x32xf32, #bulkred.scope<local>>,
+                               %b: memref<32xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'dst' shape must be [4] to reduce 'src' [4, 32] along its last axis, got [32]
+  bulkred.reduce sum thread %a, %b : memref<4x32xf32, #bulkred.scope<local>>, memref<32xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_element_types_differ(%a: memref<32xf32, #bulkred.scope<local>>,
+                                       %b: memref<1xf16, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'dst' element type must equal 'src' element type f32, got f16
+  bulkred.reduce max thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_and_on_float(%a: memref<32xf32, #bulkred.scope<local>>,
+                               %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'kind' and needs an integer element type, got f32
+  bulkred.reduce and thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_or_on_float(%a: memref<32xbf16, #bulkred.scope<local>>,
+                              %b: memref<1xbf16, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'kind' or needs an integer element type, got bf16
+  bulkred.reduce or warp %a, %b : memref<32xbf16, #bulkred.scope<local>>, memref<1xbf16, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_xor_on_float(%a: memref<32xf64, #bulkred.scope<local>>,
+                               %b: memref<1xf64, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'kind' xor needs an integer element type, got f64
+  bulkred.reduce xor thread %a, %b : memref<32xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_i1(%a: memref<32xi1, #bulkred.scope<local>>, %b: memref<1xi1, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type i1 cannot be reduced
+  bulkred.reduce or thread %a, %b : memref<32xi1, #bulkred.scope<local>>, memref<1xi1, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_index(%a: memref<32xindex, #bulkred.scope<local>>, %b: memref<1xindex, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be an integer or float, got index
+  bulkred.reduce sum thread %a, %b : memref<32xindex, #bulkred.scope<local>>, memref<1xindex, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_dynamic_shape(%a: memref<?xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' and 'dst' must have static shapes
+  bulkred.reduce sum thread %a, %b : memref<?xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_0d_src(%a: memref<f32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' must have at least one dimension
+  bulkred.reduce sum thread %a, %b : memref<f32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_src_without_scope(%a: memref<32xf32>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' operand 'src' must be a memref with a #bulkred.scope memory space, got memref<32xf32>
+  bulkred.reduce sum thread %a, %b : memref<32xf32>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_dst_other_space(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, 3 : i32>) {
+  // CHECK: error: 'bulkred.reduce' operand 'dst' must be a memref with a #bulkred.scope memory space, got memref<1xf32, 3 : i32>
+  bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, 3 : i32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_unknown_kind(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: Expected `sum`, `max`, `min`, `and`, `or`, or `xor`
+  bulkred.reduce prod thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_unknown_exec_scope(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: Expected `thread`, `warp`, `cta`, or `cluster`
+  bulkred.reduce sum grid %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @unknown_memory_scope(%a: memref<32xf32, #bulkred.scope<register>>) {
+  // CHECK: Expected `local`, `shared`, `global`, or `cluster_shared`
+  func.return
+}
+
+// -----
+
+func.func @copy_shape(%a: memref<32xf32, #bulkred.scope<global>>, %b: memref<16xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'dst' must have the shape and element type of 'src' memref<32xf32, #bulkred.scope<global>>, got memref<16xf32, #bulkred.scope<local>>
+  bulkred.copy %a, %b : memref<32xf32, #bulkred.scope<global>>, memref<16xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_element_type(%a: memref<32xf32, #bulkred.scope<global>>, %b: memref<32xi32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'dst' must have the shape and element type of 'src' memref<32xf32, #bulkred.scope<global>>, got memref<32xi32, #bulkred.scope<local>>
+  bulkred.copy %a, %b : memref<32xf32, #bulkred.scope<global>>, memref<32xi32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_without_scope(%a: memref<32xf32>, %b: memref<32xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' operand 'src' must be a memref with a #bulkred.scope memory space, got memref<32xf32>
+  bulkred.copy %a, %b : memref<32xf32>, memref<32xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_local_to_shared(%a: memref<64xf32, #bulkred.scope<local>>, %b: memref<64xf32, #bulkred.scope<shared>>,
+                                     %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk copy from local to shared is not supported (valid: global->shared, global->cluster_shared, shared->cluster_shared, shared->global)
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<local>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_global_to_global(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk copy from global to global is not supported (valid: global->shared, global->cluster_shared, shared->cluster_shared, shared->global)
+  bulkred.bulk_copy %a, %b : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_cluster_to_shared(%a: memref<64xf32, #bulkred.scope<cluster_shared>>, %b: memref<64xf32, #bulkred.scope<shared>>,
+                                       %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk copy from cluster_shared to shared is not supported (valid: global->shared, global->cluster_shared, shared->cluster_shared, shared->global)
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<cluster_shared>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_shape(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<32xf32, #bulkred.scope<shared>>,
+                           %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' 'dst' must have the shape and element type of 'src' memref<64xf32, #bulkred.scope<global>>, got memref<32xf32, #bulkred.scope<shared>>
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<global>>, memref<32xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_12_bytes(%a: memref<3xf32, #bulkred.scope<global>>, %b: memref<3xf32, #bulkred.scope<shared>>,
+                              %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk size must be a multiple of 16 bytes, got 12
+  bulkred.bulk_copy %a, %b, %m : memref<3xf32, #bulkred.scope<global>>, memref<3xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_dynamic(%a: memref<?xf32, #bulkred.scope<shared>>, %b: memref<?xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk operations need static shapes
+  bulkred.bulk_copy %a, %b : memref<?xf32, #bulkred.scope<shared>>, memref<?xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_missing_mbar_shared(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' a bulk copy into shared needs an 'mbar' operand
+  bulkred.bulk_copy %a, %b : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_missing_mbar_cluster(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<cluster_shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' a bulk copy into cluster_shared needs an 'mbar' operand
+  bulkred.bulk_copy %a, %b : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_mbar_into_global(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<global>>,
+                                      %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' a bulk copy into global completes by bulk group and takes no 'mbar'
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_multicast_to_shared(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<shared>>,
+                                         %m: memref<1xi64, #bulkred.scope<shared>>, %mask: i16) {
+  // CHECK: error: 'bulkred.bulk_copy' 'cta_mask' (multicast) is only valid for a global -> cluster_shared copy
+  bulkred.bulk_copy %a, %b, %m multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_multicast_from_shared(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<cluster_shared>>,
+                                           %m: memref<1xi64, #bulkred.scope<shared>>, %mask: i16) {
+  // CHECK: error: 'bulkred.bulk_copy' 'cta_mask' (multicast) is only valid for a global -> cluster_shared copy
+  bulkred.bulk_copy %a, %b, %m multicast %mask : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_src_global(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' operand 'src' must be in scope shared, got global
+  bulkred.bulk_reduce sum %a, %b : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_dst_shared(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' operand 'dst' must be in scope global or cluster_shared, got shared
+  bulkred.bulk_reduce sum %a, %b : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_shape(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<4x16xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'dst' must have the shape and element type of 'src' memref<64xf32, #bulkred.scope<shared>>, got memref<4x16xf32, #bulkred.scope<global>>
+  bulkred.bulk_reduce sum %a, %b : memref<64xf32, #bulkred.scope<shared>>, memref<4x16xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_xor_on_float(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'kind' xor needs an integer element type, got f32
+  bulkred.bulk_reduce xor %a, %b : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_8_bytes(%a: memref<2xi32, #bulkred.scope<shared>>, %b: memref<2xi32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' bulk size must be a multiple of 16 bytes, got 8
+  bulkred.bulk_reduce sum %a, %b : memref<2xi32, #bulkred.scope<shared>>, memref<2xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_missing_mbar(%a: memref<4xi32, #bulkred.scope<shared>>, %b: memref<4xi32, #bulkred.scope<cluster_shared>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' a bulk reduce into cluster_shared needs an 'mbar' operand
+  bulkred.bulk_reduce sum %a, %b : memref<4xi32, #bulkred.scope<shared>>, memref<4xi32, #bulkred.scope<cluster_shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_mbar_into_global(%a: memref<4xi32, #bulkred.scope<shared>>, %b: memref<4xi32, #bulkred.scope<global>>,
+                                        %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' a bulk reduce into global completes by bulk group and takes no 'mbar'
+  bulkred.bulk_reduce sum %a, %b, %m : memref<4xi32, #bulkred.scope<shared>>, memref<4xi32, #bulkred.scope<global>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// CHECK: 'grid' [3, 1, 1] must be a multiple of 'cluster' [2, 1, 1] in every dimension
+func.func @launch_grid_not_multiple() attributes {bulkred.launch = #bulkred.launch<grid = [3], block = [32], cluster = [2]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: 'grid' [4, 3, 1] must be a multiple of 'cluster' [2, 2, 1] in every dimension
+func.func @launch_grid_not_multiple_y() attributes {bulkred.launch = #bulkred.launch<grid = [4, 3], cluster = [2, 2]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: 'block' entries must be >= 1, got 0
+func.func @launch_zero_block() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [0]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: 'cluster' must have 1 to 3 entries, got 4
+func.func @launch_four_dims() attributes {bulkred.launch = #bulkred.launch<grid = [1], cluster = [1, 1, 1, 1]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: 'grid' must have 1 to 3 entries, got 0
+func.func @launch_empty_grid() attributes {bulkred.launch = #bulkred.launch<grid = []>} {
+  func.return
+}
+
+// -----
+
+// CHECK: unknown launch field 'threads' (expected grid, block or cluster)
+func.func @launch_unknown_field() attributes {bulkred.launch = #bulkred.launch<grid = [1], threads = [32]>} {
+  func.return
+}

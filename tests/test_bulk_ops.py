@@ -1,0 +1,469 @@
+"""cp.async.bulk / cp.reduce.async.bulk / cp.async.bulk.prefetch ops: the PTX lines they
+print (and that ptxas assembles them), the verifier against the spec's tables, the
+target requirements, and the differential cases."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from itertools import product
+
+import pytest
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
+from bulkred_dialect.ops.ptx.base import (
+    PtrType,
+    PtxInstruction,
+    StateSpace,
+    i16,
+    i32,
+    i64,
+    register_class,
+)
+from bulkred_dialect.ops.ptx.bulk import (
+    BulkRedOp,
+    BulkRedType,
+    CacheHint,
+    CpAsyncBulkGlobalSharedCtaOp,
+    CpAsyncBulkPrefetchL2GlobalOp,
+    CpAsyncBulkSharedClusterGlobalOp,
+    CpAsyncBulkSharedClusterSharedCtaOp,
+    CpAsyncBulkSharedCtaGlobalOp,
+    CpReduceAsyncBulkGlobalSharedCtaOp,
+    CpReduceAsyncBulkSharedClusterSharedCtaOp,
+    Multicast,
+    differential_cases,
+)
+from bulkred_dialect.ops.target import Requirement, Target
+
+GLOBAL = PtrType(StateSpace.GLOBAL)
+CTA = PtrType(StateSpace.SHARED_CTA)
+CLUSTER = PtrType(StateSpace.SHARED_CLUSTER)
+
+
+def values(*types: Attribute) -> tuple[SSAValue, ...]:
+    return Block(arg_types=types).args
+
+
+class Namer:
+    """PTX register names by register class, numbered from 1 in order of first use."""
+
+    def __init__(self) -> None:
+        self.names: dict[SSAValue, str] = {}
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def __call__(self, v: SSAValue) -> str:
+        if v not in self.names:
+            prefix = register_class(v.type)[1]
+            self.counts[prefix] += 1
+            self.names[v] = f"{prefix}{self.counts[prefix]}"
+        return self.names[v]
+
+
+# region Printed PTX lines
+
+# (builder over fresh operands of the given types, exact PTX line with registers numbered per class)
+LINES: list[tuple[tuple[Attribute, ...], Callable[..., PtxInstruction], str]] = [
+    (
+        (GLOBAL, CTA, i32, i64),
+        lambda d, s, n, p: CpReduceAsyncBulkGlobalSharedCtaOp(
+            BulkRedOp.ADD,
+            BulkRedType.F16,
+            d,
+            s,
+            n,
+            noftz=True,
+            cache_hint=CacheHint.L2,
+            cache_policy=p,
+        ),
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.L2::cache_hint.add.noftz.f16 [%rd1], [%r1], %r2, %rd2;",
+    ),
+    (
+        (GLOBAL, CTA, i32),
+        lambda d, s, n: CpReduceAsyncBulkGlobalSharedCtaOp(BulkRedOp.ADD, BulkRedType.F32, d, s, n),
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd1], [%r1], %r2;",
+    ),
+    (
+        (CLUSTER, CTA, i32, CLUSTER),
+        lambda d, s, n, m: CpReduceAsyncBulkSharedClusterSharedCtaOp(
+            BulkRedOp.MIN, BulkRedType.S32, d, s, n, m
+        ),
+        "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.min.s32 [%r1], [%r2], %r3, [%r4];",
+    ),
+    (
+        (CTA, GLOBAL, i32, CTA, i64),
+        lambda d, s, n, m, p: CpAsyncBulkSharedCtaGlobalOp(
+            d, s, n, m, cache_hint=CacheHint.L2, cache_policy=p
+        ),
+        "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%r1], [%rd1], %r2, [%r3], %rd2;",
+    ),
+    (
+        (CLUSTER, GLOBAL, i32, CLUSTER, i16, i64),
+        lambda d, s, n, m, k, p: CpAsyncBulkSharedClusterGlobalOp(
+            d,
+            s,
+            n,
+            m,
+            multicast=Multicast.CLUSTER,
+            cta_mask=k,
+            cache_hint=CacheHint.L2,
+            cache_policy=p,
+        ),
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+        " [%r1], [%rd1], %r2, [%r3], %rs1, %rd2;",
+    ),
+    (
+        (CLUSTER, CTA, i32, CLUSTER),
+        lambda d, s, n, m: CpAsyncBulkSharedClusterSharedCtaOp(d, s, n, m),
+        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], %r3, [%r4];",
+    ),
+    (
+        (GLOBAL, CTA, i32, i64, i16),
+        lambda d, s, n, p, k: CpAsyncBulkGlobalSharedCtaOp(
+            d, s, n, cache_hint=CacheHint.L2, cache_policy=p, cp_mask=True, byte_mask=k
+        ),
+        "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint.cp_mask [%rd1], [%r1], %r2, %rd2, %rs1;",
+    ),
+    (
+        (GLOBAL, CTA, i32, i16),
+        lambda d, s, n, k: CpAsyncBulkGlobalSharedCtaOp(d, s, n, cp_mask=True, byte_mask=k),
+        "cp.async.bulk.global.shared::cta.bulk_group.cp_mask [%rd1], [%r1], %r2, %rs1;",
+    ),
+    (
+        (GLOBAL, i32, i64),
+        lambda s, n, p: CpAsyncBulkPrefetchL2GlobalOp(
+            s, n, cache_hint=CacheHint.L2, cache_policy=p
+        ),
+        "cp.async.bulk.prefetch.L2.global.L2::cache_hint [%rd1], %r1, %rd2;",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "types,build,expected", LINES, ids=[line.split(" ")[0] for _, _, line in LINES]
+)
+def test_ptx_line(types, build, expected):
+    op = build(*values(*types))
+    op.verify()
+    assert op.ptx_line(Namer()) == expected
+
+
+def kernel(line: str, arch: str) -> str:
+    return (
+        f".version 8.6\n.target {arch}\n.address_size 64\n\n.visible .entry k()\n{{\n"
+        "\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<20>;\n\t.reg .b16 %rs<20>;\n"
+        f"\t{line}\n\tret;\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize(
+    "types,build,expected", LINES, ids=[line.split(" ")[0] for _, _, line in LINES]
+)
+def test_line_assembles(types, build, expected, arch):
+    """Each printed line assembles on every target whose requirement it meets, and
+    ptxas rejects it on a target that does not meet it."""
+    op = build(*values(*types))
+    line = op.ptx_line(Namer())
+    if op.requirement().satisfied_by(Target.parse(arch)):
+        assemble(kernel(line, arch), arch)
+    else:
+        with pytest.raises(PtxasError):
+            assemble(kernel(line, arch), arch)
+
+
+def test_cp_mask_is_the_form_sm_90a_lacks():
+    runs_on_90a = [
+        build(*values(*types)).requirement().satisfied_by(Target.parse("sm_90a"))
+        for types, build, _ in LINES
+    ]
+    assert [line for (_, _, line), ok in zip(LINES, runs_on_90a) if not ok] == [
+        LINES[6][2],
+        LINES[7][2],
+    ]
+
+
+# endregion
+
+# region The .redOp x .type table
+
+
+# The spec's table, copied as text (9.7.9.25.4.2), so the verifier is checked against the page.
+SPEC_TABLE = """
+shared::cluster add u32 s32 u64
+shared::cluster min u32 s32
+shared::cluster max u32 s32
+shared::cluster inc u32
+shared::cluster dec u32
+shared::cluster and b32
+shared::cluster or b32
+shared::cluster xor b32
+global add u32 s32 u64 f32 f64 f16 bf16
+global min u32 s32 u64 s64 f16 bf16
+global max u32 s32 u64 s64 f16 bf16
+global inc u32
+global dec u32
+global and b32 b64
+global or b32 b64
+global xor b32 b64
+"""
+VALID = {
+    (dst, op, t)
+    for dst, op, *types in (row.split() for row in SPEC_TABLE.strip().splitlines())
+    for t in types
+}
+
+
+def reduce_op(dst: str, op: BulkRedOp, t: BulkRedType, noftz: bool) -> PtxInstruction:
+    if dst == "global":
+        d, s, n = values(GLOBAL, CTA, i32)
+        return CpReduceAsyncBulkGlobalSharedCtaOp(op, t, d, s, n, noftz=noftz)
+    d, s, n, m = values(CLUSTER, CTA, i32, CLUSTER)
+    return CpReduceAsyncBulkSharedClusterSharedCtaOp(op, t, d, s, n, m, noftz=noftz)
+
+
+def verify_message(op: PtxInstruction) -> str | None:
+    """The verifier's message (without xDSL's printed context), or None when the op verifies."""
+    try:
+        op.verify()
+    except VerifyException as e:
+        return str(e).strip().splitlines()[0]
+    return None
+
+
+@pytest.mark.parametrize("dst", ["global", "shared::cluster"])
+def test_verifier_accepts_exactly_the_table(dst):
+    accepted = set()
+    for op, t, noftz in product(BulkRedOp, BulkRedType, (False, True)):
+        if verify_message(reduce_op(dst, op, t, noftz)) is None:
+            accepted.add((dst, str(op), str(t), noftz))
+    noftz_needed = {("global", "add", "f16"), ("global", "add", "bf16")}
+    expected = {(d, o, t, (d, o, t) in noftz_needed) for d, o, t in VALID if d == dst}
+    assert accepted == expected
+
+
+@pytest.mark.parametrize(
+    "dst,op,t,noftz,message",
+    [
+        (
+            "global",
+            BulkRedOp.MIN,
+            BulkRedType.F32,
+            False,
+            "'.redOp' min is not valid with '.type' f32 for '.dst' global (valid: u32, s32, u64, s64, f16, bf16)",
+        ),
+        (
+            "shared::cluster",
+            BulkRedOp.ADD,
+            BulkRedType.S64,
+            False,
+            "'.type' s64 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)",
+        ),
+        (
+            "shared::cluster",
+            BulkRedOp.ADD,
+            BulkRedType.B64,
+            False,
+            "'.redOp' add is not valid with '.type' b64 for '.dst' shared::cluster (valid: u32, s32, u64)",
+        ),
+        (
+            "global",
+            BulkRedOp.XOR,
+            BulkRedType.S32,
+            False,
+            "'.redOp' xor is not valid with '.type' s32 for '.dst' global (valid: b32, b64)",
+        ),
+        (
+            "global",
+            BulkRedOp.ADD,
+            BulkRedType.BF16,
+            False,
+            "'.noftz' is required with '.redOp' add and '.type' bf16",
+        ),
+        (
+            "global",
+            BulkRedOp.MAX,
+            BulkRedType.F16,
+            True,
+            "'.noftz' is only valid with '.redOp' add and '.type' f16 or bf16, got '.redOp' max and '.type' f16",
+        ),
+        (
+            "shared::cluster",
+            BulkRedOp.ADD,
+            BulkRedType.U32,
+            True,
+            "'.noftz' is only valid with '.redOp' add and '.type' f16 or bf16, got '.redOp' add and '.type' u32",
+        ),
+    ],
+)
+def test_reduce_messages(dst, op, t, noftz, message):
+    assert verify_message(reduce_op(dst, op, t, noftz)) == message
+
+
+# endregion
+
+# region Qualifiers and their operands, size
+
+
+def test_qualifier_and_operand_both_ways():
+    d, s, n, p, k = values(GLOBAL, CTA, i32, i64, i16)
+    cases = [
+        (
+            CpAsyncBulkGlobalSharedCtaOp(d, s, n, cache_hint=CacheHint.L2),
+            "'.L2::cache_hint' needs operand 'cachePolicy', which is absent",
+        ),
+        (
+            CpAsyncBulkGlobalSharedCtaOp(d, s, n, cache_policy=p),
+            "operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent",
+        ),
+        (
+            CpAsyncBulkGlobalSharedCtaOp(d, s, n, cp_mask=True),
+            "'.cp_mask' needs operand 'byteMask', which is absent",
+        ),
+        (
+            CpAsyncBulkGlobalSharedCtaOp(d, s, n, byte_mask=k),
+            "operand 'byteMask' is only valid with '.cp_mask', which is absent",
+        ),
+        (
+            CpReduceAsyncBulkGlobalSharedCtaOp(
+                BulkRedOp.ADD, BulkRedType.F32, d, s, n, cache_policy=p
+            ),
+            "operand 'cachePolicy' is only valid with '.L2::cache_hint', which is absent",
+        ),
+        (
+            CpAsyncBulkPrefetchL2GlobalOp(d, n, cache_hint=CacheHint.L2),
+            "'.L2::cache_hint' needs operand 'cachePolicy', which is absent",
+        ),
+    ]
+    c, g, m = values(CLUSTER, GLOBAL, CLUSTER)
+    cases += [
+        (
+            CpAsyncBulkSharedClusterGlobalOp(c, g, n, m, multicast=Multicast.CLUSTER),
+            "'.multicast::cluster' needs operand 'ctaMask', which is absent",
+        ),
+        (
+            CpAsyncBulkSharedClusterGlobalOp(c, g, n, m, cta_mask=k),
+            "operand 'ctaMask' is only valid with '.multicast::cluster', which is absent",
+        ),
+    ]
+    for op, message in cases:
+        assert verify_message(op) == message, op.ptx_mnemonic()
+
+
+def constant_size(value: int) -> SSAValue:
+    return arith.ConstantOp(IntegerAttr(value, i32)).result
+
+
+@pytest.mark.parametrize(
+    "size,ok", [(0, True), (16, True), (4096, True), (8, False), (100, False), (-8, False)]
+)
+def test_constant_size_multiple_of_16(size, ok):
+    d, s, m = values(CTA, GLOBAL, CTA)
+    op = CpAsyncBulkSharedCtaGlobalOp(d, s, constant_size(size), m)
+    expected = None if ok else f"'size' must be a multiple of 16, got {size}"
+    assert verify_message(op) == expected
+
+
+def test_wrong_state_space_is_rejected():
+    d, s, n, m = values(CTA, GLOBAL, i32, CLUSTER)
+    with pytest.raises(VerifyException) as e:
+        CpAsyncBulkSharedCtaGlobalOp(d, s, n, m).verify()
+    assert str(e.value).splitlines()[:2] == [
+        "operand 'mbar' at position 3 does not verify:",
+        "Expected attribute !ptx.ptr<shared::cta> but got !ptx.ptr<shared::cluster>",
+    ]
+
+
+# endregion
+
+# region Requirements
+
+
+@pytest.mark.parametrize(
+    "types,build,expected",
+    [
+        ((CTA, GLOBAL, i32, CTA), CpAsyncBulkSharedCtaGlobalOp, Requirement(sm=90, ptx=(8, 6))),
+        (
+            (CLUSTER, GLOBAL, i32, CLUSTER),
+            CpAsyncBulkSharedClusterGlobalOp,
+            Requirement(sm=90, ptx=(8, 0)),
+        ),
+        (
+            (CLUSTER, CTA, i32, CLUSTER),
+            CpAsyncBulkSharedClusterSharedCtaOp,
+            Requirement(sm=90, ptx=(8, 0)),
+        ),
+        ((GLOBAL, CTA, i32), CpAsyncBulkGlobalSharedCtaOp, Requirement(sm=90, ptx=(8, 0))),
+        (
+            (GLOBAL, CTA, i32, i16),
+            lambda d, s, n, k: CpAsyncBulkGlobalSharedCtaOp(d, s, n, cp_mask=True, byte_mask=k),
+            Requirement(sm=100, ptx=(8, 6)),
+        ),
+        ((GLOBAL, i32), CpAsyncBulkPrefetchL2GlobalOp, Requirement(sm=90, ptx=(8, 0))),
+        (
+            (GLOBAL, CTA, i32),
+            lambda d, s, n: CpReduceAsyncBulkGlobalSharedCtaOp(
+                BulkRedOp.ADD, BulkRedType.F64, d, s, n
+            ),
+            Requirement(sm=90, ptx=(8, 0)),
+        ),
+        (
+            (CLUSTER, CTA, i32, CLUSTER),
+            lambda d, s, n, m: CpReduceAsyncBulkSharedClusterSharedCtaOp(
+                BulkRedOp.INC, BulkRedType.U32, d, s, n, m
+            ),
+            Requirement(sm=90, ptx=(8, 0)),
+        ),
+    ],
+)
+def test_requirement(types, build, expected):
+    assert build(*values(*types)).requirement() == expected
+
+
+# endregion
+
+# region Differential cases
+
+
+def test_differential_cases_build_and_cover_every_combination():
+    cases = list(differential_cases())
+    names = [c.name for c in cases]
+    assert len(set(names)) == len(names)
+    seen: set[str] = set()
+    for c in cases:
+        fn = func.FuncOp("k", (list(c.operand_types), []))
+        op = c.build(fn.body.block.args)
+        fn.body.block.add_op(op)
+        try:
+            op.verify()
+        except VerifyException:
+            pass
+        assert op.ptx_line(Namer()).startswith(op.ptx_mnemonic())
+        seen.add(op.ptx_mnemonic())
+    # Copies: 2^(optional qualifiers + optional operands) per form; reduce: 8 x 10 x noftz
+    # (x cache hint for the global form), plus the hint and its operand each alone.
+    assert len(cases) == 4 + 16 + 1 + 16 + 4 + 8 * 10 * 2 + 8 * 10 * 2 * 2 + 2
+    for op, t, noftz, hint in product(
+        BulkRedOp, BulkRedType, ("", ".noftz"), ("", ".L2::cache_hint")
+    ):
+        assert f"cp.reduce.async.bulk.global.shared::cta.bulk_group{hint}.{op}{noftz}.{t}" in seen
+    for mc, hint in product(("", ".multicast::cluster"), ("", ".L2::cache_hint")):
+        assert (
+            f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{mc}{hint}" in seen
+        )
+
+
+def test_differential_cases_include_a_qualifier_without_its_operand():
+    names = {c.name for c in differential_cases()}
+    assert "cp.async.bulk.global.shared::cta.bulk_group.cp_mask [dstMem], [srcMem], size;" in names
+    assert (
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dstMem], [srcMem], size, [mbar], ctaMask;"
+        in names
+    )
+
+
+# endregion

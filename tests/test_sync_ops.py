@@ -1,0 +1,321 @@
+"""ptxas (through nvJitLink, no GPU needed) is the oracle for the red.async, sync and
+special-register ops: every valid form's PTX line must assemble on the targets it claims,
+and its requirement must be the lowest SM and PTX ISA version ptxas accepts. (Every
+qualifier combination of ``differential_cases()``, valid or not, is compared with ptxas by
+tests/differential_harness.py.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import pytest
+from xdsl.ir import Attribute, Block, SSAValue
+
+from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+from bulkred_dialect.ops.ptx import red_async, sync
+from bulkred_dialect.ops.ptx.base import (
+    DiffCase,
+    PtrType,
+    PtxInstruction,
+    StateSpace,
+    i1,
+    i32,
+    i64,
+    register_class,
+)
+from bulkred_dialect.ops.ptx.red_async import (
+    RED_ASYNC_TABLE,
+    RELEASE_SCOPES,
+    RedAsyncRelaxedClusterOp,
+    RedAsyncReleaseOp,
+    RedAsyncReleaseType,
+    RedAsyncScope,
+)
+from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
+from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
+    BarSyncOp,
+    ClusterArriveSem,
+    CpAsyncBulkCommitGroupOp,
+    CpAsyncBulkWaitGroupOp,
+    FenceMbarrierInitOp,
+    FenceProxyAsyncOp,
+    MapaOp,
+    MbarrierArriveExpectTxOp,
+    MbarrierArriveOp,
+    MbarrierInitOp,
+    MbarrierTryWaitParityOp,
+)
+from bulkred_dialect.ops.target import Target, TargetError, check_target, format_ptx_version
+
+CTA = PtrType(StateSpace.SHARED_CTA)
+CLUSTER = PtrType(StateSpace.SHARED_CLUSTER)
+GLOBAL = PtrType(StateSpace.GLOBAL)
+GENERIC = PtrType(StateSpace.GENERIC)
+
+SM90A, SM100A = Target.parse("sm_90a"), Target.parse("sm_100a")
+
+# PTX ISA versions in release order, to find the one just below a requirement.
+PTX_VERSIONS = [
+    *((6, v) for v in range(6)),
+    *((7, v) for v in range(9)),
+    *((8, v) for v in range(9)),
+    (9, 0),
+]
+# SM numbers nvJitLink 13 assembles for, to find the one just below a requirement.
+SMS = [75, 80, 86, 89, 90, 100]
+
+
+# region Helpers
+
+
+class Namer:
+    """PTX register names by register class: %r1, %rd1, %p1 ..."""
+
+    def __init__(self) -> None:
+        self.names: dict[SSAValue, str] = {}
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, value: SSAValue) -> str:
+        if value not in self.names:
+            _, prefix = register_class(value.type)
+            self.counts[prefix] = self.counts.get(prefix, 0) + 1
+            self.names[value] = f"{prefix}{self.counts[prefix]}"
+        return self.names[value]
+
+
+def kernel(line: str, target: Target, version: tuple[int, int]) -> str:
+    return (
+        f".version {format_ptx_version(version)}\n.target {target}\n.address_size 64\n\n"
+        ".visible .entry k()\n{\n"
+        "  .reg .b32 %r<20>;\n  .reg .b64 %rd<20>;\n  .reg .pred %p<5>;\n"
+        f"  {line}\n  ret;\n}}\n"
+    )
+
+
+Maker = Callable[[Sequence[SSAValue]], PtxInstruction]
+
+
+def build(operand_types: Sequence[Attribute], make: Maker) -> PtxInstruction:
+    """The op ``make`` builds on block arguments of ``operand_types``."""
+    return make(Block(arg_types=operand_types).args)
+
+
+def ptx_line(op: PtxInstruction) -> str:
+    return op.ptx_line(Namer())
+
+
+def ptxas(
+    op: PtxInstruction, target: Target, version: tuple[int, int] | None = None
+) -> tuple[bool, str]:
+    if version is None:
+        version = max(op.requirement().ptx, target.min_ptx)
+    return ptxas_accepts(kernel(ptx_line(op), target, version), target.name)
+
+
+# endregion
+
+# region The valid forms
+
+
+@dataclass(frozen=True)
+class Form:
+    name: str
+    operand_types: tuple[Attribute, ...]
+    make: Maker
+    expected_line: str
+
+    def op(self) -> PtxInstruction:
+        return build(self.operand_types, self.make)
+
+
+def _b(type_name: str) -> Attribute:
+    return i64 if type_name.endswith("64") else i32
+
+
+def red_async_forms() -> list[Form]:
+    forms = []
+    for t, ops in RED_ASYNC_TABLE.items():
+        for o, (ptr, ss) in product(ops, ((CLUSTER, ".shared::cluster"), (GENERIC, ""))):
+            a, b, m = {  # names in operand order: a, b, mbar
+                (CLUSTER, i32): ("%r1", "%r2", "%r3"),
+                (CLUSTER, i64): ("%r1", "%rd1", "%r2"),
+                (GENERIC, i32): ("%rd1", "%r1", "%rd2"),
+                (GENERIC, i64): ("%rd1", "%rd2", "%rd3"),
+            }[ptr, _b(t)]
+            forms.append(
+                Form(
+                    f"relaxed{ss}.{o}.{t}",
+                    (ptr, _b(t), ptr),
+                    lambda v, o=o, t=t: RedAsyncRelaxedClusterOp(o, t, v[0], v[1], v[2]),
+                    f"red.async.relaxed.cluster{ss}.mbarrier::complete_tx::bytes.{o}.{t} "
+                    f"[{a}], {b}, [{m}];",
+                )
+            )
+    for mmio, scope, (ptr, ss), t in product(
+        (False, True), RELEASE_SCOPES, ((GLOBAL, ".global"), (GENERIC, "")), RedAsyncReleaseType
+    ):
+        if mmio and scope != RedAsyncScope.SYS:
+            continue
+        b = "%rd2" if _b(t) == i64 else "%r1"
+        forms.append(
+            Form(
+                f"release{'.mmio' if mmio else ''}.{scope}{ss}.{t}",
+                (ptr, _b(t)),
+                lambda v, scope=scope, t=t, mmio=mmio: RedAsyncReleaseOp(
+                    scope, t, v[0], v[1], mmio=mmio
+                ),
+                f"red.async{'.mmio' if mmio else ''}.release.{scope}{ss}.add.{t} [%rd1], {b};",
+            )
+        )
+    return forms
+
+
+def sync_forms() -> list[Form]:
+    forms = [
+        Form("mbarrier.init", (CTA, i32), lambda v: MbarrierInitOp(v[0], v[1]),
+             "mbarrier.init.shared::cta.b64 [%r1], %r2;"),
+        Form("mbarrier.arrive", (CTA,), lambda v: MbarrierArriveOp(v[0]),
+             "mbarrier.arrive.shared::cta.b64 %rd1, [%r1];"),
+        Form("expect_tx.cta", (CTA, i32), lambda v: MbarrierArriveExpectTxOp(v[0], v[1]),
+             "mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1], %r2;"),
+        Form("expect_tx.cta.sink", (CTA, i32),
+             lambda v: MbarrierArriveExpectTxOp(v[0], v[1], sink=True),
+             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r2;"),
+        Form("expect_tx.cluster.sink", (CLUSTER, i32),
+             lambda v: MbarrierArriveExpectTxOp(v[0], v[1], sink=True),
+             "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [%r1], %r2;"),
+        Form("try_wait.parity", (CTA, i32), lambda v: MbarrierTryWaitParityOp(v[0], v[1]),
+             "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;"),
+        Form("fence.mbarrier_init", (), lambda v: FenceMbarrierInitOp(),
+             "fence.mbarrier_init.release.cluster;"),
+        Form("fence.proxy.async", (), lambda v: FenceProxyAsyncOp(), "fence.proxy.async;"),
+        Form("commit_group", (), lambda v: CpAsyncBulkCommitGroupOp(),
+             "cp.async.bulk.commit_group;"),
+        Form("bar.sync.0", (), lambda v: BarSyncOp(0), "bar.sync 0;"),
+        Form("bar.sync.15", (), lambda v: BarSyncOp(15), "bar.sync 15;"),
+        Form("mapa", (CTA, i32), lambda v: MapaOp(v[0], v[1]),
+             "mapa.shared::cluster.u32 %r1, %r2, %r3;"),
+    ]  # fmt: skip
+    for space in (StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER, StateSpace.GLOBAL):
+        forms.append(
+            Form(
+                f"fence.proxy.async.{space}",
+                (),
+                lambda v, space=space: FenceProxyAsyncOp(space),
+                f"fence.proxy.async.{space};",
+            )
+        )
+    for read, n in product((False, True), (0, 5)):
+        r = ".read" if read else ""
+        forms.append(
+            Form(
+                f"wait_group{r}.{n}",
+                (),
+                lambda v, n=n, read=read: CpAsyncBulkWaitGroupOp(n, read=read),
+                f"cp.async.bulk.wait_group{r} {n};",
+            )
+        )
+    for sem, aligned in product((None, *ClusterArriveSem), (False, True)):
+        q = (f".{sem}" if sem else "") + (".aligned" if aligned else "")
+        forms.append(
+            Form(
+                f"cluster.arrive{q}",
+                (),
+                lambda v, sem=sem, aligned=aligned: BarrierClusterArriveOp(sem, aligned=aligned),
+                f"barrier.cluster.arrive{q};",
+            )
+        )
+    for acquire, aligned in product((False, True), (False, True)):
+        q = (".acquire" if acquire else "") + (".aligned" if aligned else "")
+        forms.append(
+            Form(
+                f"cluster.wait{q}",
+                (),
+                lambda v, acquire=acquire, aligned=aligned: BarrierClusterWaitOp(
+                    acquire=acquire, aligned=aligned
+                ),
+                f"barrier.cluster.wait{q};",
+            )
+        )
+    return forms
+
+
+def sreg_forms() -> list[Form]:
+    forms = []
+    for r in SpecialRegister:
+        mov = "mov.pred %p1" if r == SpecialRegister.IS_EXPLICIT_CLUSTER else "mov.u32 %r1"
+        forms.append(Form(f"sreg.{r}", (), lambda v, r=r: MovSregOp(r), f"{mov}, %{r};"))
+    return forms
+
+
+ALL_FORMS = red_async_forms() + sync_forms() + sreg_forms()
+
+
+# endregion
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda f: f.name)
+def test_valid_form_assembles(form: Form):
+    op = form.op()
+    op.verify()
+    line = ptx_line(op)
+    assert line == form.expected_line
+    targets = [SM100A] + ([SM90A] if op.requirement().satisfied_by(SM90A) else [])
+    for target in targets:
+        check_target(op.ptx_mnemonic(), op.requirement(), target)
+        ok, log = ptxas(op, target, max((8, 7), op.requirement().ptx))
+        assert ok, f"{line} on {target}:\n{log}"
+
+
+def _lower(values: list, v):
+    i = values.index(v)
+    return values[i - 1] if i > 0 else None
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda f: f.name)
+def test_requirement_is_the_lowest(form: Form):
+    """ptxas accepts the form at its requirement and rejects it one SM or one PTX ISA below."""
+    op = form.op()
+    req = op.requirement()
+    if req.sm not in SMS:  # the any-target baseline: nvJitLink 13 cannot assemble below sm_75
+        assert req.sm < SMS[0]
+        ok, log = ptxas(op, Target.parse("sm_80"))
+        assert ok, log
+        return
+    target = Target(req.sm, "a" if req.arch_specific else "")
+    ok, log = ptxas(op, target, max(req.ptx, target.min_ptx))
+    assert ok, f"{ptx_line(op)} needs more than {req.describe()}:\n{log}"
+    lower_ptx = _lower(PTX_VERSIONS, req.ptx)
+    if lower_ptx is not None and lower_ptx >= target.min_ptx:
+        ok, _ = ptxas(op, target, lower_ptx)
+        assert not ok, f"{ptx_line(op)} assembles with PTX ISA {format_ptx_version(lower_ptx)} too"
+    lower_sm = _lower(SMS, req.sm)
+    if lower_sm is not None:
+        below = Target(lower_sm)
+        ok, _ = ptxas(op, below, max(req.ptx, below.min_ptx, (8, 7)))
+        assert not ok, f"{ptx_line(op)} assembles on {below} too"
+        with pytest.raises(TargetError):
+            check_target(op.ptx_mnemonic(), req, below)
+
+
+def test_differential_cases_are_complete_and_unique():
+    """The qualifier combinations; tests/differential_harness.py compares them with ptxas."""
+    cases: list[DiffCase] = [*red_async.differential_cases(), *sync.differential_cases()]
+    names = [c.name for c in cases]
+    assert len(names) == len(set(names))
+    relaxed = [n for n in names if n.startswith("red.async.relaxed.cluster.")]
+    release = [n for n in names if n.startswith("red.async") and ".release." in n]
+    assert len(relaxed) == 8 * 4 * 3  # .op x .type x .ss (none, shared::cluster, global)
+    assert len(release) == 2 * 3 * 3 * 4  # .mmio x .scope x .ss x .type
+
+
+def test_sreg_result_types():
+    for r in SpecialRegister:
+        assert r.ir_type == (i1 if r == SpecialRegister.IS_EXPLICIT_CLUSTER else i32)
+    cluster = [r for r in SpecialRegister if MovSregOp(r).requirement().sm == 90]
+    assert SpecialRegister.CLUSTER_CTARANK in cluster and SpecialRegister.TID_X not in cluster
