@@ -587,9 +587,19 @@ def test_shape_mismatch_is_located():
             "'cta_mask' (multicast) is only valid for a global -> cluster_shared copy",
         ),
         (
-            lambda k: T.bulk_reduce("sum", T.alloc_shared([8], "float32"), T.alloc_buffer([8], "float32", scope="cluster_shared")),
+            lambda k: T.bulk_reduce("sum", T.alloc_shared([8], "int32"), T.alloc_buffer([8], "int32", scope="cluster_shared")),
             "bulkred.bulk_reduce",
             "a bulk reduce into cluster_shared needs an 'mbar' operand",
+        ),
+        (
+            lambda k: T.bulk_reduce("sum", T.alloc_shared([8], "float32"), T.alloc_buffer([8], "float32", scope="cluster_shared")),
+            "bulkred.bulk_reduce",
+            "'kind' sum on element type f32 has no cp.reduce.async.bulk form into cluster_shared (valid .type for .add: u32, s32, u64)",
+        ),
+        (
+            lambda k: T.bulk_reduce("max", T.alloc_shared([8], "float32"), k.param("g", [8], "float32")),
+            "bulkred.bulk_reduce",
+            "'kind' max on element type f32 has no cp.reduce.async.bulk form into global (valid .type for .max: u32, s32, u64, s64, f16, bf16)",
         ),
         (
             lambda k: T.bulk_reduce("sum", k.param("g", [8], "float32"), k.param("h", [8], "float32")),

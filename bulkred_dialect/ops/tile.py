@@ -385,8 +385,50 @@ class BulkCopyOp(IRDLOperation):
             raise VerifyException(f"a bulk copy into {direction[1]} needs an 'mbar' operand")
         if not needs_mbar and self.mbar is not None:
             raise VerifyException("a bulk copy into global completes by bulk group and takes no 'mbar'")
+        _check_mbar(self.mbar)
         if self.cta_mask is not None and direction != (MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED):
             raise VerifyException("'cta_mask' (multicast) is only valid for a global -> cluster_shared copy")
+
+
+def _check_mbar(v: SSAValue | None) -> None:
+    if v is None:
+        return
+    want = buffer_type([1], IntegerType(64), MemoryScope.SHARED)
+    if v.type != want:
+        raise VerifyException(f"operand 'mbar' must be {want}, got {v.type}")
+
+
+def _ptx_reduce_type(kind: ReduceKind, elt: Attribute) -> str | None:
+    """The cp.reduce.async.bulk '.type' a bulk reduce of ``kind`` on ``elt`` uses.
+
+    Integers are signed; 64-bit add uses .u64 (the table has no .s64 add, and
+    two's-complement addition does not depend on the sign).
+    """
+    if isinstance(elt, IntegerType):
+        w = elt.width.data
+        if w not in (32, 64):
+            return None
+        if kind in BITWISE_KINDS:
+            return f"b{w}"
+        if kind == ReduceKind.SUM and w == 64:
+            return "u64"
+        return f"s{w}"
+    return {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}.get(str(elt))
+
+
+def _check_reduce_table(kind: ReduceKind, elt: Attribute, dst: MemoryScope) -> None:
+    from bulkred_dialect.ops.ptx.base import StateSpace
+    from bulkred_dialect.ops.ptx.bulk import REDUCE_TABLE, BulkRedOp
+
+    space = StateSpace.GLOBAL if dst == MemoryScope.GLOBAL else StateSpace.SHARED_CLUSTER
+    red_op = BulkRedOp("add" if kind == ReduceKind.SUM else str(kind))
+    valid = [str(t) for t in REDUCE_TABLE[space].get(red_op, ())]
+    ptx_type = _ptx_reduce_type(kind, elt)
+    if ptx_type is None or ptx_type not in valid:
+        raise VerifyException(
+            f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into {dst} "
+            f"(valid .type for .{red_op}: {', '.join(valid)})"
+        )
 
 
 def _check_bulk_bytes(t: MemRefType) -> None:
@@ -396,7 +438,9 @@ def _check_bulk_bytes(t: MemRefType) -> None:
     n = 1
     for d in shape:
         n *= d
-    width = t.element_type.bitwidth if hasattr(t.element_type, "bitwidth") else 0  # type: ignore[attr-defined]
+    width = getattr(t.element_type, "bitwidth", None)
+    if not isinstance(width, int) or width <= 0:
+        raise VerifyException(f"bulk operations need an element type with a bit width, got {t.element_type}")
     nbytes = n * width // 8
     if nbytes % 16 != 0:
         raise VerifyException(f"bulk size must be a multiple of 16 bytes, got {nbytes}")
@@ -429,6 +473,8 @@ class BulkReduceOp(IRDLOperation):
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
         _check_bulk_bytes(st)
+        _check_reduce_table(self.kind.data, st.element_type, scope_of(dt))
+        _check_mbar(self.mbar)
         to_cluster = scope_of(dt) == MemoryScope.CLUSTER_SHARED
         if to_cluster and self.mbar is None:
             raise VerifyException("a bulk reduce into cluster_shared needs an 'mbar' operand")

@@ -344,3 +344,19 @@ func.func @launch_empty_grid() attributes {bulkred.launch = #bulkred.launch<grid
 func.func @launch_unknown_field() attributes {bulkred.launch = #bulkred.launch<grid = [1], threads = [32]>} {
   func.return
 }
+
+// -----
+
+func.func @bulk_reduce_not_in_table(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'kind' min on element type f32 has no cp.reduce.async.bulk form into global (valid .type for .min: u32, s32, u64, s64, f16, bf16)
+  bulkred.bulk_reduce min %a, %b : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_bad_mbar(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<shared>>, %m: memref<2xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' operand 'mbar' must be memref<1xi64, #bulkred.scope<shared>>, got memref<2xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<2xi64, #bulkred.scope<shared>>
+  func.return
+}
