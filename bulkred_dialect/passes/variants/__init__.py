@@ -1,0 +1,196 @@
+"""Lowering variants of the tile-level ops, one file per variant.
+
+Importing this package registers every variant with
+:data:`bulkred_dialect.passes.dispatch.REGISTRY`. This module holds what the variants
+share: the predicates on a ``bulkred.reduce`` (execution scope, buffer scopes,
+shapes, element type, SM version) and :class:`Emitter`, which builds the lowered IR
+(``memref.load/store``, ``arith.constant`` indices, ``scf.for``) before the op being
+replaced.
+
+The variants, by priority (highest is tried first):
+
+======  ==============  =====================================================
+  20    sm100_packed    thread scope, 1-D f32 of length >= 8 to a scalar, sm_100+
+  10    local           any thread-scope reduction of local buffers (scalar loop)
+======  ==============  =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp, scope_of
+
+# region Predicates on bulkred.reduce
+# Each returns (holds, the value found); the dispatcher shows both.
+
+
+def dtype_name(t: Attribute) -> str:
+    """TIRx's spelling of an element type (``float32``, ``bfloat16``, ``int32``)."""
+    if isinstance(t, BFloat16Type):
+        return "bfloat16"
+    if isinstance(t, Float16Type | Float32Type | Float64Type):
+        return f"float{t.bitwidth}"
+    if isinstance(t, IntegerType):
+        return f"int{t.width.data}"
+    return str(t)
+
+
+def _types(op: ReduceOp) -> tuple[MemRefType, MemRefType]:
+    st, dt = op.src.type, op.dst.type
+    assert isinstance(st, MemRefType) and isinstance(dt, MemRefType)
+    return st, dt
+
+
+def exec_scope_in(*scopes: ExecScope) -> Callable[[Operation, Target], tuple[bool, object]]:
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        s = op.scope.data
+        return s in scopes, s
+
+    return check
+
+
+def src_dst_in_scope(scope: MemoryScope) -> Callable[[Operation, Target], tuple[bool, object]]:
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        st, dt = _types(op)
+        s, d = scope_of(st), scope_of(dt)
+        return s == scope and d == scope, f"src {s}, dst {d}"
+
+    return check
+
+
+def dst_len(op: Operation, target: Target) -> int:
+    assert isinstance(op, ReduceOp)
+    n = 1
+    for d in _types(op)[1].get_shape():
+        n *= d
+    return n
+
+
+def src_ndim(op: Operation, target: Target) -> int:
+    assert isinstance(op, ReduceOp)
+    return len(_types(op)[0].get_shape())
+
+
+def reduction_len(op: Operation, target: Target) -> int:
+    """The length of the reduced (last) axis of ``src``."""
+    assert isinstance(op, ReduceOp)
+    return _types(op)[0].get_shape()[-1]
+
+
+def element_type(op: Operation) -> Attribute:
+    assert isinstance(op, ReduceOp)
+    return _types(op)[0].element_type
+
+
+def dtype_in(*names: str) -> Callable[[Operation, Target], tuple[bool, object]]:
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        name = dtype_name(element_type(op))
+        return name in names, name
+
+    return check
+
+
+def sm_at_least(version: int) -> Callable[[Operation, Target], tuple[bool, object]]:
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        return target.sm >= version, f"{target.sm} ({target.name})"
+
+    return check
+
+
+# endregion
+
+# region Building the lowered IR
+
+
+class Emitter:
+    """Inserts ops through ``builder`` (before the replaced op, or at the end of a loop
+    body); index constants are created once, before the replaced op, and shared by
+    every nested emitter so that they dominate all their uses."""
+
+    def __init__(self, builder: Builder, constants: Emitter | None = None):
+        self.builder = builder
+        self._root = constants if constants is not None else self
+        self._index: dict[int, SSAValue] = {}
+
+    def emit(self, op: Operation) -> Operation:
+        self.builder.insert(op)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        """Emit a one-result op and return its result."""
+        self.emit(op)
+        return op.results[0]
+
+    def index(self, i: int) -> SSAValue:
+        root = self._root
+        if i not in root._index:
+            c = arith.ConstantOp.from_int_and_width(i, IndexType())
+            root.builder.insert(c)
+            root._index[i] = c.result
+        return root._index[i]
+
+    def load(self, buf: SSAValue, indices: Sequence[SSAValue | int]) -> SSAValue:
+        return self.value(memref.LoadOp.get(buf, [self._idx(i) for i in indices]))
+
+    def store(self, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue | int]) -> None:
+        self.emit(memref.StoreOp.get(value, buf, [self._idx(i) for i in indices]))
+
+    def _idx(self, i: SSAValue | int) -> SSAValue:
+        return self.index(i) if isinstance(i, int) else i
+
+    def for_loop(
+        self,
+        lb: int,
+        ub: int,
+        iter_args: Sequence[SSAValue],
+        body: Callable[[Emitter, SSAValue, list[SSAValue]], Sequence[SSAValue]],
+    ) -> list[SSAValue]:
+        """``scf.for %i = lb to ub step 1 iter_args(...)``; ``body(emitter, i, args)``
+        emits the body and returns the values to yield. Returns the loop's results."""
+        block = Block(arg_types=[IndexType(), *(a.type for a in iter_args)])
+        inner = Emitter(Builder(InsertPoint.at_end(block)), self._root)
+        yielded = body(inner, block.args[0], list(block.args[1:]))
+        inner.emit(scf.YieldOp(*yielded))
+        loop = scf.ForOp(self.index(lb), self.index(ub), self.index(1), list(iter_args), block)
+        self.emit(loop)
+        return list(loop.results)
+
+    def nest(
+        self, shape: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
+    ) -> None:
+        """Loops over every index of ``shape`` (outermost first); ``body(emitter, ivs)``."""
+        if not shape:
+            body(self, [])
+            return
+
+        def outer(e: Emitter, iv: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            e.nest(shape[1:], lambda e2, ivs: body(e2, [iv, *ivs]))
+            return []
+
+        self.for_loop(0, shape[0], [], outer)
+
+
+# endregion
+
+# Importing the variant modules registers them (after the helpers above exist).
+from bulkred_dialect.passes.variants import local, sm100_packed  # noqa: E402
+
+__all__ = ["local", "sm100_packed", "Emitter"]

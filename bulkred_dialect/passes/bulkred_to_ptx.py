@@ -1,0 +1,56 @@
+"""``bulkred-to-ptx{target=sm_XX}``: the whole pipeline from the tile level to ptx ops.
+
+Stages, all with one resolved target (option, else the module's ``bulkred.target``,
+else sm_90a):
+
+1. ``lower-tile-reductions`` -- variants chosen by the registry (``explain=true`` prints why);
+2. ``legalize-for-target``   -- sm_100 packed instructions into scalar ones before sm_100;
+3. ``lower-to-ptx``          -- memref / scf / arith into ptx ops (docs/DEVELOPING.md, level 3);
+4. ``check-target``          -- every remaining ptx op must run on the target.
+
+Example: ``bulkred-opt examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t ptx``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from bulkred_dialect.passes import ALL_PASSES
+from bulkred_dialect.passes.check_target import CheckTargetPass, resolve_target
+from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
+from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
+
+
+def _lower_to_ptx(target: str) -> ModulePass | None:
+    """``lower-to-ptx`` for ``target``; None while its module does not exist yet."""
+    try:
+        cls = ALL_PASSES["lower-to-ptx"]()
+    except ModuleNotFoundError as e:
+        if e.name == "bulkred_dialect.passes.lower_to_ptx":
+            return None
+        raise
+    return cls(target=target)  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True)
+class BulkredToPtxPass(ModulePass):
+    name = "bulkred-to-ptx"
+
+    target: str | None = None
+    explain: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = resolve_target(op, self.target).name
+        stages: list[ModulePass | None] = [
+            LowerTileReductionsPass(target=target, explain=self.explain),
+            LegalizeForTargetPass(target=target),
+            _lower_to_ptx(target),
+            CheckTargetPass(target=target),
+        ]
+        for stage in stages:
+            if stage is not None:
+                stage.apply(ctx, op)

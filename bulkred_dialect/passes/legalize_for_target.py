@@ -1,0 +1,112 @@
+"""``legalize-for-target{target=sm_XX}``: rewrite the sm_100 packed instructions into
+scalar ones when the target cannot run them.
+
+* ``ptx.add.f32x2 {rnd} {ftz} a, b`` -> unpack ``a`` and ``b``, two scalar
+  ``ptx.add {rnd} {ftz} f32`` (low lanes, then high lanes), ``ptx.mov.pack``;
+* ``ptx.max3 {ftz} a, b, c`` -> ``ptx.max {ftz} f32 (ptx.max {ftz} f32 a, b), c``
+  (``ptx.min3`` likewise);
+* then ``ptx.mov.unpack (ptx.mov.pack lo, hi)`` -> ``lo, hi``, so that chains of
+  legalized packed adds keep no round trips through a .b64 register.
+
+Each rewrite computes the same bits as the packed instruction: the f32x2 add is two
+independent f32 adds with the same rounding and flush-to-zero, and the three-input
+max / min is the two-input one applied left to right (PTX ISA 9.7.3.10/11).
+A ``.NaN`` three-input form has no scalar equivalent here and is reported. On a
+target that runs the packed forms (sm_100 and later) the pass changes nothing.
+
+Example: ``bulkred-opt -p 'legalize-for-target{target=sm_90a}'``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.ptx.arith import (
+    AddF32x2Op,
+    AddOp,
+    ArithType,
+    Max3Op,
+    MaxOp,
+    Min3Op,
+    MinOp,
+    PackF32x2Op,
+    ThreeInputMinMaxOp,
+    UnpackF32x2Op,
+)
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.passes.check_target import resolve_target
+
+
+@dataclass
+class LegalizeAddF32x2(RewritePattern):
+    target: Target
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: AddF32x2Op, rewriter: PatternRewriter) -> None:
+        if op.requirement().satisfied_by(self.target):
+            return
+        rnd = op.rnd.data if op.rnd is not None else None
+        ftz = op.ftz is not None
+        a, b = UnpackF32x2Op(op.lhs), UnpackF32x2Op(op.rhs)
+        lo = AddOp(ArithType.F32, a.lo, b.lo, rnd=rnd, ftz=ftz)
+        hi = AddOp(ArithType.F32, a.hi, b.hi, rnd=rnd, ftz=ftz)
+        rewriter.replace(op, [a, b, lo, hi, PackF32x2Op(lo.result, hi.result)])
+
+
+@dataclass
+class LegalizeThreeInputMinMax(RewritePattern):
+    target: Target
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ThreeInputMinMaxOp, rewriter: PatternRewriter) -> None:
+        if op.requirement().satisfied_by(self.target):
+            return
+        if op.nan is not None:
+            raise LocatedError(
+                op, f"'.NaN' has no two-input equivalent to legalize into for {self.target.name}"
+            )
+        two = MaxOp if isinstance(op, Max3Op) else MinOp
+        assert isinstance(op, Max3Op | Min3Op)
+        ftz = op.ftz is not None
+        first = two(ArithType.F32, op.a, op.b, ftz=ftz)
+        rewriter.replace(op, [first, two(ArithType.F32, first.result, op.c, ftz=ftz)])
+
+
+class FoldUnpackOfPack(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: UnpackF32x2Op, rewriter: PatternRewriter) -> None:
+        pack = op.src.owner
+        if not isinstance(pack, PackF32x2Op):
+            return
+        rewriter.replace(op, [], [pack.lo, pack.hi])
+        if not pack.result.uses:
+            rewriter.erase(pack)
+
+
+@dataclass(frozen=True)
+class LegalizeForTargetPass(ModulePass):
+    name = "legalize-for-target"
+
+    target: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = resolve_target(op, self.target)
+        if AddF32x2Op.REQUIREMENT.satisfied_by(target) and Max3Op.REQUIREMENT.satisfied_by(target):
+            return
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [LegalizeAddF32x2(target), LegalizeThreeInputMinMax(target), FoldUnpackOfPack()]
+            )
+        ).rewrite_module(op)
