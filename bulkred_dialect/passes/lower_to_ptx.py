@@ -1,0 +1,635 @@
+"""``lower-to-ptx{target=sm_XX}``: level-2 IR into ptx ops inside ``func.func`` kernels
+(docs/DEVELOPING.md, "Dialect levels", level 3).
+
+What becomes what:
+
+========================================  ==================================================
+level 2                                   level 3
+========================================  ==================================================
+memref argument (scope global)            ``!ptx.ptr<global>`` argument (the printer loads
+                                          it with ``ld.param.u64`` + ``cvta.to.global.u64``)
+``memref.alloca`` (scope local, shared)   ``ptx.alloc`` (``.local`` / ``.shared`` array) and
+                                          ``ptx.mov.addr``
+``memref.load`` / ``memref.store``        address arithmetic + ``ptx.ld`` / ``ptx.st``
+``arith.constant``                        ``ptx.mov.imm``
+``arith.addi/subi/muli``                  ``ptx.add/sub/mul.lo`` (folded when both constant)
+``arith.index_cast/extsi/extui/trunci``   ``ptx.cvt`` (or nothing when the width is kept)
+``arith.cmpi`` / ``arith.select``         ``ptx.setp`` / ``ptx.selp``
+``scf.for/if/yield``                      ``cf`` branches (xDSL's scf-to-cf), then ``ptx.bra``
+                                          / ``ptx.bra.cond``
+``func.return``                           ``ptx.ret``
+``builtin.unrealized_conversion_cast``    the buffer's address (``shared`` to
+memref -> ``!ptx.ptr<space>``             ``shared::cluster`` through ``ptx.mov``)
+ptx ops                                   unchanged
+========================================  ==================================================
+
+**``index`` is lowered to ``i64``**: a global or local address is 64-bit, so index math
+feeds address math without widening and cannot overflow for any buffer. Shared-memory
+addresses are 32-bit: the byte offset is narrowed with ``cvt.u32.u64`` where it meets one.
+
+Addresses: the byte offset of ``m[i, j]`` is ``(i * stride_0 + j) * elem_bytes`` (row-major,
+static shapes only). Indices are read as linear combinations through index adds,
+subtractions and multiplications by constants: the constant part folds into the
+``offset`` of ``ld``/``st`` (``A[i + 1]`` is ``[%rd+4]`` after ``4*i``), each remaining
+value costs one ``mul.lo.s64`` (skipped when its factor is 1) and one ``add``.
+
+Arrays: ``.local`` arrays are aligned to 16 bytes; ``.shared`` arrays to 16 bytes, or 128
+bytes from 128 bytes up (bulk-copy tiles). The ``cluster_shared`` scope allocates in the
+CTA's own shared memory like ``shared`` (peers reach it through ``mapa``).
+
+Anything else inside a kernel is a located error naming the op. With a ``target`` option
+the module records it as ``bulkred.target``, so that ``-t ptx`` prints for that target.
+
+Example::
+
+    bulkred-opt kernel.mlir -p lower-to-ptx -t ptx
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, cf, func, memref
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    UnrealizedConversionCastOp,
+    UnknownLoc,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
+
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, MulLoOp, SubOp
+from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, constant_int, i64
+from bulkred_dialect.ops.ptx.control import (
+    BraOp,
+    CmpOp,
+    CondBraOp,
+    CvtOp,
+    CvtType,
+    RetOp,
+    SelpOp,
+    SelpType,
+    SetpOp,
+    SetpType,
+)
+from bulkred_dialect.ops.ptx.memory import (
+    AllocOp,
+    AllocSpace,
+    LdOp,
+    MovAddrOp,
+    MovImmOp,
+    MovOp,
+    PtrAddOp,
+    StOp,
+    ldst_type_for,
+)
+from bulkred_dialect.ops.tile import MemoryScope, scope_of
+from bulkred_dialect.passes.check_target import TARGET_ATTR, resolve_target
+
+INDEX_TYPE = i64
+
+_SCOPE_SPACE: dict[MemoryScope, AllocSpace] = {
+    MemoryScope.LOCAL: AllocSpace.LOCAL,
+    MemoryScope.SHARED: AllocSpace.SHARED,
+    MemoryScope.CLUSTER_SHARED: AllocSpace.SHARED,
+}
+
+_SUPPORTED = (
+    "func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/"
+    "extsi/extui/trunci/cmpi/select, scf.for/if/yield, cf.br/cond_br, ptx ops"
+)
+
+# arith.cmpi predicate -> (setp comparison, signed)
+_CMPI: dict[str, tuple[CmpOp, bool]] = {
+    "eq": (CmpOp.EQ, True),
+    "ne": (CmpOp.NE, True),
+    "slt": (CmpOp.LT, True),
+    "sle": (CmpOp.LE, True),
+    "sgt": (CmpOp.GT, True),
+    "sge": (CmpOp.GE, True),
+    "ult": (CmpOp.LO, False),
+    "ule": (CmpOp.LS, False),
+    "ugt": (CmpOp.HI, False),
+    "uge": (CmpOp.HS, False),
+}
+
+
+def lowered_type(t: Attribute) -> Attribute:
+    """The level-3 type of a scalar level-2 type: ``index`` becomes ``i64``."""
+    return INDEX_TYPE if isinstance(t, IndexType) else t
+
+
+def element_bytes(t: Attribute) -> int | None:
+    """Bytes of one memref element, or None for a type PTX cannot load."""
+    if isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64):
+        return t.width.data // 8
+    if isinstance(t, Float16Type | BFloat16Type):
+        return 2
+    if isinstance(t, Float32Type):
+        return 4
+    if isinstance(t, Float64Type):
+        return 8
+    if t == VectorType(Float32Type(), [2]):
+        return 8
+    return None
+
+
+def _width(t: Attribute) -> int:
+    assert isinstance(t, IntegerType)
+    return t.width.data
+
+
+def _wrap(v: int, width: int) -> int:
+    """``v`` as a signed two's-complement value of ``width`` bits."""
+    v &= (1 << width) - 1
+    return v - (1 << width) if v >= 1 << (width - 1) else v
+
+
+def _linear(v: SSAValue, depth: int = 8) -> tuple[list[tuple[SSAValue, int]], int]:
+    """``v`` as ``sum(factor * value) + constant`` through i64 ``ptx.add/sub/mul.lo`` with
+    constant operands, so that ``A[i + 1]`` loads from ``[A + 4*i + 4]``. Exact: address
+    arithmetic is modulo 2^64 as the index arithmetic is."""
+    c = constant_int(v)
+    if c is not None:
+        return [], c
+    op = v.owner
+    if depth > 0 and isinstance(op, AddOp | SubOp | MulLoOp) and op.type.data == ArithType.S64:
+        (ta, ca), (tb, cb) = _linear(op.lhs, depth - 1), _linear(op.rhs, depth - 1)
+        if isinstance(op, AddOp):
+            return ta + tb, ca + cb
+        if isinstance(op, SubOp):
+            return ta + [(x, -f) for x, f in tb], ca - cb
+        if not tb:
+            return [(x, f * cb) for x, f in ta], ca * cb
+        if not ta:
+            return [(x, f * ca) for x, f in tb], ca * cb
+    return [(v, 1)], 0
+
+
+# region scf -> cf with locations
+
+
+@dataclass
+class _CurrentOp:
+    op: Operation | None = None
+
+
+class _Located(RewritePattern):
+    """Runs ``inner`` and remembers the op it rewrites, so that the ops it creates get
+    that op's location (a ptxas error on a loop branch then points at the ``scf.for``)."""
+
+    def __init__(self, inner: RewritePattern, current: _CurrentOp):
+        self.inner = inner
+        self.current = current
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        self.current.op = op
+        self.inner.match_and_rewrite(op, rewriter)
+
+
+def convert_scf_to_cf(module: ModuleOp) -> None:
+    """xDSL's ``convert-scf-to-cf``, keeping source locations on the created ops."""
+    current = _CurrentOp()
+
+    def locate(new: Operation) -> None:
+        if isinstance(new.location, UnknownLoc) and current.op is not None:
+            new.location = current.op.location
+
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(
+            [_Located(p, current) for p in (SwitchLowering(), IfLowering(), ForLowering())],
+            dce_enabled=False,  # keep every load and store the input asks for
+        ),
+        listener=PatternRewriterListener(operation_insertion_handler=[locate]),
+    ).rewrite_module(module)
+
+
+# endregion
+
+
+@dataclass
+class Buffer:
+    """A memref value's base address and its level-2 type."""
+
+    base: SSAValue
+    type: MemRefType
+
+
+@dataclass
+class KernelLowering:
+    """Lowers one ``func.func`` in place."""
+
+    kernel: func.FuncOp
+    buffers: dict[SSAValue, Buffer] = field(default_factory=dict)
+    created: list[Operation] = field(default_factory=list)
+    symbols: set[str] = field(default_factory=set)
+    last_decl: AllocOp | None = None
+
+    # region Driver
+
+    def run(self) -> None:
+        k = self.kernel
+        if not k.body.blocks:
+            raise LocatedError(k, "must have a body to be a kernel")
+        if k.function_type.outputs.data:
+            raise LocatedError(k, "a kernel returns nothing, but this function has results")
+        self._convert_arguments()
+        for block in self._block_order():
+            for op in list(block.ops):
+                self._lower(op)
+        self._erase_dead()
+
+    def _block_order(self) -> list[Block]:
+        """Blocks with every definition before its uses (reverse post-order), then any
+        unreachable ones."""
+        entry = self.kernel.body.blocks.first
+        assert entry is not None
+        seen: set[Block] = set()
+        post: list[Block] = []
+
+        def visit(b: Block) -> None:
+            stack: list[tuple[Block, int]] = [(b, 0)]
+            seen.add(b)
+            while stack:
+                blk, i = stack.pop()
+                succs = list(blk.last_op.successors) if blk.last_op is not None else []
+                if i < len(succs):
+                    stack.append((blk, i + 1))
+                    s = succs[i]
+                    if s not in seen:
+                        seen.add(s)
+                        stack.append((s, 0))
+                else:
+                    post.append(blk)
+
+        visit(entry)
+        order = post[::-1]
+        return order + [b for b in self.kernel.body.blocks if b not in seen]
+
+    def _convert_arguments(self) -> None:
+        k = self.kernel
+        entry = k.body.blocks.first
+        assert entry is not None
+        for arg in list(entry.args):
+            t = arg.type
+            if isinstance(t, MemRefType):
+                scope = scope_of(t)
+                if scope != MemoryScope.GLOBAL:
+                    raise LocatedError(
+                        k,
+                        f"argument {arg.index} must be a memref in #bulkred.scope<global> "
+                        f"to be a kernel parameter, got {t}",
+                    )
+                self._check_static(k, t)
+                new = Rewriter.replace_value_with_new_type(arg, PtrType(StateSpace.GLOBAL))
+                self.buffers[new] = Buffer(new, t)
+            elif isinstance(t, IndexType):
+                Rewriter.replace_value_with_new_type(arg, INDEX_TYPE)
+        for block in list(k.body.blocks)[1:]:
+            for arg in list(block.args):
+                if isinstance(arg.type, MemRefType):
+                    raise LocatedError(k, f"a memref block argument cannot be lowered: {arg.type}")
+                if isinstance(arg.type, IndexType):
+                    Rewriter.replace_value_with_new_type(arg, INDEX_TYPE)
+        k.function_type = FunctionType.from_lists(list(entry.arg_types), [])
+
+    def _erase_dead(self) -> None:
+        """Erase the pure ops this pass created whose results nobody uses (constants that
+        folded into ``ld``/``st`` offsets, mostly)."""
+        for op in reversed(self.created):
+            if op.parent is not None and op.results and not any(r.uses for r in op.results):
+                Rewriter.erase_op(op)
+
+    # endregion
+
+    # region Helpers
+
+    def _insert(self, anchor: Operation, new: Operation, *, pure: bool = True) -> Operation:
+        new.location = anchor.location
+        Rewriter.insert_op(new, InsertPoint.before(anchor))
+        if pure:
+            self.created.append(new)
+        return new
+
+    def _replace(self, op: Operation, values: Sequence[SSAValue]) -> None:
+        for old, new in zip(op.results, values, strict=True):
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(op)
+
+    def _imm(self, anchor: Operation, value: int, t: Attribute = INDEX_TYPE) -> SSAValue:
+        return self._insert(anchor, MovImmOp(_wrap(value, _width(t)), t)).results[0]
+
+    def _unsupported(self, op: Operation, why: str = "") -> LocatedError:
+        return LocatedError(op, why or f"cannot be lowered to ptx (supported: {_SUPPORTED})")
+
+    @staticmethod
+    def _check_static(op: Operation, t: MemRefType) -> None:
+        if any(d < 0 for d in t.get_shape()):
+            raise LocatedError(op, f"needs a memref with a static shape, got {t}")
+        if not isinstance(t.layout, NoneAttr):
+            raise LocatedError(op, f"needs a memref with the default row-major layout, got {t}")
+        if element_bytes(t.element_type) is None:
+            raise LocatedError(op, f"element type {t.element_type} has no PTX load/store form")
+
+    # endregion
+
+    def _lower(self, op: Operation) -> None:
+        if isinstance(op, PtxInstruction):
+            return
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise self._unsupported(op)
+        handler(self, op)
+
+    # region arith
+
+    def _constant(self, op: arith.ConstantOp) -> None:
+        v = op.value
+        t = lowered_type(op.result.type)
+        if isinstance(v, IntegerAttr) and isinstance(t, IntegerType):
+            new = self._insert(op, MovImmOp(_wrap(v.value.data, _width(t)), t))
+        elif isinstance(v, FloatAttr) and element_bytes(t) in (2, 4, 8) and not isinstance(t, IntegerType):
+            new = self._insert(op, MovImmOp(v.value.data, t))
+        else:
+            raise self._unsupported(op, f"constant {v} has no PTX immediate form")
+        self._replace(op, new.results)
+
+    def _binary(self, op: arith.AddiOp | arith.SubiOp | arith.MuliOp) -> None:
+        t = lowered_type(op.result.type)
+        w = _width(t)
+        if w not in (16, 32, 64):
+            raise self._unsupported(op, f"integer type {op.result.type} has no PTX arithmetic form")
+        a, b = constant_int(op.lhs), constant_int(op.rhs)
+        if a is not None and b is not None:
+            folded = {arith.AddiOp: a + b, arith.SubiOp: a - b, arith.MuliOp: a * b}[type(op)]
+            self._replace(op, [self._imm(op, folded, t)])
+            return
+        cls = {arith.AddiOp: AddOp, arith.SubiOp: SubOp, arith.MuliOp: MulLoOp}[type(op)]
+        new = self._insert(op, cls(ArithType(f"s{w}"), op.lhs, op.rhs))
+        self._replace(op, new.results)
+
+    def _cast(self, op: Operation) -> None:
+        src = op.operands[0]
+        st, dt = lowered_type(op.operands[0].type), lowered_type(op.results[0].type)
+        if not isinstance(st, IntegerType) or not isinstance(dt, IntegerType):
+            raise self._unsupported(op, f"only integer casts are lowered, got {st} to {dt}")
+        sw, dw = _width(st), _width(dt)
+        if sw == dw:
+            self._replace(op, [src])
+            return
+        unsigned = isinstance(op, arith.ExtUIOp | arith.TruncIOp) or dw < sw
+        c = constant_int(src)
+        if c is not None and sw > 1:
+            c = c & ((1 << sw) - 1) if unsigned else _wrap(c, sw)
+            self._replace(op, [self._imm(op, c, dt)])
+            return
+        if sw < 8 or dw < 8:
+            raise self._unsupported(op, f"a cast between {st} and {dt} has no PTX form")
+        kind = "u" if unsigned else "s"
+        new = self._insert(op, CvtOp(CvtType(f"{kind}{dw}"), CvtType(f"{kind}{sw}"), src, dt))
+        self._replace(op, new.results)
+
+    def _cmpi(self, op: arith.CmpiOp) -> None:
+        t = lowered_type(op.lhs.type)
+        w = _width(t)
+        if w not in (16, 32, 64):
+            raise self._unsupported(op, f"comparison of {op.lhs.type} has no PTX form")
+        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        cmp, signed = _CMPI[pred]
+        new = self._insert(op, SetpOp(cmp, SetpType(f"{'s' if signed else 'u'}{w}"), op.lhs, op.rhs))
+        self._replace(op, new.results)
+
+    def _select(self, op: arith.SelectOp) -> None:
+        t = lowered_type(op.result.type)
+        ldst = ldst_type_for(t)
+        if ldst is None or t == IntegerType(8):
+            raise self._unsupported(op, f"select of {op.result.type} has no PTX form")
+        width = ldst.value[1:]
+        new = self._insert(op, SelpOp(SelpType(f"b{width}"), op.lhs, op.rhs, op.cond))
+        self._replace(op, new.results)
+
+    # endregion
+
+    # region memref
+
+    def _alloca(self, op: memref.AllocaOp) -> None:
+        t = op.memref.type
+        assert isinstance(t, MemRefType)
+        scope = scope_of(t)
+        if scope not in _SCOPE_SPACE:
+            raise LocatedError(
+                op, f"can allocate only local, shared or cluster_shared buffers in a kernel, got {t}"
+            )
+        self._check_static(op, t)
+        if op.dynamic_sizes or op.symbol_operands:
+            raise LocatedError(op, "needs a static allocation without operands")
+        space = _SCOPE_SPACE[scope]
+        esize = element_bytes(t.element_type)
+        assert esize is not None
+        size = esize
+        for d in t.get_shape():
+            size *= d
+        if size == 0:
+            raise LocatedError(op, f"needs at least one element, got {t}")
+        align = max(16, esize)
+        if space == AllocSpace.SHARED and size >= 128:
+            align = 128
+        name = self._symbol(space, op.memref.name_hint)
+        decl = AllocOp(name, space, size, align)
+        decl.location = op.location
+        # declarations first in the kernel, in source order
+        if self.last_decl is not None:
+            Rewriter.insert_op(decl, InsertPoint.after(self.last_decl))
+        else:
+            entry = self.kernel.body.blocks.first
+            assert entry is not None
+            Rewriter.insert_op(decl, InsertPoint.at_start(entry))
+        self.last_decl = decl
+        addr = self._insert(op, MovAddrOp(name, space.state_space))
+        self.buffers[addr.results[0]] = Buffer(addr.results[0], t)
+        self._replace(op, addr.results)
+
+    def _symbol(self, space: AllocSpace, hint: str | None) -> str:
+        stem = f"__{space}{len(self.symbols)}"
+        if hint and hint.replace("_", "a").isalnum() and hint.isascii():
+            stem += f"_{hint}"
+        self.symbols.add(stem)
+        return stem
+
+    def _buffer(self, op: Operation, value: SSAValue) -> Buffer:
+        buf = self.buffers.get(value)
+        if buf is None:
+            raise LocatedError(
+                op, "its memref must be a kernel argument or a memref.alloca of this kernel"
+            )
+        return buf
+
+    def _address(self, op: Operation, buf: Buffer, indices: Sequence[SSAValue]) -> tuple[SSAValue, int]:
+        """(address, constant byte offset) of ``buf[indices]``."""
+        shape = buf.type.get_shape()
+        esize = element_bytes(buf.type.element_type)
+        assert esize is not None
+        if len(indices) != len(shape):
+            raise LocatedError(op, f"needs {len(shape)} indices for {buf.type}, got {len(indices)}")
+        strides = [esize] * len(shape)
+        for k in range(len(shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        offset = 0
+        factors: dict[SSAValue, int] = {}
+        for idx, stride in zip(indices, strides):
+            terms, c = _linear(idx)
+            offset += c * stride
+            for v, f in terms:
+                factors[v] = factors.get(v, 0) + f * stride
+        total: SSAValue | None = None
+        for v, f in factors.items():
+            if f == 0:
+                continue
+            term = v
+            if f != 1:
+                term = self._insert(op, MulLoOp(ArithType.S64, v, self._imm(op, f))).results[0]
+            if total is not None:
+                term = self._insert(op, AddOp(ArithType.S64, total, term)).results[0]
+            total = term
+        if not -(2**31) <= offset < 2**31:
+            big = self._imm(op, offset)
+            total = big if total is None else self._insert(op, AddOp(ArithType.S64, total, big)).results[0]
+            offset = 0
+        if total is None:
+            return buf.base, offset
+        assert isinstance(buf.base.type, PtrType)
+        if buf.base.type.bits == 32:
+            total = self._insert(op, CvtOp(CvtType.U32, CvtType.U64, total)).results[0]
+        return self._insert(op, PtrAddOp(buf.base, total)).results[0], offset
+
+    def _load(self, op: memref.LoadOp) -> None:
+        buf = self._buffer(op, op.memref)
+        address, offset = self._address(op, buf, op.indices)
+        et = buf.type.element_type
+        ldst = ldst_type_for(et)
+        assert ldst is not None
+        # ld.u8 fills a 16-bit register; the IR value keeps its own type (i8 -> %rs)
+        new = self._insert(op, LdOp(ldst, address, et, offset), pure=False)
+        self._replace(op, new.results)
+
+    def _store(self, op: memref.StoreOp) -> None:
+        buf = self._buffer(op, op.memref)
+        address, offset = self._address(op, buf, op.indices)
+        ldst = ldst_type_for(buf.type.element_type)
+        assert ldst is not None
+        self._insert(op, StOp(ldst, address, op.value, offset), pure=False)
+        Rewriter.erase_op(op)
+
+    def _cast_to_ptr(self, op: UnrealizedConversionCastOp) -> None:
+        if len(op.inputs) != 1 or len(op.outputs) != 1 or not isinstance(op.outputs[0].type, PtrType):
+            raise self._unsupported(op, "only a cast of one memref to one !ptx.ptr<space> is lowered")
+        buf = self._buffer(op, op.inputs[0])
+        want = op.outputs[0].type
+        have = buf.base.type
+        assert isinstance(have, PtrType)
+        if want == have:
+            self._replace(op, [buf.base])
+        elif have.state_space == StateSpace.SHARED_CTA and want.state_space == StateSpace.SHARED_CLUSTER:
+            self._replace(op, self._insert(op, MovOp(buf.base, want)).results)
+        else:
+            raise self._unsupported(op, f"a {buf.type} buffer has no {want} address")
+
+    # endregion
+
+    # region control flow
+
+    def _br(self, op: cf.BranchOp) -> None:
+        self._insert(op, BraOp(op.successor, *op.arguments), pure=False)
+        Rewriter.erase_op(op)
+
+    def _cond_br(self, op: cf.ConditionalBranchOp) -> None:
+        then_block = self._edge(op, op.then_block, op.then_arguments)
+        else_block = self._edge(op, op.else_block, op.else_arguments)
+        self._insert(op, CondBraOp(op.cond, then_block, else_block), pure=False)
+        Rewriter.erase_op(op)
+
+    def _edge(self, op: Operation, target: Block, args: Sequence[SSAValue]) -> Block:
+        """``target`` itself, or a new block that jumps to it passing ``args``."""
+        if not args:
+            return target
+        here = op.parent_block()
+        region = self.kernel.body
+        assert here is not None
+        edge = Block()
+        jump = BraOp(target, *args)
+        jump.location = op.location
+        edge.add_op(jump)
+        region.insert_block_after(edge, here)
+        return edge
+
+    def _return(self, op: func.ReturnOp) -> None:
+        if op.arguments:
+            raise LocatedError(op, "a kernel returns nothing")
+        self._insert(op, RetOp(), pure=False)
+        Rewriter.erase_op(op)
+
+    # endregion
+
+
+_HANDLERS = {
+    arith.ConstantOp: KernelLowering._constant,
+    arith.AddiOp: KernelLowering._binary,
+    arith.SubiOp: KernelLowering._binary,
+    arith.MuliOp: KernelLowering._binary,
+    arith.IndexCastOp: KernelLowering._cast,
+    arith.ExtSIOp: KernelLowering._cast,
+    arith.ExtUIOp: KernelLowering._cast,
+    arith.TruncIOp: KernelLowering._cast,
+    arith.CmpiOp: KernelLowering._cmpi,
+    arith.SelectOp: KernelLowering._select,
+    memref.AllocaOp: KernelLowering._alloca,
+    memref.LoadOp: KernelLowering._load,
+    memref.StoreOp: KernelLowering._store,
+    UnrealizedConversionCastOp: KernelLowering._cast_to_ptr,
+    cf.BranchOp: KernelLowering._br,
+    cf.ConditionalBranchOp: KernelLowering._cond_br,
+    func.ReturnOp: KernelLowering._return,
+}
+
+
+@dataclass(frozen=True)
+class LowerToPtxPass(ModulePass):
+    """Level-2 IR into ptx ops, kernel by kernel (see the module docstring)."""
+
+    name = "lower-to-ptx"
+
+    target: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = resolve_target(op, self.target)  # a bad name fails here, before any rewrite
+        if self.target:
+            # level-3 IR is for one target: `-t ptx` prints for the one it was lowered for
+            op.attributes[TARGET_ATTR] = StringAttr(target.name)
+        convert_scf_to_cf(op)
+        for kernel in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            KernelLowering(kernel).run()

@@ -1,0 +1,116 @@
+// lower-to-ptx rejects what it cannot lower with a located error naming the op.
+// RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p lower-to-ptx | filecheck %s
+// RUN: not bulkred-opt %s --split-input-file -p lower-to-ptx 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
+
+// STDERR: lower_to_ptx_invalid.mlir:[[# @LINE + 3]]:3: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store,
+func.func @unsupported_op(%a: index, %b: index) {
+  // CHECK: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/extsi/extui/trunci/cmpi/select, scf.for/if/yield, cf.br/cond_br, ptx ops)
+  %q = arith.divsi %a, %b : index
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'scf.while' cannot be lowered to ptx
+func.func @while_loop(%c: i1) {
+  scf.while () : () -> () {
+    scf.condition(%c)
+  } do {
+    scf.yield
+  }
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'func.func' argument 0 must be a memref in #bulkred.scope<global> to be a kernel parameter, got memref<4xf32, #bulkred.scope<shared>>
+func.func @shared_argument(%S: memref<4xf32, #bulkred.scope<shared>>) {
+  func.return
+}
+
+// -----
+
+func.func @global_alloca() {
+  // CHECK: error: 'memref.alloca' can allocate only local, shared or cluster_shared buffers in a kernel, got memref<4xf32, #bulkred.scope<global>>
+  %G = memref.alloca() : memref<4xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @dynamic_shape(%n: index) {
+  // CHECK: error: 'memref.alloca' needs a memref with a static shape, got memref<?xf32, #bulkred.scope<local>>
+  %L = memref.alloca(%n) : memref<?xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @empty_buffer() {
+  // CHECK: error: 'memref.alloca' needs at least one element, got memref<0xf32, #bulkred.scope<shared>>
+  %S = memref.alloca() : memref<0xf32, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @predicate_elements() {
+  // CHECK: error: 'memref.alloca' element type i1 has no PTX load/store form
+  %L = memref.alloca() : memref<4xi1, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'func.func' a kernel returns nothing, but this function has results
+func.func @with_result(%x: i32) -> i32 {
+  func.return %x : i32
+}
+
+// -----
+
+// CHECK: error: 'func.func' argument 0 must be a memref in #bulkred.scope<global> to be a kernel parameter, got memref<4xf32>
+func.func @scopeless_argument(%m: memref<4xf32>) {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'func.func' a memref block argument cannot be lowered: memref<4xf32, #bulkred.scope<global>>
+func.func @memref_block_argument(%A: memref<4xf32, #bulkred.scope<global>>) {
+  cf.br ^bb1(%A : memref<4xf32, #bulkred.scope<global>>)
+^bb1(%B: memref<4xf32, #bulkred.scope<global>>):
+  func.return
+}
+
+// -----
+
+func.func @byte_select(%p: i1, %a: i8, %b: i8) {
+  // CHECK: error: 'arith.select' select of i8 has no PTX form
+  %s = arith.select %p, %a, %b : i8
+  func.return
+}
+
+// -----
+
+func.func @bool_cast(%p: i1) {
+  // CHECK: error: 'arith.extui' a cast between i1 and i32 has no PTX form
+  %w = arith.extui %p : i1 to i32
+  func.return
+}
+
+// -----
+
+func.func @bad_cast(%S: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'builtin.unrealized_conversion_cast' a memref<4xf32, #bulkred.scope<global>> buffer has no !ptx.ptr<shared::cta> address
+  %p = builtin.unrealized_conversion_cast %S : memref<4xf32, #bulkred.scope<global>> to !ptx.ptr<shared::cta>
+  func.return
+}
+
+// -----
+
+// RUN: not bulkred-opt %s --split-input-file -p 'lower-to-ptx{target=sm_7x}' 2>&1 | filecheck %s --check-prefix=TARGET
+// TARGET: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_7x'
+func.func @bad_target() {
+  func.return
+}
