@@ -100,6 +100,8 @@ class BulkredOptMain(xDSLOptMain):
         return 1 if failed and not self.args.verify_diagnostics else 0
 
     def _report(self, msg: str, out: StringIO) -> None:
+        if "error:" not in msg.split("\n", 1)[0]:
+            msg = f"{self.get_input_name()}: error: {msg}"
         if self.args.verify_diagnostics:
             out.write(msg.rstrip() + "\n")
         else:

@@ -30,7 +30,7 @@ func.func @shared_cta_global_size(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<gl
 
 // The mbarrier of a .shared::cta destination is in the executing CTA's shared memory.
 func.func @shared_cta_global_mbar_space(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' Expected attribute !ptx.ptr<shared::cta> but got !ptx.ptr<shared::cluster>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' operand 'mbar' at position 3 does not verify: Expected attribute !ptx.ptr<shared::cta> but got !ptx.ptr<shared::cluster>
   "ptx.cp.async.bulk.shared_cta.global"(%dst, %src, %size, %mbar) : (!ptx.ptr<shared::cta>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cluster>) -> ()
   func.return
 }
@@ -80,7 +80,7 @@ func.func @shared_cluster_global_size(%dst: !ptx.ptr<shared::cluster>, %src: !pt
 
 // The mbarrier of a .shared::cluster destination is a .shared::cluster address.
 func.func @shared_cluster_global_mbar_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cta>) {
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' Expected attribute !ptx.ptr<shared::cluster> but got !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' operand 'mbar' at position 3 does not verify: Expected attribute !ptx.ptr<shared::cluster> but got !ptx.ptr<shared::cta>
   "ptx.cp.async.bulk.shared_cluster.global"(%dst, %src, %size, %mbar) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cta>) -> ()
   func.return
 }
@@ -89,7 +89,7 @@ func.func @shared_cluster_global_mbar_space(%dst: !ptx.ptr<shared::cluster>, %sr
 
 // ctaMask is 16 bits.
 func.func @shared_cluster_global_mask_width(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %mask: i32) {
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' Expected attribute i16 but got i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' operand 'ctaMask' at position 4 does not verify: Expected attribute i16 but got i32
   "ptx.cp.async.bulk.shared_cluster.global"(%dst, %src, %size, %mbar, %mask) <{multicast = #ptx<bulk_multicast "multicast::cluster">, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<global>, i32, !ptx.ptr<shared::cluster>, i32) -> ()
   func.return
 }
@@ -175,7 +175,7 @@ func.func @prefetch_size(%src: !ptx.ptr<global>) {
 
 // A cache policy is 64 bits.
 func.func @prefetch_policy_width(%src: !ptx.ptr<global>, %size: i32, %policy: i32) {
-  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' Expected attribute i64 but got i32
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' operand 'cachePolicy' at position 2 does not verify: Expected attribute i64 but got i32
   "ptx.cp.async.bulk.prefetch.L2.global"(%src, %size, %policy) <{cache_hint = #ptx<bulk_cache_hint "L2::cache_hint">}> : (!ptx.ptr<global>, i32, i32) -> ()
   func.return
 }

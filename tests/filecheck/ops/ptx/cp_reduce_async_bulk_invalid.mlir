@@ -253,7 +253,7 @@ func.func @global_size(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>) {
 
 // The mbarrier of the shared::cluster form is a .shared::cluster address.
 func.func @cluster_mbar_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %mbar: !ptx.ptr<shared::cta>) {
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' Expected attribute !ptx.ptr<shared::cluster> but got !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' operand 'mbar' at position 3 does not verify: Expected attribute !ptx.ptr<shared::cluster> but got !ptx.ptr<shared::cta>
   "ptx.cp.reduce.async.bulk.shared_cluster.shared_cta"(%dst, %src, %size, %mbar) <{redOp = #ptx<bulk_red_op add>, type = #ptx<bulk_red_type u32>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<shared::cta>, i32, !ptx.ptr<shared::cta>) -> ()
   func.return
 }
@@ -261,7 +261,7 @@ func.func @cluster_mbar_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<sh
 // -----
 
 func.func @global_dst_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32) {
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' Expected attribute !ptx.ptr<global> but got !ptx.ptr<shared::cluster>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' operand 'dstMem' at position 0 does not verify: Expected attribute !ptx.ptr<global> but got !ptx.ptr<shared::cluster>
   "ptx.cp.reduce.async.bulk.global.shared_cta"(%dst, %src, %size) <{redOp = #ptx<bulk_red_op add>, type = #ptx<bulk_red_type u32>}> : (!ptx.ptr<shared::cluster>, !ptx.ptr<shared::cta>, i32) -> ()
   func.return
 }
