@@ -8,6 +8,7 @@ the scalar forms are what those legalize into on Hopper and what the scalar
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import ClassVar
 
 from abc import ABC
@@ -15,6 +16,7 @@ from abc import ABC
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
+    IRDLOperation,
     AnyAttr,
     VarConstraint,
     irdl_attr_definition,
@@ -25,10 +27,15 @@ from xdsl.irdl import (
     result_def,
 )
 from xdsl.dialects.utils import EnumAttribute
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.lexer import Span
+from typing_extensions import Self
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.ptx.base import (
+    DiffCase,
     PtxInstruction,
     RegisterNamer,
     bf16,
@@ -102,6 +109,18 @@ FLOAT_TYPES = (ArithType.F16, ArithType.BF16, ArithType.F32, ArithType.F64)
 INT_TYPES = (ArithType.U16, ArithType.S16, ArithType.U32, ArithType.S32, ArithType.U64, ArithType.S64)
 BIT_TYPES = (ArithType.B16, ArithType.B32, ArithType.B64)
 
+# `.ftz` exists for the f32 forms (PTX ISA 9.7.3) and the f16 forms (9.7.4); bf16 and f64
+# have no subnormal flushing.
+FTZ_TYPES = (ArithType.F16, ArithType.F32)
+
+# `.rnd` values per floating-point `.type`: the half-precision forms take only `.rn` (9.7.4).
+ROUNDINGS_OF: dict[ArithType, tuple[RoundingMode, ...]] = {
+    ArithType.F16: (RoundingMode.RN,),
+    ArithType.BF16: (RoundingMode.RN,),
+    ArithType.F32: tuple(RoundingMode),
+    ArithType.F64: tuple(RoundingMode),
+}
+
 
 def _props(type: ArithType, rnd: RoundingMode | None, ftz: bool) -> dict[str, Attribute]:
     props: dict[str, Attribute] = {"type": ArithTypeAttr(type)}
@@ -110,6 +129,79 @@ def _props(type: ArithType, rnd: RoundingMode | None, ftz: bool) -> dict[str, At
     if ftz:
         props["ftz"] = UnitAttr()
     return props
+
+
+
+def _parse_words(parser: Parser) -> list[tuple[str, Span]]:
+    """The bare qualifier words before the first operand (``rn ftz f32``)."""
+    words = []
+    while True:
+        start = parser.pos
+        w = parser.parse_optional_identifier()
+        if w is None:
+            return words
+        words.append((w, Span(start, parser.pos, parser.lexer.input)))
+
+
+def _parse_float_qualifiers(
+    parser: Parser, words: list[tuple[str, Span]], allow_type: bool
+) -> tuple[dict[str, Attribute], ArithType | None]:
+    """Split ``rn ftz f32`` into rnd/ftz properties and the type (when allowed)."""
+    props: dict[str, Attribute] = {}
+    type_: ArithType | None = None
+    for w, span in words:
+        if w in [str(r) for r in RoundingMode]:
+            props["rnd"] = RoundingModeAttr(RoundingMode(w))
+        elif w == "ftz":
+            props["ftz"] = UnitAttr()
+        elif allow_type and w in [str(t) for t in ArithType]:
+            type_ = ArithType(w)
+            props["type"] = ArithTypeAttr(type_)
+        else:
+            expected = "rn, rz, rm, rp, ftz" + (", or a type (" + ", ".join(str(t) for t in ArithType) + ")" if allow_type else "")
+            parser.raise_error(f"unexpected qualifier '{w}' (expected {expected})", span.start, span.end)
+    return props, type_
+
+
+def _print_float_qualifiers(printer: Printer, op: IRDLOperation, type_: ArithType | None) -> None:
+    rnd = op.properties.get("rnd")
+    if isinstance(rnd, RoundingModeAttr):
+        printer.print_string(f" {rnd.data}")
+    if "ftz" in op.properties:
+        printer.print_string(" ftz")
+    if type_ is not None:
+        printer.print_string(f" {type_}")
+
+
+def _parse_binary(cls, parser: Parser, allow_type: bool):
+    words = _parse_words(parser)
+    props, type_ = _parse_float_qualifiers(parser, words, allow_type)
+    if allow_type and type_ is None:
+        parser.raise_error("expected a '.type' qualifier (" + ", ".join(str(t) for t in ArithType) + ")")
+    lhs = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    rhs = parser.parse_unresolved_operand()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    t = parser.parse_type()
+    op = cls.create(
+        operands=[parser.resolve_operand(lhs, t), parser.resolve_operand(rhs, t)],
+        result_types=[t],
+        properties=props,
+        attributes=attrs,
+    )
+    return op
+
+
+def _print_binary(op, printer: Printer, type_: ArithType | None) -> None:
+    _print_float_qualifiers(printer, op, type_)
+    printer.print_string(" ")
+    printer.print_operand(op.lhs)
+    printer.print_string(", ")
+    printer.print_operand(op.rhs)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.result.type)
 
 
 class BinaryArithOp(PtxInstruction, ABC):
@@ -128,7 +220,12 @@ class BinaryArithOp(PtxInstruction, ABC):
     rhs = operand_def(T)
     result = result_def(T)
 
-    assembly_format = "($rnd^)? (`ftz` $ftz^)? $type $lhs `,` $rhs attr-dict `:` type($result)"
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        return _parse_binary(cls, parser, allow_type=True)
+
+    def print(self, printer: Printer) -> None:
+        _print_binary(self, printer, self.type.data)
 
     def __init__(
         self,
@@ -153,8 +250,12 @@ class BinaryArithOp(PtxInstruction, ABC):
             raise VerifyException(
                 f"'.rnd' is only valid with a floating-point '.type' of '{self.OPCODE}', got '.type' {t}"
             )
-        if self.ftz is not None and t != ArithType.F32:
-            raise VerifyException(f"'.ftz' is only valid with '.type' f32, got '.type' {t}")
+        if self.rnd is not None and self.rnd.data not in ROUNDINGS_OF[t]:
+            raise qualifier_error(
+                ".rnd", self.rnd.data, ROUNDINGS_OF[t], f"with '.type' {t} for '{self.OPCODE}'"
+            )
+        if self.ftz is not None and t not in FTZ_TYPES:
+            raise VerifyException(f"'.ftz' is only valid with '.type' f16 or f32, got '.type' {t}")
         want = IR_TYPE_OF[t]
         for field, v in (("a", self.lhs), ("b", self.rhs), ("d", self.result)):
             if v.type != want:
@@ -302,8 +403,17 @@ class XorOp(LogicOp):
     OPCODE: ClassVar = "xor"
 
 
+class ShiftOp(BitwiseOp, ABC):
+    """shl/shr: the shift amount ``b`` is a .u32 register whatever ``.type`` is."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.rhs.type != i32:
+            raise VerifyException(f"'b' must be i32 (a u32 shift amount), got {self.rhs.type}")
+
+
 @irdl_op_definition
-class ShlOp(BitwiseOp):
+class ShlOp(ShiftOp):
     """Shift left: ``shl.type d, a, b;`` (``b`` is a u32 shift amount)."""
 
     name = "ptx.shl"
@@ -311,7 +421,7 @@ class ShlOp(BitwiseOp):
 
 
 @irdl_op_definition
-class ShrOp(BitwiseOp):
+class ShrOp(ShiftOp):
     """Shift right: ``shr.type d, a, b;`` (arithmetic for s-types, logical otherwise)."""
 
     name = "ptx.shr"
@@ -392,7 +502,12 @@ class AddF32x2Op(PtxInstruction):
     rhs = operand_def(f32x2)
     result = result_def(f32x2)
 
-    assembly_format = "($rnd^)? (`ftz` $ftz^)? $lhs `,` $rhs attr-dict `:` type($result)"
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        return _parse_binary(cls, parser, allow_type=False)
+
+    def print(self, printer: Printer) -> None:
+        _print_binary(self, printer, None)
 
     def __init__(
         self, lhs: SSAValue, rhs: SSAValue, *, rnd: RoundingMode | None = RoundingMode.RN, ftz: bool = False
@@ -487,3 +602,68 @@ ARITH_OPS = [
     UnpackF32x2Op,
 ]
 ARITH_ATTRS = [ArithTypeAttr, RoundingModeAttr]
+
+
+def differential_cases() -> Iterator[DiffCase]:
+    """Every qualifier combination of the arithmetic ops, valid or not: add/sub/mul/mul.lo/
+    min/max over each ``.type`` x ``.rnd`` (none, rn, rz, rm, rp) x ``.ftz``; max3/min3 x
+    ``.ftz`` x ``.NaN``; add.f32x2 x ``.rnd`` x ``.ftz``; mov.pack/unpack; and/or/xor/shl/shr
+    over each ``.type``. Operand types follow ``.type`` so that only the qualifier rules
+    decide the verdict.
+    """
+    roundings: tuple[RoundingMode | None, ...] = (None, *RoundingMode)
+    for cls in (AddOp, SubOp, MulOp, MulLoOp, MaxOp, MinOp):
+        for t in ArithType:
+            for rnd in roundings:
+                for ftz in (False, True):
+                    name = mnemonic(cls.OPCODE, rnd, "ftz" if ftz else None, t)
+
+                    def build(args, cls=cls, t=t, rnd=rnd, ftz=ftz) -> PtxInstruction:
+                        return cls(t, args[0], args[1], rnd=rnd, ftz=ftz)
+
+                    yield DiffCase(name, (IR_TYPE_OF[t],) * 2, build)
+
+    for cls3 in (Max3Op, Min3Op):
+        for ftz in (False, True):
+            for nan in (False, True):
+                name = mnemonic(
+                    cls3.name.removeprefix("ptx."), "ftz" if ftz else None, "NaN" if nan else None, "f32"
+                )
+
+                def build3(args, cls3=cls3, ftz=ftz, nan=nan) -> PtxInstruction:
+                    return cls3(args[0], args[1], args[2], ftz=ftz, nan=nan)
+
+                yield DiffCase(name, (f32,) * 3, build3)
+
+    for rnd in roundings:
+        for ftz in (False, True):
+
+            def build_x2(args, rnd=rnd, ftz=ftz) -> PtxInstruction:
+                return AddF32x2Op(args[0], args[1], rnd=rnd, ftz=ftz)
+
+            yield DiffCase(mnemonic("add", rnd, "ftz" if ftz else None, "f32x2"), (f32x2,) * 2, build_x2)
+
+    yield DiffCase("mov.pack.b64", (f32, f32), lambda args: PackF32x2Op(args[0], args[1]))
+    yield DiffCase("mov.unpack.b64", (f32x2,), lambda args: UnpackF32x2Op(args[0]))
+
+    for bcls in (AndOp, OrOp, XorOp, ShlOp, ShrOp):
+        for t in ArithType:
+            # Shifts take a u32 shift amount; and/or/xor take two operands of '.type'.
+            rhs = i32 if bcls in (ShlOp, ShrOp) else IR_TYPE_OF[t]
+
+            def build_bit(args, bcls=bcls, t=t) -> PtxInstruction:
+                return bcls(t, args[0], args[1])
+
+            yield DiffCase(mnemonic(bcls.OPCODE, t), (IR_TYPE_OF[t], rhs), build_bit)
+
+    # The shift amount is u32 whatever '.type' is: a 16- or 64-bit amount is refused.
+    for scls in (ShlOp, ShrOp):
+        for t in BIT_TYPES:
+            for amount in (i16, i64):
+
+                def build_shift(args, scls=scls, t=t) -> PtxInstruction:
+                    return scls(t, args[0], args[1])
+
+                yield DiffCase(
+                    f"{mnemonic(scls.OPCODE, t)}.amount_{amount}", (IR_TYPE_OF[t], amount), build_shift
+                )

@@ -1,0 +1,597 @@
+"""Differential test harness: our verifier and target check against ptxas (via nvJitLink).
+
+Every module of ``bulkred_dialect.ops.ptx`` that defines ``differential_cases()`` yields
+:class:`~bulkred_dialect.ops.ptx.base.DiffCase`s. For each case and each target in
+:data:`TARGETS` the harness builds the op inside a ``func.func`` whose block arguments have
+the case's operand types, and compares two verdicts:
+
+* ours: ``op.verify()`` passes and ``check_target`` accepts ``op.requirement()`` for the target;
+* ptxas's: the op's ``ptx_line`` inside a minimal kernel assembles for the target, with
+  ``.version`` = the op's declared PTX ISA version (at least the target's own minimum, at most
+  :data:`MAX_PTX_VERSION`) -- so the declared version is tested too -- and again with
+  ``.version`` = :data:`MAX_PTX_VERSION`, which separates "wrong PTX version" from "wrong
+  form". When the declared version is above the target's minimum, the version just below it
+  is tried as well: ptxas accepting it means we declare more than needed.
+
+Kinds of disagreement (see docs/differential.md):
+
+* ``accepted`` -- we reject, ptxas accepts (at the declared or at the highest version);
+* ``rejected`` -- we accept, ptxas rejects even at the highest version;
+* ``version`` -- we accept, ptxas rejects at our declared version but accepts at the highest;
+* ``version-high`` -- we accept, ptxas also accepts one version below the one we declare.
+
+Speed: instructions of one (target, version) are assembled together, one per line, and
+ptxas's per-line errors say which were rejected; the rest is assembled again until a
+batch passes. A failure that names no instruction line falls back to one kernel per case.
+``BULKRED_DIFF_ONE_BY_ONE=1`` assembles one kernel per probe (slow; cross-checks batching).
+
+Run ``python3 tests/differential_harness.py --write-doc`` to refresh the summary
+section of docs/differential.md.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import os
+import pkgutil
+import re
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects import func
+from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+import bulkred_dialect.ops.ptx as ptx_package
+from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
+from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, register_class
+from bulkred_dialect.ops.target import (
+    MAX_PTX_VERSION,
+    Requirement,
+    Target,
+    TargetError,
+    check_target,
+    format_ptx_version,
+)
+
+TARGETS = ("sm_90a", "sm_100", "sm_100a")
+DOC = Path(__file__).resolve().parent.parent / "docs" / "differential.md"
+BATCH_SIZE = 400
+
+# PTX ISA versions the bundled ptxas knows, oldest first (for "the version just below").
+PTX_VERSIONS: tuple[tuple[int, int], ...] = (
+    *((7, m) for m in range(0, 9)),
+    *((8, m) for m in range(0, 9)),
+    (9, 0),
+)
+
+# Modules of the ptx package that hold no instructions.
+_NOT_OP_MODULES = {"base"}
+
+
+# region Collecting cases
+
+
+@dataclass
+class Case:
+    """One DiffCase, built: its op, our verdict ingredients and its PTX line."""
+
+    module: str
+    name: str
+    op: PtxInstruction | None = None
+    verify_error: str | None = None  # None: op.verify() passed
+    requirement: Requirement | None = None
+    line: str = ""
+    registers: dict[tuple[str, str], int] = field(default_factory=dict)  # (decl, prefix) -> count
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:{self.name}"
+
+
+@dataclass
+class Collection:
+    cases: list[Case] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "module: why"
+    harness_errors: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)  # modules that gave cases
+
+
+def ptx_op_modules() -> list[str]:
+    """Names of the instruction modules of ``bulkred_dialect.ops.ptx``."""
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(ptx_package.__path__)
+        if not m.name.startswith("_") and m.name not in _NOT_OP_MODULES
+    )
+
+
+class _Namer:
+    """PTX register names by register class, numbered from 1 in order of first use."""
+
+    def __init__(self) -> None:
+        self.names: dict[SSAValue, str] = {}
+        self.counts: dict[tuple[str, str], int] = defaultdict(int)
+
+    def __call__(self, value: SSAValue) -> str:
+        if value not in self.names:
+            cls = register_class(value.type)
+            self.counts[cls] += 1
+            self.names[value] = f"{cls[1]}{self.counts[cls]}"
+        return self.names[value]
+
+
+def _short_exc(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".strip().splitlines()[0] if str(e) else type(e).__name__
+
+
+def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
+    """Build one case; the second value is a harness error (or None)."""
+    case = Case(module, dc.name)
+    try:
+        fn = func.FuncOp("k", (list(dc.operand_types), []))
+        op = dc.build(fn.body.block.args)
+        if not isinstance(op, PtxInstruction):
+            return case, f"{case.key}: build returned {type(op).__name__}, not a PtxInstruction"
+        fn.body.block.add_ops([op, func.ReturnOp()])
+    except Exception as e:
+        return case, f"{case.key}: build raised {_short_exc(e)}"
+    case.op = op
+    try:
+        op.verify()
+    except (VerifyException, DiagnosticException) as e:
+        case.verify_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    except Exception as e:
+        return case, f"{case.key}: verify raised {_short_exc(e)} (a traceback, not a diagnostic)"
+    try:
+        case.requirement = op.requirement()
+    except Exception as e:
+        if case.verify_error is None:
+            return case, f"{case.key}: requirement() raised {_short_exc(e)}"
+    namer = _Namer()
+    try:
+        case.line = op.ptx_line(namer)
+    except Exception as e:
+        return case, f"{case.key}: ptx_line raised {_short_exc(e)}"
+    if "\n" in case.line:
+        return case, f"{case.key}: ptx_line spans several lines: {case.line!r}"
+    case.registers = dict(namer.counts)
+    return case, None
+
+
+def collect(modules: Iterable[str] | None = None) -> Collection:
+    """Import every ptx op module and build its differential cases."""
+    out = Collection()
+    for module in modules if modules is not None else ptx_op_modules():
+        try:
+            mod = importlib.import_module(f"{ptx_package.__name__}.{module}")
+        except Exception as e:
+            out.harness_errors.append(f"{module}: import failed: {_short_exc(e)}")
+            continue
+        gen = getattr(mod, "differential_cases", None)
+        if gen is None:
+            out.skipped.append(f"{module}: no differential_cases() yet")
+            continue
+        try:
+            dcs = list(gen())
+        except Exception as e:
+            out.harness_errors.append(f"{module}: differential_cases() raised {_short_exc(e)}")
+            continue
+        add_cases(out, module, dcs)
+    return out
+
+
+def add_cases(out: Collection, module: str, dcs: Iterable[DiffCase]) -> None:
+    """Build ``dcs`` as the cases of ``module``; failures become harness errors."""
+    out.modules.append(module)
+    seen = {c.key for c in out.cases}
+    for dc in dcs:
+        case, err = build_case(module, dc)
+        if err is not None:
+            out.harness_errors.append(err)
+            continue
+        if case.key in seen:
+            out.harness_errors.append(f"{case.key}: duplicate case name")
+            continue
+        seen.add(case.key)
+        out.cases.append(case)
+
+
+# endregion
+
+# region Assembling
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One PTX line to assemble for one target at one ``.version``."""
+
+    line: str
+    registers: tuple[tuple[tuple[str, str], int], ...]
+    target: str
+    version: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PtxasVerdict:
+    accepted: bool
+    message: str = ""  # ptxas's first error for this line
+
+
+def kernel(lines: Sequence[str], registers: dict[tuple[str, str], int], target: str, version: tuple[int, int]) -> tuple[str, int]:
+    """The PTX module text and the 1-based line number of ``lines[0]``."""
+    head = [
+        f".version {format_ptx_version(version)}",
+        f".target {target}",
+        ".address_size 64",
+        "",
+        ".visible .entry k()",
+        "{",
+        *(f"\t.reg {decl} {prefix}<{n + 1}>;" for (decl, prefix), n in sorted(registers.items())),
+    ]
+    return "\n".join([*head, *(f"\t{line}" for line in lines), "\tret;", "}", ""]), len(head) + 1
+
+
+# ptxas's per-line messages; `fatal` (a parse error that stops ptxas) counts as an error.
+_DIAG_RE = re.compile(r"ptxas[^,\n]*, line (\d+); (error|fatal)\s*:\s*(.*)")
+
+
+def ptxas_errors(log: str) -> list[tuple[int, str]]:
+    """(line, message) of each error and fatal error in ptxas's log."""
+    return [(int(m.group(1)), m.group(3).strip()) for m in _DIAG_RE.finditer(log)]
+
+
+def probe_for(case: Case, target: str, version: tuple[int, int]) -> Probe:
+    return Probe(case.line, tuple(sorted(case.registers.items())), target, version)
+
+
+def assemble_one(probe: Probe) -> PtxasVerdict:
+    """ptxas's verdict on ``probe`` alone in its own kernel."""
+    text, first = kernel([probe.line], dict(probe.registers), probe.target, probe.version)
+    try:
+        assemble(text, probe.target)
+        return PtxasVerdict(True)
+    except PtxasError as e:
+        errors = ptxas_errors(e.log)
+        msg = errors[0][1] if errors else e.log.strip().splitlines()[0] if e.log.strip() else "rejected"
+        return PtxasVerdict(False, msg)
+
+
+def _assemble_batch(probes: list[Probe], stats: dict[str, int]) -> dict[Probe, PtxasVerdict]:
+    """Verdicts for probes of one (target, version): batched, per-line errors, retried."""
+    out: dict[Probe, PtxasVerdict] = {}
+    pending = list(probes)
+    while pending:
+        registers: dict[tuple[str, str], int] = defaultdict(int)
+        for p in pending:
+            for cls, n in p.registers:
+                registers[cls] = max(registers[cls], n)
+        target, version = pending[0].target, pending[0].version
+        text, first = kernel([p.line for p in pending], registers, target, version)
+        stats["assemblies"] += 1
+        try:
+            assemble(text, target)
+        except PtxasError as e:
+            by_line: dict[int, str] = {}
+            for line, message in ptxas_errors(e.log):
+                by_line.setdefault(line, message)
+            rejected = [i for i in range(len(pending)) if first + i in by_line]
+            if not rejected:
+                # The failure names no instruction line: one kernel per probe.
+                stats["fallbacks"] += 1
+                for p in pending:
+                    stats["assemblies"] += 1
+                    out[p] = assemble_one(p)
+                return out
+            for i in rejected:
+                out[pending[i]] = PtxasVerdict(False, by_line[first + i])
+            keep = set(rejected)
+            pending = [p for i, p in enumerate(pending) if i not in keep]
+            continue
+        for p in pending:
+            out[p] = PtxasVerdict(True)
+        pending = []
+    return out
+
+
+def run_probes(probes: Iterable[Probe], stats: dict[str, int]) -> dict[Probe, PtxasVerdict]:
+    groups: dict[tuple[str, tuple[int, int]], list[Probe]] = defaultdict(list)
+    for p in dict.fromkeys(probes):
+        groups[(p.target, p.version)].append(p)
+    out: dict[Probe, PtxasVerdict] = {}
+    one_by_one = os.environ.get("BULKRED_DIFF_ONE_BY_ONE") == "1"
+    for _, group in sorted(groups.items()):
+        if one_by_one:
+            for p in group:
+                stats["assemblies"] += 1
+                out[p] = assemble_one(p)
+            continue
+        for i in range(0, len(group), BATCH_SIZE):
+            out.update(_assemble_batch(group[i : i + BATCH_SIZE], stats))
+    return out
+
+
+# endregion
+
+# region Comparing
+
+
+def previous_version(v: tuple[int, int]) -> tuple[int, int] | None:
+    older = [p for p in PTX_VERSIONS if p < v]
+    return older[-1] if older else None
+
+
+@dataclass
+class Outcome:
+    """Both verdicts for one (case, target)."""
+
+    case: Case
+    target: str
+    ours: bool
+    our_reason: str  # the verifier's or the target check's message when we reject
+    declared: tuple[int, int]  # the .version of the first ptxas run
+    at_declared: PtxasVerdict
+    at_max: PtxasVerdict
+    below: tuple[int, int] | None = None  # the version just below the declared one, if tried
+    at_below: PtxasVerdict | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """None when the verdicts agree, else the disagreement kind."""
+        if not self.ours:
+            return "accepted" if (self.at_declared.accepted or self.at_max.accepted) else None
+        if not self.at_declared.accepted:
+            return "version" if self.at_max.accepted else "rejected"
+        if self.at_below is not None and self.at_below.accepted:
+            return "version-high"
+        return None
+
+    def describe(self) -> str:
+        ours = "valid" if self.ours else f"invalid ({self.our_reason})"
+
+        def v(verdict: PtxasVerdict) -> str:
+            return "accepts" if verdict.accepted else f"rejects ({verdict.message})"
+
+        text = (
+            f"{self.case.key} on {self.target}: ours {ours}; ptxas at .version "
+            f"{format_ptx_version(self.declared)} {v(self.at_declared)}, at "
+            f"{format_ptx_version(MAX_PTX_VERSION)} {v(self.at_max)}"
+        )
+        if self.below is not None and self.at_below is not None:
+            text += f", at {format_ptx_version(self.below)} {v(self.at_below)}"
+        return f"{text}; line `{self.case.line}`"
+
+
+def our_verdict(case: Case, target: Target) -> tuple[bool, str]:
+    if case.verify_error is not None:
+        return False, case.verify_error
+    assert case.op is not None and case.requirement is not None
+    try:
+        check_target(case.op.name, case.requirement, target)
+    except TargetError as e:
+        return False, str(e)
+    return True, ""
+
+
+def declared_version(case: Case, target: Target) -> tuple[int, int]:
+    req = case.requirement.ptx if case.requirement is not None else (0, 0)
+    return min(max(target.min_ptx, req), MAX_PTX_VERSION)
+
+
+@dataclass
+class Report:
+    collection: Collection
+    outcomes: list[Outcome]
+    assemblies: int
+    seconds: float
+    fallbacks: int = 0  # batches that fell back to one kernel per probe
+
+    @property
+    def disagreements(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.kind is not None]
+
+    def per_module(self) -> dict[str, dict[str, int]]:
+        rows: dict[str, dict[str, int]] = {
+            m: defaultdict(int) for m in self.collection.modules
+        }
+        for o in self.outcomes:
+            r = rows[o.case.module]
+            r["checked"] += 1
+            if o.kind is not None:
+                r["disagree"] += 1
+            elif o.ours:
+                r["both valid"] += 1
+            else:
+                r["both invalid"] += 1
+        for c in self.collection.cases:
+            rows[c.module]["cases"] += 1
+        return rows
+
+    def summary(self) -> str:
+        lines = [
+            f"differential test: {len(self.outcomes)} combinations checked "
+            f"({len(self.collection.cases)} cases x {len(TARGETS)} targets: {', '.join(TARGETS)}), "
+            f"{len(self.disagreements)} disagreements, {self.assemblies} ptxas runs "
+            f"({self.fallbacks} batches fell back to one kernel per case), {self.seconds:.1f} s"
+        ]
+        for m, r in self.per_module().items():
+            lines.append(
+                f"  {m}: {r['cases']} cases, {r['checked']} checked, {r['both valid']} both valid, "
+                f"{r['both invalid']} both invalid, {r['disagree']} disagreements"
+            )
+        for s in self.collection.skipped:
+            lines.append(f"  skipped {s}")
+        for e in self.collection.harness_errors:
+            lines.append(f"  HARNESS ERROR {e}")
+        return "\n".join(lines)
+
+
+def run(modules: Iterable[str] | None = None) -> Report:
+    """Collect the cases of ``modules`` (default: every ptx op module) and check them."""
+    start = time.monotonic()
+    return check(collect(modules), start)
+
+
+def check(collection: Collection, start: float | None = None) -> Report:
+    """Both verdicts for every case of ``collection`` on every target."""
+    start = time.monotonic() if start is None else start
+    targets = [Target.parse(t) for t in TARGETS]
+    plans = []
+    probes: list[Probe] = []
+    for case in collection.cases:
+        for t in targets:
+            ours, why = our_verdict(case, t)
+            v = declared_version(case, t)
+            p_decl = probe_for(case, t.name, v)
+            p_max = probe_for(case, t.name, MAX_PTX_VERSION)
+            below = previous_version(v) if ours else None
+            p_below = None
+            if below is not None and below >= t.min_ptx:
+                p_below = probe_for(case, t.name, below)
+                probes.append(p_below)
+            else:
+                below = None
+            probes += [p_decl, p_max]
+            plans.append((case, t, ours, why, v, p_decl, p_max, below, p_below))
+    stats: dict[str, int] = defaultdict(int)
+    verdicts = run_probes(probes, stats)
+    outcomes = [
+        Outcome(
+            case, t.name, ours, why, v, verdicts[p_decl], verdicts[p_max], below,
+            verdicts[p_below] if p_below is not None else None,
+        )
+        for case, t, ours, why, v, p_decl, p_max, below, p_below in plans
+    ]
+    return Report(
+        collection, outcomes, stats["assemblies"], time.monotonic() - start, stats["fallbacks"]
+    )
+
+
+# endregion
+
+# region The expected-disagreement table in docs/differential.md
+
+TABLE_BEGIN = "<!-- expected-disagreements:begin -->"
+TABLE_END = "<!-- expected-disagreements:end -->"
+SUMMARY_BEGIN = "<!-- summary:begin -->"
+SUMMARY_END = "<!-- summary:end -->"
+KINDS = ("accepted", "rejected", "version", "version-high")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One row of the table: a case pattern (fnmatch), targets, kind, and why."""
+
+    pattern: str
+    targets: tuple[str, ...]
+    kind: str
+    reason: str
+
+    def matches(self, o: Outcome) -> bool:
+        return (
+            fnmatch.fnmatchcase(o.case.key, self.pattern)
+            and o.target in self.targets
+            and o.kind == self.kind
+        )
+
+
+def _between(text: str, begin: str, end: str) -> str:
+    try:
+        return text.split(begin, 1)[1].split(end, 1)[0]
+    except IndexError:
+        raise ValueError(f"{DOC.name}: markers {begin} ... {end} not found") from None
+
+
+def _cell(text: str) -> str:
+    return text.strip().strip("`").strip()
+
+
+def read_expected(doc: Path = DOC) -> list[Expected]:
+    """Parse the table ``| case | targets | kind | reason |`` between the markers."""
+    rows = []
+    for raw in _between(doc.read_text(), TABLE_BEGIN, TABLE_END).splitlines():
+        raw = raw.strip()
+        if not raw.startswith("|"):
+            continue
+        cells = [c for c in raw.strip("|").split("|")]
+        if len(cells) < 4:
+            raise ValueError(f"{doc.name}: table row needs 4 cells: {raw}")
+        pattern, targets, kind = (_cell(c) for c in cells[:3])
+        if pattern.lower() == "case" or set(pattern) <= set("-: "):
+            continue  # header or separator
+        if kind not in KINDS:
+            raise ValueError(f"{doc.name}: kind '{kind}' is not one of {', '.join(KINDS)}: {raw}")
+        ts = tuple(_cell(t) for t in targets.split(","))
+        if ts == ("*",):
+            ts = TARGETS
+        for t in ts:
+            if t not in TARGETS:
+                raise ValueError(f"{doc.name}: target '{t}' is not one of {', '.join(TARGETS)}: {raw}")
+        rows.append(Expected(pattern, ts, kind, "|".join(cells[3:]).strip()))
+    return rows
+
+
+def compare(report: Report, expected: list[Expected]) -> tuple[list[Outcome], list[Expected]]:
+    """(disagreements no row lists, rows that match no disagreement)."""
+    unlisted = [o for o in report.disagreements if not any(e.matches(o) for e in expected)]
+    stale = [e for e in expected if not any(e.matches(o) for o in report.disagreements)]
+    return unlisted, stale
+
+
+def summary_markdown(report: Report, unlisted: int) -> str:
+    lines = [
+        "",
+        f"Last run: **{len(report.outcomes)} combinations checked** "
+        f"({len(report.collection.cases)} cases x {len(TARGETS)} targets: {', '.join(TARGETS)}), "
+        f"{len(report.disagreements)} disagreements ({unlisted} not in the table), "
+        f"{report.assemblies} ptxas runs.",
+        "",
+        "| module | cases | checked | both valid | both invalid | disagreements |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for m, r in report.per_module().items():
+        lines.append(
+            f"| `{m}` | {r['cases']} | {r['checked']} | {r['both valid']} | "
+            f"{r['both invalid']} | {r['disagree']} |"
+        )
+    if report.collection.skipped:
+        lines += ["", "Skipped: " + "; ".join(report.collection.skipped) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def write_doc_summary(report: Report, unlisted: int, doc: Path = DOC) -> None:
+    text = doc.read_text()
+    _between(text, SUMMARY_BEGIN, SUMMARY_END)
+    head, rest = text.split(SUMMARY_BEGIN, 1)
+    _, tail = rest.split(SUMMARY_END, 1)
+    doc.write_text(head + SUMMARY_BEGIN + "\n" + summary_markdown(report, unlisted) + SUMMARY_END + tail)
+
+
+# endregion
+
+
+def main(argv: Sequence[str]) -> int:
+    report = run()
+    print(report.summary())
+    try:
+        unlisted, stale = compare(report, read_expected())
+    except (OSError, ValueError) as e:
+        print(f"cannot read the expected-disagreement table: {e}")
+        unlisted, stale = report.disagreements, []
+    for o in unlisted:
+        print(f"UNLISTED [{o.kind}] {o.describe()}")
+    for e in stale:
+        print(f"STALE row: {e.pattern} {','.join(e.targets)} {e.kind}")
+    if "--write-doc" in argv:
+        write_doc_summary(report, len(unlisted))
+        print(f"wrote the summary into {DOC}")
+    return 1 if (unlisted or stale or report.collection.harness_errors) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
