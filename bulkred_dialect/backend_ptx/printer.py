@@ -375,14 +375,24 @@ def assemble_module(module: ModuleOp, target: Target | str | None = None) -> byt
 
 @dataclass(frozen=True)
 class PtxTarget(OutputTarget):
-    """``-t ptx`` / ``-t 'ptx{target=sm_100a}'``: print the module as PTX."""
+    """``-t ptx`` / ``-t 'ptx{target=sm_100a}'``: print the module as PTX.
+
+    With ``assemble=true`` the PTX is also assembled through nvJitLink; a ptxas
+    error is reported on the IR op that printed the offending line.
+    """
 
     name: ClassVar[str] = "ptx"
 
     target: str | None = None
+    assemble: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        output.write(print_ptx(module, resolve_target(module, self.target)))
+        t = resolve_target(module, self.target)
+        text = print_ptx(module, t)
+        if self.assemble:
+            cubin = assemble_module(module, t)
+            text += f"// assembled by ptxas (nvJitLink) for {t.name}: {len(cubin)} bytes of cubin\n"
+        output.write(text)
 
 
 __all__ = [

@@ -38,3 +38,9 @@
 // LEGAL-COUNT-30: add.rn.ftz.f32 %{{f[0-9]+}}, %{{f[0-9]+}}, %{{f[0-9]+}};
 // LEGAL-NOT:  f32x2
 // LEGAL:      ret;
+
+// -t 'ptx{assemble=true}' also assembles through nvJitLink (no GPU needed).
+// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=ASM100
+// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=ASM90
+// ASM100: // assembled by ptxas (nvJitLink) for sm_100a: {{[0-9]+}} bytes of cubin
+// ASM90: // assembled by ptxas (nvJitLink) for sm_90a: {{[0-9]+}} bytes of cubin
