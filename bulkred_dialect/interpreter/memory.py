@@ -1,0 +1,182 @@
+"""Buffers for the interpreter: memrefs are numpy arrays, loaded and stored by bits.
+
+xDSL's own memref implementation packs floats through Python ``float`` (which may
+quiet a NaN and loses nothing else, but gives Python floats back) and has no
+``memref.alloca``; these overrides keep every element exact in its IR type and
+ignore the memory space (``#bulkred.scope<local>`` or any other). Element values
+follow :mod:`bulkred_dialect.interpreter.values`.
+
+New buffers (``memref.alloca``/``memref.alloc``) are filled with the byte 0xA5, not
+zeros, so that a lowering that reads an element before writing it shows up as a
+wrong result rather than a lucky zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import InterpretationError
+
+from bulkred_dialect.interpreter.values import (
+    coerce_float,
+    float_bits,
+    float_from_bits,
+    to_signed,
+    to_unsigned,
+)
+from bulkred_dialect.ops.ptx.arith import ArithType
+from bulkred_dialect.ops.tile import CopyOp
+
+POISON_BYTE = 0xA5
+
+_FLOAT_KIND: dict[type[Attribute], ArithType] = {
+    Float16Type: ArithType.F16,
+    BFloat16Type: ArithType.BF16,
+    Float32Type: ArithType.F32,
+    Float64Type: ArithType.F64,
+}
+_FLOAT_WIDTH = {ArithType.F16: 16, ArithType.BF16: 16, ArithType.F32: 32, ArithType.F64: 64}
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+# How a caller's numpy array of each element type is spelled (bf16 travels as its bits).
+STORAGE_DTYPE: dict[ArithType, Any] = {
+    ArithType.F16: np.float16,
+    ArithType.BF16: np.uint16,
+    ArithType.F32: np.float32,
+    ArithType.F64: np.float64,
+}
+
+
+def element_format(t: Attribute, index_bitwidth: int = 64) -> tuple[ArithType | None, int]:
+    """``(float type or None for integers, bit width)`` of a memref element type."""
+    if type(t) in _FLOAT_KIND:
+        kind = _FLOAT_KIND[type(t)]
+        return kind, _FLOAT_WIDTH[kind]
+    if isinstance(t, IntegerType) and t.width.data in _UINT:
+        return None, t.width.data
+    if isinstance(t, IndexType):
+        return None, index_bitwidth
+    raise InterpretationError(f"memref element type {t} is not supported by the interpreter")
+
+
+def storage_dtype(t: Attribute, index_bitwidth: int = 64) -> Any:
+    """The numpy dtype of a buffer of element type ``t``."""
+    kind, width = element_format(t, index_bitwidth)
+    if kind is not None:
+        return STORAGE_DTYPE[kind]
+    return {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[width]
+
+
+def _bits_view(buf: np.ndarray, width: int) -> np.ndarray:
+    if buf.dtype.itemsize * 8 != width:
+        raise InterpretationError(
+            f"buffer of dtype {buf.dtype} cannot hold {width}-bit elements"
+        )
+    return buf.view(_UINT[width])
+
+
+def _index(buf: np.ndarray, indices: PythonValues) -> tuple[int, ...]:
+    idx = tuple(int(i) for i in indices)
+    if len(idx) != buf.ndim or any(not 0 <= i < d for i, d in zip(idx, buf.shape)):
+        raise InterpretationError(f"index {list(idx)} is out of bounds for a buffer of shape {list(buf.shape)}")
+    return idx
+
+
+def load_element(buf: np.ndarray, idx: tuple[int, ...], t: Attribute, index_bitwidth: int = 64) -> Any:
+    kind, width = element_format(t, index_bitwidth)
+    bits = int(_bits_view(buf, width)[idx])
+    if kind is not None:
+        return float_from_bits(kind, bits)
+    return to_signed(bits, width)
+
+
+def store_element(
+    buf: np.ndarray, idx: tuple[int, ...], t: Attribute, value: Any, index_bitwidth: int = 64
+) -> None:
+    kind, width = element_format(t, index_bitwidth)
+    bits = float_bits(kind, value) if kind is not None else to_unsigned(int(value), width)
+    _bits_view(buf, width)[idx] = bits
+
+
+def new_buffer(t: MemRefType, index_bitwidth: int = 64) -> np.ndarray:
+    shape = tuple(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise InterpretationError(f"cannot allocate {t}: dynamic shapes are not supported")
+    dtype = np.dtype(storage_dtype(t.element_type, index_bitwidth))
+    raw = np.full(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, POISON_BYTE, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def _buffer(interpreter: Interpreter, v: Any) -> np.ndarray:
+    interpreter.interpreter_assert(isinstance(v, np.ndarray), f"expected a numpy buffer, got {type(v).__name__}")
+    return v
+
+
+@register_impls
+class BufferFunctions(InterpreterFunctions):
+    """memref.alloca/alloc/load/store on numpy buffers, exact float constants, and
+    ``bulkred.copy`` as an element-by-element copy."""
+
+    @impl(memref.AllocaOp)
+    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args: PythonValues) -> PythonValues:
+        if args:
+            raise InterpretationError("memref.alloca with dynamic sizes is not supported by the interpreter")
+        return (new_buffer(op.memref.type, interpreter.index_bitwidth),)
+
+    @impl(memref.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
+        if args:
+            raise InterpretationError("memref.alloc with dynamic sizes is not supported by the interpreter")
+        return (new_buffer(op.memref.type, interpreter.index_bitwidth),)
+
+    @impl(memref.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: PythonValues) -> PythonValues:
+        buf, *indices = args
+        buf = _buffer(interpreter, buf)
+        t = op.memref.type.element_type
+        return (load_element(buf, _index(buf, indices), t, interpreter.index_bitwidth),)
+
+    @impl(memref.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
+        value, buf, *indices = args
+        buf = _buffer(interpreter, buf)
+        t = op.memref.type.element_type
+        store_element(buf, _index(buf, indices), t, value, interpreter.index_bitwidth)
+        return ()
+
+    @impl(arith.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
+        value = op.value
+        if isinstance(value, FloatAttr) and type(value.type) in _FLOAT_KIND:
+            return (coerce_float(_FLOAT_KIND[type(value.type)], value.value.data),)
+        if isinstance(value, FloatAttr):
+            raise InterpretationError(f"arith.constant of type {value.type} is not supported by the interpreter")
+        if isinstance(value, IntegerAttr):
+            if isinstance(value.type, IndexType):
+                return (to_signed(value.value.data, interpreter.index_bitwidth),)
+            return (value.value.data,)
+        raise InterpretationError(f"arith.constant {value} is not supported by the interpreter")
+
+    @impl(CopyOp)
+    def run_copy(self, interpreter: Interpreter, op: CopyOp, args: PythonValues) -> PythonValues:
+        src, dst = (_buffer(interpreter, a) for a in args)
+        t = op.src.type.element_type
+        _, width = element_format(t, interpreter.index_bitwidth)
+        if src.shape != dst.shape:
+            raise InterpretationError(f"bulkred.copy between shapes {list(src.shape)} and {list(dst.shape)}")
+        _bits_view(dst, width)[...] = _bits_view(src, width)
+        return ()

@@ -1,0 +1,100 @@
+"""Running a lowered kernel: an interpreter with every implementation registered, and
+a call of one ``func.func`` on numpy buffers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.builtin import BuiltinFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.memref import MemRefFunctions
+from xdsl.interpreters.scf import ScfFunctions
+from xdsl.interpreters.shaped_array import ShapedArray
+from xdsl.traits import SymbolTable
+
+from bulkred_dialect.interpreter.memory import (
+    BufferFunctions,
+    element_format,
+    load_element,
+    storage_dtype,
+    store_element,
+)
+from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
+from bulkred_dialect.interpreter.values import coerce_float, to_signed
+
+
+def make_interpreter(module: ModuleOp) -> Interpreter:
+    """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
+    implementations, the exact buffer and constant overrides, and the ptx arithmetic ops."""
+    interpreter = Interpreter(module)
+    for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
+        interpreter.register_implementations(functions)
+    interpreter.register_implementations(BufferFunctions(), override=True)
+    interpreter.register_implementations(PtxArithFunctions())
+    return interpreter
+
+
+def _as_buffer(arg: Any, t: MemRefType, position: int, index_bitwidth: int) -> np.ndarray:
+    shape = list(t.get_shape())
+    if isinstance(arg, ShapedArray):
+        if list(arg.shape) != shape:
+            raise ValueError(f"argument {position}: shape {arg.shape} does not match {t}")
+        buf = np.empty(shape, dtype=storage_dtype(t.element_type, index_bitwidth))
+        for idx in arg.indices():
+            store_element(buf, idx, t.element_type, arg.load(idx), index_bitwidth)
+        return buf
+    if not isinstance(arg, np.ndarray):
+        raise ValueError(f"argument {position}: expected a numpy array for {t}, got {type(arg).__name__}")
+    if list(arg.shape) != shape:
+        raise ValueError(f"argument {position}: shape {list(arg.shape)} does not match {t}")
+    _, width = element_format(t.element_type, index_bitwidth)
+    if arg.dtype.itemsize * 8 != width:
+        raise ValueError(f"argument {position}: dtype {arg.dtype} does not hold the elements of {t}")
+    return arg
+
+
+def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """Call ``func.func @name`` of ``module`` and return its memref arguments after the call.
+
+    A numpy argument is the buffer itself and is mutated in place (its dtype must have
+    the element width: f32 as float32 or uint32 bits, bf16 as uint16 bits, ...); a
+    ``ShapedArray`` argument is copied into a numpy buffer and the result written back.
+    Non-memref arguments (scalars) are passed through, converted to the argument's type.
+    """
+    callee = SymbolTable.lookup_symbol(module, name)
+    if not isinstance(callee, func.FuncOp):
+        raise ValueError(f"no func.func named '{name}' in the module")
+    inputs = callee.function_type.inputs.data
+    if len(inputs) != len(arrays):
+        raise ValueError(f"'{name}' takes {len(inputs)} arguments, got {len(arrays)}")
+    interpreter = make_interpreter(module)
+    bits = interpreter.index_bitwidth
+    args: list[Any] = []
+    for i, (t, a) in enumerate(zip(inputs, arrays)):
+        if isinstance(t, MemRefType):
+            args.append(_as_buffer(a, t, i, bits))
+            continue
+        kind, width = element_format(t, bits)
+        args.append(coerce_float(kind, a) if kind is not None else to_signed(int(a), width))
+    interpreter.call_op(callee, tuple(args))
+    results: list[np.ndarray] = []
+    for t, a, buf in zip(inputs, arrays, args):
+        if not isinstance(t, MemRefType):
+            continue
+        if isinstance(a, ShapedArray):
+            for idx in a.indices():
+                a.store(idx, _python_value(load_element(buf, idx, t.element_type, bits)))
+        results.append(buf)
+    return tuple(results)
+
+
+def _python_value(v: Any) -> Any:
+    """An element as xDSL's ShapedArray stores it (Python float or int)."""
+    if isinstance(v, int):
+        return v
+    return float(v)

@@ -1,0 +1,348 @@
+"""Numerics of the lowered tile reductions: lower a thread-scope ``bulkred.reduce``,
+run it in the interpreter, and compare bit for bit with the numpy references of
+docs/lowering.md (``bulkred_dialect/reference.py``).
+
+* sm_100a, 1-D float32 of length >= 8: ``sm100_packed``; the same module legalized for
+  sm_90a (``legalize-for-target``) must give the same bits;
+* sm_90a (and sm_100a outside the packed gate): ``local``, for f16, bf16, f32, f64, i32,
+  i64 and 1-D, 2-D and 3-D sources.
+
+Inputs mix normal values with subnormals (where ``.ftz`` matters), signed zeros, NaNs
+with payloads and infinities; NaN results must be the canonical NaN.
+"""
+
+from __future__ import annotations
+
+import zlib
+from functools import cache
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.dialects.builtin import ModuleOp
+
+from bulkred_dialect import reference as ref
+from bulkred_dialect.diagnostics import parse_module, verify_located
+from bulkred_dialect.interpreter import run_kernel
+from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
+from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
+from bulkred_dialect.universe import BULKRED_DIALECTS
+
+LAUNCH = "#bulkred.launch<grid = [1], block = [1], cluster = [1]>"
+MLIR_TYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "i32", "i64": "i64"}
+NP_DTYPE = {
+    "f16": np.float16,
+    "bf16": np.uint16,  # bfloat16 travels as its bits
+    "f32": np.float32,
+    "f64": np.float64,
+    "i32": np.int32,
+    "i64": np.int64,
+}
+
+
+@cache
+def _context() -> Context:
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **BULKRED_DIALECTS}.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def tile_module(kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str:
+    """``@k(%A, %B)``: copy A (global) to local, reduce it into a local B (initialized from
+    B only with accum, so that a lowering that reads dst without accum reads poison),
+    copy B back."""
+    dshape = (1,) if len(shape) == 1 else shape[:-1]
+
+    def mt(s: tuple[int, ...], scope: str) -> str:
+        return f"memref<{'x'.join(map(str, s))}x{MLIR_TYPE[elt]}, #bulkred.scope<{scope}>>"
+
+    sg, sl, dg, dl = mt(shape, "global"), mt(shape, "local"), mt(dshape, "global"), mt(dshape, "local")
+    copy_in = f"    bulkred.copy %B, %b : {dg}, {dl}\n" if accum else ""
+    acc = " accum" if accum else ""
+    return (
+        "builtin.module {\n"
+        f"  func.func @k(%A: {sg}, %B: {dg}) attributes {{bulkred.launch = {LAUNCH}}} {{\n"
+        f"    %a = memref.alloca() : {sl}\n"
+        f"    %b = memref.alloca() : {dl}\n"
+        f"    bulkred.copy %A, %a : {sg}, {sl}\n"
+        f"{copy_in}"
+        f"    bulkred.reduce {kind} thread{acc} %a, %b : {sl}, {dl}\n"
+        f"    bulkred.copy %b, %B : {dl}, {dg}\n"
+        "    func.return\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+def lower(text: str, target: str, legalize_for: str | None = None) -> ModuleOp:
+    ctx = _context()
+    module = parse_module(ctx, text)
+    verify_located(module)
+    LowerTileReductionsPass(target=target).apply(ctx, module)
+    verify_located(module)
+    if legalize_for is not None:
+        LegalizeForTargetPass(target=legalize_for).apply(ctx, module)
+        verify_located(module)
+    return module
+
+
+def op_names(module: ModuleOp) -> set[str]:
+    return {op.name for op in module.walk()}
+
+
+def run(module: ModuleOp, src: np.ndarray, dst_old: np.ndarray) -> np.ndarray:
+    _, out = run_kernel(module, "k", src.copy(), dst_old.copy())
+    return out
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape, what
+    g, w = ref.bits(got), ref.bits(want)
+    assert np.array_equal(g, w), f"{what}: got {[hex(x) for x in g.ravel()]}, want {[hex(x) for x in w.ravel()]}"
+
+
+# region Inputs
+
+
+def f32_inputs(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Several float32 vectors of length n, each stressing something else."""
+    out: dict[str, np.ndarray] = {}
+    out["normal"] = (rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e4], n)).astype(np.float32)
+    # Subnormals and values just above 2**-126 whose differences are subnormal: here
+    # flushing to zero changes the sum.
+    tiny = rng.integers(1, 0x00FFFFFF, n).astype(np.uint32)
+    tiny |= (rng.integers(0, 2, n).astype(np.uint32) << np.uint32(31))
+    out["subnormal"] = tiny.view(np.float32)
+    mixed = out["normal"].copy()
+    k = rng.choice(n, size=min(n, 4), replace=False)
+    mixed[k] = out["subnormal"][k]
+    out["mixed"] = mixed
+    # Large cancelling pairs plus small values: the order of the adds decides the result.
+    big = (rng.standard_normal(n) * 1e7).astype(np.float32)
+    m = n // 2
+    big[1 : 2 * m : 2] = -big[0 : 2 * m : 2]
+    big += rng.standard_normal(n).astype(np.float32)
+    out["cancel"] = big
+    special = out["normal"].copy()
+    specials = np.array([0x00000000, 0x80000000, 0x00000001, 0x80000003, 0x00800000], dtype=np.uint32)
+    pos = rng.choice(n, size=min(n, 3), replace=False)
+    special[pos] = rng.choice(specials, len(pos)).view(np.float32)
+    out["signed"] = special.copy()
+    nans = np.array([0x7FC01234, 0xFFC00000, 0x7F800001], dtype=np.uint32)
+    special[pos[:1]] = rng.choice(nans, 1).view(np.float32)
+    out["special"] = special
+    zeros = np.where(rng.random(n) < 0.5, np.float32(-0.0), np.float32(0.0)).astype(np.float32)
+    out["zeros"] = zeros
+    out["infs"] = np.where(rng.random(n) < 0.2, np.float32(np.inf), out["normal"]).astype(np.float32)
+    out["infs"][rng.random(n) < 0.2] = -np.inf
+    return out
+
+
+def dst_olds(rng: np.random.Generator) -> list[np.ndarray]:
+    vals = [0.0, -0.0, 1.5, float(rng.standard_normal()), 1e-40, float("nan")]
+    return [np.array([v], dtype=np.float32) for v in vals]
+
+
+# endregion
+
+# region sm100_packed
+
+SM100_LENGTHS = [8, 9, 12, 13, 15, 16, 17, 23, 24, 31, 32, 33, 64, 65, 100]
+
+
+@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("n", SM100_LENGTHS)
+def test_sm100_packed_matches_reference_bit_for_bit(n: int, kind: str, accum: bool):
+    text = tile_module(kind, (n,), "f32", accum)
+    packed = lower(text, "sm_100a")
+    names = op_names(packed)
+    assert ("ptx.add.f32x2" if kind == "sum" else f"ptx.{kind}3") in names, "sm100_packed was not chosen"
+    legal = lower(text, "sm_100a", legalize_for="sm_90a")
+    assert op_names(legal).isdisjoint({"ptx.add.f32x2", "ptx.max3", "ptx.min3"})
+
+    rng = np.random.default_rng(1000 * n + 10 * ["sum", "max", "min"].index(kind) + accum)
+    olds = dst_olds(rng)
+    for i, (label, src) in enumerate(f32_inputs(n, rng).items()):
+        old = olds[i % len(olds)]
+        want = ref.reduce_sm100_packed(kind, src, old if accum else None)
+        got = run(packed, src, old)
+        assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
+        assert_same_bits(run(legal, src, old), got, f"legalized sm100_packed {kind} n={n} {label}")
+
+
+def test_sm100_packed_sum_differs_from_local_where_ftz_matters():
+    """The packed sum flushes subnormals in its packed adds only, not in the scalar
+    remainder and final adds: on this input that gives other bits than the local fold,
+    so the bit-for-bit comparisons check where ftz applies."""
+    x = np.zeros(17, dtype=np.float32)
+    x[0] = np.uint32(0x00800000).view(np.float32)  # 2**-126
+    x[8] = np.uint32(0x80000001).view(np.float32)  # -2**-149, flushed by the chunk add
+    x[16] = np.uint32(0x00000001).view(np.float32)  # 2**-149, scalar remainder add: kept
+    want = ref.reduce_sm100_packed("sum", x)
+    assert ref.bits(want)[0] == 0x00800001
+    assert ref.bits(ref.reduce_local("sum", x))[0] == 0x00800000
+    got = run(lower(tile_module("sum", (17,), "f32", False), "sm_100a"), x, np.zeros(1, np.float32))
+    assert_same_bits(got, want, "sum n=17 ftz placement")
+
+
+@pytest.mark.parametrize("n", [8, 17, 32])
+def test_sm100_packed_nan_results_are_canonical(n: int):
+    x = np.ones(n, dtype=np.float32)
+    x[3] = np.float32(np.inf)
+    x[n - 1] = np.float32(-np.inf)
+    got = run(lower(tile_module("sum", (n,), "f32", False), "sm_100a"), x, np.zeros(1, np.float32))
+    assert ref.bits(got)[0] == 0x7FFFFFFF
+    nans = np.full(n, np.uint32(0x7FC00001), dtype=np.uint32).view(np.float32)
+    got = run(lower(tile_module("max", (n,), "f32", False), "sm_100a"), nans, np.zeros(1, np.float32))
+    assert ref.bits(got)[0] == 0x7FFFFFFF
+
+
+# endregion
+
+# region local
+
+LOCAL_1D_LENGTHS = [1, 2, 7, 13, 33]
+LOCAL_ND_SHAPES = [(3, 5), (4, 17), (1, 8), (2, 3, 4)]
+
+
+def local_inputs(elt: str, shape: tuple[int, ...], rng: np.random.Generator) -> list[np.ndarray]:
+    n = int(np.prod(shape))
+    if elt in ("i32", "i64"):
+        info = np.iinfo(NP_DTYPE[elt])
+        full = rng.integers(info.min, info.max, n, dtype=NP_DTYPE[elt], endpoint=True)
+        small = rng.integers(-100, 100, n).astype(NP_DTYPE[elt])
+        return [full.reshape(shape), small.reshape(shape)]
+    if elt == "bf16":
+        f = f32_inputs(n, rng)
+        # bfloat16 values: the high halves of float32 values (subnormals, zeros, NaNs kept)
+        return [(v.view(np.uint32) >> np.uint32(16)).astype(np.uint16).reshape(shape) for v in f.values()]
+    dt = NP_DTYPE[elt]
+    f = f32_inputs(n, rng)
+    with np.errstate(all="ignore"):  # f16: large values overflow to inf
+        out = [f[k].astype(dt) for k in ("normal", "cancel", "signed", "special", "zeros")]
+    if elt == "f16":
+        sub = rng.integers(1, 0x0400, n).astype(np.uint16) | (rng.integers(0, 2, n).astype(np.uint16) << 15)
+        out.append(sub.view(np.float16))
+        out.append((rng.standard_normal(n) * 300).astype(np.float16))
+    if elt == "f64":
+        sub = rng.integers(1, 2**52, n, dtype=np.uint64) | (rng.integers(0, 2, n).astype(np.uint64) << np.uint64(63))
+        out.append(sub.view(np.float64))
+        out.append(rng.standard_normal(n) * 1e300)  # overflows to inf and inf - inf
+    return [o.reshape(shape) for o in out]
+
+
+def local_dst_old(elt: str, dshape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    if elt in ("i32", "i64"):
+        info = np.iinfo(NP_DTYPE[elt])
+        return rng.integers(info.min, info.max, dshape, dtype=NP_DTYPE[elt], endpoint=True)
+    v = rng.standard_normal(dshape).astype(np.float32)
+    if elt == "bf16":
+        return (v.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return v.astype(NP_DTYPE[elt])
+
+
+def _check_local(kind: str, elt: str, shape: tuple[int, ...], accum: bool, targets: list[str]) -> None:
+    text = tile_module(kind, shape, elt, accum)
+    modules = [lower(text, t) for t in targets]
+    for m in modules:
+        assert op_names(m).isdisjoint({"ptx.add.f32x2", "ptx.max3", "ptx.min3"}), "local was not chosen"
+    rng = np.random.default_rng(zlib.crc32(repr((kind, elt, shape, accum)).encode()))
+    dshape = (1,) if len(shape) == 1 else shape[:-1]
+    for i, src in enumerate(local_inputs(elt, shape, rng)):
+        old = local_dst_old(elt, dshape, rng)
+        want = ref.reduce_local(kind, src, old if accum else None, bf16=elt == "bf16")
+        for target, m in zip(targets, modules):
+            got = run(m, src, old)
+            assert_same_bits(got, want, f"local {kind} {elt} {shape} on {target} input {i}")
+
+
+FLOAT_KINDS = ["sum", "max", "min"]
+INT_KINDS = ["sum", "max", "min", "and", "or", "xor"]
+
+
+@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
+@pytest.mark.parametrize("n", LOCAL_1D_LENGTHS)
+@pytest.mark.parametrize(
+    "elt,kind",
+    [(e, k) for e in ("f32", "f64", "f16", "bf16") for k in FLOAT_KINDS]
+    + [(e, k) for e in ("i32", "i64") for k in INT_KINDS],
+)
+def test_local_1d_matches_reference(elt: str, kind: str, n: int, accum: bool):
+    # sm_90a always takes local; on sm_100a a 1-D f32 source of 8 or more elements takes
+    # sm100_packed, every other source local (checked at two lengths to keep this fast).
+    on_sm100 = n in (7, 13) and not (elt == "f32" and n >= 8)
+    _check_local(kind, elt, (n,), accum, ["sm_90a", "sm_100a"] if on_sm100 else ["sm_90a"])
+
+
+@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
+@pytest.mark.parametrize("shape", LOCAL_ND_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("elt,kind", [("f32", "sum"), ("f32", "max"), ("f16", "sum"), ("f64", "min"), ("i32", "sum"), ("i64", "xor"), ("bf16", "sum")])
+def test_local_nd_rows_reduce_independently(elt: str, kind: str, shape: tuple[int, ...], accum: bool):
+    _check_local(kind, elt, shape, accum, ["sm_90a", "sm_100a"])
+
+
+def test_local_sum_is_a_left_fold():
+    """The order of the fold shows in the bits: (1e8 + 1 + ... + 1) - 1e8 is 0 in f32."""
+    x = np.array([1e8] + [1.0] * 6 + [-1e8], dtype=np.float32)
+    want = ref.reduce_local("sum", x)
+    assert ref.bits(want)[0] == 0
+    got = run(lower(tile_module("sum", (8,), "f32", False), "sm_90a"), x, np.zeros(1, np.float32))
+    assert_same_bits(got, want, "left fold")
+    assert float(np.sum(x.astype(np.float64))) == 6.0
+
+
+# endregion
+
+# region On the GPU
+
+# sm_90a runs the local variant and the sm100_packed lowering legalized for sm_90a; the
+# GPU's bits must equal the reference's (and so the interpreter's).
+PACKED_LEGALIZED = (
+    "lower-tile-reductions{target=sm_100a},legalize-for-target{target=sm_90a},"
+    "lower-to-ptx{target=sm_90a},check-target{target=sm_90a}"
+)
+GPU_CASES = (
+    [("packed", k, "f32", (n,), acc) for k in FLOAT_KINDS for n in (8, 17, 33, 100) for acc in (False, True)]
+    + [("local", k, e, s, acc) for e in ("f32", "f64", "f16", "bf16") for k in FLOAT_KINDS
+       for s in ((13,), (4, 17)) for acc in (False, True)]
+    + [("local", k, e, s, acc) for e in ("i32", "i64") for k in ("sum", "max", "xor")
+       for s in ((13,), (4, 17)) for acc in (False, True)]
+)
+
+
+def gpu_compile(variant: str, kind: str, elt: str, shape: tuple[int, ...], accum: bool):
+    from bulkred_dialect.backend_ptx import runtime
+
+    module = parse_module(_context(), tile_module(kind, shape, elt, accum))
+    pipeline = PACKED_LEGALIZED if variant == "packed" else None
+    return runtime.compile_tile_module(module, "sm_90a", pipeline)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "variant,kind,elt,shape,accum", GPU_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v)
+)
+def test_gpu_matches_reference(variant: str, kind: str, elt: str, shape: tuple[int, ...], accum: bool):
+    kernel = gpu_compile(variant, kind, elt, shape, accum).kernel("k")
+    rng = np.random.default_rng(zlib.crc32(repr((variant, kind, elt, shape, accum)).encode()))
+    dshape = (1,) if len(shape) == 1 else shape[:-1]
+    if variant == "packed":
+        olds = dst_olds(rng)
+        srcs = list(f32_inputs(shape[0], rng).items())
+        cases = [(label, src, olds[i % len(olds)]) for i, (label, src) in enumerate(srcs)]
+    else:
+        cases = [(str(i), src, local_dst_old(elt, dshape, rng)) for i, src in enumerate(local_inputs(elt, shape, rng))]
+    for label, src, old in cases:
+        if variant == "packed":
+            want = ref.reduce_sm100_packed(kind, src, old if accum else None)
+        else:
+            want = ref.reduce_local(kind, src, old if accum else None, bf16=elt == "bf16")
+        _, got = kernel(src.copy(), old.copy(), grid=1, block=1)
+        assert_same_bits(got, want, f"GPU {variant} {kind} {elt} {shape} input {label}")
+
+
+# endregion
