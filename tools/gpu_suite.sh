@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite, run on the GPU machine from the repository root:
 #   1. tools/run_seed.py   -- the seed demo compiled, assembled and run (bit-for-bit check)
-#   2. pytest -m gpu tests/gpu -- every GPU test (cp.reduce.async.bulk, cp.async.bulk,
-#      red.async, redux.sync, the seed variants)
+#   2. pytest -m gpu tests -- every GPU test (cp.reduce.async.bulk, cp.async.bulk,
+#      red.async, redux.sync, the seed variants, interpreter-vs-GPU numerics, printer)
 # Output goes to the terminal and, when $OUT is set, to $OUT/gpu_suite.log.
 # Exits non-zero when any step fails.
 #
@@ -32,7 +32,7 @@ run() {
 
 { nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>&1 || true; } | tee -a "$log"
 run python3 tools/run_seed.py
-run python3 -m pytest -q -m gpu tests/gpu -rs -p no:cacheprovider
+run python3 -m pytest -q -m gpu tests -rs -p no:cacheprovider
 
 if [ $status -eq 0 ]; then echo "gpu_suite: all passed" | tee -a "$log"; else echo "gpu_suite: FAILED" | tee -a "$log"; fi
 exit $status
