@@ -109,10 +109,12 @@ DTYPES: dict[str, Attribute] = {
     "float16": f16,
     "bfloat16": bf16,
     "float64": f64,
+    "int16": i16,
     "int32": i32,
     "int64": i64,
 }
-"""TIRx dtype names and the element types they build."""
+"""TIRx dtype names and the element types they build: one per element type of
+``ops/tile.py``'s ``ELEMENT_TYPES`` (signless integers, treated as signed)."""
 
 _DTYPE_NAMES: dict[Attribute, str] = {t: n for n, t in DTYPES.items()}
 
@@ -368,8 +370,10 @@ def module(*kernels: Kernel, target: str | None = None) -> ModuleOp:
     if target is not None:
         try:
             attrs[TARGET_ATTR] = StringAttr(Target.parse(target).name)
-        except (TargetError, AttributeError):
-            raise ValueError(f"'target' of T.module must look like sm_90, sm_90a or sm_100a, got {target!r}") from None
+        except TargetError as e:
+            raise ValueError(str(e).replace("'target' ", "'target' of T.module ", 1)) from None
+        except AttributeError:
+            raise ValueError(f"'target' of T.module must be a string such as 'sm_90a', got {target!r}") from None
     m = ModuleOp([k.func_op.clone() for k in kernels], attributes=attrs)
     m.location = _caller_location()
     verify_located(m)

@@ -10,28 +10,68 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
 
 class LocatedParser(Parser):
-    """An MLIR parser that attaches the source location of every op it parses."""
+    """An MLIR parser that attaches the source location of every op it parses.
+
+    Errors that xDSL raises while building an op rather than while reading tokens
+    (a declarative format's type constraint, an integer out of range for its type)
+    become located parse errors naming the op: ``'ptx.max3' Expected attribute f32
+    but got i32`` at the op's first token.
+    """
 
     line_offset: int = 0
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The name of each op being parsed, innermost last (set once the name is read).
+        self._op_names: list[str | None] = []
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        if self._op_names:
+            self._op_names[-1] = name
+        return super()._get_op_by_name(name)
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        self._op_names.append(None)
+        try:
+            op = super().parse_operation()
+        except ParseError:
+            raise
+        except (DiagnosticException, ValueError, ArithmeticError) as e:
+            name = self._op_names[-1]
+            message = _root_message(e)
+            self.raise_error(f"'{name}' {message}" if name else message, start, self.pos)
+        finally:
+            self._op_names.pop()
         if isinstance(op.location, UnknownLoc):
             loc = Span(start, start, self.lexer.input, self.line_offset).get_location()
             op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
         return op
 
 
+class NestingTooDeep(ParseError):
+    """Input nested deeper than the parser's recursion allows."""
+
+
 def parse_module(ctx: Context, text: str | bytes, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
+    """Parse ``text`` with every op located; ``line_offset`` is added to each line
+    number (the lines before the chunk in a ``--split-input-file`` input).
+
+    Input nested too deeply for Python's stack (thousands of ``[`` or regions)
+    raises :class:`NestingTooDeep` at the token where the parser gave up.
+    """
     parser = LocatedParser(ctx, text, name)
     parser.line_offset = line_offset
-    return parser.parse_module()
+    try:
+        return parser.parse_module()
+    except RecursionError:
+        span = parser._current_token.span
+        raise NestingTooDeep(span, "input nests too deeply") from None
 
 
 def format_location(op: Operation) -> str:

@@ -16,11 +16,14 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     FileLineColLoc,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     StringAttr,
     bf16,
     f16,
+    f128,
     f32,
     f64,
     i16,
@@ -31,7 +34,9 @@ from xdsl.dialects.builtin import (
 from bulkred_dialect import builder as T
 from bulkred_dialect.cli import main as bulkred_opt
 from bulkred_dialect.diagnostics import LocatedError, parse_module
+from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 from bulkred_dialect.ops.tile import (
+    ELEMENT_TYPES,
     BulkCopyOp,
     BulkReduceOp,
     CopyOp,
@@ -162,12 +167,30 @@ def test_param_before_with_block():
         ({"block": []}, "'block' of T.kernel must be a non-empty list of positive integers, got []"),
         ({"block": [0]}, "'block' of T.kernel must be a non-empty list of positive integers, got [0]"),
         ({"cluster": "2"}, "'cluster' of T.kernel must be a non-empty list of positive integers, got '2'"),
+        ({"block": [2048]}, "'block' x dimension must be <= 1024, got 2048"),
+        ({"block": [8, 8, 128]}, "'block' z dimension must be <= 64, got 128"),
+        ({"block": [32, 32, 2]}, "'block' [32, 32, 2] has 2048 threads, more than 1024 per block"),
+        ({"grid": [1, 70000]}, "'grid' y dimension must be <= 65535, got 70000"),
+        (
+            {"grid": [32], "cluster": [32]},
+            "'cluster' [32, 1, 1] has 32 CTAs, more than 16 (8 portable, up to 16 non-portable)",
+        ),
     ],
 )
 def test_kernel_bad_launch(kwargs, message):
     with pytest.raises(ValueError) as e:
         T.kernel("k", **kwargs)
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "cluster"),
+    [({"grid": [8], "block": [1024], "cluster": [8]}, "[8]"), ({"grid": [16], "block": [32, 32], "cluster": [16]}, "[16]")],
+)
+def test_kernel_cluster_limits_accepted(kwargs, cluster):
+    with T.kernel("k", **kwargs) as k:
+        pass
+    assert f"cluster = {cluster}" in str(k.module())
 
 
 @pytest.mark.parametrize("name", ["", "1k", "a-b", None])
@@ -266,7 +289,17 @@ def test_plain_xdsl_ops_land_in_the_kernel():
 
 @pytest.mark.parametrize(
     ("dtype", "element"),
-    [("float32", f32), ("float16", f16), ("bfloat16", bf16), ("float64", f64), ("int32", i32), ("int64", i64), (f16, f16)],
+    [
+        ("float32", f32),
+        ("float16", f16),
+        ("bfloat16", bf16),
+        ("float64", f64),
+        ("int16", i16),
+        ("int32", i32),
+        ("int64", i64),
+        (f16, f16),
+        (i16, i16),
+    ],
 )
 def test_dtypes(dtype, element):
     assert T.dtype_of(dtype) == element
@@ -276,15 +309,41 @@ def test_dtypes(dtype, element):
     k.module()
 
 
-@pytest.mark.parametrize("dtype", ["float8", "f32", "int16", "uint32", i16, 32, None])
+def test_dtypes_are_the_tile_element_types():
+    assert sorted(map(str, T.DTYPES.values())) == sorted(map(str, ELEMENT_TYPES))
+    assert len(set(T.DTYPES.values())) == len(T.DTYPES)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["float8", "f32", "int8", "uint32", "int128", IntegerType(32, Signedness.SIGNED), IntegerType(8), f128, 32, None],
+)
 def test_unknown_dtype(dtype):
     with T.kernel("dt") as k:
         with pytest.raises(ValueError) as e:
             T.alloc_buffer([4], dtype)
     assert str(e.value) == (
-        f"'dtype' of T.alloc_buffer must be one of float32, float16, bfloat16, float64, int32, int64, got {dtype!r}"
+        f"'dtype' of T.alloc_buffer must be one of float32, float16, bfloat16, float64, int16, int32, int64, "
+        f"got {dtype!r}"
     )
     k.module()
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "and", "or", "xor"])
+def test_int16_reduction_lowers(kind):
+    with T.kernel("r16", grid=[1], block=[1]) as k:
+        X = k.param("X", [4, 9], "int16")
+        Y = k.param("Y", [4], "int16")
+        x = T.alloc_buffer([4, 9], "int16")
+        y = T.alloc_buffer([4], "int16")
+        T.copy(X, x)
+        T.reduce(kind, y, x)
+        T.copy(y, Y)
+    m = k.module(target="sm_90a")
+    LowerTileReductionsPass().apply(T.context(), m)
+    m.verify()
+    op = "add" if kind == "sum" else kind
+    assert f"ptx.{op} {'b16' if kind in ('and', 'or', 'xor') else 's16'}" in str(m)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """cp.async.bulk / cp.reduce.async.bulk / cp.async.bulk.prefetch ops: the PTX lines they
-print (and that ptxas assembles them), the verifier against the spec's tables, the
-target requirements, and the differential cases."""
+print (and that ptxas assembles them), the verifier against the spec's tables and the
+alignment rules, the target requirements, and the differential cases."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from itertools import product
 import pytest
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
@@ -21,10 +21,14 @@ from bulkred_dialect.ops.ptx.base import (
     StateSpace,
     i16,
     i32,
+    check_aligned,
     i64,
+    known_alignment,
     register_class,
 )
 from bulkred_dialect.ops.ptx.bulk import (
+    BULK_OPS,
+    COMPLETE_TX,
     BulkRedOp,
     BulkRedType,
     CacheHint,
@@ -38,6 +42,8 @@ from bulkred_dialect.ops.ptx.bulk import (
     Multicast,
     differential_cases,
 )
+from bulkred_dialect.ops.ptx.memory import AllocOp, AllocSpace, CvtaToGlobalOp, MovAddrOp, MovImmOp, MovOp, PtrAddOp
+from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.target import Requirement, Target
 
 GLOBAL = PtrType(StateSpace.GLOBAL)
@@ -261,7 +267,7 @@ def test_verifier_accepts_exactly_the_table(dst):
             BulkRedOp.ADD,
             BulkRedType.S64,
             False,
-            "'.type' s64 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)",
+            "'.type' s64 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, u64)",
         ),
         (
             "shared::cluster",
@@ -302,6 +308,20 @@ def test_verifier_accepts_exactly_the_table(dst):
 )
 def test_reduce_messages(dst, op, t, noftz, message):
     assert verify_message(reduce_op(dst, op, t, noftz)) == message
+
+
+def test_type_message_offers_only_types_the_table_accepts():
+    """A '.type' outside the shared::cluster syntax block is answered with the types some
+    '.redOp' accepts there: b64 (in the syntax block, in no row of the table) is not offered."""
+    accepted = {t for d, _, t in VALID if d == "shared::cluster"}
+    for t in BulkRedType:
+        if str(t) in ("b32", "u32", "s32", "b64", "u64"):
+            continue
+        message = verify_message(reduce_op("shared::cluster", BulkRedOp.ADD, t, False))
+        assert message is not None and message.startswith(f"'.type' {t} is not valid"), message
+        offered = message.split("(valid: ")[1].rstrip(")").split(", ")
+        assert set(offered) == accepted, (t, offered)
+        assert "b64" not in offered
 
 
 # endregion
@@ -376,6 +396,160 @@ def test_wrong_state_space_is_rejected():
         "operand 'mbar' at position 3 does not verify:",
         "Expected attribute !ptx.ptr<shared::cta> but got !ptx.ptr<shared::cluster>",
     ]
+
+
+# endregion
+
+# region Alignment of addresses
+
+
+def kernel_block(*arg_types: Attribute) -> Block:
+    """The body of a fresh ``func.func`` (ptx.mov.addr looks its ptx.alloc up in the kernel)."""
+    return func.FuncOp("k", (list(arg_types), [])).body.block
+
+
+def add(block: Block, op: Operation) -> SSAValue:
+    """Append ``op`` to ``block``; its result."""
+    block.add_op(op)
+    return op.results[0]
+
+
+def shared_address(block: Block, align: int, offsets: tuple[SSAValue | int, ...] = ()) -> SSAValue:
+    """The address of a new ``ptx.alloc shared ... align align``, plus each offset in turn."""
+    sym = f"buf{len(block.ops)}"
+    block.add_op(AllocOp(sym, AllocSpace.SHARED, 1024, align))
+    a = add(block, MovAddrOp(sym, StateSpace.SHARED_CTA))
+    for off in offsets:
+        if isinstance(off, int):
+            off = add(block, arith.ConstantOp(IntegerAttr(off, i32)))
+        a = add(block, PtrAddOp(a, off))
+    return a
+
+
+@pytest.mark.parametrize(
+    "align,offsets,expected",
+    [
+        (16, (), 16),
+        (4, (), 4),
+        (128, (16,), 16),
+        (16, (8,), 8),
+        (16, (8, 8), 16),
+        (16, (24, 8), 16),
+        (16, (-8,), 8),
+        (16, (100,), 4),
+        (128, (1024,), 128),
+        (16, (0,), 16),
+    ],
+)
+def test_known_alignment_of_alloc_plus_constant_offsets(align, offsets, expected):
+    block = kernel_block()
+    assert known_alignment(shared_address(block, align, offsets)) == expected
+
+
+def test_known_alignment_follows_mov_mapa_cvta_and_constants():
+    block = kernel_block(i32, GLOBAL, i64)
+    rank, g, n64 = block.args
+    a = shared_address(block, 16, (8,))
+    assert known_alignment(add(block, MovOp(a, CLUSTER))) == 8
+    assert known_alignment(add(block, MapaOp(a, rank))) == 8
+    c = add(block, arith.ConstantOp(IntegerAttr(4096 + 32, i64)))
+    assert known_alignment(add(block, CvtaToGlobalOp(c))) == 32
+    imm = add(block, MovImmOp(4100, i64))
+    assert known_alignment(add(block, CvtaToGlobalOp(imm))) == 4
+
+
+def test_unknown_alignment():
+    block = kernel_block(CTA, i32, GLOBAL)
+    arg, off, g = block.args
+    assert known_alignment(arg) is None
+    assert known_alignment(g) is None
+    # A non-constant offset, or a base whose alignment is unknown.
+    assert known_alignment(shared_address(block, 16, (off,))) is None
+    c16 = add(block, arith.ConstantOp(IntegerAttr(16, i32)))
+    assert known_alignment(add(block, PtrAddOp(arg, c16))) is None
+    # ptx.mov.addr of a symbol that no ptx.alloc declares (its own verifier reports it).
+    assert known_alignment(add(block, MovAddrOp("nowhere", StateSpace.SHARED_CTA))) is None
+    # Address 0 carries no alignment information.
+    zero = add(block, arith.ConstantOp(IntegerAttr(0, i64)))
+    assert known_alignment(add(block, CvtaToGlobalOp(zero))) is None
+
+
+def test_check_aligned():
+    block = kernel_block()
+    check_aligned("mbar", shared_address(block, 8), 8)
+    check_aligned("mbar", block.insert_arg(CTA, 0), 8)
+    with pytest.raises(VerifyException, match=r"^'mbar' must be 8-byte aligned, known alignment 4$"):
+        check_aligned("mbar", shared_address(block, 16, (4,)), 8)
+
+
+# Each bulk op over a dict of its address operands (``size`` is a fresh argument).
+ADDRESS_BUILDERS: dict[type[PtxInstruction], Callable[[dict[str, SSAValue], SSAValue], PtxInstruction]] = {
+    CpAsyncBulkSharedCtaGlobalOp: lambda a, n: CpAsyncBulkSharedCtaGlobalOp(
+        a["dstMem"], a["srcMem"], n, a["mbar"]
+    ),
+    CpAsyncBulkSharedClusterGlobalOp: lambda a, n: CpAsyncBulkSharedClusterGlobalOp(
+        a["dstMem"], a["srcMem"], n, a["mbar"]
+    ),
+    CpAsyncBulkSharedClusterSharedCtaOp: lambda a, n: CpAsyncBulkSharedClusterSharedCtaOp(
+        a["dstMem"], a["srcMem"], n, a["mbar"]
+    ),
+    CpAsyncBulkGlobalSharedCtaOp: lambda a, n: CpAsyncBulkGlobalSharedCtaOp(a["dstMem"], a["srcMem"], n),
+    CpAsyncBulkPrefetchL2GlobalOp: lambda a, n: CpAsyncBulkPrefetchL2GlobalOp(a["srcMem"], n),
+    CpReduceAsyncBulkSharedClusterSharedCtaOp: lambda a, n: CpReduceAsyncBulkSharedClusterSharedCtaOp(
+        BulkRedOp.ADD, BulkRedType.U32, a["dstMem"], a["srcMem"], n, a["mbar"]
+    ),
+    CpReduceAsyncBulkGlobalSharedCtaOp: lambda a, n: CpReduceAsyncBulkGlobalSharedCtaOp(
+        BulkRedOp.ADD, BulkRedType.F32, a["dstMem"], a["srcMem"], n
+    ),
+}
+
+ADDRESS_FIELDS = {"dstMem": 16, "srcMem": 16, "mbar": 8}
+
+
+def address_fields(cls: type[PtxInstruction]) -> dict[str, StateSpace]:
+    """The address operands of ``cls`` and their state spaces: ``dstMem`` and ``mbar`` in
+    the destination's, ``srcMem`` in the source's."""
+    operands = dict(cls.get_irdl_definition().operands)
+    spaces = {"dstMem": cls.DIRECTION[0], "mbar": cls.DIRECTION[0], "srcMem": cls.DIRECTION[-1]}
+    return {name: spaces[name] for name in ADDRESS_FIELDS if name in operands}
+
+
+def address(block: Block, space: StateSpace, align: int) -> SSAValue:
+    """An address in ``space`` whose known alignment is exactly ``align``."""
+    if space == StateSpace.GLOBAL:
+        c = add(block, arith.ConstantOp(IntegerAttr(1 << 20 | align, i64)))
+        return add(block, CvtaToGlobalOp(c))
+    a = shared_address(block, align)
+    return a if space == StateSpace.SHARED_CTA else add(block, MovOp(a, CLUSTER))
+
+
+def test_every_bulk_op_has_its_address_fields():
+    assert set(ADDRESS_BUILDERS) == set(BULK_OPS)
+    for cls in BULK_OPS:
+        fields = address_fields(cls)
+        assert "srcMem" in fields, cls.name
+        if cls is not CpAsyncBulkPrefetchL2GlobalOp:
+            assert "dstMem" in fields, cls.name
+        assert ("mbar" in fields) == (cls.COMPLETION == COMPLETE_TX), cls.name
+
+
+@pytest.mark.parametrize(
+    "cls,field",
+    [(cls, f) for cls in ADDRESS_BUILDERS for f in ADDRESS_FIELDS if f in address_fields(cls)],
+    ids=lambda x: x.name if isinstance(x, type) else x,
+)
+def test_each_address_alignment_is_checked(cls, field):
+    """With every address 128-byte aligned the op verifies; with ``field`` one alignment step
+    short of its requirement it is rejected naming that field."""
+    n = ADDRESS_FIELDS[field]
+    short = f"'{field}' must be {n}-byte aligned, known alignment {n // 2}"
+    for align, expected in ((128, None), (n, None), (n // 2, short)):
+        block = kernel_block(i32)
+        spaces = address_fields(cls)
+        addrs = {f: address(block, s, align if f == field else 128) for f, s in spaces.items()}
+        op = ADDRESS_BUILDERS[cls](addrs, block.args[0])
+        block.add_ops([op, func.ReturnOp()])
+        assert verify_message(op) == expected, (align, op.ptx_mnemonic())
 
 
 # endregion

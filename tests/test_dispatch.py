@@ -1,5 +1,6 @@
 """The variant registry (passes/dispatch.py), the reduction variants and the
-lower-tile-reductions / legalize-for-target / bulkred-to-ptx passes.
+lower-tile-reductions / legalize-for-target / bulkred-to-ptx passes: element-type
+coverage, the locations of lowered ops, and the explain=true sinks.
 
 The numeric tests run the lowered IR with a small evaluator defined here (memref,
 scf.for, arith constants and the ptx arithmetic ops, f32 with numpy) and compare the
@@ -9,20 +10,22 @@ bits with an independent transcription of docs/lowering.md.
 from __future__ import annotations
 
 import math
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, memref, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp, Signedness, StringAttr
 from xdsl.ir import Operation
 
 from bulkred_dialect.diagnostics import LocatedError, parse_module
+from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.ops import ptx
 from bulkred_dialect.ops.ptx import arith as pa
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import BULKRED, ReduceOp
+from bulkred_dialect.ops.tile import BITWISE_KINDS, BULKRED, ELEMENT_TYPES, ReduceKind, ReduceOp
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
 from bulkred_dialect.passes.check_target import check_module
 from bulkred_dialect.passes.dispatch import (
@@ -34,7 +37,17 @@ from bulkred_dialect.passes.dispatch import (
     load_variants,
 )
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
-from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
+from bulkred_dialect.passes.lower_tile_reductions import (
+    EXPLAIN_ATTR,
+    LowerTileReductionsPass,
+    as_comments,
+    comment_writer,
+    explain_sink,
+    record_on_module,
+    take_explanations,
+)
+from bulkred_dialect.passes.variants import dtype_name
+from bulkred_dialect.passes.variants import local as local_variant
 
 SM100A = Target.parse("sm_100a")
 SM90A = Target.parse("sm_90a")
@@ -456,16 +469,20 @@ def the_chosen(ctx, kind, n):
         ("xor", "i32", [3, 4]),
         ("and", "i64", [2, 3]),
         ("or", "i32", [9]),
+        ("sum", "i16", [3, 9]),
+        ("min", "i16", [17]),
+        ("and", "i16", [2, 5]),
     ],
 )
 @pytest.mark.parametrize("accum", [False, True])
 def test_local_matches_a_sequential_fold(ctx, kind, dtype, shape, accum):
-    npt = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[dtype]
+    npt = {"f32": np.float32, "f64": np.float64, "i16": np.int16, "i32": np.int32, "i64": np.int64}[dtype]
     rng = np.random.default_rng(len(shape) + shape[-1])
     if dtype.startswith("f"):
         x = _data(rng, shape).astype(npt)
     else:
-        x = rng.integers(-(2**20), 2**20, size=shape).astype(npt)
+        bound = 2**12 if dtype == "i16" else 2**20  # an i16 sum of 9 such values can wrap, as on the GPU
+        x = rng.integers(-bound, bound, size=shape).astype(npt)
     old = (x.sum(axis=-1) // 3 if dtype.startswith("i") else x.sum(axis=-1) / 3).astype(npt).reshape(
         shape[:-1] or [1]
     )
@@ -571,6 +588,214 @@ def test_bulkred_to_ptx_target_from_module_attribute(ctx):
     m.attributes["bulkred.target"] = builtin.StringAttr("sm_100a")
     BulkredToPtxPass().apply(ctx, m)
     assert count(m, "ptx.max3") == 4 * ((32 - 4) // 8) + 1
+
+
+# endregion
+
+# region Element types: what the verifier accepts, a variant lowers
+
+def test_local_dtype_predicate_lists_exactly_the_verifier_element_types():
+    assert sorted(dtype_name(t) for t in ELEMENT_TYPES) == sorted(local_variant._PTX_TYPES)
+    local = next(v for v in load_variants().of("bulkred.reduce") if v.name == "local")
+    dtype = next(p for p in local.predicates if p.name == "dtype")
+    assert dtype.expected.split(", ") == list(local_variant._PTX_TYPES)
+
+
+def _kinds_for(t) -> list[str]:
+    return [str(k) for k in ReduceKind if k not in BITWISE_KINDS or isinstance(t, IntegerType)]
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("elt", [str(t) for t in ELEMENT_TYPES])
+def test_every_verifier_accepted_element_type_lowers(ctx, target, elt):
+    for kind in _kinds_for(next(t for t in ELEMENT_TYPES if str(t) == elt)):
+        for shape in ([1], [9], [2, 3]):
+            m = reduce_module(ctx, kind, shape, elt)
+            m.verify()
+            sel = REGISTRY.evaluate(the_reduce(m), Target.parse(target))
+            assert sel.chosen is not None, sel.table()
+            LowerTileReductionsPass(target=target).apply(ctx, m)
+            m.verify()
+            assert count(m, "bulkred.reduce") == 0
+
+
+@pytest.mark.parametrize(
+    "t, name",
+    [
+        (IntegerType(32), "int32"),
+        (IntegerType(32, Signedness.SIGNED), "sint32"),
+        (IntegerType(32, Signedness.UNSIGNED), "uint32"),
+        (IntegerType(16, Signedness.UNSIGNED), "uint16"),
+    ],
+)
+def test_dtype_name_keeps_signedness_apart(t, name):
+    assert dtype_name(t) == name
+
+
+@pytest.mark.parametrize("elt", ["si32", "ui32", "i8", "i128", "f8E4M3FN", "tf32", "f80", "f128", "index"])
+def test_element_types_no_variant_lowers_are_verifier_errors(ctx, elt):
+    m = reduce_module(ctx, "sum", [8], elt)
+    with pytest.raises(Exception, match=f"'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got {elt}"):
+        m.verify()
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "and", "or", "xor"])
+def test_i16_local_in_the_interpreter(ctx, kind):
+    """i16 through the project's bit-exact interpreter: signed min/max, wrapping add."""
+    text = (
+        "func.func @k(%a: memref<3x11xi16, #bulkred.scope<local>>, %b: memref<3xi16, #bulkred.scope<local>>) {\n"
+        f"  bulkred.reduce {kind} thread accum %a, %b : memref<3x11xi16, #bulkred.scope<local>>, "
+        "memref<3xi16, #bulkred.scope<local>>\n  func.return\n}\n"
+    )
+    m = parse_module(ctx, text)
+    LowerTileReductionsPass(target="sm_90a").apply(ctx, m)
+    m.verify()
+    rng = np.random.default_rng(len(kind))
+    a = rng.integers(-(2**15), 2**15, size=(3, 11)).astype(np.int16)
+    b = rng.integers(-(2**15), 2**15, size=(3,)).astype(np.int16)
+    fold = {
+        "sum": lambda x: np.add.reduce(x, axis=-1, dtype=np.int16),
+        "max": lambda x: x.max(axis=-1),
+        "min": lambda x: x.min(axis=-1),
+        "and": lambda x: np.bitwise_and.reduce(x, axis=-1),
+        "or": lambda x: np.bitwise_or.reduce(x, axis=-1),
+        "xor": lambda x: np.bitwise_xor.reduce(x, axis=-1),
+    }[kind]
+    want = fold(np.concatenate([b[:, None], a], axis=1))
+    _, out = run_kernel(m, "k", a.copy(), b.copy())
+    assert out.tobytes() == want.tobytes()
+
+
+# endregion
+
+# region Locations of the lowered ops
+
+
+def _line_of(op: Operation) -> int | None:
+    loc = op.location
+    return loc.line.data if isinstance(loc, FileLineColLoc) else None
+
+
+def _lines_in_func(m: ModuleOp) -> set[int | None]:
+    fn = next(op for op in m.walk() if isinstance(op, func.FuncOp))
+    return {_line_of(op) for op in fn.walk() if op is not fn and not isinstance(op, func.ReturnOp)}
+
+
+@pytest.mark.parametrize(
+    "target, kind, shape",
+    [("sm_100a", "sum", [16]), ("sm_100a", "max", [13]), ("sm_90a", "min", [3, 5]), ("sm_90a", "sum", [1])],
+)
+@pytest.mark.parametrize("legalize", [False, True])
+def test_lowered_ops_carry_the_reduce_location(ctx, target, kind, shape, legalize):
+    m = reduce_module(ctx, kind, shape, accum=True)
+    assert _line_of(the_reduce(m)) == 2
+    LowerTileReductionsPass(target=target).apply(ctx, m)
+    if legalize:
+        LegalizeForTargetPass(target="sm_90a").apply(ctx, m)
+    m.verify()
+    assert _lines_in_func(m) == {2}
+
+
+def test_lowered_copies_carry_the_copy_location(ctx):
+    text = """func.func @f(%a: memref<3x5xf32, #bulkred.scope<global>>, %b: memref<3x5xf32, #bulkred.scope<local>>, %c: memref<2xi64, #bulkred.scope<global>>, %d: memref<2xi64, #bulkred.scope<local>>) {
+  bulkred.copy %a, %b : memref<3x5xf32, #bulkred.scope<global>>, memref<3x5xf32, #bulkred.scope<local>>
+  bulkred.copy %c, %d : memref<2xi64, #bulkred.scope<global>>, memref<2xi64, #bulkred.scope<local>>
+  func.return
+}"""
+    m = parse_module(ctx, text)
+    LowerTileReductionsPass().apply(ctx, m)
+    lines = [_line_of(op) for op in m.walk() if op.name in ("memref.load", "memref.store", "scf.for")]
+    assert lines == [2, 2, 2, 2, 3, 3, 3]
+
+
+# endregion
+
+# region explain=true output: the sink
+
+
+
+def _two_reduces(ctx, target: str = "sm_100a") -> ModuleOp:
+    text = f"""builtin.module attributes {{bulkred.target = "{target}"}} {{
+func.func @f(%a: memref<16xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {{
+  bulkred.reduce sum thread %a, %b : memref<16xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  bulkred.reduce max thread %a, %b : memref<16xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}}
+}}"""
+    return parse_module(ctx, text, "two.mlir")
+
+
+def test_explain_default_sink_is_stdout(ctx, capsys):
+    m = _two_reduces(ctx)
+    LowerTileReductionsPass(explain=True).apply(ctx, m)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(line.startswith("//") for line in lines)
+    assert [line for line in lines if line.startswith("// dispatch")] == [
+        "// dispatch of 'bulkred.reduce' at two.mlir:3:3 on sm_100a",
+        "// dispatch of 'bulkred.reduce' at two.mlir:4:3 on sm_100a",
+    ]
+    assert EXPLAIN_ATTR not in m.attributes
+
+
+def test_explain_false_writes_nothing(ctx, capsys):
+    m = _two_reduces(ctx)
+    with explain_sink(record_on_module):
+        LowerTileReductionsPass().apply(ctx, m)
+    assert capsys.readouterr().out == ""
+    assert EXPLAIN_ATTR not in m.attributes
+
+
+def test_explain_recorded_on_the_module_and_taken(ctx, capsys):
+    m = _two_reduces(ctx, "sm_90a")
+    with explain_sink(record_on_module):
+        LowerTileReductionsPass(explain=True).apply(ctx, m)
+    assert capsys.readouterr().out == ""
+    tables = m.attributes[EXPLAIN_ATTR]
+    assert [t.data.splitlines()[0] for t in tables.data] == [
+        "dispatch of 'bulkred.reduce' at two.mlir:3:3 on sm_90a",
+        "dispatch of 'bulkred.reduce' at two.mlir:4:3 on sm_90a",
+    ]
+    assert all(t.data.splitlines()[-1] == "chosen: local" for t in tables.data)
+    text = take_explanations(m)
+    assert EXPLAIN_ATTR not in m.attributes
+    assert text == as_comments([t.data for t in tables.data])
+    assert text.endswith("// chosen: local\n") and text.count("// dispatch of") == 2
+    assert take_explanations(m) == ""
+    # after the `with`, the default sink (stdout) is back
+    LowerTileReductionsPass(explain=True).apply(ctx, _two_reduces(ctx))
+    assert capsys.readouterr().out.count("// dispatch of") == 2
+
+
+def test_explain_record_appends_and_keeps_other_attributes(ctx):
+    m = _two_reduces(ctx)
+    m.attributes[EXPLAIN_ATTR] = builtin.ArrayAttr([StringAttr("earlier")])
+    with explain_sink(record_on_module):
+        LowerTileReductionsPass(explain=True).apply(ctx, m)
+    assert [t.data.split("\n")[0] for t in m.attributes[EXPLAIN_ATTR].data][0] == "earlier"
+    assert len(m.attributes[EXPLAIN_ATTR].data) == 3
+    assert m.attributes["bulkred.target"] == StringAttr("sm_100a")
+
+
+def test_explain_to_a_stream_per_module(ctx, capsys):
+    outs = []
+    for target in ("sm_100a", "sm_90a"):
+        buf = StringIO()
+        with explain_sink(comment_writer(buf)):
+            LowerTileReductionsPass(explain=True).apply(ctx, _two_reduces(ctx, target))
+        outs.append(buf.getvalue())
+    assert capsys.readouterr().out == ""
+    assert "on sm_100a" in outs[0] and "on sm_90a" not in outs[0]
+    assert "on sm_90a" in outs[1] and "on sm_100a" not in outs[1]
+    assert "// chosen: sm100_packed" in outs[0] and "// chosen: local" in outs[1]
+
+
+def test_explain_without_reductions_calls_no_sink(ctx):
+    calls = []
+    m = parse_module(ctx, "func.func @f() {\n  func.return\n}\n")
+    with explain_sink(lambda module, tables: calls.append(tables)):
+        LowerTileReductionsPass(explain=True).apply(ctx, m)
+    assert calls == []
 
 
 # endregion

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
+import os
+import re
+import subprocess
+from pathlib import Path
 
+import pytest
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+
+from bulkred_dialect import cli
 from bulkred_dialect.cli import main
-from bulkred_dialect.ops.target import Requirement, Target, TargetError, check_target
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.target import KNOWN_TARGETS, Requirement, Target, TargetError, check_target
+from bulkred_dialect.passes.check_target import resolve_target
+
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN = ", ".join(KNOWN_TARGETS)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +32,23 @@ def test_parse(name, sm, suffix):
 def test_parse_rejects(bad):
     with pytest.raises(TargetError, match="'target' must look like"):
         Target.parse(bad)
+
+
+@pytest.mark.parametrize("name", KNOWN_TARGETS)
+def test_parse_every_known_target(name):
+    assert Target.parse(name).name == name
+
+
+def test_known_targets_span_sm80_to_sm120a():
+    assert KNOWN_TARGETS[0] == "sm_80" and KNOWN_TARGETS[-1] == "sm_120a"
+    assert {"sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a", "sm_120"} <= set(KNOWN_TARGETS)
+
+
+@pytest.mark.parametrize("unknown", ["sm_121a", "sm_75", "sm_1000a", "sm_90f", "sm_80a", "sm_110"])
+def test_parse_rejects_unknown_sm(unknown):
+    with pytest.raises(TargetError) as e:
+        Target.parse(unknown)
+    assert str(e.value) == f"'target' must be one of {KNOWN}, got '{unknown}'"
 
 
 @pytest.mark.parametrize(
@@ -84,3 +113,311 @@ def test_cli_split_input_continues_after_error(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "@good" in captured.out
     assert f"{f}:2:3: error:" in captured.err
+
+
+# region bulkred-opt: pass pipeline and output target specs
+
+
+@pytest.fixture
+def ok_file(tmp_path):
+    f = tmp_path / "ok.mlir"
+    f.write_text("func.func @ok() {\n  func.return\n}\n")
+    return f
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flag", "spec", "message"),
+    [
+        (
+            "-p",
+            "lower-tile-reductions{target=sm_100a",
+            "pass pipeline 'lower-tile-reductions{target=sm_100a' column 37: "
+            "malformed pass arguments, expected either a space or `}` here",
+        ),
+        (
+            "-p",
+            "lower-tile-reductions{target=}",
+            "pass pipeline 'lower-tile-reductions{target=}' column 30: unknown argument value, "
+            "wrap argument in quotes to pass arbitrary string values",
+        ),
+        (
+            "-p",
+            "lower-tile-reductions{target=sm_100a,explain=true}",
+            "pass pipeline 'lower-tile-reductions{target=sm_100a,explain=true}' column 45: "
+            "malformed pass arguments, expected either a space or `}` here",
+        ),
+        ("-p", ",", "pass pipeline ',' column 1: expected pass name here"),
+        ("-p", "a,,b", "pass pipeline 'a,,b' column 3: expected pass name here"),
+        (
+            "-t",
+            "ptx{target=sm_90a",
+            "output target 'ptx{target=sm_90a' column 18: "
+            "malformed pass arguments, expected either a space or `}` here",
+        ),
+        ("-t", "ptx,mlir", "output target 'ptx,mlir': expected one target, got 2"),
+    ],
+)
+def test_cli_spec_syntax_error_is_one_line(ok_file, capsys, flag, spec, message):
+    """xDSL's ArgSpecParseError is a BaseException: it must still become one error line."""
+    assert main([str(ok_file), flag, spec]) == 1
+    assert _one_error_line(capsys) == f"bulkred-opt: error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("flag", "spec", "message"),
+    [
+        ("-p", "lower-tile-reductions{explain=maybe}", "'explain' of lower-tile-reductions must be true or false, got 'maybe'"),
+        ("-p", "lower-tile-reductions{explain}", "'explain' of lower-tile-reductions must be true or false, got no value"),
+        ("-p", "bulkred-to-ptx{explain=1}", "'explain' of bulkred-to-ptx must be true or false, got 1"),
+        ("-p", "lower-tile-reductions{explain=true,false}", "'explain' of lower-tile-reductions must be true or false, got true,false"),
+        ("-p", "lower-tile-reductions{target=90}", "'target' of lower-tile-reductions must be a target name such as sm_90a, got 90"),
+        ("-p", "check-target{target=true}", "'target' of check-target must be a target name such as sm_90a, got true"),
+        ("-t", "ptx{assemble=yes}", "'assemble' of output target ptx must be true or false, got 'yes'"),
+        ("-p", "lower-tile-reductions{nope=1}", "'nope' is not an option of lower-tile-reductions (options: target, explain)"),
+        (
+            "-p",
+            "lower-tile-reductions{target=sm_100a target=sm_90a}",
+            "pass pipeline 'lower-tile-reductions{target=sm_100a target=sm_90a}' column 38: "
+            "option 'target' of lower-tile-reductions is given twice",
+        ),
+        (
+            "-p",
+            "check-target{target=sm_90a},bulkred-to-ptx{explain=true explain=false}",
+            "pass pipeline 'check-target{target=sm_90a},bulkred-to-ptx{explain=true explain=false}' column 57: "
+            "option 'explain' of bulkred-to-ptx is given twice",
+        ),
+        ("-p", "check-target{target=sm_9x}", "check-target: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_9x'"),
+        ("-p", "check-target{target=sm_121a}", f"check-target: 'target' must be one of {KNOWN}, got 'sm_121a'"),
+        ("-t", "ptx{target=sm_75}", f"output target ptx: 'target' must be one of {KNOWN}, got 'sm_75'"),
+    ],
+)
+def test_cli_option_error_names_pass_option_and_value(ok_file, capsys, flag, spec, message):
+    assert main([str(ok_file), flag, spec]) == 1
+    assert _one_error_line(capsys) == f"bulkred-opt: error: {message}"
+
+
+def test_cli_option_errors_come_before_reading_input(tmp_path, capsys):
+    assert main([str(tmp_path / "missing.mlir"), "-p", "lower-tile-reductions{explain=maybe}"]) == 1
+    assert "'explain' of lower-tile-reductions" in _one_error_line(capsys)
+
+
+def test_cli_same_option_in_two_passes_is_fine(ok_file, capsys):
+    assert main([str(ok_file), "-p", "check-target{target=sm_90a},check-target{target=sm_100a}"]) == 0
+    assert "func.func @ok" in capsys.readouterr().out
+
+
+def test_cli_valid_options_still_apply(ok_file, capsys):
+    assert main([str(ok_file), "-p", "lower-tile-reductions{target=sm_100a explain=true}", "-t", "ptx{target=sm_100a}"]) == 0
+    assert ".target sm_100a" in capsys.readouterr().out
+
+
+# endregion
+
+# region bulkred-opt: errors while parsing
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("%0 = ptx.max3 %a, %a, %a : i32", "'ptx.max3' Expected attribute f32 but got i32"),
+        ("%0 = ptx.mov.unpack %a : i32", "'ptx.mov.unpack' Expected attribute vector<2xf32> but got i32"),
+        ("bulkred.reduce sum thread %a, %a : i32, i32", "'bulkred.reduce' i32 should be of base attribute memref"),
+        (
+            "%0 = arith.constant 99999999999999999999 : i64",
+            "'arith.constant' Integer value 99999999999999999999 is out of range for type i64",
+        ),
+    ],
+)
+def test_cli_op_construction_error_is_located(tmp_path, capsys, line, message):
+    f = tmp_path / "bad.mlir"
+    f.write_text(f"func.func @f(%a: i32) {{\n\n    {line}\n  func.return\n}}\n")
+    assert main([str(f)]) == 1
+    assert _one_error_line(capsys).startswith(f"{f}:3:5: error: {message}")
+
+
+def test_cli_op_construction_error_after_split_keeps_line(tmp_path, capsys):
+    f = tmp_path / "bad.mlir"
+    f.write_text("func.func @f() {\n  func.return\n}\n// -----\nfunc.func @g(%a: i32) {\n  %0 = ptx.max3 %a, %a, %a : i32\n  func.return\n}\n")
+    assert main([str(f), "--split-input-file"]) == 1
+    assert _one_error_line(capsys).startswith(f"{f}:6:3: error: 'ptx.max3' ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "func.func @deep() attributes {a = " + "[" * 5000 + "} {}\n",
+        "func.func @deep() {\n" + " scf.execute_region {" * 2000 + "\n",
+    ],
+    ids=["attribute", "regions"],
+)
+def test_cli_deep_nesting_is_located(tmp_path, capsys, text):
+    f = tmp_path / "deep.mlir"
+    f.write_text(text)
+    assert main([str(f)]) == 1
+    assert re.fullmatch(rf"{re.escape(str(f))}:\d+:\d+: error: input nests too deeply", _one_error_line(capsys))
+
+
+def test_cli_recursion_after_parsing_is_an_error_not_a_crash(ok_file, capsys, monkeypatch):
+    def deep(self, text, offset):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(cli.BulkredOptMain, "_process_chunk", deep)
+    assert main([str(ok_file)]) == 1
+    assert _one_error_line(capsys) == f"{ok_file}: error: input nests too deeply"
+
+
+# endregion
+
+# region bulkred-opt: --split-input-file
+
+
+def test_split_only_on_exact_separator_lines(tmp_path, capsys):
+    f = tmp_path / "split.mlir"
+    f.write_text(
+        "func.func @a() {\n"
+        "  // ---------- a section rule\n"
+        "  // -----x\n"
+        "  func.return\n"
+        "}\n"
+        "// -----  \n"
+        "func.func @b(%x: f32, %m: i32) {\n"
+        "  %0 = ptx.redux.sync add f32 %x, %m : f32\n"
+        "  func.return\n"
+        "}\n"
+        "// -----\r\n"
+        "func.func @c() {\n"
+        "  func.return\n"
+        "}\n"
+    )
+    assert main([str(f), "--split-input-file"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("// -----") == 2
+    assert "@a" in captured.out and "@c" in captured.out
+    assert captured.err.startswith(f"{f}:8:3: error: 'ptx.redux.sync' '.op' add is not valid with '.type' f32")
+
+
+# endregion
+
+# region bulkred-opt: the catch-all
+
+
+def _raising_run(exc: BaseException):
+    def run(self):
+        raise exc
+
+    return run
+
+
+class _Odd(BaseException):
+    pass
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no")
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(3)])
+def test_cli_does_not_swallow_interrupts(ok_file, monkeypatch, exc):
+    monkeypatch.setattr(cli.BulkredOptMain, "run", _raising_run(exc))
+    with pytest.raises(type(exc)):
+        main([str(ok_file)])
+
+
+@pytest.mark.parametrize(
+    ("exc", "shown"),
+    [(_Odd("first line\nsecond"), "_Odd: first line"), (_Unprintable(), "_Unprintable: _Unprintable"), (TypeError(), "TypeError: TypeError")],
+)
+def test_cli_internal_error_is_reported_not_raised(ok_file, capsys, monkeypatch, exc, shown):
+    monkeypatch.delenv("BULKRED_TRACEBACK", raising=False)
+    monkeypatch.setattr(cli.BulkredOptMain, "run", _raising_run(exc))
+    assert main([str(ok_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == f"bulkred-opt: internal error: {shown}"
+    assert "Traceback" not in err
+
+
+# endregion
+
+# region resolve_target and the bulkred.target attribute
+
+
+def _module(attr=None) -> ModuleOp:
+    return ModuleOp([], attributes={} if attr is None else {"bulkred.target": attr})
+
+
+def test_resolve_target_precedence():
+    assert resolve_target(_module(), None).name == "sm_90a"
+    assert resolve_target(_module(StringAttr("sm_100a")), None).name == "sm_100a"
+    assert resolve_target(_module(StringAttr("sm_100a")), "sm_103a").name == "sm_103a"
+    assert resolve_target(_module(IntegerAttr(90, i64)), "sm_100a").name == "sm_100a"
+
+
+@pytest.mark.parametrize(
+    ("attr", "message"),
+    [
+        (IntegerAttr(90, i64), "'bulkred.target' must be a string such as \"sm_90a\", got 90 : i64"),
+        (StringAttr("sm_121a"), f"'bulkred.target' must be one of {KNOWN}, got 'sm_121a'"),
+        (StringAttr("hopper"), "'bulkred.target' must look like sm_90, sm_90a or sm_100a, got 'hopper'"),
+    ],
+)
+def test_resolve_target_rejects_bad_attribute(attr, message):
+    with pytest.raises(LocatedError) as e:
+        resolve_target(_module(attr), None)
+    assert e.value.message == message
+    assert str(e.value).endswith(f"error: 'builtin.module' {message}")
+
+
+def test_cli_bad_target_attribute_is_located(tmp_path, capsys):
+    f = tmp_path / "t.mlir"
+    f.write_text('\nbuiltin.module attributes {bulkred.target = 90} {\n}\n')
+    assert main([str(f), "-p", "check-target"]) == 1
+    assert _one_error_line(capsys) == (
+        f"{f}:2:1: error: 'builtin.module' 'bulkred.target' must be a string such as \"sm_90a\", got 90 : i64"
+    )
+
+
+# endregion
+
+# region tools/test.sh
+
+
+def test_test_sh_fails_when_pip_install_fails(tmp_path):
+    """A failed `pip install -e .[test]` stops tools/test.sh, even when an older install
+    would pass the import check; pip's harmless warnings stay filtered out."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "test.sh").write_text((ROOT / "tools" / "test.sh").read_text())
+    fake = tmp_path / ".venv" / "bin" / "python"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        '  *"pip install"*) echo "WARNING: Running pip as the root user"; echo "ERROR: no network" >&2; exit 1;;\n'
+        '  *"pip --version"*) echo "pip 0.0"; exit 0;;\n'
+        "  *) exit 0;;\n"  # the import check of an older install passes
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    for tool in ("lit", "pytest"):  # must not be reached
+        t = fake.parent / tool
+        t.write_text("#!/bin/sh\necho REACHED\nexit 0\n")
+        t.chmod(0o755)
+    r = subprocess.run(["bash", "tools/test.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHON": str(fake)})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "install failed" in out
+    assert "ERROR: no network" in out
+    assert "WARNING: Running pip as" not in out
+    assert "REACHED" not in out
+
+
+# endregion

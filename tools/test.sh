@@ -5,12 +5,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-quiet_pip() { "$@" 2>&1 | grep -v -e "^WARNING: Location" -e "^WARNING: Running pip as" || true; }
+# Run a pip command without its two harmless warnings; the status is pip's own
+# (grep's status, 1 when every line was filtered out, is ignored).
+quiet_pip() {
+  "$@" 2>&1 | grep -v -e "^WARNING: Location" -e "^WARNING: Running pip as"
+  return "${PIPESTATUS[0]}"
+}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv || exit 1
 fi
-quiet_pip .venv/bin/python -m pip install -q --upgrade pip
-quiet_pip .venv/bin/python -m pip install -q -e ".[test]"
+quiet_pip .venv/bin/python -m pip install -q --upgrade pip || echo "warning: could not upgrade pip; going on with $(.venv/bin/python -m pip --version)"
+quiet_pip .venv/bin/python -m pip install -q -e ".[test]" || { echo "install failed: pip install -e .[test]"; exit 1; }
 .venv/bin/python -c "import bulkred_dialect, xdsl, filecheck, lit, pytest" || { echo "install failed"; exit 1; }
 export PATH="$PWD/.venv/bin:$PATH"
 status=0

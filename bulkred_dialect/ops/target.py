@@ -34,6 +34,8 @@ _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
     "sm_120a": (8, 7),
 }
 
+KNOWN_TARGETS: tuple[str, ...] = tuple(_TARGET_MIN_PTX)
+
 # The highest PTX ISA version the GPU machines' driver JIT accepts.
 MAX_PTX_VERSION = (9, 0)
 
@@ -51,12 +53,19 @@ class Target:
 
     @staticmethod
     def parse(name: str) -> Target:
+        """``"sm_100a"`` -> ``Target(100, "a")``; only the targets in ``_TARGET_MIN_PTX``
+        are accepted (an unknown SM has no known lowest PTX ISA version)."""
         m = _TARGET_RE.match(name.strip())
         if m is None:
             raise TargetError(
                 f"'target' must look like sm_90, sm_90a or sm_100a, got '{name}'"
             )
-        return Target(int(m.group(1)), m.group(2))
+        target = Target(int(m.group(1)), m.group(2))
+        if target.name not in _TARGET_MIN_PTX:
+            raise TargetError(
+                f"'target' must be one of {', '.join(KNOWN_TARGETS)}, got '{name}'"
+            )
+        return target
 
     @property
     def name(self) -> str:
@@ -64,6 +73,8 @@ class Target:
 
     @property
     def min_ptx(self) -> tuple[int, int]:
+        # Target.parse admits only table entries; (8, 0) serves targets built directly
+        # (tests probe ptxas one SM below a requirement, e.g. Target(75)).
         return _TARGET_MIN_PTX.get(self.name, (8, 0))
 
     def __str__(self) -> str:

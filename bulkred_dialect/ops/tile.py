@@ -28,13 +28,21 @@ from typing import ClassVar
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
+    DYNAMIC_INDEX,
     ArrayAttr,
     IntAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     StringAttr,
     UnitAttr,
+    bf16,
+    f16,
+    f32,
+    f64,
+    i16,
+    i32,
+    i64,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue
@@ -121,8 +129,25 @@ def _parse_int_list(parser: AttrParser) -> list[int]:
 class LaunchAttr(ParametrizedAttribute):
     """A kernel's launch shape: ``#bulkred.launch<grid = [1], block = [32], cluster = [2]>``.
 
-    ``grid`` counts CTAs (not clusters); each list has 1 to 3 entries.
+    ``grid`` counts CTAs (not clusters); each list has 1 to 3 entries (x, y, z), each
+    entry >= 1, within the CUDA limits (compute capability 9.0 and 10.0):
+
+    * ``grid``: x <= 2^31 - 1, y and z <= 65535, and a multiple of ``cluster`` per axis;
+    * ``block``: x and y <= 1024, z <= 64, at most 1024 threads in all;
+    * ``cluster``: at most 16 CTAs in all. 8 is the portable limit; a cluster of 9 to 16
+      CTAs is accepted, but launching it needs the kernel attribute
+      ``cudaFuncAttributeNonPortableClusterSizeAllowed`` set and a GPU that allows it
+      (the H100 does).
+
+    Spec: CUDA C++ Programming Guide, "Thread Block Clusters" and "Technical
+    Specifications per Compute Capability" (maximum x/y/z dimension of a grid and of a block).
     """
+
+    GRID_LIMITS: ClassVar[tuple[int, int, int]] = (2**31 - 1, 65535, 65535)
+    BLOCK_LIMITS: ClassVar[tuple[int, int, int]] = (1024, 1024, 64)
+    MAX_THREADS_PER_BLOCK: ClassVar[int] = 1024
+    MAX_CLUSTER_SIZE: ClassVar[int] = 16
+    PORTABLE_CLUSTER_SIZE: ClassVar[int] = 8
 
     name = "bulkred.launch"
 
@@ -192,7 +217,24 @@ class LaunchAttr(ParametrizedAttribute):
             for x in a.data:
                 if x.data < 1:
                     raise VerifyException(f"'{field}' entries must be >= 1, got {x.data}")
-        g, c = self.grid_dims, self.cluster_dims
+        g, b, c = self.grid_dims, self.block_dims, self.cluster_dims
+        for field, dims, limits in (("grid", g, self.GRID_LIMITS), ("block", b, self.BLOCK_LIMITS)):
+            for axis, (d, limit) in enumerate(zip(dims, limits)):
+                if d > limit:
+                    raise VerifyException(
+                        f"'{field}' {'xyz'[axis]} dimension must be <= {limit}, got {d}"
+                    )
+        threads = b[0] * b[1] * b[2]
+        if threads > self.MAX_THREADS_PER_BLOCK:
+            raise VerifyException(
+                f"'block' {list(b)} has {threads} threads, more than {self.MAX_THREADS_PER_BLOCK} per block"
+            )
+        ctas = c[0] * c[1] * c[2]
+        if ctas > self.MAX_CLUSTER_SIZE:
+            raise VerifyException(
+                f"'cluster' {list(c)} has {ctas} CTAs, more than {self.MAX_CLUSTER_SIZE} "
+                f"({self.PORTABLE_CLUSTER_SIZE} portable, up to {self.MAX_CLUSTER_SIZE} non-portable)"
+            )
         for axis in range(3):
             if g[axis] % c[axis] != 0:
                 raise VerifyException(
@@ -229,6 +271,40 @@ def _expect_buffer(field: str, v: SSAValue, scopes: Sequence[MemoryScope] | None
     return t
 
 
+ELEMENT_TYPES: tuple[Attribute, ...] = (i16, i32, i64, f16, bf16, f32, f64)
+"""The element types of tile-level buffers: the ones every lowering handles.
+
+Integers are signless and treated as signed by the lowering (``add/min/max.s16/s32/s64``,
+``and/or/xor.b16/b32/b64``); floats are combined with PTX's own instructions.
+"""
+
+
+def check_element_type(field: str, t: MemRefType) -> None:
+    """Raise unless ``t``'s element type is one of :data:`ELEMENT_TYPES`."""
+    elt = t.element_type
+    if elt in ELEMENT_TYPES:
+        return
+    valid = ", ".join(str(e) for e in ELEMENT_TYPES)
+    signed = isinstance(elt, IntegerType) and elt.signedness.data != Signedness.SIGNLESS
+    note = " (integers must be signless)" if signed else ""
+    raise VerifyException(f"'{field}' element type must be one of {valid}, got {elt}{note}")
+
+
+def check_static_positive_shape(field: str, t: MemRefType) -> list[int]:
+    """The shape of ``t``; raise when a dimension is dynamic or < 1."""
+    shape = list(t.get_shape())
+    if any(d == DYNAMIC_INDEX for d in shape):
+        raise VerifyException(f"'{field}' must have a static shape, got {shape_str(shape)}")
+    if any(d < 1 for d in shape):
+        raise VerifyException(f"'{field}' dimensions must be >= 1, got {shape}")
+    return shape
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    """``[?, 4]`` for a shape with a dynamic dimension."""
+    return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
+
+
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
     """Reduce ``src`` along its last axis into ``dst``, at an execution scope.
@@ -236,6 +312,7 @@ class ReduceOp(IRDLOperation):
     A 1-D ``src`` of length N reduces to ``dst`` of shape [1]; a ``src`` of shape
     [M, N] reduces to ``dst`` of shape [M]. With ``accum`` the result is combined
     with ``dst``'s previous value. ``variant`` forces a lowering variant by name.
+    The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
     Example::
 
@@ -287,10 +364,9 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"'dst' element type must equal 'src' element type {st.element_type}, got {dt.element_type}"
             )
-        src_shape = list(st.get_shape())
-        dst_shape = list(dt.get_shape())
-        if any(d < 0 for d in src_shape + dst_shape):
-            raise VerifyException("'src' and 'dst' must have static shapes")
+        check_element_type("src", st)
+        src_shape = check_static_positive_shape("src", st)
+        dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:
             raise VerifyException("'src' must have at least one dimension")
         want = self.expected_dst_shape(src_shape)
@@ -302,16 +378,13 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}"
             )
-        if isinstance(st.element_type, IntegerType) and st.element_type.width.data == 1:
-            raise VerifyException("'src' element type i1 cannot be reduced")
-        if not isinstance(st.element_type, IntegerType | AnyFloat):
-            raise VerifyException(f"'src' element type must be an integer or float, got {st.element_type}")
 
 
 @irdl_op_definition
 class CopyOp(IRDLOperation):
     """Element-wise copy between two buffers of one shape and element type, by the
     executing threads of ``scope`` (the card's ``for i in T.serial(n): dst[i] = src[i]``).
+    The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
     Example: ``bulkred.copy %A, %A_local : memref<32xf32, #bulkred.scope<global>>, memref<32xf32, #bulkred.scope<local>>``
     """
@@ -333,6 +406,8 @@ class CopyOp(IRDLOperation):
             raise VerifyException(
                 f"'dst' must have the shape and element type of 'src' {st}, got {dt}"
             )
+        check_element_type("src", st)
+        check_static_positive_shape("src", st)
 
 
 @irdl_op_definition
@@ -432,15 +507,14 @@ def _check_reduce_table(kind: ReduceKind, elt: Attribute, dst: MemoryScope) -> N
 
 
 def _check_bulk_bytes(t: MemRefType) -> None:
-    shape = t.get_shape()
-    if any(d < 0 for d in shape):
-        raise VerifyException("bulk operations need static shapes")
+    """``src`` (of type ``t``): an allowed element type, a static positive shape, and a
+    byte size that is a multiple of 16."""
+    check_element_type("src", t)
+    shape = check_static_positive_shape("src", t)
     n = 1
     for d in shape:
         n *= d
-    width = getattr(t.element_type, "bitwidth", None)
-    if not isinstance(width, int) or width <= 0:
-        raise VerifyException(f"bulk operations need an element type with a bit width, got {t.element_type}")
+    width = t.element_type.bitwidth  # type: ignore[attr-defined]
     nbytes = n * width // 8
     if nbytes % 16 != 0:
         raise VerifyException(f"bulk size must be a multiple of 16 bytes, got {nbytes}")

@@ -19,6 +19,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "check-target": _lazy("check_target", "CheckTargetPass"),
     "lower-tile-reductions": _lazy("lower_tile_reductions", "LowerTileReductionsPass"),
     "legalize-for-target": _lazy("legalize_for_target", "LegalizeForTargetPass"),
+    "lower-bulk-ops": _lazy("lower_bulk_ops", "LowerBulkOpsPass"),
     "lower-to-ptx": _lazy("lower_to_ptx", "LowerToPtxPass"),
     "bulkred-to-ptx": _lazy("bulkred_to_ptx", "BulkredToPtxPass"),
 }

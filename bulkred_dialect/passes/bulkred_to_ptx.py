@@ -5,8 +5,10 @@ else sm_90a):
 
 1. ``lower-tile-reductions`` -- variants chosen by the registry (``explain=true`` prints why);
 2. ``legalize-for-target``   -- sm_100 packed instructions into scalar ones before sm_100;
-3. ``lower-to-ptx``          -- memref / scf / arith into ptx ops (docs/DEVELOPING.md, level 3);
-4. ``check-target``          -- every remaining ptx op must run on the target.
+3. ``lower-bulk-ops``        -- bulk_copy / bulk_reduce into cp.async.bulk / cp.reduce.async.bulk
+                                with their mbarrier, fences and barriers (docs/lowering.md);
+4. ``lower-to-ptx``          -- memref / scf / arith into ptx ops (docs/DEVELOPING.md, level 3);
+5. ``check-target``          -- every remaining ptx op must run on the target.
 
 Example: ``bulkred-opt examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t ptx``
 """
@@ -22,6 +24,7 @@ from xdsl.passes import ModulePass
 from bulkred_dialect.passes import ALL_PASSES
 from bulkred_dialect.passes.check_target import CheckTargetPass, resolve_target
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
+from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 
 
@@ -48,6 +51,7 @@ class BulkredToPtxPass(ModulePass):
         stages: list[ModulePass | None] = [
             LowerTileReductionsPass(target=target, explain=self.explain),
             LegalizeForTargetPass(target=target),
+            LowerBulkOpsPass(),
             _lower_to_ptx(target),
             CheckTargetPass(target=target),
         ]

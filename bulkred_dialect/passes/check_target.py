@@ -13,16 +13,26 @@ from bulkred_dialect.ops.ptx.base import PtxInstruction
 from bulkred_dialect.ops.target import DEFAULT_TARGET, Target, TargetError, check_target
 
 TARGET_ATTR = "bulkred.target"
+TARGET_PREFIX = "'target' "
 
 
 def resolve_target(module: ModuleOp, option: str | None) -> Target:
-    """The pass option when given, else the module's ``bulkred.target`` attribute, else sm_90a."""
+    """The pass option when given, else the module's ``bulkred.target`` attribute, else sm_90a.
+
+    A ``bulkred.target`` that is not a known target's name is an error located on
+    the module, never silently replaced by the default.
+    """
     if option:
         return Target.parse(option)
     attr = module.attributes.get(TARGET_ATTR)
-    if isinstance(attr, StringAttr):
+    if attr is None:
+        return DEFAULT_TARGET
+    if not isinstance(attr, StringAttr):
+        raise LocatedError(module, f"'{TARGET_ATTR}' must be a string such as \"sm_90a\", got {attr}")
+    try:
         return Target.parse(attr.data)
-    return DEFAULT_TARGET
+    except TargetError as e:
+        raise LocatedError(module, f"'{TARGET_ATTR}' {str(e).removeprefix(TARGET_PREFIX)}") from None
 
 
 def check_module(module: ModuleOp, target: Target) -> None:

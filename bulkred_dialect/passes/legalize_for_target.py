@@ -12,7 +12,8 @@ Each rewrite computes the same bits as the packed instruction: the f32x2 add is 
 independent f32 adds with the same rounding and flush-to-zero, and the three-input
 max / min is the two-input one applied left to right (PTX ISA 9.7.3.10/11).
 A ``.NaN`` three-input form has no scalar equivalent here and is reported. On a
-target that runs the packed forms (sm_100 and later) the pass changes nothing.
+target that runs the packed forms (sm_100 and later) the pass changes nothing. The
+new ops carry the location of the op they replace.
 
 Example: ``bulkred-opt -p 'legalize-for-target{target=sm_90a}'``.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -49,6 +51,13 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.passes.check_target import resolve_target
 
 
+def _located(replaced: Operation, ops: list[Operation]) -> list[Operation]:
+    """``ops``, each given the location of the op they replace."""
+    for o in ops:
+        o.location = replaced.location
+    return ops
+
+
 @dataclass
 class LegalizeAddF32x2(RewritePattern):
     target: Target
@@ -62,7 +71,7 @@ class LegalizeAddF32x2(RewritePattern):
         a, b = UnpackF32x2Op(op.lhs), UnpackF32x2Op(op.rhs)
         lo = AddOp(ArithType.F32, a.lo, b.lo, rnd=rnd, ftz=ftz)
         hi = AddOp(ArithType.F32, a.hi, b.hi, rnd=rnd, ftz=ftz)
-        rewriter.replace(op, [a, b, lo, hi, PackF32x2Op(lo.result, hi.result)])
+        rewriter.replace(op, _located(op, [a, b, lo, hi, PackF32x2Op(lo.result, hi.result)]))
 
 
 @dataclass
@@ -81,7 +90,7 @@ class LegalizeThreeInputMinMax(RewritePattern):
         assert isinstance(op, Max3Op | Min3Op)
         ftz = op.ftz is not None
         first = two(ArithType.F32, op.a, op.b, ftz=ftz)
-        rewriter.replace(op, [first, two(ArithType.F32, first.result, op.c, ftz=ftz)])
+        rewriter.replace(op, _located(op, [first, two(ArithType.F32, first.result, op.c, ftz=ftz)]))
 
 
 class FoldUnpackOfPack(RewritePattern):

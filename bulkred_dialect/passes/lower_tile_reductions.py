@@ -4,9 +4,22 @@ the variant registry and ``bulkred.copy`` into element loops.
 After this pass the module holds ``func``, ``memref.alloca/load/store``, ``arith``
 index constants, ``scf.for/yield`` and ptx arithmetic ops (docs/DEVELOPING.md,
 "Dialect levels", level 2). The target is the ``target`` option, else the module's
-``bulkred.target`` attribute, else sm_90a. With ``explain=true`` the dispatch table
-of every ``bulkred.reduce`` is printed to stdout as ``//`` comment lines, in source
-order, before the IR.
+``bulkred.target`` attribute, else sm_90a. Every op created for a ``bulkred.reduce``
+or ``bulkred.copy`` carries that op's location.
+
+With ``explain=true`` the dispatch table of every ``bulkred.reduce`` (in source order,
+before any rewriting) goes to the *explain sink*, one call per module. The default
+sink writes the tables to stdout as ``//`` comment lines. A driver that owns its
+output stream (bulkred-opt with ``--split-input-file`` or ``-o``) selects another
+sink around the passes of each input chunk, so that the tables land in that stream
+ahead of the chunk's IR: :func:`comment_writer` of the stream, or
+:func:`record_on_module`, which appends each table to the module attribute
+``bulkred.explain`` (an ``ArrayAttr`` of ``StringAttr``) for :func:`take_explanations`
+to remove and render::
+
+    with explain_sink(comment_writer(out)):
+        LowerTileReductionsPass(explain=True).apply(ctx, module)
+    out.write(printed_ir)
 
 Example::
 
@@ -16,10 +29,14 @@ Example::
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TextIO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -60,17 +77,78 @@ class LowerCopy(RewritePattern):
         def body(e: Emitter, ivs: list) -> None:
             e.store(e.load(op.src, ivs), op.dst, ivs)
 
-        Emitter(rewriter).nest(list(t.get_shape()), body)
+        Emitter(rewriter, location=op.location).nest(list(t.get_shape()), body)
         rewriter.erase(op)
 
 
+# region explain=true output
+
+EXPLAIN_ATTR = "bulkred.explain"
+
+ExplainSink = Callable[[ModuleOp, list[str]], None]
+"""Receives a module and the dispatch tables of its ``bulkred.reduce`` ops (one string
+per op, in source order, lines separated by ``\\n``)."""
+
+
+def as_comments(tables: list[str]) -> str:
+    """The tables as ``// `` comment lines, each ending in a newline (``""`` for none)."""
+    return "".join(f"// {line}".rstrip() + "\n" for table in tables for line in table.splitlines())
+
+
+def comment_writer(stream: TextIO | None = None) -> ExplainSink:
+    """A sink that writes the tables as ``//`` lines to ``stream`` (``None``: whatever
+    ``sys.stdout`` is when the pass runs)."""
+
+    def write(module: ModuleOp, tables: list[str]) -> None:
+        out = stream if stream is not None else sys.stdout
+        out.write(as_comments(tables))
+        out.flush()
+
+    return write
+
+
+def record_on_module(module: ModuleOp, tables: list[str]) -> None:
+    """A sink that appends the tables to the module attribute ``bulkred.explain``."""
+    old = module.attributes.get(EXPLAIN_ATTR)
+    kept = list(old.data) if isinstance(old, ArrayAttr) else []
+    module.attributes[EXPLAIN_ATTR] = ArrayAttr([*kept, *(StringAttr(t) for t in tables)])
+
+
+def take_explanations(module: ModuleOp) -> str:
+    """Remove ``bulkred.explain`` from ``module`` and return its tables as ``//`` lines
+    (``""`` when the module has none)."""
+    attr = module.attributes.pop(EXPLAIN_ATTR, None)
+    if not isinstance(attr, ArrayAttr):
+        return ""
+    return as_comments([a.data for a in attr.data if isinstance(a, StringAttr)])
+
+
+_SINK: ContextVar[ExplainSink] = ContextVar("bulkred_explain_sink", default=comment_writer())
+
+
+@contextmanager
+def explain_sink(sink: ExplainSink) -> Iterator[ExplainSink]:
+    """Send the ``explain=true`` tables of passes run inside the ``with`` to ``sink``."""
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)
+
+
+def explanations(module: ModuleOp, target: Target) -> list[str]:
+    """Every ``bulkred.reduce``'s dispatch table, in source order."""
+    return [explain(op, target) for op in module.walk() if isinstance(op, ReduceOp)]
+
+
 def print_explanations(module: ModuleOp, target: Target) -> None:
-    """Every ``bulkred.reduce``'s dispatch table, as ``//`` lines on stdout."""
-    for op in module.walk():
-        if isinstance(op, ReduceOp):
-            for line in explain(op, target).splitlines():
-                print(f"// {line}".rstrip())
-    sys.stdout.flush()
+    """Send every ``bulkred.reduce``'s dispatch table to the current explain sink."""
+    tables = explanations(module, target)
+    if tables:
+        _SINK.get()(module, tables)
+
+
+# endregion
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,12 @@ memref argument (scope global)            ``!ptx.ptr<global>`` argument (the pri
 ``arith.addi/subi/muli``                  ``ptx.add/sub/mul.lo`` (folded when both constant)
 ``arith.index_cast/extsi/extui/trunci``   ``ptx.cvt`` (or nothing when the width is kept)
 ``arith.cmpi`` / ``arith.select``         ``ptx.setp`` / ``ptx.selp``
+``arith.xori %p, true`` (``i1``)          nothing: the branches on ``%p``'s negation take
+                                          ``%p`` with their successors swapped (only a
+                                          branch condition may be negated)
 ``scf.for/if/yield``                      ``cf`` branches (xDSL's scf-to-cf), then ``ptx.bra``
                                           / ``ptx.bra.cond``
+``scf.while/condition``                   ``cf`` branches (:class:`WhileLowering`), then as above
 ``func.return``                           ``ptx.ret``
 ``builtin.unrealized_conversion_cast``    the buffer's address (``shared`` to
 memref -> ``!ptx.ptr<space>``             ``shared::cluster`` through ``ptx.mov``)
@@ -37,8 +41,10 @@ Arrays: ``.local`` arrays are aligned to 16 bytes; ``.shared`` arrays to 16 byte
 bytes from 128 bytes up (bulk-copy tiles). The ``cluster_shared`` scope allocates in the
 CTA's own shared memory like ``shared`` (peers reach it through ``mapa``).
 
-Anything else inside a kernel is a located error naming the op. With a ``target`` option
-the module records it as ``bulkred.target``, so that ``-t ptx`` prints for that target.
+Every created op carries the location of the op it replaces (a ptxas error or a later
+verifier error then points at the source line). Anything else inside a kernel is a
+located error naming the op. With a ``target`` option the module records it as
+``bulkred.target``, so that ``-t ptx`` prints for that target.
 
 Example::
 
@@ -51,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, cf, func, memref
+from xdsl.dialects import arith, cf, func, memref, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -78,8 +84,9 @@ from xdsl.pattern_rewriter import (
     PatternRewriterListener,
     PatternRewriteWalker,
     RewritePattern,
+    op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
 
 from bulkred_dialect.diagnostics import LocatedError
@@ -121,7 +128,8 @@ _SCOPE_SPACE: dict[MemoryScope, AllocSpace] = {
 
 _SUPPORTED = (
     "func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/"
-    "extsi/extui/trunci/cmpi/select, scf.for/if/yield, cf.br/cond_br, ptx ops"
+    "extsi/extui/trunci/cmpi/select, arith.xori (negating a branch condition), "
+    "scf.for/if/while/condition/yield, cf.br/cond_br, ptx ops"
 )
 
 # arith.cmpi predicate -> (setp comparison, signed)
@@ -191,6 +199,17 @@ def _linear(v: SSAValue, depth: int = 8) -> tuple[list[tuple[SSAValue, int]], in
     return [(v, 1)], 0
 
 
+def _negation_of(op: arith.XOrIOp) -> SSAValue | None:
+    """``p`` when ``op`` is ``arith.xori p, true`` (either order) on i1, else None."""
+    if op.result.type != IntegerType(1):
+        return None
+    for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        c = constant_int(b)
+        if c is not None and c & 1:
+            return a
+    return None
+
+
 # region scf -> cf with locations
 
 
@@ -212,8 +231,41 @@ class _Located(RewritePattern):
         self.inner.match_and_rewrite(op, rewriter)
 
 
+class WhileLowering(RewritePattern):
+    """``scf.while`` into branches, as MLIR's SCFToControlFlow does: the entry branches to
+    the "before" region with the loop's operands; its ``scf.condition`` becomes a
+    conditional branch to the "after" region or out of the loop (passing its values to
+    either: they are the loop's results); the "after" region's ``scf.yield`` branches
+    back to the "before" region."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: scf.WhileOp, rewriter: PatternRewriter) -> None:
+        init_block = op.parent_block()
+        assert init_block is not None
+        # the code after the loop, taking the loop's results as block arguments
+        continue_block = init_block.split_before(op)
+        for i, t in enumerate(op.result_types):
+            continue_block.insert_arg(t, i)
+        before, after = op.before_region.block, op.after_region.block  # one block each
+        condition, yield_ = before.last_op, after.last_op
+        assert isinstance(condition, scf.ConditionOp) and isinstance(yield_, scf.YieldOp)
+        values = list(condition.args)
+        # each branch keeps the location of the terminator it replaces
+        branch = cf.ConditionalBranchOp(condition.condition, after, values, continue_block, values)
+        branch.location = condition.location
+        rewriter.replace(condition, branch)
+        back = cf.BranchOp(before, *yield_.operands)
+        back.location = yield_.location
+        rewriter.replace(yield_, back)
+        rewriter.inline_region(op.before_region, BlockInsertPoint.before(continue_block))
+        rewriter.inline_region(op.after_region, BlockInsertPoint.before(continue_block))
+        rewriter.insert(cf.BranchOp(before, *op.arguments), InsertPoint.at_end(init_block))
+        rewriter.replace(op, [], continue_block.args)
+
+
 def convert_scf_to_cf(module: ModuleOp) -> None:
-    """xDSL's ``convert-scf-to-cf``, keeping source locations on the created ops."""
+    """xDSL's ``convert-scf-to-cf`` plus :class:`WhileLowering`, keeping source locations
+    on the created ops."""
     current = _CurrentOp()
 
     def locate(new: Operation) -> None:
@@ -222,7 +274,10 @@ def convert_scf_to_cf(module: ModuleOp) -> None:
 
     PatternRewriteWalker(
         GreedyRewritePatternApplier(
-            [_Located(p, current) for p in (SwitchLowering(), IfLowering(), ForLowering())],
+            [
+                _Located(p, current)
+                for p in (SwitchLowering(), IfLowering(), ForLowering(), WhileLowering())
+            ],
             dce_enabled=False,  # keep every load and store the input asks for
         ),
         listener=PatternRewriterListener(operation_insertion_handler=[locate]),
@@ -249,6 +304,8 @@ class KernelLowering:
     created: list[Operation] = field(default_factory=list)
     symbols: set[str] = field(default_factory=set)
     last_decl: AllocOp | None = None
+    # a negated predicate -> the predicate (arith.xori %p, true folded into branches)
+    negated: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     # region Driver
 
@@ -433,6 +490,23 @@ class KernelLowering:
         new = self._insert(op, SelpOp(SelpType(f"b{width}"), op.lhs, op.rhs, op.cond))
         self._replace(op, new.results)
 
+    def _xori(self, op: arith.XOrIOp) -> None:
+        p = _negation_of(op)
+        if p is None:
+            raise self._unsupported(
+                op, f"only the negation of an i1 (arith.xori with true) is lowered, got {op.result.type}"
+            )
+        for use in op.result.uses:
+            user = use.operation
+            is_branch = isinstance(user, cf.ConditionalBranchOp) and use.index == 0
+            is_negation = isinstance(user, arith.XOrIOp) and _negation_of(user) is op.result
+            if not (is_branch or is_negation):
+                raise self._unsupported(
+                    op, f"a negated i1 is lowered only as a branch condition, but '{user.name}' uses it"
+                )
+        self.negated[op.result] = p
+        self.created.append(op)  # erased with the dead ops once the branches use p
+
     # endregion
 
     # region memref
@@ -570,7 +644,11 @@ class KernelLowering:
     def _cond_br(self, op: cf.ConditionalBranchOp) -> None:
         then_block = self._edge(op, op.then_block, op.then_arguments)
         else_block = self._edge(op, op.else_block, op.else_arguments)
-        self._insert(op, CondBraOp(op.cond, then_block, else_block), pure=False)
+        cond = op.cond
+        while cond in self.negated:  # branch on p with the successors swapped
+            cond = self.negated[cond]
+            then_block, else_block = else_block, then_block
+        self._insert(op, CondBraOp(cond, then_block, else_block), pure=False)
         Rewriter.erase_op(op)
 
     def _edge(self, op: Operation, target: Block, args: Sequence[SSAValue]) -> Block:
@@ -607,6 +685,7 @@ _HANDLERS = {
     arith.TruncIOp: KernelLowering._cast,
     arith.CmpiOp: KernelLowering._cmpi,
     arith.SelectOp: KernelLowering._select,
+    arith.XOrIOp: KernelLowering._xori,
     memref.AllocaOp: KernelLowering._alloca,
     memref.LoadOp: KernelLowering._load,
     memref.StoreOp: KernelLowering._store,

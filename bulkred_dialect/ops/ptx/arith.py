@@ -148,18 +148,23 @@ def _parse_float_qualifiers(
 ) -> tuple[dict[str, Attribute], ArithType | None]:
     """Split ``rn ftz f32`` into rnd/ftz properties and the type (when allowed)."""
     props: dict[str, Attribute] = {}
+    spelled: dict[str, str] = {}
     type_: ArithType | None = None
     for w, span in words:
         if w in [str(r) for r in RoundingMode]:
-            props["rnd"] = RoundingModeAttr(RoundingMode(w))
+            field, value = "rnd", RoundingModeAttr(RoundingMode(w))
         elif w == "ftz":
-            props["ftz"] = UnitAttr()
+            field, value = "ftz", UnitAttr()
         elif allow_type and w in [str(t) for t in ArithType]:
             type_ = ArithType(w)
-            props["type"] = ArithTypeAttr(type_)
+            field, value = "type", ArithTypeAttr(type_)
         else:
             expected = "rn, rz, rm, rp, ftz" + (", or a type (" + ", ".join(str(t) for t in ArithType) + ")" if allow_type else "")
             parser.raise_error(f"unexpected qualifier '{w}' (expected {expected})", span.start, span.end)
+        if field in props:
+            parser.raise_error(f"'.{field}' given twice ({spelled[field]}, then {w})", span.start, span.end)
+        props[field] = value
+        spelled[field] = w
     return props, type_
 
 
@@ -204,6 +209,11 @@ def _print_binary(op, printer: Printer, type_: ArithType | None) -> None:
     printer.print_attribute(op.result.type)
 
 
+# The two-input ops whose floating-point forms take a `.rnd` (PTX ISA 9.7.3, 9.7.4); min,
+# max and the integer mul.lo have none.
+ROUNDING_OPCODES = ("add", "sub", "mul")
+
+
 class BinaryArithOp(PtxInstruction, ABC):
     """``op{.rnd}{.ftz}.type d, a, b;`` -- shared by add, sub, mul, min, max."""
 
@@ -246,20 +256,27 @@ class BinaryArithOp(PtxInstruction, ABC):
         t = self.type.data
         if t not in self.VALID_TYPES:
             raise qualifier_error(".type", t, self.VALID_TYPES, f"for '{self.OPCODE}'")
-        if self.rnd is not None and (not self.ROUNDING_ALLOWED or t not in FLOAT_TYPES):
+        if self.rnd is not None and not self.ROUNDING_ALLOWED:
             raise VerifyException(
-                f"'.rnd' is only valid with a floating-point '.type' of '{self.OPCODE}', got '.type' {t}"
+                f"'.rnd' is not valid for '{self.OPCODE}' (valid for: {', '.join(ROUNDING_OPCODES)})"
+            )
+        if self.rnd is not None and t not in FLOAT_TYPES:
+            raise VerifyException(
+                f"'.rnd' is only valid with a floating-point '.type' for '{self.OPCODE}' "
+                f"({', '.join(FLOAT_TYPES)}), got '.type' {t}"
             )
         if self.rnd is not None and self.rnd.data not in ROUNDINGS_OF[t]:
             raise qualifier_error(
                 ".rnd", self.rnd.data, ROUNDINGS_OF[t], f"with '.type' {t} for '{self.OPCODE}'"
             )
         if self.ftz is not None and t not in FTZ_TYPES:
-            raise VerifyException(f"'.ftz' is only valid with '.type' f16 or f32, got '.type' {t}")
+            raise VerifyException(
+                f"'.ftz' is only valid with '.type' f16 or f32 for '{self.OPCODE}', got '.type' {t}"
+            )
         want = IR_TYPE_OF[t]
-        for field, v in (("a", self.lhs), ("b", self.rhs), ("d", self.result)):
+        for field, v in (("operand 'a'", self.lhs), ("operand 'b'", self.rhs), ("result 'd'", self.result)):
             if v.type != want:
-                raise VerifyException(f"'{field}' must be {want} for '.type' {t}, got {v.type}")
+                raise VerifyException(f"{field} must be {want} for '.type' {t}, got {v.type}")
 
     def requirement(self) -> Requirement:
         if self.type.data in (ArithType.F16, ArithType.BF16):
@@ -360,8 +377,9 @@ class BitwiseOp(PtxInstruction, ABC):
         if t not in self.VALID_TYPES:
             raise qualifier_error(".type", t, self.VALID_TYPES, f"for '{self.OPCODE}'")
         want = IR_TYPE_OF[t]
-        if self.lhs.type != want or self.result.type != want:
-            raise VerifyException(f"'a' and 'd' must be {want} for '.type' {t}")
+        for field, v in (("operand 'a'", self.lhs), ("result 'd'", self.result)):
+            if v.type != want:
+                raise VerifyException(f"{field} must be {want} for '.type' {t}, got {v.type}")
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(self.OPCODE, self.type.data)
@@ -376,7 +394,9 @@ class LogicOp(BitwiseOp, ABC):
     def verify_(self) -> None:
         super().verify_()
         if self.rhs.type != self.lhs.type:
-            raise VerifyException(f"'b' must be {self.lhs.type}, got {self.rhs.type}")
+            raise VerifyException(
+                f"operand 'b' must be {self.lhs.type} for '.type' {self.type.data}, got {self.rhs.type}"
+            )
 
 
 @irdl_op_definition
@@ -409,7 +429,7 @@ class ShiftOp(BitwiseOp, ABC):
     def verify_(self) -> None:
         super().verify_()
         if self.rhs.type != i32:
-            raise VerifyException(f"'b' must be i32 (a u32 shift amount), got {self.rhs.type}")
+            raise VerifyException(f"operand 'b' must be i32 (a u32 shift amount), got {self.rhs.type}")
 
 
 @irdl_op_definition

@@ -172,10 +172,72 @@ def constant_int(value: SSAValue | None) -> int | None:
 
 
 def check_multiple_of_16(field: str, value: SSAValue | None) -> None:
-    """Sizes and alignments known at compile time must be multiples of 16 bytes."""
+    """A size known at compile time must be a multiple of 16 bytes (alignments: :func:`check_aligned`)."""
     c = constant_int(value)
     if c is not None and c % 16 != 0:
         raise VerifyException(f"'{field}' must be a multiple of 16, got {c}")
+
+
+def _alignment_of_offset(alignment: int | None, offset: int) -> int | None:
+    """The alignment of ``base + offset`` for a base aligned to the power of two ``alignment``."""
+    if alignment is None or offset == 0:
+        return alignment
+    return min(alignment, offset & -offset)
+
+
+def known_alignment(value: SSAValue | None) -> int | None:
+    """The largest power of two that the address ``value`` is known to be a multiple of,
+    or None when nothing is known.
+
+    Follows the defining ops down to an array declaration, summing constant offsets:
+    ``ptx.mov.addr`` of a ``ptx.alloc`` (its ``align``) is the root; ``ptx.add.ptr`` with a
+    constant offset adds it; ``ptx.mov`` (a register copy, e.g. shared::cta as
+    shared::cluster), ``ptx.mapa`` (the same offset in another CTA's window) and
+    ``ptx.cvta.to.global`` keep the offset. An integer constant is its own alignment. A block
+    argument (a kernel parameter, a loop-carried value), an offset that is not a constant,
+    or any other op: unknown.
+    """
+    # The op classes live in the files that import this one: imported when first used.
+    from bulkred_dialect.ops.ptx.memory import CvtaToGlobalOp, MovAddrOp, MovOp, PtrAddOp, find_alloc
+    from bulkred_dialect.ops.ptx.sync import MapaOp
+
+    offset = 0
+    seen: set[SSAValue] = set()
+    while value is not None and value not in seen:
+        seen.add(value)
+        owner = value.owner
+        if isinstance(owner, PtrAddOp):
+            step = constant_int(owner.offset)
+            if step is None:
+                return None
+            offset += step
+            value = owner.base
+        elif isinstance(owner, MovOp | CvtaToGlobalOp):
+            value = owner.src
+        elif isinstance(owner, MapaOp):
+            value = owner.a
+        elif isinstance(owner, MovAddrOp):
+            decl = find_alloc(owner, owner.symbol.string_value())
+            if decl is None:
+                return None
+            align = decl.alignment.value.data
+            if align < 1 or align & (align - 1):
+                return None  # ptx.alloc's own verifier reports it
+            return _alignment_of_offset(align, offset)
+        else:
+            c = constant_int(value)
+            if c is None or c + offset == 0:
+                return None
+            return (c + offset) & -(c + offset)
+    return None
+
+
+def check_aligned(field: str, value: SSAValue | None, n: int) -> None:
+    """An address whose alignment is known at compile time must be a multiple of ``n`` bytes:
+    ``'dstMem' must be 16-byte aligned, known alignment 4``."""
+    a = known_alignment(value)
+    if a is not None and a % n != 0:
+        raise VerifyException(f"'{field}' must be {n}-byte aligned, known alignment {a}")
 
 
 # endregion

@@ -49,6 +49,7 @@ from bulkred_dialect.ops.ptx.base import (
     RegisterNamer,
     StateSpace,
     addr,
+    check_aligned,
     check_multiple_of_16,
     i16,
     i32,
@@ -157,6 +158,11 @@ REDUCE_TABLE: dict[StateSpace, dict[BulkRedOp, tuple[BulkRedType, ...]]] = {
     },
 }
 
+# "The addresses dstMem and srcMem must be aligned to 16 bytes" (9.7.9.25.4.1-3); an
+# mbarrier object is a .b64 that must be 8-byte aligned (PTX ISA, mbarrier: size and
+# alignment of the mbarrier object).
+ADDRESS_ALIGNMENT: dict[str, int] = {"dstMem": 16, "srcMem": 16, "mbar": 8}
+
 # add.f16 / add.bf16 must say .noftz (they keep subnormals); no other form takes it.
 NOFTZ_TYPES: tuple[BulkRedType, ...] = (_T.F16, _T.BF16)
 
@@ -183,10 +189,18 @@ def check_cache_hint(hint: CacheHintAttr | None, policy: SSAValue | None) -> Non
     check_paired(".L2::cache_hint", hint is not None, "cachePolicy", policy)
 
 
+def reducible_types(dst: StateSpace) -> tuple[BulkRedType, ...]:
+    """The element types that some ``.redOp`` accepts for ``dst`` in the table."""
+    accepted = {t for types in REDUCE_TABLE[dst].values() for t in types}
+    return tuple(t for t in BulkRedType if t in accepted)
+
+
 def check_reduce(dst: StateSpace, red_op: BulkRedOp, type: BulkRedType, noftz: bool) -> None:
     """The .redOp x .type table for ``dst``, then the .noftz rule."""
     if dst == StateSpace.SHARED_CLUSTER and type not in SHARED_CLUSTER_TYPES:
-        raise qualifier_error(".type", type, SHARED_CLUSTER_TYPES, f"for '.dst' {dst}")
+        # The syntax block also lists b64, which no row of the table accepts: offer only
+        # the types that some .redOp takes.
+        raise qualifier_error(".type", type, reducible_types(dst), f"for '.dst' {dst}")
     valid = REDUCE_TABLE[dst][red_op]
     if type not in valid:
         raise qualifier_error(".redOp", red_op, valid, f"with '.type' {type} for '.dst' {dst}")
@@ -243,6 +257,14 @@ class BulkInstruction(PtxInstruction, ABC):
     def form(self) -> str:
         """The mnemonic up to the completion mechanism, e.g. ``cp.async.bulk.global.shared::cta.bulk_group``."""
         return mnemonic(self.OPCODE, *self.DIRECTION, self.COMPLETION)
+
+    def verify_alignment(self) -> None:
+        """``dstMem`` and ``srcMem`` 16-byte aligned, ``mbar`` (an mbarrier object, .b64)
+        8-byte aligned, where the alignment is known at compile time."""
+        for field, n in ADDRESS_ALIGNMENT.items():
+            value = getattr(self, field, None)
+            if value is not None:
+                check_aligned(field, value, n)
 
 
 # region cp.async.bulk
@@ -303,6 +325,7 @@ class CpAsyncBulkSharedCtaGlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:
@@ -380,6 +403,7 @@ class CpAsyncBulkSharedClusterGlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
         check_paired(".multicast::cluster", self.multicast is not None, "ctaMask", self.ctaMask)
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
@@ -429,6 +453,7 @@ class CpAsyncBulkSharedClusterSharedCtaOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
 
     def ptx_mnemonic(self) -> str:
         return self.form()
@@ -498,6 +523,7 @@ class CpAsyncBulkGlobalSharedCtaOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
         check_cache_hint(self.cache_hint, self.cachePolicy)
         check_paired(".cp_mask", self.cp_mask is not None, "byteMask", self.byteMask)
 
@@ -561,6 +587,7 @@ class CpAsyncBulkPrefetchL2GlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:
@@ -645,6 +672,7 @@ class CpReduceAsyncBulkSharedClusterSharedCtaOp(CpReduceAsyncBulkOp):
     def verify_(self) -> None:
         self.verify_reduction()
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(self.form(), *self.reduction())
@@ -719,6 +747,7 @@ class CpReduceAsyncBulkGlobalSharedCtaOp(CpReduceAsyncBulkOp):
     def verify_(self) -> None:
         self.verify_reduction()
         check_multiple_of_16("size", self.size)
+        self.verify_alignment()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:

@@ -39,6 +39,7 @@ from bulkred_dialect.ops.ptx.base import (
     RegisterNamer,
     StateSpace,
     addr,
+    check_aligned,
     i32,
     i64,
     mnemonic,
@@ -170,6 +171,12 @@ class RedAsyncBase(PtxInstruction, ABC):
                 f"operand 'b' must be {want} for '.type' {type_name}, got {self.b.type}"
             )
 
+    def _verify_a_alignment(self, type_name: str) -> None:
+        """Where known at compile time, ``a`` is aligned to the size of ``.type`` ("the
+        address must be naturally aligned to a multiple of the access size", PTX ISA,
+        Addresses as Operands)."""
+        check_aligned("a", self.a, 8 if type_name.endswith("64") else 4)
+
 
 @irdl_op_definition
 class RedAsyncRelaxedClusterOp(RedAsyncBase):
@@ -228,6 +235,9 @@ class RedAsyncRelaxedClusterOp(RedAsyncBase):
                 f"names both), got {self.mbar.type}"
             )
         self._verify_b(t)
+        self._verify_a_alignment(t)
+        # An mbarrier object is an 8-byte aligned .b64.
+        check_aligned("mbar", self.mbar, 8)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(
@@ -302,6 +312,7 @@ class RedAsyncReleaseOp(RedAsyncBase):
             raise VerifyException(f"'.mmio' requires '.scope' sys, got '.scope' {scope}")
         self._verify_dest()
         self._verify_b(self.type.data)
+        self._verify_a_alignment(self.type.data)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import irdl_attr_definition, irdl_op_definition, prop_def, result_def
+from xdsl.parser import AttrParser
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -60,6 +61,23 @@ class SpecialRegister(StrEnum):
 @irdl_attr_definition
 class SpecialRegisterAttr(EnumAttribute[SpecialRegister], SpacedOpaqueSyntaxAttribute):
     name = "ptx.sreg"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> SpecialRegister:
+        """A register name as PTX spells it after the ``%`` (``tid.x``); a located error
+        listing the valid names otherwise."""
+        valid = ", ".join(SpecialRegister)
+        start = parser.pos
+        name = parser.parse_optional_identifier()
+        if name is None:
+            name = parser.parse_optional_str_literal()
+        if name is None:
+            parser.raise_error(
+                f"expected a special register name, spelled without '%' (valid: {valid})", start, start + 1
+            )
+        if name not in [str(r) for r in SpecialRegister]:
+            parser.raise_error(f"'reg' {name} is not a special register (valid: {valid})", start, parser.pos)
+        return SpecialRegister(name)
 
 
 _ANY_TARGET = Requirement(sm=50, ptx=(6, 0))

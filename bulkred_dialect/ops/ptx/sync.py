@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.ptx.base import (
+    check_aligned,
     DiffCase,
     PtrType,
     PtxInstruction,
@@ -91,6 +92,7 @@ class MbarrierInitOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
+        check_aligned("addr", self.addr, 8)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.init", _space(self.addr), "b64")
@@ -124,6 +126,7 @@ class MbarrierArriveOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
+        check_aligned("addr", self.addr, 8)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.arrive", _space(self.addr), "b64")
@@ -165,6 +168,7 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, (StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER))
+        check_aligned("addr", self.addr, 8)
         if _space(self.addr) == StateSpace.SHARED_CLUSTER and self.state is not None:
             raise VerifyException(
                 "'state' must be the sink '_' (no result) with '.shared::cluster', got a result"
@@ -203,12 +207,46 @@ class MbarrierTryWaitParityOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
+        check_aligned("addr", self.addr, 8)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.try_wait.parity", _space(self.addr), "b64")
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.done), addr(reg(self.addr)), reg(self.parity)]
+
+
+@irdl_op_definition
+class MbarrierInvalOp(PtxInstruction):
+    """Invalidate the mbarrier object at ``[addr]``, so that its memory can be reused or
+    initialized again (``mbarrier.init`` on a valid mbarrier object is undefined).
+
+    PTX: ``mbarrier.inval.shared::cta.b64 [addr];``
+
+    Example: ``ptx.mbarrier.inval %mbar : !ptx.ptr<shared::cta>``.
+    Needs sm_80 and PTX ISA 7.8 (for ``.shared::cta``). Spec: PTX ISA, mbarrier.inval.
+    """
+
+    name = "ptx.mbarrier.inval"
+    SPEC_SECTION: ClassVar = "mbarrier.inval"
+    REQUIREMENT: ClassVar = Requirement(sm=80, ptx=(7, 8))
+
+    addr = operand_def(Attribute)
+
+    assembly_format = "$addr attr-dict `:` type($addr)"
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+    def verify_(self) -> None:
+        expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
+        check_aligned("addr", self.addr, 8)
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic("mbarrier.inval", _space(self.addr), "b64")
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [addr(reg(self.addr))]
 
 
 # endregion
@@ -558,6 +596,10 @@ def differential_cases() -> Iterator[DiffCase]:
     yield DiffCase(
         "mbarrier.try_wait.parity", (cta, i32), lambda v: MbarrierTryWaitParityOp(v[0], v[1])
     )
+    for space in (cta, cluster):
+        yield DiffCase(
+            f"mbarrier.inval.{space.state_space}", (space,), lambda v: MbarrierInvalOp(v[0])
+        )
     yield DiffCase("fence.mbarrier_init", (), lambda v: FenceMbarrierInitOp())
     for space in (None, *StateSpace):
         yield DiffCase(
@@ -598,6 +640,7 @@ SYNC_OPS = [
     MbarrierArriveOp,
     MbarrierArriveExpectTxOp,
     MbarrierTryWaitParityOp,
+    MbarrierInvalOp,
     FenceMbarrierInitOp,
     FenceProxyAsyncOp,
     CpAsyncBulkCommitGroupOp,

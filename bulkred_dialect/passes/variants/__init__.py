@@ -11,7 +11,8 @@ The variants, by priority (highest is tried first):
 
 ======  ==============  =====================================================
   20    sm100_packed    thread scope, 1-D f32 of length >= 8 to a scalar, sm_100+
-  10    local           any thread-scope reduction of local buffers (scalar loop)
+  10    local           any thread-scope reduction of local buffers (scalar loop),
+                        every element type the ``bulkred.reduce`` verifier accepts
 ======  ==============  =====================================================
 """
 
@@ -28,7 +29,9 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IndexType,
     IntegerType,
+    LocationAttr,
     MemRefType,
+    Signedness,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -41,13 +44,18 @@ from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp, scope_of
 
 
 def dtype_name(t: Attribute) -> str:
-    """TIRx's spelling of an element type (``float32``, ``bfloat16``, ``int32``)."""
+    """TIRx's spelling of an element type (``float32``, ``bfloat16``, ``int32``).
+
+    Only signless integers are ``int<N>``: ``ui32`` is ``uint32`` and ``si32`` is
+    ``sint32``, so that no ``dtype`` predicate mistakes them for ``int32``.
+    """
     if isinstance(t, BFloat16Type):
         return "bfloat16"
     if isinstance(t, Float16Type | Float32Type | Float64Type):
         return f"float{t.bitwidth}"
     if isinstance(t, IntegerType):
-        return f"int{t.width.data}"
+        prefix = {Signedness.SIGNLESS: "int", Signedness.SIGNED: "sint", Signedness.UNSIGNED: "uint"}
+        return f"{prefix[t.signedness.data]}{t.width.data}"
     return str(t)
 
 
@@ -123,14 +131,25 @@ def sm_at_least(version: int) -> Callable[[Operation, Target], tuple[bool, objec
 class Emitter:
     """Inserts ops through ``builder`` (before the replaced op, or at the end of a loop
     body); index constants are created once, before the replaced op, and shared by
-    every nested emitter so that they dominate all their uses."""
+    every nested emitter so that they dominate all their uses.
 
-    def __init__(self, builder: Builder, constants: Emitter | None = None):
+    Every op it inserts takes ``location``, the location of the op being replaced
+    (``Emitter(rewriter, location=op.location)``), so that an error in the lowered IR
+    points at the source line of the tile-level op. Nested emitters share it.
+    """
+
+    def __init__(self, builder: Builder, constants: Emitter | None = None, *, location: LocationAttr | None = None):
         self.builder = builder
         self._root = constants if constants is not None else self
+        self.location = location if constants is None else constants.location
         self._index: dict[int, SSAValue] = {}
 
+    def _locate(self, op: Operation) -> None:
+        if self.location is not None:
+            op.location = self.location
+
     def emit(self, op: Operation) -> Operation:
+        self._locate(op)
         self.builder.insert(op)
         return op
 
@@ -143,6 +162,7 @@ class Emitter:
         root = self._root
         if i not in root._index:
             c = arith.ConstantOp.from_int_and_width(i, IndexType())
+            root._locate(c)
             root.builder.insert(c)
             root._index[i] = c.result
         return root._index[i]

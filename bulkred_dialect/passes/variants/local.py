@@ -5,8 +5,10 @@ scalar PTX arithmetic (priority 10; what runs wherever sm100_packed declines).
 (a 1-D ``src`` into ``dst`` [1]). Per row: ``acc = src[r, 0]``; an ``scf.for`` over
 ``i = 1 .. N-1`` carries ``acc = op(acc, src[r, i])``; with ``accum``,
 ``acc = op(dst[r], acc)``; then ``dst[r] = acc``. The combining op is
-``add.rn`` for floats (no ``.ftz``), ``add.s32/.s64`` for integers, ``max/min``
-(signed for integers), ``and/or/xor.b32/.b64``.
+``add.rn`` for floats (no ``.ftz``), ``add.s16/.s32/.s64`` for integers, ``max/min``
+(signed for integers), ``and/or/xor.b16/.b32/.b64``. The ``dtype`` predicate lists
+every element type of ``ops/tile.py``'s ``ELEMENT_TYPES`` (tests/test_dispatch.py checks
+that the two agree), so the verifier never accepts a type that no variant lowers.
 
 Example: ``bulkred.reduce max thread %a, %b : memref<4x16xi32, #bulkred.scope<local>>,
 memref<4xi32, #bulkred.scope<local>>`` becomes a loop over the 4 rows around a loop
@@ -44,11 +46,13 @@ from bulkred_dialect.passes.variants import (
 )
 
 # Element type -> (.type for add/min/max, .type for and/or/xor); integers are signed.
+# One entry per element type of ops/tile.py's ELEMENT_TYPES.
 _PTX_TYPES: dict[str, tuple[ArithType, ArithType | None]] = {
     "float16": (ArithType.F16, None),
     "bfloat16": (ArithType.BF16, None),
     "float32": (ArithType.F32, None),
     "float64": (ArithType.F64, None),
+    "int16": (ArithType.S16, ArithType.B16),
     "int32": (ArithType.S32, ArithType.B32),
     "int64": (ArithType.S64, ArithType.B64),
 }
@@ -99,5 +103,5 @@ def lower_local(op: Operation, rewriter: PatternRewriter, target: Target) -> Non
             acc = combine(e, kind, dtype, e.load(op.dst, at), acc)
         e.store(acc, op.dst, at)
 
-    Emitter(rewriter).nest(rows, row)
+    Emitter(rewriter, location=op.location).nest(rows, row)
     rewriter.erase(op)

@@ -78,7 +78,7 @@ PREDICATES = [
 @register_variant("bulkred.reduce", "sm100_packed", priority=20, predicates=PREDICATES)
 def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
-    e = Emitter(rewriter)
+    e = Emitter(rewriter, location=op.location)
     n = reduction_len(op, target)
     src = [e.load(op.src, [i]) for i in range(n)]
     kind = op.kind.data

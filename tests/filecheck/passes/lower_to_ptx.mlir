@@ -8,6 +8,8 @@
 // NOLEFT-NOT: scf.
 // NOLEFT-NOT: cf.
 // NOLEFT-NOT: {{[:(,] ?index\b}}
+// Created ops keep the location of the op they replace.
+// RUN: bulkred-opt %s --split-input-file -p lower-to-ptx --print-debuginfo | filecheck %s --check-prefix=LOC
 // With a target, the module records it for `-t ptx`.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-to-ptx{target=sm_100a}' | filecheck %s --check-prefix=TARGET
 // TARGET: builtin.module attributes {bulkred.target = "sm_100a"}
@@ -196,5 +198,101 @@ func.func @constants_and_cast(%A: memref<2xf32, #bulkred.scope<global>>, %D: mem
   memref.store %d, %D[%c0] : memref<1xf64, #bulkred.scope<global>>
   %p = builtin.unrealized_conversion_cast %S : memref<4xf32, #bulkred.scope<shared>> to !ptx.ptr<shared::cluster>
   %q = ptx.mov %p : !ptx.ptr<shared::cluster> -> i32
+  func.return
+}
+
+// -----
+
+// scf.while with a loop-carried value and a result: the entry jumps to the "before"
+// block with the operand; scf.condition branches to the "after" block or out, passing
+// its values to either (an edge block each, as ptx.bra.cond carries none); the "after"
+// block's yield jumps back.
+// CHECK-LABEL: func.func @while_loop
+// CHECK:      ptx.bra ^[[BEFORE:.*]](%{{.*}} : i32)
+// CHECK-NEXT: ^[[BEFORE]](%x: i32):
+// CHECK-NEXT: %[[P:.*]] = ptx.setp lt s32 %x, %n : i32, i32
+// CHECK-NEXT: ptx.bra.cond %[[P]], ^[[E1:.*]], ^[[E2:.*]]
+// CHECK-NEXT: ^[[E2]]:
+// CHECK-NEXT: ptx.bra ^[[EXIT:.*]](%x : i32)
+// CHECK-NEXT: ^[[E1]]:
+// CHECK-NEXT: ptx.bra ^[[AFTER:.*]](%x : i32)
+// CHECK-NEXT: ^[[AFTER]](%y: i32):
+// CHECK-NEXT: %[[Y2:.*]] = ptx.add s32 %y, %y : i32
+// CHECK-NEXT: ptx.bra ^[[BEFORE]](%[[Y2]] : i32)
+// CHECK-NEXT: ^[[EXIT]](%[[R:.*]]: i32):
+// CHECK-NEXT: ptx.st b32 %B, %[[R]] : !ptx.ptr<global>, i32
+func.func @while_loop(%B: memref<1xi32, #bulkred.scope<global>>, %n: i32) {
+  %c1 = arith.constant 1 : i32
+  %r = scf.while (%x = %c1) : (i32) -> i32 {
+    %p = arith.cmpi slt, %x, %n : i32
+    scf.condition(%p) %x : i32
+  } do {
+  ^bb0(%y: i32):
+    %y2 = ptx.add s32 %y, %y : i32
+    scf.yield %y2 : i32
+  }
+  %c0 = arith.constant 0 : index
+  memref.store %r, %B[%c0] : memref<1xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// A negated branch condition (arith.xori with true) costs nothing: the branch takes
+// the predicate itself with its successors swapped (the wait loop of a bulk copy).
+// CHECK-LABEL: func.func @spin_until_done
+// CHECK:      ptx.bra ^[[SPIN:.*]]
+// CHECK-NEXT: ^[[SPIN]]:
+// CHECK-NEXT: %done = ptx.mbarrier.try_wait.parity %m, %{{.*}} : !ptx.ptr<shared::cta>
+// CHECK-NEXT: ptx.bra.cond %done, ^[[EXIT:.*]], ^[[AGAIN:.*]]
+// CHECK-NEXT: ^[[AGAIN]]:
+// CHECK-NEXT: ptx.bra ^[[SPIN]]
+// CHECK-NEXT: ^[[EXIT]]:
+// CHECK-NEXT: ptx.ret
+// CHECK-NOT:  arith.
+// LOC-LABEL: func.func @spin_until_done
+// LOC:       ptx.mov.imm 0 : i32 loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 7]]:3)
+// LOC:       ptx.bra ^{{.*}} loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 8]]:3)
+// LOC:       ptx.mbarrier.try_wait.parity {{.*}} loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 8]]:5)
+// LOC:       ptx.bra.cond {{.*}} loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 9]]:5)
+// LOC:       ptx.bra ^{{.*}} loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 10]]:5)
+// LOC:       ptx.ret loc("{{.*}}lower_to_ptx.mlir":[[# @LINE + 11]]:3)
+func.func @spin_until_done(%m: !ptx.ptr<shared::cta>) {
+  %parity = arith.constant 0 : i32
+  %true = arith.constant true
+  scf.while () : () -> () {
+    %done = ptx.mbarrier.try_wait.parity %m, %parity : !ptx.ptr<shared::cta>
+    %again = arith.xori %done, %true : i1
+    scf.condition(%again)
+  } do {
+    scf.yield
+  }
+  func.return
+}
+
+// -----
+
+// Negations fold in either operand order and twice over; scf.if on a negated predicate.
+// CHECK-LABEL: func.func @negated_if
+// CHECK:      ptx.bra.cond %p, ^[[SKIP:.*]], ^[[THEN:.*]]
+// CHECK-NEXT: ^[[THEN]]:
+// CHECK-NEXT: ptx.st b32 %B, %x : !ptx.ptr<global>, i32
+// CHECK-NEXT: ptx.bra ^[[SKIP]]
+// CHECK-NEXT: ^[[SKIP]]:
+// CHECK-NEXT: ptx.bra.cond %p, ^[[T2:.*]], ^[[J2:.*]]
+// CHECK-NEXT: ^[[T2]]:
+// CHECK-NEXT: ptx.st b32 %B offset 4, %x : !ptx.ptr<global>, i32
+func.func @negated_if(%B: memref<2xi32, #bulkred.scope<global>>, %p: i1, %x: i32) {
+  %true = arith.constant true
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %np = arith.xori %true, %p : i1
+  scf.if %np {
+    memref.store %x, %B[%c0] : memref<2xi32, #bulkred.scope<global>>
+  }
+  %nnp = arith.xori %np, %true : i1
+  scf.if %nnp {
+    memref.store %x, %B[%c1] : memref<2xi32, #bulkred.scope<global>>
+  }
   func.return
 }

@@ -4,20 +4,56 @@
 
 // STDERR: lower_to_ptx_invalid.mlir:[[# @LINE + 3]]:3: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store,
 func.func @unsupported_op(%a: index, %b: index) {
-  // CHECK: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/extsi/extui/trunci/cmpi/select, scf.for/if/yield, cf.br/cond_br, ptx ops)
+  // CHECK: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/extsi/extui/trunci/cmpi/select, arith.xori (negating a branch condition), scf.for/if/while/condition/yield, cf.br/cond_br, ptx ops)
   %q = arith.divsi %a, %b : index
   func.return
 }
 
 // -----
 
-// CHECK: error: 'scf.while' cannot be lowered to ptx
-func.func @while_loop(%c: i1) {
-  scf.while () : () -> () {
-    scf.condition(%c)
-  } do {
-    scf.yield
-  }
+func.func @xori_i32(%a: i32, %b: i32) {
+  // CHECK: error: 'arith.xori' only the negation of an i1 (arith.xori with true) is lowered, got i32
+  %x = arith.xori %a, %b : i32
+  func.return
+}
+
+// -----
+
+func.func @xori_not_a_negation(%p: i1, %q: i1) {
+  // CHECK: error: 'arith.xori' only the negation of an i1 (arith.xori with true) is lowered, got i1
+  %x = arith.xori %p, %q : i1
+  func.return
+}
+
+// -----
+
+func.func @xori_with_false(%p: i1) {
+  %false = arith.constant false
+  // CHECK: error: 'arith.xori' only the negation of an i1 (arith.xori with true) is lowered, got i1
+  %x = arith.xori %p, %false : i1
+  func.return
+}
+
+// -----
+
+// A negated predicate has no PTX value here: only a branch may use it.
+func.func @negation_used_as_value(%p: i1, %a: i32, %b: i32) {
+  %true = arith.constant true
+  // CHECK: error: 'arith.xori' a negated i1 is lowered only as a branch condition, but 'arith.select' uses it
+  %np = arith.xori %p, %true : i1
+  %s = arith.select %np, %a, %b : i32
+  func.return
+}
+
+// -----
+
+// ... nor as a value passed along a branch (not its condition).
+func.func @negation_passed_to_a_block(%p: i1) {
+  %true = arith.constant true
+  // CHECK: error: 'arith.xori' a negated i1 is lowered only as a branch condition, but 'cf.cond_br' uses it
+  %np = arith.xori %p, %true : i1
+  cf.cond_br %p, ^bb1(%np : i1), ^bb1(%p : i1)
+^bb1(%v: i1):
   func.return
 }
 

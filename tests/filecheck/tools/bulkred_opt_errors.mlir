@@ -15,7 +15,7 @@ func.func @unknown() {
 
 // PASS: bulkred-opt: error: Unrecognized passes: ['no-such-pass']
 // PASS-NOT: Traceback
-// TARGET: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_9x'
+// TARGET: {{^}}bulkred-opt: error: check-target: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_9x'
 // TARGET-NOT: Traceback
 // MISSING: bulkred-opt: error: {{.*}}does-not-exist.mlir
 // MISSING-NOT: Traceback

@@ -113,4 +113,41 @@ func.func @prefetch(%src: !ptx.ptr<global>, %size: i32, %policy: i64) {
   func.return
 }
 
+// -----
+
+// Known alignments that are multiples of 16 (8 for the mbarrier) are accepted: a 16-byte
+// base plus 16, plus 8 + 8, through ptx.mov and ptx.mapa; an offset that is not a
+// constant, or a block argument, is unknown and accepted.
+// CHECK-LABEL: func.func @aligned_addresses
+// GENERIC-LABEL: sym_name = "aligned_addresses"
+func.func @aligned_addresses(%g: !ptx.ptr<global>, %size: i32, %off: i32, %rank: i32) {
+  ptx.alloc shared @tile size 256 align 16
+  ptx.alloc shared @bars size 16 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bars = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %c16 = arith.constant 16 : i32
+  %t16 = ptx.add.ptr %tile, %c16 : !ptx.ptr<shared::cta>, i32
+  %t8 = ptx.add.ptr %tile, %c8 : !ptx.ptr<shared::cta>, i32
+  %t8p8 = ptx.add.ptr %t8, %c8 : !ptx.ptr<shared::cta>, i32
+  %bar1 = ptx.add.ptr %bars, %c8 : !ptx.ptr<shared::cta>, i32
+  %tvar = ptx.add.ptr %t8, %off : !ptx.ptr<shared::cta>, i32
+  // SM89: cp_async_bulk.mlir:[[# @LINE + 2]]:3: error: 'ptx.cp.async.bulk.shared_cta.global' 'cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes' needs sm_90 and PTX ISA 8.6, but the target is sm_89
+  // CHECK: ptx.cp.async.bulk.shared_cta.global %t16, %g, %size, %bar1{{$}}
+  ptx.cp.async.bulk.shared_cta.global %t16, %g, %size, %bar1
+  // CHECK: ptx.cp.async.bulk.global.shared_cta %g, %t8p8, %size{{$}}
+  ptx.cp.async.bulk.global.shared_cta %g, %t8p8, %size
+  // CHECK: ptx.cp.async.bulk.global.shared_cta %g, %tvar, %size{{$}}
+  ptx.cp.async.bulk.global.shared_cta %g, %tvar, %size
+  %ct = ptx.mov %t16 : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  %cb = ptx.mov %bar1 : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  // CHECK: ptx.cp.async.bulk.shared_cluster.global %ct, %g, %size, %cb{{$}}
+  ptx.cp.async.bulk.shared_cluster.global %ct, %g, %size, %cb
+  %rt = ptx.mapa %t8p8, %rank : !ptx.ptr<shared::cta>
+  %rb = ptx.mapa %bars, %rank : !ptx.ptr<shared::cta>
+  // CHECK: ptx.cp.async.bulk.shared_cluster.shared_cta %rt, %tile, %size, %rb{{$}}
+  ptx.cp.async.bulk.shared_cluster.shared_cta %rt, %tile, %size, %rb
+  func.return
+}
+
 // SM90A-NOT: error:

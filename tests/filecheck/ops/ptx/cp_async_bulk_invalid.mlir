@@ -179,3 +179,120 @@ func.func @prefetch_policy_width(%src: !ptx.ptr<global>, %size: i32, %policy: i3
   "ptx.cp.async.bulk.prefetch.L2.global"(%src, %size, %policy) <{cache_hint = #ptx<bulk_cache_hint "L2::cache_hint">}> : (!ptx.ptr<global>, i32, i32) -> ()
   func.return
 }
+
+// -----
+
+// Alignment: "the addresses dstMem and srcMem must be aligned to 16 bytes", where known at
+// compile time: from the ptx.alloc that ptx.mov.addr names, plus constant ptx.add.ptr offsets.
+// STDERR: cp_async_bulk_invalid.mlir:[[# @LINE + 7]]:3: error: 'ptx.cp.async.bulk.shared_cta.global' 'dstMem' must be 16-byte aligned, known alignment 4
+func.func @shared_cta_global_dst_alloc_align_4(%src: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 256 align 4
+  ptx.alloc shared @mbar size 8 align 8
+  %dst = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %mbar = ptx.mov.addr @mbar : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'dstMem' must be 16-byte aligned, known alignment 4
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @shared_cta_global_dst_offset_8(%src: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @mbar size 8 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %mbar = ptx.mov.addr @mbar : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %dst = ptx.add.ptr %tile, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'dstMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// Offsets add up along a chain of ptx.add.ptr (16 + 8), through ptx.mov.imm constants too.
+func.func @shared_cta_global_dst_offset_chain(%src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cta>) {
+  ptx.alloc shared @tile size 256 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c16 = ptx.mov.imm 16 : i32
+  %c8 = arith.constant 8 : i32
+  %a = ptx.add.ptr %tile, %c16 : !ptx.ptr<shared::cta>, i32
+  %dst = ptx.add.ptr %a, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'dstMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// An mbarrier object is an 8-byte aligned .b64.
+func.func @shared_cta_global_mbar_align_4(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @bars size 16 align 8
+  %bars = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c4 = arith.constant 4 : i32
+  %mbar = ptx.add.ptr %bars, %c4 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'mbar' must be 8-byte aligned, known alignment 4
+  ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// A shared::cta address seen as shared::cluster (ptx.mov) keeps its alignment.
+func.func @shared_cluster_global_dst_via_mov(%src: !ptx.ptr<global>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
+  ptx.alloc shared @tile size 64 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %dst = ptx.mov %tile : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' 'dstMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// ptx.mapa maps to the same offset in another CTA's shared memory: the alignment is kept.
+func.func @shared_cluster_shared_cta_mbar_via_mapa(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %rank: i32) {
+  ptx.alloc shared @bar size 8 align 4
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %mbar = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'mbar' must be 8-byte aligned, known alignment 4
+  ptx.cp.async.bulk.shared_cluster.shared_cta %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @shared_cluster_shared_cta_src_offset(%dst: !ptx.ptr<shared::cluster>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
+  ptx.alloc shared @tile size 512 align 128
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c100 = arith.constant 100 : i32
+  %src = ptx.add.ptr %tile, %c100 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 4
+  ptx.cp.async.bulk.shared_cluster.shared_cta %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// A negative offset: 16-byte base - 8.
+func.func @global_shared_cta_src_negative_offset(%dst: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 512 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c = arith.constant -8 : i32
+  %src = ptx.add.ptr %tile, %c : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size
+  func.return
+}
+
+// -----
+
+// A constant address is its own alignment (through cvta.to.global).
+func.func @prefetch_src_constant_address(%size: i32) {
+  %c = arith.constant 4104 : i64
+  %src = ptx.cvta.to.global %c : i64
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' 'srcMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.async.bulk.prefetch.L2.global %src, %size
+  func.return
+}

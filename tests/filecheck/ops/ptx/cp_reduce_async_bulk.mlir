@@ -126,3 +126,24 @@ func.func @global_cache_hint(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>
   ptx.cp.reduce.async.bulk.global.shared_cta cache_hint "L2::cache_hint" xor b64 %dst, %src, %size cachePolicy = %policy
   func.return
 }
+
+// -----
+
+// Known alignments that are multiples of 16 (8 for the mbarrier) are accepted.
+// CHECK-LABEL: func.func @aligned_addresses
+// GENERIC-LABEL: sym_name = "aligned_addresses"
+func.func @aligned_addresses(%g: !ptx.ptr<global>, %size: i32, %rank: i32) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @bar size 8 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %c48 = arith.constant 48 : i32
+  %src = ptx.add.ptr %tile, %c48 : !ptx.ptr<shared::cta>, i32
+  %dst = ptx.mapa %tile, %rank : !ptx.ptr<shared::cta>
+  %mbar = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u32 %dst, %src, %size, %mbar{{$}}
+  ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u32 %dst, %src, %size, %mbar
+  // CHECK: ptx.cp.reduce.async.bulk.global.shared_cta add f32 %g, %src, %size{{$}}
+  ptx.cp.reduce.async.bulk.global.shared_cta add f32 %g, %src, %size
+  func.return
+}

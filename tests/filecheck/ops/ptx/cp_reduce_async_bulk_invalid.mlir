@@ -1,13 +1,15 @@
 // Every verifier rule of cp.reduce.async.bulk, rejected with its message: the syntax block's
 // .type list, each row of the .redOp x .type table for both destinations, .noftz both ways,
-// the cache hint and its operand, the size, the mbarrier's state space.
+// the cache hint and its operand, the size, the mbarrier's state space, the alignment of
+// dstMem / srcMem (16) and mbar (8) where known.
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
 
-// STDERR: cp_reduce_async_bulk_invalid.mlir:[[# @LINE + 4]]:3: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f32 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)
-// f32 is not in the .type list of the shared::cluster syntax block.
+// STDERR: cp_reduce_async_bulk_invalid.mlir:[[# @LINE + 5]]:3: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f32 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, u64)
+// f32 is not in the .type list of the shared::cluster syntax block. The valid list is that of
+// the table: the syntax block also lists b64, which no .redOp accepts for shared::cluster.
 func.func @cluster_type_f32(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f32 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f32 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, u64)
   ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add f32 %dst, %src, %size, %mbar
   func.return
 }
@@ -15,7 +17,7 @@ func.func @cluster_type_f32(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shar
 // -----
 
 func.func @cluster_type_s64(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' s64 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' s64 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, u64)
   ptx.cp.reduce.async.bulk.shared_cluster.shared_cta min s64 %dst, %src, %size, %mbar
   func.return
 }
@@ -32,7 +34,7 @@ func.func @cluster_add_b64(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<share
 // -----
 
 func.func @cluster_type_f16(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f16 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, b64, u64)
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' '.type' f16 is not valid for '.dst' shared::cluster (valid: b32, u32, s32, u64)
   ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add f16 %dst, %src, %size, %mbar
   func.return
 }
@@ -271,5 +273,66 @@ func.func @global_dst_space(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shar
 func.func @unknown_red_op(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>, %size: i32) {
   // CHECK: Expected `and`, `or`, `xor`, `add`, `inc`, `dec`, `min`, or `max`.
   ptx.cp.reduce.async.bulk.global.shared_cta mul f32 %dst, %src, %size
+  func.return
+}
+
+// -----
+
+// Alignment: dstMem and srcMem 16 bytes, mbar 8, where known at compile time (ptx.alloc's
+// align, constant ptx.add.ptr offsets, kept through ptx.mapa).
+func.func @cluster_dst_via_mapa(%src: !ptx.ptr<shared::cta>, %size: i32, %mbar: !ptx.ptr<shared::cluster>, %rank: i32) {
+  ptx.alloc shared @acc size 256 align 8
+  %acc = ptx.mov.addr @acc : !ptx.ptr<shared::cta>
+  %dst = ptx.mapa %acc, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'dstMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u32 %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @cluster_src_offset_4(%dst: !ptx.ptr<shared::cluster>, %size: i32, %mbar: !ptx.ptr<shared::cluster>) {
+  ptx.alloc shared @tile size 256 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c4 = arith.constant 4 : i32
+  %src = ptx.add.ptr %tile, %c4 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 4
+  ptx.cp.reduce.async.bulk.shared_cluster.shared_cta min s32 %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// STDERR: cp_reduce_async_bulk_invalid.mlir:[[# @LINE + 8]]:3: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'mbar' must be 8-byte aligned, known alignment 4
+func.func @cluster_mbar_offset_4(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %size: i32, %rank: i32) {
+  ptx.alloc shared @bars size 64 align 16
+  %bars = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c12 = arith.constant 12 : i32
+  %bar = ptx.add.ptr %bars, %c12 : !ptx.ptr<shared::cta>, i32
+  %mbar = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'mbar' must be 8-byte aligned, known alignment 4
+  ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u64 %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+func.func @global_src_offset_8(%dst: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 256 align 128
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %src = ptx.add.ptr %tile, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 8
+  ptx.cp.reduce.async.bulk.global.shared_cta add f32 %dst, %src, %size
+  func.return
+}
+
+// -----
+
+func.func @global_src_alloc_align_2(%dst: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 256 align 2
+  %src = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 2
+  ptx.cp.reduce.async.bulk.global.shared_cta add noftz bf16 %dst, %src, %size
   func.return
 }

@@ -56,3 +56,20 @@ func.func @release(%g: !ptx.ptr<global>, %p: !ptx.ptr<generic>, %b: i32, %c: i64
   ptx.red.async.release mmio sys u32 %p, %b : !ptx.ptr<generic>, i32
   func.return
 }
+
+// Known alignments of the element's size (8 for the mbarrier) are accepted: u32 at offset 4.
+// CHECK-LABEL: func.func @aligned_addresses
+// GENERIC-LABEL: sym_name = "aligned_addresses"
+func.func @aligned_addresses(%b: i32, %rank: i32) {
+  ptx.alloc shared @acc size 64 align 16
+  ptx.alloc shared @bar size 8 align 8
+  %acc = ptx.mov.addr @acc : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %c4 = arith.constant 4 : i32
+  %p = ptx.add.ptr %acc, %c4 : !ptx.ptr<shared::cta>, i32
+  %a = ptx.mapa %p, %rank : !ptx.ptr<shared::cta>
+  %mbar = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: ptx.red.async.relaxed.cluster add u32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
+  ptx.red.async.relaxed.cluster add u32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
+  func.return
+}

@@ -151,3 +151,54 @@ func.func @relaxed_on_sm90a(%a: !ptx.ptr<shared::cluster>, %b: i32) {
   ptx.red.async.relaxed.cluster add u32 %a, %b, %a : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
   func.return
 }
+
+// -----
+
+// Alignment, where known at compile time: 'a' to the size of '.type', 'mbar' (an mbarrier
+// object, .b64) to 8.
+// STDERR: red_async_invalid.mlir:[[# @LINE + 8]]:3: error: 'ptx.red.async.relaxed.cluster' 'a' must be 8-byte aligned, known alignment 4
+func.func @relaxed_a_u64_offset_4(%b: i64, %mbar: !ptx.ptr<shared::cluster>, %rank: i32) {
+  ptx.alloc shared @acc size 64 align 16
+  %acc = ptx.mov.addr @acc : !ptx.ptr<shared::cta>
+  %c4 = arith.constant 4 : i32
+  %p = ptx.add.ptr %acc, %c4 : !ptx.ptr<shared::cta>, i32
+  %a = ptx.mapa %p, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.red.async.relaxed.cluster' 'a' must be 8-byte aligned, known alignment 4
+  ptx.red.async.relaxed.cluster add u64 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+func.func @relaxed_a_u32_offset_2(%b: i32, %mbar: !ptx.ptr<shared::cluster>, %rank: i32) {
+  ptx.alloc shared @acc size 64 align 16
+  %acc = ptx.mov.addr @acc : !ptx.ptr<shared::cta>
+  %c2 = arith.constant 2 : i32
+  %p = ptx.add.ptr %acc, %c2 : !ptx.ptr<shared::cta>, i32
+  %a = ptx.mapa %p, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.red.async.relaxed.cluster' 'a' must be 4-byte aligned, known alignment 2
+  ptx.red.async.relaxed.cluster min s32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+func.func @relaxed_mbar_align_4(%a: !ptx.ptr<shared::cluster>, %b: i32, %rank: i32) {
+  ptx.alloc shared @bar size 8 align 4
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %mbar = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.red.async.relaxed.cluster' 'mbar' must be 8-byte aligned, known alignment 4
+  ptx.red.async.relaxed.cluster add u32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+// A constant generic address (through ptx.mov) is its own alignment.
+func.func @release_a_s64_constant_address(%c: i64) {
+  %addr = arith.constant 4100 : i64
+  %a = ptx.mov %addr : i64 -> !ptx.ptr<generic>
+  // CHECK: error: 'ptx.red.async.release' 'a' must be 8-byte aligned, known alignment 4
+  ptx.red.async.release gpu s64 %a, %c : !ptx.ptr<generic>, i64
+  func.return
+}

@@ -4,7 +4,7 @@
 // RUN: bulkred-opt %s -p 'check-target{target=sm_90a}' | filecheck %s
 // RUN: not bulkred-opt %s -p 'check-target{target=sm_80}' 2>&1 | filecheck %s --check-prefix=SM80
 
-// Verifier and target errors of ptx.mov.sreg are in sync_invalid.mlir.
+// Verifier and parse errors of ptx.mov.sreg are in sreg_invalid.mlir; the sm_80 target error is below.
 
 // CHECK-LABEL: func.func @ids
 // GENERIC-LABEL: sym_name = "ids"

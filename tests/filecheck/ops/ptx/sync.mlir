@@ -23,6 +23,9 @@ func.func @mbarrier(%m: !ptx.ptr<shared::cta>, %remote: !ptx.ptr<shared::cluster
   // CHECK: %{{.*}} = ptx.mbarrier.try_wait.parity %{{.*}}, %{{.*}} : !ptx.ptr<shared::cta>
   // GENERIC: %{{.*}} = "ptx.mbarrier.try_wait.parity"(%m, %n) : (!ptx.ptr<shared::cta>, i32) -> i1
   %done = ptx.mbarrier.try_wait.parity %m, %n : !ptx.ptr<shared::cta>
+  // CHECK: ptx.mbarrier.inval %{{.*}} : !ptx.ptr<shared::cta>
+  // GENERIC: "ptx.mbarrier.inval"(%m) : (!ptx.ptr<shared::cta>) -> ()
+  ptx.mbarrier.inval %m : !ptx.ptr<shared::cta>
   func.return
 }
 

@@ -46,6 +46,22 @@ func.func @try_wait_cluster(%m: !ptx.ptr<shared::cluster>, %p: i32) {
 
 // -----
 
+func.func @inval_cluster(%m: !ptx.ptr<shared::cluster>) {
+  // CHECK: error: 'ptx.mbarrier.inval' operand 'addr' must be !ptx.ptr<shared::cta>, got !ptx.ptr<shared::cluster>
+  ptx.mbarrier.inval %m : !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+func.func @inval_i32(%m: i32) {
+  // CHECK: error: 'ptx.mbarrier.inval' operand 'addr' must be !ptx.ptr<shared::cta>, got i32
+  ptx.mbarrier.inval %m : i32
+  func.return
+}
+
+// -----
+
 func.func @fence_proxy_local() {
   // CHECK: error: 'ptx.fence.proxy.async' '.space' local is not valid for 'fence.proxy.async' (valid: shared::cta, shared::cluster, global)
   ptx.fence.proxy.async space local
@@ -96,7 +112,8 @@ func.func @sreg_explicit_cluster_i32() {
 
 // -----
 
-// Target checks: sm_80 has mbarrier.init / mbarrier.arrive and bar.sync, not the sm_90 forms.
+// Target checks: sm_80 has mbarrier.init / mbarrier.arrive / mbarrier.inval and bar.sync,
+// not the sm_90 forms.
 
 // SM80-LABEL: func.func @on_sm80
 func.func @on_sm80(%m: !ptx.ptr<shared::cta>, %n: i32) {
@@ -105,6 +122,8 @@ func.func @on_sm80(%m: !ptx.ptr<shared::cta>, %n: i32) {
   ptx.mbarrier.init %m, %n : !ptx.ptr<shared::cta>
   // SM80: ptx.mbarrier.arrive
   %s = ptx.mbarrier.arrive %m : !ptx.ptr<shared::cta>
+  // SM80: ptx.mbarrier.inval
+  ptx.mbarrier.inval %m : !ptx.ptr<shared::cta>
   // SM80: ptx.bar.sync 0
   ptx.bar.sync 0
   // SM80: ptx.mov.sreg tid.x
@@ -182,5 +201,16 @@ func.func @cluster_wait_on_sm80() {
 func.func @mapa_on_sm80(%a: !ptx.ptr<shared::cta>, %r: i32) {
   // SM80: error: 'ptx.mapa' 'mapa.shared::cluster.u32' needs sm_90 and PTX ISA 7.8, but the target is sm_80
   %d = ptx.mapa %a, %r : !ptx.ptr<shared::cta>
+  func.return
+}
+
+// -----
+
+// An mbarrier object is 8-byte aligned (PTX ISA 9.7.13.15.1).
+func.func @mbarrier_init_misaligned(%n: i32) {
+  ptx.alloc shared @bars size 64 align 4
+  %b = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.mbarrier.init' 'addr' must be 8-byte aligned, known alignment 4
+  ptx.mbarrier.init %b, %n : !ptx.ptr<shared::cta>
   func.return
 }

@@ -72,7 +72,8 @@ func.func @reduce_scopes(%s: memref<256xf32, #bulkred.scope<shared>>, %d: memref
 func.func @reduce_types(%a: memref<4x16xf16, #bulkred.scope<local>>, %b: memref<4xf16, #bulkred.scope<local>>,
                         %c: memref<16xbf16, #bulkred.scope<local>>, %d: memref<1xbf16, #bulkred.scope<local>>,
                         %e: memref<16xf64, #bulkred.scope<local>>, %f: memref<1xf64, #bulkred.scope<local>>,
-                        %g: memref<2x3x16xi64, #bulkred.scope<local>>, %h: memref<2x3xi64, #bulkred.scope<local>>) {
+                        %g: memref<2x3x16xi64, #bulkred.scope<local>>, %h: memref<2x3xi64, #bulkred.scope<local>>,
+                        %i: memref<16xi16, #bulkred.scope<local>>, %j: memref<1xi16, #bulkred.scope<local>>) {
   // CHECK: bulkred.reduce sum thread %{{.*}}, %{{.*}} : memref<4x16xf16, #bulkred.scope<local>>, memref<4xf16, #bulkred.scope<local>>
   bulkred.reduce sum thread %a, %b : memref<4x16xf16, #bulkred.scope<local>>, memref<4xf16, #bulkred.scope<local>>
   // CHECK-NEXT: bulkred.reduce max thread %{{.*}}, %{{.*}} : memref<16xbf16, #bulkred.scope<local>>, memref<1xbf16, #bulkred.scope<local>>
@@ -81,6 +82,8 @@ func.func @reduce_types(%a: memref<4x16xf16, #bulkred.scope<local>>, %b: memref<
   bulkred.reduce min thread %e, %f : memref<16xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
   // CHECK-NEXT: bulkred.reduce xor thread %{{.*}}, %{{.*}} : memref<2x3x16xi64, #bulkred.scope<local>>, memref<2x3xi64, #bulkred.scope<local>>
   bulkred.reduce xor thread %g, %h : memref<2x3x16xi64, #bulkred.scope<local>>, memref<2x3xi64, #bulkred.scope<local>>
+  // CHECK-NEXT: bulkred.reduce min thread %{{.*}}, %{{.*}} : memref<16xi16, #bulkred.scope<local>>, memref<1xi16, #bulkred.scope<local>>
+  bulkred.reduce min thread %i, %j : memref<16xi16, #bulkred.scope<local>>, memref<1xi16, #bulkred.scope<local>>
   func.return
 }
 
@@ -156,5 +159,32 @@ func.func @launch_defaults() attributes {bulkred.launch = #bulkred.launch<grid =
 // CHECK-LABEL: func.func @launch_reordered
 // CHECK-SAME: attributes {bulkred.launch = #bulkred.launch<grid = [4, 4, 2], block = [32, 4, 2], cluster = [2, 2, 2]>}
 func.func @launch_reordered() attributes {bulkred.launch = #bulkred.launch<cluster = [2, 2, 2], block = [32, 4, 2], grid = [4, 4, 2]>} {
+  func.return
+}
+
+// The largest launch shapes CUDA allows: 1024 threads per block in any arrangement
+// (z <= 64), grid x up to 2^31 - 1 and y, z up to 65535, 8 CTAs per portable cluster
+// and up to 16 per non-portable one.
+// CHECK-LABEL: func.func @launch_limits
+// CHECK-SAME: #bulkred.launch<grid = [2147483647], block = [1024], cluster = [1]>
+func.func @launch_limits() attributes {bulkred.launch = #bulkred.launch<grid = [2147483647], block = [1024]>} {
+  func.return
+}
+
+// CHECK-LABEL: func.func @launch_limits_3d
+// CHECK-SAME: #bulkred.launch<grid = [1, 65535, 65535], block = [16, 1, 64], cluster = [1]>
+func.func @launch_limits_3d() attributes {bulkred.launch = #bulkred.launch<grid = [1, 65535, 65535], block = [16, 1, 64]>} {
+  func.return
+}
+
+// CHECK-LABEL: func.func @launch_portable_cluster
+// CHECK-SAME: #bulkred.launch<grid = [16, 2], block = [32, 32], cluster = [4, 2]>
+func.func @launch_portable_cluster() attributes {bulkred.launch = #bulkred.launch<grid = [16, 2], block = [32, 32], cluster = [4, 2]>} {
+  func.return
+}
+
+// CHECK-LABEL: func.func @launch_nonportable_cluster
+// CHECK-SAME: #bulkred.launch<grid = [32, 2], block = [128], cluster = [8, 2]>
+func.func @launch_nonportable_cluster() attributes {bulkred.launch = #bulkred.launch<grid = [32, 2], block = [128], cluster = [8, 2]>} {
   func.return
 }

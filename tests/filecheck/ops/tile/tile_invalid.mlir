@@ -59,24 +59,146 @@ func.func @reduce_xor_on_float(%a: memref<32xf64, #bulkred.scope<local>>,
 // -----
 
 func.func @reduce_i1(%a: memref<32xi1, #bulkred.scope<local>>, %b: memref<1xi1, #bulkred.scope<local>>) {
-  // CHECK: error: 'bulkred.reduce' 'src' element type i1 cannot be reduced
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got i1
   bulkred.reduce or thread %a, %b : memref<32xi1, #bulkred.scope<local>>, memref<1xi1, #bulkred.scope<local>>
   func.return
 }
 
 // -----
 
+func.func @reduce_i8(%a: memref<32xi8, #bulkred.scope<local>>, %b: memref<1xi8, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got i8
+  bulkred.reduce sum thread %a, %b : memref<32xi8, #bulkred.scope<local>>, memref<1xi8, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_i128(%a: memref<32xi128, #bulkred.scope<local>>, %b: memref<1xi128, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got i128
+  bulkred.reduce max thread %a, %b : memref<32xi128, #bulkred.scope<local>>, memref<1xi128, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_si32(%a: memref<32xsi32, #bulkred.scope<local>>, %b: memref<1xsi32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got si32 (integers must be signless)
+  bulkred.reduce sum thread %a, %b : memref<32xsi32, #bulkred.scope<local>>, memref<1xsi32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_ui32(%a: memref<32xui32, #bulkred.scope<local>>, %b: memref<1xui32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got ui32 (integers must be signless)
+  bulkred.reduce max thread %a, %b : memref<32xui32, #bulkred.scope<local>>, memref<1xui32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_si16(%a: memref<32xsi16, #bulkred.scope<local>>, %b: memref<1xsi16, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got si16 (integers must be signless)
+  bulkred.reduce xor thread %a, %b : memref<32xsi16, #bulkred.scope<local>>, memref<1xsi16, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
 func.func @reduce_index(%a: memref<32xindex, #bulkred.scope<local>>, %b: memref<1xindex, #bulkred.scope<local>>) {
-  // CHECK: error: 'bulkred.reduce' 'src' element type must be an integer or float, got index
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got index
   bulkred.reduce sum thread %a, %b : memref<32xindex, #bulkred.scope<local>>, memref<1xindex, #bulkred.scope<local>>
   func.return
 }
 
 // -----
 
+func.func @reduce_f8(%a: memref<32xf8E4M3FN, #bulkred.scope<local>>, %b: memref<1xf8E4M3FN, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got f8E4M3FN
+  bulkred.reduce max thread %a, %b : memref<32xf8E4M3FN, #bulkred.scope<local>>, memref<1xf8E4M3FN, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_tf32(%a: memref<32xtf32, #bulkred.scope<local>>, %b: memref<1xtf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got tf32
+  bulkred.reduce sum thread %a, %b : memref<32xtf32, #bulkred.scope<local>>, memref<1xtf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_f80(%a: memref<32xf80, #bulkred.scope<local>>, %b: memref<1xf80, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got f80
+  bulkred.reduce min thread %a, %b : memref<32xf80, #bulkred.scope<local>>, memref<1xf80, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_f128(%a: memref<32xf128, #bulkred.scope<local>>, %b: memref<1xf128, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got f128
+  bulkred.reduce sum thread %a, %b : memref<32xf128, #bulkred.scope<local>>, memref<1xf128, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_complex(%a: memref<32xcomplex<f32>, #bulkred.scope<local>>, %b: memref<1xcomplex<f32>, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got complex<f32>
+  bulkred.reduce sum thread %a, %b : memref<32xcomplex<f32>, #bulkred.scope<local>>, memref<1xcomplex<f32>, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
 func.func @reduce_dynamic_shape(%a: memref<?xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
-  // CHECK: error: 'bulkred.reduce' 'src' and 'dst' must have static shapes
+  // CHECK: error: 'bulkred.reduce' 'src' must have a static shape, got [?]
   bulkred.reduce sum thread %a, %b : memref<?xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_dynamic_dst(%a: memref<4x8xf32, #bulkred.scope<local>>, %b: memref<?xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'dst' must have a static shape, got [?]
+  bulkred.reduce sum thread %a, %b : memref<4x8xf32, #bulkred.scope<local>>, memref<?xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+// A zero-length reduction (audit item 2): rejected before any lowering reads out of bounds.
+// STDERR: tile_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.reduce' 'src' dimensions must be >= 1, got [0]
+func.func @reduce_zero_length(%a: memref<0xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' dimensions must be >= 1, got [0]
+  bulkred.reduce sum thread %a, %b : memref<0xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_zero_rows(%a: memref<0x8xi32, #bulkred.scope<local>>, %b: memref<0xi32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' dimensions must be >= 1, got [0, 8]
+  bulkred.reduce max thread %a, %b : memref<0x8xi32, #bulkred.scope<local>>, memref<0xi32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_zero_inner(%a: memref<4x2x0xf64, #bulkred.scope<local>>, %b: memref<4x2xf64, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'src' dimensions must be >= 1, got [4, 2, 0]
+  bulkred.reduce min thread %a, %b : memref<4x2x0xf64, #bulkred.scope<local>>, memref<4x2xf64, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @reduce_zero_dst(%a: memref<8xf32, #bulkred.scope<local>>, %b: memref<0xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.reduce' 'dst' dimensions must be >= 1, got [0]
+  bulkred.reduce sum thread %a, %b : memref<8xf32, #bulkred.scope<local>>, memref<0xf32, #bulkred.scope<local>>
   func.return
 }
 
@@ -153,6 +275,54 @@ func.func @copy_without_scope(%a: memref<32xf32>, %b: memref<32xf32, #bulkred.sc
 
 // -----
 
+func.func @copy_zero_length(%a: memref<0xf32, #bulkred.scope<global>>, %b: memref<0xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' dimensions must be >= 1, got [0]
+  bulkred.copy %a, %b : memref<0xf32, #bulkred.scope<global>>, memref<0xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_zero_inner(%a: memref<4x0xi64, #bulkred.scope<global>>, %b: memref<4x0xi64, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' dimensions must be >= 1, got [4, 0]
+  bulkred.copy %a, %b : memref<4x0xi64, #bulkred.scope<global>>, memref<4x0xi64, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_dynamic(%a: memref<?xf32, #bulkred.scope<global>>, %b: memref<?xf32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' must have a static shape, got [?]
+  bulkred.copy %a, %b : memref<?xf32, #bulkred.scope<global>>, memref<?xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_ui32(%a: memref<8xui32, #bulkred.scope<global>>, %b: memref<8xui32, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got ui32 (integers must be signless)
+  bulkred.copy %a, %b : memref<8xui32, #bulkred.scope<global>>, memref<8xui32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_i8(%a: memref<8xi8, #bulkred.scope<global>>, %b: memref<8xi8, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got i8
+  bulkred.copy %a, %b : memref<8xi8, #bulkred.scope<global>>, memref<8xi8, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @copy_f128(%a: memref<8xf128, #bulkred.scope<global>>, %b: memref<8xf128, #bulkred.scope<local>>) {
+  // CHECK: error: 'bulkred.copy' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got f128
+  bulkred.copy %a, %b : memref<8xf128, #bulkred.scope<global>>, memref<8xf128, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
 func.func @bulk_copy_local_to_shared(%a: memref<64xf32, #bulkred.scope<local>>, %b: memref<64xf32, #bulkred.scope<shared>>,
                                      %m: memref<1xi64, #bulkred.scope<shared>>) {
   // CHECK: error: 'bulkred.bulk_copy' bulk copy from local to shared is not supported (valid: global->shared, global->cluster_shared, shared->cluster_shared, shared->global)
@@ -198,8 +368,49 @@ func.func @bulk_copy_12_bytes(%a: memref<3xf32, #bulkred.scope<global>>, %b: mem
 // -----
 
 func.func @bulk_copy_dynamic(%a: memref<?xf32, #bulkred.scope<shared>>, %b: memref<?xf32, #bulkred.scope<global>>) {
-  // CHECK: error: 'bulkred.bulk_copy' bulk operations need static shapes
+  // CHECK: error: 'bulkred.bulk_copy' 'src' must have a static shape, got [?]
   bulkred.bulk_copy %a, %b : memref<?xf32, #bulkred.scope<shared>>, memref<?xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_zero_length(%a: memref<0xf32, #bulkred.scope<shared>>, %b: memref<0xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_copy' 'src' dimensions must be >= 1, got [0]
+  bulkred.bulk_copy %a, %b : memref<0xf32, #bulkred.scope<shared>>, memref<0xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_si32(%a: memref<4xsi32, #bulkred.scope<shared>>, %b: memref<4xsi32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_copy' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got si32 (integers must be signless)
+  bulkred.bulk_copy %a, %b : memref<4xsi32, #bulkred.scope<shared>>, memref<4xsi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_zero_length(%a: memref<8x0xi32, #bulkred.scope<shared>>, %b: memref<8x0xi32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'src' dimensions must be >= 1, got [8, 0]
+  bulkred.bulk_reduce sum %a, %b : memref<8x0xi32, #bulkred.scope<shared>>, memref<8x0xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_i8(%a: memref<16xi8, #bulkred.scope<shared>>, %b: memref<16xi8, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got i8
+  bulkred.bulk_reduce sum %a, %b : memref<16xi8, #bulkred.scope<shared>>, memref<16xi8, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// i16 is a tile element type, but cp.reduce.async.bulk has no 16-bit integer form.
+func.func @bulk_reduce_i16(%a: memref<8xi16, #bulkred.scope<shared>>, %b: memref<8xi16, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'kind' sum on element type i16 has no cp.reduce.async.bulk form into global (valid .type for .add: u32, s32, u64, f32, f64, f16, bf16)
+  bulkred.bulk_reduce sum %a, %b : memref<8xi16, #bulkred.scope<shared>>, memref<8xi16, #bulkred.scope<global>>
   func.return
 }
 
@@ -358,5 +569,77 @@ func.func @bulk_reduce_not_in_table(%a: memref<64xf32, #bulkred.scope<shared>>, 
 func.func @bulk_copy_bad_mbar(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<shared>>, %m: memref<2xi64, #bulkred.scope<shared>>) {
   // CHECK: error: 'bulkred.bulk_copy' operand 'mbar' must be memref<1xi64, #bulkred.scope<shared>>, got memref<2xi64, #bulkred.scope<shared>>
   bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<2xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// The CUDA launch limits: at most 1024 threads per block (x, y <= 1024, z <= 64), grid
+// y and z <= 65535, at most 16 CTAs per cluster (the accepted shapes are in tile.mlir).
+// CHECK: error: 'block' x dimension must be <= 1024, got 2048
+func.func @launch_block_2048() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [2048]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'block' y dimension must be <= 1024, got 1025
+func.func @launch_block_y() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1, 1025]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'block' z dimension must be <= 64, got 65
+func.func @launch_block_z() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1, 1, 65]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'block' [32, 32, 2] has 2048 threads, more than 1024 per block
+func.func @launch_block_threads() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32, 32, 2]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'block' x dimension must be <= 1024, got 1025
+func.func @launch_block_threads_1025() attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1025, 1, 1]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'grid' x dimension must be <= 2147483647, got 2147483648
+func.func @launch_grid_x() attributes {bulkred.launch = #bulkred.launch<grid = [2147483648], block = [32]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'grid' y dimension must be <= 65535, got 65536
+func.func @launch_grid_y() attributes {bulkred.launch = #bulkred.launch<grid = [1, 65536], block = [32]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'grid' z dimension must be <= 65535, got 65536
+func.func @launch_grid_z() attributes {bulkred.launch = #bulkred.launch<grid = [1, 1, 65536], block = [32]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'cluster' [32, 1, 1] has 32 CTAs, more than 16 (8 portable, up to 16 non-portable)
+func.func @launch_cluster_32() attributes {bulkred.launch = #bulkred.launch<grid = [32], block = [32], cluster = [32]>} {
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'cluster' [4, 2, 3] has 24 CTAs, more than 16 (8 portable, up to 16 non-portable)
+func.func @launch_cluster_product() attributes {bulkred.launch = #bulkred.launch<grid = [8, 4], block = [32], cluster = [4, 2, 3]>} {
   func.return
 }

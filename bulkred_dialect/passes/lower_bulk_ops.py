@@ -1,0 +1,306 @@
+"""``lower-bulk-ops``: the tile-level bulk ops ``bulkred.bulk_copy`` and
+``bulkred.bulk_reduce`` into ptx bulk instructions with their synchronization
+(docs/lowering.md, "Bulk operations").
+
+A tile-level bulk op is **CTA-collective and synchronous**: every thread of the CTA
+executes it; one elected thread (linear thread id 0, ``%tid.x | %tid.y | %tid.z == 0``)
+issues the asynchronous instruction; when the op returns, a shared destination is
+visible to every thread of the CTA and a global destination is complete in global
+memory. The sequences (``elected:`` runs under ``scf.if`` on the elected thread,
+``all:`` on every thread)::
+
+    bulk_copy global -> shared (%g, %s, %mbar)
+      elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+      all:     fence.proxy.async; bar.sync 0
+      elected: mbarrier.arrive.expect_tx _, [mbar], bytes
+               cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+                   [s], [g], bytes, [mbar]            (the own CTA's addresses)
+      all:     scf.while on mbarrier.try_wait.parity [mbar], 0; bar.sync 0
+      elected: mbarrier.inval [mbar]
+
+    bulk_copy shared -> global (%s, %g); bulk_reduce shared -> global
+      all:     fence.proxy.async; bar.sync 0
+      elected: cp.async.bulk.global.shared::cta.bulk_group [g], [s], bytes
+               (cp.reduce.async.bulk.global.shared::cta.bulk_group.redOp[.noftz].type)
+               cp.async.bulk.commit_group; cp.async.bulk.wait_group 0
+      all:     bar.sync 0
+
+Addresses are ``builtin.unrealized_conversion_cast`` of the memrefs to
+``!ptx.ptr<space>`` (``lower-to-ptx`` resolves them); sizes are ``arith.constant``
+bytes of type ``i32``. Every created op carries the location of the tile op it replaces.
+
+The directions into ``cluster_shared`` (global -> cluster_shared with or without
+multicast, shared -> cluster_shared, bulk_reduce into cluster_shared) need the rank of
+the peer CTA, which the tile op does not carry: they are rejected with a located error.
+
+Example::
+
+    bulkred-opt kernel.mlir -p lower-bulk-ops
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.ptx.arith import ArithType, OrOp
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i1, i32
+from bulkred_dialect.ops.ptx.bulk import (
+    NOFTZ_TYPES,
+    REDUCE_TABLE,
+    BulkRedOp,
+    BulkRedType,
+    CpAsyncBulkGlobalSharedCtaOp,
+    CpAsyncBulkSharedClusterGlobalOp,
+    CpReduceAsyncBulkGlobalSharedCtaOp,
+)
+from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
+from bulkred_dialect.ops.ptx.sync import (
+    BarSyncOp,
+    CpAsyncBulkCommitGroupOp,
+    CpAsyncBulkWaitGroupOp,
+    FenceMbarrierInitOp,
+    FenceProxyAsyncOp,
+    MbarrierArriveExpectTxOp,
+    MbarrierInitOp,
+    MbarrierInvalOp,
+    MbarrierTryWaitParityOp,
+)
+from bulkred_dialect.ops.tile import (
+    BulkCopyOp,
+    BulkReduceOp,
+    LaunchAttr,
+    MemoryScope,
+    ReduceKind,
+    _ptx_reduce_type,
+    scope_of,
+)
+from bulkred_dialect.passes.lower_to_ptx import element_bytes
+
+_LAUNCH_ATTR = "bulkred.launch"
+
+_NO_PEER = "is not lowered yet: the tile op carries no peer CTA rank"
+
+# The CTA barrier every bulk op synchronizes on (``__syncthreads``).
+_BARRIER = 0
+
+
+@dataclass
+class _Emitter:
+    """Creates ops at ``ip``, each with the location of the tile op being replaced."""
+
+    source: Operation
+    ip: InsertPoint
+
+    def add(self, op: Operation) -> Operation:
+        op.location = self.source.location
+        Rewriter.insert_op(op, self.ip)
+        return op
+
+    def v(self, op: Operation) -> SSAValue:
+        return self.add(op).results[0]
+
+    def const(self, value: int, t: Attribute = i32) -> SSAValue:
+        return self.v(arith.ConstantOp(IntegerAttr(value, t)))
+
+    def ptr(self, buffer: SSAValue, space: StateSpace) -> SSAValue:
+        """The address of ``buffer`` in ``space`` (resolved by ``lower-to-ptx``)."""
+        return self.v(UnrealizedConversionCastOp.get([buffer], [PtrType(space)]))
+
+    def elected(self) -> SSAValue:
+        """True on the thread of linear id 0: ``(%tid.x | %tid.y | %tid.z) == 0``, leaving
+        out the dimensions the kernel's ``bulkred.launch`` block has extent 1 in (the
+        printer's ``.reqntid`` holds every launch to that block)."""
+        block = _block_dims(self.source)
+        if block is None:
+            regs = list(_TID)
+        else:
+            regs = [r for r, n in zip(_TID, block) if n > 1] or [_TID[0]]
+        ids = [self.v(MovSregOp(r)) for r in regs]
+        for r, v in zip(regs, ids):
+            v.name_hint = str(r).replace(".", "_")
+        tid = ids[0]
+        for other in ids[1:]:
+            tid = self.v(OrOp(ArithType.B32, tid, other))
+        elected = self.v(arith.CmpiOp(tid, self.const(0), "eq"))
+        elected.name_hint = "elected"
+        return elected
+
+    def if_(self, cond: SSAValue, body: Callable[[_Emitter], None]) -> None:
+        block = Block()
+        inner = _Emitter(self.source, InsertPoint.at_end(block))
+        body(inner)
+        inner.add(scf.YieldOp())
+        self.add(scf.IfOp(cond, [], Region(block)))
+
+    def wait(self, mbar: SSAValue, parity: int) -> None:
+        """Spin until the mbarrier phase of ``parity`` completed (``try_wait`` returns
+        after a bounded time, so it is retried)."""
+        p = self.const(parity)
+        true = self.const(1, i1)
+        before = Block()
+        e = _Emitter(self.source, InsertPoint.at_end(before))
+        done = e.v(MbarrierTryWaitParityOp(mbar, p))
+        done.name_hint = "done"
+        e.add(scf.ConditionOp(e.v(arith.XOrIOp(done, true))))
+        after = Block()
+        _Emitter(self.source, InsertPoint.at_end(after)).add(scf.YieldOp())
+        self.add(scf.WhileOp([], [], Region(before), Region(after)))
+
+
+_TID = (SpecialRegister.TID_X, SpecialRegister.TID_Y, SpecialRegister.TID_Z)
+
+
+def _block_dims(op: Operation) -> tuple[int, int, int] | None:
+    """The block shape of the kernel around ``op``, when it has a ``bulkred.launch``."""
+    kernel = op.parent_op()
+    while kernel is not None and not isinstance(kernel, func.FuncOp):
+        kernel = kernel.parent_op()
+    launch = kernel.attributes.get(_LAUNCH_ATTR) if kernel is not None else None
+    if isinstance(launch, LaunchAttr):
+        return launch.block_dims
+    return None
+
+
+def _bytes(t: Attribute) -> int:
+    assert isinstance(t, MemRefType)
+    n = element_bytes(t.element_type)
+    assert n is not None  # the tile verifier requires an element type with a bit width
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
+def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
+    """Reject the directions into cluster_shared, which need a peer CTA rank."""
+    src, dst = scope_of(op.src.type), scope_of(op.dst.type)
+    if dst != MemoryScope.CLUSTER_SHARED:
+        return
+    if isinstance(op, BulkReduceOp):
+        raise LocatedError(op, f"a bulk reduce into cluster_shared {_NO_PEER}")
+    multicast = "a multicast" if op.cta_mask is not None else "a"
+    raise LocatedError(op, f"{multicast} bulk copy from {src} into cluster_shared {_NO_PEER}")
+
+
+def _lower_global_to_shared(op: BulkCopyOp, e: _Emitter) -> None:
+    assert op.mbar is not None  # the tile verifier requires it for a shared destination
+    elected = e.elected()
+    mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
+    one = e.const(1)
+
+    def init(t: _Emitter) -> None:
+        t.add(MbarrierInitOp(mbar, one))
+        # the complete-tx below is a release at cluster scope on the mbarrier
+        t.add(FenceMbarrierInitOp())
+
+    e.if_(elected, init)
+    # the CTA's generic-proxy accesses to dst (and src) before the async proxy's
+    e.add(FenceProxyAsyncOp())
+    e.add(BarSyncOp(_BARRIER))
+    size = e.const(_bytes(op.src.type))
+    size.name_hint = "bytes"
+    dst = e.ptr(op.dst, StateSpace.SHARED_CLUSTER)
+    src = e.ptr(op.src, StateSpace.GLOBAL)
+    mbar_cluster = e.ptr(op.mbar, StateSpace.SHARED_CLUSTER)
+
+    def issue(t: _Emitter) -> None:
+        t.add(MbarrierArriveExpectTxOp(mbar, size, sink=True))
+        # the shared::cluster form with the own CTA's address needs PTX ISA 8.0, the
+        # shared::cta form 8.6
+        t.add(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar_cluster))
+
+    e.if_(elected, issue)
+    e.wait(mbar, 0)
+    # every thread is done polling before the mbarrier is invalidated
+    e.add(BarSyncOp(_BARRIER))
+    e.if_(elected, lambda t: t.add(MbarrierInvalOp(mbar)))
+
+
+# issue(emitter, dst, src, size): the bulk instruction of a shared -> global op
+_Issue = Callable[[_Emitter, SSAValue, SSAValue, SSAValue], None]
+
+
+def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: _Emitter, issue: _Issue) -> None:
+    """The shared -> global sequence around ``issue``."""
+    elected = e.elected()
+    e.add(FenceProxyAsyncOp())
+    e.add(BarSyncOp(_BARRIER))
+    size = e.const(_bytes(op.src.type))
+    size.name_hint = "bytes"
+    dst = e.ptr(op.dst, StateSpace.GLOBAL)
+    src = e.ptr(op.src, StateSpace.SHARED_CTA)
+
+    def body(t: _Emitter) -> None:
+        issue(t, dst, src, size)
+        t.add(CpAsyncBulkCommitGroupOp())
+        t.add(CpAsyncBulkWaitGroupOp(0))
+
+    e.if_(elected, body)
+    # no thread writes src or reads dst before the bulk operation completed
+    e.add(BarSyncOp(_BARRIER))
+
+
+def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
+    """``(.redOp, .type, .noftz)`` of the cp.reduce.async.bulk a bulk reduce becomes."""
+    kind = op.kind.data
+    red_op = BulkRedOp("add" if kind == ReduceKind.SUM else str(kind))
+    elt = op.src.type.element_type  # type: ignore[union-attr]
+    name = _ptx_reduce_type(kind, elt)
+    valid = REDUCE_TABLE[StateSpace.GLOBAL][red_op]
+    if name is None or BulkRedType(name) not in valid:
+        raise LocatedError(
+            op, f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into global"
+        )
+    type = BulkRedType(name)
+    return red_op, type, red_op == BulkRedOp.ADD and type in NOFTZ_TYPES
+
+
+def lower_bulk_op(op: BulkCopyOp | BulkReduceOp) -> None:
+    """Replace one tile-level bulk op by its ptx sequence (see the module docstring)."""
+    _check_lowerable(op)
+    e = _Emitter(op, InsertPoint.before(op))
+    if isinstance(op, BulkReduceOp):
+        red_op, type, noftz = reduce_form(op)
+
+        def reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
+            t.add(CpReduceAsyncBulkGlobalSharedCtaOp(red_op, type, dst, src, size, noftz=noftz))
+
+        _lower_to_global(op, e, reduce)
+    elif scope_of(op.dst.type) == MemoryScope.GLOBAL:
+
+        def copy(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
+            t.add(CpAsyncBulkGlobalSharedCtaOp(dst, src, size))
+
+        _lower_to_global(op, e, copy)
+    else:
+        _lower_global_to_shared(op, e)
+    Rewriter.erase_op(op)
+
+
+@dataclass(frozen=True)
+class LowerBulkOpsPass(ModulePass):
+    """Every ``bulkred.bulk_copy`` / ``bulkred.bulk_reduce`` into ptx ops (module docstring)."""
+
+    name = "lower-bulk-ops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        bulk = [o for o in op.walk() if isinstance(o, BulkCopyOp | BulkReduceOp)]
+        for o in bulk:  # every error before any rewrite
+            _check_lowerable(o)
+            if isinstance(o, BulkReduceOp):
+                reduce_form(o)
+        for o in bulk:
+            lower_bulk_op(o)

@@ -1,0 +1,330 @@
+"""``lower-bulk-ops`` (bulkred_dialect/passes/lower_bulk_ops.py; docs/lowering.md, "Bulk
+operations"): tile-level bulk ops built with the Python builder, lowered, printed and
+assembled by ptxas (nvJitLink, no GPU); the sequence of ptx ops each direction becomes;
+every cp.reduce form against the spec's table; locations; the rejected cluster
+directions; ``mbarrier.inval`` against ptxas; and every kernel of
+tests/gpu/test_tile_bulk_gpu.py compiled for sm_90a without a GPU."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import pytest
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
+from xdsl.ir import Block
+
+from bulkred_dialect import builder as T
+from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
+from bulkred_dialect.backend_ptx.printer import print_ptx
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i32
+from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkGlobalSharedCtaOp, CpAsyncBulkSharedClusterGlobalOp
+from bulkred_dialect.ops.ptx.sync import MbarrierInvalOp
+from bulkred_dialect.ops.target import format_ptx_version
+from bulkred_dialect.ops.tile import BulkCopyOp
+from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
+from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
+
+from gpu import test_tile_bulk_gpu as G
+
+TARGETS = ("sm_90a", "sm_100a")
+
+
+def _lower(module: ModuleOp) -> ModuleOp:
+    LowerBulkOpsPass().apply(T.context(), module)
+    module.verify()
+    return module
+
+
+def _to_ptx(module: ModuleOp, target: str) -> str:
+    BulkredToPtxPass(target=target).apply(T.context(), module)
+    return print_ptx(module, target)
+
+
+def _names(module: ModuleOp) -> list[str]:
+    """The ops of the kernel body in order, nested regions inline, without the casts
+    and constants (operands, not steps)."""
+    skip = (UnrealizedConversionCastOp, arith.ConstantOp, scf.YieldOp)
+    k = next(op for op in module.walk() if op.name == "func.func")
+    return [op.name for op in k.walk() if op is not k and not isinstance(op, skip)]
+
+
+def _g2s_s2g(block=(128,)) -> ModuleOp:
+    with T.kernel("g2s_s2g", grid=[1], block=list(block)) as k:
+        A = k.param("A", [1024], "float32")
+        B = k.param("B", [1024], "float32")
+        tile = T.alloc_shared([1024], "float32", name="tile")
+        mbar = T.alloc_mbarrier(name="mbar")
+        T.bulk_copy(A, tile, mbar=mbar)
+        T.bulk_copy(tile, B)
+    return k.module()
+
+
+# region The sequences
+
+ELECT = ["ptx.mov.sreg", "arith.cmpi"]
+G2S = [
+    *ELECT,
+    "scf.if", "ptx.mbarrier.init", "ptx.fence.mbarrier_init.release.cluster",
+    "ptx.fence.proxy.async", "ptx.bar.sync",
+    "scf.if", "ptx.mbarrier.arrive.expect_tx", "ptx.cp.async.bulk.shared_cluster.global",
+    "scf.while", "ptx.mbarrier.try_wait.parity", "arith.xori", "scf.condition",
+    "ptx.bar.sync",
+    "scf.if", "ptx.mbarrier.inval",
+]  # fmt: skip
+TO_GLOBAL = [
+    *ELECT,
+    "ptx.fence.proxy.async", "ptx.bar.sync",
+    "scf.if", "{issue}", "ptx.cp.async.bulk.commit_group", "ptx.cp.async.bulk.wait_group",
+    "ptx.bar.sync",
+]  # fmt: skip
+
+
+def test_sequences():
+    m = _lower(_g2s_s2g())
+    s2g = [n.replace("{issue}", "ptx.cp.async.bulk.global.shared_cta") for n in TO_GLOBAL]
+    assert _names(m) == ["memref.alloca", "memref.alloca", *G2S, *s2g, "func.return"]
+
+
+def test_operands():
+    """The copy into shared uses the tile and the mbarrier as shared::cluster addresses
+    of the own CTA, the expect_tx and the wait the shared::cta mbarrier; the sizes are
+    the buffers' bytes; the wait is for parity 0; the group wait is for 0 groups."""
+    m = _lower(_g2s_s2g())
+    ops = list(m.walk())
+    cp = next(op for op in ops if isinstance(op, CpAsyncBulkSharedClusterGlobalOp))
+    casts = {op.results[0]: (op.inputs[0].name_hint, op.outputs[0].type) for op in ops if isinstance(op, UnrealizedConversionCastOp)}
+    cluster = PtrType(StateSpace.SHARED_CLUSTER)
+    assert casts[cp.dstMem] == ("tile", cluster)
+    assert casts[cp.srcMem] == ("A", PtrType(StateSpace.GLOBAL))
+    assert casts[cp.mbar] == ("mbar", cluster)
+    assert cp.size.owner.value.value.data == 4096
+    for name in ("ptx.mbarrier.init", "ptx.mbarrier.arrive.expect_tx", "ptx.mbarrier.try_wait.parity", "ptx.mbarrier.inval"):
+        op = next(o for o in ops if o.name == name)
+        assert casts[op.operands[0]] == ("mbar", PtrType(StateSpace.SHARED_CTA)), name
+    init = next(o for o in ops if o.name == "ptx.mbarrier.init")
+    assert init.count.owner.value.value.data == 1
+    wait = next(o for o in ops if o.name == "ptx.mbarrier.try_wait.parity")
+    assert wait.parity.owner.value.value.data == 0
+    s2g = next(op for op in ops if isinstance(op, CpAsyncBulkGlobalSharedCtaOp))
+    assert casts[s2g.dstMem] == ("B", PtrType(StateSpace.GLOBAL))
+    assert casts[s2g.srcMem] == ("tile", PtrType(StateSpace.SHARED_CTA))
+    assert next(o for o in ops if o.name == "ptx.cp.async.bulk.wait_group").n.value.data == 0
+
+
+@pytest.mark.parametrize(
+    "block,regs",
+    [((128,), ["tid.x"]), ((1,), ["tid.x"]), ((32, 4), ["tid.x", "tid.y"]), ((1, 1, 8), ["tid.z"]), ((4, 2, 2), ["tid.x", "tid.y", "tid.z"])],
+    ids=str,
+)
+def test_elected_thread_reads_the_block_dims_above_1(block, regs):
+    m = _lower(_g2s_s2g(block))
+    read = [str(op.reg.data) for op in m.walk() if op.name == "ptx.mov.sreg"]
+    assert read == regs * 2  # one election per bulk op
+    ors = [op for op in m.walk() if op.name == "ptx.or"]
+    assert len(ors) == 2 * (len(regs) - 1)
+
+
+def test_without_launch_every_dimension_is_read():
+    m = _g2s_s2g()
+    k = next(op for op in m.walk() if op.name == "func.func")
+    del k.attributes["bulkred.launch"]
+    _lower(m)
+    regs = [str(op.reg.data) for op in m.walk() if op.name == "ptx.mov.sreg"]
+    assert regs == ["tid.x", "tid.y", "tid.z"] * 2
+
+
+# endregion
+
+# region Every reduce form
+
+# kind x element type -> the cp.reduce line's ".redOp[.noftz].type", written out from the
+# spec's table (PTX ISA 9.7.9.25.4.2) and docs/lowering.md; None: the tile verifier rejects it.
+REDUCE_EXPECTED = {
+    ("sum", "int32"): "add.s32", ("max", "int32"): "max.s32", ("min", "int32"): "min.s32",
+    ("and", "int32"): "and.b32", ("or", "int32"): "or.b32", ("xor", "int32"): "xor.b32",
+    ("sum", "int64"): "add.u64", ("max", "int64"): "max.s64", ("min", "int64"): "min.s64",
+    ("and", "int64"): "and.b64", ("or", "int64"): "or.b64", ("xor", "int64"): "xor.b64",
+    ("sum", "float16"): "add.noftz.f16", ("max", "float16"): "max.f16", ("min", "float16"): "min.f16",
+    ("sum", "bfloat16"): "add.noftz.bf16", ("max", "bfloat16"): "max.bf16", ("min", "bfloat16"): "min.bf16",
+    ("sum", "float32"): "add.f32", ("max", "float32"): None, ("min", "float32"): None,
+    ("sum", "float64"): "add.f64", ("max", "float64"): None, ("min", "float64"): None,
+    **{(kind, "int16"): None for kind in ("sum", "max", "min", "and", "or", "xor")},
+}  # fmt: skip
+
+
+def _reduce_module(kind: str, dtype: str) -> ModuleOp:
+    with T.kernel("reduce", grid=[4], block=[64]) as k:
+        out = k.param("out", [64], dtype)
+        tile = T.alloc_shared([64], dtype, name="tile")
+        T.bulk_reduce(kind, tile, out)
+    return k.module()
+
+
+@pytest.mark.parametrize("kind,dtype", [k for k, v in REDUCE_EXPECTED.items() if v is not None], ids=str)
+def test_reduce_form(kind, dtype):
+    m = _lower(_reduce_module(kind, dtype))
+    s2g = [n.replace("{issue}", "ptx.cp.reduce.async.bulk.global.shared_cta") for n in TO_GLOBAL]
+    assert _names(m) == ["memref.alloca", *s2g, "func.return"]
+    for target in TARGETS:
+        ptx = _to_ptx(_reduce_module(kind, dtype), target)
+        line = f"cp.reduce.async.bulk.global.shared::cta.bulk_group.{REDUCE_EXPECTED[kind, dtype]} "
+        assert line in ptx, ptx
+        assemble(ptx, target)
+
+
+@pytest.mark.parametrize("kind,dtype", [k for k, v in REDUCE_EXPECTED.items() if v is None], ids=str)
+def test_reduce_forms_without_ptx_are_rejected_by_the_verifier(kind, dtype):
+    with pytest.raises(LocatedError, match="has no cp.reduce.async.bulk form into global"):
+        _reduce_module(kind, dtype)
+
+
+def test_every_tile_form_is_in_the_table():
+    """REDUCE_EXPECTED covers every kind x dtype the builder offers for bulk_reduce."""
+    kinds = ("sum", "max", "min", "and", "or", "xor")
+    for kind, dtype in product(kinds, T.DTYPES):
+        if kind in ("and", "or", "xor") and not dtype.startswith("int"):
+            continue
+        assert (kind, dtype) in REDUCE_EXPECTED
+
+
+# endregion
+
+# region Printing and assembling
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_pipeline_prints_and_assembles(target):
+    ptx = _to_ptx(_g2s_s2g(), target)
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.inval.shared::cta.b64" in ptx
+    assert "cp.async.bulk.global.shared::cta.bulk_group" in ptx
+    assert "cp.async.bulk.wait_group 0;" in ptx
+    if target == "sm_90a":
+        assert ".version 8.0\n" in ptx  # nothing in the sequences needs more
+    assert len(assemble(ptx, target)) > 0
+
+
+GPU_KERNELS = {
+    "copy_1024": ("copy", G.copy_kernel((1024,), (G.THREADS,))),
+    "copy_4x68_block_32x2x2": ("copy", G.copy_kernel((4, 68), (32, 2, 2))),
+    "copy_4_block_1": ("copy", G.copy_kernel((4,), (1,))),
+    "double_1020": ("double", G.double_kernel(1020)),
+    "double_loop": ("double_loop", G.double_loop_kernel(1024, 3)),
+    "copy_then_reduce": ("copy_then_reduce", G.copy_then_reduce_kernel(1024)),
+    **{f"reduce_{kind}_{t}": ("reduce", G.reduce_kernel(kind, t, 1024)) for kind, t in G.REDUCE_FORMS},
+}
+
+
+@pytest.mark.parametrize("key", list(GPU_KERNELS))
+def test_gpu_kernels_compile(key):
+    """Every kernel of tests/gpu/test_tile_bulk_gpu.py compiles and assembles for sm_90a."""
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module, parse
+
+    name, text = GPU_KERNELS[key]
+    mod = compile_tile_module(parse(text, f"{name}.mlir"), "sm_90a")
+    assert name in mod.signatures and len(mod.cubin) > 0
+
+
+# endregion
+
+# region Locations and errors
+
+
+def test_every_created_op_has_the_tile_ops_location():
+    m = _g2s_s2g()
+    bulk = [op for op in m.walk() if isinstance(op, BulkCopyOp)]
+    locs = [op.location for op in bulk]
+    assert len(set(map(str, locs))) == 2  # two builder lines
+    _lower(m)
+    k = next(op for op in m.walk() if op.name == "func.func")
+    created = [op for op in k.walk() if op is not k and op.name not in ("memref.alloca", "func.return")]
+    # the first op's sequence ends with the scf.if holding mbarrier.inval (and its yield)
+    split = [op.name for op in created].index("ptx.mbarrier.inval") + 2
+    assert {str(op.location) for op in created[:split]} == {str(locs[0])}
+    assert {str(op.location) for op in created[split:]} == {str(locs[1])}
+    assert len(created) - split > len(TO_GLOBAL)
+
+
+def _cluster_module(kind: str) -> tuple[ModuleOp, int]:
+    import inspect
+
+    with T.kernel("peer", grid=[2], block=[64], cluster=[2]) as k:
+        g = k.param("g", [64], "int32")
+        s = T.alloc_shared([64], "int32")
+        c = T.alloc_buffer([64], "int32", scope="cluster_shared")
+        mbar = T.alloc_mbarrier()
+        T.bulk_copy(s, g)  # could be lowered, but comes before the failing op
+        line = inspect.currentframe().f_lineno + 2
+        if kind == "multicast":
+            T.bulk_copy(g, c, mbar=mbar, multicast=0b11)
+        elif kind == "global":
+            T.bulk_copy(g, c, mbar=mbar)
+        elif kind == "shared":
+            T.bulk_copy(s, c, mbar=mbar)
+        else:
+            T.bulk_reduce("sum", s, c, mbar=mbar)
+    offset = {"multicast": 0, "global": 2, "shared": 4, "reduce": 6}[kind]
+    return k.module(), line + offset
+
+
+@pytest.mark.parametrize(
+    "kind,message",
+    [
+        ("global", "'bulkred.bulk_copy' a bulk copy from global into cluster_shared is not lowered yet"),
+        ("multicast", "'bulkred.bulk_copy' a multicast bulk copy from global into cluster_shared is not lowered yet"),
+        ("shared", "'bulkred.bulk_copy' a bulk copy from shared into cluster_shared is not lowered yet"),
+        ("reduce", "'bulkred.bulk_reduce' a bulk reduce into cluster_shared is not lowered yet"),
+    ],
+)
+def test_cluster_directions_are_rejected_at_the_op(kind, message):
+    m, line = _cluster_module(kind)
+    before = str(m)
+    with pytest.raises(LocatedError) as e:
+        LowerBulkOpsPass().apply(T.context(), m)
+    text = str(e.value)
+    assert f"test_lower_bulk_ops.py:{line}:" in text, text
+    assert f"error: {message}: the tile op carries no peer CTA rank" in text
+    assert str(m) == before, "the pass rewrote ops before failing"
+    with pytest.raises(LocatedError, match="is not lowered yet"):
+        BulkredToPtxPass(target="sm_90a").apply(T.context(), _cluster_module(kind)[0])
+
+
+# endregion
+
+# region mbarrier.inval against ptxas
+
+
+def _inval_kernel(target: str, version: tuple[int, int]) -> str:
+    op = MbarrierInvalOp(Block(arg_types=[PtrType(StateSpace.SHARED_CTA)]).args[0])
+    line = op.ptx_line(lambda v: "%r1")
+    return (
+        f".version {format_ptx_version(version)}\n.target {target}\n.address_size 64\n\n"
+        f".visible .entry k()\n{{\n  .reg .b32 %r<2>;\n  {line}\n  ret;\n}}\n"
+    )
+
+
+def test_mbarrier_inval_line_and_requirement():
+    op = MbarrierInvalOp(Block(arg_types=[PtrType(StateSpace.SHARED_CTA)]).args[0])
+    op.verify()
+    assert op.ptx_line(lambda v: "%r1") == "mbarrier.inval.shared::cta.b64 [%r1];"
+    req = op.requirement()
+    assert (req.sm, req.arch_specific, req.ptx) == (80, False, (7, 8))
+    assert ptxas_accepts(_inval_kernel("sm_80", (7, 8)), "sm_80")[0]
+    assert not ptxas_accepts(_inval_kernel("sm_80", (7, 7)), "sm_80")[0], "the requirement's PTX ISA is too high"
+    assert not ptxas_accepts(_inval_kernel("sm_75", (7, 8)), "sm_75")[0], "the requirement's SM is too high"
+
+
+def test_mbarrier_inval_takes_a_shared_cta_address():
+    for space in (StateSpace.SHARED_CLUSTER, StateSpace.GLOBAL):
+        op = MbarrierInvalOp(Block(arg_types=[PtrType(space)]).args[0])
+        with pytest.raises(Exception, match=r"operand 'addr' must be !ptx.ptr<shared::cta>"):
+            op.verify()
+    op = MbarrierInvalOp(Block(arg_types=[i32]).args[0])
+    with pytest.raises(Exception, match="operand 'addr'"):
+        op.verify()
+
+
+# endregion
+
