@@ -650,13 +650,27 @@ def _set_dynamic_shmem(g: Gpu, kernel: Any, shmem: int) -> None:
     """Allow more than 48 KiB of dynamic shared memory (an opt-in per kernel)."""
     from cuda.bindings import driver
 
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _set_kernel_attribute(g, kernel, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem)
+
+
+def _allow_non_portable_cluster(g: Gpu, kernel: Any) -> None:
+    """Clusters of more than 8 CTAs (up to 16 on Hopper) are an opt-in per kernel."""
+    from cuda.bindings import driver
+
+    _set_kernel_attribute(
+        g, kernel, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
+    )
+
+
+def _set_kernel_attribute(g: Gpu, kernel: Any, attr: Any, value: int) -> None:
+    from cuda.bindings import driver
+
     h = kernel.handle
     if isinstance(h, driver.CUkernel):
         dev = _check(driver.cuDeviceGet(g.device.device_id), "cuDeviceGet")
-        _check(driver.cuKernelSetAttribute(attr, shmem, h, dev), "cuKernelSetAttribute")
+        _check(driver.cuKernelSetAttribute(attr, value, h, dev), "cuKernelSetAttribute")
     else:
-        _check(driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, shmem), "cuFuncSetAttribute")
+        _check(driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, value), "cuFuncSetAttribute")
 
 
 @dataclass
@@ -736,6 +750,9 @@ class Kernel:
 
         if shmem > 48 * 1024:
             _set_dynamic_shmem(g, kern, shmem)
+        cx, cy, cz = shape.cluster
+        if cx * cy * cz > 8:
+            _allow_non_portable_cluster(g, kern)
         try:
             launch(g.stream, _launch_config(shape, shmem), kern, *params)
         except Exception as e:

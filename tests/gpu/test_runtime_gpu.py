@@ -54,3 +54,14 @@ def test_event_timing():
     k = K.bulk_s2g_kernel(64).kernel()
     times = k.time(np.zeros(64, np.uint32), np.ones(64, np.uint32), repeat=5, warmup=1)
     assert len(times) == 5 and all(0 < t < 1000 for t in times)
+
+
+def test_non_portable_cluster_of_16(rng):
+    """A 16-CTA cluster is above the portable limit of 8: the runtime opts the kernel in
+    (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) before launching. 15 peers
+    reduce into CTA 0's shared tile."""
+    n = 64
+    d = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    s = rng.integers(0, 1 << 32, (15, n), dtype=np.uint64).astype(np.uint32)
+    out, _, _ = K.cp_reduce_cluster_kernel("add", "u32", n, 16).run(np.full(n, 0xDEADBEEF, np.uint32), d, s)
+    assert same_bits(out, d + s.sum(axis=0, dtype=np.uint32))
