@@ -69,3 +69,25 @@ def test_readme_python_example_runs_and_interprets():
     b = np.full(1, np.nan, np.float32)
     run_kernel(module, "test_func", a, b)
     assert b.view(np.uint32)[0] == np.float32(reduce_sm100_packed("sum", a)).view(np.uint32)
+
+
+@pytest.mark.gpu
+def test_runtime_doc_example_runs_on_the_gpu():
+    """docs/runtime.md's launching example, run as written, gives the local variant's sum."""
+    import numpy as np
+
+    from bulkred_dialect.reference import reduce_local
+
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "runtime.md").read_text(), flags=re.S)[0]
+    scope: dict = {}
+    old = Path.cwd()
+    try:
+        import os
+
+        os.chdir(ROOT)
+        exec(block, scope)
+    finally:
+        os.chdir(old)
+    A, B_out = scope["A"], scope["B_out"]
+    want = np.asarray(reduce_local("sum", A)).reshape(-1)[:1].astype(np.float32)
+    assert B_out.view(np.uint32)[0] == want.view(np.uint32)[0]
