@@ -7,41 +7,35 @@ With ``--verify-diagnostics`` the diagnostic goes to stdout and the exit status 
 0, so lit tests can match it with ``CHECK:``.
 
 Pass pipelines (``-p``) and output targets (``-t``) are checked before any input is
-read: a syntax error names the spec and the column, an option error names the pass,
-the option, what it takes and what was given::
+read (by :mod:`bulkred_dialect.pipeline`, which the runtime shares): a syntax error names
+the spec and the column, an option error names the pass, the option, what it takes and
+what was given; ``-p``, ``-t`` or ``-o`` given twice is an error, not a silent override::
 
     bulkred-opt: error: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
+
+As with mlir-opt, an empty input, or an empty ``--split-input-file`` chunk (after a
+trailing ``// -----``, or holding only comments), is an empty module, not an error.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 import inspect
 import os
 import re
 import sys
 from collections.abc import Sequence
 from io import StringIO
-from types import NoneType, UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import (
-    ArgSpec,
-    ArgSpecConvertible,
-    PipelineLexer,
-    SpecTokenKind,
-    _convert_arg_to_type,  # pyright: ignore[reportPrivateUsage] (xdsl is pinned to 0.74)
-    parse_pipeline,
-)
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from bulkred_dialect.diagnostics import LocatedError, parse_module, verify_located
-from bulkred_dialect.ops.target import Target, TargetError
+from bulkred_dialect.pipeline import OptionError, build, build_passes, parse_specs, syntax_message
 from bulkred_dialect.universe import BULKRED_DIALECTS, BULKRED_TARGETS
 from bulkred_dialect.passes import ALL_PASSES
 from bulkred_dialect.passes.lower_tile_reductions import comment_writer, explain_sink
@@ -52,96 +46,28 @@ from bulkred_dialect.passes.lower_tile_reductions import comment_writer, explain
 _SPLIT_MARKER = re.compile(rb"(?m)^// -----[ \t\r]*$")
 
 
-class OptionError(ValueError):
-    """A malformed ``-p``/``-t`` spec, or an option value of the wrong type."""
 
 
-# region Pass pipeline and output target specs
+def _has_no_tokens(text: bytes) -> bool:
+    """Nothing but whitespace and ``//`` comments (MLIR has no multi-line tokens, so a
+    line whose first non-blank characters are ``//`` is all comment)."""
+    return all(not line.strip() or line.lstrip().startswith(b"//") for line in text.split(b"\n"))
 
 
-def _syntax_message(what: str, text: str, err: ArgSpecParseError) -> str:
-    """One line from xDSL's multi-line ``ArgSpecParseError``: the spec, the column, the reason."""
-    lines = [line for line in str(err).splitlines() if line.strip()]
-    reason = lines[-1].strip() if lines else "malformed specification"
-    reason = reason[:1].lower() + reason[1:]
-    m = re.search(r"pass-pipeline:\d+:(\d+)", str(err))
-    where = f" column {m.group(1)}" if m else ""
-    return f"{what} '{text}'{where}: {reason}"
+class _StoreOnce(argparse._StoreAction):  # pyright: ignore[reportPrivateUsage]
+    """``-p a -p b`` is an error, not a silent ``-p b`` (argparse keeps the last)."""
 
-
-def _parse_specs(what: str, text: str) -> list[ArgSpec]:
-    """Every ``name{key=value ...}`` of ``text``; a key given twice is an error (MLIR's rule)."""
-    try:
-        specs = list(parse_pipeline(text))
-        tokens = PipelineLexer(text)
-        owner, keys, prev = "", set[str](), SpecTokenKind.COMMA
-        while (tok := tokens.lex()).kind is not SpecTokenKind.EOF:
-            if tok.kind is SpecTokenKind.IDENT and prev is SpecTokenKind.COMMA and not keys:
-                owner = tok.span.text
-            elif tok.kind is SpecTokenKind.L_BRACE:
-                keys = {""}  # non-empty: inside braces
-            elif tok.kind is SpecTokenKind.R_BRACE:
-                keys = set()
-            elif tok.kind is SpecTokenKind.IDENT and keys and prev in (SpecTokenKind.L_BRACE, SpecTokenKind.SPACE):
-                key = tok.span.text.replace("-", "_")
-                if key in keys:
-                    raise OptionError(
-                        f"{what} '{text}' column {tok.span.start + 1}: option '{tok.span.text}' "
-                        f"of {owner} is given twice"
-                    )
-                keys.add(key)
-            prev = tok.kind
-    except ArgSpecParseError as e:
-        raise OptionError(_syntax_message(what, text, e)) from None
-    return specs
-
-
-def _describe(hint: Any) -> str:
-    """What an option of type ``hint`` takes, in words."""
-    if get_origin(hint) in (Union, UnionType):
-        return " or ".join(_describe(a) for a in get_args(hint) if a is not NoneType)
-    if get_origin(hint) is tuple:
-        return f"a comma-separated list of values, each {_describe(get_args(hint)[0])}"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
-
-
-def _show(values: tuple[Any, ...]) -> str:
-    def one(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        return repr(v) if isinstance(v, str) else str(v)
-
-    return ",".join(one(v) for v in values) if values else "no value"
-
-
-def _build(owner: str, cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConvertible:
-    """``cls.from_spec(spec)``, with errors that name ``owner``, the option, what it takes
-    and the value given; a ``target`` option of our own passes must name a known target."""
-    ours = cls.__module__.startswith("bulkred_dialect.")
-    options = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
-    hints = get_type_hints(cls)
-    for key, values in spec.parameters.items():
-        field = key.replace("-", "_")
-        if field not in options:
-            listed = ", ".join(options) or "none"
-            raise OptionError(f"'{key}' is not an option of {owner} (options: {listed})")
-        try:
-            value = _convert_arg_to_type(values, hints[field])  # what from_spec does per option
-        except ValueError:
-            takes = "a target name such as sm_90a" if ours and field == "target" else _describe(hints[field])
-            raise OptionError(f"'{key}' of {owner} must be {takes}, got {_show(values)}") from None
-        if ours and field == "target" and isinstance(value, str):
-            try:
-                Target.parse(value)
-            except TargetError as e:
-                raise OptionError(f"{owner}: {e}") from None
-    try:
-        return cls.from_spec(spec)
-    except ValueError as e:
-        raise OptionError(f"{owner}: {e}") from None
-
-
-# endregion
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = f"_given_{self.dest}"
+        if hasattr(namespace, seen):
+            raise OptionError(
+                f"{option_string} given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
+                "give it once (passes in one pipeline are separated by commas)"
+                if self.dest == "passes"
+                else f"{option_string} given twice ({getattr(namespace, self.dest)!r} and {values!r}); give it once"
+            )
+        setattr(namespace, seen, True)
+        setattr(namespace, self.dest, values)
 
 
 class BulkredOptMain(xDSLOptMain):
@@ -150,7 +76,7 @@ class BulkredOptMain(xDSLOptMain):
             super().__init__(description, args)
         except ArgSpecParseError as e:
             # setup_pipeline reports -p itself; xDSL parses -t before it, unguarded.
-            raise OptionError(_syntax_message("output target", self.args.target, e)) from None
+            raise OptionError(syntax_message("output target", self.args.target, e)) from None
 
     def register_all_dialects(self):
         super().register_all_dialects()
@@ -169,13 +95,13 @@ class BulkredOptMain(xDSLOptMain):
             self.available_targets.setdefault(name, factory)
 
     def _check_output_target(self) -> None:
-        specs = _parse_specs("output target", self.args.target)
+        specs = parse_specs("output target", self.args.target)
         if len(specs) != 1:
             raise OptionError(f"output target '{self.args.target}': expected one target, got {len(specs)}")
         factory = self.available_targets[specs[0].name]
         if inspect.signature(factory).parameters:
             return  # an old-style target function (module, stream) takes no options
-        _build(f"output target {specs[0].name}", factory(), specs[0])
+        build(f"output target {specs[0].name}", factory(), specs[0])
 
     def setup_pipeline(self):
         self._check_output_target()
@@ -188,15 +114,19 @@ class BulkredOptMain(xDSLOptMain):
                 Printer(stream=sys.stdout).print_op(module)
                 print("\n")
 
-        specs = _parse_specs("pass pipeline", self.args.passes)
-        unknown = [s.name for s in specs if s.name not in self.available_passes]
-        if unknown:
-            raise OptionError(f"Unrecognized passes: {unknown}")
-        passes = tuple(_build(s.name, self.available_passes[s.name](), s) for s in specs)
+        passes = build_passes(self.args.passes, self.available_passes)
         self.pipeline = PassPipeline(passes, callback)  # type: ignore[arg-type]
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        for flag in ("-p", "-t", "-o"):
+            arg_parser._option_string_actions[flag].__class__ = _StoreOnce  # pyright: ignore[reportPrivateUsage]
+
     def _process_chunk(self, text: bytes, offset: int) -> str:
-        module = parse_module(self.ctx, text, self.get_input_name(), offset)
+        if _has_no_tokens(text):
+            module = ModuleOp([])  # as mlir-opt: an empty input or chunk is an empty module
+        else:
+            module = parse_module(self.ctx, text, self.get_input_name(), offset)
         if not self.args.disable_verify:
             verify_located(module)
         self.apply_passes(module)
@@ -223,7 +153,9 @@ class BulkredOptMain(xDSLOptMain):
                 failed = True
                 loc = Span(e.span.start, e.span.end, e.span.input, offset).get_location()
                 msg = e.msg.strip()
-                if not msg or msg.startswith("in "):
+                if msg == "Could not parse entire input!":  # xDSL's words for a stray token
+                    msg = f"expected an operation, got '{e.span.text}'"
+                elif not msg or msg.startswith("in "):
                     msg = f"unexpected '{e.span.text}' {msg}".rstrip()
                 self._report(f"{loc.file}:{loc.line}:{loc.col}: error: {msg}", out)
             except (DiagnosticException, ValueError, KeyError) as e:

@@ -25,6 +25,7 @@ from bulkred_dialect.ops.ptx.base import (
     i64,
     known_alignment,
     register_class,
+    trace_address,
 )
 from bulkred_dialect.ops.ptx.bulk import (
     BULK_OPS,
@@ -379,12 +380,14 @@ def constant_size(value: int) -> SSAValue:
 
 
 @pytest.mark.parametrize(
-    "size,ok", [(0, True), (16, True), (4096, True), (8, False), (100, False), (-8, False)]
+    "size,ok",
+    [(16, True), (4096, True), (8, False), (100, False), (-8, False), (-16, False), (0, True)],
 )
-def test_constant_size_multiple_of_16(size, ok):
+def test_constant_size_non_negative_multiple_of_16(size, ok):
+    # -16 is a multiple of 16, but ptxas reads the register as .u32: about 4 GiB
     d, s, m = values(CTA, GLOBAL, CTA)
     op = CpAsyncBulkSharedCtaGlobalOp(d, s, constant_size(size), m)
-    expected = None if ok else f"'size' must be a multiple of 16, got {size}"
+    expected = None if ok else f"'size' must be a non-negative multiple of 16, got {size}"
     assert verify_message(op) == expected
 
 
@@ -550,6 +553,97 @@ def test_each_address_alignment_is_checked(cls, field):
         op = ADDRESS_BUILDERS[cls](addrs, block.args[0])
         block.add_ops([op, func.ReturnOp()])
         assert verify_message(op) == expected, (align, op.ptx_mnemonic())
+
+
+
+def test_trace_address_finds_the_array_and_the_offset():
+    block = kernel_block(i32)
+    (rank,) = block.args
+    a = shared_address(block, 16, (8, 24, -16))
+    root, offset = trace_address(add(block, MapaOp(add(block, MovOp(a, CLUSTER)), rank)))
+    assert isinstance(root, AllocOp) and root.symbol == "buf0" and offset == 16
+    assert trace_address(block.insert_arg(CTA, 0)) == (None, 0)
+    c = add(block, arith.ConstantOp(IntegerAttr(4096, i64)))
+    assert trace_address(add(block, CvtaToGlobalOp(c))) == (4096, 0)
+
+
+def constant_i32(block: Block, value: int) -> SSAValue:
+    return add(block, arith.ConstantOp(IntegerAttr(value, i32)))
+
+
+# (byte offset of the address under test into its 1024-byte array, constant size): the
+# message's byte range, or None when the bytes lie inside the array
+EXTENT_CASES = [((0, 1024), None), ((512, 512), None), ((512, 528), "[512, 1040)"), ((-16, 16), "[-16, 0)")]
+MBAR_CASES = [(1016, None), (1024, "[1024, 1032)"), (-8, "[-8, 0)")]
+
+
+@pytest.mark.parametrize(
+    "cls,field",
+    [
+        (cls, f)
+        for cls in ADDRESS_BUILDERS
+        for f, space in address_fields(cls).items()
+        if space != StateSpace.GLOBAL
+    ],
+    ids=lambda x: x.name if isinstance(x, type) else x,
+)
+def test_each_address_extent_is_checked(cls, field):
+    """A constant ``size`` from a known offset must stay inside the ``ptx.alloc`` array of
+    ``dstMem`` / ``srcMem`` (PTX: the range must not overflow the memory), and an mbarrier
+    object's 8 bytes inside its array; every other address is at the start of a 1024-byte
+    array."""
+    cases = (
+        [((off, 16), rng and (off, rng)) for off, rng in MBAR_CASES]
+        if field == "mbar"
+        else [(c, rng and (c[0], rng)) for c, rng in EXTENT_CASES]
+    )
+    for (off, size), expected in cases:
+        block = kernel_block()
+        addrs = {
+            f: address(block, s, 128) if s == StateSpace.GLOBAL or f != field else None
+            for f, s in address_fields(cls).items()
+        }
+        a = shared_address(block, 128, (off,))
+        addrs[field] = a if address_fields(cls)[field] == StateSpace.SHARED_CTA else add(block, MovOp(a, CLUSTER))
+        op = ADDRESS_BUILDERS[cls](addrs, constant_i32(block, size))
+        block.add_ops([op, func.ReturnOp()])
+        what = "'mbar' (an 8-byte mbarrier object)" if field == "mbar" else f"'{field}' + 'size'"
+        root, _ = trace_address(a)
+        assert isinstance(root, AllocOp)
+        sym = root.symbol
+        message = expected and f"{what} must lie inside @{sym} (1024 bytes), got bytes {expected[1]}"
+        assert verify_message(op) == message, (off, size, op.ptx_mnemonic())
+
+
+def test_unknown_extents_are_accepted():
+    """A size that is not a constant, an offset that is not, or an address that is no
+    array's: nothing to check."""
+    block = kernel_block(i32, i32, CTA)
+    n, off, arg = block.args
+    g = address(block, StateSpace.GLOBAL, 128)
+    big = constant_i32(block, 1 << 20)
+    ops = [
+        CpAsyncBulkGlobalSharedCtaOp(g, src, size)
+        for src, size in ((shared_address(block, 128), n), (shared_address(block, 128, (off,)), big), (arg, big))
+    ]
+    block.add_ops([*ops, func.ReturnOp()])
+    for op in ops:
+        assert verify_message(op) is None
+
+
+def test_alloc_names_are_unique_per_kernel():
+    block = kernel_block()
+    first = AllocOp("tile", AllocSpace.SHARED, 64)
+    other = AllocOp("other", AllocSpace.LOCAL, 16)
+    second = AllocOp("tile", AllocSpace.LOCAL, 16)
+    block.add_ops([first, other, second, func.ReturnOp()])
+    assert verify_message(first) is None and verify_message(other) is None
+    assert verify_message(second) == "'sym_name' @tile is already declared in this kernel"
+    # the same name in another kernel is another array
+    elsewhere = kernel_block()
+    again = AllocOp("tile", AllocSpace.SHARED, 64)
+    elsewhere.add_ops([again, func.ReturnOp()])
+    assert verify_message(again) is None
 
 
 # endregion

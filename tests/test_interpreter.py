@@ -460,7 +460,7 @@ def test_local_alloca_store_load_keep_nan_payloads():
 
 
 def _copy_kernel(shape: list[int], elt: Attribute) -> ModuleOp:
-    """``@k(%a, %b)``: b[i] = a[i] + b[i] elementwise on 1-D buffers (s32 or f32 add)."""
+    """``@k(%a, %b)``: b[i] = a[i] + b[i] elementwise on 1-D buffers (s32, f32 or f64 add)."""
     t = buffer_type(shape, elt, MemoryScope.GLOBAL)
     block = Block(arg_types=[t, t])
     a, b = block.args
@@ -473,7 +473,7 @@ def _copy_kernel(shape: list[int], elt: Attribute) -> ModuleOp:
             i = body.args[0]
             x = memref.LoadOp.get(a, [i])
             y = memref.LoadOp.get(b, [i])
-            s = AddOp(T.F32 if elt == f32 else T.S32, x.res, y.res)
+            s = AddOp({f32: T.F32, f64: T.F64, i32: T.S32}[elt], x.res, y.res)
             memref.StoreOp.get(s.result, b, [i])
             scf.YieldOp()
         scf.ForOp(lb, ub, st, [], body)
@@ -519,6 +519,54 @@ def test_run_kernel_rejects_bad_arguments():
         run_kernel(module, "k", np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="no func.func named 'nope'"):
         run_kernel(module, "nope")
+
+
+
+@pytest.mark.parametrize(
+    "elt,dtype,expected",
+    [
+        (f32, np.int32, "float32 or uint32 bits"),  # the audit's case: signed ints as f32 bits
+        (f32, np.float64, "float32 or uint32 bits"),
+        (f32, np.float16, "float32 or uint32 bits"),
+        (f64, np.complex64, "float64 or uint64 bits"),  # 8 bytes, but not f64's
+        (f64, np.int64, "float64 or uint64 bits"),
+        (i32, np.float32, "int32 or uint32"),
+        (i32, np.int64, "int32 or uint32"),
+        (i32, np.bool_, "int32 or uint32"),
+    ],
+    ids=str,
+)
+def test_run_kernel_rejects_a_dtype_of_another_kind(elt, dtype, expected):
+    module = _copy_kernel([3], elt)
+    ok = np.zeros(3, {f32: np.float32, f64: np.float64, i32: np.int32}[elt])
+    bad = np.zeros(3, dtype)
+    message = (
+        f"argument 1: dtype {np.dtype(dtype)} does not hold the elements of "
+        f"memref<3x{elt}, #bulkred.scope<global>> (expected {expected})"
+    )
+    with pytest.raises(ValueError) as e:
+        run_kernel(module, "k", ok, bad)
+    assert str(e.value) == message
+
+
+def test_run_kernel_accepts_float_bits_as_unsigned_integers():
+    """f32 as uint32 bits computes what float32 does; the argument keeps its dtype."""
+    module = _copy_kernel([3], f32)
+    a = np.array([1.5, SUB, -2.0], dtype=np.float32)
+    b = np.array([0.25, SUB, 4.0], dtype=np.float32)
+    bits_a, bits_b = a.view(np.uint32).copy(), b.view(np.uint32).copy()
+    run_kernel(module, "k", a, b)
+    _, out = run_kernel(module, "k", bits_a, bits_b)
+    assert out.dtype == np.uint32 and out.tolist() == b.view(np.uint32).tolist()
+
+
+def test_run_kernel_names_the_argument():
+    """The block argument's name, when it has one, follows the position."""
+    module = _copy_kernel([3], f32)
+    k = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    k.body.block.args[0].name_hint = "A"
+    with pytest.raises(ValueError, match=r"^argument 0 \(%A\): dtype int32 does not hold"):
+        run_kernel(module, "k", np.zeros(3, np.int32), np.zeros(3, np.float32))
 
 
 def test_out_of_bounds_access_is_an_error():

@@ -7,22 +7,31 @@ tests/gpu/test_tile_bulk_gpu.py compiled for sm_90a without a GPU."""
 
 from __future__ import annotations
 
+import re
 from itertools import product
 
 import pytest
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FileLineColLoc,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnrealizedConversionCastOp,
+)
 from xdsl.ir import Block
 
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
 from bulkred_dialect.backend_ptx.printer import print_ptx
 from bulkred_dialect.diagnostics import LocatedError
-from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i32
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, f32, i32, i64
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkGlobalSharedCtaOp, CpAsyncBulkSharedClusterGlobalOp
 from bulkred_dialect.ops.ptx.sync import MbarrierInvalOp
 from bulkred_dialect.ops.target import format_ptx_version
-from bulkred_dialect.ops.tile import BulkCopyOp
+from bulkred_dialect.ops.tile import BulkCopyOp, MemoryScope, buffer_type
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
 from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
 
@@ -289,6 +298,43 @@ def test_cluster_directions_are_rejected_at_the_op(kind, message):
     assert str(m) == before, "the pass rewrote ops before failing"
     with pytest.raises(LocatedError, match="is not lowered yet"):
         BulkredToPtxPass(target="sm_90a").apply(T.context(), _cluster_module(kind)[0])
+
+
+@pytest.mark.parametrize(
+    "n,dst,message",
+    [
+        (2**30, "global", "bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'src'), got 4294967296"),
+        (2**16, "shared", "bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'dst'; the mbarrier tx-count allows 1048575), got 262144"),
+    ],
+)
+def test_oversized_bulk_op_built_without_verifying_is_a_located_error(n, dst, message):
+    """IR that skipped the verifier still gets the tile verifier's message on the op,
+    before any rewrite (the i32 size constant of 2^32 bytes would not even build)."""
+    shared = buffer_type([n], f32, MemoryScope.SHARED)
+    glob = buffer_type([n], f32, MemoryScope.GLOBAL)
+    mbar = buffer_type([1], i64, MemoryScope.SHARED)
+    k = func.FuncOp("k", ([glob, shared, mbar], []))
+    g, sh, mb = k.body.block.args
+    op = BulkCopyOp.create(
+        operands=[sh, g] if dst == "global" else [g, sh, mb],
+        properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, 0 if dst == "global" else 1, 0])},
+    )
+    op.location = FileLineColLoc(StringAttr("big.mlir"), IntAttr(3), IntAttr(5))
+    k.body.block.add_ops([op, func.ReturnOp()])
+    m = ModuleOp([k])
+    with pytest.raises(LocatedError) as e:
+        LowerBulkOpsPass().apply(T.context(), m)
+    assert str(e.value) == f"big.mlir:3:5: error: 'bulkred.bulk_copy' {message}"
+    assert op.parent is not None, "the pass rewrote ops before failing"
+
+
+@pytest.mark.parametrize("value", [IntegerAttr(5, i64), StringAttr("block = [128]")], ids=str)
+def test_launch_attribute_of_another_kind_is_a_located_error(value):
+    m = _g2s_s2g()
+    k = next(op for op in m.walk() if isinstance(op, func.FuncOp))
+    k.attributes["bulkred.launch"] = value
+    with pytest.raises(LocatedError, match=rf"error: 'func.func' 'bulkred.launch' must be a #bulkred.launch<grid = \[..\], block = \[..\], cluster = \[..\]> attribute, got {re.escape(str(value))}$"):
+        LowerBulkOpsPass().apply(T.context(), m)
 
 
 # endregion

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import Builtin, FileLineColLoc, IntAttr, ModuleOp, St
 from xdsl.irdl import irdl_op_definition, result_def
 from xdsl.passes import PassPipeline
 
-from bulkred_dialect.backend_ptx.assemble import assemble
+from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
 from bulkred_dialect.backend_ptx.printer import (
     PtxTarget,
     Registers,
@@ -29,7 +29,7 @@ from bulkred_dialect.diagnostics import LocatedError, parse_module
 from bulkred_dialect.ops.ptx import PTX
 from bulkred_dialect.ops.ptx.base import PtxInstruction, RegisterNamer, bf16, constant_int, f16, f32, f64, i1, i32, i64
 from bulkred_dialect.ops.ptx.control import BraOp, CondBraOp, RetOp, SetpOp, CmpOp, SetpType
-from bulkred_dialect.ops.ptx.memory import LdOp, MovImmOp, float_immediate
+from bulkred_dialect.ops.ptx.memory import LdOp, MovImmOp, float_immediate, max_static_shared
 from bulkred_dialect.ops.target import Requirement, Target
 from bulkred_dialect.ops.tile import BULKRED
 from bulkred_dialect.passes import ALL_PASSES
@@ -260,6 +260,42 @@ def test_line_map_points_at_the_op():
     # the ld keeps the location of the memref.load it came from
     assert isinstance(op.location, FileLineColLoc) and op.location.line.data == 11
     assert printed.text.count("\n") == len(printed.lines)
+
+
+
+@pytest.mark.parametrize("launch", ["5", '"block = [32]"', "[32]", "#bulkred.reduce_kind sum"])
+def test_launch_attribute_of_another_kind_is_an_error(launch):
+    module = parse(f"func.func @k() attributes {{bulkred.launch = {launch}}} {{\n  func.return\n}}\n")
+    with pytest.raises(LocatedError, match=r"^test.mlir:1:1: error: 'func.func' 'bulkred.launch' must be a #bulkred.launch<"):
+        print_ptx(module)
+    ok = parse("func.func @k() attributes {bulkred.launch = #bulkred.launch<block = [32]>} {\n  func.return\n}\n")
+    assert ".reqntid 32, 1, 1" in print_ptx(ok)
+
+
+def _shared_kernel(nbytes: int) -> str:
+    """PTX of a kernel with a static .shared array of ``nbytes`` bytes that it uses."""
+    return (
+        "func.func @k(%v: i32) {\n"
+        f"  ptx.alloc shared @big size {nbytes} align 16\n"
+        "  %a = ptx.mov.addr @big : !ptx.ptr<shared::cta>\n"
+        "  ptx.st u32 %a, %v : !ptx.ptr<shared::cta>, i32\n"
+        "  func.return\n}\n"
+    )
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_80"])
+def test_static_shared_limit_is_ptxas_limit(target):
+    """max_static_shared agrees with ptxas: the limit assembles, 16 bytes more is refused
+    by ptxas and by the printer, on the array that crosses it."""
+    limit = max_static_shared(Target.parse(target))
+    ptx = print_ptx(parse(_shared_kernel(limit)), target)
+    assert len(assemble(ptx, target)) > 0
+    over = parse(_shared_kernel(limit + 16))
+    with pytest.raises(LocatedError, match=rf"^test.mlir:2:3: error: 'ptx.alloc' brings the kernel's shared memory to {limit + 16} bytes, more than {target} allows for static .shared arrays \({limit}"):
+        print_ptx(over, target)
+    raw = print_ptx(parse(_shared_kernel(limit)), target).replace(f"big[{limit}]", f"big[{limit + 16}]")
+    with pytest.raises(PtxasError, match="too much shared data"):
+        assemble(raw, target)
 
 
 @irdl_op_definition

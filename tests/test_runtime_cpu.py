@@ -178,6 +178,54 @@ def test_signature_kept_through_the_pipeline(no_gpu_calls):
         k(np.zeros(31, np.float32), np.zeros(1, np.float32))
 
 
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        (
+            "lower-tile-reductions{",
+            "pass pipeline 'lower-tile-reductions{' column 23: expected argument name here",
+        ),
+        ("nope", "unknown pass 'nope' (bulkred passes: check-target, lower-tile-reductions, "),
+        ("bulkred-to-ptx,lower-to-ptz", "unknown pass 'lower-to-ptz' (did you mean 'lower-to-ptx'? "),
+        ("lower-tile-reductions{explain=maybe}", "'explain' of lower-tile-reductions must be true or false, got 'maybe'"),
+        ("bulkred-to-ptx{target=sm_9x}", "bulkred-to-ptx: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_9x'"),
+        (
+            "bulkred-to-ptx{target=sm_90a target=sm_90a}",
+            "pass pipeline 'bulkred-to-ptx{target=sm_90a target=sm_90a}' column 30: "
+            "option 'target' of bulkred-to-ptx is given twice",
+        ),
+    ],
+)
+def test_bad_pipeline_is_a_value_error_with_the_cli_message(no_gpu_calls, pipeline, message):
+    """Never xDSL's ArgSpecParseError (a BaseException): one line, as bulkred-opt -p says it."""
+    module = runtime.parse((ROOT / "examples" / "seed_sum32.mlir").read_text())
+    before = str(module)
+    with pytest.raises(runtime.PipelineError) as e:
+        runtime.compile_tile_module(module, "sm_90a", pipeline=pipeline)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, runtime.RuntimeErrorBase)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+    assert str(module) == before  # rejected before any pass ran
+
+
+def test_pipeline_messages_match_bulkred_opt(tmp_path, capsys):
+    from bulkred_dialect.cli import main
+
+    f = tmp_path / "seed.mlir"
+    f.write_text((ROOT / "examples" / "seed_sum32.mlir").read_text())
+    for spec in ["lower-tile-reductions{", "nope", "lower-tile-reductions{target=90}"]:
+        with pytest.raises(runtime.PipelineError) as e:
+            runtime.lower_tile_module(runtime.parse(f.read_text()), "sm_90a", pipeline=spec)
+        assert main([str(f), "-p", spec]) == 1
+        assert capsys.readouterr().err == f"bulkred-opt: error: {e.value}\n"
+
+
+def test_explicit_pipeline_runs_and_verifies_between_passes(no_gpu_calls):
+    module = runtime.parse((ROOT / "examples" / "seed_sum32.mlir").read_text())
+    mod = runtime.compile_tile_module(module, "sm_100a", pipeline="lower-tile-reductions{target=sm_100a},lower-to-ptx")
+    assert ".target sm_100a" in mod.ptx and mod.kernel_names() == ["test_func"]
+    assert mod.signatures["test_func"].params[0] == Param("A", "array", "f32", (32,))
+
+
 def test_signature_of_a_ptx_level_kernel():
     text = """
     func.func @k(%out: !ptx.ptr<global>, %n: i32, %x: f32) attributes {bulkred.launch = #bulkred.launch<grid = [4], block = [64], cluster = [2]>} {

@@ -99,7 +99,82 @@ def test_cli_unknown_pass(capsys, tmp_path):
     f = tmp_path / "ok.mlir"
     f.write_text("builtin.module {}\n")
     assert main([str(f), "-p", "no-such-pass"]) == 1
-    assert "Unrecognized passes" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("bulkred-opt: error: unknown pass 'no-such-pass' (bulkred passes: check-target, ")
+    assert len(err.splitlines()) == 1
+
+
+def test_cli_unknown_pass_suggests_the_closest(capsys, tmp_path):
+    f = tmp_path / "ok.mlir"
+    f.write_text("builtin.module {}\n")
+    assert main([str(f), "-p", "bulkred-to-ptx,lower-bulk-op"]) == 1
+    assert "unknown pass 'lower-bulk-op' (did you mean 'lower-bulk-ops'? " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["-p", "lower-tile-reductions", "-p", "lower-to-ptx"],
+            "-p given twice ('lower-tile-reductions' and 'lower-to-ptx'); give it once "
+            "(passes in one pipeline are separated by commas)",
+        ),
+        (
+            ["--passes=check-target", "-p", "check-target"],
+            "-p given twice ('check-target' and 'check-target'); give it once "
+            "(passes in one pipeline are separated by commas)",
+        ),
+        (["-t", "ptx", "--target", "mlir"], "--target given twice ('ptx' and 'mlir'); give it once"),
+        (["-o", "a.mlir", "-o", "b.mlir"], "-o given twice ('a.mlir' and 'b.mlir'); give it once"),
+    ],
+)
+def test_cli_option_given_twice_is_an_error(tmp_path, capsys, args, message):
+    f = tmp_path / "ok.mlir"
+    f.write_text("builtin.module {}\n")
+    assert main([str(f), *args]) == 1
+    assert capsys.readouterr().err == f"bulkred-opt: error: {message}\n"
+    assert not (tmp_path / "a.mlir").exists()
+
+
+def test_cli_options_given_once_still_work(tmp_path, capsys):
+    f = tmp_path / "ok.mlir"
+    f.write_text("func.func @ok() {\n  func.return\n}\n")
+    out = tmp_path / "out.ptx"
+    assert main([str(f), "-p", "bulkred-to-ptx", "-t", "ptx", "-o", str(out)]) == 0
+    assert ".entry ok" in out.read_text()
+
+
+_UNLOWERABLE = (
+    "func.func @k(%a: memref<16xf32, #bulkred.scope<shared>>, %b: memref<1xf32, #bulkred.scope<shared>>) {\n"
+    "  bulkred.reduce sum cta %a, %b : memref<16xf32, #bulkred.scope<shared>>, memref<1xf32, #bulkred.scope<shared>>\n"
+    "  func.return\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("pipeline", ["lower-tile-reductions{explain=true}", "bulkred-to-ptx{explain=true}"])
+def test_cli_failing_dispatch_with_explain_prints_the_table_once(tmp_path, capsys, pipeline):
+    f = tmp_path / "k.mlir"
+    f.write_text(_UNLOWERABLE)
+    assert main([str(f), "-p", pipeline]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out + captured.err).count("dispatch of 'bulkred.reduce'") == 1
+    assert captured.out.startswith(f"// dispatch of 'bulkred.reduce' at {f}:2:3 on sm_90a\n")
+    assert "// chosen: none" in captured.out
+    assert captured.err == (
+        f"{f}:2:3: error: 'bulkred.reduce' no lowering variant applies on sm_90a "
+        "(explain=true printed the dispatch table)\n"
+    )
+
+
+def test_cli_failing_dispatch_without_explain_carries_the_table(tmp_path, capsys):
+    f = tmp_path / "k.mlir"
+    f.write_text(_UNLOWERABLE)
+    assert main([str(f), "-p", "lower-tile-reductions"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"{f}:2:3: error: 'bulkred.reduce' no lowering variant applies on sm_90a\n")
+    assert captured.err.count("dispatch of 'bulkred.reduce'") == 1
 
 
 def test_cli_split_input_continues_after_error(tmp_path, capsys):
@@ -302,6 +377,55 @@ def test_split_only_on_exact_separator_lines(tmp_path, capsys):
     assert captured.out.count("// -----") == 2
     assert "@a" in captured.out and "@c" in captured.out
     assert captured.err.startswith(f"{f}:8:3: error: 'ptx.redux.sync' '.op' add is not valid with '.type' f32")
+
+
+@pytest.mark.parametrize(
+    ("text", "modules", "last_empty"),
+    [
+        ("", 1, True),
+        ("\n  \n", 1, True),
+        ("// only a comment\n", 1, True),
+        ("func.func @a() {\n  func.return\n}\n// -----\n", 2, True),
+        ("func.func @a() {\n  func.return\n}\n// -----\n// -----\nfunc.func @b() {\n  func.return\n}\n", 3, False),
+        ("// -----\n", 2, True),
+    ],
+    ids=["empty", "blank", "comment", "trailing-separator", "empty-middle", "separator-only"],
+)
+def test_split_empty_chunk_is_an_empty_module(tmp_path, capsys, text, modules, last_empty):
+    """As mlir-opt: an empty chunk (or input) prints an empty module; no error."""
+    f = tmp_path / "split.mlir"
+    f.write_text(text)
+    assert main([str(f), "--split-input-file"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.count("builtin.module {") == modules
+    assert captured.out.count("// -----") == modules - 1
+    assert captured.out.count("builtin.module {\n}\n") == modules - (0 if last_empty else 1) - ("@a" in text)
+    assert captured.out.rstrip().endswith("builtin.module {\n}") == last_empty
+
+
+def test_empty_input_without_split_is_an_empty_module(tmp_path, capsys):
+    f = tmp_path / "empty.mlir"
+    f.write_text("")
+    assert main([str(f), "-p", "bulkred-to-ptx", "-t", "ptx"]) == 0
+    out = capsys.readouterr().out
+    assert ".address_size 64" in out and ".entry" not in out
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "token"),
+    [
+        ("}\n", "1:1", "}"),
+        ("func.func @a() {\n  func.return\n}\n}\n", "4:1", "}"),
+        ("\n\n  )\n", "3:3", ")"),
+        ("/" * 400 + "\n}\n", "2:1", "}"),  # a long comment line: the emptiness check is linear
+    ],
+)
+def test_stray_token_is_a_located_error(tmp_path, capsys, text, where, token):
+    f = tmp_path / "stray.mlir"
+    f.write_text(text)
+    assert main([str(f)]) == 1
+    assert _one_error_line(capsys) == f"{f}:{where}: error: expected an operation, got '{token}'"
 
 
 # endregion

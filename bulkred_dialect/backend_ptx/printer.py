@@ -11,7 +11,8 @@ The printer owns the module frame; each instruction op prints its own line
   (``!ptx.ptr<global>`` is a ``.u64`` loaded with ``ld.param.u64`` and converted with
   ``cvta.to.global.u64``; scalars are loaded with ``ld.param``), and, from the kernel's
   ``bulkred.launch``, ``.reqntid`` and (for clusters of more than one CTA)
-  ``.reqnctapercluster`` + ``.explicitcluster``;
+  ``.reqnctapercluster`` + ``.explicitcluster`` (a ``bulkred.launch`` that is not a
+  ``#bulkred.launch<...>`` is an error);
 * registers: one per SSA value, numbered from 1 per name prefix (``register_class``),
   declared as ``.reg .f32 %f<N>;``; ``ptx.alloc`` arrays declared at the top of the body;
 * a label per block (``control.block_label``) and, on each branch, moves into the
@@ -19,8 +20,10 @@ The printer owns the module frame; each instruction op prints its own line
   cycles such as a swap).
 
 Before printing, every op is checked against the target (the same check as
-``check-target``). :func:`assemble_module` prints, assembles with nvJitLink, and turns a
-ptxas error into a located error naming the PTX line, ptxas's message and the IR op.
+``check-target``), and each kernel's ``.shared`` arrays against the static shared memory
+ptxas allows on the target (``max_static_shared``). :func:`assemble_module` prints,
+assembles with nvJitLink, and turns a ptxas error into a located error naming the PTX
+line, ptxas's message and the IR op.
 
 Example::
 
@@ -51,13 +54,14 @@ from bulkred_dialect.ops.ptx.memory import (
     LdParamOp,
     LdStType,
     copy_mnemonic,
+    static_shared_error,
 )
 from bulkred_dialect.ops.target import (
     MAX_PTX_VERSION,
     Target,
     format_ptx_version,
 )
-from bulkred_dialect.ops.tile import LaunchAttr
+from bulkred_dialect.ops.tile import LaunchAttr, kernel_launch
 from bulkred_dialect.passes.check_target import check_module, resolve_target
 
 LAUNCH_ATTR = "bulkred.launch"
@@ -192,6 +196,10 @@ class _KernelPrinter:
         assert entry is not None
 
         params, loads = self._params(name, entry)
+        allocs = [op for op in k.walk() if isinstance(op, AllocOp)]
+        error = static_shared_error(allocs, self.target)
+        if error is not None:
+            raise LocatedError(*error)
         decls: list[tuple[str, Operation]] = []
         body = PrintedPtx()
         body.extend(loads, k)
@@ -263,8 +271,11 @@ class _KernelPrinter:
         return params, loads
 
     def _directives(self) -> list[str]:
-        launch = self.kernel.attributes.get(LAUNCH_ATTR)
-        if not isinstance(launch, LaunchAttr):
+        try:
+            launch = kernel_launch(self.kernel)
+        except VerifyException as e:
+            raise LocatedError(self.kernel, str(e)) from None
+        if launch is None:
             return []
         out = [".reqntid {}, {}, {}".format(*launch.block_dims)]
         cluster = launch.cluster_dims

@@ -73,6 +73,11 @@ class CudaError(RuntimeErrorBase):
         super().__init__(f"{call} failed: {code}{': ' + detail if detail else ''}")
 
 
+class PipelineError(RuntimeErrorBase, ValueError):
+    """A malformed or unknown ``pipeline`` spec, with the one-line message ``bulkred-opt -p``
+    prints for it."""
+
+
 class KernelTimeoutError(RuntimeErrorBase):
     """The kernel did not finish within the time limit (a hang, e.g. an mbarrier never completed)."""
 
@@ -901,15 +906,31 @@ def parse(text: str, name: str = "<input>") -> ModuleOp:
 
 
 def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> ModuleOp:
-    """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``) on ``module`` in place."""
+    """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``, any spec ``bulkred-opt -p``
+    accepts) on ``module`` in place, verifying after each pass (located errors).
+
+    A malformed spec, an unknown pass or a bad option value raises :class:`PipelineError`
+    (a ``ValueError``) before anything runs::
+
+        lower_tile_module(m, pipeline="lower-tile-reductions{explain=maybe}")
+        # PipelineError: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
+    """
     from xdsl.passes import PassPipeline
 
     from bulkred_dialect.diagnostics import verify_located
-    from bulkred_dialect.passes import ALL_PASSES
+    from bulkred_dialect.pipeline import OptionError, available_passes, build_passes
 
     tgt = _target_for(target)
     spec = pipeline or f"bulkred-to-ptx{{target={_arch_name(tgt)}}}"
-    PassPipeline.parse_spec(ALL_PASSES, spec).apply(context(), module)
+    try:
+        passes = build_passes(spec, available_passes())
+    except OptionError as e:
+        raise PipelineError(str(e)) from None
+
+    def verify_between(_prev: Any, m: ModuleOp, _next: Any) -> None:
+        verify_located(m)
+
+    PassPipeline(passes, verify_between).apply(context(), module)  # type: ignore[arg-type]
     verify_located(module)
     return module
 
@@ -943,6 +964,7 @@ __all__ = [
     "LaunchShape",
     "NoGpuError",
     "Param",
+    "PipelineError",
     "PtxasError",
     "RuntimeErrorBase",
     "SignatureError",

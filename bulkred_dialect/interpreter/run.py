@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Attribute
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
@@ -18,6 +19,7 @@ from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.traits import SymbolTable
 
 from bulkred_dialect.interpreter.memory import (
+    STORAGE_DTYPE,
     BufferFunctions,
     element_format,
     load_element,
@@ -39,30 +41,53 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
     return interpreter
 
 
-def _as_buffer(arg: Any, t: MemRefType, position: int, index_bitwidth: int) -> np.ndarray:
+def _as_buffer(arg: Any, t: MemRefType, label: str, index_bitwidth: int) -> np.ndarray:
+    """The numpy buffer for argument ``label`` (``argument 0 (%A)``) of type ``t``."""
     shape = list(t.get_shape())
     if isinstance(arg, ShapedArray):
         if list(arg.shape) != shape:
-            raise ValueError(f"argument {position}: shape {arg.shape} does not match {t}")
+            raise ValueError(f"{label}: shape {arg.shape} does not match {t}")
         buf = np.empty(shape, dtype=storage_dtype(t.element_type, index_bitwidth))
         for idx in arg.indices():
             store_element(buf, idx, t.element_type, arg.load(idx), index_bitwidth)
         return buf
     if not isinstance(arg, np.ndarray):
-        raise ValueError(f"argument {position}: expected a numpy array for {t}, got {type(arg).__name__}")
+        raise ValueError(f"{label}: expected a numpy array for {t}, got {type(arg).__name__}")
     if list(arg.shape) != shape:
-        raise ValueError(f"argument {position}: shape {list(arg.shape)} does not match {t}")
-    _, width = element_format(t.element_type, index_bitwidth)
-    if arg.dtype.itemsize * 8 != width:
-        raise ValueError(f"argument {position}: dtype {arg.dtype} does not hold the elements of {t}")
+        raise ValueError(f"{label}: shape {list(arg.shape)} does not match {t}")
+    accepted = accepted_dtypes(t.element_type, index_bitwidth)
+    if arg.dtype not in accepted:
+        raise ValueError(
+            f"{label}: dtype {arg.dtype} does not hold the elements of {t} "
+            f"(expected {' or '.join(_dtype_name(d, t.element_type) for d in accepted)})"
+        )
     return arg
+
+
+def accepted_dtypes(t: Attribute, index_bitwidth: int = 64) -> list[np.dtype]:
+    """The numpy dtypes a caller's buffer of element type ``t`` may have: a float type as
+    its numpy float or as the bits in the unsigned integer of its width (bf16 only as
+    bits); an integer (signless) as the signed or unsigned integer of its width."""
+    kind, width = element_format(t, index_bitwidth)
+    bits = np.dtype(f"uint{width}")
+    if kind is None:
+        return [np.dtype(f"int{width}"), bits]
+    native = np.dtype(STORAGE_DTYPE[kind])
+    return [native] if native == bits else [native, bits]
+
+
+def _dtype_name(d: np.dtype, element_type: Attribute) -> str:
+    """``uint32 bits`` for the bits of a float element, else the dtype's name."""
+    kind, _ = element_format(element_type)
+    return f"{d} bits" if kind is not None and d.kind == "u" else str(d)
 
 
 def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
     """Call ``func.func @name`` of ``module`` and return its memref arguments after the call.
 
-    A numpy argument is the buffer itself and is mutated in place (its dtype must have
-    the element width: f32 as float32 or uint32 bits, bf16 as uint16 bits, ...); a
+    A numpy argument is the buffer itself and is mutated in place; its dtype must be one
+    of :func:`accepted_dtypes` (f32 as float32 or uint32 bits, bf16 as uint16 bits, i32
+    as int32 or uint32, ...), else a ValueError names the argument and both dtypes; a
     ``ShapedArray`` argument is copied into a numpy buffer and the result written back.
     Non-memref arguments (scalars) are passed through, converted to the argument's type.
     """
@@ -75,9 +100,12 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
     interpreter = make_interpreter(module)
     bits = interpreter.index_bitwidth
     args: list[Any] = []
+    entry = callee.body.blocks.first
+    hints = [arg.name_hint for arg in entry.args] if entry is not None else [None] * len(inputs)
     for i, (t, a) in enumerate(zip(inputs, arrays)):
         if isinstance(t, MemRefType):
-            args.append(_as_buffer(a, t, i, bits))
+            label = f"argument {i}" + (f" (%{hints[i]})" if hints[i] else "")
+            args.append(_as_buffer(a, t, label, bits))
             continue
         kind, width = element_format(t, bits)
         args.append(coerce_float(kind, a) if kind is not None else to_signed(int(a), width))

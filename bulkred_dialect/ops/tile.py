@@ -5,7 +5,8 @@ Buffers are upstream ``memref`` values whose memory space is a
 ``#bulkred.scope<...>`` attribute (local, shared, global, cluster_shared); they are
 allocated with ``memref.alloca``. Kernels are ``func.func`` ops carrying a
 ``bulkred.launch = #bulkred.launch<grid = [..], block = [..], cluster = [..]>``
-attribute.
+attribute (:func:`kernel_launch` rejects one of another kind); every tile op must be
+inside one.
 
 Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
 
@@ -27,6 +28,7 @@ from typing import ClassVar
 
 from collections.abc import Sequence
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -45,7 +47,14 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -242,7 +251,38 @@ class LaunchAttr(ParametrizedAttribute):
                 )
 
 
+LAUNCH_ATTR = "bulkred.launch"
+"""The name of a kernel's launch-shape attribute."""
+
+
+def kernel_launch(kernel: Operation) -> LaunchAttr | None:
+    """The ``bulkred.launch`` of ``kernel``, or None when it has none.
+
+    Raises a VerifyException when the attribute is there but is not a
+    ``#bulkred.launch<...>`` (a ``bulkred.launch = 5`` would otherwise be ignored, and the
+    kernel printed without ``.reqntid``)."""
+    launch = kernel.attributes.get(LAUNCH_ATTR)
+    if launch is None or isinstance(launch, LaunchAttr):
+        return launch
+    raise VerifyException(
+        f"'{LAUNCH_ATTR}' must be a #bulkred.launch<grid = [..], block = [..], cluster = [..]> "
+        f"attribute, got {launch}"
+    )
+
+
 # endregion
+
+
+def check_in_kernel(op: Operation) -> None:
+    """Raise unless ``op`` is nested in a ``func.func`` (a kernel): the lowerings turn
+    tile ops into kernel code (branches, barriers, thread ids), which has no meaning at
+    module level."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, func.FuncOp):
+            return
+        parent = parent.parent_op()
+    raise VerifyException("must be inside a func.func kernel")
 
 
 def scope_of(t: Attribute) -> MemoryScope | None:
@@ -358,6 +398,7 @@ class ReduceOp(IRDLOperation):
         return [1] if len(src_shape) == 1 else list(src_shape[:-1])
 
     def verify_(self) -> None:
+        check_in_kernel(self)
         st = _expect_buffer("src", self.src)
         dt = _expect_buffer("dst", self.dst)
         if st.element_type != dt.element_type:
@@ -400,6 +441,7 @@ class CopyOp(IRDLOperation):
         super().__init__(operands=[src, dst])
 
     def verify_(self) -> None:
+        check_in_kernel(self)
         st = _expect_buffer("src", self.src)
         dt = _expect_buffer("dst", self.dst)
         if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
@@ -417,7 +459,9 @@ class BulkCopyOp(IRDLOperation):
     Directions: global -> shared, global -> cluster_shared (optionally multicast to
     the CTAs of ``cta_mask``), shared -> cluster_shared (a peer CTA), shared -> global.
     Copies into shared memory complete on ``mbar``; the copy to global completes
-    through the bulk async-group. The byte size must be a multiple of 16.
+    through the bulk async-group. The byte size must be a multiple of 16 and at most
+    :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's shared memory).
+    Like every tile op it must be inside a ``func.func`` kernel.
 
     Example: ``bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>``
     """
@@ -444,6 +488,7 @@ class BulkCopyOp(IRDLOperation):
     }
 
     def verify_(self) -> None:
+        check_in_kernel(self)
         st = _expect_buffer("src", self.src)
         dt = _expect_buffer("dst", self.dst)
         direction = (scope_of(st), scope_of(dt))
@@ -454,7 +499,7 @@ class BulkCopyOp(IRDLOperation):
             )
         if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
-        _check_bulk_bytes(st)
+        _check_bulk_bytes(st, direction[1])
         needs_mbar = direction[1] != MemoryScope.GLOBAL
         if needs_mbar and self.mbar is None:
             raise VerifyException(f"a bulk copy into {direction[1]} needs an 'mbar' operand")
@@ -506,24 +551,57 @@ def _check_reduce_table(kind: ReduceKind, elt: Attribute, dst: MemoryScope) -> N
         )
 
 
-def _check_bulk_bytes(t: MemRefType) -> None:
-    """``src`` (of type ``t``): an allowed element type, a static positive shape, and a
-    byte size that is a multiple of 16."""
-    check_element_type("src", t)
-    shape = check_static_positive_shape("src", t)
-    n = 1
-    for d in shape:
+MAX_SHARED_BYTES = 232448
+"""The most shared memory one CTA can have on any target with bulk operations (227 KiB
+on sm_90 and sm_100; CUDA C++ Programming Guide, "Technical Specifications per Compute
+Capability"): every bulk operation reads or writes a shared buffer of its full size.
+How much of it static ``.shared`` arrays may take depends on the target (48 KiB unless
+it is sm_90a/sm_100a/sm_103a): ``lower-to-ptx`` and the printer check the kernel's total."""
+
+MAX_TX_BYTES = 2**20 - 1
+"""The largest transaction count of an mbarrier (PTX ISA, mbarrier: "tx-count" is in the
+range [0, 2^20 - 1]): the bytes one complete-tx bulk copy signals."""
+
+
+def _bulk_limit(dst: MemoryScope) -> tuple[int, str]:
+    """The largest bulk size in bytes into ``dst``, and why."""
+    if dst == MemoryScope.GLOBAL:
+        return MAX_SHARED_BYTES, "the largest shared memory of a CTA, which holds 'src'"
+    # both limits apply; the shared-memory one is the smaller
+    limit = min(MAX_SHARED_BYTES, MAX_TX_BYTES)
+    return limit, (
+        f"the largest shared memory of a CTA, which holds 'dst'; "
+        f"the mbarrier tx-count allows {MAX_TX_BYTES}"
+    )
+
+
+def bulk_bytes(t: MemRefType) -> int:
+    """The byte size of a buffer of type ``t`` (static shape, element type with a width)."""
+    n = t.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    for d in t.get_shape():
         n *= d
-    width = t.element_type.bitwidth  # type: ignore[attr-defined]
-    nbytes = n * width // 8
+    return n
+
+
+def _check_bulk_bytes(t: MemRefType, dst: MemoryScope) -> None:
+    """``src`` (of type ``t``): an allowed element type, a static positive shape, and a
+    byte size that is a multiple of 16 and fits the shared memory of a CTA (and, into
+    shared memory, the mbarrier transaction count)."""
+    check_element_type("src", t)
+    check_static_positive_shape("src", t)
+    nbytes = bulk_bytes(t)
     if nbytes % 16 != 0:
         raise VerifyException(f"bulk size must be a multiple of 16 bytes, got {nbytes}")
+    limit, why = _bulk_limit(dst)
+    if nbytes > limit:
+        raise VerifyException(f"bulk size must be <= {limit} bytes ({why}), got {nbytes}")
 
 
 @irdl_op_definition
 class BulkReduceOp(IRDLOperation):
     """Asynchronous element-wise reduce of a shared buffer into a global or a peer
-    CTA's shared buffer (lowers to ``cp.reduce.async.bulk``).
+    CTA's shared buffer (lowers to ``cp.reduce.async.bulk``). The byte size must be a
+    multiple of 16 and at most :data:`MAX_SHARED_BYTES`.
 
     Example: ``bulkred.bulk_reduce sum %tile, %out : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>``
     """
@@ -540,13 +618,14 @@ class BulkReduceOp(IRDLOperation):
     )
 
     def verify_(self) -> None:
+        check_in_kernel(self)
         st = _expect_buffer("src", self.src, [MemoryScope.SHARED])
         dt = _expect_buffer("dst", self.dst, [MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED])
         if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
-        _check_bulk_bytes(st)
+        _check_bulk_bytes(st, scope_of(dt))
         _check_reduce_table(self.kind.data, st.element_type, scope_of(dt))
         _check_mbar(self.mbar)
         to_cluster = scope_of(dt) == MemoryScope.CLUSTER_SHARED

@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.arith import ArithType, OrOp
@@ -82,15 +83,14 @@ from bulkred_dialect.ops.ptx.sync import (
 from bulkred_dialect.ops.tile import (
     BulkCopyOp,
     BulkReduceOp,
-    LaunchAttr,
     MemoryScope,
     ReduceKind,
+    _check_bulk_bytes,
     _ptx_reduce_type,
+    kernel_launch,
     scope_of,
 )
 from bulkred_dialect.passes.lower_to_ptx import element_bytes
-
-_LAUNCH_ATTR = "bulkred.launch"
 
 _NO_PEER = "is not lowered yet: the tile op carries no peer CTA rank"
 
@@ -165,14 +165,18 @@ _TID = (SpecialRegister.TID_X, SpecialRegister.TID_Y, SpecialRegister.TID_Z)
 
 
 def _block_dims(op: Operation) -> tuple[int, int, int] | None:
-    """The block shape of the kernel around ``op``, when it has a ``bulkred.launch``."""
+    """The block shape of the kernel around ``op``, when it has a ``bulkred.launch``
+    (a located error on the kernel when that is not a ``#bulkred.launch<...>``)."""
     kernel = op.parent_op()
     while kernel is not None and not isinstance(kernel, func.FuncOp):
         kernel = kernel.parent_op()
-    launch = kernel.attributes.get(_LAUNCH_ATTR) if kernel is not None else None
-    if isinstance(launch, LaunchAttr):
-        return launch.block_dims
-    return None
+    if kernel is None:
+        raise LocatedError(op, "must be inside a func.func kernel")
+    try:
+        launch = kernel_launch(kernel)
+    except VerifyException as e:
+        raise LocatedError(kernel, str(e)) from None
+    return launch.block_dims if launch is not None else None
 
 
 def _bytes(t: Attribute) -> int:
@@ -185,8 +189,15 @@ def _bytes(t: Attribute) -> int:
 
 
 def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
-    """Reject the directions into cluster_shared, which need a peer CTA rank."""
+    """Reject the directions into cluster_shared, which need a peer CTA rank, a kernel
+    with a bad ``bulkred.launch``, and a size the verifier would reject (for IR built
+    without verifying it: the i32 size constant must not overflow)."""
     src, dst = scope_of(op.src.type), scope_of(op.dst.type)
+    _block_dims(op)
+    try:
+        _check_bulk_bytes(op.src.type, dst)  # type: ignore[arg-type]
+    except VerifyException as e:
+        raise LocatedError(op, str(e)) from None
     if dst != MemoryScope.CLUSTER_SHARED:
         return
     if isinstance(op, BulkReduceOp):

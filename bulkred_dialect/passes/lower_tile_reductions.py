@@ -15,7 +15,8 @@ sink around the passes of each input chunk, so that the tables land in that stre
 ahead of the chunk's IR: :func:`comment_writer` of the stream, or
 :func:`record_on_module`, which appends each table to the module attribute
 ``bulkred.explain`` (an ``ArrayAttr`` of ``StringAttr``) for :func:`take_explanations`
-to remove and render::
+to remove and render. A reduction that no variant lowers then fails with the error's
+first line only (the table is in the sink already)::
 
     with explain_sink(comment_writer(out)):
         LowerTileReductionsPass(explain=True).apply(ctx, module)
@@ -46,6 +47,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import CopyOp, ReduceOp
 from bulkred_dialect.passes.check_target import resolve_target
@@ -58,10 +60,18 @@ class LowerReduce(RewritePattern):
     """``bulkred.reduce`` -> the lowering of the variant the registry selects."""
 
     target: Target
+    explained: bool = False
+    """The tables went to the explain sink already: errors leave them out (no table twice)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReduceOp, rewriter: PatternRewriter) -> None:
-        chosen = select(op, self.target).chosen
+        try:
+            chosen = select(op, self.target).chosen
+        except LocatedError as e:
+            if not self.explained:
+                raise
+            first = e.message.split("\n", 1)[0]
+            raise LocatedError(e.op, f"{first} (explain=true printed the dispatch table)") from None
         assert chosen is not None  # select raises a located error otherwise
         chosen.variant.lower(op, rewriter, self.target)
 
@@ -163,6 +173,6 @@ class LowerTileReductionsPass(ModulePass):
         if self.explain:
             print_explanations(op, target)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([LowerReduce(target), LowerCopy()]),
+            GreedyRewritePatternApplier([LowerReduce(target, self.explain), LowerCopy()]),
             apply_recursively=False,
         ).rewrite_module(op)

@@ -43,7 +43,11 @@ CTA's own shared memory like ``shared`` (peers reach it through ``mapa``).
 
 Every created op carries the location of the op it replaces (a ptxas error or a later
 verifier error then points at the source line). Anything else inside a kernel is a
-located error naming the op. With a ``target`` option the module records it as
+located error naming the op, and so is any op of the module outside a ``func.func``, a
+``bulkred.launch`` that is not a ``#bulkred.launch<...>``, and shared buffers that add
+up to more static ``.shared`` memory than ptxas allows on the target
+(:func:`~bulkred_dialect.ops.ptx.memory.max_static_shared`: 48 KiB, 227 KiB on
+sm_90a/sm_100a). With a ``target`` option the module records it as
 ``bulkred.target``, so that ``-t ptx`` prints for that target.
 
 Example::
@@ -88,6 +92,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
+from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, MulLoOp, SubOp
@@ -114,8 +119,10 @@ from bulkred_dialect.ops.ptx.memory import (
     PtrAddOp,
     StOp,
     ldst_type_for,
+    static_shared_error,
 )
-from bulkred_dialect.ops.tile import MemoryScope, scope_of
+from bulkred_dialect.ops.target import DEFAULT_TARGET, Target
+from bulkred_dialect.ops.tile import MemoryScope, kernel_launch, scope_of
 from bulkred_dialect.passes.check_target import TARGET_ATTR, resolve_target
 
 INDEX_TYPE = i64
@@ -300,10 +307,12 @@ class KernelLowering:
     """Lowers one ``func.func`` in place."""
 
     kernel: func.FuncOp
+    target: Target = DEFAULT_TARGET
     buffers: dict[SSAValue, Buffer] = field(default_factory=dict)
     created: list[Operation] = field(default_factory=list)
     symbols: set[str] = field(default_factory=set)
     last_decl: AllocOp | None = None
+    shared: list[AllocOp] = field(default_factory=list)
     # a negated predicate -> the predicate (arith.xori %p, true folded into branches)
     negated: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
@@ -315,6 +324,10 @@ class KernelLowering:
             raise LocatedError(k, "must have a body to be a kernel")
         if k.function_type.outputs.data:
             raise LocatedError(k, "a kernel returns nothing, but this function has results")
+        try:
+            kernel_launch(k)
+        except VerifyException as e:
+            raise LocatedError(k, str(e)) from None
         self._convert_arguments()
         for block in self._block_order():
             for op in list(block.ops):
@@ -544,6 +557,11 @@ class KernelLowering:
             assert entry is not None
             Rewriter.insert_op(decl, InsertPoint.at_start(entry))
         self.last_decl = decl
+        if space == AllocSpace.SHARED:
+            self.shared.append(decl)
+            error = static_shared_error(self.shared, self.target)
+            if error is not None:
+                raise LocatedError(op, error[1])
         addr = self._insert(op, MovAddrOp(name, space.state_space))
         self.buffers[addr.results[0]] = Buffer(addr.results[0], t)
         self._replace(op, addr.results)
@@ -709,6 +727,10 @@ class LowerToPtxPass(ModulePass):
         if self.target:
             # level-3 IR is for one target: `-t ptx` prints for the one it was lowered for
             op.attributes[TARGET_ATTR] = StringAttr(target.name)
+        for o in [o for block in op.body.blocks for o in block.ops]:
+            if not isinstance(o, func.FuncOp):
+                # scf-to-cf would split the module's block around it
+                raise LocatedError(o, "must be inside a func.func kernel (lower-to-ptx lowers kernels only)")
         convert_scf_to_cf(op)
-        for kernel in [o for o in op.ops if isinstance(o, func.FuncOp)]:
-            KernelLowering(kernel).run()
+        for kernel in [o for block in op.body.blocks for o in block.ops if isinstance(o, func.FuncOp)]:
+            KernelLowering(kernel, target).run()

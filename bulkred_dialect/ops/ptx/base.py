@@ -172,10 +172,12 @@ def constant_int(value: SSAValue | None) -> int | None:
 
 
 def check_multiple_of_16(field: str, value: SSAValue | None) -> None:
-    """A size known at compile time must be a multiple of 16 bytes (alignments: :func:`check_aligned`)."""
+    """A size known at compile time must be a multiple of 16 bytes (PTX ISA 9.7.9.25.4)
+    and not negative (a negative constant would be read as a .u32 of about 4 GiB);
+    alignments: :func:`check_aligned`."""
     c = constant_int(value)
-    if c is not None and c % 16 != 0:
-        raise VerifyException(f"'{field}' must be a multiple of 16, got {c}")
+    if c is not None and (c < 0 or c % 16 != 0):
+        raise VerifyException(f"'{field}' must be a non-negative multiple of 16, got {c}")
 
 
 def _alignment_of_offset(alignment: int | None, offset: int) -> int | None:
@@ -185,17 +187,16 @@ def _alignment_of_offset(alignment: int | None, offset: int) -> int | None:
     return min(alignment, offset & -offset)
 
 
-def known_alignment(value: SSAValue | None) -> int | None:
-    """The largest power of two that the address ``value`` is known to be a multiple of,
-    or None when nothing is known.
+def trace_address(value: SSAValue | None) -> tuple[IRDLOperation | int | None, int]:
+    """``(root, offset)``: the address ``value`` is ``root + offset`` bytes, where ``root``
+    is the ``ptx.alloc`` whose array it points into, an integer constant, or None (unknown).
 
     Follows the defining ops down to an array declaration, summing constant offsets:
-    ``ptx.mov.addr`` of a ``ptx.alloc`` (its ``align``) is the root; ``ptx.add.ptr`` with a
-    constant offset adds it; ``ptx.mov`` (a register copy, e.g. shared::cta as
-    shared::cluster), ``ptx.mapa`` (the same offset in another CTA's window) and
-    ``ptx.cvta.to.global`` keep the offset. An integer constant is its own alignment. A block
-    argument (a kernel parameter, a loop-carried value), an offset that is not a constant,
-    or any other op: unknown.
+    ``ptx.mov.addr`` of a ``ptx.alloc`` is the root; ``ptx.add.ptr`` with a constant offset
+    adds it; ``ptx.mov`` (a register copy, e.g. shared::cta as shared::cluster), ``ptx.mapa``
+    (the same offset in another CTA's copy of the array) and ``ptx.cvta.to.global`` keep the
+    offset. A block argument (a kernel parameter, a loop-carried value), an offset that is
+    not a constant, or any other op: unknown.
     """
     # The op classes live in the files that import this one: imported when first used.
     from bulkred_dialect.ops.ptx.memory import CvtaToGlobalOp, MovAddrOp, MovOp, PtrAddOp, find_alloc
@@ -209,7 +210,7 @@ def known_alignment(value: SSAValue | None) -> int | None:
         if isinstance(owner, PtrAddOp):
             step = constant_int(owner.offset)
             if step is None:
-                return None
+                return None, 0
             offset += step
             value = owner.base
         elif isinstance(owner, MovOp | CvtaToGlobalOp):
@@ -217,18 +218,29 @@ def known_alignment(value: SSAValue | None) -> int | None:
         elif isinstance(owner, MapaOp):
             value = owner.a
         elif isinstance(owner, MovAddrOp):
-            decl = find_alloc(owner, owner.symbol.string_value())
-            if decl is None:
-                return None
-            align = decl.alignment.value.data
-            if align < 1 or align & (align - 1):
-                return None  # ptx.alloc's own verifier reports it
-            return _alignment_of_offset(align, offset)
+            return find_alloc(owner, owner.symbol.string_value()), offset
         else:
-            c = constant_int(value)
-            if c is None or c + offset == 0:
-                return None
-            return (c + offset) & -(c + offset)
+            return constant_int(value), offset
+    return None, 0
+
+
+def known_alignment(value: SSAValue | None) -> int | None:
+    """The largest power of two that the address ``value`` is known to be a multiple of,
+    or None when nothing is known.
+
+    The root found by :func:`trace_address` gives it: a ``ptx.alloc``'s ``align``, with the
+    constant offset's alignment; an integer constant is its own alignment.
+    """
+    from bulkred_dialect.ops.ptx.memory import AllocOp
+
+    root, offset = trace_address(value)
+    if isinstance(root, AllocOp):
+        align = root.alignment.value.data
+        if align < 1 or align & (align - 1):
+            return None  # ptx.alloc's own verifier reports it
+        return _alignment_of_offset(align, offset)
+    if isinstance(root, int) and root + offset != 0:
+        return (root + offset) & -(root + offset)
     return None
 
 
@@ -238,6 +250,38 @@ def check_aligned(field: str, value: SSAValue | None, n: int) -> None:
     a = known_alignment(value)
     if a is not None and a % n != 0:
         raise VerifyException(f"'{field}' must be {n}-byte aligned, known alignment {a}")
+
+
+def check_inside_array(what: str, value: SSAValue | None, nbytes: int | None) -> None:
+    """``nbytes`` bytes at the address ``value`` must lie inside the ``ptx.alloc`` array it
+    points into, when the array, the offset and ``nbytes`` are all known at compile time
+    (PTX leaves an access outside every declared array undefined):
+    ``'srcMem' + 'size' must lie inside @tile (64 bytes), got bytes [0, 128)``."""
+    from bulkred_dialect.ops.ptx.memory import AllocOp
+
+    if nbytes is None:
+        return
+    root, offset = trace_address(value)
+    if not isinstance(root, AllocOp):
+        return
+    size = root.size.value.data
+    if offset < 0 or offset + nbytes > size:
+        raise VerifyException(
+            f"{what} must lie inside @{root.symbol} ({size} bytes), "
+            f"got bytes [{offset}, {offset + nbytes})"
+        )
+
+
+MBARRIER_BYTES = 8
+"""An mbarrier object is a ``.b64``, 8-byte aligned (PTX ISA, mbarrier: "Size and alignment
+of mbarrier object")."""
+
+
+def check_mbarrier_address(field: str, value: SSAValue | None) -> None:
+    """The address of an mbarrier object: 8-byte aligned, and 8 bytes inside its array,
+    where known at compile time."""
+    check_aligned(field, value, MBARRIER_BYTES)
+    check_inside_array(f"'{field}' (an {MBARRIER_BYTES}-byte mbarrier object)", value, MBARRIER_BYTES)
 
 
 # endregion

@@ -50,7 +50,10 @@ from bulkred_dialect.ops.ptx.base import (
     StateSpace,
     addr,
     check_aligned,
+    check_inside_array,
+    check_mbarrier_address,
     check_multiple_of_16,
+    constant_int,
     i16,
     i32,
     i64,
@@ -258,13 +261,20 @@ class BulkInstruction(PtxInstruction, ABC):
         """The mnemonic up to the completion mechanism, e.g. ``cp.async.bulk.global.shared::cta.bulk_group``."""
         return mnemonic(self.OPCODE, *self.DIRECTION, self.COMPLETION)
 
-    def verify_alignment(self) -> None:
-        """``dstMem`` and ``srcMem`` 16-byte aligned, ``mbar`` (an mbarrier object, .b64)
-        8-byte aligned, where the alignment is known at compile time."""
+    def verify_addresses(self) -> None:
+        """Where known at compile time: ``dstMem`` and ``srcMem`` 16-byte aligned, with
+        ``size`` bytes inside the ``ptx.alloc`` array they point into; ``mbar`` (an
+        mbarrier object, .b64) 8-byte aligned with 8 bytes inside its array."""
+        size = constant_int(getattr(self, "size", None))
         for field, n in ADDRESS_ALIGNMENT.items():
             value = getattr(self, field, None)
-            if value is not None:
+            if value is None:
+                continue
+            if field == "mbar":
+                check_mbarrier_address(field, value)
+            else:
                 check_aligned(field, value, n)
+                check_inside_array(f"'{field}' + 'size'", value, size)
 
 
 # region cp.async.bulk
@@ -325,7 +335,7 @@ class CpAsyncBulkSharedCtaGlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:
@@ -403,7 +413,7 @@ class CpAsyncBulkSharedClusterGlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
         check_paired(".multicast::cluster", self.multicast is not None, "ctaMask", self.ctaMask)
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
@@ -453,7 +463,7 @@ class CpAsyncBulkSharedClusterSharedCtaOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
 
     def ptx_mnemonic(self) -> str:
         return self.form()
@@ -523,7 +533,7 @@ class CpAsyncBulkGlobalSharedCtaOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
         check_cache_hint(self.cache_hint, self.cachePolicy)
         check_paired(".cp_mask", self.cp_mask is not None, "byteMask", self.byteMask)
 
@@ -587,7 +597,7 @@ class CpAsyncBulkPrefetchL2GlobalOp(BulkInstruction):
 
     def verify_(self) -> None:
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:
@@ -672,7 +682,7 @@ class CpReduceAsyncBulkSharedClusterSharedCtaOp(CpReduceAsyncBulkOp):
     def verify_(self) -> None:
         self.verify_reduction()
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(self.form(), *self.reduction())
@@ -747,7 +757,7 @@ class CpReduceAsyncBulkGlobalSharedCtaOp(CpReduceAsyncBulkOp):
     def verify_(self) -> None:
         self.verify_reduction()
         check_multiple_of_16("size", self.size)
-        self.verify_alignment()
+        self.verify_addresses()
         check_cache_hint(self.cache_hint, self.cachePolicy)
 
     def ptx_mnemonic(self) -> str:

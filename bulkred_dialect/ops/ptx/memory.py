@@ -17,7 +17,7 @@ wide or a float register of that width.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     SymbolRefAttr,
 )
-from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     BaseAttr,
     VarConstraint,
@@ -64,7 +64,7 @@ from bulkred_dialect.ops.ptx.base import (
     mnemonic,
     register_class,
 )
-from bulkred_dialect.ops.target import Requirement
+from bulkred_dialect.ops.target import Requirement, Target
 
 _BASIC = Requirement(sm=50, ptx=(6, 0))
 
@@ -462,6 +462,16 @@ class AllocOp(PtxInstruction):
         a = self.alignment.value.data
         if a < 1 or a & (a - 1):
             raise VerifyException(f"'align' must be a power of two, got {a}")
+        # a second declaration of a name in one kernel is a ptxas error ("Duplicate
+        # definition"); report it on the later one
+        kernel = _kernel_of(self)
+        if kernel is None:
+            return
+        for o in kernel.walk():
+            if o is self:
+                return
+            if isinstance(o, AllocOp) and o.symbol == self.symbol:
+                raise VerifyException(f"'sym_name' @{self.symbol} is already declared in this kernel")
 
     def ptx_mnemonic(self) -> str:
         return f".{self.space.data} .align {self.alignment.value.data} .b8"
@@ -470,16 +480,58 @@ class AllocOp(PtxInstruction):
         return [f"{self.symbol}[{self.size.value.data}]"]
 
 
-def find_alloc(op: PtxInstruction, symbol: str) -> AllocOp | None:
-    """The ``ptx.alloc`` named ``symbol`` in the kernel that holds ``op``."""
+def _kernel_of(op: Operation) -> Operation | None:
+    """The ``func.func`` around ``op``, else its outermost ancestor (None at top level)."""
     kernel = op.parent_op()
     while kernel is not None and kernel.parent_op() is not None and kernel.name != "func.func":
         kernel = kernel.parent_op()
+    return kernel
+
+
+def find_alloc(op: PtxInstruction, symbol: str) -> AllocOp | None:
+    """The ``ptx.alloc`` named ``symbol`` in the kernel that holds ``op``."""
+    kernel = _kernel_of(op)
     if kernel is None:
         return None
     for o in kernel.walk():
         if isinstance(o, AllocOp) and o.symbol == symbol:
             return o
+    return None
+
+
+# The most bytes of static .shared arrays one kernel may declare, as ptxas (nvJitLink
+# 13) enforces it: the architecture-specific targets of sm_90/sm_100 lift the 48 KiB of
+# the portable ones to the whole 227 KiB a CTA can have; sm_120a to 99 KiB.
+_STATIC_SHARED_PORTABLE = 48 * 1024
+_STATIC_SHARED_ARCH: dict[int, int] = {90: 232448, 100: 232448, 101: 232448, 103: 232448, 120: 101376}
+
+
+def max_static_shared(target: Target) -> int:
+    """The most bytes of ``.shared`` arrays a kernel may declare on ``target``
+    (``uses too much shared data`` from ptxas past it)."""
+    if target.suffix == "a":
+        return _STATIC_SHARED_ARCH.get(target.sm, _STATIC_SHARED_PORTABLE)
+    return _STATIC_SHARED_PORTABLE
+
+
+def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[AllocOp, str] | None:
+    """The first ``.shared`` array of ``allocs`` (one kernel's, in order) past which the
+    kernel declares more than :func:`max_static_shared` bytes, and the message; None when
+    they fit."""
+    limit = max_static_shared(target)
+    total = 0
+    for a in allocs:
+        if a.space.data != AllocSpace.SHARED:
+            continue
+        total += a.size.value.data
+        if total > limit:
+            hint = ""
+            if target.suffix != "a" and target.sm in _STATIC_SHARED_ARCH:
+                hint = f"; sm_{target.sm}a allows {_STATIC_SHARED_ARCH[target.sm]}"
+            return a, (
+                f"brings the kernel's shared memory to {total} bytes, more than {target} allows "
+                f"for static .shared arrays ({limit}{hint})"
+            )
     return None
 
 

@@ -34,7 +34,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.ptx.base import (
-    check_aligned,
+    check_mbarrier_address,
     DiffCase,
     PtrType,
     PtxInstruction,
@@ -92,7 +92,7 @@ class MbarrierInitOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
-        check_aligned("addr", self.addr, 8)
+        check_mbarrier_address("addr", self.addr)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.init", _space(self.addr), "b64")
@@ -126,7 +126,7 @@ class MbarrierArriveOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
-        check_aligned("addr", self.addr, 8)
+        check_mbarrier_address("addr", self.addr)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.arrive", _space(self.addr), "b64")
@@ -168,7 +168,7 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, (StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER))
-        check_aligned("addr", self.addr, 8)
+        check_mbarrier_address("addr", self.addr)
         if _space(self.addr) == StateSpace.SHARED_CLUSTER and self.state is not None:
             raise VerifyException(
                 "'state' must be the sink '_' (no result) with '.shared::cluster', got a result"
@@ -207,7 +207,7 @@ class MbarrierTryWaitParityOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
-        check_aligned("addr", self.addr, 8)
+        check_mbarrier_address("addr", self.addr)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.try_wait.parity", _space(self.addr), "b64")
@@ -240,7 +240,7 @@ class MbarrierInvalOp(PtxInstruction):
 
     def verify_(self) -> None:
         expect_ptr("addr", self.addr, StateSpace.SHARED_CTA)
-        check_aligned("addr", self.addr, 8)
+        check_mbarrier_address("addr", self.addr)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("mbarrier.inval", _space(self.addr), "b64")

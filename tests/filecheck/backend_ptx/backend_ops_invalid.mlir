@@ -75,6 +75,18 @@ func.func @alloc_align() {
 
 // -----
 
+// Two declarations of one name in a kernel (ptxas: "Duplicate definition"): the second
+// is the error, in another space too.
+func.func @alloc_duplicate() {
+  ptx.alloc shared @tile size 64 align 16
+  ptx.alloc local @other size 16 align 16
+  // CHECK: error: 'ptx.alloc' 'sym_name' @tile is already declared in this kernel
+  ptx.alloc local @tile size 16 align 16
+  func.return
+}
+
+// -----
+
 func.func @addr_of_nothing() {
   // CHECK: error: 'ptx.mov.addr' 'symbol' @missing names no ptx.alloc in this kernel
   %a = ptx.mov.addr @missing : !ptx.ptr<shared::cta>

@@ -61,3 +61,26 @@ func.func @cluster_on_sm80() attributes {bulkred.launch = #bulkred.launch<grid =
 func.func @empty() {
   func.return
 }
+
+// -----
+
+// A bulkred.launch of another kind is not ignored (the kernel would print without .reqntid).
+// CHECK: error: 'func.func' 'bulkred.launch' must be a #bulkred.launch<grid = [..], block = [..], cluster = [..]> attribute, got 5 : i64
+func.func @launch_not_a_launch() attributes {bulkred.launch = 5} {
+  func.return
+}
+
+// -----
+
+// Static .shared arrays past what ptxas allows on the target: 232448 bytes on sm_90a,
+// 49152 on sm_90.
+// RUN: not bulkred-opt %s --split-input-file -t 'ptx{target=sm_90}' 2>&1 | filecheck %s --check-prefix=SM90
+func.func @shared_too_big() {
+  ptx.alloc shared @a size 200000 align 128
+  ptx.alloc local @l size 64000 align 16
+  // SM90: print_invalid.mlir:[[# @LINE - 2]]:3: error: 'ptx.alloc' brings the kernel's shared memory to 200000 bytes, more than sm_90 allows for static .shared arrays (49152; sm_90a allows 232448)
+  // STDERR: print_invalid.mlir:[[# @LINE + 2]]:3: error: 'ptx.alloc' brings the kernel's shared memory to 232456 bytes
+  // CHECK: error: 'ptx.alloc' brings the kernel's shared memory to 232456 bytes, more than sm_90a allows for static .shared arrays (232448)
+  ptx.alloc shared @mbar size 32456 align 16
+  func.return
+}

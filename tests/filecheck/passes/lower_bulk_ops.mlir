@@ -249,3 +249,28 @@ func.func @in_a_loop(%A: memref<256xf32, #bulkred.scope<global>>) attributes {bu
   }
   func.return
 }
+
+// -----
+
+// A bulk op in a kernel of several blocks, with a tile and its mbarrier that fill the
+// static shared memory of sm_90a and sm_100a (232432 + 8 of 232448 bytes).
+// CHECK-LABEL: func.func @multi_block
+// CHECK:      ^bb1:
+// CHECK:        ptx.cp.async.bulk.shared_cluster.global
+// CHECK:        cf.br ^bb2
+
+// PTX-LABEL: .visible .entry multi_block(
+// PTX:       cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// PTX:       // assembled by ptxas
+func.func @multi_block(%g: memref<58108xf32, #bulkred.scope<global>>, %n: i32) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32]>} {
+  %s = memref.alloca() : memref<58108xf32, #bulkred.scope<shared>>
+  %m = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %z = arith.constant 0 : i32
+  %p = arith.cmpi eq, %n, %z : i32
+  cf.cond_br %p, ^bb1, ^bb2
+^bb1:
+  bulkred.bulk_copy %g, %s, %m : memref<58108xf32, #bulkred.scope<global>>, memref<58108xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  cf.br ^bb2
+^bb2:
+  func.return
+}

@@ -64,3 +64,14 @@ func.func @second_op_fails(%g: memref<64xi32, #bulkred.scope<global>>) {
   bulkred.bulk_reduce sum %a, %b, %m : memref<64xi32, #bulkred.scope<shared>>, memref<64xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   func.return
 }
+
+// -----
+
+// A bulkred.launch of another kind: the elected thread would be computed from all three
+// thread ids, and the kernel printed without .reqntid.
+// CHECK: error: 'func.func' 'bulkred.launch' must be a #bulkred.launch<grid = [..], block = [..], cluster = [..]> attribute, got "block = [128]"
+func.func @launch_not_a_launch(%g: memref<64xf32, #bulkred.scope<global>>) attributes {bulkred.launch = "block = [128]"} {
+  %s = memref.alloca() : memref<64xf32, #bulkred.scope<shared>>
+  bulkred.bulk_copy %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}

@@ -145,6 +145,54 @@ func.func @bad_cast(%S: memref<4xf32, #bulkred.scope<global>>) {
 
 // -----
 
+// lower-to-ptx lowers kernels only: any other op of the module is an error (scf-to-cf
+// would split the module's block around a loop).
+func.func @kernel() {
+  func.return
+}
+// CHECK: error: 'scf.while' must be inside a func.func kernel (lower-to-ptx lowers kernels only)
+scf.while () : () -> () {
+  %false = arith.constant false
+  scf.condition(%false)
+} do {
+  scf.yield
+}
+
+// -----
+
+// CHECK: error: 'arith.constant' must be inside a func.func kernel (lower-to-ptx lowers kernels only)
+%c0 = arith.constant 0 : index
+
+// -----
+
+// CHECK: error: 'ptx.fence.proxy.async' must be inside a func.func kernel (lower-to-ptx lowers kernels only)
+ptx.fence.proxy.async
+
+// -----
+
+// A bulkred.launch of another kind is not ignored.
+// CHECK: error: 'func.func' 'bulkred.launch' must be a #bulkred.launch<grid = [..], block = [..], cluster = [..]> attribute, got 5 : i64
+func.func @launch_not_a_launch() attributes {bulkred.launch = 5} {
+  func.return
+}
+
+// -----
+
+// Shared buffers past the static .shared memory ptxas allows on the target: 232448 bytes
+// on sm_90a (the default), 49152 on sm_90; local buffers do not count.
+// RUN: not bulkred-opt %s --split-input-file -p 'lower-to-ptx{target=sm_90}' 2>&1 | filecheck %s --check-prefix=SM90
+func.func @shared_too_big() {
+  %a = memref.alloca() : memref<50000xf32, #bulkred.scope<shared>>
+  %l = memref.alloca() : memref<16000xf32, #bulkred.scope<local>>
+  // SM90: lower_to_ptx_invalid.mlir:[[# @LINE - 2]]:3: error: 'memref.alloca' brings the kernel's shared memory to 200000 bytes, more than sm_90 allows for static .shared arrays (49152; sm_90a allows 232448)
+  // STDERR: lower_to_ptx_invalid.mlir:[[# @LINE + 2]]:3: error: 'memref.alloca' brings the kernel's shared memory to 232456 bytes
+  // CHECK: error: 'memref.alloca' brings the kernel's shared memory to 232456 bytes, more than sm_90a allows for static .shared arrays (232448)
+  %b = memref.alloca() : memref<4057xi64, #bulkred.scope<cluster_shared>>
+  func.return
+}
+
+// -----
+
 // RUN: not bulkred-opt %s --split-input-file -p 'lower-to-ptx{target=sm_7x}' 2>&1 | filecheck %s --check-prefix=TARGET
 // TARGET: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_7x'
 func.func @bad_target() {

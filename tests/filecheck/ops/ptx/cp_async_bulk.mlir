@@ -150,4 +150,29 @@ func.func @aligned_addresses(%g: !ptx.ptr<global>, %size: i32, %off: i32, %rank:
   func.return
 }
 
+// -----
+
+// Constant sizes that end exactly at the end of the array: [0, 256), [128, 256) through
+// ptx.mov; the mbarrier is the last 8 bytes of its array.
+// CHECK-LABEL: func.func @sizes_inside_arrays
+// GENERIC-LABEL: sym_name = "sizes_inside_arrays"
+func.func @sizes_inside_arrays(%g: !ptx.ptr<global>) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @bar size 16 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %c128 = arith.constant 128 : i32
+  %c256 = arith.constant 256 : i32
+  %last = ptx.add.ptr %bar, %c8 : !ptx.ptr<shared::cta>, i32
+  %half = ptx.add.ptr %tile, %c128 : !ptx.ptr<shared::cta>, i32
+  // CHECK: ptx.cp.async.bulk.global.shared_cta %g, %tile, %c256{{$}}
+  ptx.cp.async.bulk.global.shared_cta %g, %tile, %c256
+  %chalf = ptx.mov %half : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  %clast = ptx.mov %last : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  // CHECK: ptx.cp.async.bulk.shared_cluster.global %chalf, %g, %c128, %clast{{$}}
+  ptx.cp.async.bulk.shared_cluster.global %chalf, %g, %c128, %clast
+  func.return
+}
+
 // SM90A-NOT: error:

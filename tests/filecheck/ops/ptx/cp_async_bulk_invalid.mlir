@@ -21,7 +21,7 @@ func.func @shared_cta_global_policy_without_hint(%dst: !ptx.ptr<shared::cta>, %s
 
 func.func @shared_cta_global_size(%dst: !ptx.ptr<shared::cta>, %src: !ptx.ptr<global>, %mbar: !ptx.ptr<shared::cta>) {
   %size = arith.constant 100 : i32
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'size' must be a multiple of 16, got 100
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'size' must be a non-negative multiple of 16, got 100
   ptx.cp.async.bulk.shared_cta.global %dst, %src, %size, %mbar
   func.return
 }
@@ -71,7 +71,7 @@ func.func @shared_cluster_global_policy_without_hint(%dst: !ptx.ptr<shared::clus
 
 func.func @shared_cluster_global_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<global>, %mbar: !ptx.ptr<shared::cluster>) {
   %size = arith.constant 8 : i32
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' 'size' must be a multiple of 16, got 8
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' 'size' must be a non-negative multiple of 16, got 8
   ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar
   func.return
 }
@@ -98,7 +98,7 @@ func.func @shared_cluster_global_mask_width(%dst: !ptx.ptr<shared::cluster>, %sr
 
 func.func @shared_cluster_shared_cta_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %mbar: !ptx.ptr<shared::cluster>) {
   %size = arith.constant 33 : i32
-  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'size' must be a multiple of 16, got 33
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'size' must be a non-negative multiple of 16, got 33
   ptx.cp.async.bulk.shared_cluster.shared_cta %dst, %src, %size, %mbar
   func.return
 }
@@ -138,11 +138,21 @@ func.func @global_shared_cta_byte_mask_without_cp_mask(%dst: !ptx.ptr<global>, %
 // -----
 
 func.func @global_shared_cta_size(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>) {
-  %size = arith.constant -16 : i32
+  %size = arith.constant 16 : i32
   %bad = arith.constant 24 : i32
   ptx.cp.async.bulk.global.shared_cta %dst, %src, %size
-  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'size' must be a multiple of 16, got 24
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'size' must be a non-negative multiple of 16, got 24
   ptx.cp.async.bulk.global.shared_cta %dst, %src, %bad
+  func.return
+}
+
+// -----
+
+// -16 is a multiple of 16, but the .u32 operand would read it as 4294967280 bytes.
+func.func @global_shared_cta_negative_size(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>) {
+  %size = arith.constant -16 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'size' must be a non-negative multiple of 16, got -16
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size
   func.return
 }
 
@@ -166,7 +176,7 @@ func.func @prefetch_policy_without_hint(%src: !ptx.ptr<global>, %size: i32, %pol
 
 func.func @prefetch_size(%src: !ptx.ptr<global>) {
   %size = arith.constant 4 : i32
-  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' 'size' must be a multiple of 16, got 4
+  // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' 'size' must be a non-negative multiple of 16, got 4
   ptx.cp.async.bulk.prefetch.L2.global %src, %size
   func.return
 }
@@ -294,5 +304,79 @@ func.func @prefetch_src_constant_address(%size: i32) {
   %src = ptx.cvta.to.global %c : i64
   // CHECK: error: 'ptx.cp.async.bulk.prefetch.L2.global' 'srcMem' must be 16-byte aligned, known alignment 8
   ptx.cp.async.bulk.prefetch.L2.global %src, %size
+  func.return
+}
+
+// -----
+
+// A constant size past the end of the array behind a known address (undefined in PTX).
+func.func @global_shared_cta_size_past_array(%dst: !ptx.ptr<global>) {
+  ptx.alloc shared @tile size 64 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %size = arith.constant 128 : i32
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'srcMem' + 'size' must lie inside @tile (64 bytes), got bytes [0, 128)
+  ptx.cp.async.bulk.global.shared_cta %dst, %tile, %size
+  func.return
+}
+
+// -----
+
+// ... at a constant offset, through ptx.mov.
+func.func @shared_cluster_global_dst_past_array(%src: !ptx.ptr<global>) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @bar size 8 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %c192 = arith.constant 192 : i32
+  %size = arith.constant 128 : i32
+  %at = ptx.add.ptr %tile, %c192 : !ptx.ptr<shared::cta>, i32
+  %dst = ptx.mov %at : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  %mbar = ptx.mov %bar : !ptx.ptr<shared::cta> -> !ptx.ptr<shared::cluster>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.global' 'dstMem' + 'size' must lie inside @tile (256 bytes), got bytes [192, 320)
+  ptx.cp.async.bulk.shared_cluster.global %dst, %src, %size, %mbar
+  func.return
+}
+
+// -----
+
+// ... before the start of the array.
+func.func @global_shared_cta_src_before_array(%dst: !ptx.ptr<global>) {
+  ptx.alloc shared @tile size 256 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %c = arith.constant -16 : i32
+  %size = arith.constant 16 : i32
+  %src = ptx.add.ptr %tile, %c : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.cp.async.bulk.global.shared_cta' 'srcMem' + 'size' must lie inside @tile (256 bytes), got bytes [-16, 0)
+  ptx.cp.async.bulk.global.shared_cta %dst, %src, %size
+  func.return
+}
+
+// -----
+
+// An mbarrier object is 8 bytes: a 4-byte array cannot hold one.
+func.func @shared_cta_global_mbar_too_small(%src: !ptx.ptr<global>, %size: i32) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @bar size 4 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cta.global' 'mbar' (an 8-byte mbarrier object) must lie inside @bar (4 bytes), got bytes [0, 8)
+  ptx.cp.async.bulk.shared_cta.global %tile, %src, %size, %bar
+  func.return
+}
+
+// -----
+
+// ... nor the last 8 bytes of a 12-byte array, through ptx.mapa.
+func.func @shared_cluster_shared_cta_mbar_past_array(%size: i32, %rank: i32) {
+  ptx.alloc shared @tile size 256 align 128
+  ptx.alloc shared @bar size 12 align 16
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b8 = ptx.add.ptr %bar, %c8 : !ptx.ptr<shared::cta>, i32
+  %rt = ptx.mapa %tile, %rank : !ptx.ptr<shared::cta>
+  %rb = ptx.mapa %b8, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.async.bulk.shared_cluster.shared_cta' 'mbar' (an 8-byte mbarrier object) must lie inside @bar (12 bytes), got bytes [8, 16)
+  ptx.cp.async.bulk.shared_cluster.shared_cta %rt, %tile, %size, %rb
   func.return
 }

@@ -237,7 +237,7 @@ func.func @global_policy_without_hint(%dst: !ptx.ptr<global>, %src: !ptx.ptr<sha
 
 func.func @cluster_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::cta>, %mbar: !ptx.ptr<shared::cluster>) {
   %size = arith.constant 1000 : i32
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'size' must be a multiple of 16, got 1000
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'size' must be a non-negative multiple of 16, got 1000
   ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u32 %dst, %src, %size, %mbar
   func.return
 }
@@ -246,7 +246,7 @@ func.func @cluster_size(%dst: !ptx.ptr<shared::cluster>, %src: !ptx.ptr<shared::
 
 func.func @global_size(%dst: !ptx.ptr<global>, %src: !ptx.ptr<shared::cta>) {
   %size = arith.constant 2 : i32
-  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'size' must be a multiple of 16, got 2
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'size' must be a non-negative multiple of 16, got 2
   ptx.cp.reduce.async.bulk.global.shared_cta add f32 %dst, %src, %size
   func.return
 }
@@ -334,5 +334,31 @@ func.func @global_src_alloc_align_2(%dst: !ptx.ptr<global>, %size: i32) {
   %src = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
   // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'srcMem' must be 16-byte aligned, known alignment 2
   ptx.cp.reduce.async.bulk.global.shared_cta add noftz bf16 %dst, %src, %size
+  func.return
+}
+
+// -----
+
+// A constant size past the end of the array behind a known address (undefined in PTX).
+func.func @global_src_past_array(%dst: !ptx.ptr<global>) {
+  ptx.alloc shared @tile size 64 align 16
+  %src = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %size = arith.constant 80 : i32
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.global.shared_cta' 'srcMem' + 'size' must lie inside @tile (64 bytes), got bytes [0, 80)
+  ptx.cp.reduce.async.bulk.global.shared_cta add f32 %dst, %src, %size
+  func.return
+}
+
+// -----
+
+func.func @cluster_mbar_too_small(%size: i32, %rank: i32) {
+  ptx.alloc shared @tile size 64 align 16
+  ptx.alloc shared @bar size 4 align 8
+  %tile = ptx.mov.addr @tile : !ptx.ptr<shared::cta>
+  %bar = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %rt = ptx.mapa %tile, %rank : !ptx.ptr<shared::cta>
+  %rb = ptx.mapa %bar, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.cp.reduce.async.bulk.shared_cluster.shared_cta' 'mbar' (an 8-byte mbarrier object) must lie inside @bar (4 bytes), got bytes [0, 8)
+  ptx.cp.reduce.async.bulk.shared_cluster.shared_cta add u32 %rt, %tile, %size, %rb
   func.return
 }

@@ -29,6 +29,27 @@ func.func @mbarrier(%m: !ptx.ptr<shared::cta>, %remote: !ptx.ptr<shared::cluster
   func.return
 }
 
+// mbarrier objects that fill their arrays: an 8-byte array, and the second object of a
+// 16-byte one (through ptx.mapa).
+// CHECK-LABEL: func.func @mbarrier_objects_inside_arrays
+// GENERIC-LABEL: sym_name = "mbarrier_objects_inside_arrays"
+func.func @mbarrier_objects_inside_arrays(%n: i32, %rank: i32) {
+  ptx.alloc shared @bar size 8 align 8
+  ptx.alloc shared @bars size 16 align 16
+  %b = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  %bs = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b1 = ptx.add.ptr %bs, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: ptx.mbarrier.init %{{.*}}, %{{.*}} : !ptx.ptr<shared::cta>
+  ptx.mbarrier.init %b, %n : !ptx.ptr<shared::cta>
+  // CHECK: ptx.mbarrier.init %{{.*}}, %{{.*}} : !ptx.ptr<shared::cta>
+  ptx.mbarrier.init %b1, %n : !ptx.ptr<shared::cta>
+  %r = ptx.mapa %b1, %rank : !ptx.ptr<shared::cta>
+  // CHECK: ptx.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !ptx.ptr<shared::cluster>{{$}}
+  ptx.mbarrier.arrive.expect_tx %r, %n : !ptx.ptr<shared::cluster>
+  func.return
+}
+
 // CHECK-LABEL: func.func @fences
 // GENERIC-LABEL: sym_name = "fences"
 func.func @fences() {

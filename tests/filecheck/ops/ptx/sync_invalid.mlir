@@ -214,3 +214,64 @@ func.func @mbarrier_init_misaligned(%n: i32) {
   ptx.mbarrier.init %b, %n : !ptx.ptr<shared::cta>
   func.return
 }
+
+// -----
+
+// An mbarrier object is 8 bytes: a 4-byte array cannot hold one.
+func.func @mbarrier_init_array_too_small(%n: i32) {
+  ptx.alloc shared @bar size 4 align 8
+  %b = ptx.mov.addr @bar : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.mbarrier.init' 'addr' (an 8-byte mbarrier object) must lie inside @bar (4 bytes), got bytes [0, 8)
+  ptx.mbarrier.init %b, %n : !ptx.ptr<shared::cta>
+  func.return
+}
+
+// -----
+
+// Every mbarrier op checks it: the second of two objects in a 12-byte array is cut short.
+func.func @mbarrier_ops_past_array(%n: i32) {
+  ptx.alloc shared @bars size 12 align 8
+  %b = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b1 = ptx.add.ptr %b, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.mbarrier.arrive' 'addr' (an 8-byte mbarrier object) must lie inside @bars (12 bytes), got bytes [8, 16)
+  %s = ptx.mbarrier.arrive %b1 : !ptx.ptr<shared::cta>
+  func.return
+}
+
+// -----
+
+func.func @mbarrier_expect_tx_remote_past_array(%n: i32, %rank: i32) {
+  ptx.alloc shared @bars size 12 align 8
+  %b = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b1 = ptx.add.ptr %b, %c8 : !ptx.ptr<shared::cta>, i32
+  %r = ptx.mapa %b1, %rank : !ptx.ptr<shared::cta>
+  // CHECK: error: 'ptx.mbarrier.arrive.expect_tx' 'addr' (an 8-byte mbarrier object) must lie inside @bars (12 bytes), got bytes [8, 16)
+  ptx.mbarrier.arrive.expect_tx %r, %n : !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+func.func @mbarrier_try_wait_past_array(%n: i32) {
+  ptx.alloc shared @bars size 12 align 8
+  %b = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b1 = ptx.add.ptr %b, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.mbarrier.try_wait.parity' 'addr' (an 8-byte mbarrier object) must lie inside @bars (12 bytes), got bytes [8, 16)
+  %done = ptx.mbarrier.try_wait.parity %b1, %n : !ptx.ptr<shared::cta>
+  func.return
+}
+
+// -----
+
+func.func @mbarrier_inval_past_array() {
+  ptx.alloc shared @bars size 12 align 8
+  %b = ptx.mov.addr @bars : !ptx.ptr<shared::cta>
+  %c8 = arith.constant 8 : i32
+  %b1 = ptx.add.ptr %b, %c8 : !ptx.ptr<shared::cta>, i32
+  // CHECK: error: 'ptx.mbarrier.inval' 'addr' (an 8-byte mbarrier object) must lie inside @bars (12 bytes), got bytes [8, 16)
+  ptx.mbarrier.inval %b1 : !ptx.ptr<shared::cta>
+  func.return
+}

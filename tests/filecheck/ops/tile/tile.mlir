@@ -148,6 +148,32 @@ func.func @bulk_reduces(%g: memref<64xf32, #bulkred.scope<global>>, %gi: memref<
   func.return
 }
 
+// The largest bulk size: 232448 bytes, all the shared memory one CTA can have.
+// CHECK-LABEL: func.func @bulk_largest
+func.func @bulk_largest(%g: memref<58112xf32, #bulkred.scope<global>>, %s: memref<58112xf32, #bulkred.scope<shared>>,
+                        %mbar: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: bulkred.bulk_copy %{{.*}}, %{{.*}}, %{{.*}} : memref<58112xf32, #bulkred.scope<global>>, memref<58112xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %g, %s, %mbar : memref<58112xf32, #bulkred.scope<global>>, memref<58112xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %{{.*}} : memref<58112xf32, #bulkred.scope<shared>>, memref<58112xf32, #bulkred.scope<global>>
+  bulkred.bulk_copy %s, %g : memref<58112xf32, #bulkred.scope<shared>>, memref<58112xf32, #bulkred.scope<global>>
+  // CHECK-NEXT: bulkred.bulk_reduce sum %{{.*}}, %{{.*}} : memref<58112xf32, #bulkred.scope<shared>>, memref<58112xf32, #bulkred.scope<global>>
+  bulkred.bulk_reduce sum %s, %g : memref<58112xf32, #bulkred.scope<shared>>, memref<58112xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// A tile op anywhere inside a kernel, not only directly in its body.
+// CHECK-LABEL: func.func @nested_in_loop
+func.func @nested_in_loop(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    // CHECK: bulkred.reduce sum thread accum %{{.*}}, %{{.*}}
+    bulkred.reduce sum thread accum %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  }
+  func.return
+}
+
 // The launch attribute: 1 to 3 entries, missing fields default to [1], any field order.
 // CHECK-LABEL: func.func @launch_defaults
 // CHECK-SAME: attributes {bulkred.launch = #bulkred.launch<grid = [132], block = [1], cluster = [1]>}

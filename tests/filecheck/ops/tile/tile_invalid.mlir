@@ -367,6 +367,74 @@ func.func @bulk_copy_12_bytes(%a: memref<3xf32, #bulkred.scope<global>>, %b: mem
 
 // -----
 
+// The largest bulk size is the shared memory of one CTA (227 KiB = 232448 bytes): 232464 here.
+func.func @bulk_copy_into_shared_too_big(%a: memref<58116xf32, #bulkred.scope<global>>, %b: memref<58116xf32, #bulkred.scope<shared>>,
+                                         %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'dst'; the mbarrier tx-count allows 1048575), got 232464
+  bulkred.bulk_copy %a, %b, %m : memref<58116xf32, #bulkred.scope<global>>, memref<58116xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// 2^20 bytes of multicast: past the mbarrier tx-count too, but shared memory is the smaller limit.
+func.func @bulk_copy_multicast_too_big(%a: memref<1024x256xf32, #bulkred.scope<global>>, %b: memref<1024x256xf32, #bulkred.scope<cluster_shared>>,
+                                       %m: memref<1xi64, #bulkred.scope<shared>>, %mask: i16) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'dst'; the mbarrier tx-count allows 1048575), got 1048576
+  bulkred.bulk_copy %a, %b, %m multicast %mask : memref<1024x256xf32, #bulkred.scope<global>>, memref<1024x256xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// 2^32 bytes: past the i32 size operand as well.
+func.func @bulk_copy_to_global_too_big(%a: memref<1073741824xf32, #bulkred.scope<shared>>, %b: memref<1073741824xf32, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_copy' bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'src'), got 4294967296
+  bulkred.bulk_copy %a, %b : memref<1073741824xf32, #bulkred.scope<shared>>, memref<1073741824xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_too_big(%a: memref<29058xf64, #bulkred.scope<shared>>, %b: memref<29058xf64, #bulkred.scope<global>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' bulk size must be <= 232448 bytes (the largest shared memory of a CTA, which holds 'src'), got 232464
+  bulkred.bulk_reduce sum %a, %b : memref<29058xf64, #bulkred.scope<shared>>, memref<29058xf64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// Tile ops are kernel code: each one must be inside a func.func.
+%a = memref.alloca() : memref<32xf32, #bulkred.scope<local>>
+%b = memref.alloca() : memref<1xf32, #bulkred.scope<local>>
+// CHECK: error: 'bulkred.reduce' must be inside a func.func kernel
+bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+
+// -----
+
+%a = memref.alloca() : memref<32xf32, #bulkred.scope<local>>
+%b = memref.alloca() : memref<32xf32, #bulkred.scope<local>>
+// CHECK: error: 'bulkred.copy' must be inside a func.func kernel
+bulkred.copy %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<32xf32, #bulkred.scope<local>>
+
+// -----
+
+%s = memref.alloca() : memref<64xf32, #bulkred.scope<shared>>
+%g = "test.op"() : () -> memref<64xf32, #bulkred.scope<global>>
+// CHECK: error: 'bulkred.bulk_copy' must be inside a func.func kernel
+bulkred.bulk_copy %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+
+// -----
+
+builtin.module {
+  %s = memref.alloca() : memref<64xf32, #bulkred.scope<shared>>
+  %g = "test.op"() : () -> memref<64xf32, #bulkred.scope<global>>
+  // CHECK: error: 'bulkred.bulk_reduce' must be inside a func.func kernel
+  bulkred.bulk_reduce sum %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+}
+
+// -----
+
 func.func @bulk_copy_dynamic(%a: memref<?xf32, #bulkred.scope<shared>>, %b: memref<?xf32, #bulkred.scope<global>>) {
   // CHECK: error: 'bulkred.bulk_copy' 'src' must have a static shape, got [?]
   bulkred.bulk_copy %a, %b : memref<?xf32, #bulkred.scope<shared>>, memref<?xf32, #bulkred.scope<global>>
