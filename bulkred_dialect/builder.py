@@ -72,6 +72,7 @@ from bulkred_dialect.ops.tile import (
     BulkReduceOp,
     CopyOp,
     ExecScope,
+    LAUNCH_ATTR,
     LaunchAttr,
     MemoryScope,
     ReduceKind,
@@ -102,7 +103,6 @@ __all__ = [
 ]
 
 TARGET_ATTR = "bulkred.target"  # the module attribute passes/check_target.py reads
-LAUNCH_ATTR = "bulkred.launch"
 
 DTYPES: dict[str, Attribute] = {
     "float32": f32,

@@ -293,13 +293,15 @@ def _type_spelling(t: Any) -> str | None:
 
 
 def _launch_of(func: Any) -> LaunchShape | None:
-    from bulkred_dialect.ops.tile import LaunchAttr
+    from bulkred_dialect.diagnostics import LocatedError
+    from bulkred_dialect.ops.tile import kernel_launch
+    from xdsl.utils.exceptions import VerifyException
 
-    for attrs in (func.attributes, getattr(func, "properties", {})):
-        a = attrs.get("bulkred.launch")
-        if isinstance(a, LaunchAttr):
-            return LaunchShape(a.grid_dims, a.block_dims, a.cluster_dims)
-    return None
+    try:
+        a = kernel_launch(func)
+    except VerifyException as e:
+        raise LocatedError(func, str(e)) from None
+    return None if a is None else LaunchShape(a.grid_dims, a.block_dims, a.cluster_dims)
 
 
 def signature_of_func(func: Any) -> KernelSignature:
