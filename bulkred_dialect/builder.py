@@ -81,6 +81,7 @@ from bulkred_dialect.ops.tile import (
     buffer_type,
     scope_of,
 )
+from bulkred_dialect.passes.check_target import TARGET_ATTR
 from bulkred_dialect.universe import BULKRED_DIALECTS
 
 __all__ = [
@@ -101,8 +102,6 @@ __all__ = [
     "reduce",
     "sum",
 ]
-
-TARGET_ATTR = "bulkred.target"  # the module attribute passes/check_target.py reads
 
 DTYPES: dict[str, Attribute] = {
     "float32": f32,

@@ -460,7 +460,7 @@ def test_reduce_argument_errors():
 
 
 def test_non_buffer_arguments():
-    with T.kernel("nb") as k:
+    with T.kernel("nb"):
         buf = T.alloc_buffer([4], "float32")
         plain = memref.AllocaOp.get(f32, shape=[4]).memref  # a memref without #bulkred.scope
         with pytest.raises(ValueError, match=r"'src' of T.copy must be a buffer from k.param or T.alloc_buffer, got list \[1, 2\]"):

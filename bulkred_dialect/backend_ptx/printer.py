@@ -61,10 +61,9 @@ from bulkred_dialect.ops.target import (
     Target,
     format_ptx_version,
 )
-from bulkred_dialect.ops.tile import LaunchAttr, kernel_launch
+from bulkred_dialect.ops.tile import LAUNCH_ATTR, LaunchAttr, kernel_launch
 from bulkred_dialect.passes.check_target import check_module, resolve_target
 
-LAUNCH_ATTR = "bulkred.launch"
 
 # The cluster launch directives (.reqnctapercluster, .explicitcluster) need sm_90 and PTX ISA 7.8.
 _CLUSTER_PTX = (7, 8)

@@ -273,16 +273,20 @@ def kernel_launch(kernel: Operation) -> LaunchAttr | None:
 # endregion
 
 
+def enclosing_kernel(op: Operation) -> func.FuncOp | None:
+    """The ``func.func`` (kernel) that ``op`` is nested in, or None."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    return parent
+
+
 def check_in_kernel(op: Operation) -> None:
     """Raise unless ``op`` is nested in a ``func.func`` (a kernel): the lowerings turn
     tile ops into kernel code (branches, barriers, thread ids), which has no meaning at
     module level."""
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, func.FuncOp):
-            return
-        parent = parent.parent_op()
-    raise VerifyException("must be inside a func.func kernel")
+    if enclosing_kernel(op) is None:
+        raise VerifyException("must be inside a func.func kernel")
 
 
 def scope_of(t: Attribute) -> MemoryScope | None:

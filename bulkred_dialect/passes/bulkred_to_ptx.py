@@ -21,22 +21,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from bulkred_dialect.passes import ALL_PASSES
 from bulkred_dialect.passes.check_target import CheckTargetPass, resolve_target
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
 from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
-
-
-def _lower_to_ptx(target: str) -> ModulePass | None:
-    """``lower-to-ptx`` for ``target``; None while its module does not exist yet."""
-    try:
-        cls = ALL_PASSES["lower-to-ptx"]()
-    except ModuleNotFoundError as e:
-        if e.name == "bulkred_dialect.passes.lower_to_ptx":
-            return None
-        raise
-    return cls(target=target)  # type: ignore[call-arg]
+from bulkred_dialect.passes.lower_to_ptx import LowerToPtxPass
 
 
 @dataclass(frozen=True)
@@ -48,13 +37,12 @@ class BulkredToPtxPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = resolve_target(op, self.target).name
-        stages: list[ModulePass | None] = [
+        stages: list[ModulePass] = [
             LowerTileReductionsPass(target=target, explain=self.explain),
             LegalizeForTargetPass(target=target),
             LowerBulkOpsPass(),
-            _lower_to_ptx(target),
+            LowerToPtxPass(target=target),
             CheckTargetPass(target=target),
         ]
         for stage in stages:
-            if stage is not None:
-                stage.apply(ctx, op)
+            stage.apply(ctx, op)

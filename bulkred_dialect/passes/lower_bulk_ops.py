@@ -44,10 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     IntegerAttr,
-    MemRefType,
     ModuleOp,
     UnrealizedConversionCastOp,
 )
@@ -87,10 +86,11 @@ from bulkred_dialect.ops.tile import (
     ReduceKind,
     _check_bulk_bytes,
     _ptx_reduce_type,
+    bulk_bytes,
+    enclosing_kernel,
     kernel_launch,
     scope_of,
 )
-from bulkred_dialect.passes.lower_to_ptx import element_bytes
 
 _NO_PEER = "is not lowered yet: the tile op carries no peer CTA rank"
 
@@ -167,9 +167,7 @@ _TID = (SpecialRegister.TID_X, SpecialRegister.TID_Y, SpecialRegister.TID_Z)
 def _block_dims(op: Operation) -> tuple[int, int, int] | None:
     """The block shape of the kernel around ``op``, when it has a ``bulkred.launch``
     (a located error on the kernel when that is not a ``#bulkred.launch<...>``)."""
-    kernel = op.parent_op()
-    while kernel is not None and not isinstance(kernel, func.FuncOp):
-        kernel = kernel.parent_op()
+    kernel = enclosing_kernel(op)
     if kernel is None:
         raise LocatedError(op, "must be inside a func.func kernel")
     try:
@@ -177,15 +175,6 @@ def _block_dims(op: Operation) -> tuple[int, int, int] | None:
     except VerifyException as e:
         raise LocatedError(kernel, str(e)) from None
     return launch.block_dims if launch is not None else None
-
-
-def _bytes(t: Attribute) -> int:
-    assert isinstance(t, MemRefType)
-    n = element_bytes(t.element_type)
-    assert n is not None  # the tile verifier requires an element type with a bit width
-    for d in t.get_shape():
-        n *= d
-    return n
 
 
 def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
@@ -221,7 +210,7 @@ def _lower_global_to_shared(op: BulkCopyOp, e: _Emitter) -> None:
     # the CTA's generic-proxy accesses to dst (and src) before the async proxy's
     e.add(FenceProxyAsyncOp())
     e.add(BarSyncOp(_BARRIER))
-    size = e.const(_bytes(op.src.type))
+    size = e.const(bulk_bytes(op.src.type))  # type: ignore[arg-type]
     size.name_hint = "bytes"
     dst = e.ptr(op.dst, StateSpace.SHARED_CLUSTER)
     src = e.ptr(op.src, StateSpace.GLOBAL)
@@ -249,7 +238,7 @@ def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: _Emitter, issue: _Issue) 
     elected = e.elected()
     e.add(FenceProxyAsyncOp())
     e.add(BarSyncOp(_BARRIER))
-    size = e.const(_bytes(op.src.type))
+    size = e.const(bulk_bytes(op.src.type))  # type: ignore[arg-type]
     size.name_hint = "bytes"
     dst = e.ptr(op.dst, StateSpace.GLOBAL)
     src = e.ptr(op.src, StateSpace.SHARED_CTA)
