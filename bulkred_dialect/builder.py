@@ -38,6 +38,7 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
+from numbers import Integral
 from contextlib import ExitStack
 from types import TracebackType
 
@@ -459,40 +460,54 @@ def reduce(
     dst: SSAValue,
     src: SSAValue,
     *,
-    scope: str | ExecScope = "thread",
+    scope: str | ExecScope | None = None,
+    axes: Sequence[int] | None = None,
     accum: bool = False,
+    deterministic: bool = False,
     variant: str | None = None,
 ) -> ReduceOp:
-    """``bulkred.reduce kind scope [accum] [variant "v"] src, dst``: reduce ``src`` along its
-    last axis into ``dst`` (shape [1] for a 1-D ``src``, else ``src`` without its last axis).
+    """``bulkred.reduce kind scope [accum] [deterministic] [axes ..] [variant "v"] src, dst``.
 
     Destination first, like TIRx's ``Tx.sum(dst, src, accum=...)``. ``kind`` is one of sum,
-    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta or
-    cluster; ``accum`` combines with ``dst``'s previous value; ``variant`` forces a
-    lowering variant by name.
+    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta,
+    cluster or grid. Below grid scope ``src`` is reduced along its last axis into ``dst``
+    (shape [1] for a 1-D ``src``). At grid scope (the default when both buffers are kernel
+    parameters in global memory) the whole kernel reduces ``src`` over ``axes`` (every
+    axis when None) into ``dst``: ``T.sum(B, A, axes=[0])`` is a column sum.
+    ``accum`` combines with ``dst``'s previous value; ``deterministic`` (grid scope) asks
+    for the same bits on every run; ``variant`` forces a lowering variant by name.
     """
-    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, accum, variant)
+    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant)
 
 
 def sum(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("sum", dst, src, ...)``, the card's ``Tx.sum(B_local, A_local, accum=False)``."""
-    return _reduce("sum", ReduceKind.SUM, dst, src, scope, accum, variant)
+    return _reduce("sum", ReduceKind.SUM, dst, src, scope, axes, accum, deterministic, variant)
 
 
 def max(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("max", dst, src, ...)``."""
-    return _reduce("max", ReduceKind.MAX, dst, src, scope, accum, variant)
+    return _reduce("max", ReduceKind.MAX, dst, src, scope, axes, accum, deterministic, variant)
 
 
 def min(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("min", dst, src, ...)``."""
-    return _reduce("min", ReduceKind.MIN, dst, src, scope, accum, variant)
+    return _reduce("min", ReduceKind.MIN, dst, src, scope, axes, accum, deterministic, variant)
+
+
+def _default_scope(dst: SSAValue, src: SSAValue) -> ExecScope:
+    """grid when both buffers are global, else thread (the card's default)."""
+    both_global = all(scope_of(v.type) == MemoryScope.GLOBAL for v in (dst, src))
+    return ExecScope.GRID if both_global else ExecScope.THREAD
 
 
 def _reduce(
@@ -500,19 +515,34 @@ def _reduce(
     kind: ReduceKind,
     dst: SSAValue,
     src: SSAValue,
-    scope: str | ExecScope,
+    scope: str | ExecScope | None,
+    axes: Sequence[int] | None,
     accum: bool,
+    deterministic: bool,
     variant: str | None,
 ) -> ReduceOp:
-    s = _enum(ExecScope, scope, "scope", fn)
     d = _buffer(dst, "dst", fn)
     x = _buffer(src, "src", fn)
-    if not isinstance(accum, bool):
-        raise ValueError(f"'accum' of T.{fn} must be True or False, got {accum!r}")
+    s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
+    for field, flag in (("accum", accum), ("deterministic", deterministic)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
     if variant is not None and (not isinstance(variant, str) or not variant):
         raise ValueError(f"'variant' of T.{fn} must be a non-empty string or None, got {variant!r}")
-    _check_reduce_order(fn, d, x)
-    return _insert(ReduceOp(kind, x, d, scope=s, accum=accum, variant=variant), fn)  # type: ignore[return-value]
+    axes_list: list[int] | None = None
+    if axes is not None:
+        if s != ExecScope.GRID:
+            raise ValueError(f"'axes' of T.{fn} is only valid at grid scope, got scope {s}")
+        rank = len(_memref(x).get_shape())
+        items = [axes] if isinstance(axes, Integral) else axes
+        if not isinstance(items, Sequence) or not all(isinstance(a, Integral) and not isinstance(a, bool) for a in items):
+            raise ValueError(f"'axes' of T.{fn} must be an integer or a list of integers, got {axes!r}")
+        # negative axes count from the end, as in numpy; out-of-range ones reach the verifier
+        axes_list = sorted(int(a) + rank if -rank <= int(a) < 0 else int(a) for a in items)
+    if s != ExecScope.GRID:
+        _check_reduce_order(fn, d, x)
+    op = ReduceOp(kind, x, d, scope=s, accum=accum, deterministic=deterministic, axes=axes_list, variant=variant)
+    return _insert(op, fn)  # type: ignore[return-value]
 
 
 def _check_reduce_order(fn: str, dst: SSAValue, src: SSAValue) -> None:

@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    IntegerAttr,
     IntAttr,
     IntegerType,
     MemRefType,
@@ -89,6 +90,7 @@ class ExecScope(StrEnum):
     WARP = "warp"
     CTA = "cta"
     CLUSTER = "cluster"
+    GRID = "grid"
 
 
 class ReduceKind(StrEnum):
@@ -351,19 +353,33 @@ def shape_str(shape: Sequence[int]) -> str:
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Reduce ``src`` along its last axis into ``dst``, at an execution scope.
+    """Reduce ``src`` into ``dst`` at an execution scope.
 
-    A 1-D ``src`` of length N reduces to ``dst`` of shape [1]; a ``src`` of shape
-    [M, N] reduces to ``dst`` of shape [M]. With ``accum`` the result is combined
-    with ``dst``'s previous value. ``variant`` forces a lowering variant by name.
+    * ``thread``: one thread reduces its own buffer along the last axis: a 1-D ``src``
+      of length N into ``dst`` of shape [1], a ``src`` of shape [M, N] into ``dst`` [M].
+    * ``warp``, ``cta``, ``cluster``: every thread of the warp (CTA, cluster) reduces
+      its own ``src`` as at thread scope, then the threads combine their results; every
+      thread's ``dst`` receives the combined value. All threads of the scope must
+      execute the op. ``src`` and ``dst`` are ``local`` buffers.
+    * ``grid``: the whole kernel reduces a ``global`` ``src`` over ``axes`` (all axes
+      when absent) into a ``global`` ``dst`` whose shape is ``src``'s without those axes
+      ([1] when every axis is reduced). The lowering chooses the launch shape (tile
+      sizes, split count, cluster) and writes it into the kernel's ``bulkred.launch``;
+      the op must be the only tile op of its kernel.
+
+    With ``accum`` the result is combined with ``dst``'s previous value.
+    ``deterministic`` (grid scope) asks for a lowering that gives the same bits on every
+    run (no floating-point atomics). ``variant`` forces a lowering variant by name.
     The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
     Example::
 
         bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
-        bulkred.reduce max thread accum %a, %b : ...
+        bulkred.reduce max warp accum %a, %b : ...
+        bulkred.reduce sum grid axes [0 : i64] %x, %y : memref<65536x4096xf32, #bulkred.scope<global>>, memref<4096xf32, #bulkred.scope<global>>
 
-    Spec: the TIRx reduction card (../shared/spec/tirx-reduction-sm100-packed.md).
+    Spec: the TIRx reduction card (docs/lowering.md) for thread scope; docs/scopes.md for
+    the others.
     """
 
     name = "bulkred.reduce"
@@ -371,13 +387,15 @@ class ReduceOp(IRDLOperation):
     kind = prop_def(ReduceKindAttr)
     scope = prop_def(ExecScopeAttr)
     accum = opt_prop_def(UnitAttr)
+    deterministic = opt_prop_def(UnitAttr)
+    axes = opt_prop_def(ArrayAttr[IntegerAttr])
     variant = opt_prop_def(StringAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
 
     assembly_format = (
-        "$kind $scope (`accum` $accum^)? (`variant` $variant^)? $src `,` $dst attr-dict "
-        "`:` type($src) `,` type($dst)"
+        "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? (`axes` $axes^)? "
+        "(`variant` $variant^)? $src `,` $dst attr-dict `:` type($src) `,` type($dst)"
     )
 
     def __init__(
@@ -388,18 +406,40 @@ class ReduceOp(IRDLOperation):
         *,
         scope: ExecScope = ExecScope.THREAD,
         accum: bool = False,
+        deterministic: bool = False,
+        axes: Sequence[int] | None = None,
         variant: str | None = None,
     ):
         props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
         if accum:
             props["accum"] = UnitAttr()
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        if axes is not None:
+            props["axes"] = ArrayAttr(IntegerAttr(a, i64) for a in axes)
         if variant is not None:
             props["variant"] = StringAttr(variant)
         super().__init__(operands=[src, dst], properties=props)
 
     @staticmethod
-    def expected_dst_shape(src_shape: Sequence[int]) -> list[int]:
-        return [1] if len(src_shape) == 1 else list(src_shape[:-1])
+    def expected_dst_shape(src_shape: Sequence[int], axes: Sequence[int] | None = None) -> list[int]:
+        """``dst``'s shape: ``src``'s without the last axis (thread and collective
+        scopes) or without ``axes`` (grid scope); [1] when nothing is left."""
+        if axes is None:
+            kept = list(src_shape[:-1])
+        else:
+            kept = [d for i, d in enumerate(src_shape) if i not in set(axes)]
+        return kept or [1]
+
+    def reduced_axes(self) -> list[int]:
+        """The axes reduced: ``axes`` when given, else every axis (grid scope) or the
+        last one (the other scopes)."""
+        st = self.src.type
+        assert isinstance(st, MemRefType)
+        rank = len(st.get_shape())
+        if self.axes is not None:
+            return [a.value.data for a in self.axes.data]  # type: ignore[union-attr]
+        return list(range(rank)) if self.scope.data == ExecScope.GRID else [rank - 1]
 
     def verify_(self) -> None:
         check_in_kernel(self)
@@ -414,10 +454,32 @@ class ReduceOp(IRDLOperation):
         dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:
             raise VerifyException("'src' must have at least one dimension")
-        want = self.expected_dst_shape(src_shape)
+        scope = self.scope.data
+        grid = scope == ExecScope.GRID
+        axes: list[int] | None = None
+        if self.axes is not None:
+            if not grid:
+                raise VerifyException(f"'axes' is only valid at grid scope, got scope {scope}")
+            axes = self.reduced_axes()
+            rank = len(src_shape)
+            bad = [a for a in axes if not 0 <= a < rank]
+            if bad:
+                raise VerifyException(f"'axes' must be in [0, {rank}) for 'src' of rank {rank}, got {axes}")
+            if not axes or len(set(axes)) != len(axes) or axes != sorted(axes):
+                raise VerifyException(f"'axes' must be a non-empty, increasing list without repeats, got {axes}")
+        elif grid:
+            axes = list(range(len(src_shape)))
+        if self.deterministic is not None and not grid:
+            raise VerifyException(f"'deterministic' is only valid at grid scope, got scope {scope}")
+        if grid:
+            for field, t in (("src", st), ("dst", dt)):
+                if scope_of(t) != MemoryScope.GLOBAL:
+                    raise VerifyException(f"operand '{field}' must be in scope global at grid scope, got {scope_of(t)}")
+        want = self.expected_dst_shape(src_shape, axes)
         if dst_shape != want:
+            what = f"over axes {axes}" if grid else "along its last axis"
             raise VerifyException(
-                f"'dst' shape must be {want} to reduce 'src' {src_shape} along its last axis, got {dst_shape}"
+                f"'dst' shape must be {want} to reduce 'src' {src_shape} {what}, got {dst_shape}"
             )
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(
