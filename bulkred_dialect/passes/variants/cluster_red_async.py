@@ -110,6 +110,9 @@ class ClusterAccumulator:
         e.if_(self.is_t0, t0)
         cluster_barrier(e)
 
+    def is_rank0(self, e: KernelEmitter):
+        return e.cmp("eq", self.rank, 0)
+
     def total(self, e: KernelEmitter):
         return e.ld(LdStType.B32, e.v(MapaOp(self.slot, e.const(0))), i32)
 

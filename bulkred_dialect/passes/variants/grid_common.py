@@ -269,3 +269,61 @@ __all__ = [
     "stream",
     "zero_before_launch",
 ]
+
+
+# region Column reductions
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """A column reduction of M x N: CTAs of ``block`` threads, each thread ``vec``
+    adjacent columns, ``tiles`` column tiles of ``block * vec`` columns (grid x) times
+    ``split`` row splits (grid y); split s takes rows s, s + split, ..."""
+
+    m: int
+    n: int
+    block: int
+    vec: int
+    split: int
+
+    @property
+    def width(self) -> int:
+        return self.block * self.vec
+
+    @property
+    def tiles(self) -> int:
+        return -(-self.n // self.width)
+
+
+def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> ColumnPlan:
+    vec = elem.vector if form.n % elem.vector == 0 else 1
+    tiles = -(-form.n // (block * vec))
+    split = max(1, min(ctas_wanted // tiles, form.m, MAX_GRID_Y))
+    return ColumnPlan(form.m, form.n, block, vec, split)
+
+
+def column_partial(
+    e: KernelEmitter, op: ReduceOp, plan: ColumnPlan, tid: SSAValue, tile: SSAValue, s: SSAValue, unroll: int = 4
+) -> tuple[SSAValue, list[SSAValue]]:
+    """The thread's first column (``i32``) and its accumulators over the rows of split
+    ``s`` (identity where the column is past N)."""
+    elem, kind = elem_of(op), op.kind.data
+    col = e.add_i(e.mul_i(tile, plan.width), e.mul_i(tid, plan.vec))
+    row_bytes = plan.n * elem.bytes
+    x = global_ptr(e, op.src)
+    full = plan.m // plan.split
+
+    def rows(b: KernelEmitter) -> list[SSAValue]:
+        start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
+        accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, plan.vec), full, plan.split * row_bytes, plan.vec, unroll)
+        if plan.m % plan.split:
+            accs = checked(b, kind, elem, b.cmp("ult", s, plan.m - full * plan.split), nxt, accs, plan.vec)
+        return accs
+
+    accs = e.if_(
+        e.cmp("slt", col, plan.n), rows, lambda b: neutral(b, kind, elem, plan.vec), [elem.acc] * plan.vec
+    )
+    return col, accs
+
+
+# endregion

@@ -118,9 +118,10 @@ def grid_combine(
         b.st(t, b.ptr_add(ws, b.mul_i(b.wide(slot), 4)), r)
         return []
 
-    is_t0 = e.cmp("eq", tid, 0)
-    cond = is_t0 if participates is None else e.and_i1(is_t0, participates)
-    e.if_(cond, write)
+    def write_if_participating(b: KernelEmitter) -> list:
+        return write(b) if participates is None else b.if_(participates, write)
+
+    e.if_(e.cmp("eq", tid, 0), write_if_participating)
     last = last_cta(e, counter, nslots, tid, participates)
 
     def finish(b: KernelEmitter) -> list:

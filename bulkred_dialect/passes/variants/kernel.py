@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     LocationAttr,
+    MemRefType,
     UnrealizedConversionCastOp,
     bf16,
     f16,
@@ -31,7 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from bulkred_dialect.ops.ptx.arith import AddOp, AndOp, ArithType, MulLoOp, ShrOp
+from bulkred_dialect.ops.ptx.arith import AddOp, AndOp, ArithType, MinOp, MulLoOp, ShrOp, SubOp
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
@@ -144,16 +145,27 @@ class KernelEmitter:
         b = self.const(b, a.type) if isinstance(b, int) else b
         return self.v(AddOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
 
+    def sub_i(self, a: SSAValue | int, b: SSAValue) -> SSAValue:
+        a = self.const(a, b.type) if isinstance(a, int) else a
+        return self.v(SubOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
+
     def mul_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
         b = self.const(b, a.type) if isinstance(b, int) else b
         return self.v(MulLoOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
 
+    def and_b32(self, a: SSAValue, mask: int) -> SSAValue:
+        return self.v(AndOp(ArithType.B32, a, self.const(mask)))
+
+    def shr_u32(self, a: SSAValue, bits: int) -> SSAValue:
+        return self.v(ShrOp(ArithType.U32, a, self.const(bits)))
+
+    def min_s32(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.const(b) if isinstance(b, int) else b
+        return self.v(MinOp(ArithType.S32, a, b))
+
     def cmp(self, pred: str, a: SSAValue, b: SSAValue | int) -> SSAValue:
         b = self.const(b, a.type) if isinstance(b, int) else b
         return self.v(arith.CmpiOp(a, b, pred))
-
-    def and_i1(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.v(arith.AndIOp(a, b))
 
     # endregion
 
@@ -310,8 +322,8 @@ def cta_reduce(
     if nwarps == 1:
         return v
     slots = e.shared([nwarps + 1], elem.acc, name)
-    lane = e.v(AndOp(ArithType.B32, tid, e.const(WARP - 1)))
-    warp = e.v(ShrOp(ArithType.U32, tid, e.const(5)))
+    lane = e.and_b32(tid, WARP - 1)
+    warp = e.shr_u32(tid, 5)
     st_t = LdStType.F32 if elem.acc == f32 else LdStType.B32
     warp_off = e.mul_i(warp, 4)
 

@@ -40,7 +40,7 @@ def _kind_in(*kinds: ReduceKind):
 
 
 def _sm100a(op: Operation, target: Target) -> tuple[bool, object]:
-    ok = target.sm >= 100 and target.arch_specific
+    ok = target.sm >= 100 and target.suffix == "a"
     return ok, target.name
 
 
