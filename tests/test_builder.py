@@ -443,9 +443,13 @@ def test_reduce_argument_errors():
         dst = T.alloc_buffer([1], "float32")
         with pytest.raises(ValueError, match="'kind' of T.reduce must be one of sum, max, min, and, or, xor, got 'prod'"):
             T.reduce("prod", dst, src)
-        with pytest.raises(ValueError, match="'scope' of T.sum must be one of thread, warp, cta, cluster, got 'grid'"):
-            T.sum(dst, src, scope="grid")
-        with pytest.raises(ValueError, match="'scope' of T.reduce must be one of thread, warp, cta, cluster, got 'local'"):
+        with pytest.raises(ValueError, match="'scope' of T.sum must be one of thread, warp, cta, cluster, grid, got 'block'"):
+            T.sum(dst, src, scope="block")
+        with pytest.raises(ValueError, match="'axes' of T.sum is only valid at grid scope, got scope thread"):
+            T.sum(dst, src, axes=[0])
+        with pytest.raises(ValueError, match="'deterministic' of T.sum must be True or False, got 1"):
+            T.sum(dst, src, deterministic=1)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="'scope' of T.reduce must be one of thread, warp, cta, cluster, grid, got 'local'"):
             T.reduce("max", dst, src, scope="local")
         with pytest.raises(ValueError, match="'accum' of T.max must be True or False, got 1"):
             T.max(dst, src, accum=1)  # type: ignore[arg-type]

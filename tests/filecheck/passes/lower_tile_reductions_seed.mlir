@@ -18,6 +18,7 @@
 // SM100-NEXT: //   local 10 dtype ok {{.*}}float32{{.*}} float32
 // SM100-NEXT: //   sm100_packed priority 20: chosen
 // SM100-NEXT: //   local priority 10: applies, lower priority
+// SM100-NEXT: {{.*}}not for scope thread: {{.*}}
 // SM100-NEXT: // chosen: sm100_packed
 // SM100-LABEL: func.func @test_func
 // The copy into registers: one loop of loads and stores.
@@ -37,6 +38,7 @@
 // SM90:      //   sm100_packed 20 sm_version FAIL >= 100 90 (sm_90a)
 // SM90:      //   sm100_packed priority 20: rejected: sm_version
 // SM90-NEXT: //   local priority 10: chosen
+// SM90-NEXT: {{.*}}not for scope thread: {{.*}}
 // SM90-NEXT: // chosen: local
 // SM90-LABEL: func.func @test_func
 // SM90:         memref.store {{.*}}, %A_local[

@@ -237,8 +237,8 @@ func.func @reduce_unknown_kind(%a: memref<32xf32, #bulkred.scope<local>>, %b: me
 // -----
 
 func.func @reduce_unknown_exec_scope(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
-  // CHECK: Expected `thread`, `warp`, `cta`, or `cluster`
-  bulkred.reduce sum grid %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  // CHECK: Expected `thread`, `warp`, `cta`, `cluster`, or `grid`
+  bulkred.reduce sum block %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return
 }
 
