@@ -247,3 +247,30 @@ def test_misaligned_and_out_of_bounds_accesses_are_errors(ctx):
         run_kernel(m, "k", a, 8)
     with pytest.raises(InterpretationError, match=r"'ptx.ld.vec' accesses bytes \[16, 32\) of a 24-byte buffer"):
         run_kernel(m, "k", a, 16)
+
+
+def test_half_precision_red_and_atom_keep_subnormals(ctx):
+    """red.add.noftz.v2.f16, red.max.noftz.v2.bf16 and atom.add.noftz.f16: subnormals
+    are kept (the ``.noftz`` forms), max returns one of its inputs."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%H: memref<2xf16, {G}>, %B: memref<2xbf16, {G}>, %O: memref<1xf16, {G}>, %x: f16, %y: bf16) {{
+    %h = builtin.unrealized_conversion_cast %H : memref<2xf16, {G}> to !ptx.ptr<global>
+    %b = builtin.unrealized_conversion_cast %B : memref<2xbf16, {G}> to !ptx.ptr<global>
+    ptx.red add noftz f16 %h, %x, %x : !ptx.ptr<global>, f16, f16
+    ptx.red max noftz bf16 %b, %y, %y : !ptx.ptr<global>, bf16, bf16
+    %old = ptx.atom add noftz f16 %h, %x : !ptx.ptr<global>, f16
+    %c0 = arith.constant 0 : index
+    memref.store %old, %O[%c0] : memref<1xf16, {G}>
+    func.return
+  }}""",
+    )
+    tiny = np.array([1], np.uint16).view(np.float16)[0]  # the smallest f16 subnormal
+    h = np.array([tiny, 1.0], np.float16)
+    b = np.array([0xBF80, 0x0001], np.uint16)  # bf16 -1.0 and the smallest subnormal
+    y = 0.5  # bf16 0.5 (exact)
+    h2, b2, old = run_kernel(m, "k", h, b, np.zeros(1, np.float16), tiny, y)
+    assert h2.view(np.uint16).tolist() == [3, 0x3C00]  # tiny + tiny + tiny, 1.0 + tiny rounds to 1.0
+    assert old.view(np.uint16).tolist() == [2]
+    assert b2.tolist() == [0x3F00, 0x3F00]  # max(-1, 0.5), max(tiny, 0.5)

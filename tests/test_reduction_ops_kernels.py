@@ -53,6 +53,8 @@ def test_kernels_print_the_instructions_under_test():
     assert "ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd" in ptx and "+16];" in ptx
     ptx = R.red_vec_kernel(4).ptx()
     assert "red.global.add.v4.f32 [%rd" in ptx
+    ptx = R.red_vec_kernel(8, "bf16", "max").ptx()
+    assert "red.global.max.noftz.v8.bf16 [%rd" in ptx
     ptx = R.last_block_sum_kernel(4).ptx()
     for line in ("red.relaxed.cta.shared::cta.add.u32", "fence.acq_rel.gpu;", "atom.global.add.u32", "membar.gl;"):
         assert line in ptx

@@ -18,8 +18,10 @@ Semantics (PTX ISA, ld / atom / red):
   types, unsigned otherwise; ``inc``: ``old >= b ? 0 : old + 1``; ``dec``:
   ``(old == 0 || old > b) ? b : old - 1`` (unsigned); ``exch`` stores ``b``. ``add.f32``
   rounds to nearest even and flushes subnormal inputs and results to sign-preserving
-  zero ("atom.add.f32 ... flushes subnormal inputs and results"); ``add.f64`` does not
-  flush. ``atom`` returns the old value. A vector ``red`` adds element by element.
+  zero ("atom.add.f32 ... flushes subnormal inputs and results"); ``add.f64`` and the
+  ``.noftz`` f16/bf16 forms keep subnormals; f16/bf16 ``min``/``max`` follow
+  ``min``/``max`` (a NaN operand is ignored). ``atom`` returns the old value. A vector
+  ``red`` combines element by element.
 
 ``shfl.sync`` is not interpreted: it needs a warp of threads.
 """
@@ -45,6 +47,7 @@ from xdsl.utils.exceptions import InterpretationError
 from bulkred_dialect.interpreter.values import (
     float_binary,
     float_bits,
+    float_minmax,
     float_from_bits,
     to_signed,
     to_unsigned,
@@ -133,17 +136,33 @@ def _load_bits(ptr: Pointer, op_name: str, ptx_type: str, register: Attribute) -
     return to_register(bits, register)
 
 
+_FLOAT_OF_ATOM = {
+    AtomType.F16: ArithType.F16,
+    AtomType.BF16: ArithType.BF16,
+    AtomType.F32: ArithType.F32,
+    AtomType.F64: ArithType.F64,
+}
+
+
+def type_bytes(t: AtomType) -> int:
+    """The size of one element of atom/red ``.type`` t."""
+    return 2 if t == AtomType.BF16 else int(str(t)[1:]) // 8
+
+
 def _combine(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
     """The new bits of an atomic ``kind`` on ``.type`` ``t`` (old and b as unsigned bits)."""
     name = str(t)
-    width = int(name[1:])
+    width = 8 * type_bytes(t)
     mask = (1 << width) - 1
-    if name in ("f32", "f64"):
-        if kind != "add":  # pragma: no cover - the verifier allows only add on floats
-            raise InterpretationError(f"'{op_name}' has no interpretation for '.{kind}.{name}'")
-        ft = ArithType.F32 if name == "f32" else ArithType.F64
-        r = float_binary("add", ft, float_from_bits(ft, old), float_from_bits(ft, b), ftz=ft == ArithType.F32)
-        return float_bits(ft, r)
+    if t in _FLOAT_OF_ATOM:
+        ft = _FLOAT_OF_ATOM[t]
+        x, y = float_from_bits(ft, old), float_from_bits(ft, b)
+        if kind == "add":
+            # only add.f32 flushes; add.f64 and the .noftz half forms keep subnormals
+            return float_bits(ft, float_binary("add", ft, x, y, ftz=ft == ArithType.F32))
+        if kind in ("min", "max"):
+            return float_bits(ft, float_minmax(kind, ft, (x, y)))
+        raise InterpretationError(f"'{op_name}' has no interpretation for '.{kind}.{name}'")  # pragma: no cover
     if kind == "add":
         return (old + b) & mask
     if kind in ("min", "max"):
@@ -202,7 +221,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
     def run_atom(self, interpreter: Interpreter, op: AtomOp, args: PythonValues) -> PythonValues:
         ptr = _pointer(interpreter, args[0])
         t = op.type.data
-        size = int(str(t)[1:]) // 8
+        size = type_bytes(t)
         old = ptr.read(op.name, size)
         b = from_register(args[1], op.value.type)
         ptr.write(op.name, size, _combine(op.name, str(op.op.data), t, old, b))
@@ -212,7 +231,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
     def run_red(self, interpreter: Interpreter, op: RedOp, args: PythonValues) -> PythonValues:
         ptr = _pointer(interpreter, args[0])
         t = op.type.data
-        size = int(str(t)[1:]) // 8
+        size = type_bytes(t)
         ptr.read(op.name, size * op.count)  # alignment and bounds of the whole vector
         for i, (value, v) in enumerate(zip(args[1:], op.values)):
             p = ptr.moved(i * size)

@@ -25,6 +25,8 @@ from bulkred_dialect.ops.ptx.atom import (
     RedSem,
     value_type,
 )
+from bulkred_dialect.interpreter.ptx_memory import type_bytes
+from bulkred_dialect.ops.ptx.atom import HALF_TYPES
 from bulkred_dialect.ops.ptx.base import f16, f32, f64, i16, i32, i64
 from bulkred_dialect.ops.ptx.control import CmpOp
 from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, StOp
@@ -143,20 +145,21 @@ ATOM_FORMS = [
     ("min", "u32"), ("min", "s32"), ("min", "u64"), ("min", "s64"),
     ("max", "u32"), ("max", "s32"), ("max", "u64"), ("max", "s64"),
     ("and", "b32"), ("or", "b64"), ("xor", "b32"), ("exch", "b32"), ("exch", "b64"),
+    ("add", "f16"), ("add", "bf16"),
 ]
 
 ATOM_CTAS, ATOM_THREADS = 4, 64
 
 
 def _load_value(kb: KernelBuilder, t: str, src: SSAValue, gid: SSAValue) -> SSAValue:
-    size = int(t[1:]) // 8
+    size = type_bytes(AtomType(t))
     vt = value_type(AtomType(t))
     ldt = LdStType.F32 if t == "f32" else LdStType.F64 if t == "f64" else LdStType(f"b{size * 8}")
     return kb.v(LdOp(ldt, kb.gptr(src, _shl(kb, gid, _LOG2[size])), vt))
 
 
 def _store_value(kb: KernelBuilder, t: str, dst: SSAValue, gid: SSAValue, v: SSAValue) -> None:
-    size = int(t[1:]) // 8
+    size = type_bytes(AtomType(t))
     kb.add(StOp(LdStType(f"b{size * 8}"), kb.gptr(dst, _shl(kb, gid, _LOG2[size])), v))
 
 
@@ -169,7 +172,7 @@ def atom_kernel(op: str, t: str) -> TestKernel:
     )
     gid = _gid(kb)
     v = _load_value(kb, t, kb.args["vals"], gid)
-    old = kb.v(AtomOp(AtomOpKind(op), AtomType(t), kb.args["mem"], v))
+    old = kb.v(AtomOp(AtomOpKind(op), AtomType(t), kb.args["mem"], v, noftz=AtomType(t) in HALF_TYPES))
     _store_value(kb, t, kb.args["old"], gid, old)
     dt = np_dtype_name(t)
     return _kernel(kb, [("mem", dt, (1,)), ("vals", dt, (n,)), ("old", dt, (n,))])
@@ -180,6 +183,7 @@ RED_FORMS = [
     ("inc", "u32"), ("dec", "u32"),
     ("min", "s32"), ("max", "u64"), ("min", "s64"),
     ("and", "b64"), ("or", "b32"), ("xor", "b64"),
+    ("add", "f16"), ("add", "bf16"),
 ]
 
 
@@ -190,20 +194,35 @@ def red_kernel(op: str, t: str, *, sem: RedSem | None = None, scope: MemScope | 
     suffix = "".join(f"_{q}" for q in (sem, scope) if q is not None)
     kb = KernelBuilder(f"red_{op}_{t}{suffix}", [("mem", GLOBAL), ("vals", GLOBAL)], grid=ATOM_CTAS, block=ATOM_THREADS)
     v = _load_value(kb, t, kb.args["vals"], _gid(kb))
-    kb.add(RedOp(RedOpKind(op), AtomType(t), kb.args["mem"], [v], sem=sem, scope=scope))
+    kb.add(RedOp(RedOpKind(op), AtomType(t), kb.args["mem"], [v], sem=sem, scope=scope, noftz=AtomType(t) in HALF_TYPES))
     dt = np_dtype_name(t)
     return _kernel(kb, [("mem", dt, (1,)), ("vals", dt, (n,))])
 
 
-def red_vec_kernel(count: int, ctas: int = 8, threads: int = 128) -> TestKernel:
-    """Every thread adds its ``count`` f32 values ``vals[gid, :]`` to ``out[:]`` with one
-    ``red.global.add.v<count>.f32``. Arguments: out (count,), vals (n*count,)."""
+def red_vec_kernel(count: int, t: str = "f32", op: str = "add", ctas: int = 8, threads: int = 128) -> TestKernel:
+    """Every thread combines its ``count`` values ``vals[gid, :]`` into ``out[:]`` with one
+    ``red.global.<op>{.noftz}.v<count>.<t>`` (t: f32, f16 or bf16).
+    Arguments: out (count,), vals (n*count,)."""
     n = ctas * threads
-    kb = KernelBuilder(f"red_add_v{count}_f32", [("out", GLOBAL), ("vals", GLOBAL)], grid=ctas, block=threads)
-    base = kb.gptr(kb.args["vals"], _shl(kb, _gid(kb), _LOG2[4 * count]))
-    xs = kb.add(LdVecOp(LdStType.F32, base, f32, count)).results
-    kb.add(RedOp(RedOpKind.ADD, AtomType.F32, kb.args["out"], xs))
-    return _kernel(kb, [("out", "f32", (count,)), ("vals", "f32", (n * count,))])
+    at = AtomType(t)
+    size = type_bytes(at)
+    kb = KernelBuilder(f"red_{op}_v{count}_{t}", [("out", GLOBAL), ("vals", GLOBAL)], grid=ctas, block=threads)
+    base = kb.gptr(kb.args["vals"], _shl(kb, _gid(kb), _LOG2[size * count]))
+    ldt = LdStType.F32 if t == "f32" else LdStType.B16
+    chunk = min(count, 4)  # ld.v8 takes only 32-bit types: two .v4.b16 loads for a .v8
+    xs = [
+        x
+        for i in range(0, count, chunk)
+        for x in kb.add(LdVecOp(ldt, base, value_type(at), chunk, offset=i * size)).results
+    ]
+    kb.add(RedOp(RedOpKind(op), at, kb.args["out"], xs, noftz=at in HALF_TYPES))
+    return _kernel(kb, [("out", t, (count,)), ("vals", t, (n * count,))])
+
+
+RED_VEC_FORMS = [
+    (2, "f32", "add"), (4, "f32", "add"),
+    (8, "f16", "add"), (2, "f16", "min"), (4, "bf16", "max"), (8, "bf16", "add"), (8, "bf16", "min"),
+]
 
 
 def last_block_sum_kernel(ctas: int, threads: int = 128) -> TestKernel:
@@ -265,7 +284,7 @@ def REDUCTION_OPS_KERNELS() -> list[TestKernel]:
     ks += [atom_kernel(op, t) for op, t in ATOM_FORMS]
     ks += [red_kernel(op, t) for op, t in RED_FORMS]
     ks += [red_kernel("add", "f32", sem=RedSem.RELEASE, scope=MemScope.GPU)]
-    ks += [red_vec_kernel(c) for c in (2, 4)]
+    ks += [red_vec_kernel(c, t, op) for c, t, op in RED_VEC_FORMS]
     return ks
 
 

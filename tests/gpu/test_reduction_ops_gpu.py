@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from bulkred_dialect.backend_ptx import runtime
-from bulkred_dialect.interpreter.ptx_memory import _combine
+from bulkred_dialect.interpreter.ptx_memory import _combine, type_bytes
 from bulkred_dialect.ops.ptx.atom import AtomType
 from gpu import reduction_ops_kernels as R
-from gpu.models import NP_DTYPE, mismatch_report, poison, same_bits
+from gpu.models import NP_DTYPE, f32_to_bf16, mismatch_report, poison, random_values, same_bits
 
 pytestmark = pytest.mark.gpu
 
@@ -112,17 +112,26 @@ def test_ld_vec_256_bits(t, count, nc, rng):
 # region atom and red
 
 
+def _uint(t: str) -> str:
+    return f"uint{8 * type_bytes(AtomType(t))}"
+
+
 def _bits(t: str, a: np.ndarray) -> list[int]:
-    return np.ascontiguousarray(a).view(f"uint{int(t[1:])}").tolist()
+    return np.ascontiguousarray(a).view(_uint(t)).tolist()
 
 
 def _fold(op: str, t: str, init: np.ndarray, vals: np.ndarray) -> np.ndarray:
     """The final value after applying every value in order (the order must not matter
-    for the values the tests choose)."""
+    for the values the tests choose), by the interpreter's rule for each operation."""
     cur = _bits(t, init)[0]
     for v in _bits(t, vals):
         cur = _combine("model", op, AtomType(t), cur, v)
-    return np.array([cur], dtype=f"uint{int(t[1:])}").view(NP_DTYPE[t])
+    return np.array([cur], dtype=_uint(t)).view(NP_DTYPE[t])
+
+
+def _half(t: str, x: np.ndarray) -> np.ndarray:
+    """float values (exact in t) as the array the kernel takes: f16, or bf16 bits."""
+    return x.astype(np.float16) if t == "f16" else f32_to_bf16(x.astype(np.float32))
 
 
 def _values(op: str, t: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +139,12 @@ def _values(op: str, t: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     dt = NP_DTYPE[t]
     if t in ("f32", "f64"):  # small multiples of 1/4: every partial sum is exact
         return np.array([3.25], dt), (rng.integers(-64, 64, n) / 4).astype(dt)
+    if t in ("f16", "bf16"):
+        # as many +1/8 as -1/8 (and zeros): every partial sum is a multiple of 1/8 below
+        # 17 in magnitude, exact in bf16's 8 significant bits
+        k = n // 4
+        vals = rng.permutation(np.concatenate([np.full(k, 1.0), np.full(k, -1.0), np.zeros(n - 2 * k)])) / 8
+        return _half(t, np.array([0.25])), _half(t, vals)
     w = int(t[1:])
     if op == "inc":
         return np.array([7], dt), np.full(n, 0xFFFFFFFF, dt)  # never wraps to 0
@@ -194,15 +209,22 @@ def test_red_add_f32_subnormals_as_the_interpreter_adds_them(rng):
     assert same_bits(mem, want), mismatch_report(mem, want)
 
 
-@pytest.mark.parametrize("count", [2, 4])
-def test_red_add_vector_f32(count, rng):
-    ctas, threads = 8, 128
+@pytest.mark.parametrize("count,t,op", R.RED_VEC_FORMS, ids=lambda v: str(v))
+def test_red_vector(count, t, op, rng):
+    ctas, threads = (8, 128) if t == "f32" else (1, 64)
     n = ctas * threads
-    vals = (rng.integers(-64, 64, n * count) / 4).astype(np.float32)
-    init = (rng.integers(-8, 8, count) / 2).astype(np.float32)
-    out, _ = R.red_vec_kernel(count, ctas, threads).kernel()(init.copy(), vals)
-    want = (init.astype(np.float64) + vals.reshape(n, count).astype(np.float64).sum(axis=0)).astype(np.float32)
-    assert same_bits(out, want), f"red.add.v{count}.f32, {rng}\n" + mismatch_report(out, want)
+    if op != "add":  # min/max: any values, subnormals included, order never matters
+        vals, init = random_values(rng, t, n * count), random_values(rng, t, count)
+    elif t == "f32":
+        vals = (rng.integers(-64, 64, n * count) / 4).astype(np.float32)
+        init = (rng.integers(-8, 8, count) / 2).astype(np.float32)
+    else:  # sums of +-1/8 below 9 in magnitude: exact in f16 and bf16
+        vals = _half(t, rng.integers(-1, 2, n * count) / 8)
+        init = _half(t, rng.integers(-8, 8, count) / 4)
+    out, _ = R.red_vec_kernel(count, t, op, ctas, threads).kernel()(init.copy(), vals)
+    cols = vals.reshape(n, count)
+    want = np.concatenate([_fold(op, t, init[j : j + 1], cols[:, j]) for j in range(count)])
+    assert same_bits(out, want), f"red.{op}.v{count}.{t}, {rng}\n" + mismatch_report(out, want)
 
 
 # endregion

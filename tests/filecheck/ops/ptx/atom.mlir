@@ -140,3 +140,28 @@ func.func @fences() {
   ptx.membar sys
   func.return
 }
+
+// CHECK-LABEL: func.func @half
+// PTX-LABEL: .visible .entry half(
+func.func @half(%g: !ptx.ptr<global>, %h: f16, %b: bf16) {
+  // CHECK: ptx.atom add noftz f16 %g, %h : !ptx.ptr<global>, f16
+  // GENERIC: "ptx.atom"(%g, %h) <{op = #ptx<atom_op add>, noftz, type = #ptx<atom_type f16>}> : (!ptx.ptr<global>, f16) -> f16
+  // PTX: atom.global.add.noftz.f16 %h{{[0-9]+}}, [%rd{{[0-9]+}}], %h{{[0-9]+}};
+  %0 = ptx.atom add noftz f16 %g, %h : !ptx.ptr<global>, f16
+  // CHECK: ptx.atom add noftz bf16 %g, %b : !ptx.ptr<global>, bf16
+  // PTX: atom.global.add.noftz.bf16
+  %1 = ptx.atom add noftz bf16 %g, %b : !ptx.ptr<global>, bf16
+  // CHECK: ptx.red add noftz bf16 %g, %b : !ptx.ptr<global>, bf16
+  // PTX: red.global.add.noftz.bf16 [%rd{{[0-9]+}}], %h{{[0-9]+}};
+  ptx.red add noftz bf16 %g, %b : !ptx.ptr<global>, bf16
+  // CHECK: ptx.red max noftz bf16 %g, %b, %b, %b, %b, %b, %b, %b, %b : !ptx.ptr<global>, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16
+  // PTX: red.global.max.noftz.v8.bf16 [%rd{{[0-9]+}}], {%h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}, %h{{[0-9]+}}};
+  ptx.red max noftz bf16 %g, %b, %b, %b, %b, %b, %b, %b, %b : !ptx.ptr<global>, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16
+  // CHECK: ptx.red sem release scope gpu min noftz f16 %g, %h, %h
+  // PTX: red.release.gpu.global.min.noftz.v2.f16
+  ptx.red sem release scope gpu min noftz f16 %g, %h, %h : !ptx.ptr<global>, f16, f16
+  // CHECK: ptx.red add noftz f16 %g, %h, %h, %h, %h
+  // PTX: red.global.add.noftz.v4.f16
+  ptx.red add noftz f16 %g, %h, %h, %h, %h : !ptx.ptr<global>, f16, f16, f16, f16
+  func.return
+}

@@ -19,7 +19,7 @@ func.func @atom_and_u32(%g: !ptx.ptr<global>, %i: i32) {
 // -----
 
 func.func @atom_add_s64(%g: !ptx.ptr<global>, %l: i64) {
-  // CHECK: error: 'ptx.atom' '.type' s64 is not valid with '.op' add (valid: u32, s32, u64, f32, f64)
+  // CHECK: error: 'ptx.atom' '.type' s64 is not valid with '.op' add (valid: u32, s32, u64, f32, f64, f16, bf16)
   %0 = ptx.atom add s64 %g, %l : !ptx.ptr<global>, i64
   func.return
 }
@@ -110,7 +110,7 @@ func.func @red_dec_u64(%g: !ptx.ptr<global>, %l: i64) {
 // -----
 
 func.func @red_vec_min(%g: !ptx.ptr<global>, %x: f32) {
-  // CHECK: error: 'ptx.red' '.op' min is not valid with '.vec' v4 (valid: add)
+  // CHECK: error: 'ptx.red' '.op' min is not valid with '.vec' v4 and '.type' f32 (valid: add)
   ptx.red min f32 %g, %x, %x, %x, %x : !ptx.ptr<global>, f32, f32, f32, f32
   func.return
 }
@@ -118,7 +118,7 @@ func.func @red_vec_min(%g: !ptx.ptr<global>, %x: f32) {
 // -----
 
 func.func @red_vec_f64(%g: !ptx.ptr<global>, %y: f64) {
-  // CHECK: error: 'ptx.red' '.type' f64 is not valid with '.vec' v2 (valid: f32)
+  // CHECK: error: 'ptx.red' '.type' f64 is not valid with '.vec' v2 (valid: f32, f16, bf16)
   ptx.red add f64 %g, %y, %y : !ptx.ptr<global>, f64, f64
   func.return
 }
@@ -126,7 +126,7 @@ func.func @red_vec_f64(%g: !ptx.ptr<global>, %y: f64) {
 // -----
 
 func.func @red_vec_u32(%g: !ptx.ptr<global>, %i: i32) {
-  // CHECK: error: 'ptx.red' '.type' u32 is not valid with '.vec' v2 (valid: f32)
+  // CHECK: error: 'ptx.red' '.type' u32 is not valid with '.vec' v2 (valid: f32, f16, bf16)
   ptx.red add u32 %g, %i, %i : !ptx.ptr<global>, i32, i32
   func.return
 }
@@ -144,7 +144,7 @@ func.func @red_vec_shared(%x: f32) {
 // -----
 
 func.func @red_three_values(%g: !ptx.ptr<global>, %x: f32) {
-  // CHECK: error: 'ptx.red' operand 'b' must be 1, 2 or 4 values, got 3
+  // CHECK: error: 'ptx.red' operand 'b' must be 1, 2, 4 or 8 values, got 3
   ptx.red add f32 %g, %x, %x, %x : !ptx.ptr<global>, f32, f32, f32
   func.return
 }
@@ -152,7 +152,7 @@ func.func @red_three_values(%g: !ptx.ptr<global>, %x: f32) {
 // -----
 
 func.func @red_no_value(%g: !ptx.ptr<global>) {
-  // CHECK: error: 'ptx.red' operand 'b' must be 1, 2 or 4 values, got 0
+  // CHECK: error: 'ptx.red' operand 'b' must be 1, 2, 4 or 8 values, got 0
   "ptx.red"(%g) <{op = #ptx<red_op add>, type = #ptx<atom_type f32>}> : (!ptx.ptr<global>) -> ()
   func.return
 }
@@ -173,6 +173,62 @@ func.func @red_vec_misaligned() {
   %x = ptx.mov.imm 1.0 : f32
   // CHECK: error: 'ptx.red' 'a' must be 16-byte aligned, known alignment 8
   ptx.red add f32 %p, %x, %x, %x, %x : !ptx.ptr<generic>, f32, f32, f32, f32
+  func.return
+}
+
+// -----
+
+func.func @atom_f16_without_noftz(%g: !ptx.ptr<global>, %h: f16) {
+  // CHECK: error: 'ptx.atom' '.noftz' is required with '.type' f16
+  %0 = ptx.atom add f16 %g, %h : !ptx.ptr<global>, f16
+  func.return
+}
+
+// -----
+
+func.func @atom_noftz_f32(%g: !ptx.ptr<global>, %x: f32) {
+  // CHECK: error: 'ptx.atom' '.noftz' is only valid with '.type' f16 or bf16, got '.type' f32
+  %0 = ptx.atom add noftz f32 %g, %x : !ptx.ptr<global>, f32
+  func.return
+}
+
+// -----
+
+func.func @atom_min_f16(%g: !ptx.ptr<global>, %h: f16) {
+  // CHECK: error: 'ptx.atom' '.type' f16 is not valid with '.op' min (valid: u32, s32, u64, s64)
+  %0 = ptx.atom min noftz f16 %g, %h : !ptx.ptr<global>, f16
+  func.return
+}
+
+// -----
+
+func.func @red_bf16_without_noftz(%g: !ptx.ptr<global>, %h: bf16) {
+  // CHECK: error: 'ptx.red' '.noftz' is required with '.type' bf16
+  ptx.red max bf16 %g, %h, %h : !ptx.ptr<global>, bf16, bf16
+  func.return
+}
+
+// -----
+
+func.func @red_v8_f32(%g: !ptx.ptr<global>, %x: f32) {
+  // CHECK: error: 'ptx.red' '.type' f32 is not valid with '.vec' v8 (valid: f16, bf16)
+  ptx.red add f32 %g, %x, %x, %x, %x, %x, %x, %x, %x : !ptx.ptr<global>, f32, f32, f32, f32, f32, f32, f32, f32
+  func.return
+}
+
+// -----
+
+func.func @red_vec_f16_and(%g: !ptx.ptr<global>, %h: f16) {
+  // CHECK: error: 'ptx.red' '.op' and is not valid with '.vec' v2 and '.type' f16 (valid: add, min, max)
+  ptx.red and noftz f16 %g, %h, %h : !ptx.ptr<global>, f16, f16
+  func.return
+}
+
+// -----
+
+func.func @red_f16_value_type(%g: !ptx.ptr<global>, %h: bf16) {
+  // CHECK: error: 'ptx.red' operand 'b' must be f16 for '.type' f16, got bf16
+  ptx.red add noftz f16 %g, %h : !ptx.ptr<global>, bf16
   func.return
 }
 
