@@ -53,7 +53,7 @@ from bulkred_dialect.interpreter.values import (
     to_unsigned,
 )
 from bulkred_dialect.ops.ptx.arith import ArithType
-from bulkred_dialect.ops.ptx.atom import AtomOp, AtomType, FenceOp, MembarOp, RedOp
+from bulkred_dialect.ops.ptx.atom import AtomOp, AtomType, FenceOp, MembarOp, RedOp, type_bytes
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, bf16, f16, f32, f64
 from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp
 
@@ -144,12 +144,7 @@ _FLOAT_OF_ATOM = {
 }
 
 
-def type_bytes(t: AtomType) -> int:
-    """The size of one element of atom/red ``.type`` t."""
-    return 2 if t == AtomType.BF16 else int(str(t)[1:]) // 8
-
-
-def _combine(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
+def combine_bits(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
     """The new bits of an atomic ``kind`` on ``.type`` ``t`` (old and b as unsigned bits)."""
     name = str(t)
     width = 8 * type_bytes(t)
@@ -224,7 +219,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
         size = type_bytes(t)
         old = ptr.read(op.name, size)
         b = from_register(args[1], op.value.type)
-        ptr.write(op.name, size, _combine(op.name, str(op.op.data), t, old, b))
+        ptr.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, b))
         return (to_register(old, op.d.type),)
 
     @impl(RedOp)
@@ -236,7 +231,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
         for i, (value, v) in enumerate(zip(args[1:], op.values)):
             p = ptr.moved(i * size)
             old = p.read(op.name, size)
-            p.write(op.name, size, _combine(op.name, str(op.op.data), t, old, from_register(value, v.type)))
+            p.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, from_register(value, v.type)))
         return ()
 
     @impl(FenceOp)

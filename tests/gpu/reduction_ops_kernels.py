@@ -25,8 +25,7 @@ from bulkred_dialect.ops.ptx.atom import (
     RedSem,
     value_type,
 )
-from bulkred_dialect.interpreter.ptx_memory import type_bytes
-from bulkred_dialect.ops.ptx.atom import HALF_TYPES
+from bulkred_dialect.ops.ptx.atom import HALF_TYPES, type_bytes
 from bulkred_dialect.ops.ptx.base import f16, f32, f64, i16, i32, i64
 from bulkred_dialect.ops.ptx.control import CmpOp
 from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, StOp

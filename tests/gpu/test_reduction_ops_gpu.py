@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bulkred_dialect.backend_ptx import runtime
-from bulkred_dialect.interpreter.ptx_memory import _combine, type_bytes
-from bulkred_dialect.ops.ptx.atom import AtomType
+from bulkred_dialect.interpreter.ptx_memory import combine_bits
+from bulkred_dialect.ops.ptx.atom import AtomType, type_bytes
 from gpu import reduction_ops_kernels as R
 from gpu.models import NP_DTYPE, f32_to_bf16, mismatch_report, poison, random_values, same_bits
 
@@ -125,7 +125,7 @@ def _fold(op: str, t: str, init: np.ndarray, vals: np.ndarray) -> np.ndarray:
     for the values the tests choose), by the interpreter's rule for each operation."""
     cur = _bits(t, init)[0]
     for v in _bits(t, vals):
-        cur = _combine("model", op, AtomType(t), cur, v)
+        cur = combine_bits("model", op, AtomType(t), cur, v)
     return np.array([cur], dtype=_uint(t)).view(NP_DTYPE[t])
 
 

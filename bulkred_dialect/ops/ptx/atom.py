@@ -250,7 +250,8 @@ def value_type(t: AtomType) -> Attribute:
     return i64 if str(t).endswith("64") else i32
 
 
-def _type_bytes(t: AtomType) -> int:
+def type_bytes(t: AtomType) -> int:
+    """The size of one element of ``.type`` t."""
     return 2 if t == AtomType.BF16 else int(str(t)[1:]) // 8
 
 
@@ -382,7 +383,7 @@ class AtomOp(PtxInstruction):
         want = value_type(t)
         if self.value.type != want:
             raise VerifyException(f"operand 'b' must be {want} for '.type' {t}, got {self.value.type}")
-        check_aligned("a", self.address, _type_bytes(t))
+        check_aligned("a", self.address, type_bytes(t))
 
     def requirement(self) -> Requirement:
         req = _memory_requirement(self.address, _opt(self.sem), _opt(self.scope))
@@ -495,7 +496,7 @@ class RedOp(PtxInstruction):
             if v.type != want:
                 name = "b" if n == 1 else f"b{i}"
                 raise VerifyException(f"operand '{name}' must be {want} for '.type' {t}, got {v.type}")
-        check_aligned("a", self.address, n * _type_bytes(t))
+        check_aligned("a", self.address, n * type_bytes(t))
 
     def requirement(self) -> Requirement:
         req = _memory_requirement(self.address, _opt(self.sem), _opt(self.scope))
