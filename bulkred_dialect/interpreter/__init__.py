@@ -11,6 +11,7 @@ Values and rounding rules: :mod:`bulkred_dialect.interpreter.values`.
 
 from bulkred_dialect.interpreter.memory import BufferFunctions
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
+from bulkred_dialect.interpreter.ptx_memory import Pointer, PtxMemoryFunctions
 from bulkred_dialect.interpreter.run import make_interpreter, run_kernel
 from bulkred_dialect.interpreter.values import BF16, CANONICAL_NAN_BITS
 
@@ -18,7 +19,9 @@ __all__ = [
     "BF16",
     "CANONICAL_NAN_BITS",
     "BufferFunctions",
+    "Pointer",
     "PtxArithFunctions",
+    "PtxMemoryFunctions",
     "make_interpreter",
     "run_kernel",
 ]

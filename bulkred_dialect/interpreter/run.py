@@ -27,17 +27,20 @@ from bulkred_dialect.interpreter.memory import (
     store_element,
 )
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
+from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
 
 
 def make_interpreter(module: ModuleOp) -> Interpreter:
     """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
-    implementations, the exact buffer and constant overrides, and the ptx arithmetic ops."""
+    implementations, the exact buffer and constant overrides, the ptx arithmetic ops and
+    the ptx memory ops on addresses (ld, ld.vec, atom, red: one thread)."""
     interpreter = Interpreter(module)
     for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
         interpreter.register_implementations(functions)
     interpreter.register_implementations(BufferFunctions(), override=True)
     interpreter.register_implementations(PtxArithFunctions())
+    interpreter.register_implementations(PtxMemoryFunctions())
     return interpreter
 
 
