@@ -24,6 +24,7 @@ Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
 
 from __future__ import annotations
 
+from abc import ABC
 from typing import ClassVar
 
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     IntAttr,
+    IndexType,
     IntegerType,
     MemRefType,
     Signedness,
@@ -63,6 +65,7 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.parser import AttrParser
@@ -639,8 +642,59 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException("a bulk reduce into global completes by bulk group and takes no 'mbar'")
 
 
+# region Indices
+
+
+class _ClusterIndexOp(IRDLOperation, ABC):
+    """An ``index`` read from a special register of the executing CTA."""
+
+    result = result_def(IndexType)
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        check_in_kernel(self)
+
+
+@irdl_op_definition
+class ClusterRankOp(_ClusterIndexOp):
+    """The rank of the executing CTA in its cluster, from 0 to ``bulkred.cluster_size`` - 1
+    (the rank a bulk op into ``cluster_shared`` names; upstream ``gpu`` has no such op).
+
+    PTX: ``mov.u32 %r, %cluster_ctarank;`` widened to ``index``.
+
+    Example: ``%rank = bulkred.cluster_rank``
+
+    Spec: PTX ISA, Special Registers, %cluster_ctarank.
+    """
+
+    name = "bulkred.cluster_rank"
+
+
+@irdl_op_definition
+class ClusterSizeOp(_ClusterIndexOp):
+    """The number of CTAs in the executing CTA's cluster (1 without a cluster).
+
+    PTX: ``mov.u32 %r, %cluster_nctarank;`` widened to ``index``; a constant when the
+    kernel's ``bulkred.launch`` has a cluster of 2 or more CTAs (``.reqnctapercluster``
+    holds every launch to it).
+
+    Example: ``%n = bulkred.cluster_size``
+
+    Spec: PTX ISA, Special Registers, %cluster_nctarank.
+    """
+
+    name = "bulkred.cluster_size"
+
+
+# endregion
+
+
 BULKRED = Dialect(
     "bulkred",
-    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp],
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp],
     [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr],
 )
