@@ -18,6 +18,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.traits import SymbolTable
 
+from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import (
     STORAGE_DTYPE,
     BufferFunctions,
@@ -31,16 +32,18 @@ from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
 
 
-def make_interpreter(module: ModuleOp) -> Interpreter:
+def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpreter:
     """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
-    implementations, the exact buffer and constant overrides, the ptx arithmetic ops and
-    the ptx memory ops on addresses (ld, ld.vec, atom, red: one thread)."""
+    implementations, the exact buffer and constant overrides, the ptx arithmetic ops,
+    the ptx memory ops on addresses (ld, ld.vec, atom, red: one thread) and the kernel
+    index ops of the one thread ``ids``."""
     interpreter = Interpreter(module)
     for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
         interpreter.register_implementations(functions)
     interpreter.register_implementations(BufferFunctions(), override=True)
     interpreter.register_implementations(PtxArithFunctions())
     interpreter.register_implementations(PtxMemoryFunctions())
+    interpreter.register_implementations(KernelIdFunctions(ids))
     return interpreter
 
 
@@ -85,7 +88,14 @@ def _dtype_name(d: np.dtype, element_type: Attribute) -> str:
     return f"{d} bits" if kind is not None and d.kind == "u" else str(d)
 
 
-def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
+def run_kernel(
+    module: ModuleOp,
+    name: str,
+    *arrays: Any,
+    thread_id: tuple[int, int, int] = (0, 0, 0),
+    block_id: tuple[int, int, int] = (0, 0, 0),
+    cluster_rank: int = 0,
+) -> tuple[np.ndarray, ...]:
     """Call ``func.func @name`` of ``module`` and return its memref arguments after the call.
 
     A numpy argument is the buffer itself and is mutated in place; its dtype must be one
@@ -93,6 +103,9 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
     as int32 or uint32, ...), else a ValueError names the argument and both dtypes; a
     ``ShapedArray`` argument is copied into a numpy buffer and the result written back.
     Non-memref arguments (scalars) are passed through, converted to the argument's type.
+
+    One thread runs, with the ids ``thread_id``, ``block_id`` and ``cluster_rank``
+    (:mod:`bulkred_dialect.interpreter.kernel_ids`).
     """
     callee = SymbolTable.lookup_symbol(module, name)
     if not isinstance(callee, func.FuncOp):
@@ -100,7 +113,7 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
     inputs = callee.function_type.inputs.data
     if len(inputs) != len(arrays):
         raise ValueError(f"'{name}' takes {len(inputs)} arguments, got {len(arrays)}")
-    interpreter = make_interpreter(module)
+    interpreter = make_interpreter(module, ThreadIds(tuple(thread_id), tuple(block_id), cluster_rank))  # type: ignore[arg-type]
     bits = interpreter.index_bitwidth
     args: list[Any] = []
     entry = callee.body.blocks.first

@@ -24,6 +24,7 @@ Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
 
 from __future__ import annotations
 
+from abc import ABC
 from typing import ClassVar
 
 from collections.abc import Sequence
@@ -34,8 +35,10 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IntegerAttr,
     IntAttr,
+    IndexType,
     IntegerType,
     MemRefType,
+    NoneAttr,
     Signedness,
     StringAttr,
     UnitAttr,
@@ -64,6 +67,7 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.parser import AttrParser
@@ -522,14 +526,23 @@ class CopyOp(IRDLOperation):
 class BulkCopyOp(IRDLOperation):
     """Asynchronous bulk copy between memories (lowers to ``cp.async.bulk``).
 
-    Directions: global -> shared, global -> cluster_shared (optionally multicast to
-    the CTAs of ``cta_mask``), shared -> cluster_shared (a peer CTA), shared -> global.
-    Copies into shared memory complete on ``mbar``; the copy to global completes
-    through the bulk async-group. The byte size must be a multiple of 16 and at most
-    :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's shared memory).
-    Like every tile op it must be inside a ``func.func`` kernel.
+    Directions: global -> shared, global -> cluster_shared (to the CTA ``rank``, or
+    multicast to the CTAs of ``cta_mask``), shared -> cluster_shared (to the CTA
+    ``rank``), shared -> global. Copies into shared memory complete on ``mbar``; the copy
+    to global completes through the bulk async-group. The byte size must be a multiple
+    of 16 and at most :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's
+    shared memory). ``src`` and ``dst`` may be ``memref.subview`` views that cover one
+    contiguous range (:func:`check_contiguous`). Like every tile op it must be inside a
+    ``func.func`` kernel.
+
+    Into cluster_shared with ``rank`` (an ``index``, the same in every CTA) the op is
+    collective over the cluster: every CTA other than ``rank`` copies its ``src`` into
+    the ``dst`` of CTA ``rank`` (``dst`` may be a view at a per-CTA offset, so that the
+    copies land side by side); when it returns, CTA ``rank``'s ``dst`` holds them.
 
     Example: ``bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>``
+
+    ``bulkred.bulk_copy %s, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>``
     """
 
     name = "bulkred.bulk_copy"
@@ -538,12 +551,13 @@ class BulkCopyOp(IRDLOperation):
     dst = operand_def(MemRefType)
     mbar = opt_operand_def(MemRefType)
     cta_mask = opt_operand_def(IntegerType(16))
+    rank = opt_operand_def(IndexType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$src `,` $dst (`,` $mbar^)? (`multicast` $cta_mask^)? attr-dict `:` type($src) `,` type($dst) "
-        "(`,` type($mbar)^)?"
+        "$src `,` $dst (`,` $mbar^)? (`multicast` $cta_mask^)? (`rank` $rank^)? attr-dict "
+        "`:` type($src) `,` type($dst) (`,` type($mbar)^)?"
     )
 
     _DIRECTIONS: ClassVar = {
@@ -566,6 +580,8 @@ class BulkCopyOp(IRDLOperation):
         if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         _check_bulk_bytes(st, direction[1])
+        check_contiguous("src", st)
+        check_contiguous("dst", dt)
         needs_mbar = direction[1] != MemoryScope.GLOBAL
         if needs_mbar and self.mbar is None:
             raise VerifyException(f"a bulk copy into {direction[1]} needs an 'mbar' operand")
@@ -574,6 +590,12 @@ class BulkCopyOp(IRDLOperation):
         _check_mbar(self.mbar)
         if self.cta_mask is not None and direction != (MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED):
             raise VerifyException("'cta_mask' (multicast) is only valid for a global -> cluster_shared copy")
+        if self.cta_mask is not None and self.rank is not None:
+            raise VerifyException(
+                "'rank' is not valid with 'cta_mask': a multicast copy writes every CTA of the mask"
+            )
+        if self.cta_mask is None:
+            _check_rank(self, self.rank, direction[1], bulk_bytes(st))
 
 
 def _check_mbar(v: SSAValue | None) -> None:
@@ -663,11 +685,81 @@ def _check_bulk_bytes(t: MemRefType, dst: MemoryScope) -> None:
         raise VerifyException(f"bulk size must be <= {limit} bytes ({why}), got {nbytes}")
 
 
+def check_contiguous(field: str, t: MemRefType) -> None:
+    """Raise unless a buffer of type ``t`` (a view, maybe) covers one contiguous range of
+    memory starting at a 16-byte boundary when its offset is static: a bulk operation
+    moves one range of bytes. A row slice of a matrix is contiguous only when it spans
+    full rows (dimensions of extent 1 do not matter)."""
+    if isinstance(t.layout, NoneAttr):
+        return
+    shape = list(t.get_shape())
+    strides = t.get_strides()
+    expected = 1
+    ok = strides is not None and None not in strides
+    if ok:
+        assert strides is not None
+        for d, stride in reversed(list(zip(shape, strides))):
+            if d == 1:
+                continue
+            if stride != expected:
+                ok = False
+                break
+            expected *= d
+    if not ok:
+        shown = "?" if strides is None else "[" + ", ".join("?" if x is None else str(x) for x in strides) + "]"
+        raise VerifyException(
+            f"'{field}' must be one contiguous range of memory for a bulk operation, got strides "
+            f"{shown} for shape {shape_str(shape)} (a slice of a matrix is contiguous only when "
+            "it spans full rows)"
+        )
+    offset = t.get_offset()
+    esize = t.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    if offset is not None and offset * esize % 16 != 0:
+        raise VerifyException(
+            f"'{field}' must start at a multiple of 16 bytes for a bulk operation, got offset "
+            f"{offset} elements ({offset * esize} bytes)"
+        )
+
+
+def _check_rank(op: Operation, rank: SSAValue | None, dst: MemoryScope | None, nbytes: int) -> None:
+    """A bulk op into cluster_shared names the receiving CTA with ``rank``; no other takes
+    one. With the kernel's launch known, the cluster must have 2 or more CTAs and the
+    bytes of every other CTA must fit the receiver's mbarrier transaction count."""
+    if dst != MemoryScope.CLUSTER_SHARED:
+        if rank is not None:
+            raise VerifyException(f"'rank' is only valid for a bulk operation into cluster_shared, not into {dst}")
+        return
+    if rank is None:
+        raise VerifyException(
+            "a bulk operation into cluster_shared needs a 'rank' operand (the CTA whose buffer it writes)"
+        )
+    kernel = enclosing_kernel(op)
+    launch = kernel_launch(kernel) if kernel is not None else None
+    if launch is None:
+        return
+    c = launch.cluster_dims
+    ctas = c[0] * c[1] * c[2]
+    if ctas < 2:
+        raise VerifyException(
+            f"a bulk operation into cluster_shared needs a kernel launched with a cluster of 2 or more "
+            f"CTAs, got 'cluster' {list(c)}"
+        )
+    if (ctas - 1) * nbytes > MAX_TX_BYTES:
+        raise VerifyException(
+            f"the receiving CTA expects {ctas - 1} x {nbytes} bytes from the other CTAs of its cluster "
+            f"of {ctas}, more than the mbarrier tx-count allows ({MAX_TX_BYTES})"
+        )
+
+
 @irdl_op_definition
 class BulkReduceOp(IRDLOperation):
     """Asynchronous element-wise reduce of a shared buffer into a global or a peer
     CTA's shared buffer (lowers to ``cp.reduce.async.bulk``). The byte size must be a
-    multiple of 16 and at most :data:`MAX_SHARED_BYTES`.
+    multiple of 16 and at most :data:`MAX_SHARED_BYTES`; views must be contiguous.
+
+    Into cluster_shared it takes ``rank`` (an ``index``, the same in every CTA) and is
+    collective over the cluster: every CTA other than ``rank`` reduces its ``src`` into
+    the ``dst`` of CTA ``rank``; when it returns, that ``dst`` holds the result.
 
     Example: ``bulkred.bulk_reduce sum %tile, %out : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>``
     """
@@ -678,9 +770,13 @@ class BulkReduceOp(IRDLOperation):
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
     mbar = opt_operand_def(MemRefType)
+    rank = opt_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$kind $src `,` $dst (`,` $mbar^)? attr-dict `:` type($src) `,` type($dst) (`,` type($mbar)^)?"
+        "$kind $src `,` $dst (`,` $mbar^)? (`rank` $rank^)? attr-dict `:` type($src) `,` type($dst) "
+        "(`,` type($mbar)^)?"
     )
 
     def verify_(self) -> None:
@@ -692,6 +788,8 @@ class BulkReduceOp(IRDLOperation):
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
         _check_bulk_bytes(st, scope_of(dt))
+        check_contiguous("src", st)
+        check_contiguous("dst", dt)
         _check_reduce_table(self.kind.data, st.element_type, scope_of(dt))
         _check_mbar(self.mbar)
         to_cluster = scope_of(dt) == MemoryScope.CLUSTER_SHARED
@@ -699,10 +797,62 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException("a bulk reduce into cluster_shared needs an 'mbar' operand")
         if not to_cluster and self.mbar is not None:
             raise VerifyException("a bulk reduce into global completes by bulk group and takes no 'mbar'")
+        _check_rank(self, self.rank, scope_of(dt), bulk_bytes(st))
+
+
+# region Indices
+
+
+class _ClusterIndexOp(IRDLOperation, ABC):
+    """An ``index`` read from a special register of the executing CTA."""
+
+    result = result_def(IndexType)
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        check_in_kernel(self)
+
+
+@irdl_op_definition
+class ClusterRankOp(_ClusterIndexOp):
+    """The rank of the executing CTA in its cluster, from 0 to ``bulkred.cluster_size`` - 1
+    (the rank a bulk op into ``cluster_shared`` names; upstream ``gpu`` has no such op).
+
+    PTX: ``mov.u32 %r, %cluster_ctarank;`` widened to ``index``.
+
+    Example: ``%rank = bulkred.cluster_rank``
+
+    Spec: PTX ISA, Special Registers, %cluster_ctarank.
+    """
+
+    name = "bulkred.cluster_rank"
+
+
+@irdl_op_definition
+class ClusterSizeOp(_ClusterIndexOp):
+    """The number of CTAs in the executing CTA's cluster (1 without a cluster).
+
+    PTX: ``mov.u32 %r, %cluster_nctarank;`` widened to ``index``; a constant when the
+    kernel's ``bulkred.launch`` has a cluster of 2 or more CTAs (``.reqnctapercluster``
+    holds every launch to it).
+
+    Example: ``%n = bulkred.cluster_size``
+
+    Spec: PTX ISA, Special Registers, %cluster_nctarank.
+    """
+
+    name = "bulkred.cluster_size"
+
+
+# endregion
 
 
 BULKRED = Dialect(
     "bulkred",
-    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp],
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp],
     [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr],
 )

@@ -65,11 +65,17 @@ from bulkred_dialect.ops.ptx.bulk import (
     BulkRedType,
     CpAsyncBulkGlobalSharedCtaOp,
     CpAsyncBulkSharedClusterGlobalOp,
+    CpAsyncBulkSharedClusterSharedCtaOp,
     CpReduceAsyncBulkGlobalSharedCtaOp,
+    CpReduceAsyncBulkSharedClusterSharedCtaOp,
 )
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
     BarSyncOp,
+    ClusterArriveSem,
+    MapaOp,
     CpAsyncBulkCommitGroupOp,
     CpAsyncBulkWaitGroupOp,
     FenceMbarrierInitOp,
@@ -92,7 +98,7 @@ from bulkred_dialect.ops.tile import (
     scope_of,
 )
 
-_NO_PEER = "is not lowered yet: the tile op carries no peer CTA rank"
+_NO_MULTICAST = "is not lowered yet"
 
 # The CTA barrier every bulk op synchronizes on (``__syncthreads``).
 _BARRIER = 0
@@ -189,10 +195,82 @@ def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
         raise LocatedError(op, str(e)) from None
     if dst != MemoryScope.CLUSTER_SHARED:
         return
-    if isinstance(op, BulkReduceOp):
-        raise LocatedError(op, f"a bulk reduce into cluster_shared {_NO_PEER}")
-    multicast = "a multicast" if op.cta_mask is not None else "a"
-    raise LocatedError(op, f"{multicast} bulk copy from {src} into cluster_shared {_NO_PEER}")
+    if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
+        raise LocatedError(op, f"a multicast bulk copy from {src} into cluster_shared {_NO_MULTICAST}")
+    if op.rank is None:
+        raise LocatedError(op, "a bulk operation into cluster_shared needs a 'rank' operand")
+    _cluster_size(op)
+
+
+def _cluster_size(op: Operation) -> int:
+    """The CTAs per cluster of the kernel around ``op`` (its ``bulkred.launch``)."""
+    kernel = enclosing_kernel(op)
+    launch = kernel_launch(kernel) if kernel is not None else None
+    n = 1
+    for c in launch.cluster_dims if launch is not None else (1,):
+        n *= c
+    if n < 2:
+        raise LocatedError(
+            op,
+            "a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a "
+            "cluster of 2 or more CTAs",
+        )
+    return n
+
+
+def _cluster_sync(e: _Emitter) -> None:
+    """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every thread of
+    every CTA of the cluster."""
+    e.add(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
+    e.add(BarrierClusterWaitOp(acquire=True))
+
+
+# issue(emitter, dst, src, size, mbar): the bulk instruction into the receiver's memory
+_PeerIssue = Callable[[_Emitter, SSAValue, SSAValue, SSAValue, SSAValue], None]
+
+
+def _lower_to_peer(op: BulkCopyOp | BulkReduceOp, e: _Emitter, src_space: StateSpace, issue: _PeerIssue) -> None:
+    """The cluster-collective sequence into CTA ``rank``'s ``dst`` (module docstring)."""
+    assert op.mbar is not None and op.rank is not None  # the tile verifier requires both
+    ctas = _cluster_size(op)
+    nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
+    elected = e.elected()
+    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    own.name_hint = "cluster_ctarank"
+    rank = e.v(arith.IndexCastOp(op.rank, i32))
+    receiver = e.v(arith.CmpiOp(own, rank, "eq"))
+    receiver.name_hint = "receiver"
+    sender = e.v(arith.XOrIOp(receiver, e.const(1, i1)))
+    mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
+    expected = e.const((ctas - 1) * nbytes)
+    expected.name_hint = "expected_bytes"
+
+    def init(t: _Emitter) -> None:
+        t.add(MbarrierInitOp(mbar, t.const(1)))
+        # the senders' complete-tx are releases at cluster scope on the mbarrier
+        t.add(FenceMbarrierInitOp())
+        t.add(MbarrierArriveExpectTxOp(mbar, expected, sink=True))
+
+    e.if_(receiver, lambda t: t.if_(elected, init))
+    # every thread's generic-proxy accesses to src (senders) and dst (receiver) before
+    # the async proxy's; the cluster barrier orders them, and the receiver's mbarrier
+    # init, before any sender issues
+    e.add(FenceProxyAsyncOp())
+    _cluster_sync(e)
+    size = e.const(nbytes)
+    size.name_hint = "bytes"
+
+    def send(t: _Emitter) -> None:
+        dst = t.v(MapaOp(t.ptr(op.dst, StateSpace.SHARED_CTA), rank))
+        remote_mbar = t.v(MapaOp(mbar, rank))
+        issue(t, dst, t.ptr(op.src, src_space), size, remote_mbar)
+
+    e.if_(sender, lambda t: t.if_(elected, send))
+    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    # the senders' src stay untouched until the receiver has everything; no thread
+    # polls the mbarrier any more
+    _cluster_sync(e)
+    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
 
 
 def _lower_global_to_shared(op: BulkCopyOp, e: _Emitter) -> None:
@@ -259,10 +337,14 @@ def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
     red_op = BulkRedOp("add" if kind == ReduceKind.SUM else str(kind))
     elt = op.src.type.element_type  # type: ignore[union-attr]
     name = _ptx_reduce_type(kind, elt)
-    valid = REDUCE_TABLE[StateSpace.GLOBAL][red_op]
+    to_cluster = scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED
+    space = StateSpace.SHARED_CLUSTER if to_cluster else StateSpace.GLOBAL
+    valid = REDUCE_TABLE[space].get(red_op, ())
     if name is None or BulkRedType(name) not in valid:
         raise LocatedError(
-            op, f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into global"
+            op,
+            f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into "
+            f"{'cluster_shared' if to_cluster else 'global'}",
         )
     type = BulkRedType(name)
     return red_op, type, red_op == BulkRedOp.ADD and type in NOFTZ_TYPES
@@ -272,7 +354,27 @@ def lower_bulk_op(op: BulkCopyOp | BulkReduceOp) -> None:
     """Replace one tile-level bulk op by its ptx sequence (see the module docstring)."""
     _check_lowerable(op)
     e = _Emitter(op, InsertPoint.before(op))
-    if isinstance(op, BulkReduceOp):
+    if scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED:
+        if isinstance(op, BulkReduceOp):
+            red_op, type, noftz = reduce_form(op)
+
+            def peer_reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpReduceAsyncBulkSharedClusterSharedCtaOp(red_op, type, dst, src, size, mbar, noftz=noftz))
+
+            _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_reduce)
+        elif scope_of(op.src.type) == MemoryScope.SHARED:
+
+            def peer_copy(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpAsyncBulkSharedClusterSharedCtaOp(dst, src, size, mbar))
+
+            _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_copy)
+        else:
+
+            def peer_load(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar))
+
+            _lower_to_peer(op, e, StateSpace.GLOBAL, peer_load)
+    elif isinstance(op, BulkReduceOp):
         red_op, type, noftz = reduce_form(op)
 
         def reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:

@@ -109,18 +109,22 @@ func.func @bulk_copies(%g: memref<64xf32, #bulkred.scope<global>>) attributes {b
   %mbar = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
   // CHECK: %[[MASK:.*]] = arith.constant 15 : i16
   %mask = arith.constant 15 : i16
+  // CHECK-NEXT: %[[R:.*]] = bulkred.cluster_rank
+  // GENERIC: "bulkred.cluster_rank"() : () -> index
+  %r = bulkred.cluster_rank
   // CHECK: bulkred.bulk_copy %{{.*}}, %[[S:.*]], %[[MBAR:.*]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
   bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C:.*]], %[[MBAR]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  bulkred.bulk_copy %g, %c, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C:.*]], %[[MBAR]] rank %[[R]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, index) -> ()
+  bulkred.bulk_copy %g, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C]], %[[MBAR]] multicast %[[MASK]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, i16) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, i16) -> ()
   bulkred.bulk_copy %g, %c, %mbar multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // CHECK-NEXT: bulkred.bulk_copy %[[S]], %[[C]], %[[MBAR]] : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  bulkred.bulk_copy %s, %c, %mbar : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_copy %[[S]], %[[C]], %[[MBAR]] rank %[[R]] : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %s, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_copy %[[S]], %{{.*}} : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
   bulkred.bulk_copy %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -135,14 +139,15 @@ func.func @bulk_reduces(%g: memref<64xf32, #bulkred.scope<global>>, %gi: memref<
   %ci = memref.alloca() : memref<2x4xi32, #bulkred.scope<cluster_shared>>
   %h = memref.alloca() : memref<8xbf16, #bulkred.scope<shared>>
   %mbar = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %c0 = arith.constant 0 : index
   // CHECK: bulkred.bulk_reduce sum %{{.*}}, %{{.*}} : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
-  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
+  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
   bulkred.bulk_reduce sum %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
   // CHECK-NEXT: bulkred.bulk_reduce max %{{.*}}, %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<global>>
   bulkred.bulk_reduce max %si, %gi : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<global>>
-  // CHECK-NEXT: bulkred.bulk_reduce and %{{.*}}, %{{.*}}, %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind and>}> : (memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
-  bulkred.bulk_reduce and %si, %ci, %mbar : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_reduce and %{{.*}}, %{{.*}}, %{{.*}} rank %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind and>, operandSegmentSizes = array<i32: 1, 1, 1, 1>}> : (memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, index) -> ()
+  bulkred.bulk_reduce and %si, %ci, %mbar rank %c0 : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_reduce min %{{.*}}, %{{.*}} : memref<8xbf16, #bulkred.scope<shared>>, memref<8xbf16, #bulkred.scope<global>>
   bulkred.bulk_reduce min %h, %gh : memref<8xbf16, #bulkred.scope<shared>>, memref<8xbf16, #bulkred.scope<global>>
   func.return
