@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bulkred_dialect.backend_ptx import runtime
+from bulkred_dialect.backend_ptx import launch, runtime
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
 from bulkred_dialect.backend_ptx.runtime import KernelSignature, LaunchShape, Param, SignatureError
 
@@ -41,7 +41,7 @@ def no_gpu_calls(monkeypatch):
     def forbidden(*a, **k):
         raise AssertionError("the GPU was touched before the arguments were checked")
 
-    monkeypatch.setattr(runtime, "gpu", forbidden)
+    monkeypatch.setattr(launch, "gpu", forbidden)
     monkeypatch.setattr(runtime.CompiledModule, "_load", forbidden)
 
 
