@@ -84,6 +84,7 @@ class Gpu:
         self.arch = arch_for_compute_capability(*self.compute_capability)
         self.name = self.device.name
         self.broken: str | None = None  # set after a fault or a hang: the context is unusable
+        self._streams: dict[int, Any] = {}
 
     def __repr__(self) -> str:
         return f"Gpu({self.name!r}, {self.arch})"
@@ -92,12 +93,46 @@ class Gpu:
         if self.broken is not None:
             raise RuntimeErrorBase(f"the GPU context is unusable after an earlier failure: {self.broken}")
 
-    def sync(self, what: str, timeout_s: float | None = None) -> None:
-        """Wait for the stream; raise :class:`CudaError` on a fault and
-        :class:`KernelTimeoutError` after ``timeout_s``."""
+    def stream_for(self, handle: int | None) -> Any:
+        """The cuda.core ``Stream`` for a foreign stream handle (cached), or the
+        runtime's own stream for None."""
+        if handle is None:
+            return self.stream
+        s = self._streams.get(handle)
+        if s is None:
+            from cuda.core import Stream
+
+            try:
+                s = Stream.from_handle(handle)
+            except Exception as e:
+                raise CudaError(f"Stream.from_handle({handle:#x})", type(e).__name__, str(e)) from e
+            self._streams[handle] = s
+        return s
+
+    def memset_async(self, ptr: int, nbytes: int, stream: Any) -> None:
+        """Zero ``nbytes`` at device address ``ptr``, ordered on ``stream``."""
         from cuda.bindings import driver
 
-        handle = driver.CUstream(int(self.stream.handle))
+        if nbytes:
+            _check(
+                driver.cuMemsetD8Async(driver.CUdeviceptr(ptr), 0, nbytes, driver.CUstream(int(stream.handle))),
+                "cuMemsetD8Async",
+            )
+
+    def zeroed(self, nbytes: int):
+        """A device buffer of ``nbytes`` zero bytes, ready for use on any stream."""
+        buf = self.alloc(nbytes)
+        self.memset_async(int(buf.handle), max(nbytes, 16), self.stream)
+        self.stream.sync()
+        return buf
+
+    def sync(self, what: str, timeout_s: float | None = None, stream: Any = None) -> None:
+        """Wait for ``stream`` (default: the runtime's own); raise :class:`CudaError` on
+        a fault and :class:`KernelTimeoutError` after ``timeout_s``."""
+        from cuda.bindings import driver
+
+        own = stream is None or stream is self.stream
+        handle = driver.CUstream(int((self.stream if stream is None else stream).handle))
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         delay = 1e-5
         while True:
@@ -115,8 +150,10 @@ class Gpu:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 1e-3)
-        # a fault that happened between the query and now shows up here
-        _check(driver.cuCtxSynchronize(), f"{what} (cuCtxSynchronize)")
+        if own:
+            # a fault that happened between the query and now shows up here (on a
+            # caller's stream this would wait for the caller's other streams too)
+            _check(driver.cuCtxSynchronize(), f"{what} (cuCtxSynchronize)")
 
     def alloc(self, nbytes: int):
         buf = self.device.allocate(max(nbytes, 16), stream=self.stream)

@@ -34,6 +34,8 @@ class CompiledModule:
     loaded_from: str | None = None  # "cubin" or "ptx" once loaded
     _object: Any = field(default=None, repr=False)
     _kernels: dict[str, Any] = field(default_factory=dict, repr=False)
+    _kernel_objects: dict[str, Kernel] = field(default_factory=dict, repr=False)
+    _workspaces: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
 
     def assemble(self, arch: str | None = None) -> bytes:
         """Assemble the PTX with nvJitLink (no GPU needed); raises ``PtxasError``."""
@@ -84,11 +86,24 @@ class CompiledModule:
 
     def kernel(self, name: str) -> Kernel:
         """The kernel ``name`` (no GPU call yet)."""
+        k = self._kernel_objects.get(name)
+        if k is not None:
+            return k
         if name not in self.kernel_names():
             raise KeyError(
                 f"no kernel '{name}' in the module (kernels: {', '.join(self.kernel_names()) or 'none'})"
             )
-        return Kernel(self, name, self.signatures.get(name))
+        k = self._kernel_objects[name] = Kernel(self, name, self.signatures.get(name))
+        return k
+
+    def _workspace(self, g: Gpu, name: str, nbytes: int) -> Any:
+        """Kernel ``name``'s workspace on ``g``: ``nbytes`` zero bytes, allocated at its
+        first launch and kept with the module (the kernel leaves it zeroed again)."""
+        key = (name, g.device.device_id)
+        buf = self._workspaces.get(key)
+        if buf is None:
+            buf = self._workspaces[key] = g.zeroed(nbytes)
+        return buf
 
     def launch(self, name: str, *args: Any, **kw: Any) -> tuple[np.ndarray, ...]:
         """``mod.launch("k", A, B, grid=4, block=64, cluster=2, shmem=0)``: the arrays after the run."""

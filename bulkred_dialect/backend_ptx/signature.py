@@ -14,6 +14,12 @@ from bulkred_dialect.backend_ptx.errors import SignatureError
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
 
+WORKSPACE_ATTR = "bulkred.workspace"
+"""On a kernel ``func.func``: bytes of zero-filled global scratch, taken as an extra last parameter."""
+
+ZERO_INIT_ATTR = "bulkred.zero_init"
+"""On a kernel ``func.func``: indices of user parameters the runtime zero-fills before each launch."""
+
 # region Element types and signatures
 
 # IR element-type spelling -> (bytes, numpy dtype names it accepts, what to call it in errors)
@@ -104,16 +110,30 @@ class LaunchShape:
 
 @dataclass(frozen=True)
 class KernelSignature:
-    """A kernel's name, parameters in order, and (when known) its launch shape and
-    dynamic shared-memory size."""
+    """A kernel's name, its user parameters in order, and (when known) its launch shape
+    and dynamic shared-memory size.
+
+    ``workspace``: bytes of the zero-filled global scratch buffer the lowered kernel
+    takes as an extra last parameter (``bulkred.workspace``; 0 for none); it is not in
+    ``params``, the runtime supplies it. ``zero_init``: indices of array parameters
+    the runtime zero-fills before each launch (``bulkred.zero_init``)."""
 
     name: str
     params: tuple[Param, ...]
     launch: LaunchShape | None = None
     shmem: int = 0
+    workspace: int = 0
+    zero_init: tuple[int, ...] = ()
 
     @staticmethod
-    def of(name: str, *params: Param | tuple, launch: LaunchShape | None = None, shmem: int = 0):
+    def of(
+        name: str,
+        *params: Param | tuple,
+        launch: LaunchShape | None = None,
+        shmem: int = 0,
+        workspace: int = 0,
+        zero_init: Sequence[int] = (),
+    ):
         """``KernelSignature.of("k", ("out", "f32", (64,)), ("n", "u32"))``: a tuple with a
         shape (or ``...`` for any shape) is an array; a tuple of two is a scalar."""
         ps = []
@@ -127,7 +147,29 @@ class KernelSignature:
                 ps.append(Param(p[0], "scalar", p[1]))
             else:
                 raise ValueError(f"param spec {p!r} must be (name, dtype) or (name, dtype, shape)")
-        return KernelSignature(name, tuple(ps), launch, shmem)
+        sig = KernelSignature(name, tuple(ps), launch, shmem, workspace, tuple(zero_init))
+        problem = sig.contract_problem()
+        if problem:
+            raise ValueError(f"kernel '{name}': {problem}")
+        return sig
+
+    def contract_problem(self) -> str | None:
+        """Why ``workspace`` / ``zero_init`` are not valid for these params, else None."""
+        if self.workspace < 0:
+            return f"'{WORKSPACE_ATTR}' must be >= 0 bytes, got {self.workspace}"
+        seen = set()
+        for i in self.zero_init:
+            if not 0 <= i < len(self.params):
+                return (
+                    f"'{ZERO_INIT_ATTR}' index {i} is out of range (the kernel has "
+                    f"{len(self.params)} user parameters: 0 to {len(self.params) - 1})"
+                )
+            if self.params[i].kind != "array":
+                return f"'{ZERO_INIT_ATTR}' index {i} names param '{self.params[i].name}', a scalar (expected an array)"
+            if i in seen:
+                return f"'{ZERO_INIT_ATTR}' lists index {i} twice"
+            seen.add(i)
+        return None
 
     def check(self, args: Sequence[Any]) -> list[Any]:
         """Check ``args`` against the parameters; return them normalised (contiguous
@@ -144,7 +186,10 @@ class KernelSignature:
         where = f"kernel '{self.name}' param '{p.name}'"
         if p.kind == "array":
             if not isinstance(a, np.ndarray):
-                raise SignatureError(f"{where}: expected a numpy array ({p.describe()}), got {type(a).__name__}")
+                raise SignatureError(
+                    f"{where}: expected a device array (torch, cupy, DLPack or CUDA Array Interface) "
+                    f"or a numpy array ({p.describe()}), got {type(a).__name__}"
+                )
             if p.dtype is not None and not _dtype_ok(p.dtype, a.dtype):
                 raise SignatureError(
                     f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}"
@@ -234,12 +279,55 @@ def _launch_of(func: Any) -> LaunchShape | None:
     return None if a is None else LaunchShape(a.grid_dims, a.block_dims, a.cluster_dims)
 
 
+def _int_value(a: Any) -> int | None:
+    from xdsl.dialects.builtin import IntAttr, IntegerAttr
+
+    if isinstance(a, IntegerAttr):
+        return a.value.data
+    if isinstance(a, IntAttr):
+        return a.data
+    return None
+
+
+def _workspace_of(func: Any) -> int:
+    """``bulkred.workspace = <bytes> : i64`` on the kernel, 0 when absent."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(WORKSPACE_ATTR)
+    if a is None:
+        return 0
+    n = _int_value(a)
+    if n is None or n < 0:
+        raise LocatedError(func, f"'{WORKSPACE_ATTR}' must be an integer number of bytes >= 0 (e.g. 64 : i64), got {a}")
+    return n
+
+
+def _zero_init_of(func: Any) -> tuple[int, ...]:
+    """``bulkred.zero_init = [i, ...]`` on the kernel, () when absent."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(ZERO_INIT_ATTR)
+    if a is None:
+        return ()
+    values = [_int_value(x) for x in a.data] if isinstance(a, ArrayAttr) else [None]
+    if any(v is None for v in values):
+        raise LocatedError(func, f"'{ZERO_INIT_ATTR}' must be an array of parameter indices (e.g. [0, 2]), got {a}")
+    return tuple(values)  # type: ignore[arg-type]
+
+
 def signature_of_func(func: Any) -> KernelSignature:
     """The signature of a ``func.func`` kernel: a memref argument is an array of its
     static shape and element type; a ``!ptx.ptr`` argument an array of unknown shape
-    and type; an integer or float argument a scalar."""
+    and type; an integer or float argument a scalar.
+
+    With ``bulkred.workspace`` the last argument is the workspace buffer, not a user
+    parameter; ``bulkred.zero_init`` lists user parameters to zero-fill before a launch.
+    A malformed attribute raises a :class:`~bulkred_dialect.diagnostics.LocatedError`."""
     from xdsl.dialects.builtin import MemRefType
 
+    from bulkred_dialect.diagnostics import LocatedError
     from bulkred_dialect.ops.ptx.base import PtrType
 
     params = []
@@ -256,7 +344,21 @@ def signature_of_func(func: Any) -> KernelSignature:
     if not func.body.blocks:
         for i, t in enumerate(func.function_type.inputs.data):
             params.append(Param(f"arg{i}", "array" if isinstance(t, MemRefType | PtrType) else "scalar"))
-    return KernelSignature(func.sym_name.data, tuple(params), _launch_of(func))
+    name = func.sym_name.data
+    workspace, zero_init = _workspace_of(func), _zero_init_of(func)
+    if WORKSPACE_ATTR in func.attributes:
+        if not params or params[-1].kind != "array":
+            raise LocatedError(
+                func,
+                f"'{WORKSPACE_ATTR}' needs a last parameter for the workspace buffer "
+                f"(a global memref or !ptx.ptr<global>), got {params[-1].describe() if params else 'no parameters'}",
+            )
+        params.pop()
+    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init)
+    problem = sig.contract_problem()
+    if problem:
+        raise LocatedError(func, problem)
+    return sig
 
 
 def signatures_of_module(module: ModuleOp) -> dict[str, KernelSignature]:
@@ -280,7 +382,14 @@ def _merge(recorded: KernelSignature | None, lowered: KernelSignature | None) ->
     if len(recorded.params) != len(lowered.params):
         return lowered
     launch = recorded.launch or lowered.launch
-    return KernelSignature(recorded.name, recorded.params, launch, recorded.shmem or lowered.shmem)
+    return KernelSignature(
+        recorded.name,
+        recorded.params,
+        launch,
+        recorded.shmem or lowered.shmem,
+        lowered.workspace or recorded.workspace,
+        lowered.zero_init or recorded.zero_init,
+    )
 
 
 # endregion
