@@ -374,14 +374,15 @@ def signatures_of_module(module: ModuleOp) -> dict[str, KernelSignature]:
 
 
 def _merge(recorded: KernelSignature | None, lowered: KernelSignature | None) -> KernelSignature | None:
-    """Prefer the recorded (tile-level) parameter types, fill launch data from either."""
+    """Prefer the recorded (tile-level) parameter types and the lowered launch data (a
+    grid-scope lowering writes the launch shape)."""
     if recorded is None:
         return lowered
     if lowered is None:
         return recorded
     if len(recorded.params) != len(lowered.params):
         return lowered
-    launch = recorded.launch or lowered.launch
+    launch = lowered.launch or recorded.launch  # the lowering may set it (grid-scope reductions)
     return KernelSignature(
         recorded.name,
         recorded.params,

@@ -73,7 +73,9 @@ def check(kind, x, got, dtype, axes):
     absx = np.sum(np.abs(to_f32(x, dtype).astype(np.float64)), axis=None if axes is None else tuple(axes))
     bound = 2**-24 * n * np.atleast_1d(absx) + eps * np.abs(want) + 1e-30
     err = np.abs(got.astype(np.float64) - want)
-    assert np.all(err <= bound), f"max error {err.max()} over bound {bound[np.argmax(err - bound)]}"
+    bound = np.broadcast_to(bound, err.shape)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), f"error {err[worst]} over bound {bound[worst]} at {worst}"
 
 
 CASES = [
