@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bulkred_dialect import builder as T  # noqa: E402
 from bulkred_dialect.backend_ptx.assemble import assemble  # noqa: E402
 from bulkred_dialect.passes.dispatch import explain  # noqa: E402
-from bulkred_dialect.passes.variants.grid_common import WORKSPACE_ATTR, ZERO_INIT_ATTR  # noqa: E402
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR  # noqa: E402
 
 SIZES = {"1MiB": (256, 1024), "64MiB": (4096, 4096), "1GiB": (65536, 4096)}
 OPS = {

@@ -10,15 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import SignatureError
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
 
-WORKSPACE_ATTR = "bulkred.workspace"
-"""On a kernel ``func.func``: bytes of zero-filled global scratch, taken as an extra last parameter."""
-
-ZERO_INIT_ATTR = "bulkred.zero_init"
-"""On a kernel ``func.func``: indices of user parameters the runtime zero-fills before each launch."""
 
 # region Element types and signatures
 

@@ -25,6 +25,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, IntegerAttr, MemRefType, i8, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
@@ -41,8 +42,6 @@ from bulkred_dialect.passes.dispatch import Predicate
 from bulkred_dialect.passes.variants import exec_scope_in
 from bulkred_dialect.passes.variants.kernel import ELEMS, Elem, KernelEmitter, collective_dtype, elem_of
 
-WORKSPACE_ATTR = "bulkred.workspace"
-ZERO_INIT_ATTR = "bulkred.zero_init"
 
 MAX_GRID_Y = 65535
 
