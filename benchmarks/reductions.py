@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from bulkred_dialect import builder as T  # noqa: E402
 from bulkred_dialect.backend_ptx.assemble import assemble  # noqa: E402
-from bulkred_dialect.passes.dispatch import explain  # noqa: E402
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR  # noqa: E402
+from bulkred_dialect.passes.dispatch import explain  # noqa: E402
 
 SIZES = {"1MiB": (256, 1024), "64MiB": (4096, 4096), "1GiB": (65536, 4096)}
 OPS = {
@@ -73,8 +73,8 @@ def reduction_module(kind: str, shape: list[int], dtype: str, axes, **kw):
 def compile_reduction(kind: str, shape, dtype: str, axes, arch: str, **kw) -> Compiled:
     from cuda.core import ObjectCode
 
-    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
     from bulkred_dialect.backend_ptx.printer import print_ptx
+    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
     from bulkred_dialect.ops.tile import ReduceOp, kernel_launch
 
     module, out = reduction_module(kind, list(shape), dtype, axes, **kw)

@@ -47,7 +47,12 @@ def reference(kind: str, x: np.ndarray, axes: list[int] | None) -> np.ndarray:
 
 
 def main() -> None:
-    from bulkred_dialect.backend_ptx.runtime import NoGpuError, compile_tile_module, current_arch, gpu_unavailable_reason
+    from bulkred_dialect.backend_ptx.runtime import (
+        NoGpuError,
+        compile_tile_module,
+        current_arch,
+        gpu_unavailable_reason,
+    )
     from bulkred_dialect.ops.tile import ReduceOp
     from bulkred_dialect.passes.dispatch import explain
 

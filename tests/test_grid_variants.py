@@ -13,9 +13,9 @@ import pytest
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.assemble import assemble
 from bulkred_dialect.backend_ptx.runtime import compile_tile_module, lower_tile_module
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.tile import ReduceOp, kernel_launch
 from bulkred_dialect.passes.dispatch import explain
-from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,12 @@ import math
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, ClusterArriveSem, MapaOp
+from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
+    ClusterArriveSem,
+    MapaOp,
+)
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp
 from bulkred_dialect.passes.dispatch import Predicate, register_variant

@@ -25,7 +25,11 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from bulkred_dialect.ops.ptx.memory import LdStType
-from bulkred_dialect.ops.ptx.red_async import RedAsyncOp, RedAsyncRelaxedClusterOp, RedAsyncType
+from bulkred_dialect.ops.ptx.red_async import (
+    RedAsyncOp,
+    RedAsyncRelaxedClusterOp,
+    RedAsyncType,
+)
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
     FenceMbarrierInitOp,

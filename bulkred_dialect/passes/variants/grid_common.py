@@ -22,7 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FunctionType, IntegerAttr, MemRefType, i8, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    i8,
+    i64,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
@@ -40,8 +47,13 @@ from bulkred_dialect.ops.tile import (
 )
 from bulkred_dialect.passes.dispatch import Predicate
 from bulkred_dialect.passes.variants import exec_scope_in
-from bulkred_dialect.passes.variants.kernel import ELEMS, Elem, KernelEmitter, collective_dtype, elem_of
-
+from bulkred_dialect.passes.variants.kernel import (
+    ELEMS,
+    Elem,
+    KernelEmitter,
+    collective_dtype,
+    elem_of,
+)
 
 MAX_GRID_Y = 65535
 

@@ -67,7 +67,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
     assert form is not None
     kernel = enclosing_kernel(op)
     assert kernel is not None
-    elem, kind = elem_of(op), op.kind.data
+    elem = elem_of(op)
     vec = elem.vector
     ctas = full_grid(form.n, vec, target)
     set_launch(kernel, [ctas], [BLOCK])

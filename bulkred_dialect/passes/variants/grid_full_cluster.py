@@ -29,7 +29,12 @@ from bulkred_dialect.passes.variants.grid_common import (
     grid_predicates,
     set_launch,
 )
-from bulkred_dialect.passes.variants.grid_full import BLOCK, cta_partial, full_grid, grid_combine
+from bulkred_dialect.passes.variants.grid_full import (
+    BLOCK,
+    cta_partial,
+    full_grid,
+    grid_combine,
+)
 from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at
 
 CLUSTER = 2

@@ -32,7 +32,14 @@ from bulkred_dialect.passes.variants.grid_common import (
     store_out,
     stream,
 )
-from bulkred_dialect.passes.variants.kernel import WARP, KernelEmitter, elem_of, emitter_at, sm_count, warp_reduce
+from bulkred_dialect.passes.variants.kernel import (
+    WARP,
+    KernelEmitter,
+    elem_of,
+    emitter_at,
+    sm_count,
+    warp_reduce,
+)
 
 BLOCK = 256
 WARPS = BLOCK // WARP

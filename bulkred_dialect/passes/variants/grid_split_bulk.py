@@ -24,10 +24,18 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.bulk import BulkRedOp, BulkRedType, CpReduceAsyncBulkGlobalSharedCtaOp
+from bulkred_dialect.ops.ptx.bulk import (
+    BulkRedOp,
+    BulkRedType,
+    CpReduceAsyncBulkGlobalSharedCtaOp,
+)
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
-from bulkred_dialect.ops.ptx.sync import CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, FenceProxyAsyncOp
+from bulkred_dialect.ops.ptx.sync import (
+    CpAsyncBulkCommitGroupOp,
+    CpAsyncBulkWaitGroupOp,
+    FenceProxyAsyncOp,
+)
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
@@ -43,7 +51,12 @@ from bulkred_dialect.passes.variants.grid_common import (
     set_launch,
     zero_before_launch,
 )
-from bulkred_dialect.passes.variants.kernel import KernelEmitter, elem_of, emitter_at, sm_count
+from bulkred_dialect.passes.variants.kernel import (
+    KernelEmitter,
+    elem_of,
+    emitter_at,
+    sm_count,
+)
 
 CTAS_PER_SM = 8
 

@@ -35,7 +35,17 @@ from bulkred_dialect.passes.variants.grid_common import (
     set_launch,
     store_out,
 )
-from bulkred_dialect.passes.variants.kernel import ELEMS, Elem, KernelEmitter, acc_ldst, acquire, elem_of, emitter_at, last_cta, sm_count
+from bulkred_dialect.passes.variants.kernel import (
+    ELEMS,
+    Elem,
+    KernelEmitter,
+    acc_ldst,
+    acquire,
+    elem_of,
+    emitter_at,
+    last_cta,
+    sm_count,
+)
 
 CTAS_PER_SM = 4
 

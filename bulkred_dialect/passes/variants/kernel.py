@@ -32,8 +32,23 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from bulkred_dialect.ops.ptx.arith import AddOp, AndOp, ArithType, MinOp, MulLoOp, ShrOp, SubOp
-from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
+from bulkred_dialect.ops.ptx.arith import (
+    AddOp,
+    AndOp,
+    ArithType,
+    MinOp,
+    MulLoOp,
+    ShrOp,
+    SubOp,
+)
+from bulkred_dialect.ops.ptx.atom import (
+    AtomOp,
+    AtomOpKind,
+    AtomType,
+    FenceOp,
+    FenceSem,
+    MemScope,
+)
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
 from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp
@@ -42,7 +57,16 @@ from bulkred_dialect.ops.ptx.redux import ReduxSyncOp, ReduxType
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
-from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, buffer_type
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import (
+    LaunchAttr,
+    MemoryScope,
+    ReduceKind,
+    ReduceOp,
+    buffer_type,
+    enclosing_kernel,
+    kernel_launch,
+)
 from bulkred_dialect.passes.variants.local import combine
 
 WARP = 32
@@ -427,8 +451,6 @@ __all__ = [
 
 # region Predicates and helpers of the scope variants
 
-from bulkred_dialect.ops.target import Target  # noqa: E402
-from bulkred_dialect.ops.tile import ExecScope, LaunchAttr, ReduceOp, enclosing_kernel, kernel_launch  # noqa: E402
 
 SM_COUNT: dict[int, int] = {90: 132, 100: 148, 103: 148}
 """Multiprocessors of the target's flagship part (H100/H200: 132, B200: 148), which the
