@@ -112,6 +112,9 @@ func.func @bulk_copies(%g: memref<64xf32, #bulkred.scope<global>>) attributes {b
   // CHECK-NEXT: %[[R:.*]] = bulkred.cluster_rank
   // GENERIC: "bulkred.cluster_rank"() : () -> index
   %r = bulkred.cluster_rank
+  // CHECK-NEXT: %{{.*}} = bulkred.cluster_size
+  // GENERIC: "bulkred.cluster_size"() : () -> index
+  %n = bulkred.cluster_size
   // CHECK: bulkred.bulk_copy %{{.*}}, %[[S:.*]], %[[MBAR:.*]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
   // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
   bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
