@@ -29,9 +29,23 @@ Addresses are ``builtin.unrealized_conversion_cast`` of the memrefs to
 ``!ptx.ptr<space>`` (``lower-to-ptx`` resolves them); sizes are ``arith.constant``
 bytes of type ``i32``. Every created op carries the location of the tile op it replaces.
 
-The directions into ``cluster_shared`` (global -> cluster_shared with or without
-multicast, shared -> cluster_shared, bulk_reduce into cluster_shared) need the rank of
-the peer CTA, which the tile op does not carry: they are rejected with a located error.
+The directions into ``cluster_shared`` (global -> cluster_shared, shared ->
+cluster_shared, bulk_reduce into cluster_shared) take the receiving CTA's ``rank`` and are
+collective over the cluster (every CTA other than ``rank`` sends; ``receiver`` is
+``%cluster_ctarank == rank``; n CTAs per cluster, from ``bulkred.launch``)::
+
+    receiver, elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+                       mbarrier.arrive.expect_tx _, [mbar], (n - 1) * bytes
+    all:               fence.proxy.async; barrier.cluster.arrive.release + wait.acquire
+    sender, elected:   cp.async.bulk.shared::cluster.{shared::cta,global} (or
+                       cp.reduce.async.bulk.shared::cluster.shared::cta)
+                           [mapa(dst, rank)], [src], bytes, [mapa(mbar, rank)]
+    receiver:          scf.while on mbarrier.try_wait.parity [mbar], 0
+    all:               barrier.cluster.arrive.release + wait.acquire
+    receiver, elected: mbarrier.inval [mbar]
+
+A multicast copy is not lowered yet, nor is a cluster direction in a kernel without a
+``bulkred.launch`` cluster of 2 or more CTAs: both are located errors.
 
 Example::
 
