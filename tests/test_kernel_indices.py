@@ -235,15 +235,17 @@ def test_interpreter_view_out_of_bounds():
 
 @pytest.mark.parametrize(
     "kernel",
-    [K.thread_sums, lambda: K.cluster_peer("reduce"), lambda: K.cluster_peer("copy"), K.cluster_gather],
-    ids=["thread_sums", "cluster_reduce", "cluster_copy", "cluster_gather"],
+    [K.thread_sums, lambda: K.cluster_peer("reduce"), lambda: K.cluster_peer("copy"), K.cluster_gather, lambda: K.cluster_multicast(0b1010)],
+    ids=["thread_sums", "cluster_reduce", "cluster_copy", "cluster_gather", "cluster_multicast"],
 )
 def test_gpu_test_kernels_assemble_for_sm_90a(kernel):
     k = kernel()
     m = lower_tile_module(k.module(target="sm_90a"), "sm_90a")
     ptx = print_ptx(m, "sm_90a")
     assert assemble_module(m, "sm_90a")
-    if k.name.startswith("cluster"):
+    if k.name.startswith("cluster_multicast"):
+        assert ".reqnctapercluster 4, 1, 1" in ptx and ".multicast::cluster" in ptx
+    elif k.name.startswith("cluster"):
         assert ".reqnctapercluster 2, 1, 1" in ptx
         assert "mapa.shared::cluster.u32" in ptx and "barrier.cluster.arrive.release;" in ptx
     if k.name == "cluster_reduce":

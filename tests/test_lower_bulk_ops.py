@@ -279,17 +279,36 @@ def _cluster_module(kind: str) -> tuple[ModuleOp, int]:
     return k.module(), line + offset
 
 
-def test_multicast_is_rejected_at_the_op():
+def test_multicast_lowers_issued_by_rank_0():
     m, line = _cluster_module("multicast")
+    LowerBulkOpsPass().apply(T.context(), m)
+    tail = [op for op in m.walk() if op.name.startswith("ptx.") and f":{line}:" in str(op.location)]
+    assert [op.name for op in tail] == [
+        "ptx.mov.sreg", "ptx.mov.sreg", "ptx.shr", "ptx.and",
+        "ptx.mbarrier.init", "ptx.fence.mbarrier_init.release.cluster", "ptx.mbarrier.arrive.expect_tx",
+        "ptx.fence.proxy.async", "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+        "ptx.cp.async.bulk.shared_cluster.global",
+        "ptx.mbarrier.try_wait.parity",
+        "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+        "ptx.mbarrier.inval",
+    ]  # fmt: skip
+    cp = next(op for op in tail if op.name == "ptx.cp.async.bulk.shared_cluster.global")
+    assert cp.multicast is not None and cp.ctaMask is not None
+    assert assemble_module(lower_tile_module(_cluster_module("multicast")[0], "sm_90a"), "sm_90a")
+
+
+def test_cluster_direction_without_a_cluster_launch_is_rejected_at_the_op():
+    with T.kernel("no_cluster", grid=[2], block=[32], cluster=[2]) as k:
+        s = T.alloc_shared([64], "int32")
+        c = T.alloc_buffer([64], "int32", scope="cluster_shared")
+        T.bulk_reduce("sum", s, c, mbar=T.alloc_mbarrier(), rank=0)
+    m = k.module()
+    # without a launch the verifier cannot know the cluster; the lowering needs it
+    del m.body.block.first_op.attributes["bulkred.launch"]
     before = str(m)
-    with pytest.raises(LocatedError) as e:
+    with pytest.raises(LocatedError, match=r"test_lower_bulk_ops.py:\d+:9: error: 'bulkred.bulk_reduce' a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a cluster of 2 or more CTAs$"):
         LowerBulkOpsPass().apply(T.context(), m)
-    text = str(e.value)
-    assert f"test_lower_bulk_ops.py:{line}:" in text, text
-    assert text.endswith("error: 'bulkred.bulk_copy' a multicast bulk copy from global into cluster_shared is not lowered yet")
-    assert str(m) == before, "the pass rewrote ops before failing"
-    with pytest.raises(LocatedError, match="is not lowered yet"):
-        BulkredToPtxPass(target="sm_90a").apply(T.context(), _cluster_module("multicast")[0])
+    assert str(m) == before
 
 
 # the ptx ops of a bulk op into a peer CTA, in order (docs/lowering.md, "Bulk operations

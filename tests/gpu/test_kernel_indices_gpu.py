@@ -6,7 +6,8 @@ builder, tests/gpu/tile_kernels.py) on the GPU, against numpy:
 * a 2-CTA cluster where CTA 1 bulk-reduces (i32 sum) or bulk-copies its shared tile
   into CTA 0's cluster_shared buffer by rank;
 * a 2-CTA cluster gathering both tiles side by side in CTA 1 (a view as the
-  destination of the peer copy).
+  destination of the peer copy);
+* a 4-CTA cluster where one multicast copy (issued by CTA 0) reaches the CTAs of a mask.
 """
 
 from __future__ import annotations
@@ -59,3 +60,18 @@ def test_cluster_gather_into_views(rng):
     _, out_got = _run(K.cluster_gather(n), inp, out)
     got = out_got.reshape(2, 2 * n)[1]
     assert same_bits(got, inp), f"{rng}\n" + mismatch_report(got, inp)
+
+
+@pytest.mark.parametrize("mask", [0b1111, 0b1010, 0b0001])
+def test_cluster_multicast(mask, rng):
+    n, cluster = 64, 4
+    src = rng.standard_normal(n).astype(np.float32)
+    init = rng.standard_normal(cluster * n).astype(np.float32)
+    out = np.zeros(cluster * n, np.float32)
+    _, _, out_got = _run(K.cluster_multicast(mask, cluster, n), src, init, out)
+    rows = init.reshape(cluster, n).copy()
+    for r in range(cluster):
+        if mask >> r & 1:
+            rows[r] = src
+    want = rows.reshape(-1)
+    assert same_bits(out_got, want), f"mask {mask:#x}, {rng}\n" + mismatch_report(out_got, want)

@@ -84,3 +84,21 @@ def cluster_gather(n: int = 16, threads: int = 32) -> T.Kernel:
         T.bulk_copy(tile, slot, mbar=mbar, rank=1)
         _strided_copy(everything, T.view(out, [T.mul(rank, 2 * n)], [2 * n]), 2 * n)
     return k
+
+
+def cluster_multicast(mask: int, cluster: int = 4, n: int = 64, threads: int = 32) -> T.Kernel:
+    """A cluster of ``cluster`` CTAs: CTA r fills its ``buf`` (cluster_shared) with row r
+    of ``init`` (plain stores); one multicast copy (issued by CTA 0) writes ``src`` into
+    the ``buf`` of every CTA whose bit is set in ``mask``; each CTA writes its ``buf`` to
+    row r of ``out``. So ``out[r] = src`` where bit r is set, else ``init[r]``."""
+    with T.kernel(f"cluster_multicast_{mask:x}", grid=[cluster], block=[threads], cluster=[cluster]) as k:
+        src = k.param("src", [n], "float32")
+        init = k.param("init", [cluster * n], "float32")
+        out = k.param("out", [cluster * n], "float32")
+        row = T.mul(T.cluster_rank(), n)
+        buf = T.alloc_buffer([n], "float32", scope="cluster_shared", name="buf")
+        mbar = T.alloc_mbarrier(name="mbar")
+        _strided_copy(T.view(init, [row], [n]), buf, n)
+        T.bulk_copy(src, buf, mbar=mbar, multicast=mask)
+        _strided_copy(buf, out, n, row)
+    return k
