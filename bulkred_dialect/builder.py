@@ -778,7 +778,9 @@ class _Serial:
     def __enter__(self) -> SSAValue:
         self._builder = ImplicitBuilder(Builder(InsertPoint.at_end(self.body)))
         self._builder.__enter__()
-        return self.body.args[0]
+        i = self.body.args[0]
+        i.name_hint = "i"
+        return i
 
     def __exit__(
         self,
@@ -787,11 +789,12 @@ class _Serial:
         tb: TracebackType | None,
     ) -> None:
         assert self._builder is not None
-        self._builder.__exit__(exc_type, exc, tb)
         if exc_type is None:
-            yield_ = scf.YieldOp()
+            yield_ = scf.YieldOp()  # inserted at the end of the body by the loop's builder
             yield_.location = self.op.location
-            self.body.add_op(yield_)
+            if yield_.parent is None:
+                self.body.add_op(yield_)
+        self._builder.__exit__(exc_type, exc, tb)
 
 
 def serial(lo: SSAValue | int, hi: SSAValue | int | None = None, step: SSAValue | int = 1) -> _Serial:

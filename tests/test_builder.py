@@ -509,8 +509,8 @@ def test_bulk_copy_four_directions():
         mbar = T.alloc_mbarrier()
         ops = [
             T.bulk_copy(g, s, mbar=mbar),
-            T.bulk_copy(g, c, mbar=mbar),
-            T.bulk_copy(s, c, mbar=mbar),
+            T.bulk_copy(g, c, mbar=mbar, rank=0),
+            T.bulk_copy(s, c, mbar=mbar, rank=T.cluster_rank()),
             T.bulk_copy(s, g),
         ]
     m = k.module()
@@ -559,7 +559,7 @@ def test_bulk_reduce():
         peer = T.alloc_buffer([4, 4], "int32", scope="cluster_shared")
         mbar = T.alloc_mbarrier()
         to_global = T.bulk_reduce("max", s, out)
-        to_peer = T.bulk_reduce("and", s, peer, mbar=mbar)
+        to_peer = T.bulk_reduce("and", s, peer, mbar=mbar, rank=1)
     m = k.module()
     assert isinstance(to_global, BulkReduceOp) and to_global.kind.data == "max"
     assert (to_global.src, to_global.dst, to_global.mbar) == (s, out, None)

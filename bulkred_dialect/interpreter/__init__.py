@@ -9,6 +9,7 @@ Runs the IR that ``lower-tile-reductions`` produces (``func``, ``memref``, ``ari
 Values and rounding rules: :mod:`bulkred_dialect.interpreter.values`.
 """
 
+from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import BufferFunctions
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
 from bulkred_dialect.interpreter.ptx_memory import Pointer, PtxMemoryFunctions
@@ -19,9 +20,11 @@ __all__ = [
     "BF16",
     "CANONICAL_NAN_BITS",
     "BufferFunctions",
+    "KernelIdFunctions",
     "Pointer",
     "PtxArithFunctions",
     "PtxMemoryFunctions",
+    "ThreadIds",
     "make_interpreter",
     "run_kernel",
 ]

@@ -527,7 +527,8 @@ class BulkCopyOp(IRDLOperation):
     """Asynchronous bulk copy between memories (lowers to ``cp.async.bulk``).
 
     Directions: global -> shared, global -> cluster_shared (to the CTA ``rank``, or
-    multicast to the CTAs of ``cta_mask``), shared -> cluster_shared (to the CTA
+    multicast to the CTAs of ``cta_mask``, issued by CTA 0 and collective over the
+    cluster), shared -> cluster_shared (to the CTA
     ``rank``), shared -> global. Copies into shared memory complete on ``mbar``; the copy
     to global completes through the bulk async-group. The byte size must be a multiple
     of 16 and at most :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's
@@ -596,6 +597,8 @@ class BulkCopyOp(IRDLOperation):
             )
         if self.cta_mask is None:
             _check_rank(self, self.rank, direction[1], bulk_bytes(st))
+        else:
+            _check_cluster_launch(self, bulk_bytes(st), senders_per_receiver=1)
 
 
 def _check_mbar(v: SSAValue | None) -> None:
@@ -733,6 +736,13 @@ def _check_rank(op: Operation, rank: SSAValue | None, dst: MemoryScope | None, n
         raise VerifyException(
             "a bulk operation into cluster_shared needs a 'rank' operand (the CTA whose buffer it writes)"
         )
+    _check_cluster_launch(op, nbytes, senders_per_receiver=None)
+
+
+def _check_cluster_launch(op: Operation, nbytes: int, senders_per_receiver: int | None) -> None:
+    """With the kernel's launch known: a cluster of 2 or more CTAs, and the bytes one
+    receiver expects (from every other CTA, or from ``senders_per_receiver``) within the
+    mbarrier's tx-count."""
     kernel = enclosing_kernel(op)
     launch = kernel_launch(kernel) if kernel is not None else None
     if launch is None:
@@ -744,9 +754,10 @@ def _check_rank(op: Operation, rank: SSAValue | None, dst: MemoryScope | None, n
             f"a bulk operation into cluster_shared needs a kernel launched with a cluster of 2 or more "
             f"CTAs, got 'cluster' {list(c)}"
         )
-    if (ctas - 1) * nbytes > MAX_TX_BYTES:
+    senders = ctas - 1 if senders_per_receiver is None else senders_per_receiver
+    if senders * nbytes > MAX_TX_BYTES:
         raise VerifyException(
-            f"the receiving CTA expects {ctas - 1} x {nbytes} bytes from the other CTAs of its cluster "
+            f"the receiving CTA expects {senders} x {nbytes} bytes from the other CTAs of its cluster "
             f"of {ctas}, more than the mbarrier tx-count allows ({MAX_TX_BYTES})"
         )
 

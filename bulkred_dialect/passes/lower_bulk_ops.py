@@ -29,9 +29,35 @@ Addresses are ``builtin.unrealized_conversion_cast`` of the memrefs to
 ``!ptx.ptr<space>`` (``lower-to-ptx`` resolves them); sizes are ``arith.constant``
 bytes of type ``i32``. Every created op carries the location of the tile op it replaces.
 
-The directions into ``cluster_shared`` (global -> cluster_shared with or without
-multicast, shared -> cluster_shared, bulk_reduce into cluster_shared) need the rank of
-the peer CTA, which the tile op does not carry: they are rejected with a located error.
+The directions into ``cluster_shared`` (global -> cluster_shared, shared ->
+cluster_shared, bulk_reduce into cluster_shared) take the receiving CTA's ``rank`` and are
+collective over the cluster (every CTA other than ``rank`` sends; ``receiver`` is
+``%cluster_ctarank == rank``; n CTAs per cluster, from ``bulkred.launch``)::
+
+    receiver, elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+                       mbarrier.arrive.expect_tx _, [mbar], (n - 1) * bytes
+    all:               fence.proxy.async; barrier.cluster.arrive.release + wait.acquire
+    sender, elected:   cp.async.bulk.shared::cluster.{shared::cta,global} (or
+                       cp.reduce.async.bulk.shared::cluster.shared::cta)
+                           [mapa(dst, rank)], [src], bytes, [mapa(mbar, rank)]
+    receiver:          scf.while on mbarrier.try_wait.parity [mbar], 0
+    all:               barrier.cluster.arrive.release + wait.acquire
+    receiver, elected: mbarrier.inval [mbar]
+
+With ``cta_mask`` (multicast, global -> cluster_shared) CTA 0 issues one copy for every
+CTA whose bit is set (``receiver``), at CTA 0's ``dst`` offset::
+
+    receiver, elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+                       mbarrier.arrive.expect_tx _, [mbar], bytes
+    all:               fence.proxy.async; barrier.cluster.arrive.release + wait.acquire
+    rank 0, elected:   cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+                           .multicast::cluster [dst], [src], bytes, [mbar], cta_mask
+    receiver:          scf.while on mbarrier.try_wait.parity [mbar], 0
+    all:               barrier.cluster.arrive.release + wait.acquire
+    receiver, elected: mbarrier.inval [mbar]
+
+A cluster direction in a kernel without a ``bulkred.launch`` cluster of 2 or more CTAs is
+a located error.
 
 Example::
 
@@ -56,7 +82,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
-from bulkred_dialect.ops.ptx.arith import ArithType, OrOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, OrOp, ShrOp
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i1, i32
 from bulkred_dialect.ops.ptx.bulk import (
     NOFTZ_TYPES,
@@ -68,6 +94,7 @@ from bulkred_dialect.ops.ptx.bulk import (
     CpAsyncBulkSharedClusterSharedCtaOp,
     CpReduceAsyncBulkGlobalSharedCtaOp,
     CpReduceAsyncBulkSharedClusterSharedCtaOp,
+    Multicast,
 )
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
@@ -98,7 +125,6 @@ from bulkred_dialect.ops.tile import (
     scope_of,
 )
 
-_NO_MULTICAST = "is not lowered yet"
 
 # The CTA barrier every bulk op synchronizes on (``__syncthreads``).
 _BARRIER = 0
@@ -195,11 +221,11 @@ def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
         raise LocatedError(op, str(e)) from None
     if dst != MemoryScope.CLUSTER_SHARED:
         return
+    _cluster_size(op)
     if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
-        raise LocatedError(op, f"a multicast bulk copy from {src} into cluster_shared {_NO_MULTICAST}")
+        return
     if op.rank is None:
         raise LocatedError(op, "a bulk operation into cluster_shared needs a 'rank' operand")
-    _cluster_size(op)
 
 
 def _cluster_size(op: Operation) -> int:
@@ -331,6 +357,54 @@ def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: _Emitter, issue: _Issue) 
     e.add(BarSyncOp(_BARRIER))
 
 
+def _lower_multicast(op: BulkCopyOp, e: _Emitter) -> None:
+    """global -> cluster_shared with ``cta_mask``: CTA 0 issues one copy into the ``dst``
+    (at CTA 0's offset) of every CTA whose bit is set; each of those expects the bytes on
+    its own mbarrier and waits (module docstring)."""
+    assert op.mbar is not None and op.cta_mask is not None
+    nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
+    elected = e.elected()
+    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    own.name_hint = "cluster_ctarank"
+    mask = e.v(arith.ExtUIOp(op.cta_mask, i32))
+    bit = e.v(AndOp(ArithType.B32, e.v(ShrOp(ArithType.B32, mask, own)), e.const(1)))
+    receiver = e.v(arith.CmpiOp(bit, e.const(0), "ne"))
+    receiver.name_hint = "receiver"
+    issuer = e.v(arith.CmpiOp(own, e.const(0), "eq"))
+    issuer.name_hint = "issuer"
+    mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
+    size = e.const(nbytes)
+    size.name_hint = "bytes"
+
+    def init(t: _Emitter) -> None:
+        t.add(MbarrierInitOp(mbar, t.const(1)))
+        t.add(FenceMbarrierInitOp())
+        t.add(MbarrierArriveExpectTxOp(mbar, size, sink=True))
+
+    e.if_(receiver, lambda t: t.if_(elected, init))
+    e.add(FenceProxyAsyncOp())
+    _cluster_sync(e)
+
+    def issue(t: _Emitter) -> None:
+        t.add(
+            CpAsyncBulkSharedClusterGlobalOp(
+                t.ptr(op.dst, StateSpace.SHARED_CLUSTER),
+                t.ptr(op.src, StateSpace.GLOBAL),
+                size,
+                t.ptr(op.mbar, StateSpace.SHARED_CLUSTER),
+                multicast=Multicast.CLUSTER,
+                cta_mask=op.cta_mask,
+            )
+        )
+
+    e.if_(issuer, lambda t: t.if_(elected, issue))
+    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    # no CTA exits (releasing the shared memory the copy writes) before every receiver
+    # has its data; no thread polls an mbarrier any more
+    _cluster_sync(e)
+    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
+
+
 def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
     """``(.redOp, .type, .noftz)`` of the cp.reduce.async.bulk a bulk reduce becomes."""
     kind = op.kind.data
@@ -354,7 +428,9 @@ def lower_bulk_op(op: BulkCopyOp | BulkReduceOp) -> None:
     """Replace one tile-level bulk op by its ptx sequence (see the module docstring)."""
     _check_lowerable(op)
     e = _Emitter(op, InsertPoint.before(op))
-    if scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED:
+    if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
+        _lower_multicast(op, e)
+    elif scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED:
         if isinstance(op, BulkReduceOp):
             red_op, type, noftz = reduce_form(op)
 

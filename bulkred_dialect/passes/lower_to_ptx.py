@@ -13,6 +13,15 @@ memref argument (scope global)            ``!ptx.ptr<global>`` argument (the pri
 ``memref.load`` / ``memref.store``        address arithmetic + ``ptx.ld`` / ``ptx.st``
 ``arith.constant``                        ``ptx.mov.imm``
 ``arith.addi/subi/muli``                  ``ptx.add/sub/mul.lo`` (folded when both constant)
+``arith.divui/divsi/remui/remsi/``        ``ptx.div/rem/min/max`` of the op's signedness
+``minui/minsi/maxui/maxsi``               (folded when both constant)
+``gpu.thread_id/block_id/block_dim/``     ``ptx.mov.sreg`` (``%tid``, ``%ctaid``, ``%ntid``,
+``grid_dim/lane_id``,                     ``%nctaid``, ``%laneid``, ``%cluster_ctarank``,
+``bulkred.cluster_rank/cluster_size``     ``%cluster_nctarank``) + ``cvt.u64.u32``; block
+                                          extents and a cluster size from ``bulkred.launch``
+                                          are constants
+``memref.subview`` (static sizes and      the view's first element; its loads and stores
+strides)                                  use the source's strides (docs/kernels.md)
 ``arith.index_cast/extsi/extui/trunci``   ``ptx.cvt`` (or nothing when the width is kept)
 ``arith.cmpi`` / ``arith.select``         ``ptx.setp`` / ``ptx.selp``
 ``arith.xori %p, true`` (``i1``)          nothing: the branches on ``%p``'s negation take
@@ -32,7 +41,8 @@ feeds address math without widening and cannot overflow for any buffer. Shared-m
 addresses are 32-bit: the byte offset is narrowed with ``cvt.u32.u64`` where it meets one.
 
 Addresses: the byte offset of ``m[i, j]`` is ``(i * stride_0 + j) * elem_bytes`` (row-major,
-static shapes only). Indices are read as linear combinations through index adds,
+static shapes only; for a view, its offset plus ``i * stride_0 + j * stride_1`` with the
+source's strides). Indices are read as linear combinations through index adds,
 subtractions and multiplications by constants: the constant part folds into the
 ``offset`` of ``ld``/``st`` (``A[i + 1]`` is ``[%rd+4]`` after ``4*i``), each remaining
 value costs one ``mul.lo.s64`` (skipped when its factor is 1) and one ``add``.

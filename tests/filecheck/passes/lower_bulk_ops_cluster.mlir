@@ -103,3 +103,30 @@ func.func @global_to_rank0(%g: memref<2x64xf32, #bulkred.scope<global>>) attribu
   bulkred.bulk_copy %row, %dst, %mbar rank %c0 : memref<1x64xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>, memref<1x64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   func.return
 }
+
+// -----
+
+// Multicast: CTA 0 issues one copy for the CTAs of the mask (0x8001: ranks 0 and 15 of
+// 16); each of them expects the bytes on its own mbarrier and waits.
+// CHECK-LABEL: func.func @multicast
+// CHECK:      %cluster_ctarank = ptx.mov.sreg cluster_ctarank : i32
+// CHECK-NEXT: %[[MASK:.*]] = arith.extui %mask : i16 to i32
+// CHECK-NEXT: %[[SH:.*]] = ptx.shr b32 %[[MASK]], %cluster_ctarank : i32
+// CHECK:      %[[BIT:.*]] = ptx.and b32 %[[SH]], %{{.*}} : i32
+// CHECK:      %receiver = arith.cmpi ne, %[[BIT]], %{{.*}} : i32
+// CHECK:      %issuer = arith.cmpi eq, %cluster_ctarank, %{{.*}} : i32
+// CHECK:      scf.if %receiver {
+// CHECK:        ptx.mbarrier.arrive.expect_tx %{{.*}}, %bytes : !ptx.ptr<shared::cta>
+// CHECK:      ptx.barrier.cluster.wait acquire
+// CHECK-NEXT: scf.if %issuer {
+// CHECK-NEXT:   scf.if %elected {
+// CHECK:          ptx.cp.async.bulk.shared_cluster.global multicast "multicast::cluster" %{{.*}}, %{{.*}}, %bytes, %{{.*}} ctaMask = %mask
+// PTX-LABEL: .visible .entry multicast(
+// PTX: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
+func.func @multicast(%g: memref<64xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [16], block = [32], cluster = [16]>} {
+  %s = memref.alloca() : memref<64xf32, #bulkred.scope<cluster_shared>>
+  %m = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %mask = arith.constant -32767 : i16
+  bulkred.bulk_copy %g, %s, %m multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}

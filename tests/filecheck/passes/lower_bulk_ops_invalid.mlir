@@ -1,21 +1,9 @@
-// lower-bulk-ops rejects the multicast copy (not lowered yet) and a bulk op into
-// cluster_shared in a kernel without a cluster launch, with a located error naming the op
+// lower-bulk-ops rejects a bulk op into cluster_shared in a kernel without a cluster
+// launch (also a multicast copy), with a located error naming the op
 // (docs/lowering.md, "Bulk operations"); so does bulkred-to-ptx, which runs it.
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p lower-bulk-ops | filecheck %s
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p 'bulkred-to-ptx{target=sm_90a}' | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file -p lower-bulk-ops 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
-
-// STDERR: lower_bulk_ops_invalid.mlir:[[# @LINE + 6]]:3: error: 'bulkred.bulk_copy' a multicast bulk copy from global into cluster_shared is not lowered yet
-func.func @multicast(%g: memref<64xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [2], block = [32], cluster = [2]>} {
-  %s = memref.alloca() : memref<64xf32, #bulkred.scope<cluster_shared>>
-  %m = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
-  %mask = arith.constant 3 : i16
-  // CHECK: error: 'bulkred.bulk_copy' a multicast bulk copy from global into cluster_shared is not lowered yet
-  bulkred.bulk_copy %g, %s, %m multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  func.return
-}
-
-// -----
 
 // Without a bulkred.launch the verifier cannot know the cluster; the lowering needs it
 // (the receiver expects the bytes of every other CTA).
@@ -43,6 +31,18 @@ func.func @second_op_fails(%g: memref<64xi32, #bulkred.scope<global>>) {
   bulkred.bulk_copy %a, %g : memref<64xi32, #bulkred.scope<shared>>, memref<64xi32, #bulkred.scope<global>>
   // CHECK: error: 'bulkred.bulk_reduce' a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a cluster of 2 or more CTAs
   bulkred.bulk_reduce sum %a, %b, %m rank %r : memref<64xi32, #bulkred.scope<shared>>, memref<64xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// STDERR: lower_bulk_ops_invalid.mlir:[[# @LINE + 6]]:3: error: 'bulkred.bulk_copy' a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a cluster of 2 or more CTAs
+func.func @multicast_no_launch(%g: memref<64xf32, #bulkred.scope<global>>) {
+  %s = memref.alloca() : memref<64xf32, #bulkred.scope<cluster_shared>>
+  %m = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %mask = arith.constant 3 : i16
+  // CHECK: error: 'bulkred.bulk_copy' a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a cluster of 2 or more CTAs
+  bulkred.bulk_copy %g, %s, %m multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   func.return
 }
 

@@ -791,3 +791,21 @@ func.func @bulk_reduce_unaligned_view(%g: memref<64xf32, #bulkred.scope<global>>
   bulkred.bulk_reduce sum %s, %v : memref<16xf32, #bulkred.scope<shared>>, memref<16xf32, strided<[1], offset: 2>, #bulkred.scope<global>>
   func.return
 }
+
+// -----
+
+// CHECK: error: 'bulkred.cluster_rank' must be inside a func.func kernel
+%rank = bulkred.cluster_rank
+
+// -----
+
+// CHECK: error: 'bulkred.cluster_size' must be inside a func.func kernel
+%size = bulkred.cluster_size
+
+// -----
+
+func.func @cluster_rank_operand(%a: index) {
+  // CHECK: error: 'bulkred.cluster_rank' Expected 0 operands, but got 1
+  %r = "bulkred.cluster_rank"(%a) : (index) -> index
+  func.return
+}
