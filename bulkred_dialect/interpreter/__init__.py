@@ -14,6 +14,7 @@ from bulkred_dialect.interpreter.memory import BufferFunctions
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
 from bulkred_dialect.interpreter.ptx_memory import Pointer, PtxMemoryFunctions
 from bulkred_dialect.interpreter.run import make_interpreter, run_kernel
+from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.interpreter.values import BF16, CANONICAL_NAN_BITS
 
 __all__ = [
@@ -26,5 +27,6 @@ __all__ = [
     "PtxMemoryFunctions",
     "ThreadIds",
     "make_interpreter",
+    "run_grid",
     "run_kernel",
 ]

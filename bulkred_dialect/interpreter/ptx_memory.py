@@ -1,6 +1,8 @@
 """Interpreter implementations of the ptx memory ops that take ``!ptx.ptr`` addresses:
-``ld``, ``ld.vec``, ``atom`` and ``red`` (one thread: no other thread races with it),
-``add.ptr``, and ``fence``/``membar`` (nothing to order with a single thread).
+``ld``, ``st``, ``ld.vec``, ``atom`` and ``red`` (atomic also when several interpreter
+threads run, :mod:`bulkred_dialect.interpreter.threads`),
+``add.ptr``, and ``fence``/``membar`` (nothing to order: the interpreter's memory is
+sequentially consistent).
 
 An address is a :class:`Pointer`: the numpy buffer of a memref and a byte offset into
 it. ``builtin.unrealized_conversion_cast`` of a memref to ``!ptx.ptr<space>`` (how
@@ -23,11 +25,13 @@ Semantics (PTX ISA, ld / atom / red):
   ``min``/``max`` (a NaN operand is ignored). ``atom`` returns the old value. A vector
   ``red`` combines element by element.
 
-``shfl.sync`` is not interpreted: it needs a warp of threads.
+The warp and CTA collectives (``shfl.sync``, ``redux.sync``, ``bar.sync``) need the
+other threads: :mod:`bulkred_dialect.interpreter.threads` runs them.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +59,7 @@ from bulkred_dialect.interpreter.values import (
 from bulkred_dialect.ops.ptx.arith import ArithType
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomType, FenceOp, MembarOp, RedOp, type_bytes
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, bf16, f16, f32, f64
-from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp
 
 _FLOAT_OF_TYPE: dict[Attribute, ArithType] = {
     f16: ArithType.F16,
@@ -63,6 +67,11 @@ _FLOAT_OF_TYPE: dict[Attribute, ArithType] = {
     f32: ArithType.F32,
     f64: ArithType.F64,
 }
+
+
+# atom and red read, combine and write as one step when several interpreter threads run
+# (interpreter/threads.py)
+ATOMIC = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -180,8 +189,8 @@ def combine_bits(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
 
 @register_impls
 class PtxMemoryFunctions(InterpreterFunctions):
-    """Casts of memrefs to ``!ptx.ptr``, ``add.ptr``, ``ld``, ``ld.vec``, ``atom``, ``red``,
-    ``fence`` and ``membar``, for one thread."""
+    """Casts of memrefs to ``!ptx.ptr``, ``add.ptr``, ``ld``, ``st``, ``ld.vec``, ``atom``,
+    ``red``, ``fence`` and ``membar``."""
 
     @impl_cast(MemRefType, PtrType)
     def cast_memref_to_ptr(self, input_type: MemRefType, output_type: PtrType, value: Any) -> Any:
@@ -203,6 +212,13 @@ class PtxMemoryFunctions(InterpreterFunctions):
         ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
         return (_load_bits(ptr, op.name, str(op.type.data), op.result.type),)
 
+    @impl(StOp)
+    def run_st(self, interpreter: Interpreter, op: StOp, args: PythonValues) -> PythonValues:
+        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        width = int(str(op.type.data)[1:])
+        ptr.write(op.name, width // 8, from_register(args[1], op.value.type))
+        return ()
+
     @impl(LdVecOp)
     def run_ld_vec(self, interpreter: Interpreter, op: LdVecOp, args: PythonValues) -> PythonValues:
         t = str(op.type.data)
@@ -217,9 +233,10 @@ class PtxMemoryFunctions(InterpreterFunctions):
         ptr = _pointer(interpreter, args[0])
         t = op.type.data
         size = type_bytes(t)
-        old = ptr.read(op.name, size)
         b = from_register(args[1], op.value.type)
-        ptr.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, b))
+        with ATOMIC:
+            old = ptr.read(op.name, size)
+            ptr.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, b))
         return (to_register(old, op.d.type),)
 
     @impl(RedOp)
@@ -230,8 +247,9 @@ class PtxMemoryFunctions(InterpreterFunctions):
         ptr.read(op.name, size * op.count)  # alignment and bounds of the whole vector
         for i, (value, v) in enumerate(zip(args[1:], op.values)):
             p = ptr.moved(i * size)
-            old = p.read(op.name, size)
-            p.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, from_register(value, v.type)))
+            b = from_register(value, v.type)
+            with ATOMIC:
+                p.write(op.name, size, combine_bits(op.name, str(op.op.data), t, p.read(op.name, size), b))
         return ()
 
     @impl(FenceOp)
