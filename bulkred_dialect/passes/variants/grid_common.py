@@ -306,10 +306,15 @@ class ColumnPlan:
         return -(-self.n // self.width)
 
 
+MIN_ROWS_PER_SPLIT = 8
+"""A row split below this many rows costs more in its CTA's start and its partial tile
+than its loads save (short matrices get fewer splits)."""
+
+
 def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> ColumnPlan:
     vec = elem.vector if form.n % elem.vector == 0 else 1
     tiles = -(-form.n // (block * vec))
-    split = max(1, min(ctas_wanted // tiles, form.m, MAX_GRID_Y))
+    split = max(1, min(ctas_wanted // tiles, -(-form.m // MIN_ROWS_PER_SPLIT), MAX_GRID_Y))
     return ColumnPlan(form.m, form.n, block, vec, split)
 
 
