@@ -35,7 +35,9 @@ def compiled_by_cli(tmp_path: Path, name: str, replace: dict[str, str] | None = 
     src.write_text(text)
     level3 = parse(bulkred_opt(src, "-p", "bulkred-to-ptx{target=sm_90a}"), src.name)
     ptx = bulkred_opt(src, "-p", "bulkred-to-ptx{target=sm_90a}", "-t", "ptx")
-    return compile_ptx(ptx, "sm_90a", signatures_of_module(level3)).kernel(name)
+    compiled = compile_ptx(ptx, "sm_90a", signatures_of_module(level3))
+    (kernel,) = compiled.kernel_names()
+    return compiled.kernel(kernel)
 
 
 @pytest.mark.parametrize(
