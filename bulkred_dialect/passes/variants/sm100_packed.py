@@ -22,6 +22,7 @@ Spec: ../shared/spec/tirx-reduction-sm100-packed.md (TIRx ``sm100_packed.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
@@ -97,19 +98,21 @@ def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target)
     kind = op.kind.data
     first = [e.load(op.src, [i]) for i in range(CHUNK)]
     old = e.load(op.dst, [0]) if op.accum is not None else None
+    remainder = range(CHUNK * (n // CHUNK), n)
     if kind == ReduceKind.SUM:
         acc = _sum_first_chunk(e, first, old)
-        step, tail, finish = _sum_chunk, _add, _sum_tree
+        acc = _further_chunks(e, op.src, n, acc, _sum_chunk)
+        for i in remainder:
+            acc[0] = _add(e, acc[0], e.load(op.src, [i]))
+        r = _sum_tree(e, acc)
     else:
         three, two = (Max3Op, MaxOp) if kind == ReduceKind.MAX else (Min3Op, MinOp)
         acc = _minmax_first_chunk(e, first, old, three, two)
-        step = _minmax_chunk(three)
-        tail = _minmax_two(two)
-        finish = _minmax_tree(three, two)
-    acc = _further_chunks(e, op.src, n, acc, step)
-    for i in range(CHUNK * (n // CHUNK), n):
-        acc[0] = tail(e, acc[0], e.load(op.src, [i]))
-    e.store(finish(e, acc), op.dst, [0])
+        acc = _further_chunks(e, op.src, n, acc, partial(_minmax_chunk, three))
+        for i in remainder:
+            acc[0] = e.value(two(ArithType.F32, acc[0], e.load(op.src, [i])))
+        r = e.value(three(e.value(two(ArithType.F32, acc[0], acc[1])), acc[2], acc[3]))
+    e.store(r, op.dst, [0])
     rewriter.erase(op)
 
 
@@ -199,23 +202,10 @@ def _minmax_first_chunk(
     return acc
 
 
-def _minmax_chunk(three: type[Max3Op | Min3Op]) -> ChunkStep:
-    def step(e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]) -> list[SSAValue]:
-        return [e.value(three(acc[i], chunk[2 * i], chunk[2 * i + 1])) for i in range(MINMAX_WIDTH)]
-
-    return step
-
-
-def _minmax_two(two: type[MaxOp | MinOp]) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue]:
-    return lambda e, a, b: e.value(two(ArithType.F32, a, b))
-
-
-def _minmax_tree(three: type[Max3Op | Min3Op], two: type[MaxOp | MinOp]) -> Callable[[Emitter, list[SSAValue]], SSAValue]:
-    def tree(e: Emitter, acc: list[SSAValue]) -> SSAValue:
-        r = e.value(two(ArithType.F32, acc[0], acc[1]))
-        return e.value(three(r, acc[2], acc[3]))
-
-    return tree
+def _minmax_chunk(
+    three: type[Max3Op | Min3Op], e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]
+) -> list[SSAValue]:
+    return [e.value(three(acc[i], chunk[2 * i], chunk[2 * i + 1])) for i in range(MINMAX_WIDTH)]
 
 
 # endregion
