@@ -25,9 +25,19 @@
 // SM100:         scf.for
 // SM100-NEXT:      memref.load %A[
 // SM100-NEXT:      memref.store {{.*}}, %A_local[
-// SM100-COUNT-32:  memref.load %A_local[
-// 4 * (32 // 8 - 1) chunk steps + 3 tree steps, then the last scalar add.
-// SM100-COUNT-15:  ptx.add.f32x2 rn ftz
+// Then TIRx's order, unrolled (3 further chunks, no loop): the first chunk's 8 loads,
+// and per further chunk 8 loads and 4 packed adds; then the 3 tree steps and the last
+// scalar add.
+// SM100-NOT:       scf.for
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-NOT:       ptx.add.f32x2
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-4:   ptx.add.f32x2 rn ftz
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-4:   ptx.add.f32x2 rn ftz
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-7:   ptx.add.f32x2 rn ftz
+// SM100-NOT:       memref.load %A_local[
 // SM100-NOT:       ptx.add.f32x2
 // SM100:           %[[R:.*]] = ptx.add rn f32
 // SM100-NEXT:      memref.store %[[R]], %B_local[
