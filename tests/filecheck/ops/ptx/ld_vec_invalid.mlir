@@ -50,6 +50,14 @@ func.func @v8_b16(%g: !ptx.ptr<global>) {
 
 // -----
 
+func.func @wide_load_wider_registers(%g: !ptx.ptr<global>) {
+  // CHECK: error: 'ptx.ld.vec' a 256-bit load needs results 'd' as wide as '.type' f32, got i64
+  %a:8 = ptx.ld.vec f32 %g : !ptx.ptr<global> -> i64, i64, i64, i64, i64, i64, i64, i64
+  func.return
+}
+
+// -----
+
 func.func @mixed_results(%g: !ptx.ptr<global>) {
   // CHECK: error: 'ptx.ld.vec' result 'd1' must be f32 like 'd0', got i32
   %a:2 = ptx.ld.vec b32 %g : !ptx.ptr<global> -> f32, i32
