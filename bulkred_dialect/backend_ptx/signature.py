@@ -230,6 +230,24 @@ class KernelSignature:
         return want(a)
 
 
+def signature_to_json(s: KernelSignature) -> dict[str, Any]:
+    """A JSON-able record of ``s`` (for the compile cache)."""
+    return {
+        "name": s.name,
+        "params": [[p.name, p.kind, p.dtype, None if p.shape is None else list(p.shape)] for p in s.params],
+        "launch": None if s.launch is None else [list(s.launch.grid), list(s.launch.block), list(s.launch.cluster)],
+        "shmem": s.shmem,
+        "workspace": s.workspace,
+        "zero_init": list(s.zero_init),
+    }
+
+
+def signature_from_json(d: dict[str, Any]) -> KernelSignature:
+    params = tuple(Param(n, k, t, None if sh is None else tuple(sh)) for n, k, t, sh in d["params"])
+    launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
+    return KernelSignature(d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]))
+
+
 # endregion
 
 # region Signatures from IR
