@@ -362,8 +362,8 @@ def test_stream_handles():
     assert stream_handle(SimpleNamespace(ptr=0x20)) == 0x20  # cupy stream
     with pytest.raises(runtime.LaunchConfigError, match="'stream' must be a CUDA stream .* got str"):
         stream_handle("s")
-    assert caller_stream([np.zeros(2)], None) is None
-    assert caller_stream([np.zeros(2)], Proto()) == 0x77
+    assert caller_stream([np.zeros(2)], None) == (None, "runtime")
+    assert caller_stream([np.zeros(2)], Proto()) == (0x77, "stream")
 
 
 # endregion

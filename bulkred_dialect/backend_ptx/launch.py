@@ -3,6 +3,7 @@ workspaces) and event timing."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,9 @@ from bulkred_dialect.backend_ptx.arrays import (
     caller_stream,
     check_array_kind,
     check_device_array,
+    check_torch_tensor,
     is_device_array_like,
+    is_torch_tensor,
     view_of,
 )
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
@@ -195,17 +198,21 @@ class Kernel:
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
-        handle = caller_stream(args, stream)
+        handle, source = caller_stream(args, stream)
         s = g.stream_for(handle)
         # every device array is checked before anything is launched or allocated
         device: dict[int, tuple[int, int]] = {}
         for i, (p, a) in enumerate(zip(params, checked)):
             if p.kind == "array" and is_device_array_like(a):
                 where = f"kernel '{self.name}' param '{p.name}'"
-                view = view_of(a, int(s.handle), where)
-                device[i] = check_device_array(where, p, view, g.device.device_id)
+                if source == "torch" and is_torch_tensor(a):
+                    # on torch's current stream: no ordering to establish
+                    device[i] = check_torch_tensor(where, p, a, g.device.device_id)
+                else:
+                    view = view_of(a, int(s.handle), where)
+                    device[i] = check_device_array(where, p, view, g.device.device_id)
         kern = self.module._cu_kernel(g, self.name)
-        zero = set(self.signature.zero_init) if self.signature is not None else set()
+        zero = self.signature.zero_init if self.signature is not None else ()
         bufs: list[Any] = []
         host_bufs: dict[int, Any] = {}
         try:
@@ -246,8 +253,7 @@ class Kernel:
                     b.close(g.stream)
 
     def _launch(self, g: Gpu, kern, shape: LaunchShape, shmem: int, params: list[Any], stream: Any = None) -> None:
-        from cuda.core import launch
-
+        launch = _cuda_launch()
         if shmem > 48 * 1024:
             _set_dynamic_shmem(g, kern, shmem)
         cx, cy, cz = shape.cluster
@@ -317,6 +323,13 @@ class Kernel:
             if g.broken is None:
                 for b in bufs:
                     b.close(g.stream)
+
+
+@functools.cache
+def _cuda_launch() -> Any:
+    from cuda.core import launch
+
+    return launch
 
 
 def _key(v: Any) -> Any:
