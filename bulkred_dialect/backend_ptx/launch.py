@@ -162,7 +162,10 @@ class Kernel:
 
     def _shape(self, grid, block, cluster, shmem) -> tuple[LaunchShape, int]:
         key = (_key(grid), _key(block), _key(cluster), shmem)
-        hit = self._shapes.get(key)
+        try:
+            hit = self._shapes.get(key)
+        except TypeError:  # an unhashable spelling (a numpy array): not cached
+            key, hit = None, None
         if hit is not None:
             return hit
         shape = resolve_launch(self.signature, grid, block, cluster)
@@ -171,7 +174,7 @@ class Kernel:
         if shmem < 0:
             raise LaunchConfigError(f"'shmem' must be >= 0, got {shmem}")
         hit = (shape, int(shmem))
-        if len(self._shapes) < 64:
+        if key is not None and len(self._shapes) < 64:
             self._shapes[key] = hit
         return hit
 
