@@ -228,8 +228,7 @@ class Kernel:
                     kargs.append(ptr)
                 elif isinstance(a, np.ndarray):
                     if i in zero:
-                        b = g.alloc(a.nbytes)
-                        g.stream.sync()
+                        b = g.alloc_ready(a.nbytes)
                         g.memset_async(int(b.handle), a.nbytes, s)
                     else:
                         b = g.to_device(a)
