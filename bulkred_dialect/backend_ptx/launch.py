@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
-from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.arrays import (
     caller_stream,
     check_array_kind,
@@ -22,6 +20,8 @@ from bulkred_dialect.backend_ptx.arrays import (
     is_torch_tensor,
     view_of,
 )
+from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,12 +134,12 @@ class Kernel:
         return tuple(Param(f"arg{i}", "array") for i in range(n))
 
     def _check_host(self, args: Sequence[Any]) -> tuple[tuple[Param, ...], list[Any]]:
-        """Check arity, numpy arrays and scalars; leave device arrays for :meth:`_check_device`.
-        Returns the params and the arguments, numpy arrays as contiguous copies."""
+        """Check arity, numpy arrays and scalars (device arrays are checked in
+        :meth:`__call__`, once the GPU and the stream are known). Returns the params and
+        the arguments, numpy arrays as contiguous copies."""
         params = self._params(len(args))
         out: list[Any] = []
         for i, (p, a) in enumerate(zip(params, args)):
-            where = f"kernel '{self.name}' param '{p.name}'"
             if self.signature is None:
                 if is_device_array_like(a):
                     out.append(a)
@@ -156,7 +156,7 @@ class Kernel:
                 out.append(a)
             else:
                 if p.kind == "array":
-                    check_array_kind(where, p, a)
+                    check_array_kind(f"kernel '{self.name}' param '{p.name}'", p, a)
                 out.append(self.signature._check_one(p, a))
         return params, out
 

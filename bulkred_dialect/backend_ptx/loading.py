@@ -1,6 +1,6 @@
 """Compiling and loading: PTX text, level-3 modules and tile-level modules become a
-:class:`CompiledModule` (PTX, cubin, kernel signatures), loaded through cuda.core at
-the first launch."""
+:class:`CompiledModule` (PTX, cubin, kernel signatures), kept in the compile cache
+(:mod:`.cache`) and loaded through cuda.core at the first launch."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
+from bulkred_dialect.backend_ptx.cache import CACHE, make_key
 from bulkred_dialect.backend_ptx.device import Gpu, current_arch
 from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError
 from bulkred_dialect.backend_ptx.launch import Kernel
-from bulkred_dialect.backend_ptx.cache import CACHE, make_key
 from bulkred_dialect.backend_ptx.signature import (
     KernelSignature,
     _merge,
@@ -114,7 +113,7 @@ class CompiledModule:
             buf = self._workspaces[key] = g.zeroed(nbytes)
         return buf
 
-    def launch(self, name: str, *args: Any, **kw: Any) -> tuple[np.ndarray, ...]:
+    def launch(self, name: str, *args: Any, **kw: Any) -> tuple[Any, ...]:
         """``mod.launch("k", A, B, grid=4, block=64, cluster=2, shmem=0)``: the arrays after the run."""
         return self.kernel(name)(*args, **kw)
 
