@@ -23,6 +23,7 @@ def fresh(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "cache"
     monkeypatch.setenv("BULKRED_CACHE_DIR", str(d))
     monkeypatch.delenv("BULKRED_CACHE", raising=False)
+    cache.CACHE.clear_memory()  # entries of earlier tests are not in this directory
     return d
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-
 from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
 from bulkred_dialect.backend_ptx.cache import CACHE, make_key
 from bulkred_dialect.backend_ptx.device import Gpu, current_arch
