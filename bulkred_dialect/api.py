@@ -21,6 +21,7 @@ lowering lands; :func:`reduction_module` is the one place that changes then.
 from __future__ import annotations
 
 import builtins
+import sys
 import threading
 from typing import Any
 
@@ -174,26 +175,23 @@ def _shape_dtype(x: Any, kind: str) -> tuple[tuple[int, ...], str]:
     return tuple(v.shape), _dtype_name(v)
 
 
-def _new_out(x: Any, kind: str) -> Any:
-    """A result array of shape (1,) like ``x`` (same library, dtype and device)."""
+def _new_out(x: Any, kind: str, shape: tuple[int, ...]) -> Any:
+    """A result array of ``shape`` like ``x`` (same library, dtype and device)."""
     module = type(x).__module__
     if isinstance(x, np.ndarray):
-        return np.empty(1, x.dtype)
+        return np.empty(shape, x.dtype)
     if module.startswith("torch"):
-        import torch
-
-        return torch.empty((1,), dtype=x.dtype, device=x.device)
+        return sys.modules["torch"].empty(shape, dtype=x.dtype, device=x.device)
     if module.startswith("cupy"):
-        import cupy
-
         with x.device:
-            return cupy.empty(1, x.dtype)
-    raise ReductionError(f"bulkred.{_fn(kind)}: pass out= (an array of shape (1,)) for a {type(x).__name__} input")
+            return sys.modules["cupy"].empty(shape, x.dtype)
+    raise ReductionError(f"bulkred.{_fn(kind)}: pass out= (an array of shape {shape}) for a {type(x).__name__} input")
 
 
 def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-    """``kind`` (sum, max, min, and, or, xor) of ``x`` into ``out`` (shape (1,); a new
-    array like ``x`` when None), which is returned. Device arrays: no copy, on the
+    """``kind`` (sum, max, min, and, or, xor) of ``x`` into ``out`` (of the kernel's
+    destination shape, (1,) for a whole reduction; a new array like ``x`` when None),
+    which is returned. Device arrays: no copy, on the
     caller's stream (``stream``, else torch's or cupy's current stream), no
     synchronize. numpy: copied in and out. ``explain=True`` returns the dispatch table
     as text instead (nothing is compiled or run)."""
@@ -213,8 +211,12 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
     from bulkred_dialect.backend_ptx.device import current_arch
 
     mod = compile_reduction(kind, shape, dtype, axis, current_arch())
-    result = _new_out(x, kind) if out is None else out
     kernel = mod.kernel(_kernel_name(kind))
+    if out is None:
+        out_shape = kernel.signature.params[1].shape  # the kernel is (x, out)
+        result = _new_out(x, kind, tuple(out_shape))
+    else:
+        result = out
     _, got = kernel(x, result, stream=stream)
     if isinstance(result, np.ndarray):
         result[...] = got  # numpy: the kernel wrote a copy

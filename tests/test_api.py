@@ -50,6 +50,7 @@ def test_reduction_module_is_the_one_thread_reduction():
 def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("BULKRED_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(api, "_COMPILED", {})
+    cache.CACHE.clear_memory()
     a = api.compile_reduction("sum", (77,), "int32", None, "sm_90a")
     assert a.cubin and a.kernel_names() == ["bulkred_sum"]
     assert a.signatures["bulkred_sum"].params == (
@@ -112,3 +113,30 @@ def test_no_gpu_names_the_reason():
         pytest.skip("a GPU is present")
     with pytest.raises(runtime.NoGpuError):
         bulkred.sum(np.ones(8, np.float32))
+
+
+def test_numpy_call_plumbing_on_a_simulated_gpu(monkeypatch):
+    """The launch path of bulkred.sum on numpy arrays, with the GPU simulated
+    (tests/test_runtime_cpu.py's fake): the module compiled for the GPU's arch, the
+    arrays copied in, one launch of the reduction kernel, the result copied into out."""
+    from test_runtime_cpu import _FakeGpu
+
+    from bulkred_dialect.backend_ptx import device, launch
+
+    g = _FakeGpu()
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
+
+    def fake_launch(stream, config, kern, *args):
+        g.log.append(("launch", kern, config))
+
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: fake_launch)
+    x = np.arange(10, dtype=np.int32)
+    out = np.full(1, -1, np.int32)
+    assert bulkred.sum(x, out=out) is out
+    assert [e[0] for e in g.log] == ["copy in", "copy in", "launch", "sync", "copy out", "copy out", "free", "free"]
+    assert g.log[2][1:] == ("cu:bulkred_sum", ("config", (1, 1, 1), (1, 1, 1)))
+    y = bulkred.max(x)
+    assert isinstance(y, np.ndarray) and y.shape == (1,) and y.dtype == np.int32
