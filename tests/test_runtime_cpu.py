@@ -419,12 +419,32 @@ def test_contract_attributes_are_validated(attrs, message):
     assert message in str(e.value) and "<input>:2:1" in str(e.value)
 
 
-def test_workspace_needs_a_last_array_parameter():
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ("%n: i32", "needs a last parameter for the workspace buffer (memref<8xi8, #bulkred.scope<global>> or !ptx.ptr<global>), got scalar i32"),
+        ("%a: memref<8xf32, #bulkred.scope<global>>", "got array of f32, shape (8,)"),
+        ("%ws: memref<4xi8, #bulkred.scope<global>>", "'bulkred.workspace' is 8 bytes but the workspace parameter 'ws' has 4"),
+    ],
+)
+def test_workspace_needs_a_last_byte_buffer_parameter(params, message):
+    """At level 2 the workspace is a memref<Nxi8> in global memory, at level 3 a !ptx.ptr<global>;
+    a tile-level kernel's own last parameter is never taken for it."""
     from bulkred_dialect.diagnostics import LocatedError
 
-    text = 'func.func @k(%n: i32) attributes {bulkred.workspace = 8 : i64} {\n  ptx.ret\n}\n'
-    with pytest.raises(LocatedError, match="'bulkred.workspace' needs a last parameter for the workspace buffer .* got scalar i32"):
+    text = f"func.func @k({params}) attributes {{bulkred.workspace = 8 : i64}} {{\n  func.return\n}}\n"
+    with pytest.raises(LocatedError) as e:
         runtime.signatures_of_module(runtime.parse(text))
+    assert message in str(e.value)
+
+
+def test_level_2_workspace_parameter():
+    text = (
+        "func.func @k(%a: memref<8xf32, #bulkred.scope<global>>, %ws: memref<16xi8, #bulkred.scope<global>>) "
+        "attributes {bulkred.workspace = 16 : i64, bulkred.zero_init = [0]} {\n  func.return\n}\n"
+    )
+    s = runtime.signatures_of_module(runtime.parse(text))["k"]
+    assert s.params == (Param("a", "array", "f32", (8,)),) and (s.workspace, s.zero_init) == (16, (0,))
 
 
 def test_signature_of_checks_the_contract():

@@ -365,11 +365,21 @@ def signature_of_func(func: Any) -> KernelSignature:
     name = func.sym_name.data
     workspace, zero_init = _workspace_of(func), _zero_init_of(func)
     if WORKSPACE_ATTR in func.attributes:
-        if not params or params[-1].kind != "array":
+        last = params[-1] if params else None
+        is_bytes = last is not None and last.dtype == "i8" and last.shape is not None and len(last.shape) == 1
+        untyped = last is not None and last.kind == "array" and last.dtype is None
+        if not (is_bytes or untyped):
             raise LocatedError(
                 func,
                 f"'{WORKSPACE_ATTR}' needs a last parameter for the workspace buffer "
-                f"(a global memref or !ptx.ptr<global>), got {params[-1].describe() if params else 'no parameters'}",
+                f"(memref<{workspace}xi8, #bulkred.scope<global>> or !ptx.ptr<global>), "
+                f"got {last.describe() if last else 'no parameters'}",
+            )
+        if is_bytes and last.shape[0] is not None and last.shape[0] < workspace:  # type: ignore[union-attr,index]
+            raise LocatedError(
+                func,
+                f"'{WORKSPACE_ATTR}' is {workspace} bytes but the workspace parameter "
+                f"'{last.name}' has {last.shape[0]}",  # type: ignore[union-attr,index]
             )
         params.pop()
     sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init)
