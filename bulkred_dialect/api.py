@@ -171,7 +171,13 @@ def _shape_dtype(x: Any, kind: str) -> tuple[tuple[int, ...], str]:
         )
     from cuda.core.utils import StridedMemoryView
 
-    v = StridedMemoryView.from_any_interface(x, None)
+    try:
+        v = StridedMemoryView.from_any_interface(x, None)
+    except Exception as e:
+        raise ReductionError(
+            f"bulkred.{_fn(kind)}: cannot view the {type(x).__name__} through DLPack or the CUDA Array "
+            f"Interface ({type(e).__name__}: {e})"
+        ) from None
     return tuple(v.shape), _dtype_name(v)
 
 
