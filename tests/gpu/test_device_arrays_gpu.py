@@ -33,9 +33,13 @@ def _cupy():
     return cupy
 
 
+def acc_ptx() -> str:
+    return ACC_PTX.replace(".target sm_90a", f".target {runtime.current_arch()}")
+
+
 def acc():
     """out[i] = inp[i] (out zero-filled by the runtime, plus the workspace, which must be zero)."""
-    return runtime.compile_ptx(ACC_PTX, runtime.current_arch(), [ACC_SIG]).kernel("acc")
+    return runtime.compile_ptx(acc_ptx(), runtime.current_arch(), [ACC_SIG]).kernel("acc")
 
 
 # region torch
@@ -161,7 +165,7 @@ def test_cuda_core_buffer_with_explicit_stream(rng):
     from cuda.core import Device
 
     g = runtime.gpu()
-    mod = runtime.compile_ptx(ACC_PTX, g.arch)  # no signature: no workspace given by the runtime
+    mod = runtime.compile_ptx(acc_ptx(), g.arch)  # no signature: no workspace given by the runtime
     dev = Device(g.device.device_id)
     s = dev.create_stream()
     bufs = [dev.allocate(256, stream=s) for _ in range(3)]
