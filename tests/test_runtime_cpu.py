@@ -362,8 +362,8 @@ def test_stream_handles():
     assert stream_handle(SimpleNamespace(ptr=0x20)) == 0x20  # cupy stream
     with pytest.raises(runtime.LaunchConfigError, match="'stream' must be a CUDA stream .* got str"):
         stream_handle("s")
-    assert caller_stream([np.zeros(2)], None) is None
-    assert caller_stream([np.zeros(2)], Proto()) == 0x77
+    assert caller_stream([np.zeros(2)], None) == (None, "runtime")
+    assert caller_stream([np.zeros(2)], Proto()) == (0x77, "stream")
 
 
 # endregion
@@ -419,12 +419,32 @@ def test_contract_attributes_are_validated(attrs, message):
     assert message in str(e.value) and "<input>:2:1" in str(e.value)
 
 
-def test_workspace_needs_a_last_array_parameter():
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ("%n: i32", "needs a last parameter for the workspace buffer (memref<8xi8, #bulkred.scope<global>> or !ptx.ptr<global>), got scalar i32"),
+        ("%a: memref<8xf32, #bulkred.scope<global>>", "got array of f32, shape (8,)"),
+        ("%ws: memref<4xi8, #bulkred.scope<global>>", "'bulkred.workspace' is 8 bytes but the workspace parameter 'ws' has 4"),
+    ],
+)
+def test_workspace_needs_a_last_byte_buffer_parameter(params, message):
+    """At level 2 the workspace is a memref<Nxi8> in global memory, at level 3 a !ptx.ptr<global>;
+    a tile-level kernel's own last parameter is never taken for it."""
     from bulkred_dialect.diagnostics import LocatedError
 
-    text = 'func.func @k(%n: i32) attributes {bulkred.workspace = 8 : i64} {\n  ptx.ret\n}\n'
-    with pytest.raises(LocatedError, match="'bulkred.workspace' needs a last parameter for the workspace buffer .* got scalar i32"):
+    text = f"func.func @k({params}) attributes {{bulkred.workspace = 8 : i64}} {{\n  func.return\n}}\n"
+    with pytest.raises(LocatedError) as e:
         runtime.signatures_of_module(runtime.parse(text))
+    assert message in str(e.value)
+
+
+def test_level_2_workspace_parameter():
+    text = (
+        "func.func @k(%a: memref<8xf32, #bulkred.scope<global>>, %ws: memref<16xi8, #bulkred.scope<global>>) "
+        "attributes {bulkred.workspace = 16 : i64, bulkred.zero_init = [0]} {\n  func.return\n}\n"
+    )
+    s = runtime.signatures_of_module(runtime.parse(text))["k"]
+    assert s.params == (Param("a", "array", "f32", (8,)),) and (s.workspace, s.zero_init) == (16, (0,))
 
 
 def test_signature_of_checks_the_contract():
@@ -466,3 +486,163 @@ def test_the_contract_test_kernel_assembles():
 
 
 # endregion
+
+
+# region The launch path on a simulated GPU (what is passed, zeroed, waited for)
+
+
+class _FakeDeviceArray:
+    """A device array as the runtime sees it through a StridedMemoryView."""
+
+    def __init__(self, ptr, shape, dtype="int32", strides=None, device_id=0):
+        self.view = _view(shape, dtype, strides, device_id, ptr=ptr)
+
+    @property
+    def __cuda_array_interface__(self):  # only its presence matters here
+        return {}
+
+
+class _FakeGpu:
+    def __init__(self):
+        from types import SimpleNamespace
+
+        self.device = SimpleNamespace(device_id=0)
+        self.stream = SimpleNamespace(handle=0x5, name="runtime")
+        self.broken = None
+        self.log: list[tuple] = []
+        self._next = 0x9000
+
+    def ensure_usable(self):
+        pass
+
+    def stream_for(self, handle):
+        from types import SimpleNamespace
+
+        return self.stream if handle is None else SimpleNamespace(handle=handle, name=f"caller {handle:#x}")
+
+    def memset_async(self, ptr, nbytes, stream):
+        self.log.append(("memset", ptr, nbytes, stream.name))
+
+    def _buf(self, n):
+        from types import SimpleNamespace
+
+        self._next += 0x1000
+        log = self.log
+        return SimpleNamespace(handle=self._next, close=lambda s, h=self._next: log.append(("free", h)))
+
+    def zeroed(self, n):
+        b = self._buf(n)
+        self.log.append(("zeroed workspace", b.handle, n))
+        return b
+
+    def alloc_ready(self, n):
+        return self._buf(n)
+
+    def to_device(self, a):
+        b = self._buf(a.nbytes)
+        self.log.append(("copy in", b.handle))
+        return b
+
+    def to_host(self, b, a):
+        self.log.append(("copy out", b.handle))
+        return a
+
+    def sync(self, what, timeout_s=None, stream=None):
+        self.log.append(("sync", (stream or self.stream).name))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    from bulkred_dialect.backend_ptx import arrays
+
+    g = _FakeGpu()
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(launch, "view_of", lambda a, handle, where: g.log.append(("view", handle)) or a.view)
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
+
+    def fake_launch(stream, config, kern, *args):
+        g.log.append(("launch", stream.name, kern, args))
+
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: fake_launch)
+    assert arrays.is_device_array_like(_FakeDeviceArray(1, (64,)))
+    return g
+
+
+def test_device_arrays_are_passed_by_pointer_with_workspace_and_zero_init(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    out, inp = _FakeDeviceArray(0x1000, (64,)), _FakeDeviceArray(0x2000, (64,))
+    got = k(out, inp)
+    assert got[0] is out and got[1] is inp
+    (ws,) = [e for e in fake_gpu.log if e[0] == "zeroed workspace"]
+    assert ws[2] == 256
+    assert [e[0] for e in fake_gpu.log] == ["view", "view", "memset", "zeroed workspace", "launch"]
+    assert fake_gpu.log[2] == ("memset", 0x1000, 256, "runtime")  # zero_init [0]: out, on the launch stream
+    _, stream, kern, kargs = fake_gpu.log[4]
+    assert (stream, kern, kargs[:2], kargs[2].handle) == ("runtime", "cu:acc", (0x1000, 0x2000), ws[1])  # workspace last
+    fake_gpu.log.clear()
+    k(out, inp, stream=0x77, sync=True)  # the same workspace, zeroed once
+    assert [e[0] for e in fake_gpu.log] == ["view", "view", "memset", "launch", "sync"]
+    assert fake_gpu.log[0] == ("view", 0x77) and fake_gpu.log[-1] == ("sync", "caller 0x77")
+    assert fake_gpu.log[3][1] == "caller 0x77" and fake_gpu.log[3][3][2].handle == ws[1]
+
+
+def test_numpy_zero_init_allocates_instead_of_copying_in(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    k(np.full(64, 7, np.int32), np.arange(64, dtype=np.int32))
+    kinds = [e[0] for e in fake_gpu.log]
+    assert kinds == ["memset", "copy in", "zeroed workspace", "launch", "sync", "copy out", "copy out", "free", "free"]
+    assert fake_gpu.log[0][1:3] == (fake_gpu.log[3][3][0].handle, 256)  # out's device copy is zeroed
+
+
+def test_device_array_errors_come_before_any_launch(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    good = _FakeDeviceArray(0x1000, (64,))
+    for bad, message in [
+        (_FakeDeviceArray(0x2000, (64,), strides=(2,)), "param 'inp': expected a contiguous row-major array"),
+        (_FakeDeviceArray(0x2000, (64,), device_id=1), "param 'inp': expected an array on cuda:0 (the GPU the kernel runs on), got one on cuda:1"),
+        (_FakeDeviceArray(0x2000, (64,), dtype="float32"), "param 'inp': expected dtype int32 or uint32 (i32), got float32"),
+    ]:
+        with pytest.raises(SignatureError) as e:
+            k(good, bad)
+        assert message in str(e.value)
+    assert not any(e[0] in ("launch", "memset", "zeroed workspace") for e in fake_gpu.log)
+
+
+# endregion
+
+
+def test_torch_tensors_are_checked_from_their_attributes():
+    """check_torch_tensor, on an object with a torch tensor's attributes: the same
+    checks and messages as check_device_array."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx.arrays import check_torch_tensor
+
+    def tensor(shape=(64,), dtype="int32", stride=None, cuda=True, index=0):
+        st = stride or tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        return SimpleNamespace(
+            is_cuda=cuda,
+            device=SimpleNamespace(index=index if cuda else None, type="cuda" if cuda else "cpu"),
+            dtype=f"torch.{dtype}",
+            shape=shape,
+            is_contiguous=lambda: st == tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape))),
+            stride=lambda: st,
+            data_ptr=lambda: 0xABC,
+            numel=lambda: int(np.prod(shape)),
+            element_size=lambda: np.dtype(dtype).itemsize,
+        )
+
+    p = Param("inp", "array", "i32", (64,))
+    w = "kernel 'acc' param 'inp'"
+    assert check_torch_tensor(w, p, tensor(), 0) == (0xABC, 256)
+    for t, message in [
+        (tensor(cuda=False), "expected an array on cuda:0 (the GPU the kernel runs on), got one on the host (cpu)"),
+        (tensor(index=1), "got one on cuda:1"),
+        (tensor(dtype="float32"), "expected dtype int32 or uint32 (i32), got float32"),
+        (tensor(shape=(8, 8)), "expected shape (64,), got (8, 8)"),
+        (tensor(stride=(2,)), "expected a contiguous row-major array, got strides (2,) (in elements) for shape (64,)"),
+    ]:
+        with pytest.raises(SignatureError) as e:
+            check_torch_tensor(w, p, t, 0)
+        assert str(e.value).startswith(w) and message in str(e.value)

@@ -99,6 +99,36 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int) -> tuple
     return int(view.ptr), math.prod(shape) * itemsize
 
 
+def check_torch_tensor(where: str, p: Param, t: Any, device_id: int) -> tuple[int, int]:
+    """:func:`check_device_array` for a torch tensor, read from the tensor's own
+    attributes: the same checks and messages, a few microseconds less per argument
+    than a ``StridedMemoryView`` (the call's cost matters for small kernels). The
+    launch is on torch's current stream, so no stream ordering is needed."""
+    if not t.is_cuda or t.device.index != device_id:
+        on = f"cuda:{t.device.index}" if t.is_cuda else f"the host ({t.device.type})"
+        raise SignatureError(f"{where}: expected an array on cuda:{device_id} (the GPU the kernel runs on), got one on {on}")
+    dtype = str(t.dtype)[6:]  # "torch.float32"
+    if p.dtype is not None and dtype not in _DTYPES[p.dtype][1]:
+        raise SignatureError(f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {dtype}")
+    shape = tuple(t.shape)
+    if p.shape is not None:
+        ok = len(p.shape) == len(shape) and all(d is None or d == s for d, s in zip(p.shape, shape))
+        if not ok:
+            want = tuple("?" if d is None else d for d in p.shape)
+            raise SignatureError(f"{where}: expected shape {want}, got {shape}")
+    if not t.is_contiguous() and not is_c_contiguous(shape, tuple(t.stride())):
+        raise SignatureError(
+            f"{where}: expected a contiguous row-major array, got strides {tuple(t.stride())} (in elements) "
+            f"for shape {shape}; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))"
+        )
+    return t.data_ptr(), t.numel() * t.element_size()
+
+
+def is_torch_tensor(a: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
+
+
 def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Row-major dense, strides in elements; a dimension of size 1 may have any stride."""
     expected = 1
@@ -137,19 +167,20 @@ def stream_handle(stream: Any) -> int:
     )
 
 
-def caller_stream(args: Any, stream: Any) -> int | None:
-    """The handle of the stream to launch on: ``stream`` when given, else the current
-    stream of the first torch tensor's or cupy array's library, else None (the
+def caller_stream(args: Any, stream: Any) -> tuple[int | None, str]:
+    """The handle of the stream to launch on, and where it came from: ``stream`` when
+    given (``"stream"``), else the current stream of the first CUDA torch tensor's
+    device (``"torch"``) or of cupy (``"cupy"``), else ``(None, "runtime")`` (the
     runtime's own stream). torch and cupy are looked up only when already imported."""
     if stream is not None:
-        return stream_handle(stream)
+        return stream_handle(stream), "stream"
     for a in args:
         module = type(a).__module__
         if module.startswith("torch") and "torch" in sys.modules and getattr(a, "is_cuda", False):
-            return int(sys.modules["torch"].cuda.current_stream(a.device).cuda_stream)
+            return int(sys.modules["torch"].cuda.current_stream(a.device).cuda_stream), "torch"
         if module.startswith("cupy") and "cupy" in sys.modules:
-            return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
-    return None
+            return int(sys.modules["cupy"].cuda.get_current_stream().ptr), "cupy"
+    return None, "runtime"
 
 
 # endregion

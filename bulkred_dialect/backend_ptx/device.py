@@ -100,10 +100,15 @@ class Gpu:
             return self.stream
         s = self._streams.get(handle)
         if s is None:
-            from cuda.core import Stream
+            import cuda.core
 
             try:
-                s = Stream.from_handle(handle)
+                if handle in (0, 1):  # torch's default stream is 0; CU_STREAM_LEGACY is 1
+                    s = cuda.core.LEGACY_DEFAULT_STREAM
+                elif handle == 2:  # CU_STREAM_PER_THREAD
+                    s = cuda.core.PER_THREAD_DEFAULT_STREAM
+                else:
+                    s = cuda.core.Stream.from_handle(handle)
             except Exception as e:
                 raise CudaError(f"Stream.from_handle({handle:#x})", type(e).__name__, str(e)) from e
             self._streams[handle] = s
@@ -157,6 +162,12 @@ class Gpu:
 
     def alloc(self, nbytes: int):
         buf = self.device.allocate(max(nbytes, 16), stream=self.stream)
+        return buf
+
+    def alloc_ready(self, nbytes: int):
+        """A device buffer usable on any stream (its stream-ordered allocation done)."""
+        buf = self.alloc(nbytes)
+        self.stream.sync()
         return buf
 
     def to_device(self, host: np.ndarray):

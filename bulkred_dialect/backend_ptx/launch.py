@@ -3,6 +3,7 @@ workspaces) and event timing."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,15 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
-from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.arrays import (
     caller_stream,
     check_array_kind,
     check_device_array,
+    check_torch_tensor,
     is_device_array_like,
+    is_torch_tensor,
     view_of,
 )
+from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,12 +134,12 @@ class Kernel:
         return tuple(Param(f"arg{i}", "array") for i in range(n))
 
     def _check_host(self, args: Sequence[Any]) -> tuple[tuple[Param, ...], list[Any]]:
-        """Check arity, numpy arrays and scalars; leave device arrays for :meth:`_check_device`.
-        Returns the params and the arguments, numpy arrays as contiguous copies."""
+        """Check arity, numpy arrays and scalars (device arrays are checked in
+        :meth:`__call__`, once the GPU and the stream are known). Returns the params and
+        the arguments, numpy arrays as contiguous copies."""
         params = self._params(len(args))
         out: list[Any] = []
         for i, (p, a) in enumerate(zip(params, args)):
-            where = f"kernel '{self.name}' param '{p.name}'"
             if self.signature is None:
                 if is_device_array_like(a):
                     out.append(a)
@@ -153,13 +156,16 @@ class Kernel:
                 out.append(a)
             else:
                 if p.kind == "array":
-                    check_array_kind(where, p, a)
+                    check_array_kind(f"kernel '{self.name}' param '{p.name}'", p, a)
                 out.append(self.signature._check_one(p, a))
         return params, out
 
     def _shape(self, grid, block, cluster, shmem) -> tuple[LaunchShape, int]:
         key = (_key(grid), _key(block), _key(cluster), shmem)
-        hit = self._shapes.get(key)
+        try:
+            hit = self._shapes.get(key)
+        except TypeError:  # an unhashable spelling (a numpy array): not cached
+            key, hit = None, None
         if hit is not None:
             return hit
         shape = resolve_launch(self.signature, grid, block, cluster)
@@ -168,7 +174,7 @@ class Kernel:
         if shmem < 0:
             raise LaunchConfigError(f"'shmem' must be >= 0, got {shmem}")
         hit = (shape, int(shmem))
-        if len(self._shapes) < 64:
+        if key is not None and len(self._shapes) < 64:
             self._shapes[key] = hit
         return hit
 
@@ -195,17 +201,21 @@ class Kernel:
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
-        handle = caller_stream(args, stream)
+        handle, source = caller_stream(args, stream)
         s = g.stream_for(handle)
         # every device array is checked before anything is launched or allocated
         device: dict[int, tuple[int, int]] = {}
         for i, (p, a) in enumerate(zip(params, checked)):
             if p.kind == "array" and is_device_array_like(a):
                 where = f"kernel '{self.name}' param '{p.name}'"
-                view = view_of(a, int(s.handle), where)
-                device[i] = check_device_array(where, p, view, g.device.device_id)
+                if source == "torch" and is_torch_tensor(a):
+                    # on torch's current stream: no ordering to establish
+                    device[i] = check_torch_tensor(where, p, a, g.device.device_id)
+                else:
+                    view = view_of(a, int(s.handle), where)
+                    device[i] = check_device_array(where, p, view, g.device.device_id)
         kern = self.module._cu_kernel(g, self.name)
-        zero = set(self.signature.zero_init) if self.signature is not None else set()
+        zero = self.signature.zero_init if self.signature is not None else ()
         bufs: list[Any] = []
         host_bufs: dict[int, Any] = {}
         try:
@@ -218,8 +228,7 @@ class Kernel:
                     kargs.append(ptr)
                 elif isinstance(a, np.ndarray):
                     if i in zero:
-                        b = g.alloc(a.nbytes)
-                        g.stream.sync()
+                        b = g.alloc_ready(a.nbytes)
                         g.memset_async(int(b.handle), a.nbytes, s)
                     else:
                         b = g.to_device(a)
@@ -246,8 +255,7 @@ class Kernel:
                     b.close(g.stream)
 
     def _launch(self, g: Gpu, kern, shape: LaunchShape, shmem: int, params: list[Any], stream: Any = None) -> None:
-        from cuda.core import launch
-
+        launch = _cuda_launch()
         if shmem > 48 * 1024:
             _set_dynamic_shmem(g, kern, shmem)
         cx, cy, cz = shape.cluster
@@ -317,6 +325,13 @@ class Kernel:
             if g.broken is None:
                 for b in bufs:
                     b.close(g.stream)
+
+
+@functools.cache
+def _cuda_launch() -> Any:
+    from cuda.core import launch
+
+    return launch
 
 
 def _key(v: Any) -> Any:

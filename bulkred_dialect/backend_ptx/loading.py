@@ -1,20 +1,27 @@
 """Compiling and loading: PTX text, level-3 modules and tile-level modules become a
-:class:`CompiledModule` (PTX, cubin, kernel signatures), loaded through cuda.core at
-the first launch."""
+:class:`CompiledModule` (PTX, cubin, kernel signatures), kept in the compile cache
+(:mod:`.cache`) and loaded through cuda.core at the first launch."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import base64
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
+from bulkred_dialect.backend_ptx.cache import CACHE, make_key
 from bulkred_dialect.backend_ptx.device import Gpu, current_arch
 from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError
 from bulkred_dialect.backend_ptx.launch import Kernel
-from bulkred_dialect.backend_ptx.signature import KernelSignature, _merge, signatures_of_module
+from bulkred_dialect.backend_ptx.signature import (
+    KernelSignature,
+    _merge,
+    signature_from_json,
+    signature_to_json,
+    signatures_of_module,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
@@ -105,7 +112,7 @@ class CompiledModule:
             buf = self._workspaces[key] = g.zeroed(nbytes)
         return buf
 
-    def launch(self, name: str, *args: Any, **kw: Any) -> tuple[np.ndarray, ...]:
+    def launch(self, name: str, *args: Any, **kw: Any) -> tuple[Any, ...]:
         """``mod.launch("k", A, B, grid=4, block=64, cluster=2, shmem=0)``: the arrays after the run."""
         return self.kernel(name)(*args, **kw)
 
@@ -143,7 +150,7 @@ def compile_ptx(
 ) -> CompiledModule:
     """Wrap PTX text; with an ``arch`` assemble it now (nvJitLink, no GPU needed),
     raising ``PtxasError`` with ptxas's log when it is rejected. Without ``arch`` the
-    GPU's arch is used at the first launch."""
+    GPU's arch is used at the first launch. The cubin is cached (:mod:`.cache`)."""
     text = ptx.decode() if isinstance(ptx, bytes) else ptx
     sigs: dict[str, KernelSignature] = {}
     if signatures is not None:
@@ -151,10 +158,15 @@ def compile_ptx(
         sigs = {s.name: s for s in items}
     mod = CompiledModule(text, arch, sigs)
     if arch is not None and assemble_now:
-        try:
-            mod.assemble()
-        except AssemblerUnavailable:
-            pass  # the driver JIT loads the PTX instead
+        key = make_key({"what": "cubin", "ptx": text, "arch": arch})
+
+        def build() -> bytes | None:
+            try:
+                return mod.assemble()
+            except AssemblerUnavailable:
+                return None  # the driver JIT loads the PTX instead
+
+        mod.cubin = CACHE.get_or_build(key, build)
     return mod
 
 
@@ -178,15 +190,56 @@ def compile_module(
 ) -> CompiledModule:
     """Print a level-3 (ptx-level) module as PTX for ``target`` (default: the GPU's
     arch, else sm_90a) and assemble it. Signatures come from the module's
-    ``func.func``s unless given (given ones win)."""
+    ``func.func``s unless given (given ones win). Cached by the module's text."""
+    tgt = _target_for(target)
+    given = {n: signature_to_json(s) for n, s in sorted((signatures or {}).items())}
+    key = make_key({"what": "level-3 module", "text": str(module), "target": _arch_name(tgt), "signatures": given})
+    return cached_module(key, lambda: _print_and_assemble(module, tgt, signatures))
+
+
+def _print_and_assemble(module: ModuleOp, tgt: Any, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
     from bulkred_dialect.backend_ptx.printer import print_ptx
 
-    tgt = _target_for(target)
     found = signatures_of_module(module)
     if signatures:
         found.update(signatures)
     ptx = print_ptx(module, tgt)
-    return compile_ptx(ptx, _arch_name(tgt), found)
+    mod = CompiledModule(ptx, _arch_name(tgt), found)
+    try:
+        mod.assemble()
+    except AssemblerUnavailable:
+        pass  # the driver JIT loads the PTX instead
+    return mod
+
+
+def cached_module(key: str, build: Callable[[], CompiledModule]) -> CompiledModule:
+    """The module cached under ``key`` (:mod:`.cache`), else ``build()``, stored when it
+    has a cubin. Each call gives a new :class:`CompiledModule` (loaded at its first launch)."""
+    payload = CACHE.get(key)
+    if payload is not None:
+        return module_from_payload(payload)
+    mod = build()
+    if mod.cubin is not None:
+        CACHE.put(key, module_payload(mod))
+    return mod
+
+
+def module_payload(mod: CompiledModule) -> bytes:
+    """What a cache entry holds: PTX, arch, cubin and signatures."""
+    record = {
+        "ptx": mod.ptx,
+        "arch": mod.arch,
+        "cubin": base64.b64encode(mod.cubin).decode() if mod.cubin is not None else None,
+        "signatures": [signature_to_json(s) for s in mod.signatures.values()],
+    }
+    return json.dumps(record).encode()
+
+
+def module_from_payload(payload: bytes) -> CompiledModule:
+    r = json.loads(payload)
+    sigs = {d["name"]: signature_from_json(d) for d in r["signatures"]}
+    cubin = base64.b64decode(r["cubin"]) if r["cubin"] is not None else None
+    return CompiledModule(r["ptx"], r["arch"], sigs, cubin)
 
 
 def context():
@@ -246,9 +299,19 @@ def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None
 
 def compile_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> CompiledModule:
     """Record each tile-level kernel's signature, lower the module to ptx ops
-    (``bulkred-to-ptx{target=...}``), print the PTX and assemble it. ``module`` is
+    (``bulkred-to-ptx{target=...}``), print the PTX and assemble it.
+
+    Cached by the module's text, the pipeline and the target: on a hit nothing is
+    parsed, lowered or assembled, and ``module`` is left as it is; on a miss it is
     lowered in place (clone it first to keep it)."""
     tgt = _target_for(target)
+    key = make_key(
+        {"what": "tile module", "text": str(module), "target": _arch_name(tgt), "pipeline": pipeline or "bulkred-to-ptx"}
+    )
+    return cached_module(key, lambda: _lower_print_and_assemble(module, tgt, pipeline))
+
+
+def _lower_print_and_assemble(module: ModuleOp, tgt: Any, pipeline: str | None) -> CompiledModule:
     recorded = signatures_of_module(module)
     lower_tile_module(module, tgt, pipeline)
     lowered = signatures_of_module(module)
@@ -257,7 +320,7 @@ def compile_tile_module(module: ModuleOp, target: Any = None, pipeline: str | No
         s = _merge(recorded.get(name), lowered.get(name))
         if s is not None:
             sigs[name] = s
-    return compile_module(module, tgt, sigs)
+    return _print_and_assemble(module, tgt, sigs)
 
 
 # endregion

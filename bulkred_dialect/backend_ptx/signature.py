@@ -226,6 +226,24 @@ class KernelSignature:
         return want(a)
 
 
+def signature_to_json(s: KernelSignature) -> dict[str, Any]:
+    """A JSON-able record of ``s`` (for the compile cache)."""
+    return {
+        "name": s.name,
+        "params": [[p.name, p.kind, p.dtype, None if p.shape is None else list(p.shape)] for p in s.params],
+        "launch": None if s.launch is None else [list(s.launch.grid), list(s.launch.block), list(s.launch.cluster)],
+        "shmem": s.shmem,
+        "workspace": s.workspace,
+        "zero_init": list(s.zero_init),
+    }
+
+
+def signature_from_json(d: dict[str, Any]) -> KernelSignature:
+    params = tuple(Param(n, k, t, None if sh is None else tuple(sh)) for n, k, t, sh in d["params"])
+    launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
+    return KernelSignature(d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]))
+
+
 # endregion
 
 # region Signatures from IR
@@ -343,11 +361,21 @@ def signature_of_func(func: Any) -> KernelSignature:
     name = func.sym_name.data
     workspace, zero_init = _workspace_of(func), _zero_init_of(func)
     if WORKSPACE_ATTR in func.attributes:
-        if not params or params[-1].kind != "array":
+        last = params[-1] if params else None
+        is_bytes = last is not None and last.dtype == "i8" and last.shape is not None and len(last.shape) == 1
+        untyped = last is not None and last.kind == "array" and last.dtype is None
+        if not (is_bytes or untyped):
             raise LocatedError(
                 func,
                 f"'{WORKSPACE_ATTR}' needs a last parameter for the workspace buffer "
-                f"(a global memref or !ptx.ptr<global>), got {params[-1].describe() if params else 'no parameters'}",
+                f"(memref<{workspace}xi8, #bulkred.scope<global>> or !ptx.ptr<global>), "
+                f"got {last.describe() if last else 'no parameters'}",
+            )
+        if is_bytes and last.shape[0] is not None and last.shape[0] < workspace:  # type: ignore[union-attr,index]
+            raise LocatedError(
+                func,
+                f"'{WORKSPACE_ATTR}' is {workspace} bytes but the workspace parameter "
+                f"'{last.name}' has {last.shape[0]}",  # type: ignore[union-attr,index]
             )
         params.pop()
     sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init)

@@ -33,9 +33,13 @@ def _cupy():
     return cupy
 
 
+def acc_ptx() -> str:
+    return ACC_PTX.replace(".target sm_90a", f".target {runtime.current_arch()}")
+
+
 def acc():
     """out[i] = inp[i] (out zero-filled by the runtime, plus the workspace, which must be zero)."""
-    return runtime.compile_ptx(ACC_PTX, runtime.current_arch(), [ACC_SIG]).kernel("acc")
+    return runtime.compile_ptx(acc_ptx(), runtime.current_arch(), [ACC_SIG]).kernel("acc")
 
 
 # region torch
@@ -161,7 +165,7 @@ def test_cuda_core_buffer_with_explicit_stream(rng):
     from cuda.core import Device
 
     g = runtime.gpu()
-    mod = runtime.compile_ptx(ACC_PTX, g.arch)  # no signature: no workspace given by the runtime
+    mod = runtime.compile_ptx(acc_ptx(), g.arch)  # no signature: no workspace given by the runtime
     dev = Device(g.device.device_id)
     s = dev.create_stream()
     bufs = [dev.allocate(256, stream=s) for _ in range(3)]
@@ -202,7 +206,7 @@ def test_numpy_zero_init_and_workspace(rng):
 def test_api_sum_on_torch(rng):
     torch = _torch()
     import bulkred_dialect as bulkred
-    from bulkred_dialect.reference import bits, reduce_local
+    from bulkred_dialect.reference import bits, reduce_local, reduce_sm100_packed
 
     a = rng.standard_normal(1000).astype(np.float32)
     x = torch.tensor(a, device="cuda")
@@ -210,7 +214,9 @@ def test_api_sum_on_torch(rng):
     r = bulkred.sum(x, out=out)
     assert r is out
     torch.cuda.current_stream().synchronize()
-    assert np.array_equal(bits(out.cpu().numpy()), bits(reduce_local("sum", a))), rng
+    packed = bulkred.sum(x, explain=True).endswith("chosen: sm100_packed")
+    want = reduce_sm100_packed("sum", a) if packed else reduce_local("sum", a)
+    assert np.array_equal(bits(out.cpu().numpy()), bits(want)), rng
     y = bulkred.max(x)
     assert isinstance(y, torch.Tensor) and y.shape == (1,) and y.device == x.device
     assert float(y.cpu()[0]) == float(a.max())
