@@ -13,9 +13,11 @@ dispatch and its variants apply), caches it (in memory by kind, shape, dtype, ax
 target, and on disk, see backend_ptx/cache.py) and launches it. The result has the
 shape of the tile-level destination, ``(1,)`` for a whole reduction.
 
-What lowers today: the whole reduction of a vector of up to 4096 elements, by one
-thread. Other shapes and axes give a :class:`ReductionError` until the grid-scope
-lowering lands; :func:`reduction_module` is the one place that changes then.
+The module is one grid-scope ``bulkred.reduce`` (docs/scopes.md): the whole reduction
+(``axis=None``), or over one axis; the dispatch picks the variant (grid_full,
+grid_rows, grid_split_bulk, ...) from the shape, the dtype and the GPU. Types: float32,
+float16, bfloat16 (combined in float32) and int32; others give a :class:`ReductionError`
+with the dispatch's reasons.
 """
 
 from __future__ import annotations
@@ -30,11 +32,8 @@ import numpy as np
 KINDS = {"sum": "sum", "max": "max", "min": "min", "and_": "and", "or_": "or", "xor": "xor"}
 """API function name -> ``bulkred.reduce`` kind."""
 
-MAX_THREAD_LEN = 4096
-"""Longest vector :func:`reduction_module` reduces today (one thread, in registers/local memory)."""
-
-DTYPES = ("float16", "bfloat16", "float32", "float64", "int16", "int32", "int64")
-"""Element types the builder and the variants take (integers are treated as signed)."""
+DTYPES = ("float32", "float16", "bfloat16", "int32")
+"""Element types the grid-scope variants take."""
 
 
 class ReductionError(ValueError):
@@ -42,36 +41,21 @@ class ReductionError(ValueError):
     dispatch's located error where it comes from the lowering)."""
 
 
-# region The module (what lowers today)
+# region The module
 
 
 def reduction_module(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, name: str):
-    """The tile-level module of one reduction: kernel ``name(x, out)``.
-
-    Today: a 1-D whole reduction (``axis`` None or 0) of at most :data:`MAX_THREAD_LEN`
-    elements by one thread (grid [1], block [1]): copy ``x`` to local memory,
-    thread-scope ``bulkred.reduce``, copy the result to ``out`` (shape [1])."""
+    """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
+    grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (every axis when None) into
+    ``out`` (``x``'s shape without that axis, (1,) for a whole reduction)."""
     from bulkred_dialect import builder as T
 
-    if len(shape) != 1 or axis not in (None, 0):
-        raise ReductionError(
-            f"bulkred.{_fn(kind)}: a reduction over axis={axis} of a {len(shape)}-D array of shape {tuple(shape)} "
-            "needs the grid-scope lowering (not available yet); today: whole reductions of 1-D arrays"
-        )
-    (n,) = shape
-    if not 1 <= n <= MAX_THREAD_LEN:
-        raise ReductionError(
-            f"bulkred.{_fn(kind)}: a vector of {n} elements: today's one-thread lowering takes 1 to "
-            f"{MAX_THREAD_LEN} (longer vectors need the grid-scope lowering)"
-        )
-    with T.kernel(name, grid=[1], block=[1], cluster=[1]) as k:
-        x = k.param("x", [n], dtype)
-        out = k.param("out", [1], dtype)
-        x_local = T.alloc_buffer([n], dtype, scope="local", name="x_local")
-        out_local = T.alloc_buffer([1], dtype, scope="local", name="out_local")
-        T.copy(x, x_local)
-        T.reduce(kind, out_local, x_local)
-        T.copy(out_local, out)
+    axes = None if axis is None else [axis]
+    out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
+    with T.kernel(name) as k:
+        x = k.param("x", list(shape), dtype)
+        out = k.param("out", out_shape, dtype)
+        T.reduce(kind, out, x, axes=axes)
     return k.module()
 
 
@@ -134,7 +118,9 @@ def _readable(kind: str, e: Exception) -> ReductionError:
     from bulkred_dialect.diagnostics import LocatedError
 
     if isinstance(e, LocatedError):
-        return ReductionError(f"bulkred.{_fn(kind)}: {e}")
+        first, *rest = str(e).split("\n", 1)
+        more = " (explain=True shows the dispatch table)" if rest else ""
+        return ReductionError(f"bulkred.{_fn(kind)}: {first}{more}")
     return ReductionError(f"bulkred.{_fn(kind)}: {type(e).__name__}: {e}")
 
 
@@ -212,6 +198,8 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
         axis = int(axis) + len(shape) if axis < 0 else int(axis)
     if dtype not in DTYPES:
         raise ReductionError(f"bulkred.{_fn(kind)}: dtype {dtype} is not supported (valid: {', '.join(DTYPES)})")
+    if 0 in shape or not shape:
+        raise ReductionError(f"bulkred.{_fn(kind)}: an array of shape {tuple(shape)} has no elements to reduce")
     if explain:
         return explain_reduction(kind, shape, dtype, axis)
     from bulkred_dialect.backend_ptx.device import current_arch

@@ -40,11 +40,13 @@ def test_api_functions_are_exposed():
     assert bulkred.ReductionError is api.ReductionError
 
 
-def test_reduction_module_is_the_one_thread_reduction():
+def test_reduction_module_is_one_grid_reduction():
     m = api.reduction_module("max", (100,), "float32", None, "k")
     text = str(m)
     assert "func.func @k(%x: memref<100xf32, #bulkred.scope<global>>, %out: memref<1xf32, #bulkred.scope<global>>)" in text
-    assert "bulkred.reduce max thread" in text and "grid = [1], block = [1]" in text
+    assert "bulkred.reduce max grid %x, %out" in text
+    cols = str(api.reduction_module("sum", (6, 7), "float32", 0, "k"))
+    assert "bulkred.reduce sum grid axes [0 : i64] %x, %out : memref<6x7xf32, #bulkred.scope<global>>, memref<7xf32" in cols
 
 
 def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
@@ -69,20 +71,18 @@ def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch
 
 def test_explain_returns_the_dispatch_table():
     t = api.explain_reduction("sum", (64,), "float32", None, "sm_100a")
-    assert t.startswith("dispatch of 'bulkred.reduce'") and "on sm_100a" in t and t.endswith("chosen: sm100_packed")
-    t90 = api.explain_reduction("sum", (64,), "float32", None, "sm_90a")
-    assert "sm_version     FAIL" in t90 and t90.endswith("chosen: local")
-    assert bulkred.min(np.zeros(64, np.int16), explain=True).endswith("chosen: local")
+    assert t.startswith("dispatch of 'bulkred.reduce'") and "on sm_100a" in t and t.endswith("chosen: grid_full")
+    assert api.explain_reduction("sum", (64, 8), "float32", 0, "sm_90a").endswith("chosen: grid_split_bulk")
+    assert api.explain_reduction("max", (64, 8), "float32", 1, "sm_90a").endswith("chosen: grid_rows")
+    assert bulkred.min(np.zeros(64, np.int32), explain=True).endswith("chosen: grid_full_cluster")
 
 
 @pytest.mark.parametrize(
     ("fn", "x", "kw", "message"),
     [
-        ("sum", np.zeros((2, 3), np.float32), {}, "bulkred.sum: a reduction over axis=None of a 2-D array of shape (2, 3) needs the grid-scope lowering"),
-        ("sum", np.zeros((2, 3), np.float32), {"axis": 0}, "bulkred.sum: a reduction over axis=0 of a 2-D array"),
-        ("max", np.zeros(5000, np.float32), {}, "bulkred.max: a vector of 5000 elements: today's one-thread lowering takes 1 to 4096"),
-        ("min", np.zeros(0, np.float32), {}, "bulkred.min: a vector of 0 elements"),
-        ("sum", np.zeros(8, np.uint8), {}, "bulkred.sum: dtype uint8 is not supported (valid: float16, bfloat16, float32, float64, int16, int32, int64)"),
+        ("min", np.zeros(0, np.float32), {}, "bulkred.min: an array of shape (0,) has no elements to reduce"),
+        ("sum", np.zeros(8, np.uint8), {}, "bulkred.sum: dtype uint8 is not supported (valid: float32, float16, bfloat16, int32)"),
+        ("sum", np.zeros(8, np.float64), {}, "bulkred.sum: dtype float64 is not supported (valid: float32, float16, bfloat16, int32)"),
         ("sum", np.zeros(8, np.float32), {"axis": 1}, "bulkred.sum: axis 1 is out of range for a 1-D array"),
         ("sum", np.zeros(8, np.float32), {"axis": "0"}, "bulkred.sum: 'axis' must be an int or None, got '0'"),
         ("sum", [1.0, 2.0], {}, "bulkred.sum: expected a device array (torch, cupy, DLPack or CUDA Array Interface) or a numpy array, got list"),
@@ -98,13 +98,16 @@ def test_readable_errors(fn, x, kw, message):
 
 def test_compile_errors_are_readable_too():
     with pytest.raises(api.ReductionError, match="^bulkred.or_: .*api.py:\\d+:\\d+: error: 'bulkred.reduce' 'kind' or needs an integer element type"):
-        api.compile_reduction("or", (8,), "float64", None, "sm_90a")
+        api.compile_reduction("or", (8,), "float32", None, "sm_90a")
+    # no grid variant for a type the verifier takes: the dispatch's reason, one line
+    with pytest.raises(api.ReductionError, match="^bulkred.sum: .*no lowering variant applies on sm_90a \\(explain=True shows the dispatch table\\)$"):
+        api.compile_reduction("sum", (8,), "float64", None, "sm_90a")
 
 
 def test_axis_of_a_vector(monkeypatch):
     monkeypatch.setattr(api, "compile_reduction", lambda *a: pytest.fail("compiled"))
     for axis in (None, 0, -1):
-        assert "chosen: local" in bulkred.sum(np.zeros(8, np.int32), axis=axis, explain=True)
+        assert "chosen: grid_full_cluster" in bulkred.sum(np.zeros(8, np.int32), axis=axis, explain=True)
 
 
 def test_no_gpu_names_the_reason():
@@ -136,7 +139,8 @@ def test_numpy_call_plumbing_on_a_simulated_gpu(monkeypatch):
     x = np.arange(10, dtype=np.int32)
     out = np.full(1, -1, np.int32)
     assert bulkred.sum(x, out=out) is out
-    assert [e[0] for e in g.log] == ["copy in", "copy in", "launch", "sync", "copy out", "copy out", "free", "free"]
-    assert g.log[2][1:] == ("cu:bulkred_sum", ("config", (1, 1, 1), (1, 1, 1)))
+    # the grid_full_cluster kernel: its workspace is made once, zero-filled, and kept
+    assert [e[0] for e in g.log] == ["copy in", "copy in", "zeroed workspace", "launch", "sync", "copy out", "copy out", "free", "free"]
+    assert g.log[3][1:] == ("cu:bulkred_sum", ("config", (2, 1, 1), (512, 1, 1)))
     y = bulkred.max(x)
     assert isinstance(y, np.ndarray) and y.shape == (1,) and y.dtype == np.int32
