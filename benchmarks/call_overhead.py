@@ -75,7 +75,8 @@ def per_launch_us(fn, sync, calls: int) -> float:
 
 
 def first_call(cache_dir: str) -> dict:
-    env = {**os.environ, "BULKRED_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "BULKRED_CACHE_DIR": cache_dir, "PYTHONPATH": path}
     r = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise SystemExit(f"first-call subprocess failed:\n{r.stderr}")
