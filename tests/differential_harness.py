@@ -71,7 +71,7 @@ PTX_VERSIONS: tuple[tuple[int, int], ...] = (
 )
 
 # Modules of the ptx package that hold no instructions.
-_NOT_OP_MODULES = {"base"}
+_NOT_OP_MODULES = {"base", "addresses"}
 
 
 # region Collecting cases

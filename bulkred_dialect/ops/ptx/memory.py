@@ -44,6 +44,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -61,6 +62,7 @@ from bulkred_dialect.ops.ptx.base import (
     i16,
     i32,
     i64,
+    constant_int,
     mnemonic,
     register_class,
 )
@@ -317,7 +319,7 @@ class LdParamOp(PtxInstruction):
 
 
 @irdl_op_definition
-class CvtaToGlobalOp(PtxInstruction):
+class CvtaToGlobalOp(PtxInstruction, AddressOf):
     """Convert a generic address (a kernel's pointer parameter) to a global one.
 
     PTX: ``cvta.to.global.u64 d, a;``
@@ -347,12 +349,15 @@ class CvtaToGlobalOp(PtxInstruction):
     def ptx_mnemonic(self) -> str:
         return "cvta.to.global.u64"
 
+    def address_source(self) -> tuple[SSAValue, int]:
+        return self.src, 0
+
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.src)]
 
 
 @irdl_op_definition
-class PtrAddOp(PtxInstruction):
+class PtrAddOp(PtxInstruction, AddressOf):
     """Offset an address by a byte count (PTX has no pointer type: an integer add on the
     address register).
 
@@ -391,6 +396,9 @@ class PtrAddOp(PtxInstruction):
         assert isinstance(self.base.type, PtrType)
         return f"add.u{self.base.type.bits}"
 
+    def address_source(self) -> tuple[SSAValue, int | None]:
+        return self.base, constant_int(self.offset)
+
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.base), reg(self.offset)]
 
@@ -421,7 +429,7 @@ _DECL_SPACES = (StateSpace.SHARED_CTA, StateSpace.LOCAL)
 
 
 @irdl_op_definition
-class AllocOp(PtxInstruction):
+class AllocOp(PtxInstruction, ArrayDeclaration):
     """Declare a byte array in ``.shared`` or ``.local`` memory (what ``memref.alloca``
     of shared or local scope becomes); ``ptx.mov.addr`` takes its address.
 
@@ -455,6 +463,15 @@ class AllocOp(PtxInstruction):
     @property
     def symbol(self) -> str:
         return self.sym_name.string_value()
+
+    def array_name(self) -> str:
+        return self.symbol
+
+    def array_size(self) -> int:
+        return self.size.value.data
+
+    def array_alignment(self) -> int:
+        return self.alignment.value.data
 
     def verify_(self) -> None:
         if self.size.value.data < 1:
@@ -536,7 +553,7 @@ def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[Allo
 
 
 @irdl_op_definition
-class MovAddrOp(PtxInstruction):
+class MovAddrOp(PtxInstruction, AddressOf):
     """The address of a ``ptx.alloc`` array, in its state space's window.
 
     PTX: ``mov.u32 d, name;`` (shared, 32-bit) or ``mov.u64 d, name;`` (local).
@@ -573,6 +590,9 @@ class MovAddrOp(PtxInstruction):
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), self.symbol.string_value()]
+
+    def address_source(self) -> tuple[AllocOp | None, int]:
+        return find_alloc(self, self.symbol.string_value()), 0
 
 
 def float_immediate(value: float, t: Attribute) -> str:
@@ -679,7 +699,7 @@ def copy_mnemonic(t: Attribute) -> str:
 
 
 @irdl_op_definition
-class MovOp(PtxInstruction):
+class MovOp(PtxInstruction, AddressOf):
     """Copy a register, possibly between IR types of one width (``i32`` to
     ``!ptx.ptr<shared::cta>``, ``!ptx.ptr<shared::cta>`` to ``!ptx.ptr<shared::cluster>``:
     a CTA's own shared address is also its shared::cluster address).
@@ -715,6 +735,10 @@ class MovOp(PtxInstruction):
 
     def ptx_mnemonic(self) -> str:
         return copy_mnemonic(self.result.type)
+
+    def address_source(self) -> tuple[SSAValue, int]:
+        # a register copy: the same address (e.g. a CTA's shared::cta one as shared::cluster)
+        return self.src, 0
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.src)]

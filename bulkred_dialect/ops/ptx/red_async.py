@@ -32,6 +32,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -39,7 +40,6 @@ from bulkred_dialect.ops.ptx.base import (
     RegisterNamer,
     StateSpace,
     addr,
-    check_aligned,
     i32,
     i64,
     mnemonic,
