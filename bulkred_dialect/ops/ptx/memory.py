@@ -427,6 +427,21 @@ class AllocSpaceAttr(EnumAttribute[AllocSpace], SpacedOpaqueSyntaxAttribute):
 
 _DECL_SPACES = (StateSpace.SHARED_CTA, StateSpace.LOCAL)
 
+# The largest `.align` of an array declaration that ptxas (nvJitLink 13.5) assembles, used
+# or not, in .shared and .local: from 2**24 an unused .local array crashes ptxas
+# (segmentation fault), 2**30 on a .shared array does not finish, and 2**32 is "Constant
+# overflow". docs/differential.md, "Array declarations".
+MAX_ALIGN = 1 << 23
+
+# The most bytes one array may have: a thread's local memory is at most 512 KiB (CUDA
+# Programming Guide, "Technical Specifications per Compute Capability"; ptxas does not
+# check it); a .shared array at most what the largest target allows (see
+# max_static_shared for the per-target check of all arrays of a kernel).
+MAX_ARRAY_BYTES: dict[AllocSpace, int] = {
+    AllocSpace.LOCAL: 512 * 1024,
+    AllocSpace.SHARED: 232448,
+}
+
 
 @irdl_op_definition
 class AllocOp(PtxInstruction, ArrayDeclaration):
@@ -474,11 +489,19 @@ class AllocOp(PtxInstruction, ArrayDeclaration):
         return self.alignment.value.data
 
     def verify_(self) -> None:
-        if self.size.value.data < 1:
-            raise VerifyException(f"'size' must be at least 1 byte, got {self.size.value.data}")
+        size = self.size.value.data
+        if size < 1:
+            raise VerifyException(f"'size' must be at least 1 byte, got {size}")
+        limit = MAX_ARRAY_BYTES[self.space.data]
+        if size > limit:
+            raise VerifyException(
+                f"'size' of a .{self.space.data} array must be at most {limit} bytes, got {size}"
+            )
         a = self.alignment.value.data
         if a < 1 or a & (a - 1):
             raise VerifyException(f"'align' must be a power of two, got {a}")
+        if a > MAX_ALIGN:
+            raise VerifyException(f"'align' must be at most {MAX_ALIGN}, got {a}")
         # a second declaration of a name in one kernel is a ptxas error ("Duplicate
         # definition"); report it on the later one
         kernel = _kernel_of(self)
