@@ -8,12 +8,7 @@ import pytest
 from bulkred_dialect import cli
 from bulkred_dialect.backend_ptx import printer
 from bulkred_dialect.backend_ptx.assemble import AssemblerCrashed, PtxasError, assemble
-from bulkred_dialect.ops.ptx.memory import (
-    _STATIC_SHARED_ARCH,
-    MAX_ALIGN,
-    MAX_ARRAY_BYTES,
-    AllocSpace,
-)
+from bulkred_dialect.ops.ptx.memory import MAX_ALIGN
 
 
 def decl_ptx(space: str, align: int, size: int = 16, *, used: bool = False) -> str:
@@ -55,10 +50,6 @@ def test_max_align_is_the_largest_ptxas_survives():
             assemble(decl_ptx(space, MAX_ALIGN, used=used), "sm_90a")
     with pytest.raises(AssemblerCrashed):
         assemble(decl_ptx("local", 2 * MAX_ALIGN), "sm_90a", isolated=True)
-
-
-def test_max_shared_array_is_the_largest_target_limit():
-    assert MAX_ARRAY_BYTES[AllocSpace.SHARED] == max(_STATIC_SHARED_ARCH.values())
 
 
 def test_cli_assembles_in_a_child_and_reports_a_crash(tmp_path, capsys, monkeypatch):

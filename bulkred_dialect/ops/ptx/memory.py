@@ -433,14 +433,10 @@ _DECL_SPACES = (StateSpace.SHARED_CTA, StateSpace.LOCAL)
 # overflow". docs/differential.md, "Array declarations".
 MAX_ALIGN = 1 << 23
 
-# The most bytes one array may have: a thread's local memory is at most 512 KiB (CUDA
-# Programming Guide, "Technical Specifications per Compute Capability"; ptxas does not
-# check it); a .shared array at most what the largest target allows (see
-# max_static_shared for the per-target check of all arrays of a kernel).
-MAX_ARRAY_BYTES: dict[AllocSpace, int] = {
-    AllocSpace.LOCAL: 512 * 1024,
-    AllocSpace.SHARED: 232448,
-}
+# The most bytes of a .local array: a thread's local memory is at most 512 KiB (CUDA
+# Programming Guide, "Technical Specifications per Compute Capability"), which ptxas does
+# not check. .shared arrays: max_static_shared, per target, for all arrays of a kernel.
+MAX_LOCAL_BYTES = 512 * 1024
 
 
 @irdl_op_definition
@@ -492,10 +488,9 @@ class AllocOp(PtxInstruction, ArrayDeclaration):
         size = self.size.value.data
         if size < 1:
             raise VerifyException(f"'size' must be at least 1 byte, got {size}")
-        limit = MAX_ARRAY_BYTES[self.space.data]
-        if size > limit:
+        if self.space.data == AllocSpace.LOCAL and size > MAX_LOCAL_BYTES:
             raise VerifyException(
-                f"'size' of a .{self.space.data} array must be at most {limit} bytes, got {size}"
+                f"'size' of a .local array must be at most {MAX_LOCAL_BYTES} bytes, got {size}"
             )
         a = self.alignment.value.data
         if a < 1 or a & (a - 1):

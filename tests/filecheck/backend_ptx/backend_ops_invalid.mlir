@@ -117,14 +117,6 @@ func.func @alloc_local_too_large() {
 
 // -----
 
-func.func @alloc_shared_too_large() {
-  // CHECK: error: 'ptx.alloc' 'size' of a .shared array must be at most 232448 bytes, got 9223372036854775807
-  ptx.alloc shared @big size 9223372036854775807 align 16
-  func.return
-}
-
-// -----
-
 // Two declarations of one name in a kernel (ptxas: "Duplicate definition"): the second
 // is the error, in another space too.
 func.func @alloc_duplicate() {
