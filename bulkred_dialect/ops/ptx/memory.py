@@ -536,9 +536,12 @@ def find_alloc(op: PtxInstruction, symbol: str) -> AllocOp | None:
 
 # The most bytes of static .shared arrays one kernel may declare, as ptxas (nvJitLink
 # 13) enforces it: the architecture-specific targets of sm_90/sm_100 lift the 48 KiB of
-# the portable ones to the whole 227 KiB a CTA can have; sm_120a to 99 KiB.
+# the portable ones to the whole 227 KiB a CTA can have (sm_90a, sm_100a, sm_103a,
+# sm_110a); sm_120a and sm_121a to 99 KiB.
 _STATIC_SHARED_PORTABLE = 48 * 1024
-_STATIC_SHARED_ARCH: dict[int, int] = {90: 232448, 100: 232448, 101: 232448, 103: 232448, 120: 101376}
+_STATIC_SHARED_ARCH: dict[int, int] = {
+    90: 232448, 100: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376
+}
 
 
 def max_static_shared(target: Target) -> int:
