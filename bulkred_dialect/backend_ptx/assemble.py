@@ -9,7 +9,8 @@ end, and in-process that ends the caller's process. ``assemble(..., isolated=Tru
 runs nvJitLink in a child Python process instead: a crash or a time-out becomes
 :class:`AssemblerCrashed` (a :class:`PtxasError`). ``bulkred-opt -t 'ptx{assemble=true}'``
 assembles that way; in-process stays the default for the library, whose callers assemble
-PTX printed from verified IR (the child costs about 0.1 s more per module: docs/differential.md).
+PTX printed from verified IR (the child costs a Python start-up and an import of
+cuda.bindings per module: docs/differential.md, "Assembling in a child process").
 """
 
 from __future__ import annotations
