@@ -22,6 +22,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,9 @@ def run_one(text: str, args: tuple[str, ...], path: Path, limit_s: float) -> tup
         status = "timeout"
     except SystemExit as e:  # argparse
         status = e.code if isinstance(e.code, int) else 1
+    except Exception as e:  # cli.main must report, never raise
+        status = f"raised {type(e).__name__}"
+        err.write("".join(traceback.format_exception(e)))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
