@@ -26,6 +26,17 @@ func.func @store_into_rank0(%m: memref<f32>, %i: index, %v: f32) {
   func.return
 }
 
+// -----
+
+// scf.for's verifier raises a bare Exception too: its own words, located.
+// CHECK: upstream_verifier_errors.mlir:[[# @LINE + 2]]:3: error: 'scf.for' scf.yield expected 1 args, but got 0
+func.func @for_yields_nothing(%n: index, %f: f32) {
+  %r = scf.for %i = %n to %n step %n iter_args(%x = %f) -> (f32) {
+    scf.yield
+  }
+  func.return
+}
+
 // CHECK-NOT: internal error
 // EXIT-NOT: internal error
 // EXIT-NOT: Traceback
