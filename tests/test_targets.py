@@ -7,6 +7,7 @@ import pytest
 
 from bulkred_dialect import cli
 from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
+from bulkred_dialect.ops.ptx.memory import max_static_shared
 from bulkred_dialect.ops.target import KNOWN_TARGETS, Target, TargetError
 from differential_harness import DOC, PTX_VERSIONS
 
@@ -58,3 +59,19 @@ def test_seed_lowers_and_assembles_for_every_target(name, capsys):
     ptx = capsys.readouterr().out
     assert f".target {name}\n" in ptx
     assert len(assemble(ptx, name)) > 0
+
+
+def shared_kernel(target: str, nbytes: int) -> str:
+    return (
+        f".version 9.0\n.target {target}\n.address_size 64\n.visible .entry k()\n{{\n"
+        f"\t.shared .align 16 .b8 buf[{nbytes}];\n\t.reg .b32 %r<2>;\n\tmov.u32 %r1, buf;\n"
+        "\tst.shared.u32 [%r1], 1;\n\tret;\n}\n"
+    )
+
+
+@pytest.mark.parametrize("name", KNOWN_TARGETS)
+def test_static_shared_limit_of_every_target(name):
+    limit = max_static_shared(Target.parse(name))
+    assert ptxas_accepts(shared_kernel(name, limit), name)[0]
+    ok, log = ptxas_accepts(shared_kernel(name, limit + 16), name)
+    assert not ok and "too much shared data" in log
