@@ -6,7 +6,8 @@ Seeds are the chunks (split at ``// -----``) of ``examples/*.mlir`` and the lit 
 ``assemble=true`` dropped: assembling costs a child process per run). A mutant applies one
 to three edits to a seed: a number replaced by an extreme (0, -1, 2**31, 2**63, ...), a
 token replaced by another token of the corpus, a token or a line deleted, a line
-duplicated, two lines swapped. bulkred-opt runs in-process.
+duplicated, two lines swapped, an operand of a list dropped or repeated, a dimension of a
+shaped type dropped or repeated. bulkred-opt runs in-process.
 
     python3 tests/mutation_fuzz.py [--count N] [--seed S]   # prints each failure
 """
@@ -37,6 +38,8 @@ EXTREMES = ("0", "-1", "1", "3", "2147483647", "2147483648", "4294967296", "9223
 _TOKEN = re.compile(r"%[\w.$]+|@[\w.$]+|#[\w.]+|![\w.]+|\"[^\"\n]*\"|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|[A-Za-z_][\w.]*|->|::|[^\s\w]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$")
 _SPLIT = re.compile(r"(?m)^// -----[ \t\r]*$")
+_LIST_ITEM = re.compile(r",\s*%[\w.$]+")
+_DIM = re.compile(r"(?<=[<x])\d+x")
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,31 @@ def mutate(text: str, rng: random.Random, vocabulary: list[str]) -> tuple[str, l
     edits: list[str] = []
     for _ in range(rng.randint(1, 3)):
         lines = text.splitlines()
-        kind = rng.choice(("number", "number", "token", "token", "delete-token", "delete-line", "dup-line", "swap"))
+        kind = rng.choice(
+            ("number", "number", "token", "token", "delete-token", "delete-line", "dup-line", "swap",
+             "list", "list", "dims")
+        )
         tokens = list(_TOKEN.finditer(text))
+        if kind == "list":
+            # one operand more or fewer in a list: `[%i, %j]` -> `[%i]` or `[%i, %j, %j]`
+            items = list(_LIST_ITEM.finditer(text))
+            if items:
+                t = rng.choice(items)
+                new = "" if rng.random() < 0.5 else t.group() + t.group()
+                text = text[: t.start()] + new + text[t.end() :]
+                edits.append(f"list item {t.group()!r} -> {new!r} at {t.start()}")
+                continue
+            kind = "token"
+        if kind == "dims":
+            # one dimension more or fewer in a shaped type: `4x8xf32` -> `8xf32` / `4x4x8xf32`
+            dims = list(_DIM.finditer(text))
+            if dims:
+                t = rng.choice(dims)
+                new = "" if rng.random() < 0.5 else t.group() * 2
+                text = text[: t.start()] + new + text[t.end() :]
+                edits.append(f"dimension {t.group()!r} -> {new!r} at {t.start()}")
+                continue
+            kind = "number"
         if kind == "number":
             nums = [t for t in tokens if _NUMBER.match(t.group())]
             if nums:
