@@ -1,0 +1,26 @@
+"""bulkred: an xDSL dialect and lowering pipeline for GPU reductions.
+
+``import bulkred_dialect as bulkred`` stays light (no xdsl or CUDA import); the
+reduction API is loaded at its first use::
+
+    bulkred.sum(x)            # x: a torch tensor, cupy array, DLPack object or numpy array
+    bulkred.max(x, out=y)
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_API = ("sum", "max", "min", "and_", "or_", "xor", "reduce", "ReductionError")
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from bulkred_dialect import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'bulkred_dialect' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

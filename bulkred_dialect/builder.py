@@ -39,16 +39,18 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
+from numbers import Integral
 from contextlib import ExitStack
 from types import TracebackType
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, get_all_dialects, memref
+from xdsl.dialects import arith, func, get_all_dialects, gpu, memref, scf
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FileLineColLoc,
     FunctionType,
+    IndexType,
     IntAttr,
     IntegerAttr,
     MemRefType,
@@ -71,6 +73,8 @@ from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.ops.tile import (
     BulkCopyOp,
     BulkReduceOp,
+    ClusterRankOp,
+    ClusterSizeOp,
     CopyOp,
     ExecScope,
     LAUNCH_ATTR,
@@ -87,16 +91,33 @@ from bulkred_dialect.universe import BULKRED_DIALECTS
 
 __all__ = [
     "DTYPES",
+    "add",
     "Kernel",
     "alloc_buffer",
     "alloc_mbarrier",
     "alloc_shared",
     "bulk_copy",
     "bulk_reduce",
+    "block_dim",
+    "block_id",
+    "cluster_rank",
+    "cluster_size",
     "context",
     "copy",
+    "div",
     "dtype_of",
+    "grid_dim",
     "kernel",
+    "lane_id",
+    "max_of",
+    "min_of",
+    "mul",
+    "rem",
+    "serial",
+    "sub",
+    "thread_id",
+    "view",
+    "add",
     "max",
     "min",
     "module",
@@ -494,40 +515,54 @@ def reduce(
     dst: SSAValue,
     src: SSAValue,
     *,
-    scope: str | ExecScope = "thread",
+    scope: str | ExecScope | None = None,
+    axes: Sequence[int] | None = None,
     accum: bool = False,
+    deterministic: bool = False,
     variant: str | None = None,
 ) -> ReduceOp:
-    """``bulkred.reduce kind scope [accum] [variant "v"] src, dst``: reduce ``src`` along its
-    last axis into ``dst`` (shape [1] for a 1-D ``src``, else ``src`` without its last axis).
+    """``bulkred.reduce kind scope [accum] [deterministic] [axes ..] [variant "v"] src, dst``.
 
     Destination first, like TIRx's ``Tx.sum(dst, src, accum=...)``. ``kind`` is one of sum,
-    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta or
-    cluster; ``accum`` combines with ``dst``'s previous value; ``variant`` forces a
-    lowering variant by name.
+    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta,
+    cluster or grid. Below grid scope ``src`` is reduced along its last axis into ``dst``
+    (shape [1] for a 1-D ``src``). At grid scope (the default when both buffers are kernel
+    parameters in global memory) the whole kernel reduces ``src`` over ``axes`` (every
+    axis when None) into ``dst``: ``T.sum(B, A, axes=[0])`` is a column sum.
+    ``accum`` combines with ``dst``'s previous value; ``deterministic`` (grid scope) asks
+    for the same bits on every run; ``variant`` forces a lowering variant by name.
     """
-    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, accum, variant)
+    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant)
 
 
 def sum(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("sum", dst, src, ...)``, the card's ``Tx.sum(B_local, A_local, accum=False)``."""
-    return _reduce("sum", ReduceKind.SUM, dst, src, scope, accum, variant)
+    return _reduce("sum", ReduceKind.SUM, dst, src, scope, axes, accum, deterministic, variant)
 
 
 def max(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("max", dst, src, ...)``."""
-    return _reduce("max", ReduceKind.MAX, dst, src, scope, accum, variant)
+    return _reduce("max", ReduceKind.MAX, dst, src, scope, axes, accum, deterministic, variant)
 
 
 def min(  # noqa: A001 - TIRx's name
-    dst: SSAValue, src: SSAValue, *, scope: str = "thread", accum: bool = False, variant: str | None = None
+    dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
+    accum: bool = False, deterministic: bool = False, variant: str | None = None,
 ) -> ReduceOp:
     """``T.reduce("min", dst, src, ...)``."""
-    return _reduce("min", ReduceKind.MIN, dst, src, scope, accum, variant)
+    return _reduce("min", ReduceKind.MIN, dst, src, scope, axes, accum, deterministic, variant)
+
+
+def _default_scope(dst: SSAValue, src: SSAValue) -> ExecScope:
+    """grid when both buffers are global, else thread (the card's default)."""
+    both_global = all(scope_of(v.type) == MemoryScope.GLOBAL for v in (dst, src))
+    return ExecScope.GRID if both_global else ExecScope.THREAD
 
 
 def _reduce(
@@ -535,19 +570,34 @@ def _reduce(
     kind: ReduceKind,
     dst: SSAValue,
     src: SSAValue,
-    scope: str | ExecScope,
+    scope: str | ExecScope | None,
+    axes: Sequence[int] | None,
     accum: bool,
+    deterministic: bool,
     variant: str | None,
 ) -> ReduceOp:
-    s = _enum(ExecScope, scope, "scope", fn)
     d = _buffer(dst, "dst", fn)
     x = _buffer(src, "src", fn)
-    if not isinstance(accum, bool):
-        raise ValueError(f"'accum' of T.{fn} must be True or False, got {accum!r}")
+    s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
+    for field, flag in (("accum", accum), ("deterministic", deterministic)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
     if variant is not None and (not isinstance(variant, str) or not variant):
         raise ValueError(f"'variant' of T.{fn} must be a non-empty string or None, got {variant!r}")
-    _check_reduce_order(fn, d, x)
-    return _insert(ReduceOp(kind, x, d, scope=s, accum=accum, variant=variant), fn)  # type: ignore[return-value]
+    axes_list: list[int] | None = None
+    if axes is not None:
+        if s != ExecScope.GRID:
+            raise ValueError(f"'axes' of T.{fn} is only valid at grid scope, got scope {s}")
+        rank = len(_memref(x).get_shape())
+        items = [axes] if isinstance(axes, Integral) else axes
+        if not isinstance(items, Sequence) or not all(isinstance(a, Integral) and not isinstance(a, bool) for a in items):
+            raise ValueError(f"'axes' of T.{fn} must be an integer or a list of integers, got {axes!r}")
+        # negative axes count from the end, as in numpy; out-of-range ones reach the verifier
+        axes_list = sorted(int(a) + rank if -rank <= int(a) < 0 else int(a) for a in items)
+    if s != ExecScope.GRID:
+        _check_reduce_order(fn, d, x)
+    op = ReduceOp(kind, x, d, scope=s, accum=accum, deterministic=deterministic, axes=axes_list, variant=variant)
+    return _insert(op, fn)  # type: ignore[return-value]
 
 
 def _check_reduce_order(fn: str, dst: SSAValue, src: SSAValue) -> None:
@@ -584,6 +634,7 @@ def bulk_copy(
     *,
     mbar: SSAValue | None = None,
     multicast: int | SSAValue | None = None,
+    rank: int | SSAValue | None = None,
 ) -> BulkCopyOp:
     """``bulkred.bulk_copy src, dst [, mbar] [multicast mask]``: an asynchronous bulk copy
     (``cp.async.bulk``), source first.
@@ -591,15 +642,21 @@ def bulk_copy(
     Directions: global -> shared, global -> cluster_shared, shared -> cluster_shared,
     shared -> global. Copies into shared memory complete on ``mbar``
     (:func:`alloc_mbarrier`); ``multicast`` (a CTA mask, int or i16 value) is for
-    global -> cluster_shared only. The size must be a multiple of 16 bytes.
+    global -> cluster_shared only. Into cluster_shared without ``multicast``, ``rank``
+    (an int or an index value, the same in every CTA) names the receiving CTA: every
+    other CTA of the cluster copies its ``src`` into that CTA's ``dst``. The size must
+    be a multiple of 16 bytes.
     """
     s = _buffer(src, "src", "bulk_copy")
     d = _buffer(dst, "dst", "bulk_copy")
     m = None if mbar is None else _buffer(mbar, "mbar", "bulk_copy")
     mask = _cta_mask(multicast)
+    r = None if rank is None else _index(rank, "rank", "bulk_copy")
     op = BulkCopyOp.create(
-        operands=[s, d, *([m] if m is not None else []), *([mask] if mask is not None else [])],
-        properties={"operandSegmentSizes": _segments(1, 1, int(m is not None), int(mask is not None))},
+        operands=[s, d, *[x for x in (m, mask, r) if x is not None]],
+        properties={
+            "operandSegmentSizes": _segments(1, 1, int(m is not None), int(mask is not None), int(r is not None))
+        },
     )
     return _insert(op, "bulk_copy")  # type: ignore[return-value]
 
@@ -610,23 +667,213 @@ def bulk_reduce(
     dst: SSAValue,
     *,
     mbar: SSAValue | None = None,
+    rank: int | SSAValue | None = None,
 ) -> BulkReduceOp:
     """``bulkred.bulk_reduce kind src, dst [, mbar]``: asynchronously combine a shared buffer
     into a global one, or into a peer CTA's cluster_shared one (``cp.reduce.async.bulk``).
 
     Source first, like :func:`bulk_copy` (it is a copy that combines). A reduce into
-    cluster_shared completes on ``mbar``; into global, by bulk group (no ``mbar``).
+    cluster_shared completes on ``mbar`` and takes ``rank`` (an int or an index value, the
+    same in every CTA): every other CTA of the cluster reduces its ``src`` into that CTA's
+    ``dst``; into global, by bulk group (no ``mbar``).
     """
     k = _enum(ReduceKind, kind, "kind", "bulk_reduce")
     s = _buffer(src, "src", "bulk_reduce")
     d = _buffer(dst, "dst", "bulk_reduce")
     m = None if mbar is None else _buffer(mbar, "mbar", "bulk_reduce")
-    op = BulkReduceOp.create(operands=[s, d, *([m] if m is not None else [])], properties={"kind": ReduceKindAttr(k)})
+    r = None if rank is None else _index(rank, "rank", "bulk_reduce")
+    op = BulkReduceOp.create(
+        operands=[s, d, *[x for x in (m, r) if x is not None]],
+        properties={
+            "kind": ReduceKindAttr(k),
+            "operandSegmentSizes": _segments(1, 1, int(m is not None), int(r is not None)),
+        },
+    )
     return _insert(op, "bulk_reduce")  # type: ignore[return-value]
 
 
 def _segments(*sizes: int) -> Attribute:
     return DenseArrayBase.from_list(i32, sizes)
+
+
+# endregion
+
+
+# region Indices, loops and views
+
+
+def _index(value: object, field: str, fn: str) -> SSAValue:
+    """``value`` as an ``index`` value of the open kernel: an int becomes an
+    ``arith.constant``; anything else is a ValueError naming ``field``."""
+    k = _open_kernel(fn)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"'{field}' of T.{fn} must fit in 64 bits, got {value}")
+        return _insert(arith.ConstantOp(IntegerAttr(value, IndexType())), fn).results[0]
+    if not isinstance(value, SSAValue) or not isinstance(value.type, IndexType):
+        raise ValueError(f"'{field}' of T.{fn} must be an int or an index value, got {_describe(value)}")
+    if _func_of(value) is not k.func_op:
+        raise ValueError(f"'{field}' of T.{fn} belongs to another kernel, not to the open kernel '{k.name}'")
+    return value
+
+
+_DIMS = ("x", "y", "z")
+
+
+def _dim(dim: object, fn: str) -> gpu.DimensionAttr:
+    if dim not in _DIMS:
+        raise ValueError(f"'dim' of T.{fn} must be one of {_names(_DIMS)}, got {dim!r}")
+    return gpu.DimensionAttr(gpu.DimensionEnum(dim))
+
+
+def thread_id(dim: str = "x") -> SSAValue:
+    """``gpu.thread_id dim``: the executing thread's index in its CTA (``%tid.x``)."""
+    return _insert(gpu.ThreadIdOp(_dim(dim, "thread_id")), "thread_id").results[0]
+
+
+def block_id(dim: str = "x") -> SSAValue:
+    """``gpu.block_id dim``: the executing CTA's index in the grid (``%ctaid.x``)."""
+    return _insert(gpu.BlockIdOp(_dim(dim, "block_id")), "block_id").results[0]
+
+
+def block_dim(dim: str = "x") -> SSAValue:
+    """``gpu.block_dim dim``: threads per CTA (``%ntid.x``; a constant from the launch)."""
+    return _insert(gpu.BlockDimOp(_dim(dim, "block_dim")), "block_dim").results[0]
+
+
+def grid_dim(dim: str = "x") -> SSAValue:
+    """``gpu.grid_dim dim``: CTAs in the grid (``%nctaid.x``)."""
+    return _insert(gpu.GridDimOp(_dim(dim, "grid_dim")), "grid_dim").results[0]
+
+
+def lane_id() -> SSAValue:
+    """``gpu.lane_id``: the executing thread's lane in its warp, 0 to 31 (``%laneid``)."""
+    return _insert(gpu.LaneIdOp(), "lane_id").results[0]
+
+
+def cluster_rank() -> SSAValue:
+    """``bulkred.cluster_rank``: the executing CTA's rank in its cluster (``%cluster_ctarank``)."""
+    return _insert(ClusterRankOp(), "cluster_rank").results[0]
+
+
+def cluster_size() -> SSAValue:
+    """``bulkred.cluster_size``: the CTAs of the cluster (``%cluster_nctarank``)."""
+    return _insert(ClusterSizeOp(), "cluster_size").results[0]
+
+
+def _index_binary(fn: str, cls: type, a: object, b: object) -> SSAValue:
+    x, y = _index(a, "a", fn), _index(b, "b", fn)
+    return _insert(cls(x, y), fn).results[0]
+
+
+def add(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """``a + b`` on indices (``arith.addi``); either may be an int."""
+    return _index_binary("add", arith.AddiOp, a, b)
+
+
+def sub(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """``a - b`` on indices (``arith.subi``)."""
+    return _index_binary("sub", arith.SubiOp, a, b)
+
+
+def mul(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """``a * b`` on indices (``arith.muli``)."""
+    return _index_binary("mul", arith.MuliOp, a, b)
+
+
+def div(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """``a // b`` on non-negative indices (``arith.divui``): ``T.div(T.thread_id(), 32)``
+    is the warp id."""
+    return _index_binary("div", arith.DivUIOp, a, b)
+
+
+def rem(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """``a % b`` on non-negative indices (``arith.remui``)."""
+    return _index_binary("rem", arith.RemUIOp, a, b)
+
+
+def min_of(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """The smaller of two non-negative indices (``arith.minui``); ``T.min`` is the reduction."""
+    return _index_binary("min_of", arith.MinUIOp, a, b)
+
+
+def max_of(a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+    """The larger of two non-negative indices (``arith.maxui``); ``T.max`` is the reduction."""
+    return _index_binary("max_of", arith.MaxUIOp, a, b)
+
+
+class _Serial:
+    """The ``scf.for`` of :func:`serial`; ops built inside the ``with`` go in its body."""
+
+    def __init__(self, lo: SSAValue, hi: SSAValue, step: SSAValue):
+        self.body = Block(arg_types=[IndexType()])
+        self.op = _insert(scf.ForOp(lo, hi, step, [], Region(self.body)), "serial")
+        self._builder: ImplicitBuilder | None = None
+
+    def __enter__(self) -> SSAValue:
+        self._builder = ImplicitBuilder(Builder(InsertPoint.at_end(self.body)))
+        self._builder.__enter__()
+        i = self.body.args[0]
+        i.name_hint = "i"
+        return i
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._builder is not None
+        if exc_type is None:
+            yield_ = scf.YieldOp()  # inserted at the end of the body by the loop's builder
+            yield_.location = self.op.location
+            if yield_.parent is None:
+                self.body.add_op(yield_)
+        self._builder.__exit__(exc_type, exc, tb)
+
+
+def serial(lo: SSAValue | int, hi: SSAValue | int | None = None, step: SSAValue | int = 1) -> _Serial:
+    """A sequential loop ``for i in range(lo, hi, step)`` (``scf.for``), used as
+    ``with T.serial(lo, hi, step=s) as i:``; ``T.serial(n)`` counts from 0. Bounds and
+    step are ints or index values (``T.serial(T.thread_id(), n, step=T.block_dim())``
+    strides the threads of a CTA over ``n``); an int step must be >= 1."""
+    if hi is None:
+        lo, hi = 0, lo
+    if isinstance(step, int) and not isinstance(step, bool) and step < 1:
+        raise ValueError(f"'step' of T.serial must be >= 1, got {step}")
+    return _Serial(_index(lo, "lo", "serial"), _index(hi, "hi", "serial"), _index(step, "step", "serial"))
+
+
+def view(buf: SSAValue, offsets: Sequence[SSAValue | int], shape: int | Sequence[int]) -> SSAValue:
+    """A tile of ``buf`` of static ``shape`` starting at ``offsets`` (ints or index values):
+    ``memref.subview`` with unit strides, in ``buf``'s memory. Loads, stores, ``T.copy``,
+    thread-scope reductions and (when contiguous) bulk operations take it like a buffer:
+    ``T.view(A, [T.mul(T.block_id(), 256)], [256])`` is the CTA's 256 elements of ``A``."""
+    b = _buffer(buf, "buf", "view")
+    t = _memref(b)
+    rank = len(t.get_shape())
+    sizes = _shape(shape, "shape", "view")
+    if isinstance(offsets, SSAValue | int) or not isinstance(offsets, Sequence) or isinstance(offsets, str):
+        raise ValueError(f"'offsets' of T.view must be a list of ints or index values, got {_describe(offsets)}")
+    if len(offsets) != rank or len(sizes) != rank:
+        raise ValueError(
+            f"'offsets' and 'shape' of T.view must have one entry per dimension of 'buf' ({rank}), "
+            f"got {len(offsets)} and {len(sizes)}"
+        )
+    for axis, (o, n, d) in enumerate(zip(offsets, sizes, t.get_shape())):
+        if n > d:
+            raise ValueError(f"'shape' of T.view must fit in 'buf' {list(t.get_shape())}, got {sizes} (axis {axis})")
+        if isinstance(o, int) and not isinstance(o, bool) and not 0 <= o <= d - n:
+            raise ValueError(
+                f"'offsets' of T.view must keep the view inside 'buf' {list(t.get_shape())}: "
+                f"axis {axis} offset {o} with size {n}"
+            )
+    static: list[SSAValue | int] = [
+        o if isinstance(o, int) and not isinstance(o, bool) else _index(o, "offsets", "view") for o in offsets
+    ]
+    result = memref.SubviewOp.infer_result_type(t, static, sizes, [1] * rank)
+    op = memref.SubviewOp.get(b, static, sizes, [1] * rank, result)
+    return _insert(op, "view").results[0]
 
 
 # endregion

@@ -213,51 +213,50 @@ def reduce_local(
     return out.reshape(dst_shape)
 
 
-def _sum_sm100_packed(x: np.ndarray) -> np.float32:
-    n = len(x)
-    acc = [x[j] for j in range(8)]
-    for c in range(1, n // 8):
-        base = 8 * c
-        for k in range(8):  # four add.rn.ftz.f32x2, lane by lane
-            acc[k] = add_rn_ftz(acc[k], x[base + k])
-    for i in range(8 * (n // 8), n):
-        acc[i % 8] = add_rn(acc[i % 8], x[i])
-    # 8 -> 4 -> 2 -> 1: (a0,a1)+=(a2,a3); (a4,a5)+=(a6,a7); (a0,a1)+=(a4,a5); a0+a1
-    acc[0], acc[1] = add_rn_ftz(acc[0], acc[2]), add_rn_ftz(acc[1], acc[3])
-    acc[4], acc[5] = add_rn_ftz(acc[4], acc[6]), add_rn_ftz(acc[5], acc[7])
-    acc[0], acc[1] = add_rn_ftz(acc[0], acc[4]), add_rn_ftz(acc[1], acc[5])
-    return add_rn(acc[0], acc[1])
+def _sum_sm100_packed(x: np.ndarray, old: np.float32 | None) -> np.float32:
+    n, full = len(x), len(x) // 8
+    ls = [x[j] for j in range(8)]
+    if old is not None:
+        ls[0] = add_rn(x[0], old)  # scalar, no ftz
+    for k in range(1, full):
+        for j in range(8):  # four add.rn.ftz.f32x2, lane by lane
+            ls[j] = add_rn_ftz(ls[j], x[8 * k + j])
+    for i in range(8 * full, n):  # the whole remainder into ls[0], scalar
+        ls[0] = add_rn(ls[0], x[i])
+    # 8 -> 4 -> 2 -> 1: (l0,l1)+=(l2,l3); (l4,l5)+=(l6,l7); (l0,l1)+=(l4,l5); l0+l1
+    ls[0], ls[1] = add_rn_ftz(ls[0], ls[2]), add_rn_ftz(ls[1], ls[3])
+    ls[4], ls[5] = add_rn_ftz(ls[4], ls[6]), add_rn_ftz(ls[5], ls[7])
+    ls[0], ls[1] = add_rn_ftz(ls[0], ls[4]), add_rn_ftz(ls[1], ls[5])
+    return add_rn(ls[0], ls[1])
 
 
-def _minmax_sm100_packed(kind: str, x: np.ndarray) -> np.float32:
-    n = len(x)
-    acc = [x[j] for j in range(4)]
-    chunks = (n - 4) // 8
-    for c in range(chunks):
-        base = 4 + 8 * c
-        for j in range(4):
-            acc[j] = ptx_minmax(kind, acc[j], x[base + j], x[base + 4 + j])
-    for i in range(4 + 8 * chunks, n):
-        acc[i % 4] = ptx_minmax(kind, acc[i % 4], x[i])
-    r = ptx_minmax(kind, acc[0], acc[1], acc[2])
-    return ptx_minmax(kind, r, acc[3])
+def _minmax_sm100_packed(kind: str, x: np.ndarray, old: np.float32 | None) -> np.float32:
+    n, full = len(x), len(x) // 8
+    t = [ptx_minmax(kind, x[2 * i], x[2 * i + 1]) for i in range(4)]
+    if old is not None:
+        t[0] = ptx_minmax(kind, x[0], x[1], old)
+    for k in range(1, full):
+        for i in range(4):
+            t[i] = ptx_minmax(kind, t[i], x[8 * k + 2 * i], x[8 * k + 2 * i + 1])
+    for i in range(8 * full, n):
+        t[0] = ptx_minmax(kind, t[0], x[i])
+    return ptx_minmax(kind, ptx_minmax(kind, t[0], t[1]), t[2], t[3])
 
 
 def reduce_sm100_packed(kind: str, src: np.ndarray, dst_old: np.ndarray | None = None) -> np.ndarray:
-    """The ``sm100_packed`` variant (1-D float32, at least 8 elements): sum through an
-    8-wide accumulator of ``add.rn.ftz.f32x2`` steps, max/min through a 4-wide
-    accumulator of three-input max/min; with ``dst_old`` (accum) the result is combined
-    with ``dst_old[0]`` by ``add.rn`` / two-input max/min."""
+    """The ``sm100_packed`` variant (1-D float32, at least 8 elements), in TVM TIRx's
+    order: sum through an 8-wide accumulator of ``add.rn.ftz.f32x2`` steps, max/min
+    through a 4-wide accumulator of three-input max/min, the elements after the last
+    full chunk of 8 into accumulator 0; with ``dst_old`` (accum) ``dst_old[0]`` enters
+    accumulator 0 first (``src[0] + dst_old[0]`` by ``add.rn``, or the three-input
+    ``op(src[0], src[1], dst_old[0])``)."""
     if src.dtype != np.float32 or src.ndim != 1 or len(src) < 8:
         raise ValueError(f"sm100_packed needs a 1-D float32 source of at least 8 elements, got {src.dtype} {src.shape}")
+    old = None if dst_old is None else np.float32(dst_old.reshape(-1)[0])
     if kind == "sum":
-        r = _sum_sm100_packed(src)
-        if dst_old is not None:
-            r = add_rn(dst_old[0], r)
+        r = _sum_sm100_packed(src, old)
     elif kind in ("max", "min"):
-        r = _minmax_sm100_packed(kind, src)
-        if dst_old is not None:
-            r = ptx_minmax(kind, dst_old[0], r)
+        r = _minmax_sm100_packed(kind, src, old)
     else:
         raise ValueError(f"sm100_packed has no {kind} reduction")
     return np.array([r], dtype=np.float32)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# The compile cache of a test run lives in a fresh directory, not the user's cache.
+os.environ.setdefault("BULKRED_CACHE_DIR", tempfile.mkdtemp(prefix="bulkred-test-cache-"))
 
 
 def _gpu_reason() -> str | None:

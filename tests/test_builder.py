@@ -443,9 +443,13 @@ def test_reduce_argument_errors():
         dst = T.alloc_buffer([1], "float32")
         with pytest.raises(ValueError, match="'kind' of T.reduce must be one of sum, max, min, and, or, xor, got 'prod'"):
             T.reduce("prod", dst, src)
-        with pytest.raises(ValueError, match="'scope' of T.sum must be one of thread, warp, cta, cluster, got 'grid'"):
-            T.sum(dst, src, scope="grid")
-        with pytest.raises(ValueError, match="'scope' of T.reduce must be one of thread, warp, cta, cluster, got 'local'"):
+        with pytest.raises(ValueError, match="'scope' of T.sum must be one of thread, warp, cta, cluster, grid, got 'block'"):
+            T.sum(dst, src, scope="block")
+        with pytest.raises(ValueError, match="'axes' of T.sum is only valid at grid scope, got scope thread"):
+            T.sum(dst, src, axes=[0])
+        with pytest.raises(ValueError, match="'deterministic' of T.sum must be True or False, got 1"):
+            T.sum(dst, src, deterministic=1)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="'scope' of T.reduce must be one of thread, warp, cta, cluster, grid, got 'local'"):
             T.reduce("max", dst, src, scope="local")
         with pytest.raises(ValueError, match="'accum' of T.max must be True or False, got 1"):
             T.max(dst, src, accum=1)  # type: ignore[arg-type]
@@ -505,8 +509,8 @@ def test_bulk_copy_four_directions():
         mbar = T.alloc_mbarrier()
         ops = [
             T.bulk_copy(g, s, mbar=mbar),
-            T.bulk_copy(g, c, mbar=mbar),
-            T.bulk_copy(s, c, mbar=mbar),
+            T.bulk_copy(g, c, mbar=mbar, rank=0),
+            T.bulk_copy(s, c, mbar=mbar, rank=T.cluster_rank()),
             T.bulk_copy(s, g),
         ]
     m = k.module()
@@ -555,7 +559,7 @@ def test_bulk_reduce():
         peer = T.alloc_buffer([4, 4], "int32", scope="cluster_shared")
         mbar = T.alloc_mbarrier()
         to_global = T.bulk_reduce("max", s, out)
-        to_peer = T.bulk_reduce("and", s, peer, mbar=mbar)
+        to_peer = T.bulk_reduce("and", s, peer, mbar=mbar, rank=1)
     m = k.module()
     assert isinstance(to_global, BulkReduceOp) and to_global.kind.data == "max"
     assert (to_global.src, to_global.dst, to_global.mbar) == (s, out, None)

@@ -256,7 +256,21 @@ def test_project_registry():
     reg = load_variants()
     assert reg is REGISTRY
     got = [(v.name, v.priority, [p.name for p in v.predicates]) for v in reg.of("bulkred.reduce")]
+    grid = ["exec_scope", "form", "kernel", "dtype"]
+    warp = ["exec_scope", "local_scope", "dst_len", "block"]
+    cluster = ["exec_scope", "local_scope", "dst_len", "dtype", "block", "cluster"]
     assert got == [
+        ("grid_rows", 65, grid),
+        ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic"]),
+        ("grid_split_det", 62, grid),
+        ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version"]),
+        ("grid_full", 60, grid),
+        ("cluster_red_async", 51, cluster),
+        ("cluster_dsmem", 50, cluster),
+        ("cta_shared", 40, ["exec_scope", "local_scope", "dst_len", "dtype", "block"]),
+        ("warp_redux_f32", 33, [*warp, "dtype", "kind", "sm_version"]),
+        ("warp_redux", 32, [*warp, "dtype"]),
+        ("warp_shuffle", 30, ["exec_scope", "local_scope", "dst_len", "dtype", "block"]),
         (
             "sm100_packed",
             20,
@@ -332,6 +346,9 @@ def _run_block(ops, env) -> list:
 def _step(op: Operation, env) -> None:
     if isinstance(op, arith.ConstantOp):
         env[op.result] = op.value.value.data
+    elif isinstance(op, arith.AddiOp | arith.MuliOp):
+        a, b = env[op.lhs], env[op.rhs]
+        env[op.result] = a + b if isinstance(op, arith.AddiOp) else a * b
     elif isinstance(op, memref.AllocaOp):
         t = op.memref.type
         env[op.memref] = np.zeros(t.get_shape(), dtype=np.float32)
@@ -367,30 +384,32 @@ def _step(op: Operation, env) -> None:
 
 
 def reference_sm100_packed(kind: str, x: np.ndarray, old: np.float32 | None) -> np.float32:
-    """docs/lowering.md, "sm100_packed", transcribed independently of the pass."""
-    n = len(x)
+    """docs/lowering.md, "sm100_packed" (TVM TIRx's order), transcribed independently of
+    the pass."""
+    n, full = len(x), len(x) // 8
     if kind == "sum":
         f = _flush
-        acc = list(x[:8])
-        for c in range(1, n // 8):
-            for k in range(8):
-                acc[k] = f(f(acc[k]) + f(x[8 * c + k]))
-        for i in range(8 * (n // 8), n):
-            acc[i % 8] = acc[i % 8] + x[i]
+        ls = list(x[:8])
+        if old is not None:
+            ls[0] = x[0] + old
+        for k in range(1, full):
+            for j in range(8):
+                ls[j] = f(f(ls[j]) + f(x[8 * k + j]))
+        for i in range(8 * full, n):
+            ls[0] = ls[0] + x[i]
         for lo, hi in ((0, 2), (4, 6), (0, 4)):
-            acc[lo], acc[lo + 1] = f(f(acc[lo]) + f(acc[hi])), f(f(acc[lo + 1]) + f(acc[hi + 1]))
-        r = acc[0] + acc[1]
-        return old + r if old is not None else r
+            ls[lo], ls[lo + 1] = f(f(ls[lo]) + f(ls[hi])), f(f(ls[lo + 1]) + f(ls[hi + 1]))
+        return ls[0] + ls[1]
     g = _fmax if kind == "max" else _fmin
-    acc = list(x[:4])
-    chunks = (n - 4) // 8
-    for c in range(chunks):
-        for j in range(4):
-            acc[j] = g(g(acc[j], x[4 + 8 * c + j]), x[8 + 8 * c + j])
-    for i in range(4 + 8 * chunks, n):
-        acc[i % 4] = g(acc[i % 4], x[i])
-    r = g(g(g(acc[0], acc[1]), acc[2]), acc[3])
-    return g(old, r) if old is not None else r
+    t = [g(x[2 * i], x[2 * i + 1]) for i in range(4)]
+    if old is not None:
+        t[0] = g(g(x[0], x[1]), old)
+    for k in range(1, full):
+        for i in range(4):
+            t[i] = g(g(t[i], x[8 * k + 2 * i]), x[8 * k + 2 * i + 1])
+    for i in range(8 * full, n):
+        t[0] = g(t[0], x[i])
+    return g(g(g(t[0], t[1]), t[2]), t[3])
 
 
 def lowered(ctx, target: str, *args, **kw) -> ModuleOp:
@@ -415,24 +434,41 @@ def _data(rng, shape) -> np.ndarray:
 # region sm100_packed
 
 
-@pytest.mark.parametrize("n", range(8, 42))
-def test_sm100_packed_sum_counts(ctx, n):
-    m = lowered(ctx, "sm_100a", "sum", [n])
-    assert count(m, "ptx.add.f32x2") == 4 * (n // 8 - 1) + 3
-    assert count(m, "ptx.add") == n % 8 + 1
-    assert count(m, "scf.for") == 0
+# every length up to 41, the first lengths that loop (72, 73), and long ones
+PACKED_COUNT_LENGTHS = [*range(8, 42), 71, 72, 73, 79, 80, 100, 1031, 16384]
 
 
-@pytest.mark.parametrize("n", range(8, 42))
+def chunks_in_ir(n: int) -> tuple[int, bool]:
+    """docs/lowering.md: the further chunks written out in the IR (four in the loop body
+    and the ones left over, or all of them when fewer than 8), and whether there is a loop."""
+    further = n // 8 - 1
+    return (4 + further % 4, True) if further >= 8 else (further, False)
+
+
+@pytest.mark.parametrize("accum", [False, True])
+@pytest.mark.parametrize("n", PACKED_COUNT_LENGTHS)
+def test_sm100_packed_sum_counts(ctx, n, accum):
+    m = lowered(ctx, "sm_100a", "sum", [n], accum=accum)
+    chunks, looped = chunks_in_ir(n)
+    assert count(m, "ptx.add.f32x2") == 4 * chunks + 3
+    assert count(m, "ptx.add") == n % 8 + 1 + accum
+    assert count(m, "scf.for") == looped
+    assert count(m, "memref.load") == 8 * (1 + chunks) + n % 8 + accum
+
+
+@pytest.mark.parametrize("accum", [False, True])
+@pytest.mark.parametrize("n", PACKED_COUNT_LENGTHS)
 @pytest.mark.parametrize("kind", ["max", "min"])
-def test_sm100_packed_minmax_counts(ctx, n, kind):
-    m = lowered(ctx, "sm_100a", kind, [n])
-    assert count(m, f"ptx.{kind}3") == 4 * ((n - 4) // 8) + 1
-    assert count(m, f"ptx.{kind}") == (n - 4) % 8 + 1
+def test_sm100_packed_minmax_counts(ctx, n, kind, accum):
+    m = lowered(ctx, "sm_100a", kind, [n], accum=accum)
+    chunks, looped = chunks_in_ir(n)
+    assert count(m, f"ptx.{kind}3") == 4 * chunks + 1 + accum
+    assert count(m, f"ptx.{kind}") == 4 - accum + n % 8 + 1
     assert count(m, "ptx.add.f32x2") == 0
+    assert count(m, "scf.for") == looped
 
 
-@pytest.mark.parametrize("n", [8, 9, 13, 16, 17, 32, 33, 47])
+@pytest.mark.parametrize("n", [8, 9, 10, 13, 16, 17, 32, 33, 47, 72, 75, 301])
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
 @pytest.mark.parametrize("accum", [False, True])
 def test_sm100_packed_bits_match_the_documented_algorithm(ctx, n, kind, accum):
@@ -541,7 +577,7 @@ def test_copy_lowering(ctx):
 # region legalize-for-target and the pipeline
 
 
-@pytest.mark.parametrize("n", [8, 17, 33])
+@pytest.mark.parametrize("n", [8, 17, 33, 100])
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
 def test_legalize_keeps_the_bits(ctx, n, kind):
     rng = np.random.default_rng(n)

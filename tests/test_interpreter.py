@@ -483,6 +483,51 @@ def _copy_kernel(shape: list[int], elt: Attribute) -> ModuleOp:
     return module
 
 
+def _strided_fold_kernel(n: int, stride: int) -> ModuleOp:
+    """``@k(%a, %b)``: the loop shape of sm100_packed's further chunks. An ``scf.for`` over
+    ``i = 0 .. n // stride`` carries two f32 values: ``x = add.rn.ftz.f32x2`` lane 0 of
+    ``(x, y) + (a[i*stride + 1], a[i*stride + 2])`` with lane 1 giving ``y``; after the
+    loop ``b[0], b[1] = x, y``."""
+    t = buffer_type([n], f32, MemoryScope.LOCAL)
+    block = Block(arg_types=[t, t])
+    a, b = block.args
+    with ImplicitBuilder(block):
+        c = {v: arith.ConstantOp(IntegerAttr(v, IndexType())) for v in (0, 1, 2, stride, n // stride)}
+        x0 = memref.LoadOp.get(a, [c[0]])
+        y0 = memref.LoadOp.get(a, [c[0]])
+        body = Block(arg_types=[IndexType(), f32, f32])
+        with ImplicitBuilder(body):
+            i, x, y = body.args
+            base = arith.MuliOp(i, c[stride])
+            lo = memref.LoadOp.get(a, [arith.AddiOp(base, c[1])])
+            hi = memref.LoadOp.get(a, [arith.AddiOp(base, c[2])])
+            s = AddF32x2Op(PackF32x2Op(x, y), PackF32x2Op(lo, hi), ftz=True)
+            u = UnpackF32x2Op(s)
+            scf.YieldOp(u.lo, u.hi)
+        loop = scf.ForOp(c[0], c[n // stride], c[1], [x0.res, y0.res], body)
+        memref.StoreOp.get(loop.results[0], b, [c[0]])
+        memref.StoreOp.get(loop.results[1], b, [c[1]])
+        func.ReturnOp()
+    module = ModuleOp([func.FuncOp("k", FunctionType.from_lists([t, t], []), Region(block))])
+    module.verify()
+    return module
+
+
+def test_scf_for_carries_f32_bits_and_strided_indices():
+    """f32 iter_args keep their bits across iterations (the -0.0 start, a NaN result made
+    canonical once), the index arithmetic picks a[i*4 + 1], a[i*4 + 2], and each packed add
+    flushes as it runs."""
+    a = np.zeros(12, dtype=np.float32)
+    a[0] = -0.0
+    a[[1, 5, 9]] = [SUB, MIN_NORMAL, np.float32(1.5)]  # lane 0: flushed, 2**-126, then + 1.5
+    a[[2, 6, 10]] = [np.float32(np.inf), np.float32(-np.inf), np.float32(7)]  # lane 1: inf - inf
+    a[[3, 4, 7, 8, 11]] = np.float32(100)  # never read
+    b = np.zeros(12, dtype=np.float32)
+    run_kernel(_strided_fold_kernel(12, 4), "k", a, b)
+    assert b32(b[0]) == b32(np.float32(1.5) + MIN_NORMAL)
+    assert b32(b[1]) == CANON
+
+
 def test_run_kernel_mutates_numpy_buffers():
     module = _copy_kernel([5], f32)
     a = np.array([1.0, SUB, NAN_PAYLOAD, -0.0, 1e30], dtype=np.float32)

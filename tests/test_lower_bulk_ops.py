@@ -1,8 +1,8 @@
 """``lower-bulk-ops`` (bulkred_dialect/passes/lower_bulk_ops.py; docs/lowering.md, "Bulk
 operations"): tile-level bulk ops built with the Python builder, lowered, printed and
 assembled by ptxas (nvJitLink, no GPU); the sequence of ptx ops each direction becomes;
-every cp.reduce form against the spec's table; locations; the rejected cluster
-directions; ``mbarrier.inval`` against ptxas; and every kernel of
+every cp.reduce form against the spec's table; locations; the cluster directions by
+rank and the rejected multicast; ``mbarrier.inval`` against ptxas; and every kernel of
 tests/gpu/test_tile_bulk_gpu.py compiled for sm_90a without a GPU."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from xdsl.ir import Block
 
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
-from bulkred_dialect.backend_ptx.printer import print_ptx
+from bulkred_dialect.backend_ptx.printer import assemble_module, print_ptx
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, f32, i32, i64
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkGlobalSharedCtaOp, CpAsyncBulkSharedClusterGlobalOp
@@ -269,35 +270,79 @@ def _cluster_module(kind: str) -> tuple[ModuleOp, int]:
         if kind == "multicast":
             T.bulk_copy(g, c, mbar=mbar, multicast=0b11)
         elif kind == "global":
-            T.bulk_copy(g, c, mbar=mbar)
+            T.bulk_copy(g, c, mbar=mbar, rank=0)
         elif kind == "shared":
-            T.bulk_copy(s, c, mbar=mbar)
+            T.bulk_copy(s, c, mbar=mbar, rank=0)
         else:
-            T.bulk_reduce("sum", s, c, mbar=mbar)
+            T.bulk_reduce("sum", s, c, mbar=mbar, rank=0)
     offset = {"multicast": 0, "global": 2, "shared": 4, "reduce": 6}[kind]
     return k.module(), line + offset
 
 
-@pytest.mark.parametrize(
-    "kind,message",
-    [
-        ("global", "'bulkred.bulk_copy' a bulk copy from global into cluster_shared is not lowered yet"),
-        ("multicast", "'bulkred.bulk_copy' a multicast bulk copy from global into cluster_shared is not lowered yet"),
-        ("shared", "'bulkred.bulk_copy' a bulk copy from shared into cluster_shared is not lowered yet"),
-        ("reduce", "'bulkred.bulk_reduce' a bulk reduce into cluster_shared is not lowered yet"),
-    ],
-)
-def test_cluster_directions_are_rejected_at_the_op(kind, message):
-    m, line = _cluster_module(kind)
+def test_multicast_lowers_issued_by_rank_0():
+    m, line = _cluster_module("multicast")
+    LowerBulkOpsPass().apply(T.context(), m)
+    tail = [op for op in m.walk() if op.name.startswith("ptx.") and f":{line}:" in str(op.location)]
+    assert [op.name for op in tail] == [
+        "ptx.mov.sreg", "ptx.mov.sreg", "ptx.shr", "ptx.and",
+        "ptx.mbarrier.init", "ptx.fence.mbarrier_init.release.cluster", "ptx.mbarrier.arrive.expect_tx",
+        "ptx.fence.proxy.async", "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+        "ptx.cp.async.bulk.shared_cluster.global",
+        "ptx.mbarrier.try_wait.parity",
+        "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+        "ptx.mbarrier.inval",
+    ]  # fmt: skip
+    cp = next(op for op in tail if op.name == "ptx.cp.async.bulk.shared_cluster.global")
+    assert cp.multicast is not None and cp.ctaMask is not None
+    assert assemble_module(lower_tile_module(_cluster_module("multicast")[0], "sm_90a"), "sm_90a")
+
+
+def test_cluster_direction_without_a_cluster_launch_is_rejected_at_the_op():
+    with T.kernel("no_cluster", grid=[2], block=[32], cluster=[2]) as k:
+        s = T.alloc_shared([64], "int32")
+        c = T.alloc_buffer([64], "int32", scope="cluster_shared")
+        T.bulk_reduce("sum", s, c, mbar=T.alloc_mbarrier(), rank=0)
+    m = k.module()
+    # without a launch the verifier cannot know the cluster; the lowering needs it
+    del m.body.block.first_op.attributes["bulkred.launch"]
     before = str(m)
-    with pytest.raises(LocatedError) as e:
+    with pytest.raises(LocatedError, match=r"test_lower_bulk_ops.py:\d+:9: error: 'bulkred.bulk_reduce' a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a cluster of 2 or more CTAs$"):
         LowerBulkOpsPass().apply(T.context(), m)
-    text = str(e.value)
-    assert f"test_lower_bulk_ops.py:{line}:" in text, text
-    assert f"error: {message}: the tile op carries no peer CTA rank" in text
-    assert str(m) == before, "the pass rewrote ops before failing"
-    with pytest.raises(LocatedError, match="is not lowered yet"):
-        BulkredToPtxPass(target="sm_90a").apply(T.context(), _cluster_module(kind)[0])
+    assert str(m) == before
+
+
+# the ptx ops of a bulk op into a peer CTA, in order (docs/lowering.md, "Bulk operations
+# into a peer CTA"); the issuing instruction of each direction
+PEER = [
+    "ptx.mov.sreg", "ptx.mov.sreg",  # tid.x (elected), cluster_ctarank
+    "ptx.mbarrier.init", "ptx.fence.mbarrier_init.release.cluster", "ptx.mbarrier.arrive.expect_tx",
+    "ptx.fence.proxy.async", "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+    "ptx.mapa", "ptx.mapa", "ISSUE",
+    "ptx.mbarrier.try_wait.parity",
+    "ptx.barrier.cluster.arrive", "ptx.barrier.cluster.wait",
+    "ptx.mbarrier.inval",
+]  # fmt: skip
+ISSUE = {
+    "global": "ptx.cp.async.bulk.shared_cluster.global",
+    "shared": "ptx.cp.async.bulk.shared_cluster.shared_cta",
+    "reduce": "ptx.cp.reduce.async.bulk.shared_cluster.shared_cta",
+}
+
+
+@pytest.mark.parametrize("kind", ["global", "shared", "reduce"])
+def test_cluster_directions_lower_by_rank(kind):
+    m, line = _cluster_module(kind)
+    LowerBulkOpsPass().apply(T.context(), m)
+    ops = [op for op in m.walk() if op.name.startswith("ptx.")]
+    tail = [op for op in ops if f":{line}:" in str(op.location)]
+    want = [ISSUE[kind] if n == "ISSUE" else n for n in PEER]
+    assert [op.name for op in tail] == want
+    issue = next(op for op in tail if op.name == ISSUE[kind])
+    mapas = [op for op in tail if op.name == "ptx.mapa"]
+    # the destination and the mbarrier are the receiver's (mapa), the source the own CTA's
+    assert issue.operands[0] is mapas[0].results[0] and issue.operands[3] is mapas[1].results[0]
+    compiled = lower_tile_module(_cluster_module(kind)[0], "sm_90a")
+    assert assemble_module(compiled, "sm_90a")
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 run it in the interpreter, and compare bit for bit with the numpy references of
 docs/lowering.md (``bulkred_dialect/reference.py``).
 
-* sm_100a, 1-D float32 of length >= 8: ``sm100_packed``; the same module legalized for
-  sm_90a (``legalize-for-target``) must give the same bits;
+* sm_100a, 1-D float32 of length >= 8: ``sm100_packed`` (TVM TIRx's order, issue 9: its
+  example, and adversarial vectors of every length 8..80 from tests/sm100_adversarial.py;
+  a long reduction is a loop with the same bits); the same module legalized for sm_90a
+  (``legalize-for-target``) must give the same bits;
 * sm_90a (and sm_100a outside the packed gate): ``local``, for f16, bf16, f32, f64, i32,
   i64 and 1-D, 2-D and 3-D sources.
 
@@ -28,6 +30,8 @@ from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 from bulkred_dialect.universe import BULKRED_DIALECTS
+from sm100_adversarial import LENGTHS as ADVERSARIAL_LENGTHS
+from sm100_adversarial import TIRX_EXAMPLE, minmax_vectors, sum_vectors
 
 LAUNCH = "#bulkred.launch<grid = [1], block = [1], cluster = [1]>"
 MLIR_TYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "i32", "i64": "i64"}
@@ -50,9 +54,9 @@ def _context() -> Context:
     return ctx
 
 
-def tile_module(kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str:
-    """``@k(%A, %B)``: copy A (global) to local, reduce it into a local B (initialized from
-    B only with accum, so that a lowering that reads dst without accum reads poison),
+def tile_function(name: str, kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str:
+    """``@name(%A, %B)``: copy A (global) to local, reduce it into a local B (initialized
+    from B only with accum, so that a lowering that reads dst without accum reads poison),
     copy B back."""
     dshape = (1,) if len(shape) == 1 else shape[:-1]
 
@@ -63,8 +67,7 @@ def tile_module(kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str
     copy_in = f"    bulkred.copy %B, %b : {dg}, {dl}\n" if accum else ""
     acc = " accum" if accum else ""
     return (
-        "builtin.module {\n"
-        f"  func.func @k(%A: {sg}, %B: {dg}) attributes {{bulkred.launch = {LAUNCH}}} {{\n"
+        f"  func.func @{name}(%A: {sg}, %B: {dg}) attributes {{bulkred.launch = {LAUNCH}}} {{\n"
         f"    %a = memref.alloca() : {sl}\n"
         f"    %b = memref.alloca() : {dl}\n"
         f"    bulkred.copy %A, %a : {sg}, {sl}\n"
@@ -73,8 +76,12 @@ def tile_module(kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str
         f"    bulkred.copy %b, %B : {dl}, {dg}\n"
         "    func.return\n"
         "  }\n"
-        "}\n"
     )
+
+
+def tile_module(kind: str, shape: tuple[int, ...], elt: str, accum: bool) -> str:
+    """A module of one kernel ``@k``: :func:`tile_function`."""
+    return "builtin.module {\n" + tile_function("k", kind, shape, elt, accum) + "}\n"
 
 
 def lower(text: str, target: str, legalize_for: str | None = None) -> ModuleOp:
@@ -150,7 +157,8 @@ def dst_olds(rng: np.random.Generator) -> list[np.ndarray]:
 
 # region sm100_packed
 
-SM100_LENGTHS = [8, 9, 12, 13, 15, 16, 17, 23, 24, 31, 32, 33, 64, 65, 100]
+# 72: the first length whose further chunks go through the scf.for (two iterations)
+SM100_LENGTHS = [8, 9, 12, 13, 15, 16, 17, 23, 24, 31, 32, 33, 64, 65, 71, 72, 100]
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
@@ -187,6 +195,89 @@ def test_sm100_packed_sum_differs_from_local_where_ftz_matters():
     assert ref.bits(ref.reduce_local("sum", x))[0] == 0x00800000
     got = run(lower(tile_module("sum", (17,), "f32", False), "sm_100a"), x, np.zeros(1, np.float32))
     assert_same_bits(got, want, "sum n=17 ftz placement")
+
+
+def local_module(n: int, accum: bool) -> str:
+    """``@sum``, ``@max``, ``@min`` (``%a``, ``%b``): one reduction each of a local ``src`` of
+    length n into a local ``dst`` of one element (no copies, so that it interprets fast)."""
+    src, dst = f"memref<{n}xf32, #bulkred.scope<local>>", "memref<1xf32, #bulkred.scope<local>>"
+    acc = " accum" if accum else ""
+    return "".join(
+        f"func.func @{k}(%a: {src}, %b: {dst}) {{\n  bulkred.reduce {k} thread{acc} %a, %b : {src}, {dst}\n"
+        "  func.return\n}\n"
+        for k in ("sum", "max", "min")
+    )
+
+
+def test_sm100_packed_sum_has_tirx_bits_on_the_issue_example():
+    """Issue 9: TIRx adds every remainder element into ls[0] (0 + 1 + 1 = 2, then
+    2 + 2**24 is exact); added lane by lane, both ones are ties rounded away."""
+    x, want = TIRX_EXAMPLE
+    assert ref.bits(ref.reduce_sm100_packed("sum", x))[0] == want
+    text = tile_module("sum", (10,), "f32", False)
+    for m in (lower(text, "sm_100a"), lower(text, "sm_100a", legalize_for="sm_90a")):
+        assert ref.bits(run(m, x, np.zeros(1, np.float32)))[0] == want
+
+
+def test_sm100_packed_accum_enters_ls0_first():
+    """With accum TIRx starts from ``ls[0] = src[0] + dst``: 1 + 1 = 2, and 2 + 2**24 is
+    exact; adding dst last (to 2**24 + 1, a tie rounded to 2**24) would lose both ones."""
+    x = np.zeros(8, dtype=np.float32)
+    x[0], x[1] = 1, 2.0**24
+    old = np.ones(1, dtype=np.float32)
+    assert ref.bits(ref.reduce_sm100_packed("sum", x, old))[0] == 0x4B800001
+    got = run(lower(tile_module("sum", (8,), "f32", True), "sm_100a"), x, old)
+    assert ref.bits(got)[0] == 0x4B800001
+
+
+def test_sm100_packed_accum_add_does_not_flush():
+    """``ls[0] = src[0] + dst`` is a scalar ``add.rn.f32``: 2**-126 - 2**-149 stays a
+    subnormal, and the remainder's 2**-126 makes it normal again (0x00ffffff); a flushing
+    add would give 0x00800000."""
+    x = np.zeros(9, dtype=np.float32)
+    x[0] = x[8] = np.uint32(0x00800000).view(np.float32)
+    old = np.array([0x80000001], dtype=np.uint32).view(np.float32)
+    assert ref.bits(ref.reduce_sm100_packed("sum", x, old))[0] == 0x00FFFFFF
+    got = run(lower(tile_module("sum", (9,), "f32", True), "sm_100a"), x, old)
+    assert ref.bits(got)[0] == 0x00FFFFFF
+
+
+@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
+@pytest.mark.parametrize("n", ADVERSARIAL_LENGTHS)
+def test_sm100_packed_adversarial_vectors(n: int, accum: bool):
+    """Issue 9: on vectors where the order of the adds shows in the bits, the lowering
+    (interpreted) equals TIRx's order (the reference) bit for bit, at every length 8..80."""
+    module = lower(local_module(n, accum), "sm_100a")
+    rng = np.random.default_rng(2 * n + accum)
+    cases = [("sum", *v) for v in sum_vectors(n, rng)]
+    cases += [(k, *v) for v in minmax_vectors(n, rng) for k in ("max", "min")]
+    for kind, label, src, old in cases:
+        dst = np.array([old], dtype=np.float32)
+        want = ref.reduce_sm100_packed(kind, src, dst if accum else None)
+        _, got = run_kernel(module, kind, src.copy(), dst.copy())
+        assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
+
+
+def test_sm100_packed_long_reduction_is_a_loop_with_the_same_bits():
+    """n = 2053: 255 further chunks, 63 iterations of 4 in the scf.for and 3 after it, a
+    remainder of 5. Interpreted, with and without legalize-for-target (sm_90a), it gives
+    the reference's bits."""
+    n = 2053
+    for accum in (False, True):
+        text = local_module(n, accum)
+        packed, legal = lower(text, "sm_100a"), lower(text, "sm_100a", legalize_for="sm_90a")
+        for m in (packed, legal):
+            fors = [op for op in m.walk() if op.name == "scf.for"]
+            assert len(fors) == 3, "one loop per reduction"
+        rng = np.random.default_rng(n + accum)
+        for kind in ("sum", "max", "min"):
+            src = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n))).astype(np.float32)
+            src[rng.integers(0, n, 20)] = np.uint32(0x00000007).view(np.float32)  # subnormals
+            dst = np.array([rng.standard_normal()], dtype=np.float32)
+            want = ref.reduce_sm100_packed(kind, src, dst if accum else None)
+            for m, what in ((packed, "sm_100a"), (legal, "legalized for sm_90a")):
+                _, got = run_kernel(m, kind, src.copy(), dst.copy())
+                assert_same_bits(got, want, f"sm100_packed {kind} n={n} accum={accum} {what}")
 
 
 @pytest.mark.parametrize("n", [8, 17, 32])
@@ -343,6 +434,32 @@ def test_gpu_matches_reference(variant: str, kind: str, elt: str, shape: tuple[i
             want = ref.reduce_local(kind, src, old if accum else None, bf16=elt == "bf16")
         _, got = kernel(src.copy(), old.copy(), grid=1, block=1)
         assert_same_bits(got, want, f"GPU {variant} {kind} {elt} {shape} input {label}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
+@pytest.mark.parametrize("n", ADVERSARIAL_LENGTHS)
+def test_gpu_sm100_packed_adversarial_vectors(n: int, accum: bool):
+    """Issue 9 on the GPU: sm100_packed legalized for sm_90a (kernels @sum, @max, @min)
+    gives TIRx's bits (the reference) on the adversarial vectors, at every length 8..80."""
+    from bulkred_dialect.backend_ptx import runtime
+
+    text = "builtin.module {\n" + "".join(tile_function(k, k, (n,), "f32", accum) for k in FLOAT_KINDS) + "}\n"
+    compiled = runtime.compile_tile_module(parse_module(_context(), text), "sm_90a", PACKED_LEGALIZED)
+    assert "f32x2" not in compiled.ptx
+    rng = np.random.default_rng(2 * n + accum)
+    cases = [("sum", *v) for v in sum_vectors(n, rng)]
+    cases += [(k, *v) for v in minmax_vectors(n, rng) for k in ("max", "min")]
+    if n == len(TIRX_EXAMPLE[0]):
+        cases.append(("sum", "issue 9 example", TIRX_EXAMPLE[0], np.float32(0)))
+    for kind, label, src, old in cases:
+        dst = np.array([old], dtype=np.float32)
+        want = ref.reduce_sm100_packed(kind, src, dst if accum else None)
+        _, got = compiled.kernel(kind)(src.copy(), dst.copy(), grid=1, block=1)
+        assert_same_bits(got, want, f"GPU sm100_packed legalized {kind} n={n} accum={accum} {label}")
+    if n == len(TIRX_EXAMPLE[0]) and not accum:
+        _, got = compiled.kernel("sum")(TIRX_EXAMPLE[0].copy(), np.zeros(1, np.float32), grid=1, block=1)
+        assert ref.bits(got)[0] == TIRX_EXAMPLE[1]
 
 
 # endregion

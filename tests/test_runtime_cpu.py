@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bulkred_dialect.backend_ptx import runtime
+from bulkred_dialect.backend_ptx import launch, runtime
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
 from bulkred_dialect.backend_ptx.runtime import KernelSignature, LaunchShape, Param, SignatureError
 
@@ -41,7 +41,7 @@ def no_gpu_calls(monkeypatch):
     def forbidden(*a, **k):
         raise AssertionError("the GPU was touched before the arguments were checked")
 
-    monkeypatch.setattr(runtime, "gpu", forbidden)
+    monkeypatch.setattr(launch, "gpu", forbidden)
     monkeypatch.setattr(runtime.CompiledModule, "_load", forbidden)
 
 
@@ -93,7 +93,7 @@ def test_ptxas_error_is_raised_at_compile_time():
         ((np.ones(63, np.float32), 1.0), "kernel 'scale' param 'out': expected shape (64,), got (63,)"),
         ((np.ones((64, 1), np.float32), 1.0), "kernel 'scale' param 'out': expected shape (64,), got (64, 1)"),
         ((np.ones(64, np.float32),), "kernel 'scale' takes 2 arguments (out, k), got 1"),
-        (([1.0] * 64, 1.0), "kernel 'scale' param 'out': expected a numpy array (array of f32, shape (64,)), got list"),
+        (([1.0] * 64, 1.0), "kernel 'scale' param 'out': expected a device array (torch, cupy, DLPack or CUDA Array Interface) or a numpy array (array of f32, shape (64,)), got list"),
         ((np.ones(64, np.float32), "2"), "kernel 'scale' param 'k': expected a scalar f32, got str"),
         ((np.ones(64, np.float32), np.int32(2)), "kernel 'scale' param 'k': expected dtype float32 (f32), got int32"),
         ((np.ones(64, np.float32), np.ones(2, np.float32)), "kernel 'scale' param 'k': expected a scalar f32, got an array of shape (2,)"),
@@ -294,3 +294,355 @@ def test_dominance_check_catches_a_value_used_on_another_path():
 
 
 # endregion
+
+
+# region Device arrays: checks on a view (no GPU needed)
+
+
+def _view(shape, dtype="float32", strides=None, device_id=0, accessible=True, ptr=0x1000):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        ptr=ptr, device_id=device_id, is_device_accessible=accessible, shape=shape, strides=strides, dtype=np.dtype(dtype)
+    )
+
+
+def test_device_array_checks_name_the_param():
+    from bulkred_dialect.backend_ptx.arrays import check_device_array
+
+    p = Param("x", "array", "f32", (4, 8))
+    w = "kernel 'k' param 'x'"
+    assert check_device_array(w, p, _view((4, 8)), 0) == (0x1000, 128)
+    assert check_device_array(w, p, _view((4, 8), strides=(8, 1)), 0) == (0x1000, 128)
+    cases = [
+        (_view((4, 8), device_id=1), "kernel 'k' param 'x': expected an array on cuda:0 (the GPU the kernel runs on), got one on cuda:1"),
+        (_view((4, 8), device_id=-1, accessible=False), "expected an array on cuda:0 (the GPU the kernel runs on), got one on the host (cpu)"),
+        (_view((4, 8), "float64"), "kernel 'k' param 'x': expected dtype float32 (f32), got float64"),
+        (_view((8, 4)), "kernel 'k' param 'x': expected shape (4, 8), got (8, 4)"),
+        (_view((4, 8), strides=(1, 4)), "expected a contiguous row-major array, got strides (1, 4) (in elements) for shape (4, 8)"),
+        (_view((4, 8), strides=(16, 2)), "got strides (16, 2) (in elements) for shape (4, 8)"),
+    ]
+    for view, message in cases:
+        with pytest.raises(SignatureError) as e:
+            check_device_array(w, p, view, 0)
+        assert message in str(e.value)
+
+
+def test_contiguity_ignores_unit_dimensions():
+    from bulkred_dialect.backend_ptx.arrays import is_c_contiguous
+
+    assert is_c_contiguous((4, 8), (8, 1))
+    assert is_c_contiguous((4, 1, 8), (8, 99, 1))
+    assert is_c_contiguous((1, 8), (1, 1))
+    assert not is_c_contiguous((4, 8), (1, 4))
+    assert not is_c_contiguous((32,), (2,))
+
+
+def test_numpy_is_not_a_device_array():
+    from bulkred_dialect.backend_ptx.arrays import is_device_array_like
+
+    class Cai:
+        __cuda_array_interface__ = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    assert not is_device_array_like(np.zeros(3)) and not is_device_array_like(np.float32(1))
+    assert is_device_array_like(Cai()) and not is_device_array_like([1.0])
+
+
+def test_stream_handles():
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx.arrays import caller_stream, stream_handle
+
+    class Proto:
+        def __cuda_stream__(self):
+            return (0, 0x77)
+
+    assert stream_handle(5) == 5 and stream_handle(Proto()) == 0x77
+    assert stream_handle(SimpleNamespace(cuda_stream=0x10)) == 0x10  # torch.cuda.Stream
+    assert stream_handle(SimpleNamespace(ptr=0x20)) == 0x20  # cupy stream
+    with pytest.raises(runtime.LaunchConfigError, match="'stream' must be a CUDA stream .* got str"):
+        stream_handle("s")
+    assert caller_stream([np.zeros(2)], None) == (None, "runtime")
+    assert caller_stream([np.zeros(2)], Proto()) == (0x77, "stream")
+
+
+# endregion
+
+# region The workspace and zero_init contract
+
+CONTRACT_IR = """
+func.func @k(%out: !ptx.ptr<global>, %n: i32, %ws: !ptx.ptr<global>) attributes {{bulkred.launch = #bulkred.launch<grid = [4], block = [64], cluster = [1]>{attrs}}} {{
+  ptx.ret
+}}
+"""
+
+
+def _contract(attrs: str):
+    return runtime.signatures_of_module(runtime.parse(CONTRACT_IR.format(attrs=attrs)))["k"]
+
+
+def test_workspace_is_not_a_user_parameter():
+    s = _contract(", bulkred.workspace = 64 : i64, bulkred.zero_init = [0]")
+    assert s.params == (Param("out", "array"), Param("n", "scalar", "i32"))
+    assert (s.workspace, s.zero_init) == (64, (0,))
+    mod = runtime.compile_module(runtime.parse(CONTRACT_IR.format(attrs=", bulkred.workspace = 64 : i64")), "sm_90a")
+    assert mod.signatures["k"].workspace == 64 and mod.cubin
+    assert ".param .u64 k_param_2" in mod.ptx  # the lowered kernel takes it last
+    with pytest.raises(SignatureError, match="kernel 'k' takes 2 arguments \\(out, n\\), got 3"):
+        mod.kernel("k")(np.zeros(4, np.float32), np.int32(1), np.zeros(4, np.float32))
+
+
+def test_zero_init_without_workspace_and_as_int_attr():
+    s = _contract(", bulkred.zero_init = [#builtin.int<0>, 2 : i64]".replace(", 2 : i64", ""))
+    assert s.params[-1] == Param("ws", "array") and s.zero_init == (0,) and s.workspace == 0
+    assert _contract(", bulkred.zero_init = [2, 0]").zero_init == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (", bulkred.zero_init = [3]", "'bulkred.zero_init' index 3 is out of range (the kernel has 3 user parameters: 0 to 2)"),
+        (", bulkred.workspace = 8 : i64, bulkred.zero_init = [2]", "'bulkred.zero_init' index 2 is out of range (the kernel has 2 user parameters: 0 to 1)"),
+        (", bulkred.zero_init = [1]", "'bulkred.zero_init' index 1 names param 'n', a scalar (expected an array)"),
+        (", bulkred.zero_init = [0, 0]", "'bulkred.zero_init' lists index 0 twice"),
+        (", bulkred.zero_init = 0 : i64", "'bulkred.zero_init' must be an array of parameter indices (e.g. [0, 2]), got 0 : i64"),
+        (", bulkred.zero_init = [\"a\"]", "'bulkred.zero_init' must be an array of parameter indices"),
+        (", bulkred.workspace = \"64\"", "'bulkred.workspace' must be an integer number of bytes >= 0 (e.g. 64 : i64), got \"64\""),
+        (", bulkred.workspace = -1 : i64", "'bulkred.workspace' must be an integer number of bytes >= 0"),
+    ],
+)
+def test_contract_attributes_are_validated(attrs, message):
+    from bulkred_dialect.diagnostics import LocatedError
+
+    with pytest.raises(LocatedError) as e:
+        _contract(attrs)
+    assert message in str(e.value) and "<input>:2:1" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ("%n: i32", "needs a last parameter for the workspace buffer (memref<8xi8, #bulkred.scope<global>> or !ptx.ptr<global>), got scalar i32"),
+        ("%a: memref<8xf32, #bulkred.scope<global>>", "got array of f32, shape (8,)"),
+        ("%ws: memref<4xi8, #bulkred.scope<global>>", "'bulkred.workspace' is 8 bytes but the workspace parameter 'ws' has 4"),
+    ],
+)
+def test_workspace_needs_a_last_byte_buffer_parameter(params, message):
+    """At level 2 the workspace is a memref<Nxi8> in global memory, at level 3 a !ptx.ptr<global>;
+    a tile-level kernel's own last parameter is never taken for it."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    text = f"func.func @k({params}) attributes {{bulkred.workspace = 8 : i64}} {{\n  func.return\n}}\n"
+    with pytest.raises(LocatedError) as e:
+        runtime.signatures_of_module(runtime.parse(text))
+    assert message in str(e.value)
+
+
+def test_level_2_workspace_parameter():
+    text = (
+        "func.func @k(%a: memref<8xf32, #bulkred.scope<global>>, %ws: memref<16xi8, #bulkred.scope<global>>) "
+        "attributes {bulkred.workspace = 16 : i64, bulkred.zero_init = [0]} {\n  func.return\n}\n"
+    )
+    s = runtime.signatures_of_module(runtime.parse(text))["k"]
+    assert s.params == (Param("a", "array", "f32", (8,)),) and (s.workspace, s.zero_init) == (16, (0,))
+
+
+def test_signature_of_checks_the_contract():
+    s = KernelSignature.of("k", ("a", "f32", (4,)), workspace=16, zero_init=[0])
+    assert (s.workspace, s.zero_init) == (16, (0,))
+    with pytest.raises(ValueError, match="kernel 'k': 'bulkred.zero_init' index 1 is out of range"):
+        KernelSignature.of("k", ("a", "f32", (4,)), zero_init=[1])
+
+
+# The GPU test of the contract (tests/gpu/test_device_arrays_gpu.py) runs this kernel:
+# out[i] += inp[i] + ws[i] (red.add), then ws[i] = 0. out is zero_init; ws the workspace.
+ACC_PTX = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry acc(.param .u64 out, .param .u64 inp, .param .u64 ws)
+{
+  .reg .b32 %r<5>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out]; ld.param.u64 %rd2, [inp]; ld.param.u64 %rd3, [ws];
+  cvta.to.global.u64 %rd1, %rd1; cvta.to.global.u64 %rd2, %rd2; cvta.to.global.u64 %rd3, %rd3;
+  mov.u32 %r1, %tid.x; mul.wide.u32 %rd4, %r1, 4;
+  add.u64 %rd5, %rd1, %rd4; add.u64 %rd6, %rd2, %rd4; add.u64 %rd7, %rd3, %rd4;
+  ld.global.u32 %r2, [%rd6]; ld.global.u32 %r3, [%rd7];
+  add.u32 %r4, %r2, %r3;
+  red.global.add.u32 [%rd5], %r4;
+  mov.u32 %r0, 0; st.global.u32 [%rd7], %r0;
+  ret;
+}
+"""
+
+ACC_SIG = KernelSignature.of(
+    "acc", ("out", "i32", (64,)), ("inp", "i32", (64,)), launch=LaunchShape((1, 1, 1), (64, 1, 1)), workspace=256, zero_init=[0]
+)
+
+
+def test_the_contract_test_kernel_assembles():
+    mod = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG])
+    assert mod.cubin and mod.signatures["acc"].workspace == 256
+
+
+# endregion
+
+
+# region The launch path on a simulated GPU (what is passed, zeroed, waited for)
+
+
+class _FakeDeviceArray:
+    """A device array as the runtime sees it through a StridedMemoryView."""
+
+    def __init__(self, ptr, shape, dtype="int32", strides=None, device_id=0):
+        self.view = _view(shape, dtype, strides, device_id, ptr=ptr)
+
+    @property
+    def __cuda_array_interface__(self):  # only its presence matters here
+        return {}
+
+
+class _FakeGpu:
+    def __init__(self):
+        from types import SimpleNamespace
+
+        self.device = SimpleNamespace(device_id=0)
+        self.stream = SimpleNamespace(handle=0x5, name="runtime")
+        self.broken = None
+        self.log: list[tuple] = []
+        self._next = 0x9000
+
+    def ensure_usable(self):
+        pass
+
+    def stream_for(self, handle):
+        from types import SimpleNamespace
+
+        return self.stream if handle is None else SimpleNamespace(handle=handle, name=f"caller {handle:#x}")
+
+    def memset_async(self, ptr, nbytes, stream):
+        self.log.append(("memset", ptr, nbytes, stream.name))
+
+    def _buf(self, n):
+        from types import SimpleNamespace
+
+        self._next += 0x1000
+        log = self.log
+        return SimpleNamespace(handle=self._next, close=lambda s, h=self._next: log.append(("free", h)))
+
+    def zeroed(self, n):
+        b = self._buf(n)
+        self.log.append(("zeroed workspace", b.handle, n))
+        return b
+
+    def alloc_ready(self, n):
+        return self._buf(n)
+
+    def to_device(self, a):
+        b = self._buf(a.nbytes)
+        self.log.append(("copy in", b.handle))
+        return b
+
+    def to_host(self, b, a):
+        self.log.append(("copy out", b.handle))
+        return a
+
+    def sync(self, what, timeout_s=None, stream=None):
+        self.log.append(("sync", (stream or self.stream).name))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    from bulkred_dialect.backend_ptx import arrays
+
+    g = _FakeGpu()
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(launch, "view_of", lambda a, handle, where: g.log.append(("view", handle)) or a.view)
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
+
+    def fake_launch(stream, config, kern, *args):
+        g.log.append(("launch", stream.name, kern, args))
+
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: fake_launch)
+    assert arrays.is_device_array_like(_FakeDeviceArray(1, (64,)))
+    return g
+
+
+def test_device_arrays_are_passed_by_pointer_with_workspace_and_zero_init(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    out, inp = _FakeDeviceArray(0x1000, (64,)), _FakeDeviceArray(0x2000, (64,))
+    got = k(out, inp)
+    assert got[0] is out and got[1] is inp
+    (ws,) = [e for e in fake_gpu.log if e[0] == "zeroed workspace"]
+    assert ws[2] == 256
+    assert [e[0] for e in fake_gpu.log] == ["view", "view", "memset", "zeroed workspace", "launch"]
+    assert fake_gpu.log[2] == ("memset", 0x1000, 256, "runtime")  # zero_init [0]: out, on the launch stream
+    _, stream, kern, kargs = fake_gpu.log[4]
+    assert (stream, kern, kargs[:2], kargs[2].handle) == ("runtime", "cu:acc", (0x1000, 0x2000), ws[1])  # workspace last
+    fake_gpu.log.clear()
+    k(out, inp, stream=0x77, sync=True)  # the same workspace, zeroed once
+    assert [e[0] for e in fake_gpu.log] == ["view", "view", "memset", "launch", "sync"]
+    assert fake_gpu.log[0] == ("view", 0x77) and fake_gpu.log[-1] == ("sync", "caller 0x77")
+    assert fake_gpu.log[3][1] == "caller 0x77" and fake_gpu.log[3][3][2].handle == ws[1]
+
+
+def test_numpy_zero_init_allocates_instead_of_copying_in(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    k(np.full(64, 7, np.int32), np.arange(64, dtype=np.int32))
+    kinds = [e[0] for e in fake_gpu.log]
+    assert kinds == ["memset", "copy in", "zeroed workspace", "launch", "sync", "copy out", "copy out", "free", "free"]
+    assert fake_gpu.log[0][1:3] == (fake_gpu.log[3][3][0].handle, 256)  # out's device copy is zeroed
+
+
+def test_device_array_errors_come_before_any_launch(fake_gpu):
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    good = _FakeDeviceArray(0x1000, (64,))
+    for bad, message in [
+        (_FakeDeviceArray(0x2000, (64,), strides=(2,)), "param 'inp': expected a contiguous row-major array"),
+        (_FakeDeviceArray(0x2000, (64,), device_id=1), "param 'inp': expected an array on cuda:0 (the GPU the kernel runs on), got one on cuda:1"),
+        (_FakeDeviceArray(0x2000, (64,), dtype="float32"), "param 'inp': expected dtype int32 or uint32 (i32), got float32"),
+    ]:
+        with pytest.raises(SignatureError) as e:
+            k(good, bad)
+        assert message in str(e.value)
+    assert not any(e[0] in ("launch", "memset", "zeroed workspace") for e in fake_gpu.log)
+
+
+# endregion
+
+
+def test_torch_tensors_are_checked_from_their_attributes():
+    """check_torch_tensor, on an object with a torch tensor's attributes: the same
+    checks and messages as check_device_array."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx.arrays import check_torch_tensor
+
+    def tensor(shape=(64,), dtype="int32", stride=None, cuda=True, index=0):
+        st = stride or tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        return SimpleNamespace(
+            is_cuda=cuda,
+            device=SimpleNamespace(index=index if cuda else None, type="cuda" if cuda else "cpu"),
+            dtype=f"torch.{dtype}",
+            shape=shape,
+            is_contiguous=lambda: st == tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape))),
+            stride=lambda: st,
+            data_ptr=lambda: 0xABC,
+            numel=lambda: int(np.prod(shape)),
+            element_size=lambda: np.dtype(dtype).itemsize,
+        )
+
+    p = Param("inp", "array", "i32", (64,))
+    w = "kernel 'acc' param 'inp'"
+    assert check_torch_tensor(w, p, tensor(), 0) == (0xABC, 256)
+    for t, message in [
+        (tensor(cuda=False), "expected an array on cuda:0 (the GPU the kernel runs on), got one on the host (cpu)"),
+        (tensor(index=1), "got one on cuda:1"),
+        (tensor(dtype="float32"), "expected dtype int32 or uint32 (i32), got float32"),
+        (tensor(shape=(8, 8)), "expected shape (64,), got (8, 8)"),
+        (tensor(stride=(2,)), "expected a contiguous row-major array, got strides (2,) (in elements) for shape (64,)"),
+    ]:
+        with pytest.raises(SignatureError) as e:
+            check_torch_tensor(w, p, t, 0)
+        assert str(e.value).startswith(w) and message in str(e.value)

@@ -3,6 +3,7 @@ a call of one ``func.func`` on numpy buffers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.traits import SymbolTable
 
+from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import (
     STORAGE_DTYPE,
     BufferFunctions,
@@ -27,17 +29,24 @@ from bulkred_dialect.interpreter.memory import (
     store_element,
 )
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
+from bulkred_dialect.interpreter.ptx_cvt import PtxCvtFunctions
+from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
 
 
-def make_interpreter(module: ModuleOp) -> Interpreter:
+def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpreter:
     """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
-    implementations, the exact buffer and constant overrides, and the ptx arithmetic ops."""
+    implementations, the exact buffer and constant overrides, the ptx arithmetic ops,
+    the ptx memory ops on addresses (ld, st, ld.vec, atom, red), ptx.cvt and the kernel
+    index ops of the one thread ``ids``."""
     interpreter = Interpreter(module)
     for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
         interpreter.register_implementations(functions)
     interpreter.register_implementations(BufferFunctions(), override=True)
     interpreter.register_implementations(PtxArithFunctions())
+    interpreter.register_implementations(PtxMemoryFunctions())
+    interpreter.register_implementations(PtxCvtFunctions())
+    interpreter.register_implementations(KernelIdFunctions(ids))
     return interpreter
 
 
@@ -82,7 +91,14 @@ def _dtype_name(d: np.dtype, element_type: Attribute) -> str:
     return f"{d} bits" if kind is not None and d.kind == "u" else str(d)
 
 
-def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
+def run_kernel(
+    module: ModuleOp,
+    name: str,
+    *arrays: Any,
+    thread_id: tuple[int, int, int] = (0, 0, 0),
+    block_id: tuple[int, int, int] = (0, 0, 0),
+    cluster_rank: int = 0,
+) -> tuple[np.ndarray, ...]:
     """Call ``func.func @name`` of ``module`` and return its memref arguments after the call.
 
     A numpy argument is the buffer itself and is mutated in place; its dtype must be one
@@ -90,6 +106,9 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
     as int32 or uint32, ...), else a ValueError names the argument and both dtypes; a
     ``ShapedArray`` argument is copied into a numpy buffer and the result written back.
     Non-memref arguments (scalars) are passed through, converted to the argument's type.
+
+    One thread runs, with the ids ``thread_id``, ``block_id`` and ``cluster_rank``
+    (:mod:`bulkred_dialect.interpreter.kernel_ids`).
     """
     callee = SymbolTable.lookup_symbol(module, name)
     if not isinstance(callee, func.FuncOp):
@@ -97,18 +116,9 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
     inputs = callee.function_type.inputs.data
     if len(inputs) != len(arrays):
         raise ValueError(f"'{name}' takes {len(inputs)} arguments, got {len(arrays)}")
-    interpreter = make_interpreter(module)
+    interpreter = make_interpreter(module, ThreadIds(tuple(thread_id), tuple(block_id), cluster_rank))  # type: ignore[arg-type]
     bits = interpreter.index_bitwidth
-    args: list[Any] = []
-    entry = callee.body.blocks.first
-    hints = [arg.name_hint for arg in entry.args] if entry is not None else [None] * len(inputs)
-    for i, (t, a) in enumerate(zip(inputs, arrays)):
-        if isinstance(t, MemRefType):
-            label = f"argument {i}" + (f" (%{hints[i]})" if hints[i] else "")
-            args.append(_as_buffer(a, t, label, bits))
-            continue
-        kind, width = element_format(t, bits)
-        args.append(coerce_float(kind, a) if kind is not None else to_signed(int(a), width))
+    args = prepare_arguments(callee, arrays, bits)
     interpreter.call_op(callee, tuple(args))
     results: list[np.ndarray] = []
     for t, a, buf in zip(inputs, arrays, args):
@@ -119,6 +129,25 @@ def run_kernel(module: ModuleOp, name: str, *arrays: Any) -> tuple[np.ndarray, .
                 a.store(idx, _python_value(load_element(buf, idx, t.element_type, bits)))
         results.append(buf)
     return tuple(results)
+
+
+def prepare_arguments(callee: func.FuncOp, arrays: Sequence[Any], bits: int) -> list[Any]:
+    """The interpreter's values of ``callee``'s arguments: numpy buffers for memrefs
+    (see :func:`run_kernel`), scalars converted to their types."""
+    inputs = callee.function_type.inputs.data
+    if len(inputs) != len(arrays):
+        raise ValueError(f"'{callee.sym_name.data}' takes {len(inputs)} arguments, got {len(arrays)}")
+    args: list[Any] = []
+    entry = callee.body.blocks.first
+    hints = [arg.name_hint for arg in entry.args] if entry is not None else [None] * len(inputs)
+    for i, (t, a) in enumerate(zip(inputs, arrays)):
+        if isinstance(t, MemRefType):
+            label = f"argument {i}" + (f" (%{hints[i]})" if hints[i] else "")
+            args.append(_as_buffer(a, t, label, bits))
+            continue
+        kind, width = element_format(t, bits)
+        args.append(coerce_float(kind, a) if kind is not None else to_signed(int(a), width))
+    return args
 
 
 def _python_value(v: Any) -> Any:

@@ -24,6 +24,7 @@ Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
 
 from __future__ import annotations
 
+from abc import ABC
 from typing import ClassVar
 
 from collections.abc import Sequence
@@ -32,9 +33,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    IntegerAttr,
     IntAttr,
+    IndexType,
     IntegerType,
     MemRefType,
+    NoneAttr,
     Signedness,
     StringAttr,
     UnitAttr,
@@ -63,6 +67,7 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
 )
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.parser import AttrParser
@@ -89,6 +94,7 @@ class ExecScope(StrEnum):
     WARP = "warp"
     CTA = "cta"
     CLUSTER = "cluster"
+    GRID = "grid"
 
 
 class ReduceKind(StrEnum):
@@ -351,19 +357,33 @@ def shape_str(shape: Sequence[int]) -> str:
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Reduce ``src`` along its last axis into ``dst``, at an execution scope.
+    """Reduce ``src`` into ``dst`` at an execution scope.
 
-    A 1-D ``src`` of length N reduces to ``dst`` of shape [1]; a ``src`` of shape
-    [M, N] reduces to ``dst`` of shape [M]. With ``accum`` the result is combined
-    with ``dst``'s previous value. ``variant`` forces a lowering variant by name.
+    * ``thread``: one thread reduces its own buffer along the last axis: a 1-D ``src``
+      of length N into ``dst`` of shape [1], a ``src`` of shape [M, N] into ``dst`` [M].
+    * ``warp``, ``cta``, ``cluster``: every thread of the warp (CTA, cluster) reduces
+      its own ``src`` as at thread scope, then the threads combine their results; every
+      thread's ``dst`` receives the combined value. All threads of the scope must
+      execute the op. ``src`` and ``dst`` are ``local`` buffers.
+    * ``grid``: the whole kernel reduces a ``global`` ``src`` over ``axes`` (all axes
+      when absent) into a ``global`` ``dst`` whose shape is ``src``'s without those axes
+      ([1] when every axis is reduced). The lowering chooses the launch shape (tile
+      sizes, split count, cluster) and writes it into the kernel's ``bulkred.launch``;
+      the op must be the only tile op of its kernel.
+
+    With ``accum`` the result is combined with ``dst``'s previous value.
+    ``deterministic`` (grid scope) asks for a lowering that gives the same bits on every
+    run (no floating-point atomics). ``variant`` forces a lowering variant by name.
     The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
     Example::
 
         bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
-        bulkred.reduce max thread accum %a, %b : ...
+        bulkred.reduce max warp accum %a, %b : ...
+        bulkred.reduce sum grid axes [0 : i64] %x, %y : memref<65536x4096xf32, #bulkred.scope<global>>, memref<4096xf32, #bulkred.scope<global>>
 
-    Spec: the TIRx reduction card (../shared/spec/tirx-reduction-sm100-packed.md).
+    Spec: the TIRx reduction card (docs/lowering.md) for thread scope; docs/scopes.md for
+    the others.
     """
 
     name = "bulkred.reduce"
@@ -371,13 +391,15 @@ class ReduceOp(IRDLOperation):
     kind = prop_def(ReduceKindAttr)
     scope = prop_def(ExecScopeAttr)
     accum = opt_prop_def(UnitAttr)
+    deterministic = opt_prop_def(UnitAttr)
+    axes = opt_prop_def(ArrayAttr[IntegerAttr])
     variant = opt_prop_def(StringAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
 
     assembly_format = (
-        "$kind $scope (`accum` $accum^)? (`variant` $variant^)? $src `,` $dst attr-dict "
-        "`:` type($src) `,` type($dst)"
+        "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? (`axes` $axes^)? "
+        "(`variant` $variant^)? $src `,` $dst attr-dict `:` type($src) `,` type($dst)"
     )
 
     def __init__(
@@ -388,18 +410,40 @@ class ReduceOp(IRDLOperation):
         *,
         scope: ExecScope = ExecScope.THREAD,
         accum: bool = False,
+        deterministic: bool = False,
+        axes: Sequence[int] | None = None,
         variant: str | None = None,
     ):
         props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
         if accum:
             props["accum"] = UnitAttr()
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        if axes is not None:
+            props["axes"] = ArrayAttr(IntegerAttr(a, i64) for a in axes)
         if variant is not None:
             props["variant"] = StringAttr(variant)
         super().__init__(operands=[src, dst], properties=props)
 
     @staticmethod
-    def expected_dst_shape(src_shape: Sequence[int]) -> list[int]:
-        return [1] if len(src_shape) == 1 else list(src_shape[:-1])
+    def expected_dst_shape(src_shape: Sequence[int], axes: Sequence[int] | None = None) -> list[int]:
+        """``dst``'s shape: ``src``'s without the last axis (thread and collective
+        scopes) or without ``axes`` (grid scope); [1] when nothing is left."""
+        if axes is None:
+            kept = list(src_shape[:-1])
+        else:
+            kept = [d for i, d in enumerate(src_shape) if i not in set(axes)]
+        return kept or [1]
+
+    def reduced_axes(self) -> list[int]:
+        """The axes reduced: ``axes`` when given, else every axis (grid scope) or the
+        last one (the other scopes)."""
+        st = self.src.type
+        assert isinstance(st, MemRefType)
+        rank = len(st.get_shape())
+        if self.axes is not None:
+            return [a.value.data for a in self.axes.data]  # type: ignore[union-attr]
+        return list(range(rank)) if self.scope.data == ExecScope.GRID else [rank - 1]
 
     def verify_(self) -> None:
         check_in_kernel(self)
@@ -414,10 +458,32 @@ class ReduceOp(IRDLOperation):
         dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:
             raise VerifyException("'src' must have at least one dimension")
-        want = self.expected_dst_shape(src_shape)
+        scope = self.scope.data
+        grid = scope == ExecScope.GRID
+        axes: list[int] | None = None
+        if self.axes is not None:
+            if not grid:
+                raise VerifyException(f"'axes' is only valid at grid scope, got scope {scope}")
+            axes = self.reduced_axes()
+            rank = len(src_shape)
+            bad = [a for a in axes if not 0 <= a < rank]
+            if bad:
+                raise VerifyException(f"'axes' must be in [0, {rank}) for 'src' of rank {rank}, got {axes}")
+            if not axes or len(set(axes)) != len(axes) or axes != sorted(axes):
+                raise VerifyException(f"'axes' must be a non-empty, increasing list without repeats, got {axes}")
+        elif grid:
+            axes = list(range(len(src_shape)))
+        if self.deterministic is not None and not grid:
+            raise VerifyException(f"'deterministic' is only valid at grid scope, got scope {scope}")
+        if grid:
+            for field, t in (("src", st), ("dst", dt)):
+                if scope_of(t) != MemoryScope.GLOBAL:
+                    raise VerifyException(f"operand '{field}' must be in scope global at grid scope, got {scope_of(t)}")
+        want = self.expected_dst_shape(src_shape, axes)
         if dst_shape != want:
+            what = f"over axes {axes}" if grid else "along its last axis"
             raise VerifyException(
-                f"'dst' shape must be {want} to reduce 'src' {src_shape} along its last axis, got {dst_shape}"
+                f"'dst' shape must be {want} to reduce 'src' {src_shape} {what}, got {dst_shape}"
             )
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(
@@ -460,14 +526,24 @@ class CopyOp(IRDLOperation):
 class BulkCopyOp(IRDLOperation):
     """Asynchronous bulk copy between memories (lowers to ``cp.async.bulk``).
 
-    Directions: global -> shared, global -> cluster_shared (optionally multicast to
-    the CTAs of ``cta_mask``), shared -> cluster_shared (a peer CTA), shared -> global.
-    Copies into shared memory complete on ``mbar``; the copy to global completes
-    through the bulk async-group. The byte size must be a multiple of 16 and at most
-    :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's shared memory).
-    Like every tile op it must be inside a ``func.func`` kernel.
+    Directions: global -> shared, global -> cluster_shared (to the CTA ``rank``, or
+    multicast to the CTAs of ``cta_mask``, issued by CTA 0 and collective over the
+    cluster), shared -> cluster_shared (to the CTA
+    ``rank``), shared -> global. Copies into shared memory complete on ``mbar``; the copy
+    to global completes through the bulk async-group. The byte size must be a multiple
+    of 16 and at most :data:`MAX_SHARED_BYTES` (the shared buffer must fit in one CTA's
+    shared memory). ``src`` and ``dst`` may be ``memref.subview`` views that cover one
+    contiguous range (:func:`check_contiguous`). Like every tile op it must be inside a
+    ``func.func`` kernel.
+
+    Into cluster_shared with ``rank`` (an ``index``, the same in every CTA) the op is
+    collective over the cluster: every CTA other than ``rank`` copies its ``src`` into
+    the ``dst`` of CTA ``rank`` (``dst`` may be a view at a per-CTA offset, so that the
+    copies land side by side); when it returns, CTA ``rank``'s ``dst`` holds them.
 
     Example: ``bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>``
+
+    ``bulkred.bulk_copy %s, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>``
     """
 
     name = "bulkred.bulk_copy"
@@ -476,12 +552,13 @@ class BulkCopyOp(IRDLOperation):
     dst = operand_def(MemRefType)
     mbar = opt_operand_def(MemRefType)
     cta_mask = opt_operand_def(IntegerType(16))
+    rank = opt_operand_def(IndexType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$src `,` $dst (`,` $mbar^)? (`multicast` $cta_mask^)? attr-dict `:` type($src) `,` type($dst) "
-        "(`,` type($mbar)^)?"
+        "$src `,` $dst (`,` $mbar^)? (`multicast` $cta_mask^)? (`rank` $rank^)? attr-dict "
+        "`:` type($src) `,` type($dst) (`,` type($mbar)^)?"
     )
 
     _DIRECTIONS: ClassVar = {
@@ -504,6 +581,8 @@ class BulkCopyOp(IRDLOperation):
         if st.get_shape() != dt.get_shape() or st.element_type != dt.element_type:
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         _check_bulk_bytes(st, direction[1])
+        check_contiguous("src", st)
+        check_contiguous("dst", dt)
         needs_mbar = direction[1] != MemoryScope.GLOBAL
         if needs_mbar and self.mbar is None:
             raise VerifyException(f"a bulk copy into {direction[1]} needs an 'mbar' operand")
@@ -512,6 +591,14 @@ class BulkCopyOp(IRDLOperation):
         _check_mbar(self.mbar)
         if self.cta_mask is not None and direction != (MemoryScope.GLOBAL, MemoryScope.CLUSTER_SHARED):
             raise VerifyException("'cta_mask' (multicast) is only valid for a global -> cluster_shared copy")
+        if self.cta_mask is not None and self.rank is not None:
+            raise VerifyException(
+                "'rank' is not valid with 'cta_mask': a multicast copy writes every CTA of the mask"
+            )
+        if self.cta_mask is None:
+            _check_rank(self, self.rank, direction[1], bulk_bytes(st))
+        else:
+            _check_cluster_launch(self, bulk_bytes(st), senders_per_receiver=1)
 
 
 def _check_mbar(v: SSAValue | None) -> None:
@@ -601,11 +688,89 @@ def _check_bulk_bytes(t: MemRefType, dst: MemoryScope) -> None:
         raise VerifyException(f"bulk size must be <= {limit} bytes ({why}), got {nbytes}")
 
 
+def check_contiguous(field: str, t: MemRefType) -> None:
+    """Raise unless a buffer of type ``t`` (a view, maybe) covers one contiguous range of
+    memory starting at a 16-byte boundary when its offset is static: a bulk operation
+    moves one range of bytes. A row slice of a matrix is contiguous only when it spans
+    full rows (dimensions of extent 1 do not matter)."""
+    if isinstance(t.layout, NoneAttr):
+        return
+    shape = list(t.get_shape())
+    strides = t.get_strides()
+    expected = 1
+    ok = strides is not None and None not in strides
+    if ok:
+        assert strides is not None
+        for d, stride in reversed(list(zip(shape, strides))):
+            if d == 1:
+                continue
+            if stride != expected:
+                ok = False
+                break
+            expected *= d
+    if not ok:
+        shown = "?" if strides is None else "[" + ", ".join("?" if x is None else str(x) for x in strides) + "]"
+        raise VerifyException(
+            f"'{field}' must be one contiguous range of memory for a bulk operation, got strides "
+            f"{shown} for shape {shape_str(shape)} (a slice of a matrix is contiguous only when "
+            "it spans full rows)"
+        )
+    offset = t.get_offset()
+    esize = t.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    if offset is not None and offset * esize % 16 != 0:
+        raise VerifyException(
+            f"'{field}' must start at a multiple of 16 bytes for a bulk operation, got offset "
+            f"{offset} elements ({offset * esize} bytes)"
+        )
+
+
+def _check_rank(op: Operation, rank: SSAValue | None, dst: MemoryScope | None, nbytes: int) -> None:
+    """A bulk op into cluster_shared names the receiving CTA with ``rank``; no other takes
+    one. With the kernel's launch known, the cluster must have 2 or more CTAs and the
+    bytes of every other CTA must fit the receiver's mbarrier transaction count."""
+    if dst != MemoryScope.CLUSTER_SHARED:
+        if rank is not None:
+            raise VerifyException(f"'rank' is only valid for a bulk operation into cluster_shared, not into {dst}")
+        return
+    if rank is None:
+        raise VerifyException(
+            "a bulk operation into cluster_shared needs a 'rank' operand (the CTA whose buffer it writes)"
+        )
+    _check_cluster_launch(op, nbytes, senders_per_receiver=None)
+
+
+def _check_cluster_launch(op: Operation, nbytes: int, senders_per_receiver: int | None) -> None:
+    """With the kernel's launch known: a cluster of 2 or more CTAs, and the bytes one
+    receiver expects (from every other CTA, or from ``senders_per_receiver``) within the
+    mbarrier's tx-count."""
+    kernel = enclosing_kernel(op)
+    launch = kernel_launch(kernel) if kernel is not None else None
+    if launch is None:
+        return
+    c = launch.cluster_dims
+    ctas = c[0] * c[1] * c[2]
+    if ctas < 2:
+        raise VerifyException(
+            f"a bulk operation into cluster_shared needs a kernel launched with a cluster of 2 or more "
+            f"CTAs, got 'cluster' {list(c)}"
+        )
+    senders = ctas - 1 if senders_per_receiver is None else senders_per_receiver
+    if senders * nbytes > MAX_TX_BYTES:
+        raise VerifyException(
+            f"the receiving CTA expects {senders} x {nbytes} bytes from the other CTAs of its cluster "
+            f"of {ctas}, more than the mbarrier tx-count allows ({MAX_TX_BYTES})"
+        )
+
+
 @irdl_op_definition
 class BulkReduceOp(IRDLOperation):
     """Asynchronous element-wise reduce of a shared buffer into a global or a peer
     CTA's shared buffer (lowers to ``cp.reduce.async.bulk``). The byte size must be a
-    multiple of 16 and at most :data:`MAX_SHARED_BYTES`.
+    multiple of 16 and at most :data:`MAX_SHARED_BYTES`; views must be contiguous.
+
+    Into cluster_shared it takes ``rank`` (an ``index``, the same in every CTA) and is
+    collective over the cluster: every CTA other than ``rank`` reduces its ``src`` into
+    the ``dst`` of CTA ``rank``; when it returns, that ``dst`` holds the result.
 
     Example: ``bulkred.bulk_reduce sum %tile, %out : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>``
     """
@@ -616,9 +781,13 @@ class BulkReduceOp(IRDLOperation):
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
     mbar = opt_operand_def(MemRefType)
+    rank = opt_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$kind $src `,` $dst (`,` $mbar^)? attr-dict `:` type($src) `,` type($dst) (`,` type($mbar)^)?"
+        "$kind $src `,` $dst (`,` $mbar^)? (`rank` $rank^)? attr-dict `:` type($src) `,` type($dst) "
+        "(`,` type($mbar)^)?"
     )
 
     def verify_(self) -> None:
@@ -630,6 +799,8 @@ class BulkReduceOp(IRDLOperation):
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
         _check_bulk_bytes(st, scope_of(dt))
+        check_contiguous("src", st)
+        check_contiguous("dst", dt)
         _check_reduce_table(self.kind.data, st.element_type, scope_of(dt))
         _check_mbar(self.mbar)
         to_cluster = scope_of(dt) == MemoryScope.CLUSTER_SHARED
@@ -637,10 +808,62 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException("a bulk reduce into cluster_shared needs an 'mbar' operand")
         if not to_cluster and self.mbar is not None:
             raise VerifyException("a bulk reduce into global completes by bulk group and takes no 'mbar'")
+        _check_rank(self, self.rank, scope_of(dt), bulk_bytes(st))
+
+
+# region Indices
+
+
+class _ClusterIndexOp(IRDLOperation, ABC):
+    """An ``index`` read from a special register of the executing CTA."""
+
+    result = result_def(IndexType)
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        check_in_kernel(self)
+
+
+@irdl_op_definition
+class ClusterRankOp(_ClusterIndexOp):
+    """The rank of the executing CTA in its cluster, from 0 to ``bulkred.cluster_size`` - 1
+    (the rank a bulk op into ``cluster_shared`` names; upstream ``gpu`` has no such op).
+
+    PTX: ``mov.u32 %r, %cluster_ctarank;`` widened to ``index``.
+
+    Example: ``%rank = bulkred.cluster_rank``
+
+    Spec: PTX ISA, Special Registers, %cluster_ctarank.
+    """
+
+    name = "bulkred.cluster_rank"
+
+
+@irdl_op_definition
+class ClusterSizeOp(_ClusterIndexOp):
+    """The number of CTAs in the executing CTA's cluster (1 without a cluster).
+
+    PTX: ``mov.u32 %r, %cluster_nctarank;`` widened to ``index``; a constant when the
+    kernel's ``bulkred.launch`` has a cluster of 2 or more CTAs (``.reqnctapercluster``
+    holds every launch to it).
+
+    Example: ``%n = bulkred.cluster_size``
+
+    Spec: PTX ISA, Special Registers, %cluster_nctarank.
+    """
+
+    name = "bulkred.cluster_size"
+
+
+# endregion
 
 
 BULKRED = Dialect(
     "bulkred",
-    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp],
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp],
     [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr],
 )

@@ -122,13 +122,25 @@ def _outcome(sel: Selection, c: Candidate) -> str:
     return "applies, lower priority"
 
 
+SCOPE_PREDICATE = "exec_scope"
+"""The predicate that says which execution scope a variant lowers: the table shows the
+variants of other scopes on one line, not predicate by predicate."""
+
+
+def _other_scope(c: Candidate) -> bool:
+    return any(d.predicate == SCOPE_PREDICATE and not d.ok for d in c.verdicts)
+
+
 def format_table(sel: Selection) -> str:
     """The decision table: a header naming op, location and target; one row per
-    predicate of each candidate (highest priority first); one outcome line per
-    candidate; and the chosen variant."""
+    predicate of each candidate of the op's scope (highest priority first); one outcome
+    line per such candidate; the names of the variants that lower other scopes; and the chosen
+    variant."""
     header = ("variant", "priority", "predicate", "verdict", "expected", "actual")
+    shown = [c for c in sel.candidates if not _other_scope(c) or c is sel.chosen]
+    others = [c for c in sel.candidates if c not in shown]
     rows: list[tuple[str, ...]] = []
-    for c in sel.candidates:
+    for c in shown:
         v = c.variant
         if not c.verdicts:
             rows.append((v.name, str(v.priority), "-", "ok", "-", "-"))
@@ -140,15 +152,19 @@ def format_table(sel: Selection) -> str:
         cells = [r[i].ljust(widths[i]) for i in range(len(widths))] + [r[-1]]
         return "  " + "  ".join(cells)
 
-    name_w = max(len(c.variant.name) for c in sel.candidates) if sel.candidates else 0
+    name_w = max(len(c.variant.name) for c in shown) if shown else 0
     out = [f"dispatch of '{sel.op.name}' at {format_location(sel.op)} on {sel.target.name}"]
     out.append(line(header))
     out.extend(line(r) for r in rows)
-    for c in sel.candidates:
+    for c in shown:
         out.append(f"  {c.variant.name.ljust(name_w)}  priority {c.variant.priority}: {_outcome(sel, c)}")
     if sel.forced is not None:
         known = any(c.variant.name == sel.forced for c in sel.candidates)
         out.append(f"forced by 'variant': {sel.forced}{'' if known else ' (not a known variant)'}")
+    if others:
+        scope = next((d.actual for d in others[0].verdicts if d.predicate == SCOPE_PREDICATE), "?")
+        names = ", ".join(f"{c.variant.name} ({c.variant.priority})" for c in others)
+        out.append(f"  not for scope {scope}: {names}")
     out.append(f"chosen: {sel.chosen.variant.name if sel.chosen else 'none'}")
     return "\n".join(out)
 

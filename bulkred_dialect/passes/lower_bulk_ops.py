@@ -29,9 +29,35 @@ Addresses are ``builtin.unrealized_conversion_cast`` of the memrefs to
 ``!ptx.ptr<space>`` (``lower-to-ptx`` resolves them); sizes are ``arith.constant``
 bytes of type ``i32``. Every created op carries the location of the tile op it replaces.
 
-The directions into ``cluster_shared`` (global -> cluster_shared with or without
-multicast, shared -> cluster_shared, bulk_reduce into cluster_shared) need the rank of
-the peer CTA, which the tile op does not carry: they are rejected with a located error.
+The directions into ``cluster_shared`` (global -> cluster_shared, shared ->
+cluster_shared, bulk_reduce into cluster_shared) take the receiving CTA's ``rank`` and are
+collective over the cluster (every CTA other than ``rank`` sends; ``receiver`` is
+``%cluster_ctarank == rank``; n CTAs per cluster, from ``bulkred.launch``)::
+
+    receiver, elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+                       mbarrier.arrive.expect_tx _, [mbar], (n - 1) * bytes
+    all:               fence.proxy.async; barrier.cluster.arrive.release + wait.acquire
+    sender, elected:   cp.async.bulk.shared::cluster.{shared::cta,global} (or
+                       cp.reduce.async.bulk.shared::cluster.shared::cta)
+                           [mapa(dst, rank)], [src], bytes, [mapa(mbar, rank)]
+    receiver:          scf.while on mbarrier.try_wait.parity [mbar], 0
+    all:               barrier.cluster.arrive.release + wait.acquire
+    receiver, elected: mbarrier.inval [mbar]
+
+With ``cta_mask`` (multicast, global -> cluster_shared) CTA 0 issues one copy for every
+CTA whose bit is set (``receiver``), at CTA 0's ``dst`` offset::
+
+    receiver, elected: mbarrier.init [mbar], 1; fence.mbarrier_init.release.cluster
+                       mbarrier.arrive.expect_tx _, [mbar], bytes
+    all:               fence.proxy.async; barrier.cluster.arrive.release + wait.acquire
+    rank 0, elected:   cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+                           .multicast::cluster [dst], [src], bytes, [mbar], cta_mask
+    receiver:          scf.while on mbarrier.try_wait.parity [mbar], 0
+    all:               barrier.cluster.arrive.release + wait.acquire
+    receiver, elected: mbarrier.inval [mbar]
+
+A cluster direction in a kernel without a ``bulkred.launch`` cluster of 2 or more CTAs is
+a located error.
 
 Example::
 
@@ -56,7 +82,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
-from bulkred_dialect.ops.ptx.arith import ArithType, OrOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, OrOp, ShrOp
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i1, i32
 from bulkred_dialect.ops.ptx.bulk import (
     NOFTZ_TYPES,
@@ -65,11 +91,18 @@ from bulkred_dialect.ops.ptx.bulk import (
     BulkRedType,
     CpAsyncBulkGlobalSharedCtaOp,
     CpAsyncBulkSharedClusterGlobalOp,
+    CpAsyncBulkSharedClusterSharedCtaOp,
     CpReduceAsyncBulkGlobalSharedCtaOp,
+    CpReduceAsyncBulkSharedClusterSharedCtaOp,
+    Multicast,
 )
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
     BarSyncOp,
+    ClusterArriveSem,
+    MapaOp,
     CpAsyncBulkCommitGroupOp,
     CpAsyncBulkWaitGroupOp,
     FenceMbarrierInitOp,
@@ -92,7 +125,6 @@ from bulkred_dialect.ops.tile import (
     scope_of,
 )
 
-_NO_PEER = "is not lowered yet: the tile op carries no peer CTA rank"
 
 # The CTA barrier every bulk op synchronizes on (``__syncthreads``).
 _BARRIER = 0
@@ -189,10 +221,82 @@ def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
         raise LocatedError(op, str(e)) from None
     if dst != MemoryScope.CLUSTER_SHARED:
         return
-    if isinstance(op, BulkReduceOp):
-        raise LocatedError(op, f"a bulk reduce into cluster_shared {_NO_PEER}")
-    multicast = "a multicast" if op.cta_mask is not None else "a"
-    raise LocatedError(op, f"{multicast} bulk copy from {src} into cluster_shared {_NO_PEER}")
+    _cluster_size(op)
+    if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
+        return
+    if op.rank is None:
+        raise LocatedError(op, "a bulk operation into cluster_shared needs a 'rank' operand")
+
+
+def _cluster_size(op: Operation) -> int:
+    """The CTAs per cluster of the kernel around ``op`` (its ``bulkred.launch``)."""
+    kernel = enclosing_kernel(op)
+    launch = kernel_launch(kernel) if kernel is not None else None
+    n = 1
+    for c in launch.cluster_dims if launch is not None else (1,):
+        n *= c
+    if n < 2:
+        raise LocatedError(
+            op,
+            "a bulk operation into cluster_shared needs a kernel whose bulkred.launch has a "
+            "cluster of 2 or more CTAs",
+        )
+    return n
+
+
+def _cluster_sync(e: _Emitter) -> None:
+    """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every thread of
+    every CTA of the cluster."""
+    e.add(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
+    e.add(BarrierClusterWaitOp(acquire=True))
+
+
+# issue(emitter, dst, src, size, mbar): the bulk instruction into the receiver's memory
+_PeerIssue = Callable[[_Emitter, SSAValue, SSAValue, SSAValue, SSAValue], None]
+
+
+def _lower_to_peer(op: BulkCopyOp | BulkReduceOp, e: _Emitter, src_space: StateSpace, issue: _PeerIssue) -> None:
+    """The cluster-collective sequence into CTA ``rank``'s ``dst`` (module docstring)."""
+    assert op.mbar is not None and op.rank is not None  # the tile verifier requires both
+    ctas = _cluster_size(op)
+    nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
+    elected = e.elected()
+    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    own.name_hint = "cluster_ctarank"
+    rank = e.v(arith.IndexCastOp(op.rank, i32))
+    receiver = e.v(arith.CmpiOp(own, rank, "eq"))
+    receiver.name_hint = "receiver"
+    sender = e.v(arith.XOrIOp(receiver, e.const(1, i1)))
+    mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
+    expected = e.const((ctas - 1) * nbytes)
+    expected.name_hint = "expected_bytes"
+
+    def init(t: _Emitter) -> None:
+        t.add(MbarrierInitOp(mbar, t.const(1)))
+        # the senders' complete-tx are releases at cluster scope on the mbarrier
+        t.add(FenceMbarrierInitOp())
+        t.add(MbarrierArriveExpectTxOp(mbar, expected, sink=True))
+
+    e.if_(receiver, lambda t: t.if_(elected, init))
+    # every thread's generic-proxy accesses to src (senders) and dst (receiver) before
+    # the async proxy's; the cluster barrier orders them, and the receiver's mbarrier
+    # init, before any sender issues
+    e.add(FenceProxyAsyncOp())
+    _cluster_sync(e)
+    size = e.const(nbytes)
+    size.name_hint = "bytes"
+
+    def send(t: _Emitter) -> None:
+        dst = t.v(MapaOp(t.ptr(op.dst, StateSpace.SHARED_CTA), rank))
+        remote_mbar = t.v(MapaOp(mbar, rank))
+        issue(t, dst, t.ptr(op.src, src_space), size, remote_mbar)
+
+    e.if_(sender, lambda t: t.if_(elected, send))
+    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    # the senders' src stay untouched until the receiver has everything; no thread
+    # polls the mbarrier any more
+    _cluster_sync(e)
+    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
 
 
 def _lower_global_to_shared(op: BulkCopyOp, e: _Emitter) -> None:
@@ -253,16 +357,68 @@ def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: _Emitter, issue: _Issue) 
     e.add(BarSyncOp(_BARRIER))
 
 
+def _lower_multicast(op: BulkCopyOp, e: _Emitter) -> None:
+    """global -> cluster_shared with ``cta_mask``: CTA 0 issues one copy into the ``dst``
+    (at CTA 0's offset) of every CTA whose bit is set; each of those expects the bytes on
+    its own mbarrier and waits (module docstring)."""
+    assert op.mbar is not None and op.cta_mask is not None
+    nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
+    elected = e.elected()
+    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    own.name_hint = "cluster_ctarank"
+    mask = e.v(arith.ExtUIOp(op.cta_mask, i32))
+    bit = e.v(AndOp(ArithType.B32, e.v(ShrOp(ArithType.B32, mask, own)), e.const(1)))
+    receiver = e.v(arith.CmpiOp(bit, e.const(0), "ne"))
+    receiver.name_hint = "receiver"
+    issuer = e.v(arith.CmpiOp(own, e.const(0), "eq"))
+    issuer.name_hint = "issuer"
+    mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
+    size = e.const(nbytes)
+    size.name_hint = "bytes"
+
+    def init(t: _Emitter) -> None:
+        t.add(MbarrierInitOp(mbar, t.const(1)))
+        t.add(FenceMbarrierInitOp())
+        t.add(MbarrierArriveExpectTxOp(mbar, size, sink=True))
+
+    e.if_(receiver, lambda t: t.if_(elected, init))
+    e.add(FenceProxyAsyncOp())
+    _cluster_sync(e)
+
+    def issue(t: _Emitter) -> None:
+        t.add(
+            CpAsyncBulkSharedClusterGlobalOp(
+                t.ptr(op.dst, StateSpace.SHARED_CLUSTER),
+                t.ptr(op.src, StateSpace.GLOBAL),
+                size,
+                t.ptr(op.mbar, StateSpace.SHARED_CLUSTER),
+                multicast=Multicast.CLUSTER,
+                cta_mask=op.cta_mask,
+            )
+        )
+
+    e.if_(issuer, lambda t: t.if_(elected, issue))
+    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    # no CTA exits (releasing the shared memory the copy writes) before every receiver
+    # has its data; no thread polls an mbarrier any more
+    _cluster_sync(e)
+    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
+
+
 def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
     """``(.redOp, .type, .noftz)`` of the cp.reduce.async.bulk a bulk reduce becomes."""
     kind = op.kind.data
     red_op = BulkRedOp("add" if kind == ReduceKind.SUM else str(kind))
     elt = op.src.type.element_type  # type: ignore[union-attr]
     name = _ptx_reduce_type(kind, elt)
-    valid = REDUCE_TABLE[StateSpace.GLOBAL][red_op]
+    to_cluster = scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED
+    space = StateSpace.SHARED_CLUSTER if to_cluster else StateSpace.GLOBAL
+    valid = REDUCE_TABLE[space].get(red_op, ())
     if name is None or BulkRedType(name) not in valid:
         raise LocatedError(
-            op, f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into global"
+            op,
+            f"'kind' {kind} on element type {elt} has no cp.reduce.async.bulk form into "
+            f"{'cluster_shared' if to_cluster else 'global'}",
         )
     type = BulkRedType(name)
     return red_op, type, red_op == BulkRedOp.ADD and type in NOFTZ_TYPES
@@ -272,7 +428,29 @@ def lower_bulk_op(op: BulkCopyOp | BulkReduceOp) -> None:
     """Replace one tile-level bulk op by its ptx sequence (see the module docstring)."""
     _check_lowerable(op)
     e = _Emitter(op, InsertPoint.before(op))
-    if isinstance(op, BulkReduceOp):
+    if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
+        _lower_multicast(op, e)
+    elif scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED:
+        if isinstance(op, BulkReduceOp):
+            red_op, type, noftz = reduce_form(op)
+
+            def peer_reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpReduceAsyncBulkSharedClusterSharedCtaOp(red_op, type, dst, src, size, mbar, noftz=noftz))
+
+            _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_reduce)
+        elif scope_of(op.src.type) == MemoryScope.SHARED:
+
+            def peer_copy(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpAsyncBulkSharedClusterSharedCtaOp(dst, src, size, mbar))
+
+            _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_copy)
+        else:
+
+            def peer_load(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.add(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar))
+
+            _lower_to_peer(op, e, StateSpace.GLOBAL, peer_load)
+    elif isinstance(op, BulkReduceOp):
         red_op, type, noftz = reduce_form(op)
 
         def reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:

@@ -13,6 +13,15 @@ memref argument (scope global)            ``!ptx.ptr<global>`` argument (the pri
 ``memref.load`` / ``memref.store``        address arithmetic + ``ptx.ld`` / ``ptx.st``
 ``arith.constant``                        ``ptx.mov.imm``
 ``arith.addi/subi/muli``                  ``ptx.add/sub/mul.lo`` (folded when both constant)
+``arith.divui/divsi/remui/remsi/``        ``ptx.div/rem/min/max`` of the op's signedness
+``minui/minsi/maxui/maxsi``               (folded when both constant)
+``gpu.thread_id/block_id/block_dim/``     ``ptx.mov.sreg`` (``%tid``, ``%ctaid``, ``%ntid``,
+``grid_dim/lane_id``,                     ``%nctaid``, ``%laneid``, ``%cluster_ctarank``,
+``bulkred.cluster_rank/cluster_size``     ``%cluster_nctarank``) + ``cvt.u64.u32``; block
+                                          extents and a cluster size from ``bulkred.launch``
+                                          are constants
+``memref.subview`` (static sizes and      the view's first element; its loads and stores
+strides)                                  use the source's strides (docs/kernels.md)
 ``arith.index_cast/extsi/extui/trunci``   ``ptx.cvt`` (or nothing when the width is kept)
 ``arith.cmpi`` / ``arith.select``         ``ptx.setp`` / ``ptx.selp``
 ``arith.xori %p, true`` (``i1``)          nothing: the branches on ``%p``'s negation take
@@ -32,7 +41,8 @@ feeds address math without widening and cannot overflow for any buffer. Shared-m
 addresses are 32-bit: the byte offset is narrowed with ``cvt.u32.u64`` where it meets one.
 
 Addresses: the byte offset of ``m[i, j]`` is ``(i * stride_0 + j) * elem_bytes`` (row-major,
-static shapes only). Indices are read as linear combinations through index adds,
+static shapes only; for a view, its offset plus ``i * stride_0 + j * stride_1`` with the
+source's strides). Indices are read as linear combinations through index adds,
 subtractions and multiplications by constants: the constant part folds into the
 ``offset`` of ``ld``/``st`` (``A[i + 1]`` is ``[%rd+4]`` after ``4*i``), each remaining
 value costs one ``mul.lo.s64`` (skipped when its factor is 1) and one ``add``.
@@ -61,7 +71,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, cf, func, memref, scf
+from xdsl.dialects import arith, cf, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -74,6 +84,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    DYNAMIC_INDEX,
     NoneAttr,
     StringAttr,
     UnrealizedConversionCastOp,
@@ -95,7 +106,7 @@ from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLow
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
-from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, MulLoOp, SubOp
+from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, DivOp, MaxOp, MinOp, MulLoOp, RemOp, SubOp
 from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, constant_int, i64
 from bulkred_dialect.ops.ptx.control import (
     BraOp,
@@ -122,7 +133,8 @@ from bulkred_dialect.ops.ptx.memory import (
     static_shared_error,
 )
 from bulkred_dialect.ops.target import DEFAULT_TARGET, Target
-from bulkred_dialect.ops.tile import MemoryScope, kernel_launch, scope_of
+from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
+from bulkred_dialect.ops.tile import ClusterRankOp, ClusterSizeOp, MemoryScope, kernel_launch, scope_of
 from bulkred_dialect.passes.check_target import TARGET_ATTR, resolve_target
 
 INDEX_TYPE = i64
@@ -134,8 +146,10 @@ _SCOPE_SPACE: dict[MemoryScope, AllocSpace] = {
 }
 
 _SUPPORTED = (
-    "func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/"
+    "func.return, memref.alloca/load/store/subview, arith.constant/addi/subi/muli/"
+    "divui/divsi/remui/remsi/minui/minsi/maxui/maxsi/index_cast/"
     "extsi/extui/trunci/cmpi/select, arith.xori (negating a branch condition), "
+    "gpu.thread_id/block_id/block_dim/grid_dim/lane_id, bulkred.cluster_rank/cluster_size, "
     "scf.for/if/while/condition/yield, cf.br/cond_br, ptx ops"
 )
 
@@ -296,10 +310,23 @@ def convert_scf_to_cf(module: ModuleOp) -> None:
 
 @dataclass
 class Buffer:
-    """A memref value's base address and its level-2 type."""
+    """A memref value's base address and its level-2 type; for a ``memref.subview``, the
+    address of the view's first element is ``base + byte_offset`` and element
+    ``[i, j, ..]`` is ``strides`` (in elements) away from it."""
 
     base: SSAValue
     type: MemRefType
+    byte_offset: int = 0
+    strides: list[int] | None = None  # None: row-major from the shape
+
+    def element_strides(self) -> list[int]:
+        if self.strides is not None:
+            return self.strides
+        shape = self.type.get_shape()
+        strides = [1] * len(shape)
+        for k in range(len(shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        return strides
 
 
 @dataclass
@@ -520,6 +547,64 @@ class KernelLowering:
         self.negated[op.result] = p
         self.created.append(op)  # erased with the dead ops once the branches use p
 
+    def _int_binary(self, op: Operation) -> None:
+        """Index division, remainder, min and max: ``ptx.div/rem/min/max`` of the
+        operation's signedness (folded when both operands are constants)."""
+        cls, signed = _INT_BINARY[type(op)]
+        t = lowered_type(op.results[0].type)
+        w = _width(t)
+        if w not in (16, 32, 64):
+            raise self._unsupported(op, f"integer type {op.results[0].type} has no PTX arithmetic form")
+        lhs, rhs = op.operands
+        a, b = constant_int(lhs), constant_int(rhs)
+        if a is not None and b is not None and (b % (1 << w) != 0 or cls in (MinOp, MaxOp)):
+            self._replace(op, [self._imm(op, _fold_int(cls, signed, a, b, w), t)])
+            return
+        new = self._insert(op, cls(ArithType(f"{'s' if signed else 'u'}{w}"), lhs, rhs))
+        self._replace(op, new.results)
+
+    # endregion
+
+    # region indices
+
+    def _index_from_sreg(self, op: Operation, reg: SpecialRegister) -> None:
+        """``ptx.mov.sreg`` (u32) widened to the index type."""
+        v = self._insert(op, MovSregOp(reg)).results[0]
+        wide = self._insert(op, CvtOp(CvtType.U64, CvtType.U32, v, INDEX_TYPE))
+        self._replace(op, wide.results)
+
+    def _launch_dims(self, field: str) -> tuple[int, int, int] | None:
+        launch = kernel_launch(self.kernel)
+        if launch is None:
+            return None
+        return launch.block_dims if field == "block" else launch.cluster_dims
+
+    def _gpu_index(self, op: Operation) -> None:
+        reg_stem, axis = _GPU_SREG[type(op)], "xyz".index(str(op.dimension.data))  # type: ignore[attr-defined]
+        block = self._launch_dims("block")
+        # .reqntid holds every launch to the bulkred.launch block: its extents are constants
+        if block is not None and isinstance(op, gpu.BlockDimOp):
+            self._replace(op, [self._imm(op, block[axis])])
+            return
+        if block is not None and isinstance(op, gpu.ThreadIdOp) and block[axis] == 1:
+            self._replace(op, [self._imm(op, 0)])
+            return
+        self._index_from_sreg(op, SpecialRegister(f"{reg_stem}.{'xyz'[axis]}"))
+
+    def _lane_id(self, op: gpu.LaneIdOp) -> None:
+        self._index_from_sreg(op, SpecialRegister.LANEID)
+
+    def _cluster_rank(self, op: ClusterRankOp) -> None:
+        self._index_from_sreg(op, SpecialRegister.CLUSTER_CTARANK)
+
+    def _cluster_size(self, op: ClusterSizeOp) -> None:
+        cluster = self._launch_dims("cluster")
+        # .reqnctapercluster (printed for clusters of 2 or more) holds every launch to it
+        if cluster is not None and cluster[0] * cluster[1] * cluster[2] > 1:
+            self._replace(op, [self._imm(op, cluster[0] * cluster[1] * cluster[2])])
+            return
+        self._index_from_sreg(op, SpecialRegister.CLUSTER_NCTARANK)
+
     # endregion
 
     # region memref
@@ -581,20 +666,21 @@ class KernelLowering:
             )
         return buf
 
-    def _address(self, op: Operation, buf: Buffer, indices: Sequence[SSAValue]) -> tuple[SSAValue, int]:
-        """(address, constant byte offset) of ``buf[indices]``."""
+    def _address(
+        self, op: Operation, buf: Buffer, indices: Sequence[SSAValue | int]
+    ) -> tuple[SSAValue, int]:
+        """(address, constant byte offset) of ``buf[indices]``: the view's offset plus each
+        index times its stride, in bytes."""
         shape = buf.type.get_shape()
         esize = element_bytes(buf.type.element_type)
         assert esize is not None
         if len(indices) != len(shape):
             raise LocatedError(op, f"needs {len(shape)} indices for {buf.type}, got {len(indices)}")
-        strides = [esize] * len(shape)
-        for k in range(len(shape) - 2, -1, -1):
-            strides[k] = strides[k + 1] * shape[k + 1]
-        offset = 0
+        strides = [esize * s for s in buf.element_strides()]
+        offset = buf.byte_offset
         factors: dict[SSAValue, int] = {}
         for idx, stride in zip(indices, strides):
-            terms, c = _linear(idx)
+            terms, c = ([], idx) if isinstance(idx, int) else _linear(idx)
             offset += c * stride
             for v, f in terms:
                 factors[v] = factors.get(v, 0) + f * stride
@@ -618,6 +704,53 @@ class KernelLowering:
         if buf.base.type.bits == 32:
             total = self._insert(op, CvtOp(CvtType.U32, CvtType.U64, total)).results[0]
         return self._insert(op, PtrAddOp(buf.base, total)).results[0], offset
+
+    def _first_element(self, op: Operation, buf: Buffer) -> SSAValue:
+        """The address of ``buf``'s first element (its base, moved by a view's offset)."""
+        if buf.byte_offset == 0:
+            return buf.base
+        assert isinstance(buf.base.type, PtrType)
+        offset = self._imm(op, buf.byte_offset, IntegerType(buf.base.type.bits))
+        return self._insert(op, PtrAddOp(buf.base, offset)).results[0]
+
+    def _subview(self, op: memref.SubviewOp) -> None:
+        src = self._buffer(op, op.source)
+        t = op.result.type
+        assert isinstance(t, MemRefType)
+        rank = len(src.type.get_shape())
+        sizes = list(op.static_sizes.get_values())
+        strides = list(op.static_strides.get_values())
+        if op.sizes or op.strides or DYNAMIC_INDEX in sizes or DYNAMIC_INDEX in strides:
+            raise LocatedError(op, "needs static sizes and strides (only the offsets may be values)")
+        if len(t.get_shape()) != rank:
+            raise LocatedError(
+                op, f"needs a subview of the source's rank {rank} (no rank reduction), got {t}"
+            )
+        dynamic = iter(op.offsets)
+        offsets: list[SSAValue | int] = [
+            next(dynamic) if o == DYNAMIC_INDEX else o for o in op.static_offsets.get_values()
+        ]
+        want = memref.SubviewOp.infer_result_type(
+            src.type, [o if isinstance(o, int) else 0 for o in offsets], sizes, strides
+        )
+        # the view's own offset is read from the IR; only the layout's strides must agree
+        if (
+            list(t.get_shape()) != sizes
+            or t.element_type != src.type.element_type
+            or t.memory_space != src.type.memory_space
+            or list(t.get_strides() or []) != list(want.get_strides() or [])
+        ):
+            raise LocatedError(
+                op,
+                f"result type must have shape {sizes}, strides {list(want.get_strides() or [])}, "
+                f"the element type and memory space of {src.type}, got {t}",
+            )
+        if element_bytes(t.element_type) is None:
+            raise LocatedError(op, f"element type {t.element_type} has no PTX load/store form")
+        base, offset = self._address(op, src, offsets)
+        view_strides = [a * b for a, b in zip(src.element_strides(), strides)]
+        self.buffers[op.result] = Buffer(base, t, offset, view_strides)
+        self.created.append(op)  # erased with the dead ops once its users are lowered
 
     def _load(self, op: memref.LoadOp) -> None:
         buf = self._buffer(op, op.memref)
@@ -645,9 +778,9 @@ class KernelLowering:
         have = buf.base.type
         assert isinstance(have, PtrType)
         if want == have:
-            self._replace(op, [buf.base])
+            self._replace(op, [self._first_element(op, buf)])
         elif have.state_space == StateSpace.SHARED_CTA and want.state_space == StateSpace.SHARED_CLUSTER:
-            self._replace(op, self._insert(op, MovOp(buf.base, want)).results)
+            self._replace(op, self._insert(op, MovOp(self._first_element(op, buf), want)).results)
         else:
             raise self._unsupported(op, f"a {buf.type} buffer has no {want} address")
 
@@ -692,7 +825,44 @@ class KernelLowering:
     # endregion
 
 
+def _fold_int(cls: type, signed: bool, a: int, b: int, width: int) -> int:
+    """``a op b`` as ``ptx.div/rem/min/max`` computes it on ``width``-bit operands."""
+    a, b = (_wrap(a, width), _wrap(b, width)) if signed else (a % (1 << width), b % (1 << width))
+    if cls is MinOp:
+        return min(a, b)
+    if cls is MaxOp:
+        return max(a, b)
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # rounds toward zero
+    return q if cls is DivOp else a - q * b
+
+
+# arith op -> (ptx op, signed)
+_INT_BINARY: dict[type, tuple[type, bool]] = {
+    arith.DivUIOp: (DivOp, False),
+    arith.DivSIOp: (DivOp, True),
+    arith.RemUIOp: (RemOp, False),
+    arith.RemSIOp: (RemOp, True),
+    arith.MinUIOp: (MinOp, False),
+    arith.MinSIOp: (MinOp, True),
+    arith.MaxUIOp: (MaxOp, False),
+    arith.MaxSIOp: (MaxOp, True),
+}
+
+# gpu index op -> the special register's stem (``tid`` for ``%tid.x``)
+_GPU_SREG: dict[type, str] = {
+    gpu.ThreadIdOp: "tid",
+    gpu.BlockIdOp: "ctaid",
+    gpu.BlockDimOp: "ntid",
+    gpu.GridDimOp: "nctaid",
+}
+
 _HANDLERS = {
+    **{cls: KernelLowering._int_binary for cls in _INT_BINARY},
+    **{cls: KernelLowering._gpu_index for cls in _GPU_SREG},
+    gpu.LaneIdOp: KernelLowering._lane_id,
+    ClusterRankOp: KernelLowering._cluster_rank,
+    ClusterSizeOp: KernelLowering._cluster_size,
+    memref.SubviewOp: KernelLowering._subview,
     arith.ConstantOp: KernelLowering._constant,
     arith.AddiOp: KernelLowering._binary,
     arith.SubiOp: KernelLowering._binary,

@@ -2,7 +2,9 @@
 B[0]) compiled by our pipeline for sm_90a and run: the ``local`` variant and the
 ``sm100_packed`` lowering legalized for sm_90a, at several lengths, each result equal
 to ``bulkred_dialect.reference`` bit for bit (and, for ``local``, to the float32
-sequential sum)."""
+sequential sum). The legalized sm100_packed also runs issue 9's adversarial sums
+(tests/sm100_adversarial.py, lengths 8..80, and a long looped one) and its example, whose
+TIRx bits are 0x4b800001."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 from bulkred_dialect import reference
 from bulkred_dialect.backend_ptx.runtime import compile_tile_module, parse
+from sm100_adversarial import LENGTHS, TIRX_EXAMPLE, sum_vectors
 
 pytestmark = pytest.mark.gpu
 
@@ -69,3 +72,23 @@ def test_seed_sum(variant, n, rng):
         assert got == exp, (
             f"{variant} n={n} {kind}: B = {B_out[0]!r} (0x{got:08x}), reference {want[0]!r} (0x{exp:08x}); {rng}"
         )
+
+
+def test_seed_sm100_packed_legalized_gives_tirx_bits_on_the_issue_example():
+    x, want = TIRX_EXAMPLE
+    kernel = compile_tile_module(seed_module(len(x)), "sm_90a", PIPELINES["sm100_packed_legalized"]).kernel("test_func")
+    _, B = kernel(x.copy(), np.full(1, np.nan, dtype=np.float32))
+    got = int(reference.bits(B)[0])
+    assert got == want == int(reference.bits(reference.reduce_sm100_packed("sum", x))[0]), f"0x{got:08x}"
+
+
+@pytest.mark.parametrize("n", [*LENGTHS, 4101])
+def test_seed_sm100_packed_legalized_adversarial(n):
+    """Issue 9's adversarial sums (n = 4101: the further chunks in a loop) on the GPU, bit
+    for bit against the reference (TIRx's order)."""
+    kernel = compile_tile_module(seed_module(n), "sm_90a", PIPELINES["sm100_packed_legalized"]).kernel("test_func")
+    for label, A, _ in sum_vectors(n, np.random.default_rng(n)):
+        _, B = kernel(A.copy(), np.full(1, np.nan, dtype=np.float32))
+        want = reference.reduce_sm100_packed("sum", A)
+        got, exp = int(reference.bits(B)[0]), int(reference.bits(want)[0])
+        assert got == exp, f"sm100_packed legalized n={n} {label}: 0x{got:08x}, reference 0x{exp:08x}"

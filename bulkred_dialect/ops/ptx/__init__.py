@@ -7,6 +7,7 @@ and this module lists them all in one ``Dialect``.
 from xdsl.ir import Dialect
 
 from bulkred_dialect.ops.ptx.arith import ARITH_ATTRS, ARITH_OPS
+from bulkred_dialect.ops.ptx.atom import ATOM_ATTRS, ATOM_OPS
 from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, StateSpaceAttr
 from bulkred_dialect.ops.ptx.bulk import BULK_ATTRS, BULK_OPS
 from bulkred_dialect.ops.ptx.control import CONTROL_ATTRS, CONTROL_OPS
@@ -15,6 +16,7 @@ from bulkred_dialect.ops.ptx.red_async import RED_ASYNC_ATTRS, RED_ASYNC_OPS
 from bulkred_dialect.ops.ptx.redux import REDUX_ATTRS, REDUX_OPS
 from bulkred_dialect.ops.ptx.sreg import SREG_ATTRS, SREG_OPS
 from bulkred_dialect.ops.ptx.sync import SYNC_ATTRS, SYNC_OPS
+from bulkred_dialect.ops.ptx.warp import WARP_ATTRS, WARP_OPS
 
 PTX_OPS = [
     *ARITH_OPS,
@@ -25,6 +27,8 @@ PTX_OPS = [
     *SREG_OPS,
     *MEMORY_OPS,
     *CONTROL_OPS,
+    *WARP_OPS,
+    *ATOM_OPS,
 ]
 
 PTX = Dialect(
@@ -41,6 +45,8 @@ PTX = Dialect(
         *SREG_ATTRS,
         *MEMORY_ATTRS,
         *CONTROL_ATTRS,
+        *WARP_ATTRS,
+        *ATOM_ATTRS,
     ],
 )
 

@@ -358,6 +358,33 @@ class MinOp(BinaryArithOp):
     ROUNDING_ALLOWED: ClassVar = False
 
 
+@irdl_op_definition
+class DivOp(BinaryArithOp):
+    """Integer divide, rounding toward zero: ``div.type d, a, b;`` (division by zero gives
+    an unspecified value, no trap). The floating-point ``div`` forms, which need
+    ``.approx``/``.full``/``.rnd``, are not modelled. Example: ``%q = ptx.div u64 %a, %b : i64``.
+
+    Spec: PTX ISA, Integer Arithmetic Instructions: div."""
+
+    name = "ptx.div"
+    OPCODE: ClassVar = "div"
+    VALID_TYPES: ClassVar = INT_TYPES
+    ROUNDING_ALLOWED: ClassVar = False
+
+
+@irdl_op_definition
+class RemOp(BinaryArithOp):
+    """Integer remainder, with the sign of ``a`` for the signed types: ``rem.type d, a, b;``.
+    Example: ``%r = ptx.rem u64 %a, %b : i64``.
+
+    Spec: PTX ISA, Integer Arithmetic Instructions: rem."""
+
+    name = "ptx.rem"
+    OPCODE: ClassVar = "rem"
+    VALID_TYPES: ClassVar = INT_TYPES
+    ROUNDING_ALLOWED: ClassVar = False
+
+
 class BitwiseOp(PtxInstruction, ABC):
     """``op.type d, a, b;`` for and, or, xor, shl, shr."""
 
@@ -618,6 +645,8 @@ ARITH_OPS = [
     MulOp,
     MaxOp,
     MinOp,
+    DivOp,
+    RemOp,
     AndOp,
     OrOp,
     XorOp,
@@ -650,6 +679,16 @@ def differential_cases() -> Iterator[DiffCase]:
                         return cls(t, args[0], args[1], rnd=rnd, ftz=ftz)
 
                     yield DiffCase(name, (IR_TYPE_OF[t],) * 2, build)
+
+    # Integer div/rem: the syntax block has only '.type' (u16..s64); the bit and float
+    # types are there to be refused (floating-point div is another form, not modelled).
+    for icls in (DivOp, RemOp):
+        for t in INT_TYPES + BIT_TYPES + (ArithType.F32,):
+
+            def build_int(args, icls=icls, t=t) -> PtxInstruction:
+                return icls(t, args[0], args[1])
+
+            yield DiffCase(mnemonic(icls.OPCODE, t), (IR_TYPE_OF[t],) * 2, build_int)
 
     for cls3 in (Max3Op, Min3Op):
         for ftz in (False, True):

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     SymbolRefAttr,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
@@ -37,6 +38,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    var_result_def,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.parser import Parser
@@ -44,7 +46,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration
+from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration, known_alignment
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -314,6 +316,186 @@ class LdParamOp(PtxInstruction):
 
 
 # endregion
+
+# region ld vector (ld.vec)
+
+# The most bits one vector ld moves: 128, or 256 into .global on sm_100 and later
+# (PTX ISA 8.8, "256 bit wide load/store": .v8 of 32-bit types, .v4 of 64-bit types).
+LD_VEC_MAX_BITS = 128
+LD_VEC_WIDE_BITS = 256
+LD_VEC_COUNTS = (2, 4, 8)
+_LD_VEC_WIDE = Requirement(sm=100, ptx=(8, 8))
+
+
+def _ldst_bits(t: LdStType) -> int:
+    return int(str(t)[1:])
+
+
+def vector_operand(reg: RegisterNamer, values: Iterable[SSAValue]) -> str:
+    """A PTX vector operand: ``{%f1, %f2, %f3, %f4}``."""
+    return "{" + ", ".join(reg(v) for v in values) + "}"
+
+
+@irdl_op_definition
+class LdVecOp(PtxInstruction):
+    """Load ``count`` (2, 4 or 8) consecutive elements of ``.type`` from ``addr + offset``
+    into as many registers in one access; with ``nc``, through the non-coherent
+    (read-only) cache, for data no thread writes while the kernel runs.
+
+    PTX: ``ld.space{.nc}.v2|.v4|.v8.type {d0, d1, ...}, [a+offset];`` (space: global,
+    shared::cta, shared::cluster, local; ``.nc`` only with global).
+
+    Every result has one type, a register that can hold ``.type`` (as for ``ptx.ld``);
+    ``count`` x the size of ``.type`` is at most 128 bits, or 256 bits from global memory
+    on sm_100 (``.v8`` of a 32-bit type, ``.v4`` of a 64-bit type; PTX ISA 8.8), whose
+    registers must then be exactly as wide as ``.type``; a known address must be aligned
+    to that whole size. The op's ``results`` are the loaded
+    elements in order.
+
+    Example::
+
+        %x:4 = ptx.ld.vec nc f32 %p offset 16 : !ptx.ptr<global> -> f32, f32, f32, f32
+
+    is ``ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1+16];``. Needs what ``ld`` of
+    the space needs (``.nc``: sm_32); 256 bits sm_100 and PTX ISA 8.8. Spec: PTX ISA 9.7.9.8 (ld), 9.7.9.9 (ld.global.nc).
+    """
+
+    name = "ptx.ld.vec"
+    SPEC_SECTION: ClassVar = "9.7.9.8"
+
+    type = prop_def(LdStTypeAttr)
+    offset = opt_prop_def(IntegerAttr[I64])
+    nc = opt_prop_def(UnitAttr)
+    address = operand_def(PtrType)
+    d = var_result_def()
+
+    assembly_format = (
+        "(`nc` $nc^)? $type $address (`offset` $offset^)? attr-dict `:` type($address) `->` type($d)"
+    )
+
+    def __init__(
+        self,
+        type: LdStType,
+        address: SSAValue,
+        result_type: Attribute,
+        count: int,
+        offset: int = 0,
+        nc: bool = False,
+    ):
+        props: dict[str, Attribute] = {"type": LdStTypeAttr(type), **_offset_prop(offset)}
+        if nc:
+            props["nc"] = UnitAttr()
+        super().__init__(operands=[address], result_types=[[result_type] * count], properties=props)
+
+    @property
+    def space(self) -> StateSpace:
+        assert isinstance(self.address.type, PtrType)
+        return self.address.type.state_space
+
+    @property
+    def count(self) -> int:
+        return len(self.d)
+
+    def verify_(self) -> None:
+        expect_ptr("a", self.address, _LDST_SPACES)
+        _verify_offset(self.offset)
+        if self.nc is not None and self.space != StateSpace.GLOBAL:
+            raise VerifyException(f"'.nc' is only valid with '.space' global, got '.space' {self.space}")
+        n = self.count
+        if n not in LD_VEC_COUNTS:
+            raise VerifyException(f"'.vec' must have 2, 4 or 8 elements (results), got {n}")
+        t = self.type.data
+        bits = n * _ldst_bits(t)
+        limit = LD_VEC_WIDE_BITS if self.space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
+        if bits > limit:
+            raise VerifyException(
+                f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector load "
+                f"from '.space' {self.space}"
+            )
+        if n == 8 and _ldst_bits(t) != 32:
+            raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
+        first = self.d[0].type
+        for i, r in enumerate(self.d):
+            if r.type != first:
+                raise VerifyException(f"result 'd{i}' must be {first} like 'd0', got {r.type}")
+        if not register_fits(t, first, exact=False):
+            raise VerifyException(f"results 'd' of type {first} cannot hold '.type' {t}")
+        reg = _register_of(first)
+        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != _ldst_bits(t):
+            # ptxas (nvJitLink 13) accepts wider registers here but now and then crashes on them
+            raise VerifyException(
+                f"a {bits}-bit load needs results 'd' as wide as '.type' {t}, got {first}"
+            )
+        _check_vector_alignment(self.address, self.offset, bits // 8)
+
+    def requirement(self) -> Requirement:
+        req = _space_requirement(self.space)
+        if self.count * _ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
+            req = req.combine(_LD_VEC_WIDE)
+        return req
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic(
+            "ld", self.space, "nc" if self.nc is not None else None, f"v{self.count}", self.type.data
+        )
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [vector_operand(reg, self.d), _offset_text(reg(self.address), self.offset)]
+
+
+def _check_vector_alignment(address: SSAValue, offset: IntegerAttr | None, nbytes: int) -> None:
+    """A known ``address + offset`` must be a multiple of the vector's size (PTX ISA,
+    Addresses as Operands: "naturally aligned to a multiple of the access size")."""
+    a = known_alignment(address)
+    if a is None:
+        return
+    off = 0 if offset is None else offset.value.data
+    if off:
+        a = min(a, off & -off)
+    if a % nbytes != 0:
+        raise VerifyException(f"'a' + 'offset' must be {nbytes}-byte aligned, known alignment {a}")
+
+
+def _ld_vec_cases() -> Iterator[DiffCase]:
+    """ld.vec: every space x nc x count x ``.type``, with the natural IR type of ``.type``'s
+    register, and a few register classes that cannot hold it. ``.v8`` only with 32- and
+    64-bit types, and the 256-bit forms only with registers as wide as ``.type``: ptxas
+    (nvJitLink 13) crashes on ``ld.global.v8.b16``, and now and then on
+    ``ld.global.v8.f32`` into 64-bit registers."""
+    natural = {8: i16, 16: i16, 32: i32, 64: i64}
+    for space in _LDST_SPACES:
+        p = PtrType(space)
+        for nc in (False, True):
+            for count in LD_VEC_COUNTS:
+                for t in LdStType:
+                    bits = _ldst_bits(t)
+                    if count == 8 and bits < 32:
+                        continue
+                    vts = [natural[bits]]
+                    if t == LdStType.F32:
+                        vts = [f32, i64, f16]
+                    elif t == LdStType.F64:
+                        vts = [f64]
+                    elif t == LdStType.B16:
+                        vts = [i16, f16]
+                    if count * bits > LD_VEC_MAX_BITS:
+                        vts = vts[:1]  # ptxas now and then crashes on wider registers there
+                    for vt in vts:
+                        tag = f"ld.vec.{space}{'.nc' if nc else ''}.v{count}.{t}.{_type_tag(vt)}"
+
+                        def build(args, t=t, vt=vt, count=count, nc=nc) -> PtxInstruction:
+                            return LdVecOp(t, args[0], vt, count, nc=nc)
+
+                        yield DiffCase(tag, (p,), build)
+    yield DiffCase(
+        "ld.vec.global.nc.v4.f32+16",
+        (PtrType(StateSpace.GLOBAL),),
+        lambda args: LdVecOp(LdStType.F32, args[0], f32, 4, offset=16, nc=True),
+    )
+
+
+# endregion
+
 
 # region Addresses
 
@@ -769,6 +951,7 @@ class MovOp(PtxInstruction, AddressOf):
 
 MEMORY_OPS = [
     LdOp,
+    LdVecOp,
     StOp,
     LdParamOp,
     CvtaToGlobalOp,
@@ -839,3 +1022,4 @@ def differential_cases() -> Iterator[DiffCase]:
                 return MovOp(args[0], d)
 
             yield DiffCase(f"mov.{_type_tag(a)}.to.{_type_tag(d)}", (a,), mov)
+    yield from _ld_vec_cases()

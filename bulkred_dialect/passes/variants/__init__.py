@@ -211,6 +211,33 @@ class Emitter:
 # endregion
 
 # Importing the variant modules registers them (after the helpers above exist).
-from bulkred_dialect.passes.variants import local, sm100_packed  # noqa: E402
+from bulkred_dialect.passes.variants import (  # noqa: E402
+    cluster_dsmem,
+    cluster_red_async,
+    cta_shared,
+    grid_full,
+    grid_full_cluster,
+    grid_rows,
+    grid_split_bulk,
+    grid_split_det,
+    local,
+    sm100_packed,
+    warp_redux,
+    warp_shuffle,
+)
 
-__all__ = ["local", "sm100_packed", "Emitter"]
+__all__ = [
+    "Emitter",
+    "cluster_dsmem",
+    "cluster_red_async",
+    "cta_shared",
+    "grid_full",
+    "grid_full_cluster",
+    "grid_rows",
+    "grid_split_bulk",
+    "grid_split_det",
+    "local",
+    "sm100_packed",
+    "warp_redux",
+    "warp_shuffle",
+]

@@ -1,20 +1,30 @@
 """reduction -> sm100_packed: one thread reduces a 1-D f32 local vector of length >= 8
-to a scalar with the Blackwell packed instructions (priority 20, pre-empting ``local``).
+to a scalar with the Blackwell packed instructions (priority 20, pre-empting ``local``),
+in TVM TIRx's order, so that the result has TIRx's bits.
 
-Sum keeps eight f32 accumulators folded two lanes at a time with ``add.rn.ftz.f32x2``;
-max / min keep four folded three inputs at a time with ``max.f32 d, a, b, c`` /
-``min.f32 d, a, b, c``. Fully unrolled; every index is a compile-time constant.
-The exact operation sequence is written down in docs/lowering.md ("sm100_packed").
+Sum keeps eight f32 accumulators, each further chunk of 8 added two lanes at a time
+with ``add.rn.ftz.f32x2``; max / min keep four, each further chunk of 8 folded three
+inputs at a time with ``max.f32 d, a, b, c`` / ``min.f32 d, a, b, c``. Every element
+after the last full chunk goes into accumulator 0 with scalar ops. From 8 further
+chunks on (n >= 72), they run ``CHUNKS_PER_ITERATION`` at a time in an ``scf.for`` that
+carries the accumulators (the chunks the loop leaves over are unrolled after it), so
+the code does not grow with the length. The exact operation sequence is written down
+in docs/lowering.md ("sm100_packed").
 
 Example: ``bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>,
 memref<1xf32, #bulkred.scope<local>>`` on sm_100a becomes 12 ``ptx.add.f32x2 rn ftz``
-for the chunks, 3 for the 8 -> 2 tree and one ``ptx.add rn f32``.
+for the three further chunks (fewer than eight: no loop), 3 for the 8 -> 2 tree and one
+``ptx.add rn f32``.
 
 Spec: ../shared/spec/tirx-reduction-sm100-packed.md (TIRx ``sm100_packed.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
+from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -44,8 +54,10 @@ from bulkred_dialect.passes.variants import (
     src_ndim,
 )
 
-SUM_WIDTH = 8  # f32 accumulators of the packed sum (four f32x2 pairs)
-MINMAX_WIDTH = 4  # accumulators of max / min; each step folds two chunks of four
+CHUNK = 8  # elements per chunk: four f32x2 pairs (sum), four pairs of three-input operands (max/min)
+SUM_WIDTH = 8  # f32 accumulators of the packed sum
+MINMAX_WIDTH = 4  # accumulators of max / min
+CHUNKS_PER_ITERATION = 4  # further chunks unrolled in one iteration of the scf.for
 
 
 def _equals(fn, want: int):
@@ -71,8 +83,11 @@ PREDICATES = [
     Predicate("src_ndim", _equals(src_ndim, 1), expected="1"),
     Predicate("dtype", dtype_in("float32"), expected="float32"),
     Predicate("sm_version", sm_at_least(100), expected=">= 100"),
-    Predicate("reduction_len", _at_least(reduction_len, SUM_WIDTH), expected=">= 8"),
+    Predicate("reduction_len", _at_least(reduction_len, CHUNK), expected=">= 8"),
 ]
+
+# A chunk step: (emitter, accumulators, the chunk's 8 elements) -> the new accumulators.
+ChunkStep = Callable[[Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
 
 
 @register_variant("bulkred.reduce", "sm100_packed", priority=20, predicates=PREDICATES)
@@ -80,15 +95,57 @@ def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target)
     assert isinstance(op, ReduceOp)
     e = Emitter(rewriter, location=op.location)
     n = reduction_len(op, target)
-    src = [e.load(op.src, [i]) for i in range(n)]
     kind = op.kind.data
+    first = [e.load(op.src, [i]) for i in range(CHUNK)]
     old = e.load(op.dst, [0]) if op.accum is not None else None
+    remainder = range(CHUNK * (n // CHUNK), n)
     if kind == ReduceKind.SUM:
-        r = _packed_sum(e, src, old)
+        acc = _sum_first_chunk(e, first, old)
+        acc = _further_chunks(e, op.src, n, acc, _sum_chunk)
+        for i in remainder:
+            acc[0] = _add(e, acc[0], e.load(op.src, [i]))
+        r = _sum_tree(e, acc)
     else:
-        r = _three_input_minmax(e, src, old, kind)
+        three, two = (Max3Op, MaxOp) if kind == ReduceKind.MAX else (Min3Op, MinOp)
+        acc = _minmax_first_chunk(e, first, old, three, two)
+        acc = _further_chunks(e, op.src, n, acc, partial(_minmax_chunk, three))
+        for i in remainder:
+            acc[0] = e.value(two(ArithType.F32, acc[0], e.load(op.src, [i])))
+        r = e.value(three(e.value(two(ArithType.F32, acc[0], acc[1])), acc[2], acc[3]))
     e.store(r, op.dst, [0])
     rewriter.erase(op)
+
+
+def _further_chunks(e: Emitter, src: SSAValue, n: int, acc: list[SSAValue], step: ChunkStep) -> list[SSAValue]:
+    """Chunks 1 .. n//8 - 1 in order: ``CHUNKS_PER_ITERATION`` per iteration of an
+    ``scf.for`` with the accumulators as iter_args, then the chunks left over, unrolled.
+    With fewer than ``2 * CHUNKS_PER_ITERATION`` chunks, all of them unrolled."""
+    further = n // CHUNK - 1
+    iterations, left = divmod(further, CHUNKS_PER_ITERATION)
+    if iterations < 2:
+        # at most 2 * CHUNKS_PER_ITERATION - 1 chunks: unrolled, every index a constant, so
+        # that ptxas keeps a short source in registers (tests/test_sass.py)
+        iterations, left = 0, further
+    per_iteration = CHUNK * CHUNKS_PER_ITERATION
+    if iterations:
+
+        def body(b: Emitter, i: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            # chunk k = 1 + CHUNKS_PER_ITERATION * i + u starts at 8k = base + CHUNK * (1 + u)
+            base = b.value(arith.MuliOp(i, b.index(per_iteration)))
+            for u in range(CHUNKS_PER_ITERATION):
+                chunk = [
+                    b.load(src, [b.value(arith.AddiOp(base, b.index(CHUNK * (1 + u) + j)))]) for j in range(CHUNK)
+                ]
+                args = step(b, args, chunk)
+            return args
+
+        acc = e.for_loop(0, iterations, acc, body)
+    for k in range(1 + further - left, 1 + further):
+        acc = step(e, acc, [e.load(src, [CHUNK * k + j]) for j in range(CHUNK)])
+    return acc
+
+
+# region sum
 
 
 def _add(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -105,33 +162,50 @@ def _add_pairs(e: Emitter, a: tuple[SSAValue, SSAValue], b: tuple[SSAValue, SSAV
     return unpack.lo, unpack.hi
 
 
-def _packed_sum(e: Emitter, src: list[SSAValue], old: SSAValue | None) -> SSAValue:
-    n = len(src)
-    acc = src[:SUM_WIDTH]
-    for base in range(SUM_WIDTH, SUM_WIDTH * (n // SUM_WIDTH), SUM_WIDTH):
-        for p in range(0, SUM_WIDTH, 2):
-            acc[p], acc[p + 1] = _add_pairs(e, (acc[p], acc[p + 1]), (src[base + p], src[base + p + 1]))
-    for i in range(SUM_WIDTH * (n // SUM_WIDTH), n):
-        acc[i % SUM_WIDTH] = _add(e, acc[i % SUM_WIDTH], src[i])
-    # 8 -> 4 -> 2, the order of TIRx's final tree
+def _sum_first_chunk(e: Emitter, first: list[SSAValue], old: SSAValue | None) -> list[SSAValue]:
+    acc = list(first)
+    if old is not None:
+        # TIRx: local_sum[0] = src[0] + dst, a scalar add without ftz
+        acc[0] = _add(e, first[0], old)
+    return acc
+
+
+def _sum_chunk(e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]) -> list[SSAValue]:
+    acc = list(acc)
+    for p in range(0, SUM_WIDTH, 2):
+        acc[p], acc[p + 1] = _add_pairs(e, (acc[p], acc[p + 1]), (chunk[p], chunk[p + 1]))
+    return acc
+
+
+def _sum_tree(e: Emitter, acc: list[SSAValue]) -> SSAValue:
+    acc = list(acc)
+    # 8 -> 4 -> 2 -> 1, TIRx's final tree
     acc[0], acc[1] = _add_pairs(e, (acc[0], acc[1]), (acc[2], acc[3]))
     acc[4], acc[5] = _add_pairs(e, (acc[4], acc[5]), (acc[6], acc[7]))
     acc[0], acc[1] = _add_pairs(e, (acc[0], acc[1]), (acc[4], acc[5]))
-    r = _add(e, acc[0], acc[1])
-    return _add(e, old, r) if old is not None else r
+    return _add(e, acc[0], acc[1])
 
 
-def _three_input_minmax(e: Emitter, src: list[SSAValue], old: SSAValue | None, kind: ReduceKind) -> SSAValue:
-    three, two = (Max3Op, MaxOp) if kind == ReduceKind.MAX else (Min3Op, MinOp)
-    n, w = len(src), MINMAX_WIDTH
-    acc = src[:w]
-    chunks = (n - w) // (2 * w)
-    for c in range(chunks):
-        base = w + 2 * w * c
-        for j in range(w):
-            acc[j] = e.value(three(acc[j], src[base + j], src[base + w + j]))
-    for i in range(w + 2 * w * chunks, n):
-        acc[i % w] = e.value(two(ArithType.F32, acc[i % w], src[i]))
-    r = e.value(three(acc[0], acc[1], acc[2]))
-    r = e.value(two(ArithType.F32, r, acc[3]))
-    return e.value(two(ArithType.F32, old, r)) if old is not None else r
+# endregion
+
+# region max / min
+
+
+def _minmax_first_chunk(
+    e: Emitter, first: list[SSAValue], old: SSAValue | None, three: type[Max3Op | Min3Op], two: type[MaxOp | MinOp]
+) -> list[SSAValue]:
+    acc = []
+    for i in range(MINMAX_WIDTH):
+        a, b = first[2 * i], first[2 * i + 1]
+        # TIRx: with accum, temp[0] = reduce3(src[0], src[1], dst) in place of the two-input op
+        acc.append(e.value(three(a, b, old) if i == 0 and old is not None else two(ArithType.F32, a, b)))
+    return acc
+
+
+def _minmax_chunk(
+    three: type[Max3Op | Min3Op], e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]
+) -> list[SSAValue]:
+    return [e.value(three(acc[i], chunk[2 * i], chunk[2 * i + 1])) for i in range(MINMAX_WIDTH)]
+
+
+# endregion

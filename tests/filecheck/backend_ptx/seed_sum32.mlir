@@ -11,10 +11,12 @@
 // SM100A-NEXT: .reqntid 1, 1, 1
 // SM100A:        .local .align 16 .b8 __local0_A_local[128];
 // SM100A-NEXT:   .local .align 16 .b8 __local1_B_local[4];
-// The copy loop A -> A_local, then the 32 loads of A_local at constant offsets.
+// The copy loop A -> A_local, then the loads of A_local at constant offsets (no loop
+// below 72 elements): the first chunk (src[0..7]), then each further chunk before its adds.
 // SM100A:        ld.global.f32
 // SM100A:        st.local.f32
-// SM100A:        ld.local.f32 %{{f[0-9]+}}, [%[[AL:rd[0-9]+]]+124];
+// SM100A:        ld.local.f32 %{{f[0-9]+}}, [%[[AL:rd[0-9]+]]+28];
+// SM100A-NOT:    bra
 // SM100A-COUNT-15: add.rn.ftz.f32x2 %{{rd[0-9]+}}, %{{rd[0-9]+}}, %{{rd[0-9]+}};
 // SM100A-NOT:    add.rn.ftz.f32x2
 // SM100A:        add.rn.f32

@@ -18,7 +18,7 @@
 // SM90-NOT:   {{ptx\.add\.f32x2|ptx\.max3|bulkred\.(reduce|copy)|memref\.|scf\.}}
 
 // ERR: bulkred_to_ptx.mlir:[[# @LINE + 3]]:5: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// ERR: sm100_packed 20 exec_scope FAIL thread warp
+// ERR: warp_shuffle 30 local_scope FAIL src local, dst local src global, dst global
 func.func @warp_global(%a: memref<256xf32, #bulkred.scope<global>>, %b: memref<1xf32, #bulkred.scope<global>>) {
     bulkred.reduce sum warp %a, %b : memref<256xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
     func.return

@@ -2,15 +2,17 @@
 // explain table says so. (Forced variants that fail: lower_tile_reductions_invalid.mlir.)
 // RUN: bulkred-opt %s -p 'lower-tile-reductions{target=sm_100a explain=true}' | filecheck %s
 
-// CHECK:      // dispatch of 'bulkred.reduce' at {{.*}}forced_variant.mlir:[[# @LINE + 16]]:3 on sm_100a
+// CHECK:      // dispatch of 'bulkred.reduce' at {{.*}}forced_variant.mlir:[[# @LINE + 18]]:3 on sm_100a
 // CHECK:      //   sm100_packed priority 20: applies, not forced
 // CHECK-NEXT: //   local priority 10: chosen (forced by 'variant')
 // CHECK-NEXT: // forced by 'variant': local
+// CHECK-NEXT: //   not for scope thread: {{.*}}
 // CHECK-NEXT: // chosen: local
-// CHECK:      // dispatch of 'bulkred.reduce' at {{.*}}forced_variant.mlir:[[# @LINE + 12]]:3 on sm_100a
+// CHECK:      // dispatch of 'bulkred.reduce' at {{.*}}forced_variant.mlir:[[# @LINE + 13]]:3 on sm_100a
 // CHECK:      //   sm100_packed priority 20: chosen (forced by 'variant')
 // CHECK-NEXT: //   local priority 10: applies, not forced
 // CHECK-NEXT: // forced by 'variant': sm100_packed
+// CHECK-NEXT: //   not for scope thread: {{.*}}
 // CHECK-NEXT: // chosen: sm100_packed
 // CHECK-LABEL: func.func @forced
 // CHECK:         scf.for {{.*}} -> (f32)

@@ -3,17 +3,19 @@
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p 'lower-tile-reductions{target=sm_100a}' | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_100a}' 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
 
-// A warp-scope reduction: exec_scope declines both thread-scope variants.
-// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 9]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 8]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 7]]:3 on sm_100a
-// CHECK:        sm100_packed 20 exec_scope FAIL thread warp
-// CHECK:        local 10 exec_scope FAIL thread warp
-// CHECK:        sm100_packed priority 20: rejected: exec_scope
-// CHECK-NEXT:   local priority 10: rejected: exec_scope
+// A warp-scope reduction of f64: the warp variants decline its type; the thread-scope
+// variants are named on one line.
+// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 10]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 9]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 8]]:3 on sm_100a
+// CHECK:        warp_redux_f32 33 dtype FAIL float32 float64
+// CHECK:        warp_redux 32 dtype FAIL int32 float64
+// CHECK:        warp_shuffle 30 dtype FAIL float32, int32, float16, bfloat16 float64
+// CHECK:        warp_shuffle priority 30: rejected: dtype
+// CHECK-NEXT:   not for scope warp: {{.*}}sm100_packed (20), local (10)
 // CHECK-NEXT: chosen: none
-func.func @warp(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
-  bulkred.reduce sum warp %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+func.func @warp(%a: memref<1xf64, #bulkred.scope<local>>, %b: memref<1xf64, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  bulkred.reduce sum warp %a, %b : memref<1xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
   func.return
 }
 
@@ -33,24 +35,26 @@ func.func @shared_src(%a: memref<32xf32, #bulkred.scope<shared>>, %b: memref<1xf
 
 // -----
 
-// A cluster-scope reduction of global buffers: every reason is collected. (These cases
-// change when warp, CTA or cluster variants are registered.)
-// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 18]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 17]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 16]]:3 on sm_100a
+// A cluster-scope reduction of global buffers: every reason is collected.
+// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 21]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 20]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 19]]:3 on sm_100a
 // CHECK-NEXT:   variant priority predicate verdict expected actual
-// CHECK-NEXT:   sm100_packed 20 exec_scope FAIL thread cluster
-// CHECK-NEXT:   sm100_packed 20 local_scope FAIL src local, dst local src global, dst global
-// CHECK-NEXT:   sm100_packed 20 dst_len FAIL 1 4
-// CHECK-NEXT:   sm100_packed 20 src_ndim FAIL 1 2
-// CHECK-NEXT:   sm100_packed 20 dtype FAIL float32 int32
-// CHECK-NEXT:   sm100_packed 20 sm_version ok >= 100 100 (sm_100a)
-// CHECK-NEXT:   sm100_packed 20 reduction_len ok >= 8 64
-// CHECK-NEXT:   local 10 exec_scope FAIL thread cluster
-// CHECK-NEXT:   local 10 local_scope FAIL src local, dst local src global, dst global
-// CHECK-NEXT:   local 10 dtype ok {{.*}} int32
-// CHECK-NEXT:   sm100_packed priority 20: rejected: exec_scope, local_scope, dst_len, src_ndim, dtype
-// CHECK-NEXT:   local priority 10: rejected: exec_scope, local_scope
+// CHECK-NEXT:   cluster_red_async 51 exec_scope ok cluster cluster
+// CHECK-NEXT:   cluster_red_async 51 local_scope FAIL src local, dst local src global, dst global
+// CHECK-NEXT:   cluster_red_async 51 dst_len FAIL 1 dst of 4 elements
+// CHECK-NEXT:   cluster_red_async 51 dtype ok int32 int32
+// CHECK-NEXT:   cluster_red_async 51 block FAIL a multiple of 32 threads no bulkred.launch
+// CHECK-NEXT:   cluster_red_async 51 cluster FAIL >= 2 CTAs no bulkred.launch
+// CHECK-NEXT:   cluster_dsmem 50 exec_scope ok cluster cluster
+// CHECK-NEXT:   cluster_dsmem 50 local_scope FAIL src local, dst local src global, dst global
+// CHECK-NEXT:   cluster_dsmem 50 dst_len FAIL 1 dst of 4 elements
+// CHECK-NEXT:   cluster_dsmem 50 dtype ok {{.*}} int32
+// CHECK-NEXT:   cluster_dsmem 50 block FAIL a multiple of 32 threads no bulkred.launch
+// CHECK-NEXT:   cluster_dsmem 50 cluster FAIL >= 2 CTAs no bulkred.launch
+// CHECK-NEXT:   cluster_red_async priority 51: rejected: local_scope, dst_len, block, cluster
+// CHECK-NEXT:   cluster_dsmem priority 50: rejected: local_scope, dst_len, block, cluster
+// CHECK-NEXT:   not for scope cluster: {{.*}}
 // CHECK-NEXT: chosen: none
 func.func @cluster(%a: memref<4x64xi32, #bulkred.scope<global>>, %b: memref<4xi32, #bulkred.scope<global>>) {
   bulkred.reduce sum cluster %a, %b : memref<4x64xi32, #bulkred.scope<global>>, memref<4xi32, #bulkred.scope<global>>
@@ -60,10 +64,11 @@ func.func @cluster(%a: memref<4x64xi32, #bulkred.scope<global>>, %b: memref<4xi3
 // -----
 
 // Forcing sm100_packed onto an f16 vector names the failing predicate.
-// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 6]]:3: error: 'bulkred.reduce' forced 'variant' 'sm100_packed' does not apply: dtype (expected float32, got float16)
-// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 5]]:3: error: 'bulkred.reduce' forced 'variant' 'sm100_packed' does not apply: dtype (expected float32, got float16)
+// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 7]]:3: error: 'bulkred.reduce' forced 'variant' 'sm100_packed' does not apply: dtype (expected float32, got float16)
+// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 6]]:3: error: 'bulkred.reduce' forced 'variant' 'sm100_packed' does not apply: dtype (expected float32, got float16)
 // CHECK:        sm100_packed priority 20: rejected: dtype
 // CHECK:      forced by 'variant': sm100_packed
+// CHECK-NEXT:   not for scope thread: {{.*}}
 // CHECK-NEXT: chosen: none
 func.func @forced_fails(%a: memref<32xf16, #bulkred.scope<local>>, %b: memref<1xf16, #bulkred.scope<local>>) {
   bulkred.reduce sum thread variant "sm100_packed" %a, %b : memref<32xf16, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
@@ -82,8 +87,8 @@ func.func @forced_fails_twice(%a: memref<3x5xf32, #bulkred.scope<local>>, %b: me
 // -----
 
 // An unknown variant name lists the known ones.
-// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.reduce' 'variant' 'packed' is not a known variant (known: sm100_packed, local)
-// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' 'variant' 'packed' is not a known variant (known: sm100_packed, local)
+// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.reduce' 'variant' 'packed' is not a known variant (known: {{.*}}sm100_packed, local)
+// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' 'variant' 'packed' is not a known variant (known: {{.*}}sm100_packed, local)
 func.func @forced_unknown(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce sum thread variant "packed" %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return

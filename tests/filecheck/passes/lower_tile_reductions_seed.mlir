@@ -18,15 +18,26 @@
 // SM100-NEXT: //   local 10 dtype ok {{.*}}float32{{.*}} float32
 // SM100-NEXT: //   sm100_packed priority 20: chosen
 // SM100-NEXT: //   local priority 10: applies, lower priority
+// SM100-NEXT: {{.*}}not for scope thread: {{.*}}
 // SM100-NEXT: // chosen: sm100_packed
 // SM100-LABEL: func.func @test_func
 // The copy into registers: one loop of loads and stores.
 // SM100:         scf.for
 // SM100-NEXT:      memref.load %A[
 // SM100-NEXT:      memref.store {{.*}}, %A_local[
-// SM100-COUNT-32:  memref.load %A_local[
-// 4 * (32 // 8 - 1) chunk steps + 3 tree steps, then the last scalar add.
-// SM100-COUNT-15:  ptx.add.f32x2 rn ftz
+// Then TIRx's order, unrolled (3 further chunks, no loop): the first chunk's 8 loads,
+// and per further chunk 8 loads and 4 packed adds; then the 3 tree steps and the last
+// scalar add.
+// SM100-NOT:       scf.for
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-NOT:       ptx.add.f32x2
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-4:   ptx.add.f32x2 rn ftz
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-4:   ptx.add.f32x2 rn ftz
+// SM100-COUNT-8:   memref.load %A_local[
+// SM100-COUNT-7:   ptx.add.f32x2 rn ftz
+// SM100-NOT:       memref.load %A_local[
 // SM100-NOT:       ptx.add.f32x2
 // SM100:           %[[R:.*]] = ptx.add rn f32
 // SM100-NEXT:      memref.store %[[R]], %B_local[
@@ -37,6 +48,7 @@
 // SM90:      //   sm100_packed 20 sm_version FAIL >= 100 90 (sm_90a)
 // SM90:      //   sm100_packed priority 20: rejected: sm_version
 // SM90-NEXT: //   local priority 10: chosen
+// SM90-NEXT: {{.*}}not for scope thread: {{.*}}
 // SM90-NEXT: // chosen: local
 // SM90-LABEL: func.func @test_func
 // SM90:         memref.store {{.*}}, %A_local[

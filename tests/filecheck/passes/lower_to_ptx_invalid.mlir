@@ -2,10 +2,10 @@
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p lower-to-ptx | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file -p lower-to-ptx 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
 
-// STDERR: lower_to_ptx_invalid.mlir:[[# @LINE + 3]]:3: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store,
+// STDERR: lower_to_ptx_invalid.mlir:[[# @LINE + 3]]:3: error: 'arith.ceildivsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store/subview,
 func.func @unsupported_op(%a: index, %b: index) {
-  // CHECK: error: 'arith.divsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store, arith.constant/addi/subi/muli/index_cast/extsi/extui/trunci/cmpi/select, arith.xori (negating a branch condition), scf.for/if/while/condition/yield, cf.br/cond_br, ptx ops)
-  %q = arith.divsi %a, %b : index
+  // CHECK: error: 'arith.ceildivsi' cannot be lowered to ptx (supported: func.return, memref.alloca/load/store/subview, arith.constant/addi/subi/muli/divui/divsi/remui/remsi/minui/minsi/maxui/maxsi/index_cast/extsi/extui/trunci/cmpi/select, arith.xori (negating a branch condition), gpu.thread_id/block_id/block_dim/grid_dim/lane_id, bulkred.cluster_rank/cluster_size, scf.for/if/while/condition/yield, cf.br/cond_br, ptx ops)
+  %q = arith.ceildivsi %a, %b : index
   func.return
 }
 
@@ -196,5 +196,29 @@ func.func @shared_too_big() {
 // RUN: not bulkred-opt %s --split-input-file -p 'lower-to-ptx{target=sm_7x}' 2>&1 | filecheck %s --check-prefix=TARGET
 // TARGET: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_7x'
 func.func @bad_target() {
+  func.return
+}
+
+// -----
+
+func.func @subview_dynamic_size(%a: memref<64xf32, #bulkred.scope<global>>, %n: index) {
+  // CHECK: error: 'memref.subview' needs static sizes and strides (only the offsets may be values)
+  %v = memref.subview %a[0] [%n] [1] : memref<64xf32, #bulkred.scope<global>> to memref<?xf32, strided<[1]>, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @subview_rank_reducing(%a: memref<4x16xf32, #bulkred.scope<global>>, %i: index) {
+  // CHECK: error: 'memref.subview' needs a subview of the source's rank 2 (no rank reduction), got memref<16xf32, strided<[1], offset: ?>, #bulkred.scope<global>>
+  %v = memref.subview %a[%i, 0] [1, 16] [1, 1] : memref<4x16xf32, #bulkred.scope<global>> to memref<16xf32, strided<[1], offset: ?>, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @subview_wrong_strides(%a: memref<4x16xf32, #bulkred.scope<global>>, %i: index) {
+  // CHECK: error: 'memref.subview' result type must have shape [2, 16], strides [16, 1], the element type and memory space of memref<4x16xf32, #bulkred.scope<global>>, got memref<2x16xf32, strided<[32, 1], offset: ?>, #bulkred.scope<global>>
+  %v = memref.subview %a[%i, 0] [2, 16] [1, 1] : memref<4x16xf32, #bulkred.scope<global>> to memref<2x16xf32, strided<[32, 1], offset: ?>, #bulkred.scope<global>>
   func.return
 }

@@ -1,4 +1,4 @@
-// Custom and generic syntax of every op in arith.py: add/sub/mul/mul.lo/min/max over their
+// Custom and generic syntax of every op in arith.py: add/sub/mul/mul.lo/div/rem/min/max over their
 // '.type' x '.rnd' x '.ftz' variants, and/or/xor/shl/shr, max3/min3 with '.ftz'/'.NaN',
 // add.f32x2, mov.pack/unpack; and the target each needs.
 // RUN: bulkred-opt %s --split-input-file | filecheck %s
@@ -98,6 +98,27 @@ func.func @mul(%s16: i16, %s32: i32, %s64: i64, %h: f16, %bh: bf16, %f: f32, %d:
   %6 = ptx.mul.lo u16 %s16, %s16 : i16
   // CHECK: ptx.mul.lo u64 %{{.*}}, %{{.*}} : i64
   %7 = ptx.mul.lo u64 %s64, %s64 : i64
+  func.return
+}
+
+// Integer div and rem (index arithmetic of tile loops): every integer '.type'.
+// CHECK-LABEL: func.func @div_rem
+// GENERIC-LABEL: sym_name = "div_rem"
+func.func @div_rem(%s16: i16, %s32: i32, %s64: i64) {
+  // CHECK: ptx.div u64 %{{.*}}, %{{.*}} : i64
+  // GENERIC: "ptx.div"(%{{.*}}, %{{.*}}) <{type = #ptx<arith_type u64>}> : (i64, i64) -> i64
+  %0 = ptx.div u64 %s64, %s64 : i64
+  // CHECK: ptx.div s32 %{{.*}}, %{{.*}} : i32
+  %1 = ptx.div s32 %s32, %s32 : i32
+  // CHECK: ptx.div u16 %{{.*}}, %{{.*}} : i16
+  %2 = ptx.div u16 %s16, %s16 : i16
+  // CHECK: ptx.rem u64 %{{.*}}, %{{.*}} : i64
+  // GENERIC: "ptx.rem"(%{{.*}}, %{{.*}}) <{type = #ptx<arith_type u64>}> : (i64, i64) -> i64
+  %3 = ptx.rem u64 %s64, %s64 : i64
+  // CHECK: ptx.rem s64 %{{.*}}, %{{.*}} : i64
+  %4 = ptx.rem s64 %s64, %s64 : i64
+  // CHECK: ptx.rem u32 %{{.*}}, %{{.*}} : i32
+  %5 = ptx.rem u32 %s32, %s32 : i32
   func.return
 }
 

@@ -375,3 +375,37 @@ func.func @unpack_hi_f16(%a: vector<2xf32>) {
   %0, %1 = "ptx.mov.unpack"(%a) : (vector<2xf32>) -> (f32, f16)
   func.return
 }
+
+// -----
+
+// div and rem are the integer forms only: floating-point div (.approx/.full/.rnd) is
+// another PTX form, not modelled.
+func.func @div_float(%a: f32) {
+  // CHECK: error: 'ptx.div' '.type' f32 is not valid for 'div' (valid: u16, s16, u32, s32, u64, s64)
+  %0 = ptx.div f32 %a, %a : f32
+  func.return
+}
+
+// -----
+
+func.func @rem_bits(%a: i32) {
+  // CHECK: error: 'ptx.rem' '.type' b32 is not valid for 'rem' (valid: u16, s16, u32, s32, u64, s64)
+  %0 = ptx.rem b32 %a, %a : i32
+  func.return
+}
+
+// -----
+
+func.func @div_rnd(%a: i32) {
+  // CHECK: error: 'ptx.div' '.rnd' is not valid for 'div' (valid for: add, sub, mul)
+  %0 = ptx.div rn s32 %a, %a : i32
+  func.return
+}
+
+// -----
+
+func.func @rem_operand_type(%a: i32) {
+  // CHECK: error: 'ptx.rem' operand 'a' must be i64 for '.type' u64, got i32
+  %0 = ptx.rem u64 %a, %a : i32
+  func.return
+}

@@ -109,18 +109,25 @@ func.func @bulk_copies(%g: memref<64xf32, #bulkred.scope<global>>) attributes {b
   %mbar = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
   // CHECK: %[[MASK:.*]] = arith.constant 15 : i16
   %mask = arith.constant 15 : i16
+  // CHECK-NEXT: %[[R:.*]] = bulkred.cluster_rank
+  // GENERIC: "bulkred.cluster_rank"() : () -> index
+  %r = bulkred.cluster_rank
+  // CHECK-NEXT: %{{.*}} = bulkred.cluster_size
+  // GENERIC: "bulkred.cluster_size"() : () -> index
+  %n = bulkred.cluster_size
   // CHECK: bulkred.bulk_copy %{{.*}}, %[[S:.*]], %[[MBAR:.*]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
   bulkred.bulk_copy %g, %s, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C:.*]], %[[MBAR]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  bulkred.bulk_copy %g, %c, %mbar : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C:.*]], %[[MBAR]] rank %[[R]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, index) -> ()
+  bulkred.bulk_copy %g, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_copy %{{.*}}, %[[C]], %[[MBAR]] multicast %[[MASK]] : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, i16) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, i16) -> ()
   bulkred.bulk_copy %g, %c, %mbar multicast %mask : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // CHECK-NEXT: bulkred.bulk_copy %[[S]], %[[C]], %[[MBAR]] : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  bulkred.bulk_copy %s, %c, %mbar : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_copy %[[S]], %[[C]], %[[MBAR]] rank %[[R]] : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %s, %c, %mbar rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_copy %[[S]], %{{.*}} : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
-  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
+  // GENERIC: "bulkred.bulk_copy"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
   bulkred.bulk_copy %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -135,14 +142,15 @@ func.func @bulk_reduces(%g: memref<64xf32, #bulkred.scope<global>>, %gi: memref<
   %ci = memref.alloca() : memref<2x4xi32, #bulkred.scope<cluster_shared>>
   %h = memref.alloca() : memref<8xbf16, #bulkred.scope<shared>>
   %mbar = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %c0 = arith.constant 0 : index
   // CHECK: bulkred.bulk_reduce sum %{{.*}}, %{{.*}} : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
-  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
+  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>) -> ()
   bulkred.bulk_reduce sum %s, %g : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
   // CHECK-NEXT: bulkred.bulk_reduce max %{{.*}}, %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<global>>
   bulkred.bulk_reduce max %si, %gi : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<global>>
-  // CHECK-NEXT: bulkred.bulk_reduce and %{{.*}}, %{{.*}}, %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
-  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind and>}> : (memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>) -> ()
-  bulkred.bulk_reduce and %si, %ci, %mbar : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // CHECK-NEXT: bulkred.bulk_reduce and %{{.*}}, %{{.*}}, %{{.*}} rank %{{.*}} : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  // GENERIC: "bulkred.bulk_reduce"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind and>, operandSegmentSizes = array<i32: 1, 1, 1, 1>}> : (memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>, index) -> ()
+  bulkred.bulk_reduce and %si, %ci, %mbar rank %c0 : memref<2x4xi32, #bulkred.scope<shared>>, memref<2x4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   // CHECK-NEXT: bulkred.bulk_reduce min %{{.*}}, %{{.*}} : memref<8xbf16, #bulkred.scope<shared>>, memref<8xbf16, #bulkred.scope<global>>
   bulkred.bulk_reduce min %h, %gh : memref<8xbf16, #bulkred.scope<shared>>, memref<8xbf16, #bulkred.scope<global>>
   func.return
@@ -212,5 +220,27 @@ func.func @launch_portable_cluster() attributes {bulkred.launch = #bulkred.launc
 // CHECK-LABEL: func.func @launch_nonportable_cluster
 // CHECK-SAME: #bulkred.launch<grid = [32, 2], block = [128], cluster = [8, 2]>
 func.func @launch_nonportable_cluster() attributes {bulkred.launch = #bulkred.launch<grid = [32, 2], block = [128], cluster = [8, 2]>} {
+  func.return
+}
+
+// Tile views (memref.subview) as operands: bulkred.copy takes any view; the bulk ops a
+// contiguous one (full rows of a matrix, a 1-D slice at a dynamic or 16-byte offset).
+// CHECK-LABEL: func.func @views
+func.func @views(%M: memref<8x64xf32, #bulkred.scope<global>>, %i: index) attributes {bulkred.launch = #bulkred.launch<grid = [2], block = [32], cluster = [2]>} {
+  %s = memref.alloca() : memref<2x64xf32, #bulkred.scope<shared>>
+  %c = memref.alloca() : memref<256xf32, #bulkred.scope<cluster_shared>>
+  %l = memref.alloca() : memref<4x8xf32, #bulkred.scope<local>>
+  %mbar = memref.alloca() : memref<1xi64, #bulkred.scope<shared>>
+  %rows = memref.subview %M[%i, 0] [2, 64] [1, 1] : memref<8x64xf32, #bulkred.scope<global>> to memref<2x64xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>
+  // CHECK: bulkred.bulk_copy %{{.*}}, %{{.*}}, %{{.*}} : memref<2x64xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>, memref<2x64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %rows, %s, %mbar : memref<2x64xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>, memref<2x64xf32, #bulkred.scope<shared>>, memref<1xi64, #bulkred.scope<shared>>
+  %block = memref.subview %M[%i, 8] [4, 8] [1, 1] : memref<8x64xf32, #bulkred.scope<global>> to memref<4x8xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>
+  // CHECK: bulkred.copy %{{.*}}, %{{.*}} : memref<4x8xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>, memref<4x8xf32, #bulkred.scope<local>>
+  bulkred.copy %block, %l : memref<4x8xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>, memref<4x8xf32, #bulkred.scope<local>>
+  %row = memref.subview %s[1, 0] [1, 64] [1, 1] : memref<2x64xf32, #bulkred.scope<shared>> to memref<1x64xf32, strided<[64, 1], offset: 64>, #bulkred.scope<shared>>
+  %c1 = arith.constant 1 : index
+  %two = memref.alloca() : memref<1x64xf32, #bulkred.scope<cluster_shared>>
+  // CHECK: bulkred.bulk_copy %{{.*}}, %{{.*}}, %{{.*}} rank %{{.*}} : memref<1x64xf32, strided<[64, 1], offset: 64>, #bulkred.scope<shared>>, memref<1x64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  bulkred.bulk_copy %row, %two, %mbar rank %c1 : memref<1x64xf32, strided<[64, 1], offset: 64>, #bulkred.scope<shared>>, memref<1x64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
   func.return
 }

@@ -237,8 +237,8 @@ func.func @reduce_unknown_kind(%a: memref<32xf32, #bulkred.scope<local>>, %b: me
 // -----
 
 func.func @reduce_unknown_exec_scope(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
-  // CHECK: Expected `thread`, `warp`, `cta`, or `cluster`
-  bulkred.reduce sum grid %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  // CHECK: Expected `thread`, `warp`, `cta`, `cluster`, or `grid`
+  bulkred.reduce sum block %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return
 }
 
@@ -709,5 +709,103 @@ func.func @launch_cluster_32() attributes {bulkred.launch = #bulkred.launch<grid
 
 // CHECK: error: 'cluster' [4, 2, 3] has 24 CTAs, more than 16 (8 portable, up to 16 non-portable)
 func.func @launch_cluster_product() attributes {bulkred.launch = #bulkred.launch<grid = [8, 4], block = [32], cluster = [4, 2, 3]>} {
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_cluster_without_rank(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<cluster_shared>>,
+                                          %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_copy' a bulk operation into cluster_shared needs a 'rank' operand (the CTA whose buffer it writes)
+  bulkred.bulk_copy %a, %b, %m : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_cluster_without_rank(%a: memref<4xi32, #bulkred.scope<shared>>, %b: memref<4xi32, #bulkred.scope<cluster_shared>>,
+                                            %m: memref<1xi64, #bulkred.scope<shared>>) {
+  // CHECK: error: 'bulkred.bulk_reduce' a bulk operation into cluster_shared needs a 'rank' operand (the CTA whose buffer it writes)
+  bulkred.bulk_reduce sum %a, %b, %m : memref<4xi32, #bulkred.scope<shared>>, memref<4xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_rank_into_global(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<global>>, %r: index) {
+  // CHECK: error: 'bulkred.bulk_copy' 'rank' is only valid for a bulk operation into cluster_shared, not into global
+  bulkred.bulk_copy %a, %b rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_rank_into_global(%a: memref<4xi32, #bulkred.scope<shared>>, %b: memref<4xi32, #bulkred.scope<global>>, %r: index) {
+  // CHECK: error: 'bulkred.bulk_reduce' 'rank' is only valid for a bulk operation into cluster_shared, not into global
+  bulkred.bulk_reduce sum %a, %b rank %r : memref<4xi32, #bulkred.scope<shared>>, memref<4xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_rank_with_multicast(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<cluster_shared>>,
+                                         %m: memref<1xi64, #bulkred.scope<shared>>, %r: index, %mask: i16) {
+  // CHECK: error: 'bulkred.bulk_copy' 'rank' is not valid with 'cta_mask': a multicast copy writes every CTA of the mask
+  bulkred.bulk_copy %a, %b, %m multicast %mask rank %r : memref<64xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_copy_cluster_of_one(%a: memref<64xf32, #bulkred.scope<shared>>, %b: memref<64xf32, #bulkred.scope<cluster_shared>>,
+                                    %m: memref<1xi64, #bulkred.scope<shared>>, %r: index) attributes {bulkred.launch = #bulkred.launch<grid = [2], block = [32], cluster = [1]>} {
+  // CHECK: error: 'bulkred.bulk_copy' a bulk operation into cluster_shared needs a kernel launched with a cluster of 2 or more CTAs, got 'cluster' [1, 1, 1]
+  bulkred.bulk_copy %a, %b, %m rank %r : memref<64xf32, #bulkred.scope<shared>>, memref<64xf32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_cluster_tx_count(%a: memref<32768xi32, #bulkred.scope<shared>>, %b: memref<32768xi32, #bulkred.scope<cluster_shared>>,
+                                        %m: memref<1xi64, #bulkred.scope<shared>>, %r: index) attributes {bulkred.launch = #bulkred.launch<grid = [16], block = [32], cluster = [16]>} {
+  // CHECK: error: 'bulkred.bulk_reduce' the receiving CTA expects 15 x 131072 bytes from the other CTAs of its cluster of 16, more than the mbarrier tx-count allows (1048575)
+  bulkred.bulk_reduce sum %a, %b, %m rank %r : memref<32768xi32, #bulkred.scope<shared>>, memref<32768xi32, #bulkred.scope<cluster_shared>>, memref<1xi64, #bulkred.scope<shared>>
+  func.return
+}
+
+// -----
+
+// A slice of rows is contiguous; a slice of columns is not.
+func.func @bulk_copy_column_view(%g: memref<8x64xf32, #bulkred.scope<global>>, %s: memref<8x32xf32, #bulkred.scope<shared>>, %i: index) {
+  %v = memref.subview %g[0, %i] [8, 32] [1, 1] : memref<8x64xf32, #bulkred.scope<global>> to memref<8x32xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>
+  // CHECK: error: 'bulkred.bulk_copy' 'dst' must be one contiguous range of memory for a bulk operation, got strides [64, 1] for shape [8, 32] (a slice of a matrix is contiguous only when it spans full rows)
+  bulkred.bulk_copy %s, %v : memref<8x32xf32, #bulkred.scope<shared>>, memref<8x32xf32, strided<[64, 1], offset: ?>, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @bulk_reduce_unaligned_view(%g: memref<64xf32, #bulkred.scope<global>>, %s: memref<16xf32, #bulkred.scope<shared>>) {
+  %v = memref.subview %g[2] [16] [1] : memref<64xf32, #bulkred.scope<global>> to memref<16xf32, strided<[1], offset: 2>, #bulkred.scope<global>>
+  // CHECK: error: 'bulkred.bulk_reduce' 'dst' must start at a multiple of 16 bytes for a bulk operation, got offset 2 elements (8 bytes)
+  bulkred.bulk_reduce sum %s, %v : memref<16xf32, #bulkred.scope<shared>>, memref<16xf32, strided<[1], offset: 2>, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// CHECK: error: 'bulkred.cluster_rank' must be inside a func.func kernel
+%rank = bulkred.cluster_rank
+
+// -----
+
+// CHECK: error: 'bulkred.cluster_size' must be inside a func.func kernel
+%size = bulkred.cluster_size
+
+// -----
+
+func.func @cluster_rank_operand(%a: index) {
+  // CHECK: error: 'bulkred.cluster_rank' Expected 0 operands, but got 1
+  %r = "bulkred.cluster_rank"(%a) : (index) -> index
   func.return
 }

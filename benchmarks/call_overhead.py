@@ -1,0 +1,156 @@
+"""Cost of one call from Python, on the GPU machine (needs torch with CUDA).
+
+Measured in one run, each the median over many calls of the wall clock around
+call + stream synchronize (and, for launches, around N back-to-back calls / N):
+
+* ``kernel(A, B)``: the seed kernel (sum of 32 floats) compiled with
+  ``compile_tile_module``, called on torch tensors (no copy, torch's stream);
+* raw ``cuda.core.launch`` of the same cubin on the same tensors and stream;
+* ``torch.sum`` of the same 32 elements;
+* ``bulkred.sum(A, out=B)`` and ``bulkred.sum(A)`` (the reduction API);
+* the first ``bulkred.sum`` in a new process: cold (empty cache, compiles) and warm
+  (the disk cache of the cold run), each in a subprocess with its own
+  ``BULKRED_CACHE_DIR``, CUDA and torch initialised before the timed call.
+
+Prints a table; writes it to ``$OUT/call_overhead.txt`` when ``OUT`` is set::
+
+    python benchmarks/call_overhead.py [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FIRST_CALL = r"""
+import json, sys, time
+import torch
+x = torch.randn(32, device="cuda")
+torch.cuda.synchronize()
+from bulkred_dialect.backend_ptx.runtime import gpu
+gpu()  # CUDA context and the runtime's stream, as in any process that ran a kernel
+import bulkred_dialect as bulkred
+t = time.perf_counter()
+y = bulkred.sum(x)
+torch.cuda.current_stream().synchronize()
+first = time.perf_counter() - t
+from bulkred_dialect.backend_ptx.cache import CACHE
+print(json.dumps({"first_s": first, "stats": CACHE.stats}))
+"""
+
+
+def median_us(fn, sync, calls: int, warmup: int = 50) -> float:
+    """Median of the wall clock around ``fn(); sync()``, in microseconds."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def per_launch_us(fn, sync, calls: int) -> float:
+    """Wall clock of ``calls`` back-to-back calls then one synchronize, per call."""
+    fn()
+    sync()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def first_call(cache_dir: str) -> dict:
+    env = {**os.environ, "BULKRED_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"first-call subprocess failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--processes", type=int, default=3, help="cold/warm subprocess pairs")
+    args = ap.parse_args()
+
+    import torch
+    from cuda.core import LaunchConfig, ObjectCode, launch
+
+    import bulkred_dialect as bulkred
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module, gpu, parse
+
+    g = gpu()
+    mod = compile_tile_module(parse((ROOT / "examples" / "seed_sum32.mlir").read_text()), g.arch)
+    kernel = mod.kernel("test_func")
+    A = torch.randn(32, device="cuda")
+    B = torch.empty(1, device="cuda")
+    torch_stream = torch.cuda.current_stream()
+    stream = g.stream_for(int(torch_stream.cuda_stream))
+    sync = stream.sync
+
+    raw = ObjectCode.from_cubin(mod.cubin, name="raw").get_kernel("test_func")
+    config = LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1))
+    a_ptr, b_ptr = A.data_ptr(), B.data_ptr()
+
+    rows: list[tuple[str, float, float]] = []
+
+    def measure(name, fn):
+        rows.append((name, median_us(fn, sync, args.calls), per_launch_us(fn, sync, args.calls)))
+
+    measure("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr))
+    measure("kernel(A, B) on torch tensors", lambda: kernel(A, B))
+    measure("torch.sum of 32 elements", lambda: torch.sum(A))
+    measure("bulkred.sum(A, out=B)", lambda: bulkred.sum(A, out=B))
+    measure("bulkred.sum(A)", lambda: bulkred.sum(A))
+    kernel(A, B, sync=True)
+    assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
+
+    cold, warm = [], []
+    for _ in range(args.processes):
+        with tempfile.TemporaryDirectory(prefix="bulkred-bench-cache-") as d:
+            c = first_call(d)
+            w = first_call(d)
+            assert c["stats"]["writes"] >= 1 and w["stats"]["disk_hits"] >= 1, (c, w)
+            cold.append(c["first_s"] * 1e3)
+            warm.append(w["first_s"] * 1e3)
+
+    raw_us = rows[0][1]
+    lines = [
+        f"call overhead on {g.name} ({g.arch}), torch {torch.__version__}; median of {args.calls} calls",
+        "",
+        f"{'call':40} {'call+sync us':>13} {'x raw':>7} {'back-to-back us':>16}",
+    ]
+    for name, us, b2b in rows:
+        lines.append(f"{name:40} {us:13.1f} {us / raw_us:7.2f} {b2b:16.1f}")
+    cm, wm = statistics.median(cold), statistics.median(warm)
+    lines += [
+        "",
+        f"first bulkred.sum in a new process (median of {args.processes}, CUDA and torch initialised first):",
+        f"  cold (empty cache, compiles): {cm:8.1f} ms",
+        f"  warm (disk cache):            {wm:8.1f} ms   = {100 * wm / cm:.1f}% of cold",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    out = os.environ.get("OUT")
+    if out:
+        Path(out, "call_overhead.txt").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Launching: launch shapes, :class:`Kernel` (argument checks, device arrays, streams,
+workspaces) and event timing."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bulkred_dialect.backend_ptx.arrays import (
+    caller_stream,
+    check_array_kind,
+    check_device_array,
+    check_torch_tensor,
+    is_device_array_like,
+    is_torch_tensor,
+    view_of,
+)
+from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
+from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bulkred_dialect.backend_ptx.loading import CompiledModule
+
+# region Launch dimensions
+
+
+def _dims(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
+    if isinstance(v, int | np.integer):
+        v = (int(v),)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
+        raise LaunchConfigError(f"'{what}' must be 1 to 3 positive integers, got {v}")
+    return (v + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def resolve_launch(
+    sig: KernelSignature | None,
+    grid: int | Sequence[int] | None,
+    block: int | Sequence[int] | None,
+    cluster: int | Sequence[int] | None,
+) -> LaunchShape:
+    """The launch shape from the keyword arguments, else from the signature's ``#bulkred.launch``."""
+    rec = sig.launch if sig is not None else None
+    name = sig.name if sig is not None else "?"
+    if grid is None and rec is None:
+        raise LaunchConfigError(f"kernel '{name}' has no recorded launch shape: pass grid= and block=")
+    if block is None and rec is None:
+        raise LaunchConfigError(f"kernel '{name}' has no recorded launch shape: pass block=")
+    g = _dims(grid, "grid") if grid is not None else rec.grid  # type: ignore[union-attr]
+    b = _dims(block, "block") if block is not None else rec.block  # type: ignore[union-attr]
+    if cluster is not None:
+        c = _dims(cluster, "cluster")
+    elif rec is not None:
+        c = rec.cluster
+    else:
+        c = (1, 1, 1)
+    for axis in range(3):
+        if g[axis] % c[axis]:
+            raise LaunchConfigError(
+                f"'grid' {list(g)} (in CTAs) must be a multiple of 'cluster' {list(c)} in every dimension"
+            )
+    if math.prod(b) > 1024:
+        raise LaunchConfigError(f"'block' {list(b)} has {math.prod(b)} threads, more than 1024")
+    return LaunchShape(g, b, c)
+
+
+def _launch_config(shape: LaunchShape, shmem: int):
+    from cuda.core import LaunchConfig
+
+    if shape.cluster == (1, 1, 1):
+        return LaunchConfig(grid=shape.grid, block=shape.block, shmem_size=shmem)
+    clusters = tuple(g // c for g, c in zip(shape.grid, shape.cluster))
+    return LaunchConfig(grid=clusters, cluster=shape.cluster, block=shape.block, shmem_size=shmem)
+
+
+# endregion
+
+# region Kernels
+
+def _set_dynamic_shmem(g: Gpu, kernel: Any, shmem: int) -> None:
+    """Allow more than 48 KiB of dynamic shared memory (an opt-in per kernel)."""
+    from cuda.bindings import driver
+
+    _set_kernel_attribute(g, kernel, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem)
+
+
+def _allow_non_portable_cluster(g: Gpu, kernel: Any) -> None:
+    """Clusters of more than 8 CTAs (up to 16 on Hopper) are an opt-in per kernel."""
+    from cuda.bindings import driver
+
+    _set_kernel_attribute(
+        g, kernel, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
+    )
+
+
+def _set_kernel_attribute(g: Gpu, kernel: Any, attr: Any, value: int) -> None:
+    from cuda.bindings import driver
+
+    h = kernel.handle
+    if isinstance(h, driver.CUkernel):
+        dev = _check(driver.cuDeviceGet(g.device.device_id), "cuDeviceGet")
+        _check(driver.cuKernelSetAttribute(attr, value, h, dev), "cuKernelSetAttribute")
+    else:
+        _check(driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, value), "cuFuncSetAttribute")
+
+
+@dataclass
+class Kernel:
+    """One kernel of a :class:`CompiledModule`; call it on device arrays (no copy) or
+    numpy arrays (copied in and out)."""
+
+    module: CompiledModule
+    name: str
+    signature: KernelSignature | None
+    _shapes: dict[Any, tuple[LaunchShape, int]] = field(default_factory=dict, repr=False)
+    _configs: dict[tuple[LaunchShape, int], Any] = field(default_factory=dict, repr=False)
+
+    # region Checks before any GPU call
+
+    def _params(self, n: int) -> tuple[Param, ...]:
+        if self.signature is not None:
+            if n != len(self.signature.params):
+                names = ", ".join(p.name for p in self.signature.params)
+                raise SignatureError(
+                    f"kernel '{self.name}' takes {len(self.signature.params)} arguments ({names}), got {n}"
+                )
+            return self.signature.params
+        return tuple(Param(f"arg{i}", "array") for i in range(n))
+
+    def _check_host(self, args: Sequence[Any]) -> tuple[tuple[Param, ...], list[Any]]:
+        """Check arity, numpy arrays and scalars (device arrays are checked in
+        :meth:`__call__`, once the GPU and the stream are known). Returns the params and
+        the arguments, numpy arrays as contiguous copies."""
+        params = self._params(len(args))
+        out: list[Any] = []
+        for i, (p, a) in enumerate(zip(params, args)):
+            if self.signature is None:
+                if is_device_array_like(a):
+                    out.append(a)
+                elif isinstance(a, np.ndarray):
+                    out.append(np.ascontiguousarray(a).copy())
+                elif isinstance(a, np.generic):
+                    out.append(a)
+                else:
+                    raise SignatureError(
+                        f"kernel '{self.name}' argument {i}: pass device arrays, numpy arrays and numpy "
+                        f"scalars (np.uint32(...)), got {type(a).__name__}"
+                    )
+            elif p.kind == "array" and is_device_array_like(a):
+                out.append(a)
+            else:
+                if p.kind == "array":
+                    check_array_kind(f"kernel '{self.name}' param '{p.name}'", p, a)
+                out.append(self.signature._check_one(p, a))
+        return params, out
+
+    def _shape(self, grid, block, cluster, shmem) -> tuple[LaunchShape, int]:
+        key = (_key(grid), _key(block), _key(cluster), shmem)
+        try:
+            hit = self._shapes.get(key)
+        except TypeError:  # an unhashable spelling (a numpy array): not cached
+            key, hit = None, None
+        if hit is not None:
+            return hit
+        shape = resolve_launch(self.signature, grid, block, cluster)
+        if shmem is None:
+            shmem = self.signature.shmem if self.signature is not None else 0
+        if shmem < 0:
+            raise LaunchConfigError(f"'shmem' must be >= 0, got {shmem}")
+        hit = (shape, int(shmem))
+        if key is not None and len(self._shapes) < 64:
+            self._shapes[key] = hit
+        return hit
+
+    # endregion
+
+    def __call__(
+        self,
+        *args: Any,
+        grid: int | Sequence[int] | None = None,
+        block: int | Sequence[int] | None = None,
+        cluster: int | Sequence[int] | None = None,
+        shmem: int | None = None,
+        stream: Any = None,
+        sync: bool = False,
+        timeout_s: float = 30.0,
+    ) -> tuple[Any, ...]:
+        """Launch once. Device arrays are passed by pointer and written in place; numpy
+        arrays are copied in, and back after the kernel (which waits for it). The launch
+        goes on ``stream``, else the current stream of the torch tensors / cupy arrays
+        passed, else the runtime's own stream. Without numpy arrays nothing waits unless
+        ``sync=True``. Returns the arrays in parameter order (scalars left out): the
+        caller's device arrays themselves, and numpy arrays holding the results."""
+        params, checked = self._check_host(args)
+        shape, shmem = self._shape(grid, block, cluster, shmem)
+        g = gpu()
+        g.ensure_usable()
+        handle, source = caller_stream(args, stream)
+        s = g.stream_for(handle)
+        # every device array is checked before anything is launched or allocated
+        device: dict[int, tuple[int, int]] = {}
+        for i, (p, a) in enumerate(zip(params, checked)):
+            if p.kind == "array" and is_device_array_like(a):
+                where = f"kernel '{self.name}' param '{p.name}'"
+                if source == "torch" and is_torch_tensor(a):
+                    # on torch's current stream: no ordering to establish
+                    device[i] = check_torch_tensor(where, p, a, g.device.device_id)
+                else:
+                    view = view_of(a, int(s.handle), where)
+                    device[i] = check_device_array(where, p, view, g.device.device_id)
+        kern = self.module._cu_kernel(g, self.name)
+        zero = self.signature.zero_init if self.signature is not None else ()
+        bufs: list[Any] = []
+        host_bufs: dict[int, Any] = {}
+        try:
+            kargs: list[Any] = []
+            for i, a in enumerate(checked):
+                if i in device:
+                    ptr, nbytes = device[i]
+                    if i in zero:
+                        g.memset_async(ptr, nbytes, s)
+                    kargs.append(ptr)
+                elif isinstance(a, np.ndarray):
+                    if i in zero:
+                        b = g.alloc_ready(a.nbytes)
+                        g.memset_async(int(b.handle), a.nbytes, s)
+                    else:
+                        b = g.to_device(a)
+                    bufs.append(b)
+                    host_bufs[i] = b
+                    kargs.append(b)
+                else:
+                    kargs.append(a)
+            if self.signature is not None and self.signature.workspace:
+                kargs.append(self.module._workspace(g, self.name, self.signature.workspace))
+            self._launch(g, kern, shape, shmem, kargs, s)
+            if host_bufs or sync:
+                g.sync(f"kernel '{self.name}'", timeout_s, s)
+            outs = []
+            for i, (p, a) in enumerate(zip(params, checked)):
+                if i in host_bufs:
+                    outs.append(g.to_host(host_bufs[i], a))
+                elif i in device:
+                    outs.append(args[i])
+            return tuple(outs)
+        finally:
+            if g.broken is None:
+                for b in bufs:
+                    b.close(g.stream)
+
+    def _launch(self, g: Gpu, kern, shape: LaunchShape, shmem: int, params: list[Any], stream: Any = None) -> None:
+        launch = _cuda_launch()
+        if shmem > 48 * 1024:
+            _set_dynamic_shmem(g, kern, shmem)
+        cx, cy, cz = shape.cluster
+        if cx * cy * cz > 8:
+            _allow_non_portable_cluster(g, kern)
+        config = self._configs.get((shape, shmem))
+        try:
+            if config is None:
+                config = self._configs[(shape, shmem)] = _launch_config(shape, shmem)
+            launch(g.stream if stream is None else stream, config, kern, *params)
+        except Exception as e:
+            raise CudaError(
+                f"launching kernel '{self.name}' (grid {list(shape.grid)} CTAs, block {list(shape.block)}, "
+                f"cluster {list(shape.cluster)}, shmem {shmem})",
+                type(e).__name__,
+                str(e),
+            ) from e
+
+    def time(
+        self,
+        *args: Any,
+        grid=None,
+        block=None,
+        cluster=None,
+        shmem=None,
+        repeat: int = 20,
+        warmup: int = 3,
+        timeout_s: float = 60.0,
+    ) -> list[float]:
+        """Milliseconds per launch (CUDA events around each of ``repeat`` launches on
+        the same device buffers, after ``warmup`` launches). Takes numpy arrays."""
+        from cuda.core import EventOptions
+
+        if any(is_device_array_like(a) for a in args):
+            raise SignatureError(f"kernel '{self.name}': time() takes numpy arrays (it copies them to the GPU once)")
+        _, host = self._check_host(args)
+        shape, shmem = self._shape(grid, block, cluster, shmem)
+        g = gpu()
+        g.ensure_usable()
+        kern = self.module._cu_kernel(g, self.name)
+        bufs, params = [], []
+        try:
+            for a in host:
+                if isinstance(a, np.ndarray):
+                    b = g.to_device(a)
+                    bufs.append(b)
+                    params.append(b)
+                else:
+                    params.append(a)
+            if self.signature is not None and self.signature.workspace:
+                params.append(self.module._workspace(g, self.name, self.signature.workspace))
+            for _ in range(warmup):
+                self._launch(g, kern, shape, shmem, params)
+            g.sync(f"kernel '{self.name}' (warm-up)", timeout_s)
+            opts = EventOptions(timing_enabled=True)
+            times = []
+            for _ in range(repeat):
+                start = g.device.create_event(options=opts)
+                end = g.device.create_event(options=opts)
+                g.stream.record(start)
+                self._launch(g, kern, shape, shmem, params)
+                g.stream.record(end)
+                g.sync(f"kernel '{self.name}' (timed)", timeout_s)
+                times.append(float(end - start))
+            return times
+        finally:
+            if g.broken is None:
+                for b in bufs:
+                    b.close(g.stream)
+
+
+@functools.cache
+def _cuda_launch() -> Any:
+    from cuda.core import launch
+
+    return launch
+
+
+def _key(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+# endregion

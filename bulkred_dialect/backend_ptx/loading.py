@@ -1,0 +1,326 @@
+"""Compiling and loading: PTX text, level-3 modules and tile-level modules become a
+:class:`CompiledModule` (PTX, cubin, kernel signatures), kept in the compile cache
+(:mod:`.cache`) and loaded through cuda.core at the first launch."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
+from bulkred_dialect.backend_ptx.cache import CACHE, make_key
+from bulkred_dialect.backend_ptx.device import Gpu, current_arch
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError
+from bulkred_dialect.backend_ptx.launch import Kernel
+from bulkred_dialect.backend_ptx.signature import (
+    KernelSignature,
+    _merge,
+    signature_from_json,
+    signature_to_json,
+    signatures_of_module,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from xdsl.dialects.builtin import ModuleOp
+
+# region Compiled modules
+
+
+@dataclass
+class CompiledModule:
+    """PTX text for one arch, its cubin (when nvJitLink is available), and the
+    signatures of its kernels. Loading onto the GPU happens at the first launch."""
+
+    ptx: str
+    arch: str | None
+    signatures: dict[str, KernelSignature] = field(default_factory=dict)
+    cubin: bytes | None = None
+    loaded_from: str | None = None  # "cubin" or "ptx" once loaded
+    _object: Any = field(default=None, repr=False)
+    _kernels: dict[str, Any] = field(default_factory=dict, repr=False)
+    _kernel_objects: dict[str, Kernel] = field(default_factory=dict, repr=False)
+    _workspaces: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
+
+    def assemble(self, arch: str | None = None) -> bytes:
+        """Assemble the PTX with nvJitLink (no GPU needed); raises ``PtxasError``."""
+        arch = arch or self.arch
+        if arch is None:
+            raise LaunchConfigError("no arch given and none recorded: pass arch='sm_90a'")
+        cubin = assemble(self.ptx, arch)
+        if arch == self.arch:
+            self.cubin = cubin
+        return cubin
+
+    def _load(self, g: Gpu):
+        if self._object is not None:
+            return self._object
+        from cuda.core import ObjectCode
+
+        errors = []
+        if self.cubin is None:
+            try:
+                self.cubin = assemble(self.ptx, self.arch or g.arch)
+            except AssemblerUnavailable as e:
+                errors.append(f"nvJitLink: {e}")
+        if self.cubin is not None:
+            try:
+                obj = ObjectCode.from_cubin(self.cubin, name="bulkred")
+                self._probe(obj)
+                self._object, self.loaded_from = obj, "cubin"
+                return obj
+            except Exception as e:
+                errors.append(f"cubin: {type(e).__name__}: {e}")
+        try:
+            obj = ObjectCode.from_ptx(self.ptx.encode(), name="bulkred")
+            self._probe(obj)
+        except Exception as e:
+            errors.append(f"PTX JIT: {type(e).__name__}: {e}")
+            raise CudaError("loading the module", "load failed", "; ".join(errors)) from e
+        self._object, self.loaded_from = obj, "ptx"
+        return obj
+
+    def _probe(self, obj) -> None:
+        """Force the (lazy) module load so that a failure shows up here."""
+        names = _entry_names(self.ptx)
+        if names:
+            self._kernels[names[0]] = obj.get_kernel(names[0])
+
+    def kernel_names(self) -> list[str]:
+        return _entry_names(self.ptx)
+
+    def kernel(self, name: str) -> Kernel:
+        """The kernel ``name`` (no GPU call yet)."""
+        k = self._kernel_objects.get(name)
+        if k is not None:
+            return k
+        if name not in self.kernel_names():
+            raise KeyError(
+                f"no kernel '{name}' in the module (kernels: {', '.join(self.kernel_names()) or 'none'})"
+            )
+        k = self._kernel_objects[name] = Kernel(self, name, self.signatures.get(name))
+        return k
+
+    def _workspace(self, g: Gpu, name: str, nbytes: int) -> Any:
+        """Kernel ``name``'s workspace on ``g``: ``nbytes`` zero bytes, allocated at its
+        first launch and kept with the module (the kernel leaves it zeroed again)."""
+        key = (name, g.device.device_id)
+        buf = self._workspaces.get(key)
+        if buf is None:
+            buf = self._workspaces[key] = g.zeroed(nbytes)
+        return buf
+
+    def launch(self, name: str, *args: Any, **kw: Any) -> tuple[Any, ...]:
+        """``mod.launch("k", A, B, grid=4, block=64, cluster=2, shmem=0)``: the arrays after the run."""
+        return self.kernel(name)(*args, **kw)
+
+    def _cu_kernel(self, g: Gpu, name: str):
+        obj = self._load(g)
+        if name not in self._kernels:
+            try:
+                self._kernels[name] = obj.get_kernel(name)
+            except Exception as e:
+                raise CudaError(f"get_kernel('{name}')", type(e).__name__, str(e)) from e
+        return self._kernels[name]
+
+
+def _entry_names(ptx: str) -> list[str]:
+    import re
+
+    return re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
+
+
+# endregion
+
+# region Compiling
+
+
+def _arch_name(target: Any) -> str:
+    return str(target if not hasattr(target, "name") else target.name)
+
+
+def compile_ptx(
+    ptx: str | bytes,
+    arch: str | None = None,
+    signatures: Mapping[str, KernelSignature] | Iterable[KernelSignature] | None = None,
+    *,
+    assemble_now: bool = True,
+) -> CompiledModule:
+    """Wrap PTX text; with an ``arch`` assemble it now (nvJitLink, no GPU needed),
+    raising ``PtxasError`` with ptxas's log when it is rejected. Without ``arch`` the
+    GPU's arch is used at the first launch. The cubin is cached (:mod:`.cache`)."""
+    text = ptx.decode() if isinstance(ptx, bytes) else ptx
+    sigs: dict[str, KernelSignature] = {}
+    if signatures is not None:
+        items = signatures.values() if isinstance(signatures, Mapping) else signatures
+        sigs = {s.name: s for s in items}
+    mod = CompiledModule(text, arch, sigs)
+    if arch is not None and assemble_now:
+        key = make_key({"what": "cubin", "ptx": text, "arch": arch})
+
+        def build() -> bytes | None:
+            try:
+                return mod.assemble()
+            except AssemblerUnavailable:
+                return None  # the driver JIT loads the PTX instead
+
+        mod.cubin = CACHE.get_or_build(key, build)
+    return mod
+
+
+def _target_for(target: Any) -> Any:
+    from bulkred_dialect.ops.target import DEFAULT_TARGET, Target
+
+    if target is None:
+        try:
+            return Target.parse(current_arch())
+        except NoGpuError:
+            return DEFAULT_TARGET
+    if isinstance(target, str):
+        return Target.parse(target)
+    return target
+
+
+def compile_module(
+    module: ModuleOp,
+    target: Any = None,
+    signatures: Mapping[str, KernelSignature] | None = None,
+) -> CompiledModule:
+    """Print a level-3 (ptx-level) module as PTX for ``target`` (default: the GPU's
+    arch, else sm_90a) and assemble it. Signatures come from the module's
+    ``func.func``s unless given (given ones win). Cached by the module's text."""
+    tgt = _target_for(target)
+    given = {n: signature_to_json(s) for n, s in sorted((signatures or {}).items())}
+    key = make_key({"what": "level-3 module", "text": str(module), "target": _arch_name(tgt), "signatures": given})
+    return cached_module(key, lambda: _print_and_assemble(module, tgt, signatures))
+
+
+def _print_and_assemble(module: ModuleOp, tgt: Any, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
+    from bulkred_dialect.backend_ptx.printer import print_ptx
+
+    found = signatures_of_module(module)
+    if signatures:
+        found.update(signatures)
+    ptx = print_ptx(module, tgt)
+    mod = CompiledModule(ptx, _arch_name(tgt), found)
+    try:
+        mod.assemble()
+    except AssemblerUnavailable:
+        pass  # the driver JIT loads the PTX instead
+    return mod
+
+
+def cached_module(key: str, build: Callable[[], CompiledModule]) -> CompiledModule:
+    """The module cached under ``key`` (:mod:`.cache`), else ``build()``, stored when it
+    has a cubin. Each call gives a new :class:`CompiledModule` (loaded at its first launch)."""
+    payload = CACHE.get(key)
+    if payload is not None:
+        return module_from_payload(payload)
+    mod = build()
+    if mod.cubin is not None:
+        CACHE.put(key, module_payload(mod))
+    return mod
+
+
+def module_payload(mod: CompiledModule) -> bytes:
+    """What a cache entry holds: PTX, arch, cubin and signatures."""
+    record = {
+        "ptx": mod.ptx,
+        "arch": mod.arch,
+        "cubin": base64.b64encode(mod.cubin).decode() if mod.cubin is not None else None,
+        "signatures": [signature_to_json(s) for s in mod.signatures.values()],
+    }
+    return json.dumps(record).encode()
+
+
+def module_from_payload(payload: bytes) -> CompiledModule:
+    r = json.loads(payload)
+    sigs = {d["name"]: signature_from_json(d) for d in r["signatures"]}
+    cubin = base64.b64decode(r["cubin"]) if r["cubin"] is not None else None
+    return CompiledModule(r["ptx"], r["arch"], sigs, cubin)
+
+
+def context():
+    """An xDSL context with the upstream dialects and ours (bulkred, ptx) registered."""
+    from xdsl.context import Context
+    from xdsl.dialects import get_all_dialects
+
+    from bulkred_dialect.universe import BULKRED_DIALECTS
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    for name, factory in BULKRED_DIALECTS.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse(text: str, name: str = "<input>") -> ModuleOp:
+    """Parse MLIR text with every dialect registered, and verify it (located errors)."""
+    from bulkred_dialect.diagnostics import parse_module, verify_located
+
+    module = parse_module(context(), text, name)
+    verify_located(module)
+    return module
+
+
+def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> ModuleOp:
+    """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``, any spec ``bulkred-opt -p``
+    accepts) on ``module`` in place, verifying after each pass (located errors).
+
+    A malformed spec, an unknown pass or a bad option value raises :class:`PipelineError`
+    (a ``ValueError``) before anything runs::
+
+        lower_tile_module(m, pipeline="lower-tile-reductions{explain=maybe}")
+        # PipelineError: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
+    """
+    from xdsl.passes import PassPipeline
+
+    from bulkred_dialect.diagnostics import verify_located
+    from bulkred_dialect.pipeline import OptionError, available_passes, build_passes
+
+    tgt = _target_for(target)
+    spec = pipeline or f"bulkred-to-ptx{{target={_arch_name(tgt)}}}"
+    try:
+        passes = build_passes(spec, available_passes())
+    except OptionError as e:
+        raise PipelineError(str(e)) from None
+
+    def verify_between(_prev: Any, m: ModuleOp, _next: Any) -> None:
+        verify_located(m)
+
+    PassPipeline(passes, verify_between).apply(context(), module)  # type: ignore[arg-type]
+    verify_located(module)
+    return module
+
+
+def compile_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> CompiledModule:
+    """Record each tile-level kernel's signature, lower the module to ptx ops
+    (``bulkred-to-ptx{target=...}``), print the PTX and assemble it.
+
+    Cached by the module's text, the pipeline and the target: on a hit nothing is
+    parsed, lowered or assembled, and ``module`` is left as it is; on a miss it is
+    lowered in place (clone it first to keep it)."""
+    tgt = _target_for(target)
+    key = make_key(
+        {"what": "tile module", "text": str(module), "target": _arch_name(tgt), "pipeline": pipeline or "bulkred-to-ptx"}
+    )
+    return cached_module(key, lambda: _lower_print_and_assemble(module, tgt, pipeline))
+
+
+def _lower_print_and_assemble(module: ModuleOp, tgt: Any, pipeline: str | None) -> CompiledModule:
+    recorded = signatures_of_module(module)
+    lower_tile_module(module, tgt, pipeline)
+    lowered = signatures_of_module(module)
+    sigs = {}
+    for name in set(recorded) | set(lowered):
+        s = _merge(recorded.get(name), lowered.get(name))
+        if s is not None:
+            sigs[name] = s
+    return _print_and_assemble(module, tgt, sigs)
+
+
+# endregion

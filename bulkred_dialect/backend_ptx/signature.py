@@ -1,0 +1,420 @@
+"""Kernel signatures: the parameters a kernel takes (arrays with their element type and
+shape, scalars), its launch shape, and how they are read from a ``func.func``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bulkred_dialect.backend_ptx.errors import SignatureError
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+
+if TYPE_CHECKING:  # pragma: no cover
+    from xdsl.dialects.builtin import ModuleOp
+
+
+# region Element types and signatures
+
+# IR element-type spelling -> (bytes, numpy dtype names it accepts, what to call it in errors)
+_DTYPES: dict[str, tuple[int, tuple[str, ...], str]] = {
+    "f16": (2, ("float16",), "float16"),
+    "bf16": (2, ("bfloat16", "uint16", "int16"), "bfloat16 (or its bits as uint16)"),
+    "f32": (4, ("float32",), "float32"),
+    "f64": (8, ("float64",), "float64"),
+    "i8": (1, ("int8", "uint8"), "int8 or uint8"),
+    "i16": (2, ("int16", "uint16"), "int16 or uint16"),
+    "i32": (4, ("int32", "uint32"), "int32 or uint32"),
+    "i64": (8, ("int64", "uint64"), "int64 or uint64"),
+    "s8": (1, ("int8",), "int8"),
+    "s16": (2, ("int16",), "int16"),
+    "s32": (4, ("int32",), "int32"),
+    "s64": (8, ("int64",), "int64"),
+    "u8": (1, ("uint8",), "uint8"),
+    "u16": (2, ("uint16",), "uint16"),
+    "u32": (4, ("uint32",), "uint32"),
+    "u64": (8, ("uint64",), "uint64"),
+}
+
+# The numpy dtype used for a scalar parameter of each element type.
+_SCALAR_DTYPE: dict[str, type] = {
+    "f16": np.float16,
+    "bf16": np.uint16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "s8": np.int8,
+    "s16": np.int16,
+    "s32": np.int32,
+    "s64": np.int64,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+}
+
+
+def _dtype_ok(spec: str, dtype: np.dtype) -> bool:
+    return dtype.name in _DTYPES[spec][1]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: an array (a device pointer) or a scalar.
+
+    ``dtype`` is an element-type spelling (``f32``, ``bf16``, ``i32`` (either
+    signedness), ``u32``, ``s64`` ...) or None for any; ``shape`` uses None for a
+    dimension of any size; a None ``shape`` accepts any shape.
+    """
+
+    name: str
+    kind: str = "array"  # "array" or "scalar"
+    dtype: str | None = None
+    shape: tuple[int | None, ...] | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("array", "scalar"):
+            raise ValueError(f"param '{self.name}': kind must be 'array' or 'scalar', got '{self.kind}'")
+        if self.dtype is not None and self.dtype not in _DTYPES:
+            raise ValueError(
+                f"param '{self.name}': unknown dtype '{self.dtype}' (valid: {', '.join(_DTYPES)})"
+            )
+
+    def describe(self) -> str:
+        t = self.dtype or "any type"
+        if self.kind == "scalar":
+            return f"scalar {t}"
+        if self.shape is None:
+            return f"array of {t}, any shape"
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"array of {t}, shape ({dims}{',' if len(self.shape) == 1 else ''})"
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """Grid (in CTAs), block and cluster dimensions, each three entries."""
+
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+    cluster: tuple[int, int, int] = (1, 1, 1)
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """A kernel's name, its user parameters in order, and (when known) its launch shape
+    and dynamic shared-memory size.
+
+    ``workspace``: bytes of the zero-filled global scratch buffer the lowered kernel
+    takes as an extra last parameter (``bulkred.workspace``; 0 for none); it is not in
+    ``params``, the runtime supplies it. ``zero_init``: indices of array parameters
+    the runtime zero-fills before each launch (``bulkred.zero_init``)."""
+
+    name: str
+    params: tuple[Param, ...]
+    launch: LaunchShape | None = None
+    shmem: int = 0
+    workspace: int = 0
+    zero_init: tuple[int, ...] = ()
+
+    @staticmethod
+    def of(
+        name: str,
+        *params: Param | tuple,
+        launch: LaunchShape | None = None,
+        shmem: int = 0,
+        workspace: int = 0,
+        zero_init: Sequence[int] = (),
+    ):
+        """``KernelSignature.of("k", ("out", "f32", (64,)), ("n", "u32"))``: a tuple with a
+        shape (or ``...`` for any shape) is an array; a tuple of two is a scalar."""
+        ps = []
+        for p in params:
+            if isinstance(p, Param):
+                ps.append(p)
+            elif len(p) == 3:
+                shape = None if p[2] is ... else tuple(p[2])
+                ps.append(Param(p[0], "array", p[1], shape))
+            elif len(p) == 2:
+                ps.append(Param(p[0], "scalar", p[1]))
+            else:
+                raise ValueError(f"param spec {p!r} must be (name, dtype) or (name, dtype, shape)")
+        sig = KernelSignature(name, tuple(ps), launch, shmem, workspace, tuple(zero_init))
+        problem = sig.contract_problem()
+        if problem:
+            raise ValueError(f"kernel '{name}': {problem}")
+        return sig
+
+    def contract_problem(self) -> str | None:
+        """Why ``workspace`` / ``zero_init`` are not valid for these params, else None."""
+        if self.workspace < 0:
+            return f"'{WORKSPACE_ATTR}' must be >= 0 bytes, got {self.workspace}"
+        seen = set()
+        for i in self.zero_init:
+            if not 0 <= i < len(self.params):
+                return (
+                    f"'{ZERO_INIT_ATTR}' index {i} is out of range (the kernel has "
+                    f"{len(self.params)} user parameters: 0 to {len(self.params) - 1})"
+                )
+            if self.params[i].kind != "array":
+                return f"'{ZERO_INIT_ATTR}' index {i} names param '{self.params[i].name}', a scalar (expected an array)"
+            if i in seen:
+                return f"'{ZERO_INIT_ATTR}' lists index {i} twice"
+            seen.add(i)
+        return None
+
+    def check(self, args: Sequence[Any]) -> list[Any]:
+        """Check ``args`` against the parameters; return them normalised (contiguous
+        array copies, numpy scalars). Raises :class:`SignatureError` naming the param,
+        the expected and the actual shape or dtype."""
+        if len(args) != len(self.params):
+            names = ", ".join(p.name for p in self.params)
+            raise SignatureError(
+                f"kernel '{self.name}' takes {len(self.params)} arguments ({names}), got {len(args)}"
+            )
+        return [self._check_one(p, a) for p, a in zip(self.params, args)]
+
+    def _check_one(self, p: Param, a: Any) -> Any:
+        where = f"kernel '{self.name}' param '{p.name}'"
+        if p.kind == "array":
+            if not isinstance(a, np.ndarray):
+                raise SignatureError(
+                    f"{where}: expected a device array (torch, cupy, DLPack or CUDA Array Interface) "
+                    f"or a numpy array ({p.describe()}), got {type(a).__name__}"
+                )
+            if p.dtype is not None and not _dtype_ok(p.dtype, a.dtype):
+                raise SignatureError(
+                    f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}"
+                )
+            if p.shape is not None:
+                ok = len(p.shape) == a.ndim and all(
+                    d is None or d == s for d, s in zip(p.shape, a.shape)
+                )
+                if not ok:
+                    want = tuple("?" if d is None else d for d in p.shape)
+                    raise SignatureError(f"{where}: expected shape {want}, got {a.shape}")
+            return np.ascontiguousarray(a).copy()
+        # scalar
+        if isinstance(a, np.ndarray) and a.ndim > 0:
+            raise SignatureError(f"{where}: expected a {p.describe()}, got an array of shape {a.shape}")
+        if p.dtype is None:
+            if not isinstance(a, np.generic):
+                raise SignatureError(
+                    f"{where}: the parameter's type is unknown; pass a numpy scalar (np.uint32(...)), got {type(a).__name__}"
+                )
+            return a
+        want = _SCALAR_DTYPE[p.dtype]
+        if isinstance(a, np.generic):
+            if not _dtype_ok(p.dtype, a.dtype):
+                raise SignatureError(f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}")
+            return want(a) if a.dtype != np.dtype(want) else a
+        if isinstance(a, bool) or not isinstance(a, int | float):
+            raise SignatureError(f"{where}: expected a {p.describe()}, got {type(a).__name__}")
+        if p.dtype.startswith(("i", "s", "u")):
+            if not isinstance(a, int):
+                raise SignatureError(f"{where}: expected an integer ({p.dtype}), got float {a!r}")
+            bits = np.dtype(want).itemsize * 8
+            lo = -(1 << (bits - 1)) if p.dtype[0] in "is" else 0
+            hi = (1 << bits) - 1 if p.dtype[0] in "iu" else (1 << (bits - 1)) - 1
+            if not lo <= a <= hi:
+                raise SignatureError(f"{where}: {a} does not fit in {p.dtype} [{lo}, {hi}]")
+            return np.array(a & ((1 << bits) - 1), dtype=f"uint{bits}").view(want)[()]
+        return want(a)
+
+
+def signature_to_json(s: KernelSignature) -> dict[str, Any]:
+    """A JSON-able record of ``s`` (for the compile cache)."""
+    return {
+        "name": s.name,
+        "params": [[p.name, p.kind, p.dtype, None if p.shape is None else list(p.shape)] for p in s.params],
+        "launch": None if s.launch is None else [list(s.launch.grid), list(s.launch.block), list(s.launch.cluster)],
+        "shmem": s.shmem,
+        "workspace": s.workspace,
+        "zero_init": list(s.zero_init),
+    }
+
+
+def signature_from_json(d: dict[str, Any]) -> KernelSignature:
+    params = tuple(Param(n, k, t, None if sh is None else tuple(sh)) for n, k, t, sh in d["params"])
+    launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
+    return KernelSignature(d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]))
+
+
+# endregion
+
+# region Signatures from IR
+
+
+def _type_spelling(t: Any) -> str | None:
+    """The element-type spelling of an IR type (``f32``, ``i32``, ``u32`` ...), None when unknown."""
+    from xdsl.dialects.builtin import (
+        BFloat16Type,
+        Float16Type,
+        Float32Type,
+        Float64Type,
+        IndexType,
+        IntegerType,
+        Signedness,
+    )
+
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, IndexType):
+        return "i64"
+    if isinstance(t, IntegerType):
+        w = t.width.data
+        if w not in (8, 16, 32, 64):
+            return None
+        s = t.signedness.data
+        prefix = {Signedness.SIGNLESS: "i", Signedness.SIGNED: "s", Signedness.UNSIGNED: "u"}[s]
+        return f"{prefix}{w}"
+    return None
+
+
+def _launch_of(func: Any) -> LaunchShape | None:
+    from bulkred_dialect.diagnostics import LocatedError
+    from bulkred_dialect.ops.tile import kernel_launch
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        a = kernel_launch(func)
+    except VerifyException as e:
+        raise LocatedError(func, str(e)) from None
+    return None if a is None else LaunchShape(a.grid_dims, a.block_dims, a.cluster_dims)
+
+
+def _int_value(a: Any) -> int | None:
+    from xdsl.dialects.builtin import IntAttr, IntegerAttr
+
+    if isinstance(a, IntegerAttr):
+        return a.value.data
+    if isinstance(a, IntAttr):
+        return a.data
+    return None
+
+
+def _workspace_of(func: Any) -> int:
+    """``bulkred.workspace = <bytes> : i64`` on the kernel, 0 when absent."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(WORKSPACE_ATTR)
+    if a is None:
+        return 0
+    n = _int_value(a)
+    if n is None or n < 0:
+        raise LocatedError(func, f"'{WORKSPACE_ATTR}' must be an integer number of bytes >= 0 (e.g. 64 : i64), got {a}")
+    return n
+
+
+def _zero_init_of(func: Any) -> tuple[int, ...]:
+    """``bulkred.zero_init = [i, ...]`` on the kernel, () when absent."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(ZERO_INIT_ATTR)
+    if a is None:
+        return ()
+    values = [_int_value(x) for x in a.data] if isinstance(a, ArrayAttr) else [None]
+    if any(v is None for v in values):
+        raise LocatedError(func, f"'{ZERO_INIT_ATTR}' must be an array of parameter indices (e.g. [0, 2]), got {a}")
+    return tuple(values)  # type: ignore[arg-type]
+
+
+def signature_of_func(func: Any) -> KernelSignature:
+    """The signature of a ``func.func`` kernel: a memref argument is an array of its
+    static shape and element type; a ``!ptx.ptr`` argument an array of unknown shape
+    and type; an integer or float argument a scalar.
+
+    With ``bulkred.workspace`` the last argument is the workspace buffer, not a user
+    parameter; ``bulkred.zero_init`` lists user parameters to zero-fill before a launch.
+    A malformed attribute raises a :class:`~bulkred_dialect.diagnostics.LocatedError`."""
+    from xdsl.dialects.builtin import MemRefType
+
+    from bulkred_dialect.diagnostics import LocatedError
+    from bulkred_dialect.ops.ptx.base import PtrType
+
+    params = []
+    for i, arg in enumerate(func.body.blocks[0].args if func.body.blocks else ()):
+        name = arg.name_hint or f"arg{i}"
+        t = arg.type
+        if isinstance(t, MemRefType):
+            shape = tuple(None if d < 0 else d for d in t.get_shape())
+            params.append(Param(name, "array", _type_spelling(t.element_type), shape))
+        elif isinstance(t, PtrType):
+            params.append(Param(name, "array"))
+        else:
+            params.append(Param(name, "scalar", _type_spelling(t)))
+    if not func.body.blocks:
+        for i, t in enumerate(func.function_type.inputs.data):
+            params.append(Param(f"arg{i}", "array" if isinstance(t, MemRefType | PtrType) else "scalar"))
+    name = func.sym_name.data
+    workspace, zero_init = _workspace_of(func), _zero_init_of(func)
+    if WORKSPACE_ATTR in func.attributes:
+        last = params[-1] if params else None
+        is_bytes = last is not None and last.dtype == "i8" and last.shape is not None and len(last.shape) == 1
+        untyped = last is not None and last.kind == "array" and last.dtype is None
+        if not (is_bytes or untyped):
+            raise LocatedError(
+                func,
+                f"'{WORKSPACE_ATTR}' needs a last parameter for the workspace buffer "
+                f"(memref<{workspace}xi8, #bulkred.scope<global>> or !ptx.ptr<global>), "
+                f"got {last.describe() if last else 'no parameters'}",
+            )
+        if is_bytes and last.shape[0] is not None and last.shape[0] < workspace:  # type: ignore[union-attr,index]
+            raise LocatedError(
+                func,
+                f"'{WORKSPACE_ATTR}' is {workspace} bytes but the workspace parameter "
+                f"'{last.name}' has {last.shape[0]}",  # type: ignore[union-attr,index]
+            )
+        params.pop()
+    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init)
+    problem = sig.contract_problem()
+    if problem:
+        raise LocatedError(func, problem)
+    return sig
+
+
+def signatures_of_module(module: ModuleOp) -> dict[str, KernelSignature]:
+    """One signature per ``func.func`` of ``module`` that has a body."""
+    from xdsl.dialects import func as func_d
+
+    out = {}
+    for op in module.walk():
+        if isinstance(op, func_d.FuncOp) and op.body.blocks:
+            sig = signature_of_func(op)
+            out[sig.name] = sig
+    return out
+
+
+def _merge(recorded: KernelSignature | None, lowered: KernelSignature | None) -> KernelSignature | None:
+    """Prefer the recorded (tile-level) parameter types and the lowered launch data (a
+    grid-scope lowering writes the launch shape)."""
+    if recorded is None:
+        return lowered
+    if lowered is None:
+        return recorded
+    if len(recorded.params) != len(lowered.params):
+        return lowered
+    launch = lowered.launch or recorded.launch  # the lowering may set it (grid-scope reductions)
+    return KernelSignature(
+        recorded.name,
+        recorded.params,
+        launch,
+        recorded.shmem or lowered.shmem,
+        lowered.workspace or recorded.workspace,
+        lowered.zero_init or recorded.zero_init,
+    )
+
+
+# endregion

@@ -1,0 +1,104 @@
+"""Interpreter implementation of ``ptx.cvt`` (PTX ISA 9.7.9.21), as the GPU converts:
+
+* integer to integer: the source is read as ``.atype`` (sign- or zero-extended), then
+  truncated to ``.dtype`` and extended into the destination register by ``.dtype``'s
+  signedness;
+* float to float: widening is exact; narrowing rounds to nearest even (``.rn``; the
+  other float roundings raise an ``InterpretationError``);
+* integer to float: rounds to nearest even (``.rn`` only);
+* float to integer: ``.rni``/``.rzi``/``.rmi``/``.rpi`` round to an integer, which
+  saturates to ``.dtype``'s range; NaN gives 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import InterpretationError
+
+from bulkred_dialect.interpreter.values import coerce_float, to_signed, to_unsigned
+from bulkred_dialect.ops.ptx.arith import ArithType
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
+
+_FLOAT: dict[CvtType, ArithType] = {
+    CvtType.F16: ArithType.F16,
+    CvtType.BF16: ArithType.BF16,
+    CvtType.F32: ArithType.F32,
+    CvtType.F64: ArithType.F64,
+}
+
+
+def _signed(t: CvtType) -> bool:
+    return t.value[0] == "s"
+
+
+def _read_int(t: CvtType, x: Any) -> int:
+    v = to_unsigned(int(x), t.bits)
+    return to_signed(v, t.bits) if _signed(t) else v
+
+
+def _write_int(t: CvtType, v: int, register: Attribute) -> int:
+    """``v`` truncated to ``t``, extended into a register of IR type ``register``."""
+    v = to_unsigned(v, t.bits)
+    if _signed(t):
+        v = to_signed(v, t.bits)
+    width = register.width.data if isinstance(register, IntegerType) else t.bits
+    return to_signed(v, width)
+
+
+def _to_integer(x: float, rnd: CvtRounding) -> int:
+    if rnd == CvtRounding.RZI:
+        return math.trunc(x)
+    if rnd == CvtRounding.RMI:
+        return math.floor(x)
+    if rnd == CvtRounding.RPI:
+        return math.ceil(x)
+    return round(x)  # Python rounds halves to even
+
+
+def convert(op: CvtOp, x: Any) -> Any:
+    """The value ``op`` gives for the source value ``x``."""
+    d, a = op.dtype.data, op.atype.data
+    rnd = op.rnd.data if op.rnd is not None else None
+    if not d.is_float and not a.is_float:
+        return _write_int(d, _read_int(a, x), op.result.type)
+    if not d.is_float:  # float to integer
+        if rnd is None:  # pragma: no cover - the verifier asks for an integer rounding
+            raise InterpretationError(f"'{op.name}' float to integer needs a rounding modifier")
+        v = float(coerce_float(_FLOAT[a], x))
+        if math.isnan(v):
+            return _write_int(d, 0, op.result.type)
+        lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if _signed(d) else (0, (1 << d.bits) - 1)
+        if math.isinf(v):
+            n = hi if v > 0 else lo
+        else:
+            n = min(max(_to_integer(v, rnd), lo), hi)
+        return _write_int(d, n, op.result.type)
+    if rnd not in (None, CvtRounding.RN):
+        raise InterpretationError(
+            f"'{op.name}' rounding modifier '.{rnd}' is not supported by the interpreter (only .rn is modelled)"
+        )
+    dk = _FLOAT[d]
+    if not a.is_float:  # integer to float
+        n = _read_int(a, x)
+        if dk == ArithType.F32:
+            return np.float32(np.int64(n)) if _signed(a) or n < 2**63 else np.float32(np.uint64(n))
+        return coerce_float(dk, float(n))
+    v = coerce_float(_FLOAT[a], x)
+    if dk == ArithType.F16 and _FLOAT[a] == ArithType.F64:
+        return np.float16(v)  # numpy rounds f64 to f16 once
+    return coerce_float(dk, v if _FLOAT[a] != ArithType.BF16 else v.to_float32())
+
+
+@register_impls
+class PtxCvtFunctions(InterpreterFunctions):
+    """``ptx.cvt``."""
+
+    @impl(CvtOp)
+    def run_cvt(self, interpreter: Interpreter, op: CvtOp, args: PythonValues) -> PythonValues:
+        return (convert(op, args[0]),)

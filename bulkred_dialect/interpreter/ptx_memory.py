@@ -1,0 +1,261 @@
+"""Interpreter implementations of the ptx memory ops that take ``!ptx.ptr`` addresses:
+``ld``, ``st``, ``ld.vec``, ``atom`` and ``red`` (atomic also when several interpreter
+threads run, :mod:`bulkred_dialect.interpreter.threads`),
+``add.ptr``, and ``fence``/``membar`` (nothing to order: the interpreter's memory is
+sequentially consistent).
+
+An address is a :class:`Pointer`: the numpy buffer of a memref and a byte offset into
+it. ``builtin.unrealized_conversion_cast`` of a memref to ``!ptx.ptr<space>`` (how
+level-2 IR hands a buffer to a ptx op) gives its first byte; ``ptx.add.ptr`` moves it.
+Accesses read and write the buffer's bytes (little-endian, as on the GPU), so any
+``.type`` may be used on a buffer of any element type. An access outside the buffer or
+not aligned to its own size raises an ``InterpretationError`` (on the GPU: undefined,
+or a misaligned-address fault).
+
+Semantics (PTX ISA, ld / atom / red):
+
+* ``ld``: ``.u``/``.b`` types are zero-extended and ``.s`` types sign-extended into
+  a wider integer register; a float register gets the loaded bits.
+* ``atom``/``red``: integer ``add`` wraps; ``min``/``max`` compare signed for ``.s``
+  types, unsigned otherwise; ``inc``: ``old >= b ? 0 : old + 1``; ``dec``:
+  ``(old == 0 || old > b) ? b : old - 1`` (unsigned); ``exch`` stores ``b``. ``add.f32``
+  rounds to nearest even and flushes subnormal inputs and results to sign-preserving
+  zero ("atom.add.f32 ... flushes subnormal inputs and results"); ``add.f64`` and the
+  ``.noftz`` f16/bf16 forms keep subnormals; f16/bf16 ``min``/``max`` follow
+  ``min``/``max`` (a NaN operand is ignored). ``atom`` returns the old value. A vector
+  ``red`` combines element by element.
+
+The warp and CTA collectives (``shfl.sync``, ``redux.sync``, ``bar.sync``) need the
+other threads: :mod:`bulkred_dialect.interpreter.threads` runs them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, MemRefType
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    impl_cast,
+    register_impls,
+)
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import InterpretationError
+
+from bulkred_dialect.interpreter.values import (
+    float_binary,
+    float_bits,
+    float_minmax,
+    float_from_bits,
+    to_signed,
+    to_unsigned,
+)
+from bulkred_dialect.ops.ptx.arith import ArithType
+from bulkred_dialect.ops.ptx.atom import AtomOp, AtomType, FenceOp, MembarOp, RedOp, type_bytes
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, bf16, f16, f32, f64
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp
+
+_FLOAT_OF_TYPE: dict[Attribute, ArithType] = {
+    f16: ArithType.F16,
+    bf16: ArithType.BF16,
+    f32: ArithType.F32,
+    f64: ArithType.F64,
+}
+
+
+# atom and red read, combine and write as one step when several interpreter threads run
+# (interpreter/threads.py)
+ATOMIC = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """An address: ``offset`` bytes into the numpy buffer ``buffer`` (state space ``space``)."""
+
+    buffer: np.ndarray
+    offset: int
+    space: StateSpace
+
+    def moved(self, delta: int) -> Pointer:
+        return Pointer(self.buffer, self.offset + delta, self.space)
+
+    def _bytes(self, op_name: str, nbytes: int) -> np.ndarray:
+        raw = self.buffer.reshape(-1).view(np.uint8)
+        if self.offset % nbytes != 0:
+            raise InterpretationError(
+                f"'{op_name}' accesses {nbytes} bytes at byte offset {self.offset}: not {nbytes}-byte aligned"
+            )
+        if self.offset < 0 or self.offset + nbytes > raw.size:
+            raise InterpretationError(
+                f"'{op_name}' accesses bytes [{self.offset}, {self.offset + nbytes}) of a "
+                f"{raw.size}-byte buffer"
+            )
+        return raw[self.offset : self.offset + nbytes]
+
+    def read(self, op_name: str, nbytes: int) -> int:
+        """The little-endian unsigned integer of ``nbytes`` bytes at this address."""
+        return int.from_bytes(self._bytes(op_name, nbytes).tobytes(), "little")
+
+    def write(self, op_name: str, nbytes: int, bits: int) -> None:
+        view = self._bytes(op_name, nbytes)
+        view[...] = np.frombuffer(to_unsigned(bits, nbytes * 8).to_bytes(nbytes, "little"), np.uint8)
+
+
+def _pointer(interpreter: Interpreter, v: Any) -> Pointer:
+    interpreter.interpreter_assert(isinstance(v, Pointer), f"expected a ptx address, got {type(v).__name__}")
+    return v
+
+
+def _register_width(t: Attribute) -> int:
+    if t in _FLOAT_OF_TYPE:
+        return {ArithType.F16: 16, ArithType.BF16: 16, ArithType.F32: 32, ArithType.F64: 64}[_FLOAT_OF_TYPE[t]]
+    if isinstance(t, IntegerType):
+        return t.width.data
+    raise InterpretationError(f"register type {t} is not supported by the interpreter")
+
+
+def to_register(bits: int, t: Attribute) -> Any:
+    """The interpreter's value of IR type ``t`` for a register holding ``bits``."""
+    width = _register_width(t)
+    if t in _FLOAT_OF_TYPE:
+        return float_from_bits(_FLOAT_OF_TYPE[t], to_unsigned(bits, width))
+    return to_signed(bits, width)
+
+
+def from_register(value: Any, t: Attribute) -> int:
+    """The bits (unsigned) of a register of IR type ``t`` holding ``value``."""
+    if t in _FLOAT_OF_TYPE:
+        return float_bits(_FLOAT_OF_TYPE[t], value)
+    return to_unsigned(int(value), _register_width(t))
+
+
+def _load_bits(ptr: Pointer, op_name: str, ptx_type: str, register: Attribute) -> Any:
+    """Load one element of ``ptx_type`` (``f32``, ``u8``, ``s16``...) into a register of
+    IR type ``register``."""
+    width = int(ptx_type[1:])
+    bits = ptr.read(op_name, width // 8)
+    if ptx_type[0] == "s":
+        bits = to_unsigned(to_signed(bits, width), _register_width(register))
+    return to_register(bits, register)
+
+
+_FLOAT_OF_ATOM = {
+    AtomType.F16: ArithType.F16,
+    AtomType.BF16: ArithType.BF16,
+    AtomType.F32: ArithType.F32,
+    AtomType.F64: ArithType.F64,
+}
+
+
+def combine_bits(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
+    """The new bits of an atomic ``kind`` on ``.type`` ``t`` (old and b as unsigned bits)."""
+    name = str(t)
+    width = 8 * type_bytes(t)
+    mask = (1 << width) - 1
+    if t in _FLOAT_OF_ATOM:
+        ft = _FLOAT_OF_ATOM[t]
+        x, y = float_from_bits(ft, old), float_from_bits(ft, b)
+        if kind == "add":
+            # only add.f32 flushes; add.f64 and the .noftz half forms keep subnormals
+            return float_bits(ft, float_binary("add", ft, x, y, ftz=ft == ArithType.F32))
+        if kind in ("min", "max"):
+            return float_bits(ft, float_minmax(kind, ft, (x, y)))
+        raise InterpretationError(f"'{op_name}' has no interpretation for '.{kind}.{name}'")  # pragma: no cover
+    if kind == "add":
+        return (old + b) & mask
+    if kind in ("min", "max"):
+        ka, kb = (to_signed(old, width), to_signed(b, width)) if name[0] == "s" else (old, b)
+        return to_unsigned((min if kind == "min" else max)(ka, kb), width)
+    if kind == "inc":
+        return 0 if old >= b else (old + 1) & mask
+    if kind == "dec":
+        return b if old == 0 or old > b else old - 1
+    if kind == "and":
+        return old & b
+    if kind == "or":
+        return old | b
+    if kind == "xor":
+        return old ^ b
+    if kind == "exch":
+        return b
+    raise InterpretationError(f"'{op_name}' has no interpretation for '.{kind}'")  # pragma: no cover
+
+
+@register_impls
+class PtxMemoryFunctions(InterpreterFunctions):
+    """Casts of memrefs to ``!ptx.ptr``, ``add.ptr``, ``ld``, ``st``, ``ld.vec``, ``atom``,
+    ``red``, ``fence`` and ``membar``."""
+
+    @impl_cast(MemRefType, PtrType)
+    def cast_memref_to_ptr(self, input_type: MemRefType, output_type: PtrType, value: Any) -> Any:
+        if not isinstance(value, np.ndarray):
+            raise InterpretationError(
+                f"a cast of {input_type} to {output_type} needs a numpy buffer, got {type(value).__name__}"
+            )
+        if not value.flags.c_contiguous:
+            raise InterpretationError(f"a cast of {input_type} to {output_type} needs a contiguous buffer")
+        return Pointer(value, 0, output_type.state_space)
+
+    @impl(PtrAddOp)
+    def run_add_ptr(self, interpreter: Interpreter, op: PtrAddOp, args: PythonValues) -> PythonValues:
+        base, offset = args
+        return (_pointer(interpreter, base).moved(int(offset)),)
+
+    @impl(LdOp)
+    def run_ld(self, interpreter: Interpreter, op: LdOp, args: PythonValues) -> PythonValues:
+        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        return (_load_bits(ptr, op.name, str(op.type.data), op.result.type),)
+
+    @impl(StOp)
+    def run_st(self, interpreter: Interpreter, op: StOp, args: PythonValues) -> PythonValues:
+        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        width = int(str(op.type.data)[1:])
+        ptr.write(op.name, width // 8, from_register(args[1], op.value.type))
+        return ()
+
+    @impl(LdVecOp)
+    def run_ld_vec(self, interpreter: Interpreter, op: LdVecOp, args: PythonValues) -> PythonValues:
+        t = str(op.type.data)
+        size = int(t[1:]) // 8
+        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        # the whole vector must be aligned to its size, as one access
+        ptr.read(op.name, size * op.count)
+        return tuple(_load_bits(ptr.moved(i * size), op.name, t, r.type) for i, r in enumerate(op.d))
+
+    @impl(AtomOp)
+    def run_atom(self, interpreter: Interpreter, op: AtomOp, args: PythonValues) -> PythonValues:
+        ptr = _pointer(interpreter, args[0])
+        t = op.type.data
+        size = type_bytes(t)
+        b = from_register(args[1], op.value.type)
+        with ATOMIC:
+            old = ptr.read(op.name, size)
+            ptr.write(op.name, size, combine_bits(op.name, str(op.op.data), t, old, b))
+        return (to_register(old, op.d.type),)
+
+    @impl(RedOp)
+    def run_red(self, interpreter: Interpreter, op: RedOp, args: PythonValues) -> PythonValues:
+        ptr = _pointer(interpreter, args[0])
+        t = op.type.data
+        size = type_bytes(t)
+        ptr.read(op.name, size * op.count)  # alignment and bounds of the whole vector
+        for i, (value, v) in enumerate(zip(args[1:], op.values)):
+            p = ptr.moved(i * size)
+            b = from_register(value, v.type)
+            with ATOMIC:
+                p.write(op.name, size, combine_bits(op.name, str(op.op.data), t, p.read(op.name, size), b))
+        return ()
+
+    @impl(FenceOp)
+    def run_fence(self, interpreter: Interpreter, op: FenceOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(MembarOp)
+    def run_membar(self, interpreter: Interpreter, op: MembarOp, args: PythonValues) -> PythonValues:
+        return ()

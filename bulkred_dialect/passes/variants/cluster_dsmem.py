@@ -1,0 +1,93 @@
+"""reduction -> cluster_dsmem: the CTAs of a cluster combine their results through
+distributed shared memory (priority 50), for every type the collective lowerings take.
+
+Each CTA reduces as ``cta_shared`` does; thread 0 writes the CTA's result into its own
+shared slot; ``barrier.cluster``; every thread reads the slots of all CTAs of the
+cluster with ``mapa`` + ``ld.shared::cluster`` and combines them in rank order (so every
+CTA computes the same bits); a second ``barrier.cluster`` keeps each CTA's shared memory
+alive until every peer has read it.
+
+Spec: PTX ISA, mapa, ld, barrier.cluster (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
+    ClusterArriveSem,
+    MapaOp,
+)
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp
+from bulkred_dialect.passes.dispatch import Predicate, register_variant
+from bulkred_dialect.passes.variants import exec_scope_in, src_dst_in_scope
+from bulkred_dialect.passes.variants.kernel import (
+    ELEMS,
+    KernelEmitter,
+    acc_ldst,
+    block_threads,
+    cluster_ctas,
+    collective_dtype,
+    cta_reduce,
+    elem_of,
+    emitter_at,
+    launch_of,
+    linear_tid,
+    one_value,
+    store_result,
+    thread_value,
+)
+
+
+def cluster_barrier(e: KernelEmitter) -> None:
+    """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every
+    thread of the cluster, with shared-memory writes before it visible after it."""
+    e.add(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
+    e.add(BarrierClusterWaitOp(acquire=True))
+
+
+PREDICATES = [
+    Predicate("exec_scope", exec_scope_in(ExecScope.CLUSTER), expected="cluster"),
+    Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
+    Predicate("dst_len", one_value, expected="1"),
+    Predicate("dtype", collective_dtype, expected=", ".join(ELEMS)),
+    Predicate("block", block_threads, expected="a multiple of 32 threads"),
+    Predicate("cluster", cluster_ctas, expected=">= 2 CTAs"),
+]
+
+
+@register_variant("bulkred.reduce", "cluster_dsmem", priority=50, predicates=PREDICATES)
+def lower_cluster_dsmem(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    launch = launch_of(op)
+    assert launch is not None
+    csize = math.prod(launch.cluster_dims)
+    elem, kind = elem_of(op), op.kind.data
+    e = emitter_at(op)
+    v = thread_value(op, e)
+    tid, nthreads = linear_tid(e, op)
+    r = cta_reduce(e, kind, elem, v, tid, nthreads, broadcast=False)
+    slot = e.shared([1], elem.acc, "cta_result")
+    t = acc_ldst(elem)
+
+    def publish(b: KernelEmitter) -> list:
+        b.st(t, slot, r)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), publish)
+    cluster_barrier(e)
+    acc = None
+    for rank in range(csize):
+        peer = e.v(MapaOp(slot, e.const(rank)))
+        x = e.ld(t, peer, elem.acc)
+        acc = x if acc is None else e.combine(kind, elem, acc, x)
+    cluster_barrier(e)
+    assert acc is not None
+    store_result(op, e, acc)
+    rewriter.erase(op)

@@ -1,0 +1,345 @@
+"""What the grid-scope variants share: the form of the reduction (full, rows or
+columns), their predicates, the kernel-level changes a whole-kernel lowering makes
+(launch shape, workspace parameter, outputs to zero before the launch), and the
+streaming loop that accumulates a thread's share of a global buffer with vector loads.
+
+A grid-scope ``bulkred.reduce`` over ``src`` of shape S and ``axes`` A is one of:
+
+* **full**: every axis reduced (n elements into one);
+* **rows**: A is a trailing run of axes: M = prod(S[:k]) rows of N = prod(S[k:]);
+* **columns**: A is a leading run of axes: M = prod(S[:k]) rows reduced into N columns.
+
+Runtime contract (docs/runtime.md): ``bulkred.workspace = <bytes>`` on the kernel adds
+a last parameter, a zero-filled global buffer of that size which the kernel leaves
+zeroed; ``bulkred.zero_init = [i]`` asks the launcher to zero parameter i before each
+launch (the kernel accumulates into it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    i8,
+    i64,
+)
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import (
+    LAUNCH_ATTR,
+    ExecScope,
+    LaunchAttr,
+    MemoryScope,
+    ReduceKind,
+    ReduceOp,
+    buffer_type,
+    enclosing_kernel,
+)
+from bulkred_dialect.passes.dispatch import Predicate
+from bulkred_dialect.passes.variants import exec_scope_in
+from bulkred_dialect.passes.variants.kernel import (
+    ELEMS,
+    Elem,
+    KernelEmitter,
+    collective_dtype,
+    elem_of,
+)
+
+MAX_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class Form:
+    """The shape of a grid reduction: ``kind`` is full, rows or columns; a full
+    reduction has ``m == 1`` and ``n`` elements."""
+
+    kind: str
+    m: int
+    n: int
+
+
+def form_of(op: ReduceOp) -> Form | None:
+    st = op.src.type
+    assert isinstance(st, MemRefType)
+    shape = list(st.get_shape())
+    axes = op.reduced_axes()
+    rank = len(shape)
+    if axes == list(range(rank)):
+        return Form("full", 1, math.prod(shape))
+    k = axes[0]
+    if axes == list(range(k, rank)):
+        return Form("rows", math.prod(shape[:k]), math.prod(shape[k:]))
+    if axes == list(range(0, axes[-1] + 1)):
+        k = axes[-1] + 1
+        return Form("columns", math.prod(shape[:k]), math.prod(shape[k:]))
+    return None
+
+
+def form_is(kind: str):
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        f = form_of(op)
+        return f is not None and f.kind == kind, f"{f.kind} {f.m}x{f.n}" if f else f"axes {op.reduced_axes()}"
+
+    return check
+
+
+def alone_in_kernel(op: Operation, target: Target) -> tuple[bool, object]:
+    """The op is its kernel's only op besides ``func.return``, and both buffers are
+    the kernel's parameters: the lowering owns the whole kernel and its launch."""
+    kernel = enclosing_kernel(op)
+    if kernel is None:
+        return False, "not in a kernel"
+    others = [o.name for o in kernel.body.walk() if o is not op and not isinstance(o, func.ReturnOp | func.FuncOp)]
+    if others:
+        return False, f"kernel also holds {', '.join(sorted(set(others)))}"
+    args = set(kernel.body.block.args)
+    assert isinstance(op, ReduceOp)
+    if op.src not in args or op.dst not in args:
+        return False, "src or dst is not a kernel parameter"
+    return True, "alone, on parameters"
+
+
+def not_deterministic(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, ReduceOp)
+    asked = op.deterministic is not None
+    return not asked, "requested" if asked else "not requested"
+
+
+def kind_in(*kinds: ReduceKind):
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        return op.kind.data in kinds, op.kind.data
+
+    return check
+
+
+def dtype_in(*names: str):
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        ok, name = collective_dtype(op, target)
+        return name in names, name
+
+    return check
+
+
+def grid_predicates(form: str) -> list[Predicate]:
+    """The predicates every grid variant of ``form`` starts with."""
+    return [
+        Predicate("exec_scope", exec_scope_in(ExecScope.GRID), expected="grid"),
+        Predicate("form", form_is(form), expected=form),
+        Predicate("kernel", alone_in_kernel, expected="alone, on parameters"),
+        Predicate("dtype", collective_dtype, expected=", ".join(ELEMS)),
+    ]
+
+
+# region Kernel-level changes
+
+
+def set_launch(kernel: func.FuncOp, grid: Sequence[int], block: Sequence[int], cluster: Sequence[int] = (1,)) -> None:
+    kernel.attributes[LAUNCH_ATTR] = LaunchAttr(grid, block, cluster)
+
+
+def add_workspace(kernel: func.FuncOp, nbytes: int) -> BlockArgument:
+    """Append the zero-filled workspace parameter of ``nbytes`` (rounded up to 16)."""
+    nbytes = max(16, -(-nbytes // 16) * 16)
+    block = kernel.body.block
+    arg = block.insert_arg(buffer_type([nbytes], i8, MemoryScope.GLOBAL), len(block.args))
+    arg.name_hint = "workspace"
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    kernel.attributes[WORKSPACE_ATTR] = IntegerAttr(nbytes, i64)
+    return arg
+
+
+def zero_before_launch(kernel: func.FuncOp, buffer: SSAValue) -> None:
+    idx = list(kernel.body.block.args).index(buffer)
+    kernel.attributes[ZERO_INIT_ATTR] = ArrayAttr([IntegerAttr(idx, i64)])
+
+
+def align16(n: int) -> int:
+    return -(-n // 16) * 16
+
+
+# endregion
+
+# region Streaming a thread's share
+
+
+def load_item(e: KernelEmitter, elem: Elem, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
+    """``vec`` elements at ``p + offset`` (one vector load, or one scalar load)."""
+    if offset >= 2**31:
+        p, offset = e.ptr_add(p, offset), 0
+    if vec == 1:
+        vals = [e.ld(elem.ld, p, elem.ir, offset)]
+    elif nc:
+        vals = e.ld_vec(elem.ld, p, elem.ir, vec, offset)
+    else:
+        from bulkred_dialect.ops.ptx.memory import LdVecOp
+
+        vals = list(e.add(LdVecOp(elem.ld, p, elem.ir, vec, offset, nc=False)).results)
+    return [e.to_acc(elem, v) for v in vals]
+
+
+def accumulate(e: KernelEmitter, kind: ReduceKind, elem: Elem, accs: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
+    return [e.combine(kind, elem, a, v) for a, v in zip(accs, vals, strict=True)]
+
+
+def stream(
+    e: KernelEmitter,
+    kind: ReduceKind,
+    elem: Elem,
+    p: SSAValue,
+    accs: list[SSAValue],
+    count: int,
+    stride: int,
+    vec: int,
+    unroll: int = 4,
+) -> tuple[list[SSAValue], SSAValue]:
+    """Combine the ``count`` items at ``p``, ``p + stride``, ... into ``accs`` (one per
+    vector lane), ``unroll`` loads in flight per loop step. Returns the accumulators and
+    the address of the item after the last."""
+    rounds, rest = divmod(count, unroll)
+    if rounds > 0:
+
+        def body(b: KernelEmitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            q = b.ptr_add(p, iv)
+            vals = [load_item(b, elem, q, u * stride, vec) for u in range(unroll)]
+            out = list(args)
+            for v in vals:
+                out = accumulate(b, kind, elem, out, v)
+            return out
+
+        accs = e.for_(0, rounds * unroll * stride, unroll * stride, accs, body)
+    q = e.ptr_add(p, rounds * unroll * stride) if rounds else p
+    for u in range(rest):
+        accs = accumulate(e, kind, elem, accs, load_item(e, elem, q, u * stride, vec))
+    end = e.ptr_add(p, count * stride) if count else p
+    return accs, end
+
+
+def checked(
+    e: KernelEmitter, kind: ReduceKind, elem: Elem, cond: SSAValue, p: SSAValue, accs: list[SSAValue], vec: int
+) -> list[SSAValue]:
+    """``accs`` combined with the item at ``p`` where ``cond`` holds."""
+    return e.if_(
+        cond,
+        lambda b: accumulate(b, kind, elem, accs, load_item(b, elem, p, 0, vec)),
+        lambda b: list(accs),
+        [a.type for a in accs],
+    )
+
+
+def neutral(e: KernelEmitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
+    from bulkred_dialect.passes.variants.kernel import identity
+
+    return [e.const(identity(kind, elem.acc), elem.acc) for _ in range(n)]
+
+
+def store_out(e: KernelEmitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:
+    """``dst[index] = r`` in the element type (combined with the old value under accum).
+    ``dst`` is the global address of the output buffer; ``index`` an ``i64`` or int."""
+    off = e.mul_i(index, elem.bytes) if isinstance(index, SSAValue) else e.const(index * elem.bytes, i64)
+    q = e.ptr_add(dst, off)
+    if op.accum is not None:
+        r = e.combine(op.kind.data, elem, e.to_acc(elem, e.ld(elem.ld, q, elem.ir)), r)
+    e.st(elem.ld, q, e.from_acc(elem, r))
+
+
+def global_ptr(e: KernelEmitter, buffer: SSAValue) -> SSAValue:
+    return e.ptr(buffer, StateSpace.GLOBAL)
+
+
+# endregion
+
+__all__ = [
+    "Form",
+    "accumulate",
+    "add_workspace",
+    "align16",
+    "alone_in_kernel",
+    "checked",
+    "dtype_in",
+    "elem_of",
+    "form_of",
+    "global_ptr",
+    "grid_predicates",
+    "kind_in",
+    "neutral",
+    "not_deterministic",
+    "set_launch",
+    "store_out",
+    "stream",
+    "zero_before_launch",
+]
+
+
+# region Column reductions
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """A column reduction of M x N: CTAs of ``block`` threads, each thread ``vec``
+    adjacent columns, ``tiles`` column tiles of ``block * vec`` columns (grid x) times
+    ``split`` row splits (grid y); split s takes rows s, s + split, ..."""
+
+    m: int
+    n: int
+    block: int
+    vec: int
+    split: int
+
+    @property
+    def width(self) -> int:
+        return self.block * self.vec
+
+    @property
+    def tiles(self) -> int:
+        return -(-self.n // self.width)
+
+
+MIN_ROWS_PER_SPLIT = 8
+"""A row split below this many rows costs more in its CTA's start and its partial tile
+than its loads save (short matrices get fewer splits)."""
+
+
+def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> ColumnPlan:
+    vec = elem.vector if form.n % elem.vector == 0 else 1
+    tiles = -(-form.n // (block * vec))
+    split = max(1, min(ctas_wanted // tiles, -(-form.m // MIN_ROWS_PER_SPLIT), MAX_GRID_Y))
+    return ColumnPlan(form.m, form.n, block, vec, split)
+
+
+def column_partial(
+    e: KernelEmitter, op: ReduceOp, plan: ColumnPlan, tid: SSAValue, tile: SSAValue, s: SSAValue, unroll: int = 4
+) -> tuple[SSAValue, list[SSAValue]]:
+    """The thread's first column (``i32``) and its accumulators over the rows of split
+    ``s`` (identity where the column is past N)."""
+    elem, kind = elem_of(op), op.kind.data
+    col = e.add_i(e.mul_i(tile, plan.width), e.mul_i(tid, plan.vec))
+    row_bytes = plan.n * elem.bytes
+    x = global_ptr(e, op.src)
+    full = plan.m // plan.split
+
+    def rows(b: KernelEmitter) -> list[SSAValue]:
+        start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
+        accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, plan.vec), full, plan.split * row_bytes, plan.vec, unroll)
+        if plan.m % plan.split:
+            accs = checked(b, kind, elem, b.cmp("ult", s, plan.m - full * plan.split), nxt, accs, plan.vec)
+        return accs
+
+    accs = e.if_(
+        e.cmp("slt", col, plan.n), rows, lambda b: neutral(b, kind, elem, plan.vec), [elem.acc] * plan.vec
+    )
+    return col, accs
+
+
+# endregion

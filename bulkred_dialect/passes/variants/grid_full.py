@@ -1,0 +1,150 @@
+"""reduction -> grid_full: a whole kernel reduces every element of a global buffer
+into one value (priority 60), for every kind and every type the collective lowerings
+take, with the same bits on every run.
+
+* grid: up to 4 CTAs per multiprocessor of 512 threads, sized so that each thread
+  loads at least 4 vectors; thread g of S reads the 16-byte vectors g, g + S, ...
+  (``ld.global.nc.v4``, 4 loads in flight), one accumulator per vector lane;
+* each CTA: the lane accumulators folded, a warp reduction (``redux.sync`` for int32,
+  else a ``shfl.sync`` butterfly), warp partials through shared memory;
+* the grid: thread 0 writes the CTA's partial into the workspace, ``fence.acq_rel.gpu``,
+  and takes a ticket with ``atom.add.u32``; the CTA that arrives last reduces the
+  partials in CTA order, writes ``dst`` and resets the ticket counter.
+
+The grid depends only on the shape and the target, and every combining step has a
+fixed order: the result is deterministic. f16 and bf16 are combined in float32.
+
+Spec: PTX ISA, ld (.nc, vectors), shfl.sync, redux.sync, atom, fence (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.ptx.memory import LdStType
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
+from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.variants.grid_common import (
+    add_workspace,
+    align16,
+    checked,
+    form_of,
+    global_ptr,
+    grid_predicates,
+    neutral,
+    set_launch,
+    store_out,
+    stream,
+)
+from bulkred_dialect.passes.variants.kernel import (
+    KernelEmitter,
+    acc_ldst,
+    acquire,
+    cta_reduce,
+    elem_of,
+    emitter_at,
+    last_cta,
+    sm_count,
+)
+
+BLOCK = 512
+CTAS_PER_SM = 4
+UNROLL = 4
+
+
+def full_grid(n: int, vec: int, target: Target) -> int:
+    vectors = n // vec
+    return max(1, min(sm_count(target) * CTAS_PER_SM, -(-vectors // (BLOCK * UNROLL))))
+
+
+@register_variant("bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("full"))
+def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    form = form_of(op)
+    assert form is not None
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    elem = elem_of(op)
+    vec = elem.vector
+    ctas = full_grid(form.n, vec, target)
+    set_launch(kernel, [ctas], [BLOCK])
+    ws = add_workspace(kernel, align16(ctas * 4) + 4)
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    cta = e.sreg(SpecialRegister.CTAID_X)
+    r = cta_partial(e, op, tid, cta, ctas, BLOCK)
+    grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
+    rewriter.erase(op)
+
+
+def cta_partial(e: KernelEmitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
+    """This CTA's share of the full reduction of ``op.src`` (valid in thread 0)."""
+    form = form_of(op)
+    assert form is not None
+    elem, kind = elem_of(op), op.kind.data
+    vec = elem.vector
+    n, threads = form.n, ctas * block
+    vectors = n // vec
+    x = global_ptr(e, op.src)
+    g = e.wide(e.add_i(e.mul_i(cta, block), tid))
+    mine = e.ptr_add(x, e.mul_i(g, vec * elem.bytes))
+    accs = neutral(e, kind, elem, vec)
+    full = vectors // threads
+    accs, nxt = stream(e, kind, elem, mine, accs, full, threads * vec * elem.bytes, vec, UNROLL)
+    if vectors % threads:
+        accs = checked(e, kind, elem, e.cmp("ult", g, vectors - full * threads), nxt, accs, vec)
+    tail = n - vectors * vec
+    if tail:
+        p = e.ptr_add(x, e.add_i(e.mul_i(g, elem.bytes), vectors * vec * elem.bytes))
+        head = checked(e, kind, elem, e.cmp("ult", g, tail), p, accs[:1], 1)
+        accs = head + accs[1:]
+    v = e.fold(kind, elem, accs)
+    return cta_reduce(e, kind, elem, v, tid, block, broadcast=False, redux_f32=redux_f32)
+
+
+def grid_combine(
+    e: KernelEmitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None
+) -> None:
+    """Thread 0 writes ``r`` into workspace slot ``slot`` (an i32); the last of the
+    ``nslots`` CTAs that write reduces the slots in order into ``dst``."""
+    elem, kind = elem_of(op), op.kind.data
+    t = acc_ldst(elem)
+    counter = e.ptr_add(ws, align16(nslots * 4))
+
+    def write(b: KernelEmitter) -> list:
+        b.st(t, b.ptr_add(ws, b.mul_i(b.wide(slot), 4)), r)
+        return []
+
+    def write_if_participating(b: KernelEmitter) -> list:
+        return write(b) if participates is None else b.if_(participates, write)
+
+    e.if_(e.cmp("eq", tid, 0), write_if_participating)
+    last = last_cta(e, counter, nslots, tid, participates)
+
+    def finish(b: KernelEmitter) -> list:
+        acquire(b)
+        accs = neutral(b, kind, elem, 1)
+        for k in range(-(-nslots // block)):
+            idx = b.wide(b.add_i(tid, k * block))
+            q = b.ptr_add(ws, b.mul_i(idx, 4))
+            accs = b.if_(
+                b.cmp("ult", idx, nslots),
+                lambda c, q=q: [c.combine(kind, elem, accs[0], c.ld(t, q, elem.acc))],
+                lambda c: list(accs),
+                [elem.acc],
+            )
+        total = cta_reduce(b, kind, elem, accs[0], tid, block, broadcast=False, name="grid_partials")
+
+        def out(c: KernelEmitter) -> list:
+            store_out(c, op, elem, global_ptr(c, op.dst), total, 0)
+            c.st(LdStType.B32, counter, c.const(0))
+            return []
+
+        b.if_(b.cmp("eq", tid, 0), out)
+        return []
+
+    e.if_(last, finish)
+

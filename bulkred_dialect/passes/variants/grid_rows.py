@@ -1,0 +1,90 @@
+"""reduction -> grid_rows: a whole kernel reduces each row of M x N into one value
+(priority 65): one warp per row.
+
+* grid: CTAs of 256 threads (8 warps), up to 8 per multiprocessor; warp w of W takes
+  rows w, w + W, ...;
+* each row: lane l reads the vectors l, l + 32, ... of the row (``ld.global.nc.v4`` when
+  a row is a whole number of vectors, else scalar loads), 4 loads in flight, one
+  accumulator per vector lane; then a warp reduction (``redux.sync`` for int32, else a
+  ``shfl.sync`` butterfly) and lane 0 writes ``dst[row]``.
+
+No atomics: the same bits on every run. f16 and bf16 are combined in float32.
+
+Spec: PTX ISA, ld (.nc, vectors), shfl.sync, redux.sync (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
+from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.variants.grid_common import (
+    checked,
+    form_of,
+    global_ptr,
+    grid_predicates,
+    neutral,
+    set_launch,
+    store_out,
+    stream,
+)
+from bulkred_dialect.passes.variants.kernel import (
+    WARP,
+    KernelEmitter,
+    elem_of,
+    emitter_at,
+    sm_count,
+    warp_reduce,
+)
+
+BLOCK = 256
+WARPS = BLOCK // WARP
+CTAS_PER_SM = 8
+UNROLL = 4
+
+
+def _redux_f32(op: ReduceOp, target: Target) -> bool:
+    return target.sm >= 100 and target.suffix == "a" and op.kind.data in (ReduceKind.MAX, ReduceKind.MIN)
+
+
+@register_variant("bulkred.reduce", "grid_rows", priority=65, predicates=grid_predicates("rows"))
+def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    form = form_of(op)
+    kernel = enclosing_kernel(op)
+    assert form is not None and kernel is not None
+    elem, kind = elem_of(op), op.kind.data
+    m, n = form.m, form.n
+    vec = elem.vector if n % elem.vector == 0 else 1
+    ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-m // WARPS)))
+    set_launch(kernel, [ctas], [BLOCK])
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    lane = e.wide(e.and_b32(tid, WARP - 1))
+    warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
+    x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
+    items = n // vec
+    item_bytes = vec * elem.bytes
+    full = items // WARP
+
+    def row(b: KernelEmitter, r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        start = b.ptr_add(x, b.add_i(b.mul_i(r, n * elem.bytes), b.mul_i(lane, item_bytes)))
+        accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, vec), full, WARP * item_bytes, vec, UNROLL)
+        if items % WARP:
+            accs = checked(b, kind, elem, b.cmp("ult", lane, items - full * WARP), nxt, accs, vec)
+        v = warp_reduce(b, kind, elem, b.fold(kind, elem, accs), redux_f32=_redux_f32(op, target))
+
+        def write(c: KernelEmitter) -> list[SSAValue]:
+            store_out(c, op, elem, y, v, r)
+            return []
+
+        b.if_(b.cmp("eq", lane, 0), write)
+        return []
+
+    e.for_(e.wide(warp), m, ctas * WARPS, [], row)
+    rewriter.erase(op)
+

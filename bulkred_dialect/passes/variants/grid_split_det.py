@@ -1,0 +1,116 @@
+"""reduction -> grid_split_det: a column reduction of M x N with the same bits on every
+run, for every kind and every type the collective lowerings take (priority 62).
+
+Each CTA reduces its rows of one column tile as ``grid_split_bulk`` does and writes its
+partial row into the workspace; ``fence.acq_rel.gpu``, ``bar.sync``, and thread 0 takes a
+ticket of its column tile with ``atom.add.u32``. The CTA that arrives last for a tile
+reduces the tile's partial rows in split order, writes ``dst`` and resets the ticket.
+This is the split reduction's second pass, done by the last CTA of each tile inside the
+same launch.
+
+Spec: PTX ISA, ld, atom, fence (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.ptx.memory import LdStType
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
+from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.variants.grid_common import (
+    accumulate,
+    add_workspace,
+    align16,
+    column_partial,
+    column_plan,
+    form_of,
+    global_ptr,
+    grid_predicates,
+    load_item,
+    neutral,
+    set_launch,
+    store_out,
+)
+from bulkred_dialect.passes.variants.kernel import (
+    ELEMS,
+    Elem,
+    KernelEmitter,
+    acc_ldst,
+    acquire,
+    elem_of,
+    emitter_at,
+    last_cta,
+    sm_count,
+)
+
+CTAS_PER_SM = 4
+
+
+@register_variant("bulkred.reduce", "grid_split_det", priority=62, predicates=grid_predicates("columns"))
+def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    form = form_of(op)
+    kernel = enclosing_kernel(op)
+    assert form is not None and kernel is not None
+    elem, kind = elem_of(op), op.kind.data
+    plan = column_plan(form, elem, sm_count(target) * CTAS_PER_SM)
+    set_launch(kernel, [plan.tiles, plan.split], [plan.block])
+    partial_bytes = align16(plan.split * plan.n * 4)
+    ws = add_workspace(kernel, partial_bytes + plan.tiles * 4)
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    tile_id = e.sreg(SpecialRegister.CTAID_X)
+    s = e.sreg(SpecialRegister.CTAID_Y)
+    col, accs = column_partial(e, op, plan, tid, tile_id, s)
+    w = global_ptr(e, ws)
+    t = acc_ldst(elem)
+    valid = e.cmp("slt", col, plan.n)
+
+    def partial_at(b: KernelEmitter, split: SSAValue) -> SSAValue:
+        return b.ptr_add(w, b.mul_i(b.add_i(b.mul_i(split, plan.n), b.wide(col)), 4))
+
+    def write(b: KernelEmitter) -> list:
+        q = partial_at(b, b.wide(s))
+        for j, a in enumerate(accs):
+            b.st(t, q, a, 4 * j)
+        return []
+
+    e.if_(valid, write)
+    counter = e.ptr_add(w, e.add_i(e.mul_i(e.wide(tile_id), 4), partial_bytes))
+    last = last_cta(e, counter, plan.split, tid)
+
+    def finish(b: KernelEmitter) -> list:
+        acquire(b)
+
+        def columns(c: KernelEmitter) -> list:
+            acc_elem = _acc_elem(elem)
+
+            def step(d: KernelEmitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+                return accumulate(d, kind, elem, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
+
+            total = c.for_(0, plan.split, 1, neutral(c, kind, elem, plan.vec), step)
+            y = global_ptr(c, op.dst)
+            first = c.wide(col)
+            for j, v in enumerate(total):
+                store_out(c, op, elem, y, v, c.add_i(first, j))
+            return []
+
+        def reset(c: KernelEmitter) -> list:
+            c.st(LdStType.B32, counter, c.const(0))
+            return []
+
+        b.if_(valid, columns)
+        b.if_(b.cmp("eq", tid, 0), reset)
+        return []
+
+    e.if_(last, finish)
+    rewriter.erase(op)
+
+
+def _acc_elem(elem: Elem) -> Elem:
+    """Partials are stored in the accumulator type: read them back as that type."""
+    return ELEMS["float32"] if elem.acc == ELEMS["float32"].ir else ELEMS["int32"]

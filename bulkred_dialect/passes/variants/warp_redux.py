@@ -1,0 +1,79 @@
+"""reduction -> warp_redux: the lanes of a warp combine their values with one
+``redux.sync`` (priority 32 for ``int32``, any kind; priority 33, ``warp_redux_f32``, for
+``float32`` max/min on sm_100a, the ``redux.sync .f32`` form).
+
+Each lane first reduces its own local ``src`` serially; every lane's ``dst`` receives
+the warp's result (combined with its old value under ``accum``).
+
+Example: ``bulkred.reduce sum warp %v, %r : memref<1xi32, #bulkred.scope<local>>,
+memref<1xi32, #bulkred.scope<local>>`` becomes ``redux.sync.add.s32 %r, %v, 0xffffffff``.
+
+Spec: PTX ISA, redux.sync (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceKind, ReduceOp
+from bulkred_dialect.passes.dispatch import Predicate, register_variant
+from bulkred_dialect.passes.variants import dtype_in, exec_scope_in, src_dst_in_scope
+from bulkred_dialect.passes.variants.kernel import (
+    block_threads,
+    elem_of,
+    emitter_at,
+    one_value,
+    store_result,
+    thread_value,
+    warp_reduce,
+)
+
+
+def _kind_in(*kinds: ReduceKind):
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        return op.kind.data in kinds, op.kind.data
+
+    return check
+
+
+def _sm100a(op: Operation, target: Target) -> tuple[bool, object]:
+    ok = target.sm >= 100 and target.suffix == "a"
+    return ok, target.name
+
+
+_COMMON = [
+    Predicate("exec_scope", exec_scope_in(ExecScope.WARP), expected="warp"),
+    Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
+    Predicate("dst_len", one_value, expected="1"),
+    Predicate("block", block_threads, expected="a multiple of 32 threads"),
+]
+
+
+def lower_warp_redux(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    e = emitter_at(op)
+    v = thread_value(op, e)
+    r = warp_reduce(e, op.kind.data, elem_of(op), v, redux_f32=True)
+    store_result(op, e, r)
+    rewriter.erase(op)
+
+
+register_variant(
+    "bulkred.reduce", "warp_redux_f32", priority=33,
+    predicates=[
+        *_COMMON,
+        Predicate("dtype", dtype_in("float32"), expected="float32"),
+        Predicate("kind", _kind_in(ReduceKind.MAX, ReduceKind.MIN), expected="max, min"),
+        Predicate("sm_version", _sm100a, expected="sm_100a or later 'a' target"),
+    ],
+    lower=lower_warp_redux,
+)
+
+register_variant(
+    "bulkred.reduce", "warp_redux", priority=32,
+    predicates=[*_COMMON, Predicate("dtype", dtype_in("int32"), expected="int32")],
+    lower=lower_warp_redux,
+)

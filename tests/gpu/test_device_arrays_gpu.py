@@ -1,0 +1,236 @@
+"""Device arrays on the GPU: torch tensors and cupy arrays are passed by pointer and
+written in place, on the caller's stream, without a synchronize; non-contiguous and
+wrong-device inputs give the clear errors before any launch; the workspace and
+zero_init contract (bulkred.workspace, bulkred.zero_init) on a tiny hand-written kernel;
+bulkred.sum on device arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bulkred_dialect.backend_ptx import runtime
+from test_runtime_cpu import ACC_PTX, ACC_SIG
+
+pytestmark = pytest.mark.gpu
+
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:
+        pytest.skip(f"torch is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+def _cupy():
+    try:
+        import cupy
+    except Exception as e:
+        pytest.skip(f"cupy is not importable: {e}")
+    return cupy
+
+
+def acc_ptx() -> str:
+    return ACC_PTX.replace(".target sm_90a", f".target {runtime.current_arch()}")
+
+
+def acc():
+    """out[i] = inp[i] (out zero-filled by the runtime, plus the workspace, which must be zero)."""
+    return runtime.compile_ptx(acc_ptx(), runtime.current_arch(), [ACC_SIG]).kernel("acc")
+
+
+# region torch
+
+
+def test_torch_in_place_no_copy(rng):
+    torch = _torch()
+    k = acc()
+    inp = torch.tensor(rng.integers(-(1 << 30), 1 << 30, 64, dtype=np.int32), device="cuda")
+    out = torch.full((64,), 12345, dtype=torch.int32, device="cuda")  # zero_init: overwritten
+    ptr = out.data_ptr()
+    got = k(out, inp)
+    assert got[0] is out and got[1] is inp
+    torch.cuda.current_stream().synchronize()
+    assert out.data_ptr() == ptr
+    assert torch.equal(out, inp), rng
+    k(out, inp)  # zero-filled again, and the workspace was left zeroed
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(out, inp), rng
+
+
+def test_torch_seed_kernel_float32(rng):
+    """The seed tile-level kernel (sum of 32 floats into B[0]) on torch tensors."""
+    torch = _torch()
+    from pathlib import Path
+
+    from bulkred_dialect.reference import bits, reduce_local
+
+    root = Path(__file__).resolve().parents[2]
+    mod = runtime.compile_tile_module(runtime.parse((root / "examples" / "seed_sum32.mlir").read_text()))
+    a = rng.standard_normal(32).astype(np.float32)
+    A = torch.tensor(a, device="cuda")
+    B = torch.full((1,), float("nan"), device="cuda")
+    mod.kernel("test_func")(A, B, sync=True)
+    assert np.array_equal(bits(B.cpu().numpy()), bits(reduce_local("sum", a))), rng
+
+
+def test_torch_non_contiguous_is_refused():
+    torch = _torch()
+    k = acc()
+    inp = torch.arange(128, dtype=torch.int32, device="cuda")[::2]
+    with pytest.raises(runtime.SignatureError) as e:
+        k(torch.zeros(64, dtype=torch.int32, device="cuda"), inp)
+    assert str(e.value).startswith(
+        "kernel 'acc' param 'inp': expected a contiguous row-major array, got strides (2,) (in elements) for shape (64,)"
+    )
+
+
+def test_torch_wrong_device_dtype_shape_are_refused():
+    torch = _torch()
+    k = acc()
+    out = torch.zeros(64, dtype=torch.int32, device="cuda")
+    with pytest.raises(runtime.SignatureError, match=r"param 'inp': expected an array on cuda:0 .* got one on the host \(cpu\)"):
+        k(out, torch.zeros(64, dtype=torch.int32))
+    with pytest.raises(runtime.SignatureError, match=r"param 'inp': expected dtype int32 or uint32 \(i32\), got float32"):
+        k(out, torch.zeros(64, device="cuda"))
+    with pytest.raises(runtime.SignatureError, match=r"param 'inp': expected shape \(64,\), got \(8, 8\)"):
+        k(out, torch.zeros((8, 8), dtype=torch.int32, device="cuda"))
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(runtime.SignatureError, match="expected an array on cuda:0 .* got one on cuda:1"):
+            k(out, torch.zeros(64, dtype=torch.int32, device="cuda:1"))
+
+
+def test_torch_current_stream_is_honoured():
+    """A long matmul chain, then a copy into inp, both on a side stream; the kernel
+    launched under that stream must see the copy. On any other stream it would read inp
+    before the copy (zeros). Nothing waits: the side stream is still busy on return."""
+    torch = _torch()
+    k = acc()
+    side = torch.cuda.Stream()
+    x = torch.randn(4096, 4096, device="cuda")
+    inp = torch.zeros(64, dtype=torch.int32, device="cuda")
+    out = torch.zeros(64, dtype=torch.int32, device="cuda")
+    want = torch.arange(1, 65, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        y = x
+        for _ in range(30):
+            y = torch.tanh(y @ x)
+        inp.copy_(want + (y[0, :64] * 0).to(torch.int32))  # depends on the chain
+        k(out, inp)
+        busy = not side.query()
+    side.synchronize()
+    assert torch.equal(out, want)
+    assert busy, "the call waited for the stream (it must not synchronize)"
+
+
+def test_explicit_stream_argument():
+    torch = _torch()
+    k = acc()
+    s = torch.cuda.Stream()
+    inp = torch.arange(64, dtype=torch.int32, device="cuda")
+    out = torch.empty(64, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    k(out, inp, stream=s)
+    s.synchronize()
+    assert torch.equal(out, inp)
+
+
+# endregion
+
+# region cupy
+
+
+def test_cupy_in_place_and_errors(rng):
+    cupy = _cupy()
+    k = acc()
+    inp = cupy.asarray(rng.integers(0, 1 << 30, 64, dtype=np.int32))
+    out = cupy.full(64, 7, dtype=cupy.int32)
+    with cupy.cuda.Stream(non_blocking=True) as s:
+        got = k(out, inp)
+        assert got[0] is out
+    s.synchronize()
+    assert bool((out == inp).all()), rng
+    with pytest.raises(runtime.SignatureError, match="param 'inp': expected a contiguous row-major array, got strides \\(2,\\)"):
+        k(out, cupy.arange(128, dtype=cupy.int32)[::2])
+    with pytest.raises(runtime.SignatureError, match="param 'out': expected dtype int32 or uint32 \\(i32\\), got float64"):
+        k(cupy.zeros(64), inp)
+
+
+def test_cuda_core_buffer_with_explicit_stream(rng):
+    """A cuda.core Buffer speaks DLPack (as bytes); a kernel without a signature takes it as is."""
+    from cuda.core import Device
+
+    g = runtime.gpu()
+    mod = runtime.compile_ptx(acc_ptx(), g.arch)  # no signature: no workspace given by the runtime
+    dev = Device(g.device.device_id)
+    s = dev.create_stream()
+    bufs = [dev.allocate(256, stream=s) for _ in range(3)]
+    a = rng.integers(0, 1 << 30, 64, dtype=np.int32)
+    from cuda.bindings import driver
+
+    s.sync()
+    driver.cuMemcpyHtoD(driver.CUdeviceptr(int(bufs[1].handle)), a.ctypes.data, 256)
+    driver.cuMemsetD8(driver.CUdeviceptr(int(bufs[0].handle)), 0, 256)
+    driver.cuMemsetD8(driver.CUdeviceptr(int(bufs[2].handle)), 0, 256)
+    mod.kernel("acc")(*bufs, grid=1, block=64, stream=s, sync=True)
+    got = np.zeros(64, np.int32)
+    driver.cuMemcpyDtoH(got.ctypes.data, driver.CUdeviceptr(int(bufs[0].handle)), 256)
+    assert np.array_equal(got, a), rng
+
+
+# endregion
+
+# region numpy and the contract
+
+
+def test_numpy_zero_init_and_workspace(rng):
+    k = acc()
+    inp = rng.integers(-(1 << 30), 1 << 30, 64, dtype=np.int32)
+    poisoned = np.full(64, 0x5EED, np.int32)
+    for _ in range(3):  # the workspace stays zero between launches
+        out, got_inp = k(poisoned, inp)
+        assert np.array_equal(out, inp), rng
+        assert np.array_equal(got_inp, inp)
+    assert (poisoned == 0x5EED).all(), "numpy arguments are copies"
+
+
+# endregion
+
+# region The reduction API
+
+
+def test_api_sum_on_torch(rng):
+    torch = _torch()
+    import bulkred_dialect as bulkred
+    from bulkred_dialect.reference import bits, reduce_local, reduce_sm100_packed
+
+    a = rng.standard_normal(1000).astype(np.float32)
+    x = torch.tensor(a, device="cuda")
+    out = torch.full((1,), float("nan"), device="cuda")
+    r = bulkred.sum(x, out=out)
+    assert r is out
+    torch.cuda.current_stream().synchronize()
+    packed = bulkred.sum(x, explain=True).endswith("chosen: sm100_packed")
+    want = reduce_sm100_packed("sum", a) if packed else reduce_local("sum", a)
+    assert np.array_equal(bits(out.cpu().numpy()), bits(want)), rng
+    y = bulkred.max(x)
+    assert isinstance(y, torch.Tensor) and y.shape == (1,) and y.device == x.device
+    assert float(y.cpu()[0]) == float(a.max())
+
+
+def test_api_on_cupy_and_numpy(rng):
+    import bulkred_dialect as bulkred
+
+    a = rng.integers(-1000, 1000, 256, dtype=np.int32)
+    assert int(bulkred.sum(a)[0]) == int(a.sum())
+    assert int(bulkred.xor(a)[0]) == int(np.bitwise_xor.reduce(a))
+    cupy = _cupy()
+    y = bulkred.min(cupy.asarray(a))
+    assert int(y.get()[0]) == int(a.min())
+
+
+# endregion

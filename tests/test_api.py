@@ -1,0 +1,142 @@
+"""The reduction API (bulkred_dialect/api.py) without a GPU: a light package import,
+the module it builds, compiling through the pipeline and the caches, explain tables,
+and readable errors for what no variant covers. tests/gpu/test_device_arrays_gpu.py
+runs it on torch, cupy and numpy arrays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bulkred_dialect as bulkred
+from bulkred_dialect import api
+from bulkred_dialect.backend_ptx import cache, runtime
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_package_import_is_light():
+    code = (
+        "import sys, bulkred_dialect as b\n"
+        "heavy = lambda: sorted(m for m in sys.modules if m.split('.')[0] in ('xdsl', 'cuda', 'torch', 'cupy'))\n"
+        "assert heavy() == [], heavy()\n"
+        "f = b.sum\n"
+        "assert f.__module__ == 'bulkred_dialect.api' and heavy() == [], heavy()\n"
+        "assert 'xor' in dir(b)\n"
+        "try:\n    b.nope\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "module 'bulkred_dialect' has no attribute 'nope'"
+
+
+def test_api_functions_are_exposed():
+    for fn, kind in api.KINDS.items():
+        assert getattr(bulkred, fn) is getattr(api, fn)
+    assert bulkred.ReductionError is api.ReductionError
+
+
+def test_reduction_module_is_the_one_thread_reduction():
+    m = api.reduction_module("max", (100,), "float32", None, "k")
+    text = str(m)
+    assert "func.func @k(%x: memref<100xf32, #bulkred.scope<global>>, %out: memref<1xf32, #bulkred.scope<global>>)" in text
+    assert "bulkred.reduce max thread" in text and "grid = [1], block = [1]" in text
+
+
+def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("BULKRED_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "_COMPILED", {})
+    cache.CACHE.clear_memory()
+    a = api.compile_reduction("sum", (77,), "int32", None, "sm_90a")
+    assert a.cubin and a.kernel_names() == ["bulkred_sum"]
+    assert a.signatures["bulkred_sum"].params == (
+        runtime.Param("x", "array", "i32", (77,)),
+        runtime.Param("out", "array", "i32", (1,)),
+    )
+    assert api.compile_reduction("sum", (77,), "int32", None, "sm_90a") is a
+    assert api.compile_reduction("sum", (78,), "int32", None, "sm_90a") is not a
+    # a new process: nothing in memory, nothing built
+    monkeypatch.setattr(api, "_COMPILED", {})
+    cache.CACHE.clear_memory()
+    monkeypatch.setattr(api, "reduction_module", lambda *a, **k: pytest.fail("built on a disk hit"))
+    b = api.compile_reduction("sum", (77,), "int32", None, "sm_90a")
+    assert b.cubin == a.cubin and b is not a
+
+
+def test_explain_returns_the_dispatch_table():
+    t = api.explain_reduction("sum", (64,), "float32", None, "sm_100a")
+    assert t.startswith("dispatch of 'bulkred.reduce'") and "on sm_100a" in t and t.endswith("chosen: sm100_packed")
+    t90 = api.explain_reduction("sum", (64,), "float32", None, "sm_90a")
+    assert "sm_version     FAIL" in t90 and t90.endswith("chosen: local")
+    assert bulkred.min(np.zeros(64, np.int16), explain=True).endswith("chosen: local")
+
+
+@pytest.mark.parametrize(
+    ("fn", "x", "kw", "message"),
+    [
+        ("sum", np.zeros((2, 3), np.float32), {}, "bulkred.sum: a reduction over axis=None of a 2-D array of shape (2, 3) needs the grid-scope lowering"),
+        ("sum", np.zeros((2, 3), np.float32), {"axis": 0}, "bulkred.sum: a reduction over axis=0 of a 2-D array"),
+        ("max", np.zeros(5000, np.float32), {}, "bulkred.max: a vector of 5000 elements: today's one-thread lowering takes 1 to 4096"),
+        ("min", np.zeros(0, np.float32), {}, "bulkred.min: a vector of 0 elements"),
+        ("sum", np.zeros(8, np.uint8), {}, "bulkred.sum: dtype uint8 is not supported (valid: float16, bfloat16, float32, float64, int16, int32, int64)"),
+        ("sum", np.zeros(8, np.float32), {"axis": 1}, "bulkred.sum: axis 1 is out of range for a 1-D array"),
+        ("sum", np.zeros(8, np.float32), {"axis": "0"}, "bulkred.sum: 'axis' must be an int or None, got '0'"),
+        ("sum", [1.0, 2.0], {}, "bulkred.sum: expected a device array (torch, cupy, DLPack or CUDA Array Interface) or a numpy array, got list"),
+        ("xor", np.zeros(8, np.float32), {}, "error: 'bulkred.reduce' 'kind' xor needs an integer element type, got f32"),
+    ],
+)
+def test_readable_errors(fn, x, kw, message):
+    with pytest.raises(api.ReductionError) as e:
+        getattr(bulkred, fn)(x, explain=True, **kw)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert e.value.__cause__ is None
+
+
+def test_compile_errors_are_readable_too():
+    with pytest.raises(api.ReductionError, match="^bulkred.or_: .*api.py:\\d+:\\d+: error: 'bulkred.reduce' 'kind' or needs an integer element type"):
+        api.compile_reduction("or", (8,), "float64", None, "sm_90a")
+
+
+def test_axis_of_a_vector(monkeypatch):
+    monkeypatch.setattr(api, "compile_reduction", lambda *a: pytest.fail("compiled"))
+    for axis in (None, 0, -1):
+        assert "chosen: local" in bulkred.sum(np.zeros(8, np.int32), axis=axis, explain=True)
+
+
+def test_no_gpu_names_the_reason():
+    reason = runtime.gpu_unavailable_reason()
+    if reason is None:
+        pytest.skip("a GPU is present")
+    with pytest.raises(runtime.NoGpuError):
+        bulkred.sum(np.ones(8, np.float32))
+
+
+def test_numpy_call_plumbing_on_a_simulated_gpu(monkeypatch):
+    """The launch path of bulkred.sum on numpy arrays, with the GPU simulated
+    (tests/test_runtime_cpu.py's fake): the module compiled for the GPU's arch, the
+    arrays copied in, one launch of the reduction kernel, the result copied into out."""
+    from test_runtime_cpu import _FakeGpu
+
+    from bulkred_dialect.backend_ptx import device, launch
+
+    g = _FakeGpu()
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
+
+    def fake_launch(stream, config, kern, *args):
+        g.log.append(("launch", kern, config))
+
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: fake_launch)
+    x = np.arange(10, dtype=np.int32)
+    out = np.full(1, -1, np.int32)
+    assert bulkred.sum(x, out=out) is out
+    assert [e[0] for e in g.log] == ["copy in", "copy in", "launch", "sync", "copy out", "copy out", "free", "free"]
+    assert g.log[2][1:] == ("cu:bulkred_sum", ("config", (1, 1, 1), (1, 1, 1)))
+    y = bulkred.max(x)
+    assert isinstance(y, np.ndarray) and y.shape == (1,) and y.dtype == np.int32

@@ -1,0 +1,135 @@
+"""Grid-scope reductions on the CPU: the variant and launch shape the dispatch picks
+for each form, the kernel attributes the runtime relies on (workspace, outputs to zero),
+the builder's axes, and assembly of every variant for sm_90a and sm_100a."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bulkred_dialect import builder as T
+from bulkred_dialect.backend_ptx.assemble import assemble
+from bulkred_dialect.backend_ptx.runtime import compile_tile_module, lower_tile_module
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.tile import ReduceOp, kernel_launch
+from bulkred_dialect.passes.dispatch import explain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def kernel_of(kind, shape, dtype, axes=None, **options):
+    reduced = None if axes is None else [a % len(shape) for a in axes]
+    out = [d for i, d in enumerate(shape) if reduced is not None and i not in reduced] or [1]
+    with T.kernel("k") as k:
+        x = k.param("x", shape, dtype)
+        y = k.param("y", out, dtype)
+        T.reduce(kind, y, x, axes=axes, **options)
+    return k.module()
+
+
+def chosen(module, target="sm_90a") -> str:
+    op = next(o for o in module.walk() if isinstance(o, ReduceOp))
+    return explain(op, target).splitlines()[-1].removeprefix("chosen: ")
+
+
+def lowered_func(module, target="sm_90a"):
+    lowered = lower_tile_module(module, target)
+    return next(o for o in lowered.walk() if o.name == "func.func")
+
+
+@pytest.mark.parametrize(
+    "kind, shape, dtype, axes, options, variant",
+    [
+        ("sum", [1], "float32", None, {}, "grid_full"),
+        ("min", [65539], "float16", None, {}, "grid_full"),
+        ("max", [31], "bfloat16", None, {}, "grid_full"),
+        ("or", [4097], "int32", None, {}, "grid_full_cluster"),
+        ("sum", [2, 3, 4], "float32", [0, 1, 2], {}, "grid_full"),
+        ("sum", [8, 4096], "float32", [1], {}, "grid_rows"),
+        ("max", [8, 3, 5], "int32", [1, 2], {}, "grid_rows"),
+        ("sum", [64, 4096], "float32", [0], {}, "grid_split_bulk"),
+        ("sum", [64, 4096], "int32", [0], {}, "grid_split_bulk"),
+        ("sum", [64, 4096], "float32", [0], {"deterministic": True}, "grid_split_det"),
+        ("sum", [64, 4097], "float32", [0], {}, "grid_split_det"),
+        ("max", [64, 4096], "float32", [0], {}, "grid_split_det"),
+        ("sum", [64, 4096], "float16", [0], {}, "grid_split_det"),
+        ("sum", [4, 8, 12], "float32", [0, 1], {}, "grid_split_bulk"),
+    ],
+)
+def test_dispatch_and_assembly(kind, shape, dtype, axes, options, variant):
+    module = kernel_of(kind, shape, dtype, axes, **options)
+    assert chosen(module) == variant
+    for target in ("sm_90a", "sm_100a"):
+        ptx = compile_tile_module(kernel_of(kind, shape, dtype, axes, **options), target).ptx
+        assert len(assemble(ptx, target)) > 0
+
+
+def test_full_sum_plan():
+    func = lowered_func(kernel_of("sum", [65536 * 4096], "float32"))
+    launch = kernel_launch(func)
+    assert (launch.grid_dims, launch.block_dims, launch.cluster_dims) == ((528, 1, 1), (512, 1, 1), (1, 1, 1))
+    # one 4-byte partial per CTA (aligned to 16) and the ticket counter
+    assert func.attributes[WORKSPACE_ATTR].value.data == 528 * 4 + 16
+    assert ZERO_INIT_ATTR not in func.attributes
+    assert len(func.function_type.inputs.data) == 3  # x, y and the workspace
+
+
+def test_small_full_sum_uses_one_cta():
+    launch = kernel_launch(lowered_func(kernel_of("sum", [31], "float32")))
+    assert launch.grid_dims == (1, 1, 1)
+
+
+def test_column_sum_plan_and_zero_init():
+    func = lowered_func(kernel_of("sum", [65536, 4096], "float32", [0]))
+    assert kernel_launch(func).grid_dims == (4, 264, 1)
+    assert [a.value.data for a in func.attributes[ZERO_INIT_ATTR].data] == [1]
+    assert WORKSPACE_ATTR not in func.attributes
+
+
+def test_accumulating_column_sum_zeroes_nothing():
+    func = lowered_func(kernel_of("sum", [64, 4096], "float32", [0], accum=True))
+    assert ZERO_INIT_ATTR not in func.attributes
+
+
+def test_deterministic_column_sum_has_a_workspace_of_partial_rows():
+    func = lowered_func(kernel_of("sum", [65536, 4096], "float32", [0], deterministic=True))
+    tiles, split = kernel_launch(func).grid_dims[:2]
+    assert (tiles, split) == (4, 132)
+    assert func.attributes[WORKSPACE_ATTR].value.data == split * 4096 * 4 + 16
+
+
+def test_cluster_variant_launches_clusters_of_two():
+    launch = kernel_launch(lowered_func(kernel_of("sum", [1 << 20], "int32")))
+    assert launch.cluster_dims == (2, 1, 1) and launch.grid_dims[0] % 2 == 0
+
+
+def test_sm100a_row_max_uses_redux_f32():
+    ptx = compile_tile_module(kernel_of("max", [64, 256], "float32", [1]), "sm_100a").ptx
+    assert "redux.sync.max.f32" in ptx and "shfl.sync" not in ptx
+    ptx90 = compile_tile_module(kernel_of("max", [64, 256], "float32", [1]), "sm_90a").ptx
+    assert "redux.sync" not in ptx90 and "shfl.sync.bfly.b32" in ptx90
+
+
+def test_builder_axes_spellings():
+    a = kernel_of("sum", [4, 8], "float32", [-1])
+    b = kernel_of("sum", [4, 8], "float32", [1])
+    assert str(a) == str(b)
+    with T.kernel("k") as k:
+        x = k.param("x", [4, 8], "float32")
+        y = k.param("y", [8], "float32")
+        op = T.sum(y, x, axes=0)
+    assert op.reduced_axes() == [0] and op.scope.data == "grid"
+    with T.kernel("k2") as k, pytest.raises(ValueError, match="'axes' of T.sum must be an integer or a list of integers"):
+        x = k.param("x", [4, 8], "float32")
+        y = k.param("y", [8], "float32")
+        T.sum(y, x, axes=["0"])
+
+
+def test_reductions_example_runs_without_a_gpu():
+    r = subprocess.run([sys.executable, "examples/reductions.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "column_sum: chosen: grid_split_bulk" in r.stdout
+    assert "vector_xor_i32: chosen: grid_full_cluster" in r.stdout

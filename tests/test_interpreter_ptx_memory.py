@@ -1,0 +1,276 @@
+"""The interpreter's ptx memory ops (interpreter/ptx_memory.py): ld / ld.vec / atom / red
+on addresses cast from memrefs, against numpy and a Python model of each PTX operation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, memref, scf
+from xdsl.utils.exceptions import InterpretationError
+
+from bulkred_dialect.interpreter import run_kernel
+from bulkred_dialect.ops import ptx
+from bulkred_dialect.ops.tile import BULKRED
+
+G = "#bulkred.scope<global>"
+
+
+@pytest.fixture(scope="module")
+def ctx() -> Context:
+    c = Context()
+    for d in (builtin.Builtin, func.Func, memref.MemRef, arith.Arith, scf.Scf, BULKRED, ptx.PTX):
+        c.load_dialect(d)
+    return c
+
+
+def module(ctx: Context, body: str) -> builtin.ModuleOp:
+    from bulkred_dialect.diagnostics import parse_module
+
+    m = parse_module(ctx, "builtin.module {\n" + body + "\n}")
+    m.verify()
+    return m
+
+
+def test_ld_vec_nc_f32_at_an_offset(ctx):
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<12xf32, {G}>, %B: memref<4xf32, {G}>) {{
+    %a = builtin.unrealized_conversion_cast %A : memref<12xf32, {G}> to !ptx.ptr<global>
+    %x:4 = ptx.ld.vec nc f32 %a offset 16 : !ptx.ptr<global> -> f32, f32, f32, f32
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    memref.store %x#0, %B[%c0] : memref<4xf32, {G}>
+    memref.store %x#1, %B[%c1] : memref<4xf32, {G}>
+    memref.store %x#2, %B[%c2] : memref<4xf32, {G}>
+    memref.store %x#3, %B[%c3] : memref<4xf32, {G}>
+    func.return
+  }}""",
+    )
+    a = np.array([1, 2, 3, 4, 5.5, -6, np.nan, 1e-40, 9, 10, 11, 12], np.float32)
+    _, b = run_kernel(m, "k", a, np.zeros(4, np.float32))
+    assert b.view(np.uint32).tolist() == a[4:8].view(np.uint32).tolist()
+
+
+def test_ld_vec_extends_by_type_and_moves_with_add_ptr(ctx):
+    """u16 zero-extends, s16 sign-extends into i32; b16 into f16 keeps the bits."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<8xi16, {G}>, %U: memref<2xi32, {G}>, %S: memref<2xi32, {G}>, %H: memref<4xf16, {G}>) {{
+    %a = builtin.unrealized_conversion_cast %A : memref<8xi16, {G}> to !ptx.ptr<global>
+    %eight = arith.constant 8 : i64
+    %a8 = ptx.add.ptr %a, %eight : !ptx.ptr<global>, i64
+    %u:2 = ptx.ld.vec u16 %a8 : !ptx.ptr<global> -> i32, i32
+    %s:2 = ptx.ld.vec s16 %a8 : !ptx.ptr<global> -> i32, i32
+    %h:4 = ptx.ld.vec b16 %a : !ptx.ptr<global> -> f16, f16, f16, f16
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    memref.store %u#0, %U[%c0] : memref<2xi32, {G}>
+    memref.store %u#1, %U[%c1] : memref<2xi32, {G}>
+    memref.store %s#0, %S[%c0] : memref<2xi32, {G}>
+    memref.store %s#1, %S[%c1] : memref<2xi32, {G}>
+    memref.store %h#0, %H[%c0] : memref<4xf16, {G}>
+    memref.store %h#1, %H[%c1] : memref<4xf16, {G}>
+    memref.store %h#2, %H[%c2] : memref<4xf16, {G}>
+    memref.store %h#3, %H[%c3] : memref<4xf16, {G}>
+    func.return
+  }}""",
+    )
+    a = np.array([0x3C00, 0xC000, 0x7C00, 0x0001, 0xFFFE, 0x7FFF, 7, 8], np.uint16)
+    z = np.zeros(2, np.int32)
+    _, u, s, h = run_kernel(m, "k", a, z.copy(), z.copy(), np.zeros(4, np.float16))
+    assert u.tolist() == [0xFFFE, 0x7FFF]
+    assert s.tolist() == [-2, 0x7FFF]
+    assert h.view(np.uint16).tolist() == a[:4].view(np.uint16).tolist()
+
+
+def _atom_module(ctx: Context, op: str, type_: str, elt: str) -> builtin.ModuleOp:
+    """@k(%M: memref<1x elt>, %V: memref<n x elt>, %Old: memref<n x elt>): for each i,
+    Old[i] = atom.op.type [M], V[i]."""
+    mt = f"memref<1x{elt}, {G}>"
+    vt = f"memref<6x{elt}, {G}>"
+    return module(
+        ctx,
+        f"""
+  func.func @k(%M: {mt}, %V: {vt}, %Old: {vt}) {{
+    %m = builtin.unrealized_conversion_cast %M : {mt} to !ptx.ptr<global>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 6 : index
+    scf.for %i = %c0 to %n step %c1 {{
+      %v = memref.load %V[%i] : {vt}
+      %old = ptx.atom {op} {type_} %m, %v : !ptx.ptr<global>, {elt}
+      memref.store %old, %Old[%i] : {vt}
+    }}
+    func.return
+  }}""",
+    )
+
+
+def _model(op: str, t: str, old: int, b: int) -> int:
+    """PTX ISA, atom: the new value (unsigned bits of width w)."""
+    w = int(t[1:])
+    mask = (1 << w) - 1
+
+    def s(x: int) -> int:
+        return x - (1 << w) if x >> (w - 1) else x
+
+    if op == "add":
+        return (old + b) & mask
+    if op in ("min", "max"):
+        pick = min if op == "min" else max
+        return pick(s(old), s(b)) & mask if t[0] == "s" else pick(old, b)
+    if op == "inc":
+        return 0 if old >= b else old + 1
+    if op == "dec":
+        return b if old == 0 or old > b else old - 1
+    return {"and": old & b, "or": old | b, "xor": old ^ b, "exch": b}[op]
+
+
+@pytest.mark.parametrize(
+    "op,t",
+    [
+        ("add", "u32"), ("add", "s32"), ("add", "u64"),
+        ("inc", "u32"), ("dec", "u32"),
+        ("min", "u32"), ("min", "s32"), ("max", "u64"), ("max", "s64"),
+        ("and", "b32"), ("or", "b64"), ("xor", "b32"), ("exch", "b64"),
+    ],
+)
+def test_atom_integer_ops_match_the_model(ctx, op, t):
+    w = int(t[1:])
+    elt = f"i{w}"
+    m = _atom_module(ctx, op, t, elt)
+    rng = np.random.default_rng(w + len(op))
+    udt = np.dtype(f"uint{w}")
+    start = np.array([0xFFFFFFF0 if op != "dec" else 0], udt)
+    values = rng.integers(0, 2**w, 6, dtype=udt)
+    values[0] = 3
+    values[1] = (1 << w) - 1 if w < 64 else 2**64 - 1
+    mem, _, old = run_kernel(m, "k", start.copy(), values.copy(), np.zeros(6, udt))
+    cur = int(start[0])
+    expect_old = []
+    for v in values.tolist():
+        expect_old.append(cur)
+        cur = _model(op, t, cur, int(v))
+    assert old.tolist() == expect_old
+    assert int(mem[0]) == cur
+
+
+def test_atom_add_u32_gives_tickets(ctx):
+    m = _atom_module(ctx, "add", "u32", "i32")
+    mem, _, old = run_kernel(m, "k", np.array([5], np.uint32), np.ones(6, np.uint32), np.zeros(6, np.uint32))
+    assert old.tolist() == [5, 6, 7, 8, 9, 10]
+    assert mem.tolist() == [11]
+
+
+def test_atom_add_f32_flushes_subnormals_and_f64_does_not(ctx):
+    tiny32 = np.float32(1e-40)  # subnormal
+    m = _atom_module(ctx, "add", "f32", "f32")
+    mem, _, old = run_kernel(
+        m, "k", np.array([0], np.float32),
+        np.array([tiny32, 1.5, 2.25, 0.1, -4, 1e30], np.float32), np.zeros(6, np.float32),
+    )
+    acc = np.float32(0)
+    for v in (0.0, 1.5, 2.25, np.float32(0.1), -4, np.float32(1e30)):
+        acc = np.float32(acc + np.float32(v))
+    assert mem[0] == acc
+    assert old[1].view(np.uint32) == 0  # 0 + subnormal: flushed to +0
+    m64 = _atom_module(ctx, "add", "f64", "f64")
+    mem64, _, _ = run_kernel(
+        m64, "k", np.array([0], np.float64), np.array([1e-310, 0, 0, 0, 0, 0], np.float64), np.zeros(6)
+    )
+    assert mem64[0] == 1e-310
+
+
+def _red_module(ctx: Context, n: int, vec: int) -> builtin.ModuleOp:
+    """@k(%X: memref<n*vec x f32>, %S: memref<vec x f32>): for each i,
+    red.add(.v{vec}).f32 [S], X[i*vec : i*vec+vec]."""
+    xt = f"memref<{n * vec}xf32, {G}>"
+    st = f"memref<{vec}xf32, {G}>"
+    loads = "\n".join(
+        f"      %o{j} = arith.addi %base, %c{j} : index\n      %x{j} = memref.load %X[%o{j}] : {xt}"
+        for j in range(vec)
+    )
+    consts = "\n".join(f"    %c{j} = arith.constant {j} : index" for j in range(max(vec, 2)))
+    xs = ", ".join(f"%x{j}" for j in range(vec))
+    types = ", ".join(["f32"] * vec)
+    return module(
+        ctx,
+        f"""
+  func.func @k(%X: {xt}, %S: {st}) {{
+    %s = builtin.unrealized_conversion_cast %S : {st} to !ptx.ptr<global>
+{consts}
+    %cv = arith.constant {vec} : index
+    %n = arith.constant {n} : index
+    scf.for %i = %c0 to %n step %c1 {{
+      %base = arith.muli %i, %cv : index
+{loads}
+      ptx.red add f32 %s, {xs} : !ptx.ptr<global>, {types}
+    }}
+    func.return
+  }}""",
+    )
+
+
+@pytest.mark.parametrize("vec", [1, 2, 4])
+def test_red_add_f32_sums_in_order(ctx, vec):
+    n = 37
+    x = np.random.default_rng(vec).standard_normal(n * vec).astype(np.float32)
+    _, s = run_kernel(_red_module(ctx, n, vec), "k", x, np.zeros(vec, np.float32))
+    expect = np.zeros(vec, np.float32)
+    for i in range(n):
+        for j in range(vec):
+            expect[j] = np.float32(expect[j] + x[i * vec + j])
+    assert s.view(np.uint32).tolist() == expect.view(np.uint32).tolist()
+
+
+def test_misaligned_and_out_of_bounds_accesses_are_errors(ctx):
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<6xf32, {G}>, %off: i64) {{
+    %a = builtin.unrealized_conversion_cast %A : memref<6xf32, {G}> to !ptx.ptr<global>
+    %p = ptx.add.ptr %a, %off : !ptx.ptr<global>, i64
+    %x:4 = ptx.ld.vec f32 %p : !ptx.ptr<global> -> f32, f32, f32, f32
+    func.return
+  }}""",
+    )
+    a = np.zeros(6, np.float32)
+    run_kernel(m, "k", a, 0)
+    with pytest.raises(InterpretationError, match=r"'ptx.ld.vec' accesses 16 bytes at byte offset 8: not 16-byte aligned"):
+        run_kernel(m, "k", a, 8)
+    with pytest.raises(InterpretationError, match=r"'ptx.ld.vec' accesses bytes \[16, 32\) of a 24-byte buffer"):
+        run_kernel(m, "k", a, 16)
+
+
+def test_half_precision_red_and_atom_keep_subnormals(ctx):
+    """red.add.noftz.v2.f16, red.max.noftz.v2.bf16 and atom.add.noftz.f16: subnormals
+    are kept (the ``.noftz`` forms), max returns one of its inputs."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%H: memref<2xf16, {G}>, %B: memref<2xbf16, {G}>, %O: memref<1xf16, {G}>, %x: f16, %y: bf16) {{
+    %h = builtin.unrealized_conversion_cast %H : memref<2xf16, {G}> to !ptx.ptr<global>
+    %b = builtin.unrealized_conversion_cast %B : memref<2xbf16, {G}> to !ptx.ptr<global>
+    ptx.red add noftz f16 %h, %x, %x : !ptx.ptr<global>, f16, f16
+    ptx.red max noftz bf16 %b, %y, %y : !ptx.ptr<global>, bf16, bf16
+    %old = ptx.atom add noftz f16 %h, %x : !ptx.ptr<global>, f16
+    %c0 = arith.constant 0 : index
+    memref.store %old, %O[%c0] : memref<1xf16, {G}>
+    func.return
+  }}""",
+    )
+    tiny = np.array([1], np.uint16).view(np.float16)[0]  # the smallest f16 subnormal
+    h = np.array([tiny, 1.0], np.float16)
+    b = np.array([0xBF80, 0x0001], np.uint16)  # bf16 -1.0 and the smallest subnormal
+    y = 0.5  # bf16 0.5 (exact)
+    h2, b2, old = run_kernel(m, "k", h, b, np.zeros(1, np.float16), tiny, y)
+    assert h2.view(np.uint16).tolist() == [3, 0x3C00]  # tiny + tiny + tiny, 1.0 + tiny rounds to 1.0
+    assert old.view(np.uint16).tolist() == [2]
+    assert b2.tolist() == [0x3F00, 0x3F00]  # max(-1, 0.5), max(tiny, 0.5)
