@@ -176,8 +176,9 @@ _INDEX_MAX = 2**63 - 1  # the largest value of the index type (64-bit, signed)
 
 
 def _is_int(d: object) -> bool:
-    """An integer, Python's or numpy's (``np.int64(4)``); not a bool."""
-    return isinstance(d, numbers.Integral) and not isinstance(d, bool) and type(d).__name__ != "bool_"
+    """An integer, Python's or numpy's (``np.int64(4)``); not a bool (numpy's bool is not
+    an ``Integral``)."""
+    return isinstance(d, numbers.Integral) and not isinstance(d, bool)
 
 
 def _element_bytes(t: Attribute) -> int:
