@@ -33,6 +33,7 @@ xDSL ops created inside a ``with T.kernel(...)`` block land in the kernel too.
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import sys
@@ -171,16 +172,49 @@ def _enum(enum: type, value: object, field: str, fn: str, valid: Sequence[object
     raise ValueError(f"'{field}' of T.{fn} must be one of {_names(members)}, got {value!r}")
 
 
-def _shape(shape: object, field: str, fn: str) -> list[int]:
-    items = [shape] if isinstance(shape, int) and not isinstance(shape, bool) else shape
+_INDEX_MAX = 2**63 - 1  # the largest value of the index type (64-bit, signed)
+
+
+def _is_int(d: object) -> bool:
+    """An integer, Python's or numpy's (``np.int64(4)``); not a bool (numpy's bool is not
+    an ``Integral``)."""
+    return isinstance(d, numbers.Integral) and not isinstance(d, bool)
+
+
+def _element_bytes(t: Attribute) -> int:
+    width = getattr(t, "bitwidth", None)
+    if width is None and isinstance(t, IntegerType):
+        width = t.width.data
+    return (width or 8) // 8 or 1  # (this module defines its own max)
+
+
+def _shape(shape: object, field: str, fn: str, element: Attribute | None = None) -> list[int]:
+    """``shape`` as a list of Python ints; every dimension, the element count and (with
+    ``element``) the byte size must fit the index type."""
+    items = [shape] if _is_int(shape) else shape
     if (
         not isinstance(items, Sequence)
         or isinstance(items, str)
         or not items
-        or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in items)
+        or any(not _is_int(d) or d < 1 for d in items)
     ):
         raise ValueError(f"'{field}' of T.{fn} must be a non-empty list of positive integers, got {shape!r}")
-    return list(items)
+    dims = [int(d) for d in items]
+    for i, d in enumerate(dims):
+        if d > _INDEX_MAX:
+            raise ValueError(
+                f"'{field}' of T.{fn}: dimension {i} must be at most 2**63 - 1 (the index type), got {d}"
+            )
+    total = 1
+    for d in dims:
+        total *= d
+    nbytes = total * (_element_bytes(element) if element is not None else 1)
+    if nbytes > _INDEX_MAX:
+        what = f"{total} elements of {element} ({nbytes} bytes)" if element is not None else f"{total} elements"
+        raise ValueError(
+            f"'{field}' of T.{fn} {dims} must hold at most 2**63 - 1 bytes (the index type), got {what}"
+        )
+    return dims
 
 
 def _launch_dims(value: object, field: str) -> list[int]:
@@ -337,7 +371,8 @@ class Kernel:
         name = _identifier(name, "name", "param")
         if name in self._params:
             raise ValueError(f"kernel '{self.name}' already has a parameter named '{name}'")
-        t = buffer_type(_shape(shape, "shape", "param"), dtype_of(dtype, "param"), MemoryScope.GLOBAL)
+        element = dtype_of(dtype, "param")
+        t = buffer_type(_shape(shape, "shape", "param", element), element, MemoryScope.GLOBAL)
         arg = self.body.insert_arg(t, len(self.body.args))
         arg.name_hint = name
         self._params[name] = arg
@@ -435,7 +470,8 @@ def alloc_buffer(
             "(global buffers are kernel parameters: use k.param)"
         )
     s = _enum(MemoryScope, scope, "scope", "alloc_buffer", _ALLOC_SCOPES)
-    t = buffer_type(_shape(shape, "shape", "alloc_buffer"), dtype_of(dtype, "alloc_buffer"), s)
+    element = dtype_of(dtype, "alloc_buffer")
+    t = buffer_type(_shape(shape, "shape", "alloc_buffer", element), element, s)
     if name is not None:
         _identifier(name, "name", "alloc_buffer")
     op = memref.AllocaOp.get(t.element_type, shape=t.get_shape(), memory_space=t.memory_space)

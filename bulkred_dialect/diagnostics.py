@@ -7,7 +7,7 @@ and pass errors are reported as ``file:line:col: error: 'op.name' message``.
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, MemRefType, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -114,10 +114,40 @@ def _root_message(err: BaseException) -> str:
     return ": ".join(parts) if len(parts) <= 2 else f"{parts[0]}: {parts[-1]}"
 
 
+# Dialects whose verifiers are ours: anything but a VerifyException from them is a bug
+# to report as one (an internal error), not bad input.
+_OUR_DIALECTS = ("ptx.", "bulkred.")
+
+
+def _check_indices(op: Operation) -> None:
+    """memref.load / memref.store: one index per dimension (xDSL's verifiers raise a bare
+    Exception for it)."""
+    if op.name not in ("memref.load", "memref.store"):
+        return
+    t = op.operands[0 if op.name == "memref.load" else 1].type
+    if isinstance(t, MemRefType):
+        n = len(op.operands) - (1 if op.name == "memref.load" else 2)
+        if n != t.get_num_dims():
+            raise VerifyException(
+                f"'indices' must hold one index per dimension of {t} ({t.get_num_dims()}), got {n}"
+            )
+
+
 def verify_located(module: ModuleOp) -> None:
-    """Verify every op, raising :class:`LocatedError` for the first (innermost) failure."""
+    """Verify every op, raising :class:`LocatedError` for the first (innermost) failure.
+
+    Some verifiers of xDSL's own dialects raise a bare ``Exception`` or fail an
+    ``assert`` on bad input; for ops of those dialects any exception is a verifier error.
+    """
     for op in module.walk():
         try:
+            _check_indices(op)
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
             raise LocatedError(op, _root_message(e)) from None
+        except Exception as e:
+            if op.name.startswith(_OUR_DIALECTS):
+                raise
+            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            text = text[:1].lower() + text[1:]
+            raise LocatedError(op, text or f"does not verify ({type(e).__name__})") from None

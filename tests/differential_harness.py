@@ -59,9 +59,9 @@ from bulkred_dialect.ops.target import (
     format_ptx_version,
 )
 
-TARGETS = ("sm_90a", "sm_100", "sm_100a")
+TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "differential.md"
-BATCH_SIZE = 400
+BATCH_SIZE = 4000
 
 # PTX ISA versions the bundled ptxas knows, oldest first (for "the version just below").
 PTX_VERSIONS: tuple[tuple[int, int], ...] = (
@@ -71,7 +71,7 @@ PTX_VERSIONS: tuple[tuple[int, int], ...] = (
 )
 
 # Modules of the ptx package that hold no instructions.
-_NOT_OP_MODULES = {"base"}
+_NOT_OP_MODULES = {"base", "addresses"}
 
 
 # region Collecting cases

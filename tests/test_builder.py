@@ -734,3 +734,66 @@ def test_doc_code_block(line, code, expected):
 
 
 # endregion
+
+
+# region Shapes: numpy integers are integers; sizes must fit the index type
+
+
+@pytest.mark.parametrize("make", [lambda np: [np.int64(4)], lambda np: np.int32(4), lambda np: (np.uint8(4),)])
+def test_numpy_integer_shapes_are_accepted(make):
+    np = pytest.importorskip("numpy")
+    with T.kernel("k", grid=make(np), block=[np.int64(32)]) as k:
+        X = k.param("X", make(np), "float32")
+        L = T.alloc_buffer(make(np), "float32")
+    assert X.type == _bt([4], f32, MemoryScope.GLOBAL)
+    assert list(L.type.get_shape()) == [4]
+    assert k.launch == LaunchAttr([4], [32], [1])
+    assert "memref<4xf32" in str(k.module())
+
+
+def test_numpy_bool_is_not_a_shape():
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match=r"'grid' of T.kernel must be a non-empty list of positive integers"):
+        T.kernel("k", grid=[np.True_])
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "message"),
+    [
+        ([2**63], "float32", "'shape' of T.param: dimension 0 must be at most 2**63 - 1 (the index type), got 9223372036854775808"),
+        ([4, 2**64], "float32", "'shape' of T.param: dimension 1 must be at most 2**63 - 1 (the index type), got 18446744073709551616"),
+        (
+            [2**61],
+            "float32",
+            "'shape' of T.param [2305843009213693952] must hold at most 2**63 - 1 bytes (the index type), "
+            "got 2305843009213693952 elements of f32 (9223372036854775808 bytes)",
+        ),
+        (
+            [2**32, 2**31],
+            "float16",
+            "'shape' of T.param [4294967296, 2147483648] must hold at most 2**63 - 1 bytes (the index type), "
+            "got 9223372036854775808 elements of f16 (18446744073709551616 bytes)",
+        ),
+    ],
+)
+def test_shape_must_fit_the_index_type(shape, dtype, message):
+    with T.kernel("k") as k:
+        with pytest.raises(ValueError) as e:
+            k.param("X", shape, dtype)
+        assert str(e.value) == message
+        with pytest.raises(ValueError, match="alloc_buffer"):
+            T.alloc_buffer(shape, dtype)
+
+
+def test_largest_shape_that_fits_is_accepted():
+    with T.kernel("k") as k:
+        X = k.param("X", [2**60 - 1], "float64")  # 2**63 - 8 bytes
+    assert list(X.type.get_shape()) == [2**60 - 1]
+
+
+def test_launch_dims_must_fit_the_index_type():
+    with pytest.raises(ValueError, match=r"'grid' of T.kernel: dimension 0 must be at most 2\*\*63 - 1"):
+        T.kernel("k", grid=[2**63])
+
+
+# endregion

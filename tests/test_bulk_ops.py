@@ -15,17 +15,15 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
+from bulkred_dialect.ops.ptx.addresses import check_aligned, known_alignment, trace_address
 from bulkred_dialect.ops.ptx.base import (
     PtrType,
     PtxInstruction,
     StateSpace,
     i16,
     i32,
-    check_aligned,
     i64,
-    known_alignment,
     register_class,
-    trace_address,
 )
 from bulkred_dialect.ops.ptx.bulk import (
     BULK_OPS,

@@ -310,7 +310,7 @@ def test_differential_cases_are_complete_and_unique():
     assert len(names) == len(set(names))
     relaxed = [n for n in names if n.startswith("red.async.relaxed.cluster.")]
     release = [n for n in names if n.startswith("red.async") and ".release." in n]
-    assert len(relaxed) == 8 * 4 * 3  # .op x .type x .ss (none, shared::cluster, global)
+    assert len(relaxed) == 8 * 5 * 3  # .op x .type (the spec's four and s64) x .ss (none, shared::cluster, global)
     assert len(release) == 2 * 3 * 3 * 4  # .mmio x .scope x .ss x .type
 
 

@@ -39,12 +39,12 @@ def test_parse_every_known_target(name):
     assert Target.parse(name).name == name
 
 
-def test_known_targets_span_sm80_to_sm120a():
-    assert KNOWN_TARGETS[0] == "sm_80" and KNOWN_TARGETS[-1] == "sm_120a"
-    assert {"sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a", "sm_120"} <= set(KNOWN_TARGETS)
+def test_known_targets_span_sm80_to_sm121f():
+    assert KNOWN_TARGETS[0] == "sm_80" and KNOWN_TARGETS[-1] == "sm_121f"
+    assert {"sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a", "sm_110a", "sm_120", "sm_121a"} <= set(KNOWN_TARGETS)
 
 
-@pytest.mark.parametrize("unknown", ["sm_121a", "sm_75", "sm_1000a", "sm_90f", "sm_80a", "sm_110"])
+@pytest.mark.parametrize("unknown", ["sm_101a", "sm_101", "sm_75", "sm_1000a", "sm_90f", "sm_80a"])
 def test_parse_rejects_unknown_sm(unknown):
     with pytest.raises(TargetError) as e:
         Target.parse(unknown)
@@ -270,7 +270,7 @@ def test_cli_spec_syntax_error_is_one_line(ok_file, capsys, flag, spec, message)
             "option 'explain' of bulkred-to-ptx is given twice",
         ),
         ("-p", "check-target{target=sm_9x}", "check-target: 'target' must look like sm_90, sm_90a or sm_100a, got 'sm_9x'"),
-        ("-p", "check-target{target=sm_121a}", f"check-target: 'target' must be one of {KNOWN}, got 'sm_121a'"),
+        ("-p", "check-target{target=sm_101a}", f"check-target: 'target' must be one of {KNOWN}, got 'sm_101a'"),
         ("-t", "ptx{target=sm_75}", f"output target ptx: 'target' must be one of {KNOWN}, got 'sm_75'"),
     ],
 )
@@ -489,7 +489,7 @@ def test_resolve_target_precedence():
     ("attr", "message"),
     [
         (IntegerAttr(90, i64), "'bulkred.target' must be a string such as \"sm_90a\", got 90 : i64"),
-        (StringAttr("sm_121a"), f"'bulkred.target' must be one of {KNOWN}, got 'sm_121a'"),
+        (StringAttr("sm_101a"), f"'bulkred.target' must be one of {KNOWN}, got 'sm_101a'"),
         (StringAttr("hopper"), "'bulkred.target' must look like sm_90, sm_90a or sm_100a, got 'hopper'"),
     ],
 )

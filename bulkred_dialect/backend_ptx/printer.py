@@ -44,7 +44,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xdsl.utils.target import Target as OutputTarget
 
-from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
+from bulkred_dialect.backend_ptx.assemble import AssemblerCrashed, PtxasError, assemble
 from bulkred_dialect.diagnostics import LocatedError, verify_located
 from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, i64, register_class
 from bulkred_dialect.ops.ptx.control import BranchInstruction, CondBraOp, RetOp, block_label
@@ -358,17 +358,22 @@ def print_ptx(module: ModuleOp, target: Target | str | None = None) -> str:
     return render(module, target).text
 
 
-def assemble_module(module: ModuleOp, target: Target | str | None = None) -> bytes:
+def assemble_module(
+    module: ModuleOp, target: Target | str | None = None, *, isolated: bool = False
+) -> bytes:
     """Print and assemble ``module``; return the cubin.
 
     A ptxas error becomes a :class:`LocatedError` on the op that printed the offending
     line: ``file:line:col: error: 'ptx.ld' ptxas (sm_90a) rejected PTX line 23
-    `ld.global.f32 %f1, [%rd2];`: <ptxas message>``.
+    `ld.global.f32 %f1, [%rd2];`: <ptxas message>``. With ``isolated`` nvJitLink runs in
+    a child process, so that a crash in it is an error here (``assemble``).
     """
     t = _as_target(module, target)
     printed = render(module, t)
     try:
-        return assemble(printed.text, t.name)
+        return assemble(printed.text, t.name, isolated=isolated)
+    except AssemblerCrashed as e:
+        raise PtxasRejected(str(e)) from None
     except PtxasError as e:
         diags = [d for d in e.diagnostics if d.severity == "error"] or e.diagnostics
         for d in diags:
@@ -387,7 +392,8 @@ def assemble_module(module: ModuleOp, target: Target | str | None = None) -> byt
 class PtxTarget(OutputTarget):
     """``-t ptx`` / ``-t 'ptx{target=sm_100a}'``: print the module as PTX.
 
-    With ``assemble=true`` the PTX is also assembled through nvJitLink; a ptxas
+    With ``assemble=true`` the PTX is also assembled through nvJitLink, in a child
+    process (a crash of the assembler is reported, not the end of bulkred-opt); a ptxas
     error is reported on the IR op that printed the offending line.
     """
 
@@ -400,7 +406,7 @@ class PtxTarget(OutputTarget):
         t = resolve_target(module, self.target)
         text = print_ptx(module, t)
         if self.assemble:
-            cubin = assemble_module(module, t)
+            cubin = assemble_module(module, t, isolated=True)
             text += f"// assembled by ptxas (nvJitLink) for {t.name}: {len(cubin)} bytes of cubin\n"
         output.write(text)
 

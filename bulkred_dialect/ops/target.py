@@ -15,23 +15,32 @@ from xdsl.utils.exceptions import DiagnosticException
 
 _TARGET_RE = re.compile(r"^sm_(\d+)([af]?)$")
 
-# The lowest PTX ISA version whose ptxas accepts each `.target` (PTX ISA "Release Notes").
+# The targets the bundled assembler (nvJitLink 13.5) knows from sm_80 on, each with the
+# lowest PTX ISA version it accepts in `.target` (probed: tests/test_targets.py checks
+# both). CUDA 13 renamed sm_101 to sm_110, and has no sm_101 any more.
 _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
     "sm_80": (7, 0),
     "sm_86": (7, 1),
+    "sm_87": (7, 4),
+    "sm_88": (9, 0),
     "sm_89": (7, 8),
     "sm_90": (7, 8),
     "sm_90a": (8, 0),
     "sm_100": (8, 6),
     "sm_100a": (8, 6),
     "sm_100f": (8, 8),
-    "sm_101": (8, 6),
-    "sm_101a": (8, 6),
     "sm_103": (8, 8),
     "sm_103a": (8, 8),
     "sm_103f": (8, 8),
+    "sm_110": (9, 0),
+    "sm_110a": (9, 0),
+    "sm_110f": (9, 0),
     "sm_120": (8, 7),
     "sm_120a": (8, 7),
+    "sm_120f": (8, 8),
+    "sm_121": (8, 8),
+    "sm_121a": (8, 8),
+    "sm_121f": (8, 8),
 }
 
 KNOWN_TARGETS: tuple[str, ...] = tuple(_TARGET_MIN_PTX)
@@ -91,7 +100,7 @@ def format_ptx_version(v: tuple[int, int]) -> str:
 @dataclass(frozen=True)
 class Requirement:
     """What an instruction form needs: ``sm`` or higher; with ``arch_specific`` the
-    ``a`` target of that SM family (for sm_100: sm_100a, sm_101a, sm_103a);
+    ``a`` target of that SM family (for sm_100: sm_100a, sm_103a);
     PTX ISA ``ptx`` or higher."""
 
     sm: int = 90

@@ -279,8 +279,16 @@ class BinaryArithOp(PtxInstruction, ABC):
                 raise VerifyException(f"{field} must be {want} for '.type' {t}, got {v.type}")
 
     def requirement(self) -> Requirement:
-        if self.type.data in (ArithType.F16, ArithType.BF16):
+        # PTX ISA 9.7.4 target notes: add/sub/mul .f16 need sm_53, .bf16 sm_90 (PTX ISA
+        # 7.8); min/max .f16 and .bf16 need sm_80 (PTX ISA 7.0). ptxas agrees
+        # (tests/test_differential.py, sm_80 to sm_100a).
+        t = self.type.data
+        if t == ArithType.BF16 and self.OPCODE in ROUNDING_OPCODES:
             return Requirement(sm=90, ptx=(7, 8))
+        if t in (ArithType.F16, ArithType.BF16) and self.OPCODE in ("min", "max"):
+            return Requirement(sm=80, ptx=(7, 0))
+        if t == ArithType.F16:
+            return Requirement(sm=53, ptx=(6, 0))
         return Requirement(sm=50, ptx=(6, 0))
 
     def ptx_mnemonic(self) -> str:

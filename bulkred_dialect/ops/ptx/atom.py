@@ -39,6 +39,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -47,7 +48,6 @@ from bulkred_dialect.ops.ptx.base import (
     StateSpace,
     addr,
     bf16,
-    check_aligned,
     f16,
     f32,
     f64,

@@ -42,6 +42,11 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import (
+    check_aligned,
+    check_inside_array,
+    check_mbarrier_address,
+)
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -49,9 +54,6 @@ from bulkred_dialect.ops.ptx.base import (
     RegisterNamer,
     StateSpace,
     addr,
-    check_aligned,
-    check_inside_array,
-    check_mbarrier_address,
     check_multiple_of_16,
     constant_int,
     i16,

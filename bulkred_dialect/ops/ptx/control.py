@@ -341,7 +341,15 @@ def cvt_roundings(d: CvtType, a: CvtType) -> tuple[CvtRounding | None, ...] | No
     return FLOAT_ROUNDING
 
 
-def _cvt_requirement(d: CvtType, a: CvtType) -> Requirement:
+def _cvt_requirement(d: CvtType, a: CvtType, rnd: CvtRounding | None) -> Requirement:
+    # PTX ISA 9.7.9.21 target notes: the .bf16 destination of cvt.frnd2.bf16.f32
+    # (frnd2 = .rn, .rz) needs sm_80 (PTX ISA 7.0), cvt.f32.bf16 sm_80 (PTX ISA 7.1), every
+    # other bf16 conversion sm_90 (PTX ISA 7.8). ptxas (nvJitLink 13.5) also takes
+    # cvt.{rm,rp}.bf16.f32 and cvt.{rn,rz,rm,rp}.f32.bf16 on sm_80: docs/differential.md.
+    if (d, a) == (CvtType.BF16, CvtType.F32) and rnd in (CvtRounding.RN, CvtRounding.RZ):
+        return Requirement(sm=80, ptx=(7, 0))
+    if (d, a) == (CvtType.F32, CvtType.BF16) and rnd is None:
+        return Requirement(sm=80, ptx=(7, 1))
     if CvtType.BF16 in (a, d):
         return Requirement(sm=90, ptx=(7, 8))
     if CvtType.F16 in (a, d):
@@ -437,7 +445,7 @@ class CvtOp(PtxInstruction):
                 raise VerifyException(f"'{field}' must be {want} for '.{field}type' {t}, got {v.type}")
 
     def requirement(self) -> Requirement:
-        return _cvt_requirement(self.dtype.data, self.atype.data)
+        return _cvt_requirement(self.dtype.data, self.atype.data, self.rnd.data if self.rnd is not None else None)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(

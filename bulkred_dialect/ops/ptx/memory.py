@@ -46,6 +46,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration, known_alignment
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -63,7 +64,7 @@ from bulkred_dialect.ops.ptx.base import (
     i16,
     i32,
     i64,
-    known_alignment,
+    constant_int,
     mnemonic,
     register_class,
 )
@@ -500,7 +501,7 @@ def _ld_vec_cases() -> Iterator[DiffCase]:
 
 
 @irdl_op_definition
-class CvtaToGlobalOp(PtxInstruction):
+class CvtaToGlobalOp(PtxInstruction, AddressOf):
     """Convert a generic address (a kernel's pointer parameter) to a global one.
 
     PTX: ``cvta.to.global.u64 d, a;``
@@ -530,12 +531,15 @@ class CvtaToGlobalOp(PtxInstruction):
     def ptx_mnemonic(self) -> str:
         return "cvta.to.global.u64"
 
+    def address_source(self) -> tuple[SSAValue, int]:
+        return self.src, 0
+
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.src)]
 
 
 @irdl_op_definition
-class PtrAddOp(PtxInstruction):
+class PtrAddOp(PtxInstruction, AddressOf):
     """Offset an address by a byte count (PTX has no pointer type: an integer add on the
     address register).
 
@@ -574,6 +578,9 @@ class PtrAddOp(PtxInstruction):
         assert isinstance(self.base.type, PtrType)
         return f"add.u{self.base.type.bits}"
 
+    def address_source(self) -> tuple[SSAValue, int | None]:
+        return self.base, constant_int(self.offset)
+
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.base), reg(self.offset)]
 
@@ -602,9 +609,20 @@ class AllocSpaceAttr(EnumAttribute[AllocSpace], SpacedOpaqueSyntaxAttribute):
 
 _DECL_SPACES = (StateSpace.SHARED_CTA, StateSpace.LOCAL)
 
+# The largest `.align` of an array declaration that ptxas (nvJitLink 13.5) assembles, used
+# or not, in .shared and .local: from 2**24 an unused .local array crashes ptxas
+# (segmentation fault), 2**30 on a .shared array does not finish, and 2**32 is "Constant
+# overflow". docs/differential.md, "Array declarations".
+MAX_ALIGN = 1 << 23
+
+# The most bytes of a .local array: a thread's local memory is at most 512 KiB (CUDA
+# Programming Guide, "Technical Specifications per Compute Capability"), which ptxas does
+# not check. .shared arrays: max_static_shared, per target, for all arrays of a kernel.
+MAX_LOCAL_BYTES = 512 * 1024
+
 
 @irdl_op_definition
-class AllocOp(PtxInstruction):
+class AllocOp(PtxInstruction, ArrayDeclaration):
     """Declare a byte array in ``.shared`` or ``.local`` memory (what ``memref.alloca``
     of shared or local scope becomes); ``ptx.mov.addr`` takes its address.
 
@@ -639,12 +657,28 @@ class AllocOp(PtxInstruction):
     def symbol(self) -> str:
         return self.sym_name.string_value()
 
+    def array_name(self) -> str:
+        return self.symbol
+
+    def array_size(self) -> int:
+        return self.size.value.data
+
+    def array_alignment(self) -> int:
+        return self.alignment.value.data
+
     def verify_(self) -> None:
-        if self.size.value.data < 1:
-            raise VerifyException(f"'size' must be at least 1 byte, got {self.size.value.data}")
+        size = self.size.value.data
+        if size < 1:
+            raise VerifyException(f"'size' must be at least 1 byte, got {size}")
+        if self.space.data == AllocSpace.LOCAL and size > MAX_LOCAL_BYTES:
+            raise VerifyException(
+                f"'size' of a .local array must be at most {MAX_LOCAL_BYTES} bytes, got {size}"
+            )
         a = self.alignment.value.data
         if a < 1 or a & (a - 1):
             raise VerifyException(f"'align' must be a power of two, got {a}")
+        if a > MAX_ALIGN:
+            raise VerifyException(f"'align' must be at most {MAX_ALIGN}, got {a}")
         # a second declaration of a name in one kernel is a ptxas error ("Duplicate
         # definition"); report it on the later one
         kernel = _kernel_of(self)
@@ -684,9 +718,12 @@ def find_alloc(op: PtxInstruction, symbol: str) -> AllocOp | None:
 
 # The most bytes of static .shared arrays one kernel may declare, as ptxas (nvJitLink
 # 13) enforces it: the architecture-specific targets of sm_90/sm_100 lift the 48 KiB of
-# the portable ones to the whole 227 KiB a CTA can have; sm_120a to 99 KiB.
+# the portable ones to the whole 227 KiB a CTA can have (sm_90a, sm_100a, sm_103a,
+# sm_110a); sm_120a and sm_121a to 99 KiB.
 _STATIC_SHARED_PORTABLE = 48 * 1024
-_STATIC_SHARED_ARCH: dict[int, int] = {90: 232448, 100: 232448, 101: 232448, 103: 232448, 120: 101376}
+_STATIC_SHARED_ARCH: dict[int, int] = {
+    90: 232448, 100: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376
+}
 
 
 def max_static_shared(target: Target) -> int:
@@ -719,7 +756,7 @@ def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[Allo
 
 
 @irdl_op_definition
-class MovAddrOp(PtxInstruction):
+class MovAddrOp(PtxInstruction, AddressOf):
     """The address of a ``ptx.alloc`` array, in its state space's window.
 
     PTX: ``mov.u32 d, name;`` (shared, 32-bit) or ``mov.u64 d, name;`` (local).
@@ -756,6 +793,9 @@ class MovAddrOp(PtxInstruction):
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), self.symbol.string_value()]
+
+    def address_source(self) -> tuple[AllocOp | None, int]:
+        return find_alloc(self, self.symbol.string_value()), 0
 
 
 def float_immediate(value: float, t: Attribute) -> str:
@@ -862,7 +902,7 @@ def copy_mnemonic(t: Attribute) -> str:
 
 
 @irdl_op_definition
-class MovOp(PtxInstruction):
+class MovOp(PtxInstruction, AddressOf):
     """Copy a register, possibly between IR types of one width (``i32`` to
     ``!ptx.ptr<shared::cta>``, ``!ptx.ptr<shared::cta>`` to ``!ptx.ptr<shared::cluster>``:
     a CTA's own shared address is also its shared::cluster address).
@@ -898,6 +938,10 @@ class MovOp(PtxInstruction):
 
     def ptx_mnemonic(self) -> str:
         return copy_mnemonic(self.result.type)
+
+    def address_source(self) -> tuple[SSAValue, int]:
+        # a register copy: the same address (e.g. a CTA's shared::cta one as shared::cluster)
+        return self.src, 0
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.result), reg(self.src)]

@@ -32,6 +32,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtrType,
@@ -39,7 +40,6 @@ from bulkred_dialect.ops.ptx.base import (
     RegisterNamer,
     StateSpace,
     addr,
-    check_aligned,
     i32,
     i64,
     mnemonic,
@@ -64,11 +64,13 @@ class RedAsyncOp(StrEnum):
 
 
 class RedAsyncType(StrEnum):
-    """``.type`` of the relaxed.cluster form, the union of its four syntax blocks."""
+    """``.type`` of the relaxed.cluster form: the union of its four syntax blocks, and
+    ``s64`` (``add`` only), which the blocks leave out and ptxas accepts."""
 
     U32 = "u32"
     S32 = "s32"
     U64 = "u64"
+    S64 = "s64"
     B32 = "b32"
 
 
@@ -113,6 +115,9 @@ class RedAsyncScopeAttr(EnumAttribute[RedAsyncScope], SpacedOpaqueSyntaxAttribut
 # endregion
 
 # The relaxed.cluster syntax blocks, as a table: .type -> the .op values valid with it.
+# `add.s64` is beyond the spec's table: ptxas (nvJitLink 13.5; ptxas 13.0 too, by the
+# audit of issue 9) assembles it on sm_90a and sm_100a, as it does `add.s64` of the
+# release form, and the add of two's-complement integers is the same bits as `add.u64`.
 RED_ASYNC_TABLE: dict[RedAsyncType, tuple[RedAsyncOp, ...]] = {
     RedAsyncType.U32: (
         RedAsyncOp.INC,
@@ -123,6 +128,7 @@ RED_ASYNC_TABLE: dict[RedAsyncType, tuple[RedAsyncOp, ...]] = {
     ),
     RedAsyncType.S32: (RedAsyncOp.MIN, RedAsyncOp.MAX, RedAsyncOp.ADD),
     RedAsyncType.U64: (RedAsyncOp.ADD,),
+    RedAsyncType.S64: (RedAsyncOp.ADD,),
     RedAsyncType.B32: (RedAsyncOp.AND, RedAsyncOp.OR, RedAsyncOp.XOR),
 }
 
@@ -188,9 +194,10 @@ class RedAsyncRelaxedClusterOp(RedAsyncBase):
 
     ``a`` and ``mbar`` are both ``!ptx.ptr<shared::cluster>`` (prints ``.shared::cluster``)
     or both ``!ptx.ptr<generic>`` (no ``.ss``, generic addressing); ``b`` is ``i32``, or
-    ``i64`` for ``u64``. ``.op`` x ``.type``: inc/dec u32; min/max u32, s32; and/or/xor
-    b32; add u32, s32, u64. The completion mechanism is always printed (ptxas requires it).
-    The table follows the spec; ptxas also takes ``add.s64``, which the spec does not list.
+    ``i64`` for ``u64``/``s64``. ``.op`` x ``.type``: inc/dec u32; min/max u32, s32;
+    and/or/xor b32; add u32, s32, u64 -- the spec's table -- and add s64, beyond it (ptxas
+    accepts it; see docs/differential.md). The completion mechanism is always printed
+    (ptxas requires it).
 
     Example::
 

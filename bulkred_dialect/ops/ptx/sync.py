@@ -33,8 +33,8 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.ptx.addresses import AddressOf, check_mbarrier_address
 from bulkred_dialect.ops.ptx.base import (
-    check_mbarrier_address,
     DiffCase,
     PtrType,
     PtxInstruction,
@@ -539,7 +539,7 @@ class BarSyncOp(PtxInstruction):
 
 
 @irdl_op_definition
-class MapaOp(PtxInstruction):
+class MapaOp(PtxInstruction, AddressOf):
     """Map the executing CTA's shared-memory address ``a`` to the corresponding address in
     the shared memory of the cluster's CTA ``rank``.
 
@@ -568,6 +568,10 @@ class MapaOp(PtxInstruction):
 
     def ptx_mnemonic(self) -> str:
         return "mapa.shared::cluster.u32"
+
+    def address_source(self) -> tuple[SSAValue, int]:
+        # the same offset in another CTA's copy of the array
+        return self.a, 0
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.d), reg(self.a), reg(self.rank)]

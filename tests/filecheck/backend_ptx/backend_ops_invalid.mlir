@@ -75,6 +75,48 @@ func.func @alloc_align() {
 
 // -----
 
+// ptxas crashes on an unused .local array aligned to 2**24 or more, and reports
+// "Constant overflow" for 2**32.
+func.func @alloc_align_too_large_local() {
+  // CHECK: error: 'ptx.alloc' 'align' must be at most 8388608, got 2147483648
+  ptx.alloc local @scratch size 16 align 2147483648
+  func.return
+}
+
+// -----
+
+func.func @alloc_align_too_large_shared() {
+  // CHECK: error: 'ptx.alloc' 'align' must be a power of two, got 4294967295
+  ptx.alloc shared @tile size 256 align 4294967295
+  func.return
+}
+
+// -----
+
+func.func @alloc_align_pow2_too_large_shared() {
+  // CHECK: error: 'ptx.alloc' 'align' must be at most 8388608, got 4294967296
+  ptx.alloc shared @tile size 256 align 4294967296
+  func.return
+}
+
+// -----
+
+func.func @alloc_align_negative() {
+  // CHECK: error: 'ptx.alloc' 'align' must be a power of two, got -16
+  ptx.alloc shared @tile size 256 align -16
+  func.return
+}
+
+// -----
+
+func.func @alloc_local_too_large() {
+  // CHECK: error: 'ptx.alloc' 'size' of a .local array must be at most 524288 bytes, got 524289
+  ptx.alloc local @big size 524289 align 16
+  func.return
+}
+
+// -----
+
 // Two declarations of one name in a kernel (ptxas: "Duplicate definition"): the second
 // is the error, in another space too.
 func.func @alloc_duplicate() {

@@ -43,9 +43,9 @@
 // TWICE-NOT: {{.}}
 
 // An SM missing from the PTX ISA table has no known PTX version: refused, listing the known ones.
-// RUN: not bulkred-opt %s -p 'check-target{target=sm_121a}' 2>&1 | filecheck %s --check-prefix=UNKNOWNSM
+// RUN: not bulkred-opt %s -p 'check-target{target=sm_101a}' 2>&1 | filecheck %s --check-prefix=UNKNOWNSM
 // UNKNOWNSM-NOT: Traceback
-// UNKNOWNSM: {{^}}bulkred-opt: error: check-target: 'target' must be one of sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_101, sm_101a, sm_103, sm_103a, sm_103f, sm_120, sm_120a, got 'sm_121a'
+// UNKNOWNSM: {{^}}bulkred-opt: error: check-target: 'target' must be one of sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_103, sm_103a, sm_103f, sm_110, sm_110a, sm_110f, sm_120, sm_120a, sm_120f, sm_121, sm_121a, sm_121f, got 'sm_101a'
 // UNKNOWNSM-NOT: {{.}}
 
 func.func @ok() {

@@ -18,8 +18,8 @@ builtin.module attributes {bulkred.target = 90} {
 
 // -----
 
-// CHECK: target_attr_errors.mlir:[[# @LINE + 1]]:1: error: 'builtin.module' 'bulkred.target' must be one of sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_101, sm_101a, sm_103, sm_103a, sm_103f, sm_120, sm_120a, got 'sm_121a'
-builtin.module attributes {bulkred.target = "sm_121a"} {
+// CHECK: target_attr_errors.mlir:[[# @LINE + 1]]:1: error: 'builtin.module' 'bulkred.target' must be one of sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_103, sm_103a, sm_103f, sm_110, sm_110a, sm_110f, sm_120, sm_120a, sm_120f, sm_121, sm_121a, sm_121f, got 'sm_101a'
+builtin.module attributes {bulkred.target = "sm_101a"} {
   // OPTION: func.func @unknown_sm
   func.func @unknown_sm() {
     func.return

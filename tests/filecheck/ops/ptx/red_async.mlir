@@ -13,6 +13,10 @@ func.func @relaxed_cluster(%a: !ptx.ptr<shared::cluster>, %mbar: !ptx.ptr<shared
   ptx.red.async.relaxed.cluster add s32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
   // CHECK: ptx.red.async.relaxed.cluster add u64 %{{.*}}, %{{.*}}, %{{.*}} : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
   ptx.red.async.relaxed.cluster add u64 %a, %c, %mbar : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
+  // add.s64 is beyond the spec's table; ptxas accepts it (docs/differential.md)
+  // CHECK: ptx.red.async.relaxed.cluster add s64 %{{.*}}, %{{.*}}, %{{.*}} : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
+  // GENERIC: "ptx.red.async.relaxed.cluster"(%a, %c, %mbar) <{op = #ptx<red_async_op add>, type = #ptx<red_async_type s64>}> : (!ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>) -> ()
+  ptx.red.async.relaxed.cluster add s64 %a, %c, %mbar : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
   // CHECK: ptx.red.async.relaxed.cluster inc u32
   ptx.red.async.relaxed.cluster inc u32 %a, %b, %mbar : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
   // CHECK: ptx.red.async.relaxed.cluster dec u32

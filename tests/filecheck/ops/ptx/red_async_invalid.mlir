@@ -30,6 +30,22 @@ func.func @min_u64(%a: !ptx.ptr<shared::cluster>, %c: i64) {
 
 // -----
 
+func.func @max_s64(%a: !ptx.ptr<shared::cluster>, %c: i64) {
+  // CHECK: error: 'ptx.red.async.relaxed.cluster' '.op' max is not valid with '.type' s64 (valid: add)
+  ptx.red.async.relaxed.cluster max s64 %a, %c, %a : !ptx.ptr<shared::cluster>, i64, !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
+func.func @add_s64_b_i32(%a: !ptx.ptr<shared::cluster>, %b: i32) {
+  // CHECK: error: 'ptx.red.async.relaxed.cluster' operand 'b' must be i64 for '.type' s64, got i32
+  ptx.red.async.relaxed.cluster add s64 %a, %b, %a : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>
+  func.return
+}
+
+// -----
+
 func.func @add_b32(%a: !ptx.ptr<shared::cluster>, %b: i32) {
   // CHECK: error: 'ptx.red.async.relaxed.cluster' '.op' add is not valid with '.type' b32 (valid: and, or, xor)
   ptx.red.async.relaxed.cluster add b32 %a, %b, %a : !ptx.ptr<shared::cluster>, i32, !ptx.ptr<shared::cluster>

@@ -1,0 +1,68 @@
+"""Mutation test: a few hundred seeded mutants of the example and lit inputs through
+bulkred-opt in-process; none may end in a traceback, an internal error, or an exit status
+other than 0 or 1 (tests/mutation_fuzz.py; run it alone for more mutants)."""
+
+from __future__ import annotations
+
+import random
+
+import mutation_fuzz as mf
+from bulkred_dialect import cli
+
+COUNT = 500
+SEED = 1
+
+
+def test_mutants_never_reach_a_traceback():
+    failures = list(mf.fuzz(COUNT, SEED))
+    assert not failures, f"{len(failures)} of {COUNT} mutants failed:\n\n" + "\n\n".join(
+        f.describe() for f in failures[:5]
+    )
+
+
+def test_seeds_cover_the_examples_and_every_pipeline_stage():
+    seeds = mf.seeds()
+    assert any(s.source.startswith("examples/") for s in seeds)
+    stages = {a for s in seeds for a in s.args}
+    for stage in ("bulkred-to-ptx", "lower-to-ptx", "lower-bulk-ops", "ptx"):
+        assert any(stage in a for a in stages), stage
+    assert not any("assemble=true" in a for a in stages)
+
+
+def test_mutations_are_seeded_and_change_the_input():
+    (s, *_) = mf.seeds()
+    vocab = ["%x", "0", "func.func"]
+    a = mf.mutate(s.text, random.Random(7), vocab)
+    assert a == mf.mutate(s.text, random.Random(7), vocab)
+    texts = {mf.mutate(s.text, random.Random(i), vocab)[0] for i in range(20)}
+    assert len(texts) > 10 and s.text + "\n" not in texts
+
+
+def test_the_fuzzer_reports_an_internal_error_and_a_bad_exit(monkeypatch, capsys):
+    """The check can fail: a cli.main that reports an internal error (or crashes) on some
+    inputs makes fuzz() yield failures."""
+    real = cli.main
+
+    def flaky(args):
+        text = open(args[0]).read()
+        if "func.func" in text and len(text) % 3 == 0:
+            print("bulkred-opt: internal error: KeyError: 'x'")
+            return 2
+        if len(text) % 3 == 1:
+            raise IndexError("list index out of range")
+        return real(args)
+
+    monkeypatch.setattr(mf.cli, "main", flaky)
+    failures = list(mf.fuzz(30, SEED))
+    assert failures
+    assert any(f.status == 2 and "internal error" in f.output for f in failures)
+    assert any(f.status == "raised IndexError" and "Traceback" in f.output for f in failures)
+
+
+def test_is_failure():
+    assert not mf.is_failure(0, "ok")
+    assert not mf.is_failure(1, "x.mlir:1:1: error: bad")
+    assert mf.is_failure(2, "")
+    assert mf.is_failure("timeout", "")
+    assert mf.is_failure(1, "Traceback (most recent call last):")
+    assert mf.is_failure(1, "bulkred-opt: internal error: Exception: boom")
