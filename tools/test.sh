@@ -8,8 +8,14 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
 status=0
+start=$SECONDS
 echo "== lit tests/filecheck"
 .venv/bin/lit -s tests/filecheck || status=1
+echo "== lit: $((SECONDS - start)) s"
+start=$SECONDS
 echo "== pytest tests"
-.venv/bin/python -m pytest -q -rs -n auto tests "$@" || status=1
+# One worker per CPU; a module's tests stay on one worker, so that a module-scoped
+# fixture (the differential report, assembled once) is not made once per worker.
+.venv/bin/python -m pytest -q -rs -n auto --dist loadfile tests "$@" || status=1
+echo "== pytest: $((SECONDS - start)) s"
 exit $status
