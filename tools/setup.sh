@@ -54,9 +54,12 @@ pip_quietly() {
   return $status
 }
 
+if ! command -v "$PY" >/dev/null; then
+  say "no '$PY' here: bulkred needs Python 3.11 or newer; name one with PYTHON=python3.12 bash $0"
+  exit 1
+fi
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  say "bulkred needs Python 3.11 or newer; '$PY' is $("$PY" --version 2>&1 || echo 'not found')."
-  say "Run with another one: PYTHON=python3.12 bash $0"
+  say "bulkred needs Python 3.11 or newer; '$PY' is $("$PY" --version 2>&1); name another with PYTHON=python3.12 bash $0"
   exit 1
 fi
 
