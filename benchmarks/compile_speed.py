@@ -137,9 +137,11 @@ def main() -> int:
     for n in sizes:
         text = module_of(n)
         for label, fn in ways:
-            runs = args.runs if n * args.runs <= 1500 else max(1, 1500 // n)
+            runs = args.runs if n * args.runs <= 1000 else max(1, 1000 // n)
             wall, cpu = median_of(runs, lambda: fn(text, "sm_90a"))
             print(f"   N={n:<5d} {label:7s} {ms(wall / n)} / {ms(cpu / n)}   ({runs} runs)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"   peak memory of this process: {peak:.0f} MiB")
 
     print("\n== start-up (target: bulkred-opt --help <= 1.2x xdsl-opt --help)")
     opt, xopt = tool("bulkred-opt"), tool("xdsl-opt")
