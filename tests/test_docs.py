@@ -59,7 +59,7 @@ def test_the_two_commands_share_one_environment():
     main_job = _sh_blocks(ROOT / "README.md")[0].splitlines()[0].split("  #", 1)[0].strip()
     assert main_job == "bash tools/setup.sh && .venv/bin/python tools/run_seed.py"
     test_sh = (ROOT / "tools" / "test.sh").read_text()
-    assert "bash tools/setup.sh" in test_sh and "pip" not in test_sh
+    assert "bash tools/setup.sh" in test_sh and "pip install" not in test_sh
     setup = (ROOT / "tools" / "setup.sh").read_text()
     assert 'VENV=.venv' in setup and "-m venv" in setup
 
