@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import gc
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import (
     ArgSpec,
@@ -149,3 +153,52 @@ def build_passes(text: str, available: Mapping[str, PassFactory]) -> tuple[Modul
         if s.name not in available:
             raise OptionError(unknown_pass_message(s.name, available))
     return tuple(build(s.name, available[s.name](), s) for s in specs)  # type: ignore[misc]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, then as it was.
+
+    IR is many small objects in reference cycles (an op and its parent block, a value and
+    its uses); each full collection walks every live one, so with the collector on,
+    compiling a module of N kernels costs O(N^2) (docs/compile_speed.md). Reference
+    counting still frees what is not in a cycle; the collector sweeps the rest after.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def apply_passes(
+    ctx: Context,
+    module: ModuleOp,
+    passes: Sequence[ModulePass],
+    *,
+    verify_each: bool = False,
+    verify_input: bool = True,
+    verify_output: bool = True,
+) -> None:
+    """Run ``passes`` on ``module`` in place with the garbage collector paused, verifying
+    the input before the first pass and the result after the last (located errors:
+    :class:`~bulkred_dialect.diagnostics.LocatedError`).
+
+    ``verify_each`` also verifies after every pass (mlir-opt's ``--verify-each``,
+    ``bulkred-opt --verify-each``), which names the pass that broke the IR but costs
+    a verification per pass. ``verify_output=False`` when the caller prints PTX next:
+    ``backend_ptx.printer.render`` verifies the module itself.
+    """
+    from bulkred_dialect.diagnostics import verify_located
+
+    with gc_paused():
+        if verify_input:
+            verify_located(module)
+        for i, p in enumerate(passes):
+            p.apply(ctx, module)
+            if verify_each and i < len(passes) - 1:
+                verify_located(module)
+        if verify_output and (passes or not verify_input):
+            verify_located(module)

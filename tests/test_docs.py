@@ -53,6 +53,36 @@ def test_readme_opens_with_the_two_commands():
     assert "tools/test.sh" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_the_two_commands_share_one_environment():
+    """The main job runs with .venv's python once tools/setup.sh made it; tools/test.sh
+    goes through the same script, so nothing is installed twice or into the system."""
+    main_job = _sh_blocks(ROOT / "README.md")[0].splitlines()[0].split("  #", 1)[0].strip()
+    assert main_job == "bash tools/setup.sh && .venv/bin/python tools/run_seed.py"
+    test_sh = (ROOT / "tools" / "test.sh").read_text()
+    assert "bash tools/setup.sh" in test_sh and "pip install" not in test_sh
+    setup = (ROOT / "tools" / "setup.sh").read_text()
+    assert 'VENV=.venv' in setup and "-m venv" in setup
+
+
+def _user_docs() -> list[Path]:
+    tools = [p for p in sorted((ROOT / "tools").iterdir()) if p.suffix in (".sh", ".py", ".md")]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *tools, *sorted((ROOT / "benchmarks").glob("*.py"))]
+
+
+def test_the_doc_list_covers_readme_docs_and_tools():
+    names = {p.name for p in _user_docs()}
+    assert {"README.md", "DEVELOPING.md", "builder.md", "compile_speed.md", "setup.sh", "test.sh"} <= names
+
+
+@pytest.mark.parametrize("path", _user_docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_link_only_inside_the_repo(path):
+    """../shared is beside our checkout, not in a clone: a doc points at the public PTX ISA
+    (by section) or at files in the repository instead."""
+    text = path.read_text()
+    for bad in ("../shared", "/work/shared", "shared/spec/", "shared/tools/"):
+        assert bad not in text, f"{path.name} mentions {bad}"
+
+
 README_COMMANDS = _bulkred_opt_commands(ROOT / "README.md")
 DOC_COMMANDS = [
     (f"{path.name}:{i}", cmd)

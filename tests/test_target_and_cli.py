@@ -514,34 +514,64 @@ def test_cli_bad_target_attribute_is_located(tmp_path, capsys):
 # region tools/test.sh
 
 
-def test_test_sh_fails_when_pip_install_fails(tmp_path):
-    """A failed `pip install -e .[test]` stops tools/test.sh, even when an older install
-    would pass the import check; pip's harmless warnings stay filtered out."""
+def _fake_checkout(tmp_path, pip_says: str, pip_status: int):
+    """tools/setup.sh and test.sh in ``tmp_path`` with a fake .venv whose python passes
+    every check (as an older install would) and whose ``pip install`` says ``pip_says``;
+    its lit and pytest print REACHED."""
     (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "test.sh").write_text((ROOT / "tools" / "test.sh").read_text())
+    for name in ("setup.sh", "test.sh"):
+        (tmp_path / "tools" / name).write_text((ROOT / "tools" / name).read_text())
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
     fake = tmp_path / ".venv" / "bin" / "python"
     fake.parent.mkdir(parents=True)
     fake.write_text(
         "#!/bin/sh\n"
         'case "$*" in\n'
-        '  *"pip install"*) echo "WARNING: Running pip as the root user"; echo "ERROR: no network" >&2; exit 1;;\n'
-        '  *"pip --version"*) echo "pip 0.0"; exit 0;;\n'
-        "  *) exit 0;;\n"  # the import check of an older install passes
+        f'  *"pip install"*) printf \'%s\\n\' "{pip_says}"; exit {pip_status};;\n'
+        '  *"print(hashlib"*) echo "not the stamp";;\n'
+        "  *) exit 0;;\n"  # the import checks of an older install pass
         "esac\n"
     )
     fake.chmod(0o755)
-    for tool in ("lit", "pytest"):  # must not be reached
+    for tool in ("lit", "pytest"):
         t = fake.parent / tool
         t.write_text("#!/bin/sh\necho REACHED\nexit 0\n")
         t.chmod(0o755)
-    r = subprocess.run(["bash", "tools/test.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    return fake
+
+
+def _run(tmp_path, script, fake):
+    r = subprocess.run(["bash", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHON": str(fake)})
-    out = r.stdout + r.stderr
-    assert r.returncode != 0, out
-    assert "install failed" in out
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_test_sh_fails_when_pip_install_fails(tmp_path):
+    """A failed `pip install -e .[test]` stops tools/setup.sh and so tools/test.sh, even
+    when an older install would pass the import check; pip's error is shown, its
+    harmless warnings are not."""
+    fake = _fake_checkout(tmp_path, "WARNING: Running pip as the 'root' user\nERROR: no network", 1)
+    status, out = _run(tmp_path, "tools/test.sh", fake)
+    assert status != 0, out
+    assert "setup: failed: .venv/bin/python -m pip install -e '.[test]'" in out
     assert "ERROR: no network" in out
     assert "WARNING: Running pip as" not in out
     assert "REACHED" not in out
+
+
+def test_setup_sh_shows_only_real_warnings_on_success(tmp_path):
+    fake = _fake_checkout(
+        tmp_path,
+        "WARNING: Location 'file:///x/' is ignored: it is neither a file nor a directory.\n"
+        "[notice] A new release of pip is available\n"
+        "ERROR: pip's dependency resolver does not currently take into account all the packages",
+        0,
+    )
+    status, out = _run(tmp_path, "tools/setup.sh", fake)
+    assert status == 0, out
+    assert "ERROR: pip's dependency resolver" in out
+    assert "Location" not in out and "[notice]" not in out
+    assert out.strip().endswith("setup: done")
 
 
 # endregion

@@ -1,0 +1,203 @@
+"""What keeps the compiler fast, checked without timing anything (timings live in
+benchmarks/compile_speed.py and docs/compile_speed.md): bulkred-opt's start-up imports
+nothing that ``--help`` and argument checking do not need, the drivers verify the input
+and the result once (every pass only with ``--verify-each``), and the garbage collector
+is paused while they compile."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from bulkred_dialect import cli, diagnostics
+from bulkred_dialect.backend_ptx import printer
+from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.pipeline import apply_passes, build_passes, available_passes, gc_paused
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "examples" / "seed_sum32.mlir"
+
+# Imported only when a pass, the PTX printer, the GPU runtime or the interpreter is used.
+HEAVY = (
+    "numpy",
+    "cuda",
+    "nvidia",
+    "bulkred_dialect.ops.ptx",
+    "bulkred_dialect.backend_ptx",
+    "bulkred_dialect.interpreter",
+    "bulkred_dialect.passes.lower_tile_reductions",
+    "bulkred_dialect.passes.variants",
+)
+
+
+def _modules_after(code: str) -> list[str]:
+    """The heavy modules imported by running ``code`` in a fresh interpreter."""
+    probe = (
+        f"{code}\nimport sys\n"
+        f"print('-- modules --', *(m for m in sys.modules if m.startswith({HEAVY!r})))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout.rsplit("-- modules --", 1)[1].split()
+
+
+def test_the_probe_sees_heavy_imports():
+    assert "numpy" in _modules_after("import numpy")
+    assert "bulkred_dialect.ops.ptx" in _modules_after("import bulkred_dialect.passes.check_target")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import bulkred_dialect.cli",
+        "import bulkred_dialect.universe",  # loaded by plain xdsl-opt as a plugin
+        "from bulkred_dialect.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    ],
+    ids=["import-cli", "import-universe", "help"],
+)
+def test_start_up_imports_nothing_heavy(code):
+    assert _modules_after(code) == []
+
+
+def test_parsing_tile_ir_needs_no_ptx_dialect_nor_passes(tmp_path):
+    """Printing a tile-level file back (no -p) loads the bulkred dialect only."""
+    code = (
+        "import contextlib, io\nfrom bulkred_dialect.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main([{str(SEED)!r}]) == 0"
+    )
+    assert _modules_after(code) == []
+
+
+class _Count:
+    """Wraps verify_located, counting calls and noting whether the collector was on."""
+
+    def __init__(self, real):
+        self.real, self.calls, self.gc_on = real, 0, []
+
+    def __call__(self, module):
+        self.calls += 1
+        self.gc_on.append(gc.isenabled())
+        return self.real(module)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    counts = {}
+    for owner in (cli, printer, diagnostics):
+        counts[owner.__name__.rsplit(".", 1)[-1]] = c = _Count(diagnostics.verify_located)
+        monkeypatch.setattr(owner, "verify_located", c)
+    return counts
+
+
+@pytest.mark.parametrize(
+    ("args", "in_cli", "in_printer"),
+    [
+        ([], 1, 0),
+        (["-p", "lower-tile-reductions,legalize-for-target,lower-to-ptx"], 2, 0),
+        (["-p", "lower-tile-reductions,legalize-for-target,lower-to-ptx", "--verify-each"], 4, 0),
+        (["-p", "bulkred-to-ptx", "-t", "ptx"], 1, 1),  # the printer verifies the result
+        (["-p", "lower-tile-reductions,lower-to-ptx", "-t", "ptx", "--verify-each"], 2, 1),
+    ],
+)
+def test_cli_verifies_input_and_result_once(counted, capsys, args, in_cli, in_printer):
+    assert cli.main([str(SEED), *args]) == 0
+    assert capsys.readouterr().out
+    assert (counted["cli"].calls, counted["printer"].calls) == (in_cli, in_printer)
+
+
+def test_cli_compiles_with_the_collector_paused(counted, capsys):
+    assert gc.isenabled()
+    assert cli.main([str(SEED), "-p", "lower-tile-reductions"]) == 0
+    assert counted["cli"].gc_on == [False, False]
+    assert gc.isenabled()
+
+
+def test_gc_paused_restores_the_state():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(KeyError), gc_paused():
+        raise KeyError("x")
+    assert gc.isenabled()
+
+
+@dataclass(frozen=True)
+class DropTerminators(ModulePass):
+    """Breaks the IR: every kernel loses its func.return."""
+
+    name = "test-drop-terminators"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in op.walk():
+            if isinstance(f, func.FuncOp):
+                f.body.block.last_op.detach()
+
+
+@dataclass(frozen=True)
+class Record(ModulePass):
+    name = "test-record"
+    ran: list = None  # type: ignore[assignment]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.ran.append(True)
+
+
+def _seed():
+    from bulkred_dialect.backend_ptx.runtime import context, parse
+
+    return context(), parse(SEED.read_text(), str(SEED))
+
+
+@pytest.mark.parametrize(
+    ("options", "calls"),
+    [
+        ({}, 2),
+        ({"verify_each": True}, 4),
+        ({"verify_input": False, "verify_output": False}, 0),
+        ({"verify_input": False, "verify_output": False, "verify_each": True}, 2),
+    ],
+)
+def test_apply_passes_verify_counts(monkeypatch, options, calls):
+    ctx, module = _seed()
+    count = _Count(diagnostics.verify_located)
+    monkeypatch.setattr(diagnostics, "verify_located", count)
+    passes = build_passes("lower-tile-reductions,legalize-for-target,lower-to-ptx", available_passes())
+    apply_passes(ctx, module, passes, **options)
+    assert count.calls == calls
+    assert count.gc_on == [False] * calls
+    assert gc.isenabled()
+
+
+def test_apply_passes_catches_broken_ir_at_the_end_or_at_once():
+    ctx, module = _seed()
+    ran: list = []
+    with pytest.raises(LocatedError, match="seed_sum32.mlir:12:5: .*is not a terminator"):
+        apply_passes(ctx, module, [DropTerminators(), Record(ran=ran)])
+    assert ran == [True]  # found after the last pass
+    ctx, module = _seed()
+    ran.clear()
+    with pytest.raises(LocatedError, match="seed_sum32.mlir:12:5: .*is not a terminator"):
+        apply_passes(ctx, module, [DropTerminators(), Record(ran=ran)], verify_each=True)
+    assert ran == []  # found before the next pass ran
