@@ -2,7 +2,7 @@
 
 It builds the same IR as the MLIR text (``func.func`` with ``bulkred.launch``,
 ``memref.alloca`` buffers, ``bulkred.*`` ops) and reads like the TIRx card's program
-(``docs/builder.md``; spec: ../shared/spec/tirx-reduction-sm100-packed.md)::
+(``docs/builder.md``; the TIRx reduction card is written out in ``docs/lowering.md``)::
 
     from bulkred_dialect import builder as T
 

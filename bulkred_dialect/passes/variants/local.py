@@ -14,7 +14,7 @@ Example: ``bulkred.reduce max thread %a, %b : memref<4x16xi32, #bulkred.scope<lo
 memref<4xi32, #bulkred.scope<local>>`` becomes a loop over the 4 rows around a loop
 of 15 ``ptx.max s32``.
 
-Spec: ../shared/spec/tirx-reduction-sm100-packed.md ("reduction -> local").
+Spec: docs/lowering.md ("local").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ memref<1xf32, #bulkred.scope<local>>`` on sm_100a becomes 12 ``ptx.add.f32x2 rn 
 for the three further chunks (fewer than eight: no loop), 3 for the 8 -> 2 tree and one
 ``ptx.add rn f32``.
 
-Spec: ../shared/spec/tirx-reduction-sm100-packed.md (TIRx ``sm100_packed.py``).
+Spec: docs/lowering.md ("sm100_packed"), after TVM TIRx ``python/tvm/backend/cuda/operator/tile_primitive/reduction/sm100_packed.py``.
 """
 
 from __future__ import annotations
