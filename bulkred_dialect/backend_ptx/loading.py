@@ -267,9 +267,12 @@ def parse(text: str, name: str = "<input>") -> ModuleOp:
     return module
 
 
-def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> ModuleOp:
+def lower_tile_module(
+    module: ModuleOp, target: Any = None, pipeline: str | None = None, *, verify_each: bool = False
+) -> ModuleOp:
     """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``, any spec ``bulkred-opt -p``
-    accepts) on ``module`` in place, verifying after each pass (located errors).
+    accepts) on ``module`` in place with the garbage collector paused, verifying the input
+    and the result (and after every pass with ``verify_each``; located errors).
 
     A malformed spec, an unknown pass or a bad option value raises :class:`PipelineError`
     (a ``ValueError``) before anything runs::
@@ -277,10 +280,7 @@ def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None
         lower_tile_module(m, pipeline="lower-tile-reductions{explain=maybe}")
         # PipelineError: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
     """
-    from xdsl.passes import PassPipeline
-
-    from bulkred_dialect.diagnostics import verify_located
-    from bulkred_dialect.pipeline import OptionError, available_passes, build_passes
+    from bulkred_dialect.pipeline import OptionError, apply_passes, available_passes, build_passes
 
     tgt = _target_for(target)
     spec = pipeline or f"bulkred-to-ptx{{target={_arch_name(tgt)}}}"
@@ -289,11 +289,7 @@ def lower_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None
     except OptionError as e:
         raise PipelineError(str(e)) from None
 
-    def verify_between(_prev: Any, m: ModuleOp, _next: Any) -> None:
-        verify_located(m)
-
-    PassPipeline(passes, verify_between).apply(context(), module)  # type: ignore[arg-type]
-    verify_located(module)
+    apply_passes(context(), module, passes, verify_each=verify_each)
     return module
 
 
@@ -312,15 +308,18 @@ def compile_tile_module(module: ModuleOp, target: Any = None, pipeline: str | No
 
 
 def _lower_print_and_assemble(module: ModuleOp, tgt: Any, pipeline: str | None) -> CompiledModule:
-    recorded = signatures_of_module(module)
-    lower_tile_module(module, tgt, pipeline)
-    lowered = signatures_of_module(module)
-    sigs = {}
-    for name in set(recorded) | set(lowered):
-        s = _merge(recorded.get(name), lowered.get(name))
-        if s is not None:
-            sigs[name] = s
-    return _print_and_assemble(module, tgt, sigs)
+    from bulkred_dialect.pipeline import gc_paused
+
+    with gc_paused():  # lowering and printing make many short-lived cycles (docs/compile_speed.md)
+        recorded = signatures_of_module(module)
+        lower_tile_module(module, tgt, pipeline)
+        lowered = signatures_of_module(module)
+        sigs = {}
+        for name in set(recorded) | set(lowered):
+            s = _merge(recorded.get(name), lowered.get(name))
+            if s is not None:
+                sigs[name] = s
+        return _print_and_assemble(module, tgt, sigs)
 
 
 # endregion

@@ -47,7 +47,7 @@ from xdsl.utils.target import Target as OutputTarget
 from bulkred_dialect.backend_ptx.assemble import AssemblerCrashed, PtxasError, assemble
 from bulkred_dialect.diagnostics import LocatedError, verify_located
 from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, i64, register_class
-from bulkred_dialect.ops.ptx.control import BranchInstruction, CondBraOp, RetOp, block_label
+from bulkred_dialect.ops.ptx.control import BranchInstruction, CondBraOp, RetOp, block_label, kernel_labels, labels_of
 from bulkred_dialect.ops.ptx.memory import (
     AllocOp,
     CvtaToGlobalOp,
@@ -346,9 +346,12 @@ def render(module: ModuleOp, target: Target | str | None = None) -> PrintedPtx:
     for op in module.ops:
         if not isinstance(op, func.FuncOp):
             raise LocatedError(op, "cannot be printed as PTX: a module holds only func.func kernels")
+    kernels = list(module.ops)
+    for i, op in enumerate(kernels):
         out.add("", None)
         out.add(f"\t// .globl\t{op.sym_name.data}", op)
-        _KernelPrinter(op, t).print(out)
+        with labels_of(kernel_labels(i, op)):
+            _KernelPrinter(op, t).print(out)
     return out
 
 

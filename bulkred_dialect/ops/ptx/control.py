@@ -13,6 +13,9 @@ float type also accepts a float register of its width.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from abc import ABC
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
@@ -461,8 +464,30 @@ class CvtOp(PtxInstruction):
 # region Branches
 
 
+_LABELS: ContextVar[dict[Block, str] | None] = ContextVar("bulkred_block_labels", default=None)
+
+
+def kernel_labels(kernel_index: int, kernel: Operation) -> dict[Block, str]:
+    """The label of every block of ``kernel``, the ``kernel_index``-th of its module."""
+    return {block: f"$L__BB{kernel_index}_{b}" for b, block in enumerate(kernel.regions[0].blocks)}
+
+
+@contextmanager
+def labels_of(labels: dict[Block, str]) -> Iterator[None]:
+    """While printing a module, :func:`block_label` reads the labels computed once
+    (:func:`kernel_labels`) instead of searching the module for each block."""
+    token = _LABELS.set(labels)
+    try:
+        yield
+    finally:
+        _LABELS.reset(token)
+
+
 def block_label(block: Block) -> str:
     """The PTX label of a kernel block: ``$L__BB<kernel index>_<block index>``."""
+    labels = _LABELS.get()
+    if labels is not None and block in labels:
+        return labels[block]
     region = block.parent_region()
     b = 0
     if region is not None:
