@@ -257,8 +257,8 @@ def test_project_registry():
     assert reg is REGISTRY
     got = [(v.name, v.priority, [p.name for p in v.predicates]) for v in reg.of("bulkred.reduce")]
     grid = ["exec_scope", "form", "kernel", "dtype"]
-    warp = ["exec_scope", "local_scope", "dst_len", "block"]
-    cluster = ["exec_scope", "local_scope", "dst_len", "dtype", "block", "cluster"]
+    collective = ["exec_scope", "local_scope", "dst_len", "dtype", "block"]
+    cluster = [*collective, "cluster"]
     assert got == [
         ("grid_rows", 65, grid),
         ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic"]),
@@ -267,10 +267,10 @@ def test_project_registry():
         ("grid_full", 60, grid),
         ("cluster_red_async", 51, cluster),
         ("cluster_dsmem", 50, cluster),
-        ("cta_shared", 40, ["exec_scope", "local_scope", "dst_len", "dtype", "block"]),
-        ("warp_redux_f32", 33, [*warp, "dtype", "kind", "sm_version"]),
-        ("warp_redux", 32, [*warp, "dtype"]),
-        ("warp_shuffle", 30, ["exec_scope", "local_scope", "dst_len", "dtype", "block"]),
+        ("cta_shared", 40, collective),
+        ("warp_redux_f32", 33, [*collective, "kind", "sm_version"]),
+        ("warp_redux", 32, collective),
+        ("warp_shuffle", 30, collective),
         (
             "sm100_packed",
             20,

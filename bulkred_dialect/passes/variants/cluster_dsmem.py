@@ -24,22 +24,19 @@ from bulkred_dialect.ops.ptx.sync import (
     MapaOp,
 )
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import exec_scope_in, src_dst_in_scope
+from bulkred_dialect.ops.tile import ExecScope, ReduceOp
+from bulkred_dialect.passes.dispatch import register_variant
 from bulkred_dialect.passes.variants.kernel import (
-    ELEMS,
+    ANY_COLLECTIVE_DTYPE,
+    CLUSTER_OF_TWO_OR_MORE,
     KernelEmitter,
     acc_ldst,
-    block_threads,
-    cluster_ctas,
-    collective_dtype,
+    collective_predicates,
     cta_reduce,
     elem_of,
     emitter_at,
     launch_of,
     linear_tid,
-    one_value,
     store_result,
     thread_value,
 )
@@ -52,14 +49,7 @@ def cluster_barrier(e: KernelEmitter) -> None:
     e.add(BarrierClusterWaitOp(acquire=True))
 
 
-PREDICATES = [
-    Predicate("exec_scope", exec_scope_in(ExecScope.CLUSTER), expected="cluster"),
-    Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
-    Predicate("dst_len", one_value, expected="1"),
-    Predicate("dtype", collective_dtype, expected=", ".join(ELEMS)),
-    Predicate("block", block_threads, expected="a multiple of 32 threads"),
-    Predicate("cluster", cluster_ctas, expected=">= 2 CTAs"),
-]
+PREDICATES = collective_predicates(ExecScope.CLUSTER, ANY_COLLECTIVE_DTYPE, CLUSTER_OF_TWO_OR_MORE)
 
 
 @register_variant("bulkred.reduce", "cluster_dsmem", priority=50, predicates=PREDICATES)

@@ -39,22 +39,21 @@ from bulkred_dialect.ops.ptx.sync import (
     MbarrierTryWaitParityOp,
 )
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceKind, ReduceOp
+from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in, exec_scope_in, src_dst_in_scope
+from bulkred_dialect.passes.variants import dtype_in
 from bulkred_dialect.passes.variants.cluster_dsmem import cluster_barrier
 from bulkred_dialect.passes.variants.kernel import (
+    CLUSTER_OF_TWO_OR_MORE,
     ELEMS,
     KernelEmitter,
-    block_threads,
-    cluster_ctas,
+    collective_predicates,
     cta_reduce,
     elem_of,
     emitter_at,
     identity,
     launch_of,
     linear_tid,
-    one_value,
     store_result,
     thread_value,
 )
@@ -136,14 +135,9 @@ elem_i32 = ELEMS["int32"]
 
 @register_variant(
     "bulkred.reduce", "cluster_red_async", priority=51,
-    predicates=[
-        Predicate("exec_scope", exec_scope_in(ExecScope.CLUSTER), expected="cluster"),
-        Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
-        Predicate("dst_len", one_value, expected="1"),
-        Predicate("dtype", dtype_in("int32"), expected="int32"),
-        Predicate("block", block_threads, expected="a multiple of 32 threads"),
-        Predicate("cluster", cluster_ctas, expected=">= 2 CTAs"),
-    ],
+    predicates=collective_predicates(
+        ExecScope.CLUSTER, Predicate("dtype", dtype_in("int32"), expected="int32"), CLUSTER_OF_TWO_OR_MORE
+    ),
 )
 def lower_cluster_red_async(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)

@@ -59,6 +59,7 @@ from bulkred_dialect.ops.ptx.sync import BarSyncOp
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
+    ExecScope,
     LaunchAttr,
     MemoryScope,
     ReduceKind,
@@ -67,6 +68,7 @@ from bulkred_dialect.ops.tile import (
     enclosing_kernel,
     kernel_launch,
 )
+from bulkred_dialect.passes.dispatch import Predicate
 from bulkred_dialect.passes.variants.local import combine
 
 WARP = 32
@@ -573,3 +575,22 @@ def linear_tid(e: KernelEmitter, op: Operation) -> tuple[SSAValue, int]:
 
 
 # endregion
+
+
+def collective_predicates(scope: ExecScope, dtype: Predicate, *extra: Predicate) -> list[Predicate]:
+    """The predicates of a warp, CTA or cluster variant: the scope, local buffers, one
+    result, the element type, whole warps, then the variant's own."""
+    from bulkred_dialect.passes.variants import exec_scope_in, src_dst_in_scope
+
+    return [
+        Predicate("exec_scope", exec_scope_in(scope), expected=str(scope)),
+        Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
+        Predicate("dst_len", one_value, expected="1"),
+        dtype,
+        Predicate("block", block_threads, expected="a multiple of 32 threads"),
+        *extra,
+    ]
+
+
+ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(ELEMS))
+CLUSTER_OF_TWO_OR_MORE = Predicate("cluster", cluster_ctas, expected=">= 2 CTAs")

@@ -17,14 +17,13 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceKind, ReduceOp
+from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in, exec_scope_in, src_dst_in_scope
+from bulkred_dialect.passes.variants import dtype_in
 from bulkred_dialect.passes.variants.kernel import (
-    block_threads,
+    collective_predicates,
     elem_of,
     emitter_at,
-    one_value,
     store_result,
     thread_value,
     warp_reduce,
@@ -44,12 +43,6 @@ def _sm100a(op: Operation, target: Target) -> tuple[bool, object]:
     return ok, target.name
 
 
-_COMMON = [
-    Predicate("exec_scope", exec_scope_in(ExecScope.WARP), expected="warp"),
-    Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
-    Predicate("dst_len", one_value, expected="1"),
-    Predicate("block", block_threads, expected="a multiple of 32 threads"),
-]
 
 
 def lower_warp_redux(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -63,17 +56,17 @@ def lower_warp_redux(op: Operation, rewriter: PatternRewriter, target: Target) -
 
 register_variant(
     "bulkred.reduce", "warp_redux_f32", priority=33,
-    predicates=[
-        *_COMMON,
+    predicates=collective_predicates(
+        ExecScope.WARP,
         Predicate("dtype", dtype_in("float32"), expected="float32"),
         Predicate("kind", _kind_in(ReduceKind.MAX, ReduceKind.MIN), expected="max, min"),
         Predicate("sm_version", _sm100a, expected="sm_100a or later 'a' target"),
-    ],
+    ),
     lower=lower_warp_redux,
 )
 
 register_variant(
     "bulkred.reduce", "warp_redux", priority=32,
-    predicates=[*_COMMON, Predicate("dtype", dtype_in("int32"), expected="int32")],
+    predicates=collective_predicates(ExecScope.WARP, Predicate("dtype", dtype_in("int32"), expected="int32")),
     lower=lower_warp_redux,
 )

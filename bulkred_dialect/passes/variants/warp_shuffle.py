@@ -15,16 +15,13 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import exec_scope_in, src_dst_in_scope
+from bulkred_dialect.ops.tile import ExecScope, ReduceOp
+from bulkred_dialect.passes.dispatch import register_variant
 from bulkred_dialect.passes.variants.kernel import (
-    ELEMS,
-    block_threads,
-    collective_dtype,
+    ANY_COLLECTIVE_DTYPE,
+    collective_predicates,
     elem_of,
     emitter_at,
-    one_value,
     store_result,
     thread_value,
     warp_reduce,
@@ -33,13 +30,7 @@ from bulkred_dialect.passes.variants.kernel import (
 
 @register_variant(
     "bulkred.reduce", "warp_shuffle", priority=30,
-    predicates=[
-        Predicate("exec_scope", exec_scope_in(ExecScope.WARP), expected="warp"),
-        Predicate("local_scope", src_dst_in_scope(MemoryScope.LOCAL), expected="src local, dst local"),
-        Predicate("dst_len", one_value, expected="1"),
-        Predicate("dtype", collective_dtype, expected=", ".join(ELEMS)),
-        Predicate("block", block_threads, expected="a multiple of 32 threads"),
-    ],
+    predicates=collective_predicates(ExecScope.WARP, ANY_COLLECTIVE_DTYPE),
 )
 def lower_warp_shuffle(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
