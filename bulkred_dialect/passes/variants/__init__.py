@@ -37,7 +37,13 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp, scope_of
+from bulkred_dialect.ops.tile import (
+    ExecScope,
+    MemoryScope,
+    ReduceKind,
+    ReduceOp,
+    scope_of,
+)
 
 # region Predicates on bulkred.reduce
 # Each returns (holds, the value found); the dispatcher shows both.
@@ -112,6 +118,14 @@ def dtype_in(*names: str) -> Callable[[Operation, Target], tuple[bool, object]]:
     def check(op: Operation, target: Target) -> tuple[bool, object]:
         name = dtype_name(element_type(op))
         return name in names, name
+
+    return check
+
+
+def kind_in(*kinds: ReduceKind) -> Callable[[Operation, Target], tuple[bool, object]]:
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        return op.kind.data in kinds, op.kind.data
 
     return check
 

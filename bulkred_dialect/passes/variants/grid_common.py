@@ -48,10 +48,9 @@ from bulkred_dialect.ops.tile import (
 from bulkred_dialect.passes.dispatch import Predicate
 from bulkred_dialect.passes.variants import exec_scope_in
 from bulkred_dialect.passes.variants.kernel import (
-    ELEMS,
+    ANY_COLLECTIVE_DTYPE,
     Elem,
     KernelEmitter,
-    collective_dtype,
     elem_of,
 )
 
@@ -116,29 +115,13 @@ def not_deterministic(op: Operation, target: Target) -> tuple[bool, object]:
     return not asked, "requested" if asked else "not requested"
 
 
-def kind_in(*kinds: ReduceKind):
-    def check(op: Operation, target: Target) -> tuple[bool, object]:
-        assert isinstance(op, ReduceOp)
-        return op.kind.data in kinds, op.kind.data
-
-    return check
-
-
-def dtype_in(*names: str):
-    def check(op: Operation, target: Target) -> tuple[bool, object]:
-        ok, name = collective_dtype(op, target)
-        return name in names, name
-
-    return check
-
-
 def grid_predicates(form: str) -> list[Predicate]:
     """The predicates every grid variant of ``form`` starts with."""
     return [
         Predicate("exec_scope", exec_scope_in(ExecScope.GRID), expected="grid"),
         Predicate("form", form_is(form), expected=form),
         Predicate("kernel", alone_in_kernel, expected="alone, on parameters"),
-        Predicate("dtype", collective_dtype, expected=", ".join(ELEMS)),
+        ANY_COLLECTIVE_DTYPE,
     ]
 
 
@@ -180,12 +163,8 @@ def load_item(e: KernelEmitter, elem: Elem, p: SSAValue, offset: int, vec: int, 
         p, offset = e.ptr_add(p, offset), 0
     if vec == 1:
         vals = [e.ld(elem.ld, p, elem.ir, offset)]
-    elif nc:
-        vals = e.ld_vec(elem.ld, p, elem.ir, vec, offset)
     else:
-        from bulkred_dialect.ops.ptx.memory import LdVecOp
-
-        vals = list(e.add(LdVecOp(elem.ld, p, elem.ir, vec, offset, nc=False)).results)
+        vals = e.ld_vec(elem.ld, p, elem.ir, vec, offset, nc=nc)
     return [e.to_acc(elem, v) for v in vals]
 
 
@@ -267,12 +246,10 @@ __all__ = [
     "align16",
     "alone_in_kernel",
     "checked",
-    "dtype_in",
     "elem_of",
     "form_of",
     "global_ptr",
     "grid_predicates",
-    "kind_in",
     "neutral",
     "not_deterministic",
     "set_launch",

@@ -19,11 +19,11 @@ from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
+from bulkred_dialect.passes.variants import dtype_in
 from bulkred_dialect.passes.variants.cluster_red_async import ClusterAccumulator
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
     align16,
-    dtype_in,
     form_of,
     global_ptr,
     grid_predicates,

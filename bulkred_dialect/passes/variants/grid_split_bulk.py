@@ -39,14 +39,13 @@ from bulkred_dialect.ops.ptx.sync import (
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
+from bulkred_dialect.passes.variants import dtype_in, kind_in
 from bulkred_dialect.passes.variants.grid_common import (
     column_partial,
     column_plan,
-    dtype_in,
     form_of,
     global_ptr,
     grid_predicates,
-    kind_in,
     not_deterministic,
     set_launch,
     zero_before_launch,

@@ -220,9 +220,11 @@ class KernelEmitter:
     def ld(self, t: LdStType, p: SSAValue, result: Attribute, offset: int = 0) -> SSAValue:
         return self.v(LdOp(t, p, result, offset))
 
-    def ld_vec(self, t: LdStType, p: SSAValue, result: Attribute, count: int, offset: int = 0) -> list[SSAValue]:
-        """``ld.global.nc.v<count>``: read-only data of this kernel."""
-        return list(self.add(LdVecOp(t, p, result, count, offset, nc=True)).results)
+    def ld_vec(
+        self, t: LdStType, p: SSAValue, result: Attribute, count: int, offset: int = 0, *, nc: bool = True
+    ) -> list[SSAValue]:
+        """``ld.global{.nc}.v<count>``; ``.nc`` (the default) for data this kernel does not write."""
+        return list(self.add(LdVecOp(t, p, result, count, offset, nc=nc)).results)
 
     def st(self, t: LdStType, p: SSAValue, value: SSAValue, offset: int = 0) -> None:
         self.add(StOp(t, p, value, offset))

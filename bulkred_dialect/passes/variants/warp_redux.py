@@ -19,7 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
 from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in
+from bulkred_dialect.passes.variants import dtype_in, kind_in
 from bulkred_dialect.passes.variants.kernel import (
     collective_predicates,
     elem_of,
@@ -28,14 +28,6 @@ from bulkred_dialect.passes.variants.kernel import (
     thread_value,
     warp_reduce,
 )
-
-
-def _kind_in(*kinds: ReduceKind):
-    def check(op: Operation, target: Target) -> tuple[bool, object]:
-        assert isinstance(op, ReduceOp)
-        return op.kind.data in kinds, op.kind.data
-
-    return check
 
 
 def _sm100a(op: Operation, target: Target) -> tuple[bool, object]:
@@ -59,7 +51,7 @@ register_variant(
     predicates=collective_predicates(
         ExecScope.WARP,
         Predicate("dtype", dtype_in("float32"), expected="float32"),
-        Predicate("kind", _kind_in(ReduceKind.MAX, ReduceKind.MIN), expected="max, min"),
+        Predicate("kind", kind_in(ReduceKind.MAX, ReduceKind.MIN), expected="max, min"),
         Predicate("sm_version", _sm100a, expected="sm_100a or later 'a' target"),
     ),
     lower=lower_warp_redux,
