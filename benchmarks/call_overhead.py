@@ -6,7 +6,7 @@ call + stream synchronize (and, for launches, around N back-to-back calls / N):
 * ``kernel(A, B)``: the seed kernel (sum of 32 floats) compiled with
   ``compile_tile_module``, called on torch tensors (no copy, torch's stream);
 * raw ``cuda.core.launch`` of the same cubin on the same tensors and stream;
-* ``torch.sum`` of the same 32 elements;
+* ``torch.sum`` of the same 32 elements, allocating and with ``out=``;
 * ``bulkred.sum(A, out=B)`` and ``bulkred.sum(A)`` (the reduction API);
 * the first ``bulkred.sum`` in a new process: cold (empty cache, compiles) and warm
   (the disk cache of the cold run), each in a subprocess with its own
@@ -74,6 +74,31 @@ def per_launch_us(fn, sync, calls: int) -> float:
     return (time.perf_counter() - t) / calls * 1e6
 
 
+def loop_us(fn, n: int = 1000, loops: int = 20) -> float:
+    """Median over ``loops`` of the time of ``n`` calls of ``fn``, per call, in us."""
+    times = []
+    for _ in range(loops):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t) / n)
+    return statistics.median(times) * 1e6
+
+
+def events_us(torch, fn, n: int = 200, loops: int = 10) -> float:
+    times = []
+    for _ in range(loops):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(50_000_000)  # the launches queue up behind a spin: the GPU runs them back to back
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / n)
+    return statistics.median(times)
+
+
 def first_call(cache_dir: str) -> dict:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "BULKRED_CACHE_DIR": cache_dir, "PYTHONPATH": path}
@@ -114,12 +139,20 @@ def main() -> int:
         rows.append((name, median_us(fn, sync, args.calls), per_launch_us(fn, sync, args.calls)))
 
     measure("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr))
+    kernel(A, B)  # the first, fully checked call records the short path
     measure("kernel(A, B) on torch tensors", lambda: kernel(A, B))
     measure("torch.sum of 32 elements", lambda: torch.sum(A))
+    B0 = B.view(())  # torch.sum's result is 0-d
+    measure("torch.sum(A, out=B)", lambda: torch.sum(A, out=B0))
+    from bulkred_dialect import api
+
+    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))
+    measure("its reduction kernel(A, B), called directly", lambda: red(A, B))
     measure("bulkred.sum(A, out=B)", lambda: bulkred.sum(A, out=B))
     measure("bulkred.sum(A)", lambda: bulkred.sum(A))
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
+    assert kernel._fast is not None and red._fast is not None and ("sum", A.shape, A.dtype, None) in api._TORCH_CALLS
 
     cold, warm = [], []
     for _ in range(args.processes):
@@ -130,6 +163,31 @@ def main() -> int:
             cold.append(c["first_s"] * 1e3)
             warm.append(w["first_s"] * 1e3)
 
+    # where a kernel call's time goes: each step of the short path alone, in a loop
+    T, d, sa, sb = torch.Tensor, A.dtype, A.shape, B.shape
+    raw_stream = torch._C._cuda_getCurrentRawStream
+    steps = [
+        ("torch._C._cuda_getCurrentRawStream", lambda: raw_stream(0)),
+        ("torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
+        (
+            "checks of A and B (type, dtype, shape, device, contiguous)",
+            lambda: isinstance(A, T) and A.dtype is d and A.shape == sa and A.get_device() == 0 and A.is_contiguous()
+            and isinstance(B, T) and B.dtype is d and B.shape == sb and B.get_device() == 0 and B.is_contiguous(),
+        ),
+        ("kernel._fast.call((A, B)) (launches)", lambda: kernel._fast.call((A, B))),
+        ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
+        ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
+        ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None))),
+        ("A.new_empty(1) (bulkred.sum's result)", lambda: A.new_empty(1)),
+    ]
+    gpu_us = [
+        ("seed kernel", lambda: kernel(A, B)),
+        ("bulkred.sum's reduction kernel", lambda: red(A, B)),
+        ("torch.sum", lambda: torch.sum(A)),
+    ]
+    gpu_times = [(name, events_us(torch, fn)) for name, fn in gpu_us]
+    breakdown = [(name, loop_us(fn)) for name, fn in steps]
+
     raw_us = rows[0][1]
     lines = [
         f"call overhead on {g.name} ({g.arch}), torch {torch.__version__}; median of {args.calls} calls",
@@ -138,6 +196,10 @@ def main() -> int:
     ]
     for name, us, b2b in rows:
         lines.append(f"{name:40} {us:13.1f} {us / raw_us:7.2f} {b2b:16.1f}")
+    lines += ["", "the steps of a kernel call's short path alone (us per step, median of 20 loops of 1000):"]
+    lines += [f"  {name:55} {us:6.2f}" for name, us in breakdown]
+    lines += ["", "GPU time per launch (CUDA events around 200 launches queued behind a spin, median of 10):"]
+    lines += [f"  {name:55} {us:6.2f}" for name, us in gpu_times]
     cm, wm = statistics.median(cold), statistics.median(warm)
     lines += [
         "",

@@ -251,6 +251,27 @@ def test_grid_int32_reductions_are_exact(kind):
     assert out.tolist() == [int(want)]
 
 
+@pytest.mark.parametrize("n, block", [(1, 32), (7, 32), (32, 32), (33, 32), (130, 32), (1000, 64)])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_grid_full_of_one_cta_needs_no_workspace(n, block, dtype):
+    """A small whole reduction is one CTA (one warp up to 128 vectors) that writes dst
+    from thread 0: no workspace parameter, no ticket, and the exact result."""
+    m, out_shape, ws = _whole("max" if dtype == "float32" else "sum", [n], None, dtype, variant="grid_full")
+    assert ws == []
+    f = next(iter(m.ops))
+    launch = f.attributes["bulkred.launch"]
+    assert f"grid = [1], block = [{block}]" in str(launch)
+    rng = np.random.default_rng(n)
+    if dtype == "float32":
+        x = rng.standard_normal(n).astype(np.float32)
+        want = [float(x.max())]
+    else:
+        x = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+        want = [int(x.sum(dtype=np.int32))]
+    _, out = run_grid(m, "k", x, np.full(out_shape, 7, x.dtype))
+    assert out.tolist() == want
+
+
 def test_clusters_are_not_run():
     m, out_shape, ws = _whole("sum", [9000], None, "int32", variant="grid_full_cluster")
     with pytest.raises(ValueError, match=r"'k' runs in clusters of \(2, 1, 1\): the interpreter runs no clusters"):

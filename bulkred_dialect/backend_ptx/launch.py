@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -120,6 +121,7 @@ class Kernel:
     signature: KernelSignature | None
     _shapes: dict[Any, tuple[LaunchShape, int]] = field(default_factory=dict, repr=False)
     _configs: dict[tuple[LaunchShape, int], Any] = field(default_factory=dict, repr=False)
+    _fast: _TorchFastPath | None = field(default=None, repr=False)
 
     # region Checks before any GPU call
 
@@ -197,6 +199,17 @@ class Kernel:
         passed, else the runtime's own stream. Without numpy arrays nothing waits unless
         ``sync=True``. Returns the arrays in parameter order (scalars left out): the
         caller's device arrays themselves, and numpy arrays holding the results."""
+        fast = self._fast
+        if fast is not None and grid is None and block is None and cluster is None and shmem is None \
+                and stream is None and not sync:
+            done = fast.call(args)
+            if done is not None:
+                return done
+        return self._call(args, grid, block, cluster, shmem, stream, sync, timeout_s)
+
+    def _call(self, args, grid, block, cluster, shmem, stream, sync, timeout_s) -> tuple[Any, ...]:
+        """:meth:`__call__` with every check; records the torch fast path after a call
+        whose arguments are all torch tensors on torch's current stream."""
         params, checked = self._check_host(args)
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
@@ -240,6 +253,13 @@ class Kernel:
             if self.signature is not None and self.signature.workspace:
                 kargs.append(self.module._workspace(g, self.name, self.signature.workspace))
             self._launch(g, kern, shape, shmem, kargs, s)
+            if (
+                source == "torch" and len(device) == len(args) and grid is None and block is None
+                and cluster is None and not host_bufs
+            ):
+                self._fast = _TorchFastPath(
+                    self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):], [i for i in zero if i in device]
+                )
             if host_bufs or sync:
                 g.sync(f"kernel '{self.name}'", timeout_s, s)
             outs = []
@@ -325,6 +345,63 @@ class Kernel:
             if g.broken is None:
                 for b in bufs:
                     b.close(g.stream)
+
+
+class _TorchFastPath:
+    """The checked call of a kernel whose arguments are all CUDA torch tensors, kept
+    for the next calls with tensors of the same dtypes, shapes and device (and
+    contiguous): such a call costs a few attribute reads per tensor, torch's current
+    stream and the launch. Any other argument goes through every check of
+    :meth:`Kernel._call`, with its errors.
+
+    ``call(args)`` is generated for the kernel's arity (no loop, no per-argument
+    call): it returns ``args`` after the launch, or None, having done nothing, when
+    an argument does not match."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int]):
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is None:  # pragma: no cover - every torch with CUDA since 1.x has it
+            def raw(i: int) -> int:
+                return torch.cuda.current_stream(i).cuda_stream
+
+        env: dict[str, Any] = {
+            "T": torch.Tensor, "g": g, "dev": args[0].get_device(), "raw_stream": raw, "streams": g._streams,
+            "stream_for": g.stream_for, "memset": g.memset_async, "launch": _cuda_launch(), "config": config,
+            "kern": kern, "extra": tuple(extra), "CudaError": CudaError, "where": f"launching kernel '{name}'",
+        }
+        names = [f"a{i}" for i in range(len(args))]
+        checks = []
+        for i, a in enumerate(args):
+            env[f"d{i}"], env[f"s{i}"] = a.dtype, a.shape
+            checks.append(
+                f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
+                f"and a{i}.is_contiguous()"
+            )
+        zeroing = "".join(f"    memset(p{i}, a{i}.numel() * a{i}.element_size(), s)\n" for i in zero)
+        src = (
+            "def call(args):\n"
+            f"    if len(args) != {len(args)} or g.broken is not None:\n"
+            "        return None\n"
+            f"    {', '.join(names)}, = args\n"
+            f"    if not ({' and '.join(checks)}):\n"
+            "        return None\n"
+            "    h = raw_stream(dev)\n"
+            "    s = streams.get(h)\n"
+            "    if s is None:\n"
+            "        s = stream_for(h)\n"
+            + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(len(args)))
+            + zeroing
+            + "    try:\n"
+            f"        launch(s, config, kern, {''.join(f'p{i}, ' for i in range(len(args)))}*extra)\n"
+            "    except Exception as e:\n"
+            "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
+            "    return args\n"
+        )
+        exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
+        self.call = env["call"]
 
 
 @functools.cache

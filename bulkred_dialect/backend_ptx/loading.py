@@ -43,6 +43,7 @@ class CompiledModule:
     _kernels: dict[str, Any] = field(default_factory=dict, repr=False)
     _kernel_objects: dict[str, Kernel] = field(default_factory=dict, repr=False)
     _workspaces: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
+    _loaded: set[str] = field(default_factory=set, repr=False)
 
     def assemble(self, arch: str | None = None) -> bytes:
         """Assemble the PTX with nvJitLink (no GPU needed); raises ``PtxasError``."""
@@ -117,13 +118,35 @@ class CompiledModule:
         return self.kernel(name)(*args, **kw)
 
     def _cu_kernel(self, g: Gpu, name: str):
+        """Kernel ``name``, its code loaded into the context now: under CUDA's lazy
+        loading the first launch would load it, and loading waits for the work of
+        every stream, the caller's included (a call must not wait)."""
         obj = self._load(g)
-        if name not in self._kernels:
+        kern = self._kernels.get(name)
+        if kern is None:
             try:
-                self._kernels[name] = obj.get_kernel(name)
+                kern = obj.get_kernel(name)
             except Exception as e:
                 raise CudaError(f"get_kernel('{name}')", type(e).__name__, str(e)) from e
-        return self._kernels[name]
+            self._kernels[name] = kern
+        if name not in self._loaded:
+            _load_function(kern)
+            self._loaded.add(name)
+        return kern
+
+
+def _load_function(kern: Any) -> None:
+    """``cuFuncLoad`` the function of a cuda.core kernel in the current context."""
+    from cuda.bindings import driver
+
+    from bulkred_dialect.backend_ptx.device import _check
+
+    h = kern.handle
+    if isinstance(h, driver.CUkernel):
+        func = _check(driver.cuKernelGetFunction(h), "cuKernelGetFunction")
+    else:
+        func = driver.CUfunction(int(h))
+    _check(driver.cuFuncLoad(func), "cuFuncLoad")
 
 
 def _entry_names(ptx: str) -> list[str]:

@@ -7,7 +7,9 @@ take, with the same bits on every run.
   (``ld.global.nc.v4``, 4 loads in flight), one accumulator per vector lane;
 * each CTA: the lane accumulators folded, a warp reduction (``redux.sync`` for int32,
   else a ``shfl.sync`` butterfly), warp partials through shared memory;
-* the grid: thread 0 writes the CTA's partial into the workspace, ``fence.acq_rel.gpu``,
+* a grid of one CTA (small inputs: one warp for up to 128 vectors) writes ``dst``
+  from thread 0 directly, with no workspace;
+* otherwise thread 0 writes the CTA's partial into the workspace, ``fence.acq_rel.gpu``,
   and takes a ticket with ``atom.add.u32``; the CTA that arrives last reduces the
   partials in CTA order, writes ``dst`` and resets the ticket counter.
 
@@ -70,14 +72,33 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
     elem = elem_of(op)
     vec = elem.vector
     ctas = full_grid(form.n, vec, target)
-    set_launch(kernel, [ctas], [BLOCK])
-    ws = add_workspace(kernel, align16(ctas * 4) + 4)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     cta = e.sreg(SpecialRegister.CTAID_X)
-    r = cta_partial(e, op, tid, cta, ctas, BLOCK)
-    grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
+    if ctas == 1:
+        # one CTA covers it: no workspace, no ticket; thread 0 writes dst
+        block = single_cta_block(form.n // vec)
+        set_launch(kernel, [1], [block])
+        r = cta_partial(e, op, tid, cta, 1, block)
+
+        def out(b: KernelEmitter) -> list:
+            store_out(b, op, elem, global_ptr(b, op.dst), r, 0)
+            return []
+
+        e.if_(e.cmp("eq", tid, 0), out)
+    else:
+        set_launch(kernel, [ctas], [BLOCK])
+        ws = add_workspace(kernel, align16(ctas * 4) + 4)
+        r = cta_partial(e, op, tid, cta, ctas, BLOCK)
+        grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
     rewriter.erase(op)
+
+
+def single_cta_block(vectors: int) -> int:
+    """Threads of the one CTA of a small reduction: a multiple of 32, at most
+    ``BLOCK``, about ``UNROLL`` vectors per thread (one warp for 32 floats)."""
+    want = -(-vectors // UNROLL)
+    return min(BLOCK, max(32, -(-want // 32) * 32))
 
 
 def cta_partial(e: KernelEmitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
