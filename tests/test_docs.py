@@ -32,18 +32,50 @@ def _bulkred_opt_commands(path: Path) -> list[str]:
 
 
 def _run_doc_command(cmd: str) -> subprocess.CompletedProcess:
-    """Run ``cmd`` from the repository root with this interpreter: ``bulkred-opt`` as
-    ``python -m bulkred_dialect.cli``, ``python3`` as ``sys.executable``."""
+    """Run ``cmd`` from the repository root: a pipe of ``bulkred-opt`` stages inside this
+    process (``bulkred_dialect.cli.main``, as tests/filecheck/lit_inprocess.py does
+    for lit), anything else in a shell with ``bulkred-opt`` as
+    ``python -m bulkred_dialect.cli`` and ``python3`` as ``sys.executable``."""
+    stages = [shlex.split(stage) for stage in cmd.split(" | ")]
+    if all(argv[0] == "bulkred-opt" for argv in stages):
+        return _run_in_process(cmd, stages)
     opt = [sys.executable, "-m", "bulkred_dialect.cli"]
-    stages = []
-    for stage in cmd.split(" | "):
-        argv = shlex.split(stage)
+    shell = []
+    for argv in stages:
         if argv[0] == "bulkred-opt":
             argv = [*opt, *argv[1:]]
         elif argv[0] == "python3":
             argv = [sys.executable, *argv[1:]]
-        stages.append(shlex.join(argv))
-    return subprocess.run(" | ".join(stages), shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        shell.append(shlex.join(argv))
+    return subprocess.run(" | ".join(shell), shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def _run_in_process(cmd: str, stages: list[list[str]]) -> subprocess.CompletedProcess:
+    import io
+    import os
+
+    from bulkred_dialect.cli import main
+
+    data, errors, rc = b"", [], 0
+    saved, cwd = (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for argv in stages:
+            out, err = io.StringIO(), io.StringIO()
+            sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+            sys.stdout, sys.stderr = out, err
+            try:
+                code = main(argv[1:])
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+            finally:
+                sys.stdin, sys.stdout, sys.stderr = saved
+            rc = code or rc  # pipefail
+            errors.append(err.getvalue())
+            data = out.getvalue().encode()
+    finally:
+        os.chdir(cwd)
+    return subprocess.CompletedProcess(cmd, rc, data.decode(), "".join(errors))
 
 
 def test_readme_opens_with_the_two_commands():
@@ -117,6 +149,10 @@ def test_doc_command_runner_can_fail():
     assert r.returncode == 1 and "unknown pass 'no-such-pass'" in r.stderr
     r = _run_doc_command("python3 -c 'print(1)' | bulkred-opt")
     assert r.returncode == 1 and "error:" in r.stderr
+    r = _run_doc_command("bulkred-opt examples/seed_sum32.mlir | bulkred-opt -p no-such-pass")
+    assert r.returncode == 1 and "unknown pass 'no-such-pass'" in r.stderr and r.stdout == ""
+    r = _run_doc_command("bulkred-opt examples/no_such_file.mlir | bulkred-opt")
+    assert r.returncode == 1 and "no_such_file.mlir" in r.stderr
 
 
 def test_readme_python_examples_run_and_interpret(capsys):

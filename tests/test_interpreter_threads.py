@@ -241,7 +241,7 @@ def test_grid_sum_of_a_vector_over_two_ctas():
     assert abs(out[0] - exact) <= 1e-6 * np.abs(x).astype(np.float64).sum() * np.log2(n)
 
 
-@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("kind", ["sum"])  # max and min: the one-CTA test below and the GPU tests
 def test_grid_int32_reductions_are_exact(kind):
     n = 9000
     m, out_shape, ws = _whole(kind, [n], None, "int32", variant="grid_full")

@@ -100,8 +100,8 @@ def op_names(module: ModuleOp) -> set[str]:
     return {op.name for op in module.walk()}
 
 
-def run(module: ModuleOp, src: np.ndarray, dst_old: np.ndarray) -> np.ndarray:
-    _, out = run_kernel(module, "k", src.copy(), dst_old.copy())
+def run(module: ModuleOp, src: np.ndarray, dst_old: np.ndarray, kernel: str = "k") -> np.ndarray:
+    _, out = run_kernel(module, kernel, src.copy(), dst_old.copy())
     return out
 
 
@@ -162,24 +162,33 @@ SM100_LENGTHS = [8, 9, 12, 13, 15, 16, 17, 23, 24, 31, 32, 33, 64, 65, 71, 72, 1
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
-@pytest.mark.parametrize("kind", ["sum", "max", "min"])
 @pytest.mark.parametrize("n", SM100_LENGTHS)
-def test_sm100_packed_matches_reference_bit_for_bit(n: int, kind: str, accum: bool):
-    text = tile_module(kind, (n,), "f32", accum)
+def test_sm100_packed_matches_reference_bit_for_bit(n: int, accum: bool):
+    """One module of three kernels (sum, max, min; copies in and out of global memory),
+    lowered for sm_100a and legalized for sm_90a: each kernel, interpreted, gives the
+    reference's bits on every input of :func:`f32_inputs`, in both forms."""
+    kinds = ["sum", "max", "min"]
+    text = "builtin.module {\n" + "".join(tile_function(k, k, (n,), "f32", accum) for k in kinds) + "}\n"
     packed = lower(text, "sm_100a")
-    names = op_names(packed)
-    assert ("ptx.add.f32x2" if kind == "sum" else f"ptx.{kind}3") in names, "sm100_packed was not chosen"
     legal = lower(text, "sm_100a", legalize_for="sm_90a")
+    for kind in kinds:
+        names = op_names(kernel_of(packed, kind))
+        assert ("ptx.add.f32x2" if kind == "sum" else f"ptx.{kind}3") in names, f"sm100_packed was not chosen for {kind}"
     assert op_names(legal).isdisjoint({"ptx.add.f32x2", "ptx.max3", "ptx.min3"})
 
-    rng = np.random.default_rng(1000 * n + 10 * ["sum", "max", "min"].index(kind) + accum)
-    olds = dst_olds(rng)
-    for i, (label, src) in enumerate(f32_inputs(n, rng).items()):
-        old = olds[i % len(olds)]
-        want = ref.reduce_sm100_packed(kind, src, old if accum else None)
-        got = run(packed, src, old)
-        assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
-        assert_same_bits(run(legal, src, old), got, f"legalized sm100_packed {kind} n={n} {label}")
+    for kind in kinds:
+        rng = np.random.default_rng(1000 * n + 10 * kinds.index(kind) + accum)
+        olds = dst_olds(rng)
+        for i, (label, src) in enumerate(f32_inputs(n, rng).items()):
+            old = olds[i % len(olds)]
+            want = ref.reduce_sm100_packed(kind, src, old if accum else None)
+            got = run(packed, src, old, kind)
+            assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
+            assert_same_bits(run(legal, src, old, kind), got, f"legalized sm100_packed {kind} n={n} {label}")
+
+
+def kernel_of(module: ModuleOp, name: str):
+    return next(op for op in module.ops if getattr(op, "sym_name", None) is not None and op.sym_name.data == name)
 
 
 def test_sm100_packed_sum_differs_from_local_where_ftz_matters():
