@@ -34,6 +34,13 @@ CASES = {
         "// RUN: bulkred-opt %s 2>&1 >/dev/null | filecheck %s\n// CHECK: func.func\n",
         False,
     ),
+    "pass_mixed.mlir": (
+        "// RUN: sed -n 's|^// IN: ||p' %s > %t.in.mlir\n"
+        "// RUN: bulkred-opt %t.in.mlir | filecheck %s --check-prefix=MIXED\n"
+        "// IN: func.func @from_sed() {\n// IN:   func.return\n// IN: }\n// MIXED: func.func @from_sed\n",
+        True,
+    ),
+    "fail_shell_line.mlir": ("// RUN: printf 'x' | grep -q y\n// RUN: bulkred-opt %s | filecheck %s\n// CHECK: func.func\n", False),
     "pass_files.mlir": (
         "// RUN: bulkred-opt %s -p 'bulkred-to-ptx{target=sm_90a}' -t ptx > %t.ptx\n"
         "// RUN: filecheck %s < %t.ptx\n// CHECK: .entry test_func\n",

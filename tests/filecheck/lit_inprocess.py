@@ -2,14 +2,16 @@
 process instead of starting a Python interpreter for each (about 0.5 s of imports per
 RUN line, most of the suite's time).
 
-A test whose every RUN line is a pipeline of ``bulkred-opt``, ``filecheck`` and ``not``
-(redirections ``2>&1``, ``>``, ``2>`` and ``<``, applied left to right as a shell does)
-runs in-process: each command's stdin, stdout and stderr are in-memory streams, its exit status is what ``bulkred_dialect.cli.main``
-returns (or ``SystemExit`` carries), and the environment is the test's
-(``config.environment``) for the duration. Any other test (``printf``, ``sed``, files
-written with ``>``, ``xdsl-opt``, ...) runs through lit's own ``ShTest`` unchanged, as
-does every test when ``BULKRED_LIT_SUBPROCESS=1`` is set (real processes, e.g. to
-check the installed console script).
+A RUN line that is a pipeline of ``bulkred-opt``, ``filecheck`` and ``not``
+(redirections ``2>&1``, ``>``, ``2>`` and ``<``, applied left to right as a shell
+does) runs in-process: each command's stdin, stdout and stderr are in-memory streams,
+its exit status is what ``bulkred_dialect.cli.main`` returns (or ``SystemExit``
+carries), and the environment is the test's (``config.environment``) for the duration.
+Any other RUN line (``printf``, ``sed``, ``python3``, ``xdsl-opt``, ...) runs in bash
+(``-o pipefail``) in the test's environment and directory, in order with the others.
+A test with no in-process line at all, and every test when ``BULKRED_LIT_SUBPROCESS=1``
+is set, runs through lit's own ``ShTest`` unchanged (real processes, e.g. to check the
+installed console script).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import subprocess
 import sys
 import traceback
 from dataclasses import dataclass
@@ -133,6 +136,20 @@ def _run_line(steps: list[_Step]) -> tuple[int, str]:
     return status, "".join(log)
 
 
+def _run_shell(cmd: str, env: dict) -> tuple[int, str]:
+    """A RUN line that is not a pipeline of the tools (``printf``, ``sed``, ``python3``,
+    ``xdsl-opt``, ...): bash with pipefail, in the test's environment and directory."""
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], env=env, capture_output=True, text=True, timeout=600)
+    log = ""
+    if r.stdout:
+        log += f"# .---stdout\n{r.stdout}"
+    if r.stderr:
+        log += f"# .---stderr\n{r.stderr}"
+    if r.returncode:
+        log += f"# error: exited with status {r.returncode}\n"
+    return r.returncode, log
+
+
 class InProcessShTest(lit.formats.ShTest):
     def __init__(self) -> None:
         super().__init__(execute_external=False)
@@ -159,7 +176,7 @@ class InProcessShTest(lit.formats.ShTest):
             m = re.fullmatch(lit.TestRunner.kPdbgRegex, ln)
             lines.append((m.group(1), m.group(2).strip()) if m else ("RUN", ln))
         plans = [_plan(cmd) for _, cmd in lines]
-        if any(p is None for p in plans):
+        if all(p is None for p in plans):
             return super().execute(test, litConfig)
         os.makedirs(os.path.dirname(tmp_base), exist_ok=True)  # as lit's ShTest does for %t
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
@@ -169,7 +186,7 @@ class InProcessShTest(lit.formats.ShTest):
         log = []
         try:
             for (where, cmd), steps in zip(lines, plans):
-                status, out = _run_line(steps)
+                status, out = _run_line(steps) if steps is not None else _run_shell(cmd, test.config.environment)
                 log.append(f"# {where}\n{cmd}\n{out}")
                 if status:
                     return lit.Test.Result(lit.Test.FAIL, f"Exit Code: {status}\n\n" + "\n".join(log))
