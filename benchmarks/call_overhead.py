@@ -143,7 +143,7 @@ def main() -> int:
     measure("kernel(A, B) on torch tensors", lambda: kernel(A, B))
     measure("torch.sum of 32 elements", lambda: torch.sum(A))
     B0 = B.view(())  # torch.sum's result is 0-d
-    measure("torch.sum(A, out=B)", lambda: torch.sum(A, out=B0))
+    measure("torch.sum(A, 0, out=B)", lambda: torch.sum(A, 0, out=B0))
     from bulkred_dialect import api
 
     red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))

@@ -4,6 +4,7 @@ workspaces) and event timing."""
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import sys
 from collections.abc import Sequence
@@ -182,7 +183,26 @@ class Kernel:
 
     # endregion
 
-    def __call__(
+    def __call__(self, *args: Any, **options: Any) -> tuple[Any, ...]:
+        """Launch once. Device arrays are passed by pointer and written in place; numpy
+        arrays are copied in, and back after the kernel (which waits for it). The launch
+        goes on ``stream``, else the current stream of the torch tensors / cupy arrays
+        passed, else the runtime's own stream. Without numpy arrays nothing waits unless
+        ``sync=True``. Returns the arrays in parameter order (scalars left out): the
+        caller's device arrays themselves, and numpy arrays holding the results.
+
+        Keywords (see :meth:`_with_options`): ``grid``, ``block``, ``cluster``,
+        ``shmem``, ``stream``, ``sync``, ``timeout_s``. A call without keywords on torch
+        tensors like the last checked one takes the recorded short path."""
+        if not options:
+            fast = self._fast
+            if fast is not None:
+                done = fast.call(args)
+                if done is not None:
+                    return done
+        return self._with_options(*args, **options)
+
+    def _with_options(
         self,
         *args: Any,
         grid: int | Sequence[int] | None = None,
@@ -193,18 +213,7 @@ class Kernel:
         sync: bool = False,
         timeout_s: float = 30.0,
     ) -> tuple[Any, ...]:
-        """Launch once. Device arrays are passed by pointer and written in place; numpy
-        arrays are copied in, and back after the kernel (which waits for it). The launch
-        goes on ``stream``, else the current stream of the torch tensors / cupy arrays
-        passed, else the runtime's own stream. Without numpy arrays nothing waits unless
-        ``sync=True``. Returns the arrays in parameter order (scalars left out): the
-        caller's device arrays themselves, and numpy arrays holding the results."""
-        fast = self._fast
-        if fast is not None and grid is None and block is None and cluster is None and shmem is None \
-                and stream is None and not sync:
-            done = fast.call(args)
-            if done is not None:
-                return done
+        """:meth:`__call__`'s keywords, spelled out (its signature shows these)."""
         return self._call(args, grid, block, cluster, shmem, stream, sync, timeout_s)
 
     def _call(self, args, grid, block, cluster, shmem, stream, sync, timeout_s) -> tuple[Any, ...]:
@@ -402,6 +411,9 @@ class _TorchFastPath:
         )
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
         self.call = env["call"]
+
+
+Kernel.__call__.__signature__ = inspect.signature(Kernel._with_options)  # type: ignore[attr-defined]
 
 
 @functools.cache
