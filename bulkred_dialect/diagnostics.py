@@ -6,6 +6,8 @@ and pass errors are reported as ``file:line:col: error: 'op.name' message``.
 
 from __future__ import annotations
 
+import bisect
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, MemRefType, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
@@ -29,6 +31,7 @@ class LocatedParser(Parser):
         super().__init__(*args, **kwargs)
         # The name of each op being parsed, innermost last (set once the name is read).
         self._op_names: list[str | None] = []
+        self._line_starts: list[int] | None = None
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         if self._op_names:
@@ -49,9 +52,25 @@ class LocatedParser(Parser):
         finally:
             self._op_names.pop()
         if isinstance(op.location, UnknownLoc):
-            loc = Span(start, start, self.lexer.input, self.line_offset).get_location()
-            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+            line, col = self._line_col(start)
+            op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    def _line_col(self, pos: int) -> tuple[int, int]:
+        """1-based line (plus ``line_offset``) and column of ``pos``, as
+        ``Span.get_location`` gives them, from an index of the line starts built once
+        (counting the newlines before each op would make parsing quadratic)."""
+        starts = self._line_starts
+        if starts is None:
+            inp = self.lexer.input
+            nl, text = inp.newline, inp.content
+            starts, i = [0], text.find(nl)
+            while i >= 0:
+                starts.append(i + len(nl))
+                i = text.find(nl, i + len(nl))
+            self._line_starts = starts
+        line = bisect.bisect_right(starts, pos)
+        return line + self.line_offset, pos - starts[line - 1] + 1
 
 
 class NestingTooDeep(ParseError):
