@@ -13,7 +13,6 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, MemRefType, ModuleOp,
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-from xdsl.utils.lexer import Span
 
 
 class LocatedParser(Parser):
