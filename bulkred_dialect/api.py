@@ -183,6 +183,10 @@ def _new_out(x: Any, kind: str, shape: tuple[int, ...]) -> Any:
     raise ReductionError(f"bulkred.{_fn(kind)}: pass out= (an array of shape {shape}) for a {type(x).__name__} input")
 
 
+_NEW_OUT: dict[str, tuple[Any, Any]] = {}
+"""kind -> (axis, the kernel's ``call_new_last``) of the last torch call that made its
+result: ``bulkred.sum(x)`` again on a tensor like it launches with no lookup."""
+
 _TORCH_CALLS: dict[tuple, tuple[Any, tuple[int, ...]]] = {}
 """(kind, shape, dtype, axis as passed) of a torch tensor -> (kernel, result shape): a
 call that was checked once goes straight to the kernel the next time."""
@@ -204,6 +208,8 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
             fast = kernel._fast
             if fast is None or fast.call((x, result)) is None:
                 kernel(x, result)
+            if out is None:
+                _record_new_out(kind, axis, kernel, out)
             return result
     if kind not in KINDS.values():
         raise ReductionError(f"unknown reduction kind '{kind}' (valid: {', '.join(KINDS.values())})")
@@ -236,37 +242,43 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
     elif stream is None and type(x).__module__ == "torch" and type(axis_arg) in (int, type(None)) \
             and len(_TORCH_CALLS) < 1024:
         _TORCH_CALLS[(kind, x.shape, x.dtype, axis_arg)] = (kernel, tuple(kernel.signature.params[1].shape))
+        _record_new_out(kind, axis_arg, kernel, out)
     return result
 
 
-def sum(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:  # noqa: A001
-    """The sum of ``x`` (see :func:`reduce`)."""
-    return reduce("sum", x, axis, out, explain=explain, stream=stream)
+def _record_new_out(kind: str, axis: int | None, kernel: Any, out: Any) -> None:
+    """After a call that made its result: the kernel's short path that makes it, for
+    the next call of this kind and axis (see :func:`_reduction_function`)."""
+    fast = kernel._fast
+    if out is None and fast is not None and fast.call_new_last is not None:
+        _NEW_OUT[kind] = (axis, fast.call_new_last)
 
 
-def max(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:  # noqa: A001
-    """The maximum of ``x`` (NaN inputs ignored; see :func:`reduce`)."""
-    return reduce("max", x, axis, out, explain=explain, stream=stream)
+def _reduction_function(name: str, kind: str, what: str):
+    """The public function ``name`` (``bulkred.sum`` ...): :func:`reduce` of ``kind``,
+    with the short path of a call like the last one that made its result."""
+
+    def fn(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
+        if out is None and stream is None and not explain:
+            hit = _NEW_OUT.get(kind)
+            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
+                if result is not None:
+                    return result
+        return reduce(kind, x, axis, out, explain=explain, stream=stream)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = f"{what} (see :func:`reduce`)."
+    return fn
 
 
-def min(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:  # noqa: A001
-    """The minimum of ``x`` (NaN inputs ignored; see :func:`reduce`)."""
-    return reduce("min", x, axis, out, explain=explain, stream=stream)
-
-
-def and_(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-    """The bitwise and of an integer ``x`` (see :func:`reduce`)."""
-    return reduce("and", x, axis, out, explain=explain, stream=stream)
-
-
-def or_(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-    """The bitwise or of an integer ``x`` (see :func:`reduce`)."""
-    return reduce("or", x, axis, out, explain=explain, stream=stream)
-
-
-def xor(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-    """The bitwise xor of an integer ``x`` (see :func:`reduce`)."""
-    return reduce("xor", x, axis, out, explain=explain, stream=stream)
+sum = _reduction_function("sum", "sum", "The sum of ``x``")  # noqa: A001
+max = _reduction_function("max", "max", "The maximum of ``x`` (NaN inputs ignored)")  # noqa: A001
+min = _reduction_function("min", "min", "The minimum of ``x`` (NaN inputs ignored)")  # noqa: A001
+and_ = _reduction_function("and_", "and", "The bitwise and of an integer ``x``")
+or_ = _reduction_function("or_", "or", "The bitwise or of an integer ``x``")
+xor = _reduction_function("xor", "xor", "The bitwise xor of an integer ``x``")
 
 
 # endregion

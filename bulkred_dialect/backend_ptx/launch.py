@@ -365,9 +365,11 @@ class _TorchFastPath:
 
     ``call(args)`` is generated for the kernel's arity (no loop, no per-argument
     call): it returns ``args`` after the launch, or None, having done nothing, when
-    an argument does not match."""
+    an argument does not match. ``call_new_last(lead)`` (None unless the last
+    argument has the first's dtype) takes all but the last argument and launches on
+    a new result tensor, which it returns: the reduction API's ``bulkred.sum(x)``."""
 
-    __slots__ = ("call",)
+    __slots__ = ("call", "call_new_last")
 
     def __init__(self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int]):
         torch = sys.modules["torch"]
@@ -409,8 +411,35 @@ class _TorchFastPath:
             "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
             "    return args\n"
         )
+        # call_new_last(lead): the same with the last argument a new tensor of the
+        # recorded shape, made like the first (same dtype and device); returns it
+        n = len(args)
+        if n >= 2 and args[-1].dtype is args[0].dtype:
+            last = n - 1
+            env["shape_last"] = tuple(args[-1].shape)
+            src += (
+                "def call_new_last(lead):\n"
+                f"    if len(lead) != {last} or g.broken is not None:\n"
+                "        return None\n"
+                f"    {', '.join(names[:last])}, = lead\n"
+                f"    if not ({' and '.join(checks[:last])}):\n"
+                "        return None\n"
+                f"    a{last} = a0.new_empty(*shape_last)\n"
+                "    h = raw_stream(dev)\n"
+                "    s = streams.get(h)\n"
+                "    if s is None:\n"
+                "        s = stream_for(h)\n"
+                + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
+                + zeroing
+                + "    try:\n"
+                f"        launch(s, config, kern, {''.join(f'p{i}, ' for i in range(n))}*extra)\n"
+                "    except Exception as e:\n"
+                "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
+                f"    return a{last}\n"
+            )
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
         self.call = env["call"]
+        self.call_new_last = env.get("call_new_last")
 
 
 Kernel.__call__.__signature__ = inspect.signature(Kernel._with_options)  # type: ignore[attr-defined]

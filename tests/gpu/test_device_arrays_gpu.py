@@ -286,6 +286,17 @@ def test_api_repeated_torch_calls(rng):
         out = torch.empty(1, dtype=torch.int32, device="cuda")
         assert bulkred.sum(torch.tensor(ai, device="cuda"), out=out) is out
         assert int(out.cpu()[0]) == int(ai.sum())
+    from bulkred_dialect import api
+
+    assert api._NEW_OUT["max"][0] == -1  # the last allocating call's short path, recorded
+    for _ in range(3):  # whole max again and again: the short path that makes the result
+        a = rng.standard_normal(1000).astype(np.float32)
+        y = bulkred.max(torch.tensor(a, device="cuda"))
+        assert y.shape == (1,) and float(y.cpu()[0]) == float(a.max())
+    with pytest.raises(bulkred.ReductionError, match="dtype float64 is not supported"):
+        bulkred.max(torch.zeros(1000, dtype=torch.float64, device="cuda"))
+    with pytest.raises(runtime.SignatureError, match="expected an array on cuda:0"):
+        bulkred.max(torch.zeros(1000))  # like the recorded call, but on the host
     x = torch.zeros(1000, device="cuda")
     with pytest.raises(runtime.SignatureError, match=r"param 'out': expected shape \(1,\), got \(2,\)"):
         bulkred.max(x, out=torch.empty(2, device="cuda"))
