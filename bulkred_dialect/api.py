@@ -199,8 +199,10 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
     caller's stream (``stream``, else torch's or cupy's current stream), no
     synchronize. numpy: copied in and out. ``explain=True`` returns the dispatch table
     as text instead (nothing is compiled or run)."""
+    torch_key = None  # the key of a torch call in _TORCH_CALLS
     if stream is None and not explain and type(x).__module__ == "torch" and (axis is None or type(axis) is int):
-        hit = _TORCH_CALLS.get((kind, x.shape, x.dtype, axis))
+        torch_key = (kind, x.shape, x.dtype, axis)
+        hit = _TORCH_CALLS.get(torch_key)
         if hit is not None:
             kernel, out_shape = hit
             result = x.new_empty(*out_shape) if out is None else out  # ints: faster than a tuple
@@ -208,15 +210,13 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
             fast = kernel._fast
             if fast is None or fast.call((x, result)) is None:
                 kernel(x, result)
-            if out is None:
-                _record_new_out(kind, axis, kernel, out)
+            _record_new_out(kind, axis, kernel, out)
             return result
     if kind not in KINDS.values():
         raise ReductionError(f"unknown reduction kind '{kind}' (valid: {', '.join(KINDS.values())})")
     if axis is not None and not isinstance(axis, int | np.integer):
         raise ReductionError(f"bulkred.{_fn(kind)}: 'axis' must be an int or None, got {axis!r}")
     shape, dtype = _shape_dtype(x, kind)
-    axis_arg = axis
     if axis is not None:
         if not -len(shape) <= axis < builtins.max(len(shape), 1):
             raise ReductionError(f"bulkred.{_fn(kind)}: axis {axis} is out of range for a {len(shape)}-D array")
@@ -239,10 +239,9 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
     _, got = kernel(x, result, stream=stream)
     if isinstance(result, np.ndarray):
         result[...] = got  # numpy: the kernel wrote a copy
-    elif stream is None and type(x).__module__ == "torch" and type(axis_arg) in (int, type(None)) \
-            and len(_TORCH_CALLS) < 1024:
-        _TORCH_CALLS[(kind, x.shape, x.dtype, axis_arg)] = (kernel, tuple(kernel.signature.params[1].shape))
-        _record_new_out(kind, axis_arg, kernel, out)
+    elif torch_key is not None and len(_TORCH_CALLS) < 1024:
+        _TORCH_CALLS[torch_key] = (kernel, tuple(kernel.signature.params[1].shape))
+        _record_new_out(kind, torch_key[3], kernel, out)
     return result
 
 

@@ -33,12 +33,12 @@ def _bulkred_opt_commands(path: Path) -> list[str]:
 
 def _run_doc_command(cmd: str) -> subprocess.CompletedProcess:
     """Run ``cmd`` from the repository root: a pipe of ``bulkred-opt`` stages inside this
-    process (``bulkred_dialect.cli.main``, as tests/filecheck/lit_inprocess.py does
-    for lit), anything else in a shell with ``bulkred-opt`` as
-    ``python -m bulkred_dialect.cli`` and ``python3`` as ``sys.executable``."""
+    process (with the runner lit uses, tests/filecheck/lit_inprocess.py), anything else
+    in a shell with ``bulkred-opt`` as ``python -m bulkred_dialect.cli`` and ``python3``
+    as ``sys.executable``."""
     stages = [shlex.split(stage) for stage in cmd.split(" | ")]
     if all(argv[0] == "bulkred-opt" for argv in stages):
-        return _run_in_process(cmd, stages)
+        return _run_in_process(cmd)
     opt = [sys.executable, "-m", "bulkred_dialect.cli"]
     shell = []
     for argv in stages:
@@ -50,29 +50,25 @@ def _run_doc_command(cmd: str) -> subprocess.CompletedProcess:
     return subprocess.run(" | ".join(shell), shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def _run_in_process(cmd: str, stages: list[list[str]]) -> subprocess.CompletedProcess:
-    import io
+def _run_in_process(cmd: str) -> subprocess.CompletedProcess:
     import os
 
-    from bulkred_dialect.cli import main
-
+    sys.path.insert(0, str(ROOT / "tests" / "filecheck"))
+    try:
+        from lit_inprocess import _plan, _run_tool
+    finally:
+        sys.path.pop(0)
+    steps = _plan(cmd)
+    assert steps is not None, cmd
     data, errors, rc = b"", [], 0
-    saved, cwd = (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
+    cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        for argv in stages:
-            out, err = io.StringIO(), io.StringIO()
-            sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
-            sys.stdout, sys.stderr = out, err
-            try:
-                code = main(argv[1:])
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-            finally:
-                sys.stdin, sys.stdout, sys.stderr = saved
+        for step in steps:
+            code, written = _run_tool(step, data)
             rc = code or rc  # pipefail
-            errors.append(err.getvalue())
-            data = out.getvalue().encode()
+            errors.append(written.get("log", ""))
+            data = written.get("pipe", "").encode()
     finally:
         os.chdir(cwd)
     return subprocess.CompletedProcess(cmd, rc, data.decode(), "".join(errors))

@@ -213,13 +213,11 @@ class Kernel:
         sync: bool = False,
         timeout_s: float = 30.0,
     ) -> tuple[Any, ...]:
-        """:meth:`__call__`'s keywords, spelled out (its signature shows these)."""
-        return self._call(args, grid, block, cluster, shmem, stream, sync, timeout_s)
-
-    def _call(self, args, grid, block, cluster, shmem, stream, sync, timeout_s) -> tuple[Any, ...]:
-        """:meth:`__call__` with every check; records the torch fast path after a call
+        """:meth:`__call__` with its keywords spelled out (its signature shows these) and
+        every check; records the torch short path after a call without launch keywords
         whose arguments are all torch tensors on torch's current stream."""
         params, checked = self._check_host(args)
+        shmem_arg = shmem
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
@@ -263,8 +261,8 @@ class Kernel:
                 kargs.append(self.module._workspace(g, self.name, self.signature.workspace))
             self._launch(g, kern, shape, shmem, kargs, s)
             if (
-                source == "torch" and len(device) == len(args) and grid is None and block is None
-                and cluster is None and not host_bufs
+                source == "torch" and len(device) == len(args) and not host_bufs
+                and grid is None and block is None and cluster is None and shmem_arg is None
             ):
                 self._fast = _TorchFastPath(
                     self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):], [i for i in zero if i in device]
@@ -361,7 +359,7 @@ class _TorchFastPath:
     for the next calls with tensors of the same dtypes, shapes and device (and
     contiguous): such a call costs a few attribute reads per tensor, torch's current
     stream and the launch. Any other argument goes through every check of
-    :meth:`Kernel._call`, with its errors.
+    :meth:`Kernel._with_options`, with its errors.
 
     ``call(args)`` is generated for the kernel's arity (no loop, no per-argument
     call): it returns ``args`` after the launch, or None, having done nothing, when
@@ -391,41 +389,21 @@ class _TorchFastPath:
                 f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
                 f"and a{i}.is_contiguous()"
             )
-        zeroing = "".join(f"    memset(p{i}, a{i}.numel() * a{i}.element_size(), s)\n" for i in zero)
-        src = (
-            "def call(args):\n"
-            f"    if len(args) != {len(args)} or g.broken is not None:\n"
-            "        return None\n"
-            f"    {', '.join(names)}, = args\n"
-            f"    if not ({' and '.join(checks)}):\n"
-            "        return None\n"
-            "    h = raw_stream(dev)\n"
-            "    s = streams.get(h)\n"
-            "    if s is None:\n"
-            "        s = stream_for(h)\n"
-            + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(len(args)))
-            + zeroing
-            + "    try:\n"
-            f"        launch(s, config, kern, {''.join(f'p{i}, ' for i in range(len(args)))}*extra)\n"
-            "    except Exception as e:\n"
-            "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
-            "    return args\n"
-        )
-        # call_new_last(lead): the same with the last argument a new tensor of the
-        # recorded shape, made like the first (same dtype and device); returns it
         n = len(args)
-        if n >= 2 and args[-1].dtype is args[0].dtype:
-            last = n - 1
-            env["shape_last"] = tuple(args[-1].shape)
-            src += (
-                "def call_new_last(lead):\n"
-                f"    if len(lead) != {last} or g.broken is not None:\n"
+        zeroing = "".join(f"    memset(p{i}, a{i}.numel() * a{i}.element_size(), s)\n" for i in zero)
+
+        def function(fname: str, taken: int, made: str, result: str) -> str:
+            """``fname(lead)``: check the first ``taken`` arguments, make the rest
+            (``made``), then torch's stream, the pointers, zero_init, the launch."""
+            return (
+                f"def {fname}(lead):\n"
+                f"    if len(lead) != {taken} or g.broken is not None:\n"
                 "        return None\n"
-                f"    {', '.join(names[:last])}, = lead\n"
-                f"    if not ({' and '.join(checks[:last])}):\n"
+                f"    {', '.join(names[:taken])}, = lead\n"
+                f"    if not ({' and '.join(checks[:taken])}):\n"
                 "        return None\n"
-                f"    a{last} = a0.new_empty(*shape_last)\n"
-                "    h = raw_stream(dev)\n"
+                + made
+                + "    h = raw_stream(dev)\n"
                 "    s = streams.get(h)\n"
                 "    if s is None:\n"
                 "        s = stream_for(h)\n"
@@ -435,8 +413,14 @@ class _TorchFastPath:
                 f"        launch(s, config, kern, {''.join(f'p{i}, ' for i in range(n))}*extra)\n"
                 "    except Exception as e:\n"
                 "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
-                f"    return a{last}\n"
+                f"    return {result}\n"
             )
+
+        src = function("call", n, "", "lead")
+        if n >= 2 and args[-1].dtype is args[0].dtype:
+            # call_new_last: the last argument a new tensor like the first, of the recorded shape
+            env["shape_last"] = tuple(args[-1].shape)
+            src += function("call_new_last", n - 1, f"    a{n - 1} = a0.new_empty(*shape_last)\n", f"a{n - 1}")
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
         self.call = env["call"]
         self.call_new_last = env.get("call_new_last")

@@ -43,7 +43,6 @@ class CompiledModule:
     _kernels: dict[str, Any] = field(default_factory=dict, repr=False)
     _kernel_objects: dict[str, Kernel] = field(default_factory=dict, repr=False)
     _workspaces: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
-    _loaded: set[str] = field(default_factory=set, repr=False)
 
     def assemble(self, arch: str | None = None) -> bytes:
         """Assemble the PTX with nvJitLink (no GPU needed); raises ``PtxasError``."""
@@ -87,7 +86,9 @@ class CompiledModule:
         """Force the (lazy) module load so that a failure shows up here."""
         names = _entry_names(self.ptx)
         if names:
-            self._kernels[names[0]] = obj.get_kernel(names[0])
+            kern = obj.get_kernel(names[0])
+            _load_function(kern)
+            self._kernels[names[0]] = kern
 
     def kernel_names(self) -> list[str]:
         return _entry_names(self.ptx)
@@ -128,10 +129,8 @@ class CompiledModule:
                 kern = obj.get_kernel(name)
             except Exception as e:
                 raise CudaError(f"get_kernel('{name}')", type(e).__name__, str(e)) from e
-            self._kernels[name] = kern
-        if name not in self._loaded:
             _load_function(kern)
-            self._loaded.add(name)
+            self._kernels[name] = kern
         return kern
 
 
