@@ -1,7 +1,9 @@
 """Cost of one call from Python, on the GPU machine (needs torch with CUDA).
 
 Measured in one run, each the median over many calls of the wall clock around
-call + stream synchronize (and, for launches, around N back-to-back calls / N):
+call + stream synchronize (and around N back-to-back calls / N), the cases taking turns
+in rounds so that a drift of the host's speed moves them alike; the raw launch is
+timed twice, and the gap between its two figures is the run's noise:
 
 * ``kernel(A, B)``: the seed kernel (sum of 32 floats) compiled with
   ``compile_tile_module``, called on torch tensors (no copy, torch's stream);
@@ -49,29 +51,32 @@ print(json.dumps({"first_s": first, "stats": CACHE.stats}))
 """
 
 
-def median_us(fn, sync, calls: int, warmup: int = 50) -> float:
-    """Median of the wall clock around ``fn(); sync()``, in microseconds."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+def interleaved(cases, sync, calls: int, rounds: int = 15) -> list[tuple[str, float, float]]:
+    """(name, median us of call + synchronize, back-to-back us per call) of each case.
 
-
-def per_launch_us(fn, sync, calls: int) -> float:
-    """Wall clock of ``calls`` back-to-back calls then one synchronize, per call."""
-    fn()
-    sync()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - t) / calls * 1e6
+    The cases take turns: ``rounds`` rounds, each timing ``calls // rounds`` calls of
+    every case in a row (after a short warm-up of it), so that a drift of the host's
+    speed during the run moves every case alike. "Back-to-back" is, per round, that
+    many calls then one synchronize, per call; its median over the rounds."""
+    per_round = max(calls // rounds, 1)
+    samples: dict[str, list[float]] = {name: [] for name, _ in cases}
+    b2b: dict[str, list[float]] = {name: [] for name, _ in cases}
+    for _ in range(rounds):
+        for name, fn in cases:
+            for _ in range(20):
+                fn()
+            sync()
+            for _ in range(per_round):
+                t = time.perf_counter()
+                fn()
+                sync()
+                samples[name].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            for _ in range(per_round):
+                fn()
+            sync()
+            b2b[name].append((time.perf_counter() - t) / per_round)
+    return [(n, statistics.median(samples[n]) * 1e6, statistics.median(b2b[n]) * 1e6) for n, _ in cases]
 
 
 def loop_us(fn, n: int = 1000, loops: int = 20) -> float:
@@ -133,23 +138,22 @@ def main() -> int:
     config = LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1))
     a_ptr, b_ptr = A.data_ptr(), B.data_ptr()
 
-    rows: list[tuple[str, float, float]] = []
-
-    def measure(name, fn):
-        rows.append((name, median_us(fn, sync, args.calls), per_launch_us(fn, sync, args.calls)))
-
-    measure("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr))
-    kernel(A, B)  # the first, fully checked call records the short path
-    measure("kernel(A, B) on torch tensors", lambda: kernel(A, B))
-    measure("torch.sum of 32 elements", lambda: torch.sum(A))
-    B0 = B.view(())  # torch.sum's result is 0-d
-    measure("torch.sum(A, 0, out=B)", lambda: torch.sum(A, 0, out=B0))
     from bulkred_dialect import api
 
+    kernel(A, B)  # the first, fully checked call records the short path
     red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))
-    measure("its reduction kernel(A, B), called directly", lambda: red(A, B))
-    measure("bulkred.sum(A, out=B)", lambda: bulkred.sum(A, out=B))
-    measure("bulkred.sum(A)", lambda: bulkred.sum(A))
+    B0 = B.view(())  # torch.sum's result is 0-d
+    cases = [
+        ("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
+        ("kernel(A, B) on torch tensors", lambda: kernel(A, B)),
+        ("torch.sum of 32 elements", lambda: torch.sum(A)),
+        ("torch.sum(A, 0, out=B)", lambda: torch.sum(A, 0, out=B0)),
+        ("its reduction kernel(A, B), called directly", lambda: red(A, B)),
+        ("bulkred.sum(A, out=B)", lambda: bulkred.sum(A, out=B)),
+        ("bulkred.sum(A)", lambda: bulkred.sum(A)),
+        ("raw cuda.core launch, again (the noise)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
+    ]
+    rows = interleaved(cases, sync, args.calls)
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
     assert kernel._fast is not None and red._fast is not None and ("sum", A.shape, A.dtype, None) in api._TORCH_CALLS
@@ -178,7 +182,8 @@ def main() -> int:
         ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
         ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
         ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None))),
-        ("A.new_empty(1) (bulkred.sum's result)", lambda: A.new_empty(1)),
+        ("A.new_empty(1)", lambda: A.new_empty(1)),
+        ("torch.empty_like(B) (bulkred.sum's result)", lambda: torch.empty_like(B)),
     ]
     gpu_us = [
         ("seed kernel", lambda: kernel(A, B)),

@@ -33,6 +33,7 @@ from bulkred_dialect.passes.dispatch import (
     DispatchError,
     Predicate,
     Registry,
+    choose,
     explain,
     load_variants,
 )
@@ -148,6 +149,68 @@ def test_every_predicate_of_every_candidate_is_evaluated(ctx):
     assert calls == ["h1", "h2", "h3", "l1", "l2"]
     assert sel.chosen.variant.name == "low"
     assert sel.candidates[0].failed == ["h1", "h3"]
+
+
+def test_choose_evaluates_only_what_it_needs_and_agrees_with_select(ctx):
+    """The pass's ``choose`` stops at the first failing predicate and the first variant
+    that applies; ``select`` (explain) evaluates them all; both pick the same."""
+    calls: list[str] = []
+
+    def rec(name: str, ok: bool):
+        def fn(op, target):
+            calls.append(name)
+            return ok, name
+
+        return Predicate(name, fn, "x")
+
+    r = Registry()
+    r.register("bulkred.reduce", "high", 20, [rec("h1", False), rec("h2", True)], lambda *a: None)
+    r.register("bulkred.reduce", "mid", 15, [rec("m1", True), rec("m2", True)], lambda *a: None)
+    r.register("bulkred.reduce", "low", 10, [rec("l1", True)], lambda *a: None)
+    op = the_reduce(reduce_module(ctx, "sum", [8]))
+    assert r.choose(op, SM100A).name == "mid"
+    assert calls == ["h1", "m1", "m2"]
+    calls.clear()
+    forced = the_reduce(reduce_module(ctx, "sum", [8], variant="low"))
+    assert r.choose(forced, SM100A).name == "low" and calls == ["l1"]
+    calls.clear()
+    # nothing applies: select's located error, with the whole table
+    r2 = Registry()
+    r2.register("bulkred.reduce", "only", 10, [rec("o1", False)], lambda *a: None)
+    with pytest.raises(LocatedError, match="no lowering variant applies on sm_100a"):
+        r2.choose(op, SM100A)
+
+
+def _grid_reduce(kind: str, shape: list[int], dtype: str, axis: int | None) -> ReduceOp:
+    from bulkred_dialect.api import reduction_module
+
+    return the_reduce(reduction_module(kind, tuple(shape), dtype, axis, "k"))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90", "sm_90a", "sm_100a", "sm_120a"])
+def test_choose_agrees_with_select_on_every_registered_variant(ctx, target):
+    t = Target.parse(target)
+    ops = [
+        the_reduce(reduce_module(ctx, kind, shape, dtype, accum=accum))
+        for kind in ("sum", "max", "and")
+        for shape in ([1], [7], [8], [32], [33], [4, 16])
+        for dtype in ("f32", "i32")
+        for accum in (False, True)
+        if not (kind == "and" and dtype == "f32")
+    ]
+    ops += [
+        _grid_reduce(kind, shape, dtype, axis)
+        for kind in ("sum", "max")
+        for shape, axis in (([32], None), ([1 << 20], None), ([256, 1024], 1), ([256, 1024], 0), ([3, 5], None))
+        for dtype in ("float32", "bfloat16", "int32")
+    ]
+    for op in ops:
+        sel = REGISTRY.evaluate(op, t)
+        if sel.chosen is None:
+            with pytest.raises(LocatedError):
+                choose(op, t)
+        else:
+            assert choose(op, t) is sel.chosen.variant, (str(op), target)
 
 
 def test_explain_table_content(ctx):
@@ -569,6 +632,23 @@ def test_copy_lowering(ctx):
     assert count(m, "bulkred.copy") == 0 and count(m, "scf.for") == 2
     x = np.arange(15, dtype=np.float32).reshape(3, 5)
     out = run(m, {"a": x, "b": np.zeros((3, 5), np.float32)})["b"]
+    assert (out == x).all()
+
+
+@pytest.mark.parametrize("shape, loops", [([1], 0), ([1, 1], 0), ([1, 5], 1), ([3, 1], 1), ([3, 1, 4], 2), ([1, 3, 1], 1)])
+def test_copy_lowering_takes_no_loop_for_an_extent_of_one(ctx, shape, loops):
+    t = "x".join(map(str, shape))
+    text = f"""
+    func.func @f(%a: memref<{t}xf32, #bulkred.scope<global>>, %b: memref<{t}xf32, #bulkred.scope<local>>) {{
+      bulkred.copy %a, %b : memref<{t}xf32, #bulkred.scope<global>>, memref<{t}xf32, #bulkred.scope<local>>
+      func.return
+    }}"""
+    m = parse_module(ctx, text)
+    LowerTileReductionsPass().apply(ctx, m)
+    m.verify()
+    assert count(m, "scf.for") == loops
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    out = run(m, {"a": x, "b": np.full(shape, np.nan, np.float32)})["b"]
     assert (out == x).all()
 
 

@@ -213,6 +213,21 @@ class Registry:
             chosen = next((c for c in candidates if c.applies), None)
         return Selection(op, target, candidates, chosen, forced)
 
+    def choose(self, op: Operation, target: Target) -> Variant:
+        """The variant :meth:`select` chooses, found without the table: variants in
+        priority order (only the forced one when ``variant`` is set), each predicate
+        until one fails. When none applies, :meth:`select` raises its located error
+        with the whole table."""
+        forced = _forced_name(op)
+        for v in self.variants.get(op.name, ()):
+            if forced is not None and v.name != forced:
+                continue
+            if all(p.fn(op, target)[0] for p in v.predicates):
+                return v
+        sel = self.select(op, target)
+        assert sel.chosen is not None  # select raises when nothing applies
+        return sel.chosen.variant
+
     def select(self, op: Operation, target: Target) -> Selection:
         """The selection for ``op``; a :class:`LocatedError` when no variant (or not
         the forced one) applies."""
@@ -274,6 +289,11 @@ def load_variants() -> Registry:
 def select(op: Operation, target: Target) -> Selection:
     """The chosen variant for ``op`` on ``target`` (located error when none applies)."""
     return load_variants().select(op, target)
+
+
+def choose(op: Operation, target: Target) -> Variant:
+    """:func:`select`'s chosen variant, evaluating no more predicates than it needs."""
+    return load_variants().choose(op, target)
 
 
 def explain(op: Operation, target: Target | str) -> str:

@@ -114,6 +114,8 @@ class LegalizeForTargetPass(ModulePass):
         target = resolve_target(op, self.target)
         if AddF32x2Op.REQUIREMENT.satisfied_by(target) and Max3Op.REQUIREMENT.satisfied_by(target):
             return
+        if not any(isinstance(o, AddF32x2Op | ThreeInputMinMaxOp | UnpackF32x2Op) for o in op.walk()):
+            return  # nothing to legalize: no rewrite walk
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [LegalizeAddF32x2(target), LegalizeThreeInputMinMax(target), FoldUnpackOfPack()]

@@ -51,7 +51,7 @@ from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import CopyOp, ReduceOp
 from bulkred_dialect.passes.check_target import resolve_target
-from bulkred_dialect.passes.dispatch import explain, select
+from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.variants import Emitter
 
 
@@ -66,14 +66,13 @@ class LowerReduce(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReduceOp, rewriter: PatternRewriter) -> None:
         try:
-            chosen = select(op, self.target).chosen
+            variant = choose(op, self.target)
         except LocatedError as e:
             if not self.explained:
                 raise
             first = e.message.split("\n", 1)[0]
             raise LocatedError(e.op, f"{first} (explain=true printed the dispatch table)") from None
-        assert chosen is not None  # select raises a located error otherwise
-        chosen.variant.lower(op, rewriter, self.target)
+        variant.lower(op, rewriter, self.target)
 
 
 class LowerCopy(RewritePattern):

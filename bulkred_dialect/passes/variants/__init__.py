@@ -210,9 +210,13 @@ class Emitter:
     def nest(
         self, shape: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
     ) -> None:
-        """Loops over every index of ``shape`` (outermost first); ``body(emitter, ivs)``."""
+        """Loops over every index of ``shape`` (outermost first); ``body(emitter, ivs)``.
+        A dimension of extent 1 takes no loop: its index is the constant 0."""
         if not shape:
             body(self, [])
+            return
+        if shape[0] == 1:
+            self.nest(shape[1:], lambda e, ivs: body(e, [self.index(0), *ivs]))
             return
 
         def outer(e: Emitter, iv: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
