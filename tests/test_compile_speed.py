@@ -201,3 +201,62 @@ def test_apply_passes_catches_broken_ir_at_the_end_or_at_once():
     with pytest.raises(LocatedError, match="seed_sum32.mlir:12:5: .*is not a terminator"):
         apply_passes(ctx, module, [DropTerminators(), Record(ran=ran)], verify_each=True)
     assert ran == []  # found before the next pass ran
+
+
+# region The ptx ops' cheaper builder
+
+
+def _lowered_text(text: str, target: str) -> str:
+    from xdsl.printer import Printer
+    from io import StringIO
+
+    from bulkred_dialect.backend_ptx.runtime import context
+    from bulkred_dialect.diagnostics import parse_module
+
+    ctx = context()
+    module = parse_module(ctx, text, "t.mlir")
+    apply_passes(ctx, module, build_passes(f"bulkred-to-ptx{{target={target}}}", available_passes()))
+    out = StringIO()
+    Printer(stream=out, print_generic_format=True, print_properties_as_attributes=False).print_op(module)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a", "sm_80"])
+def test_ptx_ops_built_the_short_way_equal_irdl_builds(monkeypatch, target):
+    """PtxInstruction's builder skips IRDL's argument building for ops of single
+    operands and results; the lowered IR (generic form: every operand, type, property
+    and attribute) is the same as with IRDL's builder for every op."""
+    from bulkred_dialect.api import reduction_module
+    from bulkred_dialect.ops.ptx import base
+
+    seed = (ROOT / "examples" / "seed_sum32.mlir").read_text()
+    texts = [seed]
+    for kind, shape, dtype, axis in (("sum", (1000,), "float32", None), ("max", (64, 96), "bfloat16", 1)):
+        texts.append(str(reduction_module(kind, shape, dtype, axis, "k")))
+    fast = [_lowered_text(t, target) for t in texts]
+    used = sum(1 for c in base._FIXED_COUNTS.values() if c is not None)
+    assert used > 10  # the short way was taken, for many op classes
+    monkeypatch.setattr(base, "_fixed_counts", lambda cls: None)
+    slow = [_lowered_text(t, target) for t in texts]
+    for f, s in zip(fast, slow):
+        assert f == s
+
+
+def test_ptx_op_builder_falls_back_for_wrong_counts():
+    """A wrong operand count still gets IRDL's builder error, not a malformed op."""
+    from xdsl.dialects.builtin import i32
+    from xdsl.utils.test_value import create_ssa_value
+
+    from bulkred_dialect.ops.ptx import arith as pa
+
+    from bulkred_dialect.ops.ptx.base import PtxInstruction
+
+    a = create_ssa_value(i32)
+    with pytest.raises(ValueError, match="Expected 2 operand, but got 1"):
+        PtxInstruction.__init__(pa.AddOp.__new__(pa.AddOp), operands=[a], result_types=[i32])
+    op = pa.AddOp.__new__(pa.AddOp)
+    PtxInstruction.__init__(op, operands=[a, a], result_types=[i32], properties={"type": None})
+    assert tuple(op.operands) == (a, a) and "type" not in op.properties  # None properties dropped
+
+
+# endregion

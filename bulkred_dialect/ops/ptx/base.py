@@ -30,12 +30,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Operation,
     ParametrizedAttribute,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
-from xdsl.irdl import IRDLOperation, irdl_attr_definition
+from xdsl.irdl import IRDLOperation, VariadicDef, irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -221,6 +222,27 @@ def register_class(t: Attribute) -> tuple[str, str]:
 # endregion
 
 
+_FIXED_COUNTS: dict[type, tuple[int, int] | None] = {}
+
+
+def _fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int] | None:
+    """(operands, results) of an op definition made only of single operands and
+    results, else None (cached per class)."""
+    try:
+        return _FIXED_COUNTS[cls]
+    except KeyError:
+        pass
+    d = cls.get_irdl_definition()
+    fixed = (
+        not d.regions
+        and not d.successors
+        and not d.options
+        and not any(isinstance(o, VariadicDef) for _, o in (*d.operands, *d.results))
+    )
+    _FIXED_COUNTS[cls] = counts = (len(d.operands), len(d.results)) if fixed else None
+    return counts
+
+
 class PtxInstruction(IRDLOperation, ABC):
     """Base of every op that is one PTX instruction.
 
@@ -230,6 +252,44 @@ class PtxInstruction(IRDLOperation, ABC):
 
     REQUIREMENT: ClassVar[Requirement] = Requirement()
     SPEC_SECTION: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        operands: Sequence[SSAValue] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+        properties: dict[str, Attribute | None] | None = None,
+        attributes: dict[str, Attribute | None] | None = None,
+        **others: object,
+    ) -> None:
+        """IRDL's builder, made cheaper for the common form: when the op's definition
+        has only single operands and results (no variadic or optional ones, no
+        regions, successors or segment sizes), the counts match and every operand is
+        a value, the op is built as xDSL's parser builds it (``Operation.create``'s
+        path: the definition's default properties are filled in the same way, and the
+        verifier checks the rest). About a third of the cost of building a ptx op,
+        which the lowering does for every instruction (docs/compile_speed.md)."""
+        counts = _fixed_counts(type(self))
+        operands = () if operands is None else operands
+        result_types = () if result_types is None else result_types
+        if (
+            counts is not None
+            and not any(others.values())
+            and len(operands) == counts[0]
+            and len(result_types) == counts[1]
+            and all(isinstance(o, SSAValue) for o in operands)
+        ):
+            Operation.__init__(
+                self,
+                operands=operands,
+                result_types=result_types,
+                properties={k: v for k, v in properties.items() if v is not None} if properties else {},
+                attributes={k: v for k, v in attributes.items() if v is not None} if attributes else {},
+            )
+            return
+        super().__init__(
+            operands=operands, result_types=result_types, properties=properties, attributes=attributes, **others  # type: ignore[arg-type]
+        )
 
     def requirement(self) -> Requirement:
         """The lowest SM and PTX ISA version this instruction form needs."""
