@@ -240,16 +240,20 @@ class _CurrentOp:
 
 
 class _Located(RewritePattern):
-    """Runs ``inner`` and remembers the op it rewrites, so that the ops it creates get
-    that op's location (a ptxas error on a loop branch then points at the ``scf.for``)."""
+    """Runs ``inner`` on the ops of ``types`` (nothing else is tried: the walk passes
+    every op of the kernel here) and remembers the op it rewrites, so that the ops it
+    creates get that op's location (a ptxas error on a loop branch then points at the
+    ``scf.for``)."""
 
-    def __init__(self, inner: RewritePattern, current: _CurrentOp):
+    def __init__(self, inner: RewritePattern, current: _CurrentOp, types: tuple[type[Operation], ...]):
         self.inner = inner
         self.current = current
+        self.types = types
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        self.current.op = op
-        self.inner.match_and_rewrite(op, rewriter)
+        if isinstance(op, self.types):
+            self.current.op = op
+            self.inner.match_and_rewrite(op, rewriter)
 
 
 class WhileLowering(RewritePattern):
@@ -293,14 +297,12 @@ def convert_scf_to_cf(module: ModuleOp) -> None:
         if isinstance(new.location, UnknownLoc) and current.op is not None:
             new.location = current.op.location
 
+    lowerings = GreedyRewritePatternApplier(
+        [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()],
+        dce_enabled=False,  # keep every load and store the input asks for
+    )
     PatternRewriteWalker(
-        GreedyRewritePatternApplier(
-            [
-                _Located(p, current)
-                for p in (SwitchLowering(), IfLowering(), ForLowering(), WhileLowering())
-            ],
-            dce_enabled=False,  # keep every load and store the input asks for
-        ),
+        _Located(lowerings, current, (scf.IndexSwitchOp, scf.IfOp, scf.ForOp, scf.WhileOp)),
         listener=PatternRewriterListener(operation_insertion_handler=[locate]),
     ).rewrite_module(module)
 
