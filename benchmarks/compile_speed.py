@@ -124,13 +124,14 @@ def main() -> int:
 
     ways = [("now", compile_to_ptx)] + ([("before", compile_to_ptx_before)] if args.before else [])
 
-    print("\n== seed example, parse to PTX, warm (target <= 15 ms)")
+    print("\n== seed example, parse to PTX, warm: 10 warm-up runs, median of the next "
+          f"{max(args.runs, 25)} (target <= 15 ms)")
     seed = SEED.read_text()
     for target in ("sm_90a", "sm_100a"):
         for label, fn in ways:
-            for _ in range(3):
+            for _ in range(10):
                 fn(seed, target)  # warm: imports, caches
-            wall, cpu = median_of(max(args.runs, 10), lambda: fn(seed, target))
+            wall, cpu = median_of(max(args.runs, 25), lambda: fn(seed, target))
             print(f"   {target:8s} {label:7s} {ms(wall)} / {ms(cpu)}")
 
     print("\n== N seed kernels in one module, parse to PTX, sm_90a, per kernel (target <= 20 ms, flat)")

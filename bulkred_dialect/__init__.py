@@ -18,7 +18,8 @@ def __getattr__(name: str):
     if name in _API:
         from bulkred_dialect import api
 
-        return getattr(api, name)
+        value = globals()[name] = getattr(api, name)  # later reads skip this hook (~1.5 us a call)
+        return value
     raise AttributeError(f"module 'bulkred_dialect' has no attribute '{name}'")
 
 

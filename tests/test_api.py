@@ -26,6 +26,7 @@ def test_package_import_is_light():
         "assert heavy() == [], heavy()\n"
         "f = b.sum\n"
         "assert f.__module__ == 'bulkred_dialect.api' and heavy() == [], heavy()\n"
+        "assert vars(b)['sum'] is f and 'max' not in vars(b)  # kept: later reads skip __getattr__\n"
         "assert 'xor' in dir(b)\n"
         "try:\n    b.nope\nexcept AttributeError as e:\n    print(e)\n"
     )

@@ -80,6 +80,9 @@ def main() -> None:
         ("torch.empty(1, dtype, device)", lambda: torch.empty(1, dtype=A.dtype, device=A.device)),
         ("torch.empty_like(B)", lambda: torch.empty_like(B)),
         ("torch.empty_like(B.view(()))", lambda: torch.empty_like(B0)),
+        ("torch._foreach_neg([B] * 16), per tensor", lambda: torch._foreach_neg(B16)),
+        ("torch._foreach_neg([B] * 64), per tensor", lambda: torch._foreach_neg(B64)),
+        ("torch._foreach_neg([B] * 256), per tensor", lambda: torch._foreach_neg(B256)),
         ("isinstance(A, Tensor)", lambda: isinstance(A, torch.Tensor)),
         ("A.dtype is d", lambda: A.dtype is d),
         ("A.shape == s", lambda: A.shape == s),
@@ -92,13 +95,18 @@ def main() -> None:
         ("lambda: None (loop floor)", lambda: None),
     ]
     B0 = B.view(())
+    B16, B64, B256 = [B] * 16, [B] * 64, [B] * 256
+    per = {"16": 16, "64": 64, "256": 256}
     d, s = A.dtype, A.shape
     torch.cuda.synchronize()
     print(f"{g.name} ({g.arch}), torch {torch.__version__}; enqueue cost per call, us (median of 15 loops of 2000)")
     for name, fn in rows:
-        us = loop_us(fn)
+        us = loop_us(fn, n=200 if "foreach" in name else 2000)
+        us /= next((v for k, v in per.items() if f"* {k})" in name), 1)
         torch.cuda.synchronize()
         print(f"  {name:62} {us:6.2f}")
+    if "--steps-only" in sys.argv:
+        return
     # call + synchronize, the variants interleaved (rounds of 200 calls each), so that a
     # drift of the host's speed during the run moves them all alike
     from cuda.core import ObjectCode
@@ -109,8 +117,37 @@ def main() -> None:
     ours_config = kernel._configs[next(iter(kernel._configs))]
     fast = kernel._fast.call
     sync = stream.sync
+    import bulkred_dialect as bulkred
+    from bulkred_dialect import api
+
+    bulkred.sum(A)
+    bulkred.sum(A)
+    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))
+    new_last = red._fast.call_new_last
+    rkern = red.module._cu_kernel(g, red.name)
+    rconfig = red._configs[next(iter(red._configs))]
+    T = torch.Tensor
+
+    def by_hand():
+        # the short path's steps written out: checks, stream, pointers, launch
+        if not (isinstance(A, T) and A.dtype is d and A.shape == s and A.get_device() == 0 and A.is_contiguous()):
+            return
+        if not (isinstance(B, T) and B.dtype is d and B.shape == sb and B.get_device() == 0 and B.is_contiguous()):
+            return
+        st = g._streams.get(torch._C._cuda_getCurrentRawStream(0))
+        launch(st, config, kern, A.data_ptr(), B.data_ptr())
+
+    sb = B.shape
     variants = [
         ("raw launch(stream, config, raw, a, b)", lambda: launch(stream, config, raw, a, b)),
+        ("the short path written out by hand", by_hand),
+        ("torch.empty_like(B); raw launch", lambda: (torch.empty_like(B), launch(stream, config, raw, a, b))),
+        ("red call_new_last((A,))", lambda: new_last((A,))),
+        ("bulkred.sum(A)", lambda: bulkred.sum(A)),
+        ("red kernel(A, B)", lambda: red(A, B)),
+    ] + ([] if red.signature.workspace or red.signature.zero_init else [
+        ("launch(stream, rconfig, rkern, a, b) (red's kernel)", lambda: launch(stream, rconfig, rkern, a, b)),
+    ]) + [
         ("raw launch again", lambda: launch(stream, config, raw, a, b)),
         ("launch(..., kern (ours, cuFuncLoad-ed), a, b)", lambda: launch(stream, config, kern, a, b)),
         ("launch(..., our LaunchConfig, raw, a, b)", lambda: launch(stream, ours_config, raw, a, b)),

@@ -162,6 +162,19 @@ def test_torch_fast_path_keeps_every_check_and_zero_init(rng):
         k(out, torch.zeros(65, dtype=torch.int32, device="cuda"))
     with pytest.raises(runtime.SignatureError, match=r"param 'inp': expected an array on cuda:0 .* the host \(cpu\)"):
         k(out, torch.zeros(64, dtype=torch.int32))
+    # arity and keywords after the short path was recorded: the full call and its errors
+    with pytest.raises(runtime.SignatureError, match=r"kernel 'acc' takes 2 arguments \(out, inp\), got 1"):
+        k(out)
+    with pytest.raises(runtime.SignatureError, match=r"kernel 'acc' takes 2 arguments \(out, inp\), got 3"):
+        k(out, inp, inp)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        k(out, inp, nope=1)
+    out.fill_(3)
+    assert k(out, inp, sync=True) == (out, inp)  # keywords: the full path, which synchronizes
+    assert torch.equal(out, inp)
+    host = rng.integers(0, 100, 64, dtype=np.int32)  # numpy: copied in and out
+    got_out, got_inp = k(np.full(64, 9, np.int32), host)
+    assert (got_out == host).all()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # the fast path reads torch's current stream on each call
         out.fill_(5)
