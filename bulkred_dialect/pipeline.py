@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import gc
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -100,12 +101,17 @@ def _show(values: tuple[Any, ...]) -> str:
     return ",".join(one(v) for v in values) if values else "no value"
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
 def build(owner: str, cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConvertible:
     """``cls.from_spec(spec)``, with errors that name ``owner``, the option, what it takes
     and the value given; a ``target`` option of our own passes must name a known target."""
     ours = cls.__module__.startswith("bulkred_dialect.")
     options = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
-    hints = get_type_hints(cls)
+    hints = _type_hints(cls)
     for key, values in spec.parameters.items():
         field = key.replace("-", "_")
         if field not in options:
