@@ -131,16 +131,22 @@ def test_highest_priority_that_applies_wins(ctx):
     assert r.select(op, SM100A).chosen.variant.name == "mid"
 
 
-def test_every_predicate_of_every_candidate_is_evaluated(ctx):
-    calls: list[str] = []
+def recording(calls: list[str]):
+    """``rec(name, ok)``: a predicate that appends its name to ``calls`` when evaluated."""
 
-    def rec(name: str, ok: bool):
+    def rec(name: str, ok: bool) -> Predicate:
         def fn(op, target):
             calls.append(name)
             return ok, name
 
         return Predicate(name, fn, "x")
 
+    return rec
+
+
+def test_every_predicate_of_every_candidate_is_evaluated(ctx):
+    calls: list[str] = []
+    rec = recording(calls)
     r = Registry()
     r.register("bulkred.reduce", "high", 20, [rec("h1", False), rec("h2", True), rec("h3", False)], lambda *a: None)
     r.register("bulkred.reduce", "low", 10, [rec("l1", True), rec("l2", True)], lambda *a: None)
@@ -155,14 +161,7 @@ def test_choose_evaluates_only_what_it_needs_and_agrees_with_select(ctx):
     """The pass's ``choose`` stops at the first failing predicate and the first variant
     that applies; ``select`` (explain) evaluates them all; both pick the same."""
     calls: list[str] = []
-
-    def rec(name: str, ok: bool):
-        def fn(op, target):
-            calls.append(name)
-            return ok, name
-
-        return Predicate(name, fn, "x")
-
+    rec = recording(calls)
     r = Registry()
     r.register("bulkred.reduce", "high", 20, [rec("h1", False), rec("h2", True)], lambda *a: None)
     r.register("bulkred.reduce", "mid", 15, [rec("m1", True), rec("m2", True)], lambda *a: None)

@@ -17,16 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-def loop_us(fn, n: int = 2000, loops: int = 15) -> float:
-    times = []
-    for _ in range(loops):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) / n * 1e6
+from call_overhead import loop_us  # noqa: E402
 
 
 def main() -> None:
@@ -101,7 +94,7 @@ def main() -> None:
     torch.cuda.synchronize()
     print(f"{g.name} ({g.arch}), torch {torch.__version__}; enqueue cost per call, us (median of 15 loops of 2000)")
     for name, fn in rows:
-        us = loop_us(fn, n=200 if "foreach" in name else 2000)
+        us = loop_us(fn, n=200 if "foreach" in name else 2000, loops=15)
         us /= next((v for k, v in per.items() if f"* {k})" in name), 1)
         torch.cuda.synchronize()
         print(f"  {name:62} {us:6.2f}")
