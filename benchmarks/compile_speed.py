@@ -13,7 +13,9 @@
 
 Each number is the median of several runs (``--runs``), as wall-clock time and as the
 CPU time of the process (steadier on a shared machine); the load average is printed
-with them. "Parse to PTX" is what ``bulkred-opt -p bulkred-to-ptx -t ptx`` does: parse
+with them, and around the seed's numbers the time of a fixed pure-Python loop, which
+shows how fast the (shared) machine was at that moment; the seed's best run is shown
+too (timeit's rule: the fastest run is the one least disturbed). "Parse to PTX" is what ``bulkred-opt -p bulkred-to-ptx -t ptx`` does: parse
 with locations, verify the input, run the passes with the garbage collector paused,
 print the PTX (the printer verifies the result); assembling (nvJitLink) is not counted.
 ``--before`` also times the drivers' previous way (collector on, the module verified
@@ -89,6 +91,16 @@ def median_of(runs: int, fn: Callable[[], object]) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
+def reference_work() -> float:
+    """Seconds of a fixed pure-Python loop (best of 5): the machine's speed at the time
+    of a measurement. On a shared machine it moves by 2x between runs, and the compile
+    times move with it."""
+    def work() -> int:
+        return sum(i * i % 7 for i in range(100_000))
+
+    return min(timed(work)[0] for _ in range(5))
+
+
 def run_child(argv: list[str]) -> tuple[float, float]:
     """(wall, CPU of the child) of one command, its output discarded."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -127,12 +139,17 @@ def main() -> int:
     print("\n== seed example, parse to PTX, warm: 10 warm-up runs, median of the next "
           f"{max(args.runs, 25)} (target <= 15 ms)")
     seed = SEED.read_text()
+    print(f"   (the machine's speed now: {ms(reference_work())} ms for a fixed pure-Python loop; "
+          "compare runs by it)")
     for target in ("sm_90a", "sm_100a"):
         for label, fn in ways:
             for _ in range(10):
                 fn(seed, target)  # warm: imports, caches
-            wall, cpu = median_of(max(args.runs, 25), lambda: fn(seed, target))
-            print(f"   {target:8s} {label:7s} {ms(wall)} / {ms(cpu)}")
+            samples = [timed(lambda: fn(seed, target)) for _ in range(max(args.runs, 25))]
+            wall, cpu = statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+            best = min(s[0] for s in samples)
+            print(f"   {target:8s} {label:7s} {ms(wall)} / {ms(cpu)}   (best {ms(best).strip()})")
+    print(f"   (the machine's speed after: {ms(reference_work())} ms)")
 
     print("\n== N seed kernels in one module, parse to PTX, sm_90a, per kernel (target <= 20 ms, flat)")
     for n in sizes:
