@@ -105,6 +105,21 @@ def test_signature_errors_before_any_gpu_call(no_gpu_calls, args, message):
     assert str(e.value) == message
 
 
+def test_kernel_call_signature_and_help():
+    """``Kernel.__call__`` is a property over the instance's ``_call`` (the checked call,
+    or a recorded short path); the call's keywords still show through inspect, and the
+    class keeps its own signature."""
+    import inspect
+
+    k = scale_kernel()
+    assert k._call == k._with_options  # nothing recorded without a GPU
+    params = inspect.signature(k).parameters
+    assert list(params)[0] == "args" and {"grid", "block", "cluster", "shmem", "stream", "sync", "timeout_s"} <= set(params)
+    assert "module" in inspect.signature(runtime.Kernel).parameters
+    assert "launch once" in runtime.Kernel.__call__.__doc__
+    assert callable(k)
+
+
 def test_launch_shape_errors_before_any_gpu_call(no_gpu_calls):
     k = scale_kernel()
     a = np.ones(64, np.float32)
