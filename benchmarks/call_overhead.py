@@ -178,7 +178,7 @@ def main() -> int:
             lambda: isinstance(A, T) and A.dtype is d and A.shape == sa and A.get_device() == 0 and A.is_contiguous()
             and isinstance(B, T) and B.dtype is d and B.shape == sb and B.get_device() == 0 and B.is_contiguous(),
         ),
-        ("kernel._fast.call((A, B)) (launches)", lambda: kernel._fast.call((A, B))),
+        ("kernel._fast.kernel_call(A, B) (launches)", lambda: kernel._fast.kernel_call(A, B)),
         ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
         ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
         ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None))),

@@ -108,7 +108,7 @@ def main() -> None:
     kernel(A, B)  # records the short path
     raw = ObjectCode.from_cubin(mod.cubin, name="raw").get_kernel("test_func")
     ours_config = kernel._configs[next(iter(kernel._configs))]
-    fast = kernel._fast.call
+    fast = kernel._fast.kernel_call
     sync = stream.sync
     import bulkred_dialect as bulkred
     from bulkred_dialect import api
@@ -144,7 +144,7 @@ def main() -> None:
         ("raw launch again", lambda: launch(stream, config, raw, a, b)),
         ("launch(..., kern (ours, cuFuncLoad-ed), a, b)", lambda: launch(stream, config, kern, a, b)),
         ("launch(..., our LaunchConfig, raw, a, b)", lambda: launch(stream, ours_config, raw, a, b)),
-        ("kernel._fast.call((A, B))", lambda: fast((A, B))),
+        ("kernel._fast.kernel_call(A, B)", lambda: fast(A, B)),
         ("kernel(A, B)", lambda: kernel(A, B)),
         ("driver.cuLaunchKernel(void**)", drv_ptr),
         ("torch.sum(A)", lambda: torch.sum(A)),

@@ -382,20 +382,18 @@ class _TorchFastPath:
     stream and the launch. Any other argument goes through every check of
     :meth:`Kernel._with_options`, with its errors.
 
-    Three functions are generated for the kernel's arity (no loop, no per-argument
+    Two functions are generated for the kernel's arity (no loop, no per-argument
     call), from one body:
 
     * ``kernel_call(a0, a1, ...)`` is what ``kernel(...)`` runs (``Kernel._call``): it
       returns the arguments after the launch, and hands any call it does not cover
       (keywords, another arity, an argument that does not match) to
       :meth:`Kernel._with_options`;
-    * ``call(args)`` returns ``args`` after the launch, or None, having done nothing,
-      when an argument does not match;
     * ``call_new_last(lead)`` (None unless the last argument has the first's dtype)
       takes all but the last argument and launches on a new result tensor, which it
       returns: the reduction API's ``bulkred.sum(x)``."""
 
-    __slots__ = ("call", "call_new_last", "kernel_call")
+    __slots__ = ("call_new_last", "kernel_call")
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
@@ -439,24 +437,10 @@ class _TorchFastPath:
             "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
         )
 
-        def taking_a_tuple(fname: str, taken: int, made: str, result: str) -> str:
-            """``fname(lead)``: check the first ``taken`` arguments, make the rest
-            (``made``), then the body; None, having done nothing, for a mismatch."""
-            return (
-                f"def {fname}(lead):\n"
-                f"    if len(lead) != {taken} or g.broken is not None:\n"
-                "        return None\n"
-                f"    {', '.join(names[:taken])}, = lead\n"
-                f"    if not ({' and '.join(checks[:taken])}):\n"
-                "        return None\n"
-                + made + body + f"    return {result}\n"
-            )
-
         given = ", ".join(names)
-        src = taking_a_tuple("call", n, "", "lead")
         # kernel(...) itself: positional arguments (missing ones are MISSING), anything
         # it does not cover goes to the fully checked call, which raises its errors
-        src += (
+        src = (
             f"def kernel_call({', '.join(f'{a}=MISSING' for a in names)}, *more, **options):\n"
             f"    if more or options or a{n - 1} is MISSING or g.broken is not None:\n"
             f"        return full(*[a for a in ({given},) if a is not MISSING], *more, **options)\n"
@@ -468,20 +452,24 @@ class _TorchFastPath:
             # call_new_last: the last argument a new tensor like the first, of the recorded
             # shape: torch.empty_like of a private tensor of that shape (same device and
             # dtype), about 0.3 to 0.7 us cheaper than a0.new_empty(shape) on an H100 host
+            # lead: all but the last argument; None, having done nothing, for a mismatch
             env["empty_like"], env["like"] = torch.empty_like, args[-1].new_empty(tuple(args[-1].shape))
-            src += taking_a_tuple("call_new_last", n - 1, f"    a{n - 1} = empty_like(like)\n", f"a{n - 1}")
+            src += (
+                "def call_new_last(lead):\n"
+                f"    if len(lead) != {n - 1} or g.broken is not None:\n"
+                "        return None\n"
+                f"    {', '.join(names[:-1])}, = lead\n"
+                f"    if not ({' and '.join(checks[:-1])}):\n"
+                "        return None\n"
+                f"    a{n - 1} = empty_like(like)\n"
+                + body + f"    return a{n - 1}\n"
+            )
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
-        self.call = env["call"]
         self.kernel_call = env["kernel_call"]
         self.call_new_last = env.get("call_new_last")
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "<missing argument>"
-
-
-_MISSING = _Missing()
+_MISSING = object()  # an argument not given to a generated kernel_call
 
 
 @functools.cache

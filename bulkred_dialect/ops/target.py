@@ -9,6 +9,7 @@ project decides whether an op can run on a target.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.utils.exceptions import DiagnosticException
@@ -128,14 +129,18 @@ class Requirement:
         return True
 
 
-def check_target(op_name: str, req: Requirement, target: Target) -> None:
-    """Raise :class:`TargetError` naming the op, what it needs and the target."""
+def check_target(op_name: str | Callable[[], str], req: Requirement, target: Target) -> None:
+    """Raise :class:`TargetError` naming the op, what it needs and the target.
+    ``op_name`` may be a function giving the name (``op.ptx_mnemonic``): it is called
+    only for the error, so that checking a whole module builds no mnemonic."""
     if not req.satisfied_by(target):
+        name = op_name() if callable(op_name) else op_name
         raise TargetError(
-            f"'{op_name}' needs {req.describe()}, but the target is {target.name}"
+            f"'{name}' needs {req.describe()}, but the target is {target.name}"
         )
     if req.ptx > MAX_PTX_VERSION:
+        name = op_name() if callable(op_name) else op_name
         raise TargetError(
-            f"'{op_name}' needs PTX ISA {format_ptx_version(req.ptx)}, above the "
+            f"'{name}' needs PTX ISA {format_ptx_version(req.ptx)}, above the "
             f"supported maximum {format_ptx_version(MAX_PTX_VERSION)}"
         )

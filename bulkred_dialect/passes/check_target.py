@@ -10,7 +10,7 @@ from xdsl.passes import ModulePass
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.base import PtxInstruction
-from bulkred_dialect.ops.target import DEFAULT_TARGET, MAX_PTX_VERSION, Target, TargetError, check_target
+from bulkred_dialect.ops.target import DEFAULT_TARGET, Target, TargetError, check_target
 
 TARGET_ATTR = "bulkred.target"
 TARGET_PREFIX = "'target' "
@@ -39,11 +39,8 @@ def check_module(module: ModuleOp, target: Target) -> None:
     """Raise a located error for the first ptx op that ``target`` cannot run."""
     for op in module.walk():
         if isinstance(op, PtxInstruction):
-            req = op.requirement()
-            if req.satisfied_by(target) and req.ptx <= MAX_PTX_VERSION:
-                continue  # the common case, without building the mnemonic
             try:
-                check_target(op.ptx_mnemonic(), req, target)
+                check_target(op.ptx_mnemonic, op.requirement(), target)
             except TargetError as e:
                 raise LocatedError(op, str(e)) from None
 
