@@ -260,3 +260,73 @@ def test_ptx_op_builder_falls_back_for_wrong_counts():
 
 
 # endregion
+
+
+# region The parser's memo of types
+
+
+class _ParserWithoutMemo(diagnostics.LocatedParser):
+    parse_optional_type = diagnostics.Parser.parse_optional_type
+
+
+def _parse_or_error(parser_cls, text: str) -> str:
+    """The parsed module printed, or the parse error's text."""
+    from bulkred_dialect.backend_ptx.runtime import context
+
+    try:
+        return str(parser_cls(context(), text, "in.mlir").parse_module())
+    except Exception as e:  # a parse error, or xDSL's for a bad type
+        return f"{type(e).__name__}: {e}"
+
+
+def _chunks() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted([*(ROOT / "tests" / "filecheck").rglob("*.mlir"), *(ROOT / "examples").glob("*.mlir")]):
+        if "Output" in path.parts:
+            continue
+        for i, chunk in enumerate(path.read_text().split("// -----")):
+            out.append((f"{path.relative_to(ROOT)}#{i}", chunk))
+    return out
+
+
+def test_the_type_memo_parses_every_test_input_as_xdsl_does():
+    """Every lit input (valid and invalid, chunk by chunk): the same module text, or the
+    same error at the same place, with and without the memo."""
+    chunks = _chunks()
+    assert len(chunks) > 150
+    for name, text in chunks:
+        assert _parse_or_error(diagnostics.LocatedParser, text) == _parse_or_error(_ParserWithoutMemo, text), name
+
+
+def test_the_type_memo_returns_the_first_parse_and_keeps_spellings_apart():
+    from bulkred_dialect.backend_ptx.runtime import context
+
+    text = """
+    "test.op"() : () -> (memref<4xf32, #bulkred.scope<local>>, memref<4xf32, #bulkred.scope<local>>)
+    "test.op"() : () -> (memref<4xf32, #bulkred.scope<local>> , memref<4xf32,#bulkred.scope<local>>)
+    "test.op"() : () -> (memref<4xf32>, memref<4xf32, 1>, memref<4xf32, #bulkred.scope<global>>)
+    "test.op"() : () -> (memref<4xf32, #bulkred.scope<local> // a comment
+      >, memref<4xf32, #bulkred.scope<local>
+      >)
+    "test.op"() : () -> (!ptx.ptr<global>, !ptx.ptr<global>, !ptx.ptr<shared::cta>, f32, f32)
+    """
+    ctx = context()
+    ctx.allow_unregistered = True
+    parser = diagnostics.LocatedParser(ctx, text, "in.mlir")
+    module = parser.parse_module()
+    types = [list(op.result_types) for op in module.ops]
+    local = types[0][0]
+    assert str(local) == "memref<4xf32, #bulkred.scope<local>>"
+    assert types[0][1] is local and types[1][0] is local  # the same text: the first parse
+    assert types[1][1] == local and types[1][1] is not local  # another spelling: parsed again
+    assert [str(t) for t in types[2]] == ["memref<4xf32>", "memref<4xf32, 1 : i64>", "memref<4xf32, #bulkred.scope<global>>"]
+    assert types[3] == [local, local]
+    assert types[4][0] is types[4][1] and types[4][2] != types[4][0]
+    # what was kept: texts that end with ">", without comments; not "f32"
+    kept = {text for entries in parser._types.values() for text, _ in entries}
+    assert "memref<4xf32, #bulkred.scope<local>>" in kept and "!ptx.ptr<global>" in kept
+    assert not any("//" in k or not k.endswith(">") for k in kept)
+    assert _parse_or_error(diagnostics.LocatedParser, text.replace("-> (", "-> (memref<4xf32, #bulkred.scope<local>>, memref<4xf32, #bulkred.scope<lokal>>, ", 1)) == _parse_or_error(_ParserWithoutMemo, text.replace("-> (", "-> (memref<4xf32, #bulkred.scope<local>>, memref<4xf32, #bulkred.scope<lokal>>, ", 1))
+
+
+# endregion

@@ -62,7 +62,6 @@ from xdsl.ir import (
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -74,6 +73,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from bulkred_dialect.ops.op_definition import op_definition
 
 # region Attributes
 
@@ -355,7 +356,7 @@ def shape_str(shape: Sequence[int]) -> str:
     return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
 
 
-@irdl_op_definition
+@op_definition
 class ReduceOp(IRDLOperation):
     """Reduce ``src`` into ``dst`` at an execution scope.
 
@@ -491,7 +492,7 @@ class ReduceOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class CopyOp(IRDLOperation):
     """Element-wise copy between two buffers of one shape and element type, by the
     executing threads of ``scope`` (the card's ``for i in T.serial(n): dst[i] = src[i]``).
@@ -522,7 +523,7 @@ class CopyOp(IRDLOperation):
         check_static_positive_shape("src", st)
 
 
-@irdl_op_definition
+@op_definition
 class BulkCopyOp(IRDLOperation):
     """Asynchronous bulk copy between memories (lowers to ``cp.async.bulk``).
 
@@ -762,7 +763,7 @@ def _check_cluster_launch(op: Operation, nbytes: int, senders_per_receiver: int 
         )
 
 
-@irdl_op_definition
+@op_definition
 class BulkReduceOp(IRDLOperation):
     """Asynchronous element-wise reduce of a shared buffer into a global or a peer
     CTA's shared buffer (lowers to ``cp.reduce.async.bulk``). The byte size must be a
@@ -828,7 +829,7 @@ class _ClusterIndexOp(IRDLOperation, ABC):
         check_in_kernel(self)
 
 
-@irdl_op_definition
+@op_definition
 class ClusterRankOp(_ClusterIndexOp):
     """The rank of the executing CTA in its cluster, from 0 to ``bulkred.cluster_size`` - 1
     (the rank a bulk op into ``cluster_shared`` names; upstream ``gpu`` has no such op).
@@ -843,7 +844,7 @@ class ClusterRankOp(_ClusterIndexOp):
     name = "bulkred.cluster_rank"
 
 
-@irdl_op_definition
+@op_definition
 class ClusterSizeOp(_ClusterIndexOp):
     """The number of CTAs in the executing CTA's cluster (1 without a cluster).
 

@@ -20,7 +20,6 @@ from xdsl.irdl import (
     AnyAttr,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -34,6 +33,7 @@ from typing_extensions import Self
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtxInstruction,
@@ -303,7 +303,7 @@ class BinaryArithOp(PtxInstruction, ABC):
         return [reg(self.result), reg(self.lhs), reg(self.rhs)]
 
 
-@irdl_op_definition
+@op_definition
 class AddOp(BinaryArithOp):
     """Add: ``add{.rnd}{.ftz}.type d, a, b;``  Example: ``%d = ptx.add rn ftz f32 %a, %b : f32``."""
 
@@ -311,7 +311,7 @@ class AddOp(BinaryArithOp):
     OPCODE: ClassVar = "add"
 
 
-@irdl_op_definition
+@op_definition
 class SubOp(BinaryArithOp):
     """Subtract: ``sub{.rnd}{.ftz}.type d, a, b;``."""
 
@@ -319,7 +319,7 @@ class SubOp(BinaryArithOp):
     OPCODE: ClassVar = "sub"
 
 
-@irdl_op_definition
+@op_definition
 class MulLoOp(BinaryArithOp):
     """Integer multiply keeping the low half: ``mul.lo.type d, a, b;``."""
 
@@ -329,7 +329,7 @@ class MulLoOp(BinaryArithOp):
     ROUNDING_ALLOWED: ClassVar = False
 
 
-@irdl_op_definition
+@op_definition
 class MulOp(BinaryArithOp):
     """Floating-point multiply: ``mul{.rnd}{.ftz}.type d, a, b;``."""
 
@@ -338,7 +338,7 @@ class MulOp(BinaryArithOp):
     VALID_TYPES: ClassVar = FLOAT_TYPES
 
 
-@irdl_op_definition
+@op_definition
 class MaxOp(BinaryArithOp):
     """Two-input maximum: ``max{.ftz}.type d, a, b;`` (a NaN input yields the other input;
     +0.0 is greater than -0.0)."""
@@ -348,7 +348,7 @@ class MaxOp(BinaryArithOp):
     ROUNDING_ALLOWED: ClassVar = False
 
 
-@irdl_op_definition
+@op_definition
 class MinOp(BinaryArithOp):
     """Two-input minimum: ``min{.ftz}.type d, a, b;`` (a NaN input yields the other input;
     -0.0 is less than +0.0)."""
@@ -358,7 +358,7 @@ class MinOp(BinaryArithOp):
     ROUNDING_ALLOWED: ClassVar = False
 
 
-@irdl_op_definition
+@op_definition
 class DivOp(BinaryArithOp):
     """Integer divide, rounding toward zero: ``div.type d, a, b;`` (division by zero gives
     an unspecified value, no trap). The floating-point ``div`` forms, which need
@@ -372,7 +372,7 @@ class DivOp(BinaryArithOp):
     ROUNDING_ALLOWED: ClassVar = False
 
 
-@irdl_op_definition
+@op_definition
 class RemOp(BinaryArithOp):
     """Integer remainder, with the sign of ``a`` for the signed types: ``rem.type d, a, b;``.
     Example: ``%r = ptx.rem u64 %a, %b : i64``.
@@ -434,7 +434,7 @@ class LogicOp(BitwiseOp, ABC):
             )
 
 
-@irdl_op_definition
+@op_definition
 class AndOp(LogicOp):
     """Bitwise and: ``and.type d, a, b;``."""
 
@@ -442,7 +442,7 @@ class AndOp(LogicOp):
     OPCODE: ClassVar = "and"
 
 
-@irdl_op_definition
+@op_definition
 class OrOp(LogicOp):
     """Bitwise or: ``or.type d, a, b;``."""
 
@@ -450,7 +450,7 @@ class OrOp(LogicOp):
     OPCODE: ClassVar = "or"
 
 
-@irdl_op_definition
+@op_definition
 class XorOp(LogicOp):
     """Bitwise exclusive or: ``xor.type d, a, b;``."""
 
@@ -467,7 +467,7 @@ class ShiftOp(BitwiseOp, ABC):
             raise VerifyException(f"operand 'b' must be i32 (a u32 shift amount), got {self.rhs.type}")
 
 
-@irdl_op_definition
+@op_definition
 class ShlOp(ShiftOp):
     """Shift left: ``shl.type d, a, b;`` (``b`` is a u32 shift amount)."""
 
@@ -475,7 +475,7 @@ class ShlOp(ShiftOp):
     OPCODE: ClassVar = "shl"
 
 
-@irdl_op_definition
+@op_definition
 class ShrOp(ShiftOp):
     """Shift right: ``shr.type d, a, b;`` (arithmetic for s-types, logical otherwise)."""
 
@@ -523,7 +523,7 @@ class ThreeInputMinMaxOp(PtxInstruction, ABC):
         return [reg(self.result), reg(self.a), reg(self.b), reg(self.c)]
 
 
-@irdl_op_definition
+@op_definition
 class Max3Op(ThreeInputMinMaxOp):
     """Three-input maximum: ``max.f32 d, a, b, c;``  Example: ``%m = ptx.max3 %a, %b, %c : f32``."""
 
@@ -531,7 +531,7 @@ class Max3Op(ThreeInputMinMaxOp):
     OPCODE: ClassVar = "max"
 
 
-@irdl_op_definition
+@op_definition
 class Min3Op(ThreeInputMinMaxOp):
     """Three-input minimum: ``min.f32 d, a, b, c;``  Example: ``%m = ptx.min3 %a, %b, %c : f32``."""
 
@@ -539,7 +539,7 @@ class Min3Op(ThreeInputMinMaxOp):
     OPCODE: ClassVar = "min"
 
 
-@irdl_op_definition
+@op_definition
 class AddF32x2Op(PtxInstruction):
     """Packed add of two f32 lanes: ``add{.rnd}{.ftz}.f32x2 d, a, b;`` (d, a, b are .b64).
 
@@ -586,7 +586,7 @@ class AddF32x2Op(PtxInstruction):
         return [reg(self.result), reg(self.lhs), reg(self.rhs)]
 
 
-@irdl_op_definition
+@op_definition
 class PackF32x2Op(PtxInstruction):
     """Pack two f32 registers into one .b64: ``mov.b64 d, {lo, hi};``.
 
@@ -612,7 +612,7 @@ class PackF32x2Op(PtxInstruction):
         return [reg(self.result), f"{{{reg(self.lo)}, {reg(self.hi)}}}"]
 
 
-@irdl_op_definition
+@op_definition
 class UnpackF32x2Op(PtxInstruction):
     """Split a .b64 into its two f32 lanes: ``mov.b64 {lo, hi}, s;``.
 

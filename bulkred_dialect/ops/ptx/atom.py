@@ -28,7 +28,6 @@ from xdsl.irdl import (
     AnyAttr,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -39,6 +38,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
@@ -311,7 +311,7 @@ def _type_requirement(op: object, t: AtomType) -> Requirement:
 # region atom
 
 
-@irdl_op_definition
+@op_definition
 class AtomOp(PtxInstruction):
     """Atomically combine ``b`` into the value at ``[a]`` with ``.op``; ``d`` is the value
     ``[a]`` held before.
@@ -409,7 +409,7 @@ class AtomOp(PtxInstruction):
 # region red
 
 
-@irdl_op_definition
+@op_definition
 class RedOp(PtxInstruction):
     """Combine ``b`` into the value at ``[a]`` with ``.op``, atomically, returning nothing.
     With 2, 4 or 8 values, a vector form: as many consecutive elements (each element
@@ -529,7 +529,7 @@ class RedOp(PtxInstruction):
 # region fence and membar
 
 
-@irdl_op_definition
+@op_definition
 class FenceOp(PtxInstruction):
     """Order this thread's memory accesses before the fence against those after it, as
     observed by the threads of ``.scope``: ``sc`` (sequentially consistent) or
@@ -565,7 +565,7 @@ class FenceOp(PtxInstruction):
         return []
 
 
-@irdl_op_definition
+@op_definition
 class MembarOp(PtxInstruction):
     """Wait until this thread's prior memory accesses are performed at ``.level``
     (cta, gl: the GPU, sys); on sm_70 and later the same as ``fence.sc`` of that scope.

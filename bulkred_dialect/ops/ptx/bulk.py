@@ -33,7 +33,6 @@ from xdsl.ir import Attribute, Block, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -42,6 +41,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import (
     check_aligned,
     check_inside_array,
@@ -284,7 +284,7 @@ class BulkInstruction(PtxInstruction, ABC):
 _COPY_SECTION = "9.7.9.25.4.1"
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkSharedCtaGlobalOp(BulkInstruction):
     """Copy ``size`` bytes from global memory into the executing CTA's shared memory,
     completing with complete-tx on the mbarrier ``mbar``.
@@ -353,7 +353,7 @@ class CpAsyncBulkSharedCtaGlobalOp(BulkInstruction):
         ]
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkSharedClusterGlobalOp(BulkInstruction):
     """Copy ``size`` bytes from global memory into shared memory of the cluster
     (with ``.multicast::cluster``: of every CTA in ``ctaMask``, at the same CTA-relative
@@ -433,7 +433,7 @@ class CpAsyncBulkSharedClusterGlobalOp(BulkInstruction):
         ]
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkSharedClusterSharedCtaOp(BulkInstruction):
     """Copy ``size`` bytes from the executing CTA's shared memory into the shared memory
     of another CTA of the cluster, completing with complete-tx on that CTA's ``mbar``.
@@ -479,7 +479,7 @@ class CpAsyncBulkSharedClusterSharedCtaOp(BulkInstruction):
         ]
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkGlobalSharedCtaOp(BulkInstruction):
     """Copy ``size`` bytes from the executing CTA's shared memory to global memory
     (with ``.cp_mask``: only the bytes of each 16-byte chunk whose bit is set in
@@ -557,7 +557,7 @@ class CpAsyncBulkGlobalSharedCtaOp(BulkInstruction):
         ]
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkPrefetchL2GlobalOp(BulkInstruction):
     """Hint that ``size`` bytes of global memory at ``srcMem`` be prefetched into L2.
 
@@ -632,7 +632,7 @@ class CpReduceAsyncBulkOp(BulkInstruction, ABC):
         check_reduce(self.DIRECTION[0], self.redOp.data, self.type.data, self.noftz is not None)
 
 
-@irdl_op_definition
+@op_definition
 class CpReduceAsyncBulkSharedClusterSharedCtaOp(CpReduceAsyncBulkOp):
     """Reduce ``size`` bytes of elements from the executing CTA's shared memory into the
     shared memory of a CTA of the cluster, completing with complete-tx on ``mbar``.
@@ -698,7 +698,7 @@ class CpReduceAsyncBulkSharedClusterSharedCtaOp(CpReduceAsyncBulkOp):
         ]
 
 
-@irdl_op_definition
+@op_definition
 class CpReduceAsyncBulkGlobalSharedCtaOp(CpReduceAsyncBulkOp):
     """Reduce ``size`` bytes of elements from the executing CTA's shared memory into
     global memory, each element with ``.relaxed.gpu`` semantics, completing through the

@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Block, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -40,6 +39,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtxInstruction,
@@ -161,7 +161,7 @@ def _setp_requirement(t: str) -> Requirement:
     return _BASIC
 
 
-@irdl_op_definition
+@op_definition
 class SetpOp(PtxInstruction):
     """Compare two values into a predicate.
 
@@ -207,7 +207,7 @@ class SetpOp(PtxInstruction):
         return [reg(self.result), reg(self.lhs), reg(self.rhs)]
 
 
-@irdl_op_definition
+@op_definition
 class SelpOp(PtxInstruction):
     """Select ``a`` when the predicate ``c`` is true, else ``b``.
 
@@ -360,7 +360,7 @@ def _cvt_requirement(d: CvtType, a: CvtType, rnd: CvtRounding | None) -> Require
     return _BASIC
 
 
-@irdl_op_definition
+@op_definition
 class CvtOp(PtxInstruction):
     """Convert between integer and float types, widening or narrowing.
 
@@ -519,7 +519,7 @@ class BranchInstruction(PtxInstruction, ABC):
         raise NotImplementedError
 
 
-@irdl_op_definition
+@op_definition
 class BraOp(BranchInstruction):
     """Jump to ``dest``, passing values to its block arguments (register moves on the edge).
 
@@ -555,7 +555,7 @@ class BraOp(BranchInstruction):
         return [block_label(self.dest)]
 
 
-@irdl_op_definition
+@op_definition
 class CondBraOp(BranchInstruction):
     """Jump to ``then`` when the predicate holds, else to ``else``.
 
@@ -603,7 +603,7 @@ class CondBraOp(BranchInstruction):
         return [self.ptx_line(reg), f"bra.uni {block_label(self.else_block)};"]
 
 
-@irdl_op_definition
+@op_definition
 class RetOp(PtxInstruction):
     """Return from the kernel.
 

@@ -33,7 +33,6 @@ from xdsl.irdl import (
     BaseAttr,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -46,6 +45,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration, known_alignment
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
@@ -178,7 +178,7 @@ def _offset_prop(offset: int) -> dict[str, Attribute]:
     return {"offset": IntegerAttr(offset, 64)} if offset else {}
 
 
-@irdl_op_definition
+@op_definition
 class LdOp(PtxInstruction):
     """Load a value from ``addr + offset`` in the address's state space.
 
@@ -227,7 +227,7 @@ class LdOp(PtxInstruction):
         return [reg(self.result), _offset_text(reg(self.address), self.offset)]
 
 
-@irdl_op_definition
+@op_definition
 class StOp(PtxInstruction):
     """Store ``value`` to ``addr + offset`` in the address's state space.
 
@@ -277,7 +277,7 @@ class StOp(PtxInstruction):
         return [_offset_text(reg(self.address), self.offset), reg(self.value)]
 
 
-@irdl_op_definition
+@op_definition
 class LdParamOp(PtxInstruction):
     """Load a kernel parameter by its symbol.
 
@@ -336,7 +336,7 @@ def vector_operand(reg: RegisterNamer, values: Iterable[SSAValue]) -> str:
     return "{" + ", ".join(reg(v) for v in values) + "}"
 
 
-@irdl_op_definition
+@op_definition
 class LdVecOp(PtxInstruction):
     """Load ``count`` (2, 4 or 8) consecutive elements of ``.type`` from ``addr + offset``
     into as many registers in one access; with ``nc``, through the non-coherent
@@ -500,7 +500,7 @@ def _ld_vec_cases() -> Iterator[DiffCase]:
 # region Addresses
 
 
-@irdl_op_definition
+@op_definition
 class CvtaToGlobalOp(PtxInstruction, AddressOf):
     """Convert a generic address (a kernel's pointer parameter) to a global one.
 
@@ -538,7 +538,7 @@ class CvtaToGlobalOp(PtxInstruction, AddressOf):
         return [reg(self.result), reg(self.src)]
 
 
-@irdl_op_definition
+@op_definition
 class PtrAddOp(PtxInstruction, AddressOf):
     """Offset an address by a byte count (PTX has no pointer type: an integer add on the
     address register).
@@ -621,7 +621,7 @@ MAX_ALIGN = 1 << 23
 MAX_LOCAL_BYTES = 512 * 1024
 
 
-@irdl_op_definition
+@op_definition
 class AllocOp(PtxInstruction, ArrayDeclaration):
     """Declare a byte array in ``.shared`` or ``.local`` memory (what ``memref.alloca``
     of shared or local scope becomes); ``ptx.mov.addr`` takes its address.
@@ -755,7 +755,7 @@ def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[Allo
     return None
 
 
-@irdl_op_definition
+@op_definition
 class MovAddrOp(PtxInstruction, AddressOf):
     """The address of a ``ptx.alloc`` array, in its state space's window.
 
@@ -816,7 +816,7 @@ def float_immediate(value: float, t: Attribute) -> str:
     raise VerifyException(f"type {t} has no float immediate")
 
 
-@irdl_op_definition
+@op_definition
 class MovImmOp(PtxInstruction):
     """Set a register to a constant.
 
@@ -901,7 +901,7 @@ def copy_mnemonic(t: Attribute) -> str:
     return "mov.pred" if kind == "pred" else f"mov.b{width}"
 
 
-@irdl_op_definition
+@op_definition
 class MovOp(PtxInstruction, AddressOf):
     """Copy a register, possibly between IR types of one width (``i32`` to
     ``!ptx.ptr<shared::cta>``, ``!ptx.ptr<shared::cta>`` to ``!ptx.ptr<shared::cluster>``:

@@ -23,7 +23,6 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -32,6 +31,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
@@ -184,7 +184,7 @@ class RedAsyncBase(PtxInstruction, ABC):
         check_aligned("a", self.a, 8 if type_name.endswith("64") else 4)
 
 
-@irdl_op_definition
+@op_definition
 class RedAsyncRelaxedClusterOp(RedAsyncBase):
     """Reduce ``b`` into ``[a]`` in another CTA of the cluster; on completion perform a
     complete-tx of the stored byte count on the mbarrier ``[mbar]`` of that CTA.
@@ -255,7 +255,7 @@ class RedAsyncRelaxedClusterOp(RedAsyncBase):
         return [addr(reg(self.a)), reg(self.b), addr(reg(self.mbar))]
 
 
-@irdl_op_definition
+@op_definition
 class RedAsyncReleaseOp(RedAsyncBase):
     """Add ``b`` to ``[a]`` in global memory as a strong operation with ``.release``
     semantics at ``.scope``; completion synchronizes with the end of the CTA.

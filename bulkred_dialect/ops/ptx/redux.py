@@ -11,7 +11,6 @@ from xdsl.irdl import (
     AnyAttr,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -32,6 +31,8 @@ from bulkred_dialect.ops.ptx.base import (
 )
 from bulkred_dialect.ops.target import Requirement
 from xdsl.utils.exceptions import VerifyException
+
+from bulkred_dialect.ops.op_definition import op_definition
 
 
 class ReduxOp(StrEnum):
@@ -75,7 +76,7 @@ REDUX_TABLE: dict[ReduxType, tuple[ReduxOp, ...]] = {
 _F32_NEEDS = Requirement(sm=100, arch_specific=True, ptx=(8, 6))
 
 
-@irdl_op_definition
+@op_definition
 class ReduxSyncOp(PtxInstruction):
     """Reduce ``src`` over the threads of ``membermask`` in a warp; every thread gets the result.
 

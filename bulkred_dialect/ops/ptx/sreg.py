@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute
-from xdsl.irdl import irdl_attr_definition, irdl_op_definition, prop_def, result_def
+from xdsl.irdl import irdl_attr_definition, prop_def, result_def
 from xdsl.parser import AttrParser
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, RegisterNamer, i1, i32
 from bulkred_dialect.ops.target import Requirement
 
@@ -84,7 +85,7 @@ _ANY_TARGET = Requirement(sm=50, ptx=(6, 0))
 _CLUSTER = Requirement(sm=90, ptx=(7, 8))
 
 
-@irdl_op_definition
+@op_definition
 class MovSregOp(PtxInstruction):
     """Copy a special register into a register.
 

@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import I32, IntegerAttr, UnitAttr
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     opt_result_def,
@@ -33,6 +32,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, check_mbarrier_address
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
@@ -68,7 +68,7 @@ def _sink_or(reg: RegisterNamer, value: SSAValue | None) -> str:
 # region mbarrier
 
 
-@irdl_op_definition
+@op_definition
 class MbarrierInitOp(PtxInstruction):
     """Initialize the mbarrier object at ``[addr]`` with an expected arrival count ``count``.
 
@@ -101,7 +101,7 @@ class MbarrierInitOp(PtxInstruction):
         return [addr(reg(self.addr)), reg(self.count)]
 
 
-@irdl_op_definition
+@op_definition
 class MbarrierArriveOp(PtxInstruction):
     """Arrive on the mbarrier at ``[addr]`` (pending count minus one) and return the
     barrier's phase state before the arrival.
@@ -135,7 +135,7 @@ class MbarrierArriveOp(PtxInstruction):
         return [reg(self.state), addr(reg(self.addr))]
 
 
-@irdl_op_definition
+@op_definition
 class MbarrierArriveExpectTxOp(PtxInstruction):
     """Raise the mbarrier's expected transaction count by ``tx_count`` bytes, then arrive on it.
 
@@ -181,7 +181,7 @@ class MbarrierArriveExpectTxOp(PtxInstruction):
         return [_sink_or(reg, self.state), addr(reg(self.addr)), reg(self.tx_count)]
 
 
-@irdl_op_definition
+@op_definition
 class MbarrierTryWaitParityOp(PtxInstruction):
     """Test (waiting a bounded, implementation-defined time) whether the mbarrier phase of
     parity ``parity`` has completed; the result is true when it has.
@@ -216,7 +216,7 @@ class MbarrierTryWaitParityOp(PtxInstruction):
         return [reg(self.done), addr(reg(self.addr)), reg(self.parity)]
 
 
-@irdl_op_definition
+@op_definition
 class MbarrierInvalOp(PtxInstruction):
     """Invalidate the mbarrier object at ``[addr]``, so that its memory can be reused or
     initialized again (``mbarrier.init`` on a valid mbarrier object is undefined).
@@ -254,7 +254,7 @@ class MbarrierInvalOp(PtxInstruction):
 # region Fences
 
 
-@irdl_op_definition
+@op_definition
 class FenceMbarrierInitOp(PtxInstruction):
     """Make prior ``mbarrier.init`` operations visible to the cluster (release, cluster scope).
 
@@ -285,7 +285,7 @@ class FenceMbarrierInitOp(PtxInstruction):
 FENCE_PROXY_ASYNC_SPACES = (StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER, StateSpace.GLOBAL)
 
 
-@irdl_op_definition
+@op_definition
 class FenceProxyAsyncOp(PtxInstruction):
     """Order the generic proxy's memory accesses before the async proxy's (bulk copies,
     TMA), in one state space or, without ``space``, in all of them.
@@ -328,7 +328,7 @@ class FenceProxyAsyncOp(PtxInstruction):
 # region Bulk async-groups
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkCommitGroupOp(PtxInstruction):
     """Close the executing thread's pending bulk async operations into one bulk async-group.
 
@@ -354,7 +354,7 @@ class CpAsyncBulkCommitGroupOp(PtxInstruction):
         return []
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncBulkWaitGroupOp(PtxInstruction):
     """Wait until at most ``n`` of the executing thread's most recent bulk async-groups are
     pending; with ``read``, only until their source reads are done.
@@ -414,7 +414,7 @@ _CLUSTER_BARRIER = Requirement(sm=90, ptx=(7, 8))
 _CLUSTER_BARRIER_SEM = Requirement(sm=90, ptx=(8, 0))
 
 
-@irdl_op_definition
+@op_definition
 class BarrierClusterArriveOp(PtxInstruction):
     """Mark the executing thread's arrival at the cluster barrier (non-blocking).
 
@@ -456,7 +456,7 @@ class BarrierClusterArriveOp(PtxInstruction):
         return []
 
 
-@irdl_op_definition
+@op_definition
 class BarrierClusterWaitOp(PtxInstruction):
     """Wait until every non-exited thread of the cluster has arrived at the cluster barrier.
 
@@ -501,7 +501,7 @@ class BarrierClusterWaitOp(PtxInstruction):
 BAR_SYNC_MAX_ID = 15
 
 
-@irdl_op_definition
+@op_definition
 class BarSyncOp(PtxInstruction):
     """Wait until all threads of the CTA have reached named barrier ``id`` (``__syncthreads``).
 
@@ -538,7 +538,7 @@ class BarSyncOp(PtxInstruction):
 # region mapa
 
 
-@irdl_op_definition
+@op_definition
 class MapaOp(PtxInstruction, AddressOf):
     """Map the executing CTA's shared-memory address ``a`` to the corresponding address in
     the shared memory of the cluster's CTA ``rank``.

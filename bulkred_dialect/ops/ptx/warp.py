@@ -12,7 +12,6 @@ from xdsl.irdl import (
     AnyAttr,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     prop_def,
     result_def,
@@ -21,6 +20,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import (
     DiffCase,
     PtxInstruction,
@@ -54,7 +54,7 @@ class ShflModeAttr(EnumAttribute[ShflMode], SpacedOpaqueSyntaxAttribute):
 SHFL_VALUE_TYPES: tuple[Attribute, ...] = (i32, f32)
 
 
-@irdl_op_definition
+@op_definition
 class ShflSyncOp(PtxInstruction):
     """Each thread of ``membermask`` gets the ``a`` of the lane that ``mode``, ``b``
     (lane or lane offset) and ``c`` (clamp and segment mask) select; a thread whose

@@ -1,0 +1,171 @@
+"""``op_definition``: xDSL's ``irdl_op_definition`` with a cheaper verifier for the
+common form.
+
+Every op of the two dialects is declared with it. It is ``irdl_op_definition``, and
+then, when the op's definition is of the fixed form -- no regions, no segment-size
+options, and at most one variadic or optional definition among the operands, one
+among the results and one among the successors, so that the counts alone say which
+value is which -- the op's ``verify_`` checks the definition directly: the operand,
+result and successor counts, each operand's and result's constraint, the properties
+(required ones present, no unknown one, each constraint), the attributes, and the
+traits, in IRDL's order and with one constraint context, as ``OpDef.verify`` does.
+When any of these fails, IRDL's own ``OpDef.verify`` runs, so the error is IRDL's,
+word for word. The op's own verifier runs after, as before.
+
+IRDL's general check walks every kind of construct for variadic sizes and reads
+each operand through a descriptor: about two thirds of the time to verify a ptx op,
+and verification is done at least twice per compilation (docs/compile_speed.md).
+``tests/test_op_definition.py`` checks that both accept and refuse the same ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from xdsl.ir import Attribute, Operation
+from xdsl.irdl import (
+    IRDLOperation,
+    OpDef,
+    OptAttributeDef,
+    OptionalDef,
+    OptPropertyDef,
+    RangeConstraint,
+    VariadicDef,
+    VerificationContext,
+    irdl_op_definition,
+)
+from xdsl.utils.exceptions import VerifyException
+
+OpT = TypeVar("OpT", bound=IRDLOperation)
+
+
+def _variadic(defs: Sequence[tuple[str, Any]]) -> tuple[int, bool] | None:
+    """(index, optional) of the one variadic definition of ``defs``, (-1, False) when
+    there is none, None when there are two or more (IRDL's same-size rule then)."""
+    found = [(i, isinstance(d, OptionalDef)) for i, (_, d) in enumerate(defs) if isinstance(d, VariadicDef)]
+    if len(found) > 1:
+        return None
+    return found[0] if found else (-1, False)
+
+
+def is_fixed_form(op_def: OpDef) -> bool:
+    """No regions and no segment-size options; at most one variadic (or optional)
+    operand, one result and one successor definition."""
+    return (
+        not op_def.regions
+        and not op_def.options
+        and all(_variadic(defs) is not None for defs in (op_def.operands, op_def.results, op_def.successors))
+    )
+
+
+def _split(count: int, n_defs: int, variadic: tuple[int, bool]) -> int | None:
+    """How many of ``count`` values the variadic definition takes (0 without one), or
+    None when ``count`` does not fit the definitions."""
+    index, optional = variadic
+    if index < 0:
+        return 0 if count == n_defs else None
+    extra = count - n_defs + 1
+    if extra < 0 or (optional and extra > 1):
+        return None
+    return extra
+
+
+def _verify_range(
+    constrs: tuple[RangeConstraint, ...], index: int, extra: int, types: Sequence[Attribute], context: VerificationContext
+) -> None:
+    """Each definition's constraint on its values' types, as IRDL passes them."""
+    at = 0
+    for i, constr in enumerate(constrs):
+        if i == index:
+            constr.verify(tuple(types[at : at + extra]), context)
+            at += extra
+        else:
+            constr.verify((types[at],), context)
+            at += 1
+
+
+def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
+    """A function that says whether ``op_def.verify(op)`` would pass, for a definition
+    of the fixed form (:func:`is_fixed_form`). True means it would; False means it
+    may not (the caller then runs ``op_def.verify`` for its error)."""
+    operands = tuple(d.constr for _, d in op_def.operands)
+    results = tuple(d.constr for _, d in op_def.results)
+    operand_var, result_var, successor_var = (
+        _variadic(op_def.operands),
+        _variadic(op_def.results),
+        _variadic(op_def.successors),
+    )
+    assert operand_var is not None and result_var is not None and successor_var is not None
+    props = tuple((name, d.constr, isinstance(d, OptPropertyDef)) for name, d in op_def.properties.items())
+    prop_names = frozenset(op_def.properties)
+    attrs = tuple((name, d.constr, isinstance(d, OptAttributeDef)) for name, d in op_def.attributes.items())
+    traits = tuple(op_def.traits)
+    n_operands, n_results, n_successors = len(operands), len(results), len(op_def.successors)
+    simple = operand_var[0] < 0 and result_var[0] < 0
+
+    def check(op: Operation) -> bool:
+        values = op.operands
+        types = op.result_types
+        if op.regions or _split(len(op.successors), n_successors, successor_var) is None:
+            return False
+        context = VerificationContext()
+        try:
+            if simple:
+                if len(values) != n_operands or len(types) != n_results:
+                    return False
+                for constr, value in zip(operands, values):
+                    constr.verify((value.type,), context)
+                for constr, t in zip(results, types):
+                    constr.verify((t,), context)
+            else:
+                extra_in = _split(len(values), n_operands, operand_var)
+                extra_out = _split(len(types), n_results, result_var)
+                if extra_in is None or extra_out is None:
+                    return False
+                _verify_range(operands, operand_var[0], extra_in, [v.type for v in values], context)
+                _verify_range(results, result_var[0], extra_out, types, context)
+            given = op.properties
+            for name, constr, optional in props:
+                a = given.get(name)
+                if a is None:
+                    if optional and name not in given:
+                        continue
+                    return False
+                constr.verify(a, context)
+            if not prop_names.issuperset(given):
+                return False
+            given = op.attributes
+            for name, constr, optional in attrs:
+                a = given.get(name)
+                if a is None:
+                    if optional and name not in given:
+                        continue
+                    return False
+                constr.verify(a, context)
+            for trait in traits:
+                trait.verify(op)
+        except VerifyException:
+            return False
+        return True
+
+    return check
+
+
+def op_definition(cls: type[OpT]) -> type[OpT]:
+    """``irdl_op_definition``, with the cheaper check of the fixed form (module doc)."""
+    custom = getattr(cls, "verify_")  # what irdl_op_definition runs after the definition
+    cls = irdl_op_definition(cls)
+    op_def = cls.get_irdl_definition()
+    if not is_fixed_form(op_def):
+        return cls
+    check = fixed_form_check(op_def)
+
+    def verify_(self: IRDLOperation) -> None:
+        if not check(self):
+            op_def.verify(self)
+        custom(self)
+
+    cls.verify_ = verify_  # type: ignore[method-assign]
+    cls._fixed_form_check = staticmethod(check)  # type: ignore[attr-defined]
+    return cls
