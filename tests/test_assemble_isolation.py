@@ -81,3 +81,51 @@ def test_cli_assemble_true_still_assembles(tmp_path, capsys):
     )
     assert cli.main([str(f), "-t", "ptx{assemble=true}"]) == 0
     assert "// assembled by ptxas (nvJitLink) for sm_90a:" in capsys.readouterr().out
+
+
+def _child_pid() -> int:
+    from bulkred_dialect.backend_ptx import assemble as a
+
+    assert a._child is not None
+    return a._child.proc.pid
+
+
+def test_one_child_assembles_module_after_module():
+    """The child stays for the next module (one Python start-up per process); a
+    rejection leaves it, a crash or a time-out ends it and the next call starts another,
+    which assembles as before."""
+    good = decl_ptx("local", 16, used=True)
+    want = assemble(good, "sm_90a")
+    assert assemble(good, "sm_90a", isolated=True) == want
+    first = _child_pid()
+    sm100 = good.replace("sm_90a", "sm_100a").replace(".version 8.0", ".version 8.6")
+    assert assemble(sm100, "sm_100a", isolated=True) == assemble(sm100, "sm_100a")
+    with pytest.raises(PtxasError) as e:
+        assemble(decl_ptx("local", 24), "sm_90a", isolated=True)
+    assert not isinstance(e.value, AssemblerCrashed)
+    assert _child_pid() == first
+    with pytest.raises(AssemblerCrashed, match="SIGSEGV"):
+        assemble(decl_ptx("local", 1 << 31), "sm_90a", isolated=True)
+    assert assemble(good, "sm_90a", isolated=True) == want
+    second = _child_pid()
+    assert second != first
+    with pytest.raises(AssemblerCrashed, match="did not finish"):
+        assemble(good, "sm_90a", isolated=True, timeout=0.01)
+    assert assemble(good, "sm_90a", isolated=True) == want
+    assert _child_pid() != second
+
+
+def test_a_forked_process_starts_its_own_child(monkeypatch):
+    """A child made by another process (this one before a fork) is not written to."""
+    from bulkred_dialect.backend_ptx import assemble as a
+
+    good = decl_ptx("local", 16, used=True)
+    assemble(good, "sm_90a", isolated=True)
+    theirs = a._child
+    assert theirs is not None
+    monkeypatch.setattr(theirs, "pid", -1)  # as if made before a fork
+    try:
+        assert assemble(good, "sm_90a", isolated=True) == assemble(good, "sm_90a")
+        assert a._child is not theirs and theirs.proc.poll() is None
+    finally:
+        theirs.close()

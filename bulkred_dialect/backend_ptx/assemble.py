@@ -9,16 +9,26 @@ end, and in-process that ends the caller's process. ``assemble(..., isolated=Tru
 runs nvJitLink in a child Python process instead: a crash or a time-out becomes
 :class:`AssemblerCrashed` (a :class:`PtxasError`). ``bulkred-opt -t 'ptx{assemble=true}'``
 assembles that way; in-process stays the default for the library, whose callers assemble
-PTX printed from verified IR (the child costs a Python start-up and an import of
-cuda.bindings per module: docs/differential.md, "Assembling in a child process").
+PTX printed from verified IR. The child stays for the next module (its Python start-up
+and its import of cuda.bindings, about 0.15 s, are paid once per process); a crash or a
+time-out ends it, and the next call starts another (docs/differential.md, "Assembling in
+a child process").
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
+import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 
 _DIAG_RE = re.compile(r"ptxas[^,]*, line (\d+); (error|warning)\s*:\s*(.*)")
@@ -123,41 +133,141 @@ def _assemble_in_process(data: bytes, arch: str, extra_options: tuple[str, ...])
         nvjitlink.destroy(handle)
 
 
-_REJECTED = 3  # the child's exit status when ptxas rejected the PTX (log on stderr)
-
-# The child imports only this file's own module (not the dialects): PTX on stdin, the
-# cubin on stdout; a rejection exits with _REJECTED and ptxas's log on stderr.
-_CHILD = f"""
-import sys
+# The child: a loop over requests on stdin, each a header line (JSON: arch, options,
+# the PTX's length) and the PTX; each answer a header line (JSON: "ok" or "rejected",
+# the body's length) and the cubin or ptxas's log. It imports only this file's module
+# (not the dialects), and ends at the end of its input.
+_CHILD = """
+import json, sys
 from bulkred_dialect.backend_ptx.assemble import PtxasError, _assemble_in_process
-try:
-    cubin = _assemble_in_process(sys.stdin.buffer.read(), sys.argv[1], tuple(sys.argv[2:]))
-except PtxasError as e:
-    sys.stderr.write(e.log)
-    sys.exit({_REJECTED})
-sys.stdout.buffer.write(cubin)
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+for header in iter(inp.readline, b""):
+    req = json.loads(header)
+    data = inp.read(req["size"])
+    try:
+        status, body = "ok", _assemble_in_process(data, req["arch"], tuple(req["options"]))
+    except PtxasError as e:
+        status, body = "rejected", e.log.encode()
+    out.write(json.dumps({"status": status, "size": len(body)}).encode() + b"\\n" + body)
+    out.flush()
 """
 
 
-def _assemble_in_child(data: bytes, arch: str, extra_options: tuple[str, ...], timeout: float) -> bytes:
-    cmd = [sys.executable, "-c", _CHILD, arch, *extra_options]
-    try:
-        done = subprocess.run(cmd, input=data, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise AssemblerCrashed(arch, f"did not finish within {timeout:g} s (nvJitLink stopped)") from None
-    if done.returncode == 0:
-        return done.stdout
-    log = done.stderr.decode(errors="replace")
-    if done.returncode == _REJECTED:
-        raise PtxasError(arch, log, parse_ptxas_log(log))
-    if done.returncode < 0:
+class _TooLong(Exception):
+    """The child did not answer in time (not an OSError, unlike TimeoutError)."""
+
+
+class _Child:
+    """One child process that assembles request after request (module doc): the Python
+    start-up and the import of ``cuda.bindings`` are paid once per process, not per
+    module. A crash or a time-out ends it; the next request starts a new one."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # a fork of this process must not share the pipes
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+    def ask(self, data: bytes, arch: str, extra_options: tuple[str, ...], timeout: float) -> tuple[str, bytes]:
+        """(status, body), or AssemblerCrashed (the child is then gone)."""
+        header = json.dumps({"arch": arch, "options": list(extra_options), "size": len(data)}).encode()
+        deadline = time.monotonic() + timeout
         try:
-            how = f"signal {signal.Signals(-done.returncode).name}"
-        except ValueError:
-            how = f"signal {-done.returncode}"
-        raise AssemblerCrashed(arch, f"crashed inside nvJitLink ({how})")
-    last = log.strip().splitlines()[-1] if log.strip() else "no output"
-    raise AssemblerCrashed(arch, f"assembler process failed with exit status {done.returncode}: {last}")
+            self.proc.stdin.write(header + b"\n" + data)  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+            answer = json.loads(self._read_line(deadline))
+            return answer["status"], self._read(answer["size"], deadline)
+        except (OSError, ValueError, KeyError, EOFError):
+            raise self._ended(arch) from None
+
+    def _wait_readable(self, deadline: float) -> None:
+        """Until the child answers (it writes each answer at once, after nvJitLink
+        returns), or :class:`_TooLong` at ``deadline``."""
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+            raise _TooLong
+
+    def _read_line(self, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        self._wait_readable(deadline)
+        line = self.proc.stdout.readline()
+        if not line.endswith(b"\n"):
+            raise EOFError
+        return line
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        body = self.proc.stdout.read(size)
+        if len(body) != size:
+            raise EOFError
+        return body
+
+    def _ended(self, arch: str) -> AssemblerCrashed:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # alive, but it broke the protocol
+            self.proc.kill()
+            code = self.proc.wait()
+        self.stderr.seek(0)
+        log = self.stderr.read().decode(errors="replace")
+        if code < 0:
+            try:
+                how = f"signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"signal {-code}"
+            return AssemblerCrashed(arch, f"crashed inside nvJitLink ({how})")
+        last = log.strip().splitlines()[-1] if log.strip() else "no output"
+        return AssemblerCrashed(arch, f"assembler process failed with exit status {code}: {last}")
+
+
+_child: _Child | None = None
+_child_lock = threading.Lock()
+
+
+def _close_child() -> None:
+    global _child
+    if _child is not None and _child.pid == os.getpid():
+        _child.close()
+    _child = None
+
+
+atexit.register(_close_child)
+
+
+def _assemble_in_child(data: bytes, arch: str, extra_options: tuple[str, ...], timeout: float) -> bytes:
+    global _child
+    with _child_lock:
+        if _child is None or _child.pid != os.getpid() or _child.proc.poll() is not None:
+            if _child is not None and _child.pid == os.getpid():
+                _child.close()
+            _child = _Child()
+        child = _child
+        try:
+            status, body = child.ask(data, arch, extra_options, timeout)
+        except _TooLong:
+            child.proc.kill()
+            child.close()
+            _child = None
+            raise AssemblerCrashed(arch, f"did not finish within {timeout:g} s (nvJitLink stopped)") from None
+        except AssemblerCrashed:
+            child.close()
+            _child = None
+            raise
+    if status == "ok":
+        return body
+    log = body.decode(errors="replace")
+    raise PtxasError(arch, log, parse_ptxas_log(log))
 
 
 def ptxas_accepts(ptx: str | bytes, arch: str) -> tuple[bool, str]:
