@@ -330,3 +330,19 @@ def test_the_type_memo_returns_the_first_parse_and_keeps_spellings_apart():
 
 
 # endregion
+
+
+def test_integer_attrs_are_made_once_and_equal_irdls():
+    from xdsl.dialects.builtin import IntegerAttr, i32
+
+    from bulkred_dialect.ops.ptx.base import integer_attr
+
+    a = integer_attr(5, 64)
+    assert a == IntegerAttr(5, 64) and integer_attr(5, 64) is a
+    assert integer_attr(True, i32) == IntegerAttr(1, i32) and str(integer_attr(True, i32)) == "1 : i32"
+    assert integer_attr(-1, i32) == IntegerAttr(-1, i32)
+    with pytest.raises(Exception) as cached:
+        integer_attr(2**40, i32)
+    with pytest.raises(Exception) as plain:
+        IntegerAttr(2**40, i32)
+    assert type(cached.value) is type(plain.value) and str(cached.value) == str(plain.value)

@@ -13,6 +13,7 @@ qualifier is ``f".{member}"``. Each op knows:
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
@@ -157,6 +158,18 @@ def expect_ptr(field: str, value: SSAValue, spaces: StateSpace | Sequence[StateS
     if not isinstance(t, PtrType) or t.state_space not in allowed:
         want = " or ".join(f"!ptx.ptr<{s}>" for s in allowed)
         raise VerifyException(f"operand '{field}' must be {want}, got {t}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _integer_attr(value: int, t: IntegerType | int) -> IntegerAttr:
+    return IntegerAttr(value, t)
+
+
+def integer_attr(value: int, t: IntegerType | int) -> IntegerAttr:
+    """``IntegerAttr(value, t)``, made once per value and type: attributes are immutable
+    values, and building one verifies it (tens of microseconds; the lowering makes an
+    immediate, offset or size for most instructions). Errors are IntegerAttr's."""
+    return _integer_attr(int(value), t)
 
 
 def constant_int(value: SSAValue | None) -> int | None:

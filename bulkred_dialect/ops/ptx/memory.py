@@ -48,6 +48,7 @@ from xdsl.utils.str_enum import StrEnum
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration, known_alignment
 from bulkred_dialect.ops.ptx.base import (
+    integer_attr,
     DiffCase,
     PtrType,
     PtxInstruction,
@@ -175,7 +176,7 @@ def _verify_offset(offset: IntegerAttr | None) -> None:
 
 
 def _offset_prop(offset: int) -> dict[str, Attribute]:
-    return {"offset": IntegerAttr(offset, 64)} if offset else {}
+    return {"offset": integer_attr(offset, 64)} if offset else {}
 
 
 @op_definition
@@ -648,8 +649,8 @@ class AllocOp(PtxInstruction, ArrayDeclaration):
             properties={
                 "space": AllocSpaceAttr(space),
                 "sym_name": SymbolRefAttr(name),
-                "size": IntegerAttr(size, 64),
-                "align": IntegerAttr(align, 64),
+                "size": integer_attr(size, 64),
+                "align": integer_attr(align, 64),
             }
         )
 
@@ -836,7 +837,7 @@ class MovImmOp(PtxInstruction):
 
     def __init__(self, value: int | float, type: Attribute):
         if isinstance(type, IntegerType):
-            attr: Attribute = IntegerAttr(int(value), type)
+            attr: Attribute = integer_attr(int(value), type)
         else:
             attr = FloatAttr(float(value), type)  # type: ignore[arg-type]
         super().__init__(result_types=[type], properties={"value": attr})

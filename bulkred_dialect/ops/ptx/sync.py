@@ -35,6 +35,7 @@ from xdsl.utils.str_enum import StrEnum
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, check_mbarrier_address
 from bulkred_dialect.ops.ptx.base import (
+    integer_attr,
     DiffCase,
     PtrType,
     PtxInstruction,
@@ -376,7 +377,7 @@ class CpAsyncBulkWaitGroupOp(PtxInstruction):
     assembly_format = "(`read` $read^)? $n attr-dict"
 
     def __init__(self, n: int, *, read: bool = False):
-        props: dict[str, Attribute] = {"n": IntegerAttr(n, i32)}
+        props: dict[str, Attribute] = {"n": integer_attr(n, i32)}
         if read:
             props["read"] = UnitAttr()
         super().__init__(properties=props)
@@ -519,7 +520,7 @@ class BarSyncOp(PtxInstruction):
     assembly_format = "$id attr-dict"
 
     def __init__(self, id: int = 0):
-        super().__init__(properties={"id": IntegerAttr(id, i32)})
+        super().__init__(properties={"id": integer_attr(id, i32)})
 
     def verify_(self) -> None:
         v = self.id.value.data
