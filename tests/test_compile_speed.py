@@ -346,3 +346,75 @@ def test_integer_attrs_are_made_once_and_equal_irdls():
     with pytest.raises(Exception) as plain:
         IntegerAttr(2**40, i32)
     assert type(cached.value) is type(plain.value) and str(cached.value) == str(plain.value)
+
+
+# region scf -> cf in one walk
+
+_NESTED_SCF = """
+func.func @k(%B: memref<4xi32, #bulkred.scope<global>>, %n: i32, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %one) -> (i32) {
+    %p = arith.cmpi ult, %i, %m : index
+    %a = scf.if %p -> (i32) {
+      %w = scf.while (%x = %acc) : (i32) -> i32 {
+        %q = arith.cmpi slt, %x, %n : i32
+        scf.condition(%q) %x : i32
+      } do {
+      ^bb0(%y: i32):
+        %inner = scf.for %j = %c0 to %c4 step %c1 iter_args(%z = %y) -> (i32) {
+          %z2 = arith.addi %z, %z : i32
+          scf.yield %z2 : i32
+        }
+        scf.yield %inner : i32
+      }
+      scf.yield %w : i32
+    } else {
+      %s = scf.index_switch %i -> i32
+      case 1 {
+        scf.yield %n : i32
+      }
+      default {
+        scf.yield %acc : i32
+      }
+      scf.yield %s : i32
+    }
+    memref.store %a, %B[%i] : memref<4xi32, #bulkred.scope<global>>
+    scf.yield %a : i32
+  }
+  func.return
+}
+"""
+
+
+def test_scf_to_cf_in_one_walk_equals_the_walk_to_a_fixed_point(monkeypatch):
+    """convert_scf_to_cf walks once (apply_recursively=False): on loops, ifs, whiles and
+    switches nested four deep it gives the IR that walking until nothing changes gives,
+    and no scf op is left."""
+    from xdsl.pattern_rewriter import PatternRewriteWalker
+
+    from bulkred_dialect.backend_ptx.runtime import context
+    from bulkred_dialect.passes import lower_to_ptx
+
+    def lowered() -> str:
+        module = diagnostics.parse_module(context(), _NESTED_SCF, "nested.mlir")
+        lower_to_ptx.convert_scf_to_cf(module)
+        diagnostics.verify_located(module)
+        assert not [op.name for op in module.walk() if op.name.startswith("scf.")]
+        return str(module)
+
+    once = lowered()
+
+    class ToAFixedPoint(PatternRewriteWalker):
+        def __init__(self, *args, **kwargs):
+            kwargs["apply_recursively"] = True
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(lower_to_ptx, "PatternRewriteWalker", ToAFixedPoint)
+    assert lowered() == once
+    assert once.count("cf.cond_br") >= 4
+
+
+# endregion

@@ -301,8 +301,12 @@ def convert_scf_to_cf(module: ModuleOp) -> None:
         [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()],
         dce_enabled=False,  # keep every load and store the input asks for
     )
+    # One walk: every scf op is on the worklist from the start (nested ones too, and
+    # they stay on it when an outer op's region is inlined), and the ops the patterns
+    # make are cf and arith ops, which no pattern here rewrites; so no second walk.
     PatternRewriteWalker(
         _Located(lowerings, current, (scf.IndexSwitchOp, scf.IfOp, scf.ForOp, scf.WhileOp)),
+        apply_recursively=False,
         listener=PatternRewriterListener(operation_insertion_handler=[locate]),
     ).rewrite_module(module)
 
