@@ -20,11 +20,12 @@ and verification is done at least twice per compilation (docs/compile_speed.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
+    AttrConstraint,
     IRDLOperation,
     OpDef,
     OptAttributeDef,
@@ -85,6 +86,23 @@ def _verify_range(
             at += 1
 
 
+def _named_ok(
+    given: Mapping[str, Attribute],
+    defs: tuple[tuple[str, AttrConstraint, bool], ...],
+    context: VerificationContext,
+) -> bool:
+    """Each defined property (or attribute) present unless optional, and verified
+    (a failing constraint raises)."""
+    for name, constr, optional in defs:
+        a = given.get(name)
+        if a is None:
+            if optional and name not in given:
+                continue
+            return False
+        constr.verify(a, context)
+    return True
+
+
 def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
     """A function that says whether ``op_def.verify(op)`` would pass, for a definition
     of the fixed form (:func:`is_fixed_form`). True means it would; False means it
@@ -125,24 +143,10 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
                     return False
                 _verify_range(operands, operand_var[0], extra_in, [v.type for v in values], context)
                 _verify_range(results, result_var[0], extra_out, types, context)
-            given = op.properties
-            for name, constr, optional in props:
-                a = given.get(name)
-                if a is None:
-                    if optional and name not in given:
-                        continue
-                    return False
-                constr.verify(a, context)
-            if not prop_names.issuperset(given):
+            if not _named_ok(op.properties, props, context) or not prop_names.issuperset(op.properties):
                 return False
-            given = op.attributes
-            for name, constr, optional in attrs:
-                a = given.get(name)
-                if a is None:
-                    if optional and name not in given:
-                        continue
-                    return False
-                constr.verify(a, context)
+            if not _named_ok(op.attributes, attrs, context):
+                return False
             for trait in traits:
                 trait.verify(op)
         except VerifyException:
