@@ -52,10 +52,12 @@ class LocatedParser(Parser):
         about 0.3 ms to parse, half of it in ``MemRefType``'s constructor.
         """
         tok = self._current_token
-        if tok.kind is not MLIRTokenKind.BARE_IDENT and tok.kind is not MLIRTokenKind.EXCLAMATION_IDENT:
+        content = self.lexer.input.content
+        if (
+            tok.kind is not MLIRTokenKind.BARE_IDENT and tok.kind is not MLIRTokenKind.EXCLAMATION_IDENT
+        ) or not isinstance(content, str):
             return super().parse_optional_type()
         start = tok.span.start
-        content = self.lexer.input.content
         head = tok.text
         seen = self._types.get(head)
         if seen:
@@ -66,7 +68,7 @@ class LocatedParser(Parser):
         typ = super().parse_optional_type()
         if typ is not None:
             text = content[start : self._current_token.span.start].rstrip()
-            if text.endswith(">") and "//" not in text and isinstance(text, str):
+            if text.endswith(">") and "//" not in text:
                 self._types.setdefault(head, []).append((text, typ))
         return typ
 

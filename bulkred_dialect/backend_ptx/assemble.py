@@ -235,34 +235,33 @@ _child: _Child | None = None
 _child_lock = threading.Lock()
 
 
-def _close_child() -> None:
+def _drop_child(*, kill: bool = False) -> None:
+    """Forget the child; end it first when this process made it (``kill``: at once,
+    without waiting for it to finish a request)."""
     global _child
     if _child is not None and _child.pid == os.getpid():
+        if kill:
+            _child.proc.kill()
         _child.close()
     _child = None
 
 
-atexit.register(_close_child)
+atexit.register(_drop_child)
 
 
 def _assemble_in_child(data: bytes, arch: str, extra_options: tuple[str, ...], timeout: float) -> bytes:
     global _child
     with _child_lock:
         if _child is None or _child.pid != os.getpid() or _child.proc.poll() is not None:
-            if _child is not None and _child.pid == os.getpid():
-                _child.close()
+            _drop_child()
             _child = _Child()
-        child = _child
         try:
-            status, body = child.ask(data, arch, extra_options, timeout)
+            status, body = _child.ask(data, arch, extra_options, timeout)
         except _TooLong:
-            child.proc.kill()
-            child.close()
-            _child = None
+            _drop_child(kill=True)
             raise AssemblerCrashed(arch, f"did not finish within {timeout:g} s (nvJitLink stopped)") from None
         except AssemblerCrashed:
-            child.close()
-            _child = None
+            _drop_child()
             raise
     if status == "ok":
         return body

@@ -60,6 +60,17 @@ def is_fixed_form(op_def: OpDef) -> bool:
     )
 
 
+def single_counts(op_def: OpDef) -> tuple[int, int] | None:
+    """(operands, results) of a definition made only of single operands and results
+    (no variadic or optional one, no regions, successors or options), else None:
+    the form ``PtxInstruction``'s builder builds without IRDL's argument sorting."""
+    if op_def.regions or op_def.successors or op_def.options:
+        return None
+    if _variadic(op_def.operands) != (-1, False) or _variadic(op_def.results) != (-1, False):
+        return None
+    return len(op_def.operands), len(op_def.results)
+
+
 def _split(count: int, n_defs: int, variadic: tuple[int, bool]) -> int | None:
     """How many of ``count`` values the variadic definition takes (0 without one), or
     None when ``count`` does not fit the definitions."""

@@ -133,14 +133,12 @@ def check_target(op_name: str | Callable[[], str], req: Requirement, target: Tar
     """Raise :class:`TargetError` naming the op, what it needs and the target.
     ``op_name`` may be a function giving the name (``op.ptx_mnemonic``): it is called
     only for the error, so that checking a whole module builds no mnemonic."""
+    if req.satisfied_by(target) and req.ptx <= MAX_PTX_VERSION:
+        return
+    name = op_name() if callable(op_name) else op_name
     if not req.satisfied_by(target):
-        name = op_name() if callable(op_name) else op_name
-        raise TargetError(
-            f"'{name}' needs {req.describe()}, but the target is {target.name}"
-        )
-    if req.ptx > MAX_PTX_VERSION:
-        name = op_name() if callable(op_name) else op_name
-        raise TargetError(
-            f"'{name}' needs PTX ISA {format_ptx_version(req.ptx)}, above the "
-            f"supported maximum {format_ptx_version(MAX_PTX_VERSION)}"
-        )
+        raise TargetError(f"'{name}' needs {req.describe()}, but the target is {target.name}")
+    raise TargetError(
+        f"'{name}' needs PTX ISA {format_ptx_version(req.ptx)}, above the "
+        f"supported maximum {format_ptx_version(MAX_PTX_VERSION)}"
+    )

@@ -37,12 +37,13 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
-from xdsl.irdl import IRDLOperation, VariadicDef, irdl_attr_definition
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.op_definition import single_counts
 from bulkred_dialect.ops.target import Requirement
 from xdsl.dialects.utils import EnumAttribute
 
@@ -239,20 +240,13 @@ _FIXED_COUNTS: dict[type, tuple[int, int] | None] = {}
 
 
 def _fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int] | None:
-    """(operands, results) of an op definition made only of single operands and
-    results, else None (cached per class)."""
+    """:func:`~bulkred_dialect.ops.op_definition.single_counts` of ``cls``'s definition
+    (cached per class)."""
     try:
         return _FIXED_COUNTS[cls]
     except KeyError:
         pass
-    d = cls.get_irdl_definition()
-    fixed = (
-        not d.regions
-        and not d.successors
-        and not d.options
-        and not any(isinstance(o, VariadicDef) for _, o in (*d.operands, *d.results))
-    )
-    _FIXED_COUNTS[cls] = counts = (len(d.operands), len(d.results)) if fixed else None
+    _FIXED_COUNTS[cls] = counts = single_counts(cls.get_irdl_definition())
     return counts
 
 
