@@ -1,0 +1,161 @@
+"""The element types of bulkred: one row per type, the one home of every fact about it.
+
+Each :class:`DType` row holds a type's names (numpy's, torch's, DLPack's, the IR's and the
+short spelling of kernel signatures), its byte width, its accumulator and the identity of
+every reduction kind. Every other list of element types in the project derives from
+:data:`DTYPES` through the flags and the look-ups below; adding a type is adding a row
+(docs/DEVELOPING.md, "Add a dtype").
+
+Integers follow MLIR's conventions: ``i32`` is signless (the lowerings treat it as signed,
+``int32``), ``ui32`` unsigned, ``si32`` signed. bfloat16 has no numpy type: numpy holds its
+bits as ``uint16``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    bf16,
+    f16,
+    f32,
+    f64,
+)
+from xdsl.ir import Attribute
+
+# DLPack's DLDataTypeCode values (dlpack.h).
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT = 0, 1, 2, 4
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type.
+
+    ``element``: a tile-level buffer may hold it (``bulkred.reduce`` at thread scope, the
+    ``local`` variant, the builder). ``collective``: the warp, CTA, cluster and grid-scope
+    lowerings take it, and so ``bulkred.sum`` and friends."""
+
+    name: str  # numpy's, torch's and TIRx's spelling: "float32", "bfloat16", "int32"
+    ir: Attribute  # the IR type: f32, bf16, i32 (signless), ui32
+    short: str  # the spelling of kernel signatures and PTX types: "f32", "bf16", "i32", "u32"
+    bytes: int
+    is_float: bool
+    signed: bool  # integers: whether min/max/compare are signed (signless counts as signed)
+    numpy: str  # the numpy dtype holding one element on the host ("uint16" for bfloat16's bits)
+    torch: str | None  # the torch dtype's attribute name (torch.<torch>), None where torch has none
+    dlpack: tuple[int, int]  # (DLDataTypeCode, bits)
+    acc: str  # the accumulator's dtype name: f16 and bf16 accumulate in float32
+    element: bool = False
+    collective: bool = False
+
+    @property
+    def bits(self) -> int:
+        return self.bytes * 8
+
+    @property
+    def accumulator(self) -> DType:
+        return DTYPES[self.acc]
+
+    def identity(self, kind: str) -> int | float:
+        """The neutral value of reduction ``kind`` (``sum``, ``max``, ``min``, ``and``,
+        ``or``, ``xor``) in this type: ``max`` starts at -inf or the type's lowest value."""
+        if kind in ("sum", "or", "xor"):
+            return 0.0 if self.is_float and kind == "sum" else 0
+        if kind == "and":
+            if self.is_float:
+                raise ValueError(f"'and' has no identity in {self.name}")
+            return -1 if self.signed else (1 << self.bits) - 1
+        if kind not in ("max", "min"):
+            raise ValueError(f"unknown reduction kind '{kind}'")
+        if self.is_float:
+            return -math.inf if kind == "max" else math.inf
+        lo, hi = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+        return lo if kind == "max" else hi
+
+
+def _float(name: str, ir: Attribute, short: str, nbytes: int, dl: int, numpy: str, acc: str, element: bool, collective: bool) -> DType:
+    return DType(name, ir, short, nbytes, True, True, numpy, name, (dl, nbytes * 8), acc, element, collective)
+
+
+def _int(bits: int, signed: bool, element: bool = False, collective: bool = False) -> DType:
+    name = f"{'' if signed else 'u'}int{bits}"
+    ir = IntegerType(bits) if signed else IntegerType(bits, Signedness.UNSIGNED)
+    torch = name if signed or bits == 8 else None  # torch's uint16/32/64 take few kernels
+    return DType(
+        name, ir, f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
+        (DL_INT if signed else DL_UINT, bits), name, element, collective,
+    )
+
+
+_ROWS: tuple[DType, ...] = (
+    _float("float64", f64, "f64", 8, DL_FLOAT, "float64", "float64", element=True, collective=False),
+    _float("float32", f32, "f32", 4, DL_FLOAT, "float32", "float32", element=True, collective=True),
+    _float("float16", f16, "f16", 2, DL_FLOAT, "float16", "float32", element=True, collective=True),
+    _float("bfloat16", bf16, "bf16", 2, DL_BFLOAT, "uint16", "float32", element=True, collective=True),
+    _int(8, True),
+    _int(16, True, element=True),
+    _int(32, True, element=True, collective=True),
+    _int(64, True, element=True),
+    _int(8, False),
+    _int(16, False),
+    _int(32, False),
+    _int(64, False),
+)
+
+DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in _ROWS})
+"""Every element type, by name."""
+
+ELEMENT_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.element)
+"""The element types of tile-level buffers."""
+
+COLLECTIVE_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.collective)
+"""The element types of the warp, CTA, cluster and grid-scope lowerings and of ``bulkred.sum``."""
+
+_BY_IR: dict[Attribute, DType] = {d.ir: d for d in _ROWS}
+_BY_SHORT: dict[str, DType] = {d.short: d for d in _ROWS}
+
+
+def dtype(name: str) -> DType:
+    """The row named ``name`` (``"float32"``); KeyError naming the valid ones otherwise."""
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise KeyError(f"unknown dtype '{name}' (valid: {', '.join(DTYPES)})") from None
+
+
+def of_ir(t: Attribute) -> DType | None:
+    """The row of IR type ``t`` (``f32``, ``i32``, ``ui32``), None for another type.
+    A signed ``si32`` is ``int32``'s row (signless integers are treated as signed)."""
+    d = _BY_IR.get(t)
+    if d is None and isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNED:
+        d = _BY_IR.get(IntegerType(t.width.data))
+    return d
+
+
+def of_short(short: str) -> DType | None:
+    """The row of a short spelling (``"f32"``, ``"bf16"``, ``"i32"``, ``"u32"``; ``"s32"`` is
+    ``"i32"``'s row), None for another."""
+    if short.startswith("s") and short[1:].isdigit():
+        short = "i" + short[1:]
+    return _BY_SHORT.get(short)
+
+
+def ir_name(t: Attribute) -> str:
+    """TIRx's spelling of an IR type (``float32``, ``bfloat16``, ``int32``) for messages and
+    predicates: ``ui32`` is ``uint32`` and ``si32`` is ``sint32``, so that nothing mistakes
+    them for ``int32``; a type with no row prints as itself."""
+    if isinstance(t, IntegerType):
+        prefix = {Signedness.SIGNLESS: "int", Signedness.SIGNED: "sint", Signedness.UNSIGNED: "uint"}
+        return f"{prefix[t.signedness.data]}{t.width.data}"
+    if isinstance(t, BFloat16Type | Float16Type | Float32Type | Float64Type):
+        return _BY_IR[t].name
+    return str(t)
