@@ -15,9 +15,10 @@ shape of the tile-level destination, ``(1,)`` for a whole reduction.
 
 The module is one grid-scope ``bulkred.reduce`` (docs/scopes.md): the whole reduction
 (``axis=None``), or over one axis; the dispatch picks the variant (grid_full,
-grid_rows, grid_split_bulk, ...) from the shape, the dtype and the GPU. Types: float32,
-float16, bfloat16 (combined in float32) and int32; others give a :class:`ReductionError`
-with the dispatch's reasons.
+grid_rows, grid_split_bulk, ...) from the shape, the dtype and the GPU. Types: the
+``collective`` rows of ``ops/dtypes.py`` (int32, float16, bfloat16 and float32; float16
+and bfloat16 combined in float32); another dtype is refused before anything is built,
+with a :class:`ReductionError` that lists these.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES
+
 KINDS = {"sum": "sum", "max": "max", "min": "min", "and_": "and", "or_": "or", "xor": "xor"}
 """API function name -> ``bulkred.reduce`` kind."""
 
-DTYPES = ("float32", "float16", "bfloat16", "int32")
-"""Element types the grid-scope variants take."""
+DTYPES = tuple(d.name for d in COLLECTIVE_DTYPES)
+"""Element types the grid-scope variants take (``ops/dtypes.py``'s ``collective`` rows)."""
 
 
 class ReductionError(ValueError):

@@ -56,10 +56,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
-    bf16,
-    f16,
-    f32,
-    f64,
     i16,
     i32,
     i64,
@@ -69,6 +65,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import verify_located
+from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES
 from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.ops.tile import (
     BulkCopyOp,
@@ -125,17 +122,9 @@ __all__ = [
     "sum",
 ]
 
-DTYPES: dict[str, Attribute] = {
-    "float32": f32,
-    "float16": f16,
-    "bfloat16": bf16,
-    "float64": f64,
-    "int16": i16,
-    "int32": i32,
-    "int64": i64,
-}
-"""TIRx dtype names and the element types they build: one per element type of
-``ops/tile.py``'s ``ELEMENT_TYPES`` (signless integers, treated as signed)."""
+DTYPES: dict[str, Attribute] = {d.name: d.ir for d in ELEMENT_DTYPES}
+"""TIRx dtype names and the element types they build: ``ops/dtypes.py``'s rows that a
+tile-level buffer may hold (signless integers, treated as signed)."""
 
 _DTYPE_NAMES: dict[Attribute, str] = {t: n for n, t in DTYPES.items()}
 

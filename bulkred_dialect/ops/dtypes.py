@@ -6,6 +6,9 @@ every reduction kind. Every other list of element types in the project derives f
 :data:`DTYPES` through the flags and the look-ups below; adding a type is adding a row
 (docs/DEVELOPING.md, "Add a dtype").
 
+The module imports no xDSL (``import bulkred_dialect.api`` stays light): a row's IR type
+(:attr:`DType.ir`) and the look-ups by IR type import it at their first use.
+
 Integers follow MLIR's conventions: ``i32`` is signless (the lowerings treat it as signed,
 ``int32``), ``ui32`` unsigned, ``si32`` signed. bfloat16 has no numpy type: numpy holds its
 bits as ``uint16``.
@@ -13,24 +16,16 @@ bits as ``uint16``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    Signedness,
-    bf16,
-    f16,
-    f32,
-    f64,
-)
-from xdsl.ir import Attribute
+if TYPE_CHECKING:  # pragma: no cover
+    from xdsl.ir import Attribute
 
 # DLPack's DLDataTypeCode values (dlpack.h).
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT = 0, 1, 2, 4
@@ -45,7 +40,7 @@ class DType:
     lowerings take it, and so ``bulkred.sum`` and friends."""
 
     name: str  # numpy's, torch's and TIRx's spelling: "float32", "bfloat16", "int32"
-    ir: Attribute  # the IR type: f32, bf16, i32 (signless), ui32
+    mlir: str  # the IR type's spelling: "f32", "bf16", "i32" (signless), "ui32"
     short: str  # the spelling of kernel signatures and PTX types: "f32", "bf16", "i32", "u32"
     bytes: int
     is_float: bool
@@ -56,6 +51,16 @@ class DType:
     acc: str  # the accumulator's dtype name: f16 and bf16 accumulate in float32
     element: bool = False
     collective: bool = False
+
+    @cached_property
+    def ir(self) -> Attribute:
+        """The IR type (xDSL is imported at the first use: ``import bulkred_dialect.api``
+        stays free of it)."""
+        from xdsl.dialects.builtin import IntegerType, Signedness, bf16, f16, f32, f64
+
+        if self.is_float:
+            return {"f16": f16, "bf16": bf16, "f32": f32, "f64": f64}[self.mlir]
+        return IntegerType(self.bits, Signedness.SIGNLESS if self.signed else Signedness.UNSIGNED)
 
     @property
     def bits(self) -> int:
@@ -82,34 +87,34 @@ class DType:
         return lo if kind == "max" else hi
 
 
-def _float(name: str, ir: Attribute, short: str, nbytes: int, dl: int, numpy: str, acc: str, element: bool, collective: bool) -> DType:
-    return DType(name, ir, short, nbytes, True, True, numpy, name, (dl, nbytes * 8), acc, element, collective)
+def _float(name: str, short: str, nbytes: int, dl: int, numpy: str, acc: str, element: bool, collective: bool) -> DType:
+    return DType(name, short, short, nbytes, True, True, numpy, name, (dl, nbytes * 8), acc, element, collective)
 
 
 def _int(bits: int, signed: bool, element: bool = False, collective: bool = False) -> DType:
     name = f"{'' if signed else 'u'}int{bits}"
-    ir = IntegerType(bits) if signed else IntegerType(bits, Signedness.UNSIGNED)
     torch = name if signed or bits == 8 else None  # torch's uint16/32/64 take few kernels
     return DType(
-        name, ir, f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
+        name, f"{'i' if signed else 'ui'}{bits}", f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
         (DL_INT if signed else DL_UINT, bits), name, element, collective,
     )
 
 
 _ROWS: tuple[DType, ...] = (
-    _float("float64", f64, "f64", 8, DL_FLOAT, "float64", "float64", element=True, collective=False),
-    _float("float32", f32, "f32", 4, DL_FLOAT, "float32", "float32", element=True, collective=True),
-    _float("float16", f16, "f16", 2, DL_FLOAT, "float16", "float32", element=True, collective=True),
-    _float("bfloat16", bf16, "bf16", 2, DL_BFLOAT, "uint16", "float32", element=True, collective=True),
     _int(8, True),
     _int(16, True, element=True),
     _int(32, True, element=True, collective=True),
     _int(64, True, element=True),
+    _float("float16", "f16", 2, DL_FLOAT, "float16", "float32", element=True, collective=True),
+    _float("bfloat16", "bf16", 2, DL_BFLOAT, "uint16", "float32", element=True, collective=True),
+    _float("float32", "f32", 4, DL_FLOAT, "float32", "float32", element=True, collective=True),
+    _float("float64", "f64", 8, DL_FLOAT, "float64", "float64", element=True, collective=False),
     _int(8, False),
     _int(16, False),
     _int(32, False),
     _int(64, False),
 )
+"""The rows, in the order messages list them (integers, then floats, then unsigned)."""
 
 DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in _ROWS})
 """Every element type, by name."""
@@ -120,8 +125,12 @@ ELEMENT_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.element)
 COLLECTIVE_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.collective)
 """The element types of the warp, CTA, cluster and grid-scope lowerings and of ``bulkred.sum``."""
 
-_BY_IR: dict[Attribute, DType] = {d.ir: d for d in _ROWS}
 _BY_SHORT: dict[str, DType] = {d.short: d for d in _ROWS}
+
+
+@functools.cache
+def _by_ir() -> dict[Attribute, DType]:
+    return {d.ir: d for d in _ROWS}
 
 
 def dtype(name: str) -> DType:
@@ -135,9 +144,11 @@ def dtype(name: str) -> DType:
 def of_ir(t: Attribute) -> DType | None:
     """The row of IR type ``t`` (``f32``, ``i32``, ``ui32``), None for another type.
     A signed ``si32`` is ``int32``'s row (signless integers are treated as signed)."""
-    d = _BY_IR.get(t)
+    from xdsl.dialects.builtin import IntegerType, Signedness
+
+    d = _by_ir().get(t)
     if d is None and isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNED:
-        d = _BY_IR.get(IntegerType(t.width.data))
+        d = _by_ir().get(IntegerType(t.width.data))
     return d
 
 
@@ -153,9 +164,10 @@ def ir_name(t: Attribute) -> str:
     """TIRx's spelling of an IR type (``float32``, ``bfloat16``, ``int32``) for messages and
     predicates: ``ui32`` is ``uint32`` and ``si32`` is ``sint32``, so that nothing mistakes
     them for ``int32``; a type with no row prints as itself."""
+    from xdsl.dialects.builtin import IntegerType, Signedness
+
     if isinstance(t, IntegerType):
         prefix = {Signedness.SIGNLESS: "int", Signedness.SIGNED: "sint", Signedness.UNSIGNED: "uint"}
         return f"{prefix[t.signedness.data]}{t.width.data}"
-    if isinstance(t, BFloat16Type | Float16Type | Float32Type | Float64Type):
-        return _BY_IR[t].name
-    return str(t)
+    d = _by_ir().get(t)
+    return d.name if d is not None else str(t)

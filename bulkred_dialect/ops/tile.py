@@ -42,12 +42,6 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     UnitAttr,
-    bf16,
-    f16,
-    f32,
-    f64,
-    i16,
-    i32,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -74,6 +68,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES, of_ir
 from bulkred_dialect.ops.op_definition import op_definition
 
 # region Attributes
@@ -322,8 +317,9 @@ def _expect_buffer(field: str, v: SSAValue, scopes: Sequence[MemoryScope] | None
     return t
 
 
-ELEMENT_TYPES: tuple[Attribute, ...] = (i16, i32, i64, f16, bf16, f32, f64)
-"""The element types of tile-level buffers: the ones every lowering handles.
+ELEMENT_TYPES: tuple[Attribute, ...] = tuple(d.ir for d in ELEMENT_DTYPES)
+"""The element types of tile-level buffers (``ops/dtypes.py``'s rows with ``element``):
+the ones every lowering handles.
 
 Integers are signless and treated as signed by the lowering (``add/min/max.s16/s32/s64``,
 ``and/or/xor.b16/b32/b64``); floats are combined with PTX's own instructions.
@@ -616,16 +612,16 @@ def _ptx_reduce_type(kind: ReduceKind, elt: Attribute) -> str | None:
     Integers are signed; 64-bit add uses .u64 (the table has no .s64 add, and
     two's-complement addition does not depend on the sign).
     """
-    if isinstance(elt, IntegerType):
-        w = elt.width.data
-        if w not in (32, 64):
-            return None
-        if kind in BITWISE_KINDS:
-            return f"b{w}"
-        if kind == ReduceKind.SUM and w == 64:
-            return "u64"
-        return f"s{w}"
-    return {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}.get(str(elt))
+    d = of_ir(elt)
+    if d is None or d.is_float:
+        return None if d is None else d.short
+    if d.bits not in (32, 64):
+        return None
+    if kind in BITWISE_KINDS:
+        return f"b{d.bits}"
+    if kind == ReduceKind.SUM and d.bits == 64:
+        return "u64"
+    return f"s{d.bits}"
 
 
 def _check_reduce_table(kind: ReduceKind, elt: Attribute, dst: MemoryScope) -> None:
