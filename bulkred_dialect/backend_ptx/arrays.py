@@ -18,6 +18,7 @@ import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import _DTYPES, Param
+from bulkred_dialect.ops.dtypes import DTYPES
 
 
 def is_device_array_like(a: Any) -> bool:
@@ -49,19 +50,24 @@ def view_of(obj: Any, stream_handle: int, where: str) -> Any:
         ) from None
 
 
+# The dtypes numpy has no type for (bfloat16): cuda.core cannot name them without ml_dtypes.
+_NOT_IN_NUMPY = tuple(d for d in DTYPES.values() if d.numpy != d.name)
+
+
 def _dtype_name(view: Any) -> str:
     try:
         return np.dtype(view.dtype).name
     except NotImplementedError as e:
-        # cuda.core names no dtype it cannot build without ml_dtypes: bfloat16
-        return "bfloat16" if "bfloat16" in str(e).lower() else f"<{e}>"
+        said = str(e).lower()
+        return next((d.name for d in _NOT_IN_NUMPY if d.name in said), f"<{e}>")
 
 
 def _itemsize(view: Any) -> int:
     try:
         return np.dtype(view.dtype).itemsize
     except NotImplementedError:
-        return 2  # bfloat16, see _dtype_name
+        d = DTYPES.get(_dtype_name(view))
+        return d.bytes if d is not None else 0
 
 
 def _device_name(view: Any) -> str:

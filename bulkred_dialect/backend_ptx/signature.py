@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import SignatureError
+from bulkred_dialect.ops.dtypes import DTYPES, of_ir, of_short
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,45 +19,29 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # region Element types and signatures
 
-# IR element-type spelling -> (bytes, numpy dtype names it accepts, what to call it in errors)
-_DTYPES: dict[str, tuple[int, tuple[str, ...], str]] = {
-    "f16": (2, ("float16",), "float16"),
-    "bf16": (2, ("bfloat16", "uint16", "int16"), "bfloat16 (or its bits as uint16)"),
-    "f32": (4, ("float32",), "float32"),
-    "f64": (8, ("float64",), "float64"),
-    "i8": (1, ("int8", "uint8"), "int8 or uint8"),
-    "i16": (2, ("int16", "uint16"), "int16 or uint16"),
-    "i32": (4, ("int32", "uint32"), "int32 or uint32"),
-    "i64": (8, ("int64", "uint64"), "int64 or uint64"),
-    "s8": (1, ("int8",), "int8"),
-    "s16": (2, ("int16",), "int16"),
-    "s32": (4, ("int32",), "int32"),
-    "s64": (8, ("int64",), "int64"),
-    "u8": (1, ("uint8",), "uint8"),
-    "u16": (2, ("uint16",), "uint16"),
-    "u32": (4, ("uint32",), "uint32"),
-    "u64": (8, ("uint64",), "uint64"),
-}
+def _param_dtypes() -> dict[str, tuple[int, tuple[str, ...], str]]:
+    """Element-type spelling of a parameter -> (bytes, the numpy dtype names an array of
+    it may have, what to call it in errors), from ``ops/dtypes.py``'s rows: a signless
+    ``iN`` takes signed or unsigned arrays, ``sN`` signed ones, ``uN`` unsigned ones, and
+    ``bf16`` also its bits as 16-bit integers."""
+    out: dict[str, tuple[int, tuple[str, ...], str]] = {}
+    for d in (d for d in DTYPES.values() if d.is_float):
+        bits_as = (d.numpy, "int16") if d.numpy != d.name else ()
+        out[d.short] = (d.bytes, (d.name, *bits_as), f"{d.name} (or its bits as {d.numpy})" if bits_as else d.name)
+    signed = [d for d in DTYPES.values() if not d.is_float and d.signed]
+    for d in signed:
+        out[d.short] = (d.bytes, (d.name, f"u{d.name}"), f"{d.name} or u{d.name}")
+    for d in signed:
+        out[f"s{d.bits}"] = (d.bytes, (d.name,), d.name)
+    for d in (d for d in DTYPES.values() if not d.signed):
+        out[d.short] = (d.bytes, (d.name,), d.name)
+    return out
 
-# The numpy dtype used for a scalar parameter of each element type.
-_SCALAR_DTYPE: dict[str, type] = {
-    "f16": np.float16,
-    "bf16": np.uint16,
-    "f32": np.float32,
-    "f64": np.float64,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-    "s8": np.int8,
-    "s16": np.int16,
-    "s32": np.int32,
-    "s64": np.int64,
-    "u8": np.uint8,
-    "u16": np.uint16,
-    "u32": np.uint32,
-    "u64": np.uint64,
-}
+
+_DTYPES = _param_dtypes()
+
+# The numpy type of a scalar parameter of each element type (bf16: its bits).
+_SCALAR_DTYPE: dict[str, type] = {spec: np.dtype(of_short(spec).numpy).type for spec in _DTYPES}  # type: ignore[union-attr]
 
 
 def _dtype_ok(spec: str, dtype: np.dtype) -> bool:
@@ -250,35 +235,18 @@ def signature_from_json(d: dict[str, Any]) -> KernelSignature:
 
 
 def _type_spelling(t: Any) -> str | None:
-    """The element-type spelling of an IR type (``f32``, ``i32``, ``u32`` ...), None when unknown."""
-    from xdsl.dialects.builtin import (
-        BFloat16Type,
-        Float16Type,
-        Float32Type,
-        Float64Type,
-        IndexType,
-        IntegerType,
-        Signedness,
-    )
+    """The element-type spelling of an IR type (``f32``, ``i32``, ``u32``, ``s32`` for a
+    signed ``si32``; ``index`` is ``i64``), None when unknown."""
+    from xdsl.dialects.builtin import IndexType, IntegerType, Signedness
 
-    if isinstance(t, Float16Type):
-        return "f16"
-    if isinstance(t, BFloat16Type):
-        return "bf16"
-    if isinstance(t, Float32Type):
-        return "f32"
-    if isinstance(t, Float64Type):
-        return "f64"
     if isinstance(t, IndexType):
         return "i64"
-    if isinstance(t, IntegerType):
-        w = t.width.data
-        if w not in (8, 16, 32, 64):
-            return None
-        s = t.signedness.data
-        prefix = {Signedness.SIGNLESS: "i", Signedness.SIGNED: "s", Signedness.UNSIGNED: "u"}[s]
-        return f"{prefix}{w}"
-    return None
+    d = of_ir(t)
+    if d is None:
+        return None
+    if isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNED:
+        return f"s{d.bits}"
+    return d.short
 
 
 def _launch_of(func: Any) -> LaunchShape | None:
