@@ -1,9 +1,9 @@
 """Differential test harness: our verifier and target check against ptxas (via nvJitLink).
 
-Every module of ``bulkred_dialect.ops.ptx`` that defines ``differential_cases()`` yields
-:class:`~bulkred_dialect.ops.ptx.base.DiffCase`s. For each case and each target in
-:data:`TARGETS` the harness builds the op inside a ``func.func`` whose block arguments have
-the case's operand types, and compares two verdicts:
+Each instruction module of ``bulkred_dialect.ops.ptx`` has a module of the same name in
+``tests/ptx_cases/`` whose ``differential_cases()`` yields :class:`~ptx_cases.DiffCase`s.
+For each case and each target in :data:`TARGETS` the harness builds the op inside a
+``func.func`` whose block arguments have the case's operand types, and compares two verdicts:
 
 * ours: ``op.verify()`` passes and ``check_target`` accepts ``op.requirement()`` for the target;
 * ptxas's: the op's ``ptx_line`` inside a minimal kernel assembles for the target, with
@@ -39,7 +39,7 @@ import re
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +49,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 import bulkred_dialect.ops.ptx as ptx_package
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
-from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, register_class
+from bulkred_dialect.ops.ptx.base import PtxInstruction, register_class
 from bulkred_dialect.ops.target import (
     MAX_PTX_VERSION,
     Requirement,
@@ -58,6 +58,8 @@ from bulkred_dialect.ops.target import (
     check_target,
     format_ptx_version,
 )
+import ptx_cases
+from ptx_cases import DiffCase
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "differential.md"
@@ -130,6 +132,27 @@ def _short_exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".strip().splitlines()[0] if str(e) else type(e).__name__
 
 
+def case_generator(module: str, out: Collection) -> Callable[[], Iterable[DiffCase]] | None:
+    """``differential_cases`` of ``tests/ptx_cases/<module>.py``; None (noted in ``out``)
+    when there is no such module or it fails to import."""
+    name = f"{ptx_cases.__name__}.{module}"
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            out.harness_errors.append(f"{module}: import failed: {_short_exc(e)}")
+        else:
+            out.skipped.append(f"{module}: no tests/ptx_cases/{module}.py yet")
+        return None
+    except Exception as e:
+        out.harness_errors.append(f"{module}: import failed: {_short_exc(e)}")
+        return None
+    gen = getattr(mod, "differential_cases", None)
+    if gen is None:
+        out.skipped.append(f"{module}: no differential_cases() yet")
+    return gen
+
+
 def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
     """Build one case; the second value is a harness error (or None)."""
     case = Case(module, dc.name)
@@ -165,17 +188,11 @@ def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
 
 
 def collect(modules: Iterable[str] | None = None) -> Collection:
-    """Import every ptx op module and build its differential cases."""
+    """Build the differential cases of every ptx op module (``tests/ptx_cases/<module>.py``)."""
     out = Collection()
     for module in modules if modules is not None else ptx_op_modules():
-        try:
-            mod = importlib.import_module(f"{ptx_package.__name__}.{module}")
-        except Exception as e:
-            out.harness_errors.append(f"{module}: import failed: {_short_exc(e)}")
-            continue
-        gen = getattr(mod, "differential_cases", None)
+        gen = case_generator(module, out)
         if gen is None:
-            out.skipped.append(f"{module}: no differential_cases() yet")
             continue
         try:
             dcs = list(gen())

@@ -39,11 +39,11 @@ from bulkred_dialect.ops.ptx.bulk import (
     CpReduceAsyncBulkGlobalSharedCtaOp,
     CpReduceAsyncBulkSharedClusterSharedCtaOp,
     Multicast,
-    differential_cases,
 )
 from bulkred_dialect.ops.ptx.memory import AllocOp, AllocSpace, CvtaToGlobalOp, MovAddrOp, MovImmOp, MovOp, PtrAddOp
 from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.target import Requirement, Target
+from ptx_cases.bulk import differential_cases
 
 GLOBAL = PtrType(StateSpace.GLOBAL)
 CTA = PtrType(StateSpace.SHARED_CTA)

@@ -1,5 +1,6 @@
 """Differential test: our verifier + target check against ptxas (nvJitLink), for every
-``differential_cases()`` of the ptx op modules. See docs/differential.md."""
+``differential_cases()`` of tests/ptx_cases/ (one module per ptx op module). See
+docs/differential.md."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 import differential_harness as h
-from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, RegisterNamer
+from bulkred_dialect.ops.ptx.base import PtxInstruction, RegisterNamer
 from bulkred_dialect.ops.target import MAX_PTX_VERSION, Requirement
+from ptx_cases import DiffCase
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,9 @@ import differential_harness as h
 from bulkred_dialect.backend_ptx.runtime import context
 from bulkred_dialect.diagnostics import parse_module
 from bulkred_dialect.ops.op_definition import is_fixed_form
-from bulkred_dialect.ops.ptx.base import DiffCase, PtrType, StateSpace
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
 from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
+from ptx_cases import DiffCase
 from test_lowering_numerics import tile_module
 
 
@@ -124,7 +125,7 @@ def _sampled_cases(per_group: int = 3) -> list[tuple[str, Operation]]:
     with cases is in (a few hundred of the ~6,000; building them all takes seconds)."""
     groups: dict[tuple[str, str], list[DiffCase]] = {}
     for module in h.ptx_op_modules():
-        mod = importlib.import_module(f"bulkred_dialect.ops.ptx.{module}")
+        mod = importlib.import_module(f"ptx_cases.{module}")
         for dc in getattr(mod, "differential_cases", list)():
             groups.setdefault((module, ".".join(re.split(r"[. ]", dc.name)[:2])), []).append(dc)
     out = []

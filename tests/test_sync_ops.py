@@ -1,8 +1,8 @@
 """ptxas (through nvJitLink, no GPU needed) is the oracle for the red.async, sync and
 special-register ops: every valid form's PTX line must assemble on the targets it claims,
 and its requirement must be the lowest SM and PTX ISA version ptxas accepts. (Every
-qualifier combination of ``differential_cases()``, valid or not, is compared with ptxas by
-tests/differential_harness.py.)
+qualifier combination of ``differential_cases()`` in tests/ptx_cases/, valid or not, is
+compared with ptxas by tests/differential_harness.py.)
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import pytest
 from xdsl.ir import Attribute, Block, SSAValue
 
 from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
-from bulkred_dialect.ops.ptx import red_async, sync
 from bulkred_dialect.ops.ptx.base import (
-    DiffCase,
     PtrType,
     PtxInstruction,
     StateSpace,
@@ -51,6 +49,7 @@ from bulkred_dialect.ops.ptx.sync import (
     MbarrierTryWaitParityOp,
 )
 from bulkred_dialect.ops.target import Target, TargetError, check_target, format_ptx_version
+from ptx_cases import DiffCase, red_async, sync
 
 CTA = PtrType(StateSpace.SHARED_CTA)
 CLUSTER = PtrType(StateSpace.SHARED_CLUSTER)

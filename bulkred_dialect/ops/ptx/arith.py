@@ -8,7 +8,6 @@ the scalar forms are what those legalize into on Hopper and what the scalar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from abc import ABC
@@ -35,7 +34,6 @@ from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import (
-    DiffCase,
     PtxInstruction,
     RegisterNamer,
     bf16,
@@ -659,78 +657,3 @@ ARITH_OPS = [
     UnpackF32x2Op,
 ]
 ARITH_ATTRS = [ArithTypeAttr, RoundingModeAttr]
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every qualifier combination of the arithmetic ops, valid or not: add/sub/mul/mul.lo/
-    min/max over each ``.type`` x ``.rnd`` (none, rn, rz, rm, rp) x ``.ftz``; max3/min3 x
-    ``.ftz`` x ``.NaN``; add.f32x2 x ``.rnd`` x ``.ftz``; mov.pack/unpack; and/or/xor/shl/shr
-    over each ``.type``. Operand types follow ``.type`` so that only the qualifier rules
-    decide the verdict.
-    """
-    roundings: tuple[RoundingMode | None, ...] = (None, *RoundingMode)
-    for cls in (AddOp, SubOp, MulOp, MulLoOp, MaxOp, MinOp):
-        for t in ArithType:
-            for rnd in roundings:
-                for ftz in (False, True):
-                    name = mnemonic(cls.OPCODE, rnd, "ftz" if ftz else None, t)
-
-                    def build(args, cls=cls, t=t, rnd=rnd, ftz=ftz) -> PtxInstruction:
-                        return cls(t, args[0], args[1], rnd=rnd, ftz=ftz)
-
-                    yield DiffCase(name, (IR_TYPE_OF[t],) * 2, build)
-
-    # Integer div/rem: the syntax block has only '.type' (u16..s64); the bit and float
-    # types are there to be refused (floating-point div is another form, not modelled).
-    for icls in (DivOp, RemOp):
-        for t in INT_TYPES + BIT_TYPES + (ArithType.F32,):
-
-            def build_int(args, icls=icls, t=t) -> PtxInstruction:
-                return icls(t, args[0], args[1])
-
-            yield DiffCase(mnemonic(icls.OPCODE, t), (IR_TYPE_OF[t],) * 2, build_int)
-
-    for cls3 in (Max3Op, Min3Op):
-        for ftz in (False, True):
-            for nan in (False, True):
-                name = mnemonic(
-                    cls3.name.removeprefix("ptx."), "ftz" if ftz else None, "NaN" if nan else None, "f32"
-                )
-
-                def build3(args, cls3=cls3, ftz=ftz, nan=nan) -> PtxInstruction:
-                    return cls3(args[0], args[1], args[2], ftz=ftz, nan=nan)
-
-                yield DiffCase(name, (f32,) * 3, build3)
-
-    for rnd in roundings:
-        for ftz in (False, True):
-
-            def build_x2(args, rnd=rnd, ftz=ftz) -> PtxInstruction:
-                return AddF32x2Op(args[0], args[1], rnd=rnd, ftz=ftz)
-
-            yield DiffCase(mnemonic("add", rnd, "ftz" if ftz else None, "f32x2"), (f32x2,) * 2, build_x2)
-
-    yield DiffCase("mov.pack.b64", (f32, f32), lambda args: PackF32x2Op(args[0], args[1]))
-    yield DiffCase("mov.unpack.b64", (f32x2,), lambda args: UnpackF32x2Op(args[0]))
-
-    for bcls in (AndOp, OrOp, XorOp, ShlOp, ShrOp):
-        for t in ArithType:
-            # Shifts take a u32 shift amount; and/or/xor take two operands of '.type'.
-            rhs = i32 if bcls in (ShlOp, ShrOp) else IR_TYPE_OF[t]
-
-            def build_bit(args, bcls=bcls, t=t) -> PtxInstruction:
-                return bcls(t, args[0], args[1])
-
-            yield DiffCase(mnemonic(bcls.OPCODE, t), (IR_TYPE_OF[t], rhs), build_bit)
-
-    # The shift amount is u32 whatever '.type' is: a 16- or 64-bit amount is refused.
-    for scls in (ShlOp, ShrOp):
-        for t in BIT_TYPES:
-            for amount in (i16, i64):
-
-                def build_shift(args, scls=scls, t=t) -> PtxInstruction:
-                    return scls(t, args[0], args[1])
-
-                yield DiffCase(
-                    f"{mnemonic(scls.OPCODE, t)}.amount_{amount}", (IR_TYPE_OF[t], amount), build_shift
-                )

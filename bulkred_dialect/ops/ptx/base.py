@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
@@ -316,20 +315,6 @@ class PtxInstruction(IRDLOperation, ABC):
         if not operands:
             return f"{self.ptx_mnemonic()};"
         return f"{self.ptx_mnemonic()} {', '.join(operands)};"
-
-
-@dataclass(frozen=True)
-class DiffCase:
-    """One qualifier combination for the differential test against ptxas.
-
-    ``build`` receives one SSA value per entry of ``operand_types`` (block arguments
-    of a minimal kernel) and returns the op -- valid or not; the harness asks the
-    verifier and the target check for a verdict and compares it with ptxas.
-    """
-
-    name: str
-    operand_types: tuple[Attribute, ...]
-    build: Callable[[Sequence[SSAValue]], PtxInstruction]
 
 
 def addr(text: str) -> str:

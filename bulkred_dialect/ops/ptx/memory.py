@@ -17,7 +17,7 @@ wide or a float register of that width.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -49,7 +49,6 @@ from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, ArrayDeclaration, known_alignment
 from bulkred_dialect.ops.ptx.base import (
     integer_attr,
-    DiffCase,
     PtrType,
     PtxInstruction,
     RegisterNamer,
@@ -152,7 +151,7 @@ def ldst_type_for(t: Attribute) -> LdStType | None:
 
 # region ld / st
 
-_LDST_SPACES = (StateSpace.GLOBAL, StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER, StateSpace.LOCAL)
+LDST_SPACES = (StateSpace.GLOBAL, StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER, StateSpace.LOCAL)
 
 
 def _space_requirement(space: StateSpace) -> Requirement:
@@ -212,7 +211,7 @@ class LdOp(PtxInstruction):
         return self.address.type.state_space
 
     def verify_(self) -> None:
-        expect_ptr("a", self.address, _LDST_SPACES)
+        expect_ptr("a", self.address, LDST_SPACES)
         _verify_offset(self.offset)
         t = self.type.data
         if not register_fits(t, self.result.type, exact=False):
@@ -262,7 +261,7 @@ class StOp(PtxInstruction):
         return self.address.type.state_space
 
     def verify_(self) -> None:
-        expect_ptr("a", self.address, _LDST_SPACES)
+        expect_ptr("a", self.address, LDST_SPACES)
         _verify_offset(self.offset)
         t = self.type.data
         if not register_fits(t, self.value.type, exact=False):
@@ -328,7 +327,7 @@ LD_VEC_COUNTS = (2, 4, 8)
 _LD_VEC_WIDE = Requirement(sm=100, ptx=(8, 8))
 
 
-def _ldst_bits(t: LdStType) -> int:
+def ldst_bits(t: LdStType) -> int:
     return int(str(t)[1:])
 
 
@@ -398,7 +397,7 @@ class LdVecOp(PtxInstruction):
         return len(self.d)
 
     def verify_(self) -> None:
-        expect_ptr("a", self.address, _LDST_SPACES)
+        expect_ptr("a", self.address, LDST_SPACES)
         _verify_offset(self.offset)
         if self.nc is not None and self.space != StateSpace.GLOBAL:
             raise VerifyException(f"'.nc' is only valid with '.space' global, got '.space' {self.space}")
@@ -406,14 +405,14 @@ class LdVecOp(PtxInstruction):
         if n not in LD_VEC_COUNTS:
             raise VerifyException(f"'.vec' must have 2, 4 or 8 elements (results), got {n}")
         t = self.type.data
-        bits = n * _ldst_bits(t)
+        bits = n * ldst_bits(t)
         limit = LD_VEC_WIDE_BITS if self.space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
         if bits > limit:
             raise VerifyException(
                 f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector load "
                 f"from '.space' {self.space}"
             )
-        if n == 8 and _ldst_bits(t) != 32:
+        if n == 8 and ldst_bits(t) != 32:
             raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
         first = self.d[0].type
         for i, r in enumerate(self.d):
@@ -422,7 +421,7 @@ class LdVecOp(PtxInstruction):
         if not register_fits(t, first, exact=False):
             raise VerifyException(f"results 'd' of type {first} cannot hold '.type' {t}")
         reg = _register_of(first)
-        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != _ldst_bits(t):
+        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != ldst_bits(t):
             # ptxas (nvJitLink 13) accepts wider registers here but now and then crashes on them
             raise VerifyException(
                 f"a {bits}-bit load needs results 'd' as wide as '.type' {t}, got {first}"
@@ -431,7 +430,7 @@ class LdVecOp(PtxInstruction):
 
     def requirement(self) -> Requirement:
         req = _space_requirement(self.space)
-        if self.count * _ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
+        if self.count * ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
             req = req.combine(_LD_VEC_WIDE)
         return req
 
@@ -455,44 +454,6 @@ def _check_vector_alignment(address: SSAValue, offset: IntegerAttr | None, nbyte
         a = min(a, off & -off)
     if a % nbytes != 0:
         raise VerifyException(f"'a' + 'offset' must be {nbytes}-byte aligned, known alignment {a}")
-
-
-def _ld_vec_cases() -> Iterator[DiffCase]:
-    """ld.vec: every space x nc x count x ``.type``, with the natural IR type of ``.type``'s
-    register, and a few register classes that cannot hold it. ``.v8`` only with 32- and
-    64-bit types, and the 256-bit forms only with registers as wide as ``.type``: ptxas
-    (nvJitLink 13) crashes on ``ld.global.v8.b16``, and now and then on
-    ``ld.global.v8.f32`` into 64-bit registers."""
-    natural = {8: i16, 16: i16, 32: i32, 64: i64}
-    for space in _LDST_SPACES:
-        p = PtrType(space)
-        for nc in (False, True):
-            for count in LD_VEC_COUNTS:
-                for t in LdStType:
-                    bits = _ldst_bits(t)
-                    if count == 8 and bits < 32:
-                        continue
-                    vts = [natural[bits]]
-                    if t == LdStType.F32:
-                        vts = [f32, i64, f16]
-                    elif t == LdStType.F64:
-                        vts = [f64]
-                    elif t == LdStType.B16:
-                        vts = [i16, f16]
-                    if count * bits > LD_VEC_MAX_BITS:
-                        vts = vts[:1]  # ptxas now and then crashes on wider registers there
-                    for vt in vts:
-                        tag = f"ld.vec.{space}{'.nc' if nc else ''}.v{count}.{t}.{_type_tag(vt)}"
-
-                        def build(args, t=t, vt=vt, count=count, nc=nc) -> PtxInstruction:
-                            return LdVecOp(t, args[0], vt, count, nc=nc)
-
-                        yield DiffCase(tag, (p,), build)
-    yield DiffCase(
-        "ld.vec.global.nc.v4.f32+16",
-        (PtrType(StateSpace.GLOBAL),),
-        lambda args: LdVecOp(LdStType.F32, args[0], f32, 4, offset=16, nc=True),
-    )
 
 
 # endregion
@@ -963,64 +924,3 @@ MEMORY_OPS = [
     MovOp,
 ]
 MEMORY_ATTRS = [LdStTypeAttr, AllocSpaceAttr]
-
-
-# Value types tried for every ld/st '.type': one IR type per register class.
-_VALUE_TYPES: tuple[Attribute, ...] = (i16, i32, i64, f16, f32, f64, i1)
-
-
-def _type_tag(t: Attribute) -> str:
-    return str(t).replace("<", "").replace(">", "").replace(" ", "")
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """ld / st: every space x ``.type`` x value register class (with f32 also a negative
-    offset); cvta.to.global; add.ptr for each space; mov.imm for each register class;
-    mov between every pair of register classes.
-
-    ``ld.param``, ``ptx.alloc`` and ``ptx.mov.addr`` name symbols that a one-op kernel
-    cannot declare; the printer tests assemble them (tests/test_printer.py).
-    """
-    for space in _LDST_SPACES:
-        p = PtrType(space)
-        for t in LdStType:
-            for vt in _VALUE_TYPES:
-                # The offset changes the address text only: tried with one type.
-                for off in (0, -8) if t == LdStType.F32 else (0,):
-                    tag = f"{t}.{_type_tag(vt)}" + (f"+{off}" if off else "")
-
-                    def ld(args, t=t, vt=vt, off=off) -> PtxInstruction:
-                        return LdOp(t, args[0], vt, off)
-
-                    def st(args, t=t, off=off) -> PtxInstruction:
-                        return StOp(t, args[0], args[1], off)
-
-                    yield DiffCase(f"ld.{space}.{tag}", (p,), ld)
-                    yield DiffCase(f"st.{space}.{tag}", (p, vt), st)
-    yield DiffCase("cvta.to.global.u64", (i64,), lambda args: CvtaToGlobalOp(args[0]))
-    yield DiffCase("cvta.to.global.u64.i32", (i32,), lambda args: CvtaToGlobalOp(args[0]))
-    for space in (StateSpace.GLOBAL, StateSpace.LOCAL, StateSpace.SHARED_CTA, StateSpace.SHARED_CLUSTER):
-        p = PtrType(space)
-        for it in (i32, i64):
-            yield DiffCase(
-                f"add.ptr.{space}.{it}", (p, it), lambda args: PtrAddOp(args[0], args[1])
-            )
-    imms: tuple[tuple[int | float, Attribute], ...] = (
-        (1, i1), (42, i16), (-3, i16), (42, i32), (-7, i32), (2**40, i64), (-1, i64),
-        (1.0, f16), (-2.5, bf16), (1.0, f32), (float("inf"), f32), (0.1, f64), (float("-inf"), f64),
-    )
-    for v, t in imms:
-
-        def imm(args, v=v, t=t) -> PtxInstruction:
-            return MovImmOp(v, t)
-
-        yield DiffCase(f"mov.imm.{_type_tag(t)}.{v}", (), imm)
-    regs: tuple[Attribute, ...] = (i1, i16, i32, i64, f16, f32, f64, f32x2, PtrType(StateSpace.SHARED_CTA))
-    for a in regs:
-        for d in regs:
-
-            def mov(args, d=d) -> PtxInstruction:
-                return MovOp(args[0], d)
-
-            yield DiffCase(f"mov.{_type_tag(a)}.to.{_type_tag(d)}", (a,), mov)
-    yield from _ld_vec_cases()

@@ -15,8 +15,6 @@ prints no ``.ss`` (generic addressing).
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Iterator, Sequence
-from itertools import product
 from typing import ClassVar
 
 from xdsl.dialects.builtin import UnitAttr
@@ -34,7 +32,6 @@ from xdsl.utils.str_enum import StrEnum
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import check_aligned
 from bulkred_dialect.ops.ptx.base import (
-    DiffCase,
     PtrType,
     PtxInstruction,
     RegisterNamer,
@@ -140,7 +137,8 @@ RELEASE_SCOPES = (RedAsyncScope.GPU, RedAsyncScope.SYS)
 _COMPLETION = "mbarrier::complete_tx::bytes"
 
 
-def _b_type(type_name: str) -> Attribute:
+def value_type(type_name: str) -> Attribute:
+    """The IR type of operand ``b`` for ``.type`` ``type_name`` (a 32- or 64-bit register)."""
     return i64 if type_name.endswith("64") else i32
 
 
@@ -171,7 +169,7 @@ class RedAsyncBase(PtxInstruction, ABC):
             )
 
     def _verify_b(self, type_name: str) -> None:
-        want = _b_type(type_name)
+        want = value_type(type_name)
         if self.b.type != want:
             raise VerifyException(
                 f"operand 'b' must be {want} for '.type' {type_name}, got {self.b.type}"
@@ -335,43 +333,6 @@ class RedAsyncReleaseOp(RedAsyncBase):
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [addr(reg(self.a)), reg(self.b)]
 
-
-# region Differential cases
-
-# The state spaces the syntax blocks name for '.ss', plus none (generic addressing).
-_SS_CHOICES = (StateSpace.GENERIC, StateSpace.SHARED_CLUSTER, StateSpace.GLOBAL)
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every op x type x ss of the relaxed.cluster form and every scope x ss x mmio x
-    type of the release form, valid or not."""
-    for op, type, ss in product(RedAsyncOp, RedAsyncType, _SS_CHOICES):
-
-        def build_relaxed(v: Sequence[SSAValue], op=op, type=type) -> PtxInstruction:
-            return RedAsyncRelaxedClusterOp(op, type, v[0], v[1], v[2])
-
-        yield DiffCase(
-            f"red.async.relaxed.cluster.{ss}.{op}.{type}",
-            (PtrType(ss), _b_type(type), PtrType(ss)),
-            build_relaxed,
-        )
-    for mmio, scope, ss, rtype in product(
-        (False, True), RedAsyncScope, _SS_CHOICES, RedAsyncReleaseType
-    ):
-
-        def build_release(
-            v: Sequence[SSAValue], scope=scope, rtype=rtype, mmio=mmio
-        ) -> PtxInstruction:
-            return RedAsyncReleaseOp(scope, rtype, v[0], v[1], mmio=mmio)
-
-        yield DiffCase(
-            f"red.async{'.mmio' if mmio else ''}.release.{scope}.{ss}.add.{rtype}",
-            (PtrType(ss), _b_type(rtype)),
-            build_release,
-        )
-
-
-# endregion
 
 RED_ASYNC_OPS = [RedAsyncRelaxedClusterOp, RedAsyncReleaseOp]
 RED_ASYNC_ATTRS = [RedAsyncOpAttr, RedAsyncTypeAttr, RedAsyncReleaseTypeAttr, RedAsyncScopeAttr]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from xdsl.dialects.builtin import UnitAttr
@@ -20,7 +19,6 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.ptx.base import (
-    DiffCase,
     PtxInstruction,
     RegisterNamer,
     expect_type,
@@ -170,23 +168,3 @@ class ReduxSyncOp(PtxInstruction):
 
 REDUX_OPS = [ReduxSyncOp]
 REDUX_ATTRS = [ReduxOpAttr, ReduxTypeAttr]
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every ``.op`` x ``.type`` x ``.abs`` x ``.NaN`` combination of redux.sync, valid or not.
-
-    Operand types follow ``.type`` so that only the qualifier rules decide the verdict.
-    """
-    for op in ReduxOp:
-        for t in ReduxType:
-            for abs_ in (False, True):
-                for nan in (False, True):
-                    name = mnemonic(
-                        "redux.sync", op, "abs" if abs_ else None, "NaN" if nan else None, t
-                    )
-                    src_type = f32 if t == ReduxType.F32 else i32
-
-                    def build(args, op=op, t=t, abs_=abs_, nan=nan) -> ReduxSyncOp:
-                        return ReduxSyncOp(op, t, args[0], args[1], abs=abs_, nan=nan)
-
-                    yield DiffCase(name, (src_type, i32), build)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute
@@ -13,7 +12,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.op_definition import op_definition
-from bulkred_dialect.ops.ptx.base import DiffCase, PtxInstruction, RegisterNamer, i1, i32
+from bulkred_dialect.ops.ptx.base import PtxInstruction, RegisterNamer, i1, i32
 from bulkred_dialect.ops.target import Requirement
 
 
@@ -126,12 +125,6 @@ class MovSregOp(PtxInstruction):
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [reg(self.d), f"%{self.reg.data}"]
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every special register (their target requirements are what is compared)."""
-    for r in SpecialRegister:
-        yield DiffCase(f"mov.sreg.{r}", (), lambda v, r=r: MovSregOp(r))
 
 
 SREG_OPS = [MovSregOp]

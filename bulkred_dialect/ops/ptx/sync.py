@@ -14,8 +14,6 @@ the next op, so it needs the anchor.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import product
 from typing import ClassVar
 
 from xdsl.dialects.builtin import I32, IntegerAttr, UnitAttr
@@ -36,7 +34,6 @@ from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.addresses import AddressOf, check_mbarrier_address
 from bulkred_dialect.ops.ptx.base import (
     integer_attr,
-    DiffCase,
     PtrType,
     PtxInstruction,
     RegisterNamer,
@@ -580,65 +577,6 @@ class MapaOp(PtxInstruction, AddressOf):
 
 # endregion
 
-# region Differential cases
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every qualifier combination of the forms above, valid or not."""
-    cta, cluster = PtrType(StateSpace.SHARED_CTA), PtrType(StateSpace.SHARED_CLUSTER)
-    yield DiffCase("mbarrier.init", (cta, i32), lambda v: MbarrierInitOp(v[0], v[1]))
-    yield DiffCase("mbarrier.arrive", (cta,), lambda v: MbarrierArriveOp(v[0]))
-    for space, sink in product((cta, cluster), (False, True)):
-
-        def build_expect_tx(v: Sequence[SSAValue], sink=sink) -> PtxInstruction:
-            return MbarrierArriveExpectTxOp(v[0], v[1], sink=sink)
-
-        yield DiffCase(
-            f"mbarrier.arrive.expect_tx.{space.state_space}{'.sink' if sink else ''}",
-            (space, i32),
-            build_expect_tx,
-        )
-    yield DiffCase(
-        "mbarrier.try_wait.parity", (cta, i32), lambda v: MbarrierTryWaitParityOp(v[0], v[1])
-    )
-    for space in (cta, cluster):
-        yield DiffCase(
-            f"mbarrier.inval.{space.state_space}", (space,), lambda v: MbarrierInvalOp(v[0])
-        )
-    yield DiffCase("fence.mbarrier_init", (), lambda v: FenceMbarrierInitOp())
-    for space in (None, *StateSpace):
-        yield DiffCase(
-            f"fence.proxy.async.{space or 'all'}",
-            (),
-            lambda v, space=space: FenceProxyAsyncOp(space),
-        )
-    yield DiffCase("cp.async.bulk.commit_group", (), lambda v: CpAsyncBulkCommitGroupOp())
-    for read, n in product((False, True), (0, 1, 7)):
-        yield DiffCase(
-            f"cp.async.bulk.wait_group{'.read' if read else ''}.{n}",
-            (),
-            lambda v, n=n, read=read: CpAsyncBulkWaitGroupOp(n, read=read),
-        )
-    for sem, aligned in product((None, *ClusterArriveSem), (False, True)):
-        yield DiffCase(
-            f"barrier.cluster.arrive.{sem or 'default'}{'.aligned' if aligned else ''}",
-            (),
-            lambda v, sem=sem, aligned=aligned: BarrierClusterArriveOp(sem, aligned=aligned),
-        )
-    for acquire, aligned in product((False, True), (False, True)):
-        yield DiffCase(
-            f"barrier.cluster.wait{'.acquire' if acquire else ''}{'.aligned' if aligned else ''}",
-            (),
-            lambda v, acquire=acquire, aligned=aligned: BarrierClusterWaitOp(
-                acquire=acquire, aligned=aligned
-            ),
-        )
-    for id in (0, 15, 16):
-        yield DiffCase(f"bar.sync.{id}", (), lambda v, id=id: BarSyncOp(id))
-    yield DiffCase("mapa", (cta, i32), lambda v: MapaOp(v[0], v[1]))
-
-
-# endregion
 
 SYNC_OPS = [
     MbarrierInitOp,

@@ -3,8 +3,6 @@ register between the threads of one warp."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import product
 from typing import ClassVar
 
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
@@ -22,15 +20,10 @@ from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.ptx.base import (
-    DiffCase,
     PtxInstruction,
     RegisterNamer,
-    f16,
     f32,
-    f64,
-    i16,
     i32,
-    i64,
     mnemonic,
 )
 from bulkred_dialect.ops.target import Requirement
@@ -111,14 +104,3 @@ class ShflSyncOp(PtxInstruction):
 
 WARP_OPS = [ShflSyncOp]
 WARP_ATTRS = [ShflModeAttr]
-
-
-def differential_cases() -> Iterator[DiffCase]:
-    """Every ``.mode`` with each register class for ``a`` (``.b32`` takes only 32-bit
-    registers: i16, i64, f16 and f64 are rejected by both)."""
-    for mode, t in product(ShflMode, (i32, f32, i16, i64, f16, f64)):
-
-        def build(v: Sequence[SSAValue], mode=mode) -> PtxInstruction:
-            return ShflSyncOp(mode, v[0], v[1], v[2], v[3])
-
-        yield DiffCase(f"shfl.sync.{mode}.b32.{t}", (t, i32, i32, i32), build)
