@@ -28,6 +28,7 @@ imported only when used: start-up stays close to plain ``xdsl-opt``'s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import os
 import re
@@ -35,10 +36,14 @@ import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from io import StringIO
+from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Region
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.targets.mlir import MLIRTarget
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -63,6 +68,43 @@ _SPLIT_MARKER = re.compile(rb"(?m)^// -----[ \t\r]*$")
 # Output targets that verify the module before printing it (backend_ptx/printer.py,
 # render): after the last pass the driver leaves the verification to them.
 _SELF_VERIFYING_TARGETS = frozenset({"ptx"})
+
+
+class RoundTripPrinter(Printer):
+    """xDSL's printer, with what xDSL 0.74 prints in a form its own parser reads
+    differently (docs/DEVELOPING.md, "Diagnostics"): ``scf.execute_region`` without
+    results prints its region without the terminators, but its parser adds no
+    implicit ``scf.yield``, so the output did not parse again. Here, as in MLIR, its
+    terminators are always printed."""
+
+    def print_region(
+        self,
+        region: Region,
+        print_entry_block_args: bool = True,
+        print_empty_block: bool = True,
+        print_block_terminators: bool = True,
+    ) -> None:
+        if region.parent is not None and region.parent.name == "scf.execute_region":
+            print_block_terminators = True
+        super().print_region(region, print_entry_block_args, print_empty_block, print_block_terminators)
+
+
+@dataclasses.dataclass(frozen=True)
+class _MLIRTarget(MLIRTarget):
+    """``-t mlir`` (the default output) through :class:`RoundTripPrinter`."""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.syntax_highlight:  # for a terminal, not to be read back
+            return super().emit(ctx, module, output)
+        printer = RoundTripPrinter(
+            stream=output,
+            print_generic_format=self.print_generic_format,
+            print_properties_as_attributes=self.print_properties_as_attributes,
+            print_debuginfo=self.print_debuginfo,
+        )
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
 
 
 def _has_no_tokens(text: bytes) -> bool:
@@ -116,6 +158,7 @@ class BulkredOptMain(xDSLOptMain):
 
     def register_all_targets(self):
         super().register_all_targets()
+        self.available_targets["mlir"] = lambda: _MLIRTarget
         for name, factory in BULKRED_TARGETS.items():
             self.available_targets.setdefault(name, factory)
 
@@ -142,7 +185,7 @@ class BulkredOptMain(xDSLOptMain):
                 verify_located(module)
             if nxt and self.args.print_between_passes:
                 print(f"// IR after {prev.name}:")
-                Printer(stream=sys.stdout).print_op(module)
+                RoundTripPrinter(stream=sys.stdout).print_op(module)
                 print("\n")
 
         passes = build_passes(self.args.passes, self.available_passes)

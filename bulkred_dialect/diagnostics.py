@@ -9,8 +9,19 @@ from __future__ import annotations
 import bisect
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, MemRefType, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation, TypeAttribute
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Block, Operation, Region, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -27,7 +38,16 @@ class LocatedParser(Parser):
     A type spelled exactly as one parsed before in the same input is not parsed
     again: :meth:`parse_optional_type` returns the type it made then (types are
     immutable values) and resumes after the text (docs/compile_speed.md).
+
+    Input that xDSL 0.74's parser accepts or reports without a location, refused
+    here with a located error (docs/DEVELOPING.md, "Diagnostics"): an ``index``
+    literal outside 64 bits, ``attributes`` with no dictionary after it, a
+    ``func.func`` whose body is ``{ }``, and a block label defined twice.
     """
+
+    # An index is 64 bits wide (as MLIR's IndexType::kInternalStorageBitWidth); a
+    # literal may be written signed or unsigned, as for i64.
+    INDEX_RANGE: tuple[int, int] = (-(2**63), 2**64)
 
     line_offset: int = 0
 
@@ -38,6 +58,8 @@ class LocatedParser(Parser):
         self._line_starts: list[int] | None = None
         # first token's text -> [(the type's whole text, the type)], see parse_optional_type
         self._types: dict[str, list[tuple[str, TypeAttribute]]] = {}
+        # The span of the last region parsed as `{ }` (no block), see parse_operation.
+        self._empty_region: tuple[int, int] | None = None
 
     def parse_optional_type(self) -> TypeAttribute | None:
         """xDSL's, with a memo of the types already parsed from this input.
@@ -77,6 +99,58 @@ class LocatedParser(Parser):
             self._op_names[-1] = name
         return super()._get_op_by_name(name)
 
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        """xDSL's, refusing an ``index`` literal that does not fit 64 bits (xDSL 0.74
+        checks the range of ``iN`` literals only; a wider index would wrap modulo 2^64
+        in the PTX address arithmetic)."""
+        start = self._current_token.span.start
+        attr = super().parse_optional_builtin_int_or_float_attr()
+        if isinstance(attr, IntegerAttr) and isinstance(attr.type, IndexType):
+            lo, hi = self.INDEX_RANGE
+            if not lo <= attr.value.data < hi:
+                self.raise_error(
+                    f"integer value {attr.value.data} is out of range for type index (64 bits), "
+                    f"which supports values in the range [{lo}, {hi})",
+                    start,
+                    self.pos,
+                )
+        return attr
+
+    def parse_optional_attr_dict_with_keyword(self, reserved_attr_names=()) -> DictionaryAttr | None:
+        """xDSL's, requiring the dictionary after ``attributes`` (xDSL 0.74 reads a
+        missing one as empty, so ``func.func @k() attributes`` became a declaration)."""
+        keyword = self._current_token.span
+        if self.parse_optional_keyword("attributes") is None:
+            return None
+        tok = self._current_token
+        if tok.kind is not MLIRTokenKind.L_BRACE:
+            # Located at the keyword: what follows may be far away (the end of the input).
+            got = "the end of the input" if tok.kind is MLIRTokenKind.EOF else f"'{tok.text}'"
+            self.raise_error(
+                f"expected an attribute dictionary '{{...}}' after 'attributes', got {got}",
+                keyword.start,
+                keyword.end,
+            )
+        return self.parse_optional_attr_dict_with_reserved_attr_names(reserved_attr_names)
+
+    def parse_optional_region(self, arguments=None) -> Region | None:
+        start = self._current_token.span.start
+        region = super().parse_optional_region(arguments)
+        if region is not None and not region.blocks:
+            self._empty_region = (start, self.pos)
+        return region
+
+    def _parse_block(self) -> Block:
+        """xDSL's, recording where each label is defined: xDSL 0.74 does not for a
+        block referenced before its label (``cf.br ^bb1`` ... ``^bb1:``), so a second
+        ``^bb1:`` failed with a bare ``KeyError: 'bb1'`` instead of its
+        "re-declaration of block" error."""
+        tok = self._current_token
+        block = super()._parse_block()
+        if tok.kind is MLIRTokenKind.CARET_IDENT:
+            self.blocks[tok.text[1:]] = (block, tok.span)
+        return block
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         self._op_names.append(None)
@@ -90,10 +164,30 @@ class LocatedParser(Parser):
             self.raise_error(f"'{name}' {message}" if name else message, start, self.pos)
         finally:
             self._op_names.pop()
+        self._check_function_body(op, start)
         if isinstance(op.location, UnknownLoc):
             line, col = self._line_col(start)
             op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    def _check_function_body(self, op: Operation, start: int) -> None:
+        """A ``func.func`` in custom syntax is a declaration without braces; with ``{ }``
+        (a region with no block) it is an error, as in MLIR. xDSL 0.74 reads both as a
+        declaration. The generic form prints a declaration's region as ``({ })``, so
+        it keeps it."""
+        empty = self._empty_region
+        if (
+            op.name != "func.func"
+            or empty is None
+            or empty[0] < start
+            or op.regions[0].blocks
+            or self.lexer.input.content[start] == '"'
+        ):
+            return
+        self.raise_error(
+            "expected non-empty function body ('{ }' holds no block; a declaration is written without braces)",
+            *empty,
+        )
 
     def _line_col(self, pos: int) -> tuple[int, int]:
         """1-based line (plus ``line_offset``) and column of ``pos``, as

@@ -193,6 +193,7 @@ class LaunchAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         values: dict[str, list[int]] = {"grid": [1], "block": [1], "cluster": [1]}
+        given: set[str] = set()
         start = parser.pos
         with parser.in_angle_brackets():
             first = True
@@ -204,6 +205,9 @@ class LaunchAttr(ParametrizedAttribute):
                     parser.raise_error(
                         f"unknown launch field '{key}' (expected grid, block or cluster)", pos, parser.pos
                     )
+                if key in given:  # a second value would silently replace the first, unchecked
+                    parser.raise_error(f"launch field '{key}' given twice", pos, parser.pos)
+                given.add(key)
                 parser.parse_punctuation("=")
                 values[key] = _parse_int_list(parser)
         params = tuple(ArrayAttr(IntAttr(v) for v in values[k]) for k in ("grid", "block", "cluster"))

@@ -37,6 +37,15 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    CustomDirective,
+    OptionalOperandVariable,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -241,6 +250,35 @@ def _cache_hint(hint: CacheHint | None) -> CacheHintAttr | None:
     return CacheHintAttr(hint) if hint is not None else None
 
 
+@irdl_custom_directive
+class RequiredOperand(CustomDirective):
+    """The operand of an optional ``name = %v`` clause, required once the clause has
+    begun: ``(`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)?``.
+
+    With a plain ``$cachePolicy^`` anchor, xDSL 0.74 reads the operand with
+    ``parse_optional_unresolved_operand`` even after ``cachePolicy =``, so a clause
+    with no operand was dropped without a word (docs/DEVELOPING.md, "Diagnostics").
+    """
+
+    operand: OptionalOperandVariable
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op) -> bool:
+        return self.operand.is_present(op)
+
+    def set_empty(self, state: ParsingState) -> None:
+        self.operand.set_empty(state)
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        operand = parser.parse_unresolved_operand(f"expected an operand after '{self.operand.name} ='")
+        self.operand.set(state, operand)
+
+    def print(self, printer: Printer, state: PrintingState, op) -> None:
+        self.operand.print(printer, state, op)
+
+
 # endregion
 
 # Address operands, typed by state space; mbar lives where the complete-tx is signalled.
@@ -256,6 +294,7 @@ class BulkInstruction(PtxInstruction, ABC):
     DIRECTION: ClassVar[tuple[StateSpace, ...]] = ()
     COMPLETION: ClassVar[str] = ""
     REQUIREMENT: ClassVar = _BASE
+    custom_directives: ClassVar = (RequiredOperand,)
 
     def form(self) -> str:
         """The mnemonic up to the completion mechanism, e.g. ``cp.async.bulk.global.shared::cta.bulk_group``."""
@@ -315,7 +354,7 @@ class CpAsyncBulkSharedCtaGlobalOp(BulkInstruction):
 
     assembly_format = (
         "(`cache_hint` $cache_hint^)? $dstMem `,` $srcMem `,` $size `,` $mbar"
-        " (`cachePolicy` `=` $cachePolicy^)? attr-dict"
+        " (`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)? attr-dict"
     )
 
     def __init__(
@@ -388,7 +427,7 @@ class CpAsyncBulkSharedClusterGlobalOp(BulkInstruction):
     assembly_format = (
         "(`multicast` $multicast^)? (`cache_hint` $cache_hint^)?"
         " $dstMem `,` $srcMem `,` $size `,` $mbar"
-        " (`ctaMask` `=` $ctaMask^)? (`cachePolicy` `=` $cachePolicy^)? attr-dict"
+        " (`ctaMask` `=` custom<RequiredOperand>($ctaMask)^)? (`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)? attr-dict"
     )
 
     def __init__(
@@ -512,7 +551,7 @@ class CpAsyncBulkGlobalSharedCtaOp(BulkInstruction):
 
     assembly_format = (
         "(`cache_hint` $cache_hint^)? (`cp_mask` $cp_mask^)? $dstMem `,` $srcMem `,` $size"
-        " (`cachePolicy` `=` $cachePolicy^)? (`byteMask` `=` $byteMask^)? attr-dict"
+        " (`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)? (`byteMask` `=` custom<RequiredOperand>($byteMask)^)? attr-dict"
     )
 
     def __init__(
@@ -580,7 +619,7 @@ class CpAsyncBulkPrefetchL2GlobalOp(BulkInstruction):
     size = operand_def(i32)
     cachePolicy = opt_operand_def(i64)
 
-    assembly_format = "(`cache_hint` $cache_hint^)? $srcMem `,` $size (`cachePolicy` `=` $cachePolicy^)? attr-dict"
+    assembly_format = "(`cache_hint` $cache_hint^)? $srcMem `,` $size (`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)? attr-dict"
 
     def __init__(
         self,
@@ -729,7 +768,7 @@ class CpReduceAsyncBulkGlobalSharedCtaOp(CpReduceAsyncBulkOp):
 
     assembly_format = (
         "(`cache_hint` $cache_hint^)? $redOp (`noftz` $noftz^)? $type $dstMem `,` $srcMem `,` $size"
-        " (`cachePolicy` `=` $cachePolicy^)? attr-dict"
+        " (`cachePolicy` `=` custom<RequiredOperand>($cachePolicy)^)? attr-dict"
     )
 
     def __init__(
