@@ -14,8 +14,19 @@ echo "== lit tests/filecheck"
 echo "== lit: $((SECONDS - start)) s"
 start=$SECONDS
 echo "== pytest tests"
+# The run's temporary files go to a directory of its own, so that what the tests leave
+# behind can be told apart from other runs on the machine: the compile cache
+# (bulkred-test-cache-*, made and removed by tests/conftest.py) must be gone at the end.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulkred-test-run-XXXXXX") || exit 1
 # One worker per CPU; a module's tests stay on one worker, so that a module-scoped
 # fixture (the differential report, assembled once) is not made once per worker.
-.venv/bin/python -m pytest -q -rs -n auto --dist loadfile tests "$@" || status=1
+TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile tests "$@" || status=1
+leftovers=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'bulkred-test-cache-*')
+if [ -n "$leftovers" ]; then
+    echo "error: pytest left compile caches behind (tests/conftest.py removes its own):" >&2
+    echo "$leftovers" >&2
+    status=1
+fi
+rm -rf "$run_tmp"  # with pytest's own tmp_path directories
 echo "== pytest: $((SECONDS - start)) s"
 exit $status
