@@ -26,11 +26,15 @@ from __future__ import annotations
 import builtins
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bulkred_dialect.errors import BulkredError
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bulkred_dialect.ops.target import Target
 
 KINDS = {"sum": "sum", "max": "max", "min": "min", "and_": "and", "or_": "or", "xor": "xor"}
 """API function name -> ``bulkred.reduce`` kind."""
@@ -39,7 +43,7 @@ DTYPES = tuple(d.name for d in COLLECTIVE_DTYPES)
 """Element types the grid-scope variants take (``ops/dtypes.py``'s ``collective`` rows)."""
 
 
-class ReductionError(ValueError):
+class ReductionError(BulkredError, ValueError):
     """A reduction no variant covers, or a bad argument: one readable line (the
     dispatch's located error where it comes from the lowering)."""
 
@@ -75,7 +79,7 @@ def _fn(kind: str) -> str:
     return next((f for f, k in KINDS.items() if k == kind), kind)
 
 
-def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: str):
+def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: Target | str):
     """The :class:`~bulkred_dialect.backend_ptx.loading.CompiledModule` of one reduction,
     from the in-memory cache, else the disk cache, else built and compiled."""
     key = (kind, tuple(shape), dtype, axis, target)
@@ -87,15 +91,12 @@ def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int |
 
     def build():
         # only a miss pays for the compiler's imports (xDSL, the passes, nvJitLink)
-        from bulkred_dialect.backend_ptx.assemble import PtxasError
-        from bulkred_dialect.backend_ptx.errors import RuntimeErrorBase
         from bulkred_dialect.backend_ptx.loading import compile_tile_module
-        from bulkred_dialect.diagnostics import LocatedError
 
         module = _module(kind, shape, dtype, axis)
         try:
             return compile_tile_module(module, target)
-        except (LocatedError, PtxasError, RuntimeErrorBase) as e:
+        except BulkredError as e:
             raise _readable(kind, e) from None
 
     disk_key = make_key({"what": "api reduction", "key": list(map(str, key))})
@@ -123,6 +124,8 @@ def _readable(kind: str, e: Exception) -> ReductionError:
     """One line from a located (or other) compile error."""
     from bulkred_dialect.diagnostics import LocatedError
 
+    if isinstance(e, ReductionError):
+        return e
     if isinstance(e, LocatedError):
         first, *rest = str(e).split("\n", 1)
         more = " (explain=True shows the dispatch table)" if rest else ""
@@ -130,7 +133,9 @@ def _readable(kind: str, e: Exception) -> ReductionError:
     return ReductionError(f"bulkred.{_fn(kind)}: {type(e).__name__}: {e}")
 
 
-def explain_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: str | None = None) -> str:
+def explain_reduction(
+    kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: Target | str | None = None
+) -> str:
     """The dispatch table of each ``bulkred.reduce`` of the reduction's module, for
     ``target`` (default: the GPU's, else sm_90a): which variant is chosen and why the
     others are not."""
@@ -214,7 +219,7 @@ def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, expla
             return result
     if kind not in KINDS.values():
         raise ReductionError(f"unknown reduction kind '{kind}' (valid: {', '.join(KINDS.values())})")
-    if axis is not None and not isinstance(axis, int | np.integer):
+    if axis is not None and (not isinstance(axis, int | np.integer) or isinstance(axis, bool)):
         raise ReductionError(f"bulkred.{_fn(kind)}: 'axis' must be an int or None, got {axis!r}")
     shape, dtype = _shape_dtype(x, kind)
     if axis is not None:

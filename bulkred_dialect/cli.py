@@ -45,10 +45,10 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from bulkred_dialect.diagnostics import LocatedError, parse_module, verify_located
+from bulkred_dialect.diagnostics import LocatedError, parse_error_line, parse_module, verify_located
+from bulkred_dialect.ops.target import Target
 from bulkred_dialect.passes import ALL_PASSES
 from bulkred_dialect.pipeline import (
     OptionError,
@@ -190,6 +190,24 @@ class BulkredOptMain(xDSLOptMain):
 
         passes = build_passes(self.args.passes, self.available_passes)
         self.pipeline = PassPipeline(passes, callback)  # type: ignore[arg-type]
+        # `-p 'bulkred-to-ptx{target=sm_100a}' -t ptx` prints for sm_100a: the target of
+        # the last pass that has one goes to the output target as an argument
+        targets = [t for p in passes if isinstance(t := getattr(p, "target", None), Target)]
+        self.pipeline_target: Target | None = targets[-1] if targets else None
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """xDSL's, except that ``-t ptx`` without a target prints for the pipeline's."""
+        specs = parse_specs("output target", self.args.target)
+        factory = self.available_targets.get(specs[0].name)
+        target = getattr(self, "pipeline_target", None)
+        if target is None or factory is None or inspect.signature(factory).parameters:
+            return super().output_resulting_program(prog)
+        out = build(f"output target {specs[0].name}", factory(), specs[0])
+        if getattr(out, "target", False) is not None:
+            return super().output_resulting_program(prog)
+        text = StringIO()
+        dataclasses.replace(out, target=target).emit(self.ctx, prog, text)  # type: ignore[type-var]
+        return text.getvalue()
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
@@ -230,13 +248,7 @@ class BulkredOptMain(xDSLOptMain):
                     out.write(self._process_chunk(chunk, offset))
             except ParseError as e:
                 failed = True
-                loc = Span(e.span.start, e.span.end, e.span.input, offset).get_location()
-                msg = e.msg.strip()
-                if msg == "Could not parse entire input!":  # xDSL's words for a stray token
-                    msg = f"expected an operation, got '{e.span.text}'"
-                elif not msg or msg.startswith("in "):
-                    msg = f"unexpected '{e.span.text}' {msg}".rstrip()
-                self._report(f"{loc.file}:{loc.line}:{loc.col}: error: {msg}", out)
+                self._report(parse_error_line(e, offset), out)
             except (DiagnosticException, ValueError, KeyError) as e:
                 failed = True
                 self._report(str(e), out)

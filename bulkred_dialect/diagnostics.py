@@ -23,8 +23,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, TypeAttribute
 from xdsl.parser import Parser
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from bulkred_dialect.errors import VerifyError
 
 
 class LocatedParser(Parser):
@@ -226,6 +229,18 @@ def parse_module(ctx: Context, text: str | bytes, name: str = "<input>", line_of
         raise NestingTooDeep(span, "input nests too deeply") from None
 
 
+def parse_error_line(e: ParseError, line_offset: int = 0) -> str:
+    """xDSL's ``ParseError`` as one line, ``file:line:col: error: message`` (``line_offset``:
+    the lines before the chunk of a ``--split-input-file`` input)."""
+    loc = Span(e.span.start, e.span.end, e.span.input, line_offset).get_location()
+    msg = e.msg.strip()
+    if msg == "Could not parse entire input!":  # xDSL's words for a stray token
+        msg = f"expected an operation, got '{e.span.text}'"
+    elif not msg or msg.startswith("in "):
+        msg = f"unexpected '{e.span.text}' {msg}".rstrip()
+    return f"{loc.file}:{loc.line}:{loc.col}: error: {msg}"
+
+
 def format_location(op: Operation) -> str:
     loc = op.location
     if isinstance(loc, FileLineColLoc):
@@ -234,8 +249,9 @@ def format_location(op: Operation) -> str:
     return format_location(parent) if parent is not None else "<unknown>"
 
 
-class LocatedError(DiagnosticException):
-    """An error tied to an op: ``file:line:col: error: 'op' message``."""
+class LocatedError(DiagnosticException, VerifyError):
+    """An error tied to an op: ``file:line:col: error: 'op' message`` (the project's
+    :class:`~bulkred_dialect.errors.VerifyError`)."""
 
     def __init__(self, op: Operation, message: str):
         self.op = op

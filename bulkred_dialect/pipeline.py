@@ -1,9 +1,9 @@
 """Checking and building pass pipelines and output targets from their text specs.
 
 ``bulkred-opt -p``/``-t`` and ``runtime.compile_tile_module(pipeline=...)`` share these
-checks, so both reject a bad spec with the same one-line :class:`OptionError` (a
-``ValueError``), never with xDSL's multi-line ``ArgSpecParseError`` (a
-``BaseException``): a syntax error names the spec and the column, an unknown pass is
+checks, so both reject a bad spec with the same one-line :class:`OptionError` (the
+project's :class:`~bulkred_dialect.errors.PipelineError`, a ``ValueError``), never with
+xDSL's multi-line ``ArgSpecParseError`` (a ``BaseException``): a syntax error names the spec and the column, an unknown pass is
 named with the closest known ones, an option error names the pass, the option, what
 it takes and what was given::
 
@@ -36,14 +36,15 @@ from xdsl.utils.arg_spec import (
 )
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from bulkred_dialect.errors import PipelineError
 from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.passes import ALL_PASSES
 
 PassFactory = Callable[[], type[ModulePass]]
 
-
-class OptionError(ValueError):
-    """A malformed ``-p``/``-t`` spec, an unknown pass, or an option value of the wrong type."""
+OptionError = PipelineError
+"""A malformed ``-p``/``-t`` spec, an unknown pass, or an option value of the wrong type
+(the name bulkred-opt's code uses for :class:`~bulkred_dialect.errors.PipelineError`)."""
 
 
 def syntax_message(what: str, text: str, err: ArgSpecParseError) -> str:
@@ -106,12 +107,19 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
+def _takes_target(hint: Any) -> bool:
+    """Whether an option of type ``hint`` holds a :class:`Target` (``Target | str | None``)."""
+    return hint is Target or Target in get_args(hint)
+
+
 def build(owner: str, cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConvertible:
     """``cls.from_spec(spec)``, with errors that name ``owner``, the option, what it takes
-    and the value given; a ``target`` option of our own passes must name a known target."""
+    and the value given; a ``target`` option of our own passes must name a known target,
+    and reaches the pass as the :class:`Target` parsed here (parsed once)."""
     ours = cls.__module__.startswith("bulkred_dialect.")
     options = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
     hints = _type_hints(cls)
+    target: Target | None = None
     for key, values in spec.parameters.items():
         field = key.replace("-", "_")
         if field not in options:
@@ -122,15 +130,21 @@ def build(owner: str, cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecCo
         except ValueError:
             takes = "a target name such as sm_90a" if ours and field == "target" else _describe(hints[field])
             raise OptionError(f"'{key}' of {owner} must be {takes}, got {_show(values)}") from None
-        if ours and field == "target" and isinstance(value, str):
+        if ours and field == "target" and isinstance(value, str) and value:
             try:
-                Target.parse(value)
+                parsed = Target.parse(value)
             except TargetError as e:
                 raise OptionError(f"{owner}: {e}") from None
+            if _takes_target(hints[field]):
+                target = parsed
+    if target is not None:
+        rest = {k: v for k, v in spec.parameters.items() if k.replace("-", "_") != "target"}
+        spec = ArgSpec(spec.name, rest)
     try:
-        return cls.from_spec(spec)
+        built = cls.from_spec(spec)
     except ValueError as e:
         raise OptionError(f"{owner}: {e}") from None
+    return built if target is None else dataclasses.replace(built, target=target)  # type: ignore[type-var]
 
 
 def available_passes() -> dict[str, PassFactory]:

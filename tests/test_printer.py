@@ -29,8 +29,8 @@ from bulkred_dialect.diagnostics import LocatedError, parse_module
 from bulkred_dialect.ops.ptx import PTX
 from bulkred_dialect.ops.ptx.base import PtxInstruction, RegisterNamer, bf16, constant_int, f16, f32, f64, i1, i32, i64
 from bulkred_dialect.ops.ptx.control import BraOp, CondBraOp, RetOp, SetpOp, CmpOp, SetpType
-from bulkred_dialect.ops.ptx.memory import LdOp, MovImmOp, float_immediate, max_static_shared
-from bulkred_dialect.ops.target import Requirement, Target
+from bulkred_dialect.ops.ptx.memory import LdOp, MovImmOp, float_immediate
+from bulkred_dialect.ops.target import Requirement, Target, max_static_shared
 from bulkred_dialect.ops.tile import BULKRED
 from bulkred_dialect.passes import ALL_PASSES
 

@@ -7,8 +7,7 @@ import pytest
 
 from bulkred_dialect import cli
 from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
-from bulkred_dialect.ops.ptx.memory import max_static_shared
-from bulkred_dialect.ops.target import KNOWN_TARGETS, Target, TargetError
+from bulkred_dialect.ops.target import KNOWN_TARGETS, Target, TargetError, max_static_shared
 from differential_harness import DOC, PTX_VERSIONS
 
 SEED = DOC.parent.parent / "examples" / "seed_sum32.mlir"

@@ -31,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from bulkred_dialect.errors import AssembleError
+
 _DIAG_RE = re.compile(r"ptxas[^,]*, line (\d+); (error|warning)\s*:\s*(.*)")
 
 
@@ -42,15 +44,17 @@ class PtxasDiagnostic:
 
 
 @dataclass
-class PtxasError(Exception):
-    """ptxas rejected the PTX. ``log`` is nvJitLink's whole error log."""
+class PtxasError(AssembleError, ValueError):
+    """ptxas rejected the PTX. ``log`` is nvJitLink's whole error log; the message is
+    one line, the log's lines joined by ``; ``."""
 
     arch: str
     log: str
     diagnostics: list[PtxasDiagnostic] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return f"ptxas ({self.arch}) rejected the PTX:\n{self.log.strip()}"
+        lines = [line.strip() for line in self.log.splitlines() if line.strip()]
+        return f"ptxas ({self.arch}) rejected the PTX: {'; '.join(lines) or 'no log'}"
 
 
 class AssemblerCrashed(PtxasError):
@@ -60,7 +64,7 @@ class AssemblerCrashed(PtxasError):
         return f"ptxas ({self.arch}) {self.log}"
 
 
-class AssemblerUnavailable(RuntimeError):
+class AssemblerUnavailable(AssembleError, RuntimeError):
     """nvJitLink could not be loaded."""
 
 

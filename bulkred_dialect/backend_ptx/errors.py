@@ -1,12 +1,26 @@
-"""The runtime's errors: every one derives from :class:`RuntimeErrorBase`."""
+"""The runtime's errors, part of the project's hierarchy (:mod:`bulkred_dialect.errors`).
+
+``RuntimeErrorBase`` is the runtime's name for :class:`~bulkred_dialect.errors.BulkredError`:
+every error a runtime function raises derives from it. ``SignatureError`` and
+``PipelineError`` are the project's own; the launch errors below are
+:class:`~bulkred_dialect.errors.LaunchError`\\ s.
+"""
 
 from __future__ import annotations
 
-class RuntimeErrorBase(Exception):
-    """Base of every error raised by this module."""
+from bulkred_dialect.errors import (
+    BulkredError,
+    KernelNotFoundError,
+    LaunchError,
+    PipelineError,
+    SignatureError,
+)
+
+RuntimeErrorBase = BulkredError
+"""Base of every error raised by the runtime (the project's :class:`BulkredError`)."""
 
 
-class NoGpuError(RuntimeErrorBase):
+class NoGpuError(LaunchError):
     """No CUDA driver or GPU is usable; ``reason`` says why."""
 
     def __init__(self, reason: str):
@@ -14,15 +28,11 @@ class NoGpuError(RuntimeErrorBase):
         super().__init__(f"no GPU available: {reason}")
 
 
-class SignatureError(RuntimeErrorBase, TypeError):
-    """The arguments do not match the kernel's signature (raised before any GPU call)."""
-
-
-class LaunchConfigError(RuntimeErrorBase, ValueError):
+class LaunchConfigError(LaunchError, ValueError):
     """The grid, block, cluster or shared-memory size is not valid."""
 
 
-class CudaError(RuntimeErrorBase):
+class CudaError(LaunchError):
     """A CUDA driver call failed: ``call`` and the driver's ``code`` name."""
 
     def __init__(self, call: str, code: str, detail: str = ""):
@@ -31,11 +41,17 @@ class CudaError(RuntimeErrorBase):
         super().__init__(f"{call} failed: {code}{': ' + detail if detail else ''}")
 
 
-class PipelineError(RuntimeErrorBase, ValueError):
-    """A malformed or unknown ``pipeline`` spec, with the one-line message ``bulkred-opt -p``
-    prints for it."""
-
-
-class KernelTimeoutError(RuntimeErrorBase):
+class KernelTimeoutError(LaunchError):
     """The kernel did not finish within the time limit (a hang, e.g. an mbarrier never completed)."""
 
+
+__all__ = [
+    "CudaError",
+    "KernelNotFoundError",
+    "KernelTimeoutError",
+    "LaunchConfigError",
+    "NoGpuError",
+    "PipelineError",
+    "RuntimeErrorBase",
+    "SignatureError",
+]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
 from bulkred_dialect.backend_ptx.cache import CACHE, make_key
 from bulkred_dialect.backend_ptx.device import Gpu, current_arch
-from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError, SignatureError
 from bulkred_dialect.backend_ptx.launch import Kernel
 from bulkred_dialect.backend_ptx.signature import (
     KernelSignature,
@@ -22,6 +22,8 @@ from bulkred_dialect.backend_ptx.signature import (
     signature_to_json,
     signatures_of_module,
 )
+from bulkred_dialect.errors import ArgumentError, AssembleError, KernelNotFoundError, ParseError
+from bulkred_dialect.ops.target import DEFAULT_TARGET, Target, arch_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
@@ -44,9 +46,9 @@ class CompiledModule:
     _kernel_objects: dict[str, Kernel] = field(default_factory=dict, repr=False)
     _workspaces: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
 
-    def assemble(self, arch: str | None = None) -> bytes:
+    def assemble(self, arch: Target | str | None = None) -> bytes:
         """Assemble the PTX with nvJitLink (no GPU needed); raises ``PtxasError``."""
-        arch = arch or self.arch
+        arch = arch_name(arch) if arch is not None else self.arch
         if arch is None:
             raise LaunchConfigError("no arch given and none recorded: pass arch='sm_90a'")
         cubin = assemble(self.ptx, arch)
@@ -99,7 +101,7 @@ class CompiledModule:
         if k is not None:
             return k
         if name not in self.kernel_names():
-            raise KeyError(
+            raise KernelNotFoundError(
                 f"no kernel '{name}' in the module (kernels: {', '.join(self.kernel_names()) or 'none'})"
             )
         k = self._kernel_objects[name] = Kernel(self, name, self.signatures.get(name))
@@ -159,13 +161,41 @@ def _entry_names(ptx: str) -> list[str]:
 # region Compiling
 
 
-def _arch_name(target: Any) -> str:
-    return str(target if not hasattr(target, "name") else target.name)
+def _given_signatures(
+    fn: str, signatures: Mapping[str, KernelSignature] | Iterable[KernelSignature] | None
+) -> dict[str, KernelSignature]:
+    """``signatures`` by kernel name (a mapping's own keys); anything but KernelSignatures
+    is a :class:`SignatureError`."""
+    if signatures is None:
+        return {}
+    if isinstance(signatures, str | bytes) or not isinstance(signatures, Mapping | Iterable):
+        raise SignatureError(
+            f"{fn}: 'signatures' must be KernelSignatures (a list, or a dict by kernel name), "
+            f"got {type(signatures).__name__}"
+        )
+    items = list(signatures.values() if isinstance(signatures, Mapping) else signatures)
+    for s in items:
+        if not isinstance(s, KernelSignature):
+            raise SignatureError(f"{fn}: 'signatures' must hold KernelSignatures, got {type(s).__name__}")
+    return dict(signatures) if isinstance(signatures, Mapping) else {s.name: s for s in items}
+
+
+def _ptx_text(ptx: Any) -> str:
+    if isinstance(ptx, bytes):
+        try:
+            return ptx.decode()
+        except UnicodeDecodeError as e:
+            raise AssembleError(
+                f"compile_ptx: the PTX is not UTF-8 text (byte {ptx[e.start]:#04x} at offset {e.start})"
+            ) from None
+    if not isinstance(ptx, str):
+        raise ArgumentError(f"compile_ptx: 'ptx' must be PTX text (str or bytes), got {type(ptx).__name__}")
+    return ptx
 
 
 def compile_ptx(
     ptx: str | bytes,
-    arch: str | None = None,
+    arch: Target | str | None = None,
     signatures: Mapping[str, KernelSignature] | Iterable[KernelSignature] | None = None,
     *,
     assemble_now: bool = True,
@@ -173,11 +203,9 @@ def compile_ptx(
     """Wrap PTX text; with an ``arch`` assemble it now (nvJitLink, no GPU needed),
     raising ``PtxasError`` with ptxas's log when it is rejected. Without ``arch`` the
     GPU's arch is used at the first launch. The cubin is cached (:mod:`.cache`)."""
-    text = ptx.decode() if isinstance(ptx, bytes) else ptx
-    sigs: dict[str, KernelSignature] = {}
-    if signatures is not None:
-        items = signatures.values() if isinstance(signatures, Mapping) else signatures
-        sigs = {s.name: s for s in items}
+    text = _ptx_text(ptx)
+    arch = arch_name(arch) if arch is not None else None
+    sigs = {s.name: s for s in _given_signatures("compile_ptx", signatures).values()}
     mod = CompiledModule(text, arch, sigs)
     if arch is not None and assemble_now:
         key = make_key({"what": "cubin", "ptx": text, "arch": arch})
@@ -192,41 +220,52 @@ def compile_ptx(
     return mod
 
 
-def _target_for(target: Any) -> Any:
-    from bulkred_dialect.ops.target import DEFAULT_TARGET, Target
-
+def _target_for(target: Target | str | None) -> Target:
+    """The target of a public call, resolved once: the given one (a name is parsed),
+    else the GPU's, else sm_90a."""
     if target is None:
         try:
             return Target.parse(current_arch())
         except NoGpuError:
             return DEFAULT_TARGET
-    if isinstance(target, str):
-        return Target.parse(target)
-    return target
+    if isinstance(target, Target):
+        return target
+    return Target.parse(target)
+
+
+def _check_module(fn: str, module: Any) -> None:
+    from xdsl.dialects.builtin import ModuleOp
+
+    if not isinstance(module, ModuleOp):
+        raise ArgumentError(
+            f"{fn}: 'module' must be a builtin.module (from parse() or the builder), got {type(module).__name__}"
+        )
 
 
 def compile_module(
     module: ModuleOp,
-    target: Any = None,
+    target: Target | str | None = None,
     signatures: Mapping[str, KernelSignature] | None = None,
 ) -> CompiledModule:
     """Print a level-3 (ptx-level) module as PTX for ``target`` (default: the GPU's
     arch, else sm_90a) and assemble it. Signatures come from the module's
     ``func.func``s unless given (given ones win). Cached by the module's text."""
+    _check_module("compile_module", module)
     tgt = _target_for(target)
-    given = {n: signature_to_json(s) for n, s in sorted((signatures or {}).items())}
-    key = make_key({"what": "level-3 module", "text": str(module), "target": _arch_name(tgt), "signatures": given})
-    return cached_module(key, lambda: _print_and_assemble(module, tgt, signatures))
+    sigs = _given_signatures("compile_module", signatures)
+    given = {n: signature_to_json(s) for n, s in sorted(sigs.items())}
+    key = make_key({"what": "level-3 module", "text": str(module), "target": tgt.name, "signatures": given})
+    return cached_module(key, lambda: _print_and_assemble(module, tgt, sigs))
 
 
-def _print_and_assemble(module: ModuleOp, tgt: Any, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
+def _print_and_assemble(module: ModuleOp, tgt: Target, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
     from bulkred_dialect.backend_ptx.printer import print_ptx
 
     found = signatures_of_module(module)
     if signatures:
         found.update(signatures)
     ptx = print_ptx(module, tgt)
-    mod = CompiledModule(ptx, _arch_name(tgt), found)
+    mod = CompiledModule(ptx, tgt.name, found)
     try:
         mod.assemble()
     except AssemblerUnavailable:
@@ -280,17 +319,32 @@ def context():
     return ctx
 
 
-def parse(text: str, name: str = "<input>") -> ModuleOp:
-    """Parse MLIR text with every dialect registered, and verify it (located errors)."""
-    from bulkred_dialect.diagnostics import parse_module, verify_located
+def parse(text: str | bytes, name: str = "<input>") -> ModuleOp:
+    """Parse MLIR text with every dialect registered, and verify it (located errors:
+    :class:`~bulkred_dialect.errors.ParseError`, ``LocatedError``)."""
+    from xdsl.utils.exceptions import ParseError as XdslParseError
 
-    module = parse_module(context(), text, name)
+    from bulkred_dialect.diagnostics import parse_error_line, parse_module, verify_located
+
+    if not isinstance(text, str | bytes):
+        raise ArgumentError(f"parse: 'text' must be MLIR text (str or bytes), got {type(text).__name__}")
+    if not isinstance(name, str):
+        raise ArgumentError(f"parse: 'name' must be a str, got {type(name).__name__}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError as e:
+            raise ParseError(f"{name}: error: not UTF-8 text (byte {text[e.start]:#04x} at offset {e.start})") from None
+    try:
+        module = parse_module(context(), text, name)
+    except XdslParseError as e:
+        raise ParseError(parse_error_line(e)) from None
     verify_located(module)
     return module
 
 
 def lower_tile_module(
-    module: ModuleOp, target: Any = None, pipeline: str | None = None, *, verify_each: bool = False
+    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None, *, verify_each: bool = False
 ) -> ModuleOp:
     """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``, any spec ``bulkred-opt -p``
     accepts) on ``module`` in place with the garbage collector paused, verifying the input
@@ -302,34 +356,49 @@ def lower_tile_module(
         lower_tile_module(m, pipeline="lower-tile-reductions{explain=maybe}")
         # PipelineError: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
     """
-    from bulkred_dialect.pipeline import OptionError, apply_passes, available_passes, build_passes
-
-    tgt = _target_for(target)
-    spec = pipeline or f"bulkred-to-ptx{{target={_arch_name(tgt)}}}"
-    try:
-        passes = build_passes(spec, available_passes())
-    except OptionError as e:
-        raise PipelineError(str(e)) from None
-
-    apply_passes(context(), module, passes, verify_each=verify_each)
+    _check_module("lower_tile_module", module)
+    _lower(module, _target_for(target), pipeline, verify_each=verify_each)
     return module
 
 
-def compile_tile_module(module: ModuleOp, target: Any = None, pipeline: str | None = None) -> CompiledModule:
+def _check_pipeline(fn: str, pipeline: Any) -> None:
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise PipelineError(
+            f"{fn}: 'pipeline' must be a pass pipeline such as 'bulkred-to-ptx{{target=sm_90a}}', "
+            f"got {type(pipeline).__name__}"
+        )
+
+
+def _lower(module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False) -> None:
+    """Run ``bulkred-to-ptx`` for ``tgt`` (a pass object: no text to parse), or the
+    ``pipeline`` text a user gave."""
+    from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
+    from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
+
+    _check_pipeline("lower_tile_module", pipeline)
+    passes = build_passes(pipeline, available_passes()) if pipeline else (BulkredToPtxPass(target=tgt),)
+    apply_passes(context(), module, passes, verify_each=verify_each)
+
+
+def compile_tile_module(
+    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None
+) -> CompiledModule:
     """Record each tile-level kernel's signature, lower the module to ptx ops
     (``bulkred-to-ptx{target=...}``), print the PTX and assemble it.
 
     Cached by the module's text, the pipeline and the target: on a hit nothing is
     parsed, lowered or assembled, and ``module`` is left as it is; on a miss it is
     lowered in place (clone it first to keep it)."""
+    _check_module("compile_tile_module", module)
+    _check_pipeline("compile_tile_module", pipeline)
     tgt = _target_for(target)
     key = make_key(
-        {"what": "tile module", "text": str(module), "target": _arch_name(tgt), "pipeline": pipeline or "bulkred-to-ptx"}
+        {"what": "tile module", "text": str(module), "target": tgt.name, "pipeline": pipeline or "bulkred-to-ptx"}
     )
     return cached_module(key, lambda: _lower_print_and_assemble(module, tgt, pipeline))
 
 
-def _lower_print_and_assemble(module: ModuleOp, tgt: Any, pipeline: str | None) -> CompiledModule:
+def _lower_print_and_assemble(module: ModuleOp, tgt: Target, pipeline: str | None) -> CompiledModule:
     from bulkred_dialect.pipeline import gc_paused
 
     with gc_paused():  # lowering and printing make many short-lived cycles (docs/compile_speed.md)

@@ -56,18 +56,17 @@ from bulkred_dialect.ops.ptx.memory import (
     copy_mnemonic,
     static_shared_error,
 )
+from bulkred_dialect.errors import AssembleError
 from bulkred_dialect.ops.target import (
+    CLUSTER_LAUNCH,
     MAX_PTX_VERSION,
     Target,
+    cluster_launch_problem,
     format_ptx_version,
 )
 from bulkred_dialect.ops.tile import LAUNCH_ATTR, LaunchAttr, kernel_launch
-from bulkred_dialect.passes.check_target import check_module, resolve_target
-
-
-# The cluster launch directives (.reqnctapercluster, .explicitcluster) need sm_90 and PTX ISA 7.8.
-_CLUSTER_PTX = (7, 8)
-_CLUSTER_SM = 90
+from bulkred_dialect.passes.check_target import check_module
+from bulkred_dialect.passes.targeting import resolve_target, target_option
 
 # Order of the register declarations.
 _PREFIX_ORDER = ("%p", "%rs", "%h", "%r", "%rd", "%f", "%fd")
@@ -82,7 +81,7 @@ _PARAM_TYPES: dict[str, LdStType] = {
 }
 
 
-class PtxasRejected(DiagnosticException):
+class PtxasRejected(DiagnosticException, AssembleError):
     """ptxas rejected the PTX and no line of its log maps to an op."""
 
 
@@ -279,11 +278,9 @@ class _KernelPrinter:
         out = [".reqntid {}, {}, {}".format(*launch.block_dims)]
         cluster = launch.cluster_dims
         if cluster != (1, 1, 1):
-            if self.target.sm < _CLUSTER_SM:
-                raise LocatedError(
-                    self.kernel,
-                    f"a cluster launch {list(cluster)} needs sm_{_CLUSTER_SM}, but the target is {self.target}",
-                )
+            problem = cluster_launch_problem(cluster, self.target)
+            if problem is not None:
+                raise LocatedError(self.kernel, problem)
             out += [".reqnctapercluster {}, {}, {}".format(*cluster), ".explicitcluster"]
         return out
 
@@ -315,19 +312,13 @@ def _module_version(module: ModuleOp, target: Target) -> tuple[int, int]:
         if isinstance(op, func.FuncOp):
             launch = op.attributes.get(LAUNCH_ATTR)
             if isinstance(launch, LaunchAttr) and launch.cluster_dims != (1, 1, 1):
-                version = max(version, _CLUSTER_PTX)
+                version = max(version, CLUSTER_LAUNCH.ptx)
     return min(version, MAX_PTX_VERSION)
-
-
-def _as_target(module: ModuleOp, target: Target | str | None) -> Target:
-    if isinstance(target, Target):
-        return target
-    return resolve_target(module, target)
 
 
 def render(module: ModuleOp, target: Target | str | None = None) -> PrintedPtx:
     """Check, then print ``module``; each line keeps the op it came from."""
-    t = _as_target(module, target)
+    t = resolve_target(module, target)
     verify_located(module)
     check_module(module, t)
     out = PrintedPtx()
@@ -371,7 +362,7 @@ def assemble_module(
     `ld.global.f32 %f1, [%rd2];`: <ptxas message>``. With ``isolated`` nvJitLink runs in
     a child process, so that a crash in it is an error here (``assemble``).
     """
-    t = _as_target(module, target)
+    t = resolve_target(module, target)
     printed = render(module, t)
     try:
         return assemble(printed.text, t.name, isolated=isolated)
@@ -395,15 +386,21 @@ def assemble_module(
 class PtxTarget(OutputTarget):
     """``-t ptx`` / ``-t 'ptx{target=sm_100a}'``: print the module as PTX.
 
-    With ``assemble=true`` the PTX is also assembled through nvJitLink, in a child
+    The target is the option (a name is parsed once, when the output target is made),
+    else the module's ``bulkred.target``, else sm_90a; bulkred-opt gives it the target
+    of the pipeline's last pass that has one when ``-t ptx`` names none. With ``assemble=true`` the PTX is also assembled through nvJitLink, in a child
     process (a crash of the assembler is reported, not the end of bulkred-opt); a ptxas
     error is reported on the IR op that printed the offending line.
     """
 
     name: ClassVar[str] = "ptx"
 
-    target: str | None = None
+    target: Target | str | None = None
     assemble: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.target, Target | None):
+            object.__setattr__(self, "target", target_option(self.target))
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         t = resolve_target(module, self.target)

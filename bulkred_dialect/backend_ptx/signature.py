@@ -206,9 +206,38 @@ class KernelSignature:
             lo = -(1 << (bits - 1)) if p.dtype[0] in "is" else 0
             hi = (1 << bits) - 1 if p.dtype[0] in "iu" else (1 << (bits - 1)) - 1
             if not lo <= a <= hi:
-                raise SignatureError(f"{where}: {a} does not fit in {p.dtype} [{lo}, {hi}]")
+                raise SignatureError(f"{where}: {_number(a)} does not fit in {p.dtype} [{lo}, {hi}]")
             return np.array(a & ((1 << bits) - 1), dtype=f"uint{bits}").view(want)[()]
-        return want(a)
+        return _float_param(where, p.dtype, a)
+
+
+def _number(a: int | float) -> str:
+    """``a`` for a message: an integer of more than 24 digits by its size."""
+    text = repr(a)
+    return text if len(text) <= 24 else f"an integer of {len(text.lstrip('-'))} digits ({text[:6]}...)"
+
+
+def _float_param(where: str, dtype: str, a: int | float) -> np.generic:
+    """A Python int or float as a scalar parameter of float type ``dtype``, rounded to
+    nearest even; a finite value that overflows the type is refused (no silent inf).
+    A bf16 parameter takes the value's bfloat16 bits."""
+    from bulkred_dialect.reference import f64_to_bf16
+
+    try:
+        x = float(a)
+    except OverflowError:
+        raise SignatureError(f"{where}: {_number(a)} does not fit in {dtype}") from None
+    with np.errstate(over="ignore"):
+        if dtype == "bf16":
+            bits = f64_to_bf16(np.float64(x))
+            value = float(np.array([int(bits) << 16], dtype=np.uint32).view(np.float32)[0])
+            result: np.generic = bits
+        else:
+            result = _SCALAR_DTYPE[dtype](x)
+            value = float(result)
+    if np.isinf(value) and not np.isinf(x):
+        raise SignatureError(f"{where}: {a!r} does not fit in {dtype} (it would become {value})")
+    return result
 
 
 def signature_to_json(s: KernelSignature) -> dict[str, Any]:

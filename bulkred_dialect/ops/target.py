@@ -3,7 +3,9 @@
 Every ptx op declares a :class:`Requirement` (lowest SM, whether it needs the
 architecture-specific ``a`` target, lowest PTX ISA version). One function,
 :func:`check_target`, compares them with the chosen target; nothing else in the
-project decides whether an op can run on a target.
+project decides whether an op can run on a target. What else a target allows lives
+here too: the cluster launch directives (:data:`CLUSTER_LAUNCH`) and the static shared
+memory of a kernel (:func:`max_static_shared`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.utils.exceptions import DiagnosticException
+from bulkred_dialect.errors import TargetError
 
 _TARGET_RE = re.compile(r"^sm_(\d+)([af]?)$")
 
@@ -50,10 +52,6 @@ KNOWN_TARGETS: tuple[str, ...] = tuple(_TARGET_MIN_PTX)
 MAX_PTX_VERSION = (9, 0)
 
 
-class TargetError(DiagnosticException):
-    """A target name that does not parse, or an op the target cannot run."""
-
-
 @dataclass(frozen=True)
 class Target:
     """An NVIDIA GPU target such as ``sm_90a``: SM number and suffix ('', 'a' or 'f')."""
@@ -65,6 +63,8 @@ class Target:
     def parse(name: str) -> Target:
         """``"sm_100a"`` -> ``Target(100, "a")``; only the targets in ``_TARGET_MIN_PTX``
         are accepted (an unknown SM has no known lowest PTX ISA version)."""
+        if not isinstance(name, str):
+            raise TargetError(f"'target' must be a target name such as sm_90a, got {type(name).__name__} {name!r}")
         m = _TARGET_RE.match(name.strip())
         if m is None:
             raise TargetError(
@@ -92,6 +92,17 @@ class Target:
 
 
 DEFAULT_TARGET = Target(90, "a")
+
+
+def arch_name(arch: Target | str, what: str = "arch") -> str:
+    """The name of ``arch`` for the assembler: a :class:`Target`'s, or a name shaped like
+    one (``sm_75`` included: nvJitLink knows SMs that the table above does not)."""
+    if isinstance(arch, Target):
+        return arch.name
+    if not isinstance(arch, str) or _TARGET_RE.match(arch.strip()) is None:
+        got = repr(arch) if isinstance(arch, str) else f"{type(arch).__name__} {arch!r}"
+        raise TargetError(f"'{what}' must be a target name such as sm_90a, got {got}")
+    return arch.strip()
 
 
 def format_ptx_version(v: tuple[int, int]) -> str:
@@ -142,3 +153,40 @@ def check_target(op_name: str | Callable[[], str], req: Requirement, target: Tar
         f"'{name}' needs PTX ISA {format_ptx_version(req.ptx)}, above the "
         f"supported maximum {format_ptx_version(MAX_PTX_VERSION)}"
     )
+
+
+# The cluster launch directives (.reqnctapercluster, .explicitcluster) need sm_90 and PTX ISA 7.8.
+CLUSTER_LAUNCH = Requirement(sm=90, ptx=(7, 8))
+
+
+def cluster_launch_problem(cluster: tuple[int, int, int], target: Target) -> str | None:
+    """Why ``target`` cannot launch clusters of ``cluster`` CTAs, else None."""
+    if cluster == (1, 1, 1) or CLUSTER_LAUNCH.satisfied_by(target):
+        return None
+    return f"a cluster launch {list(cluster)} needs sm_{CLUSTER_LAUNCH.sm}, but the target is {target}"
+
+
+# The most bytes of static .shared arrays one kernel may declare, as ptxas (nvJitLink
+# 13) enforces it: the architecture-specific targets of sm_90/sm_100 lift the 48 KiB of
+# the portable ones to the whole 227 KiB a CTA can have (sm_90a, sm_100a, sm_103a,
+# sm_110a); sm_120a and sm_121a to 99 KiB.
+_STATIC_SHARED_PORTABLE = 48 * 1024
+_STATIC_SHARED_ARCH: dict[int, int] = {
+    90: 232448, 100: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376
+}
+
+
+def max_static_shared(target: Target) -> int:
+    """The most bytes of ``.shared`` arrays a kernel may declare on ``target``
+    (``uses too much shared data`` from ptxas past it)."""
+    if target.suffix == "a":
+        return _STATIC_SHARED_ARCH.get(target.sm, _STATIC_SHARED_PORTABLE)
+    return _STATIC_SHARED_PORTABLE
+
+
+def static_shared_hint(target: Target) -> str:
+    """``"; sm_90a allows 232448"`` where the ``a`` target of ``target``'s SM allows more
+    static shared memory than ``target``, else ``""``."""
+    if target.suffix != "a" and target.sm in _STATIC_SHARED_ARCH:
+        return f"; sm_{target.sm}a allows {_STATIC_SHARED_ARCH[target.sm]}"
+    return ""

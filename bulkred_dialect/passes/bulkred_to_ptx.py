@@ -21,22 +21,22 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from bulkred_dialect.passes.check_target import CheckTargetPass, resolve_target
+from bulkred_dialect.passes.check_target import CheckTargetPass
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
 from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 from bulkred_dialect.passes.lower_to_ptx import LowerToPtxPass
+from bulkred_dialect.passes.targeting import TargetedPass
 
 
 @dataclass(frozen=True)
-class BulkredToPtxPass(ModulePass):
+class BulkredToPtxPass(TargetedPass):
     name = "bulkred-to-ptx"
 
-    target: str | None = None
     explain: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(op, self.target).name
+        target = self.target_for(op)  # a Target: no stage parses a name again
         stages: list[ModulePass] = [
             LowerTileReductionsPass(target=target, explain=self.explain),
             LegalizeForTargetPass(target=target),

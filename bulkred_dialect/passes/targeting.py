@@ -6,7 +6,8 @@ the command line, ``-p 'pass{target=sm_100a}'``, is parsed once, when the pass i
 made); :meth:`TargetedPass.target_for` gives the target for a module: the field when
 set, else the module's ``bulkred.target`` attribute, else sm_90a
 (:func:`resolve_target`). A pipeline pass hands its resolved :class:`Target` on to the
-passes it runs, so that no stage parses a name again.
+passes it runs, so that no stage parses a name again. The PTX printer's ``-t
+'ptx{target=...}'`` holds its target the same way (:func:`target_option`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ def resolve_target(module: ModuleOp, option: Target | str | None = None) -> Targ
         raise LocatedError(module, f"'{TARGET_ATTR}' {str(e).removeprefix(TARGET_PREFIX)}") from None
 
 
+def target_option(value: Target | str | None) -> Target | None:
+    """A ``target`` option as given (a :class:`Target`, a name, or None/"" for none), parsed."""
+    if isinstance(value, Target) or value is None:
+        return value
+    return Target.parse(value) if value else None
+
+
 @dataclass(frozen=True)
 class TargetedPass(ModulePass, ABC):
     """A pass with a ``target`` option: a :class:`Target`, or None for the module's own."""
@@ -54,8 +62,8 @@ class TargetedPass(ModulePass, ABC):
     target: Target | str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.target, str):
-            object.__setattr__(self, "target", Target.parse(self.target) if self.target else None)
+        if not isinstance(self.target, Target | None):
+            object.__setattr__(self, "target", target_option(self.target))
 
     def target_for(self, module: ModuleOp) -> Target:
         """The field when set, else :func:`resolve_target` of ``module``."""

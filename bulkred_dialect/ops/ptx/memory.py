@@ -68,7 +68,7 @@ from bulkred_dialect.ops.ptx.base import (
     mnemonic,
     register_class,
 )
-from bulkred_dialect.ops.target import Requirement, Target
+from bulkred_dialect.ops.target import Requirement, Target, max_static_shared, static_shared_hint
 
 _BASIC = Requirement(sm=50, ptx=(6, 0))
 
@@ -678,24 +678,6 @@ def find_alloc(op: PtxInstruction, symbol: str) -> AllocOp | None:
     return None
 
 
-# The most bytes of static .shared arrays one kernel may declare, as ptxas (nvJitLink
-# 13) enforces it: the architecture-specific targets of sm_90/sm_100 lift the 48 KiB of
-# the portable ones to the whole 227 KiB a CTA can have (sm_90a, sm_100a, sm_103a,
-# sm_110a); sm_120a and sm_121a to 99 KiB.
-_STATIC_SHARED_PORTABLE = 48 * 1024
-_STATIC_SHARED_ARCH: dict[int, int] = {
-    90: 232448, 100: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376
-}
-
-
-def max_static_shared(target: Target) -> int:
-    """The most bytes of ``.shared`` arrays a kernel may declare on ``target``
-    (``uses too much shared data`` from ptxas past it)."""
-    if target.suffix == "a":
-        return _STATIC_SHARED_ARCH.get(target.sm, _STATIC_SHARED_PORTABLE)
-    return _STATIC_SHARED_PORTABLE
-
-
 def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[AllocOp, str] | None:
     """The first ``.shared`` array of ``allocs`` (one kernel's, in order) past which the
     kernel declares more than :func:`max_static_shared` bytes, and the message; None when
@@ -707,12 +689,9 @@ def static_shared_error(allocs: Iterable[AllocOp], target: Target) -> tuple[Allo
             continue
         total += a.size.value.data
         if total > limit:
-            hint = ""
-            if target.suffix != "a" and target.sm in _STATIC_SHARED_ARCH:
-                hint = f"; sm_{target.sm}a allows {_STATIC_SHARED_ARCH[target.sm]}"
             return a, (
                 f"brings the kernel's shared memory to {total} bytes, more than {target} allows "
-                f"for static .shared arrays ({limit}{hint})"
+                f"for static .shared arrays ({limit}{static_shared_hint(target)})"
             )
     return None
 
