@@ -197,6 +197,23 @@ def test_runtime_doc_example_runs_on_the_gpu():
     assert B_out.view(np.uint32)[0] == want.view(np.uint32)[0]
 
 
+def test_runtime_doc_errors_example_runs(capsys):
+    """docs/runtime.md's "Errors" example runs without a GPU and prints what it says."""
+    import os
+
+    section = (ROOT / "docs" / "runtime.md").read_text().split("## Errors", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    old = Path.cwd()
+    try:
+        os.chdir(ROOT)
+        exec(compile(block, "docs/runtime.md", "exec"), {})
+    finally:
+        os.chdir(old)
+    first, second = capsys.readouterr().out.splitlines()
+    assert first == "bad.mlir:1:6: error: Operation this is not registered"
+    assert second == "'target' must look like sm_90, sm_90a or sm_100a, got 'hopper'"
+
+
 def test_scopes_doc_python_example_runs(capsys):
     """docs/scopes.md's builder example lowers and assembles the 1 GiB column sum."""
     (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "scopes.md").read_text(), flags=re.S)
