@@ -20,6 +20,8 @@ Without a GPU the script says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import struct
 import sys
 import time
 from pathlib import Path
@@ -54,7 +56,25 @@ def compile_seed(target: str, pipeline: str | None = None) -> CompiledModule:
     return compile_tile_module(module, target, pipeline)
 
 
-def show(title: str, mod: CompiledModule, arch: str, print_ptx: bool) -> bool:
+def kernel_code(cubin: bytes, kernel: str = "test_func") -> bytes:
+    """The machine code of ``kernel``: the cubin's ``.text.<kernel>`` ELF64 section."""
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names = headers[shstrndx][4]
+    for name_at, _, _, _, offset, size in headers:
+        start = names + name_at
+        if cubin[start : cubin.index(b"\0", start)] == f".text.{kernel}".encode():
+            return cubin[offset : offset + size]
+    raise ValueError(f"no .text.{kernel} section in the cubin")
+
+
+# Every SASS instruction of sm_90 and sm_100 is 16 bytes.
+SASS_BYTES = 16
+
+
+def show(title: str, mod: CompiledModule, arch: str, print_ptx: bool) -> bytes | None:
+    """Print the PTX and what nvJitLink made of it; the cubin, or None if rejected."""
     print(f"== {title}")
     if print_ptx:
         print(mod.ptx.rstrip())
@@ -62,9 +82,34 @@ def show(title: str, mod: CompiledModule, arch: str, print_ptx: bool) -> bool:
         cubin = assemble(mod.ptx, arch)
     except PtxasError as e:
         print(f"-- nvJitLink rejected the PTX for {arch}:\n{e.log}")
-        return False
-    print(f"-- nvJitLink: {len(cubin)} bytes of cubin for {arch}")
-    return True
+        return None
+    code = kernel_code(cubin)
+    print(
+        f"-- nvJitLink, {title}: {len(cubin)} bytes of cubin, {len(code) // SASS_BYTES} SASS instructions "
+        f"(padding included), sha256 {hashlib.sha256(cubin).hexdigest()[:16]}"
+    )
+    return cubin
+
+
+def compare(names: tuple[str, str], cubins: tuple[bytes, bytes]) -> None:
+    """Say whether two cubins hold the same code. The two sm_90a seed kernels assemble
+    to cubins of the same size but not the same code: ptxas unrolls the local
+    variant's 31-step loop, so both kernels are 80 instruction slots of the same
+    opcodes (32 LDG, 31 FADD, 10 NOP of padding, ...); 64 slots differ, in the order
+    of the adds (a chain against pairs of columns) and in .FTZ, and the register
+    counts differ (40 and 38)."""
+    (a, b), (ca, cb) = names, cubins
+    if ca == cb:
+        print(f"-- {a} and {b}: identical code")
+        return
+    ka, kb = kernel_code(ca), kernel_code(cb)
+    slots = range(0, min(len(ka), len(kb)), SASS_BYTES)
+    differ = sum(ka[i : i + SASS_BYTES] != kb[i : i + SASS_BYTES] for i in slots)
+    print(
+        f"-- {a} and {b}: different code ({len(ka) // SASS_BYTES} and {len(kb) // SASS_BYTES} "
+        f"SASS instructions, {differ} of them differ"
+        + (", though the cubins have the same size)" if len(ca) == len(cb) else ")")
+    )
 
 
 def seed_inputs(rng: np.random.Generator, trial: int) -> np.ndarray:
@@ -126,7 +171,7 @@ def main() -> int:
 
     ok = True
     packed100 = compile_seed("sm_100a")
-    ok &= show("sm_100a (sm100_packed)", packed100, "sm_100a", not args.no_ptx)
+    ok &= show("sm_100a (sm100_packed)", packed100, "sm_100a", not args.no_ptx) is not None
     if "add.rn.ftz.f32x2" not in packed100.ptx:
         print("-- expected add.rn.ftz.f32x2 in the sm_100a PTX, not found")
         ok = False
@@ -134,11 +179,18 @@ def main() -> int:
         "local": compile_seed("sm_90a"),
         "sm100_packed legalized": compile_seed("sm_90a", PACKED_ON_SM90),
     }
+    cubins: dict[str, bytes] = {}
     for name, mod in mods.items():
-        ok &= show(f"sm_90a ({name})", mod, "sm_90a", not args.no_ptx)
+        cubin = show(f"sm_90a ({name})", mod, "sm_90a", not args.no_ptx)
+        if cubin is None:
+            ok = False
+        else:
+            cubins[name] = cubin
         if "f32x2" in mod.ptx:
             print(f"-- the sm_90a PTX ({name}) still holds an f32x2 instruction")
             ok = False
+    if len(cubins) == 2:
+        compare(tuple(cubins), tuple(cubins.values()))  # type: ignore[arg-type]
     if not ok:
         print("seed_sum32: FAILED (compilation)")
         return 1
