@@ -396,11 +396,11 @@ def test_scf_to_cf_in_one_walk_equals_the_walk_to_a_fixed_point(monkeypatch):
     from xdsl.pattern_rewriter import PatternRewriteWalker
 
     from bulkred_dialect.backend_ptx.runtime import context
-    from bulkred_dialect.passes import lower_to_ptx
+    from bulkred_dialect.passes.lower_to_ptx import scf_to_cf
 
     def lowered() -> str:
         module = diagnostics.parse_module(context(), _NESTED_SCF, "nested.mlir")
-        lower_to_ptx.convert_scf_to_cf(module)
+        scf_to_cf.convert_scf_to_cf(module)
         diagnostics.verify_located(module)
         assert not [op.name for op in module.walk() if op.name.startswith("scf.")]
         return str(module)
@@ -412,7 +412,7 @@ def test_scf_to_cf_in_one_walk_equals_the_walk_to_a_fixed_point(monkeypatch):
             kwargs["apply_recursively"] = True
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(lower_to_ptx, "PatternRewriteWalker", ToAFixedPoint)
+    monkeypatch.setattr(scf_to_cf, "PatternRewriteWalker", ToAFixedPoint)
     assert lowered() == once
     assert once.count("cf.cond_br") >= 4
 
