@@ -56,7 +56,7 @@ verifier error then points at the source line). Anything else inside a kernel is
 located error naming the op, and so is any op of the module outside a ``func.func``, a
 ``bulkred.launch`` that is not a ``#bulkred.launch<...>``, and shared buffers that add
 up to more static ``.shared`` memory than ptxas allows on the target
-(:func:`~bulkred_dialect.ops.ptx.memory.max_static_shared`: 48 KiB, 227 KiB on
+(:func:`~bulkred_dialect.ops.target.max_static_shared`: 48 KiB, 227 KiB on
 sm_90a/sm_100a). With a ``target`` option the module records it as
 ``bulkred.target``, so that ``-t ptx`` prints for that target.
 
