@@ -10,6 +10,7 @@ bits with an independent transcription of docs/lowering.md.
 from __future__ import annotations
 
 import math
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -23,20 +24,14 @@ from xdsl.ir import Operation
 from bulkred_dialect.diagnostics import LocatedError, parse_module
 from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.ops import ptx
+from bulkred_dialect.ops.dtypes import ir_name as dtype_name
 from bulkred_dialect.ops.ptx import arith as pa
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import BITWISE_KINDS, BULKRED, ELEMENT_TYPES, ReduceKind, ReduceOp
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
 from bulkred_dialect.passes.check_target import check_module
-from bulkred_dialect.passes.dispatch import (
-    REGISTRY,
-    DispatchError,
-    Predicate,
-    Registry,
-    choose,
-    explain,
-    load_variants,
-)
+from bulkred_dialect.passes import dispatch, variants
+from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
 from bulkred_dialect.passes.lower_tile_reductions import (
     EXPLAIN_ATTR,
@@ -47,7 +42,9 @@ from bulkred_dialect.passes.lower_tile_reductions import (
     record_on_module,
     take_explanations,
 )
-from bulkred_dialect.passes.variants import dtype_name
+from bulkred_dialect.passes.predicates import Predicate
+from bulkred_dialect.passes.registry import DispatchError, Registry
+from bulkred_dialect.passes.variants import REGISTRY
 from bulkred_dialect.passes.variants import local as local_variant
 
 SM100A = Target.parse("sm_100a")
@@ -315,8 +312,8 @@ def test_decorator_registration():
 
 
 def test_project_registry():
-    reg = load_variants()
-    assert reg is REGISTRY
+    reg = REGISTRY
+    assert dispatch.REGISTRY is reg
     got = [(v.name, v.priority, [p.name for p in v.predicates]) for v in reg.of("bulkred.reduce")]
     grid = ["exec_scope", "form", "kernel", "dtype"]
     collective = ["exec_scope", "local_scope", "dst_len", "dtype", "block"]
@@ -340,6 +337,19 @@ def test_project_registry():
         ),
         ("local", 10, ["exec_scope", "local_scope", "dtype"]),
     ]
+
+
+def test_registry_table_lists_every_variant():
+    """The table of passes/variants/__init__.py's docstring: every registered variant, in
+    priority order, with its priority and its scope."""
+    assert variants.__doc__ is not None
+    rows = re.findall(r"^ +(\d+) +(\w+) +(grid|cluster|cta|warp|thread) ", variants.__doc__, re.MULTILINE)
+    registered = REGISTRY.of("bulkred.reduce")
+    scopes = [next(p.expected for p in v.predicates if p.name == "exec_scope") for v in registered]
+    assert [(int(p), name, scope) for p, name, scope in rows] == [
+        (v.priority, v.name, scope) for v, scope in zip(registered, scopes, strict=True)
+    ]
+    assert len(rows) == 13
 
 
 @pytest.mark.parametrize(
@@ -711,7 +721,7 @@ def test_bulkred_to_ptx_target_from_module_attribute(ctx):
 
 def test_local_dtype_predicate_lists_exactly_the_verifier_element_types():
     assert sorted(dtype_name(t) for t in ELEMENT_TYPES) == sorted(local_variant._PTX_TYPES)
-    local = next(v for v in load_variants().of("bulkred.reduce") if v.name == "local")
+    local = next(v for v in REGISTRY.of("bulkred.reduce") if v.name == "local")
     dtype = next(p for p in local.predicates if p.name == "dtype")
     assert dtype.expected.split(", ") == list(local_variant._PTX_TYPES)
 

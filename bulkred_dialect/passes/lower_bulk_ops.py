@@ -70,20 +70,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import (
-    IntegerAttr,
-    ModuleOp,
-    UnrealizedConversionCastOp,
-)
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, OrOp, ShrOp
-from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, i1, i32
+from bulkred_dialect.ops.ptx.base import StateSpace, i1, i32
 from bulkred_dialect.ops.ptx.bulk import (
     NOFTZ_TYPES,
     REDUCE_TABLE,
@@ -98,10 +94,6 @@ from bulkred_dialect.ops.ptx.bulk import (
 )
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
-    BarrierClusterArriveOp,
-    BarrierClusterWaitOp,
-    BarSyncOp,
-    ClusterArriveSem,
     MapaOp,
     CpAsyncBulkCommitGroupOp,
     CpAsyncBulkWaitGroupOp,
@@ -124,73 +116,48 @@ from bulkred_dialect.ops.tile import (
     kernel_launch,
     scope_of,
 )
+from bulkred_dialect.passes.emitter import Emitter
 
 
-# The CTA barrier every bulk op synchronizes on (``__syncthreads``).
-_BARRIER = 0
+def _elected(e: Emitter, op: Operation) -> SSAValue:
+    """True on the thread of linear id 0: ``(%tid.x | %tid.y | %tid.z) == 0``, leaving
+    out the dimensions the kernel's ``bulkred.launch`` block has extent 1 in (the
+    printer's ``.reqntid`` holds every launch to that block)."""
+    block = _block_dims(op)
+    if block is None:
+        regs = list(_TID)
+    else:
+        regs = [r for r, n in zip(_TID, block) if n > 1] or [_TID[0]]
+    ids = [e.value(MovSregOp(r)) for r in regs]
+    for r, v in zip(regs, ids):
+        v.name_hint = str(r).replace(".", "_")
+    tid = ids[0]
+    for other in ids[1:]:
+        tid = e.value(OrOp(ArithType.B32, tid, other))
+    elected = e.value(arith.CmpiOp(tid, e.const(0), "eq"))
+    elected.name_hint = "elected"
+    return elected
 
 
-@dataclass
-class _Emitter:
-    """Creates ops at ``ip``, each with the location of the tile op being replaced."""
+def _wait(e: Emitter, mbar: SSAValue, parity: int) -> None:
+    """Spin until the mbarrier phase of ``parity`` completed (``try_wait`` returns
+    after a bounded time, so it is retried)."""
+    p = e.const(parity)
+    true = e.const(1, i1)
 
-    source: Operation
-    ip: InsertPoint
-
-    def add(self, op: Operation) -> Operation:
-        op.location = self.source.location
-        Rewriter.insert_op(op, self.ip)
-        return op
-
-    def v(self, op: Operation) -> SSAValue:
-        return self.add(op).results[0]
-
-    def const(self, value: int, t: Attribute = i32) -> SSAValue:
-        return self.v(arith.ConstantOp(IntegerAttr(value, t)))
-
-    def ptr(self, buffer: SSAValue, space: StateSpace) -> SSAValue:
-        """The address of ``buffer`` in ``space`` (resolved by ``lower-to-ptx``)."""
-        return self.v(UnrealizedConversionCastOp.get([buffer], [PtrType(space)]))
-
-    def elected(self) -> SSAValue:
-        """True on the thread of linear id 0: ``(%tid.x | %tid.y | %tid.z) == 0``, leaving
-        out the dimensions the kernel's ``bulkred.launch`` block has extent 1 in (the
-        printer's ``.reqntid`` holds every launch to that block)."""
-        block = _block_dims(self.source)
-        if block is None:
-            regs = list(_TID)
-        else:
-            regs = [r for r, n in zip(_TID, block) if n > 1] or [_TID[0]]
-        ids = [self.v(MovSregOp(r)) for r in regs]
-        for r, v in zip(regs, ids):
-            v.name_hint = str(r).replace(".", "_")
-        tid = ids[0]
-        for other in ids[1:]:
-            tid = self.v(OrOp(ArithType.B32, tid, other))
-        elected = self.v(arith.CmpiOp(tid, self.const(0), "eq"))
-        elected.name_hint = "elected"
-        return elected
-
-    def if_(self, cond: SSAValue, body: Callable[[_Emitter], None]) -> None:
-        block = Block()
-        inner = _Emitter(self.source, InsertPoint.at_end(block))
-        body(inner)
-        inner.add(scf.YieldOp())
-        self.add(scf.IfOp(cond, [], Region(block)))
-
-    def wait(self, mbar: SSAValue, parity: int) -> None:
-        """Spin until the mbarrier phase of ``parity`` completed (``try_wait`` returns
-        after a bounded time, so it is retried)."""
-        p = self.const(parity)
-        true = self.const(1, i1)
-        before = Block()
-        e = _Emitter(self.source, InsertPoint.at_end(before))
-        done = e.v(MbarrierTryWaitParityOp(mbar, p))
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, p))
         done.name_hint = "done"
-        e.add(scf.ConditionOp(e.v(arith.XOrIOp(done, true))))
-        after = Block()
-        _Emitter(self.source, InsertPoint.at_end(after)).add(scf.YieldOp())
-        self.add(scf.WhileOp([], [], Region(before), Region(after)))
+        return b.value(arith.XOrIOp(done, true))
+
+    e.while_(pending)
+
+
+def _inval(mbar: SSAValue) -> Callable[[Emitter], None]:
+    def inval(e: Emitter) -> None:
+        e.emit(MbarrierInvalOp(mbar))
+
+    return inval
 
 
 _TID = (SpecialRegister.TID_X, SpecialRegister.TID_Y, SpecialRegister.TID_Z)
@@ -244,149 +211,142 @@ def _cluster_size(op: Operation) -> int:
     return n
 
 
-def _cluster_sync(e: _Emitter) -> None:
-    """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every thread of
-    every CTA of the cluster."""
-    e.add(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
-    e.add(BarrierClusterWaitOp(acquire=True))
-
-
 # issue(emitter, dst, src, size, mbar): the bulk instruction into the receiver's memory
-_PeerIssue = Callable[[_Emitter, SSAValue, SSAValue, SSAValue, SSAValue], None]
+_PeerIssue = Callable[[Emitter, SSAValue, SSAValue, SSAValue, SSAValue], None]
 
 
-def _lower_to_peer(op: BulkCopyOp | BulkReduceOp, e: _Emitter, src_space: StateSpace, issue: _PeerIssue) -> None:
+def _lower_to_peer(op: BulkCopyOp | BulkReduceOp, e: Emitter, src_space: StateSpace, issue: _PeerIssue) -> None:
     """The cluster-collective sequence into CTA ``rank``'s ``dst`` (module docstring)."""
     assert op.mbar is not None and op.rank is not None  # the tile verifier requires both
     ctas = _cluster_size(op)
     nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
-    elected = e.elected()
-    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    elected = _elected(e, op)
+    own = e.value(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
     own.name_hint = "cluster_ctarank"
-    rank = e.v(arith.IndexCastOp(op.rank, i32))
-    receiver = e.v(arith.CmpiOp(own, rank, "eq"))
+    rank = e.value(arith.IndexCastOp(op.rank, i32))
+    receiver = e.value(arith.CmpiOp(own, rank, "eq"))
     receiver.name_hint = "receiver"
-    sender = e.v(arith.XOrIOp(receiver, e.const(1, i1)))
+    sender = e.value(arith.XOrIOp(receiver, e.const(1, i1)))
     mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
     expected = e.const((ctas - 1) * nbytes)
     expected.name_hint = "expected_bytes"
 
-    def init(t: _Emitter) -> None:
-        t.add(MbarrierInitOp(mbar, t.const(1)))
+    def init(t: Emitter) -> None:
+        t.emit(MbarrierInitOp(mbar, t.const(1)))
         # the senders' complete-tx are releases at cluster scope on the mbarrier
-        t.add(FenceMbarrierInitOp())
-        t.add(MbarrierArriveExpectTxOp(mbar, expected, sink=True))
+        t.emit(FenceMbarrierInitOp())
+        t.emit(MbarrierArriveExpectTxOp(mbar, expected, sink=True))
 
     e.if_(receiver, lambda t: t.if_(elected, init))
     # every thread's generic-proxy accesses to src (senders) and dst (receiver) before
     # the async proxy's; the cluster barrier orders them, and the receiver's mbarrier
     # init, before any sender issues
-    e.add(FenceProxyAsyncOp())
-    _cluster_sync(e)
+    e.emit(FenceProxyAsyncOp())
+    e.cluster_sync()
     size = e.const(nbytes)
     size.name_hint = "bytes"
 
-    def send(t: _Emitter) -> None:
-        dst = t.v(MapaOp(t.ptr(op.dst, StateSpace.SHARED_CTA), rank))
-        remote_mbar = t.v(MapaOp(mbar, rank))
+    def send(t: Emitter) -> None:
+        dst = t.value(MapaOp(t.ptr(op.dst, StateSpace.SHARED_CTA), rank))
+        remote_mbar = t.value(MapaOp(mbar, rank))
         issue(t, dst, t.ptr(op.src, src_space), size, remote_mbar)
 
     e.if_(sender, lambda t: t.if_(elected, send))
-    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    e.if_(receiver, lambda t: _wait(t, mbar, 0))
     # the senders' src stay untouched until the receiver has everything; no thread
     # polls the mbarrier any more
-    _cluster_sync(e)
-    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
+    e.cluster_sync()
+    e.if_(receiver, lambda t: t.if_(elected, _inval(mbar)))
 
 
-def _lower_global_to_shared(op: BulkCopyOp, e: _Emitter) -> None:
+def _lower_global_to_shared(op: BulkCopyOp, e: Emitter) -> None:
     assert op.mbar is not None  # the tile verifier requires it for a shared destination
-    elected = e.elected()
+    elected = _elected(e, op)
     mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
     one = e.const(1)
 
-    def init(t: _Emitter) -> None:
-        t.add(MbarrierInitOp(mbar, one))
+    def init(t: Emitter) -> None:
+        t.emit(MbarrierInitOp(mbar, one))
         # the complete-tx below is a release at cluster scope on the mbarrier
-        t.add(FenceMbarrierInitOp())
+        t.emit(FenceMbarrierInitOp())
 
     e.if_(elected, init)
     # the CTA's generic-proxy accesses to dst (and src) before the async proxy's
-    e.add(FenceProxyAsyncOp())
-    e.add(BarSyncOp(_BARRIER))
+    e.emit(FenceProxyAsyncOp())
+    e.bar_sync()
     size = e.const(bulk_bytes(op.src.type))  # type: ignore[arg-type]
     size.name_hint = "bytes"
     dst = e.ptr(op.dst, StateSpace.SHARED_CLUSTER)
     src = e.ptr(op.src, StateSpace.GLOBAL)
     mbar_cluster = e.ptr(op.mbar, StateSpace.SHARED_CLUSTER)
 
-    def issue(t: _Emitter) -> None:
-        t.add(MbarrierArriveExpectTxOp(mbar, size, sink=True))
+    def issue(t: Emitter) -> None:
+        t.emit(MbarrierArriveExpectTxOp(mbar, size, sink=True))
         # the shared::cluster form with the own CTA's address needs PTX ISA 8.0, the
         # shared::cta form 8.6
-        t.add(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar_cluster))
+        t.emit(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar_cluster))
 
     e.if_(elected, issue)
-    e.wait(mbar, 0)
+    _wait(e, mbar, 0)
     # every thread is done polling before the mbarrier is invalidated
-    e.add(BarSyncOp(_BARRIER))
-    e.if_(elected, lambda t: t.add(MbarrierInvalOp(mbar)))
+    e.bar_sync()
+    e.if_(elected, _inval(mbar))
 
 
 # issue(emitter, dst, src, size): the bulk instruction of a shared -> global op
-_Issue = Callable[[_Emitter, SSAValue, SSAValue, SSAValue], None]
+_Issue = Callable[[Emitter, SSAValue, SSAValue, SSAValue], None]
 
 
-def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: _Emitter, issue: _Issue) -> None:
+def _lower_to_global(op: BulkCopyOp | BulkReduceOp, e: Emitter, issue: _Issue) -> None:
     """The shared -> global sequence around ``issue``."""
-    elected = e.elected()
-    e.add(FenceProxyAsyncOp())
-    e.add(BarSyncOp(_BARRIER))
+    elected = _elected(e, op)
+    e.emit(FenceProxyAsyncOp())
+    e.bar_sync()
     size = e.const(bulk_bytes(op.src.type))  # type: ignore[arg-type]
     size.name_hint = "bytes"
     dst = e.ptr(op.dst, StateSpace.GLOBAL)
     src = e.ptr(op.src, StateSpace.SHARED_CTA)
 
-    def body(t: _Emitter) -> None:
+    def body(t: Emitter) -> None:
         issue(t, dst, src, size)
-        t.add(CpAsyncBulkCommitGroupOp())
-        t.add(CpAsyncBulkWaitGroupOp(0))
+        t.emit(CpAsyncBulkCommitGroupOp())
+        t.emit(CpAsyncBulkWaitGroupOp(0))
 
     e.if_(elected, body)
     # no thread writes src or reads dst before the bulk operation completed
-    e.add(BarSyncOp(_BARRIER))
+    e.bar_sync()
 
 
-def _lower_multicast(op: BulkCopyOp, e: _Emitter) -> None:
+def _lower_multicast(op: BulkCopyOp, e: Emitter) -> None:
     """global -> cluster_shared with ``cta_mask``: CTA 0 issues one copy into the ``dst``
     (at CTA 0's offset) of every CTA whose bit is set; each of those expects the bytes on
     its own mbarrier and waits (module docstring)."""
     assert op.mbar is not None and op.cta_mask is not None
     nbytes = bulk_bytes(op.src.type)  # type: ignore[arg-type]
-    elected = e.elected()
-    own = e.v(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
+    elected = _elected(e, op)
+    own = e.value(MovSregOp(SpecialRegister.CLUSTER_CTARANK))
     own.name_hint = "cluster_ctarank"
-    mask = e.v(arith.ExtUIOp(op.cta_mask, i32))
-    bit = e.v(AndOp(ArithType.B32, e.v(ShrOp(ArithType.B32, mask, own)), e.const(1)))
-    receiver = e.v(arith.CmpiOp(bit, e.const(0), "ne"))
+    mask = e.value(arith.ExtUIOp(op.cta_mask, i32))
+    bit = e.value(AndOp(ArithType.B32, e.value(ShrOp(ArithType.B32, mask, own)), e.const(1)))
+    receiver = e.value(arith.CmpiOp(bit, e.const(0), "ne"))
     receiver.name_hint = "receiver"
-    issuer = e.v(arith.CmpiOp(own, e.const(0), "eq"))
+    issuer = e.value(arith.CmpiOp(own, e.const(0), "eq"))
     issuer.name_hint = "issuer"
     mbar = e.ptr(op.mbar, StateSpace.SHARED_CTA)
     size = e.const(nbytes)
     size.name_hint = "bytes"
 
-    def init(t: _Emitter) -> None:
-        t.add(MbarrierInitOp(mbar, t.const(1)))
-        t.add(FenceMbarrierInitOp())
-        t.add(MbarrierArriveExpectTxOp(mbar, size, sink=True))
+    def init(t: Emitter) -> None:
+        t.emit(MbarrierInitOp(mbar, t.const(1)))
+        t.emit(FenceMbarrierInitOp())
+        t.emit(MbarrierArriveExpectTxOp(mbar, size, sink=True))
 
     e.if_(receiver, lambda t: t.if_(elected, init))
-    e.add(FenceProxyAsyncOp())
-    _cluster_sync(e)
+    e.emit(FenceProxyAsyncOp())
+    e.cluster_sync()
 
-    def issue(t: _Emitter) -> None:
-        t.add(
+    def issue(t: Emitter) -> None:
+        t.emit(
             CpAsyncBulkSharedClusterGlobalOp(
                 t.ptr(op.dst, StateSpace.SHARED_CLUSTER),
                 t.ptr(op.src, StateSpace.GLOBAL),
@@ -398,11 +358,11 @@ def _lower_multicast(op: BulkCopyOp, e: _Emitter) -> None:
         )
 
     e.if_(issuer, lambda t: t.if_(elected, issue))
-    e.if_(receiver, lambda t: t.wait(mbar, 0))
+    e.if_(receiver, lambda t: _wait(t, mbar, 0))
     # no CTA exits (releasing the shared memory the copy writes) before every receiver
     # has its data; no thread polls an mbarrier any more
-    _cluster_sync(e)
-    e.if_(receiver, lambda t: t.if_(elected, lambda u: u.add(MbarrierInvalOp(mbar))))
+    e.cluster_sync()
+    e.if_(receiver, lambda t: t.if_(elected, _inval(mbar)))
 
 
 def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
@@ -427,40 +387,40 @@ def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
 def lower_bulk_op(op: BulkCopyOp | BulkReduceOp) -> None:
     """Replace one tile-level bulk op by its ptx sequence (see the module docstring)."""
     _check_lowerable(op)
-    e = _Emitter(op, InsertPoint.before(op))
+    e = Emitter.before(op)
     if isinstance(op, BulkCopyOp) and op.cta_mask is not None:
         _lower_multicast(op, e)
     elif scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED:
         if isinstance(op, BulkReduceOp):
             red_op, type, noftz = reduce_form(op)
 
-            def peer_reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
-                t.add(CpReduceAsyncBulkSharedClusterSharedCtaOp(red_op, type, dst, src, size, mbar, noftz=noftz))
+            def peer_reduce(t: Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.emit(CpReduceAsyncBulkSharedClusterSharedCtaOp(red_op, type, dst, src, size, mbar, noftz=noftz))
 
             _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_reduce)
         elif scope_of(op.src.type) == MemoryScope.SHARED:
 
-            def peer_copy(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
-                t.add(CpAsyncBulkSharedClusterSharedCtaOp(dst, src, size, mbar))
+            def peer_copy(t: Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.emit(CpAsyncBulkSharedClusterSharedCtaOp(dst, src, size, mbar))
 
             _lower_to_peer(op, e, StateSpace.SHARED_CTA, peer_copy)
         else:
 
-            def peer_load(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
-                t.add(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar))
+            def peer_load(t: Emitter, dst: SSAValue, src: SSAValue, size: SSAValue, mbar: SSAValue) -> None:
+                t.emit(CpAsyncBulkSharedClusterGlobalOp(dst, src, size, mbar))
 
             _lower_to_peer(op, e, StateSpace.GLOBAL, peer_load)
     elif isinstance(op, BulkReduceOp):
         red_op, type, noftz = reduce_form(op)
 
-        def reduce(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
-            t.add(CpReduceAsyncBulkGlobalSharedCtaOp(red_op, type, dst, src, size, noftz=noftz))
+        def reduce(t: Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
+            t.emit(CpReduceAsyncBulkGlobalSharedCtaOp(red_op, type, dst, src, size, noftz=noftz))
 
         _lower_to_global(op, e, reduce)
     elif scope_of(op.dst.type) == MemoryScope.GLOBAL:
 
-        def copy(t: _Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
-            t.add(CpAsyncBulkGlobalSharedCtaOp(dst, src, size))
+        def copy(t: Emitter, dst: SSAValue, src: SSAValue, size: SSAValue) -> None:
+            t.emit(CpAsyncBulkGlobalSharedCtaOp(dst, src, size))
 
         _lower_to_global(op, e, copy)
     else:

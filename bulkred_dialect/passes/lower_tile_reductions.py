@@ -52,7 +52,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import CopyOp, ReduceOp
 from bulkred_dialect.passes.check_target import resolve_target
 from bulkred_dialect.passes.dispatch import choose, explain
-from bulkred_dialect.passes.variants import Emitter
+from bulkred_dialect.passes.emitter import Emitter
 
 
 @dataclass
@@ -86,7 +86,7 @@ class LowerCopy(RewritePattern):
         def body(e: Emitter, ivs: list) -> None:
             e.store(e.load(op.src, ivs), op.dst, ivs)
 
-        Emitter(rewriter, location=op.location).nest(list(t.get_shape()), body)
+        Emitter.before(op).nest(list(t.get_shape()), body)
         rewriter.erase(op)
 
 

@@ -17,42 +17,29 @@ import math
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.ptx.sync import (
-    BarrierClusterArriveOp,
-    BarrierClusterWaitOp,
-    ClusterArriveSem,
-    MapaOp,
-)
+from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceOp
-from bulkred_dialect.passes.dispatch import register_variant
-from bulkred_dialect.passes.variants.kernel import (
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import (
     ANY_COLLECTIVE_DTYPE,
     CLUSTER_OF_TWO_OR_MORE,
-    KernelEmitter,
-    acc_ldst,
     collective_predicates,
+    launch_of,
+)
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.kernel import (
     cta_reduce,
     elem_of,
     emitter_at,
-    launch_of,
     linear_tid,
     store_result,
     thread_value,
 )
 
-
-def cluster_barrier(e: KernelEmitter) -> None:
-    """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every
-    thread of the cluster, with shared-memory writes before it visible after it."""
-    e.add(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
-    e.add(BarrierClusterWaitOp(acquire=True))
-
-
 PREDICATES = collective_predicates(ExecScope.CLUSTER, ANY_COLLECTIVE_DTYPE, CLUSTER_OF_TWO_OR_MORE)
 
 
-@register_variant("bulkred.reduce", "cluster_dsmem", priority=50, predicates=PREDICATES)
 def lower_cluster_dsmem(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     launch = launch_of(op)
@@ -64,20 +51,25 @@ def lower_cluster_dsmem(op: Operation, rewriter: PatternRewriter, target: Target
     tid, nthreads = linear_tid(e, op)
     r = cta_reduce(e, kind, elem, v, tid, nthreads, broadcast=False)
     slot = e.shared([1], elem.acc, "cta_result")
-    t = acc_ldst(elem)
+    t = elem.acc_ld
 
-    def publish(b: KernelEmitter) -> list:
+    def publish(b: Emitter) -> list:
         b.st(t, slot, r)
         return []
 
     e.if_(e.cmp("eq", tid, 0), publish)
-    cluster_barrier(e)
+    e.cluster_sync()
     acc = None
     for rank in range(csize):
-        peer = e.v(MapaOp(slot, e.const(rank)))
+        peer = e.value(MapaOp(slot, e.const(rank)))
         x = e.ld(t, peer, elem.acc)
-        acc = x if acc is None else e.combine(kind, elem, acc, x)
-    cluster_barrier(e)
+        acc = x if acc is None else e.combine(kind, elem.accumulator, acc, x)
+    e.cluster_sync()
     assert acc is not None
     store_result(op, e, acc)
     rewriter.erase(op)
+
+
+CLUSTER_DSMEM = Variant(
+    "bulkred.reduce", "cluster_dsmem", priority=50, predicates=PREDICATES, lower=lower_cluster_dsmem
+)

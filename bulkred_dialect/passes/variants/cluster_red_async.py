@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import i1, i32, i64
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import i1, i64
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
-from xdsl.rewriter import InsertPoint
 
-from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.red_async import (
     RedAsyncOp,
     RedAsyncRelaxedClusterOp,
@@ -40,23 +38,26 @@ from bulkred_dialect.ops.ptx.sync import (
 )
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in
-from bulkred_dialect.passes.variants.cluster_dsmem import cluster_barrier
-from bulkred_dialect.passes.variants.kernel import (
+from bulkred_dialect.passes.elements import ELEMS
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import (
     CLUSTER_OF_TWO_OR_MORE,
-    ELEMS,
-    KernelEmitter,
+    Predicate,
     collective_predicates,
+    dtype_in,
+    launch_of,
+)
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.kernel import (
     cta_reduce,
     elem_of,
     emitter_at,
-    identity,
-    launch_of,
     linear_tid,
     store_result,
     thread_value,
 )
+
+elem_i32 = ELEMS["int32"]  # the only type red.async combines here
 
 # tile kind -> (red.async .op, .type)
 RED_ASYNC_FORMS: dict[ReduceKind, tuple[RedAsyncOp, RedAsyncType]] = {
@@ -72,73 +73,71 @@ RED_ASYNC_FORMS: dict[ReduceKind, tuple[RedAsyncOp, RedAsyncType]] = {
 class ClusterAccumulator:
     """CTA 0's accumulator slot and mbarrier, set up before the first cluster barrier."""
 
-    def __init__(self, e: KernelEmitter, tid, kind: ReduceKind, csize: int):
+    def __init__(self, e: Emitter, tid, kind: ReduceKind, csize: int):
         self.kind, self.csize = kind, csize
-        self.slot = e.shared([1], i32, "cluster_acc")
+        self.slot = e.shared([1], elem_i32.ir, "cluster_acc")
         self.mbar = e.shared([1], i64, "cluster_mbar")
         self.rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
         self.is_t0 = e.cmp("eq", tid, 0)
 
-        def init(b: KernelEmitter) -> list:
-            b.st(LdStType.B32, self.slot, b.const(identity(kind, i32)))
-            b.add(MbarrierInitOp(self.mbar, b.const(1)))
+        def init(b: Emitter) -> list:
+            b.st(elem_i32.ld, self.slot, b.const(elem_i32.accumulator.identity(kind)))
+            b.emit(MbarrierInitOp(self.mbar, b.const(1)))
             return []
 
         e.if_(self.is_t0, init)
-        e.add(FenceMbarrierInitOp())
-        cluster_barrier(e)
+        e.emit(FenceMbarrierInitOp())
+        e.cluster_sync()
 
-    def combine(self, e: KernelEmitter, r) -> None:
+    def combine(self, e: Emitter, r) -> None:
         """Send thread 0's ``r`` to CTA 0 (or, in CTA 0, wait for the others and add
         its own), then publish the total in CTA 0's slot."""
         op, t = RED_ASYNC_FORMS[self.kind]
         is_rank0 = e.cmp("eq", self.rank, 0)
 
-        def t0(b: KernelEmitter) -> list:
-            def leader(c: KernelEmitter) -> list:
-                c.add(MbarrierArriveExpectTxOp(self.mbar, c.const(4 * (self.csize - 1)), sink=True))
+        def t0(b: Emitter) -> list:
+            def leader(c: Emitter) -> list:
+                # every peer's red.async completes one slot's bytes on the mbarrier
+                tx = c.const(elem_i32.slot_bytes * (self.csize - 1))
+                c.emit(MbarrierArriveExpectTxOp(self.mbar, tx, sink=True))
                 wait(c, self.mbar)
-                total = c.combine(self.kind, elem_i32, c.ld(LdStType.B32, self.slot, i32), r)
-                c.st(LdStType.B32, self.slot, total)
+                total = c.combine(self.kind, elem_i32.accumulator, c.ld(elem_i32.ld, self.slot, elem_i32.ir), r)
+                c.st(elem_i32.ld, self.slot, total)
                 return []
 
-            def peer(c: KernelEmitter) -> list:
+            def peer(c: Emitter) -> list:
                 zero = c.const(0)
-                c.add(RedAsyncRelaxedClusterOp(op, t, c.v(MapaOp(self.slot, zero)), r, c.v(MapaOp(self.mbar, zero))))
+                c.emit(RedAsyncRelaxedClusterOp(op, t, c.value(MapaOp(self.slot, zero)), r, c.value(MapaOp(self.mbar, zero))))
                 return []
 
             b.if_(is_rank0, leader, peer)
             return []
 
         e.if_(self.is_t0, t0)
-        cluster_barrier(e)
+        e.cluster_sync()
 
-    def is_rank0(self, e: KernelEmitter):
+    def is_rank0(self, e: Emitter):
         return e.cmp("eq", self.rank, 0)
 
-    def total(self, e: KernelEmitter):
-        return e.ld(LdStType.B32, e.v(MapaOp(self.slot, e.const(0))), i32)
+    def total(self, e: Emitter):
+        return e.ld(elem_i32.ld, e.value(MapaOp(self.slot, e.const(0))), elem_i32.ir)
 
 
-def wait(e: KernelEmitter, mbar) -> None:
+def wait(e: Emitter, mbar: SSAValue) -> None:
     """Spin until phase 0 of ``mbar`` completed (``try_wait`` returns after a bounded time)."""
-    before, after = Block(), Block()
-    b = KernelEmitter(InsertPoint.at_end(before), e.location, e.entry)
-    done = b.v(MbarrierTryWaitParityOp(mbar, b.const(0)))
-    b.add(scf.ConditionOp(b.v(arith.XOrIOp(done, b.const(1, i1)))))
-    KernelEmitter(InsertPoint.at_end(after), e.location, e.entry).add(scf.YieldOp())
-    e.add(scf.WhileOp([], [], Region(before), Region(after)))
+
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, b.const(0)))
+        return b.value(arith.XOrIOp(done, b.const(1, i1)))
+
+    e.while_(pending)
 
 
-elem_i32 = ELEMS["int32"]
-
-
-@register_variant(
-    "bulkred.reduce", "cluster_red_async", priority=51,
-    predicates=collective_predicates(
-        ExecScope.CLUSTER, Predicate("dtype", dtype_in("int32"), expected="int32"), CLUSTER_OF_TWO_OR_MORE
-    ),
+PREDICATES = collective_predicates(
+    ExecScope.CLUSTER, Predicate("dtype", dtype_in("int32"), expected="int32"), CLUSTER_OF_TWO_OR_MORE
 )
+
+
 def lower_cluster_red_async(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     launch = launch_of(op)
@@ -150,7 +149,12 @@ def lower_cluster_red_async(op: Operation, rewriter: PatternRewriter, target: Ta
     r = cta_reduce(e, op.kind.data, elem_of(op), v, tid, nthreads, broadcast=False)
     acc.combine(e, r)
     total = acc.total(e)
-    cluster_barrier(e)
+    e.cluster_sync()
     store_result(op, e, total)
     rewriter.erase(op)
+
+
+CLUSTER_RED_ASYNC = Variant(
+    "bulkred.reduce", "cluster_red_async", priority=51, predicates=PREDICATES, lower=lower_cluster_red_async
+)
 

@@ -16,10 +16,9 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceOp
-from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.predicates import ANY_COLLECTIVE_DTYPE, collective_predicates
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.kernel import (
-    ANY_COLLECTIVE_DTYPE,
-    collective_predicates,
     cta_reduce,
     elem_of,
     emitter_at,
@@ -29,10 +28,6 @@ from bulkred_dialect.passes.variants.kernel import (
 )
 
 
-@register_variant(
-    "bulkred.reduce", "cta_shared", priority=40,
-    predicates=collective_predicates(ExecScope.CTA, ANY_COLLECTIVE_DTYPE),
-)
 def lower_cta_shared(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     e = emitter_at(op)
@@ -41,3 +36,10 @@ def lower_cta_shared(op: Operation, rewriter: PatternRewriter, target: Target) -
     r = cta_reduce(e, op.kind.data, elem_of(op), v, tid, nthreads, broadcast=True)
     store_result(op, e, r)
     rewriter.erase(op)
+
+
+CTA_SHARED = Variant(
+    "bulkred.reduce", "cta_shared", priority=40,
+    predicates=collective_predicates(ExecScope.CTA, ANY_COLLECTIVE_DTYPE),
+    lower=lower_cta_shared,
+)

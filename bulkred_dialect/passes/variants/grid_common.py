@@ -45,14 +45,10 @@ from bulkred_dialect.ops.tile import (
     buffer_type,
     enclosing_kernel,
 )
-from bulkred_dialect.passes.dispatch import Predicate
-from bulkred_dialect.passes.variants import exec_scope_in
-from bulkred_dialect.passes.variants.kernel import (
-    ANY_COLLECTIVE_DTYPE,
-    Elem,
-    KernelEmitter,
-    elem_of,
-)
+from bulkred_dialect.passes.elements import Elem
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import ANY_COLLECTIVE_DTYPE, Predicate, exec_scope_in
+from bulkred_dialect.passes.variants.kernel import elem_of
 
 MAX_GRID_Y = 65535
 
@@ -157,7 +153,7 @@ def align16(n: int) -> int:
 # region Streaming a thread's share
 
 
-def load_item(e: KernelEmitter, elem: Elem, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
+def load_item(e: Emitter, elem: Elem, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
     """``vec`` elements at ``p + offset`` (one vector load, or one scalar load)."""
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
@@ -168,12 +164,12 @@ def load_item(e: KernelEmitter, elem: Elem, p: SSAValue, offset: int, vec: int, 
     return [e.to_acc(elem, v) for v in vals]
 
 
-def accumulate(e: KernelEmitter, kind: ReduceKind, elem: Elem, accs: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
-    return [e.combine(kind, elem, a, v) for a, v in zip(accs, vals, strict=True)]
+def accumulate(e: Emitter, kind: ReduceKind, elem: Elem, accs: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
+    return [e.combine(kind, elem.accumulator, a, v) for a, v in zip(accs, vals, strict=True)]
 
 
 def stream(
-    e: KernelEmitter,
+    e: Emitter,
     kind: ReduceKind,
     elem: Elem,
     p: SSAValue,
@@ -189,7 +185,7 @@ def stream(
     rounds, rest = divmod(count, unroll)
     if rounds > 0:
 
-        def body(b: KernelEmitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+        def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
             q = b.ptr_add(p, iv)
             vals = [load_item(b, elem, q, u * stride, vec) for u in range(unroll)]
             out = list(args)
@@ -206,7 +202,7 @@ def stream(
 
 
 def checked(
-    e: KernelEmitter, kind: ReduceKind, elem: Elem, cond: SSAValue, p: SSAValue, accs: list[SSAValue], vec: int
+    e: Emitter, kind: ReduceKind, elem: Elem, cond: SSAValue, p: SSAValue, accs: list[SSAValue], vec: int
 ) -> list[SSAValue]:
     """``accs`` combined with the item at ``p`` where ``cond`` holds."""
     return e.if_(
@@ -217,46 +213,26 @@ def checked(
     )
 
 
-def neutral(e: KernelEmitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
-    from bulkred_dialect.passes.variants.kernel import identity
+def neutral(e: Emitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
+    """``n`` copies of the identity of ``kind`` in the accumulator type."""
+    return [e.const(elem.accumulator.identity(kind), elem.acc) for _ in range(n)]
 
-    return [e.const(identity(kind, elem.acc), elem.acc) for _ in range(n)]
 
-
-def store_out(e: KernelEmitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:
+def store_out(e: Emitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:
     """``dst[index] = r`` in the element type (combined with the old value under accum).
     ``dst`` is the global address of the output buffer; ``index`` an ``i64`` or int."""
     off = e.mul_i(index, elem.bytes) if isinstance(index, SSAValue) else e.const(index * elem.bytes, i64)
     q = e.ptr_add(dst, off)
     if op.accum is not None:
-        r = e.combine(op.kind.data, elem, e.to_acc(elem, e.ld(elem.ld, q, elem.ir)), r)
+        r = e.combine(op.kind.data, elem.accumulator, e.to_acc(elem, e.ld(elem.ld, q, elem.ir)), r)
     e.st(elem.ld, q, e.from_acc(elem, r))
 
 
-def global_ptr(e: KernelEmitter, buffer: SSAValue) -> SSAValue:
+def global_ptr(e: Emitter, buffer: SSAValue) -> SSAValue:
     return e.ptr(buffer, StateSpace.GLOBAL)
 
 
 # endregion
-
-__all__ = [
-    "Form",
-    "accumulate",
-    "add_workspace",
-    "align16",
-    "alone_in_kernel",
-    "checked",
-    "elem_of",
-    "form_of",
-    "global_ptr",
-    "grid_predicates",
-    "neutral",
-    "not_deterministic",
-    "set_launch",
-    "store_out",
-    "stream",
-    "zero_before_launch",
-]
 
 
 # region Column reductions
@@ -296,7 +272,7 @@ def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> C
 
 
 def column_partial(
-    e: KernelEmitter, op: ReduceOp, plan: ColumnPlan, tid: SSAValue, tile: SSAValue, s: SSAValue, unroll: int = 4
+    e: Emitter, op: ReduceOp, plan: ColumnPlan, tid: SSAValue, tile: SSAValue, s: SSAValue, unroll: int = 4
 ) -> tuple[SSAValue, list[SSAValue]]:
     """The thread's first column (``i32``) and its accumulators over the rows of split
     ``s`` (identity where the column is past N)."""
@@ -306,7 +282,7 @@ def column_partial(
     x = global_ptr(e, op.src)
     full = plan.m // plan.split
 
-    def rows(b: KernelEmitter) -> list[SSAValue]:
+    def rows(b: Emitter) -> list[SSAValue]:
         start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
         accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, plan.vec), full, plan.split * row_bytes, plan.vec, unroll)
         if plan.m % plan.split:

@@ -24,11 +24,11 @@ from __future__ import annotations
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
     align16,
@@ -42,13 +42,13 @@ from bulkred_dialect.passes.variants.grid_common import (
     stream,
 )
 from bulkred_dialect.passes.variants.kernel import (
-    KernelEmitter,
-    acc_ldst,
+    COUNTER_BYTES,
     acquire,
     cta_reduce,
     elem_of,
     emitter_at,
     last_cta,
+    reset_counter,
     sm_count,
 )
 
@@ -62,7 +62,6 @@ def full_grid(n: int, vec: int, target: Target) -> int:
     return max(1, min(sm_count(target) * CTAS_PER_SM, -(-vectors // (BLOCK * UNROLL))))
 
 
-@register_variant("bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("full"))
 def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
@@ -81,17 +80,27 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
         set_launch(kernel, [1], [block])
         r = cta_partial(e, op, tid, cta, 1, block)
 
-        def out(b: KernelEmitter) -> list:
+        def out(b: Emitter) -> list:
             store_out(b, op, elem, global_ptr(b, op.dst), r, 0)
             return []
 
         e.if_(e.cmp("eq", tid, 0), out)
     else:
         set_launch(kernel, [ctas], [BLOCK])
-        ws = add_workspace(kernel, align16(ctas * 4) + 4)
+        ws = add_workspace(kernel, workspace_bytes(ctas, elem.slot_bytes))
         r = cta_partial(e, op, tid, cta, ctas, BLOCK)
         grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
     rewriter.erase(op)
+
+
+GRID_FULL = Variant(
+    "bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("full"), lower=lower_grid_full
+)
+
+
+def workspace_bytes(nslots: int, slot_bytes: int) -> int:
+    """The workspace of :func:`grid_combine`: ``nslots`` partials, then the ticket counter."""
+    return align16(nslots * slot_bytes) + COUNTER_BYTES
 
 
 def single_cta_block(vectors: int) -> int:
@@ -101,7 +110,7 @@ def single_cta_block(vectors: int) -> int:
     return min(BLOCK, max(32, -(-want // 32) * 32))
 
 
-def cta_partial(e: KernelEmitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
+def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
     """This CTA's share of the full reduction of ``op.src`` (valid in thread 0)."""
     form = form_of(op)
     assert form is not None
@@ -122,46 +131,47 @@ def cta_partial(e: KernelEmitter, op: ReduceOp, tid, cta, ctas: int, block: int,
         p = e.ptr_add(x, e.add_i(e.mul_i(g, elem.bytes), vectors * vec * elem.bytes))
         head = checked(e, kind, elem, e.cmp("ult", g, tail), p, accs[:1], 1)
         accs = head + accs[1:]
-    v = e.fold(kind, elem, accs)
+    v = e.fold(kind, elem.accumulator, accs)
     return cta_reduce(e, kind, elem, v, tid, block, broadcast=False, redux_f32=redux_f32)
 
 
 def grid_combine(
-    e: KernelEmitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None
+    e: Emitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None
 ) -> None:
     """Thread 0 writes ``r`` into workspace slot ``slot`` (an i32); the last of the
-    ``nslots`` CTAs that write reduces the slots in order into ``dst``."""
+    ``nslots`` CTAs that write reduces the slots in order into ``dst``. The workspace
+    holds the slots, then the ticket counter (:func:`workspace_bytes`)."""
     elem, kind = elem_of(op), op.kind.data
-    t = acc_ldst(elem)
-    counter = e.ptr_add(ws, align16(nslots * 4))
+    t = elem.acc_ld
+    counter = e.ptr_add(ws, align16(nslots * elem.slot_bytes))
 
-    def write(b: KernelEmitter) -> list:
-        b.st(t, b.ptr_add(ws, b.mul_i(b.wide(slot), 4)), r)
+    def write(b: Emitter) -> list:
+        b.st(t, b.ptr_add(ws, b.mul_i(b.wide(slot), elem.slot_bytes)), r)
         return []
 
-    def write_if_participating(b: KernelEmitter) -> list:
+    def write_if_participating(b: Emitter) -> list:
         return write(b) if participates is None else b.if_(participates, write)
 
     e.if_(e.cmp("eq", tid, 0), write_if_participating)
     last = last_cta(e, counter, nslots, tid, participates)
 
-    def finish(b: KernelEmitter) -> list:
+    def finish(b: Emitter) -> list:
         acquire(b)
         accs = neutral(b, kind, elem, 1)
         for k in range(-(-nslots // block)):
             idx = b.wide(b.add_i(tid, k * block))
-            q = b.ptr_add(ws, b.mul_i(idx, 4))
+            q = b.ptr_add(ws, b.mul_i(idx, elem.slot_bytes))
             accs = b.if_(
                 b.cmp("ult", idx, nslots),
-                lambda c, q=q: [c.combine(kind, elem, accs[0], c.ld(t, q, elem.acc))],
+                lambda c, q=q: [c.combine(kind, elem.accumulator, accs[0], c.ld(t, q, elem.acc))],
                 lambda c: list(accs),
                 [elem.acc],
             )
         total = cta_reduce(b, kind, elem, accs[0], tid, block, broadcast=False, name="grid_partials")
 
-        def out(c: KernelEmitter) -> list:
+        def out(c: Emitter) -> list:
             store_out(c, op, elem, global_ptr(c, op.dst), total, 0)
-            c.st(LdStType.B32, counter, c.const(0))
+            reset_counter(c, counter)
             return []
 
         b.if_(b.cmp("eq", tid, 0), out)

@@ -18,12 +18,11 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in
+from bulkred_dialect.passes.predicates import Predicate, dtype_in
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.cluster_red_async import ClusterAccumulator
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
-    align16,
     form_of,
     global_ptr,
     grid_predicates,
@@ -34,6 +33,7 @@ from bulkred_dialect.passes.variants.grid_full import (
     cta_partial,
     full_grid,
     grid_combine,
+    workspace_bytes,
 )
 from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at
 
@@ -51,7 +51,6 @@ PREDICATES = [
 ]
 
 
-@register_variant("bulkred.reduce", "grid_full_cluster", priority=61, predicates=PREDICATES)
 def lower_grid_full_cluster(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
@@ -61,7 +60,7 @@ def lower_grid_full_cluster(op: Operation, rewriter: PatternRewriter, target: Ta
     ctas = -(-full_grid(form.n, elem.vector, target) // CLUSTER) * CLUSTER
     clusters = ctas // CLUSTER
     set_launch(kernel, [ctas], [BLOCK], [CLUSTER])
-    ws = add_workspace(kernel, align16(clusters * 4) + 4)
+    ws = add_workspace(kernel, workspace_bytes(clusters, elem.slot_bytes))
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     cta = e.sreg(SpecialRegister.CTAID_X)
@@ -71,3 +70,8 @@ def lower_grid_full_cluster(op: Operation, rewriter: PatternRewriter, target: Ta
     total = e.ld(elem.ld, acc.slot, elem.acc)
     grid_combine(e, op, global_ptr(e, ws), total, tid, e.shr_u32(cta, 1), clusters, BLOCK, acc.is_rank0(e))
     rewriter.erase(op)
+
+
+GRID_FULL_CLUSTER = Variant(
+    "bulkred.reduce", "grid_full_cluster", priority=61, predicates=PREDICATES, lower=lower_grid_full_cluster
+)

@@ -21,7 +21,9 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import WARP
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     checked,
     form_of,
@@ -33,8 +35,6 @@ from bulkred_dialect.passes.variants.grid_common import (
     stream,
 )
 from bulkred_dialect.passes.variants.kernel import (
-    WARP,
-    KernelEmitter,
     elem_of,
     emitter_at,
     sm_count,
@@ -51,7 +51,6 @@ def _redux_f32(op: ReduceOp, target: Target) -> bool:
     return target.sm >= 100 and target.suffix == "a" and op.kind.data in (ReduceKind.MAX, ReduceKind.MIN)
 
 
-@register_variant("bulkred.reduce", "grid_rows", priority=65, predicates=grid_predicates("rows"))
 def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
@@ -71,14 +70,14 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) ->
     item_bytes = vec * elem.bytes
     full = items // WARP
 
-    def row(b: KernelEmitter, r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+    def row(b: Emitter, r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         start = b.ptr_add(x, b.add_i(b.mul_i(r, n * elem.bytes), b.mul_i(lane, item_bytes)))
         accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, vec), full, WARP * item_bytes, vec, UNROLL)
         if items % WARP:
             accs = checked(b, kind, elem, b.cmp("ult", lane, items - full * WARP), nxt, accs, vec)
-        v = warp_reduce(b, kind, elem, b.fold(kind, elem, accs), redux_f32=_redux_f32(op, target))
+        v = warp_reduce(b, kind, elem, b.fold(kind, elem.accumulator, accs), redux_f32=_redux_f32(op, target))
 
-        def write(c: KernelEmitter) -> list[SSAValue]:
+        def write(c: Emitter) -> list[SSAValue]:
             store_out(c, op, elem, y, v, r)
             return []
 
@@ -88,3 +87,7 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) ->
     e.for_(e.wide(warp), m, ctas * WARPS, [], row)
     rewriter.erase(op)
 
+
+GRID_ROWS = Variant(
+    "bulkred.reduce", "grid_rows", priority=65, predicates=grid_predicates("rows"), lower=lower_grid_rows
+)

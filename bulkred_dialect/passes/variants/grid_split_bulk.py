@@ -19,7 +19,6 @@ Spec: PTX ISA 9.7.9.25.4.2 (cp.reduce.async.bulk), fence.proxy.async (docs/scope
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -29,7 +28,6 @@ from bulkred_dialect.ops.ptx.bulk import (
     BulkRedType,
     CpReduceAsyncBulkGlobalSharedCtaOp,
 )
-from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
     CpAsyncBulkCommitGroupOp,
@@ -38,8 +36,9 @@ from bulkred_dialect.ops.ptx.sync import (
 )
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in, kind_in
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import Predicate, dtype_in, kind_in
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     column_partial,
     column_plan,
@@ -50,12 +49,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     set_launch,
     zero_before_launch,
 )
-from bulkred_dialect.passes.variants.kernel import (
-    KernelEmitter,
-    elem_of,
-    emitter_at,
-    sm_count,
-)
+from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at, sm_count
 
 CTAS_PER_SM = 8
 
@@ -76,7 +70,6 @@ PREDICATES = [
 ]
 
 
-@register_variant("bulkred.reduce", "grid_split_bulk", priority=64, predicates=PREDICATES)
 def lower_grid_split_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
@@ -92,28 +85,32 @@ def lower_grid_split_bulk(op: Operation, rewriter: PatternRewriter, target: Targ
     tile_id = e.sreg(SpecialRegister.CTAID_X)
     col, accs = column_partial(e, op, plan, tid, tile_id, e.sreg(SpecialRegister.CTAID_Y))
     tile = e.shared([plan.width], elem.ir, "tile")
-    t = LdStType.F32 if elem.ir == f32 else LdStType.B32
+    t = elem.ld
 
-    def store(b: KernelEmitter) -> list:
+    def store(b: Emitter) -> list:
         q = b.ptr_add(tile, b.mul_i(tid, plan.vec * elem.bytes))
         for j, a in enumerate(accs):
             b.st(t, q, a, j * elem.bytes)
         return []
 
     e.if_(e.cmp("slt", col, plan.n), store)
-    e.add(FenceProxyAsyncOp(StateSpace.SHARED_CTA))
+    e.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))
     e.bar_sync()
 
-    def issue(b: KernelEmitter) -> list:
+    def issue(b: Emitter) -> list:
         first = b.mul_i(tile_id, plan.width)
         cols = b.min_s32(b.sub_i(plan.n, first), plan.width)
         dst = b.ptr_add(global_ptr(b, op.dst), b.mul_i(b.wide(first), elem.bytes))
-        red_type = BulkRedType.F32 if elem.ir == f32 else BulkRedType.S32
-        b.add(CpReduceAsyncBulkGlobalSharedCtaOp(BulkRedOp.ADD, red_type, dst, tile, b.mul_i(cols, elem.bytes)))
-        b.add(CpAsyncBulkCommitGroupOp())
-        b.add(CpAsyncBulkWaitGroupOp(0, read=True))
+        red_type = BulkRedType.F32 if elem.dtype.is_float else BulkRedType.S32
+        b.emit(CpReduceAsyncBulkGlobalSharedCtaOp(BulkRedOp.ADD, red_type, dst, tile, b.mul_i(cols, elem.bytes)))
+        b.emit(CpAsyncBulkCommitGroupOp())
+        b.emit(CpAsyncBulkWaitGroupOp(0, read=True))
         return []
 
     e.if_(e.cmp("eq", tid, 0), issue)
     rewriter.erase(op)
 
+
+GRID_SPLIT_BULK = Variant(
+    "bulkred.reduce", "grid_split_bulk", priority=64, predicates=PREDICATES, lower=lower_grid_split_bulk
+)

@@ -16,11 +16,12 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.elements import ELEMS, Elem
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     accumulate,
     add_workspace,
@@ -36,21 +37,18 @@ from bulkred_dialect.passes.variants.grid_common import (
     store_out,
 )
 from bulkred_dialect.passes.variants.kernel import (
-    ELEMS,
-    Elem,
-    KernelEmitter,
-    acc_ldst,
+    COUNTER_BYTES,
     acquire,
     elem_of,
     emitter_at,
     last_cta,
+    reset_counter,
     sm_count,
 )
 
 CTAS_PER_SM = 4
 
 
-@register_variant("bulkred.reduce", "grid_split_det", priority=62, predicates=grid_predicates("columns"))
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
@@ -59,37 +57,39 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
     elem, kind = elem_of(op), op.kind.data
     plan = column_plan(form, elem, sm_count(target) * CTAS_PER_SM)
     set_launch(kernel, [plan.tiles, plan.split], [plan.block])
-    partial_bytes = align16(plan.split * plan.n * 4)
-    ws = add_workspace(kernel, partial_bytes + plan.tiles * 4)
+    slot = elem.slot_bytes
+    # the workspace: a partial row per split (split-major), then a ticket counter per tile
+    partial_bytes = align16(plan.split * plan.n * slot)
+    ws = add_workspace(kernel, partial_bytes + plan.tiles * COUNTER_BYTES)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     tile_id = e.sreg(SpecialRegister.CTAID_X)
     s = e.sreg(SpecialRegister.CTAID_Y)
     col, accs = column_partial(e, op, plan, tid, tile_id, s)
     w = global_ptr(e, ws)
-    t = acc_ldst(elem)
+    t = elem.acc_ld
     valid = e.cmp("slt", col, plan.n)
 
-    def partial_at(b: KernelEmitter, split: SSAValue) -> SSAValue:
-        return b.ptr_add(w, b.mul_i(b.add_i(b.mul_i(split, plan.n), b.wide(col)), 4))
+    def partial_at(b: Emitter, split: SSAValue) -> SSAValue:
+        return b.ptr_add(w, b.mul_i(b.add_i(b.mul_i(split, plan.n), b.wide(col)), slot))
 
-    def write(b: KernelEmitter) -> list:
+    def write(b: Emitter) -> list:
         q = partial_at(b, b.wide(s))
         for j, a in enumerate(accs):
-            b.st(t, q, a, 4 * j)
+            b.st(t, q, a, slot * j)
         return []
 
     e.if_(valid, write)
-    counter = e.ptr_add(w, e.add_i(e.mul_i(e.wide(tile_id), 4), partial_bytes))
+    counter = e.ptr_add(w, e.add_i(e.mul_i(e.wide(tile_id), COUNTER_BYTES), partial_bytes))
     last = last_cta(e, counter, plan.split, tid)
 
-    def finish(b: KernelEmitter) -> list:
+    def finish(b: Emitter) -> list:
         acquire(b)
 
-        def columns(c: KernelEmitter) -> list:
+        def columns(c: Emitter) -> list:
             acc_elem = _acc_elem(elem)
 
-            def step(d: KernelEmitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
                 return accumulate(d, kind, elem, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
 
             total = c.for_(0, plan.split, 1, neutral(c, kind, elem, plan.vec), step)
@@ -99,8 +99,8 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
                 store_out(c, op, elem, y, v, c.add_i(first, j))
             return []
 
-        def reset(c: KernelEmitter) -> list:
-            c.st(LdStType.B32, counter, c.const(0))
+        def reset(c: Emitter) -> list:
+            reset_counter(c, counter)
             return []
 
         b.if_(valid, columns)
@@ -111,6 +111,12 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
     rewriter.erase(op)
 
 
+GRID_SPLIT_DET = Variant(
+    "bulkred.reduce", "grid_split_det", priority=62, predicates=grid_predicates("columns"),
+    lower=lower_grid_split_det,
+)
+
+
 def _acc_elem(elem: Elem) -> Elem:
     """Partials are stored in the accumulator type: read them back as that type."""
-    return ELEMS["float32"] if elem.acc == ELEMS["float32"].ir else ELEMS["int32"]
+    return ELEMS[elem.accumulator.name]

@@ -42,9 +42,9 @@ from bulkred_dialect.ops.ptx.arith import (
 )
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceKind, ReduceOp
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import (
-    Emitter,
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import (
+    Predicate,
     dst_len,
     dtype_in,
     exec_scope_in,
@@ -53,6 +53,7 @@ from bulkred_dialect.passes.variants import (
     src_dst_in_scope,
     src_ndim,
 )
+from bulkred_dialect.passes.registry import Variant
 
 CHUNK = 8  # elements per chunk: four f32x2 pairs (sum), four pairs of three-input operands (max/min)
 SUM_WIDTH = 8  # f32 accumulators of the packed sum
@@ -90,10 +91,9 @@ PREDICATES = [
 ChunkStep = Callable[[Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
 
 
-@register_variant("bulkred.reduce", "sm100_packed", priority=20, predicates=PREDICATES)
 def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
-    e = Emitter(rewriter, location=op.location)
+    e = Emitter.before(op)
     n = reduction_len(op, target)
     kind = op.kind.data
     first = [e.load(op.src, [i]) for i in range(CHUNK)]
@@ -114,6 +114,11 @@ def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target)
         r = e.value(three(e.value(two(ArithType.F32, acc[0], acc[1])), acc[2], acc[3]))
     e.store(r, op.dst, [0])
     rewriter.erase(op)
+
+
+SM100_PACKED = Variant(
+    "bulkred.reduce", "sm100_packed", priority=20, predicates=PREDICATES, lower=lower_sm100_packed
+)
 
 
 def _further_chunks(e: Emitter, src: SSAValue, n: int, acc: list[SSAValue], step: ChunkStep) -> list[SSAValue]:
@@ -139,7 +144,7 @@ def _further_chunks(e: Emitter, src: SSAValue, n: int, acc: list[SSAValue], step
                 args = step(b, args, chunk)
             return args
 
-        acc = e.for_loop(0, iterations, acc, body)
+        acc = e.for_(0, iterations, 1, acc, body, index=True)
     for k in range(1 + further - left, 1 + further):
         acc = step(e, acc, [e.load(src, [CHUNK * k + j]) for j in range(CHUNK)])
     return acc

@@ -18,10 +18,9 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
-from bulkred_dialect.passes.dispatch import Predicate, register_variant
-from bulkred_dialect.passes.variants import dtype_in, kind_in
+from bulkred_dialect.passes.predicates import Predicate, collective_predicates, dtype_in, kind_in
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.kernel import (
-    collective_predicates,
     elem_of,
     emitter_at,
     store_result,
@@ -35,8 +34,6 @@ def _sm100a(op: Operation, target: Target) -> tuple[bool, object]:
     return ok, target.name
 
 
-
-
 def lower_warp_redux(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     e = emitter_at(op)
@@ -46,7 +43,7 @@ def lower_warp_redux(op: Operation, rewriter: PatternRewriter, target: Target) -
     rewriter.erase(op)
 
 
-register_variant(
+WARP_REDUX_F32 = Variant(
     "bulkred.reduce", "warp_redux_f32", priority=33,
     predicates=collective_predicates(
         ExecScope.WARP,
@@ -57,7 +54,7 @@ register_variant(
     lower=lower_warp_redux,
 )
 
-register_variant(
+WARP_REDUX = Variant(
     "bulkred.reduce", "warp_redux", priority=32,
     predicates=collective_predicates(ExecScope.WARP, Predicate("dtype", dtype_in("int32"), expected="int32")),
     lower=lower_warp_redux,

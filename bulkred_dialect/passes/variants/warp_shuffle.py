@@ -16,10 +16,9 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceOp
-from bulkred_dialect.passes.dispatch import register_variant
+from bulkred_dialect.passes.predicates import ANY_COLLECTIVE_DTYPE, collective_predicates
+from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.kernel import (
-    ANY_COLLECTIVE_DTYPE,
-    collective_predicates,
     elem_of,
     emitter_at,
     store_result,
@@ -28,10 +27,6 @@ from bulkred_dialect.passes.variants.kernel import (
 )
 
 
-@register_variant(
-    "bulkred.reduce", "warp_shuffle", priority=30,
-    predicates=collective_predicates(ExecScope.WARP, ANY_COLLECTIVE_DTYPE),
-)
 def lower_warp_shuffle(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     e = emitter_at(op)
@@ -40,3 +35,10 @@ def lower_warp_shuffle(op: Operation, rewriter: PatternRewriter, target: Target)
     r = warp_reduce(e, op.kind.data, elem, v, redux_f32=False, shuffle_only=True)
     store_result(op, e, r)
     rewriter.erase(op)
+
+
+WARP_SHUFFLE = Variant(
+    "bulkred.reduce", "warp_shuffle", priority=30,
+    predicates=collective_predicates(ExecScope.WARP, ANY_COLLECTIVE_DTYPE),
+    lower=lower_warp_shuffle,
+)

@@ -1,0 +1,339 @@
+""":class:`Emitter`: builds the lowered form of a tile-level op in front of it, for every
+lowering (the variants, the kernel steps of ``variants/kernel.py``, ``lower-bulk-ops``).
+
+It inserts level-2 IR (docs/DEVELOPING.md, "Dialect levels"): ``memref.load/store`` and
+``memref.alloca``, ``arith`` constants and compares, ``scf.for/if/while``, ptx ops, and
+``builtin.unrealized_conversion_cast`` of buffers to addresses. Two rules hold for
+every op it inserts:
+
+* **location**: the op takes ``location``, the location of the tile op being replaced
+  (:meth:`Emitter.before` takes it from the op), so that an error in the lowered IR
+  points at the tile op's source line. Nested emitters (loop and branch bodies) share it.
+* **index constants**: :meth:`Emitter.index` creates each ``arith.constant N : index``
+  once, at the insert point of the outermost emitter (before the replaced op), and
+  every nested emitter shares it, so that the constant dominates all its uses.
+  Constants of other types (:meth:`Emitter.const`) go where the emitter stands.
+
+Buffers (:meth:`Emitter.shared`) go to ``entry``, the start of the kernel.
+
+Register values are ``i1``, ``i32``, ``i64``, ``f16``, ``bf16``, ``f32``; addresses are
+``!ptx.ptr<space>`` values; byte offsets of global addresses are ``i64``, of shared
+ones ``i32``.
+
+Example (``dst[0] = src[0] + src[1]`` in float32)::
+
+    e = Emitter.before(op)
+    e.store(e.combine(ReduceKind.SUM, DTYPES["float32"], e.load(src, [0]), e.load(src, [1])), dst, [0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    LocationAttr,
+    UnrealizedConversionCastOp,
+    bf16,
+    f16,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from bulkred_dialect.ops.dtypes import DType
+from bulkred_dialect.ops.ptx.arith import (
+    AddOp,
+    AndOp,
+    ArithType,
+    MaxOp,
+    MinOp,
+    MulLoOp,
+    OrOp,
+    RoundingMode,
+    ShrOp,
+    SubOp,
+    XorOp,
+)
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
+from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp
+from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
+from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
+    BarSyncOp,
+    ClusterArriveSem,
+)
+from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, buffer_type
+from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type
+
+# A branch or loop body: (the body's emitter) -> the values it yields (None: none).
+Body = Callable[["Emitter"], Sequence[SSAValue] | None]
+
+
+class Emitter:
+    """Inserts ops at ``ip``, each with ``location``; ``entry`` is where buffers go (the
+    kernel's first block; ``ip`` when not given). See the module docstring for the
+    location and index-constant rules."""
+
+    def __init__(self, ip: InsertPoint, location: LocationAttr | None = None, *, entry: InsertPoint | None = None):
+        self.ip = ip
+        self.location = location
+        self.entry = entry or ip
+        self._root = self
+        self._index: dict[int, SSAValue] = {}
+
+    @staticmethod
+    def before(op: Operation, *, entry: InsertPoint | None = None) -> Emitter:
+        """An emitter in front of ``op``, with ``op``'s location."""
+        return Emitter(InsertPoint.before(op), op.location, entry=entry)
+
+    def nested(self, block: Block) -> Emitter:
+        """An emitter at the end of ``block`` (a loop or branch body) sharing this one's
+        location, entry and index constants."""
+        inner = Emitter(InsertPoint.at_end(block), self.location, entry=self.entry)
+        inner._root = self._root
+        return inner
+
+    # region Ops and constants
+
+    def emit(self, op: Operation) -> Operation:
+        if self.location is not None:
+            op.location = self.location
+        Rewriter.insert_op(op, self.ip)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        """Emit a one-result op and return its result."""
+        return self.emit(op).results[0]
+
+    def index(self, i: int) -> SSAValue:
+        """``arith.constant i : index``, shared by every emitter of this lowering."""
+        root = self._root
+        if i not in root._index:
+            root._index[i] = root.value(arith.ConstantOp.from_int_and_width(i, IndexType()))
+        return root._index[i]
+
+    def const(self, value: int | float, t: Attribute = i32) -> SSAValue:
+        """``arith.constant`` of ``t`` (a float for f16/bf16/f32), here."""
+        attr = FloatAttr(float(value), t) if t in (f16, bf16, f32) else IntegerAttr(int(value), t)  # type: ignore[arg-type]
+        return self.value(arith.ConstantOp(attr))
+
+    # endregion
+
+    # region Buffers (memref)
+
+    def _idx(self, i: SSAValue | int) -> SSAValue:
+        return self.index(i) if isinstance(i, int) else i
+
+    def load(self, buf: SSAValue, indices: Sequence[SSAValue | int]) -> SSAValue:
+        return self.value(memref.LoadOp.get(buf, [self._idx(i) for i in indices]))
+
+    def store(self, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue | int]) -> None:
+        self.emit(memref.StoreOp.get(value, buf, [self._idx(i) for i in indices]))
+
+    def shared(self, shape: Sequence[int], elt: Attribute, name: str) -> SSAValue:
+        """A shared buffer allocated at ``entry``, and its ``shared::cta`` address."""
+        t = buffer_type(shape, elt, MemoryScope.SHARED)
+        alloca = memref.AllocaOp.get(elt, shape=list(shape), memory_space=t.memory_space)
+        if self.location is not None:
+            alloca.location = self.location
+        Rewriter.insert_op(alloca, self.entry)
+        alloca.memref.name_hint = name
+        return self.ptr(alloca.memref, StateSpace.SHARED_CTA)
+
+    # endregion
+
+    # region Control flow
+
+    def for_(
+        self,
+        lb: SSAValue | int,
+        ub: SSAValue | int,
+        step: SSAValue | int,
+        iter_args: Sequence[SSAValue],
+        body: Callable[[Emitter, SSAValue, list[SSAValue]], Sequence[SSAValue]],
+        *,
+        index: bool = False,
+    ) -> list[SSAValue]:
+        """``scf.for``; ``body(e, iv, args)`` emits the body and returns the values to
+        yield. Returns the loop's results. The loop counts in ``i64``, or in ``index``
+        with ``index`` (integer bounds are then shared index constants)."""
+        block = Block(arg_types=[IndexType() if index else i64, *(a.type for a in iter_args)])
+        inner = self.nested(block)
+        yielded = body(inner, block.args[0], list(block.args[1:]))
+        inner.emit(scf.YieldOp(*yielded))
+        lb, ub, step = (
+            x if isinstance(x, SSAValue) else self.index(x) if index else self.const(x, i64) for x in (lb, ub, step)
+        )
+        return list(self.emit(scf.ForOp(lb, ub, step, list(iter_args), block)).results)
+
+    def nest(self, shape: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]) -> None:
+        """Index loops over every index of ``shape`` (outermost first); ``body(e, ivs)``.
+        A dimension of extent 1 takes no loop: its index is the constant 0."""
+        if not shape:
+            body(self, [])
+            return
+        if shape[0] == 1:
+            self.nest(shape[1:], lambda e, ivs: body(e, [self.index(0), *ivs]))
+            return
+
+        def outer(e: Emitter, iv: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            e.nest(shape[1:], lambda e2, ivs: body(e2, [iv, *ivs]))
+            return []
+
+        self.for_(0, shape[0], 1, [], outer, index=True)
+
+    def if_(
+        self,
+        cond: SSAValue,
+        then: Body,
+        otherwise: Body | None = None,
+        result_types: Sequence[Attribute] = (),
+    ) -> list[SSAValue]:
+        """``scf.if``; each branch returns the values it yields (nothing, or None,
+        without results)."""
+        tb = Block()
+        t_inner = self.nested(tb)
+        t_inner.emit(scf.YieldOp(*(then(t_inner) or ())))
+        false_region = Region()
+        if otherwise is not None or result_types:
+            eb = Block()
+            e_inner = self.nested(eb)
+            e_inner.emit(scf.YieldOp(*((otherwise(e_inner) if otherwise else None) or ())))
+            false_region = Region(eb)
+        return list(self.emit(scf.IfOp(cond, list(result_types), Region(tb), false_region)).results)
+
+    def while_(self, condition: Callable[[Emitter], SSAValue]) -> None:
+        """``scf.while`` without loop-carried values: ``condition(e)`` emits the test
+        and returns the ``i1`` that keeps the loop going; the body is empty."""
+        before, after = Block(), Block()
+        b = self.nested(before)
+        b.emit(scf.ConditionOp(condition(b)))
+        self.nested(after).emit(scf.YieldOp())
+        self.emit(scf.WhileOp([], [], Region(before), Region(after)))
+
+    def bar_sync(self) -> None:
+        """``bar.sync 0``: every thread of the CTA (``__syncthreads``)."""
+        self.emit(BarSyncOp(0))
+
+    def cluster_sync(self) -> None:
+        """``barrier.cluster.arrive.release`` + ``barrier.cluster.wait.acquire``: every
+        thread of every CTA of the cluster, with shared-memory writes before it visible
+        after it."""
+        self.emit(BarrierClusterArriveOp(ClusterArriveSem.RELEASE))
+        self.emit(BarrierClusterWaitOp(acquire=True))
+
+    # endregion
+
+    # region Registers, integer arithmetic
+
+    def sreg(self, reg: SpecialRegister) -> SSAValue:
+        v = self.value(MovSregOp(reg))
+        v.name_hint = str(reg).replace(".", "_")
+        return v
+
+    def wide(self, v: SSAValue) -> SSAValue:
+        """An ``i32`` value >= 0 as ``i64``."""
+        return self.value(CvtOp(CvtType.U64, CvtType.U32, v, i64))
+
+    def add_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.const(b, a.type) if isinstance(b, int) else b
+        return self.value(AddOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
+
+    def sub_i(self, a: SSAValue | int, b: SSAValue) -> SSAValue:
+        a = self.const(a, b.type) if isinstance(a, int) else a
+        return self.value(SubOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
+
+    def mul_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.const(b, a.type) if isinstance(b, int) else b
+        return self.value(MulLoOp(ArithType.S64 if a.type == i64 else ArithType.S32, a, b))
+
+    def and_b32(self, a: SSAValue, mask: int) -> SSAValue:
+        return self.value(AndOp(ArithType.B32, a, self.const(mask)))
+
+    def shr_u32(self, a: SSAValue, bits: int) -> SSAValue:
+        return self.value(ShrOp(ArithType.U32, a, self.const(bits)))
+
+    def min_s32(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.const(b) if isinstance(b, int) else b
+        return self.value(MinOp(ArithType.S32, a, b))
+
+    def cmp(self, pred: str, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.const(b, a.type) if isinstance(b, int) else b
+        return self.value(arith.CmpiOp(a, b, pred))
+
+    # endregion
+
+    # region Addresses, loads and stores
+
+    def ptr(self, buffer: SSAValue, space: StateSpace) -> SSAValue:
+        """The address of ``buffer`` in ``space`` (resolved by ``lower-to-ptx``)."""
+        return self.value(UnrealizedConversionCastOp.get([buffer], [PtrType(space)]))
+
+    def ptr_add(self, p: SSAValue, offset: SSAValue | int) -> SSAValue:
+        assert isinstance(p.type, PtrType)
+        t = i64 if p.type.bits == 64 else i32
+        off = self.const(offset, t) if isinstance(offset, int) else offset
+        return self.value(PtrAddOp(p, off))
+
+    def ld(self, t: LdStType, p: SSAValue, result: Attribute, offset: int = 0) -> SSAValue:
+        return self.value(LdOp(t, p, result, offset))
+
+    def ld_vec(
+        self, t: LdStType, p: SSAValue, result: Attribute, count: int, offset: int = 0, *, nc: bool = True
+    ) -> list[SSAValue]:
+        """``ld.global{.nc}.v<count>``; ``.nc`` (the default) for data this kernel does not write."""
+        return list(self.emit(LdVecOp(t, p, result, count, offset, nc=nc)).results)
+
+    def st(self, t: LdStType, p: SSAValue, value: SSAValue, offset: int = 0) -> None:
+        self.emit(StOp(t, p, value, offset))
+
+    # endregion
+
+    # region Combining values
+
+    def to_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
+        """An element as its accumulator type (``cvt`` when they differ)."""
+        if elem.cvt is None:
+            return v
+        return self.value(CvtOp(cvt_type(elem.accumulator), elem.cvt, v, elem.acc))
+
+    def from_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
+        """An accumulator rounded to the element type (``cvt.rn`` when they differ)."""
+        if elem.cvt is None:
+            return v
+        return self.value(CvtOp(elem.cvt, cvt_type(elem.accumulator), v, elem.ir, rnd=CvtRounding.RN))
+
+    def combine(self, kind: ReduceKind, dtype: DType, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` for
+        floats (no ``.ftz``), ``add.s<N>`` for integers, ``max``/``min`` (signed for
+        integers), ``and``/``or``/``xor.b<N>``."""
+        arith_type, bit_type = arith_types(dtype)
+        if kind == ReduceKind.SUM:
+            return self.value(AddOp(arith_type, a, b, rnd=RoundingMode.RN if dtype.is_float else None))
+        if kind == ReduceKind.MAX:
+            return self.value(MaxOp(arith_type, a, b))
+        if kind == ReduceKind.MIN:
+            return self.value(MinOp(arith_type, a, b))
+        assert bit_type is not None, "the verifier allows bitwise kinds on integers only"
+        logic = {ReduceKind.AND: AndOp, ReduceKind.OR: OrOp, ReduceKind.XOR: XorOp}[kind]
+        return self.value(logic(bit_type, a, b))
+
+    def fold(self, kind: ReduceKind, dtype: DType, values: Sequence[SSAValue]) -> SSAValue:
+        """Pairwise tree over ``values`` in a fixed order (deterministic)."""
+        vals = list(values)
+        while len(vals) > 1:
+            nxt = [self.combine(kind, dtype, vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
+            if len(vals) % 2:
+                nxt.append(vals[-1])
+            vals = nxt
+        return vals[0]
+
+    # endregion
