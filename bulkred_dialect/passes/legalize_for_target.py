@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -48,7 +47,7 @@ from bulkred_dialect.ops.ptx.arith import (
     UnpackF32x2Op,
 )
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.passes.check_target import resolve_target
+from bulkred_dialect.passes.targeting import TargetedPass
 
 
 def _located(replaced: Operation, ops: list[Operation]) -> list[Operation]:
@@ -105,13 +104,11 @@ class FoldUnpackOfPack(RewritePattern):
 
 
 @dataclass(frozen=True)
-class LegalizeForTargetPass(ModulePass):
+class LegalizeForTargetPass(TargetedPass):
     name = "legalize-for-target"
 
-    target: str | None = None
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(op, self.target)
+        target = self.target_for(op)
         if AddF32x2Op.REQUIREMENT.satisfied_by(target) and Max3Op.REQUIREMENT.satisfied_by(target):
             return
         if not any(isinstance(o, AddF32x2Op | ThreeInputMinMaxOp | UnpackF32x2Op) for o in op.walk()):

@@ -3,8 +3,9 @@ the variant registry and ``bulkred.copy`` into element loops.
 
 After this pass the module holds ``func``, ``memref.alloca/load/store``, ``arith``
 index constants, ``scf.for/yield`` and ptx arithmetic ops (docs/DEVELOPING.md,
-"Dialect levels", level 2). The target is the ``target`` option, else the module's
-``bulkred.target`` attribute, else sm_90a. Every op created for a ``bulkred.reduce``
+"Dialect levels", level 2). The target is the ``target`` option (a ``Target``, or a
+name parsed once: passes/targeting.py), else the module's ``bulkred.target``
+attribute, else sm_90a. Every op created for a ``bulkred.reduce``
 or ``bulkred.copy`` carries that op's location.
 
 With ``explain=true`` the dispatch table of every ``bulkred.reduce`` (in source order,
@@ -38,7 +39,6 @@ from typing import TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -50,9 +50,9 @@ from xdsl.pattern_rewriter import (
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import CopyOp, ReduceOp
-from bulkred_dialect.passes.check_target import resolve_target
 from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.targeting import TargetedPass
 
 
 @dataclass
@@ -161,14 +161,13 @@ def print_explanations(module: ModuleOp, target: Target) -> None:
 
 
 @dataclass(frozen=True)
-class LowerTileReductionsPass(ModulePass):
+class LowerTileReductionsPass(TargetedPass):
     name = "lower-tile-reductions"
 
-    target: str | None = None
     explain: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(op, self.target)
+        target = self.target_for(op)
         if self.explain:
             print_explanations(op, target)
         PatternRewriteWalker(
