@@ -96,11 +96,5 @@ class Elem:
         return self.vector * self.bytes
 
 
-def _shown_first(d: DType) -> tuple[bool, bool]:
-    # the types that are their own accumulator first, floats before integers
-    return d.accumulator is not d, not d.is_float
-
-
-ELEMS: dict[str, Elem] = {d.name: Elem.of(d) for d in sorted(COLLECTIVE_DTYPES, key=_shown_first)}
-"""The element types the collective lowerings take, by name, in the order the dispatch
-tables list them (float32, int32, then float16 and bfloat16, accumulated in float32)."""
+ELEMS: dict[str, Elem] = {d.name: Elem.of(d) for d in COLLECTIVE_DTYPES}
+"""The element types the collective lowerings take, by name, in the table's order."""

@@ -180,7 +180,7 @@ def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
     """Reject the directions into cluster_shared, which need a peer CTA rank, a kernel
     with a bad ``bulkred.launch``, and a size the verifier would reject (for IR built
     without verifying it: the i32 size constant must not overflow)."""
-    src, dst = scope_of(op.src.type), scope_of(op.dst.type)
+    dst = scope_of(op.dst.type)
     _block_dims(op)
     try:
         _check_bulk_bytes(op.src.type, dst)  # type: ignore[arg-type]

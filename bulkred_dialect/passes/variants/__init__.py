@@ -32,7 +32,7 @@ its ``dtype`` predicate names:
 ======  ==================  =======  ==================================================
 
 The collective variants (warp, cta, cluster, grid) reduce one local value per thread
-(or, at grid scope, a whole global buffer) and take float32, int32, float16 and bfloat16
+(or, at grid scope, a whole global buffer) and take int32, float16, bfloat16 and float32
 (``passes/elements.py``'s ``ELEMS``); the thread-scope ones reduce local buffers.
 docs/lowering.md and docs/scopes.md give each variant's sequence.
 """

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.dtypes import DTYPES, ELEMENT_DTYPES, DType, ir_name
+from bulkred_dialect.ops.dtypes import DTYPES, ELEMENT_DTYPES, ir_name
 from bulkred_dialect.ops.ptx.arith import ArithType
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, MemoryScope, ReduceOp
@@ -40,15 +40,8 @@ from bulkred_dialect.passes.predicates import (
 from bulkred_dialect.passes.registry import Variant
 
 
-def _shown_first(d: DType) -> tuple[bool, int]:
-    # floats, then integers, each narrowest first
-    return not d.is_float, d.bits
-
-
 # Element type -> (.type for add/min/max, .type for and/or/xor); integers are signed.
-_PTX_TYPES: dict[str, tuple[ArithType, ArithType | None]] = {
-    d.name: arith_types(d) for d in sorted(ELEMENT_DTYPES, key=_shown_first)
-}
+_PTX_TYPES: dict[str, tuple[ArithType, ArithType | None]] = {d.name: arith_types(d) for d in ELEMENT_DTYPES}
 
 PREDICATES = [
     Predicate("exec_scope", exec_scope_in(ExecScope.THREAD), expected="thread"),

@@ -63,7 +63,7 @@ func.func @middle_axis(%a: memref<4x8x2xf32, #bulkred.scope<global>>, %b: memref
 
 // f64 has no grid variant (the collective lowerings move 32-bit values).
 // CHECK: error: 'bulkred.reduce' no lowering variant applies on sm_90a
-// CHECK: grid_full{{ +}}60{{ +}}dtype{{ +}}FAIL{{ +}}float32, int32, float16, bfloat16{{ +}}float64
+// CHECK: grid_full{{ +}}60{{ +}}dtype{{ +}}FAIL{{ +}}int32, float16, bfloat16, float32{{ +}}float64
 func.func @f64(%a: memref<64xf64, #bulkred.scope<global>>, %b: memref<1xf64, #bulkred.scope<global>>) {
   bulkred.reduce sum grid %a, %b : memref<64xf64, #bulkred.scope<global>>, memref<1xf64, #bulkred.scope<global>>
   func.return

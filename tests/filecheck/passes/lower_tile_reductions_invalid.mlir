@@ -10,7 +10,7 @@
 // CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 8]]:3 on sm_100a
 // CHECK:        warp_redux_f32 33 dtype FAIL float32 float64
 // CHECK:        warp_redux 32 dtype FAIL int32 float64
-// CHECK:        warp_shuffle 30 dtype FAIL float32, int32, float16, bfloat16 float64
+// CHECK:        warp_shuffle 30 dtype FAIL int32, float16, bfloat16, float32 float64
 // CHECK:        warp_shuffle priority 30: rejected: dtype
 // CHECK-NEXT:   not for scope warp: {{.*}}sm100_packed (20), local (10)
 // CHECK-NEXT: chosen: none
