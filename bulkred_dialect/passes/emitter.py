@@ -306,10 +306,12 @@ class Emitter:
         return self.value(CvtOp(cvt_type(elem.accumulator), elem.cvt, v, elem.acc))
 
     def from_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
-        """An accumulator rounded to the element type (``cvt.rn`` when they differ)."""
+        """An accumulator as the element type when they differ: ``cvt.rn`` to a narrower
+        float, a plain ``cvt`` (keeping the low bits) to a narrower integer."""
         if elem.cvt is None:
             return v
-        return self.value(CvtOp(elem.cvt, cvt_type(elem.accumulator), v, elem.ir, rnd=CvtRounding.RN))
+        rnd = CvtRounding.RN if elem.dtype.is_float else None
+        return self.value(CvtOp(elem.cvt, cvt_type(elem.accumulator), v, elem.ir, rnd=rnd))
 
     def combine(self, kind: ReduceKind, dtype: DType, a: SSAValue, b: SSAValue) -> SSAValue:
         """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` for
