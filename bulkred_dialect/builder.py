@@ -21,9 +21,10 @@ Argument order: reductions follow TIRx, destination first (``T.sum(dst, src)``,
 (``T.copy(src, dst)``, ``T.bulk_copy(src, dst)``, ``T.bulk_reduce(kind, src, dst)``).
 
 Errors: a bad builder argument (unknown dtype, scope or kind, a value that is not a
-buffer, a malformed shape) raises :class:`ValueError` at once, naming the argument,
-what was expected and what was given. Rules between operands (shapes, element types,
-directions) belong to the ops' verifiers: :meth:`Kernel.module` verifies the module and
+buffer, a malformed shape, an argument of the wrong type) raises
+:class:`~bulkred_dialect.errors.BuildError` (a ``ValueError``) at once, in one line
+naming the argument, what was expected and what was given. Rules between operands
+(shapes, element types, directions) belong to the ops' verifiers: :meth:`Kernel.module` verifies the module and
 raises a :class:`~bulkred_dialect.diagnostics.LocatedError` located at the Python line
 that built the offending op (``my_kernel.py:12:5: error: 'bulkred.reduce' ...``).
 
@@ -53,6 +54,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -65,6 +67,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import verify_located
+from bulkred_dialect.errors import BuildError
 from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES
 from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.ops.tile import (
@@ -150,7 +153,7 @@ def dtype_of(dtype: str | Attribute, fn: str = "dtype_of") -> Attribute:
         return DTYPES[dtype]
     if isinstance(dtype, Attribute) and dtype in _DTYPE_NAMES:
         return dtype
-    raise ValueError(f"'dtype' of T.{fn} must be one of {_names(DTYPES)}, got {dtype!r}")
+    raise BuildError(f"'dtype' of T.{fn} must be one of {_names(DTYPES)}, got {dtype!r}")
 
 
 def _enum(enum: type, value: object, field: str, fn: str, valid: Sequence[object] | None = None):
@@ -158,7 +161,7 @@ def _enum(enum: type, value: object, field: str, fn: str, valid: Sequence[object
     for m in members:
         if value == m or value == str(m):
             return enum(str(m))
-    raise ValueError(f"'{field}' of T.{fn} must be one of {_names(members)}, got {value!r}")
+    raise BuildError(f"'{field}' of T.{fn} must be one of {_names(members)}, got {value!r}")
 
 
 _INDEX_MAX = 2**63 - 1  # the largest value of the index type (64-bit, signed)
@@ -183,15 +186,15 @@ def _shape(shape: object, field: str, fn: str, element: Attribute | None = None)
     items = [shape] if _is_int(shape) else shape
     if (
         not isinstance(items, Sequence)
-        or isinstance(items, str)
+        or isinstance(items, str | bytes)
         or not items
         or any(not _is_int(d) or d < 1 for d in items)
     ):
-        raise ValueError(f"'{field}' of T.{fn} must be a non-empty list of positive integers, got {shape!r}")
+        raise BuildError(f"'{field}' of T.{fn} must be a non-empty list of positive integers, got {shape!r}")
     dims = [int(d) for d in items]
     for i, d in enumerate(dims):
         if d > _INDEX_MAX:
-            raise ValueError(
+            raise BuildError(
                 f"'{field}' of T.{fn}: dimension {i} must be at most 2**63 - 1 (the index type), got {d}"
             )
     total = 1
@@ -200,7 +203,7 @@ def _shape(shape: object, field: str, fn: str, element: Attribute | None = None)
     nbytes = total * (_element_bytes(element) if element is not None else 1)
     if nbytes > _INDEX_MAX:
         what = f"{total} elements of {element} ({nbytes} bytes)" if element is not None else f"{total} elements"
-        raise ValueError(
+        raise BuildError(
             f"'{field}' of T.{fn} {dims} must hold at most 2**63 - 1 bytes (the index type), got {what}"
         )
     return dims
@@ -209,13 +212,13 @@ def _shape(shape: object, field: str, fn: str, element: Attribute | None = None)
 def _launch_dims(value: object, field: str) -> list[int]:
     dims = _shape(value, field, "kernel")
     if len(dims) > 3:
-        raise ValueError(f"'{field}' of T.kernel must have 1 to 3 entries, got {len(dims)}")
+        raise BuildError(f"'{field}' of T.kernel must have 1 to 3 entries, got {len(dims)}")
     return dims
 
 
 def _identifier(name: object, field: str, fn: str) -> str:
     if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None:
-        raise ValueError(f"'{field}' of T.{fn} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {name!r}")
+        raise BuildError(f"'{field}' of T.{fn} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {name!r}")
     return name
 
 
@@ -234,16 +237,16 @@ def _func_of(value: SSAValue) -> Operation | None:
 
 
 def _buffer(value: object, field: str, fn: str) -> SSAValue:
-    """``value`` if it is a bulkred buffer of the open kernel, else a ValueError."""
+    """``value`` if it is a bulkred buffer of the open kernel, else a BuildError."""
     if not isinstance(value, SSAValue) or scope_of(value.type) is None:
-        raise ValueError(
+        raise BuildError(
             f"'{field}' of T.{fn} must be a buffer from k.param or T.alloc_buffer, got {_describe(value)}"
         )
     k = _open_kernel(fn)
     owner = _func_of(value)
     if owner is not k.func_op:
         where = f"kernel '{owner.sym_name.data}'" if isinstance(owner, func.FuncOp) else "no kernel"
-        raise ValueError(f"'{field}' of T.{fn} belongs to {where}, not to the open kernel '{k.name}'")
+        raise BuildError(f"'{field}' of T.{fn} belongs to {where}, not to the open kernel '{k.name}'")
     return value
 
 
@@ -285,7 +288,7 @@ _open = _OpenKernels()
 
 def _open_kernel(fn: str) -> Kernel:
     if _open.kernel is None:
-        raise ValueError(f"T.{fn} must be called inside a 'with T.kernel(...)' block")
+        raise BuildError(f"T.{fn} must be called inside a 'with T.kernel(...)' block")
     return _open.kernel
 
 
@@ -308,7 +311,7 @@ class Kernel:
         try:
             self.launch = LaunchAttr(dims["grid"], dims["block"], dims["cluster"])
         except VerifyException as e:
-            raise ValueError(str(e)) from None
+            raise BuildError(str(e)) from None
         self.func_op = func.FuncOp(self.name, ((), ()), Region(Block()))
         self.func_op.attributes[LAUNCH_ATTR] = self.launch
         _located(self.func_op)
@@ -322,9 +325,9 @@ class Kernel:
 
     def __enter__(self) -> Kernel:
         if self._state != "new":
-            raise ValueError(f"kernel '{self.name}' can be entered only once")
+            raise BuildError(f"kernel '{self.name}' can be entered only once")
         if _open.kernel is not None:
-            raise ValueError(
+            raise BuildError(
                 f"kernels cannot nest: kernel '{_open.kernel.name}' is still open when entering '{self.name}'"
             )
         stack = ExitStack()
@@ -356,10 +359,10 @@ class Kernel:
         """A global-memory buffer parameter ``%name: memref<shape x dtype, #bulkred.scope<global>>``
         (the card's ``T.match_buffer``), appended to the kernel's arguments."""
         if self._state not in ("new", "open"):
-            raise ValueError(f"k.param must be called before kernel '{self.name}' is closed")
+            raise BuildError(f"k.param must be called before kernel '{self.name}' is closed")
         name = _identifier(name, "name", "param")
         if name in self._params:
-            raise ValueError(f"kernel '{self.name}' already has a parameter named '{name}'")
+            raise BuildError(f"kernel '{self.name}' already has a parameter named '{name}'")
         element = dtype_of(dtype, "param")
         t = buffer_type(_shape(shape, "shape", "param", element), element, MemoryScope.GLOBAL)
         arg = self.body.insert_arg(t, len(self.body.args))
@@ -391,33 +394,33 @@ def module(*kernels: Kernel, target: str | None = None) -> ModuleOp:
     """A verified ``builtin.module`` holding a copy of each closed kernel; with ``target``
     (``"sm_100a"``) it carries ``bulkred.target = "sm_100a"``, which the passes read.
 
-    Raises :class:`ValueError` for bad arguments and
+    Raises :class:`~bulkred_dialect.errors.BuildError` for bad arguments and
     :class:`~bulkred_dialect.diagnostics.LocatedError` when an op does not verify.
     """
     if not kernels:
-        raise ValueError("T.module needs at least one kernel")
+        raise BuildError("T.module needs at least one kernel")
     if _open.kernel is not None:
         # The open kernel's ImplicitBuilder would also capture the module's ops.
-        raise ValueError(f"kernel '{_open.kernel.name}' is still open: build the module after its 'with' block")
+        raise BuildError(f"kernel '{_open.kernel.name}' is still open: build the module after its 'with' block")
     seen: set[str] = set()
     for k in kernels:
         if not isinstance(k, Kernel):
-            raise ValueError(f"T.module takes kernels from T.kernel, got {_describe(k)}")
+            raise BuildError(f"T.module takes kernels from T.kernel, got {_describe(k)}")
         if k._state == "new":
-            raise ValueError(f"kernel '{k.name}' has no body: build it in 'with T.kernel(...) as k:' first")
+            raise BuildError(f"kernel '{k.name}' has no body: build it in 'with T.kernel(...) as k:' first")
         if k._state == "failed":
-            raise ValueError(f"kernel '{k.name}' is incomplete: its 'with' block raised an exception")
+            raise BuildError(f"kernel '{k.name}' is incomplete: its 'with' block raised an exception")
         if k.name in seen:
-            raise ValueError(f"two kernels are named '{k.name}'")
+            raise BuildError(f"two kernels are named '{k.name}'")
         seen.add(k.name)
     attrs: dict[str, Attribute] = {}
     if target is not None:
         try:
             attrs[TARGET_ATTR] = StringAttr(Target.parse(target).name)
         except TargetError as e:
-            raise ValueError(str(e).replace("'target' ", "'target' of T.module ", 1)) from None
+            raise BuildError(str(e).replace("'target' ", "'target' of T.module ", 1)) from None
         except AttributeError:
-            raise ValueError(f"'target' of T.module must be a string such as 'sm_90a', got {target!r}") from None
+            raise BuildError(f"'target' of T.module must be a string such as 'sm_90a', got {target!r}") from None
     m = ModuleOp([k.func_op.clone() for k in kernels], attributes=attrs)
     m.location = _caller_location()
     verify_located(m)
@@ -454,7 +457,7 @@ def alloc_buffer(
     """
     _open_kernel("alloc_buffer")
     if scope == MemoryScope.GLOBAL:
-        raise ValueError(
+        raise BuildError(
             f"'scope' of T.alloc_buffer must be one of {_names(_ALLOC_SCOPES)}, got 'global' "
             "(global buffers are kernel parameters: use k.param)"
         )
@@ -571,17 +574,17 @@ def _reduce(
     s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
     for field, flag in (("accum", accum), ("deterministic", deterministic)):
         if not isinstance(flag, bool):
-            raise ValueError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
+            raise BuildError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
     if variant is not None and (not isinstance(variant, str) or not variant):
-        raise ValueError(f"'variant' of T.{fn} must be a non-empty string or None, got {variant!r}")
+        raise BuildError(f"'variant' of T.{fn} must be a non-empty string or None, got {variant!r}")
     axes_list: list[int] | None = None
     if axes is not None:
         if s != ExecScope.GRID:
-            raise ValueError(f"'axes' of T.{fn} is only valid at grid scope, got scope {s}")
+            raise BuildError(f"'axes' of T.{fn} is only valid at grid scope, got scope {s}")
         rank = len(_memref(x).get_shape())
         items = [axes] if isinstance(axes, Integral) else axes
-        if not isinstance(items, Sequence) or not all(isinstance(a, Integral) and not isinstance(a, bool) for a in items):
-            raise ValueError(f"'axes' of T.{fn} must be an integer or a list of integers, got {axes!r}")
+        if not isinstance(items, Sequence) or isinstance(items, bytes) or not all(isinstance(a, Integral) and not isinstance(a, bool) for a in items):
+            raise BuildError(f"'axes' of T.{fn} must be an integer or a list of integers, got {axes!r}")
         # negative axes count from the end, as in numpy; out-of-range ones reach the verifier
         axes_list = sorted(int(a) + rank if -rank <= int(a) < 0 else int(a) for a in items)
     if s != ExecScope.GRID:
@@ -595,7 +598,7 @@ def _check_reduce_order(fn: str, dst: SSAValue, src: SSAValue) -> None:
     ds = list(_memref(dst).get_shape())
     ss = list(_memref(src).get_shape())
     if ds != ReduceOp.expected_dst_shape(ss) and ss == ReduceOp.expected_dst_shape(ds):
-        raise ValueError(
+        raise BuildError(
             f"T.{fn} takes (dst, src) like TIRx: 'dst' has shape {ds} and 'src' has shape {ss}, "
             "which reduces the other way; swap the arguments"
         )
@@ -610,7 +613,7 @@ def _cta_mask(multicast: int | SSAValue | None) -> SSAValue | None:
     if multicast is None or (isinstance(multicast, SSAValue) and multicast.type == i16):
         return multicast
     if isinstance(multicast, bool) or not isinstance(multicast, int) or not 0 < multicast < 1 << 16:
-        raise ValueError(
+        raise BuildError(
             "'multicast' of T.bulk_copy must be a CTA mask 1..0xffff (bit i = CTA rank i) or an i16 value, "
             f"got {_describe(multicast)}"
         )
@@ -694,16 +697,16 @@ def _segments(*sizes: int) -> Attribute:
 
 def _index(value: object, field: str, fn: str) -> SSAValue:
     """``value`` as an ``index`` value of the open kernel: an int becomes an
-    ``arith.constant``; anything else is a ValueError naming ``field``."""
+    ``arith.constant``; anything else is a BuildError naming ``field``."""
     k = _open_kernel(fn)
     if isinstance(value, int) and not isinstance(value, bool):
         if not -(2**63) <= value < 2**63:
-            raise ValueError(f"'{field}' of T.{fn} must fit in 64 bits, got {value}")
+            raise BuildError(f"'{field}' of T.{fn} must fit in 64 bits, got {value}")
         return _insert(arith.ConstantOp(IntegerAttr(value, IndexType())), fn).results[0]
     if not isinstance(value, SSAValue) or not isinstance(value.type, IndexType):
-        raise ValueError(f"'{field}' of T.{fn} must be an int or an index value, got {_describe(value)}")
+        raise BuildError(f"'{field}' of T.{fn} must be an int or an index value, got {_describe(value)}")
     if _func_of(value) is not k.func_op:
-        raise ValueError(f"'{field}' of T.{fn} belongs to another kernel, not to the open kernel '{k.name}'")
+        raise BuildError(f"'{field}' of T.{fn} belongs to another kernel, not to the open kernel '{k.name}'")
     return value
 
 
@@ -712,7 +715,7 @@ _DIMS = ("x", "y", "z")
 
 def _dim(dim: object, fn: str) -> gpu.DimensionAttr:
     if dim not in _DIMS:
-        raise ValueError(f"'dim' of T.{fn} must be one of {_names(_DIMS)}, got {dim!r}")
+        raise BuildError(f"'dim' of T.{fn} must be one of {_names(_DIMS)}, got {dim!r}")
     return gpu.DimensionAttr(gpu.DimensionEnum(dim))
 
 
@@ -830,7 +833,7 @@ def serial(lo: SSAValue | int, hi: SSAValue | int | None = None, step: SSAValue 
     if hi is None:
         lo, hi = 0, lo
     if isinstance(step, int) and not isinstance(step, bool) and step < 1:
-        raise ValueError(f"'step' of T.serial must be >= 1, got {step}")
+        raise BuildError(f"'step' of T.serial must be >= 1, got {step}")
     return _Serial(_index(lo, "lo", "serial"), _index(hi, "hi", "serial"), _index(step, "step", "serial"))
 
 
@@ -843,18 +846,18 @@ def view(buf: SSAValue, offsets: Sequence[SSAValue | int], shape: int | Sequence
     t = _memref(b)
     rank = len(t.get_shape())
     sizes = _shape(shape, "shape", "view")
-    if isinstance(offsets, SSAValue | int) or not isinstance(offsets, Sequence) or isinstance(offsets, str):
-        raise ValueError(f"'offsets' of T.view must be a list of ints or index values, got {_describe(offsets)}")
+    if isinstance(offsets, SSAValue | int) or not isinstance(offsets, Sequence) or isinstance(offsets, str | bytes):
+        raise BuildError(f"'offsets' of T.view must be a list of ints or index values, got {_describe(offsets)}")
     if len(offsets) != rank or len(sizes) != rank:
-        raise ValueError(
+        raise BuildError(
             f"'offsets' and 'shape' of T.view must have one entry per dimension of 'buf' ({rank}), "
             f"got {len(offsets)} and {len(sizes)}"
         )
     for axis, (o, n, d) in enumerate(zip(offsets, sizes, t.get_shape())):
         if n > d:
-            raise ValueError(f"'shape' of T.view must fit in 'buf' {list(t.get_shape())}, got {sizes} (axis {axis})")
+            raise BuildError(f"'shape' of T.view must fit in 'buf' {list(t.get_shape())}, got {sizes} (axis {axis})")
         if isinstance(o, int) and not isinstance(o, bool) and not 0 <= o <= d - n:
-            raise ValueError(
+            raise BuildError(
                 f"'offsets' of T.view must keep the view inside 'buf' {list(t.get_shape())}: "
                 f"axis {axis} offset {o} with size {n}"
             )

@@ -146,6 +146,13 @@ def test_hierarchy():
     assert issubclass(bulkred.ReductionError, errors.BulkredError) and issubclass(bulkred.ReductionError, ValueError)
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.BulkredError)
+    # the builder, the interpreter and the signature specs keep their ValueError / KeyError
+    assert issubclass(errors.BuildError, ValueError) and issubclass(errors.InterpretError, ValueError)
+    assert issubclass(errors.SignatureValueError, errors.SignatureError)
+    assert issubclass(errors.SignatureValueError, ValueError) and issubclass(errors.SignatureValueError, TypeError)
+    assert issubclass(errors.KernelNotFoundError, errors.UnknownNameError)
+    assert issubclass(errors.UnknownNameError, KeyError)
+    assert str(errors.UnknownNameError("unknown dtype 'x'")) == "unknown dtype 'x'"  # not KeyError's quotes
 
 
 def test_errors_module_is_a_leaf():

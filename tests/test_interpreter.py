@@ -23,6 +23,8 @@ from xdsl.interpreters.utils.ptr import TypedPtr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
+from bulkred_dialect import builder
+from bulkred_dialect.errors import ArgumentError, InterpretError, KernelNotFoundError, SignatureValueError
 from bulkred_dialect.interpreter import BF16, make_interpreter, run_kernel
 from bulkred_dialect.ops.ptx.arith import (
     AddF32x2Op,
@@ -555,15 +557,30 @@ def test_run_kernel_accepts_shaped_arrays():
 
 
 def test_run_kernel_rejects_bad_arguments():
+    """Argument mismatches are SignatureValueErrors (still ValueErrors); an unknown name
+    is a KernelNotFoundError (a KeyError) that lists the functions."""
     module = _copy_kernel([3], f32)
-    with pytest.raises(ValueError, match="shape \\[4\\] does not match"):
+    with pytest.raises(SignatureValueError, match="shape \\[4\\] does not match"):
         run_kernel(module, "k", np.zeros(4, np.float32), np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="dtype float64 does not hold"):
+    with pytest.raises(SignatureValueError, match="dtype float64 does not hold"):
         run_kernel(module, "k", np.zeros(3, np.float64), np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="takes 2 arguments, got 1"):
+    with pytest.raises(SignatureValueError, match="takes 2 arguments, got 1"):
         run_kernel(module, "k", np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="no func.func named 'nope'"):
+    with pytest.raises(KernelNotFoundError, match=r"^no func.func named 'nope' in the module \(functions: k\)$"):
         run_kernel(module, "nope")
+    with pytest.raises(ArgumentError, match="'block_id' must be a tuple of 3 integers >= 0, got 3"):
+        run_kernel(module, "k", np.zeros(3, np.float32), np.zeros(3, np.float32), block_id=3)
+    assert issubclass(SignatureValueError, ValueError) and issubclass(KernelNotFoundError, KeyError)
+
+
+def test_run_kernel_refuses_a_tile_level_module():
+    """The README's warned mistake: the builder's module before lower-tile-reductions."""
+    with builder.kernel("tile", grid=[1], block=[1]) as k:
+        A = k.param("A", [4], "float32")
+        B = k.param("B", [1], "float32")
+        builder.sum(B, A, scope="thread")
+    with pytest.raises(InterpretError, match="'tile' holds the tile-level op 'bulkred.reduce'"):
+        run_kernel(k.module(), "tile", np.zeros(4, np.float32), np.zeros(1, np.float32))
 
 
 

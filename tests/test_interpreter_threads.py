@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import InterpretationError
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.diagnostics import parse_module
+from bulkred_dialect.errors import InterpretError
 from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops import ptx
@@ -274,7 +275,7 @@ def test_grid_full_of_one_cta_needs_no_workspace(n, block, dtype):
 
 def test_clusters_are_not_run():
     m, out_shape, ws = _whole("sum", [9000], None, "int32", variant="grid_full_cluster")
-    with pytest.raises(ValueError, match=r"'k' runs in clusters of \(2, 1, 1\): the interpreter runs no clusters"):
+    with pytest.raises(InterpretError, match=r"'k' runs in clusters of \(2, 1, 1\): the interpreter runs no clusters"):
         run_grid(m, "k", np.zeros(9000, np.int32), np.zeros(out_shape, np.int32), *ws)
 
 

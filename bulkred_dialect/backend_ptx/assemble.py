@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bulkred_dialect.errors import AssembleError
+from bulkred_dialect.errors import ArgumentError, AssembleError
 
 _DIAG_RE = re.compile(r"ptxas[^,]*, line (\d+); (error|warning)\s*:\s*(.*)")
 
@@ -109,6 +109,8 @@ def assemble(
     ``isolated`` nvJitLink runs in a child process, and a crash or running past
     ``timeout`` seconds raises :class:`AssemblerCrashed` instead of ending this process.
     """
+    if not isinstance(extra_options, tuple | list) or not all(isinstance(o, str) for o in extra_options):
+        raise ArgumentError(f"assemble: 'extra_options' must be a tuple of strings, got {extra_options!r:.60}")
     data = ptx.encode() if isinstance(ptx, str) else ptx
     if isolated:
         return _assemble_in_child(data, arch, extra_options, timeout)

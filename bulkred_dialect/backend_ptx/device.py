@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import CudaError, KernelTimeoutError, NoGpuError, RuntimeErrorBase
+from bulkred_dialect.errors import ArgumentError
 
 # region The GPU
 
@@ -37,6 +38,9 @@ def gpu_unavailable_reason() -> str | None:
 
 def arch_for_compute_capability(major: int, minor: int) -> str:
     """``sm_90a`` for 9.0: the architecture-specific target where one exists (sm_90 and later)."""
+    for field, v in (("major", major), ("minor", minor)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or not 0 <= v < 100:
+            raise ArgumentError(f"arch_for_compute_capability: '{field}' must be an integer 0 to 99, got {v!r:.40}")
     base = f"sm_{major}{minor}"
     return base + "a" if major >= 9 else base
 

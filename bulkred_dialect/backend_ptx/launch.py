@@ -26,6 +26,7 @@ from bulkred_dialect.backend_ptx.arrays import (
 from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
 from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
+from bulkred_dialect.errors import ArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from bulkred_dialect.backend_ptx.loading import CompiledModule
@@ -34,8 +35,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _dims(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
-    if isinstance(v, int | np.integer):
+    given = v
+    if isinstance(v, int | np.integer) and not isinstance(v, bool):
         v = (int(v),)
+    if not isinstance(v, tuple | list) or not all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in v):
+        raise LaunchConfigError(f"'{what}' must be 1 to 3 positive integers, got {given!r:.60}")
     v = tuple(int(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise LaunchConfigError(f"'{what}' must be 1 to 3 positive integers, got {v}")
@@ -49,6 +53,8 @@ def resolve_launch(
     cluster: int | Sequence[int] | None,
 ) -> LaunchShape:
     """The launch shape from the keyword arguments, else from the signature's ``#bulkred.launch``."""
+    if sig is not None and not isinstance(sig, KernelSignature):
+        raise ArgumentError(f"resolve_launch: 'sig' must be a KernelSignature or None, got {type(sig).__name__}")
     rec = sig.launch if sig is not None else None
     name = sig.name if sig is not None else "?"
     if grid is None and rec is None:

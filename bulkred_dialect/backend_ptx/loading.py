@@ -97,6 +97,8 @@ class CompiledModule:
 
     def kernel(self, name: str) -> Kernel:
         """The kernel ``name`` (no GPU call yet)."""
+        if not isinstance(name, str):
+            raise ArgumentError(f"'name' must be a kernel name (a str), got {type(name).__name__} {name!r:.40}")
         k = self._kernel_objects.get(name)
         if k is not None:
             return k

@@ -56,7 +56,7 @@ from bulkred_dialect.ops.ptx.memory import (
     copy_mnemonic,
     static_shared_error,
 )
-from bulkred_dialect.errors import AssembleError
+from bulkred_dialect.errors import ArgumentError, AssembleError
 from bulkred_dialect.ops.target import (
     CLUSTER_LAUNCH,
     MAX_PTX_VERSION,
@@ -318,6 +318,8 @@ def _module_version(module: ModuleOp, target: Target) -> tuple[int, int]:
 
 def render(module: ModuleOp, target: Target | str | None = None) -> PrintedPtx:
     """Check, then print ``module``; each line keeps the op it came from."""
+    if not isinstance(module, ModuleOp):
+        raise ArgumentError(f"print_ptx: 'module' must be a builtin.module, got {type(module).__name__}")
     t = resolve_target(module, target)
     verify_located(module)
     check_module(module, t)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import SignatureError
+from bulkred_dialect.errors import ArgumentError, SignatureValueError
 from bulkred_dialect.ops.dtypes import DTYPES, of_ir, of_short
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
 
@@ -44,6 +45,15 @@ _DTYPES = _param_dtypes()
 _SCALAR_DTYPE: dict[str, type] = {spec: np.dtype(of_short(spec).numpy).type for spec in _DTYPES}  # type: ignore[union-attr]
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _is_shape(v: object) -> bool:
+    """A list or tuple of integers (None for a dimension of any size)."""
+    return isinstance(v, (list, tuple)) and all(d is None or _is_int(d) for d in v)
+
+
 def _dtype_ok(spec: str, dtype: np.dtype) -> bool:
     return dtype.name in _DTYPES[spec][1]
 
@@ -63,11 +73,21 @@ class Param:
     shape: tuple[int | None, ...] | None = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise SignatureValueError(f"a param's name must be a non-empty string, got {self.name!r}")
         if self.kind not in ("array", "scalar"):
-            raise ValueError(f"param '{self.name}': kind must be 'array' or 'scalar', got '{self.kind}'")
-        if self.dtype is not None and self.dtype not in _DTYPES:
-            raise ValueError(
+            raise SignatureValueError(f"param '{self.name}': kind must be 'array' or 'scalar', got '{self.kind}'")
+        if self.dtype is not None and (not isinstance(self.dtype, str) or self.dtype not in _DTYPES):
+            raise SignatureValueError(
                 f"param '{self.name}': unknown dtype '{self.dtype}' (valid: {', '.join(_DTYPES)})"
+            )
+        if self.shape is not None and (
+            not isinstance(self.shape, tuple)
+            or not all(d is None or (_is_int(d) and d >= 0) for d in self.shape)
+        ):
+            raise SignatureValueError(
+                f"param '{self.name}': shape must be a tuple of sizes >= 0 (None for any size) or None, "
+                f"got {self.shape!r}"
             )
 
     def describe(self) -> str:
@@ -117,21 +137,30 @@ class KernelSignature:
     ):
         """``KernelSignature.of("k", ("out", "f32", (64,)), ("n", "u32"))``: a tuple with a
         shape (or ``...`` for any shape) is an array; a tuple of two is a scalar."""
+        if not isinstance(name, str) or not name:
+            raise SignatureValueError(f"a kernel signature's name must be a non-empty string, got {name!r}")
         ps = []
         for p in params:
             if isinstance(p, Param):
                 ps.append(p)
-            elif len(p) == 3:
+            elif isinstance(p, tuple) and len(p) == 3 and (p[2] is ... or _is_shape(p[2])):
                 shape = None if p[2] is ... else tuple(p[2])
                 ps.append(Param(p[0], "array", p[1], shape))
-            elif len(p) == 2:
+            elif isinstance(p, tuple) and len(p) == 2:
                 ps.append(Param(p[0], "scalar", p[1]))
             else:
-                raise ValueError(f"param spec {p!r} must be (name, dtype) or (name, dtype, shape)")
+                raise SignatureValueError(f"param spec {p!r} must be (name, dtype) or (name, dtype, shape)")
+        if launch is not None and not isinstance(launch, LaunchShape):
+            raise SignatureValueError(f"kernel '{name}': 'launch' must be a LaunchShape or None, got {launch!r}")
+        for field, value in (("shmem", shmem), ("workspace", workspace)):
+            if not _is_int(value):
+                raise SignatureValueError(f"kernel '{name}': '{field}' must be an integer number of bytes, got {value!r}")
+        if not _is_shape(zero_init) or None in zero_init:
+            raise SignatureValueError(f"kernel '{name}': 'zero_init' must be a sequence of parameter indices, got {zero_init!r}")
         sig = KernelSignature(name, tuple(ps), launch, shmem, workspace, tuple(zero_init))
         problem = sig.contract_problem()
         if problem:
-            raise ValueError(f"kernel '{name}': {problem}")
+            raise SignatureValueError(f"kernel '{name}': {problem}")
         return sig
 
     def contract_problem(self) -> str | None:
@@ -156,6 +185,8 @@ class KernelSignature:
         """Check ``args`` against the parameters; return them normalised (contiguous
         array copies, numpy scalars). Raises :class:`SignatureError` naming the param,
         the expected and the actual shape or dtype."""
+        if not isinstance(args, Sequence) or isinstance(args, str | bytes):
+            raise SignatureError(f"kernel '{self.name}': the arguments must be a list or tuple, got {type(args).__name__}")
         if len(args) != len(self.params):
             names = ", ".join(p.name for p in self.params)
             raise SignatureError(
@@ -336,10 +367,14 @@ def signature_of_func(func: Any) -> KernelSignature:
     With ``bulkred.workspace`` the last argument is the workspace buffer, not a user
     parameter; ``bulkred.zero_init`` lists user parameters to zero-fill before a launch.
     A malformed attribute raises a :class:`~bulkred_dialect.diagnostics.LocatedError`."""
+    from xdsl.dialects import func as func_d
     from xdsl.dialects.builtin import MemRefType
 
     from bulkred_dialect.diagnostics import LocatedError
     from bulkred_dialect.ops.ptx.base import PtrType
+
+    if not isinstance(func, func_d.FuncOp):
+        raise ArgumentError(f"signature_of_func: 'func' must be a func.func, got {type(func).__name__}")
 
     params = []
     for i, arg in enumerate(func.body.blocks[0].args if func.body.blocks else ()):
@@ -385,6 +420,10 @@ def signature_of_func(func: Any) -> KernelSignature:
 def signatures_of_module(module: ModuleOp) -> dict[str, KernelSignature]:
     """One signature per ``func.func`` of ``module`` that has a body."""
     from xdsl.dialects import func as func_d
+    from xdsl.dialects.builtin import ModuleOp
+
+    if not isinstance(module, ModuleOp):
+        raise ArgumentError(f"signatures_of_module: 'module' must be a builtin.module, got {type(module).__name__}")
 
     out = {}
     for op in module.walk():

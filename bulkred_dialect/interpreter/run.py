@@ -3,6 +3,7 @@ a call of one ``func.func`` on numpy buffers."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.traits import SymbolTable
 
+from bulkred_dialect.errors import ArgumentError, InterpretError, KernelNotFoundError, SignatureValueError
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import (
     STORAGE_DTYPE,
@@ -32,6 +34,7 @@ from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
 from bulkred_dialect.interpreter.ptx_cvt import PtxCvtFunctions
 from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
+from bulkred_dialect.ops.tile import BulkCopyOp, BulkReduceOp, ReduceOp
 
 
 def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpreter:
@@ -55,18 +58,18 @@ def _as_buffer(arg: Any, t: MemRefType, label: str, index_bitwidth: int) -> np.n
     shape = list(t.get_shape())
     if isinstance(arg, ShapedArray):
         if list(arg.shape) != shape:
-            raise ValueError(f"{label}: shape {arg.shape} does not match {t}")
+            raise SignatureValueError(f"{label}: shape {arg.shape} does not match {t}")
         buf = np.empty(shape, dtype=storage_dtype(t.element_type, index_bitwidth))
         for idx in arg.indices():
             store_element(buf, idx, t.element_type, arg.load(idx), index_bitwidth)
         return buf
     if not isinstance(arg, np.ndarray):
-        raise ValueError(f"{label}: expected a numpy array for {t}, got {type(arg).__name__}")
+        raise SignatureValueError(f"{label}: expected a numpy array for {t}, got {type(arg).__name__}")
     if list(arg.shape) != shape:
-        raise ValueError(f"{label}: shape {list(arg.shape)} does not match {t}")
+        raise SignatureValueError(f"{label}: shape {list(arg.shape)} does not match {t}")
     accepted = accepted_dtypes(t.element_type, index_bitwidth)
     if arg.dtype not in accepted:
-        raise ValueError(
+        raise SignatureValueError(
             f"{label}: dtype {arg.dtype} does not hold the elements of {t} "
             f"(expected {' or '.join(_dtype_name(d, t.element_type) for d in accepted)})"
         )
@@ -103,20 +106,21 @@ def run_kernel(
 
     A numpy argument is the buffer itself and is mutated in place; its dtype must be one
     of :func:`accepted_dtypes` (f32 as float32 or uint32 bits, bf16 as uint16 bits, i32
-    as int32 or uint32, ...), else a ValueError names the argument and both dtypes; a
+    as int32 or uint32, ...), else a :class:`~bulkred_dialect.errors.SignatureValueError`
+    (a ``ValueError``) names the argument and both dtypes; a
     ``ShapedArray`` argument is copied into a numpy buffer and the result written back.
     Non-memref arguments (scalars) are passed through, converted to the argument's type.
 
     One thread runs, with the ids ``thread_id``, ``block_id`` and ``cluster_rank``
-    (:mod:`bulkred_dialect.interpreter.kernel_ids`).
+    (:mod:`bulkred_dialect.interpreter.kernel_ids`). An unknown ``name`` raises
+    :class:`~bulkred_dialect.errors.KernelNotFoundError` (a ``KeyError``) listing the
+    functions; a tile-level module (not yet lowered by ``lower-tile-reductions``) an
+    :class:`~bulkred_dialect.errors.InterpretError`.
     """
-    callee = SymbolTable.lookup_symbol(module, name)
-    if not isinstance(callee, func.FuncOp):
-        raise ValueError(f"no func.func named '{name}' in the module")
+    callee = find_kernel(module, name, "run_kernel")
+    ids = ThreadIds(_ids(thread_id, "thread_id"), _ids(block_id, "block_id"), _count(cluster_rank, "cluster_rank"))
     inputs = callee.function_type.inputs.data
-    if len(inputs) != len(arrays):
-        raise ValueError(f"'{name}' takes {len(inputs)} arguments, got {len(arrays)}")
-    interpreter = make_interpreter(module, ThreadIds(tuple(thread_id), tuple(block_id), cluster_rank))  # type: ignore[arg-type]
+    interpreter = make_interpreter(module, ids)
     bits = interpreter.index_bitwidth
     args = prepare_arguments(callee, arrays, bits)
     interpreter.call_op(callee, tuple(args))
@@ -136,7 +140,7 @@ def prepare_arguments(callee: func.FuncOp, arrays: Sequence[Any], bits: int) -> 
     (see :func:`run_kernel`), scalars converted to their types."""
     inputs = callee.function_type.inputs.data
     if len(inputs) != len(arrays):
-        raise ValueError(f"'{callee.sym_name.data}' takes {len(inputs)} arguments, got {len(arrays)}")
+        raise SignatureValueError(f"'{callee.sym_name.data}' takes {len(inputs)} arguments, got {len(arrays)}")
     args: list[Any] = []
     entry = callee.body.blocks.first
     hints = [arg.name_hint for arg in entry.args] if entry is not None else [None] * len(inputs)
@@ -146,8 +150,55 @@ def prepare_arguments(callee: func.FuncOp, arrays: Sequence[Any], bits: int) -> 
             args.append(_as_buffer(a, t, label, bits))
             continue
         kind, width = element_format(t, bits)
+        if isinstance(a, bool) or not isinstance(a, numbers.Real) or (kind is None and not isinstance(a, numbers.Integral)):
+            want = "a number" if kind is not None else "an integer"
+            raise SignatureValueError(
+                f"argument {i}" + (f" (%{hints[i]})" if hints[i] else "") + f": expected {want} for {t}, got {type(a).__name__} {a!r:.40}"
+            )
         args.append(coerce_float(kind, a) if kind is not None else to_signed(int(a), width))
     return args
+
+
+# Tile-level ops the interpreter has no implementation for: it runs the IR after
+# lower-tile-reductions (docs/DEVELOPING.md, "Dialect levels"; bulkred.copy it runs).
+_TILE_LEVEL_OPS = (ReduceOp, BulkCopyOp, BulkReduceOp)
+
+
+def find_kernel(module: Any, name: Any, fn: str) -> func.FuncOp:
+    """``func.func @name`` of ``module``, checked to be one the interpreter can run: a
+    project error (one line) for a module or name of the wrong kind, a name that is not
+    there (listing the functions) or a tile-level kernel."""
+    if not isinstance(module, ModuleOp):
+        raise ArgumentError(f"'module' of {fn} must be a builtin.module, got {type(module).__name__}")
+    if not isinstance(name, str):
+        raise ArgumentError(f"'name' of {fn} must be a function name (a str), got {type(name).__name__} {name!r:.40}")
+    callee = SymbolTable.lookup_symbol(module, name)
+    if not isinstance(callee, func.FuncOp):
+        names = ", ".join(op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)) or "none"
+        raise KernelNotFoundError(f"no func.func named '{name}' in the module (functions: {names})")
+    tile_op = next((op for op in callee.walk() if isinstance(op, _TILE_LEVEL_OPS)), None)
+    if tile_op is not None:
+        raise InterpretError(
+            f"'{name}' holds the tile-level op '{tile_op.name}': the interpreter runs the module after "
+            "lower-tile-reductions (level 2)"
+        )
+    return callee
+
+
+def _ids(v: Any, field: str) -> tuple[int, int, int]:
+    if not isinstance(v, tuple | list) or len(v) != 3 or not all(_is_count(x) for x in v):
+        raise ArgumentError(f"'{field}' must be a tuple of 3 integers >= 0, got {v!r:.40}")
+    return (int(v[0]), int(v[1]), int(v[2]))
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
+
+
+def _count(v: Any, field: str) -> int:
+    if not _is_count(v):
+        raise ArgumentError(f"'{field}' must be an integer >= 0, got {v!r:.40}")
+    return int(v)
 
 
 def _python_value(v: Any) -> Any:

@@ -23,6 +23,8 @@ barrier or exchange that not every thread reaches fails after ``timeout_s`` seco
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,12 +35,12 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
-from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 
+from bulkred_dialect.errors import ArgumentError, InterpretError
 from bulkred_dialect.interpreter.kernel_ids import ThreadIds
 from bulkred_dialect.interpreter.memory import new_buffer
-from bulkred_dialect.interpreter.run import make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter.run import find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.values import (
     float_bits,
     float_from_bits,
@@ -214,11 +216,17 @@ class ThreadFunctions(InterpreterFunctions):
         return (table[r](),)
 
 
-def _dims(v: int | tuple[int, ...] | None, default: tuple[int, int, int]) -> tuple[int, int, int]:
+def _dims(v: int | tuple[int, ...] | None, default: tuple[int, int, int], field: str) -> tuple[int, int, int]:
     if v is None:
         return default
-    t = (v,) if isinstance(v, int) else tuple(v)
-    t = t + (1,) * (3 - len(t))
+    t = (v,) if isinstance(v, numbers.Integral) else v
+    if (
+        not isinstance(t, tuple | list)
+        or not 1 <= len(t) <= 3
+        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1 for d in t)
+    ):
+        raise ArgumentError(f"'{field}' of run_grid must be 1 to 3 integers >= 1 (or None), got {v!r:.40}")
+    t = tuple(int(d) for d in t) + (1,) * (3 - len(t))
     return (t[0], t[1], t[2])
 
 
@@ -234,16 +242,17 @@ def run_grid(
     and return the memref arguments after the run, as :func:`run_kernel` does.
 
     ``grid`` and ``block`` default to the kernel's ``bulkred.launch``. A kernel with
-    clusters of more than one CTA raises a ``ValueError``.
+    clusters of more than one CTA raises an :class:`~bulkred_dialect.errors.InterpretError`
+    (a ``ValueError``); the other errors are :func:`run_kernel`'s.
     """
-    callee = SymbolTable.lookup_symbol(module, name)
-    if not isinstance(callee, func.FuncOp):
-        raise ValueError(f"no func.func named '{name}' in the module")
+    callee = find_kernel(module, name, "run_grid")
     launch = kernel_launch(callee)
     if launch is not None and launch.cluster_dims != (1, 1, 1):
-        raise ValueError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
-    grid3 = _dims(grid, launch.grid_dims if launch is not None else (1, 1, 1))
-    block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1))
+        raise InterpretError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
+    grid3 = _dims(grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
+    block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or not 0 < timeout_s < math.inf:
+        raise ArgumentError(f"'timeout_s' of run_grid must be a number of seconds > 0, got {timeout_s!r:.40}")
     index_bitwidth = Interpreter(module).index_bitwidth
     args = prepare_arguments(callee, arrays, index_bitwidth)
     for bz in range(grid3[2]):

@@ -24,6 +24,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from bulkred_dialect.errors import UnknownNameError, VerifyError
+
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.ir import Attribute
 
@@ -72,15 +74,17 @@ class DType:
 
     def identity(self, kind: str) -> int | float:
         """The neutral value of reduction ``kind`` (``sum``, ``max``, ``min``, ``and``,
-        ``or``, ``xor``) in this type: ``max`` starts at -inf or the type's lowest value."""
+        ``or``, ``xor``) in this type: ``max`` starts at -inf or the type's lowest value.
+        A kind with no identity here is a :class:`VerifyError` (a ``ValueError``); the
+        verifiers refuse such a reduction before any pass asks."""
         if kind in ("sum", "or", "xor"):
             return 0.0 if self.is_float and kind == "sum" else 0
         if kind == "and":
             if self.is_float:
-                raise ValueError(f"'and' has no identity in {self.name}")
+                raise VerifyError(f"'and' has no identity in {self.name}")
             return -1 if self.signed else (1 << self.bits) - 1
         if kind not in ("max", "min"):
-            raise ValueError(f"unknown reduction kind '{kind}'")
+            raise VerifyError(f"unknown reduction kind '{kind}'")
         if self.is_float:
             return -math.inf if kind == "max" else math.inf
         lo, hi = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
@@ -91,12 +95,12 @@ def _float(name: str, short: str, nbytes: int, dl: int, numpy: str, acc: str, el
     return DType(name, short, short, nbytes, True, True, numpy, name, (dl, nbytes * 8), acc, element, collective)
 
 
-def _int(bits: int, signed: bool, element: bool = False, collective: bool = False) -> DType:
+def _int(bits: int, signed: bool, element: bool = False, collective: bool = False, acc: str | None = None) -> DType:
     name = f"{'' if signed else 'u'}int{bits}"
     torch = name if signed or bits == 8 else None  # torch's uint16/32/64 take few kernels
     return DType(
         name, f"{'i' if signed else 'ui'}{bits}", f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
-        (DL_INT if signed else DL_UINT, bits), name, element, collective,
+        (DL_INT if signed else DL_UINT, bits), acc or name, element, collective,
     )
 
 
@@ -134,11 +138,12 @@ def _by_ir() -> dict[Attribute, DType]:
 
 
 def dtype(name: str) -> DType:
-    """The row named ``name`` (``"float32"``); KeyError naming the valid ones otherwise."""
+    """The row named ``name`` (``"float32"``); an :class:`UnknownNameError` (a ``KeyError``)
+    naming the valid ones otherwise."""
     try:
         return DTYPES[name]
-    except KeyError:
-        raise KeyError(f"unknown dtype '{name}' (valid: {', '.join(DTYPES)})") from None
+    except (KeyError, TypeError):  # TypeError: an unhashable name
+        raise UnknownNameError(f"unknown dtype '{name}' (valid: {', '.join(DTYPES)})") from None
 
 
 def of_ir(t: Attribute) -> DType | None:
