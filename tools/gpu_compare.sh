@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Before and after on one warm GPU: benchmarks/reductions.py of an older tree and of this
-# one, alternately (old, new, old, new), then the GPU suite and the call cost of this tree.
+# one, alternately (old, new, old, new), after the GPU suite; then the call cost of this tree.
 # For a change that must not slow the kernels (a refactoring): compare the two trees' rows.
 #
 #   git archive <old commit> | (rm -rf .base && mkdir .base && tar -x -C .base)   # here, once
@@ -24,12 +24,12 @@ bench() {  # bench TREE LABEL [ARGS...]
   (cd "$tree" && PYTHONPATH=/tmp/site:$PWD python3 benchmarks/reductions.py "$@") 2>&1 | tee -a "$OUT/compare.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 }
+bash tools/gpu_suite.sh > /dev/null 2>&1 || status=1
+tail -3 "$OUT/gpu_suite.log"
 bench .base "old, run 1"
 bench . "new, run 1"
 bench .base "old, run 2"
 bench . "new, run 2" --out "$OUT/new"
-bash tools/gpu_suite.sh > /dev/null 2>&1 || status=1
-tail -3 "$OUT/gpu_suite.log"
 PYTHONPATH=/tmp/site:$PWD python3 benchmarks/call_overhead.py > "$OUT/call_overhead.log" 2>&1 || status=1
 cat "$OUT/call_overhead.log"
 exit $status
