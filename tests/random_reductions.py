@@ -1,0 +1,1004 @@
+"""Randomized differential test of the reduction API (issue 16, section 3).
+
+A seeded generator of reduction cases, a checker, and runners: ``bulkred.<kind>`` on
+torch tensors (and numpy arrays) on the GPU, and the lowered kernel in the CPU
+interpreter (``bulkred_dialect.interpreter.run_grid``). Case ``i`` of seed ``s`` is drawn
+from its own ``numpy.random.Generator`` (``default_rng([s, i])``), so one case repeats
+alone: ``python tests/random_reductions.py --seed s --only i``.
+
+**What a case is.** A kind (sum, prod, max, min, any, all) and an input dtype (float32,
+float16, bfloat16, float64, int8, uint8, int16, int32, int64, bool); a logical shape of
+rank 1 to 5 with 1s, odd and power-of-two-plus-or-minus-one sizes (at most
+``max_elems`` elements, 1e5 by default; now and then a 0 extent); an axis argument
+(None, an int, a tuple of distinct axes in any order, negatives allowed); keepdims;
+for sum and prod sometimes ``dtype=`` (a wider accumulator and output); for max and min
+sometimes ``ignore_nan=True``; sometimes ``out=`` (a poisoned array of the expected
+shape and dtype, which must be returned). The input is a view: contiguous, transposed
+(a permutation of the axes), stepped (``[o:e:s]`` slices), offset (a storage offset),
+broadcast (stride-0 axes, ``expand``) or mixed (slices, permutation and broadcast at
+once). Values: normal or small integers for float sums; ``±exp(N(0, 1/sqrt(n)))`` or
+mostly ±1 for products; the full range for integers (int64 sums and products wrap the
+same way everywhere: arithmetic modulo 2**64 does not depend on the order); zeros at a
+random density for any and all; float inputs get a few NaNs in a third of the cases.
+
+**Expected results (the array API / torch semantics of the issue's section 2).**
+Shape: the reduced axes removed, or kept as 1 with ``keepdims``; a whole reduction is
+0-d. Dtype: any/all give bool; max/min the input's dtype; sum/prod the ``dtype=``
+argument when given, else the input's dtype for floats and int64 for integers and bool
+(torch's rule; for uint8 the array API would say uint64, torch and the issue say int64).
+A max or min over an empty axis must be refused with ``ReductionError``.
+
+**Pass criteria**, per output element, against a reference computed in float64 (floats)
+or exactly (integers, bool) by numpy from the same input:
+
+* integers and bool: equal;
+* max, min: equal (the result is one of the inputs); NaN where the reference is NaN;
+* sum: ``|got - ref| <= n * eps_acc * S + eps_out * |ref| + tiny_out``, where ``n`` is
+  the number of elements reduced into that output, ``S`` the sum of their magnitudes,
+  ``eps_acc`` the machine epsilon of the accumulator (float32 for float16, bfloat16 and
+  float32 inputs; float64 for float64 inputs or ``dtype=float64``), ``eps_out`` that of
+  the output dtype (the final rounding), ``tiny_out`` its smallest subnormal. ``n * eps_acc
+  * S`` bounds the error of a sum in any order (each of the n-1 additions errs by at most
+  eps/2 of a partial sum, itself at most S). When every input is an integer and
+  ``S < 2**p`` (p = 24 for a float32 accumulator, 53 for float64) every partial sum is
+  exact in any order, and the first term is 0: those sums are checked to the last bit
+  of the output's rounding, which catches a dropped or doubled element;
+* prod: ``|got - ref| <= (n * eps_acc + eps_out) * |ref| + tiny_out`` (0 for the first
+  term when every input is an integer and the product of magnitudes is below 2**p);
+* NaN in the same places as the reference (a NaN where none is due, or none where one
+  is, fails; so does an infinity where the reference is finite);
+* the result's type (a torch tensor for a torch input, a numpy array for numpy), shape
+  and dtype as above; ``out=`` is returned; the input is unchanged.
+
+A case the API refuses with ``bulkred.ReductionError`` (a clean "not supported" line) is
+``unsupported``, counted with its reason and never a pass; any other exception is a
+failure (``crash``). The summary counts passed / failed / unsupported per (kind, dtype,
+form), where the form is the case's canonical form after merging the axes that are
+contiguous together and ordering them by stride: whole, inner (the fastest axes
+reduced), outer, middle ([kept, reduced, kept]), multi (anything else), with
+``/strided`` when the fastest axis has a stride other than 1 and ``/bcast`` for stride-0
+axes.
+
+torch (on the GPU) runs each case too: its result's shape and dtype are compared with
+the table above and its values with the same bound; a difference of torch is a note in
+the summary, not a failure of bulkred (torch returns uint8 from any/all of uint8, the
+one known difference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+KINDS = ("sum", "prod", "max", "min", "any", "all")
+FLOATS = ("float32", "float16", "bfloat16", "float64")
+INTS = ("int8", "uint8", "int16", "int32", "int64")
+DTYPES = FLOATS + INTS + ("bool",)
+VIEWS = ("contiguous", "transpose", "step", "offset", "broadcast", "mixed")
+SPECIAL_SIZES = (2, 3, 5, 7, 31, 32, 33, 63, 65, 127, 129, 255, 257, 1023, 1025, 4095, 4096, 4097, 65537)
+
+# dtype= choices for sum and prod (a wider accumulator and output), by input dtype
+DTYPE_ARGS = {
+    "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64",), "float64": (),
+    "int8": ("int64", "int32"), "uint8": ("int64", "int32"), "int16": ("int64", "int32"),
+    "int32": ("int64",), "int64": (), "bool": ("int64",),
+}
+
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+TINY = {"float16": 2.0**-24, "bfloat16": 2.0**-133, "float32": 2.0**-149, "float64": 5e-324}
+MANTISSA = {"float32": 24, "float64": 53}
+
+
+# region Cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reduction: ``kind`` of a view of an input of ``dtype``.
+
+    The view: ``base[slices].permute(perm).expand(shape)``, with ``base`` contiguous of
+    ``base_shape``; ``slices`` has one (start, stop, step) per base axis."""
+
+    seed: int
+    index: int
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    axis: Any  # None, int, or tuple of ints (as passed to the API)
+    keepdims: bool
+    dtype_arg: str | None
+    ignore_nan: bool | None
+    use_out: bool
+    library: str  # "torch" or "numpy": the input's type
+    view: str
+    base_shape: tuple[int, ...]
+    slices: tuple[tuple[int, int, int], ...]
+    perm: tuple[int, ...]
+    expand: bool
+    values: str
+    nans: int
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def reduced(self) -> tuple[int, ...]:
+        """The reduced axes, normalized and sorted."""
+        if self.axis is None:
+            return tuple(range(self.rank))
+        axes = (self.axis,) if isinstance(self.axis, int) else self.axis
+        return tuple(sorted(a % self.rank for a in axes))
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        red = set(self.reduced)
+        if self.keepdims:
+            return tuple(1 if i in red else d for i, d in enumerate(self.shape))
+        return tuple(d for i, d in enumerate(self.shape) if i not in red)
+
+    @property
+    def n_reduced(self) -> int:
+        return math.prod(self.shape[a] for a in self.reduced)
+
+    @property
+    def out_dtype(self) -> str:
+        return expected_dtype(self.kind, self.dtype, self.dtype_arg)
+
+    @property
+    def expect_refusal(self) -> bool:
+        """max or min over an empty axis: the API must refuse it (torch does too)."""
+        return self.kind in ("max", "min") and self.n_reduced == 0
+
+    def strides(self) -> tuple[int, ...]:
+        """The view's strides in elements (what torch's ``stride()`` gives)."""
+        base_strides = [math.prod(max(d, 1) for d in self.base_shape[i + 1 :]) for i in range(len(self.base_shape))]
+        sliced = [s * step for s, (_, _, step) in zip(base_strides, self.slices)]
+        permuted = [sliced[p] for p in self.perm]
+        pre = self.pre_expand_shape()
+        return tuple(0 if (self.expand and pre[i] == 1 and self.shape[i] != 1) else st for i, st in enumerate(permuted))
+
+    def pre_expand_shape(self) -> tuple[int, ...]:
+        sliced = [len(range(a, b, c)) for a, b, c in self.slices]
+        return tuple(sliced[p] for p in self.perm)
+
+    def form(self) -> str:
+        return canonical_form(self.shape, self.strides(), self.reduced)
+
+    def label(self) -> str:
+        opts = [f"axis={self.axis}"]
+        if self.keepdims:
+            opts.append("keepdims=True")
+        if self.dtype_arg:
+            opts.append(f"dtype={self.dtype_arg}")
+        if self.ignore_nan is not None:
+            opts.append(f"ignore_nan={self.ignore_nan}")
+        if self.use_out:
+            opts.append("out=")
+        return (
+            f"#{self.index} {self.kind}({self.library} {self.dtype}{list(self.shape)} {self.view} "
+            f"strides={list(self.strides())}, {', '.join(opts)}) values={self.values} nans={self.nans}"
+        )
+
+
+def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
+    if kind in ("any", "all"):
+        return "bool"
+    if kind in ("sum", "prod"):
+        if dtype_arg is not None:
+            return dtype_arg
+        return dtype if dtype in FLOATS else "int64"
+    return dtype
+
+
+def allowed_dtypes(case: Case) -> tuple[str, ...]:
+    """The result dtypes that pass: :func:`expected_dtype`'s, and for a sum or product of
+    unsigned integers without ``dtype=`` also uint64 (the array API's default unsigned
+    type and numpy's; torch gives int64). The values compare equal either way (modulo
+    2**64)."""
+    d = case.out_dtype
+    if case.kind in ("sum", "prod") and case.dtype_arg is None and case.dtype.startswith("uint"):
+        return (d, "uint64")
+    return (d,)
+
+
+def canonical_form(shape, strides, reduced) -> str:
+    """whole / inner / outer / middle / multi (+ /strided, /bcast): the axes of extent
+    1 dropped, the rest ordered by stride, neighbours contiguous together and alike
+    (both reduced or both kept) merged."""
+    red = set(reduced)
+    if 0 in shape:
+        return "empty"
+    dims = [(d, abs(st), i in red) for i, (d, st) in enumerate(zip(shape, strides)) if d != 1]
+    if not any(r for _, _, r in dims):
+        return "none"
+    bcast = any(st == 0 for _, st, _ in dims)
+    dims.sort(key=lambda t: (t[1] != 0, -t[1]))  # stride-0 (broadcast) axes count as the slowest
+    merged = [list(dims[0])]
+    for d, st, r in dims[1:]:
+        last = merged[-1]
+        if last[2] == r and last[1] == st * d:
+            last[0], last[1] = last[0] * d, st
+        else:
+            merged.append([d, st, r])
+    pattern = "".join("R" if r else "K" for _, _, r in merged)
+    name = {"R": "whole", "KR": "inner", "RK": "outer", "KRK": "middle"}.get(pattern, "multi")
+    if merged[-1][1] not in (0, 1):
+        name += "/strided"
+    if bcast:
+        name += "/bcast"
+    return name
+
+
+@dataclass
+class Config:
+    """What the generator may draw."""
+
+    max_elems: int = 100_000
+    kinds: tuple[str, ...] = KINDS
+    dtypes: tuple[str, ...] = DTYPES
+    views: tuple[str, ...] = VIEWS
+    max_rank: int = 5
+    options: bool = True  # keepdims, dtype=, ignore_nan, out=
+    numpy_inputs: float = 0.1  # share of cases whose input is a numpy array
+    empty: float = 0.02  # share of cases with a 0 extent
+
+
+def _shape(rng: np.random.Generator, rank: int, max_elems: int) -> list[int]:
+    budget = max(1, int(math.exp(rng.uniform(math.log(min(8, max_elems)), math.log(max_elems)))))
+    shape = []
+    for _ in range(rank):
+        u = rng.random()
+        if u < 0.15:
+            d = 1
+        elif u < 0.45:
+            d = int(rng.choice(SPECIAL_SIZES))
+        else:
+            d = int(math.exp(rng.uniform(0, math.log(max(2, budget)))))
+            d = d | 1 if rng.random() < 0.6 else d  # mostly odd
+        shape.append(max(1, d))
+    while math.prod(shape) > budget:  # shrink the largest extent until it fits
+        i = int(np.argmax(shape))
+        shape[i] = max(1, shape[i] // 2 | 1) if shape[i] > 2 else 1
+    return shape
+
+
+def generate(seed: int, index: int, config: Config | None = None) -> Case:
+    """Case ``index`` of ``seed`` (its own generator: cases do not depend on each other)."""
+    c = config or Config()
+    rng = np.random.default_rng([seed, index])
+    kind = str(rng.choice(c.kinds))
+    dtype = str(rng.choice(c.dtypes))
+    view = str(rng.choice(c.views))
+    rank = int(rng.integers(1, c.max_rank + 1))
+    if view in ("transpose", "mixed") and rank == 1 and c.max_rank > 1:
+        rank = 2
+    limit = c.max_elems // 4 if view in ("step", "mixed") else c.max_elems
+    shape = _shape(rng, rank, limit)
+    if rng.random() < c.empty:
+        shape[int(rng.integers(rank))] = 0
+
+    # the axis argument
+    u = rng.random()
+    if u < 0.25:
+        axis: Any = None
+    elif u < 0.6:
+        axis = int(rng.integers(-rank, rank))
+    else:
+        k = int(rng.integers(1, rank + 1))
+        picked = [int(a) for a in rng.permutation(rank)[:k]]
+        axis = tuple(a - rank if rng.random() < 0.3 else a for a in picked)
+
+    reduced = range(rank) if axis is None else [a % rank for a in ((axis,) if isinstance(axis, int) else axis)]
+    if all(shape[a] == 1 for a in reduced) and rng.random() < 0.85:  # mostly something to reduce
+        a = int(rng.choice(list(reduced)))
+        shape[a] = int(rng.choice([2, 3, 5, 17, 33, 64, 129]))
+        while math.prod(shape) > limit:
+            i = max((j for j in range(rank) if j != a), key=lambda j: shape[j], default=a)
+            if shape[i] <= 1:
+                break
+            shape[i] = max(1, shape[i] // 2)
+
+    # the view: base[slices].permute(perm).expand(shape)
+    perm = tuple(range(rank))
+    if view in ("transpose", "mixed") and rank > 1:
+        while perm == tuple(range(rank)):
+            perm = tuple(int(p) for p in rng.permutation(rank))
+    expand = view in ("broadcast", "mixed") and any(d > 1 for d in shape)
+    pre = list(shape)
+    if expand:
+        cand = [i for i, d in enumerate(shape) if d > 1]
+        for i in rng.permutation(cand)[: max(1, int(rng.integers(1, len(cand) + 1)))]:
+            pre[int(i)] = 1
+    inv = [0] * rank
+    for i, p in enumerate(perm):
+        inv[p] = i
+    base_view_shape = [pre[inv[j]] for j in range(rank)]  # base axis j becomes view axis inv[j]
+    stepped = {int(a) for a in rng.permutation(rank)[:2]} if view in ("step", "mixed") else set()
+    offset = {int(a) for a in rng.permutation(rank)[:2]} if view in ("offset", "step", "mixed") else set()
+    if view == "offset" and rng.random() < 0.5:
+        offset = {0}  # a storage offset only: the view stays contiguous
+    slices, base_shape = [], []
+    for j, d in enumerate(base_view_shape):
+        step = int(rng.integers(2, 4)) if j in stepped else 1
+        start = int(rng.integers(1, 4)) if j in offset and (view == "offset" or rng.random() < 0.6) else 0
+        if d == 0:
+            slices.append((0, 0, 1))
+            base_shape.append(int(rng.integers(0, 3)))
+            continue
+        stop = start + (d - 1) * step + 1
+        base_shape.append(stop + (int(rng.integers(0, step + 1)) if j in stepped or j in offset else 0))
+        slices.append((start, stop, step))
+    options = c.options
+    keepdims = bool(options and rng.random() < 0.3)
+    dtype_arg = None
+    if options and kind in ("sum", "prod") and DTYPE_ARGS[dtype] and rng.random() < 0.25:
+        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+    ignore_nan = True if options and kind in ("max", "min") and dtype in FLOATS and rng.random() < 0.15 else None
+    use_out = bool(options and rng.random() < 0.1)
+    library = "numpy" if dtype != "bfloat16" and rng.random() < c.numpy_inputs else "torch"
+
+    if kind in ("any", "all"):
+        values = str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
+    elif dtype in INTS or dtype == "bool":
+        values = "ones" if kind == "prod" and rng.random() < 0.5 else "full"
+    elif kind == "sum":
+        values = "normal" if rng.random() < 0.6 else "ints"
+    elif kind == "prod":
+        values = "lognormal" if rng.random() < 0.6 else "ints"
+    else:
+        values = "normal" if rng.random() < 0.7 else "ints"
+    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < 0.33 else 0
+    return Case(
+        seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, ignore_nan, use_out, library, view,
+        tuple(base_shape), tuple(slices), perm, expand, values, nans,
+    )
+
+
+def cases(seed: int, count: int, config: Config | None = None, start: int = 0) -> list[Case]:
+    return [generate(seed, i, config) for i in range(start, start + count)]
+
+
+# endregion
+
+# region Data and references
+
+
+def bf16_round(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), as float32."""
+    x = np.asarray(x, np.float32)
+    b = np.ascontiguousarray(x).reshape(-1).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    r = b.astype(np.uint32).view(np.float32).reshape(x.shape)
+    return np.where(np.isnan(x), x, r)  # NaN stays NaN (its payload could round to inf)
+
+
+def host_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype holding the case's values on the host (bfloat16: float32)."""
+    return np.dtype("float32" if dtype == "bfloat16" else dtype)
+
+
+def make_base(case: Case) -> np.ndarray:
+    """The contiguous base array of the case's input (bfloat16 values held in float32)."""
+    rng = np.random.default_rng([case.seed, case.index, 1])
+    shape, n = case.base_shape, math.prod(case.base_shape)
+    red = max(case.n_reduced, 1)
+    dt = case.dtype
+    if case.values.startswith("zeros"):
+        p0 = float(case.values[5:])
+        nz = rng.random(n) >= p0
+        if dt == "bool":
+            x = nz
+        elif dt in FLOATS:
+            x = np.where(nz, rng.standard_normal(n) + 0.25, 0.0)
+        else:
+            info = np.iinfo(dt)
+            x = np.where(nz, rng.integers(1, min(info.max, 100) + 1, n), 0)
+    elif dt == "bool":
+        x = rng.random(n) < rng.choice([0.01, 0.5, 0.99])
+    elif dt in INTS:
+        info = np.iinfo(dt)
+        if case.values == "ones":  # products that are not mostly 0 mod 2**64
+            x = rng.choice(np.array([1, -1, 1, 1, 3, -1, 2], np.int64) if info.min < 0 else np.array([1, 1, 3, 2]), n)
+        else:
+            x = rng.integers(info.min, info.max, n, dtype=np.int64, endpoint=True)
+    elif case.values == "normal":
+        x = rng.standard_normal(n)
+    elif case.values == "ints":
+        if case.kind == "prod":
+            p2 = min(0.5, 10.0 / red)
+            x = np.where(rng.random(n) < p2, 2.0, 1.0) * rng.choice([-1.0, 1.0], n)
+        else:
+            x = rng.integers(-8, 9, n).astype(np.float64)
+    elif case.values == "lognormal":
+        x = np.exp(rng.normal(0.0, 1.0 / math.sqrt(red), n)) * rng.choice([-1.0, 1.0], n)
+    else:  # pragma: no cover
+        raise ValueError(case.values)
+    x = np.asarray(x).astype(host_dtype(dt))
+    if dt == "bfloat16":
+        x = bf16_round(x)
+    if case.nans and n:
+        x[rng.integers(0, n, case.nans)] = np.nan
+    return x.reshape(shape)
+
+
+def numpy_view(case: Case, base: np.ndarray) -> np.ndarray:
+    v = base[tuple(slice(a, b, c) for a, b, c in case.slices)]
+    v = v.transpose(case.perm)
+    if case.expand:
+        v = np.broadcast_to(v, case.shape)
+    assert v.shape == case.shape, (v.shape, case.shape)
+    return v
+
+
+@dataclass
+class Reference:
+    value: np.ndarray  # float64 for float outputs, int64/uint64 for integers, bool
+    n: int  # elements reduced into each output
+    magnitude: np.ndarray | None  # sum (or product, for prod) of |x| per output, floats only
+    exact: bool  # float accumulation exact in any order (integer inputs, small magnitude)
+
+
+def reference(case: Case, v: np.ndarray) -> Reference:
+    """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values)."""
+    ax = case.reduced
+    kind, out = case.kind, case.out_dtype
+    shape = case.out_shape
+    n = case.n_reduced
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if kind in ("any", "all"):
+            f = np.any if kind == "any" else np.all
+            return Reference(f(v != 0, axis=ax).reshape(shape), n, None, True)
+        if case.dtype == "bool" and kind in ("max", "min"):
+            f = np.any if kind == "max" else np.all
+            return Reference(f(v, axis=ax).reshape(shape), n, None, True)
+        if out in FLOATS:
+            x = v.astype(np.float64)
+            if kind == "sum":
+                val, mag = np.sum(x, axis=ax), np.sum(np.abs(x), axis=ax)
+            elif kind == "prod":
+                val, mag = np.prod(x, axis=ax), np.prod(np.abs(x), axis=ax)
+            elif case.ignore_nan:
+                val, mag = (np.nanmax if kind == "max" else np.nanmin)(x, axis=ax), None
+            else:
+                val, mag = (np.max if kind == "max" else np.min)(x, axis=ax), None
+            acc = "float64" if out == "float64" else "float32"
+            integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
+            finite_mag = np.nan_to_num(np.asarray(mag), nan=0.0) if mag is not None else None
+            exact = kind in ("max", "min") or (
+                integral and finite_mag is not None and bool(np.all(finite_mag < 2.0 ** MANTISSA[acc]))
+            )
+            return Reference(
+                np.asarray(val, np.float64).reshape(shape), n,
+                None if mag is None else np.asarray(mag).reshape(shape), exact,
+            )
+        # integer or bool input, integer result: exact, wrapping in the result's width
+        wide = np.dtype(out)
+        x = v.astype(wide)
+        if kind == "sum":
+            val = np.sum(x, axis=ax, dtype=wide)
+        elif kind == "prod":
+            val = np.prod(x, axis=ax, dtype=wide)
+        else:
+            val = (np.max if kind == "max" else np.min)(x, axis=ax)
+        return Reference(np.asarray(val).reshape(shape), n, None, True)
+
+
+# endregion
+
+# region Checking
+
+
+@dataclass
+class Outcome:
+    status: str  # "pass", "fail" or "unsupported"
+    reason: str = ""
+    detail: str = ""
+
+
+def _eps_acc(case: Case) -> float:
+    return EPS["float64"] if case.out_dtype == "float64" else EPS["float32"]
+
+
+def check_values(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
+    """``got`` (host values, float64 for float outputs) against the reference."""
+    want = ref.value
+    if got.shape != want.shape:
+        return Outcome("fail", "shape", f"values of shape {got.shape}, expected {want.shape}")
+    out = case.out_dtype
+    if out not in FLOATS:
+        g = got.astype(want.dtype) if got.dtype != want.dtype else got
+        if np.array_equal(g, want):
+            return Outcome("pass")
+        bad = np.flatnonzero(g.reshape(-1) != want.reshape(-1))
+        i = int(bad[0])
+        return Outcome(
+            "fail", "value",
+            f"{len(bad)} of {want.size} wrong, first at flat {i}: got {g.reshape(-1)[i]}, expected {want.reshape(-1)[i]}",
+        )
+    g = got.astype(np.float64).reshape(-1)
+    wf = want.reshape(-1)
+    gn, wn = np.isnan(g), np.isnan(wf)
+    if not np.array_equal(gn, wn):
+        i = int(np.flatnonzero(gn != wn)[0])
+        return Outcome(
+            "fail", "nan",
+            f"NaN in {int(gn.sum())} places, expected {int(wn.sum())}; first difference at flat {i}: "
+            f"got {g[i]}, expected {wf[i]}",
+        )
+    ok = ~wn
+    if not np.array_equal(np.isfinite(g[ok]), np.isfinite(wf[ok])):
+        return Outcome("fail", "value", "an infinity where the reference is finite (or the reverse)")
+    if case.kind in ("max", "min"):  # the reference rounded to the output's type: equal
+        w = bf16_round(wf.astype(np.float32)).astype(np.float64) if out == "bfloat16" else wf.astype(out).astype(np.float64)
+        if np.array_equal(g[ok], w[ok]):
+            return Outcome("pass")
+        i = int(np.flatnonzero(ok & (g != w))[0])
+        return Outcome("fail", "value", f"first at flat {i}: got {g[i]!r}, expected {w[i]!r}")
+    bound = np.broadcast_to(bound_of(case, ref), want.shape).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(g - wf)
+    err[~ok] = 0.0
+    err[np.isinf(wf) & (g == wf)] = 0.0
+    over = err > bound
+    if not np.any(over):
+        return Outcome("pass")
+    i = int(np.argmax(np.where(over, err / np.maximum(bound, 1e-300), 0)))
+    return Outcome("fail", "value", f"{int(over.sum())} of {want.size} outside the bound; worst at flat {i}: got {g[i]!r}, "
+                   f"expected {wf[i]!r}, |err| {abs(g[i] - wf[i]):.3g} > bound {bound[i]:.3g}")
+
+
+def bound_of(case: Case, ref: Reference) -> np.ndarray:
+    """The tolerance per output element (the module docstring's rule)."""
+    out = case.out_dtype
+    eps_out, tiny = EPS[out], TINY[out]
+    absref = np.nan_to_num(np.abs(ref.value), nan=0.0, posinf=0.0)
+    acc = 0.0 if ref.exact else ref.n * _eps_acc(case)
+    mag = np.nan_to_num(ref.magnitude, nan=0.0, posinf=0.0) if ref.magnitude is not None else 0.0
+    if case.kind == "prod":
+        return (acc + eps_out) * absref + tiny
+    return acc * mag + eps_out * absref + tiny
+
+
+def to_host(result: Any) -> tuple[np.ndarray, str]:
+    """(values, dtype name) of a torch tensor or numpy array: bfloat16 as float32 values."""
+    if type(result).__module__.startswith("torch"):
+        name = str(result.dtype).removeprefix("torch.")
+        t = result.detach()
+        if name == "bfloat16":
+            t = t.float()
+        return t.cpu().numpy(), name
+    a = np.asarray(result)
+    return a, a.dtype.name
+
+
+def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
+    """Type, shape and dtype of the API's ``result``, then its values."""
+    want_lib = case.library
+    lib = "torch" if type(result).__module__.startswith("torch") else "numpy" if isinstance(result, np.ndarray) else None
+    if lib != want_lib:
+        return Outcome("fail", "type", f"a {type(result).__module__}.{type(result).__name__} for a {want_lib} input")
+    got, name = to_host(result)
+    if tuple(got.shape) != case.out_shape:
+        return Outcome("fail", "shape", f"shape {tuple(got.shape)}, expected {case.out_shape}")
+    if name not in allowed_dtypes(case):
+        return Outcome("fail", "dtype", f"dtype {name}, expected {' or '.join(allowed_dtypes(case))}")
+    return check_values(case, ref, got)
+
+
+# endregion
+
+# region Running on the GPU (bulkred on torch tensors and numpy arrays; torch alongside)
+
+API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all"}
+
+
+def _poison(torch, shape, dtype: str, device: str = "cuda"):
+    tdt = getattr(torch, dtype)
+    if dtype == "bool":
+        return torch.ones(shape, dtype=tdt, device=device)
+    if dtype in FLOATS:
+        return torch.full(shape, float("nan"), dtype=tdt, device=device)
+    return torch.full(shape, 0x5A, dtype=tdt, device=device)
+
+
+def _sync(torch, device: str) -> None:
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def torch_view(torch, case: Case, base: np.ndarray, device: str = "cuda"):
+    b = torch.from_numpy(np.ascontiguousarray(base)).to(device)
+    if case.dtype == "bfloat16":
+        b = b.to(torch.bfloat16)
+    v = b[tuple(slice(a, e, s) for a, e, s in case.slices)].permute(case.perm)
+    if case.expand:
+        v = v.expand(case.shape)
+    assert tuple(v.shape) == case.shape, (tuple(v.shape), case.shape)
+    want = [s for s, d in zip(case.strides(), case.shape) if d > 1]
+    assert [s for s, d in zip(v.stride(), case.shape) if d > 1] == want, (tuple(v.stride()), case.strides())
+    return b, v
+
+
+def torch_reference(torch, case: Case, v):
+    """torch's own reduction of the view (torch.sum/prod/amax/amin/any/all)."""
+    dims = case.reduced
+    kw: dict[str, Any] = {}
+    if case.dtype_arg:
+        kw["dtype"] = getattr(torch, case.dtype_arg)
+    if case.kind == "prod" and len(dims) != 1:  # torch.prod takes one dim
+        kept = [i for i in range(case.rank) if i not in dims]
+        flat = v.permute(*kept, *dims).reshape(*[case.shape[i] for i in kept], -1)
+        r = torch.prod(flat, dim=-1, **kw)
+        return r.reshape(case.out_shape)
+    fn = {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[
+        case.kind
+    ]
+    dim = dims[0] if case.kind == "prod" else dims
+    if case.ignore_nan:  # torch has no NaN-ignoring amax: replace NaN by the identity
+        fill = float("-inf") if case.kind == "max" else float("inf")
+        v = torch.nan_to_num(v, nan=fill, posinf=float("inf"), neginf=float("-inf"))
+    return fn(v, dim=dim, keepdim=case.keepdims, **kw)
+
+
+def call_api(bulkred, case: Case, x, out=None):
+    fn = getattr(bulkred, API_NAMES[case.kind])
+    kw: dict[str, Any] = {}
+    if case.axis is not None:
+        kw["axis"] = case.axis
+    if case.keepdims:
+        kw["keepdims"] = True
+    if case.dtype_arg:
+        if case.library == "torch":
+            import torch
+
+            kw["dtype"] = getattr(torch, case.dtype_arg)
+        else:
+            kw["dtype"] = np.dtype(case.dtype_arg)
+    if case.ignore_nan is not None:
+        kw["ignore_nan"] = case.ignore_nan
+    if out is not None:
+        kw["out"] = out
+    return fn(x, **kw)
+
+
+@dataclass
+class Result:
+    case: str
+    index: int
+    kind: str
+    dtype: str
+    form: str
+    view: str
+    library: str
+    status: str
+    reason: str = ""
+    detail: str = ""
+    torch_note: str = ""
+    seconds: float = 0.0
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") -> Result:
+    """``bulkred.<kind>`` of the case's input, checked; torch's own result (when ``torch``
+    is given) noted. ``torch`` None: numpy inputs only (the CPU test of this harness)."""
+    t0 = time.perf_counter()
+    res = Result(case.label(), case.index, case.kind, case.dtype, case.form(), case.view, case.library, "fail")
+    base = make_base(case)
+    v_np = numpy_view(case, base)
+    ref = None if case.expect_refusal else reference(case, v_np)  # numpy refuses it too
+    b = v = keep = None
+    if torch is not None:
+        b, v = torch_view(torch, case, base, device)
+        keep = to_host(b)[0].copy()
+        # torch alongside: its shape, dtype and values against the same rule (a note only)
+        try:
+            tr = torch_reference(torch, case, v)
+            _sync(torch, device)
+            tname = str(tr.dtype).removeprefix("torch.")
+            if case.expect_refusal:
+                res.torch_note = "torch did not refuse an empty max/min"
+            elif ref is None:
+                pass
+            elif tuple(tr.shape) != case.out_shape or tname != case.out_dtype:
+                res.torch_note = f"torch gives {tname}{list(tr.shape)}"
+            else:
+                o = check_values(case, ref, to_host(tr)[0])
+                if o.status != "pass":
+                    res.torch_note = f"torch outside the rule: {o.reason}: {o.detail}"
+        except Exception as e:  # noqa: BLE001 - a note about torch, not about bulkred
+            if not case.expect_refusal:
+                res.torch_note = f"torch raised {type(e).__name__}: {_first_line(e)[:120]}"
+    elif case.library == "torch":
+        raise ValueError(f"case {case.index} takes a torch input: pass torch")
+    x = v if case.library == "torch" else v_np
+    out = None
+    if case.use_out and not case.expect_refusal:
+        if case.library == "torch":
+            out = _poison(torch, case.out_shape, case.out_dtype, device)
+        else:
+            out = np.full(case.out_shape, np.nan if case.out_dtype in FLOATS else 0x5A, np.dtype(case.out_dtype))
+    try:
+        r = call_api(bulkred, case, x, out)
+        if case.library == "torch":
+            _sync(torch, device)
+    except bulkred.ReductionError as e:
+        if case.expect_refusal:
+            res.status, res.reason = "pass", "refused as expected"
+        else:
+            res.status, res.reason = "unsupported", _first_line(e)
+        res.seconds = time.perf_counter() - t0
+        return res
+    except Exception as e:  # noqa: BLE001 - a crash is a failure, reported with its type
+        res.status, res.reason = "fail", "crash"
+        res.detail = f"{type(e).__name__}: {_first_line(e)}"
+        res.seconds = time.perf_counter() - t0
+        return res
+    if case.expect_refusal:
+        res.reason, res.detail = "no refusal", "max/min over an empty axis returned a result"
+    elif out is not None and r is not out:
+        res.reason, res.detail = "out", "out= was not returned"
+    else:
+        o = check_result(case, ref, r)
+        res.status, res.reason, res.detail = o.status, o.reason, o.detail
+    if res.status == "pass" and b is not None and not _same(to_host(b)[0], keep):
+        res.status, res.reason, res.detail = "fail", "input", "the input changed"
+    if res.status == "pass" and case.library == "numpy" and not _same(base, make_base(case)):
+        res.status, res.reason, res.detail = "fail", "input", "the numpy input changed"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip().splitlines()
+    return (s[0] if s else type(e).__name__)[:300]
+
+
+def run_cases_gpu(
+    seed: int, indices: list[int], config: Config | None = None, progress: bool = False, api: Any = None,
+    device: str = "cuda",
+) -> list[dict]:
+    """The cases on the GPU through ``bulkred_dialect`` (``api``: another module with the
+    same functions, e.g. a numpy model on the CPU to test this harness; ``device``: cpu)."""
+    import torch
+
+    if api is None:
+        import bulkred_dialect as api
+    if device != "cpu":
+        torch.cuda.init()
+    results = []
+    for i in indices:
+        case = generate(seed, i, config)
+        try:
+            r = run_case(case, api, torch, device)
+        except Exception as e:  # noqa: BLE001 - the harness itself failed on this case
+            r = Result(case.label(), i, case.kind, case.dtype, case.form(), case.view, case.library, "fail", "harness",
+                       f"{type(e).__name__}: {_first_line(e)} | {traceback.format_exc(limit=3)!r:.400}")
+        results.append(asdict(r))
+        if progress and len(results) % 100 == 0:
+            print(f"  worker: {len(results)} of {len(indices)} cases", flush=True)
+    return results
+
+
+def _worker(args):
+    seed, indices, config = args
+    return run_cases_gpu(seed, indices, config)
+
+
+def run_parallel(seed: int, count: int, jobs: int, config: Config | None = None, start: int = 0) -> list[dict]:
+    """The cases in ``jobs`` processes (compiling a new kernel is CPU work: one process
+    per core keeps the GPU fed); case i goes to worker i % jobs."""
+    indices = list(range(start, start + count))
+    if jobs <= 1:
+        return run_cases_gpu(seed, indices, config, progress=True)
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    parts = [(seed, indices[j::jobs], config) for j in range(jobs)]
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
+        out = [r for part in ex.map(_worker, parts) for r in part]
+    return sorted(out, key=lambda r: r["index"])
+
+
+# endregion
+
+# region Running in the CPU interpreter
+
+
+def interpreter_config() -> Config:
+    """Small contiguous cases for the CPU interpreter (a Python thread per GPU thread)."""
+    return Config(max_elems=300, views=("contiguous",), max_rank=3, options=False, numpy_inputs=0.0, empty=0.0)
+
+
+def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
+    """The API's module of the case (``api.reduction_module``), lowered by
+    ``lower-tile-reductions`` and run by ``interpreter.run_grid`` on the contiguous input,
+    against the reference. ``skip`` (status) where the module cannot say the case or the
+    interpreter cannot run the kernel, ``unsupported`` where the API refuses it."""
+    import inspect
+
+    from bulkred_dialect import api
+    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+    from bulkred_dialect.errors import BulkredError, InterpretError
+    from bulkred_dialect.interpreter import run_grid
+    from bulkred_dialect.ops import dtypes as D
+    from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
+
+    if case.view != "contiguous" or case.keepdims or case.dtype_arg or case.ignore_nan or case.use_out:
+        return Outcome("skip", "the interpreter runs contiguous inputs without options")
+    params = inspect.signature(api.reduction_module).parameters
+    reduced = case.reduced
+    if "axes" in params:
+        axis_kw: dict[str, Any] = {"axes": None if case.axis is None else reduced}
+    elif case.axis is None or len(reduced) == 1:
+        axis_kw = {"axis": None if case.axis is None else reduced[0]}
+    elif "tuple" in str(params["axis"].annotation):
+        axis_kw = {"axis": reduced}
+    else:
+        return Outcome("skip", "api.reduction_module takes one axis")
+    if "out_dtype" in params:
+        axis_kw["out_dtype"] = case.out_dtype
+    kinds = set(getattr(api, "KINDS", {}).values())
+    if kinds and case.kind not in kinds:
+        return Outcome("unsupported", f"kind {case.kind} is not in api.KINDS")
+    try:
+        m = api.reduction_module(case.kind, case.shape, case.dtype, name="k", **axis_kw)
+        lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+    except BulkredError as e:
+        return Outcome("unsupported", _first_line(e))
+    f = next(o for o in m.walk() if o.name == "func.func")
+    from bulkred_dialect.ops.tile import kernel_launch
+
+    launch = kernel_launch(f)
+    if launch is not None and math.prod(launch.grid_dims) * math.prod(launch.block_dims) > max_threads:
+        return Outcome("skip", f"{math.prod(launch.grid_dims) * math.prod(launch.block_dims)} threads: too many to interpret")
+    types = f.function_type.inputs.data
+    out_t = types[1]
+    out_dt = D.of_ir(out_t.element_type)
+    zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
+    base = make_base(case)
+    x = np.ascontiguousarray(numpy_view(case, base))
+    if case.dtype == "bfloat16":
+        x = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    out_np = np.dtype(out_dt.numpy)
+    out = np.zeros(out_t.get_shape(), out_np) if 1 in zero else np.full(out_t.get_shape(), 0x5A, out_np)
+    if 1 not in zero and out_dt.is_float and out_dt.name != "bfloat16":
+        out[...] = np.nan
+    ws = [np.zeros(t.get_shape(), np.uint8) for t in types[2:]]
+    try:
+        _, got, *_ = run_grid(m, "k", x, out, *ws, timeout_s=60)
+    except InterpretError as e:
+        return Outcome("skip", f"interpreter: {_first_line(e)}")
+    if out_dt.name == "bfloat16":
+        got = (got.astype(np.uint32) << 16).view(np.float32)
+    ref = reference(case, numpy_view(case, base))
+    if out_dt.name != case.out_dtype:
+        return Outcome("skip", f"the module's result is {out_dt.name} (api.reduction_module takes no out_dtype)")
+    return check_values(case, ref, np.asarray(got).reshape(case.out_shape))
+
+
+# endregion
+
+# region Summary
+
+
+def summarize(results: list[dict], seed: int) -> tuple[str, bool]:
+    """The report (text) and whether every case passed or was unsupported."""
+    cnt = collections.Counter(r["status"] for r in results)
+    lines = [
+        (f"random reductions: seed {seed}, {len(results)} cases: {cnt['pass']} passed, {cnt['fail']} failed, "
+        f"{cnt['unsupported']} unsupported"),
+        "",
+    ]
+
+    def table(title, key):
+        groups: dict[Any, collections.Counter] = collections.defaultdict(collections.Counter)
+        for r in results:
+            groups[key(r)][r["status"]] += 1
+        lines.append(f"{title:40} {'passed':>7} {'failed':>7} {'unsupp':>7}")
+        for k in sorted(groups, key=str):
+            c = groups[k]
+            name = " ".join(map(str, k)) if isinstance(k, tuple) else str(k)
+            lines.append(f"{name:40} {c['pass']:7} {c['fail']:7} {c['unsupported']:7}")
+        lines.append("")
+
+    table("kind", lambda r: r["kind"])
+    table("dtype", lambda r: r["dtype"])
+    table("form", lambda r: r["form"])
+    table("view", lambda r: r["view"])
+    table("kind dtype form", lambda r: (r["kind"], r["dtype"], r["form"]))
+    fails = [r for r in results if r["status"] == "fail"]
+    if fails:
+        reasons = collections.Counter(f"{r['reason']}: {r['detail'][:90]}" if r["reason"] == "crash" else r["reason"]
+                                      for r in fails)
+        lines.append("failures by reason:")
+        lines += [f"  {n:5}  {why}" for why, n in reasons.most_common(20)]
+        lines.append(f"failures (first 40 of {len(fails)}; repeat one: --seed {seed} --only INDEX):")
+        for r in fails[:40]:
+            lines.append(f"  {r['case']}\n      {r['reason']}: {r['detail']}")
+        lines.append("")
+    uns = collections.Counter(re.sub(r"^bulkred\.\w+: ", "", r["reason"]) for r in results if r["status"] == "unsupported")
+    if uns:
+        lines.append(f"unsupported, by reason ({len(uns)} distinct; 'bulkred.<kind>: ' left out):")
+        lines += [f"  {n:5}  {why}" for why, n in uns.most_common(25)]
+        lines.append("")
+    notes = collections.Counter(r["torch_note"][:100] for r in results if r.get("torch_note"))
+    if notes:
+        lines.append("torch against the same rule (notes, not failures):")
+        lines += [f"  {n:5}  {why}" for why, n in notes.most_common(12)]
+        lines.append("")
+    secs = sum(r.get("seconds", 0.0) for r in results)
+    lines.append(f"case time (summed over workers): {secs:.1f} s")
+    lines.append(
+        f"random reductions: seed {seed}, {len(results)} cases: {cnt['pass']} passed, {cnt['fail']} failed, "
+        f"{cnt['unsupported']} unsupported"
+    )
+    return "\n".join(lines), cnt["fail"] == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Randomized differential test of bulkred's reductions against numpy/torch.")
+    p.add_argument("--seed", type=int, default=None, help="default: drawn from the clock, and printed")
+    p.add_argument("--count", type=int, default=2000)
+    p.add_argument("--start", type=int, default=0, help="first case index")
+    p.add_argument("--only", type=int, nargs="*", help="run just these case indices (verbose)")
+    p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="worker processes")
+    p.add_argument("--out", default=None, help="directory for random_reductions.{txt,json}")
+    p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
+    p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
+    a = p.parse_args(argv)
+    seed = a.seed if a.seed is not None else int(time.time()) % 1_000_000
+    print(f"random reductions: seed {seed}", flush=True)
+    if a.list:
+        for i in a.only if a.only else range(a.start, a.start + a.count):
+            c = generate(seed, i)
+            print(c.label(), c.form())
+        return 0
+    t0 = time.time()
+    if a.interpreter:
+        cfg = interpreter_config()
+        results = []
+        for i in a.only if a.only else range(a.start, a.start + a.count):
+            c = generate(seed, i, cfg)
+            o = run_case_interpreter(c)
+            print(f"{o.status:12} {c.label()} {o.reason} {o.detail}", flush=True)
+            results.append({"case": c.label(), "index": i, "kind": c.kind, "dtype": c.dtype, "form": c.form(), "view": c.view,
+                                "library": "interpreter", "status": o.status if o.status != "skip" else "unsupported",
+                                "reason": o.reason, "detail": o.detail})
+    elif a.only:
+        results = run_cases_gpu(seed, list(a.only))
+        for r in results:
+            print(json.dumps(r, indent=1))
+    else:
+        results = run_parallel(seed, a.count, a.jobs, start=a.start)
+    text, ok = summarize(results, seed)
+    text += f"\nwall time: {time.time() - t0:.1f} s"
+    print(text, flush=True)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "random_reductions.txt"), "w") as f:
+            f.write(text + "\n")
+        with open(os.path.join(a.out, "random_reductions.json"), "w") as f:
+            json.dump({"seed": seed, "count": len(results), "results": results}, f)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.exit(main())

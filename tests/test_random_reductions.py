@@ -1,0 +1,320 @@
+"""The randomized reduction test's generator and checker (tests/random_reductions.py) on
+the CPU: the same cases for a seed, every dtype, kind, view and option drawn, views that
+are what they say, a checker that passes a correct implementation and flags wrong
+values, misplaced NaNs, shapes, dtypes and types; and a few small cases through
+``api.reduction_module``, ``lower-tile-reductions`` and the CPU interpreter against numpy.
+The GPU half is tests/gpu/test_random_reductions_gpu.py and tools/gpu_random.py."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import random_reductions as R
+
+SEED = 16
+
+
+@pytest.fixture(scope="module")
+def many():
+    return R.cases(SEED, 2000)
+
+
+def model(case: R.Case, v: np.ndarray) -> np.ndarray:
+    """A correct implementation in numpy: the accumulator's precision, then the output's."""
+    ax, out = case.reduced, case.out_dtype
+    with np.errstate(all="ignore"):
+        if case.kind in ("any", "all") or case.dtype == "bool" or out not in R.FLOATS:
+            return R.reference(case, v).value
+        acc = np.float64 if out == "float64" else np.float32
+        x = v.astype(acc)
+        if case.kind == "sum":
+            r = np.sum(x, axis=ax, dtype=acc)
+        elif case.kind == "prod":
+            r = np.prod(x, axis=ax, dtype=acc)
+        elif case.ignore_nan:
+            r = np.fmax.reduce(x, axis=ax) if case.kind == "max" else np.fmin.reduce(x, axis=ax)
+        else:
+            r = np.max(x, axis=ax) if case.kind == "max" else np.min(x, axis=ax)
+        r = np.asarray(r).reshape(case.out_shape)
+        r = R.bf16_round(r.astype(np.float32)) if out == "bfloat16" else r.astype(out)
+        return r.astype(np.float64)
+
+
+def test_same_seed_same_cases_and_data():
+    a, b = R.cases(SEED, 40), R.cases(SEED, 40)
+    assert a == b
+    assert all(np.array_equal(R.make_base(x), R.make_base(y), equal_nan=True) for x, y in zip(a, b))
+    assert R.cases(SEED + 1, 40) != a
+    assert R.generate(SEED, 17) == a[17]  # a case is drawn alone: --only repeats it
+
+
+def test_every_dtype_kind_view_and_option_is_drawn(many):
+    def seen(f):
+        return collections.Counter(f(c) for c in many)
+
+    assert set(seen(lambda c: c.kind)) == set(R.KINDS)
+    assert set(seen(lambda c: c.dtype)) == set(R.DTYPES)
+    assert set(seen(lambda c: c.view)) == set(R.VIEWS)
+    assert set(seen(lambda c: (c.kind, c.dtype))) == {(k, d) for k in R.KINDS for d in R.DTYPES}
+    assert set(seen(lambda c: c.rank)) == {1, 2, 3, 4, 5}
+    axis = seen(lambda c: "none" if c.axis is None else "int" if isinstance(c.axis, int) else "tuple")
+    assert min(axis.values()) > 300
+    assert any(isinstance(c.axis, int) and c.axis < 0 for c in many)
+    assert any(isinstance(c.axis, tuple) and min(c.axis) < 0 and len(c.axis) > 1 for c in many)
+    assert any(isinstance(c.axis, tuple) and list(c.axis) != sorted(c.axis) for c in many)
+    forms = {c.form().split("/")[0] for c in many} | {f for c in many for f in c.form().split("/")[1:]}
+    assert {"whole", "inner", "outer", "middle", "multi", "strided", "bcast", "empty"} <= forms
+    assert 0.2 < sum(c.keepdims for c in many) / len(many) < 0.4
+    assert {c.dtype_arg for c in many} >= {None, "float32", "float64", "int64", "int32"}
+    assert sum(c.ignore_nan is True for c in many) > 20 and sum(c.use_out for c in many) > 100
+    assert sum(c.library == "numpy" for c in many) > 100 and sum(c.nans > 0 for c in many) > 150
+    assert any(c.expect_refusal for c in many)
+    assert max(np.prod(c.shape) for c in many) <= 100_000 and max(np.prod(c.base_shape) for c in many) <= 800_000
+    assert sum(1 in c.shape for c in many) > 500 and sum(any(d % 2 for d in c.shape if d > 1) for c in many) > 1000
+
+
+def test_views_have_the_shape_strides_and_offset_they_claim(many):
+    kinds = collections.Counter()
+    for c in many[:600]:
+        base = R.make_base(c)
+        v = R.numpy_view(c, base)
+        assert v.shape == c.shape and v.dtype == R.host_dtype(c.dtype)
+        if 0 in c.shape:
+            continue
+        got = [s // v.itemsize for s, d in zip(v.strides, v.shape) if d > 1]
+        assert got == [s for s, d in zip(c.strides(), c.shape) if d > 1], c.label()
+        offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // v.itemsize
+        contiguous = v.flags.c_contiguous and offset == 0 and v.size == base.size
+        if c.view == "contiguous":
+            assert contiguous, c.label()
+        elif c.view == "offset":
+            kinds["offset"] += offset > 0
+        elif c.view != "broadcast" or c.expand:
+            kinds[c.view] += not contiguous
+    assert all(kinds[k] > 20 for k in ("offset", "transpose", "step", "broadcast", "mixed")), kinds
+
+
+def test_a_correct_implementation_passes(many):
+    for c in many[:500]:
+        if c.expect_refusal:
+            continue
+        v = R.numpy_view(c, R.make_base(c))
+        o = R.check_values(c, R.reference(c, v), np.asarray(model(c, v)))
+        assert o.status == "pass", (c.label(), o)
+
+
+def _first(many, pred):
+    for c in many:
+        if pred(c) and not c.expect_refusal and 0 not in c.shape:
+            v = R.numpy_view(c, R.make_base(c))
+            return c, v, R.reference(c, v)
+    raise AssertionError("no such case drawn")
+
+
+def test_checker_flags_a_wrong_integer(many):
+    c, v, ref = _first(many, lambda c: c.kind == "sum" and c.dtype == "int32")
+    got = model(c, v).copy()
+    got.reshape(-1)[-1] += 1
+    o = R.check_values(c, ref, got)
+    assert (o.status, o.reason) == ("fail", "value") and "1 of" in o.detail
+
+
+def test_checker_flags_a_dropped_element_of_an_integer_valued_float_sum(many):
+    """Integer-valued float inputs make the sum exact in any order: one element lost
+    (here a 1) fails, far below the general n * eps * S bound."""
+    c, v, ref = _first(
+        many, lambda c: c.kind == "sum" and c.dtype in ("float32", "float64") and c.values == "ints" and not c.nans and c.n_reduced > 200
+    )
+    assert ref.exact
+    got = model(c, v).copy()
+    got.reshape(-1)[0] += 1.0
+    assert R.check_values(c, ref, got).status == "fail"
+    assert R.check_values(c, ref, model(c, v)).status == "pass"
+
+
+def test_checker_flags_a_float_sum_outside_the_bound(many):
+    c, v, ref = _first(many, lambda c: c.kind == "sum" and c.dtype == "float16" and c.values == "normal" and c.nans == 0)
+    got = model(c, v).copy()
+    bound = R.bound_of(c, ref)
+    got.reshape(-1)[0] += 2 * np.broadcast_to(bound, got.shape).reshape(-1)[0]
+    o = R.check_values(c, ref, got)
+    assert (o.status, o.reason) == ("fail", "value") and "outside the bound" in o.detail
+
+
+def test_checker_flags_a_misplaced_or_missing_nan(many):
+    c = dataclasses.replace(
+        R.generate(SEED, 0), kind="max", dtype="float32", shape=(4, 6), axis=1, keepdims=False, dtype_arg=None,
+        ignore_nan=None, use_out=False, view="contiguous", base_shape=(4, 6), slices=((0, 4, 1), (0, 6, 1)),
+        perm=(0, 1), expand=False, values="normal", nans=1,
+    )
+    v = R.numpy_view(c, R.make_base(c))
+    ref = R.reference(c, v)
+    assert np.isnan(ref.value).sum() == 1
+    got = model(c, v).copy()
+    flat = got.reshape(-1)
+    i = int(np.flatnonzero(np.isnan(flat))[0])
+    j = (i + 1) % flat.size
+    flat[i], flat[j] = flat[j], np.nan  # the NaN moved
+    o = R.check_values(c, ref, got)
+    assert (o.status, o.reason) == ("fail", "nan")
+    got = model(c, v).copy()
+    got.reshape(-1)[i] = 0.0  # the NaN lost (NaN-ignoring max)
+    assert R.check_values(c, ref, got).reason == "nan"
+
+
+def test_checker_flags_type_shape_and_dtype(many):
+    c, v, ref = _first(many, lambda c: c.library == "numpy" and c.kind == "sum" and c.dtype == "int16" and c.out_shape)
+    good = model(c, v).astype("int64")
+    assert R.check_result(c, ref, good).status == "pass"
+    assert R.check_result(c, ref, good.astype("int16")).reason == "dtype"
+    assert R.check_result(c, ref, good.reshape(-1, 1)).reason == "shape"
+    assert R.check_result(c, ref, good.tolist()).reason == "type"
+    keep = dataclasses.replace(c, keepdims=not c.keepdims)
+    assert R.check_result(keep, R.reference(keep, v), good).reason == "shape"
+
+
+def test_expected_dtypes_follow_the_array_api_and_torch():
+    assert R.expected_dtype("sum", "int8", None) == "int64"
+    assert R.expected_dtype("sum", "uint8", None) == "int64"
+    assert R.expected_dtype("sum", "bool", None) == "int64"
+    assert R.expected_dtype("prod", "int32", None) == "int64"
+    assert R.expected_dtype("sum", "float16", None) == "float16"
+    assert R.expected_dtype("sum", "float16", "float32") == "float32"
+    assert R.expected_dtype("max", "int8", None) == "int8"
+    assert R.expected_dtype("any", "float32", None) == "bool"
+    c = R.generate(SEED, 0)
+    whole = dataclasses.replace(c, shape=(3, 4), axis=None, keepdims=False)
+    assert whole.out_shape == ()
+    assert dataclasses.replace(whole, keepdims=True).out_shape == (1, 1)
+    assert dataclasses.replace(whole, axis=(-1,)).out_shape == (3,)
+
+
+def test_canonical_forms():
+    f = R.canonical_form
+    assert f((4, 5), (5, 1), (0, 1)) == "whole"
+    assert f((4, 5), (5, 1), (1,)) == "inner"
+    assert f((4, 5), (5, 1), (0,)) == "outer"
+    assert f((4, 5, 6), (30, 6, 1), (1,)) == "middle"
+    assert f((4, 5, 6), (30, 6, 1), (0, 2)) == "multi"
+    assert f((4, 5, 6), (30, 6, 1), (1, 2)) == "inner"  # merged
+    assert f((5, 4), (1, 5), (0,)) == "inner"  # a transpose: reduced axis fastest
+    assert f((4, 5), (10, 2), (1,)) == "inner/strided"
+    assert f((4, 5), (0, 1), (0,)) == "outer/bcast"
+    assert f((4, 1), (1, 1), (1,)) == "none"
+
+
+def test_summary_counts_and_fails_on_a_failure():
+    rows = [
+        {"case": "a", "index": 0, "kind": "sum", "dtype": "int8", "form": "whole", "view": "step", "status": "pass", "reason": ""},
+        {"case": "b", "index": 1, "kind": "sum", "dtype": "int8", "form": "whole", "view": "step", "status": "unsupported",
+             "reason": "bulkred.sum: dtype int8 is not supported"},
+        {"case": "c", "index": 2, "kind": "max", "dtype": "float32", "form": "inner", "view": "contiguous", "status": "fail",
+             "reason": "nan", "detail": "NaN in 0 places, expected 1"},
+    ]
+    text, ok = R.summarize(rows, 7)
+    assert not ok
+    assert "seed 7, 3 cases: 1 passed, 1 failed, 1 unsupported" in text
+    assert "sum int8 whole" in text and "dtype int8 is not supported" in text and "--seed 7 --only" in text
+    assert R.summarize(rows[:2], 7)[1]
+
+
+def test_list_runs_without_a_gpu(capsys):
+    assert R.main(["--list", "--seed", "3", "--count", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 3" in out and out.count("#") == 5
+
+
+def test_interpreter_runs_small_cases_against_numpy():
+    """Small contiguous cases through api.reduction_module, lower-tile-reductions and
+    run_grid. What the module cannot say (several axes, a kind or dtype the API lacks)
+    or the interpreter cannot run (clusters, bulk copies, too many threads) is counted,
+    not failed; a wrong value fails."""
+    cfg = R.interpreter_config()
+    outcomes = collections.Counter()
+    failures = []
+    for i in range(40):
+        c = R.generate(SEED, i, cfg)
+        o = R.run_case_interpreter(c)
+        outcomes[o.status] += 1
+        if o.status == "fail":
+            failures.append((c.label(), o))
+        if outcomes["pass"] >= 6:
+            break
+    assert not failures, failures
+    if outcomes["pass"] == 0:
+        pytest.skip(f"the interpreter ran none of the cases: {dict(outcomes)}")
+
+
+class FakeApi:
+    """The API's target semantics in numpy (numpy inputs only), to run the harness's
+    runner on the CPU; ``bug`` plants one kind of mistake, ``refuse`` refuses a dtype."""
+
+    class ReductionError(ValueError):
+        pass
+
+    def __init__(self, bug: str | None = None, refuse: str | None = None):
+        self.bug, self.refuse = bug, refuse
+        for kind in R.KINDS:
+            setattr(self, kind, self._fn(kind))
+
+    def _fn(self, kind):
+        def fn(x, /, *, axis=None, dtype=None, keepdims=False, out=None, ignore_nan=None):
+            if x.dtype.name == self.refuse:
+                raise self.ReductionError(f"bulkred.{kind}: dtype {x.dtype.name} is not supported yet")
+            if self.bug == "crash":
+                raise RuntimeError("boom")
+            c = dataclasses.replace(
+                R.generate(SEED, 0), kind=kind, dtype=x.dtype.name, shape=x.shape, axis=axis, keepdims=keepdims,
+                dtype_arg=None if dtype is None else np.dtype(dtype).name, ignore_nan=ignore_nan,
+            )
+            if c.expect_refusal:
+                raise self.ReductionError(f"bulkred.{kind}: max or min over an empty axis")
+            if self.bug == "nan" and kind in ("max", "min"):
+                c = dataclasses.replace(c, ignore_nan=True)
+            r = np.asarray(model(c, x)).astype(c.out_dtype)
+            if self.bug == "shape" and r.ndim == 0:
+                r = r.reshape(1)
+            if self.bug == "int32" and kind == "sum" and c.dtype in R.INTS and dtype is None:
+                r = r.astype("int32")
+            if out is not None:
+                out[...] = r
+                return out
+            return r
+
+        return fn
+
+
+NUMPY_CFG = R.Config(dtypes=tuple(d for d in R.DTYPES if d != "bfloat16"), numpy_inputs=1.0)
+
+
+def _run_fake(api, count=250):
+    return [dataclasses.asdict(R.run_case(R.generate(SEED, i, NUMPY_CFG), api, None)) for i in range(count)]
+
+
+def test_runner_passes_a_correct_api_and_counts_refusals():
+    rows = _run_fake(FakeApi(refuse="int8"))
+    status = collections.Counter(r["status"] for r in rows)
+    assert status["fail"] == 0, [r for r in rows if r["status"] == "fail"][:3]
+    assert status["unsupported"] == sum(r["dtype"] == "int8" for r in rows) > 0
+    assert all("int8 is not supported yet" in r["reason"] for r in rows if r["status"] == "unsupported")
+    text, ok = R.summarize(rows, SEED)
+    assert ok and f"{status['unsupported']}  dtype int8 is not supported yet" in text
+
+
+@pytest.mark.parametrize(
+    "bug, reason",
+    [("crash", "crash"), ("nan", "nan"), ("shape", "shape"), ("int32", "dtype")],
+)
+def test_runner_fails_a_wrong_api(bug, reason):
+    rows = _run_fake(FakeApi(bug=bug))
+    fails = [r for r in rows if r["status"] == "fail"]
+    assert fails and {r["reason"] for r in fails} <= {reason, "refused as expected"} | {reason}
+    assert not R.summarize(rows, SEED)[1]
