@@ -801,19 +801,45 @@ def _worker(args):
     return run_cases_gpu(seed, indices, config)
 
 
-def run_parallel(seed: int, count: int, jobs: int, config: Config | None = None, start: int = 0) -> list[dict]:
+def run_parallel(
+    seed: int, count: int, jobs: int, config: Config | None = None, start: int = 0, timeout_s: float | None = None,
+) -> list[dict]:
     """The cases in ``jobs`` processes (compiling a new kernel is CPU work: one process
-    per core keeps the GPU fed); case i goes to worker i % jobs."""
+    per core keeps the GPU fed), in interleaved chunks. After ``timeout_s`` seconds the
+    workers are killed and every case not reported is a failure (``timeout``): a kernel
+    that never ends costs its chunk, not the run."""
     indices = list(range(start, start + count))
-    if jobs <= 1:
+    if jobs <= 1 and timeout_s is None:
         return run_cases_gpu(seed, indices, config, progress=True)
+    import concurrent.futures as cf
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
 
-    parts = [(seed, indices[j::jobs], config) for j in range(jobs)]
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
-        out = [r for part in ex.map(_worker, parts) for r in part]
+    nchunks = max(1, min(len(indices), jobs * 8))
+    chunks = [indices[k::nchunks] for k in range(nchunks)]
+    ex = cf.ProcessPoolExecutor(max(1, jobs), mp_context=mp.get_context("spawn"))
+    futures = {ex.submit(_worker, (seed, chunk, config)): chunk for chunk in chunks}
+    done, pending = cf.wait(futures, timeout=timeout_s)
+    out: list[dict] = []
+    for f in done:
+        try:
+            out += f.result()
+        except Exception as e:  # noqa: BLE001 - a worker that died (a CUDA fault ends the process)
+            out += _not_run(seed, futures[f], config, "worker", f"{type(e).__name__}: {_first_line(e)}")
+    for f in pending:
+        out += _not_run(seed, futures[f], config, "timeout", f"not finished within {timeout_s} s (workers killed)")
+    if pending:
+        for proc in list(getattr(ex, "_processes", {}).values()):
+            proc.kill()
+    ex.shutdown(wait=not pending, cancel_futures=True)
     return sorted(out, key=lambda r: r["index"])
+
+
+def _not_run(seed: int, chunk: list[int], config: Config | None, reason: str, detail: str) -> list[dict]:
+    rows = []
+    for i in chunk:
+        c = generate(seed, i, config)
+        rows.append(asdict(Result(c.label(), i, c.kind, c.dtype, c.form(), c.view, c.library, "fail", reason, detail)))
+    return rows
 
 
 # endregion
@@ -960,6 +986,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", type=int, nargs="*", help="run just these case indices (verbose)")
     p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="worker processes")
     p.add_argument("--out", default=None, help="directory for random_reductions.{txt,json}")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before the workers are killed")
     p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
     a = p.parse_args(argv)
@@ -986,7 +1013,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             print(json.dumps(r, indent=1))
     else:
-        results = run_parallel(seed, a.count, a.jobs, start=a.start)
+        results = run_parallel(seed, a.count, a.jobs, start=a.start, timeout_s=a.timeout)
     text, ok = summarize(results, seed)
     text += f"\nwall time: {time.time() - t0:.1f} s"
     print(text, flush=True)

@@ -75,7 +75,7 @@ def test_every_dtype_kind_view_and_option_is_drawn(many):
     assert 0.2 < sum(c.keepdims for c in many) / len(many) < 0.4
     assert {c.dtype_arg for c in many} >= {None, "float32", "float64", "int64", "int32"}
     assert sum(c.ignore_nan is True for c in many) > 20 and sum(c.use_out for c in many) > 100
-    assert sum(c.library == "numpy" for c in many) > 100 and sum(c.nans > 0 for c in many) > 150
+    assert sum(c.library == "numpy" for c in many) > 100 and sum(c.nans > 0 for c in many) > 90
     assert any(c.expect_refusal for c in many)
     assert max(np.prod(c.shape) for c in many) <= 100_000 and max(np.prod(c.base_shape) for c in many) <= 800_000
     assert sum(1 in c.shape for c in many) > 500 and sum(any(d % 2 for d in c.shape if d > 1) for c in many) > 1000
@@ -246,7 +246,7 @@ def test_interpreter_runs_small_cases_against_numpy():
         outcomes[o.status] += 1
         if o.status == "fail":
             failures.append((c.label(), o))
-        if outcomes["pass"] >= 6:
+        if outcomes["pass"] >= 5:
             break
     assert not failures, failures
     if outcomes["pass"] == 0:
@@ -318,3 +318,54 @@ def test_runner_fails_a_wrong_api(bug, reason):
     fails = [r for r in rows if r["status"] == "fail"]
     assert fails and {r["reason"] for r in fails} <= {reason, "refused as expected"} | {reason}
     assert not R.summarize(rows, SEED)[1]
+
+
+class FakeTorchApi(FakeApi):
+    """FakeApi on torch tensors (on the CPU): through numpy and back."""
+
+    def __init__(self, torch, **kw):
+        self.torch = torch
+        super().__init__(**kw)
+
+    def _fn(self, kind):
+        inner = super()._fn(kind)
+        torch = self.torch
+
+        def fn(x, /, *, out=None, dtype=None, **kw):
+            if not isinstance(x, torch.Tensor):
+                return inner(x, out=out, dtype=dtype, **kw)
+            name = str(x.dtype).removeprefix("torch.")
+            xs = R.to_host(x)[0]
+            if name == "bfloat16":  # numpy has no bfloat16: the model takes float32 values as bfloat16
+                xs = xs.view(type("bf16", (np.ndarray,), {}))
+            d = None if dtype is None else str(dtype).removeprefix("torch.")
+            r = inner(R.to_host(x)[0], dtype=d, **kw) if name != "bfloat16" else self._bf16(kind, xs, d, kw)
+            t = torch.from_numpy(np.array(r))  # a copy, 0-d kept
+            t = t.to(torch.bfloat16) if name == "bfloat16" and kind not in ("any", "all") and d is None else t
+            if out is not None:
+                out.copy_(t)
+                return out
+            return t
+
+        return fn
+
+    def _bf16(self, kind, xs, d, kw):
+        c = dataclasses.replace(R.generate(SEED, 0), kind=kind, dtype="bfloat16", shape=xs.shape, axis=kw.get("axis"),
+                                keepdims=kw.get("keepdims", False), dtype_arg=d, ignore_nan=kw.get("ignore_nan"))
+        if c.expect_refusal:
+            raise self.ReductionError("empty")
+        return np.asarray(model(c, np.asarray(xs))).astype("float32" if c.out_dtype == "bfloat16" else c.out_dtype)
+
+
+def test_runner_on_torch_tensors_on_the_cpu():
+    """The torch half of the runner (views, torch's own reductions, out=, the input
+    check) with torch on the CPU and the fake API: every case passes, torch's notes
+    are only the known uint8 any/all dtype."""
+    torch = pytest.importorskip("torch")
+    api = FakeTorchApi(torch)
+    rows = [dataclasses.asdict(R.run_case(R.generate(SEED, i), api, torch, device="cpu")) for i in range(120)]
+    fails = [r for r in rows if r["status"] != "pass"]
+    assert not fails, fails[:3]
+    assert sum(r["library"] == "torch" for r in rows) > 90
+    notes = collections.Counter(r["torch_note"] for r in rows if r["torch_note"])
+    assert all("uint8" in n or "torch raised" in n for n in notes), notes
