@@ -1,0 +1,65 @@
+"""benchmarks/reductions_api.py without a GPU: the shapes of every case and size, the
+table and the targets' summary from rows, a refused case's row, and the dry run."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("reductions_api", ROOT / "benchmarks" / "reductions_api.py")
+B = importlib.util.module_from_spec(spec)
+sys.modules["reductions_api"] = B  # dataclasses look their module up
+spec.loader.exec_module(B)
+
+
+def test_every_case_has_a_shape_of_its_size():
+    for name, case in B.CASES.items():
+        for size, nbytes in B.SIZES.items():
+            shape = B.shape_of(case, nbytes)
+            if shape is None:
+                assert case.layout == "3d" and nbytes < 64 * 256 * 4
+                continue
+            assert math.prod(shape) * B.ITEMSIZE[case.dtype] == nbytes, (name, size, shape)
+            if case.layout == "3d":
+                assert shape[0] == 64 and shape[2] == 256
+    assert B.shape_of(B.CASES["colsum"], 1 << 30) == (65536, 4096)
+    assert {"sum", "amax", "rowsum", "colsum", "middle", "axes02", "t_sum0", "sum_f16", "sum_bf16", "sum_f64",
+            "sum_i8", "any_bool"} <= set(B.CASES)
+
+
+def _row(case, size, b, t, bc, tc, status="ok"):
+    r = {"case": case, "size": size, "dtype": B.CASES[case].dtype, "bytes": B.SIZES[size], "shape": [1],
+         "bulkred_graph_us": b, "torch_graph_us": t, "bulkred_call_us": bc, "torch_call_us": tc, "status": status}
+    return B._finish(r, B.SIZES[size])
+
+
+def test_table_and_targets():
+    rows = [
+        _row("sum", "1G", 350.0, 360.0, 360.0, 370.0),
+        _row("colsum", "4K", 3.0, 2.5, 12.0, 11.0),
+        _row("colsum", "1G", 400.0, 380.0, 410.0, 390.0),
+        {"case": "sum_i8", "size": "4K", "dtype": "int8", "status": "unsupported: bulkred.sum: int8 is not supported yet",
+         "torch_graph_us": 2.0, "torch_call_us": 9.0},
+    ]
+    md = B.table(rows, "H100")
+    assert md.count("\n| ") == 1 + 1 + len(rows)  # header, rule, rows
+    assert "unsupported: bulkred.sum: int8 is not supported yet" in md
+    assert "| 1.03 |" in md  # 360 / 350
+    t = B.targets(rows)
+    assert "colsum@4K (graph 0.83x)" in t and "colsum@4K (call 0.92x)" in t and "colsum@1G (graph 0.95x)" in t
+    assert "1 of 2 met; missed: colsum (2684)" in t
+    assert "not timed (refused or failed): sum_i8@4K" in t
+    assert rows[0]["bulkred_graph_gbps"] == pytest.approx((1 << 30) / 350.0 / 1e3)
+
+
+def test_dry_run_and_bad_names(capsys):
+    assert B.main(["--dry-run", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == len(B.QUICK_SIZES) * len(B.CASES) and "65536, 4096" in out
+    with pytest.raises(SystemExit):
+        B.main(["--dry-run", "--cases", "nope"])
