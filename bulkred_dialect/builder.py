@@ -587,6 +587,12 @@ def _reduce(
             raise BuildError(f"'axes' of T.{fn} must be an integer or a list of integers, got {axes!r}")
         # negative axes count from the end, as in numpy; out-of-range ones reach the verifier
         axes_list = sorted(int(a) + rank if -rank <= int(a) < 0 else int(a) for a in items)
+        repeated = sorted({a for a in axes_list if axes_list.count(a) > 1})
+        if repeated:
+            raise BuildError(
+                f"'axes' of T.{fn} must name each axis once, got {list(items)!r} for a {rank}-D 'src' "
+                f"(axis {', '.join(map(str, repeated))} more than once)"
+            )
     if s != ExecScope.GRID:
         _check_reduce_order(fn, d, x)
     op = ReduceOp(kind, x, d, scope=s, accum=accum, deterministic=deterministic, axes=axes_list, variant=variant)

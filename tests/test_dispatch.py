@@ -321,9 +321,11 @@ def test_project_registry():
     assert got == [
         ("grid_rows", 65, grid),
         ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic"]),
+        ("grid_middle", 63, [*grid, "blocks"]),
         ("grid_split_det", 62, grid),
         ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version"]),
         ("grid_full", 60, grid),
+        ("grid_gather", 59, grid),
         ("cluster_red_async", 51, cluster),
         ("cluster_dsmem", 50, cluster),
         ("cta_shared", 40, collective),
@@ -349,7 +351,7 @@ def test_registry_table_lists_every_variant():
     assert [(int(p), name, scope) for p, name, scope in rows] == [
         (v.priority, v.name, scope) for v, scope in zip(registered, scopes, strict=True)
     ]
-    assert len(rows) == 13
+    assert len(rows) == 15
 
 
 @pytest.mark.parametrize(

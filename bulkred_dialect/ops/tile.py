@@ -356,6 +356,29 @@ def shape_str(shape: Sequence[int]) -> str:
     return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
 
 
+MAX_GRID_RANK = 8
+"""The highest rank of a grid-scope ``bulkred.reduce``'s ``src``."""
+
+
+def check_axes(axes: Sequence[int], rank: int) -> None:
+    """Raise unless ``axes`` is a non-empty, ascending list of distinct axes of a
+    ``src`` of rank ``rank`` (grid-scope ``bulkred.reduce``)."""
+    if not axes:
+        raise VerifyException("'axes' must name at least one axis, got []")
+    bad = [a for a in axes if not 0 <= a < rank]
+    if bad:
+        raise VerifyException(
+            f"'axes' must be in [0, {rank}) for 'src' of rank {rank}, got {', '.join(map(str, bad))} in {list(axes)}"
+        )
+    repeated = sorted({a for a in axes if list(axes).count(a) > 1})
+    if repeated:
+        raise VerifyException(
+            f"'axes' must be distinct, got {', '.join(map(str, repeated))} more than once in {list(axes)}"
+        )
+    if list(axes) != sorted(axes):
+        raise VerifyException(f"'axes' must be in ascending order, {sorted(axes)}, got {list(axes)}")
+
+
 @op_definition
 class ReduceOp(IRDLOperation):
     """Reduce ``src`` into ``dst`` at an execution scope.
@@ -366,8 +389,8 @@ class ReduceOp(IRDLOperation):
       its own ``src`` as at thread scope, then the threads combine their results; every
       thread's ``dst`` receives the combined value. All threads of the scope must
       execute the op. ``src`` and ``dst`` are ``local`` buffers.
-    * ``grid``: the whole kernel reduces a ``global`` ``src`` over ``axes`` (all axes
-      when absent) into a ``global`` ``dst`` whose shape is ``src``'s without those axes
+    * ``grid``: the whole kernel reduces a ``global`` ``src`` of rank 1 to 8 over
+      ``axes`` (ascending and distinct; all axes when absent) into a ``global`` ``dst`` whose shape is ``src``'s without those axes
       ([1] when every axis is reduced). The lowering chooses the launch shape (tile
       sizes, split count, cluster) and writes it into the kernel's ``bulkred.launch``;
       the op must be the only tile op of its kernel.
@@ -461,17 +484,16 @@ class ReduceOp(IRDLOperation):
             raise VerifyException("'src' must have at least one dimension")
         scope = self.scope.data
         grid = scope == ExecScope.GRID
+        if grid and len(src_shape) > MAX_GRID_RANK:
+            raise VerifyException(
+                f"'src' of a grid-scope reduction must have rank 1 to {MAX_GRID_RANK}, got rank {len(src_shape)}"
+            )
         axes: list[int] | None = None
         if self.axes is not None:
             if not grid:
                 raise VerifyException(f"'axes' is only valid at grid scope, got scope {scope}")
             axes = self.reduced_axes()
-            rank = len(src_shape)
-            bad = [a for a in axes if not 0 <= a < rank]
-            if bad:
-                raise VerifyException(f"'axes' must be in [0, {rank}) for 'src' of rank {rank}, got {axes}")
-            if not axes or len(set(axes)) != len(axes) or axes != sorted(axes):
-                raise VerifyException(f"'axes' must be a non-empty, increasing list without repeats, got {axes}")
+            check_axes(axes, len(src_shape))
         elif grid:
             axes = list(range(len(src_shape)))
         if self.deterministic is not None and not grid:

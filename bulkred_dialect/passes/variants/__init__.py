@@ -13,10 +13,14 @@ its ``dtype`` predicate names:
   65    grid_rows           grid     each row of M x N into one value, one warp per row
   64    grid_split_bulk     grid     column sum of float32 / int32, N a multiple of 4,
                                      not ``deterministic``: cp.reduce.async.bulk into dst
+  63    grid_middle         grid     the middle axis of [O, R, I], O <= 65535: the
+                                     deterministic split per block of O
   62    grid_split_det      grid     any column reduction, the same bits on every run
   61    grid_full_cluster   grid     full int32 reduction, sm_90+: CTA pairs combine
                                      through distributed shared memory first
   60    grid_full           grid     any full reduction (every element into one)
+  59    grid_gather         grid     any grid reduction (every canonical form), scalar
+                                     loads at computed addresses: the fallback
   51    cluster_red_async   cluster  int32, a cluster of >= 2 CTAs: red.async into CTA 0
   50    cluster_dsmem       cluster  any collective type, a cluster of >= 2 CTAs: mapa +
                                      ld.shared::cluster in rank order
@@ -46,6 +50,8 @@ from bulkred_dialect.passes.variants import (
     cta_shared,
     grid_full,
     grid_full_cluster,
+    grid_gather,
+    grid_middle,
     grid_rows,
     grid_split_bulk,
     grid_split_det,
@@ -59,9 +65,11 @@ REGISTRY = Registry.from_variants(
     [
         grid_rows.GRID_ROWS,
         grid_split_bulk.GRID_SPLIT_BULK,
+        grid_middle.GRID_MIDDLE,
         grid_split_det.GRID_SPLIT_DET,
         grid_full_cluster.GRID_FULL_CLUSTER,
         grid_full.GRID_FULL,
+        grid_gather.GRID_GATHER,
         cluster_red_async.CLUSTER_RED_ASYNC,
         cluster_dsmem.CLUSTER_DSMEM,
         cta_shared.CTA_SHARED,

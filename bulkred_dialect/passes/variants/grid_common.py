@@ -3,11 +3,9 @@ columns), their predicates, the kernel-level changes a whole-kernel lowering mak
 (launch shape, workspace parameter, outputs to zero before the launch), and the
 streaming loop that accumulates a thread's share of a global buffer with vector loads.
 
-A grid-scope ``bulkred.reduce`` over ``src`` of shape S and ``axes`` A is one of:
-
-* **full**: every axis reduced (n elements into one);
-* **rows**: A is a trailing run of axes: M = prod(S[:k]) rows of N = prod(S[k:]);
-* **columns**: A is a leading run of axes: M = prod(S[:k]) rows reduced into N columns.
+A grid-scope ``bulkred.reduce`` is lowered from its canonical form
+(``passes/canonical.py``): ``whole`` [N], ``inner`` [M, N] (rows), ``outer`` [M, N]
+(columns), ``middle`` [O, R, I], or ``general`` (anything else after merging).
 
 Runtime contract (docs/runtime.md): ``bulkred.workspace = <bytes>`` on the kernel adds
 a last parameter, a zero-filled global buffer of that size which the kernel leaves
@@ -17,7 +15,6 @@ launch (the kernel accumulates into it).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +24,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     i8,
     i64,
 )
@@ -45,6 +43,7 @@ from bulkred_dialect.ops.tile import (
     buffer_type,
     enclosing_kernel,
 )
+from bulkred_dialect.passes.canonical import Canonical, canonical
 from bulkred_dialect.passes.elements import Elem
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import ANY_COLLECTIVE_DTYPE, Predicate, exec_scope_in
@@ -53,38 +52,26 @@ from bulkred_dialect.passes.variants.kernel import elem_of
 MAX_GRID_Y = 65535
 
 
-@dataclass(frozen=True)
-class Form:
-    """The shape of a grid reduction: ``kind`` is full, rows or columns; a full
-    reduction has ``m == 1`` and ``n`` elements."""
-
-    kind: str
-    m: int
-    n: int
+Form = Canonical
+"""The shape of a grid reduction (``passes/canonical.py``): ``form`` its name,
+``m`` / ``n`` its rows and row length, ``batch`` the O of ``middle``."""
 
 
-def form_of(op: ReduceOp) -> Form | None:
+def form_of(op: ReduceOp) -> Canonical:
     st = op.src.type
     assert isinstance(st, MemRefType)
-    shape = list(st.get_shape())
-    axes = op.reduced_axes()
-    rank = len(shape)
-    if axes == list(range(rank)):
-        return Form("full", 1, math.prod(shape))
-    k = axes[0]
-    if axes == list(range(k, rank)):
-        return Form("rows", math.prod(shape[:k]), math.prod(shape[k:]))
-    if axes == list(range(0, axes[-1] + 1)):
-        k = axes[-1] + 1
-        return Form("columns", math.prod(shape[:k]), math.prod(shape[k:]))
-    return None
+    return canonical(st.get_shape(), op.reduced_axes())
 
 
-def form_is(kind: str):
+def form_is(*kinds: str):
     def check(op: Operation, target: Target) -> tuple[bool, object]:
         assert isinstance(op, ReduceOp)
+        for field, v in (("src", op.src), ("dst", op.dst)):
+            t = v.type
+            if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
+                return False, f"{field} layout {t.layout} (strided views: not yet)"
         f = form_of(op)
-        return f is not None and f.kind == kind, f"{f.kind} {f.m}x{f.n}" if f else f"axes {op.reduced_axes()}"
+        return f.form in kinds, f
 
     return check
 
@@ -111,11 +98,11 @@ def not_deterministic(op: Operation, target: Target) -> tuple[bool, object]:
     return not asked, "requested" if asked else "not requested"
 
 
-def grid_predicates(form: str) -> list[Predicate]:
-    """The predicates every grid variant of ``form`` starts with."""
+def grid_predicates(*forms: str, expected: str | None = None) -> list[Predicate]:
+    """The predicates every grid variant of ``forms`` starts with."""
     return [
         Predicate("exec_scope", exec_scope_in(ExecScope.GRID), expected="grid"),
-        Predicate("form", form_is(form), expected=form),
+        Predicate("form", form_is(*forms), expected=expected or ", ".join(forms)),
         Predicate("kernel", alone_in_kernel, expected="alone, on parameters"),
         ANY_COLLECTIVE_DTYPE,
     ]
@@ -272,14 +259,25 @@ def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> C
 
 
 def column_partial(
-    e: Emitter, op: ReduceOp, plan: ColumnPlan, tid: SSAValue, tile: SSAValue, s: SSAValue, unroll: int = 4
+    e: Emitter,
+    op: ReduceOp,
+    plan: ColumnPlan,
+    tid: SSAValue,
+    tile: SSAValue,
+    s: SSAValue,
+    unroll: int = 4,
+    *,
+    base: SSAValue | None = None,
 ) -> tuple[SSAValue, list[SSAValue]]:
     """The thread's first column (``i32``) and its accumulators over the rows of split
-    ``s`` (identity where the column is past N)."""
+    ``s`` (identity where the column is past N); the M x N matrix starts ``base`` bytes
+    (an ``i64``) into ``src`` (a block of ``middle``)."""
     elem, kind = elem_of(op), op.kind.data
     col = e.add_i(e.mul_i(tile, plan.width), e.mul_i(tid, plan.vec))
     row_bytes = plan.n * elem.bytes
     x = global_ptr(e, op.src)
+    if base is not None:
+        x = e.ptr_add(x, base)
     full = plan.m // plan.split
 
     def rows(b: Emitter) -> list[SSAValue]:

@@ -94,7 +94,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
 
 GRID_FULL = Variant(
-    "bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("full"), lower=lower_grid_full
+    "bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("whole"), lower=lower_grid_full
 )
 
 

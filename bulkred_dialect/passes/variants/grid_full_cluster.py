@@ -45,7 +45,7 @@ def _sm90(op: Operation, target: Target) -> tuple[bool, object]:
 
 
 PREDICATES = [
-    *grid_predicates("full")[:3],
+    *grid_predicates("whole")[:3],
     Predicate("dtype", dtype_in("int32"), expected="int32"),
     Predicate("sm_version", _sm90, expected=">= 90 (clusters)"),
 ]

@@ -89,5 +89,5 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
 
 GRID_ROWS = Variant(
-    "bulkred.reduce", "grid_rows", priority=65, predicates=grid_predicates("rows"), lower=lower_grid_rows
+    "bulkred.reduce", "grid_rows", priority=65, predicates=grid_predicates("inner"), lower=lower_grid_rows
 )

@@ -62,7 +62,7 @@ def _rows_of_16_bytes(op: Operation, target: Target) -> tuple[bool, object]:
 
 
 PREDICATES = [
-    *grid_predicates("columns")[:3],
+    *grid_predicates("outer")[:3],
     Predicate("dtype", dtype_in("float32", "int32"), expected="float32, int32"),
     Predicate("kind", kind_in(ReduceKind.SUM), expected="sum"),
     Predicate("columns", _rows_of_16_bytes, expected="N a multiple of 4"),

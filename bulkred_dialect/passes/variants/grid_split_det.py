@@ -23,6 +23,7 @@ from bulkred_dialect.passes.elements import ELEMS, Elem
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
+    Form,
     accumulate,
     add_workspace,
     align16,
@@ -51,26 +52,41 @@ CTAS_PER_SM = 4
 
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
-    form = form_of(op)
+    split_det(op, rewriter, target, form_of(op))
+
+
+def split_det(
+    op: ReduceOp, rewriter: PatternRewriter, target: Target, form: Form, block: int = 256, ctas: int | None = None
+) -> None:
+    """The deterministic split reduction of ``form``'s ``batch`` column reductions of
+    m x n (``outer``: one; ``middle`` [O, R, I]: O, one per ``ctaid.z``), over about
+    ``ctas`` CTAs of ``block`` threads (4 per multiprocessor by default)."""
     kernel = enclosing_kernel(op)
-    assert form is not None and kernel is not None
+    assert kernel is not None
     elem, kind = elem_of(op), op.kind.data
-    plan = column_plan(form, elem, sm_count(target) * CTAS_PER_SM)
-    set_launch(kernel, [plan.tiles, plan.split], [plan.block])
+    batch = form.batch
+    ctas = sm_count(target) * CTAS_PER_SM if ctas is None else ctas
+    plan = column_plan(form, elem, max(1, ctas // batch), block)
+    set_launch(kernel, [plan.tiles, plan.split, *([batch] if batch > 1 else [])], [plan.block])
     slot = elem.slot_bytes
-    # the workspace: a partial row per split (split-major), then a ticket counter per tile
-    partial_bytes = align16(plan.split * plan.n * slot)
-    ws = add_workspace(kernel, partial_bytes + plan.tiles * COUNTER_BYTES)
+    # the workspace: a partial row per split (split-major, per block of the batch), then
+    # a ticket counter per tile
+    partial_bytes = align16(batch * plan.split * plan.n * slot)
+    ws = add_workspace(kernel, partial_bytes + batch * plan.tiles * COUNTER_BYTES)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     tile_id = e.sreg(SpecialRegister.CTAID_X)
     s = e.sreg(SpecialRegister.CTAID_Y)
-    col, accs = column_partial(e, op, plan, tid, tile_id, s)
+    o = e.sreg(SpecialRegister.CTAID_Z) if batch > 1 else None
+    base = None if o is None else e.mul_i(e.wide(o), plan.m * plan.n * elem.bytes)
+    col, accs = column_partial(e, op, plan, tid, tile_id, s, base=base)
     w = global_ptr(e, ws)
     t = elem.acc_ld
     valid = e.cmp("slt", col, plan.n)
 
     def partial_at(b: Emitter, split: SSAValue) -> SSAValue:
+        if o is not None:
+            split = b.add_i(b.mul_i(b.wide(o), plan.split), split)
         return b.ptr_add(w, b.mul_i(b.add_i(b.mul_i(split, plan.n), b.wide(col)), slot))
 
     def write(b: Emitter) -> list:
@@ -80,7 +96,8 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
         return []
 
     e.if_(valid, write)
-    counter = e.ptr_add(w, e.add_i(e.mul_i(e.wide(tile_id), COUNTER_BYTES), partial_bytes))
+    ticket = tile_id if o is None else e.add_i(e.mul_i(o, plan.tiles), tile_id)
+    counter = e.ptr_add(w, e.add_i(e.mul_i(e.wide(ticket), COUNTER_BYTES), partial_bytes))
     last = last_cta(e, counter, plan.split, tid)
 
     def finish(b: Emitter) -> list:
@@ -95,6 +112,8 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
             total = c.for_(0, plan.split, 1, neutral(c, kind, elem, plan.vec), step)
             y = global_ptr(c, op.dst)
             first = c.wide(col)
+            if o is not None:
+                first = c.add_i(first, c.mul_i(c.wide(o), plan.n))
             for j, v in enumerate(total):
                 store_out(c, op, elem, y, v, c.add_i(first, j))
             return []
@@ -112,7 +131,7 @@ def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Targe
 
 
 GRID_SPLIT_DET = Variant(
-    "bulkred.reduce", "grid_split_det", priority=62, predicates=grid_predicates("columns"),
+    "bulkred.reduce", "grid_split_det", priority=62, predicates=grid_predicates("outer"),
     lower=lower_grid_split_det,
 )
 

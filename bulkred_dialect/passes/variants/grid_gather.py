@@ -1,0 +1,112 @@
+"""reduction -> grid_gather: any grid reduction, whatever its canonical form, with
+scalar loads at computed addresses (priority 59, the last grid variant tried). It
+serves the ``general`` form (axes that alternate three or more times after merging,
+e.g. axes (0, 2) of [A, B, C]) and a ``middle`` form whose O exceeds the grid.
+
+* grid: CTAs of 256 threads (8 warps), up to 8 per multiprocessor; warp w of W takes
+  the ``dst`` values w, w + W, ... (row-major over the kept axes);
+* each value: its kept indices (``div`` / ``rem`` by the kept extents) give the base
+  address; lane l takes the reduced elements l, l + 32, ... (row-major over the reduced
+  axes, decomposed the same way), one scalar ``ld.global`` each; then a warp
+  reduction and lane 0 writes the value.
+
+No atomics: the same bits on every run. Correct first: each element costs its index
+arithmetic, so this is far from memory speed (docs/scopes.md).
+
+Spec: PTX ISA, div, rem, ld, shfl.sync, redux.sync (docs/scopes.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects.builtin import i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
+from bulkred_dialect.passes.canonical import FORMS
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import WARP
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.grid_common import (
+    form_of,
+    global_ptr,
+    grid_predicates,
+    load_item,
+    neutral,
+    set_launch,
+    store_out,
+)
+from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at, sm_count, warp_reduce
+
+BLOCK = 256
+WARPS = BLOCK // WARP
+CTAS_PER_SM = 8
+
+
+def offset_of(e: Emitter, linear: SSAValue, dims: list[tuple[int, int]]) -> SSAValue:
+    """The element offset (``i64``) of the row-major index ``linear`` (``i64``) over
+    ``dims``, (extent, element stride in ``src``) pairs outermost first."""
+    off = None
+    rest = linear
+    for k in range(len(dims) - 1, -1, -1):
+        extent, stride = dims[k]
+        if k == 0:
+            digit = rest  # below the outermost extent already
+        else:
+            ext = e.const(extent, i64)
+            digit = e.value(RemOp(ArithType.U64, rest, ext))
+            rest = e.value(DivOp(ArithType.U64, rest, ext))
+        term = e.mul_i(digit, stride) if stride != 1 else digit
+        off = term if off is None else e.add_i(off, term)
+    return off if off is not None else e.const(0, i64)
+
+
+def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, ReduceOp)
+    form = form_of(op)
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    elem, kind = elem_of(op), op.kind.data
+    strides = [math.prod(form.shape[k + 1 :]) for k in range(len(form.shape))]
+    kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
+    red = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
+    outputs, count = form.kept, form.reduced_count
+    ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS)))
+    set_launch(kernel, [ctas], [BLOCK])
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    lane = e.wide(e.and_b32(tid, WARP - 1))
+    warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
+    x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
+
+    def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        base = offset_of(b, o, kept)
+
+        def element(c: Emitter, j: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
+            at = c.mul_i(c.add_i(base, offset_of(c, j, red)), elem.bytes)
+            v = load_item(c, elem, c.ptr_add(x, at), 0, 1)
+            return [c.combine(kind, elem.accumulator, accs[0], v[0])]
+
+        (acc,) = b.for_(lane, count, WARP, neutral(b, kind, elem, 1), element)
+        r = warp_reduce(b, kind, elem, acc)
+
+        def write(c: Emitter) -> list[SSAValue]:
+            store_out(c, op, elem, y, r, o)
+            return []
+
+        b.if_(b.cmp("eq", lane, 0), write)
+        return []
+
+    e.for_(e.wide(warp), outputs, ctas * WARPS, [], value)
+    rewriter.erase(op)
+
+
+GRID_GATHER = Variant(
+    "bulkred.reduce", "grid_gather", priority=59, predicates=grid_predicates(*FORMS, expected="any"),
+    lower=lower_grid_gather,
+)
