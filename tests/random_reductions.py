@@ -783,7 +783,7 @@ def run_cases_gpu(
     if device != "cpu":
         torch.cuda.init()
     results = []
-    for i in indices:
+    for n, i in enumerate(indices):
         case = generate(seed, i, config)
         try:
             r = run_case(case, api, torch, device)
@@ -791,9 +791,27 @@ def run_cases_gpu(
             r = Result(case.label(), i, case.kind, case.dtype, case.form(), case.view, case.library, "fail", "harness",
                        f"{type(e).__name__}: {_first_line(e)} | {traceback.format_exc(limit=3)!r:.400}")
         results.append(asdict(r))
+        if r.status == "fail" and device != "cpu" and not _cuda_alive(torch):
+            # a fault (an illegal address ...) ends the CUDA context: the rest of this
+            # chunk cannot run here, and this case is the one that broke it
+            results[-1]["detail"] += " [the CUDA context was lost after this case]"
+            for j in indices[n + 1 :]:
+                c = generate(seed, j, config)
+                results.append(asdict(Result(c.label(), j, c.kind, c.dtype, c.form(), c.view, c.library, "fail",
+                                             "not run", f"the CUDA context was lost at case #{i}")))
+            break
         if progress and len(results) % 100 == 0:
             print(f"  worker: {len(results)} of {len(indices)} cases", flush=True)
     return results
+
+
+def _cuda_alive(torch) -> bool:
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 - any error here means the context is gone
+        return False
 
 
 def _worker(args):
@@ -805,7 +823,7 @@ def run_parallel(
     seed: int, count: int, jobs: int, config: Config | None = None, start: int = 0, timeout_s: float | None = None,
 ) -> list[dict]:
     """The cases in ``jobs`` processes (compiling a new kernel is CPU work: one process
-    per core keeps the GPU fed), in interleaved chunks. After ``timeout_s`` seconds the
+    per core keeps the GPU fed), in interleaved chunks, a fresh process each. After ``timeout_s`` seconds the
     workers are killed and every case not reported is a failure (``timeout``): a kernel
     that never ends costs its chunk, not the run."""
     indices = list(range(start, start + count))
@@ -814,9 +832,10 @@ def run_parallel(
     import concurrent.futures as cf
     import multiprocessing as mp
 
-    nchunks = max(1, min(len(indices), jobs * 8))
+    nchunks = max(1, min(len(indices), jobs * 3))
     chunks = [indices[k::nchunks] for k in range(nchunks)]
-    ex = cf.ProcessPoolExecutor(max(1, jobs), mp_context=mp.get_context("spawn"))
+    # a fresh process per chunk: a CUDA fault in one chunk cannot spoil the next
+    ex = cf.ProcessPoolExecutor(max(1, jobs), mp_context=mp.get_context("spawn"), max_tasks_per_child=1)
     futures = {ex.submit(_worker, (seed, chunk, config)): chunk for chunk in chunks}
     done, pending = cf.wait(futures, timeout=timeout_s)
     out: list[dict] = []
