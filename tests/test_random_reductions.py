@@ -369,3 +369,28 @@ def test_runner_on_torch_tensors_on_the_cpu():
     assert sum(r["library"] == "torch" for r in rows) > 90
     notes = collections.Counter(r["torch_note"] for r in rows if r["torch_note"])
     assert all("uint8" in n or "torch raised" in n for n in notes), notes
+
+
+def test_the_apis_plan_agrees_with_the_expected_shapes_and_dtypes(many):
+    """Where the API plans a call without a GPU (``api.plan``: shapes and dtypes decided,
+    arguments checked), its result shape and dtype for every generated case are the
+    ones the GPU test expects, and max/min over an empty axis are refused."""
+    from bulkred_dialect import api
+
+    if not hasattr(api, "plan"):
+        pytest.skip("api.plan is not there: the GPU test checks the results' shapes and dtypes")
+    wrong = []
+    for c in many:
+        try:
+            p = api.plan(c.kind, c.shape, c.dtype, c.axis, c.keepdims, c.dtype_arg, bool(c.ignore_nan), None)
+        except TypeError as e:
+            pytest.skip(f"api.plan takes other arguments now: {e}")
+        except api.ReductionError as e:
+            if not c.expect_refusal:
+                wrong.append((c.label(), f"refused: {e}"))
+            continue
+        if c.expect_refusal:
+            wrong.append((c.label(), "not refused"))
+        elif tuple(p.result_shape) != c.out_shape or p.dst not in R.allowed_dtypes(c):
+            wrong.append((c.label(), f"planned {p.dst}{list(p.result_shape)}"))
+    assert not wrong, wrong[:10]
