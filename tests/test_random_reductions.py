@@ -394,3 +394,19 @@ def test_the_apis_plan_agrees_with_the_expected_shapes_and_dtypes(many):
         elif tuple(p.result_shape) != c.out_shape or p.dst not in R.allowed_dtypes(c):
             wrong.append((c.label(), f"planned {p.dst}{list(p.result_shape)}"))
     assert not wrong, wrong[:10]
+
+
+def test_checker_takes_an_overflow_of_the_output_type():
+    """A float16 product of 2s past 65504 is inf in float16: inf passes, a finite value
+    within the bound passes, -inf or inf where the result fits fail."""
+    c = dataclasses.replace(
+        R.generate(SEED, 0), kind="prod", dtype="float16", shape=(20,), axis=None, keepdims=False, dtype_arg=None,
+        ignore_nan=None, use_out=False, view="contiguous", base_shape=(20,), slices=((0, 20, 1),), perm=(0,),
+        expand=False, values="ints", nans=0,
+    )
+    ref = R.Reference(np.array(2.0**20), 20, np.array(2.0**20), True)
+    assert R.check_values(c, ref, np.array(np.inf)).status == "pass"
+    assert R.check_values(c, ref, np.array(-np.inf)).status == "fail"
+    small = R.Reference(np.array(2.0**10), 20, np.array(2.0**10), True)
+    assert R.check_values(c, small, np.array(np.inf)).status == "fail"
+    assert R.check_values(c, small, np.array(1024.0)).status == "pass"
