@@ -9,7 +9,8 @@ timed twice, and the gap between its two figures is the run's noise:
   ``compile_tile_module``, called on torch tensors (no copy, torch's stream);
 * raw ``cuda.core.launch`` of the same cubin on the same tensors and stream;
 * ``torch.sum`` of the same 32 elements, allocating and with ``out=``;
-* ``bulkred.sum(A, out=B)`` and ``bulkred.sum(A)`` (the reduction API);
+* ``bulkred.sum(A, out=B0)`` and ``bulkred.sum(A)`` (the reduction API; its result is
+  0-d, a view of the kernel's (1,) destination);
 * the first ``bulkred.sum`` in a new process: cold (empty cache, compiles) and warm
   (the disk cache of the cold run), each in a subprocess with its own
   ``BULKRED_CACHE_DIR``, CUDA and torch initialised before the timed call.
@@ -149,14 +150,15 @@ def main() -> int:
         ("torch.sum of 32 elements", lambda: torch.sum(A)),
         ("torch.sum(A, 0, out=B)", lambda: torch.sum(A, 0, out=B0)),
         ("its reduction kernel(A, B), called directly", lambda: red(A, B)),
-        ("bulkred.sum(A, out=B)", lambda: bulkred.sum(A, out=B)),
+        ("bulkred.sum(A, out=B0) (B0 0-d)", lambda: bulkred.sum(A, out=B0)),
         ("bulkred.sum(A)", lambda: bulkred.sum(A)),
         ("raw cuda.core launch, again (the noise)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
     ]
     rows = interleaved(cases, sync, args.calls)
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
-    assert kernel._fast is not None and red._fast is not None and ("sum", A.shape, A.dtype, None) in api._TORCH_CALLS
+    key = ("sum", A.shape, A.dtype, None, False, None, False, None)  # bulkred.sum(A)'s key in _TORCH_CALLS
+    assert kernel._fast is not None and red._fast is not None and key in api._TORCH_CALLS
 
     cold, warm = [], []
     for _ in range(args.processes):
@@ -181,7 +183,8 @@ def main() -> int:
         ("kernel._fast.kernel_call(A, B) (launches)", lambda: kernel._fast.kernel_call(A, B)),
         ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
         ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
-        ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None))),
+        ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None, False, None, False, None))),
+        ("B.view(()) (bulkred.sum's 0-d result of the (1,) destination)", lambda: B.view(())),
         ("A.new_empty(1)", lambda: A.new_empty(1)),
         ("torch.empty_like(B) (bulkred.sum's result)", lambda: torch.empty_like(B)),
     ]

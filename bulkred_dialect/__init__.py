@@ -4,6 +4,7 @@
 reduction API is loaded at its first use::
 
     bulkred.sum(x)            # x: a torch tensor, cupy array, DLPack object or numpy array
+    bulkred.sum(x, axis=(0, 2), keepdims=True)
     bulkred.max(x, out=y)
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("sum", "max", "min", "and_", "or_", "xor", "reduce", "ReductionError")
+_API = ("sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce", "ReductionError")
 
 
 def __getattr__(name: str):

@@ -1,46 +1,64 @@
-"""Reductions for Python users: ``bulkred.sum(x)``, ``max``, ``min`` and the integer
-kinds ``and_``, ``or_``, ``xor``, on device arrays (torch, cupy, any DLPack or CUDA
-Array Interface object; no copy, on the caller's stream) and numpy arrays (copied)::
+"""Reductions for Python users, with the array API standard's signatures and semantics:
+``bulkred.sum``, ``prod``, ``max``, ``min``, ``any``, ``all`` and the integer kinds
+``and_``, ``or_``, ``xor``, on device arrays (torch, cupy, any DLPack or CUDA Array
+Interface object; no copy, on the caller's stream) and numpy arrays (copied)::
 
     import bulkred_dialect as bulkred
-    y = bulkred.sum(x)                  # x a torch tensor on the GPU: y a torch tensor of shape (1,)
-    bulkred.max(x, out=y)               # into an existing array, returned
-    print(bulkred.sum(x, explain=True)) # the dispatch table, returned as text (nothing runs)
+    y = bulkred.sum(x)                        # x a torch tensor on the GPU: y a 0-d torch tensor
+    bulkred.sum(x, axis=(0, 2), keepdims=True)
+    bulkred.max(x, axis=-1, out=y)            # into an existing array, returned
+    print(bulkred.sum(x, explain=True))       # the dispatch table, returned as text (nothing runs)
 
-Each call builds the tile-level module with the builder (:func:`reduction_module`),
-compiles it with the normal pipeline for the GPU's target (``bulkred-to-ptx``, so the
-dispatch and its variants apply), caches it (in memory by kind, shape, dtype, axis and
-target, and on disk, see backend_ptx/cache.py) and launches it. The result has the
-shape of the tile-level destination, ``(1,)`` for a whole reduction.
+``sum(x, /, *, axis=None, dtype=None, keepdims=False, out=None, stream=None, explain=False)``
+and ``prod`` alike; ``max`` and ``min`` take ``ignore_nan`` instead of ``dtype``; ``any``,
+``all``, ``and_``, ``or_`` and ``xor`` neither. :func:`reduce` takes the kind and every
+option. docs/from_torch.md walks through them from torch.
 
-The module is one grid-scope ``bulkred.reduce`` (docs/scopes.md): the whole reduction
-(``axis=None``), or over one axis; the dispatch picks the variant (grid_full,
-grid_rows, grid_split_bulk, ...) from the shape, the dtype and the GPU. Types: the
-``collective`` rows of ``ops/dtypes.py`` (int32, float16, bfloat16 and float32; float16
-and bfloat16 combined in float32); another dtype is refused before anything is built,
-with a :class:`ReductionError` that lists these.
+Each call is checked and planned once per (kind, shape, dtype, axis, keepdims, dtype=,
+ignore_nan, out's dtype) (:func:`plan`): bad arguments raise a :class:`ReductionError`
+of one line before anything is built or launched. The plan's module is one grid-scope
+``bulkred.reduce`` (:func:`reduction_module`), compiled with the normal pipeline for the
+GPU's target (``bulkred-to-ptx``: the dispatch picks the variant), cached in memory and
+on disk, and launched. Its destination is the tile-level shape (the kept extents, [1]
+for a whole reduction); the API returns a view of it in the array API's shape (0-d for
+a whole reduction, 1s kept with ``keepdims``). A request the dialect does not take yet
+(a kind, a dtype, a NaN mode, a destination type) is the dialect's refusal, one line.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
+import math
+import re
 import sys
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.errors import BulkredError, SignatureError
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES
+from bulkred_dialect.ops.dtypes import DTYPES as _ROWS
 
 if TYPE_CHECKING:  # pragma: no cover
     from bulkred_dialect.ops.target import Target
 
-KINDS = {"sum": "sum", "max": "max", "min": "min", "and_": "and", "or_": "or", "xor": "xor"}
+KINDS = {
+    "sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all",
+    "and_": "and", "or_": "or", "xor": "xor",
+}
 """API function name -> ``bulkred.reduce`` kind."""
 
 DTYPES = tuple(d.name for d in COLLECTIVE_DTYPES)
-"""Element types the grid-scope variants take (``ops/dtypes.py``'s ``collective`` rows)."""
+"""Element types the warp to grid-scope variants take (``ops/dtypes.py``'s ``collective``
+rows). The API asks the dialect (the builder and the verifier) whether it takes a
+reduction's source and result types, so a type the grid variants alone take works too."""
+
+ISSUE = "issue 16"
+"""Where the work on what is refused 'not yet' is tracked."""
 
 
 class ReductionError(BulkredError, ValueError):
@@ -48,22 +66,231 @@ class ReductionError(BulkredError, ValueError):
     dispatch's located error where it comes from the lowering)."""
 
 
+def _fn(kind: str) -> str:
+    return next((f for f, k in KINDS.items() if k == kind), kind)
+
+
+def _error(kind: str, message: str) -> ReductionError:
+    return ReductionError(f"bulkred.{_fn(kind)}: {message}")
+
+
+# region The plan: arguments checked, shapes and dtypes decided (no xDSL, no GPU)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One reduction as the API runs it: the kernel's ``x`` shape, element types and
+    axes, the kernel's destination shape, and the shape the caller gets."""
+
+    kind: str  # the bulkred.reduce kind
+    shape: tuple[int, ...]  # the kernel's x: the input's shape, (1,) for a 0-d input
+    src: str  # the input's dtype name
+    dst: str  # the result's dtype name (the accumulator's and the output's, dtype=)
+    axes: tuple[int, ...] | None  # the kernel's axes, None for every axis
+    kernel_shape: tuple[int, ...]  # the kernel's destination: the kept extents, (1,) for none
+    result_shape: tuple[int, ...]  # the caller's result: the array API's shape
+    ignore_nan: bool  # float max/min: drop NaN inputs (else a NaN gives NaN)
+    fill: Any = None  # the value of every element when no kernel runs (an empty reduction)
+    empty: bool = False  # the result has no elements: no kernel
+
+    @property
+    def launches(self) -> bool:
+        return self.fill is None and not self.empty
+
+
+def _dtype_name(kind: str, d: Any, what: str = "dtype") -> str:
+    """The dtype name (``"float32"``) of a name, a numpy dtype or type, or a torch dtype."""
+    if isinstance(d, str):
+        name = d
+    elif type(d).__module__ == "torch":  # torch.float32
+        name = str(d).removeprefix("torch.")
+    else:
+        try:
+            name = np.dtype(d).name
+        except Exception:
+            raise _error(kind, f"'{what}' must be a dtype (a name, a numpy or torch dtype), got {d!r}") from None
+    if name != "bool" and name not in _ROWS:
+        raise _error(kind, f"unknown dtype {name!r} (bulkred's element types: {', '.join(_ROWS)}, bool)")
+    return name
+
+
+def _normalize_axes(kind: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple of ints, negatives from the end) as sorted axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    if not items:
+        raise _error(kind, "axis=() reduces nothing in numpy and everything in torch: pass axis=None for a whole reduction")
+    got = []
+    for a in items:
+        if isinstance(a, bool | np.bool_) or not isinstance(a, int | np.integer):
+            raise _error(kind, f"'axis' must be an int, a tuple of ints or None, got {axis!r}")
+        if not -builtins.max(ndim, 1) <= a < builtins.max(ndim, 1) or ndim == 0 and a not in (0, -1):
+            raise _error(kind, f"axis {int(a)} is out of range for a {ndim}-D array")
+        got.append(int(a) % builtins.max(ndim, 1))
+    if len(set(got)) != len(got):
+        raise _error(kind, f"axis {axis!r} names an axis twice (as {tuple(got)} for a {ndim}-D array)")
+    if ndim == 0:
+        raise _error(kind, f"axis {axis!r} is out of range for a 0-D array")
+    return tuple(sorted(got))
+
+
+def _default_dtype(kind: str, src: str) -> str:
+    """The array API's result dtype: sums and products of integers in 64 bits (signed,
+    or unsigned for unsigned input; bool as int64), any/all bool, the others ``src``."""
+    if kind in ("any", "all"):
+        return "bool"
+    if kind in ("sum", "prod"):
+        if src == "bool" or src.startswith("int"):
+            return "int64"
+        if src.startswith("uint"):
+            return "uint64"
+    return src
+
+
+_IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True, "or": 0, "xor": 0}
+
+
+def plan(
+    kind: str, shape: tuple[int, ...], src: str, axis: Any = None, keepdims: bool = False, dtype: Any = None,
+    ignore_nan: bool = False, out_dtype: str | None = None,
+) -> Plan:
+    """Check the arguments of one reduction of an array of ``shape`` and dtype ``src``
+    and decide its shapes and dtypes (see :class:`Plan`). ``out_dtype``: the dtype of an
+    ``out=`` given, which a sum or a product without ``dtype=`` takes (as torch does).
+    Raises :class:`ReductionError` (one line); imports no xDSL and needs no GPU."""
+    if kind not in KINDS.values():
+        raise ReductionError(f"unknown reduction kind {kind!r} (valid: {', '.join(KINDS.values())})")
+    if not isinstance(keepdims, bool | np.bool_):
+        raise _error(kind, f"'keepdims' must be a bool, got {keepdims!r}")
+    if not isinstance(ignore_nan, bool | np.bool_):
+        raise _error(kind, f"'ignore_nan' must be a bool, got {ignore_nan!r}")
+    if src != "bool" and src not in _ROWS:
+        raise _error(kind, f"dtype {src} is not supported (bulkred's element types: {', '.join(_ROWS)}, bool)")
+    ndim = len(shape)
+    reduced = _normalize_axes(kind, axis, ndim)
+    if dtype is not None:
+        dst = _dtype_name(kind, dtype)
+        if out_dtype is not None and out_dtype != dst:
+            raise _error(kind, f"'out' has dtype {out_dtype}, but dtype={dst} was asked for")
+    elif out_dtype is not None and kind in ("sum", "prod"):
+        dst = out_dtype
+    else:
+        dst = _default_dtype(kind, src)
+        if out_dtype is not None and out_dtype != dst:
+            raise _error(kind, f"'out' has dtype {out_dtype}, expected {dst} (the result's dtype)")
+    kept = tuple(d for i, d in enumerate(shape) if i not in reduced)
+    result_shape = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keepdims else kept
+    count = math.prod(shape[i] for i in reduced)
+    float_src = src != "bool" and _ROWS[src].is_float
+    common = {
+        "kind": kind, "shape": tuple(shape) or (1,), "src": src, "dst": dst,
+        "axes": None if len(reduced) == ndim else reduced, "kernel_shape": kept or (1,), "result_shape": result_shape,
+        "ignore_nan": bool(ignore_nan) and kind in ("max", "min") and float_src,
+    }
+    if count == 0:
+        if kind not in _IDENTITY and kind != "and":
+            where = "the array" if axis is None else f"axis {axis!r}"
+            raise _error(kind, f"{where} of an array of shape {tuple(shape)} has no elements, and {kind} has no identity")
+        fill = _IDENTITY[kind] if kind != "and" else _ROWS[dst].identity("and")
+        return Plan(**common, fill=fill)
+    return Plan(**common, empty=math.prod(result_shape) == 0)
+
+
+_PLANS: dict[tuple, Plan] = {}
+
+
+def _plan_cached(key: tuple, *args: Any) -> Plan:
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable argument: plan() says what is wrong with it
+        return plan(*args)
+    p = _PLANS[key] = plan(*args)
+    return p
+
+
+# endregion
+
 # region The module
 
 
-def reduction_module(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, name: str):
+@functools.cache
+def _dialect() -> tuple[frozenset[str], bool]:
+    """What the dialect takes: its reduction kinds, and whether ``T.reduce`` has the
+    ``ignore_nan`` option (float max/min propagate NaN by default where it does)."""
+    from bulkred_dialect import builder as T
+    from bulkred_dialect.ops.tile import ReduceKind
+
+    return frozenset(k.value for k in ReduceKind), "ignore_nan" in inspect.signature(T.reduce).parameters
+
+
+def reduction_module(
+    kind: str, shape: tuple[int, ...], dtype: str, axis: int | tuple[int, ...] | None, name: str, *,
+    out_dtype: str | None = None, ignore_nan: bool | None = None,
+):
     """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
-    grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (every axis when None) into
-    ``out`` (``x``'s shape without that axis, (1,) for a whole reduction)."""
+    grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (an axis or sorted axes; every
+    axis when None) into ``out`` (``x``'s shape without those axes, (1,) for a whole
+    reduction) of element type ``out_dtype`` (default ``dtype``). ``ignore_nan``: the
+    op's option (None: not given, the dialect's default)."""
     from bulkred_dialect import builder as T
 
-    axes = None if axis is None else [axis]
+    axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
     out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
+    options = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
     with T.kernel(name) as k:
         x = k.param("x", list(shape), dtype)
-        out = k.param("out", out_shape, dtype)
-        T.reduce(kind, out, x, axes=axes)
+        out = k.param("out", out_shape, out_dtype or dtype)
+        T.reduce(kind, out, x, axes=axes, **options)
     return k.module()
+
+
+def _module(p: Plan):
+    """The plan's module; the dialect's refusal as one readable line."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    kinds, has_nan_option = _dialect()
+    if p.kind not in kinds:
+        raise _error(p.kind, f"kind {p.kind!r} is not supported yet by the dialect (it has {', '.join(sorted(kinds))}; {ISSUE})")
+    ignore_nan = None
+    if p.kind in ("max", "min") and _ROWS.get(p.src) is not None and _ROWS[p.src].is_float:
+        if has_nan_option:
+            ignore_nan = True if p.ignore_nan else None
+        elif not p.ignore_nan:
+            raise _error(
+                p.kind,
+                f"a {p.kind} that propagates NaN (the default, as in numpy and torch) is not supported yet ({ISSUE}); "
+                f"pass ignore_nan=True for one that ignores NaN inputs",
+            )
+    if p.src == "bool" or p.dst == "bool":
+        raise _error(p.kind, f"bool arrays are not supported yet ({ISSUE})")
+    try:
+        return reduction_module(p.kind, p.shape, p.src, p.axes, _kernel_name(p.kind), out_dtype=p.dst, ignore_nan=ignore_nan)
+    except (LocatedError, BulkredError) as e:
+        raise _readable(p, e) from None
+
+
+def _kernel_name(kind: str) -> str:
+    return f"bulkred_{kind}"
+
+
+def _readable(p: Plan | str, e: Exception) -> ReductionError:
+    """One line from a located (or other) build or compile error."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    if isinstance(e, ReductionError):
+        return e
+    kind = p if isinstance(p, str) else p.kind
+    # the location is the builder's call in this file, of no use to the caller
+    first = re.sub(r"^\S*api\.py:\d+:\d+: ", "", str(e).split("\n", 1)[0])
+    if not isinstance(p, str) and p.dst != p.src and "'dst'" in first:
+        return _error(kind, f"a {kind} of {p.src} into {p.dst} is not supported yet ({ISSUE}): {first}; pass dtype={p.src!r}")
+    if isinstance(e, LocatedError):
+        more = " (explain=True shows the dispatch table)" if "\n" in str(e) else ""
+        return _error(kind, f"{first}{more}")
+    return _error(kind, f"not supported yet ({ISSUE}): {first}")
 
 
 # endregion
@@ -75,14 +302,33 @@ _COMPILED: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
 
 
-def _fn(kind: str) -> str:
-    return next((f for f, k in KINDS.items() if k == kind), kind)
+def _as_plan(kind: str, shape: tuple[int, ...], dtype: str, axis: Any, out_dtype: str | None, ignore_nan: bool | None) -> Plan:
+    """A plan for the low-level entry points (explicit dtypes; the dialect's default NaN mode)."""
+    axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    out_shape = tuple(d for i, d in enumerate(shape) if axes is not None and i not in axes) or (1,)
+    return Plan(kind, tuple(shape), dtype, out_dtype or dtype, axes, out_shape, out_shape, bool(ignore_nan))
 
 
-def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: Target | str):
+def compile_reduction(
+    kind: str, shape: tuple[int, ...], dtype: str, axis: Any, target: Target | str, *,
+    out_dtype: str | None = None, ignore_nan: bool | None = None,
+):
     """The :class:`~bulkred_dialect.backend_ptx.loading.CompiledModule` of one reduction,
     from the in-memory cache, else the disk cache, else built and compiled."""
-    key = (kind, tuple(shape), dtype, axis, target)
+    p = _as_plan(kind, shape, dtype, axis, out_dtype, ignore_nan)
+    return _compile(p if ignore_nan is not None else _with_dialect_nan(p), target)
+
+
+def _with_dialect_nan(p: Plan) -> Plan:
+    """``p`` with the NaN mode a module without the option has: the dialect's default."""
+    from dataclasses import replace
+
+    _, has_nan_option = _dialect()
+    return p if has_nan_option else replace(p, ignore_nan=True)
+
+
+def _compile(p: Plan, target: Target | str):
+    key = (p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan, target)
     mod = _COMPILED.get(key)
     if mod is not None:
         return mod
@@ -93,11 +339,11 @@ def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int |
         # only a miss pays for the compiler's imports (xDSL, the passes, nvJitLink)
         from bulkred_dialect.backend_ptx.loading import compile_tile_module
 
-        module = _module(kind, shape, dtype, axis)
+        module = _module(p)
         try:
             return compile_tile_module(module, target)
         except BulkredError as e:
-            raise _readable(kind, e) from None
+            raise _readable(p, e) from None
 
     disk_key = make_key({"what": "api reduction", "key": list(map(str, key))})
     mod = cached_module(disk_key, build)
@@ -106,44 +352,22 @@ def compile_reduction(kind: str, shape: tuple[int, ...], dtype: str, axis: int |
     return mod
 
 
-def _module(kind: str, shape: tuple[int, ...], dtype: str, axis: int | None):
-    """:func:`reduction_module`, its verifier errors as one readable line."""
-    from bulkred_dialect.diagnostics import LocatedError
-
-    try:
-        return reduction_module(kind, tuple(shape), dtype, axis, _kernel_name(kind))
-    except LocatedError as e:
-        raise _readable(kind, e) from None
-
-
-def _kernel_name(kind: str) -> str:
-    return f"bulkred_{kind}"
-
-
-def _readable(kind: str, e: Exception) -> ReductionError:
-    """One line from a located (or other) compile error."""
-    from bulkred_dialect.diagnostics import LocatedError
-
-    if isinstance(e, ReductionError):
-        return e
-    if isinstance(e, LocatedError):
-        first, *rest = str(e).split("\n", 1)
-        more = " (explain=True shows the dispatch table)" if rest else ""
-        return ReductionError(f"bulkred.{_fn(kind)}: {first}{more}")
-    return ReductionError(f"bulkred.{_fn(kind)}: {type(e).__name__}: {e}")
-
-
 def explain_reduction(
-    kind: str, shape: tuple[int, ...], dtype: str, axis: int | None, target: Target | str | None = None
+    kind: str, shape: tuple[int, ...], dtype: str, axis: Any, target: Target | str | None = None, *,
+    out_dtype: str | None = None, ignore_nan: bool | None = None,
 ) -> str:
     """The dispatch table of each ``bulkred.reduce`` of the reduction's module, for
     ``target`` (default: the GPU's, else sm_90a): which variant is chosen and why the
     others are not."""
+    p = _as_plan(kind, shape, dtype, axis, out_dtype, ignore_nan)
+    return _explain(p if ignore_nan is not None else _with_dialect_nan(p), target)
+
+
+def _explain(p: Plan, target: Target | str | None = None) -> str:
     from bulkred_dialect.backend_ptx.loading import _target_for
     from bulkred_dialect.passes.lower_tile_reductions import explanations
 
-    module = _module(kind, shape, dtype, axis)
-    return "\n".join(explanations(module, _target_for(target)))
+    return "\n".join(explanations(_module(p), _target_for(target)))
 
 
 # endregion
@@ -151,138 +375,351 @@ def explain_reduction(
 # region Arrays
 
 
-def _shape_dtype(x: Any, kind: str) -> tuple[tuple[int, ...], str]:
-    """Shape and dtype name of ``x`` without a copy (torch and cupy directly, other
-    device arrays through a StridedMemoryView)."""
+def _library(x: Any) -> str:
+    """``torch``, ``cupy``, ``numpy`` or ``other`` (any DLPack or CUDA Array Interface object)."""
+    if isinstance(x, np.ndarray):
+        return "numpy"
     module = type(x).__module__
-    if isinstance(x, np.ndarray) or module.startswith("cupy"):
-        return tuple(x.shape), np.dtype(x.dtype).name
     if module.startswith("torch"):
-        return tuple(x.shape), str(x.dtype).removeprefix("torch.")
-    from bulkred_dialect.backend_ptx.arrays import _dtype_name, is_device_array_like
+        return "torch"
+    if module.startswith("cupy"):
+        return "cupy"
+    return "other"
+
+
+def _info(x: Any, kind: str, what: str = "x") -> tuple[tuple[int, ...], str, tuple[int, ...] | None]:
+    """Shape, dtype name and strides (in elements; None: dense) of ``x`` without a copy
+    (torch and cupy directly, other device arrays through a StridedMemoryView)."""
+    lib = _library(x)
+    if lib == "numpy":
+        return tuple(x.shape), x.dtype.name, None  # copied in: any layout
+    if lib == "cupy":
+        return tuple(x.shape), np.dtype(x.dtype).name, tuple(s // x.itemsize for s in x.strides)
+    if lib == "torch":
+        return tuple(x.shape), str(x.dtype).removeprefix("torch."), tuple(x.stride())
+    from bulkred_dialect.backend_ptx.arrays import _dtype_name as view_dtype
+    from bulkred_dialect.backend_ptx.arrays import is_device_array_like
 
     if not is_device_array_like(x):
-        raise ReductionError(
-            f"bulkred.{_fn(kind)}: expected a device array (torch, cupy, DLPack or CUDA Array Interface) "
-            f"or a numpy array, got {type(x).__name__}"
+        raise _error(
+            kind,
+            f"expected {'a device array (torch, cupy, DLPack or CUDA Array Interface) or a numpy array' if what == 'x' else 'an array'} "
+            f"for '{what}', got {type(x).__name__}",
         )
     from cuda.core.utils import StridedMemoryView
 
     try:
         v = StridedMemoryView.from_any_interface(x, None)
     except Exception as e:
-        raise ReductionError(
-            f"bulkred.{_fn(kind)}: cannot view the {type(x).__name__} through DLPack or the CUDA Array "
-            f"Interface ({type(e).__name__}: {e})"
+        raise _error(
+            kind, f"cannot view the {type(x).__name__} through DLPack or the CUDA Array Interface ({type(e).__name__}: {e})"
         ) from None
-    return tuple(v.shape), _dtype_name(v)
+    return tuple(v.shape), view_dtype(v), None if v.strides is None else tuple(v.strides)
 
 
-def _new_out(x: Any, kind: str, shape: tuple[int, ...]) -> Any:
-    """A result array of ``shape`` like ``x`` (same library, dtype and device)."""
-    module = type(x).__module__
-    if isinstance(x, np.ndarray):
-        return np.empty(shape, x.dtype)
-    if module.startswith("torch"):
-        return sys.modules["torch"].empty(shape, dtype=x.dtype, device=x.device)
-    if module.startswith("cupy"):
+def _check_layout(kind: str, what: str, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
+    """A device array must be dense and row-major (extent-1 axes may have any stride)."""
+    if strides is None or math.prod(shape) == 0:
+        return
+    if builtins.any(s < 0 and d > 1 for d, s in zip(shape, strides)):
+        raise _error(
+            kind,
+            f"'{what}' has negative strides {strides} (in elements) for shape {shape} (a flipped view), which are not "
+            f"supported; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))",
+        )
+    want = 1
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d != 1 and s != want:
+            # TODO(issue 16): pass the view once grid-scope bulkred.reduce takes strided memrefs
+            raise _error(
+                kind,
+                f"'{what}' is a strided view (strides {strides} in elements for shape {shape}), which is not supported "
+                f"yet ({ISSUE}); pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))",
+            )
+        want *= d
+
+
+def _new(x: Any, kind: str, shape: tuple[int, ...], dtype: str, fill: Any = None) -> Any:
+    """A new array of ``shape`` and ``dtype`` like ``x`` (same library and device),
+    filled with ``fill`` unless it is None."""
+    lib = _library(x)
+    if lib == "numpy":
+        if dtype == "bfloat16":
+            raise _error(kind, "numpy has no bfloat16: pass a device array for a bfloat16 result")
+        a = np.empty(shape, dtype)
+    elif lib == "torch":
+        torch = sys.modules["torch"]
+        a = torch.empty(shape, dtype=getattr(torch, dtype), device=x.device)
+    elif lib == "cupy":
         with x.device:
-            return sys.modules["cupy"].empty(shape, x.dtype)
-    raise ReductionError(f"bulkred.{_fn(kind)}: pass out= (an array of shape {shape}) for a {type(x).__name__} input")
+            a = sys.modules["cupy"].empty(shape, dtype)
+    else:
+        raise _error(kind, f"pass out= (an array of shape {shape} and dtype {dtype}) for a {type(x).__name__} input")
+    if fill is not None:
+        a[...] = fill
+    return a
 
 
-_NEW_OUT: dict[str, tuple[Any, Any]] = {}
-"""kind -> (axis, the kernel's ``call_new_last``) of the last torch call that made its
-result: ``bulkred.sum(x)`` again on a tensor like it launches with no lookup."""
-
-_TORCH_CALLS: dict[tuple, tuple[Any, tuple[int, ...]]] = {}
-"""(kind, shape, dtype, axis as passed) of a torch tensor -> (kernel, result shape): a
-call that was checked once goes straight to the kernel the next time."""
+def _reshape(a: Any, shape: tuple[int, ...]) -> Any:
+    """A view of ``a`` (dense) in ``shape``."""
+    return a.view(shape) if _library(a) == "torch" else a.reshape(shape)
 
 
-def reduce(kind: str, x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-    """``kind`` (sum, max, min, and, or, xor) of ``x`` into ``out`` (of the kernel's
-    destination shape, (1,) for a whole reduction; a new array like ``x`` when None),
-    which is returned. Device arrays: no copy, on the
-    caller's stream (``stream``, else torch's or cupy's current stream), no
-    synchronize. numpy: copied in and out. ``explain=True`` returns the dispatch table
-    as text instead (nothing is compiled or run)."""
+@dataclass(frozen=True)
+class _Recorded:
+    """A torch call that was checked once: the kernel, the destination it takes, the
+    caller's result shape where it differs from it, the result's torch dtype where it
+    differs from the input's."""
+
+    kernel: Any
+    kernel_shape: tuple[int, ...]
+    result_shape: tuple[int, ...] | None  # None when the same as kernel_shape
+    result_dtype: Any  # the torch dtype; None when the input's
+    shape: tuple[int, ...]  # the caller's result shape, for out=
+
+
+_NEW_OUT: dict[str, tuple[Any, Any, Any]] = {}
+"""kind -> (axis, the kernel's ``call_new_last``, the result's shape or None) of the
+last torch call that made its result with default options: ``bulkred.sum(x)`` again on
+a tensor like it launches with no lookup."""
+
+_TORCH_CALLS: dict[tuple, _Recorded] = {}
+"""(kind, shape, dtype, axis, keepdims, dtype=, ignore_nan, out's dtype) of a torch
+call -> what it launched: a call that was checked once goes straight to the kernel the
+next time."""
+
+
+def _never() -> bool:
+    if "torch" in sys.modules:  # torch came after the API: register the operators now
+        _load_torch_ops()
+        return _compiling()
+    return False
+
+
+_compiling = _never
+"""``torch.compiler.is_compiling`` once torch_ops registered the custom operators."""
+
+
+def _load_torch_ops() -> None:
+    """Register the torch custom operators (importing torch_ops sets ``_compiling``)."""
+    from bulkred_dialect import torch_ops
+
+
+def reduce(
+    kind: str, x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False, out: Any = None,
+    stream: Any = None, explain: bool = False, ignore_nan: bool = False,
+) -> Any:
+    """``kind`` (sum, prod, max, min, any, all, and, or, xor) of ``x`` over ``axis``.
+
+    ``axis``: an int, a tuple of ints (negatives count from the end) or None (every
+    axis). ``dtype``: the accumulator's and the result's dtype (default: int64 for
+    integer sums and products, uint64 for unsigned ones, bool for any/all, else ``x``'s;
+    a sum or product with ``out=`` takes ``out``'s). ``keepdims``: keep the reduced axes
+    as 1s. ``out``: the result's array (its shape and dtype checked), returned; else a new
+    array like ``x``. ``stream``: the stream to launch on (default: torch's or cupy's
+    current one). ``explain``: return the dispatch table as text (nothing runs).
+    ``ignore_nan`` (float max/min): drop NaN inputs, else any NaN gives NaN.
+
+    Device arrays: no copy, no synchronize. numpy: copied in and out. A reduction over
+    empty axes gives the kind's identity without a kernel (max and min have none: refused).
+    """
+    if _compiling():
+        return sys.modules["bulkred_dialect.torch_ops"].call(kind, x, axis, dtype, keepdims, ignore_nan, out, stream, explain)
+    lib = type(x).__module__
     torch_key = None  # the key of a torch call in _TORCH_CALLS
-    if stream is None and not explain and type(x).__module__ == "torch" and (axis is None or type(axis) is int):
-        torch_key = (kind, x.shape, x.dtype, axis)
+    if stream is None and not explain and lib == "torch" and (axis is None or type(axis) is int or type(axis) is tuple):
+        torch_key = (kind, x.shape, x.dtype, axis, keepdims, dtype, ignore_nan, None if out is None else getattr(out, "dtype", None))
         hit = _TORCH_CALLS.get(torch_key)
-        if hit is not None:
-            kernel, out_shape = hit
-            result = x.new_empty(*out_shape) if out is None else out  # ints: faster than a tuple
-            kernel(x, result)  # its short path checks x and out again, else the full checks
-            _record_new_out(kind, axis, kernel, out)
-            return result
+        if hit is not None and (type(axis) is not tuple or builtins.all(type(a) is int for a in axis)):
+            try:
+                if out is None:
+                    result = x.new_empty(hit.kernel_shape) if hit.result_dtype is None else x.new_empty(hit.kernel_shape, dtype=hit.result_dtype)
+                    hit.kernel(x, result)  # its short path checks x and out again, else the full checks
+                    _record_new_out(kind, axis, hit, keepdims, dtype, ignore_nan)
+                    return result if hit.result_shape is None else result.view(hit.result_shape)
+                if out.shape == hit.shape:
+                    hit.kernel(x, out if hit.result_shape is None else out.view(hit.kernel_shape))
+                    return out
+            except SignatureError:
+                pass  # the checks below name what is wrong in the API's words, else raise it again
+    return _reduce(kind, x, axis, dtype, keepdims, ignore_nan, out, stream, explain, torch_key)
+
+
+def _reduce(
+    kind: str, x: Any, axis: Any, dtype: Any, keepdims: bool, ignore_nan: bool, out: Any, stream: Any, explain: bool,
+    torch_key: tuple | None,
+) -> Any:
+    """:func:`reduce`, every check, then the launch (and its record for the next call)."""
     if kind not in KINDS.values():
-        raise ReductionError(f"unknown reduction kind '{kind}' (valid: {', '.join(KINDS.values())})")
-    if axis is not None and (not isinstance(axis, int | np.integer) or isinstance(axis, bool)):
-        raise ReductionError(f"bulkred.{_fn(kind)}: 'axis' must be an int or None, got {axis!r}")
-    shape, dtype = _shape_dtype(x, kind)
-    if axis is not None:
-        if not -len(shape) <= axis < builtins.max(len(shape), 1):
-            raise ReductionError(f"bulkred.{_fn(kind)}: axis {axis} is out of range for a {len(shape)}-D array")
-        axis = int(axis) + len(shape) if axis < 0 else int(axis)
-    if dtype not in DTYPES:
-        raise ReductionError(f"bulkred.{_fn(kind)}: dtype {dtype} is not supported (valid: {', '.join(DTYPES)})")
-    if 0 in shape or not shape:
-        raise ReductionError(f"bulkred.{_fn(kind)}: an array of shape {tuple(shape)} has no elements to reduce")
+        raise ReductionError(f"unknown reduction kind {kind!r} (valid: {', '.join(KINDS.values())})")
+    shape, src, strides = _info(x, kind)
+    out_dtype = None
+    if out is not None:
+        out_shape, out_dtype, out_strides = _info(out, kind, "out")
+    if _compiling is _never and type(x).__module__ == "torch":
+        _load_torch_ops()
+    # True == 1 and (True,) == (1,): anything but None and ints is keyed by its repr
+    key = (
+        kind, shape, src, axis if axis is None or type(axis) is int else repr(axis),
+        keepdims if type(keepdims) is bool else repr(keepdims), dtype if dtype is None or isinstance(dtype, str) else repr(dtype),
+        ignore_nan if type(ignore_nan) is bool else repr(ignore_nan), out_dtype,
+    )
+    p = _plan_cached(key, kind, shape, src, axis, keepdims, dtype, ignore_nan, out_dtype)
+    if out is not None and out_shape != p.result_shape:
+        raise _error(kind, f"'out' has shape {out_shape}, expected {p.result_shape} (keepdims={keepdims})")
     if explain:
-        return explain_reduction(kind, shape, dtype, axis)
+        if not p.launches:
+            return f"no kernel: the result has shape {p.result_shape}" + ("" if p.fill is None else f", every element {p.fill!r}")
+        return _explain(p)
+    if not p.launches:
+        _check_module(p)  # the dialect refuses what it would refuse with elements too
+        if out is None:
+            return _new(x, kind, p.result_shape, p.dst, p.fill)
+        if p.fill is not None:
+            out[...] = p.fill
+        return out
+    lib = _library(x)
+    if lib == "other" and shape == ():
+        raise _error(kind, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
+    _check_layout(kind, "x", shape, strides)
+    if out is not None:
+        _check_layout(kind, "out", out_shape, out_strides)
     from bulkred_dialect.backend_ptx.device import current_arch
 
-    mod = compile_reduction(kind, shape, dtype, axis, current_arch())
-    kernel = mod.kernel(_kernel_name(kind))
+    kernel = _compile(p, current_arch()).kernel(_kernel_name(kind))
+    xk = x if shape == p.shape else _reshape(x, p.shape)
+    reshaped = p.kernel_shape != p.result_shape
     if out is None:
-        out_shape = kernel.signature.params[1].shape  # the kernel is (x, out)
-        result = _new_out(x, kind, tuple(out_shape))
+        result = _new(x, kind, p.kernel_shape, p.dst)
+        outk = result
     else:
         result = out
-    _, got = kernel(x, result, stream=stream)
-    if isinstance(result, np.ndarray):
-        result[...] = got  # numpy: the kernel wrote a copy
-    elif torch_key is not None and len(_TORCH_CALLS) < 1024:
-        _TORCH_CALLS[torch_key] = (kernel, tuple(kernel.signature.params[1].shape))
-        _record_new_out(kind, torch_key[3], kernel, out)
+        outk = _reshape(out, p.kernel_shape) if reshaped and _library(out) != "numpy" else out
+        if _library(out) == "numpy":
+            outk = np.empty(p.kernel_shape, out.dtype)
+    _, got = kernel(xk, outk, stream=stream)
+    if isinstance(outk, np.ndarray):  # numpy: the kernel wrote a copy
+        if out is None:
+            return got.reshape(p.result_shape)
+        out[...] = got.reshape(p.result_shape)
+        return out
+    if torch_key is not None and len(_TORCH_CALLS) < 1024 and _library(outk) == "torch" and lib == "torch":
+        torch = sys.modules["torch"]
+        # the shapes as tuples: t.view(a tuple) costs about half of t.view(a torch.Size)
+        rec = _Recorded(
+            kernel, p.kernel_shape, p.result_shape if reshaped else None,
+            None if p.dst == src else getattr(torch, p.dst), p.result_shape,
+        )
+        _TORCH_CALLS[torch_key] = rec
+        if out is None:
+            _record_new_out(kind, axis, rec, keepdims, dtype, ignore_nan)
+    if out is None and reshaped:
+        return _reshape(result, p.result_shape)
     return result
 
 
-def _record_new_out(kind: str, axis: int | None, kernel: Any, out: Any) -> None:
-    """After a call that made its result: the kernel's short path that makes it, for
-    the next call of this kind and axis (see :func:`_reduction_function`)."""
-    fast = kernel._fast
-    if out is None and fast is not None and fast.call_new_last is not None:
-        _NEW_OUT[kind] = (axis, fast.call_new_last)
+def _check_module(p: Plan) -> None:
+    """Build (and verify) the module of ``p`` with every empty extent made 1: an empty
+    reduction the dialect would refuse with elements is refused too."""
+    from dataclasses import replace
+
+    key = ("check", p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan)
+    if key in _PLANS:
+        return
+    shape = tuple(d or 1 for d in p.shape)
+    _module(replace(p, shape=shape))
+    _PLANS[key] = p
+
+
+def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype: Any, ignore_nan: bool) -> None:
+    """After a call that made its result with default options: the kernel's short path
+    that makes it, for the next call of this kind and axis (see :func:`_reduction_function`)."""
+    fast = rec.kernel._fast
+    if (
+        keepdims is False and dtype is None and ignore_nan is False and (axis is None or type(axis) is int)
+        and fast is not None and fast.call_new_last is not None
+    ):
+        _NEW_OUT[kind] = (axis, fast.call_new_last, rec.result_shape)
 
 
 def _reduction_function(name: str, kind: str, what: str):
-    """The public function ``name`` (``bulkred.sum`` ...): :func:`reduce` of ``kind``,
-    with the short path of a call like the last one that made its result."""
+    """The public function ``name`` (``bulkred.prod`` ...) without ``dtype`` or
+    ``ignore_nan``: :func:`reduce` of ``kind``, with the short path of a call like the
+    last one that made its result."""
 
-    def fn(x: Any, axis: int | None = None, out: Any = None, *, explain: bool = False, stream: Any = None) -> Any:
-        if out is None and stream is None and not explain:
+    def fn(x: Any, /, *, axis: Any = None, keepdims: bool = False, out: Any = None, stream: Any = None, explain: bool = False) -> Any:
+        if _compiling():
+            return reduce(kind, x, axis=axis, keepdims=keepdims, out=out, stream=stream, explain=explain)
+        if out is None and stream is None and keepdims is False and not explain:
             hit = _NEW_OUT.get(kind)
             if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
                 result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
                 if result is not None:
-                    return result
-        return reduce(kind, x, axis, out, explain=explain, stream=stream)
+                    return result if hit[2] is None else result.view(hit[2])
+        return reduce(kind, x, axis=axis, keepdims=keepdims, out=out, stream=stream, explain=explain)
 
+    return _named(fn, name, what)
+
+
+def _sum_like(name: str, kind: str, what: str):
+    """``sum`` and ``prod``: with ``dtype``."""
+
+    def fn(
+        x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False, out: Any = None, stream: Any = None,
+        explain: bool = False,
+    ) -> Any:
+        if _compiling():
+            return reduce(kind, x, axis=axis, dtype=dtype, keepdims=keepdims, out=out, stream=stream, explain=explain)
+        if out is None and stream is None and dtype is None and keepdims is False and not explain:
+            hit = _NEW_OUT.get(kind)
+            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
+                if result is not None:
+                    return result if hit[2] is None else result.view(hit[2])
+        return reduce(kind, x, axis=axis, dtype=dtype, keepdims=keepdims, out=out, stream=stream, explain=explain)
+
+    return _named(fn, name, what)
+
+
+def _min_max(name: str, kind: str, what: str):
+    """``max`` and ``min``: with ``ignore_nan``."""
+
+    def fn(
+        x: Any, /, *, axis: Any = None, keepdims: bool = False, ignore_nan: bool = False, out: Any = None,
+        stream: Any = None, explain: bool = False,
+    ) -> Any:
+        if _compiling():
+            return reduce(kind, x, axis=axis, keepdims=keepdims, ignore_nan=ignore_nan, out=out, stream=stream, explain=explain)
+        if out is None and stream is None and keepdims is False and ignore_nan is False and not explain:
+            hit = _NEW_OUT.get(kind)
+            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
+                if result is not None:
+                    return result if hit[2] is None else result.view(hit[2])
+        return reduce(kind, x, axis=axis, keepdims=keepdims, ignore_nan=ignore_nan, out=out, stream=stream, explain=explain)
+
+    return _named(fn, name, what)
+
+
+def _named(fn: Any, name: str, what: str) -> Any:
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = __name__
     fn.__doc__ = f"{what} (see :func:`reduce`)."
     return fn
 
 
-sum = _reduction_function("sum", "sum", "The sum of ``x``")  # noqa: A001
-max = _reduction_function("max", "max", "The maximum of ``x`` (NaN inputs ignored)")  # noqa: A001
-min = _reduction_function("min", "min", "The minimum of ``x`` (NaN inputs ignored)")  # noqa: A001
+sum = _sum_like("sum", "sum", "The sum of ``x``")
+prod = _sum_like("prod", "prod", "The product of ``x``")
+max = _min_max("max", "max", "The maximum of ``x`` (a NaN gives NaN unless ``ignore_nan``)")
+min = _min_max("min", "min", "The minimum of ``x`` (a NaN gives NaN unless ``ignore_nan``)")
+any = _reduction_function("any", "any", "Whether any element of ``x`` is true (nonzero), as bool")
+all = _reduction_function("all", "all", "Whether every element of ``x`` is true (nonzero), as bool")
 and_ = _reduction_function("and_", "and", "The bitwise and of an integer ``x``")
 or_ = _reduction_function("or_", "or", "The bitwise or of an integer ``x``")
 xor = _reduction_function("xor", "xor", "The bitwise xor of an integer ``x``")
 
+
+if "torch" in sys.modules:  # torch.compile must see the custom operators before it traces a call
+    _load_torch_ops()
 
 # endregion

@@ -74,9 +74,9 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], type[Exception], s
     ("parse(does not verify)", lambda: runtime.parse(BAD_RETURN, "bad.mlir"), LocatedError, ValueError,
      "bad.mlir:3:3: error: 'func.return' Expected arguments to have the same types"),
     ("sum(axis=True)", lambda: bulkred.sum(np.ones(4, np.float32), axis=True), bulkred.ReductionError, ValueError,
-     "'axis' must be an int or None, got True"),
-    ("sum(dtype)", lambda: bulkred.sum(np.ones(4, np.float64)), bulkred.ReductionError, ValueError,
-     "dtype float64 is not supported"),
+     "'axis' must be an int, a tuple of ints or None, got True"),
+    ("sum(dtype)", lambda: bulkred.sum(np.ones(4, np.complex64)), bulkred.ReductionError, ValueError,
+     "dtype complex64 is not supported"),
 ]
 
 

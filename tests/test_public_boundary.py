@@ -192,11 +192,17 @@ OTHERS: list[Entry] = [
     # the one-call API
     *[
         _e(f"bulkred.{n}", getattr(bulkred, n),
-           lambda b: ((np.ones(8, np.int32),), {"axis": None, "out": None, "explain": True, "stream": None}))
-        for n in ("sum", "max", "min", "and_", "or_", "xor")
+           lambda b, extra=extra: ((np.ones(8, np.int32),), {"axis": None, "keepdims": False, **extra, "out": None, "explain": True, "stream": None}))
+        for n, extra in [
+            ("sum", {"dtype": None}), ("prod", {"dtype": None}), ("max", {"ignore_nan": False}),
+            ("min", {"ignore_nan": False}), ("any", {}), ("all", {}), ("and_", {}), ("or_", {}), ("xor", {}),
+        ]
     ],
     _e("bulkred.reduce", bulkred.reduce,
-       lambda b: (("sum", np.ones(8, np.float32)), {"axis": None, "out": None, "explain": True, "stream": None})),
+       lambda b: (("sum", np.ones(8, np.float32)), {
+           "axis": None, "dtype": None, "keepdims": False, "ignore_nan": False, "out": None, "explain": True,
+           "stream": None,
+       })),
     # the interpreter
     _e("interpreter.run_kernel", run_kernel,
        lambda b: ((_level2(), "test_func", *_seed_arrays()), {"thread_id": (0, 0, 0), "block_id": (0, 0, 0), "cluster_rank": 0})),
@@ -312,7 +318,7 @@ def test_the_sweep_covers_every_public_name():
         if name in ("DTYPES", "Kernel"):
             continue
         assert f"T.{name}" in covered, name
-    for name in ("sum", "max", "min", "and_", "or_", "xor", "reduce"):
+    for name in ("sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce"):
         assert f"bulkred.{name}" in covered, name
 
 

@@ -1,0 +1,237 @@
+"""The reduction API's semantics on the GPU against torch (issue 16 §2): result shapes
+(0-d for a whole reduction, keepdims), dtypes (integer sums in int64, dtype=), any set
+of axes, NaN (propagated by default, dropped with ignore_nan), empty axes, out=, the
+refusals before any launch (strided views, a wrong out=), cupy, and torch integration:
+torch.compile(fullgraph=True) through the custom operators and CUDA graph capture of
+eager calls. A case the dialect does not take yet ("not supported yet") skips with the
+dialect's message; tests/test_api_semantics.py checks the same on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bulkred_dialect as bulkred
+
+pytestmark = pytest.mark.gpu
+
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:
+        pytest.skip(f"torch is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+def _run(call):
+    """``call()``, skipping where the dialect says it does not take the case yet."""
+    try:
+        return call()
+    except bulkred.ReductionError as e:
+        if "not supported yet" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+def _close(got, want, torch, rtol=1e-5):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    if want.dtype.is_floating_point:
+        torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=rtol * 16, equal_nan=True)
+    else:
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "keepdims"),
+    [
+        ((1000,), None, False),
+        ((33, 70), None, True),
+        ((33, 70), 0, False),
+        ((33, 70), -1, True),
+        ((8, 50, 40), 1, False),  # the middle axis
+        ((8, 50, 40), (0, 2), False),
+        ((8, 50, 40), (0, 2), True),
+        ((6, 7, 8, 9), (1, 3), False),
+        ((6, 7, 8, 9), (0, 1, 2, 3), False),
+    ],
+)
+@pytest.mark.parametrize("fn", ["sum", "max", "min"])
+def test_float32_against_torch(fn, shape, axis, keepdims):
+    torch = _torch()
+    x = torch.randn(shape, device="cuda")
+    got = _run(lambda: getattr(bulkred, fn)(x, axis=axis, keepdims=keepdims))
+    dim = tuple(range(len(shape))) if axis is None else axis
+    want = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[fn](x, dim=dim, keepdim=keepdims)
+    _close(got, want, torch)
+
+
+def test_integer_sums_are_int64_and_exact():
+    torch = _torch()
+    x = torch.randint(-(1 << 30), 1 << 30, (64, 1000), dtype=torch.int32, device="cuda")
+    got = _run(lambda: bulkred.sum(x))
+    assert got.dtype == torch.int64 and got.shape == () and int(got) == int(x.sum())  # no wrap
+    rows = _run(lambda: bulkred.sum(x, axis=1))
+    assert torch.equal(rows, x.sum(dim=1))
+    wrapped = _run(lambda: bulkred.sum(x, dtype=torch.int32))
+    assert wrapped.dtype == torch.int32 and int(wrapped) == int(x.sum(dtype=torch.int32))
+
+
+def test_dtype_chooses_the_accumulator_and_the_result():
+    torch = _torch()
+    x = torch.randn(4096, device="cuda").half()
+    got = _run(lambda: bulkred.sum(x, dtype=torch.float32))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, x.float().sum(), rtol=1e-5, atol=1e-3)
+    assert _run(lambda: bulkred.sum(x)).dtype == torch.float16
+
+
+def test_nan_propagates_unless_ignored():
+    torch = _torch()
+    x = torch.randn(10000, device="cuda")
+    x[1234] = float("nan")
+    assert torch.isnan(_run(lambda: bulkred.max(x)))
+    assert torch.isnan(_run(lambda: bulkred.min(x)))
+    finite = x.nan_to_num(nan=-float("inf"))
+    assert float(_run(lambda: bulkred.max(x, ignore_nan=True))) == float(finite.max())
+
+
+def test_prod_against_torch():
+    torch = _torch()
+    x = 1 + torch.rand(3, 40, device="cuda") / 40
+    _close(_run(lambda: bulkred.prod(x, axis=1)), x.prod(dim=1), torch, rtol=1e-4)
+
+
+def test_empty_axes():
+    torch = _torch()
+    x = torch.empty(0, 5, device="cuda")
+    assert torch.equal(bulkred.sum(x, axis=0), torch.zeros(5, device="cuda"))
+    assert torch.equal(bulkred.prod(x, axis=0), torch.ones(5, device="cuda"))
+    assert bulkred.sum(x).shape == () and float(bulkred.sum(x)) == 0.0
+    with pytest.raises(bulkred.ReductionError, match="has no elements, and max has no identity"):
+        bulkred.max(x, axis=0)
+
+
+def test_out_and_the_refusals_before_any_launch():
+    torch = _torch()
+    x = torch.randn(30, 40, device="cuda")
+    out = torch.full((40,), float("nan"), device="cuda")
+    assert bulkred.sum(x, axis=0, out=out) is out
+    _close(out, x.sum(dim=0), torch)
+    y = torch.full((1, 40), float("nan"), device="cuda")
+    assert bulkred.max(x, axis=0, keepdims=True, out=y) is y and torch.equal(y, x.amax(dim=0, keepdim=True))
+    with pytest.raises(bulkred.ReductionError, match=r"'out' has shape \(41,\), expected \(40,\)"):
+        bulkred.sum(x, axis=0, out=torch.empty(41, device="cuda"))
+    with pytest.raises(bulkred.ReductionError, match=r"'out' has dtype float16, but dtype=float32 was asked for"):
+        bulkred.sum(x, axis=0, dtype=torch.float32, out=torch.empty(40, dtype=torch.float16, device="cuda"))
+    with pytest.raises(bulkred.ReductionError, match=r"'x' is a strided view .* not supported yet \(issue 16\)"):
+        bulkred.sum(x.t())
+    with pytest.raises(bulkred.ReductionError, match=r"'x' is a strided view"):
+        bulkred.sum(x[:, ::2])
+    with pytest.raises(bulkred.ReductionError, match=r"'axis' must be an int, a tuple of ints or None, got True"):
+        bulkred.sum(x, axis=True)
+    with pytest.raises(bulkred.ReductionError, match=r"names an axis twice"):
+        bulkred.sum(x, axis=(1, -1))
+    with pytest.raises(bulkred.ReductionError, match=r"needs an integer element type"):
+        bulkred.xor(x)
+    torch.cuda.synchronize()
+    _close(bulkred.sum(x[3:]), x[3:].sum(), torch)  # a storage offset, dense: read in place
+    _close(bulkred.sum(torch.tensor(2.5, device="cuda")), torch.tensor(2.5, device="cuda"), torch)  # 0-d
+
+
+def test_the_result_is_a_view_of_the_kernels_destination():
+    torch = _torch()
+    x = torch.randn(1000, device="cuda")
+    for _ in range(3):  # the first call, then the recorded short paths
+        y = bulkred.sum(x)
+        assert y.shape == () and y._base is not None and y._base.shape == (1,)
+
+
+def test_cupy_shapes():
+    try:
+        import cupy
+    except Exception as e:
+        pytest.skip(f"cupy is not importable: {e}")
+    a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    x = cupy.asarray(a)
+    got = _run(lambda: bulkred.sum(x, axis=(0, 2), keepdims=True))
+    assert isinstance(got, cupy.ndarray) and got.shape == (1, 4, 1)
+    assert np.allclose(got.get(), a.sum(axis=(0, 2), keepdims=True))
+    whole = bulkred.max(x)
+    assert whole.shape == () and float(whole.get()) == 59.0
+
+
+def test_numpy_shapes():
+    a = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
+    got = _run(lambda: bulkred.sum(a, axis=-1, keepdims=True))
+    assert got.shape == (3, 4, 1) and got.dtype == np.int64 and np.array_equal(got, a.sum(axis=-1, keepdims=True))
+    assert bulkred.max(a).shape == ()
+
+
+def test_torch_compile_fullgraph():
+    """bulkred calls inside torch.compile(fullgraph=True) (inductor) become the custom
+    operators: one graph, run, equal to eager."""
+    torch = _torch()
+
+    def f(x, out):
+        s = bulkred.sum(x, axis=-1, keepdims=True)
+        bulkred.max(x, axis=0, out=out)
+        return torch.relu(s) + 1, bulkred.sum(x)
+
+    x = torch.randn(64, 256, device="cuda")
+    out = torch.empty(256, device="cuda")
+    compiled = torch.compile(f, fullgraph=True)
+    for _ in range(2):
+        s, whole = _run(lambda: compiled(x, out))
+        _close(s, torch.relu(x.sum(dim=-1, keepdim=True)) + 1, torch)
+        _close(whole, x.sum(), torch)
+        assert torch.equal(out, x.amax(dim=0))
+
+
+def test_cuda_graph_capture_of_eager_calls():
+    """Eager bulkred calls captured in a CUDA graph (after a first call outside it, which
+    compiles and loads the kernel) replay on new data."""
+    torch = _torch()
+    x = torch.randn(64, 256, device="cuda")
+    out = torch.empty(256, device="cuda")
+    bulkred.sum(x, axis=0, out=out)
+    bulkred.sum(x)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        bulkred.sum(x, axis=0, out=out)
+        whole = bulkred.sum(x)
+    for _ in range(3):
+        x.copy_(torch.randn(64, 256, device="cuda"))
+        g.replay()
+        torch.cuda.synchronize()
+        _close(out, x.sum(dim=0), torch)
+        _close(whole, x.sum(), torch)
+
+
+def test_from_torch_doc_runs_on_the_gpu():
+    """docs/from_torch.md's blocks, GPU ones included, run as written in one scope."""
+    import re
+    from pathlib import Path
+
+    _torch()
+    root = Path(__file__).resolve().parents[2]
+    blocks = re.findall(r"```python\n(.*?)```", (root / "docs" / "from_torch.md").read_text(), flags=re.S)
+    scope: dict = {}
+    for block in blocks:
+        _run(lambda block=block: exec(compile(block, "docs/from_torch.md", "exec"), scope))
+    assert scope["y"].shape == (1, 1024, 1)
+
+
+def test_array_api_example_runs_on_the_gpu():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _torch()
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "examples/array_api.py"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "bulkred.sum(x): () torch.float32" in r.stdout, r.stdout

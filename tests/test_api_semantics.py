@@ -1,0 +1,355 @@
+"""The reduction API's semantics without a GPU (bulkred_dialect/api.py, issue 16 §2): the
+plan of each call (result shape and dtype as the array API standard says, the one-line
+refusals before anything is built), reductions over empty axes (filled, no kernel), and
+the calls themselves on a simulated kernel that computes with numpy: the result a view
+of the kernel's destination in the array API's shape, ``out=``, the recorded short path,
+the layout checks, and torch's custom operators under ``torch.compile(fullgraph=True)``.
+The torch cases need torch (a CPU wheel is enough) and skip without it; the real runs
+are tests/gpu/test_api_semantics_gpu.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bulkred_dialect as bulkred
+from bulkred_dialect import api
+
+# region Plans: shapes and dtypes
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "src", "kw", "result_shape", "kernel_shape", "axes", "dst"),
+    [
+        ("sum", (5, 6), "float32", {}, (), (1,), None, "float32"),
+        ("sum", (5, 6), "float32", {"keepdims": True}, (1, 1), (1,), None, "float32"),
+        ("sum", (4, 5, 6), "float32", {"axis": (0, 2)}, (5,), (5,), (0, 2), "float32"),
+        ("sum", (4, 5, 6), "float32", {"axis": (0, 2), "keepdims": True}, (1, 5, 1), (5,), (0, 2), "float32"),
+        ("sum", (4, 5, 6), "float32", {"axis": (-1, -3)}, (5,), (5,), (0, 2), "float32"),
+        ("sum", (4, 5, 6), "float32", {"axis": [0, 1, 2]}, (), (1,), None, "float32"),
+        ("sum", (4, 5, 6), "float32", {"axis": np.int64(1)}, (4, 6), (4, 6), (1,), "float32"),
+        ("max", (4, 5), "float32", {"axis": -1}, (4,), (4,), (1,), "float32"),
+        ("sum", (), "float32", {}, (), (1,), None, "float32"),  # a 0-d input: the kernel sees (1,)
+        ("sum", (8,), "int32", {}, (), (1,), None, "int64"),  # integer sums in 64 bits, as numpy and torch
+        ("prod", (8,), "int32", {}, (), (1,), None, "int64"),
+        ("sum", (8,), "uint32", {}, (), (1,), None, "uint64"),
+        ("sum", (8,), "bool", {}, (), (1,), None, "int64"),
+        ("max", (8,), "int32", {}, (), (1,), None, "int32"),
+        ("xor", (8,), "int32", {}, (), (1,), None, "int32"),
+        ("any", (8,), "float32", {}, (), (1,), None, "bool"),
+        ("all", (8,), "bool", {"keepdims": True}, (1,), (1,), None, "bool"),
+        ("sum", (8,), "float16", {}, (), (1,), None, "float16"),  # floats keep their dtype ...
+        ("sum", (8,), "float16", {"dtype": "float32"}, (), (1,), None, "float32"),  # ... unless asked
+        ("sum", (8,), "int32", {"dtype": np.int32}, (), (1,), None, "int32"),
+        ("sum", (8,), "int32", {"out_dtype": "int32"}, (), (1,), None, "int32"),  # out= decides, as in torch
+    ],
+)
+def test_plan_shapes_and_dtypes(kind, shape, src, kw, result_shape, kernel_shape, axes, dst):
+    p = api.plan(kind, shape, src, **kw)
+    assert (p.result_shape, p.kernel_shape, p.axes, p.dst) == (result_shape, kernel_shape, axes, dst)
+    assert p.launches and p.src == src and p.kind == kind
+
+
+def test_plan_nan_option_only_for_float_min_max():
+    assert api.plan("max", (8,), "float32", ignore_nan=True).ignore_nan
+    assert not api.plan("max", (8,), "int32", ignore_nan=True).ignore_nan  # no NaN in integers
+    assert not api.plan("sum", (8,), "float32", ignore_nan=True).ignore_nan
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "src", "kw", "message"),
+    [
+        ("sum", (4, 5), "float32", {"axis": 2}, "bulkred.sum: axis 2 is out of range for a 2-D array"),
+        ("sum", (4, 5), "float32", {"axis": -3}, "bulkred.sum: axis -3 is out of range for a 2-D array"),
+        ("sum", (), "float32", {"axis": 0}, "bulkred.sum: axis 0 is out of range for a 0-D array"),
+        ("sum", (4, 5), "float32", {"axis": (0, -2)}, "bulkred.sum: axis (0, -2) names an axis twice (as (0, 0) for a 2-D array)"),
+        ("sum", (4, 5), "float32", {"axis": True}, "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got True"),
+        ("sum", (4, 5), "float32", {"axis": (0, True)}, "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got (0, True)"),
+        ("sum", (4, 5), "float32", {"axis": 1.0}, "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got 1.0"),
+        ("sum", (4, 5), "float32", {"axis": ()}, "bulkred.sum: axis=() reduces nothing in numpy and everything in torch"),
+        ("sum", (4, 5), "float32", {"keepdims": "yes"}, "bulkred.sum: 'keepdims' must be a bool, got 'yes'"),
+        ("max", (4, 5), "float32", {"ignore_nan": None}, "bulkred.max: 'ignore_nan' must be a bool, got None"),
+        ("sum", (4, 5), "float32", {"dtype": "float8"}, "bulkred.sum: unknown dtype 'float8' (bulkred's element types: int8, "),
+        ("sum", (4, 5), "float32", {"dtype": 42}, "bulkred.sum: 'dtype' must be a dtype (a name, a numpy or torch dtype), got 42"),
+        ("sum", (4, 5), "float32", {"dtype": "complex64"}, "bulkred.sum: unknown dtype 'complex64'"),
+        ("sum", (4, 5), "complex64", {}, "bulkred.sum: dtype complex64 is not supported (bulkred's element types: int8, "),
+        ("max", (4, 0), "float32", {"axis": 1}, "bulkred.max: axis 1 of an array of shape (4, 0) has no elements, and max has no identity"),
+        ("min", (0,), "int32", {}, "bulkred.min: the array of an array of shape (0,) has no elements, and min has no identity"),
+        ("max", (4, 5), "float32", {"out_dtype": "float16"}, "bulkred.max: 'out' has dtype float16, expected float32 (the result's dtype)"),
+        ("any", (4, 5), "bool", {"out_dtype": "int32"}, "bulkred.any: 'out' has dtype int32, expected bool (the result's dtype)"),
+        ("sum", (4, 5), "float32", {"dtype": "float32", "out_dtype": "float16"}, "bulkred.sum: 'out' has dtype float16, but dtype=float32 was asked for"),
+        ("nope", (4, 5), "float32", {}, "unknown reduction kind 'nope' (valid: sum, prod, max, min, any, all, and, or, xor)"),
+    ],
+)
+def test_plan_refusals_are_one_line(kind, shape, src, kw, message):
+    with pytest.raises(api.ReductionError) as e:
+        api.plan(kind, shape, src, **kw)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert isinstance(e.value, bulkred.ReductionError) and isinstance(e.value, ValueError)
+
+
+def test_the_dialects_refusal_is_one_line():
+    """What the dialect does not take yet (bool arrays here) is refused while the module
+    is built, before anything is compiled or launched, in one line."""
+    with pytest.raises(api.ReductionError, match=r"^bulkred.any: ") as e:
+        bulkred.any(np.zeros(8, np.float32), explain=True)
+    assert "\n" not in str(e.value) and "not supported yet" in str(e.value)
+
+
+def test_check_layout():
+    api._check_layout("sum", "x", (4, 5), (5, 1))
+    api._check_layout("sum", "x", (4, 1, 5), (5, 99, 1))  # an extent-1 axis: any stride
+    api._check_layout("sum", "x", (1,), (-1,))
+    with pytest.raises(api.ReductionError, match=r"^bulkred.sum: 'x' is a strided view \(strides \(1, 4\) in elements for shape \(4, 5\)\), which is not supported yet \(issue 16\); pass a contiguous copy"):
+        api._check_layout("sum", "x", (4, 5), (1, 4))
+    with pytest.raises(api.ReductionError, match=r"^bulkred.max: 'out' has negative strides \(-1,\) \(in elements\) for shape \(5,\) \(a flipped view\)"):
+        api._check_layout("max", "out", (5,), (-1,))
+
+
+# endregion
+
+# region Empty reductions: no kernel
+
+
+@pytest.mark.parametrize(
+    ("fn", "x", "kw", "want"),
+    [
+        ("sum", np.zeros((0, 3), np.float32), {"axis": 0}, np.zeros(3, np.float32)),
+        ("sum", np.zeros((0, 3), np.float32), {}, np.zeros((), np.float32)),
+        ("sum", np.zeros((0, 3), np.int32), {"keepdims": True}, np.zeros((1, 1), np.int64)),
+        ("prod", np.zeros((3, 0), np.float32), {"axis": 1}, np.ones(3, np.float32)),
+        ("prod", np.zeros((3, 0), np.int32), {"axis": -1, "keepdims": True}, np.ones((3, 1), np.int64)),
+        ("and_", np.zeros((2, 0), np.int32), {"axis": 1}, np.full(2, -1, np.int32)),
+        ("xor", np.zeros((2, 0), np.int32), {"axis": 1}, np.zeros(2, np.int32)),
+        ("max", np.zeros((0, 4), np.float32), {"axis": 1}, np.zeros(0, np.float32)),  # nothing to compute
+    ],
+)
+def test_empty_reductions_fill_without_a_kernel(monkeypatch, fn, x, kw, want):
+    monkeypatch.setattr(api, "_compile", lambda *a: pytest.fail("compiled"))
+    # whether the dialect takes the kind, dtype and result type (checked for empty
+    # reductions too: test_api.py's xor case) is not what this test is about
+    monkeypatch.setattr(api, "_check_module", lambda p: None)
+    got = getattr(bulkred, fn)(x, **kw)
+    assert isinstance(got, np.ndarray) and got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(got, want)
+    out = np.full(want.shape, 7, want.dtype)
+    assert getattr(bulkred, fn)(x, out=out, **kw) is out and np.array_equal(out, want)
+    assert bulkred.reduce(api.KINDS[fn], x, explain=True, **kw).startswith("no kernel: the result has shape")
+
+
+# endregion
+
+# region Calls on a simulated kernel
+
+
+_NP = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+class FakeKernel:
+    """What the compiled reduction does, on the host: ``out`` (of the kernel's
+    destination shape) receives the reduction of ``x`` (of the kernel's source shape),
+    in place, as the GPU writes it; dense arrays only, as the runtime's checks."""
+
+    _fast = None
+
+    def __init__(self, p):
+        self.p, self.calls = p, 0
+
+    def __call__(self, x, out, stream=None):
+        from bulkred_dialect.errors import SignatureError
+
+        torch = __import__("sys").modules.get("torch")
+        is_torch = torch is not None and isinstance(x, torch.Tensor)
+        for a in (x, out):
+            if is_torch and not a.is_contiguous():
+                raise SignatureError("expected a contiguous row-major array")
+        assert tuple(x.shape) == self.p.shape and tuple(out.shape) == self.p.kernel_shape, (x.shape, out.shape, self.p)
+        self.calls += 1
+        a = x.numpy() if is_torch else np.asarray(x)
+        r = _NP[self.p.kind](a.astype(self.p.dst), axis=self.p.axes).reshape(self.p.kernel_shape)
+        if is_torch:
+            out.copy_(torch.from_numpy(np.ascontiguousarray(r)))
+            return x, out
+        got = np.array(r, dtype=self.p.dst)
+        return x, got
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """api._compile gives a module of :class:`FakeKernel`; the GPU is an sm_90a."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx import device
+
+    kernels = []
+
+    def compile_(p, target):
+        assert target == "sm_90a"
+        k = FakeKernel(p)
+        kernels.append(k)
+        return SimpleNamespace(kernel=lambda name: k)
+
+    monkeypatch.setattr(api, "_compile", compile_)
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    monkeypatch.setattr(api, "_TORCH_CALLS", {})
+    monkeypatch.setattr(api, "_NEW_OUT", {})
+    return kernels
+
+
+def test_numpy_calls_on_a_simulated_kernel(fake):
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    y = bulkred.sum(a, axis=(0, 2), keepdims=True)
+    assert y.shape == (1, 5, 1) and y.dtype == np.float32
+    assert np.allclose(y, a.sum(axis=(0, 2), keepdims=True), rtol=1e-5)
+    assert fake[-1].p.axes == (0, 2) and fake[-1].p.kernel_shape == (5,)
+    whole = bulkred.max(a, ignore_nan=True)
+    assert whole.shape == () and whole == a.max()
+    ai = rng.integers(-9, 9, (3, 7), dtype=np.int32)
+    s = bulkred.sum(ai, axis=-1)
+    assert s.dtype == np.int64 and np.array_equal(s, ai.sum(axis=-1))
+    out = np.zeros((), np.int32)
+    assert bulkred.sum(ai, out=out) is out and out == ai.sum()
+    assert bulkred.sum(np.full((), 3.5, np.float32)) == 3.5  # a 0-d input
+
+
+torch_reason = "torch is not installed (pip install torch: a CPU wheel is enough for these tests)"
+
+
+def _torch():
+    return pytest.importorskip("torch", reason=torch_reason)
+
+
+def test_torch_calls_on_a_simulated_kernel(fake):
+    torch = _torch()
+    x = torch.arange(120, dtype=torch.float32).reshape(4, 5, 6)
+    y = bulkred.sum(x)
+    assert isinstance(y, torch.Tensor) and y.shape == () and float(y) == float(x.sum())
+    assert y._base is not None and y._base.shape == (1,)  # a view of the kernel's destination, no copy
+    k = fake[-1]
+    assert bulkred.sum(x) is not y and k.calls == 2 and len(fake) == 1  # recorded: no new plan, same kernel
+    z = bulkred.sum(x, axis=(0, 2), keepdims=True)
+    assert z.shape == (1, 5, 1) and torch.equal(z, x.sum(dim=(0, 2), keepdim=True))
+    xi = torch.arange(24, dtype=torch.int32).reshape(4, 6)
+    s = bulkred.sum(xi, axis=1)
+    assert s.dtype == torch.int64 and torch.equal(s, xi.sum(dim=1))
+    s16 = bulkred.sum(x.half(), dtype=torch.float32)
+    assert s16.dtype == torch.float32 and s16.shape == ()
+    out = torch.empty((), dtype=torch.float32)
+    assert bulkred.max(x, out=out, ignore_nan=True) is out and float(out) == 119.0
+    assert bulkred.max(x, out=out, ignore_nan=True) is out  # the recorded path with out=
+    with pytest.raises(api.ReductionError, match=r"'out' has shape \(1,\), expected \(\)"):
+        bulkred.max(x, out=torch.empty(1), ignore_nan=True)  # not taken by the recorded path either
+    with pytest.raises(api.ReductionError, match=r"'x' is a strided view \(strides \(1, 6\) in elements for shape \(6, 4\)\)"):
+        bulkred.sum(xi.t())
+    with pytest.raises(api.ReductionError, match=r"'x' is a strided view"):
+        bulkred.sum(x[:, :, ::2])
+    sliced = x[1:]  # a storage offset, dense: taken as it is
+    assert float(bulkred.sum(sliced)) == float(sliced.sum())
+    assert float(bulkred.sum(torch.tensor(2.5))) == 2.5  # a 0-d input
+
+
+def test_the_recorded_short_path_keeps_the_checks(fake):
+    """A call like a recorded one takes the short path; one that differs in any checked
+    way (a strided view of the same shape, another option) is checked again."""
+    torch = _torch()
+    x = torch.ones(6, 4)
+    bulkred.sum(x, axis=0)
+    assert len(api._TORCH_CALLS) == 1
+    with pytest.raises(api.ReductionError, match="'x' is a strided view"):
+        bulkred.sum(torch.ones(4, 6).t(), axis=0)  # same shape and dtype, recorded kernel refuses it
+    with pytest.raises(api.ReductionError, match="'axis' must be an int, a tuple of ints or None, got True"):
+        bulkred.sum(x, axis=True)  # True == 0 would find a recorded axis=0
+    bulkred.sum(x, axis=1)
+    with pytest.raises(api.ReductionError, match="names an axis twice"):
+        bulkred.sum(x, axis=(1, -1))
+    with pytest.raises(api.ReductionError, match="'axis' must be an int, a tuple of ints or None, got \\(True,\\)"):
+        bulkred.sum(x, axis=(True,))
+
+
+def test_torch_compile_fullgraph_runs_the_custom_operator(fake):
+    """torch.compile(fullgraph=True) of a function that calls bulkred.sum and bulkred.max
+    traces them as torch.ops.bulkred.reduce / reduce_out (fake implementations: shape and
+    dtype) and runs them: one graph, no break."""
+    torch = _torch()
+    from bulkred_dialect import torch_ops
+
+    assert api._compiling is torch_ops.is_compiling
+
+    def f(x, out):
+        s = bulkred.sum(x, axis=(0, 2), keepdims=True)
+        bulkred.max(x, axis=-1, ignore_nan=True, out=out)
+        return s * 2, bulkred.sum(x.int())
+
+    x = torch.arange(120, dtype=torch.float32).reshape(4, 5, 6)
+    out = torch.empty(4, 5)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    s, si = compiled(x, out)
+    assert s.shape == (1, 5, 1) and torch.equal(s, 2 * x.sum(dim=(0, 2), keepdim=True))
+    assert si.dtype == torch.int64 and si.shape == () and int(si) == int(x.sum())
+    assert torch.equal(out, x.amax(dim=-1))
+    with pytest.raises(Exception, match="axis 3 is out of range for a 3-D array"):  # at trace time, from the fake
+        torch.compile(lambda x: bulkred.sum(x, axis=3), fullgraph=True, backend="aot_eager")(x)
+
+
+def test_torch_custom_operators_pass_opcheck(fake):
+    torch = _torch()
+    from bulkred_dialect import torch_ops  # noqa: F401 - registers the operators
+
+    x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    torch.library.opcheck(torch.ops.bulkred.reduce.default, (x, "sum", [1], True, None, False))
+    torch.library.opcheck(torch.ops.bulkred.reduce.default, (x.int(), "sum", None, False, None, False))
+    torch.library.opcheck(torch.ops.bulkred.reduce_out.default, (x, "max", [0], False, None, True, torch.empty(6)))
+
+
+# endregion
+
+# region The docs page and the example
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _doc_blocks() -> list[str]:
+    import re
+
+    return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "from_torch.md").read_text(), flags=re.S)
+
+
+def test_from_torch_doc_cpu_blocks_run(capsys):
+    """docs/from_torch.md's blocks that need no GPU run as written and print what the page
+    says; its explain table's lines are lines of the real table."""
+    import re
+
+    text = (ROOT / "docs" / "from_torch.md").read_text()
+    cpu = [b for b in _doc_blocks() if not b.startswith("# on a GPU")]
+    assert len(cpu) == 2 and len(_doc_blocks()) == 4
+    scope: dict = {}
+    exec(compile(cpu[0], "docs/from_torch.md", "exec"), scope)
+    (said,) = re.findall(r"prints `(chosen: \w+)`", text)
+    assert capsys.readouterr().out.strip() == said
+    (shown,) = re.findall(r"```text\n(.*?)```", text, flags=re.S)
+    real = scope["table"].splitlines()
+    assert shown.splitlines() == real[-len(shown.splitlines()):]
+    exec(compile(cpu[1], "docs/from_torch.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and all(line.startswith("bulkred.") for line in lines)
+    assert lines[-1] == "bulkred.xor: error: 'bulkred.reduce' 'kind' xor needs an integer element type, got f32"
+    assert "docs/from_torch.md" in (ROOT / "README.md").read_text()
+
+
+def test_array_api_example_runs_without_a_gpu():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "examples/array_api.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("x.sum(dim=(0, 2), keepdim=True)") and "-> shape (1, 50, 1), float32; kernel dst (50,)" in lines[0]
+    assert "-> shape (), int64" in lines[3]
+    assert sum(line.startswith("refused: bulkred.") for line in lines) == 4
+    (empty,) = [line for line in lines if line.startswith("sum over an empty axis: ")]
+    assert empty.startswith("sum over an empty axis: [0. 0. 0.] prod: ")
+    assert empty.endswith(("prod: [1. 1. 1.]", "not supported yet by the dialect (it has and, max, min, or, sum, xor; issue 16)"))
+
+
+# endregion
