@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xdsl.dialects.builtin import f64
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.utils.exceptions import InterpretationError
 
@@ -18,6 +19,10 @@ from bulkred_dialect.interpreter.values import (
     INT_WIDTH,
     SIGNED_TYPES,
     coerce_float,
+    float_bits,
+    float_from_bits,
+    to_signed,
+    to_unsigned,
     float_binary,
     float_minmax,
     int_binary,
@@ -38,6 +43,7 @@ from bulkred_dialect.ops.ptx.arith import (
     MulLoOp,
     MulOp,
     OrOp,
+    PackB32x2Op,
     PackF32x2Op,
     RemOp,
     RoundingMode,
@@ -45,6 +51,7 @@ from bulkred_dialect.ops.ptx.arith import (
     ShrOp,
     SubOp,
     ThreeInputMinMaxOp,
+    UnpackB32x2Op,
     UnpackF32x2Op,
     XorOp,
 )
@@ -81,7 +88,7 @@ def _three_input(op: ThreeInputMinMaxOp, args: PythonValues) -> Any:
 @register_impls
 class PtxArithFunctions(InterpreterFunctions):
     """ptx.add/sub/mul/mul.lo/max/min, and/or/xor/shl/shr, max3/min3, add.f32x2,
-    mov.pack/unpack."""
+    mov.pack/unpack, mov.pack/unpack.b32x2."""
 
     @impl(AddOp)
     def run_add(self, interpreter: Interpreter, op: AddOp, args: PythonValues) -> PythonValues:
@@ -160,6 +167,20 @@ class PtxArithFunctions(InterpreterFunctions):
     def run_unpack(self, interpreter: Interpreter, op: UnpackF32x2Op, args: PythonValues) -> PythonValues:
         ((lo, hi),) = args
         return (lo, hi)
+
+    @impl(PackB32x2Op)
+    def run_pack_b32x2(self, interpreter: Interpreter, op: PackB32x2Op, args: PythonValues) -> PythonValues:
+        lo, hi = (to_unsigned(int(x), 32) for x in args)
+        bits = lo | hi << 32
+        if op.result.type == f64:
+            return (float_from_bits(ArithType.F64, bits),)
+        return (to_signed(bits, 64),)
+
+    @impl(UnpackB32x2Op)
+    def run_unpack_b32x2(self, interpreter: Interpreter, op: UnpackB32x2Op, args: PythonValues) -> PythonValues:
+        (v,) = args
+        bits = float_bits(ArithType.F64, v) if op.src.type == f64 else to_unsigned(int(v), 64)
+        return (to_signed(bits & 0xFFFFFFFF, 32), to_signed(bits >> 32, 32))
 
     @impl(DivOp)
     def run_div(self, interpreter: Interpreter, op: DivOp, args: PythonValues) -> PythonValues:

@@ -1,11 +1,11 @@
 """The differential cases of ``bulkred_dialect.ops.ptx.arith``: scalar and packed arithmetic
-(add ... shr, max3/min3, add.f32x2, mov.pack/unpack)."""
+(add ... shr, max3/min3, add.f32x2, mov.pack/unpack, mov.pack/unpack.b32x2)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bulkred_dialect.ops.ptx.base import PtxInstruction, f32, f32x2, i16, i32, i64, mnemonic
+from bulkred_dialect.ops.ptx.base import PtxInstruction, f32, f32x2, f64, i16, i32, i64, mnemonic
 from bulkred_dialect.ops.ptx.arith import (
     AddF32x2Op,
     AddOp,
@@ -22,12 +22,14 @@ from bulkred_dialect.ops.ptx.arith import (
     MulLoOp,
     MulOp,
     OrOp,
+    PackB32x2Op,
     PackF32x2Op,
     RemOp,
     RoundingMode,
     ShlOp,
     ShrOp,
     SubOp,
+    UnpackB32x2Op,
     UnpackF32x2Op,
     XorOp,
 )
@@ -85,6 +87,9 @@ def differential_cases() -> Iterator[DiffCase]:
 
     yield DiffCase("mov.pack.b64", (f32, f32), lambda args: PackF32x2Op(args[0], args[1]))
     yield DiffCase("mov.unpack.b64", (f32x2,), lambda args: UnpackF32x2Op(args[0]))
+    for whole in (i64, f64):
+        yield DiffCase(f"mov.pack.b32x2 {whole}", (i32, i32), lambda args, w=whole: PackB32x2Op(args[0], args[1], w))
+        yield DiffCase(f"mov.unpack.b32x2 {whole}", (whole,), lambda args: UnpackB32x2Op(args[0]))
 
     for bcls in (AndOp, OrOp, XorOp, ShlOp, ShrOp):
         for t in ArithType:

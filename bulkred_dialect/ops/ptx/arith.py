@@ -636,6 +636,73 @@ class UnpackF32x2Op(PtxInstruction):
         return [f"{{{reg(self.lo)}, {reg(self.hi)}}}", reg(self.src)]
 
 
+# The IR types of a .b64 register that mov.pack.b32x2 / mov.unpack.b32x2 split into two .b32 halves.
+B64_VALUE_TYPES: tuple[Attribute, ...] = (i64, f64)
+
+
+@op_definition
+class PackB32x2Op(PtxInstruction):
+    """Join two .b32 registers into one .b64 (``lo`` in bits 0-31): ``mov.b64 d, {lo, hi};``.
+    ``d`` is ``i64`` or ``f64``; the 64-bit warp steps shuffle the halves with
+    ``shfl.sync`` (32 bits) and join them again.
+
+    Example: ``%d = ptx.mov.pack.b32x2 %lo, %hi : f64``. Spec: PTX ISA 9.7.9.1 (mov, vector form).
+    """
+
+    name = "ptx.mov.pack.b32x2"
+    REQUIREMENT: ClassVar = Requirement(sm=50, ptx=(6, 0))
+
+    lo = operand_def(i32)
+    hi = operand_def(i32)
+    result = result_def(AnyAttr())
+
+    assembly_format = "$lo `,` $hi attr-dict `:` type($result)"
+
+    def __init__(self, lo: SSAValue, hi: SSAValue, result_type: Attribute):
+        super().__init__(operands=[lo, hi], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if self.result.type not in B64_VALUE_TYPES:
+            raise VerifyException(f"result 'd' must be i64 or f64 (a .b64 register), got {self.result.type}")
+
+    def ptx_mnemonic(self) -> str:
+        return "mov.b64"
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [reg(self.result), f"{{{reg(self.lo)}, {reg(self.hi)}}}"]
+
+
+@op_definition
+class UnpackB32x2Op(PtxInstruction):
+    """Split a .b64 register (``i64`` or ``f64``) into its two .b32 halves (``lo``: bits
+    0-31): ``mov.b64 {lo, hi}, s;``.
+
+    Example: ``%lo, %hi = ptx.mov.unpack.b32x2 %s : f64``. Spec: PTX ISA 9.7.9.1 (mov, vector form).
+    """
+
+    name = "ptx.mov.unpack.b32x2"
+    REQUIREMENT: ClassVar = Requirement(sm=50, ptx=(6, 0))
+
+    src = operand_def(AnyAttr())
+    lo = result_def(i32)
+    hi = result_def(i32)
+
+    assembly_format = "$src attr-dict `:` type($src)"
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[i32, i32])
+
+    def verify_(self) -> None:
+        if self.src.type not in B64_VALUE_TYPES:
+            raise VerifyException(f"operand 's' must be i64 or f64 (a .b64 register), got {self.src.type}")
+
+    def ptx_mnemonic(self) -> str:
+        return "mov.b64"
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [f"{{{reg(self.lo)}, {reg(self.hi)}}}", reg(self.src)]
+
+
 ARITH_OPS = [
     AddOp,
     SubOp,
@@ -655,5 +722,7 @@ ARITH_OPS = [
     AddF32x2Op,
     PackF32x2Op,
     UnpackF32x2Op,
+    PackB32x2Op,
+    UnpackB32x2Op,
 ]
 ARITH_ATTRS = [ArithTypeAttr, RoundingModeAttr]

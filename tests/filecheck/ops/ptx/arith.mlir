@@ -260,3 +260,22 @@ func.func @add_f32x2(%a: vector<2xf32>, %b: vector<2xf32>) {
   %5 = ptx.add.f32x2 ftz %a, %b : vector<2xf32>
   func.return
 }
+
+// -----
+
+// The two .b32 halves of a .b64 register (i64 or f64): mov.b64 {lo, hi}, d and back.
+// CHECK-LABEL: func.func @pack_b32x2
+// GENERIC-LABEL: sym_name = "pack_b32x2"
+func.func @pack_b32x2(%lo: i32, %hi: i32) {
+  // CHECK: %[[D:.*]] = ptx.mov.pack.b32x2 %{{.*}}, %{{.*}} : f64
+  // GENERIC: %[[D:.*]] = "ptx.mov.pack.b32x2"(%{{.*}}, %{{.*}}) : (i32, i32) -> f64
+  %d = ptx.mov.pack.b32x2 %lo, %hi : f64
+  // CHECK: %{{.*}}, %{{.*}} = ptx.mov.unpack.b32x2 %[[D]] : f64
+  // GENERIC: %{{.*}}, %{{.*}} = "ptx.mov.unpack.b32x2"(%[[D]]) : (f64) -> (i32, i32)
+  %l, %h = ptx.mov.unpack.b32x2 %d : f64
+  // CHECK: %[[Q:.*]] = ptx.mov.pack.b32x2 %{{.*}}, %{{.*}} : i64
+  %q = ptx.mov.pack.b32x2 %lo, %hi : i64
+  // CHECK: %{{.*}}, %{{.*}} = ptx.mov.unpack.b32x2 %[[Q]] : i64
+  %l2, %h2 = ptx.mov.unpack.b32x2 %q : i64
+  func.return
+}

@@ -409,3 +409,28 @@ func.func @rem_operand_type(%a: i32) {
   %0 = ptx.rem u64 %a, %a : i32
   func.return
 }
+
+// -----
+
+// STDERR: arith_invalid.mlir:[[# @LINE + 3]]:3: error: 'ptx.mov.pack.b32x2' result 'd' must be i64 or f64 (a .b64 register), got vector<2xf32>
+func.func @pack_b32x2_result(%a: i32) {
+  // CHECK: error: 'ptx.mov.pack.b32x2' result 'd' must be i64 or f64 (a .b64 register), got vector<2xf32>
+  %0 = ptx.mov.pack.b32x2 %a, %a : vector<2xf32>
+  func.return
+}
+
+// -----
+
+func.func @pack_b32x2_halves(%a: f32) {
+  // CHECK: error: 'ptx.mov.pack.b32x2' operand 'lo' at position 0 does not verify: Expected attribute i32 but got f32
+  %0 = "ptx.mov.pack.b32x2"(%a, %a) : (f32, f32) -> i64
+  func.return
+}
+
+// -----
+
+func.func @unpack_b32x2_source(%a: i32) {
+  // CHECK: error: 'ptx.mov.unpack.b32x2' operand 's' must be i64 or f64 (a .b64 register), got i32
+  %0, %1 = ptx.mov.unpack.b32x2 %a : i32
+  func.return
+}
