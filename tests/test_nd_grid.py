@@ -161,7 +161,15 @@ def test_random_reductions_on_the_interpreter(seed):
 
 @pytest.mark.parametrize(
     "shape, axes",
-    [([3, 33, 7], [1]), ([2, 9, 5], [0, 2]), ([3, 1, 5, 2, 3], [0, 2, 4]), ([2, 3, 2, 5], [1, 3]), ([2, 70, 3], [1])],
+    [
+        ([3, 33, 7], [1]),
+        ([2, 9, 5], [0, 2]),
+        ([3, 1, 5, 2, 3], [0, 2, 4]),
+        ([2, 3, 2, 5], [1, 3]),
+        ([2, 70, 3], [1]),
+        ([3, 5, 40], [0, 2]),  # grid_gather's runs: the inner 40 read by the lanes together
+        ([2, 3, 3, 2, 33], [0, 2, 4]),
+    ],
 )
 def test_middle_and_general_on_the_interpreter(shape, axes):
     rng = np.random.default_rng(sum(shape))

@@ -7,8 +7,10 @@ e.g. axes (0, 2) of [A, B, C]) and a ``middle`` form whose O exceeds the grid.
   the ``dst`` values w, w + W, ... (row-major over the kept axes);
 * each value: its kept indices (``div`` / ``rem`` by the kept extents) give the base
   address; lane l takes the reduced elements l, l + 32, ... (row-major over the reduced
-  axes, decomposed the same way), one scalar ``ld.global`` each; then a warp
-  reduction and lane 0 writes the value.
+  axes, decomposed the same way), one scalar ``ld.global`` each; when the innermost
+  axis is reduced and at least 32 long, the warp instead walks its contiguous runs one
+  after another, the lanes reading each run together (index arithmetic once per run);
+  then a warp reduction and lane 0 writes the value.
 
 No atomics: the same bits on every run. Correct first: each element costs its index
 arithmetic, so this is far from memory speed (docs/scopes.md).
@@ -84,6 +86,11 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
     x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
 
+    # the innermost axis reduced: its run of `run` elements is contiguous, and the lanes
+    # read it together; the index arithmetic is then per run, not per element
+    run = red[-1][0] if form.reduced[-1] else 1
+    outer = red[:-1] if form.reduced[-1] else red
+
     def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         base = offset_of(b, o, kept)
 
@@ -92,7 +99,19 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
             v = load_item(c, elem, c.ptr_add(x, at), 0, 1)
             return [c.combine(kind, elem.accumulator, accs[0], v[0])]
 
-        (acc,) = b.for_(lane, count, WARP, neutral(b, kind, elem, 1), element)
+        def runs(c: Emitter, p: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
+            start = c.ptr_add(x, c.mul_i(c.add_i(base, offset_of(c, p, outer)), elem.bytes))
+
+            def step(d: Emitter, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                v = load_item(d, elem, d.ptr_add(start, d.mul_i(j, elem.bytes)), 0, 1)
+                return [d.combine(kind, elem.accumulator, a[0], v[0])]
+
+            return c.for_(lane, run, WARP, accs, step)
+
+        if run >= WARP:
+            (acc,) = b.for_(0, count // run, 1, neutral(b, kind, elem, 1), runs)
+        else:
+            (acc,) = b.for_(lane, count, WARP, neutral(b, kind, elem, 1), element)
         r = warp_reduce(b, kind, elem, acc)
 
         def write(c: Emitter) -> list[SSAValue]:

@@ -39,19 +39,34 @@ func.func @middle_merged(%x: memref<4x1x6x5x3xi32, #bulkred.scope<global>>, %y: 
 // -----
 
 // Axes (0, 2) of [A, B, C]: the kept axis between two reduced ones, the general form,
-// served by grid_gather (a warp per dst value, addresses by div / rem).
+// served by grid_gather (a warp per dst value). The inner run of 50 is read by the
+// lanes together, one run after another: no div / rem with a single outer axis.
 // EXPLAIN:     grid_middle{{ +}}63{{ +}}form{{ +}}FAIL{{ +}}middle{{ +}}general [30, 40, 50]
 // EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [30, 40, 50]
 // EXPLAIN:     // chosen: grid_gather
 // IR-LABEL:    func.func @outer_and_inner(
 // IR-SAME:     bulkred.launch = #bulkred.launch<grid = [5], block = [256], cluster = [1]>
 // PTX-LABEL:   .entry outer_and_inner(
+// PTX-NOT:     div.u64
+// PTX:         ld.global.f32
+// PTX:         shfl.sync.bfly.b32
+// PTX:         ret;
+func.func @outer_and_inner(%x: memref<30x40x50xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<30x40x50xf32, #bulkred.scope<global>>, memref<40xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// A short inner run (5 < 32): lane l takes the reduced elements l, l + 32, ..., each
+// address from its indices by rem / div.
+// EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [3, 4, 5]
+// PTX-LABEL:   .entry short_runs(
 // PTX:         rem.u64
 // PTX:         div.u64
 // PTX:         ld.global.f32
-// PTX:         shfl.sync.bfly.b32
-func.func @outer_and_inner(%x: memref<30x40x50xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) {
-  bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<30x40x50xf32, #bulkred.scope<global>>, memref<40xf32, #bulkred.scope<global>>
+func.func @short_runs(%x: memref<3x4x5xf32, #bulkred.scope<global>>, %y: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<3x4x5xf32, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
   func.return
 }
 
