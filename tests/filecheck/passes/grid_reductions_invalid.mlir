@@ -112,3 +112,12 @@ func.func @strided(%a: memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>
   bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
   func.return
 }
+
+// -----
+
+// A whole reduction writes dst of shape [1], not a 0-d memref (the API presents 0-d results).
+// CHECK: error: 'bulkred.reduce' 'dst' shape must be [1] to reduce 'src' [4, 8] over axes [0, 1], got []
+func.func @dst_rank0(%a: memref<4x8xf32, #bulkred.scope<global>>, %b: memref<f32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid %a, %b : memref<4x8xf32, #bulkred.scope<global>>, memref<f32, #bulkred.scope<global>>
+  func.return
+}
