@@ -613,7 +613,7 @@ def test_shape_mismatch_is_located():
         (
             lambda k: T.max(T.alloc_buffer([1], "float16"), T.alloc_buffer([8], "float32")),
             "bulkred.reduce",
-            "'dst' element type must equal 'src' element type f32, got f16",
+            "'dst' element type must equal 'src' element type f32 below grid scope, got f16",
         ),
         (
             lambda k: T.reduce("xor", T.alloc_buffer([1], "float32"), T.alloc_buffer([8], "float32")),

@@ -39,7 +39,10 @@ class DType:
 
     ``element``: a tile-level buffer may hold it (``bulkred.reduce`` at thread scope, the
     ``local`` variant, the builder). ``collective``: the warp, CTA, cluster and grid-scope
-    lowerings take it, and so ``bulkred.sum`` and friends."""
+    lowerings take it, and so ``bulkred.sum`` and friends. ``grid``: the grid-scope
+    lowerings take it in global buffers (every ``collective`` type, and the unsigned and
+    8-bit types, which they load with ``ld`` into registers of their own width or 32
+    bits: no tile-level register holds them)."""
 
     name: str  # numpy's, torch's and TIRx's spelling: "float32", "bfloat16", "int32"
     mlir: str  # the IR type's spelling: "f32", "bf16", "i32" (signless), "ui32"
@@ -53,6 +56,12 @@ class DType:
     acc: str  # the accumulator's dtype name: f16 and bf16 accumulate in float32
     element: bool = False
     collective: bool = False
+    grid: bool = False
+
+    @property
+    def at_grid(self) -> bool:
+        """The grid-scope lowerings take it (``collective`` or ``grid``)."""
+        return self.collective or self.grid
 
     @cached_property
     def ir(self) -> Attribute:
@@ -95,28 +104,30 @@ def _float(name: str, short: str, nbytes: int, dl: int, numpy: str, acc: str, el
     return DType(name, short, short, nbytes, True, True, numpy, name, (dl, nbytes * 8), acc, element, collective)
 
 
-def _int(bits: int, signed: bool, element: bool = False, collective: bool = False, acc: str | None = None) -> DType:
+def _int(
+    bits: int, signed: bool, element: bool = False, collective: bool = False, acc: str | None = None, grid: bool = False
+) -> DType:
     name = f"{'' if signed else 'u'}int{bits}"
     torch = name if signed or bits == 8 else None  # torch's uint16/32/64 take few kernels
     return DType(
         name, f"{'i' if signed else 'ui'}{bits}", f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
-        (DL_INT if signed else DL_UINT, bits), acc or name, element, collective,
+        (DL_INT if signed else DL_UINT, bits), acc or name, element, collective, grid,
     )
 
 
 _ROWS: tuple[DType, ...] = (
-    _int(8, True),
-    _int(16, True, element=True),
+    _int(8, True, acc="int32", grid=True),
+    _int(16, True, element=True, acc="int32", grid=True),
     _int(32, True, element=True, collective=True),
-    _int(64, True, element=True),
+    _int(64, True, element=True, collective=True),
     _float("float16", "f16", 2, DL_FLOAT, "float16", "float32", element=True, collective=True),
     _float("bfloat16", "bf16", 2, DL_BFLOAT, "uint16", "float32", element=True, collective=True),
     _float("float32", "f32", 4, DL_FLOAT, "float32", "float32", element=True, collective=True),
-    _float("float64", "f64", 8, DL_FLOAT, "float64", "float64", element=True, collective=False),
-    _int(8, False),
-    _int(16, False),
-    _int(32, False),
-    _int(64, False),
+    _float("float64", "f64", 8, DL_FLOAT, "float64", "float64", element=True, collective=True),
+    _int(8, False, acc="uint32", grid=True),
+    _int(16, False, acc="uint32", grid=True),
+    _int(32, False, grid=True),
+    _int(64, False, grid=True),
 )
 """The rows, in the order messages list them (integers, then floats, then unsigned)."""
 
@@ -128,6 +139,9 @@ ELEMENT_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.element)
 
 COLLECTIVE_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.collective)
 """The element types of the warp, CTA, cluster and grid-scope lowerings and of ``bulkred.sum``."""
+
+GRID_DTYPES: tuple[DType, ...] = tuple(d for d in _ROWS if d.at_grid)
+"""The element types of grid-scope ``bulkred.reduce`` (source and destination)."""
 
 _BY_SHORT: dict[str, DType] = {d.short: d for d in _ROWS}
 

@@ -68,7 +68,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES, of_ir
+from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES, GRID_DTYPES, of_ir
 from bulkred_dialect.ops.op_definition import op_definition
 
 # region Attributes
@@ -330,15 +330,61 @@ Integers are signless and treated as signed by the lowering (``add/min/max.s16/s
 """
 
 
-def check_element_type(field: str, t: MemRefType) -> None:
-    """Raise unless ``t``'s element type is one of :data:`ELEMENT_TYPES`."""
+GRID_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(d.ir for d in GRID_DTYPES)
+"""The element types of grid-scope ``bulkred.reduce`` (``ops/dtypes.py``'s rows with
+``collective`` or ``grid``): those of :data:`ELEMENT_TYPES` that the collective lowerings
+take, and the unsigned (``ui8``...) and 8-bit ones, which only global buffers hold."""
+
+
+def check_element_type(field: str, t: MemRefType, *, grid: bool = False) -> None:
+    """Raise unless ``t``'s element type is one of :data:`ELEMENT_TYPES` (with ``grid``:
+    of :data:`GRID_ELEMENT_TYPES`)."""
     elt = t.element_type
-    if elt in ELEMENT_TYPES:
+    types = GRID_ELEMENT_TYPES if grid else ELEMENT_TYPES
+    if elt in types:
         return
-    valid = ", ".join(str(e) for e in ELEMENT_TYPES)
-    signed = isinstance(elt, IntegerType) and elt.signedness.data != Signedness.SIGNLESS
-    note = " (integers must be signless)" if signed else ""
+    valid = ", ".join(str(e) for e in types)
+    signedness = elt.signedness.data if isinstance(elt, IntegerType) else Signedness.SIGNLESS
+    if grid and signedness == Signedness.SIGNED:
+        note = " (integers must be signless or unsigned)"
+    elif not grid and signedness != Signedness.SIGNLESS:
+        note = " (integers must be signless)"
+    else:
+        note = ""
     raise VerifyException(f"'{field}' element type must be one of {valid}, got {elt}{note}")
+
+
+def wider_dst_types(kind: str, src: Attribute) -> list[Attribute]:
+    """The element types a grid-scope ``dst`` may have besides ``src``'s: the
+    accumulator and output type of ``bulkred.sum(x, dtype=...)``. A float ``src`` into a
+    wider f32 or f64 (any kind); an integer ``src`` into a wider integer of 32 or 64
+    bits for ``sum`` and ``prod``, signless (signed) from any integer, unsigned only
+    from an unsigned one."""
+    s = of_ir(src)
+    if s is None:
+        return []
+    if s.is_float:
+        return [d.ir for d in GRID_DTYPES if d.is_float and d.bits >= 32 and d.bits > s.bits]
+    if kind not in ("sum", "prod"):
+        return []
+    return [
+        d.ir for d in GRID_DTYPES if not d.is_float and d.bits >= 32 and d.bits > s.bits and (d.signed or not s.signed)
+    ]
+
+
+def check_dst_element_type(kind: str, src: Attribute, dst: Attribute, *, grid: bool) -> None:
+    """Raise unless ``dst``, an element type other than ``src``, is one of
+    :func:`wider_dst_types` at grid scope."""
+    if not grid:
+        raise VerifyException(f"'dst' element type must equal 'src' element type {src} below grid scope, got {dst}")
+    valid = wider_dst_types(kind, src)
+    if dst in valid:
+        return
+    if valid:
+        expected = f"src's {src} or a wider accumulator type ({', '.join(str(v) for v in valid)})"
+    else:
+        expected = f"src's {src} (kind {kind} of {src} has no wider accumulator type)"
+    raise VerifyException(f"'dst' element type must be {expected}, got {dst}")
 
 
 def check_static_positive_shape(field: str, t: MemRefType) -> list[int]:
@@ -473,11 +519,10 @@ class ReduceOp(IRDLOperation):
         check_in_kernel(self)
         st = _expect_buffer("src", self.src)
         dt = _expect_buffer("dst", self.dst)
+        grid_scope = self.scope.data == ExecScope.GRID
+        check_element_type("src", st, grid=grid_scope)
         if st.element_type != dt.element_type:
-            raise VerifyException(
-                f"'dst' element type must equal 'src' element type {st.element_type}, got {dt.element_type}"
-            )
-        check_element_type("src", st)
+            check_dst_element_type(self.kind.data, st.element_type, dt.element_type, grid=grid_scope)
         src_shape = check_static_positive_shape("src", st)
         dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute
 
-from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, DType
+from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, DTYPES, GRID_DTYPES, DType, of_ir
 from bulkred_dialect.ops.ptx.arith import ArithType
 from bulkred_dialect.ops.ptx.control import CvtType
 from bulkred_dialect.ops.ptx.memory import LdStType
@@ -42,22 +43,32 @@ def arith_types(d: DType) -> tuple[ArithType, ArithType | None]:
 
 @dataclass(frozen=True)
 class Elem:
-    """How a collective lowering loads, accumulates and stores one element type.
+    """How a collective lowering loads, accumulates and stores one element type
+    (``dtype``, the source's) into an output type (``out``, the destination's).
 
-    f16 and bf16 are accumulated in f32 (their row's accumulator) and rounded once at
-    the end, as torch does for its reductions; the other types accumulate in
-    themselves. Partial results (in shared memory, in the workspace) are kept in the
-    accumulator type, one slot of :attr:`slot_bytes` each."""
+    The accumulator is ``out`` when it differs from the source (a grid-scope
+    ``bulkred.reduce`` with a wider ``dst``: float16 into float32, int32 into int64),
+    else the source row's accumulator: f16 and bf16 are accumulated in f32 and rounded
+    once at the end, as torch does for its reductions; 8- and 16-bit integers in 32 bits;
+    the other types in themselves. Partial results (in shared memory, in the workspace)
+    are kept in the accumulator type, one slot of :attr:`slot_bytes` each.
+
+    Registers: an integer lives in a signless register (``i32``, ``i64``) whatever its
+    signedness, which only the ``.type`` of its instructions carries; an 8- or 16-bit
+    integer is loaded straight into a 32-bit register (``ld.s8``/``ld.u16``... extend it)."""
 
     dtype: DType
-    ld: LdStType  # ld/st .type moving one element
+    out: DType
+    accumulator: DType
+    ld: LdStType  # ld .type moving one source element into :attr:`reg`
     acc_ld: LdStType  # ld/st .type moving one accumulator
-    cvt: CvtType | None  # cvt .atype from the element to the accumulator (None: the same)
+    out_ld: LdStType  # ld/st .type moving one output element
 
     @staticmethod
-    def of(d: DType) -> Elem:
-        acc = d.accumulator
-        return Elem(d, ld_type(d), ld_type(acc), None if acc is d else cvt_type(d))
+    def of(d: DType, out: DType | None = None) -> Elem:
+        out = d if out is None else out
+        acc = out if out is not d else d.accumulator
+        return Elem(d, out, acc, _load_type(d), ld_type(acc), ld_type(out))
 
     @property
     def name(self) -> str:
@@ -65,36 +76,86 @@ class Elem:
 
     @property
     def ir(self) -> Attribute:
-        return self.dtype.ir
+        """The IR type of the register a source element is loaded into."""
+        return register_type(self.dtype)
+
+    @property
+    def reg(self) -> DType:
+        """The type a loaded source element has in its register (32 bits for narrow
+        integers, extended by the load with the source's signedness)."""
+        return loaded_type(self.dtype)
 
     @property
     def bytes(self) -> int:
+        """Bytes of one source element."""
         return self.dtype.bytes
 
     @property
-    def accumulator(self) -> DType:
-        return self.dtype.accumulator
+    def acc(self) -> Attribute:
+        """The accumulator's register type."""
+        return register_type(self.accumulator)
 
     @property
-    def acc(self) -> Attribute:
-        """The accumulator's IR type."""
-        return self.dtype.accumulator.ir
+    def out_ir(self) -> Attribute:
+        """The register type of one output element."""
+        return register_type(self.out)
+
+    @property
+    def partials(self) -> Elem:
+        """Partial results read back as elements: the accumulator type into itself."""
+        return Elem.of(self.accumulator)
 
     @property
     def slot_bytes(self) -> int:
         """The bytes of one partial result: the accumulator's width."""
-        return self.dtype.accumulator.bytes
+        return self.accumulator.bytes
 
     @property
     def vector(self) -> int:
         """Elements per vector load: 4 (16 bytes of a 32-bit type, 8 of a 16-bit one,
-        ``ld.v4.b16``)."""
-        return 4
+        ``ld.v4.b16``, 4 of an 8-bit one, ``ld.v4.s8``), 2 of a 64-bit type (16 bytes,
+        ``ld.v2.f64``)."""
+        return 2 if self.bytes == 8 else 4
 
     @property
     def vector_bytes(self) -> int:
         return self.vector * self.bytes
 
 
-ELEMS: dict[str, Elem] = {d.name: Elem.of(d) for d in COLLECTIVE_DTYPES}
-"""The element types the collective lowerings take, by name, in the table's order."""
+def register_type(d: DType) -> Attribute:
+    """The IR type of the register holding a value of ``d``: floats their own type,
+    integers a signless one of 32 bits (8- and 16-bit ones too) or 64."""
+    if d.is_float:
+        return d.ir
+    return IntegerType(max(32, d.bits))
+
+
+def loaded_type(d: DType) -> DType:
+    """The row of ``d`` as it sits in its register (:func:`register_type`): an 8- or
+    16-bit integer extended to 32 bits with its signedness, else ``d``."""
+    if d.is_float or d.bits >= 32:
+        return d
+    return DTYPES[f"{'' if d.signed else 'u'}int32"]
+
+
+def _load_type(d: DType) -> LdStType:
+    """``ld``'s ``.type`` of ``d`` into its register: ``.s8``/``.u8``/``.s16``/``.u16``
+    extend a narrow integer to the 32-bit register, else :func:`ld_type`."""
+    if d.is_float or d.bits >= 32:
+        return ld_type(d)
+    return LdStType(f"{'s' if d.signed else 'u'}{d.bits}")
+
+
+ELEMS: dict[str, Elem] = {d.name: Elem.of(d) for d in GRID_DTYPES}
+"""The element types the collective and grid lowerings take (each into itself), by
+name, in the table's order; the warp, CTA and cluster lowerings take those of
+:data:`COLLECTIVE_DTYPES`."""
+
+
+def elem_for(src: Attribute, dst: Attribute) -> Elem | None:
+    """The :class:`Elem` reducing IR type ``src`` into ``dst`` (None when either has no
+    row the grid lowerings take)."""
+    s, d = of_ir(src), of_ir(dst)
+    if s is None or d is None or s.name not in ELEMS or d.name not in ELEMS:
+        return None
+    return ELEMS[s.name] if s is d else Elem.of(s, d)

@@ -35,11 +35,13 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     LocationAttr,
     UnrealizedConversionCastOp,
     bf16,
     f16,
     f32,
+    f64,
     i32,
     i64,
 )
@@ -121,8 +123,8 @@ class Emitter:
         return root._index[i]
 
     def const(self, value: int | float, t: Attribute = i32) -> SSAValue:
-        """``arith.constant`` of ``t`` (a float for f16/bf16/f32), here."""
-        attr = FloatAttr(float(value), t) if t in (f16, bf16, f32) else IntegerAttr(int(value), t)  # type: ignore[arg-type]
+        """``arith.constant`` of ``t`` (a float for f16/bf16/f32/f64), here."""
+        attr = FloatAttr(float(value), t) if t in (f16, bf16, f32, f64) else IntegerAttr(int(value), t)  # type: ignore[arg-type]
         return self.value(arith.ConstantOp(attr))
 
     # endregion
@@ -300,18 +302,27 @@ class Emitter:
     # region Combining values
 
     def to_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
-        """An element as its accumulator type (``cvt`` when they differ)."""
-        if elem.cvt is None:
-            return v
-        return self.value(CvtOp(cvt_type(elem.accumulator), elem.cvt, v, elem.acc))
+        """A loaded source element (in its register, :attr:`Elem.reg`) as the accumulator
+        type (``cvt`` when they differ)."""
+        return self.convert(v, elem.reg, elem.accumulator)
 
     def from_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
-        """An accumulator as the element type when they differ: ``cvt.rn`` to a narrower
+        """An accumulator as the output type when they differ: ``cvt.rn`` to a narrower
         float, a plain ``cvt`` (keeping the low bits) to a narrower integer."""
-        if elem.cvt is None:
+        return self.convert(v, elem.accumulator, elem.out)
+
+    def convert(self, v: SSAValue, src: DType, dst: DType) -> SSAValue:
+        """``v``, a register of ``src``, as ``dst``: nothing when both are one type or
+        integers in registers of one width (registers are signless, 8- and 16-bit
+        integers live in 32-bit ones, and ``st.b8``/``st.b16`` store their low bits),
+        else one ``cvt``: ``.rn`` to a
+        narrower float or from an integer to a float, none otherwise (widening a float
+        is exact; an integer narrows by keeping its low bits)."""
+        if src == dst or (not src.is_float and not dst.is_float and max(32, src.bits) == max(32, dst.bits)):
             return v
-        rnd = CvtRounding.RN if elem.dtype.is_float else None
-        return self.value(CvtOp(elem.cvt, cvt_type(elem.accumulator), v, elem.ir, rnd=rnd))
+        rnd = CvtRounding.RN if dst.is_float and (not src.is_float or dst.bits < src.bits) else None
+        result = dst.ir if dst.is_float else IntegerType(max(32, dst.bits))
+        return self.value(CvtOp(cvt_type(dst), cvt_type(src), v, result, rnd=rnd))
 
     def combine(self, kind: ReduceKind, dtype: DType, a: SSAValue, b: SSAValue) -> SSAValue:
         """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` for

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation
 
-from bulkred_dialect.ops.dtypes import ir_name
+from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, ir_name
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
     ExecScope,
@@ -116,11 +116,20 @@ def element_type(op: Operation) -> Attribute:
     return _types(op)[0].element_type
 
 
+def dtype_name(op: Operation) -> str:
+    """``src``'s element type (``ops/dtypes.py``'s ``ir_name``), ``"int32 -> int64"``
+    where ``dst``'s differs."""
+    st, dt = _types(op)  # type: ignore[arg-type]
+    name = ir_name(st.element_type)
+    return name if dt.element_type == st.element_type else f"{name} -> {ir_name(dt.element_type)}"
+
+
 def dtype_in(*names: str) -> PredicateFn:
-    """The element type's name (``ops/dtypes.py``'s ``ir_name``) is one of ``names``."""
+    """The element type's name (``ops/dtypes.py``'s ``ir_name``) is one of ``names``,
+    and ``dst`` has the same element type."""
 
     def check(op: Operation, target: Target) -> tuple[bool, object]:
-        name = ir_name(element_type(op))
+        name = dtype_name(op)
         return name in names, name
 
     return check
@@ -178,8 +187,15 @@ def cluster_ctas(op: Operation, target: Target) -> tuple[bool, object]:
 
 
 def collective_dtype(op: Operation, target: Target) -> tuple[bool, object]:
+    name = dtype_name(op)
+    return name in COLLECTIVE_NAMES, name
+
+
+def grid_dtype(op: Operation, target: Target) -> tuple[bool, object]:
+    """``src``'s element type is one the grid lowerings take (``dst``'s is then one too,
+    or the verifier would have refused it)."""
     name = ir_name(element_type(op))
-    return name in ELEMS, name
+    return name in ELEMS, dtype_name(op)
 
 
 def one_value(op: Operation, target: Target) -> tuple[bool, object]:
@@ -202,7 +218,9 @@ def collective_predicates(scope: ExecScope, dtype: Predicate, *extra: Predicate)
     ]
 
 
-ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(ELEMS))
+COLLECTIVE_NAMES = tuple(d.name for d in COLLECTIVE_DTYPES)
+ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(COLLECTIVE_NAMES))
+ANY_GRID_DTYPE = Predicate("dtype", grid_dtype, expected=", ".join(ELEMS))
 CLUSTER_OF_TWO_OR_MORE = Predicate("cluster", cluster_ctas, expected=">= 2 CTAs")
 
 # endregion

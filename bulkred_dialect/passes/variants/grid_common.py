@@ -46,7 +46,7 @@ from bulkred_dialect.ops.tile import (
 from bulkred_dialect.passes.canonical import Canonical, canonical
 from bulkred_dialect.passes.elements import Elem
 from bulkred_dialect.passes.emitter import Emitter
-from bulkred_dialect.passes.predicates import ANY_COLLECTIVE_DTYPE, Predicate, exec_scope_in
+from bulkred_dialect.passes.predicates import ANY_GRID_DTYPE, Predicate, exec_scope_in
 from bulkred_dialect.passes.variants.kernel import elem_of
 
 MAX_GRID_Y = 65535
@@ -104,7 +104,7 @@ def grid_predicates(*forms: str, expected: str | None = None) -> list[Predicate]
         Predicate("exec_scope", exec_scope_in(ExecScope.GRID), expected="grid"),
         Predicate("form", form_is(*forms), expected=expected or ", ".join(forms)),
         Predicate("kernel", alone_in_kernel, expected="alone, on parameters"),
-        ANY_COLLECTIVE_DTYPE,
+        ANY_GRID_DTYPE,
     ]
 
 
@@ -206,13 +206,15 @@ def neutral(e: Emitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
 
 
 def store_out(e: Emitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:
-    """``dst[index] = r`` in the element type (combined with the old value under accum).
+    """``dst[index] = r`` in the output type (combined with the old value under accum).
     ``dst`` is the global address of the output buffer; ``index`` an ``i64`` or int."""
-    off = e.mul_i(index, elem.bytes) if isinstance(index, SSAValue) else e.const(index * elem.bytes, i64)
+    size = elem.out.bytes
+    off = e.mul_i(index, size) if isinstance(index, SSAValue) else e.const(index * size, i64)
     q = e.ptr_add(dst, off)
     if op.accum is not None:
-        r = e.combine(op.kind.data, elem.accumulator, e.to_acc(elem, e.ld(elem.ld, q, elem.ir)), r)
-    e.st(elem.ld, q, e.from_acc(elem, r))
+        old = e.convert(e.ld(elem.out_ld, q, elem.out_ir), elem.out, elem.accumulator)
+        r = e.combine(op.kind.data, elem.accumulator, old, r)
+    e.st(elem.out_ld, q, e.from_acc(elem, r))
 
 
 def global_ptr(e: Emitter, buffer: SSAValue) -> SSAValue:
@@ -252,7 +254,9 @@ than its loads save (short matrices get fewer splits)."""
 
 
 def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> ColumnPlan:
-    vec = elem.vector if form.n % elem.vector == 0 else 1
+    # the partials (in the accumulator type) are read back as vectors of as many lanes
+    vec = min(elem.vector, elem.partials.vector)
+    vec = vec if form.n % vec == 0 else 1
     tiles = -(-form.n // (block * vec))
     split = max(1, min(ctas_wanted // tiles, -(-form.m // MIN_ROWS_PER_SPLIT), MAX_GRID_Y))
     return ColumnPlan(form.m, form.n, block, vec, split)

@@ -19,7 +19,6 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.elements import ELEMS, Elem
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
@@ -104,7 +103,7 @@ def split_det(
         acquire(b)
 
         def columns(c: Emitter) -> list:
-            acc_elem = _acc_elem(elem)
+            acc_elem = elem.partials
 
             def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
                 return accumulate(d, kind, elem, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
@@ -135,7 +134,3 @@ GRID_SPLIT_DET = Variant(
     lower=lower_grid_split_det,
 )
 
-
-def _acc_elem(elem: Elem) -> Elem:
-    """Partials are stored in the accumulator type: read them back as that type."""
-    return ELEMS[elem.accumulator.name]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, f32, i32
+from xdsl.dialects.builtin import MemRefType, f32, f64, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from bulkred_dialect.ops.dtypes import DTYPES, ir_name
+from bulkred_dialect.ops.dtypes import DTYPES
+from bulkred_dialect.ops.ptx.arith import PackB32x2Op, UnpackB32x2Op
 from bulkred_dialect.ops.ptx.atom import (
     AtomOp,
     AtomOpKind,
@@ -33,7 +34,7 @@ from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.elements import ELEMS, Elem, ld_type
+from bulkred_dialect.passes.elements import Elem, elem_for, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP, element_type, launch_of
 
@@ -54,20 +55,36 @@ def sm_count(target: Target) -> int:
 
 
 def elem_of(op: ReduceOp) -> Elem:
-    return ELEMS[ir_name(element_type(op))]
+    """How ``op`` loads, accumulates and stores: its ``src`` element type into its
+    ``dst``'s (passes/elements.py)."""
+    elem = elem_for(element_type(op), op.dst.type.element_type)  # type: ignore[union-attr]
+    assert elem is not None, "the dtype predicates admit only the element types of ELEMS"
+    return elem
 
 
 # region Collective steps
 
 
-_REDUX: dict[ReduceKind, tuple[ReduxKind, ReduxType]] = {
-    ReduceKind.SUM: (ReduxKind.ADD, ReduxType.S32),
-    ReduceKind.MAX: (ReduxKind.MAX, ReduxType.S32),
-    ReduceKind.MIN: (ReduxKind.MIN, ReduxType.S32),
-    ReduceKind.AND: (ReduxKind.AND, ReduxType.B32),
-    ReduceKind.OR: (ReduxKind.OR, ReduxType.B32),
-    ReduceKind.XOR: (ReduxKind.XOR, ReduxType.B32),
+_REDUX_OP: dict[ReduceKind, ReduxKind] = {
+    ReduceKind.SUM: ReduxKind.ADD,
+    ReduceKind.MAX: ReduxKind.MAX,
+    ReduceKind.MIN: ReduxKind.MIN,
+    ReduceKind.AND: ReduxKind.AND,
+    ReduceKind.OR: ReduxKind.OR,
+    ReduceKind.XOR: ReduxKind.XOR,
 }
+
+
+def _redux_int(kind: ReduceKind, elem: Elem) -> tuple[ReduxKind, ReduxType] | None:
+    """``redux.sync``'s operation and ``.type`` for ``kind`` on a 32-bit integer
+    accumulator (``.s32``/``.u32`` by its signedness, ``.b32`` for the bitwise kinds),
+    None where redux.sync has no form (other accumulators, kinds without one)."""
+    acc = elem.accumulator
+    if acc.is_float or acc.bits != 32 or kind not in _REDUX_OP:
+        return None
+    if kind in (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR):
+        return _REDUX_OP[kind], ReduxType.B32
+    return _REDUX_OP[kind], ReduxType.S32 if acc.signed else ReduxType.U32
 
 
 def warp_reduce(
@@ -75,21 +92,32 @@ def warp_reduce(
 ) -> SSAValue:
     """Combine ``v`` over the 32 lanes of the warp; every lane gets the result.
 
-    ``int32``: one ``redux.sync`` (sm_80). ``f32`` max/min with ``redux_f32``: one
-    ``redux.sync .f32`` (sm_100a). Otherwise a ``shfl.sync.bfly`` butterfly of 5 steps,
-    whose order is the same on every lane, so that every lane holds the same bits."""
+    A 32-bit integer accumulator: one ``redux.sync`` (sm_80). ``f32`` max/min with
+    ``redux_f32``: one ``redux.sync .f32`` (sm_100a). Otherwise a ``shfl.sync.bfly``
+    butterfly of 5 steps, whose order is the same on every lane, so that every lane
+    holds the same bits; a 64-bit accumulator is split into two 32-bit halves for each
+    shuffle (``mov.b64 {lo, hi}``) and joined again."""
     mask = e.const(FULL_MASK)
-    if elem.acc == i32 and not shuffle_only:
-        op, t = _REDUX[kind]
-        return e.value(ReduxSyncOp(op, t, v, mask))
+    redux = _redux_int(kind, elem)
+    if redux is not None and not shuffle_only:
+        return e.value(ReduxSyncOp(*redux, v, mask))
     if redux_f32 and elem.acc == f32 and kind in (ReduceKind.MAX, ReduceKind.MIN):
         op = ReduxKind.MAX if kind == ReduceKind.MAX else ReduxKind.MIN
         return e.value(ReduxSyncOp(op, ReduxType.F32, v, mask))
     clamp = e.const(WARP - 1)
     for lane_mask in (16, 8, 4, 2, 1):
-        other = e.value(ShflSyncOp(ShflMode.BFLY, v, e.const(lane_mask), clamp, mask))
+        other = _shuffle(e, v, e.const(lane_mask), clamp, mask)
         v = e.combine(kind, elem.accumulator, v, other)
     return v
+
+
+def _shuffle(e: Emitter, v: SSAValue, lane_mask: SSAValue, clamp: SSAValue, mask: SSAValue) -> SSAValue:
+    """``shfl.sync.bfly`` of ``v``: one for a 32-bit register, one per half of a 64-bit one."""
+    if v.type not in (i64, f64):
+        return e.value(ShflSyncOp(ShflMode.BFLY, v, lane_mask, clamp, mask))
+    halves = e.emit(UnpackB32x2Op(v)).results
+    lo, hi = (e.value(ShflSyncOp(ShflMode.BFLY, h, lane_mask, clamp, mask)) for h in halves)
+    return e.value(PackB32x2Op(lo, hi, v.type))
 
 
 def cta_reduce(

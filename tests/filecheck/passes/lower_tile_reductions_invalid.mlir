@@ -3,19 +3,19 @@
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics -p 'lower-tile-reductions{target=sm_100a}' | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_100a}' 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
 
-// A warp-scope reduction of f64: the warp variants decline its type; the thread-scope
+// A warp-scope reduction of i16: the warp variants decline its type; the thread-scope
 // variants are named on one line.
 // STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 10]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
 // CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 9]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
 // CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 8]]:3 on sm_100a
-// CHECK:        warp_redux_f32 33 dtype FAIL float32 float64
-// CHECK:        warp_redux 32 dtype FAIL int32 float64
-// CHECK:        warp_shuffle 30 dtype FAIL int32, float16, bfloat16, float32 float64
+// CHECK:        warp_redux_f32 33 dtype FAIL float32 int16
+// CHECK:        warp_redux 32 dtype FAIL int32 int16
+// CHECK:        warp_shuffle 30 dtype FAIL int32, int64, float16, bfloat16, float32, float64 int16
 // CHECK:        warp_shuffle priority 30: rejected: dtype
 // CHECK-NEXT:   not for scope warp: {{.*}}sm100_packed (20), local (10)
 // CHECK-NEXT: chosen: none
-func.func @warp(%a: memref<1xf64, #bulkred.scope<local>>, %b: memref<1xf64, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
-  bulkred.reduce sum warp %a, %b : memref<1xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
+func.func @warp(%a: memref<1xi16, #bulkred.scope<local>>, %b: memref<1xi16, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  bulkred.reduce sum warp %a, %b : memref<1xi16, #bulkred.scope<local>>, memref<1xi16, #bulkred.scope<local>>
   func.return
 }
 

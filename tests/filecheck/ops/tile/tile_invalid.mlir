@@ -24,7 +24,7 @@ func.func @reduce_dst_shape_2d(%a: memref<4x32xf32, #bulkred.scope<local>>,
 
 func.func @reduce_element_types_differ(%a: memref<32xf32, #bulkred.scope<local>>,
                                        %b: memref<1xf16, #bulkred.scope<local>>) {
-  // CHECK: error: 'bulkred.reduce' 'dst' element type must equal 'src' element type f32, got f16
+  // CHECK: error: 'bulkred.reduce' 'dst' element type must equal 'src' element type f32 below grid scope, got f16
   bulkred.reduce max thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
   func.return
 }

@@ -1,0 +1,252 @@
+"""Element types at grid scope (and below) on the CPU: 64-bit accumulators (f64, i64,
+ui64), a wider ``dst`` (the accumulator and output type: int32 into int64, float16 into
+float32), and the narrow and unsigned types (int8, uint8, int16, uint16, uint32). Each
+reduction is lowered (``lower-tile-reductions``), run thread by thread by the
+interpreter (``run_grid``) and compared with numpy: integers exactly, floats within a
+bound. The dst-type rule of ``ops/tile.py``, the warp and CTA steps of f64 and i64, and
+assembly of every type for sm_90a and sm_100a (nvJitLink)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import IntegerType, Signedness, f16, f32, f64
+
+from bulkred_dialect import builder as T
+from bulkred_dialect.backend_ptx.assemble import assemble
+from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+from bulkred_dialect.diagnostics import parse_module
+from bulkred_dialect.interpreter.threads import run_grid
+from bulkred_dialect.ops.dtypes import DTYPES, GRID_DTYPES
+from bulkred_dialect.ops.tile import ReduceOp, wider_dst_types
+from bulkred_dialect.passes.dispatch import explain
+from bulkred_dialect.passes.elements import ELEMS, Elem
+from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import scopes  # noqa: E402
+
+G = "#bulkred.scope<global>"
+BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(16)
+
+
+def mlir_type(dtype: str) -> str:
+    return DTYPES[dtype].mlir
+
+
+def out_shape(shape, axes):
+    return [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
+
+
+def module_text(kind, shape, src, dst, axes, *, deterministic=False, accum=False) -> str:
+    s = "x".join(map(str, shape))
+    o = "x".join(map(str, out_shape(shape, axes)))
+    st, dt = f"memref<{s}x{mlir_type(src)}, {G}>", f"memref<{o}x{mlir_type(dst)}, {G}>"
+    opts = (" accum" if accum else "") + (" deterministic" if deterministic else "")
+    if axes is not None:
+        opts += " axes [" + ", ".join(f"{a} : i64" for a in axes) + "]"
+    return (
+        f"builtin.module {{\n  func.func @k(%x: {st}, %y: {dt}) {{\n"
+        f"    bulkred.reduce {kind} grid{opts} %x, %y : {st}, {dt}\n    func.return\n  }}\n}}"
+    )
+
+
+def parsed(text: str):
+    m = parse_module(T.context(), text)
+    m.verify()
+    return m
+
+
+def run_on_cpu(text: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Lower (sm_90a) and run every thread; columns take the deterministic variant (the
+    interpreter runs no bulk copies)."""
+    m = parsed(text)
+    LowerTileReductionsPass(target="sm_90a").apply(T.context(), m)
+    kernel = next(o for o in m.walk() if o.name == "func.func")
+    ws = kernel.attributes.get("bulkred.workspace")
+    extra = [np.zeros(ws.value.data, np.int8)] if ws is not None else []
+    return run_grid(m, "k", x, y, *extra)[1]
+
+
+def random_input(rng, shape, dtype: str) -> np.ndarray:
+    d = DTYPES[dtype]
+    if d.is_float:
+        x = rng.standard_normal(shape) * 100
+        if dtype == "bfloat16":
+            return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        return x.astype(d.numpy)
+    info = np.iinfo(d.numpy)
+    return rng.integers(info.min, info.max, shape, endpoint=True, dtype=d.numpy)
+
+
+def as_float64(a: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def expected(kind, x, src, dst, axes):
+    """numpy's reduction, in dst's type (integers wrap as the GPU does)."""
+    ax = None if axes is None else tuple(axes)
+    s, d = DTYPES[src], DTYPES[dst]
+    if not s.is_float:
+        if kind in BITWISE:
+            flat = x.reshape(-1) if ax is None else x
+            r = BITWISE[kind].reduce(flat, axis=0 if ax is None else ax[0])
+        elif kind == "sum":
+            r = x.astype(d.numpy).sum(axis=ax, dtype=d.numpy)
+        else:
+            r = {"max": np.max, "min": np.min}[kind](x, axis=ax)
+        return np.atleast_1d(np.asarray(r).astype(d.numpy))
+    f = {"sum": np.sum, "max": np.max, "min": np.min}[kind]
+    return np.atleast_1d(f(as_float64(x, src), axis=ax))
+
+
+def check(kind, x, got, src, dst, axes):
+    want = expected(kind, x, src, dst, axes)
+    got = got.reshape(want.shape)
+    d = DTYPES[dst]
+    if not d.is_float:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        return
+    got = as_float64(got, dst)
+    if kind != "sum":
+        np.testing.assert_array_equal(got, want)
+        return
+    acc = Elem.of(DTYPES[src], d if d is not DTYPES[src] else None).accumulator
+    n = x.size if axes is None else math.prod(x.shape[a] for a in axes)
+    eps_acc = {32: 2**-24, 64: 2**-53}[acc.bits]
+    eps_out = {"float64": 2**-53, "float32": 2**-24, "float16": 2**-11, "bfloat16": 2**-8}[dst]
+    absx = np.atleast_1d(np.sum(np.abs(as_float64(x, src)), axis=None if axes is None else tuple(axes)))
+    bound = eps_acc * n * absx + eps_out * np.abs(want) + 1e-300
+    assert np.all(np.abs(got - want) <= bound), (got, want)
+
+
+# The forms at small shapes (the interpreter runs every thread): whole, rows, columns.
+FORMS = [([5, 18], None), ([5, 18], [1]), ([5, 18], [0])]
+NEW_TYPES = ["int8", "uint8", "int16", "uint16", "uint32", "int64", "uint64", "float64"]
+
+
+def _kinds(dtype):
+    return ["sum", "max", "min"] + ([] if DTYPES[dtype].is_float else ["and", "or", "xor"])
+
+
+CASES = [
+    (kind, t, t, shape, axes)
+    for t in NEW_TYPES
+    for kind in _kinds(t)
+    for shape, axes in (FORMS if kind in ("sum", "max") else FORMS[:1])
+]
+WIDER = [
+    ("sum", "int32", "int64"),
+    ("sum", "int8", "int64"),
+    ("sum", "uint8", "int64"),
+    ("sum", "uint16", "uint32"),
+    ("sum", "uint32", "uint64"),
+    ("sum", "int16", "int32"),
+    ("sum", "float16", "float32"),
+    ("sum", "bfloat16", "float32"),
+    ("sum", "float32", "float64"),
+    ("max", "float16", "float32"),
+    ("min", "bfloat16", "float64"),
+]
+CASES += [(kind, s, d, shape, axes) for kind, s, d in WIDER for shape, axes in FORMS]
+
+
+@pytest.mark.parametrize("kind, src, dst, shape, axes", CASES, ids=lambda v: str(v).replace(" ", ""))
+def test_grid_reduction_on_the_interpreter(rng, kind, src, dst, shape, axes):
+    x = random_input(rng, shape, src)
+    y = np.zeros(out_shape(shape, axes), DTYPES[dst].numpy)
+    got = run_on_cpu(module_text(kind, shape, src, dst, axes, deterministic=True), x, y)
+    check(kind, x, got, src, dst, axes)
+
+
+def test_int32_sum_into_int64_does_not_wrap():
+    x = np.full([3, 40], 2**31 - 1, np.int32)
+    for axes in (None, [1], [0]):
+        got = run_on_cpu(module_text("sum", [3, 40], "int32", "int64", axes, deterministic=True), x, np.zeros(out_shape([3, 40], axes), np.int64))
+        assert got.tolist() == np.atleast_1d(x.astype(np.int64).sum(axis=None if axes is None else tuple(axes))).tolist()
+
+
+def test_accum_with_a_wider_dst():
+    x = np.arange(-60, 60, dtype=np.int32).reshape(3, 40) * 2**24
+    old = np.array([2**40, -(2**40), 7], np.int64)
+    got = run_on_cpu(module_text("sum", [3, 40], "int32", "int64", [1], accum=True), x, old.copy())
+    assert got.tolist() == (old + x.astype(np.int64).sum(axis=1)).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+@pytest.mark.parametrize("scope", ["warp", "cta"])
+def test_64_bit_warp_and_cta_steps(rng, dtype, scope):
+    for kind in ("sum", "max") + (("xor",) if dtype == "int64" else ()):
+        m = T.module(scopes.scope_kernel("k", kind, scope, dtype), target="sm_90a")
+        op = next(o for o in m.walk() if isinstance(o, ReduceOp))
+        assert explain(op, "sm_90a").splitlines()[-1] == f"chosen: {'warp_shuffle' if scope == 'warp' else 'cta_shared'}"
+        LowerTileReductionsPass(target="sm_90a").apply(T.context(), m)
+        n = scopes.CTAS * scopes.THREADS
+        x = rng.standard_normal(n) * 1e6 if dtype == "float64" else rng.integers(-(2**62), 2**62, n)
+        _, out = run_grid(m, "k", x, np.zeros(n, x.dtype))
+        group = 32 if scope == "warp" else scopes.THREADS
+        f = {"sum": np.sum, "max": np.max, "xor": np.bitwise_xor.reduce}[kind]
+        want = np.repeat(f(x.reshape(-1, group), axis=1), group)
+        if dtype == "float64" and kind == "sum":
+            np.testing.assert_allclose(out, want, rtol=1e-12)
+        else:
+            np.testing.assert_array_equal(out, want)
+
+
+ASSEMBLE = [
+    *[("sum", t, t, s, a) for t in NEW_TYPES for s, a in [([64, 4096], None), ([64, 4096], [1]), ([64, 4096], [0])]],
+    *[("max", t, t, [64, 4096], [0]) for t in ("uint8", "uint16", "uint32", "uint64", "int8")],
+    *[(k, s, d, [64, 4096], a) for k, s, d in WIDER for a in ([1], [0])],
+]
+
+
+@pytest.mark.parametrize("kind, src, dst, shape, axes", ASSEMBLE, ids=lambda v: str(v).replace(" ", ""))
+def test_assembles_for_both_targets(kind, src, dst, shape, axes):
+    for target in ("sm_90a", "sm_100a"):
+        ptx = compile_tile_module(parsed(module_text(kind, shape, src, dst, axes)), target).ptx
+        assert len(assemble(ptx, target)) > 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_64_bit_cluster_reduction_assembles(dtype):
+    for target in ("sm_90a", "sm_100a"):
+        m = T.module(scopes.scope_kernel("k", "sum", "cluster", dtype, 2), target=target)
+        ptx = compile_tile_module(m, target).ptx
+        assert "mov.b64 {%r" in ptx and len(assemble(ptx, target)) > 0
+
+
+def test_dst_type_rule():
+    ui = lambda w: IntegerType(w, Signedness.UNSIGNED)  # noqa: E731
+    i = IntegerType
+    assert wider_dst_types("sum", f16) == [f32, f64]
+    assert wider_dst_types("max", f16) == [f32, f64]
+    assert wider_dst_types("sum", f32) == [f64]
+    assert wider_dst_types("sum", f64) == []
+    assert wider_dst_types("sum", i(32)) == [i(64)]
+    assert wider_dst_types("prod", i(8)) == [i(32), i(64)]
+    assert wider_dst_types("sum", ui(8)) == [i(32), i(64), ui(32), ui(64)]
+    assert wider_dst_types("max", i(8)) == []
+    assert wider_dst_types("xor", ui(32)) == []
+
+
+def test_every_grid_type_has_an_elem():
+    assert list(ELEMS) == [d.name for d in GRID_DTYPES]
+    # 16 bytes per vector load, except 8-bit (4 bytes) and 16-bit (8 bytes) types
+    assert {n: e.vector_bytes for n, e in ELEMS.items()} == {
+        d.name: {1: 4, 2: 8, 4: 16, 8: 16}[d.bytes] for d in GRID_DTYPES
+    }
+    assert Elem.of(DTYPES["int32"], DTYPES["int64"]).slot_bytes == 8
+    assert Elem.of(DTYPES["float16"]).accumulator.name == "float32"
+    assert Elem.of(DTYPES["uint8"]).accumulator.name == "uint32"
