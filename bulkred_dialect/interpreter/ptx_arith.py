@@ -39,6 +39,7 @@ from bulkred_dialect.ops.ptx.arith import (
     Max3Op,
     MaxOp,
     Min3Op,
+    MinMaxOp,
     MinOp,
     MulLoOp,
     MulOp,
@@ -71,8 +72,8 @@ def _binary(op: BinaryArithOp, args: PythonValues) -> Any:
     if t in FLOAT_TYPES:
         _check_rounding(op)
         ftz = op.ftz is not None
-        if op.OPCODE in ("max", "min"):
-            return float_minmax(op.OPCODE, t, (a, b), ftz=ftz)
+        if isinstance(op, MinMaxOp):
+            return float_minmax(op.OPCODE, t, (a, b), ftz=ftz, nan=op.nan is not None)
         return float_binary(op.OPCODE, t, a, b, ftz=ftz)
     if t not in INT_WIDTH:  # pragma: no cover - the verifier rejects other types
         raise InterpretationError(f"'{op.name}' has no interpretation for '.type' {t}")

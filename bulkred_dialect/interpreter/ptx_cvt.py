@@ -1,4 +1,6 @@
-"""Interpreter implementation of ``ptx.cvt`` (PTX ISA 9.7.9.21), as the GPU converts:
+"""Interpreter implementations of ``ptx.cvt`` (PTX ISA 9.7.9.21), as the GPU converts,
+and of ``ptx.setp`` / ``ptx.selp`` (9.7.7.1, 9.7.7.3; the NaN-propagating f64 max/min
+of ``Emitter.minmax`` uses them at level 2). ``cvt``:
 
 * integer to integer: the source is read as ``.atype`` (sign- or zero-extended), then
   truncated to ``.dtype`` and extended into the destination register by ``.dtype``'s
@@ -21,9 +23,9 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import InterpretationError
 
-from bulkred_dialect.interpreter.values import coerce_float, to_signed, to_unsigned
+from bulkred_dialect.interpreter.values import coerce_float, is_nan, to_signed, to_unsigned
 from bulkred_dialect.ops.ptx.arith import ArithType
-from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
+from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtRounding, CvtType, SelpOp, SetpOp, SetpType
 
 _FLOAT: dict[CvtType, ArithType] = {
     CvtType.F16: ArithType.F16,
@@ -102,3 +104,53 @@ class PtxCvtFunctions(InterpreterFunctions):
     @impl(CvtOp)
     def run_cvt(self, interpreter: Interpreter, op: CvtOp, args: PythonValues) -> PythonValues:
         return (convert(op, args[0]),)
+
+
+# region setp / selp
+
+_ORDERED_CMP = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+}
+_UNSIGNED_CMP = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+
+
+def setp(cmp: CmpOp, t: SetpType, a: Any, b: Any) -> bool:
+    """``setp.cmp.type a, b``: float comparisons are false with a NaN operand, their
+    ``u`` forms true; ``num`` / ``nan``: neither / either operand is NaN."""
+    c = str(cmp)
+    if t in (SetpType.F16, SetpType.BF16, SetpType.F32, SetpType.F64):
+        ft = ArithType(t.value)
+        x, y = coerce_float(ft, a), coerce_float(ft, b)
+        either = is_nan(ft, x) or is_nan(ft, y)
+        if c in ("num", "nan"):
+            return either == (c == "nan")
+        fx, fy = float(x), float(y)
+        if c.endswith("u") and c != "eq":  # equ, neu, ltu, ...
+            return either or _ORDERED_CMP[c[:-1]](fx, fy)
+        return not either and _ORDERED_CMP[c](fx, fy)
+    bits = int(t.value[1:])
+    signed = t.value[0] == "s"
+    x, y = (to_signed(int(v), bits) if signed else to_unsigned(int(v), bits) for v in (a, b))
+    return _ORDERED_CMP[_UNSIGNED_CMP.get(c, c)](x, y)
+
+
+@register_impls
+class PtxPredicateFunctions(InterpreterFunctions):
+    """ptx.setp (into an ``i1``) and ptx.selp."""
+
+    @impl(SetpOp)
+    def run_setp(self, interpreter: Interpreter, op: SetpOp, args: PythonValues) -> PythonValues:
+        return (setp(op.cmp.data, op.type.data, *args),)
+
+    @impl(SelpOp)
+    def run_selp(self, interpreter: Interpreter, op: SelpOp, args: PythonValues) -> PythonValues:
+        on_true, on_false, cond = args
+        return (on_true if cond else on_false,)
+
+
+# endregion

@@ -31,7 +31,7 @@ from bulkred_dialect.interpreter.memory import (
     store_element,
 )
 from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
-from bulkred_dialect.interpreter.ptx_cvt import PtxCvtFunctions
+from bulkred_dialect.interpreter.ptx_cvt import PtxCvtFunctions, PtxPredicateFunctions
 from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
 from bulkred_dialect.ops.tile import BulkCopyOp, BulkReduceOp, ReduceOp
@@ -49,6 +49,7 @@ def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpre
     interpreter.register_implementations(PtxArithFunctions())
     interpreter.register_implementations(PtxMemoryFunctions())
     interpreter.register_implementations(PtxCvtFunctions())
+    interpreter.register_implementations(PtxPredicateFunctions())
     interpreter.register_implementations(KernelIdFunctions(ids))
     return interpreter
 

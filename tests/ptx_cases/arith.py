@@ -38,7 +38,7 @@ from ptx_cases import DiffCase
 
 def differential_cases() -> Iterator[DiffCase]:
     """Every qualifier combination of the arithmetic ops, valid or not: add/sub/mul/mul.lo/
-    min/max over each ``.type`` x ``.rnd`` (none, rn, rz, rm, rp) x ``.ftz``; max3/min3 x
+    min/max over each ``.type`` x ``.rnd`` (none, rn, rz, rm, rp) x ``.ftz``, and x ``.NaN``; max3/min3 x
     ``.ftz`` x ``.NaN``; add.f32x2 x ``.rnd`` x ``.ftz``; mov.pack/unpack; and/or/xor/shl/shr
     over each ``.type``. Operand types follow ``.type`` so that only the qualifier rules
     decide the verdict.
@@ -54,6 +54,16 @@ def differential_cases() -> Iterator[DiffCase]:
                         return cls(t, args[0], args[1], rnd=rnd, ftz=ftz)
 
                     yield DiffCase(name, (IR_TYPE_OF[t],) * 2, build)
+
+    # '.NaN' (min/max of f16, bf16, f32 only) with each '.type' x '.ftz'.
+    for mcls in (MaxOp, MinOp):
+        for t in ArithType:
+            for ftz in (False, True):
+
+                def build_nan(args, mcls=mcls, t=t, ftz=ftz) -> PtxInstruction:
+                    return mcls(t, args[0], args[1], ftz=ftz, nan=True)
+
+                yield DiffCase(mnemonic(mcls.OPCODE, "ftz" if ftz else None, "NaN", t), (IR_TYPE_OF[t],) * 2, build_nan)
 
     # Integer div/rem: the syntax block has only '.type' (u16..s64); the bit and float
     # types are there to be refused (floating-point div is another form, not modelled).

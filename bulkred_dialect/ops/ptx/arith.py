@@ -142,22 +142,23 @@ def _parse_words(parser: Parser) -> list[tuple[str, Span]]:
 
 
 def _parse_float_qualifiers(
-    parser: Parser, words: list[tuple[str, Span]], allow_type: bool
+    parser: Parser, words: list[tuple[str, Span]], allow_type: bool, flags: tuple[str, ...] = ("ftz",)
 ) -> tuple[dict[str, Attribute], ArithType | None]:
-    """Split ``rn ftz f32`` into rnd/ftz properties and the type (when allowed)."""
+    """Split ``rn ftz f32`` into rnd and flag properties (``flags``: ftz, and NaN for
+    min/max) and the type (when allowed)."""
     props: dict[str, Attribute] = {}
     spelled: dict[str, str] = {}
     type_: ArithType | None = None
     for w, span in words:
         if w in [str(r) for r in RoundingMode]:
             field, value = "rnd", RoundingModeAttr(RoundingMode(w))
-        elif w == "ftz":
-            field, value = "ftz", UnitAttr()
+        elif w in flags:
+            field, value = w, UnitAttr()
         elif allow_type and w in [str(t) for t in ArithType]:
             type_ = ArithType(w)
             field, value = "type", ArithTypeAttr(type_)
         else:
-            expected = "rn, rz, rm, rp, ftz" + (", or a type (" + ", ".join(str(t) for t in ArithType) + ")" if allow_type else "")
+            expected = "rn, rz, rm, rp, " + ", ".join(flags) + (", or a type (" + ", ".join(str(t) for t in ArithType) + ")" if allow_type else "")
             parser.raise_error(f"unexpected qualifier '{w}' (expected {expected})", span.start, span.end)
         if field in props:
             parser.raise_error(f"'.{field}' given twice ({spelled[field]}, then {w})", span.start, span.end)
@@ -172,13 +173,15 @@ def _print_float_qualifiers(printer: Printer, op: IRDLOperation, type_: ArithTyp
         printer.print_string(f" {rnd.data}")
     if "ftz" in op.properties:
         printer.print_string(" ftz")
+    if "NaN" in op.properties:
+        printer.print_string(" NaN")
     if type_ is not None:
         printer.print_string(f" {type_}")
 
 
-def _parse_binary(cls, parser: Parser, allow_type: bool):
+def _parse_binary(cls, parser: Parser, allow_type: bool, flags: tuple[str, ...] = ("ftz",)):
     words = _parse_words(parser)
-    props, type_ = _parse_float_qualifiers(parser, words, allow_type)
+    props, type_ = _parse_float_qualifiers(parser, words, allow_type, flags)
     if allow_type and type_ is None:
         parser.raise_error("expected a '.type' qualifier (" + ", ".join(str(t) for t in ArithType) + ")")
     lhs = parser.parse_unresolved_operand()
@@ -336,24 +339,70 @@ class MulOp(BinaryArithOp):
     VALID_TYPES: ClassVar = FLOAT_TYPES
 
 
+# `.NaN` exists for the f32 forms (PTX ISA 9.7.3, sm_80) and the f16 / bf16 ones (9.7.4,
+# sm_80); max.f64 and the integer forms have none.
+NAN_TYPES = (ArithType.F16, ArithType.BF16, ArithType.F32)
+
+
+class MinMaxOp(BinaryArithOp, ABC):
+    """``max{.ftz}{.NaN}.type d, a, b;`` / ``min...``: without ``.NaN`` a NaN input yields
+    the other input (both NaN: the canonical NaN); with ``.NaN`` any NaN input gives the
+    canonical NaN. Spec: PTX ISA 9.7.3.10/11 (f32, f64), 9.7.4.9/10 (f16, bf16), 9.7.1 (integers)."""
+
+    ROUNDING_ALLOWED: ClassVar = False
+
+    nan = opt_prop_def(UnitAttr, prop_name="NaN")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        return _parse_binary(cls, parser, allow_type=True, flags=("ftz", "NaN"))
+
+    def __init__(self, type: ArithType, lhs: SSAValue, rhs: SSAValue, *, ftz: bool = False, nan: bool = False, rnd: RoundingMode | None = None):
+        super().__init__(type, lhs, rhs, rnd=rnd, ftz=ftz)
+        if nan:
+            self.properties["NaN"] = UnitAttr()
+
+    def verify_(self) -> None:
+        super().verify_()
+        t = self.type.data
+        if self.nan is not None and t not in NAN_TYPES:
+            raise VerifyException(
+                f"'.NaN' is only valid with '.type' {', '.join(NAN_TYPES)} for '{self.OPCODE}', got '.type' {t}"
+            )
+
+    def requirement(self) -> Requirement:
+        # PTX ISA 9.7.3.10/11: max/min .NaN (f32) needs sm_80 and PTX ISA 7.0
+        if self.nan is not None:
+            return super().requirement().combine(Requirement(sm=80, ptx=(7, 0)))
+        return super().requirement()
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic(
+            self.OPCODE,
+            self.rnd.data if self.rnd is not None else None,  # invalid, but printed as written
+            "ftz" if self.ftz is not None else None,
+            "NaN" if self.nan is not None else None,
+            self.type.data,
+        )
+
+
 @op_definition
-class MaxOp(BinaryArithOp):
-    """Two-input maximum: ``max{.ftz}.type d, a, b;`` (a NaN input yields the other input;
-    +0.0 is greater than -0.0)."""
+class MaxOp(MinMaxOp):
+    """Two-input maximum: ``max{.ftz}{.NaN}.type d, a, b;`` (a NaN input yields the other
+    input, or with ``.NaN`` the canonical NaN; +0.0 is greater than -0.0).
+    Example: ``%m = ptx.max NaN f32 %a, %b : f32``."""
 
     name = "ptx.max"
     OPCODE: ClassVar = "max"
-    ROUNDING_ALLOWED: ClassVar = False
 
 
 @op_definition
-class MinOp(BinaryArithOp):
-    """Two-input minimum: ``min{.ftz}.type d, a, b;`` (a NaN input yields the other input;
-    -0.0 is less than +0.0)."""
+class MinOp(MinMaxOp):
+    """Two-input minimum: ``min{.ftz}{.NaN}.type d, a, b;`` (a NaN input yields the other
+    input, or with ``.NaN`` the canonical NaN; -0.0 is less than +0.0)."""
 
     name = "ptx.min"
     OPCODE: ClassVar = "min"
-    ROUNDING_ALLOWED: ClassVar = False
 
 
 @op_definition

@@ -1,5 +1,5 @@
 // Custom and generic syntax of every op in arith.py: add/sub/mul/mul.lo/div/rem/min/max over their
-// '.type' x '.rnd' x '.ftz' variants, and/or/xor/shl/shr, max3/min3 with '.ftz'/'.NaN',
+// '.type' x '.rnd' x '.ftz' variants (and min/max '.NaN'), and/or/xor/shl/shr, max3/min3 with '.ftz'/'.NaN',
 // add.f32x2, mov.pack/unpack; and the target each needs.
 // RUN: bulkred-opt %s --split-input-file | filecheck %s
 // RUN: bulkred-opt %s --split-input-file --print-op-generic | bulkred-opt --split-input-file | filecheck %s
@@ -145,6 +145,16 @@ func.func @min_max(%s16: i16, %s32: i32, %s64: i64, %h: f16, %bh: bf16, %f: f32,
   %7 = ptx.max ftz f16 %h, %h : f16
   // CHECK: ptx.min bf16 %{{.*}}, %{{.*}} : bf16
   %8 = ptx.min bf16 %bh, %bh : bf16
+  // '.NaN' (f16, bf16, f32; sm_80): a NaN input gives the canonical NaN.
+  // CHECK: ptx.max NaN f32 %{{.*}}, %{{.*}} : f32
+  // GENERIC: "ptx.max"(%{{.*}}, %{{.*}}) <{NaN, type = #ptx<arith_type f32>}> : (f32, f32) -> f32
+  %9 = ptx.max NaN f32 %f, %f : f32
+  // CHECK: ptx.min ftz NaN f32 %{{.*}}, %{{.*}} : f32
+  %10 = ptx.min ftz NaN f32 %f, %f : f32
+  // CHECK: ptx.max NaN f16 %{{.*}}, %{{.*}} : f16
+  %11 = ptx.max NaN f16 %h, %h : f16
+  // CHECK: ptx.min NaN bf16 %{{.*}}, %{{.*}} : bf16
+  %12 = ptx.min NaN bf16 %bh, %bh : bf16
   func.return
 }
 

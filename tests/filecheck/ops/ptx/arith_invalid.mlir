@@ -1,9 +1,44 @@
 // Every verifier and parse rule of the ops in arith.py, rejected with its message: '.type' per
 // op, '.rnd' (only add/sub/mul, only floating-point types, only rn for f16/bf16), '.ftz' (only
-// f16/f32), operand types by '.type', the shift amount, repeated or unknown qualifiers, and the
+// f16/f32), '.NaN' (only min/max of f16/bf16/f32), operand types by '.type', the shift amount, repeated or unknown qualifiers, and the
 // fixed operand types of max3/min3, add.f32x2 and mov.pack/unpack.
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
+
+// '.NaN' exists for max/min of f16, bf16 and f32 only (max.f64 and the integer forms have none).
+// STDERR: arith_invalid.mlir:[[# @LINE + 3]]:3: error: 'ptx.max' '.NaN' is only valid with '.type' f16, bf16, f32 for 'max', got '.type' f64
+func.func @max_nan_f64(%a: f64) {
+  // CHECK: error: 'ptx.max' '.NaN' is only valid with '.type' f16, bf16, f32 for 'max', got '.type' f64
+  %0 = ptx.max NaN f64 %a, %a : f64
+  func.return
+}
+
+// -----
+
+func.func @min_nan_s32(%a: i32) {
+  // CHECK: error: 'ptx.min' '.NaN' is only valid with '.type' f16, bf16, f32 for 'min', got '.type' s32
+  %0 = ptx.min NaN s32 %a, %a : i32
+  func.return
+}
+
+// -----
+
+// add has no '.NaN' qualifier.
+func.func @add_nan(%a: f32) {
+  // CHECK: error: unexpected qualifier 'NaN' (expected rn, rz, rm, rp, ftz, or a type
+  %0 = ptx.add NaN f32 %a, %a : f32
+  func.return
+}
+
+// -----
+
+func.func @max_nan_twice(%a: f32) {
+  // CHECK: error: '.NaN' given twice (NaN, then NaN)
+  %0 = ptx.max NaN NaN f32 %a, %a : f32
+  func.return
+}
+
+// -----
 
 // max takes no '.rnd' at all, whatever '.type' is.
 // STDERR: arith_invalid.mlir:[[# @LINE + 3]]:3: error: 'ptx.max' '.rnd' is not valid for 'max' (valid for: add, sub, mul)
