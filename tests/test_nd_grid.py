@@ -218,3 +218,23 @@ func.func @k(%o: memref<4xi32, {g}>) {{
 }}""")
     (out,) = run_kernel(m, "k", np.zeros(4, np.int32))
     assert out.tolist() == [-3, -1, (2**32 - 7) // 2, 1]
+
+
+@pytest.mark.parametrize("shape, axes, variant", [([3, 9, 5], [1], "grid_middle"), ([3, 4, 5], [0, 2], "grid_gather")])
+def test_accum_combines_with_dst(shape, axes, variant):
+    """``accum``: dst's old values are combined with the reduction (int32, exact)."""
+    kept = out_shape(shape, axes)
+    with T.kernel("k") as k:
+        x = k.param("x", shape, "int32")
+        y = k.param("y", kept, "int32")
+        T.sum(y, x, axes=axes, accum=True)
+    m = k.module()
+    assert chosen(m) == variant
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    f = next(iter(m.ops))
+    ws = [np.zeros(t.get_shape(), np.uint8) for t in f.function_type.inputs.data[2:]]
+    rng = np.random.default_rng(7)
+    xs = rng.integers(-1000, 1000, shape).astype(np.int32)
+    old = rng.integers(-1000, 1000, kept).astype(np.int32)
+    _, got, *_ = run_grid(m, "k", xs, old.copy(), *ws)
+    np.testing.assert_array_equal(got, old + xs.sum(axis=tuple(axes), dtype=np.int32).reshape(kept))
