@@ -512,20 +512,26 @@ def reduce(
     axes: Sequence[int] | None = None,
     accum: bool = False,
     deterministic: bool = False,
+    ignore_nan: bool = False,
     variant: str | None = None,
 ) -> ReduceOp:
-    """``bulkred.reduce kind scope [accum] [deterministic] [axes ..] [variant "v"] src, dst``.
+    """``bulkred.reduce kind scope [accum] [deterministic] [ignore_nan] [axes ..] [variant "v"] src, dst``.
 
     Destination first, like TIRx's ``Tx.sum(dst, src, accum=...)``. ``kind`` is one of sum,
-    max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta,
+    prod, max, min, and, or, xor; ``scope`` (the threads that cooperate) is thread, warp, cta,
     cluster or grid. Below grid scope ``src`` is reduced along its last axis into ``dst``
     (shape [1] for a 1-D ``src``). At grid scope (the default when both buffers are kernel
     parameters in global memory) the whole kernel reduces ``src`` over ``axes`` (every
     axis when None) into ``dst``: ``T.sum(B, A, axes=[0])`` is a column sum.
     ``accum`` combines with ``dst``'s previous value; ``deterministic`` (grid scope) asks
-    for the same bits on every run; ``variant`` forces a lowering variant by name.
+    for the same bits on every run; float max and min propagate NaN (a NaN anywhere gives
+    NaN, as numpy does) unless ``ignore_nan`` (max/min of a float type only), which drops
+    NaN inputs; ``variant`` forces a lowering variant by name.
     """
-    return _reduce("reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant)
+    return _reduce(
+        "reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant,
+        ignore_nan,
+    )
 
 
 def sum(  # noqa: A001 - TIRx's name
@@ -538,18 +544,18 @@ def sum(  # noqa: A001 - TIRx's name
 
 def max(  # noqa: A001 - TIRx's name
     dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
-    accum: bool = False, deterministic: bool = False, variant: str | None = None,
+    accum: bool = False, deterministic: bool = False, ignore_nan: bool = False, variant: str | None = None,
 ) -> ReduceOp:
-    """``T.reduce("max", dst, src, ...)``."""
-    return _reduce("max", ReduceKind.MAX, dst, src, scope, axes, accum, deterministic, variant)
+    """``T.reduce("max", dst, src, ...)``: NaN if any input is NaN, unless ``ignore_nan``."""
+    return _reduce("max", ReduceKind.MAX, dst, src, scope, axes, accum, deterministic, variant, ignore_nan)
 
 
 def min(  # noqa: A001 - TIRx's name
     dst: SSAValue, src: SSAValue, *, scope: str | None = None, axes: Sequence[int] | None = None,
-    accum: bool = False, deterministic: bool = False, variant: str | None = None,
+    accum: bool = False, deterministic: bool = False, ignore_nan: bool = False, variant: str | None = None,
 ) -> ReduceOp:
-    """``T.reduce("min", dst, src, ...)``."""
-    return _reduce("min", ReduceKind.MIN, dst, src, scope, axes, accum, deterministic, variant)
+    """``T.reduce("min", dst, src, ...)``: NaN if any input is NaN, unless ``ignore_nan``."""
+    return _reduce("min", ReduceKind.MIN, dst, src, scope, axes, accum, deterministic, variant, ignore_nan)
 
 
 def _default_scope(dst: SSAValue, src: SSAValue) -> ExecScope:
@@ -568,11 +574,12 @@ def _reduce(
     accum: bool,
     deterministic: bool,
     variant: str | None,
+    ignore_nan: bool = False,
 ) -> ReduceOp:
     d = _buffer(dst, "dst", fn)
     x = _buffer(src, "src", fn)
     s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
-    for field, flag in (("accum", accum), ("deterministic", deterministic)):
+    for field, flag in (("accum", accum), ("deterministic", deterministic), ("ignore_nan", ignore_nan)):
         if not isinstance(flag, bool):
             raise BuildError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
     if variant is not None and (not isinstance(variant, str) or not variant):
@@ -595,7 +602,10 @@ def _reduce(
             )
     if s != ExecScope.GRID:
         _check_reduce_order(fn, d, x)
-    op = ReduceOp(kind, x, d, scope=s, accum=accum, deterministic=deterministic, axes=axes_list, variant=variant)
+    op = ReduceOp(
+        kind, x, d, scope=s, accum=accum, deterministic=deterministic, ignore_nan=ignore_nan, axes=axes_list,
+        variant=variant,
+    )
     return _insert(op, fn)  # type: ignore[return-value]
 
 
@@ -676,7 +686,8 @@ def bulk_reduce(
     same in every CTA): every other CTA of the cluster reduces its ``src`` into that CTA's
     ``dst``; into global, by bulk group (no ``mbar``).
     """
-    k = _enum(ReduceKind, kind, "kind", "bulk_reduce")
+    # cp.reduce.async.bulk has no multiply
+    k = _enum(ReduceKind, kind, "kind", "bulk_reduce", [m for m in ReduceKind if m != ReduceKind.PROD])
     s = _buffer(src, "src", "bulk_reduce")
     d = _buffer(dst, "dst", "bulk_reduce")
     m = None if mbar is None else _buffer(mbar, "mbar", "bulk_reduce")

@@ -48,7 +48,7 @@ PIPELINES = {
 
 ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i32", "i64")
 
-THREE_INPUT = re.compile(r"(max|min)\.f32 %f\d+, %f\d+, %f\d+, %f\d+;")
+THREE_INPUT = re.compile(r"(max|min)(?:\.NaN)?\.f32 %f\d+, %f\d+, %f\d+, %f\d+;")  # .NaN by default
 
 
 def context() -> Context:

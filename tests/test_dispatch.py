@@ -26,6 +26,7 @@ from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.ops import ptx
 from bulkred_dialect.ops.dtypes import ir_name as dtype_name
 from bulkred_dialect.ops.ptx import arith as pa
+from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SetpOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import BITWISE_KINDS, BULKRED, ELEMENT_TYPES, ReduceKind, ReduceOp
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
@@ -323,19 +324,19 @@ def test_project_registry():
         ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic"]),
         ("grid_middle", 63, [*grid, "blocks"]),
         ("grid_split_det", 62, grid),
-        ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version"]),
+        ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version", "kind"]),
         ("grid_full", 60, grid),
         ("grid_gather", 59, grid),
-        ("cluster_red_async", 51, cluster),
+        ("cluster_red_async", 51, [*cluster, "kind"]),
         ("cluster_dsmem", 50, cluster),
         ("cta_shared", 40, collective),
         ("warp_redux_f32", 33, [*collective, "kind", "sm_version"]),
-        ("warp_redux", 32, collective),
+        ("warp_redux", 32, [*collective, "kind"]),
         ("warp_shuffle", 30, collective),
         (
             "sm100_packed",
             20,
-            ["exec_scope", "local_scope", "dst_len", "src_ndim", "dtype", "sm_version", "reduction_len"],
+            ["exec_scope", "local_scope", "dst_len", "src_ndim", "dtype", "kind", "sm_version", "reduction_len"],
         ),
         ("local", 10, ["exec_scope", "local_scope", "dtype"]),
     ]
@@ -390,10 +391,10 @@ def _binary(op: pa.BinaryArithOp | pa.LogicOp, a, b):
         if op.ftz is not None:
             return _flush(_flush(a) + _flush(b))
         return a + b
-    if name == "ptx.max":
-        return _fmax(a, b)
-    if name == "ptx.min":
-        return _fmin(a, b)
+    if name in ("ptx.max", "ptx.min"):
+        if op.nan is not None and (np.isnan(a) or np.isnan(b)):  # max.NaN
+            return np.float32(np.nan)
+        return _fmax(a, b) if name == "ptx.max" else _fmin(a, b)
     return {"ptx.and": np.bitwise_and, "ptx.or": np.bitwise_or, "ptx.xor": np.bitwise_xor}[name](a, b)
 
 
@@ -451,6 +452,11 @@ def _step(op: Operation, env) -> None:
     elif isinstance(op, pa.Max3Op | pa.Min3Op):
         g = _fmax if isinstance(op, pa.Max3Op) else _fmin
         env[op.result] = g(g(env[op.a], env[op.b]), env[op.c])
+    elif isinstance(op, SetpOp):  # f64 max/min's NaN test: setp.nan.f64
+        assert op.cmp.data == CmpOp.NAN
+        env[op.result] = bool(np.isnan(env[op.lhs]) or np.isnan(env[op.rhs]))
+    elif isinstance(op, SelpOp):
+        env[op.result] = env[op.on_true] if env[op.cond] else env[op.on_false]
     elif isinstance(op, pa.BinaryArithOp | pa.LogicOp):
         env[op.result] = _binary(op, env[op.lhs], env[op.rhs])
     else:

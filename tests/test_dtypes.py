@@ -15,7 +15,7 @@ from bulkred_dialect.ops import dtypes
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, DTYPES, ELEMENT_DTYPES, dtype, ir_name, of_ir, of_short
 from bulkred_dialect.ops.tile import ELEMENT_TYPES
 
-KINDS = ("sum", "max", "min", "and", "or", "xor")
+KINDS = ("sum", "prod", "max", "min", "and", "or", "xor")
 
 
 @pytest.mark.parametrize("d", DTYPES.values(), ids=lambda d: d.name)
@@ -42,7 +42,7 @@ def test_identity_is_neutral(d, kind):
             return
         e = d.identity(kind)
         xs = [-1e30, -1.5, 0.0, 2.5, 1e30, math.inf, -math.inf]
-        op = {"sum": lambda a, b: a + b, "max": max, "min": min}[kind]
+        op = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": max, "min": min}[kind]
         assert all(op(e, x) == x for x in xs)
         return
     info = np.iinfo(np.dtype(d.name))
@@ -52,6 +52,7 @@ def test_identity_is_neutral(d, kind):
     mask = (1 << d.bits) - 1
     op = {
         "sum": lambda a, b: a + b,
+        "prod": lambda a, b: a * b,
         "max": max,
         "min": min,
         "and": lambda a, b: (a & b) & mask,
@@ -62,8 +63,8 @@ def test_identity_is_neutral(d, kind):
 
 
 def test_unknown_kind_and_name():
-    with pytest.raises(ValueError, match="unknown reduction kind 'prod'"):
-        DTYPES["int32"].identity("prod")
+    with pytest.raises(ValueError, match="unknown reduction kind 'mean'"):
+        DTYPES["int32"].identity("mean")
     with pytest.raises(KeyError, match=r"unknown dtype 'float8' \(valid: int8, int16"):
         dtype("float8")
 

@@ -108,7 +108,7 @@ def test_cluster_variant_launches_clusters_of_two():
 
 def test_sm100a_row_max_uses_redux_f32():
     ptx = compile_tile_module(kernel_of("max", [64, 256], "float32", [1]), "sm_100a").ptx
-    assert "redux.sync.max.f32" in ptx and "shfl.sync" not in ptx
+    assert "redux.sync.max.NaN.f32" in ptx and "shfl.sync" not in ptx  # NaN propagates by default
     ptx90 = compile_tile_module(kernel_of("max", [64, 256], "float32", [1]), "sm_90a").ptx
     assert "redux.sync" not in ptx90 and "shfl.sync.bfly.b32" in ptx90
 

@@ -34,7 +34,7 @@ CHOSEN["sm_100a"] = {**CHOSEN["sm_90a"], "warp_max_f32": "warp_redux_f32"}
 # instructions each kernel's PTX must contain
 INSTRUCTIONS = {
     "warp_sum_i32": [r"redux\.sync\.add\.s32"],
-    "warp_max_f32": [r"shfl\.sync\.bfly\.b32", r"max\.f32"],
+    "warp_max_f32": [r"shfl\.sync\.bfly\.b32", r"max\.NaN\.f32"],  # NaN propagates by default
     "cta_sum_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync 0", r"st\.shared::cta\.f32"],
     "cta_xor_i32": [r"redux\.sync\.xor\.b32", r"bar\.sync 0"],
     "cluster_sum_i32": [
@@ -65,7 +65,7 @@ def test_instructions_and_assembly(target):
     assert set(by_name) == set(scopes.KERNELS)
     for name, patterns in INSTRUCTIONS.items():
         if target == "sm_100a" and name == "warp_max_f32":
-            patterns = [r"redux\.sync\.max\.f32"]
+            patterns = [r"redux\.sync\.max\.NaN\.f32"]
         for p in patterns:
             assert re.search(p, by_name[name]), f"{name} on {target}: no {p}"
     assert len(assemble(compiled.ptx, target)) > 0

@@ -81,13 +81,20 @@ class DType:
     def accumulator(self) -> DType:
         return DTYPES[self.acc]
 
-    def identity(self, kind: str) -> int | float:
-        """The neutral value of reduction ``kind`` (``sum``, ``max``, ``min``, ``and``,
-        ``or``, ``xor``) in this type: ``max`` starts at -inf or the type's lowest value.
-        A kind with no identity here is a :class:`VerifyError` (a ``ValueError``); the
-        verifiers refuse such a reduction before any pass asks."""
+    def identity(self, kind: str, *, ignore_nan: bool = False) -> int | float:
+        """The neutral value of reduction ``kind`` (``sum``, ``prod``, ``max``, ``min``,
+        ``and``, ``or``, ``xor``) in this type: ``prod`` starts at 1, ``max`` at -inf or the
+        type's lowest value. With ``ignore_nan`` a float max/min starts at NaN, which a
+        NaN-ignoring ``max`` drops (so that only an all-NaN reduction gives NaN, as
+        ``numpy.fmax`` does; -inf would turn it into -inf). A kind with no identity here is
+        a :class:`VerifyError` (a ``ValueError``); the verifiers refuse such a reduction
+        before any pass asks."""
+        if ignore_nan and self.is_float and kind in ("max", "min"):
+            return math.nan
         if kind in ("sum", "or", "xor"):
             return 0.0 if self.is_float and kind == "sum" else 0
+        if kind == "prod":
+            return 1.0 if self.is_float else 1
         if kind == "and":
             if self.is_float:
                 raise VerifyError(f"'and' has no identity in {self.name}")

@@ -94,7 +94,7 @@ class ExecScope(StrEnum):
 
 
 class ReduceKind(StrEnum):
-    """The reduction: sum, max and min for any element type; and/or/xor on integers."""
+    """The reduction: sum, prod, max and min for any element type; and/or/xor on integers."""
 
     SUM = "sum"
     MAX = "max"
@@ -102,9 +102,11 @@ class ReduceKind(StrEnum):
     AND = "and"
     OR = "or"
     XOR = "xor"
+    PROD = "prod"
 
 
 BITWISE_KINDS = (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR)
+MINMAX_KINDS = (ReduceKind.MAX, ReduceKind.MIN)
 
 
 @irdl_attr_definition
@@ -443,13 +445,18 @@ class ReduceOp(IRDLOperation):
 
     With ``accum`` the result is combined with ``dst``'s previous value.
     ``deterministic`` (grid scope) asks for a lowering that gives the same bits on every
-    run (no floating-point atomics). ``variant`` forces a lowering variant by name.
+    run (no floating-point atomics). Float ``max`` and ``min`` propagate NaN (a NaN
+    anywhere gives NaN, as numpy and torch do); ``ignore_nan`` (max/min of a float type
+    only) drops NaN inputs instead, as PTX's plain ``max``/``min`` do (all NaN: NaN).
+    ``variant`` forces a lowering variant by name.
     The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
     Example::
 
         bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
         bulkred.reduce max warp accum %a, %b : ...
+        bulkred.reduce max grid ignore_nan %x, %y : ...
+        bulkred.reduce prod thread %a, %b : ...
         bulkred.reduce sum grid axes [0 : i64] %x, %y : memref<65536x4096xf32, #bulkred.scope<global>>, memref<4096xf32, #bulkred.scope<global>>
 
     Spec: the TIRx reduction card (docs/lowering.md) for thread scope; docs/scopes.md for
@@ -462,13 +469,15 @@ class ReduceOp(IRDLOperation):
     scope = prop_def(ExecScopeAttr)
     accum = opt_prop_def(UnitAttr)
     deterministic = opt_prop_def(UnitAttr)
+    ignore_nan = opt_prop_def(UnitAttr)
     axes = opt_prop_def(ArrayAttr[IntegerAttr])
     variant = opt_prop_def(StringAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
 
     assembly_format = (
-        "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? (`axes` $axes^)? "
+        "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? "
+        "(`ignore_nan` $ignore_nan^)? (`axes` $axes^)? "
         "(`variant` $variant^)? $src `,` $dst attr-dict `:` type($src) `,` type($dst)"
     )
 
@@ -481,6 +490,7 @@ class ReduceOp(IRDLOperation):
         scope: ExecScope = ExecScope.THREAD,
         accum: bool = False,
         deterministic: bool = False,
+        ignore_nan: bool = False,
         axes: Sequence[int] | None = None,
         variant: str | None = None,
     ):
@@ -489,6 +499,8 @@ class ReduceOp(IRDLOperation):
             props["accum"] = UnitAttr()
         if deterministic:
             props["deterministic"] = UnitAttr()
+        if ignore_nan:
+            props["ignore_nan"] = UnitAttr()
         if axes is not None:
             props["axes"] = ArrayAttr(IntegerAttr(a, i64) for a in axes)
         if variant is not None:
@@ -557,6 +569,19 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}"
             )
+        if self.ignore_nan is not None:
+            if self.kind.data not in MINMAX_KINDS:
+                raise VerifyException(f"'ignore_nan' is only valid with kind max or min, got kind {self.kind.data}")
+            if isinstance(st.element_type, IntegerType):
+                raise VerifyException(
+                    f"'ignore_nan' is only valid with a floating-point element type, got {st.element_type}"
+                )
+
+    @property
+    def propagates_nan(self) -> bool:
+        """Whether a NaN input makes the result NaN (float max/min without ``ignore_nan``;
+        sum and prod propagate NaN by their arithmetic anyway)."""
+        return self.ignore_nan is None
 
 
 @op_definition
@@ -866,6 +891,8 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
+        if self.kind.data == ReduceKind.PROD:
+            raise VerifyException("'kind' prod has no cp.reduce.async.bulk form (valid: sum, max, min, and, or, xor)")
         _check_bulk_bytes(st, scope_of(dt))
         check_contiguous("src", st)
         check_contiguous("dst", dt)

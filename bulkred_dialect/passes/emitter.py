@@ -14,6 +14,11 @@ every op it inserts:
   every nested emitter shares it, so that the constant dominates all its uses.
   Constants of other types (:meth:`Emitter.const`) go where the emitter stands.
 
+And one rule for the combining op (:meth:`Emitter.combine`): float ``max``/``min``
+propagate NaN (``max.NaN``) unless the ``bulkred.reduce`` being replaced has
+``ignore_nan`` (:meth:`Emitter.before` reads it into :attr:`Emitter.propagate_nan`;
+nested emitters share it).
+
 Buffers (:meth:`Emitter.shared`) go to ``entry``, the start of the kernel.
 
 Register values are ``i1``, ``i32``, ``i64``, ``f16``, ``bf16``, ``f32``; addresses are
@@ -50,12 +55,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from bulkred_dialect.ops.dtypes import DType
 from bulkred_dialect.ops.ptx.arith import (
+    FLOAT_TYPES,
+    NAN_TYPES,
     AddOp,
     AndOp,
     ArithType,
     MaxOp,
     MinOp,
     MulLoOp,
+    MulOp,
     OrOp,
     RoundingMode,
     ShrOp,
@@ -63,7 +71,7 @@ from bulkred_dialect.ops.ptx.arith import (
     XorOp,
 )
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
-from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType
+from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtRounding, CvtType, SelpOp, SelpType, SetpOp, SetpType
 from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
@@ -72,8 +80,8 @@ from bulkred_dialect.ops.ptx.sync import (
     BarSyncOp,
     ClusterArriveSem,
 )
-from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, buffer_type
-from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type
+from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, ReduceOp, buffer_type
+from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type, register_type
 
 # A branch or loop body: (the body's emitter) -> the values it yields (None: none).
 Body = Callable[["Emitter"], Sequence[SSAValue] | None]
@@ -84,24 +92,39 @@ class Emitter:
     kernel's first block; ``ip`` when not given). See the module docstring for the
     location and index-constant rules."""
 
-    def __init__(self, ip: InsertPoint, location: LocationAttr | None = None, *, entry: InsertPoint | None = None):
+    def __init__(
+        self,
+        ip: InsertPoint,
+        location: LocationAttr | None = None,
+        *,
+        entry: InsertPoint | None = None,
+        propagate_nan: bool = True,
+    ):
         self.ip = ip
         self.location = location
         self.entry = entry or ip
+        self.propagate_nan = propagate_nan
         self._root = self
         self._index: dict[int, SSAValue] = {}
 
     @staticmethod
     def before(op: Operation, *, entry: InsertPoint | None = None) -> Emitter:
-        """An emitter in front of ``op``, with ``op``'s location."""
-        return Emitter(InsertPoint.before(op), op.location, entry=entry)
+        """An emitter in front of ``op``, with ``op``'s location (and, for a
+        ``bulkred.reduce`` with ``ignore_nan``, NaN-ignoring max/min)."""
+        ignore = isinstance(op, ReduceOp) and not op.propagates_nan
+        return Emitter(InsertPoint.before(op), op.location, entry=entry, propagate_nan=not ignore)
 
     def nested(self, block: Block) -> Emitter:
         """An emitter at the end of ``block`` (a loop or branch body) sharing this one's
-        location, entry and index constants."""
-        inner = Emitter(InsertPoint.at_end(block), self.location, entry=self.entry)
+        location, entry, NaN rule and index constants."""
+        inner = Emitter(InsertPoint.at_end(block), self.location, entry=self.entry, propagate_nan=self.propagate_nan)
         inner._root = self._root
         return inner
+
+    def sibling(self) -> Emitter:
+        """An emitter where this one stands, with the same location, entry and NaN rule
+        but index constants of its own (created where it stands)."""
+        return Emitter(self.ip, self.location, entry=self.entry, propagate_nan=self.propagate_nan)
 
     # region Ops and constants
 
@@ -325,19 +348,41 @@ class Emitter:
         return self.value(CvtOp(cvt_type(dst), cvt_type(src), v, result, rnd=rnd))
 
     def combine(self, kind: ReduceKind, dtype: DType, a: SSAValue, b: SSAValue) -> SSAValue:
-        """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` for
-        floats (no ``.ftz``), ``add.s<N>`` for integers, ``max``/``min`` (signed for
-        integers), ``and``/``or``/``xor.b<N>``."""
+        """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` /
+        ``mul.rn`` for floats (no ``.ftz``), ``add.s<N>`` / ``mul.lo.s<N>`` for integers
+        (wrapping), ``max``/``min`` (signed for integers; for floats ``.NaN`` unless
+        :attr:`propagate_nan` is off, see :meth:`minmax`), ``and``/``or``/``xor.b<N>``."""
         arith_type, bit_type = arith_types(dtype)
         if kind == ReduceKind.SUM:
             return self.value(AddOp(arith_type, a, b, rnd=RoundingMode.RN if dtype.is_float else None))
-        if kind == ReduceKind.MAX:
-            return self.value(MaxOp(arith_type, a, b))
-        if kind == ReduceKind.MIN:
-            return self.value(MinOp(arith_type, a, b))
+        if kind == ReduceKind.PROD:
+            if dtype.is_float:
+                return self.value(MulOp(arith_type, a, b, rnd=RoundingMode.RN))
+            return self.value(MulLoOp(arith_type, a, b))
+        if kind in (ReduceKind.MAX, ReduceKind.MIN):
+            return self.minmax(kind, arith_type, a, b)
         assert bit_type is not None, "the verifier allows bitwise kinds on integers only"
         logic = {ReduceKind.AND: AndOp, ReduceKind.OR: OrOp, ReduceKind.XOR: XorOp}[kind]
         return self.value(logic(bit_type, a, b))
+
+    def minmax(self, kind: ReduceKind, t: ArithType, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``max``/``min`` of ``.type`` ``t``. A float one propagates NaN when
+        :attr:`propagate_nan` holds: ``max.NaN`` for f16, bf16 and f32; ``max.f64`` has
+        no ``.NaN``, so for f64 ``setp.nan.f64`` (a or b NaN) selects ``add.rn.f64 a, b``
+        (a NaN) in place of the plain ``max.f64``."""
+        op = MaxOp if kind == ReduceKind.MAX else MinOp
+        if not self.propagate_nan or t not in FLOAT_TYPES:
+            return self.value(op(t, a, b))
+        if t in NAN_TYPES:
+            return self.value(op(t, a, b, nan=True))
+        m = self.value(op(t, a, b))
+        either_nan = self.value(SetpOp(CmpOp.NAN, SetpType(t), a, b))
+        return self.value(SelpOp(SelpType(t), self.value(AddOp(t, a, b, rnd=RoundingMode.RN)), m, either_nan))
+
+    def identity(self, kind: ReduceKind, dtype: DType) -> SSAValue:
+        """The neutral value of ``kind`` in ``dtype`` under this emitter's NaN rule (NaN
+        for a NaN-ignoring float max/min, ``DType.identity``), here."""
+        return self.const(dtype.identity(kind, ignore_nan=not self.propagate_nan), register_type(dtype))
 
     def fold(self, kind: ReduceKind, dtype: DType, values: Sequence[SSAValue]) -> SSAValue:
         """Pairwise tree over ``values`` in a fixed order (deterministic)."""

@@ -3,15 +3,15 @@ scalar ones when the target cannot run them.
 
 * ``ptx.add.f32x2 {rnd} {ftz} a, b`` -> unpack ``a`` and ``b``, two scalar
   ``ptx.add {rnd} {ftz} f32`` (low lanes, then high lanes), ``ptx.mov.pack``;
-* ``ptx.max3 {ftz} a, b, c`` -> ``ptx.max {ftz} f32 (ptx.max {ftz} f32 a, b), c``
+* ``ptx.max3 {ftz} {NaN} a, b, c`` -> ``ptx.max {ftz} {NaN} f32 (ptx.max {ftz} {NaN} f32 a, b), c``
   (``ptx.min3`` likewise);
 * then ``ptx.mov.unpack (ptx.mov.pack lo, hi)`` -> ``lo, hi``, so that chains of
   legalized packed adds keep no round trips through a .b64 register.
 
 Each rewrite computes the same bits as the packed instruction: the f32x2 add is two
 independent f32 adds with the same rounding and flush-to-zero, and the three-input
-max / min is the two-input one applied left to right (PTX ISA 9.7.3.10/11).
-A ``.NaN`` three-input form has no scalar equivalent here and is reported. On a
+max / min is the two-input one applied left to right (PTX ISA 9.7.3.10/11); with
+``.NaN`` any NaN input gives the canonical NaN in both (``max.NaN.f32`` needs sm_80). On a
 target that runs the packed forms (sm_100 and later) the pass changes nothing. The
 new ops carry the location of the op they replace.
 
@@ -33,7 +33,6 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.ptx.arith import (
     AddF32x2Op,
     AddOp,
@@ -81,15 +80,11 @@ class LegalizeThreeInputMinMax(RewritePattern):
     def match_and_rewrite(self, op: ThreeInputMinMaxOp, rewriter: PatternRewriter) -> None:
         if op.requirement().satisfied_by(self.target):
             return
-        if op.nan is not None:
-            raise LocatedError(
-                op, f"'.NaN' has no two-input equivalent to legalize into for {self.target.name}"
-            )
         two = MaxOp if isinstance(op, Max3Op) else MinOp
         assert isinstance(op, Max3Op | Min3Op)
-        ftz = op.ftz is not None
-        first = two(ArithType.F32, op.a, op.b, ftz=ftz)
-        rewriter.replace(op, _located(op, [first, two(ArithType.F32, first.result, op.c, ftz=ftz)]))
+        ftz, nan = op.ftz is not None, op.nan is not None
+        first = two(ArithType.F32, op.a, op.b, ftz=ftz, nan=nan)
+        rewriter.replace(op, _located(op, [first, two(ArithType.F32, first.result, op.c, ftz=ftz, nan=nan)]))
 
 
 class FoldUnpackOfPack(RewritePattern):

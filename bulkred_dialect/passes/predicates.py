@@ -143,6 +143,14 @@ def kind_in(*kinds: ReduceKind) -> PredicateFn:
     return check
 
 
+def kinds_but_prod(instruction: str) -> Predicate:
+    """The ``kind`` predicate of a variant whose combining instruction (``redux.sync``,
+    ``red.async``, ``cp.reduce.async.bulk``) has no multiply: every kind but prod, and
+    the table says why."""
+    kinds = tuple(k for k in ReduceKind if k != ReduceKind.PROD)
+    return Predicate("kind", kind_in(*kinds), expected=f"{', '.join(kinds)} ({instruction} has no mul)")
+
+
 def sm_at_least(version: int) -> PredicateFn:
     def check(op: Operation, target: Target) -> tuple[bool, object]:
         return target.sm >= version, f"{target.sm} ({target.name})"

@@ -1,5 +1,6 @@
 """reduction -> cluster_red_async: the CTAs of a cluster combine ``int32`` results with
-``red.async`` into the shared memory of CTA rank 0 (priority 51).
+``red.async`` into the shared memory of CTA rank 0 (priority 51); every kind but prod
+(red.async has no mul: ``cluster_dsmem`` takes it).
 
 Each CTA reduces as ``cta_shared`` does (``redux.sync`` per warp). CTA 0's thread 0 puts
 the neutral value in its accumulator slot and initializes an mbarrier, before a
@@ -45,6 +46,7 @@ from bulkred_dialect.passes.predicates import (
     Predicate,
     collective_predicates,
     dtype_in,
+    kinds_but_prod,
     launch_of,
 )
 from bulkred_dialect.passes.registry import Variant
@@ -134,7 +136,8 @@ def wait(e: Emitter, mbar: SSAValue) -> None:
 
 
 PREDICATES = collective_predicates(
-    ExecScope.CLUSTER, Predicate("dtype", dtype_in("int32"), expected="int32"), CLUSTER_OF_TWO_OR_MORE
+    ExecScope.CLUSTER, Predicate("dtype", dtype_in("int32"), expected="int32"), CLUSTER_OF_TWO_OR_MORE,
+    kinds_but_prod("red.async"),
 )
 
 

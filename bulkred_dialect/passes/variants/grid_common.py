@@ -201,8 +201,9 @@ def checked(
 
 
 def neutral(e: Emitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
-    """``n`` copies of the identity of ``kind`` in the accumulator type."""
-    return [e.const(elem.accumulator.identity(kind), elem.acc) for _ in range(n)]
+    """``n`` copies of the identity of ``kind`` in the accumulator type (NaN for a
+    NaN-ignoring max/min: ``Emitter.identity``)."""
+    return [e.identity(kind, elem.accumulator) for _ in range(n)]
 
 
 def store_out(e: Emitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:

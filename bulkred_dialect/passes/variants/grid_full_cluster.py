@@ -1,5 +1,6 @@
 """reduction -> grid_full_cluster: a full ``int32`` reduction whose CTAs combine in
-clusters of 2 through distributed shared memory before the grid step (priority 61).
+clusters of 2 through distributed shared memory before the grid step (priority 61);
+every kind but prod (red.async has no mul: ``grid_full`` takes it).
 
 Each CTA reduces its share as ``grid_full`` does (``redux.sync`` per warp); the CTAs of
 a cluster then combine with ``red.async`` into CTA rank 0's shared memory, completed on
@@ -18,7 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.predicates import Predicate, dtype_in
+from bulkred_dialect.passes.predicates import Predicate, dtype_in, kinds_but_prod
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.cluster_red_async import ClusterAccumulator
 from bulkred_dialect.passes.variants.grid_common import (
@@ -48,6 +49,7 @@ PREDICATES = [
     *grid_predicates("whole")[:3],
     Predicate("dtype", dtype_in("int32"), expected="int32"),
     Predicate("sm_version", _sm90, expected=">= 90 (clusters)"),
+    kinds_but_prod("red.async"),
 ]
 
 

@@ -93,7 +93,7 @@ def warp_reduce(
     """Combine ``v`` over the 32 lanes of the warp; every lane gets the result.
 
     A 32-bit integer accumulator: one ``redux.sync`` (sm_80). ``f32`` max/min with
-    ``redux_f32``: one ``redux.sync .f32`` (sm_100a). Otherwise a ``shfl.sync.bfly``
+    ``redux_f32``: one ``redux.sync .f32`` (sm_100a; ``.NaN`` unless the op ignores NaN). Otherwise a ``shfl.sync.bfly``
     butterfly of 5 steps, whose order is the same on every lane, so that every lane
     holds the same bits; a 64-bit accumulator is split into two 32-bit halves for each
     shuffle (``mov.b64 {lo, hi}``) and joined again."""
@@ -103,7 +103,7 @@ def warp_reduce(
         return e.value(ReduxSyncOp(*redux, v, mask))
     if redux_f32 and elem.acc == f32 and kind in (ReduceKind.MAX, ReduceKind.MIN):
         op = ReduxKind.MAX if kind == ReduceKind.MAX else ReduxKind.MIN
-        return e.value(ReduxSyncOp(op, ReduxType.F32, v, mask))
+        return e.value(ReduxSyncOp(op, ReduxType.F32, v, mask, nan=e.propagate_nan))
     clamp = e.const(WARP - 1)
     for lane_mask in (16, 8, 4, 2, 1):
         other = _shuffle(e, v, e.const(lane_mask), clamp, mask)
@@ -152,7 +152,7 @@ def cta_reduce(
             return [c.ld(st_t, c.ptr_add(slots, lane_off), elem.acc)]
 
         def neutral(c: Emitter) -> list[SSAValue]:
-            return [c.const(elem.accumulator.identity(kind), elem.acc)]
+            return [c.identity(kind, elem.accumulator)]
 
         (x,) = b.if_(b.cmp("ult", lane, nwarps), load, neutral, [elem.acc])
         r = warp_reduce(b, kind, elem, x, redux_f32=redux_f32)
@@ -166,7 +166,7 @@ def cta_reduce(
         return [r]
 
     def others(b: Emitter) -> list[SSAValue]:
-        return [b.const(elem.accumulator.identity(kind), elem.acc)]
+        return [b.identity(kind, elem.accumulator)]
 
     (r,) = e.if_(e.cmp("eq", warp, 0), first_warp, others, [elem.acc])
     if not broadcast:
@@ -262,7 +262,7 @@ def store_result(op: ReduceOp, e: Emitter, r: SSAValue) -> None:
 def _own_indices(e: Emitter) -> Emitter:
     """An emitter where ``e`` stands with index constants of its own: the accesses to a
     collective's ``src`` and to its ``dst`` each create theirs."""
-    return Emitter(e.ip, e.location, entry=e.entry)
+    return e.sibling()
 
 
 def emitter_at(op: Operation) -> Emitter:

@@ -4,7 +4,8 @@ in TVM TIRx's order, so that the result has TIRx's bits.
 
 Sum keeps eight f32 accumulators, each further chunk of 8 added two lanes at a time
 with ``add.rn.ftz.f32x2``; max / min keep four, each further chunk of 8 folded three
-inputs at a time with ``max.f32 d, a, b, c`` / ``min.f32 d, a, b, c``. Every element
+inputs at a time with ``max.f32 d, a, b, c`` / ``min.f32 d, a, b, c`` (``max.NaN.f32``,
+NaN-propagating, unless the op has ``ignore_nan``). prod is declined (``kind``). Every element
 after the last full chunk goes into accumulator 0 with scalar ops. From 8 further
 chunks on (n >= 72), they run ``CHUNKS_PER_ITERATION`` at a time in an ``scf.for`` that
 carries the accumulators (the chunks the loop leaves over are unrolled after it), so
@@ -48,6 +49,7 @@ from bulkred_dialect.passes.predicates import (
     dst_len,
     dtype_in,
     exec_scope_in,
+    kind_in,
     reduction_len,
     sm_at_least,
     src_dst_in_scope,
@@ -83,12 +85,17 @@ PREDICATES = [
     Predicate("dst_len", _equals(dst_len, 1), expected="1"),
     Predicate("src_ndim", _equals(src_ndim, 1), expected="1"),
     Predicate("dtype", dtype_in("float32"), expected="float32"),
+    # no packed multiply here (mul.f32x2 is not modelled): prod takes `local`
+    Predicate("kind", kind_in(ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN), expected="sum, max, min"),
     Predicate("sm_version", sm_at_least(100), expected=">= 100"),
     Predicate("reduction_len", _at_least(reduction_len, CHUNK), expected=">= 8"),
 ]
 
 # A chunk step: (emitter, accumulators, the chunk's 8 elements) -> the new accumulators.
 ChunkStep = Callable[[Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
+# The op builders of max / min: three inputs (max3) and two (max), with the op's NaN rule.
+ThreeOp = Callable[[SSAValue, SSAValue, SSAValue], Max3Op | Min3Op]
+TwoOp = Callable[[SSAValue, SSAValue], MaxOp | MinOp]
 
 
 def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -99,6 +106,7 @@ def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target)
     first = [e.load(op.src, [i]) for i in range(CHUNK)]
     old = e.load(op.dst, [0]) if op.accum is not None else None
     remainder = range(CHUNK * (n // CHUNK), n)
+    nan = op.propagates_nan
     if kind == ReduceKind.SUM:
         acc = _sum_first_chunk(e, first, old)
         acc = _further_chunks(e, op.src, n, acc, _sum_chunk)
@@ -106,12 +114,15 @@ def lower_sm100_packed(op: Operation, rewriter: PatternRewriter, target: Target)
             acc[0] = _add(e, acc[0], e.load(op.src, [i]))
         r = _sum_tree(e, acc)
     else:
-        three, two = (Max3Op, MaxOp) if kind == ReduceKind.MAX else (Min3Op, MinOp)
+        # .NaN (both forms take it) unless the op ignores NaN
+        three_cls, two_cls = (Max3Op, MaxOp) if kind == ReduceKind.MAX else (Min3Op, MinOp)
+        three: ThreeOp = lambda a, b, c: three_cls(a, b, c, nan=nan)  # noqa: E731
+        two: TwoOp = lambda a, b: two_cls(ArithType.F32, a, b, nan=nan)  # noqa: E731
         acc = _minmax_first_chunk(e, first, old, three, two)
         acc = _further_chunks(e, op.src, n, acc, partial(_minmax_chunk, three))
         for i in remainder:
-            acc[0] = e.value(two(ArithType.F32, acc[0], e.load(op.src, [i])))
-        r = e.value(three(e.value(two(ArithType.F32, acc[0], acc[1])), acc[2], acc[3]))
+            acc[0] = e.value(two(acc[0], e.load(op.src, [i])))
+        r = e.value(three(e.value(two(acc[0], acc[1])), acc[2], acc[3]))
     e.store(r, op.dst, [0])
     rewriter.erase(op)
 
@@ -197,18 +208,18 @@ def _sum_tree(e: Emitter, acc: list[SSAValue]) -> SSAValue:
 
 
 def _minmax_first_chunk(
-    e: Emitter, first: list[SSAValue], old: SSAValue | None, three: type[Max3Op | Min3Op], two: type[MaxOp | MinOp]
+    e: Emitter, first: list[SSAValue], old: SSAValue | None, three: ThreeOp, two: TwoOp
 ) -> list[SSAValue]:
     acc = []
     for i in range(MINMAX_WIDTH):
         a, b = first[2 * i], first[2 * i + 1]
         # TIRx: with accum, temp[0] = reduce3(src[0], src[1], dst) in place of the two-input op
-        acc.append(e.value(three(a, b, old) if i == 0 and old is not None else two(ArithType.F32, a, b)))
+        acc.append(e.value(three(a, b, old) if i == 0 and old is not None else two(a, b)))
     return acc
 
 
 def _minmax_chunk(
-    three: type[Max3Op | Min3Op], e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]
+    three: ThreeOp, e: Emitter, acc: list[SSAValue], chunk: list[SSAValue]
 ) -> list[SSAValue]:
     return [e.value(three(acc[i], chunk[2 * i], chunk[2 * i + 1])) for i in range(MINMAX_WIDTH)]
 

@@ -1,6 +1,7 @@
 """reduction -> warp_redux: the lanes of a warp combine their values with one
-``redux.sync`` (priority 32 for ``int32``, any kind; priority 33, ``warp_redux_f32``, for
-``float32`` max/min on sm_100a, the ``redux.sync .f32`` form).
+``redux.sync`` (priority 32 for ``int32``, any kind but prod: redux.sync has no mul; priority 33, ``warp_redux_f32``, for
+``float32`` max/min on sm_100a, the ``redux.sync .f32`` form, ``.NaN`` unless the op has
+``ignore_nan``).
 
 Each lane first reduces its own local ``src`` serially; every lane's ``dst`` receives
 the warp's result (combined with its old value under ``accum``).
@@ -18,7 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ExecScope, ReduceKind, ReduceOp
-from bulkred_dialect.passes.predicates import Predicate, collective_predicates, dtype_in, kind_in
+from bulkred_dialect.passes.predicates import Predicate, collective_predicates, dtype_in, kind_in, kinds_but_prod
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.kernel import (
     elem_of,
@@ -56,6 +57,8 @@ WARP_REDUX_F32 = Variant(
 
 WARP_REDUX = Variant(
     "bulkred.reduce", "warp_redux", priority=32,
-    predicates=collective_predicates(ExecScope.WARP, Predicate("dtype", dtype_in("int32"), expected="int32")),
+    predicates=collective_predicates(
+        ExecScope.WARP, Predicate("dtype", dtype_in("int32"), expected="int32"), kinds_but_prod("redux.sync")
+    ),
     lower=lower_warp_redux,
 )

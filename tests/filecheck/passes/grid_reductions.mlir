@@ -29,7 +29,7 @@ func.func @full_sum(%x: memref<65539xf32, #bulkred.scope<global>>, %y: memref<1x
 // PTX-LABEL:   .entry full_max_bf16(
 // PTX:         ld.global.nc.v4.b16
 // PTX:         cvt.f32.bf16
-// PTX:         max.f32
+// PTX:         max.NaN.f32
 // PTX:         cvt.rn.bf16.f32
 func.func @full_max_bf16(%x: memref<4097xbf16, #bulkred.scope<global>>, %y: memref<1xbf16, #bulkred.scope<global>>) {
   bulkred.reduce max grid %x, %y : memref<4097xbf16, #bulkred.scope<global>>, memref<1xbf16, #bulkred.scope<global>>

@@ -43,6 +43,25 @@ func.func @three_input(%x: f32, %y: f32, %z: f32) -> f32 {
 
 // -----
 
+// .NaN keeps: max.NaN of three is max.NaN twice (any NaN input gives the canonical NaN in
+// both), which sm_90a runs (max.NaN.f32 needs sm_80).
+// CHECK-LABEL: func.func @three_input_nan
+// CHECK-NEXT:    %[[M:.*]] = ptx.max ftz NaN f32 %x, %y : f32
+// CHECK-NEXT:    %[[M2:.*]] = ptx.max ftz NaN f32 %[[M]], %z : f32
+// CHECK-NEXT:    %[[N:.*]] = ptx.min NaN f32 %z, %[[M2]] : f32
+// CHECK-NEXT:    %[[N2:.*]] = ptx.min NaN f32 %[[N]], %x : f32
+// CHECK-NEXT:    func.return %[[N2]] : f32
+// SM100-LABEL: func.func @three_input_nan
+// SM100-NEXT:    ptx.max3 ftz NaN %x, %y, %z : f32
+// SM100-NEXT:    ptx.min3 NaN %z, %{{.*}}, %x : f32
+func.func @three_input_nan(%x: f32, %y: f32, %z: f32) -> f32 {
+  %0 = ptx.max3 ftz NaN %x, %y, %z : f32
+  %1 = ptx.min3 NaN %z, %0, %x : f32
+  func.return %1 : f32
+}
+
+// -----
+
 // The sm100_packed sum of 16 lowered for sm_100a, then legalized for sm_90a: the
 // unpack of each freshly packed pair folds away, leaving 14 scalar ftz adds (the 7
 // packed ones) and the final scalar add, and no .b64 moves.

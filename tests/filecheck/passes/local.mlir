@@ -40,7 +40,9 @@ func.func @len1(%a: memref<1xf64, #bulkred.scope<local>>, %b: memref<1xf64, #bul
 // -----
 
 // Element types and kinds: integers are signed for add/min/max, bN for bitwise;
-// floats add with .rn and no .ftz.
+// floats add and multiply with .rn and no .ftz; float max/min propagate NaN (.NaN; f64,
+// whose max has no .NaN, selects a + b where setp.nan holds), not with ignore_nan;
+// integer prod is mul.lo (wraps).
 // CHECK-LABEL: func.func @types
 // CHECK: ptx.add s32 {{.*}} : i32
 // CHECK: ptx.add s64 {{.*}} : i64
@@ -50,8 +52,16 @@ func.func @len1(%a: memref<1xf64, #bulkred.scope<local>>, %b: memref<1xf64, #bul
 // CHECK: ptx.or b64 {{.*}} : i64, i64
 // CHECK: ptx.xor b32 {{.*}} : i32, i32
 // CHECK: ptx.add rn bf16 {{.*}} : bf16
-// CHECK: ptx.max f16 {{.*}} : f16
+// CHECK: ptx.max NaN f16 {{.*}} : f16
 // CHECK: ptx.min f64 {{.*}} : f64
+// CHECK-NEXT: ptx.setp nan f64
+// CHECK-NEXT: ptx.add rn f64
+// CHECK-NEXT: ptx.selp f64
+// CHECK: ptx.mul.lo s32 {{.*}} : i32
+// CHECK: ptx.mul rn f16 {{.*}} : f16
+// CHECK: ptx.min f16 {{.*}} : f16
+// CHECK: ptx.max f64 {{.*}} : f64
+// CHECK-NOT: ptx.setp
 // CHECK-NOT: ftz
 // CHECK: func.return
 func.func @types(%i32: memref<8xi32, #bulkred.scope<local>>, %i64: memref<8xi64, #bulkred.scope<local>>,
@@ -69,6 +79,10 @@ func.func @types(%i32: memref<8xi32, #bulkred.scope<local>>, %i64: memref<8xi64,
   bulkred.reduce sum thread %bf, %obf : memref<8xbf16, #bulkred.scope<local>>, memref<1xbf16, #bulkred.scope<local>>
   bulkred.reduce max thread %h, %oh : memref<8xf16, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
   bulkred.reduce min thread %d, %od : memref<8xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
+  bulkred.reduce prod thread %i32, %o32 : memref<8xi32, #bulkred.scope<local>>, memref<1xi32, #bulkred.scope<local>>
+  bulkred.reduce prod thread %h, %oh : memref<8xf16, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
+  bulkred.reduce min thread ignore_nan %h, %oh : memref<8xf16, #bulkred.scope<local>>, memref<1xf16, #bulkred.scope<local>>
+  bulkred.reduce max thread ignore_nan %d, %od : memref<8xf64, #bulkred.scope<local>>, memref<1xf64, #bulkred.scope<local>>
   func.return
 }
 

@@ -46,7 +46,7 @@ module attributes {bulkred.target = "sm_100a"} {
 func.func @src_2d(%a: memref<1x32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce max thread %a, %b : memref<1x32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   // IR: scf.for
-  // IR: ptx.max f32
+  // IR: ptx.max NaN f32
   func.return
 }
 }
@@ -80,7 +80,23 @@ module attributes {bulkred.target = "sm_90a"} {
 func.func @hopper(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce min thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   // IR-NOT: ptx.min3
-  // IR: ptx.min f32
+  // IR: ptx.min NaN f32
+  func.return
+}
+}
+
+// -----
+
+// prod: sm100_packed has no packed multiply, so its kind row says why and local runs.
+// CHECK:      dispatch of 'bulkred.reduce' at {{.*}}declines.mlir:[[# @LINE + 7]]:3 on sm_100a
+// CHECK:      sm100_packed 20 kind FAIL sum, max, min prod
+// CHECK:      sm100_packed priority 20: rejected: kind
+// CHECK-NEXT: local priority 10: chosen
+// IR-LABEL: func.func @prod
+module attributes {bulkred.target = "sm_100a"} {
+func.func @prod(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  bulkred.reduce prod thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  // IR: ptx.mul rn f32
   func.return
 }
 }

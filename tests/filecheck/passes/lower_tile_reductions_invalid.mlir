@@ -36,9 +36,9 @@ func.func @shared_src(%a: memref<32xf32, #bulkred.scope<shared>>, %b: memref<1xf
 // -----
 
 // A cluster-scope reduction of global buffers: every reason is collected.
-// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 21]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 20]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
-// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 19]]:3 on sm_100a
+// STDERR:     lower_tile_reductions_invalid.mlir:[[# @LINE + 22]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK:      lower_tile_reductions_invalid.mlir:[[# @LINE + 21]]:3: error: 'bulkred.reduce' no lowering variant applies on sm_100a
+// CHECK-NEXT: dispatch of 'bulkred.reduce' at {{.*}}lower_tile_reductions_invalid.mlir:[[# @LINE + 20]]:3 on sm_100a
 // CHECK-NEXT:   variant priority predicate verdict expected actual
 // CHECK-NEXT:   cluster_red_async 51 exec_scope ok cluster cluster
 // CHECK-NEXT:   cluster_red_async 51 local_scope FAIL src local, dst local src global, dst global
@@ -46,6 +46,7 @@ func.func @shared_src(%a: memref<32xf32, #bulkred.scope<shared>>, %b: memref<1xf
 // CHECK-NEXT:   cluster_red_async 51 dtype ok int32 int32
 // CHECK-NEXT:   cluster_red_async 51 block FAIL a multiple of 32 threads no bulkred.launch
 // CHECK-NEXT:   cluster_red_async 51 cluster FAIL >= 2 CTAs no bulkred.launch
+// CHECK-NEXT:   cluster_red_async 51 kind ok sum, max, min, and, or, xor (red.async has no mul) sum
 // CHECK-NEXT:   cluster_dsmem 50 exec_scope ok cluster cluster
 // CHECK-NEXT:   cluster_dsmem 50 local_scope FAIL src local, dst local src global, dst global
 // CHECK-NEXT:   cluster_dsmem 50 dst_len FAIL 1 dst of 4 elements

@@ -11,6 +11,7 @@
 // SM100-NEXT: //   sm100_packed 20 dst_len ok 1 1
 // SM100-NEXT: //   sm100_packed 20 src_ndim ok 1 1
 // SM100-NEXT: //   sm100_packed 20 dtype ok float32 float32
+// SM100-NEXT: //   sm100_packed 20 kind ok sum, max, min sum
 // SM100-NEXT: //   sm100_packed 20 sm_version ok >= 100 100 (sm_100a)
 // SM100-NEXT: //   sm100_packed 20 reduction_len ok >= 8 32
 // SM100-NEXT: //   local 10 exec_scope ok thread thread

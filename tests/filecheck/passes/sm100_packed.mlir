@@ -1,6 +1,6 @@
 // sm100_packed on sm_100a: the exact sequence of docs/lowering.md ("sm100_packed"), TVM
 // TIRx's order, for sum, max and min, with and without accum, at the chunk, remainder and
-// loop boundaries.
+// loop boundaries. max/min are .NaN (NaN-propagating) by default, plain with ignore_nan.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_100a}' | filecheck %s
 
 // -----
@@ -354,27 +354,27 @@ func.func @sum16389(%a: memref<16389xf32, #bulkred.scope<local>>, %b: memref<1xf
 // CHECK-NEXT:    %[[C7:.*]] = arith.constant 7 : index
 // CHECK-NEXT:    %[[X7:.*]] = memref.load %a[%[[C7]]]
 // CHECK-NEXT:    %[[OLD:.*]] = memref.load %b[%[[C0]]]
-// CHECK-NEXT:    %[[T0:.*]] = ptx.max3 %[[X0]], %[[X1]], %[[OLD]] : f32
-// CHECK-NEXT:    %[[T1:.*]] = ptx.max f32 %[[X2]], %[[X3]] : f32
-// CHECK-NEXT:    %[[T2:.*]] = ptx.max f32 %[[X4]], %[[X5]] : f32
-// CHECK-NEXT:    %[[T3:.*]] = ptx.max f32 %[[X6]], %[[X7]] : f32
+// CHECK-NEXT:    %[[T0:.*]] = ptx.max3 NaN %[[X0]], %[[X1]], %[[OLD]] : f32
+// CHECK-NEXT:    %[[T1:.*]] = ptx.max NaN f32 %[[X2]], %[[X3]] : f32
+// CHECK-NEXT:    %[[T2:.*]] = ptx.max NaN f32 %[[X4]], %[[X5]] : f32
+// CHECK-NEXT:    %[[T3:.*]] = ptx.max NaN f32 %[[X6]], %[[X7]] : f32
 // CHECK-NEXT:    %[[C8:.*]] = arith.constant 8 : index
 // CHECK-NEXT:    %[[X8:.*]] = memref.load %a[%[[C8]]]
-// CHECK-NEXT:    %[[U0:.*]] = ptx.max f32 %[[T0]], %[[X8]] : f32
+// CHECK-NEXT:    %[[U0:.*]] = ptx.max NaN f32 %[[T0]], %[[X8]] : f32
 // CHECK-NEXT:    %[[C9:.*]] = arith.constant 9 : index
 // CHECK-NEXT:    %[[X9:.*]] = memref.load %a[%[[C9]]]
-// CHECK-NEXT:    %[[U1:.*]] = ptx.max f32 %[[U0]], %[[X9]] : f32
+// CHECK-NEXT:    %[[U1:.*]] = ptx.max NaN f32 %[[U0]], %[[X9]] : f32
 // CHECK-NEXT:    %[[C10:.*]] = arith.constant 10 : index
 // CHECK-NEXT:    %[[X10:.*]] = memref.load %a[%[[C10]]]
-// CHECK-NEXT:    %[[U2:.*]] = ptx.max f32 %[[U1]], %[[X10]] : f32
+// CHECK-NEXT:    %[[U2:.*]] = ptx.max NaN f32 %[[U1]], %[[X10]] : f32
 // CHECK-NEXT:    %[[C11:.*]] = arith.constant 11 : index
 // CHECK-NEXT:    %[[X11:.*]] = memref.load %a[%[[C11]]]
-// CHECK-NEXT:    %[[U3:.*]] = ptx.max f32 %[[U2]], %[[X11]] : f32
+// CHECK-NEXT:    %[[U3:.*]] = ptx.max NaN f32 %[[U2]], %[[X11]] : f32
 // CHECK-NEXT:    %[[C12:.*]] = arith.constant 12 : index
 // CHECK-NEXT:    %[[X12:.*]] = memref.load %a[%[[C12]]]
-// CHECK-NEXT:    %[[U4:.*]] = ptx.max f32 %[[U3]], %[[X12]] : f32
-// CHECK-NEXT:    %[[R1:.*]] = ptx.max f32 %[[U4]], %[[T1]] : f32
-// CHECK-NEXT:    %[[R2:.*]] = ptx.max3 %[[R1]], %[[T2]], %[[T3]] : f32
+// CHECK-NEXT:    %[[U4:.*]] = ptx.max NaN f32 %[[U3]], %[[X12]] : f32
+// CHECK-NEXT:    %[[R1:.*]] = ptx.max NaN f32 %[[U4]], %[[T1]] : f32
+// CHECK-NEXT:    %[[R2:.*]] = ptx.max3 NaN %[[R1]], %[[T2]], %[[T3]] : f32
 // CHECK-NEXT:    memref.store %[[R2]], %b[%[[C0]]]
 // CHECK-NEXT:    func.return
 func.func @max13_accum(%a: memref<13xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
@@ -402,12 +402,12 @@ func.func @max13_accum(%a: memref<13xf32, #bulkred.scope<local>>, %b: memref<1xf
 // CHECK-NEXT:    %[[X6:.*]] = memref.load %a[%[[C6]]]
 // CHECK-NEXT:    %[[C7:.*]] = arith.constant 7 : index
 // CHECK-NEXT:    %[[X7:.*]] = memref.load %a[%[[C7]]]
-// CHECK-NEXT:    %[[T0:.*]] = ptx.min f32 %[[X0]], %[[X1]] : f32
-// CHECK-NEXT:    %[[T1:.*]] = ptx.min f32 %[[X2]], %[[X3]] : f32
-// CHECK-NEXT:    %[[T2:.*]] = ptx.min f32 %[[X4]], %[[X5]] : f32
-// CHECK-NEXT:    %[[T3:.*]] = ptx.min f32 %[[X6]], %[[X7]] : f32
-// CHECK-NEXT:    %[[R1:.*]] = ptx.min f32 %[[T0]], %[[T1]] : f32
-// CHECK-NEXT:    %[[R2:.*]] = ptx.min3 %[[R1]], %[[T2]], %[[T3]] : f32
+// CHECK-NEXT:    %[[T0:.*]] = ptx.min NaN f32 %[[X0]], %[[X1]] : f32
+// CHECK-NEXT:    %[[T1:.*]] = ptx.min NaN f32 %[[X2]], %[[X3]] : f32
+// CHECK-NEXT:    %[[T2:.*]] = ptx.min NaN f32 %[[X4]], %[[X5]] : f32
+// CHECK-NEXT:    %[[T3:.*]] = ptx.min NaN f32 %[[X6]], %[[X7]] : f32
+// CHECK-NEXT:    %[[R1:.*]] = ptx.min NaN f32 %[[T0]], %[[T1]] : f32
+// CHECK-NEXT:    %[[R2:.*]] = ptx.min3 NaN %[[R1]], %[[T2]], %[[T3]] : f32
 // CHECK-NEXT:    memref.store %[[R2]], %b[%[[C0]]]
 func.func @min8(%a: memref<8xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce min thread %a, %b : memref<8xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
@@ -435,10 +435,10 @@ func.func @min8(%a: memref<8xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bul
 // CHECK-NEXT:    %[[X6:.*]] = memref.load %a[%[[C6]]]
 // CHECK-NEXT:    %[[C7:.*]] = arith.constant 7 : index
 // CHECK-NEXT:    %[[X7:.*]] = memref.load %a[%[[C7]]]
-// CHECK-NEXT:    %[[T0:.*]] = ptx.min f32 %[[X0]], %[[X1]] : f32
-// CHECK-NEXT:    %[[T1:.*]] = ptx.min f32 %[[X2]], %[[X3]] : f32
-// CHECK-NEXT:    %[[T2:.*]] = ptx.min f32 %[[X4]], %[[X5]] : f32
-// CHECK-NEXT:    %[[T3:.*]] = ptx.min f32 %[[X6]], %[[X7]] : f32
+// CHECK-NEXT:    %[[T0:.*]] = ptx.min NaN f32 %[[X0]], %[[X1]] : f32
+// CHECK-NEXT:    %[[T1:.*]] = ptx.min NaN f32 %[[X2]], %[[X3]] : f32
+// CHECK-NEXT:    %[[T2:.*]] = ptx.min NaN f32 %[[X4]], %[[X5]] : f32
+// CHECK-NEXT:    %[[T3:.*]] = ptx.min NaN f32 %[[X6]], %[[X7]] : f32
 // CHECK-NEXT:    %[[C8:.*]] = arith.constant 8 : index
 // CHECK-NEXT:    %[[X8:.*]] = memref.load %a[%[[C8]]]
 // CHECK-NEXT:    %[[C9:.*]] = arith.constant 9 : index
@@ -455,15 +455,15 @@ func.func @min8(%a: memref<8xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bul
 // CHECK-NEXT:    %[[X14:.*]] = memref.load %a[%[[C14]]]
 // CHECK-NEXT:    %[[C15:.*]] = arith.constant 15 : index
 // CHECK-NEXT:    %[[X15:.*]] = memref.load %a[%[[C15]]]
-// CHECK-NEXT:    %[[U0:.*]] = ptx.min3 %[[T0]], %[[X8]], %[[X9]] : f32
-// CHECK-NEXT:    %[[U1:.*]] = ptx.min3 %[[T1]], %[[X10]], %[[X11]] : f32
-// CHECK-NEXT:    %[[U2:.*]] = ptx.min3 %[[T2]], %[[X12]], %[[X13]] : f32
-// CHECK-NEXT:    %[[U3:.*]] = ptx.min3 %[[T3]], %[[X14]], %[[X15]] : f32
+// CHECK-NEXT:    %[[U0:.*]] = ptx.min3 NaN %[[T0]], %[[X8]], %[[X9]] : f32
+// CHECK-NEXT:    %[[U1:.*]] = ptx.min3 NaN %[[T1]], %[[X10]], %[[X11]] : f32
+// CHECK-NEXT:    %[[U2:.*]] = ptx.min3 NaN %[[T2]], %[[X12]], %[[X13]] : f32
+// CHECK-NEXT:    %[[U3:.*]] = ptx.min3 NaN %[[T3]], %[[X14]], %[[X15]] : f32
 // CHECK-NEXT:    %[[C16:.*]] = arith.constant 16 : index
 // CHECK-NEXT:    %[[X16:.*]] = memref.load %a[%[[C16]]]
-// CHECK-NEXT:    %[[V0:.*]] = ptx.min f32 %[[U0]], %[[X16]] : f32
-// CHECK-NEXT:    %[[R1:.*]] = ptx.min f32 %[[V0]], %[[U1]] : f32
-// CHECK-NEXT:    %[[R2:.*]] = ptx.min3 %[[R1]], %[[U2]], %[[U3]] : f32
+// CHECK-NEXT:    %[[V0:.*]] = ptx.min NaN f32 %[[U0]], %[[X16]] : f32
+// CHECK-NEXT:    %[[R1:.*]] = ptx.min NaN f32 %[[V0]], %[[U1]] : f32
+// CHECK-NEXT:    %[[R2:.*]] = ptx.min3 NaN %[[R1]], %[[U2]], %[[U3]] : f32
 // CHECK-NEXT:    memref.store %[[R2]], %b[%[[C0]]]
 func.func @min17(%a: memref<17xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce min thread %a, %b : memref<17xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
@@ -474,13 +474,13 @@ func.func @min17(%a: memref<17xf32, #bulkred.scope<local>>, %b: memref<1xf32, #b
 
 // min, n = 33: 4 pairs, three further chunks (12 min3), the remainder i = 32, the tree.
 // CHECK-LABEL: func.func @min33
-// CHECK-COUNT-4:  ptx.min f32
-// CHECK-NOT:      ptx.min f32
-// CHECK-COUNT-12: ptx.min3
-// CHECK-NOT:      ptx.min3
-// CHECK:          ptx.min f32
-// CHECK-NEXT:     ptx.min f32
-// CHECK-NEXT:     %[[R:.*]] = ptx.min3
+// CHECK-COUNT-4:  ptx.min NaN f32
+// CHECK-NOT:      ptx.min NaN f32
+// CHECK-COUNT-12: ptx.min3 NaN
+// CHECK-NOT:      ptx.min3 NaN
+// CHECK:          ptx.min NaN f32
+// CHECK-NEXT:     ptx.min NaN f32
+// CHECK-NEXT:     %[[R:.*]] = ptx.min3 NaN
 // CHECK-NEXT:     memref.store %[[R]], %b[
 func.func @min33(%a: memref<33xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce min thread %a, %b : memref<33xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
@@ -492,21 +492,34 @@ func.func @min33(%a: memref<33xf32, #bulkred.scope<local>>, %b: memref<1xf32, #b
 // max, n = 100: 11 further chunks: 2 iterations of 4 carrying t[0..3] (16 max3 each), then
 // 3 chunks unrolled, the remainder i = 96..99, the tree.
 // CHECK-LABEL: func.func @max100
-// CHECK-COUNT-4:  ptx.max f32
+// CHECK-COUNT-4:  ptx.max NaN f32
 // CHECK:          %[[T0:[^,]*]], {{.*}} = scf.for {{.*}} -> (f32, f32, f32, f32) {
-// CHECK-COUNT-16:   ptx.max3
+// CHECK-COUNT-16:   ptx.max3 NaN
 // CHECK-NOT:        ptx.max
 // CHECK:            scf.yield
 // CHECK-NEXT:     }
 // CHECK-COUNT-8:  memref.load %a
-// CHECK-NEXT:     ptx.max3 %[[T0]],
-// CHECK-COUNT-11: ptx.max3
-// CHECK-NOT:      ptx.max3
-// CHECK-COUNT-4:  ptx.max f32
-// CHECK-NEXT:     %[[R1:.*]] = ptx.max f32
-// CHECK-NEXT:     %[[R2:.*]] = ptx.max3 %[[R1]]
+// CHECK-NEXT:     ptx.max3 NaN %[[T0]],
+// CHECK-COUNT-11: ptx.max3 NaN
+// CHECK-NOT:      ptx.max3 NaN
+// CHECK-COUNT-4:  ptx.max NaN f32
+// CHECK-NEXT:     %[[R1:.*]] = ptx.max NaN f32
+// CHECK-NEXT:     %[[R2:.*]] = ptx.max3 NaN %[[R1]]
 // CHECK-NEXT:     memref.store %[[R2]], %b[
 func.func @max100(%a: memref<100xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
   bulkred.reduce max thread %a, %b : memref<100xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+// min, n = 8, ignore_nan: the same order with the plain (NaN-ignoring) forms, as TIRx emits.
+// CHECK-LABEL: func.func @min8_ignore_nan
+// CHECK-COUNT-5:  ptx.min f32
+// CHECK-NEXT:     %[[R:.*]] = ptx.min3 %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:      NaN
+// CHECK:          func.return
+func.func @min8_ignore_nan(%a: memref<8xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
+  bulkred.reduce min thread ignore_nan %a, %b : memref<8xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return
 }
