@@ -14,8 +14,13 @@ NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int1
 def numpy_minmax(kind: str, x: np.ndarray, ignore_nan: bool, axis=-1) -> np.ndarray:
     """numpy's max/min (NaN-propagating), or fmax/fmin (NaN-ignoring)."""
     if ignore_nan:
+        f = np.fmax if kind == "max" else np.fmin
         with np.errstate(invalid="ignore"):
-            return (np.fmax if kind == "max" else np.fmin).reduce(x, axis=axis)
+            if isinstance(axis, tuple):  # ufunc.reduce takes one axis at a time here
+                for a in sorted(axis, reverse=True):
+                    x = f.reduce(x, axis=a)
+                return x
+            return f.reduce(x, axis=axis)
     return (np.max if kind == "max" else np.min)(x, axis=axis)
 
 

@@ -272,3 +272,20 @@ def test_grid_prod(shape, axes, dtype, variant):
 
 
 # endregion
+
+
+@pytest.mark.parametrize(
+    "shape, axes, variant", [([4, 40, 8], [1], "grid_middle"), ([4, 6, 40], [0, 2], "grid_gather")]
+)
+@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
+def test_grid_middle_and_gather_max_nan(shape, axes, variant, ignore_nan):
+    """The 3-D forms: one NaN, and a slab of NaN (all-NaN results)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[1, 2, 3] = np.nan
+    x[2, :, :] = np.nan if axes == [1] else x[2, :, :]
+    x[:, 4, :] = np.nan if axes == [0, 2] else x[:, 4, :]
+    out_shape = [s for i, s in enumerate(shape) if i not in axes]
+    out, chosen = run_grid_kernel(grid_kernel("max", shape, "float32", axes, ignore_nan), x, out_shape, np.float32)
+    assert chosen == variant
+    assert_nan_same_and_values_equal(out, numpy_minmax("max", x, ignore_nan, axis=tuple(axes)), f"{shape} {axes}")

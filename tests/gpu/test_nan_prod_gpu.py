@@ -66,6 +66,22 @@ def test_grid_max_min_nan(rng, kind, ignore_nan, dtype, shape, axes):
         assert_nan_same_and_values_equal(got, want, f"{kind} {dtype} {shape} axes={axes} {rng!r}")
 
 
+@pytest.mark.parametrize("shape, axes", [([64, 300, 256], [1]), ([16, 33, 100], [0, 2])], ids=["middle", "axes02"])
+@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
+def test_grid_3d_max_nan(rng, ignore_nan, shape, axes):
+    """grid_middle and grid_gather: NaN at random places, and a slab of NaN (all-NaN results)."""
+    kernel = compile_tile_module(T.module(grid_kernel("max", shape, "float32", axes, ignore_nan)), "sm_90a").kernel("k")
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[rng.integers(0, x.size, 20)] = np.nan
+    if axes == [1]:
+        x[3, :, :] = np.nan
+    else:
+        x[:, 5, :] = np.nan
+    out = [s for i, s in enumerate(shape) if i not in axes]
+    _, got = kernel(x, np.zeros(out, np.float32))
+    assert_nan_same_and_values_equal(got, numpy_minmax("max", x, ignore_nan, axis=tuple(axes)), repr(rng))
+
+
 @pytest.mark.parametrize("scope, dtype", [("warp", "float32"), ("warp", "float16"), ("cta", "float32"), ("cta", "float16")])
 @pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
 @pytest.mark.parametrize("kind", ["max", "min"])
