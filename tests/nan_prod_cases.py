@@ -58,9 +58,11 @@ def thread_kernel(kind: str, shape: list[int], dtype: str, ignore_nan: bool = Fa
     return k
 
 
-def scope_kernel(kind: str, scope: str, dtype: str, ignore_nan: bool = False, ctas: int = 2, threads: int = 128) -> T.Kernel:
-    """Thread t reduces x[t] at ``scope``; out[t] is its result."""
-    with T.kernel("k", grid=[ctas], block=[threads]) as k:
+def scope_kernel(
+    kind: str, scope: str, dtype: str, ignore_nan: bool = False, ctas: int = 2, threads: int = 128, cluster: int = 1
+) -> T.Kernel:
+    """Thread t reduces x[t] at ``scope`` (clusters of ``cluster`` CTAs); out[t] is its result."""
+    with T.kernel("k", grid=[ctas], block=[threads], cluster=[cluster]) as k:
         x = k.param("x", [ctas * threads], dtype)
         out = k.param("out", [ctas * threads], dtype)
         t = T.add(T.mul(T.block_id("x"), threads), T.thread_id("x"))

@@ -96,6 +96,29 @@ def test_warp_and_cta_max_min_nan(rng, kind, ignore_nan, scope, dtype):
     assert_nan_same_and_values_equal(got, want, f"{scope} {kind} {dtype} {rng!r}")
 
 
+@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
+def test_cluster_max_nan(rng, ignore_nan):
+    """cluster_dsmem (2-CTA clusters): the CTA step, then max.NaN of every CTA's result."""
+    threads, ctas, cluster = 128, 8, 2
+    size = threads * cluster
+    k = scope_kernel("max", "cluster", "float32", ignore_nan, ctas, threads, cluster)
+    kernel = compile_tile_module(T.module(k), "sm_90a").kernel("k")
+    x = group_nan_input(rng, ctas // cluster, size, np.float32)
+    _, got = kernel(x, np.zeros_like(x))
+    want = np.repeat(numpy_minmax("max", x.reshape(-1, size), ignore_nan), size)
+    assert_nan_same_and_values_equal(got, want, repr(rng))
+
+
+def test_cluster_int_prod(rng):
+    """cluster_red_async declines prod (red.async has no mul): cluster_dsmem multiplies."""
+    threads, ctas, cluster = 128, 8, 2
+    size = threads * cluster
+    kernel = compile_tile_module(T.module(scope_kernel("prod", "cluster", "int32", False, ctas, threads, cluster)), "sm_90a").kernel("k")
+    x = rng.integers(-(2**31), 2**31, ctas * threads, dtype=np.int64).astype(np.int32) | 1
+    _, got = kernel(x, np.zeros_like(x))
+    assert got.tolist() == np.repeat(np.prod(x.reshape(-1, size), axis=1, dtype=np.int32), size).tolist(), repr(rng)
+
+
 def test_cta_all_nan_with_ignore_nan_is_nan():
     """The identity of a NaN-ignoring max is NaN: warps of only NaN stay NaN, not -inf."""
     kernel = compile_tile_module(T.module(scope_kernel("max", "cta", "float32", True, 2, 256)), "sm_90a").kernel("k")
