@@ -353,3 +353,56 @@ def test_array_api_example_runs_without_a_gpu():
 
 
 # endregion
+
+
+class _AlignedKernel(FakeKernel):
+    """A :class:`FakeKernel` whose kernel reads ``x`` with 8-byte vector loads
+    (``bulkred.align``): like the runtime, it refuses a misaligned ``x``."""
+
+    def __init__(self, p):
+        from types import SimpleNamespace
+
+        super().__init__(p)
+        self.signature = SimpleNamespace(align=(8, 1), alignment=lambda i: (8, 1)[i])
+
+    def __call__(self, x, out, stream=None):
+        from bulkred_dialect.errors import SignatureError
+
+        if x.data_ptr() % 8:
+            raise SignatureError("kernel 'bulkred_sum' param 'x': its address is not aligned")
+        return super().__call__(x, out, stream)
+
+
+def test_misaligned_torch_view_is_refused_and_the_next_call_works(fake, monkeypatch):
+    """x = base[3:12] of a float16 (13, 13, 15, 11) tensor starts 12870 bytes into its
+    storage (6 past an 8-byte boundary): a ReductionError before any launch, on the
+    first call and on a recorded one; an aligned tensor still goes through."""
+    from types import SimpleNamespace
+
+    torch = _torch()
+
+    def compile_(p, target):
+        fake.append(k := _AlignedKernel(p))
+        return SimpleNamespace(kernel=lambda name: k)
+
+    monkeypatch.setattr(api, "_compile", compile_)
+    base = torch.full((13, 13, 15, 11, 1), 0.25, dtype=torch.float16)
+    x = base[3:12]
+    assert x.is_contiguous() and (x.data_ptr() - base.data_ptr()) == 12870 and x.data_ptr() % 8 == 6
+    message = (
+        r"^bulkred.sum: 'x' starts 6 bytes past an 8-byte boundary \(a view at a storage offset\), which is not "
+        r"supported yet \(issue 16\): the kernel reads it with 8-byte vector loads; pass an aligned copy "
+        r"\(x.clone\(\) in torch, x.copy\(\) in cupy\)$"
+    )
+    with pytest.raises(api.ReductionError, match=message):
+        bulkred.sum(x)
+    assert fake[-1].calls == 0
+    y = bulkred.sum(x.clone())
+    k = fake[-1]  # aligned: recorded
+    assert float(y) == pytest.approx(9 * 13 * 15 * 11 / 4, rel=1e-2)
+    with pytest.raises(api.ReductionError, match=message):  # through the recorded call (_TORCH_CALLS)
+        bulkred.sum(x)
+    with pytest.raises(api.ReductionError, match=message):
+        bulkred.sum(x, out=torch.empty((), dtype=torch.float16))
+    assert fake[-1].calls == 0
+    assert float(bulkred.sum(x.clone())) == float(y) and k.calls == 2

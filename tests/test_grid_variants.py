@@ -13,7 +13,7 @@ import pytest
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.assemble import assemble
 from bulkred_dialect.backend_ptx.runtime import compile_tile_module, lower_tile_module
-from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.tile import ReduceOp, kernel_launch
 from bulkred_dialect.passes.dispatch import explain
 
@@ -133,3 +133,30 @@ def test_reductions_example_runs_without_a_gpu():
     assert r.returncode == 0, r.stderr
     assert "column_sum: chosen: grid_split_bulk" in r.stdout
     assert "vector_xor_i32: chosen: grid_full_cluster" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "kind, shape, dtype, axes, options, align",
+    [
+        ("sum", [4096], "float32", None, {}, [16, 1]),  # grid_full: ld.global.nc.v4.f32 of x
+        ("sum", [27885], "float16", None, {}, [8, 1]),  # v4.b16: 8 bytes
+        ("max", [31], "bfloat16", None, {}, [8, 1]),
+        ("or", [4097], "int32", None, {}, [16, 1]),  # grid_full_cluster
+        ("sum", [8, 4096], "float32", [1], {}, [16, 1]),  # grid_rows
+        ("sum", [64, 4096], "float32", [0], {}, [16, 16]),  # grid_split_bulk: and cp.reduce.async.bulk into y
+        ("sum", [64, 4096], "float32", [0], {"deterministic": True}, [16, 1]),  # the workspace is not a user param
+        ("sum", [64, 4096], "float16", [0], {}, [8, 1]),
+        ("sum", [1], "float32", None, {}, None),  # scalar loads only
+        ("max", [8, 3, 5], "int32", [1, 2], {}, None),
+        ("sum", [64, 4097], "float32", [0], {}, None),
+    ],
+)
+def test_vector_loads_record_the_alignment_they_need(kind, shape, dtype, axes, options, align):
+    """bulkred.align: per user parameter, the width of the kernel's widest vector access
+    of it (the launcher refuses a misaligned array: docs/runtime.md)."""
+    from bulkred_dialect.backend_ptx.signature import signature_of_func
+
+    func = lowered_func(kernel_of(kind, shape, dtype, axes, **options))
+    got = func.attributes.get(ALIGN_ATTR)
+    assert (None if got is None else [a.value.data for a in got.data]) == align
+    assert signature_of_func(func).align == (() if align is None else tuple(align))

@@ -661,3 +661,154 @@ def test_torch_tensors_are_checked_from_their_attributes():
         with pytest.raises(SignatureError) as e:
             check_torch_tensor(w, p, t, 0)
         assert str(e.value).startswith(w) and message in str(e.value)
+
+
+# region bulkred.align: arrays read with vector loads must be aligned (no GPU needed)
+
+MISALIGNED = (
+    "kernel 'acc' param 'inp': its address is 6 bytes past a 16-byte boundary (a view at a storage offset); "
+    "the kernel reads it with 16-byte vector loads: pass an aligned array (a copy: x.clone() in torch, x.copy() in cupy)"
+)
+
+
+def test_align_attribute_is_read_and_round_trips_through_json():
+    from bulkred_dialect.backend_ptx.signature import (
+        signature_from_json,
+        signature_to_json,
+    )
+
+    s = _contract(", bulkred.workspace = 64 : i64, bulkred.align = [16, 1]")
+    assert s.align == (16, 1) and (s.alignment(0), s.alignment(1)) == (16, 1)
+    assert signature_from_json(signature_to_json(s)) == s
+    assert _contract("").align == () and _contract("").alignment(0) == 1
+    record = signature_to_json(s)
+    del record["align"]  # a record without it: no requirement
+    assert signature_from_json(record).align == ()
+    assert KernelSignature.of("k", ("a", "f32", (4,)), ("n", "u32"), align=[16, 1]).align == (16, 1)
+    with pytest.raises(ValueError, match="kernel 'k': 'bulkred.align' has 1 entries but the kernel has 2 user parameters"):
+        KernelSignature.of("k", ("a", "f32", (4,)), ("n", "u32"), align=[16])
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (", bulkred.align = 16 : i64", "'bulkred.align' must be an array of alignments in bytes, one per parameter (e.g. [16, 1]), got 16 : i64"),
+        (", bulkred.align = [\"a\", 1, 1]", "'bulkred.align' must be an array of alignments in bytes"),
+        (", bulkred.align = [16]", "'bulkred.align' has 1 entries but the kernel has 3 user parameters (one alignment in bytes per parameter)"),
+        (", bulkred.workspace = 8 : i64, bulkred.align = [16, 1, 1]", "'bulkred.align' has 3 entries but the kernel has 2 user parameters"),
+        (", bulkred.align = [12, 1, 1]", "'bulkred.align' entry 0 must be a power of two number of bytes >= 1, got 12"),
+        (", bulkred.align = [16, 0, 1]", "'bulkred.align' entry 1 must be a power of two number of bytes >= 1, got 0"),
+        (", bulkred.align = [1, 16, 1]", "'bulkred.align' entry 1 (16) names param 'n', a scalar (expected an array)"),
+    ],
+)
+def test_align_attribute_is_validated(attrs, message):
+    from bulkred_dialect.diagnostics import LocatedError
+
+    with pytest.raises(LocatedError) as e:
+        _contract(attrs)
+    assert message in str(e.value) and "<input>:2:1" in str(e.value)
+
+
+def test_misaligned_device_array_is_refused():
+    from bulkred_dialect.backend_ptx.arrays import check_device_array
+
+    p = Param("inp", "array", "i32", (64,))
+    w = "kernel 'acc' param 'inp'"
+    assert check_device_array(w, p, _view((64,), "int32", ptr=0x1010), 0, 16) == (0x1010, 256)
+    assert check_device_array(w, p, _view((64,), "int32", ptr=0x1006), 0) == (0x1006, 256)  # no requirement
+    with pytest.raises(SignatureError) as e:
+        check_device_array(w, p, _view((64,), "int32", ptr=0x1006), 0, 16)
+    assert str(e.value) == MISALIGNED
+
+
+def _fake_tensor(ptr, shape=(64,), dtype="int32"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        is_cuda=True, device=SimpleNamespace(index=0, type="cuda"), dtype=f"torch.{dtype}", shape=shape,
+        is_contiguous=lambda: True, stride=lambda: (1,), data_ptr=lambda: ptr, numel=lambda: int(np.prod(shape)),
+        element_size=lambda: np.dtype(dtype).itemsize,
+    )
+
+
+def test_misaligned_torch_tensor_is_refused():
+    from bulkred_dialect.backend_ptx.arrays import check_torch_tensor
+
+    p = Param("inp", "array", "i32", (64,))
+    w = "kernel 'acc' param 'inp'"
+    assert check_torch_tensor(w, p, _fake_tensor(0x2000), 0, 16) == (0x2000, 256)
+    with pytest.raises(SignatureError) as e:
+        check_torch_tensor(w, p, _fake_tensor(0x2006), 0, 16)
+    assert str(e.value) == MISALIGNED
+
+
+def test_misaligned_device_array_is_refused_before_any_launch(fake_gpu):
+    from dataclasses import replace
+
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [replace(ACC_SIG, align=(1, 16))]).kernel("acc")
+    out = _FakeDeviceArray(0x1004, (64,))  # no requirement on out
+    k(out, _FakeDeviceArray(0x2000, (64,)))
+    assert [e[0] for e in fake_gpu.log][-1] == "launch"
+    fake_gpu.log.clear()
+    with pytest.raises(SignatureError) as e:
+        k(out, _FakeDeviceArray(0x2006, (64,)))
+    assert str(e.value) == MISALIGNED
+    assert not any(e[0] in ("launch", "memset", "zeroed workspace") for e in fake_gpu.log)
+    k(out, np.arange(64, dtype=np.int32))  # numpy: copied into an aligned buffer
+    assert "launch" in [e[0] for e in fake_gpu.log]
+
+
+def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
+    """The generated short path (on fake torch tensors): a param with an alignment
+    wider than its element is checked (a mismatch goes to the full path, which
+    raises); a param without one is not."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    class Tensor:
+        def __init__(self, ptr, dtype="int32", shape=(64,)):
+            self.ptr, self.dtype, self.shape = ptr, dtype, shape
+
+        def get_device(self):
+            return 0
+
+        def is_contiguous(self):
+            return True
+
+        def data_ptr(self):
+            return self.ptr
+
+        def element_size(self):
+            return 4
+
+        def numel(self):
+            return 64
+
+        def new_empty(self, shape):
+            return Tensor(0x9000, self.dtype, shape)
+
+    torch = ModuleType("torch")
+    torch.Tensor = Tensor
+    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
+    torch.empty_like = lambda t: Tensor(0x9100, t.dtype, t.shape)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    launched, full_calls = [], []
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
+    g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+
+    def full(*args, **options):
+        full_calls.append(tuple(a.ptr for a in args))
+        raise SignatureError("refused")
+
+    x, out = Tensor(0x1000), Tensor(0x2000)
+    fast = launch._TorchFastPath("acc", (x, out), g, "kern", "config", [], [], full, [16, 4])
+    assert fast.kernel_call(Tensor(0x1010), Tensor(0x2004)) is not None  # out: 4 is its element size, unchecked
+    assert launched == [(0x1010, 0x2004)] and not full_calls
+    with pytest.raises(SignatureError, match="refused"):
+        fast.kernel_call(Tensor(0x1008), out)
+    assert full_calls == [(0x1008, 0x2000)] and len(launched) == 1
+    assert fast.call_new_last((Tensor(0x1008),)) is None and len(launched) == 1
+    assert fast.call_new_last((Tensor(0x1020),)).ptr == 0x9100 and launched[-1] == (0x1020, 0x9100)
+
+
+# endregion

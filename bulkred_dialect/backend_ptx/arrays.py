@@ -76,11 +76,26 @@ def _device_name(view: Any) -> str:
     return f"cuda:{view.device_id}"
 
 
-def check_device_array(where: str, p: Param, view: Any, device_id: int) -> tuple[int, int]:
+def _an(n: int) -> str:
+    return "an" if str(n).startswith("8") else "a"
+
+
+def misaligned(where: str, ptr: int, align: int) -> str:
+    """The message refusing an array at ``ptr`` for a kernel that reads it ``align``
+    bytes at a time (``bulkred.align``)."""
+    return (
+        f"{where}: its address is {ptr % align} bytes past {_an(align)} {align}-byte boundary (a view at a storage "
+        f"offset); the kernel reads it with {align}-byte vector loads: pass an aligned array "
+        f"(a copy: x.clone() in torch, x.copy() in cupy)"
+    )
+
+
+def check_device_array(where: str, p: Param, view: Any, device_id: int, align: int = 1) -> tuple[int, int]:
     """Check a viewed device array against param ``p``; return ``(pointer, bytes)``.
 
     Raises :class:`SignatureError` naming ``where`` for a wrong device, dtype, shape,
-    or strides the kernel cannot take (it reads a dense row-major array)."""
+    strides the kernel cannot take (it reads a dense row-major array), or an address
+    that is not a multiple of ``align`` bytes (the kernel's vector loads would fault)."""
     if not view.is_device_accessible or view.device_id != device_id:
         raise SignatureError(
             f"{where}: expected an array on cuda:{device_id} (the GPU the kernel runs on), "
@@ -102,10 +117,13 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int) -> tuple
             f"for shape {shape}; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))"
         )
     itemsize = _DTYPES[p.dtype][0] if p.dtype is not None else _itemsize(view)
-    return int(view.ptr), math.prod(shape) * itemsize
+    ptr = int(view.ptr)
+    if ptr % align:
+        raise SignatureError(misaligned(where, ptr, align))
+    return ptr, math.prod(shape) * itemsize
 
 
-def check_torch_tensor(where: str, p: Param, t: Any, device_id: int) -> tuple[int, int]:
+def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int = 1) -> tuple[int, int]:
     """:func:`check_device_array` for a torch tensor, read from the tensor's own
     attributes: the same checks and messages, a few microseconds less per argument
     than a ``StridedMemoryView`` (the call's cost matters for small kernels). The
@@ -127,7 +145,10 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int) -> tuple[in
             f"{where}: expected a contiguous row-major array, got strides {tuple(t.stride())} (in elements) "
             f"for shape {shape}; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))"
         )
-    return t.data_ptr(), t.numel() * t.element_size()
+    ptr = t.data_ptr()
+    if ptr % align:
+        raise SignatureError(misaligned(where, ptr, align))
+    return ptr, t.numel() * t.element_size()
 
 
 def is_torch_tensor(a: Any) -> bool:

@@ -250,15 +250,16 @@ class Kernel:
         s = g.stream_for(handle)
         # every device array is checked before anything is launched or allocated
         device: dict[int, tuple[int, int]] = {}
+        align = [1] * len(params) if self.signature is None else [self.signature.alignment(i) for i in range(len(params))]
         for i, (p, a) in enumerate(zip(params, checked)):
             if p.kind == "array" and is_device_array_like(a):
                 where = f"kernel '{self.name}' param '{p.name}'"
                 if source == "torch" and is_torch_tensor(a):
                     # on torch's current stream: no ordering to establish
-                    device[i] = check_torch_tensor(where, p, a, g.device.device_id)
+                    device[i] = check_torch_tensor(where, p, a, g.device.device_id, align[i])
                 else:
                     view = view_of(a, int(s.handle), where)
-                    device[i] = check_device_array(where, p, view, g.device.device_id)
+                    device[i] = check_device_array(where, p, view, g.device.device_id, align[i])
         kern = self.module._cu_kernel(g, self.name)
         zero = self.signature.zero_init if self.signature is not None else ()
         bufs: list[Any] = []
@@ -291,7 +292,7 @@ class Kernel:
             ):
                 self._fast = _TorchFastPath(
                     self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):],
-                    [i for i in zero if i in device], self._with_options,
+                    [i for i in zero if i in device], self._with_options, align,
                 )
                 self._call = self._fast.kernel_call
             if host_bufs or sync:
@@ -395,6 +396,9 @@ class _TorchFastPath:
       returns the arguments after the launch, and hands any call it does not cover
       (keywords, another arity, an argument that does not match) to
       :meth:`Kernel._with_options`;
+      an argument whose address is not a multiple of its ``bulkred.align`` (checked
+      only for params whose alignment exceeds the element size) goes there too, which
+      refuses it;
     * ``call_new_last(lead)`` (None unless the last argument has the first's dtype)
       takes all but the last argument and launches on a new result tensor, which it
       returns: the reduction API's ``bulkred.sum(x)``."""
@@ -403,7 +407,7 @@ class _TorchFastPath:
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
-        full: Any,
+        full: Any, align: Sequence[int] = (),
     ):
         torch = sys.modules["torch"]
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -430,18 +434,27 @@ class _TorchFastPath:
             env[f"e{j}"] = e
         launch_args = ", ".join([*(f"p{i}" for i in range(n)), *(f"e{j}" for j in range(len(extra)))])
         zeroing = "".join(f"    memset(p{i}, a{i}.numel() * a{i}.element_size(), s)\n" for i in zero)
-        body = (
-            "    h = raw_stream(dev)\n"
-            "    s = streams.get(h)\n"
-            "    if s is None:\n"
-            "        s = stream_for(h)\n"
-            + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
-            + zeroing
-            + "    try:\n"
-            f"        launch(s, config, kern, {launch_args})\n"
-            "    except Exception as e:\n"
-            "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
-        )
+        # params read with vector loads wider than an element (bulkred.align): their
+        # address is checked; a mismatch goes to ``mismatch`` (the full path refuses it)
+        aligned = [(i, align[i]) for i in range(min(n, len(align))) if align[i] > args[i].element_size()]
+
+        def body(mismatch: str, new_last: bool = False) -> str:
+            checks_align = "".join(
+                f"    if p{i} % {a}:\n        {mismatch}\n" for i, a in aligned if not (new_last and i == n - 1)
+            )
+            return (
+                "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
+                + checks_align
+                + "    h = raw_stream(dev)\n"
+                "    s = streams.get(h)\n"
+                "    if s is None:\n"
+                "        s = stream_for(h)\n"
+                + zeroing
+                + "    try:\n"
+                f"        launch(s, config, kern, {launch_args})\n"
+                "    except Exception as e:\n"
+                "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
+            )
 
         given = ", ".join(names)
         # kernel(...) itself: positional arguments (missing ones are MISSING), anything
@@ -452,7 +465,7 @@ class _TorchFastPath:
             f"        return full(*[a for a in ({given},) if a is not MISSING], *more, **options)\n"
             f"    if not ({' and '.join(checks)}):\n"
             f"        return full({given})\n"
-            + body + f"    return ({given},)\n"
+            + body(f"return full({given})") + f"    return ({given},)\n"
         )
         if n >= 2 and args[-1].dtype is args[0].dtype:
             # call_new_last: the last argument a new tensor like the first, of the recorded
@@ -468,7 +481,7 @@ class _TorchFastPath:
                 f"    if not ({' and '.join(checks[:-1])}):\n"
                 "        return None\n"
                 f"    a{n - 1} = empty_like(like)\n"
-                + body + f"    return a{n - 1}\n"
+                + body("return None", new_last=True) + f"    return a{n - 1}\n"
             )
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
         self.kernel_call = env["kernel_call"]

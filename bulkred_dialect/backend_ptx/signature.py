@@ -12,7 +12,7 @@ import numpy as np
 from bulkred_dialect.backend_ptx.errors import SignatureError
 from bulkred_dialect.errors import ArgumentError, SignatureValueError
 from bulkred_dialect.ops.dtypes import DTYPES, of_ir, of_short
-from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
@@ -117,7 +117,10 @@ class KernelSignature:
     ``workspace``: bytes of the zero-filled global scratch buffer the lowered kernel
     takes as an extra last parameter (``bulkred.workspace``; 0 for none); it is not in
     ``params``, the runtime supplies it. ``zero_init``: indices of array parameters
-    the runtime zero-fills before each launch (``bulkred.zero_init``)."""
+    the runtime zero-fills before each launch (``bulkred.zero_init``). ``align``: ()
+    or one entry per parameter, the alignment in bytes an array's address needs (the
+    kernel reads it with vector loads of that width; ``bulkred.align``); the runtime
+    refuses a misaligned array before any launch."""
 
     name: str
     params: tuple[Param, ...]
@@ -125,6 +128,7 @@ class KernelSignature:
     shmem: int = 0
     workspace: int = 0
     zero_init: tuple[int, ...] = ()
+    align: tuple[int, ...] = ()
 
     @staticmethod
     def of(
@@ -134,6 +138,7 @@ class KernelSignature:
         shmem: int = 0,
         workspace: int = 0,
         zero_init: Sequence[int] = (),
+        align: Sequence[int] = (),
     ):
         """``KernelSignature.of("k", ("out", "f32", (64,)), ("n", "u32"))``: a tuple with a
         shape (or ``...`` for any shape) is an array; a tuple of two is a scalar."""
@@ -157,7 +162,9 @@ class KernelSignature:
                 raise SignatureValueError(f"kernel '{name}': '{field}' must be an integer number of bytes, got {value!r}")
         if not _is_shape(zero_init) or None in zero_init:
             raise SignatureValueError(f"kernel '{name}': 'zero_init' must be a sequence of parameter indices, got {zero_init!r}")
-        sig = KernelSignature(name, tuple(ps), launch, shmem, workspace, tuple(zero_init))
+        if not _is_shape(align) or None in align:
+            raise SignatureValueError(f"kernel '{name}': 'align' must be a sequence of byte counts, got {align!r}")
+        sig = KernelSignature(name, tuple(ps), launch, shmem, workspace, tuple(zero_init), tuple(align))
         problem = sig.contract_problem()
         if problem:
             raise SignatureValueError(f"kernel '{name}': {problem}")
@@ -179,7 +186,21 @@ class KernelSignature:
             if i in seen:
                 return f"'{ZERO_INIT_ATTR}' lists index {i} twice"
             seen.add(i)
+        if self.align and len(self.align) != len(self.params):
+            return (
+                f"'{ALIGN_ATTR}' has {len(self.align)} entries but the kernel has {len(self.params)} "
+                f"user parameters (one alignment in bytes per parameter)"
+            )
+        for i, a in enumerate(self.align):
+            if a < 1 or a & (a - 1):
+                return f"'{ALIGN_ATTR}' entry {i} must be a power of two number of bytes >= 1, got {a}"
+            if a > 1 and self.params[i].kind != "array":
+                return f"'{ALIGN_ATTR}' entry {i} ({a}) names param '{self.params[i].name}', a scalar (expected an array)"
         return None
+
+    def alignment(self, i: int) -> int:
+        """The alignment in bytes param ``i``'s address needs (1: none)."""
+        return self.align[i] if self.align else 1
 
     def check(self, args: Sequence[Any]) -> list[Any]:
         """Check ``args`` against the parameters; return them normalised (contiguous
@@ -280,13 +301,16 @@ def signature_to_json(s: KernelSignature) -> dict[str, Any]:
         "shmem": s.shmem,
         "workspace": s.workspace,
         "zero_init": list(s.zero_init),
+        "align": list(s.align),
     }
 
 
 def signature_from_json(d: dict[str, Any]) -> KernelSignature:
     params = tuple(Param(n, k, t, None if sh is None else tuple(sh)) for n, k, t, sh in d["params"])
     launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
-    return KernelSignature(d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]))
+    return KernelSignature(
+        d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]), tuple(d.get("align", ()))
+    )
 
 
 # endregion
@@ -359,13 +383,31 @@ def _zero_init_of(func: Any) -> tuple[int, ...]:
     return tuple(values)  # type: ignore[arg-type]
 
 
+def _align_of(func: Any) -> tuple[int, ...]:
+    """``bulkred.align = [a, ...]`` on the kernel (bytes per user parameter), () when absent."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(ALIGN_ATTR)
+    if a is None:
+        return ()
+    values = [_int_value(x) for x in a.data] if isinstance(a, ArrayAttr) else [None]
+    if any(v is None for v in values):
+        raise LocatedError(
+            func, f"'{ALIGN_ATTR}' must be an array of alignments in bytes, one per parameter (e.g. [16, 1]), got {a}"
+        )
+    return tuple(values)  # type: ignore[arg-type]
+
+
 def signature_of_func(func: Any) -> KernelSignature:
     """The signature of a ``func.func`` kernel: a memref argument is an array of its
     static shape and element type; a ``!ptx.ptr`` argument an array of unknown shape
     and type; an integer or float argument a scalar.
 
     With ``bulkred.workspace`` the last argument is the workspace buffer, not a user
-    parameter; ``bulkred.zero_init`` lists user parameters to zero-fill before a launch.
+    parameter; ``bulkred.zero_init`` lists user parameters to zero-fill before a launch;
+    ``bulkred.align`` gives the alignment each user parameter's address needs.
     A malformed attribute raises a :class:`~bulkred_dialect.diagnostics.LocatedError`."""
     from xdsl.dialects import func as func_d
     from xdsl.dialects.builtin import MemRefType
@@ -391,7 +433,7 @@ def signature_of_func(func: Any) -> KernelSignature:
         for i, t in enumerate(func.function_type.inputs.data):
             params.append(Param(f"arg{i}", "array" if isinstance(t, MemRefType | PtrType) else "scalar"))
     name = func.sym_name.data
-    workspace, zero_init = _workspace_of(func), _zero_init_of(func)
+    workspace, zero_init, align = _workspace_of(func), _zero_init_of(func), _align_of(func)
     if WORKSPACE_ATTR in func.attributes:
         last = params[-1] if params else None
         is_bytes = last is not None and last.dtype == "i8" and last.shape is not None and len(last.shape) == 1
@@ -410,7 +452,7 @@ def signature_of_func(func: Any) -> KernelSignature:
                 f"'{last.name}' has {last.shape[0]}",  # type: ignore[union-attr,index]
             )
         params.pop()
-    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init)
+    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init, align)
     problem = sig.contract_problem()
     if problem:
         raise LocatedError(func, problem)
@@ -450,6 +492,7 @@ def _merge(recorded: KernelSignature | None, lowered: KernelSignature | None) ->
         recorded.shmem or lowered.shmem,
         lowered.workspace or recorded.workspace,
         lowered.zero_init or recorded.zero_init,
+        lowered.align or recorded.align,
     )
 
 

@@ -30,8 +30,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.memory import PtrAddOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
     LAUNCH_ATTR,
@@ -135,6 +136,38 @@ def align16(n: int) -> int:
     return -(-n // 16) * 16
 
 
+def require_alignment(p: SSAValue, nbytes: int) -> None:
+    """Record in ``bulkred.align`` that the kernel parameter the global address ``p``
+    derives from (through ``ptx.add.ptr`` and the cast of ``global_ptr``) is accessed
+    ``nbytes`` at a time (a vector load): its address must be a multiple of ``nbytes``
+    (the offsets the lowering adds are). The launcher refuses a misaligned array
+    (docs/runtime.md). The workspace parameter (the runtime's own buffer) is skipped."""
+    v = p
+    while isinstance(v.owner, Operation):
+        o = v.owner
+        if isinstance(o, PtrAddOp):
+            v = o.base
+        elif o.name == "builtin.unrealized_conversion_cast" and len(o.operands) == 1:
+            v = o.operands[0]
+        else:
+            return
+    if not isinstance(v, BlockArgument):
+        return
+    kernel = v.block.parent_op()
+    if not isinstance(kernel, func.FuncOp) or v.block is not kernel.body.block:
+        return
+    users = len(kernel.body.block.args) - (1 if WORKSPACE_ATTR in kernel.attributes else 0)
+    if v.index >= users:
+        return
+    old = kernel.attributes.get(ALIGN_ATTR)
+    align = [a.value.data for a in old.data] if isinstance(old, ArrayAttr) else []
+    align += [1] * (users - len(align))
+    if align[v.index] >= nbytes:
+        return
+    align[v.index] = nbytes
+    kernel.attributes[ALIGN_ATTR] = ArrayAttr([IntegerAttr(a, i64) for a in align])
+
+
 # endregion
 
 # region Streaming a thread's share
@@ -147,6 +180,7 @@ def load_item(e: Emitter, elem: Elem, p: SSAValue, offset: int, vec: int, *, nc:
     if vec == 1:
         vals = [e.ld(elem.ld, p, elem.ir, offset)]
     else:
+        require_alignment(p, vec * elem.bytes)
         vals = e.ld_vec(elem.ld, p, elem.ir, vec, offset, nc=nc)
     return [e.to_acc(elem, v) for v in vals]
 

@@ -46,6 +46,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     global_ptr,
     grid_predicates,
     not_deterministic,
+    require_alignment,
     set_launch,
     zero_before_launch,
 )
@@ -101,6 +102,7 @@ def lower_grid_split_bulk(op: Operation, rewriter: PatternRewriter, target: Targ
         first = b.mul_i(tile_id, plan.width)
         cols = b.min_s32(b.sub_i(plan.n, first), plan.width)
         dst = b.ptr_add(global_ptr(b, op.dst), b.mul_i(b.wide(first), elem.bytes))
+        require_alignment(dst, 16)  # cp.reduce.async.bulk: 16-byte aligned global address
         red_type = BulkRedType.F32 if elem.dtype.is_float else BulkRedType.S32
         b.emit(CpReduceAsyncBulkGlobalSharedCtaOp(BulkRedOp.ADD, red_type, dst, tile, b.mul_i(cols, elem.bytes)))
         b.emit(CpAsyncBulkCommitGroupOp())

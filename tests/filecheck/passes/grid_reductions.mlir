@@ -10,6 +10,8 @@
 // IR-LABEL:    func.func @full_sum(
 // IR-SAME:     %workspace: memref<48xi8, #bulkred.scope<global>>)
 // IR-SAME:     bulkred.launch = #bulkred.launch<grid = [8], block = [512], cluster = [1]>, bulkred.workspace = 48 : i64
+// x is read with 16-byte vector loads: the launcher refuses a misaligned x (bulkred.align).
+// IR-SAME:     bulkred.align = [16 : i64, 1 : i64]} {
 // PTX-LABEL:   .entry full_sum(
 // PTX:         .reqntid 512, 1, 1
 // PTX:         ld.global.nc.v4.f32
@@ -61,7 +63,7 @@ func.func @full_sum_i32(%x: memref<1000xi32, #bulkred.scope<global>>, %y: memref
 // A row sum: grid_rows, one warp per row, no workspace.
 // EXPLAIN:     // chosen: grid_rows
 // IR-LABEL:    func.func @rowsum(
-// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [125], block = [256], cluster = [1]>} {
+// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [125], block = [256], cluster = [1]>, bulkred.align = [16 : i64, 1 : i64]} {
 // PTX-LABEL:   .entry rowsum(
 // PTX:         ld.global.nc.v4.f32
 // PTX:         shfl.sync.bfly.b32
@@ -78,7 +80,9 @@ func.func @rowsum(%x: memref<1000x4096xf32, #bulkred.scope<global>>, %y: memref<
 // %y is zeroed by the launcher (bulkred.zero_init).
 // EXPLAIN:     // chosen: grid_split_bulk
 // IR-LABEL:    func.func @colsum(
-// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [4, 264], block = [256], cluster = [1]>, bulkred.zero_init = [1 : i64]} {
+// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [4, 264], block = [256], cluster = [1]>, bulkred.zero_init = [1 : i64]
+// y too: cp.reduce.async.bulk adds into it 16 bytes at a time.
+// IR-SAME:     bulkred.align = [16 : i64, 16 : i64]} {
 // PTX-LABEL:   .entry colsum(
 // PTX:         ld.global.nc.v4.f32
 // PTX:         fence.proxy.async.shared::cta;

@@ -1,0 +1,111 @@
+"""bulkred.align on the GPU: a contiguous torch view at a storage offset that is not a
+multiple of the kernel's vector width (x = base[3:12] of a (13, 13, 15, 11, 1) tensor:
+12,870 bytes into a float16 storage, 25,740 into a float32 one) is refused before any
+launch, by the API (ReductionError) and by the kernel (SignatureError), on the first
+call and through the recorded short paths; the CUDA context stays usable (a later call
+on an aligned tensor works). Before bulkred.align, grid_full's ld.global.nc.v4 faulted
+on it and every later call in the process failed (random reductions, seed 16, #117)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bulkred_dialect.backend_ptx import runtime
+
+pytestmark = pytest.mark.gpu
+
+SHAPE = (13, 13, 15, 11, 1)
+ALIGN = {"float16": 8, "float32": 16}  # ld.global.nc.v4.b16 / .f32
+
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:
+        pytest.skip(f"torch is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+def _view(torch, dtype, rng):
+    base = torch.tensor(rng.standard_normal(SHAPE).astype(dtype), device="cuda")
+    x = base[3:12]
+    assert x.is_contiguous() and x.data_ptr() % ALIGN[dtype] != 0
+    return x
+
+
+def _close(got, want, dtype):
+    tol = 2e-2 if dtype == "float16" else 1e-4
+    assert abs(float(got) - want) <= tol * max(1.0, abs(want)), (float(got), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_api_refuses_a_misaligned_view_and_the_context_survives(dtype, rng):
+    torch = _torch()
+    import bulkred_dialect as bulkred
+
+    x = _view(torch, dtype, rng)
+    want = float(x.double().sum().cpu())
+    off = x.data_ptr() % ALIGN[dtype]
+    message = (
+        rf"^bulkred.sum: 'x' starts {off} bytes past an? {ALIGN[dtype]}-byte boundary \(a view at a storage offset\), "
+        r"which is not supported yet \(issue 16\)"
+    )
+    assert bulkred.sum(x, explain=True).endswith("chosen: grid_full")
+    with pytest.raises(bulkred.ReductionError, match=message):
+        bulkred.sum(x)  # the first call: every check
+    for _ in range(3):  # recorded: _NEW_OUT's and _TORCH_CALLS' short paths
+        _close(bulkred.sum(x.clone()), want, dtype)
+        with pytest.raises(bulkred.ReductionError, match=message):
+            bulkred.sum(x)
+        out = torch.empty((), dtype=getattr(torch, dtype), device="cuda")
+        assert bulkred.sum(x.clone(), out=out) is out
+        with pytest.raises(bulkred.ReductionError, match=message):
+            bulkred.sum(x, out=out)
+    torch.cuda.synchronize()  # the context is alive
+    _close(bulkred.sum(x.clone()), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_kernel_refuses_a_misaligned_view_and_the_context_survives(dtype, rng):
+    torch = _torch()
+    from bulkred_dialect.api import compile_reduction
+
+    x = _view(torch, dtype, rng).view(-1)  # the kernel's own shape: (N,)
+    want = float(x.double().sum().cpu())
+    k = compile_reduction("sum", tuple(x.shape), dtype, None, runtime.current_arch()).kernel("bulkred_sum")
+    assert k.signature.align == (ALIGN[dtype], 1)
+    out = torch.empty(1, dtype=getattr(torch, dtype), device="cuda")
+    message = (
+        rf"^kernel 'bulkred_sum' param 'x': its address is {x.data_ptr() % ALIGN[dtype]} bytes past "
+        rf"an? {ALIGN[dtype]}-byte boundary \(a view at a storage offset\); the kernel reads it with "
+        rf"{ALIGN[dtype]}-byte vector loads"
+    )
+    with pytest.raises(runtime.SignatureError, match=message):
+        k(x, out)  # the first call: every check
+    for _ in range(3):  # then the recorded short path
+        k(x.clone(), out)
+        _close(out[0], want, dtype)
+        with pytest.raises(runtime.SignatureError, match=message):
+            k(x, out)
+    assert k._fast is not None and k._fast.call_new_last is not None
+    assert k._fast.call_new_last((x,)) is None  # refused: the API's full path then raises
+    torch.cuda.synchronize()
+    _close(k._fast.call_new_last((x.clone(),))[0], want, dtype)
+
+
+def test_bulk_reduce_destination_must_be_aligned(rng):
+    """grid_split_bulk adds its tiles into out with cp.reduce.async.bulk: 16 bytes."""
+    torch = _torch()
+    import bulkred_dialect as bulkred
+
+    a = rng.standard_normal((64, 4096)).astype(np.float32)
+    x = torch.tensor(a, device="cuda")
+    assert bulkred.sum(x, axis=0, explain=True).endswith("chosen: grid_split_bulk")
+    big = torch.zeros(4097, device="cuda")
+    with pytest.raises(bulkred.ReductionError, match=r"^bulkred.sum: 'out' starts 4 bytes past a 16-byte boundary"):
+        bulkred.sum(x, axis=0, out=big[1:])
+    got = bulkred.sum(x, axis=0, out=big[:4096])
+    assert np.allclose(got.cpu().numpy(), a.sum(axis=0), rtol=1e-4, atol=1e-4)
