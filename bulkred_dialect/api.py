@@ -92,6 +92,7 @@ class Plan:
     ignore_nan: bool  # float max/min: drop NaN inputs (else a NaN gives NaN)
     fill: Any = None  # the value of every element when no kernel runs (an empty reduction)
     empty: bool = False  # the result has no elements: no kernel
+    strides: tuple[int, ...] | None = None  # the kernel's x is a view of these element strides (None: dense)
 
     @property
     def launches(self) -> bool:
@@ -228,20 +229,21 @@ def _dialect() -> tuple[frozenset[str], bool]:
 
 def reduction_module(
     kind: str, shape: tuple[int, ...], dtype: str, axis: int | tuple[int, ...] | None, name: str, *,
-    out_dtype: str | None = None, ignore_nan: bool | None = None,
+    out_dtype: str | None = None, ignore_nan: bool | None = None, strides: tuple[int, ...] | None = None,
 ):
     """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
     grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (an axis or sorted axes; every
     axis when None) into ``out`` (``x``'s shape without those axes, (1,) for a whole
     reduction) of element type ``out_dtype`` (default ``dtype``). ``ignore_nan``: the
-    op's option (None: not given, the dialect's default)."""
+    op's option (None: not given, the dialect's default). ``strides``: ``x`` is a view
+    of these element strides (``strided<[...]>``), read in place."""
     from bulkred_dialect import builder as T
 
     axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
     out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
     options = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
     with T.kernel(name) as k:
-        x = k.param("x", list(shape), dtype)
+        x = k.param("x", list(shape), dtype, **({} if strides is None else {"strides": list(strides)}))
         out = k.param("out", out_shape, out_dtype or dtype)
         T.reduce(kind, out, x, axes=axes, **options)
     return k.module()
@@ -267,7 +269,10 @@ def _module(p: Plan):
     if p.src == "bool" or p.dst == "bool":
         raise _error(p.kind, f"bool arrays are not supported yet ({ISSUE})")
     try:
-        return reduction_module(p.kind, p.shape, p.src, p.axes, _kernel_name(p.kind), out_dtype=p.dst, ignore_nan=ignore_nan)
+        return reduction_module(
+            p.kind, p.shape, p.src, p.axes, _kernel_name(p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,
+            **({} if p.strides is None else {"strides": p.strides}),
+        )
     except (LocatedError, BulkredError) as e:
         raise _readable(p, e) from None
 
@@ -329,6 +334,8 @@ def _with_dialect_nan(p: Plan) -> Plan:
 
 def _compile(p: Plan, target: Target | str):
     key = (p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan, target)
+    if p.strides is not None:  # a view's module (a contiguous one keeps its key)
+        key += (p.strides,)
     mod = _COMPILED.get(key)
     if mod is not None:
         return mod
@@ -417,10 +424,16 @@ def _info(x: Any, kind: str, what: str = "x") -> tuple[tuple[int, ...], str, tup
     return tuple(v.shape), view_dtype(v), None if v.strides is None else tuple(v.strides)
 
 
-def _check_layout(kind: str, what: str, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
-    """A device array must be dense and row-major (extent-1 axes may have any stride)."""
+def _check_layout(
+    kind: str, what: str, shape: tuple[int, ...], strides: tuple[int, ...] | None, *, views: bool = False
+) -> tuple[int, ...] | None:
+    """A device array must be dense and row-major (extent-1 axes may have any stride),
+    or, with ``views`` (``x``), a view with strides >= 0 (transposed, sliced with steps,
+    at a storage offset, broadcast): its element strides are returned (extent-1 axes as
+    0), for a module that reads it in place; None for a dense array. Negative strides
+    (a flipped view) are refused."""
     if strides is None or math.prod(shape) == 0:
-        return
+        return None
     if builtins.any(s < 0 and d > 1 for d, s in zip(shape, strides)):
         raise _error(
             kind,
@@ -430,13 +443,15 @@ def _check_layout(kind: str, what: str, shape: tuple[int, ...], strides: tuple[i
     want = 1
     for d, s in zip(reversed(shape), reversed(strides)):
         if d != 1 and s != want:
-            # TODO(issue 16): pass the view once grid-scope bulkred.reduce takes strided memrefs
+            if views:
+                return tuple(0 if d == 1 else int(s) for d, s in zip(shape, strides))
             raise _error(
                 kind,
                 f"'{what}' is a strided view (strides {strides} in elements for shape {shape}), which is not supported "
-                f"yet ({ISSUE}); pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))",
+                f"yet for '{what}' ({ISSUE}); pass a contiguous array",
             )
         want *= d
+    return None
 
 
 def _check_aligned(kind: str, what: str, a: Any, align: int) -> None:
@@ -595,6 +610,11 @@ def _reduce(
     p = _plan_cached(key, kind, shape, src, axis, keepdims, dtype, ignore_nan, out_dtype)
     if out is not None and out_shape != p.result_shape:
         raise _error(kind, f"'out' has shape {out_shape}, expected {p.result_shape} (keepdims={keepdims})")
+    view = _check_layout(kind, "x", shape, strides, views=True)
+    if view is not None and p.launches:  # read in place by a module built for the view's strides
+        from dataclasses import replace
+
+        p = replace(p, strides=view)
     if explain:
         if not p.launches:
             return f"no kernel: the result has shape {p.result_shape}" + ("" if p.fill is None else f", every element {p.fill!r}")
@@ -609,7 +629,6 @@ def _reduce(
     lib = _library(x)
     if lib == "other" and shape == ():
         raise _error(kind, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
-    _check_layout(kind, "x", shape, strides)
     if out is not None:
         _check_layout(kind, "out", out_shape, out_strides)
     from bulkred_dialect.backend_ptx.device import current_arch

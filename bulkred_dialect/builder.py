@@ -57,6 +57,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    StridedLayoutAttr,
     StringAttr,
     i16,
     i32,
@@ -355,16 +356,29 @@ class Kernel:
         ret.location = self.func_op.location
         self.body.add_op(ret)
 
-    def param(self, name: str, shape: int | Sequence[int], dtype: str | Attribute) -> BlockArgument:
+    def param(
+        self, name: str, shape: int | Sequence[int], dtype: str | Attribute, *, strides: Sequence[int] | None = None
+    ) -> BlockArgument:
         """A global-memory buffer parameter ``%name: memref<shape x dtype, #bulkred.scope<global>>``
-        (the card's ``T.match_buffer``), appended to the kernel's arguments."""
+        (the card's ``T.match_buffer``), appended to the kernel's arguments. ``strides``
+        (element strides, one per axis) makes it a view: ``strided<[...]>`` (a grid-scope
+        reduction's ``src`` reads it in place)."""
         if self._state not in ("new", "open"):
             raise BuildError(f"k.param must be called before kernel '{self.name}' is closed")
         name = _identifier(name, "name", "param")
         if name in self._params:
             raise BuildError(f"kernel '{self.name}' already has a parameter named '{name}'")
         element = dtype_of(dtype, "param")
-        t = buffer_type(_shape(shape, "shape", "param", element), element, MemoryScope.GLOBAL)
+        dims = _shape(shape, "shape", "param", element)
+        t = buffer_type(dims, element, MemoryScope.GLOBAL)
+        if strides is not None:
+            if (
+                not isinstance(strides, Sequence)
+                or len(strides) != len(dims)
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in strides)
+            ):
+                raise BuildError(f"'strides' of param '{name}' must be {len(dims)} integers (element strides), got {strides!r:.60}")
+            t = MemRefType(element, dims, StridedLayoutAttr(list(strides), 0), t.memory_space)
         arg = self.body.insert_arg(t, len(self.body.args))
         arg.name_hint = name
         self._params[name] = arg

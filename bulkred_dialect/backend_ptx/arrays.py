@@ -111,7 +111,10 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
             want = tuple("?" if d is None else d for d in p.shape)
             raise SignatureError(f"{where}: expected shape {want}, got {shape}")
     strides = view.strides
-    if strides is not None and not is_c_contiguous(shape, tuple(strides)):
+    if p.strides is not None:  # a view param: the array's strides must be the kernel's
+        if not p.strides_match(shape, None if strides is None else tuple(strides)):
+            raise SignatureError(_strides_differ(where, p, shape, strides))
+    elif strides is not None and not is_c_contiguous(shape, tuple(strides)):
         raise SignatureError(
             f"{where}: expected a contiguous row-major array, got strides {tuple(strides)} (in elements) "
             f"for shape {shape}; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))"
@@ -120,7 +123,15 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
     ptr = int(view.ptr)
     if ptr % align:
         raise SignatureError(misaligned(where, ptr, align))
-    return ptr, math.prod(shape) * itemsize
+    return ptr, (p.span() if p.strides is not None else math.prod(shape)) * itemsize
+
+
+def _strides_differ(where: str, p: Param, shape: tuple[int, ...], strides: Any) -> str:
+    got = "contiguous" if strides is None else f"strides {tuple(int(x) for x in strides)}"
+    return (
+        f"{where}: expected a view with strides {p.strides} (in elements) for shape {shape}, got {got} "
+        f"(the kernel was built for that layout)"
+    )
 
 
 def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int = 1) -> tuple[int, int]:
@@ -140,6 +151,13 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int 
         if not ok:
             want = tuple("?" if d is None else d for d in p.shape)
             raise SignatureError(f"{where}: expected shape {want}, got {shape}")
+    if p.strides is not None:  # a view param: the tensor's strides must be the kernel's
+        if not p.strides_match(shape, tuple(t.stride())):
+            raise SignatureError(_strides_differ(where, p, shape, t.stride()))
+        ptr = t.data_ptr()
+        if ptr % align:
+            raise SignatureError(misaligned(where, ptr, align))
+        return ptr, p.span() * t.element_size()
     if not t.is_contiguous() and not is_c_contiguous(shape, tuple(t.stride())):
         raise SignatureError(
             f"{where}: expected a contiguous row-major array, got strides {tuple(t.stride())} (in elements) "

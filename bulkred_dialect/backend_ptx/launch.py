@@ -426,9 +426,13 @@ class _TorchFastPath:
         checks = []
         for i, a in enumerate(args):
             env[f"d{i}"], env[f"s{i}"] = a.dtype, a.shape
+            # a view (a strided param, checked by the full path): the same strides again
+            layout = f"a{i}.is_contiguous()" if a.is_contiguous() else f"a{i}.stride() == st{i}"
+            if not a.is_contiguous():
+                env[f"st{i}"] = a.stride()
             checks.append(
                 f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
-                f"and a{i}.is_contiguous()"
+                f"and {layout}"
             )
         for j, e in enumerate(extra):  # the workspace: passed by name, no *extra per call
             env[f"e{j}"] = e

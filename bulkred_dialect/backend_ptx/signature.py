@@ -64,13 +64,17 @@ class Param:
 
     ``dtype`` is an element-type spelling (``f32``, ``bf16``, ``i32`` (either
     signedness), ``u32``, ``s64`` ...) or None for any; ``shape`` uses None for a
-    dimension of any size; a None ``shape`` accepts any shape.
+    dimension of any size; a None ``shape`` accepts any shape. ``strides`` (element
+    strides, one per axis, with a static ``shape``): the kernel reads a view of that
+    layout (a ``strided<[...]>`` memref) from the array's first element; None: a
+    contiguous row-major array.
     """
 
     name: str
     kind: str = "array"  # "array" or "scalar"
     dtype: str | None = None
     shape: tuple[int | None, ...] | None = None
+    strides: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -89,6 +93,34 @@ class Param:
                 f"param '{self.name}': shape must be a tuple of sizes >= 0 (None for any size) or None, "
                 f"got {self.shape!r}"
             )
+        if self.strides is not None and (
+            not isinstance(self.strides, tuple)
+            or self.shape is None
+            or None in self.shape
+            or len(self.strides) != len(self.shape)
+            or not all(_is_int(s) and s >= 0 for s in self.strides)
+        ):
+            raise SignatureValueError(
+                f"param '{self.name}': strides must be a tuple of element strides >= 0, one per axis of a static "
+                f"shape, or None, got {self.strides!r}"
+            )
+
+    def strides_match(self, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+        """Whether an array of ``shape`` (this param's) and element ``strides`` (None:
+        row-major contiguous) has this param's layout (axes of extent 1 may have any stride)."""
+        assert self.strides is not None
+        if strides is None:
+            strides = tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape)))
+        return len(strides) == len(shape) and all(
+            d == 1 or s == w for d, s, w in zip(shape, strides, self.strides)
+        )
+
+    def span(self) -> int:
+        """Elements from a view's first element to its last, inclusive (``strides``)."""
+        assert self.strides is not None and self.shape is not None
+        if 0 in self.shape:
+            return 0
+        return 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides))  # type: ignore[operator]
 
     def describe(self) -> str:
         t = self.dtype or "any type"
@@ -97,7 +129,8 @@ class Param:
         if self.shape is None:
             return f"array of {t}, any shape"
         dims = ", ".join("?" if d is None else str(d) for d in self.shape)
-        return f"array of {t}, shape ({dims}{',' if len(self.shape) == 1 else ''})"
+        text = f"array of {t}, shape ({dims}{',' if len(self.shape) == 1 else ''})"
+        return text if self.strides is None else f"{text}, strides {self.strides}"
 
 
 @dataclass(frozen=True)
@@ -234,6 +267,14 @@ class KernelSignature:
                 if not ok:
                     want = tuple("?" if d is None else d for d in p.shape)
                     raise SignatureError(f"{where}: expected shape {want}, got {a.shape}")
+            if p.strides is not None:
+                # laid out as the kernel reads it: the elements at their strides in one run
+                # of memory (a stride of 0 keeps one of the equal elements)
+                run = np.zeros(p.span(), a.dtype)
+                if run.size:
+                    view = np.lib.stride_tricks.as_strided(run, a.shape, [st * a.itemsize for st in p.strides])
+                    view[...] = a
+                return run
             return np.ascontiguousarray(a).copy()
         # scalar
         if isinstance(a, np.ndarray) and a.ndim > 0:
@@ -296,7 +337,11 @@ def signature_to_json(s: KernelSignature) -> dict[str, Any]:
     """A JSON-able record of ``s`` (for the compile cache)."""
     return {
         "name": s.name,
-        "params": [[p.name, p.kind, p.dtype, None if p.shape is None else list(p.shape)] for p in s.params],
+        "params": [
+            [p.name, p.kind, p.dtype, None if p.shape is None else list(p.shape)]
+            + ([] if p.strides is None else [list(p.strides)])
+            for p in s.params
+        ],
         "launch": None if s.launch is None else [list(s.launch.grid), list(s.launch.block), list(s.launch.cluster)],
         "shmem": s.shmem,
         "workspace": s.workspace,
@@ -306,7 +351,10 @@ def signature_to_json(s: KernelSignature) -> dict[str, Any]:
 
 
 def signature_from_json(d: dict[str, Any]) -> KernelSignature:
-    params = tuple(Param(n, k, t, None if sh is None else tuple(sh)) for n, k, t, sh in d["params"])
+    params = tuple(
+        Param(n, k, t, None if sh is None else tuple(sh), tuple(st[0]) if st else None)
+        for n, k, t, sh, *st in d["params"]
+    )
     launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
     return KernelSignature(
         d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]), tuple(d.get("align", ()))
@@ -410,7 +458,7 @@ def signature_of_func(func: Any) -> KernelSignature:
     ``bulkred.align`` gives the alignment each user parameter's address needs.
     A malformed attribute raises a :class:`~bulkred_dialect.diagnostics.LocatedError`."""
     from xdsl.dialects import func as func_d
-    from xdsl.dialects.builtin import MemRefType
+    from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
 
     from bulkred_dialect.diagnostics import LocatedError
     from bulkred_dialect.ops.ptx.base import PtrType
@@ -424,7 +472,13 @@ def signature_of_func(func: Any) -> KernelSignature:
         t = arg.type
         if isinstance(t, MemRefType):
             shape = tuple(None if d < 0 else d for d in t.get_shape())
-            params.append(Param(name, "array", _type_spelling(t.element_type), shape))
+            strides = None
+            if isinstance(t.layout, StridedLayoutAttr):  # a view (grid-scope src): read in place
+                got = t.get_strides() or []
+                if None in shape or None in got or min(got, default=0) < 0 or t.get_offset() != 0:
+                    raise LocatedError(func, f"argument {i}: a view parameter needs static strides >= 0 and offset 0, got {t}")
+                strides = tuple(int(x) for x in got)  # type: ignore[arg-type]
+            params.append(Param(name, "array", _type_spelling(t.element_type), shape, strides))
         elif isinstance(t, PtrType):
             params.append(Param(name, "array"))
         else:

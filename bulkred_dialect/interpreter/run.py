@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StridedLayoutAttr
 from xdsl.ir import Attribute
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
@@ -74,7 +74,23 @@ def _as_buffer(arg: Any, t: MemRefType, label: str, index_bitwidth: int) -> np.n
             f"{label}: dtype {arg.dtype} does not hold the elements of {t} "
             f"(expected {' or '.join(_dtype_name(d, t.element_type) for d in accepted)})"
         )
+    if isinstance(t.layout, StridedLayoutAttr):
+        return _view_span(arg, t, label)
     return arg
+
+
+def _view_span(arg: np.ndarray, t: MemRefType, label: str) -> np.ndarray:
+    """A view parameter (``strided<[...]>``, offset 0): the 1-D run of memory from the
+    numpy view ``arg``'s first element to its last, in place (its element strides must
+    be the layout's), so that the kernel's addresses (first element + index x stride)
+    read the view's elements as on the GPU."""
+    want = list(t.get_strides() or [])
+    got = [s // arg.itemsize if s % arg.itemsize == 0 else None for s in arg.strides]
+    shape = list(arg.shape)
+    if t.get_offset() != 0 or any(g != w for d, g, w in zip(shape, got, want, strict=True) if d > 1):
+        raise SignatureValueError(f"{label}: element strides {got} do not match {t}")
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, want, strict=True)) if arg.size else 0
+    return np.lib.stride_tricks.as_strided(arg, shape=(span,), strides=(arg.itemsize,))
 
 
 def accepted_dtypes(t: Attribute, index_bitwidth: int = 64) -> list[np.dtype]:

@@ -559,6 +559,7 @@ class ReduceOp(IRDLOperation):
             for field, t in (("src", st), ("dst", dt)):
                 if scope_of(t) != MemoryScope.GLOBAL:
                     raise VerifyException(f"operand '{field}' must be in scope global at grid scope, got {scope_of(t)}")
+            check_grid_view("src", st)
         want = self.expected_dst_shape(src_shape, axes)
         if dst_shape != want:
             what = f"over axes {axes}" if grid else "along its last axis"
@@ -814,6 +815,30 @@ def check_contiguous(field: str, t: MemRefType) -> None:
         raise VerifyException(
             f"'{field}' must start at a multiple of 16 bytes for a bulk operation, got offset "
             f"{offset} elements ({offset * esize} bytes)"
+        )
+
+
+def check_grid_view(field: str, t: MemRefType) -> None:
+    """Raise unless ``t``'s layout is the default or a view a grid-scope reduction reads
+    in place: ``strided<[...]>`` with static element strides >= 0 and offset 0 (the
+    kernel parameter is the view's first element)."""
+    from xdsl.dialects.builtin import StridedLayoutAttr
+
+    if isinstance(t.layout, NoneAttr):
+        return
+    if not isinstance(t.layout, StridedLayoutAttr):
+        raise VerifyException(f"'{field}' of a grid-scope reduction must have a strided<[...]> layout or none, got {t.layout}")
+    strides = t.get_strides() or []
+    if any(s is None or s < 0 for s in strides):
+        shown = ", ".join("?" if s is None else str(s) for s in strides)
+        raise VerifyException(
+            f"'{field}' of a grid-scope reduction must have static element strides >= 0, got strides [{shown}]"
+        )
+    if t.get_offset() != 0:
+        off = t.get_offset()
+        raise VerifyException(
+            f"'{field}' of a grid-scope reduction must have offset 0 (the parameter points at the view's first "
+            f"element), got offset {'?' if off is None else off}"
         )
 
 

@@ -28,6 +28,14 @@ so the merged shape is all they need: reading [A, B, C] as [A, B * C] moves noth
 Examples: ``[64, 1000, 256]`` over axes [1] is ``middle [64, 1000, 256]``; ``[4, 1, 6,
 5]`` over axes [1, 2] drops the 1 and is ``middle [4, 6, 5]``; ``[2, 3, 4]`` over [1, 2]
 is ``inner [2, 12]``; ``[A, B, C]`` over [0, 2] is ``general [A, B, C]``.
+
+A strided ``src`` (``memref<..., strided<[...]>>``, a view: element strides >= 0,
+offset 0) merges two adjacent axes only where their strides say they are contiguous
+together (``stride[i] == stride[i + 1] * shape[i + 1]``). When the merged axes are then
+row-major contiguous (a slice of whole rows, say) the form is one of the above; else it
+is ``strided [...] strides [...]`` (the merged extents and their element strides),
+which only ``grid_gather`` takes: ``[4, 6]`` with strides ``[1, 4]`` (a transpose) over
+[0] is ``strided [4, 6] strides [1, 4] axes [0]``.
 """
 
 from __future__ import annotations
@@ -41,22 +49,35 @@ INNER = "inner"
 OUTER = "outer"
 MIDDLE = "middle"
 GENERAL = "general"
+STRIDED = "strided"
 
-FORMS = (WHOLE, INNER, OUTER, MIDDLE, GENERAL)
+FORMS = (WHOLE, INNER, OUTER, MIDDLE, GENERAL, STRIDED)
 """Every canonical form's name."""
 
 
 @dataclass(frozen=True)
 class Canonical:
     """A reduction in canonical form: ``shape`` the merged extents (outermost first),
-    ``reduced`` which of them are reduced."""
+    ``reduced`` which of them are reduced; ``strides`` their element strides in
+    ``src`` (the ``strided`` form only; None: row-major contiguous)."""
 
     form: str
     shape: tuple[int, ...]
     reduced: tuple[bool, ...]
+    strides: tuple[int, ...] | None = None
 
     def __str__(self) -> str:
-        return f"{self.form} [{', '.join(map(str, self.shape))}]"
+        text = f"{self.form} [{', '.join(map(str, self.shape))}]"
+        if self.strides is not None:
+            axes = [i for i, r in enumerate(self.reduced) if r]
+            text += f" strides [{', '.join(map(str, self.strides))}] axes {axes}"
+        return text
+
+    def element_strides(self) -> tuple[int, ...]:
+        """The element stride of each merged axis (row-major when not ``strided``)."""
+        if self.strides is not None:
+            return self.strides
+        return tuple(math.prod(self.shape[k + 1 :]) for k in range(len(self.shape)))
 
     @property
     def batch(self) -> int:
@@ -90,21 +111,27 @@ class Canonical:
         return math.prod(d for d, r in zip(self.shape, self.reduced, strict=True) if r)
 
 
-def canonical(shape: Sequence[int], axes: Sequence[int]) -> Canonical:
-    """The canonical form of reducing a contiguous row-major array of ``shape`` over
-    ``axes`` (distinct, in range; the verifier's rules)."""
+def canonical(shape: Sequence[int], axes: Sequence[int], strides: Sequence[int] | None = None) -> Canonical:
+    """The canonical form of reducing an array of ``shape`` over ``axes`` (distinct, in
+    range; the verifier's rules): contiguous row-major, or with element ``strides``."""
     red = set(axes)
-    merged: list[list] = []
+    merged: list[list] = []  # [extent, reduced, stride]
     for i, d in enumerate(shape):
         if d == 1:
             continue
         r = i in red
-        if merged and merged[-1][1] == r:
+        s = strides[i] if strides is not None else None
+        if merged and merged[-1][1] == r and (s is None or merged[-1][2] == s * d):
             merged[-1][0] *= d
+            merged[-1][2] = s
         else:
-            merged.append([d, r])
-    dims = tuple(d for d, _ in merged)
-    flags = tuple(r for _, r in merged)
+            merged.append([d, r, s])
+    dims = tuple(d for d, _, _ in merged)
+    flags = tuple(r for _, r, _ in merged)
+    if strides is not None:
+        steps = tuple(s for _, _, s in merged)
+        if steps != tuple(math.prod(dims[k + 1 :]) for k in range(len(dims))):
+            return Canonical(STRIDED, dims, flags, steps)
     if False not in flags:  # every extent > 1 reduced (or none left)
         return Canonical(WHOLE, (math.prod(dims),), (True,))
     if True not in flags:  # each dst value is one element: a single row of columns

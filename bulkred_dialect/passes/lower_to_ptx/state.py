@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     NoneAttr,
+    StridedLayoutAttr,
     VectorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -121,10 +122,13 @@ class LoweringState:
         return buf
 
     @staticmethod
-    def check_static(op: Operation, t: MemRefType) -> None:
+    def check_static(op: Operation, t: MemRefType, *, views: bool = False) -> None:
         if any(d < 0 for d in t.get_shape()):
             raise LocatedError(op, f"needs a memref with a static shape, got {t}")
-        if not isinstance(t.layout, NoneAttr):
+        strides = t.get_strides() if views and isinstance(t.layout, StridedLayoutAttr) else None
+        if strides is not None and None not in strides and min(strides, default=0) >= 0 and t.get_offset() == 0:
+            pass  # a view with static strides >= 0 at offset 0
+        elif not isinstance(t.layout, NoneAttr):
             raise LocatedError(op, f"needs a memref with the default row-major layout, got {t}")
         if element_bytes(t.element_type) is None:
             raise LocatedError(op, f"element type {t.element_type} has no PTX load/store form")

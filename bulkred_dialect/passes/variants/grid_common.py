@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     NoneAttr,
+    StridedLayoutAttr,
     i8,
     i64,
 )
@@ -61,7 +62,10 @@ Form = Canonical
 def form_of(op: ReduceOp) -> Canonical:
     st = op.src.type
     assert isinstance(st, MemRefType)
-    return canonical(st.get_shape(), op.reduced_axes())
+    strides = None
+    if isinstance(st.layout, StridedLayoutAttr):  # a view (the verifier: static, >= 0, offset 0)
+        strides = [int(s) for s in st.get_strides()]  # type: ignore[arg-type,union-attr]
+    return canonical(st.get_shape(), op.reduced_axes(), strides)
 
 
 def form_is(*kinds: str):
@@ -69,8 +73,10 @@ def form_is(*kinds: str):
         assert isinstance(op, ReduceOp)
         for field, v in (("src", op.src), ("dst", op.dst)):
             t = v.type
-            if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
-                return False, f"{field} layout {t.layout} (strided views: not yet)"
+            if not isinstance(t, MemRefType) or isinstance(t.layout, NoneAttr):
+                continue
+            if field == "dst" or not isinstance(t.layout, StridedLayoutAttr):
+                return False, f"{field} layout {t.layout} (strided {field}: not yet)"
         f = form_of(op)
         return f.form in kinds, f
 

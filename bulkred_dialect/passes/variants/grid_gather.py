@@ -1,15 +1,18 @@
 """reduction -> grid_gather: any grid reduction, whatever its canonical form, with
 scalar loads at computed addresses (priority 59, the last grid variant tried). It
 serves the ``general`` form (axes that alternate three or more times after merging,
-e.g. axes (0, 2) of [A, B, C]) and a ``middle`` form whose O exceeds the grid.
+e.g. axes (0, 2) of [A, B, C]), a ``middle`` form whose O exceeds the grid, and the
+``strided`` form (a view: each element's address from its indices times the view's
+element strides instead of the row-major ones).
 
 * grid: CTAs of 256 threads (8 warps), up to 8 per multiprocessor; warp w of W takes
   the ``dst`` values w, w + W, ... (row-major over the kept axes);
 * each value: its kept indices (``div`` / ``rem`` by the kept extents) give the base
   address; lane l takes the reduced elements l, l + 32, ... (row-major over the reduced
   axes, decomposed the same way), one scalar ``ld.global`` each; when the innermost
-  axis is reduced and at least 32 long, the warp instead walks its contiguous runs one
-  after another, the lanes reading each run together (index arithmetic once per run);
+  axis is reduced and at least 32 long, the warp instead walks its runs (contiguous, or
+  of the view's innermost stride) one after another, the lanes reading each run together
+  (index arithmetic once per run);
   then a warp reduction and lane 0 writes the value.
 
 No atomics: the same bits on every run. Correct first: each element costs its index
@@ -19,8 +22,6 @@ Spec: PTX ISA, div, rem, ld, shfl.sync, redux.sync (docs/scopes.md).
 """
 
 from __future__ import annotations
-
-import math
 
 from xdsl.dialects.builtin import i64
 from xdsl.ir import Operation, SSAValue
@@ -74,7 +75,7 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     kernel = enclosing_kernel(op)
     assert kernel is not None
     elem, kind = elem_of(op), op.kind.data
-    strides = [math.prod(form.shape[k + 1 :]) for k in range(len(form.shape))]
+    strides = form.element_strides()  # row-major, or a view's (the strided form)
     kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
     red = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
     outputs, count = form.kept, form.reduced_count
@@ -89,6 +90,7 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     # the innermost axis reduced: its run of `run` elements is contiguous, and the lanes
     # read it together; the index arithmetic is then per run, not per element
     run = red[-1][0] if form.reduced[-1] else 1
+    step_bytes = (red[-1][1] if form.reduced[-1] else 1) * elem.bytes
     outer = red[:-1] if form.reduced[-1] else red
 
     def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
@@ -103,7 +105,7 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
             start = c.ptr_add(x, c.mul_i(c.add_i(base, offset_of(c, p, outer)), elem.bytes))
 
             def step(d: Emitter, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-                v = load_item(d, elem, d.ptr_add(start, d.mul_i(j, elem.bytes)), 0, 1)
+                v = load_item(d, elem, d.ptr_add(start, d.mul_i(j, step_bytes)), 0, 1)
                 return [d.combine(kind, elem.accumulator, a[0], v[0])]
 
             return c.for_(lane, run, WARP, accs, step)

@@ -105,11 +105,40 @@ func.func @not_alone(%a: memref<64xf32, #bulkred.scope<global>>, %b: memref<1xf3
 
 // -----
 
-// A strided view is not taken yet: every grid variant's `form` row says why.
+// A strided dst is not taken yet: every grid variant's `form` row says why (a strided
+// src is: grid_canonical.mlir).
 // CHECK: error: 'bulkred.reduce' no lowering variant applies on sm_90a
-// CHECK: grid_gather{{ +}}59{{ +}}form{{ +}}FAIL{{ +}}any{{ +}}src layout strided<[16, 1]> (strided views: not yet)
-func.func @strided(%a: memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>, %b: memref<4xf32, #bulkred.scope<global>>) {
-  bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
+// CHECK: grid_gather{{ +}}59{{ +}}form{{ +}}FAIL{{ +}}any{{ +}}dst layout strided<[2]> (strided dst: not yet)
+func.func @strided_dst(%a: memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>, %b: memref<4xf32, strided<[2]>, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[16, 1]>, #bulkred.scope<global>>, memref<4xf32, strided<[2]>, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// A negative stride (a flipped view) is refused by the verifier.
+// CHECK: grid_reductions_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.reduce' 'src' of a grid-scope reduction must have static element strides >= 0, got strides [-8, 1]
+// STDERR: grid_reductions_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' 'src' of a grid-scope reduction must have static element strides >= 0, got strides [-8, 1]
+func.func @negative_stride(%a: memref<4x8xf32, strided<[-8, 1]>, #bulkred.scope<global>>, %b: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[-8, 1]>, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// A dynamic stride: the variants need the strides at compile time.
+// CHECK: grid_reductions_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' 'src' of a grid-scope reduction must have static element strides >= 0, got strides [?, 1]
+func.func @dynamic_stride(%a: memref<4x8xf32, strided<[?, 1]>, #bulkred.scope<global>>, %b: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[?, 1]>, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// An offset: the kernel parameter is the view's first element.
+// CHECK: grid_reductions_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' 'src' of a grid-scope reduction must have offset 0 (the parameter points at the view's first element), got offset 3
+func.func @offset(%a: memref<4x8xf32, strided<[16, 1], offset: 3>, #bulkred.scope<global>>, %b: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] %a, %b : memref<4x8xf32, strided<[16, 1], offset: 3>, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
   func.return
 }
 
