@@ -110,8 +110,8 @@ def _dtype_name(kind: str, d: Any, what: str = "dtype") -> str:
             name = np.dtype(d).name
         except Exception:
             raise _error(kind, f"'{what}' must be a dtype (a name, a numpy or torch dtype), got {d!r}") from None
-    if name != "bool" and name not in _ROWS:
-        raise _error(kind, f"unknown dtype {name!r} (bulkred's element types: {', '.join(_ROWS)}, bool)")
+    if name not in _ROWS:
+        raise _error(kind, f"unknown dtype {name!r} (bulkred's element types: {', '.join(_ROWS)})")
     return name
 
 
@@ -166,8 +166,8 @@ def plan(
         raise _error(kind, f"'keepdims' must be a bool, got {keepdims!r}")
     if not isinstance(ignore_nan, bool | np.bool_):
         raise _error(kind, f"'ignore_nan' must be a bool, got {ignore_nan!r}")
-    if src != "bool" and src not in _ROWS:
-        raise _error(kind, f"dtype {src} is not supported (bulkred's element types: {', '.join(_ROWS)}, bool)")
+    if src not in _ROWS:
+        raise _error(kind, f"dtype {src} is not supported (bulkred's element types: {', '.join(_ROWS)})")
     ndim = len(shape)
     reduced = _normalize_axes(kind, axis, ndim)
     if dtype is not None:
@@ -183,7 +183,7 @@ def plan(
     kept = tuple(d for i, d in enumerate(shape) if i not in reduced)
     result_shape = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keepdims else kept
     count = math.prod(shape[i] for i in reduced)
-    float_src = src != "bool" and _ROWS[src].is_float
+    float_src = _ROWS[src].is_float
     common = {
         "kind": kind, "shape": tuple(shape) or (1,), "src": src, "dst": dst,
         "axes": None if len(reduced) == ndim else reduced, "kernel_shape": kept or (1,), "result_shape": result_shape,
@@ -266,8 +266,13 @@ def _module(p: Plan):
                 f"a {p.kind} that propagates NaN (the default, as in numpy and torch) is not supported yet ({ISSUE}); "
                 f"pass ignore_nan=True for one that ignores NaN inputs",
             )
-    if p.src == "bool" or p.dst == "bool":
-        raise _error(p.kind, f"bool arrays are not supported yet ({ISSUE})")
+    if p.kind in ("any", "all") and p.src != "bool":
+        # TODO(issue 16): any/all of other dtypes, reduced as x != 0 (numpy's and torch's rule)
+        raise _error(
+            p.kind, f"{p.kind} of {p.src} is not supported yet ({ISSUE}): the dialect takes it on bool; pass x != 0"
+        )
+    if p.src == "bool" and p.dst == "bool" and p.kind == "sum":
+        raise _error(p.kind, "a sum of bool into bool is not supported: pass dtype=int64 (the default) or int32")
     try:
         return reduction_module(
             p.kind, p.shape, p.src, p.axes, _kernel_name(p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,

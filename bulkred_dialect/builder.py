@@ -69,7 +69,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import verify_located
 from bulkred_dialect.errors import BuildError
-from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES
+from bulkred_dialect.ops.dtypes import BOOL, ELEMENT_DTYPES
 from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.ops.tile import (
     BulkCopyOp,
@@ -132,6 +132,11 @@ tile-level buffer may hold (signless integers, treated as signed)."""
 
 _DTYPE_NAMES: dict[Attribute, str] = {t: n for n, t in DTYPES.items()}
 
+PARAM_DTYPES: dict[str, Attribute] = {**DTYPES, BOOL.name: BOOL.ir}
+"""The element types of a kernel's global buffer parameters: :data:`DTYPES` and bool
+(``i1``, one byte in memory), which only grid-scope reductions take (``any``, ``all``)."""
+# TODO(issue 16): the other grid-only types (int8, uint8, ...) too, once the API takes them
+
 # Buffers a kernel can allocate itself; global buffers are kernel parameters.
 _ALLOC_SCOPES = (MemoryScope.LOCAL, MemoryScope.SHARED, MemoryScope.CLUSTER_SHARED)
 
@@ -147,14 +152,14 @@ def _names(values: Sequence[object]) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def dtype_of(dtype: str | Attribute, fn: str = "dtype_of") -> Attribute:
+def dtype_of(dtype: str | Attribute, fn: str = "dtype_of", types: dict[str, Attribute] = DTYPES) -> Attribute:
     """The element type for a TIRx dtype name (``"float32"`` -> ``f32``); an element
-    type in :data:`DTYPES` is accepted as is."""
-    if isinstance(dtype, str) and dtype in DTYPES:
-        return DTYPES[dtype]
-    if isinstance(dtype, Attribute) and dtype in _DTYPE_NAMES:
+    type in :data:`DTYPES` (or ``types``) is accepted as is."""
+    if isinstance(dtype, str) and dtype in types:
+        return types[dtype]
+    if isinstance(dtype, Attribute) and dtype in types.values():
         return dtype
-    raise BuildError(f"'dtype' of T.{fn} must be one of {_names(DTYPES)}, got {dtype!r}")
+    raise BuildError(f"'dtype' of T.{fn} must be one of {_names(types)}, got {dtype!r}")
 
 
 def _enum(enum: type, value: object, field: str, fn: str, valid: Sequence[object] | None = None):
@@ -368,7 +373,7 @@ class Kernel:
         name = _identifier(name, "name", "param")
         if name in self._params:
             raise BuildError(f"kernel '{self.name}' already has a parameter named '{name}'")
-        element = dtype_of(dtype, "param")
+        element = dtype_of(dtype, "param", PARAM_DTYPES)
         dims = _shape(shape, "shape", "param", element)
         t = buffer_type(dims, element, MemoryScope.GLOBAL)
         if strides is not None:
@@ -701,7 +706,8 @@ def bulk_reduce(
     ``dst``; into global, by bulk group (no ``mbar``).
     """
     # cp.reduce.async.bulk has no multiply
-    k = _enum(ReduceKind, kind, "kind", "bulk_reduce", [m for m in ReduceKind if m != ReduceKind.PROD])
+    no_bulk_form = (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL)  # cp.reduce.async.bulk has no mul, and no bool
+    k = _enum(ReduceKind, kind, "kind", "bulk_reduce", [m for m in ReduceKind if m not in no_bulk_form])
     s = _buffer(src, "src", "bulk_reduce")
     d = _buffer(dst, "dst", "bulk_reduce")
     m = None if mbar is None else _buffer(mbar, "mbar", "bulk_reduce")

@@ -15,14 +15,17 @@ from bulkred_dialect.ops import dtypes
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, DTYPES, ELEMENT_DTYPES, dtype, ir_name, of_ir, of_short
 from bulkred_dialect.ops.tile import ELEMENT_TYPES
 
-KINDS = ("sum", "prod", "max", "min", "and", "or", "xor")
+KINDS = ("sum", "prod", "max", "min", "and", "or", "xor", "any", "all")
 
 
 @pytest.mark.parametrize("d", DTYPES.values(), ids=lambda d: d.name)
 def test_row_agrees_with_numpy(d):
     host = np.dtype(d.numpy)
     assert host.itemsize == d.bytes == d.bits // 8
-    if d.numpy == d.name:  # numpy has the type itself
+    if d.is_bool:  # bool: numpy's bool_ (kind 'b'), one byte holding 0 or 1, unsigned in the lowerings
+        assert host == np.bool_ and host.kind == "b" and not d.is_float and not d.signed
+        assert d.ir == IntegerType(1) and d.dlpack == (dtypes.DL_BOOL, 8)
+    elif d.numpy == d.name:  # numpy has the type itself
         assert host.kind == ("f" if d.is_float else "i" if d.signed else "u")
     else:  # bfloat16: its bits
         assert host.kind == "u" and d.is_float
@@ -35,6 +38,9 @@ def test_row_agrees_with_numpy(d):
 def test_identity_is_neutral(d, kind):
     """identity op x == x for the extremes and a middle value of the type."""
     if d.is_float:
+        if kind in ("any", "all"):
+            assert d.identity(kind) == (0 if kind == "any" else 1)
+            return
         if kind in ("and", "or", "xor"):
             if kind == "and":
                 with pytest.raises(ValueError, match="'and' has no identity in"):
@@ -44,6 +50,15 @@ def test_identity_is_neutral(d, kind):
         xs = [-1e30, -1.5, 0.0, 2.5, 1e30, math.inf, -math.inf]
         op = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": max, "min": min}[kind]
         assert all(op(e, x) == x for x in xs)
+        return
+    if d.is_bool:  # its values are 0 and 1; any and all are or and and of them
+        e = d.identity(kind)
+        op = {"sum": int.__add__, "prod": int.__mul__, "max": max, "min": min, "and": int.__and__, "or": int.__or__,
+              "xor": int.__xor__, "any": int.__or__, "all": int.__and__}[kind]
+        assert e in (0, 1) and all(op(e, x) == x for x in (0, 1))
+        return
+    if kind in ("any", "all"):  # the bool kinds: the same identity in every type (the verifier takes only bool)
+        assert d.identity(kind) == (0 if kind == "any" else 1)
         return
     info = np.iinfo(np.dtype(d.name))
     xs = [int(info.min), int(info.min) + 1, 0, 1, int(info.max)]
@@ -75,7 +90,7 @@ def test_look_ups_by_ir_type_and_spelling():
     signed32 = IntegerType(32, Signedness.SIGNED)
     assert of_ir(signed32) is DTYPES["int32"] and ir_name(signed32) == "sint32"  # never mistaken for int32
     assert of_short("s32") is DTYPES["int32"]
-    assert of_ir(IndexType()) is None and of_ir(IntegerType(1)) is None and ir_name(IndexType()) == "index"
+    assert of_ir(IndexType()) is None and of_ir(IntegerType(1)) is DTYPES["bool"] and ir_name(IndexType()) == "index"
     assert [of_ir(t).name for t in (f16, bf16, f32, f64, i32)] == ["float16", "bfloat16", "float32", "float64", "int32"]
 
 

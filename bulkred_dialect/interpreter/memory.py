@@ -68,6 +68,8 @@ def element_format(t: Attribute, index_bitwidth: int = 64) -> tuple[ArithType | 
         return kind, _FLOAT_WIDTH[kind]
     if isinstance(t, IntegerType) and t.width.data in _UINT:
         return None, t.width.data
+    if isinstance(t, IntegerType) and t.width.data == 1:  # bool: one byte (0 or 1), as numpy and torch hold it
+        return None, 8
     if isinstance(t, IndexType):
         return None, index_bitwidth
     raise InterpretationError(f"memref element type {t} is not supported by the interpreter")
@@ -78,6 +80,8 @@ def storage_dtype(t: Attribute, index_bitwidth: int = 64) -> Any:
     kind, width = element_format(t, index_bitwidth)
     if kind is not None:
         return STORAGE_DTYPE[kind]
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return np.bool_
     return {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[width]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StridedLayoutAttr
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, StridedLayoutAttr
 from xdsl.ir import Attribute
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
@@ -99,6 +99,8 @@ def accepted_dtypes(t: Attribute, index_bitwidth: int = 64) -> list[np.dtype]:
     bits); an integer (signless) as the signed or unsigned integer of its width."""
     kind, width = element_format(t, index_bitwidth)
     bits = np.dtype(f"uint{width}")
+    if isinstance(t, IntegerType) and t.width.data == 1:  # bool (i1): one byte
+        return [np.dtype(np.bool_), bits]
     if kind is None:
         return [np.dtype(f"int{width}"), bits]
     native = np.dtype(STORAGE_DTYPE[kind])

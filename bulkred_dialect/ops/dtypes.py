@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from xdsl.ir import Attribute
 
 # DLPack's DLDataTypeCode values (dlpack.h).
-DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT = 0, 1, 2, 4
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,19 @@ class DType:
 
         if self.is_float:
             return {"f16": f16, "bf16": bf16, "f32": f32, "f64": f64}[self.mlir]
+        if self.is_bool:
+            return IntegerType(1)
         return IntegerType(self.bits, Signedness.SIGNLESS if self.signed else Signedness.UNSIGNED)
 
     @property
     def bits(self) -> int:
+        """Bits of one element in memory (bool: 8, one byte holding 0 or 1)."""
         return self.bytes * 8
+
+    @property
+    def is_bool(self) -> bool:
+        """bool (IR ``i1``): one byte in memory holding 0 or 1, as numpy and torch store it."""
+        return self.mlir == "i1"
 
     @property
     def accumulator(self) -> DType:
@@ -88,7 +96,12 @@ class DType:
         NaN-ignoring ``max`` drops (so that only an all-NaN reduction gives NaN, as
         ``numpy.fmax`` does; -inf would turn it into -inf). A kind with no identity here is
         a :class:`VerifyError` (a ``ValueError``); the verifiers refuse such a reduction
-        before any pass asks."""
+        before any pass asks. ``any`` starts at 0 (false) and ``all`` at 1 (true); a bool's
+        ``and``, ``max`` and ``min`` start at 1, 0 and 1 (its values are 0 and 1)."""
+        if kind in ("any", "all"):
+            return 0 if kind == "any" else 1
+        if self.is_bool and kind in ("and", "max", "min"):
+            return 0 if kind == "max" else 1
         if ignore_nan and self.is_float and kind in ("max", "min"):
             return math.nan
         if kind in ("sum", "or", "xor"):
@@ -122,6 +135,10 @@ def _int(
     )
 
 
+BOOL = DType("bool", "i1", "bool", 1, False, False, "bool", "bool", (DL_BOOL, 8), "uint32", grid=True)
+"""bool: ``i1`` in the IR, one byte (0 or 1) in memory, loaded with ``ld.u8`` into a 32-bit
+register; ``any``/``all`` are ``or``/``and`` of those 0/1 values (the kinds only it takes)."""
+
 _ROWS: tuple[DType, ...] = (
     _int(8, True, acc="int32", grid=True),
     _int(16, True, element=True, acc="int32", grid=True),
@@ -135,8 +152,9 @@ _ROWS: tuple[DType, ...] = (
     _int(16, False, acc="uint32", grid=True),
     _int(32, False, grid=True),
     _int(64, False, grid=True),
+    BOOL,
 )
-"""The rows, in the order messages list them (integers, then floats, then unsigned)."""
+"""The rows, in the order messages list them (integers, then floats, then unsigned, then bool)."""
 
 DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in _ROWS})
 """Every element type, by name."""
@@ -192,6 +210,8 @@ def ir_name(t: Attribute) -> str:
     them for ``int32``; a type with no row prints as itself."""
     from xdsl.dialects.builtin import IntegerType, Signedness
 
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return "bool"
     if isinstance(t, IntegerType):
         prefix = {Signedness.SIGNLESS: "int", Signedness.SIGNED: "sint", Signedness.UNSIGNED: "uint"}
         return f"{prefix[t.signedness.data]}{t.width.data}"

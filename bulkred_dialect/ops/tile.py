@@ -94,7 +94,8 @@ class ExecScope(StrEnum):
 
 
 class ReduceKind(StrEnum):
-    """The reduction: sum, prod, max and min for any element type; and/or/xor on integers."""
+    """The reduction: sum, prod, max and min for any element type; and/or/xor on integers;
+    any/all on bool (``i1``)."""
 
     SUM = "sum"
     MAX = "max"
@@ -103,8 +104,11 @@ class ReduceKind(StrEnum):
     OR = "or"
     XOR = "xor"
     PROD = "prod"
+    ANY = "any"
+    ALL = "all"
 
 
+BOOL_KINDS = (ReduceKind.ANY, ReduceKind.ALL)
 BITWISE_KINDS = (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR)
 MINMAX_KINDS = (ReduceKind.MAX, ReduceKind.MIN)
 
@@ -389,6 +393,17 @@ def check_dst_element_type(kind: str, src: Attribute, dst: Attribute, *, grid: b
     raise VerifyException(f"'dst' element type must be {expected}, got {dst}")
 
 
+def check_bool_kind(kind: str, src: Attribute, dst: Attribute) -> None:
+    """Raise unless ``any``/``all`` reduce an ``i1`` (bool) ``src``, and unless a ``sum``
+    of ``i1`` has a wider integer ``dst`` (a count does not fit in a bool)."""
+    if kind in BOOL_KINDS and src != IntegerType(1):
+        # TODO(issue 16): any/all of other types, as numpy's and torch's "x != 0" reduced
+        raise VerifyException(f"'kind' {kind} needs element type i1 (bool), got {src}")
+    if kind == ReduceKind.SUM and src == IntegerType(1) and dst == src:
+        valid = ", ".join(str(v) for v in wider_dst_types(kind, src))
+        raise VerifyException(f"'dst' element type of a sum of i1 (bool) must be a wider integer ({valid}), got {dst}")
+
+
 def check_static_positive_shape(field: str, t: MemRefType) -> list[int]:
     """The shape of ``t``; raise when a dimension is dynamic or < 1."""
     shape = list(t.get_shape())
@@ -570,6 +585,7 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}"
             )
+        check_bool_kind(self.kind.data, st.element_type, dt.element_type)
         if self.ignore_nan is not None:
             if self.kind.data not in MINMAX_KINDS:
                 raise VerifyException(f"'ignore_nan' is only valid with kind max or min, got kind {self.kind.data}")
@@ -916,8 +932,10 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
-        if self.kind.data == ReduceKind.PROD:
-            raise VerifyException("'kind' prod has no cp.reduce.async.bulk form (valid: sum, max, min, and, or, xor)")
+        if self.kind.data in (ReduceKind.PROD, *BOOL_KINDS):
+            raise VerifyException(
+                f"'kind' {self.kind.data} has no cp.reduce.async.bulk form (valid: sum, max, min, and, or, xor)"
+            )
         _check_bulk_bytes(st, scope_of(dt))
         check_contiguous("src", st)
         check_contiguous("dst", dt)

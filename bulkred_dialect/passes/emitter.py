@@ -351,7 +351,8 @@ class Emitter:
         """``kind(a, b)`` in ``dtype`` as one scalar ptx instruction: ``add.rn`` /
         ``mul.rn`` for floats (no ``.ftz``), ``add.s<N>`` / ``mul.lo.s<N>`` for integers
         (wrapping), ``max``/``min`` (signed for integers; for floats ``.NaN`` unless
-        :attr:`propagate_nan` is off, see :meth:`minmax`), ``and``/``or``/``xor.b<N>``."""
+        :attr:`propagate_nan` is off, see :meth:`minmax`), ``and``/``or``/``xor.b<N>``;
+        ``any``/``all`` as ``or``/``and.b<N>`` of 0/1 values."""
         arith_type, bit_type = arith_types(dtype)
         if kind == ReduceKind.SUM:
             return self.value(AddOp(arith_type, a, b, rnd=RoundingMode.RN if dtype.is_float else None))
@@ -362,7 +363,10 @@ class Emitter:
         if kind in (ReduceKind.MAX, ReduceKind.MIN):
             return self.minmax(kind, arith_type, a, b)
         assert bit_type is not None, "the verifier allows bitwise kinds on integers only"
-        logic = {ReduceKind.AND: AndOp, ReduceKind.OR: OrOp, ReduceKind.XOR: XorOp}[kind]
+        # any/all: or/and of bool's 0/1 values (loaded with ld.u8 into 32-bit registers)
+        logic = {
+            ReduceKind.AND: AndOp, ReduceKind.OR: OrOp, ReduceKind.XOR: XorOp, ReduceKind.ANY: OrOp, ReduceKind.ALL: AndOp,
+        }[kind]
         return self.value(logic(bit_type, a, b))
 
     def minmax(self, kind: ReduceKind, t: ArithType, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -146,8 +146,9 @@ def kind_in(*kinds: ReduceKind) -> PredicateFn:
 def kinds_but_prod(instruction: str) -> Predicate:
     """The ``kind`` predicate of a variant whose combining instruction (``redux.sync``,
     ``red.async``, ``cp.reduce.async.bulk``) has no multiply: every kind but prod, and
-    the table says why."""
-    kinds = tuple(k for k in ReduceKind if k != ReduceKind.PROD)
+    the table says why. The bool kinds (any, all) are left out: these variants take
+    int32 only, and the verifier takes any/all on bool only."""
+    kinds = tuple(k for k in ReduceKind if k not in (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL))
     return Predicate("kind", kind_in(*kinds), expected=f"{', '.join(kinds)} ({instruction} has no mul)")
 
 

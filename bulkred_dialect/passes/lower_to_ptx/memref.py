@@ -13,7 +13,7 @@ located error."""
 from __future__ import annotations
 
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -54,6 +54,8 @@ def alloca(k: LoweringState, op: memref.AllocaOp) -> None:
         raise LocatedError(
             op, f"can allocate only local, shared or cluster_shared buffers in a kernel, got {t}"
         )
+    if t.element_type == IntegerType(1):  # bool: global buffers (parameters) hold it, one byte each
+        raise LocatedError(op, f"element type {t.element_type} has no PTX load/store form")
     k.check_static(op, t)
     if op.dynamic_sizes or op.symbol_operands:
         raise LocatedError(op, "needs a static allocation without operands")

@@ -38,9 +38,12 @@ def lowered_type(t: Attribute) -> Attribute:
 
 
 def element_bytes(t: Attribute) -> int | None:
-    """Bytes of one memref element, or None for a type PTX cannot load."""
+    """Bytes of one memref element, or None for a type PTX cannot load. ``i1`` (bool)
+    is one byte (0 or 1), as numpy and torch store it."""
     if isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64):
         return t.width.data // 8
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return 1
     if isinstance(t, Float16Type | BFloat16Type):
         return 2
     if isinstance(t, Float32Type):

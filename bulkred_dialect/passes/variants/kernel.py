@@ -72,6 +72,8 @@ _REDUX_OP: dict[ReduceKind, ReduxKind] = {
     ReduceKind.AND: ReduxKind.AND,
     ReduceKind.OR: ReduxKind.OR,
     ReduceKind.XOR: ReduxKind.XOR,
+    ReduceKind.ANY: ReduxKind.OR,  # of bool's 0/1 values
+    ReduceKind.ALL: ReduxKind.AND,
 }
 
 
@@ -82,7 +84,7 @@ def _redux_int(kind: ReduceKind, elem: Elem) -> tuple[ReduxKind, ReduxType] | No
     acc = elem.accumulator
     if acc.is_float or acc.bits != 32 or kind not in _REDUX_OP:
         return None
-    if kind in (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR):
+    if kind in (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR, ReduceKind.ANY, ReduceKind.ALL):
         return _REDUX_OP[kind], ReduxType.B32
     return _REDUX_OP[kind], ReduxType.S32 if acc.signed else ReduxType.U32
 

@@ -80,7 +80,7 @@ func.func @unsigned_below_grid(%a: memref<1xui8, #bulkred.scope<local>>, %b: mem
 // -----
 
 func.func @signed_at_grid(%a: memref<64xsi32, #bulkred.scope<global>>, %b: memref<1xsi32, #bulkred.scope<global>>) {
-  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i8, i16, i32, i64, f16, bf16, f32, f64, ui8, ui16, ui32, ui64, got si32 (integers must be signless or unsigned)
+  // CHECK: error: 'bulkred.reduce' 'src' element type must be one of i8, i16, i32, i64, f16, bf16, f32, f64, ui8, ui16, ui32, ui64, i1, got si32 (integers must be signless or unsigned)
   bulkred.reduce sum grid %a, %b : memref<64xsi32, #bulkred.scope<global>>, memref<1xsi32, #bulkred.scope<global>>
   func.return
 }
