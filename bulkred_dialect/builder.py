@@ -69,7 +69,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from bulkred_dialect.diagnostics import verify_located
 from bulkred_dialect.errors import BuildError
-from bulkred_dialect.ops.dtypes import BOOL, ELEMENT_DTYPES
+from bulkred_dialect.ops.dtypes import ELEMENT_DTYPES, GRID_DTYPES
 from bulkred_dialect.ops.target import Target, TargetError
 from bulkred_dialect.ops.tile import (
     BulkCopyOp,
@@ -132,10 +132,10 @@ tile-level buffer may hold (signless integers, treated as signed)."""
 
 _DTYPE_NAMES: dict[Attribute, str] = {t: n for n, t in DTYPES.items()}
 
-PARAM_DTYPES: dict[str, Attribute] = {**DTYPES, BOOL.name: BOOL.ir}
-"""The element types of a kernel's global buffer parameters: :data:`DTYPES` and bool
-(``i1``, one byte in memory), which only grid-scope reductions take (``any``, ``all``)."""
-# TODO(issue 16): the other grid-only types (int8, uint8, ...) too, once the API takes them
+PARAM_DTYPES: dict[str, Attribute] = {**DTYPES, **{d.name: d.ir for d in GRID_DTYPES}}
+"""The element types of a kernel's global buffer parameters: :data:`DTYPES` and the rows
+that only grid-scope reductions take (``ops/dtypes.py``'s ``grid`` rows: int8, uint8,
+uint16, uint32, uint64 and bool, one byte in memory)."""
 
 # Buffers a kernel can allocate itself; global buffers are kernel parameters.
 _ALLOC_SCOPES = (MemoryScope.LOCAL, MemoryScope.SHARED, MemoryScope.CLUSTER_SHARED)
