@@ -698,6 +698,18 @@ def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype:
         _NEW_OUT[kind] = (axis, fast.call_new_last, rec.result_shape)
 
 
+def _recorded(kind: str, x: Any, axis: Any) -> Any:
+    """The short path of a call like the last one of ``kind`` that made its result (no
+    ``out``, ``stream``, ``dtype``, ``keepdims`` or option): its result, or None, having
+    done nothing, unless ``x`` and ``axis`` are like that call's."""
+    hit = _NEW_OUT.get(kind)
+    if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+        result = hit[1]((x,))
+        if result is not None:
+            return result if hit[2] is None else result.view(hit[2])
+    return None
+
+
 def _reduction_function(name: str, kind: str, what: str):
     """The public function ``name`` (``bulkred.prod`` ...) without ``dtype`` or
     ``ignore_nan``: :func:`reduce` of ``kind``, with the short path of a call like the
@@ -707,11 +719,9 @@ def _reduction_function(name: str, kind: str, what: str):
         if _compiling():
             return reduce(kind, x, axis=axis, keepdims=keepdims, out=out, stream=stream, explain=explain)
         if out is None and stream is None and keepdims is False and not explain:
-            hit = _NEW_OUT.get(kind)
-            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
-                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
-                if result is not None:
-                    return result if hit[2] is None else result.view(hit[2])
+            result = _recorded(kind, x, axis)
+            if result is not None:
+                return result
         return reduce(kind, x, axis=axis, keepdims=keepdims, out=out, stream=stream, explain=explain)
 
     return _named(fn, name, what)
@@ -727,11 +737,9 @@ def _sum_like(name: str, kind: str, what: str):
         if _compiling():
             return reduce(kind, x, axis=axis, dtype=dtype, keepdims=keepdims, out=out, stream=stream, explain=explain)
         if out is None and stream is None and dtype is None and keepdims is False and not explain:
-            hit = _NEW_OUT.get(kind)
-            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
-                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
-                if result is not None:
-                    return result if hit[2] is None else result.view(hit[2])
+            result = _recorded(kind, x, axis)
+            if result is not None:
+                return result
         return reduce(kind, x, axis=axis, dtype=dtype, keepdims=keepdims, out=out, stream=stream, explain=explain)
 
     return _named(fn, name, what)
@@ -747,11 +755,9 @@ def _min_max(name: str, kind: str, what: str):
         if _compiling():
             return reduce(kind, x, axis=axis, keepdims=keepdims, ignore_nan=ignore_nan, out=out, stream=stream, explain=explain)
         if out is None and stream is None and keepdims is False and ignore_nan is False and not explain:
-            hit = _NEW_OUT.get(kind)
-            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
-                result = hit[1]((x,))  # None, having done nothing, unless x is like the last one
-                if result is not None:
-                    return result if hit[2] is None else result.view(hit[2])
+            result = _recorded(kind, x, axis)
+            if result is not None:
+                return result
         return reduce(kind, x, axis=axis, keepdims=keepdims, ignore_nan=ignore_nan, out=out, stream=stream, explain=explain)
 
     return _named(fn, name, what)
