@@ -78,6 +78,8 @@ from bulkred_dialect.ops.tile import (
     ClusterSizeOp,
     CopyOp,
     ExecScope,
+    FUSED_KINDS,
+    MapFn,
     LAUNCH_ATTR,
     LaunchAttr,
     MemoryScope,
@@ -533,6 +535,10 @@ def reduce(
     deterministic: bool = False,
     ignore_nan: bool = False,
     variant: str | None = None,
+    prologue: Sequence[str | tuple[str, float]] | None = None,
+    epilogue: Sequence[str | tuple[str, float]] | None = None,
+    correction: int | None = None,
+    aux: SSAValue | None = None,
 ) -> ReduceOp:
     """``bulkred.reduce kind scope [accum] [deterministic] [ignore_nan] [axes ..] [variant "v"] src, dst``.
 
@@ -546,10 +552,16 @@ def reduce(
     for the same bits on every run; float max and min propagate NaN (a NaN anywhere gives
     NaN, as numpy does) unless ``ignore_nan`` (max/min of a float type only), which drops
     NaN inputs; ``variant`` forces a lowering variant by name.
+
+    Fused reductions (grid scope, docs/fused.md): ``prologue`` / ``epilogue`` are lists of
+    maps, a name or a (name, float) pair: ``T.reduce("sum", n, x, prologue=["square"],
+    epilogue=["sqrt"])`` is an L2 norm, ``T.reduce("max", a, x, prologue=["abs"])`` the
+    absmax. Kinds ``argmax``/``argmin`` (``dst`` i64; ``aux`` the values), ``var``
+    (``correction``; ``aux`` the mean) and ``logsumexp``.
     """
     return _reduce(
         "reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant,
-        ignore_nan,
+        ignore_nan, prologue, epilogue, correction, aux,
     )
 
 
@@ -594,8 +606,34 @@ def _reduce(
     deterministic: bool,
     variant: str | None,
     ignore_nan: bool = False,
+    prologue: Sequence[str | tuple[str, float]] | None = None,
+    epilogue: Sequence[str | tuple[str, float]] | None = None,
+    correction: int | None = None,
+    aux: SSAValue | None = None,
 ) -> ReduceOp:
     d = _buffer(dst, "dst", fn)
+    a = _buffer(aux, "aux", fn) if aux is not None else None
+    maps = {}
+    for field, given in (("prologue", prologue), ("epilogue", epilogue)):
+        if given is None:
+            continue
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise BuildError(f"'{field}' of T.{fn} must be a list of maps (a name or a (name, float) pair), got {given!r}")
+        items = []
+        for m in given:
+            if isinstance(m, str):
+                items.append(m)
+            elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], int | float) and not isinstance(m[1], bool):
+                items.append((m[0], float(m[1])))
+            else:
+                raise BuildError(f"'{field}' of T.{fn}: each map must be a name or a (name, float) pair, got {m!r}")
+            known = {f.value for f in MapFn}
+            name = items[-1] if isinstance(items[-1], str) else items[-1][0]
+            if name not in known:
+                raise BuildError(f"'{field}' of T.{fn}: unknown map {name!r}, expected one of {', '.join(sorted(known))}")
+        maps[field] = items
+    if correction is not None and (not isinstance(correction, Integral) or isinstance(correction, bool)):
+        raise BuildError(f"'correction' of T.{fn} must be an integer, got {correction!r}")
     x = _buffer(src, "src", fn)
     s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
     for field, flag in (("accum", accum), ("deterministic", deterministic), ("ignore_nan", ignore_nan)):
@@ -623,7 +661,8 @@ def _reduce(
         _check_reduce_order(fn, d, x)
     op = ReduceOp(
         kind, x, d, scope=s, accum=accum, deterministic=deterministic, ignore_nan=ignore_nan, axes=axes_list,
-        variant=variant,
+        variant=variant, prologue=maps.get("prologue"), epilogue=maps.get("epilogue"),
+        correction=None if correction is None else int(correction), aux=a,
     )
     return _insert(op, fn)  # type: ignore[return-value]
 
@@ -706,7 +745,7 @@ def bulk_reduce(
     ``dst``; into global, by bulk group (no ``mbar``).
     """
     # cp.reduce.async.bulk has no multiply
-    no_bulk_form = (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL)  # cp.reduce.async.bulk has no mul, and no bool
+    no_bulk_form = (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL, *FUSED_KINDS)  # cp.reduce.async.bulk has no mul, and no bool
     k = _enum(ReduceKind, kind, "kind", "bulk_reduce", [m for m in ReduceKind if m not in no_bulk_form])
     s = _buffer(src, "src", "bulk_reduce")
     d = _buffer(dst, "dst", "bulk_reduce")

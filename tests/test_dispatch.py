@@ -28,7 +28,7 @@ from bulkred_dialect.ops.dtypes import ir_name as dtype_name
 from bulkred_dialect.ops.ptx import arith as pa
 from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SetpOp
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import BITWISE_KINDS, BOOL_KINDS, BULKRED, ELEMENT_TYPES, ReduceKind, ReduceOp
+from bulkred_dialect.ops.tile import BITWISE_KINDS, BOOL_KINDS, FUSED_KINDS, BULKRED, ELEMENT_TYPES, ReduceKind, ReduceOp
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
 from bulkred_dialect.passes.check_target import check_module
 from bulkred_dialect.passes import dispatch, variants
@@ -735,11 +735,13 @@ def test_local_dtype_predicate_lists_exactly_the_verifier_element_types():
 
 
 def _kinds_for(t) -> list[str]:
-    """The kinds the verifier takes on ``t``: the bitwise ones on integers, any/all on
-    i1 (bool) only (no tile-level type: tests/test_bool.py runs them at grid scope)."""
+    """The kinds the verifier takes on ``t`` below grid scope: the bitwise ones on
+    integers, any/all on i1 (bool) only (no tile-level type: tests/test_bool.py runs
+    them at grid scope); the fused kinds are grid-scope only (tests/test_fused.py)."""
     return [
         str(k) for k in ReduceKind
         if (k not in BITWISE_KINDS or isinstance(t, IntegerType)) and (k not in BOOL_KINDS or t == IntegerType(1))
+        and k not in FUSED_KINDS
     ]
 
 

@@ -24,6 +24,7 @@ Example (the TIRx card's demonstration program, ``examples/seed_sum32.mlir``)::
 
 from __future__ import annotations
 
+import math
 from abc import ABC
 from typing import ClassVar
 
@@ -33,6 +34,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    FloatAttr,
     IntegerAttr,
     IntAttr,
     IndexType,
@@ -42,6 +44,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     UnitAttr,
+    f64,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -106,9 +109,41 @@ class ReduceKind(StrEnum):
     PROD = "prod"
     ANY = "any"
     ALL = "all"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
+    VAR = "var"
+    LOGSUMEXP = "logsumexp"
 
 
 BOOL_KINDS = (ReduceKind.ANY, ReduceKind.ALL)
+INDEX_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
+FUSED_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN, ReduceKind.VAR, ReduceKind.LOGSUMEXP)
+"""The kinds whose accumulator is more than one value (grid scope only): ``argmax`` /
+``argmin`` (value and index), ``var`` (count, mean and the sum of squared deviations,
+Chan's combination) and ``logsumexp`` (a running shift and a sum of exponentials)."""
+FLOAT_ONLY_KINDS = (ReduceKind.VAR, ReduceKind.LOGSUMEXP)
+
+
+class MapFn(StrEnum):
+    """An elementwise map of a grid-scope ``bulkred.reduce``'s prologue (applied to each
+    element, in the accumulator type, as it is loaded) or epilogue (applied to each
+    result before it is stored)."""
+
+    CAST = "cast"  # prologue: the conversion to the accumulator type (always done; a marker)
+    ABS = "abs"  # prologue: |x|
+    SQUARE = "square"  # prologue: x * x
+    POW = "pow"  # prologue: |x| ** p; epilogue: x ** p (x >= 0)
+    SCALE = "scale"  # prologue or epilogue: x * s
+    DIV_COUNT = "div_count"  # epilogue: x / (the number of elements reduced into it)
+    SQRT = "sqrt"  # epilogue
+    LOG = "log"  # epilogue
+
+
+PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE)
+EPILOGUE_MAPS = (MapFn.DIV_COUNT, MapFn.SQRT, MapFn.LOG, MapFn.POW, MapFn.SCALE)
+MAPS_WITH_ARG = (MapFn.POW, MapFn.SCALE)
+INTEGER_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE)
+"""The maps an integer accumulator takes (the others need a float one)."""
 BITWISE_KINDS = (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR)
 MINMAX_KINDS = (ReduceKind.MAX, ReduceKind.MIN)
 
@@ -136,6 +171,80 @@ class ExecScopeAttr(EnumAttribute[ExecScope], SpacedOpaqueSyntaxAttribute):
 @irdl_attr_definition
 class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "bulkred.reduce_kind"
+
+
+@irdl_attr_definition
+class MapAttr(ParametrizedAttribute):
+    """One elementwise map of a prologue or epilogue (:class:`MapFn`):
+    ``#bulkred.map<abs>``, ``#bulkred.map<pow 3.0>`` (``pow`` and ``scale`` take a float
+    argument, the others none)."""
+
+    name = "bulkred.map"
+
+    fn: StringAttr
+    arg: FloatAttr | NoneAttr
+
+    def __init__(self, fn: str, arg: float | None = None):
+        super().__init__(StringAttr(str(fn)), NoneAttr() if arg is None else FloatAttr(float(arg), f64))
+
+    @property
+    def map_fn(self) -> MapFn:
+        return MapFn(self.fn.data)
+
+    @property
+    def value(self) -> float | None:
+        return None if isinstance(self.arg, NoneAttr) else float(self.arg.value.data)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.fn.data}")
+        if self.value is not None:
+            printer.print_string(f" {self.value!r}")
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            fn = parser.parse_identifier(" (a map: " + ", ".join(m.value for m in MapFn) + ")")
+            if fn not in set(MapFn):
+                parser.raise_error(f"unknown map '{fn}', expected one of " + ", ".join(m.value for m in MapFn), pos)
+            arg: Attribute = NoneAttr()
+            if fn in MAPS_WITH_ARG:
+                v = parser.parse_number()
+                arg = FloatAttr(float(v), f64)
+        return (StringAttr(fn), arg)
+
+    def verify(self) -> None:
+        if self.fn.data not in set(MapFn):
+            raise VerifyException(f"unknown map '{self.fn.data}', expected one of " + ", ".join(MapFn))
+        needs = self.fn.data in MAPS_WITH_ARG
+        if needs and self.value is None:
+            raise VerifyException(f"map '{self.fn.data}' needs a float argument, got none")
+        if not needs and self.value is not None:
+            raise VerifyException(f"map '{self.fn.data}' takes no argument, got {self.value}")
+        if self.value is not None and not math.isfinite(self.value):
+            raise VerifyException(f"map '{self.fn.data}' needs a finite argument, got {self.value}")
+
+
+def check_maps(
+    field: str, maps: Sequence[MapAttr], allowed: Sequence[MapFn], acc: Attribute, kind: str
+) -> None:
+    """Raise unless every map of ``maps`` is one of ``allowed`` and takes the accumulator
+    type ``acc`` (an integer one only :data:`INTEGER_MAPS`); ``cast`` only first."""
+    for i, m in enumerate(maps):
+        fn = m.map_fn
+        if fn not in allowed:
+            raise VerifyException(
+                f"'{field}' map {i} must be one of {', '.join(allowed)}, got {fn}"
+            )
+        if fn == MapFn.CAST and i != 0:
+            raise VerifyException(f"'{field}' map 'cast' must come first, got it at position {i}")
+        if isinstance(acc, IntegerType) and fn not in INTEGER_MAPS:
+            raise VerifyException(
+                f"'{field}' map '{fn}' needs a floating-point accumulator, got {acc} (kind {kind})"
+            )
+        if kind in INDEX_KINDS and field == "epilogue":
+            raise VerifyException(f"'epilogue' is not valid with kind {kind} (its result is an index)")
 
 
 def _parse_int_list(parser: AttrParser) -> list[int]:
@@ -466,6 +575,24 @@ class ReduceOp(IRDLOperation):
     ``variant`` forces a lowering variant by name.
     The element type is one of :data:`ELEMENT_TYPES`; every dimension is static and >= 1.
 
+    Fused reductions (grid scope only, docs/fused.md):
+
+    * ``prologue``: maps applied in order to each element, in the accumulator type, as it
+      is loaded (:data:`PROLOGUE_MAPS`: ``cast``, ``abs``, ``square``, ``pow p`` (``|x|**p``),
+      ``scale s``); ``epilogue``: maps applied in order to each result before it is stored
+      (:data:`EPILOGUE_MAPS`: ``div_count``, ``sqrt``, ``log``, ``pow p``, ``scale s``), not
+      with ``accum``. ``sum`` with ``[square]`` and ``[sqrt]`` is the L2 norm;
+      ``max`` with ``[abs]`` the absmax; ``sum`` with ``[div_count]`` the mean.
+    * ``argmax`` / ``argmin``: ``dst`` (``i64``) receives the index of the first largest
+      (smallest) element, row-major over the reduced axes; NaN counts as the largest
+      (and, for argmin, the smallest), as torch does. ``aux`` (optional, ``src``'s element
+      type) receives the value.
+    * ``var``: ``dst`` receives the variance, the sum of squared deviations divided by
+      ``N - correction`` (``correction`` 0 when absent; ``N - correction <= 0`` gives
+      inf, or NaN when the deviations are all 0, as torch does); ``aux`` (optional)
+      receives the mean. The epilogue applies to the variance (``[sqrt]``: std).
+    * ``logsumexp``: ``log(sum(exp(x)))`` with a running shift (one read; no overflow).
+
     Example::
 
         bulkred.reduce sum thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
@@ -473,6 +600,9 @@ class ReduceOp(IRDLOperation):
         bulkred.reduce max grid ignore_nan %x, %y : ...
         bulkred.reduce prod thread %a, %b : ...
         bulkred.reduce sum grid axes [0 : i64] %x, %y : memref<65536x4096xf32, #bulkred.scope<global>>, memref<4096xf32, #bulkred.scope<global>>
+        bulkred.reduce sum grid prologue [#bulkred.map<square>] epilogue [#bulkred.map<sqrt>] %x, %n : ...
+        bulkred.reduce var grid axes [1 : i64] correction 1 : i64 %x, %v aux %m : memref<64xf32, ...> : ...
+        bulkred.reduce argmax grid %x, %i : memref<1024xf32, ...>, memref<1xi64, ...>
 
     Spec: the TIRx reduction card (docs/lowering.md) for thread scope; docs/scopes.md for
     the others.
@@ -486,14 +616,19 @@ class ReduceOp(IRDLOperation):
     deterministic = opt_prop_def(UnitAttr)
     ignore_nan = opt_prop_def(UnitAttr)
     axes = opt_prop_def(ArrayAttr[IntegerAttr])
+    prologue = opt_prop_def(ArrayAttr[MapAttr])
+    epilogue = opt_prop_def(ArrayAttr[MapAttr])
+    correction = opt_prop_def(IntegerAttr)
     variant = opt_prop_def(StringAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
+    aux = opt_operand_def(MemRefType)
 
     assembly_format = (
         "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? "
-        "(`ignore_nan` $ignore_nan^)? (`axes` $axes^)? "
-        "(`variant` $variant^)? $src `,` $dst attr-dict `:` type($src) `,` type($dst)"
+        "(`ignore_nan` $ignore_nan^)? (`axes` $axes^)? (`prologue` $prologue^)? "
+        "(`epilogue` $epilogue^)? (`correction` $correction^)? "
+        "(`variant` $variant^)? $src `,` $dst (`aux` $aux^ `:` type($aux))? attr-dict `:` type($src) `,` type($dst)"
     )
 
     def __init__(
@@ -508,8 +643,19 @@ class ReduceOp(IRDLOperation):
         ignore_nan: bool = False,
         axes: Sequence[int] | None = None,
         variant: str | None = None,
+        prologue: Sequence[MapAttr | str | tuple[str, float]] | None = None,
+        epilogue: Sequence[MapAttr | str | tuple[str, float]] | None = None,
+        correction: int | None = None,
+        aux: SSAValue | None = None,
     ):
         props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
+        for name, maps in (("prologue", prologue), ("epilogue", epilogue)):
+            if maps:
+                props[name] = ArrayAttr(
+                    m if isinstance(m, MapAttr) else MapAttr(m) if isinstance(m, str) else MapAttr(*m) for m in maps
+                )
+        if correction is not None:
+            props["correction"] = IntegerAttr(correction, i64)
         if accum:
             props["accum"] = UnitAttr()
         if deterministic:
@@ -520,7 +666,7 @@ class ReduceOp(IRDLOperation):
             props["axes"] = ArrayAttr(IntegerAttr(a, i64) for a in axes)
         if variant is not None:
             props["variant"] = StringAttr(variant)
-        super().__init__(operands=[src, dst], properties=props)
+        super().__init__(operands=[src, dst, [aux] if aux is not None else []], properties=props)
 
     @staticmethod
     def expected_dst_shape(src_shape: Sequence[int], axes: Sequence[int] | None = None) -> list[int]:
@@ -548,8 +694,17 @@ class ReduceOp(IRDLOperation):
         dt = _expect_buffer("dst", self.dst)
         grid_scope = self.scope.data == ExecScope.GRID
         check_element_type("src", st, grid=grid_scope)
-        if st.element_type != dt.element_type:
-            check_dst_element_type(self.kind.data, st.element_type, dt.element_type, grid=grid_scope)
+        kind = self.kind.data
+        fused = kind in FUSED_KINDS or self.prologue is not None or self.epilogue is not None
+        if fused and not grid_scope:
+            what = f"kind {kind}" if kind in FUSED_KINDS else "a prologue or epilogue"
+            raise VerifyException(f"{what} is only valid at grid scope, got scope {self.scope.data}")
+        if kind in INDEX_KINDS:
+            if dt.element_type != i64:
+                raise VerifyException(f"'dst' element type of kind {kind} must be i64 (the index), got {dt.element_type}")
+        elif st.element_type != dt.element_type:
+            check_dst_element_type(kind, st.element_type, dt.element_type, grid=grid_scope)
+        self._verify_fused(st, dt)
         src_shape = check_static_positive_shape("src", st)
         dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:
@@ -593,6 +748,47 @@ class ReduceOp(IRDLOperation):
                 raise VerifyException(
                     f"'ignore_nan' is only valid with a floating-point element type, got {st.element_type}"
                 )
+
+    def maps(self, field: str) -> list[MapAttr]:
+        """The ``prologue`` or ``epilogue`` maps, in order (none: [])."""
+        a = self.prologue if field == "prologue" else self.epilogue
+        return list(a.data) if a is not None else []  # type: ignore[union-attr]
+
+    def _verify_fused(self, st: MemRefType, dt: MemRefType) -> None:
+        kind = self.kind.data
+        src, dst = st.element_type, dt.element_type
+        if kind in FLOAT_ONLY_KINDS and isinstance(src, IntegerType):
+            raise VerifyException(f"'kind' {kind} needs a floating-point element type, got {src}")
+        # the accumulator: a wider dst's type, else src's accumulator (docs/scopes.md)
+        s_dt = of_ir(src)
+        acc = dst if kind not in INDEX_KINDS and dst != src else (s_dt.accumulator.ir if s_dt is not None else src)
+        check_maps("prologue", self.maps("prologue"), PROLOGUE_MAPS, acc, kind)
+        check_maps("epilogue", self.maps("epilogue"), EPILOGUE_MAPS, acc, kind)
+        if self.epilogue is not None and self.accum is not None:
+            raise VerifyException("'epilogue' is not valid with 'accum' (the epilogue applies to the final result)")
+        if self.correction is not None:
+            if kind != ReduceKind.VAR:
+                raise VerifyException(f"'correction' is only valid with kind var, got kind {kind}")
+            if self.correction.value.data < 0:
+                raise VerifyException(f"'correction' must be >= 0, got {self.correction.value.data}")
+        if kind in FUSED_KINDS and self.accum is not None:
+            raise VerifyException(f"'accum' is not valid with kind {kind}")
+        if kind in FUSED_KINDS and self.ignore_nan is not None:
+            raise VerifyException(f"'ignore_nan' is not valid with kind {kind}")
+        if self.aux is not None:
+            if kind not in INDEX_KINDS and kind != ReduceKind.VAR:
+                raise VerifyException(f"'aux' is only valid with kind argmax, argmin or var, got kind {kind}")
+            at = _expect_buffer("aux", self.aux)
+            want = src if kind in INDEX_KINDS else dst
+            if at.element_type != want:
+                what = "the values (src's element type)" if kind in INDEX_KINDS else "the mean (dst's element type)"
+                raise VerifyException(f"'aux' element type must be {want}, {what}, got {at.element_type}")
+            if list(at.get_shape()) != list(dt.get_shape()):
+                raise VerifyException(f"'aux' shape must be dst's {list(dt.get_shape())}, got {list(at.get_shape())}")
+            if scope_of(at) != MemoryScope.GLOBAL:
+                raise VerifyException(f"operand 'aux' must be in scope global at grid scope, got {scope_of(at)}")
+            if not isinstance(at.layout, NoneAttr):
+                raise VerifyException(f"'aux' must be contiguous (no layout), got {at.layout}")
 
     @property
     def propagates_nan(self) -> bool:
@@ -932,7 +1128,7 @@ class BulkReduceOp(IRDLOperation):
             raise VerifyException(f"'dst' must have the shape and element type of 'src' {st}, got {dt}")
         if self.kind.data in BITWISE_KINDS and not isinstance(st.element_type, IntegerType):
             raise VerifyException(f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}")
-        if self.kind.data in (ReduceKind.PROD, *BOOL_KINDS):
+        if self.kind.data in (ReduceKind.PROD, *BOOL_KINDS, *FUSED_KINDS):
             raise VerifyException(
                 f"'kind' {self.kind.data} has no cp.reduce.async.bulk form (valid: sum, max, min, and, or, xor)"
             )
@@ -1003,5 +1199,5 @@ class ClusterSizeOp(_ClusterIndexOp):
 BULKRED = Dialect(
     "bulkred",
     [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp],
-    [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr],
+    [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr, MapAttr],
 )
