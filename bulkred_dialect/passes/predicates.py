@@ -23,6 +23,8 @@ from xdsl.ir import Attribute, Operation
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, ir_name
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
+    FUSED_KINDS,
+    INDEX_KINDS,
     ExecScope,
     LaunchAttr,
     MemoryScope,
@@ -148,7 +150,7 @@ def kinds_but_prod(instruction: str) -> Predicate:
     ``red.async``, ``cp.reduce.async.bulk``) has no multiply: every kind but prod, and
     the table says why. The bool kinds (any, all) are left out: these variants take
     int32 only, and the verifier takes any/all on bool only."""
-    kinds = tuple(k for k in ReduceKind if k not in (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL))
+    kinds = tuple(k for k in ReduceKind if k not in (ReduceKind.PROD, ReduceKind.ANY, ReduceKind.ALL, *FUSED_KINDS))
     return Predicate("kind", kind_in(*kinds), expected=f"{', '.join(kinds)} ({instruction} has no mul)")
 
 
@@ -226,6 +228,48 @@ def collective_predicates(scope: ExecScope, dtype: Predicate, *extra: Predicate)
         *extra,
     ]
 
+
+def plain_reduction(what: str) -> Predicate:
+    """A variant that reduces the loaded values as they are (``what`` does the combining,
+    e.g. cp.reduce.async.bulk): no fused kind, no prologue or epilogue."""
+
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, ReduceOp)
+        kind = op.kind.data
+        if kind in FUSED_KINDS:
+            return False, f"kind {kind} ({what} has no {kind})"
+        maps = [str(m.map_fn) for f in ("prologue", "epilogue") for m in op.maps(f)]
+        if maps:
+            return False, f"maps {', '.join(maps)} ({what} applies no elementwise map)"
+        return True, "plain"
+
+    return Predicate("fused", check, expected="a plain kind, no prologue or epilogue")
+
+
+F32_ONLY_MAPS = ("pow", "log")
+
+
+def fused_lowerable(op: Operation, target: Target) -> tuple[bool, object]:
+    """The kind and maps have a form in the accumulator type: ``logsumexp``, ``pow`` and
+    ``log`` use ``ex2.approx`` / ``lg2.approx``, which exist for f32 only."""
+    assert isinstance(op, ReduceOp)
+    from bulkred_dialect.ops.dtypes import of_ir
+
+    src, dst = _types(op)[0].element_type, _types(op)[1].element_type
+    kind = op.kind.data
+    s = of_ir(src)
+    acc = of_ir(dst) if dst != src and kind not in INDEX_KINDS else (s.accumulator if s is not None else None)
+    if acc is None or acc.name != "float64":
+        return True, "f32 math" if acc is not None and acc.is_float else "no float math"
+    needs = [str(m.map_fn) for f in ("prologue", "epilogue") for m in op.maps(f) if str(m.map_fn) in F32_ONLY_MAPS]
+    if kind == ReduceKind.LOGSUMEXP:
+        needs.insert(0, "logsumexp")
+    if needs:
+        return False, f"{', '.join(needs)} of float64 (ex2/lg2.approx are f32 only)"
+    return True, "float64 math"
+
+
+FUSED_MATH = Predicate("math", fused_lowerable, expected="ex2/lg2 in f32 (no pow, log, logsumexp of float64)")
 
 COLLECTIVE_NAMES = tuple(d.name for d in COLLECTIVE_DTYPES)
 ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(COLLECTIVE_NAMES))

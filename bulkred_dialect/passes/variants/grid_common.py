@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from bulkred_dialect.ops.dtypes import DTYPES
 from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.memory import PtrAddOp
@@ -46,9 +47,10 @@ from bulkred_dialect.ops.tile import (
     enclosing_kernel,
 )
 from bulkred_dialect.passes.canonical import Canonical, canonical
-from bulkred_dialect.passes.elements import Elem
+from bulkred_dialect.passes.elements import Elem, ld_type
 from bulkred_dialect.passes.emitter import Emitter
-from bulkred_dialect.passes.predicates import ANY_GRID_DTYPE, Predicate, exec_scope_in
+from bulkred_dialect.passes.fused import Reducer
+from bulkred_dialect.passes.predicates import ANY_GRID_DTYPE, FUSED_MATH, Predicate, exec_scope_in
 from bulkred_dialect.passes.variants.kernel import elem_of
 
 MAX_GRID_Y = 65535
@@ -112,6 +114,7 @@ def grid_predicates(*forms: str, expected: str | None = None) -> list[Predicate]
         Predicate("form", form_is(*forms), expected=expected or ", ".join(forms)),
         Predicate("kernel", alone_in_kernel, expected="alone, on parameters"),
         ANY_GRID_DTYPE,
+        FUSED_MATH,
     ]
 
 
@@ -191,71 +194,118 @@ def load_item(e: Emitter, elem: Elem, p: SSAValue, offset: int, vec: int, *, nc:
     return [e.to_acc(elem, v) for v in vals]
 
 
-def accumulate(e: Emitter, kind: ReduceKind, elem: Elem, accs: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
-    return [e.combine(kind, elem.accumulator, a, v) for a, v in zip(accs, vals, strict=True)]
+def reducer(op: ReduceOp) -> Reducer:
+    """How ``op`` accumulates (passes/fused.py): its kind's state, prologue and epilogue."""
+    return Reducer(op, elem_of(op), form_of(op).reduced_count)
+
+
+Index = tuple[SSAValue, int, int]
+"""Where the elements of a thread's items sit along the reduced axes (argmax/argmin):
+(the first item's index, an ``i64``; the index step from one item to the next; the
+step from one vector lane to the next: 1 along a row, 0 across columns)."""
+
+
+def accumulate(
+    e: Emitter, r: Reducer, accs: list[SSAValue], vals: list[SSAValue], index: SSAValue | None = None, lane_step: int = 1
+) -> list[SSAValue]:
+    """The lane states ``accs`` (flat) each with its lane's element of ``vals``; lane j's
+    element is at ``index + j * lane_step`` (argmax/argmin)."""
+    states = r.split(accs)
+    out = []
+    for j, (s, v) in enumerate(zip(states, vals, strict=True)):
+        i = None
+        if r.needs_index:
+            assert index is not None
+            i = e.add_i(index, j * lane_step) if j * lane_step else index
+        out.append(r.absorb(e, s, v, i))
+    return r.flat(out)
 
 
 def stream(
     e: Emitter,
-    kind: ReduceKind,
-    elem: Elem,
+    r: Reducer,
     p: SSAValue,
     accs: list[SSAValue],
     count: int,
     stride: int,
     vec: int,
     unroll: int = 4,
-) -> tuple[list[SSAValue], SSAValue]:
-    """Combine the ``count`` items at ``p``, ``p + stride``, ... into ``accs`` (one per
-    vector lane), ``unroll`` loads in flight per loop step. Returns the accumulators and
-    the address of the item after the last."""
+    index: Index | None = None,
+) -> tuple[list[SSAValue], SSAValue, SSAValue | None]:
+    """Combine the ``count`` items at ``p``, ``p + stride``, ... into ``accs`` (one state
+    per vector lane, flat), ``unroll`` loads in flight per loop step. Returns the
+    states, the address of the item after the last, and its index (argmax/argmin)."""
+    elem = r.elem
     rounds, rest = divmod(count, unroll)
+    idx, step, lane_step = index if index is not None and r.needs_index else (None, 0, 1)
     if rounds > 0:
 
         def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
             q = b.ptr_add(p, iv)
             vals = [load_item(b, elem, q, u * stride, vec) for u in range(unroll)]
-            out = list(args)
-            for v in vals:
-                out = accumulate(b, kind, elem, out, v)
+            out = list(args[: len(accs)])
+            at = args[len(accs)] if idx is not None else None
+            for u, v in enumerate(vals):
+                i = None if at is None else (b.add_i(at, u * step) if u else at)
+                out = accumulate(b, r, out, v, i, lane_step)
+            if at is not None:
+                out.append(b.add_i(at, unroll * step))
             return out
 
-        accs = e.for_(0, rounds * unroll * stride, unroll * stride, accs, body)
+        carried = e.for_(0, rounds * unroll * stride, unroll * stride, [*accs, *([idx] if idx is not None else [])], body)
+        accs = carried[: len(accs)]
+        if idx is not None:
+            idx = carried[len(accs)]
     q = e.ptr_add(p, rounds * unroll * stride) if rounds else p
     for u in range(rest):
-        accs = accumulate(e, kind, elem, accs, load_item(e, elem, q, u * stride, vec))
+        i = None if idx is None else (e.add_i(idx, u * step) if u else idx)
+        accs = accumulate(e, r, accs, load_item(e, elem, q, u * stride, vec), i, lane_step)
+    if idx is not None and rest:
+        idx = e.add_i(idx, rest * step)
     end = e.ptr_add(p, count * stride) if count else p
-    return accs, end
+    return accs, end, idx
 
 
 def checked(
-    e: Emitter, kind: ReduceKind, elem: Elem, cond: SSAValue, p: SSAValue, accs: list[SSAValue], vec: int
+    e: Emitter, r: Reducer, cond: SSAValue, p: SSAValue, accs: list[SSAValue], vec: int,
+    index: SSAValue | None = None, lane_step: int = 1,
 ) -> list[SSAValue]:
-    """``accs`` combined with the item at ``p`` where ``cond`` holds."""
+    """``accs`` combined with the item at ``p`` (at ``index``) where ``cond`` holds."""
     return e.if_(
         cond,
-        lambda b: accumulate(b, kind, elem, accs, load_item(b, elem, p, 0, vec)),
+        lambda b: accumulate(b, r, accs, load_item(b, r.elem, p, 0, vec), index, lane_step),
         lambda b: list(accs),
         [a.type for a in accs],
     )
 
 
-def neutral(e: Emitter, kind: ReduceKind, elem: Elem, n: int) -> list[SSAValue]:
-    """``n`` copies of the identity of ``kind`` in the accumulator type (NaN for a
-    NaN-ignoring max/min: ``Emitter.identity``)."""
-    return [e.identity(kind, elem.accumulator) for _ in range(n)]
+def neutral(e: Emitter, r: Reducer, n: int) -> list[SSAValue]:
+    """``n`` neutral states (flat): for a plain kind, copies of its identity in the
+    accumulator type (NaN for a NaN-ignoring max/min: ``Emitter.identity``)."""
+    return r.neutrals(e, n)
 
 
-def store_out(e: Emitter, op: ReduceOp, elem: Elem, dst: SSAValue, r: SSAValue, index: SSAValue | int) -> None:
-    """``dst[index] = r`` in the output type (combined with the old value under accum).
-    ``dst`` is the global address of the output buffer; ``index`` an ``i64`` or int."""
-    size = elem.out.bytes
+def store_out(e: Emitter, r: Reducer, dst: SSAValue, state: list[SSAValue], index: SSAValue | int) -> None:
+    """``dst[index] = `` the result of ``state`` in the output type (combined with the old
+    value under accum; the epilogue applied), and ``aux[index]`` (argmax's value, var's
+    mean). ``dst`` is the global address of the output buffer; ``index`` an ``i64`` or int."""
+    op, elem = r.op, r.elem
+    value, aux = r.results(e, state)
+    if r.needs_index:
+        size, t = 8, ld_type(DTYPES["int64"])
+    else:
+        size, t = elem.out.bytes, elem.out_ld
     off = e.mul_i(index, size) if isinstance(index, SSAValue) else e.const(index * size, i64)
     q = e.ptr_add(dst, off)
     if op.accum is not None:
         old = e.convert(e.ld(elem.out_ld, q, elem.out_ir), elem.out, elem.accumulator)
-        r = e.combine(op.kind.data, elem.accumulator, old, r)
-    e.st(elem.out_ld, q, e.from_acc(elem, r))
+        value = e.combine(op.kind.data, elem.accumulator, old, value)
+    e.st(t, q, value if r.needs_index else e.from_acc(elem, value))
+    if aux is not None and op.aux is not None:
+        out = elem.dtype if r.needs_index else elem.out
+        size = out.bytes
+        off = e.mul_i(index, size) if isinstance(index, SSAValue) else e.const(index * size, i64)
+        e.st(ld_type(out), e.ptr_add(global_ptr(e, op.aux), off), e.convert(aux, elem.accumulator, out))
 
 
 def global_ptr(e: Emitter, buffer: SSAValue) -> SSAValue:
@@ -317,7 +367,8 @@ def column_partial(
     """The thread's first column (``i32``) and its accumulators over the rows of split
     ``s`` (identity where the column is past N); the M x N matrix starts ``base`` bytes
     (an ``i64``) into ``src`` (a block of ``middle``)."""
-    elem, kind = elem_of(op), op.kind.data
+    r = reducer(op)
+    elem = r.elem
     col = e.add_i(e.mul_i(tile, plan.width), e.mul_i(tid, plan.vec))
     row_bytes = plan.n * elem.bytes
     x = global_ptr(e, op.src)
@@ -327,14 +378,15 @@ def column_partial(
 
     def rows(b: Emitter) -> list[SSAValue]:
         start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
-        accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, plan.vec), full, plan.split * row_bytes, plan.vec, unroll)
+        index = (b.wide(s), plan.split, 0) if r.needs_index else None
+        accs, nxt, at = stream(
+            b, r, start, neutral(b, r, plan.vec), full, plan.split * row_bytes, plan.vec, unroll, index
+        )
         if plan.m % plan.split:
-            accs = checked(b, kind, elem, b.cmp("ult", s, plan.m - full * plan.split), nxt, accs, plan.vec)
+            accs = checked(b, r, b.cmp("ult", s, plan.m - full * plan.split), nxt, accs, plan.vec, at, 0)
         return accs
 
-    accs = e.if_(
-        e.cmp("slt", col, plan.n), rows, lambda b: neutral(b, kind, elem, plan.vec), [elem.acc] * plan.vec
-    )
+    accs = e.if_(e.cmp("slt", col, plan.n), rows, lambda b: neutral(b, r, plan.vec), r.types * plan.vec)
     return col, accs
 
 

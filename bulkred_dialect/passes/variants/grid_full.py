@@ -31,6 +31,7 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
+    reducer,
     align16,
     checked,
     form_of,
@@ -45,6 +46,7 @@ from bulkred_dialect.passes.variants.kernel import (
     COUNTER_BYTES,
     acquire,
     cta_reduce,
+    cta_reduce_state,
     elem_of,
     emitter_at,
     last_cta,
@@ -81,13 +83,13 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
         r = cta_partial(e, op, tid, cta, 1, block)
 
         def out(b: Emitter) -> list:
-            store_out(b, op, elem, global_ptr(b, op.dst), r, 0)
+            store_out(b, reducer(op), global_ptr(b, op.dst), r, 0)
             return []
 
         e.if_(e.cmp("eq", tid, 0), out)
     else:
         set_launch(kernel, [ctas], [BLOCK])
-        ws = add_workspace(kernel, workspace_bytes(ctas, elem.slot_bytes))
+        ws = add_workspace(kernel, workspace_bytes(ctas, reducer(op).slot_bytes))
         r = cta_partial(e, op, tid, cta, ctas, BLOCK)
         grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
     rewriter.erase(op)
@@ -111,42 +113,49 @@ def single_cta_block(vectors: int) -> int:
 
 
 def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
-    """This CTA's share of the full reduction of ``op.src`` (valid in thread 0)."""
+    """This CTA's share of the full reduction of ``op.src`` (a state, valid in thread 0;
+    a plain kind's one value when ``plain``)."""
     form = form_of(op)
     assert form is not None
-    elem, kind = elem_of(op), op.kind.data
+    r = reducer(op)
+    elem = r.elem
     vec = elem.vector
     n, threads = form.n, ctas * block
     vectors = n // vec
     x = global_ptr(e, op.src)
     g = e.wide(e.add_i(e.mul_i(cta, block), tid))
     mine = e.ptr_add(x, e.mul_i(g, vec * elem.bytes))
-    accs = neutral(e, kind, elem, vec)
+    accs = neutral(e, r, vec)
     full = vectors // threads
-    accs, nxt = stream(e, kind, elem, mine, accs, full, threads * vec * elem.bytes, vec, UNROLL)
+    index = (e.mul_i(g, vec), threads * vec, 1) if r.needs_index else None
+    accs, nxt, at = stream(e, r, mine, accs, full, threads * vec * elem.bytes, vec, UNROLL, index)
     if vectors % threads:
-        accs = checked(e, kind, elem, e.cmp("ult", g, vectors - full * threads), nxt, accs, vec)
+        accs = checked(e, r, e.cmp("ult", g, vectors - full * threads), nxt, accs, vec, at)
     tail = n - vectors * vec
+    w = r.width
     if tail:
         p = e.ptr_add(x, e.add_i(e.mul_i(g, elem.bytes), vectors * vec * elem.bytes))
-        head = checked(e, kind, elem, e.cmp("ult", g, tail), p, accs[:1], 1)
-        accs = head + accs[1:]
-    v = e.fold(kind, elem.accumulator, accs)
-    return cta_reduce(e, kind, elem, v, tid, block, broadcast=False, redux_f32=redux_f32)
+        i = e.add_i(g, vectors * vec) if r.needs_index else None
+        head = checked(e, r, e.cmp("ult", g, tail), p, accs[:w], 1, i)
+        accs = head + accs[w:]
+    if r.width == 1:
+        v = e.fold(r.kind, elem.accumulator, accs)
+        return [cta_reduce(e, r.kind, elem, v, tid, block, broadcast=False, redux_f32=redux_f32)]
+    return cta_reduce_state(e, r, r.fold(e, r.split(accs)), tid, block)
 
 
 def grid_combine(
     e: Emitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None
 ) -> None:
-    """Thread 0 writes ``r`` into workspace slot ``slot`` (an i32); the last of the
+    """Thread 0 writes the state ``r`` into workspace slot ``slot`` (an i32); the last of the
     ``nslots`` CTAs that write reduces the slots in order into ``dst``. The workspace
     holds the slots, then the ticket counter (:func:`workspace_bytes`)."""
-    elem, kind = elem_of(op), op.kind.data
-    t = elem.acc_ld
-    counter = e.ptr_add(ws, align16(nslots * elem.slot_bytes))
+    red = reducer(op)
+    slot_bytes = red.slot_bytes
+    counter = e.ptr_add(ws, align16(nslots * slot_bytes))
 
     def write(b: Emitter) -> list:
-        b.st(t, b.ptr_add(ws, b.mul_i(b.wide(slot), elem.slot_bytes)), r)
+        red.store(b, b.ptr_add(ws, b.mul_i(b.wide(slot), slot_bytes)), r)
         return []
 
     def write_if_participating(b: Emitter) -> list:
@@ -157,20 +166,20 @@ def grid_combine(
 
     def finish(b: Emitter) -> list:
         acquire(b)
-        accs = neutral(b, kind, elem, 1)
+        accs = neutral(b, red, 1)
         for k in range(-(-nslots // block)):
             idx = b.wide(b.add_i(tid, k * block))
-            q = b.ptr_add(ws, b.mul_i(idx, elem.slot_bytes))
+            q = b.ptr_add(ws, b.mul_i(idx, slot_bytes))
             accs = b.if_(
                 b.cmp("ult", idx, nslots),
-                lambda c, q=q: [c.combine(kind, elem.accumulator, accs[0], c.ld(t, q, elem.acc))],
+                lambda c, q=q: red.combine(c, accs, red.load(c, q)),
                 lambda c: list(accs),
-                [elem.acc],
+                red.types,
             )
-        total = cta_reduce(b, kind, elem, accs[0], tid, block, broadcast=False, name="grid_partials")
+        total = cta_reduce_state(b, red, accs, tid, block, name="grid_partials")
 
         def out(c: Emitter) -> list:
-            store_out(c, op, elem, global_ptr(c, op.dst), total, 0)
+            store_out(c, red, global_ptr(c, op.dst), total, 0)
             reset_counter(c, counter)
             return []
 

@@ -19,7 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.predicates import Predicate, dtype_in, kinds_but_prod
+from bulkred_dialect.passes.predicates import Predicate, dtype_in, kinds_but_prod, plain_reduction
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.cluster_red_async import ClusterAccumulator
 from bulkred_dialect.passes.variants.grid_common import (
@@ -50,6 +50,7 @@ PREDICATES = [
     Predicate("dtype", dtype_in("int32"), expected="int32"),
     Predicate("sm_version", _sm90, expected=">= 90 (clusters)"),
     kinds_but_prod("red.async"),
+    plain_reduction("red.async"),
 ]
 
 
@@ -67,10 +68,10 @@ def lower_grid_full_cluster(op: Operation, rewriter: PatternRewriter, target: Ta
     tid = e.sreg(SpecialRegister.TID_X)
     cta = e.sreg(SpecialRegister.CTAID_X)
     acc = ClusterAccumulator(e, tid, op.kind.data, CLUSTER)
-    r = cta_partial(e, op, tid, cta, ctas, BLOCK)
+    (r,) = cta_partial(e, op, tid, cta, ctas, BLOCK)
     acc.combine(e, r)
     total = e.ld(elem.ld, acc.slot, elem.acc)
-    grid_combine(e, op, global_ptr(e, ws), total, tid, e.shr_u32(cta, 1), clusters, BLOCK, acc.is_rank0(e))
+    grid_combine(e, op, global_ptr(e, ws), [total], tid, e.shr_u32(cta, 1), clusters, BLOCK, acc.is_rank0(e))
     rewriter.erase(op)
 
 

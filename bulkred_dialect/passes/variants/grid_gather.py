@@ -41,10 +41,11 @@ from bulkred_dialect.passes.variants.grid_common import (
     grid_predicates,
     load_item,
     neutral,
+    reducer,
     set_launch,
     store_out,
 )
-from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at, sm_count, warp_reduce
+from bulkred_dialect.passes.variants.kernel import emitter_at, sm_count, warp_reduce_state
 
 BLOCK = 256
 WARPS = BLOCK // WARP
@@ -74,10 +75,11 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     form = form_of(op)
     kernel = enclosing_kernel(op)
     assert kernel is not None
-    elem, kind = elem_of(op), op.kind.data
+    red = reducer(op)
+    elem = red.elem
     strides = form.element_strides()  # row-major, or a view's (the strided form)
     kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
-    red = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
+    reduced = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
     outputs, count = form.kept, form.reduced_count
     ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS)))
     set_launch(kernel, [ctas], [BLOCK])
@@ -89,35 +91,36 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
 
     # the innermost axis reduced: its run of `run` elements is contiguous, and the lanes
     # read it together; the index arithmetic is then per run, not per element
-    run = red[-1][0] if form.reduced[-1] else 1
-    step_bytes = (red[-1][1] if form.reduced[-1] else 1) * elem.bytes
-    outer = red[:-1] if form.reduced[-1] else red
+    run = reduced[-1][0] if form.reduced[-1] else 1
+    step_bytes = (reduced[-1][1] if form.reduced[-1] else 1) * elem.bytes
+    outer = reduced[:-1] if form.reduced[-1] else reduced
 
     def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         base = offset_of(b, o, kept)
 
         def element(c: Emitter, j: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
-            at = c.mul_i(c.add_i(base, offset_of(c, j, red)), elem.bytes)
+            at = c.mul_i(c.add_i(base, offset_of(c, j, reduced)), elem.bytes)
             v = load_item(c, elem, c.ptr_add(x, at), 0, 1)
-            return [c.combine(kind, elem.accumulator, accs[0], v[0])]
+            return red.absorb(c, accs, v[0], j)
 
         def runs(c: Emitter, p: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
             start = c.ptr_add(x, c.mul_i(c.add_i(base, offset_of(c, p, outer)), elem.bytes))
+            first = c.mul_i(p, run) if red.needs_index else None
 
             def step(d: Emitter, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 v = load_item(d, elem, d.ptr_add(start, d.mul_i(j, step_bytes)), 0, 1)
-                return [d.combine(kind, elem.accumulator, a[0], v[0])]
+                return red.absorb(d, a, v[0], d.add_i(first, j) if first is not None else None)
 
             return c.for_(lane, run, WARP, accs, step)
 
         if run >= WARP:
-            (acc,) = b.for_(0, count // run, 1, neutral(b, kind, elem, 1), runs)
+            acc = b.for_(0, count // run, 1, neutral(b, red, 1), runs)
         else:
-            (acc,) = b.for_(lane, count, WARP, neutral(b, kind, elem, 1), element)
-        r = warp_reduce(b, kind, elem, acc)
+            acc = b.for_(lane, count, WARP, neutral(b, red, 1), element)
+        r = warp_reduce_state(b, red, acc)
 
         def write(c: Emitter) -> list[SSAValue]:
-            store_out(c, op, elem, y, r, o)
+            store_out(c, red, y, r, o)
             return []
 
         b.if_(b.cmp("eq", lane, 0), write)

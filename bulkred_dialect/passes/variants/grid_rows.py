@@ -30,6 +30,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     global_ptr,
     grid_predicates,
     neutral,
+    reducer,
     set_launch,
     store_out,
     stream,
@@ -38,7 +39,7 @@ from bulkred_dialect.passes.variants.kernel import (
     elem_of,
     emitter_at,
     sm_count,
-    warp_reduce,
+    warp_reduce_state,
 )
 
 BLOCK = 256
@@ -70,15 +71,22 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) ->
     item_bytes = vec * elem.bytes
     full = items // WARP
 
+    red = reducer(op)
+
     def row(b: Emitter, r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         start = b.ptr_add(x, b.add_i(b.mul_i(r, n * elem.bytes), b.mul_i(lane, item_bytes)))
-        accs, nxt = stream(b, kind, elem, start, neutral(b, kind, elem, vec), full, WARP * item_bytes, vec, UNROLL)
+        index = (b.mul_i(lane, vec), WARP * vec, 1) if red.needs_index else None
+        accs, nxt, at = stream(b, red, start, neutral(b, red, vec), full, WARP * item_bytes, vec, UNROLL, index)
         if items % WARP:
-            accs = checked(b, kind, elem, b.cmp("ult", lane, items - full * WARP), nxt, accs, vec)
-        v = warp_reduce(b, kind, elem, b.fold(kind, elem.accumulator, accs), redux_f32=_redux_f32(op, target))
+            accs = checked(b, red, b.cmp("ult", lane, items - full * WARP), nxt, accs, vec, at)
+        if red.width == 1:
+            v = [b.fold(kind, elem.accumulator, accs)]
+        else:
+            v = red.fold(b, red.split(accs))
+        v = warp_reduce_state(b, red, v, redux_f32=_redux_f32(op, target))
 
         def write(c: Emitter) -> list[SSAValue]:
-            store_out(c, op, elem, y, v, r)
+            store_out(c, red, y, v, r)
             return []
 
         b.if_(b.cmp("eq", lane, 0), write)

@@ -37,7 +37,7 @@ from bulkred_dialect.ops.ptx.sync import (
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.emitter import Emitter
-from bulkred_dialect.passes.predicates import Predicate, dtype_in, kind_in
+from bulkred_dialect.passes.predicates import Predicate, dtype_in, kind_in, plain_reduction
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     column_partial,
@@ -68,6 +68,7 @@ PREDICATES = [
     Predicate("kind", kind_in(ReduceKind.SUM), expected="sum"),
     Predicate("columns", _rows_of_16_bytes, expected="N a multiple of 4"),
     Predicate("deterministic", not_deterministic, expected="not requested"),
+    plain_reduction("cp.reduce.async.bulk"),
 ]
 
 

@@ -33,6 +33,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     grid_predicates,
     load_item,
     neutral,
+    reducer,
     set_launch,
     store_out,
 )
@@ -62,12 +63,13 @@ def split_det(
     ``ctas`` CTAs of ``block`` threads (4 per multiprocessor by default)."""
     kernel = enclosing_kernel(op)
     assert kernel is not None
-    elem, kind = elem_of(op), op.kind.data
+    r = reducer(op)
+    elem = r.elem
     batch = form.batch
     ctas = sm_count(target) * CTAS_PER_SM if ctas is None else ctas
     plan = column_plan(form, elem, max(1, ctas // batch), block)
     set_launch(kernel, [plan.tiles, plan.split, *([batch] if batch > 1 else [])], [plan.block])
-    slot = elem.slot_bytes
+    slot = r.slot_bytes
     # the workspace: a partial row per split (split-major, per block of the batch), then
     # a ticket counter per tile
     partial_bytes = align16(batch * plan.split * plan.n * slot)
@@ -80,7 +82,6 @@ def split_det(
     base = None if o is None else e.mul_i(e.wide(o), plan.m * plan.n * elem.bytes)
     col, accs = column_partial(e, op, plan, tid, tile_id, s, base=base)
     w = global_ptr(e, ws)
-    t = elem.acc_ld
     valid = e.cmp("slt", col, plan.n)
 
     def partial_at(b: Emitter, split: SSAValue) -> SSAValue:
@@ -90,8 +91,8 @@ def split_det(
 
     def write(b: Emitter) -> list:
         q = partial_at(b, b.wide(s))
-        for j, a in enumerate(accs):
-            b.st(t, q, a, slot * j)
+        for j, a in enumerate(r.split(accs)):
+            r.store(b, q, a, slot * j)
         return []
 
     e.if_(valid, write)
@@ -106,15 +107,19 @@ def split_det(
             acc_elem = elem.partials
 
             def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
-                return accumulate(d, kind, elem, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
+                q = partial_at(d, iv)
+                if r.plain:
+                    return accumulate(d, r, args, load_item(d, acc_elem, q, 0, plan.vec, nc=False))
+                states = r.split(args)
+                return r.flat([r.combine(d, a, r.load(d, q, slot * j)) for j, a in enumerate(states)])
 
-            total = c.for_(0, plan.split, 1, neutral(c, kind, elem, plan.vec), step)
+            total = c.for_(0, plan.split, 1, neutral(c, r, plan.vec), step)
             y = global_ptr(c, op.dst)
             first = c.wide(col)
             if o is not None:
                 first = c.add_i(first, c.mul_i(c.wide(o), plan.n))
-            for j, v in enumerate(total):
-                store_out(c, op, elem, y, v, c.add_i(first, j))
+            for j, v in enumerate(r.split(total)):
+                store_out(c, r, y, v, c.add_i(first, j))
             return []
 
         def reset(c: Emitter) -> list:

@@ -33,9 +33,10 @@ from bulkred_dialect.ops.ptx.redux import ReduxSyncOp, ReduxType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ReduceKind, ReduceOp, enclosing_kernel
+from bulkred_dialect.ops.tile import INDEX_KINDS, MapFn, ReduceKind, ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.elements import Elem, elem_for, ld_type
 from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.fused import Reducer
 from bulkred_dialect.passes.predicates import WARP, element_type, launch_of
 
 FULL_MASK = -1  # 0xffffffff as an i32 immediate
@@ -57,7 +58,9 @@ def sm_count(target: Target) -> int:
 def elem_of(op: ReduceOp) -> Elem:
     """How ``op`` loads, accumulates and stores: its ``src`` element type into its
     ``dst``'s (passes/elements.py)."""
-    elem = elem_for(element_type(op), op.dst.type.element_type)  # type: ignore[union-attr]
+    src = element_type(op)
+    dst = src if op.kind.data in INDEX_KINDS else op.dst.type.element_type  # type: ignore[union-attr]
+    elem = elem_for(src, dst)
     assert elem is not None, "the dtype predicates admit only the element types of ELEMS"
     return elem
 
@@ -90,7 +93,8 @@ def _redux_int(kind: ReduceKind, elem: Elem) -> tuple[ReduxKind, ReduxType] | No
 
 
 def warp_reduce(
-    e: Emitter, kind: ReduceKind, elem: Elem, v: SSAValue, *, redux_f32: bool = False, shuffle_only: bool = False
+    e: Emitter, kind: ReduceKind, elem: Elem, v: SSAValue, *, redux_f32: bool = False, shuffle_only: bool = False,
+    redux_abs: bool = False,
 ) -> SSAValue:
     """Combine ``v`` over the 32 lanes of the warp; every lane gets the result.
 
@@ -105,12 +109,65 @@ def warp_reduce(
         return e.value(ReduxSyncOp(*redux, v, mask))
     if redux_f32 and elem.acc == f32 and kind in (ReduceKind.MAX, ReduceKind.MIN):
         op = ReduxKind.MAX if kind == ReduceKind.MAX else ReduxKind.MIN
-        return e.value(ReduxSyncOp(op, ReduxType.F32, v, mask, nan=e.propagate_nan))
+        return e.value(ReduxSyncOp(op, ReduxType.F32, v, mask, abs=redux_abs, nan=e.propagate_nan))
     clamp = e.const(WARP - 1)
     for lane_mask in (16, 8, 4, 2, 1):
         other = _shuffle(e, v, e.const(lane_mask), clamp, mask)
         v = e.combine(kind, elem.accumulator, v, other)
     return v
+
+
+def warp_reduce_state(e: Emitter, r: Reducer, s: list[SSAValue], *, redux_f32: bool = False) -> list[SSAValue]:
+    """:func:`warp_reduce` of a state (passes/fused.py): one register as there (an
+    absmax, ``max`` after the prologue ``abs``, takes ``redux.sync.max.abs`` on
+    sm_100a), else a butterfly that shuffles each register and combines the states."""
+    if r.width == 1:
+        absmax = bool(r.prologue) and r.prologue[-1].map_fn == MapFn.ABS
+        return [warp_reduce(e, r.kind, r.elem, s[0], redux_f32=redux_f32, redux_abs=redux_f32 and absmax)]
+    mask = e.const(FULL_MASK)
+    clamp = e.const(WARP - 1)
+    for lane_mask in (16, 8, 4, 2, 1):
+        lm = e.const(lane_mask)
+        other = [_shuffle(e, v, lm, clamp, mask) for v in s]
+        s = r.combine(e, s, other)
+    return s
+
+
+def cta_reduce_state(
+    e: Emitter, r: Reducer, s: list[SSAValue], tid: SSAValue, nthreads: int, *, redux_f32: bool = False,
+    name: str = "warp_partials",
+) -> list[SSAValue]:
+    """:func:`cta_reduce` of a state, valid in thread 0: one register as there, else
+    one shared array per register for the warp partials."""
+    if r.width == 1:
+        return [cta_reduce(e, r.kind, r.elem, s[0], tid, nthreads, broadcast=False, redux_f32=redux_f32, name=name)]
+    s = warp_reduce_state(e, r, s)
+    nwarps = nthreads // WARP
+    if nwarps == 1:
+        return s
+    arrays = [e.shared([nwarps], t, f"{name}_{k}") for k, t in enumerate(r.types)]
+    lane = e.and_b32(tid, WARP - 1)
+    warp = e.shr_u32(tid, 5)
+
+    def write(b: Emitter) -> list[SSAValue]:
+        for a, d, v in zip(arrays, r.dtypes, s, strict=True):
+            b.st(ld_type(d), b.ptr_add(a, b.mul_i(warp, d.bytes)), v)
+        return []
+
+    e.if_(e.cmp("eq", lane, 0), write)
+    e.bar_sync()
+
+    def first_warp(b: Emitter) -> list[SSAValue]:
+        def load(c: Emitter) -> list[SSAValue]:
+            return [
+                c.ld(ld_type(d), c.ptr_add(a, c.mul_i(lane, d.bytes)), t)
+                for a, d, t in zip(arrays, r.dtypes, r.types, strict=True)
+            ]
+
+        x = b.if_(b.cmp("ult", lane, nwarps), load, lambda c: r.neutral(c), r.types)
+        return warp_reduce_state(b, r, x)
+
+    return e.if_(e.cmp("eq", warp, 0), first_warp, lambda b: r.neutral(b), r.types)
 
 
 def _shuffle(e: Emitter, v: SSAValue, lane_mask: SSAValue, clamp: SSAValue, mask: SSAValue) -> SSAValue:

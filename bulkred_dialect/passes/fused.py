@@ -1,0 +1,345 @@
+"""How a grid-scope ``bulkred.reduce`` accumulates: :class:`Reducer`, the state of one
+partial result (one or more registers), how an element joins it (after the prologue),
+how two states combine, how a state moves through shuffles, shared memory and the
+workspace, and how the final state becomes the stored result (the epilogue).
+
+* a plain kind (sum, prod, max, min, and, or, xor, any, all): one register of the
+  accumulator type; the element is the loaded value after the prologue maps;
+* ``argmax`` / ``argmin``: the value and its ``i64`` index. ``b`` replaces ``a`` when
+  it is larger (smaller) or NaN while ``a`` is not, or when both are equal (or both NaN)
+  and ``b``'s index is lower: the first index among ties, NaN largest (as torch). The
+  neutral state is (-inf or the lowest value, ``INT64_MAX``), which any element replaces;
+* ``var``: (count, mean, M2), Welford's update per element (one ``rcp.approx`` of the
+  count) and Chan's combination of two states (one ``div.rn``); the variance is
+  ``M2 / (N - correction)`` with N the static count of the reduced elements;
+* ``logsumexp``: (shift, sum) with ``sum * exp(shift)`` the partial sum of ``exp(x)``;
+  the shift is the running maximum clamped to the finite range [-FLT_MAX, FLT_MAX]
+  (so that no ``inf - inf`` arises: -inf inputs add 0, +inf ones make the sum inf), and
+  an element adds ``exp(x - shift')`` after rescaling the sum by ``exp(shift - shift')``
+  (two ``ex2.approx`` per element, one read of the data). The result is
+  ``shift + log(sum)``.
+
+The maps (``ops/tile.py``'s :class:`MapFn`) are applied in the accumulator type; ``pow``
+and ``log`` use ``ex2.approx`` / ``lg2.approx`` (float32 accumulators).
+
+docs/fused.md ("Lowering") says why named maps and Welford, and what they cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import f32, f64, i64
+from xdsl.ir import Attribute, SSAValue
+
+from bulkred_dialect.ops.dtypes import DTYPES, DType
+from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RcpOp, RoundingMode
+from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SelpType, SetpOp, SetpType
+from bulkred_dialect.ops.ptx.memory import LdStType
+from bulkred_dialect.ops.tile import INDEX_KINDS, MapAttr, MapFn, ReduceKind, ReduceOp
+from bulkred_dialect.passes.elements import Elem, arith_types, ld_type
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+FLT_MAX = 3.4028234663852886e38
+INT64_MAX = 2**63 - 1
+
+State = list[SSAValue]
+
+
+@dataclass
+class Reducer:
+    """The accumulation of ``op`` (a grid-scope ``bulkred.reduce``) with ``elem``."""
+
+    op: ReduceOp
+    elem: Elem
+    count: int = 1  # the elements reduced into each result (div_count, var)
+    kind: ReduceKind = field(init=False)
+    prologue: list[MapAttr] = field(init=False)
+    epilogue: list[MapAttr] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kind = self.op.kind.data
+        self.prologue = [m for m in self.op.maps("prologue") if m.map_fn != MapFn.CAST]
+        self.epilogue = self.op.maps("epilogue")
+
+    # region What the state is
+
+    @property
+    def plain(self) -> bool:
+        """One register, no maps: the lowerings' own single-value code applies unchanged."""
+        return self.width == 1 and not self.prologue and not self.epilogue
+
+    @property
+    def needs_index(self) -> bool:
+        return self.kind in INDEX_KINDS
+
+    @property
+    def acc(self) -> DType:
+        return self.elem.accumulator
+
+    @property
+    def dtypes(self) -> list[DType]:
+        """The registers of a state, as table rows."""
+        a = self.acc
+        if self.kind in INDEX_KINDS:
+            return [a, DTYPES["int64"]]
+        if self.kind == ReduceKind.VAR:
+            return [a, a, a]
+        if self.kind == ReduceKind.LOGSUMEXP:
+            return [a, a]
+        return [a]
+
+    @property
+    def width(self) -> int:
+        return len(self.dtypes)
+
+    @property
+    def types(self) -> list[Attribute]:
+        from bulkred_dialect.passes.elements import register_type
+
+        return [register_type(d) for d in self.dtypes]
+
+    @property
+    def offsets(self) -> list[int]:
+        """Each register's byte offset in a slot (8-byte registers first)."""
+        order = sorted(range(self.width), key=lambda k: -self.dtypes[k].bytes)
+        offs = [0] * self.width
+        at = 0
+        for k in order:
+            offs[k] = at
+            at += self.dtypes[k].bytes
+        return offs
+
+    @property
+    def slot_bytes(self) -> int:
+        """The bytes of one stored state (a multiple of its widest register)."""
+        widest = max(d.bytes for d in self.dtypes)
+        total = sum(d.bytes for d in self.dtypes)
+        return -(-total // widest) * widest
+
+    # endregion
+
+    # region States
+
+    def neutral(self, e) -> State:
+        a = self.acc
+        ir = self.types[0]
+        if self.kind in INDEX_KINDS:
+            if a.is_float:
+                v = -math.inf if self.kind == ReduceKind.ARGMAX else math.inf
+            else:
+                v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
+            return [e.const(v, ir), e.const(INT64_MAX, i64)]
+        if self.kind == ReduceKind.VAR:
+            return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
+        if self.kind == ReduceKind.LOGSUMEXP:
+            return [e.const(-FLT_MAX, ir), e.const(0.0, ir)]
+        return [e.identity(self.kind, a)]
+
+    def neutrals(self, e, n: int) -> list[SSAValue]:
+        """``n`` neutral states, flat."""
+        return [v for _ in range(n) for v in self.neutral(e)]
+
+    def split(self, flat: Sequence[SSAValue]) -> list[State]:
+        w = self.width
+        return [list(flat[i : i + w]) for i in range(0, len(flat), w)]
+
+    @staticmethod
+    def flat(states: Sequence[State]) -> list[SSAValue]:
+        return [v for s in states for v in s]
+
+    # endregion
+
+    # region Elements
+
+    def map_value(self, e, maps: Sequence[MapAttr], v: SSAValue, t: DType) -> SSAValue:
+        """``v`` (a register of ``t``) through ``maps`` in order."""
+        at, _ = arith_types(t)
+        for m in maps:
+            fn, arg = m.map_fn, m.value
+            if fn == MapFn.CAST:
+                continue
+            if fn == MapFn.ABS:
+                v = e.abs_(at, v) if (t.is_float or t.signed) else v
+            elif fn == MapFn.SQUARE:
+                v = e.combine(ReduceKind.PROD, t, v, v)
+            elif fn == MapFn.SCALE:
+                v = e.value(MulOp(at, v, e.const(arg, self.types[0]), rnd=RoundingMode.RN))
+            elif fn == MapFn.POW:
+                v = self._pow(e, at, v, arg, m in self.prologue)
+            elif fn == MapFn.SQRT:
+                v = e.sqrt(at, v)
+            elif fn == MapFn.LOG:
+                v = e.value(MulOp(at, e.lg2(v), e.const(LN2, f32), rnd=RoundingMode.RN))
+            elif fn == MapFn.DIV_COUNT:
+                v = e.div(at, v, e.const(float(self.count), self.types[0]))
+        return v
+
+    def _pow(self, e, at: ArithType, v: SSAValue, p: float, of_abs: bool) -> SSAValue:
+        """``|v| ** p`` (prologue) or ``v ** p`` (epilogue, v >= 0): exact forms for p = 1
+        and 2, else ``ex2(p * lg2(|v|))`` (``lg2(0) = -inf`` gives 0 for p > 0)."""
+        if of_abs:
+            v = e.abs_(at, v)
+        if p == 1.0:
+            return v
+        if p == 2.0:
+            return e.combine(ReduceKind.PROD, self.acc, v, v)
+        if p == 0.5:
+            return e.sqrt(at, v)
+        lg = e.lg2(v)
+        return e.ex2(e.value(MulOp(at, lg, e.const(p, f32), rnd=RoundingMode.RN)))
+
+    def element(self, e, v: SSAValue) -> SSAValue:
+        """A loaded element in the accumulator type after the prologue."""
+        return self.map_value(e, self.prologue, v, self.acc) if self.prologue else v
+
+    def absorb(self, e, s: State, v: SSAValue, index: SSAValue | None = None) -> State:
+        """State ``s`` with one more element ``v`` (accumulator type, before the prologue)
+        at ``index`` (an ``i64``; argmax/argmin only)."""
+        v = self.element(e, v)
+        if self.width == 1:
+            return [e.combine(self.kind, self.acc, s[0], v)]
+        at, _ = arith_types(self.acc)
+        if self.kind in INDEX_KINDS:
+            assert index is not None
+            return self.combine(e, s, [v, index])
+        if self.kind == ReduceKind.VAR:
+            n, mean, m2 = s
+            n1 = e.combine(ReduceKind.SUM, self.acc, n, e.const(1.0, self.types[0]))
+            d = e.value(_sub(at, v, mean))
+            inv = e.value(RcpOp(at, n1, approx=True)) if at == ArithType.F32 else e.rcp(at, n1)
+            mean1 = e.fma(at, d, inv, mean)
+            d2 = e.value(_sub(at, v, mean1))
+            return [n1, mean1, e.fma(at, d, d2, m2)]
+        # logsumexp: shift' = clamp(max(shift, v)); sum' = sum * exp(shift - shift') + exp(v - shift')
+        shift, total = s
+        m = self._clamp(e, e.minmax(ReduceKind.MAX, at, shift, v))
+        scaled = e.value(MulOp(at, total, self._exp(e, shift, m), rnd=RoundingMode.RN))
+        return [m, e.combine(ReduceKind.SUM, self.acc, scaled, self._exp(e, v, m))]
+
+    # endregion
+
+    # region Combining states
+
+    def combine(self, e, a: State, b: State) -> State:
+        if self.width == 1:
+            return [e.combine(self.kind, self.acc, a[0], b[0])]
+        at, _ = arith_types(self.acc)
+        if self.kind in INDEX_KINDS:
+            take = self._takes(e, at, a, b)
+            return [_selp(e, self.types[0], b[0], a[0], take), _selp(e, i64, b[1], a[1], take)]
+        if self.kind == ReduceKind.VAR:
+            na, ma, qa = a
+            nb, mb, qb = b
+            n = e.combine(ReduceKind.SUM, self.acc, na, nb)
+            one = e.const(1.0, self.types[0])
+            r = e.div(at, nb, e.minmax(ReduceKind.MAX, at, n, one))  # nb / n (0 when both are empty)
+            d = e.value(_sub(at, mb, ma))
+            mean = e.fma(at, d, r, ma)
+            # M2 = qa + qb + d^2 * na * nb / n = qa + qb + (d * na) * (d * r)
+            cross = e.value(MulOp(at, e.value(MulOp(at, d, na, rnd=RoundingMode.RN)), e.value(MulOp(at, d, r, rnd=RoundingMode.RN)), rnd=RoundingMode.RN))
+            q = e.combine(ReduceKind.SUM, self.acc, e.combine(ReduceKind.SUM, self.acc, qa, qb), cross)
+            return [n, mean, q]
+        sa, ta = a
+        sb, tb = b
+        m = e.minmax(ReduceKind.MAX, at, sa, sb)  # both finite (or NaN): no clamp needed
+        x = e.value(MulOp(at, ta, self._exp(e, sa, m), rnd=RoundingMode.RN))
+        return [m, e.fma(at, tb, self._exp(e, sb, m), x)]
+
+    def _takes(self, e, at: ArithType, a: State, b: State) -> SSAValue:
+        """Whether ``b`` replaces ``a`` (argmax/argmin): better, or tied and earlier."""
+        st = SetpType(at.value) if at.value in {x.value for x in SetpType} else SetpType.S32
+        earlier = e.value(SetpOp(CmpOp.LT, SetpType.S64, b[1], a[1]))
+        if not self.acc.is_float:
+            better = e.value(SetpOp(CmpOp.GT if self.kind == ReduceKind.ARGMAX else CmpOp.LT, st, b[0], a[0]))
+            tie = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
+            return e.or_pred(better, e.and_pred(tie, earlier))
+        # b > a or (b NaN and a not): gtu(b, a) and num(a, a)
+        gtu = e.value(SetpOp(CmpOp.GTU if self.kind == ReduceKind.ARGMAX else CmpOp.LTU, st, b[0], a[0]))
+        a_num = e.value(SetpOp(CmpOp.NUM, st, a[0], a[0]))
+        better = e.and_pred(gtu, a_num)
+        # tied: equal numbers, or both NaN
+        eq = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
+        b_nan = e.value(SetpOp(CmpOp.NAN, st, b[0], b[0]))
+        tie = e.or_pred(eq, e.and_pred(e.not_pred(a_num), b_nan))
+        return e.or_pred(better, e.and_pred(tie, earlier))
+
+    def fold(self, e, states: Sequence[State]) -> State:
+        """Pairwise tree over ``states`` in a fixed order (deterministic)."""
+        vals = [list(s) for s in states]
+        while len(vals) > 1:
+            nxt = [self.combine(e, vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
+            if len(vals) % 2:
+                nxt.append(vals[-1])
+            vals = nxt
+        return vals[0]
+
+    def _exp(self, e, x: SSAValue, shift: SSAValue) -> SSAValue:
+        """``exp(x - shift)`` as ``ex2.approx((x - shift) * log2(e))``."""
+        at = ArithType.F32
+        d = e.value(_sub(at, x, shift))
+        return e.ex2(e.value(MulOp(at, d, e.const(LOG2E, f32), rnd=RoundingMode.RN)))
+
+    def _clamp(self, e, m: SSAValue) -> SSAValue:
+        """``m`` clamped to [-FLT_MAX, FLT_MAX] (NaN stays NaN)."""
+        at = ArithType.F32
+        m = e.minmax(ReduceKind.MIN, at, m, e.const(FLT_MAX, f32))
+        return m
+
+    # endregion
+
+    # region Storing
+
+    def store(self, e, p: SSAValue, s: State, offset: int = 0) -> None:
+        for d, v, off in zip(self.dtypes, s, self.offsets, strict=True):
+            e.st(ld_type(d), p, v, offset + off)
+
+    def load(self, e, p: SSAValue, offset: int = 0) -> State:
+        return [e.ld(ld_type(d), p, t, offset + off) for d, t, off in zip(self.dtypes, self.types, self.offsets, strict=True)]
+
+    def results(self, e, s: State) -> tuple[SSAValue, SSAValue | None]:
+        """The final state as (``dst``'s value, ``aux``'s value or None), before the
+        conversion to the output type: the index (``i64``) and value of argmax/argmin,
+        the variance (after the epilogue) and mean of var, ``shift + log(sum)`` of
+        logsumexp, the accumulator after the epilogue otherwise."""
+        at, _ = arith_types(self.acc)
+        if self.kind in INDEX_KINDS:
+            return s[1], s[0]
+        if self.kind == ReduceKind.VAR:
+            c = self.op.correction.value.data if self.op.correction is not None else 0
+            dof = float(max(0, self.count - c))
+            var = e.div(at, s[2], e.const(dof, self.types[0]))
+            return self.map_value(e, self.epilogue, var, self.acc), s[1]
+        if self.kind == ReduceKind.LOGSUMEXP:
+            lg = e.value(MulOp(at, e.lg2(s[1]), e.const(LN2, f32), rnd=RoundingMode.RN))
+            r = e.combine(ReduceKind.SUM, self.acc, s[0], lg)
+            return self.map_value(e, self.epilogue, r, self.acc), None
+        return self.map_value(e, self.epilogue, s[0], self.acc), None
+
+    # endregion
+
+
+def _sub(at: ArithType, a: SSAValue, b: SSAValue):
+    from bulkred_dialect.ops.ptx.arith import SubOp
+
+    return SubOp(at, a, b, rnd=RoundingMode.RN)
+
+
+def _selp(e, t: Attribute, a: SSAValue, b: SSAValue, pred: SSAValue) -> SSAValue:
+    """``pred ? a : b``."""
+    if t == i64:
+        st = SelpType.S64
+    elif t == f32:
+        st = SelpType.F32
+    elif t == f64:
+        st = SelpType.F64
+    else:
+        st = SelpType.S32
+    return e.value(SelpOp(st, a, b, pred))
+
+
+def reducer_of(op: ReduceOp, elem: Elem, count: int = 1) -> Reducer:
+    return Reducer(op, elem, count)
