@@ -4,6 +4,12 @@ value representation and rounding rules.
 
 Only round-to-nearest-even is modelled: ``.rz``/``.rm``/``.rp`` raise an
 ``InterpretationError`` naming the op and the modifier.
+
+The math ops of fused reductions (abs, neg, sqrt, rcp, ex2, lg2, div.float, fma, and the
+``.pred`` logic ops): abs/neg and the ``.rn`` forms are exact; the ``.approx`` forms and
+``div.full`` return the correctly rounded value, within
+:data:`~bulkred_dialect.interpreter.values.APPROX_TOLERANCE` of what a GPU gives
+(values.py); ``rcp.approx.ftz.f64`` and ``.ftz`` with ``rcp.rnd.f64`` raise.
 """
 
 from __future__ import annotations
@@ -23,12 +29,29 @@ from bulkred_dialect.interpreter.values import (
     float_from_bits,
     to_signed,
     to_unsigned,
+    float_abs_neg,
     float_binary,
+    float_fma,
+    float_math,
     float_minmax,
+    int_abs_neg,
     int_binary,
 )
 from bulkred_dialect.ops.ptx.arith import (
     FLOAT_TYPES,
+    AbsOp,
+    AndPredOp,
+    Ex2Op,
+    FloatDivOp,
+    FmaOp,
+    Lg2Op,
+    MathOp,
+    NegOp,
+    NotPredOp,
+    OrPredOp,
+    RcpOp,
+    SqrtOp,
+    XorPredOp,
     AddF32x2Op,
     AddOp,
     AndOp,
@@ -86,10 +109,83 @@ def _three_input(op: ThreeInputMinMaxOp, args: PythonValues) -> Any:
     )
 
 
+def _math(op: MathOp, args: PythonValues) -> Any:
+    """abs, neg, sqrt, rcp, ex2, lg2, div.float and fma (see the module docstring)."""
+    t = op.type.data
+    ftz = op.ftz is not None
+    if op.rnd is not None and op.rnd.data != RoundingMode.RN:
+        raise InterpretationError(
+            f"'{op.name}' rounding modifier '.{op.rnd.data}' is not supported by the interpreter "
+            "(only .rn is modelled)"
+        )
+    if isinstance(op, (AbsOp, NegOp)):
+        if t in FLOAT_TYPES:
+            return float_abs_neg(op.OPCODE, t, args[0], ftz=ftz)
+        return int_abs_neg(op.OPCODE, t, args[0])
+    if t == ArithType.F64 and ftz:
+        raise InterpretationError(f"'{op.name}' with '.ftz' and '.type' f64 is not modelled by the interpreter")
+    if isinstance(op, FmaOp):
+        return float_fma(t, *args, ftz=ftz)
+    return float_math(op.OPCODE, t, tuple(args), ftz=ftz)
+
+
 @register_impls
-class PtxArithFunctions(InterpreterFunctions):
+class PtxMathFunctions(InterpreterFunctions):
+    """ptx.abs/neg/sqrt/rcp/ex2/lg2/div.float/fma and ptx.and/or/xor/not.pred."""
+
+    @impl(AbsOp)
+    def run_abs(self, interpreter: Interpreter, op: AbsOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(NegOp)
+    def run_neg(self, interpreter: Interpreter, op: NegOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(SqrtOp)
+    def run_sqrt(self, interpreter: Interpreter, op: SqrtOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(RcpOp)
+    def run_rcp(self, interpreter: Interpreter, op: RcpOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(Ex2Op)
+    def run_ex2(self, interpreter: Interpreter, op: Ex2Op, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(Lg2Op)
+    def run_lg2(self, interpreter: Interpreter, op: Lg2Op, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(FloatDivOp)
+    def run_div_float(self, interpreter: Interpreter, op: FloatDivOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(FmaOp)
+    def run_fma(self, interpreter: Interpreter, op: FmaOp, args: PythonValues) -> PythonValues:
+        return (_math(op, args),)
+
+    @impl(AndPredOp)
+    def run_and_pred(self, interpreter: Interpreter, op: AndPredOp, args: PythonValues) -> PythonValues:
+        return (bool(args[0]) and bool(args[1]),)
+
+    @impl(OrPredOp)
+    def run_or_pred(self, interpreter: Interpreter, op: OrPredOp, args: PythonValues) -> PythonValues:
+        return (bool(args[0]) or bool(args[1]),)
+
+    @impl(XorPredOp)
+    def run_xor_pred(self, interpreter: Interpreter, op: XorPredOp, args: PythonValues) -> PythonValues:
+        return (bool(args[0]) != bool(args[1]),)
+
+    @impl(NotPredOp)
+    def run_not_pred(self, interpreter: Interpreter, op: NotPredOp, args: PythonValues) -> PythonValues:
+        return (not bool(args[0]),)
+
+
+@register_impls
+class PtxArithFunctions(PtxMathFunctions):
     """ptx.add/sub/mul/mul.lo/max/min, and/or/xor/shl/shr, max3/min3, add.f32x2,
-    mov.pack/unpack, mov.pack/unpack.b32x2."""
+    mov.pack/unpack, mov.pack/unpack.b32x2; and the math ops (:class:`PtxMathFunctions`)."""
 
     @impl(AddOp)
     def run_add(self, interpreter: Interpreter, op: AddOp, args: PythonValues) -> PythonValues:
@@ -206,3 +302,4 @@ def _div_rem(op: DivOp | RemOp, args: PythonValues) -> tuple[int, int]:
         raise InterpretationError(f"'{op.name}' divides by zero (unspecified on the GPU)")
     q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
     return _values.to_signed(q, w), _values.to_signed(a - b * q, w)
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -147,11 +148,13 @@ _FTZ_MASKS: dict[ArithType, tuple[int, int, int]] = {
     # exponent field, fraction field, sign bit
     ArithType.F32: (0x7F800000, 0x007FFFFF, 0x80000000),
     ArithType.F16: (0x7C00, 0x03FF, 0x8000),
+    ArithType.BF16: (0x7F80, 0x007F, 0x8000),  # ex2.approx.ftz.bf16
 }
 
 
 def flush_subnormal(t: ArithType, v: Any) -> Any:
-    """``.ftz`` (f32 and f16): a subnormal becomes a zero of the same sign."""
+    """``.ftz`` (f32, f16; bf16 for ex2.approx.ftz.bf16): a subnormal becomes a zero of
+    the same sign."""
     if t not in _FTZ_MASKS:
         raise ValueError(f"'.ftz' has no meaning for '.type' {t}")
     exponent, fraction, sign = _FTZ_MASKS[t]
@@ -233,6 +236,142 @@ def float_minmax(
             best = v
     return best
 
+
+
+# region Math of fused reductions (abs, neg, sqrt, rcp, ex2, lg2, fma, div)
+#
+# Exact where PTX defines the result exactly: abs/neg (a sign-bit operation; PTX leaves
+# the NaN of a NaN input unspecified, here the input with its sign bit cleared / flipped),
+# and the IEEE-rounded .rn forms of sqrt, rcp, div and fma (one rounding to nearest even;
+# NaN results as for add: f32/f16/bf16 the canonical NaN, f64 the last NaN input quieted
+# or, for an invalid operation, the default NaN). The .approx forms (and div.full) return
+# the correctly rounded value of the exact function instead of the GPU's approximation:
+# APPROX_TOLERANCE gives how far the GPU's result may be from it.
+
+# How far a GPU's .approx / .full f32 result may be from the interpreter's correctly
+# rounded one, for tests that compare them: a relative error, except for lg2 an absolute
+# one (plus the rounding of the result to f32, half an ulp). The PTX ISA bounds the error
+# of each form in its section (a few ulp for sqrt/rcp/div/ex2, div.full 2 ulp; lg2 an
+# absolute error near 2^-22); these bounds are looser, not the ISA's figures.
+APPROX_TOLERANCE: dict[str, float] = {
+    "sqrt": 2.0**-21,
+    "rcp": 2.0**-21,
+    "div": 2.0**-21,
+    "ex2": 2.0**-20,
+    "lg2": 2.0**-20,
+}
+
+_SIGN_BIT: dict[ArithType, int] = {ArithType.F16: 0x8000, ArithType.BF16: 0x8000, ArithType.F32: 1 << 31, ArithType.F64: 1 << 63}
+
+
+def float_abs_neg(op: str, t: ArithType, a: Any, *, ftz: bool = False) -> Any:
+    """``abs``/``neg`` of float type ``t``: the sign bit cleared / flipped (after ``.ftz``
+    flushes a subnormal input to a zero of its sign)."""
+    a = coerce_float(t, a)
+    if ftz:
+        a = flush_subnormal(t, a)
+    bits = float_bits(t, a)
+    bits = bits & ~_SIGN_BIT[t] if op == "abs" else bits ^ _SIGN_BIT[t]
+    return float_from_bits(t, bits)
+
+
+def int_abs_neg(op: str, t: ArithType, a: Any) -> int:
+    """``abs``/``neg`` of a signed integer type, wrapping (the most negative value stays)."""
+    w = INT_WIDTH[t]
+    x = to_signed(to_unsigned(int(a), w), w)
+    return to_signed(abs(x) if op == "abs" else -x, w)
+
+
+def _nan_result(t: ArithType, inputs: tuple[Any, ...]) -> Any | None:
+    """The NaN a NaN input gives (f64: the last NaN input quieted), None without one."""
+    if t == ArithType.F64:
+        return _f64_nan_result(*inputs)
+    if any(is_nan(t, v) for v in inputs):
+        return canonical_nan(t)
+    return None
+
+
+def float_math(op: str, t: ArithType, args: tuple[Any, ...], *, ftz: bool = False) -> Any:
+    """``sqrt``/``rcp``/``ex2``/``lg2`` (one input) and ``div`` (two) of type ``t``, the
+    result rounded once to nearest even from the exact value (numpy's correctly rounded
+    sqrt and division; ex2 and lg2 in float64, then rounded to ``t``). ``ftz`` flushes
+    subnormal inputs and results."""
+    vs = tuple(coerce_float(t, v) for v in args)
+    if ftz:
+        vs = tuple(flush_subnormal(t, v) for v in vs)
+    if (nan := _nan_result(t, vs)) is not None:
+        return nan
+    wide = tuple(np.float64(v.to_float32()) if t == ArithType.BF16 else _wide(t, v) for v in vs)
+    with np.errstate(all="ignore"):
+        if op == "sqrt":
+            r = np.sqrt(wide[0])
+        elif op == "rcp":
+            r = wide[0].dtype.type(1) / wide[0]
+        elif op == "div":
+            r = wide[0] / wide[1]
+        elif op == "ex2":
+            r = np.exp2(np.float64(wide[0]))
+        elif op == "lg2":
+            r = np.log2(np.float64(wide[0]))
+        else:  # pragma: no cover - callers pass one of the above
+            raise ValueError(f"unknown float operation {op}")
+    if np.isnan(r):
+        r = canonical_nan(t)  # an invalid operation: the default NaN of the type
+    elif t == ArithType.BF16:
+        r = _bf16_from_float64(float(r))
+    else:
+        r = _NP_TYPE[t](r)
+    if ftz:
+        r = flush_subnormal(t, r)
+    return r
+
+
+def _round_to_odd(x: Fraction) -> np.float64:
+    """``x`` (finite, within float64's range) in float64 rounded to odd: exact, or else the
+    one of its two float64 neighbours whose last bit is 1. Rounding that once more to a
+    format of at most 51 significant bits gives ``x`` correctly rounded."""
+    r = np.float64(float(x))  # correctly rounded (int / int)
+    if Fraction(float(r)) == x:
+        return r
+    if Fraction(float(r)) > x:
+        lo, hi = np.nextafter(r, -np.inf), r
+    else:
+        lo, hi = r, np.nextafter(r, np.inf)
+    return lo if int(lo.view(np.uint64)) & 1 else hi
+
+
+def float_fma(t: ArithType, a: Any, b: Any, c: Any, *, ftz: bool = False) -> Any:
+    """``fma.rn`` of type ``t``: ``a * b + c`` computed exactly, rounded once to nearest
+    even (f64 directly from the exact rational; f32/f16/bf16 through a float64 rounded to
+    odd, which rounds correctly once more). An exact zero is -0.0 only when ``a * b`` and
+    ``c`` are both negative zeros. ``ftz`` flushes subnormal inputs and the result."""
+    vs = tuple(coerce_float(t, v) for v in (a, b, c))
+    if ftz:
+        vs = tuple(flush_subnormal(t, v) for v in vs)
+    if (nan := _nan_result(t, vs)) is not None:
+        return nan
+    x, y, z = (float(v) for v in vs)
+    if not all(math.isfinite(v) for v in (x, y, z)):
+        with np.errstate(all="ignore"):
+            r = np.float64(x) * np.float64(y) + np.float64(z)  # inf arithmetic is exact
+        return canonical_nan(t) if np.isnan(r) else coerce_float(t, float(r))
+    exact = Fraction(x) * Fraction(y) + Fraction(z)
+    if exact == 0:
+        product_negative = (x == 0 or y == 0) and (math.copysign(1, x) * math.copysign(1, y) < 0)
+        r = -0.0 if (product_negative and z == 0 and math.copysign(1, z) < 0) else 0.0
+        return coerce_float(t, r)
+    if t == ArithType.F64:
+        try:
+            r = float(exact)
+        except OverflowError:
+            r = math.copysign(math.inf, exact)
+        result = np.float64(r)
+    else:
+        odd = _round_to_odd(exact)
+        result = np.float16(odd) if t == ArithType.F16 else coerce_float(t, odd)
+    if ftz:
+        result = flush_subnormal(t, result)
+    return result
 
 # endregion
 

@@ -72,6 +72,9 @@ from bulkred_dialect.ops.ptx.arith import (
 )
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
 from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtRounding, CvtType, SelpOp, SelpType, SetpOp, SetpType
+from bulkred_dialect.ops.ptx.arith import (  # the region Math (fused reductions)
+    AbsOp, AndPredOp, Ex2Op, FloatDivOp, FmaOp, Lg2Op, NegOp, NotPredOp, OrPredOp, RcpOp, SqrtOp,
+)
 from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
@@ -397,5 +400,61 @@ class Emitter:
                 nxt.append(vals[-1])
             vals = nxt
         return vals[0]
+
+    # endregion
+
+    # region Math (fused reductions)
+
+    def abs_(self, t: ArithType, v: SSAValue) -> SSAValue:
+        """``abs.t`` (no ``.ftz``): the sign bit cleared for a float, wrapping for s16/s32/s64."""
+        return self.value(AbsOp(t, v))
+
+    def neg(self, t: ArithType, v: SSAValue) -> SSAValue:
+        """``neg.t`` (no ``.ftz``): the sign bit flipped for a float, wrapping for an integer."""
+        return self.value(NegOp(t, v))
+
+    def sqrt(self, t: ArithType, v: SSAValue) -> SSAValue:
+        """``sqrt.rn.t`` (f32, f64): the IEEE square root, rounded to nearest even."""
+        return self.value(SqrtOp(t, v, rnd=RoundingMode.RN))
+
+    def rcp(self, t: ArithType, v: SSAValue) -> SSAValue:
+        """``rcp.rn.t`` (f32, f64): ``1 / v``, rounded to nearest even."""
+        return self.value(RcpOp(t, v, rnd=RoundingMode.RN))
+
+    def ex2(self, v: SSAValue) -> SSAValue:
+        """``ex2.approx.f32`` (no ``.ftz``): ``2 ** v``, approximate (PTX ISA error bound)."""
+        return self.value(Ex2Op(ArithType.F32, v, approx=True))
+
+    def lg2(self, v: SSAValue) -> SSAValue:
+        """``lg2.approx.f32`` (no ``.ftz``): ``log2(v)``, approximate (PTX ISA error bound)."""
+        return self.value(Lg2Op(ArithType.F32, v, approx=True))
+
+    def fma(self, t: ArithType, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+        """``fma.rn.t`` (f16, bf16, f32, f64): ``a * b + c`` with one rounding to nearest even."""
+        return self.value(FmaOp(t, a, b, c, rnd=RoundingMode.RN))
+
+    def div(self, t: ArithType, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``div.rn.t`` (f32, f64; ``ptx.div.float``): ``a / b``, rounded to nearest even."""
+        return self.value(FloatDivOp(t, a, b, rnd=RoundingMode.RN))
+
+    def selp(self, t: SelpType, a: SSAValue, b: SSAValue, pred: SSAValue) -> SSAValue:
+        """``selp.t``: ``a`` where the predicate ``pred`` (``i1``) holds, else ``b``."""
+        return self.value(SelpOp(t, a, b, pred))
+
+    def setp(self, cmp: CmpOp, t: SetpType, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``setp.cmp.t``: the comparison of ``a`` and ``b`` as a predicate (``i1``)."""
+        return self.value(SetpOp(cmp, t, a, b))
+
+    def and_pred(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``and.pred`` of two predicates."""
+        return self.value(AndPredOp(a, b))
+
+    def or_pred(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``or.pred`` of two predicates."""
+        return self.value(OrPredOp(a, b))
+
+    def not_pred(self, a: SSAValue) -> SSAValue:
+        """``not.pred`` of a predicate."""
+        return self.value(NotPredOp(a))
 
     # endregion

@@ -1,18 +1,32 @@
 """The differential cases of ``bulkred_dialect.ops.ptx.arith``: scalar and packed arithmetic
-(add ... shr, max3/min3, add.f32x2, mov.pack/unpack, mov.pack/unpack.b32x2)."""
+(add ... shr, max3/min3, add.f32x2, mov.pack/unpack, mov.pack/unpack.b32x2), and the math
+forms of fused reductions (abs, neg, sqrt, rcp, ex2, lg2, div.float, fma, and/or/xor/not.pred)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bulkred_dialect.ops.ptx.base import PtxInstruction, f32, f32x2, f64, i16, i32, i64, mnemonic
+from bulkred_dialect.ops.ptx.base import PtxInstruction, f32, f32x2, f64, i1, i16, i32, i64, mnemonic
 from bulkred_dialect.ops.ptx.arith import (
+    AbsOp,
     AddF32x2Op,
     AddOp,
     AndOp,
+    AndPredOp,
+    Ex2Op,
+    FloatDivOp,
+    FmaOp,
+    Lg2Op,
+    NegOp,
+    NotPredOp,
+    OrPredOp,
+    RcpOp,
+    SqrtOp,
+    XorPredOp,
     ArithType,
     BIT_TYPES,
     DivOp,
+    FLOAT_TYPES,
     INT_TYPES,
     IR_TYPE_OF,
     Max3Op,
@@ -36,7 +50,7 @@ from bulkred_dialect.ops.ptx.arith import (
 from ptx_cases import DiffCase
 
 
-def differential_cases() -> Iterator[DiffCase]:
+def _scalar_cases() -> Iterator[DiffCase]:
     """Every qualifier combination of the arithmetic ops, valid or not: add/sub/mul/mul.lo/
     min/max over each ``.type`` x ``.rnd`` (none, rn, rz, rm, rp) x ``.ftz``, and x ``.NaN``; max3/min3 x
     ``.ftz`` x ``.NaN``; add.f32x2 x ``.rnd`` x ``.ftz``; mov.pack/unpack; and/or/xor/shl/shr
@@ -122,3 +136,38 @@ def differential_cases() -> Iterator[DiffCase]:
                 yield DiffCase(
                     f"{mnemonic(scls.OPCODE, t)}.amount_{amount}", (IR_TYPE_OF[t], amount), build_shift
                 )
+
+
+def math_cases() -> Iterator[DiffCase]:
+    """The math ops of fused reductions: abs, neg, sqrt, rcp, ex2, lg2, fma and the
+    floating-point div over every ``.type`` x rounding (none, .approx, .full, .rn, .rz, .rm,
+    .rp) x ``.ftz``, operands of the type's registers; and/or/xor/not ``.pred`` on predicate
+    registers (and on 32-bit ones, refused)."""
+    roundings: tuple[str | None, ...] = (None, "approx", "full", *(str(r) for r in RoundingMode))
+    for mcls, arity in ((AbsOp, 1), (NegOp, 1), (SqrtOp, 1), (RcpOp, 1), (Ex2Op, 1), (Lg2Op, 1), (FloatDivOp, 2), (FmaOp, 3)):
+        # The integer types of div print as the integer div (ptx.div's cases).
+        types = FLOAT_TYPES + BIT_TYPES if mcls is FloatDivOp else tuple(ArithType)
+        for t in types:
+            for r in roundings:
+                for ftz in (False, True):
+                    name = mnemonic(mcls.OPCODE, r, "ftz" if ftz else None, t)
+                    if mcls is FloatDivOp:
+                        name += " (div.float)"
+
+                    def build_math(args, mcls=mcls, t=t, r=r, ftz=ftz) -> PtxInstruction:
+                        rnd = RoundingMode(r) if r in [str(m) for m in RoundingMode] else None
+                        return mcls(t, *args, rnd=rnd, approx=r == "approx", full=r == "full", ftz=ftz)
+
+                    yield DiffCase(name, (IR_TYPE_OF[t],) * arity, build_math)
+    for pcls in (AndPredOp, OrPredOp, XorPredOp):
+        for reg in (i1, i32):
+            yield DiffCase(f"{pcls.OPCODE}.pred {reg}", (reg, reg), lambda args, pcls=pcls: pcls(args[0], args[1]))
+    for reg in (i1, i32):
+        yield DiffCase(f"not.pred {reg}", (reg,), lambda args: NotPredOp(args[0]))
+
+
+def differential_cases() -> Iterator[DiffCase]:
+    """Every qualifier combination of the ops of arith.py, valid or not: the scalar and
+    packed arithmetic (:func:`_scalar_cases`) and the math forms (:func:`math_cases`)."""
+    yield from _scalar_cases()
+    yield from math_cases()

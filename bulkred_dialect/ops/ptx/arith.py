@@ -3,7 +3,9 @@
 
 The sm100_packed reduction uses ``add.f32x2`` and the three-input ``max``/``min``;
 the scalar forms are what those legalize into on Hopper and what the scalar
-``local`` variant and address arithmetic use.
+``local`` variant and address arithmetic use. The region "Math (fused reductions)" holds
+``abs``, ``neg``, ``sqrt``, ``rcp``, ``ex2``, ``lg2``, ``fma``, the floating-point ``div``
+(``ptx.div.float``) and ``and/or/xor/not.pred``, each verified by its PTX ISA table (``FORMS``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from bulkred_dialect.ops.ptx.base import (
     f32,
     f32x2,
     f64,
+    i1,
     i16,
     i32,
     i64,
@@ -752,6 +755,387 @@ class UnpackB32x2Op(PtxInstruction):
         return [f"{{{reg(self.lo)}, {reg(self.hi)}}}", reg(self.src)]
 
 
+
+# region Math (fused reductions): abs, neg, sqrt, rcp, ex2, lg2, fma, div (floating point),
+# and/or/xor/not .pred
+#
+# Each op's verifier is its PTX ISA table, written as ``FORMS``: one row per valid
+# (``.type``, rounding) pair -- rounding is None (no word), "approx", "full" or a
+# ``.rnd`` value -- giving whether ``.ftz`` is refused, optional or required there,
+# and the lowest SM / PTX ISA version of the form. tests/ptx_cases/arith.py checks every
+# combination against ptxas.
+
+# `.ftz` of a form: not valid, optional, required.
+FTZ_NO, FTZ_OPT, FTZ_REQ = "no", "optional", "required"
+
+_BASE = Requirement(sm=50, ptx=(6, 0))
+_RND = tuple(str(r) for r in RoundingMode)  # rn, rz, rm, rp
+# The words a math op's qualifiers may be spelled with, besides the type.
+_MATH_FLAGS = ("approx", "full", "ftz")
+
+MathForms = dict[tuple[ArithType, str | None], tuple[str, Requirement]]
+
+
+def _forms(types: tuple[ArithType, ...], roundings: tuple[str | None, ...], ftz: str, req: Requirement = _BASE) -> MathForms:
+    return {(t, r): (ftz, req) for t in types for r in roundings}
+
+
+class MathOp(PtxInstruction, ABC):
+    """``op{.rounding}{.ftz}.type d, a{, b{, c}};`` -- the math instructions of fused
+    reductions. ``rounding`` is ``.approx``, ``.full`` (div) or ``.rnd``, as ``FORMS``
+    allows for the ``.type``. Custom syntax: ``%d = ptx.sqrt rn ftz f32 %a : f32``."""
+
+    OPCODE: ClassVar[str] = ""
+    FORMS: ClassVar[MathForms] = {}
+
+    type = prop_def(ArithTypeAttr)
+    rnd = opt_prop_def(RoundingModeAttr)
+    approx = opt_prop_def(UnitAttr)
+    full = opt_prop_def(UnitAttr)
+    ftz = opt_prop_def(UnitAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        words = _parse_words(parser)
+        props, type_ = _parse_float_qualifiers(parser, words, True, _MATH_FLAGS)
+        if type_ is None:
+            parser.raise_error("expected a '.type' qualifier (" + ", ".join(str(t) for t in ArithType) + ")")
+        n = len(cls.get_irdl_definition().operands)
+        operands = [parser.parse_unresolved_operand()]
+        for _ in range(n - 1):
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls.create(
+            operands=[parser.resolve_operand(o, t) for o in operands],
+            result_types=[t],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        words = [self.rounding(), "ftz" if self.ftz is not None else None, str(self.type.data)]
+        printer.print_string(" " + " ".join(w for w in words if w is not None) + " ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.results[0].type)
+
+    def __init__(
+        self,
+        type: ArithType,
+        *operands: SSAValue,
+        rnd: RoundingMode | None = None,
+        approx: bool = False,
+        full: bool = False,
+        ftz: bool = False,
+    ):
+        props = _props(type, rnd, ftz)
+        if approx:
+            props["approx"] = UnitAttr()
+        if full:
+            props["full"] = UnitAttr()
+        super().__init__(operands=list(operands), result_types=[IR_TYPE_OF[type]], properties=props)
+
+    def rounding(self) -> str | None:
+        """The rounding word as written: approx, full, rn/rz/rm/rp, or None."""
+        if self.approx is not None:
+            return "approx"
+        if self.full is not None:
+            return "full"
+        return str(self.rnd.data) if self.rnd is not None else None
+
+    def verify_(self) -> None:
+        t = self.type.data
+        types = tuple(dict.fromkeys(ft for ft, _ in self.FORMS))
+        if t not in types:
+            raise qualifier_error(".type", t, types, f"for '{self.OPCODE}'")
+        given = [w for w in ("approx" if self.approx is not None else None, "full" if self.full is not None else None,
+                             str(self.rnd.data) if self.rnd is not None else None) if w is not None]
+        if len(given) > 1:
+            raise VerifyException(
+                f"'{self.OPCODE}' takes one rounding qualifier, got {', '.join('.' + w for w in given)}"
+            )
+        r = self.rounding()
+        allowed = [fr for ft, fr in self.FORMS if ft == t]
+        if (t, r) not in self.FORMS:
+            spelled = ", ".join("none" if a is None else "." + a for a in allowed)
+            if r is None:
+                raise VerifyException(f"'{self.OPCODE}' with '.type' {t} needs a rounding qualifier (valid: {spelled})")
+            raise VerifyException(f"'.{r}' is not valid with '.type' {t} for '{self.OPCODE}' (valid: {spelled})")
+        ftz, _ = self.FORMS[(t, r)]
+        form = mnemonic(self.OPCODE, r, t)
+        if ftz == FTZ_NO and self.ftz is not None:
+            raise VerifyException(f"'.ftz' is not valid for '{form}'")
+        if ftz == FTZ_REQ and self.ftz is None:
+            raise VerifyException(f"'.ftz' is required for '{form}'")
+        want = IR_TYPE_OF[t]
+        names = ("a", "b", "c")
+        for i, v in enumerate(self.operands):
+            if v.type != want:
+                raise VerifyException(f"operand '{names[i]}' must be {want} for '.type' {t}, got {v.type}")
+        if self.results[0].type != want:
+            raise VerifyException(f"result 'd' must be {want} for '.type' {t}, got {self.results[0].type}")
+
+    def requirement(self) -> Requirement:
+        form = self.FORMS.get((self.type.data, self.rounding()))
+        return form[1] if form is not None else _BASE
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic(self.OPCODE, self.rounding(), "ftz" if self.ftz is not None else None, self.type.data)
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [reg(self.results[0]), *(reg(v) for v in self.operands)]
+
+
+class UnaryMathOp(MathOp, ABC):
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    src = operand_def(T)
+    result = result_def(T)
+
+
+_F16 = (ArithType.F16,)
+_BF16 = (ArithType.BF16,)
+_F32 = (ArithType.F32,)
+_F64 = (ArithType.F64,)
+_S = (ArithType.S16, ArithType.S32, ArithType.S64)
+
+# abs and neg share one table (PTX ISA 9.7.1 integer: .s16/.s32/.s64; 9.7.3: {.ftz}.f32,
+# .f64; 9.7.4 half precision: {.ftz}.f16 (sm_53), .bf16 (sm_80, PTX ISA 7.0), no .ftz).
+_ABS_NEG_FORMS: MathForms = {
+    **_forms(_S, (None,), FTZ_NO),
+    **_forms(_F32, (None,), FTZ_OPT),
+    **_forms(_F64, (None,), FTZ_NO),
+    **_forms(_F16, (None,), FTZ_OPT, Requirement(sm=53, ptx=(6, 5))),
+    **_forms(_BF16, (None,), FTZ_NO, Requirement(sm=80, ptx=(7, 0))),
+}
+
+
+@op_definition
+class AbsOp(UnaryMathOp):
+    """Absolute value: ``abs.type d, a;`` (``.s16/.s32/.s64``, wrapping: the most negative
+    value stays itself), ``abs{.ftz}.f32``, ``abs.f64``, ``abs{.ftz}.f16``, ``abs.bf16``
+    (clears the sign bit; a NaN input gives an unspecified NaN).
+    Example: ``%d = ptx.abs ftz f32 %a : f32``.
+
+    Spec: PTX ISA 9.7.1, Integer Arithmetic Instructions: abs; 9.7.3, Floating Point
+    Instructions: abs; 9.7.4, Half Precision Floating Point Instructions: abs."""
+
+    name = "ptx.abs"
+    OPCODE: ClassVar = "abs"
+    FORMS: ClassVar = _ABS_NEG_FORMS
+
+
+@op_definition
+class NegOp(UnaryMathOp):
+    """Negate: ``neg.type d, a;`` (``.s16/.s32/.s64``, wrapping), ``neg{.ftz}.f32``,
+    ``neg.f64``, ``neg{.ftz}.f16``, ``neg.bf16`` (flips the sign bit; a NaN input gives an
+    unspecified NaN). Example: ``%d = ptx.neg f64 %a : f64``.
+
+    Spec: PTX ISA 9.7.1, Integer Arithmetic Instructions: neg; 9.7.3, Floating Point
+    Instructions: neg; 9.7.4, Half Precision Floating Point Instructions: neg."""
+
+    name = "ptx.neg"
+    OPCODE: ClassVar = "neg"
+    FORMS: ClassVar = _ABS_NEG_FORMS
+
+
+@op_definition
+class SqrtOp(UnaryMathOp):
+    """Square root: ``sqrt.approx{.ftz}.f32``, ``sqrt.rnd{.ftz}.f32``, ``sqrt.rnd.f64``
+    (``.rnd`` = ``.rn/.rz/.rm/.rp``, IEEE 754 rounding); a rounding qualifier is required.
+    Example: ``%d = ptx.sqrt rn f32 %a : f32``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: sqrt."""
+
+    name = "ptx.sqrt"
+    OPCODE: ClassVar = "sqrt"
+    FORMS: ClassVar = {
+        **_forms(_F32, ("approx", *_RND), FTZ_OPT),
+        **_forms(_F64, _RND, FTZ_NO),
+    }
+
+
+@op_definition
+class RcpOp(UnaryMathOp):
+    """Reciprocal: ``rcp.approx{.ftz}.f32``, ``rcp.rnd{.ftz}.f32``, ``rcp.rnd{.ftz}.f64``, and
+    ``rcp.approx.ftz.f64`` (``.ftz`` required); a rounding qualifier is required.
+    Example: ``%d = ptx.rcp rn f64 %a : f64``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: rcp, and rcp.approx.ftz.f64."""
+
+    name = "ptx.rcp"
+    OPCODE: ClassVar = "rcp"
+    # ptxas (nvJitLink 13.5) takes `.ftz` with rcp.rnd.f64 too, on every target from
+    # sm_80, so the table takes it (tests/ptx_cases/arith.py); the interpreter does not model it.
+    FORMS: ClassVar = {
+        **_forms(_F32, ("approx", *_RND), FTZ_OPT),
+        **_forms(_F64, _RND, FTZ_OPT),
+        **_forms(_F64, ("approx",), FTZ_REQ),
+    }
+
+
+@op_definition
+class Ex2Op(UnaryMathOp):
+    """Base-2 exponential, approximate: ``ex2.approx{.ftz}.f32``, ``ex2.approx.f16``
+    (sm_75, PTX ISA 7.0), ``ex2.approx.ftz.bf16`` (``.ftz`` required; sm_90, PTX ISA 7.8).
+    Example: ``%d = ptx.ex2 approx f32 %a : f32``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: ex2; 9.7.4, Half Precision Floating
+    Point Instructions: ex2."""
+
+    name = "ptx.ex2"
+    OPCODE: ClassVar = "ex2"
+    FORMS: ClassVar = {
+        **_forms(_F32, ("approx",), FTZ_OPT),
+        **_forms(_F16, ("approx",), FTZ_NO, Requirement(sm=75, ptx=(7, 0))),
+        **_forms(_BF16, ("approx",), FTZ_REQ, Requirement(sm=90, ptx=(7, 8))),
+    }
+
+
+@op_definition
+class Lg2Op(UnaryMathOp):
+    """Base-2 logarithm, approximate: ``lg2.approx{.ftz}.f32 d, a;``.
+    Example: ``%d = ptx.lg2 approx ftz f32 %a : f32``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: lg2."""
+
+    name = "ptx.lg2"
+    OPCODE: ClassVar = "lg2"
+    FORMS: ClassVar = _forms(_F32, ("approx",), FTZ_OPT)
+
+
+@op_definition
+class FloatDivOp(MathOp):
+    """Floating-point divide: ``div.approx{.ftz}.f32``, ``div.full{.ftz}.f32``,
+    ``div.rnd{.ftz}.f32``, ``div.rnd.f64`` (``.rnd`` = ``.rn/.rz/.rm/.rp``); a rounding
+    qualifier is required. ``ptx.div`` is the integer form (another table).
+    Example: ``%q = ptx.div.float rn f32 %a, %b : f32`` is ``div.rn.f32 %f3, %f1, %f2;``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: div."""
+
+    name = "ptx.div.float"
+    OPCODE: ClassVar = "div"
+    FORMS: ClassVar = {
+        **_forms(_F32, ("approx", "full", *_RND), FTZ_OPT),
+        **_forms(_F64, _RND, FTZ_NO),
+    }
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+
+@op_definition
+class FmaOp(MathOp):
+    """Fused multiply-add, one rounding: ``fma.rnd{.ftz}.f32``, ``fma.rnd.f64``,
+    ``fma.rn{.ftz}.f16`` (sm_53), ``fma.rnd.bf16`` (sm_80, PTX ISA 7.0); ``.rnd`` is
+    required (``.rn/.rz/.rm/.rp``; only ``.rn`` for f16). ``.sat``/``.relu`` are not
+    modelled. Example: ``%d = ptx.fma rn f32 %a, %b, %c : f32`` is ``a * b + c``.
+
+    Spec: PTX ISA 9.7.3, Floating Point Instructions: fma; 9.7.4, Half Precision Floating
+    Point Instructions: fma."""
+
+    name = "ptx.fma"
+    OPCODE: ClassVar = "fma"
+    FORMS: ClassVar = {
+        **_forms(_F32, _RND, FTZ_OPT),
+        **_forms(_F64, _RND, FTZ_NO),
+        **_forms(_F16, ("rn",), FTZ_OPT, Requirement(sm=53, ptx=(6, 0))),
+        # ptxas (nvJitLink 13.5) takes .rz/.rm/.rp with bf16 (not with f16) from sm_80 on,
+        # so the table does; the interpreter models .rn only.
+        **_forms(_BF16, _RND, FTZ_NO, Requirement(sm=80, ptx=(7, 0))),
+    }
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    a = operand_def(T)
+    b = operand_def(T)
+    c = operand_def(T)
+    result = result_def(T)
+
+
+class PredLogicOp(PtxInstruction, ABC):
+    """``op.pred d, a{, b};`` on predicate registers (``i1``): combines ``setp`` results."""
+
+    OPCODE: ClassVar[str] = ""
+    REQUIREMENT: ClassVar = _BASE
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic(self.OPCODE, "pred")
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [reg(self.results[0]), *(reg(v) for v in self.operands)]
+
+
+class BinaryPredOp(PredLogicOp, ABC):
+    lhs = operand_def(i1)
+    rhs = operand_def(i1)
+    result = result_def(i1)
+
+    assembly_format = "$lhs `,` $rhs attr-dict"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[i1])
+
+
+@op_definition
+class AndPredOp(BinaryPredOp):
+    """Predicate and: ``and.pred d, a, b;``. Example: ``%p = ptx.and.pred %a, %b``.
+
+    Spec: PTX ISA 9.7.8, Logic and Shift Instructions: and (``.type`` = ``.pred``)."""
+
+    name = "ptx.and.pred"
+    OPCODE: ClassVar = "and"
+
+
+@op_definition
+class OrPredOp(BinaryPredOp):
+    """Predicate or: ``or.pred d, a, b;``. Example: ``%p = ptx.or.pred %a, %b``.
+
+    Spec: PTX ISA 9.7.8, Logic and Shift Instructions: or (``.type`` = ``.pred``)."""
+
+    name = "ptx.or.pred"
+    OPCODE: ClassVar = "or"
+
+
+@op_definition
+class XorPredOp(BinaryPredOp):
+    """Predicate exclusive or: ``xor.pred d, a, b;``. Example: ``%p = ptx.xor.pred %a, %b``.
+
+    Spec: PTX ISA 9.7.8, Logic and Shift Instructions: xor (``.type`` = ``.pred``)."""
+
+    name = "ptx.xor.pred"
+    OPCODE: ClassVar = "xor"
+
+
+@op_definition
+class NotPredOp(PredLogicOp):
+    """Predicate not: ``not.pred d, a;``. Example: ``%p = ptx.not.pred %a``.
+
+    Spec: PTX ISA 9.7.8, Logic and Shift Instructions: not (``.type`` = ``.pred``)."""
+
+    name = "ptx.not.pred"
+    OPCODE: ClassVar = "not"
+
+    src = operand_def(i1)
+    result = result_def(i1)
+
+    assembly_format = "$src attr-dict"
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[i1])
+
+
+MATH_OPS = [AbsOp, NegOp, SqrtOp, RcpOp, Ex2Op, Lg2Op, FloatDivOp, FmaOp, AndPredOp, OrPredOp, XorPredOp, NotPredOp]
+
+# endregion
+
 ARITH_OPS = [
     AddOp,
     SubOp,
@@ -773,5 +1157,6 @@ ARITH_OPS = [
     UnpackF32x2Op,
     PackB32x2Op,
     UnpackB32x2Op,
+    *MATH_OPS,
 ]
 ARITH_ATTRS = [ArithTypeAttr, RoundingModeAttr]
