@@ -6,13 +6,18 @@ reduction API is loaded at its first use::
     bulkred.sum(x)            # x: a torch tensor, cupy array, DLPack object or numpy array
     bulkred.sum(x, axis=(0, 2), keepdims=True)
     bulkred.max(x, out=y)
+    bulkred.var_mean(x, axis=-1)  # fused reductions: mean, var, std, var_mean, argmax, argmin,
+                                  # vector_norm, logsumexp (docs/fused.md)
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce", "ReductionError")
+_API = (
+    "sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce", "ReductionError",
+    "mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp",
+)
 
 
 def __getattr__(name: str):

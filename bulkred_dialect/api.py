@@ -93,6 +93,12 @@ class Plan:
     fill: Any = None  # the value of every element when no kernel runs (an empty reduction)
     empty: bool = False  # the result has no elements: no kernel
     strides: tuple[int, ...] | None = None  # the kernel's x is a view of these element strides (None: dense)
+    # fused reductions (issue 17; :func:`plan_fused`): None and () for the kinds above
+    fn: str | None = None  # the API function (mean, var, ...): its name in errors and the kernel's
+    prologue: tuple = ()  # the op's prologue maps: names or (name, float) pairs
+    epilogue: tuple = ()  # the op's epilogue maps
+    correction: int | None = None  # var: N - correction divides the sum of squared deviations
+    aux: str | None = None  # the dtype of the kernel's second output (var_mean's mean), None: none
 
     @property
     def launches(self) -> bool:
@@ -198,6 +204,113 @@ def plan(
     return Plan(**common, empty=math.prod(result_shape) == 0)
 
 
+FUSED = ("mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp")
+"""The fused reductions' API functions (issue 17, docs/fused.md): each one grid-scope
+``bulkred.reduce`` with a prologue, an epilogue or a kind whose accumulator is more than
+one value (:func:`plan_fused`)."""
+
+_FLOAT_ONLY = ("mean", "var", "std", "var_mean", "vector_norm", "logsumexp")
+_FLOATS = tuple(n for n, d in _ROWS.items() if d.is_float and d.collective)
+
+
+def _float_input(fn: str, src: str) -> None:
+    if not _ROWS[src].is_float:
+        raise _error(
+            fn,
+            f"expected a floating-point input ({', '.join(_FLOATS)}), got {src} (as torch's {fn}); "
+            f"cast it first (x.float() in torch, x.astype('float32') in numpy or cupy)",
+        )
+
+
+def _norm_maps(fn: str, ord: Any) -> tuple[str, tuple, tuple]:
+    """vector_norm's ``ord`` as (kind, prologue, epilogue)."""
+    if isinstance(ord, bool | np.bool_) or not isinstance(ord, int | float | np.integer | np.floating):
+        raise _error(fn, f"'ord' must be a number (an int, a float, inf or -inf), got {ord!r}")
+    p = float(ord)
+    if math.isnan(p):
+        raise _error(fn, "'ord' must be a number, got nan")
+    if p == 0:
+        raise _error(fn, "ord=0 (the number of nonzero elements) is not supported: pass bulkred.sum(x != 0)")
+    if p == math.inf:
+        return "max", ("abs",), ()
+    if p == -math.inf:
+        return "min", ("abs",), ()
+    if p == 1:
+        return "sum", ("abs",), ()
+    if p == 2:
+        return "sum", ("square",), ("sqrt",)
+    return "sum", (("pow", p),), (("pow", 1.0 / p),)
+
+
+def plan_fused(
+    fn: str, shape: tuple[int, ...], src: str, axis: Any = None, keepdims: bool = False, dtype: Any = None, *,
+    correction: Any = 0, ord: Any = 2, out_dtype: str | None = None,
+) -> Plan:
+    """:func:`plan` of a fused reduction: the API function ``fn`` (one of :data:`FUSED`)
+    of an array of ``shape`` and dtype ``src``, as one ``bulkred.reduce`` (kind,
+    prologue, epilogue, correction, aux output) and its shapes and dtypes. ``dtype``:
+    the result's (mean, var, std, var_mean, vector_norm; a float type); ``correction``
+    (var, std, var_mean) and ``ord`` (vector_norm) as the functions take them;
+    ``out_dtype``: the dtype of an ``out=`` given (var_mean: both arrays'). Raises
+    :class:`ReductionError` (one line); imports no xDSL and needs no GPU."""
+    if fn not in FUSED:
+        raise ReductionError(f"unknown fused reduction {fn!r} (valid: {', '.join(FUSED)})")
+    if not isinstance(keepdims, bool | np.bool_):
+        raise _error(fn, f"'keepdims' must be a bool, got {keepdims!r}")
+    if src not in _ROWS:
+        raise _error(fn, f"dtype {src} is not supported (bulkred's element types: {', '.join(_ROWS)})")
+    if fn in _FLOAT_ONLY:
+        _float_input(fn, src)
+    if fn in ("argmax", "argmin") and axis is not None and (
+        isinstance(axis, bool | np.bool_) or not isinstance(axis, int | np.integer)
+    ):
+        raise _error(fn, f"'axis' must be an int or None (one axis, as numpy's and torch's {fn} take), got {axis!r}")
+    ndim = len(shape)
+    reduced = _normalize_axes(fn, axis, ndim)
+    if dtype is not None:
+        if fn in ("argmax", "argmin", "logsumexp"):
+            raise _error(fn, f"'dtype' is not taken by {fn}")
+        dst = _dtype_name(fn, dtype)
+        if not _ROWS[dst].is_float:
+            raise _error(fn, f"'dtype' must be a floating-point type ({', '.join(_FLOATS)}), got {dst}")
+    else:
+        dst = "int64" if fn in ("argmax", "argmin") else src
+    if out_dtype is not None and out_dtype != dst:
+        raise _error(fn, f"'out' has dtype {out_dtype}, expected {dst} (the result's dtype)")
+    correct = None
+    if fn in ("var", "std", "var_mean"):
+        if isinstance(correction, bool | np.bool_) or not isinstance(correction, int | np.integer) or correction < 0:
+            raise _error(fn, f"'correction' must be an integer >= 0, got {correction!r}")
+        correct = int(correction)
+    fill: Any = None
+    if fn == "mean":
+        kind, prologue, epilogue, fill = "sum", (), ("div_count",), math.nan
+    elif fn in ("var", "std", "var_mean"):
+        kind, prologue, epilogue, fill = "var", (), ("sqrt",) if fn == "std" else (), math.nan
+    elif fn in ("argmax", "argmin"):
+        kind, prologue, epilogue = fn, (), ()
+    elif fn == "logsumexp":
+        kind, prologue, epilogue, fill = "logsumexp", (), (), -math.inf
+    else:
+        kind, prologue, epilogue = _norm_maps(fn, ord)
+        fill = 0.0 if kind == "sum" and float(ord) > 0 else None
+    kept = tuple(d for i, d in enumerate(shape) if i not in reduced)
+    result_shape = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keepdims else kept
+    common = {
+        "kind": kind, "shape": tuple(shape) or (1,), "src": src, "dst": dst,
+        "axes": None if len(reduced) == ndim else reduced, "kernel_shape": kept or (1,), "result_shape": result_shape,
+        "ignore_nan": False, "fn": fn, "prologue": prologue, "epilogue": epilogue, "correction": correct,
+        "aux": dst if fn == "var_mean" else None,
+    }
+    if math.prod(shape[i] for i in reduced) == 0:
+        if fill is None:
+            where = "the array" if axis is None else f"axis {axis!r}"
+            what = f"the {ord} norm" if fn == "vector_norm" else fn
+            raise _error(fn, f"{where} of an array of shape {tuple(shape)} has no elements, and {what} has no identity")
+        return Plan(**common, fill=fill)
+    return Plan(**common, empty=math.prod(result_shape) == 0)
+
+
 _PLANS: dict[tuple, Plan] = {}
 
 
@@ -230,21 +343,33 @@ def _dialect() -> tuple[frozenset[str], bool]:
 def reduction_module(
     kind: str, shape: tuple[int, ...], dtype: str, axis: int | tuple[int, ...] | None, name: str, *,
     out_dtype: str | None = None, ignore_nan: bool | None = None, strides: tuple[int, ...] | None = None,
+    prologue: Any = None, epilogue: Any = None, correction: int | None = None, aux_dtype: str | None = None,
 ):
     """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
     grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (an axis or sorted axes; every
     axis when None) into ``out`` (``x``'s shape without those axes, (1,) for a whole
     reduction) of element type ``out_dtype`` (default ``dtype``). ``ignore_nan``: the
     op's option (None: not given, the dialect's default). ``strides``: ``x`` is a view
-    of these element strides (``strided<[...]>``), read in place."""
+    of these element strides (``strided<[...]>``), read in place.
+
+    Fused reductions (issue 17, docs/fused.md): ``prologue`` / ``epilogue`` (lists of
+    maps, a name or a (name, float) pair), ``correction`` (kind var) are the op's;
+    ``aux_dtype``: a third parameter ``aux`` of ``out``'s shape and this dtype, the op's
+    ``aux`` output (var's mean, argmax's value): kernel ``name(x, out, aux)``. None (the
+    default) leaves each out, so the other reductions' modules are what they were."""
     from bulkred_dialect import builder as T
 
     axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
     out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
     options = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
+    for option, value in (("prologue", prologue), ("epilogue", epilogue), ("correction", correction)):
+        if value is not None:
+            options[option] = list(value) if option != "correction" else value
     with T.kernel(name) as k:
         x = k.param("x", list(shape), dtype, **({} if strides is None else {"strides": list(strides)}))
         out = k.param("out", out_shape, out_dtype or dtype)
+        if aux_dtype is not None:
+            options["aux"] = k.param("aux", out_shape, aux_dtype)
         T.reduce(kind, out, x, axes=axes, **options)
     return k.module()
 
@@ -273,10 +398,13 @@ def _module(p: Plan):
         )
     if p.src == "bool" and p.dst == "bool" and p.kind == "sum":
         raise _error(p.kind, "a sum of bool into bool is not supported: pass dtype=int64 (the default) or int32")
+    fused = {} if p.fn is None else {
+        "prologue": p.prologue or None, "epilogue": p.epilogue or None, "correction": p.correction, "aux_dtype": p.aux,
+    }
     try:
         return reduction_module(
-            p.kind, p.shape, p.src, p.axes, _kernel_name(p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,
-            **({} if p.strides is None else {"strides": p.strides}),
+            p.kind, p.shape, p.src, p.axes, _kernel_name(p.fn or p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,
+            **({} if p.strides is None else {"strides": p.strides}), **fused,
         )
     except (LocatedError, BulkredError) as e:
         raise _readable(p, e) from None
@@ -292,10 +420,10 @@ def _readable(p: Plan | str, e: Exception) -> ReductionError:
 
     if isinstance(e, ReductionError):
         return e
-    kind = p if isinstance(p, str) else p.kind
+    kind = p if isinstance(p, str) else p.fn or p.kind
     # the location is the builder's call in this file, of no use to the caller
     first = re.sub(r"^\S*api\.py:\d+:\d+: ", "", str(e).split("\n", 1)[0])
-    if not isinstance(p, str) and p.dst != p.src and "'dst'" in first:
+    if not isinstance(p, str) and p.dst != p.src and "'dst'" in first and p.kind not in ("argmax", "argmin"):
         return _error(kind, f"a {kind} of {p.src} into {p.dst} is not supported yet ({ISSUE}): {first}; pass dtype={p.src!r}")
     if isinstance(e, LocatedError):
         more = " (explain=True shows the dispatch table)" if "\n" in str(e) else ""
@@ -341,6 +469,8 @@ def _compile(p: Plan, target: Target | str):
     key = (p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan, target)
     if p.strides is not None:  # a view's module (a contiguous one keeps its key)
         key += (p.strides,)
+    if p.fn is not None:  # a fused reduction's (the other kinds keep their keys)
+        key += ("fused", p.fn, p.prologue, p.epilogue, p.correction, p.aux)
     mod = _COMPILED.get(key)
     if mod is not None:
         return mod
@@ -680,6 +810,8 @@ def _check_module(p: Plan) -> None:
     from dataclasses import replace
 
     key = ("check", p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan)
+    if p.fn is not None:
+        key += (p.fn, p.prologue, p.epilogue, p.correction, p.aux)
     if key in _PLANS:
         return
     shape = tuple(d or 1 for d in p.shape)
@@ -779,6 +911,267 @@ all = _reduction_function("all", "all", "Whether every element of ``x`` is true 
 and_ = _reduction_function("and_", "and", "The bitwise and of an integer ``x``")
 or_ = _reduction_function("or_", "or", "The bitwise or of an integer ``x``")
 xor = _reduction_function("xor", "xor", "The bitwise xor of an integer ``x``")
+
+
+# endregion
+
+# region Fused reductions (issue 17): mean, var, std, var_mean, argmax, argmin, vector_norm, logsumexp
+
+
+def _keyed(v: Any) -> Any:
+    """``v`` as a plan key: None, a str, an int or a float as itself (never a bool: True
+    == 1), anything else by its repr."""
+    return v if v is None or type(v) in (int, float, str) else repr(v)
+
+
+def _fused_plan_cached(
+    fn: str, shape: tuple[int, ...], src: str, axis: Any, keepdims: Any, dtype: Any, correction: Any, ord: Any,
+    out_dtype: str | None,
+) -> Plan:
+    key = (
+        "fused", fn, shape, src, axis if axis is None or type(axis) is int else repr(axis),
+        keepdims if type(keepdims) is bool else repr(keepdims), _keyed(dtype), _keyed(correction), _keyed(ord), out_dtype,
+    )
+    p = _PLANS.get(key)
+    if p is None:
+        p = _PLANS[key] = plan_fused(
+            fn, shape, src, axis, keepdims, dtype, correction=correction, ord=ord, out_dtype=out_dtype
+        )
+    return p
+
+
+def _fused_outs(fn: str, out: Any) -> tuple:
+    """``out`` as a tuple of arrays: var_mean's (var, mean) pair, else ``(out,)``."""
+    if out is None:
+        return ()
+    if fn != "var_mean":
+        return (out,)
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        raise _error(fn, f"'out' must be a pair of arrays (var, mean), got {type(out).__name__}")
+    return tuple(out)
+
+
+def _fused_call(
+    fn: str, x: Any, axis: Any, keepdims: Any, dtype: Any, correction: Any, ord: Any, out: Any, stream: Any,
+    explain: bool,
+) -> Any:
+    """A fused reduction: the torch short path of a call checked once, else every check
+    (:func:`_fused`), then the launch."""
+    if _compiling():
+        return sys.modules["bulkred_dialect.torch_ops"].call_fused(fn, x, axis, keepdims, dtype, correction, ord, out, stream, explain)
+    torch_key = None
+    if (
+        stream is None and not explain and type(x).__module__ == "torch" and type(keepdims) is bool
+        and (axis is None or type(axis) is int or type(axis) is tuple and builtins.all(type(a) is int for a in axis))
+        and type(correction) is int and type(ord) in (int, float)
+    ):
+        outs = _fused_outs(fn, out)
+        torch_key = ("fused", fn, x.shape, x.dtype, axis, keepdims, dtype, correction, ord, tuple(o.dtype for o in outs))
+        hit = _TORCH_CALLS.get(torch_key)
+        if hit is not None:
+            try:
+                if not outs:
+                    args = [x.new_empty(hit.kernel_shape) if hit.result_dtype is None else x.new_empty(hit.kernel_shape, dtype=hit.result_dtype)]
+                    if fn == "var_mean":
+                        args.append(args[0].new_empty(hit.kernel_shape))
+                    hit.kernel(x, *args)
+                    if fn != "var_mean":
+                        _record_fused_new_out(fn, axis, hit, keepdims, dtype, correction, ord)
+                    if hit.result_shape is not None:
+                        args = [a.view(hit.result_shape) for a in args]
+                    return tuple(args) if fn == "var_mean" else args[0]
+                if builtins.all(o.shape == hit.shape for o in outs):
+                    hit.kernel(x, *(o if hit.result_shape is None else o.view(hit.kernel_shape) for o in outs))
+                    return out
+            except SignatureError:
+                pass  # the checks below name what is wrong in the API's words, else raise it again
+    return _fused(fn, x, axis, keepdims, dtype, correction, ord, out, stream, explain, torch_key)
+
+
+def _fused(
+    fn: str, x: Any, axis: Any, keepdims: Any, dtype: Any, correction: Any, ord: Any, out: Any, stream: Any,
+    explain: bool, torch_key: tuple | None,
+) -> Any:
+    """Every check of a fused reduction, then the launch (and its record for the next call)."""
+    shape, src, strides = _info(x, fn)
+    outs = _fused_outs(fn, out)
+    infos = [_info(o, fn, "out") for o in outs]
+    out_dtype = infos[0][1] if infos else None
+    if len(infos) == 2 and infos[1][1] != out_dtype:
+        raise _error(fn, f"'out' has arrays of dtypes {out_dtype} and {infos[1][1]}: the variance and the mean have one dtype")
+    if _compiling is _never and type(x).__module__ == "torch":
+        _load_torch_ops()
+    p = _fused_plan_cached(fn, shape, src, axis, keepdims, dtype, correction, ord, out_dtype)
+    for o_shape, _, _ in infos:
+        if o_shape != p.result_shape:
+            raise _error(fn, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
+    view = _check_layout(fn, "x", shape, strides, views=True)
+    if view is not None and p.launches:  # read in place by a module built for the view's strides
+        from dataclasses import replace
+
+        p = replace(p, strides=view)
+    if explain:
+        if not p.launches:
+            return f"no kernel: the result has shape {p.result_shape}" + ("" if p.fill is None else f", every element {p.fill!r}")
+        return _explain(p)
+    n_out = 2 if fn == "var_mean" else 1
+    if not p.launches:
+        _check_module(p)  # the dialect refuses what it would refuse with elements too
+        if not outs:
+            got = tuple(_new(x, fn, p.result_shape, p.dst, p.fill) for _ in range(n_out))
+            return got if fn == "var_mean" else got[0]
+        if p.fill is not None:
+            for o in outs:
+                o[...] = p.fill
+        return out
+    lib = _library(x)
+    if lib == "other" and shape == ():
+        raise _error(fn, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
+    for (o_shape, _, o_strides) in infos:
+        _check_layout(fn, "out", o_shape, o_strides)
+    from bulkred_dialect.backend_ptx.device import current_arch
+
+    kernel = _compile(p, current_arch()).kernel(_kernel_name(fn))
+    xk = x if shape == p.shape else _reshape(x, p.shape)
+    reshaped = p.kernel_shape != p.result_shape
+    if not outs:
+        results = [_new(x, fn, p.kernel_shape, p.dst) for _ in range(n_out)]
+        outks = results
+    else:
+        results = list(outs)
+        outks = [
+            np.empty(p.kernel_shape, o.dtype) if _library(o) == "numpy" else _reshape(o, p.kernel_shape) if reshaped else o
+            for o in outs
+        ]
+    sig = getattr(kernel, "signature", None)
+    if sig is not None and sig.align:  # before the kernel's own check, in the API's words
+        for i, (what, a) in enumerate((("x", xk), *(("out", o) for o in outks))):
+            _check_aligned(fn, what, a, sig.alignment(i))
+    _, *got = kernel(xk, *outks, stream=stream)
+    if isinstance(outks[0], np.ndarray):  # numpy: the kernel wrote copies
+        values = [g.reshape(p.result_shape) for g in got]
+        if outs:
+            for o, v in zip(outs, values):
+                o[...] = v
+            return out
+        return tuple(values) if fn == "var_mean" else values[0]
+    if torch_key is not None and len(_TORCH_CALLS) < 1024 and _library(outks[0]) == "torch" and lib == "torch":
+        torch = sys.modules["torch"]
+        rec = _Recorded(
+            kernel, p.kernel_shape, p.result_shape if reshaped else None,
+            None if p.dst == src else getattr(torch, p.dst), p.result_shape,
+        )
+        _TORCH_CALLS[torch_key] = rec
+        if not outs and fn != "var_mean":
+            _record_fused_new_out(fn, axis, rec, keepdims, dtype, correction, ord)
+    if outs:
+        return out
+    if reshaped:
+        results = [_reshape(r, p.result_shape) for r in results]
+    return tuple(results) if fn == "var_mean" else results[0]
+
+
+_DEFAULT_OPTION = {"var": 0, "std": 0, "vector_norm": 2}
+"""The default of ``correction`` / ``ord``, the one option a recorded call may have."""
+
+
+def _record_fused_new_out(fn: str, axis: Any, rec: _Recorded, keepdims: Any, dtype: Any, correction: Any, ord: Any) -> None:
+    """:func:`_record_new_out` of a fused reduction with default options (the key
+    ``fused <fn>`` in ``_NEW_OUT``)."""
+    option = ord if fn == "vector_norm" else correction
+    fast = rec.kernel._fast
+    if (
+        keepdims is False and dtype is None and (axis is None or type(axis) is int)
+        and (fn not in _DEFAULT_OPTION or type(option) is int and option == _DEFAULT_OPTION[fn])
+        and fast is not None and fast.call_new_last is not None
+    ):
+        _NEW_OUT["fused " + fn] = (axis, fast.call_new_last, rec.result_shape)
+
+
+def _fused_function(fn: str, what: str, options: tuple[str, ...], doc: str):
+    """The public function ``fn``: ``x``, ``axis``, the ``options`` it takes (of
+    ``correction``, ``keepdims``, ``dtype``, ``ord``, in that order of the signature),
+    ``out``, ``stream`` and ``explain``."""
+    key = "fused " + fn
+    default = _DEFAULT_OPTION.get(fn)
+
+    def call(x, axis, keepdims, dtype, correction, ord, out, stream, explain):
+        if (
+            out is None and stream is None and keepdims is False and dtype is None and not explain
+            and (default is None or type(correction if fn != "vector_norm" else ord) is int
+                 and (correction if fn != "vector_norm" else ord) == default)
+            and not _compiling()
+        ):
+            hit = _NEW_OUT.get(key)
+            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+                result = hit[1]((x,))
+                if result is not None:
+                    return result if hit[2] is None else result.view(hit[2])
+        return _fused_call(fn, x, axis, keepdims, dtype, correction, ord, out, stream, explain)
+
+    params = ["axis=None", *(
+        {"correction": "correction=0", "keepdims": "keepdims=False", "dtype": "dtype=None", "ord": "ord=2"}[o]
+        for o in options
+    )]
+    if "ord" in options:  # vector_norm(x, /, *, ord=2, axis=None, ...) as the array API writes it
+        params.remove("ord=2")
+        params.insert(0, "ord=2")
+    args = ", ".join(
+        o if o in options else "None" if o == "dtype" else "False" if o == "keepdims" else "0" if o == "correction" else "2"
+        for o in ("keepdims", "dtype", "correction", "ord")
+    )
+    src = (
+        f"def {fn}(x, /, *, {', '.join(params)}, out=None, stream=None, explain=False):\n"
+        f"    return call(x, axis, {args}, out, stream, explain)\n"
+    )
+    env: dict[str, Any] = {"call": call}
+    exec(compile(src, f"<bulkred.{fn}>", "exec"), env)
+    f = env[fn]
+    f.__module__ = __name__
+    f.__qualname__ = fn
+    f.__doc__ = f"{what}.\n\n{doc}\n\nSee docs/fused.md; ``out``, ``stream`` and ``explain`` as for :func:`reduce`."
+    return f
+
+
+mean = _fused_function(
+    "mean", "The arithmetic mean of a floating-point ``x``", ("keepdims", "dtype"),
+    "A sum with the epilogue ``div_count``; float16 and bfloat16 accumulate in float32 and give their own dtype "
+    "(``dtype=``: another float result). An empty reduction gives NaN, as torch does.",
+)
+var = _fused_function(
+    "var", "The variance of a floating-point ``x``", ("correction", "keepdims", "dtype"),
+    "The sum of squared deviations from the mean over ``N - correction`` (``correction`` 0 by default, as numpy and "
+    "the array API; torch's default is 1). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
+    "as torch does. One pass (Chan's combination of count, mean and M2).",
+)
+std = _fused_function(
+    "std", "The standard deviation of a floating-point ``x``: the square root of :func:`var`",
+    ("correction", "keepdims", "dtype"), "``var`` with the epilogue ``sqrt``; ``correction`` as for :func:`var`.",
+)
+var_mean = _fused_function(
+    "var_mean", "The variance and the mean of a floating-point ``x``, as the pair ``(var, mean)``",
+    ("correction", "keepdims", "dtype"),
+    "As ``torch.var_mean``: one kernel, the mean the op's ``aux`` output; ``out``: a pair of arrays.",
+)
+argmax = _fused_function(
+    "argmax", "The index of the first largest element of ``x``, as int64", ("keepdims",),
+    "``axis``: one axis, or None for the flat (row-major) index over the whole array. NaN counts as the largest, as "
+    "in torch. An empty axis is refused.",
+)
+argmin = _fused_function(
+    "argmin", "The index of the first smallest element of ``x``, as int64", ("keepdims",),
+    "As :func:`argmax`; a NaN wins here too (torch's argmin gives the first NaN's index).",
+)
+vector_norm = _fused_function(
+    "vector_norm", "The vector norm of a floating-point ``x`` over ``axis`` (the array API's linalg.vector_norm)",
+    ("keepdims", "dtype", "ord"),
+    "``ord`` 2 (default): sqrt(sum(x**2)); 1: sum(|x|); inf / -inf: max / min of |x|; another p != 0: "
+    "sum(|x|**p)**(1/p). ord=0 is refused.",
+)
+logsumexp = _fused_function(
+    "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow", ("keepdims",),
+    "One read with a running shift; an empty reduction or all -inf gives -inf.",
+)
 
 
 if "torch" in sys.modules:  # torch.compile must see the custom operators before it traces a call
