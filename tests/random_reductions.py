@@ -60,6 +60,21 @@ reduced), outer, middle ([kept, reduced, kept]), multi (anything else), with
 ``/strided`` when the fastest axis has a stride other than 1 and ``/bcast`` for stride-0
 axes.
 
+**Fused reductions (issue 17).** With ``Config(kinds=FUSED_KINDS)`` (:func:`fused_config`,
+``--fused``) the generator draws the fused functions instead: mean, var, std, var_mean
+(``correction`` 0 or 1), argmax, argmin (one axis or None; small integers for ties;
+NaN), vector_norm (``ord`` 1, 2, inf, -inf, 3.0) and logsumexp (values near the
+dtype's largest finite value, and rows of -inf). A case of the default kinds draws
+exactly what it drew before (the new draws happen only for fused kinds), so the seeds
+of earlier runs repeat. References in float64 (numpy): argmax/argmin exact, torch's
+rule for NaN (the first NaN's index, for argmin too); var ``M2 / max(N - correction,
+0)`` (inf or NaN where that is 0); the bounds: mean ``n eps_acc mean|x|``, var
+``4 n eps_acc sum(x**2) / max(N - correction, 1)``, std from var's bound through the
+square root, vector_norm ``(n / |p| + 8) eps_acc |ref|`` (inf/-inf exact), logsumexp
+``2 (n + 4) eps_acc`` absolute, each plus the output's rounding. Refused (a pass when
+refused): integer input to a float-only function, a tuple axis or an empty axis for
+argmax/argmin, an empty axis for the inf/-inf norms.
+
 torch (on the GPU) runs each case too: its result's shape and dtype are compared with
 the table above and its values with the same bound; a difference of torch is a note in
 the summary, not a failure of bulkred (torch returns uint8 from any/all of uint8, the
@@ -78,12 +93,18 @@ import sys
 import time
 import traceback
 import warnings
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 KINDS = ("sum", "prod", "max", "min", "any", "all")
+FUSED_KINDS = ("mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp")
+"""The fused functions (issue 17): drawn only by a config that names them (:func:`fused_config`)."""
+FLOAT_ONLY = ("mean", "var", "std", "var_mean", "vector_norm", "logsumexp")
+INDEX_KINDS = ("argmax", "argmin")
+ORDS = (1.0, 2.0, math.inf, -math.inf, 3.0)
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 DTYPES = FLOATS + INTS + ("bool",)
@@ -130,6 +151,12 @@ class Case:
     expand: bool
     values: str
     nans: int
+    correction: int | None = None  # var, std, var_mean
+    ord: float | None = None  # vector_norm
+
+    @property
+    def fused(self) -> bool:
+        return self.kind in FUSED_KINDS
 
     @property
     def rank(self) -> int:
@@ -160,7 +187,10 @@ class Case:
 
     @property
     def expect_refusal(self) -> bool:
-        """max or min over an empty axis: the API must refuse it (torch does too)."""
+        """max or min over an empty axis: the API must refuse it (torch does too); and
+        the fused functions' refusals (see the module's docstring)."""
+        if self.kind in FUSED_KINDS:
+            return fused_refusal(self) is not None
         return self.kind in ("max", "min") and self.n_reduced == 0
 
     def strides(self) -> tuple[int, ...]:
@@ -186,6 +216,10 @@ class Case:
             opts.append(f"dtype={self.dtype_arg}")
         if self.ignore_nan is not None:
             opts.append(f"ignore_nan={self.ignore_nan}")
+        if self.correction is not None:
+            opts.append(f"correction={self.correction}")
+        if self.ord is not None:
+            opts.append(f"ord={self.ord}")
         if self.use_out:
             opts.append("out=")
         return (
@@ -194,7 +228,24 @@ class Case:
         )
 
 
+def fused_refusal(case: Case) -> str | None:
+    """Why the API must refuse a fused case (None: it must not)."""
+    if case.kind in FLOAT_ONLY and case.dtype not in FLOATS:
+        return "an integer input"
+    if case.kind in INDEX_KINDS and isinstance(case.axis, tuple):
+        return "a tuple axis"
+    if case.kind in INDEX_KINDS and case.n_reduced == 0:
+        return "an empty axis"
+    if case.kind == "vector_norm" and case.n_reduced == 0 and (case.ord is None or not 0 < case.ord < math.inf):
+        return "an empty axis (no identity)"
+    return None
+
+
 def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
+    if kind in INDEX_KINDS:
+        return "int64"
+    if kind in FUSED_KINDS:
+        return dtype_arg or dtype
     if kind in ("any", "all"):
         return "bool"
     if kind in ("sum", "prod"):
@@ -257,6 +308,14 @@ class Config:
     empty: float = 0.02  # share of cases with a 0 extent
 
 
+def fused_config(**kw: Any) -> Config:
+    """The fused functions (issue 17): float inputs mostly, an integer one now and then
+    (a refusal), not bool."""
+    kw.setdefault("kinds", FUSED_KINDS)
+    kw.setdefault("dtypes", FLOATS + FLOATS + ("int32", "int8"))
+    return Config(**kw)
+
+
 def _shape(rng: np.random.Generator, rank: int, max_elems: int) -> list[int]:
     budget = max(1, int(math.exp(rng.uniform(math.log(min(8, max_elems)), math.log(max_elems)))))
     shape = []
@@ -302,6 +361,8 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
         picked = [int(a) for a in rng.permutation(rank)[:k]]
         axis = tuple(a - rank if rng.random() < 0.3 else a for a in picked)
 
+    if kind in INDEX_KINDS and isinstance(axis, tuple) and rng.random() < 0.9:
+        axis = axis[0]  # one axis, as argmax takes (a tuple now and then: refused)
     reduced = range(rank) if axis is None else [a % rank for a in ((axis,) if isinstance(axis, int) else axis)]
     if all(shape[a] == 1 for a in reduced) and rng.random() < 0.85:  # mostly something to reduce
         a = int(rng.choice(list(reduced)))
@@ -351,6 +412,11 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     use_out = bool(options and rng.random() < 0.1)
     library = "numpy" if dtype != "bfloat16" and rng.random() < c.numpy_inputs else "torch"
 
+    if kind in FUSED_KINDS:  # draws of their own, after every draw the other kinds make
+        return _fused_case(
+            rng, seed, index, kind, dtype, shape, axis, keepdims, use_out, library, view, base_shape, slices, perm,
+            expand, options,
+        )
     if kind in ("any", "all"):
         values = str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
     elif dtype in INTS or dtype == "bool":
@@ -365,6 +431,31 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     return Case(
         seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, ignore_nan, use_out, library, view,
         tuple(base_shape), tuple(slices), perm, expand, values, nans,
+    )
+
+
+def _fused_case(
+    rng: np.random.Generator, seed: int, index: int, kind: str, dtype: str, shape: list[int], axis: Any,
+    keepdims: bool, use_out: bool, library: str, view: str, base_shape: list[int], slices: list, perm: tuple,
+    expand: bool, options: bool,
+) -> Case:
+    """The rest of a fused case (its own draws)."""
+    dtype_arg = None
+    if options and kind in ("mean", "var", "std", "var_mean", "vector_norm") and dtype in FLOATS and DTYPE_ARGS[dtype]:
+        if rng.random() < 0.2:
+            dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+    correction = int(rng.choice([0, 0, 1])) if kind in ("var", "std", "var_mean") else None
+    ord_ = float(ORDS[int(rng.integers(len(ORDS)))]) if kind == "vector_norm" else None
+    if kind in INDEX_KINDS:
+        values = "ints" if rng.random() < 0.5 else "normal"
+    elif kind == "logsumexp":
+        values = str(rng.choice(["normal", "normal", "huge", "neginf"]))
+    else:
+        values = "normal" if rng.random() < 0.7 else "ints"
+    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < 0.25 else 0
+    return Case(
+        seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, None, use_out, library, view,
+        tuple(base_shape), tuple(slices), perm, expand, values, nans, correction, ord_,
     )
 
 
@@ -425,6 +516,13 @@ def make_base(case: Case) -> np.ndarray:
             x = rng.integers(-8, 9, n).astype(np.float64)
     elif case.values == "lognormal":
         x = np.exp(rng.normal(0.0, 1.0 / math.sqrt(red), n)) * rng.choice([-1.0, 1.0], n)
+    elif case.values == "huge":  # near the largest finite value (logsumexp: exp overflows without a shift)
+        top = float(np.finfo(np.float16).max) if dt == "float16" else 3.3e38 if dt in ("float32", "bfloat16") else 1.7e308
+        x = rng.uniform(0.5, 0.99, n) * top * rng.choice([-1.0, 1.0], n)
+    elif case.values == "neginf":  # -inf everywhere (logsumexp gives -inf), or with a few finite values
+        x = np.full(n, -np.inf)
+        if rng.random() < 0.5:
+            x = np.where(rng.random(n) < 0.1, rng.standard_normal(n), x)
     else:  # pragma: no cover
         raise ValueError(case.values)
     x = np.asarray(x).astype(host_dtype(dt))
@@ -450,10 +548,96 @@ class Reference:
     n: int  # elements reduced into each output
     magnitude: np.ndarray | None  # sum (or product, for prod) of |x| per output, floats only
     exact: bool  # float accumulation exact in any order (integer inputs, small magnitude)
+    bound: np.ndarray | None = None  # fused kinds: the tolerance per output element (None: exact)
+    aux: Reference | None = None  # var_mean: the mean's reference (value is the variance's)
+
+
+def _index_reference(case: Case, x: np.ndarray) -> np.ndarray:
+    """argmax/argmin of ``x`` (float64 or integer host values) as torch: the first
+    largest (smallest) element's index, row-major over the reduced axis (or the whole
+    array for axis None); a NaN wins, the first NaN."""
+    big = case.kind == "argmax"
+    if case.axis is None:
+        flat, ax = x.reshape(-1), 0
+    else:
+        flat, ax = x, case.axis % case.rank
+    if flat.dtype.kind == "f":
+        nan = np.isnan(flat)
+        idx = np.argmax(flat, axis=ax) if big else np.argmin(flat, axis=ax)  # numpy: the first NaN wins too
+        first_nan = np.argmax(nan, axis=ax)
+        idx = np.where(np.any(nan, axis=ax), first_nan, idx)
+    else:
+        idx = np.argmax(flat, axis=ax) if big else np.argmin(flat, axis=ax)
+    return np.asarray(idx, np.int64).reshape(case.out_shape)
+
+
+def fused_reference(case: Case, v: np.ndarray) -> Reference:
+    """The expected values of a fused case, in float64 (argmax/argmin exact), with their
+    bound (the module's docstring)."""
+    ax, shape, n = case.reduced, case.out_shape, case.n_reduced
+    if case.kind in INDEX_KINDS:
+        x = v.astype(np.float64) if case.dtype in FLOATS else v
+        return Reference(_index_reference(case, x), n, None, True)
+    out = case.out_dtype
+    acc_eps = EPS["float64"] if out == "float64" else EPS["float32"]
+    eps_out, tiny = EPS[out], TINY[out]
+    x = v.astype(np.float64)
+
+    def shaped(a):
+        return np.asarray(a, np.float64).reshape(shape)
+
+    def rounding(val):
+        return eps_out * np.nan_to_num(np.abs(val), nan=0.0, posinf=0.0) + tiny
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if case.kind == "mean":
+            val = shaped(np.sum(x, axis=ax) / n)
+            mag = shaped(np.sum(np.abs(x), axis=ax) / n)
+            bound = (n + 2) * acc_eps * np.nan_to_num(mag, posinf=0.0) + rounding(val)
+            return Reference(val, n, mag, False, bound)
+        if case.kind in ("var", "std", "var_mean"):
+            mean = np.sum(x, axis=ax, keepdims=True) / n
+            m2 = np.sum((x - mean) ** 2, axis=ax)
+            div = max(n - case.correction, 0)
+            var = shaped(m2 / div if div else np.where(np.isnan(m2) | (m2 == 0), np.nan, np.inf))
+            sq = shaped(np.sum(x * x, axis=ax))
+            vbound = 4 * (n + 2) * acc_eps * np.nan_to_num(sq, posinf=0.0) / max(div, 1)
+            if case.kind == "std":
+                val = np.sqrt(var)
+                lo = np.sqrt(np.maximum(var - vbound, 0.0))
+                bound = np.sqrt(var + vbound) - lo + 4 * acc_eps * np.nan_to_num(val, posinf=0.0) + rounding(val)
+                return Reference(val, n, None, False, bound)
+            ref = Reference(var, n, sq, False, vbound + rounding(var))
+            if case.kind == "var_mean":
+                mval = shaped(mean)
+                mmag = shaped(np.sum(np.abs(x), axis=ax) / n)
+                ref.aux = Reference(mval, n, mmag, False, (n + 2) * acc_eps * np.nan_to_num(mmag, posinf=0.0) + rounding(mval))
+            return ref
+        if case.kind == "vector_norm":
+            p, a = case.ord, np.abs(x)
+            if p == math.inf:
+                val = shaped(np.max(a, axis=ax))
+                return Reference(val, n, None, True, np.zeros(shape))
+            if p == -math.inf:
+                val = shaped(np.min(a, axis=ax))
+                return Reference(val, n, None, True, np.zeros(shape))
+            val = shaped(np.sum(a**p, axis=ax) ** (1.0 / p))
+            bound = (n / abs(p) + 8) * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
+            return Reference(val, n, None, False, bound)
+        if case.kind == "logsumexp":
+            m = np.max(x, axis=ax, keepdims=True)
+            shift = np.where(np.isfinite(m), m, 0.0)
+            val = shaped(np.log(np.sum(np.exp(x - shift), axis=ax)) + shift.reshape(np.sum(x, axis=ax).shape))
+            bound = 2 * (n + 4) * acc_eps + 2 * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
+            return Reference(val, n, None, False, bound)
+    raise ValueError(case.kind)  # pragma: no cover
 
 
 def reference(case: Case, v: np.ndarray) -> Reference:
     """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values)."""
+    if case.kind in FUSED_KINDS:
+        return fused_reference(case, v)
     ax = case.reduced
     kind, out = case.kind, case.out_dtype
     shape = case.out_shape
@@ -546,12 +730,12 @@ def check_values(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
     if np.any(ok & np.isinf(g) & (g != w)):
         i = int(np.flatnonzero(ok & np.isinf(g) & (g != w))[0])
         return Outcome("fail", "value", f"an infinity at flat {i} where the reference is {wf[i]!r} ({w[i]!r} in {out})")
-    if case.kind in ("max", "min"):  # equal to the reference in the output's type
+    if case.kind in ("max", "min") or case.kind in FUSED_KINDS and ref.exact:  # equal to the reference in the output's type
         if np.array_equal(g[ok], w[ok]):
             return Outcome("pass")
         i = int(np.flatnonzero(ok & (g != w))[0])
         return Outcome("fail", "value", f"first at flat {i}: got {g[i]!r}, expected {w[i]!r}")
-    bound = np.broadcast_to(bound_of(case, ref), want.shape).reshape(-1)
+    bound = np.broadcast_to(bound_of(case, ref) if ref.bound is None else ref.bound, want.shape).reshape(-1)
     with np.errstate(invalid="ignore"):
         err = np.abs(g - wf)
     err[~ok] = 0.0
@@ -590,6 +774,14 @@ def to_host(result: Any) -> tuple[np.ndarray, str]:
 
 def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
     """Type, shape and dtype of the API's ``result``, then its values."""
+    if case.kind == "var_mean":  # the pair (var, mean), each checked
+        if not isinstance(result, tuple) or len(result) != 2:
+            return Outcome("fail", "type", f"a {type(result).__name__}, expected the pair (var, mean)")
+        for what, r, f in (("var", result[0], ref), ("mean", result[1], ref.aux)):
+            o = check_result(dataclasses.replace(case, kind="var"), f, r)
+            if o.status != "pass":
+                return Outcome(o.status, o.reason, f"{what}: {o.detail}")
+        return Outcome("pass")
     want_lib = case.library
     lib = "torch" if type(result).__module__.startswith("torch") else "numpy" if isinstance(result, np.ndarray) else None
     if lib != want_lib:
@@ -606,7 +798,7 @@ def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
 
 # region Running on the GPU (bulkred on torch tensors and numpy arrays; torch alongside)
 
-API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all"}
+API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all", **{k: k for k in FUSED_KINDS}}
 
 
 def _poison(torch, shape, dtype: str, device: str = "cuda"):
@@ -636,8 +828,28 @@ def torch_view(torch, case: Case, base: np.ndarray, device: str = "cuda"):
     return b, v
 
 
+def torch_fused_reference(torch, case: Case, v):
+    """torch's own fused reduction of the view (torch.mean/var/std/var_mean/argmax/
+    argmin/linalg.vector_norm/logsumexp)."""
+    dims, keep = case.reduced, case.keepdims
+    if case.kind in INDEX_KINDS:
+        fn = torch.argmax if case.kind == "argmax" else torch.argmin
+        return fn(v, dim=case.axis, keepdim=keep) if case.axis is not None else fn(v, keepdim=keep) if keep else fn(v)
+    if case.dtype_arg:
+        v = v.to(getattr(torch, case.dtype_arg))
+    if case.kind == "mean":
+        return torch.mean(v, dim=dims, keepdim=keep)
+    if case.kind in ("var", "std", "var_mean"):
+        return getattr(torch, case.kind)(v, dim=dims, correction=case.correction, keepdim=keep)
+    if case.kind == "vector_norm":
+        return torch.linalg.vector_norm(v, ord=case.ord, dim=dims, keepdim=keep)
+    return torch.logsumexp(v, dim=dims, keepdim=keep)
+
+
 def torch_reference(torch, case: Case, v):
     """torch's own reduction of the view (torch.sum/prod/amax/amin/any/all)."""
+    if case.kind in FUSED_KINDS:
+        return torch_fused_reference(torch, case, v)
     dims = case.reduced
     kw: dict[str, Any] = {}
     if case.dtype_arg:
@@ -673,6 +885,10 @@ def call_api(bulkred, case: Case, x, out=None):
             kw["dtype"] = np.dtype(case.dtype_arg)
     if case.ignore_nan is not None:
         kw["ignore_nan"] = case.ignore_nan
+    if case.correction is not None:
+        kw["correction"] = case.correction
+    if case.ord is not None:
+        kw["ord"] = case.ord
     if out is not None:
         kw["out"] = out
     return fn(x, **kw)
@@ -714,8 +930,15 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") 
         try:
             tr = torch_reference(torch, case, v)
             _sync(torch, device)
-            tname = str(tr.dtype).removeprefix("torch.")
-            if case.expect_refusal:
+            tname = "" if case.fused else str(tr.dtype).removeprefix("torch.")
+            if case.fused:
+                if case.expect_refusal:
+                    res.torch_note = f"torch did not refuse {fused_refusal(case)}"
+                elif ref is not None:
+                    o = check_result(dataclasses.replace(case, library="torch"), ref, tr)
+                    if o.status != "pass":
+                        res.torch_note = f"torch outside the rule: {o.reason}: {o.detail}"
+            elif case.expect_refusal:
                 res.torch_note = "torch did not refuse an empty max/min"
             elif ref is None:
                 pass
@@ -733,10 +956,12 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") 
     x = v if case.library == "torch" else v_np
     out = None
     if case.use_out and not case.expect_refusal:
-        if case.library == "torch":
-            out = _poison(torch, case.out_shape, case.out_dtype, device)
-        else:
-            out = np.full(case.out_shape, np.nan if case.out_dtype in FLOATS else 0x5A, np.dtype(case.out_dtype))
+        for _ in range(2 if case.kind == "var_mean" else 1):  # var_mean: the pair (var, mean)
+            if case.library == "torch":
+                o = _poison(torch, case.out_shape, case.out_dtype, device)
+            else:
+                o = np.full(case.out_shape, np.nan if case.out_dtype in FLOATS else 0x5A, np.dtype(case.out_dtype))
+            out = o if out is None else (out, o)
     try:
         r = call_api(bulkred, case, x, out)
         if case.library == "torch":
@@ -754,7 +979,8 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") 
         res.seconds = time.perf_counter() - t0
         return res
     if case.expect_refusal:
-        res.reason, res.detail = "no refusal", "max/min over an empty axis returned a result"
+        res.reason = "no refusal"
+        res.detail = f"{fused_refusal(case)}: a result" if case.fused else "max/min over an empty axis returned a result"
     elif out is not None and r is not out:
         res.reason, res.detail = "out", "out= was not returned"
     else:
@@ -869,9 +1095,11 @@ def _not_run(seed: int, chunk: list[int], config: Config | None, reason: str, de
 # region Running in the CPU interpreter
 
 
-def interpreter_config() -> Config:
-    """Small contiguous cases for the CPU interpreter (a Python thread per GPU thread)."""
-    return Config(max_elems=300, views=("contiguous",), max_rank=3, options=False, numpy_inputs=0.0, empty=0.0)
+def interpreter_config(fused: bool = False) -> Config:
+    """Small contiguous cases for the CPU interpreter (a Python thread per GPU thread);
+    ``fused``: of the fused functions."""
+    kw: dict[str, Any] = {"max_elems": 300, "views": ("contiguous",), "max_rank": 3, "options": False, "numpy_inputs": 0.0, "empty": 0.0}
+    return fused_config(**kw) if fused else Config(**kw)
 
 
 def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
@@ -890,6 +1118,8 @@ def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 
 
     if case.view != "contiguous" or case.keepdims or case.dtype_arg or case.ignore_nan or case.use_out:
         return Outcome("skip", "the interpreter runs contiguous inputs without options")
+    if case.fused:
+        return run_fused_case_interpreter(case, target, max_threads)
     params = inspect.signature(api.reduction_module).parameters
     reduced = case.reduced
     if "axes" in params:
@@ -939,6 +1169,84 @@ def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 
     if out_dt.name != case.out_dtype:
         return Outcome("skip", f"the module's result is {out_dt.name} (api.reduction_module takes no out_dtype)")
     return check_values(case, ref, np.asarray(got).reshape(case.out_shape))
+
+
+def _to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Host values as the interpreter's buffer (bfloat16: its bits in uint16)."""
+    if dtype == "bfloat16":
+        return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return np.ascontiguousarray(x)
+
+
+def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
+    """A fused case (contiguous, no options) through the API's plan
+    (``api.plan_fused``: the kind, prologue, epilogue, correction and aux output), its
+    module (``api.reduction_module``), ``lower-tile-reductions`` and ``run_grid``,
+    against :func:`fused_reference`. A refusal the case expects passes; a lowering
+    error is ``unsupported`` (its first line)."""
+    from bulkred_dialect import api
+    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+    from bulkred_dialect.errors import BulkredError, InterpretError
+    from bulkred_dialect.interpreter import run_grid
+    from bulkred_dialect.ops import dtypes as D
+    from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
+    from bulkred_dialect.ops.tile import kernel_launch
+
+    try:
+        p = api.plan_fused(
+            case.kind, case.shape, case.dtype, case.axis, False, None,
+            correction=0 if case.correction is None else case.correction, ord=2 if case.ord is None else case.ord,
+        )
+    except api.ReductionError as e:
+        if case.expect_refusal:
+            return Outcome("pass", "refused as expected")
+        return Outcome("unsupported", _first_line(e))
+    if case.expect_refusal:
+        return Outcome("fail", "no refusal", f"{fused_refusal(case)}: planned {p}")
+    if not p.launches:
+        return Outcome("skip", "no kernel (an empty reduction or result)")
+    try:
+        m = api.reduction_module(
+            p.kind, p.shape, p.src, p.axes, "k", out_dtype=p.dst, prologue=p.prologue or None,
+            epilogue=p.epilogue or None, correction=p.correction, aux_dtype=p.aux,
+        )
+        lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+    except BulkredError as e:
+        return Outcome("unsupported", _first_line(e))
+    f = next(o for o in m.walk() if o.name == "func.func")
+    launch = kernel_launch(f)
+    if launch is not None and math.prod(launch.grid_dims) * math.prod(launch.block_dims) > max_threads:
+        return Outcome("skip", f"{math.prod(launch.grid_dims) * math.prod(launch.block_dims)} threads: too many to interpret")
+    types = f.function_type.inputs.data
+    n_out = 2 if p.aux else 1
+    zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
+    base = make_base(case)
+    v = numpy_view(case, base)
+    arrays = [_to_bits(v, case.dtype)]
+    for i in range(1, 1 + n_out):
+        t = types[i]
+        dt = D.of_ir(t.element_type)
+        a = np.zeros(t.get_shape(), np.dtype(dt.numpy)) if i in zero else np.full(t.get_shape(), 0x5A, np.dtype(dt.numpy))
+        if i not in zero and dt.is_float and dt.name != "bfloat16":
+            a[...] = np.nan
+        arrays.append(a)
+    arrays += [np.zeros(t.get_shape(), np.uint8) for t in types[1 + n_out :]]
+    try:
+        _, *got = run_grid(m, "k", *arrays, timeout_s=60)
+    except InterpretError as e:
+        return Outcome("skip", f"interpreter: {_first_line(e)}")
+    values = []
+    for i, g in enumerate(got[:n_out]):
+        if D.of_ir(types[1 + i].element_type).name == "bfloat16":
+            g = (g.astype(np.uint32) << 16).view(np.float32)
+        values.append(np.asarray(g).reshape(case.out_shape))
+    ref = fused_reference(case, v)
+    o = check_values(dataclasses.replace(case, kind="var") if case.kind == "var_mean" else case, ref, values[0])
+    if o.status == "pass" and n_out == 2:
+        o = check_values(dataclasses.replace(case, kind="mean"), ref.aux, values[1])
+        if o.status != "pass":
+            o.detail = f"the mean: {o.detail}"
+    return o
 
 
 # endregion
@@ -1011,17 +1319,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=None, help="seconds before the workers are killed")
     p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
+    p.add_argument("--fused", action="store_true", help="the fused functions (issue 17: mean, var, argmax, ...) instead")
     a = p.parse_args(argv)
+    config = fused_config() if a.fused else None
     seed = a.seed if a.seed is not None else int(time.time()) % 1_000_000
     print(f"random reductions: seed {seed}", flush=True)
     if a.list:
         for i in a.only if a.only else range(a.start, a.start + a.count):
-            c = generate(seed, i)
+            c = generate(seed, i, config)
             print(c.label(), c.form())
         return 0
     t0 = time.time()
     if a.interpreter:
-        cfg = interpreter_config()
+        cfg = interpreter_config(a.fused)
         results = []
         for i in a.only if a.only else range(a.start, a.start + a.count):
             c = generate(seed, i, cfg)
@@ -1031,11 +1341,11 @@ def main(argv: list[str] | None = None) -> int:
                                 "library": "interpreter", "status": o.status if o.status != "skip" else "unsupported",
                                 "reason": o.reason, "detail": o.detail})
     elif a.only:
-        results = run_cases_gpu(seed, list(a.only))
+        results = run_cases_gpu(seed, list(a.only), config)
         for r in results:
             print(json.dumps(r, indent=1))
     else:
-        results = run_parallel(seed, a.count, a.jobs, start=a.start, timeout_s=a.timeout)
+        results = run_parallel(seed, a.count, a.jobs, config, start=a.start, timeout_s=a.timeout)
     text, ok = summarize(results, seed)
     text += f"\nwall time: {time.time() - t0:.1f} s"
     print(text, flush=True)

@@ -410,3 +410,108 @@ def test_checker_takes_an_overflow_of_the_output_type():
     small = R.Reference(np.array(2.0**10), 20, np.array(2.0**10), True)
     assert R.check_values(c, small, np.array(np.inf)).status == "fail"
     assert R.check_values(c, small, np.array(1024.0)).status == "pass"
+
+
+# region Fused reductions (issue 17)
+
+ORIGINAL_FIELDS = (
+    "seed", "index", "kind", "dtype", "shape", "axis", "keepdims", "dtype_arg", "ignore_nan", "use_out", "library",
+    "view", "base_shape", "slices", "perm", "expand", "values", "nans",
+)
+
+
+def test_the_default_kinds_draw_what_they_drew_before_the_fused_ones():
+    """The fused kinds' draws come only with a config that names them: the cases and data
+    of seed 16 (the default config) and of the interpreter's config are the ones drawn
+    before issue 17 (digests taken then), so earlier runs' seeds repeat."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in R.cases(16, 300):
+        assert not c.fused and c.correction is None and c.ord is None
+        h.update(repr(tuple(getattr(c, f) for f in ORIGINAL_FIELDS)).encode())
+    for c in R.cases(16, 60):
+        h.update(R.make_base(c).tobytes())
+    assert h.hexdigest() == "492ecc2d8a4664b1fca6f5156a542c04f6c99d3f4a6b220a2aec54b9a58114dc"
+    h = hashlib.sha256()
+    for c in R.cases(251125, 300, R.interpreter_config()):
+        h.update(repr(tuple(getattr(c, f) for f in ORIGINAL_FIELDS)).encode())
+    assert h.hexdigest() == "68758bb607ceb486648169f6f1fc4ac60a0922114598ac3efc11df26a615e4b9"
+
+
+def test_fused_cases_draw_every_function_and_option():
+    cs = R.cases(SEED, 1500, R.fused_config())
+    assert cs == R.cases(SEED, 1500, R.fused_config())
+    assert {c.kind for c in cs} == set(R.FUSED_KINDS)
+    assert {c.correction for c in cs if c.kind in ("var", "std", "var_mean")} == {0, 1}
+    assert {c.ord for c in cs if c.kind == "vector_norm"} == set(R.ORDS)
+    assert {c.values for c in cs if c.kind == "logsumexp"} >= {"normal", "huge", "neginf"}
+    assert {c.values for c in cs if c.kind in R.INDEX_KINDS} >= {"ints", "normal"}
+    refusals = collections.Counter(R.fused_refusal(c) for c in cs if c.expect_refusal)
+    assert {"an integer input", "a tuple axis"} <= set(refusals), refusals
+    assert all(c.out_dtype == "int64" for c in cs if c.kind in R.INDEX_KINDS)
+    assert any(c.nans for c in cs if c.kind in R.INDEX_KINDS) and any(c.use_out for c in cs if c.kind == "var_mean")
+
+
+def _fused_case(**kw):
+    base = dict(
+        kind="argmax", dtype="float32", shape=(2, 5), axis=1, keepdims=False, dtype_arg=None, ignore_nan=None,
+        use_out=False, library="numpy", view="contiguous", base_shape=(2, 5), slices=((0, 2, 1), (0, 5, 1)),
+        perm=(0, 1), expand=False, values="normal", nans=0,
+    )
+    base.update(kw)
+    return dataclasses.replace(R.generate(SEED, 0, R.fused_config()), **base)
+
+
+def test_fused_references_follow_torch():
+    v = np.array([[1.0, np.nan, 3.0, np.nan, 3.0], [2.0, 5.0, 5.0, -1.0, -1.0]])
+    assert R.reference(_fused_case(), v).value.tolist() == [1, 1]  # the first NaN; the first of ties
+    assert R.reference(_fused_case(kind="argmin"), v).value.tolist() == [1, 3]  # argmin: the NaN too
+    assert R.reference(_fused_case(kind="argmax", axis=None, shape=(2, 5)), v).value.tolist() == 1
+    ok = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    var = R.reference(_fused_case(kind="var", correction=1), ok)
+    assert np.allclose(var.value, [2.5, 0.0])
+    one = _fused_case(kind="var", correction=1, shape=(2, 1), base_shape=(2, 1), slices=((0, 2, 1), (0, 1, 1)))
+    assert np.isnan(R.reference(one, ok[:, :1]).value).all()  # N - correction = 0, deviations 0
+    few = _fused_case(kind="var", correction=2, shape=(2, 1), base_shape=(2, 1), slices=((0, 2, 1), (0, 1, 1)))
+    assert np.isnan(R.reference(few, ok[:, :1]).value).all()
+    vm = R.reference(_fused_case(kind="var_mean", correction=0), ok)
+    assert np.allclose(vm.value, [2.0, 0.0]) and np.allclose(vm.aux.value, [3.0, 0.0])
+    ninf = np.full((2, 5), -np.inf)
+    assert (R.reference(_fused_case(kind="logsumexp"), ninf).value == -np.inf).all()
+    huge = np.full((2, 5), 3.0e38)
+    assert np.allclose(R.reference(_fused_case(kind="logsumexp"), huge).value, 3.0e38 + np.log(5))
+    norm = R.reference(_fused_case(kind="vector_norm", ord=3.0), ok)
+    assert np.allclose(norm.value, [np.sum(ok[0] ** 3) ** (1 / 3), 0.0])
+    assert R.reference(_fused_case(kind="vector_norm", ord=-np.inf), ok).value.tolist() == [1.0, 0.0]
+
+
+def test_the_fused_checker_flags_wrong_results():
+    v = np.array([[1.0, np.nan, 3.0, np.nan, 3.0], [2.0, 5.0, 5.0, -1.0, -1.0]])
+    c = _fused_case(kind="argmin")
+    ref = R.reference(c, v)
+    assert R.check_result(c, ref, np.array([1, 3])).status == "pass"
+    assert R.check_result(c, ref, np.array([0, 3])).reason == "value"  # NaN ignored: torch returns it
+    assert R.check_result(c, ref, np.array([1, 3], np.int32)).reason == "dtype"
+    ok = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [0.5, 0.0, 0.0, 0.0, 0.0]])
+    c = _fused_case(kind="var_mean", correction=1)
+    ref = R.reference(c, ok)
+    good = (ref.value.astype(np.float32), ref.aux.value.astype(np.float32))
+    assert R.check_result(c, ref, good).status == "pass"
+    assert R.check_result(c, ref, good[0]).reason == "type"
+    bad = (good[0], good[1] + 0.01)
+    o = R.check_result(c, ref, bad)
+    assert o.status == "fail" and o.detail.startswith("mean: ")
+    c = _fused_case(kind="std", correction=0)
+    ref = R.reference(c, ok)
+    assert R.check_result(c, ref, ref.value.astype(np.float32)).status == "pass"
+    assert R.check_result(c, ref, (ref.value * 1.001).astype(np.float32)).status == "fail"
+
+
+def test_list_of_fused_cases(capsys):
+    assert R.main(["--list", "--fused", "--seed", "3", "--count", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("#") == 20 and any(k + "(" in out for k in R.FUSED_KINDS)
+
+
+# endregion

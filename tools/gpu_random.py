@@ -7,6 +7,8 @@ random_reductions.txt and random_reductions.json there.
 
     python3 tools/gpu_random.py [--seed S] [--count 2000] [--jobs 12] [--timeout 300]
     python3 tools/gpu_random.py --seed S --only 17 42     # repeat cases, one process, verbose
+    python3 tools/gpu_random.py --fused                   # the fused functions (issue 17): mean, var,
+                                                          # std, var_mean, argmax, argmin, vector_norm, logsumexp
 
 Exit status 1 when any case failed (unsupported cases do not fail the run).
 """
