@@ -73,6 +73,11 @@ class Reducer:
         return self.width == 1 and not self.prologue and not self.epilogue
 
     @property
+    def absmax(self) -> bool:
+        """max or min of |x|: the prologue ends with ``abs`` (redux.sync's ``.abs``)."""
+        return self.kind in (ReduceKind.MAX, ReduceKind.MIN) and bool(self.prologue) and self.prologue[-1].map_fn == MapFn.ABS
+
+    @property
     def needs_index(self) -> bool:
         return self.kind in INDEX_KINDS
 
@@ -204,8 +209,11 @@ class Reducer:
             return [e.combine(self.kind, self.acc, s[0], v)]
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
+            # a lane's elements come in increasing index order: a tie keeps the earlier,
+            # and any element replaces the neutral state (index INT64_MAX)
             assert index is not None
-            return self.combine(e, s, [v, index])
+            take = e.or_pred(self._better(e, at, s, [v, index]), e.value(SetpOp(CmpOp.EQ, SetpType.S64, s[1], e.const(INT64_MAX, i64))))
+            return [_selp(e, self.types[0], v, s[0], take), _selp(e, i64, index, s[1], take)]
         if self.kind == ReduceKind.VAR:
             n, mean, m2 = s
             n1 = e.combine(ReduceKind.SUM, self.acc, n, e.const(1.0, self.types[0]))
@@ -249,18 +257,25 @@ class Reducer:
         x = e.value(MulOp(at, ta, self._exp(e, sa, m), rnd=RoundingMode.RN))
         return [m, e.fma(at, tb, self._exp(e, sb, m), x)]
 
-    def _takes(self, e, at: ArithType, a: State, b: State) -> SSAValue:
-        """Whether ``b`` replaces ``a`` (argmax/argmin): better, or tied and earlier."""
-        st = SetpType(at.value) if at.value in {x.value for x in SetpType} else SetpType.S32
-        earlier = e.value(SetpOp(CmpOp.LT, SetpType.S64, b[1], a[1]))
+    def _better(self, e, at: ArithType, a: State, b: State) -> SSAValue:
+        """Whether ``b``'s value beats ``a``'s (argmax: larger; argmin: smaller; a NaN
+        beats a number)."""
+        st = SetpType(at.value)
         if not self.acc.is_float:
-            better = e.value(SetpOp(CmpOp.GT if self.kind == ReduceKind.ARGMAX else CmpOp.LT, st, b[0], a[0]))
-            tie = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
-            return e.or_pred(better, e.and_pred(tie, earlier))
+            return e.value(SetpOp(CmpOp.GT if self.kind == ReduceKind.ARGMAX else CmpOp.LT, st, b[0], a[0]))
         # b > a or (b NaN and a not): gtu(b, a) and num(a, a)
         gtu = e.value(SetpOp(CmpOp.GTU if self.kind == ReduceKind.ARGMAX else CmpOp.LTU, st, b[0], a[0]))
+        return e.and_pred(gtu, e.value(SetpOp(CmpOp.NUM, st, a[0], a[0])))
+
+    def _takes(self, e, at: ArithType, a: State, b: State) -> SSAValue:
+        """Whether ``b`` replaces ``a`` (argmax/argmin): better, or tied and earlier."""
+        st = SetpType(at.value)
+        earlier = e.value(SetpOp(CmpOp.LT, SetpType.S64, b[1], a[1]))
+        better = self._better(e, at, a, b)
+        if not self.acc.is_float:
+            tie = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
+            return e.or_pred(better, e.and_pred(tie, earlier))
         a_num = e.value(SetpOp(CmpOp.NUM, st, a[0], a[0]))
-        better = e.and_pred(gtu, a_num)
         # tied: equal numbers, or both NaN
         eq = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
         b_nan = e.value(SetpOp(CmpOp.NAN, st, b[0], b[0]))

@@ -21,6 +21,7 @@ Spec: PTX ISA, ld (.nc, vectors), shfl.sync, redux.sync, atom, fence (docs/scope
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -80,7 +81,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
         # one CTA covers it: no workspace, no ticket; thread 0 writes dst
         block = single_cta_block(form.n // vec)
         set_launch(kernel, [1], [block])
-        r = cta_partial(e, op, tid, cta, 1, block)
+        r = cta_partial(e, op, tid, cta, 1, block, redux_f32=absmax_redux(op, target))
 
         def out(b: Emitter) -> list:
             store_out(b, reducer(op), global_ptr(b, op.dst), r, 0)
@@ -90,7 +91,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         set_launch(kernel, [ctas], [BLOCK])
         ws = add_workspace(kernel, workspace_bytes(ctas, reducer(op).slot_bytes))
-        r = cta_partial(e, op, tid, cta, ctas, BLOCK)
+        r = cta_partial(e, op, tid, cta, ctas, BLOCK, redux_f32=absmax_redux(op, target))
         grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
     rewriter.erase(op)
 
@@ -98,6 +99,16 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
 GRID_FULL = Variant(
     "bulkred.reduce", "grid_full", priority=60, predicates=grid_predicates("whole"), lower=lower_grid_full
 )
+
+
+def absmax_redux(op: ReduceOp, target: Target) -> bool:
+    """An absmax (float32 max or min after the prologue ``abs``) on an sm_100a-class
+    target: its warp steps take ``redux.sync.max.abs.NaN.f32``."""
+    maps = op.maps("prologue")
+    return (
+        target.sm >= 100 and target.suffix == "a" and op.kind.data in ("max", "min")
+        and bool(maps) and maps[-1].map_fn == "abs" and elem_of(op).acc == f32
+    )
 
 
 def workspace_bytes(nslots: int, slot_bytes: int) -> int:
@@ -140,7 +151,7 @@ def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, re
         accs = head + accs[w:]
     if r.width == 1:
         v = e.fold(r.kind, elem.accumulator, accs)
-        return [cta_reduce(e, r.kind, elem, v, tid, block, broadcast=False, redux_f32=redux_f32)]
+        return cta_reduce_state(e, r, [v], tid, block, redux_f32=redux_f32)
     return cta_reduce_state(e, r, r.fold(e, r.split(accs)), tid, block)
 
 

@@ -48,6 +48,8 @@ from bulkred_dialect.passes.variants.kernel import (
 )
 
 CTAS_PER_SM = 4
+FINISH_UNROLL = 8
+"""Partial rows the last CTA of a tile loads at once (fused states, scalar loads)."""
 
 
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -107,13 +109,32 @@ def split_det(
             acc_elem = elem.partials
 
             def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
-                q = partial_at(d, iv)
-                if r.plain:
-                    return accumulate(d, r, args, load_item(d, acc_elem, q, 0, plan.vec, nc=False))
-                states = r.split(args)
-                return r.flat([r.combine(d, a, r.load(d, q, slot * j)) for j, a in enumerate(states)])
+                return accumulate(d, r, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
 
-            total = c.for_(0, plan.split, 1, neutral(c, r, plan.vec), step)
+            def states_step(unroll: int):
+                # FINISH_UNROLL partial rows loaded before they are combined (in split
+                # order): the loads overlap instead of one L2 round trip per split
+                def body(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+                    loaded = [
+                        [r.load(d, partial_at(d, d.add_i(iv, u) if u else iv), slot * j) for j in range(plan.vec)]
+                        for u in range(unroll)
+                    ]
+                    states = r.split(args)
+                    for row in loaded:
+                        states = [r.combine(d, a, b) for a, b in zip(states, row, strict=True)]
+                    return r.flat(states)
+
+                return body
+
+            if r.plain:
+                total = c.for_(0, plan.split, 1, neutral(c, r, plan.vec), step)
+            else:
+                rounds = plan.split // FINISH_UNROLL * FINISH_UNROLL
+                total = neutral(c, r, plan.vec)
+                if rounds:
+                    total = c.for_(0, rounds, FINISH_UNROLL, total, states_step(FINISH_UNROLL))
+                if plan.split > rounds:
+                    total = c.for_(rounds, plan.split, 1, total, states_step(1))
             y = global_ptr(c, op.dst)
             first = c.wide(col)
             if o is not None:

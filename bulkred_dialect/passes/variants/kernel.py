@@ -33,7 +33,7 @@ from bulkred_dialect.ops.ptx.redux import ReduxSyncOp, ReduxType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import INDEX_KINDS, MapFn, ReduceKind, ReduceOp, enclosing_kernel
+from bulkred_dialect.ops.tile import INDEX_KINDS, ReduceKind, ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.elements import Elem, elem_for, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.fused import Reducer
@@ -122,8 +122,7 @@ def warp_reduce_state(e: Emitter, r: Reducer, s: list[SSAValue], *, redux_f32: b
     absmax, ``max`` after the prologue ``abs``, takes ``redux.sync.max.abs`` on
     sm_100a), else a butterfly that shuffles each register and combines the states."""
     if r.width == 1:
-        absmax = bool(r.prologue) and r.prologue[-1].map_fn == MapFn.ABS
-        return [warp_reduce(e, r.kind, r.elem, s[0], redux_f32=redux_f32, redux_abs=redux_f32 and absmax)]
+        return [warp_reduce(e, r.kind, r.elem, s[0], redux_f32=redux_f32, redux_abs=redux_f32 and r.absmax)]
     mask = e.const(FULL_MASK)
     clamp = e.const(WARP - 1)
     for lane_mask in (16, 8, 4, 2, 1):
@@ -140,7 +139,12 @@ def cta_reduce_state(
     """:func:`cta_reduce` of a state, valid in thread 0: one register as there, else
     one shared array per register for the warp partials."""
     if r.width == 1:
-        return [cta_reduce(e, r.kind, r.elem, s[0], tid, nthreads, broadcast=False, redux_f32=redux_f32, name=name)]
+        return [
+            cta_reduce(
+                e, r.kind, r.elem, s[0], tid, nthreads, broadcast=False, redux_f32=redux_f32, name=name,
+                redux_abs=redux_f32 and r.absmax,
+            )
+        ]
     s = warp_reduce_state(e, r, s)
     nwarps = nthreads // WARP
     if nwarps == 1:
@@ -181,12 +185,12 @@ def _shuffle(e: Emitter, v: SSAValue, lane_mask: SSAValue, clamp: SSAValue, mask
 
 def cta_reduce(
     e: Emitter, kind: ReduceKind, elem: Elem, v: SSAValue, tid: SSAValue, nthreads: int, *,
-    broadcast: bool, redux_f32: bool = False, name: str = "warp_partials",
+    broadcast: bool, redux_f32: bool = False, name: str = "warp_partials", redux_abs: bool = False,
 ) -> SSAValue:
     """Combine ``v`` over the ``nthreads`` threads of the CTA (a multiple of 32): a warp
     reduction, one partial per warp in shared memory, then warp 0 reduces the partials.
     The result is valid in thread 0, or in every thread with ``broadcast``."""
-    v = warp_reduce(e, kind, elem, v, redux_f32=redux_f32)
+    v = warp_reduce(e, kind, elem, v, redux_f32=redux_f32, redux_abs=redux_abs)
     nwarps = nthreads // WARP
     if nwarps == 1:
         return v
@@ -214,7 +218,7 @@ def cta_reduce(
             return [c.identity(kind, elem.accumulator)]
 
         (x,) = b.if_(b.cmp("ult", lane, nwarps), load, neutral, [elem.acc])
-        r = warp_reduce(b, kind, elem, x, redux_f32=redux_f32)
+        r = warp_reduce(b, kind, elem, x, redux_f32=redux_f32, redux_abs=redux_abs)
         if broadcast:
 
             def publish(c: Emitter) -> list[SSAValue]:

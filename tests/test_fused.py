@@ -1,0 +1,290 @@
+"""Fused reductions (issue 17) through the lowering: every grid form (whole, inner,
+outer, middle, general) of argmax/argmin, var, logsumexp and the prologue/epilogue
+maps, run by the CPU interpreter (every thread) and compared with numpy in float64;
+ties, NaN and infinities; the explain rows of the variants that decline; the sm_100a
+absmax's ``redux.sync.max.abs`` in the SASS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bulkred_dialect import builder as T
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+from bulkred_dialect.interpreter.threads import run_grid
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR
+from bulkred_dialect.ops.tile import ReduceOp
+from bulkred_dialect.passes.dispatch import explain
+from bulkred_dialect.passes.variants import REGISTRY
+from bulkred_dialect.ops.target import Target
+
+NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int32": np.int32}
+
+
+def kept_shape(shape, axes):
+    return [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
+
+
+def fused_module(kind, shape, dtype, axes, *, out=None, aux=False, **options):
+    kept = kept_shape(shape, axes)
+    index = kind in ("argmax", "argmin")
+    with T.kernel("k") as k:
+        x = k.param("x", shape, dtype)
+        y = k.param("y", kept, "int64" if index else (out or dtype))
+        a = k.param("a", kept, dtype if index else (out or dtype)) if aux else None
+        T.reduce(kind, y, x, axes=axes, aux=a, **options)
+    return k.module()
+
+
+def run_fused(kind, x, axes, *, target="sm_90a", out=None, aux=False, **options):
+    """(dst, aux or None) of the fused reduction of numpy ``x`` on the interpreter."""
+    dtype = str(x.dtype)
+    m = fused_module(kind, list(x.shape), dtype, axes, out=out, aux=aux, **options)
+    lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+    kept = kept_shape(list(x.shape), axes)
+    index = kind in ("argmax", "argmin")
+    args = [x, np.zeros(kept, np.int64 if index else NP[out or dtype])]
+    if aux:
+        args.append(np.zeros(kept, x.dtype if index else NP[out or dtype]))
+    kernel = next(o for o in m.walk() if o.name == "func.func")
+    if WORKSPACE_ATTR in kernel.attributes:
+        args.append(np.zeros(kernel.attributes[WORKSPACE_ATTR].value.data, np.int8))
+    outs = run_grid(m, "k", *args)
+    return outs[1], (outs[2] if aux else None)
+
+
+def variant_of(kind, shape, dtype, axes, target="sm_90a", **options) -> str:
+    m = fused_module(kind, shape, dtype, axes, **options)
+    op = next(o for o in m.walk() if isinstance(o, ReduceOp))
+    chosen = REGISTRY.evaluate(op, Target.parse(target)).chosen
+    return chosen.variant.name if chosen is not None else "none"
+
+
+def moved(x, axes):
+    """``x`` with the reduced axes last, flattened into one (row-major over them)."""
+    if axes is None:
+        return x.reshape(1, -1)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    y = np.transpose(x, kept + list(axes))
+    return y.reshape(int(np.prod([x.shape[i] for i in kept])), -1)
+
+
+def ref_arg(kind, x, axes):
+    """torch's argmax/argmin: the first index of the largest (smallest); NaN wins."""
+    rows = moved(x, axes).astype(np.float64)
+    out = []
+    for r in rows:
+        nan = np.flatnonzero(np.isnan(r))
+        out.append(nan[0] if nan.size else (np.argmax(r) if kind == "argmax" else np.argmin(r)))
+    return np.array(out, np.int64)
+
+
+def ref_lse(x, axes):
+    rows = moved(x, axes).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(rows, axis=1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        return (np.log(np.sum(np.exp(rows - m), axis=1)) + m[:, 0])
+
+
+# whole (one and several CTAs), inner (rows, with a tail), outer (columns), middle, general
+FORMS = [
+    ([1003], None),
+    ([20000], None),
+    ([7, 301], [1]),
+    ([40, 6], [0]),
+    ([3, 21, 9], [1]),
+    ([5, 6, 7], [0, 2]),
+]
+FORM_IDS = ["whole", "whole_ctas", "inner", "outer", "middle", "general"]
+
+
+@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_argmax_argmin_every_form(shape, axes, kind):
+    rng = np.random.default_rng(17)
+    # few distinct values: many ties; the first index among them must win
+    x = rng.integers(-20, 20, shape).astype(np.float32)
+    got, values = run_fused(kind, x, axes, aux=True)
+    want = ref_arg(kind, x, axes)
+    np.testing.assert_array_equal(got.reshape(-1), want)
+    rows = moved(x, axes)
+    np.testing.assert_array_equal(values.reshape(-1), rows[np.arange(rows.shape[0]), want])
+
+
+@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+def test_var_mean_every_form(shape, axes):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 3 + 100).astype(np.float32)  # a large mean: Welford's case
+    var, mean = run_fused("var", x, axes, aux=True, correction=1)
+    rows = moved(x, axes).astype(np.float64)
+    np.testing.assert_allclose(var.reshape(-1), rows.var(axis=1, ddof=1), rtol=2e-5)
+    np.testing.assert_allclose(mean.reshape(-1), rows.mean(axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+def test_logsumexp_every_form(shape, axes):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 20).astype(np.float32)
+    got, _ = run_fused("logsumexp", x, axes)
+    np.testing.assert_allclose(got.reshape(-1), ref_lse(x, axes), rtol=2e-6, atol=2e-6)
+
+
+NORMS = {
+    # name: (kind, prologue, epilogue, numpy of rows)
+    "absmax": ("max", ["abs"], None, lambda r: np.abs(r).max(axis=1)),
+    "absmin": ("min", ["abs"], None, lambda r: np.abs(r).min(axis=1)),
+    "l1": ("sum", ["abs"], None, lambda r: np.abs(r).sum(axis=1)),
+    "l2": ("sum", ["square"], ["sqrt"], lambda r: np.sqrt((r * r).sum(axis=1))),
+    "l3": ("sum", [("pow", 3.0)], [("pow", 1 / 3)], lambda r: (np.abs(r) ** 3).sum(axis=1) ** (1 / 3)),
+    "mean": ("sum", None, ["div_count"], lambda r: r.mean(axis=1)),
+    "scaled": ("sum", ["cast", ("scale", 0.5)], [("scale", 4.0), "log"], lambda r: np.log(4 * (0.5 * r).sum(axis=1))),
+}
+
+
+@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+@pytest.mark.parametrize("name", list(NORMS))
+def test_prologue_epilogue_every_form(shape, axes, name):
+    kind, pro, epi, ref = NORMS[name]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if name == "scaled":
+        x = np.abs(x) + 0.1  # log of a positive sum
+    got, _ = run_fused(kind, x, axes, prologue=pro, epilogue=epi)
+    want = ref(moved(x, axes).astype(np.float64))
+    rtol = 2e-5 if name in ("l3", "scaled") else 2e-6
+    np.testing.assert_allclose(got.reshape(-1), want, rtol=rtol, atol=1e-6)
+
+
+def test_std_is_var_with_sqrt():
+    x = np.random.default_rng(1).standard_normal([9, 33]).astype(np.float32)
+    got, _ = run_fused("var", x, [1], epilogue=["sqrt"])
+    np.testing.assert_allclose(got, x.astype(np.float64).std(axis=1), rtol=2e-6)
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape, axes", [([1003], None), ([5, 67], [1]), ([40, 6], [0])], ids=["whole", "inner", "outer"])
+def test_nan_wins_first_nan_index(kind, shape, axes):
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, size=max(2, flat.size // 50), replace=False)] = np.nan
+    got, _ = run_fused(kind, x, axes)
+    np.testing.assert_array_equal(got.reshape(-1), ref_arg(kind, x, axes))
+
+
+def test_argmax_of_all_minus_inf_and_ints():
+    x = np.full([300], -np.inf, np.float32)
+    got, _ = run_fused("argmax", x, None)
+    assert got[0] == 0
+    xi = np.random.default_rng(2).integers(-3, 3, [6, 50]).astype(np.int32)
+    for kind in ("argmax", "argmin"):
+        got, vals = run_fused(kind, xi, [1], aux=True)
+        np.testing.assert_array_equal(got, ref_arg(kind, xi, [1]))
+        np.testing.assert_array_equal(vals, xi.max(axis=1) if kind == "argmax" else xi.min(axis=1))
+
+
+def test_logsumexp_extremes():
+    big = np.float32(3.0e38)
+    cases = {
+        "near the float32 maximum": np.array([big, big, 1.0, -big], np.float32),
+        "all -inf": np.full([70], -np.inf, np.float32),
+        "one +inf": np.array([1.0, np.inf, 2.0], np.float32),
+        "a NaN": np.array([1.0, np.nan, 2.0], np.float32),
+        "very negative": np.full([40], -1000.0, np.float32),
+    }
+    for what, x in cases.items():
+        got, _ = run_fused("logsumexp", x, None)
+        want = ref_lse(x, None)
+        if np.isnan(want).any():
+            assert np.isnan(got).all(), what
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=what)
+    assert np.isfinite(run_fused("logsumexp", cases["near the float32 maximum"], None)[0]).all()
+
+
+def test_var_correction_at_or_past_count():
+    x = np.array([[1.0, 2.0], [3.0, 3.0]], np.float32)
+    got, _ = run_fused("var", x, [1], correction=2)  # N - correction = 0: inf, or nan for equal values
+    assert np.isinf(got[0]) and np.isnan(got[1])
+    got, _ = run_fused("var", x[:, :1].copy(), [1], correction=1)  # torch.var of one element: nan
+    assert np.isnan(got).all()
+
+
+def test_float16_and_float64():
+    rng = np.random.default_rng(8)
+    x16 = rng.standard_normal([4, 130]).astype(np.float16)
+    var, mean = run_fused("var", x16, [1], aux=True)
+    np.testing.assert_allclose(var.astype(np.float64), x16.astype(np.float64).var(axis=1), rtol=2e-3)
+    got, _ = run_fused("argmax", x16, [1])
+    np.testing.assert_array_equal(got, ref_arg("argmax", x16, [1]))
+    x64 = rng.standard_normal([3, 70])
+    var, mean = run_fused("var", x64, [1], aux=True, correction=1)
+    np.testing.assert_allclose(var, x64.var(axis=1, ddof=1), rtol=1e-12)
+    got, _ = run_fused("sum", x64, [1], prologue=["square"], epilogue=["sqrt"])
+    np.testing.assert_allclose(got, np.linalg.norm(x64, axis=1), rtol=1e-13)
+
+
+def test_wider_dst_accumulates_in_it():
+    x = np.random.default_rng(4).standard_normal([2, 300]).astype(np.float16)
+    got, _ = run_fused("sum", x, [1], out="float32", prologue=["square"], epilogue=["sqrt"])
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.linalg.norm(x.astype(np.float64), axis=1), rtol=1e-6)
+
+
+# region Dispatch and explain
+
+
+@pytest.mark.parametrize(
+    "kind, shape, axes, options, variant",
+    [
+        ("argmax", [4096], None, {}, "grid_full"),
+        ("var", [64, 4096], [1], {}, "grid_rows"),
+        ("logsumexp", [4096, 64], [0], {}, "grid_split_det"),
+        ("sum", [4096, 64], [0], {"prologue": ["square"]}, "grid_split_det"),
+        ("argmin", [8, 100, 16], [1], {}, "grid_middle"),
+        ("max", [8, 10, 16], [0, 2], {"prologue": ["abs"]}, "grid_gather"),
+        ("sum", [1 << 20], None, {"epilogue": ["div_count"]}, "grid_full"),
+    ],
+)
+def test_each_form_has_a_fused_variant(kind, shape, axes, options, variant):
+    assert variant_of(kind, shape, "float32", axes, **options) == variant
+
+
+def test_bulk_and_cluster_variants_decline_with_a_reason():
+    m = fused_module("sum", [4096, 64], "float32", [0], prologue=["square"])
+    text = explain(next(o for o in m.walk() if isinstance(o, ReduceOp)), "sm_90a")
+    row = next(line for line in text.splitlines() if line.strip().startswith("grid_split_bulk") and " fused " in line)
+    assert "FAIL" in row and "cp.reduce.async.bulk applies no elementwise map" in row
+    m = fused_module("argmax", [1 << 16], "int32", None)
+    text = explain(next(o for o in m.walk() if isinstance(o, ReduceOp)), "sm_90a")
+    assert "grid_full_cluster  priority 61: rejected: dtype, fused" in text.replace("   ", "  ") or any(
+        line.strip().startswith("grid_full_cluster") and " fused " in line and "red.async has no argmax" in line
+        for line in text.splitlines()
+    )
+
+
+def test_float64_logsumexp_is_declined_by_the_math_row():
+    m = fused_module("logsumexp", [4096], "float64", None)
+    text = explain(next(o for o in m.walk() if isinstance(o, ReduceOp)), "sm_90a")
+    assert "logsumexp of float64 (ex2/lg2.approx are f32 only)" in text
+    assert variant_of("logsumexp", [4096], "float64", None) == "none"
+
+
+# endregion
+
+
+def test_sm100a_absmax_uses_redux_max_abs_in_sass():
+    from bulkred_dialect.backend_ptx.assemble import assemble
+    from bulkred_dialect.backend_ptx.printer import print_ptx
+    from bulkred_dialect.backend_ptx.sass import disassemble
+
+    for shape, axes in (([1 << 20], None), ([1024, 4096], [1])):
+        m = fused_module("max", shape, "float32", axes, prologue=["abs"])
+        lowered = lower_tile_module(m, "sm_100a")
+        ptx = print_ptx(lowered, "sm_100a")
+        assert "redux.sync.max.abs.NaN.f32" in ptx
+        sass = disassemble(assemble(ptx, "sm_100a"))
+        assert "CREDUX.MAXABS.F32.NAN" in sass
+        m90 = fused_module("max", shape, "float32", axes, prologue=["abs"])
+        assert "redux.sync" not in print_ptx(lower_tile_module(m90, "sm_90a"), "sm_90a")
