@@ -316,15 +316,15 @@ def test_project_registry():
     reg = REGISTRY
     assert dispatch.REGISTRY is reg
     got = [(v.name, v.priority, [p.name for p in v.predicates]) for v in reg.of("bulkred.reduce")]
-    grid = ["exec_scope", "form", "kernel", "dtype"]
+    grid = ["exec_scope", "form", "kernel", "dtype", "math"]
     collective = ["exec_scope", "local_scope", "dst_len", "dtype", "block"]
     cluster = [*collective, "cluster"]
     assert got == [
         ("grid_rows", 65, grid),
-        ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic"]),
+        ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic", "fused"]),
         ("grid_middle", 63, [*grid, "blocks"]),
         ("grid_split_det", 62, grid),
-        ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version", "kind"]),
+        ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version", "kind", "fused"]),
         ("grid_full", 60, grid),
         ("grid_gather", 59, grid),
         ("cluster_red_async", 51, [*cluster, "kind"]),

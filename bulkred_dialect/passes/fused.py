@@ -5,10 +5,12 @@ workspace, and how the final state becomes the stored result (the epilogue).
 
 * a plain kind (sum, prod, max, min, and, or, xor, any, all): one register of the
   accumulator type; the element is the loaded value after the prologue maps;
-* ``argmax`` / ``argmin``: the value and its ``i64`` index. ``b`` replaces ``a`` when
+* ``argmax`` / ``argmin``: the value and its index (``i32`` when the reduced count is
+  below 2^31, else ``i64``; stored as ``int64``). ``b`` replaces ``a`` when
   it is larger (smaller) or NaN while ``a`` is not, or when both are equal (or both NaN)
   and ``b``'s index is lower: the first index among ties, NaN largest (as torch). The
-  neutral state is (-inf or the lowest value, ``INT64_MAX``), which any element replaces;
+  neutral state is (-inf or the lowest value, the index type's maximum), which any
+  element replaces;
 * ``var``: (count, mean, M2), Welford's update per element (one ``rcp.approx`` of the
   count) and Chan's combination of two states (one ``div.rn``); the variance is
   ``M2 / (N - correction)`` with N the static count of the reduced elements;
@@ -90,12 +92,27 @@ class Reducer:
         """The registers of a state, as table rows."""
         a = self.acc
         if self.kind in INDEX_KINDS:
-            return [a, DTYPES["int64"]]
+            return [a, self.index_dtype]
         if self.kind == ReduceKind.VAR:
             return [a, a, a]
         if self.kind == ReduceKind.LOGSUMEXP:
             return [a, a]
         return [a]
+
+    @property
+    def index_dtype(self) -> DType:
+        """argmax/argmin's index register: int32 when every index and the neutral
+        ``INT32_MAX`` fit (half the work of 64-bit adds and selects), else int64."""
+        return DTYPES["int32"] if self.count < 2**30 else DTYPES["int64"]
+
+    @property
+    def index_max(self) -> int:
+        return 2**31 - 1 if self.index_dtype.bits == 32 else INT64_MAX
+
+    def as_index(self, e, v: SSAValue) -> SSAValue:
+        """An integer register (``i32`` or ``i64``) as the index type."""
+        src = DTYPES["int64"] if v.type == i64 else DTYPES["int32"]
+        return e.convert(v, src, self.index_dtype)
 
     @property
     def width(self) -> int:
@@ -137,7 +154,7 @@ class Reducer:
                 v = -math.inf if self.kind == ReduceKind.ARGMAX else math.inf
             else:
                 v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
-            return [e.const(v, ir), e.const(INT64_MAX, i64)]
+            return [e.const(v, ir), e.const(self.index_max, self.types[1])]
         if self.kind == ReduceKind.VAR:
             return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
@@ -203,17 +220,18 @@ class Reducer:
 
     def absorb(self, e, s: State, v: SSAValue, index: SSAValue | None = None) -> State:
         """State ``s`` with one more element ``v`` (accumulator type, before the prologue)
-        at ``index`` (an ``i64``; argmax/argmin only)."""
+        at ``index`` (of the index type, :meth:`as_index`; argmax/argmin only)."""
         v = self.element(e, v)
         if self.width == 1:
             return [e.combine(self.kind, self.acc, s[0], v)]
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
             # a lane's elements come in increasing index order: a tie keeps the earlier,
-            # and any element replaces the neutral state (index INT64_MAX)
+            # and any element replaces the neutral state (the index type's maximum)
             assert index is not None
-            take = e.or_pred(self._better(e, at, s, [v, index]), e.value(SetpOp(CmpOp.EQ, SetpType.S64, s[1], e.const(INT64_MAX, i64))))
-            return [_selp(e, self.types[0], v, s[0], take), _selp(e, i64, index, s[1], take)]
+            neutral = e.value(SetpOp(CmpOp.EQ, self._index_setp, s[1], e.const(self.index_max, self.types[1])))
+            take = e.or_pred(self._better(e, at, s, [v, index]), neutral)
+            return [_selp(e, self.types[0], v, s[0], take), _selp(e, self.types[1], index, s[1], take)]
         if self.kind == ReduceKind.VAR:
             n, mean, m2 = s
             n1 = e.combine(ReduceKind.SUM, self.acc, n, e.const(1.0, self.types[0]))
@@ -228,6 +246,23 @@ class Reducer:
         scaled = e.value(MulOp(at, total, self._exp(e, shift, m), rnd=RoundingMode.RN))
         return [m, e.combine(ReduceKind.SUM, self.acc, scaled, self._exp(e, v, m))]
 
+    def absorb_item(self, e, states: list[State], vals: list[SSAValue], indices: list[SSAValue | None]) -> list[State]:
+        """Each lane state with its element of one loaded item. The lanes of an item
+        have absorbed the same number of elements, so var's count and its reciprocal
+        are computed once for all of them."""
+        if self.kind != ReduceKind.VAR or len(states) == 1:
+            return [self.absorb(e, s, v, i) for s, v, i in zip(states, vals, indices, strict=True)]
+        at, _ = arith_types(self.acc)
+        n1 = e.combine(ReduceKind.SUM, self.acc, states[0][0], e.const(1.0, self.types[0]))
+        inv = e.value(RcpOp(at, n1, approx=True)) if at == ArithType.F32 else e.rcp(at, n1)
+        out = []
+        for (_, mean, m2), v in zip(states, vals, strict=True):
+            v = self.element(e, v)
+            d = e.value(_sub(at, v, mean))
+            mean1 = e.fma(at, d, inv, mean)
+            out.append([n1, mean1, e.fma(at, d, e.value(_sub(at, v, mean1)), m2)])
+        return out
+
     # endregion
 
     # region Combining states
@@ -238,7 +273,7 @@ class Reducer:
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
             take = self._takes(e, at, a, b)
-            return [_selp(e, self.types[0], b[0], a[0], take), _selp(e, i64, b[1], a[1], take)]
+            return [_selp(e, self.types[0], b[0], a[0], take), _selp(e, self.types[1], b[1], a[1], take)]
         if self.kind == ReduceKind.VAR:
             na, ma, qa = a
             nb, mb, qb = b
@@ -257,6 +292,10 @@ class Reducer:
         x = e.value(MulOp(at, ta, self._exp(e, sa, m), rnd=RoundingMode.RN))
         return [m, e.fma(at, tb, self._exp(e, sb, m), x)]
 
+    @property
+    def _index_setp(self) -> SetpType:
+        return SetpType.S32 if self.index_dtype.bits == 32 else SetpType.S64
+
     def _better(self, e, at: ArithType, a: State, b: State) -> SSAValue:
         """Whether ``b``'s value beats ``a``'s (argmax: larger; argmin: smaller; a NaN
         beats a number)."""
@@ -270,7 +309,7 @@ class Reducer:
     def _takes(self, e, at: ArithType, a: State, b: State) -> SSAValue:
         """Whether ``b`` replaces ``a`` (argmax/argmin): better, or tied and earlier."""
         st = SetpType(at.value)
-        earlier = e.value(SetpOp(CmpOp.LT, SetpType.S64, b[1], a[1]))
+        earlier = e.value(SetpOp(CmpOp.LT, self._index_setp, b[1], a[1]))
         better = self._better(e, at, a, b)
         if not self.acc.is_float:
             tie = e.value(SetpOp(CmpOp.EQ, st, b[0], a[0]))
@@ -322,7 +361,7 @@ class Reducer:
         logsumexp, the accumulator after the epilogue otherwise."""
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
-            return s[1], s[0]
+            return e.convert(s[1], self.index_dtype, DTYPES["int64"]), s[0]
         if self.kind == ReduceKind.VAR:
             c = self.op.correction.value.data if self.op.correction is not None else 0
             dof = float(max(0, self.count - c))

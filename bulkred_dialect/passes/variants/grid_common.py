@@ -211,14 +211,14 @@ def accumulate(
     """The lane states ``accs`` (flat) each with its lane's element of ``vals``; lane j's
     element is at ``index + j * lane_step`` (argmax/argmin)."""
     states = r.split(accs)
-    out = []
-    for j, (s, v) in enumerate(zip(states, vals, strict=True)):
+    indices: list[SSAValue | None] = []
+    for j in range(len(states)):
         i = None
         if r.needs_index:
             assert index is not None
             i = e.add_i(index, j * lane_step) if j * lane_step else index
-        out.append(r.absorb(e, s, v, i))
-    return r.flat(out)
+        indices.append(i)
+    return r.flat(r.absorb_item(e, states, vals, indices))
 
 
 def stream(
@@ -238,6 +238,8 @@ def stream(
     elem = r.elem
     rounds, rest = divmod(count, unroll)
     idx, step, lane_step = index if index is not None and r.needs_index else (None, 0, 1)
+    if idx is not None:
+        idx = r.as_index(e, idx)
     if rounds > 0:
 
         def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
@@ -344,9 +346,11 @@ MIN_ROWS_PER_SPLIT = 8
 than its loads save (short matrices get fewer splits)."""
 
 
-def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256) -> ColumnPlan:
+def column_plan(form: Form, elem: Elem, ctas_wanted: int, block: int = 256, max_vec: int = 4) -> ColumnPlan:
+    """``max_vec``: at most this many columns per thread (1 for a fused state of several
+    registers: more column tiles, fewer row splits for the last CTA to combine)."""
     # the partials (in the accumulator type) are read back as vectors of as many lanes
-    vec = min(elem.vector, elem.partials.vector)
+    vec = min(elem.vector, elem.partials.vector, max_vec)
     vec = vec if form.n % vec == 0 else 1
     tiles = -(-form.n // (block * vec))
     split = max(1, min(ctas_wanted // tiles, -(-form.m // MIN_ROWS_PER_SPLIT), MAX_GRID_Y))
@@ -378,7 +382,7 @@ def column_partial(
 
     def rows(b: Emitter) -> list[SSAValue]:
         start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
-        index = (b.wide(s), plan.split, 0) if r.needs_index else None
+        index = (s, plan.split, 0) if r.needs_index else None
         accs, nxt, at = stream(
             b, r, start, neutral(b, r, plan.vec), full, plan.split * row_bytes, plan.vec, unroll, index
         )

@@ -146,7 +146,7 @@ def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, re
     w = r.width
     if tail:
         p = e.ptr_add(x, e.add_i(e.mul_i(g, elem.bytes), vectors * vec * elem.bytes))
-        i = e.add_i(g, vectors * vec) if r.needs_index else None
+        i = e.add_i(r.as_index(e, g), vectors * vec) if r.needs_index else None
         head = checked(e, r, e.cmp("ult", g, tail), p, accs[:w], 1, i)
         accs = head + accs[w:]
     if r.width == 1:

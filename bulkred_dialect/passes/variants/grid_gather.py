@@ -101,15 +101,15 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
         def element(c: Emitter, j: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
             at = c.mul_i(c.add_i(base, offset_of(c, j, reduced)), elem.bytes)
             v = load_item(c, elem, c.ptr_add(x, at), 0, 1)
-            return red.absorb(c, accs, v[0], j)
+            return red.absorb(c, accs, v[0], red.as_index(c, j) if red.needs_index else None)
 
         def runs(c: Emitter, p: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
             start = c.ptr_add(x, c.mul_i(c.add_i(base, offset_of(c, p, outer)), elem.bytes))
-            first = c.mul_i(p, run) if red.needs_index else None
+            first = red.as_index(c, c.mul_i(p, run)) if red.needs_index else None
 
             def step(d: Emitter, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 v = load_item(d, elem, d.ptr_add(start, d.mul_i(j, step_bytes)), 0, 1)
-                return red.absorb(d, a, v[0], d.add_i(first, j) if first is not None else None)
+                return red.absorb(d, a, v[0], d.add_i(first, red.as_index(d, j)) if first is not None else None)
 
             return c.for_(lane, run, WARP, accs, step)
 

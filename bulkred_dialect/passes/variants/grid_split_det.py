@@ -48,8 +48,22 @@ from bulkred_dialect.passes.variants.kernel import (
 )
 
 CTAS_PER_SM = 4
-FINISH_UNROLL = 8
+FINISH_UNROLL = 4
 """Partial rows the last CTA of a tile loads at once (fused states, scalar loads)."""
+
+
+def fused_vec(r, form: Form) -> int:
+    """Columns per thread of a fused reduction (measured on the H100, tools/gpu_fused_probe.py):
+    a state of several registers takes 4 bytes of columns (1 float32, 2 bfloat16): more
+    tiles, fewer splits for the last CTA to combine, fewer registers; a one-register
+    state with maps takes whole vectors on tall matrices (at least 16384 rows) and 4
+    bytes otherwise; a plain reduction whole vectors."""
+    narrow = max(1, 4 // r.elem.bytes)
+    if r.plain:
+        return 4
+    if r.width > 1:
+        return narrow
+    return 4 if form.m >= 16384 else narrow
 
 
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -69,7 +83,7 @@ def split_det(
     elem = r.elem
     batch = form.batch
     ctas = sm_count(target) * CTAS_PER_SM if ctas is None else ctas
-    plan = column_plan(form, elem, max(1, ctas // batch), block)
+    plan = column_plan(form, elem, max(1, ctas // batch), block, max_vec=fused_vec(r, form))
     set_launch(kernel, [plan.tiles, plan.split, *([batch] if batch > 1 else [])], [plan.block])
     slot = r.slot_bytes
     # the workspace: a partial row per split (split-major, per block of the batch), then
