@@ -294,6 +294,12 @@ def plan_fused(
     else:
         kind, prologue, epilogue = _norm_maps(fn, ord)
         fill = 0.0 if kind == "sum" and float(ord) > 0 else None
+    if dst == "float64" and (kind == "logsumexp" or builtins.any(m[0] in ("pow", "log") for m in (*prologue, *epilogue) if isinstance(m, tuple))):
+        what = "logsumexp" if kind == "logsumexp" else f"the {ord} norm"
+        raise _error(
+            fn, f"{what} of float64 is not supported: it needs exp and log, which PTX has in float32 only "
+            "(ex2/lg2.approx); pass a float32 array",
+        )
     kept = tuple(d for i, d in enumerate(shape) if i not in reduced)
     result_shape = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keepdims else kept
     common = {

@@ -238,6 +238,9 @@ def fused_refusal(case: Case) -> str | None:
         return "an empty axis"
     if case.kind == "vector_norm" and case.n_reduced == 0 and (case.ord is None or not 0 < case.ord < math.inf):
         return "an empty axis (no identity)"
+    pow_norm = case.kind == "vector_norm" and case.ord not in (None, 1.0, 2.0, math.inf, -math.inf)
+    if (case.dtype_arg or case.dtype) == "float64" and (case.kind == "logsumexp" or pow_norm):
+        return "float64 exp/log (PTX has ex2/lg2 in float32 only)"
     return None
 
 
@@ -626,7 +629,7 @@ def fused_reference(case: Case, v: np.ndarray) -> Reference:
             bound = (n / abs(p) + 8) * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
             return Reference(val, n, None, False, bound)
         if case.kind == "logsumexp":
-            m = np.max(x, axis=ax, keepdims=True)
+            m = np.max(x, axis=ax, keepdims=True, initial=-np.inf)  # empty: -inf, as torch
             shift = np.where(np.isfinite(m), m, 0.0)
             val = shaped(np.log(np.sum(np.exp(x - shift), axis=ax)) + shift.reshape(np.sum(x, axis=ax).shape))
             bound = 2 * (n + 4) * acc_eps + 2 * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
