@@ -1088,10 +1088,16 @@ def _record_fused_new_out(fn: str, axis: Any, rec: _Recorded, keepdims: Any, dty
     fast = rec.kernel._fast
     if (
         keepdims is False and dtype is None and (axis is None or type(axis) is int)
-        and (fn not in _DEFAULT_OPTION or type(option) is int and option == _DEFAULT_OPTION[fn])
+        and (fn not in _DEFAULT_OPTION or type(option) in (int, float))
         and fast is not None and fast.call_new_last is not None
     ):
-        _NEW_OUT["fused " + fn] = (axis, fast.call_new_last, rec.result_shape)
+        _NEW_OUT[_new_out_key(fn, option)] = (axis, fast.call_new_last, rec.result_shape)
+
+
+def _new_out_key(fn: str, option: Any) -> str:
+    """The ``_NEW_OUT`` key of a fused call: ``fused <fn>``, and its correction or ord
+    (``fused vector_norm inf``): each option value has its own recorded kernel."""
+    return f"fused {fn}" if fn not in _DEFAULT_OPTION else f"fused {fn} {float(option)!r}"
 
 
 def _fused_function(fn: str, what: str, options: tuple[str, ...], doc: str):
@@ -1099,16 +1105,18 @@ def _fused_function(fn: str, what: str, options: tuple[str, ...], doc: str):
     ``correction``, ``keepdims``, ``dtype``, ``ord``, in that order of the signature),
     ``out``, ``stream`` and ``explain``."""
     key = "fused " + fn
-    default = _DEFAULT_OPTION.get(fn)
+    with_option = fn in _DEFAULT_OPTION
 
     def call(x, axis, keepdims, dtype, correction, ord, out, stream, explain):
         if (
             out is None and stream is None and keepdims is False and dtype is None and not explain
-            and (default is None or type(correction if fn != "vector_norm" else ord) is int
-                 and (correction if fn != "vector_norm" else ord) == default)
             and not _compiling()
         ):
-            hit = _NEW_OUT.get(key)
+            if with_option:
+                option = ord if fn == "vector_norm" else correction
+                hit = _NEW_OUT.get(_new_out_key(fn, option)) if type(option) in (int, float) else None
+            else:
+                hit = _NEW_OUT.get(key)
             if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
                 result = hit[1]((x,))
                 if result is not None:

@@ -125,6 +125,21 @@ def split_det(
             def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
                 return accumulate(d, r, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
 
+            def values_step(unroll: int):
+                # one-register states with maps: whole vectors of partials, combined
+                # (the prologue was applied when the elements were loaded)
+                def body(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+                    rows = [
+                        load_item(d, acc_elem, partial_at(d, d.add_i(iv, u) if u else iv), 0, plan.vec, nc=False)
+                        for u in range(unroll)
+                    ]
+                    out = list(args)
+                    for row in rows:
+                        out = [d.combine(r.kind, elem.accumulator, a, v) for a, v in zip(out, row, strict=True)]
+                    return out
+
+                return body
+
             def states_step(unroll: int):
                 # FINISH_UNROLL partial rows loaded before they are combined (in split
                 # order): the loads overlap instead of one L2 round trip per split
@@ -143,12 +158,13 @@ def split_det(
             if r.plain:
                 total = c.for_(0, plan.split, 1, neutral(c, r, plan.vec), step)
             else:
+                unrolled = values_step if r.width == 1 else states_step
                 rounds = plan.split // FINISH_UNROLL * FINISH_UNROLL
                 total = neutral(c, r, plan.vec)
                 if rounds:
-                    total = c.for_(0, rounds, FINISH_UNROLL, total, states_step(FINISH_UNROLL))
+                    total = c.for_(0, rounds, FINISH_UNROLL, total, unrolled(FINISH_UNROLL))
                 if plan.split > rounds:
-                    total = c.for_(rounds, plan.split, 1, total, states_step(1))
+                    total = c.for_(rounds, plan.split, 1, total, unrolled(1))
             y = global_ptr(c, op.dst)
             first = c.wide(col)
             if o is not None:
