@@ -49,21 +49,22 @@ from bulkred_dialect.passes.variants.kernel import (
 
 CTAS_PER_SM = 4
 FINISH_UNROLL = 4
+TALL = 16384
+"""Rows from which a fused column reduction streams vectors (:func:`fused_vec`)."""
 """Partial rows the last CTA of a tile loads at once (fused states, scalar loads)."""
 
 
 def fused_vec(r, form: Form) -> int:
-    """Columns per thread of a fused reduction (measured on the H100, tools/gpu_fused_probe.py):
-    a state of several registers takes 4 bytes of columns (1 float32, 2 bfloat16): more
-    tiles, fewer splits for the last CTA to combine, fewer registers; a one-register
-    state with maps takes whole vectors on tall matrices (at least 16384 rows) and 4
-    bytes otherwise; a plain reduction whole vectors."""
-    narrow = max(1, 4 // r.elem.bytes)
+    """Columns per thread of a fused reduction, as measured on the H100
+    (tools/gpu_fused_probe.py; docs/fused.md): one column on matrices of fewer than
+    16384 rows (more column tiles, fewer row splits for the last CTA to combine); on
+    taller ones whole vectors for a one-register state, 2 columns for a state of several
+    registers (fewer registers per thread); a plain reduction whole vectors."""
     if r.plain:
         return 4
-    if r.width > 1:
-        return narrow
-    return 4 if form.m >= 16384 else narrow
+    if form.m < TALL:
+        return 1
+    return 4 if r.width == 1 else 2
 
 
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -96,7 +97,8 @@ def split_det(
     s = e.sreg(SpecialRegister.CTAID_Y)
     o = e.sreg(SpecialRegister.CTAID_Z) if batch > 1 else None
     base = None if o is None else e.mul_i(e.wide(o), plan.m * plan.n * elem.bytes)
-    col, accs = column_partial(e, op, plan, tid, tile_id, s, base=base)
+    # a fused state's step is longer: 8 loads in flight (measured: +5 to +10% at 1 GiB)
+    col, accs = column_partial(e, op, plan, tid, tile_id, s, 4 if r.plain else 8, base=base)
     w = global_ptr(e, ws)
     valid = e.cmp("slt", col, plan.n)
 
