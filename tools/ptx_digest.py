@@ -9,7 +9,11 @@ outputs: a refactoring that must not change the generated code shows no differen
 
 Cases: every examples/*.mlir, lowered with ``bulkred-to-ptx`` for sm_90a and sm_100a, and
 the reductions of ``bulkred.sum`` and friends (``api.reduction_module``) over a spread of
-kinds, dtypes, shapes and axes for both targets. ``--show CASE`` prints one case's PTX.
+kinds, dtypes, shapes and axes for both targets, then the fused reductions (``api.plan_fused``
+and ``api._module``: mean, var, var_mean, std, argmax, argmin, vector_norm of ord 1, 2, inf
+and 3, logsumexp) of float32 and bfloat16 over a few of those shapes and axes, for both
+targets. New cases are appended, so that the lines of the old ones keep their text and
+order. ``--show CASE`` prints one case's PTX.
 """
 
 from __future__ import annotations
@@ -23,6 +27,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("sm_90a", "sm_100a")
 SHAPES = ((100,), (4096,), (1 << 20,), (7, 33), (256, 1024), (4096, 4096), (3, 5, 7), (64, 1000, 256))
+FUSED_FNS = (  # (case label, api function, its options)
+    ("mean", "mean", {}),
+    ("var", "var", {}),
+    ("var correction=1", "var", {"correction": 1}),
+    ("var_mean correction=1", "var_mean", {"correction": 1}),
+    ("std correction=1", "std", {"correction": 1}),
+    ("argmax", "argmax", {}),
+    ("argmin", "argmin", {}),
+    ("vector_norm ord=1", "vector_norm", {"ord": 1}),
+    ("vector_norm ord=2", "vector_norm", {"ord": 2}),
+    ("vector_norm ord=inf", "vector_norm", {"ord": float("inf")}),
+    ("vector_norm ord=3", "vector_norm", {"ord": 3}),
+    ("logsumexp", "logsumexp", {}),
+)
+FUSED_DTYPES = ("float32", "bfloat16")
+FUSED_SHAPES = ((4096,), (256, 1024), (3, 5, 7), (64, 1000, 256))
 
 
 def cases():
@@ -34,6 +54,10 @@ def cases():
     for kind, dtype, shape, t in itertools.product(kinds, dtypes, SHAPES, TARGETS):
         for axis in [None, *range(len(shape))]:
             yield f"api {kind} {dtype} {'x'.join(map(str, shape))} axis={axis} {t}", ("api", (kind, shape, dtype, axis), t)
+    for (label, fn, options), dtype, shape, t in itertools.product(FUSED_FNS, FUSED_DTYPES, FUSED_SHAPES, TARGETS):
+        for axis in [None, *range(len(shape))]:
+            name = f"api fused {label} {dtype} {'x'.join(map(str, shape))} axis={axis} {t}"
+            yield name, ("fused", (fn, shape, dtype, axis, options), t)
 
 
 def ptx_of(what, payload, target: str) -> str:
@@ -42,6 +66,11 @@ def ptx_of(what, payload, target: str) -> str:
 
     if what == "file":
         module = parse(payload)
+    elif what == "fused":
+        from bulkred_dialect import api
+
+        fn, shape, dtype, axis, options = payload
+        module = api._module(api.plan_fused(fn, shape, dtype, axis, **options))
     else:
         from bulkred_dialect import api
 

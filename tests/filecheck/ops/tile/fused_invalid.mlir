@@ -1,0 +1,300 @@
+// Every verifier rule of the fused reductions of bulkred.reduce (ops/tile.py: ReduceOp's
+// _verify_fused, check_maps, MapAttr's parser and verifier; docs/fused.md), each with its
+// exact message and its file:line:col.
+// RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
+
+// A map name that MapFn does not have.
+// STDERR: fused_invalid.mlir:[[# @LINE + 3]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale{{(, exp_sub)?}}, div_count, sqrt, log
+func.func @unknown_map(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale{{(, exp_sub)?}}, div_count, sqrt, log
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<cube>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// pow and scale take a float argument.
+func.func @map_missing_argument(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:68: error: integer or float literal expected
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<pow>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// The other maps take none.
+func.func @map_extra_argument(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:69: error: '>' expected
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<abs 2.0>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// An argument too large for f64 is inf, which no map takes.
+func.func @map_infinite_argument(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' map 'scale' needs a finite argument, got inf
+  bulkred.reduce sum grid axes [1 : i64] epilogue [#bulkred.map<scale 1.0e400>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// div_count is an epilogue map.
+func.func @prologue_map_not_allowed(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'prologue' map 0 must be one of cast, abs, square, pow, scale{{(, exp_sub)?}}, got div_count
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<div_count>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// abs is a prologue map.
+func.func @epilogue_map_not_allowed(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'epilogue' map 1 must be one of div_count, sqrt, log, pow, scale, got abs
+  bulkred.reduce sum grid axes [1 : i64] epilogue [#bulkred.map<sqrt>, #bulkred.map<abs>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// cast (the conversion to the accumulator type) comes first.
+func.func @cast_not_first(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'prologue' map 'cast' must come first, got it at position 1
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<abs>, #bulkred.map<cast>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// pow needs a float accumulator; int32's is int32.
+func.func @float_map_on_integer_prologue(%x: memref<64x128xi32, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'prologue' map 'pow' needs a floating-point accumulator, got i32 (kind sum)
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<pow 2.0>] %x, %v : memref<64x128xi32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// So does sqrt.
+func.func @float_map_on_integer_epilogue(%x: memref<64x128xi32, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'epilogue' map 'sqrt' needs a floating-point accumulator, got i32 (kind sum)
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<square>] epilogue [#bulkred.map<sqrt>] %x, %v : memref<64x128xi32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// argmax's result is an index: no epilogue.
+func.func @epilogue_on_argmax(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'epilogue' is not valid with kind argmax (its result is an index)
+  bulkred.reduce argmax grid axes [1 : i64] epilogue [#bulkred.map<scale 2.0>] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// Nor argmin's.
+func.func @epilogue_on_argmin(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'epilogue' is not valid with kind argmin (its result is an index)
+  bulkred.reduce argmin grid axes [1 : i64] prologue [#bulkred.map<abs>] epilogue [#bulkred.map<sqrt>] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// The epilogue applies to the final result, which accum would combine again.
+func.func @epilogue_with_accum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'epilogue' is not valid with 'accum' (the epilogue applies to the final result)
+  bulkred.reduce sum grid accum axes [1 : i64] epilogue [#bulkred.map<sqrt>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// correction is var's.
+func.func @correction_on_sum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'correction' is only valid with kind var, got kind sum
+  bulkred.reduce sum grid axes [1 : i64] correction 1 : i64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @correction_on_logsumexp(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'correction' is only valid with kind var, got kind logsumexp
+  bulkred.reduce logsumexp grid axes [1 : i64] correction 0 : i64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @negative_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'correction' must be >= 0, got -1
+  bulkred.reduce var grid axes [1 : i64] correction -1 : i64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// aux is argmax/argmin's value or var's mean.
+func.func @aux_on_sum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin or var{{(, or with the prologue map exp_sub)?}}, got kind sum
+  bulkred.reduce sum grid axes [1 : i64] %x, %v aux %a : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @aux_on_logsumexp(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin or var{{(, or with the prologue map exp_sub)?}}, got kind logsumexp
+  bulkred.reduce logsumexp grid axes [1 : i64] %x, %v aux %a : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// argmax's aux holds the values: src's element type.
+func.func @aux_type_argmax(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>, %a: memref<64xi64, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' element type must be f32, the values (src's element type), got i64
+  bulkred.reduce argmax grid axes [1 : i64] %x, %i aux %a : memref<64xi64, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// var's aux holds the mean: dst's element type (here the wider f32 of a bf16 src).
+func.func @aux_type_var(%x: memref<64x128xbf16, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<64xbf16, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' element type must be f32, the mean (dst's element type), got bf16
+  bulkred.reduce var grid axes [1 : i64] %x, %v aux %a : memref<64xbf16, #bulkred.scope<global>> : memref<64x128xbf16, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// aux has dst's shape.
+func.func @aux_shape(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<128xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' shape must be dst's [64], got [128]
+  bulkred.reduce var grid axes [1 : i64] %x, %v aux %a : memref<128xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// aux is a global buffer.
+func.func @aux_scope(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>, %a: memref<64xf32, #bulkred.scope<shared>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' operand 'aux' must be in scope global at grid scope, got shared
+  bulkred.reduce argmax grid axes [1 : i64] %x, %i aux %a : memref<64xf32, #bulkred.scope<shared>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// aux is contiguous (no layout).
+func.func @aux_layout(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>, %a: memref<64xf32, strided<[2]>, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' must be contiguous (no layout), got strided<[2]>
+  bulkred.reduce argmax grid axes [1 : i64] %x, %i aux %a : memref<64xf32, strided<[2]>, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// argmax's dst is the i64 index.
+func.func @argmax_dst_i32(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'dst' element type of kind argmax must be i64 (the index), got i32
+  bulkred.reduce argmax grid axes [1 : i64] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @argmin_dst_f32(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'dst' element type of kind argmin must be i64 (the index), got f32
+  bulkred.reduce argmin grid axes [1 : i64] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// var and logsumexp need a floating-point element type.
+func.func @var_on_integers(%x: memref<64x128xi32, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'kind' var needs a floating-point element type, got i32
+  bulkred.reduce var grid axes [1 : i64] %x, %v : memref<64x128xi32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @logsumexp_on_integers(%x: memref<64x128xi32, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'kind' logsumexp needs a floating-point element type, got i32
+  bulkred.reduce logsumexp grid axes [1 : i64] %x, %v : memref<64x128xi32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// accum and ignore_nan are not valid with a fused kind.
+func.func @argmax_accum(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'accum' is not valid with kind argmax
+  bulkred.reduce argmax grid accum axes [1 : i64] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @var_accum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'accum' is not valid with kind var
+  bulkred.reduce var grid accum axes [1 : i64] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @argmax_ignore_nan(%x: memref<64x128xf32, #bulkred.scope<global>>, %i: memref<64xi64, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'ignore_nan' is not valid with kind argmax
+  bulkred.reduce argmax grid ignore_nan axes [1 : i64] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @logsumexp_ignore_nan(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'ignore_nan' is not valid with kind logsumexp
+  bulkred.reduce logsumexp grid ignore_nan axes [1 : i64] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// The fused kinds are grid-scope only.
+func.func @argmax_at_warp_scope(%a: memref<1xf32, #bulkred.scope<local>>, %b: memref<1xi64, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' kind argmax is only valid at grid scope, got scope warp
+  bulkred.reduce argmax warp %a, %b : memref<1xf32, #bulkred.scope<local>>, memref<1xi64, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @var_at_thread_scope(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' kind var is only valid at grid scope, got scope thread
+  bulkred.reduce var thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+// So are the maps.
+func.func @prologue_at_cta_scope(%a: memref<1xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' a prologue or epilogue is only valid at grid scope, got scope cta
+  bulkred.reduce max cta prologue [#bulkred.map<abs>] %a, %b : memref<1xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @epilogue_at_thread_scope(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [32], cluster = [1]>} {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' a prologue or epilogue is only valid at grid scope, got scope thread
+  bulkred.reduce sum thread epilogue [#bulkred.map<sqrt>] %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
+  func.return
+}
