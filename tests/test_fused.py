@@ -288,3 +288,34 @@ def test_sm100a_absmax_uses_redux_max_abs_in_sass():
         assert "CREDUX.MAXABS.F32.NAN" in sass
         m90 = fused_module("max", shape, "float32", axes, prologue=["abs"])
         assert "redux.sync" not in print_ptx(lower_tile_module(m90, "sm_90a"), "sm_90a")
+
+
+@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+def test_exp_sub_prologue_reads_c_per_output(shape, axes):
+    """sum with the prologue exp_sub: sum(exp(x - c)) with c per output read from aux
+    (here each output's max: the softmax denominator)."""
+    rng = np.random.default_rng(29)
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    rows = moved(x, axes).astype(np.float64)
+    c = rows.max(axis=1).astype(np.float32)
+    kept = kept_shape(list(x.shape), axes)
+    m = fused_module("sum", list(x.shape), "float32", axes, aux=True, prologue=["exp_sub"])
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    args = [x, np.zeros(kept, np.float32), c.reshape(kept)]
+    kernel = next(o for o in m.walk() if o.name == "func.func")
+    if WORKSPACE_ATTR in kernel.attributes:
+        args.append(np.zeros(kernel.attributes[WORKSPACE_ATTR].value.data, np.int8))
+    got = run_grid(m, "k", *args)[1]
+    want = np.exp(rows - c.astype(np.float64)[:, None]).sum(axis=1)
+    np.testing.assert_allclose(got.reshape(-1), want, rtol=2e-6)
+
+
+def test_exp_sub_needs_aux_and_a_plain_kind():
+    from bulkred_dialect.errors import BulkredError
+    from xdsl.utils.exceptions import VerifyException
+
+    with pytest.raises((VerifyException, BulkredError), match="'prologue' map 'exp_sub' needs 'aux'"):
+        fused_module("sum", [64], "float32", None, prologue=["exp_sub"]).verify()
+    with pytest.raises((VerifyException, BulkredError), match="exp_sub' is not valid with kind var"):
+        fused_module("var", [64], "float32", None, aux=True, prologue=["exp_sub"]).verify()
+    assert variant_of("sum", [64, 64], "float64", [1], aux=True, prologue=["exp_sub"]) == "none"

@@ -134,12 +134,13 @@ class MapFn(StrEnum):
     SQUARE = "square"  # prologue: x * x
     POW = "pow"  # prologue: |x| ** p; epilogue: x ** p (x >= 0)
     SCALE = "scale"  # prologue or epilogue: x * s
+    EXP_SUB = "exp_sub"  # prologue: exp(x - c), c per output (the `aux` buffer, read)
     DIV_COUNT = "div_count"  # epilogue: x / (the number of elements reduced into it)
     SQRT = "sqrt"  # epilogue
     LOG = "log"  # epilogue
 
 
-PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE)
+PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.EXP_SUB)
 EPILOGUE_MAPS = (MapFn.DIV_COUNT, MapFn.SQRT, MapFn.LOG, MapFn.POW, MapFn.SCALE)
 MAPS_WITH_ARG = (MapFn.POW, MapFn.SCALE)
 INTEGER_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE)
@@ -209,8 +210,15 @@ class MapAttr(ParametrizedAttribute):
             if fn not in set(MapFn):
                 parser.raise_error(f"unknown map '{fn}', expected one of " + ", ".join(m.value for m in MapFn), pos)
             arg: Attribute = NoneAttr()
-            if fn in MAPS_WITH_ARG:
-                v = parser.parse_number()
+            at = parser.pos
+            v = parser.parse_optional_number()
+            if fn in MAPS_WITH_ARG and v is None:
+                parser.raise_error(f"map '{fn}' needs a float argument, e.g. #bulkred.map<{fn} 2.0>", at)
+            if fn not in MAPS_WITH_ARG and v is not None:
+                parser.raise_error(f"map '{fn}' takes no argument, got {v}", at)
+            if v is not None:
+                if not math.isfinite(float(v)):
+                    parser.raise_error(f"map '{fn}' needs a finite argument, got {float(v)}", at)
                 arg = FloatAttr(float(v), f64)
         return (StringAttr(fn), arg)
 
@@ -579,7 +587,8 @@ class ReduceOp(IRDLOperation):
 
     * ``prologue``: maps applied in order to each element, in the accumulator type, as it
       is loaded (:data:`PROLOGUE_MAPS`: ``cast``, ``abs``, ``square``, ``pow p`` (``|x|**p``),
-      ``scale s``); ``epilogue``: maps applied in order to each result before it is stored
+      ``scale s``, ``exp_sub``: ``exp(x - c)`` with ``c`` read from ``aux`` at the
+      element's output); ``epilogue``: maps applied in order to each result before it is stored
       (:data:`EPILOGUE_MAPS`: ``div_count``, ``sqrt``, ``log``, ``pow p``, ``scale s``), not
       with ``accum``. ``sum`` with ``[square]`` and ``[sqrt]`` is the L2 norm;
       ``max`` with ``[abs]`` the absmax; ``sum`` with ``[div_count]`` the mean.
@@ -697,7 +706,7 @@ class ReduceOp(IRDLOperation):
         kind = self.kind.data
         fused = kind in FUSED_KINDS or self.prologue is not None or self.epilogue is not None
         if fused and not grid_scope:
-            what = f"kind {kind}" if kind in FUSED_KINDS else "a prologue or epilogue"
+            what = f"'kind' {kind}" if kind in FUSED_KINDS else "a prologue or epilogue"
             raise VerifyException(f"{what} is only valid at grid scope, got scope {self.scope.data}")
         if kind in INDEX_KINDS:
             if dt.element_type != i64:
@@ -775,13 +784,24 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(f"'accum' is not valid with kind {kind}")
         if kind in FUSED_KINDS and self.ignore_nan is not None:
             raise VerifyException(f"'ignore_nan' is not valid with kind {kind}")
+        exp_sub = any(m.map_fn == MapFn.EXP_SUB for m in self.maps("prologue"))
+        if exp_sub and kind in FUSED_KINDS:
+            raise VerifyException(f"'prologue' map 'exp_sub' is not valid with kind {kind} (its 'aux' is an output)")
+        if exp_sub and self.aux is None:
+            raise VerifyException("'prologue' map 'exp_sub' needs 'aux', the buffer of c (one per output), got none")
         if self.aux is not None:
-            if kind not in INDEX_KINDS and kind != ReduceKind.VAR:
-                raise VerifyException(f"'aux' is only valid with kind argmax, argmin or var, got kind {kind}")
+            if kind not in INDEX_KINDS and kind != ReduceKind.VAR and not exp_sub:
+                raise VerifyException(
+                    f"'aux' is only valid with kind argmax, argmin or var, or with the prologue map exp_sub, got kind {kind}"
+                )
             at = _expect_buffer("aux", self.aux)
             want = src if kind in INDEX_KINDS else dst
             if at.element_type != want:
-                what = "the values (src's element type)" if kind in INDEX_KINDS else "the mean (dst's element type)"
+                what = (
+                    "the values (src's element type)" if kind in INDEX_KINDS
+                    else "the mean (dst's element type)" if kind == ReduceKind.VAR
+                    else "exp_sub's c (dst's element type)"
+                )
                 raise VerifyException(f"'aux' element type must be {want}, {what}, got {at.element_type}")
             if list(at.get_shape()) != list(dt.get_shape()):
                 raise VerifyException(f"'aux' shape must be dst's {list(dt.get_shape())}, got {list(at.get_shape())}")

@@ -58,6 +58,7 @@ class Reducer:
     op: ReduceOp
     elem: Elem
     count: int = 1  # the elements reduced into each result (div_count, var)
+    shifts: list[SSAValue] = field(default_factory=list)  # exp_sub's c of each vector lane's output
     kind: ReduceKind = field(init=False)
     prologue: list[MapAttr] = field(init=False)
     epilogue: list[MapAttr] = field(init=False)
@@ -177,8 +178,28 @@ class Reducer:
 
     # region Elements
 
-    def map_value(self, e, maps: Sequence[MapAttr], v: SSAValue, t: DType) -> SSAValue:
-        """``v`` (a register of ``t``) through ``maps`` in order."""
+    @property
+    def exp_sub(self) -> bool:
+        """The prologue has ``exp_sub``: the variant loads each output's c from ``aux``
+        (:meth:`load_shifts`) into :attr:`shifts` before it streams."""
+        return any(m.map_fn == MapFn.EXP_SUB for m in self.prologue)
+
+    def load_shifts(self, e, aux: SSAValue, index: SSAValue | int, lanes: int = 1) -> None:
+        """:attr:`shifts` = c at ``aux[index + j]`` for the ``lanes`` vector lanes (``aux``
+        the global address of the buffer, ``index`` an ``i64`` or int), in the
+        accumulator type; nothing without ``exp_sub``."""
+        if not self.exp_sub:
+            return
+        out = self.elem.out
+        self.shifts = []
+        for j in range(lanes):
+            i = e.add_i(index, j) if isinstance(index, SSAValue) and j else index
+            off = e.mul_i(i, out.bytes) if isinstance(i, SSAValue) else e.const(i * out.bytes, i64)
+            c = e.ld(ld_type(out), e.ptr_add(aux, off), self.elem.out_ir)
+            self.shifts.append(e.convert(c, out, self.acc))
+
+    def map_value(self, e, maps: Sequence[MapAttr], v: SSAValue, t: DType, lane: int = 0) -> SSAValue:
+        """``v`` (a register of ``t``, of vector lane ``lane``) through ``maps`` in order."""
         at, _ = arith_types(t)
         for m in maps:
             fn, arg = m.map_fn, m.value
@@ -192,6 +213,9 @@ class Reducer:
                 v = e.value(MulOp(at, v, e.const(arg, self.types[0]), rnd=RoundingMode.RN))
             elif fn == MapFn.POW:
                 v = self._pow(e, at, v, arg, m in self.prologue)
+            elif fn == MapFn.EXP_SUB:
+                assert self.shifts, "the variant loads exp_sub's c (load_shifts) before it streams"
+                v = self._exp(e, v, self.shifts[lane % len(self.shifts)])
             elif fn == MapFn.SQRT:
                 v = e.sqrt(at, v)
             elif fn == MapFn.LOG:
@@ -214,14 +238,15 @@ class Reducer:
         lg = e.lg2(v)
         return e.ex2(e.value(MulOp(at, lg, e.const(p, f32), rnd=RoundingMode.RN)))
 
-    def element(self, e, v: SSAValue) -> SSAValue:
-        """A loaded element in the accumulator type after the prologue."""
-        return self.map_value(e, self.prologue, v, self.acc) if self.prologue else v
+    def element(self, e, v: SSAValue, lane: int = 0) -> SSAValue:
+        """A loaded element (of vector lane ``lane``) in the accumulator type after the prologue."""
+        return self.map_value(e, self.prologue, v, self.acc, lane) if self.prologue else v
 
-    def absorb(self, e, s: State, v: SSAValue, index: SSAValue | None = None) -> State:
+    def absorb(self, e, s: State, v: SSAValue, index: SSAValue | None = None, lane: int = 0) -> State:
         """State ``s`` with one more element ``v`` (accumulator type, before the prologue)
-        at ``index`` (of the index type, :meth:`as_index`; argmax/argmin only)."""
-        v = self.element(e, v)
+        at ``index`` (of the index type, :meth:`as_index`; argmax/argmin only), of vector
+        lane ``lane``."""
+        v = self.element(e, v, lane)
         if self.width == 1:
             return [e.combine(self.kind, self.acc, s[0], v)]
         at, _ = arith_types(self.acc)
@@ -251,13 +276,13 @@ class Reducer:
         have absorbed the same number of elements, so var's count and its reciprocal
         are computed once for all of them."""
         if self.kind != ReduceKind.VAR or len(states) == 1:
-            return [self.absorb(e, s, v, i) for s, v, i in zip(states, vals, indices, strict=True)]
+            return [self.absorb(e, s, v, i, j) for j, (s, v, i) in enumerate(zip(states, vals, indices, strict=True))]
         at, _ = arith_types(self.acc)
         n1 = e.combine(ReduceKind.SUM, self.acc, states[0][0], e.const(1.0, self.types[0]))
         inv = e.value(RcpOp(at, n1, approx=True)) if at == ArithType.F32 else e.rcp(at, n1)
         out = []
-        for (_, mean, m2), v in zip(states, vals, strict=True):
-            v = self.element(e, v)
+        for j, ((_, mean, m2), v) in enumerate(zip(states, vals, strict=True)):
+            v = self.element(e, v, j)
             d = e.value(_sub(at, v, mean))
             mean1 = e.fma(at, d, inv, mean)
             out.append([n1, mean1, e.fma(at, d, e.value(_sub(at, v, mean1)), m2)])

@@ -246,7 +246,7 @@ def plain_reduction(what: str) -> Predicate:
     return Predicate("fused", check, expected="a plain kind, no prologue or epilogue")
 
 
-F32_ONLY_MAPS = ("pow", "log")
+F32_ONLY_MAPS = ("pow", "log", "exp_sub")
 
 
 def fused_lowerable(op: Operation, target: Target) -> tuple[bool, object]:
@@ -269,7 +269,7 @@ def fused_lowerable(op: Operation, target: Target) -> tuple[bool, object]:
     return True, "float64 math"
 
 
-FUSED_MATH = Predicate("math", fused_lowerable, expected="ex2/lg2 in f32 (no pow, log, logsumexp of float64)")
+FUSED_MATH = Predicate("math", fused_lowerable, expected="ex2/lg2 in f32 (no pow, log, exp_sub, logsumexp of float64)")
 
 COLLECTIVE_NAMES = tuple(d.name for d in COLLECTIVE_DTYPES)
 ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(COLLECTIVE_NAMES))

@@ -367,10 +367,12 @@ def column_partial(
     unroll: int = 4,
     *,
     base: SSAValue | None = None,
+    out_base: SSAValue | None = None,
 ) -> tuple[SSAValue, list[SSAValue]]:
     """The thread's first column (``i32``) and its accumulators over the rows of split
     ``s`` (identity where the column is past N); the M x N matrix starts ``base`` bytes
-    (an ``i64``) into ``src`` (a block of ``middle``)."""
+    (an ``i64``) into ``src`` (a block of ``middle``), whose outputs start at index
+    ``out_base`` (an ``i64``; exp_sub's c)."""
     r = reducer(op)
     elem = r.elem
     col = e.add_i(e.mul_i(tile, plan.width), e.mul_i(tid, plan.vec))
@@ -381,6 +383,9 @@ def column_partial(
     full = plan.m // plan.split
 
     def rows(b: Emitter) -> list[SSAValue]:
+        if r.exp_sub:  # exp_sub's c of each lane's column (the block's outputs start at out_base)
+            first = b.wide(col) if out_base is None else b.add_i(b.wide(col), out_base)
+            r.load_shifts(b, global_ptr(b, op.aux), first, plan.vec)
         start = b.ptr_add(x, b.add_i(b.mul_i(b.wide(s), row_bytes), b.mul_i(b.wide(col), elem.bytes)))
         index = (s, plan.split, 0) if r.needs_index else None
         accs, nxt, at = stream(

@@ -130,6 +130,8 @@ def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, re
     assert form is not None
     r = reducer(op)
     elem = r.elem
+    if r.exp_sub:
+        r.load_shifts(e, global_ptr(e, op.aux), 0)
     vec = elem.vector
     n, threads = form.n, ctas * block
     vectors = n // vec

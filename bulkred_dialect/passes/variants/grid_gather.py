@@ -96,6 +96,8 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     outer = reduced[:-1] if form.reduced[-1] else reduced
 
     def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        if red.exp_sub:
+            red.load_shifts(b, global_ptr(b, op.aux), o)
         base = offset_of(b, o, kept)
 
         def element(c: Emitter, j: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:

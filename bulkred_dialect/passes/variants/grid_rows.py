@@ -74,6 +74,8 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) ->
     red = reducer(op)
 
     def row(b: Emitter, r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        if red.exp_sub:
+            red.load_shifts(b, global_ptr(b, op.aux), r)
         start = b.ptr_add(x, b.add_i(b.mul_i(r, n * elem.bytes), b.mul_i(lane, item_bytes)))
         index = (b.mul_i(lane, vec), WARP * vec, 1) if red.needs_index else None
         accs, nxt, at = stream(b, red, start, neutral(b, red, vec), full, WARP * item_bytes, vec, UNROLL, index)

@@ -98,7 +98,8 @@ def split_det(
     o = e.sreg(SpecialRegister.CTAID_Z) if batch > 1 else None
     base = None if o is None else e.mul_i(e.wide(o), plan.m * plan.n * elem.bytes)
     # a fused state's step is longer: 8 loads in flight (measured: +5 to +10% at 1 GiB)
-    col, accs = column_partial(e, op, plan, tid, tile_id, s, 4 if r.plain else 8, base=base)
+    out_base = None if o is None or not r.exp_sub else e.mul_i(e.wide(o), plan.n)
+    col, accs = column_partial(e, op, plan, tid, tile_id, s, 4 if r.plain else 8, base=base, out_base=out_base)
     w = global_ptr(e, ws)
     valid = e.cmp("slt", col, plan.n)
 
