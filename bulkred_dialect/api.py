@@ -981,8 +981,7 @@ def _fused_call(
                     if fn == "var_mean":
                         args.append(args[0].new_empty(hit.kernel_shape))
                     hit.kernel(x, *args)
-                    if fn != "var_mean":
-                        _record_fused_new_out(fn, axis, hit, keepdims, dtype, correction, ord)
+                    _record_fused_new_out(fn, axis, hit, keepdims, dtype, correction, ord)
                     if hit.result_shape is not None:
                         args = [a.view(hit.result_shape) for a in args]
                     return tuple(args) if fn == "var_mean" else args[0]
@@ -1068,7 +1067,7 @@ def _fused(
             None if p.dst == src else getattr(torch, p.dst), p.result_shape,
         )
         _TORCH_CALLS[torch_key] = rec
-        if not outs and fn != "var_mean":
+        if not outs:
             _record_fused_new_out(fn, axis, rec, keepdims, dtype, correction, ord)
     if outs:
         return out
@@ -1077,7 +1076,7 @@ def _fused(
     return tuple(results) if fn == "var_mean" else results[0]
 
 
-_DEFAULT_OPTION = {"var": 0, "std": 0, "vector_norm": 2}
+_DEFAULT_OPTION = {"var": 0, "std": 0, "var_mean": 0, "vector_norm": 2}
 """The default of ``correction`` / ``ord``, the one option a recorded call may have."""
 
 
@@ -1086,12 +1085,13 @@ def _record_fused_new_out(fn: str, axis: Any, rec: _Recorded, keepdims: Any, dty
     ``fused <fn>`` in ``_NEW_OUT``)."""
     option = ord if fn == "vector_norm" else correction
     fast = rec.kernel._fast
+    call = None if fast is None else fast.call_new_last2 if fn == "var_mean" else fast.call_new_last
     if (
         keepdims is False and dtype is None and (axis is None or type(axis) is int)
         and (fn not in _DEFAULT_OPTION or type(option) in (int, float))
-        and fast is not None and fast.call_new_last is not None
+        and call is not None
     ):
-        _NEW_OUT[_new_out_key(fn, option)] = (axis, fast.call_new_last, rec.result_shape)
+        _NEW_OUT[_new_out_key(fn, option)] = (axis, call, rec.result_shape)
 
 
 def _new_out_key(fn: str, option: Any) -> str:
@@ -1120,6 +1120,8 @@ def _fused_function(fn: str, what: str, options: tuple[str, ...], doc: str):
             if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
                 result = hit[1]((x,))
                 if result is not None:
+                    if fn == "var_mean":
+                        return result if hit[2] is None else (result[0].view(hit[2]), result[1].view(hit[2]))
                     return result if hit[2] is None else result.view(hit[2])
         return _fused_call(fn, x, axis, keepdims, dtype, correction, ord, out, stream, explain)
 

@@ -401,9 +401,11 @@ class _TorchFastPath:
       refuses it;
     * ``call_new_last(lead)`` (for two arguments or more)
       takes all but the last argument and launches on a new result tensor, which it
-      returns: the reduction API's ``bulkred.sum(x)``."""
+      returns: the reduction API's ``bulkred.sum(x)``;
+    * ``call_new_last2(lead)`` (for three arguments or more) likewise with the last two
+      arguments new, returned as a pair: ``bulkred.var_mean(x)``."""
 
-    __slots__ = ("call_new_last", "kernel_call")
+    __slots__ = ("call_new_last", "call_new_last2", "kernel_call")
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
@@ -442,9 +444,10 @@ class _TorchFastPath:
         # address is checked; a mismatch goes to ``mismatch`` (the full path refuses it)
         aligned = [(i, align[i]) for i in range(min(n, len(align))) if align[i] > args[i].element_size()]
 
-        def body(mismatch: str, new_last: bool = False) -> str:
+        def body(mismatch: str, new_last: bool | int = False) -> str:
+            fresh = int(new_last)  # the trailing arguments allocated here (aligned by torch)
             checks_align = "".join(
-                f"    if p{i} % {a}:\n        {mismatch}\n" for i, a in aligned if not (new_last and i == n - 1)
+                f"    if p{i} % {a}:\n        {mismatch}\n" for i, a in aligned if not i >= n - fresh
             )
             return (
                 "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
@@ -487,9 +490,24 @@ class _TorchFastPath:
                 f"    a{n - 1} = empty_like(like)\n"
                 + body("return None", new_last=True) + f"    return a{n - 1}\n"
             )
+        if n >= 3:
+            # call_new_last2: the last two arguments new (var_mean's variance and mean)
+            env["like2"] = args[-2].new_empty(tuple(args[-2].shape))
+            src += (
+                "def call_new_last2(lead):\n"
+                f"    if len(lead) != {n - 2} or g.broken is not None:\n"
+                "        return None\n"
+                f"    {', '.join(names[:-2])}, = lead\n"
+                f"    if not ({' and '.join(checks[:-2])}):\n"
+                "        return None\n"
+                f"    a{n - 2} = empty_like(like2)\n"
+                f"    a{n - 1} = empty_like(like)\n"
+                + body("return None", new_last=2) + f"    return a{n - 2}, a{n - 1}\n"
+            )
         exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
         self.kernel_call = env["kernel_call"]
         self.call_new_last = env.get("call_new_last")
+        self.call_new_last2 = env.get("call_new_last2")
 
 
 _MISSING = object()  # an argument not given to a generated kernel_call
