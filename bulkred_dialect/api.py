@@ -34,6 +34,7 @@ import math
 import re
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,7 @@ class Plan:
     epilogue: tuple = ()  # the op's epilogue maps
     correction: int | None = None  # var: N - correction divides the sum of squared deviations
     aux: str | None = None  # the dtype of the kernel's second output (var_mean's mean), None: none
+    variant: str | None = None  # a lowering variant forced (grid_gather for a misaligned view), None: the dispatch's
 
     @property
     def launches(self) -> bool:
@@ -350,6 +352,7 @@ def reduction_module(
     kind: str, shape: tuple[int, ...], dtype: str, axis: int | tuple[int, ...] | None, name: str, *,
     out_dtype: str | None = None, ignore_nan: bool | None = None, strides: tuple[int, ...] | None = None,
     prologue: Any = None, epilogue: Any = None, correction: int | None = None, aux_dtype: str | None = None,
+    variant: str | None = None,
 ):
     """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
     grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (an axis or sorted axes; every
@@ -362,12 +365,15 @@ def reduction_module(
     maps, a name or a (name, float) pair), ``correction`` (kind var) are the op's;
     ``aux_dtype``: a third parameter ``aux`` of ``out``'s shape and this dtype, the op's
     ``aux`` output (var's mean, argmax's value): kernel ``name(x, out, aux)``. None (the
-    default) leaves each out, so the other reductions' modules are what they were."""
+    default) leaves each out, so the other reductions' modules are what they were.
+    ``variant``: the op's forced lowering variant (None: the dispatch chooses)."""
     from bulkred_dialect import builder as T
 
     axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
     out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
-    options = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
+    options: dict[str, Any] = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
+    if variant is not None:
+        options["variant"] = variant
     for option, value in (("prologue", prologue), ("epilogue", epilogue), ("correction", correction)):
         if value is not None:
             options[option] = list(value) if option != "correction" else value
@@ -411,6 +417,7 @@ def _module(p: Plan):
         return reduction_module(
             p.kind, p.shape, p.src, p.axes, _kernel_name(p.fn or p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,
             **({} if p.strides is None else {"strides": p.strides}), **fused,
+            **({} if p.variant is None else {"variant": p.variant}),
         )
     except (LocatedError, BulkredError) as e:
         raise _readable(p, e) from None
@@ -477,6 +484,8 @@ def _compile(p: Plan, target: Target | str):
         key += (p.strides,)
     if p.fn is not None:  # a fused reduction's (the other kinds keep their keys)
         key += ("fused", p.fn, p.prologue, p.epilogue, p.correction, p.aux)
+    if p.variant is not None:
+        key += ("variant", p.variant)
     mod = _COMPILED.get(key)
     if mod is not None:
         return mod
@@ -595,12 +604,12 @@ def _check_layout(
     return None
 
 
-def _check_aligned(kind: str, what: str, a: Any, align: int) -> None:
-    """Refuse a device array whose address is not a multiple of ``align`` bytes (the
-    kernel reads it with vector loads of that width, which would fault on it)."""
+def _misaligned(a: Any, align: int) -> int:
+    """How many bytes past an ``align``-byte boundary the device array ``a`` starts (0:
+    aligned, or numpy, which is copied into an aligned buffer)."""
     lib = _library(a)
-    if align <= 1 or lib == "numpy":  # numpy: copied into an aligned buffer
-        return
+    if align <= 1 or lib == "numpy":
+        return 0
     if lib == "torch":
         ptr = a.data_ptr()
     elif lib == "cupy":
@@ -611,16 +620,30 @@ def _check_aligned(kind: str, what: str, a: Any, align: int) -> None:
         try:
             ptr = StridedMemoryView.from_any_interface(a, None).ptr
         except Exception:  # pragma: no cover - _info viewed it already; the kernel checks again
-            return
-    if ptr % align:
-        # TODO(issue 16): take an array at a storage offset in place (a scalar head, then vectors)
-        raise _error(
-            kind,
-            f"'{what}' starts {ptr % align} bytes past {'an' if str(align).startswith('8') else 'a'} {align}-byte "
-            f"boundary (a view at a storage offset), which "
-            f"is not supported yet ({ISSUE}): the kernel reads it with {align}-byte vector loads; pass an aligned "
-            f"copy (x.clone() in torch, x.copy() in cupy)",
-        )
+            return 0
+    return ptr % align
+
+
+UNALIGNED_VARIANT = "grid_gather"
+"""The variant of a call whose array starts off its kernel's vector-load alignment (a
+view at a storage offset): scalar loads, read in place (docs/from_torch.md)."""
+
+
+def _unaligned_kernel(p: Plan, kernel: Any, arrays: Sequence[Any]) -> tuple[Plan, Any]:
+    """``(p, kernel)``, or where one of ``arrays`` (the kernel's array arguments, in
+    order) starts off the alignment the kernel's vector loads need (``bulkred.align``),
+    the plan and kernel of :data:`UNALIGNED_VARIANT`, which needs none."""
+    sig = getattr(kernel, "signature", None)
+    if sig is None or not sig.align:
+        return p, kernel
+    if not builtins.any(_misaligned(a, sig.alignment(i)) for i, a in enumerate(arrays)):
+        return p, kernel
+    from dataclasses import replace
+
+    from bulkred_dialect.backend_ptx.device import current_arch
+
+    q = replace(p, variant=UNALIGNED_VARIANT)
+    return q, _compile(q, current_arch()).kernel(_kernel_name(p.fn or p.kind))
 
 
 def _new(x: Any, kind: str, shape: tuple[int, ...], dtype: str, fill: Any = None) -> Any:
@@ -785,10 +808,9 @@ def _reduce(
         outk = _reshape(out, p.kernel_shape) if reshaped and _library(out) != "numpy" else out
         if _library(out) == "numpy":
             outk = np.empty(p.kernel_shape, out.dtype)
-    sig = getattr(kernel, "signature", None)
-    if sig is not None and sig.align:  # before the kernel's own check, in the API's words
-        for i, (what, a) in enumerate((("x", xk), ("out", outk))):
-            _check_aligned(kind, what, a, sig.alignment(i))
+    q, kernel = _unaligned_kernel(p, kernel, (xk, outk))
+    if q is not p:
+        torch_key = None  # not recorded: an aligned call of this key keeps its vector kernel
     _, got = kernel(xk, outk, stream=stream)
     if isinstance(outk, np.ndarray):  # numpy: the kernel wrote a copy
         if out is None:
@@ -1048,10 +1070,9 @@ def _fused(
             np.empty(p.kernel_shape, o.dtype) if _library(o) == "numpy" else _reshape(o, p.kernel_shape) if reshaped else o
             for o in outs
         ]
-    sig = getattr(kernel, "signature", None)
-    if sig is not None and sig.align:  # before the kernel's own check, in the API's words
-        for i, (what, a) in enumerate((("x", xk), *(("out", o) for o in outks))):
-            _check_aligned(fn, what, a, sig.alignment(i))
+    q, kernel = _unaligned_kernel(p, kernel, (xk, *outks))
+    if q is not p:
+        torch_key = None  # not recorded: an aligned call of this key keeps its vector kernel
     _, *got = kernel(xk, *outks, stream=stream)
     if isinstance(outks[0], np.ndarray):  # numpy: the kernel wrote copies
         values = [g.reshape(p.result_shape) for g in got]

@@ -368,26 +368,30 @@ def test_array_api_example_runs_without_a_gpu():
 
 class _AlignedKernel(FakeKernel):
     """A :class:`FakeKernel` whose kernel reads ``x`` with 8-byte vector loads
-    (``bulkred.align``): like the runtime, it refuses a misaligned ``x``."""
+    (``bulkred.align``) unless its plan forces grid_gather (scalar loads): like the
+    runtime, a vector kernel refuses a misaligned ``x``."""
 
     def __init__(self, p):
         from types import SimpleNamespace
 
         super().__init__(p)
-        self.signature = SimpleNamespace(align=(8, 1), alignment=lambda i: (8, 1)[i])
+        align = (1, 1) if p.variant == "grid_gather" else (8, 1)
+        self.signature = SimpleNamespace(align=align if align != (1, 1) else (), alignment=lambda i: align[i])
 
     def __call__(self, x, out, stream=None):
         from bulkred_dialect.errors import SignatureError
 
-        if x.data_ptr() % 8:
+        if self.p.variant != "grid_gather" and x.data_ptr() % 8:
             raise SignatureError("kernel 'bulkred_sum' param 'x': its address is not aligned")
         return super().__call__(x, out, stream)
 
 
-def test_misaligned_torch_view_is_refused_and_the_next_call_works(fake, monkeypatch):
+def test_misaligned_torch_view_is_read_in_place_by_grid_gather(fake, monkeypatch):
     """x = base[3:12] of a float16 (13, 13, 15, 11) tensor starts 12870 bytes into its
-    storage (6 past an 8-byte boundary): a ReductionError before any launch, on the
-    first call and on a recorded one; an aligned tensor still goes through."""
+    storage (6 past an 8-byte boundary), off the vector loads' alignment: the call takes
+    grid_gather's kernel (scalar loads) and reads it in place, on the first call and
+    after an aligned call of the same shape was recorded; that record keeps the vector
+    kernel for aligned calls, and a misaligned call is never recorded."""
     from types import SimpleNamespace
 
     torch = _torch()
@@ -400,20 +404,14 @@ def test_misaligned_torch_view_is_refused_and_the_next_call_works(fake, monkeypa
     base = torch.full((13, 13, 15, 11, 1), 0.25, dtype=torch.float16)
     x = base[3:12]
     assert x.is_contiguous() and (x.data_ptr() - base.data_ptr()) == 12870 and x.data_ptr() % 8 == 6
-    message = (
-        r"^bulkred.sum: 'x' starts 6 bytes past an 8-byte boundary \(a view at a storage offset\), which is not "
-        r"supported yet \(issue 16\): the kernel reads it with 8-byte vector loads; pass an aligned copy "
-        r"\(x.clone\(\) in torch, x.copy\(\) in cupy\)$"
-    )
-    with pytest.raises(api.ReductionError, match=message):
-        bulkred.sum(x)
-    assert fake[-1].calls == 0
+    want = 9 * 13 * 15 * 11 / 4
+    assert float(bulkred.sum(x)) == pytest.approx(want, rel=1e-2)
+    assert [k.p.variant for k in fake] == [None, "grid_gather"] and fake[0].calls == 0 and fake[1].calls == 1
     y = bulkred.sum(x.clone())
-    k = fake[-1]  # aligned: recorded
-    assert float(y) == pytest.approx(9 * 13 * 15 * 11 / 4, rel=1e-2)
-    with pytest.raises(api.ReductionError, match=message):  # through the recorded call (_TORCH_CALLS)
-        bulkred.sum(x)
-    with pytest.raises(api.ReductionError, match=message):
-        bulkred.sum(x, out=torch.empty((), dtype=torch.float16))
-    assert fake[-1].calls == 0
+    k = fake[-1]  # aligned: the vector kernel, recorded
+    assert k.p.variant is None and float(y) == pytest.approx(want, rel=1e-2)
+    assert float(bulkred.sum(x)) == pytest.approx(want, rel=1e-2)  # through the recorded call, then gather
+    assert fake[-1].p.variant == "grid_gather" and fake[-1].calls == 1
+    got = bulkred.sum(x, out=torch.empty((), dtype=torch.float16))
+    assert float(got) == pytest.approx(want, rel=1e-2) and fake[-1].p.variant == "grid_gather"
     assert float(bulkred.sum(x.clone())) == float(y) and k.calls == 2
