@@ -403,16 +403,15 @@ def _module(p: Plan):
                 f"a {p.kind} that propagates NaN (the default, as in numpy and torch) is not supported yet ({ISSUE}); "
                 f"pass ignore_nan=True for one that ignores NaN inputs",
             )
-    if p.kind in ("any", "all") and p.src != "bool":
-        # TODO(issue 16): any/all of other dtypes, reduced as x != 0 (numpy's and torch's rule)
-        raise _error(
-            p.kind, f"{p.kind} of {p.src} is not supported yet ({ISSUE}): the dialect takes it on bool; pass x != 0"
-        )
     if p.src == "bool" and p.dst == "bool" and p.kind == "sum":
         raise _error(p.kind, "a sum of bool into bool is not supported: pass dtype=int64 (the default) or int32")
     fused = {} if p.fn is None else {
         "prologue": p.prologue or None, "epilogue": p.epilogue or None, "correction": p.correction, "aux_dtype": p.aux,
     }
+    if p.kind in ("any", "all") and p.src != "bool":
+        # numpy's and torch's rule: any/all of another dtype reduce x != 0 (NaN is nonzero),
+        # the prologue [nonzero], read in place
+        fused = {"prologue": ["nonzero"]}
     try:
         return reduction_module(
             p.kind, p.shape, p.src, p.axes, _kernel_name(p.fn or p.kind), out_dtype=p.dst, ignore_nan=ignore_nan,

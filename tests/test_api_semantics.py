@@ -89,11 +89,11 @@ def test_plan_refusals_are_one_line(kind, shape, src, kw, message):
 
 
 def test_the_dialects_refusal_is_one_line():
-    """What the dialect does not take yet (bool arrays here) is refused while the module
-    is built, before anything is compiled or launched, in one line."""
-    with pytest.raises(api.ReductionError, match=r"^bulkred.any: ") as e:
-        bulkred.any(np.zeros(8, np.float32), explain=True)
-    assert "\n" not in str(e.value) and "not supported yet" in str(e.value)
+    """What the dialect refuses (xor of a float here) is refused while the module is
+    built, before anything is compiled or launched, in one line."""
+    with pytest.raises(api.ReductionError, match=r"^bulkred.xor: ") as e:
+        bulkred.xor(np.zeros(8, np.float32), explain=True)
+    assert "\n" not in str(e.value) and "'kind' xor needs an integer element type, got f32" in str(e.value)
 
 
 def test_check_layout():

@@ -15,8 +15,11 @@ from xdsl.utils.exceptions import VerifyException
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
+from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.assemble import assemble
-from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+from bulkred_dialect.backend_ptx.runtime import compile_tile_module, lower_tile_module
+from bulkred_dialect.interpreter.threads import run_grid
+from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR
 from bulkred_dialect.ops.dtypes import DTYPES
 from bulkred_dialect.ops.tile import ReduceOp, wider_dst_types
 from bulkred_dialect.passes.dispatch import explain
@@ -149,8 +152,6 @@ def test_the_api_plans_and_explains_bool():
 @pytest.mark.parametrize(
     "fn, x, kw, message",
     [
-        ("any", np.zeros(8, np.float32), {}, "bulkred.any: any of float32 is not supported yet (issue 16): the dialect takes it on bool; pass x != 0"),
-        ("all", np.zeros(8, np.int32), {}, "bulkred.all: all of int32 is not supported yet (issue 16)"),
         ("sum", np.zeros(8, np.bool_), {"dtype": "bool"}, "bulkred.sum: a sum of bool into bool is not supported: pass dtype=int64"),
     ],
 )
@@ -166,3 +167,86 @@ def test_empty_any_all_fill_without_a_kernel(monkeypatch):
     assert got.dtype == np.bool_ and got.shape == (3,) and not got.any()
     got = bulkred.all(np.zeros((0, 2), np.bool_), axis=0)
     assert got.dtype == np.bool_ and got.all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8", "uint16", "float64"])
+@pytest.mark.parametrize("kind", ["any", "all"])
+def test_any_all_of_other_dtypes_reduce_x_nonzero(kind, dtype):
+    """numpy's and torch's rule: any/all of a non-bool array reduce ``x != 0`` (NaN is
+    nonzero), through the prologue [nonzero] (read in place, no bool copy); the API's
+    module carries it and gives bool; the interpreter agrees with numpy on each form."""
+    from bulkred_dialect.ops.tile import ReduceOp
+
+    p = api.plan(kind, (6, 45), dtype, 1)
+    assert p.dst == "bool"
+    m = api._module(p)
+    m.verify()
+    op = next(o for o in m.walk() if isinstance(o, ReduceOp))
+    assert [str(x.map_fn) for x in op.maps("prologue")] == ["nonzero"]
+    assert bulkred.any(np.zeros((6, 45), dtype), axis=1, explain=True).endswith("chosen: grid_rows")
+    rng = np.random.default_rng(4)
+    for shape, axes in (([999], None), ([6, 45], [1]), ([45, 6], [0]), ([3, 5, 7], [0, 2])):
+        x = (rng.integers(0, 3, shape) * (rng.random(shape) < 0.5)).astype(dtype)
+        if dtype.startswith("float"):
+            x.reshape(-1)[3] = np.nan
+        kept = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
+        with T.kernel("k") as k:
+            xp = k.param("x", shape, dtype)
+            y = k.param("y", kept, "bool")
+            T.reduce(kind, y, xp, axes=axes, prologue=["nonzero"])
+        mod = k.module()
+        lower_tile_module(mod, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+        args = [x, np.zeros(kept, np.bool_)]
+        f = next(o for o in mod.walk() if o.name == "func.func")
+        if WORKSPACE_ATTR in f.attributes:
+            args.append(np.zeros(f.attributes[WORKSPACE_ATTR].value.data, np.int8))
+        got = run_grid(mod, "k", *args)[1]
+        ax = None if axes is None else tuple(axes)
+        want = np.any(x != 0, axis=ax) if kind == "any" else np.all(x != 0, axis=ax)
+        assert np.array_equal(got.reshape(-1), np.reshape(want, -1)), (shape, axes)
+
+
+def test_count_nonzero_is_a_sum_with_the_prologue_nonzero():
+    x = np.array([[0, 1.5, np.nan], [0, 0, -2]], np.float32)
+    with T.kernel("k") as k:
+        xp = k.param("x", [2, 3], "float32")
+        y = k.param("y", [2], "int64")
+        T.reduce("sum", y, xp, axes=[1], prologue=["nonzero"])
+    mod = k.module()
+    lower_tile_module(mod, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    got = run_grid(mod, "k", x, np.zeros(2, np.int64))[1]
+    assert list(got) == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "kind, dst, prologue, message",
+    [
+        ("any", "f32", ["nonzero"], "'dst' element type of any with the prologue [nonzero] must be i1 (bool), got f32"),
+        ("max", "f32", ["nonzero"], "'prologue' map 'nonzero' is only valid with kind any, all or sum (a count), got kind max"),
+        ("sum", "f32", ["nonzero"], "'dst' element type of a sum with the prologue [nonzero] (a count) must be i32, i64, ui32 or ui64, got f32"),
+        ("any", "i1", ["nonzero", "abs"], "'prologue' map 'nonzero' must be the only map, got nonzero, abs"),
+    ],
+)
+def test_nonzero_verifier(kind, dst, prologue, message):
+    from xdsl.utils.exceptions import VerifyException
+
+    from bulkred_dialect.errors import BulkredError
+
+    t = {"f32": "float32", "i1": "bool"}[dst]
+    with pytest.raises((VerifyException, BulkredError)) as e:
+        with T.kernel("k") as k:
+            xp = k.param("x", [64], "float32")
+            y = k.param("y", [1], t)
+            T.reduce(kind, y, xp, prologue=prologue)
+        k.module().verify()
+    assert message in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_any_of_every_dtype_assembles(target):
+    """The prologue [nonzero]'s setp.neu/ne of each source type (bf16: sm_90) assembles."""
+    for dtype in ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "uint64"):
+        for axis in (None, 1, 0):
+            p = api.plan("any", (64, 256), dtype, axis)
+            cubin = api._compile(p, target).assemble()
+            assert len(cubin) > 0, (dtype, axis)

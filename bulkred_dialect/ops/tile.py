@@ -135,15 +135,16 @@ class MapFn(StrEnum):
     POW = "pow"  # prologue: |x| ** p; epilogue: x ** p (x >= 0)
     SCALE = "scale"  # prologue or epilogue: x * s
     EXP_SUB = "exp_sub"  # prologue: exp(x - c), c per output (the `aux` buffer, read)
+    NONZERO = "nonzero"  # prologue: x != 0 as 1 or 0 (NaN counts as nonzero): any/all of any type, count_nonzero
     DIV_COUNT = "div_count"  # epilogue: x / (the number of elements reduced into it)
     SQRT = "sqrt"  # epilogue
     LOG = "log"  # epilogue
 
 
-PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.EXP_SUB)
+PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.EXP_SUB, MapFn.NONZERO)
 EPILOGUE_MAPS = (MapFn.DIV_COUNT, MapFn.SQRT, MapFn.LOG, MapFn.POW, MapFn.SCALE)
 MAPS_WITH_ARG = (MapFn.POW, MapFn.SCALE)
-INTEGER_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE)
+INTEGER_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.NONZERO)
 """The maps an integer accumulator takes (the others need a float one)."""
 BITWISE_KINDS = (ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR)
 MINMAX_KINDS = (ReduceKind.MAX, ReduceKind.MIN)
@@ -521,6 +522,22 @@ def check_bool_kind(kind: str, src: Attribute, dst: Attribute) -> None:
         raise VerifyException(f"'dst' element type of a sum of i1 (bool) must be a wider integer ({valid}), got {dst}")
 
 
+def check_nonzero_dst(kind: str, dst: Attribute) -> None:
+    """Raise unless a reduction with the prologue ``[nonzero]`` (each element as 1 or 0)
+    has a ``dst`` it can fill: ``any``/``all`` into ``i1`` (bool), ``sum`` (a count) into
+    a 32- or 64-bit integer."""
+    if kind in BOOL_KINDS:
+        if dst != IntegerType(1):
+            raise VerifyException(f"'dst' element type of {kind} with the prologue [nonzero] must be i1 (bool), got {dst}")
+        return
+    if kind != ReduceKind.SUM:
+        raise VerifyException(f"'prologue' map 'nonzero' is only valid with kind any, all or sum (a count), got kind {kind}")
+    if not isinstance(dst, IntegerType) or dst.width.data not in (32, 64) or dst.signedness.data == Signedness.SIGNED:
+        raise VerifyException(
+            f"'dst' element type of a sum with the prologue [nonzero] (a count) must be i32, i64, ui32 or ui64, got {dst}"
+        )
+
+
 def check_static_positive_shape(field: str, t: MemRefType) -> list[int]:
     """The shape of ``t``; raise when a dimension is dynamic or < 1."""
     shape = list(t.get_shape())
@@ -708,9 +725,15 @@ class ReduceOp(IRDLOperation):
         if fused and not grid_scope:
             what = f"'kind' {kind}" if kind in FUSED_KINDS else "a prologue or epilogue"
             raise VerifyException(f"{what} is only valid at grid scope, got scope {self.scope.data}")
+        nonzero = [m.map_fn for m in self.maps("prologue")] == [MapFn.NONZERO]
+        if any(m.map_fn == MapFn.NONZERO for m in self.maps("prologue")) and not nonzero:
+            raise VerifyException("'prologue' map 'nonzero' must be the only map, got " + ", ".join(
+                str(m.map_fn) for m in self.maps("prologue")))
         if kind in INDEX_KINDS:
             if dt.element_type != i64:
                 raise VerifyException(f"'dst' element type of kind {kind} must be i64 (the index), got {dt.element_type}")
+        elif nonzero:
+            check_nonzero_dst(kind, dt.element_type)
         elif st.element_type != dt.element_type:
             check_dst_element_type(kind, st.element_type, dt.element_type, grid=grid_scope)
         self._verify_fused(st, dt)
@@ -749,7 +772,8 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"'kind' {self.kind.data} needs an integer element type, got {st.element_type}"
             )
-        check_bool_kind(self.kind.data, st.element_type, dt.element_type)
+        if [m.map_fn for m in self.maps("prologue")] != [MapFn.NONZERO]:
+            check_bool_kind(self.kind.data, st.element_type, dt.element_type)
         if self.ignore_nan is not None:
             if self.kind.data not in MINMAX_KINDS:
                 raise VerifyException(f"'ignore_nan' is only valid with kind max or min, got kind {self.kind.data}")

@@ -63,12 +63,15 @@ class Elem:
     ld: LdStType  # ld .type moving one source element into :attr:`reg`
     acc_ld: LdStType  # ld/st .type moving one accumulator
     out_ld: LdStType  # ld/st .type moving one output element
+    nonzero: bool = False  # each source element enters as 1 or 0 (x != 0; the prologue [nonzero])
 
     @staticmethod
-    def of(d: DType, out: DType | None = None) -> Elem:
+    def of(d: DType, out: DType | None = None, nonzero: bool = False) -> Elem:
+        """``nonzero``: the source is reduced as ``x != 0`` (1 or 0, in the accumulator),
+        and a bool ``out`` accumulates in the bool row's accumulator (32 bits)."""
         out = d if out is None else out
-        acc = out if out is not d else d.accumulator
-        return Elem(d, out, acc, _load_type(d), ld_type(acc), ld_type(out))
+        acc = out.accumulator if out.is_bool else out if out is not d else d.accumulator
+        return Elem(d, out, acc, _load_type(d), ld_type(acc), ld_type(out), nonzero)
 
     @property
     def name(self) -> str:
@@ -152,10 +155,12 @@ name, in the table's order; the warp, CTA and cluster lowerings take those of
 :data:`COLLECTIVE_DTYPES`."""
 
 
-def elem_for(src: Attribute, dst: Attribute) -> Elem | None:
+def elem_for(src: Attribute, dst: Attribute, nonzero: bool = False) -> Elem | None:
     """The :class:`Elem` reducing IR type ``src`` into ``dst`` (None when either has no
-    row the grid lowerings take)."""
+    row the grid lowerings take); ``nonzero``: as ``x != 0`` (:meth:`Elem.of`)."""
     s, d = of_ir(src), of_ir(dst)
     if s is None or d is None or s.name not in ELEMS or d.name not in ELEMS:
         return None
+    if nonzero:
+        return Elem.of(s, d, nonzero=True)
     return ELEMS[s.name] if s is d else Elem.of(s, d)

@@ -329,8 +329,22 @@ class Emitter:
 
     def to_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
         """A loaded source element (in its register, :attr:`Elem.reg`) as the accumulator
-        type (``cvt`` when they differ)."""
+        type (``cvt`` when they differ); with :attr:`Elem.nonzero` ``v != 0`` as 1 or 0
+        (``setp.neu`` for floats, so that NaN counts as nonzero, ``setp.ne`` for
+        integers; then ``selp``)."""
+        if elem.nonzero:
+            return self.nonzero(elem.reg, elem.accumulator, v)
         return self.convert(v, elem.reg, elem.accumulator)
+
+    def nonzero(self, src: DType, acc: DType, v: SSAValue) -> SSAValue:
+        """``v != 0`` (a register of ``src``) as 1 or 0 in a register of ``acc``."""
+        arith, _ = arith_types(src)
+        zero = self.const(0.0 if src.is_float else 0, register_type(src))
+        pred = self.value(SetpOp(CmpOp.NEU if src.is_float else CmpOp.NE, SetpType(arith.value), v, zero))
+        t = register_type(acc)
+        sel = SelpType.S64 if t == i64 else SelpType.F32 if t == f32 else SelpType.F64 if t == f64 else SelpType.S32
+        one, none = (1.0, 0.0) if acc.is_float else (1, 0)
+        return self.value(SelpOp(sel, self.const(one, t), self.const(none, t), pred))
 
     def from_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
         """An accumulator as the output type when they differ: ``cvt.rn`` to a narrower

@@ -203,7 +203,7 @@ class Reducer:
         at, _ = arith_types(t)
         for m in maps:
             fn, arg = m.map_fn, m.value
-            if fn == MapFn.CAST:
+            if fn in (MapFn.CAST, MapFn.NONZERO):  # nonzero: applied as the element is loaded (Elem.nonzero)
                 continue
             if fn == MapFn.ABS:
                 v = e.abs_(at, v) if (t.is_float or t.signed) else v

@@ -60,7 +60,8 @@ def elem_of(op: ReduceOp) -> Elem:
     ``dst``'s (passes/elements.py)."""
     src = element_type(op)
     dst = src if op.kind.data in INDEX_KINDS else op.dst.type.element_type  # type: ignore[union-attr]
-    elem = elem_for(src, dst)
+    nonzero = [str(m.map_fn) for m in op.maps("prologue")] == ["nonzero"]
+    elem = elem_for(src, dst, nonzero)
     assert elem is not None, "the dtype predicates admit only the element types of ELEMS"
     return elem
 
