@@ -91,3 +91,24 @@ def test_keepdims_out_and_numpy():
     assert isinstance(got_np, np.ndarray) and got_np.dtype == np.bool_
     np.testing.assert_array_equal(got_np, np.any(xn, axis=0))
     assert bulkred.sum(xn).dtype == np.int64 and int(bulkred.sum(xn)) == int(xn.sum())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int8", "uint8", "int64"])
+@pytest.mark.parametrize("shape, dim", [((1 << 20,), None), ((64, 4099), 1), ((4099, 64), 0), ((8, 100, 33), (0, 2))])
+def test_any_all_of_other_dtypes_match_torch(dtype, shape, dim):
+    """any/all of a non-bool tensor reduce x != 0 in place (the prologue [nonzero]), as
+    torch.any/all do, NaN counting as nonzero; a slice of a row of zeros checks the
+    all-false and all-true edges."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = (torch.randint(0, 3, shape, device="cuda", generator=g) * (torch.rand(shape, device="cuda", generator=g) < 0.7))
+    x = x.to(getattr(torch, dtype))
+    if x.is_floating_point():
+        x.view(-1)[7] = float("nan")
+    x.view(-1)[: shape[-1]] = 0
+    for fn in ("any", "all"):
+        got = getattr(bulkred, fn)(x, axis=dim)
+        want = getattr(torch, fn)(x) if dim is None else (
+            getattr(torch, fn)(x, dim=dim) if isinstance(dim, int) else getattr(torch, fn)(getattr(torch, fn)(x, dim=2), dim=0)
+        )
+        assert got.dtype == torch.bool and torch.equal(got.reshape(-1), want.reshape(-1)), (fn, dtype, shape, dim)
