@@ -39,7 +39,6 @@ from xdsl.ir import Attribute, SSAValue
 from bulkred_dialect.ops.dtypes import DTYPES, DType
 from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RcpOp, RoundingMode
 from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SelpType, SetpOp, SetpType
-from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.tile import INDEX_KINDS, MapAttr, MapFn, ReduceKind, ReduceOp
 from bulkred_dialect.passes.elements import Elem, arith_types, ld_type
 

@@ -41,7 +41,6 @@ from bulkred_dialect.ops.tile import (
     ExecScope,
     LaunchAttr,
     MemoryScope,
-    ReduceKind,
     ReduceOp,
     buffer_type,
     enclosing_kernel,

@@ -46,7 +46,6 @@ from bulkred_dialect.passes.variants.grid_common import (
 from bulkred_dialect.passes.variants.kernel import (
     COUNTER_BYTES,
     acquire,
-    cta_reduce,
     cta_reduce_state,
     elem_of,
     emitter_at,

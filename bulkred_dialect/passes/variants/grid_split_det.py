@@ -40,7 +40,6 @@ from bulkred_dialect.passes.variants.grid_common import (
 from bulkred_dialect.passes.variants.kernel import (
     COUNTER_BYTES,
     acquire,
-    elem_of,
     emitter_at,
     last_cta,
     reset_counter,
