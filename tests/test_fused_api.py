@@ -616,6 +616,7 @@ def test_fused_doc_cpu_blocks_run(capsys):
         exec(compile(block, "docs/fused.md", "exec"), {})
     out = capsys.readouterr().out
     assert "bulkred.vector_norm: ord=0" in out and "bulkred.argmax: 'axis' must be an int or None" in out
+    assert "\nTrue\n" in out  # the exp_sub block's interpreter check
     for variant in ("grid_full", "grid_rows", "grid_split_det", "grid_middle"):  # the Lowering section's summaries
         assert f"chosen: {variant}" in out, variant
     assert "\n## Lowering\n" in text
