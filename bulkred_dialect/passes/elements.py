@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, f32, f64, i64
 from xdsl.ir import Attribute
 
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, DTYPES, GRID_DTYPES, DType, of_ir
 from bulkred_dialect.ops.ptx.arith import ArithType
-from bulkred_dialect.ops.ptx.control import CvtType
+from bulkred_dialect.ops.ptx.control import CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 
 def ld_type(d: DType) -> LdStType:
@@ -131,6 +131,11 @@ def register_type(d: DType) -> Attribute:
     if d.is_float:
         return d.ir
     return IntegerType(max(32, d.bits))
+
+
+def selp_type(t: Attribute) -> SelpType:
+    """``selp``'s ``.type`` for a register of IR type ``t`` (a 32-bit integer: ``.s32``)."""
+    return {i64: SelpType.S64, f32: SelpType.F32, f64: SelpType.F64}.get(t, SelpType.S32)
 
 
 def loaded_type(d: DType) -> DType:

@@ -84,7 +84,7 @@ from bulkred_dialect.ops.ptx.sync import (
     ClusterArriveSem,
 )
 from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, ReduceOp, buffer_type
-from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type, register_type
+from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type, register_type, selp_type
 
 # A branch or loop body: (the body's emitter) -> the values it yields (None: none).
 Body = Callable[["Emitter"], Sequence[SSAValue] | None]
@@ -342,9 +342,8 @@ class Emitter:
         zero = self.const(0.0 if src.is_float else 0, register_type(src))
         pred = self.value(SetpOp(CmpOp.NEU if src.is_float else CmpOp.NE, SetpType(arith.value), v, zero))
         t = register_type(acc)
-        sel = SelpType.S64 if t == i64 else SelpType.F32 if t == f32 else SelpType.F64 if t == f64 else SelpType.S32
         one, none = (1.0, 0.0) if acc.is_float else (1, 0)
-        return self.value(SelpOp(sel, self.const(one, t), self.const(none, t), pred))
+        return self.value(SelpOp(selp_type(t), self.const(one, t), self.const(none, t), pred))
 
     def from_acc(self, elem: Elem, v: SSAValue) -> SSAValue:
         """An accumulator as the output type when they differ: ``cvt.rn`` to a narrower

@@ -33,14 +33,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import f32, f64, i64
+from xdsl.dialects.builtin import f32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType
 from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RcpOp, RoundingMode
-from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SelpType, SetpOp, SetpType
+from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SetpOp, SetpType
 from bulkred_dialect.ops.tile import INDEX_KINDS, MapAttr, MapFn, ReduceKind, ReduceOp
-from bulkred_dialect.passes.elements import Elem, arith_types, ld_type
+from bulkred_dialect.passes.elements import Elem, arith_types, ld_type, selp_type
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -257,13 +257,9 @@ class Reducer:
             take = e.or_pred(self._better(e, at, s, [v, index]), neutral)
             return [_selp(e, self.types[0], v, s[0], take), _selp(e, self.types[1], index, s[1], take)]
         if self.kind == ReduceKind.VAR:
-            n, mean, m2 = s
-            n1 = e.combine(ReduceKind.SUM, self.acc, n, e.const(1.0, self.types[0]))
-            d = e.value(_sub(at, v, mean))
-            inv = e.value(RcpOp(at, n1, approx=True)) if at == ArithType.F32 else e.rcp(at, n1)
-            mean1 = e.fma(at, d, inv, mean)
-            d2 = e.value(_sub(at, v, mean1))
-            return [n1, mean1, e.fma(at, d, d2, m2)]
+            n1 = self._count_up(e, s[0])
+            d = e.value(_sub(at, v, s[1]))
+            return self._welford(e, at, s, v, d, n1, self._reciprocal(e, at, n1))
         # logsumexp: shift' = clamp(max(shift, v)); sum' = sum * exp(shift - shift') + exp(v - shift')
         shift, total = s
         m = self._clamp(e, e.minmax(ReduceKind.MAX, at, shift, v))
@@ -277,15 +273,29 @@ class Reducer:
         if self.kind != ReduceKind.VAR or len(states) == 1:
             return [self.absorb(e, s, v, i, j) for j, (s, v, i) in enumerate(zip(states, vals, indices, strict=True))]
         at, _ = arith_types(self.acc)
-        n1 = e.combine(ReduceKind.SUM, self.acc, states[0][0], e.const(1.0, self.types[0]))
-        inv = e.value(RcpOp(at, n1, approx=True)) if at == ArithType.F32 else e.rcp(at, n1)
+        n1 = self._count_up(e, states[0][0])
+        inv = self._reciprocal(e, at, n1)
         out = []
-        for j, ((_, mean, m2), v) in enumerate(zip(states, vals, strict=True)):
+        for j, (s, v) in enumerate(zip(states, vals, strict=True)):
             v = self.element(e, v, j)
-            d = e.value(_sub(at, v, mean))
-            mean1 = e.fma(at, d, inv, mean)
-            out.append([n1, mean1, e.fma(at, d, e.value(_sub(at, v, mean1)), m2)])
+            out.append(self._welford(e, at, s, v, e.value(_sub(at, v, s[1])), n1, inv))
         return out
+
+    def _count_up(self, e, n: SSAValue) -> SSAValue:
+        """var: the count after one more element."""
+        return e.combine(ReduceKind.SUM, self.acc, n, e.const(1.0, self.types[0]))
+
+    @staticmethod
+    def _reciprocal(e, at: ArithType, n: SSAValue) -> SSAValue:
+        """``1 / n``: ``rcp.approx`` in f32, ``rcp.rn`` in f64."""
+        return e.value(RcpOp(at, n, approx=True)) if at == ArithType.F32 else e.rcp(at, n)
+
+    def _welford(self, e, at: ArithType, s: State, v: SSAValue, d: SSAValue, n1: SSAValue, inv: SSAValue) -> State:
+        """Welford's step of var's state ``s`` by the element ``v`` (after the prologue),
+        ``d = v - mean``: ``mean += d / n; M2 += d * (v - mean)``."""
+        _, mean, m2 = s
+        mean1 = e.fma(at, d, inv, mean)
+        return [n1, mean1, e.fma(at, d, e.value(_sub(at, v, mean1)), m2)]
 
     # endregion
 
@@ -407,16 +417,8 @@ def _sub(at: ArithType, a: SSAValue, b: SSAValue):
 
 
 def _selp(e, t: Attribute, a: SSAValue, b: SSAValue, pred: SSAValue) -> SSAValue:
-    """``pred ? a : b``."""
-    if t == i64:
-        st = SelpType.S64
-    elif t == f32:
-        st = SelpType.F32
-    elif t == f64:
-        st = SelpType.F64
-    else:
-        st = SelpType.S32
-    return e.value(SelpOp(st, a, b, pred))
+    """``pred ? a : b`` of registers of type ``t``."""
+    return e.value(SelpOp(selp_type(t), a, b, pred))
 
 
 def reducer_of(op: ReduceOp, elem: Elem, count: int = 1) -> Reducer:

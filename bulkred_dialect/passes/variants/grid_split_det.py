@@ -127,29 +127,18 @@ def split_det(
             def step(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
                 return accumulate(d, r, args, load_item(d, acc_elem, partial_at(d, iv), 0, plan.vec, nc=False))
 
-            def values_step(unroll: int):
-                # one-register states with maps: whole vectors of partials, combined
-                # (the prologue was applied when the elements were loaded)
-                def body(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
-                    rows = [
-                        load_item(d, acc_elem, partial_at(d, d.add_i(iv, u) if u else iv), 0, plan.vec, nc=False)
-                        for u in range(unroll)
-                    ]
-                    out = list(args)
-                    for row in rows:
-                        out = [d.combine(r.kind, elem.accumulator, a, v) for a, v in zip(out, row, strict=True)]
-                    return out
+            def partial_row(d: Emitter, q: SSAValue) -> list[list[SSAValue]]:
+                # a one-register state's partials are read as whole vectors (combined,
+                # not absorbed: the prologue was applied when the elements were loaded)
+                if r.width == 1:
+                    return [[v] for v in load_item(d, acc_elem, q, 0, plan.vec, nc=False)]
+                return [r.load(d, q, slot * j) for j in range(plan.vec)]
 
-                return body
-
-            def states_step(unroll: int):
-                # FINISH_UNROLL partial rows loaded before they are combined (in split
-                # order): the loads overlap instead of one L2 round trip per split
+            def unrolled(unroll: int):
+                # `unroll` partial rows loaded before they are combined (in split order):
+                # the loads overlap instead of one L2 round trip per split
                 def body(d: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
-                    loaded = [
-                        [r.load(d, partial_at(d, d.add_i(iv, u) if u else iv), slot * j) for j in range(plan.vec)]
-                        for u in range(unroll)
-                    ]
+                    loaded = [partial_row(d, partial_at(d, d.add_i(iv, u) if u else iv)) for u in range(unroll)]
                     states = r.split(args)
                     for row in loaded:
                         states = [r.combine(d, a, b) for a, b in zip(states, row, strict=True)]
@@ -160,7 +149,6 @@ def split_det(
             if r.plain:
                 total = c.for_(0, plan.split, 1, neutral(c, r, plan.vec), step)
             else:
-                unrolled = values_step if r.width == 1 else states_step
                 rounds = plan.split // FINISH_UNROLL * FINISH_UNROLL
                 total = neutral(c, r, plan.vec)
                 if rounds:
