@@ -32,7 +32,8 @@ FORMS = [
     ([5, 37], [1], "grid_rows"),
     ([37, 5], [0], "grid_split_det"),
     ([3, 21, 5], [1], "grid_middle"),
-    ([4, 5, 6], [0, 2], "grid_gather"),
+    ([4, 5, 6], [0, 2], "grid_runs"),
+    ([4, 5, 6, 2], [0, 2], "grid_gather"),
 ]
 NUMPY = {"any": np.any, "all": np.all, "sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
 

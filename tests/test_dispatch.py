@@ -320,6 +320,7 @@ def test_project_registry():
     collective = ["exec_scope", "local_scope", "dst_len", "dtype", "block"]
     cluster = [*collective, "cluster"]
     assert got == [
+        ("grid_runs", 66, [*grid, "runs"]),
         ("grid_rows", 65, grid),
         ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic", "fused"]),
         ("grid_middle", 63, [*grid, "blocks"]),
@@ -352,7 +353,7 @@ def test_registry_table_lists_every_variant():
     assert [(int(p), name, scope) for p, name, scope in rows] == [
         (v.priority, v.name, scope) for v, scope in zip(registered, scopes, strict=True)
     ]
-    assert len(rows) == 15
+    assert len(rows) == 16
 
 
 @pytest.mark.parametrize(

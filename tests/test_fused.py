@@ -87,7 +87,9 @@ def ref_lse(x, axes):
         return (np.log(np.sum(np.exp(rows - m), axis=1)) + m[:, 0])
 
 
-# whole (one and several CTAs), inner (rows, with a tail), outer (columns), middle, general
+# whole (one and several CTAs), inner (rows, with a tail), outer (columns), middle,
+# general (grid_runs, one CTA per value) and general with the innermost axis kept
+# (grid_gather)
 FORMS = [
     ([1003], None),
     ([20000], None),
@@ -95,13 +97,22 @@ FORMS = [
     ([40, 6], [0]),
     ([3, 21, 9], [1]),
     ([5, 6, 7], [0, 2]),
+    ([3, 4, 5, 6], [0, 2]),
 ]
-FORM_IDS = ["whole", "whole_ctas", "inner", "outer", "middle", "general"]
+FORM_IDS = ["whole", "whole_ctas", "inner", "outer", "middle", "general", "gather"]
+
+# grid_runs' other paths (about 15 s each on the interpreter: argmax and var only):
+# row splits combined by the last CTA; runs wider than the CTA (a tail of one vector)
+RUNS_FORMS = [([80, 2, 32], [0, 2]), ([2, 2, 257], [0, 2])]
+RUNS_IDS = ["general_split", "general_wide"]
 
 
-@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
-@pytest.mark.parametrize("kind", ["argmax", "argmin"])
-def test_argmax_argmin_every_form(shape, axes, kind):
+@pytest.mark.parametrize(
+    "kind, shape, axes",
+    [(k, *f) for k in ("argmax", "argmin") for f in FORMS] + [("argmax", *f) for f in RUNS_FORMS],
+    ids=[f"{k}-{i}" for k in ("argmax", "argmin") for i in FORM_IDS] + [f"argmax-{i}" for i in RUNS_IDS],
+)
+def test_argmax_argmin_every_form(kind, shape, axes):
     rng = np.random.default_rng(17)
     # few distinct values: many ties; the first index among them must win
     x = rng.integers(-20, 20, shape).astype(np.float32)
@@ -112,7 +123,7 @@ def test_argmax_argmin_every_form(shape, axes, kind):
     np.testing.assert_array_equal(values.reshape(-1), rows[np.arange(rows.shape[0]), want])
 
 
-@pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
+@pytest.mark.parametrize("shape, axes", FORMS + RUNS_FORMS, ids=FORM_IDS + RUNS_IDS)
 def test_var_mean_every_form(shape, axes):
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(shape) * 3 + 100).astype(np.float32)  # a large mean: Welford's case
@@ -243,7 +254,8 @@ def test_wider_dst_accumulates_in_it():
         ("logsumexp", [4096, 64], [0], {}, "grid_split_det"),
         ("sum", [4096, 64], [0], {"prologue": ["square"]}, "grid_split_det"),
         ("argmin", [8, 100, 16], [1], {}, "grid_middle"),
-        ("max", [8, 10, 16], [0, 2], {"prologue": ["abs"]}, "grid_gather"),
+        ("max", [8, 10, 16], [0, 2], {"prologue": ["abs"]}, "grid_runs"),
+        ("max", [8, 10, 16, 3], [0, 2], {"prologue": ["abs"]}, "grid_gather"),
         ("sum", [1 << 20], None, {"epilogue": ["div_count"]}, "grid_full"),
     ],
 )

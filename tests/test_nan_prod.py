@@ -275,7 +275,8 @@ def test_grid_prod(shape, axes, dtype, variant):
 
 
 @pytest.mark.parametrize(
-    "shape, axes, variant", [([4, 40, 8], [1], "grid_middle"), ([4, 6, 40], [0, 2], "grid_gather")]
+    "shape, axes, variant",
+    [([4, 40, 8], [1], "grid_middle"), ([4, 6, 40], [0, 2], "grid_runs"), ([4, 6, 40, 2], [0, 2], "grid_gather")],
 )
 @pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
 def test_grid_middle_and_gather_max_nan(shape, axes, variant, ignore_nan):

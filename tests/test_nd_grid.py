@@ -70,8 +70,11 @@ def chosen(module, target="sm_90a") -> str:
         ("sum", [64, 1000, 256], "float32", [1], "grid_middle"),
         ("max", [3, 5, 7], "float16", [1], "grid_middle"),
         ("xor", [4, 1, 6, 5], "int32", [1, 2], "grid_middle"),
-        ("sum", [3, 4, 5], "float32", [0, 2], "grid_gather"),
-        ("min", [2, 3, 4, 5], "bfloat16", [1, 3], "grid_gather"),
+        ("sum", [3, 4, 5], "float32", [0, 2], "grid_runs"),
+        ("min", [2, 3, 4, 5], "bfloat16", [1, 3], "grid_runs"),
+        ("sum", [64, 16, 256], "float32", [0, 2], "grid_runs"),
+        ("max", [3, 4, 5, 6], "float32", [0, 2], "grid_gather"),  # the innermost axis kept
+        ("sum", [3, 4, 5, 6, 7], "int32", [0, 2, 4], "grid_gather"),  # 3 reduced axes
         ("sum", [70000, 3, 2], "float32", [1], "grid_gather"),  # O beyond the grid's z
         ("sum", [2] * 8, "float32", [0, 2, 4, 6], "grid_gather"),
         ("sum", [2] * 8, "float32", None, "grid_full"),
@@ -108,7 +111,7 @@ def test_middle_plan():
 
 
 def test_general_form_computes_addresses_with_div_rem():
-    ptx = compile_tile_module(module_of("sum", [3, 4, 5], "float32", [0, 2]), "sm_90a").ptx
+    ptx = compile_tile_module(module_of("sum", [3, 4, 5, 6, 7], "float32", [0, 2, 4]), "sm_90a").ptx
     assert "div.u64" in ptx and "rem.u64" in ptx
 
 
@@ -220,7 +223,10 @@ func.func @k(%o: memref<4xi32, {g}>) {{
     assert out.tolist() == [-3, -1, (2**32 - 7) // 2, 1]
 
 
-@pytest.mark.parametrize("shape, axes, variant", [([3, 9, 5], [1], "grid_middle"), ([3, 4, 5], [0, 2], "grid_gather")])
+@pytest.mark.parametrize(
+    "shape, axes, variant",
+    [([3, 9, 5], [1], "grid_middle"), ([3, 4, 5], [0, 2], "grid_runs"), ([3, 4, 5, 2], [0, 2], "grid_gather")],
+)
 def test_accum_combines_with_dst(shape, axes, variant):
     """``accum``: dst's old values are combined with the reduction (int32, exact)."""
     kept = out_shape(shape, axes)

@@ -2,7 +2,8 @@
 ``memref<..., strided<[...]>>`` (element strides >= 0, offset 0: the parameter is the
 view's first element) reads it in place. The canonical form merges axes only where the
 strides say they are contiguous together; a view that stays non-contiguous is the
-``strided`` form, which only ``grid_gather`` takes. The lowered kernels run on the CPU
+``strided`` form, which ``grid_runs`` takes when two axes are reduced, the innermost
+with unit stride, and ``grid_gather`` otherwise. The lowered kernels run on the CPU
 interpreter (``run_grid`` takes the numpy view itself) against numpy on transposed,
 stepped-slice and offset views of ranks 2 to 4."""
 
@@ -58,7 +59,7 @@ def test_canonical_form_of_views(shape, strides, axes, form):
     assert str(canonical(shape, axes, strides)) == form
 
 
-def test_strided_form_only_grid_gather():
+def test_transposed_view_goes_to_grid_gather():
     x = np.zeros((6, 4), np.float32).T
     m = module_of("sum", x, [0])
     table = explain(next(o for o in m.walk() if isinstance(o, ReduceOp)), "sm_90a")
@@ -71,9 +72,17 @@ def test_contiguous_view_keeps_its_fast_form():
     assert chosen(module_of("sum", base[2:6], [1])) == "grid_rows"
 
 
+RAN: set[str] = set()
+"""The variants :func:`run` ran (tests below check that both strided variants did)."""
+
+
 def run(kind: str, x: np.ndarray, axes: list[int]) -> np.ndarray:
     m = module_of(kind, x, axes)
-    assert chosen(m) == "grid_gather"
+    c = canonical(list(x.shape), axes, element_strides(x))
+    # grid_runs: two reduced axes, the innermost reduced with unit stride (contiguous runs)
+    runs = c.form == "strided" and c.reduced[-1] and c.element_strides()[-1] == 1 and sum(c.reduced) == 2
+    assert chosen(m) == ("grid_runs" if runs else "grid_gather"), str(c)
+    RAN.add(chosen(m))
     lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
     poison = np.full(out_shape(list(x.shape), axes), -7, x.dtype)
     _, got = run_grid(m, "k", x, poison)
@@ -102,6 +111,7 @@ def test_views_on_the_interpreter(name):
     """Every axis set of each view (float32 sums within the accumulation bound); the
     view is passed as is: no copy."""
     rng = np.random.default_rng(16)
+    RAN.clear()
     x = dict(views(rng))[name]
     assert not x.flags.c_contiguous
     rank = x.ndim
@@ -109,6 +119,8 @@ def test_views_on_the_interpreter(name):
     for axes in sets:
         if str(canonical(list(x.shape), axes, element_strides(x))).startswith("strided"):
             check("sum", x, run("sum", x, axes), axes)
+    if name in ("offset2", "slice3", "slice4"):  # views with contiguous runs
+        assert "grid_runs" in RAN
 
 
 @pytest.mark.parametrize("kind", ["max", "xor"])

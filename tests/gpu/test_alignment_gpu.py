@@ -110,3 +110,37 @@ def test_bulk_reduce_destination_misaligned_takes_grid_gather(rng):
     assert np.allclose(got.cpu().numpy(), a.sum(axis=0), rtol=1e-4, atol=1e-4)
     got = bulkred.sum(x, axis=0, out=big[:4096])
     assert np.allclose(got.cpu().numpy(), a.sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
+def test_axes02_views_grid_runs_aligned_and_not(dtype, rng):
+    """Axes (0, 2) of [64, 16, 256] (grid_runs' vector rows), of views of it: a slice
+    whose runs stay aligned (x[..., 4:252]: 16-byte aligned for float32), one whose runs
+    are not (x[..., 2:254]: the API takes grid_gather) and an odd run (x[..., 1:]: vectors
+    of one element); each against torch, the same in every call."""
+    torch = _torch()
+    import bulkred_dialect as bulkred
+
+    t = getattr(torch, dtype)
+    if dtype == "int8":
+        base = torch.randint(-100, 100, (64, 16, 256), dtype=t, device="cuda")
+    else:
+        base = torch.randn(64, 16, 256, device="cuda").to(t)
+    for name, x in (("dense", base), ("aligned", base[..., 4:252]), ("misaligned", base[..., 2:254]), ("odd", base[..., 1:])):
+        table = bulkred.sum(x, axis=(0, 2), explain=True)
+        assert table.endswith("chosen: grid_runs"), (name, table.splitlines()[-1])
+        want = x.double().sum((0, 2)) if dtype != "int8" else x.long().sum((0, 2))
+        for _ in range(2):
+            got = bulkred.sum(x, axis=(0, 2))
+            if dtype == "int8":
+                assert got.dtype == torch.int64 and torch.equal(got, want), name
+            else:
+                tol = 2e-2 if dtype == "float16" else 1e-4
+                err = (got.double() - want).abs().max().item()
+                assert err <= tol * max(1.0, want.abs().max().item()), (name, err)
+        if dtype == "float32":  # fused states through grid_runs: Welford's, the norm's prologue
+            v, m = bulkred.var_mean(x, axis=(0, 2), correction=1)
+            tv, tm = torch.var_mean(x.double(), dim=(0, 2), correction=1)
+            assert torch.allclose(v.double(), tv, rtol=1e-4) and torch.allclose(m.double(), tm, rtol=1e-4, atol=1e-6), name
+            n = bulkred.vector_norm(x, axis=(0, 2))
+            assert torch.allclose(n.double(), torch.linalg.vector_norm(x.double(), dim=(0, 2)), rtol=1e-4), name

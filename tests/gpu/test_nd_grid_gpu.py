@@ -49,9 +49,13 @@ def test_random_reductions(rng, rank):
         ([64, 1000, 256], [1]),  # middle
         ([7, 4099, 33], [1]),  # middle, I not a multiple of 4
         ([3, 1, 65, 5, 257], [1, 2, 3]),  # middle [3, 325, 257]
-        ([30, 40, 50], [0, 2]),  # general
-        ([5, 6, 7, 8, 9], [0, 2, 4]),  # general
-        ([100, 3, 1000], [0, 2]),
+        ([30, 40, 50], [0, 2]),  # general: grid_runs, 2 row splits
+        ([5, 6, 7, 8, 9], [0, 2, 4]),  # general, 3 reduced axes: grid_gather
+        ([100, 3, 1000], [0, 2]),  # grid_runs: runs of 250 vectors
+        ([64, 16, 256], [0, 2]),  # grid_runs: 8 row splits per value
+        ([64, 4096, 256], [0, 2]),  # grid_runs: one CTA per value
+        ([9, 5, 3000], [0, 2]),  # grid_runs: runs wider than the CTA (750 vectors)
+        ([3, 7, 5, 1001], [1, 3]),  # grid_runs: two kept axes, odd runs (scalar loads)
         ([70000, 3, 2], [1]),  # middle beyond the grid's z: grid_gather
     ],
 )
@@ -61,6 +65,15 @@ def test_middle_and_general(rng, shape, axes):
     xi = random_input(rng.gen, shape, "int32")
     check("sum", xi, run("sum", xi, axes), axes)
     check("min", xi, run("min", xi, axes, "sm_90a"), axes)
+
+
+@pytest.mark.parametrize("shape", [[64, 16, 256], [3000, 4, 40]])
+def test_runs_are_deterministic(rng, shape):
+    """grid_runs' split partials combine in a fixed order: the same bits on every run."""
+    kernel = compile_tile_module(module_of("sum", shape, "float32", [0, 2]), "sm_90a").kernel("k")
+    x = random_input(rng.gen, shape, "float32")
+    runs = [kernel(x, np.zeros(shape[1], np.float32))[1] for _ in range(4)]
+    assert all(np.array_equal(runs[0].view(np.uint32), r.view(np.uint32)) for r in runs[1:]), repr(rng)
 
 
 def test_middle_is_deterministic(rng):

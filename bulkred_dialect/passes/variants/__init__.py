@@ -10,6 +10,9 @@ By priority (highest tried first); every variant also takes only the element typ
 its ``dtype`` predicate names:
 
 ======  ==================  =======  ==================================================
+  66    grid_runs           grid     a general or strided form of 2 reduced axes, the
+                                     innermost contiguous (axes (0, 2) of [A, K, C]):
+                                     rows of vectors, split over CTAs, deterministic
   65    grid_rows           grid     each row of M x N into one value, one warp per row
   64    grid_split_bulk     grid     column sum of float32 / int32, N a multiple of 4,
                                      not ``deterministic``: cp.reduce.async.bulk into dst
@@ -53,6 +56,7 @@ from bulkred_dialect.passes.variants import (
     grid_gather,
     grid_middle,
     grid_rows,
+    grid_runs,
     grid_split_bulk,
     grid_split_det,
     local,
@@ -63,6 +67,7 @@ from bulkred_dialect.passes.variants import (
 
 REGISTRY = Registry.from_variants(
     [
+        grid_runs.GRID_RUNS,
         grid_rows.GRID_ROWS,
         grid_split_bulk.GRID_SPLIT_BULK,
         grid_middle.GRID_MIDDLE,

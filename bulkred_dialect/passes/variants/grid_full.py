@@ -157,11 +157,12 @@ def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, re
 
 
 def grid_combine(
-    e: Emitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None
+    e: Emitter, op: ReduceOp, ws, r, tid, slot, nslots: int, block: int, participates=None, out_index=0
 ) -> None:
     """Thread 0 writes the state ``r`` into workspace slot ``slot`` (an i32); the last of the
-    ``nslots`` CTAs that write reduces the slots in order into ``dst``. The workspace
-    holds the slots, then the ticket counter (:func:`workspace_bytes`)."""
+    ``nslots`` CTAs that write reduces the slots in order into ``dst[out_index]`` (an
+    ``i64`` or int). The workspace (``ws``, a global address) holds the slots, then the
+    ticket counter (:func:`workspace_bytes`)."""
     red = reducer(op)
     slot_bytes = red.slot_bytes
     counter = e.ptr_add(ws, align16(nslots * slot_bytes))
@@ -191,7 +192,7 @@ def grid_combine(
         total = cta_reduce_state(b, red, accs, tid, block, name="grid_partials")
 
         def out(c: Emitter) -> list:
-            store_out(c, red, global_ptr(c, op.dst), total, 0)
+            store_out(c, red, global_ptr(c, op.dst), total, out_index)
             reset_counter(c, counter)
             return []
 

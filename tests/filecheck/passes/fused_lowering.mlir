@@ -139,18 +139,22 @@ func.func @argmax_middle(%x: memref<64x1000x256xf32, #bulkred.scope<global>>, %i
 
 // -----
 
-// logsumexp over axes 0 and 2 (general): grid_gather; ex2.approx per element, one
-// lg2.approx per result.
-// EXPLAIN-LABEL: // dispatch of 'bulkred.reduce' at {{.*}}fused_lowering.mlir:[[# @LINE + 13]]:3 on sm_90a
+// logsumexp over axes 0 and 2 (general): grid_runs (rows of 50 contiguous elements,
+// vectors of 2); ex2.approx per element, one lg2.approx per result.
+// EXPLAIN-LABEL: // dispatch of 'bulkred.reduce' at {{.*}}fused_lowering.mlir:[[# @LINE + 17]]:3 on sm_90a
+// EXPLAIN:    grid_runs{{ +}}66{{ +}}form{{ +}}ok{{ +}}general, strided{{ +}}general [30, 40, 50]
+// EXPLAIN:    grid_runs{{ +}}66{{ +}}math{{ +}}ok{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}f32 math
+// EXPLAIN:    grid_runs{{ +}}66{{ +}}runs{{ +}}ok{{ +}}2 reduced axes, the innermost contiguous{{ +}}2 reduced axes, the innermost contiguous
 // EXPLAIN:    grid_middle{{ +}}63{{ +}}form{{ +}}FAIL{{ +}}middle{{ +}}general [30, 40, 50]
 // EXPLAIN:    grid_gather{{ +}}59{{ +}}math{{ +}}ok{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}f32 math
-// EXPLAIN:    // chosen: grid_gather
+// EXPLAIN:    // chosen: grid_runs
 // SM100-LABEL: .entry logsumexp_general(
 // SM100:      ex2.approx.f32
 // SM100:      lg2.approx.f32
 // SM100:      st.global.f32
 // SM100:      // assembled by ptxas (nvJitLink) for sm_100a:
 // PTX-LABEL:  .entry logsumexp_general(
+// PTX:        ld.global.nc.v2.f32
 // PTX:        ex2.approx.f32
 // PTX:        lg2.approx.f32
 func.func @logsumexp_general(%x: memref<30x40x50xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) {

@@ -39,17 +39,23 @@ func.func @middle_merged(%x: memref<4x1x6x5x3xi32, #bulkred.scope<global>>, %y: 
 // -----
 
 // Axes (0, 2) of [A, B, C]: the kept axis between two reduced ones, the general form,
-// served by grid_gather (a warp per dst value). The inner run of 50 is read by the
-// lanes together, one run after another: no div / rem with a single outer axis.
+// served by grid_runs: a CTA per dst value (grid x) and row split (grid y); each row of
+// 50 contiguous elements read as 25 vectors of 2 (50 is not a multiple of 4), 10 rows
+// side by side in a CTA of 256 threads; 40 values x 2 splits, the last CTA of each value
+// combining the two partials (the workspace).
+// EXPLAIN:     grid_runs{{ +}}66{{ +}}form{{ +}}ok{{ +}}general, strided{{ +}}general [30, 40, 50]
+// EXPLAIN:     grid_runs{{ +}}66{{ +}}runs{{ +}}ok
 // EXPLAIN:     grid_middle{{ +}}63{{ +}}form{{ +}}FAIL{{ +}}middle{{ +}}general [30, 40, 50]
 // EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [30, 40, 50]
-// EXPLAIN:     // chosen: grid_gather
+// EXPLAIN:     // chosen: grid_runs
 // IR-LABEL:    func.func @outer_and_inner(
-// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [5], block = [256], cluster = [1]>
+// IR-SAME:     bulkred.launch = #bulkred.launch<grid = [40, 2], block = [256], cluster = [1]>
+// IR-SAME:     bulkred.workspace = 1280 : i64
 // PTX-LABEL:   .entry outer_and_inner(
 // PTX-NOT:     div.u64
-// PTX:         ld.global.f32
+// PTX:         ld.global.nc.v2.f32
 // PTX:         shfl.sync.bfly.b32
+// PTX:         atom.global.add.u32
 // PTX:         ret;
 func.func @outer_and_inner(%x: memref<30x40x50xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) {
   bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<30x40x50xf32, #bulkred.scope<global>>, memref<40xf32, #bulkred.scope<global>>
@@ -58,21 +64,25 @@ func.func @outer_and_inner(%x: memref<30x40x50xf32, #bulkred.scope<global>>, %y:
 
 // -----
 
-// A short inner run (5 < 32): lane l takes the reduced elements l, l + 32, ..., each
-// address from its indices by rem / div.
-// EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [3, 4, 5]
+// The innermost axis kept, [3, 4, 5, 2] over (0, 2): general [3, 4, 5, 2] of grid_gather
+// (grid_runs needs the innermost axis reduced). Lane l takes the reduced elements l,
+// l + 32, ..., each address from its indices by rem / div.
+// EXPLAIN:     grid_runs{{ +}}66{{ +}}runs{{ +}}FAIL{{ +}}2 reduced axes, the innermost contiguous{{ +}}innermost axis kept
+// EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [3, 4, 5, 2]
+// EXPLAIN:     // chosen: grid_gather
 // PTX-LABEL:   .entry short_runs(
 // PTX:         rem.u64
 // PTX:         div.u64
 // PTX:         ld.global.f32
-func.func @short_runs(%x: memref<3x4x5xf32, #bulkred.scope<global>>, %y: memref<4xf32, #bulkred.scope<global>>) {
-  bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<3x4x5xf32, #bulkred.scope<global>>, memref<4xf32, #bulkred.scope<global>>
+func.func @short_runs(%x: memref<3x4x5x2xf32, #bulkred.scope<global>>, %y: memref<4x2xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<3x4x5x2xf32, #bulkred.scope<global>>, memref<4x2xf32, #bulkred.scope<global>>
   func.return
 }
 
 // -----
 
-// Rank 8, every other axis: general [2, 3, 2, 3, 2, 3, 2, 3].
+// Rank 8, every other axis: general [2, 3, 2, 3, 2, 3, 2, 3] (4 reduced axes: grid_gather).
+// EXPLAIN:     grid_runs{{ +}}66{{ +}}runs{{ +}}FAIL{{ +}}2 reduced axes, the innermost contiguous{{ +}}innermost axis kept
 // EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}general [2, 3, 2, 3, 2, 3, 2, 3]
 // EXPLAIN:     // chosen: grid_gather
 func.func @rank8(%x: memref<2x3x2x3x2x3x2x3xf16, #bulkred.scope<global>>, %y: memref<3x3x3x3xf16, #bulkred.scope<global>>) {
@@ -122,7 +132,8 @@ func.func @whole(%x: memref<2x1x4xf32, #bulkred.scope<global>>, %y: memref<1xf32
 // -----
 
 // A strided view (a transpose of [6, 40]) read in place: the strides do not merge, so the
-// form is `strided`, which only grid_gather takes; each element's address is its indices
+// form is `strided` with the innermost stride 6 (grid_runs reads unit-stride runs only),
+// which grid_gather takes; each element's address is its indices
 // times the view's element strides (the run of 40 has stride 6, 24 bytes).
 // EXPLAIN:     grid_rows{{ +}}65{{ +}}form{{ +}}FAIL{{ +}}inner{{ +}}strided [6, 40] strides [1, 6] axes [1]
 // EXPLAIN:     grid_gather{{ +}}59{{ +}}form{{ +}}ok{{ +}}any{{ +}}strided [6, 40] strides [1, 6] axes [1]
