@@ -854,7 +854,9 @@ def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype:
         keepdims is False and dtype is None and ignore_nan is False and (axis is None or type(axis) is int)
         and fast is not None and fast.call_new_last is not None
     ):
-        _NEW_OUT[kind] = (axis, fast.call_new_last, rec.result_shape)
+        # a result shaped as the caller's (0-d for a whole reduction): no view per call
+        shaped = None if rec.result_shape is None else fast.new_last_as(rec.result_shape)
+        _NEW_OUT[kind] = (axis, fast.call_new_last, rec.result_shape) if shaped is None else (axis, shaped, None)
 
 
 def _recorded(kind: str, x: Any, axis: Any) -> Any:

@@ -95,7 +95,8 @@ def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch
 def test_explain_returns_the_dispatch_table():
     t = api.explain_reduction("sum", (64,), "float32", None, "sm_100a")
     assert t.startswith("dispatch of 'bulkred.reduce'") and "on sm_100a" in t and t.endswith("chosen: grid_full")
-    assert api.explain_reduction("sum", (64, 8), "float32", 0, "sm_90a").endswith("chosen: grid_split_bulk")
+    assert api.explain_reduction("sum", (1024, 1024), "float32", 0, "sm_90a").endswith("chosen: grid_split_bulk")
+    assert api.explain_reduction("sum", (64, 8), "float32", 0, "sm_90a").endswith("chosen: grid_split_det")
     assert api.explain_reduction("max", (64, 8), "float32", 1, "sm_90a").endswith("chosen: grid_rows")
     assert bulkred.min(np.zeros(64, np.int32), explain=True).endswith("chosen: grid_full_cluster")
 

@@ -322,7 +322,7 @@ def test_project_registry():
     assert got == [
         ("grid_runs", 66, [*grid, "runs"]),
         ("grid_rows", 65, grid),
-        ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "deterministic", "fused"]),
+        ("grid_split_bulk", 64, ["exec_scope", "form", "kernel", "dtype", "kind", "columns", "size", "deterministic", "fused"]),
         ("grid_middle", 63, [*grid, "blocks"]),
         ("grid_split_det", 62, grid),
         ("grid_full_cluster", 61, ["exec_scope", "form", "kernel", "dtype", "sm_version", "kind", "fused"]),

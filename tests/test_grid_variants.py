@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bulkred_dialect import builder as T
@@ -50,13 +51,16 @@ def lowered_func(module, target="sm_90a"):
         ("sum", [2, 3, 4], "float32", [0, 1, 2], {}, "grid_full"),
         ("sum", [8, 4096], "float32", [1], {}, "grid_rows"),
         ("max", [8, 3, 5], "int32", [1, 2], {}, "grid_rows"),
-        ("sum", [64, 4096], "float32", [0], {}, "grid_split_bulk"),
-        ("sum", [64, 4096], "int32", [0], {}, "grid_split_bulk"),
+        ("sum", [512, 4096], "float32", [0], {}, "grid_split_bulk"),
+        ("sum", [512, 4096], "int32", [0], {}, "grid_split_bulk"),
+        ("sum", [64, 4096], "float32", [0], {}, "grid_split_det"),  # 1 MiB: under split_bulk's size
+        ("sum", [32, 32], "float32", [0], {}, "grid_split_det"),  # 4 KiB: one CTA
         ("sum", [64, 4096], "float32", [0], {"deterministic": True}, "grid_split_det"),
         ("sum", [64, 4097], "float32", [0], {}, "grid_split_det"),
         ("max", [64, 4096], "float32", [0], {}, "grid_split_det"),
         ("sum", [64, 4096], "float16", [0], {}, "grid_split_det"),
-        ("sum", [4, 8, 12], "float32", [0, 1], {}, "grid_split_bulk"),
+        ("sum", [4, 8, 12], "float32", [0, 1], {}, "grid_split_det"),
+        ("sum", [4, 128, 1024], "float32", [0, 1], {}, "grid_split_bulk"),
     ],
 )
 def test_dispatch_and_assembly(kind, shape, dtype, axes, options, variant):
@@ -143,7 +147,7 @@ def test_reductions_example_runs_without_a_gpu():
         ("max", [31], "bfloat16", None, {}, [8, 1]),
         ("or", [4097], "int32", None, {}, [16, 1]),  # grid_full_cluster
         ("sum", [8, 4096], "float32", [1], {}, [16, 1]),  # grid_rows
-        ("sum", [64, 4096], "float32", [0], {}, [16, 16]),  # grid_split_bulk: and cp.reduce.async.bulk into y
+        ("sum", [512, 4096], "float32", [0], {}, [16, 16]),  # grid_split_bulk: and cp.reduce.async.bulk into y
         ("sum", [64, 4096], "float32", [0], {"deterministic": True}, [16, 1]),  # the workspace is not a user param
         ("sum", [64, 4096], "float16", [0], {}, [8, 1]),
         ("sum", [1], "float32", None, {}, None),  # scalar loads only
@@ -160,3 +164,34 @@ def test_vector_loads_record_the_alignment_they_need(kind, shape, dtype, axes, o
     got = func.attributes.get(ALIGN_ATTR)
     assert (None if got is None else [a.value.data for a in got.data]) == align
     assert signature_of_func(func).align == (() if align is None else tuple(align))
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, block",
+    [([32, 32], "float32", 256), ([128, 128], "float32", 1024), ([64, 256], "float32", 1024), ([5, 37], "int32", 192)],
+)
+def test_small_column_reduction_is_one_cta(shape, dtype, block):
+    """grid_split_det of at most 64 KiB: one CTA (row groups of vector columns), no
+    workspace, no ticket; its results on the interpreter match numpy."""
+    from bulkred_dialect.interpreter.threads import run_grid
+
+    module = kernel_of("sum", shape, dtype, [0])
+    assert chosen(module) == "grid_split_det"
+    func = lowered_func(kernel_of("sum", shape, dtype, [0]))
+    launch = kernel_launch(func)
+    assert launch.grid_dims == (1, 1, 1) and launch.block_dims == (block, 1, 1)
+    assert WORKSPACE_ATTR not in func.attributes
+    ptx = compile_tile_module(kernel_of("sum", shape, dtype, [0]), "sm_90a").ptx
+    assert "atom." not in ptx and "bar.sync" in ptx
+    rng = np.random.default_rng(5)
+    if dtype == "int32":
+        x = rng.integers(-1000, 1000, shape).astype(np.int32)
+    else:
+        x = rng.standard_normal(shape).astype(np.float32)
+    m = kernel_of("sum", shape, dtype, [0])
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    _, got = run_grid(m, "k", x, np.full(shape[1], -7, x.dtype))
+    if dtype == "int32":
+        np.testing.assert_array_equal(got, x.sum(axis=0, dtype=np.int32))
+    else:
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)

@@ -78,7 +78,7 @@ def chosen(module, target="sm_90a") -> str:
         ("sum", [70000, 3, 2], "float32", [1], "grid_gather"),  # O beyond the grid's z
         ("sum", [2] * 8, "float32", [0, 2, 4, 6], "grid_gather"),
         ("sum", [2] * 8, "float32", None, "grid_full"),
-        ("sum", [4, 1], "float32", [1], "grid_split_bulk"),
+        ("sum", [4, 1], "float32", [1], "grid_split_det"),
         ("max", [1, 5, 1, 7], "float32", [0, 1, 2], "grid_split_det"),
         ("sum", [2, 3, 4, 5], "float32", [2, 3], "grid_rows"),
     ],

@@ -811,4 +811,52 @@ def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
     assert fast.call_new_last((Tensor(0x1020),)).ptr == 0x9100 and launched[-1] == (0x1020, 0x9100)
 
 
+def test_torch_short_path_makes_a_result_of_the_callers_shape(monkeypatch):
+    """``new_last_as(shape)``: the short path whose new result has the caller's shape
+    (a whole reduction's 0-d result for a (1,) destination), launched on its address;
+    one generated function per shape; a shape of another size is refused."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    class Tensor:
+        def __init__(self, ptr, shape):
+            self.ptr, self.dtype, self.shape = ptr, "f32", shape
+
+        def get_device(self):
+            return 0
+
+        def is_contiguous(self):
+            return True
+
+        def data_ptr(self):
+            return self.ptr
+
+        def element_size(self):
+            return 4
+
+        def numel(self):
+            return int(np.prod(self.shape))
+
+        def new_empty(self, shape):
+            return Tensor(0x9000, tuple(shape))
+
+    torch = ModuleType("torch")
+    torch.Tensor = Tensor
+    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
+    torch.empty_like = lambda t: Tensor(0x9100, t.shape)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    launched = []
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
+    g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+    fast = launch._TorchFastPath("sum", (Tensor(0x1000, (64,)), Tensor(0x2000, (1,))), g, "kern", "config", [], [], None)
+    scalar = fast.new_last_as(())
+    assert fast.new_last_as(()) is scalar and scalar is not fast.call_new_last
+    got = scalar((Tensor(0x1040, (64,)),))
+    assert got.shape == () and launched[-1] == (0x1040, 0x9100)
+    assert fast.call_new_last((Tensor(0x1080, (64,)),)).shape == (1,)
+    assert scalar((Tensor(0x1080, (63,)),)) is None  # another input: the full path's
+    with pytest.raises(ValueError, match=r"a result of shape \(2,\) for a destination of shape \(1,\)"):
+        fast.new_last_as((2,))
+
+
 # endregion

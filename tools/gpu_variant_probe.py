@@ -31,23 +31,21 @@ import reductions_api as bench
 # (name, shape, axis, dtype, torch fn, configurations): a configuration is
 # (label, forced variant or None, {module.attr: value} patches)
 FULL = "bulkred_dialect.passes.variants.grid_full"
-RUNS = "bulkred_dialect.passes.variants.grid_runs"
+BULK = "bulkred_dialect.passes.variants.grid_split_bulk"
+DET = "bulkred_dialect.passes.variants.grid_split_det"
 CASES = [
     *[
         (f"colsum {m}x{n}", (m, n), 0, "float32", lambda t, x: t.sum(x, 0),
-         [("split_bulk", "grid_split_bulk", {}), ("split_det", "grid_split_det", {})])
-        for m, n in [(32, 32), (128, 128), (64, 256), (512, 512), (1024, 1024), (2048, 2048)]
+         [("split_bulk", "grid_split_bulk", {f"{BULK}.MIN_BYTES": 0}), ("split_det", "grid_split_det", {}),
+          ("split_det, no one-CTA", "grid_split_det", {f"{DET}.ONE_CTA_BYTES": 0})])
+        for m, n in [(32, 32), (128, 128), (64, 256), (512, 512), (1024, 1024)]
     ],
     *[
         (f"sum {dt} {n}", (n,), None, dt, lambda t, x: t.sum(x),
-         [("full u4", None, {}), ("full u2", None, {f"{FULL}.UNROLL": 2}), ("full u1", None, {f"{FULL}.UNROLL": 1})])
-        for dt, n in [("float32", 16384), ("float64", 8192), ("float32", 1024), ("float32", 262144)]
-    ],
-    *[
-        (f"axes02 64x{r}x256", (64, r, 256), (0, 2), "float32", lambda t, x: t.sum(x, (0, 2)),
-         [("runs", None, {}), ("runs min1", None, {f"{RUNS}.MIN_ITEMS": 1}),
-          ("runs min4", None, {f"{RUNS}.MIN_ITEMS": 4}), ("gather", "grid_gather", {})])
-        for r in (16, 256, 4096)
+         [("full", None, {}), ("full 1 CTA", None, {f"{FULL}.full_grid": lambda n, vec, target: 1}),
+          ("full 1 CTA of 1024", None, {f"{FULL}.full_grid": lambda n, vec, target: 1, f"{FULL}.BLOCK": 1024}),
+          ("full u2", None, {f"{FULL}.UNROLL": 2})])
+        for dt, n in [("float32", 16384), ("float64", 8192), ("float16", 32768), ("float32", 65536)]
     ],
 ]
 

@@ -405,7 +405,7 @@ class _TorchFastPath:
     * ``call_new_last2(lead)`` (for three arguments or more) likewise with the last two
       arguments new, returned as a pair: ``bulkred.var_mean(x)``."""
 
-    __slots__ = ("call_new_last", "call_new_last2", "kernel_call")
+    __slots__ = ("_env", "_new_last_src", "_shaped", "call_new_last", "call_new_last2", "kernel_call")
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
@@ -480,7 +480,7 @@ class _TorchFastPath:
             # dtype), about 0.3 to 0.7 us cheaper than a0.new_empty(shape) on an H100 host
             # lead: all but the last argument; None, having done nothing, for a mismatch
             env["empty_like"], env["like"] = torch.empty_like, args[-1].new_empty(tuple(args[-1].shape))
-            src += (
+            new_last = (
                 "def call_new_last(lead):\n"
                 f"    if len(lead) != {n - 1} or g.broken is not None:\n"
                 "        return None\n"
@@ -490,6 +490,8 @@ class _TorchFastPath:
                 f"    a{n - 1} = empty_like(like)\n"
                 + body("return None", new_last=True) + f"    return a{n - 1}\n"
             )
+            src += new_last
+            self._new_last_src = new_last
         if n >= 3:
             # call_new_last2: the last two arguments new (var_mean's variance and mean)
             env["like2"] = args[-2].new_empty(tuple(args[-2].shape))
@@ -508,6 +510,24 @@ class _TorchFastPath:
         self.kernel_call = env["kernel_call"]
         self.call_new_last = env.get("call_new_last")
         self.call_new_last2 = env.get("call_new_last2")
+        self._env = env
+        self._shaped: dict[tuple[int, ...], Any] = {}
+        if n < 2:
+            self._new_last_src = None
+
+    def new_last_as(self, shape: tuple[int, ...]) -> Any:
+        """``call_new_last`` whose new last argument has ``shape`` (as many elements as
+        the kernel's: a whole reduction's 0-d result for its ``(1,)`` destination, with
+        no ``view`` per call), or None for a kernel of fewer than two arguments."""
+        fn = self._shaped.get(shape)
+        if fn is None and self._new_last_src is not None:
+            env = dict(self._env)
+            env["like"] = env["like"].new_empty(shape)
+            if env["like"].numel() != self._env["like"].numel():
+                raise ValueError(f"a result of shape {shape} for a destination of shape {tuple(self._env['like'].shape)}")
+            exec(compile(self._new_last_src, "<bulkred fast call, result shaped>", "exec"), env)
+            fn = self._shaped[shape] = env["call_new_last"]
+        return fn
 
 
 _MISSING = object()  # an argument not given to a generated kernel_call

@@ -15,7 +15,8 @@ its ``dtype`` predicate names:
                                      rows of vectors, split over CTAs, deterministic
   65    grid_rows           grid     each row of M x N into one value, one warp per row
   64    grid_split_bulk     grid     column sum of float32 / int32, N a multiple of 4,
-                                     not ``deterministic``: cp.reduce.async.bulk into dst
+                                     at least 2 MiB, not ``deterministic``:
+                                     cp.reduce.async.bulk into dst
   63    grid_middle         grid     the middle axis of [O, R, I], O <= 65535: the
                                      deterministic split per block of O
   62    grid_split_det      grid     any column reduction, the same bits on every run

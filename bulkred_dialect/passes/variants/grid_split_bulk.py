@@ -12,7 +12,8 @@ tile into ``dst`` in global memory.
 ``dst`` must start at zero: without ``accum`` the launcher zeroes it before each launch
 (``bulkred.zero_init``). Floating-point additions of the splits land in any order, so
 float results may differ in the last bits between runs: ``deterministic`` declines this
-variant (``grid_split_det`` then runs). Needs N a multiple of 4 (16-byte rows).
+variant (``grid_split_det`` then runs). Needs N a multiple of 4 (16-byte rows) and at
+least 2 MiB of ``src`` (below that ``grid_split_det``'s one launch is as fast: MIN_BYTES).
 
 Spec: PTX ISA 9.7.9.25.4.2 (cp.reduce.async.bulk), fence.proxy.async (docs/scopes.md).
 """
@@ -55,6 +56,20 @@ from bulkred_dialect.passes.variants.kernel import elem_of, emitter_at, sm_count
 CTAS_PER_SM = 8
 
 
+MIN_BYTES = 2 << 20
+"""Below this many bytes of ``src`` the launcher's zeroing of ``dst`` (a second launch)
+costs more than the bulk reduction saves: ``grid_split_det`` (one launch) is as fast or
+faster in GPU time and per call (tools/gpu_variant_probe.py on an H100: 32 x 32 2.9 us
+against 3.5 us, 512 x 512 4.3 us against 4.4 us; 1024 x 1024 8.3 us against 6.7 us)."""
+
+
+def _large(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, ReduceOp)
+    f = form_of(op)
+    nbytes = f.m * f.n * elem_of(op).bytes
+    return nbytes >= MIN_BYTES, f"{nbytes} bytes"
+
+
 def _rows_of_16_bytes(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, ReduceOp)
     f = form_of(op)
@@ -67,6 +82,7 @@ PREDICATES = [
     Predicate("dtype", dtype_in("float32", "int32"), expected="float32, int32"),
     Predicate("kind", kind_in(ReduceKind.SUM), expected="sum"),
     Predicate("columns", _rows_of_16_bytes, expected="N a multiple of 4"),
+    Predicate("size", _large, expected=f">= {MIN_BYTES} bytes"),
     Predicate("deterministic", not_deterministic, expected="not requested"),
     plain_reduction("cp.reduce.async.bulk"),
 ]

@@ -13,19 +13,23 @@ Spec: PTX ISA, ld, atom, fence (docs/scopes.md).
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import i8
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
+from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
 from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     Form,
     accumulate,
     add_workspace,
     align16,
+    checked,
     column_partial,
     column_plan,
     form_of,
@@ -36,6 +40,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     reducer,
     set_launch,
     store_out,
+    stream,
 )
 from bulkred_dialect.passes.variants.kernel import (
     COUNTER_BYTES,
@@ -66,9 +71,96 @@ def fused_vec(r, form: Form) -> int:
     return 4 if r.width == 1 else 2
 
 
+ONE_CTA_BYTES = 64 << 10
+"""A column reduction of at most this many bytes runs in one CTA (:func:`one_cta`)."""
+ONE_CTA_THREADS = 1024
+ONE_CTA_GROUPS = 32
+ONE_CTA_SHARED = 32 << 10
+
+
+def one_cta_plan(form: Form, r) -> tuple[int, int, int] | None:
+    """(vec, columns of vectors, row groups) of a column reduction small enough for one
+    CTA (at most :data:`ONE_CTA_BYTES`, one block), or None."""
+    elem = r.elem
+    if form.batch != 1 or form.m * form.n * elem.bytes > ONE_CTA_BYTES:
+        return None
+    vec = min(elem.vector, elem.partials.vector)
+    vec = vec if form.n % vec == 0 else 1
+    cols = form.n // vec
+    if cols > ONE_CTA_THREADS:
+        return None
+    groups = min(ONE_CTA_THREADS // cols, ONE_CTA_GROUPS, form.m, ONE_CTA_SHARED // (cols * vec * r.slot_bytes))
+    return (vec, cols, groups) if groups >= 1 else None
+
+
+def one_cta(op: ReduceOp, rewriter: PatternRewriter, form: Form, vec: int, cols: int, groups: int) -> None:
+    """A small column reduction in one CTA: thread t reads the vector column t % C of
+    rows t / C, t / C + G, ... (G row groups); each group's partial row goes to shared
+    memory; after ``bar.sync`` the threads of group 0 combine the G partials of their
+    column in group order and write ``dst``. One launch, no workspace, no ticket."""
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    r = reducer(op)
+    elem = r.elem
+    m, n = form.m, form.n
+    active = cols * groups
+    set_launch(kernel, [1], [-(-active // WARP) * WARP])
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    col = e.value(RemOp(ArithType.U32, tid, e.const(cols)))
+    g = e.value(DivOp(ArithType.U32, tid, e.const(cols)))
+    row_bytes = n * elem.bytes
+    full = m // groups
+
+    def mine(b: Emitter) -> list[SSAValue]:
+        if r.exp_sub:
+            r.load_shifts(b, global_ptr(b, op.aux), b.mul_i(b.wide(col), vec), vec)
+        start = b.ptr_add(
+            global_ptr(b, op.src), b.add_i(b.mul_i(b.wide(g), row_bytes), b.mul_i(b.wide(col), vec * elem.bytes))
+        )
+        index = (g, groups, 0) if r.needs_index else None
+        accs, nxt, at = stream(b, r, start, neutral(b, r, vec), full, groups * row_bytes, vec, 4, index)
+        if m % groups:
+            accs = checked(b, r, b.cmp("ult", g, m - full * groups), nxt, accs, vec, at, 0)
+        return accs
+
+    inside = e.cmp("ult", tid, active)
+    accs = e.if_(inside, mine, lambda b: neutral(b, r, vec), r.types * vec)
+    slot = r.slot_bytes
+    sh = e.shared([groups * cols * vec * slot], i8, "column_partials")  # [group][column lane]
+
+    def write(b: Emitter) -> list:
+        q = b.ptr_add(sh, b.mul_i(tid, vec * slot))  # tid = g * cols + col
+        for j, state in enumerate(r.split(accs)):
+            r.store(b, q, state, j * slot)
+        return []
+
+    e.if_(inside, write)
+    e.bar_sync()
+
+    def finish(b: Emitter) -> list:
+        q = b.ptr_add(sh, b.mul_i(col, vec * slot))
+        y = global_ptr(b, op.dst)
+        first = b.mul_i(b.wide(col), vec)
+        for j in range(vec):
+            total = r.load(b, q, j * slot)
+            for k in range(1, groups):
+                total = r.combine(b, total, r.load(b, q, (k * cols * vec + j) * slot))
+            store_out(b, r, y, total, b.add_i(first, j) if j else first)
+        return []
+
+    e.if_(e.cmp("ult", tid, cols), finish)
+    rewriter.erase(op)
+
+
 def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
-    split_det(op, rewriter, target, form_of(op))
+    form = form_of(op)
+    small = one_cta_plan(form, reducer(op))
+    if small is not None:
+        one_cta(op, rewriter, form, *small)
+        return
+    split_det(op, rewriter, target, form)
 
 
 def split_det(

@@ -111,9 +111,11 @@ func.func @columns(%x: memref<1x5x7x1x9xf32, #bulkred.scope<global>>, %y: memref
 
 // -----
 
-// Only extent-1 axes reduced: each dst value is one element, a single row: outer [1, 12].
+// Only extent-1 axes reduced: each dst value is one element, a single row: outer [1, 12]
+// (48 bytes: under grid_split_bulk's size, grid_split_det's one CTA).
 // EXPLAIN:     grid_split_bulk{{ +}}64{{ +}}form{{ +}}ok{{ +}}outer{{ +}}outer [1, 12]
-// EXPLAIN:     // chosen: grid_split_bulk
+// EXPLAIN:     grid_split_bulk{{ +}}64{{ +}}size{{ +}}FAIL{{ +}}>= 2097152 bytes{{ +}}48 bytes
+// EXPLAIN:     // chosen: grid_split_det
 func.func @copy(%x: memref<3x1x4xf32, #bulkred.scope<global>>, %y: memref<3x4xf32, #bulkred.scope<global>>) {
   bulkred.reduce sum grid axes [1 : i64] %x, %y : memref<3x1x4xf32, #bulkred.scope<global>>, memref<3x4xf32, #bulkred.scope<global>>
   func.return
