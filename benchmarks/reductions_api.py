@@ -27,7 +27,8 @@ Sizes are the input's bytes: 4K, 64K, 1M, 16M, 256M, 1G (2-D shapes near square 
   is what the GPU spends.
 * **per call**: CUDA events around one call, the GPU idle before it (synchronized), as a
   Python user pays it: the call's host work (checks, allocating the result, the launch)
-  and the kernels. Median of ``--repeat`` calls.
+  and the kernels. Median of ``--repeat`` calls of each, bulkred's and torch's taking
+  turns (so that a change of the host's or the GPU's pace moves both alike).
 
 Inputs are fresh random data (``torch.randn``, random ints and bools), several copies
 rotated so that the working set is at least 200 MB (over the H100's 50 MB L2) at sizes
@@ -193,6 +194,25 @@ def call_us(torch, fn, inputs, repeat: int) -> float:
     return statistics.median(times)
 
 
+def call_pair_us(torch, fn_a, fn_b, inputs, repeat: int) -> tuple[float, float]:
+    """:func:`call_us` of two calls taking turns (a, b, a, b, ...): each call sees the
+    same host and GPU state as the other (clocks, caches, the host's load); medians."""
+    for i in range(3):
+        fn_a(inputs[i % len(inputs)])
+        fn_b(inputs[i % len(inputs)])
+    times: tuple[list[float], list[float]] = ([], [])
+    for i in range(repeat):
+        for k, fn in enumerate((fn_a, fn_b) if i % 2 == 0 else (fn_b, fn_a)):
+            torch.cuda.synchronize()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn(inputs[i % len(inputs)])
+            b.record()
+            b.synchronize()
+            times[k if i % 2 == 0 else 1 - k].append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def _line(e: BaseException) -> str:
     s = str(e).strip().splitlines()
     return (s[0] if s else type(e).__name__)[:160]
@@ -235,7 +255,6 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
         row["torch_graph_us"] = graph_us(torch, fn_t, inputs, gcalls, args.replays)
     except Exception as e:  # noqa: BLE001
         row["torch_graph_error"] = _line(e)
-    row["torch_call_us"] = call_us(torch, fn_t, inputs, repeat)
     try:
         t0 = time.perf_counter()
         got = fn_b(inputs[0])
@@ -243,10 +262,12 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
         row["first_call_s"] = time.perf_counter() - t0
     except bulkred.ReductionError as e:
         row["status"] = f"unsupported: {_line(e)}"
+        row["torch_call_us"] = call_us(torch, fn_t, inputs, repeat)
         return _finish(row, nbytes)
     except Exception as e:  # noqa: BLE001 - reported in the row, the run goes on
         row["status"] = f"error: {type(e).__name__}: {_line(e)}"
         torch.cuda.synchronize()
+        row["torch_call_us"] = call_us(torch, fn_t, inputs, repeat)
         return _finish(row, nbytes)
     row["variant"] = variant_of(bulkred, case, inputs[0])
     row["check"] = check(torch, case, got, inputs[0])
@@ -258,7 +279,8 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
     except Exception as e:  # noqa: BLE001
         row["bulkred_graph_error"] = _line(e)
         torch.cuda.synchronize()
-    row["bulkred_call_us"] = call_us(torch, fn_b, inputs, repeat)
+    # per call: bulkred and torch taking turns, so that both see the same conditions
+    row["bulkred_call_us"], row["torch_call_us"] = call_pair_us(torch, fn_b, fn_t, inputs, repeat)
     row["status"] = "ok" if row["check"].startswith("ok") else row["check"]
     return _finish(row, nbytes)
 

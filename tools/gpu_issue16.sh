@@ -5,6 +5,7 @@
 #   2. tools/gpu_random.py           2,000 random reductions with a fresh seed (SEED=... to choose it)
 #   3. benchmarks/reductions_api.py  the API against torch: every case, 4 KiB to 1 GiB, two timings
 #                                    (1 GiB and 4 KiB first; rows past its time budget are listed as skipped)
+#      (FUSED_RANDOM=1: and 1,000 random fused reductions, seed SEED + 1, into random.log)
 #   4. tools/gpu_variant_probe.py    (PROBE=1) candidate variants and grid knobs of the small
 #                                    rows, then tools/diag_fused_call.py (host time per call)
 # Logs under $OUT, 8 files at most: gpu_suite.log, random.log, random_reductions.txt,
@@ -34,6 +35,11 @@ echo "== 2. 2,000 random reductions, seed $SEED (tools/gpu_random.py)"
 timeout 150 python3 tools/gpu_random.py --seed "$SEED" --count 2000 --timeout 120 --out /tmp/random > "$OUT/random.log" 2>&1 \
   || { status=1; echo "gpu_random: failures, or it did not finish (see random.log)"; }
 cp /tmp/random/random_reductions.txt "$OUT/" 2>/dev/null
+if [ "${FUSED_RANDOM:-0}" = 1 ]; then  # and 1,000 random fused reductions (issue 17's), seed SEED + 1
+  timeout 100 python3 tools/gpu_random.py --fused --seed "$((SEED + 1))" --count 1000 --timeout 85 --out /tmp/random_fused \
+    >> "$OUT/random.log" 2>&1 || { status=1; echo "gpu_random --fused: failures, or it did not finish (see random.log)"; }
+  grep -E "^random reductions: seed" "$OUT/random.log" | tail -1
+fi
 grep -E "^random reductions: seed" "$OUT/random.log" | tail -1
 sed -n '/^kind  /,/^$/p' "$OUT/random.log"
 sed -n '/^failures by reason/,/^failures (first/p;/^unsupported, by reason/,/^$/p' "$OUT/random.log" | head -40

@@ -42,9 +42,8 @@ CASES = [
     ],
     *[
         (f"sum {dt} {n}", (n,), None, dt, lambda t, x: t.sum(x),
-         [("full", None, {}), ("full 1 CTA", None, {f"{FULL}.full_grid": lambda n, vec, target: 1}),
-          ("full 1 CTA of 1024", None, {f"{FULL}.full_grid": lambda n, vec, target: 1, f"{FULL}.BLOCK": 1024}),
-          ("full u2", None, {f"{FULL}.UNROLL": 2})])
+         [("full", None, {}), ("full, no one-CTA", None, {f"{FULL}.ONE_CTA_BYTES": 0}),
+          ("full u2, no one-CTA", None, {f"{FULL}.UNROLL": 2, f"{FULL}.ONE_CTA_BYTES": 0})])
         for dt, n in [("float32", 16384), ("float64", 8192), ("float16", 32768), ("float32", 65536)]
     ],
 ]

@@ -101,7 +101,7 @@ def test_bulk_reduce_destination_misaligned_takes_grid_gather(rng):
     torch = _torch()
     import bulkred_dialect as bulkred
 
-    a = rng.standard_normal((64, 4096)).astype(np.float32)
+    a = rng.standard_normal((512, 4096)).astype(np.float32)  # 8 MiB: grid_split_bulk's size
     x = torch.tensor(a, device="cuda")
     assert bulkred.sum(x, axis=0, explain=True).endswith("chosen: grid_split_bulk")
     big = torch.zeros(4097, device="cuda")

@@ -57,9 +57,19 @@ from bulkred_dialect.passes.variants.kernel import (
 BLOCK = 512
 CTAS_PER_SM = 4
 UNROLL = 4
+ONE_CTA_BYTES = 256 << 10
+"""A plain reduction of at most this many bytes runs in one CTA of up to
+:data:`ONE_CTA_BLOCK` threads: on an H100 one CTA read 64 KiB of float32 in 1.9 us
+against 3.4 us for two CTAs and the ticket, 256 KiB in 2.6 us against 3.6 us for 8
+(tools/gpu_variant_probe.py, docs/benchmarks.md)."""
+ONE_CTA_BLOCK = 1024
 
 
-def full_grid(n: int, vec: int, target: Target) -> int:
+def full_grid(n: int, vec: int, target: Target, nbytes: int = 0) -> int:
+    """CTAs of the grid: one for a plain reduction of at most :data:`ONE_CTA_BYTES`
+    (``nbytes``; 0 for a fused one), else enough for ``UNROLL`` vectors per thread."""
+    if 0 < nbytes <= ONE_CTA_BYTES:
+        return 1
     vectors = n // vec
     return max(1, min(sm_count(target) * CTAS_PER_SM, -(-vectors // (BLOCK * UNROLL))))
 
@@ -72,13 +82,13 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
     assert kernel is not None
     elem = elem_of(op)
     vec = elem.vector
-    ctas = full_grid(form.n, vec, target)
+    ctas = full_grid(form.n, vec, target, form.n * elem.bytes if reducer(op).plain else 0)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     cta = e.sreg(SpecialRegister.CTAID_X)
     if ctas == 1:
         # one CTA covers it: no workspace, no ticket; thread 0 writes dst
-        block = single_cta_block(form.n // vec)
+        block = single_cta_block(form.n // vec, ONE_CTA_BLOCK if reducer(op).plain else BLOCK)
         set_launch(kernel, [1], [block])
         r = cta_partial(e, op, tid, cta, 1, block, redux_f32=absmax_redux(op, target))
 
@@ -115,11 +125,11 @@ def workspace_bytes(nslots: int, slot_bytes: int) -> int:
     return align16(nslots * slot_bytes) + COUNTER_BYTES
 
 
-def single_cta_block(vectors: int) -> int:
+def single_cta_block(vectors: int, limit: int = BLOCK) -> int:
     """Threads of the one CTA of a small reduction: a multiple of 32, at most
-    ``BLOCK``, about ``UNROLL`` vectors per thread (one warp for 32 floats)."""
+    ``limit``, about ``UNROLL`` vectors per thread (one warp for 32 floats)."""
     want = -(-vectors // UNROLL)
-    return min(BLOCK, max(32, -(-want // 32) * 32))
+    return min(limit, max(32, -(-want // 32) * 32))
 
 
 def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):

@@ -181,7 +181,8 @@ def split_det(
     # the workspace: a partial row per split (split-major, per block of the batch), then
     # a ticket counter per tile
     partial_bytes = align16(batch * plan.split * plan.n * slot)
-    ws = add_workspace(kernel, partial_bytes + batch * plan.tiles * COUNTER_BYTES)
+    # no workspace for one row split: each CTA's states are its columns' results
+    ws = add_workspace(kernel, partial_bytes + batch * plan.tiles * COUNTER_BYTES) if plan.split > 1 else None
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     tile_id = e.sreg(SpecialRegister.CTAID_X)
@@ -191,8 +192,22 @@ def split_det(
     # a fused state's step is longer: 8 loads in flight (measured: +5 to +10% at 1 GiB)
     out_base = None if o is None or not r.exp_sub else e.mul_i(e.wide(o), plan.n)
     col, accs = column_partial(e, op, plan, tid, tile_id, s, 4 if r.plain else 8, base=base, out_base=out_base)
-    w = global_ptr(e, ws)
     valid = e.cmp("slt", col, plan.n)
+    if ws is None:  # one CTA per column tile (a short matrix): its states are the results
+
+        def direct(b: Emitter) -> list:
+            y = global_ptr(b, op.dst)
+            first = b.wide(col)
+            if o is not None:
+                first = b.add_i(first, b.mul_i(b.wide(o), plan.n))
+            for j, v in enumerate(r.split(accs)):
+                store_out(b, r, y, v, b.add_i(first, j) if j else first)
+            return []
+
+        e.if_(valid, direct)
+        rewriter.erase(op)
+        return
+    w = global_ptr(e, ws)
 
     def partial_at(b: Emitter, split: SSAValue) -> SSAValue:
         if o is not None:
