@@ -846,12 +846,18 @@ def _check_module(p: Plan) -> None:
     _PLANS[key] = p
 
 
+def _plain_axis(axis: Any) -> bool:
+    """``axis`` is None, an int or a tuple of ints (not bools): a recorded call's key."""
+    t = type(axis)
+    return axis is None or t is int or (t is tuple and builtins.all(type(a) is int for a in axis))
+
+
 def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype: Any, ignore_nan: bool) -> None:
     """After a call that made its result with default options: the kernel's short path
     that makes it, for the next call of this kind and axis (see :func:`_reduction_function`)."""
     fast = rec.kernel._fast
     if (
-        keepdims is False and dtype is None and ignore_nan is False and (axis is None or type(axis) is int)
+        keepdims is False and dtype is None and ignore_nan is False and _plain_axis(axis)
         and fast is not None and fast.call_new_last is not None
     ):
         # a result shaped as the caller's (0-d for a whole reduction): no view per call
@@ -864,7 +870,7 @@ def _recorded(kind: str, x: Any, axis: Any) -> Any:
     ``out``, ``stream``, ``dtype``, ``keepdims`` or option): its result, or None, having
     done nothing, unless ``x`` and ``axis`` are like that call's."""
     hit = _NEW_OUT.get(kind)
-    if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+    if hit is not None and hit[0] == axis and _plain_axis(axis):
         result = hit[1]((x,))
         if result is not None:
             return result if hit[2] is None else result.view(hit[2])
@@ -1109,11 +1115,13 @@ def _record_fused_new_out(fn: str, axis: Any, rec: _Recorded, keepdims: Any, dty
     fast = rec.kernel._fast
     call = None if fast is None else fast.call_new_last2 if fn == "var_mean" else fast.call_new_last
     if (
-        keepdims is False and dtype is None and (axis is None or type(axis) is int)
+        keepdims is False and dtype is None and _plain_axis(axis)
         and (fn not in _DEFAULT_OPTION or type(option) in (int, float))
         and call is not None
     ):
-        _NEW_OUT[_new_out_key(fn, option)] = (axis, call, rec.result_shape)
+        # one result: made in the caller's shape (0-d for a whole reduction), no view per call
+        shaped = None if rec.result_shape is None or fn == "var_mean" else fast.new_last_as(rec.result_shape)
+        _NEW_OUT[_new_out_key(fn, option)] = (axis, call, rec.result_shape) if shaped is None else (axis, shaped, None)
 
 
 def _new_out_key(fn: str, option: Any) -> str:
@@ -1139,7 +1147,7 @@ def _fused_function(fn: str, what: str, options: tuple[str, ...], doc: str):
                 hit = _NEW_OUT.get(_new_out_key(fn, option)) if type(option) in (int, float) else None
             else:
                 hit = _NEW_OUT.get(key)
-            if hit is not None and (axis is None or type(axis) is int) and hit[0] == axis:
+            if hit is not None and hit[0] == axis and _plain_axis(axis):
                 result = hit[1]((x,))
                 if result is not None:
                     if fn == "var_mean":

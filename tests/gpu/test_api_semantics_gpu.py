@@ -155,6 +155,29 @@ def test_the_result_is_the_kernels_destination_in_the_callers_shape():
     assert rows.shape == (10,) and rows._base is None
 
 
+def test_tuple_axes_take_the_recorded_short_path_and_keep_the_checks():
+    """A call over a tuple of axes like the last one (``x.sum((0, 2))``, the benchmark's
+    axes02) takes the recorded short path; a tuple with a bool (``(True, 2)`` equals
+    ``(1, 2)``) is still refused; a fused call over a tuple alike."""
+    torch = _torch()
+    from bulkred_dialect import api
+
+    x = torch.randn(8, 5, 64, device="cuda")
+    want = x.double().sum((0, 2))
+    for _ in range(3):
+        got = bulkred.sum(x, axis=(0, 2))
+        assert got.shape == (5,) and torch.allclose(got.double(), want, rtol=1e-5, atol=1e-4)
+    assert api._NEW_OUT["sum"][0] == (0, 2)
+    with pytest.raises(bulkred.ReductionError, match=r"got \(True, 2\)"):
+        bulkred.sum(x, axis=(True, 2))
+    for _ in range(3):
+        n = bulkred.vector_norm(x, axis=(0, 2))
+        assert torch.allclose(n.double(), torch.linalg.vector_norm(x.double(), dim=(0, 2)), rtol=1e-5)
+    s = bulkred.vector_norm(x)  # whole: a 0-d result, made so by the recorded path
+    s = bulkred.vector_norm(x)
+    assert s.shape == () and torch.allclose(s.double(), torch.linalg.vector_norm(x.double()), rtol=1e-5)
+
+
 def test_cupy_shapes():
     try:
         import cupy
