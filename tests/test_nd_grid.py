@@ -244,3 +244,43 @@ def test_accum_combines_with_dst(shape, axes, variant):
     old = rng.integers(-1000, 1000, kept).astype(np.int32)
     _, got, *_ = run_grid(m, "k", xs, old.copy(), *ws)
     np.testing.assert_array_equal(got, old + xs.sum(axis=tuple(axes), dtype=np.int32).reshape(kept))
+
+
+@pytest.mark.parametrize(
+    "shape, axes, like",
+    [
+        ([3000], None, "grid_full"),  # whole
+        ([300000], None, "grid_full"),  # whole, several CTAs
+        ([7, 301], [1], "grid_rows"),  # inner
+        ([40, 6], [0], "grid_split_det"),  # outer, one CTA
+        ([3000, 40], [0], "grid_split_det"),  # outer, row splits
+        ([3, 21, 9], [1], "grid_middle"),  # middle
+        ([5, 6, 40], [0, 2], "grid_runs"),  # general with contiguous runs
+    ],
+)
+def test_forced_grid_gather_runs_the_streaming_loop_with_scalar_loads(shape, axes, like):
+    """The API forces grid_gather for a view off its kernel's vector alignment: a form
+    with a streaming variant then runs that variant's loop with scalar loads (the same
+    launch shape as ``like`` would have with vec = 1, no ``bulkred.align``), right on the
+    interpreter."""
+    from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR
+
+    forced = module_of("sum", shape, "float32", axes, "grid_gather")
+    assert chosen(forced) == "grid_gather"
+    ptx = compile_tile_module(module_of("sum", shape, "float32", axes, "grid_gather"), "sm_90a").ptx
+    assert "ld.global.nc.v" not in ptx and "div.u64" not in ptx
+    lowered = lower_tile_module(module_of("sum", shape, "float32", axes, "grid_gather"), "sm_90a")
+    f = next(o for o in lowered.walk() if o.name == "func.func")
+    assert ALIGN_ATTR not in f.attributes
+    assert chosen(module_of("sum", shape, "float32", axes)) in (like, "grid_split_bulk")
+    if np.prod(shape) > 20000:
+        return  # the interpreter's time: the small shapes run below
+    rng = np.random.default_rng(3)
+    x = random_input(rng, shape, "float32")
+    m = module_of("sum", shape, "float32", axes, "grid_gather")
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    fn = next(iter(m.ops))
+    ws = [np.zeros(t.get_shape(), np.uint8) for t in fn.function_type.inputs.data[2:]]
+    kept = out_shape(shape, axes if axes is not None else list(range(len(shape))))
+    _, got, *_ = run_grid(m, "k", x, np.full(kept, -7, np.float32), *ws)
+    check("sum", x, got, axes if axes is not None else list(range(len(shape))))

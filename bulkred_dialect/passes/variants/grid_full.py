@@ -74,14 +74,16 @@ def full_grid(n: int, vec: int, target: Target, nbytes: int = 0) -> int:
     return max(1, min(sm_count(target) * CTAS_PER_SM, -(-vectors // (BLOCK * UNROLL))))
 
 
-def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target, vec: int | None = None) -> None:
+    """``vec``: elements per load (default the element type's vector; 1: scalar loads,
+    any address, as ``grid_gather`` runs it for a view off the vector alignment)."""
     assert isinstance(op, ReduceOp)
     form = form_of(op)
     assert form is not None
     kernel = enclosing_kernel(op)
     assert kernel is not None
     elem = elem_of(op)
-    vec = elem.vector
+    vec = elem.vector if vec is None else vec
     ctas = full_grid(form.n, vec, target, form.n * elem.bytes if reducer(op).plain else 0)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
@@ -90,7 +92,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
         # one CTA covers it: no workspace, no ticket; thread 0 writes dst
         block = single_cta_block(form.n // vec, ONE_CTA_BLOCK if reducer(op).plain else BLOCK)
         set_launch(kernel, [1], [block])
-        r = cta_partial(e, op, tid, cta, 1, block, redux_f32=absmax_redux(op, target))
+        r = cta_partial(e, op, tid, cta, 1, block, redux_f32=absmax_redux(op, target), vec=vec)
 
         def out(b: Emitter) -> list:
             store_out(b, reducer(op), global_ptr(b, op.dst), r, 0)
@@ -100,7 +102,7 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         set_launch(kernel, [ctas], [BLOCK])
         ws = add_workspace(kernel, workspace_bytes(ctas, reducer(op).slot_bytes))
-        r = cta_partial(e, op, tid, cta, ctas, BLOCK, redux_f32=absmax_redux(op, target))
+        r = cta_partial(e, op, tid, cta, ctas, BLOCK, redux_f32=absmax_redux(op, target), vec=vec)
         grid_combine(e, op, global_ptr(e, ws), r, tid, cta, ctas, BLOCK)
     rewriter.erase(op)
 
@@ -132,7 +134,7 @@ def single_cta_block(vectors: int, limit: int = BLOCK) -> int:
     return min(limit, max(32, -(-want // 32) * 32))
 
 
-def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False):
+def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, redux_f32: bool = False, vec: int | None = None):
     """This CTA's share of the full reduction of ``op.src`` (a state, valid in thread 0;
     a plain kind's one value when ``plain``)."""
     form = form_of(op)
@@ -141,7 +143,7 @@ def cta_partial(e: Emitter, op: ReduceOp, tid, cta, ctas: int, block: int, *, re
     elem = r.elem
     if r.exp_sub:
         r.load_shifts(e, global_ptr(e, op.aux), 0)
-    vec = elem.vector
+    vec = elem.vector if vec is None else vec
     n, threads = form.n, ctas * block
     vectors = n // vec
     x = global_ptr(e, op.src)

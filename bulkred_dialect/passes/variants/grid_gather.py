@@ -1,9 +1,11 @@
 """reduction -> grid_gather: any grid reduction, whatever its canonical form, with
-scalar loads at computed addresses (priority 59, the last grid variant tried). It
-serves the ``general`` form (axes that alternate three or more times after merging,
-e.g. axes (0, 2) of [A, B, C]), a ``middle`` form whose O exceeds the grid, and the
-``strided`` form (a view: each element's address from its indices times the view's
-element strides instead of the row-major ones).
+scalar loads (priority 59, the last grid variant tried). It serves the ``general`` and
+``strided`` forms ``grid_runs`` does not take (three or more reduced axes, the innermost
+axis kept, a transposed view: each element's address from its indices times the view's
+element strides), and a ``middle`` form whose O exceeds the grid. The API forces it for
+a view off its kernel's vector alignment: a ``whole``, ``inner`` or ``outer`` form then
+runs ``grid_full``'s, ``grid_rows``' or ``grid_split_det``'s loop with scalar loads
+(``vec = 1``: no alignment needed, the same grid); the other forms run the loop below.
 
 * grid: CTAs of 256 threads (8 warps), up to 8 per multiprocessor; warp w of W takes
   the ``dst`` values w, w + W, ... (row-major over the kept axes);
@@ -31,11 +33,12 @@ from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.canonical import FORMS
+from bulkred_dialect.passes.canonical import FORMS, INNER, MIDDLE, OUTER, WHOLE
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
+    MAX_GRID_Y,
     form_of,
     global_ptr,
     grid_predicates,
@@ -45,7 +48,15 @@ from bulkred_dialect.passes.variants.grid_common import (
     set_launch,
     store_out,
 )
-from bulkred_dialect.passes.variants.kernel import emitter_at, sm_count, warp_reduce_state
+from bulkred_dialect.passes.variants.grid_full import lower_grid_full
+from bulkred_dialect.passes.variants.grid_middle import lower_grid_middle
+from bulkred_dialect.passes.variants.grid_rows import lower_grid_rows
+from bulkred_dialect.passes.variants.grid_split_det import lower_grid_split_det
+from bulkred_dialect.passes.variants.kernel import (
+    emitter_at,
+    sm_count,
+    warp_reduce_state,
+)
 
 BLOCK = 256
 WARPS = BLOCK // WARP
@@ -73,6 +84,22 @@ def offset_of(e: Emitter, linear: SSAValue, dims: list[tuple[int, int]]) -> SSAV
 def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
+    # a dense whole, inner or outer form reaches this variant when forced (a view off the
+    # vector alignment): its streaming variant's loop with scalar loads, which need none
+    if form.form == WHOLE:
+        return lower_grid_full(op, rewriter, target, vec=1)
+    if form.form == INNER:
+        return lower_grid_rows(op, rewriter, target, vec=1)
+    if form.form == OUTER:
+        return lower_grid_split_det(op, rewriter, target, max_vec=1)
+    if form.form == MIDDLE and form.batch <= MAX_GRID_Y:
+        return lower_grid_middle(op, rewriter, target, max_vec=1)
+    from bulkred_dialect.passes.variants import (
+        grid_runs,  # it builds on this module's offset_of
+    )
+
+    if grid_runs.runs_form(form):
+        return grid_runs.lower_grid_runs(op, rewriter, target, max_vec=1)
     kernel = enclosing_kernel(op)
     assert kernel is not None
     red = reducer(op)

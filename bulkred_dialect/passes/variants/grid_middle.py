@@ -43,15 +43,16 @@ PREDICATES = [
 ]
 
 
-def lower_grid_middle(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+def lower_grid_middle(op: Operation, rewriter: PatternRewriter, target: Target, max_vec: int = 16) -> None:
+    """``max_vec``: 1 for scalar loads (``grid_gather`` of a view off the vector alignment)."""
     assert isinstance(op, ReduceOp)
     form = form_of(op)
     elem = elem_of(op)
-    vec = elem.vector if form.n % elem.vector == 0 else 1
+    vec = min(elem.vector, max_vec) if form.n % elem.vector == 0 else 1
     threads = -(-form.n // vec)
     block = min(BLOCK, -(-threads // WARP) * WARP)
     # narrower CTAs, more of them: the same threads in flight as grid_split_det's
-    split_det(op, rewriter, target, form, block, sm_count(target) * CTAS_PER_SM * (BLOCK // block))
+    split_det(op, rewriter, target, form, block, sm_count(target) * CTAS_PER_SM * (BLOCK // block), max_vec=max_vec)
 
 
 GRID_MIDDLE = Variant(

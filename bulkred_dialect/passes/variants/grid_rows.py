@@ -52,14 +52,16 @@ def _redux_f32(op: ReduceOp, target: Target) -> bool:
     return target.sm >= 100 and target.suffix == "a" and op.kind.data in (ReduceKind.MAX, ReduceKind.MIN)
 
 
-def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target, vec: int | None = None) -> None:
+    """``vec``: 1 for scalar loads (any address: ``grid_gather`` of a view off the
+    vector alignment), else the element type's vector where a row is whole vectors."""
     assert isinstance(op, ReduceOp)
     form = form_of(op)
     kernel = enclosing_kernel(op)
     assert form is not None and kernel is not None
     elem, kind = elem_of(op), op.kind.data
     m, n = form.m, form.n
-    vec = elem.vector if n % elem.vector == 0 else 1
+    vec = (elem.vector if n % elem.vector == 0 else 1) if vec is None else vec
     ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-m // WARPS)))
     set_launch(kernel, [ctas], [BLOCK])
     e = emitter_at(op)

@@ -68,6 +68,11 @@ MIN_ITEMS = 2
 UNROLL = 4
 
 
+def runs_form(f: Canonical) -> bool:
+    """``f`` is a form this variant takes (the ``runs`` predicate and its form)."""
+    return f.form in (GENERAL, STRIDED) and f.reduced[-1] and f.element_strides()[-1] == 1 and sum(f.reduced) == 2
+
+
 def _runs(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, ReduceOp)
     f = form_of(op)
@@ -96,7 +101,8 @@ def _vector(form: Canonical, lanes: int) -> int:
     return vec
 
 
-def lower_grid_runs(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+def lower_grid_runs(op: Operation, rewriter: PatternRewriter, target: Target, max_vec: int = 16) -> None:
+    """``max_vec``: 1 for scalar loads (``grid_gather`` of a view off the vector alignment)."""
     assert isinstance(op, ReduceOp)
     form = form_of(op)
     kernel = enclosing_kernel(op)
@@ -107,7 +113,7 @@ def lower_grid_runs(op: Operation, rewriter: PatternRewriter, target: Target) ->
     kept = [(d, s) for d, s, red in zip(form.shape, strides, form.reduced, strict=True) if not red]
     (rows, row_stride), (run, _) = [(d, s) for d, s, red in zip(form.shape, strides, form.reduced, strict=True) if red]
     outputs = form.kept
-    vec = _vector(form, elem.vector)
+    vec = _vector(form, min(elem.vector, max_vec))
     cw = run // vec  # vectors per run
     block = min(BLOCK, max(WARP, -(-(cw * rows) // WARP) * WARP))
     step = max(1, block // cw)  # rows a CTA reads side by side (1 when a row fills it)

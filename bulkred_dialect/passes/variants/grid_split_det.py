@@ -78,13 +78,13 @@ ONE_CTA_GROUPS = 32
 ONE_CTA_SHARED = 32 << 10
 
 
-def one_cta_plan(form: Form, r) -> tuple[int, int, int] | None:
+def one_cta_plan(form: Form, r, max_vec: int = 16) -> tuple[int, int, int] | None:
     """(vec, columns of vectors, row groups) of a column reduction small enough for one
     CTA (at most :data:`ONE_CTA_BYTES`, one block), or None."""
     elem = r.elem
     if form.batch != 1 or form.m * form.n * elem.bytes > ONE_CTA_BYTES:
         return None
-    vec = min(elem.vector, elem.partials.vector)
+    vec = min(elem.vector, elem.partials.vector, max_vec)
     vec = vec if form.n % vec == 0 else 1
     cols = form.n // vec
     if cols > ONE_CTA_THREADS:
@@ -153,18 +153,21 @@ def one_cta(op: ReduceOp, rewriter: PatternRewriter, form: Form, vec: int, cols:
     rewriter.erase(op)
 
 
-def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+def lower_grid_split_det(op: Operation, rewriter: PatternRewriter, target: Target, max_vec: int = 16) -> None:
+    """``max_vec``: 1 for scalar loads (any address: ``grid_gather`` of a view off the
+    vector alignment)."""
     assert isinstance(op, ReduceOp)
     form = form_of(op)
-    small = one_cta_plan(form, reducer(op))
+    small = one_cta_plan(form, reducer(op), max_vec)
     if small is not None:
         one_cta(op, rewriter, form, *small)
         return
-    split_det(op, rewriter, target, form)
+    split_det(op, rewriter, target, form, max_vec=max_vec)
 
 
 def split_det(
-    op: ReduceOp, rewriter: PatternRewriter, target: Target, form: Form, block: int = 256, ctas: int | None = None
+    op: ReduceOp, rewriter: PatternRewriter, target: Target, form: Form, block: int = 256, ctas: int | None = None,
+    max_vec: int = 16,
 ) -> None:
     """The deterministic split reduction of ``form``'s ``batch`` column reductions of
     m x n (``outer``: one; ``middle`` [O, R, I]: O, one per ``ctaid.z``), over about
@@ -175,7 +178,7 @@ def split_det(
     elem = r.elem
     batch = form.batch
     ctas = sm_count(target) * CTAS_PER_SM if ctas is None else ctas
-    plan = column_plan(form, elem, max(1, ctas // batch), block, max_vec=fused_vec(r, form))
+    plan = column_plan(form, elem, max(1, ctas // batch), block, max_vec=min(fused_vec(r, form), max_vec))
     set_launch(kernel, [plan.tiles, plan.split, *([batch] if batch > 1 else [])], [plan.block])
     slot = r.slot_bytes
     # the workspace: a partial row per split (split-major, per block of the batch), then
