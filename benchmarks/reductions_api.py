@@ -178,20 +178,22 @@ def _capture(torch, fn, inputs, calls: int, **kw):
     return g
 
 
+def _timed_us(torch, fn, x) -> float:
+    """Events around one call of ``fn(x)``, the GPU idle before it (synchronized)."""
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn(x)
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e3
+
+
 def call_us(torch, fn, inputs, repeat: int) -> float:
     """Per call: events around one call, the GPU idle before it; median."""
     for i in range(3):
         fn(inputs[i % len(inputs)])
-    times = []
-    for i in range(repeat):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(inputs[i % len(inputs)])
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+    return statistics.median(_timed_us(torch, fn, inputs[i % len(inputs)]) for i in range(repeat))
 
 
 def call_pair_us(torch, fn_a, fn_b, inputs, repeat: int) -> tuple[float, float]:
@@ -202,14 +204,9 @@ def call_pair_us(torch, fn_a, fn_b, inputs, repeat: int) -> tuple[float, float]:
         fn_b(inputs[i % len(inputs)])
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(repeat):
-        for k, fn in enumerate((fn_a, fn_b) if i % 2 == 0 else (fn_b, fn_a)):
-            torch.cuda.synchronize()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn(inputs[i % len(inputs)])
-            b.record()
-            b.synchronize()
-            times[k if i % 2 == 0 else 1 - k].append(a.elapsed_time(b) * 1e3)
+        x = inputs[i % len(inputs)]
+        for k in (0, 1) if i % 2 == 0 else (1, 0):  # who goes first alternates too
+            times[k].append(_timed_us(torch, (fn_a, fn_b)[k], x))
     return statistics.median(times[0]), statistics.median(times[1])
 
 

@@ -852,6 +852,13 @@ def _plain_axis(axis: Any) -> bool:
     return axis is None or t is int or (t is tuple and builtins.all(type(a) is int for a in axis))
 
 
+def _new_out_entry(axis: Any, call: Any, rec: _Recorded, shaped: bool = True) -> tuple[Any, Any, Any]:
+    """The ``_NEW_OUT`` entry of a recorded call: with ``shaped``, a short path that makes
+    its one result in the caller's shape (0-d for a whole reduction: no view per call)."""
+    made = rec.kernel._fast.new_last_as(rec.result_shape) if shaped and rec.result_shape is not None else None
+    return (axis, call, rec.result_shape) if made is None else (axis, made, None)
+
+
 def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype: Any, ignore_nan: bool) -> None:
     """After a call that made its result with default options: the kernel's short path
     that makes it, for the next call of this kind and axis (see :func:`_reduction_function`)."""
@@ -860,9 +867,7 @@ def _record_new_out(kind: str, axis: Any, rec: _Recorded, keepdims: bool, dtype:
         keepdims is False and dtype is None and ignore_nan is False and _plain_axis(axis)
         and fast is not None and fast.call_new_last is not None
     ):
-        # a result shaped as the caller's (0-d for a whole reduction): no view per call
-        shaped = None if rec.result_shape is None else fast.new_last_as(rec.result_shape)
-        _NEW_OUT[kind] = (axis, fast.call_new_last, rec.result_shape) if shaped is None else (axis, shaped, None)
+        _NEW_OUT[kind] = _new_out_entry(axis, fast.call_new_last, rec)
 
 
 def _recorded(kind: str, x: Any, axis: Any) -> Any:
@@ -1119,9 +1124,7 @@ def _record_fused_new_out(fn: str, axis: Any, rec: _Recorded, keepdims: Any, dty
         and (fn not in _DEFAULT_OPTION or type(option) in (int, float))
         and call is not None
     ):
-        # one result: made in the caller's shape (0-d for a whole reduction), no view per call
-        shaped = None if rec.result_shape is None or fn == "var_mean" else fast.new_last_as(rec.result_shape)
-        _NEW_OUT[_new_out_key(fn, option)] = (axis, call, rec.result_shape) if shaped is None else (axis, shaped, None)
+        _NEW_OUT[_new_out_key(fn, option)] = _new_out_entry(axis, call, rec, shaped=fn != "var_mean")
 
 
 def _new_out_key(fn: str, option: Any) -> str:

@@ -758,40 +758,52 @@ def test_misaligned_device_array_is_refused_before_any_launch(fake_gpu):
     assert "launch" in [e[0] for e in fake_gpu.log]
 
 
+class _FakeTorchTensor:
+    """Just what the generated torch short paths touch (tests below): a device-0,
+    contiguous tensor of 4-byte elements at address ``ptr``."""
+
+    def __init__(self, ptr, shape=(64,), dtype="int32"):
+        self.ptr, self.shape, self.dtype = ptr, tuple(shape), dtype
+
+    def get_device(self):
+        return 0
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return self.ptr
+
+    def element_size(self):
+        return 4
+
+    def numel(self):
+        return int(np.prod(self.shape))
+
+    def new_empty(self, shape):
+        return _FakeTorchTensor(0x9000, shape, self.dtype)
+
+
+def _fake_torch(monkeypatch):
+    """A ``torch`` module of :class:`_FakeTorchTensor` (empty_like at 0x9100, stream 0x7)."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    torch = ModuleType("torch")
+    torch.Tensor = _FakeTorchTensor
+    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
+    torch.empty_like = lambda t: _FakeTorchTensor(0x9100, t.shape, t.dtype)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+
+
 def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
     """The generated short path (on fake torch tensors): a param with an alignment
     wider than its element is checked (a mismatch goes to the full path, which
     raises); a param without one is not."""
-    import sys
-    from types import ModuleType, SimpleNamespace
+    from types import SimpleNamespace
 
-    class Tensor:
-        def __init__(self, ptr, dtype="int32", shape=(64,)):
-            self.ptr, self.dtype, self.shape = ptr, dtype, shape
-
-        def get_device(self):
-            return 0
-
-        def is_contiguous(self):
-            return True
-
-        def data_ptr(self):
-            return self.ptr
-
-        def element_size(self):
-            return 4
-
-        def numel(self):
-            return 64
-
-        def new_empty(self, shape):
-            return Tensor(0x9000, self.dtype, shape)
-
-    torch = ModuleType("torch")
-    torch.Tensor = Tensor
-    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
-    torch.empty_like = lambda t: Tensor(0x9100, t.dtype, t.shape)
-    monkeypatch.setitem(sys.modules, "torch", torch)
+    Tensor = _FakeTorchTensor
+    _fake_torch(monkeypatch)
     launched, full_calls = [], []
     monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
     g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
@@ -815,36 +827,10 @@ def test_torch_short_path_makes_a_result_of_the_callers_shape(monkeypatch):
     """``new_last_as(shape)``: the short path whose new result has the caller's shape
     (a whole reduction's 0-d result for a (1,) destination), launched on its address;
     one generated function per shape; a shape of another size is refused."""
-    import sys
-    from types import ModuleType, SimpleNamespace
+    from types import SimpleNamespace
 
-    class Tensor:
-        def __init__(self, ptr, shape):
-            self.ptr, self.dtype, self.shape = ptr, "f32", shape
-
-        def get_device(self):
-            return 0
-
-        def is_contiguous(self):
-            return True
-
-        def data_ptr(self):
-            return self.ptr
-
-        def element_size(self):
-            return 4
-
-        def numel(self):
-            return int(np.prod(self.shape))
-
-        def new_empty(self, shape):
-            return Tensor(0x9000, tuple(shape))
-
-    torch = ModuleType("torch")
-    torch.Tensor = Tensor
-    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
-    torch.empty_like = lambda t: Tensor(0x9100, t.shape)
-    monkeypatch.setitem(sys.modules, "torch", torch)
+    Tensor = _FakeTorchTensor
+    _fake_torch(monkeypatch)
     launched = []
     monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
     g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)

@@ -424,6 +424,7 @@ class _TorchFastPath:
             "MISSING": _MISSING,
         }
         n = len(args)
+        self._new_last_src: str | None = None  # call_new_last's source (new_last_as compiles it again)
         names = [f"a{i}" for i in range(n)]
         checks = []
         for i, a in enumerate(args):
@@ -512,8 +513,6 @@ class _TorchFastPath:
         self.call_new_last2 = env.get("call_new_last2")
         self._env = env
         self._shaped: dict[tuple[int, ...], Any] = {}
-        if n < 2:
-            self._new_last_src = None
 
     def new_last_as(self, shape: tuple[int, ...]) -> Any:
         """``call_new_last`` whose new last argument has ``shape`` (as many elements as

@@ -33,6 +33,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES
 from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.memory import PtrAddOp
 from bulkred_dialect.ops.target import Target
@@ -49,7 +50,12 @@ from bulkred_dialect.passes.canonical import Canonical, canonical
 from bulkred_dialect.passes.elements import Elem, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.fused import Reducer
-from bulkred_dialect.passes.predicates import ANY_GRID_DTYPE, FUSED_MATH, Predicate, exec_scope_in
+from bulkred_dialect.passes.predicates import (
+    ANY_GRID_DTYPE,
+    FUSED_MATH,
+    Predicate,
+    exec_scope_in,
+)
 from bulkred_dialect.passes.variants.kernel import elem_of
 
 MAX_GRID_Y = 65535
@@ -307,6 +313,30 @@ def store_out(e: Emitter, r: Reducer, dst: SSAValue, state: list[SSAValue], inde
         size = out.bytes
         off = e.mul_i(index, size) if isinstance(index, SSAValue) else e.const(index * size, i64)
         e.st(ld_type(out), e.ptr_add(global_ptr(e, op.aux), off), e.convert(aux, elem.accumulator, out))
+
+
+def offset_of(e: Emitter, linear: SSAValue, dims: list[tuple[int, int]]) -> SSAValue:
+    """The element offset (``i64``) of the row-major index ``linear`` (``i64``) over
+    ``dims``, (extent, element stride in ``src``) pairs outermost first."""
+    off = None
+    rest = linear
+    for k in range(len(dims) - 1, -1, -1):
+        extent, stride = dims[k]
+        if k == 0:
+            digit = rest  # below the outermost extent already
+        else:
+            ext = e.const(extent, i64)
+            digit = e.value(RemOp(ArithType.U64, rest, ext))
+            rest = e.value(DivOp(ArithType.U64, rest, ext))
+        term = e.mul_i(digit, stride) if stride != 1 else digit
+        off = term if off is None else e.add_i(off, term)
+    return off if off is not None else e.const(0, i64)
+
+
+def store_lanes(e: Emitter, r: Reducer, dst: SSAValue, states: Sequence[list[SSAValue]], first: SSAValue) -> None:
+    """:func:`store_out` of each vector lane's state: lane j at ``dst[first + j]``."""
+    for j, state in enumerate(states):
+        store_out(e, r, dst, state, e.add_i(first, j))
 
 
 def global_ptr(e: Emitter, buffer: SSAValue) -> SSAValue:

@@ -25,11 +25,9 @@ Spec: PTX ISA, div, rem, ld, shfl.sync, redux.sync (docs/scopes.md).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
@@ -44,6 +42,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     grid_predicates,
     load_item,
     neutral,
+    offset_of,
     reducer,
     set_launch,
     store_out,
@@ -51,6 +50,7 @@ from bulkred_dialect.passes.variants.grid_common import (
 from bulkred_dialect.passes.variants.grid_full import lower_grid_full
 from bulkred_dialect.passes.variants.grid_middle import lower_grid_middle
 from bulkred_dialect.passes.variants.grid_rows import lower_grid_rows
+from bulkred_dialect.passes.variants.grid_runs import lower_grid_runs, runs_form
 from bulkred_dialect.passes.variants.grid_split_det import lower_grid_split_det
 from bulkred_dialect.passes.variants.kernel import (
     emitter_at,
@@ -63,29 +63,11 @@ WARPS = BLOCK // WARP
 CTAS_PER_SM = 8
 
 
-def offset_of(e: Emitter, linear: SSAValue, dims: list[tuple[int, int]]) -> SSAValue:
-    """The element offset (``i64``) of the row-major index ``linear`` (``i64``) over
-    ``dims``, (extent, element stride in ``src``) pairs outermost first."""
-    off = None
-    rest = linear
-    for k in range(len(dims) - 1, -1, -1):
-        extent, stride = dims[k]
-        if k == 0:
-            digit = rest  # below the outermost extent already
-        else:
-            ext = e.const(extent, i64)
-            digit = e.value(RemOp(ArithType.U64, rest, ext))
-            rest = e.value(DivOp(ArithType.U64, rest, ext))
-        term = e.mul_i(digit, stride) if stride != 1 else digit
-        off = term if off is None else e.add_i(off, term)
-    return off if off is not None else e.const(0, i64)
-
-
 def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
-    # a dense whole, inner or outer form reaches this variant when forced (a view off the
-    # vector alignment): its streaming variant's loop with scalar loads, which need none
+    # a form another variant streams reaches this one when forced (a view off the vector
+    # alignment): that variant's loop with scalar loads, which need no alignment
     if form.form == WHOLE:
         return lower_grid_full(op, rewriter, target, vec=1)
     if form.form == INNER:
@@ -94,12 +76,8 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
         return lower_grid_split_det(op, rewriter, target, max_vec=1)
     if form.form == MIDDLE and form.batch <= MAX_GRID_Y:
         return lower_grid_middle(op, rewriter, target, max_vec=1)
-    from bulkred_dialect.passes.variants import (
-        grid_runs,  # it builds on this module's offset_of
-    )
-
-    if grid_runs.runs_form(form):
-        return grid_runs.lower_grid_runs(op, rewriter, target, max_vec=1)
+    if runs_form(form):
+        return lower_grid_runs(op, rewriter, target, max_vec=1)
     kernel = enclosing_kernel(op)
     assert kernel is not None
     red = reducer(op)

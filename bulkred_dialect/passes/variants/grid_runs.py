@@ -47,13 +47,13 @@ from bulkred_dialect.passes.variants.grid_common import (
     global_ptr,
     grid_predicates,
     neutral,
+    offset_of,
     reducer,
     set_launch,
     store_out,
     stream,
 )
 from bulkred_dialect.passes.variants.grid_full import grid_combine, workspace_bytes
-from bulkred_dialect.passes.variants.grid_gather import offset_of
 from bulkred_dialect.passes.variants.kernel import (
     cta_reduce_state,
     elem_of,
@@ -68,21 +68,26 @@ MIN_ITEMS = 2
 UNROLL = 4
 
 
+def _verdict(f: Canonical) -> tuple[bool, str]:
+    """Whether this variant takes form ``f``, and what it saw (the ``runs`` row)."""
+    if f.form not in (GENERAL, STRIDED):
+        return False, f"form {f.form}"
+    if not f.reduced[-1]:
+        return False, "innermost axis kept"
+    if f.element_strides()[-1] != 1:
+        return False, f"innermost stride {f.element_strides()[-1]}"
+    n = sum(f.reduced)
+    return n == 2, f"{n} reduced axes, the innermost contiguous"
+
+
 def runs_form(f: Canonical) -> bool:
-    """``f`` is a form this variant takes (the ``runs`` predicate and its form)."""
-    return f.form in (GENERAL, STRIDED) and f.reduced[-1] and f.element_strides()[-1] == 1 and sum(f.reduced) == 2
+    """``f`` is a form this variant takes (its form and ``runs`` predicates)."""
+    return _verdict(f)[0]
 
 
 def _runs(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, ReduceOp)
-    f = form_of(op)
-    strides = f.element_strides()
-    if f.form not in (GENERAL, STRIDED):
-        return False, f"form {f.form}"
-    if not f.reduced[-1] or strides[-1] != 1:
-        return False, "innermost axis kept" if not f.reduced[-1] else f"innermost stride {strides[-1]}"
-    n = sum(f.reduced)
-    return n == 2, f"{n} reduced axes, the innermost contiguous"
+    return _verdict(form_of(op))
 
 
 PREDICATES = [

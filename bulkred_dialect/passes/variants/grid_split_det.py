@@ -39,7 +39,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     neutral,
     reducer,
     set_launch,
-    store_out,
+    store_lanes,
     stream,
 )
 from bulkred_dialect.passes.variants.kernel import (
@@ -140,13 +140,13 @@ def one_cta(op: ReduceOp, rewriter: PatternRewriter, form: Form, vec: int, cols:
 
     def finish(b: Emitter) -> list:
         q = b.ptr_add(sh, b.mul_i(col, vec * slot))
-        y = global_ptr(b, op.dst)
-        first = b.mul_i(b.wide(col), vec)
+        totals = []
         for j in range(vec):
             total = r.load(b, q, j * slot)
             for k in range(1, groups):
                 total = r.combine(b, total, r.load(b, q, (k * cols * vec + j) * slot))
-            store_out(b, r, y, total, b.add_i(first, j) if j else first)
+            totals.append(total)
+        store_lanes(b, r, global_ptr(b, op.dst), totals, b.mul_i(b.wide(col), vec))
         return []
 
     e.if_(e.cmp("ult", tid, cols), finish)
@@ -196,18 +196,16 @@ def split_det(
     out_base = None if o is None or not r.exp_sub else e.mul_i(e.wide(o), plan.n)
     col, accs = column_partial(e, op, plan, tid, tile_id, s, 4 if r.plain else 8, base=base, out_base=out_base)
     valid = e.cmp("slt", col, plan.n)
+
+    def store_columns(b: Emitter, states: list[list[SSAValue]]) -> None:
+        """``dst`` of the thread's columns (of block ``o`` of the batch)."""
+        first = b.wide(col)
+        if o is not None:
+            first = b.add_i(first, b.mul_i(b.wide(o), plan.n))
+        store_lanes(b, r, global_ptr(b, op.dst), states, first)
+
     if ws is None:  # one CTA per column tile (a short matrix): its states are the results
-
-        def direct(b: Emitter) -> list:
-            y = global_ptr(b, op.dst)
-            first = b.wide(col)
-            if o is not None:
-                first = b.add_i(first, b.mul_i(b.wide(o), plan.n))
-            for j, v in enumerate(r.split(accs)):
-                store_out(b, r, y, v, b.add_i(first, j) if j else first)
-            return []
-
-        e.if_(valid, direct)
+        e.if_(valid, lambda b: store_columns(b, r.split(accs)))
         rewriter.erase(op)
         return
     w = global_ptr(e, ws)
@@ -265,12 +263,7 @@ def split_det(
                     total = c.for_(0, rounds, FINISH_UNROLL, total, unrolled(FINISH_UNROLL))
                 if plan.split > rounds:
                     total = c.for_(rounds, plan.split, 1, total, unrolled(1))
-            y = global_ptr(c, op.dst)
-            first = c.wide(col)
-            if o is not None:
-                first = c.add_i(first, c.mul_i(c.wide(o), plan.n))
-            for j, v in enumerate(r.split(total)):
-                store_out(c, r, y, v, c.add_i(first, j))
+            store_columns(c, r.split(total))
             return []
 
         def reset(c: Emitter) -> list:
