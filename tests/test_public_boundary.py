@@ -207,7 +207,7 @@ OTHERS: list[Entry] = [
     _e("interpreter.run_kernel", run_kernel,
        lambda b: ((_level2(), "test_func", *_seed_arrays()), {"thread_id": (0, 0, 0), "block_id": (0, 0, 0), "cluster_rank": 0})),
     _e("interpreter.run_grid", run_grid,
-       lambda b: ((_level2(), "test_func", *_seed_arrays()), {"grid": None, "block": None, "timeout_s": 60.0})),
+       lambda b: ((_level2(), "test_func", *_seed_arrays()), {"grid": None, "block": None})),
     # the backend
     _e("printer.print_ptx", printer.print_ptx, lambda b: ((_level3(), "sm_90a"), {})),
     _e("assemble.assemble", assemble.assemble,

@@ -21,7 +21,7 @@ say() { echo "setup: $*" >&2; }
 have_all() {
   "$VENV/bin/python" -I - "$PWD" <<'EOF' 2>/dev/null
 import importlib.util, os, sys
-names = ["bulkred_dialect", "xdsl", "numpy", "cuda.core", "filecheck", "lit", "pytest"]
+names = ["bulkred_dialect", "xdsl", "numpy", "greenlet", "cuda.core", "filecheck", "lit", "pytest"]
 specs = [importlib.util.find_spec(n) for n in names]
 ours = specs[0] is not None and os.path.dirname(specs[0].origin) == os.path.join(sys.argv[1], "bulkred_dialect")
 sys.exit(0 if ours and all(specs) else 1)
@@ -84,7 +84,7 @@ if ! pip_quietly install -e ".[test]"; then
   exit 1
 fi
 if ! have_all; then
-  say "installed, but bulkred_dialect, xdsl, numpy, cuda.core, filecheck, lit or pytest is not importable from $VENV"
+  say "installed, but bulkred_dialect, xdsl, numpy, greenlet, cuda.core, filecheck, lit or pytest is not importable from $VENV"
   exit 1
 fi
 fingerprint >"$STAMP"

@@ -20,7 +20,8 @@ echo "== pytest tests"
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulkred-test-run-XXXXXX") || exit 1
 # One worker per CPU; a module's tests stay on one worker, so that a module-scoped
 # fixture (the differential report, assembled once) is not made once per worker.
-TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile tests "$@" || status=1
+# --durations=10: the slowest ten tests close every run, so that growth shows.
+TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile --durations=10 tests "$@" || status=1
 leftovers=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'bulkred-test-cache-*')
 if [ -n "$leftovers" ]; then
     echo "error: pytest left compile caches behind (tests/conftest.py removes its own):" >&2

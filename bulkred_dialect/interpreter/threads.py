@@ -2,8 +2,9 @@
 
 :func:`run_grid` runs the kernel's CTAs one after another (a schedule the GPU may also
 pick: CTAs of a grid without clusters cannot wait for each other) and, inside a CTA,
-every thread as a Python thread with its own interpreter (the ids of
-:mod:`bulkred_dialect.interpreter.kernel_ids`), sharing:
+every thread as a greenlet (a coroutine with a stack of its own: no OS thread) with its
+own interpreter values (the ids of :mod:`bulkred_dialect.interpreter.kernel_ids`),
+switched by the CTA's scheduler at each collective, and sharing:
 
 * the kernel's buffers (global memory), and one buffer per ``memref.alloca`` of
   ``#bulkred.scope<shared>`` per CTA (shared memory);
@@ -18,18 +19,18 @@ so a fence orders nothing that is not already ordered. Clusters are not run (``m
 ``mbarrier`` and the bulk copies have no interpretation).
 
 A thread that raises stops the CTA: the error is re-raised with the thread's ids; a
-barrier or exchange that not every thread reaches fails after ``timeout_s`` seconds.
+barrier or exchange that not every thread reaches fails as soon as no thread can go on.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
-import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import greenlet
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
@@ -38,7 +39,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from bulkred_dialect.errors import ArgumentError, InterpretError
-from bulkred_dialect.interpreter.kernel_ids import ThreadIds
+from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.run import find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.values import (
@@ -63,51 +64,97 @@ class CollectiveError(InterpretationError):
     interpreter does not model."""
 
 
+class _Rendezvous:
+    """Where the threads of one group (a CTA's barrier, a warp's exchange) meet: each
+    arriving thread deposits a value; the last one to arrive releases all of them, each
+    with the list of every slot's value."""
+
+    def __init__(self, size: int, what: str):
+        self.size, self.what = size, what
+        self.slots: list[Any] = [None] * size
+        self.waiting: list[_Thread] = []
+
+
+@dataclass(eq=False)
+class _Thread:
+    """One simulated thread: its ids, its linear index in the CTA and its greenlet."""
+
+    ids: ThreadIds
+    linear: int
+    glet: greenlet.greenlet | None = None
+    waits_at: _Rendezvous | None = None
+
+
 @dataclass
 class _Cta:
-    """What the threads of one CTA share."""
+    """What the threads of one CTA share, and the scheduler that runs them.
+
+    Each thread is a greenlet (a coroutine with its own stack, no OS thread): the
+    scheduler switches into one thread, which interprets ops until it finishes or
+    reaches a collective (``bar.sync``, ``shfl.sync``, ``redux.sync``); there it
+    deposits its value and switches back. The last thread of the group to arrive makes
+    every thread of the group ready again. Threads run in a fixed order (ready threads
+    first in, first out, starting in linear thread order), so a run is repeatable, also
+    where the order of atomics to one address decides the bits of a float result.
+    Sequential consistency follows: one thread runs at a time."""
 
     nthreads: int
-    timeout_s: float
-    barrier: threading.Barrier = field(init=False)
-    warps: dict[int, _WarpExchange] = field(default_factory=dict)
+    barrier: _Rendezvous = field(init=False)
+    warps: dict[int, _Rendezvous] = field(default_factory=dict)
     shared: dict[Operation, np.ndarray] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    current: _Thread | None = None
+    ready: deque[tuple[_Thread, Any]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
-        self.barrier = threading.Barrier(self.nthreads)
+        self.barrier = _Rendezvous(self.nthreads, "")
         for w in range(0, self.nthreads, WARP):
-            self.warps[w // WARP] = _WarpExchange(min(WARP, self.nthreads - w))
+            self.warps[w // WARP] = _Rendezvous(min(WARP, self.nthreads - w), "")
 
-    def abort(self) -> None:
-        self.barrier.abort()
-        for w in self.warps.values():
-            w.barrier.abort()
+    def meet(self, group: _Rendezvous, slot: int, value: Any, what: str) -> list[Any]:
+        """Deposit ``value`` in ``slot`` of ``group`` and wait for the group's other
+        threads; return every slot's value."""
+        me = self.current
+        assert me is not None and me.glet is greenlet.getcurrent()
+        group.slots[slot] = value
+        group.what = what
+        group.waiting.append(me)
+        if len(group.waiting) == group.size:
+            values = list(group.slots)
+            for t in group.waiting:
+                t.waits_at = None
+                self.ready.append((t, values))
+            group.waiting = []
+        else:
+            me.waits_at = group
+        # back to the scheduler, until this thread is made ready with the values
+        return me.glet.parent.switch()  # type: ignore[union-attr]
 
-
-class _WarpExchange:
-    """Every lane of a warp deposits a value and gets all of them."""
-
-    def __init__(self, lanes: int):
-        self.lanes = lanes
-        self.slots: list[Any] = [None] * lanes
-        self.barrier = threading.Barrier(lanes)
-
-    def exchange(self, lane: int, value: Any, timeout_s: float, what: str) -> list[Any]:
-        self.slots[lane] = value
-        _wait(self.barrier, timeout_s, what)
-        values = list(self.slots)
-        _wait(self.barrier, timeout_s, what)  # nobody overwrites a slot before all have read
-        return values
-
-
-def _wait(barrier: threading.Barrier, timeout_s: float, what: str) -> None:
-    try:
-        barrier.wait(timeout_s)
-    except threading.BrokenBarrierError:
-        raise CollectiveError(
-            f"{what}: not every thread arrived (another thread failed, or took another path)"
-        ) from None
+    def run(self, threads: list[_Thread], body: Callable[[_Thread], None]) -> None:
+        """Run every thread to its end; raise the first error a thread raises, or a
+        :class:`CollectiveError` when the threads left all wait at collectives that the
+        others never reach."""
+        for t in threads:
+            t.glet = greenlet.greenlet(body)
+            self.ready.append((t, t))
+        try:
+            while self.ready:
+                t, value = self.ready.popleft()
+                self.current = t
+                t.glet.switch(value)  # type: ignore[union-attr]
+            stuck = [t for t in threads if t.waits_at is not None]
+            if stuck:
+                t = stuck[0]
+                g = t.waits_at
+                assert g is not None
+                raise InterpretationError(
+                    f"thread {t.ids.thread_id} of CTA {t.ids.block_id}: {g.what}: not every thread arrived "
+                    f"({len(g.waiting)} of {g.size} threads waited there; the others had finished or took another path)"
+                )
+        finally:
+            self.current = None
+            for t in threads:  # end the threads still suspended (an error, a deadlock)
+                if t.glet is not None and not t.glet.dead:
+                    t.glet.throw(greenlet.GreenletExit)
 
 
 def shfl_source_lane(mode: ShflMode, lane: int, b: int, c: int) -> int:
@@ -142,26 +189,40 @@ def _redux(op: ReduxSyncOp, values: list[Any]) -> Any:
 
 @register_impls
 class ThreadFunctions(InterpreterFunctions):
-    """The collectives and special registers of one thread of a CTA."""
+    """The collectives and special registers of the CTA's running thread
+    (``cta.current``): one instance serves every thread of a CTA."""
 
-    def __init__(self, cta: _Cta, ids: ThreadIds, block: tuple[int, int, int], grid: tuple[int, int, int]):
-        self.cta, self.ids, self.block, self.grid = cta, ids, block, grid
-        x, y, z = ids.thread_id
-        self.linear = (z * block[1] + y) * block[0] + x
+    def __init__(self, cta: _Cta, block: tuple[int, int, int], grid: tuple[int, int, int]):
+        self.cta, self.block, self.grid = cta, block, grid
+
+    @property
+    def ids(self) -> ThreadIds:
+        return self._thread.ids
+
+    @property
+    def linear(self) -> int:
+        return self._thread.linear
+
+    @property
+    def _thread(self) -> _Thread:
+        t = self.cta.current
+        assert t is not None, "a thread's op interpreted outside the CTA's scheduler"
+        return t
 
     @property
     def lane(self) -> int:
         return self.linear % WARP
 
     def _warp_values(self, op: Operation, value: Any, mask: int) -> list[Any]:
-        warp = self.cta.warps[self.linear // WARP]
-        full = (1 << warp.lanes) - 1
+        w = self.linear // WARP
+        warp = self.cta.warps[w]
+        full = (1 << warp.size) - 1
         if mask & full != full:
             raise CollectiveError(
                 f"'{op.name}' membermask {mask:#010x}: the interpreter runs only "
                 f"whole warps (mask {full:#010x})"
             )
-        return warp.exchange(self.lane, value, self.cta.timeout_s, f"'{op.name}' of warp {self.linear // WARP}")
+        return self.cta.meet(warp, self.lane, value, f"'{op.name}' of warp {w}")
 
     @impl(ShflSyncOp)
     def run_shfl(self, interpreter: Interpreter, op: ShflSyncOp, args: PythonValues) -> PythonValues:
@@ -181,7 +242,7 @@ class ThreadFunctions(InterpreterFunctions):
     def run_bar_sync(self, interpreter: Interpreter, op: BarSyncOp, args: PythonValues) -> PythonValues:
         if op.id.value.data != 0:
             raise CollectiveError(f"'{op.name}' {op.id.value.data}: only barrier 0 is modelled")
-        _wait(self.cta.barrier, self.cta.timeout_s, f"'{op.name}' 0")
+        self.cta.meet(self.cta.barrier, self.linear, None, f"'{op.name}' 0")
         return ()
 
     @impl(memref.AllocaOp)
@@ -191,10 +252,9 @@ class ThreadFunctions(InterpreterFunctions):
         t = op.memref.type
         if scope_of(t) != MemoryScope.SHARED:
             return (new_buffer(t, interpreter.index_bitwidth),)
-        with self.cta.lock:
-            if op not in self.cta.shared:
-                self.cta.shared[op] = new_buffer(t, interpreter.index_bitwidth)
-            return (self.cta.shared[op],)
+        if op not in self.cta.shared:
+            self.cta.shared[op] = new_buffer(t, interpreter.index_bitwidth)
+        return (self.cta.shared[op],)
 
     @impl(MovSregOp)
     def run_mov_sreg(self, interpreter: Interpreter, op: MovSregOp, args: PythonValues) -> PythonValues:
@@ -214,6 +274,19 @@ class ThreadFunctions(InterpreterFunctions):
         if r not in table:
             raise InterpretationError(f"'{op.name}' %{r} is not modelled by the interpreter")
         return (table[r](),)
+
+
+class _CtaKernelIds(KernelIdFunctions):
+    """The kernel index ops of the CTA's running thread."""
+
+    def __init__(self, cta: _Cta):  # no super().__init__: ids is the running thread's
+        self.cta = cta
+
+    @property
+    def ids(self) -> ThreadIds:  # type: ignore[override]
+        t = self.cta.current
+        assert t is not None, "a thread's op interpreted outside the CTA's scheduler"
+        return t.ids
 
 
 def _dims(v: int | tuple[int, ...] | None, default: tuple[int, int, int], field: str) -> tuple[int, int, int]:
@@ -236,7 +309,6 @@ def run_grid(
     *arrays: Any,
     grid: int | tuple[int, ...] | None = None,
     block: int | tuple[int, ...] | None = None,
-    timeout_s: float = 60.0,
 ) -> tuple[np.ndarray, ...]:
     """Run every thread of ``func.func @name`` (level-2 IR) on the buffers ``arrays``
     and return the memref arguments after the run, as :func:`run_kernel` does.
@@ -251,14 +323,11 @@ def run_grid(
         raise InterpretError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
     grid3 = _dims(grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or not 0 < timeout_s < math.inf:
-        raise ArgumentError(f"'timeout_s' of run_grid must be a number of seconds > 0, got {timeout_s!r:.40}")
-    index_bitwidth = Interpreter(module).index_bitwidth
-    args = prepare_arguments(callee, arrays, index_bitwidth)
+    args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
     for bz in range(grid3[2]):
         for by in range(grid3[1]):
             for bx in range(grid3[0]):
-                _run_cta(module, callee, args, (bx, by, bz), block3, grid3, timeout_s)
+                _run_cta(module, callee, args, (bx, by, bz), block3, grid3)
     return tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
 
 
@@ -269,33 +338,31 @@ def _run_cta(
     block_id: tuple[int, int, int],
     block3: tuple[int, int, int],
     grid3: tuple[int, int, int],
-    timeout_s: float,
 ) -> None:
-    cta = _Cta(block3[0] * block3[1] * block3[2], timeout_s)
-    errors: list[tuple[tuple[int, int, int], BaseException]] = []
-
-    def body(tid: tuple[int, int, int]) -> None:
-        ids = ThreadIds(tid, block_id, 0)
-        try:
-            interpreter = make_interpreter(module, ids)
-            interpreter.register_implementations(ThreadFunctions(cta, ids, block3, grid3), override=True)
-            interpreter.call_op(callee, tuple(args))
-        except BaseException as e:  # noqa: BLE001 - re-raised below, with the thread's ids
-            errors.append((tid, e))
-            cta.abort()
-
+    cta = _Cta(block3[0] * block3[1] * block3[2])
+    # One interpreter's implementations serve the CTA's threads: the thread-dependent
+    # ones (ids, collectives, special registers) read the running thread, cta.current.
+    # Each thread gets its own Interpreter (its own values) over that one table.
+    shared = make_interpreter(module)
+    shared.register_implementations(_CtaKernelIds(cta), override=True)
+    shared.register_implementations(ThreadFunctions(cta, block3, grid3), override=True)
     threads = [
-        threading.Thread(target=body, args=((x, y, z),), daemon=True)
+        _Thread(ThreadIds((x, y, z), block_id, 0), (z * block3[1] + y) * block3[0] + x)
         for z in range(block3[2])
         for y in range(block3[1])
         for x in range(block3[0])
     ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        # the first failure that is not just another thread seeing the barrier broken
-        first = next((e for e in errors if not isinstance(e[1], CollectiveError)), errors[0])
-        tid, e = first
-        raise InterpretationError(f"thread {tid} of CTA {block_id}: {e}") from e
+
+    def body(_: _Thread) -> None:
+        interpreter = Interpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
+        interpreter.call_op(callee, tuple(args))
+
+    try:
+        cta.run(threads, body)
+    except CollectiveError:
+        raise
+    except InterpretationError as e:
+        if str(e).startswith("thread ("):
+            raise
+        t = cta.current
+        raise InterpretationError(f"thread {t.ids.thread_id} of CTA {block_id}: {e}") from e
