@@ -7,9 +7,11 @@ and pass errors are reported as ``file:line:col: error: 'op.name' message``.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
@@ -21,7 +23,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Block, Operation, Region, TypeAttribute
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -301,16 +303,165 @@ def _check_indices(op: Operation) -> None:
             )
 
 
+def _memref_indices(op: Operation) -> tuple[Attribute, Sequence[SSAValue]]:
+    """(memref type, indices) of a memref.load / memref.store."""
+    if op.name == "memref.load":
+        return op.operands[0].type, op.operands[1:]
+    return op.operands[1].type, op.operands[2:]
+
+
+def _constant_index(v: SSAValue) -> int | None:
+    """The value of an ``arith.constant`` index (or integer), else None."""
+    owner = v.owner
+    if isinstance(owner, Operation) and owner.name == "arith.constant":
+        value = getattr(owner, "value", None)
+        if isinstance(value, IntegerAttr):
+            return value.value.data
+    return None
+
+
+def _check_constant_indices(op: Operation) -> None:
+    """memref.load / memref.store: a constant index must lie in its static dimension
+    (xDSL checks nothing; lowered, it would address memory outside the buffer)."""
+    t, indices = _memref_indices(op)
+    if not isinstance(t, MemRefType):
+        return
+    for i, (v, dim) in enumerate(zip(indices, t.get_shape())):
+        c = _constant_index(v)
+        if c is not None and dim >= 0 and not 0 <= c < dim:
+            raise VerifyException(f"'indices' #{i} must be in [0, {dim}) for dimension {i} of {t}, got {c}")
+
+
+def _static(values: Sequence[int]) -> list[int | None]:
+    return [None if v == DYNAMIC_INDEX else v for v in values]
+
+
+def _check_subview(op: Operation) -> None:
+    """memref.subview with static offsets, sizes and strides: against the source's
+    static shape (each dimension of the view inside the source's), and its declared
+    result type against the one inferred from them (shape, and the strides and offset
+    of the layout; a dimension of size 1 may be dropped, a static stride or offset may
+    be declared dynamic). xDSL 0.74 checks neither: a view past the end of its source
+    was lowered to loads outside the buffer."""
+    from xdsl.dialects.memref import SubviewOp  # only once a subview is verified
+
+    if not isinstance(op, SubviewOp):
+        return
+    src, t = op.source.type, op.result.type
+    if not isinstance(src, MemRefType) or not isinstance(t, MemRefType):
+        return
+    rank = src.get_num_dims()
+    lists = {
+        "static_offsets": op.static_offsets.get_values(),
+        "static_sizes": op.static_sizes.get_values(),
+        "static_strides": op.static_strides.get_values(),
+    }
+    for field, values in lists.items():
+        if len(values) != rank:
+            raise VerifyException(
+                f"'{field}' must hold one value per dimension of {src} ({rank}), got {len(values)}"
+            )
+    offsets, sizes, strides = (_static(v) for v in lists.values())
+    for i, n in enumerate(sizes):
+        if n is not None and n < 0:
+            raise VerifyException(f"'static_sizes' #{i} must be >= 0, got {n}")
+    for i, (dim, o, n, s) in enumerate(zip(src.get_shape(), offsets, sizes, strides)):
+        if dim < 0:
+            continue
+        where = f"dimension {i} of {src}"
+        if o is not None and n is not None and s is not None:
+            if n == 0 and not 0 <= o <= dim:
+                raise VerifyException(f"'static_offsets' #{i} of an empty view must be in [0, {dim}] for {where}, got {o}")
+            last = o + (n - 1) * s
+            if n > 0 and not (0 <= o < dim and 0 <= last < dim):
+                raise VerifyException(
+                    f"dimension {i} of the view must lie in [0, {dim}) ({where}), got elements {o} to {last} "
+                    f"(offset {o}, size {n}, stride {s})"
+                )
+        elif o is not None and not 0 <= o <= dim:
+            raise VerifyException(f"'static_offsets' #{i} must be in [0, {dim}] for {where}, got {o}")
+        elif n is not None and s is not None and n > 0 and (n - 1) * abs(s) >= dim:
+            raise VerifyException(
+                f"dimension {i} of the view must fit in the {dim} elements of {where}, got a span of {(n - 1) * abs(s) + 1} "
+                f"(size {n}, stride {s})"
+            )
+    if src.get_strides() is None:
+        return  # a layout without strides: nothing to infer
+    dyn = {"offsets": iter(op.offsets), "sizes": iter(op.sizes), "strides": iter(op.strides)}
+    mixed = [
+        [next(dyn[k]) if v is None else v for v in values]
+        for k, values in zip(dyn, (offsets, sizes, strides))
+    ]
+    want = SubviewOp.infer_result_type(src, *mixed)
+    _check_subview_result(want, t)
+
+
+def _check_subview_result(want: MemRefType, t: MemRefType) -> None:
+    """``t`` is ``want``, or ``want`` with some dimensions of size 1 dropped; a static
+    stride or offset of ``want`` may be declared dynamic (``?``)."""
+    shape, got = list(want.get_shape()), list(t.get_shape())
+    kept: list[int] = []
+    for i, d in enumerate(shape):
+        if len(kept) < len(got) and got[len(kept)] == d:
+            kept.append(i)
+        elif d != 1:
+            break
+    problem = None
+    if t.element_type != want.element_type:
+        problem = f"its element type {t.element_type} is not {want.element_type}"
+    elif t.memory_space != want.memory_space:
+        problem = "its memory space differs from the source's"
+    elif len(kept) != len(got) or any(d != 1 for i, d in enumerate(shape) if i not in kept):
+        problem = f"its shape {_dims(got)} is not {_dims(shape)}"
+    else:
+        want_strides, got_strides = want.get_strides(), t.get_strides()
+        if want_strides is not None and got_strides is not None:
+            expected = [want_strides[i] for i in kept]
+            if any(g is not None and g != w for g, w in zip(got_strides, expected)):
+                problem = f"its strides {_dims(got_strides)} are not {_dims(expected)}"
+                if None in expected:
+                    problem += " (a stride given by an operand must be declared '?')"
+            elif (g := t.get_offset()) is not None and g != want.get_offset():
+                problem = f"its offset {g} is not {_dim(want.get_offset())}"
+                if want.get_offset() is None:
+                    problem += " (an offset given by an operand must be declared '?')"
+    if problem is not None:
+        reduced = " (or it without dimensions of size 1)" if 1 in shape else ""
+        raise VerifyException(f"result type must be {want}{reduced}, got {t}: {problem}")
+
+
+def _dim(d: int | None) -> str:
+    return "?" if d is None or d == DYNAMIC_INDEX else str(d)
+
+
+def _dims(ds: Sequence[int | None]) -> str:
+    return "[" + ", ".join(_dim(d) for d in ds) + "]"
+
+
+# Checks that xDSL 0.74's verifiers of its own ops lack, run after the op's own verifier
+# (docs/DEVELOPING.md, "Diagnostics").
+_UPSTREAM_CHECKS = {
+    "memref.load": _check_constant_indices,
+    "memref.store": _check_constant_indices,
+    "memref.subview": _check_subview,
+}
+
+
 def verify_located(module: ModuleOp) -> None:
     """Verify every op, raising :class:`LocatedError` for the first (innermost) failure.
 
     Some verifiers of xDSL's own dialects raise a bare ``Exception`` or fail an
     ``assert`` on bad input; for ops of those dialects any exception is a verifier error.
+    Some check too little: :data:`_UPSTREAM_CHECKS` adds what they lack (constant
+    indices of memref.load/store, memref.subview against its source).
     """
     for op in module.walk():
         try:
             _check_indices(op)
             op.verify(verify_nested_ops=False)
+            check = _UPSTREAM_CHECKS.get(op.name)
+            if check is not None:
+                check(op)
         except VerifyException as e:
             raise LocatedError(op, _root_message(e)) from None
         except Exception as e:

@@ -42,6 +42,19 @@ _SPLIT = re.compile(r"(?m)^// -----[ \t\r]*$")
 _LIST_ITEM = re.compile(r",\s*%[\w.$]+")
 _DIM = re.compile(r"(?<=[<x])\d+x")
 
+# Inputs the fuzzer found (issue 22, section 3), kept among the seeds by the lit chunks
+# that hold them: (lit file, a line of the chunk, the exit status bulkred-opt must give
+# with the file's -p/-t). Each used to end in an internal error or in code that
+# addressed memory outside its buffer (tests/test_mutation.py checks them).
+FINDS: tuple[tuple[str, str, int], ...] = (
+    ("tests/filecheck/passes/lower_to_ptx_bool.mlir", "memref.store %t, %A[%c0] : memref<4xi1", 0),
+    ("tests/filecheck/passes/lower_to_ptx_bool.mlir", "%x = memref.load %A[%i] : memref<4xi1", 0),
+    ("tests/filecheck/tools/upstream_verifier_errors.mlir", "memref.subview %A[3, 0] [2, 16] [1, 1]", 1),
+    ("tests/filecheck/tools/upstream_verifier_errors.mlir", "memref.subview %A[0, 0] [1, 4294967296]", 1),
+    ("tests/filecheck/tools/upstream_verifier_errors.mlir", "to memref<3x16xf32, strided<[16, 1], offset: 16>", 1),
+    ("tests/filecheck/tools/upstream_verifier_errors.mlir", "%x = memref.load %a[%c9] : memref<4xf32>", 1),
+)
+
 
 @dataclass(frozen=True)
 class Seed:

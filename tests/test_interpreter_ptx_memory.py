@@ -3,6 +3,8 @@ on addresses cast from memrefs, against numpy and a Python model of each PTX ope
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from xdsl.context import Context
@@ -274,3 +276,58 @@ def test_half_precision_red_and_atom_keep_subnormals(ctx):
     assert h2.view(np.uint16).tolist() == [3, 0x3C00]  # tiny + tiny + tiny, 1.0 + tiny rounds to 1.0
     assert old.view(np.uint16).tolist() == [2]
     assert b2.tolist() == [0x3F00, 0x3F00]  # max(-1, 0.5), max(tiny, 0.5)
+
+
+_BOOL_KERNEL = f"""
+  func.func @k(%A: memref<4xi1, {G}>, %B: memref<4xi1, {G}>, %i: index, %j: index) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %t = arith.constant true
+    %f = arith.constant false
+    %x = memref.load %A[%i] : memref<4xi1, {G}>
+    %y = memref.load %A[%j] : memref<4xi1, {G}>
+    %lt = arith.cmpi slt, %i, %j : index
+    memref.store %t, %B[%c0] : memref<4xi1, {G}>
+    memref.store %x, %B[%c1] : memref<4xi1, {G}>
+    memref.store %y, %B[%c2] : memref<4xi1, {G}>
+    memref.store %lt, %B[%c3] : memref<4xi1, {G}>
+    func.return
+  }}"""
+
+
+def _runnable(ctx: Context, lowered: builtin.ModuleOp) -> builtin.ModuleOp:
+    """The straight-line kernel ``lowered`` (lower-to-ptx's output) in a form the
+    interpreter runs: its !ptx.ptr<global> arguments cast from the level-2 memrefs,
+    ``ptx.mov.imm`` as ``arith.constant``, ``ptx.ret`` as ``func.return``."""
+    text = str(lowered)
+    text = re.sub(r"ptx\.mov\.imm (-?\d+) : (i\d+)", r"arith.constant \1 : \2", text)
+    text = text.replace("ptx.ret", "func.return")
+    t = f"memref<4xi1, {G}>"
+    text = text.replace(
+        "(%A: !ptx.ptr<global>, %B: !ptx.ptr<global>, %i: i64, %j: i64) {",
+        f"(%Am: {t}, %Bm: {t}, %i: i64, %j: i64) {{\n"
+        f"    %A = builtin.unrealized_conversion_cast %Am : {t} to !ptx.ptr<global>\n"
+        f"    %B = builtin.unrealized_conversion_cast %Bm : {t} to !ptx.ptr<global>",
+    )
+    return module(ctx, text.removeprefix("builtin.module {").rstrip().removesuffix("}"))
+
+
+@pytest.mark.parametrize(("i", "j"), [(0, 1), (3, 2), (2, 2)])
+def test_bool_loads_and_stores_agree_with_their_lowering(ctx, i, j):
+    """memref.load / memref.store of i1 at level 2 and lower-to-ptx's ld.u8 + setp.ne.b32
+    and selp.b32 + st.b8 (tests/filecheck/passes/lower_to_ptx_bool.mlir) give the same
+    bytes: a bool is one byte, stored as 1 or 0, and any non-zero byte loads as true."""
+    from bulkred_dialect.passes.lower_to_ptx.lower_pass import LowerToPtxPass
+
+    level2 = module(ctx, _BOOL_KERNEL)
+    lowered = module(ctx, _BOOL_KERNEL)
+    LowerToPtxPass().apply(ctx, lowered)
+    assert {"ptx.ld", "ptx.setp", "ptx.selp", "ptx.st"} <= {op.name for op in lowered.walk()}
+    a = np.array([0, 1, 2, 0xFF], np.uint8)  # 2 and 0xFF: not 0, so true
+    want = [1, int(a[i] != 0), int(a[j] != 0), int(i < j)]
+    _, b2 = run_kernel(level2, "k", a.copy(), np.full(4, 7, np.uint8), i, j)
+    _, b3 = run_kernel(_runnable(ctx, lowered), "k", a.copy(), np.full(4, 7, np.uint8), i, j)
+    assert b2.tolist() == want
+    assert b3.tolist() == want

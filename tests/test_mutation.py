@@ -32,6 +32,20 @@ def test_seeds_cover_the_examples_and_every_pipeline_stage():
     assert not any("assemble=true" in a for a in stages)
 
 
+def test_seeds_hold_the_fuzz_finds():
+    """Each input of mf.FINDS is a seed and gives its exit status: 0 (the i1 loads and
+    stores), or 1 with one located error, never an internal error."""
+    seeds = mf.seeds()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "find.mlir"
+        for source, line, want in mf.FINDS:
+            (seed,) = [s for s in seeds if s.source.startswith(source + ":") and line in s.text]
+            status, output = mf.run_one(seed.text, seed.args, path, 5.0)
+            assert status == want and not mf.is_failure(status, output), (seed.source, status, output)
+            if want == 1:
+                assert output.startswith(f"{path}:") and ": error: '" in output, output
+
+
 def test_mutations_are_seeded_and_change_the_input():
     (s, *_) = mf.seeds()
     vocab = ["%x", "0", "func.func"]

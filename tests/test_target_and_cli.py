@@ -351,6 +351,74 @@ def test_cli_recursion_after_parsing_is_an_error_not_a_crash(ok_file, capsys, mo
 
 # endregion
 
+# region bulkred-opt: the fuzz finds of issue 22 (section 3)
+
+_G = "#bulkred.scope<global>"
+_BOOL_STORE = f"""func.func @k(%A: memref<4xi1, {_G}>) {{
+  %c0 = arith.constant 0 : index
+  %t = arith.constant true
+  memref.store %t, %A[%c0] : memref<4xi1, {_G}>
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize("args", [["-p", "lower-to-ptx"], ["-p", "bulkred-to-ptx", "-t", "ptx"]])
+def test_cli_stores_a_bool_as_one_byte(tmp_path, capsys, args):
+    """An i1 stored to a global buffer was an internal error (exit 2): now st.b8 of 1."""
+    f = tmp_path / "bool.mlir"
+    f.write_text(_BOOL_STORE)
+    assert main([str(f), *args]) == 0
+    out = capsys.readouterr().out
+    assert ("st.global.b8" if "ptx" in args else "ptx.st b8") in out
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        (
+            f"""  %c0 = arith.constant 0 : index
+  %x = memref.load %A[%c0] : memref<4xi1, {_G}>
+  %c9 = arith.constant 9 : index
+  memref.store %x, %A[%c9] : memref<4xi1, {_G}>""",
+            4,
+            f"'memref.store' 'indices' #0 must be in [0, 4) for dimension 0 of memref<4xi1, {_G}>, got 9",
+        ),
+        (
+            f"""  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = memref.subview %B[3, 0] [2, 16] [1, 1] : memref<4x16xf32, {_G}> to memref<2x16xf32, strided<[16, 1], offset: 48>, {_G}>
+  %y = memref.load %v[%c1, %c0] : memref<2x16xf32, strided<[16, 1], offset: 48>, {_G}>""",
+            3,
+            "'memref.subview' dimension 0 of the view must lie in [0, 4)",
+        ),
+        (
+            f"""  %v = memref.subview %B[0, 0] [1, 4294967296] [1, 1] : memref<4x16xf32, {_G}> to memref<1x4294967296xf32, strided<[16, 1]>, {_G}>""",
+            1,
+            "'memref.subview' dimension 1 of the view must lie in [0, 16)",
+        ),
+        (
+            f"""  %v = memref.subview %B[1, 0] [2, 16] [1, 1] : memref<4x16xf32, {_G}> to memref<2x16xf32, strided<[16, 1]>, {_G}>""",
+            1,
+            f"'memref.subview' result type must be memref<2x16xf32, strided<[16, 1], offset: 16>, {_G}>",
+        ),
+    ],
+    ids=["constant-index", "subview-past-the-end", "subview-huge-size", "subview-declared-type"],
+)
+@pytest.mark.parametrize("args", [[], ["-p", "bulkred-to-ptx", "-t", "ptx"]], ids=["verify", "pipeline"])
+def test_cli_refuses_memory_outside_the_buffer(tmp_path, capsys, body, line, message, args):
+    """Accepted before (and lowered to loads past the end of the buffer): now one
+    located line with exit status 1, whatever the pipeline."""
+    f = tmp_path / "bad.mlir"
+    f.write_text(
+        f"func.func @k(%A: memref<4xi1, {_G}>, %B: memref<4x16xf32, {_G}>) {{\n{body}\n  func.return\n}}\n"
+    )
+    assert main([str(f), *args]) == 1
+    assert _one_error_line(capsys).startswith(f"{f}:{line + 1}:3: error: {message}")
+
+
+# endregion
+
 # region bulkred-opt: --split-input-file
 
 

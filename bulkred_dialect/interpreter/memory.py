@@ -100,19 +100,33 @@ def _index(buf: np.ndarray, indices: PythonValues) -> tuple[int, ...]:
     return idx
 
 
+def _is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
 def load_element(buf: np.ndarray, idx: tuple[int, ...], t: Attribute, index_bitwidth: int = 64) -> Any:
+    """The element at ``idx``; a bool (``i1``) byte is true when it is not 0 (as
+    ``lower-to-ptx`` loads it, ``ld.u8`` then ``setp.ne``), as the ``i1`` value -1 or 0
+    (``arith.constant true`` is -1)."""
     kind, width = element_format(t, index_bitwidth)
     bits = int(_bits_view(buf, width)[idx])
     if kind is not None:
         return float_from_bits(kind, bits)
+    if _is_bool(t):
+        return -1 if bits else 0
     return to_signed(bits, width)
 
 
 def store_element(
     buf: np.ndarray, idx: tuple[int, ...], t: Attribute, value: Any, index_bitwidth: int = 64
 ) -> None:
+    """Store ``value`` at ``idx``; a bool (``i1``) as the byte 1 or 0, its low bit
+    (``arith.constant true`` is -1, a comparison gives Python's ``True``)."""
     kind, width = element_format(t, index_bitwidth)
-    bits = float_bits(kind, value) if kind is not None else to_unsigned(int(value), width)
+    if kind is not None:
+        bits = float_bits(kind, value)
+    else:
+        bits = int(value) & 1 if _is_bool(t) else to_unsigned(int(value), width)
     _bits_view(buf, width)[idx] = bits
 
 

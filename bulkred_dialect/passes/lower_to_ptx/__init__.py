@@ -10,7 +10,9 @@ memref argument (scope global)            ``!ptx.ptr<global>`` argument (the pri
                                           it with ``ld.param.u64`` + ``cvta.to.global.u64``)
 ``memref.alloca`` (scope local, shared)   ``ptx.alloc`` (``.local`` / ``.shared`` array) and
                                           ``ptx.mov.addr``
-``memref.load`` / ``memref.store``        address arithmetic + ``ptx.ld`` / ``ptx.st``
+``memref.load`` / ``memref.store``        address arithmetic + ``ptx.ld`` / ``ptx.st``; of
+                                          ``i1`` (one byte): ``ld.u8`` + ``setp.ne.b32`` /
+                                          ``selp.b32`` + ``st.b8``
 ``arith.constant``                        ``ptx.mov.imm``
 ``arith.addi/subi/muli``                  ``ptx.add/sub/mul.lo`` (folded when both constant)
 ``arith.divui/divsi/remui/remsi/``        ``ptx.div/rem/min/max`` of the op's signedness

@@ -4,6 +4,11 @@
 ``ptx.st``; ``memref.subview`` (static sizes and strides) -> the view's first element, its
 loads and stores using the source's strides (docs/kernels.md).
 
+A bool (``i1``) element is one byte holding 0 or 1, as numpy and torch store it (and as
+the grid lowerings move it): a load is ``ld.u8`` into a 32-bit register and
+``setp.ne.b32`` against 0 (any non-zero byte is true); a store is ``selp.b32`` of 1 or 0
+(a constant: the byte itself) and ``st.b8``.
+
 Arrays: ``.local`` arrays are aligned to 16 bytes; ``.shared`` arrays to 16 bytes, or 128
 bytes from 128 bytes up (bulk-copy tiles). The ``cluster_shared`` scope allocates in the
 CTA's own shared memory like ``shared`` (peers reach it through ``mapa``). Shared buffers
@@ -18,10 +23,13 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from bulkred_dialect.diagnostics import LocatedError
+from bulkred_dialect.ops.ptx.base import constant_int, i1, i32
+from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SelpType, SetpOp, SetpType
 from bulkred_dialect.ops.ptx.memory import (
     AllocOp,
     AllocSpace,
     LdOp,
+    LdStType,
     MovAddrOp,
     StOp,
     ldst_type_for,
@@ -135,6 +143,11 @@ def load(k: LoweringState, op: memref.LoadOp) -> None:
     buf = k.buffer(op, op.memref)
     addr, offset = address(k, op, buf, op.indices)
     et = buf.type.element_type
+    if et == i1:  # bool: its byte into a 32-bit register, true when not 0
+        byte = k.insert(op, LdOp(LdStType.U8, addr, i32, offset), pure=False).results[0]
+        new = k.insert(op, SetpOp(CmpOp.NE, SetpType.B32, byte, k.imm(op, 0, i32)))
+        k.replace(op, new.results)
+        return
     ldst = ldst_type_for(et)
     assert ldst is not None
     # ld.u8 fills a 16-bit register; the IR value keeps its own type (i8 -> %rs)
@@ -145,9 +158,20 @@ def load(k: LoweringState, op: memref.LoadOp) -> None:
 def store(k: LoweringState, op: memref.StoreOp) -> None:
     buf = k.buffer(op, op.memref)
     addr, offset = address(k, op, buf, op.indices)
+    value = op.value
+    if buf.type.element_type == i1:  # bool: the byte 1 or 0
+        c = constant_int(value)
+        if c is not None:
+            value = k.imm(op, c & 1, i32)
+        else:
+            one, zero = k.imm(op, 1, i32), k.imm(op, 0, i32)
+            value = k.insert(op, SelpOp(SelpType.B32, one, zero, value)).results[0]
+        k.insert(op, StOp(LdStType.B8, addr, value, offset), pure=False)
+        Rewriter.erase_op(op)
+        return
     ldst = ldst_type_for(buf.type.element_type)
     assert ldst is not None
-    k.insert(op, StOp(ldst, addr, op.value, offset), pure=False)
+    k.insert(op, StOp(ldst, addr, value, offset), pure=False)
     Rewriter.erase_op(op)
 
 
