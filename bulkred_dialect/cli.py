@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import inspect
 import os
 import re
@@ -44,6 +45,7 @@ from xdsl.ir import Region
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
+from xdsl.universe import Universe
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -137,6 +139,11 @@ class _StoreOnce(argparse._StoreAction):  # pyright: ignore[reportPrivateUsage]
         setattr(namespace, self.dest, values)
 
 
+@functools.cache
+def _multiverse() -> Universe:
+    return Universe.get_multiverse()
+
+
 class BulkredOptMain(xDSLOptMain):
     def __init__(self, description: str = "bulkred modular optimizer driver", args: Sequence[str] | None = None):
         try:
@@ -145,19 +152,26 @@ class BulkredOptMain(xDSLOptMain):
             # setup_pipeline reports -p itself; xDSL parses -t before it, unguarded.
             raise OptionError(syntax_message("output target", self.args.target, e)) from None
 
+    # xDSL's register_all_* each scan the installed packages' entry points
+    # (Universe.get_multiverse); they do not change while the process runs, so the one
+    # scan is kept (an in-process CLI call, as the tests and the fuzzer make, paid three)
+
     def register_all_dialects(self):
-        super().register_all_dialects()
+        for name, factory in _multiverse().all_dialects.items():
+            self.ctx.register_dialect(name, factory)
         for name, factory in BULKRED_DIALECTS.items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self):
-        super().register_all_passes()
+        for name, factory in _multiverse().all_passes.items():
+            self.register_pass(name, factory)
         for name, factory in ALL_PASSES.items():
             self.available_passes.setdefault(name, factory)
 
     def register_all_targets(self):
-        super().register_all_targets()
+        for name, factory in _multiverse().all_targets.items():
+            self.available_targets.setdefault(name, factory)
         self.available_targets["mlir"] = lambda: _MLIRTarget
         for name, factory in BULKRED_TARGETS.items():
             self.available_targets.setdefault(name, factory)

@@ -22,7 +22,8 @@ Kinds of disagreement (see docs/differential.md):
 
 Speed: instructions of one (target, version) are assembled together, one per line, and
 ptxas's per-line errors say which were rejected; the rest is assembled again until a
-batch passes. A failure that names no instruction line falls back to one kernel per case.
+batch passes (with -O0: :data:`BATCH_OPTIONS`). A failure that names no instruction line
+falls back to one kernel per case.
 ``BULKRED_DIFF_ONE_BY_ONE=1`` assembles one kernel per probe (slow; cross-checks batching).
 
 Run ``python3 tests/differential_harness.py --write-doc`` to refresh the summary
@@ -41,6 +42,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from xdsl.dialects import func
@@ -58,12 +60,20 @@ from bulkred_dialect.ops.target import (
     check_target,
     format_ptx_version,
 )
+from bulkred_dialect.pipeline import gc_paused
 import ptx_cases
 from ptx_cases import DiffCase
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "differential.md"
 BATCH_SIZE = 4000
+# ptxas options of the batched runs. With -O0 a batch whose lines all pass (ptxas then
+# compiles them, one after another) assembles in about 60% of the time, and the verdicts
+# do not change: ptxas checks a line before it optimizes (the verdicts and ptxas's
+# messages were the same with and without -O0 for all 50,421 (case, target) pairs).
+# assemble_one (one kernel per probe) keeps ptxas's defaults, so that
+# tests/test_differential.py's cross-check of batching compares with default runs too.
+BATCH_OPTIONS = ("-O0",)
 
 # PTX ISA versions the bundled ptxas knows, oldest first (for "the version just below").
 PTX_VERSIONS: tuple[tuple[int, int], ...] = (
@@ -94,6 +104,12 @@ class Case:
     @property
     def key(self) -> str:
         return f"{self.module}:{self.name}"
+
+    @cached_property
+    def register_key(self) -> tuple[tuple[tuple[str, str], int], ...]:
+        """``registers`` sorted, as a :class:`Probe` holds them (made once: a case gives
+        up to 21 probes)."""
+        return tuple(sorted(self.registers.items()))
 
 
 @dataclass
@@ -153,6 +169,18 @@ def case_generator(module: str, out: Collection) -> Callable[[], Iterable[DiffCa
     return gen
 
 
+def _verify(op: PtxInstruction) -> None:
+    """``op.verify()``. For an op without regions or successors (every case so far) that
+    is its ``verify_()``: the rest of ``verify`` checks nested regions and, for the last op
+    of a block, terminators (the case's op is followed by func.return). Calling it
+    directly raises the same exception without the note xDSL adds on failure, the whole
+    function printed, which took nearly half the time of :func:`collect`."""
+    if op.regions or op.successors:
+        op.verify()
+    else:
+        op.verify_()
+
+
 def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
     """Build one case; the second value is a harness error (or None)."""
     case = Case(module, dc.name)
@@ -166,7 +194,7 @@ def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
         return case, f"{case.key}: build raised {_short_exc(e)}"
     case.op = op
     try:
-        op.verify()
+        _verify(op)
     except (VerifyException, DiagnosticException) as e:
         case.verify_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     except Exception as e:
@@ -264,7 +292,7 @@ def ptxas_errors(log: str) -> list[tuple[int, str]]:
 
 
 def probe_for(case: Case, target: str, version: tuple[int, int]) -> Probe:
-    return Probe(case.line, tuple(sorted(case.registers.items())), target, version)
+    return Probe(case.line, case.register_key, target, version)
 
 
 def assemble_one(probe: Probe) -> PtxasVerdict:
@@ -292,7 +320,7 @@ def _assemble_batch(probes: list[Probe], stats: dict[str, int]) -> dict[Probe, P
         text, first = kernel([p.line for p in pending], registers, target, version)
         stats["assemblies"] += 1
         try:
-            assemble(text, target)
+            assemble(text, target, extra_options=BATCH_OPTIONS)
         except PtxasError as e:
             by_line: dict[int, str] = {}
             for line, message in ptxas_errors(e.log):
@@ -451,11 +479,21 @@ class Report:
 def run(modules: Iterable[str] | None = None) -> Report:
     """Collect the cases of ``modules`` (default: every ptx op module) and check them."""
     start = time.monotonic()
-    return check(collect(modules), start)
+    with gc_paused():  # as in check
+        return check(collect(modules), start)
 
 
 def check(collection: Collection, start: float | None = None) -> Report:
-    """Both verdicts for every case of ``collection`` on every target."""
+    """Both verdicts for every case of ``collection`` on every target.
+
+    Python's cyclic garbage collector is paused meanwhile (``gc_paused``, as the compiler
+    does): the run makes some 100,000 probes and 50,000 outcomes, and with the collector on
+    its full passes over them and the cases' IR took about a second."""
+    with gc_paused():
+        return _check(collection, start)
+
+
+def _check(collection: Collection, start: float | None) -> Report:
     start = time.monotonic() if start is None else start
     targets = [Target.parse(t) for t in TARGETS]
     plans = []

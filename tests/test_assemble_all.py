@@ -30,6 +30,7 @@ from bulkred_dialect.backend_ptx.printer import assemble_module, print_ptx
 from bulkred_dialect.cli import main as bulkred_opt
 from bulkred_dialect.diagnostics import parse_module
 from bulkred_dialect.passes import ALL_PASSES
+from bulkred_dialect.pipeline import gc_paused
 from bulkred_dialect.universe import BULKRED_DIALECTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,9 +115,20 @@ VARIANT_CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _collector_paused():
+    """Each test runs with Python's cyclic garbage collector paused, as bulkred-opt
+    compiles (``gc_paused``): IR is many small objects in reference cycles, and with the
+    collector on, lowering and printing a module of a hundred kernels took half as long
+    again."""
+    with gc_paused():
+        yield
+
+
 def lower(text: str, name: str, spec: str):
-    module = parse_module(context(), text, name)
-    PassPipeline.parse_spec(dict(ALL_PASSES), spec).apply(context(), module)
+    ctx = context()
+    module = parse_module(ctx, text, name)
+    PassPipeline.parse_spec(dict(ALL_PASSES), spec).apply(ctx, module)
     return module
 
 
