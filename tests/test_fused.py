@@ -14,8 +14,9 @@ from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR
 from bulkred_dialect.ops.tile import ReduceOp
+from bulkred_dialect.ops.tile import kernel_launch
 from bulkred_dialect.passes.dispatch import explain
-from bulkred_dialect.passes.variants import REGISTRY
+from bulkred_dialect.passes.variants import REGISTRY, grid_full, grid_runs
 from bulkred_dialect.ops.target import Target
 
 NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int32": np.int32}
@@ -36,11 +37,68 @@ def fused_module(kind, shape, dtype, axes, *, out=None, aux=False, **options):
     return k.module()
 
 
+# Each form's shape is about the smallest that takes its path, which lower() checks in
+# every test that runs it: form id -> (shape, axes, variant, grid, threads per CTA,
+# workspace, narrowed). ``narrowed``: the variant module whose BLOCK (512 threads for
+# grid_full, 256 for grid_runs as built) the test sets to the threads per CTA, so that
+# a grid of several CTAs takes a thousand elements instead of tens of thousands: the same
+# kernel (the workspace, the ticket, the last CTA's in-order combine), which the
+# interpreter runs thread by thread. tests/gpu runs the CTAs as built.
+PATHS = {
+    # one CTA of 2 warps (their partials through shared memory): 160 vectors of 4 over
+    # 64 threads (32 read a 3rd), a tail of 3
+    "whole": ([643], None, "grid_full", (1, 1, 1), 64, False, None),
+    # 3 CTAs of a warp whose partials combine through the workspace and the ticket:
+    # 325 vectors over 96 threads (37 read a 4th) and a tail of 1
+    "whole_ctas": ([1301], None, "grid_full", (3, 1, 1), 32, True, grid_full),
+    # a warp per row; rows of 45 (scalar loads; 13 lanes read a 2nd element)
+    "inner": ([5, 45], [1], "grid_rows", (1, 1, 1), 256, False, None),
+    # one CTA: 32 row groups of 3 columns, 8 groups read a 2nd row
+    "outer": ([40, 3], [0], "grid_split_det", (1, 1, 1), 96, False, None),
+    # O = 2 blocks x 2 row splits, combined by the last CTA of each block's tile (9
+    # rows: one split reads a 5th)
+    "middle": ([2, 9, 5], [1], "grid_middle", (1, 2, 2), 32, True, None),
+    # a CTA of 2 warps per value, 5 runs of 7
+    "general": ([5, 2, 7], [0, 2], "grid_runs", (2, 1, 1), 64, False, None),
+    # the innermost axis kept: a warp per value, 8 values of 10
+    "gather": ([2, 2, 5, 4], [0, 2], "grid_gather", (1, 1, 1), 256, False, None),
+    # grid_runs' other paths (argmax and var only), CTAs of 2 warps: 2 row splits per
+    # value (8 rows of 8 vectors side by side, passes of 16 rows: 20 is a pass and a
+    # checked 4) combined by the last CTA; runs wider than the CTA (65 scalar loads: a
+    # tail of one past 64)
+    "general_split": ([20, 2, 32], [0, 2], "grid_runs", (2, 2, 1), 64, True, grid_runs),
+    "general_wide": ([2, 2, 65], [0, 2], "grid_runs", (2, 2, 1), 64, True, grid_runs),
+}
+_PATH_OF = {(tuple(p[0]), None if p[1] is None else tuple(p[1])): p[2:] for p in PATHS.values()}
+
+
+def lower(m, shape, axes, target="sm_90a"):
+    """``lower-tile-reductions`` of ``m`` in place; for a shape of :data:`PATHS`, with its
+    CTAs narrowed where it says so, checking the variant, the launch and the workspace."""
+    path = _PATH_OF.get((tuple(shape), None if axes is None else tuple(axes)))
+    if path is None:
+        lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+        return m
+    variant, grid, block, workspace, narrowed = path
+    op = next(o for o in m.walk() if isinstance(o, ReduceOp))
+    chosen = REGISTRY.evaluate(op, Target.parse(target)).chosen
+    assert chosen is not None and chosen.variant.name == variant, (shape, axes, chosen)
+    with pytest.MonkeyPatch.context() as mp:
+        if narrowed is not None:
+            mp.setattr(narrowed, "BLOCK", block)
+        lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+    kernel = next(o for o in m.walk() if o.name == "func.func")
+    launch = kernel_launch(kernel)
+    got = (launch.grid_dims, launch.block_dims, WORKSPACE_ATTR in kernel.attributes)
+    assert got == (grid, (block, 1, 1), workspace), (shape, axes, got)
+    return m
+
+
 def run_fused(kind, x, axes, *, target="sm_90a", out=None, aux=False, **options):
     """(dst, aux or None) of the fused reduction of numpy ``x`` on the interpreter."""
     dtype = str(x.dtype)
     m = fused_module(kind, list(x.shape), dtype, axes, out=out, aux=aux, **options)
-    lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
+    lower(m, x.shape, axes, target)
     kept = kept_shape(list(x.shape), axes)
     index = kind in ("argmax", "argmin")
     args = [x, np.zeros(kept, np.int64 if index else NP[out or dtype])]
@@ -87,24 +145,10 @@ def ref_lse(x, axes):
         return (np.log(np.sum(np.exp(rows - m), axis=1)) + m[:, 0])
 
 
-# whole (one and several CTAs), inner (rows, with a tail), outer (columns), middle,
-# general (grid_runs, one CTA per value) and general with the innermost axis kept
-# (grid_gather)
-FORMS = [
-    ([1003], None),
-    ([20000], None),
-    ([7, 301], [1]),
-    ([40, 6], [0]),
-    ([3, 21, 9], [1]),
-    ([5, 6, 7], [0, 2]),
-    ([3, 4, 5, 6], [0, 2]),
-]
 FORM_IDS = ["whole", "whole_ctas", "inner", "outer", "middle", "general", "gather"]
-
-# grid_runs' other paths (about 15 s each on the interpreter: argmax and var only):
-# row splits combined by the last CTA; runs wider than the CTA (a tail of one vector)
-RUNS_FORMS = [([80, 2, 32], [0, 2]), ([2, 2, 257], [0, 2])]
+FORMS = [tuple(PATHS[i][:2]) for i in FORM_IDS]
 RUNS_IDS = ["general_split", "general_wide"]
+RUNS_FORMS = [tuple(PATHS[i][:2]) for i in RUNS_IDS]
 
 
 @pytest.mark.parametrize(
@@ -115,11 +159,13 @@ RUNS_IDS = ["general_split", "general_wide"]
 def test_argmax_argmin_every_form(kind, shape, axes):
     rng = np.random.default_rng(17)
     # few distinct values: many ties; the first index among them must win
-    x = rng.integers(-20, 20, shape).astype(np.float32)
+    x = rng.integers(-10, 10, shape).astype(np.float32)
+    rows = moved(x, axes)
+    best = rows.max(axis=1) if kind == "argmax" else rows.min(axis=1)
+    assert ((rows == best[:, None]).sum(axis=1) > 1).any(), "no output has a tie to break"
     got, values = run_fused(kind, x, axes, aux=True)
     want = ref_arg(kind, x, axes)
     np.testing.assert_array_equal(got.reshape(-1), want)
-    rows = moved(x, axes)
     np.testing.assert_array_equal(values.reshape(-1), rows[np.arange(rows.shape[0]), want])
 
 
@@ -204,14 +250,15 @@ def test_logsumexp_extremes():
         "a NaN": np.array([1.0, np.nan, 2.0], np.float32),
         "very negative": np.full([40], -1000.0, np.float32),
     }
+    results = {}
     for what, x in cases.items():
-        got, _ = run_fused("logsumexp", x, None)
+        got, _ = results[what] = run_fused("logsumexp", x, None)
         want = ref_lse(x, None)
         if np.isnan(want).any():
             assert np.isnan(got).all(), what
         else:
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=what)
-    assert np.isfinite(run_fused("logsumexp", cases["near the float32 maximum"], None)[0]).all()
+    assert np.isfinite(results["near the float32 maximum"][0]).all()
 
 
 def test_var_correction_at_or_past_count():
@@ -276,11 +323,14 @@ def test_bulk_and_cluster_variants_decline_with_a_reason():
     )
 
 
-def test_float64_logsumexp_is_declined_by_the_math_row():
+def test_float64_logsumexp_takes_the_fma_routines_in_the_math_row():
+    """float64 has no ex2/lg2: the math row says the FMA exp/log routines are used
+    (passes/f64_math.py; their accuracy is tests/test_f64_math.py's), and the form's
+    variant is chosen as for float32."""
     m = fused_module("logsumexp", [4096], "float64", None)
     text = explain(next(o for o in m.walk() if isinstance(o, ReduceOp)), "sm_90a")
-    assert "logsumexp of float64 (ex2/lg2.approx are f32 only)" in text
-    assert variant_of("logsumexp", [4096], "float64", None) == "none"
+    assert "float64 math: logsumexp with FMA exp/log" in text
+    assert variant_of("logsumexp", [4096], "float64", None) == variant_of("logsumexp", [4096], "float32", None) == "grid_full"
 
 
 # endregion
@@ -311,8 +361,7 @@ def test_exp_sub_prologue_reads_c_per_output(shape, axes):
     rows = moved(x, axes).astype(np.float64)
     c = rows.max(axis=1).astype(np.float32)
     kept = kept_shape(list(x.shape), axes)
-    m = fused_module("sum", list(x.shape), "float32", axes, aux=True, prologue=["exp_sub"])
-    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    m = lower(fused_module("sum", list(x.shape), "float32", axes, aux=True, prologue=["exp_sub"]), x.shape, axes)
     args = [x, np.zeros(kept, np.float32), c.reshape(kept)]
     kernel = next(o for o in m.walk() if o.name == "func.func")
     if WORKSPACE_ATTR in kernel.attributes:
@@ -330,4 +379,4 @@ def test_exp_sub_needs_aux_and_a_plain_kind():
         fused_module("sum", [64], "float32", None, prologue=["exp_sub"]).verify()
     with pytest.raises((VerifyException, BulkredError), match="exp_sub' is not valid with kind var"):
         fused_module("var", [64], "float32", None, aux=True, prologue=["exp_sub"]).verify()
-    assert variant_of("sum", [64, 64], "float64", [1], aux=True, prologue=["exp_sub"]) == "none"
+    assert variant_of("sum", [64, 64], "float64", [1], aux=True, prologue=["exp_sub"]) == "grid_rows"  # f64 exp: FMA routine

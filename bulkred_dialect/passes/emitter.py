@@ -84,6 +84,7 @@ from bulkred_dialect.ops.ptx.sync import (
     ClusterArriveSem,
 )
 from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, ReduceOp, buffer_type
+from bulkred_dialect.passes import f64_math
 from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type, register_type, selp_type
 
 # A branch or loop body: (the body's emitter) -> the values it yields (None: none).
@@ -441,6 +442,23 @@ class Emitter:
     def lg2(self, v: SSAValue) -> SSAValue:
         """``lg2.approx.f32`` (no ``.ftz``): ``log2(v)``, approximate (PTX ISA error bound)."""
         return self.value(Lg2Op(ArithType.F32, v, approx=True))
+
+    def exp_f64(self, v: SSAValue) -> SSAValue:
+        """``exp(v)`` of an ``f64``, within 1 ulp, from ``fma.rn.f64`` and integer ops on the
+        bits (PTX has no float64 ``ex2``): ``passes/f64_math.py``'s :func:`~bulkred_dialect.passes.f64_math.exp`."""
+        return f64_math.exp(self, v)
+
+    def log_f64(self, v: SSAValue) -> SSAValue:
+        """``log(v)`` of an ``f64``, within 1 ulp, from ``fma.rn.f64``, one ``div.rn.f64``
+        and integer ops on the bits (PTX has no float64 ``lg2``): ``passes/f64_math.py``'s
+        :func:`~bulkred_dialect.passes.f64_math.log`."""
+        return f64_math.log(self, v)
+
+    def pow_f64(self, v: SSAValue, p: float) -> SSAValue:
+        """``v ** p`` of an ``f64`` ``v >= 0`` and a constant ``p``: ``exp(p * log(v))`` with
+        the logarithm and the product carried in two parts (``passes/f64_math.py``'s
+        :func:`~bulkred_dialect.passes.f64_math.pow`), near 1 ulp for every ``v``."""
+        return f64_math.pow(self, v, p)
 
     def fma(self, t: ArithType, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
         """``fma.rn.t`` (f16, bf16, f32, f64): ``a * b + c`` with one rounding to nearest even."""

@@ -16,13 +16,16 @@ workspace, and how the final state becomes the stored result (the epilogue).
   ``M2 / (N - correction)`` with N the static count of the reduced elements;
 * ``logsumexp``: (shift, sum) with ``sum * exp(shift)`` the partial sum of ``exp(x)``;
   the shift is the running maximum clamped to the finite range [-FLT_MAX, FLT_MAX]
-  (so that no ``inf - inf`` arises: -inf inputs add 0, +inf ones make the sum inf), and
-  an element adds ``exp(x - shift')`` after rescaling the sum by ``exp(shift - shift')``
-  (two ``ex2.approx`` per element, one read of the data). The result is
-  ``shift + log(sum)``.
+  ([-DBL_MAX, DBL_MAX] in float64; so that no ``inf - inf`` arises: -inf inputs add 0,
+  +inf ones make the sum inf), and an element adds ``exp(x - shift')`` after rescaling
+  the sum by ``exp(shift - shift')`` (two exps per element, one read of the data). The
+  result is ``shift + log(sum)``.
 
-The maps (``ops/tile.py``'s :class:`MapFn`) are applied in the accumulator type; ``pow``
-and ``log`` use ``ex2.approx`` / ``lg2.approx`` (float32 accumulators).
+The maps (``ops/tile.py``'s :class:`MapFn`) are applied in the accumulator type. exp and
+log (logsumexp, ``pow``, ``log``, ``exp_sub``) are ``ex2.approx`` / ``lg2.approx`` of a
+float32 accumulator and, of a float64 one, the routines of ``passes/f64_math.py``
+(:meth:`Emitter.exp_f64` / :meth:`Emitter.log_f64`, within 1 ulp: PTX has no float64
+``ex2``/``lg2``).
 
 docs/fused.md ("Lowering") says why named maps and Welford, and what they cost.
 """
@@ -33,7 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import f32, i64
+from xdsl.dialects.builtin import f32, f64, i64
 from xdsl.ir import Attribute, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType
@@ -45,6 +48,7 @@ from bulkred_dialect.passes.elements import Elem, arith_types, ld_type, selp_typ
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 FLT_MAX = 3.4028234663852886e38
+DBL_MAX = 1.7976931348623157e308
 INT64_MAX = 2**63 - 1
 
 State = list[SSAValue]
@@ -158,7 +162,7 @@ class Reducer:
         if self.kind == ReduceKind.VAR:
             return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
-            return [e.const(-FLT_MAX, ir), e.const(0.0, ir)]
+            return [e.const(-self._finite_max, ir), e.const(0.0, ir)]
         return [e.identity(self.kind, a)]
 
     def neutrals(self, e, n: int) -> list[SSAValue]:
@@ -218,14 +222,16 @@ class Reducer:
             elif fn == MapFn.SQRT:
                 v = e.sqrt(at, v)
             elif fn == MapFn.LOG:
-                v = e.value(MulOp(at, e.lg2(v), e.const(LN2, f32), rnd=RoundingMode.RN))
+                v = self._log(e, v)
             elif fn == MapFn.DIV_COUNT:
                 v = e.div(at, v, e.const(float(self.count), self.types[0]))
         return v
 
     def _pow(self, e, at: ArithType, v: SSAValue, p: float, of_abs: bool) -> SSAValue:
         """``|v| ** p`` (prologue) or ``v ** p`` (epilogue, v >= 0): exact forms for p = 1
-        and 2, else ``ex2(p * lg2(|v|))`` (``lg2(0) = -inf`` gives 0 for p > 0)."""
+        and 2, else ``ex2(p * lg2(|v|))`` in float32, ``exp(p * log(|v|))`` in float64
+        (:meth:`Emitter.pow_f64`, log and product in two parts); ``log(0) = -inf`` gives 0
+        for p > 0."""
         if of_abs:
             v = e.abs_(at, v)
         if p == 1.0:
@@ -234,6 +240,8 @@ class Reducer:
             return e.combine(ReduceKind.PROD, self.acc, v, v)
         if p == 0.5:
             return e.sqrt(at, v)
+        if at == ArithType.F64:
+            return e.pow_f64(v, p)
         lg = e.lg2(v)
         return e.ex2(e.value(MulOp(at, lg, e.const(p, f32), rnd=RoundingMode.RN)))
 
@@ -365,16 +373,35 @@ class Reducer:
             vals = nxt
         return vals[0]
 
+    @property
+    def _f64(self) -> bool:
+        """A float64 accumulator: exp and log are :meth:`Emitter.exp_f64` / :meth:`Emitter.log_f64`."""
+        return self.types[0] == f64
+
+    @property
+    def _finite_max(self) -> float:
+        """The largest finite value of the accumulator (logsumexp's shift stays within it)."""
+        return DBL_MAX if self._f64 else FLT_MAX
+
     def _exp(self, e, x: SSAValue, shift: SSAValue) -> SSAValue:
-        """``exp(x - shift)`` as ``ex2.approx((x - shift) * log2(e))``."""
+        """``exp(x - shift)``: ``ex2.approx((x - shift) * log2(e))`` in float32,
+        :meth:`Emitter.exp_f64` in float64."""
+        if self._f64:
+            return e.exp_f64(e.value(_sub(ArithType.F64, x, shift)))
         at = ArithType.F32
         d = e.value(_sub(at, x, shift))
         return e.ex2(e.value(MulOp(at, d, e.const(LOG2E, f32), rnd=RoundingMode.RN)))
 
+    def _log(self, e, v: SSAValue) -> SSAValue:
+        """``log(v)``: ``lg2.approx(v) * ln(2)`` in float32, :meth:`Emitter.log_f64` in float64."""
+        if self._f64:
+            return e.log_f64(v)
+        return e.value(MulOp(ArithType.F32, e.lg2(v), e.const(LN2, f32), rnd=RoundingMode.RN))
+
     def _clamp(self, e, m: SSAValue) -> SSAValue:
-        """``m`` clamped to [-FLT_MAX, FLT_MAX] (NaN stays NaN)."""
-        at = ArithType.F32
-        m = e.minmax(ReduceKind.MIN, at, m, e.const(FLT_MAX, f32))
+        """``m`` clamped to [-FLT_MAX, FLT_MAX] ([-DBL_MAX, DBL_MAX] in float64; NaN stays NaN)."""
+        at, t = (ArithType.F64, f64) if self._f64 else (ArithType.F32, f32)
+        m = e.minmax(ReduceKind.MIN, at, m, e.const(self._finite_max, t))
         return m
 
     # endregion
@@ -402,8 +429,7 @@ class Reducer:
             var = e.div(at, s[2], e.const(dof, self.types[0]))
             return self.map_value(e, self.epilogue, var, self.acc), s[1]
         if self.kind == ReduceKind.LOGSUMEXP:
-            lg = e.value(MulOp(at, e.lg2(s[1]), e.const(LN2, f32), rnd=RoundingMode.RN))
-            r = e.combine(ReduceKind.SUM, self.acc, s[0], lg)
+            r = e.combine(ReduceKind.SUM, self.acc, s[0], self._log(e, s[1]))
             return self.map_value(e, self.epilogue, r, self.acc), None
         return self.map_value(e, self.epilogue, s[0], self.acc), None
 

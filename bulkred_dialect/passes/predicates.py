@@ -246,12 +246,13 @@ def plain_reduction(what: str) -> Predicate:
     return Predicate("fused", check, expected="a plain kind, no prologue or epilogue")
 
 
-F32_ONLY_MAPS = ("pow", "log", "exp_sub")
+EXP_LOG_MAPS = ("pow", "log", "exp_sub")
 
 
 def fused_lowerable(op: Operation, target: Target) -> tuple[bool, object]:
-    """The kind and maps have a form in the accumulator type: ``logsumexp``, ``pow`` and
-    ``log`` use ``ex2.approx`` / ``lg2.approx``, which exist for f32 only."""
+    """The kind and maps have a form in the accumulator type: ``logsumexp``, ``pow``,
+    ``log`` and ``exp_sub`` use ``ex2.approx`` / ``lg2.approx`` of float32, and the FMA
+    routines of ``passes/f64_math.py`` of float64 (PTX has no float64 ``ex2``/``lg2``)."""
     assert isinstance(op, ReduceOp)
     from bulkred_dialect.ops.dtypes import of_ir
 
@@ -261,15 +262,15 @@ def fused_lowerable(op: Operation, target: Target) -> tuple[bool, object]:
     acc = of_ir(dst) if dst != src and kind not in INDEX_KINDS else (s.accumulator if s is not None else None)
     if acc is None or acc.name != "float64":
         return True, "f32 math" if acc is not None and acc.is_float else "no float math"
-    needs = [str(m.map_fn) for f in ("prologue", "epilogue") for m in op.maps(f) if str(m.map_fn) in F32_ONLY_MAPS]
+    needs = [str(m.map_fn) for f in ("prologue", "epilogue") for m in op.maps(f) if str(m.map_fn) in EXP_LOG_MAPS]
     if kind == ReduceKind.LOGSUMEXP:
         needs.insert(0, "logsumexp")
     if needs:
-        return False, f"{', '.join(needs)} of float64 (ex2/lg2.approx are f32 only)"
+        return True, f"float64 math: {', '.join(needs)} with FMA exp/log"
     return True, "float64 math"
 
 
-FUSED_MATH = Predicate("math", fused_lowerable, expected="ex2/lg2 in f32 (no pow, log, exp_sub, logsumexp of float64)")
+FUSED_MATH = Predicate("math", fused_lowerable, expected="exp/log: ex2/lg2.approx in f32, FMA routines in f64")
 
 COLLECTIVE_NAMES = tuple(d.name for d in COLLECTIVE_DTYPES)
 ANY_COLLECTIVE_DTYPE = Predicate("dtype", collective_dtype, expected=", ".join(COLLECTIVE_NAMES))

@@ -3,8 +3,9 @@
 // grid_full, inner -> grid_rows, outer -> grid_split_det, middle -> grid_middle, general
 // -> grid_gather); the variants whose instruction combines the data itself decline a
 // fused one in their `fused` row (cp.reduce.async.bulk, red.async), and the `math` row
-// declines float64 logsumexp (ex2/lg2.approx are f32 only). In the generated code: the
-// absmax's redux.sync.max.abs.NaN.f32 on sm_100a, argmax's setp/selp, logsumexp's ex2/lg2.
+// names the exp/log of the accumulator type (float64: fused_f64.mlir). In the generated
+// code: the absmax's redux.sync.max.abs.NaN.f32 on sm_100a, argmax's setp/selp,
+// logsumexp's ex2/lg2.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
 // RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
 // RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=SM100
@@ -26,31 +27,12 @@
 // EX-PTX:    .visible .entry
 // EX-PTX:    // assembled by ptxas (nvJitLink) for sm_{{90a|100a}}:
 
-// float64 logsumexp: every variant's `math` row declines it (the input is the F64-INPUT
-// lines below: the pass fails, so it stays out of the chunks above).
-// RUN: sed -n 's|^// F64-INPUT: ||p' %s > %t.f64.mlir
-// RUN: not bulkred-opt %t.f64.mlir -p 'lower-tile-reductions{target=sm_90a explain=true}' > %t.f64.out 2> %t.f64.err
-// RUN: filecheck %s --check-prefix=F64 < %t.f64.out
-// RUN: filecheck %s --check-prefix=F64ERR < %t.f64.err
-// F64-INPUT: func.func @logsumexp_f64(%x: memref<64x1024xf64, #bulkred.scope<global>>, %y: memref<64xf64, #bulkred.scope<global>>) {
-// F64-INPUT:   bulkred.reduce logsumexp grid axes [1 : i64] %x, %y : memref<64x1024xf64, #bulkred.scope<global>>, memref<64xf64, #bulkred.scope<global>>
-// F64-INPUT:   func.return
-// F64-INPUT: }
-// F64:       // dispatch of 'bulkred.reduce' at {{.*}}f64.mlir:2:3 on sm_90a
-// F64:       grid_rows{{ +}}65{{ +}}form{{ +}}ok{{ +}}inner{{ +}}inner [64, 1024]
-// F64:       grid_rows{{ +}}65{{ +}}math{{ +}}FAIL{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}logsumexp of float64 (ex2/lg2.approx are f32 only)
-// F64:       grid_gather{{ +}}59{{ +}}math{{ +}}FAIL{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}logsumexp of float64 (ex2/lg2.approx are f32 only)
-// F64:       grid_rows{{ +}}priority 65: rejected: math
-// F64:       grid_gather{{ +}}priority 59: rejected: math
-// F64:       // chosen: none
-// F64ERR:    {{^}}{{.*}}f64.mlir:2:3: error: 'bulkred.reduce' no lowering variant applies on sm_90a (explain=true printed the dispatch table)
-
 // The L2 norm of a whole vector: grid_full, the square a mul.rn in the streaming loop,
 // the sqrt once at the end; the bulk and cluster variants decline the maps.
 // EXPLAIN-LABEL: // dispatch of 'bulkred.reduce' at {{.*}}fused_lowering.mlir:[[# @LINE + 10]]:3 on sm_90a
 // EXPLAIN:    grid_split_bulk{{ +}}64{{ +}}fused{{ +}}FAIL{{ +}}a plain kind, no prologue or epilogue{{ +}}maps square, sqrt (cp.reduce.async.bulk applies no elementwise map)
 // EXPLAIN:    grid_full_cluster{{ +}}61{{ +}}fused{{ +}}FAIL{{ +}}a plain kind, no prologue or epilogue{{ +}}maps square, sqrt (red.async applies no elementwise map)
-// EXPLAIN:    grid_full{{ +}}60{{ +}}math{{ +}}ok{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}f32 math
+// EXPLAIN:    grid_full{{ +}}60{{ +}}math{{ +}}ok{{ +}}exp/log: ex2/lg2.approx in f32, FMA routines in f64{{ +}}f32 math
 // EXPLAIN:    // chosen: grid_full
 // PTX-LABEL:  .entry norm_whole(
 // PTX:        mul.rn.f32 [[SQ:%f[0-9]+]], [[E:%f[0-9]+]], [[E]];
@@ -143,10 +125,10 @@ func.func @argmax_middle(%x: memref<64x1000x256xf32, #bulkred.scope<global>>, %i
 // vectors of 2); ex2.approx per element, one lg2.approx per result.
 // EXPLAIN-LABEL: // dispatch of 'bulkred.reduce' at {{.*}}fused_lowering.mlir:[[# @LINE + 17]]:3 on sm_90a
 // EXPLAIN:    grid_runs{{ +}}66{{ +}}form{{ +}}ok{{ +}}general, strided{{ +}}general [30, 40, 50]
-// EXPLAIN:    grid_runs{{ +}}66{{ +}}math{{ +}}ok{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}f32 math
+// EXPLAIN:    grid_runs{{ +}}66{{ +}}math{{ +}}ok{{ +}}exp/log: ex2/lg2.approx in f32, FMA routines in f64{{ +}}f32 math
 // EXPLAIN:    grid_runs{{ +}}66{{ +}}runs{{ +}}ok{{ +}}2 reduced axes, the innermost contiguous{{ +}}2 reduced axes, the innermost contiguous
 // EXPLAIN:    grid_middle{{ +}}63{{ +}}form{{ +}}FAIL{{ +}}middle{{ +}}general [30, 40, 50]
-// EXPLAIN:    grid_gather{{ +}}59{{ +}}math{{ +}}ok{{ +}}ex2/lg2 in f32 (no pow, log, {{(exp_sub, )?}}logsumexp of float64){{ +}}f32 math
+// EXPLAIN:    grid_gather{{ +}}59{{ +}}math{{ +}}ok{{ +}}exp/log: ex2/lg2.approx in f32, FMA routines in f64{{ +}}f32 math
 // EXPLAIN:    // chosen: grid_runs
 // SM100-LABEL: .entry logsumexp_general(
 // SM100:      ex2.approx.f32
