@@ -13,13 +13,19 @@ colsum     ``bulkred.sum(x, axis=0)``                          ``torch.sum(x, 0)
 middle     ``bulkred.sum(x, axis=1)``, x [64, R, 256]          ``torch.sum(x, 1)``
 axes02     ``bulkred.sum(x, axis=(0, 2))``, x [64, R, 256]     ``torch.sum(x, (0, 2))``
 t_sum0     ``bulkred.sum(x.t(), axis=0)`` (a transposed view)  ``x.t().sum(0)``
+t_sum1     ``bulkred.sum(x.t(), axis=1)``, x [M, 1024]         ``x.t().sum(1)``
+p3_sum2    ``bulkred.sum(v, axis=2)``, v = x.permute(0, 2, 1)  ``v.sum(2)``
 sum_f16    ``bulkred.sum(x)``, float16 (bf16, f64 alike)       ``torch.sum(x)``
 sum_i8     ``bulkred.sum(x)``, int8 (an int64 result)          ``torch.sum(x)``
 any_bool   ``bulkred.any(x)``, bool                            ``torch.any(x)``
 =========  ==================================================  ====================
 
-Sizes are the input's bytes: 4K, 64K, 1M, 16M, 256M, 1G (2-D shapes near square up to
-4096 columns; [64, R, 256] needs at least 64 KiB). Two timings per call, each a median:
+Sizes are the input's bytes: 4K, 64K, 1M, 16M, 64M, 256M, 1G (2-D shapes near square up
+to 4096 columns, t_sum1's [M, 1024]; [64, R, 256] needs at least 64 KiB). The permuted
+views (t_sum0, t_sum1, p3_sum2) are analyzed in stride order (docs/scopes.md): t_sum1 is
+the column sum of x (issue 23, section 4: it ran ``grid_gather`` before, 0.26x torch at
+1 GiB), p3_sum2 the middle axis of x, as the ``middle`` case. Two timings per call, each
+a median:
 
 * **GPU time per call**: ``--graph-calls`` calls captured in one CUDA graph (rotating
   over the input copies), the graph replayed ``--replays`` times with CUDA events around
@@ -63,7 +69,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-SIZES = {"4K": 4 << 10, "64K": 64 << 10, "1M": 1 << 20, "16M": 16 << 20, "256M": 256 << 20, "1G": 1 << 30}
+SIZES = {
+    "4K": 4 << 10, "64K": 64 << 10, "1M": 1 << 20, "16M": 16 << 20, "64M": 64 << 20, "256M": 256 << 20, "1G": 1 << 30,
+}
 QUICK_SIZES = ("64K", "16M", "1G")
 L2_ROTATE = 200 << 20  # bytes of input copies to rotate over (H100 L2: 50 MB)
 
@@ -72,11 +80,12 @@ L2_ROTATE = 200 << 20  # bytes of input copies to rotate over (H100 L2: 50 MB)
 class Case:
     name: str
     dtype: str
-    layout: str  # "1d", "2d", "3d" ([64, R, 256])
+    layout: str  # "1d", "2d", "2d1024" ([M, 1024]), "3d" ([64, R, 256])
     kind: str  # the bulkred function
     axis: Any
     torch_fn: Callable[[Any, Any], Any]  # (torch, x) -> result
-    transpose: bool = False
+    transpose: bool = False  # the input is x.t()
+    perm: tuple[int, ...] | None = None  # the input is x.permute(*perm)
 
 
 CASES = {
@@ -89,6 +98,8 @@ CASES = {
         Case("middle", "float32", "3d", "sum", 1, lambda t, x: t.sum(x, 1)),
         Case("axes02", "float32", "3d", "sum", (0, 2), lambda t, x: t.sum(x, (0, 2))),
         Case("t_sum0", "float32", "2d", "sum", 0, lambda t, x: x.sum(0), transpose=True),
+        Case("t_sum1", "float32", "2d1024", "sum", 1, lambda t, x: x.sum(1), transpose=True),
+        Case("p3_sum2", "float32", "3d", "sum", 2, lambda t, x: x.sum(2), perm=(0, 2, 1)),
         Case("sum_f16", "float16", "1d", "sum", None, lambda t, x: t.sum(x)),
         Case("sum_bf16", "bfloat16", "1d", "sum", None, lambda t, x: t.sum(x)),
         Case("sum_f64", "float64", "1d", "sum", None, lambda t, x: t.sum(x)),
@@ -106,6 +117,8 @@ def shape_of(case: Case, nbytes: int) -> tuple[int, ...] | None:
     if case.layout == "2d":
         cols = min(4096, max(32, 1 << math.ceil(math.log2(math.sqrt(n)))))
         return (max(1, n // cols), cols)
+    if case.layout == "2d1024":
+        return (max(1, n // 1024), 1024)
     r = n // (64 * 256)
     return (64, r, 256) if r >= 1 else None
 
@@ -119,8 +132,12 @@ def make_inputs(torch, case: Case, shape, copies: int):
             x = torch.randint(0, 1 << 20, shape, dtype=torch.int32, device="cuda") == 0
         else:
             x = torch.randn(shape, device="cuda", dtype=getattr(torch, case.dtype))
-        out.append(x.t() if case.transpose else x)
+        out.append(x.t() if case.transpose else x.permute(*case.perm) if case.perm else x)
     return out
+
+
+def view_of(case: Case) -> str:
+    return "transposed" if case.transpose else f"permuted {case.perm}" if case.perm else "contiguous"
 
 
 def check(torch, case: Case, got, x) -> str:
@@ -246,7 +263,7 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
     repeat = args.repeat if not big else max(10, args.repeat // 4)
     fn_b = lambda x: getattr(bulkred, case.kind)(x, **_axis(case))
     fn_t = lambda x: case.torch_fn(torch, x)
-    row["view"] = "transposed" if case.transpose else "contiguous"
+    row["view"] = view_of(case)
     # torch first: its numbers are in every row, bulkred's unless refused
     try:
         row["torch_graph_us"] = graph_us(torch, fn_t, inputs, gcalls, args.replays)

@@ -63,3 +63,13 @@ def test_dry_run_and_bad_names(capsys):
     assert out.count("\n") == len(B.QUICK_SIZES) * len(B.CASES) and "65536, 4096" in out
     with pytest.raises(SystemExit):
         B.main(["--dry-run", "--cases", "nope"])
+
+
+def test_permuted_view_cases():
+    """The permuted views of issue 23, section 4: x.t().sum(1) of a [M, 1024] x (its
+    column sum) at 64 MiB and 1 GiB, and a 3-D permute (the middle axis of x)."""
+    t1, p3 = B.CASES["t_sum1"], B.CASES["p3_sum2"]
+    assert t1.transpose and t1.axis == 1 and B.view_of(t1) == "transposed"
+    assert B.shape_of(t1, B.SIZES["64M"]) == (16384, 1024) and B.shape_of(t1, B.SIZES["1G"]) == (262144, 1024)
+    assert p3.perm == (0, 2, 1) and p3.axis == 2 and B.view_of(p3) == "permuted (0, 2, 1)"
+    assert B.shape_of(p3, B.SIZES["1G"]) == (64, 16384, 256)

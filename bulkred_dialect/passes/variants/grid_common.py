@@ -38,6 +38,7 @@ from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.memory import PtrAddOp
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import (
+    INDEX_KINDS,
     LAUNCH_ATTR,
     ExecScope,
     LaunchAttr,
@@ -67,12 +68,15 @@ Form = Canonical
 
 
 def form_of(op: ReduceOp) -> Canonical:
+    """``op``'s canonical form; a view's axes in stride order where the rules of
+    passes/canonical.py allow (argmax and argmin keep their reduced axes' order: their
+    index counts them in the op's order)."""
     st = op.src.type
     assert isinstance(st, MemRefType)
     strides = None
     if isinstance(st.layout, StridedLayoutAttr):  # a view (the verifier: static, >= 0, offset 0)
         strides = [int(s) for s in st.get_strides()]  # type: ignore[arg-type,union-attr]
-    return canonical(st.get_shape(), op.reduced_axes(), strides)
+    return canonical(st.get_shape(), op.reduced_axes(), strides, keep_reduced_order=op.kind.data in INDEX_KINDS)
 
 
 def form_is(*kinds: str):

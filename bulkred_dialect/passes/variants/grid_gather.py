@@ -1,8 +1,9 @@
 """reduction -> grid_gather: any grid reduction, whatever its canonical form, with
 scalar loads (priority 59, the last grid variant tried). It serves the ``general`` and
 ``strided`` forms ``grid_runs`` does not take (three or more reduced axes, the innermost
-axis kept, a transposed view: each element's address from its indices times the view's
-element strides), and a ``middle`` form whose O exceeds the grid. The API forces it for
+axis kept, a view that stride order does not make contiguous: each element's address
+from its indices times the view's element strides), and a ``middle`` form whose O
+exceeds the grid. The API forces it for
 a view off its kernel's vector alignment: a ``whole``, ``inner`` or ``outer`` form then
 runs ``grid_full``'s, ``grid_rows``' or ``grid_split_det``'s loop with scalar loads
 (``vec = 1``: no alignment needed, the same grid); the other forms run the loop below.
