@@ -142,7 +142,7 @@ def main() -> int:
     from bulkred_dialect import api
 
     kernel(A, B)  # the first, fully checked call records the short path
-    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))
+    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel("bulkred_sum")
     B0 = B.view(())  # torch.sum's result is 0-d
     cases = [
         ("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
@@ -157,8 +157,10 @@ def main() -> int:
     rows = interleaved(cases, sync, args.calls)
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
-    key = ("sum", A.shape, A.dtype, None, False, None, False, None)  # bulkred.sum(A)'s key in _TORCH_CALLS
-    assert kernel._fast is not None and red._fast is not None and key in api._TORCH_CALLS
+    from bulkred_dialect.functions import FUNCTIONS
+
+    key = api._key(FUNCTIONS["sum"], A, "torch", None, False, (None,), ())  # bulkred.sum(A)'s key in the API's cache
+    assert kernel._fast is not None and red._fast is not None and key in api._CACHE
 
     cold, warm = [], []
     for _ in range(args.processes):
@@ -183,7 +185,7 @@ def main() -> int:
         ("kernel._fast.kernel_call(A, B) (launches)", lambda: kernel._fast.kernel_call(A, B)),
         ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
         ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
-        ("bulkred.sum's lookup of the recorded call", lambda: api._TORCH_CALLS.get(("sum", A.shape, A.dtype, None, False, None, False, None))),
+        ("bulkred.sum's lookup of the recorded call", lambda: api._CACHE.get(api._key(FUNCTIONS["sum"], A, "torch", None, False, (None,), ()))),
         ("B.view(()) (bulkred.sum's 0-d result of the (1,) destination)", lambda: B.view(())),
         ("A.new_empty(1)", lambda: A.new_empty(1)),
         ("torch.empty_like(B) (bulkred.sum's result)", lambda: torch.empty_like(B)),

@@ -6,28 +6,32 @@ reduction API is loaded at its first use::
     bulkred.sum(x)            # x: a torch tensor, cupy array, DLPack object or numpy array
     bulkred.sum(x, axis=(0, 2), keepdims=True)
     bulkred.max(x, out=y)
-    bulkred.var_mean(x, axis=-1)  # fused reductions: mean, var, std, var_mean, argmax, argmin,
-                                  # vector_norm, logsumexp (docs/fused.md)
+    bulkred.var_mean(x, axis=-1)  # every function of the table (functions.py): mean, var, std,
+                                  # argmax, vector_norm, logsumexp, ... (docs/from_torch.md)
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from bulkred_dialect._version import __version__
 
-_API = (
-    "sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce", "ReductionError",
-    "mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp",
-)
+
+def _api() -> tuple[str, ...]:
+    """The public names: every row of the function table (functions.py), ``reduce`` and
+    ``ReductionError`` (read at the first use: ``import bulkred_dialect`` imports nothing)."""
+    from bulkred_dialect.functions import FUNCTIONS
+
+    return (*FUNCTIONS, "reduce", "ReductionError")
 
 
 def __getattr__(name: str):
-    if name in _API:
-        from bulkred_dialect import api
+    if not name.startswith("__") and name in _api():
+        from bulkred_dialect import api, reductions
 
-        value = globals()[name] = getattr(api, name)  # later reads skip this hook (~1.5 us a call)
+        value = getattr(reductions if name != "ReductionError" else api, name)
+        globals()[name] = value  # later reads skip this hook (~1.5 us a call)
         return value
     raise AttributeError(f"module 'bulkred_dialect' has no attribute '{name}'")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+    return sorted({*globals(), *_api()})

@@ -29,7 +29,7 @@ CALLS = [
 def plans() -> None:
     """Each call's plan and the variant the dispatch chooses for it (no GPU needed)."""
     for what, fn, shape, dtype, kw in CALLS:
-        p = api.plan(api.KINDS[fn], shape, dtype, **kw)
+        p = api.plan(fn, shape, dtype, **kw)
         x = np.zeros(shape, dtype)
         try:
             chosen = getattr(bulkred, fn)(x, explain=True, **kw).splitlines()[-1]

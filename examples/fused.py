@@ -40,7 +40,7 @@ def plans() -> None:
     x = np.zeros(SHAPE, np.float32)
     for what, fn, kw in CALLS:
         opts = {k: v for k, v in kw.items() if k in ("correction", "ord")}
-        p = api.plan_fused(fn, SHAPE, "float32", kw.get("axis"), **opts)
+        p = api.plan(fn, SHAPE, "float32", kw.get("axis"), **opts)
         print(f"== bulkred.{fn}({', '.join(f'{k}={v}' for k, v in kw.items())})   # {what}")
         print(
             f"   bulkred.reduce {p.kind} prologue {list(p.prologue)} epilogue {list(p.epilogue)}"

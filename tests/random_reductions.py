@@ -238,9 +238,6 @@ def fused_refusal(case: Case) -> str | None:
         return "an empty axis"
     if case.kind == "vector_norm" and case.n_reduced == 0 and (case.ord is None or not 0 < case.ord < math.inf):
         return "an empty axis (no identity)"
-    pow_norm = case.kind == "vector_norm" and case.ord not in (None, 1.0, 2.0, math.inf, -math.inf)
-    if (case.dtype_arg or case.dtype) == "float64" and (case.kind == "logsumexp" or pow_norm):
-        return "float64 exp/log (PTX has ex2/lg2 in float32 only)"
     return None
 
 
@@ -1107,29 +1104,54 @@ def _not_run(seed: int, chunk: list[int], config: Config | None, reason: str, de
 # region Running in the CPU interpreter
 
 
-def interpreter_config(fused: bool = False) -> Config:
-    """Small contiguous cases for the CPU interpreter (a Python thread per GPU thread);
-    ``fused``: of the fused functions."""
-    kw: dict[str, Any] = {"max_elems": 300, "views": ("contiguous",), "max_rank": 3, "options": False, "numpy_inputs": 0.0, "empty": 0.0}
+def interpreter_config(fused: bool = False, views: tuple[str, ...] = ("contiguous",)) -> Config:
+    """Small cases for the CPU interpreter (a Python thread per GPU thread); ``fused``:
+    of the fused functions; ``views``: the views drawn (contiguous by default, the draws
+    of earlier runs; ``("transpose",)``: permuted views, which the module reads in place
+    through their strides, analyzed in stride order by the dispatch)."""
+    kw: dict[str, Any] = {"max_elems": 300, "views": views, "max_rank": 3, "options": False, "numpy_inputs": 0.0, "empty": 0.0}
     return fused_config(**kw) if fused else Config(**kw)
+
+
+def module_strides(case: Case) -> tuple[int, ...] | None:
+    """The element strides of the case's view as the API passes them to its module
+    (extent-1 axes as 0), or None where the view is dense and row-major (a copy or a
+    storage offset reads the same)."""
+    strides, want = case.strides(), 1
+    for d, s in zip(reversed(case.shape), reversed(strides)):
+        if d != 1 and s != want:
+            return tuple(0 if d == 1 else int(s) for d, s in zip(case.shape, strides))
+        want *= d
+    return None
+
+
+def interpreter_input(case: Case, base: np.ndarray) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """The kernel's ``x`` for the interpreter (bfloat16 as its bits in uint16) and the
+    strides of its module (:func:`module_strides`): a dense copy, or the view itself
+    (of the base's bits), read in place."""
+    strides = module_strides(case)
+    if strides is None:
+        return _to_bits(numpy_view(case, base), case.dtype), None
+    return numpy_view(case, _to_bits(base, case.dtype)), strides
 
 
 def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
     """The API's module of the case (``api.reduction_module``), lowered by
-    ``lower-tile-reductions`` and run by ``interpreter.run_grid`` on the contiguous input,
-    against the reference. ``skip`` (status) where the module cannot say the case or the
+    ``lower-tile-reductions`` and run by ``interpreter.run_grid`` on the input (a view
+    read in place through its strides, :func:`interpreter_input`), against the reference. ``skip`` (status) where the module cannot say the case or the
     interpreter cannot run the kernel, ``unsupported`` where the API refuses it."""
     import inspect
 
     from bulkred_dialect import api
     from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+    from bulkred_dialect.functions import function
     from bulkred_dialect.errors import BulkredError, InterpretError
     from bulkred_dialect.interpreter import run_grid
     from bulkred_dialect.ops import dtypes as D
     from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
 
-    if case.view != "contiguous" or case.keepdims or case.dtype_arg or case.ignore_nan or case.use_out:
-        return Outcome("skip", "the interpreter runs contiguous inputs without options")
+    if case.keepdims or case.dtype_arg or case.ignore_nan or case.use_out:
+        return Outcome("skip", "the interpreter runs cases without options")
     if case.fused:
         return run_fused_case_interpreter(case, target, max_threads)
     params = inspect.signature(api.reduction_module).parameters
@@ -1144,9 +1166,12 @@ def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 
         return Outcome("skip", "api.reduction_module takes one axis")
     if "out_dtype" in params:
         axis_kw["out_dtype"] = case.out_dtype
-    kinds = set(getattr(api, "KINDS", {}).values())
-    if kinds and case.kind not in kinds:
-        return Outcome("unsupported", f"kind {case.kind} is not in api.KINDS")
+    if function(case.kind) is None:
+        return Outcome("unsupported", f"kind {case.kind} is not a function of the table (functions.py)")
+    base = make_base(case)
+    x, strides = interpreter_input(case, base)
+    if strides is not None:
+        axis_kw["strides"] = strides
     try:
         m = api.reduction_module(case.kind, case.shape, case.dtype, name="k", **axis_kw)
         lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
@@ -1162,10 +1187,6 @@ def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 
     out_t = types[1]
     out_dt = D.of_ir(out_t.element_type)
     zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
-    base = make_base(case)
-    x = np.ascontiguousarray(numpy_view(case, base))
-    if case.dtype == "bfloat16":
-        x = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     out_np = np.dtype(out_dt.numpy)
     out = np.zeros(out_t.get_shape(), out_np) if 1 in zero else np.full(out_t.get_shape(), 0x5A, out_np)
     if 1 not in zero and out_dt.is_float and out_dt.name != "bfloat16":
@@ -1191,24 +1212,24 @@ def _to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
-    """A fused case (contiguous, no options) through the API's plan
-    (``api.plan_fused``: the kind, prologue, epilogue, correction and aux output), its
+    """A fused case (no options; a view read in place) through the API's plan
+    (``api.plan``: the kind, prologue, epilogue, correction and aux output), its
     module (``api.reduction_module``), ``lower-tile-reductions`` and ``run_grid``,
     against :func:`fused_reference`. A refusal the case expects passes; a lowering
     error is ``unsupported`` (its first line)."""
     from bulkred_dialect import api
     from bulkred_dialect.backend_ptx.runtime import lower_tile_module
     from bulkred_dialect.errors import BulkredError, InterpretError
+    from bulkred_dialect.functions import FUNCTIONS
     from bulkred_dialect.interpreter import run_grid
     from bulkred_dialect.ops import dtypes as D
     from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
     from bulkred_dialect.ops.tile import kernel_launch
 
     try:
-        p = api.plan_fused(
-            case.kind, case.shape, case.dtype, case.axis, False, None,
-            correction=0 if case.correction is None else case.correction, ord=2 if case.ord is None else case.ord,
-        )
+        options = {"correction": 0 if case.correction is None else case.correction, "ord": 2 if case.ord is None else case.ord}
+        takes = FUNCTIONS[case.kind].option_names
+        p = api.plan(case.kind, case.shape, case.dtype, case.axis, False, **{k: v for k, v in options.items() if k in takes})
     except api.ReductionError as e:
         if case.expect_refusal:
             return Outcome("pass", "refused as expected")
@@ -1217,10 +1238,13 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
         return Outcome("fail", "no refusal", f"{fused_refusal(case)}: planned {p}")
     if not p.launches:
         return Outcome("skip", "no kernel (an empty reduction or result)")
+    base = make_base(case)
+    x, strides = interpreter_input(case, base)
     try:
         m = api.reduction_module(
             p.kind, p.shape, p.src, p.axes, "k", out_dtype=p.dst, prologue=p.prologue or None,
             epilogue=p.epilogue or None, correction=p.correction, aux_dtype=p.aux,
+            **({} if strides is None else {"strides": strides}),
         )
         lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
     except BulkredError as e:
@@ -1232,9 +1256,8 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
     types = f.function_type.inputs.data
     n_out = 2 if p.aux else 1
     zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
-    base = make_base(case)
     v = numpy_view(case, base)
-    arrays = [_to_bits(v, case.dtype)]
+    arrays = [x]
     for i in range(1, 1 + n_out):
         t = types[i]
         dt = D.of_ir(t.element_type)
@@ -1332,6 +1355,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
     p.add_argument("--fused", action="store_true", help="the fused functions (issue 17: mean, var, argmax, ...) instead")
+    p.add_argument("--views", default="contiguous", help=f"with --interpreter: the views to draw, comma-separated, of {', '.join(VIEWS)}")
     a = p.parse_args(argv)
     config = fused_config() if a.fused else None
     seed = a.seed if a.seed is not None else int(time.time()) % 1_000_000
@@ -1343,7 +1367,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.time()
     if a.interpreter:
-        cfg = interpreter_config(a.fused)
+        cfg = interpreter_config(a.fused, tuple(v.strip() for v in a.views.split(",") if v.strip()))
         results = []
         for i in a.only if a.only else range(a.start, a.start + a.count):
             c = generate(seed, i, cfg)

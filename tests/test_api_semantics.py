@@ -53,7 +53,8 @@ def test_plan_shapes_and_dtypes(kind, shape, src, kw, result_shape, kernel_shape
 def test_plan_nan_option_only_for_float_min_max():
     assert api.plan("max", (8,), "float32", ignore_nan=True).ignore_nan
     assert not api.plan("max", (8,), "int32", ignore_nan=True).ignore_nan  # no NaN in integers
-    assert not api.plan("sum", (8,), "float32", ignore_nan=True).ignore_nan
+    with pytest.raises(api.ReductionError, match=r"^bulkred.sum: 'ignore_nan' is not taken by sum \(its options: dtype\)$"):
+        api.plan("sum", (8,), "float32", ignore_nan=True)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ def test_plan_nan_option_only_for_float_min_max():
         ("max", (4, 5), "float32", {"out_dtype": "float16"}, "bulkred.max: 'out' has dtype float16, expected float32 (the result's dtype)"),
         ("any", (4, 5), "bool", {"out_dtype": "int32"}, "bulkred.any: 'out' has dtype int32, expected bool (the result's dtype)"),
         ("sum", (4, 5), "float32", {"dtype": "float32", "out_dtype": "float16"}, "bulkred.sum: 'out' has dtype float16, but dtype=float32 was asked for"),
-        ("nope", (4, 5), "float32", {}, "unknown reduction kind 'nope' (valid: sum, prod, max, min, any, all, and, or, xor)"),
+        ("nope", (4, 5), "float32", {}, "unknown reduction 'nope' (valid: sum, prod, max, min, amax, amin, any, all, and_, or_, xor, count_nonzero, mean, "),
     ],
 )
 def test_plan_refusals_are_one_line(kind, shape, src, kw, message):
@@ -89,28 +90,33 @@ def test_plan_refusals_are_one_line(kind, shape, src, kw, message):
 
 
 def test_the_dialects_refusal_is_one_line():
-    """What the dialect refuses (xor of a float here) is refused while the module is
-    built, before anything is compiled or launched, in one line."""
-    with pytest.raises(api.ReductionError, match=r"^bulkred.xor: ") as e:
-        bulkred.xor(np.zeros(8, np.float32), explain=True)
-    assert "\n" not in str(e.value) and "'kind' xor needs an integer element type, got f32" in str(e.value)
+    """What the function's dtype rule refuses (xor of a float) is refused by the plan, and
+    what the dialect refuses (a float product into int8 here) while the module is built,
+    before anything is compiled or launched, each in one line; the same with or without a
+    GPU (nothing is touched before)."""
+    with pytest.raises(api.ReductionError, match=r"^bulkred.xor: expected an integer or bool input, got float32") as e:
+        bulkred.xor(np.zeros(8, np.float32))
+    assert "\n" not in str(e.value)
+    with pytest.raises(api.ReductionError, match=r"^bulkred.prod: ") as e:
+        bulkred.prod(np.zeros(8, np.float32), dtype="int8", explain=True)
+    assert "\n" not in str(e.value)
 
 
 def test_check_layout():
-    api._check_layout("sum", "x", (4, 5), (5, 1))
-    api._check_layout("sum", "x", (4, 1, 5), (5, 99, 1))  # an extent-1 axis: any stride
-    api._check_layout("sum", "x", (1,), (-1,))
-    with pytest.raises(api.ReductionError, match=r"^bulkred.sum: 'out' is a strided view \(strides \(1, 4\) in elements for shape \(4, 5\)\), which is not supported yet for 'out' \(issue 16\); pass a contiguous array"):
-        api._check_layout("sum", "out", (4, 5), (1, 4))
+    api.check_layout("sum", "x", (4, 5), (5, 1))
+    api.check_layout("sum", "x", (4, 1, 5), (5, 99, 1))  # an extent-1 axis: any stride
+    api.check_layout("sum", "x", (1,), (-1,))
+    with pytest.raises(api.ReductionError, match=r"^bulkred.sum: 'out' is a strided view \(strides \(1, 4\) in elements for shape \(4, 5\)\), which is not supported yet for 'out'; pass a contiguous array"):
+        api.check_layout("sum", "out", (4, 5), (1, 4))
     with pytest.raises(api.ReductionError, match=r"^bulkred.max: 'out' has negative strides \(-1,\) \(in elements\) for shape \(5,\) \(a flipped view\)"):
-        api._check_layout("max", "out", (5,), (-1,))
+        api.check_layout("max", "out", (5,), (-1,))
     # x: a view with strides >= 0 is read in place (its strides; extent-1 axes as 0), dense gives None
-    assert api._check_layout("sum", "x", (4, 5), (1, 4), views=True) == (1, 4)
-    assert api._check_layout("sum", "x", (4, 1, 5), (10, -3, 2), views=True) == (10, 0, 2)
-    assert api._check_layout("sum", "x", (4, 5), (0, 1), views=True) == (0, 1)  # broadcast (expand)
-    assert api._check_layout("sum", "x", (4, 5), (5, 1), views=True) is None
+    assert api.check_layout("sum", "x", (4, 5), (1, 4), views=True) == (1, 4)
+    assert api.check_layout("sum", "x", (4, 1, 5), (10, -3, 2), views=True) == (10, 0, 2)
+    assert api.check_layout("sum", "x", (4, 5), (0, 1), views=True) == (0, 1)  # broadcast (expand)
+    assert api.check_layout("sum", "x", (4, 5), (5, 1), views=True) is None
     with pytest.raises(api.ReductionError, match=r"^bulkred.sum: 'x' has negative strides \(-5, 1\) \(in elements\) for shape \(4, 5\) \(a flipped view\), which are not supported"):
-        api._check_layout("sum", "x", (4, 5), (-5, 1), views=True)
+        api.check_layout("sum", "x", (4, 5), (-5, 1), views=True)
 
 
 # endregion
@@ -132,7 +138,7 @@ def test_check_layout():
     ],
 )
 def test_empty_reductions_fill_without_a_kernel(monkeypatch, fn, x, kw, want):
-    monkeypatch.setattr(api, "_compile", lambda *a: pytest.fail("compiled"))
+    monkeypatch.setattr(api, "kernel_of", lambda *a: pytest.fail("compiled"))
     # whether the dialect takes the kind, dtype and result type (checked for empty
     # reductions too: test_api.py's xor case) is not what this test is about
     monkeypatch.setattr(api, "_check_module", lambda p: None)
@@ -141,7 +147,7 @@ def test_empty_reductions_fill_without_a_kernel(monkeypatch, fn, x, kw, want):
     assert np.array_equal(got, want)
     out = np.full(want.shape, 7, want.dtype)
     assert getattr(bulkred, fn)(x, out=out, **kw) is out and np.array_equal(out, want)
-    assert bulkred.reduce(api.KINDS[fn], x, explain=True, **kw).startswith("no kernel: the result has shape")
+    assert getattr(bulkred, fn)(x, explain=True, **kw).startswith("no kernel: the result has shape")
 
 
 # endregion
@@ -186,8 +192,7 @@ class FakeKernel:
 
 @pytest.fixture
 def fake(monkeypatch):
-    """api._compile gives a module of :class:`FakeKernel`; the GPU is an sm_90a."""
-    from types import SimpleNamespace
+    """api.kernel_of gives a :class:`FakeKernel`; the GPU is an sm_90a."""
 
     from bulkred_dialect.backend_ptx import device
 
@@ -197,12 +202,13 @@ def fake(monkeypatch):
         assert target == "sm_90a"
         k = FakeKernel(p)
         kernels.append(k)
-        return SimpleNamespace(kernel=lambda name: k)
+        return k
 
-    monkeypatch.setattr(api, "_compile", compile_)
+    from bulkred_dialect import reductions
+
+    monkeypatch.setattr(api, "kernel_of", compile_)
     monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
-    monkeypatch.setattr(api, "_TORCH_CALLS", {})
-    monkeypatch.setattr(api, "_NEW_OUT", {})
+    reductions.forget()
     return kernels
 
 
@@ -266,7 +272,7 @@ def test_the_recorded_short_path_keeps_the_checks(fake):
     torch = _torch()
     x = torch.ones(6, 4)
     bulkred.sum(x, axis=0)
-    assert len(api._TORCH_CALLS) == 1
+    assert len([k for k in api._CACHE if k[0] == "sum"]) == 1
     t = torch.arange(24.0).reshape(4, 6).t()  # same shape and dtype: the recorded kernel refuses it
     assert torch.equal(bulkred.sum(t, axis=0), t.sum(dim=0)) and fake[-1].p.strides == (1, 6)  # a view's module
     with pytest.raises(api.ReductionError, match="'axis' must be an int, a tuple of ints or None, got True"):
@@ -280,12 +286,13 @@ def test_the_recorded_short_path_keeps_the_checks(fake):
 
 def test_torch_compile_fullgraph_runs_the_custom_operator(fake):
     """torch.compile(fullgraph=True) of a function that calls bulkred.sum and bulkred.max
-    traces them as torch.ops.bulkred.reduce / reduce_out (fake implementations: shape and
+    traces them as torch.ops.bulkred.sum / max_out (fake implementations: shape and
     dtype) and runs them: one graph, no break."""
     torch = _torch()
-    from bulkred_dialect import torch_ops
+    from bulkred_dialect import reductions
 
-    assert api._compiling is torch_ops.is_compiling
+    assert reductions._compiling() is False  # eager: registers the operators once torch is loaded
+    assert reductions._compiling is torch.compiler.is_compiling
 
     def f(x, out):
         s = bulkred.sum(x, axis=(0, 2), keepdims=True)
@@ -308,9 +315,9 @@ def test_torch_custom_operators_pass_opcheck(fake):
     from bulkred_dialect import torch_ops  # noqa: F401 - registers the operators
 
     x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    torch.library.opcheck(torch.ops.bulkred.reduce.default, (x, "sum", [1], True, None, False))
-    torch.library.opcheck(torch.ops.bulkred.reduce.default, (x.int(), "sum", None, False, None, False))
-    torch.library.opcheck(torch.ops.bulkred.reduce_out.default, (x, "max", [0], False, None, True, torch.empty(6)))
+    torch.library.opcheck(torch.ops.bulkred.sum.default, (x, [1], True, None))
+    torch.library.opcheck(torch.ops.bulkred.sum.default, (x.int(), None, False, None))
+    torch.library.opcheck(torch.ops.bulkred.max_out.default, (x, [0], False, True, torch.empty(6)))
 
 
 # endregion
@@ -344,7 +351,7 @@ def test_from_torch_doc_cpu_blocks_run(capsys):
     exec(compile(cpu[1], "docs/from_torch.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5 and all(line.startswith("bulkred.") for line in lines)
-    assert lines[-1] == "bulkred.xor: error: 'bulkred.reduce' 'kind' xor needs an integer element type, got f32"
+    assert lines[-1] == "bulkred.xor: expected an integer or bool input, got float32 (a bitwise reduction)"
     assert "docs/from_torch.md" in (ROOT / "README.md").read_text()
 
 
@@ -392,15 +399,14 @@ def test_misaligned_torch_view_is_read_in_place_by_grid_gather(fake, monkeypatch
     grid_gather's kernel (scalar loads) and reads it in place, on the first call and
     after an aligned call of the same shape was recorded; that record keeps the vector
     kernel for aligned calls, and a misaligned call is never recorded."""
-    from types import SimpleNamespace
 
     torch = _torch()
 
     def compile_(p, target):
         fake.append(k := _AlignedKernel(p))
-        return SimpleNamespace(kernel=lambda name: k)
+        return k
 
-    monkeypatch.setattr(api, "_compile", compile_)
+    monkeypatch.setattr(api, "kernel_of", compile_)
     base = torch.full((13, 13, 15, 11, 1), 0.25, dtype=torch.float16)
     x = base[3:12]
     assert x.is_contiguous() and (x.data_ptr() - base.data_ptr()) == 12870 and x.data_ptr() % 8 == 6

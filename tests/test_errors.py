@@ -76,7 +76,7 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], type[Exception], s
     ("sum(axis=True)", lambda: bulkred.sum(np.ones(4, np.float32), axis=True), bulkred.ReductionError, ValueError,
      "'axis' must be an int, a tuple of ints or None, got True"),
     ("sum(dtype)", lambda: bulkred.sum(np.ones(4, np.complex64)), bulkred.ReductionError, ValueError,
-     "dtype complex64 is not supported"),
+     "'x' has dtype complex64, which is not supported"),
 ]
 
 

@@ -24,6 +24,7 @@ import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
+from bulkred_dialect.functions import FUNCTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,7 +32,7 @@ import random_reductions as R
 
 ROOT = Path(__file__).resolve().parents[1]
 FUSED = ("mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp")
-IN_PROGRESS = "lowering of issue 17 in progress"
+IN_PROGRESS = "the fused lowering in progress"
 NO_VARIANT = "no lowering variant applies"
 
 
@@ -43,12 +44,14 @@ def _torch():
 
 
 def test_fused_functions_are_exported():
-    assert api.FUSED == FUSED
+    from bulkred_dialect import reductions
+
+    assert set(FUSED) <= set(reductions.PUBLIC)
     for fn in FUSED:
-        assert getattr(bulkred, fn) is getattr(api, fn)
+        assert getattr(bulkred, fn) is reductions.PUBLIC[fn]
         assert fn in dir(bulkred)
-        f = getattr(api, fn)
-        assert f.__name__ == fn and f.__module__ == "bulkred_dialect.api" and f.__doc__
+        f = getattr(bulkred, fn)
+        assert f.__name__ == fn and f.__module__ == "bulkred_dialect" and f.__doc__
 
 
 def test_package_import_stays_light():
@@ -114,7 +117,7 @@ def test_signatures():
     ],
 )
 def test_plan(fn, shape, src, kw, kind, prologue, epilogue, dst, result_shape, kernel_shape):
-    p = api.plan_fused(fn, shape, src, **kw)
+    p = api.plan(fn, shape, src, **kw)
     assert (p.kind, p.prologue, p.epilogue, p.dst) == (kind, prologue, epilogue, dst)
     assert (p.result_shape, p.kernel_shape, p.fn) == (result_shape, kernel_shape, fn)
     assert p.launches and not p.ignore_nan
@@ -123,10 +126,11 @@ def test_plan(fn, shape, src, kw, kind, prologue, epilogue, dst, result_shape, k
 
 
 def test_plan_correction():
-    assert api.plan_fused("var", (8,), "float32", correction=1).correction == 1
-    assert api.plan_fused("std", (8,), "float32", correction=np.int64(2)).correction == 2
-    assert api.plan_fused("var_mean", (8,), "float32", correction=1).correction == 1
-    assert api.plan_fused("mean", (8,), "float32", correction=5).correction is None  # not taken by mean
+    assert api.plan("var", (8,), "float32", correction=1).correction == 1
+    assert api.plan("std", (8,), "float32", correction=np.int64(2)).correction == 2
+    assert api.plan("var_mean", (8,), "float32", correction=1).correction == 1
+    with pytest.raises(api.ReductionError, match=r"^bulkred.mean: 'correction' is not taken by mean \(its options: dtype\)$"):
+        api.plan("mean", (8,), "float32", correction=5)
 
 
 @pytest.mark.parametrize(
@@ -144,7 +148,7 @@ def test_plan_correction():
 )
 def test_empty_reductions_fill_without_a_kernel(fn, shape, kw, fill):
     """torch's values: mean/var/std of nothing NaN, logsumexp -inf, a p > 0 norm 0."""
-    p = api.plan_fused(fn, shape, "float32", **kw)
+    p = api.plan(fn, shape, "float32", **kw)
     assert not p.launches
     assert (math.isnan(p.fill) if fill == "nan" else p.fill == fill)
     got = getattr(bulkred, fn)(np.zeros(shape, np.float32), **kw)
@@ -178,7 +182,7 @@ REFUSALS = [
     ("argmax", (4, 5), "float32", {"axis": 2}, "bulkred.argmax: axis 2 is out of range for a 2-D array"),
     ("argmax", (4, 0), "float32", {"axis": 1}, "bulkred.argmax: axis 1 of an array of shape (4, 0) has no elements, and argmax has no identity"),
     ("argmin", (0,), "int32", {}, "bulkred.argmin: the array of an array of shape (0,) has no elements"),
-    ("vector_norm", (4,), "float32", {"ord": 0}, "bulkred.vector_norm: ord=0 (the number of nonzero elements) is not supported: pass bulkred.sum(x != 0)"),
+    ("vector_norm", (4,), "float32", {"ord": 0}, "bulkred.vector_norm: ord=0 (the number of nonzero elements) is not supported: pass bulkred.count_nonzero(x)"),
     ("vector_norm", (4,), "float32", {"ord": 0.0}, "ord=0"),
     ("vector_norm", (4,), "float32", {"ord": "fro"}, "bulkred.vector_norm: 'ord' must be a number (an int, a float, inf or -inf), got 'fro'"),
     ("vector_norm", (4,), "float32", {"ord": True}, "'ord' must be a number"),
@@ -200,10 +204,10 @@ def test_refusals_are_one_line_before_any_launch(monkeypatch, fn, shape, dtype, 
     def no_compile(*a, **k):  # pragma: no cover - a refusal builds nothing
         raise AssertionError("compiled")
 
-    monkeypatch.setattr(api, "_compile", no_compile)
-    monkeypatch.setattr(api, "_module", no_compile)
+    monkeypatch.setattr(api, "kernel_of", no_compile)
+    monkeypatch.setattr(api, "module_of", no_compile)
     with pytest.raises(api.ReductionError) as e:
-        api.plan_fused(fn, shape, dtype, **kw)
+        api.plan(fn, shape, dtype, **kw)
     assert message in str(e.value) and "\n" not in str(e.value)
     if dtype != "bfloat16":
         with pytest.raises(api.ReductionError, match=re.escape(message)):
@@ -215,7 +219,7 @@ def test_refusals_are_one_line_before_any_launch(monkeypatch, fn, shape, dtype, 
 def test_argument_refusals_of_the_calls():
     x = np.zeros((4, 5), np.float32)
     with pytest.raises(api.ReductionError, match=r"bulkred.argmax: 'dtype' is not taken by argmax"):
-        api.plan_fused("argmax", (4,), "float32", dtype="float32")
+        api.plan("argmax", (4,), "float32", dtype="float32")
     with pytest.raises(api.ReductionError, match=r"bulkred.argmax: 'out' has dtype float32, expected int64"):
         bulkred.argmax(x, out=np.zeros((), np.float32))
     with pytest.raises(api.ReductionError, match=r"bulkred.mean: 'out' has shape \(5,\), expected \(4,\)"):
@@ -224,8 +228,8 @@ def test_argument_refusals_of_the_calls():
         bulkred.var_mean(x, out=np.zeros((), np.float32))
     with pytest.raises(api.ReductionError, match=r"'out' has arrays of dtypes float32 and float64"):
         bulkred.var_mean(x, out=(np.zeros((), np.float32), np.zeros((), np.float64)))
-    with pytest.raises(api.ReductionError, match=r"unknown fused reduction 'median'"):
-        api.plan_fused("median", (4,), "float32")
+    with pytest.raises(api.ReductionError, match=r"unknown reduction 'median'"):
+        api.plan("median", (4,), "float32")
 
 
 def test_the_plans_agree_with_the_random_cases_expectations():
@@ -234,9 +238,10 @@ def test_the_plans_agree_with_the_random_cases_expectations():
     wrong = []
     for c in R.cases(17, 1500, R.fused_config()):
         try:
-            p = api.plan_fused(
-                c.kind, c.shape, c.dtype, c.axis, c.keepdims, c.dtype_arg,
-                correction=0 if c.correction is None else c.correction, ord=2 if c.ord is None else c.ord,
+            opts = {"correction": 0 if c.correction is None else c.correction, "ord": 2 if c.ord is None else c.ord}
+            takes = FUNCTIONS[c.kind].option_names
+            p = api.plan(
+                c.kind, c.shape, c.dtype, c.axis, c.keepdims, c.dtype_arg, **{k: v for k, v in opts.items() if k in takes}
             )
         except api.ReductionError as e:
             if not c.expect_refusal:
@@ -281,12 +286,8 @@ def _maps(op, field):
 )
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 def test_the_module_verifies_and_carries_the_fused_op(fn, kw, kind, prologue, epilogue, correction, aux, dtype):
-    if dtype == "float64" and (kind == "logsumexp" or any(m[0] == "pow" for m in prologue if isinstance(m, tuple))):
-        with pytest.raises(api.ReductionError, match="of float64 is not supported: it needs exp and log"):
-            api.plan_fused(fn, (6, 7), dtype, **kw)
-        return
-    p = api.plan_fused(fn, (6, 7), dtype, **kw)
-    m = api._module(p)
+    p = api.plan(fn, (6, 7), dtype, **kw)
+    m = api.module_of(p)
     m.verify()
     op = _reduce_op(m)
     assert op.kind.data == kind and op.scope.data == "grid"
@@ -307,8 +308,8 @@ def test_the_module_verifies_and_carries_the_fused_op(fn, kw, kind, prologue, ep
 def test_a_strided_view_builds_a_strided_module():
     from dataclasses import replace
 
-    p = replace(api.plan_fused("var_mean", (4, 6), "float32", axis=0), strides=(1, 4))
-    m = api._module(p)
+    p = replace(api.plan("var_mean", (4, 6), "float32", axis=0), strides=(1, 4))
+    m = api.module_of(p)
     m.verify()
     assert "strided<[1, 4]>" in str(m) and _reduce_op(m).aux is not None
 
@@ -338,7 +339,7 @@ def test_the_other_kinds_modules_are_unchanged():
         assert a == b
         old_plan = mod.plan(kind, shape, dtype, axis)
         new_plan = api.plan(kind, shape, dtype, axis)
-        assert str(mod._module(old_plan)) == str(api._module(new_plan))
+        assert str(mod._module(old_plan)) == str(api.module_of(new_plan))
 
 
 @pytest.mark.parametrize("fn", FUSED)
@@ -421,9 +422,8 @@ class FusedFakeKernel:
 
 @pytest.fixture
 def fake(monkeypatch):
-    """api._compile gives a module of :class:`FusedFakeKernel`; the GPU is an sm_90a."""
-    from types import SimpleNamespace
-
+    """api.kernel_of gives a :class:`FusedFakeKernel`; the GPU is an sm_90a."""
+    from bulkred_dialect import reductions
     from bulkred_dialect.backend_ptx import device
 
     kernels = []
@@ -432,12 +432,12 @@ def fake(monkeypatch):
         assert target == "sm_90a"
         k = FusedFakeKernel(p)
         kernels.append(k)
-        return SimpleNamespace(kernel=lambda name: k if name == f"bulkred_{p.fn}" else pytest.fail(name))
+        assert p.kernel_name == f"bulkred_{p.fn}"
+        return k
 
-    monkeypatch.setattr(api, "_compile", compile_)
+    monkeypatch.setattr(api, "kernel_of", compile_)
     monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
-    monkeypatch.setattr(api, "_TORCH_CALLS", {})
-    monkeypatch.setattr(api, "_NEW_OUT", {})
+    reductions.forget()
     return kernels
 
 
@@ -506,7 +506,7 @@ def test_the_recorded_short_path(fake):
     torch = _torch()
     x = torch.randn(6, 4)
     a = bulkred.var(x, axis=0)
-    assert len(fake) == 1 and len(api._TORCH_CALLS) == 1
+    assert len(fake) == 1 and len([k for k in api._CACHE if k[0] == "var"]) == 1
     b = bulkred.var(x, axis=0)
     assert len(fake) == 1 and fake[0].calls == 2 and torch.equal(a, b)
     c = bulkred.var(x, axis=0, correction=1)
@@ -542,22 +542,22 @@ def test_torch_fake_implementations_give_shapes_and_dtypes():
     with FakeTensorMode() as mode:
         x = mode.from_tensor(torch.empty(4, 5, 6))
         h = mode.from_tensor(torch.empty(4, 5, 6, dtype=torch.float16))
-        r = torch.ops.bulkred.fused(x, "mean", [0, 2], True, None, 0, 2.0)
+        r = torch.ops.bulkred.mean(x, [0, 2], True, None)
         assert r.shape == (1, 5, 1) and r.dtype == torch.float32
-        r = torch.ops.bulkred.fused(x, "argmax", None, False, None, 0, 2.0)
+        r = torch.ops.bulkred.argmax(x, None, False)
         assert r.shape == () and r.dtype == torch.int64
-        r = torch.ops.bulkred.fused(x, "argmin", [1], True, None, 0, 2.0)
+        r = torch.ops.bulkred.argmin(x, [1], True)
         assert r.shape == (4, 1, 6) and r.dtype == torch.int64
-        r = torch.ops.bulkred.fused(h, "std", [1], False, None, 1, 2.0)
+        r = torch.ops.bulkred.std(h, [1], False, 1, None)
         assert r.shape == (4, 6) and r.dtype == torch.float16
-        r = torch.ops.bulkred.fused(h, "vector_norm", None, False, torch.float32, 0, math.inf)
+        r = torch.ops.bulkred.vector_norm(h, None, False, math.inf, torch.float32)
         assert r.shape == () and r.dtype == torch.float32
-        v, m = torch.ops.bulkred.var_mean(h, [-1], False, None, 1)
+        v, m = torch.ops.bulkred.var_mean(h, [-1], False, 1, None)
         assert v.shape == m.shape == (4, 5) and v.dtype == m.dtype == torch.float16
         with pytest.raises(api.ReductionError, match="'axis' must be an int or None"):
-            torch.ops.bulkred.fused(x, "argmax", [0, 1], False, None, 0, 2.0)
+            torch.ops.bulkred.argmax(x, [0, 1], False)
         with pytest.raises(api.ReductionError, match="ord=0"):
-            torch.ops.bulkred.fused(x, "vector_norm", None, False, None, 0, 0.0)
+            torch.ops.bulkred.vector_norm(x, None, False, 0.0, None)
 
 
 def test_torch_custom_operators_pass_opcheck(fake):
@@ -565,21 +565,22 @@ def test_torch_custom_operators_pass_opcheck(fake):
     from bulkred_dialect import torch_ops  # noqa: F401
 
     x = torch.randn(4, 6)
-    torch.library.opcheck(torch.ops.bulkred.fused.default, (x, "mean", [1], True, None, 0, 2.0))
-    torch.library.opcheck(torch.ops.bulkred.fused.default, (x, "argmax", [0], False, None, 0, 2.0))
-    torch.library.opcheck(torch.ops.bulkred.fused.default, (x, "vector_norm", None, False, None, 0, 3.0))
-    torch.library.opcheck(torch.ops.bulkred.fused_out.default, (x, "std", [0], False, None, 1, 2.0, torch.empty(6)))
-    torch.library.opcheck(torch.ops.bulkred.var_mean.default, (x, [1], False, None, 1))
-    torch.library.opcheck(torch.ops.bulkred.var_mean_out.default, (x, None, False, None, 0, torch.empty(()), torch.empty(())))
+    torch.library.opcheck(torch.ops.bulkred.mean.default, (x, [1], True, None))
+    torch.library.opcheck(torch.ops.bulkred.argmax.default, (x, [0], False))
+    torch.library.opcheck(torch.ops.bulkred.vector_norm.default, (x, None, False, 3.0, None))
+    torch.library.opcheck(torch.ops.bulkred.std_out.default, (x, [0], False, 1, None, torch.empty(6)))
+    torch.library.opcheck(torch.ops.bulkred.var_mean.default, (x, [1], False, 1, None))
+    torch.library.opcheck(torch.ops.bulkred.var_mean_out.default, (x, None, False, 0, None, torch.empty(()), torch.empty(())))
 
 
 def test_torch_compile_fullgraph(fake):
     """torch.compile(fullgraph=True) of a function that calls the fused functions traces
     them as the custom operators (fake implementations) and runs them: one graph."""
     torch = _torch()
-    from bulkred_dialect import torch_ops
+    from bulkred_dialect import reductions
 
-    assert api._compiling is torch_ops.is_compiling
+    assert reductions._compiling() is False  # eager: registers the operators once torch is loaded
+    assert reductions._compiling is torch.compiler.is_compiling
 
     def f(x, out):
         v, m = bulkred.var_mean(x, axis=-1, correction=1)
@@ -648,16 +649,9 @@ def _interpret(kind: str, count: int, seed: int = 17):
         outcomes[o.status] += 1
         if o.status == "fail":
             failures.append((c.label(), o))
-        elif o.status == "unsupported" and not _no_float64_math(c, o.reason):
+        elif o.status == "unsupported":
             refused.append((c.label(), o.reason))
     return outcomes, failures, refused
-
-
-def _no_float64_math(c, reason: str) -> bool:
-    """No pow or logsumexp of float64 (ex2/lg2.approx are f32 only; the lowering's 'math'
-    row): the API refuses it by design in one line before any build."""
-    pow_norm = c.kind == "vector_norm" and c.ord not in (1.0, 2.0, math.inf, -math.inf)
-    return "ex2/lg2.approx" in reason and c.dtype == "float64" and (c.kind == "logsumexp" or pow_norm)
 
 
 @pytest.mark.parametrize("kind", FUSED)
@@ -665,10 +659,9 @@ def test_fused_cases_in_the_interpreter(kind):
     """Each fused function on seeded cases (float32/16, bfloat16, float64; NaN; ties for
     argmax/argmin; logsumexp near the largest float and of -inf; var/std correction 0
     and 1; norms 1, 2, inf, -inf, 3): every value within its bound of numpy's float64
-    (argmax/argmin exact). float64 logsumexp and pow norms are refused by the lowering
-    (its 'math' row: no float64 ex2/lg2), counted; a lowering that has no variant for
-    another case is xfail (issue 17's lowering in progress); any other refusal or a
-    wrong value fails."""
+    (argmax/argmin exact; float64 logsumexp and pow norms through the FMA exp/log
+    routines). A lowering that has no variant for a case is xfail (the fused lowering in
+    progress); any other refusal or a wrong value fails."""
     outcomes, failures, refused = _interpret(kind, 14)
     assert not failures, failures
     if refused:
@@ -688,11 +681,11 @@ def test_fused_cases_in_the_interpreter(kind):
         ("argmin", "float16", "ints", (3, 4, 5), None, {}),  # flat row-major index
         ("argmax", "float32", "normal", (6, 21), 0, {"nans": 2}),  # the first NaN
         ("argmin", "bfloat16", "normal", (6, 21), 1, {"nans": 3}),  # argmin: NaN wins too
-        ("var", "float32", "normal", (5, 64), 1, {"correction": 1}),
+        ("var", "float32", "normal", (2, 64), 1, {"correction": 1}),
         ("var", "float32", "normal", (1, 7), 0, {"correction": 1}),  # N - correction = 0: NaN
         ("var", "float32", "normal", (2, 7), 0, {"correction": 3}),  # N - correction < 0: inf
         ("std", "float16", "normal", (4, 50), None, {"correction": 0}),
-        ("var_mean", "bfloat16", "normal", (7, 30), 1, {"correction": 1}),
+        ("var_mean", "bfloat16", "normal", (3, 30), 1, {"correction": 1}),
         ("vector_norm", "float32", "normal", (4, 33), 1, {"ord": 3.0}),
         ("vector_norm", "float16", "normal", (4, 33), None, {"ord": 2.0}),
         ("vector_norm", "float32", "normal", (4, 33), 0, {"ord": -math.inf}),
@@ -715,7 +708,7 @@ def test_fused_edge_cases_in_the_interpreter(kind, dtype, values, shape, axis, e
         values=values, **kw,
     )
     o = R.run_case_interpreter(c)
-    if o.status == "unsupported" and NO_VARIANT in o.reason and not _no_float64_math(c, o.reason):
+    if o.status == "unsupported" and NO_VARIANT in o.reason:
         pytest.xfail(f"{IN_PROGRESS}: {o.reason}")
     assert o.status == "pass", (c.label(), o)
 

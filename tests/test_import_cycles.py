@@ -172,6 +172,32 @@ def test_bulkred_dialect_has_no_import_cycle():
     assert not found, "module-level import cycles:\n" + "\n".join(found)
 
 
+def every_import(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs, those inside functions and classes too (a lazy
+    import is an edge all the same: it runs at the first call), not those of an ``if
+    TYPE_CHECKING:`` block."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node):
+            yield from every_import(node.orelse)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from every_import([n for n in getattr(node, field, []) if isinstance(n, ast.AST)])
+
+
+
+def test_no_import_cycle_counting_imports_inside_functions(monkeypatch):
+    """Not even a lazy one: the front door (functions -> api -> reductions -> torch_ops)
+    points one way; api imports neither reductions nor torch_ops."""
+    monkeypatch.setattr(__import__(__name__), "module_level_imports", every_import)
+    graph = import_graph(PACKAGE_DIR.parent, "bulkred_dialect")
+    found = [" -> ".join(one_cycle(graph, c)) for c in cycles(graph)]
+    assert not found, "import cycles (counting imports inside functions):\n" + "\n".join(found)
+    assert not graph["bulkred_dialect.api"] & {"bulkred_dialect.reductions", "bulkred_dialect.torch_ops"}
+    assert "bulkred_dialect.api" in graph["bulkred_dialect.torch_ops"]
+
+
 def test_passes_have_no_module_bottom_import():
     passes = modules(PACKAGE_DIR.parent, "bulkred_dialect.passes")
     assert len(passes) > 10
@@ -236,3 +262,19 @@ def test_the_checker_leaves_out_what_does_not_run_at_import(tmp_path):
 
 # endregion
 
+
+
+def test_the_checker_finds_a_cycle_through_an_import_inside_a_function(tmp_path, monkeypatch):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/api.py": "def call():\n    from pkg import ops\n    return ops\n",
+            "pkg/ops.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import typed\nimport pkg.api\n",
+            "pkg/typed.py": "import pkg.ops\n",
+        },
+    )
+    assert cycles(import_graph(tmp_path, "pkg")) == []  # module level: none
+    monkeypatch.setattr(__import__(__name__), "module_level_imports", every_import)
+    graph = import_graph(tmp_path, "pkg")
+    assert cycles(graph) == [["pkg.api", "pkg.ops"]]  # the lazy one, not the TYPE_CHECKING one

@@ -762,6 +762,8 @@ class _FakeTorchTensor:
     """Just what the generated torch short paths touch (tests below): a device-0,
     contiguous tensor of 4-byte elements at address ``ptr``."""
 
+    requires_grad = False  # the API's new-result short path takes no tensor that requires grad
+
     def __init__(self, ptr, shape=(64,), dtype="int32"):
         self.ptr, self.shape, self.dtype = ptr, tuple(shape), dtype
 

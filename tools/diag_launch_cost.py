@@ -115,7 +115,7 @@ def main() -> None:
 
     bulkred.sum(A)
     bulkred.sum(A)
-    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel(api._kernel_name("sum"))
+    red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel("bulkred_sum")
     new_last = red._fast.call_new_last
     rkern = red.module._cu_kernel(g, red.name)
     rconfig = red._configs[next(iter(red._configs))]

@@ -53,7 +53,7 @@ def main() -> int:
     print(f"torch.empty(2048) host:              {host(lambda: torch.empty(2048, device='cuda')):.2f} us")
 
     p = api._as_plan("sum", (2048, 2048), "float32", 0, None, None)
-    kernel = api._compile(p, current_arch()).kernel(api._kernel_name("sum"))
+    kernel = api.kernel_of(p, current_arch())
 
     def per_call(fn, repeat=200) -> float:
         for _ in range(5):

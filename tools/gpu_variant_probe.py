@@ -98,8 +98,8 @@ def main() -> int:
         for label, variant, patches in configs:
             with patched(patches):
                 q = replace(p, variant=variant)
-                mod = compile_tile_module(api._module(q), arch)
-            rows.append((label, variant, mod.kernel(api._kernel_name("sum"))))
+                mod = compile_tile_module(api.module_of(q), arch)
+            rows.append((label, variant, mod.kernel(q.kernel_name)))
         for label, variant, kernel in rows:
             if kernel is None:
                 def fn(x, axis=axis):

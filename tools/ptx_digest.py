@@ -9,8 +9,8 @@ outputs: a refactoring that must not change the generated code shows no differen
 
 Cases: every examples/*.mlir, lowered with ``bulkred-to-ptx`` for sm_90a and sm_100a, and
 the reductions of ``bulkred.sum`` and friends (``api.reduction_module``) over a spread of
-kinds, dtypes, shapes and axes for both targets, then the fused reductions (``api.plan_fused``
-and ``api._module``: mean, var, var_mean, std, argmax, argmin, vector_norm of ord 1, 2, inf
+kinds, dtypes, shapes and axes for both targets, then the fused reductions (``api.plan``
+and ``api.module_of``: mean, var, var_mean, std, argmax, argmin, vector_norm of ord 1, 2, inf
 and 3, logsumexp) of float32 and bfloat16 over a few of those shapes and axes, for both
 targets. New cases are appended, so that the lines of the old ones keep their text and
 order. ``--show CASE`` prints one case's PTX.
@@ -70,7 +70,7 @@ def ptx_of(what, payload, target: str) -> str:
         from bulkred_dialect import api
 
         fn, shape, dtype, axis, options = payload
-        module = api._module(api.plan_fused(fn, shape, dtype, axis, **options))
+        module = api.module_of(api.plan(fn, shape, dtype, axis, **options))
     else:
         from bulkred_dialect import api
 

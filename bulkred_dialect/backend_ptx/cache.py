@@ -95,10 +95,10 @@ def _nvjitlink_version() -> str:
 @functools.cache
 def versions() -> dict[str, str]:
     """The versions that are part of every key."""
-    import bulkred_dialect
+    from bulkred_dialect._version import __version__
 
     return {
-        "bulkred": f"{bulkred_dialect.__version__}+{_source_hash()}",
+        "bulkred": f"{__version__}+{_source_hash()}",
         "xdsl": _installed().get("xdsl", "unknown"),
         "cuda-bindings": _installed().get("cuda_bindings", "unknown"),
         "nvJitLink": _nvjitlink_version(),

@@ -405,7 +405,7 @@ class _TorchFastPath:
     * ``call_new_last2(lead)`` (for three arguments or more) likewise with the last two
       arguments new, returned as a pair: ``bulkred.var_mean(x)``."""
 
-    __slots__ = ("_env", "_new_last_src", "_shaped", "call_new_last", "call_new_last2", "kernel_call")
+    __slots__ = ("_call_src", "_env", "_n", "_new_last_src", "_shaped", "call_new_last", "call_new_last2", "kernel_call")
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
@@ -437,6 +437,9 @@ class _TorchFastPath:
                 f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
                 f"and {layout}"
             )
+        # the reduction API's new-result calls: an input that requires grad goes to its
+        # autograd path instead (None: not this short path)
+        grad_free = [f"{c} and not a{i}.requires_grad" for i, c in enumerate(checks)]
         for j, e in enumerate(extra):  # the workspace: passed by name, no *extra per call
             env[f"e{j}"] = e
         launch_args = ", ".join([*(f"p{i}" for i in range(n)), *(f"e{j}" for j in range(len(extra)))])
@@ -486,7 +489,7 @@ class _TorchFastPath:
                 f"    if len(lead) != {n - 1} or g.broken is not None:\n"
                 "        return None\n"
                 f"    {', '.join(names[:-1])}, = lead\n"
-                f"    if not ({' and '.join(checks[:-1])}):\n"
+                f"    if not ({' and '.join(grad_free[:-1])}):\n"
                 "        return None\n"
                 f"    a{n - 1} = empty_like(like)\n"
                 + body("return None", new_last=True) + f"    return a{n - 1}\n"
@@ -501,18 +504,36 @@ class _TorchFastPath:
                 f"    if len(lead) != {n - 2} or g.broken is not None:\n"
                 "        return None\n"
                 f"    {', '.join(names[:-2])}, = lead\n"
-                f"    if not ({' and '.join(checks[:-2])}):\n"
+                f"    if not ({' and '.join(grad_free[:-2])}):\n"
                 "        return None\n"
                 f"    a{n - 2} = empty_like(like2)\n"
                 f"    a{n - 1} = empty_like(like)\n"
                 + body("return None", new_last=2) + f"    return a{n - 2}, a{n - 1}\n"
             )
-        exec(compile(src, f"<bulkred fast call of {name}>", "exec"), env)
+        self._call_src, self._n = src[: src.index("def call_new_last")] if n >= 2 else src, n
+        _generate(src, env, f"<bulkred fast call of {name}>")
         self.kernel_call = env["kernel_call"]
         self.call_new_last = env.get("call_new_last")
         self.call_new_last2 = env.get("call_new_last2")
         self._env = env
         self._shaped: dict[tuple[int, ...], Any] = {}
+
+    def call_as(self, shapes: tuple[tuple[int, ...], ...]) -> Any:
+        """``kernel_call`` whose trailing arguments have ``shapes`` (as many elements as the
+        kernel's: a whole reduction's 0-d ``out=`` for its ``(1,)`` destination, with no
+        ``view`` per call); any other call goes to the full checks, as ``kernel_call``'s."""
+        key = ("call", *shapes)
+        fn = self._shaped.get(key)
+        if fn is None:
+            env = dict(self._env)
+            for j, shape in enumerate(shapes):
+                i = self._n - len(shapes) + j
+                if math.prod(shape) != math.prod(env[f"s{i}"]):
+                    raise ValueError(f"an argument of shape {shape} for a parameter of shape {tuple(env[f's{i}'])}")
+                env[f"s{i}"] = tuple(shape)
+            _generate(self._call_src, env, "<bulkred fast call, shaped>")
+            fn = self._shaped[key] = env["kernel_call"]
+        return fn
 
     def new_last_as(self, shape: tuple[int, ...]) -> Any:
         """``call_new_last`` whose new last argument has ``shape`` (as many elements as
@@ -524,9 +545,15 @@ class _TorchFastPath:
             env["like"] = env["like"].new_empty(shape)
             if env["like"].numel() != self._env["like"].numel():
                 raise ValueError(f"a result of shape {shape} for a destination of shape {tuple(self._env['like'].shape)}")
-            exec(compile(self._new_last_src, "<bulkred fast call, result shaped>", "exec"), env)
+            _generate(self._new_last_src, env, "<bulkred fast call, result shaped>")
             fn = self._shaped[shape] = env["call_new_last"]
         return fn
+
+
+def _generate(src: str, env: dict[str, Any], where: str) -> None:
+    """The one generated-code site of the package (the launch binder, as Triton's):
+    define the functions of ``src`` in ``env``."""
+    exec(compile(src, where, "exec"), env)
 
 
 _MISSING = object()  # an argument not given to a generated kernel_call

@@ -383,17 +383,20 @@ def _lower(module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: 
 
 
 def compile_tile_module(
-    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None
+    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None, *, cache: bool = True
 ) -> CompiledModule:
     """Record each tile-level kernel's signature, lower the module to ptx ops
     (``bulkred-to-ptx{target=...}``), print the PTX and assemble it.
 
     Cached by the module's text, the pipeline and the target: on a hit nothing is
     parsed, lowered or assembled, and ``module`` is left as it is; on a miss it is
-    lowered in place (clone it first to keep it)."""
+    lowered in place (clone it first to keep it). ``cache=False``: no entry of its own,
+    for a caller that keeps the result under its own key (the reduction API)."""
     _check_module("compile_tile_module", module)
     _check_pipeline("compile_tile_module", pipeline)
     tgt = _target_for(target)
+    if not cache:
+        return _lower_print_and_assemble(module, tgt, pipeline)
     key = make_key(
         {"what": "tile module", "text": str(module), "target": tgt.name, "pipeline": pipeline or "bulkred-to-ptx"}
     )

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bulkred_dialect.errors import UnknownNameError, VerifyError
 
@@ -194,6 +194,26 @@ def of_ir(t: Attribute) -> DType | None:
     if d is None and isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNED:
         d = _by_ir().get(IntegerType(t.width.data))
     return d
+
+
+def of_torch(t: Any) -> DType | None:
+    """The row of a torch dtype (``torch.float32``), from the rows' ``torch`` names (torch
+    is not imported here: ``t``'s module is), None for another."""
+    rows = _BY_TORCH.get(id(t))
+    if rows is None:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        for d in _ROWS:
+            if d.torch is not None and hasattr(torch, d.torch):
+                _BY_TORCH[id(getattr(torch, d.torch))] = d
+        rows = _BY_TORCH.get(id(t))
+    return rows
+
+
+_BY_TORCH: dict[int, DType] = {}  # id(torch.<dtype>) -> row: torch's dtypes are singletons
 
 
 def of_short(short: str) -> DType | None:

@@ -515,7 +515,8 @@ def check_bool_kind(kind: str, src: Attribute, dst: Attribute) -> None:
     """Raise unless ``any``/``all`` reduce an ``i1`` (bool) ``src``, and unless a ``sum``
     of ``i1`` has a wider integer ``dst`` (a count does not fit in a bool)."""
     if kind in BOOL_KINDS and src != IntegerType(1):
-        # TODO(issue 16): any/all of other types, as numpy's and torch's "x != 0" reduced
+        # without a prologue: any/all of another type reduce x != 0 (numpy's and torch's
+        # rule) through the prologue [nonzero], which skips this check (check_nonzero_dst)
         raise VerifyException(f"'kind' {kind} needs element type i1 (bool), got {src}")
     if kind == ReduceKind.SUM and src == IntegerType(1) and dst == src:
         valid = ", ".join(str(v) for v in wider_dst_types(kind, src))

@@ -54,7 +54,7 @@ def test_api_reads_a_misaligned_view_in_place(dtype, rng):
     assert x.data_ptr() % ALIGN[dtype]
     assert bulkred.sum(x, explain=True).endswith("chosen: grid_full")  # the plan of an aligned x
     _close(bulkred.sum(x), want, dtype)  # the first call: every check, then grid_gather
-    for _ in range(3):  # an aligned call recorded: _NEW_OUT's and _TORCH_CALLS' short paths
+    for _ in range(3):  # an aligned call recorded: the function's and the API cache's short paths
         _close(bulkred.sum(x.clone()), want, dtype)
         _close(bulkred.sum(x), want, dtype)
         out = torch.empty((), dtype=getattr(torch, dtype), device="cuda")

@@ -113,8 +113,9 @@ class RedAsyncScopeAttr(EnumAttribute[RedAsyncScope], SpacedOpaqueSyntaxAttribut
 
 # The relaxed.cluster syntax blocks, as a table: .type -> the .op values valid with it.
 # `add.s64` is beyond the spec's table: ptxas (nvJitLink 13.5; ptxas 13.0 too, by the
-# audit of issue 9) assembles it on sm_90a and sm_100a, as it does `add.s64` of the
-# release form, and the add of two's-complement integers is the same bits as `add.u64`.
+# ptxas audit of docs/differential.md) assembles it on sm_90a and sm_100a, as it does
+# `add.s64` of the release form, and the add of two's-complement integers is the same
+# bits as `add.u64`.
 RED_ASYNC_TABLE: dict[RedAsyncType, tuple[RedAsyncOp, ...]] = {
     RedAsyncType.U32: (
         RedAsyncOp.INC,

@@ -1,0 +1,402 @@
+"""The public reductions as one table: a row per function, as ``ops/dtypes.py`` is for
+element types. Everything the front door needs to know about ``bulkred.<name>`` is in
+its :class:`Function` row:
+
+* its name, its documentation and its torch counterpart;
+* the ``bulkred.reduce`` it builds (:meth:`Function.reduction`: the kind, the prologue
+  and epilogue maps, ``correction``, the ``aux`` output) from its options;
+* its dtype rule (which inputs it takes) and its result dtype;
+* its options, with their defaults and checks, in the order of its signature;
+* how many results it gives (``var_mean``: two);
+* its gradient rule (a name in ``bulkred_dialect/grads.py``; None: not differentiable);
+* its torch operator schema (:meth:`Function.schema`, generated from the options).
+
+The call path (``api.py``: arguments -> plan -> module -> compiled kernel), the public
+functions (``reductions.py``: their signatures and docs come from here) and the torch
+operators (``torch_ops.py``) read this table; none of them has a list of functions of
+its own. Adding a function whose maps exist is one row here and its tests
+(docs/DEVELOPING.md, "Add a reduction function").
+
+This module imports neither xDSL nor torch nor any GPU library.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bulkred_dialect.ops.dtypes import DTYPES
+
+
+class OptionError(ValueError):
+    """A bad option value: the message, which the API prefixes with the function's name."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword option of a function: its name, default, check and torch schema type.
+    ``check(value)`` returns the value the plan keeps (normalized: a numpy int as an int)
+    or raises :class:`OptionError`."""
+
+    name: str
+    default: Any
+    check: Callable[[Any], Any]
+    schema: str  # the torch operator schema's type: "ScalarType?", "int", "float", "bool"
+    place: str = "after"  # in the signature: "first" (before axis), "before" or "after" keepdims
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What one call builds: a ``bulkred.reduce`` and the plan's dtypes.
+
+    ``kind``, ``prologue``, ``epilogue``, ``correction`` are the op's; ``aux``: the
+    dtype of its second output (var_mean's mean, max_with_indices' values), None for
+    none; ``dst``: the result's dtype; ``fill``: every element's value when the reduced
+    extent is empty (None: refused, the kind has no identity)."""
+
+    kind: str
+    dst: str
+    prologue: tuple = ()
+    epilogue: tuple = ()
+    correction: int | None = None
+    aux: str | None = None
+    fill: Any = None
+    ignore_nan: bool = False
+
+
+@dataclass(frozen=True)
+class Function:
+    """One public reduction function (see the module's docstring)."""
+
+    name: str
+    summary: str  # the first line of its docstring
+    doc: str  # the rest of its docstring
+    torch: str  # torch's counterpart, for docs/from_torch.md
+    inputs: str  # which dtypes it takes: "any", "float", "integer"
+    options: tuple[Option, ...]
+    build: Callable[[str, dict[str, Any]], Reduction]  # (x's dtype, options) -> the reduction
+    results: int = 1
+    result_names: tuple[str, ...] = ()  # a pair's field names (a named tuple): ("var", "mean")
+    one_axis: bool = False  # axis is one int or None (argmax's)
+    grad: str | None = None  # its gradient rule in grads.py; None: not differentiable
+    kernel: str = ""  # the kernel's name: bulkred_<kernel> (default: the function's name)
+    aux_first: bool = False  # a pair's first result is the op's aux output (max_with_indices' values)
+    out_dtype: bool = False  # without dtype=, the result takes out='s dtype (sum, prod: as torch)
+
+    def __post_init__(self) -> None:
+        if not self.kernel:
+            object.__setattr__(self, "kernel", self.name)
+        if self.results > 1:
+            object.__setattr__(self, "result_type", namedtuple(f"{self.name}_result", self.result_names))
+
+    result_type: Any = field(default=None, init=False, repr=False, compare=False)
+    """A pair's named tuple type (``var_mean_result(var, mean)``); None for one result."""
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
+
+    def defaults(self) -> dict[str, Any]:
+        return {o.name: o.default for o in self.options}
+
+    def schema(self) -> str:
+        """The torch operator schema of ``bulkred::<name>`` (a new result) and of
+        ``bulkred::<name>_out`` (``out=``), e.g. ``(Tensor x, int[]? axis, bool keepdims,
+        ScalarType? dtype) -> Tensor``."""
+        opts = "".join(f", {o.schema} {o.name}" for o in self.options)
+        results = "Tensor" if self.results == 1 else "(" + ", ".join(["Tensor"] * self.results) + ")"
+        return f"(Tensor x, int[]? axis, bool keepdims{opts}) -> {results}"
+
+    def out_schema(self) -> str:
+        opts = "".join(f", {o.schema} {o.name}" for o in self.options)
+        outs = "".join(f", Tensor(a{i}!) out{i}" for i in range(self.results))
+        return f"(Tensor x, int[]? axis, bool keepdims{opts}{outs}) -> ()"
+
+
+# region Option checks (the messages; the API prefixes them with bulkred.<name>)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _dtype_option(v: Any) -> Any:
+    return v  # checked by the API, which knows torch's and numpy's dtypes
+
+
+def _bool_option(name: str) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        if not isinstance(v, bool | np.bool_):
+            raise OptionError(f"'{name}' must be a bool, got {v!r}")
+        return bool(v)
+
+    return check
+
+
+def _correction(v: Any) -> int:
+    if not _is_int(v) or v < 0:
+        raise OptionError(f"'correction' must be an integer >= 0, got {v!r}")
+    if v >= 2**62:
+        raise OptionError(f"'correction' must be less than 2**62, got {v!r}")
+    return int(v)
+
+
+def _ord(v: Any) -> float:
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
+        raise OptionError(f"'ord' must be a number (an int, a float, inf or -inf), got {v!r}")
+    try:
+        p = float(v)
+    except OverflowError:
+        raise OptionError(f"'ord' must be a finite number, inf or -inf, got {v!r:.40}") from None
+    if math.isnan(p):
+        raise OptionError("'ord' must be a number, got nan")
+    if p == 0:
+        raise OptionError("ord=0 (the number of nonzero elements) is not supported: pass bulkred.count_nonzero(x)")
+    if math.isfinite(p) and not 1e-30 <= abs(p) <= 1e30:  # p and 1/p are kernel constants of the result's type
+        raise OptionError(f"'ord' must be inf, -inf or a number of magnitude within [1e-30, 1e30], got {v!r}")
+    return p
+
+# in the array API's order: sum(x, /, *, axis, dtype, keepdims), var(x, /, *, axis, correction,
+# keepdims), vector_norm(x, /, *, ord, axis, keepdims); bulkred's own options come after keepdims
+DTYPE_SUM = Option("dtype", None, _dtype_option, "ScalarType?", "before")
+DTYPE = Option("dtype", None, _dtype_option, "ScalarType?")
+IGNORE_NAN = Option("ignore_nan", False, _bool_option("ignore_nan"), "bool")
+CORRECTION = Option("correction", 0, _correction, "int", "before")
+ORD = Option("ord", 2, _ord, "float", "first")
+
+
+# endregion
+
+# region Dtype rules
+
+
+def sum_dtype(src: str) -> str:
+    """The array API's sum/prod result: integers in 64 bits (signed, or unsigned for
+    unsigned input; bool as int64), the others ``src``."""
+    if src == "bool" or src.startswith("int"):
+        return "int64"
+    if src.startswith("uint"):
+        return "uint64"
+    return src
+
+
+def _float_result(src: str, dtype: str | None) -> str:
+    if dtype is None:
+        return src
+    if not DTYPES[dtype].is_float:
+        raise OptionError(f"'dtype' must be a floating-point type ({', '.join(FLOATS)}), got {dtype}")
+    return dtype
+
+
+FLOATS = tuple(n for n, d in DTYPES.items() if d.is_float and d.collective)
+IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True, "or": 0, "xor": 0}
+
+
+# endregion
+
+# region Builders: (x's dtype, options) -> Reduction
+
+
+def _plain(kind: str, result: Callable[[str], str] = lambda s: s) -> Callable[[str, dict], Reduction]:
+    """A plain kind (sum, prod, max, ...): ``dtype`` (sum, prod) picks the result; any/all
+    of a non-bool reduce x != 0 (the prologue ``nonzero``: numpy's and torch's rule)."""
+
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        dst = o.get("dtype") or result(src)
+        float_src = DTYPES[src].is_float
+        ignore_nan = bool(o.get("ignore_nan", False)) and kind in ("max", "min") and float_src
+        prologue = ("nonzero",) if kind in ("any", "all") and src != "bool" else ()
+        fill = DTYPES[dst].identity("and") if kind == "and" else IDENTITY.get(kind)
+        return Reduction(kind, dst, prologue=prologue, fill=fill, ignore_nan=ignore_nan)
+
+    return build
+
+
+def _mean(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("sum", _float_result(src, o["dtype"]), epilogue=("div_count",), fill=math.nan)
+
+
+def _var(epilogue: tuple = (), aux: bool = False) -> Callable[[str, dict], Reduction]:
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        dst = _float_result(src, o["dtype"])
+        return Reduction("var", dst, epilogue=epilogue, correction=o["correction"], aux=dst if aux else None, fill=math.nan)
+
+    return build
+
+
+def _index(kind: str, values: bool = False) -> Callable[[str, dict], Reduction]:
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        return Reduction(kind, "int64", aux=src if values else None)
+
+    return build
+
+
+def _norm(src: str, o: dict[str, Any]) -> Reduction:
+    p = o["ord"]
+    dst = _float_result(src, o["dtype"])
+    if p == math.inf:
+        return Reduction("max", dst, prologue=("abs",))
+    if p == -math.inf:
+        return Reduction("min", dst, prologue=("abs",))
+    fill = 0.0 if p > 0 else None
+    if p == 1:
+        return Reduction("sum", dst, prologue=("abs",), fill=fill)
+    if p == 2:
+        return Reduction("sum", dst, prologue=("square",), epilogue=("sqrt",), fill=fill)
+    return Reduction("sum", dst, prologue=(("pow", p),), epilogue=(("pow", 1.0 / p),), fill=fill)
+
+
+def _logsumexp(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("logsumexp", src, fill=-math.inf)
+
+
+def _count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("sum", "int64", prologue=("nonzero",), fill=0)
+
+
+def _amax(kind: str) -> Callable[[str, dict], Reduction]:
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        return Reduction(kind, src)  # NaN propagates (torch's amax); no identity: empty refused
+
+    return build
+
+
+# endregion
+
+_SUM_DOC = (
+    "``dtype``: the accumulator's and the result's dtype (default: int64 for integer and bool input, uint64 for "
+    "unsigned, else ``x``'s; with ``out=``, ``out``'s). An empty reduction gives the identity."
+)
+_MINMAX_DOC = (
+    "A NaN gives NaN (numpy and torch) unless ``ignore_nan``, which drops NaN inputs (an all-NaN reduction gives NaN). "
+    "An empty reduction is refused: there is no identity."
+)
+_VAR_DOC = (
+    "The sum of squared deviations from the mean over ``N - correction`` (``correction`` 0 by default, as numpy and "
+    "the array API; torch's default is 1). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
+    "as torch does. One pass (Chan's combination of count, mean and M2); float16 and bfloat16 accumulate in float32."
+)
+
+ROWS: tuple[Function, ...] = (
+    Function(
+        "sum", "The sum of ``x``", _SUM_DOC, "torch.sum", "any", (DTYPE_SUM,), _plain("sum", sum_dtype), grad="sum",
+        out_dtype=True,
+    ),
+    Function(
+        "prod", "The product of ``x``", _SUM_DOC, "torch.prod", "any", (DTYPE_SUM,), _plain("prod", sum_dtype), grad="prod",
+        out_dtype=True,
+    ),
+    Function("max", "The maximum of ``x``", _MINMAX_DOC, "torch.amax", "any", (IGNORE_NAN,), _plain("max"), grad="amax"),
+    Function("min", "The minimum of ``x``", _MINMAX_DOC, "torch.amin", "any", (IGNORE_NAN,), _plain("min"), grad="amax"),
+    Function(
+        "amax", "The maximum of ``x`` (torch's name)", "NaN propagates; an empty reduction is refused.",
+        "torch.amax", "any", (), _amax("max"), grad="amax", kernel="max",
+    ),
+    Function(
+        "amin", "The minimum of ``x`` (torch's name)", "NaN propagates; an empty reduction is refused.",
+        "torch.amin", "any", (), _amax("min"), grad="amax", kernel="min",
+    ),
+    Function(
+        "any", "Whether any element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
+        "torch.any", "any", (), _plain("any", lambda s: "bool"),
+    ),
+    Function(
+        "all", "Whether every element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
+        "torch.all", "any", (), _plain("all", lambda s: "bool"),
+    ),
+    Function("and_", "The bitwise and of an integer ``x``", "", "(none)", "integer", (), _plain("and"), kernel="and"),
+    Function("or_", "The bitwise or of an integer ``x``", "", "(none)", "integer", (), _plain("or"), kernel="or"),
+    Function("xor", "The bitwise xor of an integer ``x``", "", "(none)", "integer", (), _plain("xor"), kernel="xor"),
+    Function(
+        "count_nonzero", "The number of nonzero elements of ``x``, as int64",
+        "NaN counts as nonzero; bool counts its true elements.", "torch.count_nonzero", "any", (), _count_nonzero,
+    ),
+    Function(
+        "mean", "The arithmetic mean of a floating-point ``x``",
+        "A sum with the epilogue ``div_count``; float16 and bfloat16 accumulate in float32 and give their own dtype "
+        "(``dtype=``: another float result). An empty reduction gives NaN, as torch does.",
+        "torch.mean", "float", (DTYPE,), _mean, grad="mean",
+    ),
+    Function("var", "The variance of a floating-point ``x``", _VAR_DOC, "torch.var", "float", (CORRECTION, DTYPE), _var(), grad="var"),
+    Function(
+        "std", "The standard deviation of a floating-point ``x``: the square root of :func:`var`",
+        "``var`` with the epilogue ``sqrt``; ``correction`` as for :func:`var`.",
+        "torch.std", "float", (CORRECTION, DTYPE), _var(("sqrt",)), grad="std",
+    ),
+    Function(
+        "var_mean", "The variance and the mean of a floating-point ``x``, as the pair ``(var, mean)``",
+        "As ``torch.var_mean``: one kernel, the mean the op's ``aux`` output; ``out``: a pair of arrays.",
+        "torch.var_mean", "float", (CORRECTION, DTYPE), _var(aux=True), results=2, result_names=("var", "mean"),
+        grad="var_mean",
+    ),
+    Function(
+        "std_mean", "The standard deviation and the mean of a floating-point ``x``, as the pair ``(std, mean)``",
+        "As ``torch.std_mean``: one kernel; ``out``: a pair of arrays.",
+        "torch.std_mean", "float", (CORRECTION, DTYPE), _var(("sqrt",), aux=True), results=2,
+        result_names=("std", "mean"), grad="std_mean",
+    ),
+    Function(
+        "argmax", "The index of the first largest element of ``x``, as int64",
+        "``axis``: one axis, or None for the flat (row-major) index over the whole array. NaN counts as the largest, "
+        "as in torch. An empty axis is refused.",
+        "torch.argmax", "any", (), _index("argmax"), one_axis=True,
+    ),
+    Function(
+        "argmin", "The index of the first smallest element of ``x``, as int64",
+        "As :func:`argmax`; a NaN wins here too (torch's argmin gives the first NaN's index).",
+        "torch.argmin", "any", (), _index("argmin"), one_axis=True,
+    ),
+    Function(
+        "max_with_indices", "The largest elements of ``x`` along one axis and their indices, as the pair "
+        "``(values, indices)``",
+        "As ``torch.max(x, dim)``: one kernel (argmax's, whose values are its ``aux`` output); the first index of "
+        "ties; NaN counts as the largest. ``axis``: one int, or None for the whole array (the flat index).",
+        "torch.max(x, dim)", "any", (), _index("argmax", values=True), results=2, result_names=("values", "indices"),
+        one_axis=True, grad="max_with_indices", kernel="argmax_values", aux_first=True,
+    ),
+    Function(
+        "min_with_indices", "The smallest elements of ``x`` along one axis and their indices, as the pair "
+        "``(values, indices)``",
+        "As ``torch.min(x, dim)``; see :func:`max_with_indices`.",
+        "torch.min(x, dim)", "any", (), _index("argmin", values=True), results=2, result_names=("values", "indices"),
+        one_axis=True, grad="max_with_indices", kernel="argmin_values", aux_first=True,
+    ),
+    Function(
+        "vector_norm", "The vector norm of a floating-point ``x`` over ``axis`` (the array API's linalg.vector_norm)",
+        "``ord`` 2 (default): sqrt(sum(x**2)); 1: sum(|x|); inf / -inf: max / min of |x|; another p != 0: "
+        "sum(|x|**p)**(1/p). ord=0 is refused.",
+        "torch.linalg.vector_norm", "float", (ORD, DTYPE), _norm, grad="vector_norm",
+    ),
+    Function(
+        "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow",
+        "One read with a running shift; an empty reduction or all -inf gives -inf.",
+        "torch.logsumexp", "float", (), _logsumexp, grad="logsumexp",
+    ),
+)
+
+FUNCTIONS: dict[str, Function] = {f.name: f for f in ROWS}
+"""Function name -> row."""
+
+KINDS: dict[str, str] = {"and": "and_", "or": "or_"}
+"""``bulkred.reduce``'s kind names that are not a function's name (Python keywords)."""
+
+
+def function(name: str) -> Function | None:
+    """The row of ``name``, or of the ``bulkred.reduce`` kind ``name`` (``and``, ``or``)."""
+    return FUNCTIONS.get(KINDS.get(name, name))
+
+
+def _check_table() -> None:
+    for f in ROWS:
+        assert f.results == 1 or len(f.result_names) == f.results, f.name
+        assert len(set(f.option_names)) == len(f.option_names), f.name
+
+
+_check_table()
+
+__all__ = ["FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "function", "sum_dtype"]

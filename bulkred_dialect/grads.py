@@ -1,0 +1,178 @@
+"""The gradient formulas of the differentiable rows of the function table (``Function.grad``
+names one of :data:`RULES`), registered by ``torch_ops.py`` with
+``torch.library.register_autograd``. Each is torch's own formula (``FunctionsManual.cpp``:
+``sum_backward``, ``prod_backward``, ``var_backward``, ``std_backward``, ``norm_backward``,
+``logsumexp_backward``, ``amaxamin_jvp``'s ``scale_grad_by_count`` and
+``value_selecting_reduction_backward``), written with torch operations, so that double
+backward works where torch's does: the backward of a backward is torch's.
+
+A rule takes ``(x, results, grads, dims, keepdims, options)``: the input, the forward's
+results and the gradients of them (tuples, one per result), the reduced axes (sorted,
+non-negative; all of them for a whole reduction), ``keepdims`` and the function's options;
+it returns the gradient of ``x``. Only this module and ``torch_ops.py`` import torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def _restore(t: torch.Tensor, dims: tuple[int, ...], keepdims: bool, ndim: int) -> torch.Tensor:
+    """``t`` with the reduced axes back as 1s (a result of keepdims=False), ready to broadcast."""
+    if keepdims or ndim == 0:
+        return t
+    for d in dims:
+        t = t.unsqueeze(d)
+    return t
+
+
+def _count(x: torch.Tensor, dims: tuple[int, ...]) -> int:
+    return math.prod(x.shape[d] for d in dims) if x.dim() else 1
+
+
+def _sum(x, results, grads, dims, keepdims, options):
+    return _restore(grads[0], dims, keepdims, x.dim()).expand(x.shape).to(x.dtype)
+
+
+def _mean(x, results, grads, dims, keepdims, options):
+    return (_restore(grads[0], dims, keepdims, x.dim()) / _count(x, dims)).expand(x.shape).to(x.dtype)
+
+
+def _prod(x, results, grads, dims, keepdims, options):
+    """torch's prod_backward: grad * (the product of the other elements), exact with zeros
+    (exclusive products from both ends along the flattened reduced axes)."""
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    if x.dim() == 0:
+        return g.to(x.dtype).expand(x.shape)
+    kept = [d for d in range(x.dim()) if d not in dims]
+    perm = kept + list(dims)
+    xt = x.permute(perm)
+    flat = xt.reshape(*xt.shape[: len(kept)], -1)
+    ones = torch.ones_like(flat[..., :1])
+    left = torch.cat([ones, flat[..., :-1]], -1).cumprod(-1)
+    right = torch.cat([ones, flat.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)
+    others = (left * right).reshape(xt.shape).permute(_inverse(perm))
+    return (g * others.to(g.dtype)).to(x.dtype)
+
+
+def _inverse(perm: list[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _var_grad(x, g, dims, keepdims, correction):
+    """torch's var_backward: (2 / (N - correction)) * grad * (x - mean)."""
+    n = _count(x, dims)
+    g = _restore(g, dims, keepdims, x.dim())
+    mean = x.mean(dim=dims, keepdim=True) if x.dim() else x
+    return (2.0 / (n - correction)) * g * (x - mean)
+
+
+def _var(x, results, grads, dims, keepdims, options):
+    return _var_grad(x, grads[0], dims, keepdims, options["correction"]).to(x.dtype)
+
+
+def _std(x, results, grads, dims, keepdims, options):
+    """torch's std_backward: var_backward of grad / (2 std), 0 where std is 0."""
+    std = results[0]
+    g = (grads[0] / (2 * std)).masked_fill(std == 0, 0)
+    return _var_grad(x, g, dims, keepdims, options["correction"]).to(x.dtype)
+
+
+def _var_mean(x, results, grads, dims, keepdims, options):
+    gv, gm = grads
+    out = torch.zeros_like(x)
+    if gv is not None:
+        out = out + _var(x, results[:1], (gv,), dims, keepdims, options)
+    if gm is not None:
+        out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
+    return out
+
+
+def _std_mean(x, results, grads, dims, keepdims, options):
+    gs, gm = grads
+    out = torch.zeros_like(x)
+    if gs is not None:
+        out = out + _std(x, results[:1], (gs,), dims, keepdims, options)
+    if gm is not None:
+        out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
+    return out
+
+
+def _amax(x, results, grads, dims, keepdims, options):
+    """torch's amax/amin backward: the gradient split evenly among the elements equal to
+    the result (scale_grad_by_count)."""
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    r = _restore(results[0], dims, keepdims, x.dim())
+    mask = x == r
+    count = mask.sum(dim=dims, keepdim=True) if x.dim() else mask.to(torch.int64)
+    return ((g / count) * mask).to(x.dtype)
+
+
+def _with_indices(x, results, grads, dims, keepdims, options):
+    """torch's value_selecting_reduction_backward: the values' gradient to their index."""
+    g = grads[0]
+    indices = results[1]
+    if g is None:
+        return torch.zeros_like(x)
+    if len(dims) != 1 or x.dim() == 0:  # a whole reduction: the flat index
+        flat = torch.zeros(x.numel(), dtype=g.dtype, device=x.device)
+        flat = flat.index_put((indices.reshape(-1),), g.reshape(-1))
+        return flat.reshape(x.shape).to(x.dtype)
+    d = dims[0]
+    if not keepdims:
+        g, indices = g.unsqueeze(d), indices.unsqueeze(d)
+    return torch.zeros_like(x, dtype=g.dtype).scatter(d, indices, g).to(x.dtype)
+
+
+def _vector_norm(x, results, grads, dims, keepdims, options):
+    """torch's norm_backward for ``ord`` p (linalg_vector_norm_backward)."""
+    p = float(options["ord"])
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    norm = _restore(results[0], dims, keepdims, x.dim())
+    if p == 1.0:
+        return (x.sgn() * g).to(x.dtype)
+    if p == 2.0:
+        return (g * (x / norm).masked_fill(norm == 0, 0)).to(x.dtype)
+    if math.isinf(p):
+        a = x.abs()
+        mask = a.eq(norm).logical_or(a.isnan())
+        return (x.sgn() * ((g / mask.sum(dim=dims, keepdim=True)) * mask)).to(x.dtype)
+    if p < 1.0:
+        scaled = x.sgn() * x.abs().pow(p - 1).masked_fill(x == 0, 0)
+        return (scaled * g * norm.pow(1 - p)).to(x.dtype)
+    if p < 2.0:
+        scaled = x.sgn() * x.abs().pow(p - 1)
+    else:
+        scaled = x * x.abs().pow(p - 2)
+    scale = (g / norm.pow(p - 1)).masked_fill(norm == 0, 0)
+    return (scaled * scale).to(x.dtype)
+
+
+def _logsumexp(x, results, grads, dims, keepdims, options):
+    """torch's logsumexp_backward: grad * exp(x - result)."""
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    r = _restore(results[0], dims, keepdims, x.dim())
+    return (g * (x - r).exp()).to(x.dtype)
+
+
+RULES: dict[str, Callable[..., Any]] = {
+    "sum": _sum,
+    "prod": _prod,
+    "mean": _mean,
+    "var": _var,
+    "std": _std,
+    "var_mean": _var_mean,
+    "std_mean": _std_mean,
+    "amax": _amax,
+    "max_with_indices": _with_indices,
+    "vector_norm": _vector_norm,
+    "logsumexp": _logsumexp,
+}
+"""A row's ``grad`` name -> its formula."""

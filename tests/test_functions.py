@@ -1,0 +1,240 @@
+"""The function table (bulkred_dialect/functions.py) and what it generates, without a GPU:
+each row's plan, signature, docs and torch schema; the rows beyond the array API (amax,
+amin, count_nonzero, std_mean, max_with_indices, min_with_indices) on the CPU interpreter
+against numpy; and the public boundary's checks that come before any GPU work (bad
+options, byte order, out= that cannot be written, streams, pairs)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import bulkred_dialect as bulkred
+from bulkred_dialect import api
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+from bulkred_dialect.functions import FUNCTIONS, ROWS
+from bulkred_dialect.interpreter import run_grid
+
+# region The table
+
+
+def test_every_row_is_a_function_with_its_signature_and_docs():
+    for row in ROWS:
+        f = getattr(bulkred, row.name)
+        params = inspect.signature(f).parameters
+        assert list(params)[0] == "x" and params["x"].kind is inspect.Parameter.POSITIONAL_ONLY
+        assert {"axis", "keepdims", "out", "stream", "explain", *row.option_names} == set(params) - {"x"}
+        for o in row.options:
+            assert params[o.name].default == o.default and params[o.name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert f.__doc__.startswith(row.summary) and row.torch in f.__doc__
+        assert ("Differentiable" in f.__doc__) == (row.grad is not None)
+
+
+def test_the_torch_schemas_come_from_the_options():
+    assert FUNCTIONS["sum"].schema() == "(Tensor x, int[]? axis, bool keepdims, ScalarType? dtype) -> Tensor"
+    assert FUNCTIONS["var_mean"].schema() == (
+        "(Tensor x, int[]? axis, bool keepdims, int correction, ScalarType? dtype) -> (Tensor, Tensor)"
+    )
+    assert FUNCTIONS["max"].out_schema() == "(Tensor x, int[]? axis, bool keepdims, bool ignore_nan, Tensor(a0!) out0) -> ()"
+    assert FUNCTIONS["vector_norm"].schema() == "(Tensor x, int[]? axis, bool keepdims, float ord, ScalarType? dtype) -> Tensor"
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape", "src", "kw", "kind", "dst", "aux", "prologue"),
+    [
+        ("amax", (4, 5), "float32", {"axis": 1}, "max", "float32", None, ()),
+        ("amin", (4, 5), "int8", {}, "min", "int8", None, ()),
+        ("count_nonzero", (4, 5), "float32", {"axis": 0}, "sum", "int64", None, ("nonzero",)),
+        ("count_nonzero", (4, 5), "bool", {}, "sum", "int64", None, ("nonzero",)),
+        ("std_mean", (4, 5), "float16", {"axis": 1, "correction": 1}, "var", "float16", "float16", ()),
+        ("max_with_indices", (4, 5), "bfloat16", {"axis": 1}, "argmax", "int64", "bfloat16", ()),
+        ("min_with_indices", (4, 5), "int32", {}, "argmin", "int64", "int32", ()),
+    ],
+)
+def test_plans_of_the_new_rows(fn, shape, src, kw, kind, dst, aux, prologue):
+    p = api.plan(fn, shape, src, **kw)
+    assert (p.kind, p.dst, p.aux, p.prologue, p.fn) == (kind, dst, aux, prologue, fn)
+    if FUNCTIONS[fn].results == 2:
+        want = (aux, dst) if FUNCTIONS[fn].aux_first else (dst, aux)
+        assert p.outputs == want
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: api.plan("amax", (4, 0), "float32", 1), "bulkred.amax: axis 1 of an array of shape (4, 0) has no elements"),
+        (lambda: api.plan("max_with_indices", (4, 5), "float32", (0, 1)), "bulkred.max_with_indices: 'axis' must be an int or None"),
+        (lambda: api.plan("std_mean", (4, 5), "int32"), "bulkred.std_mean: expected a floating-point input"),
+        (lambda: api.plan("sum", (4, 5), "float32", correction=1), "bulkred.sum: 'correction' is not taken by sum (its options: dtype)"),
+        (lambda: api.plan("var", (4,), "float32", correction=2**70), "bulkred.var: 'correction' must be less than 2**62"),
+        (lambda: api.plan("vector_norm", (4,), "float32", ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
+        (lambda: api.plan("vector_norm", (4,), "float32", ord=1e308), "bulkred.vector_norm: 'ord' must be inf, -inf or a number of magnitude"),
+        (lambda: api.plan("vector_norm", (4,), "float32", ord=5e-324), "bulkred.vector_norm: 'ord' must be inf, -inf or a number of magnitude"),
+        (lambda: api.plan("vector_norm", (4,), "float32", ord=1e-300), "bulkred.vector_norm: 'ord' must be inf, -inf or a number of magnitude"),
+        (lambda: api.plan("sum", None, "float32"), "bulkred.sum: 'shape' must be a tuple of ints >= 0, got NoneType"),
+        (lambda: api.plan("sum", (-1,), "float32"), "bulkred.sum: 'shape' must be a tuple of ints in [0, 2**63)"),
+        (lambda: api.plan("sum", (2.5,), "float32"), "bulkred.sum: 'shape' must be a tuple of ints in [0, 2**63)"),
+        (lambda: api.plan("sum", (True,), "float32"), "bulkred.sum: 'shape' must be a tuple of ints in [0, 2**63)"),
+        (lambda: api.plan("sum", (2**64,), "float32"), "bulkred.sum: 'shape' must be a tuple of ints in [0, 2**63)"),
+        (lambda: api.explain_reduction("sum", (8, 4), "float32", True), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got True"),
+        (lambda: api.compile_reduction("sum", (8, 4), "float32", True, "sm_90a"), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got True"),
+        (lambda: api.plan("nope", (4,), "float32"), "unknown reduction 'nope'"),
+    ],
+)
+def test_plan_refusals_of_options_and_shapes(call, message):
+    with pytest.raises(api.ReductionError) as e:
+        call()
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_numpy_int64_axis_and_shape_are_taken():
+    p = api.plan("sum", (np.int64(4), np.int64(6)), "float32", np.int64(1))
+    assert p.shape == (4, 6) and p.axes == (1,) and all(type(d) is int for d in p.shape)
+    assert api.explain_reduction("sum", (8, 4), "float32", np.int64(1), "sm_90a").startswith("dispatch of")
+
+
+# endregion
+
+# region The new rows on the interpreter
+
+
+def _run(p: api.Plan, x: np.ndarray) -> list[np.ndarray]:
+    """The plan's kernel on the interpreter: outputs in the kernel's order (dst, aux),
+    then the workspace the lowering added (bytes, zeroed)."""
+    from xdsl.dialects import func
+
+    from bulkred_dialect.ops import dtypes as D
+
+    m = api.module_of(p)
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    f = next(op for op in m.ops if isinstance(op, func.FuncOp) and op.sym_name.data == p.kernel_name)
+    types = f.function_type.inputs.data
+    n_out = 1 if p.aux is None else 2
+    outs = [np.zeros(t.get_shape(), np.dtype(D.of_ir(t.element_type).numpy)) for t in types[1 : 1 + n_out]]
+    ws = [np.zeros(t.get_shape(), np.uint8) for t in types[1 + n_out :]]
+    _, *got = run_grid(m, p.kernel_name, x.reshape(p.shape), *outs, *ws)
+    return got[:n_out]
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape", "dtype", "axis"),
+    [
+        ("amax", (6, 40), "float32", 1),
+        ("amin", (50,), "int16", None),
+        ("count_nonzero", (7, 33), "float32", 0),
+        ("std_mean", (5, 64), "float32", 1),
+        ("max_with_indices", (6, 37), "float32", 1),
+        ("min_with_indices", (4, 9), "int32", None),
+    ],
+)
+def test_new_rows_on_the_interpreter(fn, shape, dtype, axis):
+    rng = np.random.default_rng(31)
+    x = rng.integers(-5, 6, shape).astype(dtype) if dtype.startswith("int") else rng.standard_normal(shape).astype(dtype)
+    if fn == "count_nonzero":
+        x[rng.random(shape) < 0.4] = 0
+        x[0, 0] = np.nan  # NaN counts as nonzero
+    p = api.plan(fn, shape, dtype, axis, correction=1) if fn == "std_mean" else api.plan(fn, shape, dtype, axis)
+    got = _run(p, x)
+    if fn in ("amax", "amin"):
+        want = (np.max if fn == "amax" else np.min)(x, axis=axis)
+        assert np.array_equal(got[0].reshape(np.shape(want)), want)
+    elif fn == "count_nonzero":
+        assert np.array_equal(got[0], np.count_nonzero(x, axis=axis))
+    elif fn == "std_mean":
+        std, mean = got
+        assert np.allclose(std, x.astype(np.float64).std(axis=axis, ddof=1), rtol=1e-5)
+        assert np.allclose(mean, x.astype(np.float64).mean(axis=axis), rtol=1e-5, atol=1e-6)
+    else:
+        idx, values = got
+        flat = x.reshape(-1) if axis is None else x
+        a = 0 if axis is None else axis
+        want_i = (np.argmax if fn.startswith("max") else np.argmin)(flat, axis=a)
+        assert np.array_equal(idx.reshape(-1), np.asarray(want_i).reshape(-1))
+        assert np.array_equal(values.reshape(-1), np.take_along_axis(flat, np.expand_dims(want_i, a), a).reshape(-1))
+
+
+# endregion
+
+# region The boundary: checked before any GPU work, the same with or without one
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Anything past the checks fails the test: no compile, no device."""
+    from bulkred_dialect.backend_ptx import device
+
+    monkeypatch.setattr(api, "kernel_of", lambda *a: pytest.fail("compiled"))
+    monkeypatch.setattr(device, "current_arch", lambda: pytest.fail("the GPU was asked for"))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: bulkred.xor(np.zeros(4, np.float32)), "bulkred.xor: expected an integer or bool input, got float32"),
+        (lambda: bulkred.and_(np.zeros(4, np.float64)), "bulkred.and_: expected an integer or bool input, got float64"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), np.complex64)), "'out' has dtype complex64, which is not supported"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), object)), "'out' has dtype object, which is not supported"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), "datetime64[s]")), "which is not supported"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=42.5), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream="x"), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=object()), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=-1), "bulkred.sum: 'stream' handle must be in [0, 2**64)"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=True), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.var_mean(np.zeros(4, np.float32), out=(a := np.zeros((), np.float32), a)), "'out' names one array twice"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), np.float32).view()), None),  # writable: fine
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=_read_only()), "bulkred.sum: 'out' is read-only"),
+        (lambda: bulkred.sum(np.zeros((4, 3), np.float32), axis=0, out=np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (3,), (0,))), "is a broadcast view"),
+        (lambda: bulkred.sum(np.ma.masked_array(np.ones(4, np.float32), mask=[0, 1, 0, 0])), "is a numpy masked array"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), explain="no"), "bulkred.sum: 'explain' must be a bool, got 'no'"),
+        (lambda: bulkred.sum(np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2**40,), (0,))), "is a broadcast numpy view"),
+        (lambda: bulkred.vector_norm(np.zeros(4, np.float32), ord=2**1024), "'ord' must be a finite number"),
+        (lambda: bulkred.var(np.zeros(4, np.float32), correction=2**70), "'correction' must be less than 2**62"),
+    ],
+)
+def test_bad_calls_are_refused_before_any_gpu_work(no_launch, call, message):
+    if message is None:
+        with pytest.raises(pytest.fail.Exception, match="compiled|GPU"):  # the checks pass: it would launch
+            call()
+        return
+    with pytest.raises(api.ReductionError) as e:
+        call()
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def _read_only() -> np.ndarray:
+    a = np.zeros((), np.float32)
+    a.flags.writeable = False
+    return a
+
+
+def test_a_byte_swapped_numpy_array_is_read_as_numbers(monkeypatch):
+    """'>f4' is converted to native order before the copy to the GPU (its bytes, sent
+    as they are, would read as 4.6e-41, ...)."""
+    seen = []
+
+    class K:
+        signature = None
+        _fast = None
+
+        def __call__(self, x, out, stream=None):
+            seen.append(x)
+            return x, np.asarray(x.astype(np.float64).sum(), np.float32).reshape(1)
+
+    from bulkred_dialect.backend_ptx import device
+
+    monkeypatch.setattr(api, "kernel_of", lambda *a: K())
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    got = bulkred.sum(np.arange(1, 6, dtype=">f4"))
+    assert float(got) == 15.0 and seen[0].dtype.isnative and seen[0].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_compile_reduction_keys_true_apart_from_1():
+    """True == 1 in a tuple key: compile_reduction(..., True) must not find axis 1's module."""
+    with pytest.raises(api.ReductionError, match="got True"):
+        api.compile_reduction("sum", (8, 4), "float32", True, "sm_90a")
+
+
+# endregion

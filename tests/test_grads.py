@@ -1,0 +1,173 @@
+"""Gradients of the public functions without a GPU: the torch operators of every
+differentiable row (torch_ops.py, generated from functions.py) and their formulas
+(grads.py) against torch's autograd, with the kernel simulated on the host by torch
+itself (:class:`TorchKernel`: the plan's reduction of the CPU tensor). The routing is
+the real one: ``bulkred.<fn>`` of a tensor that requires grad calls
+``torch.ops.bulkred.<fn>``, whose implementation runs the API's call path. The GPU
+versions (gradcheck on the device, torch.compile with backward) are
+tests/gpu/test_grads_gpu.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import bulkred_dialect as bulkred
+from bulkred_dialect import api
+from bulkred_dialect.functions import FUNCTIONS
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch: a CPU wheel is enough)")
+
+
+def _ord(p: api.Plan) -> float:
+    pro = p.prologue[0] if p.prologue else None
+    if pro == "abs":
+        return {"max": math.inf, "min": -math.inf, "sum": 1.0}[p.kind]
+    if pro == "square":
+        return 2.0
+    return pro[1]
+
+
+def reference(p: api.Plan, x: torch.Tensor) -> list[torch.Tensor]:
+    """The kernel's outputs (dst, aux) of plan ``p`` on ``x`` (of the kernel's shape)."""
+    dims = p.axes if p.axes is not None else tuple(range(x.dim()))
+    fn = p.fn
+    if fn in ("sum", "prod", "mean"):
+        r = getattr(torch, fn)(x, dim=dims[0]) if fn == "prod" and len(dims) == 1 else (
+            torch.prod(x) if fn == "prod" else getattr(torch, fn)(x, dim=dims)
+        )
+    elif fn in ("max", "amax"):
+        r = torch.amax(x, dim=dims)
+    elif fn in ("min", "amin"):
+        r = torch.amin(x, dim=dims)
+    elif fn in ("var", "std", "var_mean", "std_mean"):
+        v = torch.var(x, dim=dims, correction=p.correction)
+        m = torch.mean(x, dim=dims)
+        v = v.sqrt() if fn.startswith("std") else v
+        return [v.reshape(p.kernel_shape), m.reshape(p.kernel_shape)] if p.aux else [v.reshape(p.kernel_shape)]
+    elif fn == "vector_norm":
+        r = torch.linalg.vector_norm(x, _ord(p), dim=dims)
+    elif fn == "logsumexp":
+        r = torch.logsumexp(x, dim=dims)
+    elif fn in ("max_with_indices", "min_with_indices"):
+        flat = x.reshape(-1) if p.axes is None else x
+        d = 0 if p.axes is None else dims[0]
+        v, i = (torch.max if fn.startswith("max") else torch.min)(flat, d)
+        return [i.reshape(p.kernel_shape), v.reshape(p.kernel_shape)]
+    else:
+        raise AssertionError(fn)
+    return [r.reshape(p.kernel_shape)]
+
+
+class TorchKernel:
+    _fast = None
+    signature = None
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self, x, *outs, stream=None):
+        assert tuple(x.shape) == self.p.shape
+        for o, r in zip(outs, reference(self.p, x.detach())):
+            o.copy_(r)
+        return (x, *outs)
+
+
+@pytest.fixture
+def host_kernels(monkeypatch):
+    from bulkred_dialect import reductions
+    from bulkred_dialect.backend_ptx import device
+
+    monkeypatch.setattr(api, "kernel_of", lambda p, target: TorchKernel(p))
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    reductions.forget()
+    yield
+    reductions.forget()
+
+
+CASES = [
+    ("sum", {}, lambda x, d, k: x.sum(dim=d, keepdim=k)),
+    ("prod", {}, lambda x, d, k: x.prod(dim=d[0], keepdim=k) if len(d) == 1 else x.prod()),
+    ("mean", {}, lambda x, d, k: x.mean(dim=d, keepdim=k)),
+    ("var", {"correction": 1}, lambda x, d, k: x.var(dim=d, keepdim=k, correction=1)),
+    ("std", {"correction": 0}, lambda x, d, k: x.std(dim=d, keepdim=k, correction=0)),
+    ("amax", {}, lambda x, d, k: x.amax(dim=d, keepdim=k)),
+    ("min", {}, lambda x, d, k: x.amin(dim=d, keepdim=k)),
+    ("vector_norm", {"ord": 2}, lambda x, d, k: torch.linalg.vector_norm(x, 2, dim=d, keepdim=k)),
+    ("vector_norm", {"ord": 1}, lambda x, d, k: torch.linalg.vector_norm(x, 1, dim=d, keepdim=k)),
+    ("vector_norm", {"ord": math.inf}, lambda x, d, k: torch.linalg.vector_norm(x, math.inf, dim=d, keepdim=k)),
+    ("vector_norm", {"ord": 3}, lambda x, d, k: torch.linalg.vector_norm(x, 3, dim=d, keepdim=k)),
+    ("vector_norm", {"ord": 0.5}, lambda x, d, k: torch.linalg.vector_norm(x, 0.5, dim=d, keepdim=k)),
+    ("logsumexp", {}, lambda x, d, k: torch.logsumexp(x, dim=d, keepdim=k)),
+]
+
+
+@pytest.mark.parametrize(("fn", "opts", "ref"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES])
+def test_gradients_match_torch(host_kernels, fn, opts, ref):
+    g = torch.Generator().manual_seed(7)
+    for shape, d, keep in (((5, 6), (0, 1), False), ((5, 6), (1,), True), ((3, 4, 5), (0, 2), False)):
+        if fn == "prod" and len(d) > 1 and len(d) != len(shape):
+            continue
+        base = torch.randn(*shape, generator=g, dtype=torch.float64) + (1.5 if fn == "prod" else 0.0)
+        if fn == "vector_norm" and opts["ord"] == 0.5:
+            base = base.abs() + 0.1
+        a, b = base.clone().requires_grad_(True), base.clone().requires_grad_(True)
+        axis = None if len(d) == len(shape) and not keep else d
+        y1 = getattr(bulkred, fn)(a, axis=axis, keepdims=keep, **opts)
+        y2 = ref(b, d, keep)
+        assert y1.requires_grad and y1.grad_fn is not None and y1.shape == y2.shape
+        w = torch.randn(y2.shape, generator=g, dtype=torch.float64)
+        (y1 * w).sum().backward()
+        (y2 * w).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad, msg=f"{fn} {shape} {d} {keep}")
+
+
+def test_pairs_ties_zeros_and_double_backward(host_kernels):
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 5.0]], dtype=torch.float64, requires_grad=True)
+    bulkred.amax(x, axis=1).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5, 0.0], [0.25, 0.25, 0.25, 0.25]]  # split evenly, as torch.amax
+    x.grad = None
+    r = bulkred.max_with_indices(x, axis=1)
+    assert r.indices.tolist() == [1, 0] and not r.indices.requires_grad
+    r.values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]  # to the index, as torch.max(x, dim)
+    for row in ([2.0, 0.0, 3.0], [0.0, 0.0, 3.0], [1.5, -2.0, 0.5]):
+        a = torch.tensor(row, dtype=torch.float64, requires_grad=True)
+        b = a.detach().clone().requires_grad_(True)
+        bulkred.prod(a).backward()
+        torch.prod(b).backward()
+        assert torch.equal(a.grad, b.grad), row
+    for p in (1, 2, 3, 0.5, math.inf):
+        a = torch.zeros(4, dtype=torch.float64, requires_grad=True)
+        b = torch.zeros(4, dtype=torch.float64, requires_grad=True)
+        bulkred.vector_norm(a, ord=p).backward()
+        torch.linalg.vector_norm(b, p).backward()
+        assert torch.equal(a.grad, b.grad), p  # torch's subgradient at 0
+    xs = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    for fn, ref in (("var_mean", torch.var_mean), ("std_mean", torch.std_mean)):
+        a, b = xs.clone().requires_grad_(True), xs.clone().requires_grad_(True)
+        v1, m1 = getattr(bulkred, fn)(a, axis=1, correction=1)
+        v2, m2 = ref(b, dim=1, correction=1)
+        (v1.sum() + (m1 * m1).sum()).backward()
+        (v2.sum() + (m2 * m2).sum()).backward()
+        torch.testing.assert_close(a.grad, b.grad)
+    a = xs.clone().requires_grad_(True)
+    assert torch.autograd.gradgradcheck(lambda t: bulkred.vector_norm(t, axis=1), (a,))
+    assert torch.autograd.gradgradcheck(lambda t: bulkred.logsumexp(t, axis=0), (a,))
+    assert torch.autograd.gradcheck(lambda t: bulkred.var(t, axis=1, correction=1), (a,))
+
+
+def test_no_grad_and_not_differentiable(host_kernels):
+    x = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        y = bulkred.sum(x)
+    assert not y.requires_grad
+    assert not bulkred.sum(x.detach()).requires_grad
+    with pytest.raises(bulkred.ReductionError, match="'out' does not take part in autograd"):
+        bulkred.sum(x, out=torch.empty((), dtype=torch.float64))
+    with pytest.raises(bulkred.ReductionError, match="'stream' is not taken with autograd"):
+        bulkred.sum(x, stream=0)
+    assert {n for n, f in FUNCTIONS.items() if f.grad is None} == {
+        "any", "all", "and_", "or_", "xor", "count_nonzero", "argmax", "argmin",
+    }
