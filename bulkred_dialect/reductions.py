@@ -20,6 +20,7 @@ like the last one: a few attribute reads and the launch), and of its last ``out=
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import sys
 from typing import Any
@@ -192,7 +193,7 @@ def _pair(p: api.Plan, make: Any) -> Any:
 
 def _plain(axis: Any) -> bool:
     t = type(axis)
-    return axis is None or t is int or (t is tuple and all(type(a) is int for a in axis))
+    return axis is None or t is int or (t is tuple and builtins.all(type(a) is int for a in axis))
 
 
 def _signature(row: Function) -> inspect.Signature:
@@ -227,7 +228,7 @@ def _doc(row: Function, sig: inspect.Signature) -> str:
 PUBLIC: dict[str, Any] = {row.name: _make(row) for row in ROWS}
 """Function name -> the public function."""
 
-globals().update(PUBLIC)
+globals().update(PUBLIC)  # bulkred_dialect.reductions.sum ...: builtins.all etc. in this module from here on
 
 
 def forget() -> None:

@@ -128,7 +128,7 @@ def _int(
     bits: int, signed: bool, element: bool = False, collective: bool = False, acc: str | None = None, grid: bool = False
 ) -> DType:
     name = f"{'' if signed else 'u'}int{bits}"
-    torch = name if signed or bits == 8 else None  # torch's uint16/32/64 take few kernels
+    torch = name  # torch.uint16/32/64 (torch >= 2.3) take few kernels of torch's own, but bulkred's
     return DType(
         name, f"{'i' if signed else 'ui'}{bits}", f"{'i' if signed else 'u'}{bits}", bits // 8, False, signed, name, torch,
         (DL_INT if signed else DL_UINT, bits), acc or name, element, collective, grid,
