@@ -80,7 +80,7 @@ def _register(row: Function) -> None:
     )
     op_out.register_fake(fake_out)
     if row.grad is not None:
-        rule = RULES[row.grad]
+        assert row.grad in RULES, f"{row.name}: no gradient rule {row.grad!r} in grads.py"
 
         def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
             x, axis, keepdims, *opts = inputs
@@ -92,7 +92,7 @@ def _register(row: Function) -> None:
         def backward(ctx: Any, *grads: Any) -> tuple:
             x, *results = ctx.saved_tensors
             dims, keepdims, options = ctx.meta
-            gx = rule(x, tuple(results), grads, dims, keepdims, options)
+            gx = RULES[row.grad](x, tuple(results), grads, dims, keepdims, options)
             return (gx, None, None, *([None] * n_opts))
 
         op.register_autograd(backward, setup_context=setup_context)

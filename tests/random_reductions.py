@@ -306,6 +306,7 @@ class Config:
     options: bool = True  # keepdims, dtype=, ignore_nan, out=
     numpy_inputs: float = 0.1  # share of cases whose input is a numpy array
     empty: float = 0.02  # share of cases with a 0 extent
+    grads: bool = False  # also check the gradient of each differentiable torch case (draws nothing more)
 
 
 def fused_config(**kw: Any) -> Config:
@@ -923,7 +924,51 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
-def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") -> Result:
+GRAD_KINDS = ("sum", "prod", "max", "min", "mean", "var", "std", "var_mean", "vector_norm", "logsumexp")
+"""The kinds whose bulkred function is differentiable (functions.py's rows with a ``grad``)."""
+
+
+def _grad_tolerance(dtype: str) -> tuple[float, float]:
+    return {"float64": (1e-9, 1e-12), "float32": (2e-4, 1e-6), "float16": (2e-2, 1e-3), "bfloat16": (5e-2, 1e-2)}[dtype]
+
+
+def check_grad(case: Case, bulkred: Any, torch: Any, v: Any) -> tuple[str, str, str] | None:
+    """The gradient of ``bulkred.<kind>`` of the view ``v`` against torch's own (the same
+    view, torch's reduction, one backward of a seeded random weighting of the results):
+    ``(status, reason, detail)``, or None where the case has no gradient to check (not a
+    differentiable kind, not a float torch input, a refusal, ignore_nan or dtype=)."""
+    if (
+        case.kind not in GRAD_KINDS or case.dtype not in FLOATS or case.library != "torch" or case.expect_refusal
+        or case.ignore_nan or case.dtype_arg or math.prod(case.shape) == 0
+    ):
+        return None
+    x1 = v.detach().requires_grad_(True)
+    x2 = v.detach().requires_grad_(True)
+    y1 = call_api(bulkred, case, x1)
+    y2 = torch_reference(torch, case, x2)
+    ys1 = y1 if isinstance(y1, tuple) else (y1,)
+    ys2 = y2 if isinstance(y2, tuple) else (y2,)
+    if not all(y.requires_grad for y in ys1):
+        return ("fail", "grad", "the result does not require grad")
+    g = torch.Generator(device=v.device).manual_seed(case.index)
+    ws = [torch.randn(tuple(y.shape), generator=g, device=v.device, dtype=torch.float64) for y in ys2]
+    sum(((a.double() * w).sum() for a, w in zip(ys1, ws)), torch.zeros((), dtype=torch.float64, device=v.device)).backward()
+    sum(((a.double() * w).sum() for a, w in zip(ys2, ws)), torch.zeros((), dtype=torch.float64, device=v.device)).backward()
+    g1, g2 = x1.grad, x2.grad
+    if g1 is None or g2 is None or tuple(g1.shape) != tuple(g2.shape):
+        return ("fail", "grad", f"gradient shapes {None if g1 is None else tuple(g1.shape)} and {None if g2 is None else tuple(g2.shape)}")
+    rtol, atol = _grad_tolerance(case.dtype)
+    a, b = g1.double(), g2.double()
+    scale = float(b[torch.isfinite(b)].abs().max()) if bool(torch.isfinite(b).any()) else 0.0
+    ok = torch.isclose(a, b, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True)
+    if bool(ok.all()):
+        return ("pass", "", "")
+    i = int((~ok).reshape(-1).nonzero()[0])
+    return ("fail", "grad", f"{int((~ok).sum())} gradient elements differ from torch's, e.g. flat {i}: "
+                            f"{float(a.reshape(-1)[i])!r} vs {float(b.reshape(-1)[i])!r}")
+
+
+def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda", grads: bool = False) -> Result:
     """``bulkred.<kind>`` of the case's input, checked; torch's own result (when ``torch``
     is given) noted. ``torch`` None: numpy inputs only (the CPU test of this harness)."""
     t0 = time.perf_counter()
@@ -999,6 +1044,11 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda") 
         res.status, res.reason, res.detail = "fail", "input", "the input changed"
     if res.status == "pass" and case.library == "numpy" and not _same(base, make_base(case)):
         res.status, res.reason, res.detail = "fail", "input", "the numpy input changed"
+    if res.status == "pass" and grads and torch is not None:
+        checked = check_grad(case, bulkred, torch, v)
+        if checked is not None:
+            res.status, res.reason, res.detail = checked
+            res.torch_note = (res.torch_note + "; " if res.torch_note else "") + "gradient checked"
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -1024,7 +1074,7 @@ def run_cases_gpu(
     for n, i in enumerate(indices):
         case = generate(seed, i, config)
         try:
-            r = run_case(case, api, torch, device)
+            r = run_case(case, api, torch, device, grads=bool(getattr(config, "grads", False)))
         except Exception as e:  # noqa: BLE001 - the harness itself failed on this case
             r = Result(case.label(), i, case.kind, case.dtype, case.form(), case.view, case.library, "fail", "harness",
                        f"{type(e).__name__}: {_first_line(e)} | {traceback.format_exc(limit=3)!r:.400}")
@@ -1354,10 +1404,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=None, help="seconds before the workers are killed")
     p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
-    p.add_argument("--fused", action="store_true", help="the fused functions (issue 17: mean, var, argmax, ...) instead")
+    p.add_argument("--fused", action="store_true", help="the fused functions (mean, var, argmax, ...) instead")
+    p.add_argument("--grads", action="store_true", help="also check each differentiable torch case's gradient against torch's")
     p.add_argument("--views", default="contiguous", help=f"with --interpreter: the views to draw, comma-separated, of {', '.join(VIEWS)}")
     a = p.parse_args(argv)
     config = fused_config() if a.fused else None
+    if a.grads:
+        config = config or Config()
+        config.grads = True
     seed = a.seed if a.seed is not None else int(time.time()) % 1_000_000
     print(f"random reductions: seed {seed}", flush=True)
     if a.list:

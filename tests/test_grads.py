@@ -183,3 +183,28 @@ def test_a_recorded_tuple_axis_call_and_uint_results(host_kernels):
     u = torch.arange(10, dtype=torch.uint8)
     r = bulkred.sum(u)
     assert r.dtype == torch.uint64 and int(r) == 45
+
+
+def test_the_random_differential_checks_gradients(host_kernels):
+    """tools/gpu_random.py --grads: each differentiable torch case's gradient against
+    torch's; run here on the host (the kernel simulated by torch) over seeded cases, and
+    a wrong formula is caught."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import random_reductions as R
+
+    from bulkred_dialect import grads
+
+    cfg = R.fused_config(grads=True, max_elems=2000, dtypes=("float64", "float32"), numpy_inputs=0.0)
+    results = R.run_cases_gpu(11, list(range(40)), cfg, api=bulkred, device="cpu")
+    checked = [r for r in results if "gradient checked" in r["torch_note"]]
+    assert len(checked) >= 15 and all(r["status"] == "pass" for r in checked), [r for r in checked if r["status"] != "pass"]
+    real = grads.RULES["var"]
+    try:
+        grads.RULES["var"] = lambda x, r, g, d, k, o: 1.01 * real(x, r, g, d, k, o)
+        bad = R.run_cases_gpu(11, list(range(40)), cfg, api=bulkred, device="cpu")
+    finally:
+        grads.RULES["var"] = real
+    assert any(r["reason"] == "grad" for r in bad if r["kind"] == "var")

@@ -73,3 +73,18 @@ def test_permuted_view_cases():
     assert B.shape_of(t1, B.SIZES["64M"]) == (16384, 1024) and B.shape_of(t1, B.SIZES["1G"]) == (262144, 1024)
     assert p3.perm == (0, 2, 1) and p3.axis == 2 and B.view_of(p3) == "permuted (0, 2, 1)"
     assert B.shape_of(p3, B.SIZES["1G"]) == (64, 16384, 256)
+
+
+def test_the_functions_benchmark_lists_its_rows_without_a_gpu():
+    """benchmarks/functions.py (the newer rows and the gradients against torch) loads and
+    says how to run it without a GPU; every row names a function of the table."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "benchmarks" / "functions.py"), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--sizes" in r.stdout, r.stderr
+    text = (root / "benchmarks" / "functions.py").read_text()
+    for name in ("amax", "max_with_indices", "vector_norm", "logsumexp", "var"):
+        assert f"b.{name}(" in text
