@@ -217,6 +217,8 @@ def plan(
     asked = None
     if opts.get("dtype") is not None:
         asked = opts["dtype"] = dtype_name(fn, opts["dtype"])
+    if out_dtype is not None and not isinstance(out_dtype, str | tuple | list):
+        raise _error(fn, f"'out_dtype' must be a dtype name or a tuple of them (one per result), got {out_dtype!r:.40}")
     outs = (out_dtype,) if isinstance(out_dtype, str) else tuple(out_dtype or ())
     if outs and row.out_dtype and asked is None:
         opts["dtype"] = dtype_name(fn, outs[0])  # a sum or product into out= of another dtype (as torch)
@@ -493,6 +495,8 @@ def _info(x: Any, fn: str, what: str = "x") -> tuple[tuple[int, ...], str, tuple
     if lib == "cupy":
         return tuple(x.shape), np.dtype(x.dtype).name, tuple(s // x.itemsize for s in x.strides)
     if lib == "torch":
+        if str(x.layout) != "torch.strided":
+            raise _error(fn, f"'{what}' is a torch tensor of layout {x.layout} (not dense); pass {what}.to_dense()")
         row = of_torch(x.dtype)
         return tuple(x.shape), row.name if row is not None else str(x.dtype).removeprefix("torch."), tuple(x.stride())
     from bulkred_dialect.backend_ptx.arrays import _dtype_name as view_dtype
@@ -644,22 +648,28 @@ def _axis_key(axis: Any) -> Any:
     return ("axis", repr(axis))
 
 
-def _stream_ok(fn: str, stream: Any) -> None:
+def _stream_ok(fn: str, stream: Any) -> Any:
     """``stream`` is None, a cuda.core Stream, an object with ``__cuda_stream__``, a
-    torch or cupy stream, or a non-negative int handle: checked before the GPU is touched."""
+    torch or cupy stream, or a non-negative int handle: checked before the GPU is touched
+    (an object's handle is read as the launch reads it). Returns the stream to launch on
+    (an int handle as an int)."""
     if stream is None:
-        return
-    if isinstance(stream, bool) or isinstance(stream, numbers.Real) and not isinstance(stream, numbers.Integral):
+        return None
+    if isinstance(stream, bool | np.bool_) or isinstance(stream, numbers.Real) and not isinstance(stream, numbers.Integral):
         raise _error(fn, f"'stream' must be a stream (cuda.core, torch, cupy, __cuda_stream__) or a handle, got {stream!r:.40}")
     if isinstance(stream, numbers.Integral):
         if stream < 0 or stream >= 2**64:
             raise _error(fn, f"'stream' handle must be in [0, 2**64), got {stream}")
-        return
-    if not (
-        hasattr(stream, "__cuda_stream__") or hasattr(stream, "cuda_stream") or hasattr(stream, "ptr")
-        or hasattr(stream, "handle")
-    ):
-        raise _error(fn, f"'stream' must be a stream (cuda.core, torch, cupy, __cuda_stream__) or a handle, got {type(stream).__name__}")
+        return int(stream)
+    from bulkred_dialect.backend_ptx.arrays import stream_handle
+
+    try:
+        handle = stream_handle(stream)
+    except Exception:  # noqa: BLE001 - a stream object's own error (a bad __cuda_stream__): refused in one line
+        raise _error(fn, f"'stream' must be a stream (cuda.core, torch, cupy, __cuda_stream__) or a handle, got {type(stream).__name__}") from None
+    if not 0 <= handle < 2**64:
+        raise _error(fn, f"'stream' handle must be in [0, 2**64), got {handle} from {type(stream).__name__}")
+    return stream
 
 
 # endregion
@@ -678,7 +688,26 @@ def _outs(row: Function, out: Any) -> tuple:
         raise _error(row.name, f"'out' must be a pair of arrays ({names}), got {type(out).__name__}")
     if out[0] is out[1]:
         raise _error(row.name, "'out' names one array twice: the two results need two arrays")
+    if _overlap(out[0], out[1]):
+        raise _error(row.name, "'out' has two arrays that share memory: the two results need two arrays")
     return tuple(out)
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """Whether the numpy arrays or torch tensors ``a`` and ``b`` may share memory (their
+    extents overlap); False for anything else (the checks that follow name it), and
+    while torch.compile traces (fake tensors have no memory)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    if _library(a) == _library(b) == "torch" and not sys.modules["torch"].compiler.is_compiling() \
+            and a.device == b.device and a.numel() and b.numel():
+        def extent(t: Any) -> tuple[int, int]:
+            start = t.data_ptr()
+            return start, start + (1 + builtins.sum((d - 1) * abs(s) for d, s in zip(t.shape, t.stride()))) * t.element_size()
+
+        (a0, a1), (b0, b1) = extent(a), extent(b)
+        return a0 < b1 and b0 < a1
+    return False
 
 
 def _key(row: Function, x: Any, lib: str, axis: Any, keepdims: Any, options: tuple, outs: tuple) -> tuple:
@@ -746,21 +775,55 @@ def _results(p: Plan, kernel_outs: Sequence[Any]) -> Any:
     return p.row.result_type(*_kernel_order(p, kernel_outs))
 
 
+def _arrays(row: Function, x: Any, outs: tuple) -> tuple[tuple, list[tuple]]:
+    """``x``'s and each ``out``'s shape, dtype and strides, with the checks of ``out``."""
+    fn = row.name
+    info = _info(x, fn)
+    infos = [_info(o, fn, "out") for o in outs]
+    for o in outs:
+        _check_out(fn, o)
+    if len(infos) == 2 and row.result_names and infos[0][1] != infos[1][1] and row.name in ("var_mean", "std_mean"):
+        raise _error(fn, f"'out' has arrays of dtypes {infos[0][1]} and {infos[1][1]}: the two results have one dtype")
+    return info, infos
+
+
+def _explain_ok(fn: str, explain_: Any) -> None:
+    if not isinstance(explain_, bool | np.bool_):
+        raise _error(fn, f"'explain' must be a bool, got {explain_!r:.40}")
+
+
+def _plan_call(
+    row: Function, shape: tuple[int, ...], src: str, axis: Any, keepdims: Any, options: dict[str, Any], infos: list[tuple]
+) -> Plan:
+    out_dtype = tuple(i[1] for i in infos) if infos else None
+    dtype = options.get("dtype")
+    rest = {k: v for k, v in options.items() if k != "dtype"}
+    return plan(row.name, shape, src, axis, keepdims, dtype, out_dtype=out_dtype, **rest)
+
+
+def check_call(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], outs: tuple, explain_: Any) -> Plan:
+    """The checks of :func:`call` that need no GPU (``x``, ``out``, ``axis``,
+    ``keepdims``, the options, ``explain``) and the call's plan: for a call that goes
+    through the row's torch operator (autograd), whose schema would take or refuse the
+    arguments in its own words."""
+    (shape, src, _), infos = _arrays(row, x, outs)
+    _explain_ok(row.name, explain_)
+    p = _plan_call(row, shape, src, axis, keepdims, options, infos)
+    for o_shape, _, _ in infos:
+        if o_shape != p.result_shape:
+            raise _error(row.name, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
+    return p
+
+
 def _call(
     row: Function, x: Any, lib: str, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, outs: tuple,
     stream: Any, explain_: bool, key: tuple | None,
 ) -> Any:
     """Every check, then the launch (and its record under ``key`` for the next call)."""
     fn = row.name
-    shape, src, strides = _info(x, fn)
-    infos = [_info(o, fn, "out") for o in outs]
-    for o in outs:
-        _check_out(fn, o)
-    if len(infos) == 2 and row.result_names and infos[0][1] != infos[1][1] and row.name in ("var_mean", "std_mean"):
-        raise _error(fn, f"'out' has arrays of dtypes {infos[0][1]} and {infos[1][1]}: the two results have one dtype")
-    _stream_ok(fn, stream)
-    if not isinstance(explain_, bool | np.bool_):
-        raise _error(fn, f"'explain' must be a bool, got {explain_!r:.40}")
+    (shape, src, strides), infos = _arrays(row, x, outs)
+    stream = _stream_ok(fn, stream)
+    _explain_ok(fn, explain_)
     if key is None:
         key = (fn, shape, src, strides, _axis_key(axis), _keyed(keepdims), tuple(_keyed(v) for v in options.values()),
                tuple((_library(o), i[1]) for o, i in zip(outs, infos)))
@@ -768,10 +831,7 @@ def _call(
     if b is not None:
         p = b.plan
     else:
-        out_dtype = tuple(i[1] for i in infos) if infos else None
-        dtype = options.get("dtype")
-        rest = {k: v for k, v in options.items() if k != "dtype"}
-        p = plan(fn, shape, src, axis, keepdims, dtype, out_dtype=out_dtype, **rest)
+        p = _plan_call(row, shape, src, axis, keepdims, options, infos)
         view = check_layout(fn, "x", shape, strides, views=True)
         if view is not None and p.launches:  # read in place by a module built for the view's strides
             p = replace(p, strides=view)
@@ -803,8 +863,14 @@ def _call(
             raise _error(fn, f"'x' is a broadcast numpy view of {x.size} elements: numpy arrays are copied to the GPU, "
                          f"and this one would take {x.size * x.itemsize} bytes; pass a smaller array or a device array")
     from bulkred_dialect.backend_ptx.device import current_arch
+    from bulkred_dialect.backend_ptx.errors import NoGpuError
 
-    kernel = kernel_of(p, current_arch())
+    try:
+        arch = current_arch()
+    except NoGpuError:
+        _check_module(p)  # what the dialect refuses is refused without a GPU too, in the same words
+        raise
+    kernel = kernel_of(p, arch)
     xk = x if shape == p.shape else _reshape(x, p.shape)
     if lib == "numpy":
         xk = _numpy_in(fn, xk)

@@ -557,7 +557,8 @@ def reduce(
     maps, a name or a (name, float) pair: ``T.reduce("sum", n, x, prologue=["square"],
     epilogue=["sqrt"])`` is an L2 norm, ``T.reduce("max", a, x, prologue=["abs"])`` the
     absmax. Kinds ``argmax``/``argmin`` (``dst`` i64; ``aux`` the values), ``var``
-    (``correction``; ``aux`` the mean) and ``logsumexp``.
+    (``correction``; ``aux`` the mean), ``logsumexp``, ``nanmean`` (the mean of the
+    non-NaN elements) and ``minmax`` (``dst`` the minimum, ``aux`` the maximum).
     """
     return _reduce(
         "reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant,

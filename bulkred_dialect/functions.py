@@ -155,6 +155,8 @@ def _ord(v: Any) -> float:
         raise OptionError(f"'ord' must be a finite number, inf or -inf, got {v!r:.40}") from None
     if math.isnan(p):
         raise OptionError("'ord' must be a number, got nan")
+    if math.isinf(p) and not np.isinf(v):  # a finite value beyond float64 (a long double): not inf
+        raise OptionError(f"'ord' must be a finite number, inf or -inf, got {v!r:.40}")
     if p == 0:
         raise OptionError("ord=0 (the number of nonzero elements) is not supported: pass bulkred.count_nonzero(x)")
     if math.isfinite(p) and not 1e-30 <= abs(p) <= 1e30:  # p and 1/p are kernel constants of the result's type
@@ -257,6 +259,21 @@ def _logsumexp(src: str, o: dict[str, Any]) -> Reduction:
 
 def _count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
     return Reduction("sum", "int64", prologue=("nonzero",), fill=0)
+
+
+def _nansum(src: str, o: dict[str, Any]) -> Reduction:
+    """torch.nansum: a sum with NaN as 0 (the prologue ``nan_zero``) of a float ``x``; an
+    integer or bool ``x`` has no NaN: its plain sum (int64, as torch)."""
+    dst = o.get("dtype") or sum_dtype(src)
+    return Reduction("sum", dst, prologue=("nan_zero",) if DTYPES[src].is_float else (), fill=0)
+
+
+def _nanmean(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("nanmean", _float_result(src, o["dtype"]), fill=math.nan)  # empty or all NaN: NaN
+
+
+def _aminmax(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("minmax", src, aux=src)  # dst the minimum, aux the maximum; empty refused
 
 
 def _amax(kind: str) -> Callable[[str, dict], Reduction]:
@@ -376,6 +393,26 @@ ROWS: tuple[Function, ...] = (
         "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow",
         "One read with a running shift; an empty reduction or all -inf gives -inf.",
         "torch.logsumexp", "float", (), _logsumexp, grad="logsumexp",
+    ),
+    Function(
+        "nansum", "The sum of ``x`` with NaN treated as 0",
+        "As ``torch.nansum``: a sum with the prologue ``nan_zero``; an integer or bool ``x`` (no NaN) is summed as "
+        "by :func:`sum` (int64 by default). " + _SUM_DOC,
+        "torch.nansum", "any", (DTYPE_SUM,), _nansum, grad="nansum", out_dtype=True,
+    ),
+    Function(
+        "nanmean", "The mean of the elements of a floating-point ``x`` that are not NaN",
+        "As ``torch.nanmean``: one kernel (the kind ``nanmean``: a sum and a count of the non-NaN elements); an "
+        "all-NaN or empty reduction gives NaN. float16 and bfloat16 accumulate in float32 (``dtype=``: another "
+        "float result).",
+        "torch.nanmean", "float", (DTYPE,), _nanmean, grad="nanmean",
+    ),
+    Function(
+        "aminmax", "The minimum and the maximum of ``x``, as the pair ``(min, max)``",
+        "As ``torch.aminmax``: one kernel (the kind ``minmax``: the minimum its ``dst``, the maximum its ``aux`` "
+        "output); a NaN makes both NaN; an empty reduction is refused (no identity). ``axis``: an int, a tuple of "
+        "ints or None (torch's takes one dim or None); ``out``: a pair of arrays.",
+        "torch.aminmax", "any", (), _aminmax, results=2, result_names=("min", "max"), grad="aminmax",
     ),
 )
 

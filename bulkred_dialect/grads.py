@@ -2,8 +2,8 @@
 names one of :data:`RULES`), registered by ``torch_ops.py`` with
 ``torch.library.register_autograd``. Each is torch's own formula (``FunctionsManual.cpp``:
 ``sum_backward``, ``prod_backward``, ``var_backward``, ``std_backward``, ``norm_backward``,
-``logsumexp_backward``, ``amaxamin_jvp``'s ``scale_grad_by_count`` and
-``value_selecting_reduction_backward``), written with torch operations, so that double
+``logsumexp_backward``, ``nansum_backward``, ``amaxamin_jvp``'s ``scale_grad_by_count`` and
+``value_selecting_reduction_backward``; ``nanmean``: torch's composite ``nansum(x) / count``), written with torch operations, so that double
 backward works where torch's does: the backward of a backward is torch's.
 
 A rule takes ``(x, results, grads, dims, keepdims, options)``: the input, the forward's
@@ -155,6 +155,32 @@ def _vector_norm(x, results, grads, dims, keepdims, options):
     return (scaled * scale).to(x.dtype)
 
 
+def _nansum(x, results, grads, dims, keepdims, options):
+    """torch's nansum_backward: the sum's gradient where x is not NaN, 0 where it is."""
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    return (g * x.isnan().logical_not()).to(x.dtype)
+
+
+def _nanmean(x, results, grads, dims, keepdims, options):
+    """torch's nanmean is nansum(x) / (the count of non-NaN elements): the gradient
+    ``grad / count`` where x is not NaN, 0 where it is (NaN where every element is NaN:
+    the count is 0, as torch gives)."""
+    g = _restore(grads[0], dims, keepdims, x.dim())
+    keep = x.isnan().logical_not()
+    count = keep.sum(dim=dims, keepdim=True) if x.dim() else keep.to(torch.int64)
+    return ((g / count) * keep).to(x.dtype)
+
+
+def _aminmax(x, results, grads, dims, keepdims, options):
+    """torch's aminmax backward: each result's gradient split evenly among the elements
+    equal to it (scale_grad_by_count, as amax/amin), the two added."""
+    out = torch.zeros_like(x)
+    for r, g in zip(results, grads):
+        if g is not None:
+            out = out + _amax(x, (r,), (g,), dims, keepdims, options)
+    return out
+
+
 def _logsumexp(x, results, grads, dims, keepdims, options):
     """torch's logsumexp_backward: grad * exp(x - result)."""
     g = _restore(grads[0], dims, keepdims, x.dim())
@@ -174,5 +200,8 @@ RULES: dict[str, Callable[..., Any]] = {
     "max_with_indices": _with_indices,
     "vector_norm": _vector_norm,
     "logsumexp": _logsumexp,
+    "nansum": _nansum,
+    "nanmean": _nanmean,
+    "aminmax": _aminmax,
 }
 """A row's ``grad`` name -> its formula."""

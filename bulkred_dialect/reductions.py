@@ -71,7 +71,9 @@ def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
     return axes, opts
 
 
-def _torch_route(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any) -> Any:
+def _torch_route(
+    row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any, explain: Any = False
+) -> Any:
     """The call through the function's torch operator (autograd, torch.compile)."""
     if stream is not None:
         raise api._error(
@@ -79,8 +81,13 @@ def _torch_route(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[
             "use `with torch.cuda.stream(s):` around the call",
         )
     torch = sys.modules["torch"]
-    # the arguments are checked as on any call, before the operator sees them
+    # the arguments are checked as on any call, before the operator sees them (while
+    # torch.compile traces, its fake implementation checks them)
     outs = api._outs(row, out)
+    if not _compiling():
+        api.check_call(row, x, axis, keepdims, {**row.defaults(), **options}, outs, explain)
+        options = {o.name: o.check(options[o.name]) for o in row.options if o.name in options}  # as the schema takes them
+        keepdims = bool(keepdims)
     if outs and x.requires_grad and torch.is_grad_enabled():
         raise api._error(row.name, "'out' does not take part in autograd (as in torch): x requires grad; "
                          "call without out=, or under torch.no_grad()")
@@ -135,7 +142,7 @@ def _make(row: Function) -> Any:
             if _compiling is _never:
                 _torch_ops()
             if differentiable and x.requires_grad and sys.modules["torch"].is_grad_enabled() and not explain:
-                return _torch_route(row, x, axis, keepdims, options, out, stream)
+                return _torch_route(row, x, axis, keepdims, options, out, stream, explain)
         opts = {**defaults, **options} if options else defaults
         r = api.call(row, x, axis, keepdims, opts, out, stream, explain)
         if lib == "torch" and stream is None and keepdims is False and explain is False and _plain(axis):

@@ -441,7 +441,7 @@ def test_reduce_argument_errors():
     with T.kernel("re"):
         src = T.alloc_buffer([8], "float32")
         dst = T.alloc_buffer([1], "float32")
-        with pytest.raises(ValueError, match="'kind' of T.reduce must be one of sum, max, min, and, or, xor, prod, any, all, argmax, argmin, var, logsumexp, got 'mean'"):
+        with pytest.raises(ValueError, match="'kind' of T.reduce must be one of sum, max, min, and, or, xor, prod, any, all, argmax, argmin, var, logsumexp, nanmean, minmax, got 'mean'"):
             T.reduce("mean", dst, src)
         with pytest.raises(ValueError, match="'scope' of T.sum must be one of thread, warp, cta, cluster, grid, got 'block'"):
             T.sum(dst, src, scope="block")

@@ -183,6 +183,14 @@ def no_launch(monkeypatch):
         (lambda: bulkred.sum(np.zeros(4, np.float32), stream=object()), "bulkred.sum: 'stream' must be a stream"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), stream=-1), "bulkred.sum: 'stream' handle must be in [0, 2**64)"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), stream=True), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=_StreamLike(handle=5)), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=_StreamLike(cuda_stream="x")), "bulkred.sum: 'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=_StreamLike(__cuda_stream__=lambda self: "junk")), "'stream' must be a stream"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=_StreamLike(ptr=-1)), "bulkred.sum: 'stream' handle must be in [0, 2**64), got -1"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), stream=np.int64(5)), None),  # a handle: taken (as an int)
+        (lambda: bulkred.var_mean(np.zeros(4, np.float32), out=(a := np.zeros((), np.float32), a.view())), "'out' has two arrays that share memory"),
+        (lambda: bulkred.std_mean(np.zeros(4, np.float32), out=((b := np.zeros(2, np.float32))[0:1].reshape(()), b[1:].reshape(()))), None),
+        (lambda: api.plan("sum", (4,), "float32", out_dtype=42), "bulkred.sum: 'out_dtype' must be a dtype name or a tuple of them"),
         (lambda: bulkred.var_mean(np.zeros(4, np.float32), out=(a := np.zeros((), np.float32), a)), "'out' names one array twice"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), np.float32).view()), None),  # writable: fine
         (lambda: bulkred.sum(np.zeros(4, np.float32), out=_read_only()), "bulkred.sum: 'out' is read-only"),
@@ -202,6 +210,11 @@ def test_bad_calls_are_refused_before_any_gpu_work(no_launch, call, message):
     with pytest.raises(api.ReductionError) as e:
         call()
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def _StreamLike(**attrs):
+    """An object with a stream's attribute names whose handle is not one."""
+    return type("StreamLike", (), attrs)()
 
 
 def _read_only() -> np.ndarray:
@@ -229,6 +242,47 @@ def test_a_byte_swapped_numpy_array_is_read_as_numbers(monkeypatch):
     monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
     got = bulkred.sum(np.arange(1, 6, dtype=">f4"))
     assert float(got) == 15.0 and seen[0].dtype.isnative and seen[0].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_a_refusal_of_the_dialect_is_the_same_without_a_gpu(monkeypatch):
+    """A request the dialect refuses (a float sum into int32, an int8 out=) is refused in
+    its words without a GPU too, not as NoGpuError; a call it takes still raises
+    NoGpuError."""
+    from bulkred_dialect.backend_ptx import device
+    from bulkred_dialect.backend_ptx.errors import NoGpuError
+
+    def no_gpu():
+        raise NoGpuError("none here")
+
+    monkeypatch.setattr(device, "current_arch", no_gpu)
+    x = np.ones(4, np.float32)
+    with pytest.raises(api.ReductionError, match=r"^bulkred.sum: a sum of float32 into int32 is not supported yet: .*; pass dtype='float32'$"):
+        bulkred.sum(x, dtype="int32")
+    with pytest.raises(api.ReductionError, match=r"^bulkred.prod: a prod of float32 into int8 is not supported yet"):
+        bulkred.prod(x, out=np.zeros((), np.int8))
+    with pytest.raises(NoGpuError):
+        bulkred.sum(x, dtype="float64")
+
+
+def test_the_autograd_route_checks_as_any_call():
+    """A torch tensor that requires grad goes through the row's torch operator: its
+    arguments are checked first, in the API's words (the operator's schema would take
+    axis=(1.5,) as 1, refuse correction='1' in its own words, and drop unknown keywords)."""
+    torch = pytest.importorskip("torch")
+    x = torch.ones(2, 3, requires_grad=True)
+    for call, message in [
+        (lambda: bulkred.sum(x, axis=(1.5,)), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got (1.5,)"),
+        (lambda: bulkred.sum(x, axis="0"), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got '0'"),
+        (lambda: bulkred.var(x, correction="1"), "bulkred.var: 'correction' must be an integer >= 0, got '1'"),
+        (lambda: bulkred.vector_norm(x, ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
+        (lambda: bulkred.sum(x, bogus=1), "bulkred.sum: 'bogus' is not taken by sum (its options: dtype)"),
+        (lambda: bulkred.sum(x, explain=0), "bulkred.sum: 'explain' must be a bool, got 0"),
+        (lambda: bulkred.sum(x, dtype=torch.complex64), "bulkred.sum: 'dtype' torch.complex64 has no bulkred element type"),
+        (lambda: bulkred.sum(x.detach().to_sparse()), "bulkred.sum: 'x' is a torch tensor of layout torch.sparse_coo (not dense)"),
+    ]:
+        with pytest.raises(api.ReductionError) as e:
+            call()
+        assert str(e.value).startswith(message), (str(e.value), message)
 
 
 def test_compile_reduction_keys_true_apart_from_1():

@@ -50,6 +50,12 @@ def reference(p: api.Plan, x: torch.Tensor) -> list[torch.Tensor]:
         r = torch.linalg.vector_norm(x, _ord(p), dim=dims)
     elif fn == "logsumexp":
         r = torch.logsumexp(x, dim=dims)
+    elif fn == "nansum":
+        r = torch.nansum(x, dim=dims)
+    elif fn == "nanmean":
+        r = torch.nanmean(x, dim=dims)
+    elif fn == "aminmax":  # torch.aminmax takes one dim: amin and amax give the same over a tuple
+        return [torch.amin(x, dim=dims).reshape(p.kernel_shape), torch.amax(x, dim=dims).reshape(p.kernel_shape)]
     elif fn in ("max_with_indices", "min_with_indices"):
         flat = x.reshape(-1) if p.axes is None else x
         d = 0 if p.axes is None else dims[0]
@@ -100,6 +106,8 @@ CASES = [
     ("vector_norm", {"ord": 3}, lambda x, d, k: torch.linalg.vector_norm(x, 3, dim=d, keepdim=k)),
     ("vector_norm", {"ord": 0.5}, lambda x, d, k: torch.linalg.vector_norm(x, 0.5, dim=d, keepdim=k)),
     ("logsumexp", {}, lambda x, d, k: torch.logsumexp(x, dim=d, keepdim=k)),
+    ("nansum", {}, lambda x, d, k: torch.nansum(x, dim=d, keepdim=k)),
+    ("nanmean", {}, lambda x, d, k: torch.nanmean(x, dim=d, keepdim=k)),
 ]
 
 
@@ -156,6 +164,12 @@ def test_pairs_ties_zeros_and_double_backward(host_kernels):
     assert torch.autograd.gradgradcheck(lambda t: bulkred.vector_norm(t, axis=1), (a,))
     assert torch.autograd.gradgradcheck(lambda t: bulkred.logsumexp(t, axis=0), (a,))
     assert torch.autograd.gradcheck(lambda t: bulkred.var(t, axis=1, correction=1), (a,))
+    a, b = xs.clone().requires_grad_(True), xs.clone().requires_grad_(True)
+    lo, hi = bulkred.aminmax(a, axis=1)  # both results of one kernel (tests/test_nan_functions.py: ties, NaN)
+    (lo.sum() + 2 * hi.sum()).backward()
+    r = torch.aminmax(b, dim=1)
+    (r.min.sum() + 2 * r.max.sum()).backward()
+    torch.testing.assert_close(a.grad, b.grad)
 
 
 def test_no_grad_and_not_differentiable(host_kernels):

@@ -12,7 +12,8 @@ the reductions of ``bulkred.sum`` and friends (``api.reduction_module``) over a 
 kinds, dtypes, shapes and axes for both targets, then the fused reductions (``api.plan``
 and ``api.module_of``: mean, var, var_mean, std, argmax, argmin, vector_norm of ord 1, 2, inf
 and 3, logsumexp) of float32 and bfloat16 over a few of those shapes and axes, for both
-targets. New cases are appended, so that the lines of the old ones keep their text and
+targets, then nansum, nanmean and aminmax likewise (and of int32 for nansum and aminmax).
+New cases are appended, so that the lines of the old ones keep their text and
 order. ``--show CASE`` prints one case's PTX.
 """
 
@@ -42,6 +43,7 @@ FUSED_FNS = (  # (case label, api function, its options)
     ("logsumexp", "logsumexp", {}),
 )
 FUSED_DTYPES = ("float32", "bfloat16")
+NAN_FNS = (("nansum", ("float32", "bfloat16", "int32")), ("nanmean", ("float32", "bfloat16")), ("aminmax", ("float32", "bfloat16", "int32")))
 FUSED_SHAPES = ((4096,), (256, 1024), (3, 5, 7), (64, 1000, 256))
 
 
@@ -58,6 +60,9 @@ def cases():
         for axis in [None, *range(len(shape))]:
             name = f"api fused {label} {dtype} {'x'.join(map(str, shape))} axis={axis} {t}"
             yield name, ("fused", (fn, shape, dtype, axis, options), t)
+    for (fn, dtypes), shape, t in itertools.product(NAN_FNS, FUSED_SHAPES, TARGETS):
+        for dtype, axis in itertools.product(dtypes, [None, *range(len(shape))]):
+            yield f"api fused {fn} {dtype} {'x'.join(map(str, shape))} axis={axis} {t}", ("fused", (fn, shape, dtype, axis, {}), t)
 
 
 def ptx_of(what, payload, target: str) -> str:

@@ -113,15 +113,21 @@ class ReduceKind(StrEnum):
     ARGMIN = "argmin"
     VAR = "var"
     LOGSUMEXP = "logsumexp"
+    NANMEAN = "nanmean"
+    MINMAX = "minmax"
 
 
 BOOL_KINDS = (ReduceKind.ANY, ReduceKind.ALL)
 INDEX_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
-FUSED_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN, ReduceKind.VAR, ReduceKind.LOGSUMEXP)
+FUSED_KINDS = (
+    ReduceKind.ARGMAX, ReduceKind.ARGMIN, ReduceKind.VAR, ReduceKind.LOGSUMEXP, ReduceKind.NANMEAN, ReduceKind.MINMAX,
+)
 """The kinds whose accumulator is more than one value (grid scope only): ``argmax`` /
 ``argmin`` (value and index), ``var`` (count, mean and the sum of squared deviations,
-Chan's combination) and ``logsumexp`` (a running shift and a sum of exponentials)."""
-FLOAT_ONLY_KINDS = (ReduceKind.VAR, ReduceKind.LOGSUMEXP)
+Chan's combination), ``logsumexp`` (a running shift and a sum of exponentials),
+``nanmean`` (the sum and the count of the non-NaN elements) and ``minmax`` (the minimum
+and the maximum: ``dst`` and ``aux``)."""
+FLOAT_ONLY_KINDS = (ReduceKind.VAR, ReduceKind.LOGSUMEXP, ReduceKind.NANMEAN)
 
 
 class MapFn(StrEnum):
@@ -136,12 +142,15 @@ class MapFn(StrEnum):
     SCALE = "scale"  # prologue or epilogue: x * s
     EXP_SUB = "exp_sub"  # prologue: exp(x - c), c per output (the `aux` buffer, read)
     NONZERO = "nonzero"  # prologue: x != 0 as 1 or 0 (NaN counts as nonzero): any/all of any type, count_nonzero
+    NAN_ZERO = "nan_zero"  # prologue: NaN as 0, other values as they are (kind sum: torch.nansum)
     DIV_COUNT = "div_count"  # epilogue: x / (the number of elements reduced into it)
     SQRT = "sqrt"  # epilogue
     LOG = "log"  # epilogue
 
 
-PROLOGUE_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.EXP_SUB, MapFn.NONZERO)
+PROLOGUE_MAPS = (
+    MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.EXP_SUB, MapFn.NONZERO, MapFn.NAN_ZERO,
+)
 EPILOGUE_MAPS = (MapFn.DIV_COUNT, MapFn.SQRT, MapFn.LOG, MapFn.POW, MapFn.SCALE)
 MAPS_WITH_ARG = (MapFn.POW, MapFn.SCALE)
 INTEGER_MAPS = (MapFn.CAST, MapFn.ABS, MapFn.SQUARE, MapFn.NONZERO)
@@ -254,6 +263,10 @@ def check_maps(
             )
         if kind in INDEX_KINDS and field == "epilogue":
             raise VerifyException(f"'epilogue' is not valid with kind {kind} (its result is an index)")
+        if kind == ReduceKind.MINMAX and field == "epilogue":
+            raise VerifyException("'epilogue' is not valid with kind minmax (its two results are elements of 'src')")
+        if fn == MapFn.NAN_ZERO and kind != ReduceKind.SUM:
+            raise VerifyException(f"'prologue' map 'nan_zero' is only valid with kind sum (a nansum), got kind {kind}")
 
 
 def _parse_int_list(parser: AttrParser) -> list[int]:
@@ -606,7 +619,8 @@ class ReduceOp(IRDLOperation):
     * ``prologue``: maps applied in order to each element, in the accumulator type, as it
       is loaded (:data:`PROLOGUE_MAPS`: ``cast``, ``abs``, ``square``, ``pow p`` (``|x|**p``),
       ``scale s``, ``exp_sub``: ``exp(x - c)`` with ``c`` read from ``aux`` at the
-      element's output); ``epilogue``: maps applied in order to each result before it is stored
+      element's output, ``nonzero``, ``nan_zero``: NaN as 0, kind ``sum`` only: a
+      nansum); ``epilogue``: maps applied in order to each result before it is stored
       (:data:`EPILOGUE_MAPS`: ``div_count``, ``sqrt``, ``log``, ``pow p``, ``scale s``), not
       with ``accum``. ``sum`` with ``[square]`` and ``[sqrt]`` is the L2 norm;
       ``max`` with ``[abs]`` the absmax; ``sum`` with ``[div_count]`` the mean.
@@ -619,6 +633,10 @@ class ReduceOp(IRDLOperation):
       inf, or NaN when the deviations are all 0, as torch does); ``aux`` (optional)
       receives the mean. The epilogue applies to the variance (``[sqrt]``: std).
     * ``logsumexp``: ``log(sum(exp(x)))`` with a running shift (one read; no overflow).
+    * ``nanmean``: the mean of the elements that are not NaN (after the prologue): a sum
+      and a count of them; all NaN gives NaN (0 / 0). The epilogue applies to the mean.
+    * ``minmax``: ``dst`` receives the minimum and ``aux`` (required, ``dst``'s element
+      type) the maximum, both NaN where a NaN was reduced (as torch.aminmax); no epilogue.
 
     Example::
 
@@ -630,6 +648,7 @@ class ReduceOp(IRDLOperation):
         bulkred.reduce sum grid prologue [#bulkred.map<square>] epilogue [#bulkred.map<sqrt>] %x, %n : ...
         bulkred.reduce var grid axes [1 : i64] correction 1 : i64 %x, %v aux %m : memref<64xf32, ...> : ...
         bulkred.reduce argmax grid %x, %i : memref<1024xf32, ...>, memref<1xi64, ...>
+        bulkred.reduce minmax grid axes [1 : i64] %x, %lo aux %hi : memref<64xf32, ...> : ...
 
     Spec: the TIRx reduction card (docs/lowering.md) for thread scope; docs/scopes.md for
     the others.
@@ -811,13 +830,17 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(f"'ignore_nan' is not valid with kind {kind}")
         exp_sub = any(m.map_fn == MapFn.EXP_SUB for m in self.maps("prologue"))
         if exp_sub and kind in FUSED_KINDS:
-            raise VerifyException(f"'prologue' map 'exp_sub' is not valid with kind {kind} (its 'aux' is an output)")
+            why = "its 'aux' is an output" if kind in (*INDEX_KINDS, ReduceKind.VAR, ReduceKind.MINMAX) else "a plain kind's map"
+            raise VerifyException(f"'prologue' map 'exp_sub' is not valid with kind {kind} ({why})")
         if exp_sub and self.aux is None:
             raise VerifyException("'prologue' map 'exp_sub' needs 'aux', the buffer of c (one per output), got none")
+        if kind == ReduceKind.MINMAX and self.aux is None:
+            raise VerifyException("'kind' minmax needs 'aux', the buffer of the maximum ('dst' receives the minimum), got none")
         if self.aux is not None:
-            if kind not in INDEX_KINDS and kind != ReduceKind.VAR and not exp_sub:
+            if kind not in INDEX_KINDS and kind not in (ReduceKind.VAR, ReduceKind.MINMAX) and not exp_sub:
                 raise VerifyException(
-                    f"'aux' is only valid with kind argmax, argmin or var, or with the prologue map exp_sub, got kind {kind}"
+                    "'aux' is only valid with kind argmax, argmin, var or minmax, or with the prologue map exp_sub, "
+                    f"got kind {kind}"
                 )
             at = _expect_buffer("aux", self.aux)
             want = src if kind in INDEX_KINDS else dst
@@ -825,6 +848,7 @@ class ReduceOp(IRDLOperation):
                 what = (
                     "the values (src's element type)" if kind in INDEX_KINDS
                     else "the mean (dst's element type)" if kind == ReduceKind.VAR
+                    else "the maximum (dst's element type)" if kind == ReduceKind.MINMAX
                     else "exp_sub's c (dst's element type)"
                 )
                 raise VerifyException(f"'aux' element type must be {want}, {what}, got {at.element_type}")

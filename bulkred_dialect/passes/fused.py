@@ -19,7 +19,15 @@ workspace, and how the final state becomes the stored result (the epilogue).
   ([-DBL_MAX, DBL_MAX] in float64; so that no ``inf - inf`` arises: -inf inputs add 0,
   +inf ones make the sum inf), and an element adds ``exp(x - shift')`` after rescaling
   the sum by ``exp(shift - shift')`` (two exps per element, one read of the data). The
-  result is ``shift + log(sum)``.
+  result is ``shift + log(sum)``;
+* ``nanmean``: (sum, count) of the elements that are not NaN: an element adds itself
+  (NaN as 0, as the map ``nan_zero``) to the sum and 1 (0 for a NaN) to the count, an
+  integer register (``i32`` while the reduced count is below 2^31, else ``i64``: exact);
+  two states add both. The result is ``sum / count`` (0 / 0: NaN where every element
+  was NaN), then the epilogue;
+* ``minmax``: (min, max), each the plain kind's register and instruction (float ``min``
+  / ``max`` propagate NaN: ``.NaN``); the minimum is ``dst``'s result, the maximum
+  ``aux``'s.
 
 The maps (``ops/tile.py``'s :class:`MapFn`) are applied in the accumulator type. exp and
 log (logsumexp, ``pow``, ``log``, ``exp_sub``) are ``ex2.approx`` / ``lg2.approx`` of a
@@ -99,8 +107,10 @@ class Reducer:
             return [a, self.index_dtype]
         if self.kind == ReduceKind.VAR:
             return [a, a, a]
-        if self.kind == ReduceKind.LOGSUMEXP:
+        if self.kind in (ReduceKind.LOGSUMEXP, ReduceKind.MINMAX):
             return [a, a]
+        if self.kind == ReduceKind.NANMEAN:
+            return [a, self.count_dtype]
         return [a]
 
     @property
@@ -108,6 +118,11 @@ class Reducer:
         """argmax/argmin's index register: int32 when every index and the neutral
         ``INT32_MAX`` fit (half the work of 64-bit adds and selects), else int64."""
         return DTYPES["int32"] if self.count < 2**30 else DTYPES["int64"]
+
+    @property
+    def count_dtype(self) -> DType:
+        """nanmean's count register: int32 when every count fits, else int64."""
+        return DTYPES["int32"] if self.count < 2**31 else DTYPES["int64"]
 
     @property
     def index_max(self) -> int:
@@ -163,6 +178,10 @@ class Reducer:
             return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
             return [e.const(-self._finite_max, ir), e.const(0.0, ir)]
+        if self.kind == ReduceKind.NANMEAN:
+            return [e.const(0.0, ir), e.const(0, self.types[1])]
+        if self.kind == ReduceKind.MINMAX:
+            return [e.identity(ReduceKind.MIN, a), e.identity(ReduceKind.MAX, a)]
         return [e.identity(self.kind, a)]
 
     def neutrals(self, e, n: int) -> list[SSAValue]:
@@ -225,7 +244,19 @@ class Reducer:
                 v = self._log(e, v)
             elif fn == MapFn.DIV_COUNT:
                 v = e.div(at, v, e.const(float(self.count), self.types[0]))
+            elif fn == MapFn.NAN_ZERO:
+                v = self._nan_zero(e, at, v, self._is_number(e, at, v))
         return v
+
+    @staticmethod
+    def _is_number(e, at: ArithType, v: SSAValue) -> SSAValue:
+        """``setp.num``: whether the float register ``v`` is not NaN."""
+        return e.value(SetpOp(CmpOp.NUM, SetpType(at.value), v, v))
+
+    @staticmethod
+    def _nan_zero(e, at: ArithType, v: SSAValue, number: SSAValue) -> SSAValue:
+        """``v``, or 0 where it is NaN (``number`` is :meth:`_is_number` of it)."""
+        return _selp(e, v.type, v, e.const(0.0, v.type), number)
 
     def _pow(self, e, at: ArithType, v: SSAValue, p: float, of_abs: bool) -> SSAValue:
         """``|v| ** p`` (prologue) or ``v ** p`` (epilogue, v >= 0): exact forms for p = 1
@@ -268,6 +299,15 @@ class Reducer:
             n1 = self._count_up(e, s[0])
             d = e.value(_sub(at, v, s[1]))
             return self._welford(e, at, s, v, d, n1, self._reciprocal(e, at, n1))
+        if self.kind == ReduceKind.NANMEAN:
+            # sum += (v NaN ? 0 : v); count += (v NaN ? 0 : 1)
+            number = self._is_number(e, at, v)
+            ct = self.types[1]
+            one = _selp(e, ct, e.const(1, ct), e.const(0, ct), number)
+            total = e.combine(ReduceKind.SUM, self.acc, s[0], self._nan_zero(e, at, v, number))
+            return [total, e.combine(ReduceKind.SUM, self.count_dtype, s[1], one)]
+        if self.kind == ReduceKind.MINMAX:
+            return [e.combine(ReduceKind.MIN, self.acc, s[0], v), e.combine(ReduceKind.MAX, self.acc, s[1], v)]
         # logsumexp: shift' = clamp(max(shift, v)); sum' = sum * exp(shift - shift') + exp(v - shift')
         shift, total = s
         m = self._clamp(e, e.minmax(ReduceKind.MAX, at, shift, v))
@@ -328,6 +368,10 @@ class Reducer:
             cross = e.value(MulOp(at, e.value(MulOp(at, d, na, rnd=RoundingMode.RN)), e.value(MulOp(at, d, r, rnd=RoundingMode.RN)), rnd=RoundingMode.RN))
             q = e.combine(ReduceKind.SUM, self.acc, e.combine(ReduceKind.SUM, self.acc, qa, qb), cross)
             return [n, mean, q]
+        if self.kind == ReduceKind.NANMEAN:
+            return [e.combine(ReduceKind.SUM, self.acc, a[0], b[0]), e.combine(ReduceKind.SUM, self.count_dtype, a[1], b[1])]
+        if self.kind == ReduceKind.MINMAX:
+            return [e.combine(ReduceKind.MIN, self.acc, a[0], b[0]), e.combine(ReduceKind.MAX, self.acc, a[1], b[1])]
         sa, ta = a
         sb, tb = b
         m = e.minmax(ReduceKind.MAX, at, sa, sb)  # both finite (or NaN): no clamp needed
@@ -419,7 +463,8 @@ class Reducer:
         """The final state as (``dst``'s value, ``aux``'s value or None), before the
         conversion to the output type: the index (``i64``) and value of argmax/argmin,
         the variance (after the epilogue) and mean of var, ``shift + log(sum)`` of
-        logsumexp, the accumulator after the epilogue otherwise."""
+        logsumexp, ``sum / count`` of nanmean (after the epilogue), the minimum and the
+        maximum of minmax, the accumulator after the epilogue otherwise."""
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
             return e.convert(s[1], self.index_dtype, DTYPES["int64"]), s[0]
@@ -431,6 +476,11 @@ class Reducer:
         if self.kind == ReduceKind.LOGSUMEXP:
             r = e.combine(ReduceKind.SUM, self.acc, s[0], self._log(e, s[1]))
             return self.map_value(e, self.epilogue, r, self.acc), None
+        if self.kind == ReduceKind.NANMEAN:
+            mean = e.div(at, s[0], e.convert(s[1], self.count_dtype, self.acc))  # 0 / 0: NaN
+            return self.map_value(e, self.epilogue, mean, self.acc), None
+        if self.kind == ReduceKind.MINMAX:
+            return s[0], s[1]
         return self.map_value(e, self.epilogue, s[0], self.acc), None
 
     # endregion

@@ -39,6 +39,8 @@ CASES = [
     ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 1.5, dim=d, keepdim=k), {"ord": 1.5}),
     ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 0.5, dim=d, keepdim=k), {"ord": 0.5}),
     ("logsumexp", lambda t, x, d, k: t.logsumexp(x, dim=d if d is not None else tuple(range(x.dim())), keepdim=k), {}),
+    ("nansum", lambda t, x, d, k: t.nansum(x, dim=d, keepdim=k), {}),
+    ("nanmean", lambda t, x, d, k: t.nanmean(x, dim=d, keepdim=k), {}),
 ]
 
 
@@ -107,6 +109,13 @@ def test_pairs_and_indices():
     (r2.values * torch.arange(16, device="cuda")).sum().backward()
     torch.testing.assert_close(a.grad, b.grad)
     assert torch.autograd.gradcheck(lambda t: bulkred.min_with_indices(t, axis=0).values, (x[:5, :7].clone().requires_grad_(True),))
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    r1 = bulkred.aminmax(a, axis=1)  # both results of one kernel (tests/gpu/test_nan_functions_gpu.py: ties, NaN)
+    r2 = torch.aminmax(b, dim=1)
+    assert torch.equal(r1.min, r2.min) and torch.equal(r1.max, r2.max)
+    (r1.min.sum() + 3 * r1.max.sum()).backward()
+    (r2.min.sum() + 3 * r2.max.sum()).backward()
+    torch.testing.assert_close(a.grad, b.grad)
 
 
 def test_ties_split_the_gradient_evenly_as_torch_amax():
@@ -187,6 +196,6 @@ def test_torch_compile_fullgraph_with_backward():
 
 def test_every_differentiable_row_is_covered_here():
     rows = {name for name, f in FUNCTIONS.items() if f.grad is not None}
-    covered = {c[0] for c in CASES} | {"var_mean", "std_mean", "max_with_indices", "min_with_indices"}
+    covered = {c[0] for c in CASES} | {"var_mean", "std_mean", "max_with_indices", "min_with_indices", "aminmax"}
     assert rows <= covered, rows - covered
     assert np.all([f.grad is None for f in FUNCTIONS.values() if f.name in ("argmax", "argmin", "any", "all")])

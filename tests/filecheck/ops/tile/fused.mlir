@@ -1,5 +1,5 @@
 // The fused reductions of bulkred.reduce (ops/tile.py, docs/fused.md): the kinds argmax,
-// argmin, var and logsumexp, the prologue / epilogue map lists (#bulkred.map<fn> and
+// argmin, var, logsumexp, nanmean and minmax, the prologue / epilogue map lists (#bulkred.map<fn> and
 // #bulkred.map<fn arg>), `correction` and the `aux` output print as they are written,
 // parse back from their own output and round-trip through the generic form.
 // RUN: bulkred-opt %s --split-input-file | filecheck %s
@@ -81,5 +81,38 @@ func.func @maps(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf3
   bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<abs>, #bulkred.map<square>] %xi, %vi : memref<64x128xi32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
   bulkred.reduce var grid axes [1 : i64] epilogue [#bulkred.map<sqrt>] correction 1 : i64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
   bulkred.reduce argmax grid axes [1 : i64] prologue [#bulkred.map<abs>] %x, %i : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// The NaN-aware reductions: nansum (sum with the prologue map nan_zero), nanmean (the
+// kind nanmean, with an epilogue and a wider dst) and aminmax (the kind minmax: dst the
+// minimum, aux the maximum, any element type).
+// CHECK-LABEL: func.func @nan_kinds
+// CHECK:       bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<nan_zero>] %{{.*}}, %{{.*}} : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+// CHECK:       bulkred.reduce sum grid prologue [#bulkred.map<cast>, #bulkred.map<nan_zero>, #bulkred.map<square>] %{{.*}}, %{{.*}} : memref<64x128xbf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+// CHECK:       bulkred.reduce nanmean grid axes [1 : i64] %{{.*}}, %{{.*}} : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+// CHECK:       bulkred.reduce nanmean grid epilogue [#bulkred.map<sqrt>] %{{.*}}, %{{.*}} : memref<64x128xbf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+// CHECK:       bulkred.reduce minmax grid axes [1 : i64] %{{.*}}, %{{.*}} aux %{{.*}} : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+// CHECK:       bulkred.reduce minmax grid axes [0 : i64] %{{.*}}, %{{.*}} aux %{{.*}} : memref<128xi32, #bulkred.scope<global>> : memref<64x128xi32, #bulkred.scope<global>>, memref<128xi32, #bulkred.scope<global>>
+// GENERIC-LABEL: sym_name = "nan_kinds"
+// GENERIC:     "bulkred.reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>, scope = #bulkred<exec_scope grid>, axes = [1 : i64], prologue = [#bulkred.map<nan_zero>]}>
+// GENERIC:     prologue = [#bulkred.map<cast>, #bulkred.map<nan_zero>, #bulkred.map<square>]
+// GENERIC:     "bulkred.reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind nanmean>, scope = #bulkred<exec_scope grid>, axes = [1 : i64]}>
+// GENERIC:     <{kind = #bulkred<reduce_kind nanmean>, scope = #bulkred<exec_scope grid>, epilogue = [#bulkred.map<sqrt>]}>
+// GENERIC:     "bulkred.reduce"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind minmax>, scope = #bulkred<exec_scope grid>, axes = [1 : i64]}>
+// GENERIC:     "bulkred.reduce"(%{{.*}}, %{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind minmax>, scope = #bulkred<exec_scope grid>, axes = [0 : i64]}>
+func.func @nan_kinds(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>,
+                     %w: memref<64xf32, #bulkred.scope<global>>, %s: memref<1xf32, #bulkred.scope<global>>,
+                     %xb: memref<64x128xbf16, #bulkred.scope<global>>,
+                     %xi: memref<64x128xi32, #bulkred.scope<global>>, %lo: memref<128xi32, #bulkred.scope<global>>,
+                     %hi: memref<128xi32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<nan_zero>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  bulkred.reduce sum grid prologue [#bulkred.map<cast>, #bulkred.map<nan_zero>, #bulkred.map<square>] %xb, %s : memref<64x128xbf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+  bulkred.reduce nanmean grid axes [1 : i64] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  bulkred.reduce nanmean grid epilogue [#bulkred.map<sqrt>] %xb, %s : memref<64x128xbf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+  bulkred.reduce minmax grid axes [1 : i64] %x, %v aux %w : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  bulkred.reduce minmax grid axes [0 : i64] %xi, %lo aux %hi : memref<128xi32, #bulkred.scope<global>> : memref<64x128xi32, #bulkred.scope<global>>, memref<128xi32, #bulkred.scope<global>>
   func.return
 }

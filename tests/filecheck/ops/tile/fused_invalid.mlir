@@ -5,9 +5,9 @@
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
 
 // A map name that MapFn does not have.
-// STDERR: fused_invalid.mlir:[[# @LINE + 3]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale, exp_sub, nonzero, div_count, sqrt, log
+// STDERR: fused_invalid.mlir:[[# @LINE + 3]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale, exp_sub, nonzero, nan_zero, div_count, sqrt, log
 func.func @unknown_map(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale, exp_sub, nonzero, div_count, sqrt, log
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:65: error: unknown map 'cube', expected one of cast, abs, square, pow, scale, exp_sub, nonzero, nan_zero, div_count, sqrt, log
   bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<cube>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -43,7 +43,7 @@ func.func @map_infinite_argument(%x: memref<64x128xf32, #bulkred.scope<global>>,
 
 // div_count is an epilogue map.
 func.func @prologue_map_not_allowed(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'prologue' map 0 must be one of cast, abs, square, pow, scale, exp_sub, nonzero, got div_count
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'prologue' map 0 must be one of cast, abs, square, pow, scale, exp_sub, nonzero, nan_zero, got div_count
   bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<div_count>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -138,9 +138,9 @@ func.func @negative_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %
 
 // -----
 
-// aux is argmax/argmin's value or var's mean.
+// aux is argmax/argmin's value, var's mean or minmax's maximum.
 func.func @aux_on_sum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin or var, or with the prologue map exp_sub, got kind sum
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin, var or minmax, or with the prologue map exp_sub, got kind sum
   bulkred.reduce sum grid axes [1 : i64] %x, %v aux %a : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -148,7 +148,7 @@ func.func @aux_on_sum(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref
 // -----
 
 func.func @aux_on_logsumexp(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>, %a: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin or var, or with the prologue map exp_sub, got kind logsumexp
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'aux' is only valid with kind argmax, argmin, var or minmax, or with the prologue map exp_sub, got kind logsumexp
   bulkred.reduce logsumexp grid axes [1 : i64] %x, %v aux %a : memref<64xf32, #bulkred.scope<global>> : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
   func.return
 }

@@ -229,7 +229,7 @@ func.func @reduce_dst_other_space(%a: memref<32xf32, #bulkred.scope<local>>, %b:
 // -----
 
 func.func @reduce_unknown_kind(%a: memref<32xf32, #bulkred.scope<local>>, %b: memref<1xf32, #bulkred.scope<local>>) {
-  // CHECK: Expected `sum`, `max`, `min`, `and`, `or`, `xor`, `prod`, `any`, `all`, `argmax`, `argmin`, `var`, or `logsumexp`
+  // CHECK: Expected `sum`, `max`, `min`, `and`, `or`, `xor`, `prod`, `any`, `all`, `argmax`, `argmin`, `var`, `logsumexp`, `nanmean`, or `minmax`
   bulkred.reduce mean thread %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return
 }
