@@ -43,11 +43,15 @@ def _mean(x, results, grads, dims, keepdims, options):
 
 
 def _prod(x, results, grads, dims, keepdims, options):
-    """torch's prod_backward: grad * (the product of the other elements), exact with zeros
-    (exclusive products from both ends along the flattened reduced axes)."""
+    """torch's prod_backward: without a zero in x, grad * result / x (NaN wherever the
+    product is NaN, as torch); with one, grad * (the product of the other elements),
+    exact (exclusive products from both ends along the flattened reduced axes). As torch,
+    the choice is made for the whole x (a host sync, as torch's ``.any().item()``)."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     if x.dim() == 0:
         return g.to(x.dtype).expand(x.shape)
+    if not bool((x == 0).any()):
+        return (g * (_restore(results[0], dims, keepdims, x.dim()) / x)).to(x.dtype)
     kept = [d for d in range(x.dim()) if d not in dims]
     perm = kept + list(dims)
     xt = x.permute(perm)
@@ -71,7 +75,8 @@ def _var_grad(x, g, dims, keepdims, correction):
     n = _count(x, dims)
     g = _restore(g, dims, keepdims, x.dim())
     mean = x.mean(dim=dims, keepdim=True) if x.dim() else x
-    return (2.0 / (n - correction)) * g * (x - mean)
+    scale = 2.0 / (n - correction) if n != correction else math.inf  # C's 2.0 / 0.0, as torch
+    return scale * g * (x - mean)
 
 
 def _var(x, results, grads, dims, keepdims, options):

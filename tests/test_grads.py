@@ -222,3 +222,20 @@ def test_the_random_differential_checks_gradients(host_kernels):
     finally:
         grads.RULES["var"] = real
     assert any(r["reason"] == "grad" for r in bad if r["kind"] == "var")
+
+
+def test_prod_with_nan_and_var_with_no_degrees_of_freedom_as_torch(host_kernels):
+    """Found by the H100's random run: prod's gradient is NaN wherever the product is NaN
+    (torch's result / x), and var/std with N - correction = 0 give torch's inf/NaN, not a
+    Python ZeroDivisionError."""
+    a = torch.tensor([2.0, float("nan"), 3.0], dtype=torch.float64, requires_grad=True)
+    b = a.detach().clone().requires_grad_(True)
+    bulkred.prod(a).backward()
+    torch.prod(b).backward()
+    assert torch.equal(a.grad.isnan(), b.grad.isnan()) and bool(a.grad.isnan().all())
+    for fn in ("std", "var"):
+        a = torch.tensor([1.5], dtype=torch.float64, requires_grad=True)
+        b = a.detach().clone().requires_grad_(True)
+        getattr(bulkred, fn)(a, axis=0, correction=1).backward()
+        getattr(torch, fn)(b, dim=0, correction=1).backward()
+        torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
