@@ -636,9 +636,13 @@ def _reshape(a: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _keyed(v: Any) -> Any:
-    """``v`` as part of a key: None, a str, an int or a float as itself (never a bool:
-    True == 1), anything else by its type and repr."""
-    return v if v is None or type(v) in (int, float, str) else (type(v).__name__, repr(v))
+    """``v`` as part of a key: None and a str as themselves, an int or a float with its
+    type (1 == 1.0 == True, yet ``correction=1.0`` is refused where 1 is taken), anything
+    else by its type and repr."""
+    t = type(v)
+    if v is None or t is str:
+        return v
+    return (t, v) if t is int or t is float else (t.__name__, repr(v))
 
 
 def _axis_key(axis: Any) -> Any:
@@ -808,7 +812,14 @@ def check_call(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[st
     arguments in its own words."""
     (shape, src, _), infos = _arrays(row, x, outs)
     _explain_ok(row.name, explain_)
-    p = _plan_call(row, shape, src, axis, keepdims, options, infos)
+    key = ("checked", row.name, shape, src, _axis_key(axis), _keyed(keepdims), tuple(_keyed(v) for v in options.values()),
+           tuple(i[1] for i in infos))
+    p = _CACHE.get(key)  # planned once per key, as call()'s plans
+    if p is None:
+        p = _plan_call(row, shape, src, axis, keepdims, options, infos)
+        if len(_CACHE) < 4096:
+            with _LOCK:
+                _CACHE[key] = p
     for o_shape, _, _ in infos:
         if o_shape != p.result_shape:
             raise _error(row.name, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
