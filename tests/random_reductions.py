@@ -75,6 +75,21 @@ square root, vector_norm ``(n / |p| + 8) eps_acc |ref|`` (inf/-inf exact), logsu
 refused): integer input to a float-only function, a tuple axis or an empty axis for
 argmax/argmin, an empty axis for the inf/-inf norms.
 
+**The table's newer functions.** With :func:`table_config` (``--table``) the generator
+draws amax, amin, count_nonzero, std_mean, max_with_indices, min_with_indices, nansum,
+nanmean and aminmax (floats mostly; integers and bool now and then), with draws of
+their own (the other configs draw what they drew before): ``dtype=`` (std_mean,
+nanmean, nansum), ``correction`` (std_mean), zeros (count_nonzero), ties (the min/max
+kinds), many NaNs and "mostlynan" data (nansum, nanmean). References (numpy, float64),
+torch's NaN rules: nansum ignores NaN (the sum's bound; integers exact), nanmean the
+mean of the non-NaN elements (all NaN: NaN), amax/amin/aminmax propagate NaN (exact),
+max/min_with_indices the first index of the extreme with NaN the largest (argmax's
+rule) and its value, count_nonzero counts NaN. The pairs (std_mean, aminmax,
+max/min_with_indices, as var_mean) are named tuples whose results are each checked
+(:data:`PAIRS`). Refused (a pass when refused): integer or bool input to std_mean or
+nanmean, a tuple axis or an empty axis for max/min_with_indices, an empty reduction
+for amax, amin and aminmax.
+
 torch (on the GPU) runs each case too: its result's shape and dtype are compared with
 the table above and its values with the same bound; a difference of torch is a note in
 the summary, not a failure of bulkred (torch returns uint8 from any/all of uint8, the
@@ -104,6 +119,22 @@ FUSED_KINDS = ("mean", "var", "std", "var_mean", "argmax", "argmin", "vector_nor
 """The fused functions (issue 17): drawn only by a config that names them (:func:`fused_config`)."""
 FLOAT_ONLY = ("mean", "var", "std", "var_mean", "vector_norm", "logsumexp")
 INDEX_KINDS = ("argmax", "argmin")
+TABLE_KINDS = (
+    "amax", "amin", "count_nonzero", "std_mean", "max_with_indices", "min_with_indices", "nansum", "nanmean", "aminmax",
+)
+"""The newer functions of the table (functions.py): drawn only by :func:`table_config`."""
+TABLE_FLOAT_ONLY = ("std_mean", "nanmean")
+ONE_AXIS = INDEX_KINDS + ("max_with_indices", "min_with_indices")
+NO_IDENTITY = ("amax", "amin", "aminmax", "max_with_indices", "min_with_indices")
+FUSED_ALL = FUSED_KINDS + TABLE_KINDS
+PAIRS = {
+    "var_mean": (("var", "mean"), ("var", "mean")),
+    "std_mean": (("std", "mean"), ("std", "mean")),
+    "aminmax": (("min", "max"), ("amin", "amax")),
+    "max_with_indices": (("values", "indices"), ("amax", "argmax")),
+    "min_with_indices": (("values", "indices"), ("amin", "argmin")),
+}
+"""The functions giving a named pair: (its field names, the kind each result is checked as)."""
 ORDS = (1.0, 2.0, math.inf, -math.inf, 3.0)
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")
@@ -156,7 +187,7 @@ class Case:
 
     @property
     def fused(self) -> bool:
-        return self.kind in FUSED_KINDS
+        return self.kind in FUSED_ALL
 
     @property
     def rank(self) -> int:
@@ -189,7 +220,7 @@ class Case:
     def expect_refusal(self) -> bool:
         """max or min over an empty axis: the API must refuse it (torch does too); and
         the fused functions' refusals (see the module's docstring)."""
-        if self.kind in FUSED_KINDS:
+        if self.kind in FUSED_ALL:
             return fused_refusal(self) is not None
         return self.kind in ("max", "min") and self.n_reduced == 0
 
@@ -230,21 +261,28 @@ class Case:
 
 def fused_refusal(case: Case) -> str | None:
     """Why the API must refuse a fused case (None: it must not)."""
-    if case.kind in FLOAT_ONLY and case.dtype not in FLOATS:
+    if case.kind in FLOAT_ONLY + TABLE_FLOAT_ONLY and case.dtype not in FLOATS:
         return "an integer input"
-    if case.kind in INDEX_KINDS and isinstance(case.axis, tuple):
+    if case.kind in ONE_AXIS and isinstance(case.axis, tuple):
         return "a tuple axis"
-    if case.kind in INDEX_KINDS and case.n_reduced == 0:
+    if case.kind in ONE_AXIS and case.n_reduced == 0:
         return "an empty axis"
+    if case.kind in NO_IDENTITY and case.n_reduced == 0:
+        return "an empty reduction (no identity)"
     if case.kind == "vector_norm" and case.n_reduced == 0 and (case.ord is None or not 0 < case.ord < math.inf):
         return "an empty axis (no identity)"
     return None
 
 
 def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
-    if kind in INDEX_KINDS:
+    """The result's dtype (of a pair: the first result's, see :func:`pair_dtypes`)."""
+    if kind in INDEX_KINDS or kind == "count_nonzero":
         return "int64"
-    if kind in FUSED_KINDS:
+    if kind in NO_IDENTITY:  # amax, amin, aminmax; max/min_with_indices' values
+        return dtype
+    if kind == "nansum":
+        return dtype_arg or (dtype if dtype in FLOATS else "int64")
+    if kind in FUSED_ALL:
         return dtype_arg or dtype
     if kind in ("any", "all"):
         return "bool"
@@ -261,7 +299,7 @@ def allowed_dtypes(case: Case) -> tuple[str, ...]:
     type and numpy's; torch gives int64). The values compare equal either way (modulo
     2**64)."""
     d = case.out_dtype
-    if case.kind in ("sum", "prod") and case.dtype_arg is None and case.dtype.startswith("uint"):
+    if case.kind in ("sum", "prod", "nansum") and case.dtype_arg is None and case.dtype.startswith("uint"):
         return (d, "uint64")
     return (d,)
 
@@ -307,6 +345,19 @@ class Config:
     numpy_inputs: float = 0.1  # share of cases whose input is a numpy array
     empty: float = 0.02  # share of cases with a 0 extent
     grads: bool = False  # also check the gradient of each differentiable torch case (draws nothing more)
+
+
+def pair_dtypes(case: Case) -> tuple[str, str]:
+    """The dtypes of a pair's two results (:data:`PAIRS`), in the function's order."""
+    return tuple(expected_dtype(k, case.dtype, case.dtype_arg) for k in PAIRS[case.kind][1])  # type: ignore[return-value]
+
+
+def table_config(**kw: Any) -> Config:
+    """The newer functions of the table (:data:`TABLE_KINDS`): float inputs mostly, the
+    integer types and bool now and then (std_mean and nanmean refuse them)."""
+    kw.setdefault("kinds", TABLE_KINDS)
+    kw.setdefault("dtypes", FLOATS + FLOATS + ("int32", "int8", "uint8", "int64", "bool"))
+    return Config(**kw)
 
 
 def fused_config(**kw: Any) -> Config:
@@ -362,7 +413,7 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
         picked = [int(a) for a in rng.permutation(rank)[:k]]
         axis = tuple(a - rank if rng.random() < 0.3 else a for a in picked)
 
-    if kind in INDEX_KINDS and isinstance(axis, tuple) and rng.random() < 0.9:
+    if kind in ONE_AXIS and isinstance(axis, tuple) and rng.random() < 0.9:
         axis = axis[0]  # one axis, as argmax takes (a tuple now and then: refused)
     reduced = range(rank) if axis is None else [a % rank for a in ((axis,) if isinstance(axis, int) else axis)]
     if all(shape[a] == 1 for a in reduced) and rng.random() < 0.85:  # mostly something to reduce
@@ -413,6 +464,11 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     use_out = bool(options and rng.random() < 0.1)
     library = "numpy" if dtype != "bfloat16" and rng.random() < c.numpy_inputs else "torch"
 
+    if kind in TABLE_KINDS:  # draws of their own, after every draw the other kinds make
+        return _table_case(
+            rng, seed, index, kind, dtype, shape, axis, keepdims, use_out, library, view, base_shape, slices, perm,
+            expand, options,
+        )
     if kind in FUSED_KINDS:  # draws of their own, after every draw the other kinds make
         return _fused_case(
             rng, seed, index, kind, dtype, shape, axis, keepdims, use_out, library, view, base_shape, slices, perm,
@@ -457,6 +513,39 @@ def _fused_case(
     return Case(
         seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, None, use_out, library, view,
         tuple(base_shape), tuple(slices), perm, expand, values, nans, correction, ord_,
+    )
+
+
+def _table_case(
+    rng: np.random.Generator, seed: int, index: int, kind: str, dtype: str, shape: list[int], axis: Any,
+    keepdims: bool, use_out: bool, library: str, view: str, base_shape: list[int], slices: list, perm: tuple,
+    expand: bool, options: bool,
+) -> Case:
+    """The rest of a case of the newer table functions (its own draws): ``dtype=`` for
+    std_mean, nanmean (floats) and nansum; ``correction`` for std_mean; zeros for
+    count_nonzero; ties for the min/max kinds; many NaNs (rows all NaN now and then,
+    "mostlynan") for nansum and nanmean."""
+    dtype_arg = None
+    if options and kind in TABLE_FLOAT_ONLY and dtype in FLOATS and DTYPE_ARGS[dtype] and rng.random() < 0.2:
+        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+    if options and kind == "nansum" and DTYPE_ARGS[dtype] and rng.random() < 0.25:
+        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+    correction = int(rng.choice([0, 0, 1])) if kind == "std_mean" else None
+    nan_share = 0.25
+    if kind == "count_nonzero":
+        values = str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
+        nan_share = 0.33
+    elif kind in ("nansum", "nanmean"):
+        values = str(rng.choice(["normal", "normal", "ints", "mostlynan"])) if dtype in FLOATS else "normal"
+        nan_share = 0.6
+    elif kind in NO_IDENTITY:
+        values = "ints" if rng.random() < 0.5 else "normal"
+    else:
+        values = "normal" if rng.random() < 0.7 else "ints"
+    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < nan_share else 0
+    return Case(
+        seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, None, use_out, library, view,
+        tuple(base_shape), tuple(slices), perm, expand, values, nans, correction, None,
     )
 
 
@@ -529,6 +618,8 @@ def make_base(case: Case, *, draws: bool = False) -> np.ndarray:
     elif case.values == "huge":  # near the largest finite value (logsumexp: exp overflows without a shift)
         top = float(np.finfo(np.float16).max) if dt == "float16" else 3.3e38 if dt in ("float32", "bfloat16") else 1.7e308
         x = rng.uniform(0.5, 0.99, n) * top * rng.choice([-1.0, 1.0], n)
+    elif case.values == "mostlynan":  # nansum/nanmean: mostly NaN (some rows all NaN)
+        x = np.where(rng.random(n) < 0.8, np.nan, rng.integers(-8, 9, n).astype(np.float64))
     elif case.values == "neginf":  # -inf everywhere (logsumexp gives -inf), or with a few finite values
         x = np.full(n, -np.inf)
         if rng.random() < 0.5:
@@ -559,7 +650,7 @@ class Reference:
     magnitude: np.ndarray | None  # sum (or product, for prod) of |x| per output, floats only
     exact: bool  # float accumulation exact in any order (integer inputs, small magnitude)
     bound: np.ndarray | None = None  # fused kinds: the tolerance per output element (None: exact)
-    aux: Reference | None = None  # var_mean: the mean's reference (value is the variance's)
+    aux: Reference | None = None  # a pair (var_mean, aminmax, ...): the second result's reference
 
 
 def _index_reference(case: Case, x: np.ndarray) -> np.ndarray:
@@ -584,6 +675,8 @@ def _index_reference(case: Case, x: np.ndarray) -> np.ndarray:
 def fused_reference(case: Case, v: np.ndarray) -> Reference:
     """The expected values of a fused case, in float64 (argmax/argmin exact), with their
     bound (the module's docstring)."""
+    if case.kind in TABLE_KINDS:
+        return _table_reference(case, v)
     ax, shape, n = case.reduced, case.out_shape, case.n_reduced
     if case.kind in INDEX_KINDS:
         x = v.astype(np.float64) if case.dtype in FLOATS else v
@@ -644,9 +737,56 @@ def fused_reference(case: Case, v: np.ndarray) -> Reference:
     raise ValueError(case.kind)  # pragma: no cover
 
 
+def _table_reference(case: Case, v: np.ndarray) -> Reference:
+    """The expected values of a case of the newer table functions (torch's NaN rules):
+    amax/amin exact, NaN propagating; count_nonzero exact (NaN is nonzero); nansum as a
+    sum with NaN as 0 (the sum's bound; integers exact, wrapping); nanmean the mean of
+    the non-NaN elements (NaN where there are none) within the mean's bound; the pairs
+    (:data:`PAIRS`): each result's own reference, the second in ``aux``."""
+    kind, ax, shape, n = case.kind, case.reduced, case.out_shape, case.n_reduced
+    if kind in PAIRS:
+        first, second = PAIRS[kind][1]
+        ref = fused_reference(dataclasses.replace(case, kind=first), v)
+        ref.aux = fused_reference(dataclasses.replace(case, kind=second), v)
+        return ref
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if kind in ("amax", "amin"):
+            x = v.astype(np.float64) if case.dtype in FLOATS else v
+            val = np.asarray((np.max if kind == "amax" else np.min)(x, axis=ax)).reshape(shape)
+            return Reference(val, n, None, True, np.zeros(shape) if case.dtype in FLOATS else None)
+        if kind == "count_nonzero":
+            return Reference(np.asarray(np.sum(v != 0, axis=ax), np.int64).reshape(shape), n, None, True)
+        out = case.out_dtype
+        if out not in FLOATS:  # nansum of integers or bool: exact, wrapping in the result's width
+            wide = np.dtype(out)
+            return Reference(np.asarray(np.sum(v.astype(wide), axis=ax, dtype=wide)).reshape(shape), n, None, True)
+        acc = "float64" if out == "float64" else "float32"
+        x = v.astype(np.float64)
+
+        def rounding(val):
+            return EPS[out] * np.nan_to_num(np.abs(val), nan=0.0, posinf=0.0) + TINY[out]
+
+        if kind == "nansum":
+            val = np.asarray(np.nansum(x, axis=ax), np.float64).reshape(shape)
+            mag = np.asarray(np.nansum(np.abs(x), axis=ax), np.float64).reshape(shape)
+            finite_mag = np.nan_to_num(mag, posinf=0.0)
+            integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
+            exact = integral and bool(np.all(finite_mag < 2.0 ** MANTISSA[acc]))
+            bound = (0.0 if exact else n * EPS[acc]) * finite_mag + rounding(val)
+            return Reference(val, n, mag, False, bound)
+        if kind == "nanmean":
+            cnt = np.asarray(np.sum(~np.isnan(x), axis=ax), np.float64).reshape(shape)
+            val = np.asarray(np.nansum(x, axis=ax), np.float64).reshape(shape) / cnt  # no non-NaN element: NaN
+            mag = np.asarray(np.nansum(np.abs(x), axis=ax), np.float64).reshape(shape) / np.maximum(cnt, 1.0)
+            bound = (n + 2) * EPS[acc] * np.nan_to_num(mag, posinf=0.0) + rounding(val)
+            return Reference(val, n, mag, False, bound)
+    raise ValueError(kind)  # pragma: no cover
+
+
 def reference(case: Case, v: np.ndarray) -> Reference:
     """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values)."""
-    if case.kind in FUSED_KINDS:
+    if case.kind in FUSED_ALL:
         return fused_reference(case, v)
     ax = case.reduced
     kind, out = case.kind, case.out_dtype
@@ -740,7 +880,7 @@ def check_values(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
     if np.any(ok & np.isinf(g) & (g != w)):
         i = int(np.flatnonzero(ok & np.isinf(g) & (g != w))[0])
         return Outcome("fail", "value", f"an infinity at flat {i} where the reference is {wf[i]!r} ({w[i]!r} in {out})")
-    if case.kind in ("max", "min") or case.kind in FUSED_KINDS and ref.exact:  # equal to the reference in the output's type
+    if case.kind in ("max", "min") or case.kind in FUSED_ALL and ref.exact:  # equal to the reference in the output's type
         if np.array_equal(g[ok], w[ok]):
             return Outcome("pass")
         i = int(np.flatnonzero(ok & (g != w))[0])
@@ -784,11 +924,15 @@ def to_host(result: Any) -> tuple[np.ndarray, str]:
 
 def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
     """Type, shape and dtype of the API's ``result``, then its values."""
-    if case.kind == "var_mean":  # the pair (var, mean), each checked
+    if case.kind in PAIRS:  # a named pair (var_mean's (var, mean), ...): each result checked
+        names, kinds = PAIRS[case.kind]
         if not isinstance(result, tuple) or len(result) != 2:
-            return Outcome("fail", "type", f"a {type(result).__name__}, expected the pair (var, mean)")
-        for what, r, f in (("var", result[0], ref), ("mean", result[1], ref.aux)):
-            o = check_result(dataclasses.replace(case, kind="var"), f, r)
+            return Outcome("fail", "type", f"a {type(result).__name__}, expected the pair ({', '.join(names)})")
+        fields = getattr(result, "_fields", None)
+        if fields is not None and tuple(fields) != names:
+            return Outcome("fail", "type", f"a pair named {tuple(fields)}, expected {names}")
+        for what, k, r, f in zip(names, kinds, result, (ref, ref.aux)):
+            o = check_result(dataclasses.replace(case, kind=k), f, r)
             if o.status != "pass":
                 return Outcome(o.status, o.reason, f"{what}: {o.detail}")
         return Outcome("pass")
@@ -808,7 +952,7 @@ def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
 
 # region Running on the GPU (bulkred on torch tensors and numpy arrays; torch alongside)
 
-API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all", **{k: k for k in FUSED_KINDS}}
+API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all", **{k: k for k in FUSED_ALL}}
 
 
 def _poison(torch, shape, dtype: str, device: str = "cuda"):
@@ -840,7 +984,10 @@ def torch_view(torch, case: Case, base: np.ndarray, device: str = "cuda"):
 
 def torch_fused_reference(torch, case: Case, v):
     """torch's own fused reduction of the view (torch.mean/var/std/var_mean/argmax/
-    argmin/linalg.vector_norm/logsumexp)."""
+    argmin/linalg.vector_norm/logsumexp; the table's newer functions:
+    :func:`torch_table_reference`)."""
+    if case.kind in TABLE_KINDS:
+        return torch_table_reference(torch, case, v)
     dims, keep = case.reduced, case.keepdims
     if case.kind in INDEX_KINDS:
         fn = torch.argmax if case.kind == "argmax" else torch.argmin
@@ -856,9 +1003,42 @@ def torch_fused_reference(torch, case: Case, v):
     return torch.logsumexp(v, dim=dims, keepdim=keep)
 
 
+def _reduced_last(case: Case, v):
+    """The torch view ``v`` with its reduced axes moved last and flattened into one."""
+    kept = [i for i in range(case.rank) if i not in case.reduced]
+    return v.permute(*kept, *case.reduced).reshape(*[case.shape[i] for i in kept], case.n_reduced)
+
+
+def torch_table_reference(torch, case: Case, v):
+    """torch's own reduction of the view for the table's newer functions: torch.amax,
+    amin, count_nonzero, nansum, nanmean, std_mean, aminmax (one dim: the reduced axes
+    flattened into one) and torch.max/min(x, dim) (a pair, as bulkred's)."""
+    k, dims, keep = case.kind, case.reduced, case.keepdims
+    if k in ("amax", "amin"):
+        return getattr(torch, k)(v, dim=dims, keepdim=keep)
+    if k == "count_nonzero":  # takes no keepdim
+        return torch.count_nonzero(v, dim=dims).reshape(case.out_shape)
+    if k == "nansum":
+        return torch.nansum(v, dim=dims, keepdim=keep, **({"dtype": getattr(torch, case.dtype_arg)} if case.dtype_arg else {}))
+    if k == "aminmax":  # one dim or None in torch
+        r = torch.aminmax(_reduced_last(case, v), dim=-1)
+        return r.min.reshape(case.out_shape), r.max.reshape(case.out_shape)
+    if k in ("max_with_indices", "min_with_indices"):
+        fn = torch.max if k == "max_with_indices" else torch.min
+        if case.axis is None:
+            r = fn(v.reshape(-1), dim=0)
+            return r.values.reshape(case.out_shape), r.indices.reshape(case.out_shape)
+        return fn(v, dim=case.axis, keepdim=keep)
+    if case.dtype_arg:
+        v = v.to(getattr(torch, case.dtype_arg))
+    if k == "nanmean":
+        return torch.nanmean(v, dim=dims, keepdim=keep)
+    return torch.std_mean(v, dim=dims, correction=case.correction, keepdim=keep)
+
+
 def torch_reference(torch, case: Case, v):
     """torch's own reduction of the view (torch.sum/prod/amax/amin/any/all)."""
-    if case.kind in FUSED_KINDS:
+    if case.kind in FUSED_ALL:
         return torch_fused_reference(torch, case, v)
     dims = case.reduced
     kw: dict[str, Any] = {}
@@ -1010,11 +1190,11 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda", 
     x = v if case.library == "torch" else v_np
     out = None
     if case.use_out and not case.expect_refusal:
-        for _ in range(2 if case.kind == "var_mean" else 1):  # var_mean: the pair (var, mean)
+        for dt in pair_dtypes(case) if case.kind in PAIRS else (case.out_dtype,):  # a pair: (var, mean), ...
             if case.library == "torch":
-                o = _poison(torch, case.out_shape, case.out_dtype, device)
+                o = _poison(torch, case.out_shape, dt, device)
             else:
-                o = np.full(case.out_shape, np.nan if case.out_dtype in FLOATS else 0x5A, np.dtype(case.out_dtype))
+                o = np.full(case.out_shape, np.nan if dt in FLOATS else 0x5A, np.dtype(dt))
             out = o if out is None else (out, o)
     try:
         r = call_api(bulkred, case, x, out)
@@ -1154,12 +1334,14 @@ def _not_run(seed: int, chunk: list[int], config: Config | None, reason: str, de
 # region Running in the CPU interpreter
 
 
-def interpreter_config(fused: bool = False, views: tuple[str, ...] = ("contiguous",)) -> Config:
+def interpreter_config(fused: bool = False, views: tuple[str, ...] = ("contiguous",), table: bool = False) -> Config:
     """Small cases for the CPU interpreter (a Python thread per GPU thread); ``fused``:
-    of the fused functions; ``views``: the views drawn (contiguous by default, the draws
+    of the fused functions; ``table``: of the table's newer functions; ``views``: the views drawn (contiguous by default, the draws
     of earlier runs; ``("transpose",)``: permuted views, which the module reads in place
     through their strides, analyzed in stride order by the dispatch)."""
     kw: dict[str, Any] = {"max_elems": 300, "views": views, "max_rank": 3, "options": False, "numpy_inputs": 0.0, "empty": 0.0}
+    if table:
+        return table_config(**kw)
     return fused_config(**kw) if fused else Config(**kw)
 
 
@@ -1326,12 +1508,18 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
             g = (g.astype(np.uint32) << 16).view(np.float32)
         values.append(np.asarray(g).reshape(case.out_shape))
     ref = fused_reference(case, v)
-    o = check_values(dataclasses.replace(case, kind="var") if case.kind == "var_mean" else case, ref, values[0])
-    if o.status == "pass" and n_out == 2:
-        o = check_values(dataclasses.replace(case, kind="mean"), ref.aux, values[1])
+    if case.kind not in PAIRS:
+        return check_values(case, ref, values[0])
+    if n_out != 2:
+        return Outcome("fail", "type", f"the plan of {case.kind} has one output, expected a pair")
+    names, kinds = PAIRS[case.kind]
+    pair = (values[1], values[0]) if FUNCTIONS[case.kind].aux_first else (values[0], values[1])  # the op's (dst, aux)
+    for what, k, r, g in zip(names, kinds, (ref, ref.aux), pair):
+        o = check_values(dataclasses.replace(case, kind=k), r, g)
         if o.status != "pass":
-            o.detail = f"the mean: {o.detail}"
-    return o
+            o.detail = f"{what}: {o.detail}"
+            return o
+    return Outcome("pass")
 
 
 # endregion
@@ -1405,10 +1593,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="print the cases, run nothing (no GPU needed)")
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
     p.add_argument("--fused", action="store_true", help="the fused functions (mean, var, argmax, ...) instead")
+    p.add_argument("--table", action="store_true", help="the table's newer functions (amax, nansum, aminmax, ...) instead")
     p.add_argument("--grads", action="store_true", help="also check each differentiable torch case's gradient against torch's")
     p.add_argument("--views", default="contiguous", help=f"with --interpreter: the views to draw, comma-separated, of {', '.join(VIEWS)}")
     a = p.parse_args(argv)
-    config = fused_config() if a.fused else None
+    config = table_config() if a.table else fused_config() if a.fused else None
     if a.grads:
         config = config or Config()
         config.grads = True
@@ -1421,7 +1610,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.time()
     if a.interpreter:
-        cfg = interpreter_config(a.fused, tuple(v.strip() for v in a.views.split(",") if v.strip()))
+        cfg = interpreter_config(a.fused, tuple(v.strip() for v in a.views.split(",") if v.strip()), table=a.table)
         results = []
         for i in a.only if a.only else range(a.start, a.start + a.count):
             c = generate(seed, i, cfg)

@@ -376,15 +376,14 @@ def test_the_apis_plan_agrees_with_the_expected_shapes_and_dtypes(many):
     arguments checked), its result shape and dtype for every generated case are the
     ones the GPU test expects, and max/min over an empty axis are refused."""
     from bulkred_dialect import api
+    from bulkred_dialect.functions import FUNCTIONS
 
-    if not hasattr(api, "plan"):
-        pytest.skip("api.plan is not there: the GPU test checks the results' shapes and dtypes")
     wrong = []
     for c in many:
+        takes = FUNCTIONS[c.kind].option_names
+        options = {"ignore_nan": bool(c.ignore_nan)} if "ignore_nan" in takes else {}
         try:
-            p = api.plan(c.kind, c.shape, c.dtype, c.axis, c.keepdims, c.dtype_arg, bool(c.ignore_nan), None)
-        except TypeError as e:
-            pytest.skip(f"api.plan takes other arguments now: {e}")
+            p = api.plan(c.kind, c.shape, c.dtype, c.axis, c.keepdims, c.dtype_arg if "dtype" in takes else None, **options)
         except api.ReductionError as e:
             if not c.expect_refusal:
                 wrong.append((c.label(), f"refused: {e}"))
@@ -534,6 +533,143 @@ def test_the_fused_checker_flags_wrong_results():
     ref = R.reference(c, ok)
     assert R.check_result(c, ref, ref.value.astype(np.float32)).status == "pass"
     assert R.check_result(c, ref, (ref.value * 1.001).astype(np.float32)).status == "fail"
+
+
+def test_table_cases_draw_every_new_function_and_option():
+    """table_config draws each of the table's newer functions, its options, its data
+    and its refusals; the pairs' dtypes are the function's (values and int64 indices)."""
+    cs = R.cases(SEED, 1200, R.table_config())
+    assert cs == R.cases(SEED, 1200, R.table_config())
+    assert {c.kind for c in cs} == set(R.TABLE_KINDS)
+    assert {"amax", "amin", "count_nonzero", "std_mean", "max_with_indices", "min_with_indices", "nansum", "nanmean",
+            "aminmax"} == set(R.TABLE_KINDS)
+    assert {c.correction for c in cs if c.kind == "std_mean"} == {0, 1}
+    assert {c.values for c in cs if c.kind in ("nansum", "nanmean")} >= {"normal", "ints", "mostlynan"}
+    assert {c.values for c in cs if c.kind == "count_nonzero"} >= {"zeros0", "zeros0.5", "zeros0.99", "zeros1"}
+    assert any(c.dtype_arg for c in cs if c.kind == "nansum") and any(c.dtype_arg for c in cs if c.kind == "std_mean")
+    assert any(c.nans for c in cs if c.kind == "count_nonzero") and any(c.nans for c in cs if c.kind in R.ONE_AXIS)
+    assert {c.kind for c in cs if c.use_out} >= set(R.PAIRS) - {"var_mean"}
+    refusals = collections.Counter(R.fused_refusal(c) for c in cs if c.expect_refusal)
+    assert {"an integer input", "a tuple axis", "an empty reduction (no identity)"} <= set(refusals), refusals
+    assert all(not isinstance(c.axis, tuple) or c.expect_refusal for c in cs if c.kind in R.ONE_AXIS)
+    for c in cs:
+        if c.kind in ("max_with_indices", "min_with_indices"):
+            assert R.pair_dtypes(c) == (c.dtype, "int64")
+        elif c.kind == "aminmax":
+            assert R.pair_dtypes(c) == (c.dtype, c.dtype)
+        elif c.kind == "count_nonzero":
+            assert c.out_dtype == "int64"
+        elif c.kind == "nansum" and c.dtype_arg is None:
+            assert c.out_dtype == (c.dtype if c.dtype in R.FLOATS else "int64")
+    assert not any(c.kind in R.TABLE_KINDS for c in R.cases(SEED, 300)) and not any(
+        c.kind in R.TABLE_KINDS for c in R.cases(SEED, 300, R.fused_config()))
+
+
+def test_table_references_follow_torch():
+    v = np.array([[1.0, np.nan, 3.0, np.nan, 3.0], [2.0, 5.0, 5.0, -1.0, -1.0]])
+    nan_row = np.array([[np.nan] * 5, [1.0, 2.0, np.nan, 0.0, 3.0]])
+    assert R.reference(_fused_case(kind="nansum"), v).value.tolist() == [7.0, 10.0]
+    nm = R.reference(_fused_case(kind="nanmean"), nan_row).value
+    assert np.isnan(nm[0]) and nm[1] == 1.5  # all NaN: NaN; else the mean of the non-NaN
+    assert R.reference(_fused_case(kind="count_nonzero"), nan_row).value.tolist() == [5, 4]  # NaN is nonzero
+    amax = R.reference(_fused_case(kind="amax"), v).value
+    assert np.isnan(amax[0]) and amax[1] == 5.0
+    mm = R.reference(_fused_case(kind="aminmax"), v)
+    assert np.isnan(mm.value[0]) and np.isnan(mm.aux.value[0]) and (mm.value[1], mm.aux.value[1]) == (-1.0, 5.0)
+    mx = R.reference(_fused_case(kind="max_with_indices"), v)
+    assert np.isnan(mx.value[0]) and mx.value[1] == 5.0 and mx.aux.value.tolist() == [1, 1]  # the first NaN; ties
+    mn = R.reference(_fused_case(kind="min_with_indices", axis=None), v)
+    assert np.isnan(mn.value) and mn.aux.value.tolist() == 1
+    ok = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    sm = R.reference(_fused_case(kind="std_mean", correction=1), ok)
+    assert np.allclose(sm.value, [np.sqrt(2.5), 0.0]) and np.allclose(sm.aux.value, [3.0, 0.0])
+    assert R.fused_refusal(_fused_case(kind="max_with_indices", axis=(0, 1))) == "a tuple axis"
+    assert R.fused_refusal(_fused_case(kind="nanmean", dtype="int32")) == "an integer input"
+    empty = _fused_case(kind="aminmax", shape=(2, 0), base_shape=(2, 0), slices=((0, 2, 1), (0, 0, 1)))
+    assert R.fused_refusal(empty) == "an empty reduction (no identity)"
+    assert R.fused_refusal(dataclasses.replace(empty, kind="nanmean")) is None
+
+
+def test_the_table_checker_flags_wrong_pairs():
+    """A pair's results are each checked (its field names too, where it has them)."""
+    v = np.array([[1.0, np.nan, 3.0, np.nan, 3.0], [2.0, 5.0, 5.0, -1.0, -1.0]], np.float32)
+    c = _fused_case(kind="max_with_indices")
+    ref = R.reference(c, v)
+    pair = collections.namedtuple("max_result", ("values", "indices"))
+    good = pair(ref.value.astype(np.float32), ref.aux.value)
+    assert R.check_result(c, ref, good).status == "pass"
+    assert R.check_result(c, ref, (good.values, np.array([1, 2]))).detail.startswith("indices: ")
+    assert R.check_result(c, ref, (good.values, good.indices.astype(np.int32))).reason == "dtype"
+    assert R.check_result(c, ref, (np.array([3.0, 5.0], np.float32), good.indices)).reason == "nan"
+    assert R.check_result(c, ref, collections.namedtuple("r", ("a", "b"))(*good)).reason == "type"
+    assert R.check_result(c, ref, good.values).reason == "type"
+    c = _fused_case(kind="aminmax", dtype="int32")
+    iv = np.array([[1, 7, 3, 0, 3], [2, 5, 5, -1, -1]], np.int32)
+    ref = R.reference(c, iv)
+    assert R.check_result(c, ref, (np.array([0, -1], np.int32), np.array([7, 5], np.int32))).status == "pass"
+    assert R.check_result(c, ref, (np.array([0, -1], np.int32), np.array([7, 4], np.int32))).detail.startswith("max: ")
+    c = _fused_case(kind="nanmean")
+    ref = R.reference(c, v)
+    assert R.check_result(c, ref, ref.value.astype(np.float32)).status == "pass"
+    assert R.check_result(c, ref, (ref.value * 1.001).astype(np.float32)).status == "fail"
+
+
+def test_interpreter_runs_table_cases():
+    """Ten seeded cases of the table's newer functions through the API's plan, its
+    module, lower-tile-reductions and run_grid: none fails (a refusal the case expects
+    passes; a kernel the interpreter cannot run is skipped)."""
+    cfg = R.interpreter_config(table=True)
+    outcomes = collections.Counter()
+    failures = []
+    for i in range(10):
+        c = R.generate(SEED, i, cfg)
+        o = R.run_case_interpreter(c)
+        outcomes[o.status] += 1
+        if o.status != "pass" and o.status != "skip":
+            failures.append((c.label(), o))
+    assert not failures, failures
+    assert outcomes["pass"] >= 7, dict(outcomes)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch.std_mean: degrees of freedom <= 0
+def test_runner_takes_the_table_functions_on_torch_tensors_on_the_cpu():
+    """The GPU runner (run_case) on table cases, torch on the CPU, with an API that
+    answers torch's own reductions (torch_reference; out= filled, pairs included) and
+    refuses what the case expects refused: every case passes."""
+    torch = pytest.importorskip("torch")
+
+    class TorchApi:
+        class ReductionError(ValueError):
+            pass
+
+        case = None
+
+        def __getattr__(self, name):
+            def fn(x, /, *, out=None, **kw):
+                if self.case.expect_refusal:
+                    raise self.ReductionError(R.fused_refusal(self.case))
+                r = R.torch_reference(torch, self.case, x)
+                if out is None:
+                    return r
+                for o, a in zip(out, r) if isinstance(out, tuple) else ((out, r),):
+                    o.copy_(a)
+                return out
+
+            return fn
+
+    api, rows = TorchApi(), []
+    for i in range(60):
+        api.case = c = R.generate(SEED, i, R.table_config(max_elems=2000, numpy_inputs=0.0))
+        rows.append(dataclasses.asdict(R.run_case(c, api, torch, device="cpu")))
+    fails = [r for r in rows if r["status"] != "pass"]
+    assert not fails, fails[:3]
+    assert {r["kind"] for r in rows} == set(R.TABLE_KINDS)
+
+
+def test_list_of_table_cases(capsys):
+    assert R.main(["--list", "--table", "--seed", "3", "--count", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("#") == 20 and any(k + "(" in out for k in R.TABLE_KINDS)
 
 
 def test_list_of_fused_cases(capsys):

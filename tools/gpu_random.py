@@ -9,6 +9,9 @@ random_reductions.txt and random_reductions.json there.
     python3 tools/gpu_random.py --seed S --only 17 42     # repeat cases, one process, verbose
     python3 tools/gpu_random.py --fused                   # the fused functions (issue 17): mean, var,
                                                           # std, var_mean, argmax, argmin, vector_norm, logsumexp
+    python3 tools/gpu_random.py --table                   # the table's newer functions: amax, amin,
+                                                          # count_nonzero, std_mean, max/min_with_indices,
+                                                          # nansum, nanmean, aminmax
 
 Exit status 1 when any case failed (unsupported cases do not fail the run).
 """
