@@ -90,24 +90,24 @@ def _std(x, results, grads, dims, keepdims, options):
     return _var_grad(x, g, dims, keepdims, options["correction"]).to(x.dtype)
 
 
-def _var_mean(x, results, grads, dims, keepdims, options):
-    gv, gm = grads
-    out = torch.zeros_like(x)
-    if gv is not None:
-        out = out + _var(x, results[:1], (gv,), dims, keepdims, options)
-    if gm is not None:
-        out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
-    return out
+def _and_mean(first: Callable[..., Any]) -> Callable[..., Any]:
+    """The rule of a pair (``first``'s result, the mean): var_mean, std_mean; a result
+    with no gradient (None: not used by the loss) adds nothing."""
+
+    def rule(x, results, grads, dims, keepdims, options):
+        g0, gm = grads
+        out = torch.zeros_like(x)
+        if g0 is not None:
+            out = out + first(x, results[:1], (g0,), dims, keepdims, options)
+        if gm is not None:
+            out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
+        return out
+
+    return rule
 
 
-def _std_mean(x, results, grads, dims, keepdims, options):
-    gs, gm = grads
-    out = torch.zeros_like(x)
-    if gs is not None:
-        out = out + _std(x, results[:1], (gs,), dims, keepdims, options)
-    if gm is not None:
-        out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
-    return out
+_var_mean = _and_mean(_var)
+_std_mean = _and_mean(_std)
 
 
 def _amax(x, results, grads, dims, keepdims, options):
