@@ -109,9 +109,7 @@ class Plan:
     @property
     def outputs(self) -> tuple[str, ...]:
         """The dtypes of the caller's results, in the caller's order."""
-        if self.aux is None:
-            return (self.dst,)
-        return (self.aux, self.dst) if self.row.aux_first else (self.dst, self.aux)
+        return _outputs(self.row, self)
 
 
 def dtype_name(fn: str, d: Any, what: str = "dtype") -> str:
@@ -252,7 +250,8 @@ def plan(
     return Plan(**common, empty=math.prod(result_shape) == 0)
 
 
-def _outputs(row: Function, r: Reduction) -> tuple[str, ...]:
+def _outputs(row: Function, r: Reduction | Plan) -> tuple[str, ...]:
+    """The dtypes of ``r``'s results (dst, aux) in the caller's order (the row's)."""
     if r.aux is None:
         return (r.dst,)
     return (r.aux, r.dst) if row.aux_first else (r.dst, r.aux)
@@ -519,7 +518,7 @@ def _info(x: Any, fn: str, what: str = "x") -> tuple[tuple[int, ...], str, tuple
     return tuple(v.shape), view_dtype(v), None if v.strides is None else tuple(v.strides)
 
 
-def _numpy_in(fn: str, x: np.ndarray) -> np.ndarray:
+def _numpy_in(x: np.ndarray) -> np.ndarray:
     """A numpy input as the kernel reads it: native byte order (a byte-swapped array is
     converted, not sent as raw bytes)."""
     if not x.dtype.isnative:
@@ -619,7 +618,7 @@ def _new(x: Any, fn: str, shape: tuple[int, ...], dtype: str, fill: Any = None) 
         a = np.empty(shape, dtype)
     elif lib == "torch":
         torch = sys.modules["torch"]
-        a = torch.empty(shape, dtype=getattr(torch, _ROWS[dtype].torch), device=x.device)
+        a = torch.empty(shape, dtype=torch_dtype(dtype), device=x.device)
     elif lib == "cupy":
         with x.device:
             a = sys.modules["cupy"].empty(shape, dtype)
@@ -750,7 +749,7 @@ def _launch_torch(b: _Bound, x: Any, outs: tuple, out: Any) -> Any:
         if o.shape != p.result_shape:
             raise SignatureError("out's shape")  # the full checks say what is wrong
     if not outs:
-        made = [x.new_empty(p.kernel_shape, dtype=_torch_dtype(d)) for d in _kernel_dtypes(p)]
+        made = [x.new_empty(p.kernel_shape, dtype=torch_dtype(d)) for d in _kernel_dtypes(p)]
         b.kernel(x, *made)
         results = made if p.kernel_shape == p.result_shape else [m.view(p.result_shape) for m in made]
         return _results(p, results)
@@ -758,7 +757,8 @@ def _launch_torch(b: _Bound, x: Any, outs: tuple, out: Any) -> Any:
     return out
 
 
-def _torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a dtype name (its row's ``torch`` name, ``ops/dtypes.py``)."""
     return getattr(sys.modules["torch"], _ROWS[name].torch)
 
 
@@ -884,7 +884,7 @@ def _call(
     kernel = kernel_of(p, arch)
     xk = x if shape == p.shape else _reshape(x, p.shape)
     if lib == "numpy":
-        xk = _numpy_in(fn, xk)
+        xk = _numpy_in(xk)
     reshaped = p.kernel_shape != p.result_shape
     if not outs:
         kernel_outs = [_new(x, fn, p.kernel_shape, d) for d in _kernel_dtypes(p)]

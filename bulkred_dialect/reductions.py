@@ -66,7 +66,7 @@ def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
     for o in row.options:
         v = options.get(o.name, o.default)
         if o.name == "dtype" and v is not None and not isinstance(v, torch.dtype):
-            v = getattr(torch, api._ROWS[api.dtype_name(row.name, v)].torch)
+            v = api.torch_dtype(api.dtype_name(row.name, v))
         opts.append(v)
     return axes, opts
 

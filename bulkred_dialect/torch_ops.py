@@ -57,7 +57,7 @@ def _register(row: Function) -> None:
 
     def fake(x: torch.Tensor, axis: list[int] | None, keepdims: bool, *opts: Any) -> Any:
         p = _plan(row, x, axis, keepdims, _options(row, opts))
-        made = tuple(x.new_empty(p.result_shape, dtype=getattr(torch, api._ROWS[d].torch)) for d in p.outputs)
+        made = tuple(x.new_empty(p.result_shape, dtype=api.torch_dtype(d)) for d in p.outputs)
         return made if row.results > 1 else made[0]
 
     op = torch.library.custom_op(f"bulkred::{row.name}", impl, mutates_args=(), schema=row.schema())
