@@ -51,15 +51,22 @@ from xdsl.utils.exceptions import InterpretationError
 from bulkred_dialect.interpreter.values import (
     float_binary,
     float_bits,
-    float_minmax,
     float_from_bits,
+    float_minmax,
     to_signed,
     to_unsigned,
 )
 from bulkred_dialect.ops.ptx.arith import ArithType
-from bulkred_dialect.ops.ptx.atom import AtomOp, AtomType, FenceOp, MembarOp, RedOp, type_bytes
+from bulkred_dialect.ops.ptx.atom import (
+    AtomOp,
+    AtomType,
+    FenceOp,
+    MembarOp,
+    RedOp,
+    type_bytes,
+)
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, bf16, f16, f32, f64
-from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, MovOp, PtrAddOp, StOp
 
 _FLOAT_OF_TYPE: dict[Attribute, ArithType] = {
     f16: ArithType.F16,
@@ -105,6 +112,42 @@ class Pointer:
     def write(self, op_name: str, nbytes: int, bits: int) -> None:
         view = self._bytes(op_name, nbytes)
         view[...] = np.frombuffer(to_unsigned(bits, nbytes * 8).to_bytes(nbytes, "little"), np.uint8)
+
+
+class DeviceAddresses:
+    """Global addresses for numpy buffers, so that a kernel can read an address from
+    memory (the list ops' descriptor table) and load through it: :meth:`of` gives a
+    buffer a base address (a multiple of 256, 2^32 apart), ``ptx.mov`` of an ``i64``
+    to ``!ptx.ptr<global>`` finds the buffer that holds it. The buffers stay registered
+    until :meth:`clear`."""
+
+    BASE = 1 << 40
+    SPAN = 1 << 32
+
+    def __init__(self) -> None:
+        self.buffers: list[np.ndarray] = []
+
+    def of(self, buffer: np.ndarray) -> int:
+        """The address of ``buffer``'s first byte (``buffer`` must own contiguous memory)."""
+        for i, b in enumerate(self.buffers):
+            if b is buffer:
+                return self.BASE + i * self.SPAN
+        if buffer.nbytes >= self.SPAN:
+            raise ValueError(f"a buffer of {buffer.nbytes} bytes is too large for the interpreter's address space")
+        self.buffers.append(buffer)
+        return self.BASE + (len(self.buffers) - 1) * self.SPAN
+
+    def pointer(self, address: int) -> Pointer | None:
+        i, offset = divmod(address - self.BASE, self.SPAN)
+        if address < self.BASE or i >= len(self.buffers):
+            return None
+        return Pointer(self.buffers[i], offset, StateSpace.GLOBAL)
+
+    def clear(self) -> None:
+        self.buffers.clear()
+
+
+DEVICE_ADDRESSES = DeviceAddresses()
 
 
 def _pointer(interpreter: Interpreter, v: Any) -> Pointer:
@@ -201,6 +244,23 @@ class PtxMemoryFunctions(InterpreterFunctions):
         if not value.flags.c_contiguous:
             raise InterpretationError(f"a cast of {input_type} to {output_type} needs a contiguous buffer")
         return Pointer(value, 0, output_type.state_space)
+
+    @impl(MovOp)
+    def run_mov(self, interpreter: Interpreter, op: MovOp, args: PythonValues) -> PythonValues:
+        """``mov``: a register copy. An ``i64`` into ``!ptx.ptr<global>`` is an address
+        read from memory (:class:`DeviceAddresses`); an address into another pointer type
+        is the same address; otherwise the bits are kept (``mov.b32`` of f32 to i32...)."""
+        (a,) = args
+        rt = op.result.type
+        if isinstance(a, Pointer):
+            interpreter.interpreter_assert(isinstance(rt, PtrType), f"'ptx.mov' of an address to {rt}")
+            return (Pointer(a.buffer, a.offset, rt.state_space),)
+        if isinstance(rt, PtrType):
+            p = DEVICE_ADDRESSES.pointer(int(a) & ((1 << 64) - 1))
+            if p is None:
+                raise InterpretationError(f"'ptx.mov' of {int(a):#x} to {rt}: no buffer at that address")
+            return (p,)
+        return (to_register(from_register(a, op.src.type), rt),)
 
     @impl(PtrAddOp)
     def run_add_ptr(self, interpreter: Interpreter, op: PtrAddOp, args: PythonValues) -> PythonValues:

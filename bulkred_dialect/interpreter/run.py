@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, StridedLayoutAttr
-from xdsl.ir import Attribute
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
@@ -18,9 +17,15 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.memref import MemRefFunctions
 from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
+from xdsl.ir import Attribute
 from xdsl.traits import SymbolTable
 
-from bulkred_dialect.errors import ArgumentError, InterpretError, KernelNotFoundError, SignatureValueError
+from bulkred_dialect.errors import (
+    ArgumentError,
+    InterpretError,
+    KernelNotFoundError,
+    SignatureValueError,
+)
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import (
     STORAGE_DTYPE,
@@ -66,7 +71,7 @@ def _as_buffer(arg: Any, t: MemRefType, label: str, index_bitwidth: int) -> np.n
         return buf
     if not isinstance(arg, np.ndarray):
         raise SignatureValueError(f"{label}: expected a numpy array for {t}, got {type(arg).__name__}")
-    if list(arg.shape) != shape:
+    if len(arg.shape) != len(shape) or any(w >= 0 and g != w for g, w in zip(arg.shape, shape)):
         raise SignatureValueError(f"{label}: shape {list(arg.shape)} does not match {t}")
     accepted = accepted_dtypes(t.element_type, index_bitwidth)
     if arg.dtype not in accepted:

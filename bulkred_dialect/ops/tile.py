@@ -26,18 +26,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC
-from typing import ClassVar
-
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     FloatAttr,
-    IntegerAttr,
-    IntAttr,
     IndexType,
+    IntAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     NoneAttr,
@@ -1265,8 +1264,10 @@ class ClusterSizeOp(_ClusterIndexOp):
 # endregion
 
 
+from bulkred_dialect.ops.tile_list import LIST_OPS
+
 BULKRED = Dialect(
     "bulkred",
-    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp],
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp, *LIST_OPS],
     [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr, MapAttr],
 )

@@ -39,6 +39,7 @@ from typing import TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -50,6 +51,7 @@ from xdsl.pattern_rewriter import (
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import CopyOp, ReduceOp
+from bulkred_dialect.ops.tile_list import ReduceListOp, ScaleListOp
 from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.targeting import TargetedPass
@@ -73,6 +75,17 @@ class LowerReduce(RewritePattern):
             first = e.message.split("\n", 1)[0]
             raise LocatedError(e.op, f"{first} (explain=true printed the dispatch table)") from None
         variant.lower(op, rewriter, self.target)
+
+
+@dataclass
+class LowerReduceList(RewritePattern):
+    """``bulkred.reduce_list`` / ``bulkred.scale_list`` -> the lowering the registry selects."""
+
+    target: Target
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, ReduceListOp | ScaleListOp):
+            choose(op, self.target).lower(op, rewriter, self.target)
 
 
 class LowerCopy(RewritePattern):
@@ -147,7 +160,7 @@ def explain_sink(sink: ExplainSink) -> Iterator[ExplainSink]:
 
 def explanations(module: ModuleOp, target: Target) -> list[str]:
     """Every ``bulkred.reduce``'s dispatch table, in source order."""
-    return [explain(op, target) for op in module.walk() if isinstance(op, ReduceOp)]
+    return [explain(op, target) for op in module.walk() if isinstance(op, ReduceOp | ReduceListOp | ScaleListOp)]
 
 
 def print_explanations(module: ModuleOp, target: Target) -> None:
@@ -171,6 +184,6 @@ class LowerTileReductionsPass(TargetedPass):
         if self.explain:
             print_explanations(op, target)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([LowerReduce(target, self.explain), LowerCopy()]),
+            GreedyRewritePatternApplier([LowerReduce(target, self.explain), LowerReduceList(target), LowerCopy()]),
             apply_recursively=False,
         ).rewrite_module(op)

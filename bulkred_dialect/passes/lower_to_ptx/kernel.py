@@ -108,7 +108,11 @@ class KernelLowering(LoweringState):
                     )
                 # a view parameter (strided<[...]>, offset 0: a grid-scope src) is its first
                 # element's address; memref.load/store of it still need the default layout
-                self.check_static(k, t, views=True)
+                # a dynamic shape only for a buffer read through its address (the list
+                # ops' descriptor table and per-tensor results: the cast to !ptx.ptr)
+                addressed = all(u.operation.name == "builtin.unrealized_conversion_cast" for u in arg.uses)
+                if not (addressed and any(d < 0 for d in t.get_shape())):
+                    self.check_static(k, t, views=True)
                 new = Rewriter.replace_value_with_new_type(arg, PtrType(StateSpace.GLOBAL))
                 self.buffers[new] = Buffer(new, t)
             elif isinstance(t, IndexType):
