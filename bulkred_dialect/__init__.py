@@ -20,10 +20,20 @@ def _api() -> tuple[str, ...]:
     ``ReductionError`` (read at the first use: ``import bulkred_dialect`` imports nothing)."""
     from bulkred_dialect.functions import FUNCTIONS
 
-    return (*FUNCTIONS, "reduce", "ReductionError")
+    return (*FUNCTIONS, "reduce", "ReductionError", *_LIST)
+
+
+_LIST = ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax", "ListError")
+"""The list functions (foreach.py: many tensors in one launch)."""
 
 
 def __getattr__(name: str):
+    if name in _LIST:
+        from bulkred_dialect import foreach
+
+        value = getattr(foreach, name)
+        globals()[name] = value
+        return value
     if not name.startswith("__") and name in _api():
         from bulkred_dialect import api, reductions
 

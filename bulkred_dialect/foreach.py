@@ -1,0 +1,513 @@
+"""Reductions of a list of torch tensors in one launch (docs/foreach.md): a whole model's
+gradient norm, AMP's unscale with its non-finite check, clipping and FP8 amax.
+
+Each function is a row of :data:`LIST_FUNCTIONS`. A call:
+
+1. checks the list (torch tensors on one CUDA device, float32 / float16 / bfloat16, each
+   contiguous or a dense permutation of a contiguous block; else a one-line
+   :class:`ListError` naming the tensor);
+2. finds the list's descriptor table (``foreach_table.py``) on the device: reused while
+   the list holds the same tensor objects (weak references, checked without a torch
+   call per tensor), else built in pinned memory and copied asynchronously on the
+   caller's stream: no host sync;
+3. launches the list kernel of its kind (``bulkred.reduce_list``, compiled once per kind
+   and order and cached on disk), and for ``clip_grad_norm_`` the scaling kernel
+   (``bulkred.scale_list``), on torch's current stream.
+
+No gradients: these are optimizer-side functions (a tensor that requires grad is read as
+data, as torch's ``clip_grad_norm_`` reads ``.grad``). Under ``torch.compile`` each
+function is the torch operator ``torch.ops.bulkred.<name>``; CUDA graph capture of a call
+works (capture after one call on the same list, as for any torch code that allocates).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.foreach_table import CODES, descriptor_table
+
+
+class ListError(BulkredError, ValueError):
+    """A list the list functions refuse (one line, naming the function and the tensor)."""
+
+
+@dataclass(frozen=True)
+class ListFunction:
+    name: str
+    summary: str
+    torch: str
+
+
+LIST_FUNCTIONS: dict[str, ListFunction] = {
+    f.name: f
+    for f in (
+        ListFunction("foreach_norm", "per-tensor vector norms of a list, as one float32 tensor [len(tensors)]",
+                     "torch.stack(torch._foreach_norm(tensors, ord))"),
+        ListFunction("total_norm", "the norm of all the tensors of a list together (a 0-d float32 tensor)",
+                     "torch.nn.utils.get_total_norm(tensors, ord)"),
+        ListFunction("clip_grad_norm_", "the total norm, and every gradient scaled in place by "
+                     "min(max_norm / (norm + 1e-6), 1)", "torch.nn.utils.clip_grad_norm_(parameters, max_norm, ord)"),
+        ListFunction("unscale_and_norm_", "AMP's unscale and non-finite check with the total norm, one read and one write",
+                     "torch._amp_foreach_non_finite_check_and_unscale_ + get_total_norm"),
+        ListFunction("foreach_amax", "max |x| of each tensor of a list (FP8 scaling), one float32 tensor",
+                     "torch.stack([t.abs().max() for t in tensors])"),
+    )
+}
+
+_LOCK = threading.Lock()
+_KERNELS: dict[tuple, Any] = {}
+_CONSTANTS: dict[tuple, Any] = {}
+
+
+def _error(fn: str, message: str) -> ListError:
+    return ListError(f"bulkred.{fn}: {message}")
+
+
+# region Orders
+
+
+def _order(fn: str, ord: Any) -> float:
+    if isinstance(ord, bool) or not isinstance(ord, int | float):
+        raise _error(fn, f"'ord' must be a number (2, 1, inf, -inf, 0, any p), got {type(ord).__name__}")
+    try:
+        p = float(ord)
+    except OverflowError:
+        raise _error(fn, f"'ord' {ord} is out of the float range") from None
+    if math.isnan(p):
+        raise _error(fn, "'ord' must not be NaN")
+    return p
+
+
+def _maps(p: float, local: bool) -> tuple[str, str, str]:
+    """(kind, prologue, epilogue) of the ``p``-norm (``local``: the sum of powers, no root)."""
+    if p == math.inf:
+        return "max", "#bulkred.map<abs>", ""
+    if p == -math.inf:
+        return "min", "#bulkred.map<abs>", ""
+    if p == 0:
+        return "sum", "#bulkred.map<nonzero>", ""
+    if p == 1:
+        return "sum", "#bulkred.map<abs>", ""
+    if p == 2:
+        return "sum", "#bulkred.map<square>", "" if local else "#bulkred.map<sqrt>"
+    return "sum", f"#bulkred.map<pow {p!r}>", "" if local else f"#bulkred.map<pow {1.0 / p!r}>"
+
+
+# endregion
+
+# region Kernels
+
+
+def _reduce_text(kind: str, prologue: str, epilogue: str, scale: bool, flag: bool) -> str:
+    g = "#bulkred.scope<global>"
+    table, vec, one = f"memref<?x4xi64, {g}>", f"memref<?xf32, {g}>", f"memref<1xf32, {g}>"
+    params = [f"%table: {table}", f"%dst: {vec}", f"%total: {one}"]
+    extra = ""
+    if scale:
+        params.append(f"%scale: {one}")
+        extra += f" scale %scale : {one}"
+    if flag:
+        params.append(f"%found_inf: {one}")
+        extra += f" nonfinite %found_inf : {one}"
+    maps = (f" prologue [{prologue}]" if prologue else "") + (f" epilogue [{epilogue}]" if epilogue else "")
+    return (
+        f"func.func @reduce_list({', '.join(params)}) {{\n"
+        f"  bulkred.reduce_list {kind}{maps} %table, %dst, %total{extra} : {table}, {vec}, {one}\n"
+        "  func.return\n}\n"
+    )
+
+
+def _scale_text(clip: bool) -> str:
+    g = "#bulkred.scope<global>"
+    table, one = f"memref<?x4xi64, {g}>", f"memref<1xf32, {g}>"
+    params = [f"%table: {table}", f"%factor: {one}"] + ([f"%total: {one}"] if clip else [])
+    by = f" clip_by %total : {one}" if clip else ""
+    return (
+        f"func.func @scale_list({', '.join(params)}) {{\n"
+        f"  bulkred.scale_list %table, %factor{by} : {table}, {one}\n  func.return\n}}\n"
+    )
+
+
+def list_module_text(kind: str, ord: float = 2.0, *, local: bool = False, scale: bool = False, flag: bool = False) -> str:
+    """The tile-level module of a list kernel: ``kind`` "reduce" (the ``ord``-norm;
+    "amax" for max |x|) or "scale" / "clip" (``bulkred.scale_list``)."""
+    if kind in ("scale", "clip"):
+        return _scale_text(kind == "clip")
+    k, pro, epi = ("max", "#bulkred.map<abs>", "") if kind == "amax" else _maps(ord, local)
+    return _reduce_text(k, pro, epi, scale, flag)
+
+
+def _kernel(text: str, name: str) -> Any:
+    from bulkred_dialect.backend_ptx.device import current_arch
+
+    arch = current_arch()
+    key = (text, arch)
+    k = _KERNELS.get(key)
+    if k is not None:
+        return k
+    from bulkred_dialect.backend_ptx.cache import make_key
+    from bulkred_dialect.backend_ptx.loading import cached_module
+
+    def build():
+        from bulkred_dialect.backend_ptx.loading import compile_tile_module
+        from bulkred_dialect.builder import context
+        from bulkred_dialect.diagnostics import parse_module
+
+        return compile_tile_module(parse_module(context(), text, "<list kernel>"), arch, cache=False)
+
+    k = cached_module(make_key({"what": "list kernel", "text": text, "arch": arch}), build).kernel(name)
+    with _LOCK:
+        _KERNELS[key] = k
+    return k
+
+
+def _grid(kernel: Any) -> int:
+    """The CTAs of a list kernel (the table's G: the lowering's launch)."""
+    return int(kernel.signature.launch.grid[0])
+
+
+# endregion
+
+# region Lists and their tables
+
+
+_TORCH_CODES: dict[Any, int] = {}
+
+
+def _codes(torch: Any) -> dict[Any, int]:
+    if not _TORCH_CODES:
+        _TORCH_CODES.update({torch.float32: CODES["float32"], torch.float16: CODES["float16"],
+                             torch.bfloat16: CODES["bfloat16"]})
+    return _TORCH_CODES
+
+
+def _dense(t: Any) -> bool:
+    """Whether ``t``'s elements fill one block of memory (a permutation of a contiguous
+    tensor): read in place as a flat run."""
+    dims = sorted((s, d) for s, d in zip(t.stride(), t.shape, strict=True) if d != 1)
+    want = 1
+    for s, d in dims:
+        if s != want:
+            return False
+        want *= d
+    return True
+
+
+@dataclass
+class _Table:
+    refs: list[Any]
+    device: Any
+    host: Any  # the pinned copy (kept while the table lives: its async copy may still read it)
+    table: Any  # int64 [1 + T + G, 4] on the device
+    count: int
+    grid: int
+
+
+_TABLES: OrderedDict[tuple, _Table] = OrderedDict()
+_CAPTURED: list[_Table] = []  # tables a CUDA graph may read at replay: kept for good
+_MAX_TABLES = 16
+_call_ref = weakref.ref.__call__
+
+
+def _same(entry: _Table, ts: list[Any]) -> bool:
+    return len(entry.refs) == len(ts) and all(map(operator.is_, map(_call_ref, entry.refs), ts))
+
+
+def _as_list(fn: str, tensors: Any) -> list[Any]:
+    import torch
+
+    if isinstance(tensors, torch.Tensor):
+        return [tensors]
+    if isinstance(tensors, str | bytes) or not isinstance(tensors, Iterable):
+        raise _error(fn, f"expects a list of tensors, got {type(tensors).__name__}")
+    return list(tensors)
+
+
+def _check(fn: str, ts: list[Any], torch: Any) -> tuple[list[int], list[int], list[int], Any]:
+    """(addresses, numels, codes, device) of the list, checked."""
+    codes = _codes(torch)
+    device = None
+    for i, t in enumerate(ts):
+        if not isinstance(t, torch.Tensor):
+            raise _error(fn, f"tensor {i} is a {type(t).__name__}, not a torch tensor")
+    try:
+        kinds = [codes[t.dtype] for t in ts]
+    except KeyError:
+        i = next(i for i, t in enumerate(ts) if t.dtype not in codes)
+        raise _error(fn, f"tensor {i} has dtype {str(ts[i].dtype).removeprefix('torch.')} "
+                         "(a list holds float32, float16 and bfloat16)") from None
+    if ts:
+        device = ts[0].device
+        if device.type != "cuda":
+            raise _error(fn, f"tensor 0 is on {device}, not a CUDA device")
+        index = device.index
+        for i, t in enumerate(ts):
+            if not t.is_cuda or t.get_device() != index:
+                raise _error(fn, f"tensor {i} is on {t.device}, tensor 0 on {device} (one device per list)")
+    for i, t in enumerate(ts):
+        if not t.is_contiguous() and not _dense(t):
+            raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
+                             "it skips memory; pass t.contiguous() or a dense view")
+    return [t.data_ptr() for t in ts], [t.numel() for t in ts], kinds, device
+
+
+def _cached(ts: list[Any]) -> _Table | None:
+    """The table of a list that holds the same tensor objects as a recent one."""
+    entry = _TABLES.get((len(ts), id(ts[0]) if ts else 0, id(ts[-1]) if ts else 0))
+    return entry if entry is not None and _same(entry, ts) else None
+
+
+def _build(ts: list[Any], checked: tuple, grid: int) -> _Table:
+    """The device table of ``ts`` (checked by :func:`_check`) for ``grid`` CTAs: built in
+    pinned memory and copied on the current stream (no sync)."""
+    import torch
+
+    addrs, numels, kinds, device = checked
+    if device is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    table = descriptor_table(addrs, numels, kinds, grid)
+    host = torch.from_numpy(table).pin_memory()
+    dev = torch.empty(table.shape, dtype=torch.int64, device=device)
+    dev.copy_(host, non_blocking=True)
+    entry = _Table([weakref.ref(t) for t in ts], device, host, dev, len(ts), grid)
+    key = (len(ts), id(ts[0]) if ts else 0, id(ts[-1]) if ts else 0)
+    with _LOCK:
+        if torch.cuda.is_current_stream_capturing():
+            _CAPTURED.append(entry)
+        _TABLES[key] = entry
+        _TABLES.move_to_end(key)
+        while len(_TABLES) > _MAX_TABLES:
+            _TABLES.popitem(last=False)
+    return entry
+
+
+def _constant(value: float, device: Any) -> Any:
+    """A float32 [1] device tensor holding ``value`` (made once per value and device)."""
+    import torch
+
+    key = (value, device)
+    c = _CONSTANTS.get(key)
+    if c is None:
+        c = torch.full((1,), value, dtype=torch.float32, device=device)
+        with _LOCK:
+            _CONSTANTS[key] = c
+    return c
+
+
+def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False,
+            scale: Any = None, flag: Any = None) -> tuple[Any, Any, _Table]:
+    import torch
+
+    ts = _as_list(fn, tensors)
+    entry = _cached(ts)
+    checked = _check(fn, ts, torch) if entry is None else None  # the arguments before the GPU
+    text = list_module_text(kind, ord, local=local, scale=scale is not None, flag=flag is not None)
+    k = _kernel(text, "reduce_list")
+    if entry is None or entry.grid != _grid(k):
+        entry = _build(ts, checked or _check(fn, ts, torch), _grid(k))
+    dst = torch.empty(max(entry.count, 1), dtype=torch.float32, device=entry.device)
+    total = torch.empty(1, dtype=torch.float32, device=entry.device)
+    args = [entry.table, dst, total]
+    if scale is not None:
+        args.append(scale)
+    if flag is not None:
+        args.append(flag)
+    k(*args)
+    return dst[: entry.count], total, entry
+
+
+def _one(fn: str, name: str, t: Any, torch: Any, device: Any) -> Any:
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or t.numel() != 1 or t.device != device:
+        what = type(t).__name__ if not isinstance(t, torch.Tensor) else f"{t.dtype} {list(t.shape)} on {t.device}"
+        raise _error(fn, f"'{name}' must be a float32 tensor of one element on {device}, got {what}")
+    return t.reshape(1)
+
+
+# endregion
+
+# region The functions
+
+
+def foreach_norm(tensors: Iterable[Any], ord: float = 2.0) -> Any:
+    """The ``ord``-norm of each tensor of ``tensors``, as one float32 tensor
+    ``[len(tensors)]`` (torch's ``_foreach_norm`` gives a list of 0-d tensors). ``ord``: any
+    p, ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the count of nonzeros). An empty tensor's
+    norm is 0 (``-inf``: inf).
+
+    >>> norms = bulkred.foreach_norm([p.grad for p in model.parameters()])
+    """
+    if _compiling():
+        return _ops().foreach_norm(list(tensors), float(ord))
+    p = _order("foreach_norm", ord)
+    dst, _, _ = _reduce("foreach_norm", tensors, "reduce", p)
+    return dst
+
+
+def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: bool = False, *, local: bool = False) -> Any:
+    """The ``ord``-norm of all the elements of ``tensors`` together, a 0-d float32 tensor,
+    as ``torch.nn.utils.get_total_norm`` (one launch, no host sync). ``local=True``: the
+    sum of ``|x| ** ord`` (``inf``: max |x|, ``-inf``: min |x|, 0: the count of
+    nonzeros) without the root, for a distributed total: ``all_reduce`` (SUM; MAX for inf,
+    MIN for -inf) over the ranks, then ``** (1 / ord)`` (docs/foreach.md).
+    ``error_if_nonfinite=True`` raises ``RuntimeError`` when the norm is NaN or inf (that
+    check waits for the GPU, as torch's does)."""
+    if _compiling():
+        return _ops().total_norm(list(tensors), float(ord), bool(local))
+    p = _order("total_norm", ord)
+    _, total, _ = _reduce("total_norm", tensors, "reduce", p, local=local)
+    out = total.view(())
+    if error_if_nonfinite:
+        _check_finite(out, p)
+    return out
+
+
+def _check_finite(total: Any, p: float) -> None:
+    import torch
+
+    if bool(torch.logical_or(total.isnan(), total.isinf())):
+        raise RuntimeError(
+            f"The total norm of order {p} for gradients from `parameters` is non-finite, so it cannot be clipped. "
+            "To disable this error and scale the gradients by the non-finite norm anyway, set "
+            "`error_if_nonfinite=False`"
+        )
+
+
+def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
+    import torch
+
+    items = _as_list(fn, parameters_or_grads)
+    out = []
+    for t in items:
+        if isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf):
+            if t.grad is not None:
+                out.append(t.grad)
+        else:
+            out.append(t)
+    return out
+
+
+def clip_grad_norm_(parameters_or_grads: Any, max_norm: float, ord: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach: Any = None) -> Any:
+    """As ``torch.nn.utils.clip_grad_norm_``: the total ``ord``-norm of the gradients
+    (parameters give their ``.grad``, tensors are the gradients), then every gradient
+    multiplied in place by ``min(max_norm / (norm + 1e-6), 1)``, the coefficient computed
+    on the device (no host sync; nothing is written when it is 1). Returns the norm (0-d
+    float32). ``foreach`` is accepted for torch's signature and ignored."""
+    if _compiling():
+        return _ops().clip_grad_norm_(_grads("clip_grad_norm_", parameters_or_grads), float(max_norm), float(ord))
+    p = _order("clip_grad_norm_", ord)
+    if isinstance(max_norm, bool) or not isinstance(max_norm, int | float):
+        raise _error("clip_grad_norm_", f"'max_norm' must be a number, got {type(max_norm).__name__}")
+    grads = _grads("clip_grad_norm_", parameters_or_grads)
+    _, total, entry = _reduce("clip_grad_norm_", grads, "reduce", p)
+    out = total.view(())
+    if error_if_nonfinite:
+        _check_finite(out, p)
+    if entry.count:
+        _kernel(list_module_text("clip"), "scale_list")(entry.table, _constant(float(max_norm), entry.device), total)
+    return out
+
+
+def unscale_and_norm_(grads: Any, inv_scale: Any, found_inf: Any, ord: float = 2.0) -> Any:
+    """AMP's ``torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf,
+    inv_scale)`` and ``get_total_norm`` of the unscaled gradients in one read and one
+    write: each gradient multiplied in place by ``inv_scale`` (float32 [1] on the device),
+    ``found_inf`` (float32 [1]) set to 1.0 where any gradient held inf or NaN (never
+    cleared), and the total norm of the unscaled gradients returned (0-d float32).
+    bfloat16 gradients are taken (torch's unscale refuses them)."""
+    import torch
+
+    if _compiling():
+        return _ops().unscale_and_norm_(list(grads), inv_scale, found_inf, float(ord))
+    p = _order("unscale_and_norm_", ord)
+    ts = _as_list("unscale_and_norm_", grads)
+    device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else inv_scale.device
+    s = _one("unscale_and_norm_", "inv_scale", inv_scale, torch, device)
+    f = _one("unscale_and_norm_", "found_inf", found_inf, torch, device)
+    _, total, _ = _reduce("unscale_and_norm_", ts, "reduce", p, scale=s, flag=f)
+    return total.view(())
+
+
+def foreach_amax(tensors: Iterable[Any]) -> Any:
+    """max |x| of each tensor of ``tensors`` (the amax of FP8 scaling), one float32 tensor
+    ``[len(tensors)]``; an empty tensor gives 0, a NaN gives NaN."""
+    if _compiling():
+        return _ops().foreach_amax(list(tensors))
+    dst, _, _ = _reduce("foreach_amax", tensors, "amax", math.inf)
+    return dst
+
+
+# endregion
+
+# region torch.compile
+
+
+def _compiling() -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+_OPS: Any = None
+_LIB: list[Any] = []
+
+
+def _ops() -> Any:
+    """The torch operators ``bulkred::<name>`` of the list functions (defined at the first
+    use): an opaque call for torch.compile, the eager function inside."""
+    global _OPS
+    if _OPS is not None:
+        return _OPS
+    import torch
+
+    with _LOCK:
+        if _OPS is not None:
+            return _OPS
+        lib = torch.library.Library("bulkred", "FRAGMENT")  # noqa: TOR901
+        lib.define("foreach_norm(Tensor[] tensors, float ord) -> Tensor")
+        lib.define("total_norm(Tensor[] tensors, float ord, bool local) -> Tensor")
+        lib.define("clip_grad_norm_(Tensor(a!)[] grads, float max_norm, float ord) -> Tensor")
+        lib.define("unscale_and_norm_(Tensor(a!)[] grads, Tensor inv_scale, Tensor(b!) found_inf, float ord) -> Tensor")
+        lib.define("foreach_amax(Tensor[] tensors) -> Tensor")
+
+        def per_tensor(tensors, *args):
+            return torch.empty(len(tensors), dtype=torch.float32, device=tensors[0].device if tensors else "cuda")
+
+        def scalar(tensors, *args):
+            return torch.empty((), dtype=torch.float32, device=tensors[0].device if tensors else "cuda")
+
+        impls: dict[str, tuple[Callable, Callable]] = {
+            "foreach_norm": (lambda ts, o: foreach_norm(ts, o), per_tensor),
+            "total_norm": (lambda ts, o, local: total_norm(ts, o, local=local).clone(), scalar),
+            "clip_grad_norm_": (lambda ts, m, o: clip_grad_norm_(ts, m, o).clone(), scalar),
+            "unscale_and_norm_": (lambda ts, s, f, o: unscale_and_norm_(ts, s, f, o).clone(), scalar),
+            "foreach_amax": (lambda ts: foreach_amax(ts), per_tensor),
+        }
+        for name, (eager, fake) in impls.items():
+            lib.impl(name, eager, "CUDA")
+            torch.library.register_fake(f"bulkred::{name}", fake, lib=lib)
+        _LIB.append(lib)
+        _OPS = torch.ops.bulkred
+    return _OPS
+
+
+# endregion
+
+
+def _signature_docs() -> None:
+    for name in LIST_FUNCTIONS:
+        fn = globals()[name]
+        fn.__signature__ = inspect.signature(fn)
+
+
+_signature_docs()
