@@ -484,14 +484,7 @@ def list_alone(op: Operation, target: Target) -> tuple[bool, object]:
     return True, "alone, on parameters"
 
 
-def descriptor_table(op: Operation, target: Target) -> tuple[bool, object]:
-    return True, "any list (read at run time)"
-
-
-LIST_PREDICATES = [
-    Predicate("kernel", list_alone, expected="alone, on parameters"),
-    Predicate("list", descriptor_table, expected="a descriptor table"),
-]
+LIST_PREDICATES = [Predicate("kernel", list_alone, expected="alone, on parameters")]
 
 GRID_LIST = Variant("bulkred.reduce_list", "grid_list", priority=10, predicates=LIST_PREDICATES, lower=lower_grid_list)
 GRID_LIST_SCALE = Variant(
