@@ -322,6 +322,8 @@ def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False
     if flag is not None:
         args.append(flag)
     k(*args)
+    if not entry.count:
+        total.zero_()  # the norm of no tensor is 0 (torch's get_total_norm), whatever the order
     return dst[: entry.count], total, entry
 
 
@@ -511,3 +513,17 @@ def _signature_docs() -> None:
 
 
 _signature_docs()
+
+
+def _register() -> None:
+    """The torch operators are defined when this module is imported (the list functions
+    need torch): torch.compile then finds ``torch.ops.bulkred.<name>`` without running
+    any of this module's set-up inside a traced function."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:  # pragma: no cover - the list functions need torch
+        return
+    _ops()
+
+
+_register()
