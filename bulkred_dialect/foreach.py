@@ -314,6 +314,9 @@ def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False
     k = _kernel(text, "reduce_list")
     if entry is None or entry.grid != _grid(k):
         entry = _build(ts, checked or _check(fn, ts, torch), _grid(k))
+    elif torch.cuda.is_current_stream_capturing():
+        with _LOCK:  # a CUDA graph reads this table at every replay: never freed
+            _CAPTURED.append(entry)
     dst = torch.empty(max(entry.count, 1), dtype=torch.float32, device=entry.device)
     total = torch.empty(1, dtype=torch.float32, device=entry.device)
     args = [entry.table, dst, total]
@@ -322,7 +325,7 @@ def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False
     if flag is not None:
         args.append(flag)
     k(*args)
-    if not entry.count:
+    if not entry.count and not local:
         total.zero_()  # the norm of no tensor is 0 (torch's get_total_norm), whatever the order
     return dst[: entry.count], total, entry
 

@@ -26,9 +26,11 @@ before left):
 - ``repeat``: foreach_norm and total_norm again, and on a new list of the same tensors:
   the same bits;
 - ``unscale_and_norm_(ts, inv_scale, found_inf, ord)``: the grads against AMP's
-  ``torch._amp_foreach_non_finite_check_and_unscale_`` on a copy (bit-identical for a
-  power-of-two inv_scale, within a unit of the dtype for another), found_inf equal to
-  its (starting at 0, or at 1: it stays 1), the norm against float64 of that copy;
+  ``torch._amp_foreach_non_finite_check_and_unscale_`` on a copy, one call per dtype
+  (its formula for bfloat16, which torch's CUDA kernel does not take): bit-identical for
+  a power-of-two inv_scale, within a unit of the dtype for another; found_inf equal to
+  its (starting at 0, or at 1: it stays 1); the norm against float64 of that copy, or of
+  the products before their rounding to the dtype (the contract does not say which);
 - ``clip_grad_norm_(ts, max_norm, ord)``, max_norm such that max_norm / (total + 1e-6)
   (the coefficient, from the float64 total) is 0.01 to 0.9, 0.5, 2, or 1.1 to 100: the
   total against float64; the grads against torch's
@@ -408,8 +410,13 @@ def run_case(case: dict, serial_run: int, verbose: bool) -> list[tuple[str, bool
         exact_norm = ref_total(norms0(p3), p3) * (1.0 if p3 == 0 else inv_value)
         copies = [t.clone() for t in ts]
         found_ref = torch.full((1,), case["found_inf0"], device=DEVICE)
-        for idx in _groups(copies).values():
-            torch._amp_foreach_non_finite_check_and_unscale_([copies[i] for i in idx], found_ref, inv)
+        for dtype, idx in _groups(copies).items():
+            if dtype != torch.bfloat16:
+                torch._amp_foreach_non_finite_check_and_unscale_([copies[i] for i in idx], found_ref, inv)
+                continue
+            for i in idx:  # torch's CUDA kernel has no bfloat16 case: its formula
+                found_ref.copy_(torch.maximum(found_ref, (~torch.isfinite(copies[i])).any().float().reshape(1)))
+                copies[i].copy_((copies[i].float() * inv).to(dtype))
         found = torch.full((1,), case["found_inf0"], device=DEVICE)
         norm = bulkred.unscale_and_norm_(ts, inv, found, ord=p3)
         if not torch.equal(found, found_ref):
@@ -422,7 +429,7 @@ def run_case(case: dict, serial_run: int, verbose: bool) -> list[tuple[str, bool
         tol = tolerance(d_total, p3)
         ok, worst, why = compare(norm, ref_total(ref_norms(copies, p3), p3), tol)
         if not ok:
-            ok2, worst2, why2 = compare(norm, exact_norm, tol)
+            ok2, worst2, why2 = compare(norm, exact_norm, max(tol, 1e-4))  # float32 products: not exact
             if ok2:
                 return True, worst2, ""
             why = f"{why}; against the unrounded products: {why2}"
