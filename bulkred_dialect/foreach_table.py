@@ -10,8 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 
 COLUMNS = 4
-CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
-ITEMSIZE = {0: 4, 1: 2, 2: 2}
+LIST_DTYPES = ("float32", "float16", "bfloat16")
+"""The element types a list holds; a tensor's code in the table is its index here."""
+CODES = {name: code for code, name in enumerate(LIST_DTYPES)}
 ALIGNED = 256
 
 
