@@ -107,7 +107,10 @@ def _maps(p: float, local: bool) -> tuple[str, str, str]:
 # region Kernels
 
 
-def _reduce_text(kind: str, prologue: str, epilogue: str, scale: bool, flag: bool) -> str:
+def reduce_list_text(
+    kind: str, prologue: str = "", epilogue: str = "", *, scale: bool = False, flag: bool = False, name: str = "reduce_list"
+) -> str:
+    """A module of one ``bulkred.reduce_list`` kernel ``@name`` (maps as MLIR attribute text)."""
     g = "#bulkred.scope<global>"
     table, vec, one = f"memref<?x4xi64, {g}>", f"memref<?xf32, {g}>", f"memref<1xf32, {g}>"
     params = [f"%table: {table}", f"%dst: {vec}", f"%total: {one}"]
@@ -120,19 +123,20 @@ def _reduce_text(kind: str, prologue: str, epilogue: str, scale: bool, flag: boo
         extra += f" nonfinite %found_inf : {one}"
     maps = (f" prologue [{prologue}]" if prologue else "") + (f" epilogue [{epilogue}]" if epilogue else "")
     return (
-        f"func.func @reduce_list({', '.join(params)}) {{\n"
+        f"func.func @{name}({', '.join(params)}) {{\n"
         f"  bulkred.reduce_list {kind}{maps} %table, %dst, %total{extra} : {table}, {vec}, {one}\n"
         "  func.return\n}\n"
     )
 
 
-def _scale_text(clip: bool) -> str:
+def scale_list_text(clip: bool, name: str = "scale_list") -> str:
+    """A module of one ``bulkred.scale_list`` kernel ``@name`` (``clip``: ``clip_by`` a total)."""
     g = "#bulkred.scope<global>"
     table, one = f"memref<?x4xi64, {g}>", f"memref<1xf32, {g}>"
     params = [f"%table: {table}", f"%factor: {one}"] + ([f"%total: {one}"] if clip else [])
     by = f" clip_by %total : {one}" if clip else ""
     return (
-        f"func.func @scale_list({', '.join(params)}) {{\n"
+        f"func.func @{name}({', '.join(params)}) {{\n"
         f"  bulkred.scale_list %table, %factor{by} : {table}, {one}\n  func.return\n}}\n"
     )
 
@@ -141,9 +145,9 @@ def list_module_text(kind: str, ord: float = 2.0, *, local: bool = False, scale:
     """The tile-level module of a list kernel: ``kind`` "reduce" (the ``ord``-norm;
     "amax" for max |x|) or "scale" / "clip" (``bulkred.scale_list``)."""
     if kind in ("scale", "clip"):
-        return _scale_text(kind == "clip")
+        return scale_list_text(kind == "clip")
     k, pro, epi = ("max", "#bulkred.map<abs>", "") if kind == "amax" else _maps(ord, local)
-    return _reduce_text(k, pro, epi, scale, flag)
+    return reduce_list_text(k, pro, epi, scale=scale, flag=flag)
 
 
 def _kernel(text: str, name: str) -> Any:

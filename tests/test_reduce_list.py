@@ -11,6 +11,7 @@ import pytest
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.builder import context
 from bulkred_dialect.diagnostics import parse_module
+from bulkred_dialect.foreach import reduce_list_text, scale_list_text
 from bulkred_dialect.foreach_table import CODES, descriptor_table
 from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES
 from bulkred_dialect.interpreter.threads import run_grid
@@ -18,36 +19,12 @@ from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR
 from bulkred_dialect.ops.tile import kernel_launch
 from bulkred_dialect.passes.variants import grid_list
 
-G = "#bulkred.scope<global>"
-TABLE = f"memref<?x4xi64, {G}>"
-VEC = f"memref<?xf32, {G}>"
-ONE = f"memref<1xf32, {G}>"
-
-
 def reduce_module(kind: str, prologue: str = "", epilogue: str = "", scale: bool = False, flag: bool = False) -> str:
-    params = [f"%table: {TABLE}", f"%dst: {VEC}", f"%total: {ONE}"]
-    extra = ""
-    if scale:
-        params.append(f"%s: {ONE}")
-        extra += f" scale %s : {ONE}"
-    if flag:
-        params.append(f"%f: {ONE}")
-        extra += f" nonfinite %f : {ONE}"
-    maps = (f" prologue [{prologue}]" if prologue else "") + (f" epilogue [{epilogue}]" if epilogue else "")
-    return (
-        f"func.func @k({', '.join(params)}) {{\n"
-        f"  bulkred.reduce_list {kind}{maps} %table, %dst, %total{extra} : {TABLE}, {VEC}, {ONE}\n"
-        "  func.return\n}\n"
-    )
+    return reduce_list_text(kind, prologue, epilogue, scale=scale, flag=flag, name="k")
 
 
 def scale_module(clip: bool) -> str:
-    params = [f"%table: {TABLE}", f"%m: {ONE}"] + ([f"%total: {ONE}"] if clip else [])
-    by = f" clip_by %total : {ONE}" if clip else ""
-    return (
-        f"func.func @k({', '.join(params)}) {{\n"
-        f"  bulkred.scale_list %table, %m{by} : {TABLE}, {ONE}\n  func.return\n}}\n"
-    )
+    return scale_list_text(clip, name="k")
 
 
 def lowered(text: str, grid: int, block: int):

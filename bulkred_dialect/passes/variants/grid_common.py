@@ -95,8 +95,9 @@ def form_is(*kinds: str):
 
 
 def alone_in_kernel(op: Operation, target: Target) -> tuple[bool, object]:
-    """The op is its kernel's only op besides ``func.return``, and both buffers are
-    the kernel's parameters: the lowering owns the whole kernel and its launch."""
+    """The op is its kernel's only op besides ``func.return``, and its buffers are
+    the kernel's parameters (``src`` and ``dst`` of a ``bulkred.reduce``, every operand
+    of a list op): the lowering owns the whole kernel and its launch."""
     kernel = enclosing_kernel(op)
     if kernel is None:
         return False, "not in a kernel"
@@ -104,9 +105,11 @@ def alone_in_kernel(op: Operation, target: Target) -> tuple[bool, object]:
     if others:
         return False, f"kernel also holds {', '.join(sorted(set(others)))}"
     args = set(kernel.body.block.args)
-    assert isinstance(op, ReduceOp)
-    if op.src not in args or op.dst not in args:
-        return False, "src or dst is not a kernel parameter"
+    if isinstance(op, ReduceOp):
+        if op.src not in args or op.dst not in args:
+            return False, "src or dst is not a kernel parameter"
+    elif any(v not in args for v in op.operands):
+        return False, "an operand is not a kernel parameter"
     return True, "alone, on parameters"
 
 

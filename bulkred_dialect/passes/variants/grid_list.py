@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -77,6 +77,7 @@ from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
+    alone_in_kernel,
     global_ptr,
     set_launch,
 )
@@ -150,15 +151,17 @@ def _code_is(e: Emitter, code: SSAValue, dtype: int) -> SSAValue:
 
 class _Piece:
     """What a thread knows of the piece it streams: the address of its first byte,
-    its bytes, whether vectors may be loaded."""
+    its bytes, whether vectors may be loaded (the tensor's address is a multiple of 16)."""
 
-    def __init__(self, base: SSAValue, nbytes: SSAValue, aligned: SSAValue):
-        self.base, self.nbytes, self.aligned = base, nbytes, aligned
+    def __init__(self, e: Emitter, addr: SSAValue, code: SSAValue, start: SSAValue, plo: SSAValue, phi: SSAValue):
+        self.base = e.ptr_add(_address(e, addr), e.sub_i(plo, start))
+        self.nbytes = e.sub_i(phi, plo)
+        self.aligned = e.cmp("ne", e.value(AndOp(ArithType.B64, code, e.const(CODE_ALIGNED, i64))), 0)
 
 
-Visit = Callable[[Emitter, Elem, SSAValue, SSAValue, list[SSAValue]], list[SSAValue]]
-"""``visit(e, elem, p, x, carried)``: one element ``x`` (in float32) at address ``p``;
-returns the new carried values."""
+Visit = Callable[[Emitter, Elem, SSAValue, SSAValue, list[SSAValue], int], list[SSAValue]]
+"""``visit(e, elem, p, x, carried, lane)``: one element ``x`` (in float32) at address
+``p``, of vector lane ``lane``; returns the new carried values."""
 
 
 def _stream_piece(
@@ -331,9 +334,7 @@ def lower_grid_list(op: Operation, rewriter: PatternRewriter, target: Target) ->
         b: Emitter, t: SSAValue, addr: SSAValue, code: SSAValue, start: SSAValue, plo: SSAValue, phi: SSAValue,
         args: list[SSAValue],
     ) -> list[SSAValue]:
-        base = b.ptr_add(_address(b, addr), b.sub_i(plo, start))
-        aligned = b.cmp("ne", b.value(AndOp(ArithType.B64, code, b.const(CODE_ALIGNED, i64))), 0)
-        p = _Piece(base, b.sub_i(phi, plo), aligned)
+        p = _Piece(b, addr, code, start, plo, phi)
         carried = [neutral(b) for _ in range(LANES)] + args
         types = [v.type for v in carried]
         out = _by_dtype(b, code, types, lambda d, elem: _stream_piece(
@@ -450,9 +451,7 @@ def lower_grid_list_scale(op: Operation, rewriter: PatternRewriter, target: Targ
         b: Emitter, t: SSAValue, addr: SSAValue, code: SSAValue, start: SSAValue, plo: SSAValue, phi: SSAValue,
         args: list[SSAValue],
     ) -> list[SSAValue]:
-        base = b.ptr_add(_address(b, addr), b.sub_i(plo, start))
-        aligned = b.cmp("ne", b.value(AndOp(ArithType.B64, code, b.const(CODE_ALIGNED, i64))), 0)
-        p = _Piece(base, b.sub_i(phi, plo), aligned)
+        p = _Piece(b, addr, code, start, plo, phi)
         _by_dtype(b, code, [], lambda d, elem: _stream_piece(d, elem, p, tid64, [], visit, nc=False))
         return []
 
@@ -469,22 +468,7 @@ def _add_f32(a: SSAValue, b: SSAValue) -> Operation:
 # endregion
 
 
-def list_alone(op: Operation, target: Target) -> tuple[bool, object]:
-    """The op is its kernel's only op besides ``func.return``, every operand a kernel
-    parameter: the lowering owns the kernel's launch and workspace."""
-    kernel = enclosing_kernel(op)
-    if kernel is None:
-        return False, "not in a kernel"
-    others = [o.name for o in kernel.body.walk() if o is not op and not isinstance(o, func.ReturnOp | func.FuncOp)]
-    if others:
-        return False, f"kernel also holds {', '.join(sorted(set(others)))}"
-    args = set(kernel.body.block.args)
-    if any(v not in args for v in op.operands):
-        return False, "an operand is not a kernel parameter"
-    return True, "alone, on parameters"
-
-
-LIST_PREDICATES = [Predicate("kernel", list_alone, expected="alone, on parameters")]
+LIST_PREDICATES = [Predicate("kernel", alone_in_kernel, expected="alone, on parameters")]
 
 GRID_LIST = Variant("bulkred.reduce_list", "grid_list", priority=10, predicates=LIST_PREDICATES, lower=lower_grid_list)
 GRID_LIST_SCALE = Variant(
