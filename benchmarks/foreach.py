@@ -13,6 +13,10 @@ unscale_f32_150    ``unscale_and_norm_(grads, inv_scale, found_inf)``  ``torch._
                                                                        ``unscale_(grads, found_inf, inv_scale)``,
                                                                        then ``get_total_norm(grads)``
 clip_bf16          ``clip_grad_norm_(grads, max_norm=1.0)``            ``torch.nn.utils.clip_grad_norm_(params, 1.0)``
+clip_bf16_every    the same with ``max_norm=-1.0``: a coefficient of   the same, ``max_norm=-1.0``
+                   about -1 on every call, so every call scales every
+                   gradient (clip_bf16's coefficient is 1 after the
+                   first call, and bulkred then writes nothing)
 many_2000_f32      ``total_norm``, 2,000 x [4096] float32              ``get_total_norm``
 mixed_2000         the same, bf16 and float32 alternating              ``get_total_norm`` (it groups by dtype)
 big_300_f32        ``total_norm``, 300 x [1024, 1024] float32          ``get_total_norm``
@@ -42,7 +46,11 @@ benchmarks/functions.py does):
   bulkred call gets the same list object each time ("unchanged list": its descriptor
   table is reused). ``many_2000_f32`` and ``mixed_2000`` time bulkred a second time on a
   list of new tensor objects every call (``[t.view_as(t) for t in grads]``, made before
-  the events: the ``zero_grad(set_to_none=True)`` case, where the table is built again).
+  the events: the ``zero_grad(set_to_none=True)`` case, new objects at the addresses
+  torch's caching allocator gives again: the list is checked and its table found by
+  content), and a third time on lists of new tensors at new addresses (``FRESH_POOL``
+  lists in turn, more than the table cache holds: the table is built and copied every
+  call).
 
 GB/s counts the bytes the call must move: the list read once for the norms and amax; read
 and written for ``unscale_and_norm_`` (2x); read, read again and written for clipping (3x:
@@ -107,6 +115,7 @@ NORM_TOL = 1e-3
 HALF_TOL = 1e-3 + 2.0**-8  # against torch's norms of a list with bf16/fp16 tensors (rounded to their dtype)
 MAX_NORM = 1.0
 CLIP_SCALE = 1e-4
+FRESH_POOL = 20  # lists taken in turn for "new addresses" (more than foreach's 16 cached tables)
 SWEEP_NS = (2, 20, 200, 2000, 20000)
 NAMES = ("total_norm", "foreach_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax")
 FACTOR = {"total_norm": 1, "foreach_norm": 1, "foreach_amax": 1, "unscale_and_norm_": 2, "clip_grad_norm_": 3}
@@ -133,6 +142,7 @@ class Row:
     torch_text: str
     new_list: bool = False  # also per call on a list of new tensor objects
     default: bool = True
+    max_norm: float = MAX_NORM  # clip_grad_norm_'s
 
 
 ROWS = {
@@ -143,6 +153,10 @@ ROWS = {
         Row("unscale_f32_150", "unscale_and_norm_", lambda: llama("float32", 150),
             "_amp_foreach_non_finite_check_and_unscale_ + get_total_norm"),
         Row("clip_bf16", "clip_grad_norm_", lambda: llama("bfloat16"), "nn.utils.clip_grad_norm_(params)"),
+        # max_norm < 0: the coefficient is about -1 on every call (the grads change sign, their
+        # magnitude stays), so both libraries scale every gradient on every call
+        Row("clip_bf16_every", "clip_grad_norm_", lambda: llama("bfloat16"), "nn.utils.clip_grad_norm_(params)",
+            max_norm=-1.0),
         Row("many_2000_f32", "total_norm", lambda: [((4096,), "float32")] * 2000, "get_total_norm", new_list=True),
         Row("mixed_2000", "total_norm", lambda: [((4096,), ("bfloat16", "float32")[i % 2]) for i in range(2000)],
             "get_total_norm", new_list=True),
@@ -371,14 +385,14 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
             torch._amp_foreach_non_finite_check_and_unscale_(ts, found_t, inv_one)
             return gtn(ts, 2.0)
     else:  # clip_grad_norm_
-        fb = lambda ts: bfn(ts, MAX_NORM)
+        fb = lambda ts: bfn(ts, row.max_norm)
         params = []
         for g in lists[0]:
             p = torch.nn.Parameter(torch.empty((), dtype=g.dtype, device=dev).expand(g.shape))
             p.grad = g
             params.append(p)
         targs = [params]
-        ft = lambda ps: torch.nn.utils.clip_grad_norm_(ps, MAX_NORM)
+        ft = lambda ps: torch.nn.utils.clip_grad_norm_(ps, row.max_norm)
     if row.op == "foreach_norm":
         ref, tol64 = (lambda ts: ref_norms64(torch, ts)), NORM_TOL
     elif row.op == "foreach_amax":
@@ -431,6 +445,10 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
             if row.new_list:
                 base = lists[0]
                 r["bulkred_call_new_us"] = alone_us(torch, fb, lambda i: [t.view_as(t) for t in base], repeat, flush)
+                # new tensors at new addresses each call: more lists than the table cache holds, in turn
+                pool = [make_list(torch, spec, scale) for _ in range(FRESH_POOL)]
+                r["bulkred_call_fresh_us"] = alone_us(torch, fb, lambda i: pool[i % FRESH_POOL], repeat, flush)
+                del pool
         except Exception as e:  # noqa: BLE001 - the row keeps its GPU times
             r["check"] += f"; error in the per-call loop: {_line(e)}"
             torch.cuda.synchronize()
@@ -446,7 +464,7 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
     if bulkred_ok and row.op == "clip_grad_norm_":
         now = ref_total64(torch, lists[0])
         r["norm_after"] = now
-        r["coef_steady"] = min(1.0, MAX_NORM / (now + 1e-6))
+        r["coef_steady"] = min(1.0, row.max_norm / (now + 1e-6))
         r["note"] = (f"grads = randn x {CLIP_SCALE:g}: norm {r['norm_first']:.3f} before the first clip, "
                      f"coefficient {r['coef_first']:.4f}; then norm {now:.4f}, coefficient "
                      f"{r['coef_steady']:.7f} each call; GB/s counts 3x the list (read, read, write)")
@@ -466,7 +484,7 @@ def check_row(torch, row: Row, ts, targ, bfn, ft, gtn, ref, tol64, tol_t, n_out,
     if row.op == "unscale_and_norm_":
         return check_unscale(torch, ts, bfn, gtn, r)
     if row.op == "clip_grad_norm_":
-        return check_clip(torch, ts, targ, bfn, ft, gtn, tol_t, r)
+        return check_clip(torch, ts, targ, bfn, ft, gtn, tol_t, r, row.max_norm)
     want64 = ref(ts)
     want_t = ft(ts)
     t0 = time.perf_counter()
@@ -517,7 +535,7 @@ def check_unscale(torch, ts, bfn, gtn, r) -> str:
     return "; ".join(out)
 
 
-def check_clip(torch, ts, params, bfn, ft, gtn, tol_t, r) -> str:
+def check_clip(torch, ts, params, bfn, ft, gtn, tol_t, r, max_norm: float) -> str:
     """bulkred's first clip: the returned norm against float64 and torch's
     get_total_norm (before clipping), three sampled grads against their saved copies
     times the coefficient (torch's _foreach_mul_ rounds the float product alike, within
@@ -528,13 +546,13 @@ def check_clip(torch, ts, params, bfn, ft, gtn, tol_t, r) -> str:
     idx = sorted({0, 4, 7, len(ts) - 1})
     saved = {i: ts[i].clone() for i in idx}
     t0 = time.perf_counter()
-    got = bfn(ts, MAX_NORM)
+    got = bfn(ts, max_norm)
     torch.cuda.synchronize()
     r["first_call_s"] = time.perf_counter() - t0
     bad = result_shape_ok(torch, got, None)
     if bad:
         return bad
-    coef = min(1.0, MAX_NORM / (float(got) + 1e-6))
+    coef = min(1.0, max_norm / (float(got) + 1e-6))
     r.update(norm_first=ref0, coef_first=coef, result=float(got), torch_result=tnorm0)
     out = [judge(rel_err(torch, got, ref0), rel_err(torch, got, tnorm0), tol_t)]
     for i in idx:
@@ -543,8 +561,8 @@ def check_clip(torch, ts, params, bfn, ft, gtn, tol_t, r) -> str:
             out.append(f"WRONG grad {i} not scaled by {coef:.6g}")
             break
     after = ref_total64(torch, ts)
-    if abs(after - ref0 * coef) > NORM_TOL * ref0 * coef:
-        out.append(f"WRONG norm after {after:.6g} (want {ref0 * coef:.6g}: not every grad scaled)")
+    if abs(after - ref0 * abs(coef)) > NORM_TOL * ref0 * abs(coef):
+        out.append(f"WRONG norm after {after:.6g} (want {ref0 * abs(coef):.6g}: not every grad scaled)")
     tn = float(ft(params))
     r["torch_check"] = f"torch err64={abs(tn - after) / after:.1e} (its clip on the clipped grads)"
     return "; ".join(out)
@@ -577,6 +595,8 @@ def finish(r: dict) -> dict:
             r[f"ratio_{what}"] = t / b
     if r.get("bulkred_call_new_us") and r.get("torch_call_us"):
         r["ratio_call_new"] = r["torch_call_us"] / r["bulkred_call_new_us"]
+    if r.get("bulkred_call_fresh_us") and r.get("torch_call_us"):
+        r["ratio_call_fresh"] = r["torch_call_us"] / r["bulkred_call_fresh_us"]
     return r
 
 
@@ -643,8 +663,10 @@ def table(rows: list[dict], head: str) -> str:
     lines = [head, "",
              ("| row | tensors | list GB | GB counted | bulkred GPU us | torch GPU us | torch/bulkred GPU | bulkred GB/s "
               "| torch GB/s | bulkred call us | torch call us | torch/bulkred call | bulkred call us (new list) "
-              "| torch/bulkred (new list) | status | check |"),
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+              "| torch/bulkred (new list) | bulkred call us (new addresses) | torch/bulkred (new addresses) "
+              "| status | check |"),
+             ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+              "| ---: | ---: | --- | --- |")]
     for r in rows:
         if r.get("row") == "sweep":
             continue
@@ -662,7 +684,9 @@ def table(rows: list[dict], head: str) -> str:
             f"| {fmt(r.get('ratio_graph'), '.2f')} | {fmt(r.get('bulkred_graph_gbps'), '.0f')} "
             f"| {fmt(r.get('torch_graph_gbps'), '.0f')} | {fmt(r.get('bulkred_call_us'), '.1f')} "
             f"| {fmt(r.get('torch_call_us'), '.1f')} | {fmt(r.get('ratio_call'), '.2f')} "
-            f"| {fmt(r.get('bulkred_call_new_us'), '.1f')} | {fmt(r.get('ratio_call_new'), '.2f')} | {status} | {check} |")
+            f"| {fmt(r.get('bulkred_call_new_us'), '.1f')} | {fmt(r.get('ratio_call_new'), '.2f')} "
+            f"| {fmt(r.get('bulkred_call_fresh_us'), '.1f')} | {fmt(r.get('ratio_call_fresh'), '.2f')} "
+            f"| {status} | {check} |")
     sweep = [r for r in rows if r.get("row") == "sweep"]
     if sweep:
         lines += ["", "Sweep: one list of N equal float32 tensors, total_norm against get_total_norm, GPU time.", "",
@@ -812,6 +836,9 @@ def main(argv: list[str] | None = None) -> int:
             f"x{fmt(r.get('ratio_call'), '.2f')});")
         if r.get("bulkred_call_new_us") is not None:
             call += f" new list {r['bulkred_call_new_us']:.1f} us (x{fmt(r.get('ratio_call_new'), '.2f')});"
+        if r.get("bulkred_call_fresh_us") is not None:
+            call += (f" new addresses {r['bulkred_call_fresh_us']:.1f} us "
+                     f"(x{fmt(r.get('ratio_call_fresh'), '.2f')});")
         checks = "; ".join(c for c in (r.get("check"), r.get("graph_check")) if c)
         print(f"{name}{'' if n is None else f' n={n}'}: GPU {fmt(r.get('bulkred_graph_us'), '.1f')} us "
               f"(torch {fmt(r.get('torch_graph_us'), '.1f')}, x{fmt(r.get('ratio_graph'), '.2f')}) "

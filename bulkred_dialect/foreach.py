@@ -23,6 +23,7 @@ works (capture after one call on the same list, as for any torch code that alloc
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import operator
 import threading
@@ -85,6 +86,12 @@ def _order(fn: str, ord: Any) -> float:
     if math.isnan(p):
         raise _error(fn, "'ord' must not be NaN")
     return p
+
+
+def _bool(fn: str, name: str, value: Any) -> bool:
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise _error(fn, f"'{name}' must be True or False, got {type(value).__name__} {value!r:.40}")
 
 
 def _maps(p: float, local: bool) -> tuple[str, str, str]:
@@ -185,6 +192,7 @@ def _grid(kernel: Any) -> int:
 
 
 _TORCH_CODES: dict[Any, int] = {}
+_DTYPE = operator.attrgetter("dtype")
 
 
 def _codes(torch: Any) -> dict[Any, int]:
@@ -206,29 +214,61 @@ def _dense(t: Any) -> bool:
     return True
 
 
-@dataclass
-class _Table:
-    refs: list[Any]
+@dataclass(frozen=True)
+class _Checked:
+    """What the table of a checked list is made of."""
+
+    addresses: list[int]
+    numels: list[int]
+    codes: int | list[int]  # one code when the list holds one dtype
     device: Any
+
+
+@dataclass(eq=False)
+class _Table:
+    checked: _Checked
     host: Any  # the pinned copy (kept while the table lives: its async copy may still read it)
     table: Any  # int64 [1 + T + G, 4] on the device
-    count: int
     grid: int
+    ids: list[int] | None = None  # the ids of the last list of tensor objects it served
+    live: list[bool] | None = None  # once the same objects came twice: [True] while all of them live
+    refs: list[Any] | None = None  # their weak references (whose callbacks clear ``live``)
+
+    @property
+    def count(self) -> int:
+        return len(self.checked.numels)
+
+    @property
+    def device(self) -> Any:
+        return self.checked.device
 
 
+# Tables by content (length, first and last address, grid): a list of new tensors at the
+# same addresses (``zero_grad(set_to_none=True)`` with torch's caching allocator) reuses
+# its table after the checks, without a copy.
 _TABLES: OrderedDict[tuple, _Table] = OrderedDict()
+# Tables by the ids of a list's tensor objects, for lists that came twice with the same
+# objects: while every object lives (weak references), the same ids are the same tensors
+# and nothing else is checked.
+_BY_IDS: dict[tuple, _Table] = {}
 _CAPTURED: list[_Table] = []  # tables a CUDA graph may read at replay: kept for good
 _MAX_TABLES = 16
-_call_ref = weakref.ref.__call__
 
 
-def _same(entry: _Table, ts: list[Any]) -> bool:
-    return len(entry.refs) == len(ts) and all(map(operator.is_, map(_call_ref, entry.refs), ts))
+def _id_key(ids: list[int], grid: int) -> tuple:
+    return (len(ids), ids[0], ids[-1], grid) if ids else (0, 0, 0, grid)
+
+
+def _torch(fn: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise _error(fn, "takes torch tensors, and torch is not installed (pip install torch)") from None
+    return torch
 
 
 def _as_list(fn: str, tensors: Any) -> list[Any]:
-    import torch
-
+    torch = _torch(fn)
     if isinstance(tensors, torch.Tensor):
         return [tensors]
     if isinstance(tensors, str | bytes) or not isinstance(tensors, Iterable):
@@ -236,62 +276,89 @@ def _as_list(fn: str, tensors: Any) -> list[Any]:
     return list(tensors)
 
 
-def _check(fn: str, ts: list[Any], torch: Any) -> tuple[list[int], list[int], list[int], Any]:
-    """(addresses, numels, codes, device) of the list, checked."""
-    codes = _codes(torch)
-    device = None
-    for i, t in enumerate(ts):
-        if not isinstance(t, torch.Tensor):
-            raise _error(fn, f"tensor {i} is a {type(t).__name__}, not a torch tensor")
-    try:
-        kinds = [codes[t.dtype] for t in ts]
-    except KeyError:
-        i = next(i for i, t in enumerate(ts) if t.dtype not in codes)
-        raise _error(fn, f"tensor {i} has dtype {str(ts[i].dtype).removeprefix('torch.')} "
-                         "(a list holds float32, float16 and bfloat16)") from None
-    if ts:
-        device = ts[0].device
-        if device.type != "cuda":
-            raise _error(fn, f"tensor 0 is on {device}, not a CUDA device")
-        index = device.index
+def _check(fn: str, ts: list[Any], torch: Any) -> _Checked:
+    """The list's addresses, element counts, dtype codes and device, checked. Each check
+    is one pass of a C-level call over the list (``map``); a failed one looks for the
+    first offending tensor to name it."""
+    tensor = torch.Tensor
+    if not all(issubclass(k, tensor) for k in set(map(type, ts))):
+        i = next(i for i, t in enumerate(ts) if not isinstance(t, tensor))
+        raise _error(fn, f"tensor {i} is a {type(ts[i]).__name__}, not a torch tensor")
+    table = _codes(torch)
+    dtypes = list(map(_DTYPE, ts))
+    kinds = set(dtypes)
+    if not kinds <= table.keys():
+        i = next(i for i, d in enumerate(dtypes) if d not in table)
+        raise _error(fn, f"tensor {i} has dtype {str(dtypes[i]).removeprefix('torch.')} "
+                         "(a list holds float32, float16 and bfloat16)")
+    if not ts:
+        return _Checked([], [], 0, torch.device("cuda", torch.cuda.current_device()))
+    codes: int | list[int] = table[dtypes[0]] if len(kinds) == 1 else list(map(table.__getitem__, dtypes))
+    device = ts[0].device
+    if device.type != "cuda":
+        raise _error(fn, f"tensor 0 is on {device}, not a CUDA device")
+    # one pass over the device indices (a CPU tensor's is -1); the slow loop names the culprit
+    if set(map(tensor.get_device, ts)) != {device.index}:
         for i, t in enumerate(ts):
-            if not t.is_cuda or t.get_device() != index:
+            if not t.is_cuda or t.get_device() != device.index:
                 raise _error(fn, f"tensor {i} is on {t.device}, tensor 0 on {device} (one device per list)")
-    for i, t in enumerate(ts):
-        if not t.is_contiguous() and not _dense(t):
-            raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
-                             "it skips memory; pass t.contiguous() or a dense view")
-    return [t.data_ptr() for t in ts], [t.numel() for t in ts], kinds, device
+    if not all(map(tensor.is_contiguous, ts)):
+        for i, t in enumerate(ts):
+            if not t.is_contiguous() and not _dense(t):
+                raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
+                                 "it skips memory; pass t.contiguous() or a dense view")
+    return _Checked(list(map(tensor.data_ptr, ts)), list(map(tensor.numel, ts)), codes, device)
 
 
-def _cached(ts: list[Any]) -> _Table | None:
-    """The table of a list that holds the same tensor objects as a recent one."""
-    entry = _TABLES.get((len(ts), id(ts[0]) if ts else 0, id(ts[-1]) if ts else 0))
-    return entry if entry is not None and _same(entry, ts) else None
+def _dead(live: list[bool]) -> Callable[[Any], None]:
+    def callback(_ref: Any) -> None:
+        live[0] = False
+
+    return callback
 
 
-def _build(ts: list[Any], checked: tuple, grid: int) -> _Table:
-    """The device table of ``ts`` (checked by :func:`_check`) for ``grid`` CTAs: built in
-    pinned memory and copied on the current stream (no sync)."""
-    import torch
-
-    addrs, numels, kinds, device = checked
-    if device is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    table = descriptor_table(addrs, numels, kinds, grid)
-    host = torch.from_numpy(table).pin_memory()
-    dev = torch.empty(table.shape, dtype=torch.int64, device=device)
-    dev.copy_(host, non_blocking=True)
-    entry = _Table([weakref.ref(t) for t in ts], device, host, dev, len(ts), grid)
-    key = (len(ts), id(ts[0]) if ts else 0, id(ts[-1]) if ts else 0)
+def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
+    """The device table of the list ``ts`` for ``grid`` CTAs: the one of the same tensor
+    objects (ids, all alive), else, after the checks, the one of the same addresses,
+    counts and dtypes, else a new one built in pinned memory and copied on the current
+    stream (no sync)."""
+    ids = list(map(id, ts))
+    ikey = _id_key(ids, grid)
+    entry = _BY_IDS.get(ikey)
+    if entry is not None and entry.live[0] and entry.ids == ids:
+        return entry
+    checked = _check(fn, ts, torch)
+    a = checked.addresses
+    ckey = (len(a), a[0], a[-1], grid) if a else (0, 0, 0, grid)
     with _LOCK:
-        if torch.cuda.is_current_stream_capturing():
-            _CAPTURED.append(entry)
-        _TABLES[key] = entry
-        _TABLES.move_to_end(key)
-        while len(_TABLES) > _MAX_TABLES:
-            _TABLES.popitem(last=False)
+        entry = _TABLES.get(ckey)
+        if entry is not None and entry.checked == checked:
+            _TABLES.move_to_end(ckey)
+        else:
+            entry = _build(checked, grid, torch)
+            _TABLES[ckey] = entry
+            while len(_TABLES) > _MAX_TABLES:
+                _, old = _TABLES.popitem(last=False)
+                if old.ids is not None and _BY_IDS.get(_id_key(old.ids, grid)) is old:
+                    del _BY_IDS[_id_key(old.ids, grid)]
+        if entry.live is None:
+            if entry.ids == ids:
+                # the same objects a second time: keep them by weak reference (once; a list
+                # whose tensors are replaced each step is served by content from then on)
+                entry.live = [True]
+                entry.refs = list(map(weakref.ref, ts, itertools.repeat(_dead(entry.live), len(ts))))
+                _BY_IDS[ikey] = entry
+            else:
+                entry.ids = ids
     return entry
+
+
+def _build(checked: _Checked, grid: int, torch: Any) -> _Table:
+    table = descriptor_table(checked.addresses, checked.numels, checked.codes, grid)
+    host = torch.from_numpy(table).pin_memory()
+    dev = torch.empty(table.shape, dtype=torch.int64, device=checked.device)
+    dev.copy_(host, non_blocking=True)
+    return _Table(checked, host, dev, grid)
 
 
 def _constant(value: float, device: Any) -> Any:
@@ -307,31 +374,44 @@ def _constant(value: float, device: Any) -> Any:
     return c
 
 
+_LIST_KERNELS: dict[tuple, Any] = {}
+
+
+def _list_kernel(kind: str, ord: float, local: bool, scale: bool, flag: bool) -> Any:
+    key = (kind, ord, local, scale, flag)
+    k = _LIST_KERNELS.get(key)
+    if k is None:
+        name = "scale_list" if kind in ("scale", "clip") else "reduce_list"
+        k = _kernel(list_module_text(kind, ord, local=local, scale=scale, flag=flag), name)
+        with _LOCK:
+            _LIST_KERNELS[key] = k
+    return k
+
+
 def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False,
             scale: Any = None, flag: Any = None) -> tuple[Any, Any, _Table]:
-    import torch
-
     ts = _as_list(fn, tensors)
-    entry = _cached(ts)
-    checked = _check(fn, ts, torch) if entry is None else None  # the arguments before the GPU
-    text = list_module_text(kind, ord, local=local, scale=scale is not None, flag=flag is not None)
-    k = _kernel(text, "reduce_list")
-    if entry is None or entry.grid != _grid(k):
-        entry = _build(ts, checked or _check(fn, ts, torch), _grid(k))
-    elif torch.cuda.is_current_stream_capturing():
+    torch = _torch(fn)
+    k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
+    entry = _table(fn, ts, _grid(k), torch)
+    if torch.cuda.is_current_stream_capturing():
         with _LOCK:  # a CUDA graph reads this table at every replay: never freed
             _CAPTURED.append(entry)
-    dst = torch.empty(max(entry.count, 1), dtype=torch.float32, device=entry.device)
+    count = entry.count
+    dst = torch.empty(max(count, 1), dtype=torch.float32, device=entry.device)
     total = torch.empty(1, dtype=torch.float32, device=entry.device)
-    args = [entry.table, dst, total]
-    if scale is not None:
-        args.append(scale)
-    if flag is not None:
-        args.append(flag)
-    k(*args)
-    if not entry.count and not local:
+    if scale is None and flag is None:
+        k(entry.table, dst, total)
+    else:
+        args = [entry.table, dst, total]
+        if scale is not None:
+            args.append(scale)
+        if flag is not None:
+            args.append(flag)
+        k(*args)
+    if not count and not local:
         total.zero_()  # the norm of no tensor is 0 (torch's get_total_norm), whatever the order
-    return dst[: entry.count], total, entry
+    return dst[:count], total, entry
 
 
 def _one(fn: str, name: str, t: Any, torch: Any, device: Any) -> Any:
@@ -372,6 +452,8 @@ def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: boo
     if _compiling():
         return _ops().total_norm(list(tensors), float(ord), bool(local))
     p = _order("total_norm", ord)
+    local = _bool("total_norm", "local", local)
+    error_if_nonfinite = _bool("total_norm", "error_if_nonfinite", error_if_nonfinite)
     _, total, _ = _reduce("total_norm", tensors, "reduce", p, local=local)
     out = total.view(())
     if error_if_nonfinite:
@@ -390,10 +472,16 @@ def _check_finite(total: Any, p: float) -> None:
         )
 
 
-def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
-    import torch
+_GRAD = operator.attrgetter("grad")
 
+
+def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
+    """The gradients of a list of parameters (those that have one), or the list itself
+    where it holds gradients (a tensor that is not a leaf requiring grad)."""
     items = _as_list(fn, parameters_or_grads)
+    torch = _torch(fn)
+    if set(map(type, items)) == {torch.nn.Parameter}:  # a model's parameters: one pass
+        return [g for g in map(_GRAD, items) if g is not None]
     out = []
     for t in items:
         if isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf):
@@ -414,6 +502,7 @@ def clip_grad_norm_(parameters_or_grads: Any, max_norm: float, ord: float = 2.0,
     if _compiling():
         return _ops().clip_grad_norm_(_grads("clip_grad_norm_", parameters_or_grads), float(max_norm), float(ord))
     p = _order("clip_grad_norm_", ord)
+    error_if_nonfinite = _bool("clip_grad_norm_", "error_if_nonfinite", error_if_nonfinite)
     if isinstance(max_norm, bool) or not isinstance(max_norm, int | float):
         raise _error("clip_grad_norm_", f"'max_norm' must be a number, got {type(max_norm).__name__}")
     grads = _grads("clip_grad_norm_", parameters_or_grads)
@@ -422,7 +511,7 @@ def clip_grad_norm_(parameters_or_grads: Any, max_norm: float, ord: float = 2.0,
     if error_if_nonfinite:
         _check_finite(out, p)
     if entry.count:
-        _kernel(list_module_text("clip"), "scale_list")(entry.table, _constant(float(max_norm), entry.device), total)
+        _list_kernel("clip", 0.0, False, False, False)(entry.table, _constant(float(max_norm), entry.device), total)
     return out
 
 
@@ -433,13 +522,12 @@ def unscale_and_norm_(grads: Any, inv_scale: Any, found_inf: Any, ord: float = 2
     ``found_inf`` (float32 [1]) set to 1.0 where any gradient held inf or NaN (never
     cleared), and the total norm of the unscaled gradients returned (0-d float32).
     bfloat16 gradients are taken (torch's unscale refuses them)."""
-    import torch
-
     if _compiling():
         return _ops().unscale_and_norm_(list(grads), inv_scale, found_inf, float(ord))
     p = _order("unscale_and_norm_", ord)
     ts = _as_list("unscale_and_norm_", grads)
-    device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else inv_scale.device
+    torch = _torch("unscale_and_norm_")
+    device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(inv_scale, "device", None)
     s = _one("unscale_and_norm_", "inv_scale", inv_scale, torch, device)
     f = _one("unscale_and_norm_", "found_inf", found_inf, torch, device)
     _, total, _ = _reduce("unscale_and_norm_", ts, "reduce", p, scale=s, flag=f)

@@ -17,19 +17,23 @@ ALIGNED = 256
 
 
 def descriptor_table(
-    addresses: Sequence[int], numels: Sequence[int], codes: Sequence[int], grid: int
+    addresses: Sequence[int], numels: Sequence[int], codes: int | Sequence[int], grid: int
 ) -> np.ndarray:
     """The table (``int64``, ``[1 + T + grid, 4]``) of T tensors: tensor t at
     ``addresses[t]`` with ``numels[t]`` elements of type ``codes[t]`` (0 float32,
-    1 float16, 2 bfloat16). Each tensor starts at a multiple of 16 in the list's byte
+    1 float16, 2 bfloat16; one code for all of them). Each tensor starts at a multiple of 16 in the list's byte
     stream; CTA c takes the stream's bytes ``[c * chunk, (c + 1) * chunk)``, ``chunk`` the
     stream's bytes over ``grid`` rounded up to 16, and its row names the tensors whose
     bytes that range overlaps."""
     t = len(numels)
     addr = np.asarray(addresses, dtype=np.int64).reshape(t)
     n = np.asarray(numels, dtype=np.int64).reshape(t)
-    code = np.asarray(codes, dtype=np.int64).reshape(t)
-    size = np.where(code == 0, 4, 2)
+    if isinstance(codes, int):
+        code = np.full(t, codes, dtype=np.int64)
+        size = 4 if codes == 0 else 2
+    else:
+        code = np.asarray(codes, dtype=np.int64).reshape(t)
+        size = np.where(code == 0, 4, 2)
     nbytes = n * size
     padded = (nbytes + 15) // 16 * 16
     start = np.zeros(t, dtype=np.int64)

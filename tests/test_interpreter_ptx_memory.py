@@ -1,4 +1,4 @@
-"""The interpreter's ptx memory ops (interpreter/ptx_memory.py): ld / ld.vec / atom / red
+"""The interpreter's ptx memory ops (interpreter/ptx_memory.py): ld / ld.vec / st.vec / atom / red
 on addresses cast from memrefs, against numpy and a Python model of each PTX operation."""
 
 from __future__ import annotations
@@ -90,6 +90,122 @@ def test_ld_vec_extends_by_type_and_moves_with_add_ptr(ctx):
     assert u.tolist() == [0xFFFE, 0x7FFF]
     assert s.tolist() == [-2, 0x7FFF]
     assert h.view(np.uint16).tolist() == a[:4].view(np.uint16).tolist()
+
+
+def test_st_vec_f32_at_an_offset_reads_back(ctx):
+    """st.global.v4.f32 [b+16]: B[4:8] gets the values' bits (NaN, -0, a subnormal
+    kept), the rest of B is untouched, and ld.vec at the same place reads them back."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<4xf32, {G}>, %B: memref<12xf32, {G}>, %C: memref<4xf32, {G}>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %x0 = memref.load %A[%c0] : memref<4xf32, {G}>
+    %x1 = memref.load %A[%c1] : memref<4xf32, {G}>
+    %x2 = memref.load %A[%c2] : memref<4xf32, {G}>
+    %x3 = memref.load %A[%c3] : memref<4xf32, {G}>
+    %b = builtin.unrealized_conversion_cast %B : memref<12xf32, {G}> to !ptx.ptr<global>
+    ptx.st.vec f32 %b offset 16, %x0, %x1, %x2, %x3 : !ptx.ptr<global>, f32, f32, f32, f32
+    %y:4 = ptx.ld.vec f32 %b offset 16 : !ptx.ptr<global> -> f32, f32, f32, f32
+    memref.store %y#0, %C[%c0] : memref<4xf32, {G}>
+    memref.store %y#1, %C[%c1] : memref<4xf32, {G}>
+    memref.store %y#2, %C[%c2] : memref<4xf32, {G}>
+    memref.store %y#3, %C[%c3] : memref<4xf32, {G}>
+    func.return
+  }}""",
+    )
+    a = np.array([5.5, np.nan, -0.0, 1e-40], np.float32)
+    poison = np.full(12, 0xA5A5A5A5, np.uint32).view(np.float32)
+    _, b, c = run_kernel(m, "k", a, poison.copy(), np.zeros(4, np.float32))
+    want = poison.view(np.uint32).copy()
+    want[4:8] = a.view(np.uint32)
+    assert b.view(np.uint32).tolist() == want.tolist()
+    assert c.view(np.uint32).tolist() == a.view(np.uint32).tolist()
+
+
+def test_st_vec_b16_of_f16_and_bf16(ctx):
+    """st.global.v2.b16 keeps the bits of f16 (a subnormal) and bf16 registers; each
+    lands at consecutive 2-byte elements."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%H: memref<4xf16, {G}>, %B: memref<4xbf16, {G}>, %x: f16, %y: f16, %p: bf16, %q: bf16) {{
+    %h = builtin.unrealized_conversion_cast %H : memref<4xf16, {G}> to !ptx.ptr<global>
+    %b = builtin.unrealized_conversion_cast %B : memref<4xbf16, {G}> to !ptx.ptr<global>
+    ptx.st.vec b16 %h offset 4, %x, %y : !ptx.ptr<global>, f16, f16
+    ptx.st.vec b16 %b, %p, %q : !ptx.ptr<global>, bf16, bf16
+    func.return
+  }}""",
+    )
+    tiny = np.array([1], np.uint16).view(np.float16)[0]  # the smallest f16 subnormal
+    h = np.full(4, 0x7777, np.uint16).view(np.float16)
+    bf = np.full(4, 0x7777, np.uint16)
+    h2, b2 = run_kernel(m, "k", h, bf, tiny, np.float16(-2.0), -1.5, 3.0)
+    assert h2.view(np.uint16).tolist() == [0x7777, 0x7777, 0x0001, 0xC000]
+    assert b2.tolist() == [0xBFC0, 0x4040, 0x7777, 0x7777]  # bf16 -1.5, 3.0
+
+
+def test_st_vec_v8_f32_and_wide_registers_store_as_st_does(ctx):
+    """st.global.v8.f32 (the 256-bit form) writes 8 elements; st.v2.u32 from i64
+    registers stores the low 32 bits of each, as ptx.st does."""
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<8xf32, {G}>, %B: memref<8xf32, {G}>, %U: memref<4xi32, {G}>, %l0: i64, %l1: i64) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %x0 = memref.load %A[%c0] : memref<8xf32, {G}>
+    %x1 = memref.load %A[%c1] : memref<8xf32, {G}>
+    %x2 = memref.load %A[%c2] : memref<8xf32, {G}>
+    %x3 = memref.load %A[%c3] : memref<8xf32, {G}>
+    %x4 = memref.load %A[%c4] : memref<8xf32, {G}>
+    %x5 = memref.load %A[%c5] : memref<8xf32, {G}>
+    %x6 = memref.load %A[%c6] : memref<8xf32, {G}>
+    %x7 = memref.load %A[%c7] : memref<8xf32, {G}>
+    %b = builtin.unrealized_conversion_cast %B : memref<8xf32, {G}> to !ptx.ptr<global>
+    ptx.st.vec f32 %b, %x0, %x1, %x2, %x3, %x4, %x5, %x6, %x7 : !ptx.ptr<global>, f32, f32, f32, f32, f32, f32, f32, f32
+    %u = builtin.unrealized_conversion_cast %U : memref<4xi32, {G}> to !ptx.ptr<global>
+    ptx.st.vec u32 %u, %l0, %l1 : !ptx.ptr<global>, i64, i64
+    ptx.st u32 %u offset 8, %l0 : !ptx.ptr<global>, i64
+    ptx.st u32 %u offset 12, %l1 : !ptx.ptr<global>, i64
+    func.return
+  }}""",
+    )
+    a = np.array([1, -2, 3.25, np.inf, -np.inf, 6, 7e30, -8e-39], np.float32)
+    l0, l1 = 0x1234_5678_9ABC_DEF0, -3
+    _, b, u = run_kernel(m, "k", a, np.zeros(8, np.float32), np.zeros(4, np.int32), l0, l1)
+    assert b.view(np.uint32).tolist() == a.view(np.uint32).tolist()
+    assert u.view(np.uint32).tolist() == [0x9ABC_DEF0, 0xFFFF_FFFD, 0x9ABC_DEF0, 0xFFFF_FFFD]
+
+
+def test_st_vec_misaligned_and_out_of_bounds_are_errors_and_write_nothing(ctx):
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<6xf32, {G}>, %off: i64, %x: f32) {{
+    %a = builtin.unrealized_conversion_cast %A : memref<6xf32, {G}> to !ptx.ptr<global>
+    %p = ptx.add.ptr %a, %off : !ptx.ptr<global>, i64
+    ptx.st.vec f32 %p, %x, %x, %x, %x : !ptx.ptr<global>, f32, f32, f32, f32
+    func.return
+  }}""",
+    )
+    (a,) = run_kernel(m, "k", np.zeros(6, np.float32), 0, 1.0)
+    assert a.tolist() == [1, 1, 1, 1, 0, 0]
+    a = np.zeros(6, np.float32)
+    with pytest.raises(InterpretationError, match=r"'ptx.st.vec' accesses 16 bytes at byte offset 8: not 16-byte aligned"):
+        run_kernel(m, "k", a, 8, 1.0)
+    with pytest.raises(InterpretationError, match=r"'ptx.st.vec' accesses bytes \[16, 32\) of a 24-byte buffer"):
+        run_kernel(m, "k", a, 16, 1.0)
+    assert a.tolist() == [0] * 6
 
 
 def _atom_module(ctx: Context, op: str, type_: str, elt: str) -> builtin.ModuleOp:

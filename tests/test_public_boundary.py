@@ -40,6 +40,7 @@ from bulkred_dialect import api
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx import assemble, loading, printer, runtime
 from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.foreach import LIST_FUNCTIONS
 from bulkred_dialect.functions import FUNCTIONS
 from bulkred_dialect.interpreter import run_grid, run_kernel
 from bulkred_dialect.ops import dtypes
@@ -76,6 +77,23 @@ def _level2():
 
 def _level3():
     return runtime.lower_tile_module(_seed(), "sm_90a")
+
+
+def _list():
+    """A valid list for the list functions but for its device."""
+    try:
+        import torch
+    except ImportError:
+        return [np.ones(3, np.float32), np.ones((2, 2), np.float32)]
+    return [torch.ones(3), torch.ones(2, 2, dtype=torch.bfloat16)]
+
+
+def _one_of(value: float):
+    try:
+        import torch
+    except ImportError:
+        return np.full(1, value, np.float32)
+    return torch.full((1,), value)
 
 
 def _seed_arrays():
@@ -230,6 +248,16 @@ OTHERS: list[Entry] = [
     _e("printer.print_ptx", printer.print_ptx, lambda b: ((_level3(), "sm_90a"), {})),
     _e("assemble.assemble", assemble.assemble,
        lambda b: ((PTX, "sm_90a"), {"extra_options": (), "isolated": False, "timeout": 120.0})),
+    # the list functions (docs/foreach.md): with torch, CPU tensors (refused: the list is
+    # not on a CUDA device); without it, numpy arrays (refused: torch is not installed)
+    _e("bulkred.foreach_norm", bulkred.foreach_norm, lambda b: ((_list(),), {"ord": 2.0})),
+    _e("bulkred.total_norm", bulkred.total_norm,
+       lambda b: ((_list(),), {"ord": 2.0, "error_if_nonfinite": False, "local": False})),
+    _e("bulkred.clip_grad_norm_", bulkred.clip_grad_norm_,
+       lambda b: ((_list(), 1.0), {"ord": 2.0, "error_if_nonfinite": False})),
+    _e("bulkred.unscale_and_norm_", bulkred.unscale_and_norm_,
+       lambda b: ((_list(), _one_of(1.0), _one_of(0.0)), {"ord": 2.0})),
+    _e("bulkred.foreach_amax", bulkred.foreach_amax, lambda b: ((_list(),), {})),
     # the dtype table
     _e("dtypes.dtype", dtypes.dtype, lambda b: (("float32",), {})),
     _e("DType.identity", dtypes.DTYPES["int32"].identity, lambda b: (("and",), {})),
@@ -337,6 +365,8 @@ def test_the_sweep_covers_every_public_name():
             continue
         assert f"T.{name}" in covered, name
     for name in ("sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce"):
+        assert f"bulkred.{name}" in covered, name
+    for name in LIST_FUNCTIONS:
         assert f"bulkred.{name}" in covered, name
 
 

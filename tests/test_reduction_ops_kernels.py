@@ -1,6 +1,6 @@
-"""The GPU test kernels of tests/gpu/reduction_ops_kernels.py (shfl.sync, ld.vec, atom,
-red, fence, membar) assemble without a GPU: for sm_90a, and the 256-bit ld.vec forms
-for sm_100a."""
+"""The GPU test kernels of tests/gpu/reduction_ops_kernels.py (shfl.sync, ld.vec, st.vec,
+atom, red, fence, membar) assemble without a GPU: for sm_90a, and the 256-bit ld.vec
+and st.vec forms for sm_100a."""
 
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ def test_every_kernel_assembles_for_sm_90a_and_sm_100a():
             assemble(k.ptx(arch), arch)
 
 
-def test_wide_ld_vec_kernels_assemble_for_sm_100a_only():
+def test_wide_ld_vec_and_st_vec_kernels_assemble_for_sm_100a_only():
     from bulkred_dialect.diagnostics import LocatedError
 
     R = _kernels()
-    for k in R.WIDE_LD_VEC_KERNELS():
+    for k in R.WIDE_LD_VEC_KERNELS() + R.WIDE_ST_VEC_KERNELS():
         ptx = k.ptx("sm_100a")
         assert ".version 8.8" in ptx
         assemble(ptx, "sm_100a")
@@ -51,6 +51,10 @@ def test_kernels_print_the_instructions_under_test():
     assert ptx.count("shfl.sync.bfly.b32") == 5
     ptx = R.ld_vec_kernel("f32", 4, nc=True, offset=16).ptx()
     assert "ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd" in ptx and "+16];" in ptx
+    ptx = R.st_vec_kernel("f32", 4, offset=16).ptx()
+    assert "st.global.v4.f32 [%rd" in ptx and "+16], {%f1, %f2, %f3, %f4};" in ptx
+    ptx = R.st_vec_kernel("f32", 8).ptx("sm_100a")
+    assert "st.global.v8.f32 [%rd" in ptx
     ptx = R.red_vec_kernel(4).ptx()
     assert "red.global.add.v4.f32 [%rd" in ptx
     ptx = R.red_vec_kernel(8, "bf16", "max").ptx()

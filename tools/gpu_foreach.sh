@@ -6,6 +6,8 @@
 #   bench      benchmarks/foreach.py against torch (foreach.md, foreach.json,
 #              foreach_sweep.png); ROWS picks rows (default: all)
 #   table      the table rows' random draw with gradients (tools/gpu_session.sh PARTS=table)
+#   tuning     tools/gpu_list_tuning.py: grid_list's settings (VARIANTS, e.g. "4x4,8x4") and
+#              the host's share of a call (list_tuning.log, list_tuning.json)
 #   STEPS="tests random" bash tools/gpu_foreach.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +32,11 @@ if has bench; then
   timeout "${BENCH_S:-420}" python3 benchmarks/foreach.py --out "$OUT" --budget-s "$(( ${BENCH_S:-420} - 40 ))" \
     ${ROWS:+--rows "$ROWS"} > "$OUT/foreach_bench.log" 2>&1 || echo "foreach benchmark: exit $?"
   grep "^|\|GB/s\|copy" "$OUT/foreach_bench.log" | tail -40
+fi
+if has tuning; then
+  timeout "${TUNING_S:-240}" python3 tools/gpu_list_tuning.py --variants "${VARIANTS:-4x4,8x4}" --out "$OUT" \
+    > "$OUT/list_tuning.out" 2>&1 || status=1
+  tail -30 "$OUT/list_tuning.out"
 fi
 if has table; then
   OUT=$OUT PARTS=table RANDOM_S=${RANDOM_S:-200} SKIP_SUITE=1 bash tools/gpu_session.sh || status=1

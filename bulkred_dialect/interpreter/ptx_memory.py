@@ -1,6 +1,6 @@
 """Interpreter implementations of the ptx memory ops that take ``!ptx.ptr`` addresses:
-``ld``, ``st``, ``ld.vec``, ``atom`` and ``red`` (atomic also when several interpreter
-threads run, :mod:`bulkred_dialect.interpreter.threads`),
+``ld``, ``st``, ``ld.vec``, ``st.vec``, ``atom`` and ``red`` (atomic also when several
+interpreter threads run, :mod:`bulkred_dialect.interpreter.threads`),
 ``add.ptr``, and ``fence``/``membar`` (nothing to order: the interpreter's memory is
 sequentially consistent).
 
@@ -66,7 +66,7 @@ from bulkred_dialect.ops.ptx.atom import (
     type_bytes,
 )
 from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, bf16, f16, f32, f64
-from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, MovOp, PtrAddOp, StOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, MovOp, PtrAddOp, StOp, StVecOp
 
 _FLOAT_OF_TYPE: dict[Attribute, ArithType] = {
     f16: ArithType.F16,
@@ -232,8 +232,8 @@ def combine_bits(op_name: str, kind: str, t: AtomType, old: int, b: int) -> int:
 
 @register_impls
 class PtxMemoryFunctions(InterpreterFunctions):
-    """Casts of memrefs to ``!ptx.ptr``, ``add.ptr``, ``ld``, ``st``, ``ld.vec``, ``atom``,
-    ``red``, ``fence`` and ``membar``."""
+    """Casts of memrefs to ``!ptx.ptr``, ``add.ptr``, ``ld``, ``st``, ``ld.vec``,
+    ``st.vec``, ``atom``, ``red``, ``fence`` and ``membar``."""
 
     @impl_cast(MemRefType, PtrType)
     def cast_memref_to_ptr(self, input_type: MemRefType, output_type: PtrType, value: Any) -> Any:
@@ -287,6 +287,16 @@ class PtxMemoryFunctions(InterpreterFunctions):
         # the whole vector must be aligned to its size, as one access
         ptr.read(op.name, size * op.count)
         return tuple(_load_bits(ptr.moved(i * size), op.name, t, r.type) for i, r in enumerate(op.d))
+
+    @impl(StVecOp)
+    def run_st_vec(self, interpreter: Interpreter, op: StVecOp, args: PythonValues) -> PythonValues:
+        size = int(str(op.type.data)[1:]) // 8
+        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        # the whole vector must be aligned to its size, as one access
+        ptr.read(op.name, size * op.count)
+        for i, (value, v) in enumerate(zip(args[1:], op.values)):
+            ptr.moved(i * size).write(op.name, size, from_register(value, v.type))
+        return ()
 
     @impl(AtomOp)
     def run_atom(self, interpreter: Interpreter, op: AtomOp, args: PythonValues) -> PythonValues:

@@ -45,8 +45,8 @@ from bulkred_dialect.ops.tile import BulkCopyOp, BulkReduceOp, ReduceOp
 def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpreter:
     """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
     implementations, the exact buffer and constant overrides, the ptx arithmetic ops,
-    the ptx memory ops on addresses (ld, st, ld.vec, atom, red), ptx.cvt and the kernel
-    index ops of the one thread ``ids``."""
+    the ptx memory ops on addresses (ld, st, ld.vec, st.vec, atom, red), ptx.cvt and the
+    kernel index ops of the one thread ``ids``."""
     interpreter = Interpreter(module)
     for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
         interpreter.register_implementations(functions)

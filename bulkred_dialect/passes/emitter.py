@@ -75,7 +75,7 @@ from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtRounding, CvtType, 
 from bulkred_dialect.ops.ptx.arith import (  # the region Math (fused reductions)
     AbsOp, AndPredOp, Ex2Op, FloatDivOp, FmaOp, Lg2Op, NegOp, NotPredOp, OrPredOp, RcpOp, SqrtOp,
 )
-from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, PtrAddOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import (
     BarrierClusterArriveOp,
@@ -323,6 +323,10 @@ class Emitter:
 
     def st(self, t: LdStType, p: SSAValue, value: SSAValue, offset: int = 0) -> None:
         self.emit(StOp(t, p, value, offset))
+
+    def st_vec(self, t: LdStType, p: SSAValue, values: Sequence[SSAValue], offset: int = 0) -> None:
+        """``st.<space>.v<len(values)>``: the values as consecutive elements, one access."""
+        self.emit(StVecOp(t, p, values, offset))
 
     # endregion
 

@@ -1,5 +1,5 @@
 """GPU test kernels for the ops of warp/CTA/grid reductions (ops/ptx/warp.py, atom.py,
-memory.py's ld.vec), built like tests/gpu/kernels.py: level-3 ptx IR through
+memory.py's ld.vec and st.vec), built like tests/gpu/kernels.py: level-3 ptx IR through
 :class:`gpu.kernels.KernelBuilder`, printed and loaded by the runtime.
 
 ``REDUCTION_OPS_KERNELS()`` lists one kernel of each kind, for the CPU test that they
@@ -28,7 +28,7 @@ from bulkred_dialect.ops.ptx.atom import (
 from bulkred_dialect.ops.ptx.atom import HALF_TYPES, type_bytes
 from bulkred_dialect.ops.ptx.base import f16, f32, f64, i16, i32, i64
 from bulkred_dialect.ops.ptx.control import CmpOp
-from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, StOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdStType, LdVecOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
 from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
@@ -120,6 +120,23 @@ def ld_vec_kernel(t: str, count: int, *, nc: bool, offset: int = 0) -> TestKerne
     st_type = LdStType.B16 if size == 2 else ldt
     for i, v in enumerate(vals):
         kb.add(StOp(st_type, kb.gptr(kb.args["out"], base), v, offset + i * size))
+    return _kernel(kb, [("out", dt, (n,)), ("inp", dt, (n,))])
+
+
+def st_vec_kernel(t: str, count: int, *, offset: int = 0) -> TestKernel:
+    """Thread i loads ``count`` elements one by one at byte ``i*count*size + offset`` of
+    ``inp`` and stores them with one ``st.global.v<count>.<t>`` at the same place of
+    ``out`` (the layout of :func:`ld_vec_kernel`). Arguments: out (n,), inp (n,),
+    n = :func:`ld_vec_elements`."""
+    ldt, reg, dt = LD_VEC_FORMS[t]
+    size = int(ldt[1:]) // 8
+    n = ld_vec_elements(t, count, offset)
+    name = f"st_vec_v{count}_{t}" + (f"_off{offset}" if offset else "")
+    kb = KernelBuilder(name, [("out", GLOBAL), ("inp", GLOBAL)], grid=1, block=LD_VEC_THREADS)
+    base = _shl(kb, kb.tid, _LOG2[count * size])
+    src = kb.gptr(kb.args["inp"], base)
+    vals = [kb.v(LdOp(ldt, src, reg, offset + i * size)) for i in range(count)]
+    kb.add(StVecOp(ldt, kb.gptr(kb.args["out"], base), vals, offset=offset))
     return _kernel(kb, [("out", dt, (n,)), ("inp", dt, (n,))])
 
 
@@ -275,10 +292,13 @@ def last_block_sum_kernel(ctas: int, threads: int = 128) -> TestKernel:
 
 def REDUCTION_OPS_KERNELS() -> list[TestKernel]:
     """One kernel of every form the GPU tests of this file launch on any target (the
-    256-bit ld.vec forms need sm_100: :func:`WIDE_LD_VEC_KERNELS`)."""
+    256-bit ld.vec and st.vec forms need sm_100: :func:`WIDE_LD_VEC_KERNELS`,
+    :func:`WIDE_ST_VEC_KERNELS`)."""
     ks = [shfl_bfly_sum_kernel()] + [shfl_kernel(m) for m in ("up", "down", "bfly", "idx")]
     ks += [ld_vec_kernel(t, c, nc=nc) for t, c, nc in LD_VEC_CASES]
     ks += [ld_vec_kernel("f32", 4, nc=True, offset=16)]
+    ks += [st_vec_kernel(t, c) for t, c in ST_VEC_CASES]
+    ks += [st_vec_kernel("f32", 4, offset=16)]
     ks += [atom_ticket_kernel(8), last_block_sum_kernel(16)]
     ks += [atom_kernel(op, t) for op, t in ATOM_FORMS]
     ks += [red_kernel(op, t) for op, t in RED_FORMS]
@@ -296,3 +316,11 @@ WIDE_LD_VEC_CASES = [("f32", 8, True), ("b32", 8, False), ("f64", 4, True), ("b6
 
 def WIDE_LD_VEC_KERNELS() -> list[TestKernel]:
     return [ld_vec_kernel(t, c, nc=nc) for t, c, nc in WIDE_LD_VEC_CASES]
+
+
+ST_VEC_CASES = [("f32", 4), ("f32", 2), ("b32", 4), ("f64", 2), ("b16", 4), ("u16", 2), ("b64", 2)]
+WIDE_ST_VEC_CASES = [("f32", 8), ("b32", 8), ("f64", 4), ("b64", 4)]
+
+
+def WIDE_ST_VEC_KERNELS() -> list[TestKernel]:
+    return [st_vec_kernel(t, c) for t, c in WIDE_ST_VEC_CASES]

@@ -706,6 +706,55 @@ def test_descriptor_table_reuse():
     _assert_norms(bulkred.total_norm(fresh, 1.0), ref_total(fresh, 1.0), 1.0, "new tensors where freed ones were, total")
 
 
+def test_table_tiers(monkeypatch):
+    """Which calls check the list: the first call of a list and the second (which keeps
+    its objects by weak reference) do; from the third the same live objects skip the
+    checks; new objects over the same memory are checked and get the same table; once
+    a kept tensor dies the list is checked again; a list of parameters gives their
+    grads."""
+    torch = _torch()
+    from bulkred_dialect import foreach as F
+
+    g = _gen(53)
+    ts = [_rand(g, 1000 + 17 * i, dtype=("float32", "bfloat16")[i % 2]) for i in range(6)]
+    checks: list[int] = []
+    real = F._check
+    monkeypatch.setattr(F, "_check", lambda fn, xs, t: checks.append(len(xs)) or real(fn, xs, t))
+    a = bulkred.total_norm(ts)
+    b = bulkred.total_norm(ts)
+    assert len(checks) == 2
+    c = bulkred.total_norm(ts)
+    n = bulkred.foreach_norm(ts)
+    assert len(checks) == 2, "the same live objects were checked again"
+    _same(a, b, "second call")
+    _same(a, c, "third call")
+    _assert_norms(a, ref_total(ts, 2.0), 2.0, "kept list")
+    _assert_norms(n, ref_norms(ts, 2.0), 2.0, "kept list, per tensor")
+    views = [t.view_as(t) for t in ts]
+    entry = F._table("t", views, F._grid(F._list_kernel("reduce", 2.0, False, False, False)), torch)
+    assert len(checks) == 3
+    kept = [e for e in F._BY_IDS.values() if e.refs is not None and e.live[0] and e.ids == list(map(id, ts))]
+    assert kept and kept[0] is entry, "new objects over the same memory did not get the table by content"
+    _same(bulkred.total_norm(views), a, "views over the same memory")
+    del views  # a view keeps its base's object alive
+    ts[2] = _rand(g, 5, dtype="float16")  # the old tensor 2 dies
+    assert not kept[0].live[0], "a kept tensor died and its table still names it"
+    _assert_norms(bulkred.total_norm(ts), ref_total(ts, 2.0), 2.0, "a kept tensor replaced")
+    assert checks[-1] == len(ts)
+    for step in range(3):  # zero_grad(set_to_none=True): new tensors every step
+        fresh = [_rand(g, 1000 + 17 * i, dtype="float32", scale=step + 1.0) for i in range(6)]
+        before = len(checks)
+        _assert_norms(bulkred.total_norm(fresh), ref_total(fresh, 2.0), 2.0, f"new tensors, step {step}")
+        assert len(checks) == before + 1
+        del fresh
+    params = [torch.nn.Parameter(_rand(g, 300 + i)) for i in range(4)]
+    for i, p in enumerate(params):
+        p.grad = None if i == 1 else _rand(g, 300 + i)
+    grads = [p.grad for p in params if p.grad is not None]
+    _assert_norms(bulkred.total_norm(grads), ref_total(grads, 2.0), 2.0, "grads")
+    _same(bulkred.clip_grad_norm_(params, 1e9), bulkred.total_norm(grads), "parameters give their grads")
+
+
 def test_runs_on_the_callers_stream():
     """Under torch.cuda.stream(s) every function runs on s: after a long kernel on s and
     an in-place change queued behind it, the results are those of the new data (a launch

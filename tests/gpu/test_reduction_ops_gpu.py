@@ -1,8 +1,9 @@
 """The ops of warp/CTA/grid reductions on the GPU: shfl.sync (every mode, and a butterfly
-sum), ld.vec (.nc, .v2/.v4, and the 256-bit forms on sm_100), atom (tickets and every
-op x type tested), red (scalar, .v2/.v4.f32, with .sem/.scope), and fence/membar in a
-"last block" grid reduction. Each result is checked against a numpy model of the PTX
-ISA's description; f32 additions agree with the interpreter's (interpreter/ptx_memory.py)."""
+sum), ld.vec (.nc, .v2/.v4, and the 256-bit forms on sm_100), st.vec (.v2/.v4 and the
+256-bit forms), atom (tickets and every op x type tested), red (scalar, .v2/.v4.f32,
+with .sem/.scope), and fence/membar in a "last block" grid reduction. Each result is
+checked against a numpy model of the PTX ISA's description; f32 additions agree with
+the interpreter's (interpreter/ptx_memory.py)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,23 @@ def test_ld_vec_256_bits(t, count, nc, rng):
     if int(arch[3:].rstrip("af")) < 100:
         pytest.skip(f"256-bit loads need sm_100, the GPU is {arch}")
     _ld_vec_check(R.ld_vec_kernel(t, count, nc=nc).kernel(arch), t, count, 0, rng)
+
+
+@pytest.mark.parametrize("t,count", R.ST_VEC_CASES, ids=lambda v: str(v))
+def test_st_vec(t, count, rng):
+    _ld_vec_check(R.st_vec_kernel(t, count).kernel(), t, count, 0, rng)
+
+
+def test_st_vec_with_an_offset(rng):
+    _ld_vec_check(R.st_vec_kernel("f32", 4, offset=16).kernel(), "f32", 4, 16, rng)
+
+
+@pytest.mark.parametrize("t,count", R.WIDE_ST_VEC_CASES, ids=lambda v: str(v))
+def test_st_vec_256_bits(t, count, rng):
+    arch = runtime.gpu().arch
+    if int(arch[3:].rstrip("af")) < 100:
+        pytest.skip(f"256-bit stores need sm_100, the GPU is {arch}")
+    _ld_vec_check(R.st_vec_kernel(t, count).kernel(arch), t, count, 0, rng)
 
 
 # endregion

@@ -1,4 +1,4 @@
-"""The differential cases of ``bulkred_dialect.ops.ptx.memory``: ld / st, ld.vec, cvta,
+"""The differential cases of ``bulkred_dialect.ops.ptx.memory``: ld / st, ld.vec, st.vec, cvta,
 add.ptr, mov of immediates and registers."""
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from bulkred_dialect.ops.ptx.memory import (
     MovOp,
     PtrAddOp,
     StOp,
+    StVecOp,
     ldst_bits,
 )
 from ptx_cases import DiffCase
@@ -73,6 +74,40 @@ def _ld_vec_cases() -> Iterator[DiffCase]:
         "ld.vec.global.nc.v4.f32+16",
         (PtrType(StateSpace.GLOBAL),),
         lambda args: LdVecOp(LdStType.F32, args[0], f32, 4, offset=16, nc=True),
+    )
+
+
+def _st_vec_cases() -> Iterator[DiffCase]:
+    """st.vec: every space x count x ``.type``, with the value types of :func:`_ld_vec_cases`
+    (the natural IR type of ``.type``'s register, a few that cannot hold it); the same
+    limits on ``.v8`` and the 256-bit forms."""
+    natural = {8: i16, 16: i16, 32: i32, 64: i64}
+    for space in LDST_SPACES:
+        p = PtrType(space)
+        for count in LD_VEC_COUNTS:
+            for t in LdStType:
+                bits = ldst_bits(t)
+                if count == 8 and bits < 32:
+                    continue
+                vts = [natural[bits]]
+                if t == LdStType.F32:
+                    vts = [f32, i64, f16]
+                elif t == LdStType.F64:
+                    vts = [f64]
+                elif t == LdStType.B16:
+                    vts = [i16, f16, bf16]
+                if count * bits > LD_VEC_MAX_BITS:
+                    vts = vts[:1]
+                for vt in vts:
+
+                    def build(args, t=t) -> PtxInstruction:
+                        return StVecOp(t, args[0], args[1:])
+
+                    yield DiffCase(f"st.vec.{space}.v{count}.{t}.{_type_tag(vt)}", (p, *[vt] * count), build)
+    yield DiffCase(
+        "st.vec.global.v4.f32+16",
+        (PtrType(StateSpace.GLOBAL), f32, f32, f32, f32),
+        lambda args: StVecOp(LdStType.F32, args[0], args[1:], offset=16),
     )
 
 
@@ -135,3 +170,4 @@ def differential_cases() -> Iterator[DiffCase]:
 
             yield DiffCase(f"mov.{_type_tag(a)}.to.{_type_tag(d)}", (a,), mov)
     yield from _ld_vec_cases()
+    yield from _st_vec_cases()

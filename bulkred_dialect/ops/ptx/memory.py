@@ -1,6 +1,7 @@
-"""Data movement for the backend lowering (PTX ISA 9.7.9): ``ld``, ``st``, ``cvta``,
-``mov`` of immediates, addresses and registers, address arithmetic, and the
-``.shared`` / ``.local`` array declarations that ``memref.alloca`` becomes.
+"""Data movement for the backend lowering (PTX ISA 9.7.9): ``ld``, ``st`` (and their
+vector forms ``ld.vec``, ``st.vec``), ``cvta``, ``mov`` of immediates, addresses and
+registers, address arithmetic, and the ``.shared`` / ``.local`` array declarations
+that ``memref.alloca`` becomes.
 
 Addresses are ``!ptx.ptr<space>`` values (base.py): 64-bit for global and local,
 32-bit for shared memory. ``ld``/``st`` take an optional constant byte ``offset``
@@ -17,7 +18,7 @@ wide or a float register of that width.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -37,6 +38,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    var_operand_def,
     var_result_def,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -317,9 +319,9 @@ class LdParamOp(PtxInstruction):
 
 # endregion
 
-# region ld vector (ld.vec)
+# region ld / st vector (ld.vec, st.vec)
 
-# The most bits one vector ld moves: 128, or 256 into .global on sm_100 and later
+# The most bits one vector ld or st moves: 128, or 256 from or to .global on sm_100 and later
 # (PTX ISA 8.8, "256 bit wide load/store": .v8 of 32-bit types, .v4 of 64-bit types).
 LD_VEC_MAX_BITS = 128
 LD_VEC_WIDE_BITS = 256
@@ -441,6 +443,98 @@ class LdVecOp(PtxInstruction):
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [vector_operand(reg, self.d), _offset_text(reg(self.address), self.offset)]
+
+
+@op_definition
+class StVecOp(PtxInstruction):
+    """Store ``count`` (2, 4 or 8) values as consecutive elements of ``.type`` to
+    ``addr + offset`` in one access: the store twin of ``ptx.ld.vec``.
+
+    PTX: ``st.space.v2|.v4|.v8.type [a+offset], {b0, b1, ...};`` (space: global,
+    shared::cta, shared::cluster, local).
+
+    Every value has one type, a register that can hold ``.type`` (as for ``ptx.st``);
+    ``count`` x the size of ``.type`` is at most 128 bits, or 256 bits to global memory
+    on sm_100 (``.v8`` of a 32-bit type, ``.v4`` of a 64-bit type; PTX ISA 8.8), whose
+    registers must then be exactly as wide as ``.type``; a known address must be aligned
+    to that whole size. ``values`` are the elements in order.
+
+    Example::
+
+        ptx.st.vec f32 %p offset 16, %x0, %x1, %x2, %x3 : !ptx.ptr<global>, f32, f32, f32, f32
+
+    is ``st.global.v4.f32 [%rd1+16], {%f1, %f2, %f3, %f4};``. Needs what ``st`` of the
+    space needs; 256 bits sm_100 and PTX ISA 8.8. Spec: PTX ISA 9.7.9.10.
+    """
+
+    name = "ptx.st.vec"
+    SPEC_SECTION: ClassVar = "9.7.9.10"
+
+    type = prop_def(LdStTypeAttr)
+    offset = opt_prop_def(IntegerAttr[I64])
+    address = operand_def(PtrType)
+    values = var_operand_def()
+
+    assembly_format = (
+        "$type $address (`offset` $offset^)? `,` $values attr-dict `:` type($address) `,` type($values)"
+    )
+
+    def __init__(self, type: LdStType, address: SSAValue, values: Sequence[SSAValue], offset: int = 0):
+        super().__init__(
+            operands=[address, list(values)],
+            properties={"type": LdStTypeAttr(type), **_offset_prop(offset)},
+        )
+
+    @property
+    def space(self) -> StateSpace:
+        assert isinstance(self.address.type, PtrType)
+        return self.address.type.state_space
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    def verify_(self) -> None:
+        expect_ptr("a", self.address, LDST_SPACES)
+        _verify_offset(self.offset)
+        n = self.count
+        if n not in LD_VEC_COUNTS:
+            raise VerifyException(f"'.vec' must have 2, 4 or 8 elements (operands 'b'), got {n}")
+        t = self.type.data
+        bits = n * ldst_bits(t)
+        limit = LD_VEC_WIDE_BITS if self.space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
+        if bits > limit:
+            raise VerifyException(
+                f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector store "
+                f"to '.space' {self.space}"
+            )
+        if n == 8 and ldst_bits(t) != 32:
+            raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
+        first = self.values[0].type
+        for i, v in enumerate(self.values):
+            if v.type != first:
+                raise VerifyException(f"operand 'b{i}' must be {first} like 'b0', got {v.type}")
+        if not register_fits(t, first, exact=False):
+            raise VerifyException(f"operands 'b' of type {first} cannot hold '.type' {t}")
+        reg = _register_of(first)
+        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != ldst_bits(t):
+            # ld.vec's rule (ptxas of nvJitLink 13 now and then crashes on wider registers there)
+            raise VerifyException(
+                f"a {bits}-bit store needs operands 'b' as wide as '.type' {t}, got {first}"
+            )
+        _check_vector_alignment(self.address, self.offset, bits // 8)
+
+    def requirement(self) -> Requirement:
+        req = _space_requirement(self.space)
+        if self.count * ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
+            req = req.combine(_LD_VEC_WIDE)
+        return req
+
+    def ptx_mnemonic(self) -> str:
+        return mnemonic("st", self.space, f"v{self.count}", self.type.data)
+
+    def ptx_operands(self, reg: RegisterNamer) -> list[str]:
+        return [_offset_text(reg(self.address), self.offset), vector_operand(reg, self.values)]
 
 
 def _check_vector_alignment(address: SSAValue, offset: IntegerAttr | None, nbytes: int) -> None:
@@ -894,6 +988,7 @@ MEMORY_OPS = [
     LdOp,
     LdVecOp,
     StOp,
+    StVecOp,
     LdParamOp,
     CvtaToGlobalOp,
     PtrAddOp,

@@ -159,51 +159,79 @@ class _Piece:
         self.aligned = e.cmp("ne", e.value(AndOp(ArithType.B64, code, e.const(CODE_ALIGNED, i64))), 0)
 
 
-Visit = Callable[[Emitter, Elem, SSAValue, SSAValue, list[SSAValue], int], list[SSAValue]]
-"""``visit(e, elem, p, x, carried, lane)``: one element ``x`` (in float32) at address
-``p``, of vector lane ``lane``; returns the new carried values."""
+Visit = Callable[[Emitter, Elem, SSAValue, list[SSAValue], int], list[SSAValue]]
+"""``visit(e, elem, x, carried, lane)``: one element ``x`` (in float32) of vector lane
+``lane``; returns the new carried values."""
+
+
+def _scaled(e: Emitter, elem: Elem, x: SSAValue, factor: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """``x * factor`` rounded to the element type: (the register to store, its value in
+    float32)."""
+    y = e.value(MulOp(ArithType.F32, x, factor, rnd=RoundingMode.RN))
+    if elem.dtype is F32:
+        return y, y
+    narrow = e.convert(y, F32, elem.dtype)
+    return narrow, e.convert(narrow, elem.dtype, F32)
 
 
 def _stream_piece(
-    e: Emitter, elem: Elem, piece: _Piece, tid64: SSAValue, carried: list[SSAValue], visit: Visit, *, nc: bool
+    e: Emitter, elem: Elem, piece: _Piece, tid64: SSAValue, carried: list[SSAValue], visit: Visit, *, nc: bool,
+    factor: SSAValue | None = None,
 ) -> list[SSAValue]:
     """Every element of ``piece`` that this thread takes (vectors j, j + BLOCK, ...; then
-    the elements after the last whole vector), in that order, through ``visit``."""
+    the elements after the last whole vector), in that order, through ``visit``. The
+    UNROLL vectors of a step are all loaded before any is used (ptxas keeps that order:
+    UNROLL x 16 bytes in flight per thread). With ``factor``, each element is first
+    multiplied by it and written back rounded to its type (a vector store per vector
+    load), and the rounded value is what ``visit`` gets."""
     size = elem.dtype.bytes
     per_vec = VECTOR_BYTES // size
     (nvec,) = e.if_(
         piece.aligned, lambda b: [_div64(b, piece.nbytes, VECTOR_BYTES)], lambda b: [b.const(0, i64)], [i64]
     )
 
-    def load_vector(b: Emitter, v: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+    def load(b: Emitter, v: SSAValue) -> tuple[SSAValue, list[SSAValue]]:
         p = b.ptr_add(piece.base, b.mul_i(v, VECTOR_BYTES))
         if size == 4:
-            xs = b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc)
-            ps = [(p, 4 * k) for k in range(4)]
-        else:  # two ld.v4.b16: 8 halves
-            xs = b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc) + b.ld_vec(elem.ld, p, elem.ir, 4, 8, nc=nc)
-            ps = [(p, 2 * k) for k in range(8)]
-        for k, (x, (q, off)) in enumerate(zip(xs, ps, strict=True)):
-            args = visit(b, elem, b.ptr_add(q, off) if off else q, b.to_acc(elem, x), args, k % LANES)
+            return p, b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc)
+        # two ld.v4.b16: 8 halves
+        return p, b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc) + b.ld_vec(elem.ld, p, elem.ir, 4, 8, nc=nc)
+
+    def use(b: Emitter, p: SSAValue, raw: list[SSAValue], args: list[SSAValue]) -> list[SSAValue]:
+        xs = [b.to_acc(elem, x) for x in raw]
+        if factor is not None:
+            stored, xs = zip(*(_scaled(b, elem, x, factor) for x in xs), strict=True)
+            if size == 4:
+                b.st_vec(LdStType.F32, p, list(stored))
+            else:
+                b.st_vec(elem.ld, p, list(stored[:4]))
+                b.st_vec(elem.ld, p, list(stored[4:]), 8)
+        for k, x in enumerate(xs):
+            args = visit(b, elem, x, args, k % LANES)
         return args
 
     rounds = _div64(e, nvec, BLOCK * UNROLL)
 
     def unrolled(b: Emitter, k: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
         first = b.add_i(b.mul_i(k, BLOCK * UNROLL), tid64)
-        for u in range(UNROLL):
-            args = load_vector(b, b.add_i(first, u * BLOCK) if u else first, args)
+        loaded = [load(b, b.add_i(first, u * BLOCK) if u else first) for u in range(UNROLL)]
+        for p, raw in loaded:
+            args = use(b, p, raw, args)
         return args
 
     carried = e.for_(0, rounds, 1, carried, unrolled)
     rest = e.add_i(e.mul_i(rounds, BLOCK * UNROLL), tid64)
-    carried = e.for_(rest, nvec, BLOCK, carried, lambda b, v, args: load_vector(b, v, args))
+    carried = e.for_(rest, nvec, BLOCK, carried, lambda b, v, args: use(b, *load(b, v), args))
     count = _div64(e, piece.nbytes, size)
     first = e.add_i(e.mul_i(nvec, per_vec), tid64)
 
     def one(b: Emitter, i: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
         p = b.ptr_add(piece.base, b.mul_i(i, size))
-        return visit(b, elem, p, b.to_acc(elem, b.ld(elem.ld, p, elem.ir)), args, 0)
+        x = b.to_acc(elem, b.ld(elem.ld, p, elem.ir))
+        if factor is not None:
+            stored, x = _scaled(b, elem, x, factor)
+            b.st(LdStType.F32 if size == 4 else elem.ld, p, stored)
+        return visit(b, elem, x, args, 0)
 
     return e.for_(first, count, BLOCK, carried, one)
 
@@ -313,19 +341,10 @@ def lower_grid_list(op: Operation, rewriter: PatternRewriter, target: Target) ->
             x = b.nonzero(F32, F32, x)
         return r.absorb(b, [s], x)[0]
 
-    def visit(b: Emitter, elem: Elem, p: SSAValue, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
+    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
         lanes, nf = args[:LANES], args[LANES:]
         if flagged:
             nf = [b.fma(ArithType.F32, x, zero, nf[0])]
-        if factor is not None:
-            y = b.value(MulOp(ArithType.F32, x, factor, rnd=RoundingMode.RN))
-            if elem.dtype is F32:
-                b.st(LdStType.F32, p, y)
-                x = y
-            else:
-                narrow = b.convert(y, F32, elem.dtype)
-                b.st(elem.ld, p, narrow)
-                x = b.convert(narrow, elem.dtype, F32)
         lanes = list(lanes)
         lanes[lane] = absorb(b, lanes[lane], x)
         return lanes + nf
@@ -338,7 +357,7 @@ def lower_grid_list(op: Operation, rewriter: PatternRewriter, target: Target) ->
         carried = [neutral(b) for _ in range(LANES)] + args
         types = [v.type for v in carried]
         out = _by_dtype(b, code, types, lambda d, elem: _stream_piece(
-            d, elem, p, tid64, carried, visit, nc=factor is None))
+            d, elem, p, tid64, carried, visit, nc=factor is None, factor=factor))
         lanes, nf = out[:LANES], out[LANES:]
         state = r.fold(b, [[x] for x in lanes])[0]
         total = cta_reduce(b, kind, f32_elem, state, tid, BLOCK, broadcast=False, name="piece_partials")
@@ -439,12 +458,7 @@ def lower_grid_list_scale(op: Operation, rewriter: PatternRewriter, target: Targ
     else:
         skip = e.value(SetpOp(CmpOp.EQ, SetpType.F32, f, one))
 
-    def visit(b: Emitter, elem: Elem, p: SSAValue, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
-        y = b.value(MulOp(ArithType.F32, x, f, rnd=RoundingMode.RN))
-        if elem.dtype is F32:
-            b.st(LdStType.F32, p, y)
-        else:
-            b.st(elem.ld, p, b.convert(y, F32, elem.dtype))
+    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
         return args
 
     def piece(
@@ -452,7 +466,7 @@ def lower_grid_list_scale(op: Operation, rewriter: PatternRewriter, target: Targ
         args: list[SSAValue],
     ) -> list[SSAValue]:
         p = _Piece(b, addr, code, start, plo, phi)
-        _by_dtype(b, code, [], lambda d, elem: _stream_piece(d, elem, p, tid64, [], visit, nc=False))
+        _by_dtype(b, code, [], lambda d, elem: _stream_piece(d, elem, p, tid64, [], visit, nc=False, factor=f))
         return []
 
     e.if_(e.not_pred(skip), lambda b: (_pieces(b, view, c64, [], piece), [])[1])
