@@ -23,7 +23,8 @@ def _api() -> tuple[str, ...]:
     return (*FUNCTIONS, "reduce", "ReductionError", *_LIST)
 
 
-_LIST = ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax", "ListError")
+_LIST = ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax", "tensor_list",
+         "TensorList", "ListError")
 """The list functions (foreach.py: many tensors in one launch)."""
 
 

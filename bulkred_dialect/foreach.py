@@ -29,7 +29,7 @@ import operator
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -374,6 +374,54 @@ def _constant(value: float, device: Any) -> Any:
     return c
 
 
+class TensorList(Sequence):
+    """A list of tensors checked once: the list functions take it wherever they take a
+    list, and skip every per-tensor step (its descriptor table is built on its first
+    use). Make one with :func:`tensor_list`.
+
+    It holds its tensors (strong references) and sees what a kept table sees: values
+    changed in place, not a tensor moved or resized by ``t.set_``, ``t.resize_`` or
+    ``p.data = ...`` (docs/foreach.md). For gradients kept from step to step
+    (``zero_grad(set_to_none=False)``), parameters (FP8 amax of weights) and other lists
+    of long-lived tensors; with ``set_to_none=True`` pass the new list itself."""
+
+    __slots__ = ("_tensors", "_checked", "_tables")
+
+    def __init__(self, tensors: Iterable[Any], _fn: str = "tensor_list"):
+        ts = _as_list(_fn, tensors)
+        self._tensors = tuple(ts)
+        self._checked = _check(_fn, ts, _torch(_fn))
+        self._tables: dict[int, _Table] = {}
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tensors[i]
+
+    def __iter__(self) -> Any:
+        return iter(self._tensors)
+
+    def __repr__(self) -> str:
+        return f"bulkred.TensorList({len(self._tensors)} tensors on {self._checked.device})"
+
+    def _table(self, grid: int, torch: Any) -> _Table:
+        t = self._tables.get(grid)
+        if t is None:
+            t = self._tables[grid] = _build(self._checked, grid, torch)
+        return t
+
+
+def tensor_list(tensors: Iterable[Any]) -> TensorList:
+    """``tensors`` checked once (as every list call checks them) as a :class:`TensorList`:
+    a later list call on it does no per-tensor work, whatever the list's length.
+
+    >>> grads = bulkred.tensor_list([p.grad for p in model.parameters()])
+    >>> norm = bulkred.clip_grad_norm_(grads, 1.0)
+    """
+    return TensorList(tensors)
+
+
 _LIST_KERNELS: dict[tuple, Any] = {}
 
 
@@ -390,10 +438,16 @@ def _list_kernel(kind: str, ord: float, local: bool, scale: bool, flag: bool) ->
 
 def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False,
             scale: Any = None, flag: Any = None) -> tuple[Any, Any, _Table]:
-    ts = _as_list(fn, tensors)
-    torch = _torch(fn)
-    k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
-    entry = _table(fn, ts, _grid(k), torch)
+    if type(tensors) is TensorList:
+        import torch
+
+        k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
+        entry = tensors._table(_grid(k), torch)
+    else:
+        ts = _as_list(fn, tensors)
+        torch = _torch(fn)
+        k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
+        entry = _table(fn, ts, _grid(k), torch)
     if torch.cuda.is_current_stream_capturing():
         with _LOCK:  # a CUDA graph reads this table at every replay: never freed
             _CAPTURED.append(entry)
@@ -477,7 +531,10 @@ _GRAD = operator.attrgetter("grad")
 
 def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
     """The gradients of a list of parameters (those that have one), or the list itself
-    where it holds gradients (a tensor that is not a leaf requiring grad)."""
+    where it holds gradients (a tensor that is not a leaf requiring grad); a
+    :class:`TensorList` holds gradients."""
+    if type(parameters_or_grads) is TensorList:
+        return parameters_or_grads
     items = _as_list(fn, parameters_or_grads)
     torch = _torch(fn)
     if set(map(type, items)) == {torch.nn.Parameter}:  # a model's parameters: one pass
@@ -525,9 +582,12 @@ def unscale_and_norm_(grads: Any, inv_scale: Any, found_inf: Any, ord: float = 2
     if _compiling():
         return _ops().unscale_and_norm_(list(grads), inv_scale, found_inf, float(ord))
     p = _order("unscale_and_norm_", ord)
-    ts = _as_list("unscale_and_norm_", grads)
     torch = _torch("unscale_and_norm_")
-    device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(inv_scale, "device", None)
+    if type(grads) is TensorList:
+        ts, device = grads, grads._checked.device
+    else:
+        ts = _as_list("unscale_and_norm_", grads)
+        device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(inv_scale, "device", None)
     s = _one("unscale_and_norm_", "inv_scale", inv_scale, torch, device)
     f = _one("unscale_and_norm_", "found_inf", found_inf, torch, device)
     _, total, _ = _reduce("unscale_and_norm_", ts, "reduce", p, scale=s, flag=f)

@@ -258,6 +258,7 @@ OTHERS: list[Entry] = [
     _e("bulkred.unscale_and_norm_", bulkred.unscale_and_norm_,
        lambda b: ((_list(), _one_of(1.0), _one_of(0.0)), {"ord": 2.0})),
     _e("bulkred.foreach_amax", bulkred.foreach_amax, lambda b: ((_list(),), {})),
+    _e("bulkred.tensor_list", bulkred.tensor_list, lambda b: ((_list(),), {})),
     # the dtype table
     _e("dtypes.dtype", dtypes.dtype, lambda b: (("float32",), {})),
     _e("DType.identity", dtypes.DTYPES["int32"].identity, lambda b: (("and",), {})),
@@ -366,7 +367,7 @@ def test_the_sweep_covers_every_public_name():
         assert f"T.{name}" in covered, name
     for name in ("sum", "prod", "max", "min", "any", "all", "and_", "or_", "xor", "reduce"):
         assert f"bulkred.{name}" in covered, name
-    for name in LIST_FUNCTIONS:
+    for name in (*LIST_FUNCTIONS, "tensor_list"):
         assert f"bulkred.{name}" in covered, name
 
 

@@ -3,8 +3,8 @@
 1. GPU time (a CUDA graph of 3 calls, replayed; median per call) of ``total_norm`` on the
    float32 and bf16 Llama lists of benchmarks/foreach.py and of ``unscale_and_norm_`` on
    the float32 one, for each ``grid_list`` setting in ``--variants`` (``UNROLL x
-   CTAS_PER_SM``, set on the module before its kernels are compiled; the disk cache is
-   off). Each total is checked against float64 once per setting.
+   CTAS_PER_SM``, a trailing ``h`` for ``F32_HALVES``; set on the module before its
+   kernels are compiled; the disk cache is off). Each total is checked against float64 once per setting.
 2. The host: per stage of a call on 2,000 x [4096] float32 tensors (``_check``, the
    numpy table, ``_build``, the three table cases of docs/foreach.md), median wall time
    of back-to-back calls (no sync inside the timed loop but one at the end of each).
@@ -48,10 +48,10 @@ def gpu_times(variants: list[tuple[int, int]], log) -> list[dict]:
     inv = torch.ones(1, device="cuda")
     found = torch.zeros(1, device="cuda")
     rows = []
-    for unroll, ctas in variants:
-        GL.UNROLL, GL.CTAS_PER_SM = unroll, ctas
+    for unroll, ctas, halves in variants:
+        GL.UNROLL, GL.CTAS_PER_SM, GL.F32_HALVES = unroll, ctas, halves
         _reset()
-        row: dict = {"unroll": unroll, "ctas_per_sm": ctas}
+        row: dict = {"unroll": unroll, "ctas_per_sm": ctas, "f32_halves": halves}
         for name, ts in (("f32", f32), ("bf16", bf16)):
             nbytes = sum(t.numel() * t.element_size() for t in ts)
             got = float(bulkred.total_norm(ts))
@@ -80,11 +80,17 @@ def _median_us(fn, n: int = 50) -> float:
 def host_stages(log) -> dict:
     _reset()
     base = [torch.randn(4096, device="cuda") for _ in range(2000)]
-    pool = [[torch.randn(4096, device="cuda") for _ in range(2000)] for _ in range(20)]
     k = F._list_kernel("reduce", 2.0, False, False, False)
     grid = F._grid(k)
     checked = F._check("total_norm", base, torch)
+    T = torch.Tensor
     out = {
+        "pass: type": _median_us(lambda: set(map(type, base))),
+        "pass: dtype": _median_us(lambda: list(map(F._DTYPE, base))),
+        "pass: get_device": _median_us(lambda: set(map(T.get_device, base))),
+        "pass: is_contiguous": _median_us(lambda: all(map(T.is_contiguous, base))),
+        "pass: data_ptr": _median_us(lambda: list(map(T.data_ptr, base))),
+        "pass: numel": _median_us(lambda: list(map(T.numel, base))),
         "list(map(id))": _median_us(lambda: list(map(id, base))),
         "_check": _median_us(lambda: F._check("total_norm", base, torch)),
         "descriptor_table": _median_us(lambda: descriptor_table(checked.addresses, checked.numels, checked.codes, grid)),
@@ -93,11 +99,16 @@ def host_stages(log) -> dict:
     }
     bulkred.total_norm(base)
     bulkred.total_norm(base)
+    tl = bulkred.tensor_list(base)
+    bulkred.total_norm(tl)
+    out["call: a TensorList"] = _median_us(lambda: bulkred.total_norm(tl))
     out["call: same objects"] = _median_us(lambda: bulkred.total_norm(base))
     out["call: new objects, same memory"] = _median_us(lambda: bulkred.total_norm([t.view_as(t) for t in base]))
     views = [t.view_as(t) for t in base]
     out["  of which making the views"] = _median_us(lambda: [t.view_as(t) for t in base])
     del views
+    pool = [[torch.randn(4096, device="cuda") for _ in range(2000)] for _ in range(20)]
+    out["_check, with 40,000 more tensors alive"] = _median_us(lambda: F._check("total_norm", base, torch))
     it = iter(range(10**9))
     out["call: new memory"] = _median_us(lambda: bulkred.total_norm(pool[next(it) % 20]))
     out["torch get_total_norm (same list)"] = _median_us(lambda: torch.nn.utils.get_total_norm(base), 10)
@@ -114,7 +125,8 @@ def main() -> int:
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    variants = [tuple(int(x) for x in v.split("x")) for v in a.variants.split(",") if v]
+    variants = [(int(v.split("x")[0]), int(v.split("x")[1].rstrip("h")), v.endswith("h"))
+                for v in a.variants.split(",") if v]
     with open(out / "list_tuning.log", "w") as log:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", file=log, flush=True)
         result = {"host_us": host_stages(log)}

@@ -755,6 +755,37 @@ def test_table_tiers(monkeypatch):
     _same(bulkred.clip_grad_norm_(params, 1e9), bulkred.total_norm(grads), "parameters give their grads")
 
 
+def test_tensor_list(monkeypatch):
+    """A TensorList is checked once, at construction (a refusal names the tensor), then
+    every function takes it without a check and gives what the plain list gives; values
+    changed in place are seen; clip and unscale write through it."""
+    torch = _torch()
+    from bulkred_dialect import foreach as F
+
+    g = _gen(59)
+    ts = [_rand(g, 700 + 31 * i, dtype=("float32", "float16", "bfloat16")[i % 3]) for i in range(7)]
+    with pytest.raises(BulkredError, match=r"tensor 2 .*not dense"):
+        bulkred.tensor_list([ts[0], ts[1], _rand(g, 8, 8)[:, ::2]])
+    tl = bulkred.tensor_list(ts)
+    assert len(tl) == 7 and tl[3] is ts[3] and all(a is b for a, b in zip(tl, ts)) and "7 tensors" in repr(tl)
+    plain = {p: bulkred.total_norm(list(ts), p) for p in (2.0, 1.0, INF)}
+    monkeypatch.setattr(F, "_check", lambda *a: pytest.fail("a TensorList was checked again"))
+    for p, want in plain.items():
+        _same(bulkred.total_norm(tl, p), want, f"total ord {p}")
+    _assert_norms(bulkred.foreach_norm(tl), ref_norms(ts, 2.0), 2.0, "foreach_norm")
+    _assert_norms(bulkred.foreach_amax(tl), ref_norms(ts, INF), INF, "foreach_amax")
+    ts[1].mul_(4.0)
+    _assert_norms(bulkred.total_norm(tl), ref_total(ts, 2.0), 2.0, "after an in-place change")
+    before = ref_total(ts, 2.0)
+    norm = bulkred.clip_grad_norm_(tl, 1.0)
+    _assert_norms(norm, before, 2.0, "clip's norm")
+    _assert_norms(bulkred.total_norm(tl), before.clamp(max=1.0), 2.0, "clipped", rtol=1e-2)
+    inv, found = torch.full((1,), 0.5, device=DEV), torch.zeros(1, device=DEV)
+    want = ref_total(ts, 2.0) * 0.5
+    _assert_norms(bulkred.unscale_and_norm_(tl, inv, found), want, 2.0, "unscale", rtol=1e-2)
+    assert float(found) == 0.0
+
+
 def test_runs_on_the_callers_stream():
     """Under torch.cuda.stream(s) every function runs on s: after a long kernel on s and
     an in-place change queued behind it, the results are those of the new data (a launch
