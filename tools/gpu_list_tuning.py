@@ -41,18 +41,28 @@ def _reset() -> None:
         d.clear()
 
 
+EXTRA = os.environ.get("LIST_TUNING_EXTRA") == "1"
+
+
 def gpu_times(variants: list[tuple[int, int]], log) -> list[dict]:
     f32 = BF.make_list(torch, BF.llama("float32", 150))
     bf16 = BF.make_list(torch, BF.llama("bfloat16"))
-    refs = {"f32": BF.ref_total64(torch, f32), "bf16": BF.ref_total64(torch, bf16)}
+    lists = {"f32": f32, "bf16": bf16}
+    if EXTRA:
+        lists["bf16_150"] = BF.make_list(torch, BF.llama("bfloat16", 150))
+    refs = {k: BF.ref_total64(torch, v) for k, v in lists.items()}
     inv = torch.ones(1, device="cuda")
     found = torch.zeros(1, device="cuda")
     rows = []
+    list_grid = GL.list_grid
     for unroll, ctas, halves in variants:
-        GL.UNROLL, GL.CTAS_PER_SM, GL.F32_HALVES = unroll, ctas, halves
+        GL.UNROLL, GL.F32_HALVES = unroll, halves
+        # ctas > 16: the grid itself (CTAs of the launch), else CTAs per multiprocessor
+        GL.list_grid = (lambda target, g=ctas: g) if ctas > 16 else list_grid
+        GL.CTAS_PER_SM = ctas if ctas <= 16 else 4
         _reset()
         row: dict = {"unroll": unroll, "ctas_per_sm": ctas, "f32_halves": halves}
-        for name, ts in (("f32", f32), ("bf16", bf16)):
+        for name, ts in lists.items():
             nbytes = sum(t.numel() * t.element_size() for t in ts)
             got = float(bulkred.total_norm(ts))
             err = abs(got - refs[name]) / refs[name]
@@ -122,6 +132,7 @@ def main() -> int:
     p.add_argument("--variants", default="4x4,8x4")
     p.add_argument("--out", default="/tmp/list_tuning")
     p.add_argument("--skip-gpu-times", action="store_true")
+    p.add_argument("--skip-host", action="store_true")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -129,7 +140,7 @@ def main() -> int:
                 for v in a.variants.split(",") if v]
     with open(out / "list_tuning.log", "w") as log:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", file=log, flush=True)
-        result = {"host_us": host_stages(log)}
+        result = {} if a.skip_host else {"host_us": host_stages(log)}
         if not a.skip_gpu_times:
             result["gpu"] = gpu_times(variants, log)
     (out / "list_tuning.json").write_text(json.dumps(result, indent=1))
