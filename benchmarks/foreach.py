@@ -50,7 +50,7 @@ benchmarks/functions.py does):
   torch's caching allocator gives again: the list is checked and its table found by
   content), and a third time on lists of new tensors at new addresses (``FRESH_POOL``
   lists in turn, more than the table cache holds: the table is built and copied every
-  call).
+  call), and a fourth time on a ``bulkred.tensor_list`` of the list (made once).
 
 GB/s counts the bytes the call must move: the list read once for the norms and amax; read
 and written for ``unscale_and_norm_`` (2x); read, read again and written for clipping (3x:
@@ -117,7 +117,7 @@ MAX_NORM = 1.0
 CLIP_SCALE = 1e-4
 FRESH_POOL = 20  # lists taken in turn for "new addresses" (more than foreach's 16 cached tables)
 SWEEP_NS = (2, 20, 200, 2000, 20000)
-NAMES = ("total_norm", "foreach_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax")
+NAMES = ("total_norm", "foreach_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax", "tensor_list")
 FACTOR = {"total_norm": 1, "foreach_norm": 1, "foreach_amax": 1, "unscale_and_norm_": 2, "clip_grad_norm_": 3}
 
 Spec = list[tuple[tuple[int, ...], str]]  # (shape, dtype) of each tensor of a list
@@ -449,6 +449,10 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
                 pool = [make_list(torch, spec, scale) for _ in range(FRESH_POOL)]
                 r["bulkred_call_fresh_us"] = alone_us(torch, fb, lambda i: pool[i % FRESH_POOL], repeat, flush)
                 del pool
+                # a bulkred.tensor_list of the list, made once (checked once)
+                if "tensor_list" in B:
+                    tl = B["tensor_list"](lists[0])
+                    r["bulkred_call_handle_us"] = alone_us(torch, fb, lambda i: tl, repeat, flush)
         except Exception as e:  # noqa: BLE001 - the row keeps its GPU times
             r["check"] += f"; error in the per-call loop: {_line(e)}"
             torch.cuda.synchronize()
@@ -597,6 +601,8 @@ def finish(r: dict) -> dict:
         r["ratio_call_new"] = r["torch_call_us"] / r["bulkred_call_new_us"]
     if r.get("bulkred_call_fresh_us") and r.get("torch_call_us"):
         r["ratio_call_fresh"] = r["torch_call_us"] / r["bulkred_call_fresh_us"]
+    if r.get("bulkred_call_handle_us") and r.get("torch_call_us"):
+        r["ratio_call_handle"] = r["torch_call_us"] / r["bulkred_call_handle_us"]
     return r
 
 
@@ -664,9 +670,9 @@ def table(rows: list[dict], head: str) -> str:
              ("| row | tensors | list GB | GB counted | bulkred GPU us | torch GPU us | torch/bulkred GPU | bulkred GB/s "
               "| torch GB/s | bulkred call us | torch call us | torch/bulkred call | bulkred call us (new list) "
               "| torch/bulkred (new list) | bulkred call us (new addresses) | torch/bulkred (new addresses) "
-              "| status | check |"),
+              "| bulkred call us (tensor_list) | torch/bulkred (tensor_list) | status | check |"),
              ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-              "| ---: | ---: | --- | --- |")]
+              "| ---: | ---: | ---: | ---: | --- | --- |")]
     for r in rows:
         if r.get("row") == "sweep":
             continue
@@ -686,6 +692,7 @@ def table(rows: list[dict], head: str) -> str:
             f"| {fmt(r.get('torch_call_us'), '.1f')} | {fmt(r.get('ratio_call'), '.2f')} "
             f"| {fmt(r.get('bulkred_call_new_us'), '.1f')} | {fmt(r.get('ratio_call_new'), '.2f')} "
             f"| {fmt(r.get('bulkred_call_fresh_us'), '.1f')} | {fmt(r.get('ratio_call_fresh'), '.2f')} "
+            f"| {fmt(r.get('bulkred_call_handle_us'), '.1f')} | {fmt(r.get('ratio_call_handle'), '.2f')} "
             f"| {status} | {check} |")
     sweep = [r for r in rows if r.get("row") == "sweep"]
     if sweep:
@@ -836,6 +843,9 @@ def main(argv: list[str] | None = None) -> int:
             f"x{fmt(r.get('ratio_call'), '.2f')});")
         if r.get("bulkred_call_new_us") is not None:
             call += f" new list {r['bulkred_call_new_us']:.1f} us (x{fmt(r.get('ratio_call_new'), '.2f')});"
+        if r.get("bulkred_call_handle_us") is not None:
+            call += (f" tensor_list {r['bulkred_call_handle_us']:.1f} us "
+                     f"(x{fmt(r.get('ratio_call_handle'), '.2f')});")
         if r.get("bulkred_call_fresh_us") is not None:
             call += (f" new addresses {r['bulkred_call_fresh_us']:.1f} us "
                      f"(x{fmt(r.get('ratio_call_fresh'), '.2f')});")

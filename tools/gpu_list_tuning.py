@@ -3,8 +3,8 @@
 1. GPU time (a CUDA graph of 3 calls, replayed; median per call) of ``total_norm`` on the
    float32 and bf16 Llama lists of benchmarks/foreach.py and of ``unscale_and_norm_`` on
    the float32 one, for each ``grid_list`` setting in ``--variants`` (``UNROLL x
-   CTAS_PER_SM``, a trailing ``h`` for ``F32_HALVES``; set on the module before its
-   kernels are compiled; the disk cache is off). Each total is checked against float64 once per setting.
+   CTAS``: CTAs per multiprocessor, or the grid itself when above 16; set on the module
+   before its kernels are compiled; the disk cache is off). Each total is checked against float64 once per setting.
 2. The host: per stage of a call on 2,000 x [4096] float32 tensors (``_check``, the
    numpy table, ``_build``, the three table cases of docs/foreach.md), median wall time
    of back-to-back calls (no sync inside the timed loop but one at the end of each).
@@ -55,13 +55,13 @@ def gpu_times(variants: list[tuple[int, int]], log) -> list[dict]:
     found = torch.zeros(1, device="cuda")
     rows = []
     list_grid = GL.list_grid
-    for unroll, ctas, halves in variants:
-        GL.UNROLL, GL.F32_HALVES = unroll, halves
+    for unroll, ctas in variants:
+        GL.UNROLL = unroll
         # ctas > 16: the grid itself (CTAs of the launch), else CTAs per multiprocessor
         GL.list_grid = (lambda target, g=ctas: g) if ctas > 16 else list_grid
         GL.CTAS_PER_SM = ctas if ctas <= 16 else 4
         _reset()
-        row: dict = {"unroll": unroll, "ctas_per_sm": ctas, "f32_halves": halves}
+        row: dict = {"unroll": unroll, "ctas": ctas}
         for name, ts in lists.items():
             nbytes = sum(t.numel() * t.element_size() for t in ts)
             got = float(bulkred.total_norm(ts))
@@ -136,8 +136,7 @@ def main() -> int:
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    variants = [(int(v.split("x")[0]), int(v.split("x")[1].rstrip("h")), v.endswith("h"))
-                for v in a.variants.split(",") if v]
+    variants = [tuple(int(x) for x in v.split("x")) for v in a.variants.split(",") if v]
     with open(out / "list_tuning.log", "w") as log:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", file=log, flush=True)
         result = {} if a.skip_host else {"host_us": host_stages(log)}

@@ -94,7 +94,6 @@ from bulkred_dialect.passes.variants.kernel import (
 CTAS_PER_SM = 4
 BLOCK = 256
 UNROLL = 4
-F32_HALVES = False  # float32 vectors as two ld.v2.f32 (8 bytes each, as the 16-bit types load)
 LANES = 4
 VECTOR_BYTES = 16
 ROW_BYTES = TABLE_COLUMNS * 8
@@ -193,8 +192,6 @@ def _stream_piece(
 
     def load(b: Emitter, v: SSAValue) -> tuple[SSAValue, list[SSAValue]]:
         p = b.ptr_add(piece.base, b.mul_i(v, VECTOR_BYTES))
-        if size == 4 and F32_HALVES:
-            return p, b.ld_vec(elem.ld, p, elem.ir, 2, 0, nc=nc) + b.ld_vec(elem.ld, p, elem.ir, 2, 8, nc=nc)
         if size == 4:
             return p, b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc)
         # two ld.v4.b16: 8 halves
