@@ -230,8 +230,9 @@ class _Table:
     host: Any  # the pinned copy (kept while the table lives: its async copy may still read it)
     table: Any  # int64 [1 + T + G, 4] on the device
     grid: int
-    ids: list[int] | None = None  # the ids of the last list of tensor objects it served
-    live: list[bool] | None = None  # once the same objects came twice: [True] while all of them live
+    id_key: tuple | None = None  # (length, first and last ids, grid) of the last list it served
+    ids: list[int] | None = None  # all of that list's ids, once a list came with the same id_key
+    live: list[bool] | None = None  # once kept: [True] while all of the kept objects live
     refs: list[Any] | None = None  # their weak references (whose callbacks clear ``live``)
 
     @property
@@ -255,8 +256,8 @@ _CAPTURED: list[_Table] = []  # tables a CUDA graph may read at replay: kept for
 _MAX_TABLES = 16
 
 
-def _id_key(ids: list[int], grid: int) -> tuple:
-    return (len(ids), ids[0], ids[-1], grid) if ids else (0, 0, 0, grid)
+def _id_key(ts: list[Any], grid: int) -> tuple:
+    return (len(ts), id(ts[0]), id(ts[-1]), grid) if ts else (0, 0, 0, grid)
 
 
 def _torch(fn: str) -> Any:
@@ -321,12 +322,19 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
     """The device table of the list ``ts`` for ``grid`` CTAs: the one of the same tensor
     objects (ids, all alive), else, after the checks, the one of the same addresses,
     counts and dtypes, else a new one built in pinned memory and copied on the current
-    stream (no sync)."""
-    ids = list(map(id, ts))
-    ikey = _id_key(ids, grid)
+    stream (no sync).
+
+    The ids of a whole list are only taken where they can pay: for a kept list whose
+    first and last objects match, and, to keep a list, when a table served a list with
+    the same first and last objects before (a list seen once, or a list of new tensors
+    every step, never pays for its ids)."""
+    ikey = _id_key(ts, grid)
     entry = _BY_IDS.get(ikey)
-    if entry is not None and entry.live[0] and entry.ids == ids:
-        return entry
+    ids = None
+    if entry is not None and entry.live[0]:
+        ids = list(map(id, ts))
+        if entry.ids == ids:
+            return entry
     checked = _check(fn, ts, torch)
     a = checked.addresses
     ckey = (len(a), a[0], a[-1], grid) if a else (0, 0, 0, grid)
@@ -339,17 +347,21 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
             _TABLES[ckey] = entry
             while len(_TABLES) > _MAX_TABLES:
                 _, old = _TABLES.popitem(last=False)
-                if old.ids is not None and _BY_IDS.get(_id_key(old.ids, grid)) is old:
-                    del _BY_IDS[_id_key(old.ids, grid)]
+                if old.id_key is not None and _BY_IDS.get(old.id_key) is old:
+                    del _BY_IDS[old.id_key]
         if entry.live is None:
-            if entry.ids == ids:
-                # the same objects a second time: keep them by weak reference (once; a list
-                # whose tensors are replaced each step is served by content from then on)
-                entry.live = [True]
-                entry.refs = list(map(weakref.ref, ts, itertools.repeat(_dead(entry.live), len(ts))))
-                _BY_IDS[ikey] = entry
+            if entry.id_key != ikey:
+                entry.id_key, entry.ids = ikey, None
             else:
-                entry.ids = ids
+                ids = list(map(id, ts)) if ids is None else ids
+                if entry.ids == ids:
+                    # the same objects again: keep them by weak reference (once; a list whose
+                    # tensors are replaced each step is served by content from then on)
+                    entry.live = [True]
+                    entry.refs = list(map(weakref.ref, ts, itertools.repeat(_dead(entry.live), len(ts))))
+                    _BY_IDS[ikey] = entry
+                else:
+                    entry.ids = ids
     return entry
 
 

@@ -707,9 +707,9 @@ def test_descriptor_table_reuse():
 
 
 def test_table_tiers(monkeypatch):
-    """Which calls check the list: the first call of a list and the second (which keeps
-    its objects by weak reference) do; from the third the same live objects skip the
-    checks; new objects over the same memory are checked and get the same table; once
+    """Which calls check the list: the first three calls of a list do (the second takes
+    its ids, the third keeps its objects by weak reference); from the fourth the same
+    live objects skip the checks; new objects over the same memory are checked and get the same table; once
     a kept tensor dies the list is checked again; a list of parameters gives their
     grads."""
     torch = _torch()
@@ -722,17 +722,19 @@ def test_table_tiers(monkeypatch):
     monkeypatch.setattr(F, "_check", lambda fn, xs, t: checks.append(len(xs)) or real(fn, xs, t))
     a = bulkred.total_norm(ts)
     b = bulkred.total_norm(ts)
-    assert len(checks) == 2
+    assert not any(e.ids == list(map(id, ts)) for e in F._BY_IDS.values()), "a list seen twice was kept"
+    bulkred.total_norm(ts)
+    assert len(checks) == 3
     c = bulkred.total_norm(ts)
     n = bulkred.foreach_norm(ts)
-    assert len(checks) == 2, "the same live objects were checked again"
+    assert len(checks) == 3, "the same live objects were checked again"
     _same(a, b, "second call")
     _same(a, c, "third call")
     _assert_norms(a, ref_total(ts, 2.0), 2.0, "kept list")
     _assert_norms(n, ref_norms(ts, 2.0), 2.0, "kept list, per tensor")
     views = [t.view_as(t) for t in ts]
     entry = F._table("t", views, F._grid(F._list_kernel("reduce", 2.0, False, False, False)), torch)
-    assert len(checks) == 3
+    assert len(checks) == 4
     kept = [e for e in F._BY_IDS.values() if e.refs is not None and e.live[0] and e.ids == list(map(id, ts))]
     assert kept and kept[0] is entry, "new objects over the same memory did not get the table by content"
     _same(bulkred.total_norm(views), a, "views over the same memory")
