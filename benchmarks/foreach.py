@@ -588,21 +588,11 @@ def graph_check(torch, captured, ref, tol64) -> str:
 
 
 def finish(r: dict) -> dict:
-    counted = r.get("bytes_counted", r.get("bytes", 0))
-    for what in ("graph", "call"):
-        b, t = r.get(f"bulkred_{what}_us"), r.get(f"torch_{what}_us")
-        if b:
-            r[f"bulkred_{what}_gbps"] = counted / b / 1e3
-        if t:
-            r[f"torch_{what}_gbps"] = counted / t / 1e3
+    RA._finish(r, r.get("bytes_counted", r.get("bytes", 0)))
+    for case in ("new", "fresh", "handle"):  # the other per-call cases, against torch's same-list call
+        b, t = r.get(f"bulkred_call_{case}_us"), r.get("torch_call_us")
         if b and t:
-            r[f"ratio_{what}"] = t / b
-    if r.get("bulkred_call_new_us") and r.get("torch_call_us"):
-        r["ratio_call_new"] = r["torch_call_us"] / r["bulkred_call_new_us"]
-    if r.get("bulkred_call_fresh_us") and r.get("torch_call_us"):
-        r["ratio_call_fresh"] = r["torch_call_us"] / r["bulkred_call_fresh_us"]
-    if r.get("bulkred_call_handle_us") and r.get("torch_call_us"):
-        r["ratio_call_handle"] = r["torch_call_us"] / r["bulkred_call_handle_us"]
+            r[f"ratio_call_{case}"] = t / b
     return r
 
 

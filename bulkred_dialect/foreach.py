@@ -450,16 +450,10 @@ def _list_kernel(kind: str, ord: float, local: bool, scale: bool, flag: bool) ->
 
 def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False,
             scale: Any = None, flag: Any = None) -> tuple[Any, Any, _Table]:
-    if type(tensors) is TensorList:
-        import torch
-
-        k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
-        entry = tensors._table(_grid(k), torch)
-    else:
-        ts = _as_list(fn, tensors)
-        torch = _torch(fn)
-        k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
-        entry = _table(fn, ts, _grid(k), torch)
+    ts = tensors if type(tensors) is TensorList else _as_list(fn, tensors)  # the list's errors first
+    torch = _torch(fn)
+    k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
+    entry = ts._table(_grid(k), torch) if type(ts) is TensorList else _table(fn, ts, _grid(k), torch)
     if torch.cuda.is_current_stream_capturing():
         with _LOCK:  # a CUDA graph reads this table at every replay: never freed
             _CAPTURED.append(entry)

@@ -39,37 +39,44 @@ from bulkred_dialect.ops.ptx.memory import (
 from ptx_cases import DiffCase
 
 
-def _ld_vec_cases() -> Iterator[DiffCase]:
-    """ld.vec: every space x nc x count x ``.type``, with the natural IR type of ``.type``'s
-    register, and a few register classes that cannot hold it. ``.v8`` only with 32- and
-    64-bit types, and the 256-bit forms only with registers as wide as ``.type``: ptxas
-    (nvJitLink 13) crashes on ``ld.global.v8.b16``, and now and then on
-    ``ld.global.v8.f32`` into 64-bit registers."""
+def _vector_forms(b16: tuple[Attribute, ...]) -> Iterator[tuple[int, LdStType, list[Attribute]]]:
+    """(count, ``.type``, register types) of ld.vec and st.vec: every count x ``.type``,
+    with the natural IR type of ``.type``'s register and a few register classes that
+    cannot hold it (``b16``: those of ``.b16``). ``.v8`` only with 32- and 64-bit types,
+    and the 256-bit forms only with registers as wide as ``.type``: ptxas (nvJitLink 13)
+    crashes on ``ld.global.v8.b16``, and now and then on ``ld.global.v8.f32`` into 64-bit
+    registers."""
     natural = {8: i16, 16: i16, 32: i32, 64: i64}
+    for count in LD_VEC_COUNTS:
+        for t in LdStType:
+            bits = ldst_bits(t)
+            if count == 8 and bits < 32:
+                continue
+            vts = [natural[bits]]
+            if t == LdStType.F32:
+                vts = [f32, i64, f16]
+            elif t == LdStType.F64:
+                vts = [f64]
+            elif t == LdStType.B16:
+                vts = list(b16)
+            if count * bits > LD_VEC_MAX_BITS:
+                vts = vts[:1]  # ptxas now and then crashes on wider registers there
+            yield count, t, vts
+
+
+def _ld_vec_cases() -> Iterator[DiffCase]:
+    """ld.vec: every space x nc x :func:`_vector_forms`."""
     for space in LDST_SPACES:
         p = PtrType(space)
         for nc in (False, True):
-            for count in LD_VEC_COUNTS:
-                for t in LdStType:
-                    bits = ldst_bits(t)
-                    if count == 8 and bits < 32:
-                        continue
-                    vts = [natural[bits]]
-                    if t == LdStType.F32:
-                        vts = [f32, i64, f16]
-                    elif t == LdStType.F64:
-                        vts = [f64]
-                    elif t == LdStType.B16:
-                        vts = [i16, f16]
-                    if count * bits > LD_VEC_MAX_BITS:
-                        vts = vts[:1]  # ptxas now and then crashes on wider registers there
-                    for vt in vts:
-                        tag = f"ld.vec.{space}{'.nc' if nc else ''}.v{count}.{t}.{_type_tag(vt)}"
+            for count, t, vts in _vector_forms((i16, f16)):
+                for vt in vts:
+                    tag = f"ld.vec.{space}{'.nc' if nc else ''}.v{count}.{t}.{_type_tag(vt)}"
 
-                        def build(args, t=t, vt=vt, count=count, nc=nc) -> PtxInstruction:
-                            return LdVecOp(t, args[0], vt, count, nc=nc)
+                    def build(args, t=t, vt=vt, count=count, nc=nc) -> PtxInstruction:
+                        return LdVecOp(t, args[0], vt, count, nc=nc)
 
-                        yield DiffCase(tag, (p,), build)
+                    yield DiffCase(tag, (p,), build)
     yield DiffCase(
         "ld.vec.global.nc.v4.f32+16",
         (PtrType(StateSpace.GLOBAL),),
@@ -78,32 +85,16 @@ def _ld_vec_cases() -> Iterator[DiffCase]:
 
 
 def _st_vec_cases() -> Iterator[DiffCase]:
-    """st.vec: every space x count x ``.type``, with the value types of :func:`_ld_vec_cases`
-    (the natural IR type of ``.type``'s register, a few that cannot hold it); the same
-    limits on ``.v8`` and the 256-bit forms."""
-    natural = {8: i16, 16: i16, 32: i32, 64: i64}
+    """st.vec: every space x :func:`_vector_forms` (bf16 values too)."""
     for space in LDST_SPACES:
         p = PtrType(space)
-        for count in LD_VEC_COUNTS:
-            for t in LdStType:
-                bits = ldst_bits(t)
-                if count == 8 and bits < 32:
-                    continue
-                vts = [natural[bits]]
-                if t == LdStType.F32:
-                    vts = [f32, i64, f16]
-                elif t == LdStType.F64:
-                    vts = [f64]
-                elif t == LdStType.B16:
-                    vts = [i16, f16, bf16]
-                if count * bits > LD_VEC_MAX_BITS:
-                    vts = vts[:1]
-                for vt in vts:
+        for count, t, vts in _vector_forms((i16, f16, bf16)):
+            for vt in vts:
 
-                    def build(args, t=t) -> PtxInstruction:
-                        return StVecOp(t, args[0], args[1:])
+                def build(args, t=t) -> PtxInstruction:
+                    return StVecOp(t, args[0], args[1:])
 
-                    yield DiffCase(f"st.vec.{space}.v{count}.{t}.{_type_tag(vt)}", (p, *[vt] * count), build)
+                yield DiffCase(f"st.vec.{space}.v{count}.{t}.{_type_tag(vt)}", (p, *[vt] * count), build)
     yield DiffCase(
         "st.vec.global.v4.f32+16",
         (PtrType(StateSpace.GLOBAL), f32, f32, f32, f32),

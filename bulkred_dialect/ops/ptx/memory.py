@@ -403,38 +403,10 @@ class LdVecOp(PtxInstruction):
         _verify_offset(self.offset)
         if self.nc is not None and self.space != StateSpace.GLOBAL:
             raise VerifyException(f"'.nc' is only valid with '.space' global, got '.space' {self.space}")
-        n = self.count
-        if n not in LD_VEC_COUNTS:
-            raise VerifyException(f"'.vec' must have 2, 4 or 8 elements (results), got {n}")
-        t = self.type.data
-        bits = n * ldst_bits(t)
-        limit = LD_VEC_WIDE_BITS if self.space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
-        if bits > limit:
-            raise VerifyException(
-                f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector load "
-                f"from '.space' {self.space}"
-            )
-        if n == 8 and ldst_bits(t) != 32:
-            raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
-        first = self.d[0].type
-        for i, r in enumerate(self.d):
-            if r.type != first:
-                raise VerifyException(f"result 'd{i}' must be {first} like 'd0', got {r.type}")
-        if not register_fits(t, first, exact=False):
-            raise VerifyException(f"results 'd' of type {first} cannot hold '.type' {t}")
-        reg = _register_of(first)
-        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != ldst_bits(t):
-            # ptxas (nvJitLink 13) accepts wider registers here but now and then crashes on them
-            raise VerifyException(
-                f"a {bits}-bit load needs results 'd' as wide as '.type' {t}, got {first}"
-            )
-        _check_vector_alignment(self.address, self.offset, bits // 8)
+        _verify_vector(self.address, self.offset, self.type.data, self.d, "load", "result", "d")
 
     def requirement(self) -> Requirement:
-        req = _space_requirement(self.space)
-        if self.count * ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
-            req = req.combine(_LD_VEC_WIDE)
-        return req
+        return _vector_requirement(self.space, self.count, self.type.data)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic(
@@ -497,44 +469,57 @@ class StVecOp(PtxInstruction):
     def verify_(self) -> None:
         expect_ptr("a", self.address, LDST_SPACES)
         _verify_offset(self.offset)
-        n = self.count
-        if n not in LD_VEC_COUNTS:
-            raise VerifyException(f"'.vec' must have 2, 4 or 8 elements (operands 'b'), got {n}")
-        t = self.type.data
-        bits = n * ldst_bits(t)
-        limit = LD_VEC_WIDE_BITS if self.space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
-        if bits > limit:
-            raise VerifyException(
-                f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector store "
-                f"to '.space' {self.space}"
-            )
-        if n == 8 and ldst_bits(t) != 32:
-            raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
-        first = self.values[0].type
-        for i, v in enumerate(self.values):
-            if v.type != first:
-                raise VerifyException(f"operand 'b{i}' must be {first} like 'b0', got {v.type}")
-        if not register_fits(t, first, exact=False):
-            raise VerifyException(f"operands 'b' of type {first} cannot hold '.type' {t}")
-        reg = _register_of(first)
-        if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != ldst_bits(t):
-            # ld.vec's rule (ptxas of nvJitLink 13 now and then crashes on wider registers there)
-            raise VerifyException(
-                f"a {bits}-bit store needs operands 'b' as wide as '.type' {t}, got {first}"
-            )
-        _check_vector_alignment(self.address, self.offset, bits // 8)
+        _verify_vector(self.address, self.offset, self.type.data, self.values, "store", "operand", "b")
 
     def requirement(self) -> Requirement:
-        req = _space_requirement(self.space)
-        if self.count * ldst_bits(self.type.data) > LD_VEC_MAX_BITS:
-            req = req.combine(_LD_VEC_WIDE)
-        return req
+        return _vector_requirement(self.space, self.count, self.type.data)
 
     def ptx_mnemonic(self) -> str:
         return mnemonic("st", self.space, f"v{self.count}", self.type.data)
 
     def ptx_operands(self, reg: RegisterNamer) -> list[str]:
         return [_offset_text(reg(self.address), self.offset), vector_operand(reg, self.values)]
+
+
+def _verify_vector(
+    address: SSAValue, offset: IntegerAttr | None, t: LdStType, regs: Sequence[SSAValue],
+    access: str, role: str, name: str,
+) -> None:
+    """The rules ``ld.vec`` and ``st.vec`` share, on the registers ``regs`` (the results
+    ``d`` of a load, the operands ``b`` of a store): 2, 4 or 8 of one type that can hold
+    ``.type``; at most 128 bits, or 256 to/from global with ``.v8`` only of 32-bit types
+    and registers exactly as wide; a known address aligned to the whole vector."""
+    n = len(regs)
+    if n not in LD_VEC_COUNTS:
+        what = "results" if role == "result" else f"operands '{name}'"
+        raise VerifyException(f"'.vec' must have 2, 4 or 8 elements ({what}), got {n}")
+    space = address.type.state_space  # type: ignore[attr-defined]
+    bits = n * ldst_bits(t)
+    limit = LD_VEC_WIDE_BITS if space == StateSpace.GLOBAL else LD_VEC_MAX_BITS
+    if bits > limit:
+        where = "from" if access == "load" else "to"
+        raise VerifyException(
+            f"'.v{n}.{t}' is {bits} bits, more than the {limit} bits of one vector {access} "
+            f"{where} '.space' {space}"
+        )
+    if n == 8 and ldst_bits(t) != 32:
+        raise VerifyException(f"'.v8' needs a 32-bit '.type' (b32, u32, s32, f32), got {t}")
+    first = regs[0].type
+    for i, r in enumerate(regs):
+        if r.type != first:
+            raise VerifyException(f"{role} '{name}{i}' must be {first} like '{name}0', got {r.type}")
+    if not register_fits(t, first, exact=False):
+        raise VerifyException(f"{role}s '{name}' of type {first} cannot hold '.type' {t}")
+    reg = _register_of(first)
+    if bits > LD_VEC_MAX_BITS and reg is not None and reg[1] != ldst_bits(t):
+        # ptxas (nvJitLink 13) accepts wider registers here but now and then crashes on them
+        raise VerifyException(f"a {bits}-bit {access} needs {role}s '{name}' as wide as '.type' {t}, got {first}")
+    _check_vector_alignment(address, offset, bits // 8)
+
+
+def _vector_requirement(space: StateSpace, count: int, t: LdStType) -> Requirement:
+    req = _space_requirement(space)
+    return req.combine(_LD_VEC_WIDE) if count * ldst_bits(t) > LD_VEC_MAX_BITS else req
 
 
 def _check_vector_alignment(address: SSAValue, offset: IntegerAttr | None, nbytes: int) -> None:
