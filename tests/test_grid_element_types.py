@@ -3,7 +3,7 @@ ui64), a wider ``dst`` (the accumulator and output type: int32 into int64, float
 float32), and the narrow and unsigned types (int8, uint8, int16, uint16, uint32). Each
 reduction is lowered (``lower-tile-reductions``), run thread by thread by the
 interpreter (``run_grid``) and compared with numpy: integers exactly, floats within a
-bound. The dst-type rule of ``ops/tile.py``, the warp and CTA steps of f64 and i64, and
+bound. The dst-type rule of ``ops/tile/reduce.py``, the warp and CTA steps of f64 and i64, and
 assembly of every type for sm_90a and sm_100a (nvJitLink)."""
 
 from __future__ import annotations

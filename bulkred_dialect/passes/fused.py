@@ -29,7 +29,7 @@ workspace, and how the final state becomes the stored result (the epilogue).
   / ``max`` propagate NaN: ``.NaN``); the minimum is ``dst``'s result, the maximum
   ``aux``'s.
 
-The maps (``ops/tile.py``'s :class:`MapFn`) are applied in the accumulator type. exp and
+The maps (``ops/tile/attrs.py``'s :class:`MapFn`) are applied in the accumulator type. exp and
 log (logsumexp, ``pow``, ``log``, ``exp_sub``) are ``ex2.approx`` / ``lg2.approx`` of a
 float32 accumulator and, of a float64 one, the routines of ``passes/f64_math.py``
 (:meth:`Emitter.exp_f64` / :meth:`Emitter.log_f64`, within 1 ulp: PTX has no float64

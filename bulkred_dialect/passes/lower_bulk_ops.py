@@ -109,11 +109,11 @@ from bulkred_dialect.ops.tile import (
     BulkReduceOp,
     MemoryScope,
     ReduceKind,
-    _check_bulk_bytes,
-    _ptx_reduce_type,
     bulk_bytes,
+    check_bulk_bytes,
     enclosing_kernel,
     kernel_launch,
+    ptx_reduce_type,
     scope_of,
 )
 from bulkred_dialect.passes.emitter import Emitter
@@ -183,7 +183,7 @@ def _check_lowerable(op: BulkCopyOp | BulkReduceOp) -> None:
     dst = scope_of(op.dst.type)
     _block_dims(op)
     try:
-        _check_bulk_bytes(op.src.type, dst)  # type: ignore[arg-type]
+        check_bulk_bytes(op.src.type, dst)  # type: ignore[arg-type]
     except VerifyException as e:
         raise LocatedError(op, str(e)) from None
     if dst != MemoryScope.CLUSTER_SHARED:
@@ -370,7 +370,7 @@ def reduce_form(op: BulkReduceOp) -> tuple[BulkRedOp, BulkRedType, bool]:
     kind = op.kind.data
     red_op = BulkRedOp("add" if kind == ReduceKind.SUM else str(kind))
     elt = op.src.type.element_type  # type: ignore[union-attr]
-    name = _ptx_reduce_type(kind, elt)
+    name = ptx_reduce_type(kind, elt)
     to_cluster = scope_of(op.dst.type) == MemoryScope.CLUSTER_SHARED
     space = StateSpace.SHARED_CLUSTER if to_cluster else StateSpace.GLOBAL
     valid = REDUCE_TABLE[space].get(red_op, ())

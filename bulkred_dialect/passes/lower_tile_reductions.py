@@ -50,8 +50,7 @@ from xdsl.pattern_rewriter import (
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import CopyOp, ReduceOp
-from bulkred_dialect.ops.tile_list import ReduceListOp, ScaleListOp
+from bulkred_dialect.ops.tile import CopyOp, ReduceListOp, ReduceOp, ScaleListOp
 from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.targeting import TargetedPass

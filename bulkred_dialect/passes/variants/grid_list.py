@@ -1,6 +1,6 @@
 """bulkred.reduce_list -> grid_list, bulkred.scale_list -> grid_list_scale: one launch over
 a list of global buffers of mixed element types, read through the device-resident
-descriptor table of ``ops/tile_list.py`` (docs/foreach.md).
+descriptor table of ``ops/tile/lists.py`` (docs/foreach.md).
 
 ``grid_list`` (the only variant of ``bulkred.reduce_list``): a grid of G CTAs (4 per
 multiprocessor) of 256 threads. CTA c reads its row of the table (the tensors its chunk
@@ -59,16 +59,18 @@ from bulkred_dialect.ops.ptx.control import CmpOp, SetpOp, SetpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import MapFn, ReduceKind, enclosing_kernel
-from bulkred_dialect.ops.tile_list import (
+from bulkred_dialect.ops.tile import (
     CLIP_EPS,
     CODE_ALIGNED,
     CODE_BF16,
     CODE_F16,
     CODE_F32,
     TABLE_COLUMNS,
+    MapFn,
+    ReduceKind,
     ReduceListOp,
     ScaleListOp,
+    enclosing_kernel,
 )
 from bulkred_dialect.passes.elements import Elem
 from bulkred_dialect.passes.emitter import Emitter

@@ -1,4 +1,4 @@
-// Every element type the bulkred verifier accepts (ops/tile.py ELEMENT_TYPES) lowers
+// Every element type the bulkred verifier accepts (ops/tile/buffers.py ELEMENT_TYPES) lowers
 // through lower-tile-reductions to ptx arithmetic of that type, and through
 // bulkred-to-ptx to PTX that ptxas assembles, for sm_90a and sm_100a: every kind valid
 // for it (prod: mul.rn / mul.lo), float max/min NaN-propagating (max.NaN; f64 through

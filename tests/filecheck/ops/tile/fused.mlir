@@ -1,4 +1,4 @@
-// The fused reductions of bulkred.reduce (ops/tile.py, docs/fused.md): the kinds argmax,
+// The fused reductions of bulkred.reduce (ops/tile/reduce.py, docs/fused.md): the kinds argmax,
 // argmin, var, logsumexp, nanmean and minmax, the prologue / epilogue map lists (#bulkred.map<fn> and
 // #bulkred.map<fn arg>), `correction` and the `aux` output print as they are written,
 // parse back from their own output and round-trip through the generic form.

@@ -1,4 +1,4 @@
-// Every verifier rule of the fused reductions of bulkred.reduce (ops/tile.py: ReduceOp's
+// Every verifier rule of the fused reductions of bulkred.reduce (ops/tile/reduce.py: ReduceOp's
 // _verify_fused, check_maps, MapAttr's parser and verifier; docs/fused.md), each with its
 // exact message and its file:line:col.
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s

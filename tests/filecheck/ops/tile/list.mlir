@@ -1,4 +1,4 @@
-// bulkred.reduce_list and bulkred.scale_list print as they parse (ops/tile_list.py).
+// bulkred.reduce_list and bulkred.scale_list print as they parse (ops/tile/lists.py).
 // RUN: bulkred-opt %s | filecheck %s
 // RUN: bulkred-opt %s | bulkred-opt | filecheck %s
 

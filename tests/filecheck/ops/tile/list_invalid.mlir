@@ -1,4 +1,4 @@
-// Every verifier rule of bulkred.reduce_list and bulkred.scale_list (ops/tile_list.py),
+// Every verifier rule of bulkred.reduce_list and bulkred.scale_list (ops/tile/lists.py),
 // each with its message and its file:line:col; the exit status is 1.
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s
 

@@ -1,4 +1,4 @@
-// The verifier rules of the NaN-aware reductions of bulkred.reduce (ops/tile.py:
+// The verifier rules of the NaN-aware reductions of bulkred.reduce (ops/tile/reduce.py:
 // ReduceOp._verify_fused, check_maps; docs/fused.md): the prologue map nan_zero
 // (nansum), the kind nanmean (a sum and a count of the non-NaN elements) and the kind
 // minmax (dst the minimum, aux the maximum), each message with its file:line:col.

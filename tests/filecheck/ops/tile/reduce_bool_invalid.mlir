@@ -1,4 +1,4 @@
-// The bool kinds any and all (ops/tile.py, check_bool_kind): only on an i1 (bool) src,
+// The bool kinds any and all (ops/tile/reduce.py, check_bool_kind): only on an i1 (bool) src,
 // whose dst is i1 too; a sum of i1 needs a wider integer dst (a count is no bool).
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR

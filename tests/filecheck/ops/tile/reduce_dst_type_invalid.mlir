@@ -1,4 +1,4 @@
-// The element type of a grid-scope bulkred.reduce's dst (ops/tile.py,
+// The element type of a grid-scope bulkred.reduce's dst (ops/tile/reduce.py,
 // check_dst_element_type): src's, or a wider accumulator type: a float src into f32 or
 // f64, an integer src into a wider integer of 32 or 64 bits for sum and prod (signless
 // from any integer, unsigned only from an unsigned one). Below grid scope dst is src's.

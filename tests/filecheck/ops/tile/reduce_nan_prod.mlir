@@ -1,4 +1,4 @@
-// bulkred.reduce's NaN option and the prod kind (ops/tile.py): `ignore_nan` prints after
+// bulkred.reduce's NaN option and the prod kind (ops/tile/reduce.py): `ignore_nan` prints after
 // `deterministic` and round-trips through the generic form; prod takes every element type.
 // RUN: bulkred-opt %s | filecheck %s
 // RUN: bulkred-opt %s --print-op-generic | bulkred-opt | filecheck %s

@@ -1,4 +1,4 @@
-// Every verifier rule of the tile-level bulkred dialect (ops/tile.py), and the parse
+// Every verifier rule of the tile-level bulkred dialect (ops/tile/), and the parse
 // errors of its attributes, each with its exact message.
 // RUN: bulkred-opt %s --split-input-file --verify-diagnostics | filecheck %s
 // RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=STDERR
