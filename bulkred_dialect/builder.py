@@ -45,8 +45,7 @@ from contextlib import ExitStack
 from types import TracebackType
 
 from xdsl.builder import Builder, ImplicitBuilder
-from xdsl.context import Context
-from xdsl.dialects import arith, func, get_all_dialects, gpu, memref, scf
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FileLineColLoc,
@@ -90,7 +89,7 @@ from bulkred_dialect.ops.tile import (
     scope_of,
 )
 from bulkred_dialect.passes.check_target import TARGET_ATTR
-from bulkred_dialect.universe import BULKRED_DIALECTS
+from bulkred_dialect.universe import context
 
 __all__ = [
     "DTYPES",
@@ -446,16 +445,6 @@ def module(*kernels: Kernel, target: str | None = None) -> ModuleOp:
     m.location = _caller_location()
     verify_located(m)
     return m
-
-
-def context() -> Context:
-    """An xDSL context with the upstream dialects and bulkred's (``bulkred``, ``ptx``), to
-    parse MLIR text or run passes next to built modules."""
-    ctx = Context()
-    for name, factory in {**get_all_dialects(), **BULKRED_DIALECTS}.items():
-        if name not in ctx.registered_dialect_names:
-            ctx.register_dialect(name, factory)
-    return ctx
 
 
 # endregion

@@ -60,7 +60,7 @@ from bulkred_dialect.pipeline import (
     parse_specs,
     syntax_message,
 )
-from bulkred_dialect.universe import BULKRED_DIALECTS, BULKRED_TARGETS
+from bulkred_dialect.universe import BULKRED_TARGETS, register_dialects
 
 # A chunk separator is a line that is exactly `// -----` (a `// ----------` section
 # rule in a comment is not one). `[ \t\r]*` rather than `\s*`: the line's newline
@@ -157,9 +157,8 @@ class BulkredOptMain(xDSLOptMain):
     # scan is kept (an in-process CLI call, as the tests and the fuzzer make, paid three)
 
     def register_all_dialects(self):
-        for name, factory in _multiverse().all_dialects.items():
-            self.ctx.register_dialect(name, factory)
-        for name, factory in BULKRED_DIALECTS.items():
+        register_dialects(self.ctx)  # the package's one registration (universe.context's)
+        for name, factory in _multiverse().all_dialects.items():  # other installed plugins'
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
 

@@ -1,5 +1,9 @@
-"""The xDSL plugin entry point: every bulkred dialect, pass and output target."""
+"""The xDSL plugin entry point: every bulkred dialect, pass and output target; and
+:func:`context`, the one xDSL context of the package (the library, ``bulkred-opt`` and
+the tests parse and run passes with it)."""
 
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
 from xdsl.universe import Universe
 
 from bulkred_dialect.passes import ALL_PASSES
@@ -31,3 +35,19 @@ BULKRED_UNIVERSE = Universe(
     all_passes=ALL_PASSES,
     all_targets=BULKRED_TARGETS,
 )
+
+
+def register_dialects(ctx: Context) -> Context:
+    """Register on ``ctx`` xDSL's upstream dialects and bulkred's (``bulkred``, ``ptx``;
+    ours take their names should an upstream one have them). Each dialect is loaded
+    when a parse or a pass first asks for it."""
+    for name, factory in {**get_all_dialects(), **BULKRED_DIALECTS}.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def context() -> Context:
+    """A new xDSL context with the upstream dialects and bulkred's registered
+    (:func:`register_dialects`): to parse MLIR text or run passes next to built modules."""
+    return register_dialects(Context())
