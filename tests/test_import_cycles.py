@@ -1,22 +1,30 @@
-"""Imports point one way (docs/DEVELOPING.md, STYLE.md): no module-level import cycle
-inside ``bulkred_dialect``, and no module of ``passes/`` imports after its first
-statement that is not an import (a registry filled by imports at a module's bottom).
+"""Imports point one way (docs/DEVELOPING.md, STYLE.md): no import cycle inside
+``bulkred_dialect``, counting the imports inside functions (a lazy import is a cycle
+postponed to the first call, not removed), and no module of ``passes/`` imports after its
+first statement that is not an import (a registry filled by imports at a module's bottom).
 
 The graph is read from the source with ``ast``, nothing is imported. Its edges are the
-explicit ``import`` / ``from ... import`` statements at module level, including those
-inside a module-level ``if``, ``try`` or ``with``, but not those of an
-``if TYPE_CHECKING:`` block nor those inside functions or classes; ``from pkg import
-sub`` is an edge to the submodule ``pkg.sub``, ``from pkg import name`` one to ``pkg``.
-The implicit import of a module's parent packages is not an edge (a package's
-``__init__`` importing its own submodules is the one-way form of a registry).
+``import`` / ``from ... import`` statements anywhere in a module (at module level, in
+functions, classes, ``if``, ``try``, ``with``, loops, ``match``), but not those of an ``if
+TYPE_CHECKING:`` block; and the dynamic imports, ``importlib.import_module(...)``: of a
+string, or of an f-string whose first part is a prefix, completed by the module's own
+string constants that make a module name (a registry's table of lazy factories, as
+``passes/__init__.py``'s). A dynamic import the checker cannot resolve fails the test.
+``from pkg import sub`` is an edge to the submodule ``pkg.sub``, ``from pkg import name``
+one to ``pkg``. The implicit import of a module's parent packages is not an edge (a
+package's ``__init__`` importing its own submodules is the one-way form of a registry).
+The module-level graph (what runs at import) is checked too, with the same walker
+stopped at function and class bodies.
 """
 
 from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 import bulkred_dialect
 
@@ -37,27 +45,49 @@ def modules(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
+def _is_type_checking(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If):
+        return False
     t = node.test
     return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
         isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
     )
 
 
-def module_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements that run when the module is imported."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node):
-                yield from module_level_imports(node.body)
-            yield from module_level_imports(node.orelse)
-        elif isinstance(node, ast.Try | ast.TryStar):
-            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
-                yield from module_level_imports(block)
-        elif isinstance(node, ast.With):
-            yield from module_level_imports(node.body)
+Walker = Callable[[list[ast.stmt]], Iterator[ast.AST]]
+
+
+def every_node(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node that can run: all of them (``ast.walk``), less the bodies of ``if
+    TYPE_CHECKING:`` blocks (their ``else`` runs)."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if _is_type_checking(node):
+            children: list[ast.AST] = [node.test, *node.orelse]  # type: ignore[attr-defined]
+        else:
+            children = list(ast.iter_child_nodes(node))
+        stack.extend(reversed(children))
+
+
+def module_level_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes that run when the module is imported: :func:`every_node`, stopped at
+    function bodies, lambdas and class bodies' functions (a decorator, a default value
+    or a class body itself runs at import)."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if _is_type_checking(node):
+            children: list[ast.AST] = [node.test, *node.orelse]  # type: ignore[attr-defined]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            children = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+        elif isinstance(node, ast.Lambda):
+            children = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+        else:
+            children = list(ast.iter_child_nodes(node))
+        stack.extend(reversed(children))
 
 
 def _from_module(name: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -69,22 +99,44 @@ def _from_module(name: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the modules of ``package`` it imports at module level."""
+def _dynamic_targets(call: ast.Call, constants: set[str], mods: dict[str, Path]) -> set[str] | None:
+    """The modules an ``import_module(...)`` / ``__import__(...)`` call may import; None
+    when it is not one; raise when it cannot be resolved."""
+    f = call.func
+    fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    if fname not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return {arg.value}
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        prefix = str(arg.values[0].value)
+        found = {prefix + c for c in constants if prefix + c in mods}
+        if found:
+            return found
+    raise AssertionError(f"a dynamic import the checker cannot resolve, line {call.lineno}: {ast.unparse(call)}")
+
+
+def import_graph(root: Path, package: str, walker: Walker = every_node) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (the nodes ``walker`` yields)."""
     mods = modules(root, package)
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        constants = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         edges: set[str] = set()
-        for node in module_level_imports(ast.parse(path.read_text(), str(path)).body):
+        for node in walker(tree.body):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name in mods)
-                continue
-            source = _from_module(name, path.name == "__init__.py", node)
-            for a in node.names:
-                if f"{source}.{a.name}" in mods:
-                    edges.add(f"{source}.{a.name}")
-                elif source in mods:
-                    edges.add(source)
+            elif isinstance(node, ast.ImportFrom):
+                source = _from_module(name, path.name == "__init__.py", node)
+                for a in node.names:
+                    if f"{source}.{a.name}" in mods:
+                        edges.add(f"{source}.{a.name}")
+                    elif source in mods:
+                        edges.add(source)
+            elif isinstance(node, ast.Call) and (targets := _dynamic_targets(node, constants, mods)) is not None:
+                edges.update(t for t in targets if t in mods)
         edges.discard(name)
         graph[name] = edges
     return graph
@@ -152,9 +204,7 @@ def late_imports(path: Path) -> list[int]:
     header = True
     late = []
     for node in body:
-        is_import = isinstance(node, ast.Import | ast.ImportFrom) or (
-            isinstance(node, ast.If) and _is_type_checking(node)
-        )
+        is_import = isinstance(node, ast.Import | ast.ImportFrom) or _is_type_checking(node)
         if not is_import:
             header = False
         elif not header:
@@ -165,37 +215,28 @@ def late_imports(path: Path) -> list[int]:
 # endregion
 
 
-def test_bulkred_dialect_has_no_import_cycle():
-    graph = import_graph(PACKAGE_DIR.parent, "bulkred_dialect")
-    assert "bulkred_dialect.passes.variants" in graph  # the graph covers the package
-    found = [" -> ".join(one_cycle(graph, c)) for c in cycles(graph)]
-    assert not found, "module-level import cycles:\n" + "\n".join(found)
+def _found(graph: dict[str, set[str]]) -> list[str]:
+    return [" -> ".join(one_cycle(graph, c)) for c in cycles(graph)]
 
 
-def every_import(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that runs, those inside functions and classes too (a lazy
-    import is an edge all the same: it runs at the first call), not those of an ``if
-    TYPE_CHECKING:`` block."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If) and _is_type_checking(node):
-            yield from every_import(node.orelse)
-        else:
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                yield from every_import([n for n in getattr(node, field, []) if isinstance(n, ast.AST)])
-
-
-
-def test_no_import_cycle_counting_imports_inside_functions(monkeypatch):
+def test_no_import_cycle_counting_imports_inside_functions():
     """Not even a lazy one: the front door (functions -> api -> reductions -> torch_ops)
     points one way; api imports neither reductions nor torch_ops."""
-    monkeypatch.setattr(__import__(__name__), "module_level_imports", every_import)
     graph = import_graph(PACKAGE_DIR.parent, "bulkred_dialect")
-    found = [" -> ".join(one_cycle(graph, c)) for c in cycles(graph)]
+    assert "bulkred_dialect.passes.variants" in graph  # the graph covers the package
+    assert "bulkred_dialect.passes.lower_to_ptx" in graph["bulkred_dialect.passes"]  # ALL_PASSES's lazy imports
+    found = _found(graph)
     assert not found, "import cycles (counting imports inside functions):\n" + "\n".join(found)
     assert not graph["bulkred_dialect.api"] & {"bulkred_dialect.reductions", "bulkred_dialect.torch_ops"}
     assert "bulkred_dialect.api" in graph["bulkred_dialect.torch_ops"]
+
+
+def test_bulkred_dialect_has_no_module_level_import_cycle():
+    """What runs at import (a subset of the above: the message names the cycle that
+    breaks importing the package, should the test above fail)."""
+    graph = import_graph(PACKAGE_DIR.parent, "bulkred_dialect", module_level_nodes)
+    found = _found(graph)
+    assert not found, "module-level import cycles:\n" + "\n".join(found)
 
 
 def test_passes_have_no_module_bottom_import():
@@ -227,7 +268,7 @@ def test_the_checker_finds_a_cycle_through_a_package_and_a_relative_import(tmp_p
             "pkg/c.py": "if True:\n    from pkg import a\n",
         },
     )
-    graph = import_graph(tmp_path, "pkg")
+    graph = import_graph(tmp_path, "pkg", module_level_nodes)
     assert graph["pkg.reg"] == {"pkg.reg.one"}
     assert graph["pkg.reg.one"] == {"pkg.reg"}
     assert graph["pkg.c"] == {"pkg.a"}
@@ -238,8 +279,8 @@ def test_the_checker_finds_a_cycle_through_a_package_and_a_relative_import(tmp_p
 
 
 def test_the_checker_leaves_out_what_does_not_run_at_import(tmp_path):
-    """TYPE_CHECKING blocks, function-level imports and the implicit import of a parent
-    package make no edge; importing a submodule of a package is an edge to it alone."""
+    """At module level, TYPE_CHECKING blocks, function-level imports and the implicit
+    import of a parent package make no edge; importing a submodule of a package is an edge to it alone."""
     _write(
         tmp_path,
         {
@@ -254,27 +295,55 @@ def test_the_checker_leaves_out_what_does_not_run_at_import(tmp_path):
             "pkg/sub/leaf.py": "X = 1\n",
         },
     )
-    graph = import_graph(tmp_path, "pkg")
+    graph = import_graph(tmp_path, "pkg", module_level_nodes)
     assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.sub.leaf"}, "pkg.b": {"pkg.a"}, "pkg.sub": set(), "pkg.sub.leaf": set()}
     assert cycles(graph) == []
     assert late_imports(tmp_path / "pkg/a.py") == []
 
 
-# endregion
-
-
-
-def test_the_checker_finds_a_cycle_through_an_import_inside_a_function(tmp_path, monkeypatch):
+def test_the_checker_counts_lazy_imports_anywhere_but_type_checking(tmp_path):
+    """Imports in a function, a method, a ``with`` in a loop, a ``match`` case, the
+    ``else`` of ``if TYPE_CHECKING:``, and ``import_module`` of a string or of a
+    registry's f-string are edges; the body of ``if TYPE_CHECKING:`` is not, and a lazy
+    import is no edge of the module-level graph."""
     _write(
         tmp_path,
         {
-            "pkg/__init__.py": "",
-            "pkg/api.py": "def call():\n    from pkg import ops\n    return ops\n",
-            "pkg/ops.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import typed\nimport pkg.api\n",
-            "pkg/typed.py": "import pkg.ops\n",
+            "pkg/__init__.py": (
+                "from importlib import import_module\n"
+                "TABLE = {'x': 'one', 'y': 'two'}\n"
+                "def load(k):\n    return import_module(f'pkg.reg.{TABLE[k]}')\n"
+            ),
+            "pkg/reg/__init__.py": "",
+            "pkg/reg/one.py": "",
+            "pkg/reg/two.py": "",
+            "pkg/a.py": "class C:\n    def m(self):\n        import pkg.b\n",
+            "pkg/b.py": "def f(xs):\n    for x in xs:\n        with x:\n            from pkg import c\n",
+            "pkg/c.py": "def g(v):\n    match v:\n        case 1:\n            from . import d\n",
+            "pkg/d.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+                "else:\n    import importlib\n    importlib.import_module('pkg.e')\n"
+            ),
+            "pkg/e.py": "X = [i for i in range(3)]\n",
         },
     )
-    assert cycles(import_graph(tmp_path, "pkg")) == []  # module level: none
-    monkeypatch.setattr(__import__(__name__), "module_level_imports", every_import)
     graph = import_graph(tmp_path, "pkg")
-    assert cycles(graph) == [["pkg.api", "pkg.ops"]]  # the lazy one, not the TYPE_CHECKING one
+    assert graph["pkg"] == {"pkg.reg.one", "pkg.reg.two"}
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert graph["pkg.b"] == {"pkg.c"}
+    assert graph["pkg.c"] == {"pkg.d"}
+    assert graph["pkg.d"] == {"pkg.e"}
+    assert cycles(graph) == []
+    _write(tmp_path, {"pkg/e.py": "def h():\n    from pkg import a\n"})
+    graph = import_graph(tmp_path, "pkg")
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e"]]
+    assert cycles(import_graph(tmp_path, "pkg", module_level_nodes)) == []
+
+
+def test_the_checker_refuses_a_dynamic_import_it_cannot_resolve(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "import importlib\ndef f(n):\n    return importlib.import_module(n)\n"})
+    with pytest.raises(AssertionError, match="cannot resolve, line 3"):
+        import_graph(tmp_path, "pkg")
+
+
+# endregion
