@@ -47,6 +47,7 @@ from types import TracebackType
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseArrayBase,
     FileLineColLoc,
     FunctionType,
@@ -84,7 +85,9 @@ from bulkred_dialect.ops.tile import (
     MemoryScope,
     ReduceKind,
     ReduceKindAttr,
+    ReduceListOp,
     ReduceOp,
+    ScaleListOp,
     buffer_type,
     scope_of,
 )
@@ -124,6 +127,8 @@ __all__ = [
     "min",
     "module",
     "reduce",
+    "reduce_list",
+    "scale_list",
     "sum",
 ]
 
@@ -368,14 +373,21 @@ class Kernel:
         """A global-memory buffer parameter ``%name: memref<shape x dtype, #bulkred.scope<global>>``
         (the card's ``T.match_buffer``), appended to the kernel's arguments. ``strides``
         (element strides, one per axis) makes it a view: ``strided<[...]>`` (a grid-scope
-        reduction's ``src`` reads it in place)."""
+        reduction's ``src`` reads it in place). A ``None`` dimension is dynamic (``?``:
+        the list ops' descriptor table ``[None, 4]``, known at the launch); the ops that
+        need static shapes refuse it in their verifiers."""
         if self._state not in ("new", "open"):
             raise BuildError(f"k.param must be called before kernel '{self.name}' is closed")
         name = _identifier(name, "name", "param")
         if name in self._params:
             raise BuildError(f"kernel '{self.name}' already has a parameter named '{name}'")
         element = dtype_of(dtype, "param", PARAM_DTYPES)
-        dims = _shape(shape, "shape", "param", element)
+        dynamic = isinstance(shape, list | tuple) and None in shape
+        dims = _shape([1 if d is None else d for d in shape] if dynamic else shape, "shape", "param", element)
+        if dynamic:
+            if strides is not None:
+                raise BuildError(f"'strides' of param '{name}' must be None for a dynamic shape, got {strides!r:.60}")
+            dims = [DYNAMIC_INDEX if d is None else n for d, n in zip(shape, dims, strict=True)]
         t = buffer_type(dims, element, MemoryScope.GLOBAL)
         if strides is not None:
             if (
@@ -579,6 +591,52 @@ def min(  # noqa: A001 - TIRx's name
     return _reduce("min", ReduceKind.MIN, dst, src, scope, axes, accum, deterministic, variant, ignore_nan)
 
 
+def reduce_list(
+    kind: str | ReduceKind,
+    table: SSAValue,
+    dst: SSAValue,
+    total: SSAValue,
+    *,
+    prologue: Sequence[str | tuple[str, float]] | None = None,
+    epilogue: Sequence[str | tuple[str, float]] | None = None,
+    scale: SSAValue | None = None,
+    flag: SSAValue | None = None,
+) -> ReduceListOp:
+    """``bulkred.reduce_list kind [prologue ..] [epilogue ..] table, dst, total [scale s]
+    [nonfinite flag]``: every tensor of a list (``table``, the descriptor table of
+    ``ops/list_layout.py``) reduced into ``dst[t]`` and all of them into ``total[0]``, in
+    one launch (docs/foreach.md). ``kind`` is sum, max or min; the maps are those of
+    :func:`reduce` (``prologue=["square"], epilogue=["sqrt"]``: the 2-norm). ``scale``
+    (float32 [1]): each element multiplied in place first (AMP's unscale); ``flag``
+    (float32 [1]): set to 1.0 when an element read is inf or NaN. The buffers are kernel
+    parameters: ``table`` ``[None, 4]`` int64, ``dst`` ``[None]`` and ``total`` ``[1]``
+    float32.
+
+        with T.kernel("norms") as k:
+            table = k.param("table", [None, 4], "int64")
+            T.reduce_list("sum", table, k.param("dst", [None], "float32"), k.param("total", [1], "float32"),
+                          prologue=["square"], epilogue=["sqrt"])
+    """
+    k = _enum(ReduceKind, kind, "kind", "reduce_list")
+    maps = _maps("reduce_list", prologue, epilogue)
+    t, d, s = (_buffer(v, f, "reduce_list") for v, f in ((table, "table"), (dst, "dst"), (total, "total")))
+    sc = None if scale is None else _buffer(scale, "scale", "reduce_list")
+    fl = None if flag is None else _buffer(flag, "flag", "reduce_list")
+    op = ReduceListOp(k, t, d, s, prologue=maps.get("prologue"), epilogue=maps.get("epilogue"), scale=sc, flag=fl)
+    return _insert(op, "reduce_list")  # type: ignore[return-value]
+
+
+def scale_list(table: SSAValue, factor: SSAValue, *, clip_by: SSAValue | None = None) -> ScaleListOp:
+    """``bulkred.scale_list table, factor [clip_by total]``: every element of every tensor
+    of a list multiplied in place by ``factor[0]`` (float32 [1]), or with ``clip_by`` by
+    ``min(factor[0] / (total[0] + 1e-6), 1)`` (torch's clip_grad_norm_ coefficient;
+    ``factor`` holds max_norm)."""
+    t = _buffer(table, "table", "scale_list")
+    f = _buffer(factor, "factor", "scale_list")
+    c = None if clip_by is None else _buffer(clip_by, "clip_by", "scale_list")
+    return _insert(ScaleListOp(t, f, c), "scale_list")  # type: ignore[return-value]
+
+
 def _default_scope(dst: SSAValue, src: SSAValue) -> ExecScope:
     """grid when both buffers are global, else thread (the card's default)."""
     both_global = all(scope_of(v.type) == MemoryScope.GLOBAL for v in (dst, src))
@@ -603,25 +661,7 @@ def _reduce(
 ) -> ReduceOp:
     d = _buffer(dst, "dst", fn)
     a = _buffer(aux, "aux", fn) if aux is not None else None
-    maps = {}
-    for field, given in (("prologue", prologue), ("epilogue", epilogue)):
-        if given is None:
-            continue
-        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
-            raise BuildError(f"'{field}' of T.{fn} must be a list of maps (a name or a (name, float) pair), got {given!r}")
-        items = []
-        for m in given:
-            if isinstance(m, str):
-                items.append(m)
-            elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], int | float) and not isinstance(m[1], bool):
-                items.append((m[0], float(m[1])))
-            else:
-                raise BuildError(f"'{field}' of T.{fn}: each map must be a name or a (name, float) pair, got {m!r}")
-            known = {f.value for f in MapFn}
-            name = items[-1] if isinstance(items[-1], str) else items[-1][0]
-            if name not in known:
-                raise BuildError(f"'{field}' of T.{fn}: unknown map {name!r}, expected one of {', '.join(sorted(known))}")
-        maps[field] = items
+    maps = _maps(fn, prologue, epilogue)
     if correction is not None and (not isinstance(correction, Integral) or isinstance(correction, bool)):
         raise BuildError(f"'correction' of T.{fn} must be an integer, got {correction!r}")
     x = _buffer(src, "src", fn)
@@ -655,6 +695,33 @@ def _reduce(
         correction=None if correction is None else int(correction), aux=a,
     )
     return _insert(op, fn)  # type: ignore[return-value]
+
+
+def _maps(
+    fn: str, prologue: Sequence[str | tuple[str, float]] | None, epilogue: Sequence[str | tuple[str, float]] | None
+) -> dict[str, list[str | tuple[str, float]]]:
+    """The ``prologue`` / ``epilogue`` arguments of T.{fn} checked: lists of map names
+    and (name, float) pairs (fields left out when None)."""
+    maps = {}
+    for field, given in (("prologue", prologue), ("epilogue", epilogue)):
+        if given is None:
+            continue
+        if isinstance(given, str | bytes) or not isinstance(given, Sequence):
+            raise BuildError(f"'{field}' of T.{fn} must be a list of maps (a name or a (name, float) pair), got {given!r}")
+        items: list[str | tuple[str, float]] = []
+        for m in given:
+            if isinstance(m, str):
+                items.append(m)
+            elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], numbers.Real) and not isinstance(m[1], bool):
+                items.append((m[0], float(m[1])))
+            else:
+                raise BuildError(f"'{field}' of T.{fn}: each map must be a name or a (name, float) pair, got {m!r}")
+            known = {f.value for f in MapFn}
+            name = items[-1] if isinstance(items[-1], str) else items[-1][0]
+            if name not in known:
+                raise BuildError(f"'{field}' of T.{fn}: unknown map {name!r}, expected one of {', '.join(sorted(known))}")
+        maps[field] = items
+    return maps
 
 
 def _check_reduce_order(fn: str, dst: SSAValue, src: SSAValue) -> None:

@@ -1,30 +1,35 @@
 """Reductions of a list of torch tensors in one launch (docs/foreach.md): a whole model's
 gradient norm, AMP's unscale with its non-finite check, clipping and FP8 amax.
 
-Each function is a row of :data:`LIST_FUNCTIONS`. A call:
+Each function is a row of the function table (``functions.py``'s :data:`LIST_ROWS`):
+its signature, docs, option checks, torch operator and the ``bulkred.reduce_list`` it
+launches come from the row. What is the lists' own is here. A call:
 
-1. checks the list (torch tensors on one CUDA device, float32 / float16 / bfloat16, each
-   contiguous or a dense permutation of a contiguous block; else a one-line
-   :class:`ListError` naming the tensor);
-2. finds the list's descriptor table (``foreach_table.py``) on the device: reused while
-   the list holds the same tensor objects (weak references, checked without a torch
-   call per tensor), else built in pinned memory and copied asynchronously on the
-   caller's stream: no host sync;
-3. launches the list kernel of its kind (``bulkred.reduce_list``, compiled once per kind
-   and order and cached on disk), and for ``clip_grad_norm_`` the scaling kernel
-   (``bulkred.scale_list``), on torch's current stream.
+1. checks the row's options, then the list (torch tensors on one CUDA device, float32 /
+   float16 / bfloat16, each contiguous or a dense permutation of a contiguous block; else
+   a one-line :class:`ListError` naming the tensor);
+2. finds the list's descriptor table (``foreach_table.py``, the layout of
+   ``ops/list_layout.py``) on the device: reused while the list holds the same tensor
+   objects (weak references, checked without a torch call per tensor), else built in
+   pinned memory and copied asynchronously on the caller's stream: no host sync. A
+   function that writes the list in place refuses two tensors that share memory (found
+   once per table);
+3. launches the list kernel of the row's reduction (built with the Python builder,
+   compiled once per reduction and cached on disk), and for ``clip_grad_norm_`` the
+   scaling kernel (``bulkred.scale_list``), on torch's current stream.
 
 No gradients: these are optimizer-side functions (a tensor that requires grad is read as
 data, as torch's ``clip_grad_norm_`` reads ``.grad``). Under ``torch.compile`` each
-function is the torch operator ``torch.ops.bulkred.<name>``; CUDA graph capture of a call
-works (capture after one call on the same list, as for any torch code that allocates).
+function is the torch operator ``torch.ops.bulkred.<name>`` (registered by
+``torch_ops.py`` from the row, when this module is imported); CUDA graph capture of a
+call works (capture after one call on the same list, as for any torch code that
+allocates).
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
-import math
 import operator
 import threading
 import weakref
@@ -34,38 +39,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.foreach_table import CODES, descriptor_table
+from bulkred_dialect.foreach_table import descriptor_table, first_overlap
+from bulkred_dialect.functions import LIST_ROWS, LISTS, ListFunction, OptionError, Reduction
+from bulkred_dialect.ops.list_layout import CODES, COLUMNS
 
 
 class ListError(BulkredError, ValueError):
     """A list the list functions refuse (one line, naming the function and the tensor)."""
 
 
-@dataclass(frozen=True)
-class ListFunction:
-    name: str
-    summary: str
-    torch: str
-
-
-LIST_FUNCTIONS: dict[str, ListFunction] = {
-    f.name: f
-    for f in (
-        ListFunction("foreach_norm", "per-tensor vector norms of a list, as one float32 tensor [len(tensors)]",
-                     "torch.stack(torch._foreach_norm(tensors, ord))"),
-        ListFunction("total_norm", "the norm of all the tensors of a list together (a 0-d float32 tensor)",
-                     "torch.nn.utils.get_total_norm(tensors, ord)"),
-        ListFunction("clip_grad_norm_", "the total norm, and every gradient scaled in place by "
-                     "min(max_norm / (norm + 1e-6), 1)", "torch.nn.utils.clip_grad_norm_(parameters, max_norm, ord)"),
-        ListFunction("unscale_and_norm_", "AMP's unscale and non-finite check with the total norm, one read and one write",
-                     "torch._amp_foreach_non_finite_check_and_unscale_ + get_total_norm"),
-        ListFunction("foreach_amax", "max |x| of each tensor of a list (FP8 scaling), one float32 tensor",
-                     "torch.stack([t.abs().max() for t in tensors])"),
-    )
-}
-
 _LOCK = threading.Lock()
-_KERNELS: dict[tuple, Any] = {}
+_KERNELS: dict[tuple, Any] = {}  # (what, arch) -> the loaded kernel
 _CONSTANTS: dict[tuple, Any] = {}
 
 
@@ -73,112 +57,97 @@ def _error(fn: str, message: str) -> ListError:
     return ListError(f"bulkred.{fn}: {message}")
 
 
-# region Orders
+def _checks(row: ListFunction) -> dict[str, Callable[[Any], Any]]:
+    """The row's option checks by name, each raising :class:`ListError` (one line)."""
+
+    def wrap(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def checked(value: Any) -> Any:
+            try:
+                return check(value)
+            except OptionError as e:
+                raise _error(row.name, str(e)) from None
+
+        return checked
+
+    return {o.name: wrap(o.check) for o in row.options}
 
 
-def _order(fn: str, ord: Any) -> float:
-    if isinstance(ord, bool) or not isinstance(ord, int | float):
-        raise _error(fn, f"'ord' must be a number (2, 1, inf, -inf, 0, any p), got {type(ord).__name__}")
-    try:
-        p = float(ord)
-    except OverflowError:
-        raise _error(fn, f"'ord' {ord} is out of the float range") from None
-    if math.isnan(p):
-        raise _error(fn, "'ord' must not be NaN")
-    return p
+_CHECK: dict[str, dict[str, Callable[[Any], Any]]] = {row.name: _checks(row) for row in LIST_ROWS}
 
-
-def _bool(fn: str, name: str, value: Any) -> bool:
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        return bool(value)
-    raise _error(fn, f"'{name}' must be True or False, got {type(value).__name__} {value!r:.40}")
-
-
-def _maps(p: float, local: bool) -> tuple[str, str, str]:
-    """(kind, prologue, epilogue) of the ``p``-norm (``local``: the sum of powers, no root)."""
-    if p == math.inf:
-        return "max", "#bulkred.map<abs>", ""
-    if p == -math.inf:
-        return "min", "#bulkred.map<abs>", ""
-    if p == 0:
-        return "sum", "#bulkred.map<nonzero>", ""
-    if p == 1:
-        return "sum", "#bulkred.map<abs>", ""
-    if p == 2:
-        return "sum", "#bulkred.map<square>", "" if local else "#bulkred.map<sqrt>"
-    return "sum", f"#bulkred.map<pow {p!r}>", "" if local else f"#bulkred.map<pow {1.0 / p!r}>"
-
-
-# endregion
 
 # region Kernels
 
 
-def reduce_list_text(
-    kind: str, prologue: str = "", epilogue: str = "", *, scale: bool = False, flag: bool = False, name: str = "reduce_list"
-) -> str:
-    """A module of one ``bulkred.reduce_list`` kernel ``@name`` (maps as MLIR attribute text)."""
-    g = "#bulkred.scope<global>"
-    table, vec, one = f"memref<?x4xi64, {g}>", f"memref<?xf32, {g}>", f"memref<1xf32, {g}>"
-    params = [f"%table: {table}", f"%dst: {vec}", f"%total: {one}"]
-    extra = ""
-    if scale:
-        params.append(f"%scale: {one}")
-        extra += f" scale %scale : {one}"
-    if flag:
-        params.append(f"%found_inf: {one}")
-        extra += f" nonfinite %found_inf : {one}"
-    maps = (f" prologue [{prologue}]" if prologue else "") + (f" epilogue [{epilogue}]" if epilogue else "")
-    return (
-        f"func.func @{name}({', '.join(params)}) {{\n"
-        f"  bulkred.reduce_list {kind}{maps} %table, %dst, %total{extra} : {table}, {vec}, {one}\n"
-        "  func.return\n}\n"
-    )
+def reduce_list_module(r: Reduction, *, scale: bool = False, flag: bool = False, name: str = "reduce_list") -> Any:
+    """A verified module of one ``bulkred.reduce_list`` kernel ``@name(table, dst, total
+    [, scale] [, found_inf])`` of the reduction ``r`` (its kind and maps; a row's
+    :meth:`~bulkred_dialect.functions.ListFunction.reduction`), built with the builder."""
+    from bulkred_dialect import builder as T
+
+    with T.kernel(name) as k:
+        table = k.param("table", [None, COLUMNS], "int64")
+        dst = k.param("dst", [None], "float32")
+        total = k.param("total", [1], "float32")
+        s = k.param("scale", [1], "float32") if scale else None
+        f = k.param("found_inf", [1], "float32") if flag else None
+        T.reduce_list(r.kind, table, dst, total, prologue=list(r.prologue) or None, epilogue=list(r.epilogue) or None,
+                      scale=s, flag=f)
+    return k.module()
 
 
-def scale_list_text(clip: bool, name: str = "scale_list") -> str:
-    """A module of one ``bulkred.scale_list`` kernel ``@name`` (``clip``: ``clip_by`` a total)."""
-    g = "#bulkred.scope<global>"
-    table, one = f"memref<?x4xi64, {g}>", f"memref<1xf32, {g}>"
-    params = [f"%table: {table}", f"%factor: {one}"] + ([f"%total: {one}"] if clip else [])
-    by = f" clip_by %total : {one}" if clip else ""
-    return (
-        f"func.func @{name}({', '.join(params)}) {{\n"
-        f"  bulkred.scale_list %table, %factor{by} : {table}, {one}\n  func.return\n}}\n"
-    )
+def scale_list_module(clip: bool, name: str = "scale_list") -> Any:
+    """A verified module of one ``bulkred.scale_list`` kernel ``@name(table, factor [,
+    total])`` (``clip``: ``clip_by`` the total, torch's clip_grad_norm_ coefficient)."""
+    from bulkred_dialect import builder as T
+
+    with T.kernel(name) as k:
+        table = k.param("table", [None, COLUMNS], "int64")
+        factor = k.param("factor", [1], "float32")
+        T.scale_list(table, factor, clip_by=k.param("total", [1], "float32") if clip else None)
+    return k.module()
 
 
-def list_module_text(kind: str, ord: float = 2.0, *, local: bool = False, scale: bool = False, flag: bool = False) -> str:
-    """The tile-level module of a list kernel: ``kind`` "reduce" (the ``ord``-norm;
-    "amax" for max |x|) or "scale" / "clip" (``bulkred.scale_list``)."""
-    if kind in ("scale", "clip"):
-        return scale_list_text(kind == "clip")
-    k, pro, epi = ("max", "#bulkred.map<abs>", "") if kind == "amax" else _maps(ord, local)
-    return reduce_list_text(k, pro, epi, scale=scale, flag=flag)
-
-
-def _kernel(text: str, name: str) -> Any:
+def _kernel(what: tuple, build: Callable[[], Any], name: str) -> Any:
+    """The loaded kernel ``name`` of the module ``build()`` makes, compiled once per
+    ``what`` (the reduction and its operands) and GPU architecture, cached on disk."""
     from bulkred_dialect.backend_ptx.device import current_arch
 
     arch = current_arch()
-    key = (text, arch)
+    key = (what, arch)
     k = _KERNELS.get(key)
     if k is not None:
         return k
     from bulkred_dialect.backend_ptx.cache import make_key
     from bulkred_dialect.backend_ptx.loading import cached_module
+    from bulkred_dialect.compiler import compile_tile_module
 
-    def build():
-        from bulkred_dialect.backend_ptx.loading import compile_tile_module
-        from bulkred_dialect.builder import context
-        from bulkred_dialect.diagnostics import parse_module
-
-        return compile_tile_module(parse_module(context(), text, "<list kernel>"), arch, cache=False)
-
-    k = cached_module(make_key({"what": "list kernel", "text": text, "arch": arch}), build).kernel(name)
+    k = cached_module(
+        make_key({"what": "list kernel", "kernel": repr(what), "arch": arch}),
+        lambda: compile_tile_module(build(), arch, cache=False),
+    ).kernel(name)
     with _LOCK:
         _KERNELS[key] = k
     return k
+
+
+_LIST_KERNELS: dict[tuple, Any] = {}  # (row, ord, local) -> its reduce_list kernel: a call's one look-up
+
+
+def _reduce_kernel(row: ListFunction, options: dict[str, Any]) -> Any:
+    key = (row.name, options.get("ord"), options.get("local"))
+    k = _LIST_KERNELS.get(key)
+    if k is None:
+        r = row.reduction(options)
+        scale, flag = bool(row.scale), bool(row.flag)
+        k = _kernel(("reduce_list", r.kind, r.prologue, r.epilogue, scale, flag),
+                    lambda: reduce_list_module(r, scale=scale, flag=flag), "reduce_list")
+        with _LOCK:
+            _LIST_KERNELS[key] = k
+    return k
+
+
+def _clip_kernel() -> Any:
+    return _kernel(("scale_list", "clip"), lambda: scale_list_module(True), "scale_list")
 
 
 def _grid(kernel: Any) -> int:
@@ -197,8 +166,7 @@ _DTYPE = operator.attrgetter("dtype")
 
 def _codes(torch: Any) -> dict[Any, int]:
     if not _TORCH_CODES:
-        _TORCH_CODES.update({torch.float32: CODES["float32"], torch.float16: CODES["float16"],
-                             torch.bfloat16: CODES["bfloat16"]})
+        _TORCH_CODES.update({getattr(torch, name): code for name, code in CODES.items()})
     return _TORCH_CODES
 
 
@@ -234,6 +202,15 @@ class _Table:
     ids: list[int] | None = None  # all of that list's ids, once a list came with the same id_key
     live: list[bool] | None = None  # once kept: [True] while all of the kept objects live
     refs: list[Any] | None = None  # their weak references (whose callbacks clear ``live``)
+    shared: Any = ()  # () until asked: the first two tensors that share memory, or None
+
+    def overlap(self) -> tuple[int, int] | None:
+        """The positions of two tensors of the list that share memory (None: none do),
+        found at the first in-place call on this table (one sort of the addresses)."""
+        if self.shared == ():
+            c = self.checked
+            self.shared = first_overlap(c.addresses, c.numels, c.codes) if len(c.numels) > 1 else None
+        return self.shared
 
     @property
     def count(self) -> int:
@@ -425,54 +402,49 @@ class TensorList(Sequence):
 
 
 def tensor_list(tensors: Iterable[Any]) -> TensorList:
-    """``tensors`` checked once (as every list call checks them) as a :class:`TensorList`:
-    a later list call on it does no per-tensor work, whatever the list's length.
-
-    >>> grads = bulkred.tensor_list([p.grad for p in model.parameters()])
-    >>> norm = bulkred.clip_grad_norm_(grads, 1.0)
-    """
     return TensorList(tensors)
 
 
-_LIST_KERNELS: dict[tuple, Any] = {}
-
-
-def _list_kernel(kind: str, ord: float, local: bool, scale: bool, flag: bool) -> Any:
-    key = (kind, ord, local, scale, flag)
-    k = _LIST_KERNELS.get(key)
-    if k is None:
-        name = "scale_list" if kind in ("scale", "clip") else "reduce_list"
-        k = _kernel(list_module_text(kind, ord, local=local, scale=scale, flag=flag), name)
-        with _LOCK:
-            _LIST_KERNELS[key] = k
-    return k
-
-
-def _reduce(fn: str, tensors: Any, kind: str, ord: float, *, local: bool = False,
-            scale: Any = None, flag: Any = None) -> tuple[Any, Any, _Table]:
+def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
+    """One eager call of the list function ``row`` with its checked options ``o``: the
+    table, the reduce_list launch (and for ``clip_grad_norm_`` the clip), on torch's
+    current stream. Returns the per-tensor results or the 0-d total (float32)."""
+    fn = row.name
     ts = tensors if type(tensors) is TensorList else _as_list(fn, tensors)  # the list's errors first
     torch = _torch(fn)
-    k = _list_kernel(kind, ord, local, scale is not None, flag is not None)
+    k = _reduce_kernel(row, o)
+    args: list[Any] = []
+    if row.scale:  # unscale_and_norm_: inv_scale and found_inf on the list's device
+        if type(ts) is TensorList:
+            device = ts._checked.device
+        else:
+            device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(o[row.scale], "device", None)
+        args.append(_one(fn, row.scale, o[row.scale], torch, device))
+        args.append(_one(fn, row.flag, o[row.flag], torch, device))
     entry = ts._table(_grid(k), torch) if type(ts) is TensorList else _table(fn, ts, _grid(k), torch)
+    count = entry.count
+    if row.writes and count > 1:
+        pair = entry.overlap()
+        if pair is not None:
+            raise _error(fn, f"tensors {pair[0]} and {pair[1]} of the list share memory (the same tensor twice, or "
+                             "overlapping views): each is written in place, so those elements would be scaled twice; "
+                             "pass each tensor once")
     if torch.cuda.is_current_stream_capturing():
         with _LOCK:  # a CUDA graph reads this table at every replay: never freed
             _CAPTURED.append(entry)
-    count = entry.count
     dst = torch.empty(max(count, 1), dtype=torch.float32, device=entry.device)
-    total = torch.empty(1, dtype=torch.float32, device=entry.device)
-    if scale is None and flag is None:
-        k(entry.table, dst, total)
-    else:
-        args = [entry.table, dst, total]
-        if scale is not None:
-            args.append(scale)
-        if flag is not None:
-            args.append(flag)
-        k(*args)
-    if not count and not local:
+    total = torch.empty((), dtype=torch.float32, device=entry.device)
+    one = total.view(1)
+    k(entry.table, dst, one, *args)
+    if row.result == "per_tensor":
+        return dst if count else dst[:0]
+    if not count and not o.get("local"):
         total.zero_()  # the norm of no tensor is 0 (torch's get_total_norm), whatever the order
-    return dst[:count], total, entry
-
+    if o.get("error_if_nonfinite"):
+        _check_finite(total, o["ord"])
+    if row.clip and count:
+        _clip_kernel()(entry.table, _constant(o[row.clip], entry.device), one)
+    return total
 
 def _one(fn: str, name: str, t: Any, torch: Any, device: Any) -> Any:
     if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or t.numel() != 1 or t.device != device:
@@ -483,42 +455,7 @@ def _one(fn: str, name: str, t: Any, torch: Any, device: Any) -> Any:
 
 # endregion
 
-# region The functions
-
-
-def foreach_norm(tensors: Iterable[Any], ord: float = 2.0) -> Any:
-    """The ``ord``-norm of each tensor of ``tensors``, as one float32 tensor
-    ``[len(tensors)]`` (torch's ``_foreach_norm`` gives a list of 0-d tensors). ``ord``: any
-    p, ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the count of nonzeros). An empty tensor's
-    norm is 0 (``-inf``: inf).
-
-    >>> norms = bulkred.foreach_norm([p.grad for p in model.parameters()])
-    """
-    if _compiling():
-        return _ops().foreach_norm(list(tensors), float(ord))
-    p = _order("foreach_norm", ord)
-    dst, _, _ = _reduce("foreach_norm", tensors, "reduce", p)
-    return dst
-
-
-def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: bool = False, *, local: bool = False) -> Any:
-    """The ``ord``-norm of all the elements of ``tensors`` together, a 0-d float32 tensor,
-    as ``torch.nn.utils.get_total_norm`` (one launch, no host sync). ``local=True``: the
-    sum of ``|x| ** ord`` (``inf``: max |x|, ``-inf``: min |x|, 0: the count of
-    nonzeros) without the root, for a distributed total: ``all_reduce`` (SUM; MAX for inf,
-    MIN for -inf) over the ranks, then ``** (1 / ord)`` (docs/foreach.md).
-    ``error_if_nonfinite=True`` raises ``RuntimeError`` when the norm is NaN or inf (that
-    check waits for the GPU, as torch's does)."""
-    if _compiling():
-        return _ops().total_norm(list(tensors), float(ord), bool(local))
-    p = _order("total_norm", ord)
-    local = _bool("total_norm", "local", local)
-    error_if_nonfinite = _bool("total_norm", "error_if_nonfinite", error_if_nonfinite)
-    _, total, _ = _reduce("total_norm", tensors, "reduce", p, local=local)
-    out = total.view(())
-    if error_if_nonfinite:
-        _check_finite(out, p)
-    return out
+# region The functions: their signatures and docs are their rows' (functions.LIST_ROWS)
 
 
 def _check_finite(total: Any, p: float) -> None:
@@ -535,7 +472,7 @@ def _check_finite(total: Any, p: float) -> None:
 _GRAD = operator.attrgetter("grad")
 
 
-def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
+def _grads(fn: str, parameters_or_grads: Any) -> Any:
     """The gradients of a list of parameters (those that have one), or the list itself
     where it holds gradients (a tensor that is not a leaf requiring grad); a
     :class:`TensorList` holds gradients."""
@@ -555,58 +492,65 @@ def _grads(fn: str, parameters_or_grads: Any) -> list[Any]:
     return out
 
 
+_FOREACH_NORM, _TOTAL_NORM, _CLIP, _UNSCALE, _AMAX = (
+    LISTS[n] for n in ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax"))
+_ORD = {n: _CHECK[n]["ord"] for n in ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_")}
+_NO_OPTIONS: dict[str, Any] = {}
+
+
+def foreach_norm(tensors: Iterable[Any], ord: float = 2.0) -> Any:
+    if _compiling():
+        return _ops().foreach_norm(list(tensors), float(ord))
+    return _run(_FOREACH_NORM, tensors, {"ord": _ORD["foreach_norm"](ord)})
+
+
+def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: bool = False, *, local: bool = False) -> Any:
+    if _compiling():
+        return _ops().total_norm(list(tensors), float(ord), bool(error_if_nonfinite), bool(local))
+    check = _CHECK["total_norm"]
+    o = {"ord": check["ord"](ord), "error_if_nonfinite": check["error_if_nonfinite"](error_if_nonfinite),
+         "local": check["local"](local)}
+    return _run(_TOTAL_NORM, tensors, o)
+
+
 def clip_grad_norm_(parameters_or_grads: Any, max_norm: float, ord: float = 2.0, error_if_nonfinite: bool = False,
                     foreach: Any = None) -> Any:
-    """As ``torch.nn.utils.clip_grad_norm_``: the total ``ord``-norm of the gradients
-    (parameters give their ``.grad``, tensors are the gradients), then every gradient
-    multiplied in place by ``min(max_norm / (norm + 1e-6), 1)``, the coefficient computed
-    on the device (no host sync; nothing is written when it is 1). Returns the norm (0-d
-    float32). ``foreach`` is accepted for torch's signature and ignored."""
     if _compiling():
-        return _ops().clip_grad_norm_(_grads("clip_grad_norm_", parameters_or_grads), float(max_norm), float(ord))
-    p = _order("clip_grad_norm_", ord)
-    error_if_nonfinite = _bool("clip_grad_norm_", "error_if_nonfinite", error_if_nonfinite)
-    if isinstance(max_norm, bool) or not isinstance(max_norm, int | float):
-        raise _error("clip_grad_norm_", f"'max_norm' must be a number, got {type(max_norm).__name__}")
-    grads = _grads("clip_grad_norm_", parameters_or_grads)
-    _, total, entry = _reduce("clip_grad_norm_", grads, "reduce", p)
-    out = total.view(())
-    if error_if_nonfinite:
-        _check_finite(out, p)
-    if entry.count:
-        _list_kernel("clip", 0.0, False, False, False)(entry.table, _constant(float(max_norm), entry.device), total)
-    return out
+        return _ops().clip_grad_norm_(_grads("clip_grad_norm_", parameters_or_grads), float(max_norm), float(ord),
+                                      bool(error_if_nonfinite))
+    check = _CHECK["clip_grad_norm_"]
+    o = {"max_norm": check["max_norm"](max_norm), "ord": check["ord"](ord),
+         "error_if_nonfinite": check["error_if_nonfinite"](error_if_nonfinite)}
+    return _run(_CLIP, _grads("clip_grad_norm_", parameters_or_grads), o)
 
 
 def unscale_and_norm_(grads: Any, inv_scale: Any, found_inf: Any, ord: float = 2.0) -> Any:
-    """AMP's ``torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf,
-    inv_scale)`` and ``get_total_norm`` of the unscaled gradients in one read and one
-    write: each gradient multiplied in place by ``inv_scale`` (float32 [1] on the device),
-    ``found_inf`` (float32 [1]) set to 1.0 where any gradient held inf or NaN (never
-    cleared), and the total norm of the unscaled gradients returned (0-d float32).
-    bfloat16 gradients are taken (torch's unscale refuses them)."""
     if _compiling():
         return _ops().unscale_and_norm_(list(grads), inv_scale, found_inf, float(ord))
-    p = _order("unscale_and_norm_", ord)
-    torch = _torch("unscale_and_norm_")
-    if type(grads) is TensorList:
-        ts, device = grads, grads._checked.device
-    else:
-        ts = _as_list("unscale_and_norm_", grads)
-        device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(inv_scale, "device", None)
-    s = _one("unscale_and_norm_", "inv_scale", inv_scale, torch, device)
-    f = _one("unscale_and_norm_", "found_inf", found_inf, torch, device)
-    _, total, _ = _reduce("unscale_and_norm_", ts, "reduce", p, scale=s, flag=f)
-    return total.view(())
+    return _run(_UNSCALE, grads, {"inv_scale": inv_scale, "found_inf": found_inf, "ord": _ORD["unscale_and_norm_"](ord)})
 
 
 def foreach_amax(tensors: Iterable[Any]) -> Any:
-    """max |x| of each tensor of ``tensors`` (the amax of FP8 scaling), one float32 tensor
-    ``[len(tensors)]``; an empty tensor gives 0, a NaN gives NaN."""
     if _compiling():
         return _ops().foreach_amax(list(tensors))
-    dst, _, _ = _reduce("foreach_amax", tensors, "amax", math.inf)
-    return dst
+    return _run(_AMAX, tensors, _NO_OPTIONS)
+
+
+def _from_rows() -> None:
+    """Each function's docs and signature from its row; a function whose parameters are
+    not its row's options (names, order, defaults, kinds) fails the import."""
+    for row in LIST_ROWS:
+        fn = globals()[row.name]
+        want = row.signature()
+        got = inspect.signature(fn)
+        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == [
+            (p.name, p.kind, p.default) for p in want.parameters.values()
+        ], f"{row.name}{got} is not its row's {want}"
+        fn.__signature__ = want
+        fn.__doc__ = row.docstring()
+
+
+_from_rows()
 
 
 # endregion
@@ -621,59 +565,24 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
-_OPS: Any = None
-_LIB: list[Any] = []
-
-
 def _ops() -> Any:
-    """The torch operators ``bulkred::<name>`` of the list functions (defined at the first
-    use): an opaque call for torch.compile, the eager function inside."""
-    global _OPS
-    if _OPS is not None:
-        return _OPS
     import torch
 
-    with _LOCK:
-        if _OPS is not None:
-            return _OPS
-        lib = torch.library.Library("bulkred", "FRAGMENT")  # noqa: TOR901
-        lib.define("foreach_norm(Tensor[] tensors, float ord) -> Tensor")
-        lib.define("total_norm(Tensor[] tensors, float ord, bool local) -> Tensor")
-        lib.define("clip_grad_norm_(Tensor(a!)[] grads, float max_norm, float ord) -> Tensor")
-        lib.define("unscale_and_norm_(Tensor(a!)[] grads, Tensor inv_scale, Tensor(b!) found_inf, float ord) -> Tensor")
-        lib.define("foreach_amax(Tensor[] tensors) -> Tensor")
-
-        def per_tensor(tensors, *args):
-            return torch.empty(len(tensors), dtype=torch.float32, device=tensors[0].device if tensors else "cuda")
-
-        def scalar(tensors, *args):
-            return torch.empty((), dtype=torch.float32, device=tensors[0].device if tensors else "cuda")
-
-        impls: dict[str, tuple[Callable, Callable]] = {
-            "foreach_norm": (lambda ts, o: foreach_norm(ts, o), per_tensor),
-            "total_norm": (lambda ts, o, local: total_norm(ts, o, local=local).clone(), scalar),
-            "clip_grad_norm_": (lambda ts, m, o: clip_grad_norm_(ts, m, o).clone(), scalar),
-            "unscale_and_norm_": (lambda ts, s, f, o: unscale_and_norm_(ts, s, f, o).clone(), scalar),
-            "foreach_amax": (lambda ts: foreach_amax(ts), per_tensor),
-        }
-        for name, (eager, fake) in impls.items():
-            lib.impl(name, eager, "CUDA")
-            torch.library.register_fake(f"bulkred::{name}", fake, lib=lib)
-        _LIB.append(lib)
-        _OPS = torch.ops.bulkred
-    return _OPS
+    return torch.ops.bulkred
 
 
-# endregion
+def _operator(row: ListFunction) -> Callable[..., Any]:
+    """The eager implementation of ``row``'s torch operator: its arguments as the row's
+    schema orders them (the list, then the options that have a schema), checked as by a
+    call of the public function."""
+    names = [o.name for o in row.op_options()]
+    check = _CHECK[row.name]
 
+    def impl(tensors: list[Any], *args: Any) -> Any:
+        return _run(row, tensors, {n: check[n](v) for n, v in zip(names, args, strict=True)})
 
-def _signature_docs() -> None:
-    for name in LIST_FUNCTIONS:
-        fn = globals()[name]
-        fn.__signature__ = inspect.signature(fn)
-
-
-_signature_docs()
+    impl.__name__ = row.name
+    return impl
 
 
 def _register() -> None:
@@ -682,9 +591,15 @@ def _register() -> None:
     any of this module's set-up inside a traced function."""
     try:
         import torch  # noqa: F401
-    except ImportError:  # pragma: no cover - the list functions need torch
+    except ImportError:  # the list functions say so at their first call
         return
-    _ops()
+    from bulkred_dialect import torch_ops
+
+    for row in LIST_ROWS:
+        if row.build is not None:
+            torch_ops.register_list(row, _operator(row))
 
 
 _register()
+
+# endregion

@@ -436,4 +436,202 @@ def _check_table() -> None:
 
 _check_table()
 
-__all__ = ["FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "function", "sum_dtype"]
+__all__ = [
+    "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "casts_first", "function", "is_bool",
+    "library_rules", "sum_dtype", "torch_sum_dtype",
+]
+
+# region The list functions (docs/foreach.md): many tensors in one launch
+#
+# A list row is what a Function row is for one tensor: its name, docs and torch
+# counterpart, its options (checks and defaults) in the order of its signature, its
+# torch operator's schema, the ``bulkred.reduce_list`` it launches (the maps of the
+# single-tensor vector_norm row: ``_norm``) and its gradient rule (none: these are
+# optimizer-side functions). ``foreach.py`` runs them: the list checks and the
+# descriptor tables are its own.
+
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+"""The default of an option without one (a required argument: ``max_norm``)."""
+
+
+def _number_option(name: str) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
+            raise OptionError(f"'{name}' must be a number, got {type(v).__name__} {v!r:.40}")
+        try:
+            return float(v)
+        except OverflowError:
+            raise OptionError(f"'{name}' must be a number within the float range, got {v!r:.40}") from None
+
+    return check
+
+
+def _as_is(v: Any) -> Any:
+    return v  # a tensor argument (checked by foreach.py, which knows the list's device), or an ignored one
+
+
+@dataclass(frozen=True)
+class ListFunction:
+    """One public function of a list of tensors (``foreach.py`` runs it).
+
+    Its signature is ``first`` (the list) then :attr:`options`, whose ``place`` is
+    ``"positional"`` (positional or keyword) or ``"keyword"`` (keyword-only). The torch
+    operator ``bulkred::<name>`` (:meth:`schema`) takes the list and every option with a
+    ``schema`` (an option without one, ``foreach``, is taken and ignored); the list and
+    the options named in :attr:`writes` are written in place."""
+
+    name: str
+    summary: str  # the first line of its docstring
+    doc: str  # the rest of its docstring
+    torch: str  # torch's counterpart
+    first: str  # the list argument's name
+    options: tuple[Option, ...]
+    build: Callable[[dict[str, Any]], Reduction] | None  # options -> the reduce_list (None: no launch)
+    result: str  # "per_tensor": float32 [len(list)]; "total": float32, 0-d; "list": a TensorList
+    writes: tuple[str, ...] = ()  # the arguments written in place (``first``: every tensor of the list)
+    scale: str = ""  # the option that scales every element in place as it is read (reduce_list's ``scale``)
+    flag: str = ""  # the option set to 1.0 on a non-finite input (reduce_list's ``nonfinite``)
+    clip: str = ""  # the option holding max_norm: a scale_list ``clip_by`` the total after the reduction
+    grad: str | None = None  # not differentiable
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
+
+    def defaults(self) -> dict[str, Any]:
+        return {o.name: o.default for o in self.options if o.default is not REQUIRED}
+
+    def docstring(self) -> str:
+        return f"{self.summary}.\n\n{self.doc}\n\nAs ``{self.torch}`` (docs/foreach.md)."
+
+    def signature(self) -> Any:
+        """The public function's ``inspect.Signature``."""
+        import inspect
+
+        P = inspect.Parameter
+        params = [P(self.first, P.POSITIONAL_OR_KEYWORD)]
+        for o in self.options:
+            kind = P.KEYWORD_ONLY if o.place == "keyword" else P.POSITIONAL_OR_KEYWORD
+            params.append(P(o.name, kind, default=P.empty if o.default is REQUIRED else o.default))
+        return inspect.Signature(params)
+
+    def op_options(self) -> tuple[Option, ...]:
+        """The options the torch operator takes, in order."""
+        return tuple(o for o in self.options if o.schema)
+
+    def schema(self) -> str:
+        """The torch operator schema of ``bulkred::<name>``, e.g. ``(Tensor(a!)[] grads,
+        Tensor inv_scale, Tensor(b!) found_inf, float ord) -> Tensor``."""
+        aliases = iter("abcdefgh")
+        args = [f"Tensor{f'({next(aliases)}!)' if self.first in self.writes else ''}[] {self.first}"]
+        for o in self.op_options():
+            t = f"{o.schema}({next(aliases)}!)" if o.name in self.writes else o.schema
+            args.append(f"{t} {o.name}")
+        return f"({', '.join(args)}) -> Tensor"
+
+    def reduction(self, options: dict[str, Any]) -> Reduction:
+        """The ``bulkred.reduce_list`` of a call with these (checked) ``options``."""
+        assert self.build is not None, self.name
+        return self.build(options)
+
+
+def _list_ord(v: Any) -> float:
+    """vector_norm's ``ord`` check (``_ord``), 0 included (the count of nonzeros)."""
+    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) and v == 0:
+        return 0.0
+    return _ord(v)
+
+
+def _list_norm(o: dict[str, Any]) -> Reduction:
+    """The ``ord``-norm of float32 elements: vector_norm's maps (``_norm``; ord 0 the
+    count of nonzeros); ``local``: the power, without the root (the epilogue)."""
+    p = o["ord"]
+    r = Reduction("sum", "float32", prologue=("nonzero",), fill=0.0) if p == 0 else _norm("float32", {"ord": p, "dtype": None})
+    return Reduction(r.kind, r.dst, r.prologue, fill=r.fill) if o.get("local") else r
+
+
+def _amax(o: dict[str, Any]) -> Reduction:
+    return _norm("float32", {"ord": math.inf, "dtype": None})
+
+
+LIST_ORD = Option("ord", 2.0, _list_ord, "float", "positional")
+ERROR_IF_NONFINITE = Option("error_if_nonfinite", False, _bool_option("error_if_nonfinite"), "bool", "positional")
+_EMPTY = "an empty tensor's norm is 0 (ord -inf: inf, the identity of min)"
+_ORDS = "``ord``: any p (2, 1, 3.5), ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the count of nonzeros)"
+_NONFINITE = ("``error_if_nonfinite=True`` raises ``RuntimeError`` when the norm is NaN or inf (that check waits for "
+              "the GPU, as torch's does)")
+
+LIST_ROWS: tuple[ListFunction, ...] = (
+    ListFunction(
+        "foreach_norm", "The ``ord``-norm of each tensor of a list, as one float32 tensor ``[len(tensors)]``",
+        f"torch's ``_foreach_norm`` gives a list of 0-d tensors. {_ORDS}; {_EMPTY}. A tensor may appear twice.",
+        "torch.stack(torch._foreach_norm(tensors, ord))", "tensors", (LIST_ORD,), _list_norm, "per_tensor",
+    ),
+    ListFunction(
+        "total_norm", "The ``ord``-norm of all the elements of a list together, a 0-d float32 tensor",
+        f"One launch, no host sync. {_ORDS}. ``local=True``: the sum of ``|x| ** ord`` (``inf``: max |x|, ``-inf``: "
+        "min |x|, 0: the count of nonzeros) without the root, for a distributed total: ``all_reduce`` (SUM; MAX for "
+        f"inf, MIN for -inf) over the ranks, then ``** (1 / ord)``. {_NONFINITE}. An empty list gives 0.",
+        "torch.nn.utils.get_total_norm(tensors, ord, error_if_nonfinite)", "tensors",
+        (LIST_ORD, ERROR_IF_NONFINITE, Option("local", False, _bool_option("local"), "bool", "keyword")),
+        _list_norm, "total",
+    ),
+    ListFunction(
+        "clip_grad_norm_", "The total ``ord``-norm of the gradients, and every gradient multiplied in place by "
+        "``min(max_norm / (norm + 1e-6), 1)``",
+        "Parameters give their ``.grad`` (skipped when None), tensors are the gradients. The coefficient is computed "
+        "on the device (no host sync; nothing is written when it is 1). Returns the norm (0-d float32). "
+        f"{_NONFINITE}; the gradients are then left alone. Two gradients that share memory (the same tensor twice) "
+        "are refused. ``foreach`` is taken for torch's signature and ignored.",
+        "torch.nn.utils.clip_grad_norm_(parameters, max_norm, ord)", "parameters_or_grads",
+        (Option("max_norm", REQUIRED, _number_option("max_norm"), "float", "positional"), LIST_ORD, ERROR_IF_NONFINITE,
+         Option("foreach", None, _as_is, "", "positional")),
+        _list_norm, "total", writes=("parameters_or_grads",), clip="max_norm",
+    ),
+    ListFunction(
+        "unscale_and_norm_", "AMP's unscale and non-finite check with the total norm of the unscaled gradients, in "
+        "one read and one write",
+        "Each gradient multiplied in place by ``inv_scale`` (float32 [1] on the device); ``found_inf`` (float32 [1]) "
+        "set to 1.0 where a gradient held inf or NaN before the multiplication, as AMP checks (never cleared); the "
+        "total ``ord``-norm of the unscaled gradients returned (0-d float32). bfloat16 gradients are taken (torch's "
+        "unscale refuses them). Two gradients that share memory (the same tensor twice) are refused.",
+        "torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale) + get_total_norm(grads)",
+        "grads",
+        (Option("inv_scale", REQUIRED, _as_is, "Tensor", "positional"),
+         Option("found_inf", REQUIRED, _as_is, "Tensor", "positional"), LIST_ORD),
+        _list_norm, "total", writes=("grads", "found_inf"), scale="inv_scale", flag="found_inf",
+    ),
+    ListFunction(
+        "foreach_amax", "max |x| of each tensor of a list (the amax of FP8 scaling), one float32 tensor "
+        "``[len(tensors)]``", "An empty tensor gives 0, a NaN gives NaN.",
+        "torch.stack([t.abs().amax() for t in tensors])", "tensors", (), _amax, "per_tensor",
+    ),
+    ListFunction(
+        "tensor_list", "A list of tensors checked once, as a :class:`TensorList`",
+        "A later list call on it does no per-tensor work, whatever the list's length: ``grads = "
+        "bulkred.tensor_list([p.grad for p in model.parameters()])``, then ``bulkred.clip_grad_norm_(grads, 1.0)``.",
+        "(none)", "tensors", (), None, "list",
+    ),
+)
+
+LISTS: dict[str, ListFunction] = {f.name: f for f in LIST_ROWS}
+"""List function name -> row."""
+
+TABLE: dict[str, Function | ListFunction] = {**FUNCTIONS, **LISTS}
+"""Every public function's row: one tensor (:data:`FUNCTIONS`) and lists (:data:`LISTS`)."""
+
+
+def _check_lists() -> None:
+    for f in LIST_ROWS:
+        assert f.name not in FUNCTIONS, f.name
+        assert len(set(f.option_names)) == len(f.option_names), f.name
+        assert all(w in (f.first, *f.option_names) for w in f.writes), f.name
+        assert all(getattr(f, k) in ("", *f.option_names) for k in ("scale", "flag", "clip")), f.name
+        assert (f.build is None) == (f.result == "list"), f.name
+
+
+_check_lists()
+
+__all__ += ["LISTS", "LIST_ROWS", "ListFunction", "REQUIRED", "TABLE"]
+
+# endregion

@@ -15,6 +15,11 @@ for a tensor that requires grad; eager calls without autograd go straight to the
 whose short path an operator call would only slow. Importing this module registers the
 operators once; ``import bulkred_dialect`` does it when torch is loaded, else the first
 call on a torch tensor does.
+
+The list functions' operators (``bulkred::foreach_norm`` and the others: a list of
+tensors, the row's options, written in place where the row says so) are registered the
+same way by :func:`register_list`, which ``foreach.py`` calls with their eager
+implementations when it is imported.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import torch
 
 from bulkred_dialect import api
-from bulkred_dialect.functions import ROWS, Function
+from bulkred_dialect.functions import ROWS, Function, ListFunction
 from bulkred_dialect.grads import RULES
 
 
@@ -100,3 +105,26 @@ def _register(row: Function) -> None:
 
 for _row in ROWS:
     _register(_row)
+
+
+_LIST_OPS: dict[str, Any] = {}
+
+
+def register_list(row: ListFunction, eager: Any) -> None:
+    """The torch operator ``bulkred::<row.name>`` of a list function (``functions.py``'s
+    list rows): ``eager(tensors, *options)`` runs it (``foreach.py``), a fake one gives
+    its result's shape (float32: ``[len(tensors)]`` per tensor, else 0-d) for
+    torch.compile, the arguments the row writes are the schema's mutable ones. None of
+    them is differentiable (the row has no gradient rule). Registered once."""
+    assert row.grad is None, f"{row.name}: a list row with a gradient has no registration here"
+    if row.name in _LIST_OPS:
+        return
+    per_tensor = row.result == "per_tensor"
+
+    def fake(tensors: list[torch.Tensor], *args: Any) -> torch.Tensor:
+        device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
+        return torch.empty((len(tensors),) if per_tensor else (), dtype=torch.float32, device=device)
+
+    op = torch.library.custom_op(f"bulkred::{row.name}", eager, mutates_args=row.writes, schema=row.schema())
+    op.register_fake(fake)
+    _LIST_OPS[row.name] = op

@@ -40,7 +40,7 @@ from bulkred_dialect import api
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx import assemble, loading, printer, runtime
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.foreach import LIST_FUNCTIONS
+from bulkred_dialect.functions import LISTS as LIST_FUNCTIONS
 from bulkred_dialect.functions import FUNCTIONS
 from bulkred_dialect.interpreter import run_grid, run_kernel
 from bulkred_dialect.ops import dtypes
@@ -175,6 +175,9 @@ BUILDER: list[Entry] = [
     _e("T.sum", T.sum, lambda b: ((b.one, b.loc), dict(_REDUCE_KW))),
     _e("T.max", T.max, lambda b: ((b.one, b.loc), dict(_REDUCE_KW))),
     _e("T.min", T.min, lambda b: ((b.one, b.loc), dict(_REDUCE_KW))),
+    _e("T.reduce_list", T.reduce_list,
+       lambda b: (("sum", b.G, b.G, b.A), {"prologue": ["square"], "epilogue": ["sqrt"], "scale": None, "flag": None})),
+    _e("T.scale_list", T.scale_list, lambda b: ((b.G, b.A), {"clip_by": None})),
     _e("T.bulk_copy", T.bulk_copy, lambda b: ((b.G, b.tile), {"mbar": b.mbar, "multicast": None, "rank": None})),
     _e("T.bulk_reduce", T.bulk_reduce, lambda b: (("sum", b.tile, b.G), {"mbar": None, "rank": None})),
     _e("T.thread_id", T.thread_id, lambda b: (("x",), {})),

@@ -9,26 +9,27 @@ import numpy as np
 import pytest
 
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
-from bulkred_dialect.builder import context
-from bulkred_dialect.diagnostics import parse_module
-from bulkred_dialect.foreach import reduce_list_text, scale_list_text
-from bulkred_dialect.foreach_table import CODES, descriptor_table
+from bulkred_dialect.foreach import reduce_list_module, scale_list_module
+from bulkred_dialect.foreach_table import descriptor_table
+from bulkred_dialect.functions import Reduction
+from bulkred_dialect.ops.list_layout import CODES
 from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.kernel_attrs import WORKSPACE_ATTR
 from bulkred_dialect.ops.tile import kernel_launch
 from bulkred_dialect.passes.variants import grid_list
 
-def reduce_module(kind: str, prologue: str = "", epilogue: str = "", scale: bool = False, flag: bool = False) -> str:
-    return reduce_list_text(kind, prologue, epilogue, scale=scale, flag=flag, name="k")
+def reduce_module(kind: str, prologue=(), epilogue=(), scale: bool = False, flag: bool = False):
+    """A reduce_list kernel ``@k`` built as foreach.py builds it (the builder)."""
+    return reduce_list_module(Reduction(kind, "float32", tuple(prologue), tuple(epilogue)), scale=scale, flag=flag, name="k")
 
 
-def scale_module(clip: bool) -> str:
-    return scale_list_text(clip, name="k")
+def scale_module(clip: bool):
+    return scale_list_module(clip, name="k")
 
 
-def lowered(text: str, grid: int, block: int):
-    m = parse_module(context(), text, "<test>")
+def lowered(module, grid: int, block: int):
+    m = module.clone()  # lowered in place
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(grid_list, "list_grid", lambda target: grid)
         mp.setattr(grid_list, "BLOCK", block)
@@ -70,8 +71,8 @@ def table_of(buffers, dtypes, grid, offsets=None):
     return descriptor_table(addrs, numels, [CODES[d] for d in dtypes], grid)
 
 
-def run_reduce(text, buffers, dtypes, grid=3, block=32, extra=(), offsets=None):
-    m, kernel = lowered(text, grid, block)
+def run_reduce(module, buffers, dtypes, grid=3, block=32, extra=(), offsets=None):
+    m, kernel = lowered(module, grid, block)
     table = table_of(buffers, dtypes, grid, offsets)
     dst = np.full(len(buffers), np.nan, np.float32)
     total = np.zeros(1, np.float32)
@@ -93,8 +94,8 @@ DTYPES = ["float32", "bfloat16", "float32", "float16", "bfloat16", "float32"]
 
 def test_l2_norms_of_a_mixed_list_span_chunks_and_combine_in_order():
     bufs = rand_list(1, SIZES, DTYPES)
-    text = reduce_module("sum", "#bulkred.map<square>", "#bulkred.map<sqrt>")
-    _, dst, total, _ = run_reduce(text, bufs, DTYPES, grid=6)
+    mod = reduce_module("sum", ("square",), ("sqrt",))
+    _, dst, total, _ = run_reduce(mod, bufs, DTYPES, grid=6)
     want = [np.sqrt((values(b, d) ** 2).sum()) for b, d in zip(bufs, DTYPES)]
     np.testing.assert_allclose(dst, want, rtol=2e-6)
     np.testing.assert_allclose(total[0], np.sqrt(sum(w * w for w in want)), rtol=2e-6)
@@ -109,19 +110,19 @@ def test_l2_norms_of_a_mixed_list_span_chunks_and_combine_in_order():
 def test_the_same_bits_twice_and_with_another_block():
     bufs = rand_list(2, [200, 9, 77], ["float32", "float32", "bfloat16"])
     dtypes = ["float32", "float32", "bfloat16"]
-    text = reduce_module("sum", "#bulkred.map<square>", "#bulkred.map<sqrt>")
-    a = run_reduce(text, bufs, dtypes, grid=4)
-    b = run_reduce(text, bufs, dtypes, grid=4)
+    mod = reduce_module("sum", ("square",), ("sqrt",))
+    a = run_reduce(mod, bufs, dtypes, grid=4)
+    b = run_reduce(mod, bufs, dtypes, grid=4)
     assert a[1].tobytes() == b[1].tobytes() and a[2].tobytes() == b[2].tobytes()
 
 
 @pytest.mark.parametrize(
     "kind, prologue, epilogue, ref",
     [
-        ("max", "#bulkred.map<abs>", "", lambda v: np.abs(v).max(initial=0.0)),
-        ("min", "#bulkred.map<abs>", "", lambda v: np.abs(v).min(initial=np.inf)),
-        ("sum", "#bulkred.map<abs>", "", lambda v: np.abs(v).sum()),
-        ("sum", "#bulkred.map<nonzero>", "", lambda v: float((v != 0).sum())),
+        ("max", ("abs",), (), lambda v: np.abs(v).max(initial=0.0)),
+        ("min", ("abs",), (), lambda v: np.abs(v).min(initial=np.inf)),
+        ("sum", ("abs",), (), lambda v: np.abs(v).sum()),
+        ("sum", ("nonzero",), (), lambda v: float((v != 0).sum())),
     ],
 )
 def test_other_orders(kind, prologue, epilogue, ref):
@@ -137,7 +138,7 @@ def test_other_orders(kind, prologue, epilogue, ref):
 def test_p_norm():
     bufs = rand_list(4, [30, 12], ["float32", "bfloat16"])
     dtypes = ["float32", "bfloat16"]
-    _, dst, total, _ = run_reduce(reduce_module("sum", "#bulkred.map<pow 3.0>", "#bulkred.map<pow 0.3333333333333333>"),
+    _, dst, total, _ = run_reduce(reduce_module("sum", [("pow", 3.0)], [("pow", 1 / 3)]),
                                   bufs, dtypes, grid=2)
     want = [(np.abs(values(b, d)) ** 3).sum() ** (1 / 3) for b, d in zip(bufs, dtypes)]
     np.testing.assert_allclose(dst, want, rtol=1e-4)  # ex2/lg2.approx
@@ -145,8 +146,8 @@ def test_p_norm():
 
 def test_unaligned_addresses_take_the_scalar_path():
     base = rand_list(5, [70, 50], ["float32", "float16"])
-    text = reduce_module("sum", "#bulkred.map<square>")
-    _, dst, _, _ = run_reduce(text, base, ["float32", "float16"], grid=2, offsets=[4, 2])
+    mod = reduce_module("sum", ("square",))
+    _, dst, _, _ = run_reduce(mod, base, ["float32", "float16"], grid=2, offsets=[4, 2])
     want = [(values(base[0], "float32")[1:] ** 2).sum(), (values(base[1], "float16")[1:] ** 2).sum()]
     np.testing.assert_allclose(dst, want, rtol=2e-6)
 
@@ -155,17 +156,17 @@ def test_unscale_writes_in_place_flags_nonfinite_and_norms_the_rounded_values():
     dtypes = ["float32", "bfloat16", "float16"]
     bufs = rand_list(6, [45, 33, 20], dtypes)
     before = [values(b, d).copy() for b, d in zip(bufs, dtypes)]
-    text = reduce_module("sum", "#bulkred.map<square>", "#bulkred.map<sqrt>", scale=True, flag=True)
+    mod = reduce_module("sum", ("square",), ("sqrt",), scale=True, flag=True)
     s = np.array([0.5], np.float32)
     flag = np.zeros(1, np.float32)
-    _, dst, total, _, f, _ = run_reduce(text, bufs, dtypes, grid=3, extra=(s, flag))
+    _, dst, total, _, f, _ = run_reduce(mod, bufs, dtypes, grid=3, extra=(s, flag))
     assert f[0] == 0.0
     for b, d, x in zip(bufs, dtypes, before):
         np.testing.assert_array_equal(values(b, d), x * 0.5)  # exact: a power of two
     np.testing.assert_allclose(total[0], np.sqrt(sum(((x * 0.5) ** 2).sum() for x in before)), rtol=2e-6)
     bufs[1][7] = f64_to_bf16(np.array([np.inf]))[0]
     bufs[2][3] = np.nan
-    _, dst, total, _, f, _ = run_reduce(text, bufs, dtypes, grid=3, extra=(s, flag))
+    _, dst, total, _, f, _ = run_reduce(mod, bufs, dtypes, grid=3, extra=(s, flag))
     assert f[0] == 1.0 and np.isinf(dst[1]) and np.isnan(dst[2]) and np.isnan(total[0])
 
 
@@ -191,8 +192,8 @@ def test_scale_list(clip):
 
 
 def test_an_empty_list_gives_the_identity():
-    text = reduce_module("sum", "#bulkred.map<square>", "#bulkred.map<sqrt>")
-    m, kernel = lowered(text, 2, 32)
+    mod = reduce_module("sum", ("square",), ("sqrt",))
+    m, kernel = lowered(mod, 2, 32)
     table = descriptor_table([], [], [], 2)
     ws = np.zeros(kernel.attributes[WORKSPACE_ATTR].value.data, np.int8)
     _, _, total, _ = run_grid(m, "k", table, np.zeros(1, np.float32), np.full(1, 7, np.float32), ws)
@@ -201,8 +202,166 @@ def test_an_empty_list_gives_the_identity():
 
 def test_nan_propagates_through_amax_and_the_norm():
     dtypes = ["float32", "float32"]
-    for kind, pro in (("max", "#bulkred.map<abs>"), ("sum", "#bulkred.map<square>")):
+    for kind, pro in (("max", ("abs",)), ("sum", ("square",))):
         bufs = rand_list(8, [40, 10], dtypes)
         bufs[0][17] = np.nan
         _, dst, total, _ = run_reduce(reduce_module(kind, pro), bufs, dtypes, grid=2)
         assert np.isnan(dst[0]) and not np.isnan(dst[1]) and np.isnan(total[0]), (kind, dst, total)
+
+
+def test_found_inf_checks_the_inputs_before_the_scale():
+    """AMP's rule: found_inf says whether an input was inf or NaN, not whether the
+    product overflowed. float16 grads times 1e30, and any finite grad times inf, leave it
+    0 (the stored values are inf); a NaN input still sets it."""
+    dtypes = ["float16", "float32", "bfloat16"]
+    mod = reduce_module("sum", ("square",), ("sqrt",), scale=True, flag=True)
+    for s in (1e30, np.inf):
+        bufs = rand_list(9, [40, 9, 17], dtypes)
+        flag = np.zeros(1, np.float32)
+        _, _, total, _, f, _ = run_reduce(mod, bufs, dtypes, grid=2, extra=(np.array([s], np.float32), flag))
+        assert f[0] == 0.0, s
+        assert np.isinf(values(bufs[0], "float16")).any() and not np.isfinite(total[0])
+    bufs = rand_list(10, [40, 9, 17], dtypes)
+    bufs[1][4] = np.nan
+    _, _, _, _, f, _ = run_reduce(mod, bufs, dtypes, grid=2, extra=(np.array([0.5], np.float32), np.zeros(1, np.float32)))
+    assert f[0] == 1.0
+
+
+# region The table's layout: one definition (ops/list_layout.py) for the host, the ops and the lowering
+
+
+def test_the_host_table_follows_the_layout_the_kernel_reads():
+    """The numpy table's fields sit where ops/list_layout.py says, and the lowered kernel
+    (which reads list_layout's offsets) reduces from that table: a field moved in one of
+    them and not in the other fails here or in the interpreter runs above."""
+    from bulkred_dialect.ops import list_layout as L
+
+    dtypes = ["float16", "float32"]
+    bufs = rand_list(11, [5, 70], dtypes)
+    table = table_of(bufs, dtypes, grid=3)
+    assert table.shape == (1 + 2 + 3, L.COLUMNS) and table.dtype == np.int64
+    header = dict(zip(L.HEADER, table[0]))
+    assert (header["count"], header["grid"]) == (2, 3) and header["chunk"] % L.ALIGN == 0
+    rows = [dict(zip(L.TENSOR, r)) for r in table[1:3]]
+    assert [r["numel"] for r in rows] == [5, 70]
+    assert [r["code"] % L.ALIGNED for r in rows] == [L.CODES["float16"], L.CODES["float32"]]
+    assert rows[1]["start"] == 16 and header["bytes"] == 16 + 70 * 4 + 8  # 10 bytes padded to 16; 280 to 288
+    ctas = [dict(zip(L.CTA, r)) for r in table[3:]]
+    assert ctas[0]["first"] == 0 and ctas[-1]["stop"] == 2 and ctas[-1]["hi"] == header["bytes"]
+    assert L.offset(L.HEADER, "chunk") == 16 and L.ROW_BYTES == 8 * L.COLUMNS
+    _, dst, _, _ = run_reduce(reduce_module("max", ("abs",)), bufs, dtypes, grid=3)
+    np.testing.assert_array_equal(dst, [np.abs(values(b, d)).max() for b, d in zip(bufs, dtypes)])
+
+
+def test_the_ops_verify_the_layouts_columns():
+    """The ops take a table of list_layout.COLUMNS columns and refuse another, naming it."""
+    from bulkred_dialect import builder as T
+    from bulkred_dialect.diagnostics import LocatedError
+    from bulkred_dialect.ops.list_layout import COLUMNS
+
+    for cols, ok in ((COLUMNS, True), (COLUMNS + 1, False)):
+        with T.kernel("k") as k:
+            table = k.param("table", [None, cols], "int64")
+            T.scale_list(table, k.param("factor", [1], "float32"))
+        if ok:
+            k.module()
+        else:
+            with pytest.raises(LocatedError, match=rf"'table' shape must be \[\?x{COLUMNS}\], got \[\?x{cols}\]"):
+                k.module()
+
+
+# endregion
+
+# region Tensors that share memory (the in-place functions refuse them)
+
+
+def test_first_overlap_names_two_positions():
+    from bulkred_dialect.foreach_table import first_overlap
+
+    f32, f16 = CODES["float32"], CODES["float16"]
+    assert first_overlap([0, 400, 800], [100, 100, 100], f32) is None  # back to back
+    assert first_overlap([800, 0, 400], [100, 100, 100], f32) is None  # in any order
+    assert first_overlap([0, 400, 0], [100, 100, 100], f32) == (0, 2)  # the same tensor twice
+    assert first_overlap([0, 4, 1000], [100, 100, 3], f32) == (0, 1)  # x[:100] and x[1:]
+    assert first_overlap([1000, 0, 2000, 396], [3, 100, 2, 2], f32) == (1, 3)  # its last element
+    assert first_overlap([0, 200], [100, 100], [f16, f32]) is None  # 200 bytes of float16 end at 200
+    assert first_overlap([0, 199], [100, 100], [f16, f32]) == (0, 1)
+    assert first_overlap([0, 0, 8], [0, 0, 0], f32) is None  # empty tensors share nothing
+    assert first_overlap([0, 0], [10, 0], f32) is None
+    # several pairs: the one whose later tensor comes first in the list
+    assert first_overlap([0, 1000, 2000, 1000, 0], [10, 10, 10, 10, 10], f32) == (1, 3)
+    assert first_overlap([5], [10], f32) is None and first_overlap([], [], f32) is None
+
+
+# endregion
+
+# region The list rows (functions.py) and their modules
+
+
+def test_every_list_row_builds_its_module_and_schema():
+    """Each list row's reduction builds and verifies (the builder, no MLIR text) for the
+    orders its option takes; its schema marks what it writes; its ord is vector_norm's
+    maps; numpy scalars are taken as the Python ones."""
+    from bulkred_dialect.functions import FUNCTIONS, LIST_ROWS, LISTS
+
+    for row in LIST_ROWS:
+        if row.build is None:
+            continue
+        for p in (2.0, 1.0, 3.5, np.inf, -np.inf, 0.0):
+            for local in (False, True):
+                r = row.reduction({"ord": p, "local": local})
+                m = reduce_list_module(r, scale=bool(row.scale), flag=bool(row.flag))
+                op = next(o for o in m.walk() if o.name == "bulkred.reduce_list")
+                assert op.kind.data == r.kind
+                if row.name != "foreach_amax" and p != 0:  # vector_norm's own maps
+                    single = FUNCTIONS["vector_norm"].build("float32", {"ord": p, "dtype": None})
+                    assert (r.kind, r.prologue) == (single.kind, single.prologue)
+                    assert r.epilogue == (() if local else single.epilogue)
+    assert LISTS["unscale_and_norm_"].schema() == (
+        "(Tensor(a!)[] grads, Tensor inv_scale, Tensor(b!) found_inf, float ord) -> Tensor")
+    assert LISTS["clip_grad_norm_"].schema() == (
+        "(Tensor(a!)[] parameters_or_grads, float max_norm, float ord, bool error_if_nonfinite) -> Tensor")
+    assert LISTS["foreach_norm"].schema() == "(Tensor[] tensors, float ord) -> Tensor"
+    assert LISTS["total_norm"].reduction({"ord": 0.0}).prologue == ("nonzero",)
+    check = {o.name: o.check for o in LISTS["clip_grad_norm_"].options}
+    assert check["ord"](np.float32(3)) == 3.0 and check["max_norm"](np.float16(0.5)) == 0.5
+    assert check["error_if_nonfinite"](np.bool_(True)) is True
+
+
+def test_the_public_list_functions_take_numpy_scalar_options():
+    """``ord=np.float32(3)`` is taken by total_norm as by vector_norm, bools alike: the
+    call goes past the options to the list (refused here: numpy arrays, or no torch),
+    while a bad option is named."""
+    import bulkred_dialect as bulkred
+    from bulkred_dialect.foreach import ListError
+
+    calls = [
+        lambda **o: bulkred.total_norm([np.ones(3)], **o),
+        lambda **o: bulkred.foreach_norm([np.ones(3)], **{k: v for k, v in o.items() if k == "ord"}),
+        lambda **o: bulkred.clip_grad_norm_([np.ones(3)], np.float32(1), **o),
+    ]
+    for call in calls:
+        with pytest.raises(ListError) as e:
+            call(ord=np.float32(3), error_if_nonfinite=np.bool_(False))
+        assert "'ord'" not in str(e.value) and "error_if_nonfinite" not in str(e.value), str(e.value)
+        with pytest.raises(ListError, match="'ord' must be a number"):
+            call(ord="fro")
+    with pytest.raises(ListError, match="'max_norm' must be a number"):
+        bulkred.clip_grad_norm_([np.ones(3)], "1")
+    with pytest.raises(ListError, match="'local' must be a bool"):
+        bulkred.total_norm([np.ones(3)], local=1)
+
+
+def test_the_list_functions_docs_and_signatures_are_their_rows():
+    import inspect
+
+    import bulkred_dialect as bulkred
+    from bulkred_dialect.functions import LIST_ROWS
+
+    for row in LIST_ROWS:
+        fn = getattr(bulkred, row.name)
+        assert inspect.signature(fn) == row.signature() and fn.__doc__.startswith(row.summary)
+        assert row.grad is None
+
+
+# endregion

@@ -1,6 +1,6 @@
 """bulkred.reduce_list -> grid_list, bulkred.scale_list -> grid_list_scale: one launch over
 a list of global buffers of mixed element types, read through the device-resident
-descriptor table of ``ops/tile/lists.py`` (docs/foreach.md).
+descriptor table of ``ops/list_layout.py`` (docs/foreach.md).
 
 ``grid_list`` (the only variant of ``bulkred.reduce_list``): a grid of G CTAs (4 per
 multiprocessor) of 256 threads. CTA c reads its row of the table (the tensors its chunk
@@ -13,8 +13,8 @@ tensor's bytes inside the chunk:
    by one (every element one by one where the tensor's address is not a multiple of 16);
    every element is converted to float32 and joins one of 4 lane states through the
    prologue (with ``scale``: multiplied by the factor, written back rounded to its type,
-   and the rounded value joins; with ``nonfinite``: ``x * 0`` is summed, NaN when x is
-   inf or NaN);
+   and the rounded value joins; with ``nonfinite``: ``x * 0`` of the element as read,
+   before the factor (AMP's check of its inputs), is summed, NaN when x is inf or NaN);
 2. the lane states, then the CTA's threads, combine (``cta_reduce``); thread 0 stores
    the piece's state: into ``dst[t]`` when the piece is the whole tensor, else into the
    workspace, slot ``tail[c]`` when the tensor starts in the chunk and goes on, slot
@@ -37,7 +37,7 @@ Spec: PTX ISA ld (vector loads, ``.nc``), st, cvt, atom, fence (docs/scopes.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i64
@@ -59,13 +59,20 @@ from bulkred_dialect.ops.ptx.control import CmpOp, SetpOp, SetpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import (
-    CLIP_EPS,
-    CODE_ALIGNED,
+from bulkred_dialect.ops.list_layout import (
+    ALIGN,
+    ALIGNED,
     CODE_BF16,
     CODE_F16,
     CODE_F32,
-    TABLE_COLUMNS,
+    CTA,
+    HEADER,
+    ROW_BYTES,
+    TENSOR,
+    offset,
+)
+from bulkred_dialect.ops.tile import (
+    CLIP_EPS,
     MapFn,
     ReduceKind,
     ReduceListOp,
@@ -97,8 +104,7 @@ CTAS_PER_SM = 4
 BLOCK = 256
 UNROLL = 4
 LANES = 4
-VECTOR_BYTES = 16
-ROW_BYTES = TABLE_COLUMNS * 8
+VECTOR_BYTES = ALIGN  # a 16-byte vector load: a tensor whose address is a multiple of ALIGN
 F32 = DTYPES["float32"]
 ELEM_OF_CODE: dict[int, Elem] = {
     CODE_F32: Elem.of(F32),
@@ -158,12 +164,13 @@ class _Piece:
     def __init__(self, e: Emitter, addr: SSAValue, code: SSAValue, start: SSAValue, plo: SSAValue, phi: SSAValue):
         self.base = e.ptr_add(_address(e, addr), e.sub_i(plo, start))
         self.nbytes = e.sub_i(phi, plo)
-        self.aligned = e.cmp("ne", e.value(AndOp(ArithType.B64, code, e.const(CODE_ALIGNED, i64))), 0)
+        self.aligned = e.cmp("ne", e.value(AndOp(ArithType.B64, code, e.const(ALIGNED, i64))), 0)
 
 
-Visit = Callable[[Emitter, Elem, SSAValue, list[SSAValue], int], list[SSAValue]]
-"""``visit(e, elem, x, carried, lane)``: one element ``x`` (in float32) of vector lane
-``lane``; returns the new carried values."""
+Visit = Callable[[Emitter, Elem, SSAValue, list[SSAValue], int, SSAValue], list[SSAValue]]
+"""``visit(e, elem, x, carried, lane, raw)``: one element ``x`` (in float32) of vector lane
+``lane``, ``raw`` the element as read (``x`` before the factor); returns the new carried
+values."""
 
 
 def _scaled(e: Emitter, elem: Elem, x: SSAValue, factor: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -200,16 +207,20 @@ def _stream_piece(
         return p, b.ld_vec(elem.ld, p, elem.ir, 4, 0, nc=nc) + b.ld_vec(elem.ld, p, elem.ir, 4, 8, nc=nc)
 
     def use(b: Emitter, p: SSAValue, raw: list[SSAValue], args: list[SSAValue]) -> list[SSAValue]:
-        xs = [b.to_acc(elem, x) for x in raw]
+        raw_xs = [b.to_acc(elem, x) for x in raw]
         if factor is not None:
-            stored, xs = zip(*(_scaled(b, elem, x, factor) for x in xs), strict=True)
+            stored, xs = zip(*(_scaled(b, elem, x, factor) for x in raw_xs), strict=True)
             if size == 4:
                 b.st_vec(LdStType.F32, p, list(stored))
             else:
                 b.st_vec(elem.ld, p, list(stored[:4]))
                 b.st_vec(elem.ld, p, list(stored[4:]), 8)
-        for k, x in enumerate(xs):
-            args = visit(b, elem, x, args, k % LANES)
+            return visit_all(b, elem, xs, raw_xs, args)
+        return visit_all(b, elem, raw_xs, raw_xs, args)
+
+    def visit_all(b: Emitter, elem: Elem, xs: Sequence[SSAValue], raws: list[SSAValue], args: list[SSAValue]) -> list[SSAValue]:
+        for k, (x, raw) in enumerate(zip(xs, raws, strict=True)):
+            args = visit(b, elem, x, args, k % LANES, raw)
         return args
 
     rounds = _div64(e, nvec, BLOCK * UNROLL)
@@ -229,11 +240,11 @@ def _stream_piece(
 
     def one(b: Emitter, i: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
         p = b.ptr_add(piece.base, b.mul_i(i, size))
-        x = b.to_acc(elem, b.ld(elem.ld, p, elem.ir))
+        raw = x = b.to_acc(elem, b.ld(elem.ld, p, elem.ir))
         if factor is not None:
-            stored, x = _scaled(b, elem, x, factor)
+            stored, x = _scaled(b, elem, raw, factor)
             b.st(LdStType.F32 if size == 4 else elem.ld, p, stored)
-        return visit(b, elem, x, args, 0)
+        return visit(b, elem, x, args, 0, raw)
 
     return e.for_(first, count, BLOCK, carried, one)
 
@@ -265,20 +276,20 @@ class _ListView:
 
     def __init__(self, e: Emitter, table_buffer: SSAValue):
         self.table = global_ptr(e, table_buffer)
-        self.count = _ld64(e, self.table, 0)
-        self.chunk = _ld64(e, self.table, 16)
+        self.count = _ld64(e, self.table, offset(HEADER, "count"))
+        self.chunk = _ld64(e, self.table, offset(HEADER, "chunk"))
 
     def tensor(self, e: Emitter, t: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue]:
         """(address, code, start, bytes, end) of tensor ``t``."""
         row = _row(e, self.table, e.add_i(t, 1))
-        addr, numel, code, start = (_ld64(e, row, 8 * k) for k in range(4))
+        addr, numel, code, start = (_ld64(e, row, offset(TENSOR, c)) for c in ("address", "numel", "code", "start"))
         nbytes = e.mul_i(numel, _size_of(e, code))
         return addr, code, start, nbytes, e.add_i(start, nbytes)
 
     def cta(self, e: Emitter, c: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
         """(t_first, t_stop, lo, hi) of CTA ``c``."""
         row = _row(e, self.table, e.add_i(e.add_i(self.count, 1), c))
-        return tuple(_ld64(e, row, 8 * k) for k in range(4))  # type: ignore[return-value]
+        return tuple(_ld64(e, row, offset(CTA, c)) for c in ("first", "stop", "lo", "hi"))  # type: ignore[return-value]
 
 
 def _pieces(
@@ -343,10 +354,10 @@ def lower_grid_list(op: Operation, rewriter: PatternRewriter, target: Target) ->
             x = b.nonzero(F32, F32, x)
         return r.absorb(b, [s], x)[0]
 
-    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
+    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int, raw: SSAValue) -> list[SSAValue]:
         lanes, nf = args[:LANES], args[LANES:]
-        if flagged:
-            nf = [b.fma(ArithType.F32, x, zero, nf[0])]
+        if flagged:  # the element as read, before the factor: AMP's found_inf checks its inputs
+            nf = [b.fma(ArithType.F32, raw, zero, nf[0])]
         lanes = list(lanes)
         lanes[lane] = absorb(b, lanes[lane], x)
         return lanes + nf
@@ -460,7 +471,7 @@ def lower_grid_list_scale(op: Operation, rewriter: PatternRewriter, target: Targ
     else:
         skip = e.value(SetpOp(CmpOp.EQ, SetpType.F32, f, one))
 
-    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int) -> list[SSAValue]:
+    def visit(b: Emitter, elem: Elem, x: SSAValue, args: list[SSAValue], lane: int, raw: SSAValue) -> list[SSAValue]:
         return args
 
     def piece(
