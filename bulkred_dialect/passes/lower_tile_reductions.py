@@ -50,7 +50,7 @@ from xdsl.pattern_rewriter import (
 
 from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import CopyOp, ReduceListOp, ReduceOp, ScaleListOp
+from bulkred_dialect.ops.tile import CopyOp, NormalizeRowsOp, ReduceListOp, ReduceOp, ScaleListOp
 from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.targeting import TargetedPass
@@ -78,12 +78,12 @@ class LowerReduce(RewritePattern):
 
 @dataclass
 class LowerReduceList(RewritePattern):
-    """``bulkred.reduce_list`` / ``bulkred.scale_list`` -> the lowering the registry selects."""
+    """``bulkred.reduce_list`` / ``bulkred.scale_list`` / ``bulkred.normalize_rows`` -> the lowering the registry selects."""
 
     target: Target
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if isinstance(op, ReduceListOp | ScaleListOp):
+        if isinstance(op, ReduceListOp | ScaleListOp | NormalizeRowsOp):
             choose(op, self.target).lower(op, rewriter, self.target)
 
 
@@ -159,7 +159,7 @@ def explain_sink(sink: ExplainSink) -> Iterator[ExplainSink]:
 
 def explanations(module: ModuleOp, target: Target) -> list[str]:
     """Every ``bulkred.reduce``'s dispatch table, in source order."""
-    return [explain(op, target) for op in module.walk() if isinstance(op, ReduceOp | ReduceListOp | ScaleListOp)]
+    return [explain(op, target) for op in module.walk() if isinstance(op, ReduceOp | ReduceListOp | ScaleListOp | NormalizeRowsOp)]
 
 
 def print_explanations(module: ModuleOp, target: Target) -> None:

@@ -28,7 +28,8 @@ The package, by concern:
 * ``reduce.py``: ``bulkred.reduce``;
 * ``bulk.py``: ``bulkred.copy``, ``bulkred.bulk_copy``, ``bulkred.bulk_reduce``;
 * ``indices.py``: ``bulkred.cluster_rank``, ``bulkred.cluster_size``;
-* ``lists.py``: ``bulkred.reduce_list``, ``bulkred.scale_list`` (docs/foreach.md).
+* ``lists.py``: ``bulkred.reduce_list``, ``bulkred.scale_list`` (docs/foreach.md);
+* ``rows.py``: ``bulkred.normalize_rows`` (docs/rows.md).
 
 This module defines the dialect and names the public names of all of them.
 """
@@ -112,11 +113,12 @@ from bulkred_dialect.ops.tile.lists import (
     ScaleListOp,
     LIST_OPS,
 )
+from bulkred_dialect.ops.tile.rows import NormKind, NormKindAttr, NormalizeRowsOp, ROW_OPS, ROW_ATTRS
 
 BULKRED = Dialect(
     "bulkred",
-    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp, *LIST_OPS],
-    [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr, MapAttr],
+    [ReduceOp, CopyOp, BulkCopyOp, BulkReduceOp, ClusterRankOp, ClusterSizeOp, *LIST_OPS, *ROW_OPS],
+    [MemoryScopeAttr, ExecScopeAttr, ReduceKindAttr, LaunchAttr, MapAttr, *ROW_ATTRS],
 )
 
 __all__ = [
@@ -184,4 +186,9 @@ __all__ = [
     "ReduceListOp",
     "ScaleListOp",
     "LIST_OPS",
+    "NormKind",
+    "NormKindAttr",
+    "NormalizeRowsOp",
+    "ROW_OPS",
+    "ROW_ATTRS",
 ]

@@ -62,6 +62,9 @@ from bulkred_dialect.passes.variants import (
     grid_split_bulk,
     grid_split_det,
     local,
+    rows_cta,
+    rows_stream,
+    rows_warp,
     sm100_packed,
     warp_redux,
     warp_shuffle,
@@ -79,6 +82,7 @@ REGISTRY = Registry.from_variants(
         grid_gather.GRID_GATHER,
         grid_list.GRID_LIST,
         grid_list.GRID_LIST_SCALE,
+        rows_warp.ROWS_WARP, rows_cta.ROWS_CTA, rows_stream.ROWS_STREAM,  # bulkred.normalize_rows (docs/rows.md)
         cluster_red_async.CLUSTER_RED_ASYNC,
         cluster_dsmem.CLUSTER_DSMEM,
         cta_shared.CTA_SHARED,

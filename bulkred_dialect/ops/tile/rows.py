@@ -1,0 +1,279 @@
+"""``bulkred.normalize_rows``: reduce each row of a global M x N buffer, then write an
+elementwise function of the row and its statistics (docs/rows.md).
+
+One op says the whole row normalization: what is reduced (the row's statistics) and
+what is written (``y``, and optionally the statistics the backward needs), so that a
+lowering reads ``x`` once and writes ``y`` once, with the row on chip in between.
+
+==============  ===========================================  ===========================
+kind            y (every statistic in float32)                statistics it may store
+==============  ===========================================  ===========================
+``softmax``     ``exp(x - max) / sum``                        ``max``, ``sum`` (of
+                                                              ``exp(x - max)``)
+``log_softmax`` ``x - max - log(sum)``                        ``max``, ``sum``
+``rms_norm``    ``x * rstd * weight``,                        ``rstd``
+                ``rstd = 1 / sqrt(mean(x^2) + eps)``
+``layer_norm``  ``(x - mean) * rstd * weight + bias``,        ``mean``, ``rstd``
+                ``rstd = 1 / sqrt(var(x) + eps)`` (biased)
+==============  ===========================================  ===========================
+
+Operands:
+
+* ``x``: global, rank 2, static shape ``[M, N]``, float32, bfloat16 or float16; either
+  contiguous or a view ``strided<[S, 1]>`` with ``S >= N`` (padded rows; the last
+  dimension contiguous, offset 0).
+* ``y``: global, the shape and element type of ``x``, contiguous or ``strided<[S', 1]>``
+  with ``S' >= N``.
+* ``weight`` (rms_norm, layer_norm) and ``bias`` (layer_norm): global ``[N]``,
+  contiguous, of ``x``'s element type or float32. Without them: 1 and 0.
+* ``eps`` (rms_norm and layer_norm only, required there): a float >= 0.
+* ``max``, ``sum`` (softmax, log_softmax), ``mean`` (layer_norm), ``rstd`` (rms_norm,
+  layer_norm): global contiguous float32 ``[M]``, one value per row.
+
+Accumulation is in float32; ``y`` is rounded once to its element type. A NaN in a row
+makes its softmax NaN; a row of -inf gives NaN (torch's results).
+
+Example::
+
+    bulkred.normalize_rows rms_norm %x, %y weight %w : memref<4096xbf16, #bulkred.scope<global>>
+        eps 1.0e-06 : f32 rstd %r : memref<64xf32, #bulkred.scope<global>>
+        : memref<64x4096xbf16, #bulkred.scope<global>>, memref<64x4096xbf16, #bulkred.scope<global>>
+
+Room to grow (issue 30): ``add_rms_norm`` (a ``residual`` operand and its sum written
+back) and ``cross_entropy`` (targets, the loss and the lse) are further kinds of this op,
+with their operands named as these are.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FloatAttr,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+    StringAttr,
+    bf16,
+    f16,
+    f32,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import IRDLOperation, irdl_attr_definition, operand_def, opt_operand_def, opt_prop_def, prop_def
+from xdsl.irdl.operations import AttrSizedOperandSegments
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from bulkred_dialect.ops.op_definition import op_definition
+from bulkred_dialect.ops.tile.attrs import MemoryScope
+from bulkred_dialect.ops.tile.buffers import check_in_kernel, expect_buffer
+
+
+class NormKind(StrEnum):
+    """What ``bulkred.normalize_rows`` writes (the module docstring's table)."""
+
+    SOFTMAX = "softmax"
+    LOG_SOFTMAX = "log_softmax"
+    RMS_NORM = "rms_norm"
+    LAYER_NORM = "layer_norm"
+
+
+@irdl_attr_definition
+class NormKindAttr(EnumAttribute[NormKind], SpacedOpaqueSyntaxAttribute):
+    name = "bulkred.norm_kind"
+
+
+ROW_ELEMENT_TYPES: tuple[Attribute, ...] = (f32, bf16, f16)
+"""The element types of ``x`` and ``y``."""
+
+SOFTMAX_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX)
+NORM_KINDS = (NormKind.RMS_NORM, NormKind.LAYER_NORM)
+
+STATS: dict[str, tuple[NormKind, ...]] = {
+    "row_max": SOFTMAX_KINDS,
+    "row_sum": SOFTMAX_KINDS,
+    "mean": (NormKind.LAYER_NORM,),
+    "rstd": NORM_KINDS,
+}
+"""Each statistic operand and the kinds that compute it."""
+
+AFFINE: dict[str, tuple[NormKind, ...]] = {
+    "weight": NORM_KINDS,
+    "bias": (NormKind.LAYER_NORM,),
+}
+"""The optional affine operands and the kinds that take them."""
+
+
+def _kinds(kinds: tuple[NormKind, ...]) -> str:
+    return " or ".join(str(k) for k in kinds)
+
+
+def row_stride(t: MemRefType) -> int:
+    """The element stride between rows of a rank-2 ``x`` or ``y`` (N when contiguous)."""
+    if isinstance(t.layout, StridedLayoutAttr):
+        s = t.get_strides()
+        assert s is not None and s[0] is not None
+        return int(s[0])
+    return t.get_shape()[1]
+
+
+def _check_rows(field: str, v: SSAValue) -> MemRefType:
+    """``x`` / ``y``: a global [M, N] float buffer, contiguous or ``strided<[S, 1]>``,
+    ``S >= N``, offset 0."""
+    t = expect_buffer(field, v, [MemoryScope.GLOBAL])
+    shape = list(t.get_shape())
+    if len(shape) != 2:
+        raise VerifyException(f"operand '{field}' must have rank 2 ([M, N] rows), got rank {len(shape)}")
+    if any(d == DYNAMIC_INDEX for d in shape) or any(d < 1 for d in shape):
+        dims = ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+        raise VerifyException(f"operand '{field}' must have a static shape of sizes >= 1, got [{dims}]")
+    if t.element_type not in ROW_ELEMENT_TYPES:
+        valid = ", ".join(str(e) for e in ROW_ELEMENT_TYPES)
+        raise VerifyException(f"operand '{field}' element type must be one of {valid}, got {t.element_type}")
+    if isinstance(t.layout, NoneAttr):
+        return t
+    if not isinstance(t.layout, StridedLayoutAttr):
+        raise VerifyException(f"operand '{field}' must have a strided<[S, 1]> layout or none, got {t.layout}")
+    strides = t.get_strides() or []
+    shown = ", ".join("?" if s is None else str(s) for s in strides)
+    if None in strides or strides[1] != 1:
+        raise VerifyException(
+            f"operand '{field}' must have static strides [S, 1] (the last dimension contiguous), got [{shown}]"
+        )
+    if strides[0] < shape[1]:
+        raise VerifyException(
+            f"operand '{field}' row stride must be >= the row length {shape[1]} (rows may not overlap), got {strides[0]}"
+        )
+    if t.get_offset() != 0:
+        off = t.get_offset()
+        raise VerifyException(
+            f"operand '{field}' must have offset 0 (the parameter points at the first row), "
+            f"got offset {'?' if off is None else off}"
+        )
+    return t
+
+
+def _check_vector(field: str, v: SSAValue, length: int, elements: tuple[Attribute, ...]) -> None:
+    """A global contiguous [length] buffer of one of ``elements``."""
+    t = expect_buffer(field, v, [MemoryScope.GLOBAL])
+    if t.element_type not in elements:
+        valid = " or ".join(str(e) for e in dict.fromkeys(elements))
+        raise VerifyException(f"operand '{field}' element type must be {valid}, got {t.element_type}")
+    shape = list(t.get_shape())
+    if shape != [length]:
+        dims = ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+        raise VerifyException(f"operand '{field}' shape must be [{length}], got [{dims}]")
+    if not isinstance(t.layout, NoneAttr):
+        raise VerifyException(f"operand '{field}' must be contiguous (no layout), got {t.layout}")
+
+
+@op_definition
+class NormalizeRowsOp(IRDLOperation):
+    """Reduce each row of ``x`` and write ``y``, an elementwise function of the row and its
+    statistics (the module docstring: kinds, operands, rules).
+
+    ``variant`` forces a lowering variant by name (passes/variants/rows_*.py)."""
+
+    name = "bulkred.normalize_rows"
+
+    kind = prop_def(NormKindAttr)
+    eps = opt_prop_def(FloatAttr)
+    variant = opt_prop_def(StringAttr)
+    x = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    weight = opt_operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
+    row_max = opt_operand_def(MemRefType)
+    row_sum = opt_operand_def(MemRefType)
+    mean = opt_operand_def(MemRefType)
+    rstd = opt_operand_def(MemRefType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$kind (`variant` $variant^)? $x `,` $y (`weight` $weight^ `:` type($weight))? "
+        "(`bias` $bias^ `:` type($bias))? (`eps` $eps^)? "
+        "(`max` $row_max^ `:` type($row_max))? (`sum` $row_sum^ `:` type($row_sum))? "
+        "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? "
+        "attr-dict `:` type($x) `,` type($y)"
+    )
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("weight", "bias", "row_max", "row_sum", "mean", "rstd")
+
+    def __init__(
+        self,
+        kind: NormKind | str,
+        x: SSAValue,
+        y: SSAValue,
+        *,
+        eps: float | None = None,
+        variant: str | None = None,
+        **optional: SSAValue | None,
+    ):
+        unknown = sorted(set(optional) - set(self.OPTIONAL))
+        if unknown:
+            raise TypeError(f"bulkred.normalize_rows takes no operand {', '.join(unknown)}")
+        props: dict[str, Attribute] = {"kind": NormKindAttr(NormKind(kind))}
+        if eps is not None:
+            props["eps"] = FloatAttr(float(eps), f32)
+        if variant is not None:
+            props["variant"] = StringAttr(variant)
+        opt = [[optional[k]] if optional.get(k) is not None else [] for k in self.OPTIONAL]
+        super().__init__(operands=[x, y, *opt], properties=props)
+
+    @property
+    def norm_kind(self) -> NormKind:
+        return self.kind.data
+
+    @property
+    def rows(self) -> int:
+        return self.x.type.get_shape()[0]  # type: ignore[union-attr]
+
+    @property
+    def cols(self) -> int:
+        return self.x.type.get_shape()[1]  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        check_in_kernel(self)
+        kind = self.norm_kind
+        xt = _check_rows("x", self.x)
+        yt = _check_rows("y", self.y)
+        m, n = xt.get_shape()
+        if list(yt.get_shape()) != [m, n]:
+            raise VerifyException(f"operand 'y' shape must be x's [{m}, {n}], got {list(yt.get_shape())}")
+        if yt.element_type != xt.element_type:
+            raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
+        for field, kinds in AFFINE.items():
+            v = getattr(self, field)
+            if v is None:
+                continue
+            if kind not in kinds:
+                raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")
+            _check_vector(field, v, n, (xt.element_type, f32))
+        if self.weight is not None and self.bias is not None:
+            wt, bt = self.weight.type.element_type, self.bias.type.element_type  # type: ignore[union-attr]
+            if wt != bt:
+                raise VerifyException(f"operand 'bias' element type must be weight's {wt}, got {bt}")
+        for field, kinds in STATS.items():
+            v = getattr(self, field)
+            if v is None:
+                continue
+            if kind not in kinds:
+                raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")
+            _check_vector(field, v, m, (f32,))
+        if kind in NORM_KINDS:
+            if self.eps is None:
+                raise VerifyException(f"'eps' is required with kind {kind} (torch's default: 1e-5 or the dtype's eps), got none")
+            e = self.eps.value.data
+            if not (e >= 0.0 and e != float("inf")):
+                raise VerifyException(f"'eps' must be a finite float >= 0, got {e:g}")
+            if self.eps.type != f32:
+                raise VerifyException(f"'eps' must be an f32 attribute, got {self.eps.type}")
+        elif self.eps is not None:
+            raise VerifyException(f"'eps' is only valid with kind {_kinds(NORM_KINDS)}, got kind {kind}")
+
+
+ROW_OPS = [NormalizeRowsOp]
+ROW_ATTRS = [NormKindAttr]

@@ -1,0 +1,559 @@
+"""What the lowerings of ``bulkred.normalize_rows`` share (``rows_warp``, ``rows_cta``,
+``rows_stream``; docs/rows.md): the plan of a kernel, its predicates, and one lowering of a
+row that each variant configures.
+
+A *group* of ``G`` threads (a warp, or a whole CTA) owns one row at a time; the CTA's
+groups take rows ``g, g + groups, ...`` (a grid-stride loop). Thread ``t`` of a group
+reads the vectors ``t, t + G, t + 2G, ...`` of the row (``V`` elements each: 16-byte
+``ld.global.nc.v4`` of float32, 8-byte ones of 16-bit types; scalar loads when N or a row
+stride is not a multiple of V). Each thread accumulates in float32, then the group
+combines (``shfl.sync`` butterfly in a warp; warp partials through shared memory in a
+CTA) and every thread of the group holds the row's statistics.
+
+* **registers** (``rows_warp``, ``rows_cta``): every thread keeps its ``K`` vectors in
+  registers after the one read of ``x``; the statistics come from the registers
+  (layer_norm's variance from a second pass over them, ``sum((x - mean)^2)``), then ``y``
+  is written: one read of ``x``, one write of ``y``.
+* **stream** (``rows_stream``, rows of any length): a first pass accumulates the
+  statistics (softmax online: the running maximum and the sum rescaled as it grows;
+  layer_norm's sums shifted by the row's first element), a second pass reads ``x`` again
+  and writes ``y``: two reads of ``x``.
+
+The configuration (``G``, the CTA's threads, ``V``, ``K``) depends on N, the element
+type and the row strides only, never on M: every row is computed by the same
+instructions in the same order whatever the batch, so its bits do not depend on M or on
+the row's position (batch invariance). The grid's size (how many CTAs share the rows)
+does depend on M, which changes no row's arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import MemRefType, f32, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
+from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RoundingMode, SubOp
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.passes.elements import ELEMS, ld_type
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import WARP, Predicate
+from bulkred_dialect.passes.variants.grid_common import alone_in_kernel, require_alignment, set_launch
+from bulkred_dialect.passes.variants.kernel import cta_reduce, emitter_at, sm_count, warp_reduce
+
+F32 = DTYPES["float32"]
+ELEM_F32 = ELEMS["float32"]
+AT = ArithType.F32
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+FLT_MAX = 3.4028234663852886e38
+
+MAX_VALUES = 32
+"""Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """How one kernel normalizes its rows: ``group`` threads per row, ``block`` threads
+    per CTA (``block // group`` rows at a time), ``vec`` elements per load, ``items``
+    vectors per thread held in registers (0: stream the row twice), ``unroll`` loads in
+    flight per step of a streaming loop, ``ctas`` CTAs."""
+
+    kind: NormKind
+    dtype: DType
+    m: int
+    n: int
+    sx: int
+    sy: int
+    vec: int
+    group: int
+    block: int
+    items: int
+    unroll: int
+    ctas: int
+
+    @property
+    def vectors(self) -> int:
+        """Vectors in a row (N / V)."""
+        return self.n // self.vec
+
+    @property
+    def groups(self) -> int:
+        """Rows a CTA works on at a time."""
+        return self.block // self.group
+
+
+def dtype_of(op: NormalizeRowsOp) -> DType:
+    d = of_ir(op.x.type.element_type)  # type: ignore[union-attr]
+    assert d is not None
+    return d
+
+
+def vector_of(op: NormalizeRowsOp) -> int:
+    """Elements per load: the element type's vector (4) where N and both row strides are
+    multiples of it, else 1."""
+    v = ELEMS[dtype_of(op).name].vector
+    xt, yt = op.x.type, op.y.type
+    assert isinstance(xt, MemRefType) and isinstance(yt, MemRefType)
+    ok = op.cols % v == 0 and row_stride(xt) % v == 0 and row_stride(yt) % v == 0
+    return v if ok else 1
+
+
+def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: int, unroll: int = 4,
+         ctas_per_sm: int = 8) -> RowPlan:
+    """The plan of ``op`` with these settings (the variant chooses them from N and the
+    element type); the grid covers the rows, at most ``ctas_per_sm`` CTAs per multiprocessor."""
+    xt, yt = op.x.type, op.y.type
+    assert isinstance(xt, MemRefType) and isinstance(yt, MemRefType)
+    groups = block // group
+    ctas = max(1, min(sm_count(target) * ctas_per_sm, -(-op.rows // groups)))
+    return RowPlan(
+        op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), row_stride(yt), vector_of(op),
+        group, block, items, unroll, ctas,
+    )
+
+
+def items_for(op: NormalizeRowsOp, group: int) -> int:
+    """Vectors per thread to hold a whole row in a group of ``group`` threads."""
+    vectors = op.cols // vector_of(op)
+    return -(-vectors // group)
+
+
+# region Predicates
+
+
+def _row_length(limit: Callable[[NormalizeRowsOp], int], what: str):
+    def check(op: Operation, target: Target) -> tuple[bool, object]:
+        assert isinstance(op, NormalizeRowsOp)
+        lim = limit(op)
+        return op.cols <= lim, f"N = {op.cols} ({dtype_of(op).name}, limit {lim}{what})"
+
+    return check
+
+
+def row_predicates(limit: Callable[[NormalizeRowsOp], int] | None, expected: str, what: str = "") -> list[Predicate]:
+    """``kernel`` (the op alone in its kernel, on its parameters) and, with ``limit``,
+    ``row_length`` (N at most ``limit(op)``)."""
+    preds = [Predicate("kernel", alone_in_kernel, expected="alone, on parameters")]
+    if limit is not None:
+        preds.append(Predicate("row_length", _row_length(limit, what), expected=expected))
+    return preds
+
+
+# endregion
+
+# region Float32 arithmetic
+
+
+def _sub(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.value(SubOp(AT, a, b, rnd=RoundingMode.RN))
+
+
+def _mul(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.value(MulOp(AT, a, b, rnd=RoundingMode.RN))
+
+
+def _add(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.combine(ReduceKind.SUM, F32, a, b)
+
+
+def _max(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.minmax(ReduceKind.MAX, AT, a, b)  # max.NaN: a NaN in the row makes it NaN
+
+
+def _exp(e: Emitter, x: SSAValue) -> SSAValue:
+    """``exp(x)`` as ``ex2.approx(x * log2(e))``."""
+    return e.ex2(_mul(e, x, e.const(LOG2E, f32)))
+
+
+def _log(e: Emitter, x: SSAValue) -> SSAValue:
+    return _mul(e, e.lg2(x), e.const(LN2, f32))
+
+
+def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
+    """``1 / sqrt(x)``, each step rounded to nearest (once per row)."""
+    return e.rcp(AT, e.sqrt(AT, x))
+
+
+# endregion
+
+# region Loads and stores
+
+
+def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
+    """``vec`` elements of ``d`` at ``p + offset`` bytes, as float32."""
+    if offset >= 2**31:
+        p, offset = e.ptr_add(p, offset), 0
+    t = ld_type(d)
+    if vec == 1:
+        vals = [e.ld(t, p, d.ir, offset)]
+    else:
+        require_alignment(p, vec * d.bytes)
+        vals = e.ld_vec(t, p, d.ir, vec, offset)
+    return [e.convert(v, d, F32) for v in vals]
+
+
+def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAValue]) -> None:
+    if offset >= 2**31:
+        p, offset = e.ptr_add(p, offset), 0
+    out = [e.convert(v, F32, d) for v in vals]
+    t = ld_type(d)
+    if len(out) == 1:
+        e.st(t, p, out[0], offset)
+    else:
+        require_alignment(p, len(out) * d.bytes)
+        e.st_vec(t, p, out, offset)
+
+
+@dataclass
+class _Buf:
+    """A buffer read or written by vectors: its element type and the thread's first
+    vector's address in the current row."""
+
+    dtype: DType
+    base: SSAValue
+
+    def at(self, e: Emitter, first: SSAValue | int, vec: int) -> tuple[SSAValue, int]:
+        """The address and static byte offset of the vector ``first`` vectors after the
+        thread's first (an ``i64`` value or an int)."""
+        step = vec * self.dtype.bytes
+        if isinstance(first, int):
+            return self.base, first * step
+        return e.ptr_add(self.base, e.mul_i(first, step)), 0
+
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0) -> list[SSAValue]:
+        p, off = self.at(e, first, vec)
+        return _load(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vec)
+
+    def store(self, e: Emitter, first: SSAValue | int, vec: int, vals: Sequence[SSAValue], extra: int = 0) -> None:
+        p, off = self.at(e, first, vec)
+        _store(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vals)
+
+
+# endregion
+
+
+@dataclass
+class _Row:
+    """One row being lowered: the plan, the thread's place in its group, its buffers."""
+
+    p: RowPlan
+    op: NormalizeRowsOp
+    g: SSAValue  # the thread's index in its group (i32)
+    tid: SSAValue  # the thread's index in the CTA (i32)
+    x: _Buf
+    y: _Buf
+    w: _Buf | None
+    b: _Buf | None
+    row_x: SSAValue  # the row's first element in x
+
+    # region Visiting a thread's vectors
+
+    def partial(self, e: Emitter) -> tuple[int, SSAValue | None]:
+        """(vectors every thread has, the condition of the one more some threads have)."""
+        full, rest = divmod(self.p.vectors, self.p.group)
+        return full, (e.cmp("ult", self.g, rest) if rest else None)
+
+    def neutral(self, e: Emitter) -> SSAValue:
+        """A value that leaves the statistics unchanged: -inf for softmax's maximum (its
+        exp adds 0), 0 for the sums."""
+        if self.p.kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+            return e.const(float("-inf"), f32)
+        return e.const(0.0, f32)
+
+    # endregion
+
+    # region Group reductions
+
+    def reduce(self, e: Emitter, kind: ReduceKind, v: SSAValue, name: str) -> SSAValue:
+        """``v`` combined over the group; every thread of the group gets the result."""
+        if self.p.group == WARP:
+            return warp_reduce(e, kind, ELEM_F32, v)
+        return cta_reduce(e, kind, ELEM_F32, v, self.tid, self.p.block, broadcast=True, name=name)
+
+    # endregion
+
+    # region Outputs
+
+    def out(self, e: Emitter, v: SSAValue, j: int, s: dict[str, SSAValue], w: list[SSAValue] | None,
+            b: list[SSAValue] | None) -> SSAValue:
+        """y of one element ``v`` (float32) from the row's statistics ``s``; ``w`` and
+        ``b`` the item's weight and bias values (or None)."""
+        kind = self.p.kind
+        if kind == NormKind.SOFTMAX:
+            return _mul(e, _exp(e, _sub(e, v, s["max"])), s["inv_sum"])
+        if kind == NormKind.LOG_SOFTMAX:
+            return _sub(e, _sub(e, v, s["max"]), s["log_sum"])
+        if kind == NormKind.RMS_NORM:
+            r = _mul(e, v, s["rstd"])
+            return _mul(e, r, w[j]) if w is not None else r
+        r = _mul(e, _sub(e, v, s["mean"]), s["rstd"])
+        if w is not None and b is not None:
+            return e.fma(AT, r, w[j], b[j])
+        if w is not None:
+            return _mul(e, r, w[j])
+        return _add(e, r, b[j]) if b is not None else r
+
+    def write_item(self, e: Emitter, first: SSAValue | int, vals: list[SSAValue], s: dict[str, SSAValue],
+                   extra: int = 0) -> None:
+        vec = self.p.vec
+        w = self.w.load(e, first, vec, extra) if self.w is not None else None
+        b = self.b.load(e, first, vec, extra) if self.b is not None else None
+        self.y.store(e, first, vec, [self.out(e, v, j, s, w, b) for j, v in enumerate(vals)], extra)
+
+    def store_stats(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> None:
+        """Thread 0 of the group writes the statistics the op asks for."""
+        op = self.op
+        wanted = [(buf, s[key]) for buf, key in ((op.row_max, "max"), (op.row_sum, "sum"), (op.mean, "mean"),
+                                                 (op.rstd, "rstd")) if buf is not None]
+        if not wanted:
+            return
+
+        def write(c: Emitter) -> list[SSAValue]:
+            off = c.mul_i(row, 4)
+            for buf, v in wanted:
+                c.st(ld_type(F32), c.ptr_add(c.ptr(buf, StateSpace.GLOBAL), off), v)
+            return []
+
+        e.if_(e.cmp("eq", self.g, 0), write)
+
+    # endregion
+
+    # region Statistics
+
+    def finish(self, e: Emitter, sums: dict[str, SSAValue]) -> dict[str, SSAValue]:
+        """The statistics of the row from the group's combined sums."""
+        kind, n = self.p.kind, float(self.p.n)
+        eps = e.const(self.op.eps.value.data, f32) if self.op.eps is not None else None
+        if kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+            out = {"max": sums["max"], "sum": sums["sum"]}
+            if kind == NormKind.SOFTMAX:
+                out["inv_sum"] = e.rcp(AT, sums["sum"])
+            else:
+                out["log_sum"] = _log(e, sums["sum"])
+            return out
+        if kind == NormKind.RMS_NORM:
+            ms = e.div(AT, sums["sq"], e.const(n, f32))
+            return {"rstd": _rsqrt(e, _add(e, ms, eps))}
+        return {"mean": sums["mean"], "rstd": _rsqrt(e, _add(e, sums["var"], eps))}
+
+    # endregion
+
+
+def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """The row held in registers: one read of x, the statistics, one write of y."""
+    p = r.p
+    full, cond = r.partial(e)
+    vals: list[list[SSAValue]] = []
+    for k in range(full):
+        vals.append(r.x.load(e, k * p.group, p.vec))
+    if cond is not None:
+        vals.append(e.if_(cond, lambda b: r.x.load(b, full * p.group, p.vec),
+                          lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
+    flat = [v for item in vals for v in item]
+    kind = p.kind
+    if kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+        m = r.reduce(e, ReduceKind.MAX, e.fold(ReduceKind.MAX, F32, flat), "row_max")
+        exps = [_exp(e, _sub(e, v, m)) for v in flat]
+        s = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, exps), "row_sum")
+        stats = r.finish(e, {"max": m, "sum": s})
+        if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
+            inv = stats["inv_sum"]
+            outs = [_mul(e, x, inv) for x in exps]
+            _write_values(r, e, outs, cond, full, stats, raw=True)
+        else:
+            _write_values(r, e, flat, cond, full, stats)
+        r.store_stats(e, row, stats)
+        return
+    if kind == NormKind.RMS_NORM:
+        sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
+        ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
+        stats = r.finish(e, {"sq": ss})
+    else:
+        total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
+        mean = e.div(AT, total, e.const(float(p.n), f32))
+        devs = [_sub(e, v, mean) for v in flat]
+        if cond is not None:  # the missing vector's values are 0, not 0 - mean
+            zero = e.const(0.0, f32)
+            last = len(devs) - p.vec
+            devs[last:] = [e.selp(_selp_f32(), d, zero, cond) for d in devs[last:]]
+        d2 = [e.value(MulOp(AT, d, d, rnd=RoundingMode.RN)) for d in devs]
+        var = e.div(AT, r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, d2), "row_var"), e.const(float(p.n), f32))
+        stats = r.finish(e, {"mean": mean, "var": var})
+    _write_values(r, e, flat, cond, full, stats)
+    r.store_stats(e, row, stats)
+
+
+def _selp_f32():
+    from bulkred_dialect.ops.ptx.control import SelpType
+
+    return SelpType.F32
+
+
+def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], cond: SSAValue | None, full: int,
+                  stats: dict[str, SSAValue], *, raw: bool = False) -> None:
+    """Write y of the thread's vectors; ``raw``: ``flat`` are y's values already."""
+    p = r.p
+
+    def one(b: Emitter, k: int) -> None:
+        vals = flat[k * p.vec:(k + 1) * p.vec]
+        if raw:
+            r.y.store(b, k * p.group, p.vec, vals)
+        else:
+            r.write_item(b, k * p.group, vals, stats)
+
+    for k in range(full):
+        one(e, k)
+    if cond is not None:
+
+        def last(b: Emitter) -> list[SSAValue]:
+            one(b, full)
+            return []
+
+        e.if_(cond, last)
+
+
+def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """The row read twice: the statistics, then y."""
+    p = r.p
+    full, cond = r.partial(e)
+    kind = p.kind
+    softmax = kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX)
+    shift = None
+    if kind == NormKind.LAYER_NORM:  # sums of x - x[row, 0]: no cancellation for a large mean
+        shift = _load(e, p.dtype, r.row_x, 0, 1)[0]
+
+    def absorb(b: Emitter, state: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
+        if softmax:
+            t, s = state
+            t1 = b.fold(ReduceKind.MAX, F32, [t, *vals])
+            m0, m1 = _clamp(b, t), _clamp(b, t1)
+            s = _mul(b, s, _exp(b, _sub(b, m0, m1)))
+            for v in vals:
+                s = _add(b, s, _exp(b, _sub(b, v, m1)))
+            return [t1, s]
+        if kind == NormKind.RMS_NORM:
+            (s,) = state
+            for v in vals:
+                s = b.fma(AT, v, v, s)
+            return [s]
+        s1, s2 = state
+        for v in vals:
+            d = _sub(b, v, shift)
+            s1 = _add(b, s1, d)
+            s2 = b.fma(AT, d, d, s2)
+        return [s1, s2]
+
+    if softmax:
+        init = [e.const(float("-inf"), f32), e.const(0.0, f32)]
+    elif kind == NormKind.RMS_NORM:
+        init = [e.const(0.0, f32)]
+    else:
+        init = [e.const(0.0, f32), e.const(0.0, f32)]
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        return absorb(b, state, r.x.load(b, first, p.vec, extra))
+
+    state = _visit(e, p, full, cond, init, read)
+    if softmax:
+        t, s = state
+        big = r.reduce(e, ReduceKind.MAX, t, "row_max")
+        # the sum rescaled to the row's maximum (exp(clamp(t) - max): 1 for a finite row)
+        s = _mul(e, s, _exp(e, _sub(e, _clamp(e, t), big)))
+        stats = r.finish(e, {"max": big, "sum": r.reduce(e, ReduceKind.SUM, s, "row_sum")})
+    elif kind == NormKind.RMS_NORM:
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
+    else:
+        nf = e.const(float(p.n), f32)
+        s1 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[0], "row_sum"), nf)
+        s2 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[1], "row_sq"), nf)
+        var = e.minmax(ReduceKind.MAX, AT, _sub(e, s2, _mul(e, s1, s1)), e.const(0.0, f32))
+        stats = r.finish(e, {"mean": _add(e, shift, s1), "var": var})
+
+    def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        r.write_item(b, first, r.x.load(b, first, p.vec, extra), stats, extra)
+        return state
+
+    _visit(e, p, full, cond, [], write)
+    r.store_stats(e, row, stats)
+
+
+def _clamp(e: Emitter, t: SSAValue) -> SSAValue:
+    """``t`` clamped to [-FLT_MAX, FLT_MAX] (NaN stays NaN): the shift of the online sum,
+    so that no ``inf - inf`` arises while the row streams by."""
+    lo = e.minmax(ReduceKind.MAX, AT, t, e.const(-FLT_MAX, f32))
+    return e.minmax(ReduceKind.MIN, AT, lo, e.const(FLT_MAX, f32))
+
+
+Visit = Callable[[Emitter, "SSAValue | int", list[SSAValue], int], list[SSAValue]]
+
+
+def _visit(e: Emitter, p: RowPlan, full: int, cond: SSAValue | None, state: list[SSAValue], fn: Visit) -> list[SSAValue]:
+    """``fn(e, first, state, extra)`` over the thread's vectors in order, ``unroll`` per
+    loop step: the vector ``first + extra * G`` (``first`` in vectors from the thread's
+    first); then the partial last one where ``cond`` holds."""
+    u, g = p.unroll, p.group
+    rounds, rest = divmod(full, u)
+    if rounds:
+
+        def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            st = list(args)
+            for k in range(u):
+                st = fn(b, iv, st, k * g)
+            return st
+
+        state = e.for_(0, rounds * u * g, u * g, state, body)
+        done = rounds * u
+    else:
+        done = 0
+    for k in range(done, full):
+        state = fn(e, k * g, state, 0)
+    if cond is not None:
+        types = [v.type for v in state]
+        state = e.if_(cond, lambda b: fn(b, full * g, list(state), 0), lambda b: list(state), types)
+    return state
+
+
+def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowPlan) -> None:
+    """Replace ``op`` by the kernel of plan ``p``: the launch, the loop over rows, and
+    per row the registers or the stream body."""
+    assert isinstance(op, NormalizeRowsOp)
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    set_launch(kernel, [p.ctas], [p.block])
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    if p.group == p.block:
+        g, slot = tid, e.sreg(SpecialRegister.CTAID_X)
+    else:
+        g = e.and_b32(tid, p.group - 1)
+        slot = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), p.groups), e.shr_u32(tid, p.group.bit_length() - 1))
+    x0, y0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.y, StateSpace.GLOBAL)
+    w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
+    b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
+    wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
+    bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
+    gw = e.wide(g)
+    vec = p.vec
+
+    def row_body(b: Emitter, row: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        d = p.dtype
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
+        row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
+        x = _Buf(d, b.ptr_add(row_x, b.mul_i(gw, vec * d.bytes)))
+        y = _Buf(d, b.ptr_add(row_y, b.mul_i(gw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(gw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(gw, vec * bd.bytes))) if b0 is not None and bd else None
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x)
+        (_registers if p.items else _stream)(r, b, row)
+        return []
+
+    e.for_(e.wide(slot), p.m, p.ctas * p.groups, [], row_body)
+    rewriter.erase(op)

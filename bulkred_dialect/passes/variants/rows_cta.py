@@ -1,0 +1,52 @@
+"""bulkred.normalize_rows -> rows_cta (priority 20): a CTA per row, the row held in
+registers.
+
+The CTA's threads (:func:`block_for`: the fewest of 128, 256, 512, 1024 that keep at most
+``rows_common.MAX_VALUES`` float32 values per thread; a function of N and the element
+type only) each load their vectors of the row once; the statistics are combined by a
+warp butterfly and the warp partials through shared memory (``bar.sync``, broadcast to
+every thread); each thread then writes its vectors of y. The CTAs take rows ``c, c + C,
+...``. One read of x, one write of y. Rows up to :data:`MAX_N`.
+
+Spec: docs/rows.md; PTX ISA ld.global.nc (vectors), shfl.sync, bar.sync.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, lower_rows, plan, row_predicates, vector_of
+
+MIN_BLOCK = 128
+MAX_BLOCK = 1024
+
+MAX_N = 16384
+"""The longest row this variant takes (512 threads of 32 float32 values); longer rows go
+to rows_stream (a cluster per row is the next variant: docs/rows.md)."""
+
+
+def block_for(op: NormalizeRowsOp) -> int:
+    """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
+    the row with at most MAX_VALUES values per thread."""
+    block = MIN_BLOCK
+    per = max(1, MAX_VALUES // vector_of(op))
+    while block < MAX_BLOCK and items_for(op, block) > per:
+        block *= 2
+    return block
+
+
+def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    block = block_for(op)
+    p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=max(1, 2048 // block))
+    lower_rows(op, rewriter, target, p)
+
+
+ROWS_CTA = Variant(
+    "bulkred.normalize_rows", "rows_cta", priority=20,
+    predicates=row_predicates(lambda op: MAX_N, f"N <= {MAX_N}"), lower=lower_rows_cta,
+)

@@ -1,0 +1,37 @@
+"""bulkred.normalize_rows -> rows_stream (priority 10): a CTA per row of any length, the
+row read twice.
+
+:data:`BLOCK` threads per CTA stream the row with ``unroll`` vector loads in flight: a
+first pass accumulates the statistics (softmax online: the running maximum, clamped to
+the finite range, and the sum of exponentials rescaled as it grows; layer_norm: the sums
+of ``x - x[row, 0]`` and of its square), combined over the CTA; a second pass reads x
+again (from L2 where the row is still there) and writes y. Two reads of x, one write of
+y. The fallback for rows longer than rows_cta holds (a cluster per row, holding the row
+in distributed shared memory, is the next variant: docs/rows.md).
+
+Spec: docs/rows.md; PTX ISA ld.global.nc (vectors), shfl.sync, bar.sync.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.rows_common import lower_rows, plan, row_predicates
+
+BLOCK = 512
+UNROLL = 4
+
+
+def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=max(1, 2048 // BLOCK))
+    lower_rows(op, rewriter, target, p)
+
+
+ROWS_STREAM = Variant(
+    "bulkred.normalize_rows", "rows_stream", priority=10, predicates=row_predicates(None, ""), lower=lower_rows_stream,
+)

@@ -1,0 +1,39 @@
+"""bulkred.normalize_rows -> rows_warp (priority 30): a warp per row, for short rows.
+
+CTAs of :data:`BLOCK` threads, each warp one row at a time (rows ``w, w + W, ...``); lane
+``l`` loads the vectors ``l, l + 32, ...`` of the row into registers (at most
+``rows_common.MAX_VALUES`` float32 values per lane: N <= 1024), the statistics are
+combined by a ``shfl.sync`` butterfly (every lane gets them), and each lane writes its
+own vectors of y. One read of x, one write of y, no shared memory, no barrier.
+
+Spec: docs/rows.md; PTX ISA ld.global.nc (vectors), shfl.sync, ex2/lg2.approx.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.predicates import WARP
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, lower_rows, plan, row_predicates
+
+BLOCK = 256
+"""Threads per CTA (8 rows at a time)."""
+
+MAX_N = WARP * MAX_VALUES
+"""The longest row a warp holds in registers (1024)."""
+
+
+def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    p = plan(op, target, group=WARP, block=BLOCK, items=items_for(op, WARP), ctas_per_sm=2048 // BLOCK)
+    lower_rows(op, rewriter, target, p)
+
+
+ROWS_WARP = Variant(
+    "bulkred.normalize_rows", "rows_warp", priority=30,
+    predicates=row_predicates(lambda op: MAX_N, f"N <= {MAX_N}"), lower=lower_rows_warp,
+)

@@ -1,0 +1,229 @@
+"""Row normalizations on the GPU: softmax, log_softmax, rms_norm and layer_norm forward,
+each one ``bulkred.normalize_rows`` kernel (docs/rows.md).
+
+This is the first, minimal door: plain functions over torch CUDA tensors that build the
+op's module for the row length, element type and strides of the call, compile it once
+(the runtime's :func:`~bulkred_dialect.backend_ptx.runtime.compile_tile_module`, cached
+here by that key) and launch it on the caller's stream. The rows of the function table
+(``bulkred.softmax`` ..., gradients, torch.compile) are the next step of issue 30.
+
+Example::
+
+    import torch
+    from bulkred_dialect import rows
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
+    y = rows.rms_norm(x, (4096,), weight=torch.ones(4096, device="cuda", dtype=torch.bfloat16), eps=1e-6)
+
+:func:`module_text` gives the module itself (no torch needed), which the CPU tests run
+on the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bulkred_dialect.errors import ArgumentError
+
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+
+_IR = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+_STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd"}
+
+
+def _buf(shape: Sequence[int], dtype: str, stride: int | None = None) -> str:
+    dims = "x".join(str(d) for d in shape)
+    layout = f", strided<[{stride}, 1]>" if stride is not None else ""
+    return f"memref<{dims}x{_IR[dtype]}{layout}, #bulkred.scope<global>>"
+
+
+def module_text(
+    kind: str,
+    m: int,
+    n: int,
+    dtype: str,
+    *,
+    x_stride: int | None = None,
+    y_stride: int | None = None,
+    weight: str | None = None,
+    bias: str | None = None,
+    eps: float | None = None,
+    stats: Sequence[str] = (),
+    variant: str | None = None,
+    name: str = "rows",
+) -> str:
+    """The tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``: ``x`` and
+    ``y`` of ``[m, n]`` ``dtype`` (row strides ``x_stride`` / ``y_stride``, None:
+    contiguous), ``weight`` / ``bias`` of that element type name (None: absent), the
+    ``stats`` operands named (``row_max``, ``row_sum``, ``mean``, ``rstd``), in the
+    parameter order x, y, weight, bias, stats."""
+    if kind not in KINDS:
+        raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
+        if d is not None and d not in _IR:
+            raise ArgumentError(f"{field} must be one of {', '.join(_IR)}, got {d!r}")
+    tx = _buf((m, n), dtype, x_stride)
+    ty = _buf((m, n), dtype, y_stride)
+    params = [f"%x: {tx}", f"%y: {ty}"]
+    clauses = []
+    for key, d in (("weight", weight), ("bias", bias)):
+        if d is not None:
+            t = _buf((n,), d)
+            params.append(f"%{key}: {t}")
+            clauses.append(f"{key} %{key} : {t}")
+    if eps is not None:
+        clauses.append(f"eps {_float_text(eps)} : f32")
+    for s in stats:
+        if s not in _STATS_KEYWORD:
+            raise ArgumentError(f"stats must name row_max, row_sum, mean or rstd, got {s!r}")
+    for s in _STATS_KEYWORD:
+        if s in stats:
+            t = _buf((m,), "float32")
+            params.append(f"%{s}: {t}")
+            clauses.append(f"{_STATS_KEYWORD[s]} %{s} : {t}")
+    forced = f' variant "{variant}"' if variant else ""
+    body = f"bulkred.normalize_rows {kind}{forced} %x, %y {' '.join(clauses)} : {tx}, {ty}"
+    return f"func.func @{name}({', '.join(params)}) {{\n  {body}\n  func.return\n}}\n"
+
+
+def _float_text(v: float) -> str:
+    """``v`` as an MLIR float literal (a decimal point before any exponent: ``1.0e-05``)."""
+    r = repr(float(v))
+    mant, _, exp = r.partition("e")
+    if "." not in mant and mant.lstrip("-").isdigit():
+        mant += ".0"
+    return mant + ("e" + exp if exp else "")
+
+
+# region torch
+
+_KERNELS: dict[tuple, Any] = {}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - the GPU tests skip without torch
+        raise ArgumentError(f"bulkred_dialect.rows needs torch ({e})") from None
+    return torch
+
+
+_DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
+
+
+def _rows_of(x: Any, n: int, what: str) -> tuple[Any, int]:
+    """``x`` as an [M, N] view with its row stride, or a one-line refusal."""
+    torch = _torch()
+    if not isinstance(x, torch.Tensor) or not x.is_cuda:
+        raise ArgumentError(f"{what}: x must be a CUDA torch tensor, got {type(x).__name__}")
+    if str(x.dtype) not in _DTYPE_NAMES:
+        raise ArgumentError(f"{what}: x's dtype must be float32, bfloat16 or float16, got {x.dtype}")
+    if x.dim() == 0 or x.shape[-1] != n or n < 1:
+        raise ArgumentError(f"{what}: x's last dimension must be {n} (>= 1), got shape {tuple(x.shape)}")
+    if x.numel() == 0:
+        raise ArgumentError(f"{what}: x is empty (shape {tuple(x.shape)})")
+    if x.stride(-1) != 1:
+        raise ArgumentError(f"{what}: x's last dimension must be contiguous (stride 1), got strides {tuple(x.stride())}")
+    try:
+        x2 = x if x.dim() == 2 else x.reshape(-1, n) if x.dim() == 1 else x.view(-1, n)
+    except RuntimeError:
+        raise ArgumentError(
+            f"{what}: x's rows must be one stride apart (shape {tuple(x.shape)}, strides {tuple(x.stride())}); "
+            "pass x.contiguous()"
+        ) from None
+    if x2.dim() == 1:
+        x2 = x2.view(1, n)
+    return x2, x2.stride(0) if x2.shape[0] > 1 else n
+
+
+def _vector(v: Any, n: int, field: str, what: str) -> str | None:
+    torch = _torch()
+    if v is None:
+        return None
+    if not isinstance(v, torch.Tensor) or not v.is_cuda or tuple(v.shape) != (n,) or not v.is_contiguous():
+        raise ArgumentError(f"{what}: {field} must be a contiguous CUDA tensor of shape ({n},), got {getattr(v, 'shape', type(v).__name__)}")
+    if str(v.dtype) not in _DTYPE_NAMES:
+        raise ArgumentError(f"{what}: {field}'s dtype must be float32, bfloat16 or float16, got {v.dtype}")
+    return _DTYPE_NAMES[str(v.dtype)]
+
+
+def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
+               bias: str | None = None, eps: float | None = None, stats: Sequence[str] = (),
+               target: str | None = None, variant: str | None = None):
+    """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use."""
+    key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant)
+    k = _KERNELS.get(key)
+    if k is None:
+        from bulkred_dialect.backend_ptx.runtime import compile_tile_module, parse
+
+        text = module_text(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
+                           variant=variant)
+        k = compile_tile_module(parse(text, f"<rows {kind}>"), target).kernel("rows")
+        _KERNELS[key] = k
+    return k
+
+
+def _run(kind: str, x: Any, n: int, what: str, *, weight: Any = None, bias: Any = None, eps: float | None = None,
+         variant: str | None = None) -> Any:
+    torch = _torch()
+    x2, stride = _rows_of(x, n, what)
+    dtype = _DTYPE_NAMES[str(x.dtype)]
+    wd, bd = _vector(weight, n, "weight", what), _vector(bias, n, "bias", what)
+    if wd is not None and bd is not None and wd != bd:
+        raise ArgumentError(f"{what}: bias's dtype must be weight's {weight.dtype}, got {bias.dtype}")
+    for field, d in (("weight", wd), ("bias", bd)):
+        if d is not None and d not in (dtype, "float32"):
+            raise ArgumentError(f"{what}: {field}'s dtype must be x's {x.dtype} or float32, got {d}")
+    m = x2.shape[0]
+    k = kernel_for(kind, m, n, dtype, x_stride=None if stride == n else stride, weight=wd, bias=bd, eps=eps,
+                   variant=variant)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    args = [x2, y] + [v for v in (weight, bias) if v is not None]
+    k(*args)
+    return y.view(x.shape)
+
+
+def softmax(x: Any, dim: int = -1, *, variant: str | None = None) -> Any:
+    """``torch.softmax(x, dim=-1)`` of a float32, bfloat16 or float16 CUDA tensor whose
+    last dimension is contiguous (float32 accumulation, the result in x's dtype)."""
+    _last_dim(x, dim, "softmax")
+    return _run("softmax", x, x.shape[-1], "softmax", variant=variant)
+
+
+def log_softmax(x: Any, dim: int = -1, *, variant: str | None = None) -> Any:
+    """``torch.log_softmax(x, dim=-1)`` (as :func:`softmax`)."""
+    _last_dim(x, dim, "log_softmax")
+    return _run("log_softmax", x, x.shape[-1], "log_softmax", variant=variant)
+
+
+def rms_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None, eps: float | None = None, *,
+             variant: str | None = None) -> Any:
+    """``torch.nn.functional.rms_norm`` over the last dimension; ``eps=None`` is the
+    dtype's machine epsilon, as torch."""
+    n = _normalized(x, normalized_shape, "rms_norm")
+    if eps is None:
+        eps = float(_torch().finfo(x.dtype).eps)
+    return _run("rms_norm", x, n, "rms_norm", weight=weight, eps=eps, variant=variant)
+
+
+def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5, *, variant: str | None = None) -> Any:
+    """``torch.nn.functional.layer_norm`` over the last dimension (biased variance)."""
+    n = _normalized(x, normalized_shape, "layer_norm")
+    return _run("layer_norm", x, n, "layer_norm", weight=weight, bias=bias, eps=eps, variant=variant)
+
+
+def _last_dim(x: Any, dim: int, what: str) -> None:
+    nd = getattr(x, "dim", lambda: 0)()
+    if dim not in (-1, nd - 1):
+        raise ArgumentError(f"{what}: only the last dimension is normalized for now (dim=-1), got dim={dim}")
+
+
+def _normalized(x: Any, shape: Sequence[int] | int, what: str) -> int:
+    s = (shape,) if isinstance(shape, int) else tuple(shape)
+    if len(s) != 1:
+        raise ArgumentError(f"{what}: normalized_shape must be one dimension (the last) for now, got {s}")
+    return int(s[0])
+
+
+# endregion

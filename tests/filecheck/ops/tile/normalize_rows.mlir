@@ -1,0 +1,35 @@
+// bulkred.normalize_rows prints as it parses, in the custom and the generic form
+// (ops/tile/rows.py): each kind, weight and bias, eps, the statistics, padded rows, variant.
+// RUN: bulkred-opt %s | filecheck %s
+// RUN: bulkred-opt %s | bulkred-opt | filecheck %s
+// RUN: bulkred-opt %s --print-op-generic | bulkred-opt | filecheck %s
+
+// CHECK-LABEL: func.func @softmax
+// CHECK: bulkred.normalize_rows softmax %x, %y max %m : memref<64xf32, #bulkred.scope<global>> sum %s : memref<64xf32, #bulkred.scope<global>> : memref<64x1000xf32, #bulkred.scope<global>>, memref<64x1000xf32, #bulkred.scope<global>>
+func.func @softmax(%x: memref<64x1000xf32, #bulkred.scope<global>>, %y: memref<64x1000xf32, #bulkred.scope<global>>, %m: memref<64xf32, #bulkred.scope<global>>, %s: memref<64xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows softmax %x, %y max %m : memref<64xf32, #bulkred.scope<global>> sum %s : memref<64xf32, #bulkred.scope<global>> : memref<64x1000xf32, #bulkred.scope<global>>, memref<64x1000xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// Padded rows in and out (row strides 1024 and 1008), the warp variant forced.
+// CHECK-LABEL: func.func @log_softmax_padded
+// CHECK: bulkred.normalize_rows log_softmax variant "rows_warp" %x, %y : memref<8x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, memref<8x1000xbf16, strided<[1008, 1]>, #bulkred.scope<global>>
+func.func @log_softmax_padded(%x: memref<8x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, %y: memref<8x1000xbf16, strided<[1008, 1]>, #bulkred.scope<global>>) {
+  bulkred.normalize_rows log_softmax variant "rows_warp" %x, %y : memref<8x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, memref<8x1000xbf16, strided<[1008, 1]>, #bulkred.scope<global>>
+  func.return
+}
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: bulkred.normalize_rows rms_norm %x, %y weight %w : memref<4096xbf16, #bulkred.scope<global>> eps 1.000000e-06 : f32 rstd %r : memref<16xf32, #bulkred.scope<global>> : memref<16x4096xbf16, #bulkred.scope<global>>, memref<16x4096xbf16, #bulkred.scope<global>>
+func.func @rms_norm(%x: memref<16x4096xbf16, #bulkred.scope<global>>, %y: memref<16x4096xbf16, #bulkred.scope<global>>, %w: memref<4096xbf16, #bulkred.scope<global>>, %r: memref<16xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows rms_norm %x, %y weight %w : memref<4096xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 rstd %r : memref<16xf32, #bulkred.scope<global>> : memref<16x4096xbf16, #bulkred.scope<global>>, memref<16x4096xbf16, #bulkred.scope<global>>
+  func.return
+}
+
+// float16 rows with float32 weight and bias, eps 0, mean and rstd stored.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: bulkred.normalize_rows layer_norm %x, %y weight %w : memref<96xf32, #bulkred.scope<global>> bias %b : memref<96xf32, #bulkred.scope<global>> eps 0.000000e+00 : f32 mean %mu : memref<5xf32, #bulkred.scope<global>> rstd %r : memref<5xf32, #bulkred.scope<global>> : memref<5x96xf16, #bulkred.scope<global>>, memref<5x96xf16, #bulkred.scope<global>>
+func.func @layer_norm(%x: memref<5x96xf16, #bulkred.scope<global>>, %y: memref<5x96xf16, #bulkred.scope<global>>, %w: memref<96xf32, #bulkred.scope<global>>, %b: memref<96xf32, #bulkred.scope<global>>, %mu: memref<5xf32, #bulkred.scope<global>>, %r: memref<5xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows layer_norm %x, %y weight %w : memref<96xf32, #bulkred.scope<global>> bias %b : memref<96xf32, #bulkred.scope<global>> eps 0.0 : f32 mean %mu : memref<5xf32, #bulkred.scope<global>> rstd %r : memref<5xf32, #bulkred.scope<global>> : memref<5x96xf16, #bulkred.scope<global>>, memref<5x96xf16, #bulkred.scope<global>>
+  func.return
+}

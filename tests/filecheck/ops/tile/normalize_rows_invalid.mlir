@@ -1,0 +1,175 @@
+// Every verifier rule of bulkred.normalize_rows (ops/tile/rows.py), each with its message
+// and its file:line:col; the exit status is 1.
+// RUN: not bulkred-opt %s --split-input-file 2>&1 >/dev/null | filecheck %s
+
+func.func @x_rank(%x: memref<256xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have rank 2 ([M, N] rows), got rank 1
+  bulkred.normalize_rows softmax %x, %y : memref<256xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_type(%x: memref<4x64xf64, #bulkred.scope<global>>, %y: memref<4x64xf64, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' element type must be one of f32, bf16, f16, got f64
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf64, #bulkred.scope<global>>, memref<4x64xf64, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_scope(%x: memref<4x64xf32, #bulkred.scope<shared>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must be in scope global, got shared
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, #bulkred.scope<shared>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_dynamic(%x: memref<?x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have a static shape of sizes >= 1, got [?, 64]
+  bulkred.normalize_rows softmax %x, %y : memref<?x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_overlap(%x: memref<4x64xf32, strided<[32, 1]>, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' row stride must be >= the row length 64 (rows may not overlap), got 32
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, strided<[32, 1]>, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_inner_stride(%x: memref<4x64xf32, strided<[64, 2]>, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have static strides [S, 1] (the last dimension contiguous), got [64, 2]
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, strided<[64, 2]>, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_offset(%x: memref<4x64xf32, strided<[64, 1], offset: 8>, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have offset 0 (the parameter points at the first row), got offset 8
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, strided<[64, 1], offset: 8>, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @y_shape(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x32xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'y' shape must be x's [4, 64], got [4, 32]
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, #bulkred.scope<global>>, memref<4x32xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @y_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'y' element type must be x's f32, got bf16
+  bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @weight_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' is only valid with kind rms_norm or layer_norm, got kind softmax
+  bulkred.normalize_rows softmax %x, %y weight %w : memref<64xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @bias_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'bias' is only valid with kind layer_norm, got kind rms_norm
+  bulkred.normalize_rows rms_norm %x, %y bias %b : memref<64xf32, #bulkred.scope<global>> eps 1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @weight_shape(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<32xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' shape must be [64], got [32]
+  bulkred.normalize_rows rms_norm %x, %y weight %w : memref<32xf32, #bulkred.scope<global>> eps 1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @weight_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<64xf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' element type must be f32, got f16
+  bulkred.normalize_rows rms_norm %x, %y weight %w : memref<64xf16, #bulkred.scope<global>> eps 1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @bias_type(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %w: memref<64xbf16, #bulkred.scope<global>>, %b: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'bias' element type must be weight's bf16, got f32
+  bulkred.normalize_rows layer_norm %x, %y weight %w : memref<64xbf16, #bulkred.scope<global>> bias %b : memref<64xf32, #bulkred.scope<global>> eps 1.0e-05 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @stat_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' is only valid with kind rms_norm or layer_norm, got kind softmax
+  bulkred.normalize_rows softmax %x, %y rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @mean_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'mean' is only valid with kind layer_norm, got kind rms_norm
+  bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f32 mean %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @stat_shape(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<8xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'row_max' shape must be [4], got [8]
+  bulkred.normalize_rows softmax %x, %y max %r : memref<8xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @stat_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'row_sum' element type must be f32, got bf16
+  bulkred.normalize_rows softmax %x, %y sum %r : memref<4xbf16, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @eps_missing(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' is required with kind layer_norm (torch's default: 1e-5 or the dtype's eps), got none
+  bulkred.normalize_rows layer_norm %x, %y : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @eps_negative(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' must be a finite float >= 0, got -1e-05
+  bulkred.normalize_rows rms_norm %x, %y eps -1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @eps_softmax(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' is only valid with kind rms_norm or layer_norm, got kind softmax
+  bulkred.normalize_rows softmax %x, %y eps 1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @eps_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' must be an f32 attribute, got f64
+  bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f64 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// Outside a kernel.
+%x = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
+%y = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
+// CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:1: error: 'bulkred.normalize_rows' must be inside a func.func kernel
+bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+
+// -----
+
+// A variant that does not apply is refused when lowering, with the reason.
+// RUN: not bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' 2>&1 | filecheck %s --check-prefix=FORCED
+// FORCED: normalize_rows_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.normalize_rows' forced 'variant' 'rows_warp' does not apply: row_length (expected N <= 1024, got N = 2048 (float32, limit 1024))
+// FORCED: rows_warp    priority 30: rejected: row_length
+func.func @forced(%x: memref<4x2048xf32, #bulkred.scope<global>>, %y: memref<4x2048xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows softmax variant "rows_warp" %x, %y : memref<4x2048xf32, #bulkred.scope<global>>, memref<4x2048xf32, #bulkred.scope<global>>
+  func.return
+}

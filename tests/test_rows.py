@@ -1,0 +1,222 @@
+"""bulkred.normalize_rows on the CPU interpreter (docs/rows.md): each lowering variant
+(rows_warp, rows_cta, rows_stream) and each kind against a float64 numpy reference
+(within a tolerance: the kernels use ex2/lg2.approx and float32 sums), with the CTA
+narrowed to two warps so that the shared-memory combination, partial last vectors and
+the streaming loop all occur on small rows; then the rules a variant must keep: non-finite
+rows as torch, each row's bits independent of M and of its position, a configuration
+that depends on N and the element type only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module, parse
+from bulkred_dialect.interpreter.threads import run_grid
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import NormalizeRowsOp, kernel_launch
+from bulkred_dialect.passes.dispatch import choose
+from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream, rows_warp
+from bulkred_dialect.reference import f64_to_bf16
+from bulkred_dialect.rows import module_text
+
+SM90 = Target.parse("sm_90a")
+
+
+@pytest.fixture(autouse=True)
+def small_ctas(monkeypatch):
+    """Two warps per CTA (the shared-memory step runs), two loads in flight, one CTA (it
+    loops over the rows)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    monkeypatch.setattr(rows_warp, "BLOCK", 64)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 64)
+    monkeypatch.setattr(rows_stream, "BLOCK", 64)
+    monkeypatch.setattr(rows_stream, "UNROLL", 2)
+
+
+def lowered(text: str):
+    m = parse(text, "<rows>")
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    return m
+
+
+def to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return np.vectorize(lambda v: f64_to_bf16(np.float64(v)), otypes=[np.uint16])(x)
+    return x.astype(dtype)
+
+
+def values(buf: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (buf.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return buf.astype(np.float64)
+
+
+def reference(kind: str, x: np.ndarray, w=None, b=None, eps=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """y and the statistics in float64."""
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if kind in ("softmax", "log_softmax"):
+            mx = x.max(1, keepdims=True)
+            e = np.exp(x - mx)
+            s = e.sum(1, keepdims=True)
+            y = e / s if kind == "softmax" else x - mx - np.log(s)
+            return y, {"row_max": mx[:, 0], "row_sum": s[:, 0]}
+        if kind == "rms_norm":
+            rstd = 1 / np.sqrt((x * x).mean(1, keepdims=True) + eps)
+            y = x * rstd
+            return (y * w if w is not None else y), {"rstd": rstd[:, 0]}
+        mu = x.mean(1, keepdims=True)
+        rstd = 1 / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + eps)
+        y = (x - mu) * rstd * (w if w is not None else 1) + (b if b is not None else 0)
+        return y, {"mean": mu[:, 0], "rstd": rstd[:, 0]}
+
+
+STATS = {"softmax": ("row_max", "row_sum"), "log_softmax": ("row_max", "row_sum"), "rms_norm": ("rstd",),
+         "layer_norm": ("mean", "rstd")}
+
+
+def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None = None, affine: str | None = None,
+        x_stride: int | None = None, y_stride: int | None = None, stats: bool = True, seed: int = 0):
+    """Run the kernel on rows ``x`` (float64 values, rounded to ``dtype``); returns
+    (y, the statistics, the inputs' values as the kernel saw them, weight, bias)."""
+    m, n = x.shape
+    rng = np.random.default_rng(seed)
+    norm = kind in ("rms_norm", "layer_norm")
+    eps = 1e-5 if norm else None
+    w = b = None
+    args = []
+    sx, sy = x_stride or n, y_stride or n
+    xbits = to_bits(np.pad(x.astype(np.float64), ((0, 0), (0, sx - n))), dtype)
+    ybuf = to_bits(np.full((m, sy), 7.0), dtype)
+    args += [xbits[:, :n] if x_stride else xbits, ybuf[:, :n] if y_stride else ybuf]  # views: read in place
+    if norm and affine:
+        w = rng.standard_normal(n)
+        args.append(to_bits(w, affine))
+        w = values(args[-1], affine)
+        if kind == "layer_norm":
+            b = rng.standard_normal(n)
+            args.append(to_bits(b, affine))
+            b = values(args[-1], affine)
+    names = STATS[kind] if stats else ()
+    args += [np.full(m, 7.0, np.float32) for _ in names]
+    text = module_text(kind, m, n, dtype, x_stride=x_stride, y_stride=y_stride, weight=affine if norm else None,
+                       bias=affine if kind == "layer_norm" else None, eps=eps, stats=names, variant=variant)
+    module = lowered(text)
+    out = run_grid(module, "rows", *args)
+    if y_stride:  # written in place; the padding between rows is left as it was
+        yall = values(ybuf, dtype)
+        assert (yall[:, n:] == 7.0).all()
+        y = yall[:, :n]
+    else:
+        y = values(out[1], dtype).reshape(m, n)
+    got_stats = dict(zip(names, out[len(out) - len(names):], strict=True))
+    xv = values(xbits, dtype)[:, :n]
+    return y, got_stats, xv, w, b
+
+
+def check(kind: str, y, stats, xv, w, b, dtype: str) -> None:
+    ref, ref_stats = reference(kind, xv, w, b, 1e-5)
+    scale = np.nanmax(np.abs(ref))
+    tol = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype] * max(1.0, scale)
+    if kind == "log_softmax" and dtype == "float32":
+        tol = 4e-6 * max(1.0, scale)
+    np.testing.assert_allclose(y, ref, rtol=0, atol=tol, equal_nan=True)
+    for name, got in stats.items():
+        np.testing.assert_allclose(got.astype(np.float64), ref_stats[name], rtol=2e-6, atol=1e-30)
+
+
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+
+# (variant, N): rows_warp 17 vectors over 32 lanes (a partial round); rows_cta 75 over 64
+# threads (one full, one partial); rows_stream 2 * 64 + 11 vectors (one loop step of two
+# loads, a partial one)
+SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 64 + 11)}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("variant", list(SHAPES))
+def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
+    rng = np.random.default_rng(hash((kind, variant)) % 2**32)
+    n = SHAPES[variant]
+    x = rng.standard_normal((3, n)) * 3 + 1.5  # rows_warp: warp 0 takes rows 0 and 2
+    y, stats, xv, w, b = run(kind, x, variant=variant, affine="float32")
+    check(kind, y, stats, xv, w, b, "float32")
+
+
+@pytest.mark.parametrize(
+    "kind,dtype,variant,n,affine",
+    [
+        ("softmax", "bfloat16", "rows_warp", 37, None),  # odd N: scalar loads
+        ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),
+        ("layer_norm", "float16", "rows_warp", 40, "float32"),
+        ("log_softmax", "float16", "rows_stream", 4 * 60 + 2, None),  # scalar loads, one loop step
+    ],
+)
+def test_16_bit_types(kind: str, dtype: str, variant: str, n: int, affine: str | None) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((2, n)) * 2
+    y, stats, xv, w, b = run(kind, x, dtype, variant=variant, affine=affine)
+    check(kind, y, stats, xv, w, b, dtype)
+
+
+@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta"])
+def test_padded_rows(variant: str) -> None:
+    """x and y with row strides larger than N (vector loads: strides multiples of 4;
+    scalar ones: an odd stride)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 64))
+    y, stats, xv, w, b = run("layer_norm", x, variant=variant, affine="float32", x_stride=72, y_stride=68)
+    check("layer_norm", y, stats, xv, w, b, "float32")
+    y, stats, xv, w, b = run("softmax", x, variant=variant, x_stride=67)
+    check("softmax", y, stats, xv, w, b, "float32")
+
+
+@pytest.mark.parametrize("variant", list(SHAPES))
+def test_non_finite_rows_as_torch(variant: str) -> None:
+    """An all -inf row and a row with a NaN give NaN rows (torch: max is -inf, so x - max is
+    NaN); a row with a -inf element gives it 0; the other rows are untouched."""
+    n = {"rows_warp": 68, "rows_cta": 136, "rows_stream": 300}[variant]
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, n))
+    x[1] = -np.inf
+    x[2, n // 2] = np.nan
+    x[3, 3] = -np.inf
+    y, stats, xv, _, _ = run("softmax", x, variant=variant)
+    assert np.isnan(y[1]).all() and np.isnan(y[2]).all()
+    assert y[3, 3] == 0.0 and np.isfinite(y[3]).all()
+    check("softmax", y[[0, 3]], {}, xv[[0, 3]], None, None, "float32")
+
+
+@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta"])
+def test_rows_bits_do_not_depend_on_m_or_position(variant: str) -> None:
+    """The same row alone and as row 2 of 3 (other rows around it) gives the same bits."""
+    n = {"rows_warp": 68, "rows_cta": 136}[variant]
+    rng = np.random.default_rng(3)
+    row = rng.standard_normal(n) * 4
+    batch = rng.standard_normal((3, n))
+    batch[2] = row
+    one, _, _, _, _ = run("rms_norm", row[None, :], variant=variant, affine="float32", seed=1)
+    three, _, _, _, _ = run("rms_norm", batch, variant=variant, affine="float32", seed=1)
+    assert one[0].tobytes() == three[2].tobytes()
+
+
+def _op(m: int, n: int, dtype: str = "float32", kind: str = "softmax") -> NormalizeRowsOp:
+    module = parse(module_text(kind, m, n, dtype), "<rows>")
+    return next(o for o in module.walk() if isinstance(o, NormalizeRowsOp))
+
+
+def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
+    """The variant, the CTA's threads and the instructions of a row are the same for M = 1,
+    7 and 4096 (only the grid and the loop's bound change)."""
+    monkeypatch.undo()  # the real settings
+    for n, dtype, name, block in [(1024, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_cta", 128),
+                                  (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_stream", 512)]:
+        seen = set()
+        for m in (1, 7, 4096):
+            assert choose(_op(m, n, dtype), SM90).name == name
+            module = lowered(module_text("softmax", m, n, dtype))
+            kernel = next(o for o in module.walk() if o.name == "func.func")
+            assert kernel_launch(kernel).block_dims == (block, 1, 1)
+            seen.add(tuple(o.name for o in kernel.walk()))
+        assert len(seen) == 1, f"N = {n} {dtype}: the row's instructions depend on M"
