@@ -443,6 +443,94 @@ def test_unscale_and_norm_is_amp_unscale_then_norm(p):
             assert torch.isnan(norm), name
 
 
+@pytest.mark.parametrize("inv_value", [INF, 1e30], ids=["inv_scale inf", "inv_scale 1e30"])
+def test_found_inf_checks_the_inputs_as_amp(inv_value):
+    """found_inf is AMP's check of the grads as they are before the unscale: finite
+    float16 and float32 grads times inf, or float16 grads times 1e30 (which overflows
+    float16), leave it 0, as torch's kernel does; the grads are AMP's products (inf)."""
+    torch = _torch()
+
+    def grads():
+        gg = _gen(15)
+        return [_rand(gg, 300, scale=1024.0), _rand(gg, 33, 65, dtype="float16", scale=1024.0), _rand(gg, 7, dtype="float16")]
+
+    ours, theirs = grads(), grads()
+    inv = torch.full((1,), inv_value, device=DEV)
+    found_inf = torch.zeros(1, device=DEV)
+    found_ref = torch.zeros(1, device=DEV)
+    norm = bulkred.unscale_and_norm_(ours, inv, found_inf)
+    _amp_unscale(theirs, inv, found_ref)
+    assert float(found_ref) == 0.0 and float(found_inf) == 0.0, (float(found_inf), float(found_ref))
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        _same(a, b, f"grad {k}")
+    assert not torch.isfinite(norm)
+
+
+def test_in_place_functions_refuse_tensors_that_share_memory():
+    """The same tensor twice, or two overlapping views, in clip_grad_norm_ or
+    unscale_and_norm_: a one-line BulkredError naming both positions, before anything is
+    written (no grad, no found_inf); a TensorList is refused alike. The read-only norms
+    take them (as torch's _foreach_norm and get_total_norm), counted twice."""
+    torch = _torch()
+    g = _gen(16)
+    a, b = _rand(g, 64, 32), _rand(g, 50, dtype="float16")
+    base = _rand(g, 1000)
+    cases = {
+        "the same tensor twice": ([a, b, _rand(g, 9), a], (0, 3)),
+        "overlapping views": ([b, base[:600], base[500:]], (1, 2)),
+        "a view inside a tensor": ([base, a, base[10:20].view(2, 5)], (0, 2)),
+    }
+    for name, (ts, (i, j)) in cases.items():
+        before = [t.clone() for t in ts]
+        found_inf = torch.zeros(1, device=DEV)
+        inv = torch.full((1,), 0.5, device=DEV)
+        calls = {
+            "clip_grad_norm_": lambda ts=ts: bulkred.clip_grad_norm_(ts, 1e-3),
+            "unscale_and_norm_": lambda ts=ts, inv=inv, f=found_inf: bulkred.unscale_and_norm_(ts, inv, f),
+            "clip_grad_norm_ of a TensorList": lambda ts=ts: bulkred.clip_grad_norm_(bulkred.tensor_list(ts), 1e-3),
+        }
+        for fn, call in calls.items():
+            for _ in range(2):  # and again, from the table's cache
+                with pytest.raises(BulkredError) as e:
+                    call()
+                text = str(e.value)
+                assert "\n" not in text and f"tensors {i} and {j}" in text, f"{name}, {fn}: {text}"
+        torch.cuda.synchronize()
+        for k, (t, t0) in enumerate(zip(ts, before)):
+            assert torch.equal(t, t0), f"{name}: tensor {k} changed by a refused call"
+        assert float(found_inf) == 0.0
+        total = bulkred.total_norm(ts)  # read-only: taken
+        _assert_norms(total, ref_total(ts, 2.0), 2.0, f"{name}: total_norm")
+        _assert_norms(bulkred.foreach_norm(ts), ref_norms(ts, 2.0), 2.0, f"{name}: foreach_norm")
+    # views that touch but do not overlap, and empty tensors at one address, are taken
+    ts = [base[:500], base[500:], base[:0], base[:0]]
+    clone = [t.clone() for t in ts[:2]]
+    bulkred.clip_grad_norm_(ts, 1e-3)
+    torch.nn.utils.clip_grad_norm_(clone, 1e-3)
+    torch.testing.assert_close(torch.cat(ts[:2]), torch.cat(clone), rtol=2e-4, atol=0)
+
+
+def test_numpy_scalar_options_are_taken_alike():
+    """ord=np.float32(3) is taken by the list functions as by vector_norm; numpy bools
+    as bools; max_norm a numpy float."""
+    import numpy as np
+
+    torch = _torch()
+    g = _gen(17)
+    ts = [_rand(g, 100), _rand(g, 40, dtype="bfloat16")]
+    torch.testing.assert_close(bulkred.total_norm(ts, np.float32(3)), bulkred.total_norm(ts, 3.0), rtol=0, atol=0)
+    torch.testing.assert_close(bulkred.foreach_norm(ts, np.int64(1)), bulkred.foreach_norm(ts, 1.0), rtol=0, atol=0)
+    torch.testing.assert_close(bulkred.total_norm(ts, 2, np.bool_(False), local=np.bool_(True)),
+                               bulkred.total_norm(ts, 2.0, local=True), rtol=0, atol=0)
+    grads = [t.clone() for t in ts]
+    total = bulkred.clip_grad_norm_(grads, np.float32(0.5), np.float64(2))
+    _assert_norms(total, ref_total(ts, 2.0), 2.0, "clip with numpy options")
+    _assert_norms(bulkred.total_norm(grads), torch.tensor(0.5, dtype=torch.float64, device=DEV), 2.0, "clipped to 0.5",
+                  exact=False)
+    torch.testing.assert_close(
+        bulkred.vector_norm(ts[0], ord=np.float32(3)), bulkred.total_norm(ts[:1], np.float32(3)), rtol=1e-5, atol=0)
+
+
 def _model(torch, seed: int):
     torch.manual_seed(seed)
     m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).to(DEV)
@@ -674,6 +762,25 @@ def test_torch_compile_fullgraph():
         ts[0].mul_(3.0)
     assert hasattr(torch.ops.bulkred, "foreach_norm")
 
+    def step(grads, inv, found_inf):  # the in-place functions: mutable operators (Tensor(a!)[])
+        norm = bulkred.unscale_and_norm_(grads, inv, found_inf)
+        clipped = bulkred.clip_grad_norm_(grads, 1.0)
+        return norm, clipped, bulkred.foreach_amax(grads)
+
+    compiled_step = torch.compile(step, fullgraph=True)
+    for trial in range(2):
+        ours = [_rand(_gen(44 + trial), 300, scale=64.0), _rand(_gen(46 + trial), 65, dtype="float16", scale=64.0)]
+        theirs = [t.clone() for t in ours]
+        inv = torch.full((1,), 2.0**-4, device=DEV)
+        found, found_ref = torch.zeros(1, device=DEV), torch.zeros(1, device=DEV)
+        got = compiled_step(ours, inv, found)
+        want = step(theirs, inv, found_ref)
+        for k, (a, b) in enumerate(zip(got, want)):
+            _same(a, b, f"compiled step {trial}: result {k}")
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            _same(a, b, f"compiled step {trial}: grad {k} written in place")
+        assert float(found) == float(found_ref) == 0.0
+
 
 def test_descriptor_table_reuse():
     """The same list twice gives the same result; data changed in place is seen; a tensor
@@ -733,7 +840,7 @@ def test_table_tiers(monkeypatch):
     _assert_norms(a, ref_total(ts, 2.0), 2.0, "kept list")
     _assert_norms(n, ref_norms(ts, 2.0), 2.0, "kept list, per tensor")
     views = [t.view_as(t) for t in ts]
-    entry = F._table("t", views, F._grid(F._list_kernel("reduce", 2.0, False, False, False)), torch)
+    entry = F._table("t", views, F._grid(F._reduce_kernel(F.LISTS["total_norm"], {"ord": 2.0, "local": False})), torch)
     assert len(checks) == 4
     kept = [e for e in F._BY_IDS.values() if e.refs is not None and e.live[0] and e.ids == list(map(id, ts))]
     assert kept and kept[0] is entry, "new objects over the same memory did not get the table by content"
