@@ -16,20 +16,23 @@ from bulkred_dialect._version import __version__
 
 
 def _api() -> tuple[str, ...]:
-    """The public names: every row of the function table (functions.py), ``reduce`` and
-    ``ReductionError`` (read at the first use: ``import bulkred_dialect`` imports nothing)."""
+    """The public names: every row of the function table (functions.py: one tensor, and
+    the lists'), ``reduce`` and ``ReductionError`` (read at the first use: ``import
+    bulkred_dialect`` imports nothing)."""
     from bulkred_dialect.functions import FUNCTIONS
 
-    return (*FUNCTIONS, "reduce", "ReductionError", *_LIST)
+    return (*FUNCTIONS, "reduce", "ReductionError", *_lists())
 
 
-_LIST = ("foreach_norm", "total_norm", "clip_grad_norm_", "unscale_and_norm_", "foreach_amax", "tensor_list",
-         "TensorList", "ListError")
-"""The list functions (foreach.py: many tensors in one launch)."""
+def _lists() -> tuple[str, ...]:
+    """The list functions' names (functions.py's list rows; foreach.py runs them)."""
+    from bulkred_dialect.functions import LISTS
+
+    return (*LISTS, "TensorList", "ListError")
 
 
 def __getattr__(name: str):
-    if name in _LIST:
+    if not name.startswith("__") and name in _lists():
         from bulkred_dialect import foreach
 
         value = getattr(foreach, name)
