@@ -29,7 +29,8 @@ before left):
   ``torch._amp_foreach_non_finite_check_and_unscale_`` on a copy, one call per dtype
   (its formula for bfloat16, which torch's CUDA kernel does not take): bit-identical for
   a power-of-two inv_scale, within a unit of the dtype for another; found_inf equal to
-  its (starting at 0, or at 1: it stays 1); the norm against float64 of that copy, or of
+  its (starting at 0, or at 1: it stays 1; set by the inputs alone, not by products that
+  overflow: one list in twenty draws inv_scale inf, 1e30 or 2^20); the norm against float64 of that copy, or of
   the products before their rounding to the dtype (the contract does not say which);
 - ``clip_grad_norm_(ts, max_norm, ord)``, max_norm such that max_norm / (total + 1e-6)
   (the coefficient, from the float64 total) is 0.01 to 0.9, 0.5, 2, or 1.1 to 100: the
@@ -95,6 +96,7 @@ DEVICE = "cuda"
 INF = math.inf
 NORM_ORDS = (2.0, 1.0, 3.0, INF, -INF, 0.0, 0.5)
 CLIP_ORDS = (2.0, 1.0, 3.0, INF, -INF, 0.5)
+OVERFLOWING = (INF, 1e30, 2.0**20)  # inv_scale values whose products overflow
 DTYPES = ("float32", "float16", "bfloat16")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 MAX_TENSORS = 3000
@@ -170,7 +172,10 @@ def draw_case(seed: int, k: int, max_bytes: float) -> dict:
         "ord_total": r.choice(NORM_ORDS),
         "ord_unscale": r.choice(NORM_ORDS),
         "ord_clip": r.choice(CLIP_ORDS),
-        "inv_scale": 2.0 ** -r.randint(0, 16) if power_of_two else 1.0 / r.uniform(1.0, 65536.0),
+        # one list in twenty: an inv_scale that overflows (inf; 1e30 and 2^20 overflow float16
+        # and bfloat16 products): found_inf is AMP's check of the inputs, not of the products
+        "inv_scale": r.choice(OVERFLOWING) if r.random() < 0.05
+        else 2.0 ** -r.randint(0, 16) if power_of_two else 1.0 / r.uniform(1.0, 65536.0),
         "found_inf0": 1.0 if r.random() < 0.2 else 0.0,
         "clip_factor": r.choice((0.5, 2.0, 10 ** r.uniform(-2.0, math.log10(0.9)), 10 ** r.uniform(math.log10(1.1), 2.0))),
     }
