@@ -412,7 +412,6 @@ def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
     fn = row.name
     ts = tensors if type(tensors) is TensorList else _as_list(fn, tensors)  # the list's errors first
     torch = _torch(fn)
-    k = _reduce_kernel(row, o)
     args: list[Any] = []
     if row.scale:  # unscale_and_norm_: inv_scale and found_inf on the list's device
         if type(ts) is TensorList:
@@ -421,6 +420,7 @@ def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
             device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(o[row.scale], "device", None)
         args.append(_one(fn, row.scale, o[row.scale], torch, device))
         args.append(_one(fn, row.flag, o[row.flag], torch, device))
+    k = _reduce_kernel(row, o)
     entry = ts._table(_grid(k), torch) if type(ts) is TensorList else _table(fn, ts, _grid(k), torch)
     count = entry.count
     if row.writes and count > 1:
@@ -433,11 +433,12 @@ def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
         with _LOCK:  # a CUDA graph reads this table at every replay: never freed
             _CAPTURED.append(entry)
     dst = torch.empty(max(count, 1), dtype=torch.float32, device=entry.device)
-    total = torch.empty((), dtype=torch.float32, device=entry.device)
+    if row.result == "per_tensor":
+        k(entry.table, dst, torch.empty(1, dtype=torch.float32, device=entry.device), *args)
+        return dst if count else dst[:0]
+    total = torch.empty((), dtype=torch.float32, device=entry.device)  # the result: a 0-d tensor of its own
     one = total.view(1)
     k(entry.table, dst, one, *args)
-    if row.result == "per_tensor":
-        return dst if count else dst[:0]
     if not count and not o.get("local"):
         total.zero_()  # the norm of no tensor is 0 (torch's get_total_norm), whatever the order
     if o.get("error_if_nonfinite"):
