@@ -220,3 +220,13 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
             assert kernel_launch(kernel).block_dims == (block, 1, 1)
             seen.add(tuple(o.name for o in kernel.walk()))
         assert len(seen) == 1, f"N = {n} {dtype}: the row's instructions depend on M"
+
+
+def test_docs_example_runs() -> None:
+    """docs/rows.md's interpreter example (its first python block) runs as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "rows.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "run_grid" in block and "torch" not in block
+    exec(compile(block, "docs/rows.md", "exec"), {})

@@ -1,0 +1,134 @@
+"""Row normalizations on the GPU against the same run's copy kernel and torch eager
+(docs/rows.md): softmax, log_softmax, rms_norm and layer_norm forward through
+bulkred_dialect/rows.py, M x N = 2^28 elements, N = 1024, 4096, 16384, 65536, float32 and
+bfloat16; and small batches (M = 1, 8, 64 rows of 4096).
+
+Model bandwidth: x read once and y written once (2 * M * N * itemsize bytes; the weight
+and bias are not counted). Timings, each a median (benchmarks/reductions_api.py's
+helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and per call
+as a Python user pays it (events around one call, the GPU idle before it). Each cell
+also checks its result against torch (``ok`` or ``WRONG``).
+
+    python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("reductions_api", os.path.join(_HERE, "reductions_api.py"))
+RA = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+sys.modules["reductions_api"] = RA
+_spec.loader.exec_module(RA)  # type: ignore[union-attr]
+
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+NS = (1024, 4096, 16384, 65536)
+DTYPES = ("float32", "bfloat16")
+TOTAL = 1 << 28
+
+
+def _fns(torch, rows, kind: str, n: int, dt):
+    """(ours, torch eager) of ``kind`` for rows of ``n`` (weight and bias of x's dtype)."""
+    import torch.nn.functional as F
+
+    w = torch.randn(n, device="cuda").to(dt)
+    b = torch.randn(n, device="cuda").to(dt)
+    if kind == "softmax":
+        return (lambda x: rows.softmax(x)), (lambda x: torch.softmax(x, -1))
+    if kind == "log_softmax":
+        return (lambda x: rows.log_softmax(x)), (lambda x: torch.log_softmax(x, -1))
+    if kind == "rms_norm":
+        return (lambda x: rows.rms_norm(x, (n,), w, 1e-6)), (lambda x: F.rms_norm(x, (n,), w, 1e-6))
+    return (lambda x: rows.layer_norm(x, (n,), w, b, 1e-5)), (lambda x: F.layer_norm(x, (n,), w, b, 1e-5))
+
+
+def _agree(torch, ours, theirs, x) -> str:
+    a, b = ours(x[:64]).double(), theirs(x[:64]).double()
+    err = (a - b).abs().max().item() / max(1.0, b.abs().max().item())
+    tol = 2e-5 if x.dtype == torch.float32 else 2.0**-7
+    return "ok" if err <= tol else f"WRONG err={err:.1e}"
+
+
+def _variant(n: int) -> str:
+    from bulkred_dialect.passes.variants import rows_cta, rows_warp
+
+    return "rows_warp" if n <= rows_warp.MAX_N else "rows_cta" if n <= rows_cta.MAX_N else "rows_stream"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="/tmp/rows_bench")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--ns", default=",".join(map(str, NS)))
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True)
+    args = ap.parse_args()
+    import torch
+
+    from bulkred_dialect import rows
+
+    os.makedirs(args.out, exist_ok=True)
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    results = []
+    print("| kind | dtype | N | M | variant | copy GB/s | bulkred GB/s | torch GB/s | vs copy | vs torch | bulkred per call us | torch per call us | check |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for dtype in args.dtypes.split(","):
+        dt = getattr(torch, dtype)
+        for n in map(int, args.ns.split(",")):
+            m = TOTAL // n
+            x = torch.randn(m, n, device="cuda").to(dt)
+            y = torch.empty_like(x)
+            nbytes = 2 * x.numel() * x.element_size()
+            copy_us = RA.graph_us(torch, lambda t: torch.mul(t, 1.0, out=y), [x], args.calls, args.replays)
+            for kind in args.kinds.split(","):
+                ours, theirs = _fns(torch, rows, kind, n, dt)
+                row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(n)}
+                try:
+                    row["check"] = _agree(torch, ours, theirs, x)
+                    ours_us = RA.graph_us(torch, ours, [x], args.calls, args.replays)
+                    torch_us = RA.graph_us(torch, theirs, [x], args.calls, args.replays)
+                    ours_call, torch_call = RA.call_pair_us(torch, ours, theirs, [x], 5)
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    row["check"] = f"FAILED: {str(e).splitlines()[0][:120]}"
+                    print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | | | | | | | | {row['check']} |")
+                    results.append(row)
+                    continue
+                row.update(copy_gbs=nbytes / copy_us / 1e3, gbs=nbytes / ours_us / 1e3, torch_gbs=nbytes / torch_us / 1e3,
+                           us=ours_us, torch_us=torch_us, call_us=ours_call, torch_call_us=torch_call)
+                results.append(row)
+                print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | {row['copy_gbs']:,.0f} | {row['gbs']:,.0f} | "
+                      f"{row['torch_gbs']:,.0f} | {row['gbs'] / row['copy_gbs']:.2f} | {row['gbs'] / row['torch_gbs']:.2f} | "
+                      f"{ours_call:,.1f} | {torch_call:,.1f} | {row['check']} |", flush=True)
+            del x, y
+            torch.cuda.empty_cache()
+    if args.small:
+        print()
+        print("| kind | dtype | M x 4096 | bulkred GPU us | torch GPU us | bulkred per call us | torch per call us |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+        for dtype in args.dtypes.split(","):
+            dt = getattr(torch, dtype)
+            for kind in ("softmax", "rms_norm"):
+                ours, theirs = _fns(torch, rows, kind, 4096, dt)
+                for m in (1, 8, 64):
+                    xs = [torch.randn(m, 4096, device="cuda").to(dt) for _ in range(4)]
+                    g_ours = RA.graph_us(torch, ours, xs, 50, args.replays)
+                    g_torch = RA.graph_us(torch, theirs, xs, 50, args.replays)
+                    c_ours, c_torch = RA.call_pair_us(torch, ours, theirs, xs, 50)
+                    results.append({"kind": kind, "dtype": dtype, "n": 4096, "m": m, "small": True, "us": g_ours,
+                                    "torch_us": g_torch, "call_us": c_ours, "torch_call_us": c_torch})
+                    print(f"| {kind} | {dtype} | {m} | {g_ours:.1f} | {g_torch:.1f} | {c_ours:.1f} | {c_torch:.1f} |", flush=True)
+    with open(os.path.join(args.out, "rows.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""bulkred.normalize_rows on the GPU through bulkred_dialect/rows.py: softmax, log_softmax,
+rms_norm and layer_norm against torch in float64 on random rows (odd N, each variant's
+range of N, float32, bfloat16 and float16, weights of x's type or float32), padded rows
+read and written in place, non-finite rows as torch, and batch invariance: the same rows
+in batches of 1, 7 and 4096 give identical bits, in every variant.
+
+Tolerance: in float32 |y - ref| <= 2e-5 * max(1, max|ref|) (ex2.approx and float32 sums);
+in bfloat16 and float16 no more than torch's own error against float64 plus one unit in
+the last place of the output's largest value (both round the float32 result once)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bulkred_dialect import rows
+from bulkred_dialect.errors import BulkredError
+
+pytestmark = pytest.mark.gpu
+
+DEV = "cuda"
+
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any failure to import torch skips
+        pytest.skip(f"torch is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+def _reference(torch, kind: str, x, w=None, b=None, eps=None):
+    import torch.nn.functional as F
+
+    xd = x.double()
+    wd = None if w is None else w.double()
+    bd = None if b is None else b.double()
+    n = x.shape[-1]
+    if kind == "softmax":
+        return torch.softmax(xd, -1)
+    if kind == "log_softmax":
+        return torch.log_softmax(xd, -1)
+    if kind == "rms_norm":
+        return F.rms_norm(xd, (n,), wd, eps)
+    return F.layer_norm(xd, (n,), wd, bd, eps)
+
+
+def _torch_own(torch, kind: str, x, w=None, b=None, eps=None):
+    import torch.nn.functional as F
+
+    n = x.shape[-1]
+    if kind == "softmax":
+        return torch.softmax(x, -1)
+    if kind == "log_softmax":
+        return torch.log_softmax(x, -1)
+    if kind == "rms_norm":
+        return F.rms_norm(x, (n,), w if w is None else w.to(x.dtype), eps)
+    return F.layer_norm(x, (n,), None if w is None else w.to(x.dtype), None if b is None else b.to(x.dtype), eps)
+
+
+def _ours(kind: str, x, w=None, b=None, eps=None, variant=None):
+    if kind == "softmax":
+        return rows.softmax(x, variant=variant)
+    if kind == "log_softmax":
+        return rows.log_softmax(x, variant=variant)
+    if kind == "rms_norm":
+        return rows.rms_norm(x, (x.shape[-1],), w, eps, variant=variant)
+    return rows.layer_norm(x, (x.shape[-1],), w, b, eps, variant=variant)
+
+
+def _check(torch, kind, x, y, w=None, b=None, eps=None):
+    ref = _reference(torch, kind, x, w, b, eps)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    err = (y.double() - ref).abs().max().item()
+    scale = max(1.0, ref.abs().max().item())
+    if x.dtype == torch.float32:
+        assert err <= 2e-5 * scale, (kind, tuple(x.shape), err)
+        return
+    theirs = (_torch_own(torch, kind, x, w, b, eps).double() - ref).abs().max().item()
+    ulp = scale * (2.0**-7 if x.dtype == torch.bfloat16 else 2.0**-10)
+    assert err <= theirs + ulp, (kind, tuple(x.shape), str(x.dtype), err, theirs)
+
+
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+
+# each variant's range: rows_warp to 1024, rows_cta to 16384, rows_stream beyond; odd N
+# takes scalar loads
+SIZES = [(300, 1), (257, 37), (64, 1000), (33, 4096), (9, 12289), (5, 16384), (3, 40000)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,n", SIZES)
+def test_against_torch(kind, dtype, m, n, rng):
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = (torch.randn(m, n, device=DEV, generator=g) * 3 + 0.5).to(dt)
+    w = b = eps = None
+    if kind in ("rms_norm", "layer_norm"):
+        w = torch.randn(n, device=DEV, generator=g).to(dt)
+        eps = 1e-6
+        if kind == "layer_norm":
+            b = torch.randn(n, device=DEV, generator=g).to(dt)
+            eps = 1e-5
+    _check(torch, kind, x, _ours(kind, x, w, b, eps), w, b, eps)
+
+
+@pytest.mark.parametrize("kind", ["rms_norm", "layer_norm"])
+def test_float16_rows_and_float32_weights(kind, rng):
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    x = torch.randn(100, 2048, device=DEV, generator=g).half()
+    w = torch.randn(2048, device=DEV, generator=g)
+    b = torch.randn(2048, device=DEV, generator=g) if kind == "layer_norm" else None
+    _check(torch, kind, x, _ours(kind, x, w, b, 1e-5), w, b, 1e-5)
+    # defaults: no weight, rms_norm's eps the dtype's epsilon
+    y = rows.rms_norm(x, 2048)
+    ref = torch.nn.functional.rms_norm(x.double(), (2048,), eps=torch.finfo(torch.float16).eps)
+    assert (y.double() - ref).abs().max().item() < 4e-3
+
+
+@pytest.mark.parametrize("n,pad", [(1000, 24), (4096, 64), (4095, 1), (40000, 16)])
+def test_padded_rows_read_in_place(n, pad, rng):
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    base = torch.randn(17, n + pad, device=DEV, generator=g)
+    x = base[:, :n]
+    assert not x.is_contiguous()
+    for kind in ("softmax", "layer_norm"):
+        eps = 1e-5 if kind == "layer_norm" else None
+        _check(torch, kind, x, _ours(kind, x, eps=eps), eps=eps)
+
+
+@pytest.mark.parametrize("n", [100, 4096, 40000])
+def test_non_finite_rows_as_torch(n):
+    torch = _torch()
+    x = torch.randn(6, n, device=DEV)
+    x[1] = float("-inf")
+    x[2, n // 3] = float("nan")
+    x[3, 0] = float("-inf")
+    x[4, 1] = float("inf")
+    for kind in ("softmax", "log_softmax"):
+        y = _ours(kind, x)
+        want = _torch_own(torch, kind, x)
+        assert torch.equal(torch.isnan(y), torch.isnan(want)), kind
+        fin = torch.isfinite(want)
+        assert (y[fin] - want[fin]).abs().max().item() < 1e-5, kind
+
+
+@pytest.mark.parametrize("n,variant", [(512, "rows_warp"), (4096, "rows_cta"), (32768, "rows_stream")])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_batch_invariance(n, variant, dtype, rng):
+    """The same rows alone, in a batch of 7 and in a batch of 4096 (at other positions)
+    give the same bits."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    big = (torch.randn(4096, n, device=DEV, generator=g) * 2).to(dt)
+    w = torch.randn(n, device=DEV, generator=g).to(dt)
+    for kind in ("softmax", "rms_norm"):
+        kw = {"w": w, "eps": 1e-6} if kind == "rms_norm" else {}
+        y_big = _ours(kind, big, **kw, variant=variant)
+        y_seven = _ours(kind, big[1000:1007].clone(), **kw, variant=variant)
+        assert torch.equal(y_seven, y_big[1000:1007]), kind
+        for r in (0, 1003, 4095):
+            y_one = _ours(kind, big[r:r + 1].clone(), **kw, variant=variant)
+            assert torch.equal(y_one[0], y_big[r]), (kind, r)
+
+
+def test_refusals_before_any_gpu_work():
+    torch = _torch()
+    x = torch.randn(4, 8, device=DEV)
+    with pytest.raises(BulkredError, match="only the last dimension"):
+        rows.softmax(x, dim=0)
+    with pytest.raises(BulkredError, match="last dimension must be contiguous"):
+        rows.softmax(x.t())
+    with pytest.raises(BulkredError, match="dtype must be float32, bfloat16 or float16"):
+        rows.softmax(x.double())
+    with pytest.raises(BulkredError, match=r"weight must be a contiguous CUDA tensor of shape \(8,\)"):
+        rows.rms_norm(x, (8,), torch.ones(7, device=DEV))
+    with pytest.raises(BulkredError, match="normalized_shape must be one dimension"):
+        rows.layer_norm(x, (4, 8))
