@@ -502,7 +502,8 @@ class ListFunction:
         return {o.name: o.default for o in self.options if o.default is not REQUIRED}
 
     def docstring(self) -> str:
-        return f"{self.summary}.\n\n{self.doc}\n\nAs ``{self.torch}`` (docs/foreach.md)."
+        torch = f"As ``{self.torch}`` (docs/foreach.md)." if self.torch != "(none)" else "See docs/foreach.md."
+        return f"{self.summary}.\n\n{self.doc}\n\n{torch}"
 
     def signature(self) -> Any:
         """The public function's ``inspect.Signature``."""
