@@ -501,13 +501,13 @@ _NO_OPTIONS: dict[str, Any] = {}
 
 def foreach_norm(tensors: Iterable[Any], ord: float = 2.0) -> Any:
     if _compiling():
-        return _ops().foreach_norm(list(tensors), float(ord))
+        return _ops().foreach_norm(_detached(tensors), float(ord))
     return _run(_FOREACH_NORM, tensors, {"ord": _ORD["foreach_norm"](ord)})
 
 
 def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: bool = False, *, local: bool = False) -> Any:
     if _compiling():
-        return _ops().total_norm(list(tensors), float(ord), bool(error_if_nonfinite), bool(local))
+        return _ops().total_norm(_detached(tensors), float(ord), bool(error_if_nonfinite), bool(local))
     check = _CHECK["total_norm"]
     o = {"ord": check["ord"](ord), "error_if_nonfinite": check["error_if_nonfinite"](error_if_nonfinite),
          "local": check["local"](local)}
@@ -533,7 +533,7 @@ def unscale_and_norm_(grads: Any, inv_scale: Any, found_inf: Any, ord: float = 2
 
 def foreach_amax(tensors: Iterable[Any]) -> Any:
     if _compiling():
-        return _ops().foreach_amax(list(tensors))
+        return _ops().foreach_amax(_detached(tensors))
     return _run(_AMAX, tensors, _NO_OPTIONS)
 
 
@@ -570,6 +570,13 @@ def _ops() -> Any:
     import torch
 
     return torch.ops.bulkred
+
+
+def _detached(tensors: Iterable[Any]) -> list[Any]:
+    """The tensors as data (``t.detach()``: the same memory) for a read-only operator
+    traced by torch.compile: parameters that require grad are read, never differentiated
+    (the operators have no gradient), and so no backward is traced through them."""
+    return [t.detach() for t in tensors]
 
 
 def _operator(row: ListFunction) -> Callable[..., Any]:

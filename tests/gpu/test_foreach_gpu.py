@@ -781,6 +781,11 @@ def test_torch_compile_fullgraph():
             _same(a, b, f"compiled step {trial}: grad {k} written in place")
         assert float(found) == float(found_ref) == 0.0
 
+    # parameters that require grad are read as data: no backward is traced through the operators
+    params = [torch.nn.Parameter(_rand(_gen(48), 64, 32)), torch.nn.Parameter(_rand(_gen(49), 16, dtype="bfloat16"))]
+    amax2 = torch.compile(lambda ps: bulkred.foreach_amax(ps) * 2, fullgraph=True)(params)
+    _assert_norms(amax2 / 2, ref_norms(params, INF), INF, "compiled foreach_amax of parameters")
+
 
 def test_descriptor_table_reuse():
     """The same list twice gives the same result; data changed in place is seen; a tensor
