@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bulkred_dialect.errors import BulkredError, SignatureError
-from bulkred_dialect.functions import FLOATS, FUNCTIONS, Function, OptionError, Reduction, function
+from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.functions import FLOATS, FUNCTIONS, Function, OptionError, Reduction, function, library_rules
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, of_torch
 from bulkred_dialect.ops.dtypes import DTYPES as _ROWS
 
@@ -131,11 +131,15 @@ def dtype_name(fn: str, d: Any, what: str = "dtype") -> str:
     return name
 
 
-def _normalize_axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, an int or a tuple of ints, negatives from the end) as sorted axes."""
+def _normalize_axes(fn: str, axis: Any, ndim: int, rules: str = "numpy") -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple of ints, negatives from the end) as sorted axes.
+    ``rules="torch"`` (a torch tensor, ``functions.library_rules``): ``()`` is every axis,
+    and a 0-d input takes axis 0 or -1 (reduced: its own value), as torch's ``dim``."""
     if axis is None:
         return tuple(range(ndim))
     items = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    if not items and rules == "torch":  # torch rules: dim=() reduces everything
+        return tuple(range(ndim))
     if not items:
         raise _error(fn, "axis=() reduces nothing in numpy and everything in torch: pass axis=None for a whole reduction")
     got = []
@@ -147,6 +151,8 @@ def _normalize_axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
         got.append(int(a) % builtins.max(ndim, 1))
     if len(set(got)) != len(got):
         raise _error(fn, f"axis {axis!r} names an axis twice (as {tuple(got)} for a {ndim}-D array)")
+    if ndim == 0 and rules == "torch":  # torch rules: a 0-d tensor's dim 0 or -1 is itself
+        return ()
     if ndim == 0:
         raise _error(fn, f"axis {axis!r} is out of range for a 0-D array")
     return tuple(sorted(got))
@@ -178,7 +184,7 @@ def _inputs(row: Function, src: str) -> None:
 
 def plan(
     fn: str, shape: tuple[int, ...], src: str, axis: Any = None, keepdims: Any = False, dtype: Any = None, *,
-    out_dtype: str | tuple[str, ...] | None = None, **options: Any,
+    out_dtype: str | tuple[str, ...] | None = None, library: str = "numpy", **options: Any,
 ) -> Plan:
     """Check the arguments of the function ``fn`` (a row of ``functions.py``, or the
     ``bulkred.reduce`` kinds ``and``/``or``) on an array of ``shape`` and dtype ``src``
@@ -186,7 +192,8 @@ def plan(
     the function's options (``correction=``, ``ord=``, ``ignore_nan=``); ``out_dtype``:
     the dtype of an ``out=`` given (a pair for two results), which a sum or a product
     without ``dtype=`` takes (as torch does). Raises :class:`ReductionError` (one line);
-    imports no xDSL and needs no GPU."""
+    imports no xDSL and needs no GPU. ``library``: the input's (``torch``, ``numpy``,
+    ``cupy``), whose rules the result follows (``functions.library_rules``)."""
     row = _row(fn)
     fn = row.name
     shape = _check_shape(fn, shape)
@@ -211,7 +218,8 @@ def plan(
     if row.one_axis and axis is not None and (isinstance(axis, bool | np.bool_) or not isinstance(axis, int | np.integer)):
         raise _error(fn, f"'axis' must be an int or None (one axis, as numpy's and torch's {fn} take), got {axis!r:.60}")
     ndim = len(shape)
-    reduced = _normalize_axes(fn, axis, ndim)
+    rules = library_rules(library)
+    reduced = _normalize_axes(fn, axis, ndim, rules)
     asked = None
     if opts.get("dtype") is not None:
         asked = opts["dtype"] = dtype_name(fn, opts["dtype"])
@@ -221,7 +229,7 @@ def plan(
     if outs and row.out_dtype and asked is None:
         opts["dtype"] = dtype_name(fn, outs[0])  # a sum or product into out= of another dtype (as torch)
     try:
-        r: Reduction = row.build(src, opts)
+        r: Reduction = row.reduction(src, opts, rules)
     except OptionError as e:
         raise _error(fn, str(e)) from None
     want = _outputs(row, r)
@@ -365,53 +373,38 @@ def _readable(p: Plan, e: Exception) -> ReductionError:
 
 # endregion
 
-# region Compiling: one in-memory cache beside the disk cache
+# region Compiling: one cache of kernels beside the disk cache
 
 
-_CACHE: dict[tuple, Any] = {}
-"""The one in-memory cache, beside the disk cache: a call's key (:func:`_key`) -> its
-:class:`_Bound` (the plan and, once it launched, the kernel); a plan's key and target
-(``("kernel", ...)``) -> its compiled kernel."""
+KERNELS: dict[tuple, Any] = {}
+"""Compiled kernels, beside the disk cache: a plan's key and target (:func:`plan_key`)
+-> its :class:`~bulkred_dialect.backend_ptx.launch.Kernel`."""
 _LOCK = threading.Lock()
 
 
-@dataclass
-class _Bound:
-    """A checked call: its plan and, once it launched, its kernel."""
-
-    plan: Plan
-    kernel: Any = None
-
-
-def _plan_key(p: Plan, target: Any) -> tuple:
+def plan_key(p: Plan, target: Any) -> tuple:
+    """What the kernel of ``p`` for ``target`` is compiled from: the plan's fields that
+    reach its module, and the target's name."""
     return (p.fn, p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan, p.strides, p.prologue, p.epilogue,
             p.correction, p.aux, p.variant, str(getattr(target, "name", target)))
 
 
 def kernel_of(p: Plan, target: Target | str):
-    """The compiled kernel of ``p`` for ``target``: from the disk cache (one entry per plan
-    and target), else built, lowered and assembled (nothing is imported on a hit but the
-    loader: no xDSL)."""
-    from bulkred_dialect.backend_ptx.cache import make_key
-    from bulkred_dialect.backend_ptx.loading import cached_module
+    """The compiled kernel of ``p`` for ``target``: from :data:`KERNELS`, else from the
+    disk cache (one entry per plan and target), else built, lowered and assembled by the
+    compile driver (nothing is imported on a disk hit but the loader: no xDSL)."""
+    pk = plan_key(p, target)
+    kernel = KERNELS.get(pk)
+    if kernel is None:
+        from bulkred_dialect.compiler import compile_keyed, target_for
 
-    def build():
-        # only a miss pays for the compiler's imports (xDSL, the passes, nvJitLink)
-        from bulkred_dialect.backend_ptx.loading import compile_tile_module
-
-        module = module_of(p)
         try:
-            return compile_tile_module(module, target, cache=False)
+            mod = compile_keyed({"what": "api reduction", "key": list(map(str, pk))}, lambda: module_of(p), target_for(target))
         except BulkredError as e:
             raise _readable(p, e) from None
-
-    pk = ("kernel", *_plan_key(p, target))
-    kernel = _CACHE.get(pk)
-    if kernel is None:
-        key = make_key({"what": "api reduction", "key": list(map(str, pk[1:]))})
-        kernel = cached_module(key, build).kernel(p.kernel_name)
+        kernel = mod.kernel(p.kernel_name)
         with _LOCK:
-            _CACHE[pk] = kernel
+            KERNELS[pk] = kernel
     return kernel
 
 
@@ -457,10 +450,10 @@ def explain_reduction(
 
 
 def explain(p: Plan, target: Target | str | None = None) -> str:
-    from bulkred_dialect.backend_ptx.loading import _target_for
+    from bulkred_dialect.compiler import target_for
     from bulkred_dialect.passes.lower_tile_reductions import explanations
 
-    return "\n".join(explanations(module_of(p), _target_for(target)))
+    return "\n".join(explanations(module_of(p), target_for(target)))
 
 
 # endregion
@@ -568,44 +561,9 @@ def check_layout(
     return None
 
 
-def _misaligned(a: Any, align: int) -> int:
-    """How many bytes past an ``align``-byte boundary the device array ``a`` starts (0:
-    aligned, or numpy, which is copied into an aligned buffer)."""
-    lib = _library(a)
-    if align <= 1 or lib == "numpy":
-        return 0
-    if lib == "torch":
-        ptr = a.data_ptr()
-    elif lib == "cupy":
-        ptr = a.data.ptr
-    else:
-        from cuda.core.utils import StridedMemoryView
-
-        try:
-            ptr = StridedMemoryView.from_any_interface(a, None).ptr
-        except Exception:  # pragma: no cover - _info viewed it already; the kernel checks again
-            return 0
-    return ptr % align
-
-
 UNALIGNED_VARIANT = "grid_gather"
 """The variant of a call whose array starts off its kernel's vector-load alignment (a
 view at a storage offset): scalar loads, read in place (docs/from_torch.md)."""
-
-
-def _unaligned(p: Plan, kernel: Any, arrays: Sequence[Any]) -> tuple[Plan, Any]:
-    """``(p, kernel)``, or where one of ``arrays`` (the kernel's array arguments, in
-    order) starts off the alignment the kernel's vector loads need (``bulkred.align``),
-    the plan and kernel of :data:`UNALIGNED_VARIANT`, which needs none."""
-    sig = getattr(kernel, "signature", None)
-    if sig is None or not sig.align:
-        return p, kernel
-    if not builtins.any(_misaligned(a, sig.alignment(i)) for i, a in enumerate(arrays)):
-        return p, kernel
-    from bulkred_dialect.backend_ptx.device import current_arch
-
-    q = replace(p, variant=UNALIGNED_VARIANT)
-    return q, kernel_of(q, current_arch())
 
 
 def _new(x: Any, fn: str, shape: tuple[int, ...], dtype: str, fill: Any = None) -> Any:
@@ -632,23 +590,6 @@ def _new(x: Any, fn: str, shape: tuple[int, ...], dtype: str, fill: Any = None) 
 def _reshape(a: Any, shape: tuple[int, ...]) -> Any:
     """A view of ``a`` (dense) in ``shape``."""
     return a.view(shape) if _library(a) == "torch" else a.reshape(shape)
-
-
-def _keyed(v: Any) -> Any:
-    """``v`` as part of a key: None and a str as themselves, an int or a float with its
-    type (1 == 1.0 == True, yet ``correction=1.0`` is refused where 1 is taken), anything
-    else by its type and repr."""
-    t = type(v)
-    if v is None or t is str:
-        return v
-    return (t, v) if t is int or t is float else (t.__name__, repr(v))
-
-
-def _axis_key(axis: Any) -> Any:
-    t = type(axis)
-    if axis is None or t is int or t is tuple and builtins.all(type(a) is int for a in axis):
-        return axis
-    return ("axis", repr(axis))
 
 
 def _stream_ok(fn: str, stream: Any) -> Any:
@@ -713,48 +654,214 @@ def _overlap(a: Any, b: Any) -> bool:
     return False
 
 
-def _key(row: Function, x: Any, lib: str, axis: Any, keepdims: Any, options: tuple, outs: tuple) -> tuple:
-    """The one key of a call: the function, ``x``'s shape, dtype and layout, ``axis``,
-    ``keepdims``, the options and the outputs' dtypes."""
-    if lib == "torch":
-        layout = None if x.is_contiguous() else x.stride()
-        return (row.name, x.shape, x.dtype, layout, _axis_key(axis), _keyed(keepdims), options,
-                tuple(o.dtype if type(o).__module__ == "torch" else (_library(o), _keyed(getattr(o, "dtype", None))) for o in outs))
-    return ()  # other libraries: not kept (their checks are not the cost)
+CALLS: dict[tuple, tuple] = {}
+"""The calls seen, by key (:func:`call_key`) -> ``(launcher, plan, kernel)``. The public
+functions look a call up here first (one dict look-up): ``launcher(x, out)`` runs a call
+like it (a bound launcher of the launch layer, ``Kernel.bind``; the autograd route's, for
+a tensor that requires grad) and returns its result, or None, having done nothing, for a
+call it does not take (an address off its kernel's vector-load alignment, a kernel that
+has no launcher). Such a call goes through :func:`call`, which takes the plan and the
+kernel from here: nothing the key proves is checked again."""
 
 
-def call(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any, explain_: bool) -> Any:
+def no_launcher(x: Any, out: Any) -> None:
+    """The launcher of a call that has none (numpy, a kernel without ``bind``): the
+    plan and kernel are kept, the call goes through :func:`call`."""
+    return None
+
+
+def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any) -> tuple | None:
+    """The key of a call of the function ``name`` on a torch tensor (or a numpy array
+    without ``out``): everything the call's plan and its launcher depend on, each value
+    with its type where equal values of two types are not alike (``axis=True`` is not
+    ``axis=1``, ``correction=1.0`` is refused where 1 is taken): ``x``'s type, shape,
+    dtype, device, whether autograd records it (``requires_grad`` with grad enabled),
+    its layout (contiguous, else its strides), ``axis``, ``keepdims``, the options as
+    given, and each ``out``'s type, shape, dtype, device and contiguity. None for any
+    other input (not kept). An unhashable part (a list) makes the look-up a TypeError."""
+    try:
+        return (
+            name, x.__class__, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
+            x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+            axis.__class__, keepdims, keepdims.__class__,
+            (*options.items(), *map(type, options.values())) if options else (), None if out is None else _out_key(out),
+        )
+    except AttributeError:
+        if x.__class__ is not np.ndarray or out is not None:
+            return None
+        return (
+            name, np.ndarray, x.shape, x.dtype, x.strides, axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+            axis.__class__, keepdims, keepdims.__class__, (*options.items(), *map(type, options.values())) if options else (),
+        )
+
+
+def _out_key(out: Any) -> tuple:
+    if out.__class__ is tuple or out.__class__ is list:
+        return (out.__class__, *map(_out_key, out))
+    return (out.__class__, out.shape, out.dtype, out.get_device(), out.is_contiguous())
+
+
+def _grad_enabled() -> bool:
+    return sys.modules["torch"].is_grad_enabled()
+
+
+def remember(key: tuple | None, launcher: Any, p: Plan, kernel: Any) -> None:
+    """Keep a call under ``key`` (None: not kept)."""
+    if key is not None and len(CALLS) < 4096:
+        with _LOCK:
+            CALLS[key] = (launcher, p, kernel)
+
+
+def call_keyed(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any) -> Any:
+    """:func:`call` on torch's current stream, through the call's launcher when its key
+    was seen (the torch operators' implementation)."""
+    key = call_key(row.name, x, axis, keepdims, options, out)
+    try:
+        hit = CALLS.get(key)
+    except TypeError:
+        key = hit = None
+    if hit is not None:
+        r = hit[0](x, out)
+        if r is not None:
+            return r
+    return call(row, x, axis, keepdims, options, out, None, False, key)
+
+
+def call(
+    row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any, explain_: bool,
+    key: tuple | None = None,
+) -> Any:
     """``bulkred.<row.name>(x, axis=..., keepdims=..., **options, out=..., stream=...,
-    explain=...)``: a torch call that was checked once goes straight to its kernel (the
-    kernel's own fast path checks its arguments again), anything else through every
-    check, then the launch. Returns the result (a pair for two results), ``out``, or
-    the dispatch table's text for ``explain``."""
+    explain=...)``, ``options`` as given (the row's defaults fill the rest). ``key``: the
+    call's key (:func:`call_key`, made by the caller; None: not kept). A call whose key
+    was seen takes its plan and kernel from :data:`CALLS`; any other is checked,
+    planned, compiled (once per plan), launched and kept under its key. Returns the
+    result (a pair for two results), ``out``, or the dispatch table's text for
+    ``explain``."""
+    fn = row.name
     lib = _library(x)
     outs = _outs(row, out)
-    key = None
-    if lib == "torch" and stream is None and not explain_:
-        key = _key(row, x, lib, axis, keepdims, tuple(_keyed(v) for v in options.values()), outs)
-        b = _CACHE.get(key)
-        if b is not None and b.kernel is not None:
-            try:
-                return _launch_torch(b, x, outs, out)
-            except SignatureError:
-                pass  # the checks below name what is wrong in the API's words, else raise it again
-    return _call(row, x, lib, axis, keepdims, options, out, outs, stream, explain_, key)
+    hit = None if key is None else CALLS.get(key)
+    if hit is not None:  # what the key proves (x, axis, keepdims, the options, out): not checked again
+        _, p, kernel = hit
+        infos: list[tuple] = []
+        strides = None
+    else:
+        (shape, src, strides), infos = _arrays(row, x, outs)
+        stream = _stream_ok(fn, stream)
+        _explain_ok(fn, explain_)
+        p = _plan_call(row, shape, src, axis, keepdims, {**row.defaults(), **options}, infos, lib)
+        view = check_layout(fn, "x", shape, strides, views=True)
+        if view is not None and p.launches:  # read in place by a module built for the view's strides
+            p = replace(p, strides=view)
+        for o_shape, _, _ in infos:
+            if o_shape != p.result_shape:
+                raise _error(fn, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
+        kernel = None
+    if explain_:
+        if not p.launches:
+            return f"no kernel: the result has shape {p.result_shape}" + ("" if p.fill is None else f", every element {p.fill!r}")
+        return explain(p)
+    if not p.launches:
+        _check_module(p)  # the dialect refuses what it would refuse with elements too
+        remember(key, no_launcher, p, None)
+        if not outs:
+            return _results(p, [_new(x, fn, p.result_shape, d, p.fill) for d in _kernel_dtypes(p)])
+        if p.fill is not None:
+            for o in outs:
+                o[...] = p.fill
+        return out
+    if hit is None:
+        if lib == "other" and not x.shape:
+            raise _error(fn, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
+        for o_shape, _, o_strides in infos:
+            check_layout(fn, "out", o_shape, o_strides)
+        if lib == "numpy" and x.size > 2**31 and builtins.any(s == 0 and d > 1 for s, d in zip(x.strides, x.shape)):
+            raise _error(fn, f"'x' is a broadcast numpy view of {x.size} elements: numpy arrays are copied to the GPU, "
+                         f"and this one would take {x.size * x.itemsize} bytes; pass a smaller array or a device array")
+    if kernel is None:
+        kernel = kernel_of(p, _arch(p))
+    if lib == "torch" and stream is None:
+        launcher = hit[0] if hit is not None else _bind(p, kernel, x, outs)
+        if launcher is not None and launcher is not no_launcher:
+            r = launcher(x, out)
+            remember(key if hit is None else None, launcher, p, kernel)  # kept for aligned calls, misaligned or not
+            if r is not None:
+                return r
+            # None: x or out is off the alignment of the kernel's vector loads (or the GPU is unusable)
+            return _launch(row, replace(p, variant=UNALIGNED_VARIANT), None, x, lib, out, outs, stream)
+    r = _launch(row, p, kernel, x, lib, out, outs, stream)
+    if hit is None:
+        remember(key, no_launcher, p, kernel)
+    return r
 
 
-def _launch_torch(b: _Bound, x: Any, outs: tuple, out: Any) -> Any:
-    p = b.plan
-    for o in outs:
-        if o.shape != p.result_shape:
-            raise SignatureError("out's shape")  # the full checks say what is wrong
+def _arch(p: Plan) -> str:
+    """The GPU's arch; without a GPU, the dialect's refusal of ``p`` first (the same
+    words as with one), else :class:`NoGpuError`."""
+    from bulkred_dialect.backend_ptx.device import current_arch
+    from bulkred_dialect.backend_ptx.errors import NoGpuError
+
+    try:
+        return current_arch()
+    except NoGpuError:
+        _check_module(p)
+        raise
+
+
+def _bind(p: Plan, kernel: Any, x: Any, outs: tuple) -> Any:
+    """The launch layer's launcher of calls like this one (``Kernel.bind``: it checks the
+    device once; what the plan decided, dtypes, shapes and layouts, is not checked
+    again), or None."""
+    bind = getattr(kernel, "bind", None)
+    if bind is None:  # a kernel that is not the launch layer's (the tests' simulated ones)
+        return None
+    order = (2, 1) if p.aux is not None and p.row.aux_first else None
+    if outs:
+        return bind([x, *_kernel_order(p, outs)], order=order)
+    made = [_new(x, p.fn, p.kernel_shape, d) for d in _kernel_dtypes(p)]
+    return bind([x, *made], order=order, new=(p.result_shape,) * len(made), pack=p.row.result_type)
+
+
+def _launch(row: Function, p: Plan, kernel: Any, x: Any, lib: str, out: Any, outs: tuple, stream: Any) -> Any:
+    """The kernel called with every check of the launch layer: numpy arrays (copied),
+    cupy and other device arrays, a torch call on a given stream or without a launcher.
+    An array off the alignment of the kernel's vector loads (``MisalignedError``, raised
+    before anything runs) takes :data:`UNALIGNED_VARIANT`'s kernel, which needs none."""
+    from bulkred_dialect.backend_ptx.errors import MisalignedError
+
+    fn = row.name
+    if kernel is None:
+        kernel = kernel_of(p, _arch(p))
+    xk = x if tuple(x.shape) == p.shape else _reshape(x, p.shape)
+    if lib == "numpy":
+        xk = _numpy_in(xk)
+    reshaped = p.kernel_shape != p.result_shape
     if not outs:
-        made = [x.new_empty(p.kernel_shape, dtype=torch_dtype(d)) for d in _kernel_dtypes(p)]
-        b.kernel(x, *made)
-        results = made if p.kernel_shape == p.result_shape else [m.view(p.result_shape) for m in made]
-        return _results(p, results)
-    b.kernel(x, *_kernel_order(p, [o if p.kernel_shape == p.result_shape else o.view(p.kernel_shape) for o in outs]))
-    return out
+        kernel_outs = [_new(x, fn, p.kernel_shape, d) for d in _kernel_dtypes(p)]
+    else:
+        kernel_outs = _kernel_order(p, [
+            np.empty(p.kernel_shape, o.dtype) if _library(o) == "numpy" else _reshape(o, p.kernel_shape) if reshaped else o
+            for o in outs
+        ])
+    try:
+        _, *got = kernel(xk, *kernel_outs, stream=stream)
+    except MisalignedError:
+        if p.variant == UNALIGNED_VARIANT:
+            raise
+        _, *got = kernel_of(replace(p, variant=UNALIGNED_VARIANT), _arch(p))(xk, *kernel_outs, stream=stream)
+    if isinstance(kernel_outs[0], np.ndarray):  # numpy: the kernel wrote copies
+        values = [g.reshape(p.result_shape) for g in got]
+        if outs:
+            for o, v in zip(outs, _kernel_order(p, values)):
+                o[...] = v
+            return out
+        return _results(p, values)
+    if outs:
+        return out
+    if reshaped:
+        kernel_outs = [_reshape(r, p.result_shape) for r in kernel_outs]
+    return _results(p, kernel_outs)
 
 
 def torch_dtype(name: str) -> Any:
@@ -797,128 +904,50 @@ def _explain_ok(fn: str, explain_: Any) -> None:
 
 
 def _plan_call(
-    row: Function, shape: tuple[int, ...], src: str, axis: Any, keepdims: Any, options: dict[str, Any], infos: list[tuple]
+    row: Function, shape: tuple[int, ...], src: str, axis: Any, keepdims: Any, options: dict[str, Any], infos: list[tuple],
+    library: str = "numpy",
 ) -> Plan:
     out_dtype = tuple(i[1] for i in infos) if infos else None
     dtype = options.get("dtype")
     rest = {k: v for k, v in options.items() if k != "dtype"}
-    return plan(row.name, shape, src, axis, keepdims, dtype, out_dtype=out_dtype, **rest)
+    return plan(row.name, shape, src, axis, keepdims, dtype, out_dtype=out_dtype, library=library, **rest)
 
 
-def check_call(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], outs: tuple, explain_: Any) -> Plan:
+def check_call(row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, explain_: Any) -> Plan:
     """The checks of :func:`call` that need no GPU (``x``, ``out``, ``axis``,
-    ``keepdims``, the options, ``explain``) and the call's plan: for a call that goes
-    through the row's torch operator (autograd), whose schema would take or refuse the
-    arguments in its own words."""
-    (shape, src, _), infos = _arrays(row, x, outs)
+    ``keepdims``, the options as given, ``explain``) and the call's plan: for a call
+    that goes through the row's torch operator (autograd), whose schema would take or
+    refuse the arguments in its own words. The caller keeps the call under its key."""
+    (shape, src, _), infos = _arrays(row, x, _outs(row, out))
     _explain_ok(row.name, explain_)
-    key = ("checked", row.name, shape, src, _axis_key(axis), _keyed(keepdims), tuple(_keyed(v) for v in options.values()),
-           tuple(i[1] for i in infos))
-    p = _CACHE.get(key)  # planned once per key, as call()'s plans
-    if p is None:
-        p = _plan_call(row, shape, src, axis, keepdims, options, infos)
-        if len(_CACHE) < 4096:
-            with _LOCK:
-                _CACHE[key] = p
+    p = _plan_call(row, shape, src, axis, keepdims, {**row.defaults(), **options}, infos, _library(x))
     for o_shape, _, _ in infos:
         if o_shape != p.result_shape:
             raise _error(row.name, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
     return p
 
 
-def _call(
-    row: Function, x: Any, lib: str, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, outs: tuple,
-    stream: Any, explain_: bool, key: tuple | None,
-) -> Any:
-    """Every check, then the launch (and its record under ``key`` for the next call)."""
-    fn = row.name
-    (shape, src, strides), infos = _arrays(row, x, outs)
-    stream = _stream_ok(fn, stream)
-    _explain_ok(fn, explain_)
-    if key is None:
-        key = (fn, shape, src, strides, _axis_key(axis), _keyed(keepdims), tuple(_keyed(v) for v in options.values()),
-               tuple((_library(o), i[1]) for o, i in zip(outs, infos)))
-    b = _CACHE.get(key)
-    if b is not None:
-        p = b.plan
-    else:
-        p = _plan_call(row, shape, src, axis, keepdims, options, infos)
-        view = check_layout(fn, "x", shape, strides, views=True)
-        if view is not None and p.launches:  # read in place by a module built for the view's strides
-            p = replace(p, strides=view)
-        if len(_CACHE) < 4096:
-            with _LOCK:
-                b = _CACHE[key] = _Bound(p)
-    for o_shape, _, _ in infos:
-        if o_shape != p.result_shape:
-            raise _error(fn, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")
-    if explain_:
-        if not p.launches:
-            return f"no kernel: the result has shape {p.result_shape}" + ("" if p.fill is None else f", every element {p.fill!r}")
-        return explain(p)
-    if not p.launches:
-        _check_module(p)  # the dialect refuses what it would refuse with elements too
-        if not outs:
-            return _results(p, [_new(x, fn, p.result_shape, d, p.fill) for d in _kernel_dtypes(p)])
-        if p.fill is not None:
-            for o in outs:
-                o[...] = p.fill
-        return out
-    if lib == "other" and shape == ():
-        raise _error(fn, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
-    for o_shape, _, o_strides in infos:
-        check_layout(fn, "out", o_shape, o_strides)
-    if lib == "numpy" and strides is None and x.size and builtins.any(s == 0 and d > 1 for s, d in zip(x.strides, x.shape)):
-        limit = 2**31
-        if x.size > limit:
-            raise _error(fn, f"'x' is a broadcast numpy view of {x.size} elements: numpy arrays are copied to the GPU, "
-                         f"and this one would take {x.size * x.itemsize} bytes; pass a smaller array or a device array")
-    from bulkred_dialect.backend_ptx.device import current_arch
-    from bulkred_dialect.backend_ptx.errors import NoGpuError
-
-    try:
-        arch = current_arch()
-    except NoGpuError:
-        _check_module(p)  # what the dialect refuses is refused without a GPU too, in the same words
-        raise
-    kernel = kernel_of(p, arch)
-    xk = x if shape == p.shape else _reshape(x, p.shape)
-    if lib == "numpy":
-        xk = _numpy_in(xk)
-    reshaped = p.kernel_shape != p.result_shape
-    if not outs:
-        kernel_outs = [_new(x, fn, p.kernel_shape, d) for d in _kernel_dtypes(p)]
-    else:
-        kernel_outs = _kernel_order(p, [
-            np.empty(p.kernel_shape, o.dtype) if _library(o) == "numpy" else _reshape(o, p.kernel_shape) if reshaped else o
-            for o in outs
-        ])
-    q, kernel = _unaligned(p, kernel, (xk, *kernel_outs))
-    _, *got = kernel(xk, *kernel_outs, stream=stream)
-    if isinstance(kernel_outs[0], np.ndarray):  # numpy: the kernel wrote copies
-        values = [g.reshape(p.result_shape) for g in got]
-        if outs:
-            for o, v in zip(outs, _kernel_order(p, values)):
-                o[...] = v
-            return out
-        return _results(p, values)
-    if b is not None and q is p and lib == "torch" and _library(kernel_outs[0]) == "torch":
-        b.kernel = kernel  # the torch short path's; not for a misaligned call: an aligned one keeps its vector kernel
-    if outs:
-        return out
-    if reshaped:
-        kernel_outs = [_reshape(r, p.result_shape) for r in kernel_outs]
-    return _results(p, kernel_outs)
+_VERIFIED: set[Plan] = set()
+"""The plans of empty reductions whose module the dialect took (:func:`_check_module`)."""
 
 
 def _check_module(p: Plan) -> None:
     """Build (and verify) the module of ``p`` with every empty extent made 1: an empty
     reduction the dialect would refuse with elements is refused too."""
-    key = ("check", replace(p, fill=None))
-    if key in _CACHE:
+    q = replace(p, fill=None)
+    if q in _VERIFIED:
         return
     module_of(replace(p, shape=tuple(d or 1 for d in p.shape), fill=None, empty=False))
-    _CACHE[key] = True
+    _VERIFIED.add(q)
+
+
+def forget() -> None:
+    """Drop every call kept and every kernel in memory (the disk cache stays): for tests
+    and for a program that changes devices."""
+    with _LOCK:
+        CALLS.clear()
+        KERNELS.clear()
+        _VERIFIED.clear()
 
 
 # endregion

@@ -13,20 +13,24 @@ Every function runs the one call path of ``api.py``. A torch tensor that require
 function's torch operator (``torch.ops.bulkred.<name>``, registered by ``torch_ops.py``
 from the same table, with its gradient formula): the result takes part in autograd.
 
-The per-call fast path: each function keeps the compiled kernel's short path of its last
-call that made a new result with default options (``bulkred.sum(x)`` again on a tensor
-like the last one: a few attribute reads and the launch), and of its last ``out=`` call.
+The way to the launch, read as a newcomer would (docs/runtime.md, "One call, step by
+step"): ``bulkred.sum(x)`` makes the call's key (``api.call_key``: x's type, shape,
+dtype, device, layout, axis, keepdims, the options and out, each with its type where
+that matters), looks it up in ``api.CALLS`` (one dict look-up for every option) and runs
+the launcher found there (the launch layer's ``Kernel.bind``: the pointers, torch's
+current stream, the launch). A key not seen goes through ``api.call``: every check, the
+plan, the kernel (``api.KERNELS``, the compile driver on a miss), ``Kernel.bind``, the
+launch, and the call is kept under its key.
 """
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import sys
 from typing import Any
 
 from bulkred_dialect import api
-from bulkred_dialect.functions import ROWS, Function, function
+from bulkred_dialect.functions import ROWS, Function, function, is_bool
 
 
 def _never() -> bool:
@@ -40,16 +44,23 @@ def _never() -> bool:
 
 _compiling = _never
 """``torch.compiler.is_compiling`` once the torch operators are registered."""
+_grad_enabled: Any = None
+"""``torch.is_grad_enabled`` once the torch operators are registered."""
 
 
 def _torch_ops() -> Any:
     """Register the torch operators (once): the first torch tensor a function sees, or
     ``import bulkred_dialect`` with torch loaded."""
-    global _compiling
+    global _compiling, _grad_enabled
     from bulkred_dialect import torch_ops
 
-    _compiling = sys.modules["torch"].compiler.is_compiling
+    torch = sys.modules["torch"]
+    _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
     return torch_ops
+
+
+def _error(row: Function, message: str) -> api.ReductionError:
+    return api.ReductionError(f"bulkred.{row.name}: {message}")
 
 
 def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
@@ -72,135 +83,80 @@ def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
 
 
 def _torch_route(
-    row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any, explain: Any = False
+    row: Function, x: Any, axis: Any, keepdims: Any, options: dict[str, Any], out: Any, stream: Any, explain: Any = False,
+    key: tuple | None = None,
 ) -> Any:
-    """The call through the function's torch operator (autograd, torch.compile)."""
+    """The call through the function's torch operator (autograd, torch.compile). Checked
+    and planned once per key: the next call with the key runs the operator at once."""
     if stream is not None:
-        raise api._error(
-            row.name, "'stream' is not taken with autograd (x requires grad) or inside torch.compile: "
-            "use `with torch.cuda.stream(s):` around the call",
-        )
+        raise _error(row, "'stream' is not taken with autograd (x requires grad) or inside torch.compile: "
+                     "use `with torch.cuda.stream(s):` around the call")
     torch = sys.modules["torch"]
     # the arguments are checked as on any call, before the operator sees them (while
     # torch.compile traces, its fake implementation checks them)
-    outs = api._outs(row, out)
+    p = None
     if not _compiling():
-        api.check_call(row, x, axis, keepdims, {**row.defaults(), **options}, outs, explain)
+        p = api.check_call(row, x, axis, keepdims, options, out, explain)
         options = {o.name: o.check(options[o.name]) for o in row.options if o.name in options}  # as the schema takes them
         keepdims = bool(keepdims)
-    if outs and x.requires_grad and torch.is_grad_enabled():
-        raise api._error(row.name, "'out' does not take part in autograd (as in torch): x requires grad; "
-                         "call without out=, or under torch.no_grad()")
+    if out is not None and x.requires_grad and torch.is_grad_enabled():
+        raise _error(row, "'out' does not take part in autograd (as in torch): x requires grad; "
+                     "call without out=, or under torch.no_grad()")
     axes, opts = _op_args(row, axis, options)
     if not isinstance(keepdims, bool):
-        raise api._error(row.name, f"'keepdims' must be a bool, got {keepdims!r:.40}")
+        raise _error(row, f"'keepdims' must be a bool, got {keepdims!r:.40}")
     ops = torch.ops.bulkred
-    if not outs:
-        r = getattr(ops, row.name)(x, axes, keepdims, *opts)
-        return row.result_type(*r) if row.results > 1 else r
-    getattr(ops, row.name + "_out")(x, axes, keepdims, *opts, *outs)
+    if out is None:
+        op, pair = getattr(ops, row.name).default, row.result_type
+
+        def route(x: Any, out: Any) -> Any:
+            r = op(x, axes, keepdims, *opts)
+            return pair(*r) if pair is not None else r
+
+        if p is not None:
+            api.remember(key, route, p, None)
+        return route(x, None)
+    getattr(ops, row.name + "_out")(x, axes, keepdims, *opts, *(out if row.results > 1 else (out,)))
     return out
 
 
 def _make(row: Function) -> Any:
-    """The public function of ``row``."""
-    defaults = row.defaults()
-    new_memo: list[Any] = [None]  # (axis, short path making the result) of the last default call
-    out_memo: list[Any] = [None]  # (the key's parts, kernel call) of the last out= call
+    """The public function of ``row``: its call's key, one look-up in ``api.CALLS``, the
+    launcher found there; else :func:`api.call` (every check, the plan, the kernel, the
+    launch), which keeps the call under its key."""
     name = row.name
     differentiable = row.grad is not None
+    calls, call_key, call = api.CALLS, api.call_key, api.call
 
     def fn(x: Any, /, *, axis: Any = None, keepdims: Any = False, out: Any = None, stream: Any = None,
            explain: Any = False, **options: Any) -> Any:
         if _compiling():
             return _torch_route(row, x, axis, keepdims, options, out, stream) if not explain else \
-                api.call(row, x, axis, keepdims, {**defaults, **options}, out, stream, explain)
-        if stream is None and keepdims is False and explain is False:
-            if out is None:
-                hit = new_memo[0]
-                if hit is not None and not options and hit[0] == axis and type(axis) is hit[2]:
-                    r = hit[1]((x,))
-                    if r is not None:
-                        return r
-            else:
-                hit = out_memo[0]
-                if hit is not None and type(x) is hit[0] and hit[1] == axis and type(axis) is hit[2] \
-                        and hit[3] == options and not x.requires_grad:
-                    try:
-                        if row.results == 1:
-                            if out.shape == hit[5]:
-                                hit[4](x, out)
-                                return out
-                        elif type(out) is tuple and len(out) == 2 and out[0] is not out[1] \
-                                and out[0].shape == hit[5] and out[1].shape == hit[5]:
-                            hit[4](x, *out)
-                            return out
-                    except (api.SignatureError, AttributeError):
-                        pass
-        lib = type(x).__module__
-        if lib == "torch":
+                call(row, x, axis, keepdims, options, out, stream, explain)
+        key = None
+        if stream is None and explain is False:
+            key = call_key(name, x, axis, keepdims, options, out)
+            try:
+                hit = calls.get(key)
+            except TypeError:  # an unhashable argument (a list): every check says what it is
+                key = hit = None
+            if hit is not None:
+                r = hit[0](x, out)
+                if r is not None:
+                    return r
+        if type(x).__module__.startswith("torch"):
             if _compiling is _never:
                 _torch_ops()
-            if differentiable and x.requires_grad and sys.modules["torch"].is_grad_enabled() and not explain:
-                return _torch_route(row, x, axis, keepdims, options, out, stream, explain)
-        opts = {**defaults, **options} if options else defaults
-        r = api.call(row, x, axis, keepdims, opts, out, stream, explain)
-        if lib == "torch" and stream is None and keepdims is False and explain is False and _plain(axis):
-            _remember(row, x, axis, opts, out, options)
-        return r
+            if differentiable and not explain and x.requires_grad and _grad_enabled():
+                return _torch_route(row, x, axis, keepdims, options, out, stream, explain, key)
+        return call(row, x, axis, keepdims, options, out, stream, explain, key)
 
-    def _remember(row: Function, x: Any, axis: Any, opts: dict, out: Any, options: dict) -> None:
-        """Keep the kernel's short path of this call (it launched and was recorded)."""
-        outs = api._outs(row, out)
-        b = api._CACHE.get(api._key(row, x, "torch", axis, False, tuple(api._keyed(v) for v in opts.values()), outs))
-        fast = None if b is None or b.kernel is None else b.kernel._fast
-        if fast is None:
-            return
-        p = b.plan
-        if out is None and not options:
-            make = fast.call_new_last2 if p.aux is not None else fast.call_new_last
-            if make is None:
-                return
-            if p.aux is None and p.result_shape != p.kernel_shape:
-                shaped = fast.new_last_as(p.result_shape)
-                new_memo[0] = (axis, shaped, type(axis))
-            elif p.result_shape == p.kernel_shape and p.aux is None:
-                new_memo[0] = (axis, make, type(axis))
-            else:
-                new_memo[0] = (axis, _pair(p, make), type(axis))
-        elif out is not None and not (p.aux is not None and p.row.aux_first):
-            call = b.kernel._call if p.result_shape == p.kernel_shape else fast.call_as((p.result_shape,) * p.row.results)
-            out_memo[0] = (type(x), axis, type(axis), dict(options), call, p.result_shape)
-
-    fn._memos = (new_memo, out_memo)  # type: ignore[attr-defined] - forget() clears them
     sig = _signature(row)
     fn.__signature__ = sig  # type: ignore[attr-defined]
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "bulkred_dialect"
     fn.__doc__ = _doc(row, sig)
     return fn
-
-
-def _pair(p: api.Plan, make: Any) -> Any:
-    """A short path that gives the pair (named tuple, caller's shape) of a two-result call."""
-    shape, reshape, kind = p.result_shape, p.result_shape != p.kernel_shape, p.row.result_type
-    order = p.row.aux_first
-
-    def call(lead: tuple) -> Any:
-        r = make(lead)
-        if r is None:
-            return None
-        a, b = r
-        if reshape:
-            a, b = a.view(shape), b.view(shape)
-        return kind(b, a) if order else kind(a, b)
-
-    return call
-
-
-def _plain(axis: Any) -> bool:
-    t = type(axis)
-    return axis is None or t is int or (t is tuple and builtins.all(type(a) is int for a in axis))
 
 
 def _signature(row: Function) -> inspect.Signature:
@@ -239,12 +195,9 @@ globals().update(PUBLIC)  # bulkred_dialect.reductions.sum ...: builtins.all etc
 
 
 def forget() -> None:
-    """Drop every recorded call: the functions' short paths and the API's in-memory cache
-    (the disk cache stays). For tests and for a program that changes devices."""
-    for f in PUBLIC.values():
-        for memo in f._memos:
-            memo[0] = None
-    api._CACHE.clear()
+    """Drop every call kept and every kernel in memory (the disk cache stays): for tests
+    and for a program that changes devices."""
+    api.forget()
 
 
 def reduce(
@@ -260,12 +213,12 @@ def reduce(
     options: dict[str, Any] = {}
     if dtype is not None:
         if "dtype" not in row.option_names:
-            raise api._error(row.name, f"'dtype' is not taken by {row.name}")
+            raise _error(row, f"'dtype' is not taken by {row.name}")
         options["dtype"] = dtype
     if "ignore_nan" in row.option_names:
         options["ignore_nan"] = ignore_nan
-    elif not isinstance(ignore_nan, bool):
-        raise api._error(row.name, f"'ignore_nan' must be a bool, got {ignore_nan!r:.40}")
+    elif not is_bool(ignore_nan):  # np.bool_ as bool, as the rows' own option checks take it
+        raise _error(row, f"'ignore_nan' must be a bool, got {ignore_nan!r:.40}")
     return PUBLIC[row.name](x, axis=axis, keepdims=keepdims, out=out, stream=stream, explain=explain, **options)
 
 

@@ -50,14 +50,14 @@ def _plan(row: Function, x: torch.Tensor, axis: list[int] | None, keepdims: bool
     dtype = options.get("dtype")
     rest = {k: v for k, v in options.items() if k != "dtype"}
     return api.plan(row.name, tuple(x.shape), api.dtype_name(row.name, x.dtype), _axis(row, axis), keepdims, dtype,
-                    out_dtype=out_dtype, **rest)
+                    out_dtype=out_dtype, library="torch", **rest)
 
 
 def _register(row: Function) -> None:
     n_opts = len(row.options)
 
     def impl(x: torch.Tensor, axis: list[int] | None, keepdims: bool, *opts: Any) -> Any:
-        r = api.call(row, x, _axis(row, axis), keepdims, _options(row, opts), None, None, False)
+        r = api.call_keyed(row, x, _axis(row, axis), keepdims, _options(row, opts), None)
         return tuple(r) if row.results > 1 else r
 
     def fake(x: torch.Tensor, axis: list[int] | None, keepdims: bool, *opts: Any) -> Any:
@@ -70,14 +70,14 @@ def _register(row: Function) -> None:
 
     def impl_out(x: torch.Tensor, axis: list[int] | None, keepdims: bool, *rest: Any) -> None:
         opts, outs = rest[:n_opts], rest[n_opts:]
-        api.call(row, x, _axis(row, axis), keepdims, _options(row, opts), outs if row.results > 1 else outs[0], None, False)
+        api.call_keyed(row, x, _axis(row, axis), keepdims, _options(row, opts), outs if row.results > 1 else outs[0])
 
     def fake_out(x: torch.Tensor, axis: list[int] | None, keepdims: bool, *rest: Any) -> None:
         opts, outs = rest[:n_opts], rest[n_opts:]
         p = _plan(row, x, axis, keepdims, _options(row, opts), outs)
         for o in outs:
             if tuple(o.shape) != p.result_shape:
-                raise api._error(row.name, f"'out' has shape {tuple(o.shape)}, expected {p.result_shape} (keepdims={keepdims})")
+                raise api.ReductionError(f"bulkred.{row.name}: 'out' has shape {tuple(o.shape)}, expected {p.result_shape} (keepdims={keepdims})")
 
     op_out = torch.library.custom_op(
         f"bulkred::{row.name}_out", impl_out, mutates_args=tuple(f"out{i}" for i in range(row.results)),
@@ -91,7 +91,7 @@ def _register(row: Function) -> None:
             x, axis, keepdims, *opts = inputs
             results = tuple(output) if row.results > 1 else (output,)
             ctx.save_for_backward(x, *results)
-            dims = tuple(sorted(a % max(x.dim(), 1) for a in axis)) if axis is not None else tuple(range(x.dim()))
+            dims = tuple(sorted(a % max(x.dim(), 1) for a in axis)) if axis else tuple(range(x.dim()))  # dim=(): every axis (torch)
             ctx.meta = (dims, keepdims, _options(row, tuple(opts)))
 
         def backward(ctx: Any, *grads: Any) -> tuple:

@@ -80,7 +80,7 @@ def test_reduction_module_is_one_grid_reduction():
 
 def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("BULKRED_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(api, "_CACHE", {})
+    monkeypatch.setattr(api, "KERNELS", {})
     cache.CACHE.clear_memory()
     a = api.compile_reduction("sum", (77,), "int32", None, "sm_90a")
     assert a.cubin and a.kernel_names() == ["bulkred_sum"]
@@ -91,7 +91,7 @@ def test_compile_reduction_is_cached_in_memory_and_on_disk(tmp_path, monkeypatch
     assert api.compile_reduction("sum", (77,), "int32", None, "sm_90a") is a
     assert api.compile_reduction("sum", (78,), "int32", None, "sm_90a") is not a
     # a new process: nothing in memory, nothing built
-    monkeypatch.setattr(api, "_CACHE", {})
+    monkeypatch.setattr(api, "KERNELS", {})
     cache.CACHE.clear_memory()
     monkeypatch.setattr(api, "reduction_module", lambda *a, **k: pytest.fail("built on a disk hit"))
     b = api.compile_reduction("sum", (77,), "int32", None, "sm_90a")
@@ -168,7 +168,7 @@ def test_numpy_call_plumbing_on_a_simulated_gpu(monkeypatch):
     g = _FakeGpu()
     monkeypatch.setattr(launch, "gpu", lambda: g)
     monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
-    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(runtime.CompiledModule, "load_kernel", lambda self, g, name: f"cu:{name}")
     monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
 
     def fake_launch(stream, config, kern, *args):

@@ -134,10 +134,10 @@ def test_unwritable_directory_keeps_the_cache_in_memory(tmp_path, monkeypatch):
 
 def test_compile_tile_module_hit_skips_lowering(fresh, monkeypatch):
     first = runtime.compile_tile_module(runtime.parse(SEED.read_text()), "sm_90a")
-    from bulkred_dialect.backend_ptx import loading
+    from bulkred_dialect import compiler
 
-    monkeypatch.setattr(loading, "lower_tile_module", lambda *a, **k: pytest.fail("lowered on a hit"))
-    monkeypatch.setattr(loading.CACHE, "_memory", {})  # as a new process would
+    monkeypatch.setattr(compiler, "_lower", lambda *a, **k: pytest.fail("lowered on a hit"))
+    monkeypatch.setattr(cache.CACHE, "_memory", {})  # as a new process would
     module = runtime.parse(SEED.read_text())
     before = str(module)
     again = runtime.compile_tile_module(module, "sm_90a")
@@ -174,11 +174,12 @@ def test_compile_ptx_caches_the_cubin(fresh, monkeypatch):
 _CHILD = textwrap.dedent(
     """
     import json, sys, time
-    from bulkred_dialect.backend_ptx import loading, runtime
+    from bulkred_dialect import compiler
+    from bulkred_dialect.backend_ptx import runtime
     from bulkred_dialect.backend_ptx.cache import CACHE
     calls = []
-    real = loading.lower_tile_module
-    loading.lower_tile_module = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    real = compiler._lower
+    compiler._lower = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
     module = runtime.parse(open(sys.argv[1]).read())
     t = time.perf_counter()
     mod = runtime.compile_tile_module(module, "sm_90a")

@@ -697,7 +697,6 @@ class Mode:
 
         class NotCompiled:  # a kernel the sweep does not compile: its call is the launch
             signature = None
-            _fast = None
 
             def __call__(self, *args, **options):
                 raise Launched
@@ -705,7 +704,7 @@ class Mode:
         compile_real = api.kernel_of
 
         def kernel_of(p, target):
-            if self.compile or ("kernel", *api._plan_key(p, target)) in api._CACHE:
+            if self.compile or api.plan_key(p, target) in api.KERNELS:
                 return compile_real(p, target)
             return NotCompiled()
 

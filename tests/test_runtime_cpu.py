@@ -572,7 +572,7 @@ def fake_gpu(monkeypatch):
 
     g = _FakeGpu()
     monkeypatch.setattr(launch, "gpu", lambda: g)
-    monkeypatch.setattr(runtime.CompiledModule, "_cu_kernel", lambda self, g, name: f"cu:{name}")
+    monkeypatch.setattr(runtime.CompiledModule, "load_kernel", lambda self, g, name: f"cu:{name}")
     monkeypatch.setattr(launch, "view_of", lambda a, handle, where: g.log.append(("view", handle)) or a.view)
     monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: ("config", shape.grid, shape.block))
 
@@ -762,7 +762,8 @@ class _FakeTorchTensor:
     """Just what the generated torch short paths touch (tests below): a device-0,
     contiguous tensor of 4-byte elements at address ``ptr``."""
 
-    requires_grad = False  # the API's new-result short path takes no tensor that requires grad
+    requires_grad = False
+    is_cuda = True
 
     def __init__(self, ptr, shape=(64,), dtype="int32"):
         self.ptr, self.shape, self.dtype = ptr, tuple(shape), dtype
@@ -798,17 +799,23 @@ def _fake_torch(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
 
 
-def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
-    """The generated short path (on fake torch tensors): a param with an alignment
-    wider than its element is checked (a mismatch goes to the full path, which
-    raises); a param without one is not."""
+def _short_path_gpu(monkeypatch):
     from types import SimpleNamespace
 
+    launched = []
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
+    g = SimpleNamespace(broken=None, streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+    return g, launched
+
+
+def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
+    """The generated short path of ``kernel(...)`` (on fake torch tensors): a param with
+    an alignment wider than its element is checked (a mismatch goes to the full path,
+    which raises); a param without one is not."""
     Tensor = _FakeTorchTensor
     _fake_torch(monkeypatch)
-    launched, full_calls = [], []
-    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
-    g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+    g, launched = _short_path_gpu(monkeypatch)
+    full_calls = []
 
     def full(*args, **options):
         full_calls.append(tuple(a.ptr for a in args))
@@ -821,30 +828,69 @@ def test_torch_short_path_checks_alignment_only_where_needed(monkeypatch):
     with pytest.raises(SignatureError, match="refused"):
         fast.kernel_call(Tensor(0x1008), out)
     assert full_calls == [(0x1008, 0x2000)] and len(launched) == 1
-    assert fast.call_new_last((Tensor(0x1008),)) is None and len(launched) == 1
-    assert fast.call_new_last((Tensor(0x1020),)).ptr == 0x9100 and launched[-1] == (0x1020, 0x9100)
 
 
-def test_torch_short_path_makes_a_result_of_the_callers_shape(monkeypatch):
-    """``new_last_as(shape)``: the short path whose new result has the caller's shape
-    (a whole reduction's 0-d result for a (1,) destination), launched on its address;
-    one generated function per shape; a shape of another size is refused."""
-    from types import SimpleNamespace
+def _launcher(monkeypatch, args, **kw):
+    _fake_torch(monkeypatch)
+    g, launched = _short_path_gpu(monkeypatch)
+    options = {"inputs": 1, "order": tuple(range(1, len(args))), "new": None, "pack": None, "zero": (), "align": [1] * len(args)}
+    options.update(kw)
+    return launch.bound_launcher("k", g, "kern", "config", [], args, **options), launched
 
+
+def test_bound_launcher_makes_a_result_of_the_callers_shape(monkeypatch):
+    """``Kernel.bind``'s launcher with ``new``: the result made per call in the caller's
+    shape (a whole reduction's 0-d result for a (1,) destination), launched on its
+    address; x is read at any address unless its param has a vector-load alignment,
+    which a misaligned x misses: None, nothing launched."""
+    Tensor = _FakeTorchTensor
+    run, launched = _launcher(monkeypatch, [Tensor(0x1000, (64,)), Tensor(0x2000, (1,))], new=[()], align=[16, 4])
+    got = run(Tensor(0x1040, (64,)), None)
+    assert got.shape == () and got.ptr == 0x9100 and launched == [(0x1040, 0x9100)]
+    assert run(Tensor(0x1008, (64,)), None) is None and len(launched) == 1
+    plain, launched = _launcher(monkeypatch, [Tensor(0x1000, (64,)), Tensor(0x2000, (1,))], new=[()])
+    assert plain(Tensor(0x1008, (64,)), None).shape == () and launched == [(0x1008, 0x9100)]
+
+
+def test_bound_launcher_of_two_results(monkeypatch):
+    """Two results: ``order`` maps the caller's results to the kernel's params
+    (max_with_indices' values are its aux, the third param); made ones are packed in
+    the caller's order; given ones (``out``) must not overlap (None: the full path says
+    why) and are returned as given; a zero_init param is zero-filled first."""
+    Tensor = _FakeTorchTensor
+    args = [Tensor(0x1000, (64,)), Tensor(0x2000, (4,)), Tensor(0x3000, (4,))]
+    run, launched = _launcher(monkeypatch, args, order=(2, 1), new=[(4,), (4,)], pack=lambda a, b: ("pair", a, b))
+    tag, a, b = run(Tensor(0x1100, (64,)), None)
+    assert tag == "pair" and a.shape == b.shape == (4,) and launched == [(0x1100, 0x9100, 0x9100)]
+    into, launched = _launcher(monkeypatch, args, order=(2, 1), zero=(1,))
+    memsets = []
+    into.__globals__["memset"] = lambda *a: memsets.append(a[:2])
+    out = (Tensor(0x5000, (4,)), Tensor(0x6000, (4,)))
+    assert into(Tensor(0x1200), out) is out
+    assert launched == [(0x1200, 0x6000, 0x5000)] and memsets == [(0x6000, 16)]  # values (aux) last, zeroed dst
+    assert into(Tensor(0x1200), (Tensor(0x5000, (4,)), Tensor(0x5008, (4,)))) is None and len(launched) == 1
+
+
+def test_bind_checks_the_device_once(fake_gpu, monkeypatch):
+    """``Kernel.bind`` takes CUDA torch tensors on the kernel's GPU (else None: the
+    kernel's own call checks everything); its launcher passes the workspace last and
+    zero-fills the zero_init output on torch's current stream."""
     Tensor = _FakeTorchTensor
     _fake_torch(monkeypatch)
-    launched = []
-    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda s, config, kern, *a: launched.append(a))
-    g = SimpleNamespace(broken=None, _streams={0x7: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
-    fast = launch._TorchFastPath("sum", (Tensor(0x1000, (64,)), Tensor(0x2000, (1,))), g, "kern", "config", [], [], None)
-    scalar = fast.new_last_as(())
-    assert fast.new_last_as(()) is scalar and scalar is not fast.call_new_last
-    got = scalar((Tensor(0x1040, (64,)),))
-    assert got.shape == () and launched[-1] == (0x1040, 0x9100)
-    assert fast.call_new_last((Tensor(0x1080, (64,)),)).shape == (1,)
-    assert scalar((Tensor(0x1080, (63,)),)) is None  # another input: the full path's
-    with pytest.raises(ValueError, match=r"a result of shape \(2,\) for a destination of shape \(1,\)"):
-        fast.new_last_as((2,))
+    fake_gpu.streams = {0x7: fake_gpu.stream}
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    cpu = Tensor(0x2000)
+    cpu.is_cuda = False
+    assert k.bind([Tensor(0x1000), cpu]) is None and k.bind([Tensor(0x1000)]) is None
+    assert k.bind([np.zeros(64, np.int32), Tensor(0x2000)]) is None
+    run = k.bind([Tensor(0x1000), Tensor(0x2000)])  # param 0 the input, param 1 the output
+    fake_gpu.log.clear()
+    o = Tensor(0x2200)
+    assert run(Tensor(0x1100), o) is o
+    assert [e[0] for e in fake_gpu.log] == ["memset", "launch"] and fake_gpu.log[0] == ("memset", 0x1100, 256, "runtime")
+    _, stream, kern, kargs = fake_gpu.log[1]
+    assert (stream, kern, kargs[:2]) == ("runtime", "cu:acc", (0x1100, 0x2200))
+    assert kargs[2].handle == k.module.workspace(fake_gpu, "acc", 256).handle  # the workspace, last
 
 
 # endregion

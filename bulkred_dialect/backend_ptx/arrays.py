@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bulkred_dialect.backend_ptx.errors import LaunchConfigError, SignatureError
+from bulkred_dialect.backend_ptx.errors import LaunchConfigError, MisalignedError, SignatureError
 from bulkred_dialect.backend_ptx.signature import _DTYPES, Param
 from bulkred_dialect.ops.dtypes import DTYPES
 
@@ -122,7 +122,7 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
     itemsize = _DTYPES[p.dtype][0] if p.dtype is not None else _itemsize(view)
     ptr = int(view.ptr)
     if ptr % align:
-        raise SignatureError(misaligned(where, ptr, align))
+        raise MisalignedError(misaligned(where, ptr, align))
     return ptr, (p.span() if p.strides is not None else math.prod(shape)) * itemsize
 
 
@@ -156,7 +156,7 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int 
             raise SignatureError(_strides_differ(where, p, shape, t.stride()))
         ptr = t.data_ptr()
         if ptr % align:
-            raise SignatureError(misaligned(where, ptr, align))
+            raise MisalignedError(misaligned(where, ptr, align))
         return ptr, p.span() * t.element_size()
     if not t.is_contiguous() and not is_c_contiguous(shape, tuple(t.stride())):
         raise SignatureError(
@@ -165,7 +165,7 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int 
         )
     ptr = t.data_ptr()
     if ptr % align:
-        raise SignatureError(misaligned(where, ptr, align))
+        raise MisalignedError(misaligned(where, ptr, align))
     return ptr, t.numel() * t.element_size()
 
 

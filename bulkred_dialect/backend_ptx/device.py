@@ -88,7 +88,9 @@ class Gpu:
         self.arch = arch_for_compute_capability(*self.compute_capability)
         self.name = self.device.name
         self.broken: str | None = None  # set after a fault or a hang: the context is unusable
-        self._streams: dict[int, Any] = {}
+        self.streams: dict[int, Any] = {}
+        """Stream handle -> its cuda.core ``Stream`` (:meth:`stream_for`'s cache; the
+        launchers read it directly)."""
 
     def __repr__(self) -> str:
         return f"Gpu({self.name!r}, {self.arch})"
@@ -102,7 +104,7 @@ class Gpu:
         runtime's own stream for None."""
         if handle is None:
             return self.stream
-        s = self._streams.get(handle)
+        s = self.streams.get(handle)
         if s is None:
             import cuda.core
 
@@ -115,7 +117,7 @@ class Gpu:
                     s = cuda.core.Stream.from_handle(handle)
             except Exception as e:
                 raise CudaError(f"Stream.from_handle({handle:#x})", type(e).__name__, str(e)) from e
-            self._streams[handle] = s
+            self.streams[handle] = s
         return s
 
     def memset_async(self, ptr: int, nbytes: int, stream: Any) -> None:

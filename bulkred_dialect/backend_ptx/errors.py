@@ -41,6 +41,12 @@ class CudaError(LaunchError):
         super().__init__(f"{call} failed: {code}{': ' + detail if detail else ''}")
 
 
+class MisalignedError(SignatureError):
+    """A device array whose address is off the alignment its kernel's vector loads
+    need (``bulkred.align``), found before anything was launched: the reduction API
+    takes a kernel with scalar loads instead."""
+
+
 class KernelTimeoutError(LaunchError):
     """The kernel did not finish within the time limit (a hang, e.g. an mbarrier never completed)."""
 
@@ -50,6 +56,7 @@ __all__ = [
     "KernelNotFoundError",
     "KernelTimeoutError",
     "LaunchConfigError",
+    "MisalignedError",
     "NoGpuError",
     "PipelineError",
     "RuntimeErrorBase",

@@ -137,7 +137,6 @@ class Kernel:
     signature: KernelSignature | None
     _shapes: dict[Any, tuple[LaunchShape, int]] = field(default_factory=dict, repr=False)
     _configs: dict[tuple[LaunchShape, int], Any] = field(default_factory=dict, repr=False)
-    _fast: _TorchFastPath | None = field(default=None, repr=False)
     _call: Any = field(default=None, init=False, repr=False, compare=False)
     """What ``kernel(...)`` runs: :meth:`_with_options` (every check), or once a call on
     torch tensors was recorded, its generated short path (see :attr:`__call__`)."""
@@ -160,7 +159,8 @@ class Kernel:
     def _check_host(self, args: Sequence[Any]) -> tuple[tuple[Param, ...], list[Any]]:
         """Check arity, numpy arrays and scalars (device arrays are checked in
         :meth:`__call__`, once the GPU and the stream are known). Returns the params and
-        the arguments, numpy arrays as contiguous copies."""
+        the arguments, numpy arrays as given: no copy is made before the GPU is found
+        (:meth:`_host_copies` makes them)."""
         params = self._params(len(args))
         out: list[Any] = []
         for i, (p, a) in enumerate(zip(params, args)):
@@ -168,7 +168,7 @@ class Kernel:
                 if is_device_array_like(a):
                     out.append(a)
                 elif isinstance(a, np.ndarray):
-                    out.append(np.ascontiguousarray(a).copy())
+                    out.append(a)
                 elif isinstance(a, np.generic):
                     out.append(a)
                 else:
@@ -181,8 +181,16 @@ class Kernel:
             else:
                 if p.kind == "array":
                     check_array_kind(f"kernel '{self.name}' param '{p.name}'", p, a)
-                out.append(self.signature._check_one(p, a))
+                out.append(self.signature.check_one(p, a, copy=False))
         return params, out
+
+    def _host_copies(self, params: Sequence[Param], checked: list[Any]) -> list[Any]:
+        """The numpy arrays of a checked call as the kernel reads them (new arrays), once
+        the GPU is known to be there."""
+        if self.signature is None:
+            return [np.ascontiguousarray(a).copy() if isinstance(a, np.ndarray) else a for a in checked]
+        return [self.signature.host_layout(p, a) if isinstance(a, np.ndarray) and p.kind == "array" else a
+                for p, a in zip(params, checked)]
 
     def _shape(self, grid, block, cluster, shmem) -> tuple[LaunchShape, int]:
         key = (_key(grid), _key(block), _key(cluster), shmem)
@@ -227,6 +235,11 @@ class Kernel:
 
     __signature__ = _CallSignature()
 
+    @property
+    def recorded(self) -> bool:
+        """Whether a call on torch tensors recorded the short path ``kernel(...)`` takes."""
+        return self._call != self._with_options
+
     def _with_options(
         self,
         *args: Any,
@@ -246,6 +259,7 @@ class Kernel:
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
+        checked = self._host_copies(params, checked)
         handle, source = caller_stream(args, stream)
         s = g.stream_for(handle)
         # every device array is checked before anything is launched or allocated
@@ -260,7 +274,7 @@ class Kernel:
                 else:
                     view = view_of(a, int(s.handle), where)
                     device[i] = check_device_array(where, p, view, g.device.device_id, align[i])
-        kern = self.module._cu_kernel(g, self.name)
+        kern = self.module.load_kernel(g, self.name)
         zero = self.signature.zero_init if self.signature is not None else ()
         bufs: list[Any] = []
         host_bufs: dict[int, Any] = {}
@@ -284,17 +298,16 @@ class Kernel:
                 else:
                     kargs.append(a)
             if self.signature is not None and self.signature.workspace:
-                kargs.append(self.module._workspace(g, self.name, self.signature.workspace))
+                kargs.append(self.module.workspace(g, self.name, self.signature.workspace))
             self._launch(g, kern, shape, shmem, kargs, s)
             if (
                 source == "torch" and len(device) == len(args) and not host_bufs
                 and grid is None and block is None and cluster is None and shmem_arg is None
             ):
-                self._fast = _TorchFastPath(
+                self._call = _TorchFastPath(
                     self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):],
                     [i for i in zero if i in device], self._with_options, align,
-                )
-                self._call = self._fast.kernel_call
+                ).kernel_call
             if host_bufs or sync:
                 g.sync(f"kernel '{self.name}'", timeout_s, s)
             outs = []
@@ -309,25 +322,80 @@ class Kernel:
                 for b in bufs:
                     b.close(g.stream)
 
-    def _launch(self, g: Gpu, kern, shape: LaunchShape, shmem: int, params: list[Any], stream: Any = None) -> None:
-        launch = _cuda_launch()
-        if shmem > 48 * 1024:
-            _set_dynamic_shmem(g, kern, shmem)
-        cx, cy, cz = shape.cluster
-        if cx * cy * cz > 8:
-            _allow_non_portable_cluster(g, kern)
+    def _config(self, g: Gpu, kern: Any, shape: LaunchShape, shmem: int) -> Any:
+        """cuda.core's ``LaunchConfig`` of ``shape`` (made once), the kernel's opt-ins
+        for more than 48 KiB of dynamic shared memory or clusters of more than 8 set."""
         config = self._configs.get((shape, shmem))
+        if config is None:
+            if shmem > 48 * 1024:
+                _set_dynamic_shmem(g, kern, shmem)
+            cx, cy, cz = shape.cluster
+            if cx * cy * cz > 8:
+                _allow_non_portable_cluster(g, kern)
+            config = self._configs[(shape, shmem)] = _launch_config(shape, shmem)
+        return config
+
+    def _launch(self, g: Gpu, kern, shape: LaunchShape, shmem: int, params: list[Any], stream: Any = None) -> None:
         try:
-            if config is None:
-                config = self._configs[(shape, shmem)] = _launch_config(shape, shmem)
-            launch(g.stream if stream is None else stream, config, kern, *params)
+            config = self._config(g, kern, shape, shmem)
+            _cuda_launch()(g.stream if stream is None else stream, config, kern, *params)
         except Exception as e:
+            if isinstance(e, CudaError):
+                raise
             raise CudaError(
                 f"launching kernel '{self.name}' (grid {list(shape.grid)} CTAs, block {list(shape.block)}, "
                 f"cluster {list(shape.cluster)}, shmem {shmem})",
                 type(e).__name__,
                 str(e),
             ) from e
+
+    def bind(
+        self, args: Sequence[Any], *, inputs: int = 1, order: Sequence[int] | None = None,
+        new: Sequence[tuple[int, ...]] | None = None, pack: Any = None,
+    ) -> Any:
+        """A launcher for a caller that built this kernel for arrays like ``args`` (the
+        reduction API, from its plan), or None when the launch layer has none for them
+        (then call the kernel, which checks everything).
+
+        ``args``: one CUDA torch tensor per parameter, the ``inputs`` first, then the
+        outputs, of the dtypes, shapes and layouts the kernel was built for. The caller
+        vouches for those: they are not checked here, nor per call (the caller keys its
+        launchers by them). Checked once, here: every argument is a torch tensor on the
+        GPU the kernel runs on (else None). ``order``: the kernel's output parameter of
+        each of the caller's outputs (default: in order).
+
+        The launcher is ``launcher(a0, ..., out)``, with the inputs as arguments. With
+        ``new`` (the caller's shape of each output, as many elements as its parameter's)
+        it makes the outputs (``out`` is None) and returns the one, or ``pack(*outputs)``;
+        without, ``out`` is the caller's output (a tensor, or a pair: two that must not
+        overlap), returned. Per call it checks only what no key proves: the GPU is
+        usable, and each array read or written with vector loads wider than its element
+        (``bulkred.align``) is at such an address. A call it does not take returns None,
+        having done nothing. It launches on torch's current stream, zero-fills the
+        ``zero_init`` outputs first, and passes the workspace."""
+        sig = self.signature
+        torch = sys.modules.get("torch")
+        if sig is None or torch is None or len(args) != len(sig.params) or not all(isinstance(a, torch.Tensor) for a in args):
+            return None
+        g = gpu()
+        g.ensure_usable()
+        dev = g.device.device_id
+        if not all(a.is_cuda and a.get_device() == dev for a in args):
+            return None
+        kern = self.module.load_kernel(g, self.name)
+        shape, shmem = self._shape(None, None, None, None)
+        try:
+            config = self._config(g, kern, shape, shmem)
+        except Exception as e:
+            if isinstance(e, CudaError):
+                raise
+            raise CudaError(f"a launch config for kernel '{self.name}'", type(e).__name__, str(e)) from e
+        extra = [self.module.workspace(g, self.name, sig.workspace)] if sig.workspace else []
+        return bound_launcher(
+            self.name, g, kern, config, extra, args, inputs=inputs,
+            order=tuple(range(inputs, len(args))) if order is None else tuple(order), new=new, pack=pack,
+            zero=sig.zero_init, align=[sig.alignment(i) for i in range(len(args))],
+        )
 
     def time(
         self,
@@ -346,11 +414,12 @@ class Kernel:
 
         if any(is_device_array_like(a) for a in args):
             raise SignatureError(f"kernel '{self.name}': time() takes numpy arrays (it copies them to the GPU once)")
-        _, host = self._check_host(args)
+        params, host = self._check_host(args)
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
-        kern = self.module._cu_kernel(g, self.name)
+        host = self._host_copies(params, host)
+        kern = self.module.load_kernel(g, self.name)
         bufs, params = [], []
         try:
             for a in host:
@@ -361,7 +430,7 @@ class Kernel:
                 else:
                     params.append(a)
             if self.signature is not None and self.signature.workspace:
-                params.append(self.module._workspace(g, self.name, self.signature.workspace))
+                params.append(self.module.workspace(g, self.name, self.signature.workspace))
             for _ in range(warmup):
                 self._launch(g, kern, shape, shmem, params)
             g.sync(f"kernel '{self.name}' (warm-up)", timeout_s)
@@ -389,42 +458,22 @@ class _TorchFastPath:
     stream and the launch. Any other argument goes through every check of
     :meth:`Kernel._with_options`, with its errors.
 
-    Two functions are generated for the kernel's arity (no loop, no per-argument
-    call), from one body:
+    ``kernel_call(a0, a1, ...)``, generated for the kernel's arity (no loop, no
+    per-argument call), is what ``kernel(...)`` runs (``Kernel._call``): it returns the
+    arguments after the launch, and hands any call it does not cover (keywords, another
+    arity, an argument that does not match) to :meth:`Kernel._with_options`; an argument
+    whose address is not a multiple of its ``bulkred.align`` (checked only for params
+    whose alignment exceeds the element size) goes there too, which refuses it."""
 
-    * ``kernel_call(a0, a1, ...)`` is what ``kernel(...)`` runs (``Kernel._call``): it
-      returns the arguments after the launch, and hands any call it does not cover
-      (keywords, another arity, an argument that does not match) to
-      :meth:`Kernel._with_options`;
-      an argument whose address is not a multiple of its ``bulkred.align`` (checked
-      only for params whose alignment exceeds the element size) goes there too, which
-      refuses it;
-    * ``call_new_last(lead)`` (for two arguments or more)
-      takes all but the last argument and launches on a new result tensor, which it
-      returns: the reduction API's ``bulkred.sum(x)``;
-    * ``call_new_last2(lead)`` (for three arguments or more) likewise with the last two
-      arguments new, returned as a pair: ``bulkred.var_mean(x)``."""
-
-    __slots__ = ("_call_src", "_env", "_n", "_new_last_src", "_shaped", "call_new_last", "call_new_last2", "kernel_call")
+    __slots__ = ("kernel_call",)
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
         full: Any, align: Sequence[int] = (),
     ):
-        torch = sys.modules["torch"]
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is None:  # pragma: no cover - every torch with CUDA since 1.x has it
-            def raw(i: int) -> int:
-                return torch.cuda.current_stream(i).cuda_stream
-
-        env: dict[str, Any] = {
-            "T": torch.Tensor, "g": g, "dev": args[0].get_device(), "raw_stream": raw, "streams": g._streams,
-            "stream_for": g.stream_for, "memset": g.memset_async, "launch": _cuda_launch(), "config": config,
-            "kern": kern, "CudaError": CudaError, "where": f"launching kernel '{name}'", "full": full,
-            "MISSING": _MISSING,
-        }
+        env = _launch_env(name, g, args[0].get_device(), kern, config, extra)
+        env.update(full=full, MISSING=_MISSING, T=sys.modules["torch"].Tensor)
         n = len(args)
-        self._new_last_src: str | None = None  # call_new_last's source (new_last_as compiles it again)
         names = [f"a{i}" for i in range(n)]
         checks = []
         for i, a in enumerate(args):
@@ -437,117 +486,106 @@ class _TorchFastPath:
                 f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
                 f"and {layout}"
             )
-        # the reduction API's new-result calls: an input that requires grad goes to its
-        # autograd path instead (None: not this short path)
-        grad_free = [f"{c} and not a{i}.requires_grad" for i, c in enumerate(checks)]
-        for j, e in enumerate(extra):  # the workspace: passed by name, no *extra per call
-            env[f"e{j}"] = e
-        launch_args = ", ".join([*(f"p{i}" for i in range(n)), *(f"e{j}" for j in range(len(extra)))])
-        zeroing = "".join(f"    memset(p{i}, a{i}.numel() * a{i}.element_size(), s)\n" for i in zero)
-        # params read with vector loads wider than an element (bulkred.align): their
-        # address is checked; a mismatch goes to ``mismatch`` (the full path refuses it)
         aligned = [(i, align[i]) for i in range(min(n, len(align))) if align[i] > args[i].element_size()]
-
-        def body(mismatch: str, new_last: bool | int = False) -> str:
-            fresh = int(new_last)  # the trailing arguments allocated here (aligned by torch)
-            checks_align = "".join(
-                f"    if p{i} % {a}:\n        {mismatch}\n" for i, a in aligned if not i >= n - fresh
-            )
-            return (
-                "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
-                + checks_align
-                + "    h = raw_stream(dev)\n"
-                "    s = streams.get(h)\n"
-                "    if s is None:\n"
-                "        s = stream_for(h)\n"
-                + zeroing
-                + "    try:\n"
-                f"        launch(s, config, kern, {launch_args})\n"
-                "    except Exception as e:\n"
-                "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
-            )
-
         given = ", ".join(names)
-        # kernel(...) itself: positional arguments (missing ones are MISSING), anything
-        # it does not cover goes to the fully checked call, which raises its errors
         src = (
             f"def kernel_call({', '.join(f'{a}=MISSING' for a in names)}, *more, **options):\n"
             f"    if more or options or a{n - 1} is MISSING or g.broken is not None:\n"
             f"        return full(*[a for a in ({given},) if a is not MISSING], *more, **options)\n"
             f"    if not ({' and '.join(checks)}):\n"
             f"        return full({given})\n"
-            + body(f"return full({given})") + f"    return ({given},)\n"
+            + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
+            + "".join(f"    if p{i} % {a}:\n        return full({given})\n" for i, a in aligned)
+            + _launch_tail([f"p{i}" for i in range(n)], len(extra),
+                           [(f"p{i}", f"a{i}.numel() * a{i}.element_size()") for i in zero])
+            + f"    return ({given},)\n"
         )
-        if n >= 2:
-            # call_new_last: the last argument a new tensor like the recorded last one (its
-            # shape and dtype: argmax's int64 too): torch.empty_like of a private tensor of that shape (same device and
-            # dtype), about 0.3 to 0.7 us cheaper than a0.new_empty(shape) on an H100 host
-            # lead: all but the last argument; None, having done nothing, for a mismatch
-            env["empty_like"], env["like"] = torch.empty_like, args[-1].new_empty(tuple(args[-1].shape))
-            new_last = (
-                "def call_new_last(lead):\n"
-                f"    if len(lead) != {n - 1} or g.broken is not None:\n"
-                "        return None\n"
-                f"    {', '.join(names[:-1])}, = lead\n"
-                f"    if not ({' and '.join(grad_free[:-1])}):\n"
-                "        return None\n"
-                f"    a{n - 1} = empty_like(like)\n"
-                + body("return None", new_last=True) + f"    return a{n - 1}\n"
-            )
-            src += new_last
-            self._new_last_src = new_last
-        if n >= 3:
-            # call_new_last2: the last two arguments new (var_mean's variance and mean)
-            env["like2"] = args[-2].new_empty(tuple(args[-2].shape))
-            src += (
-                "def call_new_last2(lead):\n"
-                f"    if len(lead) != {n - 2} or g.broken is not None:\n"
-                "        return None\n"
-                f"    {', '.join(names[:-2])}, = lead\n"
-                f"    if not ({' and '.join(grad_free[:-2])}):\n"
-                "        return None\n"
-                f"    a{n - 2} = empty_like(like2)\n"
-                f"    a{n - 1} = empty_like(like)\n"
-                + body("return None", new_last=2) + f"    return a{n - 2}, a{n - 1}\n"
-            )
-        self._call_src, self._n = src[: src.index("def call_new_last")] if n >= 2 else src, n
         _generate(src, env, f"<bulkred fast call of {name}>")
         self.kernel_call = env["kernel_call"]
-        self.call_new_last = env.get("call_new_last")
-        self.call_new_last2 = env.get("call_new_last2")
-        self._env = env
-        self._shaped: dict[tuple[int, ...], Any] = {}
 
-    def call_as(self, shapes: tuple[tuple[int, ...], ...]) -> Any:
-        """``kernel_call`` whose trailing arguments have ``shapes`` (as many elements as the
-        kernel's: a whole reduction's 0-d ``out=`` for its ``(1,)`` destination, with no
-        ``view`` per call); any other call goes to the full checks, as ``kernel_call``'s."""
-        key = ("call", *shapes)
-        fn = self._shaped.get(key)
-        if fn is None:
-            env = dict(self._env)
-            for j, shape in enumerate(shapes):
-                i = self._n - len(shapes) + j
-                if math.prod(shape) != math.prod(env[f"s{i}"]):
-                    raise ValueError(f"an argument of shape {shape} for a parameter of shape {tuple(env[f's{i}'])}")
-                env[f"s{i}"] = tuple(shape)
-            _generate(self._call_src, env, "<bulkred fast call, shaped>")
-            fn = self._shaped[key] = env["kernel_call"]
-        return fn
 
-    def new_last_as(self, shape: tuple[int, ...]) -> Any:
-        """``call_new_last`` whose new last argument has ``shape`` (as many elements as
-        the kernel's: a whole reduction's 0-d result for its ``(1,)`` destination, with
-        no ``view`` per call), or None for a kernel of fewer than two arguments."""
-        fn = self._shaped.get(shape)
-        if fn is None and self._new_last_src is not None:
-            env = dict(self._env)
-            env["like"] = env["like"].new_empty(shape)
-            if env["like"].numel() != self._env["like"].numel():
-                raise ValueError(f"a result of shape {shape} for a destination of shape {tuple(self._env['like'].shape)}")
-            _generate(self._new_last_src, env, "<bulkred fast call, result shaped>")
-            fn = self._shaped[shape] = env["call_new_last"]
-        return fn
+def _launch_env(name: str, g: Gpu, dev: int, kern: Any, config: Any, extra: Sequence[Any]) -> dict[str, Any]:
+    """The names a generated launch reads: torch's current-stream function, the GPU's
+    streams, the kernel, its config and its extra (workspace) arguments ``e0``..."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:  # pragma: no cover - every torch with CUDA since 1.x has it
+        def raw(i: int) -> int:
+            return torch.cuda.current_stream(i).cuda_stream
+
+    env: dict[str, Any] = {
+        "g": g, "dev": dev, "raw_stream": raw, "streams": g.streams, "stream_for": g.stream_for,
+        "memset": g.memset_async, "launch": _cuda_launch(), "config": config, "kern": kern, "CudaError": CudaError,
+        "where": f"launching kernel '{name}'",
+    }
+    for j, e in enumerate(extra):  # the workspace: passed by name, no *extra per call
+        env[f"e{j}"] = e
+    return env
+
+
+def _launch_tail(pointers: Sequence[str], n_extra: int, zero: Sequence[tuple[str, str]]) -> str:
+    """The end of a generated launch: torch's current stream, the zero-fills
+    (``(pointer, bytes)`` expressions), the launch."""
+    args = ", ".join([*pointers, *(f"e{j}" for j in range(n_extra))])
+    return (
+        "    h = raw_stream(dev)\n"
+        "    s = streams.get(h)\n"
+        "    if s is None:\n"
+        "        s = stream_for(h)\n"
+        + "".join(f"    memset({p}, {nbytes}, s)\n" for p, nbytes in zero)
+        + "    try:\n"
+        f"        launch(s, config, kern, {args})\n"
+        "    except Exception as e:\n"
+        "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
+    )
+
+
+def bound_launcher(
+    name: str, g: Gpu, kern: Any, config: Any, extra: Sequence[Any], args: Sequence[Any], *, inputs: int,
+    order: Sequence[int], new: Sequence[tuple[int, ...]] | None, pack: Any, zero: Sequence[int], align: Sequence[int],
+) -> Any:
+    """The source of :meth:`Kernel.bind`'s launcher, compiled (see there)."""
+    torch = sys.modules["torch"]
+    n = len(args)
+    env = _launch_env(name, g, args[0].get_device(), kern, config, extra)
+    ins = [f"a{i}" for i in range(inputs)]
+    lines = ["    if g.broken is not None:\n        return None\n"]
+    ptr = [""] * n
+    for i in range(inputs):
+        ptr[i] = f"p{i}"
+        lines.append(f"    p{i} = a{i}.data_ptr()\n")
+    outs = [f"r{j}" for j in range(len(order))]
+    if new is not None:
+        for j, k in enumerate(order):  # a new result: empty_like of a private tensor of the caller's shape
+            env[f"like{j}"] = args[k].new_empty(tuple(new[j]))
+            lines.append(f"    r{j} = empty_like(like{j})\n    q{j} = r{j}.data_ptr()\n")
+            ptr[k] = f"q{j}"
+        env["empty_like"] = torch.empty_like
+    else:
+        lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = {'(out,)' if len(outs) == 1 else 'out'}\n")
+        for j, k in enumerate(order):
+            lines.append(f"    q{j} = r{j}.data_ptr()\n")
+            ptr[k] = f"q{j}"
+        if len(order) == 2:  # two results: two arrays that do not overlap (the full path says why)
+            nbytes = max(args[k].numel() * args[k].element_size() for k in order)
+            lines.append(f"    if -{nbytes} < q0 - q1 < {nbytes}:\n        return None\n")
+    for i, a in enumerate(align[:n]):
+        if a > args[i].element_size() and not (new is not None and i in order):  # new results: aligned by torch
+            lines.append(f"    if {ptr[i]} % {a}:\n        return None\n")
+    zeroing = [(ptr[i], str(args[i].numel() * args[i].element_size())) for i in zero]
+    if new is None:
+        result = "out"
+    elif len(order) == 1:
+        result = "r0"
+    else:
+        env["pack"] = pack if pack is not None else (lambda *r: r)
+        result = f"pack({', '.join(outs)})"
+    src = (
+        f"def launcher({', '.join(ins)}, out):\n" + "".join(lines) + _launch_tail(ptr, len(extra), zeroing)
+        + f"    return {result}\n"
+    )
+    _generate(src, env, f"<bulkred launcher of {name}>")
+    return env["launcher"]
 
 
 def _generate(src: str, env: dict[str, Any], where: str) -> None:

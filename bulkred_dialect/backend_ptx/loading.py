@@ -1,6 +1,7 @@
-"""Compiling and loading: PTX text, level-3 modules and tile-level modules become a
+"""Assembling and loading: PTX text, or a level-3 module printed as PTX, becomes a
 :class:`CompiledModule` (PTX, cubin, kernel signatures), kept in the compile cache
-(:mod:`.cache`) and loaded through cuda.core at the first launch."""
+(:mod:`.cache`) and loaded through cuda.core at the first launch. Lowering a tile-level
+module is the compile driver's (``bulkred_dialect/compiler.py``): nothing here runs a pass."""
 
 from __future__ import annotations
 
@@ -12,18 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from bulkred_dialect.backend_ptx.assemble import AssemblerUnavailable, assemble
 from bulkred_dialect.backend_ptx.cache import CACHE, make_key
-from bulkred_dialect.backend_ptx.device import Gpu, current_arch
-from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, NoGpuError, PipelineError, SignatureError
+from bulkred_dialect.backend_ptx.device import Gpu
+from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.launch import Kernel
 from bulkred_dialect.backend_ptx.signature import (
     KernelSignature,
-    _merge,
     signature_from_json,
     signature_to_json,
     signatures_of_module,
 )
 from bulkred_dialect.errors import ArgumentError, AssembleError, KernelNotFoundError, ParseError
-from bulkred_dialect.ops.target import DEFAULT_TARGET, Target, arch_name
+from bulkred_dialect.ops.target import Target, arch_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
@@ -109,7 +109,7 @@ class CompiledModule:
         k = self._kernel_objects[name] = Kernel(self, name, self.signatures.get(name))
         return k
 
-    def _workspace(self, g: Gpu, name: str, nbytes: int) -> Any:
+    def workspace(self, g: Gpu, name: str, nbytes: int) -> Any:
         """Kernel ``name``'s workspace on ``g``: ``nbytes`` zero bytes, allocated at its
         first launch and kept with the module (the kernel leaves it zeroed again)."""
         key = (name, g.device.device_id)
@@ -122,7 +122,7 @@ class CompiledModule:
         """``mod.launch("k", A, B, grid=4, block=64, cluster=2, shmem=0)``: the arrays after the run."""
         return self.kernel(name)(*args, **kw)
 
-    def _cu_kernel(self, g: Gpu, name: str):
+    def load_kernel(self, g: Gpu, name: str):
         """Kernel ``name``, its code loaded into the context now: under CUDA's lazy
         loading the first launch would load it, and loading waits for the work of
         every stream, the caller's included (a call must not wait)."""
@@ -163,7 +163,7 @@ def _entry_names(ptx: str) -> list[str]:
 # region Compiling
 
 
-def _given_signatures(
+def given_signatures(
     fn: str, signatures: Mapping[str, KernelSignature] | Iterable[KernelSignature] | None
 ) -> dict[str, KernelSignature]:
     """``signatures`` by kernel name (a mapping's own keys); anything but KernelSignatures
@@ -207,7 +207,7 @@ def compile_ptx(
     GPU's arch is used at the first launch. The cubin is cached (:mod:`.cache`)."""
     text = _ptx_text(ptx)
     arch = arch_name(arch) if arch is not None else None
-    sigs = {s.name: s for s in _given_signatures("compile_ptx", signatures).values()}
+    sigs = {s.name: s for s in given_signatures("compile_ptx", signatures).values()}
     mod = CompiledModule(text, arch, sigs)
     if arch is not None and assemble_now:
         key = make_key({"what": "cubin", "ptx": text, "arch": arch})
@@ -222,20 +222,8 @@ def compile_ptx(
     return mod
 
 
-def _target_for(target: Target | str | None) -> Target:
-    """The target of a public call, resolved once: the given one (a name is parsed),
-    else the GPU's, else sm_90a."""
-    if target is None:
-        try:
-            return Target.parse(current_arch())
-        except NoGpuError:
-            return DEFAULT_TARGET
-    if isinstance(target, Target):
-        return target
-    return Target.parse(target)
-
-
-def _check_module(fn: str, module: Any) -> None:
+def check_module_arg(fn: str, module: Any) -> None:
+    """``module`` is a ``builtin.module``, else an :class:`ArgumentError` naming ``fn``."""
     from xdsl.dialects.builtin import ModuleOp
 
     if not isinstance(module, ModuleOp):
@@ -244,23 +232,9 @@ def _check_module(fn: str, module: Any) -> None:
         )
 
 
-def compile_module(
-    module: ModuleOp,
-    target: Target | str | None = None,
-    signatures: Mapping[str, KernelSignature] | None = None,
-) -> CompiledModule:
-    """Print a level-3 (ptx-level) module as PTX for ``target`` (default: the GPU's
-    arch, else sm_90a) and assemble it. Signatures come from the module's
-    ``func.func``s unless given (given ones win). Cached by the module's text."""
-    _check_module("compile_module", module)
-    tgt = _target_for(target)
-    sigs = _given_signatures("compile_module", signatures)
-    given = {n: signature_to_json(s) for n, s in sorted(sigs.items())}
-    key = make_key({"what": "level-3 module", "text": str(module), "target": tgt.name, "signatures": given})
-    return cached_module(key, lambda: _print_and_assemble(module, tgt, sigs))
-
-
-def _print_and_assemble(module: ModuleOp, tgt: Target, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
+def print_and_assemble(module: ModuleOp, tgt: Target, signatures: Mapping[str, KernelSignature] | None) -> CompiledModule:
+    """Print a level-3 module for ``tgt`` and assemble it (when nvJitLink is there): its
+    kernels' signatures read from the module, ``signatures`` winning."""
     from bulkred_dialect.backend_ptx.printer import print_ptx
 
     found = signatures_of_module(module)
@@ -343,79 +317,6 @@ def parse(text: str | bytes, name: str = "<input>") -> ModuleOp:
         raise ParseError(parse_error_line(e)) from None
     verify_located(module)
     return module
-
-
-def lower_tile_module(
-    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None, *, verify_each: bool = False
-) -> ModuleOp:
-    """Run ``bulkred-to-ptx{target=...}`` (or ``pipeline``, any spec ``bulkred-opt -p``
-    accepts) on ``module`` in place with the garbage collector paused, verifying the input
-    and the result (and after every pass with ``verify_each``; located errors).
-
-    A malformed spec, an unknown pass or a bad option value raises :class:`PipelineError`
-    (a ``ValueError``) before anything runs::
-
-        lower_tile_module(m, pipeline="lower-tile-reductions{explain=maybe}")
-        # PipelineError: 'explain' of lower-tile-reductions must be true or false, got 'maybe'
-    """
-    _check_module("lower_tile_module", module)
-    _lower(module, _target_for(target), pipeline, verify_each=verify_each)
-    return module
-
-
-def _check_pipeline(fn: str, pipeline: Any) -> None:
-    if pipeline is not None and not isinstance(pipeline, str):
-        raise PipelineError(
-            f"{fn}: 'pipeline' must be a pass pipeline such as 'bulkred-to-ptx{{target=sm_90a}}', "
-            f"got {type(pipeline).__name__}"
-        )
-
-
-def _lower(module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False) -> None:
-    """Run ``bulkred-to-ptx`` for ``tgt`` (a pass object: no text to parse), or the
-    ``pipeline`` text a user gave."""
-    from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
-    from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
-
-    _check_pipeline("lower_tile_module", pipeline)
-    passes = build_passes(pipeline, available_passes()) if pipeline else (BulkredToPtxPass(target=tgt),)
-    apply_passes(context(), module, passes, verify_each=verify_each)
-
-
-def compile_tile_module(
-    module: ModuleOp, target: Target | str | None = None, pipeline: str | None = None, *, cache: bool = True
-) -> CompiledModule:
-    """Record each tile-level kernel's signature, lower the module to ptx ops
-    (``bulkred-to-ptx{target=...}``), print the PTX and assemble it.
-
-    Cached by the module's text, the pipeline and the target: on a hit nothing is
-    parsed, lowered or assembled, and ``module`` is left as it is; on a miss it is
-    lowered in place (clone it first to keep it). ``cache=False``: no entry of its own,
-    for a caller that keeps the result under its own key (the reduction API)."""
-    _check_module("compile_tile_module", module)
-    _check_pipeline("compile_tile_module", pipeline)
-    tgt = _target_for(target)
-    if not cache:
-        return _lower_print_and_assemble(module, tgt, pipeline)
-    key = make_key(
-        {"what": "tile module", "text": str(module), "target": tgt.name, "pipeline": pipeline or "bulkred-to-ptx"}
-    )
-    return cached_module(key, lambda: _lower_print_and_assemble(module, tgt, pipeline))
-
-
-def _lower_print_and_assemble(module: ModuleOp, tgt: Target, pipeline: str | None) -> CompiledModule:
-    from bulkred_dialect.pipeline import gc_paused
-
-    with gc_paused():  # lowering and printing make many short-lived cycles (docs/compile_speed.md)
-        recorded = signatures_of_module(module)
-        lower_tile_module(module, tgt, pipeline)
-        lowered = signatures_of_module(module)
-        sigs = {}
-        for name in set(recorded) | set(lowered):
-            s = _merge(recorded.get(name), lowered.get(name))
-            if s is not None:
-                sigs[name] = s
-        return _print_and_assemble(module, tgt, sigs)
 
 
 # endregion

@@ -2,12 +2,15 @@
 cuda.core and launch its kernels on device arrays (torch, cupy, any DLPack or CUDA
 Array Interface object; no copy) or numpy arrays (copied in and out).
 
-This module gathers the public names; each concern has its own file:
+This module gathers the public names (it is the one module of ``backend_ptx/`` that
+imports the compile driver above it, ``bulkred_dialect/compiler.py``, for the three
+``compile_*`` / ``lower_tile_module`` names); each concern has its own file:
 ``errors.py`` (the exceptions), ``signature.py`` (kernel signatures, read from IR),
 ``device.py`` (the GPU, its memory and streams), ``arrays.py`` (device arrays and the
-caller's stream), ``loading.py`` (compiling and loading a :class:`CompiledModule`),
-``launch.py`` (:class:`Kernel`: launching and timing) and ``cache.py`` (the compile
-cache).
+caller's stream), ``loading.py`` (assembling and loading a :class:`CompiledModule`),
+``launch.py`` (:class:`Kernel`: launching, the bound launchers, timing) and
+``cache.py`` (the compile cache); ``compiler.py`` lowers, then prints, assembles and
+loads through these.
 
 Three ways in, all giving a :class:`CompiledModule`:
 
@@ -45,15 +48,7 @@ from bulkred_dialect.backend_ptx.errors import (
     SignatureError,
 )
 from bulkred_dialect.backend_ptx.launch import Kernel, resolve_launch
-from bulkred_dialect.backend_ptx.loading import (
-    CompiledModule,
-    compile_module,
-    compile_ptx,
-    compile_tile_module,
-    context,
-    lower_tile_module,
-    parse,
-)
+from bulkred_dialect.backend_ptx.loading import CompiledModule, compile_ptx, context, parse
 from bulkred_dialect.backend_ptx.signature import (
     KernelSignature,
     LaunchShape,
@@ -61,6 +56,7 @@ from bulkred_dialect.backend_ptx.signature import (
     signature_of_func,
     signatures_of_module,
 )
+from bulkred_dialect.compiler import compile_module, compile_tile_module, lower_tile_module
 
 __all__ = [
     "CompiledModule",

@@ -246,9 +246,24 @@ class KernelSignature:
             raise SignatureError(
                 f"kernel '{self.name}' takes {len(self.params)} arguments ({names}), got {len(args)}"
             )
-        return [self._check_one(p, a) for p, a in zip(self.params, args)]
+        return [self.check_one(p, a) for p, a in zip(self.params, args)]
 
-    def _check_one(self, p: Param, a: Any) -> Any:
+    @staticmethod
+    def host_layout(p: Param, a: np.ndarray) -> np.ndarray:
+        """A checked numpy array as the kernel reads it, a new array: dense, or for a view
+        param the elements at their strides in one run of memory (a stride of 0 keeps one
+        of the equal elements)."""
+        if p.strides is None:
+            return np.ascontiguousarray(a).copy()
+        run = np.zeros(p.span(), a.dtype)
+        if run.size:
+            view = np.lib.stride_tricks.as_strided(run, a.shape, [st * a.itemsize for st in p.strides])
+            view[...] = a
+        return run
+
+    def check_one(self, p: Param, a: Any, copy: bool = True) -> Any:
+        """``a`` checked against ``p``: a numpy array as the kernel reads it (a copy; with
+        ``copy=False`` the array itself, :meth:`host_layout` later), a scalar of its type."""
         where = f"kernel '{self.name}' param '{p.name}'"
         if p.kind == "array":
             if not isinstance(a, np.ndarray):
@@ -267,15 +282,7 @@ class KernelSignature:
                 if not ok:
                     want = tuple("?" if d is None else d for d in p.shape)
                     raise SignatureError(f"{where}: expected shape {want}, got {a.shape}")
-            if p.strides is not None:
-                # laid out as the kernel reads it: the elements at their strides in one run
-                # of memory (a stride of 0 keeps one of the equal elements)
-                run = np.zeros(p.span(), a.dtype)
-                if run.size:
-                    view = np.lib.stride_tricks.as_strided(run, a.shape, [st * a.itemsize for st in p.strides])
-                    view[...] = a
-                return run
-            return np.ascontiguousarray(a).copy()
+            return self.host_layout(p, a) if copy else a
         # scalar
         if isinstance(a, np.ndarray) and a.ndim > 0:
             raise SignatureError(f"{where}: expected a {p.describe()}, got an array of shape {a.shape}")
@@ -529,7 +536,7 @@ def signatures_of_module(module: ModuleOp) -> dict[str, KernelSignature]:
     return out
 
 
-def _merge(recorded: KernelSignature | None, lowered: KernelSignature | None) -> KernelSignature | None:
+def merge_signatures(recorded: KernelSignature | None, lowered: KernelSignature | None) -> KernelSignature | None:
     """Prefer the recorded (tile-level) parameter types and the lowered launch data (a
     grid-scope lowering writes the launch shape)."""
     if recorded is None:

@@ -117,7 +117,7 @@ def test_torch_current_stream_is_honoured(call):
     inp = torch.zeros(64, dtype=torch.int32, device="cuda")
     out = torch.zeros(64, dtype=torch.int32, device="cuda")
     want = torch.arange(1, 65, dtype=torch.int32, device="cuda")
-    k.module._cu_kernel(runtime.gpu(), k.name)  # loading may wait for the device: not part of the call
+    k.module.load_kernel(runtime.gpu(), k.name)  # loading may wait for the device: not part of the call
     if call == "fast":
         k(out, inp, sync=True)
         assert k._fast is not None
