@@ -50,7 +50,7 @@ Usage (on the GPU machine)::
 
 Writes ``reductions_api.{md,json}`` (and ``reductions_api.png`` when matplotlib is there)
 under ``--out`` (default ``$OUT``). benchmarks/reductions.py (the kernels launched
-directly, tools/gpu_compare.sh) is unchanged.
+directly, tools/gpu.sh compare) is unchanged.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def test_the_two_commands_share_one_environment():
 
 
 def _user_docs() -> list[Path]:
-    tools = [p for p in sorted((ROOT / "tools").iterdir()) if p.suffix in (".sh", ".py", ".md")]
+    tools = [p for p in sorted((ROOT / "tools").rglob("*")) if p.suffix in (".sh", ".py", ".md")]  # probes/ too
     package = sorted((ROOT / "bulkred_dialect").rglob("*.py"))  # docstrings users read
     examples = sorted(p for p in (ROOT / "examples").iterdir() if p.is_file())
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *tools, *sorted((ROOT / "benchmarks").glob("*.py")), *package, *examples]

@@ -14,7 +14,7 @@ string constants that make a module name (a registry's table of lazy factories, 
 one to ``pkg``. The implicit import of a module's parent packages is not an edge (a
 package's ``__init__`` importing its own submodules is the one-way form of a registry).
 The module-level graph (what runs at import) is checked too, with the same walker
-stopped at function and class bodies.
+stopped at function bodies.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import bulkred_dialect.ops.ptx as ptx_package
@@ -76,3 +77,64 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
         "    from bulkred_dialect.ops.ptx import redux\n"
     )
     assert imported_ptx_modules(f) == {"base", "sync", "memory", "bulk", "redux"}
+
+
+# region The package's and the tools' layout (issue 29: split by concern, no shim, a few runners)
+
+ROOT = PTX_DIR.parents[2]
+
+
+def test_no_module_of_ops_only_re_exports():
+    """A dialect's names live where they are defined: a module of ``ops/`` made only of
+    imports (and ``__all__``) is a shim; a package's ``__init__`` may gather its own."""
+    shims = []
+    for path in sorted((ROOT / "bulkred_dialect" / "ops").rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        body = ast.parse(path.read_text()).body
+        if all(
+            isinstance(n, ast.Import | ast.ImportFrom)
+            or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+            or (isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["__all__"])
+            for n in body
+        ):
+            shims.append(str(path.relative_to(ROOT)))
+    assert not shims, f"modules that only re-export: {shims}"
+
+
+def test_the_tile_dialect_names_every_op_of_its_package():
+    """ops/tile/__init__.py's ``BULKRED`` holds every op and attribute its modules define."""
+    import importlib
+
+    from xdsl.irdl import IRDLOperation
+
+    from bulkred_dialect.ops.tile import BULKRED
+
+    defined = set()
+    for path in sorted((ROOT / "bulkred_dialect" / "ops" / "tile").glob("*.py")):
+        mod = importlib.import_module(f"bulkred_dialect.ops.tile.{path.stem}") if path.stem != "__init__" else None
+        for cls in vars(mod).values() if mod else ():
+            if isinstance(cls, type) and cls.__module__ == mod.__name__ and isinstance(getattr(cls, "name", None), str):
+                defined.add(cls)
+    registered = {*BULKRED.operations, *BULKRED.attributes}
+    assert any(issubclass(c, IRDLOperation) for c in defined)  # the walk finds the ops
+    assert defined - registered == set(), sorted(c.__name__ for c in defined - registered)
+
+
+def test_tools_are_the_documented_runners():
+    """tools/ holds a few runners, each named in docs/DEVELOPING.md's layout, and no file
+    named after an issue; every probe that tools/diag.py runs says what it measures and
+    runs as a script."""
+    files = sorted(p.relative_to(ROOT / "tools") for p in (ROOT / "tools").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert not [f for f in files if re.search(r"issue", f.name, re.I)]
+    layout = (ROOT / "docs" / "DEVELOPING.md").read_text()
+    layout = layout[layout.index("\ntools/") : layout.index("\nbenchmarks/")]
+    undocumented = [str(f) for f in files if f.name not in layout and f.stem not in layout]
+    assert not undocumented, f"tools/ files that docs/DEVELOPING.md's layout does not name: {undocumented}"
+    for probe in sorted((ROOT / "tools" / "probes").glob("*.py")):
+        tree = ast.parse(probe.read_text())
+        assert ast.get_docstring(tree), f"{probe.name} has no docstring (tools/diag.py lists its head)"
+        assert 'if __name__ == "__main__":' in probe.read_text(), f"{probe.name} does not run as a script"
+
+
+# endregion

@@ -61,7 +61,7 @@ ONE_CTA_BYTES = 256 << 10
 """A plain reduction of at most this many bytes runs in one CTA of up to
 :data:`ONE_CTA_BLOCK` threads: on an H100 one CTA read 64 KiB of float32 in 1.9 us
 against 3.4 us for two CTAs and the ticket, 256 KiB in 2.6 us against 3.6 us for 8
-(tools/gpu_variant_probe.py, docs/benchmarks.md)."""
+(tools/diag.py variants, docs/benchmarks.md)."""
 ONE_CTA_BLOCK = 1024
 
 

@@ -59,7 +59,7 @@ CTAS_PER_SM = 8
 MIN_BYTES = 2 << 20
 """Below this many bytes of ``src`` the launcher's zeroing of ``dst`` (a second launch)
 costs more than the bulk reduction saves: ``grid_split_det`` (one launch) is as fast or
-faster in GPU time and per call (tools/gpu_variant_probe.py on an H100: 32 x 32 2.9 us
+faster in GPU time and per call (tools/diag.py variants on an H100: 32 x 32 2.9 us
 against 3.5 us, 512 x 512 4.3 us against 4.4 us; 1024 x 1024 8.3 us against 6.7 us)."""
 
 

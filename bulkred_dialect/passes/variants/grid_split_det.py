@@ -60,7 +60,7 @@ TALL = 16384
 
 def fused_vec(r, form: Form) -> int:
     """Columns per thread of a fused reduction, as measured on the H100
-    (tools/gpu_fused_probe.py; docs/fused.md): one column on matrices of fewer than
+    (tools/diag.py fused_kernels; docs/fused.md): one column on matrices of fewer than
     16384 rows (more column tiles, fewer row splits for the last CTA to combine); on
     taller ones whole vectors for a one-register state, 2 columns for a state of several
     registers (fewer registers per thread); a plain reduction whole vectors."""

@@ -4,7 +4,7 @@ API: each fused reduction built with the builder, compiled for the GPU's target,
 launched on torch tensors, checked against torch once, then timed against torch's
 forms (events around ``--calls`` back-to-back calls, median of ``--repeats``).
 
-    python3 tools/gpu_fused_probe.py [--sizes 64M,1G] [--dtypes float32,bfloat16]
+    python3 tools/diag.py fused_kernels [--sizes 64M,1G] [--dtypes float32,bfloat16]
 
 A development tool (benchmarks/fused.py measures the API with both timings)."""
 

@@ -8,7 +8,7 @@ call_us): GPU time per call (a CUDA graph of many calls, replayed) and per call 
 around one call, the result allocated as the API does). Every result is checked against
 torch before timing.
 
-    python3 tools/gpu_variant_probe.py [--quick]       # on the GPU machine (.whl carried)
+    python3 tools/diag.py variants [--quick]       # on the GPU machine (.whl carried)
 
 A diagnostic: its configurations are built here, outside the compile cache
 (``compile_tile_module`` directly), so patched module constants take effect.
@@ -23,8 +23,8 @@ import sys
 from dataclasses import replace
 
 os.environ["BULKRED_CACHE"] = "0"  # built here, each time: the patched constants take effect
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 
 import reductions_api as bench
 

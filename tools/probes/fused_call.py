@@ -3,7 +3,7 @@
 bulkred.sum / amax-like calls and of each fused function on a 1 MiB float32 tensor
 (whole and last axis), synchronized once at the end, and a cProfile of the slowest.
 
-    python3 tools/diag_fused_call.py [--calls 2000]"""
+    python3 tools/diag.py fused_call [--calls 2000]"""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ with CUDA): launch paths (cuda.core's ``launch`` against the driver's
 and the per-tensor checks of the short call path. Each figure is the median over
 loops of many calls, per call, in microseconds (enqueue only: no synchronize inside).
 
-    python3 tools/diag_launch_cost.py
+    python3 tools/diag.py launch_cost
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

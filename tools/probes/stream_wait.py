@@ -2,13 +2,13 @@
 
 Each step runs right after a ~0.5 s spin (torch.cuda._sleep) is queued on a side
 stream; it prints the step's time and whether the stream was still busy after it.
-Run on the GPU machine: python3 tools/diag_stream_wait.py"""
+Run on the GPU machine: python3 tools/diag.py stream_wait"""
 
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import torch  # noqa: E402

@@ -9,7 +9,7 @@
    numpy table, ``_build``, the three table cases of docs/foreach.md), median wall time
    of back-to-back calls (no sync inside the timed loop but one at the end of each).
 
-    python3 tools/gpu_list_tuning.py --variants 4x4,8x4 --out $OUT
+    python3 tools/diag.py list_tuning --variants 4x4,8x4 --out $OUT
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 os.environ["BULKRED_CACHE"] = "0"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import torch  # noqa: E402
