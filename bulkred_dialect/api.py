@@ -306,23 +306,33 @@ def reduction_module(
     ``aux`` output (var's mean, argmax's value): kernel ``name(x, out, aux)``. None (the
     default) leaves each out. ``variant``: the op's forced lowering variant (None: the
     dispatch chooses)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
     from bulkred_dialect import builder as T
 
-    axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    fn = kind if isinstance(kind, str) else "reduction_module"
+    shape = _check_shape(fn, shape)
+    # an axis or axes as _normalize_axes takes them (numpy integers too; each in range), sorted
+    axes = None if axis is None else list(_normalize_axes(fn, axis, len(shape)))
     out_shape = [d for i, d in enumerate(shape) if axes is not None and i not in axes] or [1]
     options: dict[str, Any] = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
     if variant is not None:
         options["variant"] = variant
-    for option, value in (("prologue", prologue), ("epilogue", epilogue), ("correction", correction)):
-        if value is not None:
-            options[option] = list(value) if option != "correction" else value
-    with T.kernel(name) as k:
-        x = k.param("x", list(shape), dtype, **({} if strides is None else {"strides": list(strides)}))
-        out = k.param("out", out_shape, out_dtype or dtype)
-        if aux_dtype is not None:
-            options["aux"] = k.param("aux", out_shape, aux_dtype)
-        T.reduce(kind, out, x, axes=axes, **options)
-    return k.module()
+    try:
+        for option, value in (("prologue", prologue), ("epilogue", epilogue), ("correction", correction)):
+            if value is not None:
+                options[option] = list(value) if option != "correction" else value
+        with T.kernel(name) as k:
+            x = k.param("x", list(shape), dtype, **({} if strides is None else {"strides": list(strides)}))
+            out = k.param("out", out_shape, out_dtype or dtype)
+            if aux_dtype is not None:
+                options["aux"] = k.param("aux", out_shape, aux_dtype)
+            T.reduce(kind, out, x, axes=axes, **options)
+        return k.module()
+    except BulkredError:
+        raise
+    except (DiagnosticException, TypeError, ValueError, OverflowError) as e:  # a value xDSL's attributes refuse (2**70)
+        raise _error(fn, f"reduction_module: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
 def module_of(p: Plan):

@@ -183,3 +183,56 @@ def test_numpy_call_plumbing_on_a_simulated_gpu(monkeypatch):
     assert g.log[3][1:] == ("cu:bulkred_sum", ("config", (2, 1, 1), (512, 1, 1)))
     y = bulkred.max(x)
     assert isinstance(y, np.ndarray) and y.shape == () and y.dtype == np.int32
+
+
+def test_reduction_module_raises_only_project_errors():
+    """The low-level entry point takes a numpy integer axis as the int it is, and refuses
+    values xDSL's attributes cannot hold (2**70) in one line, as a project error."""
+    from bulkred_dialect.errors import BulkredError
+
+    assert str(api.reduction_module("sum", (4, 5), "float32", np.int64(1), "k")) == str(
+        api.reduction_module("sum", (4, 5), "float32", 1, "k")
+    )
+    assert str(api.reduction_module("sum", (4, 5), "float32", (np.int32(-1),), "k")) == str(
+        api.reduction_module("sum", (4, 5), "float32", [1], "k")
+    )
+    for args, kw in [
+        ((2**70,), {}), ((None,), {"correction": 2**70}), ((None,), {"prologue": 2**70}), ((True,), {}),
+        ((None,), {"epilogue": [("pow", "x")]}), ((1.0,), {}),
+    ]:
+        with pytest.raises(BulkredError) as e:
+            api.reduction_module("sum", (4, 5), "float32", *args, "k", **kw)
+        assert "\n" not in str(e.value) and str(e.value).startswith(("bulkred.sum: ", "'epilogue' of T.reduce")), (args, kw)
+    with pytest.raises(BulkredError, match=r"^bulkred.sum: 'shape' must be a tuple of ints in \[0, 2\*\*63\)"):
+        api.reduction_module("sum", (2**70,), "float32", None, "k")
+
+
+def test_no_host_copy_before_the_gpu_is_found(monkeypatch):
+    """A numpy argument is checked against the signature before any GPU call, but copied
+    (8 GiB for a broadcast view of 2**31 float32) only once the GPU is there: without
+    one, the call fails at once, having copied nothing."""
+    from bulkred_dialect.backend_ptx import launch, signature
+    from bulkred_dialect.backend_ptx.errors import NoGpuError
+
+    def no_gpu():
+        raise NoGpuError("pretended: none")
+
+    def copied(*a, **k):  # pragma: no cover - the failure this test looks for
+        raise AssertionError("copied before the GPU check")
+
+    monkeypatch.setattr(launch, "gpu", no_gpu)
+    monkeypatch.setattr(signature.KernelSignature, "host_layout", copied)
+    monkeypatch.setattr(launch.np, "ascontiguousarray", copied)
+    k = runtime.compile_ptx(
+        ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 x) { ret; }\n", "sm_90a",
+        [runtime.KernelSignature.of("k", ("x", "f32", (2**31,)))], assemble_now=False,
+    ).kernel("k")
+    huge = np.broadcast_to(np.float32(1), (2**31,))
+    with pytest.raises(NoGpuError):
+        k(huge, grid=1, block=1)
+    unsigned = runtime.compile_ptx(".visible .entry k(.param .u64 x) { ret; }", "sm_90a", assemble_now=False).kernel("k")
+    with pytest.raises(NoGpuError):
+        unsigned(huge, grid=1, block=1)
+    with pytest.raises(NoGpuError):  # the API: its numpy path too
+        monkeypatch.setattr("bulkred_dialect.backend_ptx.device.current_arch", no_gpu)
+        bulkred.sum(huge)

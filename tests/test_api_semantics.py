@@ -9,6 +9,8 @@ are tests/gpu/test_api_semantics_gpu.py."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -419,3 +421,167 @@ def test_misaligned_torch_view_is_read_in_place_by_grid_gather(fake, monkeypatch
     got = bulkred.sum(x, out=torch.empty((), dtype=torch.float16))
     assert float(got) == pytest.approx(want, rel=1e-2) and fake[-1].p.variant == "grid_gather"
     assert float(bulkred.sum(x.clone())) == float(y) and k.calls == 2
+
+
+# region The call's key and launcher (a stand-in torch: this machine needs no torch)
+
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+_FLOAT32, _INT64 = _Dtype("float32"), _Dtype("int64")  # kept alive: ops/dtypes.py keys torch dtypes by id
+
+
+class _Tensor:
+    """What the API reads of a CUDA torch tensor: shape, dtype, layout, device, address."""
+
+    __module__ = "torch"
+    layout = "torch.strided"
+    is_cuda = True
+
+    def __init__(self, shape, dtype=_FLOAT32, ptr=0x10000, requires_grad=False):
+        self.shape, self.dtype, self.ptr, self.requires_grad = tuple(shape), dtype, ptr, requires_grad
+        self.device = "cuda:0"
+
+    def get_device(self):
+        return 0
+
+    def is_contiguous(self):
+        return True
+
+    def stride(self):
+        return tuple(int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+
+    def data_ptr(self):
+        return self.ptr
+
+    def view(self, shape):
+        return _Tensor(shape, self.dtype, self.ptr)
+
+
+@pytest.fixture
+def stand_in_torch(monkeypatch):
+    """A ``torch`` module of :class:`_Tensor` s, the GPU an sm_90a, and kernels whose
+    ``bind`` gives a launcher that records its calls (None for an address that is not
+    a multiple of 16, as a vector kernel's launcher does)."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from bulkred_dialect import reductions
+    from bulkred_dialect.backend_ptx import device
+
+    torch = ModuleType("torch")
+    torch.float32, torch.int64 = _FLOAT32, _INT64
+    torch.empty = lambda shape, dtype, device: _Tensor(shape, dtype, 0x90000)
+    routed = []
+    torch.ops = SimpleNamespace(bulkred=SimpleNamespace(
+        vector_norm=SimpleNamespace(default=lambda *a: routed.append(a) or _Tensor(()))))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(reductions, "_compiling", lambda: False)
+    monkeypatch.setattr(reductions, "_grad_enabled", lambda: True)
+    monkeypatch.setattr(api, "_grad_enabled", lambda: True)
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    log = SimpleNamespace(plans=[], binds=[], launches=[], full=[], routed=routed)
+    real_plan = api.plan
+
+    def plan(*a, **k):
+        log.plans.append(a[0])
+        return real_plan(*a, **k)
+
+    class Kernel:
+        def __init__(self, p):
+            self.p = p
+
+        def bind(self, args, **kw):
+            log.binds.append((self.p.fn, self.p.variant, len(args), kw))
+            new = kw.get("new")
+
+            def launcher(x, out):
+                if x.data_ptr() % 16:
+                    return None
+                log.launches.append((self.p.fn, x.ptr))
+                if new is None:
+                    return out
+                made = [_Tensor(s) for s in new]
+                return made[0] if len(made) == 1 else kw["pack"](*made)
+
+            return launcher
+
+        def __call__(self, *args, stream=None):
+            log.full.append((self.p.fn, self.p.variant))
+            return args
+
+    monkeypatch.setattr(api, "plan", plan)
+    monkeypatch.setattr(api, "kernel_of", lambda p, target: Kernel(p))
+    reductions.forget()
+    yield log
+    reductions.forget()
+
+
+def test_a_call_seen_is_one_look_up_and_its_launcher(stand_in_torch):
+    """The first call plans, binds its kernel's launcher and launches through it; a call
+    with the same key (options included) runs that launcher at once: no plan, no bind.
+    Values equal across types are not alike (axis=True is not axis=1, keepdims=1 is not
+    True), so each is refused as on a first call."""
+    log = stand_in_torch
+    x = _Tensor((4, 8))
+    y = bulkred.sum(x)
+    assert y.shape == () and log.plans == ["sum"] and len(log.binds) == 1 and len(log.launches) == 1
+    assert bulkred.sum(_Tensor((4, 8), ptr=0x20000)).shape == ()
+    assert log.plans == ["sum"] and len(log.binds) == 1 and log.launches[-1] == ("sum", 0x20000)
+    for _ in range(2):
+        assert bulkred.vector_norm(x, ord=math.inf, axis=1).shape == (4,)
+        assert bulkred.std_mean(x, correction=1, axis=0).std.shape == (8,)
+    assert log.plans == ["sum", "vector_norm", "std_mean"] and len(log.binds) == 3 and len(log.launches) == 6
+    pair = [b for b in log.binds if b[0] == "std_mean"][0][3]
+    assert pair["new"] == ((8,), (8,)) and pair["order"] is None and pair["pack"] is not None
+    bulkred.max_with_indices(x, axis=1)
+    assert log.binds[-1][3]["order"] == (2, 1)  # values (the kernel's aux, its third param) first
+    out = _Tensor(())
+    assert bulkred.sum(x, out=out) is out and bulkred.sum(x, out=out) is out and log.plans.count("sum") == 2
+    bulkred.sum(x, axis=1)
+    with pytest.raises(api.ReductionError, match="'axis' must be an int, a tuple of ints or None, got True"):
+        bulkred.sum(x, axis=True)
+    with pytest.raises(api.ReductionError, match="'keepdims' must be a bool, got 1"):
+        bulkred.sum(x, keepdims=1)
+    bulkred.vector_norm(x, ord=2)
+    with pytest.raises(api.ReductionError, match="'ord' must be a number"):
+        bulkred.vector_norm(x, ord=True)
+    before = len(log.plans)
+    assert bulkred.sum(x, axis=[0]).shape == bulkred.sum(x, axis=[0]).shape == (8,)
+    assert len(log.plans) == before + 2  # a list is not hashable: no key, every step each time
+
+
+def test_a_misaligned_call_takes_the_gather_kernel_and_keeps_the_launcher(stand_in_torch):
+    """A launcher that refuses an address (off its vector loads' alignment) sends the call
+    to the grid_gather kernel (every check of the launch layer); the key keeps the
+    vector kernel's launcher for the aligned calls after it."""
+    log = stand_in_torch
+    assert bulkred.sum(_Tensor((64,), ptr=0x10008)) is not None
+    assert log.full == [("sum", "grid_gather")] and log.launches == []
+    bulkred.sum(_Tensor((64,), ptr=0x10010))
+    assert log.launches == [("sum", 0x10010)] and len(log.binds) == 1 and log.plans == ["sum"]
+    bulkred.sum(_Tensor((64,), ptr=0x10008))
+    assert log.full == [("sum", "grid_gather")] * 2 and log.plans == ["sum"]
+
+
+def test_the_autograd_route_is_checked_once_per_key(stand_in_torch, monkeypatch):
+    """A tensor that requires grad (grad enabled) goes through the row's torch operator:
+    checked and planned on its first call, then the operator at once."""
+    log = stand_in_torch
+    checks = []
+    real = api.check_call
+    monkeypatch.setattr(api, "check_call", lambda *a: checks.append(a[0].name) or real(*a))
+    x = _Tensor((4, 8), requires_grad=True)
+    for _ in range(3):
+        bulkred.vector_norm(x, ord=3.0, axis=1)
+    assert checks == ["vector_norm"] and len(log.routed) == 3 and not log.launches
+    assert log.routed[0][1:] == ([1], False, 3.0, None)  # x, the axes, keepdims, ord, dtype
+
+
+# endregion
