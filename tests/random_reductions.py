@@ -90,6 +90,13 @@ max/min_with_indices, as var_mean) are named tuples whose results are each check
 nanmean, a tuple axis or an empty axis for max/min_with_indices, an empty reduction
 for amax, amin and aminmax.
 
+**One table.** Each function's facts come from its row (``bulkred_dialect/functions.py``:
+its options, dtype rule, one axis, identity, pairs) and its entry in :data:`ROW_TESTS`
+(its numpy reference, torch's function, its result dtype, its draws): no list of
+function names decides anything. A case's module is the API's (:func:`case_module`:
+``api.plan`` with every option the call passes, then ``api.module_of``), never built by
+hand; :func:`rows_config` (``--rows``) draws every row with its options.
+
 torch (on the GPU) runs each case too: its result's shape and dtype are compared with
 the table above and its values with the same bound; a difference of torch is a note in
 the summary, not a failure of bulkred (torch returns uint8 from any/all of uint8, the
@@ -109,32 +116,12 @@ import time
 import traceback
 import warnings
 import dataclasses
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-KINDS = ("sum", "prod", "max", "min", "any", "all")
-FUSED_KINDS = ("mean", "var", "std", "var_mean", "argmax", "argmin", "vector_norm", "logsumexp")
-"""The fused functions (issue 17): drawn only by a config that names them (:func:`fused_config`)."""
-FLOAT_ONLY = ("mean", "var", "std", "var_mean", "vector_norm", "logsumexp")
-INDEX_KINDS = ("argmax", "argmin")
-TABLE_KINDS = (
-    "amax", "amin", "count_nonzero", "std_mean", "max_with_indices", "min_with_indices", "nansum", "nanmean", "aminmax",
-)
-"""The newer functions of the table (functions.py): drawn only by :func:`table_config`."""
-TABLE_FLOAT_ONLY = ("std_mean", "nanmean")
-ONE_AXIS = INDEX_KINDS + ("max_with_indices", "min_with_indices")
-NO_IDENTITY = ("amax", "amin", "aminmax", "max_with_indices", "min_with_indices")
-FUSED_ALL = FUSED_KINDS + TABLE_KINDS
-PAIRS = {
-    "var_mean": (("var", "mean"), ("var", "mean")),
-    "std_mean": (("std", "mean"), ("std", "mean")),
-    "aminmax": (("min", "max"), ("amin", "amax")),
-    "max_with_indices": (("values", "indices"), ("amax", "argmax")),
-    "min_with_indices": (("values", "indices"), ("amin", "argmin")),
-}
-"""The functions giving a named pair: (its field names, the kind each result is checked as)."""
 ORDS = (1.0, 2.0, math.inf, -math.inf, 3.0)
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")
@@ -187,7 +174,8 @@ class Case:
 
     @property
     def fused(self) -> bool:
-        return self.kind in FUSED_ALL
+        """Not one of the default config's kinds (:data:`KINDS`)."""
+        return self.kind not in KINDS
 
     @property
     def rank(self) -> int:
@@ -218,11 +206,8 @@ class Case:
 
     @property
     def expect_refusal(self) -> bool:
-        """max or min over an empty axis: the API must refuse it (torch does too); and
-        the fused functions' refusals (see the module's docstring)."""
-        if self.kind in FUSED_ALL:
-            return fused_refusal(self) is not None
-        return self.kind in ("max", "min") and self.n_reduced == 0
+        """The API must refuse the case (:func:`fused_refusal`: from its row)."""
+        return fused_refusal(self) is not None
 
     def strides(self) -> tuple[int, ...]:
         """The view's strides in elements (what torch's ``stride()`` gives)."""
@@ -259,38 +244,49 @@ class Case:
         )
 
 
+def row_of(kind: str):
+    """The function table's row of ``kind`` (``bulkred_dialect/functions.py``)."""
+    from bulkred_dialect.functions import FUNCTIONS
+
+    return FUNCTIONS[kind]
+
+
 def fused_refusal(case: Case) -> str | None:
-    """Why the API must refuse a fused case (None: it must not)."""
-    if case.kind in FLOAT_ONLY + TABLE_FLOAT_ONLY and case.dtype not in FLOATS:
-        return "an integer input"
-    if case.kind in ONE_AXIS and isinstance(case.axis, tuple):
+    """Why the API must refuse ``case`` (None: it must not), from its row: an input
+    dtype its rule does not take, a tuple axis or an empty axis where it takes one axis,
+    an empty reduction of a kind without identity (the row's ``fill`` is None)."""
+    row = row_of(case.kind)
+    if row.inputs == "float" and case.dtype not in FLOATS or row.inputs == "integer" and case.dtype in FLOATS:
+        return "an integer input" if row.inputs == "float" else "a float input"
+    if row.one_axis and isinstance(case.axis, tuple):
         return "a tuple axis"
-    if case.kind in ONE_AXIS and case.n_reduced == 0:
+    if row.one_axis and case.n_reduced == 0:
         return "an empty axis"
-    if case.kind in NO_IDENTITY and case.n_reduced == 0:
+    if case.n_reduced == 0 and row.build(case.dtype, case_options(case, plan=True)).fill is None:
         return "an empty reduction (no identity)"
-    if case.kind == "vector_norm" and case.n_reduced == 0 and (case.ord is None or not 0 < case.ord < math.inf):
-        return "an empty axis (no identity)"
     return None
 
 
+def case_options(case: Case, *, plan: bool = False, torch: Any = None) -> dict[str, Any]:
+    """The options ``bulkred.<kind>`` of ``case`` takes, as the call passes them
+    (:func:`call_api`): the row's options that the case draws. ``plan``: every option
+    of the row, defaults filled (what ``Function.build`` takes); ``torch``: ``dtype=``
+    as a torch dtype (else a numpy one)."""
+    names = row_of(case.kind).option_names
+    given = {"dtype": case.dtype_arg, "ignore_nan": case.ignore_nan, "correction": case.correction, "ord": case.ord}
+    if plan:
+        defaults = row_of(case.kind).defaults()
+        return {n: given[n] if given.get(n) is not None else defaults[n] for n in names}
+    out = {n: given[n] for n in names if given.get(n) is not None}
+    if "dtype" in out:
+        out["dtype"] = getattr(torch, case.dtype_arg) if torch is not None else np.dtype(case.dtype_arg)
+    return out
+
+
 def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
-    """The result's dtype (of a pair: the first result's, see :func:`pair_dtypes`)."""
-    if kind in INDEX_KINDS or kind == "count_nonzero":
-        return "int64"
-    if kind in NO_IDENTITY:  # amax, amin, aminmax; max/min_with_indices' values
-        return dtype
-    if kind == "nansum":
-        return dtype_arg or (dtype if dtype in FLOATS else "int64")
-    if kind in FUSED_ALL:
-        return dtype_arg or dtype
-    if kind in ("any", "all"):
-        return "bool"
-    if kind in ("sum", "prod"):
-        if dtype_arg is not None:
-            return dtype_arg
-        return dtype if dtype in FLOATS else "int64"
-    return dtype
+    """The result's dtype (of a pair: the first result's, see :func:`pair_dtypes`): the
+    rule of the row's test entry (:data:`ROW_TESTS`)."""
+    return ROW_TESTS[kind].result(dtype, dtype_arg)
 
 
 def allowed_dtypes(case: Case) -> tuple[str, ...]:
@@ -337,7 +333,7 @@ class Config:
     """What the generator may draw."""
 
     max_elems: int = 100_000
-    kinds: tuple[str, ...] = KINDS
+    kinds: tuple[str, ...] = field(default_factory=lambda: KINDS)  # the plain rows (ROW_TESTS)
     dtypes: tuple[str, ...] = DTYPES
     views: tuple[str, ...] = VIEWS
     max_rank: int = 5
@@ -413,7 +409,7 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
         picked = [int(a) for a in rng.permutation(rank)[:k]]
         axis = tuple(a - rank if rng.random() < 0.3 else a for a in picked)
 
-    if kind in ONE_AXIS and isinstance(axis, tuple) and rng.random() < 0.9:
+    if row_of(kind).one_axis and isinstance(axis, tuple) and rng.random() < 0.9:
         axis = axis[0]  # one axis, as argmax takes (a tuple now and then: refused)
     reduced = range(rank) if axis is None else [a % rank for a in ((axis,) if isinstance(axis, int) else axis)]
     if all(shape[a] == 1 for a in reduced) and rng.random() < 0.85:  # mostly something to reduce
@@ -456,97 +452,36 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
         base_shape.append(stop + (int(rng.integers(0, step + 1)) if j in stepped or j in offset else 0))
         slices.append((start, stop, step))
     options = c.options
+    row, rt = row_of(kind), ROW_TESTS[kind]
     keepdims = bool(options and rng.random() < 0.3)
     dtype_arg = None
-    if options and kind in ("sum", "prod") and DTYPE_ARGS[dtype] and rng.random() < 0.25:
+    if options and rt.group == "plain" and "dtype" in row.option_names and DTYPE_ARGS[dtype] and rng.random() < rt.dtype_p:
         dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
-    ignore_nan = True if options and kind in ("max", "min") and dtype in FLOATS and rng.random() < 0.15 else None
+    takes_nan = "ignore_nan" in row.option_names
+    ignore_nan = True if options and takes_nan and dtype in FLOATS and rng.random() < 0.15 else None
     use_out = bool(options and rng.random() < 0.1)
     library = "numpy" if dtype != "bfloat16" and rng.random() < c.numpy_inputs else "torch"
-
-    if kind in TABLE_KINDS:  # draws of their own, after every draw the other kinds make
-        return _table_case(
-            rng, seed, index, kind, dtype, shape, axis, keepdims, use_out, library, view, base_shape, slices, perm,
-            expand, options,
-        )
-    if kind in FUSED_KINDS:  # draws of their own, after every draw the other kinds make
-        return _fused_case(
-            rng, seed, index, kind, dtype, shape, axis, keepdims, use_out, library, view, base_shape, slices, perm,
-            expand, options,
-        )
-    if kind in ("any", "all"):
-        values = str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
-    elif dtype in INTS or dtype == "bool":
-        values = "ones" if kind == "prod" and rng.random() < 0.5 else "full"
-    elif kind == "sum":
-        values = "normal" if rng.random() < 0.6 else "ints"
-    elif kind == "prod":
-        values = "lognormal" if rng.random() < 0.6 else "ints"
-    else:
-        values = "normal" if rng.random() < 0.7 else "ints"
-    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < 0.33 else 0
+    # the row's own draws, after every draw the plain rows make (their cases repeat)
+    correction = ord_ = None
+    if rt.group != "plain":
+        float_ok = dtype in FLOATS or row.inputs != "float"
+        if options and rt.dtype_p and "dtype" in row.option_names and float_ok and DTYPE_ARGS[dtype] and rng.random() < rt.dtype_p:
+            dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+        correction = int(rng.choice([0, 0, 1])) if "correction" in row.option_names else None
+        ord_ = float(ORDS[int(rng.integers(len(ORDS)))]) if "ord" in row.option_names else None
+    values = rt.values(rng, dtype)
+    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < rt.nan_share else 0
     return Case(
         seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, ignore_nan, use_out, library, view,
-        tuple(base_shape), tuple(slices), perm, expand, values, nans,
-    )
-
-
-def _fused_case(
-    rng: np.random.Generator, seed: int, index: int, kind: str, dtype: str, shape: list[int], axis: Any,
-    keepdims: bool, use_out: bool, library: str, view: str, base_shape: list[int], slices: list, perm: tuple,
-    expand: bool, options: bool,
-) -> Case:
-    """The rest of a fused case (its own draws)."""
-    dtype_arg = None
-    if options and kind in ("mean", "var", "std", "var_mean", "vector_norm") and dtype in FLOATS and DTYPE_ARGS[dtype]:
-        if rng.random() < 0.2:
-            dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
-    correction = int(rng.choice([0, 0, 1])) if kind in ("var", "std", "var_mean") else None
-    ord_ = float(ORDS[int(rng.integers(len(ORDS)))]) if kind == "vector_norm" else None
-    if kind in INDEX_KINDS:
-        values = "ints" if rng.random() < 0.5 else "normal"
-    elif kind == "logsumexp":
-        values = str(rng.choice(["normal", "normal", "huge", "neginf"]))
-    else:
-        values = "normal" if rng.random() < 0.7 else "ints"
-    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < 0.25 else 0
-    return Case(
-        seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, None, use_out, library, view,
         tuple(base_shape), tuple(slices), perm, expand, values, nans, correction, ord_,
     )
 
 
-def _table_case(
-    rng: np.random.Generator, seed: int, index: int, kind: str, dtype: str, shape: list[int], axis: Any,
-    keepdims: bool, use_out: bool, library: str, view: str, base_shape: list[int], slices: list, perm: tuple,
-    expand: bool, options: bool,
-) -> Case:
-    """The rest of a case of the newer table functions (its own draws): ``dtype=`` for
-    std_mean, nanmean (floats) and nansum; ``correction`` for std_mean; zeros for
-    count_nonzero; ties for the min/max kinds; many NaNs (rows all NaN now and then,
-    "mostlynan") for nansum and nanmean."""
-    dtype_arg = None
-    if options and kind in TABLE_FLOAT_ONLY and dtype in FLOATS and DTYPE_ARGS[dtype] and rng.random() < 0.2:
-        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
-    if options and kind == "nansum" and DTYPE_ARGS[dtype] and rng.random() < 0.25:
-        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
-    correction = int(rng.choice([0, 0, 1])) if kind == "std_mean" else None
-    nan_share = 0.25
-    if kind == "count_nonzero":
-        values = str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
-        nan_share = 0.33
-    elif kind in ("nansum", "nanmean"):
-        values = str(rng.choice(["normal", "normal", "ints", "mostlynan"])) if dtype in FLOATS else "normal"
-        nan_share = 0.6
-    elif kind in NO_IDENTITY:
-        values = "ints" if rng.random() < 0.5 else "normal"
-    else:
-        values = "normal" if rng.random() < 0.7 else "ints"
-    nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < nan_share else 0
-    return Case(
-        seed, index, kind, dtype, tuple(shape), axis, keepdims, dtype_arg, None, use_out, library, view,
-        tuple(base_shape), tuple(slices), perm, expand, values, nans, correction, None,
-    )
+def rows_config(**kw: Any) -> Config:
+    """Every row of the table (:data:`ROW_TESTS`), each with the draws of its own:
+    the module-equality test (tests/test_random_reductions.py) draws from it."""
+    kw.setdefault("kinds", tuple(ROW_TESTS))
+    return Config(**kw)
 
 
 def cases(seed: int, count: int, config: Config | None = None, start: int = 0) -> list[Case]:
@@ -649,15 +584,16 @@ class Reference:
     n: int  # elements reduced into each output
     magnitude: np.ndarray | None  # sum (or product, for prod) of |x| per output, floats only
     exact: bool  # float accumulation exact in any order (integer inputs, small magnitude)
-    bound: np.ndarray | None = None  # fused kinds: the tolerance per output element (None: exact)
+    bound: np.ndarray | None = None  # the tolerance per output element (None: :func:`bound_of`'s)
     aux: Reference | None = None  # a pair (var_mean, aminmax, ...): the second result's reference
+    equal: bool = False  # the result is one of the inputs (max, argmax, ...): equal in the output's type
+    product: bool = False  # :func:`bound_of`: the error relative to the result (a product), not to the magnitude
 
 
-def _index_reference(case: Case, x: np.ndarray) -> np.ndarray:
-    """argmax/argmin of ``x`` (float64 or integer host values) as torch: the first
-    largest (smallest) element's index, row-major over the reduced axis (or the whole
-    array for axis None); a NaN wins, the first NaN."""
-    big = case.kind == "argmax"
+def _index_reference(case: Case, x: np.ndarray, big: bool) -> np.ndarray:
+    """argmax (``big``) / argmin of ``x`` (float64 or integer host values) as torch: the
+    first largest (smallest) element's index, row-major over the reduced axis (or the
+    whole array for axis None); a NaN wins, the first NaN."""
     if case.axis is None:
         flat, ax = x.reshape(-1), 0
     else:
@@ -672,164 +608,227 @@ def _index_reference(case: Case, x: np.ndarray) -> np.ndarray:
     return np.asarray(idx, np.int64).reshape(case.out_shape)
 
 
-def fused_reference(case: Case, v: np.ndarray) -> Reference:
-    """The expected values of a fused case, in float64 (argmax/argmin exact), with their
-    bound (the module's docstring)."""
-    if case.kind in TABLE_KINDS:
-        return _table_reference(case, v)
-    ax, shape, n = case.reduced, case.out_shape, case.n_reduced
-    if case.kind in INDEX_KINDS:
+def _quiet(f):
+    """``f`` with numpy's warnings of NaN, inf and empty reductions silenced."""
+
+    def run(case: Case, v: np.ndarray) -> Reference:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return f(case, v)
+
+    run.__name__ = f.__name__
+    return run
+
+
+def _rounding(out: str, val: np.ndarray) -> np.ndarray:
+    """The last rounding into ``out``, with its smallest subnormal."""
+    return EPS[out] * np.nan_to_num(np.abs(val), nan=0.0, posinf=0.0) + TINY[out]
+
+
+def _acc(out: str) -> str:
+    """The accumulator of a float result: float64 for float64, else float32."""
+    return "float64" if out == "float64" else "float32"
+
+
+def _shaped(case: Case, a: Any) -> np.ndarray:
+    return np.asarray(a, np.float64).reshape(case.out_shape)
+
+
+def _truth(f):
+    """any (``np.any``) / all (``np.all``) of ``x != 0``: exact."""
+
+    @_quiet
+    def ref_truth(case: Case, v: np.ndarray) -> Reference:
+        return Reference(f(v != 0, axis=case.reduced).reshape(case.out_shape), case.n_reduced, None, True)
+
+    return ref_truth
+
+
+def _extreme(big: bool):
+    """max (``big``) / min: one of the inputs, NaN propagating (numpy's max), or ignored
+    with ``ignore_nan``; bool as any / all."""
+
+    @_quiet
+    def ref_extreme(case: Case, v: np.ndarray) -> Reference:
+        ax, shape, n = case.reduced, case.out_shape, case.n_reduced
+        if case.dtype == "bool":
+            return Reference((np.any if big else np.all)(v, axis=ax).reshape(shape), n, None, True, equal=True)
         x = v.astype(np.float64) if case.dtype in FLOATS else v
-        return Reference(_index_reference(case, x), n, None, True)
-    out = case.out_dtype
-    acc_eps = EPS["float64"] if out == "float64" else EPS["float32"]
-    eps_out, tiny = EPS[out], TINY[out]
-    x = v.astype(np.float64)
+        f = (np.nanmax if big else np.nanmin) if case.ignore_nan else (np.max if big else np.min)
+        return Reference(np.asarray(f(x, axis=ax)).reshape(shape), n, None, True, equal=True)
 
-    def shaped(a):
-        return np.asarray(a, np.float64).reshape(shape)
-
-    def rounding(val):
-        return eps_out * np.nan_to_num(np.abs(val), nan=0.0, posinf=0.0) + tiny
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if case.kind == "mean":
-            val = shaped(np.sum(x, axis=ax) / n)
-            mag = shaped(np.sum(np.abs(x), axis=ax) / n)
-            bound = (n + 2) * acc_eps * np.nan_to_num(mag, posinf=0.0) + rounding(val)
-            return Reference(val, n, mag, False, bound)
-        if case.kind in ("var", "std", "var_mean"):
-            mean = np.sum(x, axis=ax, keepdims=True) / n
-            m2 = np.sum((x - mean) ** 2, axis=ax)
-            div = max(n - case.correction, 0)
-            var = shaped(m2 / div if div else np.where(np.isnan(m2) | (m2 == 0), np.nan, np.inf))
-            sq = shaped(np.sum(x * x, axis=ax))
-            vbound = 4 * (n + 2) * acc_eps * np.nan_to_num(sq, posinf=0.0) / max(div, 1)
-            if case.kind == "std":
-                val = np.sqrt(var)
-                lo = np.sqrt(np.maximum(var - vbound, 0.0))
-                bound = np.sqrt(var + vbound) - lo + 4 * acc_eps * np.nan_to_num(val, posinf=0.0) + rounding(val)
-                return Reference(val, n, None, False, bound)
-            ref = Reference(var, n, sq, False, vbound + rounding(var))
-            if case.kind == "var_mean":
-                mval = shaped(mean)
-                mmag = shaped(np.sum(np.abs(x), axis=ax) / n)
-                ref.aux = Reference(mval, n, mmag, False, (n + 2) * acc_eps * np.nan_to_num(mmag, posinf=0.0) + rounding(mval))
-            return ref
-        if case.kind == "vector_norm":
-            p, a = case.ord, np.abs(x)
-            if p == math.inf:
-                val = shaped(np.max(a, axis=ax))
-                return Reference(val, n, None, True, np.zeros(shape))
-            if p == -math.inf:
-                val = shaped(np.min(a, axis=ax))
-                return Reference(val, n, None, True, np.zeros(shape))
-            val = shaped(np.sum(a**p, axis=ax) ** (1.0 / p))
-            bound = (n / abs(p) + 8) * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
-            return Reference(val, n, None, False, bound)
-        if case.kind == "logsumexp":
-            m = np.max(x, axis=ax, keepdims=True, initial=-np.inf)  # empty: -inf, as torch
-            shift = np.where(np.isfinite(m), m, 0.0)
-            val = shaped(np.log(np.sum(np.exp(x - shift), axis=ax)) + shift.reshape(np.sum(x, axis=ax).shape))
-            bound = 2 * (n + 4) * acc_eps + 2 * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + rounding(val)
-            return Reference(val, n, None, False, bound)
-    raise ValueError(case.kind)  # pragma: no cover
+    return ref_extreme
 
 
-def _table_reference(case: Case, v: np.ndarray) -> Reference:
-    """The expected values of a case of the newer table functions (torch's NaN rules):
-    amax/amin exact, NaN propagating; count_nonzero exact (NaN is nonzero); nansum as a
-    sum with NaN as 0 (the sum's bound; integers exact, wrapping); nanmean the mean of
-    the non-NaN elements (NaN where there are none) within the mean's bound; the pairs
-    (:data:`PAIRS`): each result's own reference, the second in ``aux``."""
-    kind, ax, shape, n = case.kind, case.reduced, case.out_shape, case.n_reduced
-    if kind in PAIRS:
-        first, second = PAIRS[kind][1]
-        ref = fused_reference(dataclasses.replace(case, kind=first), v)
-        ref.aux = fused_reference(dataclasses.replace(case, kind=second), v)
-        return ref
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if kind in ("amax", "amin"):
-            x = v.astype(np.float64) if case.dtype in FLOATS else v
-            val = np.asarray((np.max if kind == "amax" else np.min)(x, axis=ax)).reshape(shape)
-            return Reference(val, n, None, True, np.zeros(shape) if case.dtype in FLOATS else None)
-        if kind == "count_nonzero":
-            return Reference(np.asarray(np.sum(v != 0, axis=ax), np.int64).reshape(shape), n, None, True)
-        out = case.out_dtype
-        if out not in FLOATS:  # nansum of integers or bool: exact, wrapping in the result's width
+def _accumulate(product: bool):
+    """sum / prod (``product``): float results within the bound of :func:`bound_of`
+    (exact in any order where every input is an integer and the magnitude small);
+    integer results exact, wrapping in the result's width."""
+
+    @_quiet
+    def ref_accumulate(case: Case, v: np.ndarray) -> Reference:
+        ax, shape, n, out = case.reduced, case.out_shape, case.n_reduced, case.out_dtype
+        if out not in FLOATS:
             wide = np.dtype(out)
-            return Reference(np.asarray(np.sum(v.astype(wide), axis=ax, dtype=wide)).reshape(shape), n, None, True)
-        acc = "float64" if out == "float64" else "float32"
+            val = (np.prod if product else np.sum)(v.astype(wide), axis=ax, dtype=wide)
+            return Reference(np.asarray(val).reshape(shape), n, None, True)
         x = v.astype(np.float64)
+        f = np.prod if product else np.sum
+        val, mag = f(x, axis=ax), f(np.abs(x), axis=ax)
+        integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
+        finite_mag = np.nan_to_num(np.asarray(mag), nan=0.0)
+        exact = integral and bool(np.all(finite_mag < 2.0 ** MANTISSA[_acc(out)]))
+        return Reference(_shaped(case, val), n, np.asarray(mag).reshape(shape), exact, product=product)
 
-        def rounding(val):
-            return EPS[out] * np.nan_to_num(np.abs(val), nan=0.0, posinf=0.0) + TINY[out]
+    return ref_accumulate
 
-        if kind == "nansum":
-            val = np.asarray(np.nansum(x, axis=ax), np.float64).reshape(shape)
-            mag = np.asarray(np.nansum(np.abs(x), axis=ax), np.float64).reshape(shape)
-            finite_mag = np.nan_to_num(mag, posinf=0.0)
-            integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
-            exact = integral and bool(np.all(finite_mag < 2.0 ** MANTISSA[acc]))
-            bound = (0.0 if exact else n * EPS[acc]) * finite_mag + rounding(val)
-            return Reference(val, n, mag, False, bound)
-        if kind == "nanmean":
-            cnt = np.asarray(np.sum(~np.isnan(x), axis=ax), np.float64).reshape(shape)
-            val = np.asarray(np.nansum(x, axis=ax), np.float64).reshape(shape) / cnt  # no non-NaN element: NaN
-            mag = np.asarray(np.nansum(np.abs(x), axis=ax), np.float64).reshape(shape) / np.maximum(cnt, 1.0)
-            bound = (n + 2) * EPS[acc] * np.nan_to_num(mag, posinf=0.0) + rounding(val)
-            return Reference(val, n, mag, False, bound)
-    raise ValueError(kind)  # pragma: no cover
+
+def _bitwise(ufunc):
+    """and / or / xor of integers: exact."""
+
+    @_quiet
+    def ref_bitwise(case: Case, v: np.ndarray) -> Reference:
+        return Reference(np.asarray(ufunc.reduce(v, axis=case.reduced)).reshape(case.out_shape), case.n_reduced, None, True)
+
+    return ref_bitwise
+
+
+def _index(big: bool):
+    @_quiet
+    def ref_index(case: Case, v: np.ndarray) -> Reference:
+        x = v.astype(np.float64) if case.dtype in FLOATS else v
+        return Reference(_index_reference(case, x, big), case.n_reduced, None, True, equal=True)
+
+    return ref_index
+
+
+@_quiet
+def _ref_mean(case: Case, v: np.ndarray) -> Reference:
+    ax, n, out = case.reduced, case.n_reduced, case.out_dtype
+    x = v.astype(np.float64)
+    val = _shaped(case, np.sum(x, axis=ax) / n)
+    mag = _shaped(case, np.sum(np.abs(x), axis=ax) / n)
+    bound = (n + 2) * EPS[_acc(out)] * np.nan_to_num(mag, posinf=0.0) + _rounding(out, val)
+    return Reference(val, n, mag, False, bound)
+
+
+def _variance(root: bool):
+    """var, or std (``root``): ``M2 / max(N - correction, 0)`` (inf or NaN where that is
+    0), within ``4 n eps_acc sum(x**2) / max(N - correction, 1)``; std's bound through the
+    square root."""
+
+    @_quiet
+    def ref_variance(case: Case, v: np.ndarray) -> Reference:
+        ax, n, out = case.reduced, case.n_reduced, case.out_dtype
+        acc_eps = EPS[_acc(out)]
+        x = v.astype(np.float64)
+        mean = np.sum(x, axis=ax, keepdims=True) / n
+        m2 = np.sum((x - mean) ** 2, axis=ax)
+        div = max(n - case.correction, 0)
+        var = _shaped(case, m2 / div if div else np.where(np.isnan(m2) | (m2 == 0), np.nan, np.inf))
+        sq = _shaped(case, np.sum(x * x, axis=ax))
+        vbound = 4 * (n + 2) * acc_eps * np.nan_to_num(sq, posinf=0.0) / max(div, 1)
+        if not root:
+            return Reference(var, n, sq, False, vbound + _rounding(out, var))
+        val = np.sqrt(var)
+        lo = np.sqrt(np.maximum(var - vbound, 0.0))
+        bound = np.sqrt(var + vbound) - lo + 4 * acc_eps * np.nan_to_num(val, posinf=0.0) + _rounding(out, val)
+        return Reference(val, n, None, False, bound)
+
+    return ref_variance
+
+
+@_quiet
+def _ref_norm(case: Case, v: np.ndarray) -> Reference:
+    """``(sum |x|**p)**(1/p)`` within ``(n / |p| + 8) eps_acc |ref|``; inf / -inf exact."""
+    ax, n, out, p = case.reduced, case.n_reduced, case.out_dtype, case.ord
+    a = np.abs(v.astype(np.float64))
+    if math.isinf(p):
+        val = _shaped(case, (np.max if p > 0 else np.min)(a, axis=ax))
+        return Reference(val, n, None, True, np.zeros(case.out_shape), equal=True)
+    val = _shaped(case, np.sum(a**p, axis=ax) ** (1.0 / p))
+    bound = (n / abs(p) + 8) * EPS[_acc(out)] * np.nan_to_num(np.abs(val), posinf=0.0) + _rounding(out, val)
+    return Reference(val, n, None, False, bound)
+
+
+@_quiet
+def _ref_logsumexp(case: Case, v: np.ndarray) -> Reference:
+    """``2 (n + 4) eps_acc`` absolute (empty or all -inf: -inf, as torch)."""
+    ax, n, out = case.reduced, case.n_reduced, case.out_dtype
+    acc_eps = EPS[_acc(out)]
+    x = v.astype(np.float64)
+    m = np.max(x, axis=ax, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(m), m, 0.0)
+    val = _shaped(case, np.log(np.sum(np.exp(x - shift), axis=ax)) + shift.reshape(np.sum(x, axis=ax).shape))
+    bound = 2 * (n + 4) * acc_eps + 2 * acc_eps * np.nan_to_num(np.abs(val), posinf=0.0) + _rounding(out, val)
+    return Reference(val, n, None, False, bound)
+
+
+def _nan_extreme(big: bool):
+    """amax (``big``) / amin: exact, NaN propagating (torch's)."""
+
+    @_quiet
+    def ref_nan_extreme(case: Case, v: np.ndarray) -> Reference:
+        x = v.astype(np.float64) if case.dtype in FLOATS else v
+        val = np.asarray((np.max if big else np.min)(x, axis=case.reduced)).reshape(case.out_shape)
+        floats = case.dtype in FLOATS
+        return Reference(val, case.n_reduced, None, True, np.zeros(case.out_shape) if floats else None, equal=floats)
+
+    return ref_nan_extreme
+
+
+@_quiet
+def _ref_count_nonzero(case: Case, v: np.ndarray) -> Reference:
+    """Exact; NaN is nonzero."""
+    return Reference(np.asarray(np.sum(v != 0, axis=case.reduced), np.int64).reshape(case.out_shape), case.n_reduced, None, True)
+
+
+@_quiet
+def _ref_nansum(case: Case, v: np.ndarray) -> Reference:
+    """A sum with NaN as 0 (the sum's bound); integers exact, wrapping."""
+    ax, shape, n, out = case.reduced, case.out_shape, case.n_reduced, case.out_dtype
+    if out not in FLOATS:
+        wide = np.dtype(out)
+        return Reference(np.asarray(np.sum(v.astype(wide), axis=ax, dtype=wide)).reshape(shape), n, None, True)
+    acc = _acc(out)
+    x = v.astype(np.float64)
+    val = _shaped(case, np.nansum(x, axis=ax))
+    mag = _shaped(case, np.nansum(np.abs(x), axis=ax))
+    finite_mag = np.nan_to_num(mag, posinf=0.0)
+    integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
+    exact = integral and bool(np.all(finite_mag < 2.0 ** MANTISSA[acc]))
+    bound = (0.0 if exact else n * EPS[acc]) * finite_mag + _rounding(out, val)
+    return Reference(val, n, mag, False, bound)
+
+
+@_quiet
+def _ref_nanmean(case: Case, v: np.ndarray) -> Reference:
+    """The mean of the non-NaN elements (NaN where there are none), the mean's bound."""
+    ax, n, out = case.reduced, case.n_reduced, case.out_dtype
+    x = v.astype(np.float64)
+    cnt = _shaped(case, np.sum(~np.isnan(x), axis=ax))
+    val = _shaped(case, np.nansum(x, axis=ax)) / cnt
+    mag = _shaped(case, np.nansum(np.abs(x), axis=ax)) / np.maximum(cnt, 1.0)
+    bound = (n + 2) * EPS[_acc(out)] * np.nan_to_num(mag, posinf=0.0) + _rounding(out, val)
+    return Reference(val, n, mag, False, bound)
+
+
+def _pair(first: str, second: str):
+    """A pair's reference: each result's as the row it is checked as (``aux``: the second)."""
+
+    def ref_pair(case: Case, v: np.ndarray) -> Reference:
+        ref = reference(dataclasses.replace(case, kind=first), v)
+        ref.aux = reference(dataclasses.replace(case, kind=second), v)
+        return ref
+
+    return ref_pair
 
 
 def reference(case: Case, v: np.ndarray) -> Reference:
-    """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values)."""
-    if case.kind in FUSED_ALL:
-        return fused_reference(case, v)
-    ax = case.reduced
-    kind, out = case.kind, case.out_dtype
-    shape = case.out_shape
-    n = case.n_reduced
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if kind in ("any", "all"):
-            f = np.any if kind == "any" else np.all
-            return Reference(f(v != 0, axis=ax).reshape(shape), n, None, True)
-        if case.dtype == "bool" and kind in ("max", "min"):
-            f = np.any if kind == "max" else np.all
-            return Reference(f(v, axis=ax).reshape(shape), n, None, True)
-        if out in FLOATS:
-            x = v.astype(np.float64)
-            if kind == "sum":
-                val, mag = np.sum(x, axis=ax), np.sum(np.abs(x), axis=ax)
-            elif kind == "prod":
-                val, mag = np.prod(x, axis=ax), np.prod(np.abs(x), axis=ax)
-            elif case.ignore_nan:
-                val, mag = (np.nanmax if kind == "max" else np.nanmin)(x, axis=ax), None
-            else:
-                val, mag = (np.max if kind == "max" else np.min)(x, axis=ax), None
-            acc = "float64" if out == "float64" else "float32"
-            integral = bool(np.all(np.isnan(x) | (x == np.round(x))))
-            finite_mag = np.nan_to_num(np.asarray(mag), nan=0.0) if mag is not None else None
-            exact = kind in ("max", "min") or (
-                integral and finite_mag is not None and bool(np.all(finite_mag < 2.0 ** MANTISSA[acc]))
-            )
-            return Reference(
-                np.asarray(val, np.float64).reshape(shape), n,
-                None if mag is None else np.asarray(mag).reshape(shape), exact,
-            )
-        # integer or bool input, integer result: exact, wrapping in the result's width
-        wide = np.dtype(out)
-        x = v.astype(wide)
-        if kind == "sum":
-            val = np.sum(x, axis=ax, dtype=wide)
-        elif kind == "prod":
-            val = np.prod(x, axis=ax, dtype=wide)
-        else:
-            val = (np.max if kind == "max" else np.min)(x, axis=ax)
-        return Reference(np.asarray(val).reshape(shape), n, None, True)
+    """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values):
+    the reference of the case's row (:data:`ROW_TESTS`)."""
+    return ROW_TESTS[case.kind].reference(case, v)
+
 
 
 # endregion
@@ -880,7 +879,7 @@ def check_values(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
     if np.any(ok & np.isinf(g) & (g != w)):
         i = int(np.flatnonzero(ok & np.isinf(g) & (g != w))[0])
         return Outcome("fail", "value", f"an infinity at flat {i} where the reference is {wf[i]!r} ({w[i]!r} in {out})")
-    if case.kind in ("max", "min") or case.kind in FUSED_ALL and ref.exact:  # equal to the reference in the output's type
+    if ref.equal:  # one of the inputs: equal to the reference in the output's type
         if np.array_equal(g[ok], w[ok]):
             return Outcome("pass")
         i = int(np.flatnonzero(ok & (g != w))[0])
@@ -905,7 +904,7 @@ def bound_of(case: Case, ref: Reference) -> np.ndarray:
     absref = np.nan_to_num(np.abs(ref.value), nan=0.0, posinf=0.0)
     acc = 0.0 if ref.exact else ref.n * _eps_acc(case)
     mag = np.nan_to_num(ref.magnitude, nan=0.0, posinf=0.0) if ref.magnitude is not None else 0.0
-    if case.kind == "prod":
+    if ref.product:
         return (acc + eps_out) * absref + tiny
     return acc * mag + eps_out * absref + tiny
 
@@ -950,10 +949,302 @@ def check_result(case: Case, ref: Reference, result: Any) -> Outcome:
 
 # endregion
 
+# region The per-row test table: what the tests know of each row beyond the row itself
+
+
+def _dims(x, axis) -> tuple[int, ...]:
+    """``axis`` (the API's: None, an int or a tuple, negatives allowed) as torch dims."""
+    if axis is None:
+        return tuple(range(x.dim()))
+    return tuple(a % x.dim() for a in ((axis,) if isinstance(axis, int) else axis))
+
+
+def _flat_last(x, axis):
+    """``x`` with its reduced axes moved last and flattened into one (torch's prod and
+    aminmax take one dim)."""
+    dims = _dims(x, axis)
+    kept = [i for i in range(x.dim()) if i not in dims]
+    return x.permute(*kept, *dims).reshape(*[x.shape[i] for i in kept], -1)
+
+
+def _kept(r, x, axis, keepdim: bool):
+    """``r`` (the kept extents) in the API's shape: 1s for the reduced axes with ``keepdim``."""
+    dims = _dims(x, axis)
+    shape = [1 if i in dims else d for i, d in enumerate(x.shape)] if keepdim else [d for i, d in enumerate(x.shape) if i not in dims]
+    return r.reshape(shape)
+
+
+def _cast(x, o):
+    return x if o.get("dtype") is None else x.to(o["dtype"])
+
+
+def _t_sum(torch, x, axis, keepdim, o):
+    return torch.sum(x, dim=_dims(x, axis), keepdim=keepdim, **({"dtype": o["dtype"]} if o.get("dtype") else {}))
+
+
+def _t_prod(torch, x, axis, keepdim, o):
+    kw = {"dtype": o["dtype"]} if o.get("dtype") else {}
+    return _kept(torch.prod(_flat_last(x, axis), dim=-1, **kw), x, axis, keepdim)
+
+
+def _t_extreme(big: bool):
+    def t_extreme(torch, x, axis, keepdim, o):
+        if o.get("ignore_nan"):  # torch has no NaN-ignoring amax: NaN as the identity
+            x = torch.nan_to_num(x, nan=float("-inf") if big else float("inf"), posinf=float("inf"), neginf=float("-inf"))
+        return (torch.amax if big else torch.amin)(x, dim=_dims(x, axis), keepdim=keepdim)
+
+    return t_extreme
+
+
+def _t_named(name: str, *, cast: bool = False, options: tuple[str, ...] = ()):
+    """``torch.<name>(x, dim=..., keepdim=..., <options>)`` (``cast``: ``dtype=`` as a
+    conversion of ``x`` first)."""
+
+    def t_named(torch, x, axis, keepdim, o):
+        kw = {k: o[k] for k in options if o.get(k) is not None}
+        return getattr(torch, name)(_cast(x, o) if cast else x, dim=_dims(x, axis), keepdim=keepdim, **kw)
+
+    return t_named
+
+
+def _t_count_nonzero(torch, x, axis, keepdim, o):  # torch's takes no keepdim
+    return _kept(torch.count_nonzero(x, dim=_dims(x, axis)), x, axis, keepdim)
+
+
+def _t_index(big: bool):
+    def t_index(torch, x, axis, keepdim, o):
+        fn = torch.argmax if big else torch.argmin
+        if axis is None:
+            r = fn(x.reshape(-1))
+            return r.reshape([1] * x.dim()) if keepdim else r
+        return fn(x, dim=axis, keepdim=keepdim)
+
+    return t_index
+
+
+def _t_with_indices(big: bool):
+    def t_with_indices(torch, x, axis, keepdim, o):
+        fn = torch.max if big else torch.min
+        if axis is None:
+            r = fn(x.reshape(-1), dim=0)
+            return _kept(r.values, x, None, keepdim), _kept(r.indices, x, None, keepdim)
+        r = fn(x, dim=axis, keepdim=keepdim)
+        return r.values, r.indices
+
+    return t_with_indices
+
+
+def _t_norm(torch, x, axis, keepdim, o):
+    return torch.linalg.vector_norm(_cast(x, o), ord=o.get("ord", 2), dim=_dims(x, axis), keepdim=keepdim)
+
+
+def _t_aminmax(torch, x, axis, keepdim, o):
+    """amin's and amax's (torch.aminmax takes one dim, and has no derivative on CUDA)."""
+    dims = _dims(x, axis)
+    return torch.amin(x, dim=dims, keepdim=keepdim), torch.amax(x, dim=dims, keepdim=keepdim)
+
+
+def _t_nansum(torch, x, axis, keepdim, o):
+    return torch.nansum(x, dim=_dims(x, axis), keepdim=keepdim, **({"dtype": o["dtype"]} if o.get("dtype") else {}))
+
+
+def _values(*choice: str, p: float | None = None):
+    """The data of a float case: ``choice[0]`` with probability ``p`` else ``choice[1]``
+    (one draw), or one of ``choice`` (``p`` None); integer and bool inputs: "full"."""
+
+    def draw(rng: np.random.Generator, dtype: str) -> str:
+        if dtype not in FLOATS:
+            return "full"
+        if p is not None:
+            return choice[0] if rng.random() < p else choice[1]
+        return str(rng.choice(list(choice)))
+
+    return draw
+
+
+def _choice(*choice: str):
+    """One of ``choice``, whatever the dtype (one draw)."""
+    return lambda rng, dtype: str(rng.choice(list(choice)))
+
+
+def _zeros(rng: np.random.Generator, dtype: str) -> str:
+    return str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
+
+
+def _prod_values(rng: np.random.Generator, dtype: str) -> str:
+    if dtype not in FLOATS:
+        return "ones" if rng.random() < 0.5 else "full"
+    return "lognormal" if rng.random() < 0.6 else "ints"
+
+
+def _ties(rng: np.random.Generator, dtype: str) -> str:
+    """Small integers (ties) or normal values, any dtype (one draw)."""
+    return "ints" if rng.random() < 0.5 else "normal"
+
+
+def _normal_any(rng: np.random.Generator, dtype: str) -> str:
+    return "normal" if rng.random() < 0.7 else "ints"
+
+
+def _nan_values(rng: np.random.Generator, dtype: str) -> str:
+    return str(rng.choice(["normal", "normal", "ints", "mostlynan"])) if dtype in FLOATS else "normal"
+
+
+def _as_x(dtype: str, dtype_arg: str | None) -> str:
+    """``dtype=``, else x's."""
+    return dtype_arg or dtype
+
+
+def _sum_result(dtype: str, dtype_arg: str | None) -> str:
+    """torch's sum: ``dtype=``, else int64 for integers and bool (uint8 too), else x's."""
+    return dtype_arg or (dtype if dtype in FLOATS else "int64")
+
+
+def _float_result(dtype: str, dtype_arg: str | None) -> str:
+    """``dtype=``, else x's (a float), float32 for an integer x (torch's default float)."""
+    return dtype_arg or (dtype if dtype in FLOATS else "float32")
+
+
+def _fixed(name: str):
+    return lambda dtype, dtype_arg: name
+
+
+@dataclass(frozen=True)
+class RowTest:
+    """What the tests know of one row of ``functions.py`` that the row does not say.
+
+    ``reference(case, v)``: the numpy reference (float64; its bound); ``torch(torch, x,
+    axis, keepdim, options)``: torch's own function (None: torch has none), the random
+    runner's comparison and the CPU gradient test's expected result; ``result(dtype,
+    dtype_arg)``: the result's dtype (a pair: the first's); ``group``: the config that
+    draws it (``plain``: :class:`Config`'s default, ``fused``: :func:`fused_config`,
+    ``table``: :func:`table_config`, ``bitwise``: :func:`rows_config` only); its draws:
+    ``values(rng, dtype)`` the data, ``dtype_p`` how often ``dtype=`` is drawn (where the
+    row takes it), ``nan_share`` how often a float input gets NaNs; ``pair``: the rows
+    its two results are checked as; ``grad_options``: the options the CPU gradient test
+    runs (a differentiable row), ``grad_shift`` added to its inputs (prod: away from 0),
+    ``grad_positive`` its inputs made positive (a norm of ord < 1)."""
+
+    reference: Callable[[Case, np.ndarray], Reference]
+    torch: Callable[..., Any] | None
+    result: Callable[[str, str | None], str]
+    group: str
+    values: Callable[[np.random.Generator, str], str]
+    dtype_p: float = 0.0
+    nan_share: float = 0.25
+    pair: tuple[str, str] | None = None
+    grad_options: tuple[dict[str, Any], ...] = ({},)
+    grad_shift: float = 0.0
+
+
+ROW_TESTS: dict[str, RowTest] = {
+    # plain (Config's default kinds, in their draw order)
+    "sum": RowTest(_accumulate(False), _t_sum, _sum_result, "plain", _values("normal", "ints", p=0.6), 0.25, 0.33),
+    "prod": RowTest(_accumulate(True), _t_prod, _sum_result, "plain", _prod_values, 0.25, 0.33, grad_shift=1.5),
+    "max": RowTest(_extreme(True), _t_extreme(True), _as_x, "plain", _values("normal", "ints", p=0.7), 0, 0.33),
+    "min": RowTest(_extreme(False), _t_extreme(False), _as_x, "plain", _values("normal", "ints", p=0.7), 0, 0.33),
+    "any": RowTest(_truth(np.any), _t_named("any"), _fixed("bool"), "plain", _zeros, 0, 0.33),
+    "all": RowTest(_truth(np.all), _t_named("all"), _fixed("bool"), "plain", _zeros, 0, 0.33),
+    # fused (fused_config's kinds, in their draw order)
+    "mean": RowTest(_ref_mean, _t_named("mean", cast=True), _as_x, "fused", _normal_any, 0.2),
+    "var": RowTest(_variance(False), _t_named("var", cast=True, options=("correction",)), _as_x, "fused", _normal_any, 0.2,
+                   grad_options=({"correction": 1},)),
+    "std": RowTest(_variance(True), _t_named("std", cast=True, options=("correction",)), _as_x, "fused", _normal_any, 0.2,
+                   grad_options=({"correction": 0},)),
+    "var_mean": RowTest(_pair("var", "mean"), _t_named("var_mean", cast=True, options=("correction",)), _as_x, "fused",
+                        _normal_any, 0.2, pair=("var", "mean"), grad_options=({"correction": 1},)),
+    "argmax": RowTest(_index(True), _t_index(True), _fixed("int64"), "fused", _ties),
+    "argmin": RowTest(_index(False), _t_index(False), _fixed("int64"), "fused", _ties),
+    "vector_norm": RowTest(_ref_norm, _t_norm, _as_x, "fused", _normal_any, 0.2,
+                           grad_options=tuple({"ord": p} for p in (2, 1, math.inf, 3, 0.5))),
+    "logsumexp": RowTest(_ref_logsumexp, _t_named("logsumexp"), _float_result, "fused", _choice("normal", "normal", "huge", "neginf")),
+    # table (table_config's kinds, in their draw order)
+    "amax": RowTest(_nan_extreme(True), _t_named("amax"), _as_x, "table", _ties),
+    "amin": RowTest(_nan_extreme(False), _t_named("amin"), _as_x, "table", _ties),
+    "count_nonzero": RowTest(_ref_count_nonzero, _t_count_nonzero, _fixed("int64"), "table", _zeros, nan_share=0.33),
+    "std_mean": RowTest(_pair("std", "mean"), _t_named("std_mean", cast=True, options=("correction",)), _as_x, "table",
+                        _normal_any, 0.2, pair=("std", "mean"), grad_options=({"correction": 1},)),
+    "max_with_indices": RowTest(_pair("amax", "argmax"), _t_with_indices(True), _as_x, "table", _ties,
+                                pair=("amax", "argmax")),
+    "min_with_indices": RowTest(_pair("amin", "argmin"), _t_with_indices(False), _as_x, "table", _ties,
+                                pair=("amin", "argmin")),
+    "nansum": RowTest(_ref_nansum, _t_nansum, _sum_result, "table", _nan_values, 0.25, 0.6),
+    "nanmean": RowTest(_ref_nanmean, _t_named("nanmean", cast=True), _as_x, "table", _nan_values, 0.2, 0.6),
+    "aminmax": RowTest(_pair("amin", "amax"), _t_aminmax, _as_x, "table", _ties, pair=("amin", "amax")),
+    # bitwise (torch has none; drawn by rows_config)
+    "and_": RowTest(_bitwise(np.bitwise_and), None, _as_x, "bitwise", _values("full", "full")),
+    "or_": RowTest(_bitwise(np.bitwise_or), None, _as_x, "bitwise", _values("full", "full")),
+    "xor": RowTest(_bitwise(np.bitwise_xor), None, _as_x, "bitwise", _values("full", "full")),
+}
+"""Row name -> :class:`RowTest`. A new row of ``functions.py`` gets its entry here (its
+reference, torch's function, its draws): the random differential, its interpreter run,
+the CPU gradient test and the plan tests then take it (docs/DEVELOPING.md, "Add a
+reduction function")."""
+
+
+def kinds_of(group: str) -> tuple[str, ...]:
+    return tuple(k for k, t in ROW_TESTS.items() if t.group == group)
+
+
+KINDS = kinds_of("plain")
+FUSED_KINDS = kinds_of("fused")
+"""The fused functions (issue 17): drawn only by a config that names them (:func:`fused_config`)."""
+TABLE_KINDS = kinds_of("table")
+"""The newer functions of the table (functions.py): drawn only by :func:`table_config`."""
+FUSED_ALL = FUSED_KINDS + TABLE_KINDS
+PAIRS = {k: (row_of(k).result_names, t.pair) for k, t in ROW_TESTS.items() if t.pair is not None}
+"""The functions giving a named pair: (its field names, the rows each result is checked as)."""
+API_NAMES = {k: k for k in ROW_TESTS}
+
+
+def simulate_plan(torch, p: Any, x) -> list:
+    """The kernel of the API's plan ``p`` simulated by torch on ``x`` (of the kernel's
+    shape): the op's prologue maps, its kind, its epilogue maps, as docs/fused.md
+    defines them; its outputs in the kernel's order (dst, then aux), of the kernel's
+    shape. It reads the plan only (no function's name): the CPU gradient test's kernel."""
+    dims = p.axes if p.axes is not None else tuple(range(x.dim()))
+    inf = float("inf")
+    y = x
+    for m in p.prologue:
+        name, arg = m if isinstance(m, tuple) else (m, None)
+        y = {
+            "cast": lambda t: t, "abs": torch.abs, "square": lambda t: t * t, "nonzero": lambda t: (t != 0).to(t.dtype),
+            "nan_zero": lambda t: torch.nan_to_num(t, nan=0.0, posinf=inf, neginf=-inf), "pow": lambda t: t.abs() ** arg,
+        }[name](y)
+    n = math.prod(x.shape[d] for d in dims)
+    flat = _flat_last(y, dims)
+    kind, aux = p.kind, None
+    if p.ignore_nan and kind in ("max", "min"):
+        flat = torch.nan_to_num(flat, nan=-inf if kind == "max" else inf, posinf=inf, neginf=-inf)
+    if kind in ("argmax", "argmin"):
+        r = (torch.max if kind == "argmax" else torch.min)(flat, dim=-1)
+        r, aux = r.indices, r.values
+    elif kind == "var":
+        r, aux = torch.var(flat, dim=-1, correction=p.correction), torch.mean(flat, dim=-1)
+    elif kind == "minmax":
+        r, aux = torch.amin(flat, dim=-1), torch.amax(flat, dim=-1)
+    else:
+        r = {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin, "logsumexp": torch.logsumexp,
+             "nanmean": torch.nanmean, "any": torch.any, "all": torch.all}[kind](flat, dim=-1)
+    for m in p.epilogue:
+        name, arg = m if isinstance(m, tuple) else (m, None)
+        r = {"sqrt": torch.sqrt, "div_count": lambda t: t / n, "pow": lambda t: t**arg, "log": torch.log}[name](r)
+    outs = [r] if p.aux is None else [r, aux]
+    return [o.reshape(p.kernel_shape) for o in outs]
+
+
+def torch_reference(torch, case: Case, v):
+    """torch's own reduction of the view (the row's :attr:`RowTest.torch`)."""
+    fn = ROW_TESTS[case.kind].torch
+    if fn is None:
+        raise NotImplementedError(f"torch has no {case.kind}")
+    return fn(torch, v, case.axis, case.keepdims, case_options(case, torch=torch))
+
+
+
+# endregion
+
 # region Running on the GPU (bulkred on torch tensors and numpy arrays; torch alongside)
-
-API_NAMES = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all", **{k: k for k in FUSED_ALL}}
-
 
 def _poison(torch, shape, dtype: str, device: str = "cuda"):
     tdt = getattr(torch, dtype)
@@ -982,103 +1273,16 @@ def torch_view(torch, case: Case, base: np.ndarray, device: str = "cuda"):
     return b, v
 
 
-def torch_fused_reference(torch, case: Case, v):
-    """torch's own fused reduction of the view (torch.mean/var/std/var_mean/argmax/
-    argmin/linalg.vector_norm/logsumexp; the table's newer functions:
-    :func:`torch_table_reference`)."""
-    if case.kind in TABLE_KINDS:
-        return torch_table_reference(torch, case, v)
-    dims, keep = case.reduced, case.keepdims
-    if case.kind in INDEX_KINDS:
-        fn = torch.argmax if case.kind == "argmax" else torch.argmin
-        return fn(v, dim=case.axis, keepdim=keep) if case.axis is not None else fn(v, keepdim=keep) if keep else fn(v)
-    if case.dtype_arg:
-        v = v.to(getattr(torch, case.dtype_arg))
-    if case.kind == "mean":
-        return torch.mean(v, dim=dims, keepdim=keep)
-    if case.kind in ("var", "std", "var_mean"):
-        return getattr(torch, case.kind)(v, dim=dims, correction=case.correction, keepdim=keep)
-    if case.kind == "vector_norm":
-        return torch.linalg.vector_norm(v, ord=case.ord, dim=dims, keepdim=keep)
-    return torch.logsumexp(v, dim=dims, keepdim=keep)
-
-
-def _reduced_last(case: Case, v):
-    """The torch view ``v`` with its reduced axes moved last and flattened into one."""
-    kept = [i for i in range(case.rank) if i not in case.reduced]
-    return v.permute(*kept, *case.reduced).reshape(*[case.shape[i] for i in kept], case.n_reduced)
-
-
-def torch_table_reference(torch, case: Case, v):
-    """torch's own reduction of the view for the table's newer functions: torch.amax,
-    amin, count_nonzero, nansum, nanmean, std_mean, aminmax (one dim: the reduced axes
-    flattened into one) and torch.max/min(x, dim) (a pair, as bulkred's)."""
-    k, dims, keep = case.kind, case.reduced, case.keepdims
-    if k in ("amax", "amin"):
-        return getattr(torch, k)(v, dim=dims, keepdim=keep)
-    if k == "count_nonzero":  # takes no keepdim
-        return torch.count_nonzero(v, dim=dims).reshape(case.out_shape)
-    if k == "nansum":
-        return torch.nansum(v, dim=dims, keepdim=keep, **({"dtype": getattr(torch, case.dtype_arg)} if case.dtype_arg else {}))
-    if k == "aminmax":  # one dim or None in torch
-        r = torch.aminmax(_reduced_last(case, v), dim=-1)
-        return r.min.reshape(case.out_shape), r.max.reshape(case.out_shape)
-    if k in ("max_with_indices", "min_with_indices"):
-        fn = torch.max if k == "max_with_indices" else torch.min
-        if case.axis is None:
-            r = fn(v.reshape(-1), dim=0)
-            return r.values.reshape(case.out_shape), r.indices.reshape(case.out_shape)
-        return fn(v, dim=case.axis, keepdim=keep)
-    if case.dtype_arg:
-        v = v.to(getattr(torch, case.dtype_arg))
-    if k == "nanmean":
-        return torch.nanmean(v, dim=dims, keepdim=keep)
-    return torch.std_mean(v, dim=dims, correction=case.correction, keepdim=keep)
-
-
-def torch_reference(torch, case: Case, v):
-    """torch's own reduction of the view (torch.sum/prod/amax/amin/any/all)."""
-    if case.kind in FUSED_ALL:
-        return torch_fused_reference(torch, case, v)
-    dims = case.reduced
-    kw: dict[str, Any] = {}
-    if case.dtype_arg:
-        kw["dtype"] = getattr(torch, case.dtype_arg)
-    if case.kind == "prod" and len(dims) != 1:  # torch.prod takes one dim
-        kept = [i for i in range(case.rank) if i not in dims]
-        flat = v.permute(*kept, *dims).reshape(*[case.shape[i] for i in kept], -1)
-        r = torch.prod(flat, dim=-1, **kw)
-        return r.reshape(case.out_shape)
-    fn = {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin, "any": torch.any, "all": torch.all}[
-        case.kind
-    ]
-    dim = dims[0] if case.kind == "prod" else dims
-    if case.ignore_nan:  # torch has no NaN-ignoring amax: replace NaN by the identity
-        fill = float("-inf") if case.kind == "max" else float("inf")
-        v = torch.nan_to_num(v, nan=fill, posinf=float("inf"), neginf=float("-inf"))
-    return fn(v, dim=dim, keepdim=case.keepdims, **kw)
-
-
 def call_api(bulkred, case: Case, x, out=None):
+    """``bulkred.<kind>(x, axis=..., keepdims=..., <the row's options>, out=...)``."""
     fn = getattr(bulkred, API_NAMES[case.kind])
     kw: dict[str, Any] = {}
     if case.axis is not None:
         kw["axis"] = case.axis
     if case.keepdims:
         kw["keepdims"] = True
-    if case.dtype_arg:
-        if case.library == "torch":
-            import torch
-
-            kw["dtype"] = getattr(torch, case.dtype_arg)
-        else:
-            kw["dtype"] = np.dtype(case.dtype_arg)
-    if case.ignore_nan is not None:
-        kw["ignore_nan"] = case.ignore_nan
-    if case.correction is not None:
-        kw["correction"] = case.correction
-    if case.ord is not None:
-        kw["ord"] = case.ord
+    torch = sys.modules["torch"] if case.library == "torch" and case.dtype_arg else None
+    kw.update(case_options(case, torch=torch))
     if out is not None:
         kw["out"] = out
     return fn(x, **kw)
@@ -1131,10 +1335,7 @@ def check_grad(case: Case, bulkred: Any, torch: Any, v: Any) -> tuple[str, str, 
     x1 = v.detach().requires_grad_(True)
     x2 = v.detach().requires_grad_(True)
     y1 = call_api(bulkred, case, x1)
-    if case.kind == "aminmax":  # torch.aminmax has no derivative on CUDA: amin's and amax's
-        y2 = tuple(f(x2, dim=case.reduced, keepdim=case.keepdims) for f in (torch.amin, torch.amax))
-    else:
-        y2 = torch_reference(torch, case, x2)
+    y2 = torch_reference(torch, case, x2)
     ys1 = y1 if isinstance(y1, tuple) else (y1,)
     ys2 = y2 if isinstance(y2, tuple) else (y2,)
     # the differentiable results: the float ones (max_with_indices' indices are not)
@@ -1174,26 +1375,17 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda", 
         keep = to_host(b)[0].copy()
         # torch alongside: its shape, dtype and values against the same rule (a note only)
         try:
-            tr = torch_reference(torch, case, v)
-            _sync(torch, device)
-            tname = "" if case.fused else str(tr.dtype).removeprefix("torch.")
-            if case.fused:
+            if ROW_TESTS[case.kind].torch is None:
+                res.torch_note = f"torch has no {case.kind}"
+            else:
+                tr = torch_reference(torch, case, v)
+                _sync(torch, device)
                 if case.expect_refusal:
                     res.torch_note = f"torch did not refuse {fused_refusal(case)}"
                 elif ref is not None:
                     o = check_result(dataclasses.replace(case, library="torch"), ref, tr)
                     if o.status != "pass":
                         res.torch_note = f"torch outside the rule: {o.reason}: {o.detail}"
-            elif case.expect_refusal:
-                res.torch_note = "torch did not refuse an empty max/min"
-            elif ref is None:
-                pass
-            elif tuple(tr.shape) != case.out_shape or tname != case.out_dtype:
-                res.torch_note = f"torch gives {tname}{list(tr.shape)}"
-            else:
-                o = check_values(case, ref, to_host(tr)[0])
-                if o.status != "pass":
-                    res.torch_note = f"torch outside the rule: {o.reason}: {o.detail}"
         except Exception as e:  # noqa: BLE001 - a note about torch, not about bulkred
             if not case.expect_refusal:
                 res.torch_note = f"torch raised {type(e).__name__}: {_first_line(e)[:120]}"
@@ -1226,7 +1418,7 @@ def run_case(case: Case, bulkred: Any, torch: Any = None, device: str = "cuda", 
         return res
     if case.expect_refusal:
         res.reason = "no refusal"
-        res.detail = f"{fused_refusal(case)}: a result" if case.fused else "max/min over an empty axis returned a result"
+        res.detail = f"{fused_refusal(case)}: a result"
     elif out is not None and r is not out:
         res.reason, res.detail = "out", "out= was not returned"
     else:
@@ -1346,12 +1538,17 @@ def _not_run(seed: int, chunk: list[int], config: Config | None, reason: str, de
 # region Running in the CPU interpreter
 
 
-def interpreter_config(fused: bool = False, views: tuple[str, ...] = ("contiguous",), table: bool = False) -> Config:
+def interpreter_config(
+    fused: bool = False, views: tuple[str, ...] = ("contiguous",), table: bool = False, rows: bool = False,
+) -> Config:
     """Small cases for the CPU interpreter (a Python thread per GPU thread); ``fused``:
     of the fused functions; ``table``: of the table's newer functions; ``views``: the views drawn (contiguous by default, the draws
     of earlier runs; ``("transpose",)``: permuted views, which the module reads in place
-    through their strides, analyzed in stride order by the dispatch)."""
+    through their strides, analyzed in stride order by the dispatch); ``rows``: every
+    row of the table, with its options."""
     kw: dict[str, Any] = {"max_elems": 300, "views": views, "max_rank": 3, "options": False, "numpy_inputs": 0.0, "empty": 0.0}
+    if rows:
+        return rows_config(**{**kw, "options": True})
     if table:
         return table_config(**kw)
     return fused_config(**kw) if fused else Config(**kw)
@@ -1379,101 +1576,55 @@ def interpreter_input(case: Case, base: np.ndarray) -> tuple[np.ndarray, tuple[i
     return numpy_view(case, _to_bits(base, case.dtype)), strides
 
 
-def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
-    """The API's module of the case (``api.reduction_module``), lowered by
-    ``lower-tile-reductions`` and run by ``interpreter.run_grid`` on the input (a view
-    read in place through its strides, :func:`interpreter_input`), against the reference. ``skip`` (status) where the module cannot say the case or the
-    interpreter cannot run the kernel, ``unsupported`` where the API refuses it."""
+def case_plan(case: Case, library: str | None = None):
+    """The API's plan of the case: ``api.plan`` with the arguments ``bulkred.<kind>``
+    of :func:`call_api` passes (axis, keepdims, the options, ``out=``'s dtypes), as the
+    public call plans it. Raises ``api.ReductionError`` where the API refuses it."""
     import inspect
 
     from bulkred_dialect import api
-    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
-    from bulkred_dialect.functions import function
-    from bulkred_dialect.errors import BulkredError, InterpretError
-    from bulkred_dialect.interpreter import run_grid
-    from bulkred_dialect.ops import dtypes as D
-    from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
 
-    if case.keepdims or case.dtype_arg or case.ignore_nan or case.use_out:
-        return Outcome("skip", "the interpreter runs cases without options")
-    if case.fused:
-        return run_fused_case_interpreter(case, target, max_threads)
-    params = inspect.signature(api.reduction_module).parameters
-    reduced = case.reduced
-    if "axes" in params:
-        axis_kw: dict[str, Any] = {"axes": None if case.axis is None else reduced}
-    elif case.axis is None or len(reduced) == 1:
-        axis_kw = {"axis": None if case.axis is None else reduced[0]}
-    elif "tuple" in str(params["axis"].annotation):
-        axis_kw = {"axis": reduced}
-    else:
-        return Outcome("skip", "api.reduction_module takes one axis")
-    if "out_dtype" in params:
-        axis_kw["out_dtype"] = case.out_dtype
-    if function(case.kind) is None:
-        return Outcome("unsupported", f"kind {case.kind} is not a function of the table (functions.py)")
-    base = make_base(case)
-    x, strides = interpreter_input(case, base)
-    if strides is not None:
-        axis_kw["strides"] = strides
-    try:
-        m = api.reduction_module(case.kind, case.shape, case.dtype, name="k", **axis_kw)
-        lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
-    except BulkredError as e:
-        return Outcome("unsupported", _first_line(e))
-    f = next(o for o in m.walk() if o.name == "func.func")
-    from bulkred_dialect.ops.tile import kernel_launch
-
-    launch = kernel_launch(f)
-    if launch is not None and math.prod(launch.grid_dims) * math.prod(launch.block_dims) > max_threads:
-        return Outcome("skip", f"{math.prod(launch.grid_dims) * math.prod(launch.block_dims)} threads: too many to interpret")
-    types = f.function_type.inputs.data
-    out_t = types[1]
-    out_dt = D.of_ir(out_t.element_type)
-    zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
-    out_np = np.dtype(out_dt.numpy)
-    out = np.zeros(out_t.get_shape(), out_np) if 1 in zero else np.full(out_t.get_shape(), 0x5A, out_np)
-    if 1 not in zero and out_dt.is_float and out_dt.name != "bfloat16":
-        out[...] = np.nan
-    ws = [np.zeros(t.get_shape(), np.uint8) for t in types[2:]]
-    try:
-        _, got, *_ = run_grid(m, "k", x, out, *ws)
-    except InterpretError as e:
-        return Outcome("skip", f"interpreter: {_first_line(e)}")
-    if out_dt.name == "bfloat16":
-        got = (got.astype(np.uint32) << 16).view(np.float32)
-    ref = reference(case, numpy_view(case, base))
-    if out_dt.name != case.out_dtype:
-        return Outcome("skip", f"the module's result is {out_dt.name} (api.reduction_module takes no out_dtype)")
-    return check_values(case, ref, np.asarray(got).reshape(case.out_shape))
+    options = case_options(case)
+    dtype = options.pop("dtype", None)
+    out_dtype = None
+    if case.use_out and not case.expect_refusal:
+        out_dtype = pair_dtypes(case) if case.kind in PAIRS else case.out_dtype
+    if "library" in inspect.signature(api.plan).parameters:  # the input library's rules (torch's, numpy's)
+        options["library"] = library or case.library
+    return api.plan(case.kind, case.shape, case.dtype, case.axis, case.keepdims, dtype, out_dtype=out_dtype, **options)
 
 
-def _to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Host values as the interpreter's buffer (bfloat16: its bits in uint16)."""
-    if dtype == "bfloat16":
-        return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    return np.ascontiguousarray(x)
+def case_module(case: Case, p: Any = None):
+    """The module the API builds for the case (``api.module_of`` of :func:`case_plan`,
+    read in place through the view's strides where the view is not dense, as the call
+    path does with a device array's strides): never built by hand, so every option of
+    the row reaches the kernel."""
+    from bulkred_dialect import api
+
+    p = case_plan(case) if p is None else p
+    strides = module_strides(case)
+    if strides is not None and p.launches:
+        p = dataclasses.replace(p, strides=strides)
+    return api.module_of(p)
 
 
-def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
-    """A fused case (no options; a view read in place) through the API's plan
-    (``api.plan``: the kind, prologue, epilogue, correction and aux output), its
-    module (``api.reduction_module``), ``lower-tile-reductions`` and ``run_grid``,
-    against :func:`fused_reference`. A refusal the case expects passes; a lowering
-    error is ``unsupported`` (its first line)."""
+def run_case_interpreter(case: Case, target: str = "sm_90a", max_threads: int = 1024) -> Outcome:
+    """The API's module of the case (:func:`case_module`: its plan, every option the
+    case draws), lowered by ``lower-tile-reductions`` and run by
+    ``interpreter.run_grid`` on the input (a view read in place through its strides,
+    :func:`interpreter_input`), against the row's reference. A refusal the case expects
+    passes; ``skip`` (status) where there is no kernel or the interpreter cannot run it,
+    ``unsupported`` where the API or the lowering refuses it (its first line)."""
     from bulkred_dialect import api
     from bulkred_dialect.backend_ptx.runtime import lower_tile_module
     from bulkred_dialect.errors import BulkredError, InterpretError
-    from bulkred_dialect.functions import FUNCTIONS
     from bulkred_dialect.interpreter import run_grid
     from bulkred_dialect.ops import dtypes as D
     from bulkred_dialect.ops.kernel_attrs import ZERO_INIT_ATTR
     from bulkred_dialect.ops.tile import kernel_launch
 
     try:
-        options = {"correction": 0 if case.correction is None else case.correction, "ord": 2 if case.ord is None else case.ord}
-        takes = FUNCTIONS[case.kind].option_names
-        p = api.plan(case.kind, case.shape, case.dtype, case.axis, False, **{k: v for k, v in options.items() if k in takes})
+        p = case_plan(case)
     except api.ReductionError as e:
         if case.expect_refusal:
             return Outcome("pass", "refused as expected")
@@ -1483,13 +1634,9 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
     if not p.launches:
         return Outcome("skip", "no kernel (an empty reduction or result)")
     base = make_base(case)
-    x, strides = interpreter_input(case, base)
+    x, _ = interpreter_input(case, base)
     try:
-        m = api.reduction_module(
-            p.kind, p.shape, p.src, p.axes, "k", out_dtype=p.dst, prologue=p.prologue or None,
-            epilogue=p.epilogue or None, correction=p.correction, aux_dtype=p.aux,
-            **({} if strides is None else {"strides": strides}),
-        )
+        m = case_module(case, p)
         lower_tile_module(m, target, pipeline=f"lower-tile-reductions{{target={target}}}")
     except BulkredError as e:
         return Outcome("unsupported", _first_line(e))
@@ -1500,7 +1647,6 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
     types = f.function_type.inputs.data
     n_out = 2 if p.aux else 1
     zero = {a.value.data for a in f.attributes[ZERO_INIT_ATTR].data} if ZERO_INIT_ATTR in f.attributes else set()
-    v = numpy_view(case, base)
     arrays = [x]
     for i in range(1, 1 + n_out):
         t = types[i]
@@ -1511,7 +1657,7 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
         arrays.append(a)
     arrays += [np.zeros(t.get_shape(), np.uint8) for t in types[1 + n_out :]]
     try:
-        _, *got = run_grid(m, "k", *arrays)
+        _, *got = run_grid(m, p.kernel_name, *arrays)
     except InterpretError as e:
         return Outcome("skip", f"interpreter: {_first_line(e)}")
     values = []
@@ -1519,19 +1665,29 @@ def run_fused_case_interpreter(case: Case, target: str = "sm_90a", max_threads: 
         if D.of_ir(types[1 + i].element_type).name == "bfloat16":
             g = (g.astype(np.uint32) << 16).view(np.float32)
         values.append(np.asarray(g).reshape(case.out_shape))
-    ref = fused_reference(case, v)
+    if p.outputs[0] not in allowed_dtypes(case):
+        return Outcome("fail", "dtype", f"the plan's result is {p.outputs[0]}, expected {' or '.join(allowed_dtypes(case))}")
+    ref = reference(case, numpy_view(case, base))
     if case.kind not in PAIRS:
         return check_values(case, ref, values[0])
     if n_out != 2:
         return Outcome("fail", "type", f"the plan of {case.kind} has one output, expected a pair")
     names, kinds = PAIRS[case.kind]
-    pair = (values[1], values[0]) if FUNCTIONS[case.kind].aux_first else (values[0], values[1])  # the op's (dst, aux)
+    pair = (values[1], values[0]) if row_of(case.kind).aux_first else (values[0], values[1])  # the op's (dst, aux)
     for what, k, r, g in zip(names, kinds, (ref, ref.aux), pair):
         o = check_values(dataclasses.replace(case, kind=k), r, g)
         if o.status != "pass":
             o.detail = f"{what}: {o.detail}"
             return o
     return Outcome("pass")
+
+
+def _to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Host values as the interpreter's buffer (bfloat16: its bits in uint16)."""
+    if dtype == "bfloat16":
+        return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return np.ascontiguousarray(x)
+
 
 
 # endregion
@@ -1606,10 +1762,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--interpreter", action="store_true", help="run small cases in the CPU interpreter instead")
     p.add_argument("--fused", action="store_true", help="the fused functions (mean, var, argmax, ...) instead")
     p.add_argument("--table", action="store_true", help="the table's newer functions (amax, nansum, aminmax, ...) instead")
+    p.add_argument("--rows", action="store_true", help="every row of the function table, with its options")
     p.add_argument("--grads", action="store_true", help="also check each differentiable torch case's gradient against torch's")
     p.add_argument("--views", default="contiguous", help=f"with --interpreter: the views to draw, comma-separated, of {', '.join(VIEWS)}")
     a = p.parse_args(argv)
-    config = table_config() if a.table else fused_config() if a.fused else None
+    config = rows_config() if a.rows else table_config() if a.table else fused_config() if a.fused else None
     if a.grads:
         config = config or Config()
         config.grads = True
@@ -1622,7 +1779,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.time()
     if a.interpreter:
-        cfg = interpreter_config(a.fused, tuple(v.strip() for v in a.views.split(",") if v.strip()), table=a.table)
+        cfg = interpreter_config(a.fused, tuple(v.strip() for v in a.views.split(",") if v.strip()), table=a.table, rows=a.rows)
         results = []
         for i in a.only if a.only else range(a.start, a.start + a.count):
             c = generate(seed, i, cfg)

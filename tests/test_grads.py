@@ -10,60 +10,19 @@ tests/gpu/test_grads_gpu.py."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
-from bulkred_dialect.functions import FUNCTIONS
+from bulkred_dialect.functions import FUNCTIONS, ROWS
+
+sys.path.insert(0, str(Path(__file__).parent))
+import random_reductions as R  # noqa: E402 - the per-row test table (ROW_TESTS)
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch: a CPU wheel is enough)")
-
-
-def _ord(p: api.Plan) -> float:
-    pro = p.prologue[0] if p.prologue else None
-    if pro == "abs":
-        return {"max": math.inf, "min": -math.inf, "sum": 1.0}[p.kind]
-    if pro == "square":
-        return 2.0
-    return pro[1]
-
-
-def reference(p: api.Plan, x: torch.Tensor) -> list[torch.Tensor]:
-    """The kernel's outputs (dst, aux) of plan ``p`` on ``x`` (of the kernel's shape)."""
-    dims = p.axes if p.axes is not None else tuple(range(x.dim()))
-    fn = p.fn
-    if fn in ("sum", "prod", "mean"):
-        r = getattr(torch, fn)(x, dim=dims[0]) if fn == "prod" and len(dims) == 1 else (
-            torch.prod(x) if fn == "prod" else getattr(torch, fn)(x, dim=dims)
-        )
-    elif fn in ("max", "amax"):
-        r = torch.amax(x, dim=dims)
-    elif fn in ("min", "amin"):
-        r = torch.amin(x, dim=dims)
-    elif fn in ("var", "std", "var_mean", "std_mean"):
-        v = torch.var(x, dim=dims, correction=p.correction)
-        m = torch.mean(x, dim=dims)
-        v = v.sqrt() if fn.startswith("std") else v
-        return [v.reshape(p.kernel_shape), m.reshape(p.kernel_shape)] if p.aux else [v.reshape(p.kernel_shape)]
-    elif fn == "vector_norm":
-        r = torch.linalg.vector_norm(x, _ord(p), dim=dims)
-    elif fn == "logsumexp":
-        r = torch.logsumexp(x, dim=dims)
-    elif fn == "nansum":
-        r = torch.nansum(x, dim=dims)
-    elif fn == "nanmean":
-        r = torch.nanmean(x, dim=dims)
-    elif fn == "aminmax":  # torch.aminmax takes one dim: amin and amax give the same over a tuple
-        return [torch.amin(x, dim=dims).reshape(p.kernel_shape), torch.amax(x, dim=dims).reshape(p.kernel_shape)]
-    elif fn in ("max_with_indices", "min_with_indices"):
-        flat = x.reshape(-1) if p.axes is None else x
-        d = 0 if p.axes is None else dims[0]
-        v, i = (torch.max if fn.startswith("max") else torch.min)(flat, d)
-        return [i.reshape(p.kernel_shape), v.reshape(p.kernel_shape)]
-    else:
-        raise AssertionError(fn)
-    return [r.reshape(p.kernel_shape)]
 
 
 class TorchKernel:
@@ -75,7 +34,7 @@ class TorchKernel:
 
     def __call__(self, x, *outs, stream=None):
         assert tuple(x.shape) == self.p.shape
-        for o, r in zip(outs, reference(self.p, x.detach())):
+        for o, r in zip(outs, R.simulate_plan(torch, self.p, x.detach())):
             o.copy_(r)
         return (x, *outs)
 
@@ -92,43 +51,35 @@ def host_kernels(monkeypatch):
     reductions.forget()
 
 
-CASES = [
-    ("sum", {}, lambda x, d, k: x.sum(dim=d, keepdim=k)),
-    ("prod", {}, lambda x, d, k: x.prod(dim=d[0], keepdim=k) if len(d) == 1 else x.prod()),
-    ("mean", {}, lambda x, d, k: x.mean(dim=d, keepdim=k)),
-    ("var", {"correction": 1}, lambda x, d, k: x.var(dim=d, keepdim=k, correction=1)),
-    ("std", {"correction": 0}, lambda x, d, k: x.std(dim=d, keepdim=k, correction=0)),
-    ("amax", {}, lambda x, d, k: x.amax(dim=d, keepdim=k)),
-    ("min", {}, lambda x, d, k: x.amin(dim=d, keepdim=k)),
-    ("vector_norm", {"ord": 2}, lambda x, d, k: torch.linalg.vector_norm(x, 2, dim=d, keepdim=k)),
-    ("vector_norm", {"ord": 1}, lambda x, d, k: torch.linalg.vector_norm(x, 1, dim=d, keepdim=k)),
-    ("vector_norm", {"ord": math.inf}, lambda x, d, k: torch.linalg.vector_norm(x, math.inf, dim=d, keepdim=k)),
-    ("vector_norm", {"ord": 3}, lambda x, d, k: torch.linalg.vector_norm(x, 3, dim=d, keepdim=k)),
-    ("vector_norm", {"ord": 0.5}, lambda x, d, k: torch.linalg.vector_norm(x, 0.5, dim=d, keepdim=k)),
-    ("logsumexp", {}, lambda x, d, k: torch.logsumexp(x, dim=d, keepdim=k)),
-    ("nansum", {}, lambda x, d, k: torch.nansum(x, dim=d, keepdim=k)),
-    ("nanmean", {}, lambda x, d, k: torch.nanmean(x, dim=d, keepdim=k)),
-]
+CASES = [(row.name, opts) for row in ROWS if row.grad is not None for opts in R.ROW_TESTS[row.name].grad_options]
+"""Every differentiable row with each of its test row's ``grad_options``."""
 
 
-@pytest.mark.parametrize(("fn", "opts", "ref"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES])
-def test_gradients_match_torch(host_kernels, fn, opts, ref):
+@pytest.mark.parametrize(("fn", "opts"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES])
+def test_gradients_match_torch(host_kernels, fn, opts):
+    """The gradient of each float result (a pair's both, weighted) against torch's own
+    function's (the row's test entry: ``ROW_TESTS[fn].torch``), over a whole reduction,
+    one axis kept and two axes of three."""
+    row, t = FUNCTIONS[fn], R.ROW_TESTS[fn]
     g = torch.Generator().manual_seed(7)
     for shape, d, keep in (((5, 6), (0, 1), False), ((5, 6), (1,), True), ((3, 4, 5), (0, 2), False)):
-        if fn == "prod" and len(d) > 1 and len(d) != len(shape):
+        whole = len(d) == len(shape) and not keep
+        if row.one_axis and len(d) > 1 and not whole:
             continue
-        base = torch.randn(*shape, generator=g, dtype=torch.float64) + (1.5 if fn == "prod" else 0.0)
-        if fn == "vector_norm" and opts["ord"] == 0.5:
-            base = base.abs() + 0.1
+        base = torch.randn(*shape, generator=g, dtype=torch.float64) + t.grad_shift
         a, b = base.clone().requires_grad_(True), base.clone().requires_grad_(True)
-        axis = None if len(d) == len(shape) and not keep else d
+        axis = None if whole else d[0] if row.one_axis else d
         y1 = getattr(bulkred, fn)(a, axis=axis, keepdims=keep, **opts)
-        y2 = ref(b, d, keep)
-        assert y1.requires_grad and y1.grad_fn is not None and y1.shape == y2.shape
-        w = torch.randn(y2.shape, generator=g, dtype=torch.float64)
-        (y1 * w).sum().backward()
-        (y2 * w).sum().backward()
-        torch.testing.assert_close(a.grad, b.grad, msg=f"{fn} {shape} {d} {keep}")
+        y2 = t.torch(torch, b, axis, keep, opts)
+        ys1 = y1 if isinstance(y1, tuple) else (y1,)
+        ys2 = y2 if isinstance(y2, tuple) else (y2,)
+        floats = [i for i, y in enumerate(ys2) if y.is_floating_point()]
+        assert floats and all(ys1[i].requires_grad and ys1[i].grad_fn is not None for i in floats), fn
+        ws = [torch.randn(ys2[i].shape, generator=g, dtype=torch.float64) for i in floats]
+        sum((ys1[i] * w).sum() for i, w in zip(floats, ws)).backward()
+        sum((ys2[i] * w).sum() for i, w in zip(floats, ws)).backward()
+        assert all(ys1[i].shape == ys2[i].shape for i in floats), fn
+        torch.testing.assert_close(a.grad, b.grad, msg=f"{fn} {opts} {shape} {d} {keep}")
 
 
 def test_pairs_ties_zeros_and_double_backward(host_kernels):
@@ -182,9 +133,10 @@ def test_no_grad_and_not_differentiable(host_kernels):
         bulkred.sum(x, out=torch.empty((), dtype=torch.float64))
     with pytest.raises(bulkred.ReductionError, match="'stream' is not taken with autograd"):
         bulkred.sum(x, stream=0)
-    assert {n for n, f in FUNCTIONS.items() if f.grad is None} == {
-        "any", "all", "and_", "or_", "xor", "count_nonzero", "argmax", "argmin",
-    }
+    for row in ROWS:  # a row without a gradient rule gives results outside autograd, as torch's
+        if row.grad is None and row.inputs != "integer":
+            r = getattr(bulkred, row.name)(x)
+            assert not any(y.requires_grad for y in (r if isinstance(r, tuple) else (r,))), row.name
 
 
 def test_a_recorded_tuple_axis_call_and_uint_results(host_kernels):
@@ -203,12 +155,6 @@ def test_the_random_differential_checks_gradients(host_kernels):
     """tools/gpu_random.py --grads: each differentiable torch case's gradient against
     torch's; run here on the host (the kernel simulated by torch) over seeded cases, and
     a wrong formula is caught."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import random_reductions as R
-
     from bulkred_dialect import grads
 
     cfg = R.fused_config(grads=True, max_elems=2000, dtypes=("float64", "float32"), numpy_inputs=0.0)

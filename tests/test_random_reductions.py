@@ -473,11 +473,11 @@ def test_fused_cases_draw_every_function_and_option():
     assert {c.correction for c in cs if c.kind in ("var", "std", "var_mean")} == {0, 1}
     assert {c.ord for c in cs if c.kind == "vector_norm"} == set(R.ORDS)
     assert {c.values for c in cs if c.kind == "logsumexp"} >= {"normal", "huge", "neginf"}
-    assert {c.values for c in cs if c.kind in R.INDEX_KINDS} >= {"ints", "normal"}
+    assert {c.values for c in cs if c.kind in ("argmax", "argmin")} >= {"ints", "normal"}
     refusals = collections.Counter(R.fused_refusal(c) for c in cs if c.expect_refusal)
     assert {"an integer input", "a tuple axis"} <= set(refusals), refusals
-    assert all(c.out_dtype == "int64" for c in cs if c.kind in R.INDEX_KINDS)
-    assert any(c.nans for c in cs if c.kind in R.INDEX_KINDS) and any(c.use_out for c in cs if c.kind == "var_mean")
+    assert all(c.out_dtype == "int64" for c in cs if c.kind in ("argmax", "argmin"))
+    assert any(c.nans for c in cs if c.kind in ("argmax", "argmin")) and any(c.use_out for c in cs if c.kind == "var_mean")
 
 
 def _fused_case(**kw):
@@ -547,11 +547,11 @@ def test_table_cases_draw_every_new_function_and_option():
     assert {c.values for c in cs if c.kind in ("nansum", "nanmean")} >= {"normal", "ints", "mostlynan"}
     assert {c.values for c in cs if c.kind == "count_nonzero"} >= {"zeros0", "zeros0.5", "zeros0.99", "zeros1"}
     assert any(c.dtype_arg for c in cs if c.kind == "nansum") and any(c.dtype_arg for c in cs if c.kind == "std_mean")
-    assert any(c.nans for c in cs if c.kind == "count_nonzero") and any(c.nans for c in cs if c.kind in R.ONE_AXIS)
+    assert any(c.nans for c in cs if c.kind == "count_nonzero") and any(c.nans for c in cs if R.row_of(c.kind).one_axis)
     assert {c.kind for c in cs if c.use_out} >= set(R.PAIRS) - {"var_mean"}
     refusals = collections.Counter(R.fused_refusal(c) for c in cs if c.expect_refusal)
     assert {"an integer input", "a tuple axis", "an empty reduction (no identity)"} <= set(refusals), refusals
-    assert all(not isinstance(c.axis, tuple) or c.expect_refusal for c in cs if c.kind in R.ONE_AXIS)
+    assert all(not isinstance(c.axis, tuple) or c.expect_refusal for c in cs if R.row_of(c.kind).one_axis)
     for c in cs:
         if c.kind in ("max_with_indices", "min_with_indices"):
             assert R.pair_dtypes(c) == (c.dtype, "int64")
@@ -676,6 +676,115 @@ def test_list_of_fused_cases(capsys):
     assert R.main(["--list", "--fused", "--seed", "3", "--count", "20"]) == 0
     out = capsys.readouterr().out
     assert out.count("#") == 20 and any(k + "(" in out for k in R.FUSED_KINDS)
+
+
+# endregion
+
+
+# region The table: each row's behaviour from its row and its plan
+
+
+def test_every_row_has_its_test_row():
+    """Every row of functions.py has its entry in the harness's test table (its
+    reference, torch's function, its draws), and the configs draw the table's groups."""
+    from bulkred_dialect.functions import ROWS
+
+    assert set(R.ROW_TESTS) == {r.name for r in ROWS}
+    assert set(R.KINDS + R.FUSED_KINDS + R.TABLE_KINDS) | set(R.kinds_of("bitwise")) == set(R.ROW_TESTS)
+    assert {c.kind for c in R.cases(SEED, 400, R.rows_config())} == set(R.ROW_TESTS)
+
+
+def _option_cases(row) -> list:
+    """A case of ``row`` for each combination of the options the random draw can give
+    it (``dtype=`` of each input dtype's choices, ignore_nan, correction, ord; keepdims
+    and out= once each), on a small contiguous numpy input."""
+    import itertools
+
+    t = R.ROW_TESTS[row.name]
+    base = R.generate(SEED, 0, R.rows_config(kinds=(row.name,), views=("contiguous",), numpy_inputs=1.0))
+    dtypes = [d for d in ("float32", "float16", "int8", "bool") if R.fused_refusal(dataclasses.replace(base, dtype=d)) is None]
+    out = []
+    for d in dtypes:
+        args = [None] + list(R.DTYPE_ARGS[d]) if "dtype" in row.option_names and (t.dtype_p or t.group == "plain") else [None]
+        nans = [None, True] if "ignore_nan" in row.option_names and d in R.FLOATS else [None]
+        corrections = [0, 1] if "correction" in row.option_names else [None]
+        ords = list(R.ORDS) if "ord" in row.option_names else [None]
+        for a, n, c, o in itertools.product(args, nans, corrections, ords):
+            if a is not None and d not in R.FLOATS and row.inputs == "float":
+                continue
+            out.append(dataclasses.replace(base, dtype=d, dtype_arg=a, ignore_nan=n, correction=c, ord=o, shape=(4, 6),
+                                           axis=1, keepdims=False, use_out=False, base_shape=(4, 6),
+                                           slices=((0, 4, 1), (0, 6, 1)), perm=(0, 1), expand=False, library="numpy",
+                                           values=base.values if base.values.startswith("zeros") else "normal" if d in R.FLOATS else "full",
+                                           nans=1 if d in R.FLOATS else 0))
+    out.append(dataclasses.replace(out[0], keepdims=True, use_out=True, axis=None))
+    return out
+
+
+@pytest.mark.parametrize("row", __import__("bulkred_dialect.functions", fromlist=["ROWS"]).ROWS, ids=lambda r: r.name)
+def test_the_harness_builds_the_module_the_public_call_builds(row, monkeypatch):
+    """For every option combination the random draw can give a row, the module the
+    harness runs (``case_module``: the interpreter's) is the one ``bulkred.<name>``
+    builds for the same call: the call's plan, caught at ``api.kernel_of``. A module
+    built by hand (which once dropped ``ignore_nan``: a NaN-ignoring row tested against
+    the NaN-propagating kernel) fails here."""
+    import bulkred_dialect as bulkred
+    from bulkred_dialect import api
+    from bulkred_dialect.backend_ptx import device
+
+    planned = []
+
+    class Stop(Exception):
+        pass
+
+    def kernel_of(p, target):
+        planned.append(p)
+        raise Stop
+
+    monkeypatch.setattr(api, "kernel_of", kernel_of)
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    for c in _option_cases(row):
+        planned.clear()
+        x = R.numpy_view(c, R.make_base(c))
+        out = None
+        if c.use_out:
+            dts = R.pair_dtypes(c) if c.kind in R.PAIRS else (c.out_dtype,)
+            outs = [np.zeros(c.out_shape, np.dtype(d)) for d in dts]
+            out = tuple(outs) if len(outs) == 2 else outs[0]
+        with pytest.raises(Stop):
+            R.call_api(bulkred, c, x, out)
+        assert len(planned) == 1, c.label()
+        assert _built(lambda: R.case_module(c)) == _built(lambda: api.module_of(planned[0])), c.label()
+
+
+def _built(build) -> str:
+    """The module's text, or the dialect's refusal (the same refusal on both paths is
+    the same behaviour)."""
+    from bulkred_dialect import api
+
+    try:
+        return str(build())
+    except api.ReductionError as e:
+        return f"refused: {e}"
+
+
+def test_the_interpreter_runs_every_row_with_its_options():
+    """Small seeded cases of every row with the options it draws (dtype=, ignore_nan,
+    correction, ord, keepdims, out=) through the harness's module and the interpreter:
+    none fails, and ignore_nan cases with NaNs run."""
+    cfg = R.rows_config(max_elems=120, max_rank=2, views=("contiguous", "transpose"), numpy_inputs=0.0, empty=0.0,
+                        dtypes=("float32", "float64", "int32"))
+    outcomes, failures, ran = collections.Counter(), [], set()
+    for i in range(120):
+        c = R.generate(SEED, i, cfg)
+        o = R.run_case_interpreter(c)
+        outcomes[o.status] += 1
+        if o.status == "pass":
+            ran.add(c.kind)
+        if o.status in ("fail", "unsupported"):
+            failures.append((c.label(), o))
+    assert not failures, failures[:3]
+    assert len(ran) >= 15, (sorted(ran), dict(outcomes))
 
 
 # endregion

@@ -12,6 +12,7 @@ random_reductions.txt and random_reductions.json there.
     python3 tools/gpu_random.py --table                   # the table's newer functions: amax, amin,
                                                           # count_nonzero, std_mean, max/min_with_indices,
                                                           # nansum, nanmean, aminmax
+    python3 tools/gpu_random.py --rows                    # every row of the function table, with its options
 
 Exit status 1 when any case failed (unsupported cases do not fail the run).
 """
