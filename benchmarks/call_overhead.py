@@ -10,7 +10,9 @@ timed twice, and the gap between its two figures is the run's noise:
 * raw ``cuda.core.launch`` of the same cubin on the same tensors and stream;
 * ``torch.sum`` of the same 32 elements, allocating and with ``out=``;
 * ``bulkred.sum(A, out=B0)`` and ``bulkred.sum(A)`` (the reduction API; its result is
-  0-d, a view of the kernel's (1,) destination);
+  0-d, made in the caller's shape by the call's launcher);
+* calls with options, beside torch's: ``vector_norm(A, ord=inf)``, ``aminmax(A)`` (a
+  pair), ``std_mean(A, correction=1)``;
 * the first ``bulkred.sum`` in a new process: cold (empty cache, compiles) and warm
   (the disk cache of the cold run), each in a subprocess with its own
   ``BULKRED_CACHE_DIR``, CUDA and torch initialised before the timed call.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -152,15 +155,20 @@ def main() -> int:
         ("its reduction kernel(A, B), called directly", lambda: red(A, B)),
         ("bulkred.sum(A, out=B0) (B0 0-d)", lambda: bulkred.sum(A, out=B0)),
         ("bulkred.sum(A)", lambda: bulkred.sum(A)),
+        ("torch.linalg.vector_norm(A, inf)", lambda: torch.linalg.vector_norm(A, math.inf)),
+        ("bulkred.vector_norm(A, ord=inf)", lambda: bulkred.vector_norm(A, ord=math.inf)),
+        ("torch.aminmax(A)", lambda: torch.aminmax(A)),
+        ("bulkred.aminmax(A)", lambda: bulkred.aminmax(A)),
+        ("torch.std_mean(A) (correction 1)", lambda: torch.std_mean(A)),
+        ("bulkred.std_mean(A, correction=1)", lambda: bulkred.std_mean(A, correction=1)),
         ("raw cuda.core launch, again (the noise)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
     ]
     rows = interleaved(cases, sync, args.calls)
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
-    from bulkred_dialect.functions import FUNCTIONS
-
-    key = api._key(FUNCTIONS["sum"], A, "torch", None, False, (None,), ())  # bulkred.sum(A)'s key in the API's cache
-    assert kernel._fast is not None and red._fast is not None and key in api._CACHE
+    key = api.call_key("sum", A, None, False, {}, None)  # bulkred.sum(A)'s key: its launcher in api.CALLS
+    assert kernel.recorded and red.recorded and key in api.CALLS
+    launcher = api.CALLS[key][0]
 
     cold, warm = [], []
     for _ in range(args.processes):
@@ -182,10 +190,14 @@ def main() -> int:
             lambda: isinstance(A, T) and A.dtype is d and A.shape == sa and A.get_device() == 0 and A.is_contiguous()
             and isinstance(B, T) and B.dtype is d and B.shape == sb and B.get_device() == 0 and B.is_contiguous(),
         ),
-        ("kernel._fast.kernel_call(A, B) (launches)", lambda: kernel._fast.kernel_call(A, B)),
+        ("kernel(A, B): its recorded short path (launches)", lambda: kernel(A, B)),
         ("A.data_ptr(), B.data_ptr()", lambda: (A.data_ptr(), B.data_ptr())),
         ("Gpu.stream_for(handle)", lambda: g.stream_for(0)),
-        ("bulkred.sum's lookup of the recorded call", lambda: api._CACHE.get(api._key(FUNCTIONS["sum"], A, "torch", None, False, (None,), ()))),
+        ("bulkred.sum's key (api.call_key)", lambda: api.call_key("sum", A, None, False, {}, None)),
+        ("bulkred.sum's key and look-up in api.CALLS", lambda: api.CALLS.get(api.call_key("sum", A, None, False, {}, None))),
+        ("bulkred.sum's launcher alone (launches)", lambda: launcher(A, None)),
+        ("bulkred.std_mean(A, correction=1)'s key and look-up",
+         lambda: api.CALLS.get(api.call_key("std_mean", A, None, False, {"correction": 1}, None))),
         ("B.view(()) (bulkred.sum's 0-d result of the (1,) destination)", lambda: B.view(())),
         ("A.new_empty(1)", lambda: A.new_empty(1)),
         ("torch.empty_like(B) (bulkred.sum's result)", lambda: torch.empty_like(B)),

@@ -86,6 +86,8 @@ class Case:
     torch_fn: Callable[[Any, Any], Any]  # (torch, x) -> result
     transpose: bool = False  # the input is x.t()
     perm: tuple[int, ...] | None = None  # the input is x.permute(*perm)
+    kw: tuple = ()  # the bulkred call's options and keepdims, as (name, value) pairs
+    out: bool = False  # both calls write into out= (torch_fn takes (torch, x, out)), made once
 
 
 CASES = {
@@ -105,8 +107,19 @@ CASES = {
         Case("sum_f64", "float64", "1d", "sum", None, lambda t, x: t.sum(x)),
         Case("sum_i8", "int8", "1d", "sum", None, lambda t, x: t.sum(x)),
         Case("any_bool", "bool", "1d", "any", None, lambda t, x: t.any(x)),
+        # options (issue 29: an option must not double the cost): each a key of its own
+        Case("norm_inf", "float32", "1d", "vector_norm", None, lambda t, x: t.linalg.vector_norm(x, math.inf),
+             kw=(("ord", math.inf),)),
+        Case("norm_3", "float32", "2d", "vector_norm", 1, lambda t, x: t.linalg.vector_norm(x, 3, dim=1), kw=(("ord", 3),)),
+        Case("aminmax", "float32", "1d", "aminmax", None, lambda t, x: t.aminmax(x)),
+        Case("std_mean1", "float32", "2d", "std_mean", 1, lambda t, x: t.std_mean(x, 1), kw=(("correction", 1),)),
+        Case("var_mean0", "float32", "2d", "var_mean", 0, lambda t, x: t.var_mean(x, 0, correction=0)),
+        Case("max_dim", "float32", "2d", "max_with_indices", 1, lambda t, x: t.max(x, 1)),
+        Case("sum_out", "float32", "2d", "sum", 1, lambda t, x, out: t.sum(x, 1, out=out), out=True),
+        Case("sum_keepdims", "float32", "2d", "sum", 1, lambda t, x: t.sum(x, 1, keepdim=True), kw=(("keepdims", True),)),
     ]
 }
+OPTION_CASES = ("norm_inf", "norm_3", "aminmax", "std_mean1", "var_mean0", "max_dim", "sum_out", "sum_keepdims")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "bool": 1}
 
 
@@ -142,8 +155,17 @@ def view_of(case: Case) -> str:
 
 def check(torch, case: Case, got, x) -> str:
     """The bulkred result against torch: float sums against float64 (relative to the sum
-    of magnitudes, within the output's rounding), the rest exactly."""
-    want = case.torch_fn(torch, x)
+    of magnitudes, within the output's rounding), the rest exactly; a case with options
+    or a pair, each result against torch's within 1e-4 (relative to the largest)."""
+    want = case.torch_fn(torch, x) if not case.out else case.torch_fn(torch, x, torch.empty_like(got))
+    if isinstance(want, tuple) or case.kw or case.out:
+        for g, w in zip(tuple(got) if isinstance(got, tuple) else (got,), tuple(want) if isinstance(want, tuple) else (want,)):
+            if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
+                return f"WRONG shape/dtype {g.dtype}{list(g.shape)} (torch {w.dtype}{list(w.shape)})"
+            scale = max(float(w.double().abs().max()), 1.0) if w.numel() else 1.0
+            if not torch.allclose(g.double(), w.double(), rtol=1e-4, atol=1e-4 * scale):
+                return "WRONG (not within 1e-4 of torch)"
+        return "ok"
     if tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
         return f"WRONG shape/dtype {got.dtype}{list(got.shape)} (torch {want.dtype}{list(want.shape)})"
     if not got.dtype.is_floating_point or case.kind == "max":
@@ -234,7 +256,7 @@ def _line(e: BaseException) -> str:
 
 def variant_of(bulkred, case: Case, x) -> str:
     try:
-        text = getattr(bulkred, case.kind)(x, **_axis(case), explain=True)
+        text = getattr(bulkred, case.kind)(x, **_axis(case), **dict(case.kw), explain=True)
     except Exception:  # noqa: BLE001 - the row says unsupported from the call itself
         return ""
     chosen = [ln.split("chosen:", 1)[1].strip() for ln in str(text).splitlines() if "chosen:" in ln]
@@ -261,12 +283,19 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
     big = nbytes >= (64 << 20)
     gcalls = args.graph_calls if not big else max(5, args.graph_calls // 5)
     repeat = args.repeat if not big else max(10, args.repeat // 4)
-    fn_b = lambda x: getattr(bulkred, case.kind)(x, **_axis(case))
-    fn_t = lambda x: case.torch_fn(torch, x)
+    kw = {**_axis(case), **dict(case.kw)}
+    if case.out:  # out= made once, of torch's result (both write it)
+        out = case.torch_fn(torch, inputs[0], torch.empty(0, device="cuda")).clone()
+        fn_b = lambda x: getattr(bulkred, case.kind)(x, **kw, out=out)
+        fn_t = lambda x: case.torch_fn(torch, x, out)
+    else:
+        fn_b = lambda x: getattr(bulkred, case.kind)(x, **kw)
+        fn_t = lambda x: case.torch_fn(torch, x)
     row["view"] = view_of(case)
     # torch first: its numbers are in every row, bulkred's unless refused
     try:
-        row["torch_graph_us"] = graph_us(torch, fn_t, inputs, gcalls, args.replays)
+        if not args.call_only:
+            row["torch_graph_us"] = graph_us(torch, fn_t, inputs, gcalls, args.replays)
     except Exception as e:  # noqa: BLE001
         row["torch_graph_error"] = _line(e)
     try:
@@ -287,7 +316,8 @@ def bench_one(torch, bulkred, case: Case, size: str, args) -> dict:
     row["check"] = check(torch, case, got, inputs[0])
     try:
         RELAXED.clear()
-        row["bulkred_graph_us"] = graph_us(torch, fn_b, inputs, gcalls, args.replays)
+        if not args.call_only:
+            row["bulkred_graph_us"] = graph_us(torch, fn_b, inputs, gcalls, args.replays)
         if RELAXED:
             row["bulkred_graph_note"] = "captured with capture_error_mode='relaxed'"
     except Exception as e:  # noqa: BLE001
@@ -414,13 +444,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=100, help="per-call samples (a quarter at >= 64 MiB)")
     p.add_argument("--budget-s", type=float, default=None, help="start no new row after this many seconds")
     p.add_argument("--dry-run", action="store_true", help="print the rows' shapes and copies; no GPU")
+    p.add_argument("--call-only", action="store_true", help="per call only (no CUDA graphs: no GPU-time column)")
+    p.add_argument("--options", action="store_true", help=f"the cases with options only ({', '.join(OPTION_CASES)})")
     p.add_argument("--out", default=os.environ.get("OUT"))
     a = p.parse_args(argv)
     if a.sizes is None:
         a.sizes = ",".join(QUICK_SIZES if a.quick else SIZES)
     if a.quick:
         a.graph_calls, a.replays, a.repeat = min(a.graph_calls, 30), min(a.replays, 5), min(a.repeat, 40)
-    cases = [c.strip() for c in a.cases.split(",") if c.strip()]
+    cases = [c.strip() for c in (",".join(OPTION_CASES) if a.options else a.cases).split(",") if c.strip()]
     sizes = [s.strip() for s in a.sizes.split(",") if s.strip()]
     bad = [c for c in cases if c not in CASES] + [s for s in sizes if s not in SIZES]
     if bad:

@@ -689,6 +689,11 @@ def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any
     its layout (contiguous, else its strides), ``axis``, ``keepdims``, the options as
     given, and each ``out``'s type, shape, dtype, device and contiguity. None for any
     other input (not kept). An unhashable part (a list) makes the look-up a TypeError."""
+    if x.__class__ is np.ndarray:
+        return None if out is not None else (
+            name, np.ndarray, x.shape, x.dtype, x.strides, axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+            axis.__class__, keepdims, keepdims.__class__, (*options.items(), *map(type, options.values())) if options else (),
+        )
     try:
         return (
             name, x.__class__, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
@@ -697,12 +702,7 @@ def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any
             (*options.items(), *map(type, options.values())) if options else (), None if out is None else _out_key(out),
         )
     except AttributeError:
-        if x.__class__ is not np.ndarray or out is not None:
-            return None
-        return (
-            name, np.ndarray, x.shape, x.dtype, x.strides, axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
-            axis.__class__, keepdims, keepdims.__class__, (*options.items(), *map(type, options.values())) if options else (),
-        )
+        return None
 
 
 def _out_key(out: Any) -> tuple:

@@ -107,7 +107,10 @@ def _torch_route(
         raise _error(row, f"'keepdims' must be a bool, got {keepdims!r:.40}")
     ops = torch.ops.bulkred
     if out is None:
-        op, pair = getattr(ops, row.name).default, row.result_type
+        # eager: the row's autograd Function (torch_ops.EAGER), without the operator's
+        # dispatch; while torch.compile traces, the operator
+        op = getattr(ops, row.name).default if p is None else _torch_ops().EAGER[row.name]
+        pair = row.result_type
 
         def route(x: Any, out: Any) -> Any:
             r = op(x, axes, keepdims, *opts)

@@ -101,6 +101,16 @@ def _register(row: Function) -> None:
             return (gx, None, None, *([None] * n_opts))
 
         op.register_autograd(backward, setup_context=setup_context)
+        # eager autograd (not under torch.compile): the same forward, context and backward
+        # as one torch.autograd.Function, without the operator's dispatch around it
+        EAGER[row.name] = type(f"{row.name}_autograd", (torch.autograd.Function,), {
+            "forward": staticmethod(impl), "setup_context": staticmethod(setup_context), "backward": staticmethod(backward),
+        }).apply
+
+
+EAGER: dict[str, Any] = {}
+"""Row name -> its eager autograd call, ``EAGER[name](x, axis, keepdims, *options)`` (the
+operator's arguments and result): ``bulkred.<name>`` on a tensor that requires grad."""
 
 
 for _row in ROWS:

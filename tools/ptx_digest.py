@@ -66,7 +66,8 @@ def cases():
 
 
 def ptx_of(what, payload, target: str) -> str:
-    from bulkred_dialect.backend_ptx.loading import lower_tile_module, parse
+    from bulkred_dialect.backend_ptx.loading import parse
+    from bulkred_dialect.compiler import lower_tile_module
     from bulkred_dialect.backend_ptx.printer import print_ptx
 
     if what == "file":

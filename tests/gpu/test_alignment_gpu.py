@@ -89,10 +89,11 @@ def test_kernel_refuses_a_misaligned_view_and_the_context_survives(dtype, rng):
         _close(out[0], want, dtype)
         with pytest.raises(runtime.SignatureError, match=message):
             k(x, out)
-    assert k._fast is not None and k._fast.call_new_last is not None
-    assert k._fast.call_new_last((x,)) is None  # refused: the API's full path then raises
+    assert k.recorded
+    launcher = k.bind([x.clone(), out], new=[(1,)])  # the reduction API's launcher of such calls
+    assert launcher(x, None) is None  # refused: the API then takes grid_gather's kernel
     torch.cuda.synchronize()
-    _close(k._fast.call_new_last((x.clone(),))[0], want, dtype)
+    _close(launcher(x.clone(), None)[0], want, dtype)
 
 
 def test_bulk_reduce_destination_misaligned_takes_grid_gather(rng):

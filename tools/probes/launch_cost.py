@@ -32,7 +32,7 @@ def main() -> None:
 
     g = gpu()
     mod = compile_tile_module(parse((ROOT / "examples" / "seed_sum32.mlir").read_text()), g.arch)
-    kern = mod._cu_kernel(g, "test_func")
+    kern = mod.load_kernel(g, "test_func")
     A = torch.randn(32, device="cuda")
     B = torch.empty(1, device="cuda")
     h = torch._C._cuda_getCurrentRawStream(0)
@@ -108,7 +108,7 @@ def main() -> None:
     kernel(A, B)  # records the short path
     raw = ObjectCode.from_cubin(mod.cubin, name="raw").get_kernel("test_func")
     ours_config = kernel._configs[next(iter(kernel._configs))]
-    fast = kernel._fast.kernel_call
+    fast = kernel.__call__  # the recorded short path (Kernel.__call__ is a property)
     sync = stream.sync
     import bulkred_dialect as bulkred
     from bulkred_dialect import api
@@ -116,8 +116,8 @@ def main() -> None:
     bulkred.sum(A)
     bulkred.sum(A)
     red = api.compile_reduction("sum", (32,), "float32", None, g.arch).kernel("bulkred_sum")
-    new_last = red._fast.call_new_last
-    rkern = red.module._cu_kernel(g, red.name)
+    new_last = red.bind([A, torch.empty(1, device="cuda")], new=[()])  # the API's launcher of bulkred.sum(A)
+    rkern = red.module.load_kernel(g, red.name)
     rconfig = red._configs[next(iter(red._configs))]
     T = torch.Tensor
 
@@ -127,7 +127,7 @@ def main() -> None:
             return
         if not (isinstance(B, T) and B.dtype is d and B.shape == sb and B.get_device() == 0 and B.is_contiguous()):
             return
-        st = g._streams.get(torch._C._cuda_getCurrentRawStream(0))
+        st = g.streams.get(torch._C._cuda_getCurrentRawStream(0))
         launch(st, config, kern, A.data_ptr(), B.data_ptr())
 
     sb = B.shape
@@ -135,7 +135,7 @@ def main() -> None:
         ("raw launch(stream, config, raw, a, b)", lambda: launch(stream, config, raw, a, b)),
         ("the short path written out by hand", by_hand),
         ("torch.empty_like(B); raw launch", lambda: (torch.empty_like(B), launch(stream, config, raw, a, b))),
-        ("red call_new_last((A,))", lambda: new_last((A,))),
+        ("red.bind(...)'s launcher (A, None)", lambda: new_last(A, None)),
         ("bulkred.sum(A)", lambda: bulkred.sum(A)),
         ("red kernel(A, B)", lambda: red(A, B)),
     ] + ([] if red.signature.workspace or red.signature.zero_init else [
@@ -144,7 +144,7 @@ def main() -> None:
         ("raw launch again", lambda: launch(stream, config, raw, a, b)),
         ("launch(..., kern (ours, cuFuncLoad-ed), a, b)", lambda: launch(stream, config, kern, a, b)),
         ("launch(..., our LaunchConfig, raw, a, b)", lambda: launch(stream, ours_config, raw, a, b)),
-        ("kernel._fast.kernel_call(A, B)", lambda: fast(A, B)),
+        ("kernel's short path (A, B)", lambda: fast(A, B)),
         ("kernel(A, B)", lambda: kernel(A, B)),
         ("driver.cuLaunchKernel(void**)", drv_ptr),
         ("torch.sum(A)", lambda: torch.sum(A)),

@@ -22,7 +22,7 @@ def main() -> None:
     arch = runtime.current_arch()
     mod = runtime.compile_ptx(ACC_PTX.replace(".target sm_90a", f".target {arch}"), arch, [ACC_SIG])
     k = mod.kernel("acc")
-    kern = mod._cu_kernel(g, "acc")
+    kern = mod.load_kernel(g, "acc")
     inp = torch.zeros(64, dtype=torch.int32, device="cuda")
     out = torch.zeros(64, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
@@ -33,11 +33,11 @@ def main() -> None:
     steps = [
         ("torch.cuda.current_stream()", lambda: torch.cuda.current_stream()),
         ("Gpu.stream_for(new handle)", lambda: state.setdefault("s", g.stream_for(h))),
-        ("module._workspace (first)", lambda: mod._workspace(g, "acc", k.signature.workspace)),
+        ("module._workspace (first)", lambda: mod.workspace(g, "acc", k.signature.workspace)),
         ("memset_async on the side stream", lambda: g.memset_async(out.data_ptr(), 256, state["s"])),
         ("LaunchConfig", lambda: state.setdefault("c", __import__("cuda.core").core.LaunchConfig(grid=1, block=64))),
         ("launch", lambda: __import__("cuda.core").core.launch(state["s"], state["c"], kern, out.data_ptr(), inp.data_ptr(),
-                                                          mod._workspace(g, "acc", k.signature.workspace))),
+                                                          mod.workspace(g, "acc", k.signature.workspace))),
         ("kernel(out, inp), first call", lambda: k(out, inp)),
         ("kernel(out, inp), second call", lambda: k(out, inp)),
     ]

@@ -75,7 +75,7 @@ def main() -> int:
     import bulkred_dialect as bulkred
     from bulkred_dialect import api
     from bulkred_dialect.backend_ptx.device import current_arch
-    from bulkred_dialect.backend_ptx.loading import compile_tile_module
+    from bulkred_dialect.compiler import compile_tile_module
 
     arch = current_arch()
     calls, replays, repeat = (30, 5, 40) if a.quick else (50, 7, 100)
