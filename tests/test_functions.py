@@ -1,22 +1,25 @@
 """The function table (bulkred_dialect/functions.py) and what it generates, without a GPU:
-each row's plan, signature, docs and torch schema; the rows beyond the array API (amax,
-amin, count_nonzero, std_mean, max_with_indices, min_with_indices) on the CPU interpreter
-against numpy; and the public boundary's checks that come before any GPU work (bad
+each row's plan, signature, docs and torch schema; every row (parametrized over
+``ROWS``: a new row is tested here as it is added) planned as its row says and run on the
+CPU interpreter against its reference (tests/random_reductions.py's ``ROW_TESTS``); and
+the public boundary's checks that come before any GPU work (bad
 options, byte order, out= that cannot be written, streams, pairs)."""
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
-from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.functions import FUNCTIONS, ROWS
-from bulkred_dialect.interpreter import run_grid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # region The table
 
@@ -98,62 +101,56 @@ def test_numpy_int64_axis_and_shape_are_taken():
 
 # endregion
 
-# region The new rows on the interpreter
+# region Every row: its plan and its kernel on the interpreter (the recipe's test: any row)
 
 
-def _run(p: api.Plan, x: np.ndarray) -> list[np.ndarray]:
-    """The plan's kernel on the interpreter: outputs in the kernel's order (dst, aux),
-    then the workspace the lowering added (bytes, zeroed)."""
-    from xdsl.dialects import func
+def _row_case(row, dtype: str, axis, keepdims: bool = False):
+    """A small contiguous case of ``row`` (the random harness's, tests/random_reductions.py)."""
+    import dataclasses
 
-    from bulkred_dialect.ops import dtypes as D
+    import random_reductions as R
 
-    m = api.module_of(p)
-    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
-    f = next(op for op in m.ops if isinstance(op, func.FuncOp) and op.sym_name.data == p.kernel_name)
-    types = f.function_type.inputs.data
-    n_out = 1 if p.aux is None else 2
-    outs = [np.zeros(t.get_shape(), np.dtype(D.of_ir(t.element_type).numpy)) for t in types[1 : 1 + n_out]]
-    ws = [np.zeros(t.get_shape(), np.uint8) for t in types[1 + n_out :]]
-    _, *got = run_grid(m, p.kernel_name, x.reshape(p.shape), *outs, *ws)
-    return got[:n_out]
+    base = R.generate(7, 0, R.rows_config(kinds=(row.name,), views=("contiguous",), numpy_inputs=1.0, options=False))
+    values = "zeros0.5" if base.values.startswith("zeros") else "ints" if dtype in R.FLOATS else "full"
+    return dataclasses.replace(
+        base, dtype=dtype, shape=(6, 40), axis=axis, keepdims=keepdims, dtype_arg=None, ignore_nan=None, use_out=False,
+        library="numpy", view="contiguous", base_shape=(6, 40), slices=((0, 6, 1), (0, 40, 1)), perm=(0, 1),
+        expand=False, values=values, nans=1 if dtype in R.FLOATS else 0,
+        correction=1 if "correction" in row.option_names else None, ord=3.0 if "ord" in row.option_names else None,
+    )
 
 
-@pytest.mark.parametrize(
-    ("fn", "shape", "dtype", "axis"),
-    [
-        ("amax", (6, 40), "float32", 1),
-        ("amin", (50,), "int16", None),
-        ("count_nonzero", (7, 33), "float32", 0),
-        ("std_mean", (5, 64), "float32", 1),
-        ("max_with_indices", (6, 37), "float32", 1),
-        ("min_with_indices", (4, 9), "int32", None),
-    ],
-)
-def test_new_rows_on_the_interpreter(fn, shape, dtype, axis):
-    rng = np.random.default_rng(31)
-    x = rng.integers(-5, 6, shape).astype(dtype) if dtype.startswith("int") else rng.standard_normal(shape).astype(dtype)
-    if fn == "count_nonzero":
-        x[rng.random(shape) < 0.4] = 0
-        x[0, 0] = np.nan  # NaN counts as nonzero
-    p = api.plan(fn, shape, dtype, axis, correction=1) if fn == "std_mean" else api.plan(fn, shape, dtype, axis)
-    got = _run(p, x)
-    if fn in ("amax", "amin"):
-        want = (np.max if fn == "amax" else np.min)(x, axis=axis)
-        assert np.array_equal(got[0].reshape(np.shape(want)), want)
-    elif fn == "count_nonzero":
-        assert np.array_equal(got[0], np.count_nonzero(x, axis=axis))
-    elif fn == "std_mean":
-        std, mean = got
-        assert np.allclose(std, x.astype(np.float64).std(axis=axis, ddof=1), rtol=1e-5)
-        assert np.allclose(mean, x.astype(np.float64).mean(axis=axis), rtol=1e-5, atol=1e-6)
-    else:
-        idx, values = got
-        flat = x.reshape(-1) if axis is None else x
-        a = 0 if axis is None else axis
-        want_i = (np.argmax if fn.startswith("max") else np.argmin)(flat, axis=a)
-        assert np.array_equal(idx.reshape(-1), np.asarray(want_i).reshape(-1))
-        assert np.array_equal(values.reshape(-1), np.take_along_axis(flat, np.expand_dims(want_i, a), a).reshape(-1))
+def _dtype_of(row) -> str:
+    return "int32" if row.inputs == "integer" else "float32"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_row_plans_as_its_row_says(row):
+    """The plan of any row: the row's reduction (kind, maps, dtypes from ``build``), its
+    name and kernel, one result per ``results``, the array API's shapes (a whole
+    reduction, one axis kept or not)."""
+    src = _dtype_of(row)
+    r = row.build(src, {**row.defaults()})
+    for axis, keepdims, result_shape, kernel_shape in ((None, False, (), (1,)), (1, False, (6,), (6,)), (1, True, (6, 1), (6,))):
+        p = api.plan(row.name, (6, 40), src, axis, keepdims)
+        assert (p.fn, p.kind, p.prologue, p.epilogue, p.dst, p.aux) == (row.name, r.kind, r.prologue, r.epilogue, r.dst, r.aux)
+        assert p.kernel_name == f"bulkred_{row.kernel}" and len(p.outputs) == row.results
+        assert (p.result_shape, p.kernel_shape) == (result_shape, kernel_shape)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_row_runs_on_the_interpreter(row):
+    """Any row's kernel (the API's module: plan, module_of, lower-tile-reductions) on
+    the interpreter against the row's numpy reference (its test row in
+    tests/random_reductions.py's ``ROW_TESTS``), over one axis and the whole array, with
+    a NaN in float inputs. A kernel the interpreter cannot run (a cluster launch) is
+    skipped; one axis always runs."""
+    import random_reductions as R
+
+    for axis in (1, None):
+        c = _row_case(row, _dtype_of(row), axis)
+        o = R.run_case_interpreter(c)
+        assert o.status == "pass" or axis is None and o.status == "skip" and "clusters" in o.reason, (c.label(), o)
 
 
 # endregion
