@@ -46,7 +46,7 @@ from xdsl.utils.target import Target as OutputTarget
 
 from bulkred_dialect.backend_ptx.assemble import AssemblerCrashed, PtxasError, assemble
 from bulkred_dialect.diagnostics import LocatedError, verify_located
-from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, i64, register_class
+from bulkred_dialect.ops.ptx.base import PtrType, PtxInstruction, StateSpace, check_module, i64, register_class
 from bulkred_dialect.ops.ptx.control import BranchInstruction, CondBraOp, RetOp, block_label, kernel_labels, labels_of
 from bulkred_dialect.ops.ptx.memory import (
     AllocOp,
@@ -63,10 +63,10 @@ from bulkred_dialect.ops.target import (
     Target,
     cluster_launch_problem,
     format_ptx_version,
+    resolve_target,
+    target_option,
 )
 from bulkred_dialect.ops.tile import LAUNCH_ATTR, LaunchAttr, kernel_launch
-from bulkred_dialect.passes.check_target import check_module
-from bulkred_dialect.passes.targeting import resolve_target, target_option
 
 # Order of the register declarations.
 _PREFIX_ORDER = ("%p", "%rs", "%h", "%r", "%rd", "%f", "%fd")

@@ -13,8 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bulkred_dialect.errors import TargetError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from xdsl.dialects.builtin import ModuleOp
 
 _TARGET_RE = re.compile(r"^sm_(\d+)([af]?)$")
 
@@ -190,3 +194,45 @@ def static_shared_hint(target: Target) -> str:
     if target.suffix != "a" and target.sm in _STATIC_SHARED_ARCH:
         return f"; sm_{target.sm}a allows {_STATIC_SHARED_ARCH[target.sm]}"
     return ""
+
+
+# region The target of a module
+
+TARGET_ATTR = "bulkred.target"
+"""The module attribute naming its target (``bulkred.target = "sm_100a"``)."""
+TARGET_PREFIX = "'target' "
+
+
+def resolve_target(module: ModuleOp, option: Target | str | None = None) -> Target:
+    """The option when given, else the module's ``bulkred.target`` attribute, else sm_90a.
+
+    A ``bulkred.target`` that is not a known target's name is an error located on
+    the module, never silently replaced by the default.
+    """
+    if isinstance(option, Target):
+        return option
+    if option:
+        return Target.parse(option)
+    attr = module.attributes.get(TARGET_ATTR)
+    if attr is None:
+        return DEFAULT_TARGET
+    from xdsl.dialects.builtin import StringAttr
+
+    from bulkred_dialect.diagnostics import LocatedError
+
+    if not isinstance(attr, StringAttr):
+        raise LocatedError(module, f"'{TARGET_ATTR}' must be a string such as \"sm_90a\", got {attr}")
+    try:
+        return Target.parse(attr.data)
+    except TargetError as e:
+        raise LocatedError(module, f"'{TARGET_ATTR}' {str(e).removeprefix(TARGET_PREFIX)}") from None
+
+
+def target_option(value: Target | str | None) -> Target | None:
+    """A ``target`` option as given (a :class:`Target`, a name, or None/"" for none), parsed."""
+    if isinstance(value, Target) or value is None:
+        return value
+    return Target.parse(value) if value else None
+
+
+# endregion

@@ -5,9 +5,11 @@ Every pass that depends on the GPU target subclasses :class:`TargetedPass`. Its
 the command line, ``-p 'pass{target=sm_100a}'``, is parsed once, when the pass is
 made); :meth:`TargetedPass.target_for` gives the target for a module: the field when
 set, else the module's ``bulkred.target`` attribute, else sm_90a
-(:func:`resolve_target`). A pipeline pass hands its resolved :class:`Target` on to the
-passes it runs, so that no stage parses a name again. The PTX printer's ``-t
-'ptx{target=...}'`` holds its target the same way (:func:`target_option`).
+(:func:`~bulkred_dialect.ops.target.resolve_target`, which lives with the targets in
+``ops/target.py``, as :data:`TARGET_ATTR` and :func:`target_option` do: the printer reads
+them there). A pipeline pass hands its resolved :class:`Target` on to the passes it runs,
+so that no stage parses a name again. The PTX printer's ``-t 'ptx{target=...}'`` holds
+its target the same way.
 """
 
 from __future__ import annotations
@@ -16,43 +18,15 @@ import dataclasses
 from abc import ABC
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 
-from bulkred_dialect.diagnostics import LocatedError
-from bulkred_dialect.ops.target import DEFAULT_TARGET, Target, TargetError
+from bulkred_dialect.ops.target import TARGET_ATTR, TARGET_PREFIX, Target, resolve_target, target_option
 
-TARGET_ATTR = "bulkred.target"
-TARGET_PREFIX = "'target' "
-
-
-def resolve_target(module: ModuleOp, option: Target | str | None = None) -> Target:
-    """The option when given, else the module's ``bulkred.target`` attribute, else sm_90a.
-
-    A ``bulkred.target`` that is not a known target's name is an error located on
-    the module, never silently replaced by the default.
-    """
-    if isinstance(option, Target):
-        return option
-    if option:
-        return Target.parse(option)
-    attr = module.attributes.get(TARGET_ATTR)
-    if attr is None:
-        return DEFAULT_TARGET
-    if not isinstance(attr, StringAttr):
-        raise LocatedError(module, f"'{TARGET_ATTR}' must be a string such as \"sm_90a\", got {attr}")
-    try:
-        return Target.parse(attr.data)
-    except TargetError as e:
-        raise LocatedError(module, f"'{TARGET_ATTR}' {str(e).removeprefix(TARGET_PREFIX)}") from None
-
-
-def target_option(value: Target | str | None) -> Target | None:
-    """A ``target`` option as given (a :class:`Target`, a name, or None/"" for none), parsed."""
-    if isinstance(value, Target) or value is None:
-        return value
-    return Target.parse(value) if value else None
+# TARGET_ATTR, TARGET_PREFIX, resolve_target and target_option live in ops/target.py
+# (the printer reads them there); the passes import them from here
+__all__ = ["TARGET_ATTR", "TARGET_PREFIX", "TargetedPass", "resolve_target", "target_option"]
 
 
 @dataclass(frozen=True)

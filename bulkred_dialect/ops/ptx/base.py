@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerAttr,
     IntegerType,
+    ModuleOp,
     VectorType,
 )
 from xdsl.ir import (
@@ -43,7 +44,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from bulkred_dialect.ops.op_definition import single_counts
-from bulkred_dialect.ops.target import Requirement
+from bulkred_dialect.ops.target import Requirement, Target, TargetError, check_target
 from xdsl.dialects.utils import EnumAttribute
 
 # A function that gives the PTX register (or symbol) name of an SSA value.
@@ -324,3 +325,16 @@ def addr(text: str) -> str:
 def mnemonic(*parts: object) -> str:
     """Join instruction parts, skipping ``None`` and empty ones: ``mnemonic('redux.sync', 'add', 's32')``."""
     return ".".join(str(p) for p in parts if p is not None and str(p) != "")
+
+
+def check_module(module: ModuleOp, target: Target) -> None:
+    """Raise a located error for the first ptx op of ``module`` that ``target`` cannot
+    run (the pass ``check-target`` and the PTX printer)."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    for op in module.walk():
+        if isinstance(op, PtxInstruction):
+            try:
+                check_target(op.ptx_mnemonic, op.requirement(), target)
+            except TargetError as e:
+                raise LocatedError(op, str(e)) from None
