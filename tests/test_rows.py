@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module, parse
+from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import NormalizeRowsOp, kernel_launch
 from bulkred_dialect.passes.dispatch import choose
-from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream, rows_warp
+from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 from bulkred_dialect.reference import f64_to_bf16
 from bulkred_dialect.rows import module_text
 
@@ -25,13 +26,16 @@ SM90 = Target.parse("sm_90a")
 
 @pytest.fixture(autouse=True)
 def small_ctas(monkeypatch):
-    """Two warps per CTA (the shared-memory step runs), two loads in flight, one CTA (it
-    loops over the rows)."""
+    """Two warps per CTA in rows_warp and rows_cta (the shared-memory step runs), one in
+    rows_stream (two loads in flight) and rows_cluster; one CTA or cluster (it loops over
+    the rows)."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
     monkeypatch.setattr(rows_warp, "BLOCK", 64)
     monkeypatch.setattr(rows_cta, "MIN_BLOCK", 64)
-    monkeypatch.setattr(rows_stream, "BLOCK", 64)
+    monkeypatch.setattr(rows_stream, "BLOCK", 32)
     monkeypatch.setattr(rows_stream, "UNROLL", 2)
+    monkeypatch.setattr(rows_cluster, "SLICE", 128)  # clusters of 2 CTAs of one warp
+    monkeypatch.setattr(rows_cluster, "MIN_BLOCK", 32)
 
 
 def lowered(text: str):
@@ -103,7 +107,9 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
     text = module_text(kind, m, n, dtype, x_stride=x_stride, y_stride=y_stride, weight=affine if norm else None,
                        bias=affine if kind == "layer_norm" else None, eps=eps, stats=names, variant=variant)
     module = lowered(text)
-    out = run_grid(module, "rows", *args)
+    kernel = next(o for o in module.walk() if o.name == "func.func")
+    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
+    out = (run_cluster_grid if clustered else run_grid)(module, "rows", *args)
     if y_stride:  # written in place; the padding between rows is left as it was
         yall = values(ybuf, dtype)
         assert (yall[:, n:] == 7.0).all()
@@ -129,9 +135,10 @@ def check(kind: str, y, stats, xv, w, b, dtype: str) -> None:
 KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 
 # (variant, N): rows_warp 17 vectors over 32 lanes (a partial round); rows_cta 75 over 64
-# threads (one full, one partial); rows_stream 2 * 64 + 11 vectors (one loop step of two
-# loads, a partial one)
-SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 64 + 11)}
+# threads (one full, one partial); rows_stream 2 * 32 + 11 vectors (one loop step of two
+# loads, a partial one); rows_cluster 45 vectors over 2 CTAs of 32 threads (rank 0 full,
+# rank 1 partial)
+SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 32 + 11), "rows_cluster": 180}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -139,7 +146,7 @@ SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 64 + 11)}
 def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
     rng = np.random.default_rng(hash((kind, variant)) % 2**32)
     n = SHAPES[variant]
-    x = rng.standard_normal((3, n)) * 3 + 1.5  # rows_warp: warp 0 takes rows 0 and 2
+    x = rng.standard_normal((3 if variant == "rows_warp" else 2, n)) * 3 + 1.5  # rows_warp: warp 0 takes rows 0 and 2
     y, stats, xv, w, b = run(kind, x, variant=variant, affine="float32")
     check(kind, y, stats, xv, w, b, "float32")
 
@@ -150,7 +157,7 @@ def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
         ("softmax", "bfloat16", "rows_warp", 37, None),  # odd N: scalar loads
         ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),
         ("layer_norm", "float16", "rows_warp", 40, "float32"),
-        ("log_softmax", "float16", "rows_stream", 4 * 60 + 2, None),  # scalar loads, one loop step
+        ("log_softmax", "float16", "rows_stream", 4 * 30 + 2, None),  # scalar loads, one loop step
     ],
 )
 def test_16_bit_types(kind: str, dtype: str, variant: str, n: int, affine: str | None) -> None:
@@ -176,22 +183,22 @@ def test_padded_rows(variant: str) -> None:
 def test_non_finite_rows_as_torch(variant: str) -> None:
     """An all -inf row and a row with a NaN give NaN rows (torch: max is -inf, so x - max is
     NaN); a row with a -inf element gives it 0; the other rows are untouched."""
-    n = {"rows_warp": 68, "rows_cta": 136, "rows_stream": 300}[variant]
+    n = {"rows_warp": 68, "rows_cta": 136, "rows_stream": 300, "rows_cluster": 180}[variant]
     rng = np.random.default_rng(9)
-    x = rng.standard_normal((4, n))
+    x = rng.standard_normal((3, n))
     x[1] = -np.inf
     x[2, n // 2] = np.nan
-    x[3, 3] = -np.inf
+    x[0, 3] = -np.inf
     y, stats, xv, _, _ = run("softmax", x, variant=variant)
     assert np.isnan(y[1]).all() and np.isnan(y[2]).all()
-    assert y[3, 3] == 0.0 and np.isfinite(y[3]).all()
-    check("softmax", y[[0, 3]], {}, xv[[0, 3]], None, None, "float32")
+    assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
+    check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")
 
 
-@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta"])
+@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta", "rows_cluster"])
 def test_rows_bits_do_not_depend_on_m_or_position(variant: str) -> None:
     """The same row alone and as row 2 of 3 (other rows around it) gives the same bits."""
-    n = {"rows_warp": 68, "rows_cta": 136}[variant]
+    n = {"rows_warp": 68, "rows_cta": 136, "rows_cluster": 180}[variant]
     rng = np.random.default_rng(3)
     row = rng.standard_normal(n) * 4
     batch = rng.standard_normal((3, n))
@@ -199,6 +206,14 @@ def test_rows_bits_do_not_depend_on_m_or_position(variant: str) -> None:
     one, _, _, _, _ = run("rms_norm", row[None, :], variant=variant, affine="float32", seed=1)
     three, _, _, _, _ = run("rms_norm", batch, variant=variant, affine="float32", seed=1)
     assert one[0].tobytes() == three[2].tobytes()
+
+
+@pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
+def test_cluster_slices_covering_the_row_exactly(kind: str, monkeypatch) -> None:
+    """Two CTAs of 32 threads, each one vector of the 64 (no vector past N: no checks)."""
+    x = np.random.default_rng(11).standard_normal((2, 256)) * 2
+    y, stats, xv, w, b = run(kind, x, variant="rows_cluster", affine="float32")
+    check(kind, y, stats, xv, w, b, "float32")
 
 
 def _op(m: int, n: int, dtype: str = "float32", kind: str = "softmax") -> NormalizeRowsOp:
@@ -211,7 +226,8 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
     7 and 4096 (only the grid and the loop's bound change)."""
     monkeypatch.undo()  # the real settings
     for n, dtype, name, block in [(1024, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_cta", 128),
-                                  (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_stream", 512)]:
+                                  (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_cluster", 256),
+                                  (300000, "bfloat16", "rows_stream", 512)]:
         seen = set()
         for m in (1, 7, 4096):
             assert choose(_op(m, n, dtype), SM90).name == name

@@ -1,6 +1,6 @@
 """bulkred.normalize_rows on the GPU through bulkred_dialect/rows.py: softmax, log_softmax,
 rms_norm and layer_norm against torch in float64 on random rows (odd N, each variant's
-range of N, float32, bfloat16 and float16, weights of x's type or float32), padded rows
+range of N: rows_warp, rows_cta, rows_cluster, rows_stream; float32, bfloat16 and float16, weights of x's type or float32), padded rows
 read and written in place, non-finite rows as torch, and batch invariance: the same rows
 in batches of 1, 7 and 4096 give identical bits, in every variant.
 
@@ -84,9 +84,9 @@ def _check(torch, kind, x, y, w=None, b=None, eps=None):
 
 KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 
-# each variant's range: rows_warp to 1024, rows_cta to 16384, rows_stream beyond; odd N
-# takes scalar loads
-SIZES = [(300, 1), (257, 37), (64, 1000), (33, 4096), (9, 12289), (5, 16384), (3, 40000)]
+# each variant's range: rows_warp to 1024, rows_cta to 16384, rows_cluster to 131072,
+# rows_stream beyond; odd N takes scalar loads
+SIZES = [(300, 1), (257, 37), (64, 1000), (33, 4096), (9, 12289), (5, 16384), (7, 40000), (3, 131072), (2, 150001)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -121,7 +121,7 @@ def test_float16_rows_and_float32_weights(kind, rng):
     assert (y.double() - ref).abs().max().item() < 4e-3
 
 
-@pytest.mark.parametrize("n,pad", [(1000, 24), (4096, 64), (4095, 1), (40000, 16)])
+@pytest.mark.parametrize("n,pad", [(1000, 24), (4096, 64), (4095, 1), (40000, 16), (150000, 8)])
 def test_padded_rows_read_in_place(n, pad, rng):
     torch = _torch()
     g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
@@ -133,7 +133,7 @@ def test_padded_rows_read_in_place(n, pad, rng):
         _check(torch, kind, x, _ours(kind, x, eps=eps), eps=eps)
 
 
-@pytest.mark.parametrize("n", [100, 4096, 40000])
+@pytest.mark.parametrize("n", [100, 4096, 40000, 150000])
 def test_non_finite_rows_as_torch(n):
     torch = _torch()
     x = torch.randn(6, n, device=DEV)
@@ -149,9 +149,10 @@ def test_non_finite_rows_as_torch(n):
         assert (y[fin] - want[fin]).abs().max().item() < 1e-5, kind
 
 
-@pytest.mark.parametrize("n,variant", [(512, "rows_warp"), (4096, "rows_cta"), (32768, "rows_stream")])
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_batch_invariance(n, variant, dtype, rng):
+@pytest.mark.parametrize("n,variant", [(512, "rows_warp"), (4096, "rows_cta"), (65536, "rows_cluster"),
+                                       (32768, "rows_stream")])
+@pytest.mark.parametrize("dtype,kind", [("float32", "softmax"), ("bfloat16", "rms_norm")])
+def test_batch_invariance(n, variant, dtype, kind, rng):
     """The same rows alone, in a batch of 7 and in a batch of 4096 (at other positions)
     give the same bits."""
     torch = _torch()
@@ -159,7 +160,7 @@ def test_batch_invariance(n, variant, dtype, rng):
     dt = getattr(torch, dtype)
     big = (torch.randn(4096, n, device=DEV, generator=g) * 2).to(dt)
     w = torch.randn(n, device=DEV, generator=g).to(dt)
-    for kind in ("softmax", "rms_norm"):
+    for kind in (kind,):
         kw = {"w": w, "eps": 1e-6} if kind == "rms_norm" else {}
         y_big = _ours(kind, big, **kw, variant=variant)
         y_seven = _ours(kind, big[1000:1007].clone(), **kw, variant=variant)

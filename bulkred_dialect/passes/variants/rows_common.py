@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -38,6 +39,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
 from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RoundingMode, SubOp
 from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.control import SelpType
+from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
@@ -78,6 +81,8 @@ class RowPlan:
     items: int
     unroll: int
     ctas: int
+    cluster: int = 1
+    slice: int = 0  # with a cluster: the vectors of the row each CTA holds (items * block)
 
     @property
     def vectors(self) -> int:
@@ -88,6 +93,11 @@ class RowPlan:
     def groups(self) -> int:
         """Rows a CTA works on at a time."""
         return self.block // self.group
+
+    @property
+    def exact(self) -> bool:
+        """A cluster's slices cover the row exactly (no vector of any CTA is past N)."""
+        return self.cluster * self.slice == self.vectors
 
 
 def dtype_of(op: NormalizeRowsOp) -> DType:
@@ -107,16 +117,18 @@ def vector_of(op: NormalizeRowsOp) -> int:
 
 
 def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: int, unroll: int = 4,
-         ctas_per_sm: int = 8) -> RowPlan:
+         ctas_per_sm: int = 8, cluster: int = 1) -> RowPlan:
     """The plan of ``op`` with these settings (the variant chooses them from N and the
-    element type); the grid covers the rows, at most ``ctas_per_sm`` CTAs per multiprocessor."""
+    element type); the grid covers the rows, at most ``ctas_per_sm`` CTAs per
+    multiprocessor; with ``cluster`` > 1 a cluster of that many CTAs per row, each
+    holding ``items * block`` vectors of it (``group`` is then ``block``)."""
     xt, yt = op.x.type, op.y.type
     assert isinstance(xt, MemRefType) and isinstance(yt, MemRefType)
     groups = block // group
-    ctas = max(1, min(sm_count(target) * ctas_per_sm, -(-op.rows // groups)))
+    units = max(1, min(sm_count(target) * ctas_per_sm // cluster, -(-op.rows // groups)))
     return RowPlan(
         op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), row_stride(yt), vector_of(op),
-        group, block, items, unroll, ctas,
+        group, block, items, unroll, units * cluster, cluster, items * block if cluster > 1 else 0,
     )
 
 
@@ -253,6 +265,8 @@ class _Row:
     w: _Buf | None
     b: _Buf | None
     row_x: SSAValue  # the row's first element in x
+    first: SSAValue | None = None  # with a cluster: the thread's first vector in the row (i32)
+    rank: SSAValue | None = None  # with a cluster: the CTA's rank in it (i32)
 
     # region Visiting a thread's vectors
 
@@ -260,6 +274,18 @@ class _Row:
         """(vectors every thread has, the condition of the one more some threads have)."""
         full, rest = divmod(self.p.vectors, self.p.group)
         return full, (e.cmp("ult", self.g, rest) if rest else None)
+
+    def item_conds(self, e: Emitter) -> list[SSAValue | None]:
+        """For each vector the thread may hold (in registers), None where every thread
+        has it, else the condition that this thread has it."""
+        p = self.p
+        if p.cluster == 1:
+            full, cond = self.partial(e)
+            return [None] * full + ([cond] if cond is not None else [])
+        if p.exact:
+            return [None] * p.items
+        assert self.first is not None
+        return [e.cmp("ult", e.add_i(self.first, k * p.group) if k else self.first, p.vectors) for k in range(p.items)]
 
     def neutral(self, e: Emitter) -> SSAValue:
         """A value that leaves the statistics unchanged: -inf for softmax's maximum (its
@@ -273,7 +299,10 @@ class _Row:
     # region Group reductions
 
     def reduce(self, e: Emitter, kind: ReduceKind, v: SSAValue, name: str) -> SSAValue:
-        """``v`` combined over the group; every thread of the group gets the result."""
+        """``v`` combined over the group (with a cluster: over its CTAs too); every thread
+        of the group gets the result."""
+        if self.p.cluster > 1:
+            return cluster_reduce(e, kind, v, self.tid, self.p.block, self.p.cluster, name)
         if self.p.group == WARP:
             return warp_reduce(e, kind, ELEM_F32, v)
         return cta_reduce(e, kind, ELEM_F32, v, self.tid, self.p.block, broadcast=True, name=name)
@@ -322,7 +351,10 @@ class _Row:
                 c.st(ld_type(F32), c.ptr_add(c.ptr(buf, StateSpace.GLOBAL), off), v)
             return []
 
-        e.if_(e.cmp("eq", self.g, 0), write)
+        first = e.cmp("eq", self.g, 0)
+        if self.rank is not None:
+            first = e.value(arith.AndIOp(first, e.cmp("eq", self.rank, 0)))
+        e.if_(first, write)
 
     # endregion
 
@@ -347,16 +379,42 @@ class _Row:
     # endregion
 
 
+def cluster_reduce(e: Emitter, kind: ReduceKind, v: SSAValue, tid: SSAValue, block: int, cluster: int,
+                   name: str) -> SSAValue:
+    """``v`` combined over the CTA, then over the ``cluster`` CTAs of the cluster through
+    distributed shared memory: thread 0 writes the CTA's value into its own slot,
+    ``barrier.cluster`` (release / acquire), then every thread reads the slots of ranks
+    0, 1, ... (``mapa`` + ``ld.shared::cluster``) and combines them in rank order, so that
+    every CTA of the cluster holds the same bits. The slot is written again only after
+    another exchange's barrier, which every peer reaches after its reads."""
+    part = cta_reduce(e, kind, ELEM_F32, v, tid, block, broadcast=False, name=name)
+    slot = e.shared([1], f32, f"cluster_{name}")
+
+    def publish(b: Emitter) -> list[SSAValue]:
+        b.st(ld_type(F32), slot, part)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), publish)
+    e.cluster_sync()
+    acc = None
+    for rank in range(cluster):
+        peer = e.ld(ld_type(F32), e.value(MapaOp(slot, e.const(rank))), f32)
+        acc = peer if acc is None else e.combine(kind, F32, acc, peer)
+    assert acc is not None
+    return acc
+
+
 def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
     """The row held in registers: one read of x, the statistics, one write of y."""
     p = r.p
-    full, cond = r.partial(e)
+    conds = r.item_conds(e)
     vals: list[list[SSAValue]] = []
-    for k in range(full):
-        vals.append(r.x.load(e, k * p.group, p.vec))
-    if cond is not None:
-        vals.append(e.if_(cond, lambda b: r.x.load(b, full * p.group, p.vec),
-                          lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
+    for k, cond in enumerate(conds):
+        if cond is None:
+            vals.append(r.x.load(e, k * p.group, p.vec))
+        else:
+            vals.append(e.if_(cond, lambda b, k=k: r.x.load(b, k * p.group, p.vec),
+                              lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
     if kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
@@ -366,38 +424,33 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
         stats = r.finish(e, {"max": m, "sum": s})
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
             inv = stats["inv_sum"]
-            outs = [_mul(e, x, inv) for x in exps]
-            _write_values(r, e, outs, cond, full, stats, raw=True)
+            _write_values(r, e, [_mul(e, x, inv) for x in exps], conds, stats, raw=True)
         else:
-            _write_values(r, e, flat, cond, full, stats)
+            _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
         return
     if kind == NormKind.RMS_NORM:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
         ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
         stats = r.finish(e, {"sq": ss})
+        if p.cluster > 1:  # one exchange per row: the next row's may not overwrite a slot a peer still reads
+            e.cluster_sync()
     else:
         total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
         mean = e.div(AT, total, e.const(float(p.n), f32))
         devs = [_sub(e, v, mean) for v in flat]
-        if cond is not None:  # the missing vector's values are 0, not 0 - mean
-            zero = e.const(0.0, f32)
-            last = len(devs) - p.vec
-            devs[last:] = [e.selp(_selp_f32(), d, zero, cond) for d in devs[last:]]
+        zero = e.const(0.0, f32)
+        for k, cond in enumerate(conds):  # a missing vector's values are 0, not 0 - mean
+            if cond is not None:
+                devs[k * p.vec:(k + 1) * p.vec] = [e.selp(SelpType.F32, d, zero, cond) for d in devs[k * p.vec:(k + 1) * p.vec]]
         d2 = [e.value(MulOp(AT, d, d, rnd=RoundingMode.RN)) for d in devs]
         var = e.div(AT, r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, d2), "row_var"), e.const(float(p.n), f32))
         stats = r.finish(e, {"mean": mean, "var": var})
-    _write_values(r, e, flat, cond, full, stats)
+    _write_values(r, e, flat, conds, stats)
     r.store_stats(e, row, stats)
 
 
-def _selp_f32():
-    from bulkred_dialect.ops.ptx.control import SelpType
-
-    return SelpType.F32
-
-
-def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], cond: SSAValue | None, full: int,
+def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], conds: list[SSAValue | None],
                   stats: dict[str, SSAValue], *, raw: bool = False) -> None:
     """Write y of the thread's vectors; ``raw``: ``flat`` are y's values already."""
     p = r.p
@@ -409,15 +462,16 @@ def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], cond: SSAValue | No
         else:
             r.write_item(b, k * p.group, vals, stats)
 
-    for k in range(full):
-        one(e, k)
-    if cond is not None:
+    for k, cond in enumerate(conds):
+        if cond is None:
+            one(e, k)
+            continue
 
-        def last(b: Emitter) -> list[SSAValue]:
-            one(b, full)
+        def guarded(b: Emitter, k: int = k) -> list[SSAValue]:
+            one(b, k)
             return []
 
-        e.if_(cond, last)
+        e.if_(cond, guarded)
 
 
 def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
@@ -527,33 +581,45 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     assert isinstance(op, NormalizeRowsOp)
     kernel = enclosing_kernel(op)
     assert kernel is not None
-    set_launch(kernel, [p.ctas], [p.block])
+    set_launch(kernel, [p.ctas], [p.block], [p.cluster])
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
-    if p.group == p.block:
+    rank = first = None
+    if p.cluster > 1:  # cluster c (of the grid's ctas / cluster) takes rows c, c + clusters, ...
+        g = tid
+        rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
+        slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), p.cluster.bit_length() - 1)
+        first = e.add_i(e.mul_i(rank, p.slice), g)
+        start = first
+    elif p.group == p.block:
         g, slot = tid, e.sreg(SpecialRegister.CTAID_X)
+        start = g
     else:
         g = e.and_b32(tid, p.group - 1)
         slot = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), p.groups), e.shr_u32(tid, p.group.bit_length() - 1))
+        start = g
     x0, y0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.y, StateSpace.GLOBAL)
     w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
     b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
-    gw = e.wide(g)
+    sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
 
     def row_body(b: Emitter, row: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
         row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
-        x = _Buf(d, b.ptr_add(row_x, b.mul_i(gw, vec * d.bytes)))
-        y = _Buf(d, b.ptr_add(row_y, b.mul_i(gw, vec * d.bytes)))
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(gw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(gw, vec * bd.bytes))) if b0 is not None and bd else None
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x)
+        x = _Buf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
+        y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank)
         (_registers if p.items else _stream)(r, b, row)
         return []
 
-    e.for_(e.wide(slot), p.m, p.ctas * p.groups, [], row_body)
+    units = p.ctas // p.cluster
+    e.for_(e.wide(slot), p.m, units * p.groups, [], row_body)
+    if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
+        e.cluster_sync()
     rewriter.erase(op)

@@ -1,0 +1,75 @@
+"""bulkred.normalize_rows -> rows_cluster (priority 15): a cluster of CTAs per row, the
+row held in the registers of its CTAs, for rows longer than one CTA holds.
+
+A cluster of :func:`cluster_for` CTAs (2 to :data:`MAX_CLUSTER`, a power of two) takes a
+row: CTA rank r holds the vectors ``[r * S, (r + 1) * S)`` of it (``S = K * T``: its
+``T`` threads hold ``K`` vectors each, at most ``rows_common.MAX_VALUES`` float32
+values). Each statistic is combined in the CTA (warp butterflies, warp partials through
+shared memory), then across the cluster through distributed shared memory: thread 0
+writes the CTA's partial into its own shared slot, ``barrier.cluster``, and every thread
+reads the slots of ranks 0, 1, ... with ``mapa`` + ``ld.shared::cluster``, combining them
+in rank order, so every CTA holds the same bits. One read of x, one write of y.
+
+The configuration (cluster size, threads, vectors per thread) is a function of N and the
+element type only. Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.predicates import Predicate
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, lower_rows, plan, row_predicates, vector_of
+
+SLICE = 8192
+"""Elements of a row a CTA of the cluster aims to hold (256 threads of 32 values)."""
+MIN_BLOCK = 128
+MAX_BLOCK = 512
+MAX_CLUSTER = 8
+"""The largest portable cluster (16 needs the non-portable size: next)."""
+
+MAX_N = MAX_CLUSTER * MAX_BLOCK * MAX_VALUES
+
+
+def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
+    """(CTAs per cluster, threads per CTA, vectors per thread) for ``op``'s N and type."""
+    vec = vector_of(op)
+    vectors = op.cols // vec
+    per = max(1, MAX_VALUES // vec)
+    c = 2
+    while c < MAX_CLUSTER and c * SLICE < op.cols:
+        c *= 2
+    share = -(-vectors // c)
+    block = MIN_BLOCK
+    while block < MAX_BLOCK and -(-share // block) > per:
+        block *= 2
+    return c, block, -(-share // block)
+
+
+def _fits(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    c, block, items = cluster_for(op)
+    ok = items * vector_of(op) <= MAX_VALUES
+    return ok, f"N = {op.cols}: {c} CTAs of {block} threads, {items * vector_of(op)} values each"
+
+
+def lower_rows_cluster(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    c, block, items = cluster_for(op)
+    p = plan(op, target, group=block, block=block, items=items, ctas_per_sm=max(1, 2048 // block), cluster=c)
+    lower_rows(op, rewriter, target, p)
+
+
+ROWS_CLUSTER = Variant(
+    "bulkred.normalize_rows", "rows_cluster", priority=15,
+    predicates=[
+        *row_predicates(None, ""),
+        Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (clusters)"),
+        Predicate("row_in_cluster", _fits, expected=f"<= {MAX_VALUES} values per thread in {MAX_CLUSTER} CTAs of {MAX_BLOCK}"),
+    ],
+    lower=lower_rows_cluster,
+)
