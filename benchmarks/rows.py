@@ -1,10 +1,11 @@
 """Row normalizations on the GPU against the same run's copy kernel and torch eager
-(docs/rows.md): softmax, log_softmax, rms_norm and layer_norm forward through
+(docs/rows.md): softmax, log_softmax, rms_norm, layer_norm and add_rms_norm forward through
 bulkred_dialect/rows.py, M x N = 2^28 elements, N = 1024, 4096, 16384, 65536, float32 and
 bfloat16; and small batches (M = 1, 8, 64 rows of 4096).
 
 Model bandwidth: x read once and y written once (2 * M * N * itemsize bytes; the weight
-and bias are not counted). Timings, each a median (benchmarks/reductions_api.py's
+and bias are not counted); add_rms_norm reads x and the residual and writes y and
+x + residual (4 * M * N * itemsize; torch eager: ``h = x + r`` then ``rms_norm(h)``). Timings, each a median (benchmarks/reductions_api.py's
 helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and per call
 as a Python user pays it (events around one call, the GPU idle before it). Each cell
 also checks its result against torch (``ok`` or ``WRONG``).
@@ -27,7 +28,7 @@ RA = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 sys.modules["reductions_api"] = RA
 _spec.loader.exec_module(RA)  # type: ignore[union-attr]
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
 NS = (1024, 4096, 16384, 65536)
 DTYPES = ("float32", "bfloat16")
 TOTAL = 1 << 28
@@ -45,11 +46,30 @@ def _fns(torch, rows, kind: str, n: int, dt):
         return (lambda x: rows.log_softmax(x)), (lambda x: torch.log_softmax(x, -1))
     if kind == "rms_norm":
         return (lambda x: rows.rms_norm(x, (n,), w, 1e-6)), (lambda x: F.rms_norm(x, (n,), w, 1e-6))
+    if kind == "add_rms_norm":
+        res = {}
+
+        def residual(x):
+            r = res.get(x.shape)
+            if r is None:
+                r = res[x.shape] = torch.randn_like(x)
+            return r
+
+        def eager(x):
+            h = x + residual(x)
+            return F.rms_norm(h, (n,), w, 1e-6), h
+
+        return (lambda x: rows.add_rms_norm(x, residual(x), w, 1e-6)), eager
     return (lambda x: rows.layer_norm(x, (n,), w, b, 1e-5)), (lambda x: F.layer_norm(x, (n,), w, b, 1e-5))
 
 
 def _agree(torch, ours, theirs, x) -> str:
-    a, b = ours(x[:64]).double(), theirs(x[:64]).double()
+    a, b = ours(x[:64]), theirs(x[:64])
+    if isinstance(a, tuple):  # add_rms_norm: (y, h)
+        if not torch.equal(a[1], b[1]):
+            return "WRONG h"
+        a, b = a[0], b[0]
+    a, b = a.double(), b.double()
     err = (a - b).abs().max().item() / max(1.0, b.abs().max().item())
     tol = 2e-5 if x.dtype == torch.float32 else 2.0**-7
     return "ok" if err <= tol else f"WRONG err={err:.1e}"
@@ -86,9 +106,10 @@ def main() -> int:
             m = TOTAL // n
             x = torch.randn(m, n, device="cuda").to(dt)
             y = torch.empty_like(x)
-            nbytes = 2 * x.numel() * x.element_size()
+            copy_bytes = 2 * x.numel() * x.element_size()
             copy_us = RA.graph_us(torch, lambda t: torch.mul(t, 1.0, out=y), [x], args.calls, args.replays)
             for kind in args.kinds.split(","):
+                nbytes = copy_bytes * (2 if kind == "add_rms_norm" else 1)
                 ours, theirs = _fns(torch, rows, kind, n, dt)
                 row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(n)}
                 try:
@@ -101,7 +122,7 @@ def main() -> int:
                     print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | | | | | | | | {row['check']} |")
                     results.append(row)
                     continue
-                row.update(copy_gbs=nbytes / copy_us / 1e3, gbs=nbytes / ours_us / 1e3, torch_gbs=nbytes / torch_us / 1e3,
+                row.update(copy_gbs=copy_bytes / copy_us / 1e3, gbs=nbytes / ours_us / 1e3, torch_gbs=nbytes / torch_us / 1e3,
                            us=ours_us, torch_us=torch_us, call_us=ours_call, torch_call_us=torch_call)
                 results.append(row)
                 print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | {row['copy_gbs']:,.0f} | {row['gbs']:,.0f} | "

@@ -25,7 +25,7 @@ from typing import Any
 
 from bulkred_dialect.errors import ArgumentError
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
 
 _IR = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 _STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd"}
@@ -54,9 +54,10 @@ def module_text(
 ) -> str:
     """The tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``: ``x`` and
     ``y`` of ``[m, n]`` ``dtype`` (row strides ``x_stride`` / ``y_stride``, None:
-    contiguous), ``weight`` / ``bias`` of that element type name (None: absent), the
-    ``stats`` operands named (``row_max``, ``row_sum``, ``mean``, ``rstd``), in the
-    parameter order x, y, weight, bias, stats."""
+    contiguous), add_rms_norm's contiguous ``residual`` and ``residual_out``, ``weight`` /
+    ``bias`` of that element type name (None: absent), the ``stats`` operands named
+    (``row_max``, ``row_sum``, ``mean``, ``rstd``), in the parameter order x, y, residual,
+    residual_out, weight, bias, stats."""
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
@@ -66,6 +67,11 @@ def module_text(
     ty = _buf((m, n), dtype, y_stride)
     params = [f"%x: {tx}", f"%y: {ty}"]
     clauses = []
+    if kind == "add_rms_norm":
+        tr = _buf((m, n), dtype)
+        for key in ("residual", "residual_out"):
+            params.append(f"%{key}: {tr}")
+            clauses.append(f"{key} %{key} : {tr}")
     for key, d in (("weight", weight), ("bias", bias)):
         if d is not None:
             t = _buf((n,), d)
@@ -164,9 +170,16 @@ def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = 
 
 
 def _run(kind: str, x: Any, n: int, what: str, *, weight: Any = None, bias: Any = None, eps: float | None = None,
-         variant: str | None = None) -> Any:
+         variant: str | None = None, residual: Any = None) -> Any:
     torch = _torch()
     x2, stride = _rows_of(x, n, what)
+    if residual is not None:
+        if not isinstance(residual, torch.Tensor) or residual.shape != x.shape or residual.dtype != x.dtype \
+                or residual.device != x.device:
+            raise ArgumentError(f"{what}: residual must be a tensor of x's shape, dtype and device, got "
+                                f"{getattr(residual, 'shape', type(residual).__name__)}")
+        if stride != n:
+            raise ArgumentError(f"{what}: x's rows must be contiguous (padded rows: not yet), got strides {tuple(x.stride())}")
     dtype = _DTYPE_NAMES[str(x.dtype)]
     wd, bd = _vector(weight, n, "weight", what), _vector(bias, n, "bias", what)
     if wd is not None and bd is not None and wd != bd:
@@ -178,8 +191,14 @@ def _run(kind: str, x: Any, n: int, what: str, *, weight: Any = None, bias: Any 
     k = kernel_for(kind, m, n, dtype, x_stride=None if stride == n else stride, weight=wd, bias=bd, eps=eps,
                    variant=variant)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    args = [x2, y] + [v for v in (weight, bias) if v is not None]
+    args = [x2, y]
+    if residual is not None:
+        h = torch.empty((m, n), dtype=x.dtype, device=x.device)
+        args += [residual.contiguous().view(m, n), h]
+    args += [v for v in (weight, bias) if v is not None]
     k(*args)
+    if residual is not None:
+        return y.view(x.shape), h.view(x.shape)
     return y.view(x.shape)
 
 
@@ -204,6 +223,16 @@ def rms_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None, 
     if eps is None:
         eps = float(_torch().finfo(x.dtype).eps)
     return _run("rms_norm", x, n, "rms_norm", weight=weight, eps=eps, variant=variant)
+
+
+def add_rms_norm(x: Any, residual: Any, weight: Any = None, eps: float | None = None, *,
+                 variant: str | None = None) -> tuple[Any, Any]:
+    """``h = x + residual`` (in x's dtype) and ``rms_norm(h, weight, eps)``, reading each
+    row of x and residual once: returns ``(rms_norm(h), h)``."""
+    n = int(x.shape[-1]) if getattr(x, "dim", lambda: 0)() > 0 else 0
+    if eps is None:
+        eps = float(_torch().finfo(x.dtype).eps)
+    return _run("add_rms_norm", x, n, "add_rms_norm", weight=weight, eps=eps, variant=variant, residual=residual)
 
 
 def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None, bias: Any = None,

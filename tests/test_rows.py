@@ -66,7 +66,7 @@ def reference(kind: str, x: np.ndarray, w=None, b=None, eps=None) -> tuple[np.nd
             s = e.sum(1, keepdims=True)
             y = e / s if kind == "softmax" else x - mx - np.log(s)
             return y, {"row_max": mx[:, 0], "row_sum": s[:, 0]}
-        if kind == "rms_norm":
+        if kind in ("rms_norm", "add_rms_norm"):  # add_rms_norm: x is h = x + residual here
             rstd = 1 / np.sqrt((x * x).mean(1, keepdims=True) + eps)
             y = x * rstd
             return (y * w if w is not None else y), {"rstd": rstd[:, 0]}
@@ -77,16 +77,18 @@ def reference(kind: str, x: np.ndarray, w=None, b=None, eps=None) -> tuple[np.nd
 
 
 STATS = {"softmax": ("row_max", "row_sum"), "log_softmax": ("row_max", "row_sum"), "rms_norm": ("rstd",),
-         "layer_norm": ("mean", "rstd")}
+         "layer_norm": ("mean", "rstd"), "add_rms_norm": ("rstd",)}
 
 
 def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None = None, affine: str | None = None,
         x_stride: int | None = None, y_stride: int | None = None, stats: bool = True, seed: int = 0):
     """Run the kernel on rows ``x`` (float64 values, rounded to ``dtype``); returns
-    (y, the statistics, the inputs' values as the kernel saw them, weight, bias)."""
+    (y, the statistics, the inputs' values as the kernel saw them, weight, bias); for
+    add_rms_norm the inputs' values are ``h = x + residual`` as the kernel wrote them, after
+    checking them against x + residual rounded to ``dtype``."""
     m, n = x.shape
     rng = np.random.default_rng(seed)
-    norm = kind in ("rms_norm", "layer_norm")
+    norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
     eps = 1e-5 if norm else None
     w = b = None
     args = []
@@ -94,6 +96,9 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
     xbits = to_bits(np.pad(x.astype(np.float64), ((0, 0), (0, sx - n))), dtype)
     ybuf = to_bits(np.full((m, sy), 7.0), dtype)
     args += [xbits[:, :n] if x_stride else xbits, ybuf[:, :n] if y_stride else ybuf]  # views: read in place
+    if kind == "add_rms_norm":
+        rbits = to_bits(rng.standard_normal((m, n)) * 2, dtype)
+        args += [rbits, to_bits(np.full((m, n), 7.0), dtype)]
     if norm and affine:
         w = rng.standard_normal(n)
         args.append(to_bits(w, affine))
@@ -110,6 +115,10 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
     kernel = next(o for o in module.walk() if o.name == "func.func")
     clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
     out = (run_cluster_grid if clustered else run_grid)(module, "rows", *args)
+    if kind == "add_rms_norm":  # h = x + residual, rounded once to dtype
+        h = values(out[3], dtype)
+        want = values(to_bits(values(xbits[:, :n], dtype) + values(rbits, dtype), dtype), dtype)
+        np.testing.assert_array_equal(h, want)
     if y_stride:  # written in place; the padding between rows is left as it was
         yall = values(ybuf, dtype)
         assert (yall[:, n:] == 7.0).all()
@@ -117,7 +126,7 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
     else:
         y = values(out[1], dtype).reshape(m, n)
     got_stats = dict(zip(names, out[len(out) - len(names):], strict=True))
-    xv = values(xbits, dtype)[:, :n]
+    xv = values(xbits, dtype)[:, :n] if kind != "add_rms_norm" else h
     return y, got_stats, xv, w, b
 
 
@@ -132,7 +141,7 @@ def check(kind: str, y, stats, xv, w, b, dtype: str) -> None:
         np.testing.assert_allclose(got.astype(np.float64), ref_stats[name], rtol=2e-6, atol=1e-30)
 
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
 
 # (variant, N): rows_warp 17 vectors over 32 lanes (a partial round); rows_cta 75 over 64
 # threads (one full, one partial); rows_stream 2 * 32 + 11 vectors (one loop step of two
@@ -157,6 +166,7 @@ def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
         ("softmax", "bfloat16", "rows_warp", 37, None),  # odd N: scalar loads
         ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),
         ("layer_norm", "float16", "rows_warp", 40, "float32"),
+        ("add_rms_norm", "bfloat16", "rows_stream", 4 * 20 + 1, "bfloat16"),  # h rounded to bf16, read back
         ("log_softmax", "float16", "rows_stream", 4 * 30 + 2, None),  # scalar loads, one loop step
     ],
 )

@@ -107,6 +107,22 @@ def test_against_torch(kind, dtype, m, n, rng):
     _check(torch, kind, x, _ours(kind, x, w, b, eps), w, b, eps)
 
 
+@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 40000), (2, 150001)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_add_rms_norm(m, n, dtype, rng):
+    """h = x + residual exactly as torch's (the float32 sum rounded once to the dtype),
+    then rms_norm of h."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    r = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    w = torch.randn(n, device=DEV, generator=g).to(dt)
+    y, h = rows.add_rms_norm(x, r, w, 1e-6)
+    assert torch.equal(h, x + r)
+    _check(torch, "rms_norm", h, y, w, None, 1e-6)
+
+
 @pytest.mark.parametrize("kind", ["rms_norm", "layer_norm"])
 def test_float16_rows_and_float32_weights(kind, rng):
     torch = _torch()

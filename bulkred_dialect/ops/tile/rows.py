@@ -15,6 +15,9 @@ kind            y (every statistic in float32)                statistics it may 
                 ``rstd = 1 / sqrt(mean(x^2) + eps)``
 ``layer_norm``  ``(x - mean) * rstd * weight + bias``,        ``mean``, ``rstd``
                 ``rstd = 1 / sqrt(var(x) + eps)`` (biased)
+``add_rms_norm`` ``h = x + residual`` (rounded to x's type)     ``rstd``
+                is written to ``residual_out``, then
+                ``y = h * rstd * weight`` (rms_norm of h)
 ==============  ===========================================  ===========================
 
 Operands:
@@ -24,7 +27,10 @@ Operands:
   dimension contiguous, offset 0).
 * ``y``: global, the shape and element type of ``x``, contiguous or ``strided<[S', 1]>``
   with ``S' >= N``.
-* ``weight`` (rms_norm, layer_norm) and ``bias`` (layer_norm): global ``[N]``,
+* ``residual`` and ``residual_out`` (add_rms_norm, both required there): the shape and
+  element type of ``x``, contiguous or ``strided<[S, 1]>`` as x; ``residual_out`` may not
+  be ``x`` or ``residual`` (a separate buffer).
+* ``weight`` (rms_norm, layer_norm, add_rms_norm) and ``bias`` (layer_norm): global ``[N]``,
   contiguous, of ``x``'s element type or float32. Without them: 1 and 0.
 * ``eps`` (rms_norm and layer_norm only, required there): a float >= 0.
 * ``max``, ``sum`` (softmax, log_softmax), ``mean`` (layer_norm), ``rstd`` (rms_norm,
@@ -39,9 +45,8 @@ Example::
         eps 1.0e-06 : f32 rstd %r : memref<64xf32, #bulkred.scope<global>>
         : memref<64x4096xbf16, #bulkred.scope<global>>, memref<64x4096xbf16, #bulkred.scope<global>>
 
-Room to grow (issue 30): ``add_rms_norm`` (a ``residual`` operand and its sum written
-back) and ``cross_entropy`` (targets, the loss and the lse) are further kinds of this op,
-with their operands named as these are.
+Room to grow (issue 30): ``cross_entropy`` (targets, the loss and the lse) is a further
+kind of this op, with its operands named as these are.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class NormKind(StrEnum):
     LOG_SOFTMAX = "log_softmax"
     RMS_NORM = "rms_norm"
     LAYER_NORM = "layer_norm"
+    ADD_RMS_NORM = "add_rms_norm"
 
 
 @irdl_attr_definition
@@ -89,7 +95,8 @@ ROW_ELEMENT_TYPES: tuple[Attribute, ...] = (f32, bf16, f16)
 """The element types of ``x`` and ``y``."""
 
 SOFTMAX_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX)
-NORM_KINDS = (NormKind.RMS_NORM, NormKind.LAYER_NORM)
+NORM_KINDS = (NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.ADD_RMS_NORM)
+RMS_KINDS = (NormKind.RMS_NORM, NormKind.ADD_RMS_NORM)
 
 STATS: dict[str, tuple[NormKind, ...]] = {
     "row_max": SOFTMAX_KINDS,
@@ -97,6 +104,9 @@ STATS: dict[str, tuple[NormKind, ...]] = {
     "mean": (NormKind.LAYER_NORM,),
     "rstd": NORM_KINDS,
 }
+
+RESIDUAL = ("residual", "residual_out")
+"""add_rms_norm's second input and its output ``x + residual``."""
 """Each statistic operand and the kinds that compute it."""
 
 AFFINE: dict[str, tuple[NormKind, ...]] = {
@@ -107,7 +117,8 @@ AFFINE: dict[str, tuple[NormKind, ...]] = {
 
 
 def _kinds(kinds: tuple[NormKind, ...]) -> str:
-    return " or ".join(str(k) for k in kinds)
+    names = [str(k) for k in kinds]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def row_stride(t: MemRefType) -> int:
@@ -183,6 +194,8 @@ class NormalizeRowsOp(IRDLOperation):
     variant = opt_prop_def(StringAttr)
     x = operand_def(MemRefType)
     y = operand_def(MemRefType)
+    residual = opt_operand_def(MemRefType)
+    residual_out = opt_operand_def(MemRefType)
     weight = opt_operand_def(MemRefType)
     bias = opt_operand_def(MemRefType)
     row_max = opt_operand_def(MemRefType)
@@ -193,14 +206,15 @@ class NormalizeRowsOp(IRDLOperation):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$kind (`variant` $variant^)? $x `,` $y (`weight` $weight^ `:` type($weight))? "
+        "$kind (`variant` $variant^)? $x `,` $y (`residual` $residual^ `:` type($residual))? "
+        "(`residual_out` $residual_out^ `:` type($residual_out))? (`weight` $weight^ `:` type($weight))? "
         "(`bias` $bias^ `:` type($bias))? (`eps` $eps^)? "
         "(`max` $row_max^ `:` type($row_max))? (`sum` $row_sum^ `:` type($row_sum))? "
         "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? "
         "attr-dict `:` type($x) `,` type($y)"
     )
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("weight", "bias", "row_max", "row_sum", "mean", "rstd")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd")
 
     def __init__(
         self,
@@ -245,6 +259,22 @@ class NormalizeRowsOp(IRDLOperation):
             raise VerifyException(f"operand 'y' shape must be x's [{m}, {n}], got {list(yt.get_shape())}")
         if yt.element_type != xt.element_type:
             raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
+        for field in RESIDUAL:
+            v = getattr(self, field)
+            if v is None:
+                if kind == NormKind.ADD_RMS_NORM:
+                    raise VerifyException(f"operand '{field}' is required with kind {kind}, got none")
+                continue
+            if kind != NormKind.ADD_RMS_NORM:
+                raise VerifyException(f"operand '{field}' is only valid with kind {NormKind.ADD_RMS_NORM}, got kind {kind}")
+            t = _check_rows(field, v)
+            if list(t.get_shape()) != [m, n] or t.element_type != xt.element_type:
+                raise VerifyException(
+                    f"operand '{field}' must have x's shape [{m}, {n}] and element type {xt.element_type}, "
+                    f"got {list(t.get_shape())} of {t.element_type}"
+                )
+        if self.residual_out is not None and self.residual_out in (self.x, self.residual, self.y):
+            raise VerifyException("operand 'residual_out' must be a buffer of its own (not x, residual or y)")
         for field, kinds in AFFINE.items():
             v = getattr(self, field)
             if v is None:

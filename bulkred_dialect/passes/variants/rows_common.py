@@ -44,7 +44,7 @@ from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
-from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.ops.tile.rows import RMS_KINDS, NormalizeRowsOp, NormKind, row_stride
 from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP, Predicate
@@ -110,9 +110,8 @@ def vector_of(op: NormalizeRowsOp) -> int:
     """Elements per load: the element type's vector (4) where N and both row strides are
     multiples of it, else 1."""
     v = ELEMS[dtype_of(op).name].vector
-    xt, yt = op.x.type, op.y.type
-    assert isinstance(xt, MemRefType) and isinstance(yt, MemRefType)
-    ok = op.cols % v == 0 and row_stride(xt) % v == 0 and row_stride(yt) % v == 0
+    rows = [b.type for b in (op.x, op.y, op.residual, op.residual_out) if b is not None]
+    ok = op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
     return v if ok else 1
 
 
@@ -199,8 +198,9 @@ def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
 # region Loads and stores
 
 
-def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
-    """``vec`` elements of ``d`` at ``p + offset`` bytes, as float32."""
+def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
+    """``vec`` elements of ``d`` at ``p + offset`` bytes, as float32 (``nc``: through the
+    non-coherent cache, for data the kernel does not write)."""
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
     t = ld_type(d)
@@ -208,7 +208,7 @@ def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int) -> list[SSAV
         vals = [e.ld(t, p, d.ir, offset)]
     else:
         require_alignment(p, vec * d.bytes)
-        vals = e.ld_vec(t, p, d.ir, vec, offset)
+        vals = e.ld_vec(t, p, d.ir, vec, offset, nc=nc)
     return [e.convert(v, d, F32) for v in vals]
 
 
@@ -240,9 +240,9 @@ class _Buf:
             return self.base, first * step
         return e.ptr_add(self.base, e.mul_i(first, step)), 0
 
-    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0) -> list[SSAValue]:
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
         p, off = self.at(e, first, vec)
-        return _load(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vec)
+        return _load(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vec, nc=nc)
 
     def store(self, e: Emitter, first: SSAValue | int, vec: int, vals: Sequence[SSAValue], extra: int = 0) -> None:
         p, off = self.at(e, first, vec)
@@ -267,8 +267,31 @@ class _Row:
     row_x: SSAValue  # the row's first element in x
     first: SSAValue | None = None  # with a cluster: the thread's first vector in the row (i32)
     rank: SSAValue | None = None  # with a cluster: the CTA's rank in it (i32)
+    res: _Buf | None = None  # add_rms_norm: residual
+    hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
 
     # region Visiting a thread's vectors
+
+    def load_item(self, e: Emitter, first: SSAValue | int, extra: int = 0) -> list[SSAValue]:
+        """The row's values of one vector as float32: x's; with add_rms_norm
+        ``h = x + residual`` rounded to x's type, which is written to residual_out here."""
+        vec = self.p.vec
+        xs = self.x.load(e, first, vec, extra)
+        if self.res is None:
+            return xs
+        assert self.hout is not None
+        hs = [_add(e, a, c) for a, c in zip(xs, self.res.load(e, first, vec, extra), strict=True)]
+        if self.p.dtype != F32:  # torch rounds x + residual to its type, then normalizes that
+            hs = [e.convert(e.convert(h, F32, self.p.dtype), self.p.dtype, F32) for h in hs]
+        self.hout.store(e, first, vec, hs, extra)
+        return hs
+
+    def reload_item(self, e: Emitter, first: SSAValue | int, extra: int = 0) -> list[SSAValue]:
+        """The row's values of one vector again (the second pass of rows_stream): x's, or
+        add_rms_norm's h read back from residual_out (written by this kernel: no ``.nc``)."""
+        if self.hout is None:
+            return self.x.load(e, first, self.p.vec, extra)
+        return self.hout.load(e, first, self.p.vec, extra, nc=False)
 
     def partial(self, e: Emitter) -> tuple[int, SSAValue | None]:
         """(vectors every thread has, the condition of the one more some threads have)."""
@@ -320,7 +343,7 @@ class _Row:
             return _mul(e, _exp(e, _sub(e, v, s["max"])), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
             return _sub(e, _sub(e, v, s["max"]), s["log_sum"])
-        if kind == NormKind.RMS_NORM:
+        if kind in RMS_KINDS:
             r = _mul(e, v, s["rstd"])
             return _mul(e, r, w[j]) if w is not None else r
         r = _mul(e, _sub(e, v, s["mean"]), s["rstd"])
@@ -371,7 +394,7 @@ class _Row:
             else:
                 out["log_sum"] = _log(e, sums["sum"])
             return out
-        if kind == NormKind.RMS_NORM:
+        if kind in RMS_KINDS:
             ms = e.div(AT, sums["sq"], e.const(n, f32))
             return {"rstd": _rsqrt(e, _add(e, ms, eps))}
         return {"mean": sums["mean"], "rstd": _rsqrt(e, _add(e, sums["var"], eps))}
@@ -411,9 +434,9 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
     vals: list[list[SSAValue]] = []
     for k, cond in enumerate(conds):
         if cond is None:
-            vals.append(r.x.load(e, k * p.group, p.vec))
+            vals.append(r.load_item(e, k * p.group))
         else:
-            vals.append(e.if_(cond, lambda b, k=k: r.x.load(b, k * p.group, p.vec),
+            vals.append(e.if_(cond, lambda b, k=k: r.load_item(b, k * p.group),
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
@@ -429,7 +452,7 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
         return
-    if kind == NormKind.RMS_NORM:
+    if kind in RMS_KINDS:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
         ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
         stats = r.finish(e, {"sq": ss})
@@ -493,7 +516,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
             for v in vals:
                 s = _add(b, s, _exp(b, _sub(b, v, m1)))
             return [t1, s]
-        if kind == NormKind.RMS_NORM:
+        if kind in RMS_KINDS:
             (s,) = state
             for v in vals:
                 s = b.fma(AT, v, v, s)
@@ -507,13 +530,13 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
 
     if softmax:
         init = [e.const(float("-inf"), f32), e.const(0.0, f32)]
-    elif kind == NormKind.RMS_NORM:
+    elif kind in RMS_KINDS:
         init = [e.const(0.0, f32)]
     else:
         init = [e.const(0.0, f32), e.const(0.0, f32)]
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
-        return absorb(b, state, r.x.load(b, first, p.vec, extra))
+        return absorb(b, state, r.load_item(b, first, extra))
 
     state = _visit(e, p, full, cond, init, read)
     if softmax:
@@ -522,7 +545,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
         # the sum rescaled to the row's maximum (exp(clamp(t) - max): 1 for a finite row)
         s = _mul(e, s, _exp(e, _sub(e, _clamp(e, t), big)))
         stats = r.finish(e, {"max": big, "sum": r.reduce(e, ReduceKind.SUM, s, "row_sum")})
-    elif kind == NormKind.RMS_NORM:
+    elif kind in RMS_KINDS:
         stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
     else:
         nf = e.const(float(p.n), f32)
@@ -532,7 +555,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
         stats = r.finish(e, {"mean": _add(e, shift, s1), "var": var})
 
     def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
-        r.write_item(b, first, r.x.load(b, first, p.vec, extra), stats, extra)
+        r.write_item(b, first, r.reload_item(b, first, extra), stats, extra)
         return state
 
     _visit(e, p, full, cond, [], write)
@@ -601,6 +624,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     x0, y0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.y, StateSpace.GLOBAL)
     w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
     b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
+    r0 = e.ptr(op.residual, StateSpace.GLOBAL) if op.residual is not None else None
+    h0 = e.ptr(op.residual_out, StateSpace.GLOBAL) if op.residual_out is not None else None
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     sw = e.wide(start)  # the thread's first vector in a row
@@ -614,7 +639,11 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
         w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank)
+        res = hout = None
+        if op.residual is not None and op.residual_out is not None:
+            res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+            hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout)
         (_registers if p.items else _stream)(r, b, row)
         return []
 

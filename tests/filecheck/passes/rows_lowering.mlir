@@ -7,11 +7,11 @@
 // RUN: bulkred-opt %s -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=WARP
 // RUN: bulkred-opt %s -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=WARPPTX
 
-// EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:9:3 on sm_90a
+// EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:11:3 on sm_90a
 // EXPLAIN: //   rows_warp     30        row_length      FAIL     N <= 1024                                 N = 4096 (bfloat16, limit 1024)
 // EXPLAIN: //   rows_cta      20        row_length      ok       N <= 16384                                N = 4096 (bfloat16, limit 16384)
 // EXPLAIN: // chosen: rows_cta
-// EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:13:3 on sm_90a
+// EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:15:3 on sm_90a
 // EXPLAIN: //   rows_cta      20        row_length      FAIL     N <= 16384                                N = 50000 (float32, limit 16384)
 // EXPLAIN: //   rows_cluster  15        row_in_cluster  ok       <= 32 values per thread in 8 CTAs of 512  N = 50000: 8 CTAs of 256 threads, 28 values each
 // EXPLAIN: // chosen: rows_cluster

@@ -33,3 +33,11 @@ func.func @layer_norm(%x: memref<5x96xf16, #bulkred.scope<global>>, %y: memref<5
   bulkred.normalize_rows layer_norm %x, %y weight %w : memref<96xf32, #bulkred.scope<global>> bias %b : memref<96xf32, #bulkred.scope<global>> eps 0.0 : f32 mean %mu : memref<5xf32, #bulkred.scope<global>> rstd %r : memref<5xf32, #bulkred.scope<global>> : memref<5x96xf16, #bulkred.scope<global>>, memref<5x96xf16, #bulkred.scope<global>>
   func.return
 }
+
+// add_rms_norm: h = x + residual written to residual_out, then the rms_norm of h.
+// CHECK-LABEL: func.func @add_rms_norm
+// CHECK: bulkred.normalize_rows add_rms_norm %x, %y residual %r : memref<4x64xbf16, #bulkred.scope<global>> residual_out %h : memref<4x64xbf16, #bulkred.scope<global>> weight %w : memref<64xbf16, #bulkred.scope<global>> eps 1.000000e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+func.func @add_rms_norm(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %r: memref<4x64xbf16, #bulkred.scope<global>>, %h: memref<4x64xbf16, #bulkred.scope<global>>, %w: memref<64xbf16, #bulkred.scope<global>>) {
+  bulkred.normalize_rows add_rms_norm %x, %y residual %r : memref<4x64xbf16, #bulkred.scope<global>> residual_out %h : memref<4x64xbf16, #bulkred.scope<global>> weight %w : memref<64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}

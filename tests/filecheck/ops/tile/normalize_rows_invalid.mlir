@@ -66,7 +66,7 @@ func.func @y_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64x
 // -----
 
 func.func @weight_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' is only valid with kind rms_norm or layer_norm, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax
   bulkred.normalize_rows softmax %x, %y weight %w : memref<64xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -101,7 +101,7 @@ func.func @bias_type(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4
 // -----
 
 func.func @stat_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' is only valid with kind rms_norm or layer_norm, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax
   bulkred.normalize_rows softmax %x, %y rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -143,7 +143,7 @@ func.func @eps_negative(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref
 // -----
 
 func.func @eps_softmax(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' is only valid with kind rms_norm or layer_norm, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'eps' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax
   bulkred.normalize_rows softmax %x, %y eps 1.0e-05 : f32 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -155,6 +155,34 @@ func.func @eps_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x6
   func.return
 }
 
+// -----
+
+func.func @residual_missing(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %h: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'residual' is required with kind add_rms_norm, got none
+  bulkred.normalize_rows add_rms_norm %x, %y residual_out %h : memref<4x64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @residual_kind(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %r: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'residual' is only valid with kind add_rms_norm, got kind rms_norm
+  bulkred.normalize_rows rms_norm %x, %y residual %r : memref<4x64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @residual_shape(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %r: memref<4x32xbf16, #bulkred.scope<global>>, %h: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'residual' must have x's shape [4, 64] and element type bf16, got [4, 32] of bf16
+  bulkred.normalize_rows add_rms_norm %x, %y residual %r : memref<4x32xbf16, #bulkred.scope<global>> residual_out %h : memref<4x64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @residual_out_alias(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %r: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'residual_out' must be a buffer of its own (not x, residual or y)
+  bulkred.normalize_rows add_rms_norm %x, %y residual %r : memref<4x64xbf16, #bulkred.scope<global>> residual_out %x : memref<4x64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
 // -----
 
 // Outside a kernel.
