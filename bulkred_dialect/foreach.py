@@ -117,14 +117,9 @@ def _kernel(what: tuple, build: Callable[[], Any], name: str) -> Any:
     k = _KERNELS.get(key)
     if k is not None:
         return k
-    from bulkred_dialect.backend_ptx.cache import make_key
-    from bulkred_dialect.backend_ptx.loading import cached_module
-    from bulkred_dialect.compiler import compile_tile_module
+    from bulkred_dialect.compiler import compile_keyed, target_for
 
-    k = cached_module(
-        make_key({"what": "list kernel", "kernel": repr(what), "arch": arch}),
-        lambda: compile_tile_module(build(), arch, cache=False),
-    ).kernel(name)
+    k = compile_keyed({"what": "list kernel", "kernel": repr(what)}, build, target_for(arch)).kernel(name)
     with _LOCK:
         _KERNELS[key] = k
     return k
@@ -446,6 +441,7 @@ def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
     if row.clip and count:
         _clip_kernel()(entry.table, _constant(o[row.clip], entry.device), one)
     return total
+
 
 def _one(fn: str, name: str, t: Any, torch: Any, device: Any) -> Any:
     if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or t.numel() != 1 or t.device != device:

@@ -366,3 +366,24 @@ def test_the_list_functions_docs_and_signatures_are_their_rows():
 
 
 # endregion
+
+
+def test_the_list_kernels_compile_through_the_compile_driver(monkeypatch):
+    """A row's kernel as a call gets it (foreach's cache, compiler.compile_keyed), for a
+    GPU that is pretended (sm_90a): the reduce_list with scale and flag and the clip,
+    assembled, their parameters in the order the calls pass them, one grid for both (the
+    table is built for it)."""
+    from bulkred_dialect import foreach as F
+    from bulkred_dialect.backend_ptx import device
+    from bulkred_dialect.functions import LISTS
+    from bulkred_dialect.ops.target import Target
+
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    monkeypatch.setattr(F, "_KERNELS", {})
+    monkeypatch.setattr(F, "_LIST_KERNELS", {})
+    k = F._reduce_kernel(LISTS["unscale_and_norm_"], {"ord": 2.0})
+    assert [p.name for p in k.signature.params] == ["table", "dst", "total", "scale", "found_inf"]
+    assert F._reduce_kernel(LISTS["unscale_and_norm_"], {"ord": 2.0}) is k  # one look-up from then on
+    clip = F._clip_kernel()
+    assert [p.name for p in clip.signature.params] == ["table", "factor", "total"]
+    assert F._grid(k) == F._grid(clip) == grid_list.list_grid(Target.parse("sm_90a"))
