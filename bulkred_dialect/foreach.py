@@ -58,18 +58,34 @@ def _error(fn: str, message: str) -> ListError:
 
 
 def _checks(row: ListFunction) -> dict[str, Callable[[Any], Any]]:
-    """The row's option checks by name, each raising :class:`ListError` (one line)."""
+    """The row's option checks by name, each raising :class:`ListError` (one line). A
+    value met before (of the same type: ``2`` and ``2.0`` apart) takes its checked value
+    from a small memo: the per-call cost of the default ``ord=2.0`` is one look-up."""
 
     def wrap(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        memo: dict[tuple, Any] = {}
+
         def checked(value: Any) -> Any:
+            key = (value.__class__, value)
             try:
-                return check(value)
+                return memo[key]
+            except (KeyError, TypeError):  # new, or not hashable
+                pass
+            try:
+                v = check(value)
             except OptionError as e:
                 raise _error(row.name, str(e)) from None
+            if len(memo) < 64:
+                try:
+                    memo[key] = v
+                except TypeError:
+                    pass
+            return v
 
         return checked
 
-    return {o.name: wrap(o.check) for o in row.options}
+    # tensors (inv_scale, found_inf) and the ignored ``foreach`` pass as they are: no memo holds them
+    return {o.name: wrap(o.check) if o.schema not in ("Tensor", "") else o.check for o in row.options}
 
 
 _CHECK: dict[str, dict[str, Callable[[Any], Any]]] = {row.name: _checks(row) for row in LIST_ROWS}
