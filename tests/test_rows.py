@@ -164,7 +164,8 @@ def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
     "kind,dtype,variant,n,affine",
     [
         ("softmax", "bfloat16", "rows_warp", 37, None),  # odd N: scalar loads
-        ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),
+        ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),  # 16-byte vectors of 8
+        ("layer_norm", "bfloat16", "rows_cluster", 176, "float32"),  # 8 float32 weights: two loads
         ("layer_norm", "float16", "rows_warp", 40, "float32"),
         ("add_rms_norm", "bfloat16", "rows_stream", 4 * 20 + 1, "bfloat16"),  # h rounded to bf16, read back
         ("log_softmax", "float16", "rows_stream", 4 * 30 + 2, None),  # scalar loads, one loop step

@@ -32,12 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, f32, i64
+from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
-from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RoundingMode, SubOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
+from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import SelpType
 from bulkred_dialect.ops.ptx.sync import MapaOp
@@ -52,6 +54,7 @@ from bulkred_dialect.passes.variants.grid_common import alone_in_kernel, require
 from bulkred_dialect.passes.variants.kernel import cta_reduce, emitter_at, sm_count, warp_reduce
 
 F32 = DTYPES["float32"]
+BF16 = DTYPES["bfloat16"]
 ELEM_F32 = ELEMS["float32"]
 AT = ArithType.F32
 LOG2E = 1.4426950408889634
@@ -60,6 +63,10 @@ FLT_MAX = 3.4028234663852886e38
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
+
+WIDE_BF16 = True
+"""bfloat16 rows move in 16-byte vectors of 8 elements (``ld.v4.b32``, each word split into
+two float32 by shifts; stores packed back into words), not 8-byte ``ld.v4.b16``."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ def dtype_of(op: NormalizeRowsOp) -> DType:
 def vector_of(op: NormalizeRowsOp) -> int:
     """Elements per load: the element type's vector (4) where N and both row strides are
     multiples of it, else 1."""
-    v = ELEMS[dtype_of(op).name].vector
+    d = dtype_of(op)
+    v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
     rows = [b.type for b in (op.x, op.y, op.residual, op.residual_out) if b is not None]
     ok = op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
     return v if ok else 1
@@ -200,23 +208,57 @@ def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
 
 def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
     """``vec`` elements of ``d`` at ``p + offset`` bytes, as float32 (``nc``: through the
-    non-coherent cache, for data the kernel does not write)."""
+    non-coherent cache, for data the kernel does not write): one vector load of at most
+    16 bytes each; 8 bfloat16 as 4 words (:func:`_bf16_halves`)."""
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
+    if vec * d.bytes > 16:
+        half = vec // 2
+        return _load(e, d, p, offset, half, nc=nc) + _load(e, d, p, offset + half * d.bytes, half, nc=nc)
     t = ld_type(d)
     if vec == 1:
         vals = [e.ld(t, p, d.ir, offset)]
+    elif vec == 8 and d.name == "bfloat16":
+        require_alignment(p, 16)
+        words = e.ld_vec(LdStType.B32, p, i32, 4, offset, nc=nc)
+        return [h for w in words for h in _bf16_halves(e, w)]
     else:
         require_alignment(p, vec * d.bytes)
         vals = e.ld_vec(t, p, d.ir, vec, offset, nc=nc)
     return [e.convert(v, d, F32) for v in vals]
 
 
+def _bf16_halves(e: Emitter, w: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The two bfloat16 of a 32-bit word (the first element in the low half) as float32:
+    a bfloat16's bits are the high half of its float32's."""
+    lo = e.value(ShlOp(ArithType.B32, w, e.const(16)))
+    hi = e.value(AndOp(ArithType.B32, w, e.const(-65536)))  # 0xffff0000
+    return e.value(MovOp(lo, f32)), e.value(MovOp(hi, f32))
+
+
+def _bf16_word(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Two float32 rounded to bfloat16 (``cvt.rn``) and packed in a 32-bit word, ``a`` in
+    the low half."""
+    lo, hi = (
+        e.value(CvtOp(CvtType.U32, CvtType.U16, e.value(MovOp(e.convert(v, F32, BF16), i16)), i32)) for v in (a, b)
+    )
+    return e.value(OrOp(ArithType.B32, lo, e.value(ShlOp(ArithType.B32, hi, e.const(16)))))
+
+
 def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAValue]) -> None:
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
-    out = [e.convert(v, F32, d) for v in vals]
     t = ld_type(d)
+    if len(vals) == 8 and d.name == "bfloat16":
+        require_alignment(p, 16)
+        e.st_vec(LdStType.B32, p, [_bf16_word(e, vals[i], vals[i + 1]) for i in range(0, 8, 2)], offset)
+        return
+    if len(vals) * d.bytes > 16:
+        half = len(vals) // 2
+        _store(e, d, p, offset, vals[:half])
+        _store(e, d, p, offset + half * d.bytes, vals[half:])
+        return
+    out = [e.convert(v, F32, d) for v in vals]
     if len(out) == 1:
         e.st(t, p, out[0], offset)
     else:
