@@ -10,7 +10,15 @@ helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and 
 as a Python user pays it (events around one call, the GPU idle before it). Each cell
 also checks its result against torch (``ok`` or ``WRONG``).
 
-    python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096]
+``--parts`` picks the tables: ``main`` (the above), ``small`` (M = 1, 8, 64), and two that
+choose the variants' settings by measurement, each setting compiling its own kernels (the
+compile cache off): ``bf16`` (bfloat16 rows in 16-byte vectors of 8, rows_common.WIDE_BF16,
+against 8-byte vectors of 4) and ``variants`` (the variants forced where two apply:
+rows_cta against rows_cluster at 8192 and 16384, rows_cluster against rows_stream at
+65536 and 131072).
+
+    python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096] [--parts main,small]
+    bash tools/gpu.sh tests:rows bench:rows       (BENCH_ARGS="--parts bf16,variants")
 """
 
 from __future__ import annotations
@@ -89,8 +97,9 @@ def main() -> int:
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--replays", type=int, default=5)
-    ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--parts", default="main,small")
     args = ap.parse_args()
+    parts = args.parts.split(",")
     import torch
 
     from bulkred_dialect import rows
@@ -98,6 +107,18 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     results = []
+    if "main" in parts:
+        _main(torch, rows, args, results)
+    if "small" in parts:
+        _small(torch, rows, args, results)
+    if "bf16" in parts or "variants" in parts:
+        _tuning(torch, rows, parts)
+    with open(os.path.join(args.out, "rows.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": results}, f, indent=1)
+    return 0
+
+
+def _main(torch, rows, args, results: list) -> None:
     print("| kind | dtype | N | M | variant | copy GB/s | bulkred GB/s | torch GB/s | vs copy | vs torch | bulkred per call us | torch per call us | check |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for dtype in args.dtypes.split(","):
@@ -130,25 +151,70 @@ def main() -> int:
                       f"{ours_call:,.1f} | {torch_call:,.1f} | {row['check']} |", flush=True)
             del x, y
             torch.cuda.empty_cache()
-    if args.small:
+
+
+def _small(torch, rows, args, results: list) -> None:
+    print()
+    print("| kind | dtype | M x 4096 | bulkred GPU us | torch GPU us | bulkred per call us | torch per call us |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for dtype in args.dtypes.split(","):
+        dt = getattr(torch, dtype)
+        for kind in ("softmax", "rms_norm"):
+            ours, theirs = _fns(torch, rows, kind, 4096, dt)
+            for m in (1, 8, 64):
+                xs = [torch.randn(m, 4096, device="cuda").to(dt) for _ in range(4)]
+                g_ours = RA.graph_us(torch, ours, xs, 50, args.replays)
+                g_torch = RA.graph_us(torch, theirs, xs, 50, args.replays)
+                c_ours, c_torch = RA.call_pair_us(torch, ours, theirs, xs, 50)
+                results.append({"kind": kind, "dtype": dtype, "n": 4096, "m": m, "small": True, "us": g_ours,
+                                "torch_us": g_torch, "call_us": c_ours, "torch_call_us": c_torch})
+                print(f"| {kind} | {dtype} | {m} | {g_ours:.1f} | {g_torch:.1f} | {c_ours:.1f} | {c_torch:.1f} |", flush=True)
+
+
+def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None) -> float:
+    """GB/s of one tuning cell (M x N = 2^28)."""
+    m = TOTAL // n
+    x = torch.randn(m, n, device="cuda").to(getattr(torch, dtype))
+    w = torch.randn(n, device="cuda").to(x.dtype)
+    if kind == "softmax":
+        fn = lambda t: rows.softmax(t, variant=variant)  # noqa: E731
+    else:
+        fn = lambda t: rows.rms_norm(t, (n,), w, 1e-6, variant=variant)  # noqa: E731
+    us = RA.graph_us(torch, fn, [x], 10, 5)
+    return 2 * x.numel() * x.element_size() / us / 1e3
+
+
+def _tuning(torch, rows, parts: list[str]) -> None:
+    os.environ["BULKRED_CACHE"] = "0"  # a setting's kernels are its own (the cache keys the module's text)
+    from bulkred_dialect.passes.variants import rows_common
+
+    if "bf16" in parts:
         print()
-        print("| kind | dtype | M x 4096 | bulkred GPU us | torch GPU us | bulkred per call us | torch per call us |")
-        print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-        for dtype in args.dtypes.split(","):
-            dt = getattr(torch, dtype)
-            for kind in ("softmax", "rms_norm"):
-                ours, theirs = _fns(torch, rows, kind, 4096, dt)
-                for m in (1, 8, 64):
-                    xs = [torch.randn(m, 4096, device="cuda").to(dt) for _ in range(4)]
-                    g_ours = RA.graph_us(torch, ours, xs, 50, args.replays)
-                    g_torch = RA.graph_us(torch, theirs, xs, 50, args.replays)
-                    c_ours, c_torch = RA.call_pair_us(torch, ours, theirs, xs, 50)
-                    results.append({"kind": kind, "dtype": dtype, "n": 4096, "m": m, "small": True, "us": g_ours,
-                                    "torch_us": g_torch, "call_us": c_ours, "torch_call_us": c_torch})
-                    print(f"| {kind} | {dtype} | {m} | {g_ours:.1f} | {g_torch:.1f} | {c_ours:.1f} | {c_torch:.1f} |", flush=True)
-    with open(os.path.join(args.out, "rows.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": results}, f, indent=1)
-    return 0
+        print("| kind | N | 16-byte bf16 GB/s | 8-byte bf16 GB/s |")
+        print("| --- | ---: | ---: | ---: |")
+        for kind in ("softmax", "rms_norm"):
+            for n in (1024, 4096, 16384, 65536):
+                got = []
+                for wide in (True, False):
+                    rows_common.WIDE_BF16 = wide
+                    rows._KERNELS.clear()
+                    got.append(_cell(torch, rows, kind, n, "bfloat16"))
+                print(f"| {kind} | {n} | {got[0]:,.0f} | {got[1]:,.0f} |", flush=True)
+        rows_common.WIDE_BF16 = True
+        rows._KERNELS.clear()
+    if "variants" in parts:
+        print()
+        print("| kind | dtype | N | variant | GB/s |")
+        print("| --- | --- | ---: | --- | ---: |")
+        for n, variants in ((8192, ("rows_cta", "rows_cluster")), (16384, ("rows_cta", "rows_cluster")),
+                            (65536, ("rows_cluster", "rows_stream")), (131072, ("rows_cluster", "rows_stream"))):
+            for dtype in ("float32", "bfloat16"):
+                for v in variants:
+                    try:
+                        gbs = f"{_cell(torch, rows, 'softmax', n, dtype, v):,.0f}"
+                    except Exception as e:  # noqa: BLE001 - the row says why
+                        gbs = f"failed: {str(e).splitlines()[0][:80]}"
+                    print(f"| softmax | {dtype} | {n} | {v} | {gbs} |", flush=True)
 
 
 if __name__ == "__main__":
