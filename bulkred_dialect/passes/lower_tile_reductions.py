@@ -54,6 +54,7 @@ from bulkred_dialect.ops.tile import CopyOp, NormalizeRowsOp, ReduceListOp, Redu
 from bulkred_dialect.passes.dispatch import choose, explain
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.targeting import TargetedPass
+from bulkred_dialect.passes.variants.grid_common import LOWERING
 
 
 @dataclass
@@ -73,7 +74,7 @@ class LowerReduce(RewritePattern):
                 raise
             first = e.message.split("\n", 1)[0]
             raise LocatedError(e.op, f"{first} (explain=true printed the dispatch table)") from None
-        variant.lower(op, rewriter, self.target)
+        _lower(variant, op, rewriter, self.target)
 
 
 @dataclass
@@ -84,7 +85,17 @@ class LowerReduceList(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, ReduceListOp | ScaleListOp | NormalizeRowsOp):
-            choose(op, self.target).lower(op, rewriter, self.target)
+            _lower(choose(op, self.target), op, rewriter, self.target)
+
+
+def _lower(variant, op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    """``variant``'s lowering of ``op``, its name known to a refusal of the kernel's own
+    launch (``grid_common.set_launch``)."""
+    token = LOWERING.set(variant.name)
+    try:
+        variant.lower(op, rewriter, target)
+    finally:
+        LOWERING.reset(token)
 
 
 class LowerCopy(RewritePattern):

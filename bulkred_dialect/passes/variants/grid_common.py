@@ -16,6 +16,7 @@ launch (the kernel accumulates into it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -30,7 +31,9 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
+from bulkred_dialect.diagnostics import LocatedError
 from bulkred_dialect.ops.dtypes import DTYPES
 from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 from bulkred_dialect.ops.ptx.arith import ArithType, DivOp, RemOp
@@ -46,6 +49,7 @@ from bulkred_dialect.ops.tile import (
     ReduceOp,
     buffer_type,
     enclosing_kernel,
+    kernel_launch,
 )
 from bulkred_dialect.passes.canonical import Canonical, canonical
 from bulkred_dialect.passes.elements import Elem, ld_type
@@ -133,8 +137,88 @@ def grid_predicates(*forms: str, expected: str | None = None) -> list[Predicate]
 # region Kernel-level changes
 
 
+LOWERING: ContextVar[str] = ContextVar("bulkred_lowering_variant", default="the lowering")
+"""The name of the variant lowering the op now (set by ``lower_tile_reductions``), for
+the launch's refusal."""
+
+
+def asked_launch(kernel: func.FuncOp) -> LaunchAttr | None:
+    """The ``bulkred.launch`` written on a grid-scope or list op's kernel before its
+    lowering (the user's), or None; a malformed one is the verifier's to report. One
+    thread (grid [1], block [1], no cluster) is the builder's default launch
+    (``builder.kernel`` writes it on every kernel), which no grid lowering could run:
+    it counts as none asked."""
+    try:
+        launch = kernel_launch(kernel)
+    except VerifyException:
+        return None
+    if launch is not None and launch.grid_dims == launch.block_dims == launch.cluster_dims == (1, 1, 1):
+        return None
+    return launch
+
+
+def grid_ctas(kernel: func.FuncOp, chosen: int, block: int) -> int:
+    """The CTAs of a variant whose CTAs share the work in a grid-stride loop (any count
+    gives the same result): ``chosen``, or the grid of the kernel's own ``bulkred.launch``
+    where it asks a 1-D grid with the variant's ``block`` and no cluster (honoured);
+    another launch is refused by :func:`set_launch`."""
+    asked = asked_launch(kernel)
+    if asked is None:
+        return chosen
+    (n, gy, gz), b, c = asked.grid_dims, asked.block_dims, asked.cluster_dims
+    if gy == gz == 1 and b == (block, 1, 1) and c == (1, 1, 1) and 1 <= n <= MAX_CTAS:
+        return n
+    return chosen
+
+
+def one_cta_block(kernel: func.FuncOp, chosen: int, limit: int) -> int:
+    """The block of a variant's one-CTA launch (any multiple of 32 up to ``limit`` gives
+    the same result): ``chosen``, or the block the kernel's own ``bulkred.launch`` asks
+    with grid [1] and no cluster, where it is such a block (honoured)."""
+    asked = asked_launch(kernel)
+    if asked is None or asked.grid_dims != (1, 1, 1) or asked.cluster_dims != (1, 1, 1):
+        return chosen
+    b, by, bz = asked.block_dims
+    return b if by == bz == 1 and b % 32 == 0 and 32 <= b <= limit else chosen
+
+
+def asks_one_cta(kernel: func.FuncOp) -> bool:
+    """The kernel's own ``bulkred.launch`` asks one CTA (grid [1])."""
+    asked = asked_launch(kernel)
+    return asked is not None and asked.grid_dims == (1, 1, 1)
+
+
+MAX_CTAS = 2**31 - 1
+"""The largest 1-D grid (``gridDim.x``)."""
+
+
 def set_launch(kernel: func.FuncOp, grid: Sequence[int], block: Sequence[int], cluster: Sequence[int] = (1,)) -> None:
-    kernel.attributes[LAUNCH_ATTR] = LaunchAttr(grid, block, cluster)
+    """The kernel's launch, as the lowering chooses it. A ``bulkred.launch`` written on
+    the kernel before (the user's) is kept where it is this one (a variant that takes
+    the grid asked for: :func:`grid_ctas`), else refused at the op's location: a
+    grid-scope or list lowering chooses its block and cluster."""
+    new = LaunchAttr(grid, block, cluster)
+    asked = asked_launch(kernel)
+    if asked is not None and (asked.grid_dims, asked.block_dims, asked.cluster_dims) != (
+        new.grid_dims, new.block_dims, new.cluster_dims
+    ):
+        op = next(o for o in kernel.body.walk() if o.name.startswith("bulkred."))  # the op lowered (alone in its kernel)
+        raise LocatedError(
+            op,
+            f"the kernel's bulkred.launch asks {_dims_text(asked)}; {LOWERING.get()} launches {_dims_text(new)} "
+            f"(a grid-scope lowering chooses its block and cluster, and takes the grid asked for where its CTAs "
+            f"share the work in a loop): write bulkred.launch = #bulkred.launch<{_dims_text(new)}> or none",
+        )
+    kernel.attributes[LAUNCH_ATTR] = new
+
+
+def _dims_text(a: LaunchAttr) -> str:
+    def dims(d: tuple[int, int, int]) -> str:
+        while len(d) > 1 and d[-1] == 1:
+            d = d[:-1]
+        return "[" + ", ".join(map(str, d)) + "]"
+
+    return f"grid = {dims(a.grid_dims)}, block = {dims(a.block_dims)}, cluster = {dims(a.cluster_dims)}"
 
 
 def add_workspace(kernel: func.FuncOp, nbytes: int) -> BlockArgument:

@@ -32,13 +32,16 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import (
     add_workspace,
-    reducer,
     align16,
+    asks_one_cta,
     checked,
     form_of,
     global_ptr,
+    grid_ctas,
     grid_predicates,
     neutral,
+    one_cta_block,
+    reducer,
     set_launch,
     store_out,
     stream,
@@ -84,13 +87,17 @@ def lower_grid_full(op: Operation, rewriter: PatternRewriter, target: Target, ve
     assert kernel is not None
     elem = elem_of(op)
     vec = elem.vector if vec is None else vec
-    ctas = full_grid(form.n, vec, target, form.n * elem.bytes if reducer(op).plain else 0)
+    # the CTAs share the vectors in a grid-stride loop: a grid the kernel's bulkred.launch
+    # asks is taken (with this variant's block), and so is its block for one CTA
+    chosen = full_grid(form.n, vec, target, form.n * elem.bytes if reducer(op).plain else 0)
+    ctas = 1 if asks_one_cta(kernel) else grid_ctas(kernel, chosen, BLOCK)
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     cta = e.sreg(SpecialRegister.CTAID_X)
     if ctas == 1:
         # one CTA covers it: no workspace, no ticket; thread 0 writes dst
-        block = single_cta_block(form.n // vec, ONE_CTA_BLOCK if reducer(op).plain else BLOCK)
+        limit = ONE_CTA_BLOCK if reducer(op).plain else BLOCK
+        block = one_cta_block(kernel, single_cta_block(form.n // vec, limit), limit)
         set_launch(kernel, [1], [block])
         r = cta_partial(e, op, tid, cta, 1, block, redux_f32=absmax_redux(op, target), vec=vec)
 

@@ -40,6 +40,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     MAX_GRID_Y,
     form_of,
     global_ptr,
+    grid_ctas,
     grid_predicates,
     load_item,
     neutral,
@@ -87,7 +88,7 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
     reduced = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
     outputs, count = form.kept, form.reduced_count
-    ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS)))
+    ctas = grid_ctas(kernel, max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS))), BLOCK)  # warps loop over outputs
     set_launch(kernel, [ctas], [BLOCK])
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)

@@ -28,6 +28,7 @@ from bulkred_dialect.passes.variants.grid_common import (
     checked,
     form_of,
     global_ptr,
+    grid_ctas,
     grid_predicates,
     neutral,
     reducer,
@@ -62,7 +63,7 @@ def lower_grid_rows(op: Operation, rewriter: PatternRewriter, target: Target, ve
     elem, kind = elem_of(op), op.kind.data
     m, n = form.m, form.n
     vec = (elem.vector if n % elem.vector == 0 else 1) if vec is None else vec
-    ctas = max(1, min(sm_count(target) * CTAS_PER_SM, -(-m // WARPS)))
+    ctas = grid_ctas(kernel, max(1, min(sm_count(target) * CTAS_PER_SM, -(-m // WARPS))), BLOCK)  # warps loop over rows
     set_launch(kernel, [ctas], [BLOCK])
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
