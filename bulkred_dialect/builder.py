@@ -662,8 +662,8 @@ def _reduce(
     d = _buffer(dst, "dst", fn)
     a = _buffer(aux, "aux", fn) if aux is not None else None
     maps = _maps(fn, prologue, epilogue)
-    if correction is not None and (not isinstance(correction, Integral) or isinstance(correction, bool)):
-        raise BuildError(f"'correction' of T.{fn} must be an integer, got {correction!r}")
+    if correction is not None and (not isinstance(correction, numbers.Real) or isinstance(correction, bool)):
+        raise BuildError(f"'correction' of T.{fn} must be a number (an int, or a float as torch's), got {correction!r}")
     x = _buffer(src, "src", fn)
     s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
     for field, flag in (("accum", accum), ("deterministic", deterministic), ("ignore_nan", ignore_nan)):
@@ -692,7 +692,7 @@ def _reduce(
     op = ReduceOp(
         kind, x, d, scope=s, accum=accum, deterministic=deterministic, ignore_nan=ignore_nan, axes=axes_list,
         variant=variant, prologue=maps.get("prologue"), epilogue=maps.get("epilogue"),
-        correction=None if correction is None else int(correction), aux=a,
+        correction=None if correction is None else int(correction) if isinstance(correction, Integral) else float(correction), aux=a,
     )
     return _insert(op, fn)  # type: ignore[return-value]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +63,7 @@ class Reduction:
     dst: str
     prologue: tuple = ()
     epilogue: tuple = ()
-    correction: int | None = None
+    correction: int | float | None = None  # a float only where it is not an integer (torch's correction=1.3)
     aux: str | None = None
     fill: Any = None
     ignore_nan: bool = False
@@ -87,6 +87,7 @@ class Function:
     kernel: str = ""  # the kernel's name: bulkred_<kernel> (default: the function's name)
     aux_first: bool = False  # a pair's first result is the op's aux output (max_with_indices' values)
     out_dtype: bool = False  # without dtype=, the result takes out='s dtype (sum, prod: as torch)
+    torch_dst: Callable[[str], str] | None = None  # torch tensors' result dtype without dtype= (None: as numpy's)
 
     def __post_init__(self) -> None:
         if not self.kernel:
@@ -103,6 +104,22 @@ class Function:
 
     def defaults(self) -> dict[str, Any]:
         return {o.name: o.default for o in self.options}
+
+    def reduction(self, src: str, options: dict[str, Any], library: str = "numpy") -> Reduction:
+        """The ``bulkred.reduce`` a call on an ``x`` of dtype ``src`` from ``library``
+        builds, with the results' dtypes of that library's rules (:func:`library_rules`):
+        torch tensors take :attr:`torch_dst` where no ``dtype=`` is given (an int64 sum of
+        uint8, a uint8 ``any``); a ``dtype=`` that the input does not widen into is the
+        prologue ``cast``: each element is converted first, then reduced (torch's and the
+        array API's ``sum(float64, dtype=float32)``)."""
+        r = self.build(src, options)
+        if library_rules(library) == "torch" and self.torch_dst is not None and options.get("dtype") is None:
+            dst = self.torch_dst(src)
+            if dst != r.dst:
+                r = replace(r, dst=dst)
+        if r.kind not in ("argmax", "argmin") and casts_first(src, r.dst) and "nonzero" not in r.prologue:
+            r = replace(r, prologue=("cast", *r.prologue))
+        return r
 
     def schema(self) -> str:
         """The torch operator schema of ``bulkred::<name>`` (a new result) and of
@@ -121,8 +138,18 @@ class Function:
 # region Option checks (the messages; the API prefixes them with bulkred.<name>)
 
 
+def is_bool(v: Any) -> bool:
+    """A Python or numpy bool (``np.bool_``): every bool option takes both alike."""
+    return isinstance(v, bool | np.bool_)
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+    return isinstance(v, int | np.integer) and not is_bool(v)
+
+
+def _is_number(v: Any) -> bool:
+    """An int or a float, Python's or numpy's (``np.int64``, ``np.float32``); not a bool."""
+    return isinstance(v, int | float | np.integer | np.floating) and not is_bool(v)
 
 
 def _dtype_option(v: Any) -> Any:
@@ -131,23 +158,35 @@ def _dtype_option(v: Any) -> Any:
 
 def _bool_option(name: str) -> Callable[[Any], bool]:
     def check(v: Any) -> bool:
-        if not isinstance(v, bool | np.bool_):
+        if not is_bool(v):
             raise OptionError(f"'{name}' must be a bool, got {v!r}")
         return bool(v)
 
     return check
 
 
-def _correction(v: Any) -> int:
-    if not _is_int(v) or v < 0:
-        raise OptionError(f"'correction' must be an integer >= 0, got {v!r}")
-    if v >= 2**62:
+def _correction(v: Any) -> int | float:
+    """An int, or a float as torch takes it (``correction=1.3``: ``N - 1.3`` divides);
+    an integral float is kept as the int (the op prints ``correction 1 : i64`` either way)."""
+    if not _is_number(v):
+        raise OptionError(f"'correction' must be a number >= 0 (an int or a float), got {v!r}")
+    if _is_int(v):
+        c: int | float = int(v)
+    else:
+        c = float(v)
+        if not math.isfinite(c):
+            raise OptionError(f"'correction' must be a finite number >= 0, got {v!r}")
+        if c.is_integer() and abs(c) < 2**62:
+            c = int(c)
+    if c < 0:
+        raise OptionError(f"'correction' must be a number >= 0 (an int or a float), got {v!r}")
+    if c >= 2**62:
         raise OptionError(f"'correction' must be less than 2**62, got {v!r}")
-    return int(v)
+    return c
 
 
 def _ord(v: Any) -> float:
-    if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
+    if not _is_number(v):
         raise OptionError(f"'ord' must be a number (an int, a float, inf or -inf), got {v!r}")
     try:
         p = float(v)
@@ -158,7 +197,7 @@ def _ord(v: Any) -> float:
     if math.isinf(p) and not np.isinf(v):  # a finite value beyond float64 (a long double): not inf
         raise OptionError(f"'ord' must be a finite number, inf or -inf, got {v!r:.40}")
     if p == 0:
-        raise OptionError("ord=0 (the number of nonzero elements) is not supported: pass bulkred.count_nonzero(x)")
+        return 0.0  # the number of nonzero elements, as a float (torch's vector_norm(x, 0))
     if math.isfinite(p) and not 1e-30 <= abs(p) <= 1e30:  # p and 1/p are kernel constants of the result's type
         raise OptionError(f"'ord' must be inf, -inf or a number of magnitude within [1e-30, 1e30], got {v!r}")
     return p
@@ -168,7 +207,7 @@ def _ord(v: Any) -> float:
 DTYPE_SUM = Option("dtype", None, _dtype_option, "ScalarType?", "before")
 DTYPE = Option("dtype", None, _dtype_option, "ScalarType?")
 IGNORE_NAN = Option("ignore_nan", False, _bool_option("ignore_nan"), "bool")
-CORRECTION = Option("correction", 0, _correction, "int", "before")
+CORRECTION = Option("correction", 0, _correction, "float", "before")
 ORD = Option("ord", 2, _ord, "float", "first")
 
 
@@ -185,6 +224,38 @@ def sum_dtype(src: str) -> str:
     if src.startswith("uint"):
         return "uint64"
     return src
+
+
+def torch_sum_dtype(src: str) -> str:
+    """torch's sum/prod of a torch tensor: bool and every integer in int64 (uint8 too, where
+    numpy gives uint64); uint64 stays uint64 (no wider signed type holds it)."""
+    if src == "bool" or (not DTYPES[src].is_float and src != "uint64"):
+        return "int64"
+    return src
+
+
+def library_rules(library: str) -> str:
+    """Whose rules an input's library follows: ``torch`` for torch tensors, the array
+    API's (``numpy``) for numpy and cupy arrays and any other device array."""
+    return "torch" if library == "torch" else "numpy"
+
+
+def casts_first(src: str, dst: str) -> bool:
+    """Whether a ``dst`` other than ``src`` is reached by converting each element first
+    (the prologue ``cast``): a narrower float or integer (``sum(float64, dtype=float32)``),
+    or a float of an integer or bool (``logsumexp`` of int32). The wider accumulators
+    (float16 into float32, int32 into int64) need no cast."""
+    s, d = DTYPES[src], DTYPES[dst]
+    if src == dst or d.is_bool:
+        return False
+    if d.is_float and not s.is_float:
+        return True
+    return d.is_float == s.is_float and not s.is_bool and d.bits < s.bits
+
+
+def _torch_bool(src: str) -> str:
+    """torch's any/all: uint8 for a uint8 tensor, else bool."""
+    return "uint8" if src == "uint8" else "bool"
 
 
 def _float_result(src: str, dtype: str | None) -> str:
@@ -245,7 +316,9 @@ def _norm(src: str, o: dict[str, Any]) -> Reduction:
         return Reduction("max", dst, prologue=("abs",))
     if p == -math.inf:
         return Reduction("min", dst, prologue=("abs",))
-    fill = 0.0 if p > 0 else None
+    fill = 0.0 if p >= 0 else None
+    if p == 0:  # torch's vector_norm(x, 0): the count of nonzero elements, as a float of dst's type
+        return Reduction("sum", dst, prologue=("nonzero",), fill=fill)
     if p == 1:
         return Reduction("sum", dst, prologue=("abs",), fill=fill)
     if p == 2:
@@ -254,7 +327,9 @@ def _norm(src: str, o: dict[str, Any]) -> Reduction:
 
 
 def _logsumexp(src: str, o: dict[str, Any]) -> Reduction:
-    return Reduction("logsumexp", src, fill=-math.inf)
+    """A bool or integer ``x`` gives float32 (torch's rule: its default float type), each
+    element converted first (the prologue ``cast``, :meth:`Function.reduction`)."""
+    return Reduction("logsumexp", src if DTYPES[src].is_float else "float32", fill=-math.inf)
 
 
 def _count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
@@ -295,18 +370,18 @@ _MINMAX_DOC = (
 )
 _VAR_DOC = (
     "The sum of squared deviations from the mean over ``N - correction`` (``correction`` 0 by default, as numpy and "
-    "the array API; torch's default is 1). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
+    "the array API; torch's default is 1; a float such as 1.3 is taken, as torch takes it). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
     "as torch does. One pass (Chan's combination of count, mean and M2); float16 and bfloat16 accumulate in float32."
 )
 
 ROWS: tuple[Function, ...] = (
     Function(
         "sum", "The sum of ``x``", _SUM_DOC, "torch.sum", "any", (DTYPE_SUM,), _plain("sum", sum_dtype), grad="sum",
-        out_dtype=True,
+        out_dtype=True, torch_dst=torch_sum_dtype,
     ),
     Function(
         "prod", "The product of ``x``", _SUM_DOC, "torch.prod", "any", (DTYPE_SUM,), _plain("prod", sum_dtype), grad="prod",
-        out_dtype=True,
+        out_dtype=True, torch_dst=torch_sum_dtype,
     ),
     Function("max", "The maximum of ``x``", _MINMAX_DOC, "torch.amax", "any", (IGNORE_NAN,), _plain("max"), grad="amax"),
     Function("min", "The minimum of ``x``", _MINMAX_DOC, "torch.amin", "any", (IGNORE_NAN,), _plain("min"), grad="amax"),
@@ -320,11 +395,11 @@ ROWS: tuple[Function, ...] = (
     ),
     Function(
         "any", "Whether any element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
-        "torch.any", "any", (), _plain("any", lambda s: "bool"),
+        "torch.any", "any", (), _plain("any", lambda s: "bool"), torch_dst=_torch_bool,
     ),
     Function(
         "all", "Whether every element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
-        "torch.all", "any", (), _plain("all", lambda s: "bool"),
+        "torch.all", "any", (), _plain("all", lambda s: "bool"), torch_dst=_torch_bool,
     ),
     Function("and_", "The bitwise and of an integer ``x``", "", "(none)", "integer", (), _plain("and"), kernel="and"),
     Function("or_", "The bitwise or of an integer ``x``", "", "(none)", "integer", (), _plain("or"), kernel="or"),
@@ -386,19 +461,21 @@ ROWS: tuple[Function, ...] = (
     Function(
         "vector_norm", "The vector norm of a floating-point ``x`` over ``axis`` (the array API's linalg.vector_norm)",
         "``ord`` 2 (default): sqrt(sum(x**2)); 1: sum(|x|); inf / -inf: max / min of |x|; another p != 0: "
-        "sum(|x|**p)**(1/p). ord=0 is refused.",
+        "sum(|x|**p)**(1/p); 0: the number of nonzero elements, as a float of the result's dtype (torch's).",
         "torch.linalg.vector_norm", "float", (ORD, DTYPE), _norm, grad="vector_norm",
     ),
     Function(
         "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow",
-        "One read with a running shift; an empty reduction or all -inf gives -inf.",
-        "torch.logsumexp", "float", (), _logsumexp, grad="logsumexp",
+        "One read with a running shift; an empty reduction or all -inf gives -inf. A bool or integer ``x`` gives "
+        "float32 (torch's rule), each element converted as it is read.",
+        "torch.logsumexp", "any", (), _logsumexp, grad="logsumexp",
     ),
     Function(
         "nansum", "The sum of ``x`` with NaN treated as 0",
         "As ``torch.nansum``: a sum with the prologue ``nan_zero``; an integer or bool ``x`` (no NaN) is summed as "
         "by :func:`sum` (int64 by default). " + _SUM_DOC,
         "torch.nansum", "any", (DTYPE_SUM,), _nansum, grad="nansum", out_dtype=True,
+        torch_dst=torch_sum_dtype,
     ),
     Function(
         "nanmean", "The mean of the elements of a floating-point ``x`` that are not NaN",

@@ -43,31 +43,33 @@ def _mean(x, results, grads, dims, keepdims, options):
 
 
 def _prod(x, results, grads, dims, keepdims, options):
-    """torch's prod_backward: without a zero in x, grad * result / x (NaN wherever the
-    product is NaN, as torch); with one, grad * (the product of the other elements),
-    exact (exclusive products from both ends along the flattened reduced axes). As torch,
-    the choice is made for the whole x (a host sync, as torch's ``.any().item()``)."""
+    """torch's prod_backward, without a host sync (``torch.compile(fullgraph=True)`` traces
+    it): per reduced slice, by its number of zeros ``z``:
+
+    * ``z == 0``: ``grad * result / x`` (NaN wherever the product is NaN, as torch);
+    * ``z == 1``: at the zero, ``grad`` times the product of the other elements (exact:
+      the product of the slice with its zero as 1); 0 elsewhere;
+    * ``z >= 2``: 0 (every element has a zero among the others).
+
+    torch chooses between ``result / x`` and its exclusive products for the whole ``x``
+    with ``(x == 0).nonzero()`` on the host; here ``torch.where`` chooses per slice on the
+    GPU. Divisions and products never see a zero they would turn into inf or NaN, so the
+    backward of this backward (``create_graph=True``) is finite where torch's is."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     if x.dim() == 0:
         return g.to(x.dtype).expand(x.shape)
-    if not bool((x == 0).any()):
-        return (g * (_restore(results[0], dims, keepdims, x.dim()) / x)).to(x.dtype)
-    kept = [d for d in range(x.dim()) if d not in dims]
-    perm = kept + list(dims)
-    xt = x.permute(perm)
-    flat = xt.reshape(*xt.shape[: len(kept)], -1)
-    ones = torch.ones_like(flat[..., :1])
-    left = torch.cat([ones, flat[..., :-1]], -1).cumprod(-1)
-    right = torch.cat([ones, flat.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)
-    others = (left * right).reshape(xt.shape).permute(_inverse(perm))
-    return (g * others.to(g.dtype)).to(x.dtype)
-
-
-def _inverse(perm: list[int]) -> list[int]:
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return inv
+    r = _restore(results[0], dims, keepdims, x.dim())
+    zero = x == 0
+    zeros = zero.sum(dim=dims, keepdim=True)
+    one = torch.ones_like(x)
+    safe = torch.where(zero, one, x)  # x with its zeros as 1
+    others = safe
+    for d in dims:  # the product of the slice's nonzero elements
+        others = others.prod(d, keepdim=True)
+    plain = g * (r / safe)
+    at_zero = g * others.to(g.dtype)
+    out = torch.where(zeros == 0, plain, torch.where(zero & (zeros == 1), at_zero, torch.zeros_like(plain)))
+    return out.to(x.dtype)
 
 
 def _var_grad(x, g, dims, keepdims, correction):
@@ -139,6 +141,8 @@ def _with_indices(x, results, grads, dims, keepdims, options):
 def _vector_norm(x, results, grads, dims, keepdims, options):
     """torch's norm_backward for ``ord`` p (linalg_vector_norm_backward)."""
     p = float(options["ord"])
+    if p == 0.0:  # the count of nonzero elements: piecewise constant, torch's gradient is 0
+        return torch.zeros_like(x)
     g = _restore(grads[0], dims, keepdims, x.dim())
     norm = _restore(results[0], dims, keepdims, x.dim())
     if p == 1.0:

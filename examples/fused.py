@@ -61,7 +61,7 @@ def refusals() -> None:
     for call in (
         lambda: bulkred.mean(np.zeros(4, np.int32)),
         lambda: bulkred.argmax(x, axis=(0, 1)),
-        lambda: bulkred.vector_norm(x, ord=0),
+        lambda: bulkred.vector_norm(x, ord="fro"),
         lambda: bulkred.var(x, correction=-1),
     ):
         try:

@@ -39,7 +39,7 @@ def test_every_row_is_a_function_with_its_signature_and_docs():
 def test_the_torch_schemas_come_from_the_options():
     assert FUNCTIONS["sum"].schema() == "(Tensor x, int[]? axis, bool keepdims, ScalarType? dtype) -> Tensor"
     assert FUNCTIONS["var_mean"].schema() == (
-        "(Tensor x, int[]? axis, bool keepdims, int correction, ScalarType? dtype) -> (Tensor, Tensor)"
+        "(Tensor x, int[]? axis, bool keepdims, float correction, ScalarType? dtype) -> (Tensor, Tensor)"
     )
     assert FUNCTIONS["max"].out_schema() == "(Tensor x, int[]? axis, bool keepdims, bool ignore_nan, Tensor(a0!) out0) -> ()"
     assert FUNCTIONS["vector_norm"].schema() == "(Tensor x, int[]? axis, bool keepdims, float ord, ScalarType? dtype) -> Tensor"
@@ -270,7 +270,7 @@ def test_the_autograd_route_checks_as_any_call():
     for call, message in [
         (lambda: bulkred.sum(x, axis=(1.5,)), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got (1.5,)"),
         (lambda: bulkred.sum(x, axis="0"), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got '0'"),
-        (lambda: bulkred.var(x, correction="1"), "bulkred.var: 'correction' must be an integer >= 0, got '1'"),
+        (lambda: bulkred.var(x, correction="1"), "bulkred.var: 'correction' must be a number >= 0 (an int or a float), got '1'"),
         (lambda: bulkred.vector_norm(x, ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
         (lambda: bulkred.sum(x, bogus=1), "bulkred.sum: 'bogus' is not taken by sum (its options: dtype)"),
         (lambda: bulkred.sum(x, explain=0), "bulkred.sum: 'explain' must be a bool, got 0"),

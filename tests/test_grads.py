@@ -142,12 +142,15 @@ def test_no_grad_and_not_differentiable(host_kernels):
 def test_a_recorded_tuple_axis_call_and_uint_results(host_kernels):
     """A torch call over a tuple of axes is recorded for the function's short path (the
     module's names shadow the builtins all/any/sum: the check of the axes must not call
-    bulkred.all), and an unsigned sum's uint64 result is made as torch.uint64."""
+    bulkred.all), and an unsigned sum's result is made in torch's dtype: int64 for uint8
+    (torch's rule for torch tensors), uint64 asked for with dtype=."""
     x = torch.arange(24, dtype=torch.float64).reshape(2, 3, 4)
     for _ in range(3):
         torch.testing.assert_close(bulkred.sum(x, axis=(0, 2)), x.sum(dim=(0, 2)))
     u = torch.arange(10, dtype=torch.uint8)
     r = bulkred.sum(u)
+    assert r.dtype == torch.int64 == u.sum().dtype and int(r) == 45
+    r = bulkred.sum(u, dtype=torch.uint64)
     assert r.dtype == torch.uint64 and int(r) == 45
 
 

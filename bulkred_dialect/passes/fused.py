@@ -11,9 +11,13 @@ workspace, and how the final state becomes the stored result (the epilogue).
   and ``b``'s index is lower: the first index among ties, NaN largest (as torch). The
   neutral state is (-inf or the lowest value, the index type's maximum), which any
   element replaces;
-* ``var``: (count, mean, M2), Welford's update per element (one ``rcp.approx`` of the
-  count) and Chan's combination of two states (one ``div.rn``); the variance is
-  ``M2 / (N - correction)`` with N the static count of the reduced elements;
+* ``var``: (count, mean, M2, shift), Welford's update per element (one ``rcp.approx`` of
+  the count) of ``x - shift`` with ``shift`` the state's first element, and Chan's
+  combination of two states (one ``div.rn``); the variance is ``M2 / (N - correction)``
+  with N the static count of the reduced elements (``correction`` an int or a float), the
+  mean ``shift + mean``. The shift keeps the running means small: unshifted, a float32
+  mean near 1e4 is rounded to 2^-10 at every step, and those errors enter the squared
+  differences of Chan's combination;
 * ``logsumexp``: (shift, sum) with ``sum * exp(shift)`` the partial sum of ``exp(x)``;
   the shift is the running maximum clamped to the finite range [-FLT_MAX, FLT_MAX]
   ([-DBL_MAX, DBL_MAX] in float64; so that no ``inf - inf`` arises: -inf inputs add 0,
@@ -106,7 +110,7 @@ class Reducer:
         if self.kind in INDEX_KINDS:
             return [a, self.index_dtype]
         if self.kind == ReduceKind.VAR:
-            return [a, a, a]
+            return [a, a, a, a]  # count, mean (of x - shift), M2, shift
         if self.kind in (ReduceKind.LOGSUMEXP, ReduceKind.MINMAX):
             return [a, a]
         if self.kind == ReduceKind.NANMEAN:
@@ -175,7 +179,7 @@ class Reducer:
                 v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
             return [e.const(v, ir), e.const(self.index_max, self.types[1])]
         if self.kind == ReduceKind.VAR:
-            return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
+            return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
             return [e.const(-self._finite_max, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.NANMEAN:
@@ -297,8 +301,7 @@ class Reducer:
             return [_selp(e, self.types[0], v, s[0], take), _selp(e, self.types[1], index, s[1], take)]
         if self.kind == ReduceKind.VAR:
             n1 = self._count_up(e, s[0])
-            d = e.value(_sub(at, v, s[1]))
-            return self._welford(e, at, s, v, d, n1, self._reciprocal(e, at, n1))
+            return self._welford(e, at, s, v, n1, self._reciprocal(e, at, n1), self._is_empty(e, at, s[0]))
         if self.kind == ReduceKind.NANMEAN:
             # sum += (v NaN ? 0 : v); count += (v NaN ? 0 : 1)
             number = self._is_number(e, at, v)
@@ -323,10 +326,11 @@ class Reducer:
         at, _ = arith_types(self.acc)
         n1 = self._count_up(e, states[0][0])
         inv = self._reciprocal(e, at, n1)
+        first = self._is_empty(e, at, states[0][0])
         out = []
         for j, (s, v) in enumerate(zip(states, vals, strict=True)):
             v = self.element(e, v, j)
-            out.append(self._welford(e, at, s, v, e.value(_sub(at, v, s[1])), n1, inv))
+            out.append(self._welford(e, at, s, v, n1, inv, first))
         return out
 
     def _count_up(self, e, n: SSAValue) -> SSAValue:
@@ -338,12 +342,21 @@ class Reducer:
         """``1 / n``: ``rcp.approx`` in f32, ``rcp.rn`` in f64."""
         return e.value(RcpOp(at, n, approx=True)) if at == ArithType.F32 else e.rcp(at, n)
 
-    def _welford(self, e, at: ArithType, s: State, v: SSAValue, d: SSAValue, n1: SSAValue, inv: SSAValue) -> State:
+    def _is_empty(self, e, at: ArithType, n: SSAValue) -> SSAValue:
+        """var: whether the count ``n`` is 0 (a predicate)."""
+        return e.value(SetpOp(CmpOp.EQ, SetpType(at.value), n, e.const(0.0, self.types[0])))
+
+    def _welford(self, e, at: ArithType, s: State, v: SSAValue, n1: SSAValue, inv: SSAValue, first: SSAValue) -> State:
         """Welford's step of var's state ``s`` by the element ``v`` (after the prologue),
-        ``d = v - mean``: ``mean += d / n; M2 += d * (v - mean)``."""
-        _, mean, m2 = s
+        ``n1`` the count after it, ``inv`` its reciprocal, ``first`` whether ``s`` is
+        empty (then ``v`` becomes the state's shift): with ``y = v - shift`` and
+        ``d = y - mean``, ``mean += d / n; M2 += d * (y - mean)``."""
+        _, mean, m2, shift = s
+        shift = _selp(e, self.types[0], v, shift, first)
+        y = e.value(_sub(at, v, shift))  # exact where v and the shift are within a factor 2 (Sterbenz)
+        d = e.value(_sub(at, y, mean))
         mean1 = e.fma(at, d, inv, mean)
-        return [n1, mean1, e.fma(at, d, e.value(_sub(at, v, mean1)), m2)]
+        return [n1, mean1, e.fma(at, d, e.value(_sub(at, y, mean1)), m2), shift]
 
     # endregion
 
@@ -357,17 +370,7 @@ class Reducer:
             take = self._takes(e, at, a, b)
             return [_selp(e, self.types[0], b[0], a[0], take), _selp(e, self.types[1], b[1], a[1], take)]
         if self.kind == ReduceKind.VAR:
-            na, ma, qa = a
-            nb, mb, qb = b
-            n = e.combine(ReduceKind.SUM, self.acc, na, nb)
-            one = e.const(1.0, self.types[0])
-            r = e.div(at, nb, e.minmax(ReduceKind.MAX, at, n, one))  # nb / n (0 when both are empty)
-            d = e.value(_sub(at, mb, ma))
-            mean = e.fma(at, d, r, ma)
-            # M2 = qa + qb + d^2 * na * nb / n = qa + qb + (d * na) * (d * r)
-            cross = e.value(MulOp(at, e.value(MulOp(at, d, na, rnd=RoundingMode.RN)), e.value(MulOp(at, d, r, rnd=RoundingMode.RN)), rnd=RoundingMode.RN))
-            q = e.combine(ReduceKind.SUM, self.acc, e.combine(ReduceKind.SUM, self.acc, qa, qb), cross)
-            return [n, mean, q]
+            return self._chan(e, at, a, b)
         if self.kind == ReduceKind.NANMEAN:
             return [e.combine(ReduceKind.SUM, self.acc, a[0], b[0]), e.combine(ReduceKind.SUM, self.count_dtype, a[1], b[1])]
         if self.kind == ReduceKind.MINMAX:
@@ -377,6 +380,28 @@ class Reducer:
         m = e.minmax(ReduceKind.MAX, at, sa, sb)  # both finite (or NaN): no clamp needed
         x = e.value(MulOp(at, ta, self._exp(e, sa, m), rnd=RoundingMode.RN))
         return [m, e.fma(at, tb, self._exp(e, sb, m), x)]
+
+    def _chan(self, e, at: ArithType, a: State, b: State) -> State:
+        """Chan's combination of var's states ``a`` and ``b``, in ``a``'s shift: ``b``'s
+        mean is ``(shift_b - shift_a) + mean_b`` there. An empty state (count 0) gives
+        the other unchanged (its shift is no element's)."""
+        na, ma, qa, ka = a
+        nb, mb, qb, kb = b
+        t = self.types[0]
+        n = e.combine(ReduceKind.SUM, self.acc, na, nb)
+        one = e.const(1.0, t)
+        r = e.div(at, nb, e.minmax(ReduceKind.MAX, at, n, one))  # nb / n
+        mb_a = e.combine(ReduceKind.SUM, self.acc, e.value(_sub(at, kb, ka)), mb)
+        d = e.value(_sub(at, mb_a, ma))
+        mean = e.fma(at, d, r, ma)
+        # M2 = qa + qb + d^2 * na * nb / n = qa + qb + (d * na) * (d * r)
+        cross = e.value(MulOp(at, e.value(MulOp(at, d, na, rnd=RoundingMode.RN)), e.value(MulOp(at, d, r, rnd=RoundingMode.RN)), rnd=RoundingMode.RN))
+        q = e.combine(ReduceKind.SUM, self.acc, e.combine(ReduceKind.SUM, self.acc, qa, qb), cross)
+        a_empty, b_empty = self._is_empty(e, at, na), self._is_empty(e, at, nb)
+        out = [n]
+        for mine, theirs, ours in ((ma, mb, mean), (qa, qb, q), (ka, kb, ka)):
+            out.append(_selp(e, t, theirs, _selp(e, t, mine, ours, b_empty), a_empty))
+        return out
 
     @property
     def _index_setp(self) -> SetpType:
@@ -469,10 +494,11 @@ class Reducer:
         if self.kind in INDEX_KINDS:
             return e.convert(s[1], self.index_dtype, DTYPES["int64"]), s[0]
         if self.kind == ReduceKind.VAR:
-            c = self.op.correction.value.data if self.op.correction is not None else 0
+            c = self.op.correction.value.data if self.op.correction is not None else 0  # an int or a float
             dof = float(max(0, self.count - c))
             var = e.div(at, s[2], e.const(dof, self.types[0]))
-            return self.map_value(e, self.epilogue, var, self.acc), s[1]
+            mean = e.combine(ReduceKind.SUM, self.acc, s[3], s[1])  # shift + mean of x - shift
+            return self.map_value(e, self.epilogue, var, self.acc), mean
         if self.kind == ReduceKind.LOGSUMEXP:
             r = e.combine(ReduceKind.SUM, self.acc, s[0], self._log(e, s[1]))
             return self.map_value(e, self.epilogue, r, self.acc), None

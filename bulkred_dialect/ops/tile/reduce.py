@@ -4,10 +4,12 @@ maps (docs/scopes.md, docs/fused.md); and the element-type rules of its ``dst``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FloatAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -16,6 +18,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     StringAttr,
     UnitAttr,
+    f64,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -84,6 +87,28 @@ def check_dst_element_type(kind: str, src: Attribute, dst: Attribute, *, grid: b
     raise VerifyException(f"'dst' element type must be {expected}, got {dst}")
 
 
+def check_cast_dst(kind: str, src: Attribute, dst: Attribute) -> None:
+    """Raise unless ``dst`` is an element type that the prologue ``cast`` (each element
+    converted to ``dst``'s type first, then reduced in it) reaches from ``src``: a float
+    of 32 or 64 bits from an integer or bool (``logsumexp`` of int32 into f32) or from a
+    wider float (``sum(float64, dtype=float32)``); an integer of 32 or 64 bits from a
+    wider integer (int64 into i32: the low bits, as a cast keeps them); or, as without the
+    cast, one of :func:`wider_dst_types` (the conversion to the accumulator: a marker)."""
+    if dst in wider_dst_types(kind, src):
+        return
+    s, d = of_ir(src), of_ir(dst)
+    if s is None or d is None:
+        raise VerifyException(f"'dst' element type {dst} is not an element type the prologue 'cast' converts {src} into")
+    ok = d.bits >= 32 and not d.is_bool and (
+        (d.is_float and (not s.is_float or s.bits > d.bits)) or (not d.is_float and not s.is_float and not s.is_bool and s.bits > d.bits)
+    )
+    if not ok:
+        raise VerifyException(
+            f"'dst' element type of a reduction with the prologue 'cast' must be f32 or f64 from an integer, bool or "
+            f"float 'src', or a 32- or 64-bit integer narrower than an integer 'src', got {dst} from {src}"
+        )
+
+
 def check_bool_kind(kind: str, src: Attribute, dst: Attribute) -> None:
     """Raise unless ``any``/``all`` reduce an ``i1`` (bool) ``src``, and unless a ``sum``
     of ``i1`` has a wider integer ``dst`` (a count does not fit in a bool)."""
@@ -98,17 +123,24 @@ def check_bool_kind(kind: str, src: Attribute, dst: Attribute) -> None:
 
 def check_nonzero_dst(kind: str, dst: Attribute) -> None:
     """Raise unless a reduction with the prologue ``[nonzero]`` (each element as 1 or 0)
-    has a ``dst`` it can fill: ``any``/``all`` into ``i1`` (bool), ``sum`` (a count) into
-    a 32- or 64-bit integer."""
+    has a ``dst`` it can fill: ``any``/``all`` into ``i1`` (bool) or ``ui8`` (torch's
+    ``any`` of a uint8 tensor: 0 or 1), ``sum`` (a count) into a 32- or 64-bit integer or
+    a float (torch's ``vector_norm(x, 0)``: the count as a float)."""
     if kind in BOOL_KINDS:
-        if dst != IntegerType(1):
-            raise VerifyException(f"'dst' element type of {kind} with the prologue [nonzero] must be i1 (bool), got {dst}")
+        if dst not in (IntegerType(1), IntegerType(8, Signedness.UNSIGNED)):
+            raise VerifyException(
+                f"'dst' element type of {kind} with the prologue [nonzero] must be i1 (bool) or ui8, got {dst}"
+            )
         return
     if kind != ReduceKind.SUM:
         raise VerifyException(f"'prologue' map 'nonzero' is only valid with kind any, all or sum (a count), got kind {kind}")
+    d = of_ir(dst)
+    if d is not None and d.is_float:
+        return
     if not isinstance(dst, IntegerType) or dst.width.data not in (32, 64) or dst.signedness.data == Signedness.SIGNED:
         raise VerifyException(
-            f"'dst' element type of a sum with the prologue [nonzero] (a count) must be i32, i64, ui32 or ui64, got {dst}"
+            f"'dst' element type of a sum with the prologue [nonzero] (a count) must be i32, i64, ui32, ui64 or a "
+            f"float, got {dst}"
         )
 
 
@@ -231,7 +263,7 @@ class ReduceOp(IRDLOperation):
     axes = opt_prop_def(ArrayAttr[IntegerAttr])
     prologue = opt_prop_def(ArrayAttr[MapAttr])
     epilogue = opt_prop_def(ArrayAttr[MapAttr])
-    correction = opt_prop_def(IntegerAttr)
+    correction = opt_prop_def(IntegerAttr | FloatAttr)
     variant = opt_prop_def(StringAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
@@ -258,7 +290,7 @@ class ReduceOp(IRDLOperation):
         variant: str | None = None,
         prologue: Sequence[MapAttr | str | tuple[str, float]] | None = None,
         epilogue: Sequence[MapAttr | str | tuple[str, float]] | None = None,
-        correction: int | None = None,
+        correction: int | float | None = None,
         aux: SSAValue | None = None,
     ):
         props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
@@ -267,8 +299,8 @@ class ReduceOp(IRDLOperation):
                 props[name] = ArrayAttr(
                     m if isinstance(m, MapAttr) else MapAttr(m) if isinstance(m, str) else MapAttr(*m) for m in maps
                 )
-        if correction is not None:
-            props["correction"] = IntegerAttr(correction, i64)
+        if correction is not None:  # an int prints as `correction 1 : i64`, a float as `correction 1.3 : f64`
+            props["correction"] = IntegerAttr(correction, i64) if isinstance(correction, int) else FloatAttr(correction, f64)
         if accum:
             props["accum"] = UnitAttr()
         if deterministic:
@@ -321,6 +353,8 @@ class ReduceOp(IRDLOperation):
                 raise VerifyException(f"'dst' element type of kind {kind} must be i64 (the index), got {dt.element_type}")
         elif nonzero:
             check_nonzero_dst(kind, dt.element_type)
+        elif st.element_type != dt.element_type and self.casts_first:
+            check_cast_dst(kind, st.element_type, dt.element_type)
         elif st.element_type != dt.element_type:
             check_dst_element_type(kind, st.element_type, dt.element_type, grid=grid_scope)
         self._verify_fused(st, dt)
@@ -369,6 +403,13 @@ class ReduceOp(IRDLOperation):
                     f"'ignore_nan' is only valid with a floating-point element type, got {st.element_type}"
                 )
 
+    @property
+    def casts_first(self) -> bool:
+        """The prologue starts with ``cast``: each element is converted to ``dst``'s
+        element type first (:func:`check_cast_dst`)."""
+        maps = self.maps("prologue")
+        return bool(maps) and maps[0].map_fn == MapFn.CAST
+
     def maps(self, field: str) -> list[MapAttr]:
         """The ``prologue`` or ``epilogue`` maps, in order (none: [])."""
         a = self.prologue if field == "prologue" else self.epilogue
@@ -377,7 +418,7 @@ class ReduceOp(IRDLOperation):
     def _verify_fused(self, st: MemRefType, dt: MemRefType) -> None:
         kind = self.kind.data
         src, dst = st.element_type, dt.element_type
-        if kind in FLOAT_ONLY_KINDS and isinstance(src, IntegerType):
+        if kind in FLOAT_ONLY_KINDS and isinstance(src, IntegerType) and not (self.casts_first and not isinstance(dst, IntegerType)):
             raise VerifyException(f"'kind' {kind} needs a floating-point element type, got {src}")
         # the accumulator: a wider dst's type, else src's accumulator (docs/scopes.md)
         s_dt = of_ir(src)
@@ -389,8 +430,15 @@ class ReduceOp(IRDLOperation):
         if self.correction is not None:
             if kind != ReduceKind.VAR:
                 raise VerifyException(f"'correction' is only valid with kind var, got kind {kind}")
-            if self.correction.value.data < 0:
-                raise VerifyException(f"'correction' must be >= 0, got {self.correction.value.data}")
+            c = self.correction.value.data
+            if isinstance(self.correction, FloatAttr) and self.correction.type != f64:
+                raise VerifyException(f"'correction' must be an i64 or f64 attribute, got type {self.correction.type}")
+            if isinstance(self.correction, IntegerAttr) and self.correction.type != i64:
+                raise VerifyException(f"'correction' must be an i64 or f64 attribute, got type {self.correction.type}")
+            if not math.isfinite(c):
+                raise VerifyException(f"'correction' must be finite, got {c}")
+            if c < 0:
+                raise VerifyException(f"'correction' must be >= 0, got {c}")
         if kind in FUSED_KINDS and self.accum is not None:
             raise VerifyException(f"'accum' is not valid with kind {kind}")
         if kind in FUSED_KINDS and self.ignore_nan is not None:
