@@ -1,9 +1,12 @@
-"""Imports among the ptx op files run one way: base <- addresses <- the op files."""
+"""Imports among the ptx op files run one way: base <- addresses <- the op files; the
+tile dialect's package defines its names once (no shim) and registers them all; tools/ is
+a few documented runners."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 import bulkred_dialect.ops.ptx as ptx_package
@@ -135,6 +138,18 @@ def test_tools_are_the_documented_runners():
         tree = ast.parse(probe.read_text())
         assert ast.get_docstring(tree), f"{probe.name} has no docstring (tools/diag.py lists its head)"
         assert 'if __name__ == "__main__":' in probe.read_text(), f"{probe.name} does not run as a script"
+
+
+def test_gpu_sh_lists_every_step_it_runs():
+    """``bash tools/gpu.sh`` alone prints its header, which names every step of its case
+    statement, and exits 2 without touching the machine."""
+    text = (ROOT / "tools" / "gpu.sh").read_text()
+    steps = re.findall(r"^    ([a-z-]+)(?::\*)?\)", text[text.index('for step in "$@"') :], re.M)
+    assert {"suite", "random", "bench", "probe", "compare", "device"} <= set(steps)
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu.sh")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    missing = [s for s in steps if not re.search(rf"^  {re.escape(s)}\b", r.stdout, re.M)]
+    assert not missing, f"steps tools/gpu.sh runs but its header does not list: {missing}"
 
 
 # endregion

@@ -174,6 +174,8 @@ for step in "$@"; do
     tests) if [ -z "${K:-}" ]; then echo "gpu.sh tests: name the files (tests:NAME) or set K"; status=1; continue; fi
            tests_step tests ;;
     tests:*) tests_step "${step#tests:}" ;;
+    random) random_step plain ;;
+    random:*) random_step "${step#random:}" ;;
     foreach-random) run foreach_random.log python3 tools/gpu_foreach_random.py --seed "$SEED" --count "${COUNT:-500}"
                     tail -15 "$OUT/foreach_random.log" ;;
     bench:*) bench "${step#bench:}" ;;
