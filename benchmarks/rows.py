@@ -15,7 +15,7 @@ choose the variants' settings by measurement, each setting compiling its own ker
 compile cache off): ``bf16`` (bfloat16 rows in 16-byte vectors of 8, rows_common.WIDE_BF16,
 against 8-byte vectors of 4) and ``variants`` (the variants forced where two apply:
 rows_cta against rows_cluster at 8192 and 16384, rows_cluster against rows_stream at
-65536 and 131072).
+65536 and 131072, and clusters of 16 against rows_stream at 262144).
 
     python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096] [--parts main,small]
     bash tools/gpu.sh tests:rows bench:rows       (BENCH_ARGS="--parts bf16,variants")
@@ -186,7 +186,7 @@ def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None
 
 def _tuning(torch, rows, parts: list[str]) -> None:
     os.environ["BULKRED_CACHE"] = "0"  # a setting's kernels are its own (the cache keys the module's text)
-    from bulkred_dialect.passes.variants import rows_common
+    from bulkred_dialect.passes.variants import rows_cluster, rows_common
 
     if "bf16" in parts:
         print()
@@ -215,6 +215,18 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                     except Exception as e:  # noqa: BLE001 - the row says why
                         gbs = f"failed: {str(e).splitlines()[0][:80]}"
                     print(f"| softmax | {dtype} | {n} | {v} | {gbs} |", flush=True)
+        # clusters of 16 (the non-portable size) for rows of 262144
+        for dtype in ("float32", "bfloat16"):
+            for v, size in (("rows_cluster", 16), ("rows_stream", 8)):
+                rows_cluster.MAX_CLUSTER = size
+                rows._KERNELS.clear()
+                try:
+                    gbs = f"{_cell(torch, rows, 'softmax', 262144, dtype, v):,.0f}"
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    gbs = f"failed: {str(e).splitlines()[0][:80]}"
+                print(f"| softmax | {dtype} | 262144 | {v}{' of 16' if v == 'rows_cluster' else ''} | {gbs} |", flush=True)
+        rows_cluster.MAX_CLUSTER = 8
+        rows._KERNELS.clear()
 
 
 if __name__ == "__main__":
