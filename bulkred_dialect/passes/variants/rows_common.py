@@ -1,19 +1,22 @@
 """What the lowerings of ``bulkred.normalize_rows`` share (``rows_warp``, ``rows_cta``,
-``rows_stream``; docs/rows.md): the plan of a kernel, its predicates, and one lowering of a
-row that each variant configures.
+``rows_cluster``, ``rows_stream``; docs/rows.md): the plan of a kernel, its predicates,
+and one lowering of a row that each variant configures.
 
 A *group* of ``G`` threads (a warp, or a whole CTA) owns one row at a time; the CTA's
 groups take rows ``g, g + groups, ...`` (a grid-stride loop). Thread ``t`` of a group
-reads the vectors ``t, t + G, t + 2G, ...`` of the row (``V`` elements each: 16-byte
-``ld.global.nc.v4`` of float32, 8-byte ones of 16-bit types; scalar loads when N or a row
-stride is not a multiple of V). Each thread accumulates in float32, then the group
-combines (``shfl.sync`` butterfly in a warp; warp partials through shared memory in a
-CTA) and every thread of the group holds the row's statistics.
+reads the vectors ``t, t + G, t + 2G, ...`` of the row (``V`` elements each, 16 bytes:
+``ld.global.nc.v4.f32``, bfloat16 as ``ld.v4.b32`` of 8; 8-byte ``ld.v4.b16`` of float16;
+scalar loads when N or a row stride is not a multiple of V). Each thread accumulates in
+float32, then the group combines (``shfl.sync`` butterfly in a warp; warp partials
+through shared memory in a CTA) and every thread of the group holds the row's
+statistics. With a cluster (``rows_cluster``) CTA rank r holds its slice of the row
+(vectors ``[r * S, (r + 1) * S)``) and the CTAs combine their partials through
+distributed shared memory (:func:`cluster_reduce`).
 
-* **registers** (``rows_warp``, ``rows_cta``): every thread keeps its ``K`` vectors in
-  registers after the one read of ``x``; the statistics come from the registers
-  (layer_norm's variance from a second pass over them, ``sum((x - mean)^2)``), then ``y``
-  is written: one read of ``x``, one write of ``y``.
+* **registers** (``rows_warp``, ``rows_cta``, ``rows_cluster``): every thread keeps its
+  ``K`` vectors in registers after the one read of ``x``; the statistics come from the
+  registers (layer_norm's variance from a second pass over them, ``sum((x - mean)^2)``),
+  then ``y`` is written: one read of ``x``, one write of ``y``.
 * **stream** (``rows_stream``, rows of any length): a first pass accumulates the
   statistics (softmax online: the running maximum and the sum rescaled as it grows;
   layer_norm's sums shifted by the row's first element), a second pass reads ``x`` again
@@ -38,10 +41,9 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp
-from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
-from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.control import SelpType
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
+from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
@@ -114,8 +116,8 @@ def dtype_of(op: NormalizeRowsOp) -> DType:
 
 
 def vector_of(op: NormalizeRowsOp) -> int:
-    """Elements per load: the element type's vector (4) where N and both row strides are
-    multiples of it, else 1."""
+    """Elements per load: 16 bytes (4 float32, 8 bfloat16 with :data:`WIDE_BF16`), 8 bytes
+    of float16 (4), where N and every row stride are multiples of it; else 1."""
     d = dtype_of(op)
     v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
     rows = [b.type for b in (op.x, op.y, op.residual, op.residual_out) if b is not None]
@@ -181,10 +183,6 @@ def _mul(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
 
 def _add(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.combine(ReduceKind.SUM, F32, a, b)
-
-
-def _max(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
-    return e.minmax(ReduceKind.MAX, AT, a, b)  # max.NaN: a NaN in the row makes it NaN
 
 
 def _exp(e: Emitter, x: SSAValue) -> SSAValue:
