@@ -7,12 +7,17 @@ loss with its backward."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect.functions import FUNCTIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import random_reductions as R  # noqa: E402 - the per-row test table (ROW_TESTS)
 
 pytestmark = pytest.mark.gpu
 
@@ -21,31 +26,20 @@ def _torch():
     return pytest.importorskip("torch", reason="torch is not installed")
 
 
-# (function, torch's function, options): every differentiable row
-CASES = [
-    ("sum", lambda t, x, d, k: t.sum(x, dim=d, keepdim=k), {}),
-    ("prod", lambda t, x, d, k: t.prod(x, dim=d[0], keepdim=k) if d and len(d) == 1 else t.prod(x), {}),
-    ("mean", lambda t, x, d, k: t.mean(x, dim=d, keepdim=k), {}),
-    ("var", lambda t, x, d, k: t.var(x, dim=d, keepdim=k, correction=1), {"correction": 1}),
-    ("std", lambda t, x, d, k: t.std(x, dim=d, keepdim=k, correction=0), {"correction": 0}),
-    ("amax", lambda t, x, d, k: t.amax(x, dim=d or (), keepdim=k), {}),
-    ("amin", lambda t, x, d, k: t.amin(x, dim=d or (), keepdim=k), {}),
-    ("max", lambda t, x, d, k: t.amax(x, dim=d or (), keepdim=k), {}),
-    ("min", lambda t, x, d, k: t.amin(x, dim=d or (), keepdim=k), {}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 2, dim=d, keepdim=k), {"ord": 2}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 1, dim=d, keepdim=k), {"ord": 1}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, math.inf, dim=d, keepdim=k), {"ord": math.inf}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 3, dim=d, keepdim=k), {"ord": 3}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 1.5, dim=d, keepdim=k), {"ord": 1.5}),
-    ("vector_norm", lambda t, x, d, k: t.linalg.vector_norm(x, 0.5, dim=d, keepdim=k), {"ord": 0.5}),
-    ("logsumexp", lambda t, x, d, k: t.logsumexp(x, dim=d if d is not None else tuple(range(x.dim())), keepdim=k), {}),
-    ("nansum", lambda t, x, d, k: t.nansum(x, dim=d, keepdim=k), {}),
-    ("nanmean", lambda t, x, d, k: t.nanmean(x, dim=d, keepdim=k), {}),
-]
-
-
 def _axis(d):
     return None if d is None else d[0] if len(d) == 1 else d
+
+
+def _ref(test_row, opts):
+    return lambda t, x, d, k: test_row.torch(t, x, _axis(d), k, opts)
+
+
+# (function, torch's function, options): every differentiable row of one result with each of
+# its test row's gradient options, torch's function the test row's (tests/random_reductions.py)
+CASES = [
+    (f.name, _ref(R.ROW_TESTS[f.name], opts), opts)
+    for f in FUNCTIONS.values() if f.grad is not None and f.results == 1 for opts in R.ROW_TESTS[f.name].grad_options
+]
 
 
 @pytest.mark.parametrize(("fn", "ref", "opts"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
