@@ -179,6 +179,23 @@ def test_var_mean_every_form(shape, axes):
     np.testing.assert_allclose(mean.reshape(-1), rows.mean(axis=1), rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape, axes", FORMS + RUNS_FORMS, ids=FORM_IDS + RUNS_IDS)
+def test_float32_variance_of_a_large_mean_and_a_small_spread(shape, axes):
+    """var's state keeps a shift (its first element): the running means stay near 0, so
+    a float32 mean near 1e4 (rounded to 2^-10 unshifted) or near 1 with a spread of 1e-5
+    loses nothing in Chan's combinations. Unshifted, 1e4 + 0.01 * randn was off by 1e-2
+    (relative) in every form; shifted, about 1e-7. torch's GPU cases (1e4 + randn(2^24),
+    1 + 1e-3 * randn(2^22)) are tests/gpu/test_fused_gpu.py's."""
+    rng = np.random.default_rng(8)
+    for base, spread in ((1e4, 0.01), (1.0, 1e-5), (-3e5, 1.0)):
+        x = (base + spread * rng.standard_normal(shape)).astype(np.float32)
+        var, mean = run_fused("var", x, axes, aux=True)
+        rows = moved(x, axes).astype(np.float64)  # the float32 inputs, exactly
+        np.testing.assert_allclose(var.reshape(-1), rows.var(axis=1), rtol=2e-6, err_msg=f"{base} {spread}")
+        ulp = np.spacing(np.float32(abs(base)))
+        assert np.max(np.abs(mean.reshape(-1) - rows.mean(axis=1))) <= ulp, (base, spread)  # within an ulp
+
+
 @pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
 def test_logsumexp_every_form(shape, axes):
     rng = np.random.default_rng(5)

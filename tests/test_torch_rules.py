@@ -445,3 +445,20 @@ def test_prod_gradient_without_a_host_sync(interpreted):
 
 
 # endregion
+
+
+def test_gradients_of_dim_empty_and_0d(interpreted):
+    """``dim=()`` reduces every axis in the gradient too; a 0-d input's ``dim=0``."""
+    torch = interpreted
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+    for fn in ("sum", "mean", "amax"):
+        a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        getattr(bulkred, fn)(a, axis=()).backward()
+        getattr(torch, fn)(b, dim=()).backward()
+        assert torch.equal(a.grad, b.grad), fn
+    s = torch.tensor(2.5, dtype=torch.float64)
+    for fn in ("sum", "prod", "amax"):
+        a, b = s.clone().requires_grad_(True), s.clone().requires_grad_(True)
+        getattr(bulkred, fn)(a, axis=0).backward()
+        (torch.prod(b, 0) if fn == "prod" else getattr(torch, fn)(b, dim=0)).backward()
+        assert torch.equal(a.grad, b.grad), fn

@@ -1,0 +1,214 @@
+"""torch's rules on the GPU, against torch itself: torch CUDA tensors get torch's result
+dtypes and dims (int64 sums of uint8, uint8 ``any``/``all``, ``dim=()`` and a 0-d
+input's ``dim=0``/``-1``), ``dtype=`` narrower than the input casts first,
+``vector_norm(ord=0)``, a float ``correction``, ``logsumexp`` of bool and integers,
+options given as numpy scalars, and ``prod``'s gradient under
+``torch.compile(fullgraph=True)``; numpy arrays keep numpy's rules.
+tests/test_torch_rules.py checks the same on the CPU (plans, the interpreter, torch's
+CPU autograd)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import bulkred_dialect as bulkred
+
+pytestmark = pytest.mark.gpu
+
+
+def _torch():
+    try:
+        import torch
+    except Exception as e:
+        pytest.skip(f"torch is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+def _gen(torch, seed):
+    return torch.Generator(device="cuda").manual_seed(seed)
+
+
+# region Result dtypes and dims of torch tensors
+
+
+@pytest.mark.parametrize("fn", ["sum", "prod", "nansum"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "bool"])
+def test_integer_sums_are_int64_as_torch(fn, dtype):
+    torch = _torch()
+    if fn == "nansum" and dtype == "bool":
+        pytest.skip("torch.nansum takes no bool")
+    g = _gen(torch, 1)
+    hi = 2 if dtype == "bool" else 5
+    x = torch.randint(0, hi, (33, 257), device="cuda", generator=g).to(getattr(torch, dtype))
+    for axis in (None, 1, 0):
+        got = getattr(bulkred, fn)(x, axis=axis)
+        want = getattr(torch, fn)(x) if axis is None else getattr(torch, fn)(x, dim=axis)
+        assert got.dtype == want.dtype == torch.int64 and torch.equal(got, want), (fn, dtype, axis)
+
+
+@pytest.mark.parametrize("fn", ["any", "all"])
+def test_any_all_of_uint8_are_uint8(fn):
+    torch = _torch()
+    x = torch.zeros(64, 1001, dtype=torch.uint8, device="cuda")
+    x[3, 7] = 200
+    x[5] = 1
+    for axis in (None, 1, 0, (0, 1)):
+        got = getattr(bulkred, fn)(x, axis=axis)
+        want = getattr(torch, fn)(x) if axis is None else getattr(torch, fn)(x, dim=axis)
+        assert got.dtype == want.dtype == torch.uint8 and torch.equal(got, want), (fn, axis)
+    assert getattr(bulkred, fn)(x.bool()).dtype == torch.bool  # bool stays bool
+
+
+def test_dim_empty_and_0d_inputs():
+    torch = _torch()
+    x = torch.randn(7, 300, device="cuda", generator=_gen(torch, 2))
+    for fn in ("sum", "mean", "amax", "amin", "nansum"):  # the functions whose torch dim is int[]
+        got, want = getattr(bulkred, fn)(x, axis=()), getattr(torch, fn)(x, dim=())
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=fn)
+    got = bulkred.sum(x, axis=(), keepdims=True)
+    assert got.shape == x.sum(dim=(), keepdim=True).shape == (1, 1)
+    s = torch.tensor(2.5, device="cuda")
+    for fn in ("sum", "mean", "amax", "amin", "prod", "logsumexp", "nansum"):
+        for dim in (0, -1):
+            for keep in (False, True):
+                got, want = getattr(bulkred, fn)(s, axis=dim, keepdims=keep), getattr(torch, fn)(s, dim=dim, keepdim=keep)
+                assert got.shape == want.shape == () and torch.equal(got, want), (fn, dim, keep)
+    assert torch.equal(bulkred.argmax(s, axis=0), torch.argmax(s, dim=0))
+    v, t = bulkred.var(s, axis=0, correction=0), torch.var(s, dim=0, correction=0)
+    assert torch.equal(v, t)
+
+
+def test_numpy_arrays_keep_numpy_rules():
+    torch = _torch()
+    u = np.arange(20, dtype=np.uint8).reshape(4, 5)
+    assert bulkred.sum(u).dtype == np.uint64 and bulkred.any(u, axis=1).dtype == np.bool_
+    with pytest.raises(bulkred.ReductionError, match="axis=\\(\\) reduces nothing in numpy"):
+        bulkred.sum(u, axis=())
+    t = torch.from_numpy(u).cuda()
+    assert bulkred.sum(t).dtype == torch.int64 and bulkred.sum(u).dtype == np.uint64  # one process, both rules
+
+
+@pytest.mark.parametrize(
+    ("fn", "src", "dst"),
+    [("sum", "float64", "float32"), ("mean", "float64", "float32"), ("nansum", "float64", "float32"),
+     ("sum", "int64", "int32"), ("prod", "int64", "int32")],
+)
+def test_a_narrower_dtype_casts_first(fn, src, dst):
+    torch = _torch()
+    g = _gen(torch, 3)
+    if src.startswith("float"):
+        x = (torch.randn(65, 4099, device="cuda", generator=g, dtype=torch.float64) * 1e3 + 1 / 3)
+    else:
+        x = torch.randint(-(2**40), 2**40, (65, 4099), device="cuda", generator=g, dtype=torch.int64)
+        if fn == "prod":
+            x = x[:, :5]
+    for axis in (None, 1, 0):
+        kw = {} if axis is None else {"dim": axis}
+        got = getattr(bulkred, fn)(x, axis=axis, dtype=getattr(torch, dst))
+        want = getattr(torch, fn)(x, dtype=getattr(torch, dst), **kw)
+        assert got.dtype == want.dtype == getattr(torch, dst), (fn, axis)
+        if dst.startswith("float"):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-2, msg=f"{fn} {axis}")
+        else:
+            assert torch.equal(got, want), (fn, axis)  # the low bits, wrapping
+
+
+# endregion
+
+# region ord=0, a float correction, logsumexp of integers, numpy scalars
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_vector_norm_ord_0(dtype):
+    torch = _torch()
+    x = torch.randn(129, 1003, device="cuda", generator=_gen(torch, 4)).to(getattr(torch, dtype))
+    x[torch.rand(x.shape, device="cuda", generator=_gen(torch, 5)) < 0.3] = 0
+    x[0, 0], x[1, 1], x[2, 2] = math.nan, math.inf, -0.0
+    for axis in (None, 1, 0):
+        kw = {} if axis is None else {"dim": axis}
+        got, want = bulkred.vector_norm(x, ord=0, axis=axis), torch.linalg.vector_norm(x, 0, **kw)
+        assert got.dtype == want.dtype and torch.equal(got, want), (dtype, axis)
+    got = bulkred.vector_norm(x, ord=0.0, dtype=torch.float64)
+    assert got.dtype == torch.float64 and torch.equal(got, torch.linalg.vector_norm(x, 0, dtype=torch.float64))
+    a = x.detach().float().nan_to_num().requires_grad_(True)
+    bulkred.vector_norm(a, ord=0, axis=1).sum().backward()
+    assert torch.equal(a.grad, torch.zeros_like(a))
+
+
+@pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("correction", [1.3, 0.5, 0.0, 2])
+def test_float_correction(fn, correction):
+    torch = _torch()
+    x = torch.randn(33, 1001, device="cuda", generator=_gen(torch, 6), dtype=torch.float64)
+    for axis in (None, 1, 0):
+        kw = {} if axis is None else {"dim": axis}
+        got = getattr(bulkred, fn)(x, axis=axis, correction=correction)
+        want = getattr(torch, fn)(x, correction=correction, **kw)
+        for g, w in zip(got, want) if fn.endswith("_mean") else ((got, want),):
+            torch.testing.assert_close(g, w, msg=f"{fn} {correction} {axis}")
+    a = x[:4, :9].clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: getattr(bulkred, fn)(t, axis=1, correction=correction), (a,))
+    one = torch.ones(3, 2, device="cuda")
+    got, want = getattr(bulkred, fn)(one, axis=1, correction=2.5), getattr(torch, fn)(one, dim=1, correction=2.5)
+    for g, w in zip(got, want) if fn.endswith("_mean") else ((got, want),):
+        torch.testing.assert_close(g, w, equal_nan=True)  # N - correction < 0, deviations 0: NaN
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_logsumexp_of_integers_and_bool_is_float32(dtype):
+    torch = _torch()
+    g = _gen(torch, 7)
+    lo, hi = (0, 2) if dtype == "bool" else (0, 60) if dtype == "uint8" else (-30, 30)
+    x = torch.randint(lo, hi, (65, 1003), device="cuda", generator=g).to(getattr(torch, dtype))
+    for axis in (None, 1, 0):
+        kw = {"dim": axis if axis is not None else (0, 1)}
+        got, want = bulkred.logsumexp(x, axis=axis), torch.logsumexp(x, **kw)
+        assert got.dtype == want.dtype == torch.float32, (dtype, axis)
+        torch.testing.assert_close(got, want, rtol=2e-6, atol=2e-6, msg=f"{dtype} {axis}")
+
+
+def test_numpy_scalar_options():
+    torch = _torch()
+    x = torch.randn(64, 513, device="cuda", generator=_gen(torch, 8))
+    torch.testing.assert_close(bulkred.vector_norm(x, ord=np.float32(3), axis=1), torch.linalg.vector_norm(x, 3, dim=1))
+    torch.testing.assert_close(bulkred.vector_norm(x, ord=np.int64(1)), torch.linalg.vector_norm(x, 1))
+    torch.testing.assert_close(bulkred.var(x, correction=np.int64(1), axis=np.int64(0)), x.var(dim=0))
+    torch.testing.assert_close(bulkred.std(x, correction=np.float64(1.3)), x.std(correction=1.3))
+    y = x.clone()
+    y[0, 0] = math.nan
+    assert torch.equal(bulkred.max(y, ignore_nan=np.bool_(True), keepdims=np.bool_(True)), y.nan_to_num(-math.inf).amax(keepdim=True, dim=(0, 1)))
+    assert torch.equal(bulkred.reduce("max", y, ignore_nan=np.bool_(True)), y.nan_to_num(-math.inf).amax())
+    assert torch.equal(bulkred.reduce("sum", x, ignore_nan=np.bool_(False)), bulkred.sum(x))
+
+
+# endregion
+
+# region prod's gradient in torch.compile(fullgraph=True)
+
+
+def test_prod_backward_compiles_fullgraph():
+    torch = _torch()
+    x = torch.randn(8, 33, device="cuda", generator=_gen(torch, 9), dtype=torch.float64) + 2
+    x[0, 3] = 0.0  # one zero in a row
+    x[1, 4] = x[1, 7] = 0.0  # two
+    w = torch.randn(8, device="cuda", generator=_gen(torch, 10), dtype=torch.float64)
+
+    def loss(t):
+        return (bulkred.prod(t, axis=1) * w).sum()
+
+    compiled = torch.compile(loss, fullgraph=True)
+    a, c = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    compiled(a).backward()
+    (torch.prod(c, dim=1) * w).sum().backward()
+    torch.testing.assert_close(a.grad, c.grad)
+    assert torch.equal(a.grad[1], torch.zeros_like(a.grad[1])) and a.grad[0, 3] != 0
+    b = x[:3, :6].clone().requires_grad_(True)
+    assert torch.autograd.gradgradcheck(lambda t: bulkred.prod(t, axis=1), (b,))
+
+
+# endregion
