@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The diagnostics worth keeping, one subcommand each: the probes of ``tools/probes/``,
-run on the GPU machine (``bash tools/gpu.sh probe:NAME`` runs one there and keeps its
-log). Each measures one question that the benchmarks do not (where a call's host time
+most of them run on the GPU machine (``bash tools/gpu.sh probe:NAME`` runs one there and
+keeps its log; ``var_emulation`` is numpy only). Each measures one question that the benchmarks do not (where a call's host time
 goes, which launch settings or variant serve a case best); docs/benchmarks.md records
 their answers.
 
@@ -28,7 +28,10 @@ def summary(path: Path) -> str:
     """The head of a probe's docstring (up to its first colon or full stop), on one line."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     text = " ".join(doc.split("\n\n")[0].split())
-    return text.split(": ")[0].split(". ")[0].rstrip(".")
+    head = text.split(": ")[0].split(". ")[0].rstrip(".")
+    if head.count("(") > head.count(")"):  # cut inside a parenthesis: drop its start
+        head = head[: head.rindex("(")].rstrip()
+    return head
 
 
 def main(argv: list[str]) -> int:

@@ -181,7 +181,7 @@ def test_float32_variance_at_least_as_accurate_as_torch(base, spread, n):
     rows (grid_rows) and columns: bulkred's relative error against the float64 variance
     of the same float32 inputs is at most torch's (three draws; the worst of each).
     Before var's state kept a shift, the whole case gave 1.0e-5 against torch's 2.3e-6
-    (a numpy emulation of grid_full's order and rounding, tools/var_emulation.py, gives
+    (a numpy emulation of grid_full's order and rounding, tools/diag.py var_emulation, gives
     9.5e-6 unshifted and 1.3e-7 shifted)."""
     torch = _torch()
     worst = {"bulkred": 0.0, "torch": 0.0, "mean_bulkred": 0.0, "mean_torch": 0.0}

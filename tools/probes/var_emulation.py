@@ -6,7 +6,7 @@ kernel's order: each lane's Welford steps, the lanes folded pairwise, a CTA's 51
 states by a tree, the last CTA's 528 workspace slots. It reproduces the GPU's measured
 error of the unshifted state on torch's case (issue: 1.0e-5 on 1e4 + randn(2^24)):
 
-    python tools/var_emulation.py [seed]
+    python3 tools/diag.py var_emulation [seed]
 
 prints, for 1e4 + randn(2^24) and 1 + 1e-3 * randn(2^22), the relative error of the
 variance (against float64 of the same float32 inputs) and the mean's error, unshifted and
