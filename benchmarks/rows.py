@@ -5,7 +5,9 @@ bfloat16; and small batches (M = 1, 8, 64 rows of 4096).
 
 Model bandwidth: x read once and y written once (2 * M * N * itemsize bytes; the weight
 and bias are not counted); add_rms_norm reads x and the residual and writes y and
-x + residual (4 * M * N * itemsize; torch eager: ``h = x + r`` then ``rms_norm(h)``). Timings, each a median (benchmarks/reductions_api.py's
+x + residual (4 * M * N * itemsize; torch eager: ``h = x + r`` then ``rms_norm(h)``);
+cross_entropy (the mean loss) reads x once (M * N * itemsize, the "copy" column then the
+copy kernel's bytes per second too). Timings, each a median (benchmarks/reductions_api.py's
 helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and per call
 as a Python user pays it (events around one call, the GPU idle before it). Each cell
 also checks its result against torch (``ok`` or ``WRONG``).
@@ -36,7 +38,7 @@ RA = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 sys.modules["reductions_api"] = RA
 _spec.loader.exec_module(RA)  # type: ignore[union-attr]
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy")
 NS = (1024, 4096, 16384, 65536)
 DTYPES = ("float32", "bfloat16")
 TOTAL = 1 << 28
@@ -54,6 +56,16 @@ def _fns(torch, rows, kind: str, n: int, dt):
         return (lambda x: rows.log_softmax(x)), (lambda x: torch.log_softmax(x, -1))
     if kind == "rms_norm":
         return (lambda x: rows.rms_norm(x, (n,), w, 1e-6)), (lambda x: F.rms_norm(x, (n,), w, 1e-6))
+    if kind == "cross_entropy":
+        tgt = {}
+
+        def target(x):
+            t = tgt.get(x.shape[0])
+            if t is None:
+                t = tgt[x.shape[0]] = torch.randint(0, n, (x.shape[0],), device="cuda")
+            return t
+
+        return (lambda x: rows.cross_entropy(x, target(x))), (lambda x: F.cross_entropy(x, target(x)))
     if kind == "add_rms_norm":
         res = {}
 
@@ -78,6 +90,9 @@ def _agree(torch, ours, theirs, x) -> str:
             return "WRONG h"
         a, b = a[0], b[0]
     a, b = a.double(), b.double()
+    if a.dim() == 0:  # cross_entropy's mean over these 64 rows
+        err = (a - b).abs().item() / max(1.0, b.abs().item())
+        return "ok" if err <= (2e-5 if x.dtype == torch.float32 else 1e-2) else f"WRONG err={err:.1e}"
     err = (a - b).abs().max().item() / max(1.0, b.abs().max().item())
     tol = 2e-5 if x.dtype == torch.float32 else 2.0**-7
     return "ok" if err <= tol else f"WRONG err={err:.1e}"
@@ -130,7 +145,7 @@ def _main(torch, rows, args, results: list) -> None:
             copy_bytes = 2 * x.numel() * x.element_size()
             copy_us = RA.graph_us(torch, lambda t: torch.mul(t, 1.0, out=y), [x], args.calls, args.replays)
             for kind in args.kinds.split(","):
-                nbytes = copy_bytes * (2 if kind == "add_rms_norm" else 1)
+                nbytes = copy_bytes * {"add_rms_norm": 2.0, "cross_entropy": 0.5}.get(kind, 1.0)
                 ours, theirs = _fns(torch, rows, kind, n, dt)
                 row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(n)}
                 try:

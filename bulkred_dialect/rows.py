@@ -25,10 +25,10 @@ from typing import Any
 
 from bulkred_dialect.errors import ArgumentError
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy")
 
 _IR = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
-_STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd"}
+_STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd", "lse": "lse"}
 
 
 def _buf(shape: Sequence[int], dtype: str, stride: int | None = None) -> str:
@@ -50,6 +50,8 @@ def module_text(
     eps: float | None = None,
     stats: Sequence[str] = (),
     variant: str | None = None,
+    ignore_index: int | None = None,
+    label_smoothing: float | None = None,
     name: str = "rows",
 ) -> str:
     """The tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``: ``x`` and
@@ -57,7 +59,8 @@ def module_text(
     contiguous), add_rms_norm's contiguous ``residual`` and ``residual_out``, ``weight`` /
     ``bias`` of that element type name (None: absent), the ``stats`` operands named
     (``row_max``, ``row_sum``, ``mean``, ``rstd``), in the parameter order x, y, residual,
-    residual_out, weight, bias, stats."""
+    residual_out, weight, bias, stats; cross_entropy: x, target (int64 [m]), loss (float32
+    [m]), stats (no y)."""
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
@@ -67,6 +70,16 @@ def module_text(
     ty = _buf((m, n), dtype, y_stride)
     params = [f"%x: {tx}", f"%y: {ty}"]
     clauses = []
+    if kind == "cross_entropy":
+        params = [f"%x: {tx}"]
+        for key, d in (("target", "i64"), ("loss", "f32")):
+            t = f"memref<{m}x{d}, #bulkred.scope<global>>"
+            params.append(f"%{key}: {t}")
+            clauses.append(f"{key} %{key} : {t}")
+        if ignore_index is not None:
+            clauses.append(f"ignore_index {int(ignore_index)} : i64")
+        if label_smoothing is not None:
+            clauses.append(f"label_smoothing {_float_text(label_smoothing)} : f32")
     if kind == "add_rms_norm":
         tr = _buf((m, n), dtype)
         for key in ("residual", "residual_out"):
@@ -88,7 +101,10 @@ def module_text(
             params.append(f"%{s}: {t}")
             clauses.append(f"{_STATS_KEYWORD[s]} %{s} : {t}")
     forced = f' variant "{variant}"' if variant else ""
-    body = f"bulkred.normalize_rows {kind}{forced} %x, %y {' '.join(clauses)} : {tx}, {ty}"
+    if kind == "cross_entropy":
+        body = f"bulkred.normalize_rows {kind}{forced} %x {' '.join(clauses)} : {tx}"
+    else:
+        body = f"bulkred.normalize_rows {kind}{forced} %x, %y {' '.join(clauses)} : {tx}, {ty}"
     return f"func.func @{name}({', '.join(params)}) {{\n  {body}\n  func.return\n}}\n"
 
 
@@ -155,15 +171,16 @@ def _vector(v: Any, n: int, field: str, what: str) -> str | None:
 
 def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
                bias: str | None = None, eps: float | None = None, stats: Sequence[str] = (),
-               target: str | None = None, variant: str | None = None):
+               target: str | None = None, variant: str | None = None, ignore_index: int | None = None,
+               label_smoothing: float | None = None):
     """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use."""
-    key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant)
+    key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant, ignore_index, label_smoothing)
     k = _KERNELS.get(key)
     if k is None:
         from bulkred_dialect.backend_ptx.runtime import compile_tile_module, parse
 
         text = module_text(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
-                           variant=variant)
+                           variant=variant, ignore_index=ignore_index, label_smoothing=label_smoothing)
         k = compile_tile_module(parse(text, f"<rows {kind}>"), target).kernel("rows")
         _KERNELS[key] = k
     return k
@@ -240,6 +257,43 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
     """``torch.nn.functional.layer_norm`` over the last dimension (biased variance)."""
     n = _normalized(x, normalized_shape, "layer_norm")
     return _run("layer_norm", x, n, "layer_norm", weight=weight, bias=bias, eps=eps, variant=variant)
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0, *, variant: str | None = None) -> Any:
+    """``torch.nn.functional.cross_entropy`` of ``[M, C]`` logits (float32, bfloat16 or
+    float16, the last dimension contiguous) and int64 class indices ``[M]``: one read of
+    the logits, no softmax tensor. ``reduction``: ``"none"`` (the loss of each row,
+    float32), ``"sum"``, ``"mean"`` (over the rows whose target is not ``ignore_index``; NaN
+    when there are none, as torch). No class ``weight`` yet; a target outside [0, C) that
+    is not ``ignore_index`` gives NaN (torch raises a device assert)."""
+    torch = _torch()
+    what = "cross_entropy"
+    if weight is not None:
+        raise ArgumentError(f"{what}: class weights are not supported yet (weight=None), got {type(weight).__name__}")
+    if reduction not in ("none", "sum", "mean"):
+        raise ArgumentError(f"{what}: reduction must be 'none', 'sum' or 'mean', got {reduction!r}")
+    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ArgumentError(f"{what}: label_smoothing must be a float in [0, 1], got {label_smoothing!r}")
+    if getattr(input, "dim", lambda: 0)() != 2:
+        raise ArgumentError(f"{what}: input must be [M, C] logits (2-D) for now, got {getattr(input, 'shape', type(input).__name__)}")
+    m, n = input.shape
+    x2, stride = _rows_of(input, n, what)
+    if (not isinstance(target, torch.Tensor) or target.dtype != torch.int64 or tuple(target.shape) != (m,)
+            or target.device != input.device):
+        raise ArgumentError(f"{what}: target must be int64 class indices of shape ({m},) on input's device, got "
+                            f"{getattr(target, 'dtype', type(target).__name__)} {tuple(getattr(target, 'shape', ()))}")
+    k = kernel_for("cross_entropy", m, n, _DTYPE_NAMES[str(input.dtype)], x_stride=None if stride == n else stride,
+                   variant=variant, ignore_index=int(ignore_index),
+                   label_smoothing=float(label_smoothing) if label_smoothing else None)
+    loss = torch.empty(m, dtype=torch.float32, device=input.device)
+    k(x2, target.contiguous(), loss)
+    if reduction == "none":
+        return loss.to(input.dtype)
+    total = loss.sum()
+    if reduction == "sum":
+        return total.to(input.dtype)
+    return (total / (target != ignore_index).sum()).to(input.dtype)
 
 
 def _last_dim(x: Any, dim: int, what: str) -> None:

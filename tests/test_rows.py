@@ -257,3 +257,30 @@ def test_docs_example_runs() -> None:
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     assert "run_grid" in block and "torch" not in block
     exec(compile(block, "docs/rows.md", "exec"), {})
+
+
+@pytest.mark.parametrize("variant,n,smoothing", [("rows_warp", 68, 0.0), ("rows_cta", 300, 0.1), ("rows_cluster", 180, 0.0),
+                                                  ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
+def test_cross_entropy(variant: str, n: int, smoothing: float) -> None:
+    """cross_entropy writes no y: per row ``loss = lse - (1 - s) x[t] - s mean(x)`` and the
+    lse; a row of ignore_index (-7 here) gets loss 0, a target outside [0, N) NaN."""
+    rng = np.random.default_rng(n)
+    m = 4
+    x = (rng.standard_normal((m, n)) * 3).astype(np.float32)
+    target = np.array([3, -7, n - 1, n + 5], np.int64)
+    text = module_text("cross_entropy", m, n, "float32", stats=("lse",), variant=variant, ignore_index=-7,
+                       label_smoothing=smoothing or None)
+    module = lowered(text)
+    kernel = next(o for o in module.walk() if o.name == "func.func")
+    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
+    args = (x, target, np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
+    _, _, loss, lse = (run_cluster_grid if clustered else run_grid)(module, "rows", *args)
+    xd = x.astype(np.float64)
+    mx = xd.max(1)
+    ref_lse = mx + np.log(np.exp(xd - mx[:, None]).sum(1))
+    np.testing.assert_allclose(lse, ref_lse, rtol=2e-6)
+    for i in (0, 2):
+        want = ref_lse[i] - (1 - smoothing) * xd[i, target[i]] - smoothing * xd[i].mean()
+        assert abs(loss[i] - want) <= 4e-6 * max(1.0, abs(want)), (i, loss[i], want)
+    assert loss[1] == 0.0
+    assert np.isnan(loss[3])

@@ -123,6 +123,27 @@ def test_add_rms_norm(m, n, dtype, rng):
     _check(torch, "rms_norm", h, y, w, None, 1e-6)
 
 
+@pytest.mark.parametrize("m,n", [(300, 1000), (33, 4096), (9, 50257), (4, 128256), (2, 150001)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy(m, n, dtype, smoothing, rng):
+    """Against torch's cross_entropy in float64 (per row, sum and mean), with ignore_index
+    rows; the vocabularies of GPT-2 and Llama 3."""
+    import torch.nn.functional as F
+
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    x = (torch.randn(m, n, device=DEV, generator=g) * 4).to(getattr(torch, dtype))
+    t = torch.randint(0, n, (m,), device=DEV, generator=g)
+    t[::3] = -100
+    for reduction in ("none", "sum", "mean"):
+        got = rows.cross_entropy(x, t, reduction=reduction, label_smoothing=smoothing)
+        want = F.cross_entropy(x.double(), t, reduction=reduction, label_smoothing=smoothing)
+        tol = (2e-5 if dtype == "float32" else 1e-2) * max(1.0, want.abs().max().item())
+        assert (got.double() - want).abs().max().item() <= tol, (reduction, got, want)
+    assert (rows.cross_entropy(x, t, reduction="none")[::3] == 0).all()
+
+
 @pytest.mark.parametrize("kind", ["rms_norm", "layer_norm"])
 def test_float16_rows_and_float32_weights(kind, rng):
     torch = _torch()

@@ -18,6 +18,9 @@ kind            y (every statistic in float32)                statistics it may 
 ``add_rms_norm`` ``h = x + residual`` (rounded to x's type)     ``rstd``
                 is written to ``residual_out``, then
                 ``y = h * rstd * weight`` (rms_norm of h)
+``cross_entropy`` no y: ``loss = lse - (1 - s) * x[target]``   ``lse`` (``max + log(sum)``)
+                ``- s * mean(x)`` per row (s the label
+                smoothing; 0 where target is ignore_index)
 ==============  ===========================================  ===========================
 
 Operands:
@@ -26,7 +29,12 @@ Operands:
   contiguous or a view ``strided<[S, 1]>`` with ``S >= N`` (padded rows; the last
   dimension contiguous, offset 0).
 * ``y``: global, the shape and element type of ``x``, contiguous or ``strided<[S', 1]>``
-  with ``S' >= N``.
+  with ``S' >= N``; required by every kind but cross_entropy, which takes none (its dx in
+  the same pass is next).
+* ``target`` (cross_entropy, required): global contiguous ``i64`` ``[M]``, a class index
+  per row; a row whose target is ``ignore_index`` (default -100) has loss 0; another
+  target outside ``[0, N)`` gives NaN. ``loss`` (cross_entropy, required): global
+  contiguous float32 ``[M]``. ``label_smoothing`` (default 0): a float in [0, 1].
 * ``residual`` and ``residual_out`` (add_rms_norm, both required there): the shape and
   element type of ``x``, contiguous or ``strided<[S, 1]>`` as x; ``residual_out`` may not
   be ``x`` or ``residual`` (a separate buffer).
@@ -34,7 +42,8 @@ Operands:
   contiguous, of ``x``'s element type or float32. Without them: 1 and 0.
 * ``eps`` (rms_norm and layer_norm only, required there): a float >= 0.
 * ``max``, ``sum`` (softmax, log_softmax), ``mean`` (layer_norm), ``rstd`` (rms_norm,
-  layer_norm): global contiguous float32 ``[M]``, one value per row.
+  layer_norm, add_rms_norm), ``lse`` (cross_entropy): global contiguous float32 ``[M]``,
+  one value per row.
 
 Accumulation is in float32; ``y`` is rounded once to its element type. A NaN in a row
 makes its softmax NaN; a row of -inf gives NaN (torch's results).
@@ -45,8 +54,8 @@ Example::
         eps 1.0e-06 : f32 rstd %r : memref<64xf32, #bulkred.scope<global>>
         : memref<64x4096xbf16, #bulkred.scope<global>>, memref<64x4096xbf16, #bulkred.scope<global>>
 
-Room to grow (issue 30): ``cross_entropy`` (targets, the loss and the lse) is a further
-kind of this op, with its operands named as these are.
+Room to grow (issue 30): cross-entropy's dx in the same pass (``y``), backward kinds,
+further normalizations: each a kind with named operands, as these are.
 """
 
 from __future__ import annotations
@@ -56,6 +65,8 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     FloatAttr,
+    IntegerAttr,
+    i64,
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
@@ -84,6 +95,7 @@ class NormKind(StrEnum):
     RMS_NORM = "rms_norm"
     LAYER_NORM = "layer_norm"
     ADD_RMS_NORM = "add_rms_norm"
+    CROSS_ENTROPY = "cross_entropy"
 
 
 @irdl_attr_definition
@@ -103,6 +115,7 @@ STATS: dict[str, tuple[NormKind, ...]] = {
     "row_sum": SOFTMAX_KINDS,
     "mean": (NormKind.LAYER_NORM,),
     "rstd": NORM_KINDS,
+    "lse": (NormKind.CROSS_ENTROPY,),
 }
 
 RESIDUAL = ("residual", "residual_out")
@@ -191,9 +204,13 @@ class NormalizeRowsOp(IRDLOperation):
 
     kind = prop_def(NormKindAttr)
     eps = opt_prop_def(FloatAttr)
+    ignore_index = opt_prop_def(IntegerAttr)
+    label_smoothing = opt_prop_def(FloatAttr)
     variant = opt_prop_def(StringAttr)
     x = operand_def(MemRefType)
-    y = operand_def(MemRefType)
+    y = opt_operand_def(MemRefType)
+    target = opt_operand_def(MemRefType)
+    loss = opt_operand_def(MemRefType)
     residual = opt_operand_def(MemRefType)
     residual_out = opt_operand_def(MemRefType)
     weight = opt_operand_def(MemRefType)
@@ -202,27 +219,34 @@ class NormalizeRowsOp(IRDLOperation):
     row_sum = opt_operand_def(MemRefType)
     mean = opt_operand_def(MemRefType)
     rstd = opt_operand_def(MemRefType)
+    lse = opt_operand_def(MemRefType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$kind (`variant` $variant^)? $x `,` $y (`residual` $residual^ `:` type($residual))? "
+        "$kind (`variant` $variant^)? $x (`,` $y^)? (`target` $target^ `:` type($target))? "
+        "(`loss` $loss^ `:` type($loss))? (`ignore_index` $ignore_index^)? (`label_smoothing` $label_smoothing^)? "
+        "(`residual` $residual^ `:` type($residual))? "
         "(`residual_out` $residual_out^ `:` type($residual_out))? (`weight` $weight^ `:` type($weight))? "
         "(`bias` $bias^ `:` type($bias))? (`eps` $eps^)? "
         "(`max` $row_max^ `:` type($row_max))? (`sum` $row_sum^ `:` type($row_sum))? "
-        "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? "
-        "attr-dict `:` type($x) `,` type($y)"
+        "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? (`lse` $lse^ `:` type($lse))? "
+        "attr-dict `:` type($x) (`,` type($y)^)?"
     )
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd")
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "target", "loss", "residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd", "lse",
+    )
 
     def __init__(
         self,
         kind: NormKind | str,
         x: SSAValue,
-        y: SSAValue,
+        y: SSAValue | None,
         *,
         eps: float | None = None,
+        ignore_index: int | None = None,
+        label_smoothing: float | None = None,
         variant: str | None = None,
         **optional: SSAValue | None,
     ):
@@ -232,10 +256,14 @@ class NormalizeRowsOp(IRDLOperation):
         props: dict[str, Attribute] = {"kind": NormKindAttr(NormKind(kind))}
         if eps is not None:
             props["eps"] = FloatAttr(float(eps), f32)
+        if ignore_index is not None:
+            props["ignore_index"] = IntegerAttr(int(ignore_index), i64)
+        if label_smoothing is not None:
+            props["label_smoothing"] = FloatAttr(float(label_smoothing), f32)
         if variant is not None:
             props["variant"] = StringAttr(variant)
         opt = [[optional[k]] if optional.get(k) is not None else [] for k in self.OPTIONAL]
-        super().__init__(operands=[x, y, *opt], properties=props)
+        super().__init__(operands=[x, [y] if y is not None else [], *opt], properties=props)
 
     @property
     def norm_kind(self) -> NormKind:
@@ -249,16 +277,54 @@ class NormalizeRowsOp(IRDLOperation):
     def cols(self) -> int:
         return self.x.type.get_shape()[1]  # type: ignore[union-attr]
 
+    @property
+    def ignored(self) -> int:
+        """cross_entropy's ``ignore_index`` (torch's default, -100, when absent)."""
+        return self.ignore_index.value.data if self.ignore_index is not None else -100
+
+    @property
+    def smoothing(self) -> float:
+        """cross_entropy's ``label_smoothing`` (0 when absent)."""
+        return self.label_smoothing.value.data if self.label_smoothing is not None else 0.0
+
     def verify_(self) -> None:
         check_in_kernel(self)
         kind = self.norm_kind
         xt = _check_rows("x", self.x)
-        yt = _check_rows("y", self.y)
         m, n = xt.get_shape()
-        if list(yt.get_shape()) != [m, n]:
-            raise VerifyException(f"operand 'y' shape must be x's [{m}, {n}], got {list(yt.get_shape())}")
-        if yt.element_type != xt.element_type:
-            raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
+        ce = kind == NormKind.CROSS_ENTROPY
+        if self.y is None and not ce:
+            raise VerifyException(f"operand 'y' is required with kind {kind}, got none")
+        if self.y is not None and ce:
+            raise VerifyException(
+                f"operand 'y' is not taken by kind {kind} (it writes 'loss'; dx in the same pass: not yet), got one"
+            )
+        if self.y is not None:
+            yt = _check_rows("y", self.y)
+            if list(yt.get_shape()) != [m, n]:
+                raise VerifyException(f"operand 'y' shape must be x's [{m}, {n}], got {list(yt.get_shape())}")
+            if yt.element_type != xt.element_type:
+                raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
+        for field, element in (("target", i64), ("loss", f32)):
+            v = getattr(self, field)
+            if v is None:
+                if ce:
+                    raise VerifyException(f"operand '{field}' is required with kind {kind}, got none")
+                continue
+            if not ce:
+                raise VerifyException(f"operand '{field}' is only valid with kind {NormKind.CROSS_ENTROPY}, got kind {kind}")
+            _check_vector(field, v, m, (element,))
+        for prop in ("ignore_index", "label_smoothing"):
+            if getattr(self, prop) is not None and not ce:
+                raise VerifyException(f"'{prop}' is only valid with kind {NormKind.CROSS_ENTROPY}, got kind {kind}")
+        if self.ignore_index is not None and self.ignore_index.type != i64:
+            raise VerifyException(f"'ignore_index' must be an i64 attribute, got {self.ignore_index.type}")
+        if self.label_smoothing is not None:
+            ls = self.label_smoothing.value.data
+            if self.label_smoothing.type != f32:
+                raise VerifyException(f"'label_smoothing' must be an f32 attribute, got {self.label_smoothing.type}")
+            if not 0.0 <= ls <= 1.0:
+                raise VerifyException(f"'label_smoothing' must be in [0, 1], got {ls:g}")
         for field in RESIDUAL:
             v = getattr(self, field)
             if v is None:

@@ -57,6 +57,9 @@ from bulkred_dialect.passes.variants.kernel import cta_reduce, emitter_at, sm_co
 
 F32 = DTYPES["float32"]
 BF16 = DTYPES["bfloat16"]
+I64 = DTYPES["int64"]
+EXP_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.CROSS_ENTROPY)
+"""The kinds whose statistics are the row's maximum and sum of exponentials."""
 ELEM_F32 = ELEMS["float32"]
 AT = ArithType.F32
 LOG2E = 1.4426950408889634
@@ -131,12 +134,13 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     element type); the grid covers the rows, at most ``ctas_per_sm`` CTAs per
     multiprocessor; with ``cluster`` > 1 a cluster of that many CTAs per row, each
     holding ``items * block`` vectors of it (``group`` is then ``block``)."""
-    xt, yt = op.x.type, op.y.type
-    assert isinstance(xt, MemRefType) and isinstance(yt, MemRefType)
+    xt = op.x.type
+    assert isinstance(xt, MemRefType)
+    sy = row_stride(op.y.type) if op.y is not None else 0  # type: ignore[arg-type]
     groups = block // group
     units = max(1, min(sm_count(target) * ctas_per_sm // cluster, -(-op.rows // groups)))
     return RowPlan(
-        op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), row_stride(yt), vector_of(op),
+        op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), sy, vector_of(op),
         group, block, items, unroll, units * cluster, cluster, items * block if cluster > 1 else 0,
     )
 
@@ -301,7 +305,7 @@ class _Row:
     g: SSAValue  # the thread's index in its group (i32)
     tid: SSAValue  # the thread's index in the CTA (i32)
     x: _Buf
-    y: _Buf
+    y: _Buf | None  # None: cross_entropy (no y)
     w: _Buf | None
     b: _Buf | None
     row_x: SSAValue  # the row's first element in x
@@ -353,7 +357,7 @@ class _Row:
     def neutral(self, e: Emitter) -> SSAValue:
         """A value that leaves the statistics unchanged: -inf for softmax's maximum (its
         exp adds 0), 0 for the sums."""
-        if self.p.kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+        if self.p.kind in EXP_KINDS:
             return e.const(float("-inf"), f32)
         return e.const(0.0, f32)
 
@@ -398,20 +402,25 @@ class _Row:
         vec = self.p.vec
         w = self.w.load(e, first, vec, extra) if self.w is not None else None
         b = self.b.load(e, first, vec, extra) if self.b is not None else None
+        assert self.y is not None
         self.y.store(e, first, vec, [self.out(e, v, j, s, w, b) for j, v in enumerate(vals)], extra)
 
     def store_stats(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> None:
         """Thread 0 of the group writes the statistics the op asks for."""
         op = self.op
         wanted = [(buf, s[key]) for buf, key in ((op.row_max, "max"), (op.row_sum, "sum"), (op.mean, "mean"),
-                                                 (op.rstd, "rstd")) if buf is not None]
-        if not wanted:
+                                                 (op.rstd, "rstd"), (op.lse, "lse")) if buf is not None]
+        ce = op.norm_kind == NormKind.CROSS_ENTROPY
+        if not wanted and not ce:
             return
 
         def write(c: Emitter) -> list[SSAValue]:
             off = c.mul_i(row, 4)
             for buf, v in wanted:
                 c.st(ld_type(F32), c.ptr_add(c.ptr(buf, StateSpace.GLOBAL), off), v)
+            if ce:
+                assert op.loss is not None
+                c.st(ld_type(F32), c.ptr_add(c.ptr(op.loss, StateSpace.GLOBAL), off), self.loss(c, row, s))
             return []
 
         first = e.cmp("eq", self.g, 0)
@@ -421,18 +430,41 @@ class _Row:
 
     # endregion
 
+    def loss(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> SSAValue:
+        """cross_entropy's loss of the row: ``lse - (1 - ls) * x[t] - ls * mean(x)`` for its
+        target t (``x[t]`` read again, one element), 0 where t is ``ignore_index``, NaN
+        where t is outside [0, N)."""
+        op, p = self.op, self.p
+        assert op.target is not None
+        t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+        inside = e.cmp("ult", t, e.const(p.n, i64))
+        xt = e.if_(inside, lambda b: _load(b, p.dtype, b.ptr_add(self.row_x, b.mul_i(t, p.dtype.bytes)), 0, 1),
+                   lambda b: [b.const(float("nan"), f32)], [f32])[0]
+        ls = op.smoothing
+        loss = _sub(e, s["lse"], _mul(e, xt, e.const(1.0 - ls, f32)) if ls else xt)
+        if ls:
+            loss = _sub(e, loss, _mul(e, s["mean_x"], e.const(ls, f32)))
+        kept = e.cmp("ne", t, e.const(op.ignored, i64))
+        return e.selp(SelpType.F32, loss, e.const(0.0, f32), kept)
+
+    # endregion
+
     # region Statistics
 
     def finish(self, e: Emitter, sums: dict[str, SSAValue]) -> dict[str, SSAValue]:
         """The statistics of the row from the group's combined sums."""
         kind, n = self.p.kind, float(self.p.n)
         eps = e.const(self.op.eps.value.data, f32) if self.op.eps is not None else None
-        if kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+        if kind in EXP_KINDS:
             out = {"max": sums["max"], "sum": sums["sum"]}
             if kind == NormKind.SOFTMAX:
                 out["inv_sum"] = e.rcp(AT, sums["sum"])
             else:
                 out["log_sum"] = _log(e, sums["sum"])
+            if kind == NormKind.CROSS_ENTROPY:
+                out["lse"] = _add(e, sums["max"], out["log_sum"])
+                if "sum_x" in sums:
+                    out["mean_x"] = e.div(AT, sums["sum_x"], e.const(n, f32))
             return out
         if kind in RMS_KINDS:
             ms = e.div(AT, sums["sq"], e.const(n, f32))
@@ -480,11 +512,22 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
-    if kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX):
+    if kind in EXP_KINDS:
         m = r.reduce(e, ReduceKind.MAX, e.fold(ReduceKind.MAX, F32, flat), "row_max")
         exps = [_exp(e, _sub(e, v, m)) for v in flat]
         s = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, exps), "row_sum")
-        stats = r.finish(e, {"max": m, "sum": s})
+        sums = {"max": m, "sum": s}
+        if kind == NormKind.CROSS_ENTROPY:
+            if r.op.smoothing:  # the sum of x (a missing vector's values are 0, not -inf)
+                zero = e.const(0.0, f32)
+                xs = list(flat)
+                for k, cond in enumerate(conds):
+                    if cond is not None:
+                        xs[k * p.vec:(k + 1) * p.vec] = [e.selp(SelpType.F32, v, zero, cond) for v in xs[k * p.vec:(k + 1) * p.vec]]
+                sums["sum_x"] = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, xs), "row_sum_x")
+            r.store_stats(e, row, r.finish(e, sums))  # no y: one read of x
+            return
+        stats = r.finish(e, sums)
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
             inv = stats["inv_sum"]
             _write_values(r, e, [_mul(e, x, inv) for x in exps], conds, stats, raw=True)
@@ -542,19 +585,22 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     p = r.p
     full, cond = r.partial(e)
     kind = p.kind
-    softmax = kind in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX)
+    softmax = kind in EXP_KINDS
+    smooth = kind == NormKind.CROSS_ENTROPY and bool(r.op.smoothing)
     shift = None
     if kind == NormKind.LAYER_NORM:  # sums of x - x[row, 0]: no cancellation for a large mean
         shift = _load(e, p.dtype, r.row_x, 0, 1)[0]
 
     def absorb(b: Emitter, state: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
         if softmax:
-            t, s = state
+            t, s = state[:2]
             t1 = b.fold(ReduceKind.MAX, F32, [t, *vals])
             m0, m1 = _clamp(b, t), _clamp(b, t1)
             s = _mul(b, s, _exp(b, _sub(b, m0, m1)))
             for v in vals:
                 s = _add(b, s, _exp(b, _sub(b, v, m1)))
+            if smooth:
+                return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]
         if kind in RMS_KINDS:
             (s,) = state
@@ -569,7 +615,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
         return [s1, s2]
 
     if softmax:
-        init = [e.const(float("-inf"), f32), e.const(0.0, f32)]
+        init = [e.const(float("-inf"), f32), e.const(0.0, f32)] + ([e.const(0.0, f32)] if smooth else [])
     elif kind in RMS_KINDS:
         init = [e.const(0.0, f32)]
     else:
@@ -580,11 +626,17 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
 
     state = _visit(e, p, full, cond, init, read)
     if softmax:
-        t, s = state
+        t, s = state[:2]
         big = r.reduce(e, ReduceKind.MAX, t, "row_max")
         # the sum rescaled to the row's maximum (exp(clamp(t) - max): 1 for a finite row)
         s = _mul(e, s, _exp(e, _sub(e, _clamp(e, t), big)))
-        stats = r.finish(e, {"max": big, "sum": r.reduce(e, ReduceKind.SUM, s, "row_sum")})
+        sums = {"max": big, "sum": r.reduce(e, ReduceKind.SUM, s, "row_sum")}
+        if smooth:
+            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, state[2], "row_sum_x")
+        stats = r.finish(e, sums)
+        if kind == NormKind.CROSS_ENTROPY:  # no y: one read of x
+            r.store_stats(e, row, stats)
+            return
     elif kind in RMS_KINDS:
         stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
     else:
@@ -661,7 +713,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         g = e.and_b32(tid, p.group - 1)
         slot = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), p.groups), e.shr_u32(tid, p.group.bit_length() - 1))
         start = g
-    x0, y0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.y, StateSpace.GLOBAL)
+    x0 = e.ptr(op.x, StateSpace.GLOBAL)
+    y0 = e.ptr(op.y, StateSpace.GLOBAL) if op.y is not None else None
     w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
     b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
     r0 = e.ptr(op.residual, StateSpace.GLOBAL) if op.residual is not None else None
@@ -674,9 +727,11 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     def row_body(b: Emitter, row: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
         x = _Buf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
-        y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
+        y = None
+        if y0 is not None:
+            row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
+            y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
         w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
         res = hout = None

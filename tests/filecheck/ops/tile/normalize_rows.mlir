@@ -41,3 +41,11 @@ func.func @add_rms_norm(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memre
   bulkred.normalize_rows add_rms_norm %x, %y residual %r : memref<4x64xbf16, #bulkred.scope<global>> residual_out %h : memref<4x64xbf16, #bulkred.scope<global>> weight %w : memref<64xbf16, #bulkred.scope<global>> eps 1.0e-06 : f32 : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
   func.return
 }
+
+// cross_entropy: no y; the loss of each row, its lse; ignore_index and label_smoothing.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> ignore_index 0 : i64 label_smoothing 1.000000e-01 : f32 lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+func.func @cross_entropy(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> ignore_index 0 : i64 label_smoothing 0.1 : f32 lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}

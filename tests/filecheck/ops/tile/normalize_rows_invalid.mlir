@@ -185,6 +185,62 @@ func.func @residual_out_alias(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y:
 }
 // -----
 
+func.func @y_missing(%x: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'y' is required with kind softmax, got none
+  bulkred.normalize_rows softmax %x : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @y_cross_entropy(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'y' is not taken by kind cross_entropy (it writes 'loss'; dx in the same pass: not yet), got one
+  bulkred.normalize_rows cross_entropy %x, %y target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @target_missing(%x: memref<4x64xf32, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'target' is required with kind cross_entropy, got none
+  bulkred.normalize_rows cross_entropy %x loss %l : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @target_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi32, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'target' element type must be i64, got i32
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi32, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @loss_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'loss' is only valid with kind cross_entropy, got kind softmax
+  bulkred.normalize_rows softmax %x, %y loss %l : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @smoothing_range(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'label_smoothing' must be in [0, 1], got 1.5
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> label_smoothing 1.5 : f32 : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @ignore_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'ignore_index' is only valid with kind cross_entropy, got kind log_softmax
+  bulkred.normalize_rows log_softmax %x, %y ignore_index 3 : i64 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @lse_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'lse' is only valid with kind cross_entropy, got kind softmax
+  bulkred.normalize_rows softmax %x, %y lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
 // Outside a kernel.
 %x = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
 %y = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
