@@ -94,7 +94,7 @@ def module_text(
         clauses.append(f"eps {_float_text(eps)} : f32")
     for s in stats:
         if s not in _STATS_KEYWORD:
-            raise ArgumentError(f"stats must name row_max, row_sum, mean or rstd, got {s!r}")
+            raise ArgumentError(f"stats must name {', '.join(_STATS_KEYWORD)}, got {s!r}")
     for s in _STATS_KEYWORD:
         if s in stats:
             t = _buf((m,), "float32")
