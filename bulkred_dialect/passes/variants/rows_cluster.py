@@ -6,9 +6,11 @@ row: CTA rank r holds the vectors ``[r * S, (r + 1) * S)`` of it (``S = K * T``:
 ``T`` threads hold ``K`` vectors each, at most ``rows_common.MAX_VALUES`` float32
 values). Each statistic is combined in the CTA (warp butterflies, warp partials through
 shared memory), then across the cluster through distributed shared memory: thread 0
-writes the CTA's partial into its own shared slot, ``barrier.cluster``, and every thread
-reads the slots of ranks 0, 1, ... with ``mapa`` + ``ld.shared::cluster``, combining them
-in rank order, so every CTA holds the same bits. One read of x, one write of y.
+writes the CTA's partial into its own shared slot (one of two, by row parity),
+``barrier.cluster``, and every thread reads the slots of ranks 0, 1, ... with ``mapa`` +
+``ld.shared::cluster``, combining them in rank order, so every CTA holds the same bits:
+one cluster barrier per statistic per row (softmax's maximum and sum are one (m, s) pair;
+layer_norm's mean and variance two). One read of x, one write of y.
 
 The configuration (cluster size, threads, vectors per thread) is a function of N and the
 element type only. Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.

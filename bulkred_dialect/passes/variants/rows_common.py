@@ -11,7 +11,9 @@ float32, then the group combines (``shfl.sync`` butterfly in a warp; warp partia
 through shared memory in a CTA) and every thread of the group holds the row's
 statistics. With a cluster (``rows_cluster``) CTA rank r holds its slice of the row
 (vectors ``[r * S, (r + 1) * S)``) and the CTAs combine their partials through
-distributed shared memory (:func:`cluster_reduce`).
+distributed shared memory (:func:`reduce_state`). softmax's maximum and sum of
+exponentials are one reduction of (m, s) pairs (:class:`_Exps`, Quack's packing): one
+exchange per row.
 
 * **registers** (``rows_warp``, ``rows_cta``, ``rows_cluster``): every thread keeps its
   ``K`` vectors in registers after the one read of ``x``; the statistics come from the
@@ -40,7 +42,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
-from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp, XorOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
@@ -53,7 +55,7 @@ from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP, Predicate
 from bulkred_dialect.passes.variants.grid_common import alone_in_kernel, require_alignment, set_launch
-from bulkred_dialect.passes.variants.kernel import cta_reduce, emitter_at, sm_count, warp_reduce
+from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at, sm_count, warp_reduce_state
 
 F32 = DTYPES["float32"]
 BF16 = DTYPES["bfloat16"]
@@ -313,6 +315,7 @@ class _Row:
     rank: SSAValue | None = None  # with a cluster: the CTA's rank in it (i32)
     res: _Buf | None = None  # add_rms_norm: residual
     hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
+    parity: SSAValue | None = None  # with a cluster: the row's parity (i32), which of two exchange slots
 
     # region Visiting a thread's vectors
 
@@ -368,11 +371,17 @@ class _Row:
     def reduce(self, e: Emitter, kind: ReduceKind, v: SSAValue, name: str) -> SSAValue:
         """``v`` combined over the group (with a cluster: over its CTAs too); every thread
         of the group gets the result."""
-        if self.p.cluster > 1:
-            return cluster_reduce(e, kind, v, self.tid, self.p.block, self.p.cluster, name)
-        if self.p.group == WARP:
-            return warp_reduce(e, kind, ELEM_F32, v)
-        return cta_reduce(e, kind, ELEM_F32, v, self.tid, self.p.block, broadcast=True, name=name)
+        return self._state(e, _Scalar(kind), [v], name)[0]
+
+    def reduce_exps(self, e: Emitter, m: SSAValue, s: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """softmax's (max, sum of exponentials) over the group, from each thread's (m, s)
+        (:class:`_Exps`): the row's maximum (clamped to at least -FLT_MAX) and its sum."""
+        big, total = self._state(e, _Exps(), [m, s], "row_exps")
+        return big, total
+
+    def _state(self, e: Emitter, st, v: list[SSAValue], name: str) -> list[SSAValue]:
+        p = self.p
+        return reduce_state(e, st, v, self.tid, p.block, p.group, p.cluster, self.parity, name)
 
     # endregion
 
@@ -474,27 +483,89 @@ class _Row:
     # endregion
 
 
-def cluster_reduce(e: Emitter, kind: ReduceKind, v: SSAValue, tid: SSAValue, block: int, cluster: int,
-                   name: str) -> SSAValue:
-    """``v`` combined over the CTA, then over the ``cluster`` CTAs of the cluster through
-    distributed shared memory: thread 0 writes the CTA's value into its own slot,
-    ``barrier.cluster`` (release / acquire), then every thread reads the slots of ranks
-    0, 1, ... (``mapa`` + ``ld.shared::cluster``) and combines them in rank order, so that
-    every CTA of the cluster holds the same bits. The slot is written again only after
-    another exchange's barrier, which every peer reaches after its reads."""
-    part = cta_reduce(e, kind, ELEM_F32, v, tid, block, broadcast=False, name=name)
-    slot = e.shared([1], f32, f"cluster_{name}")
+@dataclass(frozen=True)
+class _Scalar:
+    """One float32 combined by ``kind`` (the duck type of passes/fused.py's Reducer that
+    variants/kernel.py's warp and CTA steps read)."""
 
-    def publish(b: Emitter) -> list[SSAValue]:
-        b.st(ld_type(F32), slot, part)
+    kind: ReduceKind
+    width: int = 1
+    elem = ELEM_F32
+    absmax = False
+    types = (f32,)
+    dtypes = (F32,)
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.identity(self.kind, F32)]
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        return [e.combine(self.kind, F32, a[0], b[0])]
+
+
+@dataclass(frozen=True)
+class _Exps:
+    """softmax's (m, s): ``s`` the sum of ``exp(x - m)`` over some elements, ``m`` their
+    maximum clamped to at least -FLT_MAX (an all -inf part adds 0 and raises no
+    ``-inf - -inf``). Two combine as ``M = max(m, m')``, ``s exp(m - M) + s' exp(m' - M)``:
+    the maximum and the sum in one reduction (one exchange of a cluster)."""
+
+    width: int = 2
+    kind = ReduceKind.SUM  # unused (width 2)
+    elem = ELEM_F32
+    absmax = False
+    types = (f32, f32)
+    dtypes = (F32, F32)
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(-FLT_MAX, f32), e.const(0.0, f32)]
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        m = e.minmax(ReduceKind.MAX, AT, a[0], b[0])
+        return [m, e.fma(AT, b[1], _exp(e, _sub(e, b[0], m)), _mul(e, a[1], _exp(e, _sub(e, a[0], m))))]
+
+
+def reduce_state(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int, group: int, cluster: int,
+                 parity: SSAValue | None, name: str) -> list[SSAValue]:
+    """The state ``v`` (:class:`_Scalar`, :class:`_Exps`) combined over the group, every
+    thread of it getting the result: a warp butterfly; in a CTA, warp partials through
+    shared memory, combined by warp 0 and broadcast; in a cluster, then, through
+    distributed shared memory: thread 0 writes the CTA's state into its own slot,
+    ``barrier.cluster`` (release / acquire), and every thread reads the slots of ranks
+    0, 1, ... (``mapa`` + ``ld.shared::cluster``) and combines them in rank order, so that
+    every CTA holds the same bits. The cluster slots are two, taken by row parity
+    (``parity``, 0 or 1): a slot is written again two rows later, after a barrier every
+    peer reaches only once it has read it."""
+    if group == WARP and cluster == 1:
+        return warp_reduce_state(e, st, v)
+    part = cta_reduce_state(e, st, v, tid, block, name=name) if block > WARP else warp_reduce_state(e, st, v)
+    slot_bytes = 4 * st.width
+    if cluster == 1:
+        slot = e.shared([st.width], f32, f"{name}_all")
+
+        def publish(b: Emitter) -> list[SSAValue]:
+            for k, x in enumerate(part):
+                b.st(ld_type(F32), slot, x, 4 * k)
+            return []
+
+        e.if_(e.cmp("eq", tid, 0), publish)
+        e.bar_sync()
+        return [e.ld(ld_type(F32), slot, f32, 4 * k) for k in range(st.width)]
+    assert parity is not None
+    slots = e.shared([2 * st.width], f32, f"cluster_{name}")
+    mine = e.ptr_add(slots, e.mul_i(parity, slot_bytes))
+
+    def publish_cluster(b: Emitter) -> list[SSAValue]:
+        for k, x in enumerate(part):
+            b.st(ld_type(F32), mine, x, 4 * k)
         return []
 
-    e.if_(e.cmp("eq", tid, 0), publish)
+    e.if_(e.cmp("eq", tid, 0), publish_cluster)
     e.cluster_sync()
     acc = None
     for rank in range(cluster):
-        peer = e.ld(ld_type(F32), e.value(MapaOp(slot, e.const(rank))), f32)
-        acc = peer if acc is None else e.combine(kind, F32, acc, peer)
+        peer = e.value(MapaOp(mine, e.const(rank)))
+        got = [e.ld(ld_type(F32), peer, f32, 4 * k) for k in range(st.width)]
+        acc = got if acc is None else st.combine(e, acc, got)
     assert acc is not None
     return acc
 
@@ -513,10 +584,12 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
     flat = [v for item in vals for v in item]
     kind = p.kind
     if kind in EXP_KINDS:
-        m = r.reduce(e, ReduceKind.MAX, e.fold(ReduceKind.MAX, F32, flat), "row_max")
+        # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
+        m = _clamp(e, e.fold(ReduceKind.MAX, F32, flat))
         exps = [_exp(e, _sub(e, v, m)) for v in flat]
-        s = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, exps), "row_sum")
-        sums = {"max": m, "sum": s}
+        big, s = r.reduce_exps(e, m, e.fold(ReduceKind.SUM, F32, exps))
+        rescale = _exp(e, _sub(e, m, big))
+        sums = {"max": big, "sum": s}
         if kind == NormKind.CROSS_ENTROPY:
             if r.op.smoothing:  # the sum of x (a missing vector's values are 0, not -inf)
                 zero = e.const(0.0, f32)
@@ -529,8 +602,8 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
             return
         stats = r.finish(e, sums)
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
-            inv = stats["inv_sum"]
-            _write_values(r, e, [_mul(e, x, inv) for x in exps], conds, stats, raw=True)
+            factor = _mul(e, rescale, stats["inv_sum"])
+            _write_values(r, e, [_mul(e, x, factor) for x in exps], conds, stats, raw=True)
         else:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
@@ -539,8 +612,6 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
         ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
         stats = r.finish(e, {"sq": ss})
-        if p.cluster > 1:  # one exchange per row: the next row's may not overwrite a slot a peer still reads
-            e.cluster_sync()
     else:
         total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
         mean = e.div(AT, total, e.const(float(p.n), f32))
@@ -627,10 +698,8 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     state = _visit(e, p, full, cond, init, read)
     if softmax:
         t, s = state[:2]
-        big = r.reduce(e, ReduceKind.MAX, t, "row_max")
-        # the sum rescaled to the row's maximum (exp(clamp(t) - max): 1 for a finite row)
-        s = _mul(e, s, _exp(e, _sub(e, _clamp(e, t), big)))
-        sums = {"max": big, "sum": r.reduce(e, ReduceKind.SUM, s, "row_sum")}
+        big, total = r.reduce_exps(e, _clamp(e, t), s)
+        sums = {"max": big, "sum": total}
         if smooth:
             sums["sum_x"] = r.reduce(e, ReduceKind.SUM, state[2], "row_sum_x")
         stats = r.finish(e, sums)
@@ -724,7 +793,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
 
-    def row_body(b: Emitter, row: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
         x = _Buf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
@@ -738,12 +807,13 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if op.residual is not None and op.residual_out is not None:
             res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
             hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout)
+        parity = carried[0] if carried else None
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity)
         (_registers if p.items else _stream)(r, b, row)
-        return []
+        return [b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []
 
     units = p.ctas // p.cluster
-    e.for_(e.wide(slot), p.m, units * p.groups, [], row_body)
+    e.for_(e.wide(slot), p.m, units * p.groups, [e.const(0)] if p.cluster > 1 else [], row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
     rewriter.erase(op)
