@@ -786,6 +786,9 @@ class _FakeTorchTensor:
     def new_empty(self, shape):
         return _FakeTorchTensor(0x9000, shape, self.dtype)
 
+    def expand(self, shape):
+        return _FakeTorchTensor(self.ptr, shape, self.dtype)
+
 
 def _fake_torch(monkeypatch):
     """A ``torch`` module of :class:`_FakeTorchTensor` (empty_like at 0x9100, stream 0x7)."""
@@ -795,7 +798,8 @@ def _fake_torch(monkeypatch):
     torch = ModuleType("torch")
     torch.Tensor = _FakeTorchTensor
     torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
-    torch.empty_like = lambda t: _FakeTorchTensor(0x9100, t.shape, t.dtype)
+    torch.empty_like = lambda t, memory_format: _FakeTorchTensor(0x9100, t.shape, t.dtype)
+    torch.contiguous_format = "contiguous"
     monkeypatch.setitem(sys.modules, "torch", torch)
 
 

@@ -556,11 +556,14 @@ def bound_launcher(
         lines.append(f"    p{i} = a{i}.data_ptr()\n")
     outs = [f"r{j}" for j in range(len(order))]
     if new is not None:
-        for j, k in enumerate(order):  # a new result: empty_like of a private tensor of the caller's shape
-            env[f"like{j}"] = args[k].new_empty(tuple(new[j]))
-            lines.append(f"    r{j} = empty_like(like{j})\n    q{j} = r{j}.data_ptr()\n")
+        for j, k in enumerate(order):
+            # a new result: empty_like of a private tensor of the caller's shape, the param's
+            # dtype and device; one element broadcast (it holds no memory of that size), so
+            # the result is asked for contiguous
+            env[f"like{j}"] = args[k].new_empty(()).expand(tuple(new[j]))
+            lines.append(f"    r{j} = empty_like(like{j}, memory_format=dense)\n    q{j} = r{j}.data_ptr()\n")
             ptr[k] = f"q{j}"
-        env["empty_like"] = torch.empty_like
+        env["empty_like"], env["dense"] = torch.empty_like, torch.contiguous_format
     else:
         lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = {'(out,)' if len(outs) == 1 else 'out'}\n")
         for j, k in enumerate(order):
