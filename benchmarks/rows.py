@@ -98,10 +98,18 @@ def _agree(torch, ours, theirs, x) -> str:
     return "ok" if err <= tol else f"WRONG err={err:.1e}"
 
 
-def _variant(n: int) -> str:
-    from bulkred_dialect.passes.variants import rows_cta, rows_warp
+def _variant(kind: str, n: int, dtype: str) -> str:
+    """The variant the dispatcher chooses for rows of ``n`` (it does not depend on M)."""
+    from bulkred_dialect.backend_ptx.runtime import parse
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.ops.tile import NormalizeRowsOp
+    from bulkred_dialect.passes.dispatch import choose
+    from bulkred_dialect.rows import module_text
 
-    return "rows_warp" if n <= rows_warp.MAX_N else "rows_cta" if n <= rows_cta.MAX_N else "rows_stream"
+    norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
+    op = next(o for o in parse(module_text(kind, 1, n, dtype, eps=1e-5 if norm else None)).walk()
+              if isinstance(o, NormalizeRowsOp))
+    return choose(op, Target.parse("sm_90a")).name
 
 
 def main() -> int:
@@ -147,7 +155,7 @@ def _main(torch, rows, args, results: list) -> None:
             for kind in args.kinds.split(","):
                 nbytes = copy_bytes * {"add_rms_norm": 2.0, "cross_entropy": 0.5}.get(kind, 1.0)
                 ours, theirs = _fns(torch, rows, kind, n, dt)
-                row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(n)}
+                row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(kind, n, dtype)}
                 try:
                     row["check"] = _agree(torch, ours, theirs, x)
                     ours_us = RA.graph_us(torch, ours, [x], args.calls, args.replays)
