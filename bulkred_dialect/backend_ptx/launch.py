@@ -551,9 +551,16 @@ def bound_launcher(
     ins = [f"a{i}" for i in range(inputs)]
     lines = ["    if g.broken is not None:\n        return None\n"]
     ptr = [""] * n
-    for i in range(inputs):
+    wide = [i for i, a in enumerate(align[:n]) if a > args[i].element_size()]  # read with wider vector loads
+
+    def aligned(i: int) -> None:
+        if i in wide:
+            lines.append(f"    if {ptr[i]} % {align[i]}:\n        return None\n")
+
+    for i in range(inputs):  # the inputs' addresses first: a call refused has made nothing
         ptr[i] = f"p{i}"
         lines.append(f"    p{i} = a{i}.data_ptr()\n")
+        aligned(i)
     outs = [f"r{j}" for j in range(len(order))]
     if new is not None:
         for j, k in enumerate(order):
@@ -569,12 +576,10 @@ def bound_launcher(
         for j, k in enumerate(order):
             lines.append(f"    q{j} = r{j}.data_ptr()\n")
             ptr[k] = f"q{j}"
+            aligned(k)  # (new results: aligned by torch's allocator)
         if len(order) == 2:  # two results: two arrays that do not overlap (the full path says why)
             nbytes = max(args[k].numel() * args[k].element_size() for k in order)
             lines.append(f"    if -{nbytes} < q0 - q1 < {nbytes}:\n        return None\n")
-    for i, a in enumerate(align[:n]):
-        if a > args[i].element_size() and not (new is not None and i in order):  # new results: aligned by torch
-            lines.append(f"    if {ptr[i]} % {a}:\n        return None\n")
     zeroing = [(ptr[i], str(args[i].numel() * args[i].element_size())) for i in zero]
     if new is None:
         result = "out"
