@@ -798,7 +798,7 @@ def _fake_torch(monkeypatch):
     torch = ModuleType("torch")
     torch.Tensor = _FakeTorchTensor
     torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0x7)
-    torch.empty_like = lambda t, memory_format: _FakeTorchTensor(0x9100, t.shape, t.dtype)
+    torch.empty_like = lambda t, memory_format=None: _FakeTorchTensor(0x9100, t.shape, t.dtype)
     torch.contiguous_format = "contiguous"
     monkeypatch.setitem(sys.modules, "torch", torch)
 
@@ -854,6 +854,15 @@ def test_bound_launcher_makes_a_result_of_the_callers_shape(monkeypatch):
     assert run(Tensor(0x1008, (64,)), None) is None and len(launched) == 1
     plain, launched = _launcher(monkeypatch, [Tensor(0x1000, (64,)), Tensor(0x2000, (1,))], new=[()])
     assert plain(Tensor(0x1008, (64,)), None).shape == () and launched == [(0x1008, 0x9100)]
+    # a result larger than SMALL_RESULT: made from one broadcast element, asked for dense
+    import sys
+
+    asked = []
+    big = (launch.SMALL_RESULT // 4 + 1,)
+    rows, launched = _launcher(monkeypatch, [Tensor(0x1000, (64, big[0])), Tensor(0x2000, big)], new=[big])
+    sys.modules["torch"].empty_like = lambda t, memory_format=None: asked.append(memory_format) or Tensor(0x9200, t.shape)
+    rows.__globals__["empty_like"] = sys.modules["torch"].empty_like
+    assert rows(Tensor(0x1000, (64, big[0])), None).shape == big and asked == ["contiguous"]
 
 
 def test_bound_launcher_of_two_results(monkeypatch):

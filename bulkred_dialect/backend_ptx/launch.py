@@ -540,6 +540,12 @@ def _launch_tail(pointers: Sequence[str], n_extra: int, zero: Sequence[tuple[str
     )
 
 
+SMALL_RESULT = 16 << 10
+"""The largest result (bytes) whose launcher keeps a dense private tensor of its shape to
+make each result from (``torch.empty_like``, no keyword: the cheapest allocation from
+Python); larger ones keep one broadcast element."""
+
+
 def bound_launcher(
     name: str, g: Gpu, kern: Any, config: Any, extra: Sequence[Any], args: Sequence[Any], *, inputs: int,
     order: Sequence[int], new: Sequence[tuple[int, ...]] | None, pack: Any, zero: Sequence[int], align: Sequence[int],
@@ -565,10 +571,17 @@ def bound_launcher(
     if new is not None:
         for j, k in enumerate(order):
             # a new result: empty_like of a private tensor of the caller's shape, the param's
-            # dtype and device; one element broadcast (it holds no memory of that size), so
-            # the result is asked for contiguous
-            env[f"like{j}"] = args[k].new_empty(()).expand(tuple(new[j]))
-            lines.append(f"    r{j} = empty_like(like{j}, memory_format=dense)\n    q{j} = r{j}.data_ptr()\n")
+            # dtype and device (cheaper than new_empty(shape)). Up to SMALL_RESULT bytes that
+            # tensor is dense; a larger result's is one element broadcast, holding no memory
+            # of the result's size, and the result is asked for contiguous
+            nbytes = args[k].numel() * args[k].element_size()
+            if nbytes <= SMALL_RESULT:
+                env[f"like{j}"] = args[k].new_empty(tuple(new[j]))
+                lines.append(f"    r{j} = empty_like(like{j})\n")
+            else:
+                env[f"like{j}"] = args[k].new_empty(()).expand(tuple(new[j]))
+                lines.append(f"    r{j} = empty_like(like{j}, memory_format=dense)\n")
+            lines.append(f"    q{j} = r{j}.data_ptr()\n")
             ptr[k] = f"q{j}"
         env["empty_like"], env["dense"] = torch.empty_like, torch.contiguous_format
     else:
