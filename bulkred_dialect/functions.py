@@ -211,6 +211,22 @@ CORRECTION = Option("correction", 0, _correction, "float", "before")
 ORD = Option("ord", 2, _ord, "float", "first")
 
 
+def torch_spelling(axis: Any, keepdims: Any, options: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """``(axis, keepdims, options)`` with torch's spelling ``dim=`` / ``keepdim=`` (in
+    ``options``) taken as the array API's ``axis=`` / ``keepdims=``; both spellings of
+    one argument are refused (:class:`OptionError`)."""
+    options = dict(options)
+    if "dim" in options:
+        if axis is not None:
+            raise OptionError("'dim' (torch's spelling) and 'axis' name one argument: pass one of them")
+        axis = options.pop("dim")
+    if "keepdim" in options:
+        if keepdims is not False:
+            raise OptionError("'keepdim' (torch's spelling) and 'keepdims' name one argument: pass one of them")
+        keepdims = options.pop("keepdim")
+    return axis, keepdims, options
+
+
 # endregion
 
 # region Dtype rules
@@ -515,7 +531,7 @@ _check_table()
 
 __all__ = [
     "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "casts_first", "function", "is_bool",
-    "library_rules", "sum_dtype", "torch_sum_dtype",
+    "library_rules", "sum_dtype", "torch_spelling", "torch_sum_dtype",
 ]
 
 # region The list functions (docs/foreach.md): many tensors in one launch

@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from bulkred_dialect import api
-from bulkred_dialect.functions import ROWS, Function, function, is_bool
+from bulkred_dialect.functions import ROWS, Function, OptionError, function, is_bool, torch_spelling
 
 
 def _never() -> bool:
@@ -133,6 +133,11 @@ def _make(row: Function) -> Any:
 
     def fn(x: Any, /, *, axis: Any = None, keepdims: Any = False, out: Any = None, stream: Any = None,
            explain: Any = False, **options: Any) -> Any:
+        if options and ("dim" in options or "keepdim" in options):  # torch's spelling (functions.torch_spelling)
+            try:
+                axis, keepdims, options = torch_spelling(axis, keepdims, options)
+            except OptionError as e:
+                raise api._error(name, str(e)) from None
         if _compiling():
             return _torch_route(row, x, axis, keepdims, options, out, stream) if not explain else \
                 call(row, x, axis, keepdims, options, out, stream, explain)
@@ -184,7 +189,8 @@ def _doc(row: Function, sig: inspect.Signature) -> str:
     return (
         f"{row.summary}.\n\n{row.doc}\n\n{results}As ``{row.torch}``. {grad}\n\n"
         "``axis``: an int, a tuple of ints (negatives count from the end) or None (every axis). ``keepdims``: keep "
-        "the reduced axes as 1s. ``out``: the result's array (a pair for two results), returned. ``stream``: the "
+        "the reduced axes as 1s (torch's spellings ``dim`` and ``keepdim`` are taken too). ``out``: the result's "
+        "array (a pair for two results), returned. ``stream``: the "
         "stream to launch on (default: torch's or cupy's current one). ``explain``: return the dispatch table as "
         "text (nothing runs). Device arrays: no copy, no synchronize; numpy arrays are copied in and out. "
         "docs/from_torch.md has every function."

@@ -583,14 +583,27 @@ NUMBER: list[Bad] = [
     _v("1", 1), _v("3", 3), _v("0.5", 0.5), _v("-1", -1), _v("-2.5", -2.5), _v("inf", math.inf), _v("-inf", -math.inf),
     _v("np.float32", np.float32(3)), _v("np.int64", np.int64(3)), _v("np.float16", np.float16(2)), _v("1e30", 1e30),
     _v("1e-30", 1e-30), _v("-1e30", -1e30), _v("np.uint64 max", np.uint64(2**64 - 1)),
-    _v("True", True, True), _v("np.False_", np.bool_(False), True), _v("0", 0, True), _v("0.0", 0.0, True),
-    _v("-0.0", -0.0, True), _v("nan", math.nan, True), _v("np.float32 nan", np.float32("nan"), True),
+    _v("True", True, True), _v("np.False_", np.bool_(False), True), _v("0", 0), _v("0.0", 0.0),
+    _v("-0.0", -0.0), _v("nan", math.nan, True), _v("np.float32 nan", np.float32("nan"), True),
     _v("'2'", "2", True), _v("None", None, True), _v("2**1024", 2**1024, True), _v("-2**1024", -(2**1024), True),
     _v("1e308", 1e308, True), _v("-1e308", -1e308, True), _v("1e-300", 1e-300, True), _v("5e-324", 5e-324, True),
     _v("1e31", 1e31, True), _v("object", object(), True), _v("[2]", [2], True), _v("complex", 2 + 0j, True),
     _f("0-d array", lambda r: np.array(2.0)), _v("Fraction", __import__("fractions").Fraction(2)),
     _v("Decimal", __import__("decimal").Decimal("2")), _f("generator", _gen(2.0), True),
     *([_v("longdouble 1e4000", _BIG_FLOAT, True), _v("-longdouble 1e4000", -_BIG_FLOAT, True)] if _BIG_FLOAT is not None else []),
+]
+
+CORRECTION: list[Bad] = [  # an int or a float >= 0, as torch's correction
+    _v("0", 0), _v("1", 1), _v("5", 5), _v("np.int64", np.int64(1)), _v("np.uint8", np.uint8(1)), _v("1.0", 1.0),
+    _v("1.3", 1.3), _v("0.5", 0.5), _v("np.float64", np.float64(1.0)), _v("np.float32 0.5", np.float32(0.5)),
+    _v("-0.0", -0.0), _v("1e-300", 1e-300), _v("5e-324", 5e-324),
+    _v("True", True, True), _v("False", False, True), _v("np.bool_", np.bool_(True), True), _v("-1", -1, True),
+    _v("np.int8 -1", np.int8(-1), True), _v("-0.5", -0.5, True), _v("-2**70", -(2**70), True),
+    _v("nan", math.nan, True), _v("inf", math.inf, True), _v("'1'", "1", True), _v("None", None, True),
+    _v("2**62", 2**62, True), _v("2**70", 2**70, True), _v("2**1024", 2**1024, True), _v("1e308", 1e308, True),
+    _v("np.uint64 max", np.uint64(2**64 - 1), True), _v("object", object(), True), _v("[1]", [1], True),
+    _v("complex", 1 + 0j, True), _v("Fraction", __import__("fractions").Fraction(1, 2), True),
+    _v("Decimal", __import__("decimal").Decimal("0.5"), True), _f("generator", _gen(1), True),
 ]
 
 OUT: list[Bad] = [
@@ -663,6 +676,10 @@ def _compiles(row, name: str, bad: Bad | None) -> bool:
 def _values(row, name: str, flavour: str) -> list[Bad]:
     if name == "x" and flavour != "numpy":
         return TORCH_X
+    if name == "axis" and flavour != "numpy":  # torch's rules: dim=() is every axis
+        return [Bad(b.label, b.make, False, b.call) if b.label in ("()", "[]") else b for b in AXIS]
+    if name == "correction":
+        return CORRECTION
     if name == "out":
         return OUT + (PAIR_OUT if row.results > 1 else []) + (TORCH_OUT if flavour != "numpy" else [])
     if name in ARGUMENTS:

@@ -462,3 +462,29 @@ def test_gradients_of_dim_empty_and_0d(interpreted):
         getattr(bulkred, fn)(a, axis=0).backward()
         (torch.prod(b, 0) if fn == "prod" else getattr(torch, fn)(b, dim=0)).backward()
         assert torch.equal(a.grad, b.grad), fn
+
+
+def test_torch_spelling_dim_and_keepdim():
+    x = np.zeros((4, 6, 5), np.float32)
+    a = bulkred.sum(x, dim=(0, 2), keepdim=True, explain=True)
+    assert a == bulkred.sum(x, axis=(0, 2), keepdims=True, explain=True)
+    assert bulkred.argmax(x, dim=1, explain=True) == bulkred.argmax(x, axis=1, explain=True)
+    assert bulkred.var(np.ones((3, 4), np.float32), dim=1, keepdim=True, correction=1.5, explain=True).startswith("")
+    for kw, message in (
+        ({"dim": 1, "axis": 0}, "'dim' .torch's spelling. and 'axis' name one argument"),
+        ({"keepdim": True, "keepdims": True}, "'keepdim' .torch's spelling. and 'keepdims' name one argument"),
+        ({"dims": 1}, "'dims' is not taken by sum"),
+    ):
+        with pytest.raises(api.ReductionError, match=f"^bulkred.sum: {message}"):
+            bulkred.sum(x, **kw)
+
+
+def test_torch_spelling_on_torch_tensors(interpreted):
+    torch = interpreted
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    assert torch.equal(bulkred.sum(x, dim=(0, 2), keepdim=True), x.sum(dim=(0, 2), keepdim=True))
+    assert torch.equal(bulkred.amax(x, dim=-1), x.amax(dim=-1))
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    bulkred.mean(a, dim=1, keepdim=True).sum().backward()
+    b.mean(dim=1, keepdim=True).sum().backward()
+    assert torch.equal(a.grad, b.grad)
