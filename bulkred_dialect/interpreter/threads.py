@@ -41,7 +41,7 @@ from xdsl.utils.exceptions import InterpretationError
 from bulkred_dialect.errors import ArgumentError, InterpretError
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.memory import new_buffer
-from bulkred_dialect.interpreter.run import find_kernel, make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.values import (
     float_bits,
     float_from_bits,
@@ -354,7 +354,7 @@ def _run_cta(
     ]
 
     def body(_: _Thread) -> None:
-        interpreter = Interpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
+        interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
         interpreter.call_op(callee, tuple(args))
 
     try:
