@@ -15,7 +15,7 @@ where the row says so; the input's bytes 64M and 1G):
 
 Before timing, each row's result (and gradient) is checked against torch's once.
 
-    python3 benchmarks/functions.py [--sizes 64M,1G] [--out DIR] [--budget-s 240]
+    python3 benchmarks/functions.py [--sizes 64M,1G] [--out DIR] [--budget-s 240] [--backward]
 
 Writes ``functions.{md,json}`` under ``--out`` (default ``$OUT``).
 """
@@ -149,6 +149,7 @@ def main() -> int:
     p.add_argument("--sizes", default="64M,1G")
     p.add_argument("--forms", default="last,first,whole")
     p.add_argument("--rows", default="", help="comma-separated row names (default: all)")
+    p.add_argument("--backward", action="store_true", help="the backward rows only (the autograd route)")
     p.add_argument("--graph-calls", type=int, default=20)
     p.add_argument("--replays", type=int, default=10)
     p.add_argument("--repeat", type=int, default=30)
@@ -163,7 +164,7 @@ def main() -> int:
     wanted = {r.strip() for r in a.rows.split(",") if r.strip()}
     rows, t0 = [], time.time()
     for name, dtype, bfn, tfn, backward in ROWS:
-        if wanted and name not in wanted:
+        if wanted and name not in wanted or a.backward and not backward:
             continue
         for size in a.sizes.split(","):
             for form in a.forms.split(","):

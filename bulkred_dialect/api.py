@@ -755,7 +755,6 @@ def call(
     if hit is not None:  # what the key proves (x, axis, keepdims, the options, out): not checked again
         _, p, kernel = hit
         infos: list[tuple] = []
-        strides = None
     else:
         (shape, src, strides), infos = _arrays(row, x, outs)
         stream = _stream_ok(fn, stream)
@@ -782,7 +781,7 @@ def call(
                 o[...] = p.fill
         return out
     if hit is None:
-        if lib == "other" and not x.shape:
+        if lib == "other" and shape == ():
             raise _error(fn, f"a 0-d {type(x).__name__}: pass a torch, cupy or numpy array")
         for o_shape, _, o_strides in infos:
             check_layout(fn, "out", o_shape, o_strides)

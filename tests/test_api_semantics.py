@@ -487,7 +487,7 @@ def stand_in_torch(monkeypatch):
     monkeypatch.setattr(reductions, "_grad_enabled", lambda: True)
     monkeypatch.setattr(api, "_grad_enabled", lambda: True)
     monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
-    log = SimpleNamespace(plans=[], binds=[], launches=[], full=[], routed=routed)
+    log = SimpleNamespace(plans=[], binds=[], launches=[], full=[], routed=routed, chains=[])
     real_plan = api.plan
 
     def plan(*a, **k):
@@ -506,6 +506,11 @@ def stand_in_torch(monkeypatch):
                 if x.data_ptr() % 16:
                     return None
                 log.launches.append((self.p.fn, x.ptr))
+                f, chain = sys._getframe(1), []  # the frames from the public function to here
+                while f is not None and not (f.f_code.co_name == "fn" and "reductions" in f.f_code.co_filename):
+                    chain.append(f.f_code.co_name)
+                    f = f.f_back
+                log.chains.append(["fn", *reversed(chain), "launcher"])
                 if new is None:
                     return out
                 made = [_Tensor(s) for s in new]
@@ -556,6 +561,18 @@ def test_a_call_seen_is_one_look_up_and_its_launcher(stand_in_torch):
     before = len(log.plans)
     assert bulkred.sum(x, axis=[0]).shape == bulkred.sum(x, axis=[0]).shape == (8,)
     assert len(log.plans) == before + 2  # a list is not hashable: no key, every step each time
+
+
+def test_the_way_from_the_public_function_to_the_launch(stand_in_torch):
+    """Read as a newcomer would: a first call is bulkred.sum -> api.call -> the launcher
+    (the plan and the kernel are side calls); a call with a key seen is bulkred.sum ->
+    the launcher, with options too. The launcher's launch (cuda.core.launch) is the next
+    and last call."""
+    log = stand_in_torch
+    x = _Tensor((4, 8))
+    bulkred.vector_norm(x, ord=math.inf)
+    bulkred.vector_norm(x, ord=math.inf)
+    assert log.chains == [["fn", "call", "launcher"], ["fn", "launcher"]]
 
 
 def test_a_misaligned_call_takes_the_gather_kernel_and_keeps_the_launcher(stand_in_torch):
