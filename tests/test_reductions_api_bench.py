@@ -88,3 +88,20 @@ def test_the_functions_benchmark_lists_its_rows_without_a_gpu():
     text = (root / "benchmarks" / "functions.py").read_text()
     for name in ("amax", "max_with_indices", "vector_norm", "logsumexp", "var"):
         assert f"b.{name}(" in text
+
+
+def test_option_cases():
+    """The cases with options (issue 29: an option must not double the cost): each calls
+    a function of the table with options the row takes, and --options selects them."""
+    import inspect
+
+    import bulkred_dialect as bulkred
+
+    assert set(B.OPTION_CASES) <= set(B.CASES)
+    for name in B.OPTION_CASES:
+        case = B.CASES[name]
+        params = inspect.signature(getattr(bulkred, case.kind)).parameters
+        assert all(k in params for k, _ in case.kw), name
+        assert case.out == (name == "sum_out")
+    assert dict(B.CASES["norm_inf"].kw) == {"ord": math.inf} and dict(B.CASES["std_mean1"].kw) == {"correction": 1}
+    assert B.main(["--dry-run", "--options", "--sizes", "4K"]) == 0
