@@ -263,3 +263,46 @@ def test_array_api_example_runs_on_the_gpu():
     r = subprocess.run([sys.executable, "examples/array_api.py"], cwd=root, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "bulkred.sum(x): () torch.float32" in r.stdout, r.stdout
+
+
+def test_calls_with_options_through_their_kept_launchers():
+    """Each call with options is kept under its key and run by its launcher from the
+    second call on (issue 29): fresh data every call, the results against torch's; pairs
+    in the caller's order, out= (a pair too), keepdims; a pair whose arrays overlap and a
+    bool axis are still refused after the key was kept."""
+    import math
+
+    torch = _torch()
+    from bulkred_dialect import api
+
+    calls = [
+        (lambda x: bulkred.vector_norm(x, ord=math.inf), lambda x: torch.linalg.vector_norm(x, math.inf)),
+        (lambda x: bulkred.vector_norm(x, ord=3, axis=1), lambda x: torch.linalg.vector_norm(x, 3, dim=1)),
+        (lambda x: tuple(bulkred.std_mean(x, correction=1, axis=0)), lambda x: tuple(torch.std_mean(x, 0))),
+        (lambda x: tuple(bulkred.aminmax(x)), lambda x: tuple(torch.aminmax(x))),
+        (lambda x: tuple(bulkred.max_with_indices(x, axis=1)), lambda x: tuple(torch.max(x, 1))),
+        (lambda x: bulkred.sum(x, axis=1, keepdims=True), lambda x: torch.sum(x, 1, keepdim=True)),
+        (lambda x: bulkred.var(x, axis=0, correction=0), lambda x: torch.var(x, 0, correction=0)),
+    ]
+    for ours, theirs in calls:
+        for _ in range(3):
+            x = torch.randn(33, 70, device="cuda")
+            got, want = ours(x), theirs(x)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                _close(g, w, torch, rtol=1e-4)
+    x = torch.randn(33, 70, device="cuda")
+    assert api.call_key("vector_norm", x, None, False, {"ord": math.inf}, None) in api.CALLS
+    lo, hi = torch.empty(70, device="cuda"), torch.empty(70, device="cuda")
+    for _ in range(3):
+        x = torch.randn(33, 70, device="cuda")
+        assert bulkred.aminmax(x, axis=0, out=(lo, hi)) == (lo, hi)
+        _close(lo, x.amin(0), torch)
+        _close(hi, x.amax(0), torch)
+        y = torch.empty(33, device="cuda")
+        assert bulkred.sum(x, axis=1, out=y) is y
+        _close(y, x.sum(1), torch)
+    both = torch.empty(140, device="cuda")
+    with pytest.raises(bulkred.ReductionError, match="share memory"):
+        bulkred.aminmax(x, axis=0, out=(both[:70], both[:70].view(70)))
+    with pytest.raises(bulkred.ReductionError, match="'axis' must be an int, a tuple of ints or None, got True"):
+        bulkred.var(x, axis=True, correction=0)
