@@ -9,6 +9,7 @@ check nothing again::
     compile_tile_module(module, "sm_100a")   # lower (bulkred-to-ptx), print, assemble
     compile_module(module)                    # a level-3 module: print, assemble
     compile_keyed(key, build, target)         # the reduction API: a cache entry of its own
+    parse(text, "file.mlir")                  # text to a verified module (the package's context)
 
 The runtime's public names (``backend_ptx/runtime.py``) include these.
 """
@@ -28,10 +29,43 @@ from bulkred_dialect.backend_ptx.loading import (
     print_and_assemble,
 )
 from bulkred_dialect.backend_ptx.signature import KernelSignature, merge_signatures, signature_to_json, signatures_of_module
+from bulkred_dialect.errors import ArgumentError, ParseError
 from bulkred_dialect.ops.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
+
+
+def context():
+    """A new xDSL context of the package (``universe.context``: xDSL's upstream dialects,
+    then bulkred's), to parse text and run passes in."""
+    from bulkred_dialect.universe import context as new_context
+
+    return new_context()
+
+
+def parse(text: str | bytes, name: str = "<input>") -> ModuleOp:
+    """Parse MLIR text with every dialect registered, and verify it (located errors:
+    :class:`~bulkred_dialect.errors.ParseError`, ``LocatedError``)."""
+    from xdsl.utils.exceptions import ParseError as XdslParseError
+
+    from bulkred_dialect.diagnostics import parse_error_line, parse_module, verify_located
+
+    if not isinstance(text, str | bytes):
+        raise ArgumentError(f"parse: 'text' must be MLIR text (str or bytes), got {type(text).__name__}")
+    if not isinstance(name, str):
+        raise ArgumentError(f"parse: 'name' must be a str, got {type(name).__name__}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError as e:
+            raise ParseError(f"{name}: error: not UTF-8 text (byte {text[e.start]:#04x} at offset {e.start})") from None
+    try:
+        module = parse_module(context(), text, name)
+    except XdslParseError as e:
+        raise ParseError(parse_error_line(e)) from None
+    verify_located(module)
+    return module
 
 
 def target_for(target: Target | str | None) -> Target:
@@ -79,7 +113,6 @@ def lower_tile_module(
 def _lower(module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False) -> None:
     """Run ``bulkred-to-ptx`` for ``tgt`` (a pass object: no text to parse), or the
     ``pipeline`` text a user gave (checked by the caller)."""
-    from bulkred_dialect.backend_ptx.loading import context
     from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
     from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
 
@@ -151,4 +184,4 @@ def compile_module(
     return cached_module(key, lambda: print_and_assemble(module, tgt, sigs))
 
 
-__all__ = ["compile_keyed", "compile_module", "compile_tile_module", "lower_tile_module", "target_for"]
+__all__ = ["compile_keyed", "compile_module", "compile_tile_module", "context", "lower_tile_module", "parse", "target_for"]

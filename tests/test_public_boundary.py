@@ -36,9 +36,9 @@ import numpy as np
 import pytest
 
 import bulkred_dialect as bulkred
-from bulkred_dialect import api
+from bulkred_dialect import api, compiler
 from bulkred_dialect import builder as T
-from bulkred_dialect.backend_ptx import assemble, loading, printer, runtime
+from bulkred_dialect.backend_ptx import assemble, printer, runtime
 from bulkred_dialect.errors import BulkredError
 from bulkred_dialect.functions import LISTS as LIST_FUNCTIONS
 from bulkred_dialect.functions import FUNCTIONS
@@ -198,7 +198,7 @@ BUILDER: list[Entry] = [
 OTHERS: list[Entry] = [
     # runtime.__all__'s callables (the exception classes left out)
     _e("runtime.parse", runtime.parse, lambda b: ((SEED, "seed.mlir"), {})),
-    _e("loading.parse", loading.parse, lambda b: ((SEED,), {})),
+    _e("compiler.parse", compiler.parse, lambda b: ((SEED,), {})),
     _e("runtime.context", runtime.context),
     _e("runtime.compile_tile_module", runtime.compile_tile_module,
        lambda b: ((_seed(), "sm_90a", None), {})),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bulkred_dialect import cli, pipeline
-from bulkred_dialect.backend_ptx import loading, printer, runtime
+from bulkred_dialect.backend_ptx import printer, runtime
 from bulkred_dialect.ops import target as target_mod
 from bulkred_dialect.ops.target import (
     CLUSTER_LAUNCH,
@@ -81,7 +81,7 @@ def test_bulkred_to_ptx_hands_its_target_object_to_each_stage(monkeypatch):
             return real(self, ctx, op)
 
         monkeypatch.setattr(cls, "apply", apply)
-    BulkredToPtxPass(target="sm_100a").apply(loading.context(), runtime.parse(SEED))
+    BulkredToPtxPass(target="sm_100a").apply(runtime.context(), runtime.parse(SEED))
     assert given and all(t == Target(100, "a") and isinstance(t, Target) for t in given.values()), given
 
 

@@ -66,8 +66,7 @@ def cases():
 
 
 def ptx_of(what, payload, target: str) -> str:
-    from bulkred_dialect.backend_ptx.loading import parse
-    from bulkred_dialect.compiler import lower_tile_module
+    from bulkred_dialect.compiler import lower_tile_module, parse
     from bulkred_dialect.backend_ptx.printer import print_ptx
 
     if what == "file":

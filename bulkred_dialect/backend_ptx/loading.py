@@ -22,7 +22,7 @@ from bulkred_dialect.backend_ptx.signature import (
     signature_to_json,
     signatures_of_module,
 )
-from bulkred_dialect.errors import ArgumentError, AssembleError, KernelNotFoundError, ParseError
+from bulkred_dialect.errors import ArgumentError, AssembleError, KernelNotFoundError
 from bulkred_dialect.ops.target import Target, arch_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -277,46 +277,6 @@ def module_from_payload(payload: bytes) -> CompiledModule:
     sigs = {d["name"]: signature_from_json(d) for d in r["signatures"]}
     cubin = base64.b64decode(r["cubin"]) if r["cubin"] is not None else None
     return CompiledModule(r["ptx"], r["arch"], sigs, cubin)
-
-
-def context():
-    """An xDSL context with the upstream dialects and ours (bulkred, ptx) registered."""
-    from xdsl.context import Context
-    from xdsl.dialects import get_all_dialects
-
-    from bulkred_dialect.universe import BULKRED_DIALECTS
-
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for name, factory in BULKRED_DIALECTS.items():
-        if name not in ctx.registered_dialect_names:
-            ctx.register_dialect(name, factory)
-    return ctx
-
-
-def parse(text: str | bytes, name: str = "<input>") -> ModuleOp:
-    """Parse MLIR text with every dialect registered, and verify it (located errors:
-    :class:`~bulkred_dialect.errors.ParseError`, ``LocatedError``)."""
-    from xdsl.utils.exceptions import ParseError as XdslParseError
-
-    from bulkred_dialect.diagnostics import parse_error_line, parse_module, verify_located
-
-    if not isinstance(text, str | bytes):
-        raise ArgumentError(f"parse: 'text' must be MLIR text (str or bytes), got {type(text).__name__}")
-    if not isinstance(name, str):
-        raise ArgumentError(f"parse: 'name' must be a str, got {type(name).__name__}")
-    if isinstance(text, bytes):
-        try:
-            text = text.decode()
-        except UnicodeDecodeError as e:
-            raise ParseError(f"{name}: error: not UTF-8 text (byte {text[e.start]:#04x} at offset {e.start})") from None
-    try:
-        module = parse_module(context(), text, name)
-    except XdslParseError as e:
-        raise ParseError(parse_error_line(e)) from None
-    verify_located(module)
-    return module
 
 
 # endregion

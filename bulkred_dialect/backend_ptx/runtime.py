@@ -3,8 +3,8 @@ cuda.core and launch its kernels on device arrays (torch, cupy, any DLPack or CU
 Array Interface object; no copy) or numpy arrays (copied in and out).
 
 This module gathers the public names (it is the one module of ``backend_ptx/`` that
-imports the compile driver above it, ``bulkred_dialect/compiler.py``, for the three
-``compile_*`` / ``lower_tile_module`` names); each concern has its own file:
+imports the compile driver above it, ``bulkred_dialect/compiler.py``, for ``parse``,
+``context``, ``compile_module``, ``compile_tile_module`` and ``lower_tile_module``); each concern has its own file:
 ``errors.py`` (the exceptions), ``signature.py`` (kernel signatures, read from IR),
 ``device.py`` (the GPU, its memory and streams), ``arrays.py`` (device arrays and the
 caller's stream), ``loading.py`` (assembling and loading a :class:`CompiledModule`),
@@ -48,7 +48,7 @@ from bulkred_dialect.backend_ptx.errors import (
     SignatureError,
 )
 from bulkred_dialect.backend_ptx.launch import Kernel, resolve_launch
-from bulkred_dialect.backend_ptx.loading import CompiledModule, compile_ptx, context, parse
+from bulkred_dialect.backend_ptx.loading import CompiledModule, compile_ptx
 from bulkred_dialect.backend_ptx.signature import (
     KernelSignature,
     LaunchShape,
@@ -56,7 +56,7 @@ from bulkred_dialect.backend_ptx.signature import (
     signature_of_func,
     signatures_of_module,
 )
-from bulkred_dialect.compiler import compile_module, compile_tile_module, lower_tile_module
+from bulkred_dialect.compiler import compile_module, compile_tile_module, context, lower_tile_module, parse
 
 __all__ = [
     "CompiledModule",
