@@ -298,3 +298,46 @@ func.func @epilogue_at_thread_scope(%a: memref<32xf32, #bulkred.scope<local>>, %
   bulkred.reduce sum thread epilogue [#bulkred.map<sqrt>] %a, %b : memref<32xf32, #bulkred.scope<local>>, memref<1xf32, #bulkred.scope<local>>
   func.return
 }
+
+// -----
+
+// A correction must be finite (torch's correction=1.3 is an f64 attribute).
+func.func @infinite_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'correction' must be finite, got inf
+  bulkred.reduce var grid axes [1 : i64] correction 0x7FF0000000000000 : f64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @negative_float_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'correction' must be >= 0, got -0.5
+  bulkred.reduce var grid axes [1 : i64] correction -0.5 : f64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// The prologue cast reaches f32/f64 from an integer, bool or float, or a narrower integer of 32 or 64 bits.
+func.func @cast_float_to_int(%x: memref<64x128xf64, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'dst' element type of a reduction with the prologue 'cast' must be f32 or f64 from an integer, bool or float 'src', or a 32- or 64-bit integer narrower than an integer 'src', got i32 from f64
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<cast>] %x, %v : memref<64x128xf64, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @cast_into_f16(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf16, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'dst' element type of a reduction with the prologue 'cast' must be f32 or f64 from an integer, bool or float 'src', or a 32- or 64-bit integer narrower than an integer 'src', got f16 from f32
+  bulkred.reduce sum grid axes [1 : i64] prologue [#bulkred.map<cast>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf16, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// any/all with the prologue nonzero write i1 or ui8 (torch's uint8 any), nothing else.
+func.func @any_into_i32(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xi32, #bulkred.scope<global>>) {
+  // CHECK: fused_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'dst' element type of any with the prologue [nonzero] must be i1 (bool) or ui8, got i32
+  bulkred.reduce any grid axes [1 : i64] prologue [#bulkred.map<nonzero>] %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xi32, #bulkred.scope<global>>
+  func.return
+}
