@@ -137,7 +137,7 @@ def _make(row: Function) -> Any:
             try:
                 axis, keepdims, options = torch_spelling(axis, keepdims, options)
             except OptionError as e:
-                raise api._error(name, str(e)) from None
+                raise _error(row, str(e)) from None
         if _compiling():
             return _torch_route(row, x, axis, keepdims, options, out, stream) if not explain else \
                 call(row, x, axis, keepdims, options, out, stream, explain)

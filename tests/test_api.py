@@ -236,3 +236,28 @@ def test_no_host_copy_before_the_gpu_is_found(monkeypatch):
     with pytest.raises(NoGpuError):  # the API: its numpy path too
         monkeypatch.setattr("bulkred_dialect.backend_ptx.device.current_arch", no_gpu)
         bulkred.sum(huge)
+
+
+def test_the_call_path_reads_no_other_modules_private_names():
+    """The way from a public function to the launch (reductions, torch_ops, api, the
+    compile driver, the backend) reads no private name (``_x``) of another bulkred module
+    it imports: each goes through the other's public interface."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(bulkred.__file__).parent
+    files = ["reductions.py", "torch_ops.py", "api.py", "compiler.py", *(f"backend_ptx/{p.name}" for p in (pkg / "backend_ptx").glob("*.py"))]
+    found = []
+    for name in files:
+        tree = ast.parse((pkg / name).read_text())
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bulkred_dialect"):
+                for a in node.names:
+                    if (pkg / f"{a.name}.py").exists() or (pkg / (node.module or "").removeprefix("bulkred_dialect").strip(".").replace(".", "/") / f"{a.name}.py").exists():
+                        modules.add(a.asname or a.name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    found.append(f"{name}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert not found, found
