@@ -138,8 +138,11 @@ def _normalize_axes(fn: str, axis: Any, ndim: int, rules: str = "numpy") -> tupl
     if axis is None:
         return tuple(range(ndim))
     items = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
-    if not items and rules == "torch":  # torch rules: dim=() reduces everything
+    if not items and rules == "torch" and FUNCTIONS[fn].torch_empty_dim:  # torch rules: dim=() reduces everything
         return tuple(range(ndim))
+    if not items and rules == "torch":
+        raise _error(fn, f"dim=() reduces nothing in torch's {fn} (x != 0, elementwise): pass axis=None for a whole "
+                         "reduction, or compute x != 0")
     if not items:
         raise _error(fn, "axis=() reduces nothing in numpy and everything in torch: pass axis=None for a whole reduction")
     got = []

@@ -88,6 +88,7 @@ class Function:
     aux_first: bool = False  # a pair's first result is the op's aux output (max_with_indices' values)
     out_dtype: bool = False  # without dtype=, the result takes out='s dtype (sum, prod: as torch)
     torch_dst: Callable[[str], str] | None = None  # torch tensors' result dtype without dtype= (None: as numpy's)
+    torch_empty_dim: bool = True  # a torch tensor's dim=() reduces every axis (torch.any/all: nothing, refused)
 
     def __post_init__(self) -> None:
         if not self.kernel:
@@ -412,10 +413,12 @@ ROWS: tuple[Function, ...] = (
     Function(
         "any", "Whether any element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
         "torch.any", "any", (), _plain("any", lambda s: "bool"), torch_dst=_torch_bool,
+        torch_empty_dim=False,
     ),
     Function(
         "all", "Whether every element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
         "torch.all", "any", (), _plain("all", lambda s: "bool"), torch_dst=_torch_bool,
+        torch_empty_dim=False,
     ),
     Function("and_", "The bitwise and of an integer ``x``", "", "(none)", "integer", (), _plain("and"), kernel="and"),
     Function("or_", "The bitwise or of an integer ``x``", "", "(none)", "integer", (), _plain("or"), kernel="or"),

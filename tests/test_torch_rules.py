@@ -88,6 +88,9 @@ def test_numpy_rules_refuse_what_numpy_refuses():
         (lambda: api.plan("sum", (4, 5), "float32", axis=2, library="torch"), "axis 2 is out of range for a 2-D array"),
         (lambda: api.plan("sum", (), "float32", axis=1, library="torch"), "axis 1 is out of range for a 0-D array"),
         (lambda: api.plan("sum", (4, 5), "float32", axis=(0, 0), library="torch"), "names an axis twice"),
+        # torch's any/all with dim=() reduce nothing (x != 0 elementwise): refused, not reduced
+        (lambda: api.plan("any", (4, 5), "uint8", axis=(), library="torch"), r"dim=\(\) reduces nothing in torch's any"),
+        (lambda: api.plan("all", (4, 5), "float32", axis=[], library="torch"), r"dim=\(\) reduces nothing in torch's all"),
     ):
         with pytest.raises(api.ReductionError, match=message):
             call()
@@ -488,3 +491,28 @@ def test_torch_spelling_on_torch_tensors(interpreted):
     bulkred.mean(a, dim=1, keepdim=True).sum().backward()
     b.mean(dim=1, keepdim=True).sum().backward()
     assert torch.equal(a.grad, b.grad)
+
+
+def test_the_new_rules_under_torch_compile(interpreted):
+    """torch.compile(fullgraph=True) traces the calls with torch's rules and spellings
+    (numpy scalar options are traced by dynamo as arrays: pass Python numbers there)."""
+    torch = interpreted
+    x = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    u = torch.tensor([[0, 3, 250], [0, 0, 0]], dtype=torch.uint8)
+
+    def f(t, v):
+        return (
+            bulkred.vector_norm(t, ord=3.0, axis=1),
+            bulkred.var(t, correction=1.3, dim=0),
+            bulkred.vector_norm(t, ord=0),
+            bulkred.sum(v, axis=1),
+            bulkred.any(v, axis=1),
+            bulkred.max(t, ignore_nan=True, keepdim=True, dim=1),
+        )
+
+    got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, u)
+    want = (torch.linalg.vector_norm(x, 3, dim=1), x.var(dim=0, correction=1.3), torch.linalg.vector_norm(x, 0),
+            u.sum(dim=1), u.any(dim=1), x.amax(dim=1, keepdim=True))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w)

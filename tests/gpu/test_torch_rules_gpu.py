@@ -72,6 +72,9 @@ def test_dim_empty_and_0d_inputs():
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=fn)
     got = bulkred.sum(x, axis=(), keepdims=True)
     assert got.shape == x.sum(dim=(), keepdim=True).shape == (1, 1)
+    assert torch.any(x, dim=()).shape == x.shape  # torch's any/all reduce nothing there: refused, not reduced
+    with pytest.raises(bulkred.ReductionError, match="dim=\\(\\) reduces nothing in torch's any"):
+        bulkred.any(x, axis=())
     s = torch.tensor(2.5, device="cuda")
     for fn in ("sum", "mean", "amax", "amin", "prod", "logsumexp", "nansum"):
         for dim in (0, -1):
