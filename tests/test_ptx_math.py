@@ -128,6 +128,50 @@ def test_fma_f32_matches_exact_rounding_on_random_values():
         assert b32(fma(a, b, c)) == b32(ref_fma32(a, b, c)), (a, b, c)
 
 
+def _round_bf16(x: Fraction) -> int:
+    """The bits of the bfloat16 nearest to ``x`` (finite, in range; ties: even bits),
+    by search among the neighbours of the float32 nearest to it."""
+    g = b32(np.float32(float(x))) >> 16
+    candidates = [c & 0xFFFF for c in (g - 1, g, g + 1) if 0 <= c & 0x7FFF < 0x7F80]
+
+    def value(b: int) -> Fraction:
+        return Fraction(float(np.uint32(b << 16).view(np.float32)))
+
+    return min(candidates, key=lambda b: (abs(value(b) - x), b & 1))
+
+
+@pytest.mark.parametrize("t", [F32, F16, BF], ids=["f32", "f16", "bf16"])
+def test_fma_narrow_types_match_exact_rounding_on_random_bits(t):
+    """``float_fma`` of f32, f16 and bf16 (float64 arithmetic with TwoSum and rounding to
+    odd, values.py) against the exact rational rounded here, on random bit patterns
+    (subnormals, both signs, every exponent) and on cancelling products."""
+    rng = np.random.default_rng(11)
+    np_type, bits_type, width = {F32: (np.float32, np.uint32, 32), F16: (np.float16, np.uint16, 16), BF: (None, None, 16)}[t]
+
+    def value(bits: int) -> Any:
+        return BF16(bits) if t == BF else np.array([bits], bits_type).view(np_type)[0]
+
+    checked = 0
+    for i in range(3000):
+        a, b, c = (value(int(x)) for x in rng.integers(0, 1 << width, 3))
+        if i % 2:  # c near -a*b: the rounding of the product must not be lost
+            with np.errstate(all="ignore"):
+                near = np.float32(-float(a) * float(b))
+                c = BF16(b32(near) >> 16) if t == BF else np_type(near)
+        x, y, z = (float(v) for v in (a, b, c))
+        if not all(map(math.isfinite, (x, y, z))):
+            continue  # NaN and inf inputs: test_fma_signed_zero_and_special_values
+        exact = Fraction(x) * Fraction(y) + Fraction(z)
+        if exact == 0 or abs(exact) >= (2**15 if t == F16 else 2**127):
+            continue  # zeros' signs and overflow: test_fma_signed_zero_and_special_values
+        with np.errstate(all="ignore"):
+            got = float_bits(t, float_fma(t, a, b, c))
+        want = _round_bf16(exact) if t == BF else int(np.asarray(_round_nearest_even(exact, np_type, bits_type)).view(bits_type))
+        assert got == want, (t, a, b, c)
+        checked += 1
+    assert checked > 1000
+
+
 def test_fma_f64_is_exact_then_rounded():
     fma = OneOp([f64, f64, f64], lambda x, y, z: FmaOp(F64, x, y, z, rnd=RN))
     a = np.float64(1 + 2.0**-30)

@@ -355,23 +355,46 @@ def float_fma(t: ArithType, a: Any, b: Any, c: Any, *, ftz: bool = False) -> Any
         with np.errstate(all="ignore"):
             r = np.float64(x) * np.float64(y) + np.float64(z)  # inf arithmetic is exact
         return canonical_nan(t) if np.isnan(r) else coerce_float(t, float(r))
+    if t != ArithType.F64:
+        return _fma_narrow(t, x, y, z, ftz)
     exact = Fraction(x) * Fraction(y) + Fraction(z)
     if exact == 0:
         product_negative = (x == 0 or y == 0) and (math.copysign(1, x) * math.copysign(1, y) < 0)
         r = -0.0 if (product_negative and z == 0 and math.copysign(1, z) < 0) else 0.0
         return coerce_float(t, r)
-    if t == ArithType.F64:
-        try:
-            r = float(exact)
-        except OverflowError:
-            r = math.copysign(math.inf, exact)
-        result = np.float64(r)
-    else:
-        odd = _round_to_odd(exact)
-        result = np.float16(odd) if t == ArithType.F16 else coerce_float(t, odd)
+    try:
+        r = float(exact)  # f64 (ftz is refused for f64 by _math)
+    except OverflowError:
+        r = math.copysign(math.inf, exact)
+    result = np.float64(r)
     if ftz:
         result = flush_subnormal(t, result)
     return result
+
+
+def _fma_narrow(t: ArithType, x: float, y: float, z: float, ftz: bool) -> Any:
+    """:func:`float_fma` of f32, f16 or bf16 inputs (finite, as float64) without
+    rationals: ``x * y`` is exact in float64 (at most 2 x 24 significant bits, and far
+    from float64's underflow and overflow), and Knuth's TwoSum gives ``s + e == x * y + z``
+    exactly; the float64 rounded to odd of that sum is then ``s`` when ``e`` is 0, else
+    whichever of ``s`` and its neighbour towards ``e`` has its last bit 1 (the exact sum
+    lies strictly between them). Rounded once more to ``t``, as the rational path does."""
+    p = x * y
+    s = p + z
+    b = s - z
+    e = (p - b) + (z - (s - b))
+    if s == 0 and e == 0:
+        product_negative = (x == 0 or y == 0) and (math.copysign(1, x) * math.copysign(1, y) < 0)
+        r = -0.0 if (product_negative and z == 0 and math.copysign(1, z) < 0) else 0.0
+        return coerce_float(t, r)
+    odd = np.float64(s)
+    if e != 0 and not int(odd.view(np.uint64)) & 1:
+        odd = np.float64(math.nextafter(s, math.copysign(math.inf, e)))
+    result = np.float16(odd) if t == ArithType.F16 else coerce_float(t, odd)
+    if ftz:
+        result = flush_subnormal(t, result)
+    return result
+
 
 # endregion
 
