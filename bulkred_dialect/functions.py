@@ -113,8 +113,13 @@ class Function:
         uint8, a uint8 ``any``); a ``dtype=`` that the input does not widen into is the
         prologue ``cast``: each element is converted first, then reduced (torch's and the
         array API's ``sum(float64, dtype=float32)``)."""
+        torch = library_rules(library) == "torch"
+        if "correction" in options and options["correction"] is None:
+            if not torch:
+                raise OptionError("'correction' None is torch's default (1) for a torch tensor; pass a number (0 by default)")
+            options = {**options, "correction": 1}  # torch's default
         r = self.build(src, options)
-        if library_rules(library) == "torch" and self.torch_dst is not None and options.get("dtype") is None:
+        if torch and self.torch_dst is not None and options.get("dtype") is None:
             dst = self.torch_dst(src)
             if dst != r.dst:
                 r = replace(r, dst=dst)
@@ -166,23 +171,25 @@ def _bool_option(name: str) -> Callable[[Any], bool]:
     return check
 
 
-def _correction(v: Any) -> int | float:
-    """An int, or a float as torch takes it (``correction=1.3``: ``N - 1.3`` divides);
-    an integral float is kept as the int (the op prints ``correction 1 : i64`` either way)."""
+def _correction(v: Any) -> int | float | None:
+    """An int or a float, as torch takes it (``correction=1.3``: ``N - 1.3`` divides; a
+    negative one too: ``N + 1``); an integral float is kept as the int (the op prints
+    ``correction 1 : i64`` either way). None: torch's default, 1, for a torch tensor
+    (:meth:`Function.reduction`; refused for the others, whose default is 0)."""
+    if v is None:
+        return None
     if not _is_number(v):
-        raise OptionError(f"'correction' must be a number >= 0 (an int or a float), got {v!r}")
+        raise OptionError(f"'correction' must be a number (an int or a float), got {v!r}")
     if _is_int(v):
         c: int | float = int(v)
     else:
         c = float(v)
         if not math.isfinite(c):
-            raise OptionError(f"'correction' must be a finite number >= 0, got {v!r}")
+            raise OptionError(f"'correction' must be a finite number, got {v!r}")
         if c.is_integer() and abs(c) < 2**62:
             c = int(c)
-    if c < 0:
-        raise OptionError(f"'correction' must be a number >= 0 (an int or a float), got {v!r}")
-    if c >= 2**62:
-        raise OptionError(f"'correction' must be less than 2**62, got {v!r}")
+    if abs(c) >= 2**62:
+        raise OptionError(f"'correction' must be within (-2**62, 2**62), got {v!r}")
     return c
 
 
@@ -208,7 +215,7 @@ def _ord(v: Any) -> float:
 DTYPE_SUM = Option("dtype", None, _dtype_option, "ScalarType?", "before")
 DTYPE = Option("dtype", None, _dtype_option, "ScalarType?")
 IGNORE_NAN = Option("ignore_nan", False, _bool_option("ignore_nan"), "bool")
-CORRECTION = Option("correction", 0, _correction, "float", "before")
+CORRECTION = Option("correction", 0, _correction, "float?", "before")
 ORD = Option("ord", 2, _ord, "float", "first")
 
 
@@ -387,7 +394,8 @@ _MINMAX_DOC = (
 )
 _VAR_DOC = (
     "The sum of squared deviations from the mean over ``N - correction`` (``correction`` 0 by default, as numpy and "
-    "the array API; torch's default is 1; a float such as 1.3 is taken, as torch takes it). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
+    "the array API; torch's default is 1, and None is 1 for a torch tensor; a float such as 1.3, or a negative one, "
+    "is taken, as torch takes it). ``N - correction <= 0`` gives inf, or NaN where the deviations are 0, "
     "as torch does. One pass (Chan's combination of count, mean and M2); float16 and bfloat16 accumulate in float32."
 )
 

@@ -73,7 +73,9 @@ def _prod(x, results, grads, dims, keepdims, options):
 
 
 def _var_grad(x, g, dims, keepdims, correction):
-    """torch's var_backward: (2 / (N - correction)) * grad * (x - mean)."""
+    """torch's var_backward: (2 / (N - correction)) * grad * (x - mean); ``correction``
+    None is torch's default, 1."""
+    correction = 1 if correction is None else correction
     n = _count(x, dims)
     g = _restore(g, dims, keepdims, x.dim())
     mean = x.mean(dim=dims, keepdim=True) if x.dim() else x

@@ -62,7 +62,7 @@ def refusals() -> None:
         lambda: bulkred.mean(np.zeros(4, np.int32)),
         lambda: bulkred.argmax(x, axis=(0, 1)),
         lambda: bulkred.vector_norm(x, ord="fro"),
-        lambda: bulkred.var(x, correction=-1),
+        lambda: bulkred.var(x, correction=float("nan")),
     ):
         try:
             call()

@@ -39,7 +39,7 @@ def test_every_row_is_a_function_with_its_signature_and_docs():
 def test_the_torch_schemas_come_from_the_options():
     assert FUNCTIONS["sum"].schema() == "(Tensor x, int[]? axis, bool keepdims, ScalarType? dtype) -> Tensor"
     assert FUNCTIONS["var_mean"].schema() == (
-        "(Tensor x, int[]? axis, bool keepdims, float correction, ScalarType? dtype) -> (Tensor, Tensor)"
+        "(Tensor x, int[]? axis, bool keepdims, float? correction, ScalarType? dtype) -> (Tensor, Tensor)"
     )
     assert FUNCTIONS["max"].out_schema() == "(Tensor x, int[]? axis, bool keepdims, bool ignore_nan, Tensor(a0!) out0) -> ()"
     assert FUNCTIONS["vector_norm"].schema() == "(Tensor x, int[]? axis, bool keepdims, float ord, ScalarType? dtype) -> Tensor"
@@ -72,7 +72,7 @@ def test_plans_of_the_new_rows(fn, shape, src, kw, kind, dst, aux, prologue):
         (lambda: api.plan("max_with_indices", (4, 5), "float32", (0, 1)), "bulkred.max_with_indices: 'axis' must be an int or None"),
         (lambda: api.plan("std_mean", (4, 5), "int32"), "bulkred.std_mean: expected a floating-point input"),
         (lambda: api.plan("sum", (4, 5), "float32", correction=1), "bulkred.sum: 'correction' is not taken by sum (its options: dtype)"),
-        (lambda: api.plan("var", (4,), "float32", correction=2**70), "bulkred.var: 'correction' must be less than 2**62"),
+        (lambda: api.plan("var", (4,), "float32", correction=2**70), "bulkred.var: 'correction' must be within (-2**62, 2**62)"),
         (lambda: api.plan("vector_norm", (4,), "float32", ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
         (lambda: api.plan("vector_norm", (4,), "float32", ord=1e308), "bulkred.vector_norm: 'ord' must be inf, -inf or a number of magnitude"),
         (lambda: api.plan("vector_norm", (4,), "float32", ord=5e-324), "bulkred.vector_norm: 'ord' must be inf, -inf or a number of magnitude"),
@@ -196,7 +196,7 @@ def no_launch(monkeypatch):
         (lambda: bulkred.sum(np.zeros(4, np.float32), explain="no"), "bulkred.sum: 'explain' must be a bool, got 'no'"),
         (lambda: bulkred.sum(np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2**40,), (0,))), "is a broadcast numpy view"),
         (lambda: bulkred.vector_norm(np.zeros(4, np.float32), ord=2**1024), "'ord' must be a finite number"),
-        (lambda: bulkred.var(np.zeros(4, np.float32), correction=2**70), "'correction' must be less than 2**62"),
+        (lambda: bulkred.var(np.zeros(4, np.float32), correction=2**70), "'correction' must be within (-2**62, 2**62)"),
     ],
 )
 def test_bad_calls_are_refused_before_any_gpu_work(no_launch, call, message):
@@ -270,7 +270,7 @@ def test_the_autograd_route_checks_as_any_call():
     for call, message in [
         (lambda: bulkred.sum(x, axis=(1.5,)), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got (1.5,)"),
         (lambda: bulkred.sum(x, axis="0"), "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got '0'"),
-        (lambda: bulkred.var(x, correction="1"), "bulkred.var: 'correction' must be a number >= 0 (an int or a float), got '1'"),
+        (lambda: bulkred.var(x, correction="1"), "bulkred.var: 'correction' must be a number (an int or a float), got '1'"),
         (lambda: bulkred.vector_norm(x, ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
         (lambda: bulkred.sum(x, bogus=1), "bulkred.sum: 'bogus' is not taken by sum (its options: dtype)"),
         (lambda: bulkred.sum(x, explain=0), "bulkred.sum: 'explain' must be a bool, got 0"),

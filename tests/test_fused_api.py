@@ -187,9 +187,9 @@ REFUSALS = [
     ("vector_norm", (4,), "float32", {"ord": math.nan}, "'ord' must be a number, got nan"),
     ("vector_norm", (0, 3), "float32", {"ord": math.inf, "axis": 0}, "bulkred.vector_norm: axis 0 of an array of shape (0, 3) has no elements, and the inf norm has no identity"),
     ("vector_norm", (0, 3), "float32", {"ord": -1, "axis": 0}, "the -1 norm has no identity"),
-    ("var", (4,), "float32", {"correction": -1}, "bulkred.var: 'correction' must be a number >= 0 (an int or a float), got -1"),
-    ("std", (4,), "float32", {"correction": math.nan}, "bulkred.std: 'correction' must be a finite number >= 0, got nan"),
-    ("var_mean", (4,), "float32", {"correction": True}, "'correction' must be a number >= 0 (an int or a float), got True"),
+    ("var", (4,), "float32", {"correction": "1"}, "bulkred.var: 'correction' must be a number (an int or a float), got '1'"),
+    ("std", (4,), "float32", {"correction": math.nan}, "bulkred.std: 'correction' must be a finite number, got nan"),
+    ("var_mean", (4,), "float32", {"correction": True}, "'correction' must be a number (an int or a float), got True"),
     ("mean", (4,), "float32", {"dtype": "int32"}, "bulkred.mean: 'dtype' must be a floating-point type (float16, bfloat16, float32, float64), got int32"),
     ("mean", (4,), "float32", {"keepdims": 1}, "bulkred.mean: 'keepdims' must be a bool, got 1"),
     ("var", (4, 5), "float32", {"axis": (1, -1)}, "bulkred.var: axis (1, -1) names an axis twice"),
@@ -511,7 +511,7 @@ def test_the_recorded_short_path(fake):
     assert len(fake) == 2 and torch.allclose(c, x.var(dim=0), rtol=1e-5)
     bulkred.var(x, axis=0, correction=1)
     assert fake[1].calls == 2
-    with pytest.raises(api.ReductionError, match="'correction' must be a number >= 0 .an int or a float., got True"):
+    with pytest.raises(api.ReductionError, match="'correction' must be a number .an int or a float., got True"):
         bulkred.var(x, axis=0, correction=True)  # True == 1 would find the recorded correction=1
     bulkred.vector_norm(x, ord=1)
     with pytest.raises(api.ReductionError, match="'ord' must be a number"):

@@ -593,13 +593,13 @@ NUMBER: list[Bad] = [
     *([_v("longdouble 1e4000", _BIG_FLOAT, True), _v("-longdouble 1e4000", -_BIG_FLOAT, True)] if _BIG_FLOAT is not None else []),
 ]
 
-CORRECTION: list[Bad] = [  # an int or a float >= 0, as torch's correction
+CORRECTION: list[Bad] = [  # an int or a float, as torch's correction (None: torch's default, for torch tensors)
     _v("0", 0), _v("1", 1), _v("5", 5), _v("np.int64", np.int64(1)), _v("np.uint8", np.uint8(1)), _v("1.0", 1.0),
     _v("1.3", 1.3), _v("0.5", 0.5), _v("np.float64", np.float64(1.0)), _v("np.float32 0.5", np.float32(0.5)),
-    _v("-0.0", -0.0), _v("1e-300", 1e-300), _v("5e-324", 5e-324),
-    _v("True", True, True), _v("False", False, True), _v("np.bool_", np.bool_(True), True), _v("-1", -1, True),
-    _v("np.int8 -1", np.int8(-1), True), _v("-0.5", -0.5, True), _v("-2**70", -(2**70), True),
-    _v("nan", math.nan, True), _v("inf", math.inf, True), _v("'1'", "1", True), _v("None", None, True),
+    _v("-0.0", -0.0), _v("1e-300", 1e-300), _v("5e-324", 5e-324), _v("-1", -1), _v("np.int8 -1", np.int8(-1)),
+    _v("-0.5", -0.5), _v("None", None),
+    _v("True", True, True), _v("False", False, True), _v("np.bool_", np.bool_(True), True), _v("-2**70", -(2**70), True),
+    _v("nan", math.nan, True), _v("inf", math.inf, True), _v("'1'", "1", True),
     _v("2**62", 2**62, True), _v("2**70", 2**70, True), _v("2**1024", 2**1024, True), _v("1e308", 1e308, True),
     _v("np.uint64 max", np.uint64(2**64 - 1), True), _v("object", object(), True), _v("[1]", [1], True),
     _v("complex", 1 + 0j, True), _v("Fraction", __import__("fractions").Fraction(1, 2), True),
@@ -657,7 +657,7 @@ STREAM: list[Bad] = [
 ]
 
 ARGUMENTS: dict[str, list[Bad]] = {"x": X, "axis": AXIS, "keepdims": BOOL, "explain": BOOL, "stream": STREAM}
-BY_SCHEMA: dict[str, list[Bad]] = {"bool": BOOL, "int": INT, "float": NUMBER, "ScalarType?": DTYPE}
+BY_SCHEMA: dict[str, list[Bad]] = {"bool": BOOL, "int": INT, "float": NUMBER, "float?": CORRECTION, "ScalarType?": DTYPE}
 """An option's values by its torch schema type (a new option of a known type is swept)."""
 OTHER: list[Bad] = [_v("None", None), _v("'x'", "x"), _v("object", object()), _v("nan", math.nan), _v("-1", -1),
                     _v("2**70", 2**70), _f("generator", _gen(1))]
@@ -678,8 +678,6 @@ def _values(row, name: str, flavour: str) -> list[Bad]:
         return TORCH_X
     if name == "axis" and flavour != "numpy":  # torch's rules: dim=() is every axis
         return [Bad(b.label, b.make, False, b.call) if b.label in ("()", "[]") else b for b in AXIS]
-    if name == "correction":
-        return CORRECTION
     if name == "out":
         return OUT + (PAIR_OUT if row.results > 1 else []) + (TORCH_OUT if flavour != "numpy" else [])
     if name in ARGUMENTS:

@@ -142,19 +142,25 @@ def test_reduce_takes_a_numpy_bool_for_ignore_nan():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (-1, "'correction' must be a number >= 0 (an int or a float), got -1"),
-        (-0.5, "'correction' must be a number >= 0 (an int or a float), got -0.5"),
-        (math.nan, "'correction' must be a finite number >= 0, got nan"),
-        (math.inf, "'correction' must be a finite number >= 0, got inf"),
-        (True, "'correction' must be a number >= 0 (an int or a float), got True"),
-        ("1", "'correction' must be a number >= 0 (an int or a float), got '1'"),
-        (2**70, "'correction' must be less than 2**62"),
-        (1e30, "'correction' must be less than 2**62"),
+        (math.nan, "'correction' must be a finite number, got nan"),
+        (-math.inf, "'correction' must be a finite number, got -inf"),
+        (True, "'correction' must be a number (an int or a float), got True"),
+        ("1", "'correction' must be a number (an int or a float), got '1'"),
+        (2**70, "'correction' must be within (-2**62, 2**62)"),
+        (-1e30, "'correction' must be within (-2**62, 2**62)"),
+        (None, "'correction' None is torch's default (1) for a torch tensor; pass a number (0 by default)"),
     ],
 )
 def test_bad_corrections_are_one_line(value, message):
     with pytest.raises(api.ReductionError, match=f"^bulkred.var: {message.replace('*', '[*]').replace('(', '[(]').replace(')', '[)]')}"):
         api.plan("var", (4, 5), "float32", correction=value)
+
+
+def test_negative_and_none_corrections_as_torch():
+    assert api.plan("var", (4, 5), "float32", correction=-1).correction == -1
+    assert api.plan("std", (4, 5), "float32", correction=-0.5).correction == -0.5
+    assert api.plan("var", (4, 5), "float32", correction=None, library="torch").correction == 1  # torch's default
+    assert "correction -1 : i64" in str(api.module_of(api.plan("var", (4, 5), "float32", axis=1, correction=-1)))
 
 
 def test_float_correction_prints_as_f64_and_ints_as_before():
@@ -170,7 +176,7 @@ def test_float_correction_prints_as_f64_and_ints_as_before():
     again = Parser(universe.context(), text(1.3)).parse_module()  # parses back: the same op
     again.verify()
     assert str(again) == text(1.3)
-    assert FUNCTIONS["var"].schema() == "(Tensor x, int[]? axis, bool keepdims, float correction, ScalarType? dtype) -> Tensor"
+    assert FUNCTIONS["var"].schema() == "(Tensor x, int[]? axis, bool keepdims, float? correction, ScalarType? dtype) -> Tensor"
 
 
 def test_the_verifier_rules_of_correction_cast_and_nonzero():
@@ -186,7 +192,6 @@ def test_the_verifier_rules_of_correction_cast_and_nonzero():
         return k.module()
 
     for kind, src, dst, kw, message in (
-        ("var", "float32", "float32", {"correction": -0.5}, "'correction' must be >= 0, got -0.5"),
         ("var", "float32", "float32", {"correction": math.inf}, "'correction' must be finite, got inf"),
         ("sum", "float64", "int32", {"prologue": ["cast"]}, "prologue .cast. must be f32 or f64 from an integer"),
         ("sum", "float32", "float16", {"prologue": ["cast"]}, "prologue 'cast'"),  # a 16-bit accumulator: refused
@@ -203,6 +208,7 @@ def test_the_verifier_rules_of_correction_cast_and_nonzero():
         assert isinstance(info.value, VerifyException | api.BulkredError), (kind, info.value)
     for kind, src, dst, kw in (
         ("var", "float32", "float32", {"correction": 1.3}),
+        ("var", "float32", "float32", {"correction": -0.5}),  # negative: N + 0.5, as torch
         ("sum", "float64", "float32", {"prologue": ["cast"]}),
         ("sum", "int64", "int32", {"prologue": ["cast"]}),
         ("logsumexp", "int32", "float32", {"prologue": ["cast"]}),
@@ -264,13 +270,13 @@ def test_float_correction(shape, axis):
     rng = np.random.default_rng(4)
     x = rng.standard_normal(shape).astype(np.float32)
     n = math.prod(shape) // math.prod(d for i, d in enumerate(shape) if axis is not None and i not in (axis if isinstance(axis, tuple) else (axis,)))
-    for fn, c in (("var", 1.3), ("std", 0.5), ("var_mean", 2.5)):
+    for fn, c in (("var", 1.3), ("std", 0.5), ("var_mean", 2.5), ("var", -1), ("std_mean", -0.5)):
         p = api.plan(fn, shape, "float32", axis=axis, correction=c)
         got = run(p, x)
         x64 = x.astype(np.float64)
         m2 = np.sum((x64 - x64.mean(axis=axis, keepdims=True)) ** 2, axis=axis)
         want = m2 / (n - c)
-        want = np.sqrt(want) if fn == "std" else want
+        want = np.sqrt(want) if fn.startswith("std") else want
         np.testing.assert_allclose(got[0], want, rtol=2e-6, err_msg=f"{fn} {c}")
         if fn == "var_mean":
             np.testing.assert_allclose(got[1], x64.mean(axis=axis), rtol=1e-6, atol=1e-7)
@@ -416,7 +422,7 @@ def test_torch_vector_norm_ord_0_and_float_corrections(interpreted):
     assert torch.equal(a.grad, torch.zeros_like(a))  # torch's gradient of ord 0
     y = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     for fn in ("var", "std", "var_mean", "std_mean"):
-        for c in (1.3, 0.5):
+        for c in (1.3, 0.5, -1, None):
             got, want = getattr(bulkred, fn)(y, axis=1, correction=c), getattr(torch, fn)(y, dim=1, correction=c)
             torch.testing.assert_close(got, want, msg=f"{fn} {c}")
             a, b = y.clone().requires_grad_(True), y.clone().requires_grad_(True)

@@ -144,7 +144,7 @@ def test_vector_norm_ord_0(dtype):
 
 
 @pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
-@pytest.mark.parametrize("correction", [1.3, 0.5, 0.0, 2])
+@pytest.mark.parametrize("correction", [1.3, 0.5, 0.0, 2, -1, -0.5, None])
 def test_float_correction(fn, correction):
     torch = _torch()
     x = torch.randn(33, 1001, device="cuda", generator=_gen(torch, 6), dtype=torch.float64)

@@ -228,7 +228,8 @@ class ReduceOp(IRDLOperation):
       (and, for argmin, the smallest), as torch does. ``aux`` (optional, ``src``'s element
       type) receives the value.
     * ``var``: ``dst`` receives the variance, the sum of squared deviations divided by
-      ``N - correction`` (``correction`` 0 when absent; ``N - correction <= 0`` gives
+      ``N - correction`` (``correction`` 0 when absent; an ``i64`` or a finite ``f64``,
+      negative too, as torch's; ``N - correction <= 0`` gives
       inf, or NaN when the deviations are all 0, as torch does); ``aux`` (optional)
       receives the mean. The epilogue applies to the variance (``[sqrt]``: std).
     * ``logsumexp``: ``log(sum(exp(x)))`` with a running shift (one read; no overflow).
@@ -435,10 +436,8 @@ class ReduceOp(IRDLOperation):
                 raise VerifyException(f"'correction' must be an i64 or f64 attribute, got type {self.correction.type}")
             if isinstance(self.correction, IntegerAttr) and self.correction.type != i64:
                 raise VerifyException(f"'correction' must be an i64 or f64 attribute, got type {self.correction.type}")
-            if not math.isfinite(c):
+            if not math.isfinite(c):  # a negative one is taken, as torch takes it: N - correction > N
                 raise VerifyException(f"'correction' must be finite, got {c}")
-            if c < 0:
-                raise VerifyException(f"'correction' must be >= 0, got {c}")
         if kind in FUSED_KINDS and self.accum is not None:
             raise VerifyException(f"'accum' is not valid with kind {kind}")
         if kind in FUSED_KINDS and self.ignore_nan is not None:

@@ -67,3 +67,20 @@ func.func @any_into_ui8(%u: memref<64x128xui8, #bulkred.scope<global>>, %a: memr
   bulkred.reduce any grid axes [1 : i64] prologue [#bulkred.map<nonzero>] %u, %a : memref<64x128xui8, #bulkred.scope<global>>, memref<64xui8, #bulkred.scope<global>>
   func.return
 }
+
+// A negative correction, as torch takes it: M2 / (N + 1).
+// CHECK-LABEL: func.func @var_negative_correction
+// CHECK:       bulkred.reduce var grid axes [1 : i64] correction -1 : i64 %{{.*}}, %{{.*}} :
+// PTX-LABEL:   .entry var_negative_correction(
+func.func @var_negative_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) attributes {bulkred.kernel} {
+  bulkred.reduce var grid axes [1 : i64] correction -1 : i64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// CHECK-LABEL: func.func @var_negative_float_correction
+// CHECK:       bulkred.reduce var grid axes [1 : i64] correction -5.000000e-01 : f64 %{{.*}}, %{{.*}} :
+// PTX-LABEL:   .entry var_negative_float_correction(
+func.func @var_negative_float_correction(%x: memref<64x128xf32, #bulkred.scope<global>>, %v: memref<64xf32, #bulkred.scope<global>>) attributes {bulkred.kernel} {
+  bulkred.reduce var grid axes [1 : i64] correction -0.5 : f64 %x, %v : memref<64x128xf32, #bulkred.scope<global>>, memref<64xf32, #bulkred.scope<global>>
+  func.return
+}
