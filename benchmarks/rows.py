@@ -7,7 +7,8 @@ Model bandwidth: x read once and y written once (2 * M * N * itemsize bytes; the
 and bias are not counted); add_rms_norm reads x and the residual and writes y and
 x + residual (4 * M * N * itemsize; torch eager: ``h = x + r`` then ``rms_norm(h)``);
 cross_entropy (the mean loss) reads x once (M * N * itemsize, the "copy" column then the
-copy kernel's bytes per second too). Timings, each a median (benchmarks/reductions_api.py's
+copy kernel's bytes per second too); softmax_backward moves three tensors (y and dy read,
+dx written; torch: ``torch._softmax_backward_data``). Timings, each a median (benchmarks/reductions_api.py's
 helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and per call
 as a Python user pays it (events around one call, the GPU idle before it). Each cell
 also checks its result against torch (``ok`` or ``WRONG``).
@@ -38,7 +39,7 @@ RA = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 sys.modules["reductions_api"] = RA
 _spec.loader.exec_module(RA)  # type: ignore[union-attr]
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward")
 NS = (1024, 4096, 16384, 65536)
 DTYPES = ("float32", "bfloat16")
 TOTAL = 1 << 28
@@ -56,6 +57,16 @@ def _fns(torch, rows, kind: str, n: int, dt):
         return (lambda x: rows.log_softmax(x)), (lambda x: torch.log_softmax(x, -1))
     if kind == "rms_norm":
         return (lambda x: rows.rms_norm(x, (n,), w, 1e-6)), (lambda x: F.rms_norm(x, (n,), w, 1e-6))
+    if kind == "softmax_backward":
+        grads = {}
+
+        def dy(x):
+            t = grads.get(x.shape)
+            if t is None:
+                t = grads[x.shape] = torch.randn_like(x)
+            return t
+
+        return (lambda x: rows.softmax_backward(dy(x), x)), (lambda x: torch._softmax_backward_data(dy(x), x, -1, x.dtype))
     if kind == "cross_entropy":
         tgt = {}
 
@@ -153,7 +164,7 @@ def _main(torch, rows, args, results: list) -> None:
             copy_bytes = 2 * x.numel() * x.element_size()
             copy_us = RA.graph_us(torch, lambda t: torch.mul(t, 1.0, out=y), [x], args.calls, args.replays)
             for kind in args.kinds.split(","):
-                nbytes = copy_bytes * {"add_rms_norm": 2.0, "cross_entropy": 0.5}.get(kind, 1.0)
+                nbytes = copy_bytes * {"add_rms_norm": 2.0, "cross_entropy": 0.5, "softmax_backward": 1.5}.get(kind, 1.0)
                 ours, theirs = _fns(torch, rows, kind, n, dt)
                 row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(kind, n, dtype)}
                 try:

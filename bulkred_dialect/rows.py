@@ -25,7 +25,8 @@ from typing import Any
 
 from bulkred_dialect.errors import ArgumentError
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy")
+KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward",
+         "log_softmax_backward")
 
 _IR = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 _STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd", "lse": "lse"}
@@ -80,6 +81,10 @@ def module_text(
             clauses.append(f"ignore_index {int(ignore_index)} : i64")
         if label_smoothing is not None:
             clauses.append(f"label_smoothing {_float_text(label_smoothing)} : f32")
+    if kind.endswith("_backward"):  # x: the forward's output; grad: its gradient; y: dx
+        tg = _buf((m, n), dtype)
+        params.append(f"%grad: {tg}")
+        clauses.append(f"grad %grad : {tg}")
     if kind == "add_rms_norm":
         tr = _buf((m, n), dtype)
         for key in ("residual", "residual_out"):
@@ -294,6 +299,36 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     if reduction == "sum":
         return total.to(input.dtype)
     return (total / (target != ignore_index).sum()).to(input.dtype)
+
+
+def softmax_backward(grad_output: Any, output: Any, *, variant: str | None = None) -> Any:
+    """The gradient of :func:`softmax` (dim=-1) from its output and the output's gradient:
+    ``output * (grad_output - sum(grad_output * output))`` per row, as torch's
+    ``_softmax_backward_data``; one read of each, one write of the result."""
+    return _backward("softmax_backward", grad_output, output, variant)
+
+
+def log_softmax_backward(grad_output: Any, output: Any, *, variant: str | None = None) -> Any:
+    """The gradient of :func:`log_softmax` (dim=-1): ``grad_output - exp(output) *
+    sum(grad_output)`` per row, as torch's ``_log_softmax_backward_data``."""
+    return _backward("log_softmax_backward", grad_output, output, variant)
+
+
+def _backward(kind: str, grad_output: Any, output: Any, variant: str | None) -> Any:
+    torch = _torch()
+    n = int(output.shape[-1]) if getattr(output, "dim", lambda: 0)() > 0 else 0
+    y2, stride = _rows_of(output, n, kind)
+    if (not isinstance(grad_output, torch.Tensor) or grad_output.shape != output.shape
+            or grad_output.dtype != output.dtype or grad_output.device != output.device):
+        raise ArgumentError(f"{kind}: grad_output must be a tensor of output's shape, dtype and device, got "
+                            f"{getattr(grad_output, 'shape', type(grad_output).__name__)}")
+    if stride != n:
+        raise ArgumentError(f"{kind}: output's rows must be contiguous (padded rows: not yet), got strides {tuple(output.stride())}")
+    m = y2.shape[0]
+    k = kernel_for(kind, m, n, _DTYPE_NAMES[str(output.dtype)], variant=variant)
+    dx = torch.empty((m, n), dtype=output.dtype, device=output.device)
+    k(y2, dx, grad_output.contiguous().view(m, n))
+    return dx.view(output.shape)
 
 
 def _last_dim(x: Any, dim: int, what: str) -> None:

@@ -284,3 +284,27 @@ def test_cross_entropy(variant: str, n: int, smoothing: float) -> None:
         assert abs(loss[i] - want) <= 4e-6 * max(1.0, abs(want)), (i, loss[i], want)
     assert loss[1] == 0.0
     assert np.isnan(loss[3])
+
+
+@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
+@pytest.mark.parametrize("variant,n", [("rows_warp", 68), ("rows_cta", 300), ("rows_cluster", 180), ("rows_stream", 4 * (2 * 32 + 11))])
+def test_backward_kinds(kind: str, variant: str, n: int) -> None:
+    """dx from the forward's output and its gradient: softmax ``y * (dy - sum(dy * y))``,
+    log_softmax ``dy - exp(y) * sum(dy)``, against float64."""
+    rng = np.random.default_rng(n + len(kind))
+    m = 2
+    x = rng.standard_normal((m, n)) * 2
+    e = np.exp(x - x.max(1, keepdims=True))
+    fwd = e / e.sum(1, keepdims=True) if kind == "softmax_backward" else np.log(e / e.sum(1, keepdims=True))
+    fwd = fwd.astype(np.float32)
+    dy = rng.standard_normal((m, n)).astype(np.float32)
+    module = lowered(module_text(kind, m, n, "float32", variant=variant))
+    kernel = next(o for o in module.walk() if o.name == "func.func")
+    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
+    _, dx, _ = (run_cluster_grid if clustered else run_grid)(module, "rows", fwd, np.full_like(fwd, 7.0), dy)
+    f, g = fwd.astype(np.float64), dy.astype(np.float64)
+    if kind == "softmax_backward":
+        want = f * (g - (g * f).sum(1, keepdims=True))
+    else:
+        want = g - np.exp(f) * g.sum(1, keepdims=True)
+    np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))

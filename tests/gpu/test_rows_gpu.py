@@ -144,6 +144,30 @@ def test_cross_entropy(m, n, dtype, smoothing, rng):
     assert (rows.cross_entropy(x, t, reduction="none")[::3] == 0).all()
 
 
+@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 65536), (2, 150001)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+def test_backward_against_torch(kind, dtype, m, n, rng):
+    """dx of softmax and log_softmax from the output and its gradient, against torch's
+    autograd in float64 (the same output, rounded, as input to both)."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = torch.randn(m, n, device=DEV, generator=g) * 3
+    y = (torch.softmax(x, -1) if kind == "softmax" else torch.log_softmax(x, -1)).to(dt)
+    dy = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    dx = (rows.softmax_backward if kind == "softmax" else rows.log_softmax_backward)(dy, y)
+    yd, gd = y.double(), dy.double()
+    want = yd * (gd - (gd * yd).sum(-1, keepdim=True)) if kind == "softmax" else gd - yd.exp() * gd.sum(-1, keepdim=True)
+    theirs = (torch._softmax_backward_data if kind == "softmax" else torch._log_softmax_backward_data)(dy, y, -1, dt)
+    err = (dx.double() - want).abs().max().item()
+    scale = max(1.0, want.abs().max().item())
+    if dtype == "float32":
+        assert err <= 2e-5 * scale, err
+    else:
+        assert err <= (theirs.double() - want).abs().max().item() + scale * 2.0**-7, err
+
+
 @pytest.mark.parametrize("kind", ["rms_norm", "layer_norm"])
 def test_float16_rows_and_float32_weights(kind, rng):
     torch = _torch()

@@ -21,6 +21,11 @@ kind            y (every statistic in float32)                statistics it may 
 ``cross_entropy`` no y: ``loss = lse - (1 - s) * x[target]``   ``lse`` (``max + log(sum)``)
                 ``- s * mean(x)`` per row (s the label
                 smoothing; 0 where target is ignore_index)
+``softmax_backward``  x is softmax's output, ``grad`` its    (none)
+                gradient: ``y = x * (grad - sum(grad * x))``
+                (dx)
+``log_softmax_backward``  x is log_softmax's output:          (none)
+                ``y = grad - exp(x) * sum(grad)`` (dx)
 ==============  ===========================================  ===========================
 
 Operands:
@@ -31,6 +36,8 @@ Operands:
 * ``y``: global, the shape and element type of ``x``, contiguous or ``strided<[S', 1]>``
   with ``S' >= N``; required by every kind but cross_entropy, which takes none (its dx in
   the same pass is next).
+* ``grad`` (the backward kinds, required): the gradient of the forward's output, x's
+  shape and element type, contiguous or ``strided<[S, 1]>``.
 * ``target`` (cross_entropy, required): global contiguous ``i64`` ``[M]``, a class index
   per row; a row whose target is ``ignore_index`` (default -100) has loss 0; another
   target outside ``[0, N)`` gives NaN. ``loss`` (cross_entropy, required): global
@@ -96,6 +103,8 @@ class NormKind(StrEnum):
     LAYER_NORM = "layer_norm"
     ADD_RMS_NORM = "add_rms_norm"
     CROSS_ENTROPY = "cross_entropy"
+    SOFTMAX_BACKWARD = "softmax_backward"
+    LOG_SOFTMAX_BACKWARD = "log_softmax_backward"
 
 
 @irdl_attr_definition
@@ -117,6 +126,8 @@ STATS: dict[str, tuple[NormKind, ...]] = {
     "rstd": NORM_KINDS,
     "lse": (NormKind.CROSS_ENTROPY,),
 }
+
+BACKWARD_KINDS = (NormKind.SOFTMAX_BACKWARD, NormKind.LOG_SOFTMAX_BACKWARD)
 
 RESIDUAL = ("residual", "residual_out")
 """add_rms_norm's second input and its output ``x + residual``."""
@@ -211,6 +222,7 @@ class NormalizeRowsOp(IRDLOperation):
     y = opt_operand_def(MemRefType)
     target = opt_operand_def(MemRefType)
     loss = opt_operand_def(MemRefType)
+    grad = opt_operand_def(MemRefType)
     residual = opt_operand_def(MemRefType)
     residual_out = opt_operand_def(MemRefType)
     weight = opt_operand_def(MemRefType)
@@ -226,6 +238,7 @@ class NormalizeRowsOp(IRDLOperation):
     assembly_format = (
         "$kind (`variant` $variant^)? $x (`,` $y^)? (`target` $target^ `:` type($target))? "
         "(`loss` $loss^ `:` type($loss))? (`ignore_index` $ignore_index^)? (`label_smoothing` $label_smoothing^)? "
+        "(`grad` $grad^ `:` type($grad))? "
         "(`residual` $residual^ `:` type($residual))? "
         "(`residual_out` $residual_out^ `:` type($residual_out))? (`weight` $weight^ `:` type($weight))? "
         "(`bias` $bias^ `:` type($bias))? (`eps` $eps^)? "
@@ -235,7 +248,7 @@ class NormalizeRowsOp(IRDLOperation):
     )
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
-        "target", "loss", "residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd", "lse",
+        "target", "loss", "grad", "residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd", "lse",
     )
 
     def __init__(
@@ -325,6 +338,17 @@ class NormalizeRowsOp(IRDLOperation):
                 raise VerifyException(f"'label_smoothing' must be an f32 attribute, got {self.label_smoothing.type}")
             if not 0.0 <= ls <= 1.0:
                 raise VerifyException(f"'label_smoothing' must be in [0, 1], got {ls:g}")
+        if self.grad is None and kind in BACKWARD_KINDS:
+            raise VerifyException(f"operand 'grad' is required with kind {kind}, got none")
+        if self.grad is not None:
+            if kind not in BACKWARD_KINDS:
+                raise VerifyException(f"operand 'grad' is only valid with kind {_kinds(BACKWARD_KINDS)}, got kind {kind}")
+            gt = _check_rows("grad", self.grad)
+            if list(gt.get_shape()) != [m, n] or gt.element_type != xt.element_type:
+                raise VerifyException(
+                    f"operand 'grad' must have x's shape [{m}, {n}] and element type {xt.element_type}, "
+                    f"got {list(gt.get_shape())} of {gt.element_type}"
+                )
         for field in RESIDUAL:
             v = getattr(self, field)
             if v is None:

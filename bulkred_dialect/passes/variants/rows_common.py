@@ -50,7 +50,7 @@ from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
-from bulkred_dialect.ops.tile.rows import RMS_KINDS, NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.ops.tile.rows import BACKWARD_KINDS, RMS_KINDS, NormalizeRowsOp, NormKind, row_stride
 from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP, Predicate
@@ -125,7 +125,7 @@ def vector_of(op: NormalizeRowsOp) -> int:
     of float16 (4), where N and every row stride are multiples of it; else 1."""
     d = dtype_of(op)
     v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
-    rows = [b.type for b in (op.x, op.y, op.residual, op.residual_out) if b is not None]
+    rows = [b.type for b in (op.x, op.y, op.grad, op.residual, op.residual_out) if b is not None]
     ok = op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
     return v if ok else 1
 
@@ -316,6 +316,7 @@ class _Row:
     res: _Buf | None = None  # add_rms_norm: residual
     hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
     parity: SSAValue | None = None  # with a cluster: the row's parity (i32), which of two exchange slots
+    grad: _Buf | None = None  # the backward kinds: the forward output's gradient
 
     # region Visiting a thread's vectors
 
@@ -651,6 +652,76 @@ def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], conds: list[SSAValu
         e.if_(cond, guarded)
 
 
+def _backward_sum(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
+    """softmax_backward's ``sum(grad * x)``, log_softmax_backward's ``sum(grad)``, of one
+    thread's values, added to ``acc``."""
+    for x, g in zip(xs, gs, strict=True):
+        if r.p.kind == NormKind.SOFTMAX_BACKWARD:
+            acc = _mul(e, x, g) if acc is None else e.fma(AT, x, g, acc)
+        else:
+            acc = g if acc is None else _add(e, acc, g)
+    assert acc is not None
+    return acc
+
+
+def _backward_out(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], s: SSAValue) -> list[SSAValue]:
+    """dx of one vector from the row's sum ``s``."""
+    if r.p.kind == NormKind.SOFTMAX_BACKWARD:
+        return [_mul(e, x, _sub(e, g, s)) for x, g in zip(xs, gs, strict=True)]
+    return [_sub(e, g, _mul(e, _exp(e, x), s)) for x, g in zip(xs, gs, strict=True)]
+
+
+def _registers_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """A backward row held in registers: one read of x and of grad, one write of dx."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    conds = r.item_conds(e)
+    items: list[tuple[list[SSAValue], list[SSAValue]]] = []
+    for k, cond in enumerate(conds):
+
+        def both(b: Emitter, k: int = k) -> list[SSAValue]:
+            return r.x.load(b, k * p.group, p.vec) + r.grad.load(b, k * p.group, p.vec)  # type: ignore[union-attr]
+
+        v = both(e) if cond is None else e.if_(cond, both, lambda b: [b.const(0.0, f32)] * (2 * p.vec), [f32] * (2 * p.vec))
+        items.append((v[:p.vec], v[p.vec:]))
+    part = None
+    for xs, gs in items:
+        part = _backward_sum(r, e, xs, gs, part)
+    assert part is not None
+    s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+    for k, (cond, (xs, gs)) in enumerate(zip(conds, items, strict=True)):
+        if cond is None:
+            r.y.store(e, k * p.group, p.vec, _backward_out(r, e, xs, gs, s))
+            continue
+
+        def guarded(b: Emitter, k: int = k, xs=xs, gs=gs) -> list[SSAValue]:
+            r.y.store(b, k * p.group, p.vec, _backward_out(r, b, xs, gs, s))  # type: ignore[union-attr]
+            return []
+
+        e.if_(cond, guarded)
+
+
+def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """A backward row of any length: the sum, then x and grad read again for dx."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    full, cond = r.partial(e)
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        return [_backward_sum(r, b, xs, gs, state[0])]
+
+    (part,) = _visit(e, p, full, cond, [e.const(0.0, f32)], read)
+    s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+
+    def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        r.y.store(b, first, p.vec, _backward_out(r, b, xs, gs, s), extra)  # type: ignore[union-attr]
+        return state
+
+    _visit(e, p, full, cond, [], write)
+
+
 def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     """The row read twice: the statistics, then y."""
     p = r.p
@@ -788,6 +859,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
     r0 = e.ptr(op.residual, StateSpace.GLOBAL) if op.residual is not None else None
     h0 = e.ptr(op.residual_out, StateSpace.GLOBAL) if op.residual_out is not None else None
+    g0 = e.ptr(op.grad, StateSpace.GLOBAL) if op.grad is not None else None
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     sw = e.wide(start)  # the thread's first vector in a row
@@ -808,8 +880,15 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
             hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
         parity = carried[0] if carried else None
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity)
-        (_registers if p.items else _stream)(r, b, row)
+        grad = None
+        if op.grad is not None:
+            row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
+            grad = _Buf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad)
+        if p.kind in BACKWARD_KINDS:
+            (_registers_backward if p.items else _stream_backward)(r, b, row)
+        else:
+            (_registers if p.items else _stream)(r, b, row)
         return [b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []
 
     units = p.ctas // p.cluster

@@ -49,3 +49,11 @@ func.func @cross_entropy(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memre
   bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> ignore_index 0 : i64 label_smoothing 0.1 : f32 lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
+
+// The backward of softmax: x is softmax's output, grad its gradient, y dx.
+// CHECK-LABEL: func.func @softmax_backward
+// CHECK: bulkred.normalize_rows softmax_backward %y, %dx grad %dy : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+func.func @softmax_backward(%y: memref<4x64xbf16, #bulkred.scope<global>>, %dx: memref<4x64xbf16, #bulkred.scope<global>>, %dy: memref<4x64xbf16, #bulkred.scope<global>>) {
+  bulkred.normalize_rows softmax_backward %y, %dx grad %dy : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}

@@ -241,6 +241,27 @@ func.func @lse_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x6
 }
 // -----
 
+func.func @grad_missing(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' is required with kind log_softmax_backward, got none
+  bulkred.normalize_rows log_softmax_backward %x, %y : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @grad_kind(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %g: memref<4x64xbf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' is only valid with kind softmax_backward or log_softmax_backward, got kind softmax
+  bulkred.normalize_rows softmax %x, %y grad %g : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @grad_type(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %g: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' must have x's shape [4, 64] and element type bf16, got [4, 64] of f32
+  bulkred.normalize_rows softmax_backward %x, %y grad %g : memref<4x64xf32, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
 // Outside a kernel.
 %x = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
 %y = memref.alloca() : memref<4x64xf32, #bulkred.scope<global>>
