@@ -6,8 +6,6 @@ examples/middle_sum.mlir."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -183,16 +181,29 @@ def test_middle_and_general_on_the_interpreter(shape, axes):
     check("sum", x, run_on_cpu("sum", x, axes), axes)
 
 
+def _bulkred_opt(*args: str) -> str:
+    """bulkred-opt's output (its ``main``, in this process, as tests/test_assemble_all.py
+    runs the lit RUN lines), checking that it exits 0."""
+    import contextlib
+    import io
+
+    from bulkred_dialect.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    assert status == 0, err.getvalue()
+    return out.getvalue()
+
+
 def test_middle_sum_example():
     """examples/middle_sum.mlir: the explain table names the form and grid_middle, and
     bulkred-to-ptx gives PTX that assembles."""
-    opt = [sys.executable, "-m", "bulkred_dialect.cli", "examples/middle_sum.mlir"]
-    r = subprocess.run([*opt, "-p", "lower-tile-reductions{target=sm_90a explain=true}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "// chosen: grid_middle\n" in r.stdout and "middle [64, 1000, 256]" in r.stdout
-    r = subprocess.run([*opt, "-p", "bulkred-to-ptx{target=sm_100a}", "-t", "ptx"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert len(assemble(r.stdout, "sm_100a")) > 0
+    example = str(ROOT / "examples" / "middle_sum.mlir")
+    out = _bulkred_opt(example, "-p", "lower-tile-reductions{target=sm_90a explain=true}")
+    assert "// chosen: grid_middle\n" in out and "middle [64, 1000, 256]" in out
+    out = _bulkred_opt(example, "-p", "bulkred-to-ptx{target=sm_100a}", "-t", "ptx")
+    assert len(assemble(out, "sm_100a")) > 0
 
 
 def test_interpreter_div_rem():
