@@ -4,8 +4,9 @@ the builder's axes, and assembly of every variant for sm_90a and sm_100a."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
+import io
+import runpy
 from pathlib import Path
 
 import numpy as np
@@ -133,10 +134,13 @@ def test_builder_axes_spellings():
 
 
 def test_reductions_example_runs_without_a_gpu():
-    r = subprocess.run([sys.executable, "examples/reductions.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "column_sum: chosen: grid_split_bulk" in r.stdout
-    assert "vector_xor_i32: chosen: grid_full_cluster" in r.stdout
+    """examples/reductions.py run as a script (``__main__``), in this process: a Python
+    process of its own would add only its start-up and imports."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(ROOT / "examples" / "reductions.py"), run_name="__main__")
+    assert "column_sum: chosen: grid_split_bulk" in out.getvalue()
+    assert "vector_xor_i32: chosen: grid_full_cluster" in out.getvalue()
 
 
 @pytest.mark.parametrize(
@@ -183,6 +187,8 @@ def test_small_column_reduction_is_one_cta(shape, dtype, block):
     assert WORKSPACE_ATTR not in func.attributes
     ptx = compile_tile_module(kernel_of("sum", shape, dtype, [0]), "sm_90a").ptx
     assert "atom." not in ptx and "bar.sync" in ptx
+    if shape == [128, 128]:
+        return  # the same kernel as [64, 256] (1024 threads) over more rows: interpreted there
     rng = np.random.default_rng(5)
     if dtype == "int32":
         x = rng.integers(-1000, 1000, shape).astype(np.int32)
