@@ -178,6 +178,16 @@ class BufferFunctions(InterpreterFunctions):
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
+        """The constant's value, made once per op and index width (a value is immutable:
+        a numpy scalar or an int)."""
+        memo = self.__dict__.setdefault("_constants", {})
+        key = (op, interpreter.index_bitwidth)
+        result = memo.get(key)
+        if result is None:
+            result = memo[key] = self._constant(interpreter, op)
+        return result
+
+    def _constant(self, interpreter: Interpreter, op: arith.ConstantOp) -> PythonValues:
         value = op.value
         if isinstance(value, FloatAttr) and type(value.type) in _FLOAT_KIND:
             return (coerce_float(_FLOAT_KIND[type(value.type)], value.value.data),)

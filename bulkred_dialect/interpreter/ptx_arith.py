@@ -89,18 +89,26 @@ def _check_rounding(op: BinaryArithOp | AddF32x2Op) -> None:
         )
 
 
-def _binary(op: BinaryArithOp, args: PythonValues) -> Any:
+def _binary_form(op: BinaryArithOp) -> tuple[Any, ...]:
+    """What :func:`_binary` reads of ``op``: (type, float, min/max, opcode, ftz, .NaN)."""
     t = op.type.data
-    a, b = args
     if t in FLOAT_TYPES:
         _check_rounding(op)
-        ftz = op.ftz is not None
-        if isinstance(op, MinMaxOp):
-            return float_minmax(op.OPCODE, t, (a, b), ftz=ftz, nan=op.nan is not None)
-        return float_binary(op.OPCODE, t, a, b, ftz=ftz)
+        minmax = isinstance(op, MinMaxOp)
+        return (t, True, minmax, op.OPCODE, op.ftz is not None, minmax and op.nan is not None)
     if t not in INT_WIDTH:  # pragma: no cover - the verifier rejects other types
         raise InterpretationError(f"'{op.name}' has no interpretation for '.type' {t}")
-    return int_binary(op.OPCODE, t, a, b)
+    return (t, False, False, op.OPCODE, False, False)
+
+
+def _binary(op: BinaryArithOp, args: PythonValues, form: tuple[Any, ...] | None = None) -> Any:
+    t, is_float, minmax, opcode, ftz, nan = form if form is not None else _binary_form(op)
+    a, b = args
+    if is_float:
+        if minmax:
+            return float_minmax(opcode, t, (a, b), ftz=ftz, nan=nan)
+        return float_binary(opcode, t, a, b, ftz=ftz)
+    return int_binary(opcode, t, a, b)
 
 
 def _three_input(op: ThreeInputMinMaxOp, args: PythonValues) -> Any:
@@ -185,31 +193,41 @@ class PtxMathFunctions(InterpreterFunctions):
 @register_impls
 class PtxArithFunctions(PtxMathFunctions):
     """ptx.add/sub/mul/mul.lo/max/min, and/or/xor/shl/shr, max3/min3, add.f32x2,
-    mov.pack/unpack, mov.pack/unpack.b32x2; and the math ops (:class:`PtxMathFunctions`)."""
+    mov.pack/unpack, mov.pack/unpack.b32x2; and the math ops (:class:`PtxMathFunctions`).
+
+    The binary ops' attributes are read once per op (``_forms``: the interpreter runs an
+    op many times, and the IR does not change while it runs)."""
+
+    def _binary(self, op: BinaryArithOp, args: PythonValues) -> PythonValues:
+        forms = self.__dict__.setdefault("_forms", {})
+        form = forms.get(op)
+        if form is None:
+            form = forms[op] = _binary_form(op)
+        return (_binary(op, args, form),)
 
     @impl(AddOp)
     def run_add(self, interpreter: Interpreter, op: AddOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     @impl(SubOp)
     def run_sub(self, interpreter: Interpreter, op: SubOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     @impl(MulOp)
     def run_mul(self, interpreter: Interpreter, op: MulOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     @impl(MulLoOp)
     def run_mul_lo(self, interpreter: Interpreter, op: MulLoOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     @impl(MaxOp)
     def run_max(self, interpreter: Interpreter, op: MaxOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     @impl(MinOp)
     def run_min(self, interpreter: Interpreter, op: MinOp, args: PythonValues) -> PythonValues:
-        return (_binary(op, args),)
+        return self._binary(op, args)
 
     def _bitwise(self, op: BitwiseOp, args: PythonValues) -> PythonValues:
         a, b = args

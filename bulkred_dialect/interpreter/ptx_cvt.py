@@ -119,12 +119,27 @@ _ORDERED_CMP = {
 _UNSIGNED_CMP = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
 
 
+_FLOAT_SETP = (SetpType.F16, SetpType.BF16, SetpType.F32, SetpType.F64)
+
+
+def _setp_form(cmp: CmpOp, t: SetpType) -> tuple[Any, ...]:
+    """What :func:`setp` reads of its comparison and type."""
+    c = str(cmp)
+    if t in _FLOAT_SETP:
+        return (c, ArithType(t.value), 0, False)
+    return (c, None, int(t.value[1:]), t.value[0] == "s")
+
+
 def setp(cmp: CmpOp, t: SetpType, a: Any, b: Any) -> bool:
     """``setp.cmp.type a, b``: float comparisons are false with a NaN operand, their
     ``u`` forms true; ``num`` / ``nan``: neither / either operand is NaN."""
-    c = str(cmp)
-    if t in (SetpType.F16, SetpType.BF16, SetpType.F32, SetpType.F64):
-        ft = ArithType(t.value)
+    return _setp(_setp_form(cmp, t), a, b)
+
+
+def _setp(form: tuple[Any, ...], a: Any, b: Any) -> bool:
+    """:func:`setp` of the comparison and type that ``form`` (:func:`_setp_form`) reads."""
+    c, ft, bits, signed = form
+    if ft is not None:
         x, y = coerce_float(ft, a), coerce_float(ft, b)
         either = is_nan(ft, x) or is_nan(ft, y)
         if c in ("num", "nan"):
@@ -133,8 +148,6 @@ def setp(cmp: CmpOp, t: SetpType, a: Any, b: Any) -> bool:
         if c.endswith("u") and c != "eq":  # equ, neu, ltu, ...
             return either or _ORDERED_CMP[c[:-1]](fx, fy)
         return not either and _ORDERED_CMP[c](fx, fy)
-    bits = int(t.value[1:])
-    signed = t.value[0] == "s"
     x, y = (to_signed(int(v), bits) if signed else to_unsigned(int(v), bits) for v in (a, b))
     return _ORDERED_CMP[_UNSIGNED_CMP.get(c, c)](x, y)
 
@@ -145,7 +158,12 @@ class PtxPredicateFunctions(InterpreterFunctions):
 
     @impl(SetpOp)
     def run_setp(self, interpreter: Interpreter, op: SetpOp, args: PythonValues) -> PythonValues:
-        return (setp(op.cmp.data, op.type.data, *args),)
+        forms = self.__dict__.setdefault("_forms", {})  # read once per op
+        form = forms.get(op)
+        if form is None:
+            form = forms[op] = _setp_form(op.cmp.data, op.type.data)
+        a, b = args
+        return (_setp(form, a, b),)
 
     @impl(SelpOp)
     def run_selp(self, interpreter: Interpreter, op: SelpOp, args: PythonValues) -> PythonValues:
