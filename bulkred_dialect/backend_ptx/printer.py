@@ -365,7 +365,11 @@ def assemble_module(
     a child process, so that a crash in it is an error here (``assemble``).
     """
     t = resolve_target(module, target)
-    printed = render(module, t)
+    return _assemble_printed(render(module, t), t, isolated)
+
+
+def _assemble_printed(printed: PrintedPtx, t: Target, isolated: bool) -> bytes:
+    """:func:`assemble_module` of the module that printed ``printed`` for ``t``."""
     try:
         return assemble(printed.text, t.name, isolated=isolated)
     except AssemblerCrashed as e:
@@ -406,9 +410,10 @@ class PtxTarget(OutputTarget):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         t = resolve_target(module, self.target)
-        text = print_ptx(module, t)
+        printed = render(module, t)  # printed once, for the output and the assembler
+        text = printed.text
         if self.assemble:
-            cubin = assemble_module(module, t, isolated=True)
+            cubin = _assemble_printed(printed, t, isolated=True)
             text += f"// assembled by ptxas (nvJitLink) for {t.name}: {len(cubin)} bytes of cubin\n"
         output.write(text)
 
