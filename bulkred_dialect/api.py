@@ -138,11 +138,8 @@ def _normalize_axes(fn: str, axis: Any, ndim: int, rules: str = "numpy") -> tupl
     if axis is None:
         return tuple(range(ndim))
     items = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
-    if not items and rules == "torch" and FUNCTIONS[fn].torch_empty_dim:  # torch rules: dim=() reduces everything
-        return tuple(range(ndim))
-    if not items and rules == "torch":
-        raise _error(fn, f"dim=() reduces nothing in torch's {fn} (x != 0, elementwise): pass axis=None for a whole "
-                         "reduction, or compute x != 0")
+    if not items and rules == "torch":  # torch rules: dim=() reduces everything; any/all's nothing (plan: no axis)
+        return tuple(range(ndim)) if FUNCTIONS[fn].torch_empty_dim else ()
     if not items:
         raise _error(fn, "axis=() reduces nothing in numpy and everything in torch: pass axis=None for a whole reduction")
     got = []
@@ -252,6 +249,8 @@ def plan(
         "ignore_nan": r.ignore_nan, "fn": fn, "prologue": r.prologue, "epilogue": r.epilogue,
         "correction": r.correction, "aux": r.aux,
     }
+    if not reduced and ndim:  # torch's any/all with dim=(): x != 0 elementwise, a trailing unit axis reduced
+        common.update(shape=(*shape, 1), axes=(ndim,))
     if math.prod(shape[i] for i in reduced) == 0:
         if r.fill is None:
             where = "the array" if axis is None else f"axis {axis!r}"
@@ -765,7 +764,7 @@ def call(
         p = _plan_call(row, shape, src, axis, keepdims, {**row.defaults(), **options}, infos, lib)
         view = check_layout(fn, "x", shape, strides, views=True)
         if view is not None and p.launches:  # read in place by a module built for the view's strides
-            p = replace(p, strides=view)
+            p = replace(p, strides=view + (0,) * (len(p.shape) - len(view)))  # (a unit axis the plan added: 0)
         for o_shape, _, _ in infos:
             if o_shape != p.result_shape:
                 raise _error(fn, f"'out' has shape {o_shape}, expected {p.result_shape} (keepdims={keepdims})")

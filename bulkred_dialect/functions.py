@@ -88,7 +88,7 @@ class Function:
     aux_first: bool = False  # a pair's first result is the op's aux output (max_with_indices' values)
     out_dtype: bool = False  # without dtype=, the result takes out='s dtype (sum, prod: as torch)
     torch_dst: Callable[[str], str] | None = None  # torch tensors' result dtype without dtype= (None: as numpy's)
-    torch_empty_dim: bool = True  # a torch tensor's dim=() reduces every axis (torch.any/all: nothing, refused)
+    torch_empty_dim: bool = True  # a torch tensor's dim=() reduces every axis (False: none, torch.any/all's x != 0)
 
     def __post_init__(self) -> None:
         if not self.kernel:

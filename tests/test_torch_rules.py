@@ -88,9 +88,7 @@ def test_numpy_rules_refuse_what_numpy_refuses():
         (lambda: api.plan("sum", (4, 5), "float32", axis=2, library="torch"), "axis 2 is out of range for a 2-D array"),
         (lambda: api.plan("sum", (), "float32", axis=1, library="torch"), "axis 1 is out of range for a 0-D array"),
         (lambda: api.plan("sum", (4, 5), "float32", axis=(0, 0), library="torch"), "names an axis twice"),
-        # torch's any/all with dim=() reduce nothing (x != 0 elementwise): refused, not reduced
-        (lambda: api.plan("any", (4, 5), "uint8", axis=(), library="torch"), r"dim=\(\) reduces nothing in torch's any"),
-        (lambda: api.plan("all", (4, 5), "float32", axis=[], library="torch"), r"dim=\(\) reduces nothing in torch's all"),
+        (lambda: api.plan("any", (4, 5), "uint8", axis=()), r"axis=\(\) reduces nothing in numpy"),
     ):
         with pytest.raises(api.ReductionError, match=message):
             call()
@@ -245,7 +243,8 @@ def run(p: api.Plan, x: np.ndarray) -> list[np.ndarray]:
     n_out = 1 if p.aux is None else 2
     outs = [np.full(t.get_shape(), 0x5A, np.dtype(D.of_ir(t.element_type).numpy)) for t in types[1 : 1 + n_out]]
     ws = [np.zeros(t.get_shape(), np.uint8) for t in types[1 + n_out :]]
-    _, *got = run_grid(m, p.kernel_name, np.ascontiguousarray(x).reshape(p.shape), *outs, *ws)
+    xk = x.reshape(p.shape) if p.strides is not None else np.ascontiguousarray(x).reshape(p.shape)  # a view: in place
+    _, *got = run_grid(m, p.kernel_name, xk, *outs, *ws)
     return [g.reshape(p.result_shape) for g in got[:n_out]]
 
 
@@ -336,6 +335,23 @@ def test_torch_sums_of_uint8_are_int64():
     assert got.dtype == np.int64 and got.tolist() == [120000, 6]
 
 
+@pytest.mark.parametrize("fn", ["any", "all"])
+@pytest.mark.parametrize(("shape", "src"), [((4, 5), "uint8"), ((3, 2, 7), "float32"), ((6,), "bool")])
+def test_torch_any_all_with_dim_empty_reduce_nothing(fn, shape, src):
+    """torch's any/all with dim=() give x != 0 elementwise (no axis reduced): the plan
+    reduces a trailing unit axis (the canonical form drops it: a column sum of one row)."""
+    rng = np.random.default_rng(9)
+    x = (rng.random(shape) < 0.5) if src == "bool" else (rng.integers(0, 3, shape) * (rng.random(shape) < 0.5)).astype(src)
+    if src == "float32":
+        x.reshape(-1)[:2] = [np.nan, -0.0]
+    for keepdims in (False, True):
+        p = api.plan(fn, shape, src, axis=(), keepdims=keepdims, library="torch")
+        assert (p.shape, p.axes, p.result_shape) == ((*shape, 1), (len(shape),), shape)
+        (got,) = run(p, x)
+        want = (x != 0).astype(np.uint8 if src == "uint8" else np.bool_)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (fn, shape, src, got)
+
+
 def test_torch_dim_empty_and_0d_reduce_everything():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     (got,) = run(api.plan("sum", x.shape, "float32", axis=(), library="torch"), x)
@@ -374,7 +390,7 @@ def interpreted(monkeypatch):
                 for o, g in zip(outs, run(self.p, x)):  # the kernel's order: dst, aux
                     o[...] = g.reshape(o.shape)
                 return (x, *outs)
-            for o, g in zip(outs, run(self.p, x.detach().contiguous().numpy())):
+            for o, g in zip(outs, run(self.p, x.detach().numpy())):  # a view as it is (the plan's strides)
                 o.copy_(torch.from_numpy(np.ascontiguousarray(g)).reshape(o.shape))
             return (x, *outs)
 
@@ -396,6 +412,10 @@ def test_torch_tensors_get_torch_dtypes_and_dims(interpreted):
         assert got.dtype == want.dtype == torch.uint8 and torch.equal(got, want), fn
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     assert torch.equal(bulkred.sum(x, axis=()), x.sum(dim=()))
+    for t in (u, x - 5, (x - 5).t(), x[:, ::2] > 3):  # any/all with dim=(): x != 0, elementwise (views too)
+        for fn in ("any", "all"):
+            got, want = getattr(bulkred, fn)(t, axis=()), getattr(torch, fn)(t, dim=())
+            assert got.dtype == want.dtype and torch.equal(got, want), (fn, t)
     s = torch.tensor(1.5)
     for dim in (0, -1, (0,)):
         assert torch.equal(bulkred.sum(s, axis=dim), s.sum(dim=dim)) and bulkred.amax(s, axis=dim, keepdims=True).shape == ()
