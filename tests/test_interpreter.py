@@ -151,6 +151,18 @@ def test_add_sub_mul_f32_match_float64_rounded_once():
                 assert b32(got) == b32(want), (cls.__name__, a, b)
 
 
+def test_add_f32_overflows_where_rounding_reaches_infinity():
+    """The largest float32 plus half its ulp (2^103) is a tie, rounded to the even
+    2^128: infinity; a little less stays the largest float32."""
+    add, sub = binary(AddOp, T.F32, f32), binary(SubOp, T.F32, f32)
+    big = f32b(0x7F7FFFFF)
+    assert b32(add(big, np.float32(2.0**103))) == 0x7F800000
+    assert b32(add(big, np.float32(2.0**102))) == 0x7F7FFFFF
+    assert b32(sub(-big, np.float32(2.0**103))) == 0xFF800000
+    assert b32(add(big, big)) == 0x7F800000
+    assert b32(binary(MulOp, T.F32, f32)(np.float32(2.0**64), np.float32(2.0**64))) == 0x7F800000
+
+
 def test_f64_and_f16_add():
     add64 = binary(AddOp, T.F64, f64)
     assert b64(add64(np.float64(1.0), np.float64(2.0**-53))) == b64(np.float64(1.0))

@@ -181,6 +181,8 @@ def float_binary(op: str, t: ArithType, a: Any, b: Any, *, ftz: bool = False) ->
     a, b = coerce_float(t, a), coerce_float(t, b)
     if ftz:
         a, b = flush_subnormal(t, a), flush_subnormal(t, b)
+    if t == ArithType.F32:
+        return _f32_binary(op, a, b, ftz)
     if t == ArithType.F64 and (nan := _f64_nan_result(a, b)) is not None:
         return nan
     wa, wb = _wide(t, a), _wide(t, b)
@@ -197,6 +199,35 @@ def float_binary(op: str, t: ArithType, a: Any, b: Any, *, ftz: bool = False) ->
     if ftz:
         r = flush_subnormal(t, r)
     return r
+
+
+# The smallest float64 that rounds to float32 infinity: halfway between the largest
+# float32, 2^128 - 2^104, and 2^128 (a tie, rounded to the even 2^128).
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+_F32_CANONICAL_NAN = float_from_bits(ArithType.F32, CANONICAL_NAN_BITS[ArithType.F32])
+
+
+def _f32_binary(op: str, a: np.float32, b: np.float32, ftz: bool) -> np.float32:
+    """:func:`float_binary` of f32 in Python's float64: the sum, difference or product
+    of two float32 in float64 rounded once more to float32 is the correctly rounded
+    float32 result (float64 has more than 2 x 24 + 2 bits: the second rounding is
+    innocuous; a product is even exact), with an overflow to infinity at
+    ``_F32_OVERFLOW`` as the rounding gives it."""
+    x, y = float(a), float(b)
+    if op == "add":
+        r = x + y
+    elif op == "sub":
+        r = x - y
+    elif op == "mul":
+        r = x * y
+    else:  # pragma: no cover - callers pass one of the three
+        raise ValueError(f"unknown float operation {op}")
+    if r != r:
+        return _F32_CANONICAL_NAN
+    if abs(r) >= _F32_OVERFLOW:
+        r = math.copysign(math.inf, r)
+    result = np.float32(r)
+    return flush_subnormal(ArithType.F32, result) if ftz else result
 
 
 def _signbit(t: ArithType, v: Any) -> bool:
