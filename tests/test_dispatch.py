@@ -515,8 +515,10 @@ def _data(rng, shape) -> np.ndarray:
 # region sm100_packed
 
 
-# every length up to 41, the first lengths that loop (72, 73), and long ones
-PACKED_COUNT_LENGTHS = [*range(8, 42), 71, 72, 73, 79, 80, 100, 1031, 16384]
+# The counts follow n // 8 and n % 8 (chunks_in_ir): every length with one and two
+# chunks (8..23), three to five chunks at remainders 0, 1 and 7 (24, 25, 31, ... 41),
+# the last unrolled length (71), the first lengths that loop (72, 73, 79, 80), and long ones
+PACKED_COUNT_LENGTHS = [*range(8, 24), 24, 25, 31, 32, 33, 39, 40, 41, 71, 72, 73, 79, 80, 100, 1031, 16384]
 
 
 def chunks_in_ir(n: int) -> tuple[int, bool]:
