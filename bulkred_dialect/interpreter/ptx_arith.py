@@ -117,8 +117,9 @@ def _three_input(op: ThreeInputMinMaxOp, args: PythonValues) -> Any:
     )
 
 
-def _math(op: MathOp, args: PythonValues) -> Any:
-    """abs, neg, sqrt, rcp, ex2, lg2, div.float and fma (see the module docstring)."""
+def _math_form(op: MathOp) -> tuple[Any, ...]:
+    """What :func:`_math` reads of ``op`` (its unmodelled forms refused): (what, type,
+    ftz, opcode), what one of ``"abs_neg"``, ``"fma"``, ``"math"``."""
     t = op.type.data
     ftz = op.ftz is not None
     if op.rnd is not None and op.rnd.data != RoundingMode.RN:
@@ -127,51 +128,67 @@ def _math(op: MathOp, args: PythonValues) -> Any:
             "(only .rn is modelled)"
         )
     if isinstance(op, (AbsOp, NegOp)):
-        if t in FLOAT_TYPES:
-            return float_abs_neg(op.OPCODE, t, args[0], ftz=ftz)
-        return int_abs_neg(op.OPCODE, t, args[0])
+        return ("abs_neg", t, ftz, op.OPCODE)
     if t == ArithType.F64 and ftz:
         raise InterpretationError(f"'{op.name}' with '.ftz' and '.type' f64 is not modelled by the interpreter")
-    if isinstance(op, FmaOp):
+    return ("fma" if isinstance(op, FmaOp) else "math", t, ftz, op.OPCODE)
+
+
+def _math(op: MathOp, args: PythonValues, form: tuple[Any, ...] | None = None) -> Any:
+    """abs, neg, sqrt, rcp, ex2, lg2, div.float and fma (see the module docstring)."""
+    what, t, ftz, opcode = form if form is not None else _math_form(op)
+    if what == "abs_neg":
+        if t in FLOAT_TYPES:
+            return float_abs_neg(opcode, t, args[0], ftz=ftz)
+        return int_abs_neg(opcode, t, args[0])
+    if what == "fma":
         return float_fma(t, *args, ftz=ftz)
-    return float_math(op.OPCODE, t, tuple(args), ftz=ftz)
+    return float_math(opcode, t, tuple(args), ftz=ftz)
 
 
 @register_impls
 class PtxMathFunctions(InterpreterFunctions):
-    """ptx.abs/neg/sqrt/rcp/ex2/lg2/div.float/fma and ptx.and/or/xor/not.pred."""
+    """ptx.abs/neg/sqrt/rcp/ex2/lg2/div.float/fma and ptx.and/or/xor/not.pred (the math
+    ops' attributes read once per op, as for the binary ops)."""
+
+    def _run_math(self, op: MathOp, args: PythonValues) -> PythonValues:
+        forms = self.__dict__.setdefault("_forms", {})
+        form = forms.get(op)
+        if form is None:
+            form = forms[op] = _math_form(op)
+        return (_math(op, args, form),)
 
     @impl(AbsOp)
     def run_abs(self, interpreter: Interpreter, op: AbsOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(NegOp)
     def run_neg(self, interpreter: Interpreter, op: NegOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(SqrtOp)
     def run_sqrt(self, interpreter: Interpreter, op: SqrtOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(RcpOp)
     def run_rcp(self, interpreter: Interpreter, op: RcpOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(Ex2Op)
     def run_ex2(self, interpreter: Interpreter, op: Ex2Op, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(Lg2Op)
     def run_lg2(self, interpreter: Interpreter, op: Lg2Op, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(FloatDivOp)
     def run_div_float(self, interpreter: Interpreter, op: FloatDivOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(FmaOp)
     def run_fma(self, interpreter: Interpreter, op: FmaOp, args: PythonValues) -> PythonValues:
-        return (_math(op, args),)
+        return self._run_math(op, args)
 
     @impl(AndPredOp)
     def run_and_pred(self, interpreter: Interpreter, op: AndPredOp, args: PythonValues) -> PythonValues:
