@@ -27,20 +27,32 @@ print(f"{best:.3f}")
 ') || exit 1
 echo "== the Python loop (10^7 steps): $loop_s s"
 suite_start=$(date +%s.%N)
-start=$SECONDS
-echo "== lit tests/filecheck"
-.venv/bin/lit -s tests/filecheck || status=1
-echo "== lit: $((SECONDS - start)) s"
-start=$SECONDS
-echo "== pytest tests"
 # The run's temporary files go to a directory of its own, so that what the tests leave
 # behind can be told apart from other runs on the machine: the compile cache
 # (bulkred-test-cache-*, made and removed by tests/conftest.py) must be gone at the end.
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/bulkred-test-run-XXXXXX") || exit 1
+# lit runs beside pytest (each over all CPUs), its report printed when pytest is done:
+# the CPUs one of them leaves idle (its start, its last slow tests) the other uses.
+echo "== lit tests/filecheck: in the background, reported after pytest"
+(
+    start=$SECONDS
+    .venv/bin/lit -s tests/filecheck > "$run_tmp/lit.log" 2>&1
+    echo $? > "$run_tmp/lit.status"
+    echo "== lit: $((SECONDS - start)) s" >> "$run_tmp/lit.log"
+) &
+lit_job=$!
+trap 'kill "$lit_job" 2>/dev/null' INT TERM
+start=$SECONDS
+echo "== pytest tests"
 # One worker per CPU; a module's tests stay on one worker, so that a module-scoped
 # fixture (the differential report, assembled once) is not made once per worker.
 # --durations=10: the slowest ten tests close every run, so that growth shows.
 TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile --durations=10 tests "$@" || status=1
+echo "== pytest: $((SECONDS - start)) s"
+wait "$lit_job"
+echo "== lit tests/filecheck"
+cat "$run_tmp/lit.log"
+[ "$(cat "$run_tmp/lit.status" 2>/dev/null)" = 0 ] || status=1
 leftovers=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'bulkred-test-cache-*')
 if [ -n "$leftovers" ]; then
     echo "error: pytest left compile caches behind (tests/conftest.py removes its own):" >&2
@@ -48,7 +60,6 @@ if [ -n "$leftovers" ]; then
     status=1
 fi
 rm -rf "$run_tmp"  # with pytest's own tmp_path directories
-echo "== pytest: $((SECONDS - start)) s"
 .venv/bin/python -c '
 import sys, time
 loop, start = float(sys.argv[1]), float(sys.argv[2])
