@@ -13,6 +13,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
+# Compiled bytecode is kept in .venv/pycache (not beside the sources), also where
+# PYTHONDONTWRITEBYTECODE is set: each process of the run (pytest's workers, lit's, the
+# Python processes tests start) then loads bulkred's and the tests' modules (pytest's
+# rewritten asserts too) instead of compiling them again, a few seconds each.
+export PYTHONPYCACHEPREFIX="$PWD/.venv/pycache"
+unset PYTHONDONTWRITEBYTECODE
 status=0
 loop_s=$(.venv/bin/python -c '
 import time
