@@ -640,26 +640,18 @@ class ListFunction:
         return self.build(options)
 
 
-def _list_ord(v: Any) -> float:
-    """vector_norm's ``ord`` check (``_ord``), 0 included (the count of nonzeros)."""
-    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) and v == 0:
-        return 0.0
-    return _ord(v)
-
-
 def _list_norm(o: dict[str, Any]) -> Reduction:
-    """The ``ord``-norm of float32 elements: vector_norm's maps (``_norm``; ord 0 the
+    """The ``ord``-norm of float32 elements: vector_norm's maps (``_norm``: ord 0 the
     count of nonzeros); ``local``: the power, without the root (the epilogue)."""
-    p = o["ord"]
-    r = Reduction("sum", "float32", prologue=("nonzero",), fill=0.0) if p == 0 else _norm("float32", {"ord": p, "dtype": None})
-    return Reduction(r.kind, r.dst, r.prologue, fill=r.fill) if o.get("local") else r
+    r = _norm("float32", {"ord": o["ord"], "dtype": None})
+    return replace(r, epilogue=()) if o.get("local") else r
 
 
 def _amax(o: dict[str, Any]) -> Reduction:
     return _norm("float32", {"ord": math.inf, "dtype": None})
 
 
-LIST_ORD = Option("ord", 2.0, _list_ord, "float", "positional")
+LIST_ORD = Option("ord", 2.0, _ord, "float", "positional")  # vector_norm's check
 ERROR_IF_NONFINITE = Option("error_if_nonfinite", False, _bool_option("error_if_nonfinite"), "bool", "positional")
 _EMPTY = "an empty tensor's norm is 0 (ord -inf: inf, the identity of min)"
 _ORDS = "``ord``: any p (2, 1, 3.5), ``inf`` (max |x|), ``-inf`` (min |x|), 0 (the count of nonzeros)"
