@@ -308,3 +308,17 @@ def test_backward_kinds(kind: str, variant: str, n: int) -> None:
     else:
         want = g - np.exp(f) * g.sum(1, keepdims=True)
     np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))
+
+
+def test_module_text_refusals_are_one_line() -> None:
+    from bulkred_dialect.errors import BulkredError
+
+    for kwargs, match in [
+        ({"kind": "softmax2"}, "kind must be one of softmax, log_softmax"),
+        ({"dtype": "float64"}, "dtype must be one of float32, bfloat16, float16, got 'float64'"),
+        ({"stats": ("rstd2",)}, "stats must name row_max, row_sum, mean, rstd, lse, got 'rstd2'"),
+    ]:
+        args = {"kind": "softmax", "m": 2, "n": 8, "dtype": "float32", **kwargs}
+        with pytest.raises(BulkredError, match=match) as info:
+            module_text(**args)
+        assert "\n" not in str(info.value)
