@@ -7,6 +7,7 @@ compared with ptxas by tests/differential_harness.py.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -258,17 +259,39 @@ ALL_FORMS = red_async_forms() + sync_forms() + sreg_forms()
 # endregion
 
 
+def _targets(op: PtxInstruction) -> list[Target]:
+    return [SM100A] + ([SM90A] if op.requirement().satisfied_by(SM90A) else [])
+
+
 @pytest.mark.parametrize("form", ALL_FORMS, ids=lambda f: f.name)
-def test_valid_form_assembles(form: Form):
+def test_valid_form_verifies_and_prints(form: Form):
     op = form.op()
     op.verify()
-    line = ptx_line(op)
-    assert line == form.expected_line
-    targets = [SM100A] + ([SM90A] if op.requirement().satisfied_by(SM90A) else [])
-    for target in targets:
+    assert ptx_line(op) == form.expected_line
+    for target in _targets(op):
         check_target(op.ptx_mnemonic(), op.requirement(), target)
-        ok, log = ptxas(op, target, max((8, 7), op.requirement().ptx))
-        assert ok, f"{line} on {target}:\n{log}"
+
+
+def test_valid_forms_assemble():
+    """Each valid form assembles on sm_100a (and sm_90a where its requirement allows), at
+    its PTX ISA version (8.7 at least): the forms of one (target, version) in one kernel,
+    a line each, so that one ptxas run checks them all; a rejection names its form (by
+    ptxas's line)."""
+    groups: dict[tuple[Target, tuple[int, int]], list[Form]] = {}
+    for form in ALL_FORMS:
+        op = form.op()
+        for target in _targets(op):
+            groups.setdefault((target, max((8, 7), op.requirement().ptx)), []).append(form)
+    assert sum(map(len, groups.values())) > len(ALL_FORMS)  # sm_90a's forms are there too
+    rejected = []
+    for (target, version), forms in groups.items():
+        text = kernel("\n  ".join(ptx_line(f.op()) for f in forms), target, version)
+        ok, log = ptxas_accepts(text, target.name)
+        if not ok:
+            first = text.splitlines().index("  " + ptx_line(forms[0].op())) + 1  # 1-based
+            lines = {int(m) for m in re.findall(r"line (\d+)", log)}
+            rejected += [f"{forms[i].name} on {target}" for i in range(len(forms)) if first + i in lines] or [f"{target}: {log}"]
+    assert not rejected, "\n".join(rejected)
 
 
 def _lower(values: list, v):
