@@ -560,7 +560,7 @@ REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
 def _number_option(name: str) -> Callable[[Any], float]:
     def check(v: Any) -> float:
-        if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
+        if not _is_number(v):
             raise OptionError(f"'{name}' must be a number, got {type(v).__name__} {v!r:.40}")
         try:
             return float(v)

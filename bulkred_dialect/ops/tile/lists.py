@@ -2,20 +2,9 @@
 any number of tensors of mixed element types, read through a device-resident descriptor
 table, and scales them in place.
 
-The descriptor table (``table``, ``i64``, ``[R, 4]``, ``R = 1 + T + G``; built by the host,
-``bulkred_dialect/foreach.py``'s ``descriptor_table``):
-
-=========  =================================================================
-row 0      ``[T, G, chunk, B]``: tensors, CTAs (the launch's grid), the bytes of
-           one CTA's chunk (a multiple of 16), the bytes of the whole list
-row 1 + t  ``[address, numel, code, start]`` of tensor t: its first element's
-           address, its element count, ``code`` = element type (0 f32, 1 f16,
-           2 bf16) + 256 when the address is a multiple of 16 (vector loads),
-           ``start`` = its first byte in the list's byte stream (each tensor
-           starts at a multiple of 16 there)
-row 1+T+c  ``[t_first, t_stop, lo, hi]`` of CTA c: the tensors ``[t_first,
-           t_stop)`` that its chunk, bytes ``[lo, hi)`` of the stream, overlaps
-=========  =================================================================
+The descriptor table (``table``, ``i64``, ``[1 + T + G, COLUMNS]``: a header row, a row per
+tensor, a row per CTA) has the layout of ``ops/list_layout.py``, its one definition, which
+the host's table builder (``foreach_table.py``) and the lowering (``grid_list``) read too.
 
 CTA c reduces the pieces of the tensors in its chunk; a tensor inside one chunk is
 reduced by one CTA, a longer one by each CTA its bytes reach, whose partials the last
@@ -35,6 +24,7 @@ from xdsl.irdl import IRDLOperation, operand_def, opt_operand_def, opt_prop_def,
 from xdsl.irdl.operations import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
+from bulkred_dialect.ops.list_layout import COLUMNS
 from bulkred_dialect.ops.op_definition import op_definition
 from bulkred_dialect.ops.tile.attrs import MapAttr, MapFn, MemoryScope, ReduceKind, ReduceKindAttr, check_maps
 from bulkred_dialect.ops.tile.buffers import check_in_kernel, expect_buffer
@@ -45,9 +35,6 @@ LIST_KINDS = (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN)
 every order, amax, sums)."""
 LIST_PROLOGUE_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.SCALE, MapFn.NONZERO)
 LIST_EPILOGUE_MAPS = (MapFn.SQRT, MapFn.POW, MapFn.SCALE)
-TABLE_COLUMNS = 4
-CODE_F32, CODE_F16, CODE_BF16 = 0, 1, 2
-CODE_ALIGNED = 256
 CLIP_EPS = 1e-6
 """``clip_by``: the factor is ``min(max_norm / (total + 1e-6), 1)``, as torch's clip_grad_norm_."""
 
@@ -72,7 +59,7 @@ def _check_global(field: str, v: SSAValue, element: Attribute, shape: Sequence[i
 
 
 def _check_table(op: IRDLOperation, table: SSAValue) -> None:
-    _check_global("table", table, i64, [None, TABLE_COLUMNS])
+    _check_global("table", table, i64, [None, COLUMNS])
 
 
 @op_definition
