@@ -528,7 +528,7 @@ def test_numpy_scalar_options_are_taken_alike():
     _assert_norms(bulkred.total_norm(grads), torch.tensor(0.5, dtype=torch.float64, device=DEV), 2.0, "clipped to 0.5",
                   exact=False)
     torch.testing.assert_close(
-        bulkred.vector_norm(ts[0], ord=np.float32(3)), bulkred.total_norm(ts[:1], np.float32(3)), rtol=1e-5, atol=0)
+        bulkred.vector_norm(ts[0], ord=np.float32(3)), bulkred.total_norm(ts[:1], np.float32(3)), rtol=2e-4, atol=0)
 
 
 def _model(torch, seed: int):
