@@ -529,7 +529,7 @@ def total_norm(tensors: Iterable[Any], ord: float = 2.0, error_if_nonfinite: boo
 def clip_grad_norm_(parameters_or_grads: Any, max_norm: float, ord: float = 2.0, error_if_nonfinite: bool = False,
                     foreach: Any = None) -> Any:
     if _compiling():
-        return _ops().clip_grad_norm_(_grads("clip_grad_norm_", parameters_or_grads), float(max_norm), float(ord),
+        return _ops().clip_grad_norm_(_traced_grads(parameters_or_grads), float(max_norm), float(ord),
                                       bool(error_if_nonfinite))
     check = _CHECK["clip_grad_norm_"]
     o = {"max_norm": check["max_norm"](max_norm), "ord": check["ord"](ord),
@@ -582,6 +582,22 @@ def _ops() -> Any:
     import torch
 
     return torch.ops.bulkred
+
+
+def _traced_grads(parameters_or_grads: Iterable[Any]) -> list[Any]:
+    """:func:`_grads` in the few steps torch.compile traces without a graph break (the
+    same rule: a parameter, or a leaf that requires grad, gives its ``.grad`` when it has
+    one; another tensor is a gradient)."""
+    import torch
+
+    out = []
+    for t in parameters_or_grads:
+        if isinstance(t, torch.nn.Parameter) or (t.requires_grad and t.is_leaf):
+            if t.grad is not None:
+                out.append(t.grad)
+        else:
+            out.append(t)
+    return out
 
 
 def _detached(tensors: Iterable[Any]) -> list[Any]:

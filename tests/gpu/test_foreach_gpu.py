@@ -781,6 +781,16 @@ def test_torch_compile_fullgraph():
             _same(a, b, f"compiled step {trial}: grad {k} written in place")
         assert float(found) == float(found_ref) == 0.0
 
+    # clip_grad_norm_ of a model's parameters (their .grad written in place), compiled
+    m, twin = _model(torch, 50)
+    total = torch.compile(lambda ps: bulkred.clip_grad_norm_(ps, 0.05), fullgraph=True)(list(m.parameters()))
+    want = torch.nn.utils.clip_grad_norm_(twin.parameters(), 0.05)
+    torch.testing.assert_close(total, want.float(), rtol=1e-5, atol=0)
+    for a, b in zip(m.parameters(), twin.parameters()):
+        assert (a.grad is None) == (b.grad is None)
+        if a.grad is not None:
+            torch.testing.assert_close(a.grad, b.grad, rtol=2e-4, atol=1e-7)
+
     # parameters that require grad are read as data: no backward is traced through the operators
     params = [torch.nn.Parameter(_rand(_gen(48), 64, 32)), torch.nn.Parameter(_rand(_gen(49), 16, dtype="bfloat16"))]
     amax2 = torch.compile(lambda ps: bulkred.foreach_amax(ps) * 2, fullgraph=True)(params)
