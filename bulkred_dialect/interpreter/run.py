@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, StridedLayoutAttr
-from xdsl.interpreter import Interpreter, PythonValues, ReturnedValues, Successor
+from xdsl.interpreter import Interpreter, PythonValues, ReturnedValues, Successor, impl
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
 from xdsl.interpreters.func import FuncFunctions
@@ -60,8 +60,9 @@ class KernelInterpreter(Interpreter):
     :class:`ReturnedValues` ending the region and its :class:`Successor` entering the
     next block. Each block's (op, operands, results) are taken once per interpreter
     implementation table (the IR is not changed while it runs); the implementation is
-    looked up at each op, so that a later ``register_implementations`` takes effect.
-    With listeners the generic loop runs."""
+    looked up at each op, so that a later ``register_implementations`` takes effect; an
+    ``@impl`` (not a terminator) is called without its wrapper's ``OpImplResult``, its
+    function's values taken as the results. With listeners the generic loop runs."""
 
     def run_ssacfg_region(self, region: Region, args: PythonValues, name: str = "unknown") -> PythonValues:
         if self.listeners:
@@ -72,6 +73,7 @@ class KernelInterpreter(Interpreter):
         impls = self._impls
         table = impls._impl_dict  # noqa: SLF001
         plans = _block_plans(impls)
+        bodies = _IMPL_BODIES
         initial_scope = self._ctx
         results: PythonValues = ()
         while block is not None:
@@ -95,11 +97,18 @@ class KernelInterpreter(Interpreter):
                 if entry is None:
                     raise InterpretationError(f"Could not find interpretation function for op {op.name}")
                 ft, fn = entry
+                body = bodies.get(fn, _MISSING)
+                if body is _MISSING:
+                    body = bodies[fn] = _impl_body(fn)
                 try:
-                    result = fn(ft, self, op, tuple(inputs))
+                    if body is not None:  # an @impl: its function's values, without the wrapper
+                        values = body(ft, self, op, tuple(inputs))
+                        terminator = None
+                    else:
+                        result = fn(ft, self, op, tuple(inputs))
+                        values, terminator = result
                 except Exception as e:
                     op.emit_error("Error while interpreting op", e)
-                values = result.values
                 if len(op_results) != len(values):
                     raise InterpretationError(
                         f"Number of operation results ({len(op_results)}) doesn't match the "
@@ -107,7 +116,6 @@ class KernelInterpreter(Interpreter):
                     )
                 for r, value in zip(op_results, values):
                     local[r] = value
-                terminator = result.terminator_value
                 if terminator is not None:
                     if isinstance(terminator, ReturnedValues):
                         results = terminator.values
@@ -116,6 +124,25 @@ class KernelInterpreter(Interpreter):
                     break
         self._ctx = initial_scope
         return results
+
+
+# The code of the wrapper xDSL's ``@impl`` puts around a non-terminator's implementation
+# (``OpImplResult(func(...), None)``): the loop calls ``func`` itself.
+_IMPL_CODE = impl(arith.AddiOp)(lambda ft, interpreter, op, values: ()).__code__
+
+
+_IMPL_BODIES: dict[Any, Any] = {}
+
+
+def _impl_body(fn: Any) -> Any:
+    """The function an ``@impl`` wrapper ``fn`` calls (its values are the op's results,
+    never a terminator), or None for any other implementation (``@impl_terminator``,
+    ``@impl_callable``, a hand-written one), which is called as it is."""
+    code = getattr(fn, "__code__", None)
+    if code is not _IMPL_CODE or fn.__closure__ is None:
+        return None
+    (cell,) = [c for name, c in zip(code.co_freevars, fn.__closure__) if name == "func"] or [None]
+    return None if cell is None else cell.cell_contents
 
 
 def _block_plans(impls: Any) -> dict[Block, list[tuple[Any, ...]]]:
