@@ -94,13 +94,14 @@ def reduce_kernel(name: str, kind: str, t: str, shape: tuple[int, ...], accum: b
 
 def variant_module(t: str, packed: bool) -> str:
     """All kernels for element type ``t``. ``packed``: the pipeline lowers f32 through
-    sm100_packed, whose code depends on n // 8 and n % 8: every length 7..23 (below the
-    gate, one and two chunks with every remainder), three and four chunks at remainders
-    0, 1 and 7, and the looped forms (n >= 72, docs/lowering.md) at 72, 79 and 1037;
+    sm100_packed, whose code is the chunks (n // 8) then the remainder (n % 8), each
+    written out on its own (docs/lowering.md): every length 7..16 (below the gate, one
+    chunk with every remainder), two, three and four chunks at remainders 0, 1 and 7,
+    and the looped forms (n >= 72) at 72, 79 and 1037;
     otherwise the local variant, whose code is one load for n = 1 and else a loop of
     the same code for any n (1 and 7)."""
     kinds = ["sum", "max", "min"] + (["and", "or", "xor"] if t.startswith("i") else [])
-    lengths = [*range(7, 24), 24, 25, 31, 32, 33, 72, 79, 1037] if packed and t == "f32" else (1, 7)
+    lengths = [*range(7, 18), 23, 24, 25, 31, 32, 33, 72, 79, 1037] if packed and t == "f32" else (1, 7)
     kernels = []
     for kind in kinds:
         for n in lengths:
