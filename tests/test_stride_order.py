@@ -300,18 +300,22 @@ def expected_variant(kind, x: np.ndarray, axes, **options) -> str | None:
 
 @pytest.mark.parametrize("name, axes, what", INTERPRETED)
 def test_permuted_views_on_the_interpreter(name, axes, what):
-    """sum, max, argmax / argmin (ties: the first index in the view's order; the value
-    in aux) and var (with its mean) of each view, read in place, against numpy; each
+    """sum, argmax or argmin (ties: the first index in the view's order; the value in
+    aux) and var (with its mean) of each view, max of two, read in place, against numpy; each
     ran its dense array's variant where stride order took it (not argmax over two
     reduced axes of a transpose, nor a view whose kept axes it would reverse)."""
     x = views(np.random.default_rng(23))[name]
     assert not x.flags.c_contiguous
     kept_reversed = name == "kept_reversed"
-    for kind in ("sum", "max"):
+    # The view is read the same way whatever the combine: max (sum's loads, another
+    # combine) on the first two views; argmax and argmin (the same state, the comparison
+    # reversed) by turns.
+    i = [case[:2] for case in INTERPRETED].index((name, axes))
+    for kind in ("sum", "max") if i < 2 else ("sum",):
         got, _, variant = run(kind, x, axes)
         check(kind, x, got, axes)
         assert variant == (expected_variant(kind, x, axes) or "grid_gather"), (kind, variant)
-    for kind in ("argmax", "argmin"):
+    for kind in (("argmax", "argmin")[i % 2],):
         got, vals, variant = run(kind, x, axes, aux=True)
         want = flat_index(x, axes, kind == "argmax")
         np.testing.assert_array_equal(got.reshape(want.shape), want)
