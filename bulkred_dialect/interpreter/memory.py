@@ -13,6 +13,7 @@ wrong result rather than a lucky zero.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Attribute
+from xdsl.utils.comparisons import to_signed as xdsl_to_signed
+from xdsl.utils.comparisons import to_unsigned as xdsl_to_unsigned
 from xdsl.utils.exceptions import InterpretationError
 
 from bulkred_dialect.interpreter.values import (
@@ -144,10 +147,16 @@ def _buffer(interpreter: Interpreter, v: Any) -> np.ndarray:
     return v
 
 
+# arith.cmpi's predicates (eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge), as xDSL
+# interprets them
+_CMPI = dict(enumerate((operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
+                        operator.lt, operator.le, operator.gt, operator.ge)))
+
+
 @register_impls
 class BufferFunctions(InterpreterFunctions):
-    """memref.alloca/alloc/load/store on numpy buffers, exact float constants, and
-    ``bulkred.copy`` as an element-by-element copy."""
+    """memref.alloca/alloc/load/store on numpy buffers, exact float constants,
+    ``arith.cmpi`` and ``bulkred.copy`` as an element-by-element copy."""
 
     @impl(memref.AllocaOp)
     def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args: PythonValues) -> PythonValues:
@@ -175,6 +184,25 @@ class BufferFunctions(InterpreterFunctions):
         t = op.memref.type.element_type
         store_element(buf, _index(buf, indices), t, value, interpreter.index_bitwidth)
         return ()
+
+    @impl(arith.CmpiOp)
+    def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues) -> PythonValues:
+        """xDSL's ``arith.cmpi`` (the operands as signed or unsigned integers of the
+        type's width, the index type's the interpreter's), without its per-call checks
+        of generic type hints (a kernel's loops and guards compare at every step)."""
+        t = op.lhs.type
+        if isinstance(t, IntegerType):
+            width = t.width.data
+        elif isinstance(t, IndexType):
+            width = interpreter.index_bitwidth
+        else:
+            raise InterpretationError(f"arith.cmpi of {t} is not supported by the interpreter")
+        predicate = op.predicate.value.data
+        compare = _CMPI.get(predicate)
+        if compare is None:
+            raise InterpretationError(f"arith.cmpi predicate {op.predicate} is not supported by the interpreter")
+        convert = xdsl_to_unsigned if predicate >= 6 else xdsl_to_signed
+        return (compare(convert(args[0], width), convert(args[1], width)),)
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
