@@ -5,7 +5,8 @@
 // RUN: bulkred-opt %s --split-input-file -p bulkred-to-ptx -t ptx | filecheck %s --check-prefix=PTX
 // RUN: printf '' > %t.empty.mlir
 // RUN: bulkred-opt %t.empty.mlir | filecheck %s --check-prefix=EMPTY
-// RUN: printf '// only a comment\n' | bulkred-opt --split-input-file | filecheck %s --check-prefix=EMPTY
+// RUN: printf '// only a comment\n' > %t.comment.mlir
+// RUN: bulkred-opt --split-input-file < %t.comment.mlir | filecheck %s --check-prefix=EMPTY
 // RUN: printf 'func.func @f() {\n  func.return\n}\n}\n' > %t.stray.mlir
 // RUN: not bulkred-opt %t.stray.mlir 2>&1 | filecheck %s --check-prefix=STRAY
 
