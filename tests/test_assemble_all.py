@@ -1,8 +1,8 @@
 """Every PTX the project produces in its tests assembles with ptxas (nvJitLink, no GPU).
 
 * tile-level reductions through the whole pipeline: sum/max/min (and and/or/xor on
-  integers) of f32, f16, bf16, f64, i32, i64, lengths 7..33 (every length for f32, a
-  spread for the others), 1-D and 2-D, with and without ``accum``; for sm_90a and
+  integers) of f32, f16, bf16, f64, i32, i64, at the lengths that take each path
+  (:func:`variant_module`), 1-D and 2-D, with and without ``accum``; for sm_90a and
   sm_100a through ``bulkred-to-ptx``, and sm_100a's lowering legalized for sm_90a. The
   kernels of one (pipeline, element type) share one module, so one ptxas run checks
   them all (a failure is located on the op and kernel it came from);
@@ -95,13 +95,14 @@ def reduce_kernel(name: str, kind: str, t: str, shape: tuple[int, ...], accum: b
 def variant_module(t: str, packed: bool) -> str:
     """All kernels for element type ``t``. ``packed``: the pipeline lowers f32 through
     sm100_packed, whose code is the chunks (n // 8) then the remainder (n % 8), each
-    written out on its own (docs/lowering.md): every length 7..16 (below the gate, one
-    chunk with every remainder), two, three and four chunks at remainders 0, 1 and 7,
-    and the looped forms (n >= 72) at 72, 79 and 1037;
+    written out on its own (docs/lowering.md): every length 7..17 (below the gate, one
+    chunk with every remainder, two chunks), 23 (two chunks, a remainder of 7: further
+    chunks repeat the second's code up to 71), and the looped forms (n >= 72) at 72, 79,
+    100 (three chunks written out after the loop) and 1037;
     otherwise the local variant, whose code is one load for n = 1 and else a loop of
     the same code for any n (1 and 7)."""
     kinds = ["sum", "max", "min"] + (["and", "or", "xor"] if t.startswith("i") else [])
-    lengths = [*range(7, 18), 23, 24, 25, 31, 32, 33, 72, 79, 1037] if packed and t == "f32" else (1, 7)
+    lengths = [*range(7, 18), 23, 72, 79, 100, 1037] if packed and t == "f32" else (1, 7)
     kernels = []
     for kind in kinds:
         for n in lengths:
