@@ -180,9 +180,11 @@ def dst_olds(rng: np.random.Generator) -> list[np.ndarray]:
 
 # One length per path of the lowering (CPU_ADVERSARIAL_LENGTHS below says which): one
 # chunk with no remainder, one and seven; two chunks with none, one and seven; four
-# chunks and one; the last unrolled lengths (64, 71); 72: the first length whose further
-# chunks go through the scf.for (two iterations); 100: the loop and 3 chunks after it.
-SM100_LENGTHS = [8, 9, 15, 16, 17, 23, 33, 64, 71, 72, 100]
+# chunks and one; the last unrolled length (71: 8 chunks, the remainder 7; 64, its chunks
+# without the remainder, is an adversarial length below); 72: the first length whose
+# further chunks go through the scf.for (two iterations); 100: the loop and 3 chunks
+# after it.
+SM100_LENGTHS = [8, 9, 15, 16, 17, 23, 33, 71, 72, 100]
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
