@@ -662,8 +662,9 @@ def test_fused_cases_in_the_interpreter(kind):
     progress); any other refusal or a wrong value fails. std and var_mean run the first
     half of var's cases (the same shapes, dtypes and corrections): their state and its
     combinations are var's, the square root and the mean output only added where the
-    result is stored."""
-    outcomes, failures, refused = _interpret(kind, 7 if kind in ("std", "var_mean") else 14)
+    result is stored; argmin the first half of argmax's (its state, the comparison
+    reversed)."""
+    outcomes, failures, refused = _interpret(kind, 7 if kind in ("std", "var_mean", "argmin") else 14)
     assert not failures, failures
     if refused:
         if all(NO_VARIANT in why for _, why in refused):
