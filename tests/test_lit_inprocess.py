@@ -62,8 +62,10 @@ def suite(tmp_path_factory):
 def _lit(suite: Path, subprocess_mode: bool) -> dict[str, str]:
     env = {**os.environ, "BULKRED_LIT_SUBPROCESS": "1" if subprocess_mode else "0"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # one lit worker: the nine small tests need no second process importing bulkred
+    # (the suite runs beside the others on every CPU)
     r = subprocess.run(
-        [str(Path(sys.executable).parent / "lit"), "-v", str(suite)], capture_output=True, text=True, env=env, timeout=300
+        [str(Path(sys.executable).parent / "lit"), "-v", "-j1", str(suite)], capture_output=True, text=True, env=env, timeout=300
     )
     results = {}
     for line in r.stdout.splitlines():
