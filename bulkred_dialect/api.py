@@ -503,7 +503,7 @@ def _info(x: Any, fn: str, what: str = "x") -> tuple[tuple[int, ...], str, tuple
             raise _error(fn, f"'{what}' is a torch tensor of layout {x.layout} (not dense); pass {what}.to_dense()")
         row = of_torch(x.dtype)
         return tuple(x.shape), row.name if row is not None else str(x.dtype).removeprefix("torch."), tuple(x.stride())
-    from bulkred_dialect.backend_ptx.arrays import _dtype_name as view_dtype
+    from bulkred_dialect.backend_ptx.arrays import view_dtype_name as view_dtype
     from bulkred_dialect.backend_ptx.arrays import is_device_array_like
 
     if not is_device_array_like(x):

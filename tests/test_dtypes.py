@@ -112,7 +112,7 @@ def test_every_list_of_element_types_derives_from_the_table():
     assert api.DTYPES == tuple(d.name for d in COLLECTIVE_DTYPES)
     assert {d.name for d in COLLECTIVE_DTYPES} <= {d.name for d in ELEMENT_DTYPES}
     for d in DTYPES.values():  # each row's spelling is a kernel parameter type of its width
-        nbytes, names, _ = signature._DTYPES[d.short]
+        nbytes, names, _ = signature.PARAM_DTYPES[d.short]
         assert nbytes == d.bytes and d.name in names
         assert signature._SCALAR_DTYPE[d.short] is np.dtype(d.numpy).type
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from bulkred_dialect.backend_ptx.errors import LaunchConfigError, MisalignedError, SignatureError
-from bulkred_dialect.backend_ptx.signature import _DTYPES, Param
+from bulkred_dialect.backend_ptx.signature import PARAM_DTYPES, Param
 from bulkred_dialect.ops.dtypes import DTYPES
 
 
@@ -54,7 +54,7 @@ def view_of(obj: Any, stream_handle: int, where: str) -> Any:
 _NOT_IN_NUMPY = tuple(d for d in DTYPES.values() if d.numpy != d.name)
 
 
-def _dtype_name(view: Any) -> str:
+def view_dtype_name(view: Any) -> str:
     try:
         return np.dtype(view.dtype).name
     except NotImplementedError as e:
@@ -66,7 +66,7 @@ def _itemsize(view: Any) -> int:
     try:
         return np.dtype(view.dtype).itemsize
     except NotImplementedError:
-        d = DTYPES.get(_dtype_name(view))
+        d = DTYPES.get(view_dtype_name(view))
         return d.bytes if d is not None else 0
 
 
@@ -102,9 +102,9 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
             f"got one on {_device_name(view)}"
         )
     shape = tuple(int(d) for d in view.shape)
-    dtype = _dtype_name(view)
-    if p.dtype is not None and dtype not in _DTYPES[p.dtype][1]:
-        raise SignatureError(f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {dtype}")
+    dtype = view_dtype_name(view)
+    if p.dtype is not None and dtype not in PARAM_DTYPES[p.dtype][1]:
+        raise SignatureError(f"{where}: expected dtype {PARAM_DTYPES[p.dtype][2]} ({p.dtype}), got {dtype}")
     if p.shape is not None:
         ok = len(p.shape) == len(shape) and all(d is None or d == s for d, s in zip(p.shape, shape))
         if not ok:
@@ -119,7 +119,7 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
             f"{where}: expected a contiguous row-major array, got strides {tuple(strides)} (in elements) "
             f"for shape {shape}; pass a contiguous copy (x.contiguous() in torch, cupy.ascontiguousarray(x))"
         )
-    itemsize = _DTYPES[p.dtype][0] if p.dtype is not None else _itemsize(view)
+    itemsize = PARAM_DTYPES[p.dtype][0] if p.dtype is not None else _itemsize(view)
     ptr = int(view.ptr)
     if ptr % align:
         raise MisalignedError(misaligned(where, ptr, align))
@@ -143,8 +143,8 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int 
         on = f"cuda:{t.device.index}" if t.is_cuda else f"the host ({t.device.type})"
         raise SignatureError(f"{where}: expected an array on cuda:{device_id} (the GPU the kernel runs on), got one on {on}")
     dtype = str(t.dtype)[6:]  # "torch.float32"
-    if p.dtype is not None and dtype not in _DTYPES[p.dtype][1]:
-        raise SignatureError(f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {dtype}")
+    if p.dtype is not None and dtype not in PARAM_DTYPES[p.dtype][1]:
+        raise SignatureError(f"{where}: expected dtype {PARAM_DTYPES[p.dtype][2]} ({p.dtype}), got {dtype}")
     shape = tuple(t.shape)
     if p.shape is not None:
         ok = len(p.shape) == len(shape) and all(d is None or d == s for d, s in zip(p.shape, shape))

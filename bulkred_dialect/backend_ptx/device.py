@@ -45,7 +45,7 @@ def arch_for_compute_capability(major: int, minor: int) -> str:
     return base + "a" if major >= 9 else base
 
 
-def _check(result: Any, call: str) -> Any:
+def check_result(result: Any, call: str) -> Any:
     """Check a cuda.bindings result tuple ``(CUresult, *values)``; return the values."""
     from cuda.bindings import driver
 
@@ -125,7 +125,7 @@ class Gpu:
         from cuda.bindings import driver
 
         if nbytes:
-            _check(
+            check_result(
                 driver.cuMemsetD8Async(driver.CUdeviceptr(ptr), 0, nbytes, driver.CUstream(int(stream.handle))),
                 "cuMemsetD8Async",
             )
@@ -152,7 +152,7 @@ class Gpu:
                 break
             if err != driver.CUresult.CUDA_ERROR_NOT_READY:
                 self.broken = f"{what}: {err.name}"
-                _check((err,), f"{what} (cuStreamQuery)")
+                check_result((err,), f"{what} (cuStreamQuery)")
             if deadline is not None and time.monotonic() > deadline:
                 self.broken = f"{what} did not finish within {timeout_s} s"
                 raise KernelTimeoutError(
@@ -164,7 +164,7 @@ class Gpu:
         if own:
             # a fault that happened between the query and now shows up here (on a
             # caller's stream this would wait for the caller's other streams too)
-            _check(driver.cuCtxSynchronize(), f"{what} (cuCtxSynchronize)")
+            check_result(driver.cuCtxSynchronize(), f"{what} (cuCtxSynchronize)")
 
     def alloc(self, nbytes: int):
         buf = self.device.allocate(max(nbytes, 16), stream=self.stream)
@@ -182,7 +182,7 @@ class Gpu:
         buf = self.alloc(host.nbytes)
         self.stream.sync()
         if host.nbytes:
-            _check(
+            check_result(
                 driver.cuMemcpyHtoD(driver.CUdeviceptr(int(buf.handle)), host.ctypes.data, host.nbytes),
                 "cuMemcpyHtoD",
             )
@@ -192,7 +192,7 @@ class Gpu:
         from cuda.bindings import driver
 
         if host.nbytes:
-            _check(
+            check_result(
                 driver.cuMemcpyDtoH(host.ctypes.data, driver.CUdeviceptr(int(buf.handle)), host.nbytes),
                 "cuMemcpyDtoH",
             )

@@ -23,7 +23,7 @@ from bulkred_dialect.backend_ptx.arrays import (
     is_torch_tensor,
     view_of,
 )
-from bulkred_dialect.backend_ptx.device import Gpu, _check, gpu
+from bulkred_dialect.backend_ptx.device import Gpu, check_result, gpu
 from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
 from bulkred_dialect.errors import ArgumentError
@@ -113,10 +113,10 @@ def _set_kernel_attribute(g: Gpu, kernel: Any, attr: Any, value: int) -> None:
 
     h = kernel.handle
     if isinstance(h, driver.CUkernel):
-        dev = _check(driver.cuDeviceGet(g.device.device_id), "cuDeviceGet")
-        _check(driver.cuKernelSetAttribute(attr, value, h, dev), "cuKernelSetAttribute")
+        dev = check_result(driver.cuDeviceGet(g.device.device_id), "cuDeviceGet")
+        check_result(driver.cuKernelSetAttribute(attr, value, h, dev), "cuKernelSetAttribute")
     else:
-        _check(driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, value), "cuFuncSetAttribute")
+        check_result(driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, value), "cuFuncSetAttribute")
 
 
 class _CallSignature:

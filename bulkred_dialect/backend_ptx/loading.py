@@ -142,14 +142,14 @@ def _load_function(kern: Any) -> None:
     """``cuFuncLoad`` the function of a cuda.core kernel in the current context."""
     from cuda.bindings import driver
 
-    from bulkred_dialect.backend_ptx.device import _check
+    from bulkred_dialect.backend_ptx.device import check_result
 
     h = kern.handle
     if isinstance(h, driver.CUkernel):
-        func = _check(driver.cuKernelGetFunction(h), "cuKernelGetFunction")
+        func = check_result(driver.cuKernelGetFunction(h), "cuKernelGetFunction")
     else:
         func = driver.CUfunction(int(h))
-    _check(driver.cuFuncLoad(func), "cuFuncLoad")
+    check_result(driver.cuFuncLoad(func), "cuFuncLoad")
 
 
 def _entry_names(ptx: str) -> list[str]:

@@ -39,10 +39,12 @@ def _param_dtypes() -> dict[str, tuple[int, tuple[str, ...], str]]:
     return out
 
 
-_DTYPES = _param_dtypes()
+PARAM_DTYPES = _param_dtypes()
+"""A parameter's dtype spelling (``f32``, ``i32``, ``s8`` ...) -> (bytes, the array dtype
+names it takes, the name an error shows); from ``ops/dtypes.py``'s rows."""
 
 # The numpy type of a scalar parameter of each element type (bf16: its bits).
-_SCALAR_DTYPE: dict[str, type] = {spec: np.dtype(of_short(spec).numpy).type for spec in _DTYPES}  # type: ignore[union-attr]
+_SCALAR_DTYPE: dict[str, type] = {spec: np.dtype(of_short(spec).numpy).type for spec in PARAM_DTYPES}  # type: ignore[union-attr]
 
 
 def _is_int(v: object) -> bool:
@@ -55,7 +57,7 @@ def _is_shape(v: object) -> bool:
 
 
 def _dtype_ok(spec: str, dtype: np.dtype) -> bool:
-    return dtype.name in _DTYPES[spec][1]
+    return dtype.name in PARAM_DTYPES[spec][1]
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,9 @@ class Param:
             raise SignatureValueError(f"a param's name must be a non-empty string, got {self.name!r}")
         if self.kind not in ("array", "scalar"):
             raise SignatureValueError(f"param '{self.name}': kind must be 'array' or 'scalar', got '{self.kind}'")
-        if self.dtype is not None and (not isinstance(self.dtype, str) or self.dtype not in _DTYPES):
+        if self.dtype is not None and (not isinstance(self.dtype, str) or self.dtype not in PARAM_DTYPES):
             raise SignatureValueError(
-                f"param '{self.name}': unknown dtype '{self.dtype}' (valid: {', '.join(_DTYPES)})"
+                f"param '{self.name}': unknown dtype '{self.dtype}' (valid: {', '.join(PARAM_DTYPES)})"
             )
         if self.shape is not None and (
             not isinstance(self.shape, tuple)
@@ -273,7 +275,7 @@ class KernelSignature:
                 )
             if p.dtype is not None and not _dtype_ok(p.dtype, a.dtype):
                 raise SignatureError(
-                    f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}"
+                    f"{where}: expected dtype {PARAM_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}"
                 )
             if p.shape is not None:
                 ok = len(p.shape) == a.ndim and all(
@@ -295,7 +297,7 @@ class KernelSignature:
         want = _SCALAR_DTYPE[p.dtype]
         if isinstance(a, np.generic):
             if not _dtype_ok(p.dtype, a.dtype):
-                raise SignatureError(f"{where}: expected dtype {_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}")
+                raise SignatureError(f"{where}: expected dtype {PARAM_DTYPES[p.dtype][2]} ({p.dtype}), got {a.dtype}")
             return want(a) if a.dtype != np.dtype(want) else a
         if isinstance(a, bool) or not isinstance(a, int | float):
             raise SignatureError(f"{where}: expected a {p.describe()}, got {type(a).__name__}")
