@@ -20,6 +20,7 @@ stopped at function bodies.
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -99,7 +100,7 @@ def _from_module(name: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def _dynamic_targets(call: ast.Call, constants: set[str], mods: dict[str, Path]) -> set[str] | None:
+def _dynamic_targets(call: ast.Call, constants: frozenset[str], mods: dict[str, Path]) -> set[str] | None:
     """The modules an ``import_module(...)`` / ``__import__(...)`` call may import; None
     when it is not one; raise when it cannot be resolved."""
     f = call.func
@@ -117,13 +118,20 @@ def _dynamic_targets(call: ast.Call, constants: set[str], mods: dict[str, Path])
     raise AssertionError(f"a dynamic import the checker cannot resolve, line {call.lineno}: {ast.unparse(call)}")
 
 
+@functools.cache
+def _parsed(text: str, filename: str) -> tuple[ast.Module, frozenset[str]]:
+    """The module's tree and its string constants, parsed once per text (the graphs of
+    the tests above walk the same files; nothing here changes a tree)."""
+    tree = ast.parse(text, filename)
+    return tree, frozenset(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+
 def import_graph(root: Path, package: str, walker: Walker = every_node) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports (the nodes ``walker`` yields)."""
     mods = modules(root, package)
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
-        tree = ast.parse(path.read_text(), str(path))
-        constants = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        tree, constants = _parsed(path.read_text(), str(path))
         edges: set[str] = set()
         for node in walker(tree.body):
             if isinstance(node, ast.Import):
@@ -198,7 +206,7 @@ def one_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
 def late_imports(path: Path) -> list[int]:
     """Lines of top-level imports after the module's first statement that is neither an
     import, nor its docstring, nor an ``if TYPE_CHECKING:`` block."""
-    body = ast.parse(path.read_text(), str(path)).body
+    body = _parsed(path.read_text(), str(path))[0].body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     header = True
