@@ -18,7 +18,9 @@ choose the variants' settings by measurement, each setting compiling its own ker
 compile cache off): ``bf16`` (bfloat16 rows in 16-byte vectors of 8, rows_common.WIDE_BF16,
 against 8-byte vectors of 4) and ``variants`` (the variants forced where two apply:
 rows_cta against rows_cluster at 8192 and 16384, rows_cluster against rows_stream at
-65536 and 131072, and clusters of 16 against rows_stream at 262144).
+65536 and 131072, and clusters of 16 against rows_stream at 262144), ``values`` (the
+float32 values a thread holds, rows_common.MAX_VALUES 16, 32, 64, in rows_cta; a cluster
+CTA's share, rows_cluster.SLICE 8192 against 16384).
 
     python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096] [--parts main,small]
     bash tools/gpu.sh tests:rows bench:rows       (BENCH_ARGS="--parts bf16,variants")
@@ -145,7 +147,7 @@ def main() -> int:
         _main(torch, rows, args, results)
     if "small" in parts:
         _small(torch, rows, args, results)
-    if "bf16" in parts or "variants" in parts:
+    if any(t in parts for t in ("bf16", "variants", "values")):
         _tuning(torch, rows, parts)
     with open(os.path.join(args.out, "rows.json"), "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": results}, f, indent=1)
@@ -212,6 +214,8 @@ def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None
     w = torch.randn(n, device="cuda").to(x.dtype)
     if kind == "softmax":
         fn = lambda t: rows.softmax(t, variant=variant)  # noqa: E731
+    elif kind == "layer_norm":
+        fn = lambda t: rows.layer_norm(t, (n,), w, w, 1e-5, variant=variant)  # noqa: E731
     else:
         fn = lambda t: rows.rms_norm(t, (n,), w, 1e-6, variant=variant)  # noqa: E731
     us = RA.graph_us(torch, fn, [x], 10, 5)
@@ -236,6 +240,27 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                 print(f"| {kind} | {n} | {got[0]:,.0f} | {got[1]:,.0f} |", flush=True)
         rows_common.WIDE_BF16 = True
         rows._KERNELS.clear()
+    if "values" in parts:
+        from bulkred_dialect.passes.variants import rows_cta
+
+        print()
+        print("| kind | dtype | N | setting | GB/s |")
+        print("| --- | --- | ---: | --- | ---: |")
+        for kind, dtype, n, variant in (("softmax", "bfloat16", 4096, "rows_cta"), ("layer_norm", "bfloat16", 16384, "rows_cta"),
+                                        ("softmax", "float32", 4096, "rows_cta")):
+            for values in (16, 32, 64):
+                rows_common.MAX_VALUES = values
+                rows._KERNELS.clear()
+                print(f"| {kind} | {dtype} | {n} | MAX_VALUES {values} | {_cell(torch, rows, kind, n, dtype, variant):,.0f} |", flush=True)
+        rows_common.MAX_VALUES = 32
+        for kind, dtype in (("softmax", "bfloat16"), ("layer_norm", "bfloat16"), ("softmax", "float32")):
+            for slice_ in (8192, 16384):
+                rows_cluster.SLICE = slice_
+                rows._KERNELS.clear()
+                print(f"| {kind} | {dtype} | 65536 | SLICE {slice_} | {_cell(torch, rows, kind, 65536, dtype, 'rows_cluster'):,.0f} |", flush=True)
+        rows_cluster.SLICE = 8192
+        rows._KERNELS.clear()
+        del rows_cta
     if "variants" in parts:
         print()
         print("| kind | dtype | N | variant | GB/s |")

@@ -192,16 +192,17 @@ def test_padded_rows(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", list(SHAPES))
 def test_non_finite_rows_as_torch(variant: str) -> None:
-    """An all -inf row and a row with a NaN give NaN rows (torch: max is -inf, so x - max is
-    NaN); a row with a -inf element gives it 0; the other rows are untouched."""
+    """An all -inf row, a row with a NaN and a row with +inf give NaN rows (torch: max is
+    -inf or +inf, so x - max is NaN); a row with a -inf element gives it 0."""
     n = {"rows_warp": 68, "rows_cta": 136, "rows_stream": 300, "rows_cluster": 180}[variant]
     rng = np.random.default_rng(9)
-    x = rng.standard_normal((3, n))
+    x = rng.standard_normal((4, n))
     x[1] = -np.inf
     x[2, n // 2] = np.nan
+    x[3, n - 2] = np.inf
     x[0, 3] = -np.inf
     y, stats, xv, _, _ = run("softmax", x, variant=variant)
-    assert np.isnan(y[1]).all() and np.isnan(y[2]).all()
+    assert np.isnan(y[1]).all() and np.isnan(y[2]).all() and np.isnan(y[3]).all()
     assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
     check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")
 

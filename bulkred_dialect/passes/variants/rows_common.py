@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -434,8 +433,8 @@ class _Row:
             return []
 
         first = e.cmp("eq", self.g, 0)
-        if self.rank is not None:
-            first = e.value(arith.AndIOp(first, e.cmp("eq", self.rank, 0)))
+        if self.rank is not None:  # and.pred (arith.andi does not lower to ptx)
+            first = e.and_pred(first, e.cmp("eq", self.rank, 0))
         e.if_(first, write)
 
     # endregion
@@ -795,10 +794,10 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
 
 
 def _clamp(e: Emitter, t: SSAValue) -> SSAValue:
-    """``t`` clamped to [-FLT_MAX, FLT_MAX] (NaN stays NaN): the shift of the online sum,
-    so that no ``inf - inf`` arises while the row streams by."""
-    lo = e.minmax(ReduceKind.MAX, AT, t, e.const(-FLT_MAX, f32))
-    return e.minmax(ReduceKind.MIN, AT, lo, e.const(FLT_MAX, f32))
+    """``t`` raised to at least -FLT_MAX (NaN and +inf stay): the shift of a sum of
+    exponentials, so that an all -inf part adds 0 (no ``-inf - -inf``). +inf is kept, as
+    torch's maximum: a row with +inf gets ``inf - inf``, NaN, everywhere."""
+    return e.minmax(ReduceKind.MAX, AT, t, e.const(-FLT_MAX, f32))
 
 
 Visit = Callable[[Emitter, "SSAValue | int", list[SSAValue], int], list[SSAValue]]
