@@ -19,7 +19,8 @@ compile cache off): ``bf16`` (bfloat16 rows in 16-byte vectors of 8, rows_common
 against 8-byte vectors of 4) and ``variants`` (the variants forced where two apply:
 rows_cta against rows_cluster at 8192 and 16384, rows_cluster against rows_stream at
 65536 and 131072, and clusters of 16 against rows_stream at 262144), ``values`` (the
-float32 values a thread holds, rows_common.MAX_VALUES 16, 32, 64, in rows_cta; a cluster
+float32 values a thread holds, rows_common.MAX_VALUES 16, 32, 64, in rows_cta (the
+last with 64-thread CTAs allowed); a cluster
 CTA's share, rows_cluster.SLICE 8192 against 16384).
 
     python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096] [--parts main,small]
@@ -248,11 +249,15 @@ def _tuning(torch, rows, parts: list[str]) -> None:
         print("| --- | --- | ---: | --- | ---: |")
         for kind, dtype, n, variant in (("softmax", "bfloat16", 4096, "rows_cta"), ("layer_norm", "bfloat16", 16384, "rows_cta"),
                                         ("softmax", "float32", 4096, "rows_cta")):
-            for values in (16, 32, 64):
-                rows_common.MAX_VALUES = values
+            for least, values in ((128, 16), (128, 32), (64, 64)):
+                rows_common.MAX_VALUES, rows_cta.MIN_BLOCK = values, least
                 rows._KERNELS.clear()
-                print(f"| {kind} | {dtype} | {n} | MAX_VALUES {values} | {_cell(torch, rows, kind, n, dtype, variant):,.0f} |", flush=True)
-        rows_common.MAX_VALUES = 32
+                try:
+                    gbs = f"{_cell(torch, rows, kind, n, dtype, variant):,.0f}"
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    gbs = f"failed: {str(e).splitlines()[0][:80]}"
+                print(f"| {kind} | {dtype} | {n} | MAX_VALUES {values}, MIN_BLOCK {least} | {gbs} |", flush=True)
+        rows_common.MAX_VALUES, rows_cta.MIN_BLOCK = 32, 128
         for kind, dtype in (("softmax", "bfloat16"), ("layer_norm", "bfloat16"), ("softmax", "float32")):
             for slice_ in (8192, 16384):
                 rows_cluster.SLICE = slice_
