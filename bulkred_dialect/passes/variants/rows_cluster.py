@@ -25,6 +25,7 @@ from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, lower_rows, plan, row_predicates, vector_of
 
 SLICE = 8192
@@ -41,7 +42,7 @@ def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
     """(CTAs per cluster, threads per CTA, vectors per thread) for ``op``'s N and type."""
     vec = vector_of(op)
     vectors = op.cols // vec
-    per = max(1, MAX_VALUES // vec)
+    per = max(1, rows_common.MAX_VALUES // vec)
     c = 2
     while c < MAX_CLUSTER and c * SLICE < op.cols:
         c *= 2
@@ -55,7 +56,7 @@ def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
 def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     c, block, items = cluster_for(op)
-    ok = items * vector_of(op) <= MAX_VALUES
+    ok = items * vector_of(op) <= rows_common.MAX_VALUES
     return ok, f"N = {op.cols}: {c} CTAs of {block} threads, {items * vector_of(op)} values each"
 
 

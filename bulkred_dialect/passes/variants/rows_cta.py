@@ -19,7 +19,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, lower_rows, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants import rows_common
+from bulkred_dialect.passes.variants.rows_common import items_for, lower_rows, plan, row_predicates, vector_of
 
 MIN_BLOCK = 128
 MAX_BLOCK = 1024
@@ -33,7 +34,7 @@ def block_for(op: NormalizeRowsOp) -> int:
     """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
     the row with at most MAX_VALUES values per thread."""
     block = MIN_BLOCK
-    per = max(1, MAX_VALUES // vector_of(op))
+    per = max(1, rows_common.MAX_VALUES // vector_of(op))
     while block < MAX_BLOCK and items_for(op, block) > per:
         block *= 2
     return block
