@@ -506,7 +506,8 @@ def test_in_place_functions_refuse_tensors_that_share_memory():
     ts = [base[:500], base[500:], base[:0], base[:0]]
     clone = [t.clone() for t in ts[:2]]
     bulkred.clip_grad_norm_(ts, 1e-3)
-    torch.nn.utils.clip_grad_norm_(clone, 1e-3)
+    coef = torch.clamp(1e-3 / (torch.nn.utils.get_total_norm(clone) + 1e-6), max=1.0)  # torch's clip, on tensors
+    torch._foreach_mul_(clone, coef)
     torch.testing.assert_close(torch.cat(ts[:2]), torch.cat(clone), rtol=2e-4, atol=0)
 
 
@@ -525,8 +526,9 @@ def test_numpy_scalar_options_are_taken_alike():
     grads = [t.clone() for t in ts]
     total = bulkred.clip_grad_norm_(grads, np.float32(0.5), np.float64(2))
     _assert_norms(total, ref_total(ts, 2.0), 2.0, "clip with numpy options")
+    # 0.5 within the bfloat16 grad's rounding (2^-9 relative per element)
     _assert_norms(bulkred.total_norm(grads), torch.tensor(0.5, dtype=torch.float64, device=DEV), 2.0, "clipped to 0.5",
-                  exact=False)
+                  rtol=4e-3, exact=False)
     torch.testing.assert_close(
         bulkred.vector_norm(ts[0], ord=np.float32(3)), bulkred.total_norm(ts[:1], np.float32(3)), rtol=2e-4, atol=0)
 
