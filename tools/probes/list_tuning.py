@@ -90,7 +90,7 @@ def _median_us(fn, n: int = 50) -> float:
 def host_stages(log) -> dict:
     _reset()
     base = [torch.randn(4096, device="cuda") for _ in range(2000)]
-    k = F._list_kernel("reduce", 2.0, False, False, False)
+    k = F._reduce_kernel(F.LISTS["total_norm"], {"ord": 2.0, "local": False})
     grid = F._grid(k)
     checked = F._check("total_norm", base, torch)
     T = torch.Tensor
