@@ -164,8 +164,8 @@ def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
     "kind,dtype,variant,n,affine",
     [
         ("softmax", "bfloat16", "rows_warp", 37, None),  # odd N: scalar loads
-        ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),  # 16-byte vectors of 8
-        ("layer_norm", "bfloat16", "rows_cluster", 176, "float32"),  # 8 float32 weights: two loads
+        ("rms_norm", "bfloat16", "rows_cta", 136, "bfloat16"),
+        ("layer_norm", "bfloat16", "rows_cta", 176, "float32"),
         ("layer_norm", "float16", "rows_warp", 40, "float32"),
         ("add_rms_norm", "bfloat16", "rows_stream", 4 * 20 + 1, "bfloat16"),  # h rounded to bf16, read back
         ("log_softmax", "float16", "rows_stream", 4 * 30 + 2, None),  # scalar loads, one loop step
@@ -239,7 +239,7 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
     monkeypatch.undo()  # the real settings
     for n, dtype, name, block in [(1024, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_cta", 128),
                                   (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_cluster", 256),
-                                  (300000, "bfloat16", "rows_stream", 512)]:
+                                  (65536, "bfloat16", "rows_stream", 512), (300000, "bfloat16", "rows_stream", 512)]:
         seen = set()
         for m in (1, 7, 4096):
             assert choose(_op(m, n, dtype), SM90).name == name
@@ -309,6 +309,16 @@ def test_backward_kinds(kind: str, variant: str, n: int) -> None:
     else:
         want = g - np.exp(f) * g.sum(1, keepdims=True)
     np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("kind", ["softmax", "rms_norm"])
+def test_wide_bfloat16_vectors(kind: str, monkeypatch) -> None:
+    """The 16-byte bfloat16 path (rows_common.WIDE_BF16, off by default): 8 elements from
+    4 words and back, float32 weights in two loads."""
+    monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    x = np.random.default_rng(4).standard_normal((2, 136)) * 2
+    y, stats, xv, w, b = run(kind, x, "bfloat16", variant="rows_cta", affine="float32")
+    check(kind, y, stats, xv, w, b, "bfloat16")
 
 
 def test_module_text_refusals_are_one_line() -> None:

@@ -13,7 +13,8 @@ one cluster barrier per statistic per row (softmax's maximum and sum are one (m,
 layer_norm's mean and variance two). One read of x, one write of y.
 
 The configuration (cluster size, threads, vectors per thread) is a function of N and the
-element type only. Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
+element type only. It takes float32 rows of up to :data:`MEASURED_N` (where it was measured
+faster than rows_stream). Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, lower_rows, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, dtype_of, lower_rows, plan, row_predicates, vector_of
 
 SLICE = 8192
 """Elements of a row a CTA of the cluster aims to hold (256 threads of 32 values)."""
@@ -36,6 +37,11 @@ MAX_CLUSTER = 8
 """The largest portable cluster (16 needs the non-portable size: next)."""
 
 MAX_N = MAX_CLUSTER * MAX_BLOCK * MAX_VALUES
+
+MEASURED_N = 65536
+"""The rows where a cluster was measured faster than rows_stream on an H200 (docs/rows.md):
+float32 rows of up to 65536 (1.29x at 65536); at 131072, and for bfloat16 at 65536,
+rows_stream was as fast or faster (the CTAs' shares too small for the exchange's cost)."""
 
 
 def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
@@ -60,6 +66,12 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     return ok, f"N = {op.cols}: {c} CTAs of {block} threads, {items * vector_of(op)} values each"
 
 
+def _pays(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    d = dtype_of(op)
+    return d.bytes == 4 and op.cols <= MEASURED_N, f"{d.name}, N = {op.cols}"
+
+
 def lower_rows_cluster(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, items = cluster_for(op)
@@ -73,6 +85,7 @@ ROWS_CLUSTER = Variant(
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (clusters)"),
         Predicate("row_in_cluster", _fits, expected=f"<= {MAX_VALUES} values per thread in {MAX_CLUSTER} CTAs of {MAX_BLOCK}"),
+        Predicate("measured", _pays, expected=f"float32, N <= {MEASURED_N} (faster than rows_stream)"),
     ],
     lower=lower_rows_cluster,
 )

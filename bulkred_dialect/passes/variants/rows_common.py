@@ -4,9 +4,10 @@ and one lowering of a row that each variant configures.
 
 A *group* of ``G`` threads (a warp, or a whole CTA) owns one row at a time; the CTA's
 groups take rows ``g, g + groups, ...`` (a grid-stride loop). Thread ``t`` of a group
-reads the vectors ``t, t + G, t + 2G, ...`` of the row (``V`` elements each, 16 bytes:
-``ld.global.nc.v4.f32``, bfloat16 as ``ld.v4.b32`` of 8; 8-byte ``ld.v4.b16`` of float16;
-scalar loads when N or a row stride is not a multiple of V). Each thread accumulates in
+reads the vectors ``t, t + G, t + 2G, ...`` of the row (``V`` elements each:
+``ld.global.nc.v4.f32``, 8-byte ``ld.v4.b16`` of bfloat16 and float16 (16-byte bfloat16
+vectors with :data:`WIDE_BF16`); scalar loads when N or a row stride is not a multiple of
+V). Each thread accumulates in
 float32, then the group combines (``shfl.sync`` butterfly in a warp; warp partials
 through shared memory in a CTA) and every thread of the group holds the row's
 statistics. With a cluster (``rows_cluster``) CTA rank r holds its slice of the row
@@ -70,9 +71,11 @@ FLT_MAX = 3.4028234663852886e38
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
 
-WIDE_BF16 = True
-"""bfloat16 rows move in 16-byte vectors of 8 elements (``ld.v4.b32``, each word split into
-two float32 by shifts; stores packed back into words), not 8-byte ``ld.v4.b16``."""
+WIDE_BF16 = False
+"""With True, bfloat16 rows move in 16-byte vectors of 8 elements (``ld.v4.b32``, each word
+split into two float32 by shifts; stores packed back into words) instead of 8-byte
+``ld.v4.b16``: measured on an H200 (docs/rows.md), no faster (0 to 4.6% slower in 8 cells),
+so off."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,8 @@ def dtype_of(op: NormalizeRowsOp) -> DType:
 
 
 def vector_of(op: NormalizeRowsOp) -> int:
-    """Elements per load: 16 bytes (4 float32, 8 bfloat16 with :data:`WIDE_BF16`), 8 bytes
-    of float16 (4), where N and every row stride are multiples of it; else 1."""
+    """Elements per load: 4 (16 bytes of float32, 8 of a 16-bit type; 8 bfloat16 with
+    :data:`WIDE_BF16`), where N and every row stride are multiples of it; else 1."""
     d = dtype_of(op)
     v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
     rows = [b.type for b in (op.x, op.y, op.grad, op.residual, op.residual_out) if b is not None]
