@@ -24,18 +24,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from bulkred_dialect.errors import ArgumentError
+from bulkred_dialect.ops.dtypes import DTYPES
 
 KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward",
          "log_softmax_backward")
 
-_IR = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+_ROW_DTYPES = ("float32", "bfloat16", "float16")  # the element types a row may hold
 _STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd", "lse": "lse"}
 
 
 def _buf(shape: Sequence[int], dtype: str, stride: int | None = None) -> str:
     dims = "x".join(str(d) for d in shape)
     layout = f", strided<[{stride}, 1]>" if stride is not None else ""
-    return f"memref<{dims}x{_IR[dtype]}{layout}, #bulkred.scope<global>>"
+    return f"memref<{dims}x{DTYPES[dtype].mlir}{layout}, #bulkred.scope<global>>"
 
 
 def module_text(
@@ -65,8 +66,8 @@ def module_text(
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
-        if d is not None and d not in _IR:
-            raise ArgumentError(f"{field} must be one of {', '.join(_IR)}, got {d!r}")
+        if d is not None and d not in _ROW_DTYPES:
+            raise ArgumentError(f"{field} must be one of {', '.join(_ROW_DTYPES)}, got {d!r}")
     tx = _buf((m, n), dtype, x_stride)
     ty = _buf((m, n), dtype, y_stride)
     params = [f"%x: {tx}", f"%y: {ty}"]
