@@ -42,33 +42,42 @@ def _mean(x, results, grads, dims, keepdims, options):
     return (_restore(grads[0], dims, keepdims, x.dim()) / _count(x, dims)).expand(x.shape).to(x.dtype)
 
 
+def _others(x, dims):
+    """Each element's product of the other elements of its reduced slice, without a
+    division: exclusive cumulative products from both ends of the slice (torch's
+    prod_safe_zeros_backward), so its own derivative is exact where the slice has zeros."""
+    kept = [d for d in range(x.dim()) if d not in dims]
+    order = kept + list(dims)
+    xt = x.permute(order)
+    flat = xt.reshape(*xt.shape[: len(kept)], -1)
+    ones = torch.ones_like(flat[..., :1])
+    before = torch.cat([ones, flat[..., :-1]], -1).cumprod(-1)
+    after = torch.cat([ones, flat.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)
+    inverse = [order.index(d) for d in range(x.dim())]
+    return (before * after).reshape(xt.shape).permute(inverse)
+
+
 def _prod(x, results, grads, dims, keepdims, options):
     """torch's prod_backward, without a host sync (``torch.compile(fullgraph=True)`` traces
-    it): per reduced slice, by its number of zeros ``z``:
+    it), chosen per reduced slice by ``torch.where`` on the GPU where torch chooses for the
+    whole ``x`` with ``(x == 0).nonzero()`` on the host:
 
-    * ``z == 0``: ``grad * result / x`` (NaN wherever the product is NaN, as torch);
-    * ``z == 1``: at the zero, ``grad`` times the product of the other elements (exact:
-      the product of the slice with its zero as 1); 0 elsewhere;
-    * ``z >= 2``: 0 (every element has a zero among the others).
-
-    torch chooses between ``result / x`` and its exclusive products for the whole ``x``
-    with ``(x == 0).nonzero()`` on the host; here ``torch.where`` chooses per slice on the
-    GPU. Divisions and products never see a zero they would turn into inf or NaN, so the
-    backward of this backward (``create_graph=True``) is finite where torch's is."""
+    * a slice without a zero: ``grad * result / x`` (NaN wherever the product is NaN, as torch);
+    * a slice with zeros: ``grad`` times each element's product of the others, as exclusive
+      products (:func:`_others`): no division, so the backward of this backward
+      (``create_graph=True``, ``gradgradcheck``) is right at and beside the zeros."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     if x.dim() == 0:
         return g.to(x.dtype).expand(x.shape)
+    if x.numel() == 0:
+        return torch.zeros_like(x)
+    dims = tuple(d % x.dim() for d in dims)
     r = _restore(results[0], dims, keepdims, x.dim())
     zero = x == 0
-    zeros = zero.sum(dim=dims, keepdim=True)
-    one = torch.ones_like(x)
-    safe = torch.where(zero, one, x)  # x with its zeros as 1
-    others = safe
-    for d in dims:  # the product of the slice's nonzero elements
-        others = others.prod(d, keepdim=True)
+    no_zero = zero.sum(dim=dims, keepdim=True) == 0
+    safe = torch.where(zero, torch.ones_like(x), x)  # x with its zeros as 1: plain's division never sees 0
     plain = g * (r / safe)
-    at_zero = g * others.to(g.dtype)
-    out = torch.where(zeros == 0, plain, torch.where(zero & (zeros == 1), at_zero, torch.zeros_like(plain)))
+    out = torch.where(no_zero, plain, g * _others(x, dims).to(g.dtype))
     return out.to(x.dtype)
 
 
