@@ -7,7 +7,7 @@
 #
 # Steps (each log under $OUT, default /tmp/out; its tail is printed):
 #   wheels          fetch into .whl/ (ignored by git) the wheels the GPU image lacks, for
-#                   Python 3.12 on x86-64: xdsl and its pure-Python needs, filecheck, lit,
+#                   Python 3.12 on x86-64: xdsl and its pure-Python needs, filecheck, lit, expecttest (torch's OpInfo database needs it),
 #                   and greenlet (a binary wheel); the image has numpy, cuda-bindings,
 #                   cuda-core, pytest and torch, and two versions of one package break the
 #                   install. Runs here, not on the GPU machine.
@@ -48,7 +48,7 @@ start=$(date +%s)
 
 wheels() {
   rm -rf .whl && mkdir -p .whl || return 1
-  local pure=(xdsl immutabledict ordered-set typing-extensions filecheck lit) spec=() p v g
+  local pure=(xdsl immutabledict ordered-set typing-extensions filecheck lit expecttest) spec=() p v g
   for p in "${pure[@]}"; do  # the versions installed in .venv when there are any
     v=$( (.venv/bin/python -m pip show "$p" 2>/dev/null || true) | sed -n "s/^Version: //p")
     spec+=("${p}${v:+==$v}")
