@@ -114,15 +114,13 @@ def _agree(torch, ours, theirs, x) -> str:
 
 def _variant(kind: str, n: int, dtype: str) -> str:
     """The variant the dispatcher chooses for rows of ``n`` (it does not depend on M)."""
-    from bulkred_dialect.backend_ptx.runtime import parse
     from bulkred_dialect.ops.target import Target
     from bulkred_dialect.ops.tile import NormalizeRowsOp
     from bulkred_dialect.passes.dispatch import choose
-    from bulkred_dialect.rows import module_text
+    from bulkred_dialect.rows import module
 
     norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
-    op = next(o for o in parse(module_text(kind, 1, n, dtype, eps=1e-5 if norm else None)).walk()
-              if isinstance(o, NormalizeRowsOp))
+    op = next(o for o in module(kind, 1, n, dtype, eps=1e-5 if norm else None).walk() if isinstance(o, NormalizeRowsOp))
     return choose(op, Target.parse("sm_90a")).name
 
 

@@ -83,6 +83,8 @@ from bulkred_dialect.ops.tile import (
     LAUNCH_ATTR,
     LaunchAttr,
     MemoryScope,
+    NormKind,
+    NormalizeRowsOp,
     ReduceKind,
     ReduceKindAttr,
     ReduceListOp,
@@ -126,6 +128,7 @@ __all__ = [
     "max",
     "min",
     "module",
+    "normalize_rows",
     "reduce",
     "reduce_list",
     "scale_list",
@@ -635,6 +638,74 @@ def scale_list(table: SSAValue, factor: SSAValue, *, clip_by: SSAValue | None = 
     f = _buffer(factor, "factor", "scale_list")
     c = None if clip_by is None else _buffer(clip_by, "clip_by", "scale_list")
     return _insert(ScaleListOp(t, f, c), "scale_list")  # type: ignore[return-value]
+
+
+def normalize_rows(
+    kind: str | NormKind,
+    x: SSAValue,
+    y: SSAValue | None = None,
+    *,
+    target: SSAValue | None = None,
+    loss: SSAValue | None = None,
+    grad: SSAValue | None = None,
+    residual: SSAValue | None = None,
+    residual_out: SSAValue | None = None,
+    weight: SSAValue | None = None,
+    bias: SSAValue | None = None,
+    row_max: SSAValue | None = None,
+    row_sum: SSAValue | None = None,
+    mean: SSAValue | None = None,
+    rstd: SSAValue | None = None,
+    lse: SSAValue | None = None,
+    eps: float | None = None,
+    ignore_index: int | None = None,
+    label_smoothing: float | None = None,
+    variant: str | None = None,
+) -> NormalizeRowsOp:
+    """``bulkred.normalize_rows kind [variant "v"] x, y ...``: reduce each row of the
+    global ``[M, N]`` buffer ``x`` and write ``y``, an elementwise function of the row and
+    its statistics, in one kernel (docs/rows.md; ``ops/tile/rows.py`` gives each kind's
+    formula). ``kind`` is softmax, log_softmax, rms_norm, layer_norm, add_rms_norm,
+    cross_entropy, softmax_backward or log_softmax_backward.
+
+    The operands keep the op's names, each a kernel parameter (``k.param``): ``y`` (every
+    kind but cross_entropy); cross_entropy's ``target`` (int64 ``[M]``) and ``loss``
+    (float32 ``[M]``); the backward kinds' ``grad``; add_rms_norm's ``residual`` and
+    ``residual_out``; the affine ``weight`` and ``bias`` (``[N]``); the statistics it stores,
+    float32 ``[M]``: ``row_max``, ``row_sum`` (softmax kinds), ``mean`` (layer_norm),
+    ``rstd`` (the norms), ``lse`` (cross_entropy). ``eps`` (the norms, required there),
+    ``ignore_index`` and ``label_smoothing`` (cross_entropy) are the attributes;
+    ``variant`` forces a lowering variant by name (``rows_warp``, ``rows_cta``, ...).
+    Which operand each kind takes, and their shapes, are the op's verifier's rules
+    (:meth:`Kernel.module` reports them at this call's line)::
+
+        with T.kernel("rms") as k:
+            x = k.param("x", [64, 4096], "bfloat16")
+            y = k.param("y", [64, 4096], "bfloat16")
+            T.normalize_rows("rms_norm", x, y, weight=k.param("w", [4096], "bfloat16"), eps=1e-6)
+    """
+    fn = "normalize_rows"
+    k = _enum(NormKind, kind, "kind", fn)
+    xv = _buffer(x, "x", fn)
+    yv = None if y is None else _buffer(y, "y", fn)
+    given = {
+        "target": target, "loss": loss, "grad": grad, "residual": residual, "residual_out": residual_out,
+        "weight": weight, "bias": bias, "row_max": row_max, "row_sum": row_sum, "mean": mean, "rstd": rstd, "lse": lse,
+    }
+    operands = {f: _buffer(v, f, fn) for f, v in given.items() if v is not None}
+    for field, value in (("eps", eps), ("label_smoothing", label_smoothing)):
+        if value is not None and (not isinstance(value, numbers.Real) or isinstance(value, bool)):
+            raise BuildError(f"'{field}' of T.{fn} must be a float, got {_describe(value)}")
+    if ignore_index is not None and not _is_int(ignore_index):
+        raise BuildError(f"'ignore_index' of T.{fn} must be an integer, got {_describe(ignore_index)}")
+    if variant is not None and not isinstance(variant, str):
+        raise BuildError(f"'variant' of T.{fn} must be a variant's name (a string), got {_describe(variant)}")
+    op = NormalizeRowsOp(
+        k, xv, yv, eps=None if eps is None else float(eps),
+        ignore_index=None if ignore_index is None else int(ignore_index),
+        label_smoothing=None if label_smoothing is None else float(label_smoothing), variant=variant, **operands,
+    )
+    return _insert(op, fn)  # type: ignore[return-value]
 
 
 def _default_scope(dst: SSAValue, src: SSAValue) -> ExecScope:

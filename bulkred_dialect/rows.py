@@ -14,8 +14,8 @@ Example::
     x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
     y = rows.rms_norm(x, (4096,), weight=torch.ones(4096, device="cuda", dtype=torch.bfloat16), eps=1e-6)
 
-:func:`module_text` gives the module itself (no torch needed), which the CPU tests run
-on the interpreter.
+:func:`module` builds the module itself with the builder (no torch needed), which the
+CPU tests run on the interpreter.
 """
 
 from __future__ import annotations
@@ -23,23 +23,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xdsl.dialects.builtin import ModuleOp
+
+from bulkred_dialect import builder as T
 from bulkred_dialect.errors import ArgumentError
-from bulkred_dialect.ops.dtypes import DTYPES
 
 KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward",
          "log_softmax_backward")
 
 _ROW_DTYPES = ("float32", "bfloat16", "float16")  # the element types a row may hold
-_STATS_KEYWORD = {"row_max": "max", "row_sum": "sum", "mean": "mean", "rstd": "rstd", "lse": "lse"}
+_STATS = ("row_max", "row_sum", "mean", "rstd", "lse")  # the statistic operands, in parameter order
 
 
-def _buf(shape: Sequence[int], dtype: str, stride: int | None = None) -> str:
-    dims = "x".join(str(d) for d in shape)
-    layout = f", strided<[{stride}, 1]>" if stride is not None else ""
-    return f"memref<{dims}x{DTYPES[dtype].mlir}{layout}, #bulkred.scope<global>>"
-
-
-def module_text(
+def module(
     kind: str,
     m: int,
     n: int,
@@ -55,72 +51,53 @@ def module_text(
     ignore_index: int | None = None,
     label_smoothing: float | None = None,
     name: str = "rows",
-) -> str:
-    """The tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``: ``x`` and
+    target: str | None = None,
+) -> ModuleOp:
+    """The verified tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``,
+    built with the builder (:func:`bulkred_dialect.builder.normalize_rows`): ``x`` and
     ``y`` of ``[m, n]`` ``dtype`` (row strides ``x_stride`` / ``y_stride``, None:
     contiguous), add_rms_norm's contiguous ``residual`` and ``residual_out``, ``weight`` /
     ``bias`` of that element type name (None: absent), the ``stats`` operands named
-    (``row_max``, ``row_sum``, ``mean``, ``rstd``), in the parameter order x, y, residual,
-    residual_out, weight, bias, stats; cross_entropy: x, target (int64 [m]), loss (float32
-    [m]), stats (no y)."""
+    (``row_max``, ``row_sum``, ``mean``, ``rstd``, ``lse``), in the parameter order x, y,
+    grad (the backward kinds), residual, residual_out, weight, bias, stats; cross_entropy:
+    x, target (int64 [m]), loss (float32 [m]), stats (no y). ``target`` (``"sm_90a"``)
+    is written on the module as :func:`~bulkred_dialect.builder.module` does."""
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
         if d is not None and d not in _ROW_DTYPES:
             raise ArgumentError(f"{field} must be one of {', '.join(_ROW_DTYPES)}, got {d!r}")
-    tx = _buf((m, n), dtype, x_stride)
-    ty = _buf((m, n), dtype, y_stride)
-    params = [f"%x: {tx}", f"%y: {ty}"]
-    clauses = []
-    if kind == "cross_entropy":
-        params = [f"%x: {tx}"]
-        for key, d in (("target", "i64"), ("loss", "f32")):
-            t = f"memref<{m}x{d}, #bulkred.scope<global>>"
-            params.append(f"%{key}: {t}")
-            clauses.append(f"{key} %{key} : {t}")
-        if ignore_index is not None:
-            clauses.append(f"ignore_index {int(ignore_index)} : i64")
-        if label_smoothing is not None:
-            clauses.append(f"label_smoothing {_float_text(label_smoothing)} : f32")
-    if kind.endswith("_backward"):  # x: the forward's output; grad: its gradient; y: dx
-        tg = _buf((m, n), dtype)
-        params.append(f"%grad: {tg}")
-        clauses.append(f"grad %grad : {tg}")
-    if kind == "add_rms_norm":
-        tr = _buf((m, n), dtype)
-        for key in ("residual", "residual_out"):
-            params.append(f"%{key}: {tr}")
-            clauses.append(f"{key} %{key} : {tr}")
-    for key, d in (("weight", weight), ("bias", bias)):
-        if d is not None:
-            t = _buf((n,), d)
-            params.append(f"%{key}: {t}")
-            clauses.append(f"{key} %{key} : {t}")
-    if eps is not None:
-        clauses.append(f"eps {_float_text(eps)} : f32")
     for s in stats:
-        if s not in _STATS_KEYWORD:
-            raise ArgumentError(f"stats must name {', '.join(_STATS_KEYWORD)}, got {s!r}")
-    for s in _STATS_KEYWORD:
-        if s in stats:
-            t = _buf((m,), "float32")
-            params.append(f"%{s}: {t}")
-            clauses.append(f"{_STATS_KEYWORD[s]} %{s} : {t}")
-    forced = f' variant "{variant}"' if variant else ""
-    if kind == "cross_entropy":
-        body = f"bulkred.normalize_rows {kind}{forced} %x {' '.join(clauses)} : {tx}"
-    else:
-        body = f"bulkred.normalize_rows {kind}{forced} %x, %y {' '.join(clauses)} : {tx}, {ty}"
-    return f"func.func @{name}({', '.join(params)}) {{\n  {body}\n  func.return\n}}\n"
+        if s not in _STATS:
+            raise ArgumentError(f"stats must name {', '.join(_STATS)}, got {s!r}")
 
+    def rows(k: T.Kernel, key: str, stride: int | None = None):
+        return k.param(key, [m, n], dtype, strides=None if stride is None else [stride, 1])
 
-def _float_text(v: float) -> str:
-    """``v`` as an MLIR float literal (a decimal point before any exponent: ``1.0e-05``)."""
-    r = repr(float(v))
-    mant, _, exp = r.partition("e")
-    if "." not in mant and mant.lstrip("-").isdigit():
-        mant += ".0"
-    return mant + ("e" + exp if exp else "")
+    operands: dict[str, Any] = {}
+    with T.kernel(name) as k:
+        x = rows(k, "x", x_stride)
+        y = None
+        if kind == "cross_entropy":
+            operands["target"] = k.param("target", [m], "int64")
+            operands["loss"] = k.param("loss", [m], "float32")
+        else:
+            y = rows(k, "y", y_stride)
+        if kind.endswith("_backward"):  # x: the forward's output; grad: its gradient; y: dx
+            operands["grad"] = rows(k, "grad")
+        if kind == "add_rms_norm":
+            for key in ("residual", "residual_out"):
+                operands[key] = rows(k, key)
+        for key, d in (("weight", weight), ("bias", bias)):
+            if d is not None:
+                operands[key] = k.param(key, [n], d)
+        for s in _STATS:
+            if s in stats:
+                operands[s] = k.param(s, [m], "float32")
+        T.normalize_rows(kind, x, y, eps=eps, variant=variant or None,
+                         ignore_index=None if ignore_index is None else int(ignore_index),
+                         label_smoothing=label_smoothing, **operands)
+    return k.module(target=target)
 
 
 # region torch
@@ -183,11 +160,11 @@ def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = 
     key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant, ignore_index, label_smoothing)
     k = _KERNELS.get(key)
     if k is None:
-        from bulkred_dialect.backend_ptx.runtime import compile_tile_module, parse
+        from bulkred_dialect.backend_ptx.runtime import compile_tile_module
 
-        text = module_text(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
-                           variant=variant, ignore_index=ignore_index, label_smoothing=label_smoothing)
-        k = compile_tile_module(parse(text, f"<rows {kind}>"), target).kernel("rows")
+        built = module(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
+                       variant=variant, ignore_index=ignore_index, label_smoothing=label_smoothing)
+        k = compile_tile_module(built, target).kernel("rows")
         _KERNELS[key] = k
     return k
 

@@ -797,3 +797,99 @@ def test_launch_dims_must_fit_the_index_type():
 
 
 # endregion
+
+
+# region T.normalize_rows
+
+
+def _rows_kernel(kind: str, **extra):
+    """A kernel of one T.normalize_rows on [4, 32] float32 rows; ``extra`` names further
+    operands (shape, dtype) and attributes."""
+    shapes = {"target": ([4], "int64"), "loss": ([4], "float32"), "grad": ([4, 32], "float32"),
+              "residual": ([4, 32], "float32"), "residual_out": ([4, 32], "float32"), "weight": ([32], "float32"),
+              "bias": ([32], "bfloat16"), "rstd": ([4], "float32"), "lse": ([4], "float32")}
+    with T.kernel("rows") as k:
+        x = k.param("x", [4, 32], "float32", strides=[40, 1])
+        y = None if kind == "cross_entropy" else k.param("y", [4, 32], "float32")
+        operands = {f: k.param(f, *shapes[f]) for f, v in extra.items() if v is True}
+        attrs = {f: v for f, v in extra.items() if v is not True}
+        op = T.normalize_rows(kind, x, y, **operands, **attrs)
+    return k, op
+
+
+def test_normalize_rows_builds_the_op():
+    from bulkred_dialect.ops.tile import NormalizeRowsOp
+
+    k, op = _rows_kernel("layer_norm", weight=True, rstd=True, eps=1e-5, variant="rows_cta")
+    module = k.module()
+    (built,) = [o for o in module.walk() if isinstance(o, NormalizeRowsOp)]
+    args = list(next(o for o in module.walk() if isinstance(o, func.FuncOp)).body.block.args)
+    assert [built.x, built.y, built.weight, built.rstd] == args
+    assert built.bias is None and built.mean is None and built.grad is None
+    assert str(built.norm_kind) == "layer_norm" and built.variant.data == "rows_cta"
+    assert built.eps.value.data == pytest.approx(1e-5) and built.eps.type == f32
+    assert isinstance(op.location, FileLineColLoc) and op.location.filename.data == __file__
+    text = str(module)
+    assert _parse(text).is_structurally_equivalent(module)  # its text parses back to the same IR
+    assert 'bulkred.normalize_rows layer_norm variant "rows_cta" %x, %y weight %weight' in text
+
+    k, _ = _rows_kernel("cross_entropy", target=True, loss=True, lse=True, ignore_index=-7, label_smoothing=0.25)
+    (ce,) = [o for o in k.module().walk() if isinstance(o, NormalizeRowsOp)]
+    assert ce.y is None and ce.ignored == -7 and ce.smoothing == 0.25 and ce.lse is not None
+
+
+def test_normalize_rows_operand_rules_are_the_verifiers_at_the_builders_line():
+    k, op = _rows_kernel("softmax", weight=True)
+    with pytest.raises(LocatedError) as info:
+        k.module()
+    assert str(info.value).startswith(f"{__file__}:{op.location.line.data}:")  # the T.normalize_rows call
+    assert "operand 'weight' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax" in str(info.value)
+    k, _ = _rows_kernel("layer_norm", weight=True, bias=True, eps=1e-5)
+    with pytest.raises(LocatedError, match="operand 'bias' element type must be f32, got bf16"):
+        k.module()
+    k, _ = _rows_kernel("rms_norm")
+    with pytest.raises(LocatedError, match="'eps' is required with kind rms_norm"):
+        k.module()
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda x, y: T.normalize_rows("softmax2", x, y),
+         "'kind' of T.normalize_rows must be one of softmax, log_softmax, rms_norm, layer_norm, add_rms_norm, "
+         "cross_entropy, softmax_backward, log_softmax_backward, got 'softmax2'"),
+        (lambda x, y: T.normalize_rows("softmax", None, y),
+         "'x' of T.normalize_rows must be a buffer from k.param or T.alloc_buffer, got NoneType None"),
+        (lambda x, y: T.normalize_rows("softmax", x, 3), "'y' of T.normalize_rows must be a buffer"),
+        (lambda x, y: T.normalize_rows("softmax", x, y, row_max="m"), "'row_max' of T.normalize_rows must be a buffer"),
+        (lambda x, y: T.normalize_rows("rms_norm", x, y, eps="1e-5"), "'eps' of T.normalize_rows must be a float, got str '1e-5'"),
+        (lambda x, y: T.normalize_rows("rms_norm", x, y, eps=True), "'eps' of T.normalize_rows must be a float, got bool True"),
+        (lambda x, y: T.normalize_rows("cross_entropy", x, None, ignore_index=1.5),
+         "'ignore_index' of T.normalize_rows must be an integer, got float 1.5"),
+        (lambda x, y: T.normalize_rows("cross_entropy", x, None, label_smoothing=[0.1]),
+         "'label_smoothing' of T.normalize_rows must be a float, got list [0.1]"),
+        (lambda x, y: T.normalize_rows("softmax", x, y, variant=3),
+         "'variant' of T.normalize_rows must be a variant's name (a string), got int 3"),
+    ],
+)
+def test_normalize_rows_bad_arguments_are_one_line(call, message):
+    with T.kernel("rows") as k:
+        x = k.param("x", [4, 32], "float32")
+        y = k.param("y", [4, 32], "float32")
+        with pytest.raises(ValueError) as info:
+            call(x, y)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_normalize_rows_needs_an_open_kernel_and_its_own_buffers():
+    with T.kernel("a") as a:
+        xa = a.param("x", [4, 32], "float32")
+    with pytest.raises(ValueError, match=r"T.normalize_rows must be called inside a 'with T.kernel\(...\)' block"):
+        T.normalize_rows("softmax", xa, xa)
+    with T.kernel("b") as b:
+        yb = b.param("y", [4, 32], "float32")
+        with pytest.raises(ValueError, match="'x' of T.normalize_rows belongs to kernel 'a', not to the open kernel 'b'"):
+            T.normalize_rows("softmax", xa, yb)
+
+
+# endregion

@@ -11,15 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bulkred_dialect.backend_ptx.runtime import lower_tile_module, parse
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import NormalizeRowsOp, kernel_launch
 from bulkred_dialect.passes.dispatch import choose
+from bulkred_dialect.passes.lower_tile_reductions import explanations
 from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 from bulkred_dialect.reference import f64_to_bf16
-from bulkred_dialect.rows import module_text
+from bulkred_dialect.rows import module
 
 SM90 = Target.parse("sm_90a")
 
@@ -38,8 +39,13 @@ def small_ctas(monkeypatch):
     monkeypatch.setattr(rows_cluster, "MIN_BLOCK", 32)
 
 
-def lowered(text: str):
-    m = parse(text, "<rows>")
+def lowered(m, chosen: str | None = None):
+    """``m`` (a module of ``rows.module``, built by the builder) lowered in place; with
+    ``chosen``, first check that the dispatch's explanation (explain=true's table) names
+    that variant."""
+    if chosen is not None:
+        (table,) = explanations(m, SM90)
+        assert f"chosen: {chosen}" in table.splitlines(), table
     lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
     return m
 
@@ -81,11 +87,13 @@ STATS = {"softmax": ("row_max", "row_sum"), "log_softmax": ("row_max", "row_sum"
 
 
 def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None = None, affine: str | None = None,
-        x_stride: int | None = None, y_stride: int | None = None, stats: bool = True, seed: int = 0):
+        x_stride: int | None = None, y_stride: int | None = None, stats: bool = True, seed: int = 0,
+        chosen: str | None = None):
     """Run the kernel on rows ``x`` (float64 values, rounded to ``dtype``); returns
     (y, the statistics, the inputs' values as the kernel saw them, weight, bias); for
     add_rms_norm the inputs' values are ``h = x + residual`` as the kernel wrote them, after
-    checking them against x + residual rounded to ``dtype``."""
+    checking them against x + residual rounded to ``dtype``. ``chosen``: the variant the
+    dispatch must choose (see :func:`lowered`)."""
     m, n = x.shape
     rng = np.random.default_rng(seed)
     norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
@@ -109,12 +117,9 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
             b = values(args[-1], affine)
     names = STATS[kind] if stats else ()
     args += [np.full(m, 7.0, np.float32) for _ in names]
-    text = module_text(kind, m, n, dtype, x_stride=x_stride, y_stride=y_stride, weight=affine if norm else None,
-                       bias=affine if kind == "layer_norm" else None, eps=eps, stats=names, variant=variant)
-    module = lowered(text)
-    kernel = next(o for o in module.walk() if o.name == "func.func")
-    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
-    out = (run_cluster_grid if clustered else run_grid)(module, "rows", *args)
+    built = module(kind, m, n, dtype, x_stride=x_stride, y_stride=y_stride, weight=affine if norm else None,
+                   bias=affine if kind == "layer_norm" else None, eps=eps, stats=names, variant=variant)
+    out = interpret(lowered(built, chosen), *args)
     if kind == "add_rms_norm":  # h = x + residual, rounded once to dtype
         h = values(out[3], dtype)
         want = values(to_bits(values(xbits[:, :n], dtype) + values(rbits, dtype), dtype), dtype)
@@ -128,6 +133,13 @@ def run(kind: str, x: np.ndarray, dtype: str = "float32", *, variant: str | None
     got_stats = dict(zip(names, out[len(out) - len(names):], strict=True))
     xv = values(xbits, dtype)[:, :n] if kind != "add_rms_norm" else h
     return y, got_stats, xv, w, b
+
+
+def interpret(lowered_module, *args):
+    """The kernel ``@rows`` on the interpreter (clusters when its launch has them)."""
+    kernel = next(o for o in lowered_module.walk() if o.name == "func.func")
+    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
+    return (run_cluster_grid if clustered else run_grid)(lowered_module, "rows", *args)
 
 
 def check(kind: str, y, stats, xv, w, b, dtype: str) -> None:
@@ -150,8 +162,24 @@ KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
 SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 32 + 11), "rows_cluster": 180}
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("variant", list(SHAPES))
+# Every kind on rows_cta and on rows_stream, one kind on each other variant. The kind's
+# arithmetic is written twice in rows_common.py: once for the row held in registers
+# (_registers: rows_warp, rows_cta and rows_cluster share it, each kind a branch) and once
+# for the streaming passes (_stream: rows_stream only, each kind its own accumulation).
+# What else differs between the register variants is the group's combination
+# (reduce_state: a warp's butterfly, a CTA's shared memory, a cluster's DSMEM), which every
+# kind reaches with one of two states (softmax's (max, sum) pair, or plain sums). So: every
+# kind on rows_cta (the register branch of each kind, through the shared-memory step) and
+# on rows_stream (each kind's stream code); rows_warp's butterfly with rms_norm (its pair
+# state: softmax in test_16_bit_types and test_non_finite_rows_as_torch, layer_norm in
+# test_16_bit_types) and rows_cluster's partial last CTA with layer_norm (the deviations of
+# the missing vectors zeroed; test_cluster_slices_covering_the_row_exactly has no partial
+# CTA, and softmax's pair state is in test_non_finite_rows_as_torch).
+VARIANT_KIND = [*(("rows_cta", k) for k in KINDS), *(("rows_stream", k) for k in KINDS),
+                ("rows_warp", "rms_norm"), ("rows_cluster", "layer_norm")]
+
+
+@pytest.mark.parametrize("variant,kind", VARIANT_KIND)
 def test_each_variant_and_kind_against_numpy(kind: str, variant: str) -> None:
     rng = np.random.default_rng(hash((kind, variant)) % 2**32)
     n = SHAPES[variant]
@@ -229,8 +257,7 @@ def test_cluster_slices_covering_the_row_exactly(kind: str, monkeypatch) -> None
 
 
 def _op(m: int, n: int, dtype: str = "float32", kind: str = "softmax") -> NormalizeRowsOp:
-    module = parse(module_text(kind, m, n, dtype), "<rows>")
-    return next(o for o in module.walk() if isinstance(o, NormalizeRowsOp))
+    return next(o for o in module(kind, m, n, dtype).walk() if isinstance(o, NormalizeRowsOp))
 
 
 def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
@@ -243,8 +270,7 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
         seen = set()
         for m in (1, 7, 4096):
             assert choose(_op(m, n, dtype), SM90).name == name
-            module = lowered(module_text("softmax", m, n, dtype))
-            kernel = next(o for o in module.walk() if o.name == "func.func")
+            kernel = next(o for o in lowered(module("softmax", m, n, dtype)).walk() if o.name == "func.func")
             assert kernel_launch(kernel).block_dims == (block, 1, 1)
             seen.add(tuple(o.name for o in kernel.walk()))
         assert len(seen) == 1, f"N = {n} {dtype}: the row's instructions depend on M"
@@ -260,22 +286,19 @@ def test_docs_example_runs() -> None:
     exec(compile(block, "docs/rows.md", "exec"), {})
 
 
-@pytest.mark.parametrize("variant,n,smoothing", [("rows_warp", 68, 0.0), ("rows_cta", 300, 0.1), ("rows_cluster", 180, 0.0),
-                                                  ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
-def test_cross_entropy(variant: str, n: int, smoothing: float) -> None:
-    """cross_entropy writes no y: per row ``loss = lse - (1 - s) x[t] - s mean(x)`` and the
-    lse; a row of ignore_index (-7 here) gets loss 0, a target outside [0, N) NaN."""
+def run_cross_entropy(n: int, smoothing: float, *, variant: str | None = None, x_stride: int | None = None,
+                      chosen: str | None = None) -> None:
+    """cross_entropy of 4 float32 rows of ``n`` (row stride ``x_stride``) against float64:
+    the targets 3, ignore_index (-7), n - 1 and n + 5 (outside [0, N): NaN)."""
     rng = np.random.default_rng(n)
     m = 4
     x = (rng.standard_normal((m, n)) * 3).astype(np.float32)
+    xbuf = np.pad(x, ((0, 0), (0, (x_stride or n) - n)), constant_values=np.nan)
     target = np.array([3, -7, n - 1, n + 5], np.int64)
-    text = module_text("cross_entropy", m, n, "float32", stats=("lse",), variant=variant, ignore_index=-7,
-                       label_smoothing=smoothing or None)
-    module = lowered(text)
-    kernel = next(o for o in module.walk() if o.name == "func.func")
-    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
-    args = (x, target, np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
-    _, _, loss, lse = (run_cluster_grid if clustered else run_grid)(module, "rows", *args)
+    built = module("cross_entropy", m, n, "float32", x_stride=x_stride, stats=("lse",), variant=variant, ignore_index=-7,
+                   label_smoothing=smoothing or None)
+    args = (xbuf[:, :n] if x_stride else xbuf, target, np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
+    _, _, loss, lse = interpret(lowered(built, chosen), *args)
     xd = x.astype(np.float64)
     mx = xd.max(1)
     ref_lse = mx + np.log(np.exp(xd - mx[:, None]).sum(1))
@@ -287,28 +310,87 @@ def test_cross_entropy(variant: str, n: int, smoothing: float) -> None:
     assert np.isnan(loss[3])
 
 
-@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
-@pytest.mark.parametrize("variant,n", [("rows_warp", 68), ("rows_cta", 300), ("rows_cluster", 180), ("rows_stream", 4 * (2 * 32 + 11))])
-def test_backward_kinds(kind: str, variant: str, n: int) -> None:
-    """dx from the forward's output and its gradient: softmax ``y * (dy - sum(dy * y))``,
-    log_softmax ``dy - exp(y) * sum(dy)``, against float64."""
+@pytest.mark.parametrize("variant,n,smoothing", [("rows_warp", 68, 0.0), ("rows_cta", 300, 0.1), ("rows_cluster", 180, 0.0),
+                                                  ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
+def test_cross_entropy(variant: str, n: int, smoothing: float) -> None:
+    """cross_entropy writes no y: per row ``loss = lse - (1 - s) x[t] - s mean(x)`` and the
+    lse; a row of ignore_index (-7 here) gets loss 0, a target outside [0, N) NaN."""
+    run_cross_entropy(n, smoothing, variant=variant)
+
+
+def run_backward(kind: str, n: int, *, m: int = 2, dtype: str = "float32", variant: str | None = None,
+                 chosen: str | None = None) -> None:
+    """dx of ``m`` rows of ``n`` (float32 or float16) against float64 from the values the
+    kernel read (within the dtype's rounding of dx)."""
     rng = np.random.default_rng(n + len(kind))
-    m = 2
     x = rng.standard_normal((m, n)) * 2
     e = np.exp(x - x.max(1, keepdims=True))
     fwd = e / e.sum(1, keepdims=True) if kind == "softmax_backward" else np.log(e / e.sum(1, keepdims=True))
-    fwd = fwd.astype(np.float32)
-    dy = rng.standard_normal((m, n)).astype(np.float32)
-    module = lowered(module_text(kind, m, n, "float32", variant=variant))
-    kernel = next(o for o in module.walk() if o.name == "func.func")
-    clustered = kernel_launch(kernel).cluster_dims != (1, 1, 1)
-    _, dx, _ = (run_cluster_grid if clustered else run_grid)(module, "rows", fwd, np.full_like(fwd, 7.0), dy)
+    fwd = fwd.astype(dtype)
+    dy = rng.standard_normal((m, n)).astype(dtype)
+    built = module(kind, m, n, dtype, variant=variant)
+    _, dx, _ = interpret(lowered(built, chosen), fwd, np.full_like(fwd, 7.0), dy)
     f, g = fwd.astype(np.float64), dy.astype(np.float64)
     if kind == "softmax_backward":
         want = f * (g - (g * f).sum(1, keepdims=True))
     else:
         want = g - np.exp(f) * g.sum(1, keepdims=True)
-    np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))
+    tol = {"float32": 4e-6, "float16": 2e-3}[dtype]
+    np.testing.assert_allclose(dx.astype(np.float64), want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
+@pytest.mark.parametrize("variant,n", [("rows_warp", 68), ("rows_cta", 300), ("rows_cluster", 180), ("rows_stream", 4 * (2 * 32 + 11))])
+def test_backward_kinds(kind: str, variant: str, n: int) -> None:
+    """dx from the forward's output and its gradient: softmax ``y * (dy - sum(dy * y))``,
+    log_softmax ``dy - exp(y) * sum(dy)``, against float64."""
+    run_backward(kind, n, variant=variant)
+
+
+# (kind, M, N, dtype, x_stride, y_stride, the variant the dispatch chooses): every kind,
+# each in another form (row length, element type, padded rows), none forced. The chosen
+# variants are those the MLIR-text module of the same settings was dispatched to before
+# rows.py built its module with the builder (the CTAs narrowed as above: rows_warp up to
+# N = 1024 float32, then rows_cta).
+BUILT_FORMS = [
+    ("softmax", 3, 68, "float32", None, None, "rows_warp"),
+    ("log_softmax", 2, 37, "bfloat16", None, None, "rows_warp"),  # odd N: scalar loads
+    ("rms_norm", 2, 136, "float16", None, None, "rows_warp"),
+    ("layer_norm", 2, 64, "float32", 72, 68, "rows_warp"),  # padded x and y
+    ("add_rms_norm", 2, 40, "bfloat16", None, None, "rows_warp"),
+    ("cross_entropy", 4, 33, "float32", 36, None, "rows_warp"),  # padded x
+    ("softmax_backward", 2, 2000, "float32", None, None, "rows_cta"),
+    ("log_softmax_backward", 3, 24, "float16", None, None, "rows_warp"),
+]
+
+
+@pytest.mark.parametrize("kind,m,n,dtype,x_stride,y_stride,chosen", BUILT_FORMS, ids=[f[0] for f in BUILT_FORMS])
+def test_built_module_dispatches_and_runs(kind, m, n, dtype, x_stride, y_stride, chosen) -> None:
+    """rows.module's module (the builder's T.normalize_rows, no MLIR text) of every kind
+    verifies, lowers through the variant its explanation names, and runs on the
+    interpreter against numpy."""
+    if kind == "cross_entropy":
+        run_cross_entropy(n, 0.0, x_stride=x_stride, chosen=chosen)
+    elif kind.endswith("_backward"):
+        run_backward(kind, n, m=m, dtype=dtype, chosen=chosen)
+    else:
+        x = np.random.default_rng(n).standard_normal((m, n)) * 2
+        affine = None if kind in ("softmax", "log_softmax") else dtype
+        y, stats, xv, w, b = run(kind, x, dtype, affine=affine, x_stride=x_stride, y_stride=y_stride, chosen=chosen)
+        check(kind, y, stats, xv, w, b, dtype)
+
+
+def test_built_module_is_the_ops_text() -> None:
+    """The builder writes the parameters in rows.module's order and the op with its
+    operands and attributes, as the op's MLIR syntax reads."""
+    text = str(module("layer_norm", 4, 64, "bfloat16", x_stride=72, weight="float32", bias="float32", eps=1e-5,
+                      stats=("rstd", "mean"), variant="rows_cta"))
+    assert "func.func @rows(%x: memref<4x64xbf16, strided<[72, 1]>, #bulkred.scope<global>>, " \
+           "%y: memref<4x64xbf16, #bulkred.scope<global>>, %weight: memref<64xf32, #bulkred.scope<global>>, " \
+           "%bias: memref<64xf32, #bulkred.scope<global>>, %mean: memref<4xf32, #bulkred.scope<global>>, " \
+           "%rstd: memref<4xf32, #bulkred.scope<global>>)" in text
+    assert 'bulkred.normalize_rows layer_norm variant "rows_cta" %x, %y weight %weight' in text
+    assert "eps 1.000000e-05 : f32 mean %mean" in text
 
 
 @pytest.mark.parametrize("kind", ["softmax", "rms_norm"])
@@ -321,7 +403,7 @@ def test_wide_bfloat16_vectors(kind: str, monkeypatch) -> None:
     check(kind, y, stats, xv, w, b, "bfloat16")
 
 
-def test_module_text_refusals_are_one_line() -> None:
+def test_module_refusals_are_one_line() -> None:
     from bulkred_dialect.errors import BulkredError
 
     for kwargs, match in [
@@ -331,5 +413,5 @@ def test_module_text_refusals_are_one_line() -> None:
     ]:
         args = {"kind": "softmax", "m": 2, "n": 8, "dtype": "float32", **kwargs}
         with pytest.raises(BulkredError, match=match) as info:
-            module_text(**args)
+            module(**args)
         assert "\n" not in str(info.value)
