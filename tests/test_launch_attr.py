@@ -62,3 +62,69 @@ def test_a_launch_the_variant_cannot_take_is_refused_at_the_op(grid, block, clus
     message = str(e.value)
     assert "\n" not in message and f"the kernel's bulkred.launch asks {asked}; grid_full launches" in message
     assert "test_launch_attr.py" in message.split(":", 1)[0]  # located at the op (the builder's call here)
+
+
+def test_a_builder_kernel_without_a_launch_takes_the_variants_own():
+    """``T.kernel`` without grid/block/cluster writes no ``bulkred.launch`` ("none asked"):
+    the variant chooses its launch (grid_rows: 5 CTAs of 256 threads for 40 rows)."""
+    with T.kernel("k") as k:
+        x = k.param("x", [40, 96], "float32")
+        y = k.param("y", [40], "float32")
+        T.reduce("sum", y, x, axes=[1])
+    m = k.module()
+    f = next(o for o in m.walk() if o.name == "func.func")
+    assert kernel_launch(f) is None
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a explain=false}")
+    launch = kernel_launch(f)
+    assert (launch.grid_dims, launch.block_dims, launch.cluster_dims) == ((5, 1, 1), (256, 1, 1), (1, 1, 1))
+    xs = np.random.default_rng(4).integers(-8, 9, (40, 96)).astype(np.float32)
+    _, got = run_grid(m, "k", xs, np.full(40, np.nan, np.float32))
+    assert np.array_equal(got, xs.sum(axis=1))
+
+
+@pytest.mark.parametrize(("shape", "axes", "variant"), [((65539,), None, "grid_full"), ((40, 96), [1], "grid_rows")])
+def test_one_thread_written_by_the_user_is_refused_at_the_op(shape, axes, variant):
+    """grid=[1], block=[1] given to ``T.kernel`` is a launch asked like any other (it used
+    to count as the builder's default and was silently replaced): no grid variant runs
+    in one thread, so it is refused, located at the user's op."""
+    m, _ = _module(shape, axes, 1, 1)
+    f = next(o for o in m.walk() if o.name == "func.func")
+    assert kernel_launch(f).block_dims == (1, 1, 1)
+    with pytest.raises(LocatedError) as e:
+        lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    message = str(e.value)
+    assert "\n" not in message
+    assert f"the kernel's bulkred.launch asks grid = [1], block = [1], cluster = [1]; {variant} launches" in message
+    assert "test_launch_attr.py" in message.split(":", 1)[0]
+
+
+def test_a_collective_without_a_launch_is_refused_at_the_op():
+    """A CTA collective needs whole warps: without a ``bulkred.launch`` no variant applies,
+    and the dispatch table says why (a located error, the kernel left as written)."""
+    with T.kernel("cta_sum") as k:
+        a = T.alloc_buffer([4], "float32", "local")
+        b = T.alloc_buffer([1], "float32", "local")
+        T.sum(b, a, scope="cta")
+    with pytest.raises(LocatedError) as e:
+        lower_tile_module(k.module(), "sm_90a")
+    first, *table = str(e.value).splitlines()
+    assert "test_launch_attr.py" in first and "no lowering variant applies on sm_90a" in first
+    assert any("block" in line and "no bulkred.launch" in line for line in table)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "launch"),
+    [
+        ({}, None),
+        ({"grid": 1, "block": 1}, ((1, 1, 1), (1, 1, 1), (1, 1, 1))),
+        ({"block": [64]}, ((1, 1, 1), (64, 1, 1), (1, 1, 1))),
+        ({"grid": [4], "cluster": [2]}, ((4, 1, 1), (1, 1, 1), (2, 1, 1))),
+    ],
+)
+def test_the_builder_writes_a_launch_only_when_one_is_given(kwargs, launch):
+    with T.kernel("k", **kwargs) as k:
+        k.param("x", [4], "float32")
+    f = next(o for o in k.module().walk() if o.name == "func.func")
+    got = kernel_launch(f)
+    assert (got if got is None else (got.grid_dims, got.block_dims, got.cluster_dims)) == launch
+    assert ("bulkred.launch" in str(f)) == (launch is not None)

@@ -144,17 +144,13 @@ the launch's refusal."""
 
 def asked_launch(kernel: func.FuncOp) -> LaunchAttr | None:
     """The ``bulkred.launch`` written on a grid-scope or list op's kernel before its
-    lowering (the user's), or None; a malformed one is the verifier's to report. One
-    thread (grid [1], block [1], no cluster) is the builder's default launch
-    (``builder.kernel`` writes it on every kernel), which no grid lowering could run:
-    it counts as none asked."""
+    lowering (the user's), or None when the kernel has none (``builder.kernel`` without
+    a launch: the variant chooses); a malformed one is the verifier's to report. Any
+    launch written, one thread included, is honoured or refused (:func:`set_launch`)."""
     try:
-        launch = kernel_launch(kernel)
+        return kernel_launch(kernel)
     except VerifyException:
         return None
-    if launch is not None and launch.grid_dims == launch.block_dims == launch.cluster_dims == (1, 1, 1):
-        return None
-    return launch
 
 
 def grid_ctas(kernel: func.FuncOp, chosen: int, block: int) -> int:

@@ -64,3 +64,16 @@ func.func @gather_in_5_ctas(%x: memref<5x6x7x8xf32, #bulkred.scope<global>>, %y:
   bulkred.reduce sum grid axes [0 : i64, 2 : i64] %x, %y : memref<5x6x7x8xf32, #bulkred.scope<global>>, memref<6x8xf32, #bulkred.scope<global>>
   func.return
 }
+
+// -----
+
+// No bulkred.launch (what builder.kernel writes when the caller gives none): "none
+// asked", the variant chooses its own launch (grid_rows: 5 CTAs of 256 threads for 40 rows).
+// IR-LABEL: func.func @no_launch(
+// IR-SAME:  bulkred.launch = #bulkred.launch<grid = [5], block = [256], cluster = [1]>
+// PTX-LABEL: .entry no_launch(
+// PTX:       .reqntid 256, 1, 1
+func.func @no_launch(%x: memref<40x4096xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) {
+  bulkred.reduce sum grid axes [1 : i64] %x, %y : memref<40x4096xf32, #bulkred.scope<global>>, memref<40xf32, #bulkred.scope<global>>
+  func.return
+}

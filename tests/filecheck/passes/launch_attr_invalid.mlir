@@ -51,3 +51,23 @@ func.func @list(%table: memref<?x4xi64, #bulkred.scope<global>>, %norms: memref<
   bulkred.reduce_list sum prologue [#bulkred.map<square>] %table, %norms, %total : memref<?x4xi64, #bulkred.scope<global>>, memref<?xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
   func.return
 }
+
+// -----
+
+// One thread written by the user is a launch like any other (only a kernel without a
+// bulkred.launch asks none): grid_full takes no block that is not whole warps.
+// STDERR: launch_attr_invalid.mlir:[[# @LINE + 3]]:3: error: 'bulkred.reduce' the kernel's bulkred.launch asks grid = [1], block = [1], cluster = [1]; grid_full launches grid = [1], block = [1024], cluster = [1]
+// CHECK:  launch_attr_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' the kernel's bulkred.launch asks grid = [1], block = [1], cluster = [1]; grid_full launches grid = [1], block = [1024], cluster = [1]
+func.func @one_thread(%x: memref<65539xf32, #bulkred.scope<global>>, %y: memref<1xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1], cluster = [1]>} {
+  bulkred.reduce sum grid %x, %y : memref<65539xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// Row sums asked in one thread: grid_rows takes a grid only with its block of 256.
+// CHECK:  launch_attr_invalid.mlir:[[# @LINE + 2]]:3: error: 'bulkred.reduce' the kernel's bulkred.launch asks grid = [1], block = [1], cluster = [1]; grid_rows launches grid = [5], block = [256], cluster = [1]
+func.func @rows_one_thread(%x: memref<40x4096xf32, #bulkred.scope<global>>, %y: memref<40xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [1], block = [1], cluster = [1]>} {
+  bulkred.reduce sum grid axes [1 : i64] %x, %y : memref<40x4096xf32, #bulkred.scope<global>>, memref<40xf32, #bulkred.scope<global>>
+  func.return
+}
