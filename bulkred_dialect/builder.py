@@ -308,7 +308,7 @@ def _open_kernel(fn: str) -> Kernel:
 
 
 class Kernel:
-    """A ``func.func`` kernel with a ``bulkred.launch`` attribute, built inside ``with``.
+    """A ``func.func`` kernel (with a ``bulkred.launch`` attribute when one is given), built inside ``with``.
 
     Create it with :func:`kernel`; declare global buffer parameters with :meth:`param`;
     after the ``with`` block, :meth:`module` wraps it in a verified ``builtin.module``.
@@ -317,18 +317,22 @@ class Kernel:
     def __init__(
         self,
         name: str,
-        grid: int | Sequence[int] = (1,),
-        block: int | Sequence[int] = (1,),
-        cluster: int | Sequence[int] = (1,),
+        grid: int | Sequence[int] | None = None,
+        block: int | Sequence[int] | None = None,
+        cluster: int | Sequence[int] | None = None,
     ):
         self.name = _identifier(name, "name", "kernel")
-        dims = {f: _launch_dims(v, f) for f, v in (("grid", grid), ("block", block), ("cluster", cluster))}
-        try:
-            self.launch = LaunchAttr(dims["grid"], dims["block"], dims["cluster"])
-        except VerifyException as e:
-            raise BuildError(str(e)) from None
+        given = {f: v for f, v in (("grid", grid), ("block", block), ("cluster", cluster)) if v is not None}
+        self.launch: LaunchAttr | None = None  # none given: the lowering (or the launch call) chooses
+        if given:
+            dims = {f: _launch_dims(given.get(f, (1,)), f) for f in ("grid", "block", "cluster")}
+            try:
+                self.launch = LaunchAttr(dims["grid"], dims["block"], dims["cluster"])
+            except VerifyException as e:
+                raise BuildError(str(e)) from None
         self.func_op = func.FuncOp(self.name, ((), ()), Region(Block()))
-        self.func_op.attributes[LAUNCH_ATTR] = self.launch
+        if self.launch is not None:
+            self.func_op.attributes[LAUNCH_ATTR] = self.launch
         _located(self.func_op)
         self._params: dict[str, BlockArgument] = {}
         self._stack: ExitStack | None = None
@@ -413,14 +417,19 @@ class Kernel:
 
 def kernel(
     name: str,
-    grid: int | Sequence[int] = (1,),
-    block: int | Sequence[int] = (1,),
-    cluster: int | Sequence[int] = (1,),
+    grid: int | Sequence[int] | None = None,
+    block: int | Sequence[int] | None = None,
+    cluster: int | Sequence[int] | None = None,
 ) -> Kernel:
     """A kernel ``@name`` launched with ``#bulkred.launch<grid = .., block = .., cluster = ..>``.
 
     ``grid`` counts CTAs and must be a multiple of ``cluster`` in every dimension (the
-    card's ``T.cta_id([..])`` / ``T.thread_id([..])``). Use it as ``with T.kernel(..) as k:``.
+    card's ``T.cta_id([..])`` / ``T.thread_id([..])``); one of the three given, the others
+    are ``[1]``. With none given the kernel has no ``bulkred.launch``: a grid-scope or list
+    reduction's lowering then chooses its launch (a launch written is honoured or refused
+    at the op), a warp, CTA or cluster collective refuses the kernel (it needs whole warps),
+    and a thread-scope kernel is launched with the ``grid=`` and ``block=`` of the call.
+    Use it as ``with T.kernel(..) as k:``.
     """
     return Kernel(name, grid, block, cluster)
 
