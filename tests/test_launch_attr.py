@@ -128,3 +128,28 @@ def test_the_builder_writes_a_launch_only_when_one_is_given(kwargs, launch):
     got = kernel_launch(f)
     assert (got if got is None else (got.grid_dims, got.block_dims, got.cluster_dims)) == launch
     assert ("bulkred.launch" in str(f)) == (launch is not None)
+
+
+def test_a_thread_kernel_without_a_launch_takes_the_calls():
+    """A thread-scope kernel built without a launch records none: its PTX has no
+    ``.reqntid``, and a launch must pass grid= and block= (a one-line LaunchConfigError
+    says so, before any GPU is needed)."""
+    from bulkred_dialect.backend_ptx.errors import LaunchConfigError
+    from bulkred_dialect.backend_ptx.launch import resolve_launch
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+
+    with T.kernel("thr") as k:
+        x = k.param("x", [4], "float32")
+        y = k.param("y", [1], "float32")
+        a = T.alloc_buffer([4], "float32", "local")
+        b = T.alloc_buffer([1], "float32", "local")
+        T.copy(x, a)
+        T.sum(b, a)
+        T.copy(b, y)
+    compiled = compile_tile_module(k.module(), "sm_90a", cache=False)
+    assert ".entry thr(" in compiled.ptx and ".reqntid" not in compiled.ptx
+    sig = compiled.signatures["thr"]
+    assert sig.launch is None
+    with pytest.raises(LaunchConfigError, match="kernel 'thr' has no recorded launch shape: pass grid= and block="):
+        resolve_launch(sig, None, None, None)
+    assert resolve_launch(sig, 2, 32, None).block == (32, 1, 1)
