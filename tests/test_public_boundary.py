@@ -119,6 +119,8 @@ class Buffers:
         self.k = k
         self.A = k.param("A", [4], "float32")
         self.G = k.param("G", [64], "float32")
+        self.X2 = k.param("X2", [2, 4], "float32")  # rows, for T.normalize_rows
+        self.Y2 = k.param("Y2", [2, 4], "float32")
         self.loc = T.alloc_buffer([4], "float32", name="loc")
         self.one = T.alloc_buffer([1], "float32", name="one")
         self.tile = T.alloc_shared([64], "float32", name="tile")
@@ -178,6 +180,7 @@ BUILDER: list[Entry] = [
     _e("T.reduce_list", T.reduce_list,
        lambda b: (("sum", b.G, b.G, b.A), {"prologue": ["square"], "epilogue": ["sqrt"], "scale": None, "flag": None})),
     _e("T.scale_list", T.scale_list, lambda b: ((b.G, b.A), {"clip_by": None})),
+    _e("T.normalize_rows", T.normalize_rows, lambda b: (("softmax", b.X2, b.Y2), {"eps": None, "variant": None})),
     _e("T.bulk_copy", T.bulk_copy, lambda b: ((b.G, b.tile), {"mbar": b.mbar, "multicast": None, "rank": None})),
     _e("T.bulk_reduce", T.bulk_reduce, lambda b: (("sum", b.tile, b.G), {"mbar": None, "rank": None})),
     _e("T.thread_id", T.thread_id, lambda b: (("x",), {})),
