@@ -8,6 +8,10 @@ timed twice, and the gap between its two figures is the run's noise:
 * ``kernel(A, B)``: the seed kernel (sum of 32 floats) compiled with
   ``compile_tile_module``, called on torch tensors (no copy, torch's stream);
 * raw ``cuda.core.launch`` of the same cubin on the same tensors and stream;
+* raw ``cuda.bindings.driver.cuLaunchKernel`` of that kernel (its ``CUfunction``), the
+  parameters prepared once (a ``void **`` array of the addresses of two 64-bit values,
+  the pointers written per call) and the stream's ``CUstream`` made once: the lower
+  layer's cost beside cuda.core's (whose launch is one ``cuLaunchKernelEx``);
 * ``torch.sum`` of the same 32 elements, allocating and with ``out=``;
 * ``bulkred.sum(A, out=B0)`` and ``bulkred.sum(A)`` (the reduction API; its result is
   0-d, made in the caller's shape by the call's launcher);
@@ -108,6 +112,37 @@ def events_us(torch, fn, n: int = 200, loops: int = 10) -> float:
     return statistics.median(times)
 
 
+def driver_launch(kern, stream_handle: int):
+    """A launch of cuda.core kernel ``kern`` (two pointer parameters, one CTA of one
+    thread) through ``cuda.bindings.driver.cuLaunchKernel``, everything but the two
+    pointer values prepared here: its ``CUfunction`` in the current context, the
+    ``CUstream``, the ``void **`` parameter array. Returns ``(launch, holder)``: write
+    the pointers into ``holder.values[0:2]``, then call ``launch()``."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from cuda.bindings import driver
+
+    h = kern.handle
+    if isinstance(h, driver.CUkernel):
+        err, fn = driver.cuKernelGetFunction(h)
+        if err:
+            raise SystemExit(f"cuKernelGetFunction: {err.name}")
+    else:
+        fn = driver.CUfunction(int(h))
+    values = (ctypes.c_uint64 * 2)()
+    pointers = (ctypes.c_void_p * 2)(ctypes.addressof(values), ctypes.addressof(values) + 8)
+    holder = SimpleNamespace(values=values, pointers=pointers)
+    params, cs, cu = ctypes.addressof(pointers), driver.CUstream(stream_handle), driver.cuLaunchKernel
+
+    def launch() -> None:
+        err = cu(fn, 1, 1, 1, 1, 1, 1, 0, cs, params, 0)[0]
+        if err:
+            raise SystemExit(f"cuLaunchKernel: {err.name}")
+
+    return launch, holder
+
+
 def first_call(cache_dir: str) -> dict:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "BULKRED_CACHE_DIR": cache_dir, "PYTHONPATH": path}
@@ -141,6 +176,12 @@ def main() -> int:
     raw = ObjectCode.from_cubin(mod.cubin, name="raw").get_kernel("test_func")
     config = LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1))
     a_ptr, b_ptr = A.data_ptr(), B.data_ptr()
+    cu_launch, direct = driver_launch(raw, int(torch_stream.cuda_stream))
+
+    def raw_driver() -> None:
+        direct.values[0] = a_ptr  # what a launcher would write per call
+        direct.values[1] = b_ptr
+        cu_launch()
 
     from bulkred_dialect import api
 
@@ -149,6 +190,7 @@ def main() -> int:
     B0 = B.view(())  # torch.sum's result is 0-d
     cases = [
         ("raw cuda.core launch (same cubin)", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
+        ("raw cuLaunchKernel, prebuilt void**", raw_driver),
         ("kernel(A, B) on torch tensors", lambda: kernel(A, B)),
         ("torch.sum of 32 elements", lambda: torch.sum(A)),
         ("torch.sum(A, 0, out=B)", lambda: torch.sum(A, 0, out=B0)),
@@ -166,6 +208,10 @@ def main() -> int:
     rows = interleaved(cases, sync, args.calls)
     kernel(A, B, sync=True)
     assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), (B, A.sum())
+    B.fill_(0.0)
+    raw_driver()  # the driver's launch wrote the same sum
+    sync()
+    assert torch.allclose(B, A.sum(), rtol=1e-5, atol=1e-5), ("cuLaunchKernel", B, A.sum())
     key = api.call_key("sum", A, None, False, {}, None)  # bulkred.sum(A)'s key: its launcher in api.CALLS
     assert kernel.recorded and red.recorded and key in api.CALLS
     launcher = api.CALLS[key][0]
@@ -181,6 +227,7 @@ def main() -> int:
 
     # where a kernel call's time goes: each step of the short path alone, in a loop
     T, d, sa, sb = torch.Tensor, A.dtype, A.shape, B.shape
+    dev = A.device
     raw_stream = torch._C._cuda_getCurrentRawStream
     steps = [
         ("torch._C._cuda_getCurrentRawStream", lambda: raw_stream(0)),
@@ -202,11 +249,15 @@ def main() -> int:
         ("bulkred.sum(A) (the whole call, launches)", lambda: bulkred.sum(A)),
         ("torch.compiler.is_compiling() (each call asks first)", torch.compiler.is_compiling),
         ("raw cuda.core launch alone", lambda: launch(stream, config, raw, a_ptr, b_ptr)),
+        ("raw cuLaunchKernel alone (prebuilt void**, two pointers written)", raw_driver),
         ("bulkred.std_mean(A, correction=1)'s key and look-up",
          lambda: api.CALLS.get(api.call_key("std_mean", A, None, False, {"correction": 1}, None))),
         ("B.view(()) (bulkred.sum's 0-d result of the (1,) destination)", lambda: B.view(())),
         ("A.new_empty(1)", lambda: A.new_empty(1)),
         ("torch.empty_like(B) (bulkred.sum's result)", lambda: torch.empty_like(B)),
+        ("torch.empty_like(B0) (0-d, as the launcher makes it)", lambda: torch.empty_like(B0)),
+        ("torch.empty((), dtype=, device=torch.device) (made once)", lambda: torch.empty((), dtype=d, device=dev)),
+        ("torch.empty((), dtype=, device=0)", lambda: torch.empty((), dtype=d, device=0)),
     ]
     gpu_us = [
         ("seed kernel", lambda: kernel(A, B)),
