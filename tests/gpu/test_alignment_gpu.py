@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bulkred_dialect.backend_ptx import runtime
+from gpu import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
@@ -19,14 +20,7 @@ SHAPE = (13, 13, 15, 11, 1)
 ALIGN = {"float16": 8, "float32": 16}  # ld.global.nc.v4.b16 / .f32
 
 
-def _torch():
-    try:
-        import torch
-    except Exception as e:
-        pytest.skip(f"torch is not importable: {e}")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+_torch = cuda_torch  # torch with a CUDA device, else the test skips (tests/gpu/__init__.py)
 
 
 def _view(torch, dtype, rng):

@@ -28,6 +28,7 @@ import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect.errors import BulkredError
+from gpu import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
@@ -38,14 +39,7 @@ ORDS = [2.0, 1.0, 3.0, INF, -INF, 0.0]
 RTOL = 1e-4
 
 
-def _torch():
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001 - any failure to import torch skips
-        pytest.skip(f"torch is not importable: {e}")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+_torch = cuda_torch  # torch with a CUDA device, else the test skips (tests/gpu/__init__.py)
 
 
 def _gen(seed: int):

@@ -29,16 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import random_reductions as R  # noqa: E402
+from gpu import cuda_torch
 
 
-def _torch():
-    try:
-        import torch
-    except Exception as e:
-        pytest.skip(f"torch is not importable: {e}")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+_torch = cuda_torch  # torch with a CUDA device, else the test skips (tests/gpu/__init__.py)
 
 
 SHAPES = [

@@ -14,20 +14,14 @@ import pytest
 
 from bulkred_dialect import rows
 from bulkred_dialect.errors import BulkredError
+from gpu import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
 DEV = "cuda"
 
 
-def _torch():
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001 - any failure to import torch skips
-        pytest.skip(f"torch is not importable: {e}")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+_torch = cuda_torch  # torch with a CUDA device, else the test skips (tests/gpu/__init__.py)
 
 
 def _reference(torch, kind: str, x, w=None, b=None, eps=None):

@@ -15,18 +15,12 @@ import numpy as np
 import pytest
 
 import bulkred_dialect as bulkred
+from gpu import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
 
-def _torch():
-    try:
-        import torch
-    except Exception as e:
-        pytest.skip(f"torch is not importable: {e}")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+_torch = cuda_torch  # torch with a CUDA device, else the test skips (tests/gpu/__init__.py)
 
 
 def _gen(torch, seed):
