@@ -58,37 +58,34 @@ def _is_type_checking(node: ast.AST) -> bool:
 Walker = Callable[[list[ast.stmt]], Iterator[ast.AST]]
 
 
-def every_node(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node that can run: all of them (``ast.walk``), less the bodies of ``if
-    TYPE_CHECKING:`` blocks (their ``else`` runs)."""
+def _walk(body: list[ast.stmt], at_import: bool) -> Iterator[ast.AST]:
+    """The nodes of ``body`` that can run, less the bodies of ``if TYPE_CHECKING:`` blocks
+    (their ``else`` runs); ``at_import``: only what runs when the module is imported, so
+    stopped at function and lambda bodies (a decorator, a default value or a class body
+    itself runs at import)."""
     stack: list[ast.AST] = list(reversed(body))
     while stack:
         node = stack.pop()
         yield node
         if _is_type_checking(node):
             children: list[ast.AST] = [node.test, *node.orelse]  # type: ignore[attr-defined]
+        elif at_import and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            decorators = [] if isinstance(node, ast.Lambda) else node.decorator_list
+            children = [*decorators, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]
         else:
             children = list(ast.iter_child_nodes(node))
         stack.extend(reversed(children))
+
+
+def every_node(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node that can run: all of them (``ast.walk``), less the bodies of ``if
+    TYPE_CHECKING:`` blocks."""
+    return _walk(body, at_import=False)
 
 
 def module_level_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes that run when the module is imported: :func:`every_node`, stopped at
-    function bodies, lambdas and class bodies' functions (a decorator, a default value
-    or a class body itself runs at import)."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if _is_type_checking(node):
-            children: list[ast.AST] = [node.test, *node.orelse]  # type: ignore[attr-defined]
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            children = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        elif isinstance(node, ast.Lambda):
-            children = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        else:
-            children = list(ast.iter_child_nodes(node))
-        stack.extend(reversed(children))
+    """The nodes that run when the module is imported (see :func:`_walk`)."""
+    return _walk(body, at_import=True)
 
 
 def _from_module(name: str, is_package: bool, node: ast.ImportFrom) -> str:
