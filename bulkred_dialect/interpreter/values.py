@@ -23,6 +23,7 @@ their scalar forms.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -187,19 +188,14 @@ def float_binary(op: str, t: ArithType, a: Any, b: Any, *, ftz: bool = False) ->
         return nan
     wa, wb = _wide(t, a), _wide(t, b)
     with np.errstate(all="ignore"):
-        if op == "add":
-            r = wa + wb
-        elif op == "sub":
-            r = wa - wb
-        elif op == "mul":
-            r = wa * wb
-        else:  # pragma: no cover - callers pass one of the three
-            raise ValueError(f"unknown float operation {op}")
-        r = _narrow(t, r)
+        r = _narrow(t, _BINARY[op](wa, wb))
     if ftz:
         r = flush_subnormal(t, r)
     return r
 
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+"""The float operations :func:`float_binary` takes (callers pass one of the three)."""
 
 # The smallest float64 that rounds to float32 infinity: halfway between the largest
 # float32, 2^128 - 2^104, and 2^128 (a tie, rounded to the even 2^128).
@@ -213,15 +209,7 @@ def _f32_binary(op: str, a: np.float32, b: np.float32, ftz: bool) -> np.float32:
     float32 result (float64 has more than 2 x 24 + 2 bits: the second rounding is
     innocuous; a product is even exact), with an overflow to infinity at
     ``_F32_OVERFLOW`` as the rounding gives it."""
-    x, y = float(a), float(b)
-    if op == "add":
-        r = x + y
-    elif op == "sub":
-        r = x - y
-    elif op == "mul":
-        r = x * y
-    else:  # pragma: no cover - callers pass one of the three
-        raise ValueError(f"unknown float operation {op}")
+    r = _BINARY[op](float(a), float(b))
     if r != r:
         return _F32_CANONICAL_NAN
     if abs(r) >= _F32_OVERFLOW:
