@@ -117,7 +117,7 @@ def _variant(kind: str, n: int, dtype: str) -> str:
     from bulkred_dialect.ops.target import Target
     from bulkred_dialect.ops.tile import NormalizeRowsOp
     from bulkred_dialect.passes.dispatch import choose
-    from bulkred_dialect.rows import module
+    from bulkred_dialect.row_kernels import module
 
     norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
     op = next(o for o in module(kind, 1, n, dtype, eps=1e-5 if norm else None).walk() if isinstance(o, NormalizeRowsOp))
@@ -138,6 +138,7 @@ def main() -> int:
     import torch
 
     from bulkred_dialect import rows
+    from bulkred_dialect import row_kernels
 
     os.makedirs(args.out, exist_ok=True)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -234,11 +235,11 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                 got = []
                 for wide in (True, False):
                     rows_common.WIDE_BF16 = wide
-                    rows._KERNELS.clear()
+                    row_kernels._KERNELS.clear()
                     got.append(_cell(torch, rows, kind, n, "bfloat16"))
                 print(f"| {kind} | {n} | {got[0]:,.0f} | {got[1]:,.0f} |", flush=True)
         rows_common.WIDE_BF16 = True
-        rows._KERNELS.clear()
+        row_kernels._KERNELS.clear()
     if "values" in parts:
         from bulkred_dialect.passes.variants import rows_cta
 
@@ -249,7 +250,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                                         ("softmax", "float32", 4096, "rows_cta")):
             for least, values in ((128, 16), (128, 32), (64, 64)):
                 rows_common.MAX_VALUES, rows_cta.MIN_BLOCK = values, least
-                rows._KERNELS.clear()
+                row_kernels._KERNELS.clear()
                 try:
                     gbs = f"{_cell(torch, rows, kind, n, dtype, variant):,.0f}"
                 except Exception as e:  # noqa: BLE001 - the row says why
@@ -259,10 +260,10 @@ def _tuning(torch, rows, parts: list[str]) -> None:
         for kind, dtype in (("softmax", "bfloat16"), ("layer_norm", "bfloat16"), ("softmax", "float32")):
             for slice_ in (8192, 16384):
                 rows_cluster.SLICE = slice_
-                rows._KERNELS.clear()
+                row_kernels._KERNELS.clear()
                 print(f"| {kind} | {dtype} | 65536 | SLICE {slice_} | {_cell(torch, rows, kind, 65536, dtype, 'rows_cluster'):,.0f} |", flush=True)
         rows_cluster.SLICE = 8192
-        rows._KERNELS.clear()
+        row_kernels._KERNELS.clear()
         del rows_cta
     if "variants" in parts:
         print()
@@ -281,14 +282,14 @@ def _tuning(torch, rows, parts: list[str]) -> None:
         for dtype in ("float32", "bfloat16"):
             for v, size in (("rows_cluster", 16), ("rows_stream", 8)):
                 rows_cluster.MAX_CLUSTER = size
-                rows._KERNELS.clear()
+                row_kernels._KERNELS.clear()
                 try:
                     gbs = f"{_cell(torch, rows, 'softmax', 262144, dtype, v):,.0f}"
                 except Exception as e:  # noqa: BLE001 - the row says why
                     gbs = f"failed: {str(e).splitlines()[0][:80]}"
                 print(f"| softmax | {dtype} | 262144 | {v}{' of 16' if v == 'rows_cluster' else ''} | {gbs} |", flush=True)
         rows_cluster.MAX_CLUSTER = 8
-        rows._KERNELS.clear()
+        row_kernels._KERNELS.clear()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ Example::
     x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
     y = rows.rms_norm(x, (4096,), weight=torch.ones(4096, device="cuda", dtype=torch.bfloat16), eps=1e-6)
 
-:func:`module` builds the module itself with the builder (no torch needed), which the
-CPU tests run on the interpreter.
+:func:`bulkred_dialect.row_kernels.module` builds the module itself with the builder (no
+torch needed), which the CPU tests run on the interpreter.
 """
 
 from __future__ import annotations
@@ -23,87 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
-
-from bulkred_dialect import builder as T
 from bulkred_dialect.errors import ArgumentError
-
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward",
-         "log_softmax_backward")
-
-_ROW_DTYPES = ("float32", "bfloat16", "float16")  # the element types a row may hold
-_STATS = ("row_max", "row_sum", "mean", "rstd", "lse")  # the statistic operands, in parameter order
-
-
-def module(
-    kind: str,
-    m: int,
-    n: int,
-    dtype: str,
-    *,
-    x_stride: int | None = None,
-    y_stride: int | None = None,
-    weight: str | None = None,
-    bias: str | None = None,
-    eps: float | None = None,
-    stats: Sequence[str] = (),
-    variant: str | None = None,
-    ignore_index: int | None = None,
-    label_smoothing: float | None = None,
-    name: str = "rows",
-    target: str | None = None,
-) -> ModuleOp:
-    """The verified tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``,
-    built with the builder (:func:`bulkred_dialect.builder.normalize_rows`): ``x`` and
-    ``y`` of ``[m, n]`` ``dtype`` (row strides ``x_stride`` / ``y_stride``, None:
-    contiguous), add_rms_norm's contiguous ``residual`` and ``residual_out``, ``weight`` /
-    ``bias`` of that element type name (None: absent), the ``stats`` operands named
-    (``row_max``, ``row_sum``, ``mean``, ``rstd``, ``lse``), in the parameter order x, y,
-    grad (the backward kinds), residual, residual_out, weight, bias, stats; cross_entropy:
-    x, target (int64 [m]), loss (float32 [m]), stats (no y). ``target`` (``"sm_90a"``)
-    is written on the module as :func:`~bulkred_dialect.builder.module` does."""
-    if kind not in KINDS:
-        raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    for field, d in (("dtype", dtype), ("weight", weight), ("bias", bias)):
-        if d is not None and d not in _ROW_DTYPES:
-            raise ArgumentError(f"{field} must be one of {', '.join(_ROW_DTYPES)}, got {d!r}")
-    for s in stats:
-        if s not in _STATS:
-            raise ArgumentError(f"stats must name {', '.join(_STATS)}, got {s!r}")
-
-    def rows(k: T.Kernel, key: str, stride: int | None = None):
-        return k.param(key, [m, n], dtype, strides=None if stride is None else [stride, 1])
-
-    operands: dict[str, Any] = {}
-    with T.kernel(name) as k:
-        x = rows(k, "x", x_stride)
-        y = None
-        if kind == "cross_entropy":
-            operands["target"] = k.param("target", [m], "int64")
-            operands["loss"] = k.param("loss", [m], "float32")
-        else:
-            y = rows(k, "y", y_stride)
-        if kind.endswith("_backward"):  # x: the forward's output; grad: its gradient; y: dx
-            operands["grad"] = rows(k, "grad")
-        if kind == "add_rms_norm":
-            for key in ("residual", "residual_out"):
-                operands[key] = rows(k, key)
-        for key, d in (("weight", weight), ("bias", bias)):
-            if d is not None:
-                operands[key] = k.param(key, [n], d)
-        for s in _STATS:
-            if s in stats:
-                operands[s] = k.param(s, [m], "float32")
-        T.normalize_rows(kind, x, y, eps=eps, variant=variant or None,
-                         ignore_index=None if ignore_index is None else int(ignore_index),
-                         label_smoothing=label_smoothing, **operands)
-    return k.module(target=target)
-
+from bulkred_dialect.row_kernels import kernel_for
 
 # region torch
-
-_KERNELS: dict[tuple, Any] = {}
-
 
 def _torch():
     try:
@@ -150,23 +73,6 @@ def _vector(v: Any, n: int, field: str, what: str) -> str | None:
     if str(v.dtype) not in _DTYPE_NAMES:
         raise ArgumentError(f"{what}: {field}'s dtype must be float32, bfloat16 or float16, got {v.dtype}")
     return _DTYPE_NAMES[str(v.dtype)]
-
-
-def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
-               bias: str | None = None, eps: float | None = None, stats: Sequence[str] = (),
-               target: str | None = None, variant: str | None = None, ignore_index: int | None = None,
-               label_smoothing: float | None = None):
-    """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use."""
-    key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant, ignore_index, label_smoothing)
-    k = _KERNELS.get(key)
-    if k is None:
-        from bulkred_dialect.backend_ptx.runtime import compile_tile_module
-
-        built = module(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
-                       variant=variant, ignore_index=ignore_index, label_smoothing=label_smoothing)
-        k = compile_tile_module(built, target).kernel("rows")
-        _KERNELS[key] = k
-    return k
 
 
 def _run(kind: str, x: Any, n: int, what: str, *, weight: Any = None, bias: Any = None, eps: float | None = None,

@@ -20,7 +20,7 @@ from bulkred_dialect.passes.dispatch import choose
 from bulkred_dialect.passes.lower_tile_reductions import explanations
 from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 from bulkred_dialect.reference import f64_to_bf16
-from bulkred_dialect.rows import module
+from bulkred_dialect.row_kernels import module
 
 SM90 = Target.parse("sm_90a")
 
