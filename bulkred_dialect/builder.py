@@ -392,8 +392,6 @@ class Kernel:
         dynamic = isinstance(shape, list | tuple) and None in shape
         dims = _shape([1 if d is None else d for d in shape] if dynamic else shape, "shape", "param", element)
         if dynamic:
-            if strides is not None:
-                raise BuildError(f"'strides' of param '{name}' must be None for a dynamic shape, got {strides!r:.60}")
             dims = [DYNAMIC_INDEX if d is None else n for d, n in zip(shape, dims, strict=True)]
         t = buffer_type(dims, element, MemoryScope.GLOBAL)
         if strides is not None:
@@ -552,6 +550,7 @@ def reduce(
     epilogue: Sequence[str | tuple[str, float]] | None = None,
     correction: int | None = None,
     aux: SSAValue | None = None,
+    pairs: bool = False,
 ) -> ReduceOp:
     """``bulkred.reduce kind scope [accum] [deterministic] [ignore_nan] [axes ..] [variant "v"] src, dst``.
 
@@ -572,10 +571,12 @@ def reduce(
     absmax. Kinds ``argmax``/``argmin`` (``dst`` i64; ``aux`` the values), ``var``
     (``correction``; ``aux`` the mean), ``logsumexp``, ``nanmean`` (the mean of the
     non-NaN elements) and ``minmax`` (``dst`` the minimum, ``aux`` the maximum).
+    ``pairs``: ``src``'s last axis (extent 2, f32 or f64) holds complex numbers as (re,
+    im) (docs/fused.md, "Complex numbers").
     """
     return _reduce(
         "reduce", _enum(ReduceKind, kind, "kind", "reduce"), dst, src, scope, axes, accum, deterministic, variant,
-        ignore_nan, prologue, epilogue, correction, aux,
+        ignore_nan, prologue, epilogue, correction, aux, pairs,
     )
 
 
@@ -738,6 +739,7 @@ def _reduce(
     epilogue: Sequence[str | tuple[str, float]] | None = None,
     correction: int | None = None,
     aux: SSAValue | None = None,
+    pairs: bool = False,
 ) -> ReduceOp:
     d = _buffer(dst, "dst", fn)
     a = _buffer(aux, "aux", fn) if aux is not None else None
@@ -746,7 +748,7 @@ def _reduce(
         raise BuildError(f"'correction' of T.{fn} must be a number (an int, or a float as torch's), got {correction!r}")
     x = _buffer(src, "src", fn)
     s = _default_scope(d, x) if scope is None else _enum(ExecScope, scope, "scope", fn)
-    for field, flag in (("accum", accum), ("deterministic", deterministic), ("ignore_nan", ignore_nan)):
+    for field, flag in (("accum", accum), ("deterministic", deterministic), ("ignore_nan", ignore_nan), ("pairs", pairs)):
         if not isinstance(flag, bool):
             raise BuildError(f"'{field}' of T.{fn} must be True or False, got {flag!r}")
     if variant is not None and (not isinstance(variant, str) or not variant):
@@ -773,6 +775,7 @@ def _reduce(
         kind, x, d, scope=s, accum=accum, deterministic=deterministic, ignore_nan=ignore_nan, axes=axes_list,
         variant=variant, prologue=maps.get("prologue"), epilogue=maps.get("epilogue"),
         correction=None if correction is None else int(correction) if isinstance(correction, Integral) else float(correction), aux=a,
+        pairs=pairs,
     )
     return _insert(op, fn)  # type: ignore[return-value]
 

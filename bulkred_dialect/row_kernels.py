@@ -22,7 +22,7 @@ _STATS = ("row_max", "row_sum", "mean", "rstd", "lse")  # the statistic operands
 
 def module(
     kind: str,
-    m: int,
+    m: int | None,
     n: int,
     dtype: str,
     *,
@@ -40,7 +40,9 @@ def module(
 ) -> ModuleOp:
     """The verified tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``,
     built with the builder (:func:`bulkred_dialect.builder.normalize_rows`): ``x`` and
-    ``y`` of ``[m, n]`` ``dtype`` (row strides ``x_stride`` / ``y_stride``, None:
+    ``y`` of ``[m, n]`` ``dtype`` (``m=None``: a dynamic M, ``memref<?xN>``, every ``[m]``
+    operand too: one kernel for every M; the launch passes M, read from x's shape, and
+    chooses the grid from it) (row strides ``x_stride`` / ``y_stride``, None:
     contiguous), add_rms_norm's contiguous ``residual`` and ``residual_out``, ``weight`` /
     ``bias`` of that element type name (None: absent), the ``stats`` operands named
     (``row_max``, ``row_sum``, ``mean``, ``rstd``, ``lse``), in the parameter order x, y,
@@ -88,11 +90,12 @@ def module(
 _KERNELS: dict[tuple, Any] = {}
 
 
-def kernel_for(kind: str, m: int, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
+def kernel_for(kind: str, m: int | None, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
                bias: str | None = None, eps: float | None = None, stats: Sequence[str] = (),
                target: str | None = None, variant: str | None = None, ignore_index: int | None = None,
                label_smoothing: float | None = None):
-    """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use."""
+    """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use
+    (``m=None``: the one kernel of every M, called on arrays of any number of rows)."""
     key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant, ignore_index, label_smoothing)
     k = _KERNELS.get(key)
     if k is None:

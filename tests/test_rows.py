@@ -13,6 +13,7 @@ import pytest
 
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import NormalizeRowsOp, kernel_launch
@@ -235,17 +236,32 @@ def test_non_finite_rows_as_torch(variant: str) -> None:
     check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")
 
 
-@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta", "rows_cluster"])
-def test_rows_bits_do_not_depend_on_m_or_position(variant: str) -> None:
-    """The same row alone and as row 2 of 3 (other rows around it) gives the same bits."""
-    n = {"rows_warp": 68, "rows_cta": 136, "rows_cluster": 180}[variant]
+@pytest.mark.parametrize("variant,n,per", [("rows_warp", 68, 2), ("rows_cta", 136, 1), ("rows_cluster", 180, 1)])
+def test_one_kernel_for_every_m(variant: str, n: int, per: int, monkeypatch) -> None:
+    """``module(kind, None, ...)``: x, y and the statistics of a dynamic M (``memref<?xN>``),
+    ONE lowered kernel run for M = 1, 3 and 7. The launch derives M from x's shape (the
+    ``m`` parameter of ``bulkred.dims``) and the grid from M (``bulkred.grid_rows``: a
+    unit of ``per`` rows, at most 32 here); every row against float64, and the same row
+    (the last of each batch) gives the same bits whatever M and its position (batch
+    invariance)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)  # 32 units of 2 warps at most
+    built = lowered(module("layer_norm", None, n, "float32", weight="float32", eps=1e-5, stats=("mean", "rstd"),
+                           variant=variant))
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    assert [a.name_hint for a in kernel.body.block.args] == ["x", "y", "weight", "mean", "rstd", "m"]
     rng = np.random.default_rng(3)
-    row = rng.standard_normal(n) * 4
-    batch = rng.standard_normal((3, n))
-    batch[2] = row
-    one, _, _, _, _ = run("rms_norm", row[None, :], variant=variant, affine="float32", seed=1)
-    three, _, _, _, _ = run("rms_norm", batch, variant=variant, affine="float32", seed=1)
-    assert one[0].tobytes() == three[2].tobytes()
+    rows = (rng.standard_normal((7, n)) * 3 + 1).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    cluster = 2 if variant == "rows_cluster" else 1
+    bits = set()
+    for m in (1, 3, 7):
+        x = np.concatenate([rows[1:m], rows[:1]])  # rows[0] last
+        args = (x, np.full_like(x, 7.0), w, np.zeros(m, np.float32), np.zeros(m, np.float32))
+        assert dynamic_launch(kernel, args, cluster)[1] == cluster * -(-m // per)  # CTAs: a unit per `per` rows
+        _, y, _, mean, rstd = interpret(built, *args)
+        check("layer_norm", y, {"mean": mean, "rstd": rstd}, x.astype(np.float64), w.astype(np.float64), None, "float32")
+        bits.add(y[-1].tobytes() + mean[-1].tobytes() + rstd[-1].tobytes())
+    assert len(bits) == 1, "a row's bits depend on M or on its position"
 
 
 @pytest.mark.parametrize("kind", ["softmax", "layer_norm"])

@@ -30,6 +30,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from bulkred_dialect.errors import InterpretError
 from bulkred_dialect.interpreter.kernel_ids import ThreadIds
+from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.ptx_memory import Pointer
 from bulkred_dialect.interpreter.run import find_kernel, make_interpreter, prepare_arguments
@@ -151,7 +152,8 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
     size = launch.cluster_dims[0]
     if launch.cluster_dims[1:] != (1, 1) or launch.grid_dims[1:] != (1, 1) or launch.grid_dims[0] % size:
         raise InterpretError(f"'{name}': run_cluster_grid runs 1-D grids of 1-D clusters, got {launch}")
-    grid3, block3 = launch.grid_dims, launch.block_dims
+    arrays, rows_grid, added = dynamic_launch(callee, arrays, size)  # a dynamic M: its size parameter, its grid
+    grid3, block3 = ((rows_grid, 1, 1) if rows_grid is not None else launch.grid_dims), launch.block_dims
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
     per_cta = block3[0] * block3[1] * block3[2]
     for c in range(grid3[0] // size):
@@ -172,4 +174,5 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
             interpreter.call_op(callee, tuple(args))
 
         cta.run(threads, body)
-    return tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
+    out = tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
+    return out[:len(out) - added]

@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from bulkred_dialect.errors import ArgumentError, InterpretError
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
+from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.values import (
@@ -321,14 +322,16 @@ def run_grid(
     launch = kernel_launch(callee)
     if launch is not None and launch.cluster_dims != (1, 1, 1):
         raise InterpretError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
-    grid3 = _dims(grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
+    arrays, rows_grid, added = dynamic_launch(callee, arrays)  # a dynamic M: its size parameter, its grid
+    grid3 = _dims(grid if grid is not None else rows_grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
     for bz in range(grid3[2]):
         for by in range(grid3[1]):
             for bx in range(grid3[0]):
                 _run_cta(module, callee, args, (bx, by, bz), block3, grid3)
-    return tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
+    out = tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
+    return out[:len(out) - added]
 
 
 def _run_cta(

@@ -9,7 +9,15 @@
   address needs (the width of the widest vector access of it: 16 for ``ld.v4.f32``, 8
   for ``ld.v4.b16``; 1 for none beyond the element's own); the launcher refuses an array
   whose address is not a multiple (a view at a storage offset) instead of launching a
-  kernel that would fault.
+  kernel that would fault;
+* ``bulkred.dims = [[[p, axis], ...], ...]``: the kernel takes, after its user
+  parameters (and before the workspace), one ``i64`` scalar per entry: the size of
+  dimension ``axis`` of user parameter ``p`` (the first pair), a dynamic dimension (``?``)
+  that the other pairs' dimensions must equal; the launcher passes it (the row
+  normalizations' M: one kernel for every M of an N, docs/rows.md);
+* ``bulkred.grid_rows = [per, cap]``: the grid is chosen at the launch from the first
+  ``bulkred.dims`` value d: :func:`grid_for_rows` (``#bulkred.launch``'s grid is the
+  largest, ``cap`` units of a cluster each).
 
 See docs/runtime.md.
 """
@@ -17,3 +25,12 @@ See docs/runtime.md.
 WORKSPACE_ATTR = "bulkred.workspace"
 ZERO_INIT_ATTR = "bulkred.zero_init"
 ALIGN_ATTR = "bulkred.align"
+DIMS_ATTR = "bulkred.dims"
+GRID_ROWS_ATTR = "bulkred.grid_rows"
+
+
+def grid_for_rows(per: int, cap: int, cluster: int, rows: int) -> int:
+    """The CTAs of a launch of ``rows`` rows (``bulkred.grid_rows = [per, cap]``): a unit
+    (a cluster of ``cluster`` CTAs) per ``per`` rows, at most ``cap`` units, at least one
+    (no rows: one unit, which does nothing)."""
+    return cluster * max(1, min(cap, -(-rows // per)))

@@ -154,6 +154,11 @@ def row_stride(t: MemRefType) -> int:
     return t.get_shape()[1]
 
 
+def _shape(t: MemRefType) -> str:
+    """A shape for a message: ``[?, 64]``."""
+    return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in t.get_shape()) + "]"
+
+
 def _check_rows(field: str, v: SSAValue) -> MemRefType:
     """``x`` / ``y``: a global [M, N] float buffer, contiguous or ``strided<[S, 1]>``,
     ``S >= N``, offset 0."""
@@ -161,9 +166,13 @@ def _check_rows(field: str, v: SSAValue) -> MemRefType:
     shape = list(t.get_shape())
     if len(shape) != 2:
         raise VerifyException(f"operand '{field}' must have rank 2 ([M, N] rows), got rank {len(shape)}")
-    if any(d == DYNAMIC_INDEX for d in shape) or any(d < 1 for d in shape):
-        dims = ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
-        raise VerifyException(f"operand '{field}' must have a static shape of sizes >= 1, got [{dims}]")
+    dims = ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+    if shape[1] == DYNAMIC_INDEX:
+        raise VerifyException(
+            f"operand '{field}' must have a static row length N (dimension 1; only M may be ?), got [{dims}]"
+        )
+    if any(d < 1 and d != DYNAMIC_INDEX for d in shape):
+        raise VerifyException(f"operand '{field}' must have sizes >= 1 (M may be ?), got [{dims}]")
     if t.element_type not in ROW_ELEMENT_TYPES:
         valid = ", ".join(str(e) for e in ROW_ELEMENT_TYPES)
         raise VerifyException(f"operand '{field}' element type must be one of {valid}, got {t.element_type}")
@@ -199,7 +208,9 @@ def _check_vector(field: str, v: SSAValue, length: int, elements: tuple[Attribut
     shape = list(t.get_shape())
     if shape != [length]:
         dims = ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
-        raise VerifyException(f"operand '{field}' shape must be [{length}], got [{dims}]")
+        want = "?" if length == DYNAMIC_INDEX else str(length)
+        rows = " (x's M is ?: one value per row)" if length == DYNAMIC_INDEX else ""
+        raise VerifyException(f"operand '{field}' shape must be [{want}]{rows}, got [{dims}]")
     if not isinstance(t.layout, NoneAttr):
         raise VerifyException(f"operand '{field}' must be contiguous (no layout), got {t.layout}")
 
@@ -283,8 +294,10 @@ class NormalizeRowsOp(IRDLOperation):
         return self.kind.data
 
     @property
-    def rows(self) -> int:
-        return self.x.type.get_shape()[0]  # type: ignore[union-attr]
+    def rows(self) -> int | None:
+        """M, None when it is dynamic (``memref<?xN>``: known at the launch)."""
+        m = self.x.type.get_shape()[0]  # type: ignore[union-attr]
+        return None if m == DYNAMIC_INDEX else m
 
     @property
     def cols(self) -> int:
@@ -315,7 +328,7 @@ class NormalizeRowsOp(IRDLOperation):
         if self.y is not None:
             yt = _check_rows("y", self.y)
             if list(yt.get_shape()) != [m, n]:
-                raise VerifyException(f"operand 'y' shape must be x's [{m}, {n}], got {list(yt.get_shape())}")
+                raise VerifyException(f"operand 'y' shape must be x's {_shape(xt)}, got {_shape(yt)}")
             if yt.element_type != xt.element_type:
                 raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
         for field, element in (("target", i64), ("loss", f32)):
@@ -346,8 +359,8 @@ class NormalizeRowsOp(IRDLOperation):
             gt = _check_rows("grad", self.grad)
             if list(gt.get_shape()) != [m, n] or gt.element_type != xt.element_type:
                 raise VerifyException(
-                    f"operand 'grad' must have x's shape [{m}, {n}] and element type {xt.element_type}, "
-                    f"got {list(gt.get_shape())} of {gt.element_type}"
+                    f"operand 'grad' must have x's shape {_shape(xt)} and element type {xt.element_type}, "
+                    f"got {_shape(gt)} of {gt.element_type}"
                 )
         for field in RESIDUAL:
             v = getattr(self, field)
@@ -360,8 +373,8 @@ class NormalizeRowsOp(IRDLOperation):
             t = _check_rows(field, v)
             if list(t.get_shape()) != [m, n] or t.element_type != xt.element_type:
                 raise VerifyException(
-                    f"operand '{field}' must have x's shape [{m}, {n}] and element type {xt.element_type}, "
-                    f"got {list(t.get_shape())} of {t.element_type}"
+                    f"operand '{field}' must have x's shape {_shape(xt)} and element type {xt.element_type}, "
+                    f"got {_shape(t)} of {t.element_type}"
                 )
         if self.residual_out is not None and self.residual_out in (self.x, self.residual, self.y):
             raise VerifyException("operand 'residual_out' must be a buffer of its own (not x, residual or y)")

@@ -37,11 +37,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
+from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp, XorOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
@@ -87,7 +89,7 @@ class RowPlan:
 
     kind: NormKind
     dtype: DType
-    m: int
+    m: int | None  # None: dynamic (the kernel's i64 parameter after its buffers; the grid chosen at the launch)
     n: int
     sx: int
     sy: int
@@ -137,12 +139,14 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     """The plan of ``op`` with these settings (the variant chooses them from N and the
     element type); the grid covers the rows, at most ``ctas_per_sm`` CTAs per
     multiprocessor; with ``cluster`` > 1 a cluster of that many CTAs per row, each
-    holding ``items * block`` vectors of it (``group`` is then ``block``)."""
+    holding ``items * block`` vectors of it (``group`` is then ``block``). With a dynamic
+    M the grid is that largest one, and the launch takes :func:`grid_for_rows`'s share of it."""
     xt = op.x.type
     assert isinstance(xt, MemRefType)
     sy = row_stride(op.y.type) if op.y is not None else 0  # type: ignore[arg-type]
     groups = block // group
-    units = max(1, min(sm_count(target) * ctas_per_sm // cluster, -(-op.rows // groups)))
+    cap = max(1, sm_count(target) * ctas_per_sm // cluster)
+    units = cap if op.rows is None else min(cap, -(-op.rows // groups))
     return RowPlan(
         op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), sy, vector_of(op),
         group, block, items, unroll, units * cluster, cluster, items * block if cluster > 1 else 0,
@@ -832,6 +836,20 @@ def _visit(e: Emitter, p: RowPlan, full: int, cond: SSAValue | None, state: list
     return state
 
 
+def rows_parameter(kernel: func.FuncOp) -> SSAValue:
+    """The kernel's ``i64`` parameter ``m`` (appended after its buffers, once), recorded in
+    ``bulkred.dims`` as the size of dimension 0 of x (the first parameter), which every
+    other buffer with a dynamic M shares: the launcher passes it."""
+    block = kernel.body.block
+    pairs = [ArrayAttr([IntegerAttr(i, i64), IntegerAttr(0, i64)]) for i, a in enumerate(block.args)
+             if isinstance(a.type, MemRefType) and a.type.get_shape() and a.type.get_shape()[0] == DYNAMIC_INDEX]
+    arg = block.insert_arg(i64, len(block.args))
+    arg.name_hint = "m"
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    kernel.attributes[DIMS_ATTR] = ArrayAttr([ArrayAttr(pairs)])
+    return arg
+
+
 def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowPlan) -> None:
     """Replace ``op`` by the kernel of plan ``p``: the launch, the loop over rows, and
     per row the registers or the stream body."""
@@ -839,6 +857,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     kernel = enclosing_kernel(op)
     assert kernel is not None
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     rank = first = None
@@ -894,7 +913,14 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         return [b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []
 
     units = p.ctas // p.cluster
-    e.for_(e.wide(slot), p.m, units * p.groups, [e.const(0)] if p.cluster > 1 else [], row_body)
+    if p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
+        ctas = e.sreg(SpecialRegister.NCTAID_X)
+        units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
+        stride = e.wide(e.mul_i(units_now, p.groups) if p.groups > 1 else units_now)
+        e.for_(e.wide(slot), m_arg, stride, [e.const(0)] if p.cluster > 1 else [], row_body)
+        kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
+    else:
+        e.for_(e.wide(slot), p.m, units * p.groups, [e.const(0)] if p.cluster > 1 else [], row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
     rewriter.erase(op)

@@ -98,3 +98,19 @@ func.func @ce(%x: memref<16x65536xf32, #bulkred.scope<global>>, %t: memref<16xi6
   bulkred.normalize_rows cross_entropy %x target %t : memref<16xi64, #bulkred.scope<global>> loss %loss : memref<16xf32, #bulkred.scope<global>> lse %lse : memref<16xf32, #bulkred.scope<global>> : memref<16x65536xf32, #bulkred.scope<global>>
   func.return
 }
+
+// A dynamic M: one kernel for every M. The lowering appends the i64 parameter %m (the
+// launcher passes x's dimension 0, which y and the statistics share: bulkred.dims) and
+// the rule of the grid (bulkred.grid_rows = [rows per unit, units at most]: the launch
+// takes min(units, ceil(M / rows)) clusters; #bulkred.launch's grid is the largest); the
+// rows' loop strides by the launched grid (%nctaid.x / cluster).
+// WARP: func.func @dynamic_m(%x: memref<?x65536xf32, #bulkred.scope<global>>, %y: memref<?x65536xf32, #bulkred.scope<global>>, %rstd: memref<?xf32, #bulkred.scope<global>>, %m: i64) attributes {bulkred.launch = #bulkred.launch<grid = [1056], block = [256], cluster = [8]>, bulkred.dims = {{\[\[\[}}0 : i64, 0 : i64], [1 : i64, 0 : i64], [2 : i64, 0 : i64]]], {{.*}}bulkred.grid_rows = [1 : i64, 132 : i64]
+// WARP: ptx.mov.sreg nctaid.x
+// WARP: scf.for {{.*}} to %m step
+// WARPPTX: .visible .entry dynamic_m(
+// WARPPTX: .param .u64 dynamic_m_param_3
+// WARPPTX: mov.u32 {{.*}}%nctaid.x
+func.func @dynamic_m(%x: memref<?x65536xf32, #bulkred.scope<global>>, %y: memref<?x65536xf32, #bulkred.scope<global>>, %rstd: memref<?xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f32 rstd %rstd : memref<?xf32, #bulkred.scope<global>> : memref<?x65536xf32, #bulkred.scope<global>>, memref<?x65536xf32, #bulkred.scope<global>>
+  func.return
+}

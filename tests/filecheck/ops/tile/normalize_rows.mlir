@@ -11,6 +11,14 @@ func.func @softmax(%x: memref<64x1000xf32, #bulkred.scope<global>>, %y: memref<6
   func.return
 }
 
+// A dynamic M (one kernel for every M): x, y and the statistics of ? rows, padded x.
+// CHECK-LABEL: func.func @rms_norm_dynamic_m
+// CHECK: bulkred.normalize_rows rms_norm %x, %y eps 1.000000e-05 : f32 rstd %r : memref<?xf32, #bulkred.scope<global>> : memref<?x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, memref<?x1000xbf16, #bulkred.scope<global>>
+func.func @rms_norm_dynamic_m(%x: memref<?x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, %y: memref<?x1000xbf16, #bulkred.scope<global>>, %r: memref<?xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f32 rstd %r : memref<?xf32, #bulkred.scope<global>> : memref<?x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, memref<?x1000xbf16, #bulkred.scope<global>>
+  func.return
+}
+
 // Padded rows in and out (row strides 1024 and 1008), the warp variant forced.
 // CHECK-LABEL: func.func @log_softmax_padded
 // CHECK: bulkred.normalize_rows log_softmax variant "rows_warp" %x, %y : memref<8x1000xbf16, strided<[1024, 1]>, #bulkred.scope<global>>, memref<8x1000xbf16, strided<[1008, 1]>, #bulkred.scope<global>>

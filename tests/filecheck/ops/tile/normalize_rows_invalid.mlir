@@ -23,9 +23,30 @@ func.func @x_scope(%x: memref<4x64xf32, #bulkred.scope<shared>>, %y: memref<4x64
 }
 // -----
 
-func.func @x_dynamic(%x: memref<?x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have a static shape of sizes >= 1, got [?, 64]
+func.func @x_dynamic_m_y_static(%x: memref<?x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'y' shape must be x's [?, 64], got [4, 64]
   bulkred.normalize_rows softmax %x, %y : memref<?x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_dynamic_n(%x: memref<4x?xf32, #bulkred.scope<global>>, %y: memref<4x?xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have a static row length N (dimension 1; only M may be ?), got [4, ?]
+  bulkred.normalize_rows softmax %x, %y : memref<4x?xf32, #bulkred.scope<global>>, memref<4x?xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @stat_static_with_dynamic_m(%x: memref<?x64xf32, #bulkred.scope<global>>, %y: memref<?x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' shape must be [?] (x's M is ?: one value per row), got [4]
+  bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f32 rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<?x64xf32, #bulkred.scope<global>>, memref<?x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @x_zero_rows(%x: memref<0x64xf32, #bulkred.scope<global>>, %y: memref<0x64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'x' must have sizes >= 1 (M may be ?), got [0, 64]
+  bulkred.normalize_rows softmax %x, %y : memref<0x64xf32, #bulkred.scope<global>>, memref<0x64xf32, #bulkred.scope<global>>
   func.return
 }
 // -----
