@@ -76,8 +76,11 @@ MIDDLE = "middle"
 GENERAL = "general"
 STRIDED = "strided"
 
-FORMS = (WHOLE, INNER, OUTER, MIDDLE, GENERAL, STRIDED)
-"""Every canonical form's name."""
+PAIRS = "pairs"
+
+FORMS = (WHOLE, INNER, OUTER, MIDDLE, GENERAL, STRIDED, PAIRS)
+"""Every canonical form's name. ``pairs`` (a ``bulkred.reduce`` with ``pairs``: complex
+numbers as (re, im), :func:`pairs_form`) is taken by ``grid_gather`` alone."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +98,16 @@ class Canonical:
     them; None: the op's order."""
     unordered: str | None = None
     """Why the axes were not put in stride order (None: they were, or already are)."""
+    pair: int | None = None
+    """The ``pairs`` form: the element stride from a pair's re to its im."""
 
     def __str__(self) -> str:
         text = f"{self.form} [{', '.join(map(str, self.shape))}]"
         if self.strides is not None:
             axes = [i for i, r in enumerate(self.reduced) if r]
             text += f" strides [{', '.join(map(str, self.strides))}] axes {axes}"
+        if self.pair is not None:
+            text += f" pair stride {self.pair}"
         if self.order is not None:
             text += f" (stride order: axes [{', '.join(map(str, self.order))}])"
         elif self.unordered is not None:
@@ -205,3 +212,20 @@ def canonical(
         return Canonical(OUTER, (1, math.prod(dims)), (True, False), **note)
     form = {(False, True): INNER, (True, False): OUTER, (False, True, False): MIDDLE}.get(flags, GENERAL)
     return Canonical(form, dims, flags, **note)
+
+
+def pairs_form(
+    shape: Sequence[int], axes: Sequence[int], strides: Sequence[int] | None = None
+) -> Canonical:
+    """The ``pairs`` form of a reduction whose ``src``'s last axis (extent 2) holds
+    complex numbers as (re, im): the canonical form of the other axes (the pair axis
+    left out of ``axes``; each complex number one element, at its re's element offset)
+    as merged extents and their element strides (always given: a pair takes two
+    elements), and the pair's stride (:attr:`Canonical.pair`)."""
+    if strides is None:
+        strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+    c = canonical(shape[:-1], [a for a in axes if a != len(shape) - 1], strides[:-1])
+    # the strides are those of the pairs' re, twice the complex ones at least: the form is
+    # ``strided`` unless no axis of extent > 1 is left (one element: its stride is moot)
+    steps = c.strides if c.strides is not None else c.element_strides()
+    return Canonical(PAIRS, c.shape, c.reduced, steps, c.order, c.unordered, pair=strides[-1])

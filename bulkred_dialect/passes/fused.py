@@ -33,6 +33,14 @@ workspace, and how the final state becomes the stored result (the epilogue).
   / ``max`` propagate NaN: ``.NaN``); the minimum is ``dst``'s result, the maximum
   ``aux``'s.
 
+``pairs`` (complex numbers as (re, im), :meth:`Reducer.absorb_pair`): a pair becomes
+one real value by the prologue's first map (``abs``: ``sqrt(re*re + im*im)``,
+``square``: ``re*re + im*im``, ``pow p``: that ``** (p / 2)``, ``nonzero``: re or im
+nonzero (NaN counts), as 1 or 0) and joins a plain kind's state; ``prod`` keeps (re, im)
+and multiplies as complex numbers; ``var`` keeps (count, mean re, mean im, M2, shift re,
+shift im): Welford's and Chan's steps on both parts with one M2 (``|z - mean|**2`` adds
+both parts' squares), torch's variance of a complex tensor, and the complex mean.
+
 The maps (``ops/tile/attrs.py``'s :class:`MapFn`) are applied in the accumulator type. exp and
 log (logsumexp, ``pow``, ``log``, ``exp_sub``) are ``ex2.approx`` / ``lg2.approx`` of a
 float32 accumulator and, of a float64 one, the routines of ``passes/f64_math.py``
@@ -82,6 +90,12 @@ class Reducer:
         self.kind = self.op.kind.data
         self.prologue = [m for m in self.op.maps("prologue") if m.map_fn != MapFn.CAST]
         self.epilogue = self.op.maps("epilogue")
+        self.pairs = self.op.pairs is not None
+
+    @property
+    def complex_state(self) -> bool:
+        """``pairs`` with a complex state: ``prod`` (re, im) or ``var`` (a complex mean)."""
+        return self.pairs and self.kind in (ReduceKind.PROD, ReduceKind.VAR)
 
     # region What the state is
 
@@ -109,6 +123,8 @@ class Reducer:
         a = self.acc
         if self.kind in INDEX_KINDS:
             return [a, self.index_dtype]
+        if self.complex_state:
+            return [a] * (6 if self.kind == ReduceKind.VAR else 2)  # var: count, mean re, im, M2, shift re, im
         if self.kind == ReduceKind.VAR:
             return [a, a, a, a]  # count, mean (of x - shift), M2, shift
         if self.kind in (ReduceKind.LOGSUMEXP, ReduceKind.MINMAX):
@@ -178,6 +194,8 @@ class Reducer:
             else:
                 v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
             return [e.const(v, ir), e.const(self.index_max, self.types[1])]
+        if self.complex_state:
+            return [e.const(1.0 if self.kind == ReduceKind.PROD and k == 0 else 0.0, ir) for k in range(self.width)]
         if self.kind == ReduceKind.VAR:
             return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
@@ -317,6 +335,81 @@ class Reducer:
         scaled = e.value(MulOp(at, total, self._exp(e, shift, m), rnd=RoundingMode.RN))
         return [m, e.combine(ReduceKind.SUM, self.acc, scaled, self._exp(e, v, m))]
 
+    def absorb_pair(self, e, s: State, re: SSAValue, im: SSAValue, src: DType) -> State:
+        """State ``s`` with one more complex element (``re``, ``im``: registers of
+        ``src``, the source's float accumulator), of a ``pairs`` reduction."""
+        at, _ = arith_types(self.acc)
+        if self.acc.is_float and src != self.acc:  # a wider result (dtype=float64 of complex64): each part converted
+            re, im = e.convert(re, src, self.acc), e.convert(im, src, self.acc)
+            src = self.acc
+        if self.kind == ReduceKind.PROD:  # (a + bi)(c + di) = (ac - bd) + (ad + bc)i
+            return self._cmul(e, at, s, [re, im])
+        if self.kind == ReduceKind.VAR:
+            return self._welford_pair(e, at, s, re, im)
+        first, rest = self.prologue[0], self.prologue[1:]
+        sat, _ = arith_types(src)
+        if first.map_fn == MapFn.NONZERO:
+            zero = e.const(0.0, re.type)
+            st = SetpType(sat.value)
+            pred = e.or_pred(e.value(SetpOp(CmpOp.NEU, st, re, zero)), e.value(SetpOp(CmpOp.NEU, st, im, zero)))
+            t = self.types[0]
+            one, none = (1.0, 0.0) if self.acc.is_float else (1, 0)
+            v = _selp(e, t, e.const(one, t), e.const(none, t), pred)
+        else:
+            sq = e.fma(sat, re, re, e.value(MulOp(sat, im, im, rnd=RoundingMode.RN)))  # |z|^2
+            if first.map_fn == MapFn.SQUARE:
+                v = sq
+            elif first.map_fn == MapFn.ABS or first.value == 1.0:
+                v = e.sqrt(sat, sq)
+            else:
+                v = self._pow(e, sat, sq, 0.5 * first.value, False)  # |z|^p = (|z|^2)^(p/2)
+        v = self.map_value(e, rest, v, self.acc) if rest else v
+        return [e.combine(self.kind, self.acc, s[0], v)]
+
+    @staticmethod
+    def _cmul(e, at: ArithType, a: State, b: State) -> State:
+        """The complex product of ``a`` and ``b`` (each (re, im))."""
+        def mul(x: SSAValue, y: SSAValue) -> SSAValue:
+            return e.value(MulOp(at, x, y, rnd=RoundingMode.RN))
+
+        return [e.value(_sub(at, mul(a[0], b[0]), mul(a[1], b[1]))), e.fma(at, a[0], b[1], mul(a[1], b[0]))]
+
+    def _welford_pair(self, e, at: ArithType, s: State, vr: SSAValue, vi: SSAValue) -> State:
+        """Welford's step of a complex var state (:attr:`dtypes`) by ``vr + vi i``: each
+        part's mean as :meth:`_welford`, one M2 of both parts' squared deviations."""
+        n, mr, mi, q, kr, ki = s
+        t = self.types[0]
+        n1 = self._count_up(e, n)
+        inv = self._reciprocal(e, at, n1)
+        first = self._is_empty(e, at, n)
+        kr, ki = _selp(e, t, vr, kr, first), _selp(e, t, vi, ki, first)
+        yr, yi = e.value(_sub(at, vr, kr)), e.value(_sub(at, vi, ki))
+        dr, di = e.value(_sub(at, yr, mr)), e.value(_sub(at, yi, mi))
+        mr1, mi1 = e.fma(at, dr, inv, mr), e.fma(at, di, inv, mi)
+        q1 = e.fma(at, dr, e.value(_sub(at, yr, mr1)), e.fma(at, di, e.value(_sub(at, yi, mi1)), q))
+        return [n1, mr1, mi1, q1, kr, ki]
+
+    def _chan_pair(self, e, at: ArithType, a: State, b: State) -> State:
+        """Chan's combination of two complex var states (:meth:`_chan` on both parts,
+        one M2): ``cross = |d|^2 * na * nb / n``."""
+        na, mar, mai, qa, kar, kai = a
+        nb, mbr, mbi, qb, kbr, kbi = b
+        t = self.types[0]
+        n = e.combine(ReduceKind.SUM, self.acc, na, nb)
+        r = e.div(at, nb, e.minmax(ReduceKind.MAX, at, n, e.const(1.0, t)))
+        out_means, cross = [], None
+        for ma, mb, ka, kb in ((mar, mbr, kar, kbr), (mai, mbi, kai, kbi)):
+            d = e.value(_sub(at, e.combine(ReduceKind.SUM, self.acc, e.value(_sub(at, kb, ka)), mb), ma))
+            out_means.append(e.fma(at, d, r, ma))
+            term = e.value(MulOp(at, e.value(MulOp(at, d, na, rnd=RoundingMode.RN)), e.value(MulOp(at, d, r, rnd=RoundingMode.RN)), rnd=RoundingMode.RN))
+            cross = term if cross is None else e.combine(ReduceKind.SUM, self.acc, cross, term)
+        q = e.combine(ReduceKind.SUM, self.acc, e.combine(ReduceKind.SUM, self.acc, qa, qb), cross)
+        a_empty, b_empty = self._is_empty(e, at, na), self._is_empty(e, at, nb)
+        out = [n]
+        for mine, theirs, ours in ((mar, mbr, out_means[0]), (mai, mbi, out_means[1]), (qa, qb, q), (kar, kbr, kar), (kai, kbi, kai)):
+            out.append(_selp(e, t, theirs, _selp(e, t, mine, ours, b_empty), a_empty))
+        return out
+
     def absorb_item(self, e, states: list[State], vals: list[SSAValue], indices: list[SSAValue | None]) -> list[State]:
         """Each lane state with its element of one loaded item. The lanes of an item
         have absorbed the same number of elements, so var's count and its reciprocal
@@ -366,6 +459,8 @@ class Reducer:
         if self.width == 1:
             return [e.combine(self.kind, self.acc, a[0], b[0])]
         at, _ = arith_types(self.acc)
+        if self.complex_state:
+            return self._chan_pair(e, at, a, b) if self.kind == ReduceKind.VAR else self._cmul(e, at, a, b)
         if self.kind in INDEX_KINDS:
             take = self._takes(e, at, a, b)
             return [_selp(e, self.types[0], b[0], a[0], take), _selp(e, self.types[1], b[1], a[1], take)]
@@ -493,6 +588,13 @@ class Reducer:
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
             return e.convert(s[1], self.index_dtype, DTYPES["int64"]), s[0]
+        if self.complex_state and self.kind == ReduceKind.PROD:
+            return s[0], s[1]  # re (dst[2 i]), im (dst[2 i + 1]): the caller stores both
+        if self.complex_state:
+            c = self.op.correction.value.data if self.op.correction is not None else 0
+            var = e.div(at, s[3], e.const(float(max(0, self.count - c)), self.types[0]))
+            means = [e.combine(ReduceKind.SUM, self.acc, s[4], s[1]), e.combine(ReduceKind.SUM, self.acc, s[5], s[2])]
+            return self.map_value(e, self.epilogue, var, self.acc), means
         if self.kind == ReduceKind.VAR:
             c = self.op.correction.value.data if self.op.correction is not None else 0  # an int or a float
             dof = float(max(0, self.count - c))

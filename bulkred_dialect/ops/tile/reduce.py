@@ -189,6 +189,58 @@ def check_grid_view(field: str, t: MemRefType) -> None:
         )
 
 
+PAIR_KINDS = (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN, ReduceKind.ANY, ReduceKind.ALL, ReduceKind.VAR, ReduceKind.PROD)
+"""The kinds a ``pairs`` reduction takes (complex numbers as (re, im) pairs)."""
+PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
+"""The prologue maps that make a pair one real value: ``|z|``, ``|z|**2``, ``|z|**p``, ``z != 0``."""
+
+
+def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
+    """Raise unless a ``pairs`` reduction (``src``'s last axis holds complex numbers as
+    (re, im) pairs of f32 or f64) is one the lowering takes: at grid scope, the last
+    extent 2; kind ``prod`` keeps the pair axis (the complex product, ``dst`` ends in
+    the pair), the others reduce it: ``var`` (a real variance, ``aux`` the complex mean)
+    and sum/max/min/any/all of the real value the prologue's first map makes of each
+    pair (``abs``, ``square``, ``pow``, ``nonzero``)."""
+    kind = op.kind.data
+    if op.scope.data != ExecScope.GRID:
+        raise VerifyException(f"'pairs' is only valid at grid scope, got scope {op.scope.data}")
+    d = of_ir(st.element_type)
+    if d is None or not d.is_float or d.bits < 32:
+        raise VerifyException(f"'pairs' needs an f32 or f64 'src' (complex64 or complex128 as (re, im)), got {st.element_type}")
+    if src_shape[-1] != 2:
+        raise VerifyException(f"'pairs' needs 'src''s last axis of extent 2 (re, im), got extent {src_shape[-1]}")
+    if kind not in PAIR_KINDS:
+        raise VerifyException(f"'pairs' is not valid with kind {kind} (valid: {', '.join(PAIR_KINDS)})")
+    if op.accum is not None:
+        raise VerifyException("'accum' is not valid with 'pairs'")
+    last = len(src_shape) - 1
+    reduced = last in op.reduced_axes()
+    maps = op.maps("prologue")
+    if kind == ReduceKind.PROD:
+        if reduced:
+            raise VerifyException(
+                f"'pairs' with kind prod keeps the pair axis (a complex product): 'axes' must not name axis {last}"
+            )
+        if maps or op.epilogue is not None:
+            raise VerifyException("'pairs' with kind prod takes no prologue or epilogue")
+        return
+    if not reduced:
+        raise VerifyException(
+            f"'pairs' with kind {kind} makes each pair one real value: 'axes' must name the pair axis {last}"
+        )
+    if kind == ReduceKind.VAR:
+        if maps:
+            raise VerifyException(f"'pairs' with kind var takes no prologue, got {', '.join(m.map_fn for m in maps)}")
+        return
+    if not maps or maps[0].map_fn not in PAIR_MAPS:
+        got = maps[0].map_fn if maps else "none"
+        raise VerifyException(
+            f"'pairs' with kind {kind} needs a prologue whose first map makes each pair real "
+            f"({', '.join(PAIR_MAPS)}), got {got}"
+        )
+
+
 @op_definition
 class ReduceOp(IRDLOperation):
     """Reduce ``src`` into ``dst`` at an execution scope.
@@ -266,6 +318,7 @@ class ReduceOp(IRDLOperation):
     epilogue = opt_prop_def(ArrayAttr[MapAttr])
     correction = opt_prop_def(IntegerAttr | FloatAttr)
     variant = opt_prop_def(StringAttr)
+    pairs = opt_prop_def(UnitAttr)
     src = operand_def(MemRefType)
     dst = operand_def(MemRefType)
     aux = opt_operand_def(MemRefType)
@@ -274,7 +327,7 @@ class ReduceOp(IRDLOperation):
         "$kind $scope (`accum` $accum^)? (`deterministic` $deterministic^)? "
         "(`ignore_nan` $ignore_nan^)? (`axes` $axes^)? (`prologue` $prologue^)? "
         "(`epilogue` $epilogue^)? (`correction` $correction^)? "
-        "(`variant` $variant^)? $src `,` $dst (`aux` $aux^ `:` type($aux))? attr-dict `:` type($src) `,` type($dst)"
+        "(`variant` $variant^)? (`pairs` $pairs^)? $src `,` $dst (`aux` $aux^ `:` type($aux))? attr-dict `:` type($src) `,` type($dst)"
     )
 
     def __init__(
@@ -293,8 +346,11 @@ class ReduceOp(IRDLOperation):
         epilogue: Sequence[MapAttr | str | tuple[str, float]] | None = None,
         correction: int | float | None = None,
         aux: SSAValue | None = None,
+        pairs: bool = False,
     ):
         props: dict[str, Attribute] = {"kind": ReduceKindAttr(kind), "scope": ExecScopeAttr(scope)}
+        if pairs:
+            props["pairs"] = UnitAttr()
         for name, maps in (("prologue", prologue), ("epilogue", epilogue)):
             if maps:
                 props[name] = ArrayAttr(
@@ -360,6 +416,8 @@ class ReduceOp(IRDLOperation):
             check_dst_element_type(kind, st.element_type, dt.element_type, grid=grid_scope)
         self._verify_fused(st, dt)
         src_shape = check_static_positive_shape("src", st)
+        if self.pairs is not None:
+            check_pairs(self, st, src_shape)
         dst_shape = check_static_positive_shape("dst", dt)
         if not src_shape:
             raise VerifyException("'src' must have at least one dimension")
@@ -466,8 +524,10 @@ class ReduceOp(IRDLOperation):
                     else "exp_sub's c (dst's element type)"
                 )
                 raise VerifyException(f"'aux' element type must be {want}, {what}, got {at.element_type}")
-            if list(at.get_shape()) != list(dt.get_shape()):
-                raise VerifyException(f"'aux' shape must be dst's {list(dt.get_shape())}, got {list(at.get_shape())}")
+            want_shape = list(dt.get_shape()) + ([2] if self.pairs is not None else [])  # a complex mean: (re, im)
+            if list(at.get_shape()) != want_shape:
+                what = "dst's shape and a pair axis" if self.pairs is not None else "dst's"
+                raise VerifyException(f"'aux' shape must be {what} {want_shape}, got {list(at.get_shape())}")
             if scope_of(at) != MemoryScope.GLOBAL:
                 raise VerifyException(f"operand 'aux' must be in scope global at grid scope, got {scope_of(at)}")
             if not isinstance(at.layout, NoneAttr):

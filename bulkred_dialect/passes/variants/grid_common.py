@@ -51,7 +51,7 @@ from bulkred_dialect.ops.tile import (
     enclosing_kernel,
     kernel_launch,
 )
-from bulkred_dialect.passes.canonical import Canonical, canonical
+from bulkred_dialect.passes.canonical import Canonical, canonical, pairs_form
 from bulkred_dialect.passes.elements import Elem, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.fused import Reducer
@@ -80,6 +80,8 @@ def form_of(op: ReduceOp) -> Canonical:
     strides = None
     if isinstance(st.layout, StridedLayoutAttr):  # a view (the verifier: static, >= 0, offset 0)
         strides = [int(s) for s in st.get_strides()]  # type: ignore[arg-type,union-attr]
+    if op.pairs is not None:  # complex numbers as (re, im): grid_gather's alone
+        return pairs_form(st.get_shape(), op.reduced_axes(), strides)
     return canonical(st.get_shape(), op.reduced_axes(), strides, keep_reduced_order=op.kind.data in INDEX_KINDS)
 
 

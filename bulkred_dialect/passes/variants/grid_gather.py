@@ -18,6 +18,11 @@ runs ``grid_full``'s, ``grid_rows``' or ``grid_split_det``'s loop with scalar lo
   (index arithmetic once per run);
   then a warp reduction and lane 0 writes the value.
 
+The ``pairs`` form (complex numbers as (re, im), ``bulkred.reduce ... pairs``) is this
+variant's alone: the loop above over the complex elements, each lane loading a pair's re
+and im with two scalar loads (``Reducer.absorb_pair``); a complex result (``prod``, var's
+mean) is stored as two values.
+
 No atomics: the same bits on every run. Correct first: each element costs its index
 arithmetic, so this is far from memory speed (docs/scopes.md).
 
@@ -32,7 +37,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceOp, enclosing_kernel
-from bulkred_dialect.passes.canonical import FORMS, INNER, MIDDLE, OUTER, WHOLE
+from bulkred_dialect.passes.canonical import FORMS, INNER, MIDDLE, OUTER, PAIRS, WHOLE
+from bulkred_dialect.passes.elements import Elem, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
@@ -68,6 +74,8 @@ CTAS_PER_SM = 8
 def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, ReduceOp)
     form = form_of(op)
+    if form.form == PAIRS:
+        return _lower_pairs(op, rewriter, target, form)
     # a form another variant streams reaches this one when forced (a view off the vector
     # alignment): that variant's loop with scalar loads, which need no alignment
     if form.form == WHOLE:
@@ -137,6 +145,66 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
 
     e.for_(e.wide(warp), outputs, ctas * WARPS, [], value)
     rewriter.erase(op)
+
+
+def _lower_pairs(op: ReduceOp, rewriter: PatternRewriter, target: Target, form) -> None:
+    """The ``pairs`` form: a warp per output (as above), lane l taking the complex
+    elements l, l + 32, ... (re at the element's offset, im ``form.pair`` elements on)."""
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    red = reducer(op)
+    elem = red.elem
+    parts = Elem.of(elem.dtype)  # re and im as floats (nonzero is the pair's, Reducer.absorb_pair)
+    strides = form.element_strides()
+    kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
+    reduced = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
+    outputs, count = form.kept, form.reduced_count
+    ctas = grid_ctas(kernel, max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS))), BLOCK)
+    set_launch(kernel, [ctas], [BLOCK])
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    lane = e.wide(e.and_b32(tid, WARP - 1))
+    warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
+    x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
+    im_bytes = (form.pair or 0) * elem.bytes
+
+    def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        base = offset_of(b, o, kept)
+
+        def element(c: Emitter, j: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
+            p = c.ptr_add(x, c.mul_i(c.add_i(base, offset_of(c, j, reduced)), elem.bytes))
+            re = load_item(c, parts, p, 0, 1)[0]
+            im = load_item(c, parts, c.ptr_add(p, im_bytes), 0, 1)[0]
+            return red.absorb_pair(c, accs, re, im, parts.accumulator)
+
+        acc = b.for_(lane, count, WARP, neutral(b, red, 1), element)
+        r = warp_reduce_state(b, red, acc)
+
+        def write(c: Emitter) -> list[SSAValue]:
+            if not red.complex_state:
+                store_out(c, red, y, r, o)
+                return []
+            value, aux = red.results(c, r)
+            out = elem.out
+            if red.kind == "prod":  # dst[o] is the pair (re, im)
+                _store(c, out, elem.accumulator, y, c.mul_i(o, 2), [value, aux])
+            else:  # var: dst[o] the variance, aux[o] the complex mean
+                _store(c, out, elem.accumulator, y, o, [value])
+                _store(c, out, elem.accumulator, global_ptr(c, op.aux), c.mul_i(o, 2), aux)
+            return []
+
+        b.if_(b.cmp("eq", lane, 0), write)
+        return []
+
+    e.for_(e.wide(warp), outputs, ctas * WARPS, [], value)
+    rewriter.erase(op)
+
+
+def _store(e: Emitter, out, acc, p: SSAValue, index: SSAValue, values: list[SSAValue]) -> None:
+    """``values`` (accumulators) at ``p[index]``, ``p[index + 1]``, ... in the output type."""
+    q = e.ptr_add(p, e.mul_i(index, out.bytes))
+    for k, v in enumerate(values):
+        e.st(ld_type(out), q, e.convert(v, acc, out), k * out.bytes)
 
 
 GRID_GATHER = Variant(
