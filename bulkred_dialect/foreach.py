@@ -210,7 +210,7 @@ class _Table:
     table: Any  # int64 [1 + T + G, 4] on the device
     grid: int
     id_key: tuple | None = None  # (length, first and last ids, grid) of the last list it served
-    ids: list[int] | None = None  # all of that list's ids, once a list came with the same id_key
+    ids: bytes | tuple | None = None  # all of that list's ids (:func:`_ids`), once a list came with the same id_key
     live: list[bool] | None = None  # once kept: [True] while all of the kept objects live
     refs: list[Any] | None = None  # their weak references (whose callbacks clear ``live``)
     shared: Any = ()  # () until asked: the first two tensors that share memory, or None
@@ -246,6 +246,44 @@ _MAX_TABLES = 16
 
 def _id_key(ts: list[Any], grid: int) -> tuple:
     return (len(ts), id(ts[0]), id(ts[-1]), grid) if ts else (0, 0, 0, grid)
+
+
+def _id_reader() -> Callable[[list[Any]], bytes | tuple] | None:
+    """A function giving the ids of a list's objects, in order, as the bytes of the
+    list's own array of object pointers (``PyListObject.ob_item``: what ``id`` returns
+    of each, read in one C-level copy, about 1 us for 2,000 objects where
+    ``tuple(map(id, ts))`` takes 40 to 80), or None where this interpreter's lists are
+    not laid out so (checked here against ``map(id, ...)`` on lists of several
+    lengths). Only ever given a list this module made and no one else holds."""
+    try:
+        import ctypes
+        import struct
+    except ImportError:  # an interpreter without ctypes: map(id, ...)
+        return None
+    size = ctypes.sizeof(ctypes.c_void_p)
+    offset = list.__basicsize__ - 2 * size  # ob_item, then allocated, end a PyListObject
+    string_at, pointer_at = ctypes.string_at, ctypes.c_void_p.from_address
+
+    def read(ts: list[Any]) -> bytes:
+        return string_at(pointer_at(id(ts) + offset).value, len(ts) * size) if ts else b""
+
+    try:
+        for n in (1, 2, 7, 100):
+            probe = [object() for _ in range(n)]
+            if read(probe) != struct.pack(f"{n}P", *map(id, probe)):
+                return None
+    except Exception:  # noqa: BLE001 - another layout (not CPython): map(id, ...)
+        return None
+    return read
+
+
+def _ids_by_map(ts: list[Any]) -> tuple:
+    return tuple(map(id, ts))
+
+
+# The ids of a list's tensor objects, in order: equal ids of live objects are the same
+# objects (an id is only reused after its object dies)
+_ids: Callable[[list[Any]], bytes | tuple] = _id_reader() or _ids_by_map
 
 
 def _torch(fn: str) -> Any:
@@ -320,7 +358,7 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
     entry = _BY_IDS.get(ikey)
     ids = None
     if entry is not None and entry.live[0]:
-        ids = list(map(id, ts))
+        ids = _ids(ts)
         if entry.ids == ids:
             return entry
     checked = _check(fn, ts, torch)
@@ -341,7 +379,7 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
             if entry.id_key != ikey:
                 entry.id_key, entry.ids = ikey, None
             else:
-                ids = list(map(id, ts)) if ids is None else ids
+                ids = _ids(ts) if ids is None else ids
                 if entry.ids == ids:
                     # the same objects again: keep them by weak reference (once; a list whose
                     # tensors are replaced each step is served by content from then on)
