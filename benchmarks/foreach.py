@@ -44,13 +44,18 @@ benchmarks/functions.py does):
 * **per call**: CUDA events around one call, the GPU idle before it, bulkred and torch
   taking turns (``--repeat`` samples each; half as many for lists of 1 GB or more). The
   bulkred call gets the same list object each time ("unchanged list": its descriptor
-  table is reused). ``many_2000_f32`` and ``mixed_2000`` time bulkred a second time on a
-  list of new tensor objects every call (``[t.view_as(t) for t in grads]``, made before
-  the events: the ``zero_grad(set_to_none=True)`` case, new objects at the addresses
-  torch's caching allocator gives again: the list is checked and its table found by
-  content), and a third time on lists of new tensors at new addresses (``FRESH_POOL``
-  lists in turn, more than the table cache holds: the table is built and copied every
-  call), and a fourth time on a ``bulkred.tensor_list`` of the list (made once).
+  table is reused). ``many_2000_f32`` and ``mixed_2000`` time bulkred again on an equal
+  new list of the same tensors every call (``list(grads)``, made before the events: the
+  tensors of the list are unchanged, the list object is not), on a list of new tensor
+  objects every call (``[t.view_as(t) for t in grads]``: the
+  ``zero_grad(set_to_none=True)`` case, new objects at the addresses torch's caching
+  allocator gives again: the list is checked and its table found by content), on lists
+  of new tensors at new addresses (``FRESH_POOL`` lists in turn, more than the table
+  cache holds: the table is built and copied every call), and on a
+  ``bulkred.tensor_list`` of the list (made once).
+* **host per call** (those two rows): the host's time alone, without the GPU's: 100 calls
+  back to back (``time.perf_counter``, no synchronisation inside; the GPU runs behind),
+  median of 5 loops, per call, on the unchanged list and on the ``tensor_list``.
 
 GB/s counts the bytes the call must move: the list read once for the norms and amax; read
 and written for ``unscale_and_norm_`` (2x); read, read again and written for clipping (3x:
@@ -74,6 +79,7 @@ Usage (on the GPU machine)::
     python3 benchmarks/foreach.py                        # every default row and the sweep
     python3 benchmarks/foreach.py --rows llama_bf16,many_2000_f32 --out DIR
     python3 benchmarks/foreach.py --rows sweep --sweep-total 4G
+    python3 benchmarks/foreach.py --quick                # many_2000_f32 alone, fewer samples (a minute)
     python3 benchmarks/foreach.py --dry-run              # the lists' shapes and bytes; no GPU
 
 Writes ``foreach.{md,json}`` and ``foreach_sweep.png`` (matplotlib, when installed) under
@@ -167,6 +173,8 @@ ROWS = {
     ]
 }
 DEFAULT_ROWS = [n for n, r in ROWS.items() if r.default] + ["sweep"]
+QUICK_ROWS = ["many_2000_f32"]
+HOST_LOOP = 100  # calls back to back per host-time loop
 
 
 def spec_bytes(spec: Spec) -> int:
@@ -288,6 +296,22 @@ def pair_us(torch, fa, fb, arg_a, arg_b, repeat: int, flush=None) -> tuple[float
                 flush()
             times[k].append(RA._timed_us(torch, fn, x))
     return statistics.median(times[0]), statistics.median(times[1])
+
+
+def host_us(torch, fn, x, loops: int = 5) -> float:
+    """The host's time per call of ``fn(x)``: HOST_LOOP calls back to back (no
+    synchronisation inside: the GPU runs behind), median of ``loops`` loops."""
+    for _ in range(3):
+        fn(x)
+    times = []
+    for _ in range(loops):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(HOST_LOOP):
+            fn(x)
+        times.append((time.perf_counter() - t0) / HOST_LOOP * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def alone_us(torch, fn, arg, repeat: int, flush=None) -> float:
@@ -444,6 +468,7 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
                 torch, fb, ft, lambda i: lists[0], lambda i: targs[0], repeat, flush)
             if row.new_list:
                 base = lists[0]
+                r["bulkred_call_equal_us"] = alone_us(torch, fb, lambda i: list(base), repeat, flush)
                 r["bulkred_call_new_us"] = alone_us(torch, fb, lambda i: [t.view_as(t) for t in base], repeat, flush)
                 # new tensors at new addresses each call: more lists than the table cache holds, in turn
                 pool = [make_list(torch, spec, scale) for _ in range(FRESH_POOL)]
@@ -453,6 +478,8 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
                 if "tensor_list" in B:
                     tl = B["tensor_list"](lists[0])
                     r["bulkred_call_handle_us"] = alone_us(torch, fb, lambda i: tl, repeat, flush)
+                    r["bulkred_host_handle_us"] = host_us(torch, fb, tl)
+                r["bulkred_host_us"] = host_us(torch, fb, base)
         except Exception as e:  # noqa: BLE001 - the row keeps its GPU times
             r["check"] += f"; error in the per-call loop: {_line(e)}"
             torch.cuda.synchronize()
@@ -589,7 +616,7 @@ def graph_check(torch, captured, ref, tol64) -> str:
 
 def finish(r: dict) -> dict:
     RA._finish(r, r.get("bytes_counted", r.get("bytes", 0)))
-    for case in ("new", "fresh", "handle"):  # the other per-call cases, against torch's same-list call
+    for case in ("equal", "new", "fresh", "handle"):  # the other per-call cases, against torch's same-list call
         b, t = r.get(f"bulkred_call_{case}_us"), r.get("torch_call_us")
         if b and t:
             r[f"ratio_call_{case}"] = t / b
@@ -658,11 +685,13 @@ def gb(v) -> float | None:
 def table(rows: list[dict], head: str) -> str:
     lines = [head, "",
              ("| row | tensors | list GB | GB counted | bulkred GPU us | torch GPU us | torch/bulkred GPU | bulkred GB/s "
-              "| torch GB/s | bulkred call us | torch call us | torch/bulkred call | bulkred call us (new list) "
-              "| torch/bulkred (new list) | bulkred call us (new addresses) | torch/bulkred (new addresses) "
-              "| bulkred call us (tensor_list) | torch/bulkred (tensor_list) | status | check |"),
+              "| torch GB/s | bulkred call us (unchanged list) | torch call us | torch/bulkred call "
+              "| bulkred call us (equal new list) | bulkred call us (tensor_list) | torch/bulkred (tensor_list) "
+              "| bulkred host us (unchanged list; tensor_list) "
+              "| bulkred call us (new list) | torch/bulkred (new list) | bulkred call us (new addresses) "
+              "| torch/bulkred (new addresses) | status | check |"),
              ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-              "| ---: | ---: | ---: | ---: | --- | --- |")]
+              "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")]
     for r in rows:
         if r.get("row") == "sweep":
             continue
@@ -673,6 +702,7 @@ def table(rows: list[dict], head: str) -> str:
         if r.get("bulkred_graph_note"):
             status += f" ({r['bulkred_graph_note']})"
         check = "; ".join(s for s in (r.get("check"), r.get("graph_check"), r.get("torch_check")) if s)
+        host = "; ".join(fmt(r.get(k), ".1f") for k in ("bulkred_host_us", "bulkred_host_handle_us") if r.get(k))
         lines.append(
             f"| {r['row']} | {r.get('tensors', '')} | {fmt(gb(r.get('bytes')), '.2f')} "
             f"| {fmt(gb(r.get('bytes_counted')), '.2f')} "
@@ -680,9 +710,11 @@ def table(rows: list[dict], head: str) -> str:
             f"| {fmt(r.get('ratio_graph'), '.2f')} | {fmt(r.get('bulkred_graph_gbps'), '.0f')} "
             f"| {fmt(r.get('torch_graph_gbps'), '.0f')} | {fmt(r.get('bulkred_call_us'), '.1f')} "
             f"| {fmt(r.get('torch_call_us'), '.1f')} | {fmt(r.get('ratio_call'), '.2f')} "
+            f"| {fmt(r.get('bulkred_call_equal_us'), '.1f')} "
+            f"| {fmt(r.get('bulkred_call_handle_us'), '.1f')} | {fmt(r.get('ratio_call_handle'), '.2f')} "
+            f"| {host} "
             f"| {fmt(r.get('bulkred_call_new_us'), '.1f')} | {fmt(r.get('ratio_call_new'), '.2f')} "
             f"| {fmt(r.get('bulkred_call_fresh_us'), '.1f')} | {fmt(r.get('ratio_call_fresh'), '.2f')} "
-            f"| {fmt(r.get('bulkred_call_handle_us'), '.1f')} | {fmt(r.get('ratio_call_handle'), '.2f')} "
             f"| {status} | {check} |")
     sweep = [r for r in rows if r.get("row") == "sweep"]
     if sweep:
@@ -771,7 +803,7 @@ def dry_run(names: list[str], a) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", default=",".join(DEFAULT_ROWS),
+    p.add_argument("--rows", default=None,
                    help=f"comma-separated, of: {', '.join([*ROWS, 'sweep'])} (default: all but norms_llama_bf16)")
     p.add_argument("--sweep-total", default="1G", help="the sweep's total bytes (1G = 1 GiB; K, M, G suffixes)")
     p.add_argument("--sweep-ns", default=",".join(map(str, SWEEP_NS)), help="the sweep's tensor counts")
@@ -780,9 +812,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replays", type=int, default=10)
     p.add_argument("--repeat", type=int, default=50, help="per-call samples (half at >= 1 GB)")
     p.add_argument("--budget-s", type=float, default=420.0, help="start no new row after this many seconds")
+    p.add_argument("--quick", action="store_true",
+                   help=f"rows {', '.join(QUICK_ROWS)} alone (unless --rows), 20 samples, 5 replays, graphs of 20")
     p.add_argument("--dry-run", action="store_true", help="print the lists' shapes and bytes; no GPU, no torch")
     p.add_argument("--out", default=os.environ.get("OUT"))
     a = p.parse_args(argv)
+    if a.rows is None:
+        a.rows = ",".join(QUICK_ROWS if a.quick else DEFAULT_ROWS)
+    if a.quick:
+        a.repeat, a.replays, a.graph_calls = min(a.repeat, 20), min(a.replays, 5), min(a.graph_calls, 20)
     names = [n.strip() for n in a.rows.split(",") if n.strip()]
     bad = [n for n in names if n not in ROWS and n != "sweep"]
     if bad:
@@ -831,6 +869,11 @@ def main(argv: list[str] | None = None) -> int:
         call = "" if n is not None else (
             f" call {fmt(r.get('bulkred_call_us'), '.1f')} us (torch {fmt(r.get('torch_call_us'), '.1f')}, "
             f"x{fmt(r.get('ratio_call'), '.2f')});")
+        if r.get("bulkred_call_equal_us") is not None:
+            call += f" equal new list {r['bulkred_call_equal_us']:.1f} us;"
+        if r.get("bulkred_host_us") is not None:
+            call += (f" host per call {r['bulkred_host_us']:.1f} us (tensor_list "
+                     f"{fmt(r.get('bulkred_host_handle_us'), '.1f')});")
         if r.get("bulkred_call_new_us") is not None:
             call += f" new list {r['bulkred_call_new_us']:.1f} us (x{fmt(r.get('ratio_call_new'), '.2f')});"
         if r.get("bulkred_call_handle_us") is not None:
