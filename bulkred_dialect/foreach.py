@@ -350,10 +350,11 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
     counts and dtypes, else a new one built in pinned memory and copied on the current
     stream (no sync).
 
-    The ids of a whole list are only taken where they can pay: for a kept list whose
-    first and last objects match, and, to keep a list, when a table served a list with
-    the same first and last objects before (a list seen once, or a list of new tensors
-    every step, never pays for its ids)."""
+    The ids of a whole list (:data:`_ids`, one C-level copy) are taken for a kept list
+    whose first and last objects match, and, to keep a list, when a table served a list
+    with the same first and last objects before; its objects are kept (weak references,
+    a Python step each) at the third such call (a list seen once, or a list of new
+    tensors every step, never pays for them)."""
     ikey = _id_key(ts, grid)
     entry = _BY_IDS.get(ikey)
     ids = None
