@@ -431,3 +431,45 @@ def test_module_refusals_are_one_line() -> None:
         with pytest.raises(BulkredError, match=match) as info:
             module(**args)
         assert "\n" not in str(info.value)
+
+
+def test_the_launch_passes_m_and_chooses_the_grid(monkeypatch) -> None:
+    """The runtime's kernel of a dynamic-M module (assembled for sm_90a, no GPU needed; the
+    GPU faked): each call passes M (an int64 after the buffers, read from x's shape; x a
+    padded view, read in place) and launches ``min(cap, ceil(M / per))`` CTAs (rows_warp:
+    8 rows per CTA, at most 132 x 8 CTAs); a buffer with another M is refused before any
+    launch; the signature's size and grid rule survive the compile cache's JSON."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx import launch, runtime
+    from bulkred_dialect.backend_ptx.signature import signature_from_json, signature_to_json
+    from bulkred_dialect.errors import BulkredError
+
+    monkeypatch.undo()  # the real settings
+    built = module("rms_norm", None, 256, "float32", x_stride=260, weight="float32", eps=1e-5, stats=("rstd",))
+    k = runtime.compile_tile_module(built, "sm_90a").kernel("rows")
+    sig = k.signature
+    assert (sig.dims, sig.grid_rows, sig.launch.grid) == ((((0, 0), (1, 0), (3, 0)),), (8, 1056), (1056, 1, 1))
+    assert [p.name for p in sig.params] == ["x", "y", "weight", "rstd"] and sig.params[0].strides == (260, 1)
+    assert signature_from_json(signature_to_json(sig)) == sig
+    launches = []
+    g = SimpleNamespace(
+        device=SimpleNamespace(device_id=0), stream=SimpleNamespace(handle=5), broken=None, ensure_usable=lambda: None,
+        stream_for=lambda h: g.stream, to_device=lambda a: SimpleNamespace(handle=a.size, close=lambda s: None),
+        to_host=lambda b, a: a, sync=lambda *a, **kw: None,
+    )
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(runtime.CompiledModule, "load_kernel", lambda self, g, name: "kern")
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: shape.grid)
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: lambda stream, config, kern, *args: launches.append((config, args)))
+    w = np.ones(256, np.float32)
+    for m in (1, 9, 5000):
+        x = np.zeros((m, 260), np.float32)[:, :256]
+        k(x, np.zeros((m, 256), np.float32), w, np.zeros(m, np.float32))
+        grid, args = launches[-1]
+        assert grid == (min(1056, -(-m // 8)), 1, 1) and len(args) == 5
+        assert type(args[-1]) is np.int64 and args[-1] == m
+        assert args[0].handle == (m - 1) * 260 + 256  # x's span, from its own shape
+    with pytest.raises(BulkredError, match=r"param 'rstd': expected dimension 0 of 4 \(param 'x''s dimension 0\), got shape \(5,\)"):
+        k(np.zeros((4, 256), np.float32), np.zeros((4, 256), np.float32), w, np.zeros(5, np.float32))
+    assert len(launches) == 3

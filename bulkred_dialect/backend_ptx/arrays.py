@@ -123,7 +123,7 @@ def check_device_array(where: str, p: Param, view: Any, device_id: int, align: i
     ptr = int(view.ptr)
     if ptr % align:
         raise MisalignedError(misaligned(where, ptr, align))
-    return ptr, (p.span() if p.strides is not None else math.prod(shape)) * itemsize
+    return ptr, (p.span(shape) if p.strides is not None else math.prod(shape)) * itemsize
 
 
 def _strides_differ(where: str, p: Param, shape: tuple[int, ...], strides: Any) -> str:
@@ -157,7 +157,7 @@ def check_torch_tensor(where: str, p: Param, t: Any, device_id: int, align: int 
         ptr = t.data_ptr()
         if ptr % align:
             raise MisalignedError(misaligned(where, ptr, align))
-        return ptr, p.span() * t.element_size()
+        return ptr, p.span(shape) * t.element_size()
     if not t.is_contiguous() and not is_c_contiguous(shape, tuple(t.stride())):
         raise SignatureError(
             f"{where}: expected a contiguous row-major array, got strides {tuple(t.stride())} (in elements) "

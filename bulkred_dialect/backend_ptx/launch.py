@@ -256,6 +256,11 @@ class Kernel:
         whose arguments are all torch tensors on torch's current stream."""
         params, checked = self._check_host(args)
         shmem_arg = shmem
+        sizes = None
+        if self.signature is not None and self.signature.dims:  # a dynamic dimension: its size, the grid from it
+            sizes = self.signature.sizes([_shape_of(a) for a in args])
+            if grid is None:
+                grid = self.signature.grid_for(sizes)
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
@@ -297,17 +302,26 @@ class Kernel:
                     kargs.append(b)
                 else:
                     kargs.append(a)
+            if sizes is not None:
+                kargs += [np.int64(v) for v in sizes]
             if self.signature is not None and self.signature.workspace:
                 kargs.append(self.module.workspace(g, self.name, self.signature.workspace))
             self._launch(g, kern, shape, shmem, kargs, s)
             if (
                 source == "torch" and len(device) == len(args) and not host_bufs
-                and grid is None and block is None and cluster is None and shmem_arg is None
+                and (grid is None or sizes is not None) and block is None and cluster is None and shmem_arg is None
             ):
-                self._call = _TorchFastPath(
-                    self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):],
-                    [i for i in zero if i in device], self._with_options, align,
-                ).kernel_call
+                if sizes is None:
+                    self._call = _TorchFastPath(
+                        self.name, args, g, kern, self._configs[(shape, shmem)], kargs[len(args):],
+                        [i for i in zero if i in device], self._with_options, align,
+                    ).kernel_call
+                else:
+                    self._call = _TorchFastPath(
+                        self.name, args, g, kern, None, kargs[len(args) + len(sizes):],
+                        [i for i in zero if i in device], self._with_options, align,
+                        (self._rows_configs(g, kern, shmem), self.signature.dims[0]),  # type: ignore[union-attr]
+                    ).kernel_call
             if host_bufs or sync:
                 g.sync(f"kernel '{self.name}'", timeout_s, s)
             outs = []
@@ -321,6 +335,23 @@ class Kernel:
             if g.broken is None:
                 for b in bufs:
                     b.close(g.stream)
+
+    def _rows_configs(self, g: Gpu, kern: Any, shmem: int) -> Any:
+        """For the short path of a kernel with a dynamic dimension: ``config(size)``, the
+        launch config of the grid ``bulkred.grid_rows`` gives for that size (made once per grid)."""
+        sig = self.signature
+        assert sig is not None
+        by_units: dict[int, Any] = {}
+
+        def config(size: int) -> Any:
+            ctas = sig.grid_for([size])
+            hit = by_units.get(ctas)
+            if hit is None:
+                shape, _ = self._shape(ctas, None, None, shmem)
+                hit = by_units[ctas] = self._config(g, kern, shape, shmem)  # type: ignore[index]
+            return hit
+
+        return config
 
     def _config(self, g: Gpu, kern: Any, shape: LaunchShape, shmem: int) -> Any:
         """cuda.core's ``LaunchConfig`` of ``shape`` (made once), the kernel's opt-ins
@@ -377,6 +408,8 @@ class Kernel:
         torch = sys.modules.get("torch")
         if sig is None or torch is None or len(args) != len(sig.params) or not all(isinstance(a, torch.Tensor) for a in args):
             return None
+        if sig.dims:  # a size passed per call (a dynamic dimension): the kernel's own call path
+            return None
         g = gpu()
         g.ensure_usable()
         dev = g.device.device_id
@@ -415,10 +448,14 @@ class Kernel:
         if any(is_device_array_like(a) for a in args):
             raise SignatureError(f"kernel '{self.name}': time() takes numpy arrays (it copies them to the GPU once)")
         params, host = self._check_host(args)
+        sizes: list[int] = []
+        if self.signature is not None and self.signature.dims:
+            sizes = self.signature.sizes([_shape_of(a) for a in args])
+            grid = self.signature.grid_for(sizes) if grid is None else grid
         shape, shmem = self._shape(grid, block, cluster, shmem)
         g = gpu()
         g.ensure_usable()
-        host = self._host_copies(params, host)
+        host = self._host_copies(params, host) + [np.int64(v) for v in sizes]
         kern = self.module.load_kernel(g, self.name)
         bufs, params = [], []
         try:
@@ -469,34 +506,54 @@ class _TorchFastPath:
 
     def __init__(
         self, name: str, args: tuple, g: Gpu, kern: Any, config: Any, extra: list[Any], zero: list[int],
-        full: Any, align: Sequence[int] = (),
+        full: Any, align: Sequence[int] = (), rows: tuple[Any, Sequence[tuple[int, int]]] | None = None,
     ):
         env = _launch_env(name, g, args[0].get_device(), kern, config, extra)
         env.update(full=full, MISSING=_MISSING, T=sys.modules["torch"].Tensor)
         n = len(args)
         names = [f"a{i}" for i in range(n)]
         checks = []
+        # ``rows``: (config(size), the (argument, axis) pairs of the one dynamic size): that
+        # axis may differ from the recorded call's; the size is passed and the grid chosen from it
+        dynamic = dict(rows[1]) if rows is not None else {}
         for i, a in enumerate(args):
             env[f"d{i}"], env[f"s{i}"] = a.dtype, a.shape
             # a view (a strided param, checked by the full path): the same strides again
             layout = f"a{i}.is_contiguous()" if a.is_contiguous() else f"a{i}.stride() == st{i}"
             if not a.is_contiguous():
                 env[f"st{i}"] = a.stride()
+            if i in dynamic:
+                same = " and ".join([f"a{i}.dim() == {a.dim()}"] + [
+                    f"a{i}.shape[{k}] == {d}" for k, d in enumerate(a.shape) if k != dynamic[i]])
+            else:
+                same = f"a{i}.shape == s{i}"
             checks.append(
-                f"isinstance(a{i}, T) and a{i}.dtype is d{i} and a{i}.shape == s{i} and a{i}.get_device() == dev "
+                f"isinstance(a{i}, T) and a{i}.dtype is d{i} and {same} and a{i}.get_device() == dev "
                 f"and {layout}"
             )
         aligned = [(i, align[i]) for i in range(min(n, len(align))) if align[i] > args[i].element_size()]
         given = ", ".join(names)
+        sized = ""
+        pointers = [f"p{i}" for i in range(n)]
+        if rows is not None:
+            (first, ax), *others = rows[1]
+            env.update(rows_config=rows[0], I64=np.int64)
+            sized = f"    size = a{first}.shape[{ax}]\n"
+            if others:
+                sized += (f"    if {' or '.join(f'a{q}.shape[{k}] != size' for q, k in others)}:\n"
+                          f"        return full({given})\n")
+            sized += "    config = rows_config(size)\n    size = I64(size)\n"
+            pointers.append("size")
         src = (
             f"def kernel_call({', '.join(f'{a}=MISSING' for a in names)}, *more, **options):\n"
             f"    if more or options or a{n - 1} is MISSING or g.broken is not None:\n"
             f"        return full(*[a for a in ({given},) if a is not MISSING], *more, **options)\n"
             f"    if not ({' and '.join(checks)}):\n"
             f"        return full({given})\n"
+            + sized
             + "".join(f"    p{i} = a{i}.data_ptr()\n" for i in range(n))
             + "".join(f"    if p{i} % {a}:\n        return full({given})\n" for i, a in aligned)
-            + _launch_tail([f"p{i}" for i in range(n)], len(extra),
+            + _launch_tail(pointers, len(extra),
                            [(f"p{i}", f"a{i}.numel() * a{i}.element_size()") for i in zero])
             + f"    return ({given},)\n"
         )
@@ -623,6 +680,12 @@ def _cuda_launch() -> Any:
     from cuda.core import launch
 
     return launch
+
+
+def _shape_of(a: Any) -> tuple[int, ...] | None:
+    """An argument's shape (numpy, torch, cupy, a StridedMemoryView), None without one."""
+    shape = getattr(a, "shape", None)
+    return None if shape is None else tuple(int(d) for d in shape)
 
 
 def _key(v: Any) -> Any:

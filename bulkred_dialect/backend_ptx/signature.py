@@ -12,7 +12,7 @@ import numpy as np
 from bulkred_dialect.backend_ptx.errors import SignatureError
 from bulkred_dialect.errors import ArgumentError, SignatureValueError
 from bulkred_dialect.ops.dtypes import DTYPES, of_ir, of_short
-from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
+from bulkred_dialect.ops.kernel_attrs import ALIGN_ATTR, DIMS_ATTR, GRID_ROWS_ATTR, WORKSPACE_ATTR, ZERO_INIT_ATTR
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.dialects.builtin import ModuleOp
@@ -98,12 +98,11 @@ class Param:
         if self.strides is not None and (
             not isinstance(self.strides, tuple)
             or self.shape is None
-            or None in self.shape
             or len(self.strides) != len(self.shape)
             or not all(_is_int(s) and s >= 0 for s in self.strides)
         ):
             raise SignatureValueError(
-                f"param '{self.name}': strides must be a tuple of element strides >= 0, one per axis of a static "
+                f"param '{self.name}': strides must be a tuple of element strides >= 0, one per axis of the "
                 f"shape, or None, got {self.strides!r}"
             )
 
@@ -117,12 +116,14 @@ class Param:
             d == 1 or s == w for d, s, w in zip(shape, strides, self.strides)
         )
 
-    def span(self) -> int:
-        """Elements from a view's first element to its last, inclusive (``strides``)."""
-        assert self.strides is not None and self.shape is not None
-        if 0 in self.shape:
+    def span(self, shape: tuple[int, ...] | None = None) -> int:
+        """Elements from a view's first element to its last, inclusive (``strides``), of
+        an array of ``shape`` (default: this param's, static)."""
+        shape = self.shape if shape is None else shape  # type: ignore[assignment]
+        assert self.strides is not None and shape is not None and None not in shape
+        if 0 in shape:
             return 0
-        return 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides))  # type: ignore[operator]
+        return 1 + sum((d - 1) * s for d, s in zip(shape, self.strides))  # type: ignore[operator]
 
     def describe(self) -> str:
         t = self.dtype or "any type"
@@ -155,7 +156,11 @@ class KernelSignature:
     the runtime zero-fills before each launch (``bulkred.zero_init``). ``align``: ()
     or one entry per parameter, the alignment in bytes an array's address needs (the
     kernel reads it with vector loads of that width; ``bulkred.align``); the runtime
-    refuses a misaligned array before any launch."""
+    refuses a misaligned array before any launch. ``dims``: one entry per ``i64`` size the
+    kernel takes after its user parameters (``bulkred.dims``), the ``(param, axis)`` pairs
+    of a dynamic dimension: the launcher passes the first's size, which the others must
+    equal (:meth:`sizes`). ``grid_rows``: ``(per, cap)``, the grid chosen at the launch from
+    the first size (``bulkred.grid_rows``, :meth:`grid_for`); () for the recorded launch."""
 
     name: str
     params: tuple[Param, ...]
@@ -164,6 +169,8 @@ class KernelSignature:
     workspace: int = 0
     zero_init: tuple[int, ...] = ()
     align: tuple[int, ...] = ()
+    dims: tuple[tuple[tuple[int, int], ...], ...] = ()
+    grid_rows: tuple[int, ...] = ()
 
     @staticmethod
     def of(
@@ -221,6 +228,17 @@ class KernelSignature:
             if i in seen:
                 return f"'{ZERO_INIT_ATTR}' lists index {i} twice"
             seen.add(i)
+        for k, pairs in enumerate(self.dims):
+            for p, axis in pairs:  # (a !ptx.ptr parameter has no shape: any)
+                ok = 0 <= p < len(self.params) and self.params[p].kind == "array" and axis >= 0
+                shape = self.params[p].shape if ok else None
+                if not ok or (shape is not None and (axis >= len(shape) or shape[axis] is not None)):
+                    return (
+                        f"'{DIMS_ATTR}' entry {k} names dimension {axis} of parameter {p}, which is not a dynamic "
+                        f"dimension (?) of an array parameter"
+                    )
+        if len(self.grid_rows) not in (0, 2) or any(v < 1 for v in self.grid_rows) or (self.grid_rows and not self.dims):
+            return f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most], both >= 1, with '{DIMS_ATTR}', got {list(self.grid_rows)}"
         if self.align and len(self.align) != len(self.params):
             return (
                 f"'{ALIGN_ATTR}' has {len(self.align)} entries but the kernel has {len(self.params)} "
@@ -232,6 +250,37 @@ class KernelSignature:
             if a > 1 and self.params[i].kind != "array":
                 return f"'{ALIGN_ATTR}' entry {i} ({a}) names param '{self.params[i].name}', a scalar (expected an array)"
         return None
+
+    def sizes(self, shapes: Sequence[tuple[int, ...] | None]) -> list[int]:
+        """The sizes of :attr:`dims` from the arguments' ``shapes`` (one per parameter,
+        None for one without a shape), each checked against the others of its entry."""
+        out = []
+        for pairs in self.dims:
+            (p, axis), *others = pairs
+            if shapes[p] is None:
+                raise SignatureError(
+                    f"kernel '{self.name}' param '{self.params[p].name}': the kernel reads its dimension {axis} "
+                    f"from the array's shape; pass an array with a shape (numpy, torch, cupy)"
+                )
+            size = int(shapes[p][axis])  # type: ignore[index]
+            for q, ax in others:
+                got = shapes[q]
+                if got is not None and int(got[ax]) != size:
+                    raise SignatureError(
+                        f"kernel '{self.name}' param '{self.params[q].name}': expected dimension {ax} of "
+                        f"{size} (param '{self.params[p].name}''s dimension {axis}), got shape {tuple(got)}"
+                    )
+            out.append(size)
+        return out
+
+    def grid_for(self, sizes: Sequence[int]) -> int | None:
+        """The grid's CTAs for these :meth:`sizes` (``bulkred.grid_rows``), None without a rule."""
+        if not self.grid_rows or not sizes:
+            return None
+        from bulkred_dialect.ops.kernel_attrs import grid_for_rows
+
+        cluster = self.launch.cluster[0] if self.launch is not None else 1
+        return grid_for_rows(self.grid_rows[0], self.grid_rows[1], cluster, sizes[0])
 
     def alignment(self, i: int) -> int:
         """The alignment in bytes param ``i``'s address needs (1: none)."""
@@ -257,7 +306,7 @@ class KernelSignature:
         of the equal elements)."""
         if p.strides is None:
             return np.ascontiguousarray(a).copy()
-        run = np.zeros(p.span(), a.dtype)
+        run = np.zeros(p.span(a.shape), a.dtype)
         if run.size:
             view = np.lib.stride_tricks.as_strided(run, a.shape, [st * a.itemsize for st in p.strides])
             view[...] = a
@@ -356,6 +405,7 @@ def signature_to_json(s: KernelSignature) -> dict[str, Any]:
         "workspace": s.workspace,
         "zero_init": list(s.zero_init),
         "align": list(s.align),
+        **({"dims": [[list(pair) for pair in pairs] for pairs in s.dims], "grid_rows": list(s.grid_rows)} if s.dims else {}),
     }
 
 
@@ -365,8 +415,10 @@ def signature_from_json(d: dict[str, Any]) -> KernelSignature:
         for n, k, t, sh, *st in d["params"]
     )
     launch = None if d["launch"] is None else LaunchShape(*(tuple(x) for x in d["launch"]))
+    dims = tuple(tuple((int(p), int(a)) for p, a in pairs) for pairs in d.get("dims", ()))
     return KernelSignature(
-        d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]), tuple(d.get("align", ()))
+        d["name"], params, launch, d["shmem"], d["workspace"], tuple(d["zero_init"]), tuple(d.get("align", ())),
+        dims, tuple(d.get("grid_rows", ())),
     )
 
 
@@ -457,6 +509,40 @@ def _align_of(func: Any) -> tuple[int, ...]:
     return tuple(values)  # type: ignore[arg-type]
 
 
+def _dims_of(func: Any, params: list[Param]) -> tuple[tuple[tuple[tuple[int, int], ...], ...], tuple[int, ...]]:
+    """``bulkred.dims`` and ``bulkred.grid_rows`` on the kernel; the size parameters
+    (the last of ``params``, after the workspace was taken off) are taken off ``params``."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from bulkred_dialect.diagnostics import LocatedError
+
+    a = func.attributes.get(DIMS_ATTR)
+    if a is None:
+        if GRID_ROWS_ATTR in func.attributes:
+            raise LocatedError(func, f"'{GRID_ROWS_ATTR}' needs '{DIMS_ATTR}' (the size it reads)")
+        return (), ()
+    entries: list[tuple[tuple[int, int], ...]] = []
+    for e in a.data if isinstance(a, ArrayAttr) else [None]:
+        pairs = [[_int_value(v) for v in p.data] if isinstance(p, ArrayAttr) else [None] for p in (e.data if isinstance(e, ArrayAttr) else [None])]
+        if not pairs or any(len(p) != 2 or None in p for p in pairs):
+            raise LocatedError(
+                func, f"'{DIMS_ATTR}' must be an array of entries [[param, axis], ...] (e.g. [[[0, 0], [1, 0]]]), got {a}"
+            )
+        entries.append(tuple((p[0], p[1]) for p in pairs))  # type: ignore[misc]
+    sizes = params[len(params) - len(entries):]
+    if len(sizes) != len(entries) or any(p.kind != "scalar" or p.dtype not in ("i64", "s64") for p in sizes):
+        raise LocatedError(
+            func, f"'{DIMS_ATTR}' has {len(entries)} entries: the kernel's last parameters (before the workspace) "
+            f"must be as many i64 sizes, got {', '.join(p.describe() for p in sizes) or 'none'}"
+        )
+    del params[len(params) - len(entries):]
+    g = func.attributes.get(GRID_ROWS_ATTR)
+    rule = tuple(_int_value(v) for v in g.data) if isinstance(g, ArrayAttr) else () if g is None else (None,)
+    if None in rule:
+        raise LocatedError(func, f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most] (e.g. [8, 132]), got {g}")
+    return tuple(entries), rule  # type: ignore[return-value]
+
+
 def signature_of_func(func: Any) -> KernelSignature:
     """The signature of a ``func.func`` kernel: a memref argument is an array of its
     static shape and element type; a ``!ptx.ptr`` argument an array of unknown shape
@@ -484,7 +570,7 @@ def signature_of_func(func: Any) -> KernelSignature:
             strides = None
             if isinstance(t.layout, StridedLayoutAttr):  # a view (grid-scope src): read in place
                 got = t.get_strides() or []
-                if None in shape or None in got or min(got, default=0) < 0 or t.get_offset() != 0:
+                if None in got or min(got, default=0) < 0 or t.get_offset() != 0:
                     raise LocatedError(func, f"argument {i}: a view parameter needs static strides >= 0 and offset 0, got {t}")
                 strides = tuple(int(x) for x in got)  # type: ignore[arg-type]
             params.append(Param(name, "array", _type_spelling(t.element_type), shape, strides))
@@ -515,7 +601,10 @@ def signature_of_func(func: Any) -> KernelSignature:
                 f"'{last.name}' has {last.shape[0]}",  # type: ignore[union-attr,index]
             )
         params.pop()
-    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init, align)
+    dims, grid_rows = _dims_of(func, params)
+    if align and dims:  # the size parameters' entries (a lowering that records them pads to every argument)
+        align = align[: len(params)]
+    sig = KernelSignature(name, tuple(params), _launch_of(func), 0, workspace, zero_init, align, dims, grid_rows)
     problem = sig.contract_problem()
     if problem:
         raise LocatedError(func, problem)
@@ -556,6 +645,8 @@ def merge_signatures(recorded: KernelSignature | None, lowered: KernelSignature 
         lowered.workspace or recorded.workspace,
         lowered.zero_init or recorded.zero_init,
         lowered.align or recorded.align,
+        lowered.dims or recorded.dims,
+        lowered.grid_rows or recorded.grid_rows,
     )
 
 
