@@ -8,6 +8,8 @@ reduction API is loaded at its first use::
     bulkred.max(x, out=y)
     bulkred.var_mean(x, axis=-1)  # every function of the table (functions.py): mean, var, std,
                                   # argmax, vector_norm, logsumexp, ... (docs/from_torch.md)
+    bulkred.rms_norm(h, (4096,), w)   # the row normalizations: softmax, log_softmax, rms_norm,
+                                      # layer_norm, add_rms_norm, cross_entropy (docs/rows.md)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def _api() -> tuple[str, ...]:
     bulkred_dialect`` imports nothing)."""
     from bulkred_dialect.functions import FUNCTIONS
 
-    return (*FUNCTIONS, "reduce", "ReductionError", *_lists())
+    return (*FUNCTIONS, "reduce", "ReductionError", *_lists(), *_norms())
 
 
 def _lists() -> tuple[str, ...]:
@@ -31,7 +33,20 @@ def _lists() -> tuple[str, ...]:
     return (*LISTS, "TensorList", "ListError")
 
 
+def _norms() -> tuple[str, ...]:
+    """The row normalizations' names (functions.py's row rows; row_functions.py runs them)."""
+    from bulkred_dialect.functions import NORMS
+
+    return tuple(NORMS)
+
+
 def __getattr__(name: str):
+    if not name.startswith("__") and name in _norms():
+        from bulkred_dialect import row_functions
+
+        value = row_functions.PUBLIC[name]
+        globals()[name] = value
+        return value
     if not name.startswith("__") and name in _lists():
         from bulkred_dialect import foreach
 

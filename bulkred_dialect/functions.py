@@ -714,10 +714,6 @@ LIST_ROWS: tuple[ListFunction, ...] = (
 LISTS: dict[str, ListFunction] = {f.name: f for f in LIST_ROWS}
 """List function name -> row."""
 
-TABLE: dict[str, Function | ListFunction] = {**FUNCTIONS, **LISTS}
-"""Every public function's row: one tensor (:data:`FUNCTIONS`) and lists (:data:`LISTS`)."""
-
-
 def _check_lists() -> None:
     for f in LIST_ROWS:
         assert f.name not in FUNCTIONS, f.name
@@ -729,6 +725,229 @@ def _check_lists() -> None:
 
 _check_lists()
 
-__all__ += ["LISTS", "LIST_ROWS", "ListFunction", "REQUIRED", "TABLE"]
+__all__ += ["LISTS", "LIST_ROWS", "ListFunction", "REQUIRED"]
+
+# endregion
+
+# region The row normalizations (docs/rows.md): one bulkred.normalize_rows kernel a call
+#
+# A row row is what a Function row is for a reduction: its name, docs and torch
+# counterpart, its arguments in the order of torch's signature (the tensors, then the
+# options: their defaults and checks), its torch operator's schema, the
+# ``bulkred.normalize_rows`` kind it launches, the statistics its operator returns for the
+# backward, and its gradient rule (``row_grads.py``). ``row_functions.py`` runs them: the
+# tensor checks, the call's key and launcher and the kernels are its own.
+
+
+def _int_option(name: str) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if not _is_int(v):
+            raise OptionError(f"'{name}' must be an int, got {v!r:.40}")
+        return int(v)
+
+    return check
+
+
+def _normalized_shape(v: Any) -> tuple[int, ...]:
+    """An int or a sequence of ints >= 0 (torch's ``normalized_shape``), as a tuple."""
+    items = (v,) if _is_int(v) else v
+    if not isinstance(items, tuple | list) or not all(_is_int(d) and d >= 0 for d in items):
+        raise OptionError(f"'normalized_shape' must be an int or a sequence of ints >= 0, got {v!r:.40}")
+    if not items:
+        raise OptionError("'normalized_shape' must name at least one dimension, got ()")
+    return tuple(int(d) for d in items)
+
+
+def _eps(none: bool) -> Callable[[Any], float | None]:
+    def check(v: Any) -> float | None:
+        if v is None and none:
+            return None  # the dtype's machine epsilon (torch's rms_norm), resolved with x's dtype
+        if not _is_number(v) or not 0 <= float(v) < math.inf:
+            raise OptionError(f"'eps' must be a finite number >= 0{' or None' if none else ''}, got {v!r:.40}")
+        return float(v)
+
+    return check
+
+
+def _variant(v: Any) -> str | None:
+    if v is not None and not isinstance(v, str):
+        raise OptionError(f"'variant' must be a lowering variant's name (rows_warp, rows_cta, rows_cluster, "
+                          f"rows_stream) or None, got {v!r:.40}")
+    return v
+
+
+def _reduction(v: Any) -> str:
+    if v not in ("none", "sum", "mean") or not isinstance(v, str):
+        raise OptionError(f"'reduction' must be 'none', 'sum' or 'mean', got {v!r:.40}")
+    return v
+
+
+def _label_smoothing(v: Any) -> float:
+    if not _is_number(v) or not 0.0 <= float(v) <= 1.0:
+        raise OptionError(f"'label_smoothing' must be a number in [0, 1], got {v!r:.40}")
+    return float(v)
+
+
+def _no_class_weight(v: Any) -> None:
+    if v is not None:
+        raise OptionError(f"class weights are not supported yet: pass weight=None, got {type(v).__name__}")
+    return None
+
+
+@dataclass(frozen=True)
+class RowFunction:
+    """One row normalization: a public function whose every call is one
+    ``bulkred.normalize_rows`` kernel of ``kind`` (``row_functions.py`` runs it).
+
+    Its signature is the :attr:`inputs` (tensors, positional or keyword) then
+    :attr:`options` (``place``: ``"positional"``, positional or keyword as in torch's
+    signature, or ``"keyword"``, keyword-only). The torch operator ``bulkred::<name>``
+    (:meth:`schema`) takes the inputs and the options that have a ``schema`` (checked and
+    resolved: ``eps=None`` as the dtype's epsilon); the others are applied around it
+    (``dim``, ``dtype``, ``normalized_shape``, ``reduction``). It returns the kernel's
+    :attr:`outputs` and the row statistics :attr:`stats` that its backward reads."""
+
+    name: str
+    summary: str  # the first line of its docstring
+    doc: str  # the rest of its docstring
+    torch: str  # torch's counterpart
+    kind: str  # the bulkred.normalize_rows kind it launches
+    inputs: tuple[str, ...]  # the tensor arguments, first in the signature
+    options: tuple[Option, ...]
+    outputs: tuple[str, ...]  # the operator's outputs before the statistics: y, residual_out, loss
+    stats: tuple[str, ...] = ()  # the float32 [M] statistics the operator returns (row_kernels' names)
+    grad: str | None = None  # its gradient rule in row_grads.py
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
+
+    def defaults(self) -> dict[str, Any]:
+        return {o.name: o.default for o in self.options if o.default is not REQUIRED}
+
+    def op_options(self) -> tuple[Option, ...]:
+        """The options the torch operator takes, in order."""
+        return tuple(o for o in self.options if o.schema)
+
+    def op_arguments(self) -> tuple[str, ...]:
+        """The torch operator's argument names, in order."""
+        return (*self.inputs, *(o.name for o in self.op_options()))
+
+    def schema(self) -> str:
+        """The torch operator schema of ``bulkred::<name>``, e.g. ``(Tensor x, Tensor?
+        weight, float eps, str? variant) -> (Tensor, Tensor)`` (y and rstd)."""
+        args = [f"Tensor {n}" for n in self.inputs] + [f"{o.schema} {o.name}" for o in self.op_options()]
+        n = len(self.outputs) + len(self.stats)
+        return f"({', '.join(args)}) -> {'Tensor' if n == 1 else '(' + ', '.join(['Tensor'] * n) + ')'}"
+
+    def signature(self) -> Any:
+        """The public function's ``inspect.Signature``."""
+        import inspect
+
+        P = inspect.Parameter
+        params = [P(n, P.POSITIONAL_OR_KEYWORD) for n in self.inputs]
+        for o in self.options:
+            kind = P.KEYWORD_ONLY if o.place == "keyword" else P.POSITIONAL_OR_KEYWORD
+            params.append(P(o.name, kind, default=P.empty if o.default is REQUIRED else o.default))
+        return inspect.Signature(params)
+
+    def docstring(self) -> str:
+        grad = ("Differentiable: torch tensors that require grad give results in the autograd graph (docs/rows.md, "
+                "\"Gradients\")." if self.grad else "Not differentiable.")
+        return (f"{self.summary}.\n\n{self.doc}\n\nAs ``{self.torch}``. {grad} Takes CUDA torch tensors of float32, "
+                "bfloat16 or float16 whose last dimension is contiguous; accumulates in float32. ``variant``: force a "
+                "lowering (rows_warp, rows_cta, rows_cluster, rows_stream; docs/rows.md). docs/rows.md has every "
+                "function.")
+
+
+ROW_DIM = Option("dim", -1, _int_option("dim"), "", "positional")
+ROW_DTYPE = Option("dtype", None, _dtype_option, "", "positional")
+VARIANT = Option("variant", None, _variant, "str?", "keyword")
+NORMALIZED_SHAPE = Option("normalized_shape", REQUIRED, _normalized_shape, "", "positional")
+WEIGHT = Option("weight", None, _as_is, "Tensor?", "positional")
+BIAS = Option("bias", None, _as_is, "Tensor?", "positional")
+RMS_EPS = Option("eps", None, _eps(True), "float", "positional")
+
+_SOFTMAX_DOC = (
+    "Over the last dimension (``dim`` -1 or ``x.dim() - 1``; another is refused: the rows are read along their "
+    "contiguous last dimension). ``dtype``: convert ``x`` first (as torch), a float32, bfloat16 or float16 result. "
+    "A row holding NaN gives NaN, a row of all -inf gives NaN, a -inf element 0, as torch. The row is read once "
+    "and written once."
+)
+_NORM_DOC = (
+    "``normalized_shape``: the last dimensions of ``x`` (one or more, which must be a contiguous block: read as one "
+    "row); ``weight`` (and ``bias``) of that shape, of x's dtype or float32; the result in x's dtype (torch gives "
+    "float32 for a float32 weight of a 16-bit x)."
+)
+
+NORM_ROWS: tuple[RowFunction, ...] = (
+    RowFunction(
+        "softmax", "The softmax of ``x`` over its last dimension", _SOFTMAX_DOC, "torch.softmax(x, dim, dtype)",
+        "softmax", ("x",), (ROW_DIM, ROW_DTYPE, VARIANT), ("y",), grad="softmax",
+    ),
+    RowFunction(
+        "log_softmax", "The log-softmax of ``x`` over its last dimension", _SOFTMAX_DOC,
+        "torch.log_softmax(x, dim, dtype)", "log_softmax", ("x",), (ROW_DIM, ROW_DTYPE, VARIANT), ("y",),
+        grad="log_softmax",
+    ),
+    RowFunction(
+        "rms_norm", "``x * rsqrt(mean(x**2) + eps) * weight`` over the last dimensions of ``x``",
+        _NORM_DOC + " ``eps`` None: the machine epsilon of x's dtype, as torch.",
+        "torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)", "rms_norm", ("x",),
+        (NORMALIZED_SHAPE, WEIGHT, RMS_EPS, VARIANT), ("y",), ("rstd",), grad="rms_norm",
+    ),
+    RowFunction(
+        "layer_norm", "``(x - mean) * rsqrt(var + eps) * weight + bias`` over the last dimensions of ``x``",
+        _NORM_DOC + " The biased variance, as torch.",
+        "torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)", "layer_norm", ("x",),
+        (NORMALIZED_SHAPE, WEIGHT, BIAS, Option("eps", 1e-5, _eps(False), "float", "positional"), VARIANT),
+        ("y",), ("mean", "rstd"), grad="layer_norm",
+    ),
+    RowFunction(
+        "add_rms_norm", "``h = x + residual`` and the rms_norm of ``h`` over the last dimension, as the pair "
+        "``(rms_norm(h), h)``",
+        "Each row of ``x`` and ``residual`` (of x's shape and dtype) is read once; ``h`` is rounded to x's dtype "
+        "(as torch's ``x + residual``) and written once. ``weight``: ``[N]``, of x's dtype or float32; ``eps`` None: "
+        "the machine epsilon of x's dtype.",
+        "(torch.nn.functional.rms_norm(x + residual, (N,), weight, eps), x + residual)", "add_rms_norm",
+        ("x", "residual"), (WEIGHT, RMS_EPS, VARIANT), ("y", "residual_out"), ("rstd",), grad="add_rms_norm",
+    ),
+    RowFunction(
+        "cross_entropy", "The cross-entropy loss of ``[M, C]`` logits and int64 class indices ``[M]``",
+        "One read of the logits, no softmax tensor: each row's ``lse - (1 - s) * input[target] - s * mean(input)`` "
+        "(``s``: ``label_smoothing``), 0 where the target is ``ignore_index``, NaN for a target outside [0, C) "
+        "(torch raises a device-side assert). ``reduction``: ``'none'`` (each row's loss), ``'sum'``, ``'mean'`` "
+        "(over the rows whose target is not ``ignore_index``: NaN when there is none, as torch); the result in "
+        "input's dtype. A 1-D ``input`` [C] takes a 0-d ``target``. Class ``weight`` and class-probability "
+        "targets are refused (not supported yet).",
+        "torch.nn.functional.cross_entropy(input, target, weight, ignore_index=ignore_index, reduction=reduction, "
+        "label_smoothing=label_smoothing)", "cross_entropy", ("input", "target"),
+        (Option("weight", None, _no_class_weight, "", "positional"),
+         Option("ignore_index", -100, _int_option("ignore_index"), "int", "positional"),
+         Option("reduction", "mean", _reduction, "", "positional"),
+         Option("label_smoothing", 0.0, _label_smoothing, "float", "positional"), VARIANT),
+        ("loss",), ("lse",), grad="cross_entropy",
+    ),
+)
+
+NORMS: dict[str, RowFunction] = {f.name: f for f in NORM_ROWS}
+"""Row normalization name -> row."""
+
+TABLE: dict[str, Function | ListFunction | RowFunction] = {**FUNCTIONS, **LISTS, **NORMS}
+"""Every public function's row: one tensor (:data:`FUNCTIONS`), lists (:data:`LISTS`) and
+row normalizations (:data:`NORMS`)."""
+
+
+def _check_norms() -> None:
+    for f in NORM_ROWS:
+        assert f.name not in FUNCTIONS and f.name not in LISTS, f.name
+        names = (*f.inputs, *f.option_names)
+        assert len(set(names)) == len(names), f.name
+        assert all(o.place in ("positional", "keyword") for o in f.options), f.name
+
+
+_check_norms()
+
+__all__ += ["NORMS", "NORM_ROWS", "RowFunction", "TABLE"]
 
 # endregion

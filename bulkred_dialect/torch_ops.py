@@ -19,7 +19,10 @@ call on a torch tensor does.
 The list functions' operators (``bulkred::foreach_norm`` and the others: a list of
 tensors, the row's options, written in place where the row says so) are registered the
 same way by :func:`register_list`, which ``foreach.py`` calls with their eager
-implementations when it is imported.
+implementations when it is imported; the row normalizations' (``bulkred::softmax`` ...,
+functions.py's ``NORM_ROWS``) by :func:`register_row`, with the gradient rules of
+``row_grads.py``, and their backward kernels by :func:`register_kernel_op`, both called by
+``row_functions.py``.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from typing import Any
 import torch
 
 from bulkred_dialect import api
-from bulkred_dialect.functions import ROWS, Function, ListFunction
+from bulkred_dialect.functions import ROWS, Function, ListFunction, RowFunction
 from bulkred_dialect.grads import RULES
+from bulkred_dialect.row_grads import RULES as ROW_RULES
 
 
 def _axis(row: Function, axis: list[int] | None) -> Any:
@@ -145,3 +149,48 @@ def register_list(row: ListFunction, eager: Any) -> None:
     op = torch.library.custom_op(f"bulkred::{row.name}", eager, mutates_args=row.writes, schema=row.schema())
     op.register_fake(fake)
     _LIST_OPS[row.name] = op
+
+
+_ROW_OPS: dict[str, Any] = {}
+
+
+def register_row(row: RowFunction, impl: Any, fake: Any) -> None:
+    """The torch operator ``bulkred::<row.name>`` of a row normalization: ``impl(*args)``
+    runs it (``row_functions.py``), ``fake(*args)`` gives its outputs' shapes and dtypes
+    and the same one-line errors (torch.compile), both with the operator's arguments
+    (:meth:`RowFunction.op_arguments`); its gradient is the row's rule in ``row_grads.py``,
+    which gets the arguments by name, the outputs and their gradients. Registered once."""
+    if row.name in _ROW_OPS:
+        return
+    op = torch.library.custom_op(f"bulkred::{row.name}", impl, mutates_args=(), schema=row.schema())
+    op.register_fake(fake)
+    _ROW_OPS[row.name] = op
+    if row.grad is None:
+        return
+    rule, names = ROW_RULES[row.grad], row.op_arguments()
+    tensors = row.inputs + tuple(o.name for o in row.op_options() if o.schema.startswith("Tensor"))
+    n_out = len(row.outputs) + len(row.stats)
+
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        args = dict(zip(names, inputs))
+        ctx.save_for_backward(*(args[n] for n in tensors), *(output if n_out > 1 else (output,)))
+        ctx.options = {n: v for n, v in args.items() if n not in tensors}
+
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        saved = ctx.saved_tensors
+        args = {**dict(zip(tensors, saved)), **ctx.options}
+        got = rule(args, tuple(saved[len(tensors):]), grads)
+        return tuple(got.get(n) if n in tensors else None for n in names)
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+def register_kernel_op(name: str, schema: str, impl: Any, fake: Any) -> None:
+    """A torch operator ``bulkred::<name>`` over one kernel with no gradient of its own (a
+    backward kernel: ``softmax_backward``), so that torch.compile traces the backward too.
+    Registered once."""
+    if name in _ROW_OPS:
+        return
+    op = torch.library.custom_op(f"bulkred::{name}", impl, mutates_args=(), schema=schema)
+    op.register_fake(fake)
+    _ROW_OPS[name] = op

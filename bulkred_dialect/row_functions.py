@@ -1,0 +1,626 @@
+"""The row normalizations of torch tensors (docs/rows.md): ``bulkred.softmax``,
+``log_softmax``, ``rms_norm``, ``layer_norm``, ``add_rms_norm`` and ``cross_entropy``, each
+one ``bulkred.normalize_rows`` kernel a call (``row_kernels.py`` builds and compiles it).
+
+Each function is a row of the function table (``functions.py``'s :data:`NORM_ROWS`): its
+signature, docs, option checks, torch operator and gradient rule come from the row. What
+is the rows' own is here:
+
+1. the row's *front* (:data:`FRONTS`): torch's arguments as the kernel takes them, checked
+   (``dim`` the last, ``dtype`` a conversion first, several normalized dimensions read as
+   one row, ``eps=None`` the dtype's epsilon, cross-entropy's 1-D input) and what is done
+   to the kernel's outputs (the view back, cross-entropy's reduction);
+2. the call's key (the row, whether autograd records, each argument: a tensor's class,
+   shape, dtype, device, strides and ``requires_grad``, any other value with its type):
+   one look-up in :data:`CALLS` gives its launcher, made on the key's first call after
+   every check (:func:`plan`: one-line :class:`~bulkred_dialect.api.ReductionError`
+   before any GPU work) and the kernel's compile;
+3. the launch: the outputs made, the kernel called on torch's current stream (its
+   recorded short path). A call that needs autograd (a tensor that requires grad, with
+   grad enabled) runs the row's torch operator ``torch.ops.bulkred.<name>`` instead,
+   whose forward also stores the row statistics its backward reads (``row_grads.py``);
+   while ``torch.compile`` traces, every call goes through the operator (its fake
+   implementation is :func:`plan`'s checks and the outputs' shapes).
+
+Only torch tensors are taken (CUDA, float32 / bfloat16 / float16, the last dimension
+contiguous, rows one stride apart): a numpy or cupy array is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bulkred_dialect import api
+from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.functions import NORM_ROWS, NORMS, OptionError, RowFunction
+
+ROW_DTYPES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
+"""The element types a row may hold (torch's name -> bulkred's)."""
+
+DEVICES: tuple[str, ...] = ("cuda",)
+"""The device types whose tensors the kernels take (the CPU tests add ``cpu`` with their
+simulated kernels)."""
+
+CALLS: dict[tuple, Callable[[tuple], Any]] = {}
+"""The calls seen, by key (see the module's docstring) -> ``launcher(args)``, which runs a
+call like it (every check its key proves is not made again)."""
+_LOCK = threading.Lock()
+
+
+def _error(fn: str, message: str) -> api.ReductionError:
+    return api.ReductionError(f"bulkred.{fn}: {message}")
+
+
+def _torch(fn: str, x: Any) -> Any:
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        lib = type(x).__module__.split(".")[0]
+        hint = (f" (a {lib} array: the row functions take torch tensors, e.g. torch.as_tensor(x, device='cuda'))"
+                if lib in ("numpy", "cupy") else "")
+        raise _error(fn, f"expected a torch tensor, got {type(x).__name__}{hint}")
+    return torch
+
+
+def _option(row: RowFunction, name: str, value: Any) -> Any:
+    o = next(o for o in row.options if o.name == name)
+    try:
+        return o.check(value)
+    except OptionError as e:
+        raise _error(row.name, str(e)) from None
+
+
+def _float_tensor(fn: str, what: str, t: Any, torch: Any) -> str:
+    """``t``'s element type name, or a one-line refusal (not a tensor, sparse, on another
+    device, of another dtype)."""
+    if not isinstance(t, torch.Tensor):
+        _torch(fn, t)
+    if t.layout != torch.strided:
+        raise _error(fn, f"'{what}' is a torch tensor of layout {t.layout} (not dense); pass {what}.to_dense()")
+    if t.device.type not in DEVICES:
+        raise _error(fn, f"'{what}' is on {t.device}: the row functions run on CUDA tensors")
+    name = ROW_DTYPES.get(str(t.dtype))
+    if name is None:
+        raise _error(fn, f"'{what}' has dtype {t.dtype}; the row kernels take float32, bfloat16 or float16 "
+                     f"(convert it, e.g. {what}.float())")
+    return name
+
+
+# region The fronts: torch's arguments -> the operator's arguments, and the outputs -> the result
+
+
+def _last(outs: tuple) -> Any:
+    return outs[0]
+
+
+def _softmax_front(row: RowFunction, x: Any, dim: Any, dtype: Any, variant: Any) -> tuple[tuple, Callable]:
+    torch = _torch(row.name, x)
+    dim, variant = _option(row, "dim", dim), _option(row, "variant", variant)
+    nd = x.dim()
+    if nd == 0:
+        raise _error(row.name, "x is 0-d: there is no row to normalize (pass x.reshape(1))")
+    if not -nd <= dim < nd:
+        raise _error(row.name, f"dim {dim} is out of range for a {nd}-D x")
+    if dim % nd != nd - 1:
+        raise _error(row.name, f"dim={dim} is not the last dimension of a {nd}-D x: the rows are read along their "
+                     f"contiguous last dimension; pass x.movedim({dim}, -1) and move the result back")
+    if dtype is not None:
+        if not isinstance(dtype, torch.dtype):
+            dtype = api.torch_dtype(api.dtype_name(row.name, dtype))
+        if dtype != x.dtype:
+            if str(dtype) not in ROW_DTYPES:
+                raise _error(row.name, f"dtype={dtype}: the row kernels give float32, bfloat16 or float16")
+            x = x.to(dtype)
+    return (x, variant), _last
+
+
+def _normalized(row: RowFunction, x: Any, shape: Any, tensors: dict[str, Any], torch: Any) -> tuple[Any, dict, Callable]:
+    """``x`` viewed with its normalized dimensions as one (and the weight and bias), and
+    the view back of the result."""
+    shape = _option(row, "normalized_shape", shape)
+    k, nd = len(shape), x.dim()
+    if nd < k or tuple(x.shape[nd - k:]) != shape:
+        raise _error(row.name, f"normalized_shape {list(shape)} must be x's last dimensions, got x of shape "
+                     f"{list(x.shape)}")
+    for what, t in tensors.items():
+        if t is not None:
+            _float_tensor(row.name, what, t, torch)
+            if tuple(t.shape) != shape:
+                raise _error(row.name, f"'{what}' must have the shape normalized_shape {list(shape)}, got "
+                             f"{list(t.shape)}")
+    if k == 1:
+        return x, tensors, _last
+    full = tuple(x.shape)
+    n = math.prod(shape)
+    try:
+        x = x.view(*full[: nd - k], n)
+    except RuntimeError:
+        raise _error(row.name, f"x's last {k} dimensions (normalized_shape {list(shape)}) are not one contiguous "
+                     f"block (strides {list(x.stride())}): pass x.contiguous()") from None
+    tensors = {w: None if t is None else t.reshape(n) for w, t in tensors.items()}
+    return x, tensors, lambda outs: outs[0].view(full)
+
+
+def _eps(x: Any, eps: float | None, torch: Any) -> float:
+    return float(torch.finfo(x.dtype).eps) if eps is None else eps
+
+
+def _rms_norm_front(row: RowFunction, x: Any, normalized_shape: Any, weight: Any, eps: Any,
+                    variant: Any) -> tuple[tuple, Callable]:
+    torch = _torch(row.name, x)
+    _float_tensor(row.name, "x", x, torch)
+    eps, variant = _option(row, "eps", eps), _option(row, "variant", variant)
+    x, t, finish = _normalized(row, x, normalized_shape, {"weight": weight}, torch)
+    return (x, t["weight"], _eps(x, eps, torch), variant), finish
+
+
+def _layer_norm_front(row: RowFunction, x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any,
+                      variant: Any) -> tuple[tuple, Callable]:
+    torch = _torch(row.name, x)
+    eps, variant = _option(row, "eps", eps), _option(row, "variant", variant)
+    x, t, finish = _normalized(row, x, normalized_shape, {"weight": weight, "bias": bias}, torch)
+    return (x, t["weight"], t["bias"], eps, variant), finish
+
+
+def _pair(outs: tuple) -> tuple:
+    return outs[0], outs[1]
+
+
+def _add_rms_norm_front(row: RowFunction, x: Any, residual: Any, weight: Any, eps: Any,
+                        variant: Any) -> tuple[tuple, Callable]:
+    torch = _torch(row.name, x)
+    _float_tensor(row.name, "x", x, torch)
+    eps, variant = _option(row, "eps", eps), _option(row, "variant", variant)
+    return (x, residual, weight, _eps(x, eps, torch), variant), _pair
+
+
+def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any, ignore_index: Any, reduction: Any,
+                         label_smoothing: Any, variant: Any) -> tuple[tuple, Callable]:
+    torch = _torch(row.name, input)
+    _option(row, "weight", weight)
+    ignore_index, reduction = _option(row, "ignore_index", ignore_index), _option(row, "reduction", reduction)
+    smoothing, variant = _option(row, "label_smoothing", label_smoothing), _option(row, "variant", variant)
+    if not isinstance(target, torch.Tensor):
+        _torch(row.name, target)
+    if target.is_floating_point():
+        raise _error(row.name, f"target of dtype {target.dtype} (class probabilities) is not supported yet: pass "
+                     "int64 class indices")
+    nd = input.dim()
+    if nd not in (1, 2):
+        raise _error(row.name, f"input must be [M, C] logits (or [C]), got shape {list(input.shape)}; for "
+                     "[N, C, d1, ...] pass input.movedim(1, -1).reshape(-1, C) and target.reshape(-1)")
+    want = () if nd == 1 else tuple(input.shape[:1])
+    if tuple(target.shape) != want:
+        raise _error(row.name, f"target must have shape {list(want)} for input of shape {list(input.shape)}, got "
+                     f"{list(target.shape)}")
+    if nd == 1:
+        input, target = input.unsqueeze(0), target.reshape(1)
+    dtype = input.dtype
+
+    def finish(outs: tuple) -> Any:
+        loss = outs[0]
+        if reduction == "none":
+            return (loss if nd == 2 else loss.view(())).to(dtype)
+        total = loss.sum()
+        if reduction == "sum":
+            return total.to(dtype)
+        return (total / (target != ignore_index).sum()).to(dtype)
+
+    return (input, target, ignore_index, smoothing, variant), finish
+
+
+FRONTS: dict[str, Callable[..., tuple[tuple, Callable]]] = {
+    "softmax": _softmax_front, "log_softmax": _softmax_front, "rms_norm": _rms_norm_front,
+    "layer_norm": _layer_norm_front, "add_rms_norm": _add_rms_norm_front, "cross_entropy": _cross_entropy_front,
+}
+"""A row's kind -> its front: ``front(row, *args)`` (the public function's arguments in
+order) -> ``(the operator's arguments, finish)``; ``finish(outputs)`` is the result."""
+
+
+# endregion
+
+# region The plan: the operator's arguments checked, the kernel's settings decided
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """One call's kernel: ``row_kernels.kernel_for``'s settings, and its rows."""
+
+    fn: str  # the row's name
+    kind: str  # the normalize_rows kind
+    m: int  # rows
+    n: int  # row length
+    dtype: str  # x's element type
+    x_stride: int | None  # x's row stride where it is not n (padded rows)
+    weight: str | None = None  # the weight's element type (None: absent)
+    bias: str | None = None
+    eps: float | None = None
+    ignore_index: int | None = None
+    label_smoothing: float | None = None
+    variant: str | None = None
+    stats: tuple[str, ...] = ()  # the statistics its row's operator stores
+
+
+def _row_stride(fn: str, x: Any) -> tuple[int, int, int]:
+    """``(m, n, row stride)`` of ``x`` read as ``[m, n]`` rows, or a one-line refusal."""
+    shape, strides = tuple(x.shape), tuple(x.stride())
+    n = shape[-1]
+    m = math.prod(shape[:-1])
+    if n > 1 and strides[-1] != 1:
+        raise _error(fn, f"x's last dimension must be contiguous (stride 1), got strides {list(strides)}; pass "
+                     "x.contiguous()")
+    lead = [(d, s) for d, s in zip(shape[:-1], strides[:-1]) if d != 1]
+    if not lead or m == 0:
+        return m, n, n
+    stride = want = lead[-1][1]
+    for d, s in reversed(lead):
+        if s != want:
+            raise _error(fn, f"x's rows are not one stride apart (shape {list(shape)}, strides {list(strides)}): "
+                         "pass x.contiguous()")
+        want *= d
+    if stride < n:
+        raise _error(fn, f"x's rows overlap (row stride {stride} < row length {n}, a broadcast view): pass "
+                     "x.contiguous()")
+    return m, n, stride
+
+
+def plan(row: RowFunction, a: dict[str, Any]) -> RowPlan:
+    """The checks of one call of ``row``'s operator, whose arguments by name are ``a``
+    (tensors, real or fake, and the checked options), and its kernel's settings: one-line
+    :class:`~bulkred_dialect.api.ReductionError` for anything the kernels do not take.
+    Runs on fake tensors (torch.compile) too: shapes, dtypes, strides and devices only."""
+    fn = row.name
+    x = a[row.inputs[0]]
+    torch = _torch(fn, x)
+    what = row.inputs[0]
+    dtype = _float_tensor(fn, what, x, torch)
+    if x.dim() == 0:
+        raise _error(fn, f"'{what}' is 0-d: there is no row to normalize")
+    m, n, stride = _row_stride(fn, x)
+    settings: dict[str, Any] = {}
+    if row.kind == "cross_entropy":
+        t = a["target"]
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int64 or tuple(t.shape) != (m,) or t.device != x.device:
+            got = f"{t.dtype} {list(t.shape)} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise _error(fn, f"target must be int64 class indices of shape [{m}] on input's device, got {got}")
+        if n == 0 and m:
+            raise _error(fn, "input has no classes (C = 0)")
+        settings.update(ignore_index=a["ignore_index"], label_smoothing=a["label_smoothing"] or None)
+    if row.kind == "add_rms_norm":
+        r = a["residual"]
+        if not isinstance(r, torch.Tensor) or r.shape != x.shape or r.dtype != x.dtype or r.device != x.device:
+            got = f"{r.dtype} {list(r.shape)} on {r.device}" if isinstance(r, torch.Tensor) else type(r).__name__
+            raise _error(fn, f"residual must be a tensor of x's shape {list(x.shape)}, dtype {x.dtype} and device, "
+                         f"got {got}")
+        if r.dim() and r.shape[-1] > 1 and r.stride(-1) != 1:
+            raise _error(fn, f"residual's last dimension must be contiguous (stride 1), got strides {list(r.stride())}")
+    for key in ("weight", "bias"):
+        v = a.get(key)
+        if v is None:
+            continue
+        d = _float_tensor(fn, key, v, torch)
+        if tuple(v.shape) != (n,):
+            raise _error(fn, f"'{key}' must have shape [{n}] (x's last dimension), got {list(v.shape)}")
+        if v.device != x.device:
+            raise _error(fn, f"'{key}' is on {v.device}, x on {x.device}")
+        if d not in (dtype, "float32"):
+            raise _error(fn, f"'{key}' has dtype {v.dtype}; it must be x's ({x.dtype}) or float32")
+        settings[key] = d
+    if settings.get("weight") and settings.get("bias") and settings["weight"] != settings["bias"]:
+        raise _error(fn, f"weight ({a['weight'].dtype}) and bias ({a['bias'].dtype}) must have one dtype")
+    if "eps" in a:
+        settings["eps"] = a["eps"]
+    return RowPlan(fn, row.kind, m, n, dtype, None if stride == n or m <= 1 else stride, variant=a["variant"],
+                   stats=row.stats, **settings)
+
+
+# endregion
+
+# region The kernel and the launch
+
+
+def _kernel(p: RowPlan, stats: bool) -> Any:
+    """The compiled kernel of ``p`` (``row_kernels.kernel_for``: compiled once per
+    setting), storing the row statistics when ``stats``; None for no rows."""
+    if not p.m or not p.n:
+        return None
+    from bulkred_dialect.row_kernels import kernel_for
+
+    try:
+        return kernel_for(p.kind, p.m, p.n, p.dtype, x_stride=p.x_stride, weight=p.weight, bias=p.bias, eps=p.eps,
+                          stats=p.stats if stats else (), variant=p.variant, ignore_index=p.ignore_index,
+                          label_smoothing=p.label_smoothing)
+    except BulkredError as e:
+        raise _error(p.fn, str(e).split("\n", 1)[0]) from None
+
+
+def _aligned(t: Any) -> Any:
+    """A copy of ``t`` with its strides, at a new (aligned) address."""
+    torch = sys.modules["torch"]
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device).copy_(t)
+
+
+def _launch(k: Any, args: list[Any], inputs: int) -> None:
+    """``k(*args)``; an input off the address alignment of the kernel's vector loads (a
+    view at an odd storage offset) is copied first."""
+    from bulkred_dialect.backend_ptx.errors import MisalignedError
+
+    try:
+        k(*args)
+    except MisalignedError:
+        k(*[_aligned(t) if i < inputs else t for i, t in enumerate(args)])
+
+
+def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) -> tuple:
+    """The kernel ``k`` of plan ``p`` on the operator's arguments ``a``: the operator's
+    outputs (y of x's shape, add_rms_norm's h, cross-entropy's float32 loss of each row),
+    then, with ``stats``, the row statistics (float32, x's shape without its last
+    dimension)."""
+    torch = sys.modules["torch"]
+    x = a[row.inputs[0]]
+    shape = tuple(x.shape)
+    lead, dev, m, n = shape[:-1], x.device, p.m, p.n
+    f32 = torch.float32
+    if p.kind == "cross_entropy":
+        outs = [torch.empty(lead, dtype=f32, device=dev)]
+    else:
+        outs = [torch.empty(shape, dtype=x.dtype, device=dev)]
+        if p.kind == "add_rms_norm":
+            outs.append(torch.empty(shape, dtype=x.dtype, device=dev))
+    st = [torch.empty(lead, dtype=f32, device=dev) for _ in p.stats] if stats else []
+    if k is not None:
+        args = [x.view(m, n)]
+        if p.kind == "cross_entropy":
+            args += [a["target"].reshape(m).contiguous(), outs[0].view(m)]
+            inputs = 2
+        else:
+            args.append(outs[0].view(m, n))
+            inputs = 1
+            if p.kind == "add_rms_norm":
+                args += [a["residual"].reshape(m, n).contiguous(), outs[1].view(m, n)]
+        args += [a[w].contiguous() for w in ("weight", "bias") if a.get(w) is not None]
+        args += [s.view(m) for s in st]
+        _launch(k, args, inputs)
+    return (*outs, *st)
+
+
+# endregion
+
+# region The call
+
+
+def _compiling() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def _part(a: Any) -> Any:
+    """One argument's part of the key: a tensor's class, shape, dtype, device, strides and
+    requires_grad; a list as a tuple; any other value with its type."""
+    if a.__class__.__module__.startswith("torch") and hasattr(a, "stride"):
+        return (a.__class__, a.shape, a.dtype, a.device, a.stride(), a.requires_grad)
+    if a.__class__ is list:
+        return (list, *a, *map(type, a))
+    return (a, a.__class__)
+
+
+def _ops() -> Any:
+    """``torch.ops.bulkred``, the row operators registered (once)."""
+    _register()
+    return sys.modules["torch"].ops.bulkred
+
+
+def _call(row: RowFunction, args: tuple) -> Any:
+    """The public function of ``row`` on its arguments ``args`` (in its signature's order):
+    the key's launcher, else :func:`_first`."""
+    if _compiling():
+        op_args, finish = FRONTS[row.kind](row, *args)
+        out = getattr(_ops(), row.name)(*op_args)
+        return finish(out if isinstance(out, tuple | list) else (out,))
+    try:
+        key = (row.name, _grad_enabled(), *map(_part, args))
+        hit = CALLS.get(key)
+    except TypeError:  # an unhashable argument: every check says what it is
+        key = hit = None
+    if hit is not None:
+        return hit(args)
+    return _first(row, args, key)
+
+
+def _grad_enabled() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_grad_enabled()
+
+
+def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
+    """A call whose key was not seen: every check, the kernel (compiled on a miss), the
+    launcher kept under the key, the launch."""
+    front = FRONTS[row.kind]
+    op_args, finish = front(row, *args)
+    a = dict(zip(row.op_arguments(), op_args))
+    p = plan(row, a)
+    torch = sys.modules["torch"]
+    if row.grad is not None and torch.is_grad_enabled() and any(
+            isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
+        op = getattr(_ops(), row.name)
+
+        def launcher(args: tuple) -> Any:
+            op_args, finish = front(row, *args)
+            out = op(*op_args)
+            return finish(out if isinstance(out, tuple) else (out,))
+    else:
+        k = _kernel(p, False)
+        names = row.op_arguments()
+
+        def launcher(args: tuple) -> Any:
+            op_args, finish = front(row, *args)
+            return finish(run(row, p, k, dict(zip(names, op_args)), False))
+
+    if key is not None and len(CALLS) < 4096:
+        with _LOCK:
+            CALLS[key] = launcher
+    return launcher(args)
+
+
+def forget() -> None:
+    """Drop every call kept (the kernels stay in ``row_kernels``' cache)."""
+    with _LOCK:
+        CALLS.clear()
+
+
+# endregion
+
+# region The functions: their signatures and docs are their rows' (functions.NORM_ROWS)
+
+
+def softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = None) -> Any:
+    return _call(_SOFTMAX, (x, dim, dtype, variant))
+
+
+def log_softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = None) -> Any:
+    return _call(_LOG_SOFTMAX, (x, dim, dtype, variant))
+
+
+def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None, *,
+             variant: str | None = None) -> Any:
+    return _call(_RMS_NORM, (x, normalized_shape, weight, eps, variant))
+
+
+def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5, *,
+               variant: str | None = None) -> Any:
+    return _call(_LAYER_NORM, (x, normalized_shape, weight, bias, eps, variant))
+
+
+def add_rms_norm(x: Any, residual: Any, weight: Any = None, eps: float | None = None, *,
+                 variant: str | None = None) -> Any:
+    return _call(_ADD_RMS_NORM, (x, residual, weight, eps, variant))
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0, *, variant: str | None = None) -> Any:
+    return _call(_CROSS_ENTROPY, (input, target, weight, ignore_index, reduction, label_smoothing, variant))
+
+
+_SOFTMAX, _LOG_SOFTMAX, _RMS_NORM, _LAYER_NORM, _ADD_RMS_NORM, _CROSS_ENTROPY = (
+    NORMS[n] for n in ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"))
+
+PUBLIC: dict[str, Any] = {row.name: globals()[row.name] for row in NORM_ROWS}
+"""Row name -> the public function."""
+
+
+def _from_rows() -> None:
+    """Each function's docs and signature from its row; a function whose parameters are
+    not its row's (names, order, defaults, kinds) fails the import."""
+    for row in NORM_ROWS:
+        fn = PUBLIC[row.name]
+        want = row.signature()
+        got = inspect.signature(fn)
+        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == [
+            (p.name, p.kind, p.default) for p in want.parameters.values()
+        ], f"{row.name}{got} is not its row's {want}"
+        fn.__signature__ = want
+        fn.__doc__ = row.docstring()
+        fn.__module__ = "bulkred_dialect"
+
+
+_from_rows()
+
+# endregion
+
+# region The torch operators
+
+
+BACKWARD_KINDS = ("softmax_backward", "log_softmax_backward")
+"""The backward kernels with an operator of their own: ``bulkred::<kind>(Tensor grad,
+Tensor output, str? variant) -> Tensor``, dx from the forward's output and its gradient."""
+
+
+def _op_impl(row: RowFunction) -> Callable[..., Any]:
+    names = row.op_arguments()
+
+    def impl(*op_args: Any) -> Any:
+        a = dict(zip(names, op_args))
+        p = plan(row, a)
+        out = run(row, p, _kernel(p, True), a, True)
+        return out if len(out) > 1 else out[0]
+
+    return impl
+
+
+def _op_fake(row: RowFunction) -> Callable[..., Any]:
+    names = row.op_arguments()
+
+    def fake(*op_args: Any) -> Any:
+        a = dict(zip(names, op_args))
+        plan(row, a)
+        x = a[row.inputs[0]]
+        torch = sys.modules["torch"]
+        lead = tuple(x.shape[:-1])
+        outs = [x.new_empty(lead, dtype=torch.float32) if o == "loss" else x.new_empty(tuple(x.shape))
+                for o in row.outputs]
+        outs += [x.new_empty(lead, dtype=torch.float32) for _ in row.stats]
+        return tuple(outs) if len(outs) > 1 else outs[0]
+
+    return fake
+
+
+def _backward_plan(kind: str, grad: Any, output: Any, variant: Any) -> RowPlan:
+    torch = _torch(kind, output)
+    dtype = _float_tensor(kind, "output", output, torch)
+    if not isinstance(grad, torch.Tensor) or grad.shape != output.shape or grad.dtype != output.dtype:
+        raise _error(kind, f"grad must be a tensor of output's shape {list(output.shape)} and dtype {output.dtype}")
+    if output.dim() == 0:
+        raise _error(kind, "output is 0-d")
+    m, n, stride = _row_stride(kind, output)
+    return RowPlan(kind, kind, m, n, dtype, None if stride == n or m <= 1 else stride, variant=variant)
+
+
+def _backward_impl(kind: str) -> Callable[..., Any]:
+    def impl(grad: Any, output: Any, variant: str | None) -> Any:
+        p = _backward_plan(kind, grad, output, variant)
+        dx = sys.modules["torch"].empty(tuple(output.shape), dtype=output.dtype, device=output.device)
+        k = _kernel(p, False)
+        if k is not None:  # the kernel's parameters: x (the forward's output), y (dx), grad
+            _launch(k, [output.view(p.m, p.n), dx.view(p.m, p.n), grad.reshape(p.m, p.n).contiguous()], 1)
+        return dx
+
+    return impl
+
+
+def _backward_fake(kind: str) -> Callable[..., Any]:
+    def fake(grad: Any, output: Any, variant: str | None) -> Any:
+        _backward_plan(kind, grad, output, variant)
+        return output.new_empty(tuple(output.shape))
+
+    return fake
+
+
+_REGISTERED: list[bool] = []
+
+
+def _register() -> None:
+    """The torch operators of every row and of the backward kernels (once)."""
+    if _REGISTERED:
+        return
+    from bulkred_dialect import torch_ops
+
+    with _LOCK:
+        if _REGISTERED:
+            return
+        for kind in BACKWARD_KINDS:
+            torch_ops.register_kernel_op(kind, "(Tensor grad, Tensor output, str? variant) -> Tensor",
+                                         _backward_impl(kind), _backward_fake(kind))
+        for row in NORM_ROWS:
+            torch_ops.register_row(row, _op_impl(row), _op_fake(row))
+        _REGISTERED.append(True)
+
+
+if "torch" in sys.modules:  # torch.compile must find the operators before it traces a call
+    _register()
+
+# endregion
