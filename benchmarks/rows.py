@@ -1,210 +1,652 @@
-"""Row normalizations on the GPU against the same run's copy kernel and torch eager
-(docs/rows.md): softmax, log_softmax, rms_norm, layer_norm and add_rms_norm forward through
-bulkred_dialect/rows.py, M x N = 2^28 elements, N = 1024, 4096, 16384, 65536, float32 and
-bfloat16; and small batches (M = 1, 8, 64 rows of 4096).
+"""Row normalizations on the GPU (docs/rows.md), every column in one run: the copy
+kernel, torch eager, torch.compile, Liger, Quack and bulkred, on the same tensors.
 
-Model bandwidth: x read once and y written once (2 * M * N * itemsize bytes; the weight
-and bias are not counted); add_rms_norm reads x and the residual and writes y and
-x + residual (4 * M * N * itemsize; torch eager: ``h = x + r`` then ``rms_norm(h)``);
-cross_entropy (the mean loss) reads x once (M * N * itemsize, the "copy" column then the
-copy kernel's bytes per second too); softmax_backward moves three tensors (y and dy read,
-dx written; torch: ``torch._softmax_backward_data``). Timings, each a median (benchmarks/reductions_api.py's
-helpers): GPU time per call from a CUDA graph of ``calls`` calls, replayed; and per call
-as a Python user pays it (events around one call, the GPU idle before it). Each cell
-also checks its result against torch (``ok`` or ``WRONG``).
+Columns (each optional: where it cannot run, its cells say ``n/a`` and the notes why):
 
-``--parts`` picks the tables: ``main`` (the above), ``small`` (M = 1, 8, 64), and two that
-choose the variants' settings by measurement, each setting compiling its own kernels (the
-compile cache off): ``bf16`` (bfloat16 rows in 16-byte vectors of 8, rows_common.WIDE_BF16,
-against 8-byte vectors of 4) and ``variants`` (the variants forced where two apply:
-rows_cta against rows_cluster at 8192 and 16384, rows_cluster against rows_stream at
-65536 and 131072, and clusters of 16 against rows_stream at 262144), ``values`` (the
-float32 values a thread holds, rows_common.MAX_VALUES 16, 32, 64, in rows_cta (the
-last with 64-thread CTAs allowed); a cluster
-CTA's share, rows_cluster.SLICE 8192 against 16384).
+==========  =====================================================================
+copy        ``torch.mul(x, 1.0, out=y)``: the memory's speed on this GPU (read x,
+            write y); the other columns' ceiling
+eager       ``torch.softmax(x, -1)``, ``F.log_softmax``, ``F.rms_norm(x, (n,), w,
+            eps)``, ``F.layer_norm(x, (n,), w, b, eps)``, ``h = x + r`` then
+            ``F.rms_norm(h, ...)``, ``F.cross_entropy(x, target)``
+compile     the same functions under ``torch.compile(dynamic=False)``
+liger       Liger-Kernel (Triton): ``liger_softmax(x)``, ``liger_rms_norm(x, w, eps,
+            in_place=False)``, ``liger_layer_norm(x, w, b, eps)``
+quack       Quack (CuTe DSL): ``softmax_fwd(x)``, ``rmsnorm_fwd(x, w_f32)``,
+            ``rmsnorm_fwd(x, w_f32, residual=r)``, ``layernorm_fwd(x, w_f32, b_f32)``,
+            ``cross_entropy_fwd(x, target)`` (each row's loss); backward
+            ``softmax_bwd(dy, y)``, ``rmsnorm_bwd(x, w_f32, dy, rstd)``
+bulkred     ``bulkred.softmax(x, dim=-1)``, ``bulkred.rms_norm(x, (n,), w, eps)``, ...
+            where the package has them, else ``bulkred_dialect.rows``'s functions;
+            backward through torch's autograd where bulkred's function takes part in
+            it, else ``rows.softmax_backward(dy, y)`` / ``log_softmax_backward``
+==========  =====================================================================
 
-    python3 benchmarks/rows.py --out /tmp/rows_bench [--kinds softmax,rms_norm] [--ns 4096] [--parts main,small]
-    bash tools/gpu.sh tests:rows bench:rows       (BENCH_ARGS="--parts bf16,variants")
+Parts (``--parts``, in this order):
+
+* ``fwd``: softmax, log_softmax, rms_norm, layer_norm, add_rms_norm, cross_entropy (the
+  mean loss); float32 and bfloat16; N = 1024, 4096, 16384, 65536, 262144; M x N = 2^28.
+* ``bwd``: dx of softmax and log_softmax (from y and dy), dx and dw of rms_norm, dx, dw
+  and db of layer_norm, dx of cross_entropy: ``torch.autograd.grad(out, inputs, dy)`` of
+  each column's forward (Quack: its backward functions), the same cells.
+* ``small``: every forward op at M = 1, 8, 64 rows of 4096; GPU time and per call in us.
+* ``vocab``: cross_entropy at N = 4097, 50257, 128256 (vocabularies), M x N ~ 2^28.
+* ``bf16``, ``variants``, ``values`` (not in the default run): bulkred's own settings
+  chosen by measurement (bulkred against itself, each setting compiling its kernels).
+
+Model bandwidth (GB/s from the GPU time): forward reads x and writes y once (2 M N
+bytes of the dtype; add_rms_norm reads x and r and writes y and h: 4; cross_entropy
+reads x: 1); backward moves three tensors (y or x, dy read, dx written: 3; the weights'
+gradients are not counted; cross_entropy reads x and writes dx: 2). The copy column
+is the copy kernel's GB/s on the same x, every ratio "vs copy" is against it.
+
+Timings, each a median (benchmarks/reductions_api.py's helpers): **GPU time** per call,
+``--calls`` calls captured in one CUDA graph and replayed ``--replays`` times (``e``
+after a figure: the capture failed, events around the same calls back to back instead);
+**per call**, CUDA events around one call with the GPU idle before it, the host's work
+included as a Python user pays it (``--samples`` calls). Before timing, each column's
+result is checked against torch eager's on the same input (``ok`` or ``WRONG``, in the
+check column): within 2e-5 of the largest magnitude in float32, 2^-7 in bfloat16 (the
+loss of cross_entropy within 2e-5 and 1e-2 relative). Data: fresh ``torch.randn`` per
+cell (targets ``randint``), weights of x's dtype (Quack's in float32, as it takes them).
+
+Usage (on the GPU machine; tools/gpu.sh passes --out and --budget-s)::
+
+    python3 benchmarks/rows.py                             # every part above, every column
+    python3 benchmarks/rows.py --quick                     # a few cells of each part (about a minute)
+    python3 benchmarks/rows.py --parts fwd --ops softmax,rms_norm --ns 4096 --dtypes bfloat16
+    python3 benchmarks/rows.py --columns eager,bulkred     # fewer columns (no compile: much faster)
+    bash tools/gpu.sh tests:rows bench:rows               (BENCH_ARGS="--parts fwd,bwd")
+
+Liger and Quack are imported when they are on ``PYTHONPATH`` (docs/benchmarks.md says
+how they were brought to the GPU machine); without them their columns say so. Writes
+``rows.md`` (the tables and the notes), ``rows.json`` (every cell) and ``rows.png`` (GB/s
+against N, one panel per op and dtype, every column; with matplotlib, else a note)
+under ``--out``. ``--budget-s``: no new cell starts after that many seconds (the cells
+left are listed as skipped).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import json
 import os
+import statistics
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, ".."))
 _spec = importlib.util.spec_from_file_location("reductions_api", os.path.join(_HERE, "reductions_api.py"))
 RA = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 sys.modules["reductions_api"] = RA
 _spec.loader.exec_module(RA)  # type: ignore[union-attr]
 
-KINDS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy", "softmax_backward")
-NS = (1024, 4096, 16384, 65536)
+OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy")
+BWD_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm", "cross_entropy")
+COLUMNS = ("copy", "eager", "compile", "liger", "quack", "bulkred")
+NS = (1024, 4096, 16384, 65536, 262144)
+VOCAB_NS = (4097, 50257, 128256)
+SMALL_MS = (1, 8, 64)
+SMALL_N = 4096
 DTYPES = ("float32", "bfloat16")
-TOTAL = 1 << 28
+PARTS = ("fwd", "bwd", "small", "vocab")
+TUNING = ("bf16", "variants", "values")
+TOTAL = 1 << 28  # M x N
+EPS = 1e-6  # every norm's, in every column
+FWD_BYTES = {"add_rms_norm": 4, "cross_entropy": 1}  # tensors of M x N moved (else 2: x and y)
+BWD_BYTES = {"cross_entropy": 2}  # else 3: y or x, dy, dx
+QUICK = {"ops": "softmax,rms_norm,cross_entropy", "bwd_ops": "softmax,rms_norm", "ns": "4096",
+         "dtypes": "bfloat16", "small_ms": "1", "vocab_ns": "50257"}
 
 
-def _fns(torch, rows, kind: str, n: int, dt):
-    """(ours, torch eager) of ``kind`` for rows of ``n`` (weight and bias of x's dtype)."""
-    import torch.nn.functional as F
-
-    w = torch.randn(n, device="cuda").to(dt)
-    b = torch.randn(n, device="cuda").to(dt)
-    if kind == "softmax":
-        return (lambda x: rows.softmax(x)), (lambda x: torch.softmax(x, -1))
-    if kind == "log_softmax":
-        return (lambda x: rows.log_softmax(x)), (lambda x: torch.log_softmax(x, -1))
-    if kind == "rms_norm":
-        return (lambda x: rows.rms_norm(x, (n,), w, 1e-6)), (lambda x: F.rms_norm(x, (n,), w, 1e-6))
-    if kind == "softmax_backward":
-        grads = {}
-
-        def dy(x):
-            t = grads.get(x.shape)
-            if t is None:
-                t = grads[x.shape] = torch.randn_like(x)
-            return t
-
-        return (lambda x: rows.softmax_backward(dy(x), x)), (lambda x: torch._softmax_backward_data(dy(x), x, -1, x.dtype))
-    if kind == "cross_entropy":
-        tgt = {}
-
-        def target(x):
-            t = tgt.get(x.shape[0])
-            if t is None:
-                t = tgt[x.shape[0]] = torch.randint(0, n, (x.shape[0],), device="cuda")
-            return t
-
-        return (lambda x: rows.cross_entropy(x, target(x))), (lambda x: F.cross_entropy(x, target(x)))
-    if kind == "add_rms_norm":
-        res = {}
-
-        def residual(x):
-            r = res.get(x.shape)
-            if r is None:
-                r = res[x.shape] = torch.randn_like(x)
-            return r
-
-        def eager(x):
-            h = x + residual(x)
-            return F.rms_norm(h, (n,), w, 1e-6), h
-
-        return (lambda x: rows.add_rms_norm(x, residual(x), w, 1e-6)), eager
-    return (lambda x: rows.layer_norm(x, (n,), w, b, 1e-5)), (lambda x: F.layer_norm(x, (n,), w, b, 1e-5))
+# region Inputs and the columns' calls
 
 
-def _agree(torch, ours, theirs, x) -> str:
-    a, b = ours(x[:64]), theirs(x[:64])
-    if isinstance(a, tuple):  # add_rms_norm: (y, h)
-        if not torch.equal(a[1], b[1]):
-            return "WRONG h"
-        a, b = a[0], b[0]
-    a, b = a.double(), b.double()
-    if a.dim() == 0:  # cross_entropy's mean over these 64 rows
+@dataclass
+class Inputs:
+    """One cell's tensors, made when first asked for (fresh random data per cell)."""
+
+    torch: Any
+    m: int
+    n: int
+    dtype: Any
+    made: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        made = self.__dict__["made"]
+        if name not in made:
+            made[name] = self._make(name)
+        return made[name]
+
+    def _make(self, name: str) -> Any:
+        torch, m, n, dt = self.torch, self.m, self.n, self.dtype
+        if name in ("x", "r", "dy"):
+            return torch.randn(m, n, device="cuda", dtype=dt)
+        if name in ("w", "b"):
+            return torch.randn(n, device="cuda", dtype=dt)
+        if name in ("w32", "b32"):
+            return getattr(self, name[0]).float()
+        if name == "target":
+            return torch.randint(0, n, (m,), device="cuda")
+        raise AttributeError(name)
+
+
+def eager_fn(op: str, F: Any) -> Callable[..., Any]:
+    """torch's function of ``op`` taking (x, w, b, r, target): the eager column's, and
+    what torch.compile compiles."""
+    return {
+        "softmax": lambda x, w, b, r, t: F.softmax(x, -1),
+        "log_softmax": lambda x, w, b, r, t: F.log_softmax(x, -1),
+        "rms_norm": lambda x, w, b, r, t: F.rms_norm(x, (x.shape[-1],), w, EPS),
+        "layer_norm": lambda x, w, b, r, t: F.layer_norm(x, (x.shape[-1],), w, b, EPS),
+        "add_rms_norm": lambda x, w, b, r, t: _add_rms_norm(F, x, w, r),
+        "cross_entropy": lambda x, w, b, r, t: F.cross_entropy(x, t),
+    }[op]
+
+
+def _add_rms_norm(F: Any, x: Any, w: Any, r: Any) -> tuple[Any, Any]:
+    h = x + r
+    return F.rms_norm(h, (x.shape[-1],), w, EPS), h
+
+
+class NA(Exception):
+    """A column that cannot run a cell: the reason is its one line."""
+
+
+class Columns:
+    """The calls of each column: ``forward(column, op, inputs)`` and ``backward(...)``
+    give a call without arguments (timed as is), or raise :class:`NA`."""
+
+    def __init__(self, torch: Any, wanted: list[str]):
+        import torch.nn.functional as F
+
+        self.torch, self.F, self.wanted = torch, F, wanted
+        self.missing: dict[str, str] = {}
+        self.liger = self._import("liger", lambda: importlib.import_module("liger_kernel.transformers.functional"))
+        self.quack = self._import("quack", lambda: {m: importlib.import_module(f"quack.{m}")
+                                                    for m in ("softmax", "rmsnorm", "cross_entropy")})
+        self.bulkred, self.rows = self._import("bulkred", _bulkred) or (None, None)
+        self.compiled: dict[str, Any] = {}
+        if "compile" in wanted:
+            dyn = torch._dynamo.config  # one compiled function per op, recompiled per shape: keep them all
+            for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                         "accumulated_recompile_limit"):
+                if hasattr(dyn, knob):
+                    setattr(dyn, knob, 4096)
+
+    def _import(self, column: str, load: Callable[[], Any]) -> Any:
+        if column not in self.wanted:
+            return None
+        try:
+            return load()
+        except Exception as e:  # noqa: BLE001 - the column says why, the run goes on
+            self.missing[column] = f"import failed: {_line(e)}"
+            return None
+
+    def _need(self, column: str, module: Any) -> None:
+        if module is None:
+            raise NA(self.missing.get(column, "not asked (--columns)"))
+
+    def bulkred_fn(self, op: str) -> Any:
+        """``bulkred.<op>`` where the package has it, else ``rows.<op>``."""
+        fn = getattr(self.bulkred, op, None) or getattr(self.rows, op, None)
+        if fn is None:
+            raise NA(f"bulkred has no {op}")
+        return fn
+
+    def _bulkred_call(self, op: str, x: Any, i: Inputs) -> Any:
+        fn, n = self.bulkred_fn(op), i.n
+        if op in ("softmax", "log_softmax"):
+            return lambda x=x: fn(x, -1)
+        if op == "rms_norm":
+            return lambda x=x: fn(x, (n,), i.w, EPS)
+        if op == "layer_norm":
+            return lambda x=x: fn(x, (n,), i.w, i.b, EPS)
+        if op == "add_rms_norm":
+            return lambda x=x: fn(x, i.r, i.w, EPS)
+        return lambda x=x: fn(x, i.target)
+
+    def forward(self, column: str, op: str, i: Inputs) -> Callable[[], Any]:
+        torch = self.torch
+        if column == "copy":
+            y = torch.empty_like(i.x)
+            return lambda: torch.mul(i.x, 1.0, out=y)
+        if column == "eager":
+            f = eager_fn(op, self.F)
+            return lambda: f(i.x, i.w, i.b, i.r if op == "add_rms_norm" else None, i.target)
+        if column == "compile":
+            f = self._compiled(op)
+            return lambda: f(i.x, i.w, i.b, i.r if op == "add_rms_norm" else None, i.target)
+        if column == "liger":
+            self._need("liger", self.liger)
+            L = self.liger
+            call = {"softmax": lambda: L.liger_softmax(i.x),
+                    "rms_norm": lambda: L.liger_rms_norm(i.x, i.w, EPS, in_place=False),
+                    "layer_norm": lambda: L.liger_layer_norm(i.x, i.w, i.b, EPS)}.get(op)
+            if call is None:
+                raise NA(f"Liger's functional API has no {op} (as measured here)")
+            return call
+        if column == "quack":
+            self._need("quack", self.quack)
+            qs, qr, qce = self.quack["softmax"], self.quack["rmsnorm"], self.quack["cross_entropy"]
+            call = {"softmax": lambda: qs.softmax_fwd(i.x),
+                    "rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, eps=EPS)[0],
+                    "add_rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, residual=i.r, eps=EPS)[0],
+                    "layer_norm": lambda: qr.layernorm_fwd(i.x, i.w32, i.b32),  # its eps: 1e-6
+                    "cross_entropy": lambda: qce.cross_entropy_fwd(i.x, i.target)}.get(op)
+            if call is None:
+                raise NA(f"Quack has no {op}")
+            return call
+        self._need("bulkred", self.bulkred)
+        return self._bulkred_call(op, i.x, i)
+
+    def backward(self, column: str, op: str, i: Inputs) -> Callable[[], Any]:
+        """dx (and dw, db) of ``op`` at the cell's dy: autograd through the column's
+        forward, or the column's backward function."""
+        torch = self.torch
+        if column == "copy":
+            return self.forward("copy", op, i)
+        if column == "quack":
+            self._need("quack", self.quack)
+            qs, qr = self.quack["softmax"], self.quack["rmsnorm"]
+            if op == "softmax":
+                y = qs.softmax_fwd(i.x)
+                return lambda: qs.softmax_bwd(i.dy, y)
+            if op == "rms_norm":
+                rstd = qr.rmsnorm_fwd(i.x, i.w32, eps=EPS, store_rstd=True)[2]
+                return lambda: qr.rmsnorm_bwd(i.x, i.w32, i.dy, rstd)[0]
+            raise NA(f"Quack's backward of {op} is not measured here")
+        xg = i.x.detach().requires_grad_(True)
+        wg = i.w.detach().requires_grad_(True)
+        bg = i.b.detach().requires_grad_(True)
+        inputs = {"rms_norm": (xg, wg), "layer_norm": (xg, wg, bg)}.get(op, (xg,))
+        if column in ("eager", "compile"):
+            f = eager_fn(op, self.F) if column == "eager" else self._compiled(op)
+            out = f(xg, wg, bg, None, i.target)
+        elif column == "liger":
+            L = self.liger
+            self._need("liger", L)
+            make = {"softmax": lambda: L.liger_softmax(xg),
+                    "rms_norm": lambda: L.liger_rms_norm(xg, wg, EPS, in_place=False),
+                    "layer_norm": lambda: L.liger_layer_norm(xg, wg, bg, EPS)}.get(op)
+            if make is None:
+                raise NA(f"Liger's functional API has no {op} (as measured here)")
+            out = make()
+        else:
+            self._need("bulkred", self.bulkred)
+            out = self._bulkred_call(op, xg, i)()
+            if not getattr(out, "requires_grad", False):  # no autograd: its backward function, if any
+                back = getattr(self.rows, f"{op}_backward", None)
+                if back is None:
+                    raise NA(f"bulkred's {op} has no gradient yet")
+                y = self._bulkred_call(op, i.x, i)()
+                return lambda: back(i.dy, y)
+        grad = torch.ones((), dtype=out.dtype, device=out.device) if op == "cross_entropy" else i.dy
+        return lambda: torch.autograd.grad(out, inputs, grad, retain_graph=True)[0]
+
+    def _compiled(self, op: str) -> Any:
+        if "compile" not in self.wanted:
+            raise NA("not asked (--columns)")
+        if op not in self.compiled:
+            self.compiled[op] = self.torch.compile(eager_fn(op, self.F), dynamic=False)
+        return self.compiled[op]
+
+
+def _bulkred() -> tuple[Any, Any]:
+    import bulkred_dialect as bulkred
+    from bulkred_dialect import rows
+
+    return bulkred, rows
+
+
+# endregion
+
+# region Timing and checking
+
+
+def primary(out: Any) -> Any:
+    """The result a column's output is checked by: y (of (y, h) and other tuples)."""
+    return out[0] if isinstance(out, tuple | list) else out
+
+
+def agree(torch: Any, got: Any, want: Any, op: str) -> str:
+    """``ok``, or ``WRONG`` and the error, of a column's result against torch eager's."""
+    got, want = primary(got), primary(want)
+    if op == "cross_entropy" and got.dim() == 1 and want.dim() == 0:  # each row's loss: their mean
+        got = got.float().mean()
+    if got.shape != want.shape:
+        return f"WRONG shape {tuple(got.shape)} (torch {tuple(want.shape)})"
+    a, b = got.double(), want.double()
+    half = want.dtype != torch.float32
+    if a.dim() == 0:
         err = (a - b).abs().item() / max(1.0, b.abs().item())
-        return "ok" if err <= (2e-5 if x.dtype == torch.float32 else 1e-2) else f"WRONG err={err:.1e}"
-    err = (a - b).abs().max().item() / max(1.0, b.abs().max().item())
-    tol = 2e-5 if x.dtype == torch.float32 else 2.0**-7
+        tol = 1e-2 if half else 2e-5
+    else:
+        err = (a - b).abs().max().item() / max(1.0, b.abs().max().item())
+        tol = 2.0**-7 if half else 2e-5
     return "ok" if err <= tol else f"WRONG err={err:.1e}"
 
 
-def _variant(kind: str, n: int, dtype: str) -> str:
-    """The variant the dispatcher chooses for rows of ``n`` (it does not depend on M)."""
-    from bulkred_dialect.ops.target import Target
-    from bulkred_dialect.ops.tile import NormalizeRowsOp
-    from bulkred_dialect.passes.dispatch import choose
-    from bulkred_dialect.row_kernels import module
+def gpu_us(torch: Any, fn: Callable[[], Any], calls: int, replays: int) -> tuple[float, str]:
+    """GPU time per call: a CUDA graph of ``calls`` calls replayed (``graph``), else events
+    around the same calls back to back (``events``)."""
+    try:
+        return RA.graph_us(torch, lambda _: fn(), [None], calls, replays), "graph"
+    except Exception:  # noqa: BLE001 - e.g. a library that cannot be captured
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(times), "events"
 
-    norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
-    op = next(o for o in module(kind, 1, n, dtype, eps=1e-5 if norm else None).walk() if isinstance(o, NormalizeRowsOp))
-    return choose(op, Target.parse("sm_90a")).name
+
+def call_us(torch: Any, fn: Callable[[], Any], samples: int) -> float:
+    """Per call as a Python user pays it: events around one call, the GPU idle first."""
+    return statistics.median(RA._timed_us(torch, lambda _: fn(), None) for _ in range(samples))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="/tmp/rows_bench")
-    ap.add_argument("--kinds", default=",".join(KINDS))
+def _line(e: BaseException) -> str:
+    s = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {(s[0] if s else '')[:150]}"
+
+
+# endregion
+
+# region The parts
+
+
+class Run:
+    def __init__(self, torch: Any, cols: Columns, a: argparse.Namespace):
+        self.torch, self.cols, self.a = torch, cols, a
+        self.t0 = time.time()
+        self.records: list[dict] = []
+
+    def over_budget(self) -> bool:
+        return time.time() - self.t0 > self.a.budget_s
+
+    def cell(self, part: str, op: str, dtype: str, n: int, m: int, i: Inputs, calls: int, samples: int) -> None:
+        """Every column of one cell: checked against eager, GPU time, per call."""
+        torch, bwd = self.torch, part == "bwd"
+        moved = (BWD_BYTES.get(op, 3) if bwd else FWD_BYTES.get(op, 2)) * m * n * i.x.element_size()
+        base = {"part": part, "op": op, "dtype": dtype, "n": n, "m": m, "bytes": moved}
+        if self.over_budget():
+            self.records.append({**base, "column": "*", "na": f"skipped: past the budget of {self.a.budget_s:.0f} s"})
+            print(f"{part} {op} {dtype} N={n} M={m}: skipped (budget)", flush=True)
+            return
+        want = None
+        for column in self.a.columns:
+            fn = None
+            r = {**base, "column": column}
+            self.records.append(r)
+            try:
+                fn = (self.cols.backward if bwd else self.cols.forward)(column, op, i)
+                out = fn()
+                torch.cuda.synchronize()
+                if column == "eager":
+                    want = out
+                elif column != "copy" and want is not None:
+                    r["check"] = agree(torch, out, want, op)
+                del out
+                r["gpu_us"], r["how"] = gpu_us(torch, fn, calls, self.a.replays)
+                r["call_us"] = call_us(torch, fn, samples)
+                r["gbs"] = (2 * m * n * i.x.element_size() if column == "copy" else moved) / r["gpu_us"] / 1e3
+                if column == "bulkred":
+                    r["variant"] = _variant(op, n, dtype)
+            except NA as e:
+                r["na"] = str(e)
+            except Exception as e:  # noqa: BLE001 - the cell says why; the others run
+                r["na"] = f"failed: {_line(e)}"
+                torch.cuda.synchronize()
+            del fn
+        del want
+        print(self.line(base), flush=True)
+
+    def line(self, base: dict) -> str:
+        got = [r for r in self.records if all(r.get(k) == base[k] for k in ("part", "op", "dtype", "n", "m"))]
+        what = "GB/s" if base["part"] != "small" else "us"
+        cells = [f"{r['column']} " + (f"{r['gbs']:,.0f}" if what == "GB/s" else f"{r['gpu_us']:.1f}/{r['call_us']:.1f}")
+                 if "gpu_us" in r else f"{r['column']} n/a" for r in got]
+        return f"{base['part']} {base['op']} {base['dtype']} N={base['n']} M={base['m']} ({what}): " + ", ".join(cells)
+
+    def big(self, part: str, ops: list[str], ns: list[int]) -> None:
+        torch = self.torch
+        for dtype in self.a.dtypes:
+            for n in ns:
+                m = TOTAL // n
+                i = Inputs(torch, m, n, getattr(torch, dtype))
+                for op in ops:
+                    self.cell(part, op, dtype, n, m, i, self.a.calls, self.a.samples)
+                    if part == "bwd":
+                        torch.cuda.empty_cache()
+                del i
+                torch.cuda.empty_cache()
+
+    def small(self, ops: list[str]) -> None:
+        torch = self.torch
+        for dtype in self.a.dtypes:
+            for m in self.a.small_ms:
+                i = Inputs(torch, m, SMALL_N, getattr(torch, dtype))
+                for op in ops:
+                    self.cell("small", op, dtype, SMALL_N, m, i, 50, max(self.a.samples, 50))
+
+
+def _variant(op: str, n: int, dtype: str) -> str:
+    """The variant bulkred's dispatcher chooses for rows of ``n`` (it does not depend on
+    M); empty where that cannot be asked."""
+    try:
+        from bulkred_dialect.ops.target import Target
+        from bulkred_dialect.ops.tile import NormalizeRowsOp
+        from bulkred_dialect.passes.dispatch import choose
+        from bulkred_dialect.row_kernels import module
+
+        norm = op in ("rms_norm", "layer_norm", "add_rms_norm")
+        ops = module(op, 1, n, dtype, eps=1e-5 if norm else None).walk()
+        return choose(next(o for o in ops if isinstance(o, NormalizeRowsOp)), Target.parse("sm_90a")).name
+    except Exception:  # noqa: BLE001 - a label only
+        return ""
+
+
+# endregion
+
+# region Output
+
+
+def tables(records: list[dict], columns: list[str], head: str) -> str:
+    """Markdown: per part, GB/s (small: GPU us) and per call us of every column, bulkred
+    against copy and against the best other column; the n/a reasons as numbered notes."""
+    notes: dict[str, int] = {}
+    out = [head]
+    titles = {"fwd": "Forward, GB/s (GPU time)", "bwd": "Backward, GB/s (GPU time; three tensors moved)",
+              "vocab": "cross_entropy over vocabularies, GB/s of reads (GPU time)",
+              "small": "Small batches, N = 4096: GPU time us"}
+    for part in PARTS:
+        recs = [r for r in records if r["part"] == part]
+        if not recs:
+            continue
+        keys = list(dict.fromkeys((r["op"], r["dtype"], r["n"], r["m"]) for r in recs))
+        others = [c for c in columns if c not in ("copy", "bulkred")]
+        value = "gpu_us" if part == "small" else "gbs"
+        ratio_cols = ([] if part == "small" else ["bulkred/copy"]) + ["bulkred vs best other"]
+        out += ["", f"### {titles[part]}", "",
+                "| op | dtype | N | M | " + " | ".join(columns) + " | " + " | ".join(ratio_cols)
+                + " | bulkred variant | check |",
+                "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in columns + ratio_cols) + " | --- | --- |"]
+        calls = ["", f"Per call, us ({part}):", "", "| op | dtype | N | M | " + " | ".join(columns) + " |",
+                 "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in columns) + " |"]
+        for key in keys:
+            by = {r["column"]: r for r in recs if (r["op"], r["dtype"], r["n"], r["m"]) == key}
+            if "*" in by:  # skipped
+                note = notes.setdefault(by["*"]["na"], len(notes) + 1)
+                out.append(f"| {' | '.join(map(str, key))} | " + " | ".join(f"({note})" for _ in columns + ratio_cols)
+                           + " | | |")
+                continue
+            cells, per_call = [], []
+            for c in columns:
+                r = by.get(c, {})
+                if "gpu_us" in r:
+                    v = r[value]
+                    cells.append(f"{v:.1f}" if part == "small" else f"{v:,.0f}" + ("e" if r["how"] == "events" else ""))
+                    per_call.append(f"{r['call_us']:.1f}")
+                else:
+                    note = notes.setdefault(r.get("na", "not run"), len(notes) + 1)
+                    cells.append(f"n/a ({note})")
+                    per_call.append(f"n/a ({note})")
+            b = by.get("bulkred", {})
+            best = [by[c][value] for c in others if "gpu_us" in by.get(c, {})]
+            ratios = []
+            if part != "small":
+                ratios.append(f"{b[value] / by['copy'][value]:.2f}" if "gpu_us" in b and "gpu_us" in by.get("copy", {})
+                              else "")
+            if "gpu_us" in b and best:
+                ratios.append(f"{min(best) / b[value]:.2f}" if part == "small" else f"{b[value] / max(best):.2f}")
+            else:
+                ratios.append("")
+            checks = "; ".join(f"{c} {by[c]['check']}" for c in columns if by.get(c, {}).get("check", "ok") != "ok")
+            out.append(f"| {' | '.join(map(str, key))} | " + " | ".join(cells) + " | " + " | ".join(ratios)
+                       + f" | {b.get('variant', '')} | {checks or 'ok'} |")
+            calls.append(f"| {' | '.join(map(str, key))} | " + " | ".join(per_call) + " |")
+        out += calls
+    if notes:
+        out += ["", "Notes:", ""] + [f"({k}) {reason}" for reason, k in notes.items()]
+    out += ["", "`e` after a figure: events around back-to-back calls (the CUDA graph capture failed). "
+            "bulkred vs best other: bulkred's GB/s over the best of eager, compile, Liger and Quack (small: "
+            "the best one's GPU time over bulkred's); above 1, bulkred is faster."]
+    return "\n".join(out)
+
+
+def plot(records: list[dict], columns: list[str], path: str, gpu: str) -> str:
+    panels = sorted({(r["part"], r["op"], r["dtype"]) for r in records if r["part"] in ("fwd", "bwd") and "gbs" in r},
+                    key=lambda k: (PARTS.index(k[0]), OPS.index(k[1]), k[2] != "float32", k[2]))  # a row per op
+    if not panels:
+        return "plot skipped: no forward or backward cell was timed"
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "plot skipped: matplotlib is not installed on this machine"
+    cols = 2
+    rows_ = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.2 * rows_), squeeze=False)
+    styles = {"copy": ":k", "eager": "-s", "compile": "-^", "liger": "-v", "quack": "-D", "bulkred": "-o"}
+    for ax, (part, op, dtype) in zip(axes.flat, panels, strict=False):
+        for c in columns:
+            pts = sorted((r["n"], r["gbs"]) for r in records
+                         if (r["part"], r["op"], r["dtype"], r["column"]) == (part, op, dtype, c) and "gbs" in r)
+            if pts:
+                ax.plot(*zip(*pts), styles.get(c, "-"), label=c, linewidth=2.2 if c == "bulkred" else 1.2)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{op} {'backward' if part == 'bwd' else 'forward'}, {dtype}", fontsize=9)
+        ax.set_xlabel("N (M x N = 2^28)", fontsize=8)
+        ax.set_ylabel("GB/s", fontsize=8)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(f"Row normalizations, GB/s against N (GPU time), {gpu}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return f"plot: {path}"
+
+
+def write(run: Run, head: str, meta: dict, final: bool) -> str:
+    a = run.a
+    os.makedirs(a.out, exist_ok=True)
+    note = plot(run.records, a.columns, os.path.join(a.out, "rows.png"), meta["gpu"]) if final else ""
+    with open(os.path.join(a.out, "rows.md"), "w") as f:
+        f.write(tables(run.records, a.columns, head) + (f"\n\n{note}\n" if note else "\n"))
+    with open(os.path.join(a.out, "rows.json"), "w") as f:
+        json.dump({**meta, "args": {k: v for k, v in vars(a).items()}, "cells": run.records}, f, indent=1)
+    return note
+
+
+# endregion
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help=f"comma-separated, of {', '.join(PARTS + TUNING)} (main: fwd)")
+    ap.add_argument("--ops", "--kinds", default=",".join(OPS), help="forward and small-batch ops")
+    ap.add_argument("--bwd-ops", default=",".join(BWD_OPS))
+    ap.add_argument("--columns", default=",".join(COLUMNS))
     ap.add_argument("--ns", default=",".join(map(str, NS)))
+    ap.add_argument("--vocab-ns", default=",".join(map(str, VOCAB_NS)))
+    ap.add_argument("--small-ms", default=",".join(map(str, SMALL_MS)))
     ap.add_argument("--dtypes", default=",".join(DTYPES))
-    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--calls", type=int, default=10, help="calls per CUDA graph (small batches: 50)")
     ap.add_argument("--replays", type=int, default=5)
-    ap.add_argument("--parts", default="main,small")
-    args = ap.parse_args()
-    parts = args.parts.split(",")
+    ap.add_argument("--samples", type=int, default=7, help="per-call samples (small batches: 50)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a few cells of each part: " + "; ".join(f"{k} {v}" for k, v in QUICK.items()))
+    ap.add_argument("--budget-s", type=float, default=3600.0, help="no new cell after this many seconds")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/rows_bench")
+    a = ap.parse_args(argv)
+    if a.quick:
+        for k, v in QUICK.items():
+            if getattr(a, k) == ap.get_default(k):
+                setattr(a, k, v)
+        a.calls, a.replays, a.samples = min(a.calls, 5), min(a.replays, 3), min(a.samples, 5)
+    parts = [{"main": "fwd"}.get(p, p) for p in a.parts.split(",") if p]
+    a.columns = [c for c in a.columns.split(",") if c]
+    a.ops, a.bwd_ops = a.ops.split(","), a.bwd_ops.split(",")
+    a.dtypes = a.dtypes.split(",")
+    a.ns, a.vocab_ns, a.small_ms = ([int(v) for v in s.split(",") if v] for s in (a.ns, a.vocab_ns, a.small_ms))
+    bad = ([p for p in parts if p not in PARTS + TUNING] + [c for c in a.columns if c not in COLUMNS]
+           + [o for o in a.ops + a.bwd_ops if o not in OPS])
+    if bad:
+        ap.error(f"unknown part, column or op: {', '.join(bad)}")
     import torch
 
-    from bulkred_dialect import rows
-    from bulkred_dialect import row_kernels
-
-    os.makedirs(args.out, exist_ok=True)
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    results = []
-    if "main" in parts:
-        _main(torch, rows, args, results)
-    if "small" in parts:
-        _small(torch, rows, args, results)
-    if any(t in parts for t in ("bf16", "variants", "values")):
-        _tuning(torch, rows, parts)
-    with open(os.path.join(args.out, "rows.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": results}, f, indent=1)
-    return 0
-
-
-def _main(torch, rows, args, results: list) -> None:
-    print("| kind | dtype | N | M | variant | copy GB/s | bulkred GB/s | torch GB/s | vs copy | vs torch | bulkred per call us | torch per call us | check |")
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for dtype in args.dtypes.split(","):
-        dt = getattr(torch, dtype)
-        for n in map(int, args.ns.split(",")):
-            m = TOTAL // n
-            x = torch.randn(m, n, device="cuda").to(dt)
-            y = torch.empty_like(x)
-            copy_bytes = 2 * x.numel() * x.element_size()
-            copy_us = RA.graph_us(torch, lambda t: torch.mul(t, 1.0, out=y), [x], args.calls, args.replays)
-            for kind in args.kinds.split(","):
-                nbytes = copy_bytes * {"add_rms_norm": 2.0, "cross_entropy": 0.5, "softmax_backward": 1.5}.get(kind, 1.0)
-                ours, theirs = _fns(torch, rows, kind, n, dt)
-                row = {"kind": kind, "dtype": dtype, "n": n, "m": m, "variant": _variant(kind, n, dtype)}
-                try:
-                    row["check"] = _agree(torch, ours, theirs, x)
-                    ours_us = RA.graph_us(torch, ours, [x], args.calls, args.replays)
-                    torch_us = RA.graph_us(torch, theirs, [x], args.calls, args.replays)
-                    ours_call, torch_call = RA.call_pair_us(torch, ours, theirs, [x], 5)
-                except Exception as e:  # noqa: BLE001 - the row says why
-                    row["check"] = f"FAILED: {str(e).splitlines()[0][:120]}"
-                    print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | | | | | | | | {row['check']} |")
-                    results.append(row)
-                    continue
-                row.update(copy_gbs=copy_bytes / copy_us / 1e3, gbs=nbytes / ours_us / 1e3, torch_gbs=nbytes / torch_us / 1e3,
-                           us=ours_us, torch_us=torch_us, call_us=ours_call, torch_call_us=torch_call)
-                results.append(row)
-                print(f"| {kind} | {dtype} | {n} | {m} | {row['variant']} | {row['copy_gbs']:,.0f} | {row['gbs']:,.0f} | "
-                      f"{row['torch_gbs']:,.0f} | {row['gbs'] / row['copy_gbs']:.2f} | {row['gbs'] / row['torch_gbs']:.2f} | "
-                      f"{ours_call:,.1f} | {torch_call:,.1f} | {row['check']} |", flush=True)
-            del x, y
-            torch.cuda.empty_cache()
+    if not torch.cuda.is_available():
+        print("rows: no CUDA device", file=sys.stderr)
+        return 2
+    gpu = torch.cuda.get_device_name()
+    head = f"GPU: {gpu}; torch {torch.__version__}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    print(f"# {head}", flush=True)
+    cols = Columns(torch, a.columns)
+    for c, why in cols.missing.items():
+        print(f"# {c}: {why}", flush=True)
+    b = cols.bulkred
+    if b is not None:
+        print("# bulkred entry: " + ", ".join(f"{op} {'bulkred' if hasattr(b, op) else 'rows'}.{op}" for op in OPS),
+              flush=True)
+    meta = {"gpu": gpu, "torch": torch.__version__, "missing": cols.missing}
+    run = Run(torch, cols, a)
+    for part in parts:
+        if part == "fwd":
+            run.big("fwd", a.ops, a.ns)
+        elif part == "bwd":
+            run.big("bwd", a.bwd_ops, a.ns)
+        elif part == "vocab":
+            run.big("vocab", ["cross_entropy"], a.vocab_ns)
+        elif part == "small":
+            run.small(a.ops)
+        write(run, head, meta, final=False)  # a run cut short keeps what it measured
+    note = write(run, head, meta, final=True)
+    print("\n" + tables(run.records, a.columns, head) + f"\n\n{note}\nbenchmark time: {time.time() - run.t0:.0f} s",
+          flush=True)
+    if any(p in TUNING for p in parts):
+        _tuning(torch, cols.rows, parts)
+    wrong = [r for r in run.records if str(r.get("check", "")).startswith("WRONG")]
+    return 1 if wrong else 0
 
 
-def _small(torch, rows, args, results: list) -> None:
-    print()
-    print("| kind | dtype | M x 4096 | bulkred GPU us | torch GPU us | bulkred per call us | torch per call us |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-    for dtype in args.dtypes.split(","):
-        dt = getattr(torch, dtype)
-        for kind in ("softmax", "rms_norm"):
-            ours, theirs = _fns(torch, rows, kind, 4096, dt)
-            for m in (1, 8, 64):
-                xs = [torch.randn(m, 4096, device="cuda").to(dt) for _ in range(4)]
-                g_ours = RA.graph_us(torch, ours, xs, 50, args.replays)
-                g_torch = RA.graph_us(torch, theirs, xs, 50, args.replays)
-                c_ours, c_torch = RA.call_pair_us(torch, ours, theirs, xs, 50)
-                results.append({"kind": kind, "dtype": dtype, "n": 4096, "m": m, "small": True, "us": g_ours,
-                                "torch_us": g_torch, "call_us": c_ours, "torch_call_us": c_torch})
-                print(f"| {kind} | {dtype} | {m} | {g_ours:.1f} | {g_torch:.1f} | {c_ours:.1f} | {c_torch:.1f} |", flush=True)
+# region bulkred's own settings, chosen by measurement (--parts bf16,variants,values)
 
 
 def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None) -> float:
@@ -223,7 +665,12 @@ def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None
 
 
 def _tuning(torch, rows, parts: list[str]) -> None:
+    """bf16: 16-byte against 8-byte bfloat16 vectors (rows_common.WIDE_BF16); values: the
+    float32 values a thread holds (rows_common.MAX_VALUES) and a cluster CTA's share
+    (rows_cluster.SLICE); variants: the variants forced where two apply. Each setting
+    compiles its own kernels (the compile cache off)."""
     os.environ["BULKRED_CACHE"] = "0"  # a setting's kernels are its own (the cache keys the module's text)
+    from bulkred_dialect import row_kernels
     from bulkred_dialect.passes.variants import rows_cluster, rows_common
 
     if "bf16" in parts:
@@ -246,7 +693,8 @@ def _tuning(torch, rows, parts: list[str]) -> None:
         print()
         print("| kind | dtype | N | setting | GB/s |")
         print("| --- | --- | ---: | --- | ---: |")
-        for kind, dtype, n, variant in (("softmax", "bfloat16", 4096, "rows_cta"), ("layer_norm", "bfloat16", 16384, "rows_cta"),
+        for kind, dtype, n, variant in (("softmax", "bfloat16", 4096, "rows_cta"),
+                                        ("layer_norm", "bfloat16", 16384, "rows_cta"),
                                         ("softmax", "float32", 4096, "rows_cta")):
             for least, values in ((128, 16), (128, 32), (64, 64)):
                 rows_common.MAX_VALUES, rows_cta.MIN_BLOCK = values, least
@@ -261,10 +709,10 @@ def _tuning(torch, rows, parts: list[str]) -> None:
             for slice_ in (8192, 16384):
                 rows_cluster.SLICE = slice_
                 row_kernels._KERNELS.clear()
-                print(f"| {kind} | {dtype} | 65536 | SLICE {slice_} | {_cell(torch, rows, kind, 65536, dtype, 'rows_cluster'):,.0f} |", flush=True)
+                gbs = _cell(torch, rows, kind, 65536, dtype, "rows_cluster")
+                print(f"| {kind} | {dtype} | 65536 | SLICE {slice_} | {gbs:,.0f} |", flush=True)
         rows_cluster.SLICE = 8192
         row_kernels._KERNELS.clear()
-        del rows_cta
     if "variants" in parts:
         print()
         print("| kind | dtype | N | variant | GB/s |")
@@ -287,9 +735,13 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                     gbs = f"{_cell(torch, rows, 'softmax', 262144, dtype, v):,.0f}"
                 except Exception as e:  # noqa: BLE001 - the row says why
                     gbs = f"failed: {str(e).splitlines()[0][:80]}"
-                print(f"| softmax | {dtype} | 262144 | {v}{' of 16' if v == 'rows_cluster' else ''} | {gbs} |", flush=True)
+                label = f"{v} of 16" if v == "rows_cluster" else v
+                print(f"| softmax | {dtype} | 262144 | {label} | {gbs} |", flush=True)
         rows_cluster.MAX_CLUSTER = 8
         row_kernels._KERNELS.clear()
+
+
+# endregion
 
 
 if __name__ == "__main__":
