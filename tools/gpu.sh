@@ -24,7 +24,8 @@
 #                   (foreach_random.log)
 #   bench:NAME      benchmarks/NAME.py (reductions, reductions_api, functions, fused,
 #                   foreach, rows, call_overhead, compile_speed) with BENCH_ARGS, and --out $OUT and
-#                   --budget-s when it takes them (bench_NAME.log and its tables)
+#                   --budget-s when it takes them (bench_NAME.log and its tables); a PYTHONPATH
+#                   set by the caller is kept (after the carried wheels and the tree)
 #   compare         benchmarks/reductions.py of an older tree (.base/) and of this one,
 #                   alternately (old, new, old, new): a change that must not slow the
 #                   kernels. Here, once: git archive OLD | (rm -rf .base && mkdir .base &&
@@ -70,7 +71,8 @@ if [ ! -d "$SITE/xdsl" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
     || { echo "gpu.sh: installing the carried wheels (.whl/) failed"; exit 2; }
 fi
-export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 OUT
+# the caller's PYTHONPATH after ours (the row anchors' site, docs/benchmarks.md)
+export PYTHONPATH=$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 OUT
 { nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>&1 || true; } | tee "$OUT/gpu.txt"
 
 # run LOG CMD...: CMD under the step's time limit, its output into $OUT/LOG; a failure
