@@ -179,3 +179,191 @@ def test_cross_entropy_against_torch(interpreted):
     _close(bulkred.cross_entropy(x[2], torch.tensor(4), reduction="none"),
            F.cross_entropy(x[2].double(), torch.tensor(4), reduction="none").float())
     assert bulkred.cross_entropy(x, torch.tensor([0, 1, 2, 33, 4, 5]), reduction="none")[3].isnan()  # outside [0, C)
+
+
+def _grads(torch, f, tensors, seed=11):
+    """The gradients of ``sum(f(*tensors) * w)`` (a random ``w`` per float output)."""
+    leaves = [t.detach().clone().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
+    outs = f(*leaves)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    g = torch.Generator().manual_seed(seed)
+    loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+    loss.backward()
+    return [t.grad for t in leaves if t.is_floating_point()]
+
+
+def test_gradients_against_torch(interpreted):
+    """Every function's gradients (x, weight, bias, residual) against torch's own function's,
+    on padded rows with leading dimensions."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = _randn(torch, 2, 3, 24, seed=21)[..., :20]
+    w, b, r = _randn(torch, 20, seed=22), _randn(torch, 20, seed=23), _randn(torch, 2, 3, 20, seed=24)
+    cases = [
+        (lambda t: bulkred.softmax(t), lambda t: torch.softmax(t, -1), (x,)),
+        (lambda t: bulkred.log_softmax(t), lambda t: torch.log_softmax(t, -1), (x,)),
+        (lambda t, u: bulkred.rms_norm(t, (20,), u, 1e-6), lambda t, u: F.rms_norm(t, (20,), u, 1e-6), (x, w)),
+        (lambda t: bulkred.rms_norm(t, 20), lambda t: F.rms_norm(t, (20,), eps=torch.finfo(torch.float32).eps), (x,)),
+        (lambda t, u, v: bulkred.layer_norm(t, (20,), u, v), lambda t, u, v: F.layer_norm(t, (20,), u, v), (x, w, b)),
+        (lambda t, u, v: bulkred.add_rms_norm(t, u, v, 1e-6),
+         lambda t, u, v: (F.rms_norm(t + u, (20,), v, 1e-6), t + u), (x, r, w)),
+    ]
+    for mine, theirs, tensors in cases:
+        for got, want in zip(_grads(torch, mine, tensors), _grads(torch, theirs, tensors), strict=True):
+            _close(got, want, 1e-4)
+    logits = _randn(torch, 6, 33, seed=25) * 3
+    t = torch.tensor([0, 5, -100, 32, 7, -100])
+    for reduction in ("none", "sum", "mean"):
+        for s in (0.0, 0.3):
+            got = _grads(torch, lambda u: bulkred.cross_entropy(u, t, reduction=reduction, label_smoothing=s), (logits,))
+            want = _grads(torch, lambda u: F.cross_entropy(u, t, reduction=reduction, label_smoothing=s), (logits,))
+            _close(got[0], want[0], 1e-4)
+            assert (got[0][t == -100] == 0).all()
+
+
+def test_double_backward_goes_through_torchs_composite(interpreted):
+    """A backward that requires grad (create_graph) is the composite's: its own gradient is torch's."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = _randn(torch, 4, 8, seed=31)
+    w = _randn(torch, 8, seed=32)
+
+    def second(f, *ts):
+        leaves = [t.clone().requires_grad_(True) for t in ts]
+        (g,) = torch.autograd.grad(f(*leaves).pow(2).sum(), leaves[:1], create_graph=True)
+        return torch.autograd.grad(g.pow(3).sum(), leaves)
+
+    for mine, theirs, ts in (
+        (lambda t: bulkred.softmax(t), lambda t: torch.softmax(t, -1), (x,)),
+        (lambda t, u: bulkred.rms_norm(t, 8, u, 1e-5), lambda t, u: F.rms_norm(t, (8,), u, 1e-5), (x, w)),
+        (lambda t, u: bulkred.layer_norm(t, 8, u), lambda t, u: F.layer_norm(t, (8,), u), (x, w)),
+    ):
+        for got, want in zip(second(mine, *ts), second(theirs, *ts), strict=True):
+            _close(got, want, 1e-3)
+
+
+def test_a_call_is_kept_under_its_key(interpreted):
+    """The second call of a key takes its launcher (no check, no kernel look-up); another
+    layout, dtype or requires_grad is another key; torch's own kernels never run."""
+    torch = interpreted
+    x = _randn(torch, 4, 8, seed=41)
+    y1 = bulkred.softmax(x)
+    assert len(row_functions.CALLS) == 1 and len(InterpretedKernel.built) == 1
+    y2 = bulkred.softmax(x + 1)  # the same key: softmax is shift-invariant
+    assert len(row_functions.CALLS) == 1 and len(InterpretedKernel.built) == 1
+    _close(y1, y2)
+    bulkred.softmax(_randn(torch, 4, 16, seed=42)[:, :8])  # padded rows: another kernel
+    assert len(row_functions.CALLS) == 2 and InterpretedKernel.built[-1][4]["x_stride"] == 16
+    x.requires_grad_(True)
+    bulkred.softmax(x).sum().backward()
+    assert len(row_functions.CALLS) == 3 and x.grad is not None
+    with torch.no_grad():
+        bulkred.softmax(x)
+    assert len(row_functions.CALLS) == 4
+    kinds = [b[0] for b in InterpretedKernel.built]
+    assert kinds == ["softmax", "softmax", "softmax_backward"], kinds  # softmax stores no statistic: one kernel
+
+
+def test_refusals_are_one_line_before_any_kernel(interpreted):
+    torch = interpreted
+    x = _randn(torch, 4, 8)
+    i = torch.zeros(4, dtype=torch.int64)
+    bad = {
+        "softmax": [((x, 0), "dim=0 is not the last dimension of a 2-D x"), ((x, 2), "dim 2 is out of range"),
+                    ((x.double(),), "'x' has dtype torch.float64; the row kernels take float32"),
+                    ((x.t(),), "x's last dimension must be contiguous (stride 1)"),
+                    ((x, -1, torch.float64), "dtype=torch.float64: the row kernels give"),
+                    ((torch.tensor(1.0),), "x is 0-d"),
+                    ((x.expand(3, 4, 8),), "x's rows are not one stride apart (shape [3, 4, 8], strides [0, 8, 1])"),
+                    ((x.as_strided((3, 8), (4, 1)),), "x's rows overlap (row stride 4 < row length 8"),
+                    ((x, True), "'dim' must be an int, got True")],
+        "rms_norm": [((x, (3, 8), None), "normalized_shape [3, 8] must be x's last dimensions"),
+                     ((x, 8, torch.ones(7)), "'weight' must have the shape normalized_shape [8], got [7]"),
+                     ((x, 8, torch.ones(8, dtype=torch.float16)), "'weight' has dtype torch.float16; it must be"),
+                     ((x, 8, None, -1.0), "'eps' must be a finite number >= 0 or None, got -1.0"),
+                     ((_randn(torch, 3, 4, 8).transpose(0, 1), 8),
+                      "x's rows are not one stride apart")],
+        "layer_norm": [((x, 8, torch.ones(8), torch.ones(8, dtype=torch.float64)), "'bias' has dtype torch.float64"),
+                       ((x, [2, 4]), "normalized_shape [2, 4] must be x's last dimensions"),
+                       ((_randn(torch, 2, 3, 6)[:, :, :4], [3, 4]), "x's last 2 dimensions (normalized_shape [3, 4]) "
+                        "are not one contiguous block")],
+        "add_rms_norm": [((x, x[:, :4]), "residual must be a tensor of x's shape [4, 8]")],
+        "cross_entropy": [((x, i.float()), "class probabilities) is not supported yet"),
+                          ((x, i[:3]), "target must have shape [4] for input of shape [4, 8], got [3]"),
+                          ((x, i, None, -100, "avg"), "'reduction' must be 'none', 'sum' or 'mean', got 'avg'"),
+                          ((x, i, None, -100, "mean", 1.5), "'label_smoothing' must be a number in [0, 1]"),
+                          ((x.view(2, 2, 8), i[:2]), "input must be [M, C] logits (or [C]), got shape [2, 2, 8]"),
+                          ((x, i.int()), "target must be int64 class indices of shape [4]")],
+    }
+    for name, calls in bad.items():
+        for args, words in calls:
+            with pytest.raises(bulkred.ReductionError) as e:
+                getattr(bulkred, name)(*args)
+                pytest.fail(f"{name}: not refused: {words}")
+            msg = str(e.value)
+            assert "\n" not in msg and msg.startswith(f"bulkred.{name}: ") and words in msg, (name, msg)
+    assert InterpretedKernel.built == []
+
+
+def test_torch_compile_traces_forward_and_backward(interpreted):
+    """torch.compile(fullgraph=True) traces every function through its operator (the fake
+    implementation gives the shapes) and the backward through the rules."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = _randn(torch, 3, 16, seed=51)
+    w = _randn(torch, 16, seed=52)
+    t = torch.tensor([1, -100, 15])
+
+    def f(a, u):
+        y, h = bulkred.add_rms_norm(a, a * 2, u, 1e-6)
+        return (bulkred.softmax(a).sum() + bulkred.log_softmax(a, -1).sum() + bulkred.rms_norm(a, 16, u).sum()
+                + bulkred.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum()
+                + bulkred.cross_entropy(a, t, label_smoothing=0.1))
+
+    def g(a, u):
+        y, h = F.rms_norm(a * 3, (16,), u, 1e-6), a * 3
+        return (torch.softmax(a, -1).sum() + torch.log_softmax(a, -1).sum()
+                + F.rms_norm(a, (16,), u, torch.finfo(torch.float32).eps).sum()
+                + F.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum() + F.cross_entropy(a, t, label_smoothing=0.1))
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        from torch._dynamo.backends.common import aot_autograd
+
+        def keep(gm, _):
+            from functorch.compile import make_boxed_func
+
+            graphs.append(str(gm.graph))
+            return make_boxed_func(gm.forward)
+
+        return aot_autograd(fw_compiler=keep, bw_compiler=keep)(gm, example_inputs)
+
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
+    a1, u1 = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    a2, u2 = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    got, want = compiled(a1, u1), g(a2, u2)
+    _close(got, want, 1e-4)
+    got.backward()
+    want.backward()
+    _close(a1.grad, a2.grad, 1e-4)
+    _close(u1.grad, u2.grad, 1e-4)
+    forward, backward = graphs
+    for name in ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"):
+        assert f"bulkred.{name}.default" in forward, name
+    assert "bulkred.softmax_backward.default" in backward and "bulkred.log_softmax_backward.default" in backward
+
+
+def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
+    torch = interpreted
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(2, 5, 8)
+        y, rstd = torch.ops.bulkred.rms_norm(x, torch.empty(8), 1e-6, None)
+        assert y.shape == x.shape and rstd.shape == (2, 5) and rstd.dtype == torch.float32
+        loss, lse = torch.ops.bulkred.cross_entropy(torch.empty(4, 9, dtype=torch.bfloat16),
+                                                    torch.zeros(4, dtype=torch.int64), -100, 0.0, None)
+        assert loss.dtype == lse.dtype == torch.float32 and loss.shape == (4,)
+        with pytest.raises(bulkred.ReductionError, match=r"^bulkred.rms_norm: 'weight' must have shape \[8\]"):
+            torch.ops.bulkred.rms_norm(x, torch.empty(7), 1e-6, None)
