@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.functions import FLOATS, FUNCTIONS, Function, OptionError, Reduction, function, library_rules
+from bulkred_dialect.functions import (
+    COMPLEX, FLOATS, FUNCTIONS, Function, OptionError, Reduction, function, library_rules,
+)
 from bulkred_dialect.ops.dtypes import COLLECTIVE_DTYPES, of_torch
 from bulkred_dialect.ops.dtypes import DTYPES as _ROWS
 
@@ -93,6 +95,7 @@ class Plan:
     correction: int | None = None  # var: N - correction divides the sum of squared deviations
     aux: str | None = None  # the dtype of the kernel's second output (var_mean's mean), None: none
     variant: str | None = None  # a lowering variant forced (grid_gather for a misaligned view), None: the dispatch's
+    complex: str | None = None  # a complex x: how its (re, im) parts are read (functions.COMPLEX_MODES), None: real
 
     @property
     def launches(self) -> bool:
@@ -119,6 +122,8 @@ def dtype_name(fn: str, d: Any, what: str = "dtype") -> str:
         name = d
     elif (row := of_torch(d)) is not None:
         name = row.name
+    elif type(d).__module__ == "torch" and str(d).removeprefix("torch.") in COMPLEX:
+        name = str(d).removeprefix("torch.")
     elif type(d).__module__ == "torch":
         raise _error(fn, f"'{what}' {d} has no bulkred element type (bulkred's element types: {', '.join(_ROWS)})")
     else:
@@ -126,7 +131,7 @@ def dtype_name(fn: str, d: Any, what: str = "dtype") -> str:
             name = np.dtype(d).name
         except Exception:
             raise _error(fn, f"'{what}' must be a dtype (a name, a numpy or torch dtype), got {d!r:.60}") from None
-    if name not in _ROWS:
+    if name not in _ROWS and name not in COMPLEX:
         raise _error(fn, f"unknown dtype {name!r} (bulkred's element types: {', '.join(_ROWS)})")
     return name
 
@@ -199,7 +204,7 @@ def plan(
     shape = _check_shape(fn, shape)
     if not isinstance(keepdims, bool | np.bool_):
         raise _error(fn, f"'keepdims' must be a bool, got {keepdims!r:.40}")
-    if not isinstance(src, str) or src not in _ROWS:
+    if not isinstance(src, str) or (src not in _ROWS and src not in COMPLEX):
         raise _error(fn, f"dtype {src} is not supported (bulkred's element types: {', '.join(_ROWS)})")
     given = dict(options)
     if dtype is not None or "dtype" in row.option_names:
@@ -214,7 +219,8 @@ def plan(
     if given:
         name = next(iter(given))
         raise _error(fn, f"'{name}' is not taken by {fn} (its options: {', '.join(row.option_names) or 'none'})")
-    _inputs(row, src)
+    if src not in COMPLEX:  # a complex x: the row's complex build takes it or refuses it (Function.reduction)
+        _inputs(row, src)
     if row.one_axis and axis is not None and (isinstance(axis, bool | np.bool_) or not isinstance(axis, int | np.integer)):
         raise _error(fn, f"'axis' must be an int or None (one axis, as numpy's and torch's {fn} take), got {axis!r:.60}")
     ndim = len(shape)
@@ -247,7 +253,7 @@ def plan(
         "kind": r.kind, "shape": shape or (1,), "src": src, "dst": r.dst,
         "axes": None if len(reduced) == ndim else reduced, "kernel_shape": kept or (1,), "result_shape": result_shape,
         "ignore_nan": r.ignore_nan, "fn": fn, "prologue": r.prologue, "epilogue": r.epilogue,
-        "correction": r.correction, "aux": r.aux,
+        "correction": r.correction, "aux": r.aux, "complex": r.complex,
     }
     if not reduced and ndim:  # torch's any/all with dim=(): x != 0 elementwise, a trailing unit axis reduced
         common.update(shape=(*shape, 1), axes=(ndim,))
@@ -293,7 +299,7 @@ def reduction_module(
     kind: str, shape: tuple[int, ...], dtype: str, axis: int | tuple[int, ...] | None, name: str, *,
     out_dtype: str | None = None, ignore_nan: bool | None = None, strides: tuple[int, ...] | None = None,
     prologue: Any = None, epilogue: Any = None, correction: int | None = None, aux_dtype: str | None = None,
-    variant: str | None = None,
+    variant: str | None = None, pairs: bool = False,
 ):
     """The tile-level module of one reduction: kernel ``name(x, out)`` holding one
     grid-scope ``bulkred.reduce`` of ``x`` over ``axis`` (an axis or sorted axes; every
@@ -307,7 +313,8 @@ def reduction_module(
     ``aux_dtype``: a third parameter ``aux`` of ``out``'s shape and this dtype, the op's
     ``aux`` output (var's mean, argmax's value): kernel ``name(x, out, aux)``. None (the
     default) leaves each out. ``variant``: the op's forced lowering variant (None: the
-    dispatch chooses)."""
+    dispatch chooses). ``pairs``: ``x``'s last axis holds complex numbers as (re, im)
+    (the op's ``pairs``; var's ``aux``, the complex mean, then has a pair axis too)."""
     from xdsl.utils.exceptions import DiagnosticException
 
     from bulkred_dialect import builder as T
@@ -320,6 +327,8 @@ def reduction_module(
     options: dict[str, Any] = {} if ignore_nan is None else {"ignore_nan": ignore_nan}
     if variant is not None:
         options["variant"] = variant
+    if pairs:
+        options["pairs"] = True
     try:
         for option, value in (("prologue", prologue), ("epilogue", epilogue), ("correction", correction)):
             if value is not None:
@@ -328,7 +337,8 @@ def reduction_module(
             x = k.param("x", list(shape), dtype, **({} if strides is None else {"strides": list(strides)}))
             out = k.param("out", out_shape, out_dtype or dtype)
             if aux_dtype is not None:
-                options["aux"] = k.param("aux", out_shape, aux_dtype)
+                aux_shape = [*out_shape, 2] if pairs and kind == "var" else out_shape
+                options["aux"] = k.param("aux", aux_shape, aux_dtype)
             T.reduce(kind, out, x, axes=axes, **options)
         return k.module()
     except BulkredError:
@@ -356,6 +366,8 @@ def module_of(p: Plan):
             )
     if p.src == "bool" and p.dst == "bool" and p.kind == "sum":
         raise _error(p.fn, "a sum of bool into bool is not supported: pass dtype=int64 (the default) or int32")
+    if p.complex is not None:
+        return _complex_module(p)
     try:
         return reduction_module(
             p.kind, p.shape, p.src, p.axes, p.kernel_name, out_dtype=p.dst, ignore_nan=ignore_nan,
@@ -365,6 +377,61 @@ def module_of(p: Plan):
         )
     except (LocatedError, BulkredError) as e:
         raise _readable(p, e) from None
+
+
+def _complex_module(p: Plan):
+    """The module of a complex ``x``'s plan: ``x`` read as its parts, ``(*shape, 2)``
+    (strides doubled, the pair's 1), the pair axis kept (``parts``, the complex product),
+    or reduced with the elements (``flat``) or pair by pair (``pairs``, the op's
+    ``pairs``); a complex result (dst, aux) as its parts (:func:`_real_shape`)."""
+    from bulkred_dialect.diagnostics import LocatedError
+
+    n = len(p.shape)
+    shape = (*p.shape, 2)
+    logical = tuple(range(n)) if p.axes is None else p.axes
+    keeps_pair = p.complex == "parts" or (p.complex == "pairs" and p.kind == "prod")
+    axes = logical if keeps_pair else None if p.axes is None else (*p.axes, n)
+    if _unit_in_front(p):  # nothing kept but the pair: a unit axis in front holds the result
+        shape, axes = (1, *shape), tuple(a + 1 for a in logical)
+    strides = None
+    if p.strides is not None:
+        strides = (*(2 * s for s in p.strides), 1)
+        if len(strides) < len(shape):
+            strides = (0, *strides)
+    part = COMPLEX.get(p.dst, p.dst)
+    try:
+        return reduction_module(
+            p.kind, shape, COMPLEX[p.src], axes, p.kernel_name, out_dtype=part,
+            **({} if strides is None else {"strides": strides}),
+            prologue=p.prologue or None, epilogue=p.epilogue or None, correction=p.correction,
+            aux_dtype=None if p.aux is None else COMPLEX.get(p.aux, p.aux), pairs=p.complex == "pairs",
+            **({} if p.variant is None else {"variant": p.variant}),
+        )
+    except (LocatedError, BulkredError) as e:
+        raise _readable(p, e) from None
+
+
+def _unit_in_front(p: Plan) -> bool:
+    """A complex result of a whole reduction (sum, mean, prod of every axis): the module's
+    ``x`` has a unit axis in front, kept, so that its ``dst`` is ``(1, 2)``, the parts of
+    the kernel's one complex value (``kernel_shape`` (1,))."""
+    keeps_pair = p.complex == "parts" or (p.complex == "pairs" and p.kind == "prod")
+    return keeps_pair and (p.axes is None or len(p.axes) == len(p.shape))
+
+
+def _is_complex(a: Any) -> bool:
+    return a.is_complex() if _library(a) == "torch" else np.dtype(a.dtype).kind == "c"
+
+
+def _as_real(a: Any) -> Any:
+    """A complex array as its parts, ``(..., 2)``, in place (torch's ``view_as_real``)."""
+    lib = _library(a)
+    if lib == "torch":
+        return sys.modules["torch"].view_as_real(a)
+    if lib == "numpy":
+        a = np.ascontiguousarray(a)
+    part = COMPLEX[np.dtype(a.dtype).name]
+    return a.view(part).reshape(*a.shape, 2) if a.ndim else a.reshape(1).view(part)
 
 
 def _readable(p: Plan, e: Exception) -> ReductionError:
@@ -398,7 +465,7 @@ def plan_key(p: Plan, target: Any) -> tuple:
     """What the kernel of ``p`` for ``target`` is compiled from: the plan's fields that
     reach its module, and the target's name."""
     return (p.fn, p.kind, p.shape, p.src, p.dst, p.axes, p.ignore_nan, p.strides, p.prologue, p.epilogue,
-            p.correction, p.aux, p.variant, str(getattr(target, "name", target)))
+            p.correction, p.aux, p.variant, p.complex, str(getattr(target, "name", target)))
 
 
 def kernel_of(p: Plan, target: Target | str):
@@ -493,7 +560,7 @@ def _info(x: Any, fn: str, what: str = "x") -> tuple[tuple[int, ...], str, tuple
         if isinstance(x, np.ma.MaskedArray):
             raise _error(fn, f"'{what}' is a numpy masked array: its mask would be ignored; pass x.filled(...) or x.compressed()")
         d = x.dtype
-        if d.names is not None or d.kind not in "biuf":
+        if d.names is not None or d.kind not in "biuf" and d.name not in COMPLEX:
             raise _error(fn, f"'{what}' has dtype {d}, which is not supported (bulkred's element types: {', '.join(_ROWS)})")
         return tuple(x.shape), d.name, None  # copied in: any layout
     if lib == "cupy":
@@ -823,9 +890,9 @@ def _arch(p: Plan) -> str:
 def _bind(p: Plan, kernel: Any, x: Any, outs: tuple) -> Any:
     """The launch layer's launcher of calls like this one (``Kernel.bind``: it checks the
     device once; what the plan decided, dtypes, shapes and layouts, is not checked
-    again), or None."""
+    again), or None (also for a complex ``x``: :func:`_launch` passes its parts)."""
     bind = getattr(kernel, "bind", None)
-    if bind is None:  # a kernel that is not the launch layer's (the tests' simulated ones)
+    if bind is None or p.complex is not None:  # a kernel that is not the launch layer's (the tests' simulated ones)
         return None
     order = (2, 1) if p.aux is not None and p.row.aux_first else None
     if outs:
@@ -855,13 +922,20 @@ def _launch(row: Function, p: Plan, kernel: Any, x: Any, lib: str, out: Any, out
             np.empty(p.kernel_shape, o.dtype) if _library(o) == "numpy" else _reshape(o, p.kernel_shape) if reshaped else o
             for o in outs
         ])
+    args = kernel_outs
+    if p.complex is not None:  # the kernel reads and writes the parts (..., 2) in place
+        xk = _as_real(xk)
+        if _unit_in_front(p):
+            xk = xk[None]
+        args = [_as_real(o) if _is_complex(o) else o for o in kernel_outs]
     try:
-        _, *got = kernel(xk, *kernel_outs, stream=stream)
+        _, *got = kernel(xk, *args, stream=stream)
     except MisalignedError:
         if p.variant == UNALIGNED_VARIANT:
             raise
-        _, *got = kernel_of(replace(p, variant=UNALIGNED_VARIANT), _arch(p))(xk, *kernel_outs, stream=stream)
+        _, *got = kernel_of(replace(p, variant=UNALIGNED_VARIANT), _arch(p))(xk, *args, stream=stream)
     if isinstance(kernel_outs[0], np.ndarray):  # numpy: the kernel wrote copies
+        got = [g if o is g else g.view(o.dtype).reshape(o.shape) if o.dtype != g.dtype else g for g, o in zip(got, kernel_outs)]
         values = [g.reshape(p.result_shape) for g in got]
         if outs:
             for o, v in zip(outs, _kernel_order(p, values)):
@@ -876,8 +950,9 @@ def _launch(row: Function, p: Plan, kernel: Any, x: Any, lib: str, out: Any, out
 
 
 def torch_dtype(name: str) -> Any:
-    """The torch dtype of a dtype name (its row's ``torch`` name, ``ops/dtypes.py``)."""
-    return getattr(sys.modules["torch"], _ROWS[name].torch)
+    """The torch dtype of a dtype name (its row's ``torch`` name, ``ops/dtypes.py``; a
+    complex one's own)."""
+    return getattr(sys.modules["torch"], name if name in COMPLEX else _ROWS[name].torch)
 
 
 def _kernel_dtypes(p: Plan) -> tuple[str, ...]:

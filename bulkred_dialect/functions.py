@@ -67,6 +67,24 @@ class Reduction:
     aux: str | None = None
     fill: Any = None
     ignore_nan: bool = False
+    complex: str | None = None  # a complex x (its (re, im) pairs, COMPLEX_MODES), None: a real one
+
+
+COMPLEX: dict[str, str] = {"complex64": "float32", "complex128": "float64"}
+"""The complex dtypes bulkred takes (torch's, numpy's and cupy's) -> the dtype of each part.
+A complex ``x`` is read in place as its parts, ``(..., 2)`` (torch's ``view_as_real``)."""
+
+COMPLEX_MODES = ("parts", "flat", "pairs")
+"""How a reduction of a complex ``x`` reads its parts (``Reduction.complex``): ``parts``
+each part on its own (the pair axis kept: a complex sum or mean), ``flat`` both parts
+together with the elements (the pair axis reduced: ``any``, the 2-norm's sum of squares),
+``pairs`` each element as a complex number (``bulkred.reduce ... pairs``: |z|, z != 0,
+the complex product, the variance)."""
+
+
+def complex_of(part: str) -> str:
+    """The complex dtype whose parts are ``part`` (float32: complex64)."""
+    return next(c for c, p in COMPLEX.items() if p == part)
 
 
 @dataclass(frozen=True)
@@ -89,6 +107,7 @@ class Function:
     out_dtype: bool = False  # without dtype=, the result takes out='s dtype (sum, prod: as torch)
     torch_dst: Callable[[str], str] | None = None  # torch tensors' result dtype without dtype= (None: as numpy's)
     torch_empty_dim: bool = True  # a torch tensor's dim=() reduces every axis (False: none, torch.any/all's x != 0)
+    complex: Callable[[str, dict[str, Any]], Reduction] | None = None  # its build for a complex x (None: refused)
 
     def __post_init__(self) -> None:
         if not self.kernel:
@@ -118,6 +137,14 @@ class Function:
             if not torch:
                 raise OptionError("'correction' None is torch's default (1) for a torch tensor; pass a number (0 by default)")
             options = {**options, "correction": 1}  # torch's default
+        if src in COMPLEX:
+            if self.complex is None:
+                raise OptionError(f"a {src} x is not supported (torch's {self.name} has no complex numbers either, or "
+                                  f"bulkred does not take them yet: docs/from_torch.md)")
+            return self.complex(src, options)
+        if options.get("dtype") in COMPLEX:
+            raise OptionError(f"'dtype' {options['dtype']} of a {src} x is not supported yet (a complex result of a real "
+                              f"x): convert x first (x.to(torch.{options['dtype']}), x.astype('{options['dtype']}'))")
         r = self.build(src, options)
         if torch and self.torch_dst is not None and options.get("dtype") is None:
             dst = self.torch_dst(src)
@@ -382,6 +409,82 @@ def _amax(kind: str) -> Callable[[str, dict], Reduction]:
     return build
 
 
+# Builders of a complex x (Function.complex): (complex dtype, options) -> Reduction
+
+
+def _complex_dtype(src: str, o: dict[str, Any]) -> str:
+    """The complex result of sum, prod, mean: ``dtype=`` (a complex type) or ``src``."""
+    d = o.get("dtype")
+    if d is None:
+        return src
+    if d not in COMPLEX:
+        raise OptionError(f"'dtype' must be a complex type ({', '.join(COMPLEX)}) for a {src} x, got {d}")
+    return d
+
+
+def _complex_cast(src: str, dst: str) -> tuple:
+    """The prologue ``cast`` of a narrower complex result (complex128 into complex64)."""
+    return ("cast",) if DTYPES[COMPLEX[dst]].bits < DTYPES[COMPLEX[src]].bits else ()
+
+
+def _complex_part(src: str, o: dict[str, Any], what: str = "complex") -> str:
+    """The real result of var, std, vector_norm: the part's dtype, or that of ``dtype=``
+    (a complex type, as torch's vector_norm takes; var's a float type)."""
+    d = o.get("dtype")
+    if d is None:
+        return COMPLEX[src]
+    if d in COMPLEX and DTYPES[COMPLEX[d]].bits >= DTYPES[COMPLEX[src]].bits:
+        return COMPLEX[d]
+    if what == "float" and d in FLOATS and DTYPES[d].bits >= DTYPES[COMPLEX[src]].bits:
+        return d
+    want = "complex128" if src == "complex128" else "complex64 or complex128"
+    raise OptionError(f"'dtype' must be {want} for a {src} x (the result is its real part's type), got {d}")
+
+
+def _c_plain(kind: str) -> Callable[[str, dict], Reduction]:
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        if kind in ("any", "all"):  # any: z != 0 of re or im, so both parts read flat; all: each pair's
+            return Reduction(kind, "bool", prologue=("nonzero",), fill=kind == "all",
+                             complex="flat" if kind == "any" else "pairs")
+        dst = _complex_dtype(src, o)
+        cast = _complex_cast(src, dst)
+        if kind == "prod":
+            return Reduction("prod", dst, prologue=cast, fill=1, complex="pairs")
+        return Reduction("sum", dst, prologue=cast, fill=0, complex="parts")
+
+    return build
+
+
+def _c_mean(src: str, o: dict[str, Any]) -> Reduction:
+    dst = _complex_dtype(src, o)
+    return Reduction("sum", dst, prologue=_complex_cast(src, dst), epilogue=("div_count",),
+                     fill=complex(math.nan, math.nan), complex="parts")
+
+
+def _c_var(epilogue: tuple = (), aux: bool = False) -> Callable[[str, dict], Reduction]:
+    """torch's variance of a complex x: the mean of ``|z - mean|**2`` (both parts'
+    squared deviations) over ``N - correction``, a real result; the mean is complex."""
+
+    def build(src: str, o: dict[str, Any]) -> Reduction:
+        dst = _complex_part(src, o, "float")
+        return Reduction("var", dst, epilogue=epilogue, correction=o["correction"],
+                         aux=complex_of(dst) if aux else None, fill=math.nan, complex="pairs")
+
+    return build
+
+
+def _c_norm(src: str, o: dict[str, Any]) -> Reduction:
+    """vector_norm of |z|: the 2-norm sums both parts' squares (flat); the others take
+    each |z| (pairs: abs, pow, nonzero)."""
+    p, dst = o["ord"], _complex_part(src, o)
+    r = replace(_norm(COMPLEX[src], {"ord": p, "dtype": dst}), complex="pairs")
+    return replace(r, complex="flat") if p == 2 else r
+
+
+def _c_count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
+    return Reduction("sum", "int64", prologue=("nonzero",), fill=0, complex="pairs")
+
+
 # endregion
 
 _SUM_DOC = (
@@ -402,11 +505,11 @@ _VAR_DOC = (
 ROWS: tuple[Function, ...] = (
     Function(
         "sum", "The sum of ``x``", _SUM_DOC, "torch.sum", "any", (DTYPE_SUM,), _plain("sum", sum_dtype), grad="sum",
-        out_dtype=True, torch_dst=torch_sum_dtype,
+        out_dtype=True, torch_dst=torch_sum_dtype, complex=_c_plain("sum"),
     ),
     Function(
         "prod", "The product of ``x``", _SUM_DOC, "torch.prod", "any", (DTYPE_SUM,), _plain("prod", sum_dtype), grad="prod",
-        out_dtype=True, torch_dst=torch_sum_dtype,
+        out_dtype=True, torch_dst=torch_sum_dtype, complex=_c_plain("prod"),
     ),
     Function("max", "The maximum of ``x``", _MINMAX_DOC, "torch.amax", "any", (IGNORE_NAN,), _plain("max"), grad="amax"),
     Function("min", "The minimum of ``x``", _MINMAX_DOC, "torch.amin", "any", (IGNORE_NAN,), _plain("min"), grad="amax"),
@@ -421,43 +524,44 @@ ROWS: tuple[Function, ...] = (
     Function(
         "any", "Whether any element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
         "torch.any", "any", (), _plain("any", lambda s: "bool"), torch_dst=_torch_bool,
-        torch_empty_dim=False,
+        torch_empty_dim=False, complex=_c_plain("any"),
     ),
     Function(
         "all", "Whether every element of ``x`` is true (nonzero), as bool", "NaN counts as nonzero.",
         "torch.all", "any", (), _plain("all", lambda s: "bool"), torch_dst=_torch_bool,
-        torch_empty_dim=False,
+        torch_empty_dim=False, complex=_c_plain("all"),
     ),
     Function("and_", "The bitwise and of an integer ``x``", "", "(none)", "integer", (), _plain("and"), kernel="and"),
     Function("or_", "The bitwise or of an integer ``x``", "", "(none)", "integer", (), _plain("or"), kernel="or"),
     Function("xor", "The bitwise xor of an integer ``x``", "", "(none)", "integer", (), _plain("xor"), kernel="xor"),
     Function(
         "count_nonzero", "The number of nonzero elements of ``x``, as int64",
-        "NaN counts as nonzero; bool counts its true elements.", "torch.count_nonzero", "any", (), _count_nonzero,
+        "NaN counts as nonzero; bool counts its true elements.", "torch.count_nonzero", "any", (), _count_nonzero, complex=_c_count_nonzero,
     ),
     Function(
         "mean", "The arithmetic mean of a floating-point ``x``",
         "A sum with the epilogue ``div_count``; float16 and bfloat16 accumulate in float32 and give their own dtype "
         "(``dtype=``: another float result). An empty reduction gives NaN, as torch does.",
-        "torch.mean", "float", (DTYPE,), _mean, grad="mean",
+        "torch.mean", "float", (DTYPE,), _mean, grad="mean", complex=_c_mean,
     ),
-    Function("var", "The variance of a floating-point ``x``", _VAR_DOC, "torch.var", "float", (CORRECTION, DTYPE), _var(), grad="var"),
+    Function("var", "The variance of a floating-point ``x``", _VAR_DOC, "torch.var", "float", (CORRECTION, DTYPE), _var(), grad="var",
+             complex=_c_var()),
     Function(
         "std", "The standard deviation of a floating-point ``x``: the square root of :func:`var`",
         "``var`` with the epilogue ``sqrt``; ``correction`` as for :func:`var`.",
-        "torch.std", "float", (CORRECTION, DTYPE), _var(("sqrt",)), grad="std",
+        "torch.std", "float", (CORRECTION, DTYPE), _var(("sqrt",)), grad="std", complex=_c_var(("sqrt",)),
     ),
     Function(
         "var_mean", "The variance and the mean of a floating-point ``x``, as the pair ``(var, mean)``",
         "As ``torch.var_mean``: one kernel, the mean the op's ``aux`` output; ``out``: a pair of arrays.",
         "torch.var_mean", "float", (CORRECTION, DTYPE), _var(aux=True), results=2, result_names=("var", "mean"),
-        grad="var_mean",
+        grad="var_mean", complex=_c_var(aux=True),
     ),
     Function(
         "std_mean", "The standard deviation and the mean of a floating-point ``x``, as the pair ``(std, mean)``",
         "As ``torch.std_mean``: one kernel; ``out``: a pair of arrays.",
         "torch.std_mean", "float", (CORRECTION, DTYPE), _var(("sqrt",), aux=True), results=2,
-        result_names=("std", "mean"), grad="std_mean",
+        result_names=("std", "mean"), grad="std_mean", complex=_c_var(("sqrt",), aux=True),
     ),
     Function(
         "argmax", "The index of the first largest element of ``x``, as int64",
@@ -489,7 +593,7 @@ ROWS: tuple[Function, ...] = (
         "vector_norm", "The vector norm of a floating-point ``x`` over ``axis`` (the array API's linalg.vector_norm)",
         "``ord`` 2 (default): sqrt(sum(x**2)); 1: sum(|x|); inf / -inf: max / min of |x|; another p != 0: "
         "sum(|x|**p)**(1/p); 0: the number of nonzero elements, as a float of the result's dtype (torch's).",
-        "torch.linalg.vector_norm", "float", (ORD, DTYPE), _norm, grad="vector_norm",
+        "torch.linalg.vector_norm", "float", (ORD, DTYPE), _norm, grad="vector_norm", complex=_c_norm,
     ),
     Function(
         "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow",
@@ -541,7 +645,8 @@ def _check_table() -> None:
 _check_table()
 
 __all__ = [
-    "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "casts_first", "function", "is_bool",
+    "COMPLEX", "COMPLEX_MODES", "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "casts_first",
+    "complex_of", "function", "is_bool",
     "library_rules", "sum_dtype", "torch_spelling", "torch_sum_dtype",
 ]
 

@@ -111,7 +111,8 @@ def test_explain_returns_the_dispatch_table():
     ("fn", "x", "kw", "message"),
     [
         ("min", np.zeros(0, np.float32), {}, "bulkred.min: the array of an array of shape (0,) has no elements, and min has no identity"),
-        ("sum", np.zeros(8, np.complex64), {}, "bulkred.sum: 'x' has dtype complex64, which is not supported (bulkred's element types: int8, "),
+        ("amax", np.zeros(8, np.complex64), {}, "bulkred.amax: a complex64 x is not supported (torch's amax has no complex numbers"),
+        ("sum", np.zeros(8, "datetime64[s]"), {}, "bulkred.sum: 'x' has dtype datetime64[s], which is not supported (bulkred's element types: int8, "),
         ("sum", np.zeros(8, np.float32), {"axis": 1}, "bulkred.sum: axis 1 is out of range for a 1-D array"),
         ("sum", np.zeros(8, np.float32), {"axis": "0"}, "bulkred.sum: 'axis' must be an int, a tuple of ints or None, got '0'"),
         ("sum", [1.0, 2.0], {}, "bulkred.sum: expected a device array (torch, cupy, DLPack or CUDA Array Interface) or a numpy array for 'x', got list"),

@@ -22,11 +22,11 @@ import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
-from bulkred_dialect.functions import ROWS
+from bulkred_dialect.functions import COMPLEX, ROWS
 from bulkred_dialect.ops.dtypes import DTYPES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "from_torch.md"
-ALL = tuple(DTYPES)
+ALL = (*DTYPES, *COMPLEX)
 INTEGERS = tuple(n for n, d in DTYPES.items() if not d.is_float and n != "bool")
 
 
@@ -54,14 +54,14 @@ def _table(title: str) -> list[list[str]]:
 def _listed(column: str) -> set[str]:
     """The element types an "input dtypes" cell names, qualifiers in parentheses left out."""
     plain = re.sub(r"\([^)]*\)", "", column)
-    if "every type" in plain:
-        return set(ALL)
-    got: set[str] = set()
+    got: set[str] = set(DTYPES) if "every type" in plain else set()  # bulkred's 13 element types
     for word in (w.strip() for w in plain.split(",")):
         if word == "integers":
             got |= set(INTEGERS)
+        elif word == "every type":
+            continue
         elif word:
-            assert word in DTYPES, f"from_torch.md: {word!r} is not an element type"
+            assert word in ALL, f"from_torch.md: {word!r} is not an element type"
             got.add(word)
     return got
 
@@ -121,7 +121,9 @@ def test_every_listed_dtype_builds(row):
 _X = np.zeros((4, 5), np.float32)
 
 PROBES = {
-    "complex64, complex128 (any reduction)": lambda: bulkred.sum(np.zeros(4, np.complex64)),
+    "complex `logsumexp`": lambda: bulkred.logsumexp(np.zeros(4, np.complex64)),
+    "a complex result of a real x (`torch.sum(x, dtype=torch.complex64)` of a float32 x)":
+        lambda: bulkred.sum(np.zeros(4, np.float32), dtype=np.complex64),
     "a flipped view (negative strides: cupy's `x[::-1]`; torch's `flip` copies)":
         lambda: api.check_layout("sum", "x", (4,), (-1,), views=True),
     "numpy masked arrays": lambda: bulkred.sum(np.ma.masked_array(_X, mask=np.zeros_like(_X, bool))),

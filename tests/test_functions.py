@@ -172,7 +172,7 @@ def no_launch(monkeypatch):
     [
         (lambda: bulkred.xor(np.zeros(4, np.float32)), "bulkred.xor: expected an integer or bool input, got float32"),
         (lambda: bulkred.and_(np.zeros(4, np.float64)), "bulkred.and_: expected an integer or bool input, got float64"),
-        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), np.complex64)), "'out' has dtype complex64, which is not supported"),
+        (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), np.complex64)), "complex64 of a float32 x is not supported yet"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), object)), "'out' has dtype object, which is not supported"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), out=np.zeros((), "datetime64[s]")), "which is not supported"),
         (lambda: bulkred.sum(np.zeros(4, np.float32), stream=42.5), "bulkred.sum: 'stream' must be a stream"),
@@ -274,7 +274,7 @@ def test_the_autograd_route_checks_as_any_call():
         (lambda: bulkred.vector_norm(x, ord=2**1024), "bulkred.vector_norm: 'ord' must be a finite number"),
         (lambda: bulkred.sum(x, bogus=1), "bulkred.sum: 'bogus' is not taken by sum (its options: dtype)"),
         (lambda: bulkred.sum(x, explain=0), "bulkred.sum: 'explain' must be a bool, got 0"),
-        (lambda: bulkred.sum(x, dtype=torch.complex64), "bulkred.sum: 'dtype' torch.complex64 has no bulkred element type"),
+        (lambda: bulkred.sum(x, dtype=torch.complex64), "bulkred.sum: 'dtype' complex64 of a float32 x is not supported yet"),
         (lambda: bulkred.sum(x.detach().to_sparse()), "bulkred.sum: 'x' is a torch tensor of layout torch.sparse_coo (not dense)"),
     ]:
         with pytest.raises(api.ReductionError) as e:

@@ -222,8 +222,8 @@ def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
             raise VerifyException(
                 f"'pairs' with kind prod keeps the pair axis (a complex product): 'axes' must not name axis {last}"
             )
-        if maps or op.epilogue is not None:
-            raise VerifyException("'pairs' with kind prod takes no prologue or epilogue")
+        if [m.map_fn for m in maps] not in ([], [MapFn.CAST]) or op.epilogue is not None:
+            raise VerifyException("'pairs' with kind prod takes no prologue (but 'cast') or epilogue")
         return
     if not reduced:
         raise VerifyException(

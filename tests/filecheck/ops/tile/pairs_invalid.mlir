@@ -59,7 +59,7 @@ func.func @prod_reduced(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref
 // -----
 
 func.func @prod_map(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<2xf32, #bulkred.scope<global>>) {
-  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind prod takes no prologue or epilogue
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind prod takes no prologue (but 'cast') or epilogue
   bulkred.reduce prod grid axes [0 : i64] epilogue [#bulkred.map<sqrt>] pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<2xf32, #bulkred.scope<global>>
   func.return
 }
