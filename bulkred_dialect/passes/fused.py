@@ -90,7 +90,7 @@ class Reducer:
         self.kind = self.op.kind.data
         self.prologue = [m for m in self.op.maps("prologue") if m.map_fn != MapFn.CAST]
         self.epilogue = self.op.maps("epilogue")
-        self.pairs = self.op.pairs is not None
+        self.pairs = getattr(self.op, "pairs", None) is not None  # bulkred.reduce_list has no pairs
 
     @property
     def complex_state(self) -> bool:
