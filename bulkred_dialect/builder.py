@@ -667,6 +667,8 @@ def normalize_rows(
     mean: SSAValue | None = None,
     rstd: SSAValue | None = None,
     lse: SSAValue | None = None,
+    dweight: SSAValue | None = None,
+    dbias: SSAValue | None = None,
     eps: float | None = None,
     ignore_index: int | None = None,
     label_smoothing: float | None = None,
@@ -676,14 +678,16 @@ def normalize_rows(
     global ``[M, N]`` buffer ``x`` and write ``y``, an elementwise function of the row and
     its statistics, in one kernel (docs/rows.md; ``ops/tile/rows.py`` gives each kind's
     formula). ``kind`` is softmax, log_softmax, rms_norm, layer_norm, add_rms_norm,
-    cross_entropy, softmax_backward or log_softmax_backward.
+    cross_entropy, softmax_backward, log_softmax_backward, rms_norm_backward,
+    layer_norm_backward or cross_entropy_backward.
 
     The operands keep the op's names, each a kernel parameter (``k.param``): ``y`` (every
     kind but cross_entropy); cross_entropy's ``target`` (int64 ``[M]``) and ``loss``
     (float32 ``[M]``); the backward kinds' ``grad``; add_rms_norm's ``residual`` and
     ``residual_out``; the affine ``weight`` and ``bias`` (``[N]``); the statistics it stores,
     float32 ``[M]``: ``row_max``, ``row_sum`` (softmax kinds), ``mean`` (layer_norm),
-    ``rstd`` (the norms), ``lse`` (cross_entropy). ``eps`` (the norms, required there),
+    ``rstd`` (the norms), ``lse`` (cross_entropy), which the backward kinds read; the
+    norms' backward's ``dweight`` and ``dbias`` (``[N]``). ``eps`` (the norms, required there),
     ``ignore_index`` and ``label_smoothing`` (cross_entropy) are the attributes;
     ``variant`` forces a lowering variant by name (``rows_warp``, ``rows_cta``, ...).
     Which operand each kind takes, and their shapes, are the op's verifier's rules
@@ -701,6 +705,7 @@ def normalize_rows(
     given = {
         "target": target, "loss": loss, "grad": grad, "residual": residual, "residual_out": residual_out,
         "weight": weight, "bias": bias, "row_max": row_max, "row_sum": row_sum, "mean": mean, "rstd": rstd, "lse": lse,
+        "dweight": dweight, "dbias": dbias,
     }
     operands = {f: _buffer(v, f, fn) for f, v in given.items() if v is not None}
     for field, value in (("eps", eps), ("label_smoothing", label_smoothing)):

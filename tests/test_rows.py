@@ -473,3 +473,80 @@ def test_the_launch_passes_m_and_chooses_the_grid(monkeypatch) -> None:
     with pytest.raises(BulkredError, match=r"param 'rstd': expected dimension 0 of 4 \(param 'x''s dimension 0\), got shape \(5,\)"):
         k(np.zeros((4, 256), np.float32), np.zeros((4, 256), np.float32), w, np.zeros(5, np.float32))
     assert len(launches) == 3
+
+
+# The backward kinds of the norms and of cross-entropy, each kernel built for a dynamic M
+# (the module of every M) and run on 3 rows: with sm_count 1, a column sum's grid has 2
+# units (CTAs, or one cluster), so the last CTA adds two partial rows (rows_warp's two
+# warps first combined through shared memory).
+NORM_BACKWARD = [
+    ("rms_norm_backward", "rows_warp", 68, "float32", "float32", False),  # the groups' shared-memory combine
+    ("rms_norm_backward", "rows_cluster", 180, "float32", "float32", False),  # a cluster's slices of the partial row
+    ("rms_norm_backward", "rows_cta", 136, "bfloat16", "bfloat16", False),  # dweight rounded once to bfloat16
+    ("layer_norm_backward", "rows_cta", 300, "float32", "float32", True),
+    ("layer_norm_backward", "rows_stream", 4 * (2 * 32 + 11), "float32", "float32", True),  # partial rows added in place
+    ("layer_norm_backward", "rows_warp", 40, "float16", None, True),  # no weight: dbias alone
+]
+
+
+@pytest.mark.parametrize("kind,variant,n,dtype,affine,db", NORM_BACKWARD, ids=[f"{c[0]}-{c[1]}-{c[3]}" for c in NORM_BACKWARD])
+def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str | None, db: bool, monkeypatch) -> None:
+    """dx = ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``),
+    ``g = dy * weight``, from the stored statistics; dweight = sum of ``dy * xhat`` and
+    dbias = sum of dy over the rows; against float64 from the values the kernel read."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    m = 3
+    rng = np.random.default_rng(n)
+    xbits = to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)
+    dybits = to_bits(rng.standard_normal((m, n)), dtype)
+    x, dy = values(xbits, dtype), values(dybits, dtype)
+    layer = kind == "layer_norm_backward"
+    mean = x.mean(1).astype(np.float32) if layer else None
+    xc = x - mean.astype(np.float64)[:, None] if layer else x
+    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32)
+    args = [xbits, to_bits(np.full((m, n), 7.0), dtype), dybits]
+    w = None
+    if affine:
+        args.append(to_bits(rng.standard_normal(n), affine))
+        w = values(args[-1], affine)
+    args += ([mean] if layer else []) + [rstd]
+    outs = (["dweight"] if affine else []) + (["dbias"] if db else [])
+    args += [to_bits(np.full(n, 7.0), affine or dtype) for _ in outs]
+    built = module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None, variant=variant)
+    got = interpret(lowered(built, variant), *args)
+    xh = xc * rstd.astype(np.float64)[:, None]
+    g = dy * (w if w is not None else 1.0)
+    want = rstd.astype(np.float64)[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0)
+                                               - xh * (g * xh).mean(1, keepdims=True))
+    tol = {"float32": 1e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(values(got[1], dtype), want, rtol=0, atol=tol)
+    sums = {"dweight": (dy * xh).sum(0), "dbias": dy.sum(0)}
+    for name, buf in zip(outs, got[len(got) - len(outs):], strict=True):
+        kept = affine if name == "dweight" else dtype
+        ref = sums[name]
+        rounding = {"float32": 4e-7, "float16": 1e-3, "bfloat16": 8e-3}[kept] * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, kept), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("variant,n,smoothing", [("rows_warp", 68, 0.0), ("rows_cta", 300, 0.1), ("rows_cluster", 180, 0.0),
+                                                  ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
+def test_cross_entropy_backward(variant: str, n: int, smoothing: float) -> None:
+    """dx = ``(exp(x - lse) - s / N - (1 - s) [j == target]) * grad[row]`` from the stored
+    lse; a row of ignore_index (-7 here) gets 0, a target outside [0, N) NaN."""
+    m = 4
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((m, n)) * 3).astype(np.float32)
+    xd = x.astype(np.float64)
+    mx = xd.max(1)
+    lse = (mx + np.log(np.exp(xd - mx[:, None]).sum(1))).astype(np.float32)
+    target = np.array([3, -7, n - 1, n + 5], np.int64)
+    dl = rng.standard_normal(m).astype(np.float32)
+    built = module("cross_entropy_backward", None, n, "float32", variant=variant, ignore_index=-7,
+                   label_smoothing=smoothing or None)
+    _, dx, _, _, _ = interpret(lowered(built, variant), x, np.full_like(x, 7.0), target, dl, lse)
+    want = np.exp(xd - lse.astype(np.float64)[:, None]) - smoothing / n
+    for i in (0, 2):
+        want[i, target[i]] -= 1 - smoothing
+    want *= dl.astype(np.float64)[:, None]
+    np.testing.assert_allclose(dx[[0, 2]], want[[0, 2]], rtol=0, atol=2e-6 * max(1.0, np.abs(want).max()))
+    assert (dx[1] == 0).all() and np.isnan(dx[3]).all()

@@ -26,20 +26,37 @@ kind            y (every statistic in float32)                statistics it may 
                 (dx)
 ``log_softmax_backward``  x is log_softmax's output:          (none)
                 ``y = grad - exp(x) * sum(grad)`` (dx)
+``rms_norm_backward``  x is the forward's input (add_rms_norm:  reads ``rstd``
+                h), ``grad`` = dy: ``xhat = x * rstd``,
+                ``g = dy * weight``, ``y = rstd * (g - xhat
+                * mean(g * xhat))`` (dx); ``dweight =
+                sum over rows of dy * xhat``
+``layer_norm_backward``  ``xhat = (x - mean) * rstd``,          reads ``mean``, ``rstd``
+                ``y = rstd * (g - mean(g) - xhat *
+                mean(g * xhat))``; ``dweight = sum dy *
+                xhat``, ``dbias = sum dy`` (over rows)
+``cross_entropy_backward``  x the logits, ``grad`` the loss's  reads ``lse``
+                gradient per row: ``y = (exp(x - lse) - s /
+                N - (1 - s) [j == target]) * grad[row]``
+                (dx); 0 where target is ignore_index
 ==============  ===========================================  ===========================
 
 Operands:
 
-* ``x``: global, rank 2, static shape ``[M, N]``, float32, bfloat16 or float16; either
+* ``x``: global, rank 2, shape ``[M, N]``, float32, bfloat16 or float16; either
   contiguous or a view ``strided<[S, 1]>`` with ``S >= N`` (padded rows; the last
-  dimension contiguous, offset 0).
+  dimension contiguous, offset 0). M may be dynamic (``?``: one kernel for every M, M
+  given at the launch; then every ``[M, N]`` and ``[M]`` operand has ``?`` rows); N is
+  static.
 * ``y``: global, the shape and element type of ``x``, contiguous or ``strided<[S', 1]>``
   with ``S' >= N``; required by every kind but cross_entropy, which takes none (its dx in
   the same pass is next).
 * ``grad`` (the backward kinds, required): the gradient of the forward's output, x's
-  shape and element type, contiguous or ``strided<[S, 1]>``.
-* ``target`` (cross_entropy, required): global contiguous ``i64`` ``[M]``, a class index
-  per row; a row whose target is ``ignore_index`` (default -100) has loss 0; another
+  shape and element type, contiguous or ``strided<[S, 1]>``; cross_entropy_backward's
+  is the loss's, global contiguous float32 ``[M]`` (reduction ``mean``: 1 / count of
+  the rows kept, per row).
+* ``target`` (cross_entropy and cross_entropy_backward, required): global contiguous
+  ``i64`` ``[M]``, a class index per row; a row whose target is ``ignore_index`` (default -100) has loss 0; another
   target outside ``[0, N)`` gives NaN. ``loss`` (cross_entropy, required): global
   contiguous float32 ``[M]``. ``label_smoothing`` (default 0): a float in [0, 1].
 * ``residual`` and ``residual_out`` (add_rms_norm, both required there): the shape and
@@ -50,7 +67,16 @@ Operands:
 * ``eps`` (rms_norm and layer_norm only, required there): a float >= 0.
 * ``max``, ``sum`` (softmax, log_softmax), ``mean`` (layer_norm), ``rstd`` (rms_norm,
   layer_norm, add_rms_norm), ``lse`` (cross_entropy): global contiguous float32 ``[M]``,
-  one value per row.
+  one value per row; written by those kinds, read (required) by their backward kinds
+  (``mean`` and ``rstd`` by layer_norm_backward, ``rstd`` by rms_norm_backward, ``lse``
+  by cross_entropy_backward).
+* ``weight`` also for rms_norm_backward and layer_norm_backward (the forward's; 1 when
+  absent). ``dweight`` (the norms' backward, with ``weight``) and ``dbias``
+  (layer_norm_backward): global contiguous ``[N]`` of x's element type or float32, the
+  sums over the rows, accumulated as float32 partial rows, one per CTA (or cluster), which
+  the last CTA to finish adds in CTA order: their bits do not change from run to run
+  (they depend on the rows, and on the grid launched for M). The lowering takes a
+  workspace for the partials (the runtime passes it).
 
 Accumulation is in float32; ``y`` is rounded once to its element type. A NaN in a row
 makes its softmax NaN; a row of -inf gives NaN (torch's results).
@@ -61,8 +87,8 @@ Example::
         eps 1.0e-06 : f32 rstd %r : memref<64xf32, #bulkred.scope<global>>
         : memref<64x4096xbf16, #bulkred.scope<global>>, memref<64x4096xbf16, #bulkred.scope<global>>
 
-Room to grow (issue 30): cross-entropy's dx in the same pass (``y``), backward kinds,
-further normalizations: each a kind with named operands, as these are.
+Room to grow (issue 30): cross-entropy's dx in the same pass as its loss, further
+normalizations: each a kind with named operands, as these are.
 """
 
 from __future__ import annotations
@@ -105,6 +131,9 @@ class NormKind(StrEnum):
     CROSS_ENTROPY = "cross_entropy"
     SOFTMAX_BACKWARD = "softmax_backward"
     LOG_SOFTMAX_BACKWARD = "log_softmax_backward"
+    RMS_NORM_BACKWARD = "rms_norm_backward"
+    LAYER_NORM_BACKWARD = "layer_norm_backward"
+    CROSS_ENTROPY_BACKWARD = "cross_entropy_backward"
 
 
 @irdl_attr_definition
@@ -119,25 +148,47 @@ SOFTMAX_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX)
 NORM_KINDS = (NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.ADD_RMS_NORM)
 RMS_KINDS = (NormKind.RMS_NORM, NormKind.ADD_RMS_NORM)
 
+NORM_BACKWARD_KINDS = (NormKind.RMS_NORM_BACKWARD, NormKind.LAYER_NORM_BACKWARD)
+"""The norms' backward: dx, and the per-column sums dweight (and dbias)."""
+CE_KINDS = (NormKind.CROSS_ENTROPY, NormKind.CROSS_ENTROPY_BACKWARD)
+
 STATS: dict[str, tuple[NormKind, ...]] = {
     "row_max": SOFTMAX_KINDS,
     "row_sum": SOFTMAX_KINDS,
-    "mean": (NormKind.LAYER_NORM,),
-    "rstd": NORM_KINDS,
-    "lse": (NormKind.CROSS_ENTROPY,),
+    "mean": (NormKind.LAYER_NORM, NormKind.LAYER_NORM_BACKWARD),
+    "rstd": NORM_KINDS + NORM_BACKWARD_KINDS,
+    "lse": CE_KINDS,
 }
+"""Each statistic operand and the kinds that take it: the forward kinds store it, the
+backward kinds read it (:data:`STATS_READ`)."""
 
-BACKWARD_KINDS = (NormKind.SOFTMAX_BACKWARD, NormKind.LOG_SOFTMAX_BACKWARD)
+STATS_READ: dict[NormKind, tuple[str, ...]] = {
+    NormKind.RMS_NORM_BACKWARD: ("rstd",),
+    NormKind.LAYER_NORM_BACKWARD: ("mean", "rstd"),
+    NormKind.CROSS_ENTROPY_BACKWARD: ("lse",),
+}
+"""The statistics a backward kind reads (required there), as its forward stored them."""
+
+SOFTMAX_BACKWARD_KINDS = (NormKind.SOFTMAX_BACKWARD, NormKind.LOG_SOFTMAX_BACKWARD)
+GRAD_ROWS_KINDS = SOFTMAX_BACKWARD_KINDS + NORM_BACKWARD_KINDS
+"""The kinds whose ``grad`` is a gradient row per row of x (x's shape and type)."""
+BACKWARD_KINDS = GRAD_ROWS_KINDS + (NormKind.CROSS_ENTROPY_BACKWARD,)
+"""Every kind that takes ``grad`` (cross_entropy_backward's: float32 ``[M]``, the loss's)."""
 
 RESIDUAL = ("residual", "residual_out")
 """add_rms_norm's second input and its output ``x + residual``."""
-"""Each statistic operand and the kinds that compute it."""
 
 AFFINE: dict[str, tuple[NormKind, ...]] = {
-    "weight": NORM_KINDS,
+    "weight": NORM_KINDS + NORM_BACKWARD_KINDS,
     "bias": (NormKind.LAYER_NORM,),
 }
 """The optional affine operands and the kinds that take them."""
+
+PARAM_GRADS: dict[str, tuple[NormKind, ...]] = {
+    "dweight": NORM_BACKWARD_KINDS,
+    "dbias": (NormKind.LAYER_NORM_BACKWARD,),
+}
+"""The optional outputs of the norms' backward: the column sums of ``dy * xhat`` and of ``dy``."""
 
 
 def _kinds(kinds: tuple[NormKind, ...]) -> str:
@@ -243,6 +294,8 @@ class NormalizeRowsOp(IRDLOperation):
     mean = opt_operand_def(MemRefType)
     rstd = opt_operand_def(MemRefType)
     lse = opt_operand_def(MemRefType)
+    dweight = opt_operand_def(MemRefType)
+    dbias = opt_operand_def(MemRefType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -255,11 +308,13 @@ class NormalizeRowsOp(IRDLOperation):
         "(`bias` $bias^ `:` type($bias))? (`eps` $eps^)? "
         "(`max` $row_max^ `:` type($row_max))? (`sum` $row_sum^ `:` type($row_sum))? "
         "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? (`lse` $lse^ `:` type($lse))? "
+        "(`dweight` $dweight^ `:` type($dweight))? (`dbias` $dbias^ `:` type($dbias))? "
         "attr-dict `:` type($x) (`,` type($y)^)?"
     )
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "target", "loss", "grad", "residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd", "lse",
+        "dweight", "dbias",
     )
 
     def __init__(
@@ -319,6 +374,7 @@ class NormalizeRowsOp(IRDLOperation):
         xt = _check_rows("x", self.x)
         m, n = xt.get_shape()
         ce = kind == NormKind.CROSS_ENTROPY
+        ce_kinds = kind in CE_KINDS
         if self.y is None and not ce:
             raise VerifyException(f"operand 'y' is required with kind {kind}, got none")
         if self.y is not None and ce:
@@ -331,18 +387,18 @@ class NormalizeRowsOp(IRDLOperation):
                 raise VerifyException(f"operand 'y' shape must be x's {_shape(xt)}, got {_shape(yt)}")
             if yt.element_type != xt.element_type:
                 raise VerifyException(f"operand 'y' element type must be x's {xt.element_type}, got {yt.element_type}")
-        for field, element in (("target", i64), ("loss", f32)):
+        for field, element, kinds in (("target", i64, CE_KINDS), ("loss", f32, (NormKind.CROSS_ENTROPY,))):
             v = getattr(self, field)
             if v is None:
-                if ce:
+                if kind in kinds:
                     raise VerifyException(f"operand '{field}' is required with kind {kind}, got none")
                 continue
-            if not ce:
-                raise VerifyException(f"operand '{field}' is only valid with kind {NormKind.CROSS_ENTROPY}, got kind {kind}")
+            if kind not in kinds:
+                raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")
             _check_vector(field, v, m, (element,))
         for prop in ("ignore_index", "label_smoothing"):
-            if getattr(self, prop) is not None and not ce:
-                raise VerifyException(f"'{prop}' is only valid with kind {NormKind.CROSS_ENTROPY}, got kind {kind}")
+            if getattr(self, prop) is not None and not ce_kinds:
+                raise VerifyException(f"'{prop}' is only valid with kind {_kinds(CE_KINDS)}, got kind {kind}")
         if self.ignore_index is not None and self.ignore_index.type != i64:
             raise VerifyException(f"'ignore_index' must be an i64 attribute, got {self.ignore_index.type}")
         if self.label_smoothing is not None:
@@ -353,7 +409,9 @@ class NormalizeRowsOp(IRDLOperation):
                 raise VerifyException(f"'label_smoothing' must be in [0, 1], got {ls:g}")
         if self.grad is None and kind in BACKWARD_KINDS:
             raise VerifyException(f"operand 'grad' is required with kind {kind}, got none")
-        if self.grad is not None:
+        if self.grad is not None and kind == NormKind.CROSS_ENTROPY_BACKWARD:  # the loss's gradient, per row
+            _check_vector("grad", self.grad, m, (f32,))
+        elif self.grad is not None:
             if kind not in BACKWARD_KINDS:
                 raise VerifyException(f"operand 'grad' is only valid with kind {_kinds(BACKWARD_KINDS)}, got kind {kind}")
             gt = _check_rows("grad", self.grad)
@@ -389,9 +447,20 @@ class NormalizeRowsOp(IRDLOperation):
             wt, bt = self.weight.type.element_type, self.bias.type.element_type  # type: ignore[union-attr]
             if wt != bt:
                 raise VerifyException(f"operand 'bias' element type must be weight's {wt}, got {bt}")
+        for field, kinds in PARAM_GRADS.items():
+            v = getattr(self, field)
+            if v is None:
+                continue
+            if kind not in kinds:
+                raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")
+            if field == "dweight" and self.weight is None:
+                raise VerifyException("operand 'dweight' needs operand 'weight' (the gradient of a weight), got no weight")
+            _check_vector(field, v, n, (xt.element_type, f32))
         for field, kinds in STATS.items():
             v = getattr(self, field)
             if v is None:
+                if field in STATS_READ.get(kind, ()):
+                    raise VerifyException(f"operand '{field}' is required with kind {kind} (the forward's), got none")
                 continue
             if kind not in kinds:
                 raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")

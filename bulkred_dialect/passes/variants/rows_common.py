@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -45,6 +45,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp, XorOp
+from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
@@ -52,11 +53,19 @@ from bulkred_dialect.ops.ptx.sync import MapaOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
-from bulkred_dialect.ops.tile.rows import BACKWARD_KINDS, RMS_KINDS, NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.ops.tile.rows import (
+    GRAD_ROWS_KINDS,
+    NORM_BACKWARD_KINDS,
+    RMS_KINDS,
+    SOFTMAX_BACKWARD_KINDS,
+    NormalizeRowsOp,
+    NormKind,
+    row_stride,
+)
 from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import WARP, Predicate
-from bulkred_dialect.passes.variants.grid_common import alone_in_kernel, require_alignment, set_launch
+from bulkred_dialect.passes.variants.grid_common import add_workspace, alone_in_kernel, require_alignment, set_launch
 from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at, sm_count, warp_reduce_state
 
 F32 = DTYPES["float32"]
@@ -69,6 +78,14 @@ AT = ArithType.F32
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 FLT_MAX = 3.4028234663852886e38
+
+COLUMN_SUM_CTAS = 2
+"""CTAs per multiprocessor, at most, of a norm's backward with dweight or dbias: each
+unit (a CTA, or a cluster) writes a float32 partial row of the column sums, which the
+last CTA adds in unit order, so fewer units cost less there."""
+COLUMN_SUM_FLOATS = 1 << 24
+"""The most float32 partial values of the column sums (units x N x outputs: 64 MiB of
+workspace): long rows get fewer units."""
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
@@ -129,7 +146,8 @@ def vector_of(op: NormalizeRowsOp) -> int:
     :data:`WIDE_BF16`), where N and every row stride are multiples of it; else 1."""
     d = dtype_of(op)
     v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
-    rows = [b.type for b in (op.x, op.y, op.grad, op.residual, op.residual_out) if b is not None]
+    grad = op.grad if op.norm_kind in GRAD_ROWS_KINDS else None  # (cross_entropy_backward's is [M])
+    rows = [b.type for b in (op.x, op.y, grad, op.residual, op.residual_out) if b is not None]
     ok = op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
     return v if ok else 1
 
@@ -146,6 +164,9 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     sy = row_stride(op.y.type) if op.y is not None else 0  # type: ignore[arg-type]
     groups = block // group
     cap = max(1, sm_count(target) * ctas_per_sm // cluster)
+    sums = (op.dweight is not None) + (op.dbias is not None)
+    if sums:  # a partial row per unit, summed by the last CTA: fewer units (docs: COLUMN_SUM_CTAS)
+        cap = max(1, min(cap, sm_count(target) * COLUMN_SUM_CTAS // cluster, COLUMN_SUM_FLOATS // (op.cols * sums)))
     units = cap if op.rows is None else min(cap, -(-op.rows // groups))
     return RowPlan(
         op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), sy, vector_of(op),
@@ -323,6 +344,7 @@ class _Row:
     hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
     parity: SSAValue | None = None  # with a cluster: the row's parity (i32), which of two exchange slots
     grad: _Buf | None = None  # the backward kinds: the forward output's gradient
+    sw: SSAValue | None = None  # the thread's first vector in the row (i64)
 
     # region Visiting a thread's vectors
 
@@ -836,6 +858,288 @@ def _visit(e: Emitter, p: RowPlan, full: int, cond: SSAValue | None, state: list
     return state
 
 
+# region The norms' backward and cross-entropy's
+
+
+def _row_stat(e: Emitter, buf: SSAValue, row: SSAValue) -> SSAValue:
+    """The float32 statistic of ``row`` in the ``[M]`` buffer ``buf`` (the forward's)."""
+    return e.ld(ld_type(F32), e.ptr_add(e.ptr(buf, StateSpace.GLOBAL), e.mul_i(row, 4)), f32)
+
+
+def _norm_terms(r: _Row, e: Emitter, xs: list[SSAValue], dys: list[SSAValue], ws: list[SSAValue] | None,
+                st: dict[str, SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(xhat, g) of one vector: ``xhat = (x - mean) * rstd`` (rms_norm: ``x * rstd``), ``g = dy * w``."""
+    xh = [_mul(e, _sub(e, x, st["mean"]) if "mean" in st else x, st["rstd"]) for x in xs]
+    g = [_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys)
+    return xh, g
+
+
+def _norm_sums(e: Emitter, xh: list[SSAValue], g: list[SSAValue], acc: list[SSAValue | None], layer: bool) -> list[SSAValue | None]:
+    """A thread's ``sum(g * xhat)`` (and layer_norm's ``sum(g)``), added to ``acc``."""
+    a, b = acc
+    for h, gv in zip(xh, g, strict=True):
+        a = _mul(e, gv, h) if a is None else e.fma(AT, gv, h, a)
+        if layer:
+            b = gv if b is None else _add(e, b, gv)
+    return [a, b]
+
+
+def _norm_dx(r: _Row, e: Emitter, xh: list[SSAValue], g: list[SSAValue], st: dict[str, SSAValue]) -> list[SSAValue]:
+    """dx of one vector: ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``)."""
+    out = []
+    for h, gv in zip(xh, g, strict=True):
+        t = _sub(e, gv, st["mean_g"]) if "mean_g" in st else gv
+        out.append(_mul(e, st["rstd"], _sub(e, t, _mul(e, h, st["mean_gx"]))))
+    return out
+
+
+def _column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+    """The thread's column sums of one vector after this row: ``dweight += dy * xhat``,
+    then ``dbias += dy`` (``acc``: V values of each of those present)."""
+    v, out = len(dys), []
+    if op.dweight is not None:
+        out += [e.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, acc[:v], strict=True)]
+    if op.dbias is not None:
+        out += [_add(e, a, dy) for a, dy in zip(acc[len(out):len(out) + v], dys, strict=True)]
+    return out
+
+
+def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
+    """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums."""
+    nf = e.const(float(r.p.n), f32)
+    st = {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
+    if sums[1] is not None:
+        st["mean_g"] = e.div(AT, r.reduce(e, ReduceKind.SUM, sums[1], "row_g"), nf)
+    return st
+
+
+def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
+    op = r.op
+    assert op.rstd is not None
+    st = {"rstd": _row_stat(e, op.rstd, row)}
+    if op.mean is not None:
+        st["mean"] = _row_stat(e, op.mean, row)
+    return st
+
+
+def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+    """A norm's backward with the row in registers: one read of x, dy (and the weight),
+    one write of dx; the thread's column sums (``acc``: per vector, V of dweight then V
+    of dbias) updated."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    st = _read_stats(r, e, row)
+    conds = r.item_conds(e)
+    nw = p.vec if r.w is not None else 0
+    items = []
+    for k, cond in enumerate(conds):
+
+        def loads(b: Emitter, k: int = k) -> list[SSAValue]:
+            vals = r.x.load(b, k * p.group, p.vec) + r.grad.load(b, k * p.group, p.vec)  # type: ignore[union-attr]
+            return vals + (r.w.load(b, k * p.group, p.vec) if r.w is not None else [])
+
+        n = 2 * p.vec + nw
+        v = loads(e) if cond is None else e.if_(cond, loads, lambda b: [b.const(0.0, f32)] * n, [f32] * n)
+        xs, dys, ws = v[:p.vec], v[p.vec:2 * p.vec], (v[2 * p.vec:] if nw else None)
+        xh, g = _norm_terms(r, e, xs, dys, ws, st)
+        items.append((dys, xh, g))
+    sums: list[SSAValue | None] = [None, None]
+    for _, xh, g in items:
+        sums = _norm_sums(e, xh, g, sums, layer)
+    st.update(_norm_row_stats(r, e, row, sums))
+    per = len(acc) // max(1, p.items)
+    out: list[SSAValue] = []
+    for k, (cond, (dys, xh, g)) in enumerate(zip(conds, items, strict=True)):
+        if cond is None:
+            r.y.store(e, k * p.group, p.vec, _norm_dx(r, e, xh, g, st))
+        else:
+
+            def guarded(b: Emitter, k: int = k, xh=xh, g=g) -> list[SSAValue]:
+                r.y.store(b, k * p.group, p.vec, _norm_dx(r, b, xh, g, st))  # type: ignore[union-attr]
+                return []
+
+            e.if_(cond, guarded)
+        if per:  # (a missing vector's loads are 0: it adds 0)
+            out += _column_sums(e, r.op, dys, xh, acc[k * per:(k + 1) * per])
+    return out
+
+
+def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf]) -> None:
+    """A norm's backward of a row of any length: the sums, then x, dy (and the weight)
+    read again for dx; the column sums added to the unit's partial rows ``parts`` (its
+    own columns: no other thread touches them)."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    st = _read_stats(r, e, row)
+    full, cond = r.partial(e)
+
+    def terms(b: Emitter, first: SSAValue | int, extra: int):
+        xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        ws = r.w.load(b, first, p.vec, extra) if r.w is not None else None
+        return (dys, *_norm_terms(r, b, xs, dys, ws, st))
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        _, xh, g = terms(b, first, extra)
+        return [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
+
+    zero = e.const(0.0, f32)
+    state = _visit(e, p, full, cond, [zero, zero] if layer else [zero], read)
+    st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+
+    def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        dys, xh, g = terms(b, first, extra)
+        r.y.store(b, first, p.vec, _norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
+        for k, part in enumerate(parts):
+            old = part.load(b, first, p.vec, extra, nc=False)
+            new = [b.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, old, strict=True)] if k == 0 and r.op.dweight is not None \
+                else [_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
+            part.store(b, first, p.vec, new, extra)
+        return state
+
+    _visit(e, p, full, cond, [], write)
+
+
+def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """cross_entropy's dx, elementwise from the stored lse (no reduction): ``(exp(x - lse)
+    - s / N - (1 - s) [j == target]) * grad[row]``; 0 where the target is ignore_index,
+    NaN where it is outside [0, N)."""
+    op, p = r.op, r.p
+    assert op.lse is not None and op.target is not None and op.grad is not None and r.y is not None and r.sw is not None
+    lse = _row_stat(e, op.lse, row)
+    t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+    dl = _row_stat(e, op.grad, row)
+    inside = e.cmp("ult", t, e.const(p.n, i64))
+    scale = e.selp(SelpType.F32, dl, e.const(float("nan"), f32), inside)
+    kept = e.cmp("ne", t, e.const(op.ignored, i64))
+    ls = op.smoothing
+    sw = r.sw
+
+    def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
+        xs = r.x.load(b, first, p.vec, extra)
+        vector = b.add_i(sw, extra * p.group + first) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra * p.group)
+        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
+        out = []
+        for j, x in enumerate(xs):
+            v = _exp(b, _sub(b, x, lse))
+            if ls:
+                v = _sub(b, v, b.const(ls / p.n, f32))
+            v = b.selp(SelpType.F32, _sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
+            out.append(b.selp(SelpType.F32, _mul(b, v, scale), b.const(0.0, f32), kept))
+        r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+
+    if p.items:
+        for k, cond in enumerate(r.item_conds(e)):
+            if cond is None:
+                dx(e, k * p.group, 0)
+            else:
+                e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
+        return
+    full, cond = r.partial(e)
+    _visit(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+
+
+def _last_cta(e: Emitter, counter: SSAValue, ctas: SSAValue, tid: SSAValue) -> SSAValue:
+    """After every thread's stores of its partial rows: true (in every thread of the CTA)
+    in the CTA that arrives last of the launched ``ctas`` at ``counter`` (a ``u32`` the
+    last sets back to 0): variants/kernel.py's ticket, for a grid known at the launch."""
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+    e.bar_sync()
+    flag = e.shared([1], i32, "columns_last")
+
+    def t0(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, b.const(1)))
+        last = b.value(arith.SelectOp(b.cmp("eq", t, b.add_i(ctas, -1)), b.const(1), b.const(0)))
+        b.st(LdStType.B32, flag, last)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), t0)
+    e.bar_sync()
+    return e.cmp("ne", e.ld(LdStType.B32, flag, i32), 0)
+
+
+def _partial_row(e: Emitter, ws: SSAValue, k: int, units: int, n: int, unit: SSAValue) -> SSAValue:
+    """The address of unit ``unit``'s partial row of output ``k`` (i32 unit)."""
+    return e.ptr_add(ws, e.add_i(e.mul_i(e.wide(unit), n * 4), 16 + k * units * n * 4))
+
+
+def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, units: int, tid: SSAValue,
+                    ctas: SSAValue) -> None:
+    """The last CTA adds the partial rows of the launched units in unit order, column by
+    column (thread t: columns t, t + T, ...), and writes dweight / dbias."""
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+    last = _last_cta(e, ws, ctas, tid)
+    nunits = e.wide(e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas)
+
+    def finish(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+        for k, out in enumerate(outs):
+            od = of_ir(out.type.element_type)  # type: ignore[union-attr]
+            assert od is not None
+            rows0 = b.ptr_add(ws, 16 + k * units * p.n * 4)
+            out0 = b.ptr(out, StateSpace.GLOBAL)
+
+            def column(c: Emitter, col: SSAValue, _: list[SSAValue], rows0=rows0, out0=out0, od=od) -> list[SSAValue]:
+                at = c.ptr_add(rows0, c.mul_i(col, 4))
+
+                def add(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    v = d.ld(ld_type(F32), d.ptr_add(at, d.mul_i(u, p.n * 4)), f32)
+                    return [_add(d, acc[0], v)]
+
+                (total,) = c.for_(0, nunits, 1, [c.const(0.0, f32)], add)
+                c.st(ld_type(od), c.ptr_add(out0, c.mul_i(col, od.bytes)), c.convert(total, F32, od))
+                return []
+
+            b.for_(b.wide(tid), p.n, p.block, [], column)
+        b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, ws, c.const(0)) or [])
+        return []
+
+    e.if_(last, finish)
+
+
+def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, units: int, unit: SSAValue,
+                           ngroups: int, group: SSAValue | None) -> None:
+    """Each thread's column sums ``acc`` into its unit's partial rows; with several groups
+    per CTA (rows_warp) first through shared memory, added in group order."""
+    p = r.p
+    outs = [o for o in (r.op.dweight, r.op.dbias) if o is not None]
+    per = len(acc) // p.items
+    conds = r.item_conds(e)
+    for k in range(len(outs)):
+        vals = [acc[i * per + k * p.vec:i * per + (k + 1) * p.vec] for i in range(p.items)]
+        if ngroups == 1:
+            dst = _Buf(F32, e.ptr_add(_partial_row(e, ws, k, units, p.n, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
+        else:
+            assert group is not None
+            sm = e.shared([ngroups * p.n], f32, f"columns_{k}")
+            dst = _Buf(F32, e.ptr_add(e.ptr_add(sm, e.mul_i(group, p.n * 4)), e.mul_i(e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32)), p.vec * 4)))
+        for i, cond in enumerate(conds):
+            if cond is None:
+                dst.store(e, i * p.group, p.vec, vals[i])
+            else:
+                e.if_(cond, lambda b, i=i, dst=dst: dst.store(b, i * p.group, p.vec, vals[i]) or [])
+        if ngroups == 1:
+            continue
+        e.bar_sync()
+        row = _partial_row(e, ws, k, units, p.n, unit)
+
+        def column(c: Emitter, col: SSAValue, _: list[SSAValue], sm=sm, row=row) -> list[SSAValue]:
+            col32 = c.value(CvtOp(CvtType.U32, CvtType.U64, col, i32))
+            total = None
+            for q in range(ngroups):
+                v = c.ld(LdStType.F32, c.ptr_add(sm, c.mul_i(col32, 4)), f32, 4 * q * p.n)
+                total = v if total is None else _add(c, total, v)
+            c.st(ld_type(F32), c.ptr_add(row, c.mul_i(col, 4)), total)  # type: ignore[arg-type]
+            return []
+
+        e.for_(e.wide(r.tid), p.n, p.block, [], column)
+        e.bar_sync()
+
+
+# endregion
+
+
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
     """The kernel's ``i64`` parameter ``m`` (appended after its buffers, once), recorded in
     ``bulkred.dims`` as the size of dimension 0 of x (the first parameter), which every
@@ -900,27 +1204,67 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if op.residual is not None and op.residual_out is not None:
             res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
             hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
-        parity = carried[0] if carried else None
+        parity = carried[0] if p.cluster > 1 else None
+        acc = carried[1:] if p.cluster > 1 else carried
         grad = None
-        if op.grad is not None:
+        if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
             row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
             grad = _Buf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad)
-        if p.kind in BACKWARD_KINDS:
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw)
+        if p.kind in SOFTMAX_BACKWARD_KINDS:
             (_registers_backward if p.items else _stream_backward)(r, b, row)
+        elif p.kind in NORM_BACKWARD_KINDS and p.items:
+            acc = _registers_norm_backward(r, b, row, acc)
+        elif p.kind in NORM_BACKWARD_KINDS:
+            _stream_norm_backward(r, b, row, parts)
+        elif p.kind == NormKind.CROSS_ENTROPY_BACKWARD:
+            _ce_backward(r, b, row)
         else:
             (_registers if p.items else _stream)(r, b, row)
-        return [b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []
+        return ([b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []) + acc
 
     units = p.ctas // p.cluster
+    # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+    ws = parts = None
+    acc0: list[SSAValue] = []
+    if outs:
+        ws = e.ptr(add_workspace(kernel, 16 + len(outs) * units * p.n * 4), StateSpace.GLOBAL)
+        if p.items:  # in registers: one float32 per element the thread holds, per output
+            acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
+        else:  # streamed: added in place to the unit's own partial rows, zeroed first
+            parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, k, units, p.n, slot), e.mul_i(sw, vec * 4)))
+                     for k in range(len(outs))]
+            zr = _Row(p, op, g, tid, None, None, None, None, None)  # type: ignore[arg-type]
+            full, cond = zr.partial(e)
+            zeros = [e.const(0.0, f32)] * vec
+
+            def clear(b: Emitter, first: SSAValue | int, st: list[SSAValue], extra: int) -> list[SSAValue]:
+                for part in parts:  # type: ignore[union-attr]
+                    part.store(b, first, vec, zeros, extra)
+                return st
+
+            _visit(e, p, full, cond, [], clear)
+    carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
+
+    ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
     if p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
-        ctas = e.sreg(SpecialRegister.NCTAID_X)
+        assert ctas is not None
         units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
         stride = e.wide(e.mul_i(units_now, p.groups) if p.groups > 1 else units_now)
-        e.for_(e.wide(slot), m_arg, stride, [e.const(0)] if p.cluster > 1 else [], row_body)
+        done = e.for_(e.wide(slot), m_arg, stride, carried0, row_body)
         kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
     else:
-        e.for_(e.wide(slot), p.m, units * p.groups, [e.const(0)] if p.cluster > 1 else [], row_body)
+        done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
+    if outs:
+        assert ws is not None
+        assert ctas is not None
+        unit = e.sreg(SpecialRegister.CTAID_X) if p.groups > 1 else slot  # a CTA, or a cluster (slot: its index)
+        if p.items:
+            r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
+            group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
+            _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, units, unit, p.groups, group)
+        _finish_columns(e, p, op, ws, units, tid, ctas)
     rewriter.erase(op)

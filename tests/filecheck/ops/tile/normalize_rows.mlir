@@ -65,3 +65,28 @@ func.func @softmax_backward(%y: memref<4x64xbf16, #bulkred.scope<global>>, %dx: 
   bulkred.normalize_rows softmax_backward %y, %dx grad %dy : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
   func.return
 }
+
+// The norms' backward: dx from x, dy and the stored statistics; dweight and dbias, the
+// sums over the rows (a dynamic M here).
+// CHECK-LABEL: func.func @layer_norm_backward
+// CHECK: bulkred.normalize_rows layer_norm_backward %x, %dx grad %dy : memref<?x64xbf16, #bulkred.scope<global>> weight %w : memref<64xf32, #bulkred.scope<global>> mean %mu : memref<?xf32, #bulkred.scope<global>> rstd %r : memref<?xf32, #bulkred.scope<global>> dweight %dw : memref<64xf32, #bulkred.scope<global>> dbias %db : memref<64xf32, #bulkred.scope<global>> : memref<?x64xbf16, #bulkred.scope<global>>, memref<?x64xbf16, #bulkred.scope<global>>
+func.func @layer_norm_backward(%x: memref<?x64xbf16, #bulkred.scope<global>>, %dx: memref<?x64xbf16, #bulkred.scope<global>>, %dy: memref<?x64xbf16, #bulkred.scope<global>>, %w: memref<64xf32, #bulkred.scope<global>>, %mu: memref<?xf32, #bulkred.scope<global>>, %r: memref<?xf32, #bulkred.scope<global>>, %dw: memref<64xf32, #bulkred.scope<global>>, %db: memref<64xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows layer_norm_backward %x, %dx grad %dy : memref<?x64xbf16, #bulkred.scope<global>> weight %w : memref<64xf32, #bulkred.scope<global>> mean %mu : memref<?xf32, #bulkred.scope<global>> rstd %r : memref<?xf32, #bulkred.scope<global>> dweight %dw : memref<64xf32, #bulkred.scope<global>> dbias %db : memref<64xf32, #bulkred.scope<global>> : memref<?x64xbf16, #bulkred.scope<global>>, memref<?x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+
+// CHECK-LABEL: func.func @rms_norm_backward
+// CHECK: bulkred.normalize_rows rms_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+func.func @rms_norm_backward(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %dy: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows rms_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// cross_entropy's backward: dx from the logits, the targets, the loss's gradient per row
+// (grad, float32 [M]) and the stored lse.
+// CHECK-LABEL: func.func @cross_entropy_backward
+// CHECK: bulkred.normalize_rows cross_entropy_backward %x, %dx target %t : memref<4xi64, #bulkred.scope<global>> label_smoothing 1.000000e-01 : f32 grad %g : memref<4xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+func.func @cross_entropy_backward(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %g: memref<4xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows cross_entropy_backward %x, %dx target %t : memref<4xi64, #bulkred.scope<global>> label_smoothing 0.1 : f32 grad %g : memref<4xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}

@@ -87,7 +87,7 @@ func.func @y_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64x
 // -----
 
 func.func @weight_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<64xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'weight' is only valid with kind rms_norm, layer_norm, add_rms_norm, rms_norm_backward or layer_norm_backward, got kind softmax
   bulkred.normalize_rows softmax %x, %y weight %w : memref<64xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -122,14 +122,14 @@ func.func @bias_type(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4
 // -----
 
 func.func @stat_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'rstd' is only valid with kind rms_norm, layer_norm, add_rms_norm, rms_norm_backward or layer_norm_backward, got kind softmax
   bulkred.normalize_rows softmax %x, %y rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
 // -----
 
 func.func @mean_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'mean' is only valid with kind layer_norm, got kind rms_norm
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'mean' is only valid with kind layer_norm or layer_norm_backward, got kind rms_norm
   bulkred.normalize_rows rms_norm %x, %y eps 1.0e-05 : f32 mean %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -249,14 +249,14 @@ func.func @smoothing_range(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: mem
 // -----
 
 func.func @ignore_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'ignore_index' is only valid with kind cross_entropy, got kind log_softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'ignore_index' is only valid with kind cross_entropy or cross_entropy_backward, got kind log_softmax
   bulkred.normalize_rows log_softmax %x, %y ignore_index 3 : i64 : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
 // -----
 
 func.func @lse_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'lse' is only valid with kind cross_entropy, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'lse' is only valid with kind cross_entropy or cross_entropy_backward, got kind softmax
   bulkred.normalize_rows softmax %x, %y lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
@@ -270,7 +270,7 @@ func.func @grad_missing(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memre
 // -----
 
 func.func @grad_kind(%x: memref<4x64xbf16, #bulkred.scope<global>>, %y: memref<4x64xbf16, #bulkred.scope<global>>, %g: memref<4x64xbf16, #bulkred.scope<global>>) {
-  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' is only valid with kind softmax_backward or log_softmax_backward, got kind softmax
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' is only valid with kind softmax_backward, log_softmax_backward, rms_norm_backward, layer_norm_backward or cross_entropy_backward, got kind softmax
   bulkred.normalize_rows softmax %x, %y grad %g : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>
   func.return
 }
@@ -297,5 +297,47 @@ bulkred.normalize_rows softmax %x, %y : memref<4x64xf32, #bulkred.scope<global>>
 // FORCED: rows_warp    priority 30: rejected: row_length
 func.func @forced(%x: memref<4x2048xf32, #bulkred.scope<global>>, %y: memref<4x2048xf32, #bulkred.scope<global>>) {
   bulkred.normalize_rows softmax variant "rows_warp" %x, %y : memref<4x2048xf32, #bulkred.scope<global>>, memref<4x2048xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @backward_stat_missing(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %dy: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'mean' is required with kind layer_norm_backward (the forward's), got none
+  bulkred.normalize_rows layer_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @dweight_without_weight(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %dy: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>, %dw: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'dweight' needs operand 'weight' (the gradient of a weight), got no weight
+  bulkred.normalize_rows rms_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> dweight %dw : memref<64xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @dbias_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %dy: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>, %db: memref<64xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'dbias' is only valid with kind layer_norm_backward, got kind rms_norm_backward
+  bulkred.normalize_rows rms_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> dbias %db : memref<64xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @dweight_shape(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %dy: memref<4x64xf32, #bulkred.scope<global>>, %w: memref<64xf32, #bulkred.scope<global>>, %r: memref<4xf32, #bulkred.scope<global>>, %dw: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'dweight' shape must be [64], got [4]
+  bulkred.normalize_rows rms_norm_backward %x, %dx grad %dy : memref<4x64xf32, #bulkred.scope<global>> weight %w : memref<64xf32, #bulkred.scope<global>> rstd %r : memref<4xf32, #bulkred.scope<global>> dweight %dw : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @ce_backward_grad_rows(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %g: memref<4x64xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'grad' shape must be [4], got [4, 64]
+  bulkred.normalize_rows cross_entropy_backward %x, %dx target %t : memref<4xi64, #bulkred.scope<global>> grad %g : memref<4x64xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @ce_backward_loss(%x: memref<4x64xf32, #bulkred.scope<global>>, %dx: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %g: memref<4xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'loss' is only valid with kind cross_entropy, got kind cross_entropy_backward
+  bulkred.normalize_rows cross_entropy_backward %x, %dx target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> grad %g : memref<4xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
   func.return
 }
