@@ -41,24 +41,16 @@ from xdsl.utils.exceptions import InterpretationError
 from bulkred_dialect.errors import ArgumentError, InterpretError
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
+from bulkred_dialect.interpreter.lockstep import run_cta_lockstep
 from bulkred_dialect.interpreter.memory import new_buffer
+from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES
 from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
-from bulkred_dialect.interpreter.values import (
-    float_bits,
-    float_from_bits,
-    float_minmax,
-    int_binary,
-)
-from bulkred_dialect.ops.ptx.arith import ArithType
-from bulkred_dialect.ops.ptx.redux import ReduxSyncOp, ReduxType
+from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
+from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
-from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
+from bulkred_dialect.ops.ptx.warp import ShflSyncOp
 from bulkred_dialect.ops.tile import MemoryScope, kernel_launch, scope_of
-
-WARP = 32
-FULL_MASK = 0xFFFFFFFF
-
 
 class CollectiveError(InterpretationError):
     """A barrier or warp exchange that not every thread reached, or a collective the
@@ -158,36 +150,6 @@ class _Cta:
                     t.glet.throw(greenlet.GreenletExit)
 
 
-def shfl_source_lane(mode: ShflMode, lane: int, b: int, c: int) -> int:
-    """PTX ISA, shfl.sync: the lane whose ``a`` lane ``lane`` gets (its own when the
-    computed source lane is out of range)."""
-    bval, cval, segmask = b & 0x1F, c & 0x1F, (c >> 8) & 0x1F
-    max_lane = (lane & segmask) | (cval & ~segmask)
-    min_lane = lane & segmask
-    if mode == ShflMode.UP:
-        j, ok = lane - bval, lane - bval >= max_lane
-    elif mode == ShflMode.DOWN:
-        j, ok = lane + bval, lane + bval <= max_lane
-    elif mode == ShflMode.BFLY:
-        j, ok = lane ^ bval, (lane ^ bval) <= max_lane
-    else:
-        j = min_lane | (bval & ~segmask)
-        ok = j <= max_lane
-    return j if ok else lane
-
-
-def _redux(op: ReduxSyncOp, values: list[Any]) -> Any:
-    t, kind = op.type.data, str(op.op.data)
-    if t == ReduxType.F32:
-        if op.abs is not None:
-            values = [float_from_bits(ArithType.F32, float_bits(ArithType.F32, v) & 0x7FFFFFFF) for v in values]
-        return float_minmax(kind, ArithType.F32, tuple(values), nan=op.nan is not None)
-    acc = values[0]
-    for v in values[1:]:
-        acc = int_binary(kind, ArithType(str(t)), acc, v)
-    return acc
-
-
 @register_impls
 class ThreadFunctions(InterpreterFunctions):
     """The collectives and special registers of the CTA's running thread
@@ -237,7 +199,7 @@ class ThreadFunctions(InterpreterFunctions):
     @impl(ReduxSyncOp)
     def run_redux(self, interpreter: Interpreter, op: ReduxSyncOp, args: PythonValues) -> PythonValues:
         src, mask = args
-        return (_redux(op, self._warp_values(op, src, int(mask) & FULL_MASK)),)
+        return (redux_values(op, self._warp_values(op, src, int(mask) & FULL_MASK)),)
 
     @impl(BarSyncOp)
     def run_bar_sync(self, interpreter: Interpreter, op: BarSyncOp, args: PythonValues) -> PythonValues:
@@ -334,14 +296,15 @@ def run_grid(
     return out[:len(out) - added]
 
 
-def _run_cta(
-    module: ModuleOp,
-    callee: func.FuncOp,
-    args: list[Any],
-    block_id: tuple[int, int, int],
-    block3: tuple[int, int, int],
-    grid3: tuple[int, int, int],
-) -> None:
+# Each CTA runs in lockstep first (interpreter/lockstep.py), thread by thread where that
+# falls back; False: always thread by thread (the tests compare the two).
+LOCKSTEP = True
+
+
+def _cta_of(
+    module: ModuleOp, block_id: tuple[int, int, int], block3: tuple[int, int, int], grid3: tuple[int, int, int]
+) -> tuple[_Cta, Interpreter, list[_Thread]]:
+    """A CTA's scheduler, the implementation table its threads share and its threads."""
     cta = _Cta(block3[0] * block3[1] * block3[2])
     # One interpreter's implementations serve the CTA's threads: the thread-dependent
     # ones (ids, collectives, special registers) read the running thread, cta.current.
@@ -355,6 +318,24 @@ def _run_cta(
         for y in range(block3[1])
         for x in range(block3[0])
     ]
+    return cta, shared, threads
+
+
+def _run_cta(
+    module: ModuleOp,
+    callee: func.FuncOp,
+    args: list[Any],
+    block_id: tuple[int, int, int],
+    block3: tuple[int, int, int],
+    grid3: tuple[int, int, int],
+) -> None:
+    if LOCKSTEP:
+        cta, shared, threads = _cta_of(module, block_id, block3, grid3)
+        extra = list(DEVICE_ADDRESSES.buffers)
+        if run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, extra):  # noqa: SLF001
+            return
+    # Thread by thread (the lockstep run fell back): a CTA made anew.
+    cta, shared, threads = _cta_of(module, block_id, block3, grid3)
 
     def body(_: _Thread) -> None:
         interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001

@@ -1,0 +1,414 @@
+"""Running the threads of one CTA in lockstep: each op once for the whole CTA.
+
+:func:`run_cta_lockstep` interprets a CTA's kernel call once, with a value per SSA value
+that is either *uniform* (the same for every running thread: the interpreter's plain
+value) or :class:`Varying` (one value per thread of the CTA). An op whose operands are
+all uniform runs once (its implementation, as registered); an op with a varying operand
+runs once per running thread, in thread order, with that thread's operands (the same
+implementation). So every value is computed by the implementations the one-thread
+interpreter uses, and is the same bit for bit; what is saved is the interpreter's work per
+op and thread (scopes, operand look-ups, dispatch) and the greenlet switches of
+:mod:`bulkred_dialect.interpreter.threads`.
+
+What depends on the thread is modelled here: the thread ids and special registers
+(varying), a local ``memref.alloca`` (a buffer per thread), ``atom``/``red`` (once per
+thread, in thread order, also with uniform operands), ``shfl.sync`` / ``redux.sync``
+(an exchange inside each warp's values) and ``bar.sync`` (nothing to wait for: every
+thread reaches it together). An ``scf.if`` on a varying condition runs each region for
+the threads that take it (the true region first); an ``scf.for`` with varying bounds
+runs its iterations for the threads still in their range. Ops of the same thread
+keep their order; ops of different threads interleave op by op, an order the GPU may
+also take (the kernels' shared-memory exchanges are ordered by ``bar.sync`` and the
+warp collectives, which the lockstep run keeps).
+
+What it does not model makes the CTA *fall back*: :func:`run_cta_lockstep` returns False,
+having put back the buffers the run may have written, and ``threads.py`` runs the CTA
+thread by thread as before (same results, same errors with the thread's ids). That is:
+any error an op raises, a collective that not every thread of its CTA or warp reaches
+together (a barrier or exchange inside divergent code), a partial ``membermask``,
+``bar.sync`` other than barrier 0, ``scf.while``, an op without an implementation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, gpu, memref, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import PythonValues, ReturnedValues
+from xdsl.ir import Operation, Region
+from xdsl.traits import IsTerminator
+from xdsl.utils.scoped_dict import ScopedDict
+
+from bulkred_dialect.interpreter.run import (
+    _IMPL_BODIES,
+    _MISSING,
+    KernelInterpreter,
+    _block_plans,
+    _impl_body,
+    _plan,
+)
+from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
+from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
+from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
+from bulkred_dialect.ops.ptx.sreg import MovSregOp
+from bulkred_dialect.ops.ptx.sync import BarSyncOp
+from bulkred_dialect.ops.ptx.warp import ShflSyncOp
+from bulkred_dialect.ops.tile import MemoryScope, scope_of
+
+class Varying:
+    """One value per thread of the CTA (``v[linear thread index]``; the entries of
+    threads not running the current region are left as they were)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: list[Any]):
+        self.v = v
+
+
+class Fallback(Exception):
+    """The lockstep run cannot go on: the CTA is run thread by thread instead."""
+
+
+# Ops whose result depends on the running thread, not only on their operands (they read
+# the thread's ids), or that must take effect once per thread (a read-modify-write, a new
+# buffer): run once per running thread, also with uniform operands.
+_PER_THREAD: frozenset[type[Operation]] = frozenset({gpu.LaneIdOp, AtomOp, RedOp, memref.AllocOp})
+# Ops whose value, per thread, is fixed for the whole CTA (ids, special registers): made
+# once per op for every thread of the CTA.
+_THREAD_CONSTANTS: frozenset[type[Operation]] = frozenset({gpu.ThreadIdOp, gpu.LaneIdOp, MovSregOp})
+
+
+class LockstepInterpreter(KernelInterpreter):
+    """:class:`~bulkred_dialect.interpreter.run.KernelInterpreter` over a CTA's threads
+    (see the module docstring). ``cta`` is the CTA's ``threads._Cta`` (its ``current``
+    thread is set before each per-thread call, for the implementations that read it) and
+    ``threads`` its ``_Thread`` list in linear order."""
+
+    def start(self, cta: Any, threads: list[Any]) -> None:
+        self.cta, self.threads = cta, threads
+        self.n = len(threads)
+        self.active: list[int] = list(range(self.n))
+        self.full = True
+        self.thread_constants: dict[Operation, Any] = {}
+        cta.current = threads[0]
+
+    # region The loop over a region's ops
+
+    def run_ssacfg_region(self, region: Region, args: PythonValues, name: str = "unknown") -> PythonValues:
+        if self.listeners:
+            raise Fallback("listeners")
+        block = region.blocks.first
+        if block is None:
+            return ()
+        impls = self._impls
+        table = impls._impl_dict  # noqa: SLF001
+        plans = _block_plans(impls)
+        bodies = _IMPL_BODIES
+        special = _SPECIAL
+        initial_scope = self._ctx
+        results: PythonValues = ()
+        while block is not None:
+            scope = ScopedDict(self._ctx, name=name)
+            self._ctx = scope
+            local = scope._local_scope  # noqa: SLF001
+            for arg, value in zip(block.args, args):
+                local[arg] = value
+            plan = plans.get(block)
+            if plan is None:
+                plan = plans[block] = _plan(block)
+            block = None
+            for op, operands, op_results, op_type in plan:
+                inputs = []
+                varying = False
+                for v in operands:
+                    value = local.get(v, _MISSING)
+                    if value is _MISSING:
+                        value = scope[v]
+                    if type(value) is Varying:
+                        varying = True
+                    inputs.append(value)
+                handler = special.get(op_type)
+                if handler is not None:
+                    values = handler(self, op, inputs, varying)
+                else:
+                    entry = table.get(op_type)
+                    if entry is None:
+                        raise Fallback(f"no implementation of {op.name}")
+                    ft, fn = entry
+                    body = bodies.get(fn, _MISSING)
+                    if body is _MISSING:
+                        body = bodies[fn] = _impl_body(fn)
+                    if body is None:  # a terminator, or an implementation returning one
+                        if op.has_trait(IsTerminator):
+                            values, terminator = fn(ft, self, op, tuple(inputs))
+                            if isinstance(terminator, ReturnedValues):
+                                results = terminator.values
+                                break
+                            raise Fallback(f"terminator {op.name}")
+                        values = self._each(op, inputs, lambda ft, i, o, a, fn=fn: _no_terminator(fn(ft, i, o, a)), ft)
+                    elif varying or op_type in _PER_THREAD:
+                        values = self._each(op, inputs, body, ft)
+                    else:
+                        values = body(ft, self, op, tuple(inputs))
+                if len(op_results) != len(values):
+                    raise Fallback("result count")
+                for r, value in zip(op_results, values):
+                    local[r] = value
+        self._ctx = initial_scope
+        return results
+
+    def _each(self, op: Operation, inputs: list[Any], call: Any, ft: Any) -> PythonValues:
+        """``call`` once per running thread with the thread's operands; each result
+        varying."""
+        active = self.active
+        count = len(active)
+        columns = []
+        for x in inputs:
+            if type(x) is Varying:
+                columns.append(x.v if self.full else [x.v[t] for t in active])
+            else:
+                columns.append([x] * count)
+        rows = zip(*columns) if columns else [()] * count
+        cta, threads = self.cta, self.threads
+        outs = []
+        for t, row in zip(active, rows):
+            cta.current = threads[t]
+            outs.append(call(ft, self, op, row))
+        cta.current = threads[active[0]]
+        nres = len(op.results)
+        if nres == 0:
+            return ()
+        if nres == 1:
+            return (self._scatter([o[0] for o in outs]),)
+        return tuple(self._scatter(list(col)) for col in zip(*outs))
+
+    def _scatter(self, values: list[Any], base: list[Any] | None = None) -> Varying:
+        """The running threads' ``values`` (in ``active`` order) as a varying value."""
+        if self.full:
+            return Varying(values)
+        out = list(base) if base is not None else [None] * self.n
+        for t, v in zip(self.active, values):
+            out[t] = v
+        return Varying(out)
+
+    def _run(self, region: Region, args: PythonValues, active: list[int]) -> PythonValues:
+        """``region`` run by the threads ``active`` (a part of the running ones)."""
+        saved = self.active, self.full
+        self.active, self.full = active, len(active) == self.n
+        self.cta.current = self.threads[active[0]]
+        try:
+            return self.run_ssacfg_region(region, args)
+        finally:
+            self.active, self.full = saved
+            self.cta.current = self.threads[saved[0][0]]
+
+    # endregion
+
+    # region Ops that see the threads
+
+    def _once(self, op: Operation, inputs: list[Any]) -> PythonValues:
+        ft, fn = self._impls._impl_dict[type(op)]  # noqa: SLF001
+        body = _IMPL_BODIES.get(fn, _MISSING)
+        if body is _MISSING:
+            body = _IMPL_BODIES[fn] = _impl_body(fn)
+        if body is None:
+            return _no_terminator(fn(ft, self, op, tuple(inputs)))
+        return body(ft, self, op, tuple(inputs))
+
+    def run_if(self, op: scf.IfOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if not varying:
+            return self._once(op, inputs)
+        cond = inputs[0].v
+        taken = [t for t in self.active if cond[t]]
+        other = [t for t in self.active if not cond[t]]
+        if not other:
+            return self.run_ssacfg_region(op.true_region, ())
+        if not taken:
+            return self.run_ssacfg_region(op.false_region, ())
+        parts = [(taken, self._run(op.true_region, (), taken))]
+        if op.false_region.blocks:
+            parts.append((other, self._run(op.false_region, (), other)))
+        return self._merge(len(op.results), parts)
+
+    def _merge(self, count: int, parts: list[tuple[list[int], PythonValues]]) -> PythonValues:
+        """Results that each group of threads took from its own region."""
+        results = []
+        for i in range(count):
+            out = [None] * self.n
+            for group, values in parts:
+                v = values[i]
+                if type(v) is Varying:
+                    for t in group:
+                        out[t] = v.v[t]
+                else:
+                    for t in group:
+                        out[t] = v
+            results.append(Varying(out))
+        return tuple(results)
+
+    def run_for(self, op: scf.ForOp, inputs: list[Any], varying: bool) -> PythonValues:
+        lb, ub, step, *carried_in = inputs
+        if not any(type(x) is Varying for x in (lb, ub, step)):
+            return self._once(op, inputs)
+        ranges = {t: range(_at(lb, t), _at(ub, t), _at(step, t)) for t in self.active}
+        carried = [list(x.v) if type(x) is Varying else [x] * self.n for x in carried_in]
+        k = 0
+        while True:
+            group = [t for t in self.active if k < len(ranges[t])]
+            if not group:
+                break
+            iv = [None] * self.n
+            for t in group:
+                iv[t] = ranges[t][k]
+            values = self._run(op.body, (Varying(iv), *(Varying(c) for c in carried)), group)
+            carried = [list(c) for c in carried]
+            for c, v in zip(carried, values):
+                if type(v) is Varying:
+                    for t in group:
+                        c[t] = v.v[t]
+                else:
+                    for t in group:
+                        c[t] = v
+            k += 1
+        return tuple(Varying(c) for c in carried)
+
+    def run_while(self, op: scf.WhileOp, inputs: list[Any], varying: bool) -> PythonValues:
+        raise Fallback("scf.while")
+
+    def run_thread_constant(self, op: Operation, inputs: list[Any], varying: bool) -> PythonValues:
+        """A thread id or special register: its value for every thread of the CTA, made
+        once per op (uniform where every thread has the same)."""
+        value = self.thread_constants.get(op)
+        if value is None:
+            saved = self.active, self.full
+            self.active, self.full = list(range(self.n)), True
+            try:
+                (value,) = self._each(op, inputs, self._body(op), None)
+            finally:
+                self.active, self.full = saved
+                self.cta.current = self.threads[saved[0][0]]
+            first = value.v[0]
+            if all(type(x) is int and x == first for x in value.v):
+                value = first
+            self.thread_constants[op] = value
+        return (value,)
+
+    def _body(self, op: Operation) -> Any:
+        ft, fn = self._impls._impl_dict[type(op)]  # noqa: SLF001
+        body = _impl_body(fn)
+        if body is None:
+            raise Fallback(f"{op.name} is not an @impl")
+        return lambda _ft, interpreter, o, args: body(ft, interpreter, o, args)
+
+    def run_alloca(self, op: memref.AllocaOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if scope_of(op.memref.type) == MemoryScope.SHARED:
+            return self._once(op, inputs)  # the CTA's buffer
+        return self._each(op, inputs, self._body(op), None)  # a buffer per thread
+
+    def run_bar_sync(self, op: BarSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if op.id.value.data != 0 or not self.full:
+            raise Fallback("bar.sync")
+        return ()
+
+    def _warps(self, op: Operation, mask: Any) -> list[tuple[int, int]]:
+        """(first thread, size) of each warp of the running threads, each of which must be
+        running whole, with a full ``membermask``."""
+        active = self.active
+        if not self.full:
+            present = set(active)
+        warps = []
+        for w, group in self.cta.warps.items():
+            first = w * WARP
+            if self.full or first in present:
+                if not self.full and any(t not in present for t in range(first, first + group.size)):
+                    raise Fallback(f"{op.name} in divergent code")
+                full_mask = (1 << group.size) - 1
+                for t in range(first, first + group.size):
+                    if int(_at(mask, t)) & FULL_MASK & full_mask != full_mask:
+                        raise Fallback(f"{op.name} partial membermask")
+                warps.append((first, group.size))
+        if not self.full and sum(size for _, size in warps) != len(active):
+            raise Fallback(f"{op.name} in divergent code")
+        return warps
+
+    def run_shfl(self, op: ShflSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
+        a, b, c, mask = inputs
+        mode = op.mode.data
+        out = [None] * self.n
+        for first, size in self._warps(op, mask):
+            values = a.v[first : first + size] if type(a) is Varying else [a] * size
+            for lane in range(size):
+                t = first + lane
+                j = shfl_source_lane(mode, lane, int(_at(b, t)), int(_at(c, t)))
+                if j >= size:
+                    raise Fallback("shfl.sync lane out of the warp")
+                out[t] = values[j]
+        return (Varying(out),)
+
+    def run_redux(self, op: ReduxSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
+        src, mask = inputs
+        out = [None] * self.n
+        for first, size in self._warps(op, mask):
+            values = src.v[first : first + size] if type(src) is Varying else [src] * size
+            r = redux_values(op, list(values))
+            for t in range(first, first + size):
+                out[t] = r
+        return (Varying(out),)
+
+    def run_func_call(self, op: func.CallOp, inputs: list[Any], varying: bool) -> PythonValues:
+        return self._once(op, inputs)
+
+    # endregion
+
+
+def _at(x: Any, t: int) -> Any:
+    return x.v[t] if type(x) is Varying else x
+
+
+def _no_terminator(result: Any) -> PythonValues:
+    values, terminator = result
+    if terminator is not None:
+        raise Fallback("a terminator's value in the middle of a block")
+    return values
+
+
+_SPECIAL: dict[type[Operation], Any] = {
+    scf.IfOp: LockstepInterpreter.run_if,
+    scf.ForOp: LockstepInterpreter.run_for,
+    scf.WhileOp: LockstepInterpreter.run_while,
+    memref.AllocaOp: LockstepInterpreter.run_alloca,
+    BarSyncOp: LockstepInterpreter.run_bar_sync,
+    ShflSyncOp: LockstepInterpreter.run_shfl,
+    ReduxSyncOp: LockstepInterpreter.run_redux,
+    func.CallOp: LockstepInterpreter.run_func_call,
+    **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
+}
+
+
+# Why CTAs fell back, counted (the tests check that the kernels they mean to run in
+# lockstep do).
+FALLBACKS: Counter[str] = Counter()
+
+
+def run_cta_lockstep(module: ModuleOp, callee: func.FuncOp, args: list[Any], cta: Any, threads: list[Any], impls: Any,
+                     index_bitwidth: int, extra_buffers: list[np.ndarray]) -> bool:
+    """Run the CTA's ``threads`` in lockstep (``impls``: the CTA's implementation table);
+    False, with every buffer of ``args`` and ``extra_buffers`` as it was, where the run
+    falls back (the module docstring)."""
+    buffers = [a for a in args if isinstance(a, np.ndarray)] + list(extra_buffers)
+    saved = [b.copy() for b in buffers]
+    interpreter = LockstepInterpreter(module, index_bitwidth, impls)
+    interpreter.start(cta, threads)
+    try:
+        interpreter.call_op(callee, tuple(args))
+    except Exception as e:  # any: the thread-by-thread run gives the error with its thread
+        FALLBACKS[str(e) if isinstance(e, Fallback) else type(e).__name__] += 1
+        for b, s in zip(buffers, saved):
+            b[...] = s
+        return False
+    finally:
+        cta.current = None
+    return True
