@@ -58,8 +58,9 @@ Usage (on the GPU machine; tools/gpu.sh passes --out and --budget-s)::
     python3 benchmarks/rows.py --columns eager,bulkred     # fewer columns (no compile: much faster)
     bash tools/gpu.sh tests:rows bench:rows               (BENCH_ARGS="--parts fwd,bwd")
 
-Liger and Quack are imported when they are on ``PYTHONPATH`` (docs/benchmarks.md says
-how they were brought to the GPU machine); without them their columns say so. Writes
+Liger (``liger-kernel``) and Quack (``quack-kernels``) are imported when they are
+installed or on ``PYTHONPATH`` (tools/gpu.sh keeps a ``PYTHONPATH`` its caller sets);
+without them their columns say so. Writes
 ``rows.md`` (the tables and the notes), ``rows.json`` (every cell) and ``rows.png`` (GB/s
 against N, one panel per op and dtype, every column; with matplotlib, else a note)
 under ``--out``. ``--budget-s``: no new cell starts after that many seconds (the cells
@@ -200,17 +201,20 @@ class Columns:
             raise NA(f"bulkred has no {op}")
         return fn
 
-    def _bulkred_call(self, op: str, x: Any, i: Inputs) -> Any:
+    def _bulkred_call(self, op: str, i: Inputs, x: Any = None, w: Any = None, b: Any = None) -> Any:
+        """bulkred's call of ``op`` on the cell's tensors, or on ``x``, ``w``, ``b`` given
+        (the backward's, which require grad)."""
         fn, n = self.bulkred_fn(op), i.n
+        x = i.x if x is None else x
         if op in ("softmax", "log_softmax"):
-            return lambda x=x: fn(x, -1)
+            return lambda: fn(x, -1)
         if op == "rms_norm":
-            return lambda x=x: fn(x, (n,), i.w, EPS)
+            return lambda: fn(x, (n,), i.w if w is None else w, EPS)
         if op == "layer_norm":
-            return lambda x=x: fn(x, (n,), i.w, i.b, EPS)
+            return lambda: fn(x, (n,), i.w if w is None else w, i.b if b is None else b, EPS)
         if op == "add_rms_norm":
-            return lambda x=x: fn(x, i.r, i.w, EPS)
-        return lambda x=x: fn(x, i.target)
+            return lambda: fn(x, i.r, i.w if w is None else w, EPS)
+        return lambda: fn(x, i.target)
 
     def forward(self, column: str, op: str, i: Inputs) -> Callable[[], Any]:
         torch = self.torch
@@ -244,7 +248,7 @@ class Columns:
                 raise NA(f"Quack has no {op}")
             return call
         self._need("bulkred", self.bulkred)
-        return self._bulkred_call(op, i.x, i)
+        return self._bulkred_call(op, i)
 
     def backward(self, column: str, op: str, i: Inputs) -> Callable[[], Any]:
         """dx (and dw, db) of ``op`` at the cell's dy: autograd through the column's
@@ -280,12 +284,12 @@ class Columns:
             out = make()
         else:
             self._need("bulkred", self.bulkred)
-            out = self._bulkred_call(op, xg, i)()
+            out = self._bulkred_call(op, i, xg, wg, bg)()
             if not getattr(out, "requires_grad", False):  # no autograd: its backward function, if any
                 back = getattr(self.rows, f"{op}_backward", None)
                 if back is None:
                     raise NA(f"bulkred's {op} has no gradient yet")
-                y = self._bulkred_call(op, i.x, i)()
+                y = self._bulkred_call(op, i)()
                 return lambda: back(i.dy, y)
         grad = torch.ones((), dtype=out.dtype, device=out.device) if op == "cross_entropy" else i.dy
         return lambda: torch.autograd.grad(out, inputs, grad, retain_graph=True)[0]
