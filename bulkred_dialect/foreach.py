@@ -470,7 +470,12 @@ def _run(row: ListFunction, tensors: Any, o: dict[str, Any]) -> Any:
             device = ts[0].device if ts and isinstance(ts[0], torch.Tensor) else getattr(o[row.scale], "device", None)
         args.append(_one(fn, row.scale, o[row.scale], torch, device))
         args.append(_one(fn, row.flag, o[row.flag], torch, device))
-    k = _reduce_kernel(row, o)
+    try:
+        k = _reduce_kernel(row, o)
+    except BulkredError:  # no GPU (or no kernel): a list that is wrong says so first
+        if type(ts) is not TensorList:
+            _check(fn, ts, torch)
+        raise
     entry = ts._table(_grid(k), torch) if type(ts) is TensorList else _table(fn, ts, _grid(k), torch)
     count = entry.count
     if row.writes and count > 1:
