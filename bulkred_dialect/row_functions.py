@@ -205,11 +205,12 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
     def finish(outs: tuple) -> Any:
         loss = outs[0]
         if reduction == "none":
-            return (loss if nd == 2 else loss.view(())).to(dtype)
-        total = loss.sum()
-        if reduction == "sum":
-            return total.to(dtype)
-        return (total / (target != ignore_index).sum()).to(dtype)
+            r = loss if nd == 2 else loss.view(())
+        elif reduction == "sum":
+            r = loss.sum()
+        else:
+            r = loss.sum() / (target != ignore_index).sum()
+        return r if dtype == r.dtype else r.to(dtype)
 
     return (input, target, ignore_index, smoothing, variant), finish
 
@@ -399,10 +400,14 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+_TENSOR: Any = ()
+"""``torch.Tensor`` once a call has seen torch (the keys' test of a tensor argument)."""
+
+
 def _part(a: Any) -> Any:
     """One argument's part of the key: a tensor's class, shape, dtype, device, strides and
     requires_grad; a list as a tuple; any other value with its type."""
-    if a.__class__.__module__.startswith("torch") and hasattr(a, "stride"):
+    if isinstance(a, _TENSOR):
         return (a.__class__, a.shape, a.dtype, a.device, a.stride(), a.requires_grad)
     if a.__class__ is list:
         return (list, *a, *map(type, a))
@@ -440,11 +445,20 @@ def _grad_enabled() -> bool:
 def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     """A call whose key was not seen: every check, the kernel (compiled on a miss), the
     launcher kept under the key, the launch."""
+    global _TENSOR
     front = FRONTS[row.kind]
     op_args, finish = front(row, *args)
-    a = dict(zip(row.op_arguments(), op_args))
+    names = row.op_arguments()
+    a = dict(zip(names, op_args))
     p = plan(row, a)
     torch = sys.modules["torch"]
+    if _TENSOR == ():  # the key was made before torch was seen: make it again
+        _TENSOR = torch.Tensor
+        try:
+            key = (row.name, _grad_enabled(), *map(_part, args))
+            hash(key)
+        except TypeError:
+            key = None
     if row.grad is not None and torch.is_grad_enabled() and any(
             isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
         op = getattr(_ops(), row.name)
@@ -455,16 +469,99 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
             return finish(out if isinstance(out, tuple) else (out,))
     else:
         k = _kernel(p, False)
-        names = row.op_arguments()
-
-        def launcher(args: tuple) -> Any:
-            op_args, finish = front(row, *args)
-            return finish(run(row, p, k, dict(zip(names, op_args)), False))
+        launcher = _direct(row, p, k, args, op_args, finish)
+        if launcher is None:
+            def launcher(args: tuple) -> Any:
+                op_args, finish = front(row, *args)
+                return finish(run(row, p, k, dict(zip(names, op_args)), False))
 
     if key is not None and len(CALLS) < 4096:
         with _LOCK:
             CALLS[key] = launcher
     return launcher(args)
+
+
+def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, finish: Callable) -> Any:
+    """The launcher of the common calls (2-D rows, weights and targets contiguous, no
+    dtype conversion) without the front: what the key proves is not looked at again, the
+    outputs are made and the kernel called. None for the others (the front, then
+    :func:`run`)."""
+    torch = sys.modules["torch"]
+    x = op_args[0]
+    if k is None or x is not args[0] or x.dim() != 2 or any(
+            isinstance(v, torch.Tensor) and v.dim() == 1 and not v.is_contiguous() for v in op_args):
+        return None
+    empty, shape, dt, dev, f32 = torch.empty, tuple(x.shape), x.dtype, x.device, torch.float32
+    kind = p.kind
+    if kind in ("softmax", "log_softmax"):
+        def launcher(args: tuple) -> Any:
+            y = empty(shape, dtype=dt, device=dev)
+            k(args[0], y)
+            return y
+    elif kind in ("rms_norm", "layer_norm"):
+        if op_args[1] is not args[2] or (kind == "layer_norm" and op_args[2] is not args[3]):
+            return None  # the weight reshaped (several normalized dimensions)
+        affine = [i for i, v in ((2, op_args[1]), (3, op_args[2] if kind == "layer_norm" else None)) if v is not None]
+        if affine == [2]:
+            def launcher(args: tuple) -> Any:
+                y = empty(shape, dtype=dt, device=dev)
+                k(args[0], y, args[2])
+                return y
+        elif affine == [2, 3]:
+            def launcher(args: tuple) -> Any:
+                y = empty(shape, dtype=dt, device=dev)
+                k(args[0], y, args[2], args[3])
+                return y
+        elif not affine:
+            def launcher(args: tuple) -> Any:
+                y = empty(shape, dtype=dt, device=dev)
+                k(args[0], y)
+                return y
+        else:
+            return None
+    elif kind == "add_rms_norm":
+        if not op_args[1].is_contiguous():
+            return None
+        if op_args[2] is not None:
+            def launcher(args: tuple) -> Any:
+                y, h = empty(shape, dtype=dt, device=dev), empty(shape, dtype=dt, device=dev)
+                k(args[0], y, args[1], h, args[2])
+                return y, h
+        else:
+            def launcher(args: tuple) -> Any:
+                y, h = empty(shape, dtype=dt, device=dev), empty(shape, dtype=dt, device=dev)
+                k(args[0], y, args[1], h)
+                return y, h
+    elif kind == "cross_entropy":
+        if op_args[1] is not args[1] or not args[1].is_contiguous():
+            return None
+        m = p.m
+
+        def launcher(args: tuple) -> Any:
+            loss = empty(m, dtype=f32, device=dev)
+            k(args[0], args[1], loss)
+            return finish((loss,))
+    else:
+        return None
+    return _aligned_launcher(launcher, row, p, k, op_args, finish)
+
+
+def _aligned_launcher(launcher: Callable, row: RowFunction, p: RowPlan, k: Any, op_args: tuple,
+                      finish: Callable) -> Callable:
+    """``launcher``, with an input off the kernel's vector-load alignment (a view at an
+    odd storage offset, which the key does not see) run through :func:`run` (a copy)."""
+    from bulkred_dialect.backend_ptx.errors import MisalignedError
+
+    front, names = FRONTS[row.kind], row.op_arguments()
+
+    def aligned(args: tuple) -> Any:
+        try:
+            return launcher(args)
+        except MisalignedError:
+            op_args, finish = front(row, *args)
+            return finish(run(row, p, k, dict(zip(names, op_args)), False))
+
+    return aligned
 
 
 def forget() -> None:

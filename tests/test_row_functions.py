@@ -140,27 +140,32 @@ def _close(got, want, tol=2e-5):
 
 
 def test_values_against_torch(interpreted):
-    """Each function on padded rows and leading dimensions against torch's in float64."""
+    """Each function on padded rows, 2-D (the launcher without the front) and with leading
+    dimensions (through the front), against torch's in float64."""
     torch = interpreted
     F = torch.nn.functional
     base = _randn(torch, 2, 3, 24, seed=1)
-    x = base[..., :20]  # padded rows: row stride 24, read in place
-    x64 = x.double()
     w, b = _randn(torch, 20, seed=2), _randn(torch, 20, seed=3)
-    _close(bulkred.softmax(x), torch.softmax(x64, -1).float())
-    _close(bulkred.log_softmax(x, 2), torch.log_softmax(x64, 2).float())
-    _close(bulkred.rms_norm(x, (20,), w, 1e-6), F.rms_norm(x64, (20,), w.double(), 1e-6).float())
-    _close(bulkred.rms_norm(x, [20]), F.rms_norm(x64, (20,), eps=torch.finfo(torch.float32).eps).float())
-    _close(bulkred.layer_norm(x, (20,), w, b), F.layer_norm(x64, (20,), w.double(), b.double()).float())
-    r = _randn(torch, 2, 3, 20, seed=4)
-    y, h = bulkred.add_rms_norm(x, r, w, 1e-5)
-    _close(h, x + r)
-    _close(y, F.rms_norm((x + r).double(), (20,), w.double(), 1e-5).float())
-    # several normalized dimensions, read as one row
+    for x in (base[..., :20], base[1, :, :20]):  # padded rows: row stride 24, read in place
+        x64 = x.double()
+        for _ in range(2):  # the second call: the key's launcher
+            _close(bulkred.softmax(x), torch.softmax(x64, -1).float())
+            _close(bulkred.log_softmax(x, x.dim() - 1), torch.log_softmax(x64, -1).float())
+            _close(bulkred.rms_norm(x, (20,), w, 1e-6), F.rms_norm(x64, (20,), w.double(), 1e-6).float())
+            _close(bulkred.rms_norm(x, [20]), F.rms_norm(x64, (20,), eps=torch.finfo(torch.float32).eps).float())
+            _close(bulkred.layer_norm(x, (20,), w, b), F.layer_norm(x64, (20,), w.double(), b.double()).float())
+            r = _randn(torch, *x.shape, seed=4)
+            y, h = bulkred.add_rms_norm(x, r, w, 1e-5)
+            _close(h, x + r)
+            _close(y, F.rms_norm((x + r).double(), (20,), w.double(), 1e-5).float())
+    launchers = [f.__qualname__.split(".")[0] for f in row_functions.CALLS.values()]
+    assert sorted(launchers) == ["_aligned_launcher"] * 6 + ["_first"] * 6  # 2-D: without the front
+    # several normalized dimensions, read as one row; a dtype= conversion first
     z = _randn(torch, 3, 4, 5, seed=5)
     w2 = _randn(torch, 4, 5, seed=6)
     _close(bulkred.layer_norm(z, (4, 5), w2), F.layer_norm(z.double(), (4, 5), w2.double()).float())
     _close(bulkred.softmax(z[0, 0]), torch.softmax(z[0, 0].double(), 0).float())  # 1-D: one row
+    _close(bulkred.softmax(z.half(), dtype=torch.float32), torch.softmax(z.half().double(), -1).float())
 
 
 def test_cross_entropy_against_torch(interpreted):
