@@ -255,6 +255,10 @@ def _id_reader() -> Callable[[list[Any]], bytes | tuple] | None:
     ``tuple(map(id, ts))`` takes 40 to 80), or None where this interpreter's lists are
     not laid out so (checked here against ``map(id, ...)`` on lists of several
     lengths). Only ever given a list this module made and no one else holds."""
+    import sys
+
+    if sys.implementation.name != "cpython":  # an id is an address in CPython only
+        return None
     try:
         import ctypes
         import struct
@@ -272,7 +276,7 @@ def _id_reader() -> Callable[[list[Any]], bytes | tuple] | None:
             probe = [object() for _ in range(n)]
             if read(probe) != struct.pack(f"{n}P", *map(id, probe)):
                 return None
-    except Exception:  # noqa: BLE001 - another layout (not CPython): map(id, ...)
+    except Exception:  # noqa: BLE001 - laid out otherwise: map(id, ...)
         return None
     return read
 
