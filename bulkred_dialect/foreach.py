@@ -299,6 +299,10 @@ def _torch(fn: str) -> Any:
 
 
 def _as_list(fn: str, tensors: Any) -> list[Any]:
+    """A list of this module's own holding the items of ``tensors`` (the ids of a table
+    are read from it, :data:`_ids`)."""
+    if type(tensors) is list:  # the common case first
+        return tensors.copy()
     torch = _torch(fn)
     if isinstance(tensors, torch.Tensor):
         return [tensors]
