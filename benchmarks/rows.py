@@ -545,7 +545,7 @@ def plot(records: list[dict], columns: list[str], path: str, gpu: str) -> str:
     cols = 2
     rows_ = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.2 * rows_), squeeze=False)
-    styles = {"copy": ":k", "eager": "-s", "compile": "-^", "liger": "-v", "quack": "-D", "bulkred": "-o"}
+    styles = {"copy": "x:k", "eager": "-s", "compile": "-^", "liger": "-v", "quack": "-D", "bulkred": "-o"}
     for ax, (part, op, dtype) in zip(axes.flat, panels, strict=False):
         for c in columns:
             pts = sorted((r["n"], r["gbs"]) for r in records
