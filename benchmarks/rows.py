@@ -240,8 +240,8 @@ class Columns:
             self._need("quack", self.quack)
             qs, qr, qce = self.quack["softmax"], self.quack["rmsnorm"], self.quack["cross_entropy"]
             call = {"softmax": lambda: qs.softmax_fwd(i.x),
-                    "rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, eps=EPS)[0],
-                    "add_rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, residual=i.r, eps=EPS)[0],
+                    "rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, eps=EPS),  # (out, residual_out, rstd)
+                    "add_rms_norm": lambda: qr.rmsnorm_fwd(i.x, i.w32, residual=i.r, eps=EPS),
                     "layer_norm": lambda: qr.layernorm_fwd(i.x, i.w32, i.b32),  # its eps: 1e-6
                     "cross_entropy": lambda: qce.cross_entropy_fwd(i.x, i.target)}.get(op)
             if call is None:
@@ -264,7 +264,7 @@ class Columns:
                 return lambda: qs.softmax_bwd(i.dy, y)
             if op == "rms_norm":
                 rstd = qr.rmsnorm_fwd(i.x, i.w32, eps=EPS, store_rstd=True)[2]
-                return lambda: qr.rmsnorm_bwd(i.x, i.w32, i.dy, rstd)[0]
+                return lambda: primary(qr.rmsnorm_bwd(i.x, i.w32, i.dy, rstd))
             raise NA(f"Quack's backward of {op} is not measured here")
         xg = i.x.detach().requires_grad_(True)
         wg = i.w.detach().requires_grad_(True)
