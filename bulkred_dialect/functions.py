@@ -438,6 +438,8 @@ def _complex_part(src: str, o: dict[str, Any], what: str = "complex") -> str:
     if what == "float" and d in FLOATS and DTYPES[d].bits >= DTYPES[COMPLEX[src]].bits:
         return d
     want = "complex128" if src == "complex128" else "complex64 or complex128"
+    if what == "float":
+        want = ("float64 or complex128" if src == "complex128" else "float32, float64, complex64 or complex128")
     raise OptionError(f"'dtype' must be {want} for a {src} x (the result is its real part's type), got {d}")
 
 

@@ -65,7 +65,10 @@ def _prod(x, results, grads, dims, keepdims, options):
     * a slice without a zero: ``grad * result / x`` (NaN wherever the product is NaN, as torch);
     * a slice with zeros: ``grad`` times each element's product of the others, as exclusive
       products (:func:`_others`): no division, so the backward of this backward
-      (``create_graph=True``, ``gradgradcheck``) is right at and beside the zeros."""
+      (``create_graph=True``, ``gradgradcheck``) is right at and beside the zeros.
+
+    A complex ``x`` takes the conjugates of those factors, as torch's (its convention:
+    ``grad * conj(d prod / d x)``)."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     if x.dim() == 0:
         return g.to(x.dtype).expand(x.shape)
@@ -76,8 +79,8 @@ def _prod(x, results, grads, dims, keepdims, options):
     zero = x == 0
     no_zero = zero.sum(dim=dims, keepdim=True) == 0
     safe = torch.where(zero, torch.ones_like(x), x)  # x with its zeros as 1: plain's division never sees 0
-    plain = g * (r / safe)
-    out = torch.where(no_zero, plain, g * _others(x, dims).to(g.dtype))
+    plain = g * (r / safe).conj()  # conj: torch's complex convention (a no-op for real x)
+    out = torch.where(no_zero, plain, g * _others(x, dims).conj().to(g.dtype))
     return out.to(x.dtype)
 
 
@@ -165,6 +168,8 @@ def _vector_norm(x, results, grads, dims, keepdims, options):
         return (x * (g / norm).masked_fill(norm == 0, 0)).to(x.dtype)
     if math.isinf(p):
         a = x.abs()
+        if x.is_complex():  # the kernel's |z| (sqrt of re^2 + im^2) and torch's (hypot) may differ in the last bit
+            norm = (a.amax if p > 0 else a.amin)(dim=dims, keepdim=True)
         mask = a.eq(norm).logical_or(a.isnan())
         return (x.sgn() * ((g / mask.sum(dim=dims, keepdim=True)) * mask)).to(x.dtype)
     if p < 1.0:

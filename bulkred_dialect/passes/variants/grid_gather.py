@@ -190,7 +190,8 @@ def _lower_pairs(op: ReduceOp, rewriter: PatternRewriter, target: Target, form) 
                 _store(c, out, elem.accumulator, y, c.mul_i(o, 2), [value, aux])
             else:  # var: dst[o] the variance, aux[o] the complex mean
                 _store(c, out, elem.accumulator, y, o, [value])
-                _store(c, out, elem.accumulator, global_ptr(c, op.aux), c.mul_i(o, 2), aux)
+                if op.aux is not None:
+                    _store(c, out, elem.accumulator, global_ptr(c, op.aux), c.mul_i(o, 2), aux)
             return []
 
         b.if_(b.cmp("eq", lane, 0), write)
