@@ -333,7 +333,7 @@ def _kernel(p: RowPlan, stats: bool) -> Any:
     from bulkred_dialect.row_kernels import kernel_for
 
     try:
-        return kernel_for(p.kind, p.m, p.n, p.dtype, x_stride=p.x_stride, weight=p.weight, bias=p.bias, eps=p.eps,
+        return kernel_for(p.kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=p.weight, bias=p.bias, eps=p.eps,
                           stats=p.stats if stats else (), variant=p.variant, ignore_index=p.ignore_index,
                           label_smoothing=p.label_smoothing)
     except BulkredError as e:
@@ -346,15 +346,15 @@ def _aligned(t: Any) -> Any:
     return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device).copy_(t)
 
 
-def _launch(k: Any, args: list[Any], inputs: int) -> None:
+def _launch(k: Any, args: list[Any]) -> None:
     """``k(*args)``; an input off the address alignment of the kernel's vector loads (a
-    view at an odd storage offset) is copied first."""
+    view at an odd storage offset; the outputs are new, aligned) is copied first."""
     from bulkred_dialect.backend_ptx.errors import MisalignedError
 
     try:
         k(*args)
     except MisalignedError:
-        k(*[_aligned(t) if i < inputs else t for i, t in enumerate(args)])
+        k(*[_aligned(t) if t.data_ptr() % 16 else t for t in args])
 
 
 def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) -> tuple:
@@ -378,15 +378,13 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
         args = [x.view(m, n)]
         if p.kind == "cross_entropy":
             args += [a["target"].reshape(m).contiguous(), outs[0].view(m)]
-            inputs = 2
         else:
             args.append(outs[0].view(m, n))
-            inputs = 1
             if p.kind == "add_rms_norm":
                 args += [a["residual"].reshape(m, n).contiguous(), outs[1].view(m, n)]
         args += [a[w].contiguous() for w in ("weight", "bias") if a.get(w) is not None]
         args += [s.view(m) for s in st]
-        _launch(k, args, inputs)
+        _launch(k, args)
     return (*outs, *st)
 
 
@@ -632,9 +630,148 @@ _from_rows()
 # region The torch operators
 
 
-BACKWARD_KINDS = ("softmax_backward", "log_softmax_backward")
-"""The backward kernels with an operator of their own: ``bulkred::<kind>(Tensor grad,
-Tensor output, str? variant) -> Tensor``, dx from the forward's output and its gradient."""
+def _backward_plan(kind: str, grad: Any, x: Any, variant: Any, what: str = "output") -> RowPlan:
+    """The rows of a backward kernel's ``x`` (the forward's output for the softmaxes, its
+    input for the others) and its ``grad`` (of x's shape; cross-entropy's: [M])."""
+    torch = _torch(kind, x)
+    dtype = _float_tensor(kind, what, x, torch)
+    if x.dim() == 0:
+        raise _error(kind, f"{what} is 0-d")
+    m, n, stride = _row_stride(kind, x)
+    want = tuple(x.shape[:-1]) if kind == "cross_entropy_backward" else tuple(x.shape)
+    if not isinstance(grad, torch.Tensor) or tuple(grad.shape) != want or grad.device != x.device:
+        raise _error(kind, f"grad must be a tensor of shape {list(want)} on {what}'s device")
+    return RowPlan(kind, kind, m, n, dtype, None if stride == n or m <= 1 else stride, variant=variant)
+
+
+def _rows(t: Any, m: int, n: int | None = None) -> Any:
+    """``t`` as the kernel's contiguous ``[m, n]`` (or ``[m]``) buffer."""
+    return t.reshape((m, n) if n is not None else (m,)).contiguous()
+
+
+def _softmax_backward(kind: str) -> Callable[..., Any]:
+    def impl(grad: Any, output: Any, variant: str | None) -> Any:
+        p = _backward_plan(kind, grad, output, variant)
+        dx = sys.modules["torch"].empty(tuple(output.shape), dtype=output.dtype, device=output.device)
+        k = _kernel(p, False)
+        if k is not None:  # x (the forward's output), y (dx), grad
+            _launch(k, [output.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(output.dtype)])
+        return dx
+
+    def fake(grad: Any, output: Any, variant: str | None) -> Any:
+        _backward_plan(kind, grad, output, variant)
+        return output.new_empty(tuple(output.shape))
+
+    return impl, fake
+
+
+def _affine_grads(p: RowPlan, x: Any, weight: Any, bias: Any, torch: Any) -> tuple[Any, Any]:
+    """dweight and dbias of a norm's backward: ``[n]`` in the weight's and the bias' dtype,
+    or an empty tensor for an absent one."""
+    dev = x.device
+    dw = torch.empty(0, dtype=x.dtype, device=dev) if weight is None else \
+        torch.empty(p.n, dtype=weight.dtype, device=dev)
+    db = torch.empty(0, dtype=x.dtype, device=dev) if bias is None else torch.empty(p.n, dtype=bias.dtype, device=dev)
+    return dw, db
+
+
+def _norm_backward(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``rms_norm_backward(grad, x, weight, rstd, variant) -> (dx, dweight)`` and
+    ``layer_norm_backward(grad, x, weight, bias, mean, rstd, variant) -> (dx, dweight,
+    dbias)``: one kernel (dweight and dbias summed over the rows in a fixed order in it);
+    an absent weight or bias gives an empty tensor."""
+    layer = kind == "layer_norm_backward"
+
+    def check(grad: Any, x: Any, weight: Any, bias: Any, variant: Any) -> RowPlan:
+        p = _backward_plan(kind, grad, x, variant, "x")
+        torch = sys.modules["torch"]
+        for what, v in (("weight", weight), ("bias", bias)):
+            if v is not None:
+                _float_tensor(kind, what, v, torch)
+                if tuple(v.shape) != (p.n,):
+                    raise _error(kind, f"'{what}' must have shape [{p.n}], got {list(v.shape)}")
+        return p
+
+    def impl(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
+        bias, stats, variant = (rest[0], rest[1:3], rest[3]) if layer else (None, rest[:1], rest[1])
+        torch = sys.modules["torch"]
+        p = check(grad, x, weight, bias, variant)
+        dx = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+        dw, db = _affine_grads(p, x, weight, bias, torch)
+        wd = None if weight is None else ROW_DTYPES[str(weight.dtype)]
+        bd = None if bias is None else ROW_DTYPES[str(bias.dtype)]
+        if p.m and p.n:
+            from bulkred_dialect.row_kernels import kernel_for
+
+            try:
+                k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=wd, dweight=wd, dbias=bd,
+                               variant=variant)
+            except BulkredError as e:
+                raise _error(kind, str(e).split("\n", 1)[0]) from None
+            args = [x.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(x.dtype)]
+            args += [] if weight is None else [weight.contiguous()]
+            args += [_rows(s, p.m) for s in stats]
+            args += [t for t, v in ((dw, weight), (db, bias)) if v is not None]
+            _launch(k, args)
+        elif p.n:
+            dw.zero_()
+            db.zero_()
+        return (dx, dw, db) if layer else (dx, dw)
+
+    def fake(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
+        bias, variant = (rest[0], rest[3]) if layer else (None, rest[1])
+        p = check(grad, x, weight, bias, variant)
+        dw, db = _affine_grads(p, x, weight, bias, sys.modules["torch"])
+        return (x.new_empty(tuple(x.shape)), dw, db) if layer else (x.new_empty(tuple(x.shape)), dw)
+
+    return impl, fake
+
+
+def _cross_entropy_backward() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``cross_entropy_backward(grad, input, target, lse, ignore_index, label_smoothing,
+    variant) -> dx``: ``grad`` the float32 gradient of each row's loss."""
+    kind = "cross_entropy_backward"
+
+    def impl(grad: Any, input: Any, target: Any, lse: Any, ignore_index: int, smoothing: float, variant: Any) -> Any:
+        p = _backward_plan(kind, grad, input, variant, "input")
+        torch = sys.modules["torch"]
+        dx = torch.empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+        if p.m and p.n:
+            from bulkred_dialect.row_kernels import kernel_for
+
+            try:
+                k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, variant=variant,
+                               ignore_index=ignore_index, label_smoothing=smoothing or None)
+            except BulkredError as e:
+                raise _error(kind, str(e).split("\n", 1)[0]) from None
+            args = [input.view(p.m, p.n), dx.view(p.m, p.n), _rows(target, p.m), _rows(grad, p.m).float(),
+                    _rows(lse, p.m)]
+            _launch(k, args)
+        return dx
+
+    def fake(grad: Any, input: Any, target: Any, lse: Any, ignore_index: int, smoothing: float, variant: Any) -> Any:
+        _backward_plan(kind, grad, input, variant, "input")
+        return input.new_empty(tuple(input.shape))
+
+    return impl, fake
+
+
+BACKWARD_OPS: dict[str, tuple[str, Callable[[], tuple]]] = {
+    "softmax_backward": ("(Tensor grad, Tensor output, str? variant) -> Tensor",
+                         lambda: _softmax_backward("softmax_backward")),
+    "log_softmax_backward": ("(Tensor grad, Tensor output, str? variant) -> Tensor",
+                             lambda: _softmax_backward("log_softmax_backward")),
+    "rms_norm_backward": ("(Tensor grad, Tensor x, Tensor? weight, Tensor rstd, str? variant) -> (Tensor, Tensor)",
+                          lambda: _norm_backward("rms_norm_backward")),
+    "layer_norm_backward": ("(Tensor grad, Tensor x, Tensor? weight, Tensor? bias, Tensor mean, Tensor rstd, "
+                            "str? variant) -> (Tensor, Tensor, Tensor)", lambda: _norm_backward("layer_norm_backward")),
+    "cross_entropy_backward": ("(Tensor grad, Tensor input, Tensor target, Tensor lse, int ignore_index, "
+                               "float label_smoothing, str? variant) -> Tensor", _cross_entropy_backward),
+}
+"""The backward kernels, each a torch operator ``bulkred::<kind>`` of its own (the rules
+of ``row_grads.py`` call them; torch.compile traces them): kind -> (schema, a maker of
+``(impl, fake)``). dx from the forward's output (the softmaxes) or input and the stored
+statistics; dweight / dbias summed over the rows in a fixed order inside the kernel."""
 
 
 def _op_impl(row: RowFunction) -> Callable[..., Any]:
@@ -666,37 +803,6 @@ def _op_fake(row: RowFunction) -> Callable[..., Any]:
     return fake
 
 
-def _backward_plan(kind: str, grad: Any, output: Any, variant: Any) -> RowPlan:
-    torch = _torch(kind, output)
-    dtype = _float_tensor(kind, "output", output, torch)
-    if not isinstance(grad, torch.Tensor) or grad.shape != output.shape or grad.dtype != output.dtype:
-        raise _error(kind, f"grad must be a tensor of output's shape {list(output.shape)} and dtype {output.dtype}")
-    if output.dim() == 0:
-        raise _error(kind, "output is 0-d")
-    m, n, stride = _row_stride(kind, output)
-    return RowPlan(kind, kind, m, n, dtype, None if stride == n or m <= 1 else stride, variant=variant)
-
-
-def _backward_impl(kind: str) -> Callable[..., Any]:
-    def impl(grad: Any, output: Any, variant: str | None) -> Any:
-        p = _backward_plan(kind, grad, output, variant)
-        dx = sys.modules["torch"].empty(tuple(output.shape), dtype=output.dtype, device=output.device)
-        k = _kernel(p, False)
-        if k is not None:  # the kernel's parameters: x (the forward's output), y (dx), grad
-            _launch(k, [output.view(p.m, p.n), dx.view(p.m, p.n), grad.reshape(p.m, p.n).contiguous()], 1)
-        return dx
-
-    return impl
-
-
-def _backward_fake(kind: str) -> Callable[..., Any]:
-    def fake(grad: Any, output: Any, variant: str | None) -> Any:
-        _backward_plan(kind, grad, output, variant)
-        return output.new_empty(tuple(output.shape))
-
-    return fake
-
-
 _REGISTERED: list[bool] = []
 
 
@@ -709,9 +815,8 @@ def _register() -> None:
     with _LOCK:
         if _REGISTERED:
             return
-        for kind in BACKWARD_KINDS:
-            torch_ops.register_kernel_op(kind, "(Tensor grad, Tensor output, str? variant) -> Tensor",
-                                         _backward_impl(kind), _backward_fake(kind))
+        for kind, (schema, make) in BACKWARD_OPS.items():
+            torch_ops.register_kernel_op(kind, schema, *make())
         for row in NORM_ROWS:
             torch_ops.register_row(row, _op_impl(row), _op_fake(row))
         _REGISTERED.append(True)

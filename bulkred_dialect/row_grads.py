@@ -9,13 +9,16 @@ saved, the options as given), its outputs (the kernel's outputs, then the statis
 stored: ``rstd``, ``mean``, ``lse``) and their gradients (None for one that has none); it
 returns the gradients of the operator's tensor arguments by name.
 
-The first backward reads the statistics the forward stored, never recomputing them:
+The first backward is one kernel, which reads the statistics the forward stored, never
+recomputing them (each a torch operator of ``row_functions.py``, ``BACKWARD_OPS``):
 
-* ``softmax``, ``log_softmax``: the kernels ``softmax_backward`` / ``log_softmax_backward``
-  (one read of y and of dy, one write of dx: ``torch.ops.bulkred.softmax_backward``);
-* ``rms_norm``, ``layer_norm``, ``add_rms_norm``, ``cross_entropy``: TORCH FORMULAS (torch
-  operations on the stored rstd / mean / lse, in float32), until their backward kernels
-  replace them.
+* ``softmax``, ``log_softmax``: ``softmax_backward`` / ``log_softmax_backward`` (dx from
+  y and dy: one read of each, one write of dx);
+* ``rms_norm``, ``add_rms_norm`` (on h), ``layer_norm``: ``rms_norm_backward`` /
+  ``layer_norm_backward`` (dx from x, dy and the stored rstd and mean; dweight and dbias
+  summed over the rows in a fixed order inside the kernel: run-to-run identical bits);
+* ``cross_entropy``: ``cross_entropy_backward`` (dx from the logits, the stored lse and
+  each row's loss gradient).
 
 A backward that itself requires grad (``create_graph=True``, ``gradgradcheck``) takes the
 composite instead: the forward again in torch operations from the saved inputs, and
@@ -109,37 +112,15 @@ def _double(name: str, args: dict[str, Any], grads: tuple) -> dict[str, Any]:
 # region The rules
 
 
-def _rows(t: torch.Tensor) -> torch.Tensor:
-    """The statistic of each row, ready to broadcast against the row."""
-    return t.unsqueeze(-1)
-
-
-def _sum_rows(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """A weight's gradient: ``t`` summed over every row, in ``like``'s dtype."""
-    return t.reshape(-1, t.shape[-1]).sum(0).to(like.dtype)
-
-
 def _softmax_rule(kernel: str) -> Callable[[dict, tuple, tuple], dict]:
     def rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
         if grads[0] is None:
             return {}
         if torch.is_grad_enabled():
             return _double(kernel.removesuffix("_backward"), args, grads)
-        op = getattr(torch.ops.bulkred, kernel)
-        return {"x": op(grads[0], outputs[0], args["variant"])}
+        return {"x": getattr(torch.ops.bulkred, kernel)(grads[0], outputs[0], args["variant"])}
 
     return rule
-
-
-def _rms_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, rstd: torch.Tensor) -> tuple:
-    """TORCH FORMULA (until the rms_norm_backward kernel): dx (float32) and dweight."""
-    r = _rows(rstd)
-    xhat = x.to(F32) * r
-    g = dy.to(F32)
-    gw = g if weight is None else g * weight.to(F32)
-    dx = r * (gw - xhat * (gw * xhat).mean(-1, keepdim=True))
-    dw = None if weight is None else _sum_rows(g * xhat, weight)
-    return dx, dw
 
 
 def _rms_norm_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
@@ -147,70 +128,52 @@ def _rms_norm_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[s
         return {}
     if torch.is_grad_enabled():
         return _double("rms_norm", args, grads)
-    x, w = args["x"], args["weight"]
-    dx, dw = _rms_backward(grads[0], x, w, outputs[-1])
-    return {"x": dx.to(x.dtype), "weight": dw}
+    w = args["weight"]
+    dx, dw = torch.ops.bulkred.rms_norm_backward(grads[0], args["x"], w, outputs[-1], args["variant"])
+    return {"x": dx, "weight": None if w is None else dw}
 
 
 def _layer_norm_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
-    """TORCH FORMULA (until the layer_norm_backward kernel): dx, dweight, dbias."""
     if grads[0] is None:
         return {}
     if torch.is_grad_enabled():
         return _double("layer_norm", args, grads)
-    x, w, b = args["x"], args["weight"], args["bias"]
+    w, b = args["weight"], args["bias"]
     _, mean, rstd = outputs
-    r = _rows(rstd)
-    xhat = (x.to(F32) - _rows(mean)) * r
-    g = grads[0].to(F32)
-    gw = g if w is None else g * w.to(F32)
-    dx = r * (gw - gw.mean(-1, keepdim=True) - xhat * (gw * xhat).mean(-1, keepdim=True))
-    return {
-        "x": dx.to(x.dtype),
-        "weight": None if w is None else _sum_rows(g * xhat, w),
-        "bias": None if b is None else _sum_rows(g, b),
-    }
+    dx, dw, db = torch.ops.bulkred.layer_norm_backward(grads[0], args["x"], w, b, mean, rstd, args["variant"])
+    return {"x": dx, "weight": None if w is None else dw, "bias": None if b is None else db}
 
 
 def _add_rms_norm_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
-    """TORCH FORMULA (until the rms_norm_backward kernel): h = x + residual gets the rms_norm's
-    gradient plus h's own; x and residual both get that."""
+    """h = x + residual gets the rms_norm's gradient (the rms_norm_backward kernel on h)
+    plus h's own; x and residual both get that."""
     gy, gh = grads[0], grads[1]
     if gy is None and gh is None:
         return {}
     if torch.is_grad_enabled():
         return _double("add_rms_norm", args, grads)
-    x, w = args["x"], args["weight"]
+    w = args["weight"]
     _, h, rstd = outputs
-    dh = torch.zeros(x.shape, dtype=F32, device=x.device) if gy is None else None
-    dw = None
+    dh, dw = gh, None
     if gy is not None:
-        dh, dw = _rms_backward(gy, h, w, rstd)
-    if gh is not None:
-        dh = dh + gh.to(F32)
-    return {"x": dh.to(x.dtype), "residual": dh.to(args["residual"].dtype), "weight": dw}
+        dh, dw = torch.ops.bulkred.rms_norm_backward(gy, h, w, rstd, args["variant"])
+        if gh is not None:
+            dh = dh + gh
+    return {"x": dh, "residual": dh, "weight": None if w is None else dw}
 
 
 def _cross_entropy_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
-    """TORCH FORMULA (until the cross_entropy_backward kernel): each row's gradient times
-    ``softmax(x) - (1 - s) * onehot(target) - s / C``, from the stored lse; 0 on the rows
-    whose target is ``ignore_index``, NaN on a row whose target is outside [0, C)."""
+    """Each row's gradient times ``softmax(x) - (1 - s) * onehot(target) - s / C`` (the
+    cross_entropy_backward kernel, from the stored lse): 0 on the rows whose target is
+    ``ignore_index``, NaN on a row whose target is outside [0, C)."""
     g = grads[0]
     if g is None:
         return {}
     if torch.is_grad_enabled():
         return _double("cross_entropy", args, grads)
-    x, t = args["input"], args["target"]
-    s, ignore = args["label_smoothing"], args["ignore_index"]
-    c = x.shape[-1]
-    lse = outputs[-1]
-    ignored = t == ignore
-    bad = ~ignored & ((t < 0) | (t >= c))
-    safe = torch.where(ignored | bad, torch.zeros_like(t), t)
-    dx = torch.exp(x.to(F32) - _rows(lse)) - s / c
-    dx = dx - (1 - s) * torch.nn.functional.one_hot(safe, c).to(F32)
-    scale = torch.where(ignored, torch.zeros_like(g), torch.where(bad, torch.full_like(g, float("nan")), g.to(F32)))
-    return {"input": (dx * _rows(scale)).to(x.dtype)}
+    return {"input": torch.ops.bulkred.cross_entropy_backward(
+        g, args["input"], args["target"], outputs[-1], args["ignore_index"], args["label_smoothing"],
+        args["variant"])}
 
 
 RULES: dict[str, Callable[[dict[str, Any], tuple, tuple], dict[str, Any]]] = {

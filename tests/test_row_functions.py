@@ -17,6 +17,7 @@ import pytest
 import bulkred_dialect as bulkred
 from bulkred_dialect import row_functions, row_kernels
 from bulkred_dialect.functions import NORM_ROWS, NORMS, TABLE
+from bulkred_dialect.passes.variants import rows_common
 
 # region The table (no torch)
 
@@ -74,13 +75,14 @@ def _torch():
     return pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough for these tests)")
 
 
-_OUTPUTS = ("y", "loss", "residual_out", "row_max", "row_sum", "mean", "rstd", "lse")
+_OUTPUTS = ("y", "loss", "residual_out", "row_max", "row_sum", "mean", "rstd", "lse", "dweight", "dbias")
+_READS = {"rms_norm_backward": ("rstd",), "layer_norm_backward": ("mean", "rstd"), "cross_entropy_backward": ("lse",)}
 
 
 class InterpretedKernel:
     """The module ``row_kernels.module`` builds for a call's settings, lowered for sm_90a
     and run by the interpreter on numpy copies of the call's CPU tensors; the outputs
-    copied back."""
+    copied back. Its parameters in row_kernels.module's order."""
 
     def __init__(self, kind, m, n, dtype, **settings):
         from bulkred_dialect.backend_ptx.runtime import lower_tile_module
@@ -89,11 +91,14 @@ class InterpretedKernel:
         self.module = row_kernels.module(kind, m, n, dtype, **{k: v for k, v in settings.items() if k != "target"})
         lower_tile_module(self.module, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
         s = settings
+        stats = [st for st in ("row_max", "row_sum", "mean", "rstd", "lse")
+                 if st in s.get("stats", ()) or st in _READS.get(kind, ())]
         self.names = ["x", *(["target", "loss"] if kind == "cross_entropy" else ["y"]),
-                      *(["grad"] if kind.endswith("_backward") else []),
+                      *(["target", "grad"] if kind == "cross_entropy_backward" else
+                        ["grad"] if kind.endswith("_backward") else []),
                       *(["residual", "residual_out"] if kind == "add_rms_norm" else []),
-                      *(["weight"] if s.get("weight") else []), *(["bias"] if s.get("bias") else []),
-                      *[st for st in ("row_max", "row_sum", "mean", "rstd", "lse") if st in s.get("stats", ())]]
+                      *(["weight"] if s.get("weight") else []), *(["bias"] if s.get("bias") else []), *stats,
+                      *(["dweight"] if s.get("dweight") else []), *(["dbias"] if s.get("dbias") else [])]
         InterpretedKernel.built.append((kind, m, n, dtype, settings))
 
     built: list = []
@@ -122,6 +127,7 @@ def interpreted(monkeypatch):
         return kernels[key]
 
     monkeypatch.setattr(row_kernels, "kernel_for", kernel_for)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)  # a column sum's grid: 2 units, not 2 per SM
     monkeypatch.setattr(row_functions, "DEVICES", ("cuda", "cpu"))
     row_functions.forget()
     InterpretedKernel.built.clear()
@@ -356,7 +362,8 @@ def test_torch_compile_traces_forward_and_backward(interpreted):
     forward, backward = graphs
     for name in ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"):
         assert f"bulkred.{name}.default" in forward, name
-    assert "bulkred.softmax_backward.default" in backward and "bulkred.log_softmax_backward.default" in backward
+    for name in ("softmax", "log_softmax", "rms_norm", "layer_norm", "cross_entropy"):  # add_rms_norm: rms_norm's
+        assert f"bulkred.{name}_backward.default" in backward, name
 
 
 def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
