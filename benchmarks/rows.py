@@ -372,6 +372,8 @@ def _line(e: BaseException) -> str:
 
 
 class Run:
+    """The cells measured so far (``records``: one per cell and column) and the budget."""
+
     def __init__(self, torch: Any, cols: Columns, a: argparse.Namespace):
         self.torch, self.cols, self.a = torch, cols, a
         self.t0 = time.time()
@@ -400,8 +402,8 @@ class Run:
                 torch.cuda.synchronize()
                 if column == "eager":
                     want = out
-                elif column != "copy" and want is not None:
-                    r["check"] = agree(torch, out, want, op)
+                elif column != "copy":
+                    r["check"] = agree(torch, out, want, op) if want is not None else "unchecked (no eager result)"
                 del out
                 r["gpu_us"], r["how"] = gpu_us(torch, fn, calls, self.a.replays)
                 r["call_us"] = call_us(torch, fn, samples)
@@ -501,7 +503,7 @@ def tables(records: list[dict], columns: list[str], head: str) -> str:
                 r = by.get(c, {})
                 if "gpu_us" in r:
                     v = r[value]
-                    cells.append(f"{v:.1f}" if part == "small" else f"{v:,.0f}" + ("e" if r["how"] == "events" else ""))
+                    cells.append((f"{v:.1f}" if part == "small" else f"{v:,.0f}") + ("e" if r["how"] == "events" else ""))
                     per_call.append(f"{r['call_us']:.1f}")
                 else:
                     note = notes.setdefault(r.get("na", "not run"), len(notes) + 1)
