@@ -56,6 +56,7 @@ Usage (on the GPU machine; tools/gpu.sh passes --out and --budget-s)::
     python3 benchmarks/rows.py --quick                     # a few cells of each part (about a minute)
     python3 benchmarks/rows.py --parts fwd --ops softmax,rms_norm --ns 4096 --dtypes bfloat16
     python3 benchmarks/rows.py --columns eager,bulkred     # fewer columns (no compile: much faster)
+    python3 benchmarks/rows.py --dry-run [--quick]         # the cells and their bytes; no GPU
     bash tools/gpu.sh tests:rows bench:rows               (BENCH_ARGS="--parts fwd,bwd")
 
 Liger (``liger-kernel``) and Quack (``quack-kernels``) are imported when they are
@@ -426,26 +427,29 @@ class Run:
                  if "gpu_us" in r else f"{r['column']} n/a" for r in got]
         return f"{base['part']} {base['op']} {base['dtype']} N={base['n']} M={base['m']} ({what}): " + ", ".join(cells)
 
-    def big(self, part: str, ops: list[str], ns: list[int]) -> None:
+    def group(self, part: str, dtype: str, n: int, m: int, ops: list[str]) -> None:
+        """The cells of ``ops`` on one set of tensors (fresh ones for the next group)."""
         torch = self.torch
-        for dtype in self.a.dtypes:
-            for n in ns:
-                m = TOTAL // n
-                i = Inputs(torch, m, n, getattr(torch, dtype))
-                for op in ops:
-                    self.cell(part, op, dtype, n, m, i, self.a.calls, self.a.samples)
-                    if part == "bwd":
-                        torch.cuda.empty_cache()
-                del i
+        i = Inputs(torch, m, n, getattr(torch, dtype))
+        calls, samples = (50, max(self.a.samples, 50)) if part == "small" else (self.a.calls, self.a.samples)
+        for op in ops:
+            self.cell(part, op, dtype, n, m, i, calls, samples)
+            if part == "bwd":
                 torch.cuda.empty_cache()
+        del i
+        torch.cuda.empty_cache()
 
-    def small(self, ops: list[str]) -> None:
-        torch = self.torch
-        for dtype in self.a.dtypes:
-            for m in self.a.small_ms:
-                i = Inputs(torch, m, SMALL_N, getattr(torch, dtype))
-                for op in ops:
-                    self.cell("small", op, dtype, SMALL_N, m, i, 50, max(self.a.samples, 50))
+
+def plan(a: argparse.Namespace, parts: list[str]) -> list[tuple[str, str, int, int, list[str]]]:
+    """(part, dtype, N, M, ops) of every group of cells, in the order they run."""
+    out = []
+    for part in parts:
+        if part in ("fwd", "bwd", "vocab"):
+            ops = {"fwd": a.ops, "bwd": a.bwd_ops, "vocab": ["cross_entropy"]}[part]
+            out += [(part, d, n, TOTAL // n, ops) for d in a.dtypes for n in (a.vocab_ns if part == "vocab" else a.ns)]
+        elif part == "small":
+            out += [(part, d, SMALL_N, m, a.ops) for d in a.dtypes for m in a.small_ms]
+    return out
 
 
 def _variant(op: str, n: int, dtype: str) -> str:
@@ -600,6 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="a few cells of each part: " + "; ".join(f"{k} {v}" for k, v in QUICK.items()))
     ap.add_argument("--budget-s", type=float, default=3600.0, help="no new cell after this many seconds")
+    ap.add_argument("--dry-run", action="store_true", help="print the cells and the bytes each moves; no GPU")
     ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/rows_bench")
     a = ap.parse_args(argv)
     if a.quick:
@@ -616,6 +621,15 @@ def main(argv: list[str] | None = None) -> int:
            + [o for o in a.ops + a.bwd_ops if o not in OPS])
     if bad:
         ap.error(f"unknown part, column or op: {', '.join(bad)}")
+    if a.dry_run:
+        groups = plan(a, parts)
+        for part, dtype, n, m, ops in groups:
+            size = 4 if dtype == "float32" else 2
+            moved = ", ".join(f"{op} {(BWD_BYTES.get(op, 3) if part == 'bwd' else FWD_BYTES.get(op, 2)) * m * n * size / 1e9:.3g}"
+                              for op in ops)
+            print(f"{part} {dtype} N={n} M={m}: GB moved per call: {moved}")
+        print(f"{sum(len(g[4]) for g in groups)} cells x {len(a.columns)} columns ({', '.join(a.columns)})")
+        return 0
     import torch
 
     if not torch.cuda.is_available():
@@ -633,16 +647,11 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     meta = {"gpu": gpu, "torch": torch.__version__, "missing": cols.missing}
     run = Run(torch, cols, a)
-    for part in parts:
-        if part == "fwd":
-            run.big("fwd", a.ops, a.ns)
-        elif part == "bwd":
-            run.big("bwd", a.bwd_ops, a.ns)
-        elif part == "vocab":
-            run.big("vocab", ["cross_entropy"], a.vocab_ns)
-        elif part == "small":
-            run.small(a.ops)
-        write(run, head, meta, final=False)  # a run cut short keeps what it measured
+    groups = plan(a, parts)
+    for k, (part, dtype, n, m, ops) in enumerate(groups):
+        run.group(part, dtype, n, m, ops)
+        if k + 1 == len(groups) or groups[k + 1][0] != part:
+            write(run, head, meta, final=False)  # after each part: a run cut short keeps what it measured
     note = write(run, head, meta, final=True)
     print("\n" + tables(run.records, a.columns, head) + f"\n\n{note}\nbenchmark time: {time.time() - run.t0:.0f} s",
           flush=True)
