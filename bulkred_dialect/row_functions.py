@@ -102,11 +102,14 @@ def _softmax_front(row: RowFunction, x: Any, dim: Any, dtype: Any, variant: Any)
     torch = _torch(row.name, x)
     dim, variant = _option(row, "dim", dim), _option(row, "variant", variant)
     nd = x.dim()
-    if nd == 0:
-        raise _error(row.name, "x is 0-d: there is no row to normalize (pass x.reshape(1))")
-    if not -nd <= dim < nd:
+    finish = _last
+    if nd == 0:  # one row of one element (torch's softmax of a 0-d tensor: dim 0 or -1)
+        if dim not in (0, -1):
+            raise _error(row.name, f"dim {dim} is out of range for a 0-D x")
+        x, finish = x.reshape(1), _scalar
+    elif not -nd <= dim < nd:
         raise _error(row.name, f"dim {dim} is out of range for a {nd}-D x")
-    if dim % nd != nd - 1:
+    elif dim % nd != nd - 1:
         raise _error(row.name, f"dim={dim} is not the last dimension of a {nd}-D x: the rows are read along their "
                      f"contiguous last dimension; pass x.movedim({dim}, -1) and move the result back")
     if dtype is not None:
@@ -116,7 +119,11 @@ def _softmax_front(row: RowFunction, x: Any, dim: Any, dtype: Any, variant: Any)
             if str(dtype) not in ROW_DTYPES:
                 raise _error(row.name, f"dtype={dtype}: the row kernels give float32, bfloat16 or float16")
             x = x.to(dtype)
-    return (x, variant), _last
+    return (x, variant), finish
+
+
+def _scalar(outs: tuple) -> Any:
+    return outs[0].view(())
 
 
 def _normalized(row: RowFunction, x: Any, shape: Any, tensors: dict[str, Any], torch: Any) -> tuple[Any, dict, Callable]:
@@ -451,6 +458,7 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     p = plan(row, a)
     torch = sys.modules["torch"]
     if _TENSOR == ():  # the key was made before torch was seen: make it again
+        _register()  # the operators, for torch.compile's later traces (bulkred imported before torch)
         _TENSOR = torch.Tensor
         try:
             key = (row.name, _grad_enabled(), *map(_part, args))

@@ -171,6 +171,7 @@ def test_values_against_torch(interpreted):
     w2 = _randn(torch, 4, 5, seed=6)
     _close(bulkred.layer_norm(z, (4, 5), w2), F.layer_norm(z.double(), (4, 5), w2.double()).float())
     _close(bulkred.softmax(z[0, 0]), torch.softmax(z[0, 0].double(), 0).float())  # 1-D: one row
+    _close(bulkred.log_softmax(z[0, 0, 0]), torch.log_softmax(z[0, 0, 0], 0))  # 0-d: a row of one
     _close(bulkred.softmax(z.half(), dtype=torch.float32), torch.softmax(z.half().double(), -1).float())
 
 
@@ -284,7 +285,7 @@ def test_refusals_are_one_line_before_any_kernel(interpreted):
                     ((x.double(),), "'x' has dtype torch.float64; the row kernels take float32"),
                     ((x.t(),), "x's last dimension must be contiguous (stride 1)"),
                     ((x, -1, torch.float64), "dtype=torch.float64: the row kernels give"),
-                    ((torch.tensor(1.0),), "x is 0-d"),
+                    ((torch.tensor(1.0), 1), "dim 1 is out of range for a 0-D x"),
                     ((x.expand(3, 4, 8),), "x's rows are not one stride apart (shape [3, 4, 8], strides [0, 8, 1])"),
                     ((x.as_strided((3, 8), (4, 1)),), "x's rows overlap (row stride 4 < row length 8"),
                     ((x, True), "'dim' must be an int, got True")],
@@ -369,6 +370,8 @@ def test_torch_compile_traces_forward_and_backward(interpreted):
 def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
     torch = interpreted
     from torch._subclasses.fake_tensor import FakeTensorMode
+
+    bulkred.softmax(torch.ones(1, 2))  # the first call on a torch tensor registers the operators
 
     with FakeTensorMode():
         x = torch.empty(2, 5, 8)
