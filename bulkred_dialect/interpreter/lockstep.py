@@ -50,8 +50,14 @@ from bulkred_dialect.interpreter.run import (
     _impl_body,
     _plan,
 )
+from bulkred_dialect.interpreter import vector
+from bulkred_dialect.interpreter.ptx_arith import _binary_form
+from bulkred_dialect.interpreter.ptx_cvt import _setp_form
+from bulkred_dialect.interpreter.values import coerce_float
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
+from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, MaxOp, MinOp, MulOp, SubOp
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
+from bulkred_dialect.ops.ptx.control import SetpOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
@@ -92,7 +98,9 @@ class LockstepInterpreter(KernelInterpreter):
         self.n = len(threads)
         self.active: list[int] = list(range(self.n))
         self.full = True
+        self.index = np.arange(self.n)
         self.thread_constants: dict[Operation, Any] = {}
+        self.forms: dict[Operation, Any] = {}
         cta.current = threads[0]
 
     # region The loop over a region's ops
@@ -198,11 +206,13 @@ class LockstepInterpreter(KernelInterpreter):
         """``region`` run by the threads ``active`` (a part of the running ones)."""
         saved = self.active, self.full
         self.active, self.full = active, len(active) == self.n
+        self.index = np.asarray(active)
         self.cta.current = self.threads[active[0]]
         try:
             return self.run_ssacfg_region(region, args)
         finally:
             self.active, self.full = saved
+            self.index = np.asarray(saved[0])
             self.cta.current = self.threads[saved[0][0]]
 
     # endregion
@@ -358,6 +368,65 @@ class LockstepInterpreter(KernelInterpreter):
                 out[t] = r
         return (Varying(out),)
 
+    # region Arithmetic on arrays (interpreter/vector.py)
+
+    def _array(self, x: Any, t: ArithType) -> Any:
+        """``x`` for the running threads as a numpy array (a uniform value as a numpy
+        scalar) of float type ``t``, or None where a value is not of that type."""
+        np_type = vector.NP_FLOAT[t]
+        if type(x) is not Varying:
+            return coerce_float(t, x) if isinstance(x, (np_type, float, int)) and not isinstance(x, bool) else None
+        v = x.v
+        if type(v) is np.ndarray:
+            if v.dtype != np_type:
+                return None
+            return v if self.full else v[self.index]
+        values = v if self.full else [v[t] for t in self.active]
+        for e in values:
+            if type(e) is not np_type:
+                return None
+        return np.array(values, dtype=np_type)
+
+    def _vary(self, r: np.ndarray) -> Varying:
+        """The running threads' results ``r`` as a varying value."""
+        if self.full:
+            return Varying(r)
+        out = np.zeros(self.n, r.dtype)
+        out[self.index] = r
+        return Varying(out)
+
+    def run_binary(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            form = self.forms.get(op)
+            if form is None:
+                form = self.forms[op] = _binary_form(op)
+            t, is_float, minmax, opcode, ftz, nan = form
+            if is_float and t in vector.NP_FLOAT and not (ftz and t != ArithType.F32):
+                a, b = (self._array(x, t) for x in inputs)
+                if a is not None and b is not None:
+                    if minmax:
+                        return (self._vary(vector.minmax(opcode, t, a, b, ftz, nan)),)
+                    return (self._vary(vector.binary(opcode, t, a, b, ftz)),)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    def run_setp(self, op: SetpOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            form = self.forms.get(op)
+            if form is None:
+                form = self.forms[op] = _setp_form(op.cmp.data, op.type.data)
+            c, t, _, _ = form
+            if t in vector.NP_FLOAT:
+                a, b = (self._array(x, t) for x in inputs)
+                if a is not None and b is not None:
+                    with np.errstate(all="ignore"):
+                        r = vector.setp(c, a, b).tolist()
+                    return (self._scatter(r),)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    # endregion
+
     def run_func_call(self, op: func.CallOp, inputs: list[Any], varying: bool) -> PythonValues:
         return self._once(op, inputs)
 
@@ -384,6 +453,8 @@ _SPECIAL: dict[type[Operation], Any] = {
     ShflSyncOp: LockstepInterpreter.run_shfl,
     ReduxSyncOp: LockstepInterpreter.run_redux,
     func.CallOp: LockstepInterpreter.run_func_call,
+    SetpOp: LockstepInterpreter.run_setp,
+    **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MaxOp, MinOp)},
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
 }
 

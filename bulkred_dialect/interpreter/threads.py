@@ -221,22 +221,24 @@ class ThreadFunctions(InterpreterFunctions):
 
     @impl(MovSregOp)
     def run_mov_sreg(self, interpreter: Interpreter, op: MovSregOp, args: PythonValues) -> PythonValues:
-        r = op.reg.data
-        ids = self.ids
-        table: dict[SpecialRegister, Callable[[], int]] = {
-            SpecialRegister.LANEID: lambda: self.lane,
-            SpecialRegister.WARPID: lambda: self.linear // WARP,
-            SpecialRegister.CLUSTER_CTARANK: lambda: ids.cluster_rank,
-            SpecialRegister.CLUSTER_NCTARANK: lambda: 1,
-        }
-        for i, axis in enumerate("xyz"):
-            table[SpecialRegister(f"tid.{axis}")] = lambda i=i: ids.thread_id[i]
-            table[SpecialRegister(f"ntid.{axis}")] = lambda i=i: self.block[i]
-            table[SpecialRegister(f"ctaid.{axis}")] = lambda i=i: ids.block_id[i]
-            table[SpecialRegister(f"nctaid.{axis}")] = lambda i=i: self.grid[i]
-        if r not in table:
-            raise InterpretationError(f"'{op.name}' %{r} is not modelled by the interpreter")
-        return (table[r](),)
+        read = _SREG.get(op.reg.data)
+        if read is None:
+            raise InterpretationError(f"'{op.name}' %{op.reg.data} is not modelled by the interpreter")
+        return (read(self, self._thread),)
+
+
+# What each special register of a CTA's thread reads (ThreadFunctions, the thread).
+_SREG: dict[SpecialRegister, Callable[[ThreadFunctions, _Thread], int]] = {
+    SpecialRegister.LANEID: lambda f, t: t.linear % WARP,
+    SpecialRegister.WARPID: lambda f, t: t.linear // WARP,
+    SpecialRegister.CLUSTER_CTARANK: lambda f, t: t.ids.cluster_rank,
+    SpecialRegister.CLUSTER_NCTARANK: lambda f, t: 1,
+}
+for _i, _axis in enumerate("xyz"):
+    _SREG[SpecialRegister(f"tid.{_axis}")] = lambda f, t, i=_i: t.ids.thread_id[i]
+    _SREG[SpecialRegister(f"ntid.{_axis}")] = lambda f, t, i=_i: f.block[i]
+    _SREG[SpecialRegister(f"ctaid.{_axis}")] = lambda f, t, i=_i: t.ids.block_id[i]
+    _SREG[SpecialRegister(f"nctaid.{_axis}")] = lambda f, t, i=_i: f.grid[i]
 
 
 class _CtaKernelIds(KernelIdFunctions):

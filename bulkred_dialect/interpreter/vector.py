@@ -1,0 +1,115 @@
+"""The f32 and f64 arithmetic of :mod:`bulkred_dialect.interpreter.values` on numpy arrays:
+one value per thread of a CTA run in lockstep (:mod:`bulkred_dialect.interpreter.lockstep`).
+
+Each function gives, element by element, the bits the scalar function gives (the tests
+compare them on every class of input: zeros of both signs, subnormals, infinities, NaNs
+with payloads): numpy's float32 and float64 ``+ - *`` round once to nearest even as the
+scalar path does; the NaN results, ``.ftz`` flushing and ``min``/``max``'s choice of an
+input are made on the bits as values.py makes them. Other types and forms are not here:
+the lockstep run calls the scalar function per thread for them.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from bulkred_dialect.interpreter.values import CANONICAL_NAN_BITS
+from bulkred_dialect.ops.ptx.arith import ArithType
+
+# The types done here: numpy's float type and the unsigned integer of its bits.
+NP_FLOAT: dict[ArithType, Any] = {ArithType.F32: np.float32, ArithType.F64: np.float64}
+_BITS: dict[ArithType, Any] = {ArithType.F32: np.uint32, ArithType.F64: np.uint64}
+_F64_QUIET_BIT = np.uint64(1 << 51)
+_F32_FTZ = (np.uint32(0x7F800000), np.uint32(0x007FFFFF), np.uint32(0x80000000))
+_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+
+
+def _from_bits(t: ArithType, bits: Any) -> np.ndarray:
+    return np.asarray(bits, dtype=_BITS[t]).view(NP_FLOAT[t])
+
+
+def _canonical(t: ArithType) -> Any:
+    return _from_bits(t, CANONICAL_NAN_BITS[t])[()]
+
+
+def flush(a: np.ndarray) -> np.ndarray:
+    """``.ftz`` of f32: subnormals become zeros of their sign."""
+    bits = a.view(np.uint32)
+    exponent, fraction, sign = _F32_FTZ
+    sub = ((bits & exponent) == 0) & ((bits & fraction) != 0)
+    if not sub.any():
+        return a
+    return np.where(sub, bits & sign, bits).view(np.float32)
+
+
+def _quiet(b: np.ndarray) -> np.ndarray:
+    """f64 NaNs quieted, payload and sign kept."""
+    return (b.view(np.uint64) | _F64_QUIET_BIT).view(np.float64)
+
+
+def _f64_nan(a: np.ndarray, b: np.ndarray, r: np.ndarray, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """values.py's f64 NaN propagation: the last NaN operand, quieted."""
+    return np.where(nb, _quiet(b), np.where(na, _quiet(a), r))
+
+
+def binary(opcode: str, t: ArithType, a: np.ndarray, b: np.ndarray, ftz: bool) -> np.ndarray:
+    """:func:`~bulkred_dialect.interpreter.values.float_binary` (``add``/``sub``/``mul``)."""
+    if ftz:
+        a, b = flush(a), flush(b)
+    with np.errstate(all="ignore"):
+        r = _OPS[opcode](a, b)
+    nan = np.isnan(r)
+    if nan.any():
+        if t == ArithType.F32:
+            r = np.where(nan, _canonical(t), r)
+        else:
+            na, nb = np.isnan(a), np.isnan(b)
+            r = _f64_nan(a, b, np.where(nan, _canonical(t), r), na, nb)
+    if ftz:
+        r = flush(r)
+    return r
+
+
+def minmax(opcode: str, t: ArithType, a: np.ndarray, b: np.ndarray, ftz: bool, nan: bool) -> np.ndarray:
+    """:func:`~bulkred_dialect.interpreter.values.float_minmax` of two inputs."""
+    if ftz:
+        a, b = flush(a), flush(b)
+    sa, sb = np.signbit(a), np.signbit(b)
+    if opcode == "max":
+        take_b = (b > a) | ((a == b) & sa & ~sb)
+    else:
+        take_b = (b < a) | ((a == b) & ~sa & sb)
+    r = np.where(take_b, b, a)
+    na, nb = np.isnan(a), np.isnan(b)
+    if na.any() or nb.any():
+        r = np.where(na & ~nb, b, np.where(nb & ~na, a, r))
+        bad = (na | nb) if nan else (na & nb)
+        if t == ArithType.F32:
+            r = np.where(bad, _canonical(t), r)
+        else:
+            r = np.where(bad, _f64_nan(a, b, r, na, nb), r)
+    return r
+
+
+_ORDERED = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+
+
+def setp(c: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``setp`` of a float type (ptx_cvt.setp): ordered comparisons false with a NaN,
+    the ``u`` forms true; ``num`` / ``nan``."""
+    either = np.isnan(a) | np.isnan(b)
+    if c in ("num", "nan"):
+        return either if c == "nan" else ~either
+    if c.endswith("u") and c != "eq":
+        return either | _ORDERED[c[:-1]](a, b)
+    return ~either & _ORDERED[c](a, b)

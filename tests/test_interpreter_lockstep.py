@@ -1,0 +1,145 @@
+"""The lockstep run of a CTA (interpreter/lockstep.py) against the thread-by-thread run
+(interpreter/threads.py): the same bits from the same kernels, the kernels of each scope
+run without falling back, and the array arithmetic (interpreter/vector.py) against the
+scalar functions of interpreter/values.py on every class of input."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bulkred_dialect import builder as T
+from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+from bulkred_dialect.interpreter import lockstep, threads, vector
+from bulkred_dialect.interpreter.ptx_cvt import _setp, _setp_form
+from bulkred_dialect.interpreter.threads import run_grid
+from bulkred_dialect.interpreter.values import float_binary, float_minmax
+from bulkred_dialect.ops.ptx.arith import ArithType
+from bulkred_dialect.ops.ptx.control import CmpOp, SetpType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import scopes  # noqa: E402
+
+# region The array arithmetic against the scalar one
+
+
+def _specials(t: ArithType) -> np.ndarray:
+    """Zeros, subnormals, normals, the largest finite, infinities and NaNs (quiet and
+    signalling, with payloads, both signs) of type ``t``, as values of its numpy type."""
+    if t == ArithType.F32:
+        bits = [0, 0x80000000, 1, 0x807FFFFF, 0x00800000, 0x3F800000, 0xBF800001, 0x7F7FFFFF, 0xFF7FFFFF,
+                0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x40490FDB, 0x33800000]
+        return np.array(bits, np.uint32).view(np.float32)
+    bits = [0, 1 << 63, 1, (1 << 63) | 0xFFFFFFFFFFFFF, 0x3FF0000000000000, 0xBFF0000000000001,
+            0x7FEFFFFFFFFFFFFF, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000,
+            0xFFF8000000000123, 0x7FF0000000000001, 0x400921FB54442D18, 0x3CA0000000000000]
+    return np.array(bits, np.uint64).view(np.float64)
+
+
+def _bits(v) -> int:
+    return int(np.asarray(v).view(np.uint32 if np.asarray(v).dtype == np.float32 else np.uint64))
+
+
+@pytest.mark.parametrize("t", [ArithType.F32, ArithType.F64])
+def test_array_arithmetic_gives_the_scalar_bits(t):
+    s = _specials(t)
+    a, b = (np.array(p) for p in zip(*itertools.product(s, s)))
+    for ftz in (False, True) if t == ArithType.F32 else (False,):
+        for opcode in ("add", "sub", "mul"):
+            got = vector.binary(opcode, t, a, b, ftz)
+            want = [float_binary(opcode, t, x, y, ftz=ftz) for x, y in zip(a, b)]
+            assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz)
+        for opcode, nan in itertools.product(("min", "max"), (False, True)):
+            got = vector.minmax(opcode, t, a, b, ftz, nan)
+            want = [float_minmax(opcode, t, (x, y), ftz=ftz, nan=nan) for x, y in zip(a, b)]
+            assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz, nan)
+    for cmp in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"):
+        form = _setp_form(CmpOp(cmp), SetpType(t.value))
+        with np.errstate(all="ignore"):
+            got = vector.setp(cmp, a, b).tolist()
+        assert got == [_setp(form, x, y) for x, y in zip(a, b)], cmp
+
+
+# endregion
+
+# region Lockstep against thread by thread
+
+
+@pytest.fixture(scope="module")
+def scopes_lowered():
+    m = scopes.scopes_module("sm_90a")
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    return m
+
+
+def _both(monkeypatch, module, name, *arrays):
+    """The outputs of ``name`` run in lockstep and thread by thread, and the fallbacks of
+    the lockstep run."""
+    before = sum(lockstep.FALLBACKS.values())
+    fast = run_grid(module, name, *(a.copy() for a in arrays))
+    fell = sum(lockstep.FALLBACKS.values()) - before
+    monkeypatch.setattr(threads, "LOCKSTEP", False)
+    slow = run_grid(module, name, *(a.copy() for a in arrays))
+    monkeypatch.setattr(threads, "LOCKSTEP", True)
+    return fast, slow, fell
+
+
+def _same_bits(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
+        assert f.dtype == s.dtype and f.tobytes() == s.tobytes()
+
+
+@pytest.mark.parametrize("name", ["warp_sum_i32", "warp_max_f32", "cta_sum_f32", "cta_xor_i32"])
+def test_scope_kernels_run_in_lockstep_with_the_same_bits(monkeypatch, scopes_lowered, name):
+    n = scopes.CTAS * scopes.THREADS
+    rng = np.random.default_rng(7)
+    if name.endswith("f32"):
+        x = (rng.standard_normal(n) * 100).astype(np.float32)
+        x[::17] = np.nan
+    else:
+        x = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    fast, slow, fell = _both(monkeypatch, scopes_lowered, name, x, np.zeros(n, x.dtype))
+    assert fell == 0
+    _same_bits(fast, slow)
+
+
+def _grid(kind: str, shape: list[int], axes, dtype: str, **options):
+    with T.kernel("k") as k:
+        a = k.param("a", shape, dtype)
+        out_shape = [1] if axes is None else [s for i, s in enumerate(shape) if i not in axes]
+        b = k.param("b", out_shape, dtype)
+        getattr(T, kind)(b, a, axes=axes, **options)
+    m = T.module(k, target="sm_90a")
+    lower_tile_module(m, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    f = next(iter(m.ops))
+    workspace = [np.zeros(t.get_shape(), np.uint8) for t in f.function_type.inputs.data[2:]]
+    return m, out_shape, workspace
+
+
+@pytest.mark.parametrize(
+    "kind, shape, axes, dtype, options",
+    [
+        ("sum", [9000], None, "float32", {}),  # grid_full: two CTAs, a ticket, divergent thread 0
+        ("max", [16, 72], [1], "float32", {}),  # rows: a loop with per-thread bounds
+        ("sum", [40, 6], [0], "float64", {}),  # columns
+        ("sum", [1000], None, "int32", {"variant": "grid_full"}),
+    ],
+)
+def test_grid_kernels_run_in_lockstep_with_the_same_bits(monkeypatch, kind, shape, axes, dtype, options):
+    m, out_shape, ws = _grid(kind, shape, axes, dtype, **options)
+    rng = np.random.default_rng(8)
+    if dtype.startswith("float"):
+        x = rng.standard_normal(shape).astype(dtype)
+        x.reshape(-1)[::13] = -0.0
+    else:
+        x = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(dtype)
+    fast, slow, fell = _both(monkeypatch, m, "k", x, np.zeros(out_shape, dtype), *ws)
+    assert fell == 0
+    _same_bits(fast, slow)
+
+
+# endregion
