@@ -32,7 +32,7 @@ other threads: :mod:`bulkred_dialect.interpreter.threads` runs them.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,30 +88,53 @@ class Pointer:
     buffer: np.ndarray
     offset: int
     space: StateSpace
+    # the buffer's bytes (made once per buffer cast, handed on by moved())
+    raw: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def moved(self, delta: int) -> Pointer:
-        return Pointer(self.buffer, self.offset + delta, self.space)
+        return Pointer(self.buffer, self.offset + delta, self.space, self._raw())
+
+    def _raw(self) -> np.ndarray:
+        raw = self.raw
+        if raw is None:
+            raw = self.buffer.reshape(-1).view(np.uint8)
+            object.__setattr__(self, "raw", raw)
+        return raw
 
     def _bytes(self, op_name: str, nbytes: int) -> np.ndarray:
-        raw = self.buffer.reshape(-1).view(np.uint8)
-        if self.offset % nbytes != 0:
+        raw = self._raw()
+        offset = self.offset
+        if offset % nbytes != 0:
             raise InterpretationError(
-                f"'{op_name}' accesses {nbytes} bytes at byte offset {self.offset}: not {nbytes}-byte aligned"
+                f"'{op_name}' accesses {nbytes} bytes at byte offset {offset}: not {nbytes}-byte aligned"
             )
-        if self.offset < 0 or self.offset + nbytes > raw.size:
+        if offset < 0 or offset + nbytes > raw.size:
             raise InterpretationError(
-                f"'{op_name}' accesses bytes [{self.offset}, {self.offset + nbytes}) of a "
+                f"'{op_name}' accesses bytes [{offset}, {offset + nbytes}) of a "
                 f"{raw.size}-byte buffer"
             )
-        return raw[self.offset : self.offset + nbytes]
+        return raw[offset : offset + nbytes]
 
     def read(self, op_name: str, nbytes: int) -> int:
         """The little-endian unsigned integer of ``nbytes`` bytes at this address."""
-        return int.from_bytes(self._bytes(op_name, nbytes).tobytes(), "little")
+        view = self._bytes(op_name, nbytes)
+        uint = _UINT.get(nbytes)
+        if uint is None:
+            return int.from_bytes(view.tobytes(), "little")
+        return int(view.view(uint)[0])
 
     def write(self, op_name: str, nbytes: int, bits: int) -> None:
         view = self._bytes(op_name, nbytes)
-        view[...] = np.frombuffer(to_unsigned(bits, nbytes * 8).to_bytes(nbytes, "little"), np.uint8)
+        uint = _UINT.get(nbytes)
+        if uint is None:
+            view[...] = np.frombuffer(to_unsigned(bits, nbytes * 8).to_bytes(nbytes, "little"), np.uint8)
+        else:
+            view.view(uint)[0] = to_unsigned(bits, nbytes * 8)
+
+
+# The unsigned integer of each access size (bytes); a vector's whole span is checked as
+# one access of up to 32 bytes (ld.v8.f32), read as bytes.
+_UINT: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 class DeviceAddresses:
@@ -155,9 +178,16 @@ def _pointer(interpreter: Interpreter, v: Any) -> Pointer:
     return v
 
 
+# The float register types by class (an attribute's class is cheaper to look up than the
+# attribute).
+_FLOAT_OF_CLASS: dict[type, ArithType] = {type(t): k for t, k in _FLOAT_OF_TYPE.items()}
+_FLOAT_WIDTH = {ArithType.F16: 16, ArithType.BF16: 16, ArithType.F32: 32, ArithType.F64: 64}
+
+
 def _register_width(t: Attribute) -> int:
-    if t in _FLOAT_OF_TYPE:
-        return {ArithType.F16: 16, ArithType.BF16: 16, ArithType.F32: 32, ArithType.F64: 64}[_FLOAT_OF_TYPE[t]]
+    kind = _FLOAT_OF_CLASS.get(type(t))
+    if kind is not None:
+        return _FLOAT_WIDTH[kind]
     if isinstance(t, IntegerType):
         return t.width.data
     raise InterpretationError(f"register type {t} is not supported by the interpreter")
@@ -165,16 +195,17 @@ def _register_width(t: Attribute) -> int:
 
 def to_register(bits: int, t: Attribute) -> Any:
     """The interpreter's value of IR type ``t`` for a register holding ``bits``."""
-    width = _register_width(t)
-    if t in _FLOAT_OF_TYPE:
-        return float_from_bits(_FLOAT_OF_TYPE[t], to_unsigned(bits, width))
-    return to_signed(bits, width)
+    kind = _FLOAT_OF_CLASS.get(type(t))
+    if kind is not None:
+        return float_from_bits(kind, to_unsigned(bits, _FLOAT_WIDTH[kind]))
+    return to_signed(bits, _register_width(t))
 
 
 def from_register(value: Any, t: Attribute) -> int:
     """The bits (unsigned) of a register of IR type ``t`` holding ``value``."""
-    if t in _FLOAT_OF_TYPE:
-        return float_bits(_FLOAT_OF_TYPE[t], value)
+    kind = _FLOAT_OF_CLASS.get(type(t))
+    if kind is not None:
+        return float_bits(kind, value)
     return to_unsigned(int(value), _register_width(t))
 
 
@@ -285,7 +316,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
         size = int(t[1:]) // 8
         ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
         # the whole vector must be aligned to its size, as one access
-        ptr.read(op.name, size * op.count)
+        ptr._bytes(op.name, size * op.count)
         return tuple(_load_bits(ptr.moved(i * size), op.name, t, r.type) for i, r in enumerate(op.d))
 
     @impl(StVecOp)
@@ -293,7 +324,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
         size = int(str(op.type.data)[1:]) // 8
         ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
         # the whole vector must be aligned to its size, as one access
-        ptr.read(op.name, size * op.count)
+        ptr._bytes(op.name, size * op.count)
         for i, (value, v) in enumerate(zip(args[1:], op.values)):
             ptr.moved(i * size).write(op.name, size, from_register(value, v.type))
         return ()
@@ -314,7 +345,7 @@ class PtxMemoryFunctions(InterpreterFunctions):
         ptr = _pointer(interpreter, args[0])
         t = op.type.data
         size = type_bytes(t)
-        ptr.read(op.name, size * op.count)  # alignment and bounds of the whole vector
+        ptr._bytes(op.name, size * op.count)  # alignment and bounds of the whole vector
         for i, (value, v) in enumerate(zip(args[1:], op.values)):
             p = ptr.moved(i * size)
             b = from_register(value, v.type)
