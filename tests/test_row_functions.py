@@ -382,3 +382,38 @@ def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
         assert loss.dtype == lse.dtype == torch.float32 and loss.shape == (4,)
         with pytest.raises(bulkred.ReductionError, match=r"^bulkred.rms_norm: 'weight' must have shape \[8\]"):
             torch.ops.bulkred.rms_norm(x, torch.empty(7), 1e-6, None)
+
+
+def test_the_refusal_table_of_the_docs_is_what_is_refused(interpreted):
+    """docs/rows.md's "Refused" table: each row's calls are refused, each quoted phrase of
+    its second cell is some call's message, and every row has its calls here."""
+    import re
+    from pathlib import Path
+
+    torch = interpreted
+    x, t = _randn(torch, 4, 8), torch.zeros(4, dtype=torch.int64)
+    probes = {
+        "`dim` other than the last": [lambda: bulkred.softmax(x, 0)],
+        "`dtype=torch.float64`, or a float64 `x`": [lambda: bulkred.log_softmax(x, -1, torch.float64),
+                                                    lambda: bulkred.rms_norm(x.double(), 8)],
+        "class weights (`cross_entropy(weight=...)`)": [lambda: bulkred.cross_entropy(x, t, torch.ones(8))],
+        "class probabilities as `target` (a float tensor)": [lambda: bulkred.cross_entropy(x, torch.rand(4, 8))],
+        "`cross_entropy` of `[N, C, d1, ...]` input": [lambda: bulkred.cross_entropy(x.view(2, 8, 2), t.view(2, 2))],
+        "a negative `eps`": [lambda: bulkred.layer_norm(x, 8, eps=-0.5)],
+        "a last dimension of another stride, rows that are not one stride apart, overlapping rows": [
+            lambda: bulkred.softmax(x.t()), lambda: bulkred.softmax(_randn(torch, 3, 4, 8).transpose(0, 1)),
+            lambda: bulkred.softmax(x.as_strided((3, 8), (4, 1)))],
+    }
+    text = (Path(__file__).resolve().parents[1] / "docs" / "rows.md").read_text()
+    section = text[text.index("### Refused\n"):text.index("\n## ", text.index("### Refused\n"))]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|")][2:]
+    assert [r[0] for r in rows] == list(probes)
+    for what, said, _ in rows:
+        messages = []
+        for call in probes[what]:
+            with pytest.raises(bulkred.ReductionError) as e:
+                call()
+            messages.append(str(e.value))
+        for quote in re.findall(r'"([^"]+)"', said):
+            assert any(quote in m for m in messages), (what, quote, messages)
