@@ -1203,12 +1203,18 @@ def simulate_plan(torch, p: Any, x) -> list:
     """The kernel of the API's plan ``p`` simulated by torch on ``x`` (of the kernel's
     shape): the op's prologue maps, its kind, its epilogue maps, as docs/fused.md
     defines them; its outputs in the kernel's order (dst, then aux), of the kernel's
-    shape. It reads the plan only (no function's name): the CPU gradient test's kernel."""
+    shape. It reads the plan only (no function's name): the CPU gradient test's kernel.
+    A complex plan's ``x`` is complex (:func:`simulate_into` takes the parts the API
+    passes): the maps of each complex element (``|z|``, ``|z|**2``, ``z != 0``; a
+    complex sum, product, variance and mean, as torch's)."""
     dims = p.axes if p.axes is not None else tuple(range(x.dim()))
     inf = float("inf")
     y = x
     for m in p.prologue:
         name, arg = m if isinstance(m, tuple) else (m, None)
+        if y.is_complex() and name in ("square", "nonzero"):
+            y = y.abs() ** 2 if name == "square" else (y != 0).to(y.real.dtype)
+            continue
         y = {
             "cast": lambda t: t, "abs": torch.abs, "square": lambda t: t * t, "nonzero": lambda t: (t != 0).to(t.dtype),
             "nan_zero": lambda t: torch.nan_to_num(t, nan=0.0, posinf=inf, neginf=-inf), "pow": lambda t: t.abs() ** arg,
@@ -1233,6 +1239,22 @@ def simulate_plan(torch, p: Any, x) -> list:
         r = {"sqrt": torch.sqrt, "div_count": lambda t: t / n, "pow": lambda t: t**arg, "log": torch.log}[name](r)
     outs = [r] if p.aux is None else [r, aux]
     return [o.reshape(p.kernel_shape) for o in outs]
+
+
+def simulate_into(torch, p: Any, x, outs) -> None:
+    """:func:`simulate_plan` of ``x`` as the API passes it to the kernel, written into
+    ``outs`` (the kernel's outputs): a complex plan's ``x`` and complex outputs come as
+    their parts (``view_as_real``, with a unit axis in front for a whole complex sum),
+    turned back into complex tensors here."""
+    if getattr(p, "complex", None) is not None:
+        if x.dim() > len(p.shape) + 1:  # the unit axis in front (api._unit_in_front)
+            x = x[0]
+        x = torch.view_as_complex(x)
+        dtypes = (p.dst,) if p.aux is None else (p.dst, p.aux)  # the kernel's order
+        outs = [torch.view_as_complex(o.reshape(*p.kernel_shape, 2)) if d.startswith("complex") else o
+                for o, d in zip(outs, dtypes, strict=True)]
+    for o, r in zip(outs, simulate_plan(torch, p, x)):
+        o.copy_(r.real if not o.is_complex() and r.is_complex() else r)
 
 
 def torch_reference(torch, case: Case, v):

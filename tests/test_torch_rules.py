@@ -558,3 +558,58 @@ def test_the_new_rules_under_torch_compile(interpreted):
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g, w)
+
+
+# region torch's OpInfo samples on the host (the kernels simulated from the plan)
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    """Every kernel of the API simulated by torch from its plan (random_reductions'
+    ``simulate_into``): a CPU torch tensor goes through the real call path, a complex
+    one as its parts, as on the GPU."""
+    torch = _torch()
+    pytest.importorskip("expecttest", reason="torch's OpInfo database needs expecttest")
+    import random_reductions as R
+
+    from bulkred_dialect import reductions
+    from bulkred_dialect.backend_ptx import device
+
+    class SimulatedKernel:
+        _fast = None
+        signature = None
+
+        def __init__(self, p):
+            self.p = p
+
+        def __call__(self, x, *outs, stream=None):
+            R.simulate_into(torch, self.p, x.detach(), list(outs))
+            return (x, *outs)
+
+    monkeypatch.setattr(api, "kernel_of", lambda p, target: SimulatedKernel(p))
+    monkeypatch.setattr(device, "current_arch", lambda: "sm_90a")
+    reductions.forget()
+    yield torch
+    reductions.forget()
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["complex64", "complex128-grads"])
+def test_opinfo_complex_samples_on_the_host(simulated, grad):
+    """Every complex sample of torch's OpInfo reduction ops (tests/opinfo_reductions.py):
+    complex64 forward, complex128 gradients (torch's complex autograd against the rules
+    of grads.py), each with its plan's dtypes and shapes: 0 wrong, 0 other dtype, the
+    refusals only the allowed ones (matrix norms, complex logsumexp). The GPU test runs
+    every sample of every dtype with the real kernels."""
+    import opinfo_reductions as O
+
+    torch = simulated
+    dtype = "complex128" if grad else "complex64"
+    counts = O.run(torch, bulkred, O.samples(torch, "cpu", (dtype,), grad=grad), grad=grad)
+    print(O.table(counts))
+    problems = [p for c in counts.values() for p in c.problems]
+    assert not problems, problems[:10]
+    assert sum(c.passed for c in counts.values()) > (400 if grad else 500)
+    assert "unexpected" not in {k for c in counts.values() for k in c.refused}
+
+
+# endregion

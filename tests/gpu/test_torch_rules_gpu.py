@@ -318,3 +318,46 @@ def test_opinfo_samples_of_the_rules():
 
 
 # endregion
+
+
+# region Every OpInfo sample of torch's reduction ops
+
+
+def test_opinfo_every_sample():
+    """Every sample of torch's OpInfo database for the 31 reduction ops
+    (tests/opinfo_reductions.py: sum ... linalg.vector_norm, torch.norm, linalg.norm,
+    linalg.matrix_norm, max/min with and without dim), forward in every CUDA dtype and
+    gradients in float64 and complex128, through bulkred against torch on the GPU: the
+    counts per op (passed / wrong / other dtype / refused by name) printed; 0 wrong, 0
+    other dtype, and only the refusals of ``ALLOWED`` (matrix norms, complex32, complex
+    nansum/nanmean and logsumexp; docs/from_torch.md). The kernels of all samples are
+    compiled first in parallel processes (into this run's disk cache)."""
+    import os
+    import time
+
+    torch = _torch()
+    try:
+        import opinfo_reductions as O
+        from torch.testing._internal.common_methods_invocations import op_db  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - torch's test package needs expecttest
+        pytest.skip(f"torch's OpInfo database is not importable: {e}")
+    from bulkred_dialect.backend_ptx.device import current_arch
+
+    t0 = time.perf_counter()
+    processes = max(1, min(14, (os.cpu_count() or 2) - 2))
+    compiled = O.precompile(current_arch(), processes) + O.precompile(current_arch(), processes, grad=True)
+    t1 = time.perf_counter()
+    forward = O.run(torch, bulkred, O.samples(torch, "cuda"))
+    t2 = time.perf_counter()
+    grads = O.run(torch, bulkred, O.samples(torch, "cuda", grad=True), grad=True)
+    t3 = time.perf_counter()
+    print(f"\nOpInfo forward samples, every CUDA dtype:\n{O.table(forward)}")
+    print(f"OpInfo gradient samples, float64 and complex128:\n{O.table(grads)}")
+    print(f"{compiled} kernels compiled in {processes} processes in {t1 - t0:.1f} s; forward {t2 - t1:.1f} s, "
+          f"gradients {t3 - t2:.1f} s")
+    problems = [p for counts in (forward, grads) for c in counts.values() for p in c.problems]
+    assert not problems, (len(problems), problems[:20])
+    assert sum(c.passed for c in forward.values()) > 4000 and sum(c.passed for c in grads.values()) > 500
+
+
+# endregion
