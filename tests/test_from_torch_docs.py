@@ -121,7 +121,11 @@ def test_every_listed_dtype_builds(row):
 _X = np.zeros((4, 5), np.float32)
 
 PROBES = {
-    "complex `logsumexp`": lambda: bulkred.logsumexp(np.zeros(4, np.complex64)),
+    "complex logsumexp": lambda: bulkred.logsumexp(np.zeros(4, np.complex64)),
+    "complex nansum, nanmean (torch has them on CUDA, not on the CPU)": lambda: bulkred.nanmean(np.zeros(4, np.complex64)),
+    "complex32 (`torch.chalf`)": lambda: api.plan("sum", (4,), "complex32"),
+    "matrix norms (`torch.linalg.matrix_norm` and `torch.linalg.norm` of a matrix `ord`, `torch.norm(p=\"nuc\")`)":
+        lambda: bulkred.vector_norm(_X, ord="nuc"),
     "a complex result of a real x (`torch.sum(x, dtype=torch.complex64)` of a float32 x)":
         lambda: bulkred.sum(np.zeros(4, np.float32), dtype=np.complex64),
     "a flipped view (negative strides: cupy's `x[::-1]`; torch's `flip` copies)":
@@ -148,3 +152,13 @@ def test_the_refusal_list_is_what_is_refused():
                 assert found >= 0, f"{what}: the doc quotes {quote!r}, the refusal says {message!r}"
                 at = found + len(piece)
 
+
+
+def test_the_opinfo_allowlist_is_the_refusal_list():
+    """Every refusal the OpInfo test allows (tests/opinfo_reductions.py, ``ALLOWED``) is a
+    row of "What torch has that bulkred refuses", by its name."""
+    from opinfo_reductions import ALLOWED
+
+    rows = [cells[0] for cells in _table("What torch has that bulkred refuses")]
+    for name in ALLOWED:
+        assert any(r.startswith(name.split(" (")[0]) for r in rows), name
