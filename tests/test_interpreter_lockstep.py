@@ -17,7 +17,7 @@ from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.interpreter import lockstep, threads, vector
 from bulkred_dialect.interpreter.ptx_cvt import _setp, _setp_form
 from bulkred_dialect.interpreter.threads import run_grid
-from bulkred_dialect.interpreter.values import float_binary, float_minmax
+from bulkred_dialect.interpreter.values import float_binary, float_fma, float_minmax
 from bulkred_dialect.ops.ptx.arith import ArithType
 from bulkred_dialect.ops.ptx.control import CmpOp, SetpType
 
@@ -62,6 +62,23 @@ def test_array_arithmetic_gives_the_scalar_bits(t):
         with np.errstate(all="ignore"):
             got = vector.setp(cmp, a, b).tolist()
         assert got == [_setp(form, x, y) for x, y in zip(a, b)], cmp
+
+
+def test_array_fma_gives_the_scalar_bits():
+    """fma.rn.f32 on every triple of the specials and on random triples whose product
+    and addend nearly cancel (the rounding to odd decides those)."""
+    t = ArithType.F32
+    s = _specials(t)
+    a, b, c = (np.array(p) for p in zip(*itertools.product(s, s, s)))
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(3000).astype(np.float32)
+    y = rng.standard_normal(3000).astype(np.float32)
+    z = (-(x.astype(np.float64) * y) * (1 + rng.standard_normal(3000) * 2.0**-20)).astype(np.float32)
+    a, b, c = np.concatenate([a, x]), np.concatenate([b, y]), np.concatenate([c, z])
+    for ftz in (False, True):
+        got = vector.fma_f32(a, b, c, ftz)
+        want = [float_fma(t, *v, ftz=ftz) for v in zip(a, b, c)]
+        assert [_bits(g) for g in got] == [_bits(w) for w in want], ftz
 
 
 # endregion

@@ -51,11 +51,11 @@ from bulkred_dialect.interpreter.run import (
     _plan,
 )
 from bulkred_dialect.interpreter import vector
-from bulkred_dialect.interpreter.ptx_arith import _binary_form
+from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.values import coerce_float
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
-from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, MaxOp, MinOp, MulOp, SubOp
+from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, FmaOp, MaxOp, MinOp, MulOp, SubOp
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
 from bulkred_dialect.ops.ptx.control import SetpOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
@@ -410,6 +410,19 @@ class LockstepInterpreter(KernelInterpreter):
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
+    def run_fma(self, op: FmaOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            form = self.forms.get(op)
+            if form is None:
+                form = self.forms[op] = _math_form(op)
+            _, t, ftz, _ = form
+            if t == ArithType.F32:
+                a, b, c = (self._array(x, t) for x in inputs)
+                if a is not None and b is not None and c is not None:
+                    return (self._vary(vector.fma_f32(a, b, c, ftz)),)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
     def run_setp(self, op: SetpOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
             form = self.forms.get(op)
@@ -454,6 +467,7 @@ _SPECIAL: dict[type[Operation], Any] = {
     ReduxSyncOp: LockstepInterpreter.run_redux,
     func.CallOp: LockstepInterpreter.run_func_call,
     SetpOp: LockstepInterpreter.run_setp,
+    FmaOp: LockstepInterpreter.run_fma,
     **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MaxOp, MinOp)},
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
 }

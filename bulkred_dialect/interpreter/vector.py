@@ -113,3 +113,37 @@ def setp(c: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if c.endswith("u") and c != "eq":
         return either | _ORDERED[c[:-1]](a, b)
     return ~either & _ORDERED[c](a, b)
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, ftz: bool) -> np.ndarray:
+    """:func:`~bulkred_dialect.interpreter.values.float_fma` of f32 (``fma.rn``): the
+    float64 rounded to odd of ``a * b + c`` (TwoSum of the exact float64 product and
+    ``c``) rounded once more to f32, as values.py's ``_fma_narrow`` does; infinities in
+    float64, a NaN input the canonical NaN."""
+    if ftz:
+        a, b, c = flush(a), flush(b), flush(c)
+    with np.errstate(all="ignore"):
+        x, y, z = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
+        p = x * y
+        s = p + z
+        back = s - z
+        e = (p - back) + (z - (s - back))
+        even = (s.view(np.uint64) & np.uint64(1)) == 0
+        fix = (e != 0) & even
+        odd = np.where(fix, np.nextafter(s, np.copysign(np.inf, e)), s)
+        r = odd.astype(np.float32)
+        zero = (s == 0) & (e == 0)
+        if zero.any():
+            negative = ((x == 0) | (y == 0)) & (np.signbit(x) ^ np.signbit(y)) & (z == 0) & np.signbit(z)
+            r = np.where(zero, np.where(negative, np.float32(-0.0), np.float32(0.0)), r)
+        if ftz:
+            r = flush(r)
+        finite = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
+        if not finite.all():
+            wide = x * y + z
+            inf = np.where(np.isnan(wide), _canonical(ArithType.F32), wide.astype(np.float32))
+            r = np.where(finite, r, inf)
+        nan = np.isnan(x) | np.isnan(y) | np.isnan(z)
+        if nan.any():
+            r = np.where(nan, _canonical(ArithType.F32), r)
+    return r
