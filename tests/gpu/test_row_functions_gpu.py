@@ -39,7 +39,9 @@ def _check(torch, got, ref, own=None, what=""):
     assert got.shape == ref.shape, (what, got.shape, ref.shape)
     g, r = got.double(), ref.double()
     assert torch.equal(g.isnan(), r.isnan()), f"{what}: NaN positions differ"
-    fin = ~r.isnan()
+    inf = r.isinf()
+    assert torch.equal(g[inf], r[inf]), f"{what}: infinities differ"
+    fin = r.isfinite()
     if not fin.any():
         return
     if got.dtype == torch.float32 or own is None:
