@@ -979,7 +979,8 @@ def _arrays(row: Function, x: Any, outs: tuple) -> tuple[tuple, list[tuple]]:
     infos = [_info(o, fn, "out") for o in outs]
     for o in outs:
         _check_out(fn, o)
-    if len(infos) == 2 and row.result_names and infos[0][1] != infos[1][1] and row.name in ("var_mean", "std_mean"):
+    if len(infos) == 2 and row.result_names and infos[0][1] != infos[1][1] and row.name in ("var_mean", "std_mean") \
+            and info[1] not in COMPLEX:  # a complex x: a real var (std), a complex mean
         raise _error(fn, f"'out' has arrays of dtypes {infos[0][1]} and {infos[1][1]}: the two results have one dtype")
     return info, infos
 

@@ -126,6 +126,9 @@ ORDS = (1.0, 2.0, math.inf, -math.inf, 3.0)
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 DTYPES = FLOATS + INTS + ("bool",)
+COMPLEXES = ("complex64", "complex128")
+PART = {"complex64": "float32", "complex128": "float64"}
+"""Complex inputs (drawn by :func:`complex_config` only) and the dtype of their parts."""
 VIEWS = ("contiguous", "transpose", "step", "offset", "broadcast", "mixed")
 SPECIAL_SIZES = (2, 3, 5, 7, 31, 32, 33, 63, 65, 127, 129, 255, 257, 1023, 1025, 4095, 4096, 4097, 65537)
 
@@ -133,7 +136,7 @@ SPECIAL_SIZES = (2, 3, 5, 7, 31, 32, 33, 63, 65, 127, 129, 255, 257, 1023, 1025,
 DTYPE_ARGS = {
     "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64",), "float64": (),
     "int8": ("int64", "int32"), "uint8": ("int64", "int32"), "int16": ("int64", "int32"),
-    "int32": ("int64",), "int64": (), "bool": ("int64",),
+    "int32": ("int64",), "int64": (), "bool": ("int64",), "complex64": (), "complex128": (),
 }
 
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
@@ -256,13 +259,17 @@ def fused_refusal(case: Case) -> str | None:
     dtype its rule does not take, a tuple axis or an empty axis where it takes one axis,
     an empty reduction of a kind without identity (the row's ``fill`` is None)."""
     row = row_of(case.kind)
-    if row.inputs == "float" and case.dtype not in FLOATS or row.inputs == "integer" and case.dtype in FLOATS:
+    if case.dtype in COMPLEXES:
+        if row.complex is None:
+            return "a complex input"
+    elif row.inputs == "float" and case.dtype not in FLOATS or row.inputs == "integer" and case.dtype in FLOATS:
         return "an integer input" if row.inputs == "float" else "a float input"
     if row.one_axis and isinstance(case.axis, tuple):
         return "a tuple axis"
     if row.one_axis and case.n_reduced == 0:
         return "an empty axis"
-    if case.n_reduced == 0 and row.build(case.dtype, case_options(case, plan=True)).fill is None:
+    build = row.complex if case.dtype in COMPLEXES else row.build
+    if case.n_reduced == 0 and build(case.dtype, case_options(case, plan=True)).fill is None:
         return "an empty reduction (no identity)"
     return None
 
@@ -285,7 +292,13 @@ def case_options(case: Case, *, plan: bool = False, torch: Any = None) -> dict[s
 
 def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
     """The result's dtype (of a pair: the first result's, see :func:`pair_dtypes`): the
-    rule of the row's test entry (:data:`ROW_TESTS`)."""
+    rule of the row's test entry (:data:`ROW_TESTS`); of a complex input, torch's: a
+    complex sum, product and mean, a real variance, norm and std (the part's dtype), an
+    int64 count, a bool any/all."""
+    if dtype in COMPLEXES:
+        if kind in ("sum", "prod", "mean"):
+            return dtype_arg or dtype
+        return {"count_nonzero": "int64", "any": "bool", "all": "bool"}.get(kind, PART[dtype])
     return ROW_TESTS[kind].result(dtype, dtype_arg)
 
 
@@ -355,6 +368,15 @@ def table_config(**kw: Any) -> Config:
     integer types and bool now and then (std_mean and nanmean refuse them)."""
     kw.setdefault("kinds", TABLE_KINDS)
     kw.setdefault("dtypes", FLOATS + FLOATS + ("int32", "int8", "uint8", "int64", "bool"))
+    return Config(**kw)
+
+
+def complex_config(**kw: Any) -> Config:
+    """Complex inputs (complex64, complex128) of every row that takes them, against
+    numpy in complex128 (:func:`complex_reference`); a numpy input now and then."""
+    kw.setdefault("kinds", tuple(k for k in ROW_TESTS if row_of(k).complex is not None))
+    kw.setdefault("dtypes", COMPLEXES)
+    kw.setdefault("numpy_inputs", 0.2)
     return Config(**kw)
 
 
@@ -523,6 +545,8 @@ def make_base(case: Case, *, draws: bool = False) -> np.ndarray:
     shape, n = case.base_shape, math.prod(case.base_shape)
     red = max(case.n_reduced, 1)
     dt = case.dtype
+    if dt in COMPLEXES:
+        return _complex_base(case, rng, n, red, draws).reshape(shape)
     if case.values.startswith("zeros"):
         p0 = float(case.values[5:])
         nz = rng.random(n) >= p0
@@ -569,6 +593,23 @@ def make_base(case: Case, *, draws: bool = False) -> np.ndarray:
     if case.nans and n:
         x[rng.integers(0, n, case.nans)] = np.nan
     return x.reshape(shape)
+
+
+def _complex_base(case: Case, rng: np.random.Generator, n: int, red: int, draws: bool) -> np.ndarray:
+    """A complex case's values: normal parts (small integers for "ints"); zeros at the
+    share of a "zeros" draw (both parts 0); for a product, numbers of modulus
+    ``exp(N(0, 1/n))`` at uniform angles (``draws``: the modulus' exponent and the angle
+    as drawn, no exp, cos or sin), so that products neither overflow nor vanish."""
+    if case.kind == "prod":
+        r, t = rng.normal(0.0, 1.0 / math.sqrt(red), n), rng.uniform(0.0, 2 * math.pi, n)
+        z = r + 1j * t if draws else np.exp(r) * (np.cos(t) + 1j * np.sin(t))
+    elif case.values == "ints":
+        z = rng.integers(-8, 9, n) + 1j * rng.integers(-8, 9, n)
+    else:
+        z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    if case.values.startswith("zeros"):
+        z = np.where(rng.random(n) < float(case.values[5:]), 0, z)
+    return np.asarray(z, np.complex128).astype(case.dtype)
 
 
 def numpy_view(case: Case, base: np.ndarray) -> np.ndarray:
@@ -828,8 +869,91 @@ def _pair(first: str, second: str):
 
 def reference(case: Case, v: np.ndarray) -> Reference:
     """The expected values (shape: ``case.out_shape``) from the view ``v`` (host values):
-    the reference of the case's row (:data:`ROW_TESTS`)."""
+    the reference of the case's row (:data:`ROW_TESTS`), of a complex input
+    :func:`complex_reference`."""
+    if case.dtype in COMPLEXES:
+        return complex_reference(case, v)
     return ROW_TESTS[case.kind].reference(case, v)
+
+
+@_quiet
+def complex_reference(case: Case, v: np.ndarray) -> Reference:
+    """numpy in complex128 (float64 for the real results), each with its bound: a sum or
+    mean within ``(n + 2) eps sum|z|``, a product ``4 (n + 2) eps |ref|`` (each complex
+    product's error relative to it), a variance ``8 (n + 2) eps sum|z|**2 / (N - c)``
+    (std through the square root), a norm ``(n / |p| + 8) eps |ref|`` (inf, -inf: ``4 eps
+    |ref|``, the modulus rounded), counts and truth exact; the pairs (var_mean, std_mean)
+    with their complex mean as ``aux``."""
+    ax, n, kind = case.reduced, case.n_reduced, case.kind
+    out = PART[case.dtype] if case.dtype_arg is None else PART.get(case.dtype_arg, case.dtype_arg)
+    eps, tiny = EPS[out], TINY[out]
+    z = v.astype(np.complex128)
+    shape = case.out_shape
+    a = np.abs(z)
+    if kind in ("count_nonzero", "any", "all"):
+        nz = z != 0
+        val = nz.sum(axis=ax, dtype=np.int64) if kind == "count_nonzero" else (np.any if kind == "any" else np.all)(nz, axis=ax)
+        return Reference(np.asarray(val).reshape(shape), n, None, True)
+    if kind in ("sum", "mean", "prod"):
+        f = np.prod if kind == "prod" else np.sum
+        val = np.asarray(f(z, axis=ax)).reshape(shape)
+        if kind == "mean":
+            val = val / n if n else np.full(shape, complex(math.nan, math.nan))
+        if kind == "prod":
+            bound = 4 * (n + 2) * eps * np.abs(val) + tiny
+        else:
+            bound = (n + 2) * eps * np.asarray(a.sum(axis=ax)).reshape(shape) / (n if kind == "mean" and n else 1) + tiny
+        return Reference(val, n, None, False, bound)
+    if kind == "vector_norm":
+        p = case.ord if case.ord is not None else 2.0
+        if math.isinf(p):
+            val = np.asarray((np.max if p > 0 else np.min)(a, axis=ax)).reshape(shape)
+            return Reference(val, n, None, False, 4 * eps * val + tiny)
+        val = np.asarray(np.sum(a**p, axis=ax) ** (1.0 / p)).reshape(shape)
+        return Reference(val, n, None, False, (n / abs(p) + 8) * eps * val + tiny)
+    # var, std, var_mean, std_mean: torch's variance of a complex tensor, sum |z - mean|^2 / (N - c)
+    mean = z.sum(axis=ax, keepdims=True) / max(n, 1)
+    m2 = np.asarray((np.abs(z - mean) ** 2).sum(axis=ax)).reshape(shape)
+    div = max(n - (case.correction or 0), 0)
+    var = m2 / div if div else np.where(m2 == 0, np.nan, np.inf)
+    vbound = 8 * (n + 2) * eps * np.asarray((a * a).sum(axis=ax)).reshape(shape) / max(div, 1)
+    if kind.startswith("std"):
+        val = np.sqrt(var)
+        bound = np.sqrt(var + vbound) - np.sqrt(np.maximum(var - vbound, 0.0)) + 4 * eps * np.nan_to_num(val, posinf=0) + tiny
+    else:
+        val, bound = var, vbound + eps * np.nan_to_num(var, posinf=0) + tiny
+    ref = Reference(val, n, None, False, bound)
+    if kind.endswith("_mean"):
+        mv = mean.reshape(shape) if n else np.full(shape, complex(math.nan, math.nan))
+        ref.aux = Reference(mv, n, None, False, (n + 2) * eps * np.asarray(a.sum(axis=ax)).reshape(shape) / max(n, 1) + tiny)
+    return ref
+
+
+def _check_complex(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
+    """A complex case's result: exact for counts and truth, else each value (a complex
+    one by the modulus of its error) within the reference's bound, NaN where it is NaN."""
+    want = ref.value
+    if got.shape != want.shape:
+        return Outcome("fail", "shape", f"values of shape {got.shape}, expected {want.shape}")
+    if ref.exact:
+        if np.array_equal(got.astype(want.dtype), want):
+            return Outcome("pass")
+        i = int(np.flatnonzero(got.reshape(-1) != want.reshape(-1))[0])
+        return Outcome("fail", "value", f"first at flat {i}: got {got.reshape(-1)[i]}, expected {want.reshape(-1)[i]}")
+    g, w = got.astype(np.complex128).reshape(-1), want.astype(np.complex128).reshape(-1)
+    gn, wn = np.isnan(g), np.isnan(w)
+    if not np.array_equal(gn, wn):
+        i = int(np.flatnonzero(gn != wn)[0])
+        return Outcome("fail", "nan", f"NaN at flat {i}: got {g[i]}, expected {w[i]}")
+    bound = np.broadcast_to(ref.bound, want.shape).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        err = np.where(wn | (np.isinf(w) & (g == w)), 0.0, np.abs(g - w))
+    over = err > bound
+    if not np.any(over):
+        return Outcome("pass")
+    i = int(np.argmax(np.where(over, err / np.maximum(bound, 1e-300), 0)))
+    return Outcome("fail", "value", f"{int(over.sum())} of {want.size} outside the bound; worst at flat {i}: got {g[i]!r}, "
+                   f"expected {w[i]!r}, |err| {err[i]:.3g} > bound {bound[i]:.3g}")
 
 
 
@@ -851,6 +975,8 @@ def _eps_acc(case: Case) -> float:
 
 def check_values(case: Case, ref: Reference, got: np.ndarray) -> Outcome:
     """``got`` (host values, float64 for float outputs) against the reference."""
+    if case.dtype in COMPLEXES:
+        return _check_complex(case, ref, got)
     want = ref.value
     if got.shape != want.shape:
         return Outcome("fail", "shape", f"values of shape {got.shape}, expected {want.shape}")
@@ -1787,10 +1913,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fused", action="store_true", help="the fused functions (mean, var, argmax, ...) instead")
     p.add_argument("--table", action="store_true", help="the table's newer functions (amax, nansum, aminmax, ...) instead")
     p.add_argument("--rows", action="store_true", help="every row of the function table, with its options")
+    p.add_argument("--complex", action="store_true", help="complex64 and complex128 inputs of every row that takes them")
     p.add_argument("--grads", action="store_true", help="also check each differentiable torch case's gradient against torch's")
     p.add_argument("--views", default="contiguous", help=f"with --interpreter: the views to draw, comma-separated, of {', '.join(VIEWS)}")
     a = p.parse_args(argv)
-    config = rows_config() if a.rows else table_config() if a.table else fused_config() if a.fused else None
+    config = (complex_config() if a.complex else rows_config() if a.rows else table_config() if a.table
+              else fused_config() if a.fused else None)
     if a.grads:
         config = config or Config()
         config.grads = True

@@ -295,3 +295,34 @@ def test_complex_under_torch_compile(interpreted):
 
 
 # endregion
+
+
+# region Random complex draws (tests/random_reductions.py's complex_config) on the interpreter
+
+
+def test_random_complex_draws_against_complex128(interpreted):
+    """Seeded draws of ``complex_config`` (every row that takes complex, complex64 and
+    complex128, every view, keepdims, out=, numpy and torch inputs) run by the random
+    harness (``run_case``: its complex128 reference and bounds) on the interpreter;
+    tools/gpu_random.py --complex runs them on the GPU."""
+    import random_reductions as R
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    cfg = R.complex_config(max_elems=2000, numpy_inputs=0.2 if torch is not None else 1.0)
+    seen, bad = set(), []
+    for i in range(24):
+        case = R.generate(20261129, i, cfg)
+        if case.library == "torch" and torch is None:
+            continue
+        r = R.run_case(case, bulkred, torch, device="cpu")
+        seen.add(case.kind)
+        if r.status != "pass":
+            bad.append(f"{r.status} {case.label()}: {r.reason} {r.detail}")
+    assert not bad, bad
+    assert len(seen) >= 8, seen
+
+
+# endregion

@@ -13,6 +13,9 @@ random_reductions.txt and random_reductions.json there.
                                                           # count_nonzero, std_mean, max/min_with_indices,
                                                           # nansum, nanmean, aminmax
     python3 tools/gpu_random.py --rows                    # every row of the function table, with its options
+    python3 tools/gpu_random.py --complex                 # complex64/complex128 inputs of every row that takes
+                                                          # them (sum, prod, mean, var, std, ..., vector_norm,
+                                                          # count_nonzero, any, all) against numpy in complex128
 
 Exit status 1 when any case failed (unsupported cases do not fail the run).
 """
