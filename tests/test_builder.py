@@ -843,7 +843,7 @@ def test_normalize_rows_operand_rules_are_the_verifiers_at_the_builders_line():
     with pytest.raises(LocatedError) as info:
         k.module()
     assert str(info.value).startswith(f"{__file__}:{op.location.line.data}:")  # the T.normalize_rows call
-    assert "operand 'weight' is only valid with kind rms_norm, layer_norm or add_rms_norm, got kind softmax" in str(info.value)
+    assert "operand 'weight' is only valid with kind rms_norm, layer_norm, add_rms_norm, rms_norm_backward or layer_norm_backward, got kind softmax" in str(info.value)
     k, _ = _rows_kernel("layer_norm", weight=True, bias=True, eps=1e-5)
     with pytest.raises(LocatedError, match="operand 'bias' element type must be f32, got bf16"):
         k.module()
@@ -857,7 +857,8 @@ def test_normalize_rows_operand_rules_are_the_verifiers_at_the_builders_line():
     [
         (lambda x, y: T.normalize_rows("softmax2", x, y),
          "'kind' of T.normalize_rows must be one of softmax, log_softmax, rms_norm, layer_norm, add_rms_norm, "
-         "cross_entropy, softmax_backward, log_softmax_backward, got 'softmax2'"),
+         "cross_entropy, softmax_backward, log_softmax_backward, rms_norm_backward, layer_norm_backward, "
+         "cross_entropy_backward, got 'softmax2'"),
         (lambda x, y: T.normalize_rows("softmax", None, y),
          "'x' of T.normalize_rows must be a buffer from k.param or T.alloc_buffer, got NoneType None"),
         (lambda x, y: T.normalize_rows("softmax", x, 3), "'y' of T.normalize_rows must be a buffer"),
