@@ -53,6 +53,8 @@ from bulkred_dialect.functions import FUNCTIONS, casts_first, library_rules, tor
         ("nansum", (4, 5), "float64", {"dtype": "float32"}, "float32", ("cast", "nan_zero"), ()),
         ("vector_norm", (4, 5), "float64", {"dtype": "float32", "ord": 3}, "float32", ("cast", ("pow", 3.0)), ()),
         ("sum", (4, 5), "float16", {"dtype": "float32"}, "float32", (), ()),  # wider: an accumulator, no cast
+        ("sum", (4, 5), "float32", {"dtype": "float16"}, "float16", ("cast",), ()),  # narrower than 32 bits too
+        ("prod", (4, 5), "int64", {"dtype": "int8", "axis": 1}, "int8", ("cast",), (4,)),
         # vector_norm(ord=0): the count of nonzeros as a float of the result's dtype
         ("vector_norm", (4, 5), "float32", {"ord": 0, "axis": 1}, "float32", ("nonzero",), (4,)),
         ("vector_norm", (4, 5), "bfloat16", {"ord": 0.0}, "bfloat16", ("nonzero",), ()),
@@ -191,8 +193,8 @@ def test_the_verifier_rules_of_correction_cast_and_nonzero():
 
     for kind, src, dst, kw, message in (
         ("var", "float32", "float32", {"correction": math.inf}, "'correction' must be finite, got inf"),
-        ("sum", "float64", "int32", {"prologue": ["cast"]}, "prologue .cast. must be f32 or f64 from an integer"),
-        ("sum", "float32", "float16", {"prologue": ["cast"]}, "prologue 'cast'"),  # a 16-bit accumulator: refused
+        ("sum", "float64", "int32", {"prologue": ["cast"]}, "prologue .cast. must be a float from an integer"),
+        ("sum", "float16", "bfloat16", {"prologue": ["cast"]}, "prologue 'cast'"),  # no narrower: refused
         ("sum", "float32", "int32", {"prologue": ["cast"]}, "prologue 'cast'"),  # float to int: not a cast we take
         ("sum", "float64", "float32", {}, "'dst' element type must be src's f64"),  # narrower without the cast
         ("logsumexp", "int32", "float32", {}, "kind logsumexp of i32 has no wider accumulator type"),
@@ -331,6 +333,46 @@ def test_a_narrower_dtype_casts_first(shape, axis):
     (got,) = run(api.plan("sum", shape, "int64", axis=axis, dtype="int32", library="torch"), big)
     want = np.sum(big.astype(np.int32), axis=axis, dtype=np.int32)  # the low bits, wrapping as torch and numpy
     assert got.dtype == np.int32 and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("fn", "src", "dst", "shape", "axis"),
+    [("sum", "float32", "float16", (6, 37), 1), ("mean", "float64", "float16", (37, 8), 0),
+     ("sum", "float32", "bfloat16", (203,), None), ("prod", "float32", "float16", (6, 5), 1),
+     ("nansum", "float64", "float16", (3, 20, 5), 1), ("sum", "int32", "int8", (6, 37), 1),
+     ("prod", "int64", "int16", (6, 5), 1), ("sum", "int64", "uint8", (4, 6, 10), (0, 2))],
+)
+def test_a_dtype_narrower_than_32_bits_casts_first(fn, src, dst, shape, axis):
+    """torch's ``sum(x_float32, dtype=torch.float16)``: each element converted to the
+    16-bit float first (cvt.rn), then accumulated in float32 as float16 elements are, the
+    result rounded to float16: the same bits as numpy's reduction of the cast elements in
+    float32 (small sums, exact there); 8- and 16-bit integers wrap as torch's (the low
+    bits of the 32-bit accumulation)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape) * 100 + 1.0 / 3.0
+    if fn == "prod":
+        x = x / 100
+    x = x.astype(src) if src.startswith("float") else (x * 1000).astype(src)
+    p = api.plan(fn, shape, src, axis=axis, dtype=dst)
+    assert p.prologue[0] == "cast" and p.dst == dst
+    (got,) = run(p, x)
+    ref = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "nansum": np.nansum}[fn]
+    if dst.startswith("float") or dst == "bfloat16":  # within one ulp of the result of the cast values' exact sum
+        if dst == "bfloat16":  # numpy has no bfloat16: the kernel's bits as float32, the elements rounded as torch's
+            from random_reductions import bf16_round
+
+            got, cast = (np.asarray(got).view(np.uint16).astype(np.uint32) << 16).view(np.float32), bf16_round(x)
+        else:
+            cast = x.astype(dst)
+            assert got.dtype == np.dtype(dst)
+        want = ref(cast.astype(np.float64), axis=axis)
+        ulp = 2.0**-7 if dst == "bfloat16" else 2.0**-10
+        np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), want, rtol=ulp, atol=0)
+        # and not the sum of the uncast elements: the cast is there (a difference far above one ulp)
+        assert not np.allclose(ref(x.astype(np.float64), axis=axis), want, rtol=ulp / 64, atol=0)
+    else:
+        want = ref(x.astype(dst).astype(np.int64), axis=axis).astype(dst)  # the low bits, wrapping as torch
+        assert got.dtype == np.dtype(dst) and np.array_equal(np.asarray(got).reshape(np.shape(want)), want)
 
 
 @pytest.mark.parametrize(("fn", "axis"), [("any", 1), ("all", 1), ("any", None), ("all", None)])

@@ -68,10 +68,21 @@ class Elem:
     @staticmethod
     def of(d: DType, out: DType | None = None, nonzero: bool = False) -> Elem:
         """``nonzero``: the source is reduced as ``x != 0`` (1 or 0, in the accumulator),
-        and a bool ``out`` accumulates in the bool row's accumulator (32 bits)."""
+        and a bool ``out`` accumulates in the bool row's accumulator (32 bits). An ``out``
+        narrower than 32 bits other than the source (the prologue ``cast``: torch's
+        ``sum(x_float32, dtype=torch.float16)``) accumulates in its row's accumulator, as
+        the same reduction of an ``out`` input would (:attr:`rounds_through_out`)."""
         out = d if out is None else out
-        acc = out.accumulator if out.is_bool else out if out is not d else d.accumulator
+        narrow = out is not d and out.bits < 32
+        acc = out.accumulator if out.is_bool or narrow else out if out is not d else d.accumulator
         return Elem(d, out, acc, _load_type(d), ld_type(acc), ld_type(out), nonzero)
+
+    @property
+    def rounds_through_out(self) -> bool:
+        """Each element is rounded to a float ``out`` narrower than 32 bits before it is
+        widened to the accumulator (the cast first, as torch converts the tensor; an
+        integer ``out``'s low bits need no step: its wrapping sum and product keep them)."""
+        return self.out.is_float and self.out is not self.dtype and self.out.bits < 32 and not self.nonzero
 
     @property
     def name(self) -> str:

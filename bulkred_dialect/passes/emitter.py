@@ -339,6 +339,8 @@ class Emitter:
         integers; then ``selp``)."""
         if elem.nonzero:
             return self.nonzero(elem.reg, elem.accumulator, v)
+        if elem.rounds_through_out:  # a narrower float dst: cvt.rn into it first (the prologue cast)
+            return self.convert(self.convert(v, elem.reg, elem.out), elem.out, elem.accumulator)
         return self.convert(v, elem.reg, elem.accumulator)
 
     def nonzero(self, src: DType, acc: DType, v: SSAValue) -> SSAValue:

@@ -94,15 +94,18 @@ def test_numpy_arrays_keep_numpy_rules():
 @pytest.mark.parametrize(
     ("fn", "src", "dst"),
     [("sum", "float64", "float32"), ("mean", "float64", "float32"), ("nansum", "float64", "float32"),
-     ("sum", "int64", "int32"), ("prod", "int64", "int32")],
+     ("sum", "int64", "int32"), ("prod", "int64", "int32"), ("sum", "float32", "float16"), ("mean", "float32", "bfloat16"),
+     ("sum", "float64", "float16"), ("sum", "int32", "int8"), ("prod", "int64", "int16"), ("sum", "int64", "uint8")],
 )
 def test_a_narrower_dtype_casts_first(fn, src, dst):
     torch = _torch()
     g = _gen(torch, 3)
     if src.startswith("float"):
-        x = (torch.randn(65, 4099, device="cuda", generator=g, dtype=torch.float64) * 1e3 + 1 / 3)
+        big = dst == "float32"  # a 16-bit result: values whose whole sum stays below float16's 65504
+        x = (torch.randn(65, 4099, device="cuda", generator=g, dtype=torch.float64) * (1e3 if big else 0.1)
+             + (1 / 3 if big else 1 / 300)).to(getattr(torch, src))
     else:
-        x = torch.randint(-(2**40), 2**40, (65, 4099), device="cuda", generator=g, dtype=torch.int64)
+        x = torch.randint(-(2**40), 2**40, (65, 4099), device="cuda", generator=g, dtype=torch.int64).to(getattr(torch, src))
         if fn == "prod":
             x = x[:, :5]
     for axis in (None, 1, 0):
@@ -110,15 +113,18 @@ def test_a_narrower_dtype_casts_first(fn, src, dst):
         got = getattr(bulkred, fn)(x, axis=axis, dtype=getattr(torch, dst))
         want = getattr(torch, fn)(x, dtype=getattr(torch, dst), **kw)
         assert got.dtype == want.dtype == getattr(torch, dst), (fn, axis)
-        if dst.startswith("float"):
-            # against the float32-cast values reduced in float64 (bulkred and torch add in
-            # other orders: each within float32 accumulation's bound of a blocked sum)
-            x32 = x.to(torch.float32).double()
+        if dst.startswith("float") or dst == "bfloat16":
+            # against the cast values reduced in float64 (bulkred and torch add in other
+            # orders: each within float32 accumulation's bound of a blocked sum, and the
+            # rounding into a 16-bit result)
+            x32 = x.to(getattr(torch, dst)).double()
             ref = getattr(torch, fn)(x32, **kw)
             mag = x32.abs().mean(**kw) if fn == "mean" else x32.abs().sum(**kw)
+            ulp = {"float32": 0.0, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dst]
+            bound = 64 * 2.0**-24 * mag + ulp * ref.abs()
             err = (got.double() - ref).abs()
-            assert (err <= 64 * 2.0**-24 * mag).all(), (fn, axis, float(err.max()))
-            assert ((want.double() - ref).abs() <= 64 * 2.0**-24 * mag).all(), (fn, axis, "torch")
+            assert (err <= bound).all(), (fn, axis, float(err.max()))
+            assert ((want.double() - ref).abs() <= bound).all(), (fn, axis, "torch")
         else:
             assert torch.equal(got, want), (fn, axis)  # the low bits, wrapping
 

@@ -89,23 +89,25 @@ def check_dst_element_type(kind: str, src: Attribute, dst: Attribute, *, grid: b
 
 def check_cast_dst(kind: str, src: Attribute, dst: Attribute) -> None:
     """Raise unless ``dst`` is an element type that the prologue ``cast`` (each element
-    converted to ``dst``'s type first, then reduced in it) reaches from ``src``: a float
-    of 32 or 64 bits from an integer or bool (``logsumexp`` of int32 into f32) or from a
-    wider float (``sum(float64, dtype=float32)``); an integer of 32 or 64 bits from a
-    wider integer (int64 into i32: the low bits, as a cast keeps them); or, as without the
-    cast, one of :func:`wider_dst_types` (the conversion to the accumulator: a marker)."""
+    converted to ``dst``'s type first, then reduced as ``dst``'s elements are: float16
+    and bfloat16 in float32, 8- and 16-bit integers in 32 bits) reaches from ``src``: a
+    float from an integer or bool (``logsumexp`` of int32 into f32) or from a wider float
+    (``sum(float64, dtype=float32)``, ``sum(float32, dtype=float16)``); an integer from a
+    wider integer (int64 into i32 or i8: the low bits, as a cast keeps them); or, as
+    without the cast, one of :func:`wider_dst_types` (the conversion to the accumulator: a
+    marker)."""
     if dst in wider_dst_types(kind, src):
         return
     s, d = of_ir(src), of_ir(dst)
     if s is None or d is None:
         raise VerifyException(f"'dst' element type {dst} is not an element type the prologue 'cast' converts {src} into")
-    ok = d.bits >= 32 and not d.is_bool and (
+    ok = not d.is_bool and (
         (d.is_float and (not s.is_float or s.bits > d.bits)) or (not d.is_float and not s.is_float and not s.is_bool and s.bits > d.bits)
     )
     if not ok:
         raise VerifyException(
-            f"'dst' element type of a reduction with the prologue 'cast' must be f32 or f64 from an integer, bool or "
-            f"float 'src', or a 32- or 64-bit integer narrower than an integer 'src', got {dst} from {src}"
+            f"'dst' element type of a reduction with the prologue 'cast' must be a float from an integer, bool or wider "
+            f"float 'src', or an integer narrower than an integer 'src', got {dst} from {src}"
         )
 
 
