@@ -97,6 +97,10 @@ def _bits_view(buf: np.ndarray, width: int) -> np.ndarray:
 
 
 def _index(buf: np.ndarray, indices: PythonValues) -> tuple[int, ...]:
+    if len(indices) == 1 and buf.ndim == 1:
+        i = indices[0]
+        if type(i) is int and 0 <= i < buf.shape[0]:
+            return (i,)
     idx = tuple(int(i) for i in indices)
     if len(idx) != buf.ndim or any(not 0 <= i < d for i, d in zip(idx, buf.shape)):
         raise InterpretationError(f"index {list(idx)} is out of bounds for a buffer of shape {list(buf.shape)}")
@@ -174,16 +178,36 @@ class BufferFunctions(InterpreterFunctions):
     def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: PythonValues) -> PythonValues:
         buf, *indices = args
         buf = _buffer(interpreter, buf)
-        t = op.memref.type.element_type
-        return (load_element(buf, _index(buf, indices), t, interpreter.index_bitwidth),)
+        t, kind, width, native = self._format(interpreter, op)
+        idx = _index(buf, indices)
+        if buf.dtype is native:  # the element itself: a numpy float keeps its bits
+            return (buf[idx],)
+        return (load_element(buf, idx, t, interpreter.index_bitwidth),)
 
     @impl(memref.StoreOp)
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
         value, buf, *indices = args
         buf = _buffer(interpreter, buf)
-        t = op.memref.type.element_type
-        store_element(buf, _index(buf, indices), t, value, interpreter.index_bitwidth)
+        t, kind, width, native = self._format(interpreter, op)
+        idx = _index(buf, indices)
+        if buf.dtype is native and type(value) is native.type:  # the bits of the value
+            buf.view(_UINT[width])[idx] = value.view(_UINT[width])
+            return ()
+        store_element(buf, idx, t, value, interpreter.index_bitwidth)
         return ()
+
+    def _format(self, interpreter: Interpreter, op: memref.LoadOp | memref.StoreOp) -> tuple[Any, ...]:
+        """(element type, float kind or None, width, numpy dtype whose elements are the
+        interpreter's values or None) of ``op``'s memref, read once per op."""
+        memo = self.__dict__.setdefault("_formats", {})
+        key = (op, interpreter.index_bitwidth)
+        form = memo.get(key)
+        if form is None:
+            t = op.memref.type.element_type
+            kind, width = element_format(t, interpreter.index_bitwidth)
+            native = np.dtype(STORAGE_DTYPE[kind]) if kind is not None and kind != ArithType.BF16 else None
+            form = memo[key] = (t, kind, width, native)
+        return form
 
     @impl(arith.CmpiOp)
     def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues) -> PythonValues:
