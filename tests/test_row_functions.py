@@ -130,6 +130,7 @@ def interpreted(monkeypatch):
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)  # a column sum's grid: 2 units, not 2 per SM
     monkeypatch.setattr(row_functions, "DEVICES", ("cuda", "cpu"))
     row_functions.forget()
+    row_functions._register()  # as `import bulkred_dialect` with torch loaded, or the first call, would
     InterpretedKernel.built.clear()
     yield torch
     row_functions.forget()
@@ -319,20 +320,20 @@ def test_refusals_are_one_line_before_any_kernel(interpreted):
 
 def test_torch_compile_traces_forward_and_backward(interpreted):
     """torch.compile(fullgraph=True) traces every function through its operator (the fake
-    implementation gives the shapes) and the backward through the rules."""
+    implementation gives the shapes) and the backward through the rules; with dynamic
+    shapes, one graph for every M."""
     torch = interpreted
     F = torch.nn.functional
     x = _randn(torch, 3, 16, seed=51)
     w = _randn(torch, 16, seed=52)
-    t = torch.tensor([1, -100, 15])
 
-    def f(a, u):
+    def f(a, u, t):
         y, h = bulkred.add_rms_norm(a, a * 2, u, 1e-6)
         return (bulkred.softmax(a).sum() + bulkred.log_softmax(a, -1).sum() + bulkred.rms_norm(a, 16, u).sum()
                 + bulkred.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum()
                 + bulkred.cross_entropy(a, t, label_smoothing=0.1))
 
-    def g(a, u):
+    def g(a, u, t):
         y, h = F.rms_norm(a * 3, (16,), u, 1e-6), a * 3
         return (torch.softmax(a, -1).sum() + torch.log_softmax(a, -1).sum()
                 + F.rms_norm(a, (16,), u, torch.finfo(torch.float32).eps).sum()
@@ -351,16 +352,18 @@ def test_torch_compile_traces_forward_and_backward(interpreted):
 
         return aot_autograd(fw_compiler=keep, bw_compiler=keep)(gm, example_inputs)
 
-    compiled = torch.compile(f, fullgraph=True, backend=backend)
-    a1, u1 = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
-    a2, u2 = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
-    got, want = compiled(a1, u1), g(a2, u2)
-    _close(got, want, 1e-4)
-    got.backward()
-    want.backward()
-    _close(a1.grad, a2.grad, 1e-4)
-    _close(u1.grad, u2.grad, 1e-4)
-    forward, backward = graphs
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend=backend)  # M a symbol: one graph
+    for rows in (x, x[:2]):
+        t = torch.tensor([1, -100, 15][: len(rows)])
+        a1, u1 = rows.clone().requires_grad_(True), w.clone().requires_grad_(True)
+        a2, u2 = rows.clone().requires_grad_(True), w.clone().requires_grad_(True)
+        got, want = compiled(a1, u1, t), g(a2, u2, t)
+        _close(got, want, 1e-4)
+        got.backward()
+        want.backward()
+        _close(a1.grad, a2.grad, 1e-4)
+        _close(u1.grad, u2.grad, 1e-4)
+    forward, backward = graphs  # one forward and one backward graph for both M
     for name in ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"):
         assert f"bulkred.{name}.default" in forward, name
     for name in ("softmax", "log_softmax", "rms_norm", "layer_norm", "cross_entropy"):  # add_rms_norm: rms_norm's
@@ -371,7 +374,6 @@ def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
     torch = interpreted
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    bulkred.softmax(torch.ones(1, 2))  # the first call on a torch tensor registers the operators
 
     with FakeTensorMode():
         x = torch.empty(2, 5, 8)
