@@ -28,6 +28,15 @@ def pytest_configure(config):
     gc.set_threshold(50_000, 20, 20)
 
 
+def pytest_collection_finish(session):
+    """What exists once the tests are collected (the modules imported, the test items,
+    the dialects) lives to the end of the process: moved out of the collector's
+    generations (``gc.freeze``), no collection walks it again (about 7% of a
+    CPU-heavy file's time)."""
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_unconfigure(config):
     if _OWN_CACHE_DIR is not None:
         shutil.rmtree(_OWN_CACHE_DIR, ignore_errors=True)
