@@ -67,10 +67,12 @@ def _torch(fn: str, x: Any) -> Any:
     return torch
 
 
+_CHECKS = {(row.name, o.name): o.check for row in NORM_ROWS for o in row.options}
+
+
 def _option(row: RowFunction, name: str, value: Any) -> Any:
-    o = next(o for o in row.options if o.name == name)
     try:
-        return o.check(value)
+        return _CHECKS[row.name, name](value)
     except OptionError as e:
         raise _error(row.name, str(e)) from None
 
@@ -467,11 +469,19 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
             key = None
     if row.grad is not None and torch.is_grad_enabled() and any(
             isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
-        op = getattr(_ops(), row.name)
+        _register()
+        from bulkred_dialect.torch_ops import ROW_EAGER
+
+        op = ROW_EAGER[row.name]  # the operator's autograd, without its dispatch
+        k = _kernel(p, True)
+
+        def forward(*op_args: Any) -> Any:  # the operator's implementation, its plan and kernel known
+            out = run(row, p, k, dict(zip(names, op_args)), True)
+            return out if len(out) > 1 else out[0]
 
         def launcher(args: tuple) -> Any:
             op_args, finish = front(row, *args)
-            out = op(*op_args)
+            out = op(forward, *op_args)
             return finish(out if isinstance(out, tuple) else (out,))
     else:
         k = _kernel(p, False)

@@ -183,6 +183,29 @@ def register_row(row: RowFunction, impl: Any, fake: Any) -> None:
         return tuple(got.get(n) if n in tensors else None for n in names)
 
     op.register_autograd(backward, setup_context=setup_context)
+    # eager autograd (not under torch.compile): the same forward, context and backward as one
+    # torch.autograd.Function, without the operator's dispatch around it (as EAGER's)
+    n_stats = len(row.stats)
+
+    def forward(ctx: Any, run: Any, *inputs: Any) -> Any:
+        out = run(*inputs)
+        setup_context(ctx, inputs, out)
+        if n_stats:
+            ctx.mark_non_differentiable(*out[-n_stats:])
+        return out
+
+    def eager_backward(ctx: Any, *grads: Any) -> tuple:
+        return (None, *backward(ctx, *grads))
+
+    ROW_EAGER[row.name] = type(f"{row.name}_autograd", (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(eager_backward),
+    }).apply
+
+
+ROW_EAGER: dict[str, Any] = {}
+"""Row normalization name -> its eager autograd call, ``ROW_EAGER[name](run, *operator
+arguments)``: ``run(*operator arguments)`` gives the operator's result (the caller's
+launcher of a call like it), with the operator's context and backward."""
 
 
 def register_kernel_op(name: str, schema: str, impl: Any, fake: Any) -> None:
