@@ -545,14 +545,16 @@ def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str 
                                                   ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
 def test_cross_entropy_backward(variant: str, n: int, smoothing: float) -> None:
     """dx = ``(exp(x - lse) - s / N - (1 - s) [j == target]) * grad[row]`` from the stored
-    lse; a row of ignore_index (-7 here) gets 0, a target outside [0, N) NaN."""
+    lse; a row of ignore_index (-7 here) gets 0, a target outside [0, N) NaN. Row 0's
+    target, 101, is the second load of rows_stream's second loop step (its vector's index
+    from the loop's and the unrolled load's offsets)."""
     m = 4
     rng = np.random.default_rng(n)
     x = (rng.standard_normal((m, n)) * 3).astype(np.float32)
     xd = x.astype(np.float64)
     mx = xd.max(1)
     lse = (mx + np.log(np.exp(xd - mx[:, None]).sum(1))).astype(np.float32)
-    target = np.array([3, -7, n - 1, n + 5], np.int64)
+    target = np.array([101, -7, n - 1, n + 5], np.int64)
     dl = rng.standard_normal(m).astype(np.float32)
     built = module("cross_entropy_backward", None, n, "float32", variant=variant, ignore_index=-7,
                    label_smoothing=smoothing or None)

@@ -241,3 +241,179 @@ def test_refusals_before_any_gpu_work():
         rows.rms_norm(x, (8,), torch.ones(7, device=DEV))
     with pytest.raises(BulkredError, match="normalized_shape must be one dimension"):
         rows.layer_norm(x, (4, 8))
+
+
+# region The kernels of row_kernels.kernel_for: one kernel for every M, the backward kinds
+
+
+def _kernel(kind, n, dtype, m=None, **kw):
+    from bulkred_dialect.row_kernels import kernel_for
+
+    return kernel_for(kind, m, n, dtype, **kw)
+
+
+def _stats_f32(torch, x, layer: bool, eps: float):
+    """mean and rstd of the rows in float64, stored as float32 (as the forward stores them)."""
+    xd = x.double()
+    mean = xd.mean(-1) if layer else None
+    xc = xd - mean[:, None] if layer else xd
+    rstd = 1 / (xc * xc).mean(-1).add(eps).sqrt()
+    return (mean.float() if layer else None), rstd.float()
+
+
+def _norm_backward_ref(torch, kind, x, dy, w, eps, *, dtype=None):
+    """torch's autograd of rms_norm / layer_norm (in ``dtype``, default float64): dx, dw, db."""
+    import torch.nn.functional as F
+
+    dt = dtype or torch.float64
+    xr = x.to(dt).requires_grad_()
+    wr = None if w is None else w.to(dt).requires_grad_()
+    br = torch.zeros(x.shape[-1], device=DEV, dtype=dt, requires_grad=True) if kind == "layer_norm_backward" else None
+    n = x.shape[-1]
+    out = F.rms_norm(xr, (n,), wr, eps) if kind == "rms_norm_backward" else F.layer_norm(xr, (n,), wr, br, eps)
+    out.backward(dy.to(dt))
+    return xr.grad, None if wr is None else wr.grad, None if br is None else br.grad
+
+
+def _run_norm_backward(torch, kind, x, dy, w, dw_dtype=None):
+    """dx, dweight, dbias from the dynamic-M kernel (statistics from float64, stored as float32)."""
+    m, n = x.shape
+    dt = str(x.dtype)[6:]
+    layer = kind == "layer_norm_backward"
+    mean, rstd = _stats_f32(torch, x, layer, 1e-5)
+    wname = None if w is None else str(w.dtype)[6:]
+    dwname = dw_dtype or ("float32" if w is not None else None)
+    k = _kernel(kind, n, dt, weight=wname, dweight=dwname, dbias="float32" if layer else None)
+    dx = torch.empty_like(x)
+    dw = torch.empty(n, device=DEV, dtype=getattr(torch, dwname)) if dwname else None
+    db = torch.empty(n, device=DEV) if layer else None
+    args = [x, dx, dy] + ([w] if w is not None else []) + ([mean] if layer else []) + [rstd]
+    args += [t for t in (dw, db) if t is not None]
+    k(*args)
+    return dx, dw, db
+
+
+@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 65536), (2, 150001)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("kind", ["rms_norm_backward", "layer_norm_backward"])
+def test_norm_backward_against_torch(kind, dtype, m, n, rng):
+    """dx, dweight (and dbias) of the norms against torch's autograd in float64 (the same
+    rows as input to both); bfloat16 dx within torch's own bfloat16 error plus one unit in
+    the last place; the column sums in float32."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = (torch.randn(m, n, device=DEV, generator=g) * 2 + 0.5).to(dt)
+    dy = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    w = torch.randn(n, device=DEV, generator=g).to(dt)
+    dx, dw, db = _run_norm_backward(torch, kind, x, dy, w)
+    rdx, rdw, rdb = _norm_backward_ref(torch, kind, x, dy, w, 1e-5)
+    scale = max(1.0, rdx.abs().max().item())
+    err = (dx.double() - rdx).abs().max().item()
+    if dtype == "float32":
+        assert err <= 5e-5 * scale, (kind, m, n, err)
+    else:
+        theirs = (_norm_backward_ref(torch, kind, x, dy, w, 1e-5, dtype=dt)[0].double() - rdx).abs().max().item()
+        assert err <= theirs + scale * 2.0**-7, (kind, m, n, err, theirs)
+    for got, ref in ((dw, rdw), (db, rdb)):
+        if ref is not None:
+            s = max(1.0, ref.abs().max().item())
+            assert (got.double() - ref).abs().max().item() <= 2e-5 * s * max(1.0, (m / 64) ** 0.5), (kind, m, n)
+
+
+@pytest.mark.parametrize("kind,n,dtype", [("rms_norm_backward", 4096, "bfloat16"), ("layer_norm_backward", 1000, "float32"),
+                                          ("rms_norm_backward", 65536, "float32"), ("layer_norm_backward", 20000, "bfloat16")])
+def test_column_sums_bits_run_to_run(kind, n, dtype, rng):
+    """dweight and dbias of 4096 rows (partial rows of every unit, added in unit order by
+    the last CTA) give the same bits in 5 runs; bfloat16 dweight rounded once."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    m = 4096 if n <= 4096 else 64
+    x = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    dy = torch.randn(m, n, device=DEV, generator=g).to(dt)
+    w = torch.randn(n, device=DEV, generator=g).to(dt)
+    runs = [_run_norm_backward(torch, kind, x, dy, w, dw_dtype=dtype) for _ in range(5)]
+    for dx, dw, db in runs[1:]:
+        assert torch.equal(dx, runs[0][0]) and torch.equal(dw, runs[0][1])
+        assert db is None or torch.equal(db, runs[0][2])
+    _, rdw, _ = _norm_backward_ref(torch, kind, x, dy, w, 1e-5)
+    s = max(1.0, rdw.abs().max().item())
+    tol = s * (2.0**-7 if dtype == "bfloat16" else 2e-5 * (m / 64) ** 0.5)
+    assert (runs[0][1].double() - rdw).abs().max().item() <= tol
+
+
+@pytest.mark.parametrize("m,n", [(300, 1000), (33, 4096), (9, 50257), (4, 128256), (2, 150001)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_backward_against_torch(m, n, dtype, smoothing, rng):
+    """dx of cross_entropy (per-row loss gradients) against torch's autograd in float64,
+    from the lse stored as float32; ignore_index rows give 0."""
+    import torch.nn.functional as F
+
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    x = (torch.randn(m, n, device=DEV, generator=g) * 4).to(getattr(torch, dtype))
+    t = torch.randint(0, n, (m,), device=DEV, generator=g)
+    t[::3] = -100
+    dl = torch.randn(m, device=DEV, generator=g)
+    lse = torch.logsumexp(x.double(), -1).float()
+    k = _kernel("cross_entropy_backward", n, dtype, label_smoothing=smoothing or None)
+    dx = torch.empty_like(x)
+    k(x, dx, t, dl, lse)
+    xr = x.double().requires_grad_()
+    F.cross_entropy(xr, t, reduction="none", label_smoothing=smoothing).backward(dl.double())
+    want = xr.grad
+    scale = max(1.0, want.abs().max().item())
+    tol = (2e-5 if dtype == "float32" else 2.0**-7) * scale
+    assert (dx.double() - want).abs().max().item() <= tol
+    assert (dx[::3] == 0).all()
+
+
+@pytest.mark.parametrize("kind,n,dtype", [
+    ("softmax", 512, "float32"), ("rms_norm", 4096, "bfloat16"), ("softmax", 65536, "float32"),
+    ("layer_norm", 32768, "bfloat16"), ("rms_norm_backward", 4096, "bfloat16"), ("cross_entropy_backward", 50257, "float32"),
+])
+def test_one_kernel_for_every_m_batch_invariance(kind, n, dtype, rng):
+    """ONE kernel (kernel_for(kind, None, ...)) for the batches of 4096, 7 and 1 rows: the
+    same rows give identical bits, the same bits as the kernel built for M = 4096 (the
+    configuration depends on N and the dtype only; the grid, chosen at each launch, on M)."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    big = (torch.randn(4096, n, device=DEV, generator=g) * 2).to(dt)
+    kw, extra = {}, []
+    if kind in ("rms_norm", "layer_norm"):
+        kw = {"weight": dtype, "eps": 1e-5}
+        extra = [torch.randn(n, device=DEV, generator=g).to(dt)]
+    elif kind == "rms_norm_backward":
+        kw = {}
+        extra = [(torch.randn(4096, n, device=DEV, generator=g)).to(dt), _stats_f32(torch, big, False, 1e-5)[1]]
+    elif kind == "cross_entropy_backward":
+        extra = [torch.randint(0, n, (4096,), device=DEV, generator=g), torch.randn(4096, device=DEV, generator=g),
+                 torch.logsumexp(big.double(), -1).float()]
+
+    def run(k, lo, hi):
+        rows_ = [big[lo:hi].clone()]
+        y = torch.empty_like(rows_[0])
+        args = [rows_[0], y]
+        if kind == "rms_norm_backward":
+            args += [extra[0][lo:hi].clone(), extra[1][lo:hi].clone()]
+        elif kind == "cross_entropy_backward":
+            args += [e[lo:hi].clone() for e in extra]
+        else:
+            args += extra
+        k(*args)
+        return y
+
+    k = _kernel(kind, n, dtype, **kw)
+    y_big = run(k, 0, 4096)
+    assert torch.equal(run(_kernel(kind, n, dtype, m=4096, **kw), 0, 4096), y_big)
+    assert torch.equal(run(k, 1000, 1007), y_big[1000:1007])
+    for r in (0, 1003, 4095):
+        assert torch.equal(run(k, r, r + 1)[0], y_big[r]), r
+    assert torch.equal(run(k, 0, 4096), y_big)  # run to run, through the recorded short path
+    assert run(k, 0, 0).shape == (0, n)  # no rows: one unit that does nothing
+
+
+# endregion

@@ -1018,7 +1018,8 @@ def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
 
     def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
         xs = r.x.load(b, first, p.vec, extra)
-        vector = b.add_i(sw, extra * p.group + first) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra * p.group)
+        # the vector's index in the row: the thread's first, + first + extra (both in vectors)
+        vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
         tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
         out = []
         for j, x in enumerate(xs):
