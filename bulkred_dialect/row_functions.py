@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -346,7 +347,13 @@ def _kernel(p: RowPlan, stats: bool) -> Any:
                           stats=p.stats if stats else (), variant=p.variant, ignore_index=p.ignore_index,
                           label_smoothing=p.label_smoothing)
     except BulkredError as e:
-        raise _error(p.fn, str(e).split("\n", 1)[0]) from None
+        raise _error(p.fn, _first_line(e)) from None
+
+
+def _first_line(e: Exception) -> str:
+    """The first line of a build or compile error, without its location (the builder's
+    call in row_kernels.py, of no use to the caller)."""
+    return re.sub(r"^\S*\.py:\d+:\d+: (error: )?", "", str(e).split("\n", 1)[0])
 
 
 def _aligned(t: Any) -> Any:
@@ -725,7 +732,7 @@ def _norm_backward(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
                 k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=wd, dweight=wd, dbias=bd,
                                variant=variant)
             except BulkredError as e:
-                raise _error(kind, str(e).split("\n", 1)[0]) from None
+                raise _error(kind, _first_line(e)) from None
             args = [x.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(x.dtype)]
             args += [] if weight is None else [weight.contiguous()]
             args += [_rows(s, p.m) for s in stats]
@@ -761,7 +768,7 @@ def _cross_entropy_backward() -> tuple[Callable[..., Any], Callable[..., Any]]:
                 k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, variant=variant,
                                ignore_index=ignore_index, label_smoothing=smoothing or None)
             except BulkredError as e:
-                raise _error(kind, str(e).split("\n", 1)[0]) from None
+                raise _error(kind, _first_line(e)) from None
             args = [input.view(p.m, p.n), dx.view(p.m, p.n), _rows(target, p.m), _rows(grad, p.m).float(),
                     _rows(lse, p.m)]
             _launch(k, args)

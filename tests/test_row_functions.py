@@ -316,6 +316,10 @@ def test_refusals_are_one_line_before_any_kernel(interpreted):
             msg = str(e.value)
             assert "\n" not in msg and msg.startswith(f"bulkred.{name}: ") and words in msg, (name, msg)
     assert InterpretedKernel.built == []
+    with pytest.raises(bulkred.ReductionError) as e:  # the dialect's refusal, without its location
+        bulkred.softmax(x, variant="rows_fast")
+    assert str(e.value) == ("bulkred.softmax: 'bulkred.normalize_rows' 'variant' 'rows_fast' is not a known variant "
+                            "(known: rows_warp, rows_cta, rows_cluster, rows_stream)")
 
 
 def test_torch_compile_traces_forward_and_backward(interpreted):
