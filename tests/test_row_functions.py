@@ -423,3 +423,33 @@ def test_the_refusal_table_of_the_docs_is_what_is_refused(interpreted):
             messages.append(str(e.value))
         for quote in re.findall(r'"([^"]+)"', said):
             assert any(quote in m for m in messages), (what, quote, messages)
+
+
+BAD = [None, 42, "garbage", b"\xff\xfe", [1], object(), math.nan, -3, True]
+
+
+def test_every_argument_of_every_function_refuses_in_one_line(interpreted):
+    """Each argument of each function replaced in turn by each bad value (the others
+    valid): the call works or raises a ReductionError of one line starting with the
+    function's name; nothing else escapes."""
+    torch = interpreted
+    x = _randn(torch, 2, 8)
+    valid = {
+        "softmax": (x, -1, None), "log_softmax": (x, -1, None), "rms_norm": (x, 8, torch.ones(8), 1e-5),
+        "layer_norm": (x, 8, torch.ones(8), torch.zeros(8), 1e-5), "add_rms_norm": (x, x, torch.ones(8), 1e-5),
+        "cross_entropy": (x, torch.tensor([1, 2]), None, -100, "mean", 0.0),
+    }
+    seen = 0
+    for name, args in valid.items():
+        f = getattr(bulkred, name)
+        for i in range(len(args) + 1):  # the last: variant=
+            for bad in BAD:
+                call = (lambda: f(*args, variant=bad)) if i == len(args) else (
+                    lambda: f(*args[:i], bad, *args[i + 1:]))
+                try:
+                    call()
+                except bulkred.ReductionError as e:
+                    msg = str(e)
+                    assert "\n" not in msg and msg.startswith(f"bulkred.{name}: "), (name, i, bad, msg)
+                seen += 1
+    assert seen == 31 * len(BAD)  # 31 arguments (variant= included)
