@@ -490,9 +490,10 @@ def test_the_launch_passes_m_and_chooses_the_grid(monkeypatch) -> None:
 
 
 # The backward kinds of the norms and of cross-entropy, each kernel built for a dynamic M
-# (the module of every M): with sm_count 1, a column sum's grid has at most 2 units (CTAs,
-# or one cluster), so the last CTA adds two partial rows (rows_warp: one, its two warps
-# first combined through shared memory; rows_stream: 3 rows, CTA 0 adding two in place).
+# (the module of every M): with sm_count 2 and groups of 2 units, rows_cta and rows_stream
+# launch 3 CTAs for 3 rows (groups {0, 1} and {2}: both levels of the column sums),
+# rows_cluster 2 clusters of 2 CTAs (one group), rows_warp one CTA (its two warps first
+# combined through shared memory).
 NORM_BACKWARD = [
     ("rms_norm_backward", "rows_cluster", 132, "float32", "float32", False),  # a cluster's slices of the partial row
     ("rms_norm_backward", "rows_cta", 136, "bfloat16", "bfloat16", False),  # dweight rounded once to bfloat16
@@ -506,9 +507,11 @@ NORM_BACKWARD = [
 def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str | None, db: bool, monkeypatch) -> None:
     """dx = ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``),
     ``g = dy * weight``, from the stored statistics; dweight = sum of ``dy * xhat`` and
-    dbias = sum of dy over the rows; against float64 from the values the kernel read."""
-    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
-    m = 3 if variant == "rows_stream" else 2
+    dbias = sum of dy over the rows; against float64 from the values the kernel read. The
+    ticket counters of the workspace are 0 again after the launch (the next one's start)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
+    monkeypatch.setattr(rows_common, "GROUP_UNITS", 2)
+    m = 3 if variant in ("rows_stream", "rows_cta") else 2
     rng = np.random.default_rng(n)
     xbits = to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)
     dybits = to_bits(rng.standard_normal((m, n)), dtype)
@@ -525,8 +528,12 @@ def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str 
     args += ([mean] if layer else []) + [rstd]
     outs = (["dweight"] if affine else []) + (["dbias"] if db else [])
     args += [to_bits(np.full(n, 7.0), affine or dtype) for _ in outs]
-    built = module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None, variant=variant)
-    got = interpret(lowered(built, variant), *args)
+    built = lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
+                           variant=variant), variant)
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    ws = np.full(kernel.attributes["bulkred.workspace"].value.data, 0, np.int8)
+    got = interpret(built, *args, ws)[:-1]  # (the workspace, passed: returned last)
+    assert not ws[:16].any(), "a ticket counter left set"
     xh = xc * rstd.astype(np.float64)[:, None]
     g = dy * (w if w is not None else 1.0)
     want = rstd.astype(np.float64)[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0)

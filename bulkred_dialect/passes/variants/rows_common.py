@@ -1041,17 +1041,19 @@ def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
     _visit(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
 
 
-def _last_cta(e: Emitter, counter: SSAValue, ctas: SSAValue, tid: SSAValue) -> SSAValue:
-    """After every thread's stores of its partial rows: true (in every thread of the CTA)
-    in the CTA that arrives last of the launched ``ctas`` at ``counter`` (a ``u32`` the
-    last sets back to 0): variants/kernel.py's ticket, for a grid known at the launch."""
+def _ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
+    """After every thread's stores: true (in every thread of the CTA) in the CTA that
+    draws the last of ``expected`` tickets (i32) at ``counter`` (a ``u32`` that CTA sets
+    back to 0): variants/kernel.py's ticket, for a count known at the launch. Each thread
+    makes its stores visible at gpu scope before the CTA barrier; thread 0 takes the
+    ticket (``atom.add``); the last reads the others' stores after an acquiring fence."""
     e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
     e.bar_sync()
-    flag = e.shared([1], i32, "columns_last")
+    flag = e.shared([1], i32, name)
 
     def t0(b: Emitter) -> list[SSAValue]:
         t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, b.const(1)))
-        last = b.value(arith.SelectOp(b.cmp("eq", t, b.add_i(ctas, -1)), b.const(1), b.const(0)))
+        last = b.value(arith.SelectOp(b.cmp("eq", t, b.add_i(expected, -1)), b.const(1), b.const(0)))
         b.st(LdStType.B32, flag, last)
         return []
 
@@ -1060,46 +1062,125 @@ def _last_cta(e: Emitter, counter: SSAValue, ctas: SSAValue, tid: SSAValue) -> S
     return e.cmp("ne", e.ld(LdStType.B32, flag, i32), 0)
 
 
-def _partial_row(e: Emitter, ws: SSAValue, k: int, units: int, n: int, unit: SSAValue) -> SSAValue:
+GROUP_UNITS = 16
+"""Units whose partial rows the last of them to finish adds into one second-level row
+(the column sums in two levels: the groups' sums in parallel, then the last group's CTA
+adds the groups' rows)."""
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The workspace of a norm's backward's column sums: ``u32`` ticket counters (the
+    whole grid's, then one per group of :data:`GROUP_UNITS` units), then per output the
+    float32 partial rows of the units, then per output the groups' rows."""
+
+    outs: int
+    units: int  # the most units (a partial row each)
+    n: int
+
+    @property
+    def groups(self) -> int:
+        return -(-self.units // GROUP_UNITS)
+
+    @property
+    def header(self) -> int:
+        return -(-4 * (1 + self.groups) // 16) * 16
+
+    def partials(self, k: int) -> int:
+        return self.header + k * self.units * self.n * 4
+
+    def group_rows(self, k: int) -> int:
+        return self.header + self.outs * self.units * self.n * 4 + k * self.groups * self.n * 4
+
+    @property
+    def bytes(self) -> int:
+        return self.group_rows(self.outs)
+
+
+def _partial_row(e: Emitter, ws: SSAValue, lay: _Columns, k: int, unit: SSAValue) -> SSAValue:
     """The address of unit ``unit``'s partial row of output ``k`` (i32 unit)."""
-    return e.ptr_add(ws, e.add_i(e.mul_i(e.wide(unit), n * 4), 16 + k * units * n * 4))
+    return e.ptr_add(ws, e.add_i(e.mul_i(e.wide(unit), lay.n * 4), lay.partials(k)))
 
 
-def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, units: int, tid: SSAValue,
-                    ctas: SSAValue) -> None:
-    """The last CTA adds the partial rows of the launched units in unit order, column by
-    column (thread t: columns t, t + T, ...), and writes dweight / dbias."""
-    outs = [o for o in (op.dweight, op.dbias) if o is not None]
-    last = _last_cta(e, ws, ctas, tid)
-    nunits = e.wide(e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas)
+def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: int, tid: SSAValue, block: int,
+              write: Callable[[Emitter, SSAValue, list[SSAValue]], None]) -> None:
+    """For each column (thread t: columns t, t + T, ... by 4 where N allows), the sum of
+    the float32 rows ``first, first + 1, ... first + count - 1`` (i64) at ``rows``, added in
+    row order (8 loads in flight a step), given to ``write(e, column, sums)``."""
+    v = 4 if n % 4 == 0 else 1
 
-    def finish(b: Emitter) -> list[SSAValue]:
-        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-        for k, out in enumerate(outs):
-            od = of_ir(out.type.element_type)  # type: ignore[union-attr]
-            assert od is not None
-            rows0 = b.ptr_add(ws, 16 + k * units * p.n * 4)
-            out0 = b.ptr(out, StateSpace.GLOBAL)
+    def column(c: Emitter, col: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        at = c.ptr_add(c.ptr_add(rows, c.mul_i(col, 4)), c.mul_i(first, n * 4))
+        steps = c.wide(c.and_b32(c.value(CvtOp(CvtType.U32, CvtType.U64, count, i32)), -8))
 
-            def column(c: Emitter, col: SSAValue, _: list[SSAValue], rows0=rows0, out0=out0, od=od) -> list[SSAValue]:
-                at = c.ptr_add(rows0, c.mul_i(col, 4))
+        def eight(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            row = d.ptr_add(at, d.mul_i(u, n * 4))
+            got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(8)]
+            for vals in got:
+                acc = [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
+            return acc
 
-                def add(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                    v = d.ld(ld_type(F32), d.ptr_add(at, d.mul_i(u, p.n * 4)), f32)
-                    return [_add(d, acc[0], v)]
+        def one(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            vals = _load(d, F32, d.ptr_add(at, d.mul_i(u, n * 4)), 0, v, nc=False)
+            return [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
 
-                (total,) = c.for_(0, nunits, 1, [c.const(0.0, f32)], add)
-                c.st(ld_type(od), c.ptr_add(out0, c.mul_i(col, od.bytes)), c.convert(total, F32, od))
-                return []
-
-            b.for_(b.wide(tid), p.n, p.block, [], column)
-        b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, ws, c.const(0)) or [])
+        acc = c.for_(0, steps, 8, [c.const(0.0, f32)] * v, eight)
+        acc = c.for_(steps, count, 1, acc, one)
+        write(c, col, acc)
         return []
 
-    e.if_(last, finish)
+    e.for_(e.wide(e.mul_i(tid, v)), n, block * v, [], column)
 
 
-def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, units: int, unit: SSAValue,
+def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: _Columns, tid: SSAValue,
+                    ctas: SSAValue, unit: SSAValue) -> None:
+    """The column sums in two levels, each in a fixed order: the CTA that finishes last of
+    its group of :data:`GROUP_UNITS` units adds the group's partial rows in unit order into
+    the group's row; the CTA that finishes the last group adds the groups' rows in group
+    order and writes dweight / dbias, rounded once. Every counter is set back to 0."""
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+    shift = GROUP_UNITS.bit_length() - 1
+    nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
+    group = e.shr_u32(unit, shift)
+    first = e.mul_i(group, GROUP_UNITS)
+    size = e.min_s32(e.sub_i(nunits, first), GROUP_UNITS)
+    counter = e.ptr_add(ws, e.add_i(e.mul_i(e.wide(group), 4), 4))
+    done = _ticket(e, counter, e.mul_i(size, p.cluster) if p.cluster > 1 else size, tid, "columns_group")
+
+    def level1(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+        for k in range(len(outs)):
+            dst = b.ptr_add(b.ptr_add(ws, lay.group_rows(k)), b.mul_i(b.wide(group), p.n * 4))
+
+            def keep(c: Emitter, col: SSAValue, sums: list[SSAValue], dst=dst) -> None:
+                _store(c, F32, c.ptr_add(dst, c.mul_i(col, 4)), 0, sums)
+
+            _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep)
+        b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
+        groups = b.shr_u32(b.add_i(nunits, GROUP_UNITS - 1), shift)
+        last = _ticket(b, ws, groups, tid, "columns_last")
+
+        def level2(c: Emitter) -> list[SSAValue]:
+            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+            for k, out in enumerate(outs):
+                od = of_ir(out.type.element_type)  # type: ignore[union-attr]
+                assert od is not None
+                out0 = c.ptr(out, StateSpace.GLOBAL)
+
+                def put(d: Emitter, col: SSAValue, sums: list[SSAValue], out0=out0, od=od) -> None:
+                    _store(d, od, d.ptr_add(out0, d.mul_i(col, od.bytes)), 0, sums)
+
+                _sum_rows(c, c.ptr_add(ws, lay.group_rows(k)), c.const(0, i64), c.wide(groups), p.n, tid, p.block, put)
+            c.if_(c.cmp("eq", tid, 0), lambda d: d.st(LdStType.U32, ws, d.const(0)) or [])
+            return []
+
+        b.if_(last, level2)
+        return []
+
+    e.if_(done, level1)
+
+
+def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, lay: _Columns, unit: SSAValue,
                            ngroups: int, group: SSAValue | None) -> None:
     """Each thread's column sums ``acc`` into its unit's partial rows; with several groups
     per CTA (rows_warp) first through shared memory, added in group order."""
@@ -1110,7 +1191,7 @@ def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValu
     for k in range(len(outs)):
         vals = [acc[i * per + k * p.vec:i * per + (k + 1) * p.vec] for i in range(p.items)]
         if ngroups == 1:
-            dst = _Buf(F32, e.ptr_add(_partial_row(e, ws, k, units, p.n, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
+            dst = _Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
         else:
             assert group is not None
             sm = e.shared([ngroups * p.n], f32, f"columns_{k}")
@@ -1123,7 +1204,7 @@ def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValu
         if ngroups == 1:
             continue
         e.bar_sync()
-        row = _partial_row(e, ws, k, units, p.n, unit)
+        row = _partial_row(e, ws, lay, k, unit)
 
         def column(c: Emitter, col: SSAValue, _: list[SSAValue], sm=sm, row=row) -> list[SSAValue]:
             col32 = c.value(CvtOp(CvtType.U32, CvtType.U64, col, i32))
@@ -1230,11 +1311,12 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     ws = parts = None
     acc0: list[SSAValue] = []
     if outs:
-        ws = e.ptr(add_workspace(kernel, 16 + len(outs) * units * p.n * 4), StateSpace.GLOBAL)
+        lay = _Columns(len(outs), units, p.n)
+        ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         if p.items:  # in registers: one float32 per element the thread holds, per output
             acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
         else:  # streamed: added in place to the unit's own partial rows, zeroed first
-            parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, k, units, p.n, slot), e.mul_i(sw, vec * 4)))
+            parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
             zr = _Row(p, op, g, tid, None, None, None, None, None)  # type: ignore[arg-type]
             full, cond = zr.partial(e)
@@ -1266,6 +1348,6 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if p.items:
             r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
             group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
-            _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, units, unit, p.groups, group)
-        _finish_columns(e, p, op, ws, units, tid, ctas)
+            _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
+        _finish_columns(e, p, op, ws, lay, tid, ctas, unit)
     rewriter.erase(op)
