@@ -453,3 +453,30 @@ def test_every_argument_of_every_function_refuses_in_one_line(interpreted):
                     assert "\n" not in msg and msg.startswith(f"bulkred.{name}: "), (name, i, bad, msg)
                 seen += 1
     assert seen == 31 * len(BAD)  # 31 arguments (variant= included)
+
+
+def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
+    """A kernel that refuses an address off its vector loads' alignment (as the launch
+    layer's MisalignedError does): the call copies that input at its strides and runs; the
+    key (which sees no address) keeps working for aligned inputs."""
+    from bulkred_dialect.backend_ptx.errors import MisalignedError
+
+    torch = interpreted
+    inner = row_kernels.kernel_for
+
+    class Aligned:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, *tensors):
+            if any(t.data_ptr() % 16 for t in tensors):
+                raise MisalignedError("param 'x': address off 16 bytes")
+            return self.k(*tensors)
+
+    monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Aligned(inner(*a, **kw)))
+    base = _randn(torch, 40, seed=61)
+    odd, even = base[1:33].view(4, 8), base[8:40].view(4, 8)  # 4 bytes, 32 bytes past the storage's start
+    for x in (odd, even, odd):
+        _close(bulkred.softmax(x), torch.softmax(x.double(), -1).float())
+        _close(bulkred.rms_norm(x[None], 8), torch.nn.functional.rms_norm(x[None].double(), (8,), eps=1.1920928955078125e-07).float())
+    assert len(row_functions.CALLS) == 2
