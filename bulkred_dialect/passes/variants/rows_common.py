@@ -29,7 +29,17 @@ The configuration (``G``, the CTA's threads, ``V``, ``K``) depends on N, the ele
 type and the row strides only, never on M: every row is computed by the same
 instructions in the same order whatever the batch, so its bits do not depend on M or on
 the row's position (batch invariance). The grid's size (how many CTAs share the rows)
-does depend on M, which changes no row's arithmetic.
+does depend on M, which changes no row's arithmetic. With a dynamic M (``memref<?xN>``)
+the kernel takes M as an ``i64`` parameter after its buffers (:func:`rows_parameter`,
+``bulkred.dims``) and the launch chooses the grid from it (``bulkred.grid_rows``): one
+kernel for every M.
+
+The backward kinds: softmax's and log_softmax's (:func:`_registers_backward`,
+:func:`_stream_backward`: one row sum), the norms' (:func:`_registers_norm_backward`,
+:func:`_stream_norm_backward`: dx from the stored statistics and one or two row sums;
+dweight and dbias as per-unit float32 partial rows added in a fixed order,
+:class:`_Columns`, :func:`_finish_columns`) and cross_entropy's (:func:`_ce_backward`:
+elementwise from the stored lse).
 """
 
 from __future__ import annotations
