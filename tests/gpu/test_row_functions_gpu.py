@@ -101,7 +101,7 @@ def _ours(name, x, w=None, b=None, eps=None, r=None):
 
 # Each variant's range of N (rows_warp to 1024, rows_cta to 16384, rows_cluster float32 to
 # 65536, rows_stream beyond), odd N and vector-width edges
-_NS = (1, 7, 64, 100, 1024, 1025, 4097, 16384, 20000, 70001)
+_NS = (1, 7, 64, 100, 1024, 1025, 4097, 16384, 20000, 70001, 300000)
 _NAMES = ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm")
 
 
@@ -113,7 +113,7 @@ def _forms(seed, count):
     for _ in range(count):
         name = rnd.choice(_NAMES)
         n = rnd.choice(_NS)
-        lead = rnd.choice([(1,), (3,), (2, 5), (37,), (4, 3, 2)])
+        lead = rnd.choice([(1,), (3,), (2, 5), (37,), (4, 3, 2)] + ([(65536,)] if n <= 1024 else []))
         dtype = rnd.choice(["float32", "bfloat16", "float16"])
         pad = rnd.choice([0, 0, 4, 3])
         wd = rnd.choice([None, dtype, "float32"]) if name not in ("softmax", "log_softmax") else None
@@ -125,12 +125,13 @@ SEED = 301129
 
 
 def test_values_on_random_forms():
-    """40 random forms (seed SEED): leading dimensions, padded rows (read in place), every
-    variant's range of N, three dtypes, weights of x's dtype or float32."""
+    """120 random forms (seed SEED): leading dimensions (M from 1 to 65536), padded rows
+    (read in place), every variant's range of N (1 to 300,000), three dtypes, weights of
+    x's dtype or float32."""
     torch = _torch()
     g = torch.Generator(device=DEV).manual_seed(SEED)
     count = 0
-    for name, n, lead, dtype, pad, wd, has_b, eps in _forms(SEED, 40):
+    for name, n, lead, dtype, pad, wd, has_b, eps in _forms(SEED, 120):
         dt = getattr(torch, dtype)
         base = torch.randn(*lead, n + pad, device=DEV, generator=g, dtype=torch.float32) * 2 + 0.5
         x = base.to(dt)[..., :n]
@@ -200,7 +201,7 @@ def _backward(torch, f, ts, seed):
 
 
 def test_gradients_on_random_forms():
-    """30 random forms (seed SEED + 1): dx, dweight, dbias and d residual of every function
+    """200 random forms (seed SEED + 1): dx, dweight, dbias and d residual of every function
     against torch's autograd of the same function in float64 (float32 inputs)."""
     import random
 
@@ -209,7 +210,7 @@ def test_gradients_on_random_forms():
     rnd = random.Random(SEED + 1)
     g = torch.Generator(device=DEV).manual_seed(SEED + 1)
     count = 0
-    for i in range(30):
+    for i in range(200):
         name = rnd.choice((*_NAMES, "cross_entropy"))
         n = rnd.choice((7, 100, 1024, 3000, 20000))
         m = rnd.choice((1, 5, 64))
@@ -317,6 +318,43 @@ def test_cuda_graph_capture():
     torch.cuda.synchronize()
     for got, want in zip(outs, step(), strict=True):
         assert torch.equal(got, want)
+
+
+def test_per_call_cost_from_python():
+    """The host's cost of one call (the key, one look-up, the outputs, the launch) against
+    torch eager's, printed; at most 3x torch's (a loose bound: the issue's target is 1x)."""
+    import time
+
+    torch = _torch()
+    F = torch.nn.functional
+    x = torch.randn(8, 4096, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(4096, device=DEV, dtype=torch.bfloat16)
+    t = torch.randint(0, 4096, (8,), device=DEV)
+    pairs = {
+        "softmax": (lambda: bulkred.softmax(x), lambda: torch.softmax(x, -1)),
+        "rms_norm": (lambda: bulkred.rms_norm(x, (4096,), w, 1e-6), lambda: F.rms_norm(x, (4096,), w, 1e-6)),
+        "layer_norm": (lambda: bulkred.layer_norm(x, (4096,), w, w), lambda: F.layer_norm(x, (4096,), w, w)),
+        "cross_entropy": (lambda: bulkred.cross_entropy(x, t), lambda: F.cross_entropy(x, t)),
+    }
+
+    def per_call(f):
+        for _ in range(50):
+            f()
+        torch.cuda.synchronize()
+        best = math.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(200):
+                f()
+            best = min(best, (time.perf_counter() - t0) / 200 * 1e6)
+            torch.cuda.synchronize()
+        return best
+
+    got = {name: (per_call(ours), per_call(theirs)) for name, (ours, theirs) in pairs.items()}
+    print("per call from Python, us (bulkred, torch eager), [8, 4096] bfloat16:",
+          {k: (round(a, 1), round(b, 1)) for k, (a, b) in got.items()})
+    for name, (ours, theirs) in got.items():
+        assert ours <= 3 * theirs, (name, ours, theirs)
 
 
 def test_the_docs_example():
