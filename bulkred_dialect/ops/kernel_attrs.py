@@ -2,9 +2,7 @@
 (no xDSL import, so that the runtime can read them cheaply).
 
 * ``bulkred.workspace = <bytes> : i64``: the kernel takes one extra last parameter, a
-  zero-filled global buffer of that many bytes, which it leaves zeroed again (the row
-  normalizations' column sums: their ticket counter; each launch overwrites the partial
-  rows after it);
+  zero-filled global buffer of that many bytes, which it leaves zeroed again;
 * ``bulkred.zero_init = [i, ...]``: the launcher zero-fills those user parameters before
   each launch (the kernel accumulates into them);
 * ``bulkred.align = [a, ...]``: one entry per user parameter, the alignment in bytes its

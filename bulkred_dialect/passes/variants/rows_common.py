@@ -1082,7 +1082,8 @@ adds the groups' rows)."""
 class _Columns:
     """The workspace of a norm's backward's column sums: ``u32`` ticket counters (the
     whole grid's, then one per group of :data:`GROUP_UNITS` units), then per output the
-    float32 partial rows of the units, then per output the groups' rows."""
+    float32 partial rows of the units, then per output the groups' rows. Zero at the
+    launch and left zero (each counter reset, each row cleared as it is read)."""
 
     outs: int
     units: int  # the most units (a partial row each)
@@ -1116,8 +1117,10 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
               write: Callable[[Emitter, SSAValue, list[SSAValue]], None]) -> None:
     """For each column (thread t: columns t, t + T, ... by 4 where N allows), the sum of
     the float32 rows ``first, first + 1, ... first + count - 1`` (i64) at ``rows``, added in
-    row order (8 loads in flight a step), given to ``write(e, column, sums)``."""
+    row order (8 loads in flight a step), given to ``write(e, column, sums)``; each value
+    read is set back to 0 (the workspace is left zeroed, docs/runtime.md)."""
     v = 4 if n % 4 == 0 else 1
+    zeros = [e.const(0.0, f32)] * v
 
     def column(c: Emitter, col: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         at = c.ptr_add(c.ptr_add(rows, c.mul_i(col, 4)), c.mul_i(first, n * 4))
@@ -1126,12 +1129,16 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
         def eight(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             row = d.ptr_add(at, d.mul_i(u, n * 4))
             got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(8)]
+            for j in range(8):
+                _store(d, F32, row, j * n * 4, zeros)
             for vals in got:
                 acc = [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
             return acc
 
         def one(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            vals = _load(d, F32, d.ptr_add(at, d.mul_i(u, n * 4)), 0, v, nc=False)
+            row = d.ptr_add(at, d.mul_i(u, n * 4))
+            vals = _load(d, F32, row, 0, v, nc=False)
+            _store(d, F32, row, 0, zeros)
             return [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
 
         acc = c.for_(0, steps, 8, [c.const(0.0, f32)] * v, eight)
@@ -1325,19 +1332,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         if p.items:  # in registers: one float32 per element the thread holds, per output
             acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
-        else:  # streamed: added in place to the unit's own partial rows, zeroed first
+        else:  # streamed: added in place to the unit's own partial rows (zero: the workspace's contract)
             parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
-            zr = _Row(p, op, g, tid, None, None, None, None, None)  # type: ignore[arg-type]
-            full, cond = zr.partial(e)
-            zeros = [e.const(0.0, f32)] * vec
-
-            def clear(b: Emitter, first: SSAValue | int, st: list[SSAValue], extra: int) -> list[SSAValue]:
-                for part in parts:  # type: ignore[union-attr]
-                    part.store(b, first, vec, zeros, extra)
-                return st
-
-            _visit(e, p, full, cond, [], clear)
     carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
 
     ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
