@@ -51,9 +51,11 @@ trap 'kill "$lit_job" 2>/dev/null' INT TERM
 start=$SECONDS
 echo "== pytest tests"
 # One worker per CPU; a module's tests stay on one worker, so that a module-scoped
-# fixture (the differential report, assembled once) is not made once per worker.
+# fixture (the differential report, assembled once) is not made once per worker. The
+# files are handed out slowest first (tests/conftest.py's SLOW_FIRST order; xdist's
+# own reorders them by their number of tests), so that no slow file is left for last.
 # --durations=10: the slowest ten tests close every run, so that growth shows.
-TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile --durations=10 tests "$@" || status=1
+TMPDIR="$run_tmp" .venv/bin/python -m pytest -q -rs -n auto --dist loadfile --no-loadscope-reorder --durations=10 tests "$@" || status=1
 echo "== pytest: $((SECONDS - start)) s"
 wait "$lit_job"
 echo "== lit tests/filecheck"
