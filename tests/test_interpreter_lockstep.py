@@ -110,7 +110,9 @@ def _same_bits(fast, slow):
         assert f.dtype == s.dtype and f.tobytes() == s.tobytes()
 
 
-@pytest.mark.parametrize("name", ["warp_sum_i32", "warp_max_f32", "cta_sum_f32", "cta_xor_i32"])
+# one warp and one CTA kernel (test_interpreter_threads checks all four against numpy,
+# in lockstep)
+@pytest.mark.parametrize("name", ["warp_sum_i32", "cta_sum_f32"])
 def test_scope_kernels_run_in_lockstep_with_the_same_bits(monkeypatch, scopes_lowered, name):
     n = scopes.CTAS * scopes.THREADS
     rng = np.random.default_rng(7)
