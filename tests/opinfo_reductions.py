@@ -302,7 +302,7 @@ def _precompile_shard(args: tuple) -> int:
     return done
 
 
-def precompile(arch: str, processes: int, grad: bool = False) -> int:
+def precompile(arch: str, processes: int, grad: bool = False, ops: tuple[str, ...] | None = None) -> int:
     """Compile the kernels of every sample's call into the disk cache in ``processes``
     spawned processes (sharded by op), so that the run itself loads them: the same keys
     (the plan and the target ``arch``) as the GPU run's, samples made on the CPU."""
@@ -313,7 +313,7 @@ def precompile(arch: str, processes: int, grad: bool = False) -> int:
     dtypes = ("float64", "complex128") if grad else tuple(
         n for n in ("float32", "float64", "float16", "bfloat16", "complex64", "complex128", "bool", "uint8", "int8",
                     "int16", "int32", "int64") if hasattr(torch, n))
-    pairs = [(name, d) for name in sorted({name for name, _ in OPS}) for d in dtypes]
+    pairs = [(name, d) for name in sorted(ops or {name for name, _ in OPS}) for d in dtypes]
     shards = [(pairs[i::processes], arch, grad) for i in range(processes)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         return sum(pool.map(_precompile_shard, [s for s in shards if s[0]]))

@@ -17,8 +17,9 @@
 #                   separated: tests:foreach,foreach_dist; tests:rows), or of every file;
 #                   K narrows them (pytest -k "$K"); tests without NAMES needs K (tests.log)
 #   random[:MODE]   tools/gpu_random.py: COUNT (2000) random reductions of MODE plain (the
-#                   default), fused or table, against float64; GRADS=1 checks gradients
-#                   too; seed SEED (fresh by default; fused SEED+1, table SEED+2)
+#                   default), fused, table or complex, against float64 (complex128); GRADS=1
+#                   checks gradients too; seed SEED (fresh by default; fused SEED+1, table
+#                   SEED+2, complex SEED+3)
 #                   (random_MODE.log, random_reductions.{txt,json})
 #   foreach-random  tools/gpu_foreach_random.py: COUNT (500) random lists, SEED
 #                   (foreach_random.log)
@@ -104,7 +105,8 @@ random_step() {  # random_step MODE
     plain) ;;
     fused) flags=(--fused); seed=$((SEED + 1)) ;;
     table) flags=(--table); seed=$((SEED + 2)) ;;
-    *) echo "gpu.sh: random:$mode: the modes are plain, fused and table"; status=1; return ;;
+    complex) flags=(--complex); seed=$((SEED + 3)) ;;
+    *) echo "gpu.sh: random:$mode: the modes are plain, fused, table and complex"; status=1; return ;;
   esac
   [ "${GRADS:-0}" = 1 ] && flags+=(--grads)
   echo "   seed $seed"

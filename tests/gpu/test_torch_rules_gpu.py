@@ -326,6 +326,66 @@ def test_opinfo_samples_of_the_rules():
 # endregion
 
 
+# region Complex numbers against torch
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_against_torch(dtype):
+    """Every function that takes complex, on a complex [65, 4099] and three views of it
+    (transposed, stepped, at an offset), over every axis, a row and a column: against
+    torch's own result in complex128 (float64), within the accumulation's bound of the
+    magnitudes; torch's result dtypes; a product of unit-modulus numbers; the gradients
+    by gradcheck in complex128."""
+    torch = _torch()
+    z = torch.randn(65, 4099, dtype=getattr(torch, dtype), device="cuda", generator=_gen(torch, 11))
+    z[z.real.abs() < 0.05] = 0  # zeros for count_nonzero and all
+    eps = 2.0**-24 if dtype == "complex64" else 2.0**-53
+    cases = [
+        ("sum", {}, torch.sum), ("mean", {}, torch.mean), ("var", {"correction": 1}, torch.var),
+        ("std", {"correction": 0}, lambda t, **k: torch.std(t, correction=0, **k)),
+        ("var_mean", {"correction": 1}, torch.var_mean), ("std_mean", {"correction": 1}, torch.std_mean),
+        ("vector_norm", {}, torch.linalg.vector_norm), ("vector_norm", {"ord": 1}, lambda t, **k: torch.linalg.vector_norm(t, 1, **k)),
+        ("vector_norm", {"ord": math.inf}, lambda t, **k: torch.linalg.vector_norm(t, math.inf, **k)),
+        ("vector_norm", {"ord": 0}, lambda t, **k: torch.linalg.vector_norm(t, 0, **k)),
+        ("vector_norm", {"ord": 3}, lambda t, **k: torch.linalg.vector_norm(t, 3, **k)),
+        ("count_nonzero", {}, torch.count_nonzero), ("any", {}, torch.any), ("all", {}, torch.all),
+    ]
+    for t in (z, z.t(), z[:, ::3], z[3:, 1:]):
+        wide = t.to(torch.complex128)
+        for axis in (None, 1, 0):
+            kw = {} if axis is None else {"dim": axis}
+            n = t.numel() if axis is None else t.shape[axis]
+            mag = (wide.abs().sum() if axis is None else wide.abs().sum(dim=axis)).double()
+            for fn, opts, tfn in cases:
+                if fn in ("any", "all") and axis is None:
+                    got, want = getattr(bulkred, fn)(t), tfn(t)
+                else:
+                    got, want = getattr(bulkred, fn)(t, **opts, **kw), tfn(t, **kw)
+                ref = tfn(wide, **kw) if fn not in ("var", "var_mean", "std_mean") else tfn(wide, correction=opts["correction"], **kw)
+                for g, w, r in zip(*((list(x) if isinstance(x, tuple) else [x]) for x in (got, want, ref)), strict=True):
+                    assert g.dtype == w.dtype and g.shape == w.shape, (fn, opts, axis, g.dtype, w.dtype)
+                    if not (g.dtype.is_floating_point or g.dtype.is_complex):
+                        assert torch.equal(g, w), (fn, axis)
+                        continue
+                    m = mag / n if fn in ("mean", "var_mean", "std_mean") and g.is_complex() else mag
+                    if fn.startswith(("var", "std")) and not g.is_complex():
+                        m = (wide.abs() ** 2).sum(**kw).double() / max(n - 1, 1)
+                        m = m.sqrt() if fn.startswith("std") else m
+                    bound = 16 * n * eps * m + 8 * eps * r.abs().double() + 1e-30
+                    assert ((g.to(r.dtype) - r).abs() <= bound).all(), (fn, opts, axis, float((g.to(r.dtype) - r).abs().max()))
+    u = z[:8, :40] / z[:8, :40].abs().clamp_min(1e-3)  # near the unit circle: a product that stays finite
+    got, want = bulkred.prod(u, axis=1), torch.prod(u.to(torch.complex128), dim=1)
+    assert got.dtype == u.dtype
+    torch.testing.assert_close(got.to(torch.complex128), want, rtol=64 * eps, atol=64 * eps)
+    a = torch.randn(3, 6, dtype=torch.complex128, device="cuda", generator=_gen(torch, 12)).requires_grad_(True)
+    for fn, opts in [("sum", {}), ("mean", {}), ("prod", {}), ("var", {"correction": 1}), ("std", {"correction": 1}),
+                     ("vector_norm", {}), ("vector_norm", {"ord": 3}), ("vector_norm", {"ord": 1})]:
+        assert torch.autograd.gradcheck(lambda t: getattr(bulkred, fn)(t, axis=1, **opts), (a,)), fn
+
+
+# endregion
+
+
 # region Every OpInfo sample of torch's reduction ops
 
 
