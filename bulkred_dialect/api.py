@@ -429,9 +429,10 @@ def _as_real(a: Any) -> Any:
     if lib == "torch":
         return sys.modules["torch"].view_as_real(a)
     if lib == "numpy":
-        a = np.ascontiguousarray(a)
-    part = COMPLEX[np.dtype(a.dtype).name]
-    return a.view(part).reshape(*a.shape, 2) if a.ndim else a.reshape(1).view(part)
+        a = np.ascontiguousarray(a)  # copied to the GPU anyway
+    real = a.real  # a view of the re parts (numpy, cupy), the complex strides
+    tricks = np.lib.stride_tricks if lib == "numpy" else sys.modules["cupy"].lib.stride_tricks
+    return tricks.as_strided(real, (*a.shape, 2), (*a.strides, real.itemsize))
 
 
 def _readable(p: Plan, e: Exception) -> ReductionError:

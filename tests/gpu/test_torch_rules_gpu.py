@@ -409,18 +409,28 @@ def test_opinfo_every_sample():
         pytest.skip(f"torch's OpInfo database is not importable: {e}")
     from bulkred_dialect.backend_ptx.device import current_arch
 
+    log = os.path.join(os.environ["OUT"], "opinfo_counts.txt") if os.environ.get("OUT") else None
+
+    def note(text: str) -> None:  # also into $OUT as it goes (gpu.sh's runs: kept if the step is cut short)
+        print(text)
+        if log:
+            with open(log, "a") as f:
+                f.write(text + "\n")
+
     t0 = time.perf_counter()
     processes = max(1, min(14, (os.cpu_count() or 2) - 2))
     compiled = O.precompile(current_arch(), processes) + O.precompile(current_arch(), processes, grad=True)
     t1 = time.perf_counter()
+    note(f"{compiled} kernel builds in {processes} processes in {t1 - t0:.1f} s")
     forward = O.run(torch, bulkred, O.samples(torch, "cuda"))
     t2 = time.perf_counter()
+    note(f"OpInfo forward samples, every CUDA dtype ({t2 - t1:.1f} s):\n{O.table(forward)}")
     grads = O.run(torch, bulkred, O.samples(torch, "cuda", grad=True), grad=True)
     t3 = time.perf_counter()
-    print(f"\nOpInfo forward samples, every CUDA dtype:\n{O.table(forward)}")
-    print(f"OpInfo gradient samples, float64 and complex128:\n{O.table(grads)}")
-    print(f"{compiled} kernels compiled in {processes} processes in {t1 - t0:.1f} s; forward {t2 - t1:.1f} s, "
-          f"gradients {t3 - t2:.1f} s")
+    note(f"OpInfo gradient samples, float64 and complex128 ({t3 - t2:.1f} s):\n{O.table(grads)}")
+    for c in (*forward.values(), *grads.values()):
+        for problem in c.problems[:5]:
+            note(f"  {problem[:400]}")
     problems = [p for counts in (forward, grads) for c in counts.values() for p in c.problems]
     assert not problems, (len(problems), problems[:20])
     assert sum(c.passed for c in forward.values()) > 4000 and sum(c.passed for c in grads.values()) > 500
