@@ -59,6 +59,8 @@ def _error(fn: str, message: str) -> api.ReductionError:
 
 
 def _torch(fn: str, x: Any) -> Any:
+    """torch, when ``x`` is a torch tensor; else the one-line refusal (numpy and cupy
+    arrays named as such)."""
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(x, torch.Tensor):
         lib = type(x).__module__.split(".")[0]
@@ -97,7 +99,8 @@ def _float_tensor(fn: str, what: str, t: Any, torch: Any) -> str:
 # region The fronts: torch's arguments -> the operator's arguments, and the outputs -> the result
 
 
-def _last(outs: tuple) -> Any:
+def _y(outs: tuple) -> Any:
+    """The result of a function whose result is the kernel's y as it is."""
     return outs[0]
 
 
@@ -105,7 +108,7 @@ def _softmax_front(row: RowFunction, x: Any, dim: Any, dtype: Any, variant: Any)
     torch = _torch(row.name, x)
     dim, variant = _option(row, "dim", dim), _option(row, "variant", variant)
     nd = x.dim()
-    finish = _last
+    finish = _y
     if nd == 0:  # one row of one element (torch's softmax of a 0-d tensor: dim 0 or -1)
         if dim not in (0, -1):
             raise _error(row.name, f"dim {dim} is out of range for a 0-D x")
@@ -126,6 +129,7 @@ def _softmax_front(row: RowFunction, x: Any, dim: Any, dtype: Any, variant: Any)
 
 
 def _scalar(outs: tuple) -> Any:
+    """The result of a 0-d x (run as a row of one)."""
     return outs[0].view(())
 
 
@@ -144,7 +148,7 @@ def _normalized(row: RowFunction, x: Any, shape: Any, tensors: dict[str, Any], t
                 raise _error(row.name, f"'{what}' must have the shape normalized_shape {list(shape)}, got "
                              f"{list(t.shape)}")
     if k == 1:
-        return x, tensors, _last
+        return x, tensors, _y
     full = tuple(x.shape)
     n = math.prod(shape)
     try:
