@@ -1,6 +1,11 @@
 """Row normalizations on the GPU: softmax, log_softmax, rms_norm and layer_norm forward,
 each one ``bulkred.normalize_rows`` kernel (docs/rows.md).
 
+SUPERSEDED: the rows of the function table, ``bulkred.softmax`` ... ``bulkred.cross_entropy``
+(``row_functions.py``: torch's signatures, gradients, torch.compile, one kernel for every
+M), replace these functions; this module stays only until its last users
+(tests/gpu/test_rows_gpu.py, benchmarks/rows.py) have moved to them.
+
 This is the first, minimal door: plain functions over torch CUDA tensors that build the
 op's module for the row length, element type and strides of the call, compile it once
 (the runtime's :func:`~bulkred_dialect.backend_ptx.runtime.compile_tile_module`, cached
