@@ -17,7 +17,7 @@ from bulkred_dialect.backend_ptx.runtime import lower_tile_module
 from bulkred_dialect.interpreter import lockstep, threads, vector
 from bulkred_dialect.interpreter.ptx_cvt import _setp, _setp_form
 from bulkred_dialect.interpreter.threads import run_grid
-from bulkred_dialect.interpreter.values import float_binary, float_fma, float_minmax
+from bulkred_dialect.interpreter.values import float_binary, float_fma, float_math, float_minmax
 from bulkred_dialect.ops.ptx.arith import ArithType
 from bulkred_dialect.ops.ptx.control import CmpOp, SetpType
 
@@ -52,6 +52,11 @@ def test_array_arithmetic_gives_the_scalar_bits(t):
         for opcode in ("add", "sub", "mul"):
             got = vector.binary(opcode, t, a, b, ftz)
             want = [float_binary(opcode, t, x, y, ftz=ftz) for x, y in zip(a, b)]
+            assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz)
+        for opcode in ("sqrt", "rcp", "div"):
+            args = [a, b] if opcode == "div" else [a]
+            got = vector.math(opcode, t, args, ftz)
+            want = [float_math(opcode, t, v, ftz=ftz) for v in zip(*args)]
             assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz)
         for opcode, nan in itertools.product(("min", "max"), (False, True)):
             got = vector.minmax(opcode, t, a, b, ftz, nan)

@@ -32,10 +32,12 @@ together (a barrier or exchange inside divergent code), a partial ``membermask``
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
+from itertools import repeat
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, gpu, memref, scf
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
@@ -53,11 +55,28 @@ from bulkred_dialect.interpreter.run import (
 from bulkred_dialect.interpreter import vector
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
-from bulkred_dialect.interpreter.values import coerce_float
+from bulkred_dialect.interpreter.values import coerce_float, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
-from bulkred_dialect.ops.ptx.arith import AddOp, ArithType, FmaOp, MaxOp, MinOp, MulOp, SubOp
+from bulkred_dialect.ops.ptx.arith import (
+    AddOp,
+    AndOp,
+    ArithType,
+    FloatDivOp,
+    FmaOp,
+    MaxOp,
+    MinOp,
+    MulLoOp,
+    MulOp,
+    OrOp,
+    RcpOp,
+    ShlOp,
+    ShrOp,
+    SqrtOp,
+    SubOp,
+    XorOp,
+)
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
-from bulkred_dialect.ops.ptx.control import SetpOp
+from bulkred_dialect.ops.ptx.control import CvtOp, SelpOp, SetpOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
@@ -395,6 +414,24 @@ class LockstepInterpreter(KernelInterpreter):
         out[self.index] = r
         return Varying(out)
 
+    def _map(self, f: Any, inputs: list[Any]) -> PythonValues:
+        """``f`` (an op's one result as a function of its operands, no thread state) of
+        each running thread's operands."""
+        active = self.active
+        columns = []
+        for x in inputs:
+            if type(x) is Varying:
+                columns.append(x.v if self.full else [x.v[t] for t in active])
+            else:
+                columns.append(repeat(x))
+        return (self._scatter(list(map(f, *columns))),)
+
+    def _function(self, op: Operation, make: Any) -> Any:
+        f = self.forms.get(op)
+        if f is None:
+            f = self.forms[op] = make(op)
+        return f
+
     def run_binary(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
             form = self.forms.get(op)
@@ -407,6 +444,42 @@ class LockstepInterpreter(KernelInterpreter):
                     if minmax:
                         return (self._vary(vector.minmax(opcode, t, a, b, ftz, nan)),)
                     return (self._vary(vector.binary(opcode, t, a, b, ftz)),)
+            if not is_float:
+                return self._map(partial(int_binary, opcode, t), inputs)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    def run_bitwise(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            return self._map(self._function(op, lambda o: partial(int_binary, o.OPCODE, o.type.data)), inputs)
+        return self._once(op, inputs)
+
+    def run_cvt(self, op: CvtOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            return self._map(self._impls._impl_dict[CvtOp][0].converter(op), inputs)  # noqa: SLF001
+        return self._once(op, inputs)
+
+    def run_cmpi(self, op: arith.CmpiOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            return self._map(self._impls._impl_dict[arith.CmpiOp][0].comparison(self, op), inputs)  # noqa: SLF001
+        return self._once(op, inputs)
+
+    def run_selp(self, op: SelpOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            return self._map(_select, inputs)
+        return self._once(op, inputs)
+
+    def run_math(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
+        """sqrt, rcp and div of f32 and f64 on arrays; the other math ops per thread."""
+        if varying:
+            form = self.forms.get(op)
+            if form is None:
+                form = self.forms[op] = _math_form(op)
+            what, t, ftz, opcode = form
+            if what == "math" and opcode in ("sqrt", "rcp", "div") and t in vector.NP_FLOAT:
+                arrays = [self._array(x, t) for x in inputs]
+                if all(a is not None for a in arrays):
+                    return (self._vary(vector.math(opcode, t, arrays, ftz)),)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
@@ -446,6 +519,10 @@ class LockstepInterpreter(KernelInterpreter):
     # endregion
 
 
+def _select(on_true: Any, on_false: Any, cond: Any) -> Any:
+    return on_true if cond else on_false
+
+
 def _at(x: Any, t: int) -> Any:
     return x.v[t] if type(x) is Varying else x
 
@@ -468,7 +545,12 @@ _SPECIAL: dict[type[Operation], Any] = {
     func.CallOp: LockstepInterpreter.run_func_call,
     SetpOp: LockstepInterpreter.run_setp,
     FmaOp: LockstepInterpreter.run_fma,
-    **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MaxOp, MinOp)},
+    **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MulLoOp, MaxOp, MinOp)},
+    **{t: LockstepInterpreter.run_bitwise for t in (AndOp, OrOp, XorOp, ShlOp, ShrOp)},
+    **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp)},
+    CvtOp: LockstepInterpreter.run_cvt,
+    SelpOp: LockstepInterpreter.run_selp,
+    arith.CmpiOp: LockstepInterpreter.run_cmpi,
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
 }
 

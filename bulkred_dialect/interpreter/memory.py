@@ -157,6 +157,22 @@ _CMPI = dict(enumerate((operator.eq, operator.ne, operator.lt, operator.le, oper
                         operator.lt, operator.le, operator.gt, operator.ge)))
 
 
+def _comparison(op: arith.CmpiOp, index_bitwidth: int) -> Any:
+    t = op.lhs.type
+    if isinstance(t, IntegerType):
+        width = t.width.data
+    elif isinstance(t, IndexType):
+        width = index_bitwidth
+    else:
+        raise InterpretationError(f"arith.cmpi of {t} is not supported by the interpreter")
+    predicate = op.predicate.value.data
+    compare = _CMPI.get(predicate)
+    if compare is None:
+        raise InterpretationError(f"arith.cmpi predicate {op.predicate} is not supported by the interpreter")
+    convert = xdsl_to_unsigned if predicate >= 6 else xdsl_to_signed
+    return lambda a, b: compare(convert(a, width), convert(b, width))
+
+
 @register_impls
 class BufferFunctions(InterpreterFunctions):
     """memref.alloca/alloc/load/store on numpy buffers, exact float constants,
@@ -214,19 +230,16 @@ class BufferFunctions(InterpreterFunctions):
         """xDSL's ``arith.cmpi`` (the operands as signed or unsigned integers of the
         type's width, the index type's the interpreter's), without its per-call checks
         of generic type hints (a kernel's loops and guards compare at every step)."""
-        t = op.lhs.type
-        if isinstance(t, IntegerType):
-            width = t.width.data
-        elif isinstance(t, IndexType):
-            width = interpreter.index_bitwidth
-        else:
-            raise InterpretationError(f"arith.cmpi of {t} is not supported by the interpreter")
-        predicate = op.predicate.value.data
-        compare = _CMPI.get(predicate)
-        if compare is None:
-            raise InterpretationError(f"arith.cmpi predicate {op.predicate} is not supported by the interpreter")
-        convert = xdsl_to_unsigned if predicate >= 6 else xdsl_to_signed
-        return (compare(convert(args[0], width), convert(args[1], width)),)
+        return (self.comparison(interpreter, op)(args[0], args[1]),)
+
+    def comparison(self, interpreter: Interpreter, op: arith.CmpiOp) -> Any:
+        """``op`` as a function of its two operands, made once per op."""
+        memo = self.__dict__.setdefault("_comparisons", {})
+        key = (op, interpreter.index_bitwidth)
+        f = memo.get(key)
+        if f is None:
+            f = memo[key] = _comparison(op, interpreter.index_bitwidth)
+        return f
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:

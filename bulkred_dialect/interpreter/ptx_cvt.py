@@ -15,6 +15,8 @@ of ``Emitter.minmax`` uses them at level 2). ``cvt``:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -65,25 +67,35 @@ def _to_integer(x: float, rnd: CvtRounding) -> int:
 
 def convert(op: CvtOp, x: Any) -> Any:
     """The value ``op`` gives for the source value ``x``."""
+    return converter(op)(x)
+
+
+def converter(op: CvtOp) -> Callable[[Any], Any]:
+    """:func:`convert` of ``op`` as a function of the source value (``op``'s types and
+    rounding read once)."""
     d, a = op.dtype.data, op.atype.data
     rnd = op.rnd.data if op.rnd is not None else None
+    return partial(_convert, op.name, d, a, rnd, op.result.type)
+
+
+def _convert(name: str, d: CvtType, a: CvtType, rnd: CvtRounding | None, result: Attribute, x: Any) -> Any:
     if not d.is_float and not a.is_float:
-        return _write_int(d, _read_int(a, x), op.result.type)
+        return _write_int(d, _read_int(a, x), result)
     if not d.is_float:  # float to integer
         if rnd is None:  # pragma: no cover - the verifier asks for an integer rounding
-            raise InterpretationError(f"'{op.name}' float to integer needs a rounding modifier")
+            raise InterpretationError(f"'{name}' float to integer needs a rounding modifier")
         v = float(coerce_float(_FLOAT[a], x))
         if math.isnan(v):
-            return _write_int(d, 0, op.result.type)
+            return _write_int(d, 0, result)
         lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if _signed(d) else (0, (1 << d.bits) - 1)
         if math.isinf(v):
             n = hi if v > 0 else lo
         else:
             n = min(max(_to_integer(v, rnd), lo), hi)
-        return _write_int(d, n, op.result.type)
+        return _write_int(d, n, result)
     if rnd not in (None, CvtRounding.RN):
         raise InterpretationError(
-            f"'{op.name}' rounding modifier '.{rnd}' is not supported by the interpreter (only .rn is modelled)"
+            f"'{name}' rounding modifier '.{rnd}' is not supported by the interpreter (only .rn is modelled)"
         )
     dk = _FLOAT[d]
     if not a.is_float:  # integer to float
@@ -103,7 +115,15 @@ class PtxCvtFunctions(InterpreterFunctions):
 
     @impl(CvtOp)
     def run_cvt(self, interpreter: Interpreter, op: CvtOp, args: PythonValues) -> PythonValues:
-        return (convert(op, args[0]),)
+        return (self.converter(op)(args[0]),)
+
+    def converter(self, op: CvtOp) -> Callable[[Any], Any]:
+        """:func:`converter` of ``op``, made once per op."""
+        memo = self.__dict__.setdefault("_converters", {})
+        f = memo.get(op)
+        if f is None:
+            f = memo[op] = converter(op)
+        return f
 
 
 # region setp / selp

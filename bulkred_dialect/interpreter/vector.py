@@ -147,3 +147,31 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, ftz: bool) -> np.ndarra
         if nan.any():
             r = np.where(nan, _canonical(ArithType.F32), r)
     return r
+
+
+def math(opcode: str, t: ArithType, args: list[Any], ftz: bool) -> np.ndarray:
+    """:func:`~bulkred_dialect.interpreter.values.float_math` of ``sqrt``, ``rcp`` and
+    ``div`` (IEEE-rounded in numpy as in values.py; f32 or f64, ``.ftz`` for f32 only)."""
+    if ftz:
+        args = [flush(a) for a in args]
+    nans = [np.isnan(a) for a in args]
+    with np.errstate(all="ignore"):
+        if opcode == "sqrt":
+            r = np.sqrt(args[0])
+        elif opcode == "rcp":
+            r = NP_FLOAT[t](1) / args[0]
+        else:
+            r = args[0] / args[1]
+        r = np.where(np.isnan(r), _canonical(t), r)
+        if ftz:
+            r = flush(r)
+        any_nan = nans[0] if len(nans) == 1 else nans[0] | nans[1]
+        if any_nan.any():
+            if t == ArithType.F32:
+                r = np.where(any_nan, _canonical(t), r)
+            elif len(args) == 1:
+                r = np.where(nans[0], _quiet(np.asarray(args[0], np.float64)), r)
+            else:
+                a, b = np.broadcast_arrays(np.asarray(args[0], np.float64), np.asarray(args[1], np.float64))
+                r = np.where(any_nan, _f64_nan(a, b, r, nans[0], nans[1]), r)
+    return r
