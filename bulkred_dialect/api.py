@@ -389,8 +389,7 @@ def _complex_module(p: Plan):
     n = len(p.shape)
     shape = (*p.shape, 2)
     logical = tuple(range(n)) if p.axes is None else p.axes
-    keeps_pair = p.complex == "parts" or (p.complex == "pairs" and p.kind == "prod")
-    axes = logical if keeps_pair else None if p.axes is None else (*p.axes, n)
+    axes = logical if _keeps_pair(p) else None if p.axes is None else (*p.axes, n)
     if _unit_in_front(p):  # nothing kept but the pair: a unit axis in front holds the result
         shape, axes = (1, *shape), tuple(a + 1 for a in logical)
     strides = None
@@ -411,12 +410,18 @@ def _complex_module(p: Plan):
         raise _readable(p, e) from None
 
 
+def _keeps_pair(p: Plan) -> bool:
+    """The kernel's result is complex (the pair axis kept): a sum or mean of the parts,
+    or the pairs' product, nansum or nanmean."""
+    return p.complex == "parts" or (
+        p.complex == "pairs" and (p.kind in ("prod", "nanmean") or (p.kind == "sum" and "nan_zero" in p.prologue)))
+
+
 def _unit_in_front(p: Plan) -> bool:
     """A complex result of a whole reduction (sum, mean, prod of every axis): the module's
     ``x`` has a unit axis in front, kept, so that its ``dst`` is ``(1, 2)``, the parts of
     the kernel's one complex value (``kernel_shape`` (1,))."""
-    keeps_pair = p.complex == "parts" or (p.complex == "pairs" and p.kind == "prod")
-    return keeps_pair and (p.axes is None or len(p.axes) == len(p.shape))
+    return _keeps_pair(p) and (p.axes is None or len(p.axes) == len(p.shape))
 
 
 def _is_complex(a: Any) -> bool:

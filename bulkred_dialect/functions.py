@@ -483,6 +483,19 @@ def _c_norm(src: str, o: dict[str, Any]) -> Reduction:
     return replace(r, complex="flat") if p == 2 else r
 
 
+def _c_nansum(src: str, o: dict[str, Any]) -> Reduction:
+    """torch's (CUDA) nansum of a complex x: an element with a NaN part adds 0."""
+    dst = _complex_dtype(src, o)
+    return Reduction("sum", dst, prologue=(*_complex_cast(src, dst), "nan_zero"), fill=0, complex="pairs")
+
+
+def _c_nanmean(src: str, o: dict[str, Any]) -> Reduction:
+    """torch's nanmean of a complex x: the nansum over the count of the elements without
+    a NaN part (none: NaN)."""
+    dst = _complex_dtype(src, o)
+    return Reduction("nanmean", dst, prologue=_complex_cast(src, dst), fill=complex(math.nan, math.nan), complex="pairs")
+
+
 def _c_count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
     return Reduction("sum", "int64", prologue=("nonzero",), fill=0, complex="pairs")
 
@@ -608,14 +621,14 @@ ROWS: tuple[Function, ...] = (
         "As ``torch.nansum``: a sum with the prologue ``nan_zero``; an integer or bool ``x`` (no NaN) is summed as "
         "by :func:`sum` (int64 by default). " + _SUM_DOC,
         "torch.nansum", "any", (DTYPE_SUM,), _nansum, grad="nansum", out_dtype=True,
-        torch_dst=torch_sum_dtype,
+        torch_dst=torch_sum_dtype, complex=_c_nansum,
     ),
     Function(
         "nanmean", "The mean of the elements of a floating-point ``x`` that are not NaN",
         "As ``torch.nanmean``: one kernel (the kind ``nanmean``: a sum and a count of the non-NaN elements); an "
         "all-NaN or empty reduction gives NaN. float16 and bfloat16 accumulate in float32 (``dtype=``: another "
         "float result).",
-        "torch.nanmean", "float", (DTYPE,), _nanmean, grad="nanmean",
+        "torch.nanmean", "float", (DTYPE,), _nanmean, grad="nanmean", complex=_c_nanmean,
     ),
     Function(
         "aminmax", "The minimum and the maximum of ``x``, as the pair ``(min, max)``",

@@ -296,7 +296,7 @@ def expected_dtype(kind: str, dtype: str, dtype_arg: str | None) -> str:
     complex sum, product and mean, a real variance, norm and std (the part's dtype), an
     int64 count, a bool any/all."""
     if dtype in COMPLEXES:
-        if kind in ("sum", "prod", "mean"):
+        if kind in ("sum", "prod", "mean", "nansum", "nanmean"):
             return dtype_arg or dtype
         return {"count_nonzero": "int64", "any": "bool", "all": "bool"}.get(kind, PART[dtype])
     return ROW_TESTS[kind].result(dtype, dtype_arg)
@@ -609,6 +609,10 @@ def _complex_base(case: Case, rng: np.random.Generator, n: int, red: int, draws:
         z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     if case.values.startswith("zeros"):
         z = np.where(rng.random(n) < float(case.values[5:]), 0, z)
+    if case.kind in ("nansum", "nanmean") and n:  # NaN in one part or both: torch drops the element
+        share = 0.9 if rng.random() < 0.2 else 0.1
+        nan_re, nan_im = rng.random(n) < share / 2, rng.random(n) < share / 2
+        z = np.where(nan_re, np.nan, z.real) + 1j * np.where(nan_im, np.nan, z.imag)
     return np.asarray(z, np.complex128).astype(case.dtype)
 
 
@@ -894,6 +898,16 @@ def complex_reference(case: Case, v: np.ndarray) -> Reference:
         nz = z != 0
         val = nz.sum(axis=ax, dtype=np.int64) if kind == "count_nonzero" else (np.any if kind == "any" else np.all)(nz, axis=ax)
         return Reference(np.asarray(val).reshape(shape), n, None, True)
+    if kind in ("nansum", "nanmean"):  # an element with a NaN part is dropped (np.isnan of a complex: either)
+        keep = ~np.isnan(z)
+        zk = np.where(keep, z, 0)
+        val = np.asarray(zk.sum(axis=ax)).reshape(shape)
+        count = np.asarray(keep.sum(axis=ax)).reshape(shape)
+        mag = np.asarray(np.abs(zk).sum(axis=ax)).reshape(shape)
+        if kind == "nanmean":
+            val = np.where(count > 0, val / np.maximum(count, 1), complex(math.nan, math.nan))
+            mag = mag / np.maximum(count, 1)
+        return Reference(val, n, None, False, (n + 2) * eps * mag + tiny)
     if kind in ("sum", "mean", "prod"):
         f = np.prod if kind == "prod" else np.sum
         val = np.asarray(f(z, axis=ax)).reshape(shape)
@@ -1338,8 +1352,9 @@ def simulate_plan(torch, p: Any, x) -> list:
     y = x
     for m in p.prologue:
         name, arg = m if isinstance(m, tuple) else (m, None)
-        if y.is_complex() and name in ("square", "nonzero"):
-            y = y.abs() ** 2 if name == "square" else (y != 0).to(y.real.dtype)
+        if y.is_complex() and name in ("square", "nonzero", "nan_zero"):  # of each complex element
+            y = {"square": lambda t: t.abs() ** 2, "nonzero": lambda t: (t != 0).to(t.real.dtype),
+                 "nan_zero": lambda t: torch.where(t.isnan(), torch.zeros_like(t), t)}[name](y)
             continue
         y = {
             "cast": lambda t: t, "abs": torch.abs, "square": lambda t: t * t, "nonzero": lambda t: (t != 0).to(t.dtype),
@@ -1357,6 +1372,9 @@ def simulate_plan(torch, p: Any, x) -> list:
         r, aux = torch.var(flat, dim=-1, correction=p.correction), torch.mean(flat, dim=-1)
     elif kind == "minmax":
         r, aux = torch.amin(flat, dim=-1), torch.amax(flat, dim=-1)
+    elif kind == "nanmean" and flat.is_complex():  # torch's CPU nanmean takes no complex: its definition
+        keep = ~flat.isnan()
+        r = torch.where(keep, flat, torch.zeros_like(flat)).sum(dim=-1) / keep.sum(dim=-1)
     else:
         r = {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin, "logsumexp": torch.logsumexp,
              "nanmean": torch.nanmean, "any": torch.any, "all": torch.all}[kind](flat, dim=-1)
@@ -1455,7 +1473,7 @@ class Result:
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
 def _grad_kinds() -> tuple[str, ...]:

@@ -19,7 +19,10 @@ import bulkred_dialect as bulkred
 from bulkred_dialect import api
 from bulkred_dialect.functions import COMPLEX, FUNCTIONS
 
-TAKES_COMPLEX = ("sum", "prod", "any", "all", "count_nonzero", "mean", "var", "std", "var_mean", "std_mean", "vector_norm")
+TAKES_COMPLEX = (
+    "sum", "prod", "any", "all", "count_nonzero", "mean", "var", "std", "var_mean", "std_mean", "vector_norm", "nansum",
+    "nanmean",
+)
 
 # region Plans
 
@@ -41,6 +44,8 @@ TAKES_COMPLEX = ("sum", "prod", "any", "all", "count_nonzero", "mean", "var", "s
         ("count_nonzero", {}, "int64", None, "pairs"),
         ("any", {}, "bool", None, "flat"),
         ("all", {"library": "torch"}, "bool", None, "pairs"),
+        ("nansum", {"axis": 1}, "complex64", None, "pairs"),
+        ("nanmean", {"dtype": "complex128"}, "complex128", None, "pairs"),
     ],
 )
 def test_plans(fn, kw, dst, aux, mode):
@@ -154,7 +159,7 @@ def _reference(fn, z, axis, kw):
     z = z.astype(np.complex128)
     a = tuple(range(z.ndim)) if axis is None else axis
     c = kw.get("correction", 0)
-    if fn in ("sum", "prod", "mean"):
+    if fn in ("sum", "prod", "mean", "nansum", "nanmean"):
         return getattr(np, fn)(z, axis=a)
     if fn in ("var", "std"):
         return getattr(np, fn)(z, axis=a, ddof=c)
@@ -177,7 +182,7 @@ CASES = [
     ("sum", {}), ("prod", {}), ("mean", {}), ("var", {"correction": 1}), ("std", {}), ("var_mean", {"correction": 1.5}),
     ("std_mean", {}), ("count_nonzero", {}), ("any", {}), ("all", {}), ("vector_norm", {}), ("vector_norm", {"ord": 1}),
     ("vector_norm", {"ord": math.inf}), ("vector_norm", {"ord": -math.inf}), ("vector_norm", {"ord": 0}),
-    ("vector_norm", {"ord": 3.5}),
+    ("vector_norm", {"ord": 3.5}), ("nansum", {}), ("nanmean", {}),
 ]
 
 
@@ -192,6 +197,8 @@ def test_numpy_calls_against_numpy_in_complex128(interpreted, fn, kw):
             z[1] = 1 + 1j  # one row all nonzero
         if fn == "any":
             z[2] = 0
+        if fn.startswith("nan"):  # torch's complex NaN: either part; row 3 all NaN (nanmean: NaN)
+            z[0, 3], z[1, 4], z[3] = complex(math.nan, 1), complex(2, math.nan), complex(math.nan, math.nan)
         for axis in axes:
             got = getattr(bulkred, fn)(z, axis=axis, **kw)
             want = _reference(fn, z, axis, kw)
@@ -250,7 +257,7 @@ GRADS = [
     ("sum", {"dim": 1}), ("mean", {"dim": 0}), ("prod", {"dim": 1}), ("var", {"dim": 1, "correction": 1}),
     ("std", {"dim": 0, "correction": 0}), ("var_mean", {"dim": 1, "correction": 1}), ("std_mean", {"dim": 1, "correction": 1}),
     ("vector_norm", {"dim": 1}), ("vector_norm", {"dim": 1, "ord": 1}), ("vector_norm", {"dim": 0, "ord": math.inf}),
-    ("vector_norm", {"dim": 1, "ord": 3}), ("vector_norm", {"dim": 1, "ord": 0.5}),
+    ("vector_norm", {"dim": 1, "ord": 3}), ("vector_norm", {"dim": 1, "ord": 0.5}), ("nansum", {"dim": 1}),
 ]
 
 
@@ -264,6 +271,13 @@ def test_gradients_against_torch_autograd(interpreted, fn, kw):
     base[0, 2] = 0
     a, b = base.clone().requires_grad_(True), base.clone().requires_grad_(True)
     tfn = torch.linalg.vector_norm if fn == "vector_norm" else getattr(torch, fn)
+    if fn == "nansum":  # torch's CPU nansum takes no complex (its CUDA one does): its definition
+        base[1, 3] = complex(math.nan, 1.0)
+
+        def tfn(t, **k):
+            return torch.where(t.isnan(), torch.zeros_like(t), t).sum(**k)
+
+    a, b = base.clone().requires_grad_(True), base.clone().requires_grad_(True)
     tkw = {k if k != "ord" else "ord": v for k, v in kw.items()}
 
     def loss(r):

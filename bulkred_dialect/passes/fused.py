@@ -93,9 +93,17 @@ class Reducer:
         self.pairs = getattr(self.op, "pairs", None) is not None  # bulkred.reduce_list has no pairs
 
     @property
+    def keeps_pair(self) -> bool:
+        """``pairs`` with a complex result (``dst`` ends in the pair axis): ``prod``, a
+        nansum (``sum`` with ``nan_zero``) and ``nanmean``."""
+        nansum = self.kind == ReduceKind.SUM and any(m.map_fn == MapFn.NAN_ZERO for m in self.prologue)
+        return self.pairs and (self.kind in (ReduceKind.PROD, ReduceKind.NANMEAN) or nansum)
+
+    @property
     def complex_state(self) -> bool:
-        """``pairs`` with a complex state: ``prod`` (re, im) or ``var`` (a complex mean)."""
-        return self.pairs and self.kind in (ReduceKind.PROD, ReduceKind.VAR)
+        """``pairs`` with a complex state: (re, im) (:attr:`keeps_pair`; nanmean's with
+        its count) or ``var``'s (a complex mean)."""
+        return self.pairs and (self.kind == ReduceKind.VAR or self.keeps_pair)
 
     # region What the state is
 
@@ -123,6 +131,8 @@ class Reducer:
         a = self.acc
         if self.kind in INDEX_KINDS:
             return [a, self.index_dtype]
+        if self.complex_state and self.kind == ReduceKind.NANMEAN:
+            return [a, a, self.count_dtype]  # sum re, sum im, the count of elements without a NaN part
         if self.complex_state:
             return [a] * (6 if self.kind == ReduceKind.VAR else 2)  # var: count, mean re, im, M2, shift re, im
         if self.kind == ReduceKind.VAR:
@@ -195,7 +205,8 @@ class Reducer:
                 v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
             return [e.const(v, ir), e.const(self.index_max, self.types[1])]
         if self.complex_state:
-            return [e.const(1.0 if self.kind == ReduceKind.PROD and k == 0 else 0.0, ir) for k in range(self.width)]
+            return [e.const((1.0 if self.kind == ReduceKind.PROD and k == 0 else 0.0) if d.is_float else 0, t)
+                    for k, (d, t) in enumerate(zip(self.dtypes, self.types, strict=True))]
         if self.kind == ReduceKind.VAR:
             return [e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.kind == ReduceKind.LOGSUMEXP:
@@ -344,6 +355,15 @@ class Reducer:
             src = self.acc
         if self.kind == ReduceKind.PROD:  # (a + bi)(c + di) = (ac - bd) + (ad + bc)i
             return self._cmul(e, at, s, [re, im])
+        if self.keeps_pair:  # a nansum or nanmean: an element with a NaN part adds 0 (torch's _isnan of a complex)
+            number = e.and_pred(self._is_number(e, at, re), self._is_number(e, at, im))
+            t = self.types[0]
+            out = [e.combine(ReduceKind.SUM, self.acc, s[0], self._nan_zero(e, at, re, number)),
+                   e.combine(ReduceKind.SUM, self.acc, s[1], self._nan_zero(e, at, im, number))]
+            if self.kind == ReduceKind.NANMEAN:
+                ct = self.types[2]
+                out.append(e.combine(ReduceKind.SUM, self.count_dtype, s[2], _selp(e, ct, e.const(1, ct), e.const(0, ct), number)))
+            return out
         if self.kind == ReduceKind.VAR:
             return self._welford_pair(e, at, s, re, im)
         first, rest = self.prologue[0], self.prologue[1:]
@@ -459,6 +479,9 @@ class Reducer:
         if self.width == 1:
             return [e.combine(self.kind, self.acc, a[0], b[0])]
         at, _ = arith_types(self.acc)
+        if self.complex_state and self.kind in (ReduceKind.SUM, ReduceKind.NANMEAN):
+            dts = [self.acc, self.acc, self.count_dtype][: self.width]
+            return [e.combine(ReduceKind.SUM, d, x, y) for d, x, y in zip(dts, a, b, strict=True)]
         if self.complex_state:
             return self._chan_pair(e, at, a, b) if self.kind == ReduceKind.VAR else self._cmul(e, at, a, b)
         if self.kind in INDEX_KINDS:
@@ -588,7 +611,10 @@ class Reducer:
         at, _ = arith_types(self.acc)
         if self.kind in INDEX_KINDS:
             return e.convert(s[1], self.index_dtype, DTYPES["int64"]), s[0]
-        if self.complex_state and self.kind == ReduceKind.PROD:
+        if self.complex_state and self.kind == ReduceKind.NANMEAN:  # 0 / 0: NaN where every element had a NaN part
+            count = e.convert(s[2], self.count_dtype, self.acc)
+            return e.div(at, s[0], count), e.div(at, s[1], count)
+        if self.keeps_pair:
             return s[0], s[1]  # re (dst[2 i]), im (dst[2 i + 1]): the caller stores both
         if self.complex_state:
             c = self.op.correction.value.data if self.op.correction is not None else 0

@@ -373,13 +373,33 @@ def test_complex_against_torch(dtype):
                         m = m.sqrt() if fn.startswith("std") else m
                     bound = 16 * n * eps * m + 8 * eps * r.abs().double() + 1e-30
                     assert ((g.to(r.dtype) - r).abs() <= bound).all(), (fn, opts, axis, float((g.to(r.dtype) - r).abs().max()))
+    zn = z.clone()  # torch's complex NaN (either part) for nansum and nanmean; row 7 all NaN
+    zn[:, 5] = complex(math.nan, 1.0)
+    zn[3, ::7] = complex(2.0, math.nan)
+    zn[7] = complex(math.nan, math.nan)
+    for t in (zn, zn.t(), zn[:, ::3]):
+        keep = ~t.isnan()
+        wide = torch.where(keep, t, torch.zeros_like(t)).to(torch.complex128)
+        for axis in (None, 1, 0):
+            kw = {} if axis is None else {"dim": axis}
+            n = t.numel() if axis is None else t.shape[axis]
+            for fn in ("nansum", "nanmean"):
+                got, want = getattr(bulkred, fn)(t, **kw), getattr(torch, fn)(t, **kw)
+                count = keep.sum(**kw)
+                ref = wide.sum(**kw) / (count if fn == "nanmean" else 1)  # 0 / 0: NaN where every element is NaN
+                mag = wide.abs().sum(**kw).double() / (count.clamp_min(1) if fn == "nanmean" else 1)
+                assert got.dtype == want.dtype == t.dtype and got.shape == want.shape, (fn, axis)
+                err = (got.to(torch.complex128) - ref).abs()
+                assert torch.equal(err.isnan(), ref.isnan()), (fn, axis)  # NaN only where every element is NaN
+                assert (err[~err.isnan()] <= (16 * n * eps * mag + 1e-30)[~err.isnan()]).all(), (fn, axis)
     u = z[:8, :40] / z[:8, :40].abs().clamp_min(1e-3)  # near the unit circle: a product that stays finite
     got, want = bulkred.prod(u, axis=1), torch.prod(u.to(torch.complex128), dim=1)
     assert got.dtype == u.dtype
     torch.testing.assert_close(got.to(torch.complex128), want, rtol=64 * eps, atol=64 * eps)
     a = torch.randn(3, 6, dtype=torch.complex128, device="cuda", generator=_gen(torch, 12)).requires_grad_(True)
     for fn, opts in [("sum", {}), ("mean", {}), ("prod", {}), ("var", {"correction": 1}), ("std", {"correction": 1}),
-                     ("vector_norm", {}), ("vector_norm", {"ord": 3}), ("vector_norm", {"ord": 1})]:
+                     ("vector_norm", {}), ("vector_norm", {"ord": 3}), ("vector_norm", {"ord": 1}), ("nansum", {}),
+                     ("nanmean", {})]:
         assert torch.autograd.gradcheck(lambda t: getattr(bulkred, fn)(t, axis=1, **opts), (a,)), fn
 
 
@@ -396,7 +416,7 @@ def test_opinfo_every_sample():
     gradients in float64 and complex128, through bulkred against torch on the GPU: the
     counts per op (passed / wrong / other dtype / refused by name) printed; 0 wrong, 0
     other dtype, and only the refusals of ``ALLOWED`` (matrix norms, complex32, complex
-    nansum/nanmean and logsumexp; docs/from_torch.md). The kernels of all samples are
+    logsumexp; docs/from_torch.md). The kernels of all samples are
     compiled first in parallel processes (into this run's disk cache)."""
     import os
     import time

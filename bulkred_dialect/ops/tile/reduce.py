@@ -191,7 +191,10 @@ def check_grid_view(field: str, t: MemRefType) -> None:
         )
 
 
-PAIR_KINDS = (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN, ReduceKind.ANY, ReduceKind.ALL, ReduceKind.VAR, ReduceKind.PROD)
+PAIR_KINDS = (
+    ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN, ReduceKind.ANY, ReduceKind.ALL, ReduceKind.VAR, ReduceKind.PROD,
+    ReduceKind.NANMEAN,
+)
 """The kinds a ``pairs`` reduction takes (complex numbers as (re, im) pairs)."""
 PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
 """The prologue maps that make a pair one real value: ``|z|``, ``|z|**2``, ``|z|**p``, ``z != 0``."""
@@ -200,8 +203,10 @@ PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
 def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     """Raise unless a ``pairs`` reduction (``src``'s last axis holds complex numbers as
     (re, im) pairs of f32 or f64) is one the lowering takes: at grid scope, the last
-    extent 2; kind ``prod`` keeps the pair axis (the complex product, ``dst`` ends in
-    the pair), the others reduce it: ``var`` (a real variance, ``aux`` the complex mean)
+    extent 2; the complex results keep the pair axis (``dst`` ends in it): ``prod`` (the
+    complex product), ``sum`` with the prologue ``nan_zero`` (torch's complex nansum: an
+    element with a NaN part adds 0) and ``nanmean`` (the mean of the elements without a
+    NaN part); the others reduce it: ``var`` (a real variance, ``aux`` the complex mean)
     and sum/max/min/any/all of the real value the prologue's first map makes of each
     pair (``abs``, ``square``, ``pow``, ``nonzero``)."""
     kind = op.kind.data
@@ -219,13 +224,13 @@ def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     last = len(src_shape) - 1
     reduced = last in op.reduced_axes()
     maps = op.maps("prologue")
-    if kind == ReduceKind.PROD:
+    fns = [m.map_fn for m in maps if m.map_fn != MapFn.CAST]
+    if kind in (ReduceKind.PROD, ReduceKind.NANMEAN) or (kind == ReduceKind.SUM and fns == [MapFn.NAN_ZERO]):
+        what = {ReduceKind.PROD: "a complex product", ReduceKind.NANMEAN: "a complex mean"}.get(kind, "a complex nansum")
         if reduced:
-            raise VerifyException(
-                f"'pairs' with kind prod keeps the pair axis (a complex product): 'axes' must not name axis {last}"
-            )
-        if [m.map_fn for m in maps] not in ([], [MapFn.CAST]) or op.epilogue is not None:
-            raise VerifyException("'pairs' with kind prod takes no prologue (but 'cast') or epilogue")
+            raise VerifyException(f"'pairs' with kind {kind} keeps the pair axis ({what}): 'axes' must not name axis {last}")
+        if kind != ReduceKind.SUM and fns or op.epilogue is not None:
+            raise VerifyException(f"'pairs' with kind {kind} takes no prologue (but 'cast') or epilogue")
         return
     if not reduced:
         raise VerifyException(
@@ -239,7 +244,7 @@ def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
         got = maps[0].map_fn if maps else "none"
         raise VerifyException(
             f"'pairs' with kind {kind} needs a prologue whose first map makes each pair real "
-            f"({', '.join(PAIR_MAPS)}), got {got}"
+            f"({', '.join(PAIR_MAPS)}; or nan_zero alone: a complex nansum), got {got}"
         )
 
 

@@ -186,7 +186,7 @@ def _lower_pairs(op: ReduceOp, rewriter: PatternRewriter, target: Target, form) 
                 return []
             value, aux = red.results(c, r)
             out = elem.out
-            if red.kind == "prod":  # dst[o] is the pair (re, im)
+            if red.keeps_pair:  # dst[o] is the pair (re, im)
                 _store(c, out, elem.accumulator, y, c.mul_i(o, 2), [value, aux])
             else:  # var: dst[o] the variance, aux[o] the complex mean
                 _store(c, out, elem.accumulator, y, o, [value])

@@ -24,7 +24,7 @@ func.func @half(%x: memref<64x2xf16, #bulkred.scope<global>>, %v: memref<1xf32, 
 
 // A kind that complex numbers do not have.
 func.func @argmax(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xi64, #bulkred.scope<global>>) {
-  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' is not valid with kind argmax (valid: sum, max, min, any, all, var, prod)
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' is not valid with kind argmax (valid: sum, max, min, any, all, var, prod, nanmean)
   bulkred.reduce argmax grid pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<1xi64, #bulkred.scope<global>>
   func.return
 }
@@ -33,7 +33,7 @@ func.func @argmax(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xi64
 
 // A sum of pairs needs a map that makes each pair real first.
 func.func @no_map(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xf32, #bulkred.scope<global>>) {
-  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind sum needs a prologue whose first map makes each pair real (abs, square, pow, nonzero), got none
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind sum needs a prologue whose first map makes each pair real (abs, square, pow, nonzero; or nan_zero alone: a complex nansum), got none
   bulkred.reduce sum grid pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
   func.return
 }
@@ -61,6 +61,15 @@ func.func @prod_reduced(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref
 func.func @prod_map(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<2xf32, #bulkred.scope<global>>) {
   // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind prod takes no prologue (but 'cast') or epilogue
   bulkred.reduce prod grid axes [0 : i64] epilogue [#bulkred.map<sqrt>] pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<2xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// A complex mean keeps the pair axis, as the product.
+func.func @nanmean_reduced(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xf32, #bulkred.scope<global>>) {
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind nanmean keeps the pair axis (a complex mean): 'axes' must not name axis 1
+  bulkred.reduce nanmean grid pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
   func.return
 }
 
