@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -219,6 +220,51 @@ def _load_bits(ptr: Pointer, op_name: str, ptx_type: str, register: Attribute) -
     return to_register(bits, register)
 
 
+_NP_FLOAT: dict[ArithType, Any] = {ArithType.F16: np.float16, ArithType.F32: np.float32, ArithType.F64: np.float64}
+_INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _reader(ptx_type: str, register: Attribute) -> Callable[[np.ndarray], Any]:
+    """What ``ld`` of ``ptx_type`` gives a register of IR type ``register`` from the
+    element's bytes (:func:`_load_bits`: a float register of the access's width gets the
+    bits as the float; an integer one the value sign- or zero-extended)."""
+    width = int(ptx_type[1:])
+    kind = _FLOAT_OF_CLASS.get(type(register))
+    if kind in _NP_FLOAT and _FLOAT_WIDTH[kind] == width:
+        dtype = np.dtype(_NP_FLOAT[kind])
+        return lambda raw: raw.view(dtype)[0]
+    if kind is None and isinstance(register, IntegerType):
+        rw = register.width.data
+        dtype = np.dtype((_INT if ptx_type[0] == "s" else _UINT)[width // 8])
+        return lambda raw: to_signed(int(raw.view(dtype)[0]), rw)
+    uint = np.dtype(_UINT[width // 8])
+
+    def read(raw: np.ndarray) -> Any:
+        bits = int(raw.view(uint)[0])
+        if ptx_type[0] == "s":
+            bits = to_unsigned(to_signed(bits, width), _register_width(register))
+        return to_register(bits, register)
+
+    return read
+
+
+def _writer(ptx_type: str, register: Attribute) -> Callable[[np.ndarray, Any], None]:
+    """How ``st`` of ``ptx_type`` writes a value of a register of IR type ``register``
+    into the element's bytes (its bits, cut to the access's width)."""
+    width = int(ptx_type[1:])
+    uint = np.dtype(_UINT[width // 8])
+    kind = _FLOAT_OF_CLASS.get(type(register))
+    native = _NP_FLOAT.get(kind) if kind is not None and _FLOAT_WIDTH[kind] == width else None
+
+    def write(raw: np.ndarray, value: Any) -> None:
+        if native is not None and type(value) is native:
+            raw.view(uint)[0] = value.view(uint)
+        else:
+            raw.view(uint)[0] = to_unsigned(from_register(value, register), width)
+
+    return write
+
+
 _FLOAT_OF_ATOM = {
     AtomType.F16: ArithType.F16,
     AtomType.BF16: ArithType.BF16,
@@ -298,35 +344,47 @@ class PtxMemoryFunctions(InterpreterFunctions):
         base, offset = args
         return (_pointer(interpreter, base).moved(int(offset)),)
 
+    def _access(self, op: LdOp | StOp | LdVecOp | StVecOp, registers: Any) -> tuple[int, int, list[Any]]:
+        """(the op's immediate offset, its element size in bytes, one element reader
+        (ld) or writer (st) per register), read once per op."""
+        memo = self.__dict__.setdefault("_accesses", {})
+        plan = memo.get(op)
+        if plan is None:
+            t = str(op.type.data)
+            make = _reader if isinstance(op, (LdOp, LdVecOp)) else _writer
+            offset = op.offset.value.data if op.offset else 0
+            plan = memo[op] = (offset, int(t[1:]) // 8, [make(t, r.type) for r in registers])
+        return plan
+
     @impl(LdOp)
     def run_ld(self, interpreter: Interpreter, op: LdOp, args: PythonValues) -> PythonValues:
-        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
-        return (_load_bits(ptr, op.name, str(op.type.data), op.result.type),)
+        offset, size, (read,) = self._access(op, (op.result,))
+        ptr = _pointer(interpreter, args[0]).moved(offset)
+        return (read(ptr._bytes(op.name, size)),)
 
     @impl(StOp)
     def run_st(self, interpreter: Interpreter, op: StOp, args: PythonValues) -> PythonValues:
-        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
-        width = int(str(op.type.data)[1:])
-        ptr.write(op.name, width // 8, from_register(args[1], op.value.type))
+        offset, size, (write,) = self._access(op, (op.value,))
+        ptr = _pointer(interpreter, args[0]).moved(offset)
+        write(ptr._bytes(op.name, size), args[1])
         return ()
 
     @impl(LdVecOp)
     def run_ld_vec(self, interpreter: Interpreter, op: LdVecOp, args: PythonValues) -> PythonValues:
-        t = str(op.type.data)
-        size = int(t[1:]) // 8
-        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        offset, size, reads = self._access(op, op.d)
+        ptr = _pointer(interpreter, args[0]).moved(offset)
         # the whole vector must be aligned to its size, as one access
-        ptr._bytes(op.name, size * op.count)
-        return tuple(_load_bits(ptr.moved(i * size), op.name, t, r.type) for i, r in enumerate(op.d))
+        whole = ptr._bytes(op.name, size * op.count)
+        return tuple(read(whole[i * size : (i + 1) * size]) for i, read in enumerate(reads))
 
     @impl(StVecOp)
     def run_st_vec(self, interpreter: Interpreter, op: StVecOp, args: PythonValues) -> PythonValues:
-        size = int(str(op.type.data)[1:]) // 8
-        ptr = _pointer(interpreter, args[0]).moved(op.offset.value.data if op.offset else 0)
+        offset, size, writes = self._access(op, op.values)
+        ptr = _pointer(interpreter, args[0]).moved(offset)
         # the whole vector must be aligned to its size, as one access
-        ptr._bytes(op.name, size * op.count)
-        for i, (value, v) in enumerate(zip(args[1:], op.values)):
-            ptr.moved(i * size).write(op.name, size, from_register(value, v.type))
+        whole = ptr._bytes(op.name, size * op.count)
+        for i, (value, write) in enumerate(zip(args[1:], writes)):
+            write(whole[i * size : (i + 1) * size], value)
         return ()
 
     @impl(AtomOp)
