@@ -210,24 +210,15 @@ def from_register(value: Any, t: Attribute) -> int:
     return to_unsigned(int(value), _register_width(t))
 
 
-def _load_bits(ptr: Pointer, op_name: str, ptx_type: str, register: Attribute) -> Any:
-    """Load one element of ``ptx_type`` (``f32``, ``u8``, ``s16``...) into a register of
-    IR type ``register``."""
-    width = int(ptx_type[1:])
-    bits = ptr.read(op_name, width // 8)
-    if ptx_type[0] == "s":
-        bits = to_unsigned(to_signed(bits, width), _register_width(register))
-    return to_register(bits, register)
-
-
 _NP_FLOAT: dict[ArithType, Any] = {ArithType.F16: np.float16, ArithType.F32: np.float32, ArithType.F64: np.float64}
 _INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def _reader(ptx_type: str, register: Attribute) -> Callable[[np.ndarray], Any]:
-    """What ``ld`` of ``ptx_type`` gives a register of IR type ``register`` from the
-    element's bytes (:func:`_load_bits`: a float register of the access's width gets the
-    bits as the float; an integer one the value sign- or zero-extended)."""
+    """What ``ld`` of ``ptx_type`` (``f32``, ``u8``, ``s16``...) gives a register of IR
+    type ``register`` from the element's bytes: ``.s`` types sign-extended, the others
+    zero-extended, into the register's bits (a float register of the access's width
+    gets the bits as the float)."""
     width = int(ptx_type[1:])
     kind = _FLOAT_OF_CLASS.get(type(register))
     if kind in _NP_FLOAT and _FLOAT_WIDTH[kind] == width:
