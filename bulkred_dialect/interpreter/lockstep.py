@@ -348,6 +348,7 @@ class LockstepInterpreter(KernelInterpreter):
         active = self.active
         if not self.full:
             present = set(active)
+        uniform = type(mask) is not Varying
         warps = []
         for w, group in self.cta.warps.items():
             first = w * WARP
@@ -355,8 +356,8 @@ class LockstepInterpreter(KernelInterpreter):
                 if not self.full and any(t not in present for t in range(first, first + group.size)):
                     raise Fallback(f"{op.name} in divergent code")
                 full_mask = (1 << group.size) - 1
-                for t in range(first, first + group.size):
-                    if int(_at(mask, t)) & FULL_MASK & full_mask != full_mask:
+                for m in [mask] if uniform else mask.v[first : first + group.size]:
+                    if int(m) & FULL_MASK & full_mask != full_mask:
                         raise Fallback(f"{op.name} partial membermask")
                 warps.append((first, group.size))
         if not self.full and sum(size for _, size in warps) != len(active):
@@ -367,14 +368,16 @@ class LockstepInterpreter(KernelInterpreter):
         a, b, c, mask = inputs
         mode = op.mode.data
         out = [None] * self.n
+        lanes = None
         for first, size in self._warps(op, mask):
             values = a.v[first : first + size] if type(a) is Varying else [a] * size
-            for lane in range(size):
-                t = first + lane
-                j = shfl_source_lane(mode, lane, int(_at(b, t)), int(_at(c, t)))
-                if j >= size:
-                    raise Fallback("shfl.sync lane out of the warp")
-                out[t] = values[j]
+            if type(b) is Varying or type(c) is Varying:
+                lanes = [shfl_source_lane(mode, lane, int(_at(b, first + lane)), int(_at(c, first + lane))) for lane in range(size)]
+            elif lanes is None or len(lanes) != size:  # the same source lanes in every warp
+                lanes = [shfl_source_lane(mode, lane, int(b), int(c)) for lane in range(size)]
+            if max(lanes) >= size:
+                raise Fallback("shfl.sync lane out of the warp")
+            out[first : first + size] = [values[j] for j in lanes]
         return (Varying(out),)
 
     def run_redux(self, op: ReduxSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
