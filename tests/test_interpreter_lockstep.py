@@ -167,3 +167,56 @@ def test_grid_kernels_run_in_lockstep_with_the_same_bits(monkeypatch, kind, shap
 
 
 # endregion
+
+
+def test_a_fallback_runs_the_grid_thread_by_thread_from_the_start(monkeypatch):
+    """An scf.while (not run in lockstep) after each thread's first store: the lockstep
+    run falls back in the first CTA, the buffers are put back, and the thread-by-thread
+    run gives each element one increment and its loop's count (not two increments)."""
+    from test_interpreter_threads import TID_X, module
+
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, gpu, memref, scf
+
+    from bulkred_dialect.ops import ptx
+    from bulkred_dialect.ops.tile import BULKRED
+
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, memref.MemRef, arith.Arith, scf.Scf, gpu.GPU, BULKRED, ptx.PTX):
+        ctx.load_dialect(d)
+    g = "memref<64xi32, #bulkred.scope<global>>"
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%Out: {g}) attributes {{bulkred.launch = #bulkred.launch<grid = [2], block = [32]>}} {{
+    %t = {TID_X}
+    %b = "gpu.block_id"() <{{dimension = #gpu<dim x>}}> : () -> index
+    %c32 = arith.constant 32 : index
+    %base = arith.muli %b, %c32 : index
+    %i = arith.addi %base, %t : index
+    %one = arith.constant 1 : i32
+    %zero = arith.constant 0 : i32
+    %five = arith.constant 5 : index
+    %lim_index = arith.remui %t, %five : index
+    %lim = arith.index_cast %lim_index : index to i32
+    %v = memref.load %Out[%i] : {g}
+    %v1 = arith.addi %v, %one : i32
+    memref.store %v1, %Out[%i] : {g}
+    %n = scf.while (%k = %zero) : (i32) -> i32 {{
+      %go = arith.cmpi slt, %k, %lim : i32
+      scf.condition(%go) %k : i32
+    }} do {{
+    ^bb0(%k2: i32):
+      %k3 = arith.addi %k2, %one : i32
+      scf.yield %k3 : i32
+    }}
+    %w = memref.load %Out[%i] : {g}
+    %w1 = arith.addi %w, %n : i32
+    memref.store %w1, %Out[%i] : {g}
+    func.return
+  }}""",
+    )
+    before = lockstep.FALLBACKS["scf.while"]
+    (out,) = run_grid(m, "k", np.zeros(64, np.int32))
+    assert lockstep.FALLBACKS["scf.while"] == before + 1
+    assert out.tolist() == [1 + t % 5 for t in range(32)] * 2

@@ -22,8 +22,8 @@ also take (the kernels' shared-memory exchanges are ordered by ``bar.sync`` and 
 warp collectives, which the lockstep run keeps).
 
 What it does not model makes the CTA *fall back*: :func:`run_cta_lockstep` returns False,
-having put back the buffers the run may have written, and ``threads.py`` runs the CTA
-thread by thread as before (same results, same errors with the thread's ids). That is:
+``threads.py`` puts back the buffers as they were before the grid's first CTA and runs
+the grid thread by thread as before (same results, same errors with the thread's ids). That is:
 any error an op raises, a collective that not every thread of its CTA or warp reaches
 together (a barrier or exchange inside divergent code), a partial ``membermask``,
 ``bar.sync`` other than barrier 0, ``scf.while``, an op without an implementation.
@@ -563,21 +563,18 @@ _SPECIAL: dict[type[Operation], Any] = {
 FALLBACKS: Counter[str] = Counter()
 
 
-def run_cta_lockstep(module: ModuleOp, callee: func.FuncOp, args: list[Any], cta: Any, threads: list[Any], impls: Any,
-                     index_bitwidth: int, extra_buffers: list[np.ndarray]) -> bool:
+def run_cta_lockstep(
+    module: ModuleOp, callee: func.FuncOp, args: list[Any], cta: Any, threads: list[Any], impls: Any, index_bitwidth: int
+) -> bool:
     """Run the CTA's ``threads`` in lockstep (``impls``: the CTA's implementation table);
-    False, with every buffer of ``args`` and ``extra_buffers`` as it was, where the run
-    falls back (the module docstring)."""
-    buffers = [a for a in args if isinstance(a, np.ndarray)] + list(extra_buffers)
-    saved = [b.copy() for b in buffers]
+    False where the run falls back (the module docstring), the buffers then left as the
+    run left them (threads.py puts them back)."""
     interpreter = LockstepInterpreter(module, index_bitwidth, impls)
     interpreter.start(cta, threads)
     try:
         interpreter.call_op(callee, tuple(args))
     except Exception as e:  # any: the thread-by-thread run gives the error with its thread
         FALLBACKS[str(e) if isinstance(e, Fallback) else type(e).__name__] += 1
-        for b, s in zip(buffers, saved):
-            b[...] = s
         return False
     finally:
         cta.current = None

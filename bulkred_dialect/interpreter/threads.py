@@ -290,17 +290,40 @@ def run_grid(
     grid3 = _dims(grid if grid is not None else rows_grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
-    for bz in range(grid3[2]):
-        for by in range(grid3[1]):
-            for bx in range(grid3[0]):
-                _run_cta(module, callee, args, (bx, by, bz), block3, grid3)
+    ctas = [(bx, by, bz) for bz in range(grid3[2]) for by in range(grid3[1]) for bx in range(grid3[0])]
+    if not (LOCKSTEP and _run_in_lockstep(module, callee, args, ctas, block3, grid3)):
+        for block_id in ctas:
+            _run_cta(module, callee, args, block_id, block3, grid3)
     out = tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
     return out[:len(out) - added]
 
 
-# Each CTA runs in lockstep first (interpreter/lockstep.py), thread by thread where that
+# The grid runs in lockstep first (interpreter/lockstep.py), thread by thread where a CTA
 # falls back; False: always thread by thread (the tests compare the two).
 LOCKSTEP = True
+
+
+def _run_in_lockstep(
+    module: ModuleOp,
+    callee: func.FuncOp,
+    args: list[Any],
+    ctas: list[tuple[int, int, int]],
+    block3: tuple[int, int, int],
+    grid3: tuple[int, int, int],
+) -> bool:
+    """Run the CTAs ``ctas`` in lockstep, one after another; where one falls back, put
+    every buffer the kernel can reach (its arguments, the registered device addresses)
+    back as it was before the first CTA and return False: the grid is then run thread
+    by thread from its first CTA (the same results, the same error at the same CTA)."""
+    buffers = [a for a in args if isinstance(a, np.ndarray)] + list(DEVICE_ADDRESSES.buffers)
+    saved = [b.copy() for b in buffers]
+    for block_id in ctas:
+        cta, shared, threads = _cta_of(module, block_id, block3, grid3)
+        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth):  # noqa: SLF001
+            for b, s in zip(buffers, saved):
+                b[...] = s
+            return False
+    return True
 
 
 def _cta_of(
@@ -331,12 +354,7 @@ def _run_cta(
     block3: tuple[int, int, int],
     grid3: tuple[int, int, int],
 ) -> None:
-    if LOCKSTEP:
-        cta, shared, threads = _cta_of(module, block_id, block3, grid3)
-        extra = list(DEVICE_ADDRESSES.buffers)
-        if run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, extra):  # noqa: SLF001
-            return
-    # Thread by thread (the lockstep run fell back): a CTA made anew.
+    """Run one CTA thread by thread."""
     cta, shared, threads = _cta_of(module, block_id, block3, grid3)
 
     def body(_: _Thread) -> None:
