@@ -23,6 +23,9 @@
 #                   (random_MODE.log, random_reductions.{txt,json})
 #   foreach-random  tools/gpu_foreach_random.py: COUNT (500) random lists, SEED
 #                   (foreach_random.log)
+#   rows-random     tools/gpu_rows_random.py: COUNT (400) random row functions (docs/rows.md)
+#                   against torch in float64, SEED; GRADS=1 checks the backward of the odd
+#                   draws too (rows_random.log, rows_random.json)
 #   bench:NAME      benchmarks/NAME.py (reductions, reductions_api, functions, fused,
 #                   foreach, rows, call_overhead, compile_speed) with BENCH_ARGS, and --out $OUT and
 #                   --budget-s when it takes them (bench_NAME.log and its tables); a PYTHONPATH
@@ -116,6 +119,16 @@ random_step() {  # random_step MODE
   sed -n '/^failures by reason/,/^failures (first/p;/^unsupported, by reason/,/^$/p' "$OUT/random_$mode.log" | head -40
 }
 
+rows_random_step() {  # tools/gpu_rows_random.py: no draw started past STEP_S - 60 s (those left are counted)
+  local flags=()
+  [ "${GRADS:-0}" = 1 ] && flags+=(--grads)
+  echo "   seed $SEED"
+  run rows_random.log python3 tools/gpu_rows_random.py --seed "$SEED" --count "${COUNT:-400}" \
+    --timeout $(( STEP_S > 120 ? STEP_S - 60 : STEP_S / 2 )) --out "$OUT" "${flags[@]}"
+  grep -E "^FAILED" "$OUT/rows_random.log" | head -20
+  sed -n '/^rows random: seed/,$p' "$OUT/rows_random.log"
+}
+
 tests_step() {  # tests_step NAMES|tests: pytest -m gpu over the files of NAMES (all: tests), -k "$K"
   local files=() name
   if [ "$1" = tests ]; then files=(tests); else
@@ -182,6 +195,7 @@ for step in "$@"; do
     random:*) random_step "${step#random:}" ;;
     foreach-random) run foreach_random.log python3 tools/gpu_foreach_random.py --seed "$SEED" --count "${COUNT:-500}"
                     tail -15 "$OUT/foreach_random.log" ;;
+    rows-random) rows_random_step ;;
     bench:*) bench "${step#bench:}" ;;
     compare) compare ;;
     # shellcheck disable=SC2086 # PROBE_ARGS is a list of words

@@ -1,0 +1,170 @@
+"""tools/gpu_rows_random.py, the random differential of the row functions, without a GPU:
+its drawing is deterministic per seed, covers every op and dtype, keeps to its size caps
+and to the forms docs/rows.md supports; its comparison rule passes torch's own float32
+result and a float32-accumulating stand-in rounded once (what the kernels promise) and
+fails deliberately wrong results (scaled, a NaN where there is none, an inf). The
+comparisons run on CPU torch (a CPU wheel is enough; skipped without torch)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+
+import gpu_rows_random as R  # noqa: E402
+
+
+def _torch():
+    torch = pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough for these tests)")
+    R._load()
+    return torch
+
+
+def test_a_draw_is_a_function_of_seed_and_index():
+    assert [R.draw(7, k) for k in range(50)] == [R.draw(7, k) for k in range(50)]
+    assert [R.draw(7, k) for k in range(50)] != [R.draw(8, k) for k in range(50)]
+    assert R.draw(7, 3) == R.draw(7, 3, R.CAP)
+
+
+def test_200_draws_cover_every_op_and_dtype_within_the_caps():
+    draws = [R.draw(11, k) for k in range(200)]
+    assert {d["op"] for d in draws} == set(R.OPS)
+    assert {d["dtype"] for d in draws} == set(R.DTYPES)
+    assert {(d["op"], d["dtype"]) for d in draws} == {(o, t) for o in R.OPS for t in R.DTYPES}
+    for d in draws:
+        m, n = d["m"], d["n"]
+        assert 1 <= m <= R.MAX_M and 1 <= n <= R.MAX_N and m * n <= R.CAP, d
+        assert math.prod(d["shape"]) == m * n and 1 <= len(d["shape"]) <= 4, d
+        assert math.prod(d["normalized"]) == n and d["shape"][-len(d["normalized"]):] == d["normalized"], d
+        assert d["grads"] == (d["k"] % 2 == 1)
+        if d["op"] == "cross_entropy":  # [M, C] or [C] logits only (docs/rows.md, "Refused")
+            assert len(d["shape"]) in (1, 2) and 0.0 <= d["label_smoothing"] <= 1.0
+            assert not (d["grads"] and d["ignored"] == 1.0)  # never every row ignored in a backward
+        if d["normalized"] != [n]:  # several normalized dimensions: one contiguous block only
+            assert d["op"] in ("rms_norm", "layer_norm") and not d["pad"] and not d["offset"]
+        if d["grads"] and d["op"] in ("rms_norm", "layer_norm", "add_rms_norm"):
+            assert not d["specials"]
+        for key in ("weight", "bias"):
+            assert d.get(key) in (None, d["dtype"], "float32")
+        if d.get("weight") and d.get("bias"):
+            assert d["weight"] == d["bias"]
+        assert d.get("eps") is None or d["eps"] >= 0
+    # the spread asked for: small and large M and N, odd N, padded and offset rows, specials, 3-D x
+    assert min(d["m"] for d in draws) == 1 and max(d["m"] for d in draws) >= 4096
+    assert min(d["n"] for d in draws) <= 2 and max(d["n"] for d in draws) >= 100_000
+    assert max(d["m"] * d["n"] for d in draws) > 1 << 24
+    assert sum(d["n"] % 2 for d in draws) >= 40 and sum(bool(d["pad"]) for d in draws) >= 40
+    assert sum(bool(d["offset"]) for d in draws) >= 5 and sum(bool(d["specials"]) for d in draws) >= 30
+    assert sum(len(d["shape"]) == 3 for d in draws) >= 10 and sum(d["grads"] for d in draws) == 100
+    kinds = {s[0] for d in draws for s in d["specials"]}
+    assert kinds == set(R.SPECIALS)
+    ce = [d for d in draws if d["op"] == "cross_entropy"]
+    assert {d["reduction"] for d in ce} == {"none", "sum", "mean"} and any(0 < d["label_smoothing"] < 1 for d in ce)
+    assert any(d["ignored"] for d in ce) and any(d["ignore_index"] != -100 for d in ce)
+    small = [R.draw(11, k, cap=4096) for k in range(200)]
+    assert all(d["m"] * d["n"] <= 4096 for d in small)
+
+
+def test_the_rule_passes_torchs_own_float32_and_fails_wrong_results():
+    torch = _torch()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 100, generator=g) * 3
+    ref = torch.softmax(x.double(), -1)
+    a = (ref * ref.log().abs()).nan_to_num(0, 0, 0)
+    own = torch.softmax(x, -1)
+    ok, worst, _, why = R.compare(own, ref, None, a, 100)
+    assert ok and worst < 1, why
+    ok, worst, _, why = R.compare(own * 1.01, ref, None, a, 100)
+    assert not ok and worst > 1 and "eps-units > bound" in why
+    bad = own.clone()
+    bad[3, 5] = math.nan
+    ok, _, _, why = R.compare(bad, ref, None, a, 100)
+    assert not ok and why.startswith("NaN mismatch at (3, 5)")
+    bad = own.clone()
+    bad[2, 7] = math.inf
+    ok, _, _, why = R.compare(bad, ref, None, a, 100)
+    assert not ok and why.startswith("inf mismatch at (2, 7)")
+    ok, _, _, why = R.compare(own.to(torch.bfloat16), ref, None, a, 100, want_dtype=torch.float32)
+    assert not ok and "want torch.float32" in why
+    # a 16-bit result: torch's own error (here its own bfloat16 softmax) sets the bound
+    xb = x.to(torch.bfloat16)
+    refb = torch.softmax(xb.double(), -1)
+    ownb = torch.softmax(xb, -1)
+    ok, _, vs, why = R.compare(ownb, refb, ownb, a, 100)
+    assert ok and vs == 1.0, why
+    ok, _, _, why = R.compare((ownb.float() * 1.05).to(torch.bfloat16), refb, ownb, a, 100)
+    assert not ok, why
+    # NaN and inf where the reference has them pass; the wrong sign of an inf does not
+    x[1, 4] = math.nan
+    x[2] = -math.inf
+    ref = torch.log_softmax(x.double(), -1)
+    a = x.double().abs().nan_to_num(0, 0, 0) + 10
+    ok, _, _, why = R.compare(torch.log_softmax(x, -1), ref, None, a, 100)
+    assert ok and ref[1].isnan().all() and ref[2].isnan().all(), why
+    x[2] = 0
+    x[2, 3] = -math.inf
+    ref = torch.log_softmax(x.double(), -1)
+    got = torch.log_softmax(x, -1)
+    assert R.compare(got, ref, None, a, 100)[0]
+    got[2, 3] = math.inf
+    assert not R.compare(got, ref, None, a, 100)[0]
+
+
+def _one_per_op_and_dtype(cap):
+    """The first draw of each (op, dtype) of seed 5, without special values (so that a
+    scaled result differs), every row counted (cross_entropy)."""
+    found = {}
+    for k in range(400):
+        d = R.draw(5, k, cap)
+        if (d["op"], d["dtype"]) not in found and d["n"] >= 2:
+            d["specials"] = []
+            d["scale"] = 1.0
+            if d["op"] == "cross_entropy":
+                d["ignored"] = 0.0
+                d["label_smoothing"] = min(d["label_smoothing"], 0.5)
+            found[d["op"], d["dtype"]] = d
+    assert len(found) == len(R.OPS) * len(R.DTYPES)
+    return found.values()
+
+
+def test_a_float32_stand_in_rounded_once_passes_and_wrong_results_fail():
+    """torch in float32 rounded once to the result's dtype (what the kernels promise) passes
+    every op and dtype, forward and backward; the same scaled (1.01 for float32, 1.1 for
+    the 16-bit types) or with a NaN in its first result fails."""
+    _torch()
+    for d in _one_per_op_and_dtype(cap=256):
+        d["grads"] = True
+        res = R.run_draw(d, R.TorchStandIn(d), "cpu", grads=True)
+        assert res["status"] == "passed", (R.describe(d), res)
+        names = {c[0] for c in res["checks"]}
+        assert "y" in names and "dx" in names, names
+        out = d.get("out_dtype") or d["dtype"]
+        res = R.run_draw(d, R.TorchStandIn(d, scale=1.01 if out == "float32" else 1.1), "cpu", grads=False)
+        assert res["status"] == "failed", (R.describe(d), res)
+        res = R.run_draw(d, R.TorchStandIn(d, nan_at=0), "cpu", grads=False)
+        assert res["status"] == "failed" and "NaN mismatch" in res["checks"][0][4], (R.describe(d), res)
+
+
+def test_the_run_counts_and_reports(tmp_path, capsys):
+    _torch()
+    rc = R.main(["--stand-in", "--device", "cpu", "--seed", "3", "--count", "12", "--cap", "256", "--jobs", "1",
+                 "--grads", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    report = json.loads((tmp_path / "rows_random.json").read_text())
+    assert report["seed"] == 3 and report["ran"] == 12 and report["failures"] == []
+    assert sum(v.get("passed", 0) for v in report["per_op"].values()) == 12
+    assert "rows random: seed 3, 12 draws" in out and out.rstrip().endswith("seed 3")
+
+
+def test_refusals_are_counted_by_message_with_numbers_as_hashes():
+    a = R.refusal_key("bulkred.softmax: dim=0 is not the last dimension of a 2-D x: pass x.movedim(0, -1)")
+    b = R.refusal_key("bulkred.softmax: dim=1 is not the last dimension of a 3-D x: pass x.movedim(1, -1)")
+    assert a == b and "#" in a
+    assert R.refusal_key("x's rows overlap (row stride 4 < row length 8)") == (
+        "x's rows overlap (row stride # < row length #)")
