@@ -835,6 +835,8 @@ def call(
         stream = _stream_ok(fn, stream)
         _explain_ok(fn, explain_)
         p = _plan_call(row, shape, src, axis, keepdims, {**row.defaults(), **options}, infos, lib)
+        if lib == "numpy" and not outs and "bfloat16" in p.outputs:  # before anything is built (dtype=bfloat16)
+            raise _error(fn, "numpy has no bfloat16: pass a device array for a bfloat16 result")
         view = check_layout(fn, "x", shape, strides, views=True)
         if view is not None and p.launches:  # read in place by a module built for the view's strides
             p = replace(p, strides=view + (0,) * (len(p.shape) - len(view)))  # (a unit axis the plan added: 0)
