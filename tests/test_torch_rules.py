@@ -1,12 +1,14 @@
-"""torch's reduction surface without a GPU (issue: torch's whole reduction surface, the
-parts without complex numbers): options given as numpy scalars, ``vector_norm(ord=0)``,
-a float ``correction``, ``logsumexp`` of bool and integers, a ``dtype=`` narrower than the
-input (the prologue ``cast``), and torch's rules for torch tensors (int64 sums of uint8,
+"""torch's reduction surface without a GPU (issue: torch's whole reduction surface;
+complex numbers: tests/test_complex.py): options given as numpy scalars,
+``vector_norm(ord=0)``, a float ``correction``, ``logsumexp`` of bool and integers, a
+``dtype=`` narrower than the input (the prologue ``cast``, 8- and 16-bit results
+included), and torch's rules for torch tensors (int64 sums of uint8,
 uint8 ``any``/``all``, ``dim=()`` and a 0-d input's ``dim=0``) beside numpy's for numpy
 arrays. The plans and modules need nothing; the kernels run on the CPU interpreter
 (every thread of the lowered kernel) against numpy in float64; the torch tests (a CPU
 wheel is enough) run the real call path with the interpreter as the kernel, and
-``prod``'s gradient under ``torch.compile(fullgraph=True)``.
+``prod``'s gradient under ``torch.compile(fullgraph=True)``; torch's OpInfo samples of
+the complex dtypes with the kernels simulated from the plan (tests/opinfo_reductions.py).
 tests/gpu/test_torch_rules_gpu.py runs them against torch on the GPU."""
 
 from __future__ import annotations

@@ -3,9 +3,12 @@ dtypes and dims (int64 sums of uint8, uint8 ``any``/``all``, ``dim=()`` and a 0-
 input's ``dim=0``/``-1``), ``dtype=`` narrower than the input casts first,
 ``vector_norm(ord=0)``, a float ``correction``, ``logsumexp`` of bool and integers,
 options given as numpy scalars, and ``prod``'s gradient under
-``torch.compile(fullgraph=True)``; numpy arrays keep numpy's rules.
-tests/test_torch_rules.py checks the same on the CPU (plans, the interpreter, torch's
-CPU autograd)."""
+``torch.compile(fullgraph=True)``; numpy arrays keep numpy's rules; complex64 and
+complex128 inputs of every function that takes them; and every sample of torch's OpInfo
+database for its 31 reduction ops (tests/opinfo_reductions.py), forward in every CUDA
+dtype and float64 / complex128 gradients. tests/test_torch_rules.py and
+tests/test_complex.py check the same on the CPU (plans, the interpreter, torch's CPU
+autograd)."""
 
 from __future__ import annotations
 
