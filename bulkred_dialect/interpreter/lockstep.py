@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
 from xdsl.traits import IsTerminator
@@ -55,6 +55,7 @@ from bulkred_dialect.interpreter.run import (
 from bulkred_dialect.interpreter import vector
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
+from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
 from bulkred_dialect.interpreter.values import coerce_float, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.arith import (
@@ -77,6 +78,7 @@ from bulkred_dialect.ops.ptx.arith import (
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
 from bulkred_dialect.ops.ptx.control import CvtOp, SelpOp, SetpOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
 from bulkred_dialect.ops.ptx.sync import BarSyncOp
@@ -91,6 +93,27 @@ class Varying:
 
     def __init__(self, v: list[Any]):
         self.v = v
+
+
+class PointerArray:
+    """The addresses of the threads of a CTA into one buffer: ``offsets[t]`` bytes into it
+    (the varying value of an ``add.ptr``); ``[t]`` is thread ``t``'s :class:`Pointer`."""
+
+    __slots__ = ("buffer", "space", "raw", "offsets")
+
+    def __init__(self, buffer: np.ndarray, space: Any, raw: np.ndarray, offsets: np.ndarray):
+        self.buffer, self.space, self.raw, self.offsets = buffer, space, raw, offsets
+
+    def __getitem__(self, t: int | slice) -> Any:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(len(self.offsets)))]
+        return Pointer(self.buffer, int(self.offsets[t]), self.space, self.raw)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self):
+        return (self[t] for t in range(len(self.offsets)))
 
 
 class Fallback(Exception):
@@ -516,6 +539,97 @@ class LockstepInterpreter(KernelInterpreter):
 
     # endregion
 
+    # region Addresses (add.ptr, ld, ld.vec) on arrays of offsets
+
+    def run_add_ptr(self, op: PtrAddOp, inputs: list[Any], varying: bool) -> PythonValues:
+        base, offset = inputs
+        if varying:
+            offsets = self._offsets(base)
+            if offsets is not None:
+                buffer, space, raw, at = offsets
+                if type(offset) is Varying:
+                    v = offset.v
+                    delta = np.array(v if self.full else [v[t] for t in self.active], dtype=np.int64)
+                else:
+                    delta = int(offset)
+                return (self._pointers(buffer, space, raw, at + delta),)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    def _offsets(self, base: Any) -> tuple[Any, Any, np.ndarray, Any] | None:
+        """(buffer, space, bytes, the running threads' offsets) of addresses into one
+        buffer, or None."""
+        if type(base) is Pointer:
+            return base.buffer, base.space, base._raw(), base.offset  # noqa: SLF001
+        if type(base) is not Varying:
+            return None
+        v = base.v
+        if type(v) is PointerArray:
+            return v.buffer, v.space, v.raw, v.offsets if self.full else v.offsets[self.index]
+        pointers = v if self.full else [v[t] for t in self.active]
+        first = pointers[0]
+        if type(first) is not Pointer:
+            return None
+        for p in pointers:
+            if type(p) is not Pointer or p.buffer is not first.buffer or p.space != first.space:
+                return None
+        return first.buffer, first.space, first._raw(), np.array([p.offset for p in pointers], dtype=np.int64)  # noqa: SLF001
+
+    def _pointers(self, buffer: Any, space: Any, raw: np.ndarray, offsets: np.ndarray) -> Varying:
+        if self.full:
+            return Varying(PointerArray(buffer, space, raw, offsets))
+        full = np.zeros(self.n, np.int64)
+        full[self.index] = offsets
+        return Varying(PointerArray(buffer, space, raw, full))
+
+    def run_ld(self, op: LdOp | LdVecOp, inputs: list[Any], varying: bool) -> PythonValues:
+        if varying:
+            offsets = self._offsets(inputs[0])
+            plan = self._load_plan(op)
+            if offsets is not None and plan is not None:
+                _, _, raw, at = offsets
+                imm, size, views = plan
+                at = np.asarray(at + imm)
+                count = len(views)
+                if (
+                    raw.size % size == 0
+                    and not (at % (size * count)).any()
+                    and at.min() >= 0
+                    and at.max() + size * count <= raw.size
+                ):
+                    index = at // size
+                    out = []
+                    for i, (dtype, as_list) in enumerate(views):
+                        values = raw.view(dtype)[index + i]
+                        out.append(self._scatter(values.tolist()) if as_list else self._vary(values))
+                    return tuple(out)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    def _load_plan(self, op: LdOp | LdVecOp) -> Any:
+        """(immediate offset, element size, (dtype, as a list of ints) per register) of a
+        load whose registers are floats of the access's width or integers, else None."""
+        key = ("load", op)
+        if key not in self.forms:
+            t = str(op.type.data)
+            width = int(t[1:])
+            views = []
+            for r in op.results:
+                kind = _FLOAT_OF_CLASS.get(type(r.type))
+                if kind in vector.NP_FLOAT and _FLOAT_WIDTH[kind] == width:
+                    views.append((np.dtype(vector.NP_FLOAT[kind]), False))
+                elif kind is None and isinstance(r.type, IntegerType) and r.type.width.data >= width:
+                    signed = t[0] == "s" or r.type.width.data == width
+                    views.append((np.dtype(f"{'int' if signed else 'uint'}{width}"), True))
+                else:
+                    views = None
+                    break
+            offset = op.offset.value.data if op.offset else 0
+            self.forms[key] = (offset, width // 8, views) if views and width >= 8 else None
+        return self.forms[key]
+
+    # endregion
+
     def run_func_call(self, op: func.CallOp, inputs: list[Any], varying: bool) -> PythonValues:
         return self._once(op, inputs)
 
@@ -552,6 +666,9 @@ _SPECIAL: dict[type[Operation], Any] = {
     **{t: LockstepInterpreter.run_bitwise for t in (AndOp, OrOp, XorOp, ShlOp, ShrOp)},
     **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp)},
     CvtOp: LockstepInterpreter.run_cvt,
+    PtrAddOp: LockstepInterpreter.run_add_ptr,
+    LdOp: LockstepInterpreter.run_ld,
+    LdVecOp: LockstepInterpreter.run_ld,
     SelpOp: LockstepInterpreter.run_selp,
     arith.CmpiOp: LockstepInterpreter.run_cmpi,
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
