@@ -41,13 +41,14 @@ residual``; rms_norm's eps=None: x's machine epsilon); ``own`` is torch's functi
 x's dtype (a float32 weight of a 16-bit x as torch takes it, else converted to x's
 dtype). NaN must be where ref has NaN and nowhere else; +-inf where ref, rounded to the
 result's dtype, has it (same sign), and nowhere else. On the finite elements each error
-is measured in units of its result dtype's epsilon times a scale:
+is measured in units of its result dtype's epsilon times the result, plus float32's
+epsilon times a scale of the float32 arithmetic's own error:
 
-    e_i = |got_i - ref_i| / (eps(dtype) * (|ref_i| + a_i) + floor(dtype))
+    e_i = |got_i - ref_i| / (eps(dtype) |ref_i| + eps(float32) a_i + floor(dtype))
 
 where a_i is the absolute size of what float32 arithmetic cancels there (softmax:
 p |ln p| (the exponent's rounding); log_softmax: |x| + |max| + 1; rms_norm: 0;
-layer_norm: (|x| + |mean|) rstd |w| + |b|; cross_entropy: |max| + (1 - s)|x_t| +
+layer_norm: (|x| + |mean| + mean |x|) rstd |w| + |b|; cross_entropy: |max| + (1 - s)|x_t| +
 s mean|x| + 1, the rows' sum for sum and mean; the gradients likewise from their
 formulas: docs in :func:`scales`), floor = 2^-126 (flushed subnormals) or float16's
 2^-24.
@@ -57,7 +58,8 @@ formulas: docs in :func:`scales`), floor = 2^-126 (flushed subnormals) or float1
 - bfloat16 and float16 results: max e_i <= 2 max e_own + 2 + 4 (sqrt(L) + 4) 2^-23 /
   eps(dtype), e_own the same measure of torch's own result: no farther from float64
   than torch's own, times 2, plus 2 units of the dtype (and the float32 accumulation's
-  share).
+  share; where eps(float32) a_i dominates, torch's own float32 arithmetic cancels as
+  much, and e_own carries it).
 - add_rms_norm's h: equal to torch's x + residual (NaN where it has NaN).
 - the softmaxes' dx when ``dtype=`` is not x's: x's dtype, with torch's own error (times 2)
   added to its bound, as for a 16-bit result (dx carries y's rounding to that dtype).
@@ -337,10 +339,10 @@ def out_dtype(d: dict):
     return _dt(d["dtype"])
 
 
-def torch_call(d: dict, v: dict, compute=None, round_to=None):
+def torch_call(d: dict, v: dict, compute=None, round_to=None, convert: bool = False):
     """torch's own function on v: in ``compute`` (None: x's dtype, a weight as torch takes it
-    or converted to x's dtype), h = x + residual rounded to x's dtype, the results rounded
-    to ``round_to`` (None: as torch gives them). Differentiable."""
+    or converted to x's dtype; ``convert``: converted), h = x + residual rounded to x's
+    dtype, the results rounded to ``round_to`` (None: as torch gives them). Differentiable."""
     F = torch.nn.functional
     op = d["op"]
     x = v["x"]
@@ -359,6 +361,8 @@ def torch_call(d: dict, v: dict, compute=None, round_to=None):
     w, b = cast(v.get("weight")), cast(v.get("bias"))
 
     def mixed(fn, a, *ws):  # torch's own with a float32 weight of a 16-bit x, or the weight converted
+        if convert:
+            return fn(a, *(None if u is None else u.to(a.dtype) for u in ws))
         try:
             with warnings.catch_warnings():  # torch: "Mismatch dtype between input and weight"
                 warnings.simplefilter("ignore", UserWarning)
@@ -455,10 +459,11 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
     broadcastable to the result) and the reduction's length L.
 
     Forward: softmax p |ln p|; log_softmax |x| + |max| + 1; rms_norm 0; layer_norm
-    (|x| + |mean|) rstd |w| + |b|; cross_entropy per row |max| + (1 - s)|x_t| + s mean|x|
+    (|x| + |mean| + mean |x|) rstd |w| + |b| (x - mean cancels; the mean's own error
+    scales with mean |x|); cross_entropy per row |max| + (1 - s)|x_t| + s mean|x|
     + 1 (sum: the rows' sum of |loss| + that; mean: divided by the rows counted).
     Gradients (dy the upstream gradient, p the softmax, xhat the normalized row, c =
-    (|x| + |mean|) rstd, g = dy w): softmax dx p (|dy| + sum |dy| p); log_softmax dx |dy| +
+    (|x| + |mean| + mean |x|) rstd, g = dy w): softmax dx p (|dy| + sum |dy| p); log_softmax dx |dy| +
     p (1 + |ln p|) sum |dy|; rms_norm dx rstd (|g| + |xhat| mean |g xhat|), dweight
     sum_rows |dy xhat| (L = M); layer_norm dx rstd (|g| + mean |g| + c mean |g| c),
     dweight sum_rows |dy| c, dbias sum_rows |dy|; add_rms_norm rms_norm's on h, plus |dh|;
@@ -470,15 +475,14 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
     mx = fin(x.amax(-1, keepdim=True)) if n else x.sum(-1, keepdim=True)
     eps = eps_of(d)
 
-    def norm_stats(xr):
+    def norm_stats(xr):  # mu: what the mean's error scales with, |mean| + mean |x|
         if op == "layer_norm":
-            mu = xr.mean(-1, keepdim=True)
+            mu = xr.mean(-1, keepdim=True).abs() + xr.abs().mean(-1, keepdim=True)
             var = xr.var(-1, unbiased=False, keepdim=True)
         else:
             mu = torch.zeros_like(xr[:, :1])
             var = (xr * xr).mean(-1, keepdim=True)
-        rstd = 1.0 / torch.sqrt(var + eps)
-        return mu, rstd
+        return mu, 1.0 / torch.sqrt(var + eps)
 
     w = v64.get("weight")
     w = torch.ones(n, dtype=x.dtype, device=x.device) if w is None else w.reshape(n)
@@ -498,7 +502,7 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
             return [(torch.zeros((), dtype=x.dtype, device=x.device), n)] * len(refs)
         if op == "layer_norm":
             mu, rstd = norm_stats(x)
-            return [(fin((x.abs() + mu.abs()) * rstd * w.abs() + b.abs()), n)]
+            return [(fin((x.abs() + mu) * rstd * w.abs() + b.abs()), n)]
         return [_ce_loss_scale(d, x, mx, v64["target"], refs[0].detach())]
     dy = [a.reshape(m, n) if a.numel() == m * n and a.dim() else a for a in grads["dy"]]
     out = []
@@ -512,7 +516,7 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
         out.append(fin(dy[0].abs() + p * (1.0 + lnp) * dy[0].abs().sum(-1, keepdim=True)))
     elif op in ("rms_norm", "add_rms_norm", "layer_norm"):
         mu, rstd = norm_stats(xn)
-        c = (xn.abs() + mu.abs()) * rstd
+        c = (xn.abs() + mu) * rstd
         gy = dy[0] * w
         if op == "layer_norm":
             ga = gy.abs()
@@ -625,7 +629,7 @@ def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = F
     eps = float(torch.finfo(dtype).eps)
     a = torch.as_tensor(a, dtype=torch.float64, device=r.device)
     a = a.reshape(-1) if a.numel() == r.numel() else a.expand(ref.shape).reshape(-1)
-    w = eps * (r.abs() + _finite(a)) + floor_of(dtype)
+    w = eps * r.abs() + U23 * _finite(a) + floor_of(dtype)  # a: float32 arithmetic's, in both
     e = _errors(g, r, w)[fin]
     worst_e = float(e.max())
     share = F32_K * (math.sqrt(length) + 4)
@@ -784,13 +788,16 @@ def run_draw(d: dict, lib, device: str, grads: bool, verbose: bool = False) -> d
     refs = torch_call(d, v_ref, compute=torch.float64)
     torch.autograd.backward(list(refs), [a.double() for a in dys])
     g_ref = _grads_of(d, t_ref, info["names"])
-    try:
-        t_own, _ = _leaves(d, t)
-        owns = torch_call(d, views(d, t_own))
-        torch.autograd.backward(list(owns), [a.to(o.dtype) for a, o in zip(dys, owns)])
-        g_own = _grads_of(d, t_own, info["names"])
-    except RuntimeError:
-        g_own = [None] * len(g_ref)
+    g_own = [None] * len(g_ref)
+    for convert in (False, True):  # torch's own backward of a float32 weight of a 16-bit x, else converted
+        try:
+            t_own, _ = _leaves(d, t)
+            owns = torch_call(d, views(d, t_own), convert=convert)
+            torch.autograd.backward(list(owns), [a.to(o.dtype) for a, o in zip(dys, owns)])
+            g_own = _grads_of(d, t_own, info["names"])
+            break
+        except RuntimeError:
+            pass
     scl = scales(d, _v64(d, v), ref, {"dy": [a.double() for a in dys], "names": info["names"]})
     for name, gt, rf, ow, (a, length) in zip(info["names"], g_ours, g_ref, g_own, scl):
         if gt is None or rf is None:
