@@ -137,7 +137,7 @@ def test_a_float32_stand_in_rounded_once_passes_and_wrong_results_fail():
     every op and dtype, forward and backward; the same scaled (1.01 for float32, 1.1 for
     the 16-bit types) or with a NaN in its first result fails."""
     _torch()
-    for d in _one_per_op_and_dtype(cap=256):
+    for d in _one_per_op_and_dtype(cap=96):
         d["grads"] = True
         res = R.run_draw(d, R.TorchStandIn(d), "cpu", grads=True)
         assert res["status"] == "passed", (R.describe(d), res)
