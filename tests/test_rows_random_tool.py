@@ -168,3 +168,24 @@ def test_refusals_are_counted_by_message_with_numbers_as_hashes():
     assert a == b and "#" in a
     assert R.refusal_key("x's rows overlap (row stride 4 < row length 8)") == (
         "x's rows overlap (row stride # < row length #)")
+
+
+def test_a_refusal_is_counted_not_failed():
+    """A BulkredError of the function under test makes the draw "refused" with its message;
+    any other exception fails it."""
+    _torch()
+    from bulkred_dialect.errors import BulkredError
+
+    class Refusing(R.TorchStandIn):
+        def softmax(self, x, dim=-1, dtype=None):
+            raise BulkredError("bulkred.softmax: x's rows overlap (row stride 4 < row length 8)")
+
+        def log_softmax(self, x, dim=-1, dtype=None):
+            raise IndexError("not a refusal")
+
+    d = next(d for d in (R.draw(5, k, 96) for k in range(100)) if d["op"] == "softmax")
+    res = R.run_draw(d, Refusing(d), "cpu", grads=False)
+    assert res["status"] == "refused" and res["refusal"].startswith("bulkred.softmax: x's rows overlap")
+    d = next(d for d in (R.draw(5, k, 96) for k in range(100)) if d["op"] == "log_softmax")
+    res = R.run_draw(d, Refusing(d), "cpu", grads=False)
+    assert res["status"] == "failed" and res["checks"][0][4] == "IndexError: not a refusal"
