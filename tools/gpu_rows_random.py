@@ -5,6 +5,13 @@ GPU machine, against torch's own functions in float64 (issue 30, "Done means").
     python3 tools/gpu_rows_random.py [--seed S] [--count 400] [--grads] [--out DIR] [--timeout 500]
     python3 tools/gpu_rows_random.py --seed S --only 17 42     # repeat draws, verbose
     python3 tools/gpu_rows_random.py --stand-in                # torch in float32 as the function under test
+    python3 tools/gpu_rows_random.py --device cpu --stand-in --cap 4096   # the same without a GPU
+
+The draws run in --jobs worker processes (default min(6, CPUs - 2); each compiles its own
+kernels), in order of K; --timeout stops starting draws (those left are counted "not run");
+the report (per op: draws, passed, failed, refused, with the backward checked, the worst
+error / bound and against torch's own; the failures, each with the command that repeats
+it; the refusals by message) goes to stdout and, with --out, to rows_random.json there.
 
 The seed is printed first and last. Draw K of seed S is drawn from (S, K) alone (the same
 with or without --grads), so ``--seed S --only K`` repeats one failure. Each draw:
