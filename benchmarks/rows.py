@@ -551,13 +551,16 @@ def plot(records: list[dict], columns: list[str], path: str, gpu: str) -> str:
     cols = 2
     rows_ = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows_, cols, figsize=(11, 3.2 * rows_), squeeze=False)
-    styles = {"copy": "x:k", "eager": "-s", "compile": "-^", "liger": "-v", "quack": "-D", "bulkred": "-o"}
+    # one colour and marker per column in every panel (a column missing from a panel shifts no other's colour)
+    styles = {"copy": ("x:", "black"), "eager": ("-s", "tab:blue"), "compile": ("-^", "tab:orange"),
+              "liger": ("-v", "tab:green"), "quack": ("-D", "tab:red"), "bulkred": ("-o", "tab:purple")}
     for ax, (part, op, dtype) in zip(axes.flat, panels, strict=False):
         for c in columns:
             pts = sorted((r["n"], r["gbs"]) for r in records
                          if (r["part"], r["op"], r["dtype"], r["column"]) == (part, op, dtype, c) and "gbs" in r)
             if pts:
-                ax.plot(*zip(*pts), styles.get(c, "-"), label=c, linewidth=2.2 if c == "bulkred" else 1.2)
+                fmt, colour = styles.get(c, ("-", None))
+                ax.plot(*zip(*pts), fmt, color=colour, label=c, linewidth=2.2 if c == "bulkred" else 1.2)
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         ax.set_title(f"{op} {'backward' if part == 'bwd' else 'forward'}, {dtype}", fontsize=9)
@@ -606,7 +609,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=3600.0, help="no new cell after this many seconds")
     ap.add_argument("--dry-run", action="store_true", help="print the cells and the bytes each moves; no GPU")
     ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/rows_bench")
+    ap.add_argument("--plot-from", metavar="JSON", help="draw rows.png (into --out) from an earlier run's rows.json; no timing")
     a = ap.parse_args(argv)
+    if a.plot_from:
+        with open(a.plot_from) as f:
+            saved = json.load(f)
+        os.makedirs(a.out, exist_ok=True)
+        print(plot(saved["cells"], saved["args"]["columns"], os.path.join(a.out, "rows.png"), saved["gpu"]))
+        return 0
     if a.quick:
         for k, v in QUICK.items():
             if getattr(a, k) == ap.get_default(k):
