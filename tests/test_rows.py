@@ -242,6 +242,49 @@ def test_non_finite_rows_as_torch(variant: str) -> None:
     check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")
 
 
+# (kind, variant, dtype): every kind on rows_cta and rows_stream in float32 (each kind's
+# register branch and its stream code), each kind once more in a 16-bit type on another
+# variant (rows_warp's butterfly, rows_cluster's exchange).
+INF_ROWS = [*((k, v, "float32") for v in ("rows_cta", "rows_stream") for k in KINDS),
+            ("rms_norm", "rows_warp", "bfloat16"), ("add_rms_norm", "rows_cta", "bfloat16"),
+            ("layer_norm", "rows_warp", "float16"), ("softmax", "rows_stream", "bfloat16"),
+            ("log_softmax", "rows_warp", "float16"), ("rms_norm", "rows_cluster", "float32"),
+            ("layer_norm", "rows_stream", "bfloat16")]
+
+
+@pytest.mark.parametrize("kind,variant,dtype", INF_ROWS, ids=[f"{k}-{v}-{d}" for k, v, d in INF_ROWS])
+def test_inf_rows_as_torch_cuda(kind: str, variant: str, dtype: str) -> None:
+    """A row holding -inf (row 0) or +inf (row 1) among finite values, as torch's CUDA
+    kernels give it: the norms' statistics are NaN (torch's Welford sums: ``inf - inf``),
+    so every element of the row is NaN (rms_norm and add_rms_norm, whose sum of squares
+    alone would be inf and give 0 at the finite elements; layer_norm); softmax and
+    log_softmax of a row with +inf are NaN everywhere (``inf - inf``), a -inf element gives
+    0 (log_softmax: -inf) and the rest of its row is finite. Row 2 (finite) is computed as
+    usual. The infinities at a vector's first and last element, in different threads'
+    shares."""
+    n = SHAPES[variant]
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((3, n)) * 2
+    x[0, 4] = -np.inf
+    x[1, n - 1] = np.inf
+    y, stats, xv, w, b = run(kind, x, dtype, variant=variant, affine="float32")
+    assert np.isinf(xv[0]).sum() == 1 and np.isinf(xv[1]).sum() == 1  # (add_rms_norm: h = x + residual keeps them)
+    assert np.isnan(y[1]).all(), y[1]
+    if kind in ("softmax", "log_softmax"):
+        assert y[0, 4] == (0.0 if kind == "softmax" else -np.inf)
+        assert np.isfinite(np.delete(y[0], 4)).all()
+        check(kind, y[[2]], {}, xv[[2]], w, b, dtype)
+        ref, _ = reference(kind, xv[[0]])
+        tol = {"float32": 4e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(np.delete(ref[0], 4)).max())
+        np.testing.assert_allclose(np.delete(y[0], 4), np.delete(ref[0], 4), rtol=0, atol=tol)
+    else:
+        assert np.isnan(y[0]).all(), y[0]
+        for name, got in stats.items():  # the statistics torch stores: NaN (mean: layer_norm's is inf or NaN)
+            if name == "rstd":
+                assert np.isnan(got[:2]).all(), (name, got)
+        check(kind, y[[2]], {k: v[[2]] for k, v in stats.items()}, xv[[2]], w, b, dtype)
+
+
 @pytest.mark.parametrize("variant,n,per,ms", [("rows_warp", 68, 2, (1, 3, 7)), ("rows_cta", 136, 1, (1, 3)),
                                               ("rows_cluster", 132, 1, (1, 3))])
 def test_one_kernel_for_every_m(variant: str, n: int, per: int, ms: tuple[int, ...], monkeypatch) -> None:
@@ -574,3 +617,27 @@ def test_cross_entropy_backward(variant: str, n: int, smoothing: float) -> None:
     want *= dl.astype(np.float64)[:, None]
     np.testing.assert_allclose(dx[[0, 2]], want[[0, 2]], rtol=0, atol=2e-6 * max(1.0, np.abs(want).max()))
     assert (dx[1] == 0).all() and np.isnan(dx[3]).all()
+
+
+@pytest.mark.parametrize("variant", ["rows_warp", "rows_stream"])
+def test_cross_entropy_backward_ignored_rows_as_torch(variant: str) -> None:
+    """An ignored row's dx is torch's log_softmax backward of a zero gradient, ``0 - p * 0``:
+    NaN where the row's softmax is NaN (row 0: a +inf logit, its lse NaN; row 1: a NaN),
+    0 where it is not (row 2, with a -inf logit; row 3 finite). A kept row with +inf (row
+    4) is NaN, as its softmax."""
+    n = {"rows_warp": 68, "rows_stream": 4 * (2 * 32 + 11)}[variant]
+    m = 5
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((m, n)) * 3).astype(np.float32)
+    x[0, 5], x[1, n - 1], x[2, 0], x[4, 9] = np.inf, np.nan, -np.inf, np.inf
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        mx = xd.max(1)
+        lse = (mx + np.log(np.exp(xd - mx[:, None]).sum(1))).astype(np.float32)
+    assert np.isnan(lse[[0, 1, 4]]).all() and np.isfinite(lse[[2, 3]]).all()
+    target = np.array([-7, -7, -7, -7, 3], np.int64)
+    dl = rng.standard_normal(m).astype(np.float32)
+    built = module("cross_entropy_backward", None, n, "float32", variant=variant, ignore_index=-7, label_smoothing=0.1)
+    _, dx, _, _, _ = interpret(lowered(built, variant), x, np.full_like(x, 7.0), target, dl, lse)
+    assert np.isnan(dx[[0, 1, 4]]).all()
+    assert (dx[[2, 3]] == 0).all() and not np.signbit(dx[[2, 3]]).any()

@@ -242,6 +242,30 @@ def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
     return e.rcp(AT, e.sqrt(AT, x))
 
 
+def _poison(e: Emitter, vals: Sequence[SSAValue], acc: SSAValue | None = None) -> SSAValue:
+    """``acc + sum(v * 0)`` (``acc`` None: 0): +0 where every value is finite, NaN where
+    one is an infinity or NaN (``inf * 0``), one ``fma`` per value. Added to a row's sum
+    of squares, it makes rms_norm's statistic NaN for a row holding an infinity, as
+    torch's CUDA kernels give it (their statistics NaN, every element of the row NaN),
+    while a finite row whose squares overflow keeps its inf sum (rstd 0, as torch's)."""
+    zero = e.const(0.0, f32)
+    for v in vals:
+        acc = _mul(e, v, zero) if acc is None else e.fma(AT, v, zero, acc)
+    assert acc is not None
+    return acc
+
+
+def _kahan(e: Emitter, s: SSAValue, c: SSAValue, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Kahan's compensated ``s + v`` (``c``: the running compensation, the low-order part
+    lost so far, subtracted at the next step): ``(s', c')``. The row's total is ``s - c``
+    at the end. Its error does not grow with the number of terms (a plain running sum's
+    does: a thread streaming a long row adds hundreds of them); an infinity makes it NaN
+    (``inf - inf`` in the compensation), as torch's Welford sums give it."""
+    y = _sub(e, v, c)
+    t = _add(e, s, y)
+    return t, _sub(e, _sub(e, t, s), y)
+
+
 # endregion
 
 # region Loads and stores
@@ -647,9 +671,9 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
         return
-    if kind in RMS_KINDS:
+    if kind in RMS_KINDS:  # (a row holding an infinity: NaN, _poison)
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
-        ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
+        ss = r.reduce(e, ReduceKind.SUM, _add(e, e.fold(ReduceKind.SUM, F32, sq), _poison(e, flat)), "row_sq")
         stats = r.finish(e, {"sq": ss})
     else:
         total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
@@ -783,23 +807,23 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
                 return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]
         if kind in RMS_KINDS:
-            (s,) = state
+            s, z = state
             for v in vals:
                 s = b.fma(AT, v, v, s)
-            return [s]
-        s1, s2 = state
-        for v in vals:
+            return [s, _poison(b, vals, z)]
+        s1, c1, s2 = state
+        for v in vals:  # the mean's sum compensated (a long row: hundreds of terms per thread)
             d = _sub(b, v, shift)
-            s1 = _add(b, s1, d)
+            s1, c1 = _kahan(b, s1, c1, d)
             s2 = b.fma(AT, d, d, s2)
-        return [s1, s2]
+        return [s1, c1, s2]
 
     if softmax:
         init = [e.const(float("-inf"), f32), e.const(0.0, f32)] + ([e.const(0.0, f32)] if smooth else [])
     elif kind in RMS_KINDS:
-        init = [e.const(0.0, f32)]
+        init = [e.const(0.0, f32)] * 2
     else:
-        init = [e.const(0.0, f32), e.const(0.0, f32)]
+        init = [e.const(0.0, f32)] * 3
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         return absorb(b, state, r.load_item(b, first, extra))
@@ -816,11 +840,11 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
             r.store_stats(e, row, stats)
             return
     elif kind in RMS_KINDS:
-        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, _add(e, state[0], state[1]), "row_sq")})
     else:
         nf = e.const(float(p.n), f32)
-        s1 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[0], "row_sum"), nf)
-        s2 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[1], "row_sq"), nf)
+        s1 = e.div(AT, r.reduce(e, ReduceKind.SUM, _sub(e, state[0], state[1]), "row_sum"), nf)
+        s2 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[2], "row_sq"), nf)
         var = e.minmax(ReduceKind.MAX, AT, _sub(e, s2, _mul(e, s1, s1)), e.const(0.0, f32))
         stats = r.finish(e, {"mean": _add(e, shift, s1), "var": var})
 
@@ -1033,11 +1057,12 @@ def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
         tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
         out = []
         for j, x in enumerate(xs):
-            v = _exp(b, _sub(b, x, lse))
-            if ls:
-                v = _sub(b, v, b.const(ls / p.n, f32))
+            prob = _exp(b, _sub(b, x, lse))
+            v = _sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
             v = b.selp(SelpType.F32, _sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
-            out.append(b.selp(SelpType.F32, _mul(b, v, scale), b.const(0.0, f32), kept))
+            # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
+            # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
+            out.append(b.selp(SelpType.F32, _mul(b, v, scale), _mul(b, prob, b.const(0.0, f32)), kept))
         r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
 
     if p.items:
