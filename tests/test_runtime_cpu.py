@@ -12,6 +12,7 @@ import pytest
 
 from bulkred_dialect.backend_ptx import launch, runtime
 from bulkred_dialect.backend_ptx.assemble import PtxasError, assemble
+from bulkred_dialect.backend_ptx.device import Gpu
 from bulkred_dialect.backend_ptx.runtime import KernelSignature, LaunchShape, Param, SignatureError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -904,6 +905,167 @@ def test_bind_checks_the_device_once(fake_gpu, monkeypatch):
     _, stream, kern, kargs = fake_gpu.log[1]
     assert (stream, kern, kargs[:2]) == ("runtime", "cu:acc", (0x1100, 0x2200))
     assert kargs[2].handle == k.module.workspace(fake_gpu, "acc", 256).handle  # the workspace, last
+
+
+# endregion
+
+
+# region A thread without a current context (torch's autograd thread, a user's thread)
+
+
+class _ThreadContexts:
+    """The driver's current context of each thread, as the runtime sees it through
+    ``cuCtxGetCurrent`` and ``cuda.core.Device(i).set_current()`` (each call recorded with
+    its thread), and the driver calls that need one: getting a kernel's function, a
+    launch or zero-fill on the legacy default stream (torch's default stream). A thread
+    starts without one, as a new thread does in CUDA."""
+
+    def __init__(self):
+        import threading
+
+        self.local = threading.local()
+        self.set_on: list[str] = []
+        self.launches: list[tuple[str, bool]] = []  # (thread, whether it ran)
+
+    def current(self) -> int:
+        return getattr(self.local, "ctx", 0)
+
+    def cuCtxGetCurrent(self):
+        from cuda.bindings import driver
+
+        return driver.CUresult.CUDA_SUCCESS, self.current()
+
+    def Device(self, ordinal):
+        import threading
+        from types import SimpleNamespace
+
+        def set_current():
+            self.set_on.append(threading.current_thread().name)
+            self.local.ctx = 0xC0 + ordinal
+
+        return SimpleNamespace(set_current=set_current)
+
+    def need(self, call):
+        from bulkred_dialect.backend_ptx.errors import CudaError
+
+        if not self.current():
+            raise CudaError(call, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context")
+
+    def launch(self, stream, config, kern, *args):
+        import threading
+
+        ran = bool(self.current())
+        self.launches.append((threading.current_thread().name, ran))
+        if not ran:  # cuda.core raises its own CUDAError
+            raise RuntimeError("CUDA_ERROR_INVALID_CONTEXT: invalid device context")
+
+
+class _ThreadedGpu(_FakeGpu):
+    """The simulated GPU with the real :class:`Gpu`'s context handling."""
+
+    ordinal = 0
+    ensure_usable = Gpu.ensure_usable
+    make_current = Gpu.make_current
+
+
+@pytest.fixture
+def contexts(monkeypatch):
+    """The simulated GPU of :func:`fake_gpu` with per-thread contexts (the main thread's
+    current, as after ``gpu()``): the module's real ``load_kernel`` over a simulated
+    load, and a launch that needs a current context."""
+    from types import SimpleNamespace
+
+    import cuda.core
+    from cuda.bindings import driver
+
+    from bulkred_dialect.backend_ptx import loading
+
+    c = _ThreadContexts()
+    c.local.ctx = 0xC0
+    g = _ThreadedGpu()
+    g.streams = {0x7: g.stream}
+    monkeypatch.setattr(driver, "cuCtxGetCurrent", c.cuCtxGetCurrent)
+    monkeypatch.setattr(cuda.core, "Device", c.Device)
+    monkeypatch.setattr(launch, "gpu", lambda: g)
+    monkeypatch.setattr(runtime.CompiledModule, "_load", lambda self, g: SimpleNamespace(get_kernel=lambda n: f"cu:{n}"))
+    monkeypatch.setattr(loading, "_load_function", lambda kern: c.need("cuKernelGetFunction"))
+    monkeypatch.setattr(launch, "view_of", lambda a, handle, where: a.view)
+    monkeypatch.setattr(launch, "_launch_config", lambda shape, shmem: "config")
+    monkeypatch.setattr(launch, "_cuda_launch", lambda: c.launch)
+    monkeypatch.setattr(g, "memset_async", lambda ptr, n, s: c.need("cuMemsetD8Async") or g.log.append(("memset", ptr)))
+    c.gpu = g
+    return c
+
+
+def _on_a_new_thread(fn, *args):
+    """``fn(*args)`` on a new thread (CUDA has not seen it): its result, or its exception raised here."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="new thread")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def test_a_new_thread_gets_the_context_before_loading_and_launching(contexts):
+    """A kernel called first on a thread without a current context (torch's autograd
+    thread in a backward, a user's thread): the checked call makes the device's context
+    current there once, then loads and launches; the main thread's, already current, is
+    left alone. Loading alone (``load_kernel``) does the same."""
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    out, inp = _FakeDeviceArray(0x1000, (64,)), _FakeDeviceArray(0x2000, (64,))
+    got = _on_a_new_thread(k, out, inp)
+    assert got[0] is out and contexts.set_on == ["new thread"] and contexts.launches == [("new thread", True)]
+    _on_a_new_thread(lambda: (k(out, inp), k(out, inp)))  # one set_current per thread
+    k(out, inp)
+    assert contexts.set_on == ["new thread"] * 2 and all(ran for _, ran in contexts.launches)
+    mod = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG])
+    assert _on_a_new_thread(mod.load_kernel, contexts.gpu, "acc") == "cu:acc"
+    assert contexts.set_on == ["new thread"] * 3
+
+
+def test_a_bound_launcher_on_a_new_thread_makes_the_context_current_after_a_failed_launch(contexts, monkeypatch):
+    """``Kernel.bind``'s launcher and the torch short path check nothing per call: bound on
+    the main thread and called on a thread without a context, the first launch fails, the
+    device's context is made current there, and the zero-fill and launch run once more;
+    the next call there launches at once. A launch that fails with a context current is
+    raised (a CudaError naming the kernel) after one try."""
+    from bulkred_dialect.backend_ptx.errors import CudaError
+
+    Tensor = _FakeTorchTensor
+    _fake_torch(monkeypatch)
+    k = runtime.compile_ptx(ACC_PTX, "sm_90a", [ACC_SIG]).kernel("acc")
+    run = k.bind([Tensor(0x1000), Tensor(0x2000)])
+    contexts.gpu.log.clear()
+    o = Tensor(0x2200)
+    # the zero-fill (the kernel's zero_init) fails first there, then runs with the launch
+    assert _on_a_new_thread(lambda: (run(Tensor(0x1100), o), run(Tensor(0x1100), o))) == (o, o)
+    assert contexts.launches == [("new thread", True)] * 2
+    assert contexts.set_on == ["new thread"] and contexts.gpu.log == [("memset", 0x1100)] * 2
+    # without a zero-fill: the launch fails first
+    fast = launch._TorchFastPath("acc", (Tensor(0x1000), Tensor(0x2000)), contexts.gpu, "kern", "config", [], [], None)
+    assert _on_a_new_thread(fast.kernel_call, Tensor(0x1000), o)[1] is o
+    assert contexts.set_on == ["new thread"] * 2 and contexts.launches[-2:] == [("new thread", False), ("new thread", True)]
+    contexts.launches.clear()
+
+    def broken(stream, config, kern, *args):
+        contexts.launches.append(("main", False))
+        raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    run.__globals__["launch"] = broken
+    with pytest.raises(CudaError, match="launching kernel 'acc'.*CUDA_ERROR_ILLEGAL_ADDRESS"):
+        run(Tensor(0x1100), o)
+    assert contexts.launches == [("main", False)] and contexts.set_on == ["new thread"] * 2
 
 
 # endregion

@@ -83,6 +83,7 @@ class Gpu:
             self.stream = self.device.create_stream()
         except Exception as e:
             raise NoGpuError(f"cannot use device {ordinal}: {type(e).__name__}: {e}") from e
+        self.ordinal = ordinal
         cc = self.device.compute_capability
         self.compute_capability = (int(cc[0]), int(cc[1]))
         self.arch = arch_for_compute_capability(*self.compute_capability)
@@ -96,8 +97,35 @@ class Gpu:
         return f"Gpu({self.name!r}, {self.arch})"
 
     def ensure_usable(self) -> None:
+        """The GPU is usable from the calling thread: not broken by an earlier failure, and
+        a context current (:meth:`make_current`). The checked launch paths, ``Kernel.bind``
+        and ``Kernel.time`` call it; the generated launchers call :meth:`make_current` only
+        after a launch failed."""
         if self.broken is not None:
             raise RuntimeErrorBase(f"the GPU context is unusable after an earlier failure: {self.broken}")
+        self.make_current()
+
+    def make_current(self) -> bool:
+        """Make the device's primary context current on the calling thread when none is
+        (``Device(i).set_current()``, as the CUDA runtime binds it on a thread's first call);
+        True when it did. A thread CUDA has not seen has no current context: torch's
+        autograd thread running a backward whose first CUDA work is ours, or a user's
+        ``threading.Thread``. There, getting a kernel's function (``cuKernelGetFunction``),
+        a copy, or a launch or zero-fill on the legacy default stream fail with
+        CUDA_ERROR_INVALID_CONTEXT. A thread with another context current is left as it is
+        (its launches take the context of their stream). One driver call
+        (``cuCtxGetCurrent``) when a context is current."""
+        from cuda.bindings import driver
+
+        if int(check_result(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")):
+            return False
+        from cuda.core import Device
+
+        try:
+            Device(self.ordinal).set_current()
+        except Exception as e:
+            raise CudaError(f"making device {self.ordinal}'s context current", type(e).__name__, str(e)) from e
+        return True
 
     def stream_for(self, handle: int | None) -> Any:
         """The cuda.core ``Stream`` for a foreign stream handle (cached), or the

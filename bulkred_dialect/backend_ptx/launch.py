@@ -572,7 +572,7 @@ def _launch_env(name: str, g: Gpu, dev: int, kern: Any, config: Any, extra: Sequ
 
     env: dict[str, Any] = {
         "g": g, "dev": dev, "raw_stream": raw, "streams": g.streams, "stream_for": g.stream_for,
-        "memset": g.memset_async, "launch": _cuda_launch(), "config": config, "kern": kern, "CudaError": CudaError,
+        "memset": g.memset_async, "launch": _cuda_launch(), "config": config, "kern": kern, "failed": launch_failed,
         "where": f"launching kernel '{name}'",
     }
     for j, e in enumerate(extra):  # the workspace: passed by name, no *extra per call
@@ -582,19 +582,41 @@ def _launch_env(name: str, g: Gpu, dev: int, kern: Any, config: Any, extra: Sequ
 
 def _launch_tail(pointers: Sequence[str], n_extra: int, zero: Sequence[tuple[str, str]]) -> str:
     """The end of a generated launch: torch's current stream, the zero-fills
-    (``(pointer, bytes)`` expressions), the launch."""
+    (``(pointer, bytes)`` expressions), the launch; after a failure, once more when
+    :func:`launch_failed` made the GPU's context current on this thread (nothing is
+    checked per call on the way there)."""
     args = ", ".join([*pointers, *(f"e{j}" for j in range(n_extra))])
+    steps = [f"memset({p}, {nbytes}, s)" for p, nbytes in zero] + [f"launch(s, config, kern, {args})"]
+
+    def run(indent: str) -> str:
+        return "".join(f"{indent}{step}\n" for step in steps)
+
     return (
         "    h = raw_stream(dev)\n"
         "    s = streams.get(h)\n"
         "    if s is None:\n"
         "        s = stream_for(h)\n"
-        + "".join(f"    memset({p}, {nbytes}, s)\n" for p, nbytes in zero)
-        + "    try:\n"
-        f"        launch(s, config, kern, {args})\n"
-        "    except Exception as e:\n"
-        "        raise CudaError(where, type(e).__name__, str(e)) from e\n"
+        "    try:\n"
+        + run(" " * 8)
+        + "    except Exception as e:\n"
+        "        failed(g, e, where)\n"
+        "        try:\n"
+        + run(" " * 12)
+        + "        except Exception as e:\n"
+        "            failed(g, e, where, again=True)\n"
     )
+
+
+def launch_failed(g: Gpu, e: Exception, where: str, again: bool = False) -> None:
+    """A generated launch (or its zero-fill) raised ``e``: return when this was the first
+    try and the calling thread had no context current, which is now the GPU's (the
+    launcher tries once more: a thread CUDA had not seen, see ``Gpu.make_current``); else
+    raise it as a :class:`CudaError`."""
+    if not again and g.make_current():
+        return
+    if isinstance(e, CudaError):
+        raise e
+    raise CudaError(where, type(e).__name__, str(e)) from e
 
 
 SMALL_RESULT = 16 << 10

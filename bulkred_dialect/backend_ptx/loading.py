@@ -125,9 +125,15 @@ class CompiledModule:
     def load_kernel(self, g: Gpu, name: str):
         """Kernel ``name``, its code loaded into the context now: under CUDA's lazy
         loading the first launch would load it, and loading waits for the work of
-        every stream, the caller's included (a call must not wait)."""
-        obj = self._load(g)
+        every stream, the caller's included (a call must not wait). Loading needs a context
+        current on the calling thread (``Gpu.make_current``: torch runs a backward on a
+        thread of its own)."""
         kern = self._kernels.get(name)
+        if kern is not None:
+            return kern
+        g.make_current()
+        obj = self._load(g)
+        kern = self._kernels.get(name)  # the module's first kernel: loaded by _load's probe
         if kern is None:
             try:
                 kern = obj.get_kernel(name)
