@@ -1350,7 +1350,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
-    ws = parts = None
+    ws = None
+    parts: list[_Buf] = []  # none without dweight and dbias (weight and bias None)
     acc0: list[SSAValue] = []
     if outs:
         lay = _Columns(len(outs), units, p.n)
