@@ -110,14 +110,17 @@ def lower_tile_module(
     return module
 
 
-def _lower(module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False) -> None:
+def _lower(
+    module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False, verify_output: bool = True
+) -> None:
     """Run ``bulkred-to-ptx`` for ``tgt`` (a pass object: no text to parse), or the
-    ``pipeline`` text a user gave (checked by the caller)."""
+    ``pipeline`` text a user gave (checked by the caller). ``verify_output=False`` where
+    the PTX printer comes next: it verifies the result first (the same located error)."""
     from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
     from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
 
     passes = build_passes(pipeline, available_passes()) if pipeline else (BulkredToPtxPass(target=tgt),)
-    apply_passes(context(), module, passes, verify_each=verify_each)
+    apply_passes(context(), module, passes, verify_each=verify_each, verify_output=verify_output)
 
 
 def _lower_print_and_assemble(module: ModuleOp, tgt: Target, pipeline: str | None) -> CompiledModule:
@@ -127,7 +130,7 @@ def _lower_print_and_assemble(module: ModuleOp, tgt: Target, pipeline: str | Non
 
     with gc_paused():  # lowering and printing make many short-lived cycles (docs/compile_speed.md)
         recorded = signatures_of_module(module)
-        _lower(module, tgt, pipeline)
+        _lower(module, tgt, pipeline, verify_output=False)  # print_and_assemble's printer verifies it
         lowered = signatures_of_module(module)
         sigs = {}
         for name in set(recorded) | set(lowered):
