@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from bulkred_dialect.errors import ArgumentError, AssembleError
@@ -117,7 +118,33 @@ def assemble(
     return _assemble_in_process(data, arch, extra_options)
 
 
+_ASSEMBLED: OrderedDict[tuple[bytes, str, tuple[str, ...]], bytes] = OrderedDict()
+"""The cubins of the PTX texts this process assembled last (:data:`ASSEMBLED_KEPT`,
+the least recently used dropped first), by (PTX, arch, options): ptxas is deterministic,
+and two compiles that print the same PTX (plans that differ in what does not reach the
+kernel) pay nvJitLink (about 10 ms per kernel) once. A rejected PTX is not kept."""
+ASSEMBLED_KEPT = 256
+_ASSEMBLED_LOCK = threading.Lock()
+
+
 def _assemble_in_process(data: bytes, arch: str, extra_options: tuple[str, ...]) -> bytes:
+    if not (isinstance(data, bytes) and isinstance(arch, str)):
+        return _nvjitlink_assemble(data, arch, extra_options)  # its own refusal of a bad argument
+    key = (data, arch, tuple(extra_options))
+    with _ASSEMBLED_LOCK:
+        cubin = _ASSEMBLED.get(key)
+        if cubin is not None:
+            _ASSEMBLED.move_to_end(key)
+            return cubin
+    cubin = _nvjitlink_assemble(data, arch, extra_options)
+    with _ASSEMBLED_LOCK:
+        _ASSEMBLED[key] = cubin
+        while len(_ASSEMBLED) > ASSEMBLED_KEPT:
+            _ASSEMBLED.popitem(last=False)
+    return cubin
+
+
+def _nvjitlink_assemble(data: bytes, arch: str, extra_options: tuple[str, ...]) -> bytes:
     nvjitlink = _nvjitlink()
     opts = [f"-arch={arch}".encode(), *(o.encode() for o in extra_options)]
     try:
