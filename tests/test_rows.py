@@ -641,3 +641,32 @@ def test_cross_entropy_backward_ignored_rows_as_torch(variant: str) -> None:
     _, dx, _, _, _ = interpret(lowered(built, variant), x, np.full_like(x, 7.0), target, dl, lse)
     assert np.isnan(dx[[0, 1, 4]]).all()
     assert (dx[[2, 3]] == 0).all() and not np.signbit(dx[[2, 3]]).any()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_stream_layer_norm_statistics_of_long_rows(dtype: str) -> None:
+    """rows_stream's layer_norm statistics of rows of 8192 (each thread adds 256 values
+    here, hundreds on the GPU) against float64: the mean within a unit of float32
+    at the row's mean |x| (a plain running sum shifted by the row's first element was 1
+    to 15 units off here: GPU draw 60's error), rstd within 40 units (an outlying first
+    element cost it 100 to 500: the shifted sum of squares cancelled). Row 0: mean near 0,
+    x[0] = 40; row 1: x[0] = 9 (3 sigma), the row times 3 plus 1."""
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((2, 8192)) * 3
+    x[1] += 1
+    x[0, 0], x[1, 0] = 40.0, 9.0
+    y, stats, xv, w, b = run("layer_norm", x, dtype, variant="rows_stream")
+    mu = xv.mean(1)
+    rstd = 1 / np.sqrt(((xv - mu[:, None]) ** 2).mean(1) + 1e-5)
+    u = 2.0**-24
+    assert (np.abs(stats["mean"] - mu) <= u * np.abs(xv).mean(1)).all(), (stats["mean"] - mu) / (u * np.abs(xv).mean(1))
+    assert (np.abs(stats["rstd"] / rstd - 1) <= 40 * u).all(), (stats["rstd"] / rstd - 1) / u
+    check("layer_norm", y, {}, xv, w, b, dtype)
+
+
+def test_stream_layer_norm_threads_without_elements() -> None:
+    """rows_stream's layer_norm of rows of fewer vectors than threads (10 over 32): the
+    threads with none count 0 in the combination (:class:`rows_common._Moments`)."""
+    x = np.random.default_rng(31).standard_normal((2, 40)) * 2 + 5
+    y, stats, xv, w, b = run("layer_norm", x, variant="rows_stream", affine="float32")
+    check("layer_norm", y, stats, xv, w, b, "float32")

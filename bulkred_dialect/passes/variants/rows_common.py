@@ -587,6 +587,33 @@ class _Exps:
         return [m, e.fma(AT, b[1], _exp(e, _sub(e, b[0], m)), _mul(e, a[1], _exp(e, _sub(e, a[0], m))))]
 
 
+@dataclass(frozen=True)
+class _Moments:
+    """layer_norm's streamed statistics of some elements: ``(sum, n, mean, m2)``, their
+    sum of x, their count, mean and sum of squared deviations from that mean. Two combine
+    as the sums and Chan's parallel variance: ``n = na + nb``, ``mean = (na ma + nb mb) /
+    n``, ``m2 = ma2 + mb2 + (mb - ma)^2 na nb / n`` (no cancellation whatever the spread of
+    the parts' means). Symmetric in its operands, bit for bit, as a butterfly needs."""
+
+    width: int = 4
+    kind = ReduceKind.SUM  # unused (width 4)
+    elem = ELEM_F32
+    absmax = False
+    types = (f32,) * 4
+    dtypes = (F32,) * 4
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(0.0, f32)] * 4
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        n = _add(e, a[1], b[1])
+        inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))  # (no elements: 0, not 0 / 0)
+        mean = _mul(e, _add(e, _mul(e, a[1], a[2]), _mul(e, b[1], b[2])), inv)
+        d = _sub(e, b[2], a[2])
+        m2 = _add(e, _add(e, a[3], b[3]), _mul(e, _mul(e, d, d), _mul(e, _mul(e, a[1], b[1]), inv)))
+        return [_add(e, a[0], b[0]), n, mean, m2]
+
+
 def reduce_state(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int, group: int, cluster: int,
                  parity: SSAValue | None, name: str) -> list[SSAValue]:
     """The state ``v`` (:class:`_Scalar`, :class:`_Exps`) combined over the group, every
@@ -785,15 +812,29 @@ def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
 
 
 def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
-    """The row read twice: the statistics, then y."""
+    """The row read twice: the statistics, then y.
+
+    layer_norm: the mean from each thread's Kahan-compensated sum of x (:func:`_kahan`; a
+    thread of a long row adds hundreds of values, and a plain running sum's error grows
+    with their number), summed over the group; the variance from each thread's sum of
+    ``(x - s)^2``, ``s`` the thread's first value (shifted: no cancellation for a mean
+    large against the spread), less ``n (mean_t - s)^2`` (``mean_t`` the thread's), the
+    threads' parts combined by Chan's formula (:class:`_Moments`): an outlying ``s``
+    costs its own thread's share only. (A sum shifted by the row's first element, as
+    before, is ``N (mean - x[row, 0])``: its float32 rounding is ``|mean - x[row, 0]|``
+    ulps of the mean's, large where the mean is near 0 and ``x[row, 0]`` is not.)"""
     p = r.p
     full, cond = r.partial(e)
     kind = p.kind
     softmax = kind in EXP_KINDS
     smooth = kind == NormKind.CROSS_ENTROPY and bool(r.op.smoothing)
     shift = None
-    if kind == NormKind.LAYER_NORM:  # sums of x - x[row, 0]: no cancellation for a large mean
-        shift = _load(e, p.dtype, r.row_x, 0, 1)[0]
+    if kind == NormKind.LAYER_NORM:  # the variance's sums of x - (the thread's first x)
+        if full:
+            shift = r.x.load(e, 0, 1)[0]
+        else:  # (a thread with no element: any value; its count is 0)
+            assert cond is not None
+            shift = e.if_(cond, lambda b: r.x.load(b, 0, 1), lambda b: [b.const(0.0, f32)], [f32])[0]
 
     def absorb(b: Emitter, state: list[SSAValue], vals: list[SSAValue]) -> list[SSAValue]:
         if softmax:
@@ -812,9 +853,9 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
                 s = b.fma(AT, v, v, s)
             return [s, _poison(b, vals, z)]
         s1, c1, s2 = state
-        for v in vals:  # the mean's sum compensated (a long row: hundreds of terms per thread)
+        for v in vals:  # the mean: the compensated sum of x itself (not shifted: _stream's docstring)
+            s1, c1 = _kahan(b, s1, c1, v)
             d = _sub(b, v, shift)
-            s1, c1 = _kahan(b, s1, c1, d)
             s2 = b.fma(AT, d, d, s2)
         return [s1, c1, s2]
 
@@ -841,12 +882,18 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
             return
     elif kind in RMS_KINDS:
         stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, _add(e, state[0], state[1]), "row_sq")})
-    else:
+    else:  # the thread's (sum, n, mean, m2), then the row's (_Moments)
+        total = _sub(e, state[0], state[1])
+        nt = e.const(float(full * p.vec), f32)
+        if cond is not None:
+            nt = e.selp(SelpType.F32, e.const(float((full + 1) * p.vec), f32), nt, cond)
+        mt = e.div(AT, total, e.minmax(ReduceKind.MAX, AT, nt, e.const(1.0, f32)))
+        d = _sub(e, mt, shift)  # m2 = sum((x - shift)^2) - n (mean - shift)^2 (max.NaN: a NaN stays)
+        m2 = e.minmax(ReduceKind.MAX, AT, e.fma(AT, _mul(e, nt, d), _sub(e, e.const(0.0, f32), d), state[2]),
+                      e.const(0.0, f32))
+        st = r._state(e, _Moments(), [total, nt, mt, m2], "row_moments")
         nf = e.const(float(p.n), f32)
-        s1 = e.div(AT, r.reduce(e, ReduceKind.SUM, _sub(e, state[0], state[1]), "row_sum"), nf)
-        s2 = e.div(AT, r.reduce(e, ReduceKind.SUM, state[2], "row_sq"), nf)
-        var = e.minmax(ReduceKind.MAX, AT, _sub(e, s2, _mul(e, s1, s1)), e.const(0.0, f32))
-        stats = r.finish(e, {"mean": _add(e, shift, s1), "var": var})
+        stats = r.finish(e, {"mean": e.div(AT, st[0], nf), "var": e.div(AT, st[3], nf)})
 
     def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         r.write_item(b, first, r.reload_item(b, first, extra), stats, extra)
