@@ -710,6 +710,10 @@ class Mode:
             def ensure_usable(self):
                 pass
 
+            @property
+            def device(self):  # Kernel.bind's first use of the device: the call passed every check and compiled
+                raise Launched
+
             def stream_for(self, handle):
                 raise Launched
 
