@@ -4,6 +4,7 @@ makes of its operands."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import func
@@ -39,7 +40,17 @@ def scope_of(t: Attribute) -> MemoryScope | None:
 
 
 def buffer_type(shape: Sequence[int], element_type: Attribute, scope: MemoryScope) -> MemRefType:
-    """``memref<shape x element_type, #bulkred.scope<scope>>``."""
+    """``memref<shape x element_type, #bulkred.scope<scope>>``; a shape of plain ints is
+    made once per (shape, element type, scope) (an immutable attribute, about 35 us to
+    build: the builder and the lowerings ask for the same few again and again)."""
+    dims = tuple(shape)
+    if all(type(d) is int for d in dims):
+        return _buffer_type(dims, element_type, scope)
+    return MemRefType(element_type, list(dims), memory_space=MemoryScopeAttr(scope))
+
+
+@functools.lru_cache(maxsize=4096)
+def _buffer_type(shape: tuple[int, ...], element_type: Attribute, scope: MemoryScope) -> MemRefType:
     return MemRefType(element_type, list(shape), memory_space=MemoryScopeAttr(scope))
 
 
