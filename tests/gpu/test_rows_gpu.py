@@ -417,3 +417,91 @@ def test_one_kernel_for_every_m_batch_invariance(kind, n, dtype, rng):
 
 
 # endregion
+
+
+# region Infinities and long rows (GPU rows random, seed 301131)
+
+
+def _torch_own_add(torch, x, r, w, eps):
+    import torch.nn.functional as F
+
+    return F.rms_norm(x + r, (x.shape[-1],), w, eps)
+
+
+@pytest.mark.parametrize("n", [100, 4096, 40000, 150000])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("kind", ["rms_norm", "add_rms_norm", "layer_norm", "softmax", "log_softmax"])
+def test_inf_rows_as_torch_cuda(kind, dtype, n, rng):
+    """Rows holding -inf (row 1, first column) or +inf (row 2, last column; row 3 both):
+    NaN exactly where torch's own CUDA function in x's dtype has NaN (the norms: every
+    element of the row, their statistics NaN; the softmaxes: a row with +inf), the other
+    elements within the usual bound of torch's (rows 0 and 4 finite)."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = (torch.randn(5, n, device=DEV, generator=g) * 2).to(dt)
+    x[1, 0] = float("-inf")
+    x[2, n - 1] = float("inf")
+    x[3, 0], x[3, n // 2] = float("inf"), float("-inf")
+    w = torch.randn(n, device=DEV, generator=g).to(dt)
+    if kind == "add_rms_norm":
+        r = (torch.randn(5, n, device=DEV, generator=g)).to(dt)
+        y, _ = rows.add_rms_norm(x, r, w, 1e-6)
+        want = _torch_own_add(torch, x, r, w, 1e-6)
+    else:
+        eps = {"rms_norm": 1e-6, "layer_norm": 1e-5}.get(kind)
+        w_ = w if eps is not None else None
+        b = w if kind == "layer_norm" else None
+        y = _ours(kind, x, w_, b, eps)
+        want = _torch_own(torch, kind, x, w_, b, eps)
+    nan = torch.isnan(want)
+    assert nan[1:4].any(dim=1).all() if kind not in ("softmax", "log_softmax") else nan[2:4].all()
+    assert torch.equal(torch.isnan(y), nan), (kind, torch.isnan(y).sum(1).tolist(), nan.sum(1).tolist())
+    assert torch.equal(torch.isinf(y), torch.isinf(want)), kind
+    fin = torch.isfinite(want)
+    scale = max(1.0, want[fin].double().abs().max().item())
+    tol = 2e-5 if dtype == "float32" else 2.0**-6
+    assert (y[fin].double() - want[fin].double()).abs().max().item() <= tol * scale, kind
+
+
+@pytest.mark.parametrize("n,dtype", [(275066, "bfloat16"), (262144, "float32"), (150001, "float32")])
+def test_layer_norm_long_rows_statistics(n, dtype, rng):
+    """rows_stream's layer_norm of long rows (GPU rows random draw 60: bfloat16, N =
+    275,066, eps 1, scale 2.81): the stored mean within 2 units of float32 at the row's
+    mean |x|, rstd within 64 units, against float64; y by the random differential's
+    rule (bfloat16: within twice torch's own error plus 2 units and the float32 share;
+    draw 60 was 6.23 against 3.03). Rows: mean near 0, a row times 3 plus 1, a row with
+    x[0] an outlier (13 sigma)."""
+    torch = _torch()
+    import torch.nn.functional as F
+
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    x = torch.randn(3, n, device=DEV, generator=g) * 2.81
+    x[1] = x[1] * 3 + 1
+    x[2, 0] = 40.0
+    x = x.to(dt)
+    b = torch.randn(n, device=DEV, generator=g).to(dt)
+    k = _kernel("layer_norm", n, dtype, bias=dtype, eps=1.0, stats=("mean", "rstd"))
+    y, mean, rstd = torch.empty_like(x), torch.empty(3, device=DEV), torch.empty(3, device=DEV)
+    k(x, y, b, mean, rstd)
+    xd = x.double()
+    mu = xd.mean(-1)
+    sd = 1 / (xd - mu[:, None]).pow(2).mean(-1).add(1.0).sqrt()
+    u = 2.0**-24
+    assert ((mean.double() - mu).abs() <= 2 * u * xd.abs().mean(-1)).all(), ((mean.double() - mu) / (u * xd.abs().mean(-1))).tolist()
+    assert ((rstd.double() / sd - 1).abs() <= 64 * u).all(), ((rstd.double() / sd - 1) / u).tolist()
+    ref = F.layer_norm(xd, (n,), None, b.double(), 1.0)
+    own = F.layer_norm(x, (n,), None, b, 1.0).double()
+    # tools/gpu_rows_random.py's measure: e = |y - ref| / (eps |ref| + eps32 a + floor),
+    # a = (|x| + |mean| + mean |x|) rstd + |b| (what float32 arithmetic cancels there)
+    eps, eps32 = torch.finfo(dt).eps, torch.finfo(torch.float32).eps
+    a = (xd.abs() + mu.abs()[:, None] + xd.abs().mean(-1, keepdim=True)) * sd[:, None] + b.double().abs()
+    den = eps * ref.abs() + eps32 * a + 2.0**-126
+    e_ours, e_own = ((y.double() - ref).abs() / den).max().item(), ((own - ref).abs() / den).max().item()
+    share = 4 * (n**0.5 + 4) * 2.0**-23 / eps
+    bound = 2 * e_own + 2 + share if dtype == "bfloat16" else share
+    assert e_ours <= bound, (e_ours, e_own, bound)
+
+
+# endregion
