@@ -34,6 +34,8 @@ xDSL ops created inside a ``with T.kernel(...)`` block land in the kernel too.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import numbers
 import os
 import re
@@ -270,17 +272,33 @@ def _buffer(value: object, field: str, fn: str) -> SSAValue:
 # region Source locations
 
 
+def _in_this_file(filename: str) -> bool:
+    """Whether a code object's file name is this file (this module's own code's name
+    first: no path made for the frames of this file)."""
+    return filename == _OWN_CODE_FILE or os.path.normcase(os.path.abspath(filename)) == _THIS_FILE
+
+
 def _caller_location() -> FileLineColLoc:
     """``file:line:col`` of the first frame outside this file (the user's call)."""
     frame = sys._getframe(1)
-    while frame.f_back is not None and os.path.normcase(os.path.abspath(frame.f_code.co_filename)) == _THIS_FILE:
+    while frame.f_back is not None and _in_this_file(frame.f_code.co_filename):
         frame = frame.f_back
     col = 1
-    positions = list(frame.f_code.co_positions())
     index = frame.f_lasti // 2
-    if 0 <= index < len(positions) and positions[index][2] is not None:
-        col = positions[index][2] + 1
-    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(col))
+    position = next(itertools.islice(frame.f_code.co_positions(), index, None), None) if index >= 0 else None
+    if position is not None and position[2] is not None:
+        col = position[2] + 1
+    return _location(frame.f_code.co_filename, frame.f_lineno, col)
+
+
+@functools.lru_cache(maxsize=4096)
+def _location(filename: str, line: int, col: int) -> FileLineColLoc:
+    """The (immutable) location attribute of ``filename:line:col``, made once per place:
+    a loop in the user's code builds many ops at one place."""
+    return FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
+
+
+_OWN_CODE_FILE = _caller_location.__code__.co_filename
 
 
 def _located(op: Operation) -> Operation:
