@@ -242,19 +242,6 @@ def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
     return e.rcp(AT, e.sqrt(AT, x))
 
 
-def _poison(e: Emitter, vals: Sequence[SSAValue], acc: SSAValue | None = None) -> SSAValue:
-    """``acc + sum(v * 0)`` (``acc`` None: 0): +0 where every value is finite, NaN where
-    one is an infinity or NaN (``inf * 0``), one ``fma`` per value. Added to a row's sum
-    of squares, it makes rms_norm's statistic NaN for a row holding an infinity, as
-    torch's CUDA kernels give it (their statistics NaN, every element of the row NaN),
-    while a finite row whose squares overflow keeps its inf sum (rstd 0, as torch's)."""
-    zero = e.const(0.0, f32)
-    for v in vals:
-        acc = _mul(e, v, zero) if acc is None else e.fma(AT, v, zero, acc)
-    assert acc is not None
-    return acc
-
-
 def _kahan(e: Emitter, s: SSAValue, c: SSAValue, v: SSAValue) -> tuple[SSAValue, SSAValue]:
     """Kahan's compensated ``s + v`` (``c``: the running compensation, the low-order part
     lost so far, subtracted at the next step): ``(s', c')``. The row's total is ``s - c``
@@ -698,9 +685,9 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
         return
-    if kind in RMS_KINDS:  # (a row holding an infinity: NaN, _poison)
+    if kind in RMS_KINDS:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
-        ss = r.reduce(e, ReduceKind.SUM, _add(e, e.fold(ReduceKind.SUM, F32, sq), _poison(e, flat)), "row_sq")
+        ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
         stats = r.finish(e, {"sq": ss})
     else:
         total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
@@ -848,10 +835,10 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
                 return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]
         if kind in RMS_KINDS:
-            s, z = state
+            (s,) = state
             for v in vals:
                 s = b.fma(AT, v, v, s)
-            return [s, _poison(b, vals, z)]
+            return [s]
         s1, c1, s2 = state
         for v in vals:  # the mean: the compensated sum of x itself (not shifted: _stream's docstring)
             s1, c1 = _kahan(b, s1, c1, v)
@@ -862,7 +849,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     if softmax:
         init = [e.const(float("-inf"), f32), e.const(0.0, f32)] + ([e.const(0.0, f32)] if smooth else [])
     elif kind in RMS_KINDS:
-        init = [e.const(0.0, f32)] * 2
+        init = [e.const(0.0, f32)]
     else:
         init = [e.const(0.0, f32)] * 3
 
@@ -881,7 +868,7 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
             r.store_stats(e, row, stats)
             return
     elif kind in RMS_KINDS:
-        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, _add(e, state[0], state[1]), "row_sq")})
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
     else:  # the thread's (sum, n, mean, m2), then the row's (_Moments)
         total = _sub(e, state[0], state[1])
         nt = e.const(float(full * p.vec), f32)
