@@ -338,23 +338,41 @@ def agree(torch: Any, got: Any, want: Any, op: str) -> str:
     return "ok" if err <= tol else f"WRONG err={err:.1e}"
 
 
-def gpu_us(torch: Any, fn: Callable[[], Any], calls: int, replays: int) -> tuple[float, str]:
-    """GPU time per call: a CUDA graph of ``calls`` calls replayed (``graph``), else events
-    around the same calls back to back (``events``)."""
+def replay_timer(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[Callable[[], float], str]:
+    """A timer of ``calls`` calls of ``fn`` (us per call, one measurement each time it is
+    called): a CUDA graph of the calls replayed between two events (``graph``), else
+    events around the same calls back to back (``events``: a library that cannot be
+    captured)."""
     try:
-        return RA.graph_us(torch, lambda _: fn(), [None], calls, replays), "graph"
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = RA._capture(torch, lambda _: fn(), [None], calls)
+        g.replay()
+        torch.cuda.synchronize()
+        run, how = g.replay, "graph"
     except Exception:  # noqa: BLE001 - e.g. a library that cannot be captured
         torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
+
+        def run() -> None:
+            for _ in range(calls):
+                fn()
+
+        how = "events"
+
+    def timed() -> float:
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        for _ in range(calls):
-            fn()
+        run()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(times), "events"
+        return a.elapsed_time(b) * 1e3 / calls
+
+    return timed, how
 
 
 def call_us(torch: Any, fn: Callable[[], Any], samples: int) -> float:
@@ -393,9 +411,12 @@ class Run:
             print(f"{part} {op} {dtype} N={n} M={m}: skipped (budget)", flush=True)
             return
         want = None
-        for column in self.a.columns:
+        timers: dict[str, Callable[[], float]] = {}  # column -> one timed replay of its graph (us per call)
+        fns: dict[str, Callable[[], Any]] = {}
+        rows: dict[str, dict] = {}
+        for column in self.a.columns:  # each column checked against eager and captured
             fn = None
-            r = {**base, "column": column}
+            r = rows[column] = {**base, "column": column}
             self.records.append(r)
             try:
                 fn = (self.cols.backward if bwd else self.cols.forward)(column, op, i)
@@ -406,9 +427,8 @@ class Run:
                 elif column != "copy":
                     r["check"] = agree(torch, out, want, op) if want is not None else "unchecked (no eager result)"
                 del out
-                r["gpu_us"], r["how"] = gpu_us(torch, fn, calls, self.a.replays)
-                r["call_us"] = call_us(torch, fn, samples)
-                r["gbs"] = (2 * m * n * i.x.element_size() if column == "copy" else moved) / r["gpu_us"] / 1e3
+                timers[column], r["how"] = replay_timer(torch, fn, calls)
+                fns[column] = fn
                 if column == "bulkred":
                     r["variant"] = _variant(op, n, dtype)
             except NA as e:
@@ -418,6 +438,25 @@ class Run:
                 torch.cuda.synchronize()
             del fn
         del want
+        # GPU time: the columns' replays interleaved, each round starting at the next column (no column
+        # always runs after the others' heat and clocks), the median of each column's rounds
+        order, times = list(timers), {c: [] for c in timers}
+        for k in range(self.a.replays * len(order) if order else 0):
+            c = order[(k + k // len(order)) % len(order)]
+            try:
+                times[c].append(timers[c]())
+            except Exception as e:  # noqa: BLE001
+                rows[c]["na"] = f"failed: {_line(e)}"
+                torch.cuda.synchronize()
+        for c, fn in fns.items():
+            r = rows[c]
+            if "na" in r or not times[c]:
+                continue
+            r["gpu_us"] = statistics.median(times[c])
+            r["call_us"] = call_us(torch, fn, samples)
+            r["gbs"] = (2 * m * n * i.x.element_size() if c == "copy" else moved) / r["gpu_us"] / 1e3
+        timers.clear()
+        fns.clear()
         print(self.line(base), flush=True)
 
     def line(self, base: dict) -> str:
