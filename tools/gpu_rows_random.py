@@ -46,7 +46,9 @@ Reference and comparison. ``ref`` is torch's function on the inputs upcast to fl
 (add_rms_norm: h = x + residual rounded to x's dtype first, as torch's own ``x +
 residual``; rms_norm's eps=None: x's machine epsilon); ``own`` is torch's function in
 x's dtype (a float32 weight of a 16-bit x as torch takes it, else converted to x's
-dtype). NaN must be where ref has NaN and nowhere else; +-inf where ref, rounded to the
+dtype). NaN must be where ``own`` has NaN (where ref has it without ``own``) and nowhere
+else: torch's float64 rms_norm kernel makes a row holding an infinity NaN throughout,
+its float32 and 16-bit kernels only the infinity's element; +-inf where ref, rounded to the
 result's dtype, has it (same sign), and nowhere else. On the finite elements each error
 is measured in units of its result dtype's epsilon times the result, plus float32's
 epsilon times a scale of the float32 arithmetic's own error:
@@ -621,9 +623,14 @@ def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = F
     if not g.numel():
         return True, 0.0, math.nan, ""
     nan_g, nan_r = g.isnan(), r.isnan()
-    if not torch.equal(nan_g, nan_r):
-        i = int((nan_g != nan_r).nonzero()[0])
-        return False, math.inf, math.nan, f"NaN mismatch at {_where(ref, i)}: got {g[i].item()!r}, want {r[i].item()!r}"
+    # where NaN goes: torch's own kernel in got's dtype where there is one (torch's float64 rms_norm kernel
+    # makes a row holding an infinity NaN throughout; its float32 and 16-bit kernels, NaN at the infinity only)
+    nan_w = own.detach().double().reshape(-1).isnan() if own is not None and own.shape == ref.shape else nan_r
+    if not torch.equal(nan_g, nan_w):
+        i = int((nan_g != nan_w).nonzero()[0])
+        want = "nan" if nan_w[i] else repr(r[i].item())
+        return False, math.inf, math.nan, f"NaN mismatch at {_where(ref, i)}: got {g[i].item()!r}, want {want}"
+    nan_r = nan_r | nan_w  # no error measured where either reference is NaN
     r_round = ref.detach().to(dtype).double().reshape(-1)  # a finite ref beyond the dtype's range rounds to inf
     inf_w = r_round.isinf() & ~nan_r
     bad = (inf_w & (g != r_round)) | (~inf_w & ~nan_r & g.isinf())
