@@ -33,13 +33,13 @@ Example (``dst[0] = src[0] + src[1]`` in float32)::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
-    IntegerAttr,
     IntegerType,
     LocationAttr,
     UnrealizedConversionCastOp,
@@ -70,7 +70,7 @@ from bulkred_dialect.ops.ptx.arith import (
     SubOp,
     XorOp,
 )
-from bulkred_dialect.ops.ptx.base import PtrType, StateSpace
+from bulkred_dialect.ops.ptx.base import PtrType, StateSpace, integer_attr
 from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtRounding, CvtType, SelpOp, SelpType, SetpOp, SetpType
 from bulkred_dialect.ops.ptx.arith import (  # the region Math (fused reductions)
     AbsOp, AndPredOp, Ex2Op, FloatDivOp, FmaOp, Lg2Op, NegOp, NotPredOp, OrPredOp, RcpOp, SqrtOp,
@@ -86,6 +86,19 @@ from bulkred_dialect.ops.ptx.sync import (
 from bulkred_dialect.ops.tile import MemoryScope, ReduceKind, ReduceOp, buffer_type
 from bulkred_dialect.passes import f64_math
 from bulkred_dialect.passes.elements import Elem, arith_types, cvt_type, register_type, selp_type
+
+@functools.lru_cache(maxsize=4096)
+def _cached_float_attr(value: float, t: Attribute) -> FloatAttr:
+    return FloatAttr(value, t)  # type: ignore[arg-type]
+
+
+def _float_attr(value: float, t: Attribute) -> FloatAttr:
+    """``FloatAttr(value, t)``, made once per value and type (an immutable attribute,
+    verified when built), except the zeros and NaNs (equal keys of different values)."""
+    if value == 0.0 or value != value:
+        return FloatAttr(value, t)  # type: ignore[arg-type]
+    return _cached_float_attr(value, t)
+
 
 # A branch or loop body: (the body's emitter) -> the values it yields (None: none).
 Body = Callable[["Emitter"], Sequence[SSAValue] | None]
@@ -151,8 +164,9 @@ class Emitter:
 
     def const(self, value: int | float, t: Attribute = i32) -> SSAValue:
         """``arith.constant`` of ``t`` (a float for f16/bf16/f32/f64), here."""
-        attr = FloatAttr(float(value), t) if t in (f16, bf16, f32, f64) else IntegerAttr(int(value), t)  # type: ignore[arg-type]
-        return self.value(arith.ConstantOp(attr))
+        attr = _float_attr(float(value), t) if t in (f16, bf16, f32, f64) else integer_attr(int(value), t)  # type: ignore[arg-type]
+        # as ConstantOp.from_int_and_width builds it (Operation.create: no IRDL argument matching)
+        return self.value(arith.ConstantOp.create(result_types=[attr.type], properties={"value": attr}))
 
     # endregion
 
