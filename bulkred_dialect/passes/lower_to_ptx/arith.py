@@ -80,7 +80,9 @@ def constant(k: LoweringState, op: arith.ConstantOp) -> None:
     if isinstance(v, IntegerAttr) and isinstance(t, IntegerType):
         new = k.insert(op, MovImmOp(wrap(v.value.data, int_width(t)), t))
     elif isinstance(v, FloatAttr) and element_bytes(t) in (2, 4, 8) and not isinstance(t, IntegerType):
-        new = k.insert(op, MovImmOp(v.value.data, t))
+        # the constant's own attribute where its type is the register's (no new FloatAttr)
+        same = v.type == t
+        new = k.insert(op, MovImmOp.create(result_types=[t], properties={"value": v}) if same else MovImmOp(v.value.data, t))
     else:
         raise LocatedError(op, f"constant {v} has no PTX immediate form")
     k.replace(op, new.results)
