@@ -12,7 +12,7 @@
 #                   cuda-core, pytest and torch, and two versions of one package break the
 #                   install. Runs here, not on the GPU machine.
 #   suite           tools/run_seed.py (the seed demo, bit for bit), then every GPU test,
-#                   pytest -m gpu tests (gpu_suite.log)
+#                   pytest -m gpu tests, K narrows them (-k "$K") (gpu_suite.log)
 #   tests[:NAMES]   GPU tests: those of tests/gpu/test_NAME_gpu.py for each NAME (comma-
 #                   separated: tests:foreach,foreach_dist; tests:rows), or of every file;
 #                   K narrows them (pytest -k "$K"); tests without NAMES needs K (tests.log)
@@ -97,7 +97,7 @@ suite() {
   echo "== python3 tools/run_seed.py" >> "$log"
   timeout -k 10 "$STEP_S" python3 tools/run_seed.py >> "$log" 2>&1 || rc=1
   echo "== pytest -m gpu tests" >> "$log"
-  timeout -k 10 "$STEP_S" python3 -m pytest -q -m gpu tests -rs -p no:cacheprovider >> "$log" 2>&1 || rc=1
+  timeout -k 10 "$STEP_S" python3 -m pytest -q -m gpu tests ${K:+-k "$K"} -rs -p no:cacheprovider >> "$log" 2>&1 || rc=1
   if [ $rc -eq 0 ]; then echo "gpu_suite: all passed" >> "$log"; else echo "gpu_suite: FAILED" >> "$log"; status=1; fi
   tail -4 "$log"
 }
