@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -120,7 +121,7 @@ def assemble(
 
 _ASSEMBLED: OrderedDict[tuple[bytes, str, tuple[str, ...]], bytes] = OrderedDict()
 """The cubins of the PTX texts this process assembled last (:data:`ASSEMBLED_KEPT`,
-the least recently used dropped first), by (PTX, arch, options): ptxas is deterministic,
+the least recently used dropped first), by (the PTX's SHA-256, arch, options): ptxas is deterministic,
 and two compiles that print the same PTX (plans that differ in what does not reach the
 kernel) pay nvJitLink (about 10 ms per kernel) once. A rejected PTX is not kept."""
 ASSEMBLED_KEPT = 256
@@ -130,7 +131,7 @@ _ASSEMBLED_LOCK = threading.Lock()
 def _assemble_in_process(data: bytes, arch: str, extra_options: tuple[str, ...]) -> bytes:
     if not (isinstance(data, bytes) and isinstance(arch, str)):
         return _nvjitlink_assemble(data, arch, extra_options)  # its own refusal of a bad argument
-    key = (data, arch, tuple(extra_options))
+    key = (hashlib.sha256(data).digest(), arch, tuple(extra_options))  # not the text: a module's PTX can be megabytes
     with _ASSEMBLED_LOCK:
         cubin = _ASSEMBLED.get(key)
         if cubin is not None:
