@@ -516,7 +516,7 @@ def alloc_buffer(
     t = buffer_type(_shape(shape, "shape", "alloc_buffer", element), element, s)
     if name is not None:
         _identifier(name, "name", "alloc_buffer")
-    op = memref.AllocaOp.get(t.element_type, shape=t.get_shape(), memory_space=t.memory_space)
+    op = memref.AllocaOp.build(operands=[[], []], result_types=[t], properties={"alignment": None})  # AllocaOp.get's op, of t itself
     _insert(op, "alloc_buffer")
     op.memref.name_hint = name
     return op.memref

@@ -184,7 +184,7 @@ class Emitter:
     def shared(self, shape: Sequence[int], elt: Attribute, name: str) -> SSAValue:
         """A shared buffer allocated at ``entry``, and its ``shared::cta`` address."""
         t = buffer_type(shape, elt, MemoryScope.SHARED)
-        alloca = memref.AllocaOp.get(elt, shape=list(shape), memory_space=t.memory_space)
+        alloca = memref.AllocaOp.build(operands=[[], []], result_types=[t], properties={"alignment": None})  # AllocaOp.get's op, of t itself
         if self.location is not None:
             alloca.location = self.location
         Rewriter.insert_op(alloca, self.entry)
