@@ -301,7 +301,7 @@ def test_api_repeated_torch_calls(rng):
         a = rng.standard_normal(1000).astype(np.float32)
         y = bulkred.max(torch.tensor(a, device="cuda"))
         assert y.shape == () and float(y.cpu()) == float(a.max())
-    with pytest.raises(bulkred.ReductionError, match="dtype complex64 is not supported"):
+    with pytest.raises(bulkred.ReductionError, match="a complex64 x is not supported"):
         bulkred.max(torch.zeros(1000, dtype=torch.complex64, device="cuda"))
     with pytest.raises(runtime.SignatureError, match="expected an array on cuda:0"):
         bulkred.max(torch.zeros(1000))  # like the recorded call, but on the host
