@@ -37,7 +37,7 @@ def _ulp(torch, t):
 def _check(torch, got, ref, own=None, what=""):
     """``got`` against the float64 ``ref`` (``own``: torch's result in got's dtype)."""
     assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    g, r = got.double(), ref.double()
+    g, r = got.detach().double(), ref.detach().double()
     assert torch.equal(g.isnan(), r.isnan()), f"{what}: NaN positions differ"
     inf = r.isinf()
     assert torch.equal(g[inf], r[inf]), f"{what}: infinities differ"
@@ -49,7 +49,7 @@ def _check(torch, got, ref, own=None, what=""):
         if got.dtype != torch.float32:
             tol = 4 * _ulp(torch, got)
     else:
-        tol = float((own.double() - r)[fin].abs().nan_to_num(0, 0, 0).max()) + _ulp(torch, got)
+        tol = float((own.detach().double() - r)[fin].abs().nan_to_num(0, 0, 0).max()) + _ulp(torch, got.detach())
     err = float((g - r)[fin].abs().nan_to_num(math.inf, math.inf, math.inf).max())
     assert err <= tol, f"{what}: error {err:.3g} > {tol:.3g}"
 
