@@ -47,7 +47,7 @@ def _check(torch, got, ref, own=None, what=""):
     if got.dtype == torch.float32 or own is None:
         tol = 2e-5 * max(1.0, float(r[fin].abs().nan_to_num(0, 0, 0).max()))
         if got.dtype != torch.float32:
-            tol = 4 * _ulp(torch, got)
+            tol = 4 * _ulp(torch, got.detach())
     else:
         tol = float((own.detach().double() - r)[fin].abs().nan_to_num(0, 0, 0).max()) + _ulp(torch, got.detach())
     err = float((g - r)[fin].abs().nan_to_num(math.inf, math.inf, math.inf).max())
