@@ -238,6 +238,8 @@ def plan(
         r: Reduction = row.reduction(src, opts, rules)
     except OptionError as e:
         raise _error(fn, str(e)) from None
+    if r.dst == "complex32" and src != "complex32" and library != "torch":
+        raise _error(fn, f"'dtype' complex32 is torch's alone (numpy and cupy have none): pass complex64 for a {library} x")
     want = _outputs(row, r)
     if outs:
         if len(outs) != len(want):

@@ -70,9 +70,16 @@ class Reduction:
     complex: str | None = None  # a complex x (its (re, im) pairs, COMPLEX_MODES), None: a real one
 
 
-COMPLEX: dict[str, str] = {"complex64": "float32", "complex128": "float64"}
-"""The complex dtypes bulkred takes (torch's, numpy's and cupy's) -> the dtype of each part.
-A complex ``x`` is read in place as its parts, ``(..., 2)`` (torch's ``view_as_real``)."""
+COMPLEX: dict[str, str] = {"complex64": "float32", "complex128": "float64", "complex32": "float16"}
+"""The complex dtypes bulkred takes (torch's, numpy's and cupy's; complex32, torch's
+``chalf``, torch's alone) -> the dtype of each part. A complex ``x`` is read in place as
+its parts, ``(..., 2)`` (torch's ``view_as_real``)."""
+
+COMPLEX32_ROWS = ("sum", "prod", "mean", "nansum", "nanmean")
+"""The rows that take a complex32 ``x`` (float16 parts, accumulated in float32 as float16
+sums are, the result complex32 as torch's): torch's CUDA reductions of ``chalf`` (its
+OpInfo samples: sum, prod, nansum, nanmean; mean, a sum's epilogue). The others refuse it,
+as torch does."""
 
 COMPLEX_MODES = ("parts", "flat", "pairs")
 """How a reduction of a complex ``x`` reads its parts (``Reduction.complex``): ``parts``
@@ -141,6 +148,9 @@ class Function:
             if self.complex is None:
                 raise OptionError(f"a {src} x is not supported (torch's {self.name} has no complex numbers either, or "
                                   f"bulkred does not take them yet: docs/from_torch.md)")
+            if src == "complex32" and self.name not in COMPLEX32_ROWS:
+                raise OptionError(f"a complex32 x is not supported (torch's CUDA {self.name} has no complex32 either; "
+                                  f"{', '.join(COMPLEX32_ROWS)} take it)")
             return self.complex(src, options)
         if options.get("dtype") in COMPLEX:
             raise OptionError(f"'dtype' {options['dtype']} of a {src} x is not supported yet (a complex result of a real "
@@ -660,8 +670,8 @@ def _check_table() -> None:
 _check_table()
 
 __all__ = [
-    "COMPLEX", "COMPLEX_MODES", "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction", "casts_first",
-    "complex_of", "function", "is_bool",
+    "COMPLEX", "COMPLEX32_ROWS", "COMPLEX_MODES", "FUNCTIONS", "ROWS", "Function", "Option", "OptionError", "Reduction",
+    "casts_first", "complex_of", "function", "is_bool",
     "library_rules", "sum_dtype", "torch_spelling", "torch_sum_dtype",
 ]
 

@@ -1394,6 +1394,8 @@ def simulate_into(torch, p: Any, x, outs) -> None:
         if x.dim() > len(p.shape) + 1:  # the unit axis in front (api._unit_in_front)
             x = x[0]
         x = torch.view_as_complex(x)
+        if x.dtype == torch.complex32:  # float16 parts accumulate in float32 (torch's CPU has no chalf sum)
+            x = x.to(torch.complex64)
         dtypes = (p.dst,) if p.aux is None else (p.dst, p.aux)  # the kernel's order
         outs = [torch.view_as_complex(o.reshape(*p.kernel_shape, 2)) if d.startswith("complex") else o
                 for o, d in zip(outs, dtypes, strict=True)]

@@ -17,7 +17,7 @@ import pytest
 
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
-from bulkred_dialect.functions import COMPLEX, FUNCTIONS
+from bulkred_dialect.functions import COMPLEX, COMPLEX32_ROWS, FUNCTIONS
 
 TAKES_COMPLEX = (
     "sum", "prod", "any", "all", "count_nonzero", "mean", "var", "std", "var_mean", "std_mean", "vector_norm", "nansum",
@@ -62,7 +62,7 @@ def test_rows_that_take_complex_and_the_refusals():
             with pytest.raises(api.ReductionError, match=f"^bulkred.{fn}: a complex128 x is not supported"):
                 api.plan(fn, (4, 5), "complex128")
     for fn, kw, message in [
-        ("sum", {"dtype": "float32"}, "'dtype' must be a complex type (complex64, complex128) for a complex64 x, got float32"),
+        ("sum", {"dtype": "float32"}, "'dtype' must be a complex type (complex64, complex128, complex32) for a complex64 x, got float32"),
         ("vector_norm", {"dtype": "float64"}, "'dtype' must be complex64 or complex128 for a complex64 x"),
         ("var", {"dtype": "float16"}, "'dtype' must be float32, float64, complex64 or complex128 for a complex64 x"),
     ]:
@@ -70,6 +70,29 @@ def test_rows_that_take_complex_and_the_refusals():
             api.plan(fn, (4, 5), "complex64", **kw)
     with pytest.raises(api.ReductionError, match="'dtype' complex64 of a float32 x is not supported yet"):
         api.plan("sum", (4, 5), "float32", dtype="complex64")
+
+
+def test_complex32_plans_and_refusals():
+    """complex32 (torch's chalf, float16 parts) in the rows torch's CUDA takes it in: a
+    complex32 result (float16 parts, accumulated in float32), complex64 by dtype=; the
+    other rows refuse it in one line, as torch does."""
+    for fn, kw, dst, mode in [("sum", {}, "complex32", "parts"), ("mean", {"axis": 1}, "complex32", "parts"),
+                              ("prod", {"axis": 0}, "complex32", "pairs"), ("nansum", {}, "complex32", "pairs"),
+                              ("nanmean", {"axis": 1}, "complex32", "pairs"),
+                              ("sum", {"dtype": "complex64"}, "complex64", "parts"),
+                              ("prod", {"axis": 1, "dtype": "complex64"}, "complex64", "pairs")]:
+        p = api.plan(fn, (4, 5), "complex32", library="torch", **kw)
+        assert (p.dst, p.complex) == (dst, mode), (fn, kw)
+        text = str(api.module_of(p))
+        assert "x2xf16" in text and (mode != "pairs" or "pairs" in text), (fn, kw)
+    assert set(COMPLEX32_ROWS) < set(TAKES_COMPLEX)
+    for fn in TAKES_COMPLEX:
+        if fn not in COMPLEX32_ROWS:
+            with pytest.raises(api.ReductionError, match=f"^bulkred.{fn}: a complex32 x is not supported .torch's CUDA"):
+                api.plan(fn, (4, 5), "complex32", library="torch")
+    with pytest.raises(api.ReductionError, match="^bulkred.sum: 'dtype' complex32 is torch's alone .numpy and cupy have none"):
+        api.plan("sum", (4, 5), "complex64", dtype="complex32", library="numpy")
+    assert api.plan("sum", (4, 5), "complex64", dtype="complex32", library="torch").dst == "complex32"
 
 
 def re_escape(s: str) -> str:
@@ -251,6 +274,38 @@ def test_torch_tensors_views_and_dtypes(interpreted):
     torch.testing.assert_close(tuple(r), tuple(torch.std_mean(z, dim=0)))
     assert r.mean.dtype == torch.complex128 and r.std.dtype == torch.float64
     assert bulkred.all(z).dtype == torch.bool and bulkred.count_nonzero(z, dim=1).dtype == torch.int64
+
+
+def test_complex32_tensors_on_the_interpreter(interpreted):
+    """complex32 tensors (torch's chalf) through the real kernels on the interpreter:
+    float16 parts read in place, accumulated in float32, rounded to complex32 as torch's
+    CUDA kernels do (torch's CPU has no complex32 reductions: its complex64 value of the
+    same elements, rounded); a transposed view, NaN parts for nansum/nanmean, small
+    integers (OpInfo's) whose product leaves float16's range (inf)."""
+    torch = _torch()
+    z = torch.from_numpy(_z((5, 24), "complex64", seed=4)).to(torch.complex32)
+    zn = z.clone()
+    zn[1, 2], zn[3, 0] = complex(math.nan, 1), complex(2, math.nan)
+    ints = torch.view_as_complex(torch.from_numpy(np.random.default_rng(5).integers(-9, 10, (6, 6, 2)).astype(np.float16)))
+    for t, fn, kw in [(z, "sum", {"dim": 1}), (z.t(), "sum", {}), (z[:, ::2], "mean", {"dim": 0}),
+                      (z[:, :9], "prod", {"dim": 1}), (ints, "prod", {"dim": 1}), (zn, "nansum", {"dim": 1}),
+                      (zn.t(), "nanmean", {"dim": 0}), (z, "sum", {"dim": 0, "dtype": torch.complex64})]:
+        got = getattr(bulkred, fn)(t, **kw)
+        w = t.to(torch.complex64)
+        opts = {k: v for k, v in kw.items() if k != "dtype"}
+        if fn.startswith("nan"):
+            keep = ~w.isnan()
+            want = torch.where(keep, w, torch.zeros_like(w)).sum(**opts) / (keep.sum(**opts) if fn == "nanmean" else 1)
+        else:
+            want = getattr(torch, fn)(w, **opts)
+        assert got.dtype == kw.get("dtype", torch.complex32) and got.shape == want.shape, (fn, got.dtype)
+        if got.dtype == torch.complex32:
+            want = want.to(torch.complex32)
+        w64 = want.to(torch.complex64)
+        tol = 2e-3 * max(w64[w64.isfinite()].abs().tolist(), default=0.0)  # a float16 rounding of the largest
+        torch.testing.assert_close(got.to(torch.complex64), w64, rtol=2e-3, atol=tol, equal_nan=True, msg=f"{fn} {kw}")
+    finite = bulkred.prod(ints, dim=1).to(torch.complex64).isfinite()
+    assert finite.any() and not finite.all()  # the products reach float16's range (inf) and stay within it
 
 
 GRADS = [

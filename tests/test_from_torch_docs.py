@@ -122,7 +122,6 @@ _X = np.zeros((4, 5), np.float32)
 
 PROBES = {
     "complex logsumexp": lambda: bulkred.logsumexp(np.zeros(4, np.complex64)),
-    "complex32 (`torch.chalf`)": lambda: api.plan("sum", (4,), "complex32"),
     "matrix norms (`torch.linalg.matrix_norm` and `torch.linalg.norm` of a matrix `ord`, `torch.norm(p=\"nuc\")`)":
         lambda: bulkred.vector_norm(_X, ord="nuc"),
     "a complex result of a real x (`torch.sum(x, dtype=torch.complex64)` of a float32 x)":

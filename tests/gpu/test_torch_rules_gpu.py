@@ -4,7 +4,8 @@ input's ``dim=0``/``-1``), ``dtype=`` narrower than the input casts first,
 ``vector_norm(ord=0)``, a float ``correction``, ``logsumexp`` of bool and integers,
 options given as numpy scalars, and ``prod``'s gradient under
 ``torch.compile(fullgraph=True)``; numpy arrays keep numpy's rules; complex64 and
-complex128 inputs of every function that takes them; and every sample of torch's OpInfo
+complex128 inputs of every function that takes them, complex32 of those torch's CUDA
+takes it in; and every sample of torch's OpInfo
 database for its 31 reduction ops (tests/opinfo_reductions.py), forward in every CUDA
 dtype and float64 / complex128 gradients. tests/test_torch_rules.py and
 tests/test_complex.py check the same on the CPU (plans, the interpreter, torch's CPU
@@ -406,6 +407,70 @@ def test_complex_against_torch(dtype):
         assert torch.autograd.gradcheck(lambda t: getattr(bulkred, fn)(t, axis=1, **opts), (a,)), fn
 
 
+def test_complex32_against_torch():
+    """complex32 (torch's chalf: float16 parts) in the functions torch's CUDA takes it in
+    (sum, mean, prod, nansum, nanmean), on a [65, 4099] tensor and three views, over
+    every axis, a row and a column: torch's result dtype (complex32; complex64 with
+    dtype=), the values against complex128 of the same elements within float32
+    accumulation plus one float16 rounding of the result, and against torch's own CUDA
+    result where torch computes it; a product of unit-modulus numbers; NaN parts for
+    nansum and nanmean."""
+    torch = _torch()
+    z64 = torch.randn(65, 4099, dtype=torch.complex64, device="cuda", generator=_gen(torch, 13))
+    z = z64.to(torch.complex32)
+    zn = z64.clone()
+    zn[:, 5] = complex(math.nan, 1.0)
+    zn[3, ::7] = complex(2.0, math.nan)
+    zn[7] = complex(math.nan, math.nan)
+    zn = zn.to(torch.complex32)
+    u = z64[:8, :40]
+    u = (u / u.abs().clamp_min(1e-3)).to(torch.complex32)  # near the unit circle: a product that stays finite
+    eps, half = 2.0**-24, 2.0**-11
+
+    def reference(fn, t, kw):
+        w = t.to(torch.complex128)
+        if fn in ("nansum", "nanmean"):
+            keep = ~w.isnan()
+            r = torch.where(keep, w, torch.zeros_like(w)).sum(**kw)
+            return (r / keep.sum(**kw) if fn == "nanmean" else r), torch.where(keep, w, torch.zeros_like(w)).abs()
+        return getattr(torch, fn)(w, **kw), w.abs()
+
+    checked = 0
+    for fn, ts in [("sum", (z, z.t(), z[:, ::3], z[3:, 1:])), ("mean", (z, z.t(), z[:, ::3])), ("prod", (u, u.t())),
+                   ("nansum", (zn, zn.t(), zn[:, ::3])), ("nanmean", (zn, zn.t()))]:
+        for t in ts:
+            for axis in (None, 1, 0):
+                kw = {} if axis is None else {"dim": axis}
+                for dtype in (None, torch.complex64):
+                    got = getattr(bulkred, fn)(t, **kw, **({} if dtype is None else {"dtype": dtype}))
+                    assert got.dtype == (dtype or torch.complex32), (fn, axis, got.dtype)
+                    ref, mags = reference(fn, t, kw)
+                    n = t.numel() if axis is None else t.shape[axis]
+                    mag = mags.sum(**kw) / (n if fn == "mean" else 1)
+                    if fn == "nanmean":
+                        mag = mag / (~t.to(torch.complex64).isnan()).sum(**kw).clamp_min(1)
+                    if fn == "prod":
+                        mag = torch.ones_like(mag) * 2  # unit-modulus factors
+                    rnd = half if dtype is None else eps
+                    bound = 16 * n * eps * mag + 2 * rnd * ref.abs() + 1e-6
+                    err = (got.to(torch.complex128) - ref).abs()
+                    assert torch.equal(err.isnan(), ref.isnan()), (fn, axis)  # NaN only where every element is NaN
+                    ok = ~err.isnan()
+                    assert (err[ok] <= bound[ok]).all(), (fn, axis, dtype, float(err[ok].max()))
+                    try:
+                        want = getattr(torch, fn)(t, **kw, **({} if dtype is None else {"dtype": dtype}))
+                    except (RuntimeError, TypeError):  # torch's CUDA lacks this one (mean of complex32)
+                        continue
+                    assert want.dtype == got.dtype and want.shape == got.shape, (fn, axis, want.dtype)
+                    torch.testing.assert_close(got.to(torch.complex64), want.to(torch.complex64), rtol=4 * rnd,
+                                               atol=float(bound[ok].max()), equal_nan=True)
+                    checked += 1
+    assert checked > 20, checked
+    for fn in ("var", "any", "vector_norm"):
+        with pytest.raises(bulkred.ReductionError, match="a complex32 x is not supported"):
+            getattr(bulkred, fn)(z)
+
+
 # endregion
 
 
@@ -418,8 +483,8 @@ def test_opinfo_every_sample():
     linalg.matrix_norm, max/min with and without dim), forward in every CUDA dtype and
     gradients in float64 and complex128, through bulkred against torch on the GPU: the
     counts per op (passed / wrong / other dtype / refused by name) printed; 0 wrong, 0
-    other dtype, and only the refusals of ``ALLOWED`` (matrix norms, complex32, complex
-    logsumexp; docs/from_torch.md). The kernels of all samples are
+    other dtype, and only the refusals of ``ALLOWED`` (matrix norms, complex logsumexp;
+    docs/from_torch.md): complex32 (sum, prod, nansum, nanmean) passes. The kernels of all samples are
     compiled first in parallel processes (into this run's disk cache)."""
     import os
     import time

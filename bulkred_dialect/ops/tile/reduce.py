@@ -202,8 +202,8 @@ PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
 
 def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     """Raise unless a ``pairs`` reduction (``src``'s last axis holds complex numbers as
-    (re, im) pairs of f32 or f64) is one the lowering takes: at grid scope, the last
-    extent 2; the complex results keep the pair axis (``dst`` ends in it): ``prod`` (the
+    (re, im) pairs of f16, f32 or f64; f16 accumulated in f32) is one the lowering takes:
+    at grid scope, the last extent 2; the complex results keep the pair axis (``dst`` ends in it): ``prod`` (the
     complex product), ``sum`` with the prologue ``nan_zero`` (torch's complex nansum: an
     element with a NaN part adds 0) and ``nanmean`` (the mean of the elements without a
     NaN part); the others reduce it: ``var`` (a real variance, ``aux`` the complex mean)
@@ -213,8 +213,9 @@ def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     if op.scope.data != ExecScope.GRID:
         raise VerifyException(f"'pairs' is only valid at grid scope, got scope {op.scope.data}")
     d = of_ir(st.element_type)
-    if d is None or not d.is_float or d.bits < 32:
-        raise VerifyException(f"'pairs' needs an f32 or f64 'src' (complex64 or complex128 as (re, im)), got {st.element_type}")
+    if d is None or not d.is_float or d.name == "bfloat16":
+        raise VerifyException(
+            f"'pairs' needs an f16, f32 or f64 'src' (complex32, complex64 or complex128 as (re, im)), got {st.element_type}")
     if src_shape[-1] != 2:
         raise VerifyException(f"'pairs' needs 'src''s last axis of extent 2 (re, im), got extent {src_shape[-1]}")
     if kind not in PAIR_KINDS:

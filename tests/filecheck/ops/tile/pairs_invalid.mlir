@@ -13,10 +13,10 @@ func.func @extent(%x: memref<64x3xf32, #bulkred.scope<global>>, %v: memref<1xf32
 
 // -----
 
-// Parts of f32 or f64 only (complex64, complex128).
-func.func @half(%x: memref<64x2xf16, #bulkred.scope<global>>, %v: memref<1xf32, #bulkred.scope<global>>) {
-  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' needs an f32 or f64 'src' (complex64 or complex128 as (re, im)), got f16
-  bulkred.reduce sum grid prologue [#bulkred.map<abs>] pairs %x, %v : memref<64x2xf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+// Parts of f16, f32 or f64 only (complex32, complex64, complex128): no bf16 pairs.
+func.func @half(%x: memref<64x2xbf16, #bulkred.scope<global>>, %v: memref<1xf32, #bulkred.scope<global>>) {
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' needs an f16, f32 or f64 'src' (complex32, complex64 or complex128 as (re, im)), got bf16
+  bulkred.reduce sum grid prologue [#bulkred.map<abs>] pairs %x, %v : memref<64x2xbf16, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
   func.return
 }
 
