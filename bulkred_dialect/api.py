@@ -414,9 +414,9 @@ def _complex_module(p: Plan):
 
 def _keeps_pair(p: Plan) -> bool:
     """The kernel's result is complex (the pair axis kept): a sum or mean of the parts,
-    or the pairs' product, nansum or nanmean."""
+    or the pairs' product, nansum, nanmean or logsumexp."""
     return p.complex == "parts" or (
-        p.complex == "pairs" and (p.kind in ("prod", "nanmean") or (p.kind == "sum" and "nan_zero" in p.prologue)))
+        p.complex == "pairs" and (p.kind in ("prod", "nanmean", "logsumexp") or (p.kind == "sum" and "nan_zero" in p.prologue)))
 
 
 def _unit_in_front(p: Plan) -> bool:

@@ -506,6 +506,13 @@ def _c_nanmean(src: str, o: dict[str, Any]) -> Reduction:
     return Reduction("nanmean", dst, prologue=_complex_cast(src, dst), fill=complex(math.nan, math.nan), complex="pairs")
 
 
+def _c_logsumexp(src: str, o: dict[str, Any]) -> Reduction:
+    """torch's logsumexp of a complex x: ``m + log(sum(exp(z - m)))``, ``m`` the real
+    parts' maximum (a running shift in the kernel), complex ``exp`` and principal
+    ``log``; empty: -inf."""
+    return Reduction("logsumexp", src, fill=complex(-math.inf, 0.0), complex="pairs")
+
+
 def _c_count_nonzero(src: str, o: dict[str, Any]) -> Reduction:
     return Reduction("sum", "int64", prologue=("nonzero",), fill=0, complex="pairs")
 
@@ -623,8 +630,9 @@ ROWS: tuple[Function, ...] = (
     Function(
         "logsumexp", "log(sum(exp(x))) of a floating-point ``x``, without overflow",
         "One read with a running shift; an empty reduction or all -inf gives -inf. A bool or integer ``x`` gives "
-        "float32 (torch's rule), each element converted as it is read.",
-        "torch.logsumexp", "any", (), _logsumexp, grad="logsumexp",
+        "float32 (torch's rule), each element converted as it is read. A complex ``x`` gives its complex "
+        "log(sum(exp(z))), the shift the real parts' maximum (torch's).",
+        "torch.logsumexp", "any", (), _logsumexp, grad="logsumexp", complex=_c_logsumexp,
     ),
     Function(
         "nansum", "The sum of ``x`` with NaN treated as 0",

@@ -210,10 +210,12 @@ def _aminmax(x, results, grads, dims, keepdims, options):
 
 
 def _logsumexp(x, results, grads, dims, keepdims, options):
-    """torch's logsumexp_backward: grad * exp(x - result)."""
+    """torch's logsumexp_backward: grad * exp(x - result), conjugated for a complex x
+    (softmax's conjugate: torch's convention for a holomorphic function)."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     r = _restore(results[0], dims, keepdims, x.dim())
-    return (g * (x - r).exp()).to(x.dtype)
+    e = (x - r).exp()
+    return (g * (e.conj() if e.is_complex() else e)).to(x.dtype)
 
 
 RULES: dict[str, Callable[..., Any]] = {

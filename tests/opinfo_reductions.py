@@ -51,8 +51,6 @@ class MatrixNorm(Exception):
 
 ALLOWED: dict[str, Callable[[str, str, str], bool]] = {
     "matrix norms": lambda op, dtype, message: message == "matrix norm",
-    "complex logsumexp": lambda op, dtype, message: (
-        op == "logsumexp" and dtype.startswith("complex") and "x is not supported" in message),
 }
 """The refusals allowed, each a name (docs/from_torch.md, "What torch has that bulkred
 refuses") and a predicate of (op, the input dtype, the refusal's message)."""

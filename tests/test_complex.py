@@ -20,8 +20,8 @@ from bulkred_dialect import api
 from bulkred_dialect.functions import COMPLEX, COMPLEX32_ROWS, FUNCTIONS
 
 TAKES_COMPLEX = (
-    "sum", "prod", "any", "all", "count_nonzero", "mean", "var", "std", "var_mean", "std_mean", "vector_norm", "nansum",
-    "nanmean",
+    "sum", "prod", "any", "all", "count_nonzero", "mean", "var", "std", "var_mean", "std_mean", "vector_norm", "logsumexp",
+    "nansum", "nanmean",
 )
 
 # region Plans
@@ -46,6 +46,7 @@ TAKES_COMPLEX = (
         ("all", {"library": "torch"}, "bool", None, "pairs"),
         ("nansum", {"axis": 1}, "complex64", None, "pairs"),
         ("nanmean", {"dtype": "complex128"}, "complex128", None, "pairs"),
+        ("logsumexp", {"axis": 1}, "complex64", None, "pairs"),
     ],
 )
 def test_plans(fn, kw, dst, aux, mode):
@@ -192,6 +193,9 @@ def _reference(fn, z, axis, kw):
         return np.count_nonzero(z, axis=a)
     if fn in ("any", "all"):
         return getattr(np, fn)(z, axis=a)
+    if fn == "logsumexp":  # torch's: the real parts' maximum as the shift
+        m = z.real.max(axis=a, keepdims=True)
+        return (np.log(np.exp(z - m).sum(axis=a, keepdims=True)) + m).squeeze(axis=a)
     p = kw.get("ord", 2)
     m = np.abs(z)
     if p == 0:
@@ -205,7 +209,7 @@ CASES = [
     ("sum", {}), ("prod", {}), ("mean", {}), ("var", {"correction": 1}), ("std", {}), ("var_mean", {"correction": 1.5}),
     ("std_mean", {}), ("count_nonzero", {}), ("any", {}), ("all", {}), ("vector_norm", {}), ("vector_norm", {"ord": 1}),
     ("vector_norm", {"ord": math.inf}), ("vector_norm", {"ord": -math.inf}), ("vector_norm", {"ord": 0}),
-    ("vector_norm", {"ord": 3.5}), ("nansum", {}), ("nanmean", {}),
+    ("vector_norm", {"ord": 3.5}), ("nansum", {}), ("nanmean", {}), ("logsumexp", {}),
 ]
 
 
@@ -220,6 +224,8 @@ def test_numpy_calls_against_numpy_in_complex128(interpreted, fn, kw):
             z[1] = 1 + 1j  # one row all nonzero
         if fn == "any":
             z[2] = 0
+        if fn == "logsumexp":  # large parts: the shift matters (exp(40) would overflow float32's sum), im past 2 pi
+            z = (z * np.asarray(30, z.real.dtype)).astype(dtype)
         if fn.startswith("nan"):  # torch's complex NaN: either part; row 3 all NaN (nanmean: NaN)
             z[0, 3], z[1, 4], z[3] = complex(math.nan, 1), complex(2, math.nan), complex(math.nan, math.nan)
         for axis in axes:
@@ -313,6 +319,7 @@ GRADS = [
     ("std", {"dim": 0, "correction": 0}), ("var_mean", {"dim": 1, "correction": 1}), ("std_mean", {"dim": 1, "correction": 1}),
     ("vector_norm", {"dim": 1}), ("vector_norm", {"dim": 1, "ord": 1}), ("vector_norm", {"dim": 0, "ord": math.inf}),
     ("vector_norm", {"dim": 1, "ord": 3}), ("vector_norm", {"dim": 1, "ord": 0.5}), ("nansum", {"dim": 1}),
+    ("logsumexp", {"dim": 1}), ("logsumexp", {"dim": 0}),
 ]
 
 
@@ -354,10 +361,12 @@ def test_complex_under_torch_compile(interpreted):
     z = torch.from_numpy(_z((4, 9), "complex64", seed=3))
 
     def f(t):
-        return bulkred.sum(t, axis=1), bulkred.var_mean(t, axis=0, correction=1), bulkred.vector_norm(t, ord=1)
+        return (bulkred.sum(t, axis=1), bulkred.var_mean(t, axis=0, correction=1), bulkred.vector_norm(t, ord=1),
+                bulkred.logsumexp(t, axis=1))
 
     got = torch.compile(f, fullgraph=True, backend="eager")(z)
-    want = (z.sum(1), torch.var_mean(z, dim=0), torch.linalg.vector_norm(z, 1))
+    want = (z.sum(1), torch.var_mean(z, dim=0), torch.linalg.vector_norm(z, 1), torch.logsumexp(z, 1))
+    torch.testing.assert_close(got[3], want[3])
     torch.testing.assert_close(got[0], want[0])
     torch.testing.assert_close(tuple(got[1]), tuple(want[1]))
     torch.testing.assert_close(got[2], want[2])

@@ -646,7 +646,7 @@ def test_opinfo_complex_samples_on_the_host(simulated, dtype, grad, least):
     CPU reference its complex64 value rounded, as its CUDA kernels accumulate),
     complex128 gradients (torch's complex autograd against the rules of grads.py), each
     with its plan's dtypes and shapes: 0 wrong, 0 other dtype, the refusals only the
-    allowed ones (matrix norms, complex logsumexp). The GPU test runs every sample of
+    allowed one (matrix norms; complex logsumexp passes). The GPU test runs every sample of
     every dtype with the real kernels."""
     import opinfo_reductions as O
 

@@ -63,6 +63,7 @@ from bulkred_dialect.ops.dtypes import DTYPES, DType
 from bulkred_dialect.ops.ptx.arith import ArithType, MulOp, RcpOp, RoundingMode
 from bulkred_dialect.ops.ptx.control import CmpOp, SelpOp, SetpOp, SetpType
 from bulkred_dialect.ops.tile import INDEX_KINDS, MapAttr, MapFn, ReduceKind, ReduceOp
+from bulkred_dialect.passes import trig_math
 from bulkred_dialect.passes.elements import Elem, arith_types, ld_type, selp_type
 
 LOG2E = 1.4426950408889634
@@ -97,7 +98,7 @@ class Reducer:
         """``pairs`` with a complex result (``dst`` ends in the pair axis): ``prod``, a
         nansum (``sum`` with ``nan_zero``) and ``nanmean``."""
         nansum = self.kind == ReduceKind.SUM and any(m.map_fn == MapFn.NAN_ZERO for m in self.prologue)
-        return self.pairs and (self.kind in (ReduceKind.PROD, ReduceKind.NANMEAN) or nansum)
+        return self.pairs and (self.kind in (ReduceKind.PROD, ReduceKind.NANMEAN, ReduceKind.LOGSUMEXP) or nansum)
 
     @property
     def complex_state(self) -> bool:
@@ -133,6 +134,8 @@ class Reducer:
             return [a, self.index_dtype]
         if self.complex_state and self.kind == ReduceKind.NANMEAN:
             return [a, a, self.count_dtype]  # sum re, sum im, the count of elements without a NaN part
+        if self.complex_state and self.kind == ReduceKind.LOGSUMEXP:
+            return [a, a, a]  # the shift (real), the sum's re and im
         if self.complex_state:
             return [a] * (6 if self.kind == ReduceKind.VAR else 2)  # var: count, mean re, im, M2, shift re, im
         if self.kind == ReduceKind.VAR:
@@ -204,6 +207,8 @@ class Reducer:
             else:
                 v = a.identity("max" if self.kind == ReduceKind.ARGMAX else "min")
             return [e.const(v, ir), e.const(self.index_max, self.types[1])]
+        if self.complex_state and self.kind == ReduceKind.LOGSUMEXP:
+            return [e.const(-self._finite_max, ir), e.const(0.0, ir), e.const(0.0, ir)]
         if self.complex_state:
             return [e.const((1.0 if self.kind == ReduceKind.PROD and k == 0 else 0.0) if d.is_float else 0, t)
                     for k, (d, t) in enumerate(zip(self.dtypes, self.types, strict=True))]
@@ -355,6 +360,13 @@ class Reducer:
             src = self.acc
         if self.kind == ReduceKind.PROD:  # (a + bi)(c + di) = (ac - bd) + (ad + bc)i
             return self._cmul(e, at, s, [re, im])
+        if self.kind == ReduceKind.LOGSUMEXP:  # shift' = clamp(max(shift, re)); sum' = sum e^(shift - shift') + e^(z - shift')
+            shift, sr, si = s
+            m = self._clamp(e, e.minmax(ReduceKind.MAX, at, shift, re))
+            scale, mag = self._exp(e, shift, m), self._exp(e, re, m)
+            sin_, cos_ = self._sincos(e, im)
+            return [m, e.fma(at, sr, scale, e.value(MulOp(at, mag, cos_, rnd=RoundingMode.RN))),
+                    e.fma(at, si, scale, e.value(MulOp(at, mag, sin_, rnd=RoundingMode.RN)))]
         if self.keeps_pair:  # a nansum or nanmean: an element with a NaN part adds 0 (torch's _isnan of a complex)
             number = e.and_pred(self._is_number(e, at, re), self._is_number(e, at, im))
             t = self.types[0]
@@ -482,6 +494,10 @@ class Reducer:
         if self.complex_state and self.kind in (ReduceKind.SUM, ReduceKind.NANMEAN):
             dts = [self.acc, self.acc, self.count_dtype][: self.width]
             return [e.combine(ReduceKind.SUM, d, x, y) for d, x, y in zip(dts, a, b, strict=True)]
+        if self.complex_state and self.kind == ReduceKind.LOGSUMEXP:
+            m = e.minmax(ReduceKind.MAX, at, a[0], b[0])  # both finite (or NaN): no clamp needed
+            xa, xb = self._exp(e, a[0], m), self._exp(e, b[0], m)
+            return [m, *(e.fma(at, pb, xb, e.value(MulOp(at, pa, xa, rnd=RoundingMode.RN))) for pa, pb in zip(a[1:], b[1:], strict=True))]
         if self.complex_state:
             return self._chan_pair(e, at, a, b) if self.kind == ReduceKind.VAR else self._cmul(e, at, a, b)
         if self.kind in INDEX_KINDS:
@@ -585,6 +601,28 @@ class Reducer:
             return e.log_f64(v)
         return e.value(MulOp(ArithType.F32, e.lg2(v), e.const(LN2, f32), rnd=RoundingMode.RN))
 
+    def _sincos(self, e, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """``(sin v, cos v)`` in the accumulator type: ``passes/trig_math.py``'s float64
+        :func:`~bulkred_dialect.passes.trig_math.sincos` (a float32 ``v`` converted, the
+        results rounded once; no ``sin.approx``)."""
+        f64d = DTYPES["float64"]
+        x = v if self._f64 else e.convert(v, self.acc, f64d)
+        sin_, cos_ = trig_math.sincos(e, x)
+        return (sin_, cos_) if self._f64 else (e.convert(sin_, f64d, self.acc), e.convert(cos_, f64d, self.acc))
+
+    def _clog(self, e, s: State) -> tuple[SSAValue, SSAValue]:
+        """A complex logsumexp state's result ``shift + log(sum)``, ``log(sum) =
+        log|sum| + i atan2(im, re)``, as (re, im) in the accumulator type: computed in
+        float64 (``0.5 log(re^2 + im^2)`` by :meth:`Emitter.log_f64`, ``trig_math.atan2``),
+        the float32 results rounded once."""
+        f64d = DTYPES["float64"]
+        shift, sr, si = s if self._f64 else [e.convert(v, self.acc, f64d) for v in s]
+        at = ArithType.F64
+        sq = e.fma(at, sr, sr, e.value(MulOp(at, si, si, rnd=RoundingMode.RN)))
+        re = e.fma(at, e.log_f64(sq), e.const(0.5, f64), shift)
+        im = trig_math.atan2(e, si, sr)
+        return (re, im) if self._f64 else (e.convert(re, f64d, self.acc), e.convert(im, f64d, self.acc))
+
     def _clamp(self, e, m: SSAValue) -> SSAValue:
         """``m`` clamped to [-FLT_MAX, FLT_MAX] ([-DBL_MAX, DBL_MAX] in float64; NaN stays NaN)."""
         at, t = (ArithType.F64, f64) if self._f64 else (ArithType.F32, f32)
@@ -614,6 +652,8 @@ class Reducer:
         if self.complex_state and self.kind == ReduceKind.NANMEAN:  # 0 / 0: NaN where every element had a NaN part
             count = e.convert(s[2], self.count_dtype, self.acc)
             return e.div(at, s[0], count), e.div(at, s[1], count)
+        if self.complex_state and self.kind == ReduceKind.LOGSUMEXP:
+            return self._clog(e, s)
         if self.keeps_pair:
             return s[0], s[1]  # re (dst[2 i]), im (dst[2 i + 1]): the caller stores both
         if self.complex_state:

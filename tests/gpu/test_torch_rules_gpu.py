@@ -338,8 +338,9 @@ def test_complex_against_torch(dtype):
     """Every function that takes complex, on a complex [65, 4099] and three views of it
     (transposed, stepped, at an offset), over every axis, a row and a column: against
     torch's own result in complex128 (float64), within the accumulation's bound of the
-    magnitudes; torch's result dtypes; a product of unit-modulus numbers; the gradients
-    by gradcheck in complex128."""
+    magnitudes; torch's result dtypes; logsumexp of parts up to ~80 (its bound the sum's
+    condition); a product of unit-modulus numbers; the gradients by gradcheck in
+    complex128."""
     torch = _torch()
     z = torch.randn(65, 4099, dtype=getattr(torch, dtype), device="cuda", generator=_gen(torch, 11))
     z[z.real.abs() < 0.05] = 0  # zeros for count_nonzero and all
@@ -396,6 +397,20 @@ def test_complex_against_torch(dtype):
                 err = (got.to(torch.complex128) - ref).abs()
                 assert torch.equal(err.isnan(), ref.isnan()), (fn, axis)  # NaN only where every element is NaN
                 assert (err[~err.isnan()] <= (16 * n * eps * mag + 1e-30)[~err.isnan()]).all(), (fn, axis)
+    w = z * 20  # complex logsumexp: real parts up to ~80 (the shift), angles past 2 pi
+    for t in (w, w.t(), w[:, ::3], w[3:, 1:]):
+        wide = t.to(torch.complex128)
+        for axis in (None, 1, 0):
+            kw = {"dim": (0, 1) if axis is None else axis}  # torch's logsumexp needs dim
+            got, want, ref = bulkred.logsumexp(t, **kw), torch.logsumexp(t, **kw), torch.logsumexp(wide, **kw)
+            assert got.dtype == want.dtype == t.dtype and got.shape == want.shape, ("logsumexp", axis, got.dtype)
+            n = t.numel() if axis is None else t.shape[axis]
+            m = wide.real.amax(**kw, keepdim=True)
+            terms = (wide - m).exp()
+            cond = terms.abs().sum(**kw) / terms.sum(**kw).abs()  # the sum's error relative to |sum|
+            bound = 4 * (n + 2) * eps * cond + 8 * eps * ref.abs() + 1e-30
+            err = (got.to(torch.complex128) - ref).abs()
+            assert (err <= bound).all(), ("logsumexp", axis, float((err / bound).max()))
     u = z[:8, :40] / z[:8, :40].abs().clamp_min(1e-3)  # near the unit circle: a product that stays finite
     got, want = bulkred.prod(u, axis=1), torch.prod(u.to(torch.complex128), dim=1)
     assert got.dtype == u.dtype
@@ -403,7 +418,7 @@ def test_complex_against_torch(dtype):
     a = torch.randn(3, 6, dtype=torch.complex128, device="cuda", generator=_gen(torch, 12)).requires_grad_(True)
     for fn, opts in [("sum", {}), ("mean", {}), ("prod", {}), ("var", {"correction": 1}), ("std", {"correction": 1}),
                      ("vector_norm", {}), ("vector_norm", {"ord": 3}), ("vector_norm", {"ord": 1}), ("nansum", {}),
-                     ("nanmean", {})]:
+                     ("nanmean", {}), ("logsumexp", {})]:
         assert torch.autograd.gradcheck(lambda t: getattr(bulkred, fn)(t, axis=1, **opts), (a,)), fn
 
 
@@ -483,8 +498,8 @@ def test_opinfo_every_sample():
     linalg.matrix_norm, max/min with and without dim), forward in every CUDA dtype and
     gradients in float64 and complex128, through bulkred against torch on the GPU: the
     counts per op (passed / wrong / other dtype / refused by name) printed; 0 wrong, 0
-    other dtype, and only the refusals of ``ALLOWED`` (matrix norms, complex logsumexp;
-    docs/from_torch.md): complex32 (sum, prod, nansum, nanmean) passes. The kernels of all samples are
+    other dtype, and only the refusals of ``ALLOWED`` (matrix norms; docs/from_torch.md):
+    complex32 (sum, prod, nansum, nanmean) and complex logsumexp pass. The kernels of all samples are
     compiled first in parallel processes (into this run's disk cache)."""
     import os
     import time

@@ -193,7 +193,7 @@ def check_grid_view(field: str, t: MemRefType) -> None:
 
 PAIR_KINDS = (
     ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN, ReduceKind.ANY, ReduceKind.ALL, ReduceKind.VAR, ReduceKind.PROD,
-    ReduceKind.NANMEAN,
+    ReduceKind.NANMEAN, ReduceKind.LOGSUMEXP,
 )
 """The kinds a ``pairs`` reduction takes (complex numbers as (re, im) pairs)."""
 PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
@@ -203,8 +203,9 @@ PAIR_MAPS = (MapFn.ABS, MapFn.SQUARE, MapFn.POW, MapFn.NONZERO)
 def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     """Raise unless a ``pairs`` reduction (``src``'s last axis holds complex numbers as
     (re, im) pairs of f16, f32 or f64; f16 accumulated in f32) is one the lowering takes:
-    at grid scope, the last extent 2; the complex results keep the pair axis (``dst`` ends in it): ``prod`` (the
-    complex product), ``sum`` with the prologue ``nan_zero`` (torch's complex nansum: an
+    at grid scope, the last extent 2; the complex results keep the pair axis (``dst``
+    ends in it): ``prod`` (the complex product), ``logsumexp`` (``log(sum(exp(z)))``,
+    its running shift the real parts' maximum, as torch's), ``sum`` with the prologue ``nan_zero`` (torch's complex nansum: an
     element with a NaN part adds 0) and ``nanmean`` (the mean of the elements without a
     NaN part); the others reduce it: ``var`` (a real variance, ``aux`` the complex mean)
     and sum/max/min/any/all of the real value the prologue's first map makes of each
@@ -226,8 +227,11 @@ def check_pairs(op: ReduceOp, st: MemRefType, src_shape: Sequence[int]) -> None:
     reduced = last in op.reduced_axes()
     maps = op.maps("prologue")
     fns = [m.map_fn for m in maps if m.map_fn != MapFn.CAST]
-    if kind in (ReduceKind.PROD, ReduceKind.NANMEAN) or (kind == ReduceKind.SUM and fns == [MapFn.NAN_ZERO]):
-        what = {ReduceKind.PROD: "a complex product", ReduceKind.NANMEAN: "a complex mean"}.get(kind, "a complex nansum")
+    if kind in (ReduceKind.PROD, ReduceKind.NANMEAN, ReduceKind.LOGSUMEXP) or (
+        kind == ReduceKind.SUM and fns == [MapFn.NAN_ZERO]
+    ):
+        what = {ReduceKind.PROD: "a complex product", ReduceKind.NANMEAN: "a complex mean",
+                ReduceKind.LOGSUMEXP: "a complex logsumexp"}.get(kind, "a complex nansum")
         if reduced:
             raise VerifyException(f"'pairs' with kind {kind} keeps the pair axis ({what}): 'axes' must not name axis {last}")
         if kind != ReduceKind.SUM and fns or op.epilogue is not None:

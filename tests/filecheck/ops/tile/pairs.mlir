@@ -15,6 +15,7 @@
 // CHECK: bulkred.reduce prod grid axes [1 : i64] pairs %{{.*}}, %{{.*}} : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
 // CHECK: bulkred.reduce sum grid axes [0 : i64] prologue [#bulkred.map<nan_zero>] pairs %{{.*}}, %{{.*}} : memref<64x128x2xf32, #bulkred.scope<global>>, memref<128x2xf32, #bulkred.scope<global>>
 // CHECK: bulkred.reduce nanmean grid axes [1 : i64] pairs %{{.*}}, %{{.*}} : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
+// CHECK: bulkred.reduce logsumexp grid axes [1 : i64] pairs %{{.*}}, %{{.*}} : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
 // CHECK: bulkred.reduce var grid axes [0 : i64, 2 : i64] correction 1 : i64 pairs %{{.*}}, %{{.*}} aux %{{.*}} : memref<128x2xf32, #bulkred.scope<global>> : memref<64x128x2xf32, #bulkred.scope<global>>, memref<128xf32, #bulkred.scope<global>>
 // GENERIC-LABEL: sym_name = "pairs"
 // GENERIC: "bulkred.reduce"(%{{.*}}, %{{.*}}) <{kind = #bulkred<reduce_kind sum>, scope = #bulkred<exec_scope grid>, axes = [1 : i64, 2 : i64], prologue = [#bulkred.map<abs>], pairs}>
@@ -27,6 +28,7 @@ func.func @pairs(%x: memref<64x128x2xf32, #bulkred.scope<global>>, %d: memref<64
   bulkred.reduce prod grid axes [1 : i64] pairs %x, %p : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
   bulkred.reduce sum grid axes [0 : i64] prologue [#bulkred.map<nan_zero>] pairs %x, %m : memref<64x128x2xf32, #bulkred.scope<global>>, memref<128x2xf32, #bulkred.scope<global>>
   bulkred.reduce nanmean grid axes [1 : i64] pairs %x, %p : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
+  bulkred.reduce logsumexp grid axes [1 : i64] pairs %x, %p : memref<64x128x2xf32, #bulkred.scope<global>>, memref<64x2xf32, #bulkred.scope<global>>
   bulkred.reduce var grid axes [0 : i64, 2 : i64] correction 1 : i64 pairs %x, %v aux %m : memref<128x2xf32, #bulkred.scope<global>> : memref<64x128x2xf32, #bulkred.scope<global>>, memref<128xf32, #bulkred.scope<global>>
   func.return
 }

@@ -24,7 +24,7 @@ func.func @half(%x: memref<64x2xbf16, #bulkred.scope<global>>, %v: memref<1xf32,
 
 // A kind that complex numbers do not have.
 func.func @argmax(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xi64, #bulkred.scope<global>>) {
-  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' is not valid with kind argmax (valid: sum, max, min, any, all, var, prod, nanmean)
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' is not valid with kind argmax (valid: sum, max, min, any, all, var, prod, nanmean, logsumexp)
   bulkred.reduce argmax grid pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<1xi64, #bulkred.scope<global>>
   func.return
 }
@@ -53,6 +53,23 @@ func.func @pair_kept(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<2x
 func.func @prod_reduced(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<1xf32, #bulkred.scope<global>>) {
   // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind prod keeps the pair axis (a complex product): 'axes' must not name axis 1
   bulkred.reduce prod grid pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<1xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+// So does the complex logsumexp, which takes no prologue.
+func.func @logsumexp_reduced(%x: memref<64x2xf64, #bulkred.scope<global>>, %v: memref<1xf64, #bulkred.scope<global>>) {
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind logsumexp keeps the pair axis (a complex logsumexp): 'axes' must not name axis 1
+  bulkred.reduce logsumexp grid pairs %x, %v : memref<64x2xf64, #bulkred.scope<global>>, memref<1xf64, #bulkred.scope<global>>
+  func.return
+}
+
+// -----
+
+func.func @logsumexp_prologue(%x: memref<64x2xf32, #bulkred.scope<global>>, %v: memref<2xf32, #bulkred.scope<global>>) {
+  // CHECK: pairs_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.reduce' 'pairs' with kind logsumexp takes no prologue (but 'cast') or epilogue
+  bulkred.reduce logsumexp grid axes [0 : i64] prologue [#bulkred.map<abs>] pairs %x, %v : memref<64x2xf32, #bulkred.scope<global>>, memref<2xf32, #bulkred.scope<global>>
   func.return
 }
 
