@@ -219,7 +219,7 @@ def test_numpy_calls_against_numpy_in_complex128(interpreted, fn, kw):
     (complex128), against numpy: the values, the result dtype (complex where numpy's is,
     the part's for var, std and norms) and the named pairs."""
     for dtype, axes in (("complex64", (None, 1)), ("complex128", (0,))):  # whole, rows, columns
-        z = _z((5, 37) if fn != "prod" else (5, 9), dtype, zeros=0.2 if fn in ("count_nonzero", "all", "any") else 0.0)
+        z = _z((5, 37) if fn not in ("prod", "logsumexp") else (5, 9), dtype, zeros=0.2 if fn in ("count_nonzero", "all", "any") else 0.0)
         if fn == "all":
             z[1] = 1 + 1j  # one row all nonzero
         if fn == "any":
@@ -289,12 +289,12 @@ def test_complex32_tensors_on_the_interpreter(interpreted):
     same elements, rounded); a transposed view, NaN parts for nansum/nanmean, small
     integers (OpInfo's) whose product leaves float16's range (inf)."""
     torch = _torch()
-    z = torch.from_numpy(_z((5, 24), "complex64", seed=4)).to(torch.complex32)
+    z = torch.from_numpy(_z((5, 12), "complex64", seed=4)).to(torch.complex32)
     zn = z.clone()
     zn[1, 2], zn[3, 0] = complex(math.nan, 1), complex(2, math.nan)
     ints = torch.view_as_complex(torch.from_numpy(np.random.default_rng(5).integers(-9, 10, (6, 6, 2)).astype(np.float16)))
-    for t, fn, kw in [(z, "sum", {"dim": 1}), (z.t(), "sum", {}), (z[:, ::2], "mean", {"dim": 0}),
-                      (z[:, :9], "prod", {"dim": 1}), (ints, "prod", {"dim": 1}), (zn, "nansum", {"dim": 1}),
+    for t, fn, kw in [(z.t(), "sum", {"dim": 0}), (z[:, ::2], "mean", {"dim": 0}), (ints, "prod", {"dim": 1}),
+                      (zn, "nansum", {"dim": 1}),
                       (zn.t(), "nanmean", {"dim": 0}), (z, "sum", {"dim": 0, "dtype": torch.complex64})]:
         got = getattr(bulkred, fn)(t, **kw)
         w = t.to(torch.complex64)
