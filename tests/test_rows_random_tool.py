@@ -189,3 +189,27 @@ def test_a_refusal_is_counted_not_failed():
     d = next(d for d in (R.draw(5, k, 96) for k in range(100)) if d["op"] == "log_softmax")
     res = R.run_draw(d, Refusing(d), "cpu", grads=False)
     assert res["status"] == "failed" and res["checks"][0][4] == "IndexError: not a refusal"
+
+
+def test_an_rms_norm_row_holding_an_infinity_may_take_either_of_torchs_patterns():
+    """torch's CUDA rms_norm gives a row holding an infinity NaN throughout on some paths
+    and NaN at the infinity (0 elsewhere) on others: either is taken in such a row, from
+    bulkred; any other value there, or a NaN in a finite row, still fails."""
+    torch = _torch()
+    x = torch.ones(3, 4)
+    x[1, 2] = float("inf")
+    d, v = {"op": "rms_norm", "n": 4}, {"x": x}
+    ref = torch.ones(3, 4, dtype=torch.float64)
+    ref[1] = float("nan")  # torch's float64 kernel: the whole row
+    own = ref.float()
+    at_inf = torch.ones(3, 4)
+    at_inf[1] = torch.tensor([0.0, -0.0, float("nan"), 0.0])
+    for got in (at_inf, own.clone()):
+        ok, *_ = R.compare(got, ref, R._inf_rows_as_either(d, v, got, own), 0.0, 4)
+        assert ok
+    wrong = at_inf.clone()
+    wrong[1, 0] = 0.5  # a finite value in the infinity's row
+    assert not R.compare(wrong, ref, R._inf_rows_as_either(d, v, wrong, own), 0.0, 4)[0]
+    stray = at_inf.clone()
+    stray[0, 1] = float("nan")  # a NaN in a finite row
+    assert not R.compare(stray, ref, R._inf_rows_as_either(d, v, stray, own), 0.0, 4)[0]

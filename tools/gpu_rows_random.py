@@ -47,8 +47,9 @@ Reference and comparison. ``ref`` is torch's function on the inputs upcast to fl
 residual``; rms_norm's eps=None: x's machine epsilon); ``own`` is torch's function in
 x's dtype (a float32 weight of a 16-bit x as torch takes it, else converted to x's
 dtype). NaN must be where ``own`` has NaN (where ref has it without ``own``) and nowhere
-else: torch's float64 rms_norm kernel makes a row holding an infinity NaN throughout,
-its float32 and 16-bit kernels only the infinity's element; +-inf where ref, rounded to the
+else: torch's CUDA rms_norm gives a row holding an infinity NaN throughout on some
+paths (its float64 kernel; some row lengths of the others) and NaN at the infinity, 0
+elsewhere, on others, so such a row may take either (:func:`_inf_rows_as_either`); +-inf where ref, rounded to the
 result's dtype, has it (same sign), and nowhere else. On the finite elements each error
 is measured in units of its result dtype's epsilon times the result, plus float32's
 epsilon times a scale of the float32 arithmetic's own error:
@@ -605,6 +606,27 @@ def _errors(got64, ref, w):
     return (got64 - ref).abs() / w
 
 
+def _inf_rows_as_either(d: dict, v: dict, got, own):
+    """torch's own rms_norm result with, in each row whose input (x, or add_rms_norm's
+    x + residual) holds an infinity, bulkred's row where that row is one of the two
+    results torch's CUDA kernels give such a row depending on the row length and path
+    (measured on the H200: NaN throughout, or NaN at the infinities and 0 elsewhere);
+    every other row, and any other pattern in such a row, stays torch's."""
+    x = v["x"] + v["residual"] if d["op"] == "add_rms_norm" else v["x"]
+    n = d["n"]
+    xr, g, o = x.detach().reshape(-1, n), got.detach().reshape(-1, n), own.detach().reshape(-1, n).clone()
+    inf = xr.isinf()
+    rows = inf.any(1) & ~xr.isnan().any(1)
+    if not rows.any():
+        return own
+    gn = g.isnan()
+    whole = gn.all(1)
+    at_inf = (gn == inf).all(1) & ((g == 0) | gn).all(1)
+    take = rows & (whole | at_inf)
+    o[take] = g[take]
+    return o.reshape(own.shape)
+
+
 def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = False) -> tuple[bool, float, float, str]:
     """One result ``got`` against the float64 ``ref`` (``own``: torch's own result in got's
     dtype, or None), with the error scale's absolute part ``a`` and reduction length
@@ -776,6 +798,8 @@ def run_draw(d: dict, lib, device: str, grads: bool, verbose: bool = False) -> d
             h = v["x"] + v["residual"]
             record("h", nan_equal(gt, h), 0.0, math.nan, "" if nan_equal(gt, h) else "h differs from x + residual")
             continue
+        if d["op"] in ("rms_norm", "add_rms_norm") and ow is not None:
+            ow = _inf_rows_as_either(d, v, gt, ow)
         record(name, *compare(gt, rf, ow, a, length, want_dtype=out_dtype(d)))
     if not (grads and d["grads"]) or res["status"] != "passed":
         return res
