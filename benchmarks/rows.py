@@ -17,9 +17,7 @@ quack       Quack (CuTe DSL): ``softmax_fwd(x)``, ``rmsnorm_fwd(x, w_f32)``,
             ``cross_entropy_fwd(x, target)`` (each row's loss); backward
             ``softmax_bwd(dy, y)``, ``rmsnorm_bwd(x, w_f32, dy, rstd)``
 bulkred     ``bulkred.softmax(x, dim=-1)``, ``bulkred.rms_norm(x, (n,), w, eps)``, ...
-            where the package has them, else ``bulkred_dialect.rows``'s functions;
-            backward through torch's autograd where bulkred's function takes part in
-            it, else ``rows.softmax_backward(dy, y)`` / ``log_softmax_backward``
+            (the function table's row functions); backward through torch's autograd
 ==========  =====================================================================
 
 Parts (``--parts``, in this order):
@@ -173,7 +171,7 @@ class Columns:
         self.liger = self._import("liger", lambda: importlib.import_module("liger_kernel.transformers.functional"))
         self.quack = self._import("quack", lambda: {m: importlib.import_module(f"quack.{m}")
                                                     for m in ("softmax", "rmsnorm", "cross_entropy")})
-        self.bulkred, self.rows = self._import("bulkred", _bulkred) or (None, None)
+        self.bulkred = self._import("bulkred", _bulkred)
         self.compiled: dict[str, Any] = {}
         if "compile" in wanted:
             dyn = torch._dynamo.config  # one compiled function per op, recompiled per shape: keep them all
@@ -196,8 +194,8 @@ class Columns:
             raise NA(self.missing.get(column, "not asked (--columns)"))
 
     def bulkred_fn(self, op: str) -> Any:
-        """``bulkred.<op>`` where the package has it, else ``rows.<op>``."""
-        fn = getattr(self.bulkred, op, None) or getattr(self.rows, op, None)
+        """``bulkred.<op>``."""
+        fn = getattr(self.bulkred, op, None)
         if fn is None:
             raise NA(f"bulkred has no {op}")
         return fn
@@ -286,12 +284,8 @@ class Columns:
         else:
             self._need("bulkred", self.bulkred)
             out = self._bulkred_call(op, i, xg, wg, bg)()
-            if not getattr(out, "requires_grad", False):  # no autograd: its backward function, if any
-                back = getattr(self.rows, f"{op}_backward", None)
-                if back is None:
-                    raise NA(f"bulkred's {op} has no gradient yet")
-                y = self._bulkred_call(op, i)()
-                return lambda: back(i.dy, y)
+            if not getattr(out, "requires_grad", False):
+                raise NA(f"bulkred's {op} has no gradient")
         grad = torch.ones((), dtype=out.dtype, device=out.device) if op == "cross_entropy" else i.dy
         return lambda: torch.autograd.grad(out, inputs, grad, retain_graph=True)[0]
 
@@ -303,11 +297,10 @@ class Columns:
         return self.compiled[op]
 
 
-def _bulkred() -> tuple[Any, Any]:
+def _bulkred() -> Any:
     import bulkred_dialect as bulkred
-    from bulkred_dialect import rows
 
-    return bulkred, rows
+    return bulkred
 
 
 # endregion
@@ -692,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {c}: {why}", flush=True)
     b = cols.bulkred
     if b is not None:
-        print("# bulkred entry: " + ", ".join(f"{op} {'bulkred' if hasattr(b, op) else 'rows'}.{op}" for op in OPS),
+        print("# bulkred entry: " + ", ".join(f"{op} bulkred.{op}" if hasattr(b, op) else f"{op} none" for op in OPS),
               flush=True)
     meta = {"gpu": gpu, "torch": torch.__version__, "missing": cols.missing}
     run = Run(torch, cols, a)
@@ -705,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + tables(run.records, a.columns, head) + f"\n\n{note}\nbenchmark time: {time.time() - run.t0:.0f} s",
           flush=True)
     if any(p in TUNING for p in parts):
-        _tuning(torch, cols.rows, parts)
+        _tuning(torch, cols.bulkred, parts)
     wrong = [r for r in run.records if str(r.get("check", "")).startswith("WRONG")]
     return 1 if wrong else 0
 
@@ -713,22 +706,22 @@ def main(argv: list[str] | None = None) -> int:
 # region bulkred's own settings, chosen by measurement (--parts bf16,variants,values)
 
 
-def _cell(torch, rows, kind: str, n: int, dtype: str, variant: str | None = None) -> float:
+def _cell(torch, bulkred, kind: str, n: int, dtype: str, variant: str | None = None) -> float:
     """GB/s of one tuning cell (M x N = 2^28)."""
     m = TOTAL // n
     x = torch.randn(m, n, device="cuda").to(getattr(torch, dtype))
     w = torch.randn(n, device="cuda").to(x.dtype)
     if kind == "softmax":
-        fn = lambda t: rows.softmax(t, variant=variant)  # noqa: E731
+        fn = lambda t: bulkred.softmax(t, -1, variant=variant)  # noqa: E731
     elif kind == "layer_norm":
-        fn = lambda t: rows.layer_norm(t, (n,), w, w, 1e-5, variant=variant)  # noqa: E731
+        fn = lambda t: bulkred.layer_norm(t, (n,), w, w, 1e-5, variant=variant)  # noqa: E731
     else:
-        fn = lambda t: rows.rms_norm(t, (n,), w, 1e-6, variant=variant)  # noqa: E731
+        fn = lambda t: bulkred.rms_norm(t, (n,), w, 1e-6, variant=variant)  # noqa: E731
     us = RA.graph_us(torch, fn, [x], 10, 5)
     return 2 * x.numel() * x.element_size() / us / 1e3
 
 
-def _tuning(torch, rows, parts: list[str]) -> None:
+def _tuning(torch, bulkred, parts: list[str]) -> None:
     """bf16: 16-byte against 8-byte bfloat16 vectors (rows_common.WIDE_BF16); values: the
     float32 values a thread holds (rows_common.MAX_VALUES) and a cluster CTA's share
     (rows_cluster.SLICE); variants: the variants forced where two apply. Each setting
@@ -747,7 +740,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                 for wide in (True, False):
                     rows_common.WIDE_BF16 = wide
                     row_kernels._KERNELS.clear()
-                    got.append(_cell(torch, rows, kind, n, "bfloat16"))
+                    got.append(_cell(torch, bulkred, kind, n, "bfloat16"))
                 print(f"| {kind} | {n} | {got[0]:,.0f} | {got[1]:,.0f} |", flush=True)
         rows_common.WIDE_BF16 = True
         row_kernels._KERNELS.clear()
@@ -764,7 +757,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                 rows_common.MAX_VALUES, rows_cta.MIN_BLOCK = values, least
                 row_kernels._KERNELS.clear()
                 try:
-                    gbs = f"{_cell(torch, rows, kind, n, dtype, variant):,.0f}"
+                    gbs = f"{_cell(torch, bulkred, kind, n, dtype, variant):,.0f}"
                 except Exception as e:  # noqa: BLE001 - the row says why
                     gbs = f"failed: {str(e).splitlines()[0][:80]}"
                 print(f"| {kind} | {dtype} | {n} | MAX_VALUES {values}, MIN_BLOCK {least} | {gbs} |", flush=True)
@@ -773,7 +766,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
             for slice_ in (8192, 16384):
                 rows_cluster.SLICE = slice_
                 row_kernels._KERNELS.clear()
-                gbs = _cell(torch, rows, kind, 65536, dtype, "rows_cluster")
+                gbs = _cell(torch, bulkred, kind, 65536, dtype, "rows_cluster")
                 print(f"| {kind} | {dtype} | 65536 | SLICE {slice_} | {gbs:,.0f} |", flush=True)
         rows_cluster.SLICE = 8192
         row_kernels._KERNELS.clear()
@@ -786,7 +779,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
             for dtype in ("float32", "bfloat16"):
                 for v in variants:
                     try:
-                        gbs = f"{_cell(torch, rows, 'softmax', n, dtype, v):,.0f}"
+                        gbs = f"{_cell(torch, bulkred, 'softmax', n, dtype, v):,.0f}"
                     except Exception as e:  # noqa: BLE001 - the row says why
                         gbs = f"failed: {str(e).splitlines()[0][:80]}"
                     print(f"| softmax | {dtype} | {n} | {v} | {gbs} |", flush=True)
@@ -796,7 +789,7 @@ def _tuning(torch, rows, parts: list[str]) -> None:
                 rows_cluster.MAX_CLUSTER = size
                 row_kernels._KERNELS.clear()
                 try:
-                    gbs = f"{_cell(torch, rows, 'softmax', 262144, dtype, v):,.0f}"
+                    gbs = f"{_cell(torch, bulkred, 'softmax', 262144, dtype, v):,.0f}"
                 except Exception as e:  # noqa: BLE001 - the row says why
                     gbs = f"failed: {str(e).splitlines()[0][:80]}"
                 label = f"{v} of 16" if v == "rows_cluster" else v

@@ -91,13 +91,12 @@ def test_a_column_checks_its_result_against_eager():
 def test_which_function_a_column_calls():
     torch = pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough for this test)")
     cols = B.Columns(torch, ["eager", "quack", "bulkred"])
-    cols.bulkred = types.SimpleNamespace(softmax=lambda x, dim: ("bulkred.softmax", dim))
-    cols.rows = types.SimpleNamespace(rms_norm=lambda x, shape, w, eps: ("rows.rms_norm", shape, eps),
-                                      softmax=lambda x, dim: "rows.softmax")
+    cols.bulkred = types.SimpleNamespace(softmax=lambda x, dim: ("bulkred.softmax", dim),
+                                         rms_norm=lambda x, shape, w, eps: ("bulkred.rms_norm", shape, eps))
     cells = B.Inputs(torch, 2, 8, torch.float32)
     cells.made.update(x=torch.zeros(2, 8), w=torch.ones(8))  # no CUDA tensors made
     assert cols.forward("bulkred", "softmax", cells)() == ("bulkred.softmax", -1)
-    assert cols.forward("bulkred", "rms_norm", cells)() == ("rows.rms_norm", (8,), B.EPS)
+    assert cols.forward("bulkred", "rms_norm", cells)() == ("bulkred.rms_norm", (8,), B.EPS)
     with pytest.raises(B.NA, match="bulkred has no layer_norm"):
         cols.forward("bulkred", "layer_norm", cells)
     with pytest.raises(B.NA, match="not asked"):
