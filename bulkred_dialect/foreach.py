@@ -28,7 +28,6 @@ allocates).
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import operator
 import threading
@@ -40,7 +39,7 @@ from typing import Any
 
 from bulkred_dialect.errors import BulkredError
 from bulkred_dialect.foreach_table import descriptor_table, first_overlap
-from bulkred_dialect.functions import LIST_ROWS, LISTS, ListFunction, OptionError, Reduction
+from bulkred_dialect.functions import LIST_ROWS, LISTS, ListFunction, OptionError, Reduction, take_row_signature
 from bulkred_dialect.ops.list_layout import CODES, COLUMNS
 
 
@@ -605,14 +604,7 @@ def _from_rows() -> None:
     """Each function's docs and signature from its row; a function whose parameters are
     not its row's options (names, order, defaults, kinds) fails the import."""
     for row in LIST_ROWS:
-        fn = globals()[row.name]
-        want = row.signature()
-        got = inspect.signature(fn)
-        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == [
-            (p.name, p.kind, p.default) for p in want.parameters.values()
-        ], f"{row.name}{got} is not its row's {want}"
-        fn.__signature__ = want
-        fn.__doc__ = row.docstring()
+        take_row_signature(globals()[row.name], row)
 
 
 _from_rows()

@@ -712,6 +712,22 @@ def _as_is(v: Any) -> Any:
     return v  # a tensor argument (checked by foreach.py, which knows the list's device), or an ignored one
 
 
+def take_row_signature(fn: Callable[..., Any], row: Any) -> None:
+    """Give the public function ``fn`` its row's signature and docstring (a
+    :class:`ListFunction` or a row normalization's row: ``row.signature()``,
+    ``row.docstring()``); a function whose parameters are not its row's (names, order,
+    defaults, kinds) fails the import."""
+    import inspect
+
+    want = row.signature()
+    got = inspect.signature(fn)
+    assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == [
+        (p.name, p.kind, p.default) for p in want.parameters.values()
+    ], f"{row.name}{got} is not its row's {want}"
+    fn.__signature__ = want  # type: ignore[attr-defined]
+    fn.__doc__ = row.docstring()
+
+
 @dataclass(frozen=True)
 class ListFunction:
     """One public function of a list of tensors (``foreach.py`` runs it).

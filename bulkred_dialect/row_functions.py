@@ -28,7 +28,6 @@ contiguous, rows one stride apart): a numpy or cupy array is refused with the re
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
 import sys
@@ -39,7 +38,7 @@ from typing import Any
 
 from bulkred_dialect import api
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.functions import NORM_ROWS, NORMS, OptionError, RowFunction
+from bulkred_dialect.functions import NORM_ROWS, NORMS, OptionError, RowFunction, take_row_signature
 
 ROW_DTYPES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
 """The element types a row may hold (torch's name -> bulkred's)."""
@@ -641,15 +640,8 @@ def _from_rows() -> None:
     """Each function's docs and signature from its row; a function whose parameters are
     not its row's (names, order, defaults, kinds) fails the import."""
     for row in NORM_ROWS:
-        fn = PUBLIC[row.name]
-        want = row.signature()
-        got = inspect.signature(fn)
-        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == [
-            (p.name, p.kind, p.default) for p in want.parameters.values()
-        ], f"{row.name}{got} is not its row's {want}"
-        fn.__signature__ = want
-        fn.__doc__ = row.docstring()
-        fn.__module__ = "bulkred_dialect"
+        take_row_signature(PUBLIC[row.name], row)
+        PUBLIC[row.name].__module__ = "bulkred_dialect"
 
 
 _from_rows()

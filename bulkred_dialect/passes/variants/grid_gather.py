@@ -88,21 +88,10 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
         return lower_grid_middle(op, rewriter, target, max_vec=1)
     if runs_form(form):
         return lower_grid_runs(op, rewriter, target, max_vec=1)
-    kernel = enclosing_kernel(op)
-    assert kernel is not None
     red = reducer(op)
     elem = red.elem
-    strides = form.element_strides()  # row-major, or a view's (the strided form)
-    kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
-    reduced = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
-    outputs, count = form.kept, form.reduced_count
-    ctas = grid_ctas(kernel, max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS))), BLOCK)  # warps loop over outputs
-    set_launch(kernel, [ctas], [BLOCK])
-    e = emitter_at(op)
-    tid = e.sreg(SpecialRegister.TID_X)
-    lane = e.wide(e.and_b32(tid, WARP - 1))
-    warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
-    x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
+    kept, reduced, outputs, count = _axes(form)
+    ctas, e, lane, warp, x, y = _warp_per_output(op, target, outputs)
 
     # the innermost axis reduced: its run of `run` elements is contiguous, and the lanes
     # read it together; the index arithmetic is then per run, not per element
@@ -147,25 +136,37 @@ def lower_grid_gather(op: Operation, rewriter: PatternRewriter, target: Target) 
     rewriter.erase(op)
 
 
-def _lower_pairs(op: ReduceOp, rewriter: PatternRewriter, target: Target, form) -> None:
-    """The ``pairs`` form: a warp per output (as above), lane l taking the complex
-    elements l, l + 32, ... (re at the element's offset, im ``form.pair`` elements on)."""
-    kernel = enclosing_kernel(op)
-    assert kernel is not None
-    red = reducer(op)
-    elem = red.elem
-    parts = Elem.of(elem.dtype)  # re and im as floats (nonzero is the pair's, Reducer.absorb_pair)
+def _axes(form) -> tuple[list[tuple[int, int]], list[tuple[int, int]], int, int]:
+    """The kept and the reduced axes as (extent, element stride) pairs (row-major, or a
+    view's strides), the number of outputs and of elements reduced into each."""
     strides = form.element_strides()
     kept = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if not r]
     reduced = [(d, s) for d, s, r in zip(form.shape, strides, form.reduced, strict=True) if r]
-    outputs, count = form.kept, form.reduced_count
+    return kept, reduced, form.kept, form.reduced_count
+
+
+def _warp_per_output(op: ReduceOp, target: Target, outputs: int) -> tuple:
+    """The launch (warps loop over the outputs) and the kernel's (ctas, emitter, lane,
+    global warp index, x, y)."""
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
     ctas = grid_ctas(kernel, max(1, min(sm_count(target) * CTAS_PER_SM, -(-outputs // WARPS))), BLOCK)
     set_launch(kernel, [ctas], [BLOCK])
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
     lane = e.wide(e.and_b32(tid, WARP - 1))
     warp = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), WARPS), e.shr_u32(tid, 5))
-    x, y = global_ptr(e, op.src), global_ptr(e, op.dst)
+    return ctas, e, lane, warp, global_ptr(e, op.src), global_ptr(e, op.dst)
+
+
+def _lower_pairs(op: ReduceOp, rewriter: PatternRewriter, target: Target, form) -> None:
+    """The ``pairs`` form: a warp per output (as above), lane l taking the complex
+    elements l, l + 32, ... (re at the element's offset, im ``form.pair`` elements on)."""
+    red = reducer(op)
+    elem = red.elem
+    parts = Elem.of(elem.dtype)  # re and im as floats (nonzero is the pair's, Reducer.absorb_pair)
+    kept, reduced, outputs, count = _axes(form)
+    ctas, e, lane, warp, x, y = _warp_per_output(op, target, outputs)
     im_bytes = (form.pair or 0) * elem.bytes
 
     def value(b: Emitter, o: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
