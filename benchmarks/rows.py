@@ -55,6 +55,7 @@ Usage (on the GPU machine; tools/gpu.sh passes --out and --budget-s)::
     python3 benchmarks/rows.py --parts fwd --ops softmax,rms_norm --ns 4096 --dtypes bfloat16
     python3 benchmarks/rows.py --columns eager,bulkred     # fewer columns (no compile: much faster)
     python3 benchmarks/rows.py --dry-run [--quick]         # the cells and their bytes; no GPU
+    python3 benchmarks/rows.py --plot-from docs/rows_bench_h200.json --out /tmp/p   # redraw a saved run's plot (matplotlib)
     bash tools/gpu.sh tests:rows bench:rows               (BENCH_ARGS="--parts fwd,bwd")
 
 Liger (``liger-kernel``) and Quack (``quack-kernels``) are imported when they are
