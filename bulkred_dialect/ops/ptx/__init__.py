@@ -15,6 +15,7 @@ from bulkred_dialect.ops.ptx.memory import MEMORY_ATTRS, MEMORY_OPS
 from bulkred_dialect.ops.ptx.red_async import RED_ASYNC_ATTRS, RED_ASYNC_OPS
 from bulkred_dialect.ops.ptx.redux import REDUX_ATTRS, REDUX_OPS
 from bulkred_dialect.ops.ptx.sreg import SREG_ATTRS, SREG_OPS
+from bulkred_dialect.ops.ptx.st_async import ST_ASYNC_ATTRS, ST_ASYNC_OPS
 from bulkred_dialect.ops.ptx.sync import SYNC_ATTRS, SYNC_OPS
 from bulkred_dialect.ops.ptx.warp import WARP_ATTRS, WARP_OPS
 
@@ -22,6 +23,7 @@ PTX_OPS = [
     *ARITH_OPS,
     *BULK_OPS,
     *RED_ASYNC_OPS,
+    *ST_ASYNC_OPS,
     *REDUX_OPS,
     *SYNC_OPS,
     *SREG_OPS,
@@ -40,6 +42,7 @@ PTX = Dialect(
         *ARITH_ATTRS,
         *BULK_ATTRS,
         *RED_ASYNC_ATTRS,
+        *ST_ASYNC_ATTRS,
         *REDUX_ATTRS,
         *SYNC_ATTRS,
         *SREG_ATTRS,
