@@ -19,7 +19,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import NormalizeRowsOp, kernel_launch
 from bulkred_dialect.passes.dispatch import choose
 from bulkred_dialect.passes.lower_tile_reductions import explanations
-from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
+from bulkred_dialect.passes.variants import rows_backward, rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 from bulkred_dialect.reference import f64_to_bf16
 from bulkred_dialect.row_kernels import module
 
@@ -560,7 +560,7 @@ def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str 
     workspace (ticket counters, partial and group rows) is all 0 again after the launch
     (the runtime's contract: the next launch starts from it)."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
-    monkeypatch.setattr(rows_common, "GROUP_UNITS", 2)
+    monkeypatch.setattr(rows_backward, "GROUP_UNITS", 2)
     m = 3 if kind == "layer_norm_backward" and variant in ("rows_stream", "rows_cta") else 2
     rng = np.random.default_rng(n)
     xbits = to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)

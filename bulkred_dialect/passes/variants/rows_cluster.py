@@ -27,7 +27,8 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, dtype_of, lower_rows, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, dtype_of, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 SLICE = 8192
 """Elements of a row a CTA of the cluster aims to hold (256 threads of 32 values)."""

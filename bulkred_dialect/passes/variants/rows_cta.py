@@ -20,7 +20,8 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import items_for, lower_rows, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import items_for, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 MIN_BLOCK = 128
 MAX_BLOCK = 1024

@@ -20,7 +20,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import lower_rows, plan, row_predicates
+from bulkred_dialect.passes.variants.rows_common import plan, row_predicates
+from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 BLOCK = 512
 UNROLL = 4

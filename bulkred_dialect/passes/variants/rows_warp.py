@@ -18,7 +18,8 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, lower_rows, plan, row_predicates
+from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, plan, row_predicates
+from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 BLOCK = 256
 """Threads per CTA (8 rows at a time)."""

@@ -1,0 +1,487 @@
+"""The backward kinds of ``bulkred.normalize_rows`` (docs/rows.md), lowered by
+:func:`~bulkred_dialect.passes.variants.rows_lower.lower_rows` with the row helpers of
+``rows_common``:
+
+* softmax's and log_softmax's (:func:`_registers_backward`, :func:`_stream_backward`):
+  one row sum (``sum(grad * y)``, ``sum(grad)``), then dx;
+* the norms' (:func:`_registers_norm_backward`, :func:`_stream_norm_backward`): dx from
+  the stored statistics and one or two row sums; dweight and dbias as per-unit float32
+  partial rows added in a fixed order (:class:`_Columns`, :func:`_finish_columns`);
+* cross_entropy's (:func:`_ce_backward`): elementwise from the stored lse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import f32, i32, i64
+from xdsl.ir import SSAValue
+
+from bulkred_dialect.ops.dtypes import of_ir
+from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
+from bulkred_dialect.ops.ptx.memory import LdStType
+from bulkred_dialect.ops.tile import ReduceKind
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
+from bulkred_dialect.passes.elements import ld_type
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.variants.rows_common import (
+    AT,
+    F32,
+    I64,
+    RowPlan,
+    _add,
+    _Buf,
+    _exp,
+    _load,
+    _mul,
+    _Row,
+    _store,
+    _sub,
+    _visit,
+)
+
+
+def _backward_sum(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
+    """softmax_backward's ``sum(grad * x)``, log_softmax_backward's ``sum(grad)``, of one
+    thread's values, added to ``acc``."""
+    for x, g in zip(xs, gs, strict=True):
+        if r.p.kind == NormKind.SOFTMAX_BACKWARD:
+            acc = _mul(e, x, g) if acc is None else e.fma(AT, x, g, acc)
+        else:
+            acc = g if acc is None else _add(e, acc, g)
+    assert acc is not None
+    return acc
+
+
+def _backward_out(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], s: SSAValue) -> list[SSAValue]:
+    """dx of one vector from the row's sum ``s``."""
+    if r.p.kind == NormKind.SOFTMAX_BACKWARD:
+        return [_mul(e, x, _sub(e, g, s)) for x, g in zip(xs, gs, strict=True)]
+    return [_sub(e, g, _mul(e, _exp(e, x), s)) for x, g in zip(xs, gs, strict=True)]
+
+
+def _registers_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """A backward row held in registers: one read of x and of grad, one write of dx."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    conds = r.item_conds(e)
+    items: list[tuple[list[SSAValue], list[SSAValue]]] = []
+    for k, cond in enumerate(conds):
+
+        def both(b: Emitter, k: int = k) -> list[SSAValue]:
+            return r.x.load(b, k * p.group, p.vec) + r.grad.load(b, k * p.group, p.vec)  # type: ignore[union-attr]
+
+        v = both(e) if cond is None else e.if_(cond, both, lambda b: [b.const(0.0, f32)] * (2 * p.vec), [f32] * (2 * p.vec))
+        items.append((v[:p.vec], v[p.vec:]))
+    part = None
+    for xs, gs in items:
+        part = _backward_sum(r, e, xs, gs, part)
+    assert part is not None
+    s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+    for k, (cond, (xs, gs)) in enumerate(zip(conds, items, strict=True)):
+        if cond is None:
+            r.y.store(e, k * p.group, p.vec, _backward_out(r, e, xs, gs, s))
+            continue
+
+        def guarded(b: Emitter, k: int = k, xs=xs, gs=gs) -> list[SSAValue]:
+            r.y.store(b, k * p.group, p.vec, _backward_out(r, b, xs, gs, s))  # type: ignore[union-attr]
+            return []
+
+        e.if_(cond, guarded)
+
+
+def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """A backward row of any length: the sum, then x and grad read again for dx."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    full, cond = r.partial(e)
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        return [_backward_sum(r, b, xs, gs, state[0])]
+
+    (part,) = _visit(e, p, full, cond, [e.const(0.0, f32)], read)
+    s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+
+    def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        r.y.store(b, first, p.vec, _backward_out(r, b, xs, gs, s), extra)  # type: ignore[union-attr]
+        return state
+
+    _visit(e, p, full, cond, [], write)
+
+
+# region The norms' backward and cross-entropy's
+
+
+def _row_stat(e: Emitter, buf: SSAValue, row: SSAValue) -> SSAValue:
+    """The float32 statistic of ``row`` in the ``[M]`` buffer ``buf`` (the forward's)."""
+    return e.ld(ld_type(F32), e.ptr_add(e.ptr(buf, StateSpace.GLOBAL), e.mul_i(row, 4)), f32)
+
+
+def _norm_terms(r: _Row, e: Emitter, xs: list[SSAValue], dys: list[SSAValue], ws: list[SSAValue] | None,
+                st: dict[str, SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(xhat, g) of one vector: ``xhat = (x - mean) * rstd`` (rms_norm: ``x * rstd``), ``g = dy * w``."""
+    xh = [_mul(e, _sub(e, x, st["mean"]) if "mean" in st else x, st["rstd"]) for x in xs]
+    g = [_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys)
+    return xh, g
+
+
+def _norm_sums(e: Emitter, xh: list[SSAValue], g: list[SSAValue], acc: list[SSAValue | None], layer: bool) -> list[SSAValue | None]:
+    """A thread's ``sum(g * xhat)`` (and layer_norm's ``sum(g)``), added to ``acc``."""
+    a, b = acc
+    for h, gv in zip(xh, g, strict=True):
+        a = _mul(e, gv, h) if a is None else e.fma(AT, gv, h, a)
+        if layer:
+            b = gv if b is None else _add(e, b, gv)
+    return [a, b]
+
+
+def _norm_dx(r: _Row, e: Emitter, xh: list[SSAValue], g: list[SSAValue], st: dict[str, SSAValue]) -> list[SSAValue]:
+    """dx of one vector: ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``)."""
+    out = []
+    for h, gv in zip(xh, g, strict=True):
+        t = _sub(e, gv, st["mean_g"]) if "mean_g" in st else gv
+        out.append(_mul(e, st["rstd"], _sub(e, t, _mul(e, h, st["mean_gx"]))))
+    return out
+
+
+def _column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+    """The thread's column sums of one vector after this row: ``dweight += dy * xhat``,
+    then ``dbias += dy`` (``acc``: V values of each of those present)."""
+    v, out = len(dys), []
+    if op.dweight is not None:
+        out += [e.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, acc[:v], strict=True)]
+    if op.dbias is not None:
+        out += [_add(e, a, dy) for a, dy in zip(acc[len(out):len(out) + v], dys, strict=True)]
+    return out
+
+
+def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
+    """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums."""
+    nf = e.const(float(r.p.n), f32)
+    st = {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
+    if sums[1] is not None:
+        st["mean_g"] = e.div(AT, r.reduce(e, ReduceKind.SUM, sums[1], "row_g"), nf)
+    return st
+
+
+def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
+    op = r.op
+    assert op.rstd is not None
+    st = {"rstd": _row_stat(e, op.rstd, row)}
+    if op.mean is not None:
+        st["mean"] = _row_stat(e, op.mean, row)
+    return st
+
+
+def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+    """A norm's backward with the row in registers: one read of x, dy (and the weight),
+    one write of dx; the thread's column sums (``acc``: per vector, V of dweight then V
+    of dbias) updated."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    st = _read_stats(r, e, row)
+    conds = r.item_conds(e)
+    nw = p.vec if r.w is not None else 0
+    items = []
+    for k, cond in enumerate(conds):
+
+        def loads(b: Emitter, k: int = k) -> list[SSAValue]:
+            vals = r.x.load(b, k * p.group, p.vec) + r.grad.load(b, k * p.group, p.vec)  # type: ignore[union-attr]
+            return vals + (r.w.load(b, k * p.group, p.vec) if r.w is not None else [])
+
+        n = 2 * p.vec + nw
+        v = loads(e) if cond is None else e.if_(cond, loads, lambda b: [b.const(0.0, f32)] * n, [f32] * n)
+        xs, dys, ws = v[:p.vec], v[p.vec:2 * p.vec], (v[2 * p.vec:] if nw else None)
+        xh, g = _norm_terms(r, e, xs, dys, ws, st)
+        items.append((dys, xh, g))
+    sums: list[SSAValue | None] = [None, None]
+    for _, xh, g in items:
+        sums = _norm_sums(e, xh, g, sums, layer)
+    st.update(_norm_row_stats(r, e, row, sums))
+    per = len(acc) // max(1, p.items)
+    out: list[SSAValue] = []
+    for k, (cond, (dys, xh, g)) in enumerate(zip(conds, items, strict=True)):
+        if cond is None:
+            r.y.store(e, k * p.group, p.vec, _norm_dx(r, e, xh, g, st))
+        else:
+
+            def guarded(b: Emitter, k: int = k, xh=xh, g=g) -> list[SSAValue]:
+                r.y.store(b, k * p.group, p.vec, _norm_dx(r, b, xh, g, st))  # type: ignore[union-attr]
+                return []
+
+            e.if_(cond, guarded)
+        if per:  # (a missing vector's loads are 0: it adds 0)
+            out += _column_sums(e, r.op, dys, xh, acc[k * per:(k + 1) * per])
+    return out
+
+
+def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf]) -> None:
+    """A norm's backward of a row of any length: the sums, then x, dy (and the weight)
+    read again for dx; the column sums added to the unit's partial rows ``parts`` (its
+    own columns: no other thread touches them)."""
+    p = r.p
+    assert r.grad is not None and r.y is not None
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    st = _read_stats(r, e, row)
+    full, cond = r.partial(e)
+
+    def terms(b: Emitter, first: SSAValue | int, extra: int):
+        xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+        ws = r.w.load(b, first, p.vec, extra) if r.w is not None else None
+        return (dys, *_norm_terms(r, b, xs, dys, ws, st))
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        _, xh, g = terms(b, first, extra)
+        return [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
+
+    zero = e.const(0.0, f32)
+    state = _visit(e, p, full, cond, [zero, zero] if layer else [zero], read)
+    st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+
+    def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        dys, xh, g = terms(b, first, extra)
+        r.y.store(b, first, p.vec, _norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
+        for k, part in enumerate(parts):
+            old = part.load(b, first, p.vec, extra, nc=False)
+            new = [b.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, old, strict=True)] if k == 0 and r.op.dweight is not None \
+                else [_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
+            part.store(b, first, p.vec, new, extra)
+        return state
+
+    _visit(e, p, full, cond, [], write)
+
+
+def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+    """cross_entropy's dx, elementwise from the stored lse (no reduction): ``(exp(x - lse)
+    - s / N - (1 - s) [j == target]) * grad[row]``; 0 where the target is ignore_index,
+    NaN where it is outside [0, N)."""
+    op, p = r.op, r.p
+    assert op.lse is not None and op.target is not None and op.grad is not None and r.y is not None and r.sw is not None
+    lse = _row_stat(e, op.lse, row)
+    t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+    dl = _row_stat(e, op.grad, row)
+    inside = e.cmp("ult", t, e.const(p.n, i64))
+    scale = e.selp(SelpType.F32, dl, e.const(float("nan"), f32), inside)
+    kept = e.cmp("ne", t, e.const(op.ignored, i64))
+    ls = op.smoothing
+    sw = r.sw
+
+    def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
+        xs = r.x.load(b, first, p.vec, extra)
+        # the vector's index in the row: the thread's first, + first + extra (both in vectors)
+        vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
+        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
+        out = []
+        for j, x in enumerate(xs):
+            prob = _exp(b, _sub(b, x, lse))
+            v = _sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
+            v = b.selp(SelpType.F32, _sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
+            # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
+            # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
+            out.append(b.selp(SelpType.F32, _mul(b, v, scale), _mul(b, prob, b.const(0.0, f32)), kept))
+        r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+
+    if p.items:
+        for k, cond in enumerate(r.item_conds(e)):
+            if cond is None:
+                dx(e, k * p.group, 0)
+            else:
+                e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
+        return
+    full, cond = r.partial(e)
+    _visit(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+
+
+def _ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
+    """After every thread's stores: true (in every thread of the CTA) in the CTA that
+    draws the last of ``expected`` tickets (i32) at ``counter`` (a ``u32`` that CTA sets
+    back to 0): variants/kernel.py's ticket, for a count known at the launch. Each thread
+    makes its stores visible at gpu scope before the CTA barrier; thread 0 takes the
+    ticket (``atom.add``); the last reads the others' stores after an acquiring fence."""
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+    e.bar_sync()
+    flag = e.shared([1], i32, name)
+
+    def t0(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, b.const(1)))
+        last = b.value(arith.SelectOp(b.cmp("eq", t, b.add_i(expected, -1)), b.const(1), b.const(0)))
+        b.st(LdStType.B32, flag, last)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), t0)
+    e.bar_sync()
+    return e.cmp("ne", e.ld(LdStType.B32, flag, i32), 0)
+
+
+GROUP_UNITS = 16
+"""Units whose partial rows the last of them to finish adds into one second-level row
+(the column sums in two levels: the groups' sums in parallel, then the last group's CTA
+adds the groups' rows)."""
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The workspace of a norm's backward's column sums: ``u32`` ticket counters (the
+    whole grid's, then one per group of :data:`GROUP_UNITS` units), then per output the
+    float32 partial rows of the units, then per output the groups' rows. Zero at the
+    launch and left zero (each counter reset, each row cleared as it is read)."""
+
+    outs: int
+    units: int  # the most units (a partial row each)
+    n: int
+
+    @property
+    def groups(self) -> int:
+        return -(-self.units // GROUP_UNITS)
+
+    @property
+    def header(self) -> int:
+        return -(-4 * (1 + self.groups) // 16) * 16
+
+    def partials(self, k: int) -> int:
+        return self.header + k * self.units * self.n * 4
+
+    def group_rows(self, k: int) -> int:
+        return self.header + self.outs * self.units * self.n * 4 + k * self.groups * self.n * 4
+
+    @property
+    def bytes(self) -> int:
+        return self.group_rows(self.outs)
+
+
+def _partial_row(e: Emitter, ws: SSAValue, lay: _Columns, k: int, unit: SSAValue) -> SSAValue:
+    """The address of unit ``unit``'s partial row of output ``k`` (i32 unit)."""
+    return e.ptr_add(ws, e.add_i(e.mul_i(e.wide(unit), lay.n * 4), lay.partials(k)))
+
+
+def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: int, tid: SSAValue, block: int,
+              write: Callable[[Emitter, SSAValue, list[SSAValue]], None]) -> None:
+    """For each column (thread t: columns t, t + T, ... by 4 where N allows), the sum of
+    the float32 rows ``first, first + 1, ... first + count - 1`` (i64) at ``rows``, added in
+    row order (8 loads in flight a step), given to ``write(e, column, sums)``; each value
+    read is set back to 0 (the workspace is left zeroed, docs/runtime.md)."""
+    v = 4 if n % 4 == 0 else 1
+    zeros = [e.const(0.0, f32)] * v
+
+    def column(c: Emitter, col: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        at = c.ptr_add(c.ptr_add(rows, c.mul_i(col, 4)), c.mul_i(first, n * 4))
+        steps = c.wide(c.and_b32(c.value(CvtOp(CvtType.U32, CvtType.U64, count, i32)), -8))
+
+        def eight(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            row = d.ptr_add(at, d.mul_i(u, n * 4))
+            got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(8)]
+            for j in range(8):
+                _store(d, F32, row, j * n * 4, zeros)
+            for vals in got:
+                acc = [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
+            return acc
+
+        def one(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            row = d.ptr_add(at, d.mul_i(u, n * 4))
+            vals = _load(d, F32, row, 0, v, nc=False)
+            _store(d, F32, row, 0, zeros)
+            return [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
+
+        acc = c.for_(0, steps, 8, [c.const(0.0, f32)] * v, eight)
+        acc = c.for_(steps, count, 1, acc, one)
+        write(c, col, acc)
+        return []
+
+    e.for_(e.wide(e.mul_i(tid, v)), n, block * v, [], column)
+
+
+def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: _Columns, tid: SSAValue,
+                    ctas: SSAValue, unit: SSAValue) -> None:
+    """The column sums in two levels, each in a fixed order: the CTA that finishes last of
+    its group of :data:`GROUP_UNITS` units adds the group's partial rows in unit order into
+    the group's row; the CTA that finishes the last group adds the groups' rows in group
+    order and writes dweight / dbias, rounded once. Every counter is set back to 0."""
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+    shift = GROUP_UNITS.bit_length() - 1
+    nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
+    group = e.shr_u32(unit, shift)
+    first = e.mul_i(group, GROUP_UNITS)
+    size = e.min_s32(e.sub_i(nunits, first), GROUP_UNITS)
+    counter = e.ptr_add(ws, e.add_i(e.mul_i(e.wide(group), 4), 4))
+    done = _ticket(e, counter, e.mul_i(size, p.cluster) if p.cluster > 1 else size, tid, "columns_group")
+
+    def level1(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+        for k in range(len(outs)):
+            dst = b.ptr_add(b.ptr_add(ws, lay.group_rows(k)), b.mul_i(b.wide(group), p.n * 4))
+
+            def keep(c: Emitter, col: SSAValue, sums: list[SSAValue], dst=dst) -> None:
+                _store(c, F32, c.ptr_add(dst, c.mul_i(col, 4)), 0, sums)
+
+            _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep)
+        b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
+        groups = b.shr_u32(b.add_i(nunits, GROUP_UNITS - 1), shift)
+        last = _ticket(b, ws, groups, tid, "columns_last")
+
+        def level2(c: Emitter) -> list[SSAValue]:
+            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+            for k, out in enumerate(outs):
+                od = of_ir(out.type.element_type)  # type: ignore[union-attr]
+                assert od is not None
+                out0 = c.ptr(out, StateSpace.GLOBAL)
+
+                def put(d: Emitter, col: SSAValue, sums: list[SSAValue], out0=out0, od=od) -> None:
+                    _store(d, od, d.ptr_add(out0, d.mul_i(col, od.bytes)), 0, sums)
+
+                _sum_rows(c, c.ptr_add(ws, lay.group_rows(k)), c.const(0, i64), c.wide(groups), p.n, tid, p.block, put)
+            c.if_(c.cmp("eq", tid, 0), lambda d: d.st(LdStType.U32, ws, d.const(0)) or [])
+            return []
+
+        b.if_(last, level2)
+        return []
+
+    e.if_(done, level1)
+
+
+def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, lay: _Columns, unit: SSAValue,
+                           ngroups: int, group: SSAValue | None) -> None:
+    """Each thread's column sums ``acc`` into its unit's partial rows; with several groups
+    per CTA (rows_warp) first through shared memory, added in group order."""
+    p = r.p
+    outs = [o for o in (r.op.dweight, r.op.dbias) if o is not None]
+    per = len(acc) // p.items
+    conds = r.item_conds(e)
+    for k in range(len(outs)):
+        vals = [acc[i * per + k * p.vec:i * per + (k + 1) * p.vec] for i in range(p.items)]
+        if ngroups == 1:
+            dst = _Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
+        else:
+            assert group is not None
+            sm = e.shared([ngroups * p.n], f32, f"columns_{k}")
+            dst = _Buf(F32, e.ptr_add(e.ptr_add(sm, e.mul_i(group, p.n * 4)), e.mul_i(e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32)), p.vec * 4)))
+        for i, cond in enumerate(conds):
+            if cond is None:
+                dst.store(e, i * p.group, p.vec, vals[i])
+            else:
+                e.if_(cond, lambda b, i=i, dst=dst: dst.store(b, i * p.group, p.vec, vals[i]) or [])
+        if ngroups == 1:
+            continue
+        e.bar_sync()
+        row = _partial_row(e, ws, lay, k, unit)
+
+        def column(c: Emitter, col: SSAValue, _: list[SSAValue], sm=sm, row=row) -> list[SSAValue]:
+            col32 = c.value(CvtOp(CvtType.U32, CvtType.U64, col, i32))
+            total = None
+            for q in range(ngroups):
+                v = c.ld(LdStType.F32, c.ptr_add(sm, c.mul_i(col32, 4)), f32, 4 * q * p.n)
+                total = v if total is None else _add(c, total, v)
+            c.st(ld_type(F32), c.ptr_add(row, c.mul_i(col, 4)), total)  # type: ignore[arg-type]
+            return []
+
+        e.for_(e.wide(r.tid), p.n, p.block, [], column)
+        e.bar_sync()
+
+
+# endregion

@@ -1,0 +1,165 @@
+"""The lowering of ``bulkred.normalize_rows`` that every rows variant configures
+(``rows_warp``, ``rows_cta``, ``rows_cluster``, ``rows_stream``; docs/rows.md):
+:func:`lower_rows` writes the launch, the loop over rows and per row the forward body
+(``rows_common``) or the backward one (``rows_backward``), then a norm's backward's
+column sums."""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.dtypes import of_ir
+from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
+from bulkred_dialect.ops.ptx.arith import ArithType, XorOp
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.ops.tile import enclosing_kernel
+from bulkred_dialect.ops.tile.rows import (
+    GRAD_ROWS_KINDS,
+    NORM_BACKWARD_KINDS,
+    SOFTMAX_BACKWARD_KINDS,
+    NormalizeRowsOp,
+    NormKind,
+    row_stride,
+)
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.variants.grid_common import add_workspace, set_launch
+from bulkred_dialect.passes.variants.kernel import emitter_at
+from bulkred_dialect.passes.variants.rows_backward import (
+    _ce_backward,
+    _Columns,
+    _finish_columns,
+    _partial_row,
+    _registers_backward,
+    _registers_norm_backward,
+    _stream_backward,
+    _stream_norm_backward,
+    _write_column_partials,
+)
+from bulkred_dialect.passes.variants.rows_common import F32, RowPlan, _Buf, _registers, _Row, _stream
+
+
+def rows_parameter(kernel: func.FuncOp) -> SSAValue:
+    """The kernel's ``i64`` parameter ``m`` (appended after its buffers, once), recorded in
+    ``bulkred.dims`` as the size of dimension 0 of x (the first parameter), which every
+    other buffer with a dynamic M shares: the launcher passes it."""
+    block = kernel.body.block
+    pairs = [ArrayAttr([IntegerAttr(i, i64), IntegerAttr(0, i64)]) for i, a in enumerate(block.args)
+             if isinstance(a.type, MemRefType) and a.type.get_shape() and a.type.get_shape()[0] == DYNAMIC_INDEX]
+    arg = block.insert_arg(i64, len(block.args))
+    arg.name_hint = "m"
+    kernel.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    kernel.attributes[DIMS_ATTR] = ArrayAttr([ArrayAttr(pairs)])
+    return arg
+
+
+def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowPlan) -> None:
+    """Replace ``op`` by the kernel of plan ``p``: the launch, the loop over rows, and
+    per row the registers or the stream body."""
+    assert isinstance(op, NormalizeRowsOp)
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    m_arg = rows_parameter(kernel) if p.m is None else None
+    e = emitter_at(op)
+    tid = e.sreg(SpecialRegister.TID_X)
+    rank = first = None
+    if p.cluster > 1:  # cluster c (of the grid's ctas / cluster) takes rows c, c + clusters, ...
+        g = tid
+        rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
+        slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), p.cluster.bit_length() - 1)
+        first = e.add_i(e.mul_i(rank, p.slice), g)
+        start = first
+    elif p.group == p.block:
+        g, slot = tid, e.sreg(SpecialRegister.CTAID_X)
+        start = g
+    else:
+        g = e.and_b32(tid, p.group - 1)
+        slot = e.add_i(e.mul_i(e.sreg(SpecialRegister.CTAID_X), p.groups), e.shr_u32(tid, p.group.bit_length() - 1))
+        start = g
+    x0 = e.ptr(op.x, StateSpace.GLOBAL)
+    y0 = e.ptr(op.y, StateSpace.GLOBAL) if op.y is not None else None
+    w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
+    b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
+    r0 = e.ptr(op.residual, StateSpace.GLOBAL) if op.residual is not None else None
+    h0 = e.ptr(op.residual_out, StateSpace.GLOBAL) if op.residual_out is not None else None
+    g0 = e.ptr(op.grad, StateSpace.GLOBAL) if op.grad is not None else None
+    wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
+    bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
+    sw = e.wide(start)  # the thread's first vector in a row
+    vec = p.vec
+
+    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        d = p.dtype
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
+        x = _Buf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
+        y = None
+        if y0 is not None:
+            row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
+            y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        res = hout = None
+        if op.residual is not None and op.residual_out is not None:
+            res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+            hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+        parity = carried[0] if p.cluster > 1 else None
+        acc = carried[1:] if p.cluster > 1 else carried
+        grad = None
+        if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
+            row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
+            grad = _Buf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw)
+        if p.kind in SOFTMAX_BACKWARD_KINDS:
+            (_registers_backward if p.items else _stream_backward)(r, b, row)
+        elif p.kind in NORM_BACKWARD_KINDS and p.items:
+            acc = _registers_norm_backward(r, b, row, acc)
+        elif p.kind in NORM_BACKWARD_KINDS:
+            _stream_norm_backward(r, b, row, parts)
+        elif p.kind == NormKind.CROSS_ENTROPY_BACKWARD:
+            _ce_backward(r, b, row)
+        else:
+            (_registers if p.items else _stream)(r, b, row)
+        return ([b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []) + acc
+
+    units = p.ctas // p.cluster
+    # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+    ws = None
+    parts: list[_Buf] = []  # none without dweight and dbias (weight and bias None)
+    acc0: list[SSAValue] = []
+    if outs:
+        lay = _Columns(len(outs), units, p.n)
+        ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
+        if p.items:  # in registers: one float32 per element the thread holds, per output
+            acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
+        else:  # streamed: added in place to the unit's own partial rows (zero: the workspace's contract)
+            parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
+                     for k in range(len(outs))]
+    carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
+
+    ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
+    if p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
+        assert ctas is not None
+        units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
+        stride = e.wide(e.mul_i(units_now, p.groups) if p.groups > 1 else units_now)
+        done = e.for_(e.wide(slot), m_arg, stride, carried0, row_body)
+        kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
+    else:
+        done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
+    if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
+        e.cluster_sync()
+    if outs:
+        assert ws is not None
+        assert ctas is not None
+        unit = e.sreg(SpecialRegister.CTAID_X) if p.groups > 1 else slot  # a CTA, or a cluster (slot: its index)
+        if p.items:
+            r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
+            group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
+            _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
+        _finish_columns(e, p, op, ws, lay, tid, ctas, unit)
+    rewriter.erase(op)
