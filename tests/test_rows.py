@@ -539,12 +539,14 @@ def test_the_launch_passes_m_and_chooses_the_grid(monkeypatch) -> None:
 
 # The backward kinds of the norms and of cross-entropy, each kernel built for a dynamic M
 # (the module of every M): with sm_count 2 and groups of 2 units, layer_norm_backward on
-# rows_cta and rows_stream launches 3 CTAs for 3 rows (groups {0, 1} and {2}: both levels
-# of the column sums), the others run 2 rows: rows_cta 2 CTAs (one group), rows_cluster 2
+# rows_cta and rows_stream launches 3 CTAs for 3 rows, on rows_cluster 3 clusters of 2
+# CTAs (groups {0, 1} and {2}: both levels of the column sums; in a cluster each rank
+# sums its own columns), the others run 2 rows: rows_cta 2 CTAs (one group), rows_cluster 2
 # clusters of 2 CTAs (one group), rows_warp one CTA (its two warps first combined through
 # shared memory).
 NORM_BACKWARD = [
     ("rms_norm_backward", "rows_cluster", 132, "float32", "float32", False),  # a cluster's slices of the partial row
+    ("layer_norm_backward", "rows_cluster", 132, "float32", "float32", True),  # each rank's columns, both levels; rank 1's slice short
     ("rms_norm_backward", "rows_cta", 136, "bfloat16", "bfloat16", False),  # dweight rounded once to bfloat16
     ("layer_norm_backward", "rows_cta", 300, "float32", "float32", True),
     ("layer_norm_backward", "rows_stream", 4 * (2 * 32 + 11), "float32", "float32", True),  # partial rows added in place
@@ -561,7 +563,7 @@ def test_norm_backward(kind: str, variant: str, n: int, dtype: str, affine: str 
     (the runtime's contract: the next launch starts from it)."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
     monkeypatch.setattr(rows_backward, "GROUP_UNITS", 2)
-    m = 3 if kind == "layer_norm_backward" and variant in ("rows_stream", "rows_cta") else 2
+    m = 3 if kind == "layer_norm_backward" and variant in ("rows_stream", "rows_cta", "rows_cluster") else 2
     rng = np.random.default_rng(n)
     xbits = to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)
     dybits = to_bits(rng.standard_normal((m, n)), dtype)

@@ -30,6 +30,7 @@ from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
+    ELEM_F32,
     F32,
     I64,
     RowPlan,
@@ -164,10 +165,30 @@ def _column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: list[
 def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
     """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums."""
     nf = e.const(float(r.p.n), f32)
-    st = {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
-    if sums[1] is not None:
-        st["mean_g"] = e.div(AT, r.reduce(e, ReduceKind.SUM, sums[1], "row_g"), nf)
-    return st
+    if sums[1] is None:
+        return {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
+    gx, g = r._state(e, _Sums(), [sums[0], sums[1]], "row_gx_g")  # both in one exchange  # type: ignore[list-item]
+    return {"mean_gx": e.div(AT, gx, nf), "mean_g": e.div(AT, g, nf)}
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """Two float32 sums combined at once (layer_norm_backward's ``sum(g * xhat)`` and
+    ``sum(g)``: one exchange of a cluster, one pass through shared memory), the duck type
+    of ``rows_common._Scalar`` of width 2."""
+
+    width: int = 2
+    kind = ReduceKind.SUM
+    elem = ELEM_F32
+    absmax = False
+    types = (f32, f32)
+    dtypes = (F32, F32)
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(0.0, f32)] * 2
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
 
 
 def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
@@ -320,30 +341,50 @@ def _ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, na
     return e.cmp("ne", e.ld(LdStType.B32, flag, i32), 0)
 
 
+SUM_LOADS = 16
+"""Rows of the partials a tail sum's thread loads at a time (its loads in flight)."""
+
 GROUP_UNITS = 16
-"""Units whose partial rows the last of them to finish adds into one second-level row
-(the column sums in two levels: the groups' sums in parallel, then the last group's CTA
-adds the groups' rows)."""
+"""Units, at least, whose partial rows the last of them to finish adds into one
+second-level row (the column sums in two levels: the groups' sums in parallel, then the
+last group's CTA adds the groups' rows; :attr:`_Columns.group`)."""
 
 
 @dataclass(frozen=True)
 class _Columns:
-    """The workspace of a norm's backward's column sums: ``u32`` ticket counters (the
-    whole grid's, then one per group of :data:`GROUP_UNITS` units), then per output the
-    float32 partial rows of the units, then per output the groups' rows. Zero at the
-    launch and left zero (each counter reset, each row cleared as it is read)."""
+    """The workspace of a norm's backward's column sums: ``u32`` ticket counters (per
+    rank of a cluster: the whole grid's, then one per group of :data:`GROUP_UNITS`
+    units), then per output the float32 partial rows of the units, then per output the
+    groups' rows. Zero at the launch and left zero (each counter reset, each row cleared
+    as it is read). With a cluster, CTA rank r's columns (its slice of the row) have
+    their own counters: the CTAs of rank r sum them, in parallel with the other ranks."""
 
     outs: int
     units: int  # the most units (a partial row each)
     n: int
+    ranks: int = 1  # CTAs per unit (a cluster's)
+
+    @property
+    def group(self) -> int:
+        """Units per group: a power of two, at least :data:`GROUP_UNITS` and about the
+        square root of the units (each tail sum adds at most ``group + groups`` rows)."""
+        g = GROUP_UNITS
+        while g * g < self.units:
+            g *= 2
+        return g
 
     @property
     def groups(self) -> int:
-        return -(-self.units // GROUP_UNITS)
+        return -(-self.units // self.group)
+
+    @property
+    def counters(self) -> int:
+        """Counters of one rank: the grid's, then the groups'."""
+        return 1 + self.groups
 
     @property
     def header(self) -> int:
-        return -(-4 * (1 + self.groups) // 16) * 16
+        return -(-4 * self.counters * self.ranks // 16) * 16
 
     def partials(self, k: int) -> int:
         return self.header + k * self.units * self.n * 4
@@ -362,22 +403,27 @@ def _partial_row(e: Emitter, ws: SSAValue, lay: _Columns, k: int, unit: SSAValue
 
 
 def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: int, tid: SSAValue, block: int,
-              write: Callable[[Emitter, SSAValue, list[SSAValue]], None]) -> None:
-    """For each column (thread t: columns t, t + T, ... by 4 where N allows), the sum of
-    the float32 rows ``first, first + 1, ... first + count - 1`` (i64) at ``rows``, added in
-    row order (8 loads in flight a step), given to ``write(e, column, sums)``; each value
-    read is set back to 0 (the workspace is left zeroed, docs/runtime.md)."""
-    v = 4 if n % 4 == 0 else 1
+              write: Callable[[Emitter, SSAValue, list[SSAValue]], None], cols: tuple[SSAValue | int, SSAValue | int] | None = None,
+              v: int | None = None) -> None:
+    """For each column (thread t: columns c0 + t * v, c0 + (t + T) * v, ... below c1, ``v``
+    at a time: 4 where N allows; ``cols``: (c0, c1), i64 or int, the whole row when None),
+    the sum of the float32 rows ``first, first + 1, ... first + count - 1`` (i64) at
+    ``rows`` (rows of N), added in row order, given to
+    ``write(e, column, sums)`` (:data:`SUM_LOADS` loads in flight a step); each value read is set back to 0 (the workspace is left
+    zeroed, docs/runtime.md)."""
+    if v is None:
+        v = 4 if n % 4 == 0 else 1
+    c0, c1 = cols if cols is not None else (0, n)
     zeros = [e.const(0.0, f32)] * v
 
     def column(c: Emitter, col: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         at = c.ptr_add(c.ptr_add(rows, c.mul_i(col, 4)), c.mul_i(first, n * 4))
-        steps = c.wide(c.and_b32(c.value(CvtOp(CvtType.U32, CvtType.U64, count, i32)), -8))
+        steps = c.wide(c.and_b32(c.value(CvtOp(CvtType.U32, CvtType.U64, count, i32)), -SUM_LOADS))
 
-        def eight(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        def several(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             row = d.ptr_add(at, d.mul_i(u, n * 4))
-            got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(8)]
-            for j in range(8):
+            got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(SUM_LOADS)]
+            for j in range(SUM_LOADS):
                 _store(d, F32, row, j * n * 4, zeros)
             for vals in got:
                 acc = [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
@@ -389,28 +435,44 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
             _store(d, F32, row, 0, zeros)
             return [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
 
-        acc = c.for_(0, steps, 8, [c.const(0.0, f32)] * v, eight)
+        acc = c.for_(0, steps, SUM_LOADS, [c.const(0.0, f32)] * v, several)
         acc = c.for_(steps, count, 1, acc, one)
         write(c, col, acc)
         return []
 
-    e.for_(e.wide(e.mul_i(tid, v)), n, block * v, [], column)
+    start = e.wide(e.mul_i(tid, v))
+    if not isinstance(c0, int) or c0:
+        start = e.add_i(start, c0 if not isinstance(c0, int) else c0)
+    e.for_(start, c1, block * v, [], column)
 
 
 def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: _Columns, tid: SSAValue,
-                    ctas: SSAValue, unit: SSAValue) -> None:
+                    ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None) -> None:
     """The column sums in two levels, each in a fixed order: the CTA that finishes last of
-    its group of :data:`GROUP_UNITS` units adds the group's partial rows in unit order into
+    its group of ``lay.group`` units adds the group's partial rows in unit order into
     the group's row; the CTA that finishes the last group adds the groups' rows in group
-    order and writes dweight / dbias, rounded once. Every counter is set back to 0."""
+    order and writes dweight / dbias, rounded once. With a cluster (``rank``: the CTA's
+    rank in it) each rank does so for its own columns (its slice of the row) with its own
+    counters: the sums are spread over the cluster's ranks. Every counter is set back to 0."""
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
-    shift = GROUP_UNITS.bit_length() - 1
+    shift = lay.group.bit_length() - 1
     nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
     group = e.shr_u32(unit, shift)
-    first = e.mul_i(group, GROUP_UNITS)
-    size = e.min_s32(e.sub_i(nunits, first), GROUP_UNITS)
-    counter = e.ptr_add(ws, e.add_i(e.mul_i(e.wide(group), 4), 4))
-    done = _ticket(e, counter, e.mul_i(size, p.cluster) if p.cluster > 1 else size, tid, "columns_group")
+    first = e.mul_i(group, lay.group)
+    size = e.min_s32(e.sub_i(nunits, first), lay.group)
+    mine = ws
+    cols: tuple[SSAValue | int, SSAValue | int] | None = None
+    v = 4 if p.n % 4 == 0 else 1
+    if rank is not None:  # the rank's counters and columns
+        mine = e.ptr_add(ws, e.mul_i(e.wide(rank), 4 * lay.counters))
+        width = p.slice * p.vec
+        c0 = e.mul_i(e.wide(rank), width)
+        end = e.add_i(c0, width)
+        cols = (c0, end if p.exact else e.value(arith.SelectOp(e.cmp("slt", end, p.n), end, e.const(p.n, i64))))
+        if width % 4:
+            v = 1
+    counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
+    done = _ticket(e, counter, size, tid, "columns_group")
 
     def level1(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -420,10 +482,10 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
             def keep(c: Emitter, col: SSAValue, sums: list[SSAValue], dst=dst) -> None:
                 _store(c, F32, c.ptr_add(dst, c.mul_i(col, 4)), 0, sums)
 
-            _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep)
+            _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep, cols, v)
         b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
-        groups = b.shr_u32(b.add_i(nunits, GROUP_UNITS - 1), shift)
-        last = _ticket(b, ws, groups, tid, "columns_last")
+        groups = b.shr_u32(b.add_i(nunits, lay.group - 1), shift)
+        last = _ticket(b, mine, groups, tid, "columns_last")
 
         def level2(c: Emitter) -> list[SSAValue]:
             c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -435,8 +497,9 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
                 def put(d: Emitter, col: SSAValue, sums: list[SSAValue], out0=out0, od=od) -> None:
                     _store(d, od, d.ptr_add(out0, d.mul_i(col, od.bytes)), 0, sums)
 
-                _sum_rows(c, c.ptr_add(ws, lay.group_rows(k)), c.const(0, i64), c.wide(groups), p.n, tid, p.block, put)
-            c.if_(c.cmp("eq", tid, 0), lambda d: d.st(LdStType.U32, ws, d.const(0)) or [])
+                _sum_rows(c, c.ptr_add(ws, lay.group_rows(k)), c.const(0, i64), c.wide(groups), p.n, tid, p.block, put,
+                          cols, v)
+            c.if_(c.cmp("eq", tid, 0), lambda d: d.st(LdStType.U32, mine, d.const(0)) or [])
             return []
 
         b.if_(last, level2)

@@ -49,7 +49,7 @@ def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
     """(CTAs per cluster, threads per CTA, vectors per thread) for ``op``'s N and type."""
     vec = vector_of(op)
     vectors = op.cols // vec
-    per = max(1, rows_common.MAX_VALUES // vec)
+    per = max(1, rows_common.max_values(op) // vec)
     c = 2
     while c < MAX_CLUSTER and c * SLICE < op.cols:
         c *= 2
@@ -63,13 +63,15 @@ def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
 def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     c, block, items = cluster_for(op)
-    ok = items * vector_of(op) <= rows_common.MAX_VALUES
+    ok = items * vector_of(op) <= rows_common.max_values(op)
     return ok, f"N = {op.cols}: {c} CTAs of {block} threads, {items * vector_of(op)} values each"
 
 
 def _pays(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     d = dtype_of(op)
+    if op.norm_kind in rows_common.NORM_BACKWARD_KINDS:  # (its column sums spread over the ranks: rows_backward)
+        return True, f"{op.norm_kind.value}, N = {op.cols}"
     return d.bytes == 4 and op.cols <= MEASURED_N, f"{d.name}, N = {op.cols}"
 
 
@@ -86,7 +88,7 @@ ROWS_CLUSTER = Variant(
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (clusters)"),
         Predicate("row_in_cluster", _fits, expected=f"<= {MAX_VALUES} values per thread in {MAX_CLUSTER} CTAs of {MAX_BLOCK}"),
-        Predicate("measured", _pays, expected=f"float32, N <= {MEASURED_N} (faster than rows_stream)"),
+        Predicate("measured", _pays, expected=f"float32, N <= {MEASURED_N} (faster than rows_stream), or a norm's backward"),
     ],
     lower=lower_rows_cluster,
 )

@@ -56,6 +56,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind
 from bulkred_dialect.ops.tile.rows import (
     GRAD_ROWS_KINDS,
+    NORM_BACKWARD_KINDS,
     RMS_KINDS,
     NormalizeRowsOp,
     NormKind,
@@ -85,9 +86,35 @@ last CTA adds in unit order, so fewer units cost less there."""
 COLUMN_SUM_FLOATS = 1 << 24
 """The most float32 partial values of the column sums (units x N x outputs: 64 MiB of
 workspace): long rows get fewer units."""
+SLICE_SUM_FLOATS = 1 << 21
+"""The registers variants (rows_warp, rows_cta, rows_cluster) of a norm's backward: the
+most float32 partial values per rank (units x the rank's slice of N x outputs: 8 MiB),
+instead of :data:`COLUMN_SUM_CTAS`: as many units as the multiprocessors hold for short
+rows, the tail's sums (``rows_backward._finish_columns``) still short."""
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
+
+NORM_BACKWARD_VALUES = 16
+"""The same for a norm's backward (rms_norm_backward, layer_norm_backward), whose thread
+also keeps its columns' dweight and dbias partials in registers across its rows (and
+dy, xhat and dy * w of its values until the row's sums are known): fewer values, more
+threads (docs/rows.md)."""
+
+NORM_BACKWARD_CTA_N = 8192
+"""The longest row of a norm's backward that rows_cta takes (a CTA per row); longer rows
+go to rows_cluster, whose ranks each sum their own columns of dweight and dbias."""
+
+
+def cta_limit(limit: int) -> Callable[[NormalizeRowsOp], int]:
+    """rows_cta's longest row: ``limit``, :data:`NORM_BACKWARD_CTA_N` for a norm's backward."""
+    return lambda op: min(limit, NORM_BACKWARD_CTA_N) if op.norm_kind in NORM_BACKWARD_KINDS else limit
+
+
+def max_values(op: NormalizeRowsOp) -> int:
+    """Float32 values a thread of ``op``'s kernel keeps in registers at most
+    (:data:`MAX_VALUES`, :data:`NORM_BACKWARD_VALUES`): a function of the kind only."""
+    return NORM_BACKWARD_VALUES if op.norm_kind in NORM_BACKWARD_KINDS else MAX_VALUES
 
 WIDE_BF16 = False
 """With True, bfloat16 rows move in 16-byte vectors of 8 elements (``ld.v4.b32``, each word
@@ -164,7 +191,9 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     groups = block // group
     cap = max(1, sm_count(target) * ctas_per_sm // cluster)
     sums = (op.dweight is not None) + (op.dbias is not None)
-    if sums:  # a partial row per unit, summed by the last CTA: fewer units (docs: COLUMN_SUM_CTAS)
+    if sums and items:  # a partial row per unit (each rank its slice), summed at the end: SLICE_SUM_FLOATS
+        cap = max(1, min(cap, SLICE_SUM_FLOATS * cluster // (op.cols * sums)))
+    elif sums:  # rows_stream: a partial row per unit, summed by the last CTA: fewer units (docs: COLUMN_SUM_CTAS)
         cap = max(1, min(cap, sm_count(target) * COLUMN_SUM_CTAS // cluster, COLUMN_SUM_FLOATS // (op.cols * sums)))
     units = cap if op.rows is None else min(cap, -(-op.rows // groups))
     return RowPlan(

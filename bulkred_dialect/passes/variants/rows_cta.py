@@ -35,7 +35,7 @@ def block_for(op: NormalizeRowsOp) -> int:
     """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
     the row with at most MAX_VALUES values per thread."""
     block = MIN_BLOCK
-    per = max(1, rows_common.MAX_VALUES // vector_of(op))
+    per = max(1, rows_common.max_values(op) // vector_of(op))
     while block < MAX_BLOCK and items_for(op, block) > per:
         block *= 2
     return block
@@ -50,5 +50,6 @@ def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> 
 
 ROWS_CTA = Variant(
     "bulkred.normalize_rows", "rows_cta", priority=20,
-    predicates=row_predicates(lambda op: MAX_N, f"N <= {MAX_N}"), lower=lower_rows_cta,
+    predicates=row_predicates(rows_common.cta_limit(MAX_N), f"N <= {MAX_N} ({rows_common.NORM_BACKWARD_CTA_N} for a norm's backward)"),
+    lower=lower_rows_cta,
 )

@@ -133,7 +133,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     parts: list[_Buf] = []  # none without dweight and dbias (weight and bias None)
     acc0: list[SSAValue] = []
     if outs:
-        lay = _Columns(len(outs), units, p.n)
+        lay = _Columns(len(outs), units, p.n, p.cluster)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         if p.items:  # in registers: one float32 per element the thread holds, per output
             acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
@@ -161,5 +161,5 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
             group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
             _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
-        _finish_columns(e, p, op, ws, lay, tid, ctas, unit)
+        _finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
     rewriter.erase(op)
