@@ -84,26 +84,38 @@ def _prod(x, results, grads, dims, keepdims, options):
     return out.to(x.dtype)
 
 
-def _var_grad(x, g, dims, keepdims, correction):
+def _var_grad(x, g, dims, keepdims, correction, results=()):
     """torch's var_backward: (2 / (N - correction)) * grad * (x - mean); ``correction``
-    None is torch's default, 1."""
+    None is torch's default, 1. The mean is ``results[1]`` where the forward gave it (the
+    var_mean kernel's aux output: the eager route of var and std saves it, as var_mean's
+    and std_mean's results hold it), else x's, reduced here."""
     correction = 1 if correction is None else correction
     n = _count(x, dims)
     g = _restore(g, dims, keepdims, x.dim())
-    mean = x.mean(dim=dims, keepdim=True) if x.dim() else x
+    if not x.dim():
+        mean = x
+    elif len(results) > 1:
+        mean = _restore(results[1], dims, keepdims, x.dim())
+    else:
+        mean = x.mean(dim=dims, keepdim=True)
     scale = 2.0 / (n - correction) if n != correction else math.inf  # C's 2.0 / 0.0, as torch
-    return scale * g * (x - mean)
+    return (x - mean) * (scale * g)  # the scale on the result-sized tensor: one pass over x fewer
 
 
 def _var(x, results, grads, dims, keepdims, options):
-    return _var_grad(x, grads[0], dims, keepdims, options["correction"]).to(x.dtype)
+    return _as(_var_grad(x, grads[0], dims, keepdims, options["correction"], results), x)
 
 
 def _std(x, results, grads, dims, keepdims, options):
     """torch's std_backward: var_backward of grad / (2 std), 0 where std is 0."""
     std = results[0]
     g = (grads[0] / (2 * std)).masked_fill(std == 0, 0)
-    return _var_grad(x, g, dims, keepdims, options["correction"]).to(x.dtype)
+    return _as(_var_grad(x, g, dims, keepdims, options["correction"], results), x)
+
+
+def _as(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``t`` in x's dtype (the call skipped where it is already: a call from Python each)."""
+    return t if t.dtype == x.dtype else t.to(x.dtype)
 
 
 def _and_mean(first: Callable[..., Any]) -> Callable[..., Any]:
@@ -112,12 +124,13 @@ def _and_mean(first: Callable[..., Any]) -> Callable[..., Any]:
 
     def rule(x, results, grads, dims, keepdims, options):
         g0, gm = grads
-        out = torch.zeros_like(x)
+        out = None
         if g0 is not None:
-            out = out + first(x, results[:1], (g0,), dims, keepdims, options)
+            out = first(x, results, (g0,), dims, keepdims, options)  # results[1]: the mean
         if gm is not None:
-            out = out + _mean(x, results[1:], (gm,), dims, keepdims, options)
-        return out
+            m = _mean(x, results[1:], (gm,), dims, keepdims, options)
+            out = m if out is None else out + m
+        return torch.zeros_like(x) if out is None else out
 
     return rule
 
@@ -133,7 +146,7 @@ def _amax(x, results, grads, dims, keepdims, options):
     r = _restore(results[0], dims, keepdims, x.dim())
     mask = x == r
     count = mask.sum(dim=dims, keepdim=True) if x.dim() else mask.to(torch.int64)
-    return ((g / count) * mask).to(x.dtype)
+    return _as((g / count) * mask, x)
 
 
 def _with_indices(x, results, grads, dims, keepdims, options):
@@ -165,7 +178,7 @@ def _vector_norm(x, results, grads, dims, keepdims, options):
         # torch's grad * (x / norm).masked_fill(norm == 0, 0), with the division and the mask
         # on the result-sized tensors: one pass over x instead of three (the same values: a
         # zero norm's x is 0, an inf or NaN norm gives NaN where torch's does)
-        return (x * (g / norm).masked_fill(norm == 0, 0)).to(x.dtype)
+        return _as(x * (g / norm).masked_fill(norm == 0, 0), x)
     if math.isinf(p):
         a = x.abs()
         if x.is_complex():  # the kernel's |z| (sqrt of re^2 + im^2) and torch's (hypot) may differ in the last bit
@@ -215,7 +228,7 @@ def _logsumexp(x, results, grads, dims, keepdims, options):
     g = _restore(grads[0], dims, keepdims, x.dim())
     r = _restore(results[0], dims, keepdims, x.dim())
     e = (x - r).exp()
-    return (g * (e.conj() if e.is_complex() else e)).to(x.dtype)
+    return _as(g * (e.conj() if e.is_complex() else e), x)
 
 
 RULES: dict[str, Callable[..., Any]] = {

@@ -107,20 +107,37 @@ def _torch_route(
         raise _error(row, f"'keepdims' must be a bool, got {keepdims!r:.40}")
     ops = torch.ops.bulkred
     if out is None:
-        # eager: the row's autograd Function (torch_ops.EAGER), without the operator's
-        # dispatch; while torch.compile traces, the operator
-        op = getattr(ops, row.name).default if p is None else _torch_ops().EAGER[row.name]
+        # eager: the autograd Function of this call's arguments (torch_ops.eager), without
+        # the operator's dispatch; while torch.compile traces, the operator
         pair = row.result_type
+        if p is None:
+            op = getattr(ops, row.name).default
 
-        def route(x: Any, out: Any) -> Any:
-            r = op(x, axes, keepdims, *opts)
-            return pair(*r) if pair is not None else r
+            def route(x: Any, out: Any) -> Any:
+                r = op(x, axes, keepdims, *opts)
+                return pair(*r) if pair is not None else r
+        elif pair is None:
+            route = _route(_torch_ops().eager(row.name, axes, keepdims, tuple(opts)))
+        else:
+            apply = _torch_ops().eager(row.name, axes, keepdims, tuple(opts))
+
+            def route(x: Any, out: Any) -> Any:
+                return pair(*apply(x))
 
         if p is not None:
             api.remember(key, route, p, None)
         return route(x, None)
     getattr(ops, row.name + "_out")(x, axes, keepdims, *opts, *(out if row.results > 1 else (out,)))
     return out
+
+
+def _route(apply: Any) -> Any:
+    """The launcher (``launcher(x, out)``) of a call through ``apply(x)``."""
+
+    def route(x: Any, out: Any) -> Any:
+        return apply(x)
+
+    return route
 
 
 def _make(row: Function) -> Any:

@@ -413,6 +413,7 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
 
 
 def _compiling() -> bool:
+    """``torch.compiler.is_compiling`` (this name is rebound to it once a call has seen torch)."""
     torch = sys.modules.get("torch")
     return torch is not None and torch.compiler.is_compiling()
 
@@ -423,7 +424,9 @@ _TENSOR: Any = ()
 
 def _part(a: Any) -> Any:
     """One argument's part of the key: a tensor's class, shape, dtype, device, strides and
-    requires_grad; a list as a tuple; any other value with its type."""
+    requires_grad; a list as a tuple; any other value with its type (None as itself)."""
+    if a is None:
+        return None
     if isinstance(a, _TENSOR):
         return (a.__class__, a.shape, a.dtype, a.device, a.stride(), a.requires_grad)
     if a.__class__ is list:
@@ -444,17 +447,33 @@ def _call(row: RowFunction, args: tuple) -> Any:
         op_args, finish = FRONTS[row.kind](row, *args)
         out = getattr(_ops(), row.name)(*op_args)
         return finish(out if isinstance(out, tuple | list) else (out,))
-    try:
-        key = (row.name, _grad_enabled(), *map(_part, args))
+    x = args[0]
+    try:  # _key's, written out (a call's cost)
+        key = (row.name, _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               *map(_part, args[1:]))
         hit = CALLS.get(key)
-    except TypeError:  # an unhashable argument: every check says what it is
+    except (TypeError, AttributeError):  # an unhashable argument, x not a tensor: every check says what it is
         key = hit = None
     if hit is not None:
         return hit(args)
     return _first(row, args, key)
 
 
+def _key(row: RowFunction, args: tuple) -> tuple | None:
+    """The call's key (the module's docstring): the row, whether grad is enabled, x's part
+    (x is a tensor, :func:`_part`'s fields) and the other arguments' parts."""
+    x = args[0]
+    try:
+        key = (row.name, _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               *map(_part, args[1:]))
+        hash(key)
+    except (TypeError, AttributeError):
+        return None
+    return key
+
+
 def _grad_enabled() -> bool:
+    """``torch.is_grad_enabled`` (this name is rebound to it once a call has seen torch)."""
     torch = sys.modules.get("torch")
     return torch is not None and torch.is_grad_enabled()
 
@@ -462,7 +481,7 @@ def _grad_enabled() -> bool:
 def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     """A call whose key was not seen: every check, the kernel (compiled on a miss), the
     launcher kept under the key, the launch."""
-    global _TENSOR
+    global _TENSOR, _compiling, _grad_enabled
     front = FRONTS[row.kind]
     op_args, finish = front(row, *args)
     names = row.op_arguments()
@@ -472,11 +491,8 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     if _TENSOR == ():  # the key was made before torch was seen: make it again
         _register()  # the operators, for torch.compile's later traces (bulkred imported before torch)
         _TENSOR = torch.Tensor
-        try:
-            key = (row.name, _grad_enabled(), *map(_part, args))
-            hash(key)
-        except TypeError:
-            key = None
+        _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
+        key = _key(row, args)
     if row.grad is not None and torch.is_grad_enabled() and any(
             isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
         _register()
@@ -514,8 +530,13 @@ def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, f
     :func:`run`)."""
     torch = sys.modules["torch"]
     x = op_args[0]
-    if k is None or x is not args[0] or x.dim() != 2 or any(
+    if k is None or x is not args[0] or any(
             isinstance(v, torch.Tensor) and v.dim() == 1 and not v.is_contiguous() for v in op_args):
+        return None
+    bound = _bound(row, p, k, args, op_args, finish) if hasattr(k, "bind") else None
+    if bound is not None:
+        return bound
+    if x.dim() != 2:
         return None
     empty, shape, dt, dev, f32 = torch.empty, tuple(x.shape), x.dtype, x.device, torch.float32
     kind = p.kind
@@ -570,6 +591,76 @@ def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, f
     else:
         return None
     return _aligned_launcher(launcher, row, p, k, op_args, finish)
+
+
+def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, finish: Callable) -> Any:
+    """The launch layer's launcher (``Kernel.bind``) of a call on a contiguous ``x`` whose
+    tensors are the caller's as given: the key proves their shapes, dtypes, devices and
+    strides, so the launcher reads their addresses, makes the outputs (``empty_like`` of
+    x where an output is x's like) and launches with the rows' count and launch config
+    made once. None where the launch layer has none (then :func:`_direct`'s). A call it
+    refuses (an input off the vector loads' alignment) takes :func:`run` (a copy)."""
+    torch = sys.modules["torch"]
+    x, kind, m, n = op_args[0], p.kind, p.m, p.n
+    if not x.is_contiguous():
+        return None
+    shape = tuple(x.shape)
+    xv = x.view(m, n)
+    f32 = torch.float32
+    if kind in ("softmax", "log_softmax"):
+        params, pick, outs = [xv, xv.new_empty((m, n))], [0], [shape]
+    elif kind in ("rms_norm", "layer_norm"):
+        affine = [2, 3] if kind == "layer_norm" else [2]
+        if any(op_args[i - 1] is not args[i] for i in affine):
+            return None  # the weight reshaped (several normalized dimensions)
+        pick = [0] + [i for i in affine if args[i] is not None]
+        params, outs = [xv, xv.new_empty((m, n)), *(args[i] for i in pick[1:])], [shape]
+    elif kind == "add_rms_norm":
+        r = op_args[1]
+        if r is not args[1] or not r.is_contiguous():
+            return None
+        pick = [0, 1] + ([2] if args[2] is not None else [])
+        params = [xv, xv.new_empty((m, n)), r.view(m, n), xv.new_empty((m, n)), *(args[i] for i in pick[2:])]
+        outs = [shape, shape]
+    elif kind == "cross_entropy":
+        t = op_args[1]
+        if t is not args[1] or not t.is_contiguous() or t.dim() != 1:
+            return None
+        params, pick, outs = [xv, t, xv.new_empty((m,), dtype=f32)], [0, 1], [(m,)]
+    else:
+        return None
+    order = [1, 3] if kind == "add_rms_norm" else [2] if kind == "cross_entropy" else [1]  # the outputs' params
+    b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=outs)
+    if b is None:
+        return None
+    front, names = FRONTS[row.kind], row.op_arguments()
+
+    def slow(args: tuple) -> Any:  # refused by the launcher (alignment, a broken GPU): every check, a copy
+        op_args, finish = front(row, *args)
+        return finish(run(row, p, k, dict(zip(names, op_args)), False))
+
+    ce = finish if kind == "cross_entropy" else None
+    if len(pick) == 1:
+        def launcher(args: tuple) -> Any:
+            r = b(args[0], None)
+            return slow(args) if r is None else r
+    elif len(pick) == 2:
+        i, j = pick
+        if ce is not None:
+            def launcher(args: tuple) -> Any:
+                r = b(args[0], args[1], None)
+                return slow(args) if r is None else ce((r,))
+        else:
+            def launcher(args: tuple) -> Any:
+                r = b(args[0], args[j], None)
+                return slow(args) if r is None else r
+    else:
+        i, j, q = pick
+
+        def launcher(args: tuple) -> Any:
+            r = b(args[0], args[j], args[q], None)
+            return slow(args) if r is None else r
+    return launcher
 
 
 def _aligned_launcher(launcher: Callable, row: RowFunction, p: RowPlan, k: Any, op_args: tuple,

@@ -105,23 +105,71 @@ def _register(row: Function) -> None:
             return (gx, None, None, *([None] * n_opts))
 
         op.register_autograd(backward, setup_context=setup_context)
-        # eager autograd (not under torch.compile): the same forward, context and backward as
-        # one torch.autograd.Function, without the operator's dispatch around it. Its forward
-        # takes ctx itself: a Function with setup_context binds its arguments through
-        # inspect.signature at every apply, tens of microseconds a call
-        def forward(ctx: Any, x: torch.Tensor, axis: list[int] | None, keepdims: bool, *opts: Any) -> Any:
-            r = impl(x, axis, keepdims, *opts)
-            setup_context(ctx, (x, axis, keepdims, *opts), r)
-            return r
+        BOUND[row.name] = _bound_autograd(row)
 
-        EAGER[row.name] = type(f"{row.name}_autograd", (torch.autograd.Function,), {
+
+def _bound_autograd(row: Function) -> Any:
+    """``make(axis, keepdims, opts) -> apply(x)``: the eager autograd call of one call's
+    axis, keepdims and options (see :func:`eager`)."""
+    grad, n = row.grad, row.results
+    # var and std save the mean for their backward: the forward runs var_mean's (std_mean's)
+    # kernel, the same reduction with the mean as its aux output, and the backward reads the
+    # mean instead of reducing x again
+    paired = {"var": "var_mean", "std": "std_mean"}.get(row.grad)
+    mean_row = next((r for r in ROWS if r.name == paired), None) if paired else None
+
+    def make(axis: list[int] | None, keepdims: bool, opts: tuple) -> Any:
+        options = _options(row, opts)
+        api_axis = _axis(row, axis)
+        dims_of: dict[int, tuple[int, ...]] = {}
+
+        def dims(nd: int) -> tuple[int, ...]:
+            d = dims_of.get(nd)
+            if d is None:  # dim=(): every axis (torch)
+                d = dims_of[nd] = tuple(sorted(a % max(nd, 1) for a in axis)) if axis else tuple(range(nd))
+            return d
+
+        if mean_row is not None:
+            def forward(ctx: Any, x: torch.Tensor) -> Any:
+                r, mean = api.call_keyed(mean_row, x, api_axis, keepdims, options, None)
+                ctx.save_for_backward(x, r, mean)
+                return r
+        elif n == 1:
+            def forward(ctx: Any, x: torch.Tensor) -> Any:
+                r = api.call_keyed(row, x, api_axis, keepdims, options, None)
+                ctx.save_for_backward(x, r)
+                return r
+        else:
+            def forward(ctx: Any, x: torch.Tensor) -> Any:
+                r = tuple(api.call_keyed(row, x, api_axis, keepdims, options, None))
+                ctx.save_for_backward(x, *r)
+                return r
+
+        def backward(ctx: Any, *grads: Any) -> Any:
+            x, *results = ctx.saved_tensors
+            return RULES[grad](x, tuple(results), grads, dims(x.dim()), keepdims, options)
+
+        return type(f"{row.name}_autograd", (torch.autograd.Function,), {
             "forward": staticmethod(forward), "backward": staticmethod(backward),
         }).apply
 
+    return make
 
-EAGER: dict[str, Any] = {}
-"""Row name -> its eager autograd call, ``EAGER[name](x, axis, keepdims, *options)`` (the
-operator's arguments and result): ``bulkred.<name>`` on a tensor that requires grad."""
+
+BOUND: dict[str, Any] = {}
+"""Differentiable row name -> ``make(axis, keepdims, options) -> apply(x)`` (:func:`eager`)."""
+
+
+def eager(name: str, axis: list[int] | None, keepdims: bool, opts: tuple) -> Any:
+    """The eager autograd call of ``bulkred.<name>`` for one call's operator arguments
+    after x (``axis`` as a list, ``keepdims``, the options in the row's order):
+    ``apply(x)`` gives the operator's result in the autograd graph. A
+    ``torch.autograd.Function`` made for these arguments, without the operator's
+    dispatch: its forward takes x alone (the arguments are its own), runs the call's
+    launcher and saves x and the results (var and std: their mean too, from the
+    var_mean kernel); its backward is the row's rule (grads.py), the same as the
+    operator's ``register_autograd``. Made once per call key by ``reductions.py``."""
+    return BOUND[name](axis, keepdims, opts)
 
 
 for _row in ROWS:
@@ -184,7 +232,7 @@ def register_row(row: RowFunction, impl: Any, fake: Any) -> None:
 
     op.register_autograd(backward, setup_context=setup_context)
     # eager autograd (not under torch.compile): the same forward, context and backward as one
-    # torch.autograd.Function, without the operator's dispatch around it (as EAGER's)
+    # torch.autograd.Function, without the operator's dispatch around it (as eager()'s)
     n_stats = len(row.stats)
 
     def forward(ctx: Any, run: Any, *inputs: Any) -> Any:

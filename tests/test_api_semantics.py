@@ -481,8 +481,8 @@ def stand_in_torch(monkeypatch):
     torch.float32, torch.int64 = _FLOAT32, _INT64
     torch.empty = lambda shape, dtype, device: _Tensor(shape, dtype, 0x90000)
     routed = []
-    monkeypatch.setattr(reductions, "_torch_ops", lambda: SimpleNamespace(EAGER={
-        "vector_norm": lambda *a: routed.append(a) or _Tensor(())}))  # the rows' autograd calls
+    monkeypatch.setattr(reductions, "_torch_ops", lambda: SimpleNamespace(  # the rows' autograd calls
+        eager=lambda name, *a: lambda x: routed.append((x, a[0], a[1], *a[2])) or _Tensor(())))
     torch.ops = SimpleNamespace(bulkred=None)
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(reductions, "_compiling", lambda: False)

@@ -480,3 +480,70 @@ def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
         _close(bulkred.softmax(x), torch.softmax(x.double(), -1).float())
         _close(bulkred.rms_norm(x[None], 8), torch.nn.functional.rms_norm(x[None].double(), (8,), eps=1.1920928955078125e-07).float())
     assert len(row_functions.CALLS) == 2
+
+
+def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatch):
+    """A kernel with ``bind`` (the launch layer's ``Kernel.bind``): the second call of a
+    key runs ``launch.bound_launcher``'s generated launcher (the addresses, the outputs made
+    per call, the rows' count a constant) and gives torch's values; the weights after the
+    outputs are passed in their params' places; an input off the vector loads' alignment
+    is refused by the launcher and copied."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx import launch
+
+    torch = interpreted
+    F = torch.nn.functional
+    inner = row_kernels.kernel_for
+    launched = []
+
+    def at(ptr, like):  # the tensor of like's shape and dtype at address ptr (CPU memory)
+        buf = (ctypes.c_char * (like.numel() * like.element_size())).from_address(ptr)
+        return torch.frombuffer(buf, dtype=like.dtype).view(like.shape)
+
+    class Bound:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, *tensors):
+            return self.k(*tensors)
+
+        def bind(self, params, *, inputs, order, new, pack=None):
+            g = SimpleNamespace(broken=None, streams={0: "s"}, stream_for=lambda h: "s", memset_async=None)
+
+            def run(s, config, kern, *pointers):
+                *ptrs, m = pointers
+                assert int(m) == params[0].shape[0] and len(ptrs) == len(params)
+                launched.append(len(ptrs))
+                self.k(*[at(p, t) for p, t in zip(ptrs, params)])
+
+            b = launch.bound_launcher("rows", g, "kern", "config", [np.int64(params[0].shape[0])], params,
+                                      inputs=inputs, order=order, new=new, pack=pack, zero=(),
+                                      align=[16] + [1] * (len(params) - 1))
+            b.__globals__.update(raw_stream=lambda dev: 0, launch=run)
+            return b
+
+    monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Bound(inner(*a, **kw)))
+    x, w, b = _randn(torch, 2, 3, 16, seed=71), _randn(torch, 16, seed=72), _randn(torch, 16, seed=73)
+    r, t = _randn(torch, 2, 3, 16, seed=74), torch.tensor([0, 15, -100, 3])
+    x64 = x.double()
+    for _ in range(2):
+        _close(bulkred.softmax(x), torch.softmax(x64, -1).float())
+        _close(bulkred.rms_norm(x, (16,), w, 1e-6), F.rms_norm(x64, (16,), w.double(), 1e-6).float())
+        _close(bulkred.layer_norm(x, (16,), w, b), F.layer_norm(x64, (16,), w.double(), b.double()).float())
+        _close(bulkred.layer_norm(x, (16,), None, b), F.layer_norm(x64, (16,), None, b.double()).float())
+        y, h = bulkred.add_rms_norm(x, r, w, 1e-5)
+        _close(h, x + r)
+        _close(y, F.rms_norm((x + r).double(), (16,), w.double(), 1e-5).float())
+        for reduction in ("none", "mean", "sum"):
+            _close(bulkred.cross_entropy(x[0], t[:3], reduction=reduction),
+                   F.cross_entropy(x[0].double(), t[:3], reduction=reduction).float())
+    launchers = {f.__qualname__ for f in row_functions.CALLS.values()}
+    assert launchers == {"_bound.<locals>.launcher"}, launchers
+    assert launched == [2, 3, 4, 3, 5, 3, 3, 3] * 2  # each call's params: the weights in their places
+    base = _randn(torch, 40, seed=75)
+    odd, even = base[1:33].view(4, 8), base[8:40].view(4, 8)  # 4 and 32 bytes past the storage's start
+    for y in (odd, even, odd):  # odd: refused by the launcher, copied and run by the kernel's own call
+        _close(bulkred.softmax(y), torch.softmax(y.double(), -1).float())
+    assert launched[16:] == [2]  # the aligned call's

@@ -381,7 +381,7 @@ class Kernel:
             ) from e
 
     def bind(
-        self, args: Sequence[Any], *, inputs: int = 1, order: Sequence[int] | None = None,
+        self, args: Sequence[Any], *, inputs: int | Sequence[int] = 1, order: Sequence[int] | None = None,
         new: Sequence[tuple[int, ...]] | None = None, pack: Any = None,
     ) -> Any:
         """A launcher for a caller that built this kernel for arrays like ``args`` (the
@@ -403,12 +403,16 @@ class Kernel:
         usable, and each array read or written with vector loads wider than its element
         (``bulkred.align``) is at such an address. A call it does not take returns None,
         having done nothing. It launches on torch's current stream, zero-fills the
-        ``zero_init`` outputs first, and passes the workspace."""
+        ``zero_init`` outputs first, and passes the workspace.
+
+        ``inputs``: how many leading parameters are inputs, or their indices (the row
+        kernels' weights come after their outputs); the launcher takes them in that
+        order. A kernel with a dynamic dimension (``bulkred.dims``, the row kernels'
+        rows) is bound for the sizes of ``args``: the caller's key proves the shapes, so
+        the size and the launch config are constants of the launcher."""
         sig = self.signature
         torch = sys.modules.get("torch")
         if sig is None or torch is None or len(args) != len(sig.params) or not all(isinstance(a, torch.Tensor) for a in args):
-            return None
-        if sig.dims:  # a size passed per call (a dynamic dimension): the kernel's own call path
             return None
         g = gpu()
         g.ensure_usable()
@@ -416,17 +420,20 @@ class Kernel:
         if not all(a.is_cuda and a.get_device() == dev for a in args):
             return None
         kern = self.module.load_kernel(g, self.name)
-        shape, shmem = self._shape(None, None, None, None)
+        sizes = sig.sizes([_shape_of(a) for a in args]) if sig.dims else []
+        shape, shmem = self._shape(sig.grid_for(sizes) if sizes else None, None, None, None)
+        ins = tuple(range(inputs)) if isinstance(inputs, int) else tuple(inputs)
         try:
             config = self._config(g, kern, shape, shmem)
         except Exception as e:
             if isinstance(e, CudaError):
                 raise
             raise CudaError(f"a launch config for kernel '{self.name}'", type(e).__name__, str(e)) from e
-        extra = [self.module.workspace(g, self.name, sig.workspace)] if sig.workspace else []
+        extra = [np.int64(v) for v in sizes]  # the sizes after the arrays, then the workspace (as _with_options)
+        extra += [self.module.workspace(g, self.name, sig.workspace)] if sig.workspace else []
         return bound_launcher(
-            self.name, g, kern, config, extra, args, inputs=inputs,
-            order=tuple(range(inputs, len(args))) if order is None else tuple(order), new=new, pack=pack,
+            self.name, g, kern, config, extra, args, inputs=ins,
+            order=tuple(i for i in range(len(args)) if i not in ins) if order is None else tuple(order), new=new, pack=pack,
             zero=sig.zero_init, align=[sig.alignment(i) for i in range(len(args))],
         )
 
@@ -626,14 +633,15 @@ Python); larger ones keep one broadcast element."""
 
 
 def bound_launcher(
-    name: str, g: Gpu, kern: Any, config: Any, extra: Sequence[Any], args: Sequence[Any], *, inputs: int,
+    name: str, g: Gpu, kern: Any, config: Any, extra: Sequence[Any], args: Sequence[Any], *, inputs: int | Sequence[int],
     order: Sequence[int], new: Sequence[tuple[int, ...]] | None, pack: Any, zero: Sequence[int], align: Sequence[int],
 ) -> Any:
     """The source of :meth:`Kernel.bind`'s launcher, compiled (see there)."""
     torch = sys.modules["torch"]
     n = len(args)
     env = _launch_env(name, g, args[0].get_device(), kern, config, extra)
-    ins = [f"a{i}" for i in range(inputs)]
+    inputs = range(inputs) if isinstance(inputs, int) else inputs
+    ins = [f"a{i}" for i in inputs]
     lines = ["    if g.broken is not None:\n        return None\n"]
     ptr = [""] * n
     wide = [i for i, a in enumerate(align[:n]) if a > args[i].element_size()]  # read with wider vector loads
@@ -642,7 +650,7 @@ def bound_launcher(
         if i in wide:
             lines.append(f"    if {ptr[i]} % {align[i]}:\n        return None\n")
 
-    for i in range(inputs):  # the inputs' addresses first: a call refused has made nothing
+    for i in inputs:  # the inputs' addresses first: a call refused has made nothing
         ptr[i] = f"p{i}"
         lines.append(f"    p{i} = a{i}.data_ptr()\n")
         aligned(i)
@@ -654,7 +662,13 @@ def bound_launcher(
             # tensor is dense; a larger result's is one element broadcast, holding no memory
             # of the result's size, and the result is asked for contiguous
             nbytes = args[k].numel() * args[k].element_size()
-            if nbytes <= SMALL_RESULT:
+            # an input of the result's shape and dtype, contiguous (the caller's key proves
+            # it): empty_like of it is the result (a row kernel's y), no tensor kept
+            same = [i for i in inputs if args[i].dtype == args[k].dtype and tuple(args[i].shape) == tuple(new[j])
+                    and args[i].is_contiguous()]
+            if same:
+                lines.append(f"    r{j} = empty_like(a{same[0]})\n")
+            elif nbytes <= SMALL_RESULT:
                 env[f"like{j}"] = args[k].new_empty(tuple(new[j]))
                 lines.append(f"    r{j} = empty_like(like{j})\n")
             else:
