@@ -34,7 +34,7 @@ SLICE = 8192
 """Elements of a row a CTA of the cluster aims to hold (256 threads of 32 values)."""
 MIN_BLOCK = 128
 MAX_BLOCK = 512
-MAX_CLUSTER = 8
+MAX_CLUSTER = 16
 """The largest portable cluster (16 needs the non-portable size: next)."""
 
 MAX_N = MAX_CLUSTER * MAX_BLOCK * MAX_VALUES

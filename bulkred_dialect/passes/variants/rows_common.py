@@ -43,7 +43,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import MemRefType, f32, i1, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
@@ -51,7 +52,14 @@ from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, Roundin
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
-from bulkred_dialect.ops.ptx.sync import MapaOp
+from bulkred_dialect.ops.ptx.st_async import StAsyncOp, StAsyncType
+from bulkred_dialect.ops.ptx.sync import (
+    FenceMbarrierInitOp,
+    MapaOp,
+    MbarrierArriveExpectTxOp,
+    MbarrierInitOp,
+    MbarrierTryWaitParityOp,
+)
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind
 from bulkred_dialect.ops.tile.rows import (
@@ -100,6 +108,7 @@ NORM_BACKWARD_VALUES = 16
 also keeps its columns' dweight and dbias partials in registers across its rows (and
 dy, xhat and dy * w of its values until the row's sums are known): fewer values, more
 threads (docs/rows.md)."""
+
 
 NORM_BACKWARD_CTA_N = 8192
 """The longest row of a norm's backward that rows_cta takes (a CTA per row); longer rows
@@ -381,9 +390,10 @@ class _Row:
     rank: SSAValue | None = None  # with a cluster: the CTA's rank in it (i32)
     res: _Buf | None = None  # add_rms_norm: residual
     hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
-    parity: SSAValue | None = None  # with a cluster: the row's parity (i32), which of two exchange slots
+    parity: SSAValue | None = None  # with a cluster: the CTA's count of rows so far (i32; its parity picks the exchange slots)
     grad: _Buf | None = None  # the backward kinds: the forward output's gradient
     sw: SSAValue | None = None  # the thread's first vector in the row (i64)
+    exchange: ClusterExchange | None = None  # with a cluster: the mbarriers of the push exchange
 
     # region Visiting a thread's vectors
 
@@ -449,7 +459,7 @@ class _Row:
 
     def _state(self, e: Emitter, st, v: list[SSAValue], name: str) -> list[SSAValue]:
         p = self.p
-        return reduce_state(e, st, v, self.tid, p.block, p.group, p.cluster, self.parity, name)
+        return reduce_state(e, st, v, self.tid, p.block, p.group, p.cluster, self.parity, name, self.exchange, self.rank)
 
     # endregion
 
@@ -619,21 +629,48 @@ class _Moments:
         return [_add(e, a[0], b[0]), n, mean, m2]
 
 
+MAX_EXCHANGES = 4
+"""Cluster exchanges per row at most (one per statistic: layer_norm's mean and variance,
+cross-entropy's (max, sum) and smoothing's sum of x are two)."""
+
+
+class ClusterExchange:
+    """The mbarriers of a cluster's push exchange: two per statistic (by the parity of the
+    row's count), each of expected count 1 (the CTA's thread 0, which announces the bytes
+    its peers will store), initialized by thread 0 before the rows loop and made visible
+    to the cluster (``fence.mbarrier_init``, a cluster barrier) before any peer stores."""
+
+    def __init__(self, e: Emitter, tid: SSAValue):
+        self.mbars = e.shared([2 * MAX_EXCHANGES], i64, "cluster_mbar")
+        self.names: list[str] = []
+
+        def init(b: Emitter) -> list[SSAValue]:
+            for k in range(2 * MAX_EXCHANGES):
+                b.emit(MbarrierInitOp(b.ptr_add(self.mbars, 8 * k), b.const(1)))
+            return []
+
+        e.if_(e.cmp("eq", tid, 0), init)
+        e.emit(FenceMbarrierInitOp())
+        e.cluster_sync()
+
+    def index(self, name: str) -> int:
+        """The statistic's pair of mbarriers (0, 1, ... in the order the row uses them)."""
+        if name not in self.names:
+            assert len(self.names) < MAX_EXCHANGES, f"more than {MAX_EXCHANGES} cluster exchanges per row"
+            self.names.append(name)
+        return self.names.index(name)
+
+
 def reduce_state(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int, group: int, cluster: int,
-                 parity: SSAValue | None, name: str) -> list[SSAValue]:
+                 count: SSAValue | None, name: str, exchange: ClusterExchange | None = None,
+                 rank: SSAValue | None = None) -> list[SSAValue]:
     """The state ``v`` (:class:`_Scalar`, :class:`_Exps`) combined over the group, every
     thread of it getting the result: a warp butterfly; in a CTA, warp partials through
-    shared memory, combined by warp 0 and broadcast; in a cluster, then, through
-    distributed shared memory: thread 0 writes the CTA's state into its own slot,
-    ``barrier.cluster`` (release / acquire), and every thread reads the slots of ranks
-    0, 1, ... (``mapa`` + ``ld.shared::cluster``) and combines them in rank order, so that
-    every CTA holds the same bits. The cluster slots are two, taken by row parity
-    (``parity``, 0 or 1): a slot is written again two rows later, after a barrier every
-    peer reaches only once it has read it."""
+    shared memory, combined by warp 0 and broadcast; in a cluster, then, pushed through
+    distributed shared memory (:func:`_cluster_push`)."""
     if group == WARP and cluster == 1:
         return warp_reduce_state(e, st, v)
     part = cta_reduce_state(e, st, v, tid, block, name=name) if block > WARP else warp_reduce_state(e, st, v)
-    slot_bytes = 4 * st.width
     if cluster == 1:
         slot = e.shared([st.width], f32, f"{name}_all")
 
@@ -645,21 +682,60 @@ def reduce_state(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int, g
         e.if_(e.cmp("eq", tid, 0), publish)
         e.bar_sync()
         return [e.ld(ld_type(F32), slot, f32, 4 * k) for k in range(st.width)]
-    assert parity is not None
-    slots = e.shared([2 * st.width], f32, f"cluster_{name}")
-    mine = e.ptr_add(slots, e.mul_i(parity, slot_bytes))
+    assert count is not None and exchange is not None and rank is not None
+    return _cluster_push(e, st, part, tid, cluster, count, name, exchange, rank)
 
-    def publish_cluster(b: Emitter) -> list[SSAValue]:
-        for k, x in enumerate(part):
-            b.st(ld_type(F32), mine, x, 4 * k)
+
+def _cluster_push(e: Emitter, st, part: list[SSAValue], tid: SSAValue, cluster: int, count: SSAValue, name: str,
+                  exchange: ClusterExchange, rank: SSAValue) -> list[SSAValue]:
+    """The CTAs' states (``part``, valid in every lane of warp 0) combined over the
+    cluster, every thread of every CTA getting the same bits.
+
+    Each CTA has ``2 x cluster`` slots of the state (two sets, by the parity of the row's
+    count) and a pair of mbarriers. Thread 0 announces the bytes of the row's set
+    (``mbarrier.arrive.expect_tx``: ``cluster`` slots); lane k < cluster of warp 0 stores
+    the CTA's state into slot ``rank`` of CTA k (``st.async`` through ``mapa``, completing
+    its bytes on CTA k's mbarrier); every thread waits for its CTA's phase
+    (``mbarrier.try_wait.parity``: the row count's second bit) and combines the slots of
+    its own shared memory in rank order. No cluster barrier: a CTA waits only for the
+    stores it receives.
+
+    A set is written again two rows later: a peer stores row ``i + 2`` only after its wait
+    of row ``i + 1``, which needed this CTA's store of row ``i + 1``, which warp 0 makes
+    after a CTA barrier (:func:`cta_reduce_state`'s) that every thread reaches after
+    reading the set of row ``i`` (a CTA of one warp, as the interpreter's tests use:
+    the warp's own order). Likewise the mbarrier of a parity enters its next phase
+    only after every thread of the CTA waited for the last."""
+    w = st.width
+    slot_bytes = 4 * w
+    slots = e.shared([2 * cluster * w], f32, f"cluster_{name}")
+    j = exchange.index(name)
+    parity = e.and_b32(count, 1)
+    phase = e.and_b32(e.shr_u32(count, 1), 1)
+    mbar = e.ptr_add(exchange.mbars, e.mul_i(e.add_i(parity, 2 * j), 8))
+    base = e.ptr_add(slots, e.mul_i(parity, cluster * slot_bytes))
+
+    def announce(b: Emitter) -> list[SSAValue]:
+        b.emit(MbarrierArriveExpectTxOp(mbar, b.const(cluster * slot_bytes), sink=True))
         return []
 
-    e.if_(e.cmp("eq", tid, 0), publish_cluster)
-    e.cluster_sync()
+    e.if_(e.cmp("eq", tid, 0), announce)
+    mine = e.ptr_add(base, e.mul_i(rank, slot_bytes))
+
+    def send(b: Emitter) -> list[SSAValue]:
+        b.emit(StAsyncOp(StAsyncType.F32, b.value(MapaOp(mine, tid)), part, b.value(MapaOp(mbar, tid))))
+        return []
+
+    e.if_(e.cmp("ult", tid, cluster), send)
+
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, phase))
+        return b.value(arith.XOrIOp(done, b.const(1, i1)))
+
+    e.while_(pending)
     acc = None
-    for rank in range(cluster):
-        peer = e.value(MapaOp(mine, e.const(rank)))
-        got = [e.ld(ld_type(F32), peer, f32, 4 * k) for k in range(st.width)]
+    for k in range(cluster):
+        got = [e.ld(ld_type(F32), base, f32, k * slot_bytes + 4 * i) for i in range(w)]
         acc = got if acc is None else st.combine(e, acc, got)
     assert acc is not None
     return acc

@@ -13,7 +13,6 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
-from bulkred_dialect.ops.ptx.arith import ArithType, XorOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
@@ -40,7 +39,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _stream_norm_backward,
     _write_column_partials,
 )
-from bulkred_dialect.passes.variants.rows_common import F32, RowPlan, _Buf, _registers, _Row, _stream
+from bulkred_dialect.passes.variants.rows_common import F32, ClusterExchange, RowPlan, _Buf, _registers, _Row, _stream
 
 
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
@@ -67,13 +66,14 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
-    rank = first = None
+    rank = first = exchange = None
     if p.cluster > 1:  # cluster c (of the grid's ctas / cluster) takes rows c, c + clusters, ...
         g = tid
         rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
         slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), p.cluster.bit_length() - 1)
         first = e.add_i(e.mul_i(rank, p.slice), g)
         start = first
+        exchange = ClusterExchange(e, tid)  # its mbarriers, before the rows loop
     elif p.group == p.block:
         g, slot = tid, e.sreg(SpecialRegister.CTAID_X)
         start = g
@@ -113,7 +113,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
             row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
             grad = _Buf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw)
+        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
         if p.kind in SOFTMAX_BACKWARD_KINDS:
             (_registers_backward if p.items else _stream_backward)(r, b, row)
         elif p.kind in NORM_BACKWARD_KINDS and p.items:
@@ -124,7 +124,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             _ce_backward(r, b, row)
         else:
             (_registers if p.items else _stream)(r, b, row)
-        return ([b.value(XorOp(ArithType.B32, parity, b.const(1)))] if parity is not None else []) + acc
+        return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
 
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)

@@ -8,12 +8,12 @@
 // RUN: bulkred-opt %s -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=WARPPTX
 
 // EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:11:3 on sm_90a
-// EXPLAIN: //   rows_warp     30        row_length      FAIL     N <= 1024{{ +}}N = 4096 (bfloat16, limit 1024)
-// EXPLAIN: //   rows_cta      20        row_length      ok       N <= 16384{{ +}}N = 4096 (bfloat16, limit 16384)
+// EXPLAIN: //   rows_warp     30        row_length      FAIL     N <= 1024{{.*}}N = 4096 (bfloat16, limit 1024)
+// EXPLAIN: //   rows_cta      20        row_length      ok       N <= 16384{{.*}}N = 4096 (bfloat16, limit 16384)
 // EXPLAIN: // chosen: rows_cta
 // EXPLAIN: // dispatch of 'bulkred.normalize_rows' at {{.*}}rms_norm.mlir:15:3 on sm_90a
-// EXPLAIN: //   rows_cta      20        row_length      FAIL     N <= 16384{{ +}}N = 50000 (float32, limit 16384)
-// EXPLAIN: //   rows_cluster  15        row_in_cluster  ok       <= 32 values per thread in 8 CTAs of 512{{ +}}N = 50000: 8 CTAs of 256 threads, 28 values each
+// EXPLAIN: //   rows_cta      20        row_length      FAIL     N <= 16384{{.*}}N = 50000 (float32, limit 16384)
+// EXPLAIN: //   rows_cluster  15        row_in_cluster  ok       <= 32 values per thread in 16 CTAs of 512{{ +}}N = 50000: 8 CTAs of 256 threads, 28 values each
 // EXPLAIN: // chosen: rows_cluster
 // 128 threads hold a row of 4096 (8 vectors of 4 each); 16 CTAs per multiprocessor
 // EXPLAIN: func.func @rms_norm({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [2112], block = [128], cluster = [1]>, bulkred.align = [8 : i64, 8 : i64, 8 : i64, 1 : i64]}
@@ -26,10 +26,23 @@
 // EXPLAIN: ptx.st.vec b16
 // a cluster of 8 CTAs per row: 64 rows, 512 CTAs
 // EXPLAIN: func.func @softmax({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [512], block = [256], cluster = [8]>, bulkred.align = [16 : i64, 16 : i64]}
+// the push exchange: the mbarriers set up before the rows loop (two per statistic, up to
+// 4 statistics), then per row thread 0 announces the bytes, lanes 0-7 store the CTA's
+// (max, sum) into slot `rank` of CTA `lane`, every thread waits and reads its own 8 slots
 // EXPLAIN: ptx.mov.sreg cluster_ctarank
-// EXPLAIN: ptx.barrier.cluster.arrive sem release
+// EXPLAIN-COUNT-8: ptx.mbarrier.init
+// EXPLAIN: ptx.fence.mbarrier_init.release.cluster
+// EXPLAIN-NEXT: ptx.barrier.cluster.arrive sem release
 // EXPLAIN-NEXT: ptx.barrier.cluster.wait acquire
-// EXPLAIN-COUNT-8: ptx.mapa
+// EXPLAIN-NOT: ptx.barrier.cluster
+// EXPLAIN: ptx.mbarrier.arrive.expect_tx
+// EXPLAIN: ptx.mapa %{{.*}}, %tid_x
+// EXPLAIN-NEXT: ptx.mapa %{{.*}}, %tid_x
+// EXPLAIN-NEXT: ptx.st.async f32 %{{.*}}, %{{.*}}, %{{.*}} mbar %{{.*}} : !ptx.ptr<shared::cluster>, !ptx.ptr<shared::cluster>, f32, f32
+// EXPLAIN: ptx.mbarrier.try_wait.parity
+// EXPLAIN-COUNT-16: ptx.ld f32 %{{.*}} : !ptx.ptr<shared::cta> -> f32
+// EXPLAIN-NOT: ptx.ld f32 {{.*}}shared::cluster
+// EXPLAIN: ptx.barrier.cluster.arrive sem release
 
 // SM90: .target sm_90a
 // SM100: .target sm_100a
@@ -46,17 +59,21 @@
 // PTX: .reqntid 256, 1, 1
 // PTX: .reqnctapercluster 8, 1, 1
 // PTX: .explicitcluster
-// PTX: ld.global.nc.v4.f32
+// PTX: mbarrier.init.shared::cta.b64
+// PTX: fence.mbarrier_init.release.cluster;
 // PTX: barrier.cluster.arrive.release;
 // PTX: barrier.cluster.wait.acquire;
+// PTX: ld.global.nc.v4.f32
+// PTX: mbarrier.arrive.expect_tx.shared::cta.b64 _,
 // PTX: mapa.shared::cluster.u32
-// PTX: ld.shared::cluster.f32
+// PTX: st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: ex2.approx.f32
 // PTX: st.global.v4.f32
 
 // Short rows: a warp per row, 8 rows per CTA of 256 threads, no shared memory.
 // WARP: rows_warp     priority 30: chosen
-// WARP: rows_cluster  15        row_in_cluster  FAIL     <= 32 values per thread in 8 CTAs of 512{{ +}}N = 300000: 8 CTAs of 512 threads, 76 values each
+// WARP: rows_cluster  15        row_in_cluster  FAIL     <= 32 values per thread in 16 CTAs of 512{{ +}}N = 300000: 16 CTAs of 512 threads, 40 values each
 // WARP: rows_cluster  priority 15: rejected: row_in_cluster, measured
 // WARP: rows_stream   priority 10: chosen
 // WARP: func.func @short(%x: memref<100x640xf16, #bulkred.scope<global>>, %y: memref<100x640xf16, #bulkred.scope<global>>, %mean: memref<100xf32, #bulkred.scope<global>>, %rstd: memref<100xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [13], block = [256], cluster = [1]>

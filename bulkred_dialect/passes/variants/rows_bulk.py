@@ -1,0 +1,291 @@
+"""bulkred.normalize_rows -> rows_bulk (priority 17): a row held in shared memory, copied
+there by ``cp.async.bulk``, one CTA or a cluster of 2 to 16 CTAs per row.
+
+A row of ``B`` bytes is split into ``C`` slices of at most :data:`SLICE_BYTES` (``C`` a
+power of two, at most :data:`MAX_CLUSTER`: 16 needs the non-portable cluster size, which
+the launch sets); CTA rank r of the row's cluster takes slice r. Per row:
+
+* every thread reaches a CTA barrier (the slice of the CTA's previous row is read);
+  thread 0 announces the slice's bytes to the CTA's mbarrier (``arrive.expect_tx``) and
+  lanes 0, 1, ... of warp 0 copy it from global memory in chunks of :data:`CHUNK` bytes
+  (``cp.async.bulk.shared::cta.global``, completing on that mbarrier): no register
+  holds a load in flight, so the CTA needs few registers and several CTAs share a
+  multiprocessor, one's copy overlapping another's arithmetic;
+* every thread waits for the slice (``mbarrier.try_wait.parity``) and reads its vectors
+  ``t, t + T, ...`` from shared memory once per pass: the statistics (softmax: the
+  thread's maximum, then its sum of ``exp(x - m)``; rms_norm: the sum of squares;
+  layer_norm: the sum, then the sum of squared deviations from the mean), combined in the
+  CTA and then across the cluster by pushes (``st.async`` into every peer's slot,
+  mbarrier transaction counts: ``rows_common._cluster_push``), then ``y`` from a last
+  pass, written to global memory.
+
+One read of x from global memory, one write of y. The configuration (cluster size,
+threads, vectors per thread) is a function of N and the element type only; every CTA of
+a cluster combines the same slots in rank order: batch-invariant bits.
+
+It takes the forward kinds but add_rms_norm (softmax, log_softmax, rms_norm, layer_norm,
+cross_entropy), rows whose slices are whole 16-byte chunks (N x the element size a
+multiple of 16 x C, the row strides of x multiples of 16 bytes), on sm_90 or newer, where
+measured faster than the other variants (:data:`CHOSEN`). Spec: docs/rows.md; PTX ISA
+cp.async.bulk, mbarrier, st.async, mapa.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.dtypes import of_ir
+from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp, MbarrierTryWaitParityOp
+from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import Predicate
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants.grid_common import require_alignment, set_launch
+from bulkred_dialect.passes.variants.kernel import emitter_at
+from bulkred_dialect.passes.variants.rows_common import (
+    AT,
+    EXP_KINDS,
+    F32,
+    ClusterExchange,
+    RowPlan,
+    _add,
+    _Buf,
+    _clamp,
+    _exp,
+    _load,
+    _mul,
+    _Row,
+    _sub,
+    dtype_of,
+    plan,
+    row_predicates,
+    vector_of,
+)
+from bulkred_dialect.passes.variants.rows_lower import rows_parameter
+
+SLICE_BYTES = 32768
+"""The most bytes of a row one CTA holds (the row's bytes over the cluster's CTAs)."""
+MAX_CLUSTER = 16
+BLOCK = 512
+"""Threads per CTA (fewer, down to 128, where the slice's vectors are not a multiple)."""
+MIN_BLOCK = 128
+CHUNK = 16384
+"""Bytes per ``cp.async.bulk`` (each a lane of warp 0)."""
+SHARED_PER_SM = 227 * 1024
+"""Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
+
+KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.CROSS_ENTROPY)
+
+CHOSEN: dict[str, tuple[int, int]] = {}
+"""Per element type, the rows (N from, to) where rows_bulk was measured faster than the
+other variants on an H200 (docs/rows.md): elsewhere the dispatch passes it by (a forced
+``variant="rows_bulk"`` too)."""
+
+
+def bulk_for(op: NormalizeRowsOp) -> tuple[int, int, int, int]:
+    """(CTAs per cluster, threads per CTA, vectors per thread, a slice's bytes) for
+    ``op``'s N and element type."""
+    d = dtype_of(op)
+    row = op.cols * d.bytes
+    c = 1
+    while c < MAX_CLUSTER and row > c * SLICE_BYTES:
+        c *= 2
+    slice_bytes = row // c
+    vectors = slice_bytes // (vector_of(op) * d.bytes)
+    block = BLOCK
+    while block > MIN_BLOCK and vectors % block:
+        block //= 2
+    return c, block, max(1, vectors // block), slice_bytes
+
+
+def _fits(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    d = dtype_of(op)
+    c, block, per, slice_bytes = bulk_for(op)
+    vec_bytes = vector_of(op) * d.bytes
+    ok = (vector_of(op) > 1 and op.cols * d.bytes == c * slice_bytes and slice_bytes % 16 == 0
+          and slice_bytes == block * per * vec_bytes and row_stride(op.x.type) * d.bytes % 16 == 0  # type: ignore[arg-type]
+          and slice_bytes <= SHARED_PER_SM)
+    return ok, f"N = {op.cols} ({d.name}): {c} CTAs of {block} threads, {slice_bytes} bytes each"
+
+
+def _kind(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    return op.norm_kind in KINDS, op.norm_kind.value
+
+
+def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    d = dtype_of(op)
+    lo, hi = CHOSEN.get(d.name, (1, 0))
+    return lo <= op.cols <= hi, f"{d.name}, N = {op.cols}"
+
+
+def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
+    """Spin until the phase of parity ``parity`` of ``mbar`` completed."""
+
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, parity))
+        return b.value(arith.XOrIOp(done, b.const(1, i1)))
+
+    e.while_(pending)
+
+
+def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
+    """One row's statistics and y from the thread's ``per`` vectors in shared memory
+    (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
+    last one for y."""
+    p = r.p
+    step = p.block * p.vec * p.dtype.bytes
+
+    def vals(b: Emitter, k: int) -> list[SSAValue]:
+        return _load(b, p.dtype, xs, k * step, p.vec, nc=False)
+
+    def pass_(fold) -> SSAValue:
+        acc = None
+        for k in range(per):
+            acc = fold(acc, vals(e, k))
+        assert acc is not None
+        return acc
+
+    kind = p.kind
+    if kind in EXP_KINDS:
+        m = _clamp(e, pass_(lambda a, v: e.fold(ReduceKind.MAX, F32, v if a is None else [a, *v])))
+
+        def exps(a, v):
+            terms = [_exp(e, _sub(e, x, m)) for x in v]
+            return e.fold(ReduceKind.SUM, F32, terms if a is None else [a, *terms])
+
+        big, total = r.reduce_exps(e, m, pass_(exps))
+        sums = {"max": big, "sum": total}
+        if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
+            sx = pass_(lambda a, v: e.fold(ReduceKind.SUM, F32, v if a is None else [a, *v]))
+            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, sx, "row_sum_x")
+        stats = r.finish(e, sums)
+        if kind == NormKind.CROSS_ENTROPY:  # no y
+            r.store_stats(e, row, stats)
+            return
+    elif kind == NormKind.RMS_NORM:
+        def squares(a, v):
+            for x in v:
+                a = _mul(e, x, x) if a is None else e.fma(AT, x, x, a)
+            return a
+
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, pass_(squares), "row_sq")})
+    else:
+        nf = e.const(float(p.n), f32)
+        mean = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(lambda a, v: e.fold(ReduceKind.SUM, F32, v if a is None else [a, *v])), "row_sum"), nf)
+
+        def deviations(a, v):
+            for x in v:
+                d = _sub(e, x, mean)
+                a = _mul(e, d, d) if a is None else e.fma(AT, d, d, a)
+            return a
+
+        var = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(deviations), "row_var"), nf)
+        stats = r.finish(e, {"mean": mean, "var": var})
+    for k in range(per):
+        r.write_item(e, k * p.group, vals(e, k), stats)
+    r.store_stats(e, row, stats)
+
+
+def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    c, block, per, slice_bytes = bulk_for(op)
+    ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // slice_bytes))
+    p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=ctas_per_sm, cluster=c)
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    m_arg = rows_parameter(kernel) if p.m is None else None
+    e = emitter_at(op)
+    d = p.dtype
+    tid = e.sreg(SpecialRegister.TID_X)
+    buf = e.shared([slice_bytes // 4], f32, "row_slice")
+    loaded = e.shared([1], i64, "row_loaded")
+    e.if_(e.cmp("eq", tid, 0), lambda b: b.emit(MbarrierInitOp(loaded, b.const(1))) and [])
+    rank = exchange = None
+    if c > 1:
+        rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
+        slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), c.bit_length() - 1)
+        first = e.add_i(e.mul_i(rank, slice_bytes // (p.vec * d.bytes)), tid)
+        exchange = ClusterExchange(e, tid)  # (its cluster barrier also publishes `loaded`'s init)
+    else:
+        slot = e.sreg(SpecialRegister.CTAID_X)
+        first = tid
+        e.bar_sync()
+    sw = e.wide(first)  # the thread's first vector in the row
+    vec = p.vec
+    x0 = e.ptr(op.x, StateSpace.GLOBAL)
+    require_alignment(x0, 16)
+    y0 = e.ptr(op.y, StateSpace.GLOBAL) if op.y is not None else None
+    w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
+    b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
+    wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
+    bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
+    xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
+    chunks = -(-slice_bytes // CHUNK)
+    lane_chunk = e.mul_i(tid, CHUNK)
+
+    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        (count,) = carried
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
+        b.bar_sync()  # every thread has read the slice of the CTA's previous row
+
+        def copy(c0: Emitter) -> list[SSAValue]:
+            def announce(c1: Emitter) -> list[SSAValue]:
+                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the slice's reads before the copy's writes
+                c1.emit(MbarrierArriveExpectTxOp(loaded, c1.const(slice_bytes), sink=True))
+                return []
+
+            c0.if_(c0.cmp("eq", tid, 0), announce)
+            src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
+            size = c0.const(CHUNK)
+            if slice_bytes % CHUNK:  # the last chunk's bytes
+                size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
+            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(buf, lane_chunk), src, size, loaded))
+            return []
+
+        b.if_(b.cmp("ult", tid, chunks), copy)
+        _wait(b, loaded, b.and_b32(count, 1))
+        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        r = _Row(p, op, tid, tid, _Buf(d, xs), y, w, bb, row_x, first if c > 1 else None, rank, parity=count, sw=sw,
+                 exchange=exchange)
+        _body(r, b, row, xs, per)
+        return [b.add_i(count, 1)]
+
+    units = p.ctas // p.cluster
+    if p.m is None:
+        ctas = e.sreg(SpecialRegister.NCTAID_X)
+        units_now = e.shr_u32(ctas, c.bit_length() - 1) if c > 1 else ctas
+        e.for_(e.wide(slot), m_arg, e.wide(units_now), [e.const(0)], row_body)
+        kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(units, i64)])
+    else:
+        e.for_(e.wide(slot), p.m, units, [e.const(0)], row_body)
+    if c > 1:  # no CTA leaves while a peer may still store into its shared memory
+        e.cluster_sync()
+    rewriter.erase(op)
+
+
+ROWS_BULK = Variant(
+    "bulkred.normalize_rows", "rows_bulk", priority=17,
+    predicates=[
+        *row_predicates(None, ""),
+        Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (bulk copies, clusters)"),
+        Predicate("kind", _kind, expected="softmax, log_softmax, rms_norm, layer_norm, cross_entropy"),
+        Predicate("slices", _fits, expected="whole 16-byte chunks per CTA, 16-byte row strides"),
+        Predicate("measured", _chosen, expected="the rows measured faster (rows_bulk.CHOSEN)"),
+    ],
+    lower=lower_rows_bulk,
+)
