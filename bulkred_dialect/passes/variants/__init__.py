@@ -65,6 +65,7 @@ from bulkred_dialect.passes.variants import (
     rows_bulk,
     rows_cluster,
     rows_cta,
+    rows_slices,
     rows_stream,
     rows_warp,
     sm100_packed,
@@ -84,7 +85,8 @@ REGISTRY = Registry.from_variants(
         grid_gather.GRID_GATHER,
         grid_list.GRID_LIST,
         grid_list.GRID_LIST_SCALE,
-        rows_warp.ROWS_WARP, rows_cta.ROWS_CTA, rows_bulk.ROWS_BULK, rows_cluster.ROWS_CLUSTER, rows_stream.ROWS_STREAM,  # bulkred.normalize_rows (docs/rows.md)
+        rows_warp.ROWS_WARP, rows_cta.ROWS_CTA, rows_bulk.ROWS_BULK, rows_cluster.ROWS_CLUSTER,
+        rows_slices.ROWS_SLICES, rows_stream.ROWS_STREAM,  # bulkred.normalize_rows (docs/rows.md)
         cluster_red_async.CLUSTER_RED_ASYNC,
         cluster_dsmem.CLUSTER_DSMEM,
         cta_shared.CTA_SHARED,

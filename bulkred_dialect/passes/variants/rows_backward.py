@@ -246,12 +246,19 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
 def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf]) -> None:
     """A norm's backward of a row of any length: the sums, then x, dy (and the weight)
     read again for dx; the column sums added to the unit's partial rows ``parts`` (its
-    own columns: no other thread touches them)."""
+    own columns: no other thread touches them). With a cluster (rows_slices) the CTA
+    streams its slice of the row (``p.slice`` vectors, the slices exact), the sums are
+    combined over the cluster, and ``parts`` are the CTA's float32 columns in shared
+    memory (:func:`slice_accumulators`)."""
     p = r.p
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     st = _read_stats(r, e, row)
-    full, cond = r.partial(e)
+    if p.cluster > 1:
+        full, rest = divmod(p.slice, p.group)
+        cond = e.cmp("ult", r.g, rest) if rest else None
+    else:
+        full, cond = r.partial(e)
 
     def terms(b: Emitter, first: SSAValue | int, extra: int):
         xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
@@ -506,6 +513,54 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
         return []
 
     e.if_(done, level1)
+
+
+@dataclass
+class _SharedBuf(_Buf):
+    """A float32 buffer in shared memory (32-bit addresses), read and written by vectors
+    as :class:`_Buf` (``ld.shared`` / ``st.shared``)."""
+
+    def at(self, e: Emitter, first: SSAValue | int, vec: int) -> tuple[SSAValue, int]:
+        step = vec * self.dtype.bytes
+        if isinstance(first, int):
+            return self.base, first * step
+        if first.type == i64:
+            first = e.value(CvtOp(CvtType.U32, CvtType.U64, first, i32))
+        return e.ptr_add(self.base, e.mul_i(first, step)), 0
+
+
+def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_Buf]:
+    """rows_slices: the CTA's column sums of its slice (``p.slice`` vectors), one float32
+    array per output in shared memory, each thread's vectors (``g, g + G, ...``) set to 0
+    here; only that thread adds to them (no barrier)."""
+    width = p.slice * p.vec
+    sm = e.shared([outs * width], f32, "column_sums")
+    zeros = [e.const(0.0, f32)] * p.vec
+    bufs: list[_Buf] = [_SharedBuf(F32, e.ptr_add(sm, e.add_i(e.mul_i(g, p.vec * 4), k * width * 4))) for k in range(outs)]
+    full, rest = divmod(p.slice, p.group)
+
+    def clear(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        for buf in bufs:
+            buf.store(b, first, p.vec, zeros, extra)
+        return state
+
+    _visit(e, p, full, e.cmp("ult", g, rest) if rest else None, [], clear)
+    return bufs
+
+
+def write_slice_partials(e: Emitter, p: RowPlan, accs: list[_Buf], ws: SSAValue, lay: _Columns, unit: SSAValue,
+                         sw: SSAValue, g: SSAValue) -> None:
+    """rows_slices: each thread's columns of the CTA's shared sums ``accs`` into its
+    unit's partial rows (the CTA's slice of each)."""
+    full, rest = divmod(p.slice, p.group)
+    dsts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(sw, p.vec * 4))) for k in range(len(accs))]
+
+    def copy(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        for acc, dst in zip(accs, dsts, strict=True):
+            dst.store(b, first, p.vec, acc.load(b, first, p.vec, extra, nc=False), extra)
+        return state
+
+    _visit(e, p, full, e.cmp("ult", g, rest) if rest else None, [], copy)
 
 
 def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, lay: _Columns, unit: SSAValue,

@@ -38,6 +38,8 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _stream_backward,
     _stream_norm_backward,
     _write_column_partials,
+    slice_accumulators,
+    write_slice_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import F32, ClusterExchange, RowPlan, _Buf, _registers, _Row, _stream
 
@@ -137,6 +139,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         if p.items:  # in registers: one float32 per element the thread holds, per output
             acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
+        elif p.cluster > 1:  # rows_slices: the CTA's columns in shared memory, then its partial rows
+            parts = slice_accumulators(e, p, len(outs), g)
         else:  # streamed: added in place to the unit's own partial rows (zero: the workspace's contract)
             parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
@@ -161,5 +165,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
             group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
             _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
+        elif p.cluster > 1:
+            write_slice_partials(e, p, parts, ws, lay, unit, sw, g)
         _finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
     rewriter.erase(op)
