@@ -44,7 +44,9 @@ benchmarks/functions.py does):
 * **per call**: CUDA events around one call, the GPU idle before it, bulkred and torch
   taking turns (``--repeat`` samples each; half as many for lists of 1 GB or more). The
   bulkred call gets the same list object each time ("unchanged list": its descriptor
-  table is reused). ``many_2000_f32`` and ``mixed_2000`` time bulkred again on an equal
+  table is reused). ``many_2000_f32`` and ``mixed_2000`` time bulkred again on the
+  unchanged list alone (not taking turns with torch's call, whose 2,000 launches come
+  between ours in the turns), on an equal
   new list of the same tensors every call (``list(grads)``, made before the events: the
   tensors of the list are unchanged, the list object is not), on a list of new tensor
   objects every call (``[t.view_as(t) for t in grads]``: the
@@ -468,6 +470,8 @@ def bench_row(torch, B: dict, bnote: str, row: Row, a) -> dict:
                 torch, fb, ft, lambda i: lists[0], lambda i: targs[0], repeat, flush)
             if row.new_list:
                 base = lists[0]
+                # the unchanged list alone (above: taking turns with torch's call over the same tensors)
+                r["bulkred_call_same_us"] = alone_us(torch, fb, lambda i: base, repeat, flush)
                 r["bulkred_call_equal_us"] = alone_us(torch, fb, lambda i: list(base), repeat, flush)
                 r["bulkred_call_new_us"] = alone_us(torch, fb, lambda i: [t.view_as(t) for t in base], repeat, flush)
                 # new tensors at new addresses each call: more lists than the table cache holds, in turn
@@ -686,11 +690,11 @@ def table(rows: list[dict], head: str) -> str:
     lines = [head, "",
              ("| row | tensors | list GB | GB counted | bulkred GPU us | torch GPU us | torch/bulkred GPU | bulkred GB/s "
               "| torch GB/s | bulkred call us (unchanged list) | torch call us | torch/bulkred call "
-              "| bulkred call us (equal new list) | bulkred call us (tensor_list) | torch/bulkred (tensor_list) "
+              "| bulkred call us (unchanged list, alone) | bulkred call us (equal new list) | bulkred call us (tensor_list) | torch/bulkred (tensor_list) "
               "| bulkred host us (unchanged list; tensor_list) "
               "| bulkred call us (new list) | torch/bulkred (new list) | bulkred call us (new addresses) "
               "| torch/bulkred (new addresses) | status | check |"),
-             ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
               "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")]
     for r in rows:
         if r.get("row") == "sweep":
@@ -710,7 +714,7 @@ def table(rows: list[dict], head: str) -> str:
             f"| {fmt(r.get('ratio_graph'), '.2f')} | {fmt(r.get('bulkred_graph_gbps'), '.0f')} "
             f"| {fmt(r.get('torch_graph_gbps'), '.0f')} | {fmt(r.get('bulkred_call_us'), '.1f')} "
             f"| {fmt(r.get('torch_call_us'), '.1f')} | {fmt(r.get('ratio_call'), '.2f')} "
-            f"| {fmt(r.get('bulkred_call_equal_us'), '.1f')} "
+            f"| {fmt(r.get('bulkred_call_same_us'), '.1f')} | {fmt(r.get('bulkred_call_equal_us'), '.1f')} "
             f"| {fmt(r.get('bulkred_call_handle_us'), '.1f')} | {fmt(r.get('ratio_call_handle'), '.2f')} "
             f"| {host} "
             f"| {fmt(r.get('bulkred_call_new_us'), '.1f')} | {fmt(r.get('ratio_call_new'), '.2f')} "

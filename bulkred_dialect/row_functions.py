@@ -214,16 +214,20 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
     if nd == 1:
         input, target = input.unsqueeze(0), target.reshape(1)
     dtype = input.dtype
+    cast = dtype != torch.float32
+    div, empty, dev = torch.div, torch.empty, input.device
 
     def finish(outs: tuple) -> Any:
-        loss = outs[0]
+        loss = outs[0]  # float32, 0 where the target is ignore_index
         if reduction == "none":
             r = loss if nd == 2 else loss.view(())
         elif reduction == "sum":
             r = loss.sum()
+        elif cast:  # the mean over the rows kept, divided into x's dtype (no cast after)
+            return div(loss.sum(), target.ne(ignore_index).sum(), out=empty((), dtype=dtype, device=dev))
         else:
-            r = loss.sum() / (target != ignore_index).sum()
-        return r if dtype == r.dtype else r.to(dtype)
+            return loss.sum().div_(target.ne(ignore_index).sum())
+        return r.to(dtype) if cast else r
 
     return (input, target, ignore_index, smoothing, variant), finish
 
