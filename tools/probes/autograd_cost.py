@@ -72,6 +72,20 @@ def main() -> int:
         per = statistics.median(events(fn) for _ in range(a.calls))
         hst = statistics.median(host(fn) for _ in range(a.calls))
         print(f"{name:28} {per:12.1f} {hst:9.1f}")
+    # the backward alone (its forward made before the clock starts), on the engine's
+    # device thread (the default) and on this thread
+    for threads in (True, False):
+        torch.autograd.set_multithreading_enabled(threads)
+        for name, f in (("bulkred", ours), ("torch", theirs)):
+            pers, hsts = [], []
+            for _ in range(a.calls):
+                y = f(x)
+                pers.append(events(lambda: y.backward(w)))
+                y = f(x)
+                hsts.append(host(lambda: y.backward(w)))
+            where = "device thread" if threads else "this thread"
+            print(f"{name + ' backward (' + where + ')':28} {statistics.median(pers):12.1f} {statistics.median(hsts):9.1f}")
+    torch.autograd.set_multithreading_enabled(True)
 
     torch.autograd.set_multithreading_enabled(False)  # the backward on this thread: cProfile sees it
     prof = cProfile.Profile()
