@@ -13,8 +13,8 @@ one cluster barrier per statistic per row (softmax's maximum and sum are one (m,
 layer_norm's mean and variance two). One read of x, one write of y.
 
 The configuration (cluster size, threads, vectors per thread) is a function of N and the
-element type only. It takes float32 rows of up to :data:`MEASURED_N` (where it was measured
-faster than rows_stream). Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
+element type only. It takes the forward rows of :data:`MEASURED` (where it was measured
+faster than the other variants) and a norm's backward. Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ MAX_CLUSTER = 16
 
 MAX_N = MAX_CLUSTER * MAX_BLOCK * MAX_VALUES
 
-MEASURED_N = 65536
-"""The rows where a cluster was measured faster than rows_stream on an H200 (docs/rows.md):
-float32 rows of up to 65536 (1.29x at 65536); at 131072, and for bfloat16 at 65536,
-rows_stream was as fast or faster (the CTAs' shares too small for the exchange's cost)."""
+MEASURED: dict[str, int] = {"float32": 65536}
+"""Per element type, the longest forward row where a cluster was measured faster than the
+other variants on an H200 (docs/rows.md): float32 rows of up to 65536 (1.29x rows_stream
+at 65536 with the pull exchange); elsewhere rows_bulk or rows_stream."""
 
 
 def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
@@ -72,7 +72,7 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
     d = dtype_of(op)
     if op.norm_kind in rows_common.NORM_BACKWARD_KINDS:  # (its column sums spread over the ranks: rows_backward)
         return True, f"{op.norm_kind.value}, N = {op.cols}"
-    return d.bytes == 4 and op.cols <= MEASURED_N, f"{d.name}, N = {op.cols}"
+    return op.cols <= MEASURED.get(d.name, 0), f"{d.name}, N = {op.cols}"
 
 
 def lower_rows_cluster(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
@@ -88,7 +88,7 @@ ROWS_CLUSTER = Variant(
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (clusters)"),
         Predicate("row_in_cluster", _fits, expected=f"<= {MAX_VALUES} values per thread in {MAX_CLUSTER} CTAs of {MAX_BLOCK}"),
-        Predicate("measured", _pays, expected=f"float32, N <= {MEASURED_N} (faster than rows_stream), or a norm's backward"),
+        Predicate("measured", _pays, expected="the rows measured faster (rows_cluster.MEASURED), or a norm's backward"),
     ],
     lower=lower_rows_cluster,
 )
