@@ -69,6 +69,14 @@ def test_eight_ctas() -> None:
     check("softmax", y, stats, xv, w, b, "float32")
 
 
+def test_one_buffer(monkeypatch) -> None:
+    """One slice buffer (the copy after the previous row is read): the mbarrier's phase
+    every row."""
+    monkeypatch.setattr(rows_bulk, "BUFFERS", 1)
+    y, stats, xv, w, b = run("rms_norm", _rows(5, 512, seed=9), "bfloat16", affine="float32", variant="rows_bulk")
+    check("rms_norm", y, stats, xv, w, b, "bfloat16")
+
+
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy(smoothing: float) -> None:
     """cross_entropy's loss and lse in clusters of 4 (float32 rows of 512): a target

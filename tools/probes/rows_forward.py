@@ -7,8 +7,8 @@ kernel for every M) in each setting:
 * ``dispatch``: the variant the dispatch chooses today;
 * ``stream``: rows_stream (the row read twice);
 * ``cluster``: rows_cluster (the row in registers, the push exchange), where it holds the row;
-* ``bulkS/T``: rows_bulk with slices of at most S KiB and CTAs of T threads (the row in
-  shared memory by cp.async.bulk);
+* ``bulkS/TxB``: rows_bulk with slices of at most S KiB, CTAs of T threads and B slice
+  buffers (the row in shared memory by cp.async.bulk; 2: the next row's copy overlaps);
 
 each checked against torch in float64 (the largest error over the largest magnitude of
 y, ``err``), with ptxas's registers per thread and the launch (threads x cluster).
@@ -38,7 +38,7 @@ LONG = [("softmax", "float32", 262144), ("layer_norm", "float32", 262144), ("sof
 SHORT = [("softmax", "bfloat16", 16384), ("layer_norm", "bfloat16", 16384), ("cross_entropy", "bfloat16", 16384),
          ("softmax", "bfloat16", 4096), ("cross_entropy", "bfloat16", 4096), ("softmax", "float32", 4096),
          ("rms_norm", "float32", 4096), ("softmax", "float32", 1024), ("softmax", "bfloat16", 1024)]
-BULK = [(32, 512), (64, 512), (16, 256)]
+BULK = [(32, 512, 2), (32, 512, 1), (64, 512, 2), (16, 256, 2)]
 
 
 def registers(kernel) -> str:
@@ -109,7 +109,8 @@ def main() -> int:
         settings: list[tuple[str, str | None, dict]] = [("dispatch", None, {})]
         if n > 16384:
             settings += [("stream", "rows_stream", {}), ("cluster", "rows_cluster", {})]
-        settings += [(f"bulk{s}/{t}", "rows_bulk", {"SLICE_BYTES": s * 1024, "BLOCK": t}) for s, t in BULK]
+        settings += [(f"bulk{s}/{t}x{nb}", "rows_bulk", {"SLICE_BYTES": s * 1024, "BLOCK": t, "BUFFERS": nb})
+                     for s, t, nb in BULK]
         for name, variant, consts in settings:
             saved = {k: getattr(rows_bulk, k) for k in consts}
             for k, v in consts.items():

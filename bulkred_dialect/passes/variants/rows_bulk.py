@@ -80,6 +80,9 @@ BLOCK = 512
 MIN_BLOCK = 128
 CHUNK = 16384
 """Bytes per ``cp.async.bulk`` (each a lane of warp 0)."""
+BUFFERS = 2
+"""Slices a CTA holds: 2, the next row's copied while this one is computed (a CTA with
+rows left: the persistent grid's); 1, the copy after the previous row is done."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 
@@ -201,7 +204,7 @@ def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
 def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, per, slice_bytes = bulk_for(op)
-    ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // slice_bytes))
+    ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (BUFFERS * slice_bytes)))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=ctas_per_sm, cluster=c)
     kernel = enclosing_kernel(op)
     assert kernel is not None
@@ -210,9 +213,16 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     e = emitter_at(op)
     d = p.dtype
     tid = e.sreg(SpecialRegister.TID_X)
-    buf = e.shared([slice_bytes // 4], f32, "row_slice")
-    loaded = e.shared([1], i64, "row_loaded")
-    e.if_(e.cmp("eq", tid, 0), lambda b: b.emit(MbarrierInitOp(loaded, b.const(1))) and [])
+    nbuf = BUFFERS
+    buf = e.shared([nbuf * slice_bytes // 4], f32, "row_slice")
+    loaded = e.shared([nbuf], i64, "row_loaded")
+
+    def init(b: Emitter) -> list[SSAValue]:
+        for k in range(nbuf):
+            b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), init)
     rank = exchange = None
     if c > 1:
         rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
@@ -236,43 +246,66 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     chunks = -(-slice_bytes // CHUNK)
     lane_chunk = e.mul_i(tid, CHUNK)
 
-    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        (count,) = carried
-        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        b.bar_sync()  # every thread has read the slice of the CTA's previous row
+    def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
+        """The copy of the CTA's slice of ``row`` into slice buffer ``which`` (lanes of
+        warp 0, a chunk each), announced by thread 0 to that buffer's mbarrier."""
+        mbar = b.ptr_add(loaded, which * 8 if isinstance(which, int) else b.mul_i(which, 8))
+        dst = b.ptr_add(buf, which * slice_bytes if isinstance(which, int) else b.mul_i(which, slice_bytes))
 
         def copy(c0: Emitter) -> list[SSAValue]:
             def announce(c1: Emitter) -> list[SSAValue]:
-                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the slice's reads before the copy's writes
-                c1.emit(MbarrierArriveExpectTxOp(loaded, c1.const(slice_bytes), sink=True))
+                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the buffer's reads before the copy's writes
+                c1.emit(MbarrierArriveExpectTxOp(mbar, c1.const(slice_bytes), sink=True))
                 return []
 
             c0.if_(c0.cmp("eq", tid, 0), announce)
+            row_x = c0.ptr_add(x0, c0.mul_i(row, p.sx * d.bytes))
             src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
             size = c0.const(CHUNK)
             if slice_bytes % CHUNK:  # the last chunk's bytes
                 size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
-            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(buf, lane_chunk), src, size, loaded))
+            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
             return []
 
         b.if_(b.cmp("ult", tid, chunks), copy)
-        _wait(b, loaded, b.and_b32(count, 1))
+
+    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        (count,) = carried
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
+        b.bar_sync()  # every thread has read the buffer of the CTA's previous row
+        which = b.and_b32(count, 1) if nbuf == 2 else 0
+        if nbuf == 2:  # the CTA's next row into the other buffer, while this one is computed
+            after = b.add_i(row, stride)
+            b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, b.and_b32(b.add_i(count, 1), 1)) or [])
+        else:
+            issue(b, row, 0)
+        r = _Row(p, op, tid, tid, _Buf(d, xs), None, None, None, row_x, first if c > 1 else None, rank, parity=count,
+                 sw=sw, exchange=exchange)
+        if op.norm_kind == NormKind.CROSS_ENTROPY:  # while the slice is copied
+            r.target = r.target_inputs(b, row)
+        # buffer `which`'s mbarrier completes once per use: its uses' count's parity
+        phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
+        _wait(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
+        here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf == 2 else xs
         y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
         w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
-        r = _Row(p, op, tid, tid, _Buf(d, xs), y, w, bb, row_x, first if c > 1 else None, rank, parity=count, sw=sw,
-                 exchange=exchange)
-        _body(r, b, row, xs, per)
+        r.y, r.w, r.b = y, w, bb
+        _body(r, b, row, here, per)
         return [b.add_i(count, 1)]
 
     units = p.ctas // p.cluster
     if p.m is None:
         ctas = e.sreg(SpecialRegister.NCTAID_X)
         units_now = e.shr_u32(ctas, c.bit_length() - 1) if c > 1 else ctas
-        e.for_(e.wide(slot), m_arg, e.wide(units_now), [e.const(0)], row_body)
+        stride, rows = e.wide(units_now), m_arg
         kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(units, i64)])
     else:
-        e.for_(e.wide(slot), p.m, units, [e.const(0)], row_body)
+        stride, rows = e.const(units, i64), e.const(p.m, i64)
+    start = e.wide(slot)
+    if nbuf == 2:  # the CTA's first row into buffer 0
+        e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
+    e.for_(start, rows, stride, [e.const(0)], row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     rewriter.erase(op)

@@ -394,6 +394,7 @@ class _Row:
     grad: _Buf | None = None  # the backward kinds: the forward output's gradient
     sw: SSAValue | None = None  # the thread's first vector in the row (i64)
     exchange: ClusterExchange | None = None  # with a cluster: the mbarriers of the push exchange
+    target: tuple[SSAValue, SSAValue] | None = None  # cross_entropy: the row's target and x[target] (target_inputs)
 
     # region Visiting a thread's vectors
 
@@ -517,16 +518,25 @@ class _Row:
 
     # endregion
 
-    def loss(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> SSAValue:
-        """cross_entropy's loss of the row: ``lse - (1 - ls) * x[t] - ls * mean(x)`` for its
-        target t (``x[t]`` read again, one element), 0 where t is ``ignore_index``, NaN
-        where t is outside [0, N)."""
+    def target_inputs(self, e: Emitter, row: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """cross_entropy's target t of the row and ``x[t]`` (NaN where t is outside [0,
+        N)), read by every thread (one address: one transaction a warp) as the row starts,
+        so that their two dependent loads overlap the row's instead of following its
+        reduction."""
         op, p = self.op, self.p
         assert op.target is not None
         t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
         inside = e.cmp("ult", t, e.const(p.n, i64))
         xt = e.if_(inside, lambda b: _load(b, p.dtype, b.ptr_add(self.row_x, b.mul_i(t, p.dtype.bytes)), 0, 1),
                    lambda b: [b.const(float("nan"), f32)], [f32])[0]
+        return t, xt
+
+    def loss(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> SSAValue:
+        """cross_entropy's loss of the row: ``lse - (1 - ls) * x[t] - ls * mean(x)`` for its
+        target t (``x[t]`` read again, one element: :meth:`target_inputs`, read at the row's
+        start or here), 0 where t is ``ignore_index``, NaN where t is outside [0, N)."""
+        op = self.op
+        t, xt = self.target if self.target is not None else self.target_inputs(e, row)
         ls = op.smoothing
         loss = _sub(e, s["lse"], _mul(e, xt, e.const(1.0 - ls, f32)) if ls else xt)
         if ls:
@@ -754,6 +764,8 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
+    if kind == NormKind.CROSS_ENTROPY:  # the target and x[target] read while the row's loads are in flight
+        r.target = r.target_inputs(e, row)
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
         m = _clamp(e, e.fold(ReduceKind.MAX, F32, flat))
