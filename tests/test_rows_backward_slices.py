@@ -49,3 +49,32 @@ def test_slices_chosen_past_the_cluster(monkeypatch) -> None:
     assert chosen(65536) == "chosen: rows_cluster"
     assert chosen(262144) == "chosen: rows_slices"
     assert chosen(262148) == "chosen: rows_stream"
+
+
+@pytest.mark.parametrize("variant,n,shared", [
+    ("rows_cta", 300, False),  # the column sums in registers (SHARED_COLUMNS off)
+    ("rows_cta", 300, True),  # in shared memory: 75 vectors over 64 threads (a partial second)
+    ("rows_cluster", 512, True),  # 4 CTAs of one warp, exact slices of 32 vectors: each CTA's in shared memory
+])
+def test_registers_variants_column_sums(variant: str, n: int, shared: bool, monkeypatch) -> None:
+    """layer_norm_backward on the registers variants with each thread's column sums in
+    registers or in shared memory (``rows_backward.shared_columns``) against float64."""
+    from bulkred_dialect.passes.variants import rows_backward
+
+    monkeypatch.setattr(rows_backward, "SHARED_COLUMNS", shared)
+    seen = []
+    real = rows_backward.shared_columns
+    monkeypatch.setattr(rows_backward, "shared_columns", lambda p, outs: seen.append(real(p, outs)) or seen[-1])
+    import bulkred_dialect.passes.variants.rows_lower as rows_lower
+
+    monkeypatch.setattr(rows_lower, "shared_columns", rows_backward.shared_columns)
+    test_rows.test_norm_backward("layer_norm_backward", variant, n, "float32", "float32", True, monkeypatch)
+    assert seen == [shared]
+
+
+@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
+def test_slices_softmax_backward(kind: str, monkeypatch) -> None:
+    """softmax's and log_softmax's backward on rows_slices (``rows_slices.SOFTMAX``, off by
+    default): each CTA's slice, the row's sum combined over the cluster, against float64."""
+    monkeypatch.setattr(rows_slices, "SOFTMAX", True)
+    test_rows.run_backward(kind, 600, m=3, variant="rows_slices")

@@ -3,7 +3,8 @@
 layer_norm_backward (dx, dweight, dbias) with each candidate variant forced, GB/s of the
 three tensors moved (x and dy read, dx written; M x N = 2^28), beside the copy kernel of
 the same run, each result checked against torch (float64) and its dweight bits against a
-second run.
+second run. Some rows patch a setting (:data:`CANDIDATES`: the column sums in registers,
+more units, rows_slices' CTAs), built outside the compile cache.
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
 
@@ -13,20 +14,54 @@ GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
 
+os.environ["BULKRED_CACHE"] = "0"  # built here, each time: the patched constants take effect
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-CANDIDATES = {  # N: the variants to force (those whose predicates hold run; the others say why not)
-    1024: ("rows_cta",),
-    4096: ("rows_cta",),
-    8192: ("rows_cta", "rows_cluster"),
-    16384: ("rows_cta", "rows_cluster"),
-    65536: ("rows_cluster", "rows_slices"),
-    262144: ("rows_slices",),
+BWD = "bulkred_dialect.passes.variants.rows_backward"
+COMMON = "bulkred_dialect.passes.variants.rows_common"
+SLICES = "bulkred_dialect.passes.variants.rows_slices"
+REGS = {f"{BWD}.SHARED_COLUMNS": False}
+UNITS = {f"{COMMON}.SLICE_SUM_FLOATS": 1 << 22}
+SLICES_2 = {f"{SLICES}.BLOCK": 256, f"{SLICES}.CTAS_PER_SM": 2, f"{SLICES}.SHARED_BYTES": 96 * 1024}
+CANDIDATES = {  # N: (label, forced variant, {module.attr: value} patches); those that do not apply say why
+    1024: [("rows_warp", "rows_warp", {}), ("rows_cta", "rows_cta", {})],
+    4096: [("rows_cta", "rows_cta", {}), ("rows_cta, columns in registers", "rows_cta", REGS),
+           ("rows_cta, 2^22 partials", "rows_cta", UNITS)],
+    8192: [("rows_cta", "rows_cta", {}), ("rows_cta, columns in registers", "rows_cta", REGS),
+           ("rows_cluster", "rows_cluster", {})],
+    16384: [("rows_cluster", "rows_cluster", {}), ("rows_cluster, columns in registers", "rows_cluster", REGS),
+            ("rows_cluster, 2^22 partials", "rows_cluster", UNITS), ("rows_slices", "rows_slices", {})],
+    65536: [("rows_cluster", "rows_cluster", {}), ("rows_slices", "rows_slices", {}),
+            ("rows_slices 256 x 2", "rows_slices", SLICES_2)],
+    262144: [("rows_slices", "rows_slices", {}), ("rows_slices 256 x 2", "rows_slices", SLICES_2)],
 }
+SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices beside the default
+    65536: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
+    262144: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
+}
+
+
+@contextlib.contextmanager
+def patched(patches: dict):
+    """Module constants set for the block (the kernels built inside it see them)."""
+    import importlib
+
+    old = []
+    for k, v in patches.items():
+        mod, attr = k.rsplit(".", 1)
+        m = importlib.import_module(mod)
+        old.append((m, attr, getattr(m, attr)))
+        setattr(m, attr, v)
+    try:
+        yield
+    finally:
+        for m, attr, v in old:
+            setattr(m, attr, v)
 
 
 def gpu_ms(torch, fn, calls: int) -> float:
@@ -44,17 +79,40 @@ def gpu_ms(torch, fn, calls: int) -> float:
     return statistics.median(times)
 
 
+def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, kernel_for) -> None:
+    """softmax_backward's rows of the table: dx = y (dy - sum(dy y)) from y = softmax(x)."""
+    y = torch.softmax(x.float(), -1).to(x.dtype)
+    for label, variant, patches in SOFTMAX_CANDIDATES.get(n, []):
+        try:
+            with patched(patches):
+                row_kernels._KERNELS.clear()
+                k = kernel_for(kind, None, n, dtype, variant=variant)
+            dx = torch.empty_like(x)
+            k(y, dx, dy)
+            yd, gd = y[:256].double(), dy[:256].double()
+            want = yd * (gd - (gd * yd).sum(-1, keepdim=True))
+            err = (dx[:256].double() - want).abs().max().item() / max(1e-30, want.abs().max().item())
+            ok = "ok" if err < (1e-4 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}"
+            ms = gpu_ms(torch, lambda: k(y, dx, dy), calls)
+        except Exception as e:  # noqa: BLE001 - a variant that does not apply, or a failed launch: say why
+            print(f"| {kind} | {dtype} | {n} | {label} | n/a | | {str(e).splitlines()[0][-90:]} |")
+            continue
+        gbs = moved / ms / 1e6
+        print(f"| {kind} | {dtype} | {n} | {label} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", default=",".join(map(str, CANDIDATES)))
     ap.add_argument("--dtypes", default="bfloat16,float32")
-    ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward")
+    ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
 
     from bulkred_dialect.passes.variants import rows_common
+    from bulkred_dialect import row_kernels
     from bulkred_dialect.row_kernels import kernel_for
 
     rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
@@ -75,18 +133,23 @@ def main() -> int:
             moved = 3 * m * n * x.element_size()
             print(f"| copy | {dtype} | {n} | | {copy:,.0f} | 1.00 | |")
             for kind in args.kinds.split(","):
+                if kind == "softmax_backward":
+                    softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for)
+                    continue
                 layer = kind == "layer_norm_backward"
                 xd = x.double()
                 mean = xd.mean(-1) if layer else None
                 xc = xd - mean[:, None] if layer else xd
                 rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
                 mean = mean.float() if layer else None
-                for variant in CANDIDATES.get(n, (None,)):
+                for label, variant, patches in CANDIDATES.get(n, [("default", None, {})]):
                     try:
-                        k = kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if layer else None,
-                                       variant=variant)
+                        with patched(patches):
+                            row_kernels._KERNELS.clear()
+                            k = kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
+                                           dbias=dtype if layer else None, variant=variant)
                     except Exception as e:  # noqa: BLE001 - a variant that does not apply: say why
-                        print(f"| {kind} | {dtype} | {n} | {variant} | n/a | | {str(e).splitlines()[0][-90:]} |")
+                        print(f"| {kind} | {dtype} | {n} | {label} | n/a | | {str(e).splitlines()[0][-90:]} |")
                         continue
                     dx = torch.empty_like(x)
                     dw = torch.empty(n, device="cuda", dtype=dt)
@@ -106,10 +169,10 @@ def main() -> int:
                             ("" if same else ", dw bits differ")
                         ms = gpu_ms(torch, lambda: k(*call_args), args.calls)
                     except Exception as e:  # noqa: BLE001 - a failed launch: the row says so
-                        print(f"| {kind} | {dtype} | {n} | {variant} | failed | | {str(e).splitlines()[0][-90:]} |")
+                        print(f"| {kind} | {dtype} | {n} | {label} | failed | | {str(e).splitlines()[0][-90:]} |")
                         continue
                     gbs = moved / ms / 1e6
-                    print(f"| {kind} | {dtype} | {n} | {variant} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
+                    print(f"| {kind} | {dtype} | {n} | {label} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
     return 0
 
 

@@ -95,11 +95,19 @@ def _registers_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
         e.if_(cond, guarded)
 
 
+def _slice_span(r: _Row, e: Emitter) -> tuple[int, SSAValue | None]:
+    """rows_slices: (vectors of its slice every thread has, the condition of the one more
+    some threads have)."""
+    full, rest = divmod(r.p.slice, r.p.group)
+    return full, (e.cmp("ult", r.g, rest) if rest else None)
+
+
 def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
-    """A backward row of any length: the sum, then x and grad read again for dx."""
+    """A backward row of any length: the sum, then x and grad read again for dx (with a
+    cluster, rows_slices: the CTA's slice of the row, the sum combined over the cluster)."""
     p = r.p
     assert r.grad is not None and r.y is not None
-    full, cond = r.partial(e)
+    full, cond = _slice_span(r, e) if p.cluster > 1 else r.partial(e)
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
@@ -200,10 +208,11 @@ def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
     return st
 
 
-def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue],
+                             parts: list[_Buf] | None = None) -> list[SSAValue]:
     """A norm's backward with the row in registers: one read of x, dy (and the weight),
     one write of dx; the thread's column sums (``acc``: per vector, V of dweight then V
-    of dbias) updated."""
+    of dbias) updated, or with ``parts`` (:data:`SHARED_COLUMNS`) those in shared memory."""
     p = r.p
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
@@ -240,6 +249,16 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
             e.if_(cond, guarded)
         if per:  # (a missing vector's loads are 0: it adds 0)
             out += _column_sums(e, r.op, dys, xh, acc[k * per:(k + 1) * per])
+        if parts:
+
+            def add(b: Emitter, k: int = k, dys=dys, xh=xh) -> list[SSAValue]:
+                old = [v for part in parts for v in part.load(b, k * p.group, p.vec, nc=False)]
+                new = _column_sums(b, r.op, dys, xh, old)
+                for i, part in enumerate(parts):
+                    part.store(b, k * p.group, p.vec, new[i * p.vec:(i + 1) * p.vec])
+                return []
+
+            add(e) if cond is None else e.if_(cond, add)
     return out
 
 
@@ -254,11 +273,7 @@ def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf])
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     st = _read_stats(r, e, row)
-    if p.cluster > 1:
-        full, rest = divmod(p.slice, p.group)
-        cond = e.cmp("ult", r.g, rest) if rest else None
-    else:
-        full, cond = r.partial(e)
+    full, cond = _slice_span(r, e) if p.cluster > 1 else r.partial(e)
 
     def terms(b: Emitter, first: SSAValue | int, extra: int):
         xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
@@ -529,15 +544,34 @@ class _SharedBuf(_Buf):
         return e.ptr_add(self.base, e.mul_i(first, step)), 0
 
 
+SHARED_COLUMNS = True
+"""rows_cta and rows_cluster (one row per CTA, exact slices) keep each thread's column
+sums of a norm's backward in shared memory (:func:`slice_accumulators`, at most
+:data:`SHARED_COLUMNS_BYTES` a CTA) rather than registers: the registers hold the row only."""
+SHARED_COLUMNS_BYTES = 64 * 1024
+
+
+def _span(p: RowPlan) -> int:
+    """The vectors of a row the CTA covers: its slice with a cluster, else the row."""
+    return p.slice if p.cluster > 1 else p.vectors
+
+
+def shared_columns(p: RowPlan, outs: int) -> bool:
+    """Whether the registers variant of plan ``p`` keeps its column sums in shared memory."""
+    return (SHARED_COLUMNS and p.items > 0 and p.groups == 1 and (p.cluster == 1 or p.exact)
+            and _span(p) * p.vec * outs * 4 <= SHARED_COLUMNS_BYTES)
+
+
 def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_Buf]:
-    """rows_slices: the CTA's column sums of its slice (``p.slice`` vectors), one float32
-    array per output in shared memory, each thread's vectors (``g, g + G, ...``) set to 0
-    here; only that thread adds to them (no barrier)."""
-    width = p.slice * p.vec
+    """The CTA's column sums of the vectors it covers (rows_slices and a cluster's CTA:
+    its slice, ``p.slice`` vectors; rows_cta: the row), one float32 array per output in
+    shared memory, each thread's vectors (``g, g + G, ...``) set to 0 here; only that
+    thread adds to them (no barrier)."""
+    width = _span(p) * p.vec
     sm = e.shared([outs * width], f32, "column_sums")
     zeros = [e.const(0.0, f32)] * p.vec
     bufs: list[_Buf] = [_SharedBuf(F32, e.ptr_add(sm, e.add_i(e.mul_i(g, p.vec * 4), k * width * 4))) for k in range(outs)]
-    full, rest = divmod(p.slice, p.group)
+    full, rest = divmod(_span(p), p.group)
 
     def clear(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         for buf in bufs:
@@ -550,9 +584,9 @@ def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_
 
 def write_slice_partials(e: Emitter, p: RowPlan, accs: list[_Buf], ws: SSAValue, lay: _Columns, unit: SSAValue,
                          sw: SSAValue, g: SSAValue) -> None:
-    """rows_slices: each thread's columns of the CTA's shared sums ``accs`` into its
-    unit's partial rows (the CTA's slice of each)."""
-    full, rest = divmod(p.slice, p.group)
+    """Each thread's columns of the CTA's shared sums ``accs`` into its unit's partial
+    rows (the CTA's slice of each, or the row)."""
+    full, rest = divmod(_span(p), p.group)
     dsts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(sw, p.vec * 4))) for k in range(len(accs))]
 
     def copy(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:

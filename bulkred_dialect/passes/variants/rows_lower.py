@@ -38,6 +38,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _stream_backward,
     _stream_norm_backward,
     _write_column_partials,
+    shared_columns,
     slice_accumulators,
     write_slice_partials,
 )
@@ -119,7 +120,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if p.kind in SOFTMAX_BACKWARD_KINDS:
             (_registers_backward if p.items else _stream_backward)(r, b, row)
         elif p.kind in NORM_BACKWARD_KINDS and p.items:
-            acc = _registers_norm_backward(r, b, row, acc)
+            acc = _registers_norm_backward(r, b, row, acc, parts)
         elif p.kind in NORM_BACKWARD_KINDS:
             _stream_norm_backward(r, b, row, parts)
         elif p.kind == NormKind.CROSS_ENTROPY_BACKWARD:
@@ -137,7 +138,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     if outs:
         lay = _Columns(len(outs), units, p.n, p.cluster)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
-        if p.items:  # in registers: one float32 per element the thread holds, per output
+        if p.items and shared_columns(p, len(outs)):  # each thread's columns in shared memory
+            parts = slice_accumulators(e, p, len(outs), g)
+        elif p.items:  # in registers: one float32 per element the thread holds, per output
             acc0 = [e.const(0.0, f32)] * (p.items * p.vec * len(outs))
         elif p.cluster > 1:  # rows_slices: the CTA's columns in shared memory, then its partial rows
             parts = slice_accumulators(e, p, len(outs), g)
@@ -161,11 +164,11 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         assert ws is not None
         assert ctas is not None
         unit = e.sreg(SpecialRegister.CTAID_X) if p.groups > 1 else slot  # a CTA, or a cluster (slot: its index)
-        if p.items:
+        if p.items and not parts:
             r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
             group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
             _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
-        elif p.cluster > 1:
+        elif p.items or p.cluster > 1:  # the registers variants' columns in shared memory, or rows_slices'
             write_slice_partials(e, p, parts, ws, lay, unit, sw, g)
         _finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
     rewriter.erase(op)

@@ -10,8 +10,8 @@ CTAs hold a few hundred KiB of rows between them) and writes dx. Each thread add
 columns' ``dy * xhat`` (and ``dy``) to the CTA's float32 column sums in shared memory
 (``rows_backward.slice_accumulators``: no other thread touches them, no barrier), which
 after the last row go to the unit's partial rows, summed rank by rank in a fixed order
-(``rows_backward._finish_columns``). One CTA per multiprocessor (the sums take up to
-:data:`SHARED_BYTES`). Where rows_stream adds every row into global partial rows (a
+(``rows_backward._finish_columns``). :data:`CTAS_PER_SM` CTAs per multiprocessor (the sums take up to
+:data:`SHARED_BYTES` each). Where rows_stream adds every row into global partial rows (a
 float32 read and write per element and output), this adds in shared memory.
 
 The configuration (cluster size, threads) is a function of N and the element type only.
@@ -26,7 +26,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
-from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS, NormalizeRowsOp
+from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS, SOFTMAX_BACKWARD_KINDS, NormalizeRowsOp
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_cluster
@@ -37,6 +37,13 @@ BLOCK = 512
 UNROLL = 4
 SHARED_BYTES = 128 * 1024
 """The most shared memory a CTA's column sums take (its slice's columns x outputs x 4)."""
+CTAS_PER_SM = 1
+"""CTAs per multiprocessor, at most (the grid: this many per multiprocessor, in clusters);
+softmax's and log_softmax's backward (no sums): 4."""
+SOFTMAX = False
+"""Whether softmax_backward and log_softmax_backward take rows_slices too (the slice's
+sum of ``dy * y`` or of ``dy`` combined over the cluster, the second read of the slice
+from L2); off until measured faster than rows_stream (tools/probes/rows_backward.py)."""
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -54,7 +61,7 @@ def cluster_for(op: NormalizeRowsOp) -> int:
 
 def _kind(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
-    return op.norm_kind in NORM_BACKWARD_KINDS, op.norm_kind.value
+    return op.norm_kind in NORM_BACKWARD_KINDS or (SOFTMAX and op.norm_kind in SOFTMAX_BACKWARD_KINDS), op.norm_kind.value
 
 
 def _fits(op: Operation, target: Target) -> tuple[bool, object]:
@@ -69,7 +76,8 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
 def lower_rows_slices(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c = cluster_for(op)
-    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=1, cluster=c)
+    per_sm = CTAS_PER_SM if op.norm_kind in NORM_BACKWARD_KINDS else 4
+    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=per_sm, cluster=c)
     lower_rows(op, rewriter, target, replace(p, slice=p.vectors // c))
 
 

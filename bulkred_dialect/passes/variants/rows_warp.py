@@ -18,7 +18,6 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, items_for, plan, row_predicates
 from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
@@ -37,6 +36,5 @@ def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
 ROWS_WARP = Variant(
     "bulkred.normalize_rows", "rows_warp", priority=30,
-    predicates=row_predicates(lambda op: WARP * rows_common.max_values(op), f"N <= {MAX_N} (a norm's backward: 32 x its values)"),
-    lower=lower_rows_warp,
+    predicates=row_predicates(lambda op: MAX_N, f"N <= {MAX_N}"), lower=lower_rows_warp,
 )
