@@ -94,7 +94,10 @@ def _var_grad(x, g, dims, keepdims, correction, results=()):
     g = _restore(g, dims, keepdims, x.dim())
     if not x.dim():
         mean = x
-    elif len(results) > 1:
+    elif len(results) > 1 and not torch.is_grad_enabled():
+        # (a backward that records a graph, create_graph=True, reduces x here: the saved
+        # mean is a constant to autograd, and the backward of this backward needs its
+        # dependence on x)
         mean = _restore(results[1], dims, keepdims, x.dim())
     else:
         mean = x.mean(dim=dims, keepdim=True)

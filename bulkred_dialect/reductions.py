@@ -46,15 +46,19 @@ _compiling = _never
 """``torch.compiler.is_compiling`` once the torch operators are registered."""
 _grad_enabled: Any = None
 """``torch.is_grad_enabled`` once the torch operators are registered."""
+_torch: Any = None
+"""torch, once the torch operators are registered: the route under torch.compile reads it
+here (dynamo's trace of ``sys.modules[...]`` walks the whole dict, which an import on the
+way may change: an InternalTorchDynamoError)."""
 
 
 def _torch_ops() -> Any:
     """Register the torch operators (once): the first torch tensor a function sees, or
     ``import bulkred_dialect`` with torch loaded."""
-    global _compiling, _grad_enabled
+    global _compiling, _grad_enabled, _torch
     from bulkred_dialect import torch_ops
 
-    torch = sys.modules["torch"]
+    torch = _torch = sys.modules["torch"]
     _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
     return torch_ops
 
@@ -66,7 +70,7 @@ def _error(row: Function, message: str) -> api.ReductionError:
 def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
     """The torch operator's arguments after ``x``: axis as a list, keepdims is added by
     the caller, the options in the row's order (dtype as a torch dtype)."""
-    torch = sys.modules["torch"]
+    torch = _torch
     if axis is None:
         axes = None
     elif isinstance(axis, tuple | list):
@@ -91,7 +95,7 @@ def _torch_route(
     if stream is not None:
         raise _error(row, "'stream' is not taken with autograd (x requires grad) or inside torch.compile: "
                      "use `with torch.cuda.stream(s):` around the call")
-    torch = sys.modules["torch"]
+    torch = _torch
     # the arguments are checked as on any call, before the operator sees them (while
     # torch.compile traces, its fake implementation checks them)
     p = None
