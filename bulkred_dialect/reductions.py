@@ -70,7 +70,7 @@ def _error(row: Function, message: str) -> api.ReductionError:
 def _op_args(row: Function, axis: Any, options: dict[str, Any]) -> tuple:
     """The torch operator's arguments after ``x``: axis as a list, keepdims is added by
     the caller, the options in the row's order (dtype as a torch dtype)."""
-    torch = _torch
+    torch = _torch if _torch is not None else sys.modules["torch"]
     if axis is None:
         axes = None
     elif isinstance(axis, tuple | list):
@@ -95,7 +95,7 @@ def _torch_route(
     if stream is not None:
         raise _error(row, "'stream' is not taken with autograd (x requires grad) or inside torch.compile: "
                      "use `with torch.cuda.stream(s):` around the call")
-    torch = _torch
+    torch = _torch if _torch is not None else sys.modules["torch"]  # (set: the operators are registered)
     # the arguments are checked as on any call, before the operator sees them (while
     # torch.compile traces, its fake implementation checks them)
     p = None
