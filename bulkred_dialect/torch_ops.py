@@ -129,19 +129,39 @@ def _bound_autograd(row: Function) -> Any:
                 d = dims_of[nd] = tuple(sorted(a % max(nd, 1) for a in axis)) if axis else tuple(range(nd))
             return d
 
+        target = mean_row if mean_row is not None else row
+        kept: list[Any] = []
+
+        def call(x: torch.Tensor) -> Any:
+            """The call's result: the launcher of its key (the same for every x this
+            Function is made for: the reductions' key of the route fixes x's shape, dtype,
+            device and layout, and grad is off in a forward), kept from the first call;
+            through ``api.call_keyed`` where it refuses (an address off the vector loads'
+            alignment) or before it is kept."""
+            if kept:
+                r = kept[0](x, None)
+                if r is not None:
+                    return r
+            r = api.call_keyed(target, x, api_axis, keepdims, options, None)
+            if not kept:
+                hit = api.CALLS.get(api.call_key(target.name, x, api_axis, keepdims, options, None))
+                if hit is not None and hit[0] is not api.no_launcher:
+                    kept.append(hit[0])
+            return r
+
         if mean_row is not None:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r, mean = api.call_keyed(mean_row, x, api_axis, keepdims, options, None)
+                r, mean = call(x)
                 ctx.save_for_backward(x, r, mean)
                 return r
         elif n == 1:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r = api.call_keyed(row, x, api_axis, keepdims, options, None)
+                r = call(x)
                 ctx.save_for_backward(x, r)
                 return r
         else:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r = tuple(api.call_keyed(row, x, api_axis, keepdims, options, None))
+                r = tuple(call(x))
                 ctx.save_for_backward(x, *r)
                 return r
 
