@@ -155,7 +155,7 @@ def first_call(cache_dir: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--processes", type=int, default=3, help="cold/warm subprocess pairs")
+    ap.add_argument("--processes", type=int, default=3, help="cold/warm subprocess pairs (0: none)")
     args = ap.parse_args()
 
     import torch
@@ -279,13 +279,14 @@ def main() -> int:
     lines += [f"  {name:55} {us:6.2f}" for name, us in breakdown]
     lines += ["", "GPU time per launch (CUDA events around 200 launches queued behind a spin, median of 10):"]
     lines += [f"  {name:55} {us:6.2f}" for name, us in gpu_times]
-    cm, wm = statistics.median(cold), statistics.median(warm)
-    lines += [
-        "",
-        f"first bulkred.sum in a new process (median of {args.processes}, CUDA and torch initialised first):",
-        f"  cold (empty cache, compiles): {cm:8.1f} ms",
-        f"  warm (disk cache):            {wm:8.1f} ms   = {100 * wm / cm:.1f}% of cold",
-    ]
+    if cold:  # (--processes 0: the per-call figures only)
+        cm, wm = statistics.median(cold), statistics.median(warm)
+        lines += [
+            "",
+            f"first bulkred.sum in a new process (median of {args.processes}, CUDA and torch initialised first):",
+            f"  cold (empty cache, compiles): {cm:8.1f} ms",
+            f"  warm (disk cache):            {wm:8.1f} ms   = {100 * wm / cm:.1f}% of cold",
+        ]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     out = os.environ.get("OUT")
