@@ -39,7 +39,7 @@ from bulkred_dialect.interpreter.kernel_ids import ThreadIds
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.ptx_memory import Pointer
-from bulkred_dialect.interpreter.run import find_kernel, make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.threads import (
     WARP,
     ThreadFunctions,
@@ -290,7 +290,7 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
         ]
 
         def body(_: _Thread, shared=shared) -> None:
-            interpreter = Interpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
+            interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
             interpreter.call_op(callee, tuple(args))
 
         cta.run(threads, body)
