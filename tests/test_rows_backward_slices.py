@@ -31,24 +31,34 @@ def test_slices_norm_backward(kind: str, n: int, dtype: str, affine: str | None,
 
 
 def test_slices_chosen_past_the_cluster(monkeypatch) -> None:
-    """With the real settings the dispatch gives a norm's backward of 65536 bfloat16 to
-    rows_cluster (16 values a thread in 8 CTAs of 512), of 262144 to rows_slices (the row
-    not held in registers; 8 CTAs of 32768 columns, 128 KiB of sums each), of 262148 to
-    rows_stream (65537 vectors: no equal slices)."""
+    """With the real settings (docs/rows.md's measured choices) the dispatch gives a norm's
+    backward to rows_cluster where it holds the row, except 16-bit rows with one column
+    sum past 16384 (rms_norm_backward bfloat16 at 65536: rows_slices); rows too long for
+    its registers (262144) to rows_slices, or to rows_stream where N / V has no equal
+    slices (262148: 65537 vectors); softmax's backward to rows_slices where rows_cluster
+    does not take it (bfloat16 at 65536, every type at 262144)."""
     from bulkred_dialect.ops.target import Target
     from bulkred_dialect.passes.lower_tile_reductions import explanations
     from bulkred_dialect.row_kernels import module
 
     monkeypatch.undo()
 
-    def chosen(n: int) -> str:
-        (table,) = explanations(module("rms_norm_backward", None, n, "bfloat16", weight="bfloat16", dweight="bfloat16"),
-                                Target.parse("sm_90a"))
-        return next(line for line in table.splitlines() if line.startswith("chosen"))
+    def chosen(kind: str, n: int, dtype: str = "bfloat16") -> str:
+        kw = {} if kind == "softmax_backward" else {"weight": dtype, "dweight": dtype}
+        if kind == "layer_norm_backward":
+            kw["dbias"] = dtype
+        (table,) = explanations(module(kind, None, n, dtype, **kw), Target.parse("sm_90a"))
+        return next(line for line in table.splitlines() if line.startswith("chosen"))[len("chosen: "):]
 
-    assert chosen(65536) == "chosen: rows_cluster"
-    assert chosen(262144) == "chosen: rows_slices"
-    assert chosen(262148) == "chosen: rows_stream"
+    assert chosen("rms_norm_backward", 16384) == "rows_cluster"
+    assert chosen("rms_norm_backward", 65536) == "rows_slices"
+    assert chosen("rms_norm_backward", 65536, "float32") == "rows_cluster"
+    assert chosen("layer_norm_backward", 65536) == "rows_cluster"
+    assert chosen("rms_norm_backward", 262144) == "rows_slices"
+    assert chosen("rms_norm_backward", 262148) == "rows_stream"
+    assert chosen("softmax_backward", 65536) == "rows_slices"
+    assert chosen("softmax_backward", 65536, "float32") == "rows_cluster"
+    assert chosen("softmax_backward", 262144, "float32") == "rows_slices"
 
 
 @pytest.mark.parametrize("variant,n,shared", [

@@ -71,7 +71,7 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     d = dtype_of(op)
     if op.norm_kind in rows_common.NORM_BACKWARD_KINDS:  # (its column sums spread over the ranks: rows_backward)
-        return True, f"{op.norm_kind.value}, N = {op.cols}"
+        return rows_common.cluster_takes_norm_backward(op), f"{op.norm_kind.value}, {d.name}, N = {op.cols}"
     return op.cols <= MEASURED.get(d.name, 0), f"{d.name}, N = {op.cols}"
 
 

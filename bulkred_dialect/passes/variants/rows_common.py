@@ -95,10 +95,11 @@ COLUMN_SUM_FLOATS = 1 << 24
 """The most float32 partial values of the column sums (units x N x outputs: 64 MiB of
 workspace): long rows get fewer units."""
 SLICE_SUM_FLOATS = 1 << 21
-"""The registers variants (rows_warp, rows_cta, rows_cluster) of a norm's backward: the
-most float32 partial values per rank (units x the rank's slice of N x outputs: 8 MiB),
-instead of :data:`COLUMN_SUM_CTAS`: as many units as the multiprocessors hold for short
-rows, the tail's sums (``rows_backward._finish_columns``) still short."""
+"""rows_cta and rows_cluster of a norm's backward: the most float32 partial values per
+rank (units x the rank's slice of N x outputs: 8 MiB), instead of :data:`COLUMN_SUM_CTAS`:
+as many units as the multiprocessors hold for short rows, the tail's sums
+(``rows_backward._finish_columns``) still short (twice as many were slower at 4096 and
+16384 on an H200: docs/rows.md). rows_warp keeps COLUMN_SUM_CTAS (measured faster)."""
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
@@ -108,6 +109,20 @@ NORM_BACKWARD_VALUES = 16
 also keeps its columns' dweight and dbias partials in registers across its rows (and
 dy, xhat and dy * w of its values until the row's sums are known): fewer values, more
 threads (docs/rows.md)."""
+
+
+NORM_BACKWARD_SLICES_N = 16384
+"""A norm's backward of 16-bit rows with at most one column sum (rms_norm's dweight)
+longer than this goes to rows_slices, not rows_cluster: at 65536 bfloat16 on an H200,
+0.68 of the copy kernel against 0.52 (layer_norm's two sums: rows_cluster 0.43, rows_slices
+0.35; float32 rms_norm: rows_cluster 0.77; tools/probes/rows_backward.py, docs/rows.md)."""
+
+
+def cluster_takes_norm_backward(op: NormalizeRowsOp) -> bool:
+    """Whether rows_cluster takes the norm's backward ``op`` (it holds its row): not past
+    :data:`NORM_BACKWARD_SLICES_N` for 16-bit rows with at most one column sum."""
+    sums = (op.dweight is not None) + (op.dbias is not None)
+    return not (dtype_of(op).bytes == 2 and sums <= 1 and op.cols > NORM_BACKWARD_SLICES_N)
 
 
 NORM_BACKWARD_CTA_N = 8192
@@ -200,7 +215,7 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     groups = block // group
     cap = max(1, sm_count(target) * ctas_per_sm // cluster)
     sums = (op.dweight is not None) + (op.dbias is not None)
-    if sums and items:  # a partial row per unit (each rank its slice), summed at the end: SLICE_SUM_FLOATS
+    if sums and items and group == block:  # a partial row per unit (each rank its slice), summed at the end
         cap = max(1, min(cap, SLICE_SUM_FLOATS * cluster // (op.cols * sums)))
     elif sums:  # rows_stream: a partial row per unit, summed by the last CTA: fewer units (docs: COLUMN_SUM_CTAS)
         cap = max(1, min(cap, sm_count(target) * COLUMN_SUM_CTAS // cluster, COLUMN_SUM_FLOATS // (op.cols * sums)))
