@@ -77,6 +77,15 @@ def test_one_buffer(monkeypatch) -> None:
     check("rms_norm", y, stats, xv, w, b, "bfloat16")
 
 
+def test_pass_loops_and_a_persistent_cluster_grid(monkeypatch) -> None:
+    """Each pass a loop of one vector a step (UNROLL 1: two steps), and clusters of 2 in a
+    persistent grid (two slice buffers: the next row copied while this one is computed)."""
+    monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", True)
+    y, stats, xv, w, b = run("layer_norm", _rows(5, 512, seed=11), "bfloat16", affine="bfloat16", variant="rows_bulk")
+    check("layer_norm", y, stats, xv, w, b, "bfloat16")
+
+
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy(smoothing: float) -> None:
     """cross_entropy's loss and lse in clusters of 4 (float32 rows of 512): a target

@@ -39,7 +39,7 @@ from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xdsl.utils.target import Target as OutputTarget
@@ -66,6 +66,7 @@ from bulkred_dialect.ops.target import (
     resolve_target,
     target_option,
 )
+from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
 from bulkred_dialect.ops.tile import LAUNCH_ATTR, LaunchAttr, kernel_launch
 
 # Order of the register declarations.
@@ -276,6 +277,9 @@ class _KernelPrinter:
         if launch is None:
             return []
         out = [".reqntid {}, {}, {}".format(*launch.block_dims)]
+        least = self.kernel.attributes.get(MIN_CTAS_ATTR)  # (kernel_attrs.py)
+        if isinstance(least, IntegerAttr):
+            out.append(f".minnctapersm {least.value.data}")
         cluster = launch.cluster_dims
         if cluster != (1, 1, 1):
             problem = cluster_launch_problem(cluster, self.target)

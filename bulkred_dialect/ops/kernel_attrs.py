@@ -17,7 +17,10 @@
   normalizations' M: one kernel for every M of an N, docs/rows.md);
 * ``bulkred.grid_rows = [per, cap]``: the grid is chosen at the launch from the first
   ``bulkred.dims`` value d: :func:`grid_for_rows` (``#bulkred.launch``'s grid is the
-  largest, ``cap`` units of a cluster each).
+  largest, ``cap`` units of a cluster each);
+* ``bulkred.min_ctas_per_sm = <n> : i64``: the PTX printer writes ``.minnctapersm n``
+  (ptxas keeps the registers per thread low enough for n CTAs of ``.reqntid`` threads on
+  a multiprocessor).
 
 See docs/runtime.md.
 """
@@ -27,6 +30,7 @@ ZERO_INIT_ATTR = "bulkred.zero_init"
 ALIGN_ATTR = "bulkred.align"
 DIMS_ATTR = "bulkred.dims"
 GRID_ROWS_ATTR = "bulkred.grid_rows"
+MIN_CTAS_ATTR = "bulkred.min_ctas_per_sm"
 
 
 def grid_for_rows(per: int, cap: int, cluster: int, rows: int) -> int:

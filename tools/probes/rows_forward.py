@@ -7,8 +7,10 @@ kernel for every M) in each setting:
 * ``dispatch``: the variant the dispatch chooses today;
 * ``stream``: rows_stream (the row read twice);
 * ``cluster``: rows_cluster (the row in registers, the push exchange), where it holds the row;
+* ``cluster, a cluster a row``: the same, its grid a cluster per row (not persistent);
 * ``bulkS/TxB``: rows_bulk with slices of at most S KiB, CTAs of T threads and B slice
-  buffers (the row in shared memory by cp.async.bulk; 2: the next row's copy overlaps);
+  buffers (the row in shared memory by cp.async.bulk; 2: the next row's copy overlaps) in
+  a persistent grid, or ``a unit a row``, ``.minnctapersm`` m (``min``);
 
 each checked against torch in float64 (the largest error over the largest magnitude of
 y, ``err``), with ptxas's registers per thread and the launch (threads x cluster).
@@ -36,9 +38,15 @@ LONG = [("softmax", "float32", 262144), ("layer_norm", "float32", 262144), ("sof
         ("rms_norm", "bfloat16", 65536), ("layer_norm", "bfloat16", 65536), ("softmax", "bfloat16", 32768),
         ("softmax", "float32", 65536), ("rms_norm", "float32", 262144), ("cross_entropy", "bfloat16", 65536)]
 SHORT = [("softmax", "bfloat16", 16384), ("layer_norm", "bfloat16", 16384), ("cross_entropy", "bfloat16", 16384),
-         ("softmax", "bfloat16", 4096), ("cross_entropy", "bfloat16", 4096), ("softmax", "float32", 4096),
-         ("rms_norm", "float32", 4096), ("softmax", "float32", 1024), ("softmax", "bfloat16", 1024)]
-BULK = [(32, 512, 2), (32, 512, 1), (64, 512, 2), (16, 256, 2)]
+         ("log_softmax", "bfloat16", 16384), ("layer_norm", "float32", 16384), ("rms_norm", "bfloat16", 16384),
+         ("softmax", "bfloat16", 4096), ("cross_entropy", "bfloat16", 4096), ("layer_norm", "bfloat16", 4096),
+         ("softmax", "float32", 4096), ("rms_norm", "float32", 4096), ("softmax", "float32", 1024),
+         ("softmax", "bfloat16", 1024), ("cross_entropy", "bfloat16", 1024)]
+# rows_bulk settings: (slice KiB, threads, buffers, persistent, .minnctapersm)
+BULK_LONG = [(16, 256, 1, False, 2), (32, 512, 1, False, 2), (64, 512, 1, False, 2), (32, 512, 1, False, 3),
+             (32, 512, 2, True, 2), (16, 256, 2, True, 2)]
+BULK_SHORT = [(32, 512, 2, True, 2), (32, 512, 1, True, 2), (16, 256, 2, True, 2), (16, 256, 1, False, 2),
+              (32, 512, 2, True, None)]
 
 
 def registers(kernel) -> str:
@@ -95,6 +103,8 @@ def main() -> int:
         elif kind == "rms_norm":
             kw, extra = {"weight": dtype, "eps": EPS}, [w]
             ref = torch.nn.functional.rms_norm(xd, (n,), w.double(), EPS)
+        elif kind == "log_softmax":
+            ref = torch.log_softmax(xd, -1)
         elif kind == "layer_norm":
             kw, extra = {"weight": dtype, "bias": dtype, "eps": EPS}, [w, bvec]
             ref = torch.nn.functional.layer_norm(xd, (n,), w.double(), bvec.double(), EPS)
@@ -108,13 +118,16 @@ def main() -> int:
         copy_gbs = 2 * x.numel() * x.element_size() / copy / 1e3
         settings: list[tuple[str, str | None, dict]] = [("dispatch", None, {})]
         if n > 16384:
-            settings += [("stream", "rows_stream", {}), ("cluster", "rows_cluster", {})]
-        settings += [(f"bulk{s}/{t}x{nb}", "rows_bulk", {"SLICE_BYTES": s * 1024, "BLOCK": t, "BUFFERS": nb})
-                     for s, t, nb in BULK]
+            settings += [("stream", "rows_stream", {}), ("cluster", "rows_cluster", {}),
+                         ("cluster, a cluster a row", "rows_cluster", {"CTAS_PER_SM": 1 << 20})]
+        settings += [(f"bulk{s}/{t}x{nb}{'' if per else ', a unit a row'}, min {mc}", "rows_bulk",
+                      {"SLICE_BYTES": s * 1024, "BLOCK": t, "BUFFERS": nb, "PERSISTENT": per, "MIN_CTAS": mc})
+                     for s, t, nb, per, mc in (BULK_LONG if n > 16384 else BULK_SHORT)]
         for name, variant, consts in settings:
-            saved = {k: getattr(rows_bulk, k) for k in consts}
+            mod = rows_cluster if "CTAS_PER_SM" in consts else rows_bulk
+            saved = {k: getattr(mod, k) for k in consts}
             for k, v in consts.items():
-                setattr(rows_bulk, k, v)
+                setattr(mod, k, v)
             measured, picked = chosen if variant is None else wide  # a forced variant must apply
             rows_cluster.MEASURED.clear()
             rows_cluster.MEASURED.update(measured)
@@ -145,7 +158,7 @@ def main() -> int:
                       f"{str(e).splitlines()[0][:120]} |", flush=True)
             finally:
                 for k2, v in saved.items():
-                    setattr(rows_bulk, k2, v)
+                    setattr(mod, k2, v)
         del x, y, xd, ref
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")

@@ -33,14 +33,15 @@ cp.async.bulk, mbarrier, st.async, mapa.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import of_ir
-from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR
+from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp, MbarrierTryWaitParityOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
@@ -51,6 +52,7 @@ from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import require_alignment, set_launch
 from bulkred_dialect.passes.variants.kernel import emitter_at
+from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
     EXP_KINDS,
@@ -78,11 +80,22 @@ MAX_CLUSTER = 16
 BLOCK = 512
 """Threads per CTA (fewer, down to 128, where the slice's vectors are not a multiple)."""
 MIN_BLOCK = 128
+UNROLL = 4
+"""Vectors a thread reads from shared memory per step of a pass (a loop where it has more)."""
 CHUNK = 16384
 """Bytes per ``cp.async.bulk`` (each a lane of warp 0)."""
 BUFFERS = 2
-"""Slices a CTA holds: 2, the next row's copied while this one is computed (a CTA with
-rows left: the persistent grid's); 1, the copy after the previous row is done."""
+"""Slices a CTA holds in a persistent grid: 2, the next row's copied while this one is
+computed; 1, the copy after the previous row is done."""
+PERSISTENT: bool | None = None
+"""True: a grid of the units the multiprocessors hold, each looping over its rows (a CTA
+prefetching its next row); False: a unit (CTA or cluster) per row, scheduled by the
+hardware as units finish (no unit waits for a whole later wave); None: persistent for a
+CTA per row, one row per cluster."""
+MIN_CTAS: int | None = 2
+"""CTAs a multiprocessor must hold (``.minnctapersm``: ptxas keeps the registers per thread
+within 65536 / (that x T)), so that one CTA's copy or exchange overlaps another's
+arithmetic; None: ptxas's choice."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 
@@ -146,74 +159,102 @@ def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
 def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
     """One row's statistics and y from the thread's ``per`` vectors in shared memory
     (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
-    last one for y."""
+    last one for y; each pass a loop of :data:`UNROLL` vectors a step (so that ptxas
+    keeps a few vectors in registers, not the thread's whole share)."""
     p = r.p
     step = p.block * p.vec * p.dtype.bytes
+    u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
 
-    def vals(b: Emitter, k: int) -> list[SSAValue]:
-        return _load(b, p.dtype, xs, k * step, p.vec, nc=False)
+    def vals(b: Emitter, base: SSAValue, k: int) -> list[SSAValue]:
+        return _load(b, p.dtype, base, k * step, p.vec, nc=False)
 
-    def pass_(fold) -> SSAValue:
-        acc = None
-        for k in range(per):
-            acc = fold(acc, vals(e, k))
-        assert acc is not None
-        return acc
+    def pass_(fold, init: float) -> SSAValue:
+        """``fold(b, acc, values)`` over the thread's vectors in order, from ``init``."""
+        if u == per:
+            acc = e.const(init, f32)
+            for k in range(per):
+                acc = fold(e, acc, vals(e, xs, k))
+            return acc
+
+        def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            base = b.ptr_add(xs, b.mul_i(b.value(CvtOp(CvtType.U32, CvtType.U64, iv, i32)), step))
+            acc = args[0]
+            for k in range(u):
+                acc = fold(b, acc, vals(b, base, k))
+            return [acc]
+
+        return e.for_(0, per, u, [e.const(init, f32)], body)[0]
+
+    def total(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
+        return b.fold(ReduceKind.SUM, F32, [a, *v])
 
     kind = p.kind
     if kind in EXP_KINDS:
-        m = _clamp(e, pass_(lambda a, v: e.fold(ReduceKind.MAX, F32, v if a is None else [a, *v])))
+        m = _clamp(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
 
-        def exps(a, v):
-            terms = [_exp(e, _sub(e, x, m)) for x in v]
-            return e.fold(ReduceKind.SUM, F32, terms if a is None else [a, *terms])
+        def exps(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
+            return b.fold(ReduceKind.SUM, F32, [a, *[_exp(b, _sub(b, x, m)) for x in v]])
 
-        big, total = r.reduce_exps(e, m, pass_(exps))
-        sums = {"max": big, "sum": total}
+        big, sum_e = r.reduce_exps(e, m, pass_(exps, 0.0))
+        sums = {"max": big, "sum": sum_e}
         if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
-            sx = pass_(lambda a, v: e.fold(ReduceKind.SUM, F32, v if a is None else [a, *v]))
-            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, sx, "row_sum_x")
+            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum_x")
         stats = r.finish(e, sums)
         if kind == NormKind.CROSS_ENTROPY:  # no y
             r.store_stats(e, row, stats)
             return
     elif kind == NormKind.RMS_NORM:
-        def squares(a, v):
+        def squares(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
             for x in v:
-                a = _mul(e, x, x) if a is None else e.fma(AT, x, x, a)
+                a = b.fma(AT, x, x, a)
             return a
 
-        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, pass_(squares), "row_sq")})
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, pass_(squares, 0.0), "row_sq")})
     else:
         nf = e.const(float(p.n), f32)
-        mean = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(lambda a, v: e.fold(ReduceKind.SUM, F32, v if a is None else [a, *v])), "row_sum"), nf)
+        mean = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum"), nf)
 
-        def deviations(a, v):
+        def deviations(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
             for x in v:
-                d = _sub(e, x, mean)
-                a = _mul(e, d, d) if a is None else e.fma(AT, d, d, a)
+                d = _sub(b, x, mean)
+                a = b.fma(AT, d, d, a)
             return a
 
-        var = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(deviations), "row_var"), nf)
+        var = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(deviations, 0.0), "row_var"), nf)
         stats = r.finish(e, {"mean": mean, "var": var})
-    for k in range(per):
-        r.write_item(e, k * p.group, vals(e, k), stats)
+    if u == per:
+        for k in range(per):
+            r.write_item(e, k * p.group, vals(e, xs, k), stats)
+    else:
+        def write(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            base = b.ptr_add(xs, b.mul_i(b.value(CvtOp(CvtType.U32, CvtType.U64, iv, i32)), step))
+            for k in range(u):
+                r.write_item(b, b.mul_i(iv, p.group), vals(b, base, k), stats, k * p.group)
+            return []
+
+        e.for_(0, per, u, [], write)
     r.store_stats(e, row, stats)
 
 
 def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, per, slice_bytes = bulk_for(op)
-    ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (BUFFERS * slice_bytes)))
+    persistent = PERSISTENT if PERSISTENT is not None else c == 1
+    nbuf = BUFFERS if persistent else 1
+    if persistent:
+        ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (nbuf * slice_bytes)))
+    else:  # a unit per row (the grid's CTAs at most 2^30)
+        ctas_per_sm = (1 << 30) // max(1, rows_common.sm_count(target))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=ctas_per_sm, cluster=c)
     kernel = enclosing_kernel(op)
     assert kernel is not None
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    if MIN_CTAS is not None:
+        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(MIN_CTAS, i64)
     m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     d = p.dtype
     tid = e.sreg(SpecialRegister.TID_X)
-    nbuf = BUFFERS
     buf = e.shared([nbuf * slice_bytes // 4], f32, "row_slice")
     loaded = e.shared([nbuf], i64, "row_loaded")
 

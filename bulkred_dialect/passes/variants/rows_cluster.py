@@ -39,6 +39,10 @@ MAX_CLUSTER = 16
 
 MAX_N = MAX_CLUSTER * MAX_BLOCK * MAX_VALUES
 
+CTAS_PER_SM: int | None = None
+"""The grid's CTAs per multiprocessor (None: as many as its threads allow, 2048 / T; a
+large number: a cluster per row)."""
+
 MEASURED: dict[str, int] = {"float32": 65536}
 """Per element type, the longest forward row where a cluster was measured faster than the
 other variants on an H200 (docs/rows.md): float32 rows of up to 65536 (1.29x rows_stream
@@ -78,7 +82,8 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
 def lower_rows_cluster(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, items = cluster_for(op)
-    p = plan(op, target, group=block, block=block, items=items, ctas_per_sm=max(1, 2048 // block), cluster=c)
+    per_sm = CTAS_PER_SM if CTAS_PER_SM is not None else max(1, 2048 // block)
+    p = plan(op, target, group=block, block=block, items=items, ctas_per_sm=per_sm, cluster=c)
     lower_rows(op, rewriter, target, p)
 
 

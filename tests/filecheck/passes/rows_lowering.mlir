@@ -104,12 +104,13 @@ func.func @long(%x: memref<2x300000xbf16, #bulkred.scope<global>>, %y: memref<2x
   func.return
 }
 
-// cross_entropy in a cluster: rank 0's thread 0 writes the loss and the lse (and.pred of
-// the two conditions), no y.
+// cross_entropy in a cluster: the target read while the row's loads are in flight, then
+// rank 0's thread 0 writes the loss and the lse (and.pred of the two conditions), no y.
 // WARPPTX: .visible .entry ce(
 // WARPPTX: .reqnctapercluster 8, 1, 1
-// WARPPTX: and.pred
+// WARPPTX: ld.global.nc.v4.f32
 // WARPPTX: ld.global.{{[bsu]}}64
+// WARPPTX: and.pred
 // WARPPTX: st.global.f32
 func.func @ce(%x: memref<16x65536xf32, #bulkred.scope<global>>, %t: memref<16xi64, #bulkred.scope<global>>, %loss: memref<16xf32, #bulkred.scope<global>>, %lse: memref<16xf32, #bulkred.scope<global>>) {
   bulkred.normalize_rows cross_entropy %x target %t : memref<16xi64, #bulkred.scope<global>> loss %loss : memref<16xf32, #bulkred.scope<global>> lse %lse : memref<16xf32, #bulkred.scope<global>> : memref<16x65536xf32, #bulkred.scope<global>>
