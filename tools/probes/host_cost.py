@@ -70,7 +70,7 @@ def rows() -> dict[str, float]:
         "cross_entropy(mean)": lambda: bulkred.cross_entropy(x, t),
         "torch.empty_like(x)": lambda: torch.empty_like(x),
         "torch.empty(shape, dtype=, device=)": lambda: torch.empty((8, 4096), dtype=x.dtype, device=x.device),
-        "row key": lambda: ("softmax", torch.is_grad_enabled(), *map(row_functions._part, (x, -1, None, None))),
+        "softmax's key (row_functions._key)": lambda: row_functions._key(row_functions.NORMS["softmax"], (x, -1, None, None)),
     }
     out = {}
     for name, fn in calls.items():
@@ -79,8 +79,58 @@ def rows() -> dict[str, float]:
     return out
 
 
+def reductions() -> dict[str, float]:
+    """The reductions' kept calls: each call's key put in ``api.CALLS`` with the launch
+    layer's generated launcher (``bound_launcher``) for its result, the launch a stub."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    import bulkred_dialect as bulkred
+    from bulkred_dialect import api
+    from bulkred_dialect.backend_ptx import launch
+
+    g = SimpleNamespace(broken=None, streams={0: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+    a = torch.randn(32)
+    a2 = torch.randn(4, 8)
+    out = torch.empty(4)
+    inf = float("inf")
+    cases = {  # name: (call, x, axis, keepdims, options, out, the caller's result shapes (None: out=))
+        "sum(A)": (lambda: bulkred.sum(a), a, None, False, {}, None, [()]),
+        "vector_norm(A, ord=inf)": (lambda: bulkred.vector_norm(a, ord=inf), a, None, False, {"ord": inf}, None, [()]),
+        "aminmax(A)": (lambda: bulkred.aminmax(a), a, None, False, {}, None, [(), ()]),
+        "std_mean(A, correction=1)": (lambda: bulkred.std_mean(a, correction=1), a, None, False, {"correction": 1},
+                                      None, [(), ()]),
+        "sum(A2, axis=1, out=B)": (lambda: bulkred.sum(a2, axis=1, out=out), a2, 1, False, {}, out, None),
+        "sum(A2, axis=1, keepdims=True)": (lambda: bulkred.sum(a2, axis=1, keepdims=True), a2, 1, True, {}, None,
+                                           [(4, 1)]),
+    }
+    res = {}
+    for name, (fn, x, axis, keepdims, options, o, new) in cases.items():
+        fname = name.split("(")[0]
+        key = api.call_key(fname, x, axis, keepdims, options, o)
+        kshape = (1,) if axis is None else (4,)
+        made = [x.new_empty(kshape) for _ in (new or [o])]
+        b = launch.bound_launcher(fname, g, "kern", "config", [], [x, *made], inputs=1,
+                                  order=tuple(range(1, 1 + len(made))), new=new,
+                                  pack=(lambda *r: r) if new and len(new) == 2 else None, zero=(),
+                                  align=[16] + [1] * len(made))
+        b.__globals__.update(raw_stream=lambda dev: 0, launch=lambda *a: None)
+        api.CALLS[key] = (b, None, None)
+        fn()
+        res[name] = _us(fn)
+        res[f"  its key (api.call_key) and look-up"] = _us(lambda: api.CALLS.get(
+            api.call_key(fname, x, axis, keepdims, options, o)))
+    like = a.new_empty(())
+    res["torch.empty_like(0-d)"] = _us(lambda: torch.empty_like(like))
+    res["the launcher alone (sum(A))"] = _us(lambda: api.CALLS[api.call_key("sum", a, None, False, {}, None)][0](a, None))
+    del np
+    return res
+
+
 def main() -> None:
-    for name, us in rows().items():
+    for name, us in {**rows(), **reductions()}.items():
         print(f"{us:8.2f} us  {name}")
 
 
