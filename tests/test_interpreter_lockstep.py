@@ -86,6 +86,48 @@ def test_array_fma_gives_the_scalar_bits():
         assert [_bits(g) for g in got] == [_bits(w) for w in want], ftz
 
 
+
+def test_array_fma_f64_gives_the_scalar_bits():
+    """fma.rn.f64 (vector.fma_f64: Dekker's product, TwoSums and a sum rounded to odd on
+    the lanes within its exponent bounds, the scalar function on the others) on every
+    triple of the specials and their bounds, on random triples whose product and addend
+    cancel exactly, to an ulp or nearly (the rounding to odd decides those), whose addend
+    is half an ulp of the product (ties), and on random exponents beyond the bounds."""
+    t = ArithType.F64
+    s = np.concatenate([_specials(t), [2.0**-400, 2.0**400, 2.0**-401, 2.0**-800, 2.0**900, -(2.0**901), 3.0]])
+    a, b, c = (np.array(p) for p in zip(*itertools.product(s, s, s)))
+    rng = np.random.default_rng(11)
+    n = 1000
+
+    def rnd(lo: int, hi: int) -> np.ndarray:
+        m = (rng.integers(0, 2**52, n, dtype=np.uint64) | np.uint64(0x3FF << 52)).view(np.float64)
+        return m * np.ldexp(1.0, rng.integers(lo, hi, n)) * rng.choice([-1.0, 1.0], n)
+
+    x, y = rnd(-60, 60), rnd(-60, 60)
+    p = x * y
+    near = -p * (1 + rnd(-60, -20) * 2.0**-30)
+    ulp = np.nextafter(-p, rng.choice([-np.inf, np.inf], n))
+    tie = np.spacing(np.abs(p)) / 2 * rng.choice([-1.0, 1.0], n) * rng.choice([1.0, 1 + 2.0**-52, 1 - 2.0**-53], n)
+    wide = [rnd(-1100, 1000) for _ in range(3)]
+    with np.errstate(all="ignore"):
+        wide[0] = np.where(np.isfinite(wide[0]), wide[0], 1.0)
+    a = np.concatenate([a, x, x, x, x, x, wide[0]])
+    b = np.concatenate([b, y, y, y, y, y, wide[1]])
+    c = np.concatenate([c, rnd(-60, 60), near, -p, ulp, tie, wide[2]])
+    calls = []
+
+    def scalar(*v):
+        calls.append(v)
+        return float_fma(t, *v)
+
+    got = vector.fma_f64(a, b, c, scalar)
+    want = [float_fma(t, *v) for v in zip(a, b, c)]
+    assert [_bits(g) for g in got] == [_bits(w) for w in want]
+    assert 0 < len(calls) <= len(a) - 5 * n  # the random triples within the bounds took the fast lanes
+    assert float_fma(t, 2.0**1000, 2.0**100, 1.0) == np.inf  # an exact result beyond float64's range
+    assert float_fma(t, -(2.0**1000), 2.0**100, 1.0) == -np.inf
+
+
 # endregion
 
 # region Lockstep against thread by thread

@@ -56,7 +56,7 @@ from bulkred_dialect.interpreter import vector
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
-from bulkred_dialect.interpreter.values import coerce_float, int_binary
+from bulkred_dialect.interpreter.values import coerce_float, float_fma, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.arith import (
     AddOp,
@@ -515,10 +515,12 @@ class LockstepInterpreter(KernelInterpreter):
             if form is None:
                 form = self.forms[op] = _math_form(op)
             _, t, ftz, _ = form
-            if t == ArithType.F32:
+            if t in vector.NP_FLOAT:
                 a, b, c = (self._array(x, t) for x in inputs)
                 if a is not None and b is not None and c is not None:
-                    return (self._vary(vector.fma_f32(a, b, c, ftz)),)
+                    if t == ArithType.F32:
+                        return (self._vary(vector.fma_f32(a, b, c, ftz)),)
+                    return (self._vary(vector.fma_f64(a, b, c, _fma_f64_scalar)),)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
@@ -634,6 +636,11 @@ class LockstepInterpreter(KernelInterpreter):
         return self._once(op, inputs)
 
     # endregion
+
+
+def _fma_f64_scalar(a: Any, b: Any, c: Any) -> Any:
+    """One lane of f64 ``fma.rn`` that :func:`vector.fma_f64` leaves to values.py."""
+    return float_fma(ArithType.F64, a, b, c)
 
 
 def _select(on_true: Any, on_false: Any, cond: Any) -> Any:

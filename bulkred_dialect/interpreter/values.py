@@ -384,7 +384,7 @@ def float_fma(t: ArithType, a: Any, b: Any, c: Any, *, ftz: bool = False) -> Any
     try:
         r = float(exact)  # f64 (ftz is refused for f64 by _math)
     except OverflowError:
-        r = math.copysign(math.inf, exact)
+        r = math.inf if exact > 0 else -math.inf  # (float(exact) would overflow again)
     result = np.float64(r)
     if ftz:
         result = flush_subnormal(t, result)

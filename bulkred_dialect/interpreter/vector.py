@@ -149,6 +149,59 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, ftz: bool) -> np.ndarra
     return r
 
 
+# fma_f64's fast lanes: |a|, |b| in [2^-400, 2^400] and c 0 or |c| in [2^-800, 2^900].
+_F64_AB = (2.0**-400, 2.0**400)
+_F64_C = (2.0**-800, 2.0**900)
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's split of a float64 into two 26-bit halves
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's TwoSum: ``s + e == a + b`` exactly, ``s`` the rounded sum."""
+    s = a + b
+    back = s - a
+    return s, (a - (s - back)) + (b - back)
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: Any) -> np.ndarray:
+    """:func:`~bulkred_dialect.interpreter.values.float_fma` of f64 (``fma.rn``, no
+    ``.ftz``) without rationals, where every step is exact: Dekker's product
+    ``p + e == a * b`` (Veltkamp's split), TwoSums giving ``vh + vl + tl == a * b + c``,
+    and Boldo and Melquiond's correctly rounded sum of three (``RN(vh + RO(vl + tl))``,
+    the inner sum rounded to odd: "Emulation of FMA and correctly rounded sums: proved
+    algorithms using rounding to odd", IEEE TC 2008). It holds without underflow and
+    overflow: on the lanes where ``a`` and ``b`` are within [2^-400, 2^400] in magnitude
+    and ``c`` is 0 or within [2^-800, 2^900], every intermediate is 0 or a multiple of
+    2^-904 below 2^902 (normal). The other lanes (zeros, subnormals, infinities, NaNs,
+    extreme exponents) and any result outside [2^-900, 2^900] are computed by ``scalar``
+    (values.py's ``float_fma`` of one lane), as the per-thread run does."""
+    with np.errstate(all="ignore"):
+        x, y, z = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
+        ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+        fast = (ax >= _F64_AB[0]) & (ax <= _F64_AB[1]) & (ay >= _F64_AB[0]) & (ay <= _F64_AB[1])
+        fast &= (z == 0) | ((az >= _F64_C[0]) & (az <= _F64_C[1]))
+        p = x * y
+        t = _SPLIT * x
+        xh = t - (t - x)
+        xl = x - xh
+        t = _SPLIT * y
+        yh = t - (t - y)
+        yl = y - yh
+        e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl  # p + e == x * y
+        th, tl = _two_sum(z, e)
+        vh, vl = _two_sum(p, th)  # vh + vl + tl == x * y + z
+        s, err = _two_sum(vl, tl)
+        even = (s.view(np.uint64) & np.uint64(1)) == 0
+        s = np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)  # RO(vl + tl)
+        r = vh + s
+        ar = np.abs(r)
+        fast &= (r == 0) | ((ar >= 2.0**-900) & (ar <= 2.0**900))
+    if not fast.all():
+        r = np.array(r, dtype=np.float64)  # writable (a broadcast input may be read-only)
+        for i in np.flatnonzero(~fast.ravel()).tolist():
+            r.flat[i] = scalar(x.flat[i], y.flat[i], z.flat[i])
+    return r
+
+
 def math(opcode: str, t: ArithType, args: list[Any], ftz: bool) -> np.ndarray:
     """:func:`~bulkred_dialect.interpreter.values.float_math` of ``sqrt``, ``rcp`` and
     ``div`` (IEEE-rounded in numpy as in values.py; f32 or f64, ``.ftz`` for f32 only)."""
