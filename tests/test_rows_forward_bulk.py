@@ -33,7 +33,9 @@ def small(monkeypatch):
     monkeypatch.setattr(rows_bulk, "CHUNK", 128)
     monkeypatch.setattr(rows_bulk, "BLOCK", 32)
     monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
-    monkeypatch.setattr(rows_bulk, "CHOSEN", {d: (1, 1 << 30) for d in ("float32", "bfloat16", "float16")})
+    monkeypatch.setattr(rows_bulk, "CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16", "float16")])
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)  # the defaults: a persistent CTA per row, a cluster per row
+    monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
     monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
 
 
@@ -115,7 +117,7 @@ def test_explain_refuses_partial_slices() -> None:
 def test_cluster_push_phases(monkeypatch) -> None:
     """rows_cluster (the row in registers) with the push exchange: 5 rows through one
     cluster of 2 CTAs, layer_norm's two exchanges per row (two mbarrier pairs)."""
-    monkeypatch.setattr(rows_bulk, "CHOSEN", {})
+    monkeypatch.setattr(rows_bulk, "CHOSEN", [])
     x = _rows(5, 132, seed=5)
     y, stats, xv, w, b = run("layer_norm", x, "float32", affine="float32", variant="rows_cluster")
     check("layer_norm", y, stats, xv, w, b, "float32")

@@ -286,6 +286,10 @@ def run_grid(
     launch = kernel_launch(callee)
     if launch is not None and launch.cluster_dims != (1, 1, 1):
         raise InterpretError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
+    if grid is None and block is None and any(o.name == "ptx.mbarrier.init" for o in callee.walk()):
+        from bulkred_dialect.interpreter.clusters import run_cluster_grid  # (mbarriers, bulk copies: a cluster of one)
+
+        return run_cluster_grid(module, name, *arrays)
     arrays, rows_grid, added = dynamic_launch(callee, arrays)  # a dynamic M: its size parameter, its grid
     grid3 = _dims(grid if grid is not None else rows_grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")

@@ -80,8 +80,8 @@ def main() -> int:
     from bulkred_dialect.passes.variants import rows_bulk, rows_cluster
 
     t0 = time.time()
-    chosen = (dict(rows_cluster.MEASURED), dict(rows_bulk.CHOSEN))  # the dispatch's today
-    wide = ({"float32": 1 << 30, "bfloat16": 1 << 30}, {"float32": (1, 1 << 30), "bfloat16": (1, 1 << 30)})
+    chosen = (dict(rows_cluster.MEASURED), list(rows_bulk.CHOSEN))  # the dispatch's today
+    wide = ({"float32": 1 << 30, "bfloat16": 1 << 30}, [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16")])
     cells = (LONG if args.part != "short" else []) + (SHORT if args.part != "long" else [])
     print("| op | dtype | N | copy | setting | GB/s | /copy | regs | threads x cluster | err |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |")
@@ -131,8 +131,7 @@ def main() -> int:
             measured, picked = chosen if variant is None else wide  # a forced variant must apply
             rows_cluster.MEASURED.clear()
             rows_cluster.MEASURED.update(measured)
-            rows_bulk.CHOSEN.clear()
-            rows_bulk.CHOSEN.update(picked)
+            rows_bulk.CHOSEN[:] = picked
             row_kernels._KERNELS.clear()
             try:
                 k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)

@@ -1,4 +1,4 @@
-"""bulkred.normalize_rows -> rows_bulk (priority 17): a row held in shared memory, copied
+"""bulkred.normalize_rows -> rows_bulk (priority 25, where :data:`CHOSEN` has the row): a row held in shared memory, copied
 there by ``cp.async.bulk``, one CTA or a cluster of 2 to 16 CTAs per row.
 
 A row of ``B`` bytes is split into ``C`` slices of at most :data:`SLICE_BYTES` (``C`` a
@@ -31,6 +31,8 @@ cp.async.bulk, mbarrier, st.async, mapa.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i32, i64
@@ -101,23 +103,64 @@ SHARED_PER_SM = 227 * 1024
 
 KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.CROSS_ENTROPY)
 
-CHOSEN: dict[str, tuple[int, int]] = {}
-"""Per element type, the rows (N from, to) where rows_bulk was measured faster than the
-other variants on an H200 (docs/rows.md): elsewhere the dispatch passes it by (a forced
-``variant="rows_bulk"`` too)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration: slices of at most ``slice_bytes``, CTAs of ``block`` threads,
+    ``.minnctapersm`` ``min_ctas``, a persistent grid or a unit per row (``persistent``,
+    :data:`PERSISTENT`'s values) and ``buffers`` slice buffers in a persistent grid."""
+
+    slice_bytes: int
+    block: int
+    min_ctas: int | None
+    persistent: bool | None
+    buffers: int
+
+
+_ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
+_NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
+
+CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
+    ("float32", _NOT_CE, 4096, 4096, Setting(16384, 256, 2, False, 1)),
+    ("float32", _NOT_CE, 65537, 196608, _ROW),
+    ("float32", _NOT_CE, 196609, 262144, Setting(65536, 512, 3, False, 1)),
+    ("bfloat16", ("layer_norm", "log_softmax", "cross_entropy"), 16384, 16384, Setting(16384, 256, 2, True, 2)),
+    ("bfloat16", _NOT_CE, 16385, 262144, _ROW),
+]
+"""Where rows_bulk was measured faster than the other variants on an H200 (docs/rows.md,
+tools/probes/rows_forward.py), and with which setting: (element type, kinds (None: all),
+N from, N to, the setting (None: the module's defaults :data:`SLICE_BYTES`, :data:`BLOCK`,
+:data:`MIN_CTAS`, :data:`PERSISTENT`, :data:`BUFFERS`)). Elsewhere the dispatch passes it
+by (a forced ``variant="rows_bulk"`` too). A function of the kind, N and the element
+type only."""
+
+
+def setting_for(op: NormalizeRowsOp) -> Setting | None:
+    """``op``'s row of :data:`CHOSEN` (its setting, or the defaults), None where none has it."""
+    d, kind = dtype_of(op).name, op.norm_kind.value
+    for dtype, kinds, lo, hi, setting in CHOSEN:
+        if dtype == d and lo <= op.cols <= hi and (kinds is None or kind in kinds):
+            return setting or Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS)
+    return None
+
+
+def _setting(op: NormalizeRowsOp) -> Setting:
+    return setting_for(op) or Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS)
 
 
 def bulk_for(op: NormalizeRowsOp) -> tuple[int, int, int, int]:
     """(CTAs per cluster, threads per CTA, vectors per thread, a slice's bytes) for
-    ``op``'s N and element type."""
+    ``op``'s kind, N and element type."""
+    st = _setting(op)
     d = dtype_of(op)
     row = op.cols * d.bytes
     c = 1
-    while c < MAX_CLUSTER and row > c * SLICE_BYTES:
+    while c < MAX_CLUSTER and row > c * st.slice_bytes:
         c *= 2
     slice_bytes = row // c
     vectors = slice_bytes // (vector_of(op) * d.bytes)
-    block = BLOCK
+    block = st.block
     while block > MIN_BLOCK and vectors % block:
         block //= 2
     return c, block, max(1, vectors // block), slice_bytes
@@ -141,9 +184,7 @@ def _kind(op: Operation, target: Target) -> tuple[bool, object]:
 
 def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
-    d = dtype_of(op)
-    lo, hi = CHOSEN.get(d.name, (1, 0))
-    return lo <= op.cols <= hi, f"{d.name}, N = {op.cols}"
+    return setting_for(op) is not None, f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
 def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
@@ -239,8 +280,9 @@ def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
 def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, per, slice_bytes = bulk_for(op)
-    persistent = PERSISTENT if PERSISTENT is not None else c == 1
-    nbuf = BUFFERS if persistent else 1
+    st = _setting(op)
+    persistent = st.persistent if st.persistent is not None else c == 1
+    nbuf = st.buffers if persistent else 1
     if persistent:
         ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (nbuf * slice_bytes)))
     else:  # a unit per row (the grid's CTAs at most 2^30)
@@ -249,8 +291,8 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     kernel = enclosing_kernel(op)
     assert kernel is not None
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
-    if MIN_CTAS is not None:
-        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(MIN_CTAS, i64)
+    if st.min_ctas is not None:
+        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(st.min_ctas, i64)
     m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     d = p.dtype
@@ -353,7 +395,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
 
 ROWS_BULK = Variant(
-    "bulkred.normalize_rows", "rows_bulk", priority=17,
+    "bulkred.normalize_rows", "rows_bulk", priority=25,
     predicates=[
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (bulk copies, clusters)"),
