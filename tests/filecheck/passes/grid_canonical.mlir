@@ -4,7 +4,7 @@
 // the form and the merged shape.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t ptx | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
 
 // The middle axis of [64, 1000, 256]: grid_middle, one z-block per O.
 // EXPLAIN:     grid_rows{{ +}}65{{ +}}form{{ +}}FAIL{{ +}}inner{{ +}}middle [64, 1000, 256]

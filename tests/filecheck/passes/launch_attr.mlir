@@ -5,7 +5,7 @@
 // launch is then the kernel's, and the PTX's .reqntid is its block. The refusals:
 // launch_attr_invalid.mlir. Numerics of these launches: tests/test_launch_attr.py.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t ptx | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
 
 // Row sums in 3 CTAs (grid_rows would take 5 for 40 rows): the warps loop over the rows,
 // 3 CTAs of 8 warps apart.
