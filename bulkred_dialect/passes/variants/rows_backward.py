@@ -43,7 +43,9 @@ from bulkred_dialect.passes.variants.rows_common import (
     _store,
     _sub,
     _visit,
+    _bf16_halves,
 )
+from bulkred_dialect.passes.variants.grid_common import require_alignment
 
 
 def _backward_sum(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
@@ -209,16 +211,25 @@ def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
 
 
 def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue],
-                             parts: list[_Buf] | None = None) -> list[SSAValue]:
+                             parts: list[_Buf] | None = None,
+                             ahead: tuple[list[SSAValue], Callable[[Emitter], list[SSAValue]]] | None = None) -> list[SSAValue]:
     """A norm's backward with the row in registers: one read of x, dy (and the weight),
     one write of dx; the thread's column sums (``acc``: per vector, V of dweight then V
-    of dbias) updated, or with ``parts`` (:data:`SHARED_COLUMNS`) those in shared memory."""
+    of dbias) updated, or with ``parts`` (:data:`SHARED_COLUMNS`) those in shared memory.
+    With ``ahead`` (:data:`PIPELINE`): (this row's values as loaded, read during the
+    previous row: :func:`prefetch_norm_row`; a function that issues the loads of the
+    next row) the row's values come from the first, and the second is called after the
+    thread's sums, before the row's reduction: its results follow the column sums in
+    the returned list."""
     p = r.p
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
-    st = _read_stats(r, e, row)
     conds = r.item_conds(e)
     nw = p.vec if r.w is not None else 0
+    if ahead is not None:
+        st, got = _widen_norm_row(r, e, ahead[0])
+    else:
+        st = _read_stats(r, e, row)
     items = []
     for k, cond in enumerate(conds):
 
@@ -227,13 +238,18 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
             return vals + (r.w.load(b, k * p.group, p.vec) if r.w is not None else [])
 
         n = 2 * p.vec + nw
-        v = loads(e) if cond is None else e.if_(cond, loads, lambda b: [b.const(0.0, f32)] * n, [f32] * n)
+        if ahead is not None:
+            assert cond is None  # (pipelined: plans whose threads hold every vector, :func:`pipelined`)
+            v = got[k]
+        else:
+            v = loads(e) if cond is None else e.if_(cond, loads, lambda b: [b.const(0.0, f32)] * n, [f32] * n)
         xs, dys, ws = v[:p.vec], v[p.vec:2 * p.vec], (v[2 * p.vec:] if nw else None)
         xh, g = _norm_terms(r, e, xs, dys, ws, st)
         items.append((dys, xh, g))
     sums: list[SSAValue | None] = [None, None]
     for _, xh, g in items:
         sums = _norm_sums(e, xh, g, sums, layer)
+    following = ahead[1](e) if ahead is not None else []  # the next row's loads, in flight over the reduction
     st.update(_norm_row_stats(r, e, row, sums))
     per = len(acc) // max(1, p.items)
     out: list[SSAValue] = []
@@ -259,7 +275,115 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
                 return []
 
             add(e) if cond is None else e.if_(cond, add)
+    return out + following
+
+
+PIPELINE = False
+"""With True, rows_cta and rows_cluster (a norm's backward, the row in registers, every
+thread holding all its vectors) issue the loads of the unit's next row (x, dy, the
+stored rstd and mean) after the thread's sums of the current row and before
+its reduction (a CTA or cluster exchange), carried as loaded into the next step of the
+loop over rows (:func:`prefetch_norm_row`): the reduction and the stores of dx overlap
+the next row's reads. The last row of a unit reads itself again (from L2) instead of a
+row past M. Neither the rows a unit takes nor the order of its column sums change (bits
+identical to the default). Off until measured (tools/probes/rows_backward.py)."""
+
+
+def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
+    """Whether plan ``p`` of ``op`` pipelines its rows (:data:`PIPELINE`): a norm's
+    backward in registers, one row per CTA or cluster, every thread holding ``p.items``
+    whole vectors of the row (no partial vector to guard)."""
+    from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS
+
+    if not (PIPELINE and p.kind in NORM_BACKWARD_KINDS and p.items and p.group == p.block):
+        return False
+    return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
+
+
+def _packed(d, vec: int) -> bool:
+    """Whether :func:`_raw_load` loads a vector of ``vec`` elements of ``d`` as 32-bit
+    words of two elements (bfloat16, an even number of them: half the registers)."""
+    return d.name == "bfloat16" and vec % 2 == 0 and vec * d.bytes <= 16
+
+
+def _raw_count(d, vec: int) -> int:
+    """Registers of one vector of ``vec`` elements of ``d`` as loaded (:func:`_raw_load`)."""
+    if vec * d.bytes > 16:
+        return 2 * _raw_count(d, vec // 2)
+    return vec // 2 if _packed(d, vec) else vec
+
+
+def _raw_load(e: Emitter, d, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
+    """``rows_common._load``'s loads without the conversion to float32 (:func:`_widen`):
+    the registers as loaded, to carry over a loop step while the loads are in flight."""
+    if offset >= 2**31:
+        p, offset = e.ptr_add(p, offset), 0
+    if vec * d.bytes > 16:
+        half = vec // 2
+        return _raw_load(e, d, p, offset, half) + _raw_load(e, d, p, offset + half * d.bytes, half)
+    if vec == 1:
+        return [e.ld(ld_type(d), p, d.ir, offset)]
+    if _packed(d, vec):  # bfloat16 in words (2 or 4 of them)
+        require_alignment(p, vec * d.bytes)
+        return e.ld_vec(LdStType.B32, p, i32, vec // 2, offset) if vec > 2 else [e.ld(LdStType.B32, p, i32, offset)]
+    require_alignment(p, vec * d.bytes)
+    return e.ld_vec(ld_type(d), p, d.ir, vec, offset)
+
+
+def _widen(e: Emitter, d, raw: list[SSAValue], vec: int) -> list[SSAValue]:
+    """The float32 values of one vector loaded by :func:`_raw_load`."""
+    if _packed(d, vec):
+        return [h for w in raw for h in _bf16_halves(e, w)]
+    if vec * d.bytes > 16:
+        half = _raw_count(d, vec // 2)
+        return _widen(e, d, raw[:half], vec // 2) + _widen(e, d, raw[half:], vec // 2)
+    return [e.convert(v, d, F32) for v in raw]
+
+
+def prefetch_norm_row(e: Emitter, r: _Row, x: _Buf, grad: _Buf, w: _Buf | None, row: SSAValue) -> list[SSAValue]:
+    """The loads of a row of a pipelined norm's backward (:data:`PIPELINE`): its stored
+    rstd (and mean), then per vector the thread holds x's and dy's registers as loaded
+    (bfloat16 in words of two: :func:`_raw_load`); ``x``, ``grad``: the row's buffers at
+    the thread's first vector (``r``: for the plan and the op only; the weight, the same
+    every row, is read when the row is used, ``w`` unused)."""
+    p, op = r.p, r.op
+    assert op.rstd is not None
+    out = [_row_stat(e, op.rstd, row)] + ([_row_stat(e, op.mean, row)] if op.mean is not None else [])
+    for k in range(p.items):
+        for buf in (x, grad):
+            out += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     return out
+
+
+def prefetch_types(p: RowPlan, op: NormalizeRowsOp) -> list:
+    """The types of the registers :func:`prefetch_norm_row` gives."""
+    out: list = [f32] * (1 + (op.mean is not None))
+    for _ in range(p.items):
+        for d in (p.dtype, p.dtype):
+            t = i32 if _packed(d, p.vec) else d.ir
+            out += [t] * _raw_count(d, p.vec)
+    return out
+
+
+def _widen_norm_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> tuple[dict[str, SSAValue], list[list[SSAValue]]]:
+    """(the statistics, per vector x's, dy's and the weight's float32 values) of a row
+    loaded by :func:`prefetch_norm_row`."""
+    p = r.p
+    st = {"rstd": raw[0]}
+    i = 1
+    if r.op.mean is not None:
+        st["mean"] = raw[1]
+        i = 2
+    got = []
+    for k in range(p.items):
+        vals: list[SSAValue] = []
+        for d in (p.dtype, p.dtype):
+            c = _raw_count(d, p.vec)
+            vals += _widen(e, d, raw[i:i + c], p.vec)
+            i += c
+        got.append(vals + (r.w.load(e, k * p.group, p.vec) if r.w is not None else []))  # (the weight: from L1)
+    assert i == len(raw)
+    return st, got
 
 
 def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf]) -> None:

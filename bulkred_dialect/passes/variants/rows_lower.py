@@ -6,7 +6,7 @@ column sums."""
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -38,6 +38,9 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _stream_backward,
     _stream_norm_backward,
     _write_column_partials,
+    pipelined,
+    prefetch_types,
+    prefetch_norm_row,
     shared_columns,
     slice_accumulators,
     write_slice_partials,
@@ -96,6 +99,16 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
 
+    def row_buffers(b: Emitter, row: SSAValue) -> tuple[_Buf, _Buf, _Buf | None]:
+        """x's, dy's (and the weight's) buffers of ``row`` at the thread's first vector
+        (a pipelined norm's backward: rows_backward.prefetch_norm_row)."""
+        d = p.dtype
+        x = _Buf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        gs = row_stride(op.grad.type) * d.bytes  # type: ignore[arg-type, union-attr]
+        grad = _Buf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, gs)), b.mul_i(sw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        return x, grad, w
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
@@ -112,6 +125,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
         parity = carried[0] if p.cluster > 1 else None
         acc = carried[1:] if p.cluster > 1 else carried
+        raw = None
+        if ahead:  # this row's values, loaded during the previous step (rows_backward.PIPELINE)
+            acc, raw = acc[:len(acc) - ahead], acc[len(acc) - ahead:]
         grad = None
         if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
             row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
@@ -119,6 +135,14 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
         if p.kind in SOFTMAX_BACKWARD_KINDS:
             (_registers_backward if p.items else _stream_backward)(r, b, row)
+        elif p.kind in NORM_BACKWARD_KINDS and p.items and raw is not None:
+
+            def following(c: Emitter, row: SSAValue = row) -> list[SSAValue]:
+                nxt = c.add_i(row, stride)  # the unit's next row; past M, this one again (read from L2)
+                nxt = c.value(arith.SelectOp(c.cmp("slt", nxt, end), nxt, row))
+                return prefetch_norm_row(c, r, *row_buffers(c, nxt), nxt)
+
+            acc = _registers_norm_backward(r, b, row, acc, parts, (raw, following))
         elif p.kind in NORM_BACKWARD_KINDS and p.items:
             acc = _registers_norm_backward(r, b, row, acc, parts)
         elif p.kind in NORM_BACKWARD_KINDS:
@@ -150,7 +174,25 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
 
     ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
-    if p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
+    ahead = 0
+    if pipelined(p, op):  # rows_backward.PIPELINE: the unit's first row loaded before the loop
+        if p.m is None:  # (p.groups == 1: a unit's rows are the units apart)
+            assert ctas is not None
+            stride = e.wide(e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas)
+        else:
+            stride = e.const(units, i64)
+        end = m_arg if p.m is None else e.const(p.m, i64)
+        r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
+        types = prefetch_types(p, op)
+        ahead = len(types)
+        row0 = e.wide(slot)
+        carried0 += e.if_(e.cmp("slt", row0, end), lambda c: prefetch_norm_row(c, r, *row_buffers(c, row0), row0),
+                          lambda c: [c.const(0, t) for t in types], types)
+        done = e.for_(row0, end, stride, carried0, row_body)
+        if p.m is None:
+            kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
+        done = done[:len(done) - ahead]
+    elif p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
         assert ctas is not None
         units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
         stride = e.wide(e.mul_i(units_now, p.groups) if p.groups > 1 else units_now)
