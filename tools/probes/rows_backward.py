@@ -4,9 +4,11 @@ layer_norm_backward (dx, dweight, dbias) with each candidate variant forced, GB/
 three tensors moved (x and dy read, dx written; M x N = 2^28), beside the copy kernel of
 the same run, each result checked against torch (float64) and its dweight bits against a
 second run. Some rows patch a setting (:data:`CANDIDATES`: the column sums in registers,
-more units, rows_slices' CTAs), built outside the compile cache.
+more units, rows_slices' CTAs; with ``--set pipeline`` the default against
+rows_backward.PIPELINE: :data:`PIPELINE_CANDIDATES`), built outside the compile cache.
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
+    python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
@@ -39,6 +41,14 @@ CANDIDATES = {  # N: (label, forced variant, {module.attr: value} patches); thos
     65536: [("rows_cluster", "rows_cluster", {}), ("rows_slices", "rows_slices", {}),
             ("rows_slices 256 x 2", "rows_slices", SLICES_2)],
     262144: [("rows_slices", "rows_slices", {}), ("rows_slices 256 x 2", "rows_slices", SLICES_2)],
+}
+PIPE = {f"{BWD}.PIPELINE": True}
+PIPE_8 = {**PIPE, f"{COMMON}.NORM_BACKWARD_VALUES": 8}
+PIPELINE_CANDIDATES = {  # --set pipeline: rows_backward.PIPELINE (the next row loaded over this row's sums) beside the default
+    4096: [("default", None, {}), ("pipelined", None, PIPE), ("rows_cta, pipelined, 8 values", "rows_cta", PIPE_8)],
+    16384: [("default", None, {}), ("pipelined", None, PIPE)],
+    65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30})],
+    262144: [("default", None, {})],  # (rows_slices: PIPELINE does not apply; for the ratio)
 }
 SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices beside the default
     65536: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
@@ -107,6 +117,9 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--set", choices=("variants", "pipeline"), default="variants",
+                    help="the candidates: variants and settings (CANDIDATES), or the default against "
+                         "rows_backward.PIPELINE (PIPELINE_CANDIDATES; the dispatch left as it is)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -115,7 +128,11 @@ def main() -> int:
     from bulkred_dialect import row_kernels
     from bulkred_dialect.row_kernels import kernel_for
 
-    rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
+    table = CANDIDATES
+    if args.set == "pipeline":
+        table = PIPELINE_CANDIDATES
+    else:
+        rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
 
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     print("| kind | dtype | N | variant | GB/s | vs copy | check |")
@@ -142,7 +159,7 @@ def main() -> int:
                 xc = xd - mean[:, None] if layer else xd
                 rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
                 mean = mean.float() if layer else None
-                for label, variant, patches in CANDIDATES.get(n, [("default", None, {})]):
+                for label, variant, patches in table.get(n, [("default", None, {})]):
                     try:
                         with patched(patches):
                             row_kernels._KERNELS.clear()
