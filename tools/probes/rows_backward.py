@@ -44,11 +44,19 @@ CANDIDATES = {  # N: (label, forced variant, {module.attr: value} patches); thos
 }
 PIPE = {f"{BWD}.PIPELINE": True}
 PIPE_8 = {**PIPE, f"{COMMON}.NORM_BACKWARD_VALUES": 8}
-PIPELINE_CANDIDATES = {  # --set pipeline: rows_backward.PIPELINE (the next row loaded over this row's sums) beside the default
+SLICES_U8 = {f"{SLICES}.UNROLL": 8}
+SLICES_1024 = {f"{SLICES}.BLOCK": 1024}
+PIPELINE_CANDIDATES = {  # --set pipeline: rows_backward.PIPELINE (the next row loaded over this row's sums) beside the
+    # default, and rows_slices with more loads in flight (its one CTA per multiprocessor: UNROLL vectors per thread a
+    # step, BLOCK threads)
     4096: [("default", None, {}), ("pipelined", None, PIPE), ("rows_cta, pipelined, 8 values", "rows_cta", PIPE_8)],
     16384: [("default", None, {}), ("pipelined", None, PIPE)],
-    65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30})],
-    262144: [("default", None, {})],  # (rows_slices: PIPELINE does not apply; for the ratio)
+    65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30}),
+            ("rows_slices, unroll 8", "rows_slices", SLICES_U8), ("rows_slices, 1024 threads", "rows_slices", SLICES_1024)],
+    262144: [("default", None, {}), ("rows_slices, unroll 8", "rows_slices", SLICES_U8),
+             ("rows_slices, unroll 16", "rows_slices", {f"{SLICES}.UNROLL": 16}),
+             ("rows_slices, 1024 threads", "rows_slices", SLICES_1024),
+             ("rows_slices, 1024 threads, unroll 8", "rows_slices", {**SLICES_1024, **SLICES_U8})],
 }
 SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices beside the default
     65536: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
