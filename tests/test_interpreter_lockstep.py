@@ -262,3 +262,78 @@ def test_a_fallback_runs_the_grid_thread_by_thread_from_the_start(monkeypatch):
     (out,) = run_grid(m, "k", np.zeros(64, np.int32))
     assert lockstep.FALLBACKS["scf.while"] == before + 1
     assert out.tolist() == [1 + t % 5 for t in range(32)] * 2
+
+
+# region Clusters in lockstep
+
+
+def test_cluster_kernels_run_in_lockstep_with_the_same_bits(monkeypatch):
+    """rows_cluster's softmax in clusters of 2 CTAs of one warp (its push exchange:
+    ``mapa``, ``st.async`` into each peer's slot, the mbarriers' transaction counts and
+    ``try_wait.parity`` in an ``scf.while``; 5 rows: both slot sets and both phases): the
+    whole cluster in lockstep gives the bits of the thread-by-thread run, without falling
+    back; and where the lockstep run cannot go on (a wait whose phase is still pending),
+    the grid is run thread by thread with the same bits."""
+    from bulkred_dialect.interpreter.clusters import run_cluster_grid
+    from bulkred_dialect.ops.tile import kernel_launch
+    from bulkred_dialect.passes.variants import rows_cluster, rows_common
+    from bulkred_dialect.row_kernels import module
+
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    monkeypatch.setattr(rows_cluster, "SLICE", 128)
+    monkeypatch.setattr(rows_cluster, "MIN_BLOCK", 32)
+    m, n = 5, 132
+    built = module("softmax", m, n, "float32", stats=("row_max", "row_sum"), variant="rows_cluster")
+    lower_tile_module(built, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    assert {"ptx.st.async", "ptx.mbarrier.try_wait.parity", "ptx.mapa", "scf.while"} <= {o.name for o in kernel.walk()}
+    assert kernel_launch(kernel).cluster_dims == (2, 1, 1)
+    x = (np.random.default_rng(3).standard_normal((m, n)) * 3).astype(np.float32)
+    arrays = (x, np.zeros((m, n), np.float32), np.zeros(m, np.float32), np.zeros(m, np.float32))
+
+    def outputs():
+        return run_cluster_grid(built, "rows", *(a.copy() for a in arrays))
+
+    before = lockstep.FALLBACKS.copy()
+    fast = outputs()
+    assert lockstep.FALLBACKS == before
+    monkeypatch.setattr(threads, "LOCKSTEP", False)
+    slow = outputs()
+    _same_bits(fast, slow)
+    assert np.allclose(fast[1], np.exp(x - x.max(1, keepdims=True)) / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True), rtol=1e-5)
+    monkeypatch.setattr(threads, "LOCKSTEP", True)
+    monkeypatch.setattr(lockstep.LockstepInterpreter, "run_try_wait", lambda self, op, inputs, varying: (_ for _ in ()).throw(lockstep.Fallback("pending")))
+    monkeypatch.setitem(lockstep._SPECIAL, lockstep.MbarrierTryWaitParityOp, lockstep.LockstepInterpreter.run_try_wait)
+    _same_bits(outputs(), slow)
+    assert lockstep.FALLBACKS["pending"] == before["pending"] + 1
+
+
+
+def test_cluster_ids_vary_across_the_cluster_in_lockstep():
+    """``gpu.block_id`` and ``bulkred.cluster_rank`` differ between the CTAs of a cluster
+    run in lockstep (each thread's own), as thread by thread."""
+    from bulkred_dialect.backend_ptx.runtime import context
+    from bulkred_dialect.diagnostics import parse_module
+    from bulkred_dialect.interpreter.clusters import run_cluster_grid
+
+    g = "memref<4x2xindex, #bulkred.scope<global>>"
+    text = (
+        f"func.func @k(%A: {g}) attributes {{bulkred.launch = #bulkred.launch<grid = [4], block = [2], cluster = [2]>}} {{\n"
+        '  %b = "gpu.block_id"() {dimension = #gpu<dim x>} : () -> index\n'
+        '  %t = "gpu.thread_id"() {dimension = #gpu<dim x>} : () -> index\n'
+        "  %r = bulkred.cluster_rank\n"
+        "  %s = arith.addi %b, %r : index\n"
+        "  %v = arith.muli %s, %t : index\n"
+        "  %w = arith.addi %v, %r : index\n"
+        f"  memref.store %w, %A[%b, %t] : {g}\n"
+        "  func.return\n}\n"
+    )
+    m = parse_module(context(), text)
+    before = lockstep.FALLBACKS.copy()
+    (got,) = run_cluster_grid(m, "k", np.zeros((4, 2), np.int64))
+    assert lockstep.FALLBACKS == before
+    b, t = np.arange(4)[:, None], np.arange(2)[None, :]
+    assert got.tolist() == ((b + b % 2) * t + b % 2).tolist()
+
+
+# endregion

@@ -12,22 +12,21 @@ and its own ``bar.sync``; and it models what the cluster adds:
   given rank (``ld``/``st`` through it read and write that CTA's buffer);
 * ``%cluster_ctarank`` / ``%cluster_nctarank``.
 
-The clusters run one after another (CTAs of different clusters cannot wait for each
+Each cluster runs in lockstep first (:func:`~bulkred_dialect.interpreter.lockstep.run_cta_lockstep`
+with ``cluster``: every thread of the cluster at once), thread by thread where it falls
+back (the whole grid again, its buffers put back). The clusters run one after another (CTAs of different clusters cannot wait for each
 other), the CTAs of a cluster being ``ctaid.x`` ``c * size ... c * size + size - 1`` (a
-cluster of ``[size, 1, 1]``). The mbarrier and ``st.async`` of a push exchange
-(rows_cluster) are modelled: ``mbarrier.init`` (its count), ``arrive.expect_tx`` (the
-bytes, then an arrival), ``st.async`` (the store, then a complete-tx of its bytes on the
-receiving CTA's mbarrier), ``cp.async.bulk.shared::cta.global`` (the copy, then a
-complete-tx of its bytes), a phase completing when no arrival and no byte is pending, and
-``try_wait.parity`` suspending the thread until the phase of that parity completed (one
-thread runs at a time: memory is sequentially consistent; ``fence.proxy.async`` orders
-nothing more). ``red.async`` and the other bulk copies have no interpretation yet.
+cluster of ``[size, 1, 1]``). The mbarriers, ``st.async`` into a peer's shared memory and
+``cp.async.bulk.shared::cta.global`` of a push exchange (rows_cluster, rows_bulk) are
+interpreter/mbarriers.py's, here over every CTA of the cluster. ``red.async`` and the other
+bulk copies have no interpretation yet.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
@@ -38,8 +37,10 @@ from bulkred_dialect.errors import InterpretError
 from bulkred_dialect.interpreter.kernel_ids import ThreadIds
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.memory import new_buffer
-from bulkred_dialect.interpreter.ptx_memory import Pointer
+from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES, Pointer
 from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter import threads as threads_module
+from bulkred_dialect.interpreter.lockstep import run_cta_lockstep
 from bulkred_dialect.interpreter.threads import (
     WARP,
     ThreadFunctions,
@@ -50,32 +51,8 @@ from bulkred_dialect.interpreter.threads import (
 )
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
-from bulkred_dialect.interpreter.ptx_memory import from_register
-from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
-from bulkred_dialect.ops.ptx.st_async import StAsyncOp
-from bulkred_dialect.ops.ptx.sync import (
-    BarrierClusterArriveOp,
-    BarrierClusterWaitOp,
-    BarSyncOp,
-    FenceMbarrierInitOp,
-    FenceProxyAsyncOp,
-    MapaOp,
-    MbarrierArriveExpectTxOp,
-    MbarrierInitOp,
-    MbarrierTryWaitParityOp,
-)
+from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MapaOp
 from bulkred_dialect.ops.tile import MemoryScope, kernel_launch, scope_of
-
-
-class _Mbarrier:
-    """An mbarrier object's state: its expected count, the arrivals and bytes pending in
-    the current phase, the phase, and the threads waiting for it to complete."""
-
-    def __init__(self, count: int):
-        self.count = self.pending = count
-        self.tx = 0
-        self.phase = 0
-        self.waiters: list[_Thread] = []
 
 
 @register_impls
@@ -90,7 +67,6 @@ class ClusterThreadFunctions(ThreadFunctions):
         self.bars = [_Rendezvous(self.per_cta, "") for _ in range(size)]
         self.buffers: dict[tuple[int, Operation], Any] = {}
         self.owner: dict[int, Operation] = {}  # id of a shared buffer -> its alloca
-        self.mbarriers: dict[tuple[int, int], _Mbarrier] = {}  # (id of the buffer, offset) -> state
 
     @property
     def rank(self) -> int:
@@ -152,94 +128,12 @@ class ClusterThreadFunctions(ThreadFunctions):
             raise InterpretationError(f"'{op.name}': CTA rank {rank} has not allocated that shared buffer yet")
         return (Pointer(peer, a.offset, StateSpace.SHARED_CLUSTER),)
 
-    def _mbarrier(self, op: Operation, p: Any) -> _Mbarrier:
-        if not isinstance(p, Pointer) or id(p.buffer) not in self.owner:
-            raise InterpretationError(f"'{op.name}': the mbarrier is not in a shared buffer of this cluster")
-        m = self.mbarriers.get((id(p.buffer), p.offset))
-        if m is None:
-            raise InterpretationError(f"'{op.name}': the mbarrier at byte {p.offset} was not initialized")
-        return m
+    def _shared_buffer(self, p: Any) -> bool:
+        """``p`` points into a shared buffer of a CTA of this cluster (an mbarrier's place)."""
+        return id(p.buffer) in self.owner
 
-    def _progress(self, m: _Mbarrier, arrivals: int, tx: int) -> None:
-        """Arrivals and bytes on ``m``; the phase completes when neither is pending."""
-        m.pending -= arrivals
-        m.tx += tx
-        if m.pending < 0:
-            raise InterpretationError(f"an mbarrier of count {m.count} got more arrivals than its count in one phase")
-        if m.pending == 0 and m.tx == 0:
-            m.phase += 1
-            m.pending = m.count
-            for t in m.waiters:
-                t.waits_at = None
-                self.cta.ready.append((t, None))
-            m.waiters = []
-
-    @impl(MbarrierInitOp)
-    def run_mbarrier_init(self, interpreter: Interpreter, op: MbarrierInitOp, args: PythonValues) -> PythonValues:
-        p, count = args
-        if not isinstance(p, Pointer) or id(p.buffer) not in self.owner:
-            raise InterpretationError(f"'{op.name}': the mbarrier is not in a shared buffer of this cluster")
-        self.mbarriers[(id(p.buffer), p.offset)] = _Mbarrier(int(count))
-        return ()
-
-    @impl(FenceMbarrierInitOp)
-    def run_fence_mbarrier_init(self, interpreter: Interpreter, op: FenceMbarrierInitOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(MbarrierArriveExpectTxOp)
-    def run_arrive_expect_tx(self, interpreter: Interpreter, op: MbarrierArriveExpectTxOp, args: PythonValues) -> PythonValues:
-        p, tx = args
-        m = self._mbarrier(op, p)
-        state = m.phase
-        self._progress(m, 1, int(tx))
-        return () if op.state is None else (state,)
-
-    @impl(StAsyncOp)
-    def run_st_async(self, interpreter: Interpreter, op: StAsyncOp, args: PythonValues) -> PythonValues:
-        a, *values, mbar = args
-        size = 8 if str(op.type.data).endswith("64") else 4
-        if not isinstance(a, Pointer):
-            raise InterpretationError(f"'{op.name}': 'a' is not an address")
-        a._bytes(op.name, size * len(values))  # alignment and bounds of the whole vector
-        for i, (v, reg) in enumerate(zip(values, op.b, strict=True)):
-            a.moved(i * size).write(op.name, size, from_register(v, reg.type))
-        self._progress(self._mbarrier(op, mbar), 0, -size * len(values))
-        return ()
-
-    @impl(CpAsyncBulkSharedCtaGlobalOp)
-    def run_bulk_copy(self, interpreter: Interpreter, op: CpAsyncBulkSharedCtaGlobalOp, args: PythonValues) -> PythonValues:
-        dst, src, size, mbar = args[:4]
-        n = int(size)
-        if not isinstance(dst, Pointer) or not isinstance(src, Pointer):
-            raise InterpretationError(f"'{op.name}': 'dstMem' and 'srcMem' must be addresses")
-        spans = []
-        for what, ptr in (("dstMem", dst), ("srcMem", src)):
-            raw = ptr._raw()
-            if ptr.offset % 16 or ptr.offset < 0 or ptr.offset + n > raw.size:
-                raise InterpretationError(f"'{op.name}': '{what}' + {n} bytes: bytes [{ptr.offset}, {ptr.offset + n}) "
-                                          f"of a {raw.size}-byte buffer, 16-byte aligned")
-            spans.append(raw[ptr.offset:ptr.offset + n])
-        spans[0][...] = spans[1]
-        self._progress(self._mbarrier(op, mbar), 0, -n)
-        return ()
-
-    @impl(FenceProxyAsyncOp)
-    def run_fence_proxy_async(self, interpreter: Interpreter, op: FenceProxyAsyncOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(MbarrierTryWaitParityOp)
-    def run_try_wait_parity(self, interpreter: Interpreter, op: MbarrierTryWaitParityOp, args: PythonValues) -> PythonValues:
-        p, parity = args
-        m = self._mbarrier(op, p)
-        if m.phase % 2 == int(parity) % 2:  # the phase of that parity is the current one: wait for it
-            me = self.cta.current
-            assert me is not None
-            at = _Rendezvous(1, f"'{op.name}' of CTA rank {self.rank} (phase {m.phase}: never completed)")
-            at.waiting.append(me)
-            me.waits_at = at
-            m.waiters.append(me)
-            me.glet.parent.switch()  # type: ignore[union-attr]
-        return (1,)
+    def _where(self) -> str:
+        return f"CTA rank {self.rank}"
 
     @impl(MovSregOp)
     def run_mov_sreg(self, interpreter: Interpreter, op: MovSregOp, args: PythonValues) -> PythonValues:
@@ -275,24 +169,51 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
     arrays, rows_grid, added = dynamic_launch(callee, arrays, size)  # a dynamic M: its size parameter, its grid
     grid3, block3 = ((rows_grid, 1, 1) if rows_grid is not None else launch.grid_dims), launch.block_dims
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
-    per_cta = block3[0] * block3[1] * block3[2]
-    for c in range(grid3[0] // size):
-        cta = _Cta(per_cta * size)
-        shared = make_interpreter(module)
-        shared.register_implementations(_CtaKernelIds(cta), override=True)
-        shared.register_implementations(ClusterThreadFunctions(cta, block3, grid3, size), override=True)
-        threads = [
-            _Thread(ThreadIds((x, y, z), (c * size + r, 0, 0), r), r * per_cta + (z * block3[1] + y) * block3[0] + x)
-            for r in range(size)
-            for z in range(block3[2])
-            for y in range(block3[1])
-            for x in range(block3[0])
-        ]
+    clusters = [_cluster_of(module, c, size, block3, grid3) for c in range(grid3[0] // size)]
+    if not (threads_module.LOCKSTEP and _run_in_lockstep(module, callee, args, clusters)):
+        for c in range(grid3[0] // size):
+            cta, shared, threads = _cluster_of(module, c, size, block3, grid3)  # fresh mbarriers and buffers
 
-        def body(_: _Thread, shared=shared) -> None:
-            interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
-            interpreter.call_op(callee, tuple(args))
+            def body(_: _Thread, shared=shared) -> None:
+                interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
+                interpreter.call_op(callee, tuple(args))
 
-        cta.run(threads, body)
+            cta.run(threads, body)
     out = tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
     return out[:len(out) - added]
+
+
+def _cluster_of(
+    module: ModuleOp, c: int, size: int, block3: tuple[int, int, int], grid3: tuple[int, int, int]
+) -> tuple[_Cta, Interpreter, list[_Thread]]:
+    """Cluster ``c``'s scheduler, the implementation table its threads share and its
+    threads (CTA by CTA, each in linear order)."""
+    per_cta = block3[0] * block3[1] * block3[2]
+    cta = _Cta(per_cta * size)
+    shared = make_interpreter(module)
+    shared.register_implementations(_CtaKernelIds(cta), override=True)
+    shared.register_implementations(ClusterThreadFunctions(cta, block3, grid3, size), override=True)
+    threads = [
+        _Thread(ThreadIds((x, y, z), (c * size + r, 0, 0), r), r * per_cta + (z * block3[1] + y) * block3[0] + x)
+        for r in range(size)
+        for z in range(block3[2])
+        for y in range(block3[1])
+        for x in range(block3[0])
+    ]
+    return cta, shared, threads
+
+
+def _run_in_lockstep(module: ModuleOp, callee: Any, args: list[Any], clusters: list[Any]) -> bool:
+    """Run the clusters in lockstep (every thread of a cluster at once, one cluster after
+    another: :func:`~bulkred_dialect.interpreter.lockstep.run_cta_lockstep` with
+    ``cluster``); where one falls back, put back the buffers the kernel can reach as they
+    were and return False (the grid then runs thread by thread from its first cluster,
+    as threads.py does for CTAs)."""
+    buffers = [a for a in args if isinstance(a, np.ndarray)] + list(DEVICE_ADDRESSES.buffers)
+    saved = [b.copy() for b in buffers]
+    for cta, shared, threads in clusters:
+        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, cluster=True):  # noqa: SLF001
+            for b, s in zip(buffers, saved):
+                b[...] = s
+            return False
+    return True

@@ -27,6 +27,12 @@ the grid thread by thread as before (same results, same errors with the thread's
 any error an op raises, a collective that not every thread of its CTA or warp reaches
 together (a barrier or exchange inside divergent code), a partial ``membermask``,
 ``bar.sync`` other than barrier 0, ``scf.while``, an op without an implementation.
+
+A cluster (:mod:`bulkred_dialect.interpreter.clusters`) runs the same way, every thread of
+its CTAs at once: a shared buffer is each CTA's own, the block id and cluster rank vary,
+the cluster barrier has nothing to wait for, and an ``scf.while`` runs (its spin on
+``mbarrier.try_wait.parity``); a wait whose phase has not completed, which would wait
+for ops that come later, falls back.
 """
 
 from __future__ import annotations
@@ -81,9 +87,9 @@ from bulkred_dialect.ops.ptx.control import CvtOp, SelpOp, SetpOp
 from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
-from bulkred_dialect.ops.ptx.sync import BarSyncOp
+from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MbarrierTryWaitParityOp
 from bulkred_dialect.ops.ptx.warp import ShflSyncOp
-from bulkred_dialect.ops.tile import MemoryScope, scope_of
+from bulkred_dialect.ops.tile import ClusterRankOp, MemoryScope, scope_of
 
 class Varying:
     """One value per thread of the CTA (``v[linear thread index]``; the entries of
@@ -127,6 +133,10 @@ _PER_THREAD: frozenset[type[Operation]] = frozenset({gpu.LaneIdOp, AtomOp, RedOp
 # Ops whose value, per thread, is fixed for the whole CTA (ids, special registers): made
 # once per op for every thread of the CTA.
 _THREAD_CONSTANTS: frozenset[type[Operation]] = frozenset({gpu.ThreadIdOp, gpu.LaneIdOp, MovSregOp})
+# In a cluster run, the ids that differ between the cluster's CTAs too.
+_CLUSTER_CONSTANTS: frozenset[type[Operation]] = frozenset({gpu.BlockIdOp, ClusterRankOp})
+# An scf.while runs at most this many iterations in lockstep (a longer one falls back).
+WHILE_LIMIT = 100_000
 
 
 class LockstepInterpreter(KernelInterpreter):
@@ -135,8 +145,9 @@ class LockstepInterpreter(KernelInterpreter):
     thread is set before each per-thread call, for the implementations that read it) and
     ``threads`` its ``_Thread`` list in linear order."""
 
-    def start(self, cta: Any, threads: list[Any]) -> None:
+    def start(self, cta: Any, threads: list[Any], cluster: bool = False) -> None:
         self.cta, self.threads = cta, threads
+        self.cluster = cluster
         self.n = len(threads)
         self.active: list[int] = list(range(self.n))
         self.full = True
@@ -181,6 +192,8 @@ class LockstepInterpreter(KernelInterpreter):
                         varying = True
                     inputs.append(value)
                 handler = special.get(op_type)
+                if handler is None and self.cluster and op_type in _CLUSTER_CONSTANTS:
+                    handler = LockstepInterpreter.run_thread_constant
                 if handler is not None:
                     values = handler(self, op, inputs, varying)
                 else:
@@ -328,7 +341,55 @@ class LockstepInterpreter(KernelInterpreter):
         return tuple(Varying(c) for c in carried)
 
     def run_while(self, op: scf.WhileOp, inputs: list[Any], varying: bool) -> PythonValues:
-        raise Fallback("scf.while")
+        """In a cluster run (its waits: ``mbarrier.try_wait`` in the before region), each
+        thread leaves when its condition is false, with the values it forwards; the
+        others run the after region and the before region again. Elsewhere it falls back."""
+        if not self.cluster:
+            raise Fallback("scf.while")
+        group, carried = self.active, tuple(inputs)
+        out: list[list[Any]] = [[None] * self.n for _ in op.results]
+        for _ in range(WHILE_LIMIT):
+            cond, *forwarded = self._run(op.before_region, carried, group)
+            stay = [t for t in group if _at(cond, t)]
+            for o, v in zip(out, forwarded):
+                for t in group:
+                    o[t] = _at(v, t)
+            if not stay:
+                return tuple(Varying(o) for o in out)
+            carried = self._run(op.after_region, tuple(forwarded), stay)
+            group = stay
+        raise Fallback("scf.while too long")
+
+    def run_cluster_arrive(self, op: Operation, inputs: list[Any], varying: bool) -> PythonValues:
+        if not self.cluster:
+            raise Fallback(f"{op.name} outside a cluster run")
+        return ()
+
+    def run_cluster_wait(self, op: Operation, inputs: list[Any], varying: bool) -> PythonValues:
+        """Every thread of the cluster reaches it together: nothing to wait for."""
+        if not self.cluster or not self.full:
+            raise Fallback(op.name)
+        return ()
+
+    def run_try_wait(self, op: MbarrierTryWaitParityOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """1 for each running thread whose mbarrier completed the phase of that parity
+        (every arrival and byte of it came from ops the lockstep run made before); a
+        phase still pending would wait for ops that come later: the run falls back."""
+        if not self.cluster:
+            raise Fallback(f"{op.name} outside a cluster run")
+        functions = self._cluster_functions()
+        p, parity = inputs
+        for t in self.active:
+            self.cta.current = self.threads[t]
+            m = functions._mbarrier(op, _at(p, t))  # noqa: SLF001
+            if m.phase % 2 == int(_at(parity, t)) % 2:
+                raise Fallback(f"{op.name} before its phase completed")
+        self.cta.current = self.threads[self.active[0]]
+        return (1,)
+
+    def _cluster_functions(self) -> Any:
+        ft, _ = self._impls._impl_dict[MbarrierTryWaitParityOp]  # noqa: SLF001
+        return ft
 
     def run_thread_constant(self, op: Operation, inputs: list[Any], varying: bool) -> PythonValues:
         """A thread id or special register: its value for every thread of the CTA, made
@@ -356,8 +417,8 @@ class LockstepInterpreter(KernelInterpreter):
         return lambda _ft, interpreter, o, args: body(ft, interpreter, o, args)
 
     def run_alloca(self, op: memref.AllocaOp, inputs: list[Any], varying: bool) -> PythonValues:
-        if scope_of(op.memref.type) == MemoryScope.SHARED:
-            return self._once(op, inputs)  # the CTA's buffer
+        if scope_of(op.memref.type) == MemoryScope.SHARED and not self.cluster:
+            return self._once(op, inputs)  # the CTA's buffer (in a cluster run, each thread's CTA's)
         return self._each(op, inputs, self._body(op), None)  # a buffer per thread
 
     def run_bar_sync(self, op: BarSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
@@ -664,6 +725,9 @@ _SPECIAL: dict[type[Operation], Any] = {
     scf.WhileOp: LockstepInterpreter.run_while,
     memref.AllocaOp: LockstepInterpreter.run_alloca,
     BarSyncOp: LockstepInterpreter.run_bar_sync,
+    BarrierClusterArriveOp: LockstepInterpreter.run_cluster_arrive,
+    BarrierClusterWaitOp: LockstepInterpreter.run_cluster_wait,
+    MbarrierTryWaitParityOp: LockstepInterpreter.run_try_wait,
     ShflSyncOp: LockstepInterpreter.run_shfl,
     ReduxSyncOp: LockstepInterpreter.run_redux,
     func.CallOp: LockstepInterpreter.run_func_call,
@@ -688,13 +752,24 @@ FALLBACKS: Counter[str] = Counter()
 
 
 def run_cta_lockstep(
-    module: ModuleOp, callee: func.FuncOp, args: list[Any], cta: Any, threads: list[Any], impls: Any, index_bitwidth: int
+    module: ModuleOp,
+    callee: func.FuncOp,
+    args: list[Any],
+    cta: Any,
+    threads: list[Any],
+    impls: Any,
+    index_bitwidth: int,
+    cluster: bool = False,
 ) -> bool:
     """Run the CTA's ``threads`` in lockstep (``impls``: the CTA's implementation table);
     False where the run falls back (the module docstring), the buffers then left as the
-    run left them (threads.py puts them back)."""
+    run left them (threads.py puts them back). ``cluster``: ``threads`` are every thread
+    of a cluster (clusters.py's scheduler and implementations): a shared buffer is each
+    CTA's own, the block id and cluster rank vary, and the cluster barrier, the mbarrier
+    waits and their ``scf.while`` run in lockstep (a wait whose phase is still pending
+    falls back)."""
     interpreter = LockstepInterpreter(module, index_bitwidth, impls)
-    interpreter.start(cta, threads)
+    interpreter.start(cta, threads, cluster)
     try:
         interpreter.call_op(callee, tuple(args))
     except Exception as e:  # any: the thread-by-thread run gives the error with its thread
