@@ -15,8 +15,9 @@ switched by the CTA's scheduler at each collective, and sharing:
 
 ``ptx.mov.sreg`` reads the thread's ids and the kernel's ``bulkred.launch``. ``atom``
 and ``red`` are atomic (interpreter/ptx_memory.py). Memory is sequentially consistent,
-so a fence orders nothing that is not already ordered. Clusters are not run (``mapa``,
-``mbarrier`` and the bulk copies have no interpretation).
+so a fence orders nothing that is not already ordered. Clusters are not run here
+(interpreter/clusters.py runs them); a CTA's mbarriers, ``st.async`` and
+``cp.async.bulk.shared::cta.global`` are interpreter/mbarriers.py's.
 
 A thread that raises stops the CTA: the error is re-raised with the thread's ids; a
 barrier or exchange that not every thread reaches fails as soon as no thread can go on.
@@ -34,7 +35,7 @@ import greenlet
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
@@ -42,6 +43,7 @@ from bulkred_dialect.errors import ArgumentError, InterpretError
 from bulkred_dialect.interpreter.kernel_ids import KernelIdFunctions, ThreadIds
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.lockstep import run_cta_lockstep
+from bulkred_dialect.interpreter.mbarriers import MbarrierFunctions
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES
 from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
@@ -151,7 +153,7 @@ class _Cta:
 
 
 @register_impls
-class ThreadFunctions(InterpreterFunctions):
+class ThreadFunctions(MbarrierFunctions):
     """The collectives and special registers of the CTA's running thread
     (``cta.current``): one instance serves every thread of a CTA."""
 
@@ -175,6 +177,10 @@ class ThreadFunctions(InterpreterFunctions):
     @property
     def lane(self) -> int:
         return self.linear % WARP
+
+    def _shared_buffer(self, p: Any) -> bool:
+        """``p`` points into a shared buffer of this CTA (an mbarrier's place)."""
+        return any(b is p.buffer for b in self.cta.shared.values())
 
     def _warp_values(self, op: Operation, value: Any, mask: int) -> list[Any]:
         w = self.linear // WARP
@@ -286,10 +292,6 @@ def run_grid(
     launch = kernel_launch(callee)
     if launch is not None and launch.cluster_dims != (1, 1, 1):
         raise InterpretError(f"'{name}' runs in clusters of {launch.cluster_dims}: the interpreter runs no clusters")
-    if grid is None and block is None and any(o.name == "ptx.mbarrier.init" for o in callee.walk()):
-        from bulkred_dialect.interpreter.clusters import run_cluster_grid  # (mbarriers, bulk copies: a cluster of one)
-
-        return run_cluster_grid(module, name, *arrays)
     arrays, rows_grid, added = dynamic_launch(callee, arrays)  # a dynamic M: its size parameter, its grid
     grid3 = _dims(grid if grid is not None else rows_grid, launch.grid_dims if launch is not None else (1, 1, 1), "grid")
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
