@@ -393,36 +393,117 @@ def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf])
     streams its slice of the row (``p.slice`` vectors, the slices exact), the sums are
     combined over the cluster, and ``parts`` are the CTA's float32 columns in shared
     memory (:func:`slice_accumulators`)."""
+    span = _slice_span(r, e) if r.p.cluster > 1 else r.partial(e)
+    st = _norm_first_pass(r, e, row, span)
+    _norm_second_pass(r, e, st, parts, span)
+
+
+def _stream_terms(r: _Row, b: Emitter, first: SSAValue | int, extra: int, st: dict[str, SSAValue],
+                  ws: list[SSAValue] | None = None) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+    """(dy, xhat, g) of one vector of the row read from x and dy (and the weight, unless ``ws``)."""
     p = r.p
-    assert r.grad is not None and r.y is not None
+    xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
+    if ws is None and r.w is not None:
+        ws = r.w.load(b, first, p.vec, extra)
+    return (dys, *_norm_terms(r, b, xs, dys, ws, st))
+
+
+def _dx_and_columns(r: _Row, b: Emitter, first: SSAValue | int, extra: int, dys: list[SSAValue], xh: list[SSAValue],
+                    g: list[SSAValue], st: dict[str, SSAValue], parts: list[_Buf]) -> None:
+    """One vector's dx written, its ``dy * xhat`` (and ``dy``) added to the columns ``parts``."""
+    p = r.p
+    r.y.store(b, first, p.vec, _norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
+    for k, part in enumerate(parts):
+        old = part.load(b, first, p.vec, extra, nc=False)
+        new = [b.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, old, strict=True)] if k == 0 and r.op.dweight is not None \
+            else [_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
+        part.store(b, first, p.vec, new, extra)
+
+
+def _norm_first_pass(r: _Row, e: Emitter, row: SSAValue, span: tuple[int, SSAValue | None]) -> dict[str, SSAValue]:
+    """The streamed row's statistics: the stored ones, then ``mean(g * xhat)`` (and
+    ``mean(g)``) from a read of the thread's vectors (``span``: :func:`_slice_span`)."""
+    p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     st = _read_stats(r, e, row)
-    full, cond = _slice_span(r, e) if p.cluster > 1 else r.partial(e)
-
-    def terms(b: Emitter, first: SSAValue | int, extra: int):
-        xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
-        ws = r.w.load(b, first, p.vec, extra) if r.w is not None else None
-        return (dys, *_norm_terms(r, b, xs, dys, ws, st))
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
-        _, xh, g = terms(b, first, extra)
+        _, xh, g = _stream_terms(r, b, first, extra, st)
         return [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
 
     zero = e.const(0.0, f32)
-    state = _visit(e, p, full, cond, [zero, zero] if layer else [zero], read)
+    state = _visit(e, p, span[0], span[1], [zero, zero] if layer else [zero], read)
     st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    return st
+
+
+def _norm_second_pass(r: _Row, e: Emitter, st: dict[str, SSAValue], parts: list[_Buf],
+                      span: tuple[int, SSAValue | None]) -> None:
+    """The streamed row's dx from its statistics ``st``, x and dy read again; its column sums."""
 
     def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
-        dys, xh, g = terms(b, first, extra)
-        r.y.store(b, first, p.vec, _norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
-        for k, part in enumerate(parts):
-            old = part.load(b, first, p.vec, extra, nc=False)
-            new = [b.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, old, strict=True)] if k == 0 and r.op.dweight is not None \
-                else [_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
-            part.store(b, first, p.vec, new, extra)
+        _dx_and_columns(r, b, first, extra, *_stream_terms(r, b, first, extra, st), st, parts)
         return state
 
-    _visit(e, p, full, cond, [], write)
+    _visit(e, r.p, span[0], span[1], [], write)
+
+
+OVERLAP = False
+"""With True, rows_slices (a norm's backward streamed by a cluster) reads each row of a
+unit but its first once from DRAM in the same loop as the previous row's second read
+(from L2) and dx: :func:`overlapped_pass`; the unit's first row's sums before the loop,
+its last row's dx after it. The rows a unit takes and the order in which each thread
+adds its columns (row after row) do not change (bits identical to the default). Off until
+measured (tools/probes/rows_backward.py)."""
+
+
+def overlapped(p: RowPlan, op: NormalizeRowsOp) -> bool:
+    """Whether plan ``p`` of ``op`` overlaps its rows' two reads (:data:`OVERLAP`): a
+    norm's backward streamed by a cluster's CTAs (rows_slices), one row per unit."""
+    from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS
+
+    return OVERLAP and p.kind in NORM_BACKWARD_KINDS and not p.items and p.cluster > 1 and p.group == p.block
+
+
+def stat_names(p: RowPlan) -> list[str]:
+    """The statistics of a streamed norm's backward row, in the order they are carried."""
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    return ["rstd"] + (["mean", "mean_gx", "mean_g"] if layer else ["mean_gx"])
+
+
+def first_pass(r: _Row, e: Emitter, row: SSAValue) -> list[SSAValue]:
+    """:data:`OVERLAP`: a unit's first row's statistics (:func:`stat_names`' order)."""
+    st = _norm_first_pass(r, e, row, _slice_span(r, e))
+    return [st[k] for k in stat_names(r.p)]
+
+
+def second_pass(r: _Row, e: Emitter, stats: list[SSAValue], parts: list[_Buf]) -> None:
+    """:data:`OVERLAP`: a unit's last row's dx and column sums from its statistics."""
+    _norm_second_pass(r, e, dict(zip(stat_names(r.p), stats, strict=True)), parts, _slice_span(r, e))
+
+
+def overlapped_pass(prev: _Row, stats: list[SSAValue], r: _Row, e: Emitter, row: SSAValue,
+                    parts: list[_Buf]) -> list[SSAValue]:
+    """:data:`OVERLAP`: one read of the thread's vectors of row ``row`` (``r``: its sums)
+    and of the previous row of the unit (``prev``, its statistics ``stats``: its dx and
+    column sums, the weight read once for both); then ``row``'s statistics."""
+    p = r.p
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    pst = dict(zip(stat_names(p), stats, strict=True))
+    st = _read_stats(r, e, row)
+    span = _slice_span(r, e)
+
+    def both(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        ws = r.w.load(b, first, p.vec, extra) if r.w is not None else None
+        _, xh, g = _stream_terms(r, b, first, extra, st, ws)
+        out = [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
+        _dx_and_columns(prev, b, first, extra, *_stream_terms(prev, b, first, extra, pst, ws), pst, parts)
+        return out
+
+    zero = e.const(0.0, f32)
+    state = _visit(e, p, span[0], span[1], [zero, zero] if layer else [zero], both)
+    st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    return [st[k] for k in stat_names(p)]
 
 
 def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:

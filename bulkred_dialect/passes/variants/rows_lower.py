@@ -38,9 +38,13 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _stream_backward,
     _stream_norm_backward,
     _write_column_partials,
+    first_pass,
+    overlapped,
+    overlapped_pass,
     pipelined,
-    prefetch_types,
     prefetch_norm_row,
+    prefetch_types,
+    second_pass,
     shared_columns,
     slice_accumulators,
     write_slice_partials,
@@ -108,6 +112,13 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         grad = _Buf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, gs)), b.mul_i(sw, vec * d.bytes)))
         w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         return x, grad, w
+
+    def norm_row(b: Emitter, row: SSAValue, parity: SSAValue | None) -> _Row:
+        """A norm's backward's row ``row`` (an overlapped rows_slices: rows_backward.OVERLAP)."""
+        d = p.dtype
+        x, grad, w = row_buffers(b, row)
+        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        return _Row(p, op, g, tid, x, y, w, None, x.base, first, rank, None, None, parity, grad, sw, exchange)
 
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
@@ -192,6 +203,32 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if p.m is None:
             kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
         done = done[:len(done) - ahead]
+    elif overlapped(p, op):  # rows_backward.OVERLAP: a row's first read with the previous row's second
+        if p.m is None:
+            assert ctas is not None
+            stride = e.wide(e.shr_u32(ctas, p.cluster.bit_length() - 1))
+            kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
+        else:
+            stride = e.const(units, i64)
+        end = m_arg if p.m is None else e.const(p.m, i64)
+        row0 = e.wide(slot)
+        has = e.cmp("slt", row0, end)
+        nst = 4 if op.mean is not None else 2  # (rows_backward.stat_names)
+        count0 = carried0[0]
+
+        def first_row(c: Emitter) -> list[SSAValue]:
+            return [c.add_i(count0, 1)] + first_pass(norm_row(c, row0, count0), c, row0)
+
+        init = e.if_(has, first_row, lambda c: [count0] + [c.const(0.0, f32)] * nst, [count0.type] + [f32] * nst)
+
+        def step(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            count, prev, stats = carried[0], carried[1], carried[2:]
+            after = overlapped_pass(norm_row(b, prev, None), stats, norm_row(b, row, count), b, row, parts)
+            return [b.add_i(count, 1), row] + after
+
+        done = e.for_(e.add_i(row0, stride), end, stride, [init[0], row0] + init[1:], step)
+        e.if_(has, lambda c: second_pass(norm_row(c, done[1], None), c, done[2:], parts) or [])
+        done = done[:1]
     elif p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
         assert ctas is not None
         units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
