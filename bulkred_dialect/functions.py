@@ -942,12 +942,6 @@ def _label_smoothing(v: Any) -> float:
     return float(v)
 
 
-def _no_class_weight(v: Any) -> None:
-    if v is not None:
-        raise OptionError(f"class weights are not supported yet: pass weight=None, got {type(v).__name__}")
-    return None
-
-
 @dataclass(frozen=True)
 class RowFunction:
     """One row normalization: a public function whose every call is one
@@ -1070,13 +1064,16 @@ NORM_ROWS: tuple[RowFunction, ...] = (
         "cross_entropy", "The cross-entropy loss of ``[M, C]`` logits and int64 class indices ``[M]``",
         "One read of the logits, no softmax tensor: each row's ``lse - (1 - s) * input[target] - s * mean(input)`` "
         "(``s``: ``label_smoothing``), 0 where the target is ``ignore_index``, NaN for a target outside [0, C) "
-        "(torch raises a device-side assert). ``reduction``: ``'none'`` (each row's loss), ``'sum'``, ``'mean'`` "
-        "(over the rows whose target is not ``ignore_index``: NaN when there is none, as torch); the result in "
-        "input's dtype. A 1-D ``input`` [C] takes a 0-d ``target``. Class ``weight`` and class-probability "
-        "targets are refused (not supported yet).",
+        "(torch raises a device-side assert). ``weight``: class weights ``[C]`` (input's dtype or float32, not "
+        "differentiated, as torch): each row's ``(1 - s) * w[target] * (lse - input[target]) + s / C * sum(w * (lse "
+        "- input))`` (``input @ w``: one more read of the logits when ``s`` > 0). ``reduction``: ``'none'`` (each "
+        "row's loss), ``'sum'``, ``'mean'`` (divided by the number of rows whose target is not ``ignore_index``, "
+        "with ``weight`` by the sum of their ``w[target]``: NaN when there is none, as torch); the result in "
+        "input's dtype. A 1-D ``input`` [C] takes a 0-d ``target``. Class-probability targets are refused (not "
+        "supported yet).",
         "torch.nn.functional.cross_entropy(input, target, weight, ignore_index=ignore_index, reduction=reduction, "
         "label_smoothing=label_smoothing)", "cross_entropy", ("input", "target"),
-        (Option("weight", None, _no_class_weight, "", "positional"),
+        (WEIGHT,
          Option("ignore_index", -100, _int_option("ignore_index"), "int", "positional"),
          Option("reduction", "mean", _reduction, "", "positional"),
          Option("label_smoothing", 0.0, _label_smoothing, "float", "positional"), VARIANT),

@@ -195,7 +195,10 @@ def _add_rms_norm_front(row: RowFunction, x: Any, residual: Any, weight: Any, ep
 def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any, ignore_index: Any, reduction: Any,
                          label_smoothing: Any, variant: Any) -> tuple[tuple, Callable]:
     torch = _torch(row.name, input)
-    _option(row, "weight", weight)
+    weight = _option(row, "weight", weight)
+    if isinstance(weight, torch.Tensor) and weight.requires_grad and torch.is_grad_enabled():
+        raise _error(row.name, "'weight' requires grad: the loss is not differentiable with respect to the class "
+                     "weights (torch refuses it too); pass weight.detach()")
     ignore_index, reduction = _option(row, "ignore_index", ignore_index), _option(row, "reduction", reduction)
     smoothing, variant = _option(row, "label_smoothing", label_smoothing), _option(row, "variant", variant)
     if not isinstance(target, torch.Tensor):
@@ -216,6 +219,12 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
     dtype = input.dtype
     cast = dtype != torch.float32
     div, empty, dev = torch.div, torch.empty, input.device
+    if weight is not None:
+        return (input, target, weight, ignore_index, smoothing, variant), _weighted_finish(
+            input, target, weight, ignore_index, reduction, nd)
+
+    # out= where autograd does not record (torch refuses out= there) and torch.compile does not trace
+    out = cast and not (input.requires_grad and torch.is_grad_enabled()) and not torch.compiler.is_compiling()
 
     def finish(outs: tuple) -> Any:
         loss = outs[0]  # float32, 0 where the target is ignore_index
@@ -223,13 +232,36 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
             r = loss if nd == 2 else loss.view(())
         elif reduction == "sum":
             r = loss.sum()
-        elif cast:  # the mean over the rows kept, divided into x's dtype (no cast after)
+        elif out:  # the mean over the rows kept, divided into x's dtype (no cast after)
             return div(loss.sum(), target.ne(ignore_index).sum(), out=empty((), dtype=dtype, device=dev))
+        elif cast:
+            r = loss.sum() / target.ne(ignore_index).sum()
         else:
             return loss.sum().div_(target.ne(ignore_index).sum())
         return r.to(dtype) if cast else r
 
-    return (input, target, ignore_index, smoothing, variant), finish
+    return (input, target, weight, ignore_index, smoothing, variant), finish
+
+
+def _weighted_finish(input: Any, target: Any, weight: Any, ignore_index: int, reduction: str, nd: int) -> Callable:
+    """cross_entropy's reduction of the rows' weighted losses: ``'mean'`` divides by the
+    sum of ``weight[target]`` over the rows not ignored, as torch."""
+    dtype = input.dtype
+    cast = str(dtype) != "torch.float32"
+
+    def finish(outs: tuple) -> Any:
+        loss = outs[0]  # float32, each row's weighted loss, 0 where the target is ignore_index
+        if reduction == "none":
+            r = loss if nd == 2 else loss.view(())
+        elif reduction == "sum":
+            r = loss.sum()
+        else:
+            from bulkred_dialect.row_grads import class_weights
+
+            r = loss.sum() / class_weights(weight, target, ignore_index, input.shape[-1]).sum()
+        return r.to(dtype) if cast else r
+
+    return finish
 
 
 FRONTS: dict[str, Callable[..., tuple[tuple, Callable]]] = {
@@ -262,6 +294,8 @@ class RowPlan:
     label_smoothing: float | None = None
     variant: str | None = None
     stats: tuple[str, ...] = ()  # the statistics its row's operator stores
+    class_weight: str | None = None  # cross_entropy's weight's element type: the kernel's rows weighted after it
+    smoothing: float = 0.0  # cross_entropy with a weight: the label smoothing, applied after the kernel (its lse)
 
 
 def _row_stride(fn: str, x: Any) -> tuple[int, int, int]:
@@ -323,14 +357,17 @@ def plan(row: RowFunction, a: dict[str, Any]) -> RowPlan:
             continue
         d = _float_tensor(fn, key, v, torch)
         if tuple(v.shape) != (n,):
-            raise _error(fn, f"'{key}' must have shape [{n}] (x's last dimension), got {list(v.shape)}")
+            raise _error(fn, f"'{key}' must have shape [{n}] ({what}'s last dimension), got {list(v.shape)}")
         if v.device != x.device:
             raise _error(fn, f"'{key}' is on {v.device}, x on {x.device}")
         if d not in (dtype, "float32"):
-            raise _error(fn, f"'{key}' has dtype {v.dtype}; it must be x's ({x.dtype}) or float32")
+            raise _error(fn, f"'{key}' has dtype {v.dtype}; it must be {what}'s ({x.dtype}) or float32")
         settings[key] = d
     if settings.get("weight") and settings.get("bias") and settings["weight"] != settings["bias"]:
         raise _error(fn, f"weight ({a['weight'].dtype}) and bias ({a['bias'].dtype}) must have one dtype")
+    if row.kind == "cross_entropy" and "weight" in settings:  # the kernel's rows unweighted, unsmoothed
+        settings.update(class_weight=settings.pop("weight"), smoothing=settings["label_smoothing"] or 0.0,
+                        label_smoothing=None)
     if "eps" in a:
         settings["eps"] = a["eps"]
     return RowPlan(fn, row.kind, m, n, dtype, None if stride == n or m <= 1 else stride, variant=a["variant"],
@@ -351,7 +388,7 @@ def _kernel(p: RowPlan, stats: bool) -> Any:
 
     try:
         return kernel_for(p.kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=p.weight, bias=p.bias, eps=p.eps,
-                          stats=p.stats if stats else (), variant=p.variant, ignore_index=p.ignore_index,
+                          stats=p.stats if stats or p.smoothing else (), variant=p.variant, ignore_index=p.ignore_index,
                           label_smoothing=p.label_smoothing)
     except BulkredError as e:
         raise _error(p.fn, _first_line(e)) from None
@@ -382,9 +419,9 @@ def _launch(k: Any, args: list[Any]) -> None:
 
 def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) -> tuple:
     """The kernel ``k`` of plan ``p`` on the operator's arguments ``a``: the operator's
-    outputs (y of x's shape, add_rms_norm's h, cross-entropy's float32 loss of each row),
-    then, with ``stats``, the row statistics (float32, x's shape without its last
-    dimension)."""
+    outputs (y of x's shape, add_rms_norm's h, cross-entropy's float32 loss of each row,
+    weighted by its class weight after the kernel: ``row_grads.weighted_rows``), then, with
+    ``stats``, the row statistics (float32, x's shape without its last dimension)."""
     torch = sys.modules["torch"]
     x = a[row.inputs[0]]
     shape = tuple(x.shape)
@@ -396,7 +433,7 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
         outs = [torch.empty(shape, dtype=x.dtype, device=dev)]
         if p.kind == "add_rms_norm":
             outs.append(torch.empty(shape, dtype=x.dtype, device=dev))
-    st = [torch.empty(lead, dtype=f32, device=dev) for _ in p.stats] if stats else []
+    st = [torch.empty(lead, dtype=f32, device=dev) for _ in p.stats] if stats or p.smoothing else []
     if k is not None:
         args = [x.view(m, n)]
         if p.kind == "cross_entropy":
@@ -405,10 +442,15 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
             args.append(outs[0].view(m, n))
             if p.kind == "add_rms_norm":
                 args += [a["residual"].reshape(m, n).contiguous(), outs[1].view(m, n)]
-        args += [a[w].contiguous() for w in ("weight", "bias") if a.get(w) is not None]
+            args += [a[w].contiguous() for w in ("weight", "bias") if a.get(w) is not None]
         args += [s.view(m) for s in st]
         _launch(k, args)
-    return (*outs, *st)
+        if p.class_weight is not None:
+            from bulkred_dialect.row_grads import weighted_rows
+
+            weighted_rows(outs[0], st[0] if p.smoothing else None, x.view(m, n), a["target"], a["weight"],
+                          p.ignore_index, p.smoothing)
+    return (*outs, *st) if stats else tuple(outs)
 
 
 # endregion
@@ -534,7 +576,7 @@ def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, f
     :func:`run`)."""
     torch = sys.modules["torch"]
     x = op_args[0]
-    if k is None or x is not args[0] or any(
+    if k is None or p.class_weight is not None or x is not args[0] or any(
             isinstance(v, torch.Tensor) and v.dim() == 1 and not v.is_contiguous() for v in op_args):
         return None
     bound = _bound(row, p, k, args, op_args, finish) if hasattr(k, "bind") else None

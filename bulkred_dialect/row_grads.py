@@ -76,15 +76,47 @@ def _add_rms_norm(a: dict[str, Any]) -> tuple:
 
 
 def _cross_entropy(a: dict[str, Any]) -> tuple:
-    """Each row's loss in float32 (the operator's ``loss``): ``reduction='none'``."""
+    """Each row's loss in float32 (the operator's ``loss``): ``reduction='none'``; with
+    class weights ``w``, ``(1 - s) w[t] (lse - x[t]) + s / C (sum(w) lse - x @ w)`` (torch's
+    ``cross_entropy_loss_label_smoothing``, its smoothing term ``-sum(w * log_softmax(x))``)."""
     x, t = a["input"].to(F32), a["target"]
-    s, ignore = a["label_smoothing"], a["ignore_index"]
+    s, ignore, w = a["label_smoothing"], a["ignore_index"], a["weight"]
     ignored = t == ignore
     safe = torch.where(ignored, torch.zeros_like(t), t)
     lse = torch.logsumexp(x, -1)
     picked = x.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
-    loss = lse - (1 - s) * picked - s * x.mean(-1)
+    if w is None:
+        loss = lse - (1 - s) * picked - s * x.mean(-1)
+    else:
+        wf = w.to(F32)
+        loss = (1 - s) * class_weights(w, t, ignore, x.shape[-1]) * (lse - picked)
+        if s:
+            loss = loss + s / x.shape[-1] * (wf.sum() * lse - x @ wf)
     return (torch.where(ignored, torch.zeros_like(loss), loss),)
+
+
+def class_weights(weight: torch.Tensor, target: torch.Tensor, ignore_index: int, c: int) -> torch.Tensor:
+    """``weight[target]`` of each row in float32, 0 where the target is ``ignore_index`` (a
+    target outside [0, C) reads a class clamped into it: its row's loss is NaN)."""
+    return weight.to(F32).gather(0, target.reshape(-1).clamp(0, max(c - 1, 0))).masked_fill_(
+        target.reshape(-1) == ignore_index, 0.0)
+
+
+def weighted_rows(loss: torch.Tensor, lse: torch.Tensor | None, x: torch.Tensor, target: torch.Tensor,
+                  weight: torch.Tensor, ignore_index: int, s: float) -> torch.Tensor:
+    """cross_entropy's rows with class weights ``w``, in place in the kernel's ``loss``
+    (unweighted, unsmoothed: ``lse - x[t]``, 0 on the rows ignored): ``w[t] loss``; with
+    label smoothing ``s`` (then ``lse`` is the kernel's stored lse), ``(1 - s) w[t] loss
+    + s / C (sum(w) lse - x @ w)``, 0 on the rows ignored. ``x @ w`` is one more read of
+    x (16-bit x: a float32 copy first, so that the sum of C products is float32's)."""
+    c = x.shape[-1]
+    wt = class_weights(weight, target, ignore_index, c)
+    if not s:
+        return loss.mul_(wt)
+    w = weight.to(F32)
+    xw = torch.mv(x if x.dtype == F32 else x.to(F32), w)
+    smooth = lse.mul(w.sum()).sub_(xw).masked_fill_(target.reshape(-1) == ignore_index, 0.0)
+    return loss.mul_(wt.mul_(1 - s)).add_(smooth, alpha=s / c)
 
 
 COMPOSITES: dict[str, Callable[[dict[str, Any]], tuple]] = {
@@ -165,15 +197,39 @@ def _add_rms_norm_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> di
 def _cross_entropy_rule(args: dict[str, Any], outputs: tuple, grads: tuple) -> dict[str, Any]:
     """Each row's gradient times ``softmax(x) - (1 - s) * onehot(target) - s / C`` (the
     cross_entropy_backward kernel, from the stored lse): 0 on the rows whose target is
-    ``ignore_index``, NaN on a row whose target is outside [0, C)."""
+    ``ignore_index``, NaN on a row whose target is outside [0, C).
+
+    With class weights ``w`` (``W = sum(w)``), a row's gradient ``g`` gives
+    ``g (a softmax(x) - (1 - s) w[t] onehot(t) - s / C w)``, ``a = (1 - s) w[t] + s / C W``:
+    the same kernel (without smoothing) with the row's gradient ``g a`` gives ``g a
+    (softmax(x) - onehot(t))``; with ``s`` > 0 the rest, ``g s / C (W onehot(t) - w)``, is
+    added in torch operations (a rank-one update of dx and one element per row; for a
+    16-bit x in a float32 copy of dx, rounded once more). The weights get no gradient
+    (as torch's)."""
     g = grads[0]
     if g is None:
         return {}
     if torch.is_grad_enabled():
         return _double("cross_entropy", args, grads)
-    return {"input": torch.ops.bulkred.cross_entropy_backward(
-        g, args["input"], args["target"], outputs[-1], args["ignore_index"], args["label_smoothing"],
-        args["variant"])}
+    x, t, w, s, ignore = args["input"], args["target"], args["weight"], args["label_smoothing"], args["ignore_index"]
+    if w is None:
+        return {"input": torch.ops.bulkred.cross_entropy_backward(g, x, t, outputs[-1], ignore, s, args["variant"])}
+    c = x.shape[-1]
+    ignored = t.reshape(-1) == ignore
+    a = class_weights(w, t, ignore, c)
+    wf = w.to(F32)
+    if s:
+        a = a.mul_(1 - s).add_(wf.sum(), alpha=s / c)
+    ga = (g.to(F32) * a).masked_fill_(ignored, 0.0)
+    dx = torch.ops.bulkred.cross_entropy_backward(ga, x, t, outputs[-1], ignore, 0.0, args["variant"])
+    if s:
+        gs = g.to(F32).masked_fill(ignored, 0.0).mul_(s / c)
+        d = dx.view(-1, c) if dx.dtype == F32 else dx.view(-1, c).to(F32)
+        d.addr_(gs, wf, alpha=-1.0)
+        d.scatter_add_(1, t.reshape(-1, 1).clamp(0, c - 1), gs.mul_(wf.sum()).unsqueeze(1))
+        if d.dtype != dx.dtype:
+            dx.view(-1, c).copy_(d)
+    return {"input": dx}
 
 
 RULES: dict[str, Callable[[dict[str, Any], tuple, tuple], dict[str, Any]]] = {

@@ -51,8 +51,8 @@ def test_the_torch_schemas_come_from_the_rows():
         "(Tensor x, Tensor? weight, Tensor? bias, float eps, str? variant) -> (Tensor, Tensor, Tensor)")
     assert NORMS["add_rms_norm"].schema() == (
         "(Tensor x, Tensor residual, Tensor? weight, float eps, str? variant) -> (Tensor, Tensor, Tensor)")
-    assert NORMS["cross_entropy"].schema() == (
-        "(Tensor input, Tensor target, int ignore_index, float label_smoothing, str? variant) -> (Tensor, Tensor)")
+    assert NORMS["cross_entropy"].schema() == ("(Tensor input, Tensor target, Tensor? weight, int ignore_index, "
+                                               "float label_smoothing, str? variant) -> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("name", [r.name for r in NORM_ROWS])
@@ -194,6 +194,65 @@ def test_cross_entropy_against_torch(interpreted):
     assert bulkred.cross_entropy(x, torch.tensor([0, 1, 2, 33, 4, 5]), reduction="none")[3].isnan()  # outside [0, C)
 
 
+def test_cross_entropy_class_weights_against_torch(interpreted):
+    """weight= with each reduction (torch's mean: divided by the sum of w[target] over the
+    rows kept), ignore_index rows and label smoothing, 1-D input, a float16 input with a
+    float16 and a float32 weight, against torch in float64; the kernel is the unweighted
+    one (no smoothing in it: the weights and the smoothing are applied after it, from its
+    stored lse)."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = _randn(torch, 6, 33, seed=81) * 3
+    t = torch.tensor([0, 5, -100, 32, 7, -100])
+    w = _randn(torch, 33, seed=82).abs() + 0.1
+    w[5] = -0.7  # torch takes any weight: a negative one too
+    for reduction in ("none", "sum", "mean"):
+        for s in (0.0, 0.25):
+            for _ in range(2):  # the second call: the key's launcher
+                got = bulkred.cross_entropy(x, t, w, reduction=reduction, label_smoothing=s)
+                want = F.cross_entropy(x.double(), t, w.double(), reduction=reduction, label_smoothing=s)
+                _close(got, want.float())
+            assert got.dtype == torch.float32
+            if reduction != "none":  # the weights change the value (a test that can fail)
+                assert not torch.allclose(got.double(), F.cross_entropy(x.double(), t, reduction=reduction,
+                                                                        label_smoothing=s), atol=1e-3)
+    settings = [b[4] for b in InterpretedKernel.built]
+    assert all(st.get("label_smoothing") is None and st.get("weight") is None for st in settings), settings
+    assert {tuple(st.get("stats", ())) for st in settings} == {(), ("lse",)}  # the lse read for smoothing
+    none_left = torch.full((6,), 3)
+    got = bulkred.cross_entropy(x, none_left, w, ignore_index=3, label_smoothing=0.1)
+    assert got.isnan() and F.cross_entropy(x, none_left, w, ignore_index=3, label_smoothing=0.1).isnan()
+    _close(bulkred.cross_entropy(x[3], torch.tensor(32), w, reduction="none", label_smoothing=0.3),
+           F.cross_entropy(x[3].double(), torch.tensor(32), w.double(), reduction="none", label_smoothing=0.3).float())
+    assert bulkred.cross_entropy(x, torch.tensor([0, 1, 2, 33, 4, 5]), w, reduction="none")[3].isnan()
+    h = x.half()
+    for wd in (torch.float16, torch.float32):
+        for reduction in ("none", "mean"):
+            got = bulkred.cross_entropy(h, t, w.to(wd), reduction=reduction, label_smoothing=0.2)
+            want = F.cross_entropy(h.double(), t, w.to(wd).double(), reduction=reduction, label_smoothing=0.2)
+            assert got.dtype == torch.float16
+            torch.testing.assert_close(got.double(), want, rtol=2e-3, atol=2e-3)
+
+
+def test_cross_entropy_weight_that_requires_grad_is_refused_as_torch(interpreted):
+    """torch's loss is not differentiable with respect to the class weights: torch refuses a
+    weight that requires grad (with grad enabled), and so does bulkred, in one line; without
+    grad it is a weight as any."""
+    torch = interpreted
+    F = torch.nn.functional
+    x, t = _randn(torch, 4, 8, seed=83), torch.tensor([1, 2, 3, -100])
+    w = torch.rand(8, generator=torch.Generator().manual_seed(84)).requires_grad_(True)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.cross_entropy(x, t, w)
+    with pytest.raises(bulkred.ReductionError) as e:
+        bulkred.cross_entropy(x, t, w)
+    assert str(e.value) == ("bulkred.cross_entropy: 'weight' requires grad: the loss is not differentiable with "
+                            "respect to the class weights (torch refuses it too); pass weight.detach()")
+    with torch.no_grad():
+        _close(bulkred.cross_entropy(x, t, w, label_smoothing=0.1),
+               F.cross_entropy(x.double(), t, w.double(), label_smoothing=0.1).float())
+
+
 def _grads(torch, f, tensors, seed=11):
     """The gradients of ``sum(f(*tensors) * w)`` (a random ``w`` per float output)."""
     leaves = [t.detach().clone().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
@@ -226,12 +285,35 @@ def test_gradients_against_torch(interpreted):
             _close(got, want, 1e-4)
     logits = _randn(torch, 6, 33, seed=25) * 3
     t = torch.tensor([0, 5, -100, 32, 7, -100])
+    cw = _randn(torch, 33, seed=26).abs() + 0.1
     for reduction in ("none", "sum", "mean"):
         for s in (0.0, 0.3):
-            got = _grads(torch, lambda u: bulkred.cross_entropy(u, t, reduction=reduction, label_smoothing=s), (logits,))
-            want = _grads(torch, lambda u: F.cross_entropy(u, t, reduction=reduction, label_smoothing=s), (logits,))
-            _close(got[0], want[0], 1e-4)
-            assert (got[0][t == -100] == 0).all()
+            for wc in (None, cw):
+                got = _grads(torch, lambda u: bulkred.cross_entropy(u, t, wc, reduction=reduction, label_smoothing=s),
+                             (logits,))
+                want = _grads(torch, lambda u: F.cross_entropy(u.double(), t, None if wc is None else wc.double(),
+                                                               reduction=reduction, label_smoothing=s), (logits,))
+                _close(got[0], want[0].float(), 1e-4)
+                assert (got[0][t == -100] == 0).all()
+
+
+def test_cross_entropy_gradients_of_16_bit_input(interpreted):
+    """float16 logits through autograd, with and without class weights (float16 and float32)
+    and smoothing, each reduction ('mean' through autograd: no out= division), against
+    torch's float64 gradients; dx in float16."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = (_randn(torch, 5, 40, seed=27) * 2).half()
+    t = torch.tensor([3, -100, 39, 0, 17])
+    w = _randn(torch, 40, seed=28).abs() + 0.2
+    for reduction in ("none", "sum", "mean"):
+        for wc, s in ((None, 0.0), (None, 0.2), (w.half(), 0.0), (w, 0.2)):
+            got = _grads(torch, lambda u: bulkred.cross_entropy(u, t, wc, reduction=reduction, label_smoothing=s), (x,))
+            want = _grads(torch, lambda u: F.cross_entropy(u, t, None if wc is None else wc.double(),
+                                                           reduction=reduction, label_smoothing=s), (x.double(),))
+            assert got[0].dtype == torch.float16
+            scale = float(want[0].abs().max())
+            torch.testing.assert_close(got[0].double(), want[0], rtol=2e-3, atol=2e-3 * scale)
 
 
 def test_double_backward_goes_through_torchs_composite(interpreted):
@@ -240,6 +322,7 @@ def test_double_backward_goes_through_torchs_composite(interpreted):
     F = torch.nn.functional
     x = _randn(torch, 4, 8, seed=31)
     w = _randn(torch, 8, seed=32)
+    tgt = torch.tensor([1, -100, 7, 0])
 
     def second(f, *ts):
         leaves = [t.clone().requires_grad_(True) for t in ts]
@@ -250,6 +333,8 @@ def test_double_backward_goes_through_torchs_composite(interpreted):
         (lambda t: bulkred.softmax(t), lambda t: torch.softmax(t, -1), (x,)),
         (lambda t, u: bulkred.rms_norm(t, 8, u, 1e-5), lambda t, u: F.rms_norm(t, (8,), u, 1e-5), (x, w)),
         (lambda t, u: bulkred.layer_norm(t, 8, u), lambda t, u: F.layer_norm(t, (8,), u), (x, w)),
+        (lambda t: bulkred.cross_entropy(t, tgt, w.abs(), label_smoothing=0.2, reduction="none"),
+         lambda t: F.cross_entropy(t, tgt, w.abs(), label_smoothing=0.2, reduction="none"), (x,)),
     ):
         for got, want in zip(second(mine, *ts), second(theirs, *ts), strict=True):
             _close(got, want, 1e-3)
@@ -306,7 +391,12 @@ def test_refusals_are_one_line_before_any_kernel(interpreted):
                           ((x, i, None, -100, "avg"), "'reduction' must be 'none', 'sum' or 'mean', got 'avg'"),
                           ((x, i, None, -100, "mean", 1.5), "'label_smoothing' must be a number in [0, 1]"),
                           ((x.view(2, 2, 8), i[:2]), "input must be [M, C] logits (or [C]), got shape [2, 2, 8]"),
-                          ((x, i.int()), "target must be int64 class indices of shape [4]")],
+                          ((x, i.int()), "target must be int64 class indices of shape [4]"),
+                          ((x, i, torch.ones(7)), "'weight' must have shape [8] (input's last dimension), got [7]"),
+                          ((x, i, torch.ones(8, dtype=torch.float64)), "'weight' has dtype torch.float64; the row kernels"),
+                          ((x.half(), i, torch.ones(8, dtype=torch.bfloat16)),
+                           "'weight' has dtype torch.bfloat16; it must be input's (torch.float16) or float32"),
+                          ((x, i, torch.ones(8, 1)), "'weight' must have shape [8]")],
     }
     for name, calls in bad.items():
         for args, words in calls:
@@ -335,13 +425,15 @@ def test_torch_compile_traces_forward_and_backward(interpreted):
         y, h = bulkred.add_rms_norm(a, a * 2, u, 1e-6)
         return (bulkred.softmax(a).sum() + bulkred.log_softmax(a, -1).sum() + bulkred.rms_norm(a, 16, u).sum()
                 + bulkred.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum()
-                + bulkred.cross_entropy(a, t, label_smoothing=0.1))
+                + bulkred.cross_entropy(a, t, label_smoothing=0.1)
+                + bulkred.cross_entropy(a, t, u.detach().abs(), label_smoothing=0.2))
 
     def g(a, u, t):
         y, h = F.rms_norm(a * 3, (16,), u, 1e-6), a * 3
         return (torch.softmax(a, -1).sum() + torch.log_softmax(a, -1).sum()
                 + F.rms_norm(a, (16,), u, torch.finfo(torch.float32).eps).sum()
-                + F.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum() + F.cross_entropy(a, t, label_smoothing=0.1))
+                + F.layer_norm(a, (16,), u, u).sum() + y.sum() + h.sum() + F.cross_entropy(a, t, label_smoothing=0.1)
+                + F.cross_entropy(a, t, u.detach().abs(), label_smoothing=0.2))
 
     graphs = []
 
@@ -384,8 +476,15 @@ def test_fake_tensors_give_the_shapes_and_the_same_refusals(interpreted):
         y, rstd = torch.ops.bulkred.rms_norm(x, torch.empty(8), 1e-6, None)
         assert y.shape == x.shape and rstd.shape == (2, 5) and rstd.dtype == torch.float32
         loss, lse = torch.ops.bulkred.cross_entropy(torch.empty(4, 9, dtype=torch.bfloat16),
-                                                    torch.zeros(4, dtype=torch.int64), -100, 0.0, None)
+                                                    torch.zeros(4, dtype=torch.int64), None, -100, 0.0, None)
         assert loss.dtype == lse.dtype == torch.float32 and loss.shape == (4,)
+        loss, _ = torch.ops.bulkred.cross_entropy(torch.empty(4, 9, dtype=torch.bfloat16),
+                                                  torch.zeros(4, dtype=torch.int64), torch.empty(9), -100, 0.1, None)
+        assert loss.shape == (4,)
+        with pytest.raises(bulkred.ReductionError, match=r"^bulkred.cross_entropy: 'weight' must have shape \[9\] "
+                           r"\(input's last dimension\), got \[8\]$"):
+            torch.ops.bulkred.cross_entropy(torch.empty(4, 9), torch.zeros(4, dtype=torch.int64), torch.empty(8),
+                                            -100, 0.0, None)
         with pytest.raises(bulkred.ReductionError, match=r"^bulkred.rms_norm: 'weight' must have shape \[8\]"):
             torch.ops.bulkred.rms_norm(x, torch.empty(7), 1e-6, None)
 
@@ -402,7 +501,8 @@ def test_the_refusal_table_of_the_docs_is_what_is_refused(interpreted):
         "`dim` other than the last": [lambda: bulkred.softmax(x, 0)],
         "`dtype=torch.float64`, or a float64 `x`": [lambda: bulkred.log_softmax(x, -1, torch.float64),
                                                     lambda: bulkred.rms_norm(x.double(), 8)],
-        "class weights (`cross_entropy(weight=...)`)": [lambda: bulkred.cross_entropy(x, t, torch.ones(8))],
+        "class weights that require grad (`cross_entropy(weight=w)`, `w.requires_grad`)": [
+            lambda: bulkred.cross_entropy(x, t, torch.ones(8, requires_grad=True))],
         "class probabilities as `target` (a float tensor)": [lambda: bulkred.cross_entropy(x, torch.rand(4, 8))],
         "`cross_entropy` of `[N, C, d1, ...]` input": [lambda: bulkred.cross_entropy(x.view(2, 8, 2), t.view(2, 2))],
         "a negative `eps`": [lambda: bulkred.layer_norm(x, 8, eps=-0.5)],

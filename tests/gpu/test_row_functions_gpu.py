@@ -187,6 +187,46 @@ def test_cross_entropy_reductions_ignore_index_label_smoothing(c):
         assert (bulkred.cross_entropy(x, t, reduction="none")[::5] == 0).all()
 
 
+@pytest.mark.parametrize("c", [33, 4097, 50257])
+def test_cross_entropy_class_weights(c):
+    """weight= (float32 and input's dtype) with each reduction, ignore_index rows and label
+    smoothing, float32 and bfloat16 logits, against torch in float64: the loss, and dx
+    through autograd (torch's float64 gradient; bfloat16 within torch's own bfloat16 error
+    plus one unit in the last place)."""
+    torch = _torch()
+    F = torch.nn.functional
+    g = torch.Generator(device=DEV).manual_seed(c + 1)
+    count = 0
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(37, c, device=DEV, generator=g) * 4).to(dtype)
+        t = torch.randint(0, c, (37,), device=DEV, generator=g)
+        t[::5] = -100
+        w32 = torch.rand(c, device=DEV, generator=g) * 2 + 0.05
+        for wd in dict.fromkeys((torch.float32, dtype)):  # float32, and bfloat16's own
+            w = w32.to(wd)
+            wx = w.to(dtype)  # torch takes a weight of input's dtype only
+            for reduction in ("none", "sum", "mean"):
+                for s in (0.0, 0.1):
+                    what = f"C={c} {dtype} w={wd} {reduction} s={s}"
+                    got = bulkred.cross_entropy(x, t, w, reduction=reduction, label_smoothing=s)
+                    want = F.cross_entropy(x.double(), t, w.double(), reduction=reduction, label_smoothing=s)
+                    own = F.cross_entropy(x, t, wx, reduction=reduction, label_smoothing=s)
+                    assert got.dtype == own.dtype, what
+                    _check(torch, got, want, own if dtype != torch.float32 else None, what)
+                    if reduction == "none":
+                        assert (got[::5] == 0).all(), what
+                    mine = _backward(torch, lambda a: bulkred.cross_entropy(a, t, w, reduction=reduction,
+                                                                            label_smoothing=s), (x,), count)
+                    ref = _backward(torch, lambda a: F.cross_entropy(a, t, w.double(), reduction=reduction,
+                                                                     label_smoothing=s), (x.double(),), count)
+                    theirs = _backward(torch, lambda a: F.cross_entropy(a, t, wx, reduction=reduction,
+                                                                        label_smoothing=s), (x,), count)
+                    assert mine[0].dtype == dtype and (mine[0][::5] == 0).all(), what
+                    _check(torch, mine[0], ref[0], theirs[0] if dtype != torch.float32 else None, "grad " + what)
+                    count += 1
+    print(f"cross_entropy with class weights, C={c}: {count} passed (values and dx)")
+
+
 def _leaves(ts):
     return [t.detach().clone().requires_grad_(True) if t is not None and t.is_floating_point() else t for t in ts]
 
@@ -380,7 +420,7 @@ REFUSED = {
     "is not the last dimension": "dim not the last",
     "the row kernels give float32, bfloat16 or float16": "dtype=float64",
     "has dtype torch.float64; the row kernels take": "float64 input",
-    "class weights are not supported yet": "class weight",
+    "'weight' requires grad": "class weight that requires grad",
     "(class probabilities) is not supported yet": "class probabilities",
     "input must be [M, C] logits (or [C])": "[N, C, d1, ...] input",
     "'eps' must be a finite number >= 0": "negative eps",
