@@ -16,14 +16,10 @@ Each cluster runs in lockstep first (:func:`~bulkred_dialect.interpreter.lockste
 with ``cluster``: every thread of the cluster at once), thread by thread where it falls
 back (the whole grid again, its buffers put back). The clusters run one after another (CTAs of different clusters cannot wait for each
 other), the CTAs of a cluster being ``ctaid.x`` ``c * size ... c * size + size - 1`` (a
-cluster of ``[size, 1, 1]``). The mbarrier and ``st.async`` of a push exchange
-(rows_cluster) are modelled: ``mbarrier.init`` (its count), ``arrive.expect_tx`` (the
-bytes, then an arrival), ``st.async`` (the store, then a complete-tx of its bytes on the
-receiving CTA's mbarrier), ``cp.async.bulk.shared::cta.global`` (the copy, then a
-complete-tx of its bytes), a phase completing when no arrival and no byte is pending, and
-``try_wait.parity`` suspending the thread until the phase of that parity completed (one
-thread runs at a time: memory is sequentially consistent; ``fence.proxy.async`` orders
-nothing more). ``red.async`` and the other bulk copies have no interpretation yet.
+cluster of ``[size, 1, 1]``). The mbarriers, ``st.async`` into a peer's shared memory and
+``cp.async.bulk.shared::cta.global`` of a push exchange (rows_cluster, rows_bulk) are
+interpreter/mbarriers.py's, here over every CTA of the cluster. ``red.async`` and the other
+bulk copies have no interpretation yet.
 """
 
 from __future__ import annotations
@@ -55,32 +51,8 @@ from bulkred_dialect.interpreter.threads import (
 )
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
-from bulkred_dialect.interpreter.ptx_memory import from_register
-from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
-from bulkred_dialect.ops.ptx.st_async import StAsyncOp
-from bulkred_dialect.ops.ptx.sync import (
-    BarrierClusterArriveOp,
-    BarrierClusterWaitOp,
-    BarSyncOp,
-    FenceMbarrierInitOp,
-    FenceProxyAsyncOp,
-    MapaOp,
-    MbarrierArriveExpectTxOp,
-    MbarrierInitOp,
-    MbarrierTryWaitParityOp,
-)
+from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MapaOp
 from bulkred_dialect.ops.tile import MemoryScope, kernel_launch, scope_of
-
-
-class _Mbarrier:
-    """An mbarrier object's state: its expected count, the arrivals and bytes pending in
-    the current phase, the phase, and the threads waiting for it to complete."""
-
-    def __init__(self, count: int):
-        self.count = self.pending = count
-        self.tx = 0
-        self.phase = 0
-        self.waiters: list[_Thread] = []
 
 
 @register_impls
@@ -95,7 +67,6 @@ class ClusterThreadFunctions(ThreadFunctions):
         self.bars = [_Rendezvous(self.per_cta, "") for _ in range(size)]
         self.buffers: dict[tuple[int, Operation], Any] = {}
         self.owner: dict[int, Operation] = {}  # id of a shared buffer -> its alloca
-        self.mbarriers: dict[tuple[int, int], _Mbarrier] = {}  # (id of the buffer, offset) -> state
 
     @property
     def rank(self) -> int:
@@ -157,94 +128,12 @@ class ClusterThreadFunctions(ThreadFunctions):
             raise InterpretationError(f"'{op.name}': CTA rank {rank} has not allocated that shared buffer yet")
         return (Pointer(peer, a.offset, StateSpace.SHARED_CLUSTER),)
 
-    def _mbarrier(self, op: Operation, p: Any) -> _Mbarrier:
-        if not isinstance(p, Pointer) or id(p.buffer) not in self.owner:
-            raise InterpretationError(f"'{op.name}': the mbarrier is not in a shared buffer of this cluster")
-        m = self.mbarriers.get((id(p.buffer), p.offset))
-        if m is None:
-            raise InterpretationError(f"'{op.name}': the mbarrier at byte {p.offset} was not initialized")
-        return m
+    def _shared_buffer(self, p: Any) -> bool:
+        """``p`` points into a shared buffer of a CTA of this cluster (an mbarrier's place)."""
+        return id(p.buffer) in self.owner
 
-    def _progress(self, m: _Mbarrier, arrivals: int, tx: int) -> None:
-        """Arrivals and bytes on ``m``; the phase completes when neither is pending."""
-        m.pending -= arrivals
-        m.tx += tx
-        if m.pending < 0:
-            raise InterpretationError(f"an mbarrier of count {m.count} got more arrivals than its count in one phase")
-        if m.pending == 0 and m.tx == 0:
-            m.phase += 1
-            m.pending = m.count
-            for t in m.waiters:
-                t.waits_at = None
-                self.cta.ready.append((t, None))
-            m.waiters = []
-
-    @impl(MbarrierInitOp)
-    def run_mbarrier_init(self, interpreter: Interpreter, op: MbarrierInitOp, args: PythonValues) -> PythonValues:
-        p, count = args
-        if not isinstance(p, Pointer) or id(p.buffer) not in self.owner:
-            raise InterpretationError(f"'{op.name}': the mbarrier is not in a shared buffer of this cluster")
-        self.mbarriers[(id(p.buffer), p.offset)] = _Mbarrier(int(count))
-        return ()
-
-    @impl(FenceMbarrierInitOp)
-    def run_fence_mbarrier_init(self, interpreter: Interpreter, op: FenceMbarrierInitOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(MbarrierArriveExpectTxOp)
-    def run_arrive_expect_tx(self, interpreter: Interpreter, op: MbarrierArriveExpectTxOp, args: PythonValues) -> PythonValues:
-        p, tx = args
-        m = self._mbarrier(op, p)
-        state = m.phase
-        self._progress(m, 1, int(tx))
-        return () if op.state is None else (state,)
-
-    @impl(StAsyncOp)
-    def run_st_async(self, interpreter: Interpreter, op: StAsyncOp, args: PythonValues) -> PythonValues:
-        a, *values, mbar = args
-        size = 8 if str(op.type.data).endswith("64") else 4
-        if not isinstance(a, Pointer):
-            raise InterpretationError(f"'{op.name}': 'a' is not an address")
-        a._bytes(op.name, size * len(values))  # alignment and bounds of the whole vector
-        for i, (v, reg) in enumerate(zip(values, op.b, strict=True)):
-            a.moved(i * size).write(op.name, size, from_register(v, reg.type))
-        self._progress(self._mbarrier(op, mbar), 0, -size * len(values))
-        return ()
-
-    @impl(CpAsyncBulkSharedCtaGlobalOp)
-    def run_bulk_copy(self, interpreter: Interpreter, op: CpAsyncBulkSharedCtaGlobalOp, args: PythonValues) -> PythonValues:
-        dst, src, size, mbar = args[:4]
-        n = int(size)
-        if not isinstance(dst, Pointer) or not isinstance(src, Pointer):
-            raise InterpretationError(f"'{op.name}': 'dstMem' and 'srcMem' must be addresses")
-        spans = []
-        for what, ptr in (("dstMem", dst), ("srcMem", src)):
-            raw = ptr._raw()
-            if ptr.offset % 16 or ptr.offset < 0 or ptr.offset + n > raw.size:
-                raise InterpretationError(f"'{op.name}': '{what}' + {n} bytes: bytes [{ptr.offset}, {ptr.offset + n}) "
-                                          f"of a {raw.size}-byte buffer, 16-byte aligned")
-            spans.append(raw[ptr.offset:ptr.offset + n])
-        spans[0][...] = spans[1]
-        self._progress(self._mbarrier(op, mbar), 0, -n)
-        return ()
-
-    @impl(FenceProxyAsyncOp)
-    def run_fence_proxy_async(self, interpreter: Interpreter, op: FenceProxyAsyncOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(MbarrierTryWaitParityOp)
-    def run_try_wait_parity(self, interpreter: Interpreter, op: MbarrierTryWaitParityOp, args: PythonValues) -> PythonValues:
-        p, parity = args
-        m = self._mbarrier(op, p)
-        if m.phase % 2 == int(parity) % 2:  # the phase of that parity is the current one: wait for it
-            me = self.cta.current
-            assert me is not None
-            at = _Rendezvous(1, f"'{op.name}' of CTA rank {self.rank} (phase {m.phase}: never completed)")
-            at.waiting.append(me)
-            me.waits_at = at
-            m.waiters.append(me)
-            me.glet.parent.switch()  # type: ignore[union-attr]
-        return (1,)
+    def _where(self) -> str:
+        return f"CTA rank {self.rank}"
 
     @impl(MovSregOp)
     def run_mov_sreg(self, interpreter: Interpreter, op: MovSregOp, args: PythonValues) -> PythonValues:
