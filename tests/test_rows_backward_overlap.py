@@ -45,11 +45,13 @@ def test_overlapped_norm_backward(kind, n, dtype, affine, db, taken, monkeypatch
 @pytest.mark.parametrize("m", [1, 4])
 @pytest.mark.parametrize("kind,n,dtype,affine,db", CASES[:2])
 def test_overlapped_bits_are_the_defaults(kind, n, dtype, affine, db, m, monkeypatch) -> None:
-    """M = 1 (no step of the loop) and 4 rows on one cluster: every output's bits as with
-    OVERLAP off."""
+    """M = 1 (no step of the loop) and 4 rows on one cluster, the kernel of any M and of
+    this M: every output's bits as with OVERLAP off."""
     want = _outputs(kind, "rows_slices", n, dtype, affine, db, m)
     monkeypatch.setattr(rows_backward, "OVERLAP", True)
     got = _outputs(kind, "rows_slices", n, dtype, affine, db, m)
+    got += _outputs(kind, "rows_slices", n, dtype, affine, db, m, static=True)  # (the kernel of this M)
+    want = want + want
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
         assert a.tobytes() == b.tobytes()

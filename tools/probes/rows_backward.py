@@ -5,7 +5,8 @@ three tensors moved (x and dy read, dx written; M x N = 2^28), beside the copy k
 the same run, each result checked against torch (float64) and its dweight bits against a
 second run. Some rows patch a setting (:data:`CANDIDATES`: the column sums in registers,
 more units, rows_slices' CTAs; with ``--set pipeline`` the default against
-rows_backward.PIPELINE: :data:`PIPELINE_CANDIDATES`), built outside the compile cache.
+rows_backward.PIPELINE and OVERLAP and rows_slices' loads in flight:
+:data:`PIPELINE_CANDIDATES`), built outside the compile cache.
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
     python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
@@ -45,18 +46,19 @@ CANDIDATES = {  # N: (label, forced variant, {module.attr: value} patches); thos
 PIPE = {f"{BWD}.PIPELINE": True}
 PIPE_8 = {**PIPE, f"{COMMON}.NORM_BACKWARD_VALUES": 8}
 SLICES_U8 = {f"{SLICES}.UNROLL": 8}
+OVER = {f"{BWD}.OVERLAP": True}
 SLICES_1024 = {f"{SLICES}.BLOCK": 1024}
 PIPELINE_CANDIDATES = {  # --set pipeline: rows_backward.PIPELINE (the next row loaded over this row's sums) beside the
     # default, and rows_slices with more loads in flight (its one CTA per multiprocessor: UNROLL vectors per thread a
-    # step, BLOCK threads)
+    # step, BLOCK threads; rows_backward.OVERLAP: a row's first read with the previous row's second)
     4096: [("default", None, {}), ("pipelined", None, PIPE), ("rows_cta, pipelined, 8 values", "rows_cta", PIPE_8)],
     16384: [("default", None, {}), ("pipelined", None, PIPE)],
     65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30}),
-            ("rows_slices, unroll 8", "rows_slices", SLICES_U8), ("rows_slices, 1024 threads", "rows_slices", SLICES_1024)],
+            ("rows_slices, unroll 8", "rows_slices", SLICES_U8), ("rows_slices, overlapped", "rows_slices", OVER),
+            ("rows_slices, overlapped, unroll 8", "rows_slices", {**OVER, **SLICES_U8})],
     262144: [("default", None, {}), ("rows_slices, unroll 8", "rows_slices", SLICES_U8),
-             ("rows_slices, unroll 16", "rows_slices", {f"{SLICES}.UNROLL": 16}),
-             ("rows_slices, 1024 threads", "rows_slices", SLICES_1024),
-             ("rows_slices, 1024 threads, unroll 8", "rows_slices", {**SLICES_1024, **SLICES_U8})],
+             ("rows_slices, 1024 threads", "rows_slices", SLICES_1024), ("rows_slices, overlapped", "rows_slices", OVER),
+             ("rows_slices, overlapped, unroll 8", "rows_slices", {**OVER, **SLICES_U8})],
 }
 SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices beside the default
     65536: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
@@ -127,7 +129,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--set", choices=("variants", "pipeline"), default="variants",
                     help="the candidates: variants and settings (CANDIDATES), or the default against "
-                         "rows_backward.PIPELINE (PIPELINE_CANDIDATES; the dispatch left as it is)")
+                         "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F

@@ -7,6 +7,9 @@
 * the norms' (:func:`_registers_norm_backward`, :func:`_stream_norm_backward`): dx from
   the stored statistics and one or two row sums; dweight and dbias as per-unit float32
   partial rows added in a fixed order (:class:`_Columns`, :func:`_finish_columns`);
+  two settings, off until measured, overlap a row's reads with the previous row's
+  reduction (:data:`PIPELINE`: rows_cta, rows_cluster) or second read (:data:`OVERLAP`:
+  rows_slices), the bits unchanged;
 * cross_entropy's (:func:`_ce_backward`): elementwise from the stored lse.
 """
 
@@ -35,6 +38,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     I64,
     RowPlan,
     _add,
+    _bf16_halves,
     _Buf,
     _exp,
     _load,
@@ -43,7 +47,6 @@ from bulkred_dialect.passes.variants.rows_common import (
     _store,
     _sub,
     _visit,
-    _bf16_halves,
 )
 from bulkred_dialect.passes.variants.grid_common import require_alignment
 
