@@ -212,9 +212,11 @@ def test_grid_kernels_run_in_lockstep_with_the_same_bits(monkeypatch, kind, shap
 
 
 def test_a_fallback_runs_the_grid_thread_by_thread_from_the_start(monkeypatch):
-    """An scf.while (not run in lockstep) after each thread's first store: the lockstep
-    run falls back in the first CTA, the buffers are put back, and the thread-by-thread
-    run gives each element one increment and its loop's count (not two increments)."""
+    """An scf.while of a different trip count per thread after each thread's first
+    store: in lockstep, the bits of the thread-by-thread run without a fallback; where the
+    while falls back (made to here) in the first CTA, the buffers are put back and the
+    thread-by-thread run gives each element one increment and its loop's count (not two
+    increments)."""
     from test_interpreter_threads import TID_X, module
 
     from xdsl.context import Context
@@ -258,10 +260,18 @@ def test_a_fallback_runs_the_grid_thread_by_thread_from_the_start(monkeypatch):
     func.return
   }}""",
     )
+    want = [1 + t % 5 for t in range(32)] * 2
+    fast, slow, fell = _both(monkeypatch, m, "k", np.zeros(64, np.int32))
+    assert fell == 0 and fast[0].tolist() == slow[0].tolist() == want
+
+    def fall_back(self, op, inputs, varying):
+        raise lockstep.Fallback("scf.while")
+
+    monkeypatch.setitem(lockstep._SPECIAL, scf.WhileOp, fall_back)
     before = lockstep.FALLBACKS["scf.while"]
     (out,) = run_grid(m, "k", np.zeros(64, np.int32))
     assert lockstep.FALLBACKS["scf.while"] == before + 1
-    assert out.tolist() == [1 + t % 5 for t in range(32)] * 2
+    assert out.tolist() == want
 
 
 # region Clusters in lockstep
@@ -302,8 +312,11 @@ def test_cluster_kernels_run_in_lockstep_with_the_same_bits(monkeypatch):
     _same_bits(fast, slow)
     assert np.allclose(fast[1], np.exp(x - x.max(1, keepdims=True)) / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True), rtol=1e-5)
     monkeypatch.setattr(threads, "LOCKSTEP", True)
-    monkeypatch.setattr(lockstep.LockstepInterpreter, "run_try_wait", lambda self, op, inputs, varying: (_ for _ in ()).throw(lockstep.Fallback("pending")))
-    monkeypatch.setitem(lockstep._SPECIAL, lockstep.MbarrierTryWaitParityOp, lockstep.LockstepInterpreter.run_try_wait)
+
+    def pending(self, op, inputs, varying):
+        raise lockstep.Fallback("pending")
+
+    monkeypatch.setitem(lockstep._SPECIAL, lockstep.MbarrierTryWaitParityOp, pending)
     _same_bits(outputs(), slow)
     assert lockstep.FALLBACKS["pending"] == before["pending"] + 1
 

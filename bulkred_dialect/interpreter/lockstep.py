@@ -26,13 +26,13 @@ What it does not model makes the CTA *fall back*: :func:`run_cta_lockstep` retur
 the grid thread by thread as before (same results, same errors with the thread's ids). That is:
 any error an op raises, a collective that not every thread of its CTA or warp reaches
 together (a barrier or exchange inside divergent code), a partial ``membermask``,
-``bar.sync`` other than barrier 0, ``scf.while``, an op without an implementation.
+``bar.sync`` other than barrier 0, an ``mbarrier.try_wait`` whose phase has not completed
+(it would wait for ops that come later), an op without an implementation. An
+``scf.while`` runs each thread's iterations, as ``scf.for`` with varying bounds.
 
 A cluster (:mod:`bulkred_dialect.interpreter.clusters`) runs the same way, every thread of
 its CTAs at once: a shared buffer is each CTA's own, the block id and cluster rank vary,
-the cluster barrier has nothing to wait for, and an ``scf.while`` runs (its spin on
-``mbarrier.try_wait.parity``); a wait whose phase has not completed, which would wait
-for ops that come later, falls back.
+and the cluster barrier has nothing to wait for.
 """
 
 from __future__ import annotations
@@ -341,11 +341,9 @@ class LockstepInterpreter(KernelInterpreter):
         return tuple(Varying(c) for c in carried)
 
     def run_while(self, op: scf.WhileOp, inputs: list[Any], varying: bool) -> PythonValues:
-        """In a cluster run (its waits: ``mbarrier.try_wait`` in the before region), each
-        thread leaves when its condition is false, with the values it forwards; the
-        others run the after region and the before region again. Elsewhere it falls back."""
-        if not self.cluster:
-            raise Fallback("scf.while")
+        """Each thread leaves when its condition is false, with the values it forwards;
+        the others run the after region and the before region again (a spin on
+        ``mbarrier.try_wait`` ends at once or falls back there)."""
         group, carried = self.active, tuple(inputs)
         out: list[list[Any]] = [[None] * self.n for _ in op.results]
         for _ in range(WHILE_LIMIT):
@@ -375,9 +373,7 @@ class LockstepInterpreter(KernelInterpreter):
         """1 for each running thread whose mbarrier completed the phase of that parity
         (every arrival and byte of it came from ops the lockstep run made before); a
         phase still pending would wait for ops that come later: the run falls back."""
-        if not self.cluster:
-            raise Fallback(f"{op.name} outside a cluster run")
-        functions = self._cluster_functions()
+        functions = self._mbarrier_functions()
         p, parity = inputs
         for t in self.active:
             self.cta.current = self.threads[t]
@@ -387,7 +383,7 @@ class LockstepInterpreter(KernelInterpreter):
         self.cta.current = self.threads[self.active[0]]
         return (1,)
 
-    def _cluster_functions(self) -> Any:
+    def _mbarrier_functions(self) -> Any:
         ft, _ = self._impls._impl_dict[MbarrierTryWaitParityOp]  # noqa: SLF001
         return ft
 
