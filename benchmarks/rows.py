@@ -785,6 +785,7 @@ def _tuning(torch, bulkred, parts: list[str]) -> None:
                         gbs = f"failed: {str(e).splitlines()[0][:80]}"
                     print(f"| softmax | {dtype} | {n} | {v} | {gbs} |", flush=True)
         # clusters of 16 (the non-portable size) for rows of 262144
+        largest = rows_cluster.MAX_CLUSTER
         for dtype in ("float32", "bfloat16"):
             for v, size in (("rows_cluster", 16), ("rows_stream", 8)):
                 rows_cluster.MAX_CLUSTER = size
@@ -795,7 +796,7 @@ def _tuning(torch, bulkred, parts: list[str]) -> None:
                     gbs = f"failed: {str(e).splitlines()[0][:80]}"
                 label = f"{v} of 16" if v == "rows_cluster" else v
                 print(f"| softmax | {dtype} | 262144 | {label} | {gbs} |", flush=True)
-        rows_cluster.MAX_CLUSTER = 8
+        rows_cluster.MAX_CLUSTER = largest
         row_kernels._KERNELS.clear()
 
 
