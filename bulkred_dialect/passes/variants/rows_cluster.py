@@ -5,16 +5,20 @@ A cluster of :func:`cluster_for` CTAs (2 to :data:`MAX_CLUSTER`, a power of two)
 row: CTA rank r holds the vectors ``[r * S, (r + 1) * S)`` of it (``S = K * T``: its
 ``T`` threads hold ``K`` vectors each, at most ``rows_common.MAX_VALUES`` float32
 values). Each statistic is combined in the CTA (warp butterflies, warp partials through
-shared memory), then across the cluster through distributed shared memory: thread 0
-writes the CTA's partial into its own shared slot (one of two, by row parity),
-``barrier.cluster``, and every thread reads the slots of ranks 0, 1, ... with ``mapa`` +
-``ld.shared::cluster``, combining them in rank order, so every CTA holds the same bits:
-one cluster barrier per statistic per row (softmax's maximum and sum are one (m, s) pair;
-layer_norm's mean and variance two). One read of x, one write of y.
+shared memory), then pushed across the cluster (``rows_common._cluster_push``): thread 0
+announces to its CTA's mbarrier the bytes the row's exchange will bring, lane k of warp 0
+stores the CTA's partial into slot ``rank`` of CTA k (``st.async`` through ``mapa``,
+completing on CTA k's mbarrier), and every thread waits for its own mbarrier's phase and
+combines its own slots in rank order, so every CTA holds the same bits. No cluster barrier
+per row (one before the rows loop, for the mbarriers' initialization, and one at the
+end); two slot sets and mbarriers per statistic, by the parity of the CTA's count of rows
+(softmax's maximum and sum are one (m, s) pair; layer_norm's mean and variance two). One
+read of x, one write of y.
 
 The configuration (cluster size, threads, vectors per thread) is a function of N and the
 element type only. It takes the forward rows of :data:`MEASURED` (where it was measured
-faster than the other variants) and a norm's backward. Spec: docs/rows.md; PTX ISA mapa, ld.shared::cluster, barrier.cluster.
+faster than the other variants) and a norm's backward. Spec: docs/rows.md; PTX ISA mapa,
+st.async, mbarrier.
 """
 
 from __future__ import annotations
