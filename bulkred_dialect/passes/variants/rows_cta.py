@@ -28,7 +28,7 @@ MAX_BLOCK = 1024
 
 MAX_N = 16384
 """The longest row this variant takes (512 threads of 32 float32 values); longer rows go
-to rows_stream (a cluster per row is the next variant: docs/rows.md)."""
+to rows_bulk, rows_cluster or rows_stream (docs/rows.md)."""
 
 
 def block_for(op: NormalizeRowsOp) -> int:

@@ -6,8 +6,9 @@ first pass accumulates the statistics (softmax online: the running maximum, clam
 the finite range, and the sum of exponentials rescaled as it grows; layer_norm: the sums
 of ``x - x[row, 0]`` and of its square), combined over the CTA; a second pass reads x
 again (from L2 where the row is still there) and writes y. Two reads of x, one write of
-y. The fallback for rows longer than rows_cta holds (a cluster per row, holding the row
-in distributed shared memory, is the next variant: docs/rows.md).
+y. The fallback for rows longer than rows_cta holds that rows_bulk and rows_cluster do not
+take (their measured cells, whole slices; cross_entropy, which reads its row once here;
+add_rms_norm: docs/rows.md).
 
 Spec: docs/rows.md; PTX ISA ld.global.nc (vectors), shfl.sync, bar.sync.
 """
