@@ -78,6 +78,24 @@ def test_pipelined_bits_are_the_defaults(kind, variant, n, dtype, affine, db, mo
         assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("kind,variant,n,dtype,affine,db", [CASES[0], CASES[2]])
+def test_pipelined_with_shared_columns(kind, variant, n, dtype, affine, db, monkeypatch) -> None:
+    """PIPELINE with each thread's column sums in shared memory (SHARED_COLUMNS, the
+    probe's other candidate): 5 rows on one unit, every bit the default's."""
+    want = _outputs(kind, variant, n, dtype, affine, db, 5)
+    monkeypatch.setattr(rows_backward, "SHARED_COLUMNS", True)
+    monkeypatch.setattr(rows_backward, "PIPELINE", True)
+    seen = []
+    real = rows_backward.shared_columns
+    import bulkred_dialect.passes.variants.rows_lower as rows_lower
+
+    monkeypatch.setattr(rows_lower, "shared_columns", lambda p, outs: seen.append(real(p, outs)) or seen[-1])
+    got = _outputs(kind, variant, n, dtype, affine, db, 5)
+    assert seen == [True]
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_off_by_default() -> None:
     """The measured choice stays until the probe says otherwise (docs/rows_bench_bwd_h200.md)."""
     assert rows_backward.PIPELINE is False

@@ -45,15 +45,19 @@ CANDIDATES = {  # N: (label, forced variant, {module.attr: value} patches); thos
 }
 PIPE = {f"{BWD}.PIPELINE": True}
 PIPE_8 = {**PIPE, f"{COMMON}.NORM_BACKWARD_VALUES": 8}
+PIPE_SHARED = {**PIPE, f"{BWD}.SHARED_COLUMNS": True}
+CLUSTER_65536 = {f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30}  # rows_cluster takes rms_norm_backward bfloat16 too
 SLICES_U8 = {f"{SLICES}.UNROLL": 8}
 OVER = {f"{BWD}.OVERLAP": True}
 SLICES_1024 = {f"{SLICES}.BLOCK": 1024}
 PIPELINE_CANDIDATES = {  # --set pipeline: rows_backward.PIPELINE (the next row loaded over this row's sums) beside the
     # default, and rows_slices with more loads in flight (its one CTA per multiprocessor: UNROLL vectors per thread a
     # step, BLOCK threads; rows_backward.OVERLAP: a row's first read with the previous row's second)
-    4096: [("default", None, {}), ("pipelined", None, PIPE), ("rows_cta, pipelined, 8 values", "rows_cta", PIPE_8)],
-    16384: [("default", None, {}), ("pipelined", None, PIPE)],
-    65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, f"{COMMON}.NORM_BACKWARD_SLICES_N": 1 << 30}),
+    4096: [("default", None, {}), ("pipelined", None, PIPE), ("rows_cta, pipelined, 8 values", "rows_cta", PIPE_8),
+           ("pipelined, columns in shared memory", None, PIPE_SHARED)],
+    16384: [("default", None, {}), ("pipelined", None, PIPE), ("pipelined, columns in shared memory", None, PIPE_SHARED)],
+    65536: [("default", None, {}), ("rows_cluster, pipelined", "rows_cluster", {**PIPE, **CLUSTER_65536}),
+            ("rows_cluster, pipelined, columns in shared memory", "rows_cluster", {**PIPE_SHARED, **CLUSTER_65536}),
             ("rows_slices, unroll 8", "rows_slices", SLICES_U8), ("rows_slices, overlapped", "rows_slices", OVER),
             ("rows_slices, overlapped, unroll 8", "rows_slices", {**OVER, **SLICES_U8})],
     262144: [("default", None, {}), ("rows_slices, unroll 8", "rows_slices", SLICES_U8),
