@@ -2,11 +2,13 @@
 """Which variant serves a norm's backward best (issue 30, section 4): rms_norm_backward and
 layer_norm_backward (dx, dweight, dbias) with each candidate variant forced, GB/s of the
 three tensors moved (x and dy read, dx written; M x N = 2^28), beside the copy kernel of
-the same run, each result checked against torch (float64) and its dweight bits against a
-second run. Some rows patch a setting (:data:`CANDIDATES`: the column sums in registers,
-more units, rows_slices' CTAs; with ``--set pipeline`` the default against
-rows_backward.PIPELINE and OVERLAP and rows_slices' loads in flight:
-:data:`PIPELINE_CANDIDATES`), built outside the compile cache.
+the same run, each result checked against torch (float64: dx of 256 rows, dweight and
+dbias of all), its dweight bits against a second run, and (", bits = first's") every
+output's bits against the first candidate's (the default). Some rows patch a setting
+(:data:`CANDIDATES`: the column sums in registers, more units, rows_slices' CTAs; with
+``--set pipeline`` the default against rows_backward.PIPELINE and OVERLAP and
+rows_slices' loads in flight: :data:`PIPELINE_CANDIDATES`), built outside the compile
+cache.
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
     python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
@@ -173,6 +175,10 @@ def main() -> int:
                 xc = xd - mean[:, None] if layer else xd
                 rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
                 mean = mean.float() if layer else None
+                xh = xc * rstd.double()[:, None]
+                want = [(dy.double() * xh).sum(0)] + ([dy.double().sum(0)] if layer else [])  # dweight, dbias
+                del xh
+                first = None  # the first candidate's dx, dweight, dbias (the default): the others' bits against them
                 for label, variant, patches in table.get(n, [("default", None, {})]):
                     try:
                         with patched(patches):
@@ -198,6 +204,15 @@ def main() -> int:
                         err = (dx[:256].double() - xr.grad).abs().max().item() / max(1.0, xr.grad.abs().max().item())
                         ok = ("ok" if err < (5e-5 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}") + \
                             ("" if same else ", dw bits differ")
+                        for name, got, ref in zip(("dw", "db"), [dw] + ([db] if layer else []), want):
+                            e = ((got.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+                            ok += f", {name} err {e:.1e}" if e > (1e-4 if dtype == "float32" else 2**-7) else ""
+                        outs = [dx, dw] + ([db] if layer else [])
+                        if first is None:
+                            first = [t.clone() for t in outs]
+                        else:
+                            ok += ", bits = first's" if all(torch.equal(a, b) for a, b in zip(outs, first)) else \
+                                ", bits != first's"
                         ms = gpu_ms(torch, lambda: k(*call_args), args.calls)
                     except Exception as e:  # noqa: BLE001 - a failed launch: the row says so
                         print(f"| {kind} | {dtype} | {n} | {label} | failed | | {str(e).splitlines()[0][-90:]} |")
