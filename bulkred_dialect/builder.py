@@ -691,6 +691,8 @@ def normalize_rows(
     ignore_index: int | None = None,
     label_smoothing: float | None = None,
     variant: str | None = None,
+    reduced: SSAValue | None = None,
+    reduction: str | None = None,
 ) -> NormalizeRowsOp:
     """``bulkred.normalize_rows kind [variant "v"] x, y ...``: reduce each row of the
     global ``[M, N]`` buffer ``x`` and write ``y``, an elementwise function of the row and
@@ -705,7 +707,8 @@ def normalize_rows(
     ``residual_out``; the affine ``weight`` and ``bias`` (``[N]``); the statistics it stores,
     float32 ``[M]``: ``row_max``, ``row_sum`` (softmax kinds), ``mean`` (layer_norm),
     ``rstd`` (the norms), ``lse`` (cross_entropy), which the backward kinds read; the
-    norms' backward's ``dweight`` and ``dbias`` (``[N]``). ``eps`` (the norms, required there),
+    norms' backward's ``dweight`` and ``dbias`` (``[N]``); cross_entropy's ``reduced``
+    (``[1]``) with ``reduction`` (``"mean"`` or ``"sum"``). ``eps`` (the norms, required there),
     ``ignore_index`` and ``label_smoothing`` (cross_entropy) are the attributes;
     ``variant`` forces a lowering variant by name (``rows_warp``, ``rows_cta``, ...).
     Which operand each kind takes, and their shapes, are the op's verifier's rules
@@ -723,7 +726,7 @@ def normalize_rows(
     given = {
         "target": target, "loss": loss, "grad": grad, "residual": residual, "residual_out": residual_out,
         "weight": weight, "bias": bias, "row_max": row_max, "row_sum": row_sum, "mean": mean, "rstd": rstd, "lse": lse,
-        "dweight": dweight, "dbias": dbias,
+        "dweight": dweight, "dbias": dbias, "reduced": reduced,
     }
     operands = {f: _buffer(v, f, fn) for f, v in given.items() if v is not None}
     for field, value in (("eps", eps), ("label_smoothing", label_smoothing)):
@@ -736,7 +739,8 @@ def normalize_rows(
     op = NormalizeRowsOp(
         k, xv, yv, eps=None if eps is None else float(eps),
         ignore_index=None if ignore_index is None else int(ignore_index),
-        label_smoothing=None if label_smoothing is None else float(label_smoothing), variant=variant, **operands,
+        label_smoothing=None if label_smoothing is None else float(label_smoothing), variant=variant,
+        reduction=reduction, **operands,
     )
     return _insert(op, fn)  # type: ignore[return-value]
 

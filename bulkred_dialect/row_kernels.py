@@ -42,6 +42,7 @@ def module(
     target: str | None = None,
     dweight: str | None = None,
     dbias: str | None = None,
+    reduction: str | None = None,
 ) -> ModuleOp:
     """The verified tile-level module of one ``bulkred.normalize_rows`` kernel ``@name``,
     built with the builder (:func:`bulkred_dialect.builder.normalize_rows`; each kind's
@@ -66,7 +67,9 @@ def module(
     rms_norm                    x, y, weight?, rstd?
     layer_norm                  x, y, weight?, bias?, mean?, rstd?
     add_rms_norm                x, y, residual, residual_out (x + residual), weight?, rstd?
-    cross_entropy               x, target (int64 [m]), loss (float32 [m]), lse?
+    cross_entropy               x, target (int64 [m]), loss (float32 [m]), lse?, reduced?
+                                (``reduction``: ``[1]`` of ``dtype``, the loss rows'
+                                ``"sum"`` or ``"mean"``, in the same kernel)
     softmax_backward,           x (the forward's output y), y (dx), grad (dy)
     log_softmax_backward
     rms_norm_backward           x (the forward's input; add_rms_norm: h), y (dx), grad (dy),
@@ -116,9 +119,11 @@ def module(
         for key, d in (("dweight", dweight), ("dbias", dbias)):
             if d is not None:
                 operands[key] = k.param(key, [n], d)
+        if reduction is not None:
+            operands["reduced"] = k.param("reduced", [1], dtype)
         T.normalize_rows(kind, x, y, eps=eps, variant=variant or None,
                          ignore_index=None if ignore_index is None else int(ignore_index),
-                         label_smoothing=label_smoothing, **operands)
+                         label_smoothing=label_smoothing, reduction=reduction, **operands)
     return k.module(target=target)
 
 
@@ -128,18 +133,19 @@ _KERNELS: dict[tuple, Any] = {}
 def kernel_for(kind: str, m: int | None, n: int, dtype: str, *, x_stride: int | None = None, weight: str | None = None,
                bias: str | None = None, eps: float | None = None, stats: Sequence[str] = (),
                target: str | None = None, variant: str | None = None, ignore_index: int | None = None,
-               label_smoothing: float | None = None, dweight: str | None = None, dbias: str | None = None):
+               label_smoothing: float | None = None, dweight: str | None = None, dbias: str | None = None,
+               reduction: str | None = None):
     """The compiled kernel (``runtime.Kernel``) of these settings, compiled on first use
     (``m=None``: the one kernel of every M, called on arrays of any number of rows)."""
     key = (kind, m, n, dtype, x_stride, weight, bias, eps, tuple(stats), target, variant, ignore_index, label_smoothing,
-           dweight, dbias)
+           dweight, dbias, reduction)
     k = _KERNELS.get(key)
     if k is None:
         from bulkred_dialect.backend_ptx.runtime import compile_tile_module
 
         built = module(kind, m, n, dtype, x_stride=x_stride, weight=weight, bias=bias, eps=eps, stats=stats,
                        variant=variant, ignore_index=ignore_index, label_smoothing=label_smoothing, dweight=dweight,
-                       dbias=dbias)
+                       dbias=dbias, reduction=reduction)
         k = compile_tile_module(built, target).kernel("rows")
         _KERNELS[key] = k
     return k

@@ -59,6 +59,13 @@ Operands:
   ``i64`` ``[M]``, a class index per row; a row whose target is ``ignore_index`` (default -100) has loss 0; another
   target outside ``[0, N)`` gives NaN. ``loss`` (cross_entropy, required): global
   contiguous float32 ``[M]``. ``label_smoothing`` (default 0): a float in [0, 1].
+* ``reduced`` with ``reduction`` (cross_entropy, optional, both or neither): global
+  contiguous ``[1]`` of x's element type or float32, the loss rows reduced in the same
+  kernel: ``"sum"`` their sum, ``"mean"`` that sum divided by the count of rows whose
+  target is not ignore_index (NaN when there is none, as torch), rounded once. The CTA
+  that finishes last (a ticket in the kernel's workspace) adds the ``[M]`` losses in a
+  fixed order (thread t: rows t, t + T, ...; then the CTA's fixed tree): the bits depend
+  on the rows and on N and the dtype (the block), not on the grid, and not on the run.
 * ``residual`` and ``residual_out`` (add_rms_norm, both required there): the shape and
   element type of ``x``, contiguous or ``strided<[S, 1]>`` as x; ``residual_out`` may not
   be ``x`` or ``residual`` (a separate buffer).
@@ -175,6 +182,9 @@ GRAD_ROWS_KINDS = SOFTMAX_BACKWARD_KINDS + NORM_BACKWARD_KINDS
 BACKWARD_KINDS = GRAD_ROWS_KINDS + (NormKind.CROSS_ENTROPY_BACKWARD,)
 """Every kind that takes ``grad`` (cross_entropy_backward's: float32 ``[M]``, the loss's)."""
 
+REDUCTIONS = ("mean", "sum")
+"""cross_entropy's ``reduction`` into its ``reduced`` scalar (``'none'``: the ``loss`` rows)."""
+
 RESIDUAL = ("residual", "residual_out")
 """add_rms_norm's second input and its output ``x + residual``."""
 
@@ -280,6 +290,7 @@ class NormalizeRowsOp(IRDLOperation):
     ignore_index = opt_prop_def(IntegerAttr)
     label_smoothing = opt_prop_def(FloatAttr)
     variant = opt_prop_def(StringAttr)
+    reduction = opt_prop_def(StringAttr)
     x = operand_def(MemRefType)
     y = opt_operand_def(MemRefType)
     target = opt_operand_def(MemRefType)
@@ -296,6 +307,7 @@ class NormalizeRowsOp(IRDLOperation):
     lse = opt_operand_def(MemRefType)
     dweight = opt_operand_def(MemRefType)
     dbias = opt_operand_def(MemRefType)
+    reduced = opt_operand_def(MemRefType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -309,12 +321,13 @@ class NormalizeRowsOp(IRDLOperation):
         "(`max` $row_max^ `:` type($row_max))? (`sum` $row_sum^ `:` type($row_sum))? "
         "(`mean` $mean^ `:` type($mean))? (`rstd` $rstd^ `:` type($rstd))? (`lse` $lse^ `:` type($lse))? "
         "(`dweight` $dweight^ `:` type($dweight))? (`dbias` $dbias^ `:` type($dbias))? "
+        "(`reduction` $reduction^)? (`reduced` $reduced^ `:` type($reduced))? "
         "attr-dict `:` type($x) (`,` type($y)^)?"
     )
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "target", "loss", "grad", "residual", "residual_out", "weight", "bias", "row_max", "row_sum", "mean", "rstd", "lse",
-        "dweight", "dbias",
+        "dweight", "dbias", "reduced",
     )
 
     def __init__(
@@ -327,6 +340,7 @@ class NormalizeRowsOp(IRDLOperation):
         ignore_index: int | None = None,
         label_smoothing: float | None = None,
         variant: str | None = None,
+        reduction: str | None = None,
         **optional: SSAValue | None,
     ):
         unknown = sorted(set(optional) - set(self.OPTIONAL))
@@ -341,6 +355,8 @@ class NormalizeRowsOp(IRDLOperation):
             props["label_smoothing"] = FloatAttr(float(label_smoothing), f32)
         if variant is not None:
             props["variant"] = StringAttr(variant)
+        if reduction is not None:
+            props["reduction"] = StringAttr(reduction)
         opt = [[optional[k]] if optional.get(k) is not None else [] for k in self.OPTIONAL]
         super().__init__(operands=[x, [y] if y is not None else [], *opt], properties=props)
 
@@ -396,6 +412,7 @@ class NormalizeRowsOp(IRDLOperation):
             if kind not in kinds:
                 raise VerifyException(f"operand '{field}' is only valid with kind {_kinds(kinds)}, got kind {kind}")
             _check_vector(field, v, m, (element,))
+        self._verify_reduced(xt)
         for prop in ("ignore_index", "label_smoothing"):
             if getattr(self, prop) is not None and not ce_kinds:
                 raise VerifyException(f"'{prop}' is only valid with kind {_kinds(CE_KINDS)}, got kind {kind}")
@@ -475,6 +492,23 @@ class NormalizeRowsOp(IRDLOperation):
                 raise VerifyException(f"'eps' must be an f32 attribute, got {self.eps.type}")
         elif self.eps is not None:
             raise VerifyException(f"'eps' is only valid with kind {_kinds(NORM_KINDS)}, got kind {kind}")
+
+    def _verify_reduced(self, xt: MemRefType) -> None:
+        """cross_entropy's ``reduction`` and ``reduced``: both or neither, ``'mean'`` or
+        ``'sum'``, a global contiguous ``[1]`` of x's element type or float32."""
+        kind = self.norm_kind
+        if self.reduced is None and self.reduction is None:
+            return
+        if kind != NormKind.CROSS_ENTROPY:
+            field = "'reduction'" if self.reduction is not None else "operand 'reduced'"
+            raise VerifyException(f"{field} is only valid with kind {NormKind.CROSS_ENTROPY}, got kind {kind}")
+        if self.reduction is None:
+            raise VerifyException("operand 'reduced' needs 'reduction' (\"mean\" or \"sum\"), got none")
+        if self.reduction.data not in REDUCTIONS:
+            raise VerifyException(f"'reduction' must be \"mean\" or \"sum\", got {self.reduction.data!r}")
+        if self.reduced is None:
+            raise VerifyException("'reduction' needs operand 'reduced' (the [1] result), got none")
+        _check_vector("reduced", self.reduced, 1, (xt.element_type, f32))
 
 
 ROW_OPS = [NormalizeRowsOp]

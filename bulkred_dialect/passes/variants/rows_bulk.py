@@ -71,7 +71,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     row_predicates,
     vector_of,
 )
-from bulkred_dialect.passes.variants.rows_lower import rows_parameter
+from bulkred_dialect.passes.variants.rows_lower import reduce_loss, rows_parameter
 
 SLICE_BYTES = 32768
 """The most bytes of a row one CTA holds (the row's bytes over the cluster's CTAs)."""
@@ -389,6 +389,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     e.for_(start, rows, stride, [e.const(0)], row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
+    reduce_loss(e, p, op, tid, rows)  # cross_entropy's reduced (none: nothing)
     rewriter.erase(op)
 
 

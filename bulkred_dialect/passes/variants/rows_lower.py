@@ -6,6 +6,8 @@ column sums."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i64
 from xdsl.ir import Operation, SSAValue
@@ -13,10 +15,13 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
+from bulkred_dialect.ops.ptx.atom import FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.control import SelpType
+from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import enclosing_kernel
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import (
     GRAD_ROWS_KINDS,
     NORM_BACKWARD_KINDS,
@@ -25,13 +30,15 @@ from bulkred_dialect.ops.tile.rows import (
     NormKind,
     row_stride,
 )
+from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.grid_common import add_workspace, set_launch
-from bulkred_dialect.passes.variants.kernel import emitter_at
+from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at
 from bulkred_dialect.passes.variants.rows_backward import (
     _ce_backward,
     _Columns,
     _finish_columns,
+    _ticket,
     _partial_row,
     _registers_backward,
     _registers_norm_backward,
@@ -49,7 +56,21 @@ from bulkred_dialect.passes.variants.rows_backward import (
     slice_accumulators,
     write_slice_partials,
 )
-from bulkred_dialect.passes.variants.rows_common import F32, ClusterExchange, RowPlan, _Buf, _registers, _Row, _stream
+from bulkred_dialect.passes.variants.rows_common import (
+    AT,
+    ELEM_F32,
+    F32,
+    I64,
+    ClusterExchange,
+    RowPlan,
+    _add,
+    _Buf,
+    _load,
+    _registers,
+    _Row,
+    _store,
+    _stream,
+)
 
 
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
@@ -239,6 +260,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
+    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m)  # cross_entropy's reduced (none: nothing)
     if outs:
         assert ws is not None
         assert ctas is not None
@@ -251,3 +273,82 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             write_slice_partials(e, p, parts, ws, lay, unit, sw, g)
         _finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
     rewriter.erase(op)
+
+
+LOSS_LOADS = 8
+"""Rows of the losses (and targets) each thread of the last CTA loads a step (loads in
+flight) in :func:`reduce_loss`."""
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """cross_entropy's reduction state: (the sum of the losses, the count of the rows
+    kept), both float32, combined by addition (the duck type of rows_common's
+    ``_Exps`` that variants/kernel.py's warp and CTA steps read)."""
+
+    width: int = 2
+    kind = ReduceKind.SUM  # unused (width 2)
+    elem = ELEM_F32
+    absmax = False
+    types = (f32, f32)
+    dtypes = (F32, F32)
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(0.0, f32)] * 2
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
+
+
+def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
+    """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
+    rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
+    ``u32`` counter in the kernel's workspace, zero at the launch); the last CTA sums the
+    ``m`` losses and counts the rows whose target is not ignore_index, in an order fixed
+    by M and the block alone (thread t: rows t, t + T, ... added in turn, then the CTA's
+    tree of warp butterflies and warp partials), and thread 0 writes the sum, or the sum
+    divided by the count (0 / 0: NaN, torch's empty mean), rounded once to ``reduced``'s
+    type, then sets the counter back to 0. The grid does not enter the bits."""
+    if op.reduced is None or op.reduction is None:
+        return
+    kernel = enclosing_kernel(op)
+    assert kernel is not None and op.loss is not None and op.target is not None
+    counter = e.ptr(add_workspace(kernel, 4), StateSpace.GLOBAL)
+    last = _ticket(e, counter, e.sreg(SpecialRegister.NCTAID_X), tid, "loss_last")
+    mean = op.reduction.data == "mean"
+    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
+    assert od is not None
+
+    def total(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+        loss0, t0 = b.ptr(op.loss, StateSpace.GLOBAL), b.ptr(op.target, StateSpace.GLOBAL)
+        end = m if isinstance(m, SSAValue) else b.const(m, i64)
+
+        def step(c: Emitter, first: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            got = []
+            for k in range(LOSS_LOADS):  # the loads first (in flight together), then the adds in row order
+                row = c.add_i(first, k * p.block) if k else first
+
+                def load(d: Emitter, row: SSAValue = row) -> list[SSAValue]:
+                    v = _load(d, F32, d.ptr_add(loss0, d.mul_i(row, 4)), 0, 1, nc=False)[0]
+                    t = d.ld(ld_type(I64), d.ptr_add(t0, d.mul_i(row, 8)), i64)
+                    kept = d.selp(SelpType.F32, d.const(1.0, f32), d.const(0.0, f32), d.cmp("ne", t, d.const(op.ignored, i64)))
+                    return [v, kept]
+
+                got.append(c.if_(c.cmp("slt", row, end), load, lambda d: [d.const(0.0, f32)] * 2, [f32, f32]))
+            for v, kept in got:
+                acc = [_add(c, acc[0], v), _add(c, acc[1], kept)]
+            return acc
+
+        acc = b.for_(b.wide(tid), end, p.block * LOSS_LOADS, [b.const(0.0, f32)] * 2, step)
+        s, count = cta_reduce_state(b, _Totals(), acc, tid, p.block, name="loss_totals")
+
+        def write(c: Emitter) -> list[SSAValue]:
+            _store(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
+            c.st(LdStType.U32, counter, c.const(0))
+            return []
+
+        b.if_(b.cmp("eq", tid, 0), write)
+        return []
+
+    e.if_(last, total)

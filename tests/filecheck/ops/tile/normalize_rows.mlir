@@ -58,6 +58,14 @@ func.func @cross_entropy(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memre
   func.return
 }
 
+// cross_entropy reduced in the same kernel: the loss rows' mean (or sum) in x's type.
+// CHECK-LABEL: func.func @cross_entropy_mean
+// CHECK: bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> reduction "mean" reduced %r : memref<1xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>
+func.func @cross_entropy_mean(%x: memref<4x64xbf16, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %s: memref<4xf32, #bulkred.scope<global>>, %r: memref<1xbf16, #bulkred.scope<global>>) {
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> lse %s : memref<4xf32, #bulkred.scope<global>> reduction "mean" reduced %r : memref<1xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>
+  func.return
+}
+
 // The backward of softmax: x is softmax's output, grad its gradient, y dx.
 // CHECK-LABEL: func.func @softmax_backward
 // CHECK: bulkred.normalize_rows softmax_backward %y, %dx grad %dy : memref<4x64xbf16, #bulkred.scope<global>> : memref<4x64xbf16, #bulkred.scope<global>>, memref<4x64xbf16, #bulkred.scope<global>>

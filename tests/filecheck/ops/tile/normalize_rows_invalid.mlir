@@ -241,6 +241,48 @@ func.func @loss_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x
 }
 // -----
 
+func.func @reduction_value(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'reduction' must be "mean" or "sum", got 'none'
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> reduction "none" : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @reduction_without_reduced(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'reduction' needs operand 'reduced' (the [1] result), got none
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> reduction "sum" : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @reduced_without_reduction(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %r: memref<1xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'reduced' needs 'reduction' ("mean" or "sum"), got none
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> reduced %r : memref<1xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @reduced_shape(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %r: memref<2xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'reduced' shape must be [1], got [2]
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> reduction "mean" reduced %r : memref<2xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @reduced_type(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>, %r: memref<1xf16, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' operand 'reduced' element type must be f32, got f16
+  bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> reduction "mean" reduced %r : memref<1xf16, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
+func.func @reduction_kind(%x: memref<4x64xf32, #bulkred.scope<global>>, %y: memref<4x64xf32, #bulkred.scope<global>>, %r: memref<1xf32, #bulkred.scope<global>>) {
+  // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'reduction' is only valid with kind cross_entropy, got kind softmax
+  bulkred.normalize_rows softmax %x, %y reduction "sum" reduced %r : memref<1xf32, #bulkred.scope<global>> : memref<4x64xf32, #bulkred.scope<global>>, memref<4x64xf32, #bulkred.scope<global>>
+  func.return
+}
+// -----
+
 func.func @smoothing_range(%x: memref<4x64xf32, #bulkred.scope<global>>, %t: memref<4xi64, #bulkred.scope<global>>, %l: memref<4xf32, #bulkred.scope<global>>) {
   // CHECK: normalize_rows_invalid.mlir:[[# @LINE + 1]]:3: error: 'bulkred.normalize_rows' 'label_smoothing' must be in [0, 1], got 1.5
   bulkred.normalize_rows cross_entropy %x target %t : memref<4xi64, #bulkred.scope<global>> loss %l : memref<4xf32, #bulkred.scope<global>> label_smoothing 1.5 : f32 : memref<4x64xf32, #bulkred.scope<global>>
