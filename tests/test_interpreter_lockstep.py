@@ -192,6 +192,7 @@ def _grid(kind: str, shape: list[int], axes, dtype: str, **options):
         ("sum", [9000], None, "float32", {}),  # grid_full: two CTAs, a ticket, divergent thread 0
         ("max", [16, 72], [1], "float32", {}),  # rows: a loop with per-thread bounds
         ("sum", [40, 6], [0], "float64", {}),  # columns
+        ("sum", [4, 100], [1], "float64", {}),  # rows of f64: shuffles of its halves (mov.b64 unpack, pack)
         ("sum", [1000], None, "int32", {"variant": "grid_full"}),
     ],
 )

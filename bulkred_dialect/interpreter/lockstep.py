@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp, f64
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
 from xdsl.traits import IsTerminator
@@ -75,11 +75,13 @@ from bulkred_dialect.ops.ptx.arith import (
     MulLoOp,
     MulOp,
     OrOp,
+    PackB32x2Op,
     RcpOp,
     ShlOp,
     ShrOp,
     SqrtOp,
     SubOp,
+    UnpackB32x2Op,
     XorOp,
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
@@ -581,6 +583,33 @@ class LockstepInterpreter(KernelInterpreter):
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
+    def run_unpack(self, op: UnpackB32x2Op, inputs: list[Any], varying: bool) -> PythonValues:
+        """An f64 array's bits as its two signed 32-bit halves (ints, as the one-thread
+        ``mov.b64 {lo, hi}`` gives them)."""
+        if varying and op.src.type == f64:
+            a = self._array(inputs[0], ArithType.F64)
+            if type(a) is np.ndarray:
+                bits = a.view(np.uint64)
+                lo = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).tolist()
+                hi = (bits >> np.uint64(32)).astype(np.uint32).view(np.int32).tolist()
+                return (self._scatter(lo), self._scatter(hi))
+        return self._each(op, inputs, self._body(op), None) if varying else self._once(op, inputs)
+
+    def run_pack(self, op: PackB32x2Op, inputs: list[Any], varying: bool) -> PythonValues:
+        """Two 32-bit halves (ints) as the f64 of their bits, an array."""
+        if varying and op.result.type == f64:
+            halves = []
+            for x in inputs:
+                v = x.v if type(x) is Varying else None
+                values = [x] * len(self.active) if v is None else v if self.full else [v[t] for t in self.active]
+                if not all(type(e) is int for e in values):
+                    break
+                halves.append(np.array(values, dtype=np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF))
+            else:
+                lo, hi = halves
+                return (self._vary((lo | (hi << np.uint64(32))).view(np.float64)),)
+        return self._each(op, inputs, self._body(op), None) if varying else self._once(op, inputs)
+
     def run_setp(self, op: SetpOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
             form = self.forms.get(op)
@@ -729,6 +758,8 @@ _SPECIAL: dict[type[Operation], Any] = {
     func.CallOp: LockstepInterpreter.run_func_call,
     SetpOp: LockstepInterpreter.run_setp,
     FmaOp: LockstepInterpreter.run_fma,
+    PackB32x2Op: LockstepInterpreter.run_pack,
+    UnpackB32x2Op: LockstepInterpreter.run_unpack,
     **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MulLoOp, MaxOp, MinOp)},
     **{t: LockstepInterpreter.run_bitwise for t in (AndOp, OrOp, XorOp, ShlOp, ShrOp)},
     **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp)},

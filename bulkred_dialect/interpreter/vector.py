@@ -171,8 +171,9 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: Any) -> np.ndar
     algorithms using rounding to odd", IEEE TC 2008). It holds without underflow and
     overflow: on the lanes where ``a`` and ``b`` are within [2^-400, 2^400] in magnitude
     and ``c`` is 0 or within [2^-800, 2^900], every intermediate is 0 or a multiple of
-    2^-904 below 2^902 (normal). The other lanes (zeros, subnormals, infinities, NaNs,
-    extreme exponents) and any result outside [2^-900, 2^900] are computed by ``scalar``
+    2^-904 below 2^902 (normal). A zero factor (the other finite, ``c`` finite) gives
+    the product's exact signed zero plus ``c``. The other lanes (subnormals, infinities,
+    NaNs, extreme exponents) and any result outside [2^-900, 2^900] are computed by ``scalar``
     (values.py's ``float_fma`` of one lane), as the per-thread run does."""
     with np.errstate(all="ignore"):
         x, y, z = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
@@ -195,6 +196,13 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: Any) -> np.ndar
         r = vh + s
         ar = np.abs(r)
         fast &= (r == 0) | ((ar >= 2.0**-900) & (ar <= 2.0**900))
+        # a zero factor (the other finite): the product is an exact zero of its sign, and
+        # the rounded sum with c is the result, the sign of a zero one included
+        zero = ((x == 0) & (ay <= np.finfo(np.float64).max)) | ((y == 0) & (ax <= np.finfo(np.float64).max))
+        zero &= np.isfinite(z)
+        if zero.any():
+            r = np.where(zero, x * y + z, r)
+            fast |= zero
     if not fast.all():
         r = np.array(r, dtype=np.float64)  # writable (a broadcast input may be read-only)
         for i in np.flatnonzero(~fast.ravel()).tolist():
