@@ -213,3 +213,30 @@ def test_an_rms_norm_row_holding_an_infinity_may_take_either_of_torchs_patterns(
     stray = at_inf.clone()
     stray[0, 1] = float("nan")  # a NaN in a finite row
     assert not R.compare(stray, ref, R._inf_rows_as_either(d, v, stray, own), 0.0, 4)[0]
+
+
+def test_a_dx_carrying_float16_subnormals_gets_float16s_floor():
+    """seed 311130 draw 363 on the H200: softmax of float32 x with dtype=float16, whose dx
+    (float32) carries y's float16 rounding: one subnormal quantum of y off is within float16's
+    floor when ``carried`` names it, and fails without (the float32 floor, 2^-126); 170
+    quanta off fails either way."""
+    torch = _torch()
+    ref = torch.tensor([-1.6022694124312093e-08, 0.25], dtype=torch.float64)
+    own = torch.tensor([-0.0, 0.25])
+    got = torch.tensor([-5.960464477539063e-08, 0.25])
+    assert R.compare(got, ref, own, 0.0, 5, own_counts=True, carried=torch.float16)[0]
+    assert not R.compare(got, ref, own, 0.0, 5, own_counts=True)[0]
+    far = torch.tensor([-1e-05, 0.25])  # 170 quanta
+    assert not R.compare(far, ref, own, 0.0, 5, own_counts=True, carried=torch.float16)[0]
+
+
+def test_softmaxs_dx_scale_carries_the_exponents_rounding():
+    """seed 311130 draw 161: float32 softmax of N = 2 at scale 364, p of e^-63: dx's error
+    scale has p (1 + |ln p|) (|dy| + sum |dy| p), as the forward's p |ln p|."""
+    torch = _torch()
+    d = {"op": "softmax", "m": 1, "n": 2, "dtype": "float32"}
+    x = torch.tensor([[0.0, -63.0]], dtype=torch.float64)
+    dy = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    ((a, length),) = R.scales(d, {"x": x}, [torch.softmax(x, -1)], {"dy": [dy], "names": ["x"]})
+    p = torch.softmax(x, -1)[0, 1].item()
+    assert length == 2 and a[0, 1].item() >= p * 63.0

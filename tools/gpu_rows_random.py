@@ -72,7 +72,8 @@ formulas: docs in :func:`scales`), floor = 2^-126 (flushed subnormals) or float1
   much, and e_own carries it).
 - add_rms_norm's h: equal to torch's x + residual (NaN where it has NaN).
 - the softmaxes' dx when ``dtype=`` is not x's: x's dtype, with torch's own error (times 2)
-  added to its bound, as for a 16-bit result (dx carries y's rounding to that dtype).
+  added to its bound, as for a 16-bit result (dx carries y's rounding to that dtype), and
+  that dtype's floor (y's subnormals: float16's 2^-24).
 
 Each check's worst e / bound and e / e_own ("vs torch", torch's own error in the same
 draw) are reported per op. A draw refused with a BulkredError is "refused" (not a
@@ -473,7 +474,7 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
     scales with mean |x|); cross_entropy per row |max| + (1 - s)|x_t| + s mean|x|
     + 1 (sum: the rows' sum of |loss| + that; mean: divided by the rows counted).
     Gradients (dy the upstream gradient, p the softmax, xhat the normalized row, c =
-    (|x| + |mean| + mean |x|) rstd, g = dy w): softmax dx p (|dy| + sum |dy| p); log_softmax dx |dy| +
+    (|x| + |mean| + mean |x|) rstd, g = dy w): softmax dx p (1 + |ln p|) (|dy| + sum |dy| p); log_softmax dx |dy| +
     p (1 + |ln p|) sum |dy|; rms_norm dx rstd (|g| + |xhat| mean |g xhat|), dweight
     sum_rows |dy xhat| (L = M); layer_norm dx rstd (|g| + mean |g| + c mean |g| c),
     dweight sum_rows |dy| c, dbias sum_rows |dy|; add_rms_norm rms_norm's on h, plus |dh|;
@@ -519,7 +520,8 @@ def scales(d: dict, v64: dict, refs: tuple, grads: dict | None = None) -> list[t
     if op == "softmax":
         p = _finite(torch.softmax(x, -1))
         g = dy[0].abs()
-        out.append(fin(p * (g + (g * p).sum(-1, keepdim=True))))
+        # p (1 + |ln p|): dx carries y's exponent rounding, as the forward's scale p |ln p| does
+        out.append(fin(p * (1.0 + fin(torch.log(p).abs())) * (g + (g * p).sum(-1, keepdim=True))))
     elif op == "log_softmax":
         p = _finite(torch.softmax(x, -1))
         lnp = fin(torch.log(p).abs())
@@ -627,11 +629,13 @@ def _inf_rows_as_either(d: dict, v: dict, got, own):
     return o.reshape(own.shape)
 
 
-def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = False) -> tuple[bool, float, float, str]:
+def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = False,
+            carried=None) -> tuple[bool, float, float, str]:
     """One result ``got`` against the float64 ``ref`` (``own``: torch's own result in got's
     dtype, or None), with the error scale's absolute part ``a`` and reduction length
     ``length`` (docstring, "Reference and comparison"; ``own_counts``: torch's own error
-    counts in a float32 result's bound too). Returns (ok, worst e / bound, e / e_own (nan
+    counts in a float32 result's bound too; ``carried``: a coarser dtype whose rounding the
+    result carries, softmax's y of ``dtype=float16`` in dx, whose floor then counts). Returns (ok, worst e / bound, e / e_own (nan
     without own), why)."""
     if tuple(got.shape) != tuple(ref.shape):
         return False, math.inf, math.nan, f"shape {list(got.shape)}, want {list(ref.shape)}"
@@ -665,7 +669,8 @@ def compare(got, ref, own, a, length: int, want_dtype=None, own_counts: bool = F
     eps = float(torch.finfo(dtype).eps)
     a = torch.as_tensor(a, dtype=torch.float64, device=r.device)
     a = a.reshape(-1) if a.numel() == r.numel() else a.expand(ref.shape).reshape(-1)
-    w = eps * r.abs() + U23 * _finite(a) + floor_of(dtype)  # a: float32 arithmetic's, in both
+    floor = max(floor_of(dtype), floor_of(carried)) if carried is not None else floor_of(dtype)
+    w = eps * r.abs() + U23 * _finite(a) + floor  # a: float32 arithmetic's, in both
     e = _errors(g, r, w)[fin]
     worst_e = float(e.max())
     share = F32_K * (math.sqrt(length) + 4)
@@ -845,7 +850,8 @@ def run_draw(d: dict, lib, device: str, grads: bool, verbose: bool = False) -> d
         want = t[{"x": "flat", "residual": "res_flat"}.get(name, name)].dtype
         # softmax's dtype= of another precision than x's: dx is x's dtype but carries y's rounding
         coarser = d.get("out_dtype") not in (None, d["dtype"])
-        record("d" + name, *compare(gt, rf, ow, a, length, want_dtype=want, own_counts=coarser))
+        carried = _dt(d["out_dtype"]) if coarser else None
+        record("d" + name, *compare(gt, rf, ow, a, length, want_dtype=want, own_counts=coarser, carried=carried))
     return res
 
 
