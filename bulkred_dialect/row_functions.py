@@ -33,7 +33,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bulkred_dialect import api
@@ -240,6 +240,8 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
             return loss.sum().div_(target.ne(ignore_index).sum())
         return r.to(dtype) if cast else r
 
+    if reduction != "none":  # the kernel's own reduction where the call takes the kernel (_first)
+        finish.reduction = reduction  # type: ignore[attr-defined]
     return (input, target, weight, ignore_index, smoothing, variant), finish
 
 
@@ -296,6 +298,7 @@ class RowPlan:
     stats: tuple[str, ...] = ()  # the statistics its row's operator stores
     class_weight: str | None = None  # cross_entropy's weight's element type: the kernel's rows weighted after it
     smoothing: float = 0.0  # cross_entropy with a weight: the label smoothing, applied after the kernel (its lse)
+    reduction: str | None = None  # cross_entropy's 'mean' / 'sum' in the kernel (its [1] 'reduced', x's dtype)
 
 
 def _row_stride(fn: str, x: Any) -> tuple[int, int, int]:
@@ -389,7 +392,7 @@ def _kernel(p: RowPlan, stats: bool) -> Any:
     try:
         return kernel_for(p.kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=p.weight, bias=p.bias, eps=p.eps,
                           stats=p.stats if stats or p.smoothing else (), variant=p.variant, ignore_index=p.ignore_index,
-                          label_smoothing=p.label_smoothing)
+                          label_smoothing=p.label_smoothing, reduction=p.reduction)
     except BulkredError as e:
         raise _error(p.fn, _first_line(e)) from None
 
@@ -421,7 +424,9 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
     """The kernel ``k`` of plan ``p`` on the operator's arguments ``a``: the operator's
     outputs (y of x's shape, add_rms_norm's h, cross-entropy's float32 loss of each row,
     weighted by its class weight after the kernel: ``row_grads.weighted_rows``), then, with
-    ``stats``, the row statistics (float32, x's shape without its last dimension)."""
+    ``stats``, the row statistics (float32, x's shape without its last dimension); a plan
+    with a ``reduction`` (cross-entropy's, in the kernel): ``(loss, reduced)``, reduced the
+    ``[1]`` result in x's dtype."""
     torch = sys.modules["torch"]
     x = a[row.inputs[0]]
     shape = tuple(x.shape)
@@ -434,6 +439,8 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
         if p.kind == "add_rms_norm":
             outs.append(torch.empty(shape, dtype=x.dtype, device=dev))
     st = [torch.empty(lead, dtype=f32, device=dev) for _ in p.stats] if stats or p.smoothing else []
+    if p.reduction is not None:  # cross_entropy reduced in the kernel: its [1] result, last (no stats then)
+        st.append(torch.empty(1, dtype=x.dtype, device=dev))
     if k is not None:
         args = [x.view(m, n)]
         if p.kind == "cross_entropy":
@@ -450,7 +457,12 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
 
             weighted_rows(outs[0], st[0] if p.smoothing else None, x.view(m, n), a["target"], a["weight"],
                           p.ignore_index, p.smoothing)
-    return (*outs, *st) if stats else tuple(outs)
+    return (*outs, *st) if stats or p.reduction is not None else tuple(outs)
+
+
+def _reduced(outs: tuple) -> Any:
+    """The result of a cross-entropy reduced in the kernel: its ``[1]`` ``reduced`` as 0-d."""
+    return outs[-1].view(())
 
 
 # endregion
@@ -556,9 +568,17 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
             out = op(forward, *op_args)
             return finish(out if isinstance(out, tuple) else (out,))
     else:
+        reduction = getattr(finish, "reduction", None)
+        if reduction is not None and p.m and p.n and p.class_weight is None:  # reduced in the kernel
+            p = replace(p, reduction=reduction)
+            finish = _reduced
         k = _kernel(p, False)
         launcher = _direct(row, p, k, args, op_args, finish)
-        if launcher is None:
+        if launcher is None and p.reduction is not None:
+            def launcher(args: tuple) -> Any:
+                op_args, _ = front(row, *args)
+                return _reduced(run(row, p, k, dict(zip(names, op_args)), False))
+        elif launcher is None:
             def launcher(args: tuple) -> Any:
                 op_args, finish = front(row, *args)
                 return finish(run(row, p, k, dict(zip(names, op_args)), False))
@@ -629,11 +649,16 @@ def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, f
         if op_args[1] is not args[1] or not args[1].is_contiguous():
             return None
         m = p.m
-
-        def launcher(args: tuple) -> Any:
-            loss = empty(m, dtype=f32, device=dev)
-            k(args[0], args[1], loss)
-            return finish((loss,))
+        if p.reduction is not None:  # the kernel's own mean / sum
+            def launcher(args: tuple) -> Any:
+                r = empty(1, dtype=dt, device=dev)
+                k(args[0], args[1], empty(m, dtype=f32, device=dev), r)
+                return r.view(())
+        else:
+            def launcher(args: tuple) -> Any:
+                loss = empty(m, dtype=f32, device=dev)
+                k(args[0], args[1], loss)
+                return finish((loss,))
     else:
         return None
     return _aligned_launcher(launcher, row, p, k, op_args, finish)
@@ -673,19 +698,25 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
         if t is not args[1] or not t.is_contiguous() or t.dim() != 1:
             return None
         params, pick, outs = [xv, t, xv.new_empty((m,), dtype=f32)], [0, 1], [(m,)]
+        if p.reduction is not None:  # and the kernel's own mean / sum, returned alone (0-d)
+            params.append(xv.new_empty((1,)))
+            outs.append(())
     else:
         return None
     order = [1, 3] if kind == "add_rms_norm" else [2] if kind == "cross_entropy" else [1]  # the outputs' params
-    b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=outs)
+    if p.reduction is not None:
+        order = [2, 3]
+    b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=outs,
+               pack=(lambda loss, r: r) if p.reduction is not None else None)
     if b is None:
         return None
     front, names = FRONTS[row.kind], row.op_arguments()
 
     def slow(args: tuple) -> Any:  # refused by the launcher (alignment, a broken GPU): every check, a copy
         op_args, finish = front(row, *args)
-        return finish(run(row, p, k, dict(zip(names, op_args)), False))
+        return (_reduced if p.reduction is not None else finish)(run(row, p, k, dict(zip(names, op_args)), False))
 
-    ce = finish if kind == "cross_entropy" else None
+    ce = finish if kind == "cross_entropy" and p.reduction is None else None
     if len(pick) == 1:
         def launcher(args: tuple) -> Any:
             r = b(args[0], None)
@@ -696,7 +727,7 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
             def launcher(args: tuple) -> Any:
                 r = b(args[0], args[1], None)
                 return slow(args) if r is None else ce((r,))
-        else:
+        else:  # (cross_entropy reduced in the kernel: the scalar, as the launcher returns it)
             def launcher(args: tuple) -> Any:
                 r = b(args[0], args[j], None)
                 return slow(args) if r is None else r
@@ -722,7 +753,7 @@ def _aligned_launcher(launcher: Callable, row: RowFunction, p: RowPlan, k: Any, 
             return launcher(args)
         except MisalignedError:
             op_args, finish = front(row, *args)
-            return finish(run(row, p, k, dict(zip(names, op_args)), False))
+            return (_reduced if p.reduction is not None else finish)(run(row, p, k, dict(zip(names, op_args)), False))
 
     return aligned
 

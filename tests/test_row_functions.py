@@ -75,7 +75,7 @@ def _torch():
     return pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough for these tests)")
 
 
-_OUTPUTS = ("y", "loss", "residual_out", "row_max", "row_sum", "mean", "rstd", "lse", "dweight", "dbias")
+_OUTPUTS = ("y", "loss", "residual_out", "row_max", "row_sum", "mean", "rstd", "lse", "dweight", "dbias", "reduced")
 _READS = {"rms_norm_backward": ("rstd",), "layer_norm_backward": ("mean", "rstd"), "cross_entropy_backward": ("lse",)}
 
 
@@ -98,7 +98,8 @@ class InterpretedKernel:
                         ["grad"] if kind.endswith("_backward") else []),
                       *(["residual", "residual_out"] if kind == "add_rms_norm" else []),
                       *(["weight"] if s.get("weight") else []), *(["bias"] if s.get("bias") else []), *stats,
-                      *(["dweight"] if s.get("dweight") else []), *(["dbias"] if s.get("dbias") else [])]
+                      *(["dweight"] if s.get("dweight") else []), *(["dbias"] if s.get("dbias") else []),
+                      *(["reduced"] if s.get("reduction") else [])]
         InterpretedKernel.built.append((kind, m, n, dtype, settings))
 
     built: list = []
@@ -192,6 +193,43 @@ def test_cross_entropy_against_torch(interpreted):
     _close(bulkred.cross_entropy(x[2], torch.tensor(4), reduction="none"),
            F.cross_entropy(x[2].double(), torch.tensor(4), reduction="none").float())
     assert bulkred.cross_entropy(x, torch.tensor([0, 1, 2, 33, 4, 5]), reduction="none")[3].isnan()  # outside [0, C)
+
+
+def test_cross_entropy_reduced_in_the_kernel(interpreted):
+    """'mean' and 'sum' without class weights are the kernel's own (its ``reduced``, in
+    x's dtype: one kernel a call), on 2-D input (the launcher without the front), 1-D (the
+    front) and float16, again through the key's launcher; with autograd recording, the
+    operator's rows reduced by torch (its gradient per row); 'none' and class weights take
+    the kernel without a reduction."""
+    torch = interpreted
+    F = torch.nn.functional
+    x = _randn(torch, 7, 40, seed=11) * 3
+    t = torch.tensor([0, 5, -100, 39, 7, -100, 1])
+    for reduction in ("sum", "mean"):
+        for _ in range(2):  # the second call: the key's launcher
+            _close(bulkred.cross_entropy(x, t, reduction=reduction), F.cross_entropy(x.double(), t, reduction=reduction).float())
+            _close(bulkred.cross_entropy(x[3], t[3], reduction=reduction),
+                   F.cross_entropy(x[3].double(), t[3], reduction=reduction).float())
+            h = x.half()
+            got = bulkred.cross_entropy(h, t, reduction=reduction, label_smoothing=0.1)
+            want = F.cross_entropy(h.double(), t, reduction=reduction, label_smoothing=0.1)
+            assert got.dtype == torch.float16 and got.shape == ()
+            torch.testing.assert_close(got.double(), want, rtol=1e-3, atol=0)
+    assert bulkred.cross_entropy(x, torch.full((7,), 3), ignore_index=3).isnan()  # every row ignored: NaN, as torch
+    assert bulkred.cross_entropy(x, torch.full((7,), 3), ignore_index=3, reduction="sum") == 0
+    built = {(k, m, s.get("reduction")) for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"}
+    assert built == {("cross_entropy", None, "sum"), ("cross_entropy", None, "mean")}, built
+    InterpretedKernel.built.clear()
+    bulkred.cross_entropy(x, t, reduction="none")
+    bulkred.cross_entropy(x, t, torch.rand(40) + 0.5, reduction="mean")
+    u = x.clone().requires_grad_()
+    loss = bulkred.cross_entropy(u, t)
+    _close(loss.detach(), F.cross_entropy(x.double(), t).float())
+    loss.backward()
+    x64 = x.double().requires_grad_()
+    F.cross_entropy(x64, t).backward()
+    _close(u.grad, x64.grad.float())
+    assert {s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"} == {None}
 
 
 def test_cross_entropy_class_weights_against_torch(interpreted):
@@ -642,7 +680,8 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
                    F.cross_entropy(x[0].double(), t[:3], reduction=reduction).float())
     launchers = {f.__qualname__ for f in row_functions.CALLS.values()}
     assert launchers == {"_bound.<locals>.launcher"}, launchers
-    assert launched == [2, 3, 4, 3, 5, 3, 3, 3] * 2  # each call's params: the weights in their places
+    # each call's params: the weights in their places; cross_entropy's 'mean' and 'sum' with their reduced
+    assert launched == [2, 3, 4, 3, 5, 3, 4, 4] * 2
     base = _randn(torch, 40, seed=75)
     odd, even = base[1:33].view(4, 8), base[8:40].view(4, 8)  # 4 and 32 bytes past the storage's start
     for y in (odd, even, odd):  # odd: refused by the launcher, copied and run by the kernel's own call
