@@ -925,8 +925,10 @@ def _eps(none: bool) -> Callable[[Any], float | None]:
 
 def _variant(v: Any) -> str | None:
     if v is not None and not isinstance(v, str):
-        raise OptionError(f"'variant' must be a lowering variant's name (rows_warp, rows_cta, rows_cluster, "
-                          f"rows_stream) or None, got {v!r:.40}")
+        from bulkred_dialect.passes.variants import REGISTRY  # (the lowering, imported on this refusal only)
+
+        names = ", ".join(x.name for x in REGISTRY.of("bulkred.normalize_rows"))
+        raise OptionError(f"'variant' must be a lowering variant's name ({names}) or None, got {v!r:.40}")
     return v
 
 

@@ -66,6 +66,19 @@ def test_numpy_arrays_are_refused_with_the_reason(name):
                             "take torch tensors, e.g. torch.as_tensor(x, device='cuda'))")
 
 
+def test_a_variant_not_a_name_is_refused_with_every_rows_variant() -> None:
+    """The refusal lists the variants of bulkred.normalize_rows as the registry has them
+    (rows_bulk and rows_slices included)."""
+    from bulkred_dialect.functions import OptionError, _variant
+    from bulkred_dialect.passes.variants import REGISTRY
+
+    names = [v.name for v in REGISTRY.of("bulkred.normalize_rows")]
+    assert {"rows_warp", "rows_bulk", "rows_slices"} <= set(names)
+    with pytest.raises(OptionError) as e:
+        _variant(3)
+    assert str(e.value) == f"'variant' must be a lowering variant's name ({', '.join(names)}) or None, got 3"
+
+
 # endregion
 
 # region The call path on the CPU: the interpreter as the kernel
