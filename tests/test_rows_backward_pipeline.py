@@ -1,4 +1,4 @@
-"""rows_backward.PIPELINE (off by default): a norm's backward on rows_cta and rows_cluster
+"""rows_backward.PIPELINE (by default where rows_backward.MEASURED says): a norm's backward on rows_cta and rows_cluster
 loads the unit's next row (x, dy, rstd, mean) before the current row's reduction and
 carries it over the loop step. On the CPU interpreter, with the CTAs narrowed as in
 test_rows: dx, dweight and dbias against float64 (test_rows.test_norm_backward: a row
@@ -67,6 +67,8 @@ def test_pipelined_bits_are_the_defaults(kind, variant, n, dtype, affine, db, mo
     PIPELINE off; the kernel of any M, and (the first two cases) of M = 5 (its stride a
     constant)."""
     static = CASES.index((kind, variant, n, dtype, affine, db)) < 2
+    monkeypatch.setattr(rows_backward, "PIPELINE", False)
+    monkeypatch.setattr(rows_backward, "SHARED_COLUMNS", False)
     want = _outputs(kind, variant, n, dtype, affine, db, 5)
     monkeypatch.setattr(rows_backward, "PIPELINE", True)
     got = _outputs(kind, variant, n, dtype, affine, db, 5)
@@ -81,7 +83,9 @@ def test_pipelined_bits_are_the_defaults(kind, variant, n, dtype, affine, db, mo
 @pytest.mark.parametrize("kind,variant,n,dtype,affine,db", [CASES[0], CASES[2]])
 def test_pipelined_with_shared_columns(kind, variant, n, dtype, affine, db, monkeypatch) -> None:
     """PIPELINE with each thread's column sums in shared memory (SHARED_COLUMNS, the
-    probe's other candidate): 5 rows on one unit, every bit the default's."""
+    probe's other candidate): 5 rows on one unit, every bit as with neither."""
+    monkeypatch.setattr(rows_backward, "PIPELINE", False)
+    monkeypatch.setattr(rows_backward, "SHARED_COLUMNS", False)
     want = _outputs(kind, variant, n, dtype, affine, db, 5)
     monkeypatch.setattr(rows_backward, "SHARED_COLUMNS", True)
     monkeypatch.setattr(rows_backward, "PIPELINE", True)
@@ -96,6 +100,31 @@ def test_pipelined_with_shared_columns(kind, variant, n, dtype, affine, db, monk
         assert a.tobytes() == b.tobytes()
 
 
-def test_off_by_default() -> None:
-    """The measured choice stays until the probe says otherwise (docs/rows_bench_bwd_h200.md)."""
-    assert rows_backward.PIPELINE is False
+def test_the_measured_settings_by_type_and_n() -> None:
+    """PIPELINE and SHARED_COLUMNS default to rows_backward.MEASURED (the H200's probe,
+    docs/rows_bench_bwd_h200.md): bfloat16 pipelined to 65536, float32 pipelined with its
+    column sums in shared memory from 8193 to 65536, float16 and longer rows neither; and
+    rows_cluster takes bfloat16's rms_norm backward to 65536 (float16's to 16384)."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.ops.dtypes import DTYPES
+    from bulkred_dialect.passes.variants import rows_common
+
+    assert rows_backward.PIPELINE is None and rows_backward.SHARED_COLUMNS is None
+
+    def plan(dtype, n):
+        return SimpleNamespace(dtype=DTYPES[dtype], n=n)
+
+    got = {(d, n): rows_backward.measured(plan(d, n)) for d in ("bfloat16", "float32", "float16")
+           for n in (4096, 8192, 16384, 65536, 262144)}
+    assert got == {
+        ("bfloat16", 4096): (True, False), ("bfloat16", 8192): (True, False), ("bfloat16", 16384): (True, False),
+        ("bfloat16", 65536): (True, False), ("bfloat16", 262144): (False, False),
+        ("float32", 4096): (False, False), ("float32", 8192): (False, False), ("float32", 16384): (True, True),
+        ("float32", 65536): (True, True), ("float32", 262144): (False, False),
+        **{("float16", n): (False, False) for n in (4096, 8192, 16384, 65536, 262144)},
+    }
+    rms = {d: module("rms_norm_backward", None, 65536, d, weight=d, dweight=d) for d in ("bfloat16", "float16")}
+    ops = {d: next(o for o in m.walk() if o.name == "bulkred.normalize_rows") for d, m in rms.items()}
+    assert rows_common.cluster_takes_norm_backward(ops["bfloat16"])
+    assert not rows_common.cluster_takes_norm_backward(ops["float16"])

@@ -281,15 +281,34 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
     return out + following
 
 
-PIPELINE = False
-"""With True, rows_cta and rows_cluster (a norm's backward, the row in registers, every
+PIPELINE: bool | None = None
+"""None: where :data:`MEASURED` says; True or False: everywhere or nowhere (the probe's
+and the tests' settings). Pipelined, rows_cta and rows_cluster (a norm's backward, the row in registers, every
 thread holding all its vectors) issue the loads of the unit's next row (x, dy, the
 stored rstd and mean) after the thread's sums of the current row and before
 its reduction (a CTA or cluster exchange), carried as loaded into the next step of the
 loop over rows (:func:`prefetch_norm_row`): the reduction and the stores of dx overlap
 the next row's reads. The last row of a unit reads itself again (from L2) instead of a
 row past M. Neither the rows a unit takes nor the order of its column sums change (bits
-identical to the default). Off until measured (tools/probes/rows_backward.py)."""
+identical to the default). Measured on an H200 (tools/probes/rows_backward.py --set pipeline,
+docs/rows_bench_bwd_h200.md): :data:`MEASURED`."""
+
+MEASURED = {
+    # element type: (N from, N to, PIPELINE, SHARED_COLUMNS), the first range holding N
+    "bfloat16": ((1, 65536, True, False),),  # 4096: 0.72 -> 0.83 (rms), 0.73 -> 0.88 (layer); 16384: 0.68 -> 0.83, 0.63 -> 0.79; 65536 (rows_cluster): 0.67 -> 0.74, 0.47 -> 0.64
+    "float32": ((1, 8192, False, False),  # 4096: pipelined 0.86 / 0.87 against 0.91 / 0.94
+                (8193, 65536, True, True)),  # 16384: 0.90 -> 0.93, 0.89 -> 0.90; 65536: 0.78 -> 0.91, 0.72 -> 0.82
+}
+"""The norms' backward settings by element type and N (never M) where the H200 measured
+them faster; elsewhere (float16, longer rows) neither."""
+
+
+def measured(p: RowPlan) -> tuple[bool, bool]:
+    """(PIPELINE, SHARED_COLUMNS) of :data:`MEASURED` for plan ``p``'s element type and N."""
+    for lo, hi, pipe, shared in MEASURED.get(p.dtype.name, ()):
+        if lo <= p.n <= hi:
+            return pipe, shared
+    return False, False
 
 
 def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
@@ -298,7 +317,8 @@ def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
     whole vectors of the row (no partial vector to guard)."""
     from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS
 
-    if not (PIPELINE and p.kind in NORM_BACKWARD_KINDS and p.items and p.group == p.block):
+    on = measured(p)[0] if PIPELINE is None else PIPELINE
+    if not (on and p.kind in NORM_BACKWARD_KINDS and p.items and p.group == p.block):
         return False
     return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
 
@@ -752,13 +772,15 @@ class _SharedBuf(_Buf):
         return e.ptr_add(self.base, e.mul_i(first, step)), 0
 
 
-SHARED_COLUMNS = False
-"""With True, rows_cta and rows_cluster (one row per CTA, exact slices) keep each thread's
+SHARED_COLUMNS: bool | None = None
+"""None: where :data:`MEASURED` says (float32 rows of 8193 to 65536, pipelined); True or
+False: everywhere or nowhere. In shared memory, rows_cta and rows_cluster (one row per CTA, exact slices) keep each thread's
 column sums of a norm's backward in shared memory (:func:`slice_accumulators`, at most
 :data:`SHARED_COLUMNS_BYTES` a CTA) rather than registers (the registers then hold the
 row only: 112 -> 75 for layer_norm_backward at 4096). Measured on an H200 slower in the
 four cells tried (bfloat16, 4096 and 16384, rms_norm and layer_norm: 0.73 / 0.70 / 0.65 /
-0.56 of copy against 0.74 / 0.75 / 0.67 / 0.63 in registers; docs/rows.md), so off."""
+0.56 of copy against 0.74 / 0.75 / 0.67 / 0.63 in registers; docs/rows.md), and pipelined
+(:data:`PIPELINE`) faster in float32 past 8192 only."""
 SHARED_COLUMNS_BYTES = 64 * 1024
 
 
@@ -769,7 +791,8 @@ def _span(p: RowPlan) -> int:
 
 def shared_columns(p: RowPlan, outs: int) -> bool:
     """Whether the registers variant of plan ``p`` keeps its column sums in shared memory."""
-    return (SHARED_COLUMNS and p.items > 0 and p.groups == 1 and (p.cluster == 1 or p.exact)
+    on = measured(p)[1] if SHARED_COLUMNS is None else SHARED_COLUMNS
+    return (on and p.items > 0 and p.groups == 1 and (p.cluster == 1 or p.exact)
             and _span(p) * p.vec * outs * 4 <= SHARED_COLUMNS_BYTES)
 
 

@@ -115,14 +115,20 @@ NORM_BACKWARD_SLICES_N = 16384
 """A norm's backward of 16-bit rows with at most one column sum (rms_norm's dweight)
 longer than this goes to rows_slices, not rows_cluster: at 65536 bfloat16 on an H200,
 0.68 of the copy kernel against 0.52 (layer_norm's two sums: rows_cluster 0.43, rows_slices
-0.35; float32 rms_norm: rows_cluster 0.77; tools/probes/rows_backward.py, docs/rows.md)."""
+0.35; float32 rms_norm: rows_cluster 0.77; tools/probes/rows_backward.py, docs/rows.md).
+bfloat16 rows go on to rows_cluster up to :data:`NORM_BACKWARD_SLICES_N_BF16`."""
+NORM_BACKWARD_SLICES_N_BF16 = 65536
+"""bfloat16's: its rows_cluster pipelined (rows_backward.MEASURED) measured faster than
+rows_slices at 65536 (0.74 of copy against 0.67 for rms_norm's backward)."""
 
 
 def cluster_takes_norm_backward(op: NormalizeRowsOp) -> bool:
     """Whether rows_cluster takes the norm's backward ``op`` (it holds its row): not past
     :data:`NORM_BACKWARD_SLICES_N` for 16-bit rows with at most one column sum."""
     sums = (op.dweight is not None) + (op.dbias is not None)
-    return not (dtype_of(op).bytes == 2 and sums <= 1 and op.cols > NORM_BACKWARD_SLICES_N)
+    d = dtype_of(op)
+    limit = max(NORM_BACKWARD_SLICES_N, NORM_BACKWARD_SLICES_N_BF16) if d.name == "bfloat16" else NORM_BACKWARD_SLICES_N
+    return not (d.bytes == 2 and sums <= 1 and op.cols > limit)
 
 
 NORM_BACKWARD_CTA_N = 8192
