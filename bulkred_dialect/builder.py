@@ -736,6 +736,8 @@ def normalize_rows(
         raise BuildError(f"'ignore_index' of T.{fn} must be an integer, got {_describe(ignore_index)}")
     if variant is not None and not isinstance(variant, str):
         raise BuildError(f"'variant' of T.{fn} must be a variant's name (a string), got {_describe(variant)}")
+    if reduction is not None and not isinstance(reduction, str):
+        raise BuildError(f"'reduction' of T.{fn} must be \"mean\" or \"sum\" (a string), got {_describe(reduction)}")
     op = NormalizeRowsOp(
         k, xv, yv, eps=None if eps is None else float(eps),
         ignore_index=None if ignore_index is None else int(ignore_index),

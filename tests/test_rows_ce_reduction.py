@@ -139,6 +139,9 @@ def test_reduced_refusals_are_one_line() -> None:
     assert "\n" not in str(info.value)
     with pytest.raises(BulkredError, match="'reduction' is only valid with kind cross_entropy, got kind softmax"):
         module("softmax", 4, 64, "float32", reduction="sum")
+    with pytest.raises(BulkredError, match="'reduction' of T.normalize_rows must be \"mean\" or \"sum\" \\(a string\\), "
+                       "got int 3"):
+        module("cross_entropy", 4, 64, "float32", reduction=3)  # type: ignore[arg-type]
 
 
 def test_the_module_text() -> None:
