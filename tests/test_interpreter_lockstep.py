@@ -128,6 +128,26 @@ def test_array_fma_f64_gives_the_scalar_bits():
     assert float_fma(t, -(2.0**1000), 2.0**100, 1.0) == -np.inf
 
 
+
+def test_array_int_ops_give_the_scalar_ints():
+    """vector.int_binary against values.int_binary on every integer type: edge values of
+    each width (pairwise) and random int64 operands; None (the scalar path) for a shift,
+    a float operand and an int beyond int64."""
+    from bulkred_dialect.interpreter.values import INT_WIDTH, int_binary
+
+    rng = np.random.default_rng(5)
+    edge = [0, 1, -1, 127, -128, 255, 2**15 - 1, -(2**15), 2**16 - 1, 2**31 - 1, -(2**31), 2**32 - 1, 2**32, 2**63 - 1, -(2**63)]
+    a = [x for x in edge for _ in edge] + rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64).tolist()
+    b = [y for _ in edge for y in edge] + rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64).tolist()
+    for t in INT_WIDTH:
+        for opcode in ("add", "sub", "mul.lo", "and", "or", "xor", "min", "max"):
+            assert vector.int_binary(opcode, t, a, b) == [int_binary(opcode, t, x, y) for x, y in zip(a, b)], (t, opcode)
+    s32 = ArithType.S32
+    assert vector.int_binary("shl", s32, [1], [1]) is None
+    assert vector.int_binary("add", s32, [1.5], [1]) is None
+    assert vector.int_binary("add", s32, [-1, 2**64], [1, 1]) is None
+
+
 # endregion
 
 # region Lockstep against thread by thread

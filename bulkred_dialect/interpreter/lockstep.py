@@ -530,14 +530,28 @@ class LockstepInterpreter(KernelInterpreter):
                         return (self._vary(vector.minmax(opcode, t, a, b, ftz, nan)),)
                     return (self._vary(vector.binary(opcode, t, a, b, ftz)),)
             if not is_float:
-                return self._map(partial(int_binary, opcode, t), inputs)
+                return self._int_binary(opcode, t, inputs)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
     def run_bitwise(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
-            return self._map(self._function(op, lambda o: partial(int_binary, o.OPCODE, o.type.data)), inputs)
+            return self._int_binary(op.OPCODE, op.type.data, inputs)
         return self._once(op, inputs)
+
+    def _int_binary(self, opcode: str, t: Any, inputs: list[Any]) -> PythonValues:
+        """values.int_binary of each running thread's operands: on int64 arrays where
+        vector.int_binary takes them, else one call per thread."""
+        columns = []
+        for x in inputs:
+            if type(x) is Varying:
+                columns.append(x.v if self.full else [x.v[t] for t in self.active])
+            else:
+                columns.append([x] * len(self.active))
+        r = vector.int_binary(opcode, t, *columns)
+        if r is None:
+            return self._map(partial(int_binary, opcode, t), inputs)
+        return (self._scatter(r),)
 
     def run_cvt(self, op: CvtOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:

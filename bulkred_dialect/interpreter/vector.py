@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bulkred_dialect.interpreter.values import CANONICAL_NAN_BITS
+from bulkred_dialect.interpreter.values import CANONICAL_NAN_BITS, INT_WIDTH, SIGNED_TYPES
 from bulkred_dialect.ops.ptx.arith import ArithType
 
 # The types done here: numpy's float type and the unsigned integer of its bits.
@@ -208,6 +208,49 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: Any) -> np.ndar
         for i in np.flatnonzero(~fast.ravel()).tolist():
             r.flat[i] = scalar(x.flat[i], y.flat[i], z.flat[i])
     return r
+
+
+_INT_OPS = {
+    "add": np.add, "sub": np.subtract, "mul.lo": np.multiply,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def int_binary(opcode: str, t: ArithType, a: list[Any], b: list[Any]) -> list[int] | None:
+    """:func:`~bulkred_dialect.interpreter.values.int_binary` (``add``/``sub``/``mul.lo``/
+    ``min``/``max``/``and``/``or``/``xor``, not the shifts) of each pair, as the ints it
+    gives (sign-canonical for the width), or None where an operand is not an integer of
+    int64's range (the caller then calls the scalar function). In uint64: each operand's
+    low ``w`` bits, the operation modulo 2^64 (a multiple of 2^w), the low ``w`` bits of
+    the result read as signed; ``min``/``max`` compare the operands read as the type's
+    signed or unsigned values."""
+    if opcode not in _INT_OPS and opcode not in ("min", "max"):
+        return None
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except OverflowError:
+        return None
+    if x.dtype.kind not in "iub" or y.dtype.kind not in "iub":
+        return None
+    w = INT_WIDTH[t]
+    mask = np.uint64((1 << w) - 1)
+    ux, uy = x.astype(np.int64).astype(np.uint64) & mask, y.astype(np.int64).astype(np.uint64) & mask
+    if opcode in _INT_OPS:
+        with np.errstate(all="ignore"):
+            r = _INT_OPS[opcode](ux, uy) & mask
+    else:
+        kx, ky = (_signed(ux, w), _signed(uy, w)) if t in SIGNED_TYPES else (ux, uy)
+        pick = np.maximum(kx, ky) if opcode == "max" else np.minimum(kx, ky)
+        r = pick.astype(np.int64).astype(np.uint64) & mask
+    return _signed(r, w).tolist()
+
+
+def _signed(u: np.ndarray, w: int) -> np.ndarray:
+    """uint64 values below 2^w read as w-bit two's complement, as int64."""
+    if w == 64:
+        return u.view(np.int64)
+    v = u.astype(np.int64)
+    return np.where(v >> (w - 1) != 0, v - (1 << w), v)
 
 
 def math(opcode: str, t: ArithType, args: list[Any], ftz: bool) -> np.ndarray:
