@@ -109,9 +109,9 @@ def test_one_row_and_label_smoothing() -> None:
 
 def test_the_grid_does_not_enter_the_bits(monkeypatch) -> None:
     """The same 70 rows on 1 CTA and on 3 (the SM count forced), with the last CTA's loop
-    over several steps (2 loads a step, 32 threads: 64 rows a step, the second partial):
-    the same loss rows and the same bits of ``reduced``, sum and mean."""
-    monkeypatch.setattr(rows_lower, "LOSS_LOADS", 2)
+    over several steps (rows_stream: 1 load a step, 32 threads: 32 rows a step, the third
+    partial), and with the default loads a step: the same loss rows and the same bits of
+    ``reduced``, sum and mean."""
     rng = np.random.default_rng(5)
     n, m = 33, 70
     x = rng.standard_normal((m, n)) * 4
@@ -119,10 +119,12 @@ def test_the_grid_does_not_enter_the_bits(monkeypatch) -> None:
     target[rng.random(m) < 0.2] = IGNORE
     for reduction in ("sum", "mean"):
         got = []
-        for sms in (0, 3):
+        for sms, loads in ((0, 2), (3, 2), (3, 8)):
             monkeypatch.setattr(rows_common, "sm_count", lambda target, sms=sms: sms)
+            monkeypatch.setattr(rows_lower, "LOSS_LOADS", loads)
             got.append(run_reduced("rows_stream", n, target, reduction, x=x))
-        (a, la, _, ua), (b, lb, _, ub) = got
+        (a, la, _, ua), (b, lb, _, ub), (c, _, _, _) = got
+        assert np.float32(b).tobytes() == np.float32(c).tobytes(), (b, c)
         assert ua != ub, (ua, ub)
         np.testing.assert_array_equal(la, lb)
         assert np.float32(a).tobytes() == np.float32(b).tobytes(), (a, b)

@@ -277,7 +277,10 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
 
 LOSS_LOADS = 8
 """Rows of the losses (and targets) each thread of the last CTA loads a step (loads in
-flight) in :func:`reduce_loss`."""
+flight) in :func:`reduce_loss`; half that in the streamed variants (no row in registers),
+whose few registers (31 to 32 at 512 threads, 4 CTAs a multiprocessor) the tail must not
+raise (8: 35, 3 CTAs; ptxas -v, sm_90a). The bits do not depend on it (each thread adds
+its rows in turn either way)."""
 
 
 @dataclass(frozen=True)
@@ -316,6 +319,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     counter = e.ptr(add_workspace(kernel, 4), StateSpace.GLOBAL)
     last = _ticket(e, counter, e.sreg(SpecialRegister.NCTAID_X), tid, "loss_last")
     mean = op.reduction.data == "mean"
+    loads = LOSS_LOADS if p.items else max(1, LOSS_LOADS // 2)
     od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
     assert od is not None
 
@@ -326,7 +330,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
 
         def step(c: Emitter, first: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             got = []
-            for k in range(LOSS_LOADS):  # the loads first (in flight together), then the adds in row order
+            for k in range(loads):  # the loads first (in flight together), then the adds in row order
                 row = c.add_i(first, k * p.block) if k else first
 
                 def load(d: Emitter, row: SSAValue = row) -> list[SSAValue]:
@@ -340,7 +344,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
                 acc = [_add(c, acc[0], v), _add(c, acc[1], kept)]
             return acc
 
-        acc = b.for_(b.wide(tid), end, p.block * LOSS_LOADS, [b.const(0.0, f32)] * 2, step)
+        acc = b.for_(b.wide(tid), end, p.block * loads, [b.const(0.0, f32)] * 2, step)
         s, count = cta_reduce_state(b, _Totals(), acc, tid, p.block, name="loss_totals")
 
         def write(c: Emitter) -> list[SSAValue]:
