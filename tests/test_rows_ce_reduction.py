@@ -73,12 +73,14 @@ VARIANTS = [("rows_warp", 68, "float32"), ("rows_cta", 300, "bfloat16"), ("rows_
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 @pytest.mark.parametrize("variant,n,dtype", VARIANTS, ids=[v[0] for v in VARIANTS])
-def test_reduced_against_numpy(variant: str, n: int, dtype: str, reduction: str) -> None:
-    """7 rows, two ignored (two CTAs: M not a multiple of the units): the kernel's own
-    loss rows against float64 from the values it read, and ``reduced`` = their sum or
-    mean, rounded once to x's dtype."""
+def test_reduced_against_numpy(variant: str, n: int, dtype: str, reduction: str, monkeypatch) -> None:
+    """7 rows, two ignored, on several units (an SM count of 1: rows_warp's 4 CTAs of 2
+    warps hold 8 rows), every unit taking a ticket: the kernel's own loss rows against float64 from the values it read, and
+    ``reduced`` = their sum or mean, rounded once to x's dtype."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
     target = np.array([3, IGNORE, n - 1, 0, IGNORE, 5, 1], np.int64)
-    got, loss, xv, _ = run_reduced(variant, n, target, reduction, dtype, seed=n)
+    got, loss, xv, units = run_reduced(variant, n, target, reduction, dtype, seed=n)
+    assert units > 1  # (the grid's cap: 7 rows launch 4 CTAs of 2 warps in rows_warp, 7 units in the others)
     mx = xv.max(1)
     lse = mx + np.log(np.exp(xv - mx[:, None]).sum(1))
     kept = target != IGNORE
