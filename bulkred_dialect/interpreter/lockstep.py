@@ -59,21 +59,25 @@ from bulkred_dialect.interpreter.run import (
     _plan,
 )
 from bulkred_dialect.interpreter import vector
-from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math_form
+from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
 from bulkred_dialect.interpreter.values import coerce_float, float_fma, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.arith import (
+    AbsOp,
     AddOp,
     AndOp,
     ArithType,
+    Ex2Op,
     FloatDivOp,
     FmaOp,
+    Lg2Op,
     MaxOp,
     MinOp,
     MulLoOp,
     MulOp,
+    NegOp,
     OrOp,
     PackB32x2Op,
     RcpOp,
@@ -569,7 +573,9 @@ class LockstepInterpreter(KernelInterpreter):
         return self._once(op, inputs)
 
     def run_math(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
-        """sqrt, rcp and div of f32 and f64 on arrays; the other math ops per thread."""
+        """sqrt, rcp and div of f32 and f64 on arrays; the other math ops (abs, neg, ex2,
+        lg2, other types) per thread, ptx_arith's ``_math`` of the op's form (no thread
+        state) mapped over the threads' operands."""
         if varying:
             form = self.forms.get(op)
             if form is None:
@@ -579,7 +585,7 @@ class LockstepInterpreter(KernelInterpreter):
                 arrays = [self._array(x, t) for x in inputs]
                 if all(a is not None for a in arrays):
                     return (self._vary(vector.math(opcode, t, arrays, ftz)),)
-            return self._each(op, inputs, self._body(op), None)
+            return self._map(lambda *args: _math(op, args, form), inputs)
         return self._once(op, inputs)
 
     def run_fma(self, op: FmaOp, inputs: list[Any], varying: bool) -> PythonValues:
@@ -776,7 +782,7 @@ _SPECIAL: dict[type[Operation], Any] = {
     UnpackB32x2Op: LockstepInterpreter.run_unpack,
     **{t: LockstepInterpreter.run_binary for t in (AddOp, SubOp, MulOp, MulLoOp, MaxOp, MinOp)},
     **{t: LockstepInterpreter.run_bitwise for t in (AndOp, OrOp, XorOp, ShlOp, ShrOp)},
-    **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp)},
+    **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp, Ex2Op, Lg2Op, AbsOp, NegOp)},
     CvtOp: LockstepInterpreter.run_cvt,
     PtrAddOp: LockstepInterpreter.run_add_ptr,
     LdOp: LockstepInterpreter.run_ld,
