@@ -63,6 +63,7 @@ from bulkred_dialect.passes.variants import (
     grid_split_det,
     local,
     rows_bulk,
+    rows_bulk_backward,
     rows_cluster,
     rows_cta,
     rows_slices,
@@ -85,7 +86,7 @@ REGISTRY = Registry.from_variants(
         grid_gather.GRID_GATHER,
         grid_list.GRID_LIST,
         grid_list.GRID_LIST_SCALE,
-        rows_warp.ROWS_WARP, rows_cta.ROWS_CTA, rows_bulk.ROWS_BULK, rows_cluster.ROWS_CLUSTER,
+        rows_warp.ROWS_WARP, rows_cta.ROWS_CTA, rows_bulk_backward.ROWS_BULK_BACKWARD, rows_bulk.ROWS_BULK, rows_cluster.ROWS_CLUSTER,
         rows_slices.ROWS_SLICES, rows_stream.ROWS_STREAM,  # bulkred.normalize_rows (docs/rows.md)
         cluster_red_async.CLUSTER_RED_ASYNC,
         cluster_dsmem.CLUSTER_DSMEM,

@@ -1,0 +1,400 @@
+"""bulkred.normalize_rows -> rows_bulk_backward (priority 26, where :data:`CHOSEN` has the
+row): the backward of long rows (softmax_backward, log_softmax_backward,
+rms_norm_backward, layer_norm_backward) with each CTA's slices of the two rows it reads
+(x, or softmax's y, and dy) copied into shared memory by ``cp.async.bulk``: one read of
+each tensor from global memory, one write of dx.
+
+A row of ``B`` bytes per tensor is split into ``C`` slices of at most :data:`SLICE_BYTES`
+(``C`` a power of two, at most :data:`MAX_CLUSTER`: 16 needs the non-portable cluster
+size, which the launch sets); CTA rank r of a cluster takes slice r of both tensors. The
+grid is persistent: a cluster (a unit) takes rows ``u, u + U, ...`` (U units). Each CTA
+holds a ring of Q slots of a slice (:data:`SLOTS`, fewer where they do not fit in
+:data:`SHARED_PER_SM`), each with its mbarrier, taking the unit's slices in turn: slice
+``2i`` is x's of the unit's row i, ``2i + 1`` dy's, in slot ``k mod Q``. Per row i:
+
+* every thread reaches a CTA barrier (the slots of the CTA's previous row are read);
+  slices ``2i + Q - 2`` and ``2i + Q - 1`` (this row's with Q = 2; the next row's with
+  Q = 4) go into their slots: thread 0 announces the slice's bytes to the slot's
+  mbarrier (``arrive.expect_tx``) and lanes of warp 0 copy it in chunks of
+  :data:`CHUNK` bytes (``cp.async.bulk.shared::cta.global``);
+* every thread reads the row's stored statistics (the norms: rstd, and the mean), waits
+  for its two slices (``mbarrier.try_wait.parity``: the parity of the slot's uses), and reads its ``P`` vectors ``t, t + T,
+  ...`` of both from shared memory: the row's sums (softmax: ``sum(dy * y)``; log_softmax:
+  ``sum(dy)``; the norms: ``sum(g * xhat)``, layer_norm's ``sum(g)`` too, ``g = dy * w``),
+  combined in the CTA and across the cluster by pushes (``st.async`` into every peer's
+  slot, mbarrier transaction counts: ``rows_common._cluster_push``), every CTA adding the
+  slots in rank order;
+* a second read of the thread's vectors from shared memory gives dx, written to global
+  memory; a norm's thread adds its columns' ``dy * xhat`` (and ``dy``) to its float32
+  column sums, held in registers over the unit's rows (each thread owns the same columns
+  of every row: its ``P x V`` values per output, at most :data:`MAX_VALUES` in all).
+
+After the last row each thread writes its column sums into its unit's partial rows,
+summed in a fixed order by the CTAs that finish last (``rows_backward._finish_columns``:
+each rank its own columns).
+
+Batch invariance: the configuration (cluster size, threads, vectors per thread, slots)
+is a function of N and the element type only; a row's dx depends on its own values only
+(each thread adds its vectors in order, the CTA's tree, the cluster's slots in rank
+order); dweight / dbias depend on which rows each unit takes (the grid: a function of M
+and the multiprocessors, as in the other variants), each unit adding its rows in order,
+the units' rows added in a fixed order: the same bits run to run.
+
+It takes rows whose slices are whole 16-byte chunks (N x the element size a multiple of
+16 x C; x's and dy's row strides multiples of 16 bytes), on sm_90 or newer, where
+:data:`CHOSEN` has the row: empty until measured on an H200
+(tools/probes/rows_backward.py ``--set bulk``; docs/rows_bench_bwd_h200.md). Spec:
+docs/rows.md; PTX ISA cp.async.bulk, mbarrier, st.async, mapa.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from bulkred_dialect.ops.dtypes import of_ir
+from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
+from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
+from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp, MbarrierTryWaitParityOp
+from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
+from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS, SOFTMAX_BACKWARD_KINDS, NormalizeRowsOp, NormKind, row_stride
+from bulkred_dialect.passes.emitter import Emitter
+from bulkred_dialect.passes.predicates import Predicate
+from bulkred_dialect.passes.registry import Variant
+from bulkred_dialect.passes.variants import rows_common
+from bulkred_dialect.passes.variants.grid_common import add_workspace, require_alignment, set_launch
+from bulkred_dialect.passes.variants.kernel import emitter_at
+from bulkred_dialect.passes.variants.rows_backward import (
+    _backward_out,
+    _backward_sum,
+    _column_sums,
+    _Columns,
+    _finish_columns,
+    _norm_dx,
+    _norm_row_stats,
+    _norm_sums,
+    _norm_terms,
+    _read_stats,
+    _write_column_partials,
+)
+from bulkred_dialect.passes.variants.rows_common import ClusterExchange, _Buf, _load, _Row, dtype_of, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_lower import rows_parameter
+
+SLICE_BYTES = 32768
+"""The most bytes of one tensor's row a CTA holds (x's, or dy's: twice that a buffer)."""
+MAX_CLUSTER = 16
+BLOCK = 512
+"""Threads per CTA (fewer, down to :data:`MIN_BLOCK`, where the slice's vectors are not a multiple)."""
+MIN_BLOCK = 128
+CHUNK = 16384
+"""Bytes per ``cp.async.bulk`` (each a lane of warp 0, one per tensor)."""
+SLOTS = 4
+"""Slices a CTA holds at most (fewer where they do not fit in :data:`SHARED_PER_SM`, at
+least 2): a ring of slots taking the unit's slices in turn (x's and dy's of its first
+row, then of its next, ...), each copied as soon as its slot is read: 2, each row's
+copies after the previous row is read; 3, the next row's x copied while this row is
+computed; 4, the next row's x and dy; 6, the next two rows'."""
+MAX_VALUES = 64
+"""The most column-sum values (float32 registers) a thread of a norm's backward holds:
+its vectors' elements x the outputs (dweight, dbias)."""
+MAX_VECTORS = 16
+"""The most vectors per thread (each pass unrolled over them)."""
+CLUSTERS: int | None = None
+"""The persistent grid's units at most (clusters, or CTAs); None: as many as the
+multiprocessors hold by shared memory (``rows_common.sm_count`` x CTAs per
+multiprocessor / the cluster's CTAs). A cluster of 16 CTAs must sit in one GPC: where
+fewer are resident than that count, the last units run in a second wave."""
+SHARED_PER_SM = 227 * 1024
+"""Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
+SPARE_SHARED = 4096
+"""Shared memory kept for the rest (the exchanges' slots, the CTA reduction's, the tickets)."""
+
+KINDS = SOFTMAX_BACKWARD_KINDS + NORM_BACKWARD_KINDS
+
+CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int]] = []
+"""Where rows_bulk_backward was measured faster than the other variants on an H200:
+(element type, kinds (None: all), N from, N to). Empty until measured
+(tools/probes/rows_backward.py ``--set bulk``): the dispatch passes it by everywhere, a
+forced ``variant="rows_bulk_backward"`` too (the probe patches this table). A function
+of the kind, N and the element type only."""
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """``cluster`` CTAs of ``block`` threads per row, each thread holding ``per`` vectors
+    of each tensor's row (``slice_bytes`` a CTA), ``slots`` slices a CTA."""
+
+    cluster: int
+    block: int
+    per: int
+    slice_bytes: int
+    slots: int
+
+    @property
+    def cta_bytes(self) -> int:
+        """The shared memory of the CTA's slices."""
+        return self.slots * self.slice_bytes
+
+
+def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
+    """The configuration of ``op`` from its kind, N and element type."""
+    d = dtype_of(op)
+    row = op.cols * d.bytes
+    c = 1
+    while c < MAX_CLUSTER and row > c * SLICE_BYTES:
+        c *= 2
+    slice_bytes = row // c
+    vectors = slice_bytes // (vector_of(op) * d.bytes)
+    block = BLOCK
+    while block > MIN_BLOCK and vectors % block:
+        block //= 2
+    slots = max(2, min(SLOTS, (SHARED_PER_SM - SPARE_SHARED) // max(1, slice_bytes)))
+    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots)
+
+
+def _outputs(op: NormalizeRowsOp) -> int:
+    return (op.dweight is not None) + (op.dbias is not None)
+
+
+def _fits(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    d, bp, vec = dtype_of(op), bulk_for(op), vector_of(op)
+    vec_bytes = vec * d.bytes
+    strides = [row_stride(op.x.type) * d.bytes]  # type: ignore[arg-type]
+    if op.grad is not None:
+        strides.append(row_stride(op.grad.type) * d.bytes)  # type: ignore[arg-type]
+    ok = (vec > 1 and op.cols * d.bytes == bp.cluster * bp.slice_bytes and bp.slice_bytes % 16 == 0
+          and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
+          and bp.cta_bytes <= SHARED_PER_SM - SPARE_SHARED and bp.per <= MAX_VECTORS
+          and bp.per * vec * _outputs(op) <= MAX_VALUES)
+    return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, "
+                f"{bp.slots} slices of {bp.slice_bytes} bytes")
+
+
+def _kind(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    return op.norm_kind in KINDS, op.norm_kind.value
+
+
+def chosen(op: NormalizeRowsOp) -> bool:
+    """Whether :data:`CHOSEN` has ``op``'s element type, kind and N."""
+    d, kind = dtype_of(op).name, op.norm_kind.value
+    return any(dtype == d and lo <= op.cols <= hi and (kinds is None or kind in kinds) for dtype, kinds, lo, hi in CHOSEN)
+
+
+def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
+    assert isinstance(op, NormalizeRowsOp)
+    return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
+
+
+def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
+    """Spin until the phase of parity ``parity`` of ``mbar`` completed."""
+
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, parity))
+        return b.value(arith.XOrIOp(done, b.const(1, i1)))
+
+    e.while_(pending)
+
+
+def _softmax_row(r: _Row, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> None:
+    """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y and
+    dy in shared memory (``xs``, ``gs``: its first; the next ones ``T`` vectors apart)."""
+    p = r.p
+    step = p.block * p.vec * p.dtype.bytes
+    part = None
+    for k in range(per):
+        part = _backward_sum(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False),
+                             _load(e, p.dtype, gs, k * step, p.vec, nc=False), part)
+    assert part is not None
+    s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+    for k in range(per):
+        vals = _backward_out(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False),
+                             _load(e, p.dtype, gs, k * step, p.vec, nc=False), s)
+        r.y.store(e, k * p.group, p.vec, vals)  # type: ignore[union-attr]
+
+
+def _norm_row(r: _Row, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue, gs: SSAValue, per: int,
+              acc: list[SSAValue]) -> list[SSAValue]:
+    """A norm's dx of one row from the thread's ``per`` vectors of x and dy in shared
+    memory and the row's stored statistics ``st``; its column sums ``acc`` (per vector: V
+    of dweight, then V of dbias) after the row."""
+    p = r.p
+    layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    step = p.block * p.vec * p.dtype.bytes
+
+    def terms(k: int) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+        dys = _load(e, p.dtype, gs, k * step, p.vec, nc=False)
+        ws = r.w.load(e, k * p.group, p.vec) if r.w is not None else None  # (from L1: the same every row)
+        return (dys, *_norm_terms(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
+
+    sums: list[SSAValue | None] = [None, None]
+    for k in range(per):
+        _, xh, g = terms(k)
+        sums = _norm_sums(e, xh, g, sums, layer)
+    st = {**st, **_norm_row_stats(r, e, row, sums)}
+    each = len(acc) // per
+    out: list[SSAValue] = []
+    for k in range(per):
+        dys, xh, g = terms(k)
+        r.y.store(e, k * p.group, p.vec, _norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
+        if each:
+            out += _column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
+    return out
+
+
+def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
+    assert isinstance(op, NormalizeRowsOp)
+    bp = bulk_for(op)
+    c, block, per, slice_bytes, q = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes))
+    p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
+    units = p.ctas // c
+    if CLUSTERS is not None:
+        units = max(1, min(units, CLUSTERS))
+    p = replace(p, ctas=units * c)
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    if per_sm > 1:  # (the registers per thread within what that many CTAs leave)
+        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(per_sm, i64)
+    m_arg = rows_parameter(kernel) if p.m is None else None
+    e = emitter_at(op)
+    d, vec = p.dtype, p.vec
+    tid = e.sreg(SpecialRegister.TID_X)
+    buf = e.shared([bp.cta_bytes // 4], f32, "row_slices")  # Q slots of a slice
+    loaded = e.shared([q], i64, "rows_loaded")  # an mbarrier per slot
+
+    def init(b: Emitter) -> list[SSAValue]:
+        for k in range(q):
+            b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), init)
+    rank = exchange = None
+    if c > 1:
+        rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
+        slot0 = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), c.bit_length() - 1)  # the unit
+        first = e.add_i(e.mul_i(rank, p.slice), tid)
+        exchange = ClusterExchange(e, tid)  # (its cluster barrier also publishes `loaded`'s init)
+    else:
+        slot0 = e.sreg(SpecialRegister.CTAID_X)
+        first = tid
+        e.bar_sync()
+    sw = e.wide(first)  # the thread's first vector in the row
+    assert op.grad is not None and op.y is not None
+    x0, g0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.grad, StateSpace.GLOBAL)
+    require_alignment(x0, 16)
+    require_alignment(g0, 16)
+    sg = row_stride(op.grad.type)  # type: ignore[arg-type]
+    y0 = e.ptr(op.y, StateSpace.GLOBAL)
+    w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
+    wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
+    mine = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in slot 0
+    chunks = -(-slice_bytes // CHUNK)
+    lane_chunk = e.mul_i(tid, CHUNK)
+    stride = rows = None  # (set below, before the loop's body is emitted)
+
+    def issue(b: Emitter, row: SSAValue, tensor: int, slot: SSAValue | int) -> None:
+        """The copy of the CTA's slice of ``row`` of x (``tensor`` 0) or dy (1) into slot
+        ``slot`` (lanes of warp 0, a chunk each), announced by thread 0 to its mbarrier."""
+        mbar = b.ptr_add(loaded, slot * 8 if isinstance(slot, int) else b.mul_i(slot, 8))
+        dst = b.ptr_add(buf, slot * slice_bytes if isinstance(slot, int) else b.mul_i(slot, slice_bytes))
+
+        def copy(c0: Emitter) -> list[SSAValue]:
+            def announce(c1: Emitter) -> list[SSAValue]:
+                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the slot's reads before the copy's writes
+                c1.emit(MbarrierArriveExpectTxOp(mbar, c1.const(slice_bytes), sink=True))
+                return []
+
+            c0.if_(c0.cmp("eq", tid, 0), announce)
+            off = c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk)
+            size = c0.const(CHUNK)
+            if slice_bytes % CHUNK:  # the last chunk's bytes
+                size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
+            base, rs = ((x0, p.sx), (g0, sg))[tensor]
+            src = c0.ptr_add(c0.ptr_add(base, c0.mul_i(row, rs * d.bytes)), off)
+            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
+            return []
+
+        b.if_(b.cmp("ult", tid, chunks), copy)
+
+    def ahead(b: Emitter, row: SSAValue, k: int, slot: SSAValue | int) -> None:
+        """Slice ``k`` of the unit's slices from row ``row``'s first (x's, dy's, then the
+        next row's), if its row is below M, into ``slot``."""
+        at = b.add_i(row, b.mul_i(stride, k // 2)) if k > 1 else row
+        b.if_(b.cmp("slt", at, rows), lambda c1: issue(c1, at, k % 2, slot) or [])
+
+    norms = op.norm_kind in NORM_BACKWARD_KINDS
+    outs = [o for o in (op.dweight, op.dbias) if o is not None]
+
+    def wrap(b: Emitter, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(``v`` mod Q, 1 where ``v`` >= Q) for ``v`` < 2Q."""
+        over = b.cmp("sge", v, q)
+        return b.value(arith.SelectOp(over, b.sub_i(v, b.const(q)), v)), b.value(arith.SelectOp(over, b.const(1), b.const(0)))
+
+    def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
+        count, base, lap, acc = carried[0], carried[1], carried[2], carried[3:]
+        b.bar_sync()  # every thread has read the slots of the CTA's previous row
+        for j in (0, 1):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
+            ahead(b, row, q - 2 + j, wrap(b, b.add_i(base, q - 2 + j))[0])
+        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        r = _Row(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
+                 sw=sw, exchange=exchange)
+        st = _read_stats(r, b, row) if norms else {}  # (in flight over the wait)
+        here = []
+        for t in (0, 1):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
+            slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
+            phase = b.and_b32(b.add_i(lap, wrapped), 1) if wrapped is not None else lap
+            _wait(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
+            here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
+        if norms:
+            acc = _norm_row(r, b, row, st, here[0], here[1], per, acc)
+        else:
+            _softmax_row(r, b, here[0], here[1], per)
+        nxt, wrapped = wrap(b, b.add_i(base, 2))
+        return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + acc
+
+    ctas = e.sreg(SpecialRegister.NCTAID_X)
+    if p.m is None:
+        assert m_arg is not None
+        stride, rows = e.wide(e.shr_u32(ctas, c.bit_length() - 1) if c > 1 else ctas), m_arg
+        kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(units, i64)])
+    else:
+        stride, rows = e.const(units, i64), e.const(p.m, i64)
+    start = e.wide(slot0)
+    for k in range(q - 2):  # the unit's first Q - 2 slices into slots 0, 1, ...
+        ahead(e, start, k, k)
+    acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
+    done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + acc0, row_body)
+    if c > 1:  # no CTA leaves while a peer may still store into its shared memory
+        e.cluster_sync()
+    if outs:
+        lay = _Columns(len(outs), units, p.n, c)
+        ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
+        r = _Row(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
+        _write_column_partials(e, r, done[3:], ws, lay, slot0, 1, None)
+        _finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
+    rewriter.erase(op)
+
+
+ROWS_BULK_BACKWARD = Variant(
+    "bulkred.normalize_rows", "rows_bulk_backward", priority=26,
+    predicates=[
+        *row_predicates(None, ""),
+        Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (bulk copies, clusters)"),
+        Predicate("kind", _kind, expected="softmax_backward, log_softmax_backward, rms_norm_backward, layer_norm_backward"),
+        Predicate("slices", _fits, expected=f"whole 16-byte chunks per CTA, 16-byte row strides, <= {MAX_VALUES} column sums a thread"),
+        Predicate("measured", _chosen, expected="the rows measured faster (rows_bulk_backward.CHOSEN)"),
+    ],
+    lower=lower_rows_bulk_backward,
+)

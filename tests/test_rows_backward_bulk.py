@@ -1,0 +1,201 @@
+"""rows_bulk_backward (the backward of long rows with each CTA's slices of x, or y, and of
+dy copied into shared memory by ``cp.async.bulk``, the row sums pushed over the cluster,
+the norms' column sums in registers over a persistent unit's rows) on the interpreter's
+clusters against numpy in float64.
+
+Small settings keep the interpreter fast: slices of 512 bytes in chunks of 128, CTAs of
+one warp, one unit (cluster or CTA) for all the rows unless a test asks for more (the
+rows loop runs 5 times: both buffers, both phases of each buffer's mbarrier and of the
+exchange's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import to_bits, values
+
+from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.ops.target import Target
+from bulkred_dialect.passes.lower_tile_reductions import explanations
+from bulkred_dialect.passes.variants import rows_backward, rows_bulk_backward, rows_common
+from bulkred_dialect.row_kernels import module
+
+VARIANT = "rows_bulk_backward"
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    """Slices of 512 bytes in chunks of 128, CTAs of one warp, chosen for every N; one
+    unit for all the rows; the kernels on the interpreter's clusters (a cluster of one
+    CTA included: its mbarriers and bulk copies)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    monkeypatch.setattr(rows_backward, "GROUP_UNITS", 2)
+    monkeypatch.setattr(rows_bulk_backward, "SLICE_BYTES", 512)
+    monkeypatch.setattr(rows_bulk_backward, "CHUNK", 128)
+    monkeypatch.setattr(rows_bulk_backward, "BLOCK", 32)
+    monkeypatch.setattr(rows_bulk_backward, "MIN_BLOCK", 32)
+    monkeypatch.setattr(rows_bulk_backward, "SLOTS", 4)
+    monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [(d, None, 1, 1 << 30) for d in ("float32", "bfloat16", "float16")])
+    monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
+
+
+def _config(kind: str, n: int, dtype: str, **kw) -> rows_bulk_backward.BulkPlan:
+    built = module(kind, None, n, dtype, **kw)
+    return rows_bulk_backward.bulk_for(next(o for o in built.walk() if o.name == "bulkred.normalize_rows"))
+
+
+def run_norm(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str,
+             affine: str | None, db: bool) -> list[np.ndarray]:
+    """(dx, dweight and / or dbias as stored) of a norm's backward of the rows ``xbits``
+    (stored bits) with gradient ``dybits``, the statistics computed here in float64 and
+    rounded to float32 (as the forward stores them); the workspace checked left zeroed."""
+    m, n = xbits.shape
+    layer = kind == "layer_norm_backward"
+    x = values(xbits, dtype)
+    mean = x.mean(1).astype(np.float32) if layer else None
+    xc = x - mean.astype(np.float64)[:, None] if layer else x
+    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32)
+    outs = (["dweight"] if affine else []) + (["dbias"] if db else [])
+    args = [xbits, to_bits(np.full((m, n), 7.0), dtype), dybits] + ([wbits] if affine else [])
+    args += ([mean] if layer else []) + [rstd] + [to_bits(np.full(n, 7.0), affine or dtype) for _ in outs]
+    built = test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
+                                     variant=VARIANT), VARIANT)
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    if not outs:  # no column sums: no workspace
+        assert "bulkred.workspace" not in kernel.attributes
+        return [test_rows.interpret(built, *args)[1]]
+    ws = np.full(kernel.attributes["bulkred.workspace"].value.data, 0, np.int8)
+    got = test_rows.interpret(built, *args, ws)[:-1]
+    assert not ws.any(), "the workspace is not left zeroed"
+    return [got[1], *got[len(got) - len(outs):]]
+
+
+# (kind, N, dtype, weight, dbias, CTAs per cluster, vectors per thread): float32 512 x 4
+# bytes over slices of 512: 4 CTAs, one vector each; bfloat16 512 x 2: 2 CTAs, two 8-byte
+# vectors per thread; float32 128: one CTA (no cluster exchange); float16 dbias alone
+NORMS = [
+    ("rms_norm_backward", 512, "float32", "float32", False, 4, 1),
+    ("layer_norm_backward", 512, "bfloat16", "bfloat16", True, 2, 2),
+    ("layer_norm_backward", 128, "float32", "float32", True, 1, 1),
+    ("rms_norm_backward", 256, "bfloat16", None, False, 1, 2),  # no weight, no column sums
+    ("layer_norm_backward", 512, "float16", None, True, 2, 2),  # dbias alone
+]
+
+
+@pytest.mark.parametrize("kind,n,dtype,affine,db,c,per", NORMS, ids=[f"{k[0]}-{k[1]}-{k[2]}" for k in NORMS])
+def test_norm_backward(kind: str, n: int, dtype: str, affine: str | None, db: bool, c: int, per: int) -> None:
+    """dx = ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``),
+    dweight = sum of ``dy * xhat``, dbias = sum of ``dy`` over 5 rows of one unit, against
+    float64 from the values the kernel read."""
+    kw = {"weight": affine, "dweight": affine, "dbias": dtype if db else None}
+    bp = _config(kind, n, dtype, **kw)
+    assert (bp.cluster, bp.per, bp.slots) == (c, per, 4)
+    m = 5
+    rng = np.random.default_rng(n)
+    xbits = to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)
+    dybits = to_bits(rng.standard_normal((m, n)), dtype)
+    wbits = to_bits(rng.standard_normal(n), affine) if affine else None
+    got = run_norm(kind, xbits, dybits, wbits, dtype, affine, db)
+    layer = kind == "layer_norm_backward"
+    x, dy = values(xbits, dtype), values(dybits, dtype)
+    mean = x.mean(1).astype(np.float32).astype(np.float64) if layer else None
+    xc = x - mean[:, None] if layer else x
+    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32).astype(np.float64)
+    xh = xc * rstd[:, None]
+    g = dy * (values(wbits, affine) if affine else 1.0)
+    want = rstd[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0) - xh * (g * xh).mean(1, keepdims=True))
+    tol = {"float32": 1e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(values(got[0], dtype), want, rtol=0, atol=tol)
+    sums = ([("dweight", (dy * xh).sum(0), affine)] if affine else []) + ([("dbias", dy.sum(0), dtype)] if db else [])
+    assert len(got) == 1 + len(sums)
+    for (_, ref, kept), buf in zip(sums, got[1:], strict=True):
+        rounding = {"float32": 4e-7, "float16": 1e-3, "bfloat16": 8e-3}[kept] * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, kept), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("slots", [2, 3, 6])
+def test_slots(slots: int, monkeypatch) -> None:
+    """Rings of 2 slots (each row's copies after the previous row is read), 3 (the next
+    row's x ahead: a slice's slot and phase move by 2 mod 3), 6 (two rows ahead) against
+    the default 4: the same sums in the same order, the same bits; 7 rows, so that each
+    slot's mbarrier goes through both phases."""
+    rng = np.random.default_rng(3)
+    xbits = to_bits(rng.standard_normal((7, 512)), "float32")
+    dybits = to_bits(rng.standard_normal((7, 512)), "float32")
+    wbits = to_bits(rng.standard_normal(512), "float32")
+    four = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
+    monkeypatch.setattr(rows_bulk_backward, "SLOTS", slots)
+    assert _config("layer_norm_backward", 512, "float32", weight="float32", dweight="float32", dbias="float32").slots == slots
+    got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
+    for a, b in zip(got, four, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("units", [1, 2])
+def test_bits_independent_of_m(units: int, monkeypatch) -> None:
+    """Each row's dx bits do not depend on M; dweight's and dbias's bits depend only on
+    which rows each unit takes: 3 rows, then the same 3 rows followed by 4 whose dy is 0
+    (each adds +0 to every column sum, in the same unit order: ``units`` units, rows u,
+    u + U, ...), give the same bits."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
+    monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", units)
+    n, dtype = 512, "bfloat16"
+    rng = np.random.default_rng(11)
+    x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
+    dy = to_bits(rng.standard_normal((7, n)), dtype)
+    dy[3:] = 0
+    w = to_bits(rng.standard_normal(n), dtype)
+    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True)
+    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True)
+    np.testing.assert_array_equal(many[0][:3], few[0])
+    np.testing.assert_array_equal(many[1], few[1])
+    np.testing.assert_array_equal(many[2], few[2])
+
+
+@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
+@pytest.mark.parametrize("n,dtype", [(512, "float32"), (128, "float32"), (512, "float16")])
+def test_softmax_backward(kind: str, n: int, dtype: str) -> None:
+    """softmax's ``y * (dy - sum(dy * y))`` and log_softmax's ``dy - exp(y) * sum(dy)``
+    from y and dy in shared memory, 5 rows of one unit, against float64."""
+    m = 5
+    rng = np.random.default_rng(n + len(kind))
+    x = rng.standard_normal((m, n)) * 2
+    e = np.exp(x - x.max(1, keepdims=True))
+    fwd = (e / e.sum(1, keepdims=True) if kind == "softmax_backward" else np.log(e / e.sum(1, keepdims=True))).astype(dtype)
+    dy = rng.standard_normal((m, n)).astype(dtype)
+    built = module(kind, m, n, dtype, variant=VARIANT)
+    _, dx, _ = test_rows.interpret(test_rows.lowered(built, VARIANT), fwd, np.full_like(fwd, 7.0), dy)
+    f, g = fwd.astype(np.float64), dy.astype(np.float64)
+    want = f * (g - (g * f).sum(1, keepdims=True)) if kind == "softmax_backward" else g - np.exp(f) * g.sum(1, keepdims=True)
+    tol = {"float32": 4e-6, "float16": 2e-3}[dtype]
+    np.testing.assert_allclose(dx.astype(np.float64), want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+
+
+def test_off_by_default_and_its_explain_rows(monkeypatch) -> None:
+    """With the real settings CHOSEN is empty: the dispatch passes rows_bulk_backward by
+    (its "measured" row fails) at every N; where CHOSEN has the row it takes it, and a
+    row of odd bytes per CTA fails its "slices" row."""
+    monkeypatch.undo()
+    target = Target.parse("sm_90a")
+
+    def table(kind: str, n: int, dtype: str = "bfloat16") -> list[str]:
+        kw = {} if kind.startswith(("softmax", "log_softmax")) else {"weight": dtype, "dweight": dtype}
+        if kind == "layer_norm_backward":
+            kw["dbias"] = dtype
+        (t,) = explanations(module(kind, None, n, dtype, **kw), target)
+        return t.splitlines()
+
+    for kind in ("rms_norm_backward", "layer_norm_backward", "softmax_backward"):
+        rows = table(kind, 262144)
+        assert any(r.strip().startswith(VARIANT) and "measured" in r and "FAIL" in r for r in rows), rows
+        assert f"chosen: {VARIANT}" not in rows
+    monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [("bfloat16", None, 65536, 262144)])
+    assert "chosen: rows_bulk_backward" in table("layer_norm_backward", 262144)
+    # bfloat16 262144: 16 CTAs of 512 threads, 8 vectors of 4 each (64 column sums), 4 slots of 32 KiB
+    assert _config("layer_norm_backward", 262144, "bfloat16", weight="bfloat16", dweight="bfloat16",
+                   dbias="bfloat16") == rows_bulk_backward.BulkPlan(16, 512, 8, 32768, 4)
+    # float32 262144: 16 CTAs of 64 KiB slices: 3 slots (192 KiB)
+    assert _config("rms_norm_backward", 262144, "float32", weight="float32", dweight="float32").slots == 3
+    rows = table("softmax_backward", 65540)
+    assert any(r.strip().startswith(VARIANT) and "slices" in r and "FAIL" in r for r in rows), rows
