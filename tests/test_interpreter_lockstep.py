@@ -295,6 +295,51 @@ def test_a_fallback_runs_the_grid_thread_by_thread_from_the_start(monkeypatch):
     assert out.tolist() == want
 
 
+def test_stores_of_every_thread_in_lockstep(monkeypatch):
+    """ptx.st of each thread's id into its own element (written at once in lockstep) and
+    into one element all threads write (the thread order decides: the last thread's id,
+    run per thread), and a st.vec of an f32 pair per thread: the bits of the
+    thread-by-thread run."""
+    from test_interpreter_threads import TID_X, module
+
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, gpu, memref, scf
+
+    from bulkred_dialect.ops import ptx
+    from bulkred_dialect.ops.tile import BULKRED
+
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, memref.MemRef, arith.Arith, scf.Scf, gpu.GPU, BULKRED, ptx.PTX):
+        ctx.load_dialect(d)
+    G = "#bulkred.scope<global>"
+    m = module(
+        ctx,
+        f"""
+  func.func @k(%A: memref<40xi32, {G}>, %F: memref<64xf32, {G}>) attributes {{bulkred.launch = #bulkred.launch<grid = [1], block = [32]>}} {{
+    %t = {TID_X}
+    %ti = arith.index_cast %t : index to i32
+    %a = builtin.unrealized_conversion_cast %A : memref<40xi32, {G}> to !ptx.ptr<global>
+    %f = builtin.unrealized_conversion_cast %F : memref<64xf32, {G}> to !ptx.ptr<global>
+    %tl = arith.index_cast %t : index to i64
+    %four = arith.constant 4 : i64
+    %eight = arith.constant 8 : i64
+    %off = arith.muli %tl, %four : i64
+    %mine = ptx.add.ptr %a, %off : !ptx.ptr<global>, i64
+    ptx.st u32 %mine offset 32, %ti : !ptx.ptr<global>, i32
+    ptx.st u32 %a, %ti : !ptx.ptr<global>, i32
+    %x = ptx.cvt rn f32 s32 %ti : i32 -> f32
+    %off2 = arith.muli %tl, %eight : i64
+    %pair = ptx.add.ptr %f, %off2 : !ptx.ptr<global>, i64
+    ptx.st.vec f32 %pair, %x, %x : !ptx.ptr<global>, f32, f32
+    func.return
+  }}""",
+    )
+    fast, slow, fell = _both(monkeypatch, m, "k", np.zeros(40, np.int32), np.zeros(64, np.float32))
+    assert fell == 0
+    _same_bits(fast, slow)
+    assert fast[0][0] == 31 and fast[0][8:].tolist() == list(range(32)) and fast[1].tolist() == [float(t // 2) for t in range(64)]
+
+
 # region Clusters in lockstep
 
 

@@ -90,7 +90,7 @@ from bulkred_dialect.ops.ptx.arith import (
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
 from bulkred_dialect.ops.ptx.control import CvtOp, SelpOp, SetpOp
-from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
 from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MbarrierTryWaitParityOp
@@ -714,6 +714,85 @@ class LockstepInterpreter(KernelInterpreter):
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
+    def run_st(self, op: StOp | StVecOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """A store of the running threads' registers into one buffer at once, where each
+        thread's (aligned, in bounds) vector is its own (no two threads write a byte in
+        common: the thread order does not matter); else per thread."""
+        if varying:
+            offsets = self._offsets(inputs[0])
+            plan = self._store_plan(op)
+            if offsets is not None and plan is not None:
+                _, _, raw, at = offsets
+                imm, size, kinds = plan
+                n, count = len(self.active), len(kinds)
+                at = np.broadcast_to(np.asarray(at + imm), (n,))
+                if (
+                    raw.size % size == 0
+                    and not (at % (size * count)).any()
+                    and at.min() >= 0
+                    and at.max() + size * count <= raw.size
+                    and np.unique(at).size == n
+                ):
+                    columns = self._store_bits(inputs[1:], kinds, n)
+                    if columns is not None:
+                        view = raw.view(np.dtype(f"uint{8 * size}"))
+                        index = at // size
+                        for i, bits in enumerate(columns):
+                            view[index + i] = bits
+                        return ()
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
+    def _store_bits(self, values: list[Any], kinds: list[Any], n: int) -> list[np.ndarray] | None:
+        """Each register's bits for the running threads (unsigned, the access's width), as
+        ptx_memory's writer takes them, or None where a value is not of the register's
+        kind (a float of another type, an int beyond int64)."""
+        columns = []
+        for value, (uint, kind) in zip(values, kinds):
+            if kind is not None:  # a float register of the access's width: its bits
+                arr = self._array(value, kind)
+                if arr is None:
+                    return None
+                columns.append(np.broadcast_to(np.asarray(arr).view(uint), (n,)))
+                continue
+            v = value.v if type(value) is Varying else None
+            ints = [value] * n if v is None else v if self.full else [v[t] for t in self.active]
+            try:
+                arr = np.asarray(ints)
+            except OverflowError:
+                return None
+            if arr.dtype.kind not in "iub":
+                return None
+            columns.append(arr.astype(np.int64).astype(uint))  # the low bits, as to_unsigned
+        return columns
+
+    def _store_plan(self, op: StOp | StVecOp) -> Any:
+        """(immediate offset, element size, (uint dtype, float kind or None) per register)
+        of a store whose registers are floats of the access's width or integers at least
+        as wide, else None."""
+        key = ("store", op)
+        if key not in self.forms:
+            t = str(op.type.data)
+            width = int(t[1:])
+            kinds = []
+            registers = [op.value] if isinstance(op, StOp) else list(op.values)
+            for r in registers:
+                kind = _FLOAT_OF_CLASS.get(type(r.type))
+                uint = np.dtype(f"uint{width}") if width in (8, 16, 32, 64) else None
+                if uint is None:
+                    kinds = None
+                    break
+                if kind in vector.NP_FLOAT and _FLOAT_WIDTH[kind] == width:
+                    kinds.append((uint, kind))
+                elif kind is None and isinstance(r.type, IntegerType) and r.type.width.data >= width:
+                    kinds.append((uint, None))
+                else:
+                    kinds = None
+                    break
+            offset = op.offset.value.data if op.offset else 0
+            self.forms[key] = (offset, width // 8, kinds) if kinds else None
+        return self.forms[key]
+
     def _load_plan(self, op: LdOp | LdVecOp) -> Any:
         """(immediate offset, element size, (dtype, as a list of ints) per register) of a
         load whose registers are floats of the access's width or integers, else None."""
@@ -787,6 +866,8 @@ _SPECIAL: dict[type[Operation], Any] = {
     PtrAddOp: LockstepInterpreter.run_add_ptr,
     LdOp: LockstepInterpreter.run_ld,
     LdVecOp: LockstepInterpreter.run_ld,
+    StOp: LockstepInterpreter.run_st,
+    StVecOp: LockstepInterpreter.run_st,
     SelpOp: LockstepInterpreter.run_selp,
     arith.CmpiOp: LockstepInterpreter.run_cmpi,
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
