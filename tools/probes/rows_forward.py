@@ -15,7 +15,24 @@ kernel for every M) in each setting:
 each checked against torch in float64 (the largest error over the largest magnitude of
 y, ``err``), with ptxas's registers per thread and the launch (threads x cluster).
 
+``--set pipeline`` (:func:`pipeline`) instead times the register variants' settings
+(rows_common.FORWARD_PIPELINE, rows_warp / rows_cta.CTAS_PER_SM) on softmax, log_softmax,
+rms_norm, layer_norm, add_rms_norm and cross_entropy, float32 and bfloat16, N = 1024
+(rows_warp), 4096 and 16384 (rows_cta), M x N = 2^28:
+
+* ``dispatch: V``: the variant the dispatch chooses today, as it is;
+* ``V``: the register variant forced (where the dispatch chooses another), as it is;
+* ``V pipelined``: the group's next row loaded before the current row's reduction;
+* ``V[ pipelined], K CTAs/SM``: the grid at most K CTAs a multiprocessor, K the CTAs
+  that fit at once by ptxas's registers (where fewer than the default's);
+
+each with its error against float64, and ``bits``: whether its outputs (y, or the
+losses; add_rms_norm's residual_out too) equal the forced variant's unpipelined ones bit
+for bit (they must). The copy kernel and the settings are timed in turns, twice, the
+median kept (``/copy``: against the copy's median).
+
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
+    python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
 """
 
 from __future__ import annotations
@@ -66,12 +83,142 @@ def registers(kernel) -> str:
         return f"? ({type(e).__name__})"
 
 
+PIPE_KINDS = ("cross_entropy", "softmax", "rms_norm", "layer_norm", "add_rms_norm", "log_softmax")
+"""In this order (kind, then N, then the element type): past the budget, log_softmax
+(softmax's twin) is the first left out."""
+PIPE_N = (1024, 4096, 16384)
+DEVICE = "cuda"
+
+
+def resident_ctas(regs: str, block: int) -> int:
+    """CTAs of ``block`` threads a multiprocessor of sm_90 holds at once by their
+    registers (``regs`` per thread, allocated by 8; 64K registers, 64 warps, 32 CTAs)."""
+    per_warp = -(-int(regs) // 8) * 8 * 32
+    warps = block // 32
+    return max(1, min(32, 2048 // block, (65536 // per_warp) // warps))
+
+
+def pipeline(args) -> int:
+    """``--set pipeline``: the module docstring's second list."""
+    import torch
+
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+    from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_warp
+
+    t0 = time.time()
+    kinds = args.kinds.split(",") if args.kinds else PIPE_KINDS
+    ns = [int(v) for v in args.n.split(",")] if args.n else PIPE_N
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads | err | bits |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for kind, n, dtype in [(k, n, d) for k in kinds for n in ns for d in ("float32", "bfloat16")]:
+        if time.time() - t0 > args.budget_s:
+            print(f"| {kind} | {dtype} | {n} | skipped: budget |")
+            continue
+        variant = "rows_warp" if n <= rows_warp.MAX_N else "rows_cta"
+        vmod = rows_warp if variant == "rows_warp" else rows_cta
+        m = TOTAL // n
+        dt = getattr(torch, dtype)
+        x = torch.randn(m, n, device=DEVICE, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
+        y = torch.empty_like(x)
+        w = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
+        bvec = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
+        kw: dict = {}
+        extra: list = []
+        outs = [y]
+        tensors = 2
+        if kind == "softmax":
+            ref = torch.softmax(x.double(), -1)
+        elif kind == "log_softmax":
+            ref = torch.log_softmax(x.double(), -1)
+        elif kind == "rms_norm":
+            kw, extra = {"weight": dtype, "eps": EPS}, [w]
+            ref = torch.nn.functional.rms_norm(x.double(), (n,), w.double(), EPS)
+        elif kind == "add_rms_norm":
+            res = torch.randn(m, n, device=DEVICE, dtype=torch.float32).to(dt)
+            hout = torch.empty_like(x)
+            kw, extra, outs, tensors = {"weight": dtype, "eps": EPS}, [res, hout, w], [y, hout], 4
+            ref = torch.nn.functional.rms_norm((x + res).double(), (n,), w.double(), EPS)
+        elif kind == "layer_norm":
+            kw, extra = {"weight": dtype, "bias": dtype, "eps": EPS}, [w, bvec]
+            ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bvec.double(), EPS)
+        else:
+            target = torch.randint(0, n, (m,), device=DEVICE)
+            loss = torch.empty(m, device=DEVICE)
+            kw, outs, tensors = {"ignore_index": -100}, [loss], 1
+            ref = torch.nn.functional.cross_entropy(x.double(), target, reduction="none")
+        nbytes = tensors * x.numel() * x.element_size()
+        op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
+        chosen = choose(op, Target.parse("sm_90a")).name
+        # (name, the variant forced, pipelined, CTAs/SM, registers: the same kernel's as another setting's)
+        settings: list[tuple[str, str | None, bool, int | None, str | None]] = [(f"dispatch: {chosen}", None, False, None, None)]
+        if chosen != variant:
+            settings.append((variant, variant, False, None, None))
+        settings.append((f"{variant} pipelined", variant, True, None, None))
+        runs = []  # (name, call, regs, threads, err, bits)
+        base = None  # the forced variant's unpipelined outputs
+        for name, forced, pipe, ctas, known in settings:
+            rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM = pipe, ctas
+            row_kernels._KERNELS.clear()
+            try:
+                k = row_kernels.kernel_for(kind, None, n, dtype, variant=forced, **kw)
+                if kind == "cross_entropy":
+                    call = lambda k=k: k(x, target, loss)  # noqa: E731
+                else:
+                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                call()
+                torch.cuda.synchronize()
+                got = [o.clone() for o in outs]
+                err = ((got[0].double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
+                if base is None and (forced == variant or chosen == variant) and not pipe and ctas is None:
+                    base = got
+                same = "-" if base is None else "base" if got is base else \
+                    ("yes" if all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(got, base)) else "NO")
+                ours = forced == variant or (forced is None and chosen == variant)
+                regs = known or (registers(k) if ours else "-")
+                threads = k.signature.launch.block[0]
+                runs.append([name, call, regs, threads, err, same])
+                if ours and ctas is None and regs.isdigit():  # then the same with the CTAs that fit at once, where fewer
+                    fit = resident_ctas(regs, threads)
+                    if fit < max(1, 2048 // threads):  # (the variants' default)
+                        settings.append((f"{name.removeprefix('dispatch: ')}, {fit} CTAs/SM", variant, pipe, fit, regs))
+            except Exception as e:  # noqa: BLE001 - the row says why
+                print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
+                      flush=True)
+            finally:
+                rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM = None, None
+        copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
+        times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
+        for _ in range(2):  # in turns: the copy, then each setting
+            for i in times:
+                fn = copy_call if i < 0 else runs[i][1]
+                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+        copy_gbs = 2 * x.numel() * x.element_size() / (sum(times[-1]) / 2) / 1e3  # (the median of two: their mean)
+        for i, (name, _, regs, threads, err, same) in enumerate(runs):
+            us = (times[i][0] + times[i][1]) / 2
+            gbs = nbytes / us / 1e3
+            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {regs} | "
+                  f"{threads} | {err:.1e} | {same} |", flush=True)
+        del x, y, ref, runs
+        torch.cuda.empty_cache()
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
-    ap.add_argument("--budget-s", type=float, default=150.0)
+    ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
+    ap.add_argument("--set", default="variants", choices=("variants", "pipeline"))
+    ap.add_argument("--kinds", help="--set pipeline: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline: these N only (comma-separated)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
+    if args.set == "pipeline":
+        args.budget_s = 85.0 if args.budget_s is None else args.budget_s
+        return pipeline(args)
+    args.budget_s = 150.0 if args.budget_s is None else args.budget_s
     import torch
 
     from bulkred_dialect import row_kernels

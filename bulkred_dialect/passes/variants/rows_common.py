@@ -426,8 +426,15 @@ class _Row:
         xs = self.x.load(e, first, vec, extra)
         if self.res is None:
             return xs
+        return self.add_residual(e, first, xs, self.res.load(e, first, vec, extra), extra)
+
+    def add_residual(self, e: Emitter, first: SSAValue | int, xs: list[SSAValue], rs: list[SSAValue],
+                     extra: int = 0) -> list[SSAValue]:
+        """add_rms_norm's ``h = x + residual`` of one vector (``xs``, ``rs``: float32),
+        rounded to x's type and written to residual_out (:meth:`load_item`)."""
+        vec = self.p.vec
         assert self.hout is not None
-        hs = [_add(e, a, c) for a, c in zip(xs, self.res.load(e, first, vec, extra), strict=True)]
+        hs = [_add(e, a, c) for a, c in zip(xs, rs, strict=True)]
         if self.p.dtype != F32:  # torch rounds x + residual to its type, then normalizes that
             hs = [e.convert(e.convert(h, F32, self.p.dtype), self.p.dtype, F32) for h in hs]
         self.hout.store(e, first, vec, hs, extra)
@@ -544,9 +551,12 @@ class _Row:
         N)), read by every thread (one address: one transaction a warp) as the row starts,
         so that their two dependent loads overlap the row's instead of following its
         reduction."""
-        op, p = self.op, self.p
-        assert op.target is not None
-        t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+        return self.target_value(e, target_of(e, self.op, row))
+
+    def target_value(self, e: Emitter, t: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(t, ``x[t]`` of the row: NaN where t is outside [0, N)) for the row's target t
+        (:meth:`target_inputs`; a pipelined row's t read during the step before)."""
+        p = self.p
         inside = e.cmp("ult", t, e.const(p.n, i64))
         xt = e.if_(inside, lambda b: _load(b, p.dtype, b.ptr_add(self.row_x, b.mul_i(t, p.dtype.bytes)), 0, 1),
                    lambda b: [b.const(float("nan"), f32)], [f32])[0]
@@ -772,12 +782,109 @@ def _cluster_push(e: Emitter, st, part: list[SSAValue], tid: SSAValue, cluster: 
     return acc
 
 
-def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
-    """The row held in registers: one read of x, the statistics, one write of y."""
+FORWARD_PIPELINE: bool | None = None
+"""None: where :data:`FORWARD_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings). Pipelined, a forward kind on rows_warp or rows_cta
+(the row in registers, every thread holding all its vectors: :func:`forward_pipelined`)
+issues the loads of the group's next row (x; add_rms_norm's residual; cross_entropy's
+target) after the thread's own sums of the current row and before the group's
+reduction (the warp's butterfly, the CTA's shared memory and barriers), carried as
+loaded into the next step of the loop over rows (:func:`prefetch_row`): the reduction
+and the stores of y overlap the next row's reads. The last row of a group reads itself
+again (from L2) instead of a row past M. The rows a group takes and every operation on
+them are the same (bits identical to the default). The same as rows_backward.PIPELINE
+for the norms' backward."""
+
+FORWARD_MEASURED: dict[str, tuple[tuple[int, int, bool], ...]] = {}
+"""The forward kinds' :data:`FORWARD_PIPELINE` by element type and N (never M): (N from, N to,
+pipelined), the first range holding N; empty until the H200 measures it
+(tools/probes/rows_forward.py --set pipeline, docs/rows_forward_h200.md)."""
+
+
+def forward_pipelined(p: RowPlan) -> bool:
+    """Whether plan ``p`` pipelines its rows (:data:`FORWARD_PIPELINE`): a forward kind
+    in registers without a cluster, every thread holding ``p.items`` whole vectors of
+    the row (no partial vector to guard)."""
+    on = FORWARD_PIPELINE
+    if on is None:
+        on = next((pipe for lo, hi, pipe in FORWARD_MEASURED.get(p.dtype.name, ()) if lo <= p.n <= hi), False)
+    forward = p.kind in EXP_KINDS or p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
+    return bool(on and forward and p.items and p.cluster == 1 and p.vectors == p.items * p.group)
+
+
+def target_of(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> SSAValue:
+    """cross_entropy's target of ``row`` (an ``i64``)."""
+    assert op.target is not None
+    return e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+
+
+def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf | None, row: SSAValue) -> list[SSAValue]:
+    """The loads of a row of a pipelined forward kind (:data:`FORWARD_PIPELINE`): per
+    vector the thread holds, x's registers as loaded (bfloat16 in words of two:
+    rows_backward._raw_load) and add_rms_norm's residual's; then cross_entropy's target.
+    ``x``, ``res``: the row's buffers at the thread's first vector."""
+    from bulkred_dialect.passes.variants.rows_backward import _raw_load
+
+    out: list[SSAValue] = []
+    for k in range(p.items):
+        for buf in (x, res) if res is not None else (x,):
+            out += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+    if p.kind == NormKind.CROSS_ENTROPY:
+        out.append(target_of(e, op, row))
+    return out
+
+
+def prefetch_row_types(p: RowPlan, op: NormalizeRowsOp) -> list:
+    """The types of the registers :func:`prefetch_row` gives."""
+    from bulkred_dialect.passes.variants.rows_backward import _packed, _raw_count
+
+    t = i32 if _packed(p.dtype, p.vec) else p.dtype.ir
+    per = _raw_count(p.dtype, p.vec) * (2 if op.residual is not None else 1)
+    return [t] * (per * p.items) + ([i64] if p.kind == NormKind.CROSS_ENTROPY else [])
+
+
+def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]:
+    """Per vector the thread holds, the row's float32 values from :func:`prefetch_row`'s
+    registers (add_rms_norm: h, written to residual_out here, as :meth:`_Row.load_item`
+    does); cross_entropy: ``r.target`` set (x[t] read now, from the row just read)."""
+    from bulkred_dialect.passes.variants.rows_backward import _raw_count, _widen
+
+    p = r.p
+    n = _raw_count(p.dtype, p.vec)
+    i, vals = 0, []
+    for k in range(p.items):
+        xs = _widen(e, p.dtype, raw[i:i + n], p.vec)
+        i += n
+        if r.res is not None:
+            xs = r.add_residual(e, k * p.group, xs, _widen(e, p.dtype, raw[i:i + n], p.vec))
+            i += n
+        vals.append(xs)
+    if p.kind == NormKind.CROSS_ENTROPY:
+        r.target = r.target_value(e, raw[i])
+    return vals
+
+
+Ahead = tuple[list[SSAValue], Callable[[Emitter], list[SSAValue]]]
+
+
+def _registers(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None) -> list[SSAValue]:
+    """The row held in registers: one read of x, the statistics, one write of y. With
+    ``ahead`` (:data:`FORWARD_PIPELINE`): (this row's registers as loaded during the
+    previous step: :func:`prefetch_row`; a function that issues the loads of the next
+    row) the row's values come from the first, and the second is called after the
+    thread's sums, before the group's first reduction: its results are returned."""
     p = r.p
     conds = r.item_conds(e)
     vals: list[list[SSAValue]] = []
-    for k, cond in enumerate(conds):
+    following: list[SSAValue] = []
+
+    def next_row() -> None:  # the next row's loads, in flight over the reduction
+        following.extend(ahead[1](e) if ahead is not None else [])
+
+    if ahead is not None:
+        assert all(c is None for c in conds)  # (forward_pipelined: every thread holds all its vectors)
+        vals = _widen_row(r, e, ahead[0])
+    for k, cond in enumerate(conds if ahead is None else []):
         if cond is None:
             vals.append(r.load_item(e, k * p.group))
         else:
@@ -785,13 +892,15 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
-    if kind == NormKind.CROSS_ENTROPY:  # the target and x[target] read while the row's loads are in flight
+    if kind == NormKind.CROSS_ENTROPY and ahead is None:  # the target and x[target] read while the row's loads are in flight
         r.target = r.target_inputs(e, row)
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
         m = _clamp(e, e.fold(ReduceKind.MAX, F32, flat))
         exps = [_exp(e, _sub(e, v, m)) for v in flat]
-        big, s = r.reduce_exps(e, m, e.fold(ReduceKind.SUM, F32, exps))
+        part = e.fold(ReduceKind.SUM, F32, exps)
+        next_row()
+        big, s = r.reduce_exps(e, m, part)
         rescale = _exp(e, _sub(e, m, big))
         sums = {"max": big, "sum": s}
         if kind == NormKind.CROSS_ENTROPY:
@@ -803,7 +912,7 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
                         xs[k * p.vec:(k + 1) * p.vec] = [e.selp(SelpType.F32, v, zero, cond) for v in xs[k * p.vec:(k + 1) * p.vec]]
                 sums["sum_x"] = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, xs), "row_sum_x")
             r.store_stats(e, row, r.finish(e, sums))  # no y: one read of x
-            return
+            return following
         stats = r.finish(e, sums)
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
             factor = _mul(e, rescale, stats["inv_sum"])
@@ -811,13 +920,17 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
         else:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
-        return
+        return following
     if kind in RMS_KINDS:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
-        ss = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, sq), "row_sq")
+        part = e.fold(ReduceKind.SUM, F32, sq)
+        next_row()
+        ss = r.reduce(e, ReduceKind.SUM, part, "row_sq")
         stats = r.finish(e, {"sq": ss})
     else:
-        total = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, flat), "row_sum")
+        part = e.fold(ReduceKind.SUM, F32, flat)
+        next_row()
+        total = r.reduce(e, ReduceKind.SUM, part, "row_sum")
         mean = e.div(AT, total, e.const(float(p.n), f32))
         devs = [_sub(e, v, mean) for v in flat]
         zero = e.const(0.0, f32)
@@ -829,6 +942,7 @@ def _registers(r: _Row, e: Emitter, row: SSAValue) -> None:
         stats = r.finish(e, {"mean": mean, "var": var})
     _write_values(r, e, flat, conds, stats)
     r.store_stats(e, row, stats)
+    return following
 
 
 def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], conds: list[SSAValue | None],

@@ -30,6 +30,11 @@ MAX_N = 16384
 """The longest row this variant takes (512 threads of 32 float32 values); longer rows go
 to rows_bulk, rows_cluster or rows_stream (docs/rows.md)."""
 
+CTAS_PER_SM: int | None = None
+"""The grid's CTAs per multiprocessor at most (the rows shared among them; no row's
+arithmetic depends on it); None: 2048 threads' worth (the default). The probe's setting
+(tools/probes/rows_forward.py --set pipeline)."""
+
 
 def block_for(op: NormalizeRowsOp) -> int:
     """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
@@ -44,7 +49,7 @@ def block_for(op: NormalizeRowsOp) -> int:
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     block = block_for(op)
-    p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=max(1, 2048 // block))
+    p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=CTAS_PER_SM or max(1, 2048 // block))
     lower_rows(op, rewriter, target, p)
 
 

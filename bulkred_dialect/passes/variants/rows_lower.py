@@ -70,6 +70,9 @@ from bulkred_dialect.passes.variants.rows_common import (
     _Row,
     _store,
     _stream,
+    forward_pipelined,
+    prefetch_row,
+    prefetch_row_types,
 )
 
 
@@ -141,6 +144,21 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         return _Row(p, op, g, tid, x, y, w, None, x.base, first, rank, None, None, parity, grad, sw, exchange)
 
+    def forward_buffers(b: Emitter, row: SSAValue) -> tuple[_Buf, _Buf | None]:
+        """x's (and add_rms_norm's residual's) buffers of ``row`` at the thread's first
+        vector (a pipelined forward kind: rows_common.prefetch_row)."""
+        d = p.dtype
+        x = _Buf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        if op.residual is None or op.residual_out is None:
+            return x, None
+        rs = row_stride(op.residual.type) * d.bytes  # type: ignore[arg-type]
+        return x, _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, rs)), b.mul_i(sw, vec * d.bytes)))
+
+    def next_row(c: Emitter, row: SSAValue) -> SSAValue:
+        """The unit's (or group's) next row; past M, ``row`` again (read from L2)."""
+        nxt = c.add_i(row, stride)
+        return c.value(arith.SelectOp(c.cmp("slt", nxt, end), nxt, row))
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
@@ -181,6 +199,13 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             _stream_norm_backward(r, b, row, parts)
         elif p.kind == NormKind.CROSS_ENTROPY_BACKWARD:
             _ce_backward(r, b, row)
+        elif raw is not None:  # a forward kind pipelined (rows_common.FORWARD_PIPELINE)
+
+            def ahead_row(c: Emitter, row: SSAValue = row) -> list[SSAValue]:
+                nxt = next_row(c, row)
+                return prefetch_row(c, p, op, *forward_buffers(c, nxt), nxt)
+
+            acc = acc + _registers(r, b, row, (raw, ahead_row))
         else:
             (_registers if p.items else _stream)(r, b, row)
         return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
@@ -207,19 +232,26 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
 
     ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
     ahead = 0
-    if pipelined(p, op):  # rows_backward.PIPELINE: the unit's first row loaded before the loop
-        if p.m is None:  # (p.groups == 1: a unit's rows are the units apart)
+    fwd = forward_pipelined(p)
+    if fwd or pipelined(p, op):  # rows_backward.PIPELINE, rows_common.FORWARD_PIPELINE: the first row loaded before the loop
+        if p.m is None:  # (a backward's p.groups == 1: a unit's rows are the units apart)
             assert ctas is not None
-            stride = e.wide(e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas)
+            units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
+            stride = e.wide(e.mul_i(units_now, p.groups) if p.groups > 1 else units_now)
         else:
-            stride = e.const(units, i64)
+            stride = e.const(units * p.groups, i64)
         end = m_arg if p.m is None else e.const(p.m, i64)
         r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
-        types = prefetch_types(p, op)
+        types = prefetch_row_types(p, op) if fwd else prefetch_types(p, op)
         ahead = len(types)
         row0 = e.wide(slot)
-        carried0 += e.if_(e.cmp("slt", row0, end), lambda c: prefetch_norm_row(c, r, *row_buffers(c, row0), row0),
-                          lambda c: [c.const(0, t) for t in types], types)
+
+        def first_row(c: Emitter) -> list[SSAValue]:
+            if fwd:
+                return prefetch_row(c, p, op, *forward_buffers(c, row0), row0)
+            return prefetch_norm_row(c, r, *row_buffers(c, row0), row0)
+
+        carried0 += e.if_(e.cmp("slt", row0, end), first_row, lambda c: [c.const(0, t) for t in types], types)
         done = e.for_(row0, end, stride, carried0, row_body)
         if p.m is None:
             kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])

@@ -27,10 +27,15 @@ BLOCK = 256
 MAX_N = WARP * MAX_VALUES
 """The longest row a warp holds in registers (1024)."""
 
+CTAS_PER_SM: int | None = None
+"""The grid's CTAs per multiprocessor at most (the rows shared among them; no row's
+arithmetic depends on it); None: 2048 threads' worth (the default). The probe's setting
+(tools/probes/rows_forward.py --set pipeline)."""
+
 
 def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    p = plan(op, target, group=WARP, block=BLOCK, items=items_for(op, WARP), ctas_per_sm=2048 // BLOCK)
+    p = plan(op, target, group=WARP, block=BLOCK, items=items_for(op, WARP), ctas_per_sm=CTAS_PER_SM or 2048 // BLOCK)
     lower_rows(op, rewriter, target, p)
 
 
