@@ -46,7 +46,7 @@ def _config(kind: str, n: int, dtype: str, **kw) -> rows_bulk_backward.BulkPlan:
 
 
 def run_norm(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str,
-             affine: str | None, db: bool) -> list[np.ndarray]:
+             affine: str | None, db: bool, units: int | None = None) -> list[np.ndarray]:
     """(dx, dweight and / or dbias as stored) of a norm's backward of the rows ``xbits``
     (stored bits) with gradient ``dybits``, the statistics computed here in float64 and
     rounded to float32 (as the forward stores them); the workspace checked left zeroed."""
@@ -62,6 +62,8 @@ def run_norm(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray
     built = test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
                                      variant=VARIANT), VARIANT)
     kernel = next(o for o in built.walk() if o.name == "func.func")
+    if units is not None:  # the persistent grid's units at most (bulkred.grid_rows = [rows per unit, units])
+        assert kernel.attributes["bulkred.grid_rows"].data[1].value.data == units
     if not outs:  # no column sums: no workspace
         assert "bulkred.workspace" not in kernel.attributes
         return [test_rows.interpret(built, *args)[1]]
@@ -139,15 +141,15 @@ def test_bits_independent_of_m(units: int, monkeypatch) -> None:
     (each adds +0 to every column sum, in the same unit order: ``units`` units, rows u,
     u + U, ...), give the same bits."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
-    monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", units)
+    monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {2: units})  # (bfloat16 512: clusters of 2)
     n, dtype = 512, "bfloat16"
     rng = np.random.default_rng(11)
     x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
     dy = to_bits(rng.standard_normal((7, n)), dtype)
     dy[3:] = 0
     w = to_bits(rng.standard_normal(n), dtype)
-    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True)
-    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True)
+    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True, units)
+    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True, units)
     np.testing.assert_array_equal(many[0][:3], few[0])
     np.testing.assert_array_equal(many[1], few[1])
     np.testing.assert_array_equal(many[2], few[2])

@@ -7,11 +7,15 @@ dbias of all), its dweight bits against a second run, and (", bits = first's") e
 output's bits against the first candidate's (the default). Some rows patch a setting
 (:data:`CANDIDATES`: the column sums in registers, more units, rows_slices' CTAs; with
 ``--set pipeline`` the default against rows_backward.PIPELINE and OVERLAP and
-rows_slices' loads in flight: :data:`PIPELINE_CANDIDATES`), built outside the compile
-cache.
+rows_slices' loads in flight: :data:`PIPELINE_CANDIDATES`; with ``--set bulk`` the default
+against rows_bulk_backward, forced through its CHOSEN table, and its settings:
+:data:`BULK_CANDIDATES`, softmax_backward and log_softmax_backward too), built outside the
+compile cache.
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
     python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
+    python3 tools/diag.py rows_backward --set bulk --ns 65536,262144 \
+        --kinds rms_norm_backward,layer_norm_backward,softmax_backward,log_softmax_backward
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
@@ -70,6 +74,18 @@ SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices b
     65536: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
     262144: [("default", None, {}), ("rows_slices", "rows_slices", {f"{SLICES}.SOFTMAX": True})],
 }
+BULK = "bulkred_dialect.passes.variants.rows_bulk_backward"
+BULK_ON = {f"{BULK}.CHOSEN": [(d, None, 1, 1 << 30) for d in ("bfloat16", "float32", "float16")]}  # forced where it fits
+BULK_FEWER = {**BULK_ON, f"{BULK}.CLUSTERS": {4: 32, 8: 15, 16: 7}}  # one unit fewer than 132 / C (a GPC's clusters)
+BULK_6 = {**BULK_ON, f"{BULK}.SLOTS": 6}  # two rows ahead (where 6 slices fit: 32 KiB ones)
+BULK_CANDIDATES = {  # --set bulk: rows_bulk_backward (off by default: CHOSEN empty) beside the default, every kind
+    65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
+            ("rows_bulk_backward, a unit fewer", "rows_bulk_backward", BULK_FEWER),
+            ("rows_bulk_backward, 6 slots", "rows_bulk_backward", BULK_6)],
+    262144: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
+             ("rows_bulk_backward, a unit fewer", "rows_bulk_backward", BULK_FEWER),
+             ("rows_bulk_backward, 6 slots", "rows_bulk_backward", BULK_6)],
+}
 
 
 @contextlib.contextmanager
@@ -105,10 +121,12 @@ def gpu_ms(torch, fn, calls: int) -> float:
     return statistics.median(times)
 
 
-def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, kernel_for) -> None:
-    """softmax_backward's rows of the table: dx = y (dy - sum(dy y)) from y = softmax(x)."""
-    y = torch.softmax(x.float(), -1).to(x.dtype)
-    for label, variant, patches in SOFTMAX_CANDIDATES.get(n, []):
+def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, kernel_for, table=None) -> None:
+    """softmax_backward's rows of the table: dx = y (dy - sum(dy y)) from y = softmax(x);
+    log_softmax_backward's: dx = dy - exp(y) sum(dy) from y = log_softmax(x)."""
+    soft = kind == "softmax_backward"
+    y = (torch.softmax if soft else torch.log_softmax)(x.float(), -1).to(x.dtype)
+    for label, variant, patches in (table if table is not None else SOFTMAX_CANDIDATES).get(n, []):
         try:
             with patched(patches):
                 row_kernels._KERNELS.clear()
@@ -116,7 +134,7 @@ def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, 
             dx = torch.empty_like(x)
             k(y, dx, dy)
             yd, gd = y[:256].double(), dy[:256].double()
-            want = yd * (gd - (gd * yd).sum(-1, keepdim=True))
+            want = yd * (gd - (gd * yd).sum(-1, keepdim=True)) if soft else gd - yd.exp() * gd.sum(-1, keepdim=True)
             err = (dx[:256].double() - want).abs().max().item() / max(1e-30, want.abs().max().item())
             ok = "ok" if err < (1e-4 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}"
             ms = gpu_ms(torch, lambda: k(y, dx, dy), calls)
@@ -133,9 +151,10 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline"), default="variants",
-                    help="the candidates: variants and settings (CANDIDATES), or the default against "
-                         "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES)")
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk"), default="variants",
+                    help="the candidates: variants and settings (CANDIDATES), the default against "
+                         "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), or against "
+                         "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -147,6 +166,8 @@ def main() -> int:
     table = CANDIDATES
     if args.set == "pipeline":
         table = PIPELINE_CANDIDATES
+    elif args.set == "bulk":
+        table = BULK_CANDIDATES
     else:
         rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
 
@@ -166,8 +187,9 @@ def main() -> int:
             moved = 3 * m * n * x.element_size()
             print(f"| copy | {dtype} | {n} | | {copy:,.0f} | 1.00 | |")
             for kind in args.kinds.split(","):
-                if kind == "softmax_backward":
-                    softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for)
+                if kind in ("softmax_backward", "log_softmax_backward"):
+                    softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for,
+                                 BULK_CANDIDATES if args.set == "bulk" else None)
                     continue
                 layer = kind == "layer_norm_backward"
                 xd = x.double()

@@ -106,11 +106,13 @@ MAX_VALUES = 64
 its vectors' elements x the outputs (dweight, dbias)."""
 MAX_VECTORS = 16
 """The most vectors per thread (each pass unrolled over them)."""
-CLUSTERS: int | None = None
-"""The persistent grid's units at most (clusters, or CTAs); None: as many as the
-multiprocessors hold by shared memory (``rows_common.sm_count`` x CTAs per
-multiprocessor / the cluster's CTAs). A cluster of 16 CTAs must sit in one GPC: where
-fewer are resident than that count, the last units run in a second wave."""
+CLUSTERS: dict[int, int] = {}
+"""The persistent grid's units at most (clusters, or CTAs) by the cluster's CTAs; where
+absent, as many as the multiprocessors hold by shared memory (``rows_common.sm_count`` x
+CTAs per multiprocessor / the cluster's CTAs). A cluster's CTAs must sit in one GPC: where
+fewer clusters are resident than that count (an H200's 132 multiprocessors in GPCs of
+16 to 18), the last units run in a second wave. A function of the cluster size (N and
+the type) only."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
@@ -257,8 +259,8 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
-    if CLUSTERS is not None:
-        units = max(1, min(units, CLUSTERS))
+    if c in CLUSTERS:
+        units = max(1, min(units, CLUSTERS[c]))
     p = replace(p, ctas=units * c)
     kernel = enclosing_kernel(op)
     assert kernel is not None
