@@ -87,6 +87,29 @@ def test_pipelined_bits_are_the_defaults(kind: str, variant: str, dtype: str, ta
         assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("kind,variant,dtype", CASES)
+def test_part_of_the_row_ahead_bits_are_the_defaults(kind: str, variant: str, dtype: str, taken, monkeypatch) -> None:
+    """FORWARD_AHEAD = 1: the first of each thread's two vectors of the next row loaded
+    ahead, the second as the row starts: the bits of the kernel of any M as unpipelined,
+    and its carried registers fewer than with the whole row ahead."""
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
+    want = _outputs(kind, variant, dtype, 5, False)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
+    monkeypatch.setattr(rows_common, "FORWARD_AHEAD", 1)
+    got = _outputs(kind, variant, dtype, 5, False)
+    assert taken == [False, True]
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+    eps = 1e-5 if kind in ("rms_norm", "layer_norm", "add_rms_norm") else None
+    op = next(o for o in module(kind, None, N[variant], dtype, eps=eps).walk() if o.name == "bulkred.normalize_rows")
+    p = rows_common.RowPlan(op.norm_kind, rows_common.dtype_of(op), None, N[variant], N[variant], N[variant], 4,
+                            32 if variant == "rows_warp" else 64, 64, 2, 4, 1)
+    part = len(rows_common.prefetch_row_types(p, op))
+    monkeypatch.setattr(rows_common, "FORWARD_AHEAD", None)
+    whole = len(rows_common.prefetch_row_types(p, op))
+    assert 0 < part < whole
+
+
 def test_pipelined_only_where_every_thread_holds_whole_vectors(monkeypatch) -> None:
     """Forced on, a plan with a partial vector (N = 260 on rows_warp: 65 vectors over 32
     lanes) or a cluster is not pipelined; a backward kind never by this setting."""
@@ -103,7 +126,7 @@ def test_pipelined_only_where_every_thread_holds_whole_vectors(monkeypatch) -> N
 def test_the_settings_are_off_by_default() -> None:
     """FORWARD_PIPELINE defaults to FORWARD_MEASURED, which is empty (nothing measured
     faster yet), and the CTAs per multiprocessor to the variants' own."""
-    assert rows_common.FORWARD_PIPELINE is None and rows_common.FORWARD_MEASURED == {}
+    assert rows_common.FORWARD_PIPELINE is None and rows_common.FORWARD_MEASURED == {} and rows_common.FORWARD_AHEAD is None
     assert rows_warp.CTAS_PER_SM is None and rows_cta.CTAS_PER_SM is None
     from types import SimpleNamespace
 

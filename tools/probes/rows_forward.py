@@ -23,6 +23,9 @@ rms_norm, layer_norm, add_rms_norm and cross_entropy, float32 and bfloat16, N = 
 * ``dispatch: V``: the variant the dispatch chooses today, as it is;
 * ``V``: the register variant forced (where the dispatch chooses another), as it is;
 * ``V pipelined``: the group's next row loaded before the current row's reduction;
+* ``V pipelined, A of K ahead``: of the thread's K vectors of the next row, the first A
+  (K / 2) loaded ahead, the others as the row starts (rows_common.FORWARD_AHEAD: fewer
+  registers carried);
 * ``V[ pipelined], K CTAs/SM``: the grid at most K CTAs a multiprocessor, K the CTAs
   that fit at once by ptxas's registers (where fewer than the default's);
 
@@ -156,10 +159,14 @@ def pipeline(args) -> int:
         if chosen != variant:
             settings.append((variant, variant, False, None, None))
         settings.append((f"{variant} pipelined", variant, True, None, None))
+        items = rows_common.items_for(op, 32 if variant == "rows_warp" else rows_cta.block_for(op))
+        if items > 1:
+            settings.append((f"{variant} pipelined, {items // 2} of {items} ahead", variant, True, None, None))
         runs = []  # (name, call, regs, threads, err, bits)
         base = None  # the forced variant's unpipelined outputs
         for name, forced, pipe, ctas, known in settings:
             rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM = pipe, ctas
+            rows_common.FORWARD_AHEAD = items // 2 if " ahead" in name else None
             row_kernels._KERNELS.clear()
             try:
                 k = row_kernels.kernel_for(kind, None, n, dtype, variant=forced, **kw)
@@ -179,7 +186,7 @@ def pipeline(args) -> int:
                 regs = known or (registers(k) if ours else "-")
                 threads = k.signature.launch.block[0]
                 runs.append([name, call, regs, threads, err, same])
-                if ours and ctas is None and regs.isdigit():  # then the same with the CTAs that fit at once, where fewer
+                if ours and ctas is None and " ahead" not in name and regs.isdigit():  # the CTAs that fit at once, where fewer
                     fit = resident_ctas(regs, threads)
                     if fit < max(1, 2048 // threads):  # (the variants' default)
                         settings.append((f"{name.removeprefix('dispatch: ')}, {fit} CTAs/SM", variant, pipe, fit, regs))
@@ -187,7 +194,7 @@ def pipeline(args) -> int:
                 print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                       flush=True)
             finally:
-                rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM = None, None
+                rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM, rows_common.FORWARD_AHEAD = None, None, None
         copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
         times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
         for _ in range(2):  # in turns: the copy, then each setting

@@ -800,6 +800,18 @@ FORWARD_MEASURED: dict[str, tuple[tuple[int, int, bool], ...]] = {}
 pipelined), the first range holding N; empty until the H200 measures it
 (tools/probes/rows_forward.py --set pipeline, docs/rows_forward_h200.md)."""
 
+FORWARD_AHEAD: int | None = None
+"""Pipelined (:data:`FORWARD_PIPELINE`), the thread's vectors of the next row loaded
+ahead: the first this many of them (None: all); the others are loaded as the row starts,
+as unpipelined. Fewer registers carried over the step (a float32 row of 32 values a
+thread carries 32 more, add_rms_norm's 64), fewer bytes in flight over the reduction.
+No bit changes (the values and the arithmetic are the same). The probe's setting."""
+
+
+def ahead_items(p: RowPlan) -> int:
+    """The thread's vectors of a pipelined row loaded during the step before (:data:`FORWARD_AHEAD`)."""
+    return p.items if FORWARD_AHEAD is None else max(1, min(p.items, FORWARD_AHEAD))
+
 
 def forward_pipelined(p: RowPlan) -> bool:
     """Whether plan ``p`` pipelines its rows (:data:`FORWARD_PIPELINE`): a forward kind
@@ -826,7 +838,7 @@ def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf
     from bulkred_dialect.passes.variants.rows_backward import _raw_load
 
     out: list[SSAValue] = []
-    for k in range(p.items):
+    for k in range(ahead_items(p)):
         for buf in (x, res) if res is not None else (x,):
             out += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     if p.kind == NormKind.CROSS_ENTROPY:
@@ -840,17 +852,24 @@ def prefetch_row_types(p: RowPlan, op: NormalizeRowsOp) -> list:
 
     t = i32 if _packed(p.dtype, p.vec) else p.dtype.ir
     per = _raw_count(p.dtype, p.vec) * (2 if op.residual is not None else 1)
-    return [t] * (per * p.items) + ([i64] if p.kind == NormKind.CROSS_ENTROPY else [])
+    return [t] * (per * ahead_items(p)) + ([i64] if p.kind == NormKind.CROSS_ENTROPY else [])
 
 
 def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]:
     """Per vector the thread holds, the row's float32 values from :func:`prefetch_row`'s
     registers (add_rms_norm: h, written to residual_out here, as :meth:`_Row.load_item`
-    does); cross_entropy: ``r.target`` set (x[t] read now, from the row just read)."""
-    from bulkred_dialect.passes.variants.rows_backward import _raw_count, _widen
+    does), then those not loaded ahead (:data:`FORWARD_AHEAD`) loaded now; cross_entropy:
+    ``r.target`` set (x[t] read now, from the row just read)."""
+    from bulkred_dialect.passes.variants.rows_backward import _raw_count, _raw_load, _widen
 
     p = r.p
     n = _raw_count(p.dtype, p.vec)
+    ahead = ahead_items(p)
+    t = raw[-1] if p.kind == NormKind.CROSS_ENTROPY else None
+    raw = raw[:len(raw) - 1] if t is not None else list(raw)
+    for k in range(ahead, p.items):  # the rest of the row, its loads issued together before any is used
+        for buf in (r.x, r.res) if r.res is not None else (r.x,):
+            raw += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     i, vals = 0, []
     for k in range(p.items):
         xs = _widen(e, p.dtype, raw[i:i + n], p.vec)
@@ -859,8 +878,8 @@ def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]
             xs = r.add_residual(e, k * p.group, xs, _widen(e, p.dtype, raw[i:i + n], p.vec))
             i += n
         vals.append(xs)
-    if p.kind == NormKind.CROSS_ENTROPY:
-        r.target = r.target_value(e, raw[i])
+    if t is not None:
+        r.target = r.target_value(e, t)
     return vals
 
 
