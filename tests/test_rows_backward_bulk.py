@@ -134,6 +134,25 @@ def test_slots(slots: int, monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind,dtype", [("layer_norm_backward", "bfloat16"), ("rms_norm_backward", "float32")])
+def test_weight_from_global(kind: str, dtype: str, monkeypatch) -> None:
+    """The weight read from global memory in each pass (WEIGHT_SHARED off) against its
+    slice copied into shared memory once: the same values, the same bits."""
+    rng = np.random.default_rng(5)
+    xbits = to_bits(rng.standard_normal((5, 512)), dtype)
+    dybits = to_bits(rng.standard_normal((5, 512)), dtype)
+    wbits = to_bits(rng.standard_normal(512), dtype)
+    db = kind == "layer_norm_backward"
+    kw = {"weight": dtype, "dweight": dtype, "dbias": dtype if db else None}
+    assert _config(kind, 512, dtype, **kw).weight_bytes > 0
+    shared = run_norm(kind, xbits, dybits, wbits, dtype, dtype, db)
+    monkeypatch.setattr(rows_bulk_backward, "WEIGHT_SHARED", False)
+    assert _config(kind, 512, dtype, **kw).weight_bytes == 0
+    got = run_norm(kind, xbits, dybits, wbits, dtype, dtype, db)
+    for a, b in zip(got, shared, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("units", [1, 2])
 def test_bits_independent_of_m(units: int, monkeypatch) -> None:
     """Each row's dx bits do not depend on M; dweight's and dbias's bits depend only on
@@ -194,10 +213,12 @@ def test_off_by_default_and_its_explain_rows(monkeypatch) -> None:
         assert f"chosen: {VARIANT}" not in rows
     monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [("bfloat16", None, 65536, 262144)])
     assert "chosen: rows_bulk_backward" in table("layer_norm_backward", 262144)
-    # bfloat16 262144: 16 CTAs of 512 threads, 8 vectors of 4 each (64 column sums), 4 slots of 32 KiB
+    # bfloat16 262144: 16 CTAs of 512 threads, 8 vectors of 4 each (64 column sums), 4 slots of 32 KiB,
+    # the weight's slice (32 KiB) beside them
     assert _config("layer_norm_backward", 262144, "bfloat16", weight="bfloat16", dweight="bfloat16",
-                   dbias="bfloat16") == rows_bulk_backward.BulkPlan(16, 512, 8, 32768, 4)
-    # float32 262144: 16 CTAs of 64 KiB slices: 3 slots (192 KiB)
-    assert _config("rms_norm_backward", 262144, "float32", weight="float32", dweight="float32").slots == 3
+                   dbias="bfloat16") == rows_bulk_backward.BulkPlan(16, 512, 8, 32768, 4, 32768)
+    # float32 262144: 16 CTAs of 64 KiB slices: 3 slots (192 KiB), the weight read from global memory
+    assert _config("rms_norm_backward", 262144, "float32", weight="float32", dweight="float32") == \
+        rows_bulk_backward.BulkPlan(16, 512, 8, 65536, 3, 0)
     rows = table("softmax_backward", 65540)
     assert any(r.strip().startswith(VARIANT) and "slices" in r and "FAIL" in r for r in rows), rows

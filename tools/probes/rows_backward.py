@@ -77,15 +77,16 @@ SOFTMAX_CANDIDATES = {  # softmax_backward (its dx from y and dy): rows_slices b
 BULK = "bulkred_dialect.passes.variants.rows_bulk_backward"
 BULK_ON = {f"{BULK}.CHOSEN": [(d, None, 1, 1 << 30) for d in ("bfloat16", "float32", "float16")]}  # forced where it fits
 BULK_FEWER = {**BULK_ON, f"{BULK}.CLUSTERS": {4: 32, 8: 15, 16: 7}}  # one unit fewer than 132 / C (a GPC's clusters)
-BULK_6 = {**BULK_ON, f"{BULK}.SLOTS": 6}  # two rows ahead (where 6 slices fit: 32 KiB ones)
-BULK_CANDIDATES = {  # --set bulk: rows_bulk_backward (off by default: CHOSEN empty) beside the default, every kind
-    65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
-            ("rows_bulk_backward, a unit fewer", "rows_bulk_backward", BULK_FEWER),
-            ("rows_bulk_backward, 6 slots", "rows_bulk_backward", BULK_6)],
-    262144: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
-             ("rows_bulk_backward, a unit fewer", "rows_bulk_backward", BULK_FEWER),
-             ("rows_bulk_backward, 6 slots", "rows_bulk_backward", BULK_6)],
+BULK_6 = {**BULK_ON, f"{BULK}.SLOTS": 6}  # two rows ahead (where 6 slices fit: 32 KiB ones; the weight then from L2)
+BULK_W = {**BULK_ON, f"{BULK}.WEIGHT_SHARED": False}  # the norms' weight read from global memory every pass
+BULK_SOFTMAX = [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
+                ("rows_bulk_backward, a unit fewer", "rows_bulk_backward", BULK_FEWER),
+                ("rows_bulk_backward, 6 slots", "rows_bulk_backward", BULK_6)]
+BULK_CANDIDATES = {  # --set bulk: rows_bulk_backward (off by default: CHOSEN empty) beside the default
+    n: BULK_SOFTMAX + [("rows_bulk_backward, weight from global memory", "rows_bulk_backward", BULK_W)]
+    for n in (65536, 262144)
 }
+BULK_SOFTMAX_CANDIDATES = {n: BULK_SOFTMAX for n in (65536, 262144)}  # (softmax's and log_softmax's: no weight)
 
 
 @contextlib.contextmanager
@@ -189,7 +190,7 @@ def main() -> int:
             for kind in args.kinds.split(","):
                 if kind in ("softmax_backward", "log_softmax_backward"):
                     softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for,
-                                 BULK_CANDIDATES if args.set == "bulk" else None)
+                                 BULK_SOFTMAX_CANDIDATES if args.set == "bulk" else None)
                     continue
                 layer = kind == "layer_norm_backward"
                 xd = x.double()

@@ -113,6 +113,10 @@ CTAs per multiprocessor / the cluster's CTAs). A cluster's CTAs must sit in one 
 fewer clusters are resident than that count (an H200's 132 multiprocessors in GPCs of
 16 to 18), the last units run in a second wave. A function of the cluster size (N and
 the type) only."""
+WEIGHT_SHARED = True
+"""Whether a norm's backward copies the CTA's slice of the weight into shared memory once
+(``cp.async.bulk``, before the first row) where it fits beside the slots, rather than
+reading it from global memory (L1 or L2) in both passes of every row."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
@@ -138,11 +142,12 @@ class BulkPlan:
     per: int
     slice_bytes: int
     slots: int
+    weight_bytes: int = 0  # the CTA's slice of the weight in shared memory (0: read from global memory)
 
     @property
     def cta_bytes(self) -> int:
-        """The shared memory of the CTA's slices."""
-        return self.slots * self.slice_bytes
+        """The shared memory of the CTA's slices (and of its weight)."""
+        return self.slots * self.slice_bytes + self.weight_bytes
 
 
 def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
@@ -157,8 +162,13 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     block = BLOCK
     while block > MIN_BLOCK and vectors % block:
         block //= 2
-    slots = max(2, min(SLOTS, (SHARED_PER_SM - SPARE_SHARED) // max(1, slice_bytes)))
-    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots)
+    budget = SHARED_PER_SM - SPARE_SHARED
+    wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
+    weight = slice_bytes // d.bytes * wd.bytes if wd is not None and op.norm_kind in NORM_BACKWARD_KINDS else 0
+    slots = max(2, min(SLOTS, budget // max(1, slice_bytes)))
+    if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
+        weight = 0  # (where it would take a slot: the slots first)
+    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -177,7 +187,7 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
           and bp.cta_bytes <= SHARED_PER_SM - SPARE_SHARED and bp.per <= MAX_VECTORS
           and bp.per * vec * _outputs(op) <= MAX_VALUES)
     return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, "
-                f"{bp.slots} slices of {bp.slice_bytes} bytes")
+                f"{bp.slots} slices of {bp.slice_bytes} bytes" + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else ""))
 
 
 def _kind(op: Operation, target: Target) -> tuple[bool, object]:
@@ -224,17 +234,18 @@ def _softmax_row(r: _Row, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> N
 
 
 def _norm_row(r: _Row, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue, gs: SSAValue, per: int,
-              acc: list[SSAValue]) -> list[SSAValue]:
+              acc: list[SSAValue], shared_weight: bool) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy in shared
-    memory and the row's stored statistics ``st``; its column sums ``acc`` (per vector: V
-    of dweight, then V of dbias) after the row."""
+    memory and the row's stored statistics ``st`` (the weight ``r.w`` in shared memory
+    with ``shared_weight``); its column sums ``acc`` (per vector: V of dweight, then V of
+    dbias) after the row."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     step = p.block * p.vec * p.dtype.bytes
 
     def terms(k: int) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
         dys = _load(e, p.dtype, gs, k * step, p.vec, nc=False)
-        ws = r.w.load(e, k * p.group, p.vec) if r.w is not None else None  # (from L1: the same every row)
+        ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
         return (dys, *_norm_terms(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
@@ -272,10 +283,10 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     d, vec = p.dtype, p.vec
     tid = e.sreg(SpecialRegister.TID_X)
     buf = e.shared([bp.cta_bytes // 4], f32, "row_slices")  # Q slots of a slice
-    loaded = e.shared([q], i64, "rows_loaded")  # an mbarrier per slot
+    loaded = e.shared([q + 1], i64, "rows_loaded")  # an mbarrier per slot, then the weight's
 
     def init(b: Emitter) -> list[SSAValue]:
-        for k in range(q):
+        for k in range(q + 1):
             b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
         return []
 
@@ -349,7 +360,11 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         for j in (0, 1):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
             ahead(b, row, q - 2 + j, wrap(b, b.add_i(base, q - 2 + j))[0])
         y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        w = None
+        if bp.weight_bytes and wd:  # the thread's first vector of the CTA's weight slice
+            w = _Buf(wd, b.ptr_add(b.ptr_add(buf, q * slice_bytes), b.mul_i(tid, vec * wd.bytes)))
+        elif w0 is not None and wd:
+            w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes)))  # (from L1 or L2: the same every row)
         r = _Row(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
                  sw=sw, exchange=exchange)
         st = _read_stats(r, b, row) if norms else {}  # (in flight over the wait)
@@ -360,7 +375,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             _wait(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
             here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
         if norms:
-            acc = _norm_row(r, b, row, st, here[0], here[1], per, acc)
+            acc = _norm_row(r, b, row, st, here[0], here[1], per, acc, bp.weight_bytes > 0)
         else:
             _softmax_row(r, b, here[0], here[1], per)
         nxt, wrapped = wrap(b, b.add_i(base, 2))
@@ -374,8 +389,27 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     else:
         stride, rows = e.const(units, i64), e.const(p.m, i64)
     start = e.wide(slot0)
+    if bp.weight_bytes:  # the CTA's slice of the weight, once, after slot Q - 1 (its mbarrier: Q)
+        assert w0 is not None and wd is not None
+        require_alignment(w0, 16)
+        wbar, wdst = e.ptr_add(loaded, 8 * q), e.ptr_add(buf, q * slice_bytes)
+        wchunks = -(-bp.weight_bytes // CHUNK)
+
+        def copy_weight(b: Emitter) -> list[SSAValue]:
+            b.if_(b.cmp("eq", tid, 0),
+                  lambda c1: c1.emit(MbarrierArriveExpectTxOp(wbar, c1.const(bp.weight_bytes), sink=True)) and [])
+            off = b.wide(b.add_i(b.mul_i(rank, bp.weight_bytes), lane_chunk) if rank is not None else lane_chunk)
+            size = b.const(CHUNK)
+            if bp.weight_bytes % CHUNK:
+                size = b.value(arith.SelectOp(b.cmp("eq", tid, wchunks - 1), b.const(bp.weight_bytes % CHUNK), size))
+            b.emit(CpAsyncBulkSharedCtaGlobalOp(b.ptr_add(wdst, lane_chunk), b.ptr_add(w0, off), size, wbar))
+            return []
+
+        e.if_(e.cmp("ult", tid, wchunks), copy_weight)
     for k in range(q - 2):  # the unit's first Q - 2 slices into slots 0, 1, ...
         ahead(e, start, k, k)
+    if bp.weight_bytes:
+        _wait(e, e.ptr_add(loaded, 8 * q), e.const(0))
     acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
     done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + acc0, row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
