@@ -86,7 +86,10 @@ BULK_CANDIDATES = {  # --set bulk: rows_bulk_backward (off by default: CHOSEN em
     n: BULK_SOFTMAX + [("rows_bulk_backward, weight from global memory", "rows_bulk_backward", BULK_W)]
     for n in (65536, 262144)
 }
-BULK_SOFTMAX_CANDIDATES = {n: BULK_SOFTMAX for n in (65536, 262144)}  # (softmax's and log_softmax's: no weight)
+BULK_3 = {**BULK_ON, f"{BULK}.SLOTS": 3}  # softmax's: 96 KiB a CTA (32 KiB slices), two CTAs per multiprocessor
+BULK_SOFTMAX_CANDIDATES = {  # (softmax's and log_softmax's: no weight, few registers)
+    n: BULK_SOFTMAX + [("rows_bulk_backward, 3 slots", "rows_bulk_backward", BULK_3)] for n in (65536, 262144)
+}
 
 
 @contextlib.contextmanager
