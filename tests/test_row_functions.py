@@ -461,7 +461,7 @@ def test_refusals_are_one_line_before_any_kernel(interpreted):
     with pytest.raises(bulkred.ReductionError) as e:  # the dialect's refusal, without its location
         bulkred.softmax(x, variant="rows_fast")
     assert str(e.value) == ("bulkred.softmax: 'bulkred.normalize_rows' 'variant' 'rows_fast' is not a known variant "
-                            "(known: rows_warp, rows_bulk, rows_cta, rows_cluster, rows_slices, rows_stream)")
+                            "(known: rows_warp, rows_bulk_backward, rows_bulk, rows_cta, rows_cluster, rows_slices, rows_stream)")
 
 
 def test_torch_compile_traces_forward_and_backward(interpreted):
