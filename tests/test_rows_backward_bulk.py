@@ -222,3 +222,23 @@ def test_off_by_default_and_its_explain_rows(monkeypatch) -> None:
         rows_bulk_backward.BulkPlan(16, 512, 8, 65536, 3, 0)
     rows = table("softmax_backward", 65540)
     assert any(r.strip().startswith(VARIANT) and "slices" in r and "FAIL" in r for r in rows), rows
+
+
+def test_padded_rows() -> None:
+    """softmax_backward of y rows at a stride of 520 floats (2080 bytes: whole 16-byte
+    chunks) and dx at 516: each CTA copies its slice from the padded row (the padding NaN:
+    a read of it shows) and writes dx in place, the padding of dx left as it was."""
+    m, n = 5, 512
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((m, n))
+    e = np.exp(x - x.max(1, keepdims=True))
+    y = (e / e.sum(1, keepdims=True)).astype(np.float32)
+    ybuf = np.pad(y, ((0, 0), (0, 8)), constant_values=np.nan)
+    dxbuf = np.full((m, 516), 7.0, np.float32)
+    dy = rng.standard_normal((m, n)).astype(np.float32)
+    built = module("softmax_backward", m, n, "float32", x_stride=520, y_stride=516, variant=VARIANT)
+    test_rows.interpret(test_rows.lowered(built, VARIANT), ybuf[:, :n], dxbuf[:, :n], dy)
+    f, g = y.astype(np.float64), dy.astype(np.float64)
+    want = f * (g - (g * f).sum(1, keepdims=True))
+    np.testing.assert_allclose(dxbuf[:, :n].astype(np.float64), want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))
+    assert (dxbuf[:, n:] == 7.0).all()
