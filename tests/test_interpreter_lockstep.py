@@ -53,7 +53,7 @@ def test_array_arithmetic_gives_the_scalar_bits(t):
             got = vector.binary(opcode, t, a, b, ftz)
             want = [float_binary(opcode, t, x, y, ftz=ftz) for x, y in zip(a, b)]
             assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz)
-        for opcode in ("sqrt", "rcp", "div"):
+        for opcode in ("sqrt", "rcp", "div") + (("ex2", "lg2") if t == ArithType.F32 else ()):
             args = [a, b] if opcode == "div" else [a]
             got = vector.math(opcode, t, args, ftz)
             want = [float_math(opcode, t, v, ftz=ftz) for v in zip(*args)]
@@ -62,6 +62,15 @@ def test_array_arithmetic_gives_the_scalar_bits(t):
             got = vector.minmax(opcode, t, a, b, ftz, nan)
             want = [float_minmax(opcode, t, (x, y), ftz=ftz, nan=nan) for x, y in zip(a, b)]
             assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz, nan)
+    if t == ArithType.F32:  # ex2 and lg2 on random values of every magnitude too
+        r = np.random.default_rng(4)
+        x = (r.standard_normal(2000) * np.exp2(r.integers(-130, 8, 2000))).astype(np.float32)
+        for opcode, v in (("ex2", x), ("lg2", np.abs(x))):
+            for ftz in (False, True):
+                got = vector.math(opcode, t, [v], ftz)
+                with np.errstate(over="ignore"):  # (the scalar path's cast of a large ex2 to f32)
+                    want = [float_math(opcode, t, (e,), ftz=ftz) for e in v]
+                assert [_bits(g) for g in got] == [_bits(w) for w in want], (opcode, ftz)
     for cmp in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"):
         form = _setp_form(CmpOp(cmp), SetpType(t.value))
         with np.errstate(all="ignore"):

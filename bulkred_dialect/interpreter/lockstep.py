@@ -573,15 +573,18 @@ class LockstepInterpreter(KernelInterpreter):
         return self._once(op, inputs)
 
     def run_math(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
-        """sqrt, rcp and div of f32 and f64 on arrays; the other math ops (abs, neg, ex2,
-        lg2, other types) per thread, ptx_arith's ``_math`` of the op's form (no thread
+        """sqrt, rcp and div of f32 and f64, ex2 and lg2 of f32 on arrays; the other math
+        ops (abs, neg, other types) per thread, ptx_arith's ``_math`` of the op's form (no thread
         state) mapped over the threads' operands."""
         if varying:
             form = self.forms.get(op)
             if form is None:
                 form = self.forms[op] = _math_form(op)
             what, t, ftz, opcode = form
-            if what == "math" and opcode in ("sqrt", "rcp", "div") and t in vector.NP_FLOAT:
+            if what == "math" and (
+                (opcode in ("sqrt", "rcp", "div") and t in vector.NP_FLOAT)
+                or (opcode in ("ex2", "lg2") and t == ArithType.F32)
+            ):
                 arrays = [self._array(x, t) for x in inputs]
                 if all(a is not None for a in arrays):
                     return (self._vary(vector.math(opcode, t, arrays, ftz)),)

@@ -255,12 +255,18 @@ def _signed(u: np.ndarray, w: int) -> np.ndarray:
 
 def math(opcode: str, t: ArithType, args: list[Any], ftz: bool) -> np.ndarray:
     """:func:`~bulkred_dialect.interpreter.values.float_math` of ``sqrt``, ``rcp`` and
-    ``div`` (IEEE-rounded in numpy as in values.py; f32 or f64, ``.ftz`` for f32 only)."""
+    ``div`` (IEEE-rounded in numpy as in values.py; f32 or f64, ``.ftz`` for f32 only), and
+    of ``ex2`` and ``lg2`` of f32 (numpy's exp2/log2 in float64, as values.py calls them,
+    rounded to f32)."""
     if ftz:
         args = [flush(a) for a in args]
     nans = [np.isnan(a) for a in args]
     with np.errstate(all="ignore"):
-        if opcode == "sqrt":
+        if opcode in ("ex2", "lg2"):
+            wide = (np.exp2 if opcode == "ex2" else np.log2)(np.asarray(args[0], np.float64))
+            r = wide.astype(NP_FLOAT[t])
+            r = np.where(np.isnan(wide), _canonical(t), r)
+        elif opcode == "sqrt":
             r = np.sqrt(args[0])
         elif opcode == "rcp":
             r = NP_FLOAT[t](1) / args[0]
