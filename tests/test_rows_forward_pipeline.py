@@ -110,6 +110,32 @@ def test_part_of_the_row_ahead_bits_are_the_defaults(kind: str, variant: str, dt
     assert 0 < part < whole
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_rows_a_warp_bits_are_the_defaults(kind: str, monkeypatch) -> None:
+    """rows_warp.ROWS_AT_ONCE = 2: a warp's two rows a step (warp 0: rows 0 and 2, then 4
+    with itself again; warp 1: 1 and 3): every output's bits as one row a step, the
+    kernel of any M and of M = 5; and rows of 260 (a partial vector: lanes 0 to 0 of the
+    65th) against float64."""
+    dtype = "bfloat16" if kind in ("softmax", "layer_norm", "cross_entropy") else "float32"
+    want = _outputs(kind, "rows_warp", dtype, 5, False) + _outputs(kind, "rows_warp", dtype, 5, True)
+    monkeypatch.setattr(rows_warp, "ROWS_AT_ONCE", 2)
+    seen = []
+    real = rows_common.together
+    monkeypatch.setattr(rows_lower, "together", lambda p: seen.append(real(p)) or seen[-1])
+    got = _outputs(kind, "rows_warp", dtype, 5, False) + _outputs(kind, "rows_warp", dtype, 5, True)
+    assert seen == [True, True] and len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+    if kind == "cross_entropy":
+        test_rows.run_cross_entropy(260, 0.0, variant="rows_warp")
+    else:
+        x = np.random.default_rng(3).standard_normal((5, 260)) * 3 + 1.5
+        affine = dtype if kind not in ("softmax", "log_softmax") else None
+        y, stats, xv, w, b = test_rows.run(kind, x, dtype, variant="rows_warp", affine=affine)
+        test_rows.check(kind, y, stats, xv, w, b, dtype)
+    assert seen[-1] is True
+
+
 def test_pipelined_only_where_every_thread_holds_whole_vectors(monkeypatch) -> None:
     """Forced on, a plan with a partial vector (N = 260 on rows_warp: 65 vectors over 32
     lanes) or a cluster is not pipelined; a backward kind never by this setting."""
@@ -127,7 +153,7 @@ def test_the_settings_are_off_by_default() -> None:
     """FORWARD_PIPELINE defaults to FORWARD_MEASURED, which is empty (nothing measured
     faster yet), and the CTAs per multiprocessor to the variants' own."""
     assert rows_common.FORWARD_PIPELINE is None and rows_common.FORWARD_MEASURED == {} and rows_common.FORWARD_AHEAD is None
-    assert rows_warp.CTAS_PER_SM is None and rows_cta.CTAS_PER_SM is None
+    assert rows_warp.CTAS_PER_SM is None and rows_cta.CTAS_PER_SM is None and rows_warp.ROWS_AT_ONCE == 1
     from types import SimpleNamespace
 
     from bulkred_dialect.ops.dtypes import DTYPES

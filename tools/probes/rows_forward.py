@@ -26,6 +26,8 @@ rms_norm, layer_norm, add_rms_norm and cross_entropy, float32 and bfloat16, N = 
 * ``V pipelined, A of K ahead``: of the thread's K vectors of the next row, the first A
   (K / 2) loaded ahead, the others as the row starts (rows_common.FORWARD_AHEAD: fewer
   registers carried);
+* ``rows_warp, 2 rows a step``: a warp's two rows' loads, then each row's reduction
+  (rows_warp.ROWS_AT_ONCE);
 * ``V[ pipelined], K CTAs/SM``: the grid at most K CTAs a multiprocessor, K the CTAs
   that fit at once by ptxas's registers (where fewer than the default's);
 
@@ -162,11 +164,14 @@ def pipeline(args) -> int:
         items = rows_common.items_for(op, 32 if variant == "rows_warp" else rows_cta.block_for(op))
         if items > 1:
             settings.append((f"{variant} pipelined, {items // 2} of {items} ahead", variant, True, None, None))
+        if variant == "rows_warp":
+            settings.append(("rows_warp, 2 rows a step", variant, False, None, None))
         runs = []  # (name, call, regs, threads, err, bits)
         base = None  # the forced variant's unpipelined outputs
         for name, forced, pipe, ctas, known in settings:
             rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM = pipe, ctas
             rows_common.FORWARD_AHEAD = items // 2 if " ahead" in name else None
+            rows_warp.ROWS_AT_ONCE = 2 if "2 rows" in name else 1
             row_kernels._KERNELS.clear()
             try:
                 k = row_kernels.kernel_for(kind, None, n, dtype, variant=forced, **kw)
@@ -186,7 +191,7 @@ def pipeline(args) -> int:
                 regs = known or (registers(k) if ours else "-")
                 threads = k.signature.launch.block[0]
                 runs.append([name, call, regs, threads, err, same])
-                if ours and ctas is None and " ahead" not in name and regs.isdigit():  # the CTAs that fit at once, where fewer
+                if ours and ctas is None and " ahead" not in name and "2 rows" not in name and regs.isdigit():  # the CTAs that fit at once, where fewer
                     fit = resident_ctas(regs, threads)
                     if fit < max(1, 2048 // threads):  # (the variants' default)
                         settings.append((f"{name.removeprefix('dispatch: ')}, {fit} CTAs/SM", variant, pipe, fit, regs))
@@ -195,6 +200,7 @@ def pipeline(args) -> int:
                       flush=True)
             finally:
                 rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM, rows_common.FORWARD_AHEAD = None, None, None
+                rows_warp.ROWS_AT_ONCE = 1
         copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
         times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
         for _ in range(2):  # in turns: the copy, then each setting

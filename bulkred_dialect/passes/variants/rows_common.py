@@ -174,6 +174,7 @@ class RowPlan:
     ctas: int
     cluster: int = 1
     slice: int = 0  # with a cluster: the vectors of the row each CTA holds (items * block)
+    together: int = 1  # rows a group works on in one step of the loop over rows (rows_warp.ROWS_AT_ONCE)
 
     @property
     def vectors(self) -> int:
@@ -886,12 +887,41 @@ def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]
 Ahead = tuple[list[SSAValue], Callable[[Emitter], list[SSAValue]]]
 
 
+def together(p: RowPlan) -> bool:
+    """Whether plan ``p``'s groups take two rows a loop step (:attr:`RowPlan.together`,
+    rows_warp.ROWS_AT_ONCE): a forward kind in registers, no cluster, not pipelined."""
+    forward = p.kind in EXP_KINDS or p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
+    return p.together == 2 and forward and bool(p.items) and p.cluster == 1 and not forward_pipelined(p)
+
+
 def _registers(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None) -> list[SSAValue]:
     """The row held in registers: one read of x, the statistics, one write of y. With
     ``ahead`` (:data:`FORWARD_PIPELINE`): (this row's registers as loaded during the
     previous step: :func:`prefetch_row`; a function that issues the loads of the next
     row) the row's values come from the first, and the second is called after the
     thread's sums, before the group's first reduction: its results are returned."""
+    return _registers_together(e, [(r, row, ahead)])[0]
+
+
+def _registers_together(e: Emitter, rows: list[tuple[_Row, SSAValue, Ahead | None]]) -> list[list[SSAValue]]:
+    """:func:`_registers` of several rows (:func:`together`): the loads of every row, then
+    each row's statistics and y in turn (each row's operations and their order as alone)."""
+    steps = [_register_steps(r, e, row, ahead) for r, row, ahead in rows]
+    for s in steps:
+        next(s)  # the row's loads
+    out = []
+    for s in steps:
+        try:
+            next(s)
+        except StopIteration as done:
+            out.append(done.value)
+        else:
+            raise AssertionError("_register_steps pauses once")
+    return out
+
+
+def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None):
+    """:func:`_registers` as a generator that pauses once, after the row's loads."""
     p = r.p
     conds = r.item_conds(e)
     vals: list[list[SSAValue]] = []
@@ -911,6 +941,7 @@ def _registers(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None) -
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
+    yield  # (_registers_together: the other rows' loads issued here)
     if kind == NormKind.CROSS_ENTROPY and ahead is None:  # the target and x[target] read while the row's loads are in flight
         r.target = r.target_inputs(e, row)
     if kind in EXP_KINDS:

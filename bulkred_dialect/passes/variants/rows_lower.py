@@ -68,11 +68,13 @@ from bulkred_dialect.passes.variants.rows_common import (
     _load,
     _registers,
     _Row,
+    _registers_together,
     _store,
     _stream,
     forward_pipelined,
     prefetch_row,
     prefetch_row_types,
+    together,
 )
 
 
@@ -153,6 +155,29 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return x, None
         rs = row_stride(op.residual.type) * d.bytes  # type: ignore[arg-type]
         return x, _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, rs)), b.mul_i(sw, vec * d.bytes)))
+
+    def forward_row(b: Emitter, row: SSAValue) -> _Row:
+        """A forward kind's row ``row`` (row_body's, for two rows a step: rows_common.together)."""
+        d = p.dtype
+        x, res = forward_buffers(b, row)
+        y = None
+        if y0 is not None:
+            y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        hout = None
+        if res is not None:
+            hs = row_stride(op.residual_out.type) * d.bytes  # type: ignore[arg-type, union-attr]
+            hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, hs)), b.mul_i(sw, vec * d.bytes)))
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
+        return _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, None, None, sw, exchange)
+
+    def pair_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        """Two rows of the group a step (rows_common.together): ``row`` and the group's
+        next one (past M: ``row`` again, written twice with the same bits)."""
+        nxt = next_row(b, row)
+        _registers_together(b, [(forward_row(b, row), row, None), (forward_row(b, nxt), nxt, None)])
+        return carried
 
     def next_row(c: Emitter, row: SSAValue) -> SSAValue:
         """The unit's (or group's) next row; past M, ``row`` again (read from L2)."""
@@ -282,6 +307,15 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         done = e.for_(e.add_i(row0, stride), end, stride, [init[0], row0] + init[1:], step)
         e.if_(has, lambda c: second_pass(norm_row(c, done[1], None), c, done[2:], parts) or [])
         done = done[:1]
+    elif together(p):  # two rows of a group a step (rows_warp.ROWS_AT_ONCE)
+        if p.m is None:
+            assert ctas is not None
+            stride = e.wide(e.mul_i(ctas, p.groups) if p.groups > 1 else ctas)
+            kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
+        else:
+            stride = e.const(units * p.groups, i64)
+        end = m_arg if p.m is None else e.const(p.m, i64)
+        done = e.for_(e.wide(slot), end, e.add_i(stride, stride), carried0, pair_body)
     elif p.m is None:  # M at the launch: the i64 parameter after the buffers; the grid from it
         assert ctas is not None
         units_now = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas

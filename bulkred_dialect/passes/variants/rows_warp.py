@@ -11,6 +11,8 @@ Spec: docs/rows.md; PTX ISA ld.global.nc (vectors), shfl.sync, ex2/lg2.approx.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -27,6 +29,13 @@ BLOCK = 256
 MAX_N = WARP * MAX_VALUES
 """The longest row a warp holds in registers (1024)."""
 
+ROWS_AT_ONCE = 1
+"""Rows a warp works on in one step of its loop over rows: 1, or 2 (a forward kind, not
+pipelined: rows_common.together): both rows' loads issued, then each row's reduction and
+y in turn, so that the second row's loads are in flight over the first's reduction (each
+row's operations and their order unchanged). The probe's setting (tools/probes/rows_forward.py
+--set pipeline)."""
+
 CTAS_PER_SM: int | None = None
 """The grid's CTAs per multiprocessor at most (the rows shared among them; no row's
 arithmetic depends on it); None: 2048 threads' worth (the default). The probe's setting
@@ -36,7 +45,7 @@ arithmetic depends on it); None: 2048 threads' worth (the default). The probe's 
 def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     p = plan(op, target, group=WARP, block=BLOCK, items=items_for(op, WARP), ctas_per_sm=CTAS_PER_SM or 2048 // BLOCK)
-    lower_rows(op, rewriter, target, p)
+    lower_rows(op, rewriter, target, replace(p, together=ROWS_AT_ONCE))
 
 
 ROWS_WARP = Variant(
