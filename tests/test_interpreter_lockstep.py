@@ -157,6 +157,36 @@ def test_array_int_ops_give_the_scalar_ints():
     assert vector.int_binary("add", s32, [-1, 2**64], [1, 1]) is None
 
 
+
+def test_array_conversions_give_the_scalar_values():
+    """vector.cvt_int against ptx_cvt's integer cvt for every pair of integer types into
+    registers of 16, 32 and 64 bits, on edge and random values; bf16 to f32 and f32 to bf16
+    (specials, subnormals, values at a tie, random) against the scalar conversions."""
+    from xdsl.dialects.builtin import IntegerType
+
+    from bulkred_dialect.interpreter.ptx_cvt import _convert
+    from bulkred_dialect.interpreter.values import BF16, coerce_float
+    from bulkred_dialect.ops.ptx.control import CvtType
+
+    rng = np.random.default_rng(6)
+    values = [0, 1, -1, 127, -128, 255, 2**15 - 1, -(2**15), 2**16 - 1, 2**31 - 1, -(2**31), 2**32 - 1, 2**63 - 1, -(2**63)]
+    values += rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()
+    ints = [t for t in CvtType if not t.is_float and t.bits >= 8]
+    for a, d in itertools.product(ints, ints):
+        for width in (16, 32, 64):
+            got = vector.cvt_int(values, a.bits, a.value[0] == "s", d.bits, d.value[0] == "s", width)
+            want = [_convert("cvt", d, a, None, IntegerType(width), x) for x in values]
+            assert got == want, (a, d, width)
+    f = np.concatenate([_specials(ArithType.F32), rng.standard_normal(500).astype(np.float32) * np.float32(1e3)])
+    ties = (np.arange(1, 200, dtype=np.uint32) << np.uint32(16)) | np.uint32(0x8000)  # exactly between two bf16
+    f = np.concatenate([f, ties.view(np.float32), np.array([3.4e38, -3.4e38, 1e-40, -1e-45], np.float32)])
+    got = vector.f32_to_bf16_bits(f)
+    assert got == [coerce_float(ArithType.BF16, x).bits for x in f]
+    bits = list(range(0, 1 << 16, 7)) + [0x7F80, 0xFF80, 0x7FC1, 0x0001, 0x8000]
+    wide = vector.bf16_bits_to_f32(bits)
+    assert [_bits(w) for w in wide] == [_bits(BF16(b).to_float32()) for b in bits]
+
+
 # endregion
 
 # region Lockstep against thread by thread

@@ -62,7 +62,7 @@ from bulkred_dialect.interpreter import vector
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
-from bulkred_dialect.interpreter.values import coerce_float, float_fma, int_binary
+from bulkred_dialect.interpreter.values import BF16, coerce_float, float_fma, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.arith import (
     AbsOp,
@@ -89,7 +89,7 @@ from bulkred_dialect.ops.ptx.arith import (
     XorOp,
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
-from bulkred_dialect.ops.ptx.control import CvtOp, SelpOp, SetpOp
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType, SelpOp, SetpOp
 from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
@@ -558,7 +558,25 @@ class LockstepInterpreter(KernelInterpreter):
         return (self._scatter(r),)
 
     def run_cvt(self, op: CvtOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """Integer to integer, bf16 to f32 and f32 to bf16 (round to nearest even) on
+        arrays (vector.py); the other conversions, and values not of the source's kind,
+        per thread with ptx_cvt's converter."""
         if varying:
+            form = self.forms.get(op)
+            if form is None:
+                form = self.forms[op] = _cvt_form(op)
+            (x,) = inputs
+            values = x.v if self.full else [x.v[t] for t in self.active]
+            if form[0] == "int":
+                r = vector.cvt_int(values, *form[1:])
+                if r is not None:
+                    return (self._scatter(r),)
+            elif form[0] == "bf16>f32" and all(type(e) is BF16 for e in values):
+                return (self._vary(vector.bf16_bits_to_f32([e.bits for e in values])),)
+            elif form[0] == "f32>bf16":
+                a = self._array(x, ArithType.F32)
+                if a is not None:
+                    return (self._scatter([BF16(b) for b in vector.f32_to_bf16_bits(a)]),)
             return self._map(self._impls._impl_dict[CvtOp][0].converter(op), inputs)  # noqa: SLF001
         return self._once(op, inputs)
 
@@ -824,6 +842,21 @@ class LockstepInterpreter(KernelInterpreter):
         return self._once(op, inputs)
 
     # endregion
+
+
+def _cvt_form(op: CvtOp) -> tuple[Any, ...]:
+    """What run_cvt does on arrays: ("int", source bits, signed, destination bits, signed,
+    register width), ("bf16>f32",), ("f32>bf16",) (round to nearest even), or ("other",)."""
+    d, a = op.dtype.data, op.atype.data
+    rnd = op.rnd.data if op.rnd is not None else None
+    if not d.is_float and not a.is_float:
+        width = op.result.type.width.data if isinstance(op.result.type, IntegerType) else d.bits
+        return ("int", a.bits, a.value[0] == "s", d.bits, d.value[0] == "s", width)
+    if d == CvtType.F32 and a == CvtType.BF16 and rnd is None:
+        return ("bf16>f32",)
+    if d == CvtType.BF16 and a == CvtType.F32 and rnd in (None, CvtRounding.RN):
+        return ("f32>bf16",)
+    return ("other",)
 
 
 def _fma_f64_scalar(a: Any, b: Any, c: Any) -> Any:

@@ -245,6 +245,47 @@ def int_binary(opcode: str, t: ArithType, a: list[Any], b: list[Any]) -> list[in
     return _signed(r, w).tolist()
 
 
+def int_bits(values: list[Any]) -> np.ndarray | None:
+    """``values`` (ints) as uint64 two's complement bits, or None where one is not an
+    integer of int64's (or uint64's) range."""
+    try:
+        x = np.asarray(values)
+    except OverflowError:
+        return None
+    if x.dtype.kind not in "iub":
+        return None
+    return x.astype(np.int64).astype(np.uint64) if x.dtype.kind != "u" else x.astype(np.uint64)
+
+
+def cvt_int(values: list[Any], src_bits: int, src_signed: bool, dst_bits: int, dst_signed: bool, width: int) -> list[int] | None:
+    """ptx_cvt's integer to integer ``cvt`` (``_read_int`` of the source type, then
+    ``_write_int`` into a register ``width`` bits wide) of each value, or None (see
+    :func:`int_bits`)."""
+    u = int_bits(values)
+    if u is None:
+        return None
+    u &= np.uint64((1 << src_bits) - 1)
+    n = _signed(u, src_bits).astype(np.uint64) if src_signed else u  # the source value, as 64 bits
+    v = n & np.uint64((1 << dst_bits) - 1)
+    if dst_signed:
+        v = _signed(v, dst_bits).astype(np.uint64)
+    return _signed(v & np.uint64((1 << width) - 1) if width < 64 else v, width).tolist()
+
+
+def bf16_bits_to_f32(bits: list[int]) -> np.ndarray:
+    """bf16 values (their 16 bits) widened to f32, exactly (NaN payloads kept)."""
+    return (np.asarray(bits, np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16_bits(a: np.ndarray) -> list[int]:
+    """f32 values rounded to nearest even bf16 (subnormals kept, overflow to infinity, a
+    NaN the canonical NaN), as values.py's ``_bf16_from_float64`` rounds them: their bits."""
+    b = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    r = ((b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)) & np.uint64(0xFFFF)
+    r = np.where(np.isnan(a), np.uint64(CANONICAL_NAN_BITS[ArithType.BF16]), r)
+    return r.tolist()
+
+
 def _signed(u: np.ndarray, w: int) -> np.ndarray:
     """uint64 values below 2^w read as w-bit two's complement, as int64."""
     if w == 64:
