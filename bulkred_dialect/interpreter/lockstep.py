@@ -728,9 +728,16 @@ class LockstepInterpreter(KernelInterpreter):
                 ):
                     index = at // size
                     out = []
-                    for i, (dtype, as_list) in enumerate(views):
+                    for i, (dtype, mode) in enumerate(views):
                         values = raw.view(dtype)[index + i]
-                        out.append(self._scatter(values.tolist()) if as_list else self._vary(values))
+                        if mode == "array":
+                            out.append(self._vary(values))
+                        elif mode == "ints":
+                            out.append(self._scatter(values.tolist()))
+                        elif mode == "bf16":
+                            out.append(self._scatter([BF16(b) for b in values.tolist()]))
+                        else:  # numpy scalars (f16)
+                            out.append(self._scatter(list(values)))
                     return tuple(out)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
@@ -815,8 +822,9 @@ class LockstepInterpreter(KernelInterpreter):
         return self.forms[key]
 
     def _load_plan(self, op: LdOp | LdVecOp) -> Any:
-        """(immediate offset, element size, (dtype, as a list of ints) per register) of a
-        load whose registers are floats of the access's width or integers, else None."""
+        """(immediate offset, element size, (dtype, how the values are kept) per register)
+        of a load whose registers are floats of the access's width (f32/f64 an array, f16
+        numpy scalars, bf16 BF16 values of the bits) or integers, else None."""
         key = ("load", op)
         if key not in self.forms:
             t = str(op.type.data)
@@ -825,10 +833,14 @@ class LockstepInterpreter(KernelInterpreter):
             for r in op.results:
                 kind = _FLOAT_OF_CLASS.get(type(r.type))
                 if kind in vector.NP_FLOAT and _FLOAT_WIDTH[kind] == width:
-                    views.append((np.dtype(vector.NP_FLOAT[kind]), False))
+                    views.append((np.dtype(vector.NP_FLOAT[kind]), "array"))
+                elif kind == ArithType.F16 and width == 16:
+                    views.append((np.dtype(np.float16), "scalars"))
+                elif kind == ArithType.BF16 and width == 16:
+                    views.append((np.dtype(np.uint16), "bf16"))
                 elif kind is None and isinstance(r.type, IntegerType) and r.type.width.data >= width:
                     signed = t[0] == "s" or r.type.width.data == width
-                    views.append((np.dtype(f"{'int' if signed else 'uint'}{width}"), True))
+                    views.append((np.dtype(f"{'int' if signed else 'uint'}{width}"), "ints"))
                 else:
                     views = None
                     break
