@@ -193,10 +193,11 @@ def test_softmax_backward(kind: str, n: int, dtype: str) -> None:
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
 
 
-def test_off_by_default_and_its_explain_rows(monkeypatch) -> None:
-    """With the real settings CHOSEN is empty: the dispatch passes rows_bulk_backward by
-    (its "measured" row fails) at every N; where CHOSEN has the row it takes it, and a
-    row of odd bytes per CTA fails its "slices" row."""
+def test_where_measured_and_its_explain_rows(monkeypatch) -> None:
+    """With the real settings (CHOSEN as the H200 measured it: float32 65536 to 262144,
+    bfloat16 131073 to 262144, the norms' and softmax's backward) the dispatch takes
+    rows_bulk_backward there and passes it by elsewhere (its "measured" row fails: bfloat16
+    65536, log_softmax's backward); a row of odd bytes per CTA fails its "slices" row."""
     monkeypatch.undo()
     target = Target.parse("sm_90a")
 
@@ -208,9 +209,15 @@ def test_off_by_default_and_its_explain_rows(monkeypatch) -> None:
         return t.splitlines()
 
     for kind in ("rms_norm_backward", "layer_norm_backward", "softmax_backward"):
-        rows = table(kind, 262144)
+        for n, dtype in ((262144, "bfloat16"), (65536, "float32"), (262144, "float32")):
+            assert f"chosen: {VARIANT}" in table(kind, n, dtype), (kind, n, dtype)
+        rows = table(kind, 65536)
         assert any(r.strip().startswith(VARIANT) and "measured" in r and "FAIL" in r for r in rows), rows
         assert f"chosen: {VARIANT}" not in rows
+    assert f"chosen: {VARIANT}" not in table("log_softmax_backward", 262144)
+    assert rows_bulk_backward.CLUSTERS == {4: 32, 8: 15, 16: 7}
+    monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [])
+    assert f"chosen: {VARIANT}" not in table("layer_norm_backward", 262144)
     monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [("bfloat16", None, 65536, 262144)])
     assert "chosen: rows_bulk_backward" in table("layer_norm_backward", 262144)
     # bfloat16 262144: 16 CTAs of 512 threads, 8 vectors of 4 each (64 column sums), 4 slots of 32 KiB,

@@ -33,6 +33,11 @@ from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
+    BF16,
+    _packed,
+    _raw_count,
+    _raw_load,
+    _widen,
     ELEM_F32,
     F32,
     I64,
@@ -295,8 +300,8 @@ docs/rows_bench_bwd_h200.md): :data:`MEASURED`."""
 
 MEASURED = {
     # element type: (N from, N to, PIPELINE, SHARED_COLUMNS), the first range holding N
-    "bfloat16": ((1, 65536, True, False),),  # 4096: 0.72 -> 0.83 (rms), 0.73 -> 0.88 (layer); 16384: 0.68 -> 0.83, 0.63 -> 0.79; 65536 (rows_cluster): 0.67 -> 0.74, 0.47 -> 0.64
-    "float32": ((1, 8192, False, False),  # 4096: pipelined 0.86 / 0.87 against 0.91 / 0.94
+    BF16.name: ((1, 65536, True, False),),  # 4096: 0.72 -> 0.83 (rms), 0.73 -> 0.88 (layer); 16384: 0.68 -> 0.83, 0.63 -> 0.79; 65536 (rows_cluster): 0.67 -> 0.74, 0.47 -> 0.64
+    F32.name: ((1, 8192, False, False),  # 4096: pipelined 0.86 / 0.87 against 0.91 / 0.94
                 (8193, 65536, True, True)),  # 16384: 0.90 -> 0.93, 0.89 -> 0.90; 65536: 0.78 -> 0.91, 0.72 -> 0.82
 }
 """The norms' backward settings by element type and N (never M) where the H200 measured
@@ -321,46 +326,6 @@ def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
     if not (on and p.kind in NORM_BACKWARD_KINDS and p.items and p.group == p.block):
         return False
     return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
-
-
-def _packed(d, vec: int) -> bool:
-    """Whether :func:`_raw_load` loads a vector of ``vec`` elements of ``d`` as 32-bit
-    words of two elements (bfloat16, an even number of them: half the registers)."""
-    return d.name == "bfloat16" and vec % 2 == 0 and vec * d.bytes <= 16
-
-
-def _raw_count(d, vec: int) -> int:
-    """Registers of one vector of ``vec`` elements of ``d`` as loaded (:func:`_raw_load`)."""
-    if vec * d.bytes > 16:
-        return 2 * _raw_count(d, vec // 2)
-    return vec // 2 if _packed(d, vec) else vec
-
-
-def _raw_load(e: Emitter, d, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
-    """``rows_common._load``'s loads without the conversion to float32 (:func:`_widen`):
-    the registers as loaded, to carry over a loop step while the loads are in flight."""
-    if offset >= 2**31:
-        p, offset = e.ptr_add(p, offset), 0
-    if vec * d.bytes > 16:
-        half = vec // 2
-        return _raw_load(e, d, p, offset, half) + _raw_load(e, d, p, offset + half * d.bytes, half)
-    if vec == 1:
-        return [e.ld(ld_type(d), p, d.ir, offset)]
-    if _packed(d, vec):  # bfloat16 in words (2 or 4 of them)
-        require_alignment(p, vec * d.bytes)
-        return e.ld_vec(LdStType.B32, p, i32, vec // 2, offset) if vec > 2 else [e.ld(LdStType.B32, p, i32, offset)]
-    require_alignment(p, vec * d.bytes)
-    return e.ld_vec(ld_type(d), p, d.ir, vec, offset)
-
-
-def _widen(e: Emitter, d, raw: list[SSAValue], vec: int) -> list[SSAValue]:
-    """The float32 values of one vector loaded by :func:`_raw_load`."""
-    if _packed(d, vec):
-        return [h for w in raw for h in _bf16_halves(e, w)]
-    if vec * d.bytes > 16:
-        half = _raw_count(d, vec // 2)
-        return _widen(e, d, raw[:half], vec // 2) + _widen(e, d, raw[half:], vec // 2)
-    return [e.convert(v, d, F32) for v in raw]
 
 
 def prefetch_norm_row(e: Emitter, r: _Row, x: _Buf, grad: _Buf, w: _Buf | None, row: SSAValue) -> list[SSAValue]:

@@ -84,7 +84,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _read_stats,
     _write_column_partials,
 )
-from bulkred_dialect.passes.variants.rows_common import ClusterExchange, _Buf, _load, _Row, dtype_of, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import BF16, F32, ClusterExchange, _Buf, _load, _Row, dtype_of, plan, row_predicates, vector_of
 from bulkred_dialect.passes.variants.rows_lower import rows_parameter
 
 SLICE_BYTES = 32768
@@ -106,13 +106,15 @@ MAX_VALUES = 64
 its vectors' elements x the outputs (dweight, dbias)."""
 MAX_VECTORS = 16
 """The most vectors per thread (each pass unrolled over them)."""
-CLUSTERS: dict[int, int] = {}
+CLUSTERS: dict[int, int] = {4: 32, 8: 15, 16: 7}
 """The persistent grid's units at most (clusters, or CTAs) by the cluster's CTAs; where
 absent, as many as the multiprocessors hold by shared memory (``rows_common.sm_count`` x
 CTAs per multiprocessor / the cluster's CTAs). A cluster's CTAs must sit in one GPC: where
 fewer clusters are resident than that count (an H200's 132 multiprocessors in GPCs of
 16 to 18), the last units run in a second wave. A function of the cluster size (N and
-the type) only."""
+the type) only. Measured on an H200 (tools/probes/rows_backward.py --set bulk, "a unit
+fewer"): one unit fewer than 132 / C, the whole grid in one wave (bfloat16 rms_norm's
+backward at 262144: 0.47 of copy with 8 clusters of 16, 0.88 with 7)."""
 WEIGHT_SHARED = True
 """Whether a norm's backward copies the CTA's slice of the weight into shared memory once
 (``cp.async.bulk``, before the first row) where it fits beside the slots, rather than
@@ -124,12 +126,21 @@ SPARE_SHARED = 4096
 
 KINDS = SOFTMAX_BACKWARD_KINDS + NORM_BACKWARD_KINDS
 
-CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int]] = []
+CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int]] = [
+    # (tools/probes/rows_backward.py --set bulk on an H200, x copy: default -> rows_bulk_backward with CLUSTERS)
+    (F32.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward"), 65536, 262144),
+    # 65536 (8 CTAs a row): rms 0.90 -> 0.95, layer 0.81 -> 0.96, softmax 0.98 -> 1.00;
+    # 262144 (16): rms 0.51 -> 0.70, layer 0.37 -> 0.60, softmax 0.81 -> 0.93
+    (BF16.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward"), 131073, 262144),
+    # 262144 (16): rms 0.44 -> 0.88, layer 0.28 -> 0.75, softmax 0.85 -> 0.97; at 65536 (4 CTAs a row)
+    # slower (rms 0.75 -> 0.53, layer 0.65 -> 0.44, softmax 0.90 -> 0.74): not taken there
+]
 """Where rows_bulk_backward was measured faster than the other variants on an H200:
-(element type, kinds (None: all), N from, N to). Empty until measured
-(tools/probes/rows_backward.py ``--set bulk``): the dispatch passes it by everywhere, a
-forced ``variant="rows_bulk_backward"`` too (the probe patches this table). A function
-of the kind, N and the element type only."""
+(element type, kinds (None: all), N from, N to); elsewhere the dispatch passes it by, a
+forced ``variant="rows_bulk_backward"`` too (the probe patches this table). Measured at
+65536 and 262144; the ranges between take the same cluster sizes (float32 8 to 16 CTAs,
+bfloat16 16). log_softmax's backward and float16 were not measured. A function of the
+kind, N and the element type only."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +191,7 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     d, bp, vec = dtype_of(op), bulk_for(op), vector_of(op)
     vec_bytes = vec * d.bytes
     strides = [row_stride(op.x.type) * d.bytes]  # type: ignore[arg-type]
-    if op.grad is not None:
+    if op.grad is not None and op.grad.type.get_shape()[1:]:  # type: ignore[union-attr]  (cross_entropy's grad: [M])
         strides.append(row_stride(op.grad.type) * d.bytes)  # type: ignore[arg-type]
     ok = (vec > 1 and op.cols * d.bytes == bp.cluster * bp.slice_bytes and bp.slice_bytes % 16 == 0
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)

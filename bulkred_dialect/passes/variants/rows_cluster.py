@@ -31,7 +31,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import MAX_VALUES, dtype_of, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import F32, MAX_VALUES, dtype_of, plan, row_predicates, vector_of
 from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 SLICE = 8192
@@ -47,7 +47,7 @@ CTAS_PER_SM: int | None = None
 """The grid's CTAs per multiprocessor (None: as many as its threads allow, 2048 / T; a
 large number: a cluster per row)."""
 
-MEASURED: dict[str, int] = {"float32": 65536}
+MEASURED: dict[str, int] = {F32.name: 65536}
 """Per element type, the longest forward row where a cluster was measured faster than the
 other variants on an H200 (docs/rows.md): float32 rows of up to 65536 (1.29x rows_stream
 at 65536 with the pull exchange); elsewhere rows_bulk or rows_stream."""

@@ -346,6 +346,46 @@ def _bf16_word(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.value(OrOp(ArithType.B32, lo, e.value(ShlOp(ArithType.B32, hi, e.const(16)))))
 
 
+def _packed(d, vec: int) -> bool:
+    """Whether :func:`_raw_load` loads a vector of ``vec`` elements of ``d`` as 32-bit
+    words of two elements (bfloat16, an even number of them: half the registers)."""
+    return d.name == "bfloat16" and vec % 2 == 0 and vec * d.bytes <= 16
+
+
+def _raw_count(d, vec: int) -> int:
+    """Registers of one vector of ``vec`` elements of ``d`` as loaded (:func:`_raw_load`)."""
+    if vec * d.bytes > 16:
+        return 2 * _raw_count(d, vec // 2)
+    return vec // 2 if _packed(d, vec) else vec
+
+
+def _raw_load(e: Emitter, d, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
+    """``_load``'s loads without the conversion to float32 (:func:`_widen`):
+    the registers as loaded, to carry over a loop step while the loads are in flight."""
+    if offset >= 2**31:
+        p, offset = e.ptr_add(p, offset), 0
+    if vec * d.bytes > 16:
+        half = vec // 2
+        return _raw_load(e, d, p, offset, half) + _raw_load(e, d, p, offset + half * d.bytes, half)
+    if vec == 1:
+        return [e.ld(ld_type(d), p, d.ir, offset)]
+    if _packed(d, vec):  # bfloat16 in words (2 or 4 of them)
+        require_alignment(p, vec * d.bytes)
+        return e.ld_vec(LdStType.B32, p, i32, vec // 2, offset) if vec > 2 else [e.ld(LdStType.B32, p, i32, offset)]
+    require_alignment(p, vec * d.bytes)
+    return e.ld_vec(ld_type(d), p, d.ir, vec, offset)
+
+
+def _widen(e: Emitter, d, raw: list[SSAValue], vec: int) -> list[SSAValue]:
+    """The float32 values of one vector loaded by :func:`_raw_load`."""
+    if _packed(d, vec):
+        return [h for w in raw for h in _bf16_halves(e, w)]
+    if vec * d.bytes > 16:
+        half = _raw_count(d, vec // 2)
+        return _widen(e, d, raw[:half], vec // 2) + _widen(e, d, raw[half:], vec // 2)
+    return [e.convert(v, d, F32) for v in raw]
+
+
 def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAValue]) -> None:
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
@@ -834,9 +874,8 @@ def target_of(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> SSAValue:
 def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf | None, row: SSAValue) -> list[SSAValue]:
     """The loads of a row of a pipelined forward kind (:data:`FORWARD_PIPELINE`): per
     vector the thread holds, x's registers as loaded (bfloat16 in words of two:
-    rows_backward._raw_load) and add_rms_norm's residual's; then cross_entropy's target.
+    _raw_load) and add_rms_norm's residual's; then cross_entropy's target.
     ``x``, ``res``: the row's buffers at the thread's first vector."""
-    from bulkred_dialect.passes.variants.rows_backward import _raw_load
 
     out: list[SSAValue] = []
     for k in range(ahead_items(p)):
@@ -849,7 +888,6 @@ def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf
 
 def prefetch_row_types(p: RowPlan, op: NormalizeRowsOp) -> list:
     """The types of the registers :func:`prefetch_row` gives."""
-    from bulkred_dialect.passes.variants.rows_backward import _packed, _raw_count
 
     t = i32 if _packed(p.dtype, p.vec) else p.dtype.ir
     per = _raw_count(p.dtype, p.vec) * (2 if op.residual is not None else 1)
@@ -861,7 +899,6 @@ def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]
     registers (add_rms_norm: h, written to residual_out here, as :meth:`_Row.load_item`
     does), then those not loaded ahead (:data:`FORWARD_AHEAD`) loaded now; cross_entropy:
     ``r.target`` set (x[t] read now, from the row just read)."""
-    from bulkred_dialect.passes.variants.rows_backward import _raw_count, _raw_load, _widen
 
     p = r.p
     n = _raw_count(p.dtype, p.vec)
