@@ -777,6 +777,18 @@ class LockstepInterpreter(KernelInterpreter):
         kind (a float of another type, an int beyond int64)."""
         columns = []
         for value, (uint, kind) in zip(values, kinds):
+            if kind in (ArithType.F16, ArithType.BF16):  # np.float16 / BF16 values: their bits
+                v = value.v if type(value) is Varying else None
+                items = [value] * n if v is None else v if self.full else [v[t] for t in self.active]
+                if kind == ArithType.BF16:
+                    if not all(type(e) is BF16 for e in items):
+                        return None
+                    columns.append(np.array([e.bits for e in items], dtype=uint))
+                else:
+                    if not all(type(e) is np.float16 for e in items):
+                        return None
+                    columns.append(np.array(items, dtype=np.float16).view(uint))
+                continue
             if kind is not None:  # a float register of the access's width: its bits
                 arr = self._array(value, kind)
                 if arr is None:
@@ -796,8 +808,8 @@ class LockstepInterpreter(KernelInterpreter):
 
     def _store_plan(self, op: StOp | StVecOp) -> Any:
         """(immediate offset, element size, (uint dtype, float kind or None) per register)
-        of a store whose registers are floats of the access's width or integers at least
-        as wide, else None."""
+        of a store whose registers are floats of the access's width (f16, bf16, f32, f64)
+        or integers at least as wide, else None."""
         key = ("store", op)
         if key not in self.forms:
             t = str(op.type.data)
@@ -810,7 +822,7 @@ class LockstepInterpreter(KernelInterpreter):
                 if uint is None:
                     kinds = None
                     break
-                if kind in vector.NP_FLOAT and _FLOAT_WIDTH[kind] == width:
+                if (kind in vector.NP_FLOAT or kind in (ArithType.F16, ArithType.BF16)) and _FLOAT_WIDTH[kind] == width:
                     kinds.append((uint, kind))
                 elif kind is None and isinstance(r.type, IntegerType) and r.type.width.data >= width:
                     kinds.append((uint, None))
