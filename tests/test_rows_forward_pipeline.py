@@ -1,4 +1,4 @@
-"""rows_common.FORWARD_PIPELINE (off by default: rows_common.FORWARD_MEASURED is empty): a
+"""rows_common.FORWARD_PIPELINE (by default where rows_common.FORWARD_MEASURED says): a
 forward kind on rows_warp and rows_cta loads its group's next row (x, add_rms_norm's
 residual, cross_entropy's target) before the current row's reduction and carries it
 over the loop step. On the CPU interpreter, with the CTAs narrowed as in test_rows (one
@@ -117,6 +117,7 @@ def test_two_rows_a_warp_bits_are_the_defaults(kind: str, monkeypatch) -> None:
     kernel of any M and of M = 5; and rows of 260 (a partial vector: lanes 0 to 0 of the
     65th) against float64."""
     dtype = "bfloat16" if kind in ("softmax", "layer_norm", "cross_entropy") else "float32"
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
     want = _outputs(kind, "rows_warp", dtype, 5, False) + _outputs(kind, "rows_warp", dtype, 5, True)
     monkeypatch.setattr(rows_warp, "ROWS_AT_ONCE", 2)
     seen = []
@@ -149,19 +150,23 @@ def test_pipelined_only_where_every_thread_holds_whole_vectors(monkeypatch) -> N
     assert seen == [("softmax", False), ("softmax", False), ("softmax_backward", False), ("softmax", True)]
 
 
-def test_the_settings_are_off_by_default() -> None:
-    """FORWARD_PIPELINE defaults to FORWARD_MEASURED, which is empty (nothing measured
-    faster yet), and the CTAs per multiprocessor to the variants' own."""
-    assert rows_common.FORWARD_PIPELINE is None and rows_common.FORWARD_MEASURED == {} and rows_common.FORWARD_AHEAD is None
+def test_the_settings_as_measured() -> None:
+    """FORWARD_PIPELINE defaults to FORWARD_MEASURED (the H200's probe: bfloat16 rows to
+    16384, float32 rows to 1024), the CTAs per multiprocessor to the variants' own."""
+    assert rows_common.FORWARD_PIPELINE is None and rows_common.FORWARD_AHEAD is None
     assert rows_warp.CTAS_PER_SM is None and rows_cta.CTAS_PER_SM is None and rows_warp.ROWS_AT_ONCE == 1
     from types import SimpleNamespace
 
     from bulkred_dialect.ops.dtypes import DTYPES
     from bulkred_dialect.ops.tile.rows import NormKind
 
-    for dtype in ("float32", "bfloat16"):
-        p = SimpleNamespace(kind=NormKind.SOFTMAX, dtype=DTYPES[dtype], n=1024, items=8, cluster=1, vectors=256, group=32)
-        assert not rows_common.forward_pipelined(p)  # type: ignore[arg-type]
+    def on(dtype: str, n: int) -> bool:
+        p = SimpleNamespace(kind=NormKind.SOFTMAX, dtype=DTYPES[dtype], n=n, items=8, cluster=1, vectors=n // 4, group=n // 32)
+        return rows_common.forward_pipelined(p)  # type: ignore[arg-type]
+
+    assert [on("bfloat16", n) for n in (1024, 4096, 16384)] == [True, True, True]
+    assert [on("float32", n) for n in (1024, 4096, 16384)] == [True, False, False]
+    assert not on("float16", 1024) and not on("bfloat16", 32768)
 
 
 @pytest.mark.parametrize("variant,reduction", [("rows_warp", "mean"), ("rows_cta", "sum")])

@@ -123,7 +123,8 @@ CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
     ("float32", _NOT_CE, 65537, 196608, _ROW),
     ("float32", ("softmax",), 196609, 262144, Setting(65536, 256, 2, False, 1)),
     ("float32", _NOT_CE, 196609, 262144, Setting(65536, 512, 3, False, 1)),
-    ("bfloat16", ("layer_norm", "log_softmax", "cross_entropy"), 16384, 16384, Setting(16384, 256, 2, True, 2)),
+    # (bfloat16 16384 layer_norm and log_softmax: rows_cta pipelined measured faster, 0.947 / 0.916 of copy against 0.867 / 0.878)
+    ("bfloat16", ("cross_entropy",), 16384, 16384, Setting(16384, 256, 2, True, 2)),
     ("bfloat16", _NOT_CE, 16385, 262144, _ROW),
 ]
 """Where rows_bulk was measured faster than the other variants on an H200 (docs/rows.md,
