@@ -17,7 +17,12 @@
 // EXPLAIN: // chosen: rows_cluster
 // 128 threads hold a row of 4096 (8 vectors of 4 each); 16 CTAs per multiprocessor
 // EXPLAIN: func.func @rms_norm({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [2112], block = [128], cluster = [1]>, bulkred.align = [8 : i64, 8 : i64, 8 : i64, 1 : i64]}
-// EXPLAIN-COUNT-8: ptx.ld.vec nc b16
+// pipelined (rows_common.FORWARD_MEASURED, bfloat16 to 16384): the first row's 8 vectors
+// loaded before the loop over rows (bfloat16 pairs in 32-bit words), each next row's in the
+// loop before this row's reduction; the weight's after it
+// EXPLAIN-COUNT-8: ptx.ld.vec nc b32
+// EXPLAIN: scf.for
+// EXPLAIN-COUNT-8: ptx.ld.vec nc b32
 // EXPLAIN: ptx.shfl.sync bfly
 // EXPLAIN: ptx.bar.sync
 // EXPLAIN: ptx.sqrt rn f32
@@ -48,10 +53,11 @@
 // SM100: .target sm_100a
 // PTX: .visible .entry rms_norm(
 // PTX: .reqntid 128, 1, 1
-// PTX: ld.global.nc.v4.b16
-// PTX: cvt.f32.bf16
+// PTX: ld.global.nc.v2.b32
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync 0;
+// PTX: ld.global.nc.v4.b16
+// PTX: cvt.f32.bf16
 // PTX: cvt.rn.bf16.f32
 // PTX: st.global.v4.b16
 // PTX: st.global.f32
