@@ -194,7 +194,9 @@ def test_cross_entropy_mean_and_sum_in_the_kernel(m, dtype):
     scalar: against torch in float64 (bfloat16: no further than torch's own result plus
     one unit in the last place), a quarter of the rows ignored; identical bits in 5 runs;
     every row ignored: NaN (mean) and 0 (sum), as torch. N = 4096 and 50257 (another
-    variant); one kernel launch a call (the profiler's CUDA kernels)."""
+    variant); no torch operation after the kernel but the result's allocation (seen by
+    torch's dispatch, not by the profiler: the H200 run of the profiler's version aborted at
+    its exit, "double free or corruption", CUPTI the likely cause)."""
     torch = _torch()
     F = torch.nn.functional
     dt = getattr(torch, dtype)
@@ -216,15 +218,26 @@ def test_cross_entropy_mean_and_sum_in_the_kernel(m, dtype):
         none = torch.full_like(t, -100)
         assert bulkred.cross_entropy(x, none).isnan() and F.cross_entropy(x, none).isnan()
         assert bulkred.cross_entropy(x, none, reduction="sum").item() == 0
-    from torch.profiler import ProfilerActivity, profile
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):  # every torch operation of the call (torch's kernels run through it)
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
 
     bulkred.cross_entropy(x, t)
+    with Ops() as ops:
+        loss = bulkred.cross_entropy(x, t)
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        bulkred.cross_entropy(x, t)
-        torch.cuda.synchronize()
-    kernels = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
-    assert len(kernels) == 1, kernels
+    # allocations and views only (no kernel of torch's): nothing computed after bulkred's launch
+    free = {"empty", "empty_like", "empty_strided", "new_empty", "view", "_unsafe_view", "alias", "as_strided",
+            "detach", "reshape", "squeeze", "unsqueeze", "select", "slice", "expand"}
+    assert all(n.split(".")[1] in free for n in ops.names), ops.names
+    assert loss.item() == pytest.approx(F.cross_entropy(x.double(), t).item(), rel=2e-2)
 
 
 @pytest.mark.parametrize("c", [33, 4097, 50257])
