@@ -240,3 +240,20 @@ def test_softmaxs_dx_scale_carries_the_exponents_rounding():
     ((a, length),) = R.scales(d, {"x": x}, [torch.softmax(x, -1)], {"dy": [dy], "names": ["x"]})
     p = torch.softmax(x, -1)[0, 1].item()
     assert length == 2 and a[0, 1].item() >= p * 63.0
+
+
+def test_a_16_bit_result_where_it_cancels_gets_float32s_share():
+    """seed 311131 draw 307 on the H200: a bfloat16 layer_norm with a bias (N = 223,334)
+    whose element of 6e-7 is the difference of terms of about 4 (a_i): 1.5e-6 off is a few
+    float32 units of a_i, the share a float32 result has; 1e-3 off is not (a float32
+    result would fail it too)."""
+    torch = _torch()
+    ref = torch.tensor([5.990779063033691e-07, 1.5], dtype=torch.float64)
+    own = torch.tensor([5.811452865600586e-07, 1.5]).to(torch.bfloat16)
+    a = torch.tensor([3.9, 3.9], dtype=torch.float64)
+    got = torch.tensor([-8.717179298400879e-07, 1.5]).to(torch.bfloat16)
+    assert R.compare(got, ref, own, a, 223334)[0]
+    assert R.compare(got.float(), ref, None, a, 223334)[0]  # as a float32 result
+    far = torch.tensor([1e-3, 1.5]).to(torch.bfloat16)
+    assert not R.compare(far, ref, own, a, 223334)[0]
+    assert not R.compare(far.float(), ref, None, a, 223334)[0]
