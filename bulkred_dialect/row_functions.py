@@ -52,6 +52,14 @@ CALLS: dict[tuple, Callable[[tuple], Any]] = {}
 call like it (every check its key proves is not made again)."""
 _LOCK = threading.Lock()
 
+REDUCED_ROWS_MAX = 16384
+"""cross_entropy's 'mean' and 'sum' are the kernel's own (one launch: its last CTA adds the
+M losses in a fixed order) for batches of up to this many rows; larger batches reduce the
+kernel's per-row losses with torch's operations after it, as the last CTA adding every
+loss alone was measured slower there on an H200 (benchmarks/rows.py fwd, 2026-11-29: float32
+N = 4096, M = 65,536: 0.80 of copy, against 0.91 through torch's operations in the earlier
+run; N = 1024, M = 262,144: 0.68 against 0.94; at M = 16,384 equal, 1.00 and 0.99)."""
+
 
 def _error(fn: str, message: str) -> api.ReductionError:
     return api.ReductionError(f"bulkred.{fn}: {message}")
@@ -569,7 +577,7 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
             return finish(out if isinstance(out, tuple) else (out,))
     else:
         reduction = getattr(finish, "reduction", None)
-        if reduction is not None and p.m and p.n and p.class_weight is None:  # reduced in the kernel
+        if reduction is not None and 0 < p.m <= REDUCED_ROWS_MAX and p.n and p.class_weight is None:  # in the kernel
             p = replace(p, reduction=reduction)
             finish = _reduced
         k = _kernel(p, False)

@@ -700,3 +700,21 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
     for y in (odd, even, odd):  # odd: refused by the launcher, copied and run by the kernel's own call
         _close(bulkred.softmax(y), torch.softmax(y.double(), -1).float())
     assert launched[16:] == [2]  # the aligned call's
+
+
+def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monkeypatch):
+    """Batches of more than row_functions.REDUCED_ROWS_MAX rows take the kernel without the
+    reduction and reduce its per-row losses with torch's operations (the last CTA adding
+    every loss alone was slower there on the H200); at the limit, the kernel's own."""
+    torch = interpreted
+    F = torch.nn.functional
+    monkeypatch.setattr(row_functions, "REDUCED_ROWS_MAX", 6)
+    x = _randn(torch, 7, 24, seed=21) * 3
+    t = torch.tensor([0, 5, -100, 23, 7, 2, 1])
+    InterpretedKernel.built.clear()
+    for reduction in ("sum", "mean"):
+        _close(bulkred.cross_entropy(x, t, reduction=reduction), F.cross_entropy(x.double(), t, reduction=reduction).float())
+        _close(bulkred.cross_entropy(x[:6], t[:6], reduction=reduction),
+               F.cross_entropy(x[:6].double(), t[:6], reduction=reduction).float())
+    built = [s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"]
+    assert None in built and {"sum", "mean"} <= set(built), built
