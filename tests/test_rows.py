@@ -51,9 +51,26 @@ def lowered(m, chosen: str | None = None):
     return m
 
 
+def f64_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """``reference.f64_to_bf16`` on arrays (checked against it element by element in
+    ``test_f64_to_bf16_bits_is_the_reference``): round to float32 by rounding to odd
+    (an overflow to the largest float32), then to bfloat16 to nearest even; a NaN
+    the canonical 0x7FFF."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        r = x.astype(np.float32)
+    r = np.where(np.isinf(r) & ~np.isinf(x), np.copysign(np.finfo(np.float32).max, x).astype(np.float32), r)
+    inexact = r.astype(np.float64) != x
+    bits = r.view(np.uint32)
+    bits = np.where(inexact & (np.abs(r.astype(np.float64)) > np.abs(x)), bits - np.uint32(1), bits)  # toward 0
+    bits = np.where(inexact, bits | np.uint32(1), bits).astype(np.uint64)
+    out = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FFF), out)
+
+
 def to_bits(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
-        return np.vectorize(lambda v: f64_to_bf16(np.float64(v)), otypes=[np.uint16])(x)
+        return f64_to_bf16_bits(x)
     return x.astype(dtype)
 
 
@@ -180,6 +197,26 @@ SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 32 + 11), "r
 # test_one_kernel_for_every_m's.
 VARIANT_KIND = [*(("rows_cta", k) for k in KINDS if k != "layer_norm"), *(("rows_stream", k) for k in KINDS),
                 ("rows_warp", "rms_norm")]
+
+
+def test_f64_to_bf16_bits_is_the_reference() -> None:
+    """The array conversion the tests' inputs go through gives reference.f64_to_bf16's
+    bits: specials, float32's and bfloat16's edges, ties, and random float64 bits."""
+    f32 = np.finfo(np.float32)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, f32.max, -f32.max, float(f32.max) * (1 + 2**-30),
+             3.4e38, 3.5e38, 1e300, -1e300, f32.tiny, f32.smallest_subnormal, float(f32.smallest_subnormal) / 3,
+             float(f32.smallest_subnormal) * 0.5, 1e-300, 1.0 + 2**-8, 1.0 + 2**-8 + 2**-40, 1.0 + 2**-8 - 2**-40,
+             1.0 + 3 * 2**-8, -(1.0 + 2**-8), 1.0 + 2**-24, 1.0 + 2**-8 + 2**-24, 3.0e-39, -3.0e-39]
+    rng = np.random.default_rng(5)
+    raw = rng.integers(0, 2**64, 3000, dtype=np.uint64).view(np.float64)
+    scaled = rng.standard_normal(3000) * np.exp2(rng.integers(-140, 130, 3000))
+    x = np.concatenate([np.array(edges), raw, scaled])
+    want = np.array([f64_to_bf16(np.float64(v)) for v in x], dtype=np.uint16)
+    got = f64_to_bf16_bits(x)
+    assert got.dtype == np.uint16 and got.shape == x.shape
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(x[i], hex(got[i]), hex(want[i])) for i in bad[:5]]
+    assert (f64_to_bf16_bits(x[:6000].reshape(2, -1)) == want[:6000].reshape(2, -1)).all()
 
 
 @pytest.mark.parametrize("variant,kind", VARIANT_KIND)
