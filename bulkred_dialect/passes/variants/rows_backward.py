@@ -34,16 +34,15 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
     BF16,
+    PairSums,
     _packed,
     _raw_count,
     _raw_load,
     _widen,
-    ELEM_F32,
     F32,
     I64,
     RowPlan,
     _add,
-    _bf16_halves,
     _Buf,
     _exp,
     _load,
@@ -53,7 +52,6 @@ from bulkred_dialect.passes.variants.rows_common import (
     _sub,
     _visit,
 )
-from bulkred_dialect.passes.variants.grid_common import require_alignment
 
 
 def _backward_sum(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
@@ -185,28 +183,8 @@ def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | No
     nf = e.const(float(r.p.n), f32)
     if sums[1] is None:
         return {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
-    gx, g = r._state(e, _Sums(), [sums[0], sums[1]], "row_gx_g")  # both in one exchange  # type: ignore[list-item]
+    gx, g = r._state(e, PairSums(), [sums[0], sums[1]], "row_gx_g")  # both in one exchange  # type: ignore[list-item]
     return {"mean_gx": e.div(AT, gx, nf), "mean_g": e.div(AT, g, nf)}
-
-
-@dataclass(frozen=True)
-class _Sums:
-    """Two float32 sums combined at once (layer_norm_backward's ``sum(g * xhat)`` and
-    ``sum(g)``: one exchange of a cluster, one pass through shared memory), the duck type
-    of ``rows_common._Scalar`` of width 2."""
-
-    width: int = 2
-    kind = ReduceKind.SUM
-    elem = ELEM_F32
-    absmax = False
-    types = (f32, f32)
-    dtypes = (F32, F32)
-
-    def neutral(self, e: Emitter) -> list[SSAValue]:
-        return [e.const(0.0, f32)] * 2
-
-    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
 
 
 def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:

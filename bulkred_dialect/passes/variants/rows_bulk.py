@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i32, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -45,7 +45,7 @@ from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
-from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp, MbarrierTryWaitParityOp
+from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind, row_stride
@@ -56,6 +56,7 @@ from bulkred_dialect.passes.variants.grid_common import require_alignment, set_l
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
+    wait_phase,
     AT,
     EXP_KINDS,
     F32,
@@ -184,16 +185,6 @@ def _kind(op: Operation, target: Target) -> tuple[bool, object]:
 def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     return setting_for(op) is not None, f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
-
-
-def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
-    """Spin until the phase of parity ``parity`` of ``mbar`` completed."""
-
-    def pending(b: Emitter) -> SSAValue:
-        done = b.value(MbarrierTryWaitParityOp(mbar, parity))
-        return b.value(arith.XOrIOp(done, b.const(1, i1)))
-
-    e.while_(pending)
 
 
 def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
@@ -367,7 +358,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             r.target = r.target_inputs(b, row)
         # buffer `which`'s mbarrier completes once per use: its uses' count's parity
         phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
-        _wait(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
+        wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
         here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf == 2 else xs
         y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
         w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None

@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i1, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -61,14 +61,13 @@ from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
-from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp, MbarrierTryWaitParityOp
+from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS, SOFTMAX_BACKWARD_KINDS, NormalizeRowsOp, NormKind, row_stride
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.grid_common import add_workspace, require_alignment, set_launch
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants.rows_backward import (
@@ -84,7 +83,19 @@ from bulkred_dialect.passes.variants.rows_backward import (
     _read_stats,
     _write_column_partials,
 )
-from bulkred_dialect.passes.variants.rows_common import BF16, F32, ClusterExchange, _Buf, _load, _Row, dtype_of, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import (
+    BF16,
+    F32,
+    ClusterExchange,
+    _Buf,
+    _load,
+    _Row,
+    dtype_of,
+    plan,
+    row_predicates,
+    vector_of,
+    wait_phase,
+)
 from bulkred_dialect.passes.variants.rows_lower import rows_parameter
 
 SLICE_BYTES = 32768
@@ -215,16 +226,6 @@ def chosen(op: NormalizeRowsOp) -> bool:
 def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     assert isinstance(op, NormalizeRowsOp)
     return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
-
-
-def _wait(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
-    """Spin until the phase of parity ``parity`` of ``mbar`` completed."""
-
-    def pending(b: Emitter) -> SSAValue:
-        done = b.value(MbarrierTryWaitParityOp(mbar, parity))
-        return b.value(arith.XOrIOp(done, b.const(1, i1)))
-
-    e.while_(pending)
 
 
 def _softmax_row(r: _Row, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> None:
@@ -383,7 +384,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         for t in (0, 1):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
             slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
             phase = b.and_b32(b.add_i(lap, wrapped), 1) if wrapped is not None else lap
-            _wait(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
+            wait_phase(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
             here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
         if norms:
             acc = _norm_row(r, b, row, st, here[0], here[1], per, acc, bp.weight_bytes > 0)
@@ -420,7 +421,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     for k in range(q - 2):  # the unit's first Q - 2 slices into slots 0, 1, ...
         ahead(e, start, k, k)
     if bp.weight_bytes:
-        _wait(e, e.ptr_add(loaded, 8 * q), e.const(0))
+        wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))
     acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
     done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + acc0, row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory

@@ -663,6 +663,38 @@ class _Scalar:
 
 
 @dataclass(frozen=True)
+class PairSums:
+    """Two float32 sums combined at once by addition, the duck type of :class:`_Scalar` of
+    width 2 (that variants/kernel.py's warp and CTA steps and the cluster exchange read):
+    layer_norm_backward's ``sum(g * xhat)`` and ``sum(g)`` (one exchange of a cluster),
+    cross_entropy's reduction (the losses' sum, the count of the rows kept)."""
+
+    width: int = 2
+    kind = ReduceKind.SUM  # unused (width 2)
+    elem = ELEM_F32
+    absmax = False
+    types = (f32, f32)
+    dtypes = (F32, F32)
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(0.0, f32)] * 2
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
+
+
+def wait_phase(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
+    """Spin until the phase of parity ``parity`` of the mbarrier ``mbar`` completed
+    (``mbarrier.try_wait.parity`` in a loop)."""
+
+    def pending(b: Emitter) -> SSAValue:
+        done = b.value(MbarrierTryWaitParityOp(mbar, parity))
+        return b.value(arith.XOrIOp(done, b.const(1, i1)))
+
+    e.while_(pending)
+
+
+@dataclass(frozen=True)
 class _Exps:
     """softmax's (m, s): ``s`` the sum of ``exp(x - m)`` over some elements, ``m`` their
     maximum clamped to at least -FLT_MAX (an all -inf part adds 0 and raises no
@@ -810,11 +842,7 @@ def _cluster_push(e: Emitter, st, part: list[SSAValue], tid: SSAValue, cluster: 
 
     e.if_(e.cmp("ult", tid, cluster), send)
 
-    def pending(b: Emitter) -> SSAValue:
-        done = b.value(MbarrierTryWaitParityOp(mbar, phase))
-        return b.value(arith.XOrIOp(done, b.const(1, i1)))
-
-    e.while_(pending)
+    wait_phase(e, mbar, phase)
     acc = None
     for k in range(cluster):
         got = [e.ld(ld_type(F32), base, f32, k * slot_bytes + 4 * i) for i in range(w)]

@@ -6,7 +6,6 @@ column sums."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i64
@@ -21,7 +20,7 @@ from bulkred_dialect.ops.ptx.control import SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
+from bulkred_dialect.ops.tile import enclosing_kernel
 from bulkred_dialect.ops.tile.rows import (
     GRAD_ROWS_KINDS,
     NORM_BACKWARD_KINDS,
@@ -57,8 +56,8 @@ from bulkred_dialect.passes.variants.rows_backward import (
     write_slice_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
+    PairSums,
     AT,
-    ELEM_F32,
     F32,
     I64,
     ClusterExchange,
@@ -349,26 +348,6 @@ raise (8: 35, 3 CTAs; ptxas -v, sm_90a). The bits do not depend on it (each thre
 its rows in turn either way)."""
 
 
-@dataclass(frozen=True)
-class _Totals:
-    """cross_entropy's reduction state: (the sum of the losses, the count of the rows
-    kept), both float32, combined by addition (the duck type of rows_common's
-    ``_Exps`` that variants/kernel.py's warp and CTA steps read)."""
-
-    width: int = 2
-    kind = ReduceKind.SUM  # unused (width 2)
-    elem = ELEM_F32
-    absmax = False
-    types = (f32, f32)
-    dtypes = (F32, F32)
-
-    def neutral(self, e: Emitter) -> list[SSAValue]:
-        return [e.const(0.0, f32)] * 2
-
-    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
-
-
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
@@ -411,7 +390,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
             return acc
 
         acc = b.for_(b.wide(tid), end, p.block * loads, [b.const(0.0, f32)] * 2, step)
-        s, count = cta_reduce_state(b, _Totals(), acc, tid, p.block, name="loss_totals")
+        s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
 
         def write(c: Emitter) -> list[SSAValue]:
             _store(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
