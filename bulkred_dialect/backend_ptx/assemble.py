@@ -310,3 +310,27 @@ def ptxas_accepts(ptx: str | bytes, arch: str) -> tuple[bool, str]:
         return True, ""
     except PtxasError as e:
         return False, e.log
+
+
+def registers_used(ptx: str | bytes, arch: str = "sm_90a") -> int | None:
+    """The registers ptxas gives the (first) kernel of ``ptx`` for ``arch`` (its ``-v``
+    report, "Used N registers"), assembled in this process; None where the report has no
+    such line. Raises :class:`PtxasError` where ptxas refuses the PTX."""
+    import re
+
+    data = ptx.encode() if isinstance(ptx, str) else ptx
+    nj = _nvjitlink()
+    opts = [f"-arch={arch}".encode(), b"-Xptxas=-v"]
+    h = nj.create(len(opts), opts)
+    try:
+        try:
+            nj.add_data(h, nj.InputType.PTX, data, len(data), "kernel.ptx")
+            nj.complete(h)
+        except Exception:  # nvJitLink's refusal: its log says why
+            log = _log(nj, h, nj.get_error_log_size, nj.get_error_log)
+            raise PtxasError(arch, log, parse_ptxas_log(log)) from None
+        found = re.search(r"Used (\d+) registers", _log(nj, h, nj.get_info_log_size, nj.get_info_log))
+        return int(found.group(1)) if found else None
+    finally:
+        nj.destroy(h)
+

@@ -72,18 +72,12 @@ BULK_SHORT = [(32, 512, 2, True, 2), (32, 512, 1, True, 2), (16, 256, 2, True, 2
 
 
 def registers(kernel) -> str:
-    from bulkred_dialect.backend_ptx import assemble as A
+    """ptxas's 'Used N registers' line for the kernel's PTX on this machine."""
+    from bulkred_dialect.backend_ptx.assemble import registers_used
 
     try:
-        nj = A._nvjitlink()
-        opts = [b"-arch=sm_90a", b"-Xptxas=-v"]
-        h = nj.create(len(opts), opts)
-        data = kernel.module.ptx.encode() if isinstance(kernel.module.ptx, str) else kernel.module.ptx
-        nj.add_data(h, nj.InputType.PTX, data, len(data), "rows.ptx")
-        nj.complete(h)
-        log = A._log(nj, h, nj.get_info_log_size, nj.get_info_log)
-        found = re.search(r"Used (\d+) registers", log)
-        return found.group(1) if found else "?"
+        n = registers_used(kernel.module.ptx, "sm_90a")
+        return "?" if n is None else str(n)
     except Exception as e:  # noqa: BLE001 - a diagnostic: say why
         return f"? ({type(e).__name__})"
 
