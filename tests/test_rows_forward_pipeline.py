@@ -73,13 +73,38 @@ def _outputs(kind: str, variant: str, dtype: str, m: int, static: bool) -> list[
     return test_rows.interpret(built, *args)
 
 
+_UNPIPELINED: dict[tuple, tuple[list[np.ndarray], list[bool]]] = {}
+
+
+def _unpipelined(kind: str, variant: str, dtype: str, static: bool, taken: list[bool] | None = None) -> list[np.ndarray]:
+    """The unpipelined kernel's outputs on ``_outputs``' 5 rows (FORWARD_PIPELINE off, the
+    defaults of FORWARD_AHEAD and ROWS_AT_ONCE): the reference of the three bit-for-bit
+    tests below, lowered and run once per module (the same settings build the same
+    kernel). The dispatch must have said 'not pipelined' of it; ``taken`` (the fixture's
+    record) gets that verdict whether the kernel was lowered now or before."""
+    assert rows_common.FORWARD_PIPELINE is False and rows_common.FORWARD_AHEAD is None and rows_warp.ROWS_AT_ONCE == 1
+    key = (kind, variant, dtype, static)
+    hit = _UNPIPELINED.get(key)
+    if hit is None:
+        real, said = rows_lower.forward_pipelined, []  # (the taken fixture's recorder, if on)
+        rows_lower.forward_pipelined = lambda p: said.append(real(p)) or said[-1]
+        try:
+            hit = _UNPIPELINED[key] = (_outputs(kind, variant, dtype, 5, static), said)
+        finally:
+            rows_lower.forward_pipelined = real
+    elif taken is not None:
+        taken.extend(hit[1])
+    assert hit[1] == [False]
+    return [a.copy() for a in hit[0]]
+
+
 @pytest.mark.parametrize("kind,variant,dtype", CASES)
 def test_pipelined_bits_are_the_defaults(kind: str, variant: str, dtype: str, taken, monkeypatch) -> None:
     """5 rows on one CTA (rows_warp: warp 0 takes 3 of them, warp 1 two), each row after
     a group's first loaded during the step before, a group's last one read twice: every
     output's bits as unpipelined, the kernel of any M and of M = 5 (its stride a constant)."""
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
-    want = _outputs(kind, variant, dtype, 5, False) + _outputs(kind, variant, dtype, 5, True)
+    want = _unpipelined(kind, variant, dtype, False, taken) + _unpipelined(kind, variant, dtype, True, taken)
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
     got = _outputs(kind, variant, dtype, 5, False) + _outputs(kind, variant, dtype, 5, True)
     assert taken == [False, False, True, True] and len(got) == len(want)
@@ -93,7 +118,7 @@ def test_part_of_the_row_ahead_bits_are_the_defaults(kind: str, variant: str, dt
     ahead, the second as the row starts: the bits of the kernel of any M as unpipelined,
     and its carried registers fewer than with the whole row ahead."""
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
-    want = _outputs(kind, variant, dtype, 5, False)
+    want = _unpipelined(kind, variant, dtype, False, taken)
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
     monkeypatch.setattr(rows_common, "FORWARD_AHEAD", 1)
     got = _outputs(kind, variant, dtype, 5, False)
@@ -118,7 +143,7 @@ def test_two_rows_a_warp_bits_are_the_defaults(kind: str, monkeypatch) -> None:
     65th) against float64."""
     dtype = "bfloat16" if kind in ("softmax", "layer_norm", "cross_entropy") else "float32"
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
-    want = _outputs(kind, "rows_warp", dtype, 5, False) + _outputs(kind, "rows_warp", dtype, 5, True)
+    want = _unpipelined(kind, "rows_warp", dtype, False) + _unpipelined(kind, "rows_warp", dtype, True)
     monkeypatch.setattr(rows_warp, "ROWS_AT_ONCE", 2)
     seen = []
     real = rows_common.together
