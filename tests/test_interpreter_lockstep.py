@@ -409,9 +409,13 @@ def test_cluster_kernels_run_in_lockstep_with_the_same_bits(monkeypatch):
     def outputs():
         return run_cluster_grid(built, "rows", *(a.copy() for a in arrays))
 
+    groups = []  # loads of the cluster's shared memory: one gather per CTA's buffer
+    real = lockstep.LockstepInterpreter._buffers
+    monkeypatch.setattr(lockstep.LockstepInterpreter, "_buffers", lambda self, base: groups.append(real(self, base)) or groups[-1])
     before = lockstep.FALLBACKS.copy()
     fast = outputs()
     assert lockstep.FALLBACKS == before
+    assert any(g is not None and len(g) == 2 for g in groups), groups[:3]
     monkeypatch.setattr(threads, "LOCKSTEP", False)
     slow = outputs()
     _same_bits(fast, slow)

@@ -713,23 +713,18 @@ class LockstepInterpreter(KernelInterpreter):
 
     def run_ld(self, op: LdOp | LdVecOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
-            offsets = self._offsets(inputs[0])
             plan = self._load_plan(op)
-            if offsets is not None and plan is not None:
-                _, _, raw, at = offsets
+            if plan is not None:
                 imm, size, views = plan
-                at = np.asarray(at + imm)
-                count = len(views)
-                if (
-                    raw.size % size == 0
-                    and not (at % (size * count)).any()
-                    and at.min() >= 0
-                    and at.max() + size * count <= raw.size
-                ):
-                    index = at // size
+                offsets = self._offsets(inputs[0])
+                if offsets is not None:
+                    groups = [(offsets[2], None, offsets[3])]
+                else:  # addresses into several buffers (a cluster's CTAs' shared memory)
+                    groups = self._buffers(inputs[0])
+                columns = self._gather(groups, imm, size, views) if groups else None
+                if columns is not None:
                     out = []
-                    for i, (dtype, mode) in enumerate(views):
-                        values = raw.view(dtype)[index + i]
+                    for values, (_, mode) in zip(columns, views, strict=True):
                         if mode == "array":
                             out.append(self._vary(values))
                         elif mode == "ints":
@@ -741,6 +736,53 @@ class LockstepInterpreter(KernelInterpreter):
                     return tuple(out)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
+
+    def _buffers(self, base: Any) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+        """The running threads' addresses (a varying value of Pointers into more than one
+        buffer) by buffer: (its bytes, the threads' places in the running order, their
+        offsets); None for anything else."""
+        if type(base) is not Varying:
+            return None
+        v = base.v
+        if type(v) is not list:
+            return None
+        by_buffer: dict[int, tuple[np.ndarray, list[int], list[int]]] = {}
+        for i, p in enumerate(v if self.full else [v[t] for t in self.active]):
+            if type(p) is not Pointer:
+                return None
+            group = by_buffer.get(id(p.buffer))
+            if group is None:
+                group = by_buffer[id(p.buffer)] = (p._raw(), [], [])  # noqa: SLF001
+            group[1].append(i)
+            group[2].append(p.offset)
+        return [(raw, np.array(places), np.array(at, dtype=np.int64)) for raw, places, at in by_buffer.values()]
+
+    def _gather(self, groups: list[tuple[np.ndarray, Any, Any]], imm: int, size: int, views: list[Any]) -> list[np.ndarray] | None:
+        """Each register's values of a load (``views``: its dtypes) for the running
+        threads, read from each group's buffer at its threads' offsets (``places`` None:
+        every running thread, in order); None where a thread's vector is not aligned or
+        not in its buffer (the thread-by-thread run then raises the error)."""
+        count = len(views)
+        columns: list[Any] = [None] * count
+        for raw, places, at in groups:
+            at = np.asarray(at + imm)
+            if not (
+                raw.size % size == 0
+                and not (at % (size * count)).any()
+                and at.min() >= 0
+                and at.max() + size * count <= raw.size
+            ):
+                return None
+            index = at // size
+            for i, (dtype, _) in enumerate(views):
+                values = raw.view(dtype)[index + i]
+                if places is None:
+                    columns[i] = values
+                else:
+                    if columns[i] is None:
+                        columns[i] = np.empty(len(self.active), dtype)
+                    columns[i][places] = values
+        return columns
 
     def run_st(self, op: StOp | StVecOp, inputs: list[Any], varying: bool) -> PythonValues:
         """A store of the running threads' registers into one buffer at once, where each
