@@ -187,6 +187,38 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     return setting_for(op) is not None, f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
+def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue | None, base: SSAValue, row: SSAValue,
+               row_bytes: int, buf: SSAValue, mbars: SSAValue, slot: SSAValue | int, slice_bytes: int) -> None:
+    """The copy of the CTA's slice of ``row`` of the global tensor at ``base`` (rows
+    ``row_bytes`` apart; a cluster's CTA ``rank`` its ``rank``-th slice) into slot ``slot``
+    of the shared buffer ``buf`` (slots ``slice_bytes`` apart): lanes of warp 0 copy a
+    chunk of :data:`CHUNK` bytes each (``lane_chunk``: the thread's ``tid * CHUNK``;
+    ``cp.async.bulk.shared::cta.global``), completing
+    on the slot's mbarrier (``mbars``, 8 bytes apart), to which thread 0 first announces
+    the slice's bytes (after a proxy fence: the slot's earlier reads before the copy's
+    writes). rows_bulk's buffers and rows_bulk_backward's ring of slots."""
+    chunks = -(-slice_bytes // CHUNK)
+    mbar = b.ptr_add(mbars, slot * 8 if isinstance(slot, int) else b.mul_i(slot, 8))
+    dst = b.ptr_add(buf, slot * slice_bytes if isinstance(slot, int) else b.mul_i(slot, slice_bytes))
+
+    def copy(c0: Emitter) -> list[SSAValue]:
+        def announce(c1: Emitter) -> list[SSAValue]:
+            c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))
+            c1.emit(MbarrierArriveExpectTxOp(mbar, c1.const(slice_bytes), sink=True))
+            return []
+
+        c0.if_(c0.cmp("eq", tid, 0), announce)
+        row_x = c0.ptr_add(base, c0.mul_i(row, row_bytes))
+        src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
+        size = c0.const(CHUNK)
+        if slice_bytes % CHUNK:  # the last chunk's bytes
+            size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
+        c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
+        return []
+
+    b.if_(b.cmp("ult", tid, chunks), copy)
+
+
 def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
     """One row's statistics and y from the thread's ``per`` vectors in shared memory
     (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
@@ -316,31 +348,11 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
-    chunks = -(-slice_bytes // CHUNK)
     lane_chunk = e.mul_i(tid, CHUNK)
 
     def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
-        """The copy of the CTA's slice of ``row`` into slice buffer ``which`` (lanes of
-        warp 0, a chunk each), announced by thread 0 to that buffer's mbarrier."""
-        mbar = b.ptr_add(loaded, which * 8 if isinstance(which, int) else b.mul_i(which, 8))
-        dst = b.ptr_add(buf, which * slice_bytes if isinstance(which, int) else b.mul_i(which, slice_bytes))
-
-        def copy(c0: Emitter) -> list[SSAValue]:
-            def announce(c1: Emitter) -> list[SSAValue]:
-                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the buffer's reads before the copy's writes
-                c1.emit(MbarrierArriveExpectTxOp(mbar, c1.const(slice_bytes), sink=True))
-                return []
-
-            c0.if_(c0.cmp("eq", tid, 0), announce)
-            row_x = c0.ptr_add(x0, c0.mul_i(row, p.sx * d.bytes))
-            src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
-            size = c0.const(CHUNK)
-            if slice_bytes % CHUNK:  # the last chunk's bytes
-                size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
-            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
-            return []
-
-        b.if_(b.cmp("ult", tid, chunks), copy)
+        """The copy of the CTA's slice of ``row`` into slice buffer ``which``."""
+        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
 
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         (count,) = carried

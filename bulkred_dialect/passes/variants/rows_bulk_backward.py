@@ -61,7 +61,7 @@ from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
-from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
+from bulkred_dialect.ops.ptx.sync import MbarrierArriveExpectTxOp, MbarrierInitOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS, SOFTMAX_BACKWARD_KINDS, NormalizeRowsOp, NormKind, row_stride
@@ -96,6 +96,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     vector_of,
     wait_phase,
 )
+from bulkred_dialect.passes.variants.rows_bulk import copy_slice
 from bulkred_dialect.passes.variants.rows_lower import rows_parameter
 
 SLICE_BYTES = 32768
@@ -323,33 +324,13 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     mine = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in slot 0
-    chunks = -(-slice_bytes // CHUNK)
     lane_chunk = e.mul_i(tid, CHUNK)
     stride = rows = None  # (set below, before the loop's body is emitted)
 
     def issue(b: Emitter, row: SSAValue, tensor: int, slot: SSAValue | int) -> None:
-        """The copy of the CTA's slice of ``row`` of x (``tensor`` 0) or dy (1) into slot
-        ``slot`` (lanes of warp 0, a chunk each), announced by thread 0 to its mbarrier."""
-        mbar = b.ptr_add(loaded, slot * 8 if isinstance(slot, int) else b.mul_i(slot, 8))
-        dst = b.ptr_add(buf, slot * slice_bytes if isinstance(slot, int) else b.mul_i(slot, slice_bytes))
-
-        def copy(c0: Emitter) -> list[SSAValue]:
-            def announce(c1: Emitter) -> list[SSAValue]:
-                c1.emit(FenceProxyAsyncOp(StateSpace.SHARED_CTA))  # the slot's reads before the copy's writes
-                c1.emit(MbarrierArriveExpectTxOp(mbar, c1.const(slice_bytes), sink=True))
-                return []
-
-            c0.if_(c0.cmp("eq", tid, 0), announce)
-            off = c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk)
-            size = c0.const(CHUNK)
-            if slice_bytes % CHUNK:  # the last chunk's bytes
-                size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
-            base, rs = ((x0, p.sx), (g0, sg))[tensor]
-            src = c0.ptr_add(c0.ptr_add(base, c0.mul_i(row, rs * d.bytes)), off)
-            c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
-            return []
-
-        b.if_(b.cmp("ult", tid, chunks), copy)
+        """The copy of the CTA's slice of ``row`` of x (``tensor`` 0) or dy (1) into slot ``slot``."""
+        base, rs = ((x0, p.sx), (g0, sg))[tensor]
+        copy_slice(b, tid, lane_chunk, rank, base, row, rs * d.bytes, buf, loaded, slot, slice_bytes)
 
     def ahead(b: Emitter, row: SSAValue, k: int, slot: SSAValue | int) -> None:
         """Slice ``k`` of the unit's slices from row ``row``'s first (x's, dy's, then the
