@@ -51,19 +51,14 @@ CASES = [
 
 @contextlib.contextmanager
 def patched(patches: dict):
-    import importlib
+    """Module constants (``"package.module.NAME": value``) set for the block (the kernels
+    built inside it see them): unittest.mock.patch of each."""
+    from unittest import mock
 
-    old = []
-    for k, v in patches.items():
-        mod, attr = k.rsplit(".", 1)
-        m = importlib.import_module(mod)
-        old.append((m, attr, getattr(m, attr)))
-        setattr(m, attr, v)
-    try:
+    with contextlib.ExitStack() as stack:
+        for k, v in patches.items():
+            stack.enter_context(mock.patch(k, v))
         yield
-    finally:
-        for m, attr, v in old:
-            setattr(m, attr, v)
 
 
 def main() -> int:
