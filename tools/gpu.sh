@@ -28,7 +28,8 @@
 #                   draws too (rows_random.log, rows_random.json)
 #   bench:NAME      benchmarks/NAME.py (reductions, reductions_api, functions, fused,
 #                   foreach, rows, call_overhead, compile_speed) with BENCH_ARGS, and --out $OUT and
-#                   --budget-s when it takes them (bench_NAME.log and its tables); a PYTHONPATH
+#                   --budget-s when it takes them (STEP_S - 40 s, three quarters of a STEP_S of
+#                   80 s or less: always some) (bench_NAME.log and its tables); a PYTHONPATH
 #                   set by the caller is kept (after the carried wheels and the tree)
 #   compare         benchmarks/reductions.py of an older tree (.base/) and of this one,
 #                   alternately (old, new, old, new): a change that must not slow the
@@ -147,7 +148,7 @@ bench() {  # bench NAME
   # shellcheck disable=SC2206 # BENCH_ARGS is a list of words
   args=(${BENCH_ARGS:-})
   takes "$name" --out && [[ " ${args[*]} " != *" --out "* ]] && args+=(--out "$OUT")
-  takes "$name" --budget-s && [[ " ${args[*]} " != *" --budget-s "* ]] && args+=(--budget-s $(( STEP_S - 40 )))
+  takes "$name" --budget-s && [[ " ${args[*]} " != *" --budget-s "* ]] && args+=(--budget-s $(( STEP_S > 80 ? STEP_S - 40 : STEP_S * 3 / 4 )))
   run "bench_$name.log" python3 "benchmarks/$name.py" "${args[@]}"
   grep "^|" "$OUT/bench_$name.log" | tail -60 || tail -20 "$OUT/bench_$name.log"
 }
