@@ -182,8 +182,8 @@ SHAPES = {"rows_warp": 68, "rows_cta": 300, "rows_stream": 4 * (2 * 32 + 11), "r
 
 # Every kind on rows_cta and on rows_stream, one kind on each other variant. The kind's
 # arithmetic is written twice in rows_common.py: once for the row held in registers
-# (_registers: rows_warp, rows_cta and rows_cluster share it, each kind a branch) and once
-# for the streaming passes (_stream: rows_stream only, each kind its own accumulation).
+# (registers_row: rows_warp, rows_cta and rows_cluster share it, each kind a branch) and once
+# for the streaming passes (stream_row: rows_stream only, each kind its own accumulation).
 # What else differs between the register variants is the group's combination
 # (reduce_state: a warp's butterfly, a CTA's shared memory, a cluster's DSMEM), which every
 # kind reaches with one of two states (softmax's (max, sum) pair, or plain sums). So: every

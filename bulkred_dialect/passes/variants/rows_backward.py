@@ -2,15 +2,15 @@
 :func:`~bulkred_dialect.passes.variants.rows_lower.lower_rows` with the row helpers of
 ``rows_common``:
 
-* softmax's and log_softmax's (:func:`_registers_backward`, :func:`_stream_backward`):
+* softmax's and log_softmax's (:func:`registers_backward`, :func:`stream_backward`):
   one row sum (``sum(grad * y)``, ``sum(grad)``), then dx;
-* the norms' (:func:`_registers_norm_backward`, :func:`_stream_norm_backward`): dx from
+* the norms' (:func:`registers_norm_backward`, :func:`stream_norm_backward`): dx from
   the stored statistics and one or two row sums; dweight and dbias as per-unit float32
-  partial rows added in a fixed order (:class:`_Columns`, :func:`_finish_columns`);
+  partial rows added in a fixed order (:class:`ColumnSums`, :func:`finish_columns`);
   two settings, off until measured, overlap a row's reads with the previous row's
   reduction (:data:`PIPELINE`: rows_cta, rows_cluster) or second read (:data:`OVERLAP`:
   rows_slices), the bits unchanged;
-* cross_entropy's (:func:`_ce_backward`): elementwise from the stored lse.
+* cross_entropy's (:func:`ce_backward`): elementwise from the stored lse.
 """
 
 from __future__ import annotations
@@ -35,45 +35,45 @@ from bulkred_dialect.passes.variants.rows_common import (
     AT,
     BF16,
     PairSums,
-    _packed,
-    _raw_count,
-    _raw_load,
-    _widen,
+    packed_bf16,
+    raw_count,
+    raw_load,
+    widen_raw,
     F32,
     I64,
     RowPlan,
-    _add,
-    _Buf,
-    _exp,
-    _load,
-    _mul,
-    _Row,
-    _store,
-    _sub,
-    _visit,
+    f32_add,
+    RowBuf,
+    f32_exp,
+    load_vec,
+    f32_mul,
+    RowState,
+    store_vec,
+    f32_sub,
+    visit_vectors,
 )
 
 
-def _backward_sum(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
+def backward_sum(r: RowState, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], acc: SSAValue | None) -> SSAValue:
     """softmax_backward's ``sum(grad * x)``, log_softmax_backward's ``sum(grad)``, of one
     thread's values, added to ``acc``."""
     for x, g in zip(xs, gs, strict=True):
         if r.p.kind == NormKind.SOFTMAX_BACKWARD:
-            acc = _mul(e, x, g) if acc is None else e.fma(AT, x, g, acc)
+            acc = f32_mul(e, x, g) if acc is None else e.fma(AT, x, g, acc)
         else:
-            acc = g if acc is None else _add(e, acc, g)
+            acc = g if acc is None else f32_add(e, acc, g)
     assert acc is not None
     return acc
 
 
-def _backward_out(r: _Row, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], s: SSAValue) -> list[SSAValue]:
+def backward_out(r: RowState, e: Emitter, xs: list[SSAValue], gs: list[SSAValue], s: SSAValue) -> list[SSAValue]:
     """dx of one vector from the row's sum ``s``."""
     if r.p.kind == NormKind.SOFTMAX_BACKWARD:
-        return [_mul(e, x, _sub(e, g, s)) for x, g in zip(xs, gs, strict=True)]
-    return [_sub(e, g, _mul(e, _exp(e, x), s)) for x, g in zip(xs, gs, strict=True)]
+        return [f32_mul(e, x, f32_sub(e, g, s)) for x, g in zip(xs, gs, strict=True)]
+    return [f32_sub(e, g, f32_mul(e, f32_exp(e, x), s)) for x, g in zip(xs, gs, strict=True)]
 
 
-def _registers_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+def registers_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     """A backward row held in registers: one read of x and of grad, one write of dx."""
     p = r.p
     assert r.grad is not None and r.y is not None
@@ -88,29 +88,29 @@ def _registers_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
         items.append((v[:p.vec], v[p.vec:]))
     part = None
     for xs, gs in items:
-        part = _backward_sum(r, e, xs, gs, part)
+        part = backward_sum(r, e, xs, gs, part)
     assert part is not None
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
     for k, (cond, (xs, gs)) in enumerate(zip(conds, items, strict=True)):
         if cond is None:
-            r.y.store(e, k * p.group, p.vec, _backward_out(r, e, xs, gs, s))
+            r.y.store(e, k * p.group, p.vec, backward_out(r, e, xs, gs, s))
             continue
 
         def guarded(b: Emitter, k: int = k, xs=xs, gs=gs) -> list[SSAValue]:
-            r.y.store(b, k * p.group, p.vec, _backward_out(r, b, xs, gs, s))  # type: ignore[union-attr]
+            r.y.store(b, k * p.group, p.vec, backward_out(r, b, xs, gs, s))  # type: ignore[union-attr]
             return []
 
         e.if_(cond, guarded)
 
 
-def _slice_span(r: _Row, e: Emitter) -> tuple[int, SSAValue | None]:
+def _slice_span(r: RowState, e: Emitter) -> tuple[int, SSAValue | None]:
     """rows_slices: (vectors of its slice every thread has, the condition of the one more
     some threads have)."""
     full, rest = divmod(r.p.slice, r.p.group)
     return full, (e.cmp("ult", r.g, rest) if rest else None)
 
 
-def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+def stream_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     """A backward row of any length: the sum, then x and grad read again for dx (with a
     cluster, rows_slices: the CTA's slice of the row, the sum combined over the cluster)."""
     p = r.p
@@ -119,17 +119,17 @@ def _stream_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
-        return [_backward_sum(r, b, xs, gs, state[0])]
+        return [backward_sum(r, b, xs, gs, state[0])]
 
-    (part,) = _visit(e, p, full, cond, [e.const(0.0, f32)], read)
+    (part,) = visit_vectors(e, p, full, cond, [e.const(0.0, f32)], read)
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
 
     def write(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         xs, gs = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
-        r.y.store(b, first, p.vec, _backward_out(r, b, xs, gs, s), extra)  # type: ignore[union-attr]
+        r.y.store(b, first, p.vec, backward_out(r, b, xs, gs, s), extra)  # type: ignore[union-attr]
         return state
 
-    _visit(e, p, full, cond, [], write)
+    visit_vectors(e, p, full, cond, [], write)
 
 
 # region The norms' backward and cross-entropy's
@@ -140,45 +140,45 @@ def _row_stat(e: Emitter, buf: SSAValue, row: SSAValue) -> SSAValue:
     return e.ld(ld_type(F32), e.ptr_add(e.ptr(buf, StateSpace.GLOBAL), e.mul_i(row, 4)), f32)
 
 
-def _norm_terms(r: _Row, e: Emitter, xs: list[SSAValue], dys: list[SSAValue], ws: list[SSAValue] | None,
+def norm_terms(r: RowState, e: Emitter, xs: list[SSAValue], dys: list[SSAValue], ws: list[SSAValue] | None,
                 st: dict[str, SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
     """(xhat, g) of one vector: ``xhat = (x - mean) * rstd`` (rms_norm: ``x * rstd``), ``g = dy * w``."""
-    xh = [_mul(e, _sub(e, x, st["mean"]) if "mean" in st else x, st["rstd"]) for x in xs]
-    g = [_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys)
+    xh = [f32_mul(e, f32_sub(e, x, st["mean"]) if "mean" in st else x, st["rstd"]) for x in xs]
+    g = [f32_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys)
     return xh, g
 
 
-def _norm_sums(e: Emitter, xh: list[SSAValue], g: list[SSAValue], acc: list[SSAValue | None], layer: bool) -> list[SSAValue | None]:
+def norm_sums(e: Emitter, xh: list[SSAValue], g: list[SSAValue], acc: list[SSAValue | None], layer: bool) -> list[SSAValue | None]:
     """A thread's ``sum(g * xhat)`` (and layer_norm's ``sum(g)``), added to ``acc``."""
     a, b = acc
     for h, gv in zip(xh, g, strict=True):
-        a = _mul(e, gv, h) if a is None else e.fma(AT, gv, h, a)
+        a = f32_mul(e, gv, h) if a is None else e.fma(AT, gv, h, a)
         if layer:
-            b = gv if b is None else _add(e, b, gv)
+            b = gv if b is None else f32_add(e, b, gv)
     return [a, b]
 
 
-def _norm_dx(r: _Row, e: Emitter, xh: list[SSAValue], g: list[SSAValue], st: dict[str, SSAValue]) -> list[SSAValue]:
+def norm_dx(r: RowState, e: Emitter, xh: list[SSAValue], g: list[SSAValue], st: dict[str, SSAValue]) -> list[SSAValue]:
     """dx of one vector: ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``)."""
     out = []
     for h, gv in zip(xh, g, strict=True):
-        t = _sub(e, gv, st["mean_g"]) if "mean_g" in st else gv
-        out.append(_mul(e, st["rstd"], _sub(e, t, _mul(e, h, st["mean_gx"]))))
+        t = f32_sub(e, gv, st["mean_g"]) if "mean_g" in st else gv
+        out.append(f32_mul(e, st["rstd"], f32_sub(e, t, f32_mul(e, h, st["mean_gx"]))))
     return out
 
 
-def _column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+def add_column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
     """The thread's column sums of one vector after this row: ``dweight += dy * xhat``,
     then ``dbias += dy`` (``acc``: V values of each of those present)."""
     v, out = len(dys), []
     if op.dweight is not None:
         out += [e.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, acc[:v], strict=True)]
     if op.dbias is not None:
-        out += [_add(e, a, dy) for a, dy in zip(acc[len(out):len(out) + v], dys, strict=True)]
+        out += [f32_add(e, a, dy) for a, dy in zip(acc[len(out):len(out) + v], dys, strict=True)]
     return out
 
 
-def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
+def norm_row_stats(r: RowState, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
     """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums."""
     nf = e.const(float(r.p.n), f32)
     if sums[1] is None:
@@ -187,7 +187,7 @@ def _norm_row_stats(r: _Row, e: Emitter, row: SSAValue, sums: list[SSAValue | No
     return {"mean_gx": e.div(AT, gx, nf), "mean_g": e.div(AT, g, nf)}
 
 
-def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
+def read_stats(r: RowState, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
     op = r.op
     assert op.rstd is not None
     st = {"rstd": _row_stat(e, op.rstd, row)}
@@ -196,8 +196,8 @@ def _read_stats(r: _Row, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
     return st
 
 
-def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAValue],
-                             parts: list[_Buf] | None = None,
+def registers_norm_backward(r: RowState, e: Emitter, row: SSAValue, acc: list[SSAValue],
+                             parts: list[RowBuf] | None = None,
                              ahead: tuple[list[SSAValue], Callable[[Emitter], list[SSAValue]]] | None = None) -> list[SSAValue]:
     """A norm's backward with the row in registers: one read of x, dy (and the weight),
     one write of dx; the thread's column sums (``acc``: per vector, V of dweight then V
@@ -215,7 +215,7 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
     if ahead is not None:
         st, got = _widen_norm_row(r, e, ahead[0])
     else:
-        st = _read_stats(r, e, row)
+        st = read_stats(r, e, row)
     items = []
     for k, cond in enumerate(conds):
 
@@ -230,32 +230,32 @@ def _registers_norm_backward(r: _Row, e: Emitter, row: SSAValue, acc: list[SSAVa
         else:
             v = loads(e) if cond is None else e.if_(cond, loads, lambda b: [b.const(0.0, f32)] * n, [f32] * n)
         xs, dys, ws = v[:p.vec], v[p.vec:2 * p.vec], (v[2 * p.vec:] if nw else None)
-        xh, g = _norm_terms(r, e, xs, dys, ws, st)
+        xh, g = norm_terms(r, e, xs, dys, ws, st)
         items.append((dys, xh, g))
     sums: list[SSAValue | None] = [None, None]
     for _, xh, g in items:
-        sums = _norm_sums(e, xh, g, sums, layer)
+        sums = norm_sums(e, xh, g, sums, layer)
     following = ahead[1](e) if ahead is not None else []  # the next row's loads, in flight over the reduction
-    st.update(_norm_row_stats(r, e, row, sums))
+    st.update(norm_row_stats(r, e, row, sums))
     per = len(acc) // max(1, p.items)
     out: list[SSAValue] = []
     for k, (cond, (dys, xh, g)) in enumerate(zip(conds, items, strict=True)):
         if cond is None:
-            r.y.store(e, k * p.group, p.vec, _norm_dx(r, e, xh, g, st))
+            r.y.store(e, k * p.group, p.vec, norm_dx(r, e, xh, g, st))
         else:
 
             def guarded(b: Emitter, k: int = k, xh=xh, g=g) -> list[SSAValue]:
-                r.y.store(b, k * p.group, p.vec, _norm_dx(r, b, xh, g, st))  # type: ignore[union-attr]
+                r.y.store(b, k * p.group, p.vec, norm_dx(r, b, xh, g, st))  # type: ignore[union-attr]
                 return []
 
             e.if_(cond, guarded)
         if per:  # (a missing vector's loads are 0: it adds 0)
-            out += _column_sums(e, r.op, dys, xh, acc[k * per:(k + 1) * per])
+            out += add_column_sums(e, r.op, dys, xh, acc[k * per:(k + 1) * per])
         if parts:
 
             def add(b: Emitter, k: int = k, dys=dys, xh=xh) -> list[SSAValue]:
                 old = [v for part in parts for v in part.load(b, k * p.group, p.vec, nc=False)]
-                new = _column_sums(b, r.op, dys, xh, old)
+                new = add_column_sums(b, r.op, dys, xh, old)
                 for i, part in enumerate(parts):
                     part.store(b, k * p.group, p.vec, new[i * p.vec:(i + 1) * p.vec])
                 return []
@@ -306,10 +306,10 @@ def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
     return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
 
 
-def prefetch_norm_row(e: Emitter, r: _Row, x: _Buf, grad: _Buf, w: _Buf | None, row: SSAValue) -> list[SSAValue]:
+def prefetch_norm_row(e: Emitter, r: RowState, x: RowBuf, grad: RowBuf, w: RowBuf | None, row: SSAValue) -> list[SSAValue]:
     """The loads of a row of a pipelined norm's backward (:data:`PIPELINE`): its stored
     rstd (and mean), then per vector the thread holds x's and dy's registers as loaded
-    (bfloat16 in words of two: :func:`_raw_load`); ``x``, ``grad``: the row's buffers at
+    (bfloat16 in words of two: :func:`raw_load`); ``x``, ``grad``: the row's buffers at
     the thread's first vector (``r``: for the plan and the op only; the weight, the same
     every row, is read when the row is used, ``w`` unused)."""
     p, op = r.p, r.op
@@ -317,7 +317,7 @@ def prefetch_norm_row(e: Emitter, r: _Row, x: _Buf, grad: _Buf, w: _Buf | None, 
     out = [_row_stat(e, op.rstd, row)] + ([_row_stat(e, op.mean, row)] if op.mean is not None else [])
     for k in range(p.items):
         for buf in (x, grad):
-            out += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+            out += raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     return out
 
 
@@ -326,12 +326,12 @@ def prefetch_types(p: RowPlan, op: NormalizeRowsOp) -> list:
     out: list = [f32] * (1 + (op.mean is not None))
     for _ in range(p.items):
         for d in (p.dtype, p.dtype):
-            t = i32 if _packed(d, p.vec) else d.ir
-            out += [t] * _raw_count(d, p.vec)
+            t = i32 if packed_bf16(d, p.vec) else d.ir
+            out += [t] * raw_count(d, p.vec)
     return out
 
 
-def _widen_norm_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> tuple[dict[str, SSAValue], list[list[SSAValue]]]:
+def _widen_norm_row(r: RowState, e: Emitter, raw: list[SSAValue]) -> tuple[dict[str, SSAValue], list[list[SSAValue]]]:
     """(the statistics, per vector x's, dy's and the weight's float32 values) of a row
     loaded by :func:`prefetch_norm_row`."""
     p = r.p
@@ -344,15 +344,15 @@ def _widen_norm_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> tuple[dict[str,
     for k in range(p.items):
         vals: list[SSAValue] = []
         for d in (p.dtype, p.dtype):
-            c = _raw_count(d, p.vec)
-            vals += _widen(e, d, raw[i:i + c], p.vec)
+            c = raw_count(d, p.vec)
+            vals += widen_raw(e, d, raw[i:i + c], p.vec)
             i += c
         got.append(vals + (r.w.load(e, k * p.group, p.vec) if r.w is not None else []))  # (the weight: from L1)
     assert i == len(raw)
     return st, got
 
 
-def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf]) -> None:
+def stream_norm_backward(r: RowState, e: Emitter, row: SSAValue, parts: list[RowBuf]) -> None:
     """A norm's backward of a row of any length: the sums, then x, dy (and the weight)
     read again for dx; the column sums added to the unit's partial rows ``parts`` (its
     own columns: no other thread touches them). With a cluster (rows_slices) the CTA
@@ -364,46 +364,46 @@ def _stream_norm_backward(r: _Row, e: Emitter, row: SSAValue, parts: list[_Buf])
     _norm_second_pass(r, e, st, parts, span)
 
 
-def _stream_terms(r: _Row, b: Emitter, first: SSAValue | int, extra: int, st: dict[str, SSAValue],
+def _stream_terms(r: RowState, b: Emitter, first: SSAValue | int, extra: int, st: dict[str, SSAValue],
                   ws: list[SSAValue] | None = None) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
     """(dy, xhat, g) of one vector of the row read from x and dy (and the weight, unless ``ws``)."""
     p = r.p
     xs, dys = r.x.load(b, first, p.vec, extra), r.grad.load(b, first, p.vec, extra)  # type: ignore[union-attr]
     if ws is None and r.w is not None:
         ws = r.w.load(b, first, p.vec, extra)
-    return (dys, *_norm_terms(r, b, xs, dys, ws, st))
+    return (dys, *norm_terms(r, b, xs, dys, ws, st))
 
 
-def _dx_and_columns(r: _Row, b: Emitter, first: SSAValue | int, extra: int, dys: list[SSAValue], xh: list[SSAValue],
-                    g: list[SSAValue], st: dict[str, SSAValue], parts: list[_Buf]) -> None:
+def _dx_and_columns(r: RowState, b: Emitter, first: SSAValue | int, extra: int, dys: list[SSAValue], xh: list[SSAValue],
+                    g: list[SSAValue], st: dict[str, SSAValue], parts: list[RowBuf]) -> None:
     """One vector's dx written, its ``dy * xhat`` (and ``dy``) added to the columns ``parts``."""
     p = r.p
-    r.y.store(b, first, p.vec, _norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
+    r.y.store(b, first, p.vec, norm_dx(r, b, xh, g, st), extra)  # type: ignore[union-attr]
     for k, part in enumerate(parts):
         old = part.load(b, first, p.vec, extra, nc=False)
         new = [b.fma(AT, dy, h, a) for dy, h, a in zip(dys, xh, old, strict=True)] if k == 0 and r.op.dweight is not None \
-            else [_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
+            else [f32_add(b, a, dy) for a, dy in zip(old, dys, strict=True)]
         part.store(b, first, p.vec, new, extra)
 
 
-def _norm_first_pass(r: _Row, e: Emitter, row: SSAValue, span: tuple[int, SSAValue | None]) -> dict[str, SSAValue]:
+def _norm_first_pass(r: RowState, e: Emitter, row: SSAValue, span: tuple[int, SSAValue | None]) -> dict[str, SSAValue]:
     """The streamed row's statistics: the stored ones, then ``mean(g * xhat)`` (and
     ``mean(g)``) from a read of the thread's vectors (``span``: :func:`_slice_span`)."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
-    st = _read_stats(r, e, row)
+    st = read_stats(r, e, row)
 
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         _, xh, g = _stream_terms(r, b, first, extra, st)
-        return [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
+        return [v for v in norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
 
     zero = e.const(0.0, f32)
-    state = _visit(e, p, span[0], span[1], [zero, zero] if layer else [zero], read)
-    st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    state = visit_vectors(e, p, span[0], span[1], [zero, zero] if layer else [zero], read)
+    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
     return st
 
 
-def _norm_second_pass(r: _Row, e: Emitter, st: dict[str, SSAValue], parts: list[_Buf],
+def _norm_second_pass(r: RowState, e: Emitter, st: dict[str, SSAValue], parts: list[RowBuf],
                       span: tuple[int, SSAValue | None]) -> None:
     """The streamed row's dx from its statistics ``st``, x and dy read again; its column sums."""
 
@@ -411,7 +411,7 @@ def _norm_second_pass(r: _Row, e: Emitter, st: dict[str, SSAValue], parts: list[
         _dx_and_columns(r, b, first, extra, *_stream_terms(r, b, first, extra, st), st, parts)
         return state
 
-    _visit(e, r.p, span[0], span[1], [], write)
+    visit_vectors(e, r.p, span[0], span[1], [], write)
 
 
 OVERLAP = False
@@ -437,42 +437,42 @@ def stat_names(p: RowPlan) -> list[str]:
     return ["rstd"] + (["mean", "mean_gx", "mean_g"] if layer else ["mean_gx"])
 
 
-def first_pass(r: _Row, e: Emitter, row: SSAValue) -> list[SSAValue]:
+def first_pass(r: RowState, e: Emitter, row: SSAValue) -> list[SSAValue]:
     """:data:`OVERLAP`: a unit's first row's statistics (:func:`stat_names`' order)."""
     st = _norm_first_pass(r, e, row, _slice_span(r, e))
     return [st[k] for k in stat_names(r.p)]
 
 
-def second_pass(r: _Row, e: Emitter, stats: list[SSAValue], parts: list[_Buf]) -> None:
+def second_pass(r: RowState, e: Emitter, stats: list[SSAValue], parts: list[RowBuf]) -> None:
     """:data:`OVERLAP`: a unit's last row's dx and column sums from its statistics."""
     _norm_second_pass(r, e, dict(zip(stat_names(r.p), stats, strict=True)), parts, _slice_span(r, e))
 
 
-def overlapped_pass(prev: _Row, stats: list[SSAValue], r: _Row, e: Emitter, row: SSAValue,
-                    parts: list[_Buf]) -> list[SSAValue]:
+def overlapped_pass(prev: RowState, stats: list[SSAValue], r: RowState, e: Emitter, row: SSAValue,
+                    parts: list[RowBuf]) -> list[SSAValue]:
     """:data:`OVERLAP`: one read of the thread's vectors of row ``row`` (``r``: its sums)
     and of the previous row of the unit (``prev``, its statistics ``stats``: its dx and
     column sums, the weight read once for both); then ``row``'s statistics."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     pst = dict(zip(stat_names(p), stats, strict=True))
-    st = _read_stats(r, e, row)
+    st = read_stats(r, e, row)
     span = _slice_span(r, e)
 
     def both(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         ws = r.w.load(b, first, p.vec, extra) if r.w is not None else None
         _, xh, g = _stream_terms(r, b, first, extra, st, ws)
-        out = [v for v in _norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
+        out = [v for v in norm_sums(b, xh, g, [state[0], state[1] if layer else None], layer) if v is not None]
         _dx_and_columns(prev, b, first, extra, *_stream_terms(prev, b, first, extra, pst, ws), pst, parts)
         return out
 
     zero = e.const(0.0, f32)
-    state = _visit(e, p, span[0], span[1], [zero, zero] if layer else [zero], both)
-    st.update(_norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    state = visit_vectors(e, p, span[0], span[1], [zero, zero] if layer else [zero], both)
+    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
     return [st[k] for k in stat_names(p)]
 
 
-def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
+def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     """cross_entropy's dx, elementwise from the stored lse (no reduction): ``(exp(x - lse)
     - s / N - (1 - s) [j == target]) * grad[row]``; 0 where the target is ignore_index,
     NaN where it is outside [0, N)."""
@@ -494,12 +494,12 @@ def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
         tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
         out = []
         for j, x in enumerate(xs):
-            prob = _exp(b, _sub(b, x, lse))
-            v = _sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
-            v = b.selp(SelpType.F32, _sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
+            prob = f32_exp(b, f32_sub(b, x, lse))
+            v = f32_sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
+            v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
             # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
             # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
-            out.append(b.selp(SelpType.F32, _mul(b, v, scale), _mul(b, prob, b.const(0.0, f32)), kept))
+            out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob, b.const(0.0, f32)), kept))
         r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
 
     if p.items:
@@ -510,10 +510,10 @@ def _ce_backward(r: _Row, e: Emitter, row: SSAValue) -> None:
                 e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
         return
     full, cond = r.partial(e)
-    _visit(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+    visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
 
 
-def _ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
+def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
     """After every thread's stores: true (in every thread of the CTA) in the CTA that
     draws the last of ``expected`` tickets (i32) at ``counter`` (a ``u32`` that CTA sets
     back to 0): variants/kernel.py's ticket, for a count known at the launch. Each thread
@@ -540,11 +540,11 @@ SUM_LOADS = 16
 GROUP_UNITS = 16
 """Units, at least, whose partial rows the last of them to finish adds into one
 second-level row (the column sums in two levels: the groups' sums in parallel, then the
-last group's CTA adds the groups' rows; :attr:`_Columns.group`)."""
+last group's CTA adds the groups' rows; :attr:`ColumnSums.group`)."""
 
 
 @dataclass(frozen=True)
-class _Columns:
+class ColumnSums:
     """The workspace of a norm's backward's column sums: ``u32`` ticket counters (per
     rank of a cluster: the whole grid's, then one per group of :data:`GROUP_UNITS`
     units), then per output the float32 partial rows of the units, then per output the
@@ -590,7 +590,7 @@ class _Columns:
         return self.group_rows(self.outs)
 
 
-def _partial_row(e: Emitter, ws: SSAValue, lay: _Columns, k: int, unit: SSAValue) -> SSAValue:
+def column_partial_row(e: Emitter, ws: SSAValue, lay: ColumnSums, k: int, unit: SSAValue) -> SSAValue:
     """The address of unit ``unit``'s partial row of output ``k`` (i32 unit)."""
     return e.ptr_add(ws, e.add_i(e.mul_i(e.wide(unit), lay.n * 4), lay.partials(k)))
 
@@ -615,18 +615,18 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
 
         def several(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             row = d.ptr_add(at, d.mul_i(u, n * 4))
-            got = [_load(d, F32, row, j * n * 4, v, nc=False) for j in range(SUM_LOADS)]
+            got = [load_vec(d, F32, row, j * n * 4, v, nc=False) for j in range(SUM_LOADS)]
             for j in range(SUM_LOADS):
-                _store(d, F32, row, j * n * 4, zeros)
+                store_vec(d, F32, row, j * n * 4, zeros)
             for vals in got:
-                acc = [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
+                acc = [f32_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
             return acc
 
         def one(d: Emitter, u: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             row = d.ptr_add(at, d.mul_i(u, n * 4))
-            vals = _load(d, F32, row, 0, v, nc=False)
-            _store(d, F32, row, 0, zeros)
-            return [_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
+            vals = load_vec(d, F32, row, 0, v, nc=False)
+            store_vec(d, F32, row, 0, zeros)
+            return [f32_add(d, a, x) for a, x in zip(acc, vals, strict=True)]
 
         acc = c.for_(0, steps, SUM_LOADS, [c.const(0.0, f32)] * v, several)
         acc = c.for_(steps, count, 1, acc, one)
@@ -639,7 +639,7 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
     e.for_(start, c1, block * v, [], column)
 
 
-def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: _Columns, tid: SSAValue,
+def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: ColumnSums, tid: SSAValue,
                     ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None) -> None:
     """The column sums in two levels, each in a fixed order: the CTA that finishes last of
     its group of ``lay.group`` units adds the group's partial rows in unit order into
@@ -665,7 +665,7 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
         if width % 4:
             v = 1
     counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
-    done = _ticket(e, counter, size, tid, "columns_group")
+    done = row_ticket(e, counter, size, tid, "columns_group")
 
     def level1(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -673,12 +673,12 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
             dst = b.ptr_add(b.ptr_add(ws, lay.group_rows(k)), b.mul_i(b.wide(group), p.n * 4))
 
             def keep(c: Emitter, col: SSAValue, sums: list[SSAValue], dst=dst) -> None:
-                _store(c, F32, c.ptr_add(dst, c.mul_i(col, 4)), 0, sums)
+                store_vec(c, F32, c.ptr_add(dst, c.mul_i(col, 4)), 0, sums)
 
             _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep, cols, v)
         b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
         groups = b.shr_u32(b.add_i(nunits, lay.group - 1), shift)
-        last = _ticket(b, mine, groups, tid, "columns_last")
+        last = row_ticket(b, mine, groups, tid, "columns_last")
 
         def level2(c: Emitter) -> list[SSAValue]:
             c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -688,7 +688,7 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
                 out0 = c.ptr(out, StateSpace.GLOBAL)
 
                 def put(d: Emitter, col: SSAValue, sums: list[SSAValue], out0=out0, od=od) -> None:
-                    _store(d, od, d.ptr_add(out0, d.mul_i(col, od.bytes)), 0, sums)
+                    store_vec(d, od, d.ptr_add(out0, d.mul_i(col, od.bytes)), 0, sums)
 
                 _sum_rows(c, c.ptr_add(ws, lay.group_rows(k)), c.const(0, i64), c.wide(groups), p.n, tid, p.block, put,
                           cols, v)
@@ -702,9 +702,9 @@ def _finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, l
 
 
 @dataclass
-class _SharedBuf(_Buf):
+class _SharedBuf(RowBuf):
     """A float32 buffer in shared memory (32-bit addresses), read and written by vectors
-    as :class:`_Buf` (``ld.shared`` / ``st.shared``)."""
+    as :class:`RowBuf` (``ld.shared`` / ``st.shared``)."""
 
     def at(self, e: Emitter, first: SSAValue | int, vec: int) -> tuple[SSAValue, int]:
         step = vec * self.dtype.bytes
@@ -739,7 +739,7 @@ def shared_columns(p: RowPlan, outs: int) -> bool:
             and _span(p) * p.vec * outs * 4 <= SHARED_COLUMNS_BYTES)
 
 
-def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_Buf]:
+def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[RowBuf]:
     """The CTA's column sums of the vectors it covers (rows_slices and a cluster's CTA:
     its slice, ``p.slice`` vectors; rows_cta: the row), one float32 array per output in
     shared memory, each thread's vectors (``g, g + G, ...``) set to 0 here; only that
@@ -747,7 +747,7 @@ def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_
     width = _span(p) * p.vec
     sm = e.shared([outs * width], f32, "column_sums")
     zeros = [e.const(0.0, f32)] * p.vec
-    bufs: list[_Buf] = [_SharedBuf(F32, e.ptr_add(sm, e.add_i(e.mul_i(g, p.vec * 4), k * width * 4))) for k in range(outs)]
+    bufs: list[RowBuf] = [_SharedBuf(F32, e.ptr_add(sm, e.add_i(e.mul_i(g, p.vec * 4), k * width * 4))) for k in range(outs)]
     full, rest = divmod(_span(p), p.group)
 
     def clear(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
@@ -755,26 +755,26 @@ def slice_accumulators(e: Emitter, p: RowPlan, outs: int, g: SSAValue) -> list[_
             buf.store(b, first, p.vec, zeros, extra)
         return state
 
-    _visit(e, p, full, e.cmp("ult", g, rest) if rest else None, [], clear)
+    visit_vectors(e, p, full, e.cmp("ult", g, rest) if rest else None, [], clear)
     return bufs
 
 
-def write_slice_partials(e: Emitter, p: RowPlan, accs: list[_Buf], ws: SSAValue, lay: _Columns, unit: SSAValue,
+def write_slice_partials(e: Emitter, p: RowPlan, accs: list[RowBuf], ws: SSAValue, lay: ColumnSums, unit: SSAValue,
                          sw: SSAValue, g: SSAValue) -> None:
     """Each thread's columns of the CTA's shared sums ``accs`` into its unit's partial
     rows (the CTA's slice of each, or the row)."""
     full, rest = divmod(_span(p), p.group)
-    dsts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(sw, p.vec * 4))) for k in range(len(accs))]
+    dsts = [RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, k, unit), e.mul_i(sw, p.vec * 4))) for k in range(len(accs))]
 
     def copy(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         for acc, dst in zip(accs, dsts, strict=True):
             dst.store(b, first, p.vec, acc.load(b, first, p.vec, extra, nc=False), extra)
         return state
 
-    _visit(e, p, full, e.cmp("ult", g, rest) if rest else None, [], copy)
+    visit_vectors(e, p, full, e.cmp("ult", g, rest) if rest else None, [], copy)
 
 
-def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValue, lay: _Columns, unit: SSAValue,
+def write_column_partials(e: Emitter, r: RowState, acc: list[SSAValue], ws: SSAValue, lay: ColumnSums, unit: SSAValue,
                            ngroups: int, group: SSAValue | None) -> None:
     """Each thread's column sums ``acc`` into its unit's partial rows; with several groups
     per CTA (rows_warp) first through shared memory, added in group order."""
@@ -785,11 +785,11 @@ def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValu
     for k in range(len(outs)):
         vals = [acc[i * per + k * p.vec:i * per + (k + 1) * p.vec] for i in range(p.items)]
         if ngroups == 1:
-            dst = _Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
+            dst = RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, k, unit), e.mul_i(r.sw, p.vec * 4)))  # type: ignore[arg-type]
         else:
             assert group is not None
             sm = e.shared([ngroups * p.n], f32, f"columns_{k}")
-            dst = _Buf(F32, e.ptr_add(e.ptr_add(sm, e.mul_i(group, p.n * 4)), e.mul_i(e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32)), p.vec * 4)))
+            dst = RowBuf(F32, e.ptr_add(e.ptr_add(sm, e.mul_i(group, p.n * 4)), e.mul_i(e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32)), p.vec * 4)))
         for i, cond in enumerate(conds):
             if cond is None:
                 dst.store(e, i * p.group, p.vec, vals[i])
@@ -798,14 +798,14 @@ def _write_column_partials(e: Emitter, r: _Row, acc: list[SSAValue], ws: SSAValu
         if ngroups == 1:
             continue
         e.bar_sync()
-        row = _partial_row(e, ws, lay, k, unit)
+        row = column_partial_row(e, ws, lay, k, unit)
 
         def column(c: Emitter, col: SSAValue, _: list[SSAValue], sm=sm, row=row) -> list[SSAValue]:
             col32 = c.value(CvtOp(CvtType.U32, CvtType.U64, col, i32))
             total = None
             for q in range(ngroups):
                 v = c.ld(LdStType.F32, c.ptr_add(sm, c.mul_i(col32, 4)), f32, 4 * q * p.n)
-                total = v if total is None else _add(c, total, v)
+                total = v if total is None else f32_add(c, total, v)
             c.st(ld_type(F32), c.ptr_add(row, c.mul_i(col, 4)), total)  # type: ignore[arg-type]
             return []
 

@@ -61,12 +61,12 @@ from bulkred_dialect.passes.variants.rows_common import (
     EXP_KINDS,
     F32,
     ClusterExchange,
-    _Buf,
-    _clamp,
-    _exp,
-    _load,
-    _Row,
-    _sub,
+    RowBuf,
+    clamp_max,
+    f32_exp,
+    load_vec,
+    RowState,
+    f32_sub,
     dtype_of,
     plan,
     row_predicates,
@@ -219,7 +219,7 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
     b.if_(b.cmp("ult", tid, chunks), copy)
 
 
-def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
+def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
     """One row's statistics and y from the thread's ``per`` vectors in shared memory
     (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
     last one for y; each pass a loop of :data:`UNROLL` vectors a step (so that ptxas
@@ -229,7 +229,7 @@ def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
     u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
 
     def vals(b: Emitter, base: SSAValue, k: int) -> list[SSAValue]:
-        return _load(b, p.dtype, base, k * step, p.vec, nc=False)
+        return load_vec(b, p.dtype, base, k * step, p.vec, nc=False)
 
     def pass_(fold, init: float) -> SSAValue:
         """``fold(b, acc, values)`` over the thread's vectors in order, from ``init``."""
@@ -253,10 +253,10 @@ def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
 
     kind = p.kind
     if kind in EXP_KINDS:
-        m = _clamp(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
+        m = clamp_max(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
 
         def exps(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
-            return b.fold(ReduceKind.SUM, F32, [a, *[_exp(b, _sub(b, x, m)) for x in v]])
+            return b.fold(ReduceKind.SUM, F32, [a, *[f32_exp(b, f32_sub(b, x, m)) for x in v]])
 
         big, sum_e = r.reduce_exps(e, m, pass_(exps, 0.0))
         sums = {"max": big, "sum": sum_e}
@@ -279,7 +279,7 @@ def _body(r: _Row, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
 
         def deviations(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
             for x in v:
-                d = _sub(b, x, mean)
+                d = f32_sub(b, x, mean)
                 a = b.fma(AT, d, d, a)
             return a
 
@@ -364,7 +364,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, b.and_b32(b.add_i(count, 1), 1)) or [])
         else:
             issue(b, row, 0)
-        r = _Row(p, op, tid, tid, _Buf(d, xs), None, None, None, row_x, first if c > 1 else None, rank, parity=count,
+        r = RowState(p, op, tid, tid, RowBuf(d, xs), None, None, None, row_x, first if c > 1 else None, rank, parity=count,
                  sw=sw, exchange=exchange)
         if op.norm_kind == NormKind.CROSS_ENTROPY:  # while the slice is copied
             r.target = r.target_inputs(b, row)
@@ -372,9 +372,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
         wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
         here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf == 2 else xs
-        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
+        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
         r.y, r.w, r.b = y, w, bb
         _body(r, b, row, here, per)
         return [b.add_i(count, 1)]

@@ -30,7 +30,7 @@ holds a ring of Q slots of a slice (:data:`SLOTS`, fewer where they do not fit i
   of every row: its ``P x V`` values per output, at most :data:`MAX_VALUES` in all).
 
 After the last row each thread writes its column sums into its unit's partial rows,
-summed in a fixed order by the CTAs that finish last (``rows_backward._finish_columns``:
+summed in a fixed order by the CTAs that finish last (``rows_backward.finish_columns``:
 each rank its own columns).
 
 Batch invariance: the configuration (cluster size, threads, vectors per thread, slots)
@@ -71,25 +71,25 @@ from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import add_workspace, require_alignment, set_launch
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants.rows_backward import (
-    _backward_out,
-    _backward_sum,
-    _column_sums,
-    _Columns,
-    _finish_columns,
-    _norm_dx,
-    _norm_row_stats,
-    _norm_sums,
-    _norm_terms,
-    _read_stats,
-    _write_column_partials,
+    backward_out,
+    backward_sum,
+    add_column_sums,
+    ColumnSums,
+    finish_columns,
+    norm_dx,
+    norm_row_stats,
+    norm_sums,
+    norm_terms,
+    read_stats,
+    write_column_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
     BF16,
     F32,
     ClusterExchange,
-    _Buf,
-    _load,
-    _Row,
+    RowBuf,
+    load_vec,
+    RowState,
     dtype_of,
     plan,
     row_predicates,
@@ -229,24 +229,24 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
-def _softmax_row(r: _Row, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> None:
+def _softmax_row(r: RowState, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> None:
     """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y and
     dy in shared memory (``xs``, ``gs``: its first; the next ones ``T`` vectors apart)."""
     p = r.p
     step = p.block * p.vec * p.dtype.bytes
     part = None
     for k in range(per):
-        part = _backward_sum(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False),
-                             _load(e, p.dtype, gs, k * step, p.vec, nc=False), part)
+        part = backward_sum(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False),
+                             load_vec(e, p.dtype, gs, k * step, p.vec, nc=False), part)
     assert part is not None
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
     for k in range(per):
-        vals = _backward_out(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False),
-                             _load(e, p.dtype, gs, k * step, p.vec, nc=False), s)
+        vals = backward_out(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False),
+                             load_vec(e, p.dtype, gs, k * step, p.vec, nc=False), s)
         r.y.store(e, k * p.group, p.vec, vals)  # type: ignore[union-attr]
 
 
-def _norm_row(r: _Row, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue, gs: SSAValue, per: int,
+def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue, gs: SSAValue, per: int,
               acc: list[SSAValue], shared_weight: bool) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy in shared
     memory and the row's stored statistics ``st`` (the weight ``r.w`` in shared memory
@@ -257,22 +257,22 @@ def _norm_row(r: _Row, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: S
     step = p.block * p.vec * p.dtype.bytes
 
     def terms(k: int) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
-        dys = _load(e, p.dtype, gs, k * step, p.vec, nc=False)
+        dys = load_vec(e, p.dtype, gs, k * step, p.vec, nc=False)
         ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
-        return (dys, *_norm_terms(r, e, _load(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
+        return (dys, *norm_terms(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
     for k in range(per):
         _, xh, g = terms(k)
-        sums = _norm_sums(e, xh, g, sums, layer)
-    st = {**st, **_norm_row_stats(r, e, row, sums)}
+        sums = norm_sums(e, xh, g, sums, layer)
+    st = {**st, **norm_row_stats(r, e, row, sums)}
     each = len(acc) // per
     out: list[SSAValue] = []
     for k in range(per):
         dys, xh, g = terms(k)
-        r.y.store(e, k * p.group, p.vec, _norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
+        r.y.store(e, k * p.group, p.vec, norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
         if each:
-            out += _column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
+            out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
     return out
 
 
@@ -352,15 +352,15 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
         for j in (0, 1):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
             ahead(b, row, q - 2 + j, wrap(b, b.add_i(base, q - 2 + j))[0])
-        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         w = None
         if bp.weight_bytes and wd:  # the thread's first vector of the CTA's weight slice
-            w = _Buf(wd, b.ptr_add(b.ptr_add(buf, q * slice_bytes), b.mul_i(tid, vec * wd.bytes)))
+            w = RowBuf(wd, b.ptr_add(b.ptr_add(buf, q * slice_bytes), b.mul_i(tid, vec * wd.bytes)))
         elif w0 is not None and wd:
-            w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes)))  # (from L1 or L2: the same every row)
-        r = _Row(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
+            w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes)))  # (from L1 or L2: the same every row)
+        r = RowState(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
                  sw=sw, exchange=exchange)
-        st = _read_stats(r, b, row) if norms else {}  # (in flight over the wait)
+        st = read_stats(r, b, row) if norms else {}  # (in flight over the wait)
         here = []
         for t in (0, 1):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
             slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
@@ -408,11 +408,11 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     if outs:
-        lay = _Columns(len(outs), units, p.n, c)
+        lay = ColumnSums(len(outs), units, p.n, c)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
-        r = _Row(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
-        _write_column_partials(e, r, done[3:], ws, lay, slot0, 1, None)
-        _finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
+        r = RowState(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
+        write_column_partials(e, r, done[3:], ws, lay, slot0, 1, None)
+        finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
     rewriter.erase(op)
 
 

@@ -98,7 +98,7 @@ SLICE_SUM_FLOATS = 1 << 21
 """rows_cta and rows_cluster of a norm's backward: the most float32 partial values per
 rank (units x the rank's slice of N x outputs: 8 MiB), instead of :data:`COLUMN_SUM_CTAS`:
 as many units as the multiprocessors hold for short rows, the tail's sums
-(``rows_backward._finish_columns``) still short (twice as many were slower at 4096 and
+(``rows_backward.finish_columns``) still short (twice as many were slower at 4096 and
 16384 on an H200: docs/rows.md). rows_warp keeps COLUMN_SUM_CTAS (measured faster)."""
 
 MAX_VALUES = 32
@@ -265,25 +265,25 @@ def row_predicates(limit: Callable[[NormalizeRowsOp], int] | None, expected: str
 # region Float32 arithmetic
 
 
-def _sub(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def f32_sub(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.value(SubOp(AT, a, b, rnd=RoundingMode.RN))
 
 
-def _mul(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def f32_mul(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.value(MulOp(AT, a, b, rnd=RoundingMode.RN))
 
 
-def _add(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def f32_add(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.combine(ReduceKind.SUM, F32, a, b)
 
 
-def _exp(e: Emitter, x: SSAValue) -> SSAValue:
+def f32_exp(e: Emitter, x: SSAValue) -> SSAValue:
     """``exp(x)`` as ``ex2.approx(x * log2(e))``."""
-    return e.ex2(_mul(e, x, e.const(LOG2E, f32)))
+    return e.ex2(f32_mul(e, x, e.const(LOG2E, f32)))
 
 
 def _log(e: Emitter, x: SSAValue) -> SSAValue:
-    return _mul(e, e.lg2(x), e.const(LN2, f32))
+    return f32_mul(e, e.lg2(x), e.const(LN2, f32))
 
 
 def _rsqrt(e: Emitter, x: SSAValue) -> SSAValue:
@@ -297,9 +297,9 @@ def _kahan(e: Emitter, s: SSAValue, c: SSAValue, v: SSAValue) -> tuple[SSAValue,
     at the end. Its error does not grow with the number of terms (a plain running sum's
     does: a thread streaming a long row adds hundreds of them); an infinity makes it NaN
     (``inf - inf`` in the compensation), as torch's Welford sums give it."""
-    y = _sub(e, v, c)
-    t = _add(e, s, y)
-    return t, _sub(e, _sub(e, t, s), y)
+    y = f32_sub(e, v, c)
+    t = f32_add(e, s, y)
+    return t, f32_sub(e, f32_sub(e, t, s), y)
 
 
 # endregion
@@ -307,7 +307,7 @@ def _kahan(e: Emitter, s: SSAValue, c: SSAValue, v: SSAValue) -> tuple[SSAValue,
 # region Loads and stores
 
 
-def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
+def load_vec(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int, *, nc: bool = True) -> list[SSAValue]:
     """``vec`` elements of ``d`` at ``p + offset`` bytes, as float32 (``nc``: through the
     non-coherent cache, for data the kernel does not write): one vector load of at most
     16 bytes each; 8 bfloat16 as 4 words (:func:`_bf16_halves`)."""
@@ -315,7 +315,7 @@ def _load(e: Emitter, d: DType, p: SSAValue, offset: int, vec: int, *, nc: bool 
         p, offset = e.ptr_add(p, offset), 0
     if vec * d.bytes > 16:
         half = vec // 2
-        return _load(e, d, p, offset, half, nc=nc) + _load(e, d, p, offset + half * d.bytes, half, nc=nc)
+        return load_vec(e, d, p, offset, half, nc=nc) + load_vec(e, d, p, offset + half * d.bytes, half, nc=nc)
     t = ld_type(d)
     if vec == 1:
         vals = [e.ld(t, p, d.ir, offset)]
@@ -346,47 +346,47 @@ def _bf16_word(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.value(OrOp(ArithType.B32, lo, e.value(ShlOp(ArithType.B32, hi, e.const(16)))))
 
 
-def _packed(d, vec: int) -> bool:
-    """Whether :func:`_raw_load` loads a vector of ``vec`` elements of ``d`` as 32-bit
+def packed_bf16(d, vec: int) -> bool:
+    """Whether :func:`raw_load` loads a vector of ``vec`` elements of ``d`` as 32-bit
     words of two elements (bfloat16, an even number of them: half the registers)."""
     return d.name == "bfloat16" and vec % 2 == 0 and vec * d.bytes <= 16
 
 
-def _raw_count(d, vec: int) -> int:
-    """Registers of one vector of ``vec`` elements of ``d`` as loaded (:func:`_raw_load`)."""
+def raw_count(d, vec: int) -> int:
+    """Registers of one vector of ``vec`` elements of ``d`` as loaded (:func:`raw_load`)."""
     if vec * d.bytes > 16:
-        return 2 * _raw_count(d, vec // 2)
-    return vec // 2 if _packed(d, vec) else vec
+        return 2 * raw_count(d, vec // 2)
+    return vec // 2 if packed_bf16(d, vec) else vec
 
 
-def _raw_load(e: Emitter, d, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
-    """``_load``'s loads without the conversion to float32 (:func:`_widen`):
+def raw_load(e: Emitter, d, p: SSAValue, offset: int, vec: int) -> list[SSAValue]:
+    """``load_vec``'s loads without the conversion to float32 (:func:`widen_raw`):
     the registers as loaded, to carry over a loop step while the loads are in flight."""
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
     if vec * d.bytes > 16:
         half = vec // 2
-        return _raw_load(e, d, p, offset, half) + _raw_load(e, d, p, offset + half * d.bytes, half)
+        return raw_load(e, d, p, offset, half) + raw_load(e, d, p, offset + half * d.bytes, half)
     if vec == 1:
         return [e.ld(ld_type(d), p, d.ir, offset)]
-    if _packed(d, vec):  # bfloat16 in words (2 or 4 of them)
+    if packed_bf16(d, vec):  # bfloat16 in words (2 or 4 of them)
         require_alignment(p, vec * d.bytes)
         return e.ld_vec(LdStType.B32, p, i32, vec // 2, offset) if vec > 2 else [e.ld(LdStType.B32, p, i32, offset)]
     require_alignment(p, vec * d.bytes)
     return e.ld_vec(ld_type(d), p, d.ir, vec, offset)
 
 
-def _widen(e: Emitter, d, raw: list[SSAValue], vec: int) -> list[SSAValue]:
-    """The float32 values of one vector loaded by :func:`_raw_load`."""
-    if _packed(d, vec):
+def widen_raw(e: Emitter, d, raw: list[SSAValue], vec: int) -> list[SSAValue]:
+    """The float32 values of one vector loaded by :func:`raw_load`."""
+    if packed_bf16(d, vec):
         return [h for w in raw for h in _bf16_halves(e, w)]
     if vec * d.bytes > 16:
-        half = _raw_count(d, vec // 2)
-        return _widen(e, d, raw[:half], vec // 2) + _widen(e, d, raw[half:], vec // 2)
+        half = raw_count(d, vec // 2)
+        return widen_raw(e, d, raw[:half], vec // 2) + widen_raw(e, d, raw[half:], vec // 2)
     return [e.convert(v, d, F32) for v in raw]
 
 
-def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAValue]) -> None:
+def store_vec(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAValue]) -> None:
     if offset >= 2**31:
         p, offset = e.ptr_add(p, offset), 0
     t = ld_type(d)
@@ -396,8 +396,8 @@ def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAVal
         return
     if len(vals) * d.bytes > 16:
         half = len(vals) // 2
-        _store(e, d, p, offset, vals[:half])
-        _store(e, d, p, offset + half * d.bytes, vals[half:])
+        store_vec(e, d, p, offset, vals[:half])
+        store_vec(e, d, p, offset + half * d.bytes, vals[half:])
         return
     out = [e.convert(v, F32, d) for v in vals]
     if len(out) == 1:
@@ -408,7 +408,7 @@ def _store(e: Emitter, d: DType, p: SSAValue, offset: int, vals: Sequence[SSAVal
 
 
 @dataclass
-class _Buf:
+class RowBuf:
     """A buffer read or written by vectors: its element type and the thread's first
     vector's address in the current row."""
 
@@ -425,35 +425,35 @@ class _Buf:
 
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
         p, off = self.at(e, first, vec)
-        return _load(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vec, nc=nc)
+        return load_vec(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vec, nc=nc)
 
     def store(self, e: Emitter, first: SSAValue | int, vec: int, vals: Sequence[SSAValue], extra: int = 0) -> None:
         p, off = self.at(e, first, vec)
-        _store(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vals)
+        store_vec(e, self.dtype, p, off + extra * vec * self.dtype.bytes, vals)
 
 
 # endregion
 
 
 @dataclass
-class _Row:
+class RowState:
     """One row being lowered: the plan, the thread's place in its group, its buffers."""
 
     p: RowPlan
     op: NormalizeRowsOp
     g: SSAValue  # the thread's index in its group (i32)
     tid: SSAValue  # the thread's index in the CTA (i32)
-    x: _Buf
-    y: _Buf | None  # None: cross_entropy (no y)
-    w: _Buf | None
-    b: _Buf | None
+    x: RowBuf
+    y: RowBuf | None  # None: cross_entropy (no y)
+    w: RowBuf | None
+    b: RowBuf | None
     row_x: SSAValue  # the row's first element in x
     first: SSAValue | None = None  # with a cluster: the thread's first vector in the row (i32)
     rank: SSAValue | None = None  # with a cluster: the CTA's rank in it (i32)
-    res: _Buf | None = None  # add_rms_norm: residual
-    hout: _Buf | None = None  # add_rms_norm: residual_out (x + residual)
+    res: RowBuf | None = None  # add_rms_norm: residual
+    hout: RowBuf | None = None  # add_rms_norm: residual_out (x + residual)
     parity: SSAValue | None = None  # with a cluster: the CTA's count of rows so far (i32; its parity picks the exchange slots)
-    grad: _Buf | None = None  # the backward kinds: the forward output's gradient
+    grad: RowBuf | None = None  # the backward kinds: the forward output's gradient
     sw: SSAValue | None = None  # the thread's first vector in the row (i64)
     exchange: ClusterExchange | None = None  # with a cluster: the mbarriers of the push exchange
     target: tuple[SSAValue, SSAValue] | None = None  # cross_entropy: the row's target and x[target] (target_inputs)
@@ -475,7 +475,7 @@ class _Row:
         rounded to x's type and written to residual_out (:meth:`load_item`)."""
         vec = self.p.vec
         assert self.hout is not None
-        hs = [_add(e, a, c) for a, c in zip(xs, rs, strict=True)]
+        hs = [f32_add(e, a, c) for a, c in zip(xs, rs, strict=True)]
         if self.p.dtype != F32:  # torch rounds x + residual to its type, then normalizes that
             hs = [e.convert(e.convert(h, F32, self.p.dtype), self.p.dtype, F32) for h in hs]
         self.hout.store(e, first, vec, hs, extra)
@@ -541,18 +541,18 @@ class _Row:
         ``b`` the item's weight and bias values (or None)."""
         kind = self.p.kind
         if kind == NormKind.SOFTMAX:
-            return _mul(e, _exp(e, _sub(e, v, s["max"])), s["inv_sum"])
+            return f32_mul(e, f32_exp(e, f32_sub(e, v, s["max"])), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
-            return _sub(e, _sub(e, v, s["max"]), s["log_sum"])
+            return f32_sub(e, f32_sub(e, v, s["max"]), s["log_sum"])
         if kind in RMS_KINDS:
-            r = _mul(e, v, s["rstd"])
-            return _mul(e, r, w[j]) if w is not None else r
-        r = _mul(e, _sub(e, v, s["mean"]), s["rstd"])
+            r = f32_mul(e, v, s["rstd"])
+            return f32_mul(e, r, w[j]) if w is not None else r
+        r = f32_mul(e, f32_sub(e, v, s["mean"]), s["rstd"])
         if w is not None and b is not None:
             return e.fma(AT, r, w[j], b[j])
         if w is not None:
-            return _mul(e, r, w[j])
-        return _add(e, r, b[j]) if b is not None else r
+            return f32_mul(e, r, w[j])
+        return f32_add(e, r, b[j]) if b is not None else r
 
     def write_item(self, e: Emitter, first: SSAValue | int, vals: list[SSAValue], s: dict[str, SSAValue],
                    extra: int = 0) -> None:
@@ -599,7 +599,7 @@ class _Row:
         (:meth:`target_inputs`; a pipelined row's t read during the step before)."""
         p = self.p
         inside = e.cmp("ult", t, e.const(p.n, i64))
-        xt = e.if_(inside, lambda b: _load(b, p.dtype, b.ptr_add(self.row_x, b.mul_i(t, p.dtype.bytes)), 0, 1),
+        xt = e.if_(inside, lambda b: load_vec(b, p.dtype, b.ptr_add(self.row_x, b.mul_i(t, p.dtype.bytes)), 0, 1),
                    lambda b: [b.const(float("nan"), f32)], [f32])[0]
         return t, xt
 
@@ -610,9 +610,9 @@ class _Row:
         op = self.op
         t, xt = self.target if self.target is not None else self.target_inputs(e, row)
         ls = op.smoothing
-        loss = _sub(e, s["lse"], _mul(e, xt, e.const(1.0 - ls, f32)) if ls else xt)
+        loss = f32_sub(e, s["lse"], f32_mul(e, xt, e.const(1.0 - ls, f32)) if ls else xt)
         if ls:
-            loss = _sub(e, loss, _mul(e, s["mean_x"], e.const(ls, f32)))
+            loss = f32_sub(e, loss, f32_mul(e, s["mean_x"], e.const(ls, f32)))
         kept = e.cmp("ne", t, e.const(op.ignored, i64))
         return e.selp(SelpType.F32, loss, e.const(0.0, f32), kept)
 
@@ -631,14 +631,14 @@ class _Row:
             else:
                 out["log_sum"] = _log(e, sums["sum"])
             if kind == NormKind.CROSS_ENTROPY:
-                out["lse"] = _add(e, sums["max"], out["log_sum"])
+                out["lse"] = f32_add(e, sums["max"], out["log_sum"])
                 if "sum_x" in sums:
                     out["mean_x"] = e.div(AT, sums["sum_x"], e.const(n, f32))
             return out
         if kind in RMS_KINDS:
             ms = e.div(AT, sums["sq"], e.const(n, f32))
-            return {"rstd": _rsqrt(e, _add(e, ms, eps))}
-        return {"mean": sums["mean"], "rstd": _rsqrt(e, _add(e, sums["var"], eps))}
+            return {"rstd": _rsqrt(e, f32_add(e, ms, eps))}
+        return {"mean": sums["mean"], "rstd": _rsqrt(e, f32_add(e, sums["var"], eps))}
 
     # endregion
 
@@ -680,7 +680,7 @@ class PairSums:
         return [e.const(0.0, f32)] * 2
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        return [_add(e, a[0], b[0]), _add(e, a[1], b[1])]
+        return [f32_add(e, a[0], b[0]), f32_add(e, a[1], b[1])]
 
 
 def wait_phase(e: Emitter, mbar: SSAValue, parity: SSAValue) -> None:
@@ -713,7 +713,7 @@ class _Exps:
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         m = e.minmax(ReduceKind.MAX, AT, a[0], b[0])
-        return [m, e.fma(AT, b[1], _exp(e, _sub(e, b[0], m)), _mul(e, a[1], _exp(e, _sub(e, a[0], m))))]
+        return [m, e.fma(AT, b[1], f32_exp(e, f32_sub(e, b[0], m)), f32_mul(e, a[1], f32_exp(e, f32_sub(e, a[0], m))))]
 
 
 @dataclass(frozen=True)
@@ -735,12 +735,12 @@ class _Moments:
         return [e.const(0.0, f32)] * 4
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        n = _add(e, a[1], b[1])
+        n = f32_add(e, a[1], b[1])
         inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))  # (no elements: 0, not 0 / 0)
-        mean = _mul(e, _add(e, _mul(e, a[1], a[2]), _mul(e, b[1], b[2])), inv)
-        d = _sub(e, b[2], a[2])
-        m2 = _add(e, _add(e, a[3], b[3]), _mul(e, _mul(e, d, d), _mul(e, _mul(e, a[1], b[1]), inv)))
-        return [_add(e, a[0], b[0]), n, mean, m2]
+        mean = f32_mul(e, f32_add(e, f32_mul(e, a[1], a[2]), f32_mul(e, b[1], b[2])), inv)
+        d = f32_sub(e, b[2], a[2])
+        m2 = f32_add(e, f32_add(e, a[3], b[3]), f32_mul(e, f32_mul(e, d, d), f32_mul(e, f32_mul(e, a[1], b[1]), inv)))
+        return [f32_add(e, a[0], b[0]), n, mean, m2]
 
 
 MAX_EXCHANGES = 4
@@ -903,16 +903,16 @@ def target_of(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> SSAValue:
     return e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
 
 
-def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf | None, row: SSAValue) -> list[SSAValue]:
+def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: RowBuf, res: RowBuf | None, row: SSAValue) -> list[SSAValue]:
     """The loads of a row of a pipelined forward kind (:data:`FORWARD_PIPELINE`): per
     vector the thread holds, x's registers as loaded (bfloat16 in words of two:
-    _raw_load) and add_rms_norm's residual's; then cross_entropy's target.
+    raw_load) and add_rms_norm's residual's; then cross_entropy's target.
     ``x``, ``res``: the row's buffers at the thread's first vector."""
 
     out: list[SSAValue] = []
     for k in range(ahead_items(p)):
         for buf in (x, res) if res is not None else (x,):
-            out += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+            out += raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     if p.kind == NormKind.CROSS_ENTROPY:
         out.append(target_of(e, op, row))
     return out
@@ -921,31 +921,31 @@ def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: _Buf, res: _Buf
 def prefetch_row_types(p: RowPlan, op: NormalizeRowsOp) -> list:
     """The types of the registers :func:`prefetch_row` gives."""
 
-    t = i32 if _packed(p.dtype, p.vec) else p.dtype.ir
-    per = _raw_count(p.dtype, p.vec) * (2 if op.residual is not None else 1)
+    t = i32 if packed_bf16(p.dtype, p.vec) else p.dtype.ir
+    per = raw_count(p.dtype, p.vec) * (2 if op.residual is not None else 1)
     return [t] * (per * ahead_items(p)) + ([i64] if p.kind == NormKind.CROSS_ENTROPY else [])
 
 
-def _widen_row(r: _Row, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]:
+def _widen_row(r: RowState, e: Emitter, raw: list[SSAValue]) -> list[list[SSAValue]]:
     """Per vector the thread holds, the row's float32 values from :func:`prefetch_row`'s
-    registers (add_rms_norm: h, written to residual_out here, as :meth:`_Row.load_item`
+    registers (add_rms_norm: h, written to residual_out here, as :meth:`RowState.load_item`
     does), then those not loaded ahead (:data:`FORWARD_AHEAD`) loaded now; cross_entropy:
     ``r.target`` set (x[t] read now, from the row just read)."""
 
     p = r.p
-    n = _raw_count(p.dtype, p.vec)
+    n = raw_count(p.dtype, p.vec)
     ahead = ahead_items(p)
     t = raw[-1] if p.kind == NormKind.CROSS_ENTROPY else None
     raw = raw[:len(raw) - 1] if t is not None else list(raw)
     for k in range(ahead, p.items):  # the rest of the row, its loads issued together before any is used
         for buf in (r.x, r.res) if r.res is not None else (r.x,):
-            raw += _raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+            raw += raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
     i, vals = 0, []
     for k in range(p.items):
-        xs = _widen(e, p.dtype, raw[i:i + n], p.vec)
+        xs = widen_raw(e, p.dtype, raw[i:i + n], p.vec)
         i += n
         if r.res is not None:
-            xs = r.add_residual(e, k * p.group, xs, _widen(e, p.dtype, raw[i:i + n], p.vec))
+            xs = r.add_residual(e, k * p.group, xs, widen_raw(e, p.dtype, raw[i:i + n], p.vec))
             i += n
         vals.append(xs)
     if t is not None:
@@ -963,17 +963,17 @@ def together(p: RowPlan) -> bool:
     return p.together == 2 and forward and bool(p.items) and p.cluster == 1 and not forward_pipelined(p)
 
 
-def _registers(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None) -> list[SSAValue]:
+def registers_row(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None = None) -> list[SSAValue]:
     """The row held in registers: one read of x, the statistics, one write of y. With
     ``ahead`` (:data:`FORWARD_PIPELINE`): (this row's registers as loaded during the
     previous step: :func:`prefetch_row`; a function that issues the loads of the next
     row) the row's values come from the first, and the second is called after the
     thread's sums, before the group's first reduction: its results are returned."""
-    return _registers_together(e, [(r, row, ahead)])[0]
+    return registers_rows_together(e, [(r, row, ahead)])[0]
 
 
-def _registers_together(e: Emitter, rows: list[tuple[_Row, SSAValue, Ahead | None]]) -> list[list[SSAValue]]:
-    """:func:`_registers` of several rows (:func:`together`): the loads of every row, then
+def registers_rows_together(e: Emitter, rows: list[tuple[RowState, SSAValue, Ahead | None]]) -> list[list[SSAValue]]:
+    """:func:`registers_row` of several rows (:func:`together`): the loads of every row, then
     each row's statistics and y in turn (each row's operations and their order as alone)."""
     steps = [_register_steps(r, e, row, ahead) for r, row, ahead in rows]
     for s in steps:
@@ -989,8 +989,8 @@ def _registers_together(e: Emitter, rows: list[tuple[_Row, SSAValue, Ahead | Non
     return out
 
 
-def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = None):
-    """:func:`_registers` as a generator that pauses once, after the row's loads."""
+def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None = None):
+    """:func:`registers_row` as a generator that pauses once, after the row's loads."""
     p = r.p
     conds = r.item_conds(e)
     vals: list[list[SSAValue]] = []
@@ -1010,17 +1010,17 @@ def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = No
                               lambda b: [r.neutral(b)] * p.vec, [f32] * p.vec))
     flat = [v for item in vals for v in item]
     kind = p.kind
-    yield  # (_registers_together: the other rows' loads issued here)
+    yield  # (registers_rows_together: the other rows' loads issued here)
     if kind == NormKind.CROSS_ENTROPY and ahead is None:  # the target and x[target] read while the row's loads are in flight
         r.target = r.target_inputs(e, row)
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
-        m = _clamp(e, e.fold(ReduceKind.MAX, F32, flat))
-        exps = [_exp(e, _sub(e, v, m)) for v in flat]
+        m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
+        exps = [f32_exp(e, f32_sub(e, v, m)) for v in flat]
         part = e.fold(ReduceKind.SUM, F32, exps)
         next_row()
         big, s = r.reduce_exps(e, m, part)
-        rescale = _exp(e, _sub(e, m, big))
+        rescale = f32_exp(e, f32_sub(e, m, big))
         sums = {"max": big, "sum": s}
         if kind == NormKind.CROSS_ENTROPY:
             if r.op.smoothing:  # the sum of x (a missing vector's values are 0, not -inf)
@@ -1034,8 +1034,8 @@ def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = No
             return following
         stats = r.finish(e, sums)
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
-            factor = _mul(e, rescale, stats["inv_sum"])
-            _write_values(r, e, [_mul(e, x, factor) for x in exps], conds, stats, raw=True)
+            factor = f32_mul(e, rescale, stats["inv_sum"])
+            _write_values(r, e, [f32_mul(e, x, factor) for x in exps], conds, stats, raw=True)
         else:
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
@@ -1051,7 +1051,7 @@ def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = No
         next_row()
         total = r.reduce(e, ReduceKind.SUM, part, "row_sum")
         mean = e.div(AT, total, e.const(float(p.n), f32))
-        devs = [_sub(e, v, mean) for v in flat]
+        devs = [f32_sub(e, v, mean) for v in flat]
         zero = e.const(0.0, f32)
         for k, cond in enumerate(conds):  # a missing vector's values are 0, not 0 - mean
             if cond is not None:
@@ -1064,7 +1064,7 @@ def _register_steps(r: _Row, e: Emitter, row: SSAValue, ahead: Ahead | None = No
     return following
 
 
-def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], conds: list[SSAValue | None],
+def _write_values(r: RowState, e: Emitter, flat: list[SSAValue], conds: list[SSAValue | None],
                   stats: dict[str, SSAValue], *, raw: bool = False) -> None:
     """Write y of the thread's vectors; ``raw``: ``flat`` are y's values already."""
     p = r.p
@@ -1088,7 +1088,7 @@ def _write_values(r: _Row, e: Emitter, flat: list[SSAValue], conds: list[SSAValu
         e.if_(cond, guarded)
 
 
-def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
+def stream_row(r: RowState, e: Emitter, row: SSAValue) -> None:
     """The row read twice: the statistics, then y.
 
     layer_norm: the mean from each thread's Kahan-compensated sum of x (:func:`_kahan`; a
@@ -1117,10 +1117,10 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
         if softmax:
             t, s = state[:2]
             t1 = b.fold(ReduceKind.MAX, F32, [t, *vals])
-            m0, m1 = _clamp(b, t), _clamp(b, t1)
-            s = _mul(b, s, _exp(b, _sub(b, m0, m1)))
+            m0, m1 = clamp_max(b, t), clamp_max(b, t1)
+            s = f32_mul(b, s, f32_exp(b, f32_sub(b, m0, m1)))
             for v in vals:
-                s = _add(b, s, _exp(b, _sub(b, v, m1)))
+                s = f32_add(b, s, f32_exp(b, f32_sub(b, v, m1)))
             if smooth:
                 return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]
@@ -1130,9 +1130,9 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
                 s = b.fma(AT, v, v, s)
             return [s]
         s1, c1, s2 = state
-        for v in vals:  # the mean: the compensated sum of x itself (not shifted: _stream's docstring)
+        for v in vals:  # the mean: the compensated sum of x itself (not shifted: stream_row's docstring)
             s1, c1 = _kahan(b, s1, c1, v)
-            d = _sub(b, v, shift)
+            d = f32_sub(b, v, shift)
             s2 = b.fma(AT, d, d, s2)
         return [s1, c1, s2]
 
@@ -1146,10 +1146,10 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
         return absorb(b, state, r.load_item(b, first, extra))
 
-    state = _visit(e, p, full, cond, init, read)
+    state = visit_vectors(e, p, full, cond, init, read)
     if softmax:
         t, s = state[:2]
-        big, total = r.reduce_exps(e, _clamp(e, t), s)
+        big, total = r.reduce_exps(e, clamp_max(e, t), s)
         sums = {"max": big, "sum": total}
         if smooth:
             sums["sum_x"] = r.reduce(e, ReduceKind.SUM, state[2], "row_sum_x")
@@ -1160,13 +1160,13 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
     elif kind in RMS_KINDS:
         stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, state[0], "row_sq")})
     else:  # the thread's (sum, n, mean, m2), then the row's (_Moments)
-        total = _sub(e, state[0], state[1])
+        total = f32_sub(e, state[0], state[1])
         nt = e.const(float(full * p.vec), f32)
         if cond is not None:
             nt = e.selp(SelpType.F32, e.const(float((full + 1) * p.vec), f32), nt, cond)
         mt = e.div(AT, total, e.minmax(ReduceKind.MAX, AT, nt, e.const(1.0, f32)))
-        d = _sub(e, mt, shift)  # m2 = sum((x - shift)^2) - n (mean - shift)^2 (max.NaN: a NaN stays)
-        m2 = e.minmax(ReduceKind.MAX, AT, e.fma(AT, _mul(e, nt, d), _sub(e, e.const(0.0, f32), d), state[2]),
+        d = f32_sub(e, mt, shift)  # m2 = sum((x - shift)^2) - n (mean - shift)^2 (max.NaN: a NaN stays)
+        m2 = e.minmax(ReduceKind.MAX, AT, e.fma(AT, f32_mul(e, nt, d), f32_sub(e, e.const(0.0, f32), d), state[2]),
                       e.const(0.0, f32))
         st = r._state(e, _Moments(), [total, nt, mt, m2], "row_moments")
         nf = e.const(float(p.n), f32)
@@ -1176,11 +1176,11 @@ def _stream(r: _Row, e: Emitter, row: SSAValue) -> None:
         r.write_item(b, first, r.reload_item(b, first, extra), stats, extra)
         return state
 
-    _visit(e, p, full, cond, [], write)
+    visit_vectors(e, p, full, cond, [], write)
     r.store_stats(e, row, stats)
 
 
-def _clamp(e: Emitter, t: SSAValue) -> SSAValue:
+def clamp_max(e: Emitter, t: SSAValue) -> SSAValue:
     """``t`` raised to at least -FLT_MAX (NaN and +inf stay): the shift of a sum of
     exponentials, so that an all -inf part adds 0 (no ``-inf - -inf``). +inf is kept, as
     torch's maximum: a row with +inf gets ``inf - inf``, NaN, everywhere."""
@@ -1190,7 +1190,7 @@ def _clamp(e: Emitter, t: SSAValue) -> SSAValue:
 Visit = Callable[[Emitter, "SSAValue | int", list[SSAValue], int], list[SSAValue]]
 
 
-def _visit(e: Emitter, p: RowPlan, full: int, cond: SSAValue | None, state: list[SSAValue], fn: Visit) -> list[SSAValue]:
+def visit_vectors(e: Emitter, p: RowPlan, full: int, cond: SSAValue | None, state: list[SSAValue], fn: Visit) -> list[SSAValue]:
     """``fn(e, first, state, extra)`` over the thread's vectors in order, ``unroll`` per
     loop step: the vector ``first + extra * G`` (``first`` in vectors from the thread's
     first); then the partial last one where ``cond`` holds."""

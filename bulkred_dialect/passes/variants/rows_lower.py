@@ -34,16 +34,16 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.grid_common import add_workspace, set_launch
 from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at
 from bulkred_dialect.passes.variants.rows_backward import (
-    _ce_backward,
-    _Columns,
-    _finish_columns,
-    _ticket,
-    _partial_row,
-    _registers_backward,
-    _registers_norm_backward,
-    _stream_backward,
-    _stream_norm_backward,
-    _write_column_partials,
+    ce_backward,
+    ColumnSums,
+    finish_columns,
+    row_ticket,
+    column_partial_row,
+    registers_backward,
+    registers_norm_backward,
+    stream_backward,
+    stream_norm_backward,
+    write_column_partials,
     first_pass,
     overlapped,
     overlapped_pass,
@@ -62,14 +62,14 @@ from bulkred_dialect.passes.variants.rows_common import (
     I64,
     ClusterExchange,
     RowPlan,
-    _add,
-    _Buf,
-    _load,
-    _registers,
-    _Row,
-    _registers_together,
-    _store,
-    _stream,
+    f32_add,
+    RowBuf,
+    load_vec,
+    registers_row,
+    RowState,
+    registers_rows_together,
+    store_vec,
+    stream_row,
     forward_pipelined,
     prefetch_row,
     prefetch_row_types,
@@ -128,54 +128,54 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
 
-    def row_buffers(b: Emitter, row: SSAValue) -> tuple[_Buf, _Buf, _Buf | None]:
+    def row_buffers(b: Emitter, row: SSAValue) -> tuple[RowBuf, RowBuf, RowBuf | None]:
         """x's, dy's (and the weight's) buffers of ``row`` at the thread's first vector
         (a pipelined norm's backward: rows_backward.prefetch_norm_row)."""
         d = p.dtype
-        x = _Buf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        x = RowBuf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         gs = row_stride(op.grad.type) * d.bytes  # type: ignore[arg-type, union-attr]
-        grad = _Buf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, gs)), b.mul_i(sw, vec * d.bytes)))
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        grad = RowBuf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, gs)), b.mul_i(sw, vec * d.bytes)))
+        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         return x, grad, w
 
-    def norm_row(b: Emitter, row: SSAValue, parity: SSAValue | None) -> _Row:
+    def norm_row(b: Emitter, row: SSAValue, parity: SSAValue | None) -> RowState:
         """A norm's backward's row ``row`` (an overlapped rows_slices: rows_backward.OVERLAP)."""
         d = p.dtype
         x, grad, w = row_buffers(b, row)
-        y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
-        return _Row(p, op, g, tid, x, y, w, None, x.base, first, rank, None, None, parity, grad, sw, exchange)
+        y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        return RowState(p, op, g, tid, x, y, w, None, x.base, first, rank, None, None, parity, grad, sw, exchange)
 
-    def forward_buffers(b: Emitter, row: SSAValue) -> tuple[_Buf, _Buf | None]:
+    def forward_buffers(b: Emitter, row: SSAValue) -> tuple[RowBuf, RowBuf | None]:
         """x's (and add_rms_norm's residual's) buffers of ``row`` at the thread's first
         vector (a pipelined forward kind: rows_common.prefetch_row)."""
         d = p.dtype
-        x = _Buf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        x = RowBuf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         if op.residual is None or op.residual_out is None:
             return x, None
         rs = row_stride(op.residual.type) * d.bytes  # type: ignore[arg-type]
-        return x, _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, rs)), b.mul_i(sw, vec * d.bytes)))
+        return x, RowBuf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, rs)), b.mul_i(sw, vec * d.bytes)))
 
-    def forward_row(b: Emitter, row: SSAValue) -> _Row:
+    def forward_row(b: Emitter, row: SSAValue) -> RowState:
         """A forward kind's row ``row`` (row_body's, for two rows a step: rows_common.together)."""
         d = p.dtype
         x, res = forward_buffers(b, row)
         y = None
         if y0 is not None:
-            y = _Buf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+            y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
         hout = None
         if res is not None:
             hs = row_stride(op.residual_out.type) * d.bytes  # type: ignore[arg-type, union-attr]
-            hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, hs)), b.mul_i(sw, vec * d.bytes)))
+            hout = RowBuf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, hs)), b.mul_i(sw, vec * d.bytes)))
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        return _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, None, None, sw, exchange)
+        return RowState(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, None, None, sw, exchange)
 
     def pair_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         """Two rows of the group a step (rows_common.together): ``row`` and the group's
         next one (past M: ``row`` again, written twice with the same bits)."""
         nxt = next_row(b, row)
-        _registers_together(b, [(forward_row(b, row), row, None), (forward_row(b, nxt), nxt, None)])
+        registers_rows_together(b, [(forward_row(b, row), row, None), (forward_row(b, nxt), nxt, None)])
         return carried
 
     def next_row(c: Emitter, row: SSAValue) -> SSAValue:
@@ -186,17 +186,17 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        x = _Buf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
+        x = RowBuf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
         y = None
         if y0 is not None:
             row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
-            y = _Buf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
-        w = _Buf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = _Buf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+            y = RowBuf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
+        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
+        bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
         res = hout = None
         if op.residual is not None and op.residual_out is not None:
-            res = _Buf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
-            hout = _Buf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+            res = RowBuf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
+            hout = RowBuf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
         parity = carried[0] if p.cluster > 1 else None
         acc = carried[1:] if p.cluster > 1 else carried
         raw = None
@@ -205,10 +205,10 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         grad = None
         if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
             row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
-            grad = _Buf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
-        r = _Row(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
+            grad = RowBuf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
+        r = RowState(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
         if p.kind in SOFTMAX_BACKWARD_KINDS:
-            (_registers_backward if p.items else _stream_backward)(r, b, row)
+            (registers_backward if p.items else stream_backward)(r, b, row)
         elif p.kind in NORM_BACKWARD_KINDS and p.items and raw is not None:
 
             def following(c: Emitter, row: SSAValue = row) -> list[SSAValue]:
@@ -216,32 +216,32 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
                 nxt = c.value(arith.SelectOp(c.cmp("slt", nxt, end), nxt, row))
                 return prefetch_norm_row(c, r, *row_buffers(c, nxt), nxt)
 
-            acc = _registers_norm_backward(r, b, row, acc, parts, (raw, following))
+            acc = registers_norm_backward(r, b, row, acc, parts, (raw, following))
         elif p.kind in NORM_BACKWARD_KINDS and p.items:
-            acc = _registers_norm_backward(r, b, row, acc, parts)
+            acc = registers_norm_backward(r, b, row, acc, parts)
         elif p.kind in NORM_BACKWARD_KINDS:
-            _stream_norm_backward(r, b, row, parts)
+            stream_norm_backward(r, b, row, parts)
         elif p.kind == NormKind.CROSS_ENTROPY_BACKWARD:
-            _ce_backward(r, b, row)
+            ce_backward(r, b, row)
         elif raw is not None:  # a forward kind pipelined (rows_common.FORWARD_PIPELINE)
 
             def ahead_row(c: Emitter, row: SSAValue = row) -> list[SSAValue]:
                 nxt = next_row(c, row)
                 return prefetch_row(c, p, op, *forward_buffers(c, nxt), nxt)
 
-            acc = acc + _registers(r, b, row, (raw, ahead_row))
+            acc = acc + registers_row(r, b, row, (raw, ahead_row))
         else:
-            (_registers if p.items else _stream)(r, b, row)
+            (registers_row if p.items else stream_row)(r, b, row)
         return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
 
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
     ws = None
-    parts: list[_Buf] = []  # none without dweight and dbias (weight and bias None)
+    parts: list[RowBuf] = []  # none without dweight and dbias (weight and bias None)
     acc0: list[SSAValue] = []
     if outs:
-        lay = _Columns(len(outs), units, p.n, p.cluster)
+        lay = ColumnSums(len(outs), units, p.n, p.cluster)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         if p.items and shared_columns(p, len(outs)):  # each thread's columns in shared memory
             parts = slice_accumulators(e, p, len(outs), g)
@@ -250,7 +250,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         elif p.cluster > 1:  # rows_slices: the CTA's columns in shared memory, then its partial rows
             parts = slice_accumulators(e, p, len(outs), g)
         else:  # streamed: added in place to the unit's own partial rows (zero: the workspace's contract)
-            parts = [_Buf(F32, e.ptr_add(_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
+            parts = [RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
     carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
 
@@ -265,7 +265,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         else:
             stride = e.const(units * p.groups, i64)
         end = m_arg if p.m is None else e.const(p.m, i64)
-        r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
+        r = RowState(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
         types = prefetch_row_types(p, op) if fwd else prefetch_types(p, op)
         ahead = len(types)
         row0 = e.wide(slot)
@@ -331,12 +331,12 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         assert ctas is not None
         unit = e.sreg(SpecialRegister.CTAID_X) if p.groups > 1 else slot  # a CTA, or a cluster (slot: its index)
         if p.items and not parts:
-            r = _Row(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
+            r = RowState(p, op, g, tid, None, None, None, None, None, first, rank, sw=sw)  # type: ignore[arg-type]
             group = e.shr_u32(tid, p.group.bit_length() - 1) if p.groups > 1 else None
-            _write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
+            write_column_partials(e, r, done[1:] if p.cluster > 1 else done, ws, lay, unit, p.groups, group)
         elif p.items or p.cluster > 1:  # the registers variants' columns in shared memory, or rows_slices'
             write_slice_partials(e, p, parts, ws, lay, unit, sw, g)
-        _finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
+        finish_columns(e, p, op, ws, lay, tid, ctas, unit, rank)
     rewriter.erase(op)
 
 
@@ -362,7 +362,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
     counter = e.ptr(add_workspace(kernel, 4), StateSpace.GLOBAL)
-    last = _ticket(e, counter, e.sreg(SpecialRegister.NCTAID_X), tid, "loss_last")
+    last = row_ticket(e, counter, e.sreg(SpecialRegister.NCTAID_X), tid, "loss_last")
     mean = op.reduction.data == "mean"
     loads = LOSS_LOADS if p.items else max(1, LOSS_LOADS // 2)
     od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
@@ -379,21 +379,21 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
                 row = c.add_i(first, k * p.block) if k else first
 
                 def load(d: Emitter, row: SSAValue = row) -> list[SSAValue]:
-                    v = _load(d, F32, d.ptr_add(loss0, d.mul_i(row, 4)), 0, 1, nc=False)[0]
+                    v = load_vec(d, F32, d.ptr_add(loss0, d.mul_i(row, 4)), 0, 1, nc=False)[0]
                     t = d.ld(ld_type(I64), d.ptr_add(t0, d.mul_i(row, 8)), i64)
                     kept = d.selp(SelpType.F32, d.const(1.0, f32), d.const(0.0, f32), d.cmp("ne", t, d.const(op.ignored, i64)))
                     return [v, kept]
 
                 got.append(c.if_(c.cmp("slt", row, end), load, lambda d: [d.const(0.0, f32)] * 2, [f32, f32]))
             for v, kept in got:
-                acc = [_add(c, acc[0], v), _add(c, acc[1], kept)]
+                acc = [f32_add(c, acc[0], v), f32_add(c, acc[1], kept)]
             return acc
 
         acc = b.for_(b.wide(tid), end, p.block * loads, [b.const(0.0, f32)] * 2, step)
         s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
 
         def write(c: Emitter) -> list[SSAValue]:
-            _store(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
+            store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
             c.st(LdStType.U32, counter, c.const(0))
             return []
 

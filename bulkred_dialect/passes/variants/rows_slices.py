@@ -10,7 +10,7 @@ CTAs hold a few hundred KiB of rows between them) and writes dx. Each thread add
 columns' ``dy * xhat`` (and ``dy``) to the CTA's float32 column sums in shared memory
 (``rows_backward.slice_accumulators``: no other thread touches them, no barrier), which
 after the last row go to the unit's partial rows, summed rank by rank in a fixed order
-(``rows_backward._finish_columns``). :data:`CTAS_PER_SM` CTAs per multiprocessor (the sums take up to
+(``rows_backward.finish_columns``). :data:`CTAS_PER_SM` CTAs per multiprocessor (the sums take up to
 :data:`SHARED_BYTES` each). Where rows_stream adds every row into global partial rows (a
 float32 read and write per element and output), this adds in shared memory.
 
