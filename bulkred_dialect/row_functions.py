@@ -450,6 +450,7 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
     if p.reduction is not None:  # cross_entropy reduced in the kernel: its [1] result, last (no stats then)
         st.append(torch.empty(1, dtype=x.dtype, device=dev))
     if k is not None:
+        rows = st[:-1] if p.reduction is not None else st  # [m] each; reduced stays [1]
         args = [x.view(m, n)]
         if p.kind == "cross_entropy":
             args += [a["target"].reshape(m).contiguous(), outs[0].view(m)]
@@ -458,7 +459,9 @@ def run(row: RowFunction, p: RowPlan, k: Any, a: dict[str, Any], stats: bool) ->
             if p.kind == "add_rms_norm":
                 args += [a["residual"].reshape(m, n).contiguous(), outs[1].view(m, n)]
             args += [a[w].contiguous() for w in ("weight", "bias") if a.get(w) is not None]
-        args += [s.view(m) for s in st]
+        args += [s.view(m) for s in rows]
+        if p.reduction is not None:
+            args.append(st[-1])
         _launch(k, args)
         if p.class_weight is not None:
             from bulkred_dialect.row_grads import weighted_rows

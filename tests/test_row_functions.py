@@ -699,7 +699,10 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
     odd, even = base[1:33].view(4, 8), base[8:40].view(4, 8)  # 4 and 32 bytes past the storage's start
     for y in (odd, even, odd):  # odd: refused by the launcher, copied and run by the kernel's own call
         _close(bulkred.softmax(y), torch.softmax(y.double(), -1).float())
-    assert launched[16:] == [2]  # the aligned call's
+    t4 = torch.tensor([0, 7, -100, 3])
+    for y in (odd, even, odd):  # the kernel's own mean, its [1] result kept [1] on the copy (H200 seed 311132)
+        _close(bulkred.cross_entropy(y, t4, label_smoothing=1.0), F.cross_entropy(y.double(), t4, label_smoothing=1.0).float())
+    assert launched[16:] == [2, 4]  # the aligned calls'
 
 
 def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monkeypatch):
@@ -718,3 +721,52 @@ def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monke
                F.cross_entropy(x[:6].double(), t[:6], reduction=reduction).float())
     built = [s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"]
     assert None in built and {"sum", "mean"} <= set(built), built
+
+
+def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted, monkeypatch):
+    """The calls whose kernel reduces the mean or sum itself but which the common launcher
+    does not take: x off the vector loads' alignment (copied, the kernel called by
+    ``run``: its ``reduced`` [1], the loss rows [M]), a target that is a strided view (the
+    front, then ``run``); label smoothing 0 and 1, ignored rows, M > 1, each call twice
+    (the key's launcher), under torch.no_grad with x requiring grad, and through autograd
+    (the rows reduced by torch), against torch in float64. (H200 random rows, seed 311132
+    draw 129: 'shape [30] is invalid for input of size 1', the [1] result viewed as [M].)"""
+    from bulkred_dialect.backend_ptx.errors import MisalignedError
+
+    torch = interpreted
+    F = torch.nn.functional
+    inner = row_kernels.kernel_for
+
+    class Aligned:  # the launch layer's refusal of an address off 16 bytes
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, *tensors):
+            if any(t.data_ptr() % 16 for t in tensors):
+                raise MisalignedError("param 'x': address off 16 bytes")
+            return self.k(*tensors)
+
+    monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Aligned(inner(*a, **kw)))
+    base = _randn(torch, 32, seed=91) * 3
+    odd, even = base[5:29].view(3, 8), base[8:32].view(3, 8)  # 20 and 32 bytes past the storage's start
+    t = torch.tensor([1, -100, 7])
+    strided = torch.tensor([1, 0, -100, 0, 7, 0])[::2]
+    for x, tg in ((odd, t), (even, strided), (odd, strided)):
+        for reduction in ("mean", "sum"):
+            for s in (0.0, 1.0):
+                want = F.cross_entropy(x.double(), tg, reduction=reduction, label_smoothing=s).float()
+                for _ in range(2):
+                    _close(bulkred.cross_entropy(x, tg, reduction=reduction, label_smoothing=s), want)
+    with torch.no_grad():  # x requires grad, autograd does not record: the kernel's reduction
+        _close(bulkred.cross_entropy(base.clone().requires_grad_()[5:29].view(3, 8), t),
+               F.cross_entropy(odd.double(), t).float())
+    u = base.clone().requires_grad_()
+    loss = bulkred.cross_entropy(u[5:29].view(3, 8), t, label_smoothing=1.0)
+    u64 = base.double().requires_grad_()
+    want = F.cross_entropy(u64[5:29].view(3, 8), t, label_smoothing=1.0)
+    _close(loss.detach(), want.detach().float())
+    loss.backward()
+    want.backward()
+    _close(u.grad, u64.grad.float(), 1e-4)
+    assert {s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"} == {
+        None, "mean", "sum"}
