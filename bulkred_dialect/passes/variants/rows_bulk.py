@@ -59,6 +59,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     wait_phase,
     AT,
     EXP_KINDS,
+    ELEM_F32,
     F32,
     ClusterExchange,
     RowBuf,
@@ -66,9 +67,13 @@ from bulkred_dialect.passes.variants.rows_common import (
     f32_exp,
     load_vec,
     RowState,
+    f32_add,
+    f32_mul,
     f32_sub,
     dtype_of,
     plan,
+    reduce_state,
+    registers_row,
     row_predicates,
     vector_of,
 )
@@ -98,6 +103,14 @@ within 65536 / (that x T)), so that one CTA's copy or exchange overlaps another'
 arithmetic; None: ptxas's choice."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
+REGISTERS = False
+"""The default of :attr:`Setting.registers` (rows of :data:`CHOSEN` whose setting is None,
+the probe's forced settings): False, the passes over shared memory."""
+EARLY_AFFINE = False
+"""The default of :attr:`Setting.early_affine`."""
+MAX_REGISTER_VALUES = 64
+"""With :attr:`Setting.registers`, the most float32 values a thread holds (its share of
+the slice: vectors per thread x V)."""
 
 KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.CROSS_ENTROPY)
 
@@ -107,13 +120,23 @@ KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAY
 class Setting:
     """One configuration: slices of at most ``slice_bytes``, CTAs of ``block`` threads,
     ``.minnctapersm`` ``min_ctas``, a persistent grid or a unit per row (``persistent``,
-    :data:`PERSISTENT`'s values) and ``buffers`` slice buffers in a persistent grid."""
+    :data:`PERSISTENT`'s values) and ``buffers`` slice buffers in a persistent grid;
+    ``registers``: each thread reads its share of the slice from shared memory once, into
+    registers, and the statistics and y come from there (``rows_common.registers_row``,
+    rows_warp's arithmetic: softmax's exponentials computed once, layer_norm's deviations
+    from registers), instead of a pass over shared memory per statistic and one for y;
+    layer_norm's mean and variance then in one exchange (:func:`registers_slice`);
+    ``early_affine`` (with ``registers``): the thread's weight and bias values loaded from
+    global memory with the slice's, before the statistics' exchange (their latency hidden
+    behind it; more registers), instead of with each vector's y."""
 
     slice_bytes: int
     block: int
     min_ctas: int | None
     persistent: bool | None
     buffers: int
+    registers: bool = False
+    early_affine: bool = False
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -141,12 +164,16 @@ def setting_for(op: NormalizeRowsOp) -> Setting | None:
     d, kind = dtype_of(op).name, op.norm_kind.value
     for dtype, kinds, lo, hi, setting in CHOSEN:
         if dtype == d and lo <= op.cols <= hi and (kinds is None or kind in kinds):
-            return setting or Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS)
+            return setting or _defaults()
     return None
 
 
+def _defaults() -> Setting:
+    return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE)
+
+
 def _setting(op: NormalizeRowsOp) -> Setting:
-    return setting_for(op) or Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS)
+    return setting_for(op) or _defaults()
 
 
 def bulk_for(op: NormalizeRowsOp) -> tuple[int, int, int, int]:
@@ -174,6 +201,11 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     ok = (vector_of(op) > 1 and op.cols * d.bytes == c * slice_bytes and slice_bytes % 16 == 0
           and slice_bytes == block * per * vec_bytes and row_stride(op.x.type) * d.bytes % 16 == 0  # type: ignore[arg-type]
           and slice_bytes <= SHARED_PER_SM)
+    held = per * vector_of(op)
+    if _setting(op).registers:  # the thread's share of the slice in registers
+        ok = ok and held <= MAX_REGISTER_VALUES
+        return ok, (f"N = {op.cols} ({d.name}): {c} CTAs of {block} threads, {slice_bytes} bytes each, "
+                    f"{held} values a thread in registers (at most {MAX_REGISTER_VALUES})")
     return ok, f"N = {op.cols} ({d.name}): {c} CTAs of {block} threads, {slice_bytes} bytes each"
 
 
@@ -299,6 +331,112 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> Non
     r.store_stats(e, row, stats)
 
 
+@dataclass(frozen=True)
+class Moments:
+    """layer_norm's statistics of some elements as ``(n, c, m2, s1)``: their count, a
+    centre ``c`` (near their mean), ``m2 = sum((x - c)^2)`` and ``s1 = sum(x - c)`` (their
+    mean is ``c + s1 / n``; ``s1`` keeps what rounding ``c`` to float32 lost). Two combine
+    about the new centre ``C = (na ca + nb cb) / n`` by the exact shift of each part's sums,
+    ``d = c - C``: ``m2 + d (2 s1 + n d)`` and ``s1 + n d`` (Chan's parallel variance,
+    its parts' rounded means' error carried in ``s1`` instead of lost); symmetric in its
+    operands bit for bit (a butterfly's lanes agree). The duck type of a reduction state
+    that ``rows_common.reduce_state`` reads."""
+
+    width: int = 4
+    kind = ReduceKind.SUM  # unused (width 4)
+    elem = ELEM_F32
+    absmax = False
+    types = (f32,) * 4
+    dtypes = (F32,) * 4
+
+    def neutral(self, e: Emitter) -> list[SSAValue]:
+        return [e.const(0.0, f32)] * 4
+
+    def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+        n = f32_add(e, a[0], b[0])
+        inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))  # (no elements: 0, not 0 / 0)
+        centre = f32_mul(e, f32_add(e, f32_mul(e, a[0], a[1]), f32_mul(e, b[0], b[1])), inv)
+
+        def shifted(s: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+            d = f32_sub(e, s[1], centre)
+            two_s1 = f32_add(e, s[3], s[3])
+            return (f32_add(e, s[2], f32_mul(e, d, f32_add(e, two_s1, f32_mul(e, s[0], d)))),
+                    f32_add(e, s[3], f32_mul(e, s[0], d)))
+
+        (m2a, s1a), (m2b, s1b) = shifted(a), shifted(b)
+        return [n, centre, f32_add(e, m2a, m2b), f32_add(e, s1a, s1b)]
+
+
+def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool) -> None:
+    """One row from the thread's share of the slice read once into registers
+    (:attr:`Setting.registers`; ``r.x`` the slice in shared memory): softmax's and
+    log_softmax's (m, s) from the registers, one exchange, y from the exponentials
+    already computed (softmax); rms_norm's sum of squares; layer_norm's thread mean and
+    sum of squared deviations from it (over its registers), combined by Chan's formula
+    (:class:`Moments`) in one exchange, not two. ``early_affine``: the weight's and
+    bias's values of the thread's vectors loaded before the exchange. cross_entropy:
+    ``rows_common.registers_row``."""
+    p = r.p
+    kind = p.kind
+    if kind not in (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM):
+        registers_row(r, e, row)
+        return
+    vals = [r.load_item(e, k * p.group) for k in range(p.items)]
+    flat = [v for item in vals for v in item]
+    ws: list[list[SSAValue] | None] = [None] * p.items
+    bs: list[list[SSAValue] | None] = [None] * p.items
+
+    def affine(b: Emitter) -> None:
+        for k in range(p.items):
+            ws[k] = r.w.load(b, k * p.group, p.vec) if r.w is not None else None
+            bs[k] = r.b.load(b, k * p.group, p.vec) if r.b is not None else None
+
+    if early_affine:
+        affine(e)
+    outs: list[SSAValue] | None = None
+    if kind in EXP_KINDS:
+        m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
+        exps = [f32_exp(e, f32_sub(e, v, m)) for v in flat]
+        big, total = r.reduce_exps(e, m, e.fold(ReduceKind.SUM, F32, exps))
+        stats = r.finish(e, {"max": big, "sum": total})
+        if kind == NormKind.SOFTMAX:  # y = exp(x - m) exp(m - max) / sum
+            factor = f32_mul(e, f32_exp(e, f32_sub(e, m, big)), stats["inv_sum"])
+            outs = [f32_mul(e, x, factor) for x in exps]
+    elif kind == NormKind.RMS_NORM:
+        sq = e.fold(ReduceKind.SUM, F32, [f32_mul(e, v, v) for v in flat])
+        stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, sq, "row_sq")})
+    else:
+        count = float(len(flat))  # (every thread holds whole vectors: the slices are exact)
+        centre = e.div(AT, e.fold(ReduceKind.SUM, F32, flat), e.const(count, f32))
+        devs = [f32_sub(e, v, centre) for v in flat]
+        m2 = e.fold(ReduceKind.SUM, F32, [f32_mul(e, d, d) for d in devs])
+        st = reduce_state(e, Moments(), [e.const(count, f32), centre, m2, e.fold(ReduceKind.SUM, F32, devs)], r.tid,
+                          p.block, p.group, p.cluster, r.parity, "row_moments", r.exchange, r.rank)
+        nf = e.const(float(p.n), f32)
+        shift = e.div(AT, st[3], nf)  # the row's mean less the centre: mean = C + s1 / n, var = (m2 - s1^2 / n) / n
+        var = e.div(AT, f32_sub(e, st[2], f32_mul(e, st[3], shift)), nf)
+        stats = r.finish(e, {"mean": f32_add(e, st[1], shift), "var": e.minmax(ReduceKind.MAX, AT, var, e.const(0.0, f32))})
+    if not early_affine:
+        affine(e)
+    assert r.y is not None
+    for k in range(p.items):
+        xs = flat[k * p.vec:(k + 1) * p.vec]
+        ys = outs[k * p.vec:(k + 1) * p.vec] if outs is not None else [r.out(e, v, j, stats, ws[k], bs[k])
+                                                                         for j, v in enumerate(xs)]
+        r.y.store(e, k * p.group, p.vec, ys)
+    r.store_stats(e, row, stats)
+
+
+@dataclass
+class SharedBuf(RowBuf):
+    """A row's slice in shared memory, read as :class:`RowBuf` reads global memory but
+    never through the non-coherent cache (``ld.shared``): :attr:`Setting.registers`'s
+    loads of the slice into registers."""
+
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
+        return super().load(e, first, vec, extra, nc=False)
+
+
 def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, per, slice_bytes = bulk_for(op)
@@ -376,7 +514,11 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
         r.y, r.w, r.b = y, w, bb
-        _body(r, b, row, here, per)
+        if st.registers:  # the slice read from shared memory once, into registers
+            r.x = SharedBuf(d, here)
+            registers_slice(r, b, row, st.early_affine)
+        else:
+            _body(r, b, row, here, per)
         return [b.add_i(count, 1)]
 
     units = p.ctas // p.cluster
