@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
-from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
@@ -80,6 +80,8 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
     d = dtype_of(op)
     if op.norm_kind in rows_common.NORM_BACKWARD_KINDS:  # (its column sums spread over the ranks: rows_backward)
         return rows_common.cluster_takes_norm_backward(op), f"{op.norm_kind.value}, {d.name}, N = {op.cols}"
+    if op.norm_kind == NormKind.ADD_RMS_NORM and op.cols <= rows_common.ADD_RMS_CLUSTER_N.get(d.name, 0):  # (rows_common)
+        return True, f"add_rms_norm, {d.name}, N = {op.cols}"
     return op.cols <= MEASURED.get(d.name, 0), f"{d.name}, N = {op.cols}"
 
 

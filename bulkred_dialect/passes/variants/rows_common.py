@@ -48,7 +48,7 @@ from xdsl.dialects.builtin import MemRefType, f32, i1, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
-from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MulOp, OrOp, RoundingMode, ShlOp, SubOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, Ex2Op, MulOp, OrOp, RoundingMode, ShlOp, SubOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
@@ -541,13 +541,15 @@ class RowState:
         ``b`` the item's weight and bias values (or None)."""
         kind = self.p.kind
         if kind == NormKind.SOFTMAX:
-            return f32_mul(e, f32_exp(e, f32_sub(e, v, s["max"])), s["inv_sum"])
+            return f32_mul(e, exp_shifted(e, v, s["max"], s.get("neg_max")), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
+            if "shift" in s:  # (FAST_EXP: x - (max + log(sum)))
+                return f32_sub(e, v, s["shift"])
             return f32_sub(e, f32_sub(e, v, s["max"]), s["log_sum"])
         if kind in RMS_KINDS:
             r = f32_mul(e, v, s["rstd"])
             return f32_mul(e, r, w[j]) if w is not None else r
-        r = f32_mul(e, f32_sub(e, v, s["mean"]), s["rstd"])
+        r = f32_mul(e, v if "centered" in s else f32_sub(e, v, s["mean"]), s["rstd"])  # ("centered": v is x - mean)
         if w is not None and b is not None:
             return e.fma(AT, r, w[j], b[j])
         if w is not None:
@@ -630,6 +632,10 @@ class RowState:
                 out["inv_sum"] = e.rcp(AT, sums["sum"])
             else:
                 out["log_sum"] = _log(e, sums["sum"])
+            if fast_exp(self.p) and kind == NormKind.SOFTMAX:  # (FAST_EXP: out's exp, rows_stream's second pass)
+                out["neg_max"] = f32_mul(e, sums["max"], e.const(-LOG2E, f32))
+            elif fast_exp(self.p) and kind == NormKind.LOG_SOFTMAX:
+                out["shift"] = f32_add(e, sums["max"], out["log_sum"])
             if kind == NormKind.CROSS_ENTROPY:
                 out["lse"] = f32_add(e, sums["max"], out["log_sum"])
                 if "sum_x" in sums:
@@ -881,6 +887,78 @@ thread carries 32 more, add_rms_norm's 64), fewer bytes in flight over the reduc
 No bit changes (the values and the arithmetic are the same). The probe's setting."""
 
 
+FAST_EXP: bool | None = None
+"""None: where :data:`FAST_EXP_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings, tools/probes/rows_forward_norms.py). On, the forward exp
+kinds (softmax, log_softmax, cross_entropy) in rows_warp, rows_cta, rows_cluster and
+rows_stream compute each element's ``exp(x - m)`` as Quack does, ``ex2.approx.ftz(fma(x,
+log2(e), -m log2(e)))`` (:func:`exp_shifted`): one FFMA and one MUFU.EX2 instead of FADD,
+FMUL and the non-``.ftz`` ex2's range scaling (FSETP, two FMUL; ptxas, sm_90a), and
+log_softmax's y as ``x - (max + log(sum))`` (one subtraction). Bits change (an exp
+below 2^-126 flushed to 0; the shift's rounding, ``ulp(m log2(e))`` in the exponent),
+never with M."""
+
+FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+""":data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
+on; none measured yet (tools/probes/rows_forward_norms.py)."""
+
+LAYER_NORM_FAST: bool | None = None
+"""None: where :data:`LAYER_NORM_FAST_MEASURED` says; True or False: everywhere or nowhere
+(the probe's and the tests' settings). On, layer_norm's row in registers (rows_warp,
+rows_cta, rows_cluster) sums the squared deviations by FFMA (a chain per element of a
+vector, then the chains' tree) instead of FMUL and a tree of FADD, and writes y from the
+deviations ``x - mean`` already computed for the variance (ptxas does not merge the two
+``sub.rn.f32``): two instructions fewer per element (SASS, sm_90a). y's bits are the
+same for a given variance; the variance's are not (the order of its sum); never with M.
+(One exchange of Chan's ``(sum, n, mean, m2)`` instead of two scalar ones, tried here,
+cost more instructions a row than it saved: 928 -> 1376 SASS instructions at bfloat16
+4096.)"""
+
+LAYER_NORM_FAST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+""":data:`LAYER_NORM_FAST` by element type and N: the ranges where it is on; none
+measured yet (tools/probes/rows_forward_norms.py)."""
+
+
+ADD_RMS_CLUSTER_N: dict[str, int] = {}
+"""Per element type, the longest add_rms_norm row that rows_cluster takes besides its own
+``MEASURED`` (read by rows_cluster's ``measured`` predicate): a cluster's registers hold
+the row's ``h = x + residual``, where rows_stream reads h back from residual_out (five
+row transfers instead of four: 0.71 to 0.76 of the copy kernel past 16384 on an H200,
+docs/rows_bench_h200_run3.md). Empty: none moved (not measured yet;
+tools/probes/rows_forward_norms.py)."""
+
+
+def _setting(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], p: RowPlan) -> bool:
+    """A setting of ``p``'s element type and N: ``on`` where not None, else ``table``'s."""
+    if on is not None:
+        return on
+    return any(lo <= p.n <= hi for lo, hi in table.get(p.dtype.name, ()))
+
+
+def fast_exp(p: RowPlan) -> bool:
+    """Whether plan ``p``'s exps take :data:`FAST_EXP`'s form (an exp kind's forward)."""
+    return p.kind in EXP_KINDS and _setting(FAST_EXP, FAST_EXP_MEASURED, p)
+
+
+def layer_norm_fast(p: RowPlan) -> bool:
+    """Whether plan ``p`` (layer_norm) takes :data:`LAYER_NORM_FAST`'s form."""
+    return p.kind == NormKind.LAYER_NORM and _setting(LAYER_NORM_FAST, LAYER_NORM_FAST_MEASURED, p)
+
+
+def exp_shifted(e: Emitter, v: SSAValue, m: SSAValue, neg: SSAValue | None) -> SSAValue:
+    """``exp(v - m)``: ``neg`` None, :func:`f32_exp` of ``v - m`` (the default); else
+    ``neg`` is ``-m log2(e)`` (:func:`exp_neg_shift`) and the exp is :data:`FAST_EXP`'s
+    ``ex2.approx.ftz(fma(v, log2(e), neg))``."""
+    if neg is None:
+        return f32_exp(e, f32_sub(e, v, m))
+    return e.value(Ex2Op(AT, e.fma(AT, v, e.const(LOG2E, f32), neg), approx=True, ftz=True))
+
+
+def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
+    """``-m log2(e)`` where :func:`fast_exp` holds for ``p`` (once per row), else None."""
+    return f32_mul(e, m, e.const(-LOG2E, f32)) if fast_exp(p) else None
+
+
 def ahead_items(p: RowPlan) -> int:
     """The thread's vectors of a pipelined row loaded during the step before (:data:`FORWARD_AHEAD`)."""
     return p.items if FORWARD_AHEAD is None else max(1, min(p.items, FORWARD_AHEAD))
@@ -1016,7 +1094,8 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
         m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
-        exps = [f32_exp(e, f32_sub(e, v, m)) for v in flat]
+        neg = exp_neg_shift(e, p, m)  # (FAST_EXP)
+        exps = [exp_shifted(e, v, m, neg) for v in flat]
         part = e.fold(ReduceKind.SUM, F32, exps)
         next_row()
         big, s = r.reduce_exps(e, m, part)
@@ -1056,9 +1135,19 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
         for k, cond in enumerate(conds):  # a missing vector's values are 0, not 0 - mean
             if cond is not None:
                 devs[k * p.vec:(k + 1) * p.vec] = [e.selp(SelpType.F32, d, zero, cond) for d in devs[k * p.vec:(k + 1) * p.vec]]
-        d2 = [e.value(MulOp(AT, d, d, rnd=RoundingMode.RN)) for d in devs]
-        var = e.div(AT, r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, d2), "row_var"), e.const(float(p.n), f32))
+        if layer_norm_fast(p):  # (LAYER_NORM_FAST) the squares summed by FFMA, a chain per element of a vector
+            chains = [e.const(0.0, f32)] * p.vec
+            for k, d in enumerate(devs):
+                chains[k % p.vec] = e.fma(AT, d, d, chains[k % p.vec])
+            part = e.fold(ReduceKind.SUM, F32, chains)
+        else:
+            d2 = [e.value(MulOp(AT, d, d, rnd=RoundingMode.RN)) for d in devs]
+            part = e.fold(ReduceKind.SUM, F32, d2)
+        var = e.div(AT, r.reduce(e, ReduceKind.SUM, part, "row_var"), e.const(float(p.n), f32))
         stats = r.finish(e, {"mean": mean, "var": var})
+        if layer_norm_fast(p):  # y from the deviations already computed (the same bits as x - mean again)
+            stats["centered"] = mean
+            flat = devs
     _write_values(r, e, flat, conds, stats)
     r.store_stats(e, row, stats)
     return following
@@ -1119,8 +1208,9 @@ def stream_row(r: RowState, e: Emitter, row: SSAValue) -> None:
             t1 = b.fold(ReduceKind.MAX, F32, [t, *vals])
             m0, m1 = clamp_max(b, t), clamp_max(b, t1)
             s = f32_mul(b, s, f32_exp(b, f32_sub(b, m0, m1)))
+            neg = exp_neg_shift(b, p, m1)  # (FAST_EXP)
             for v in vals:
-                s = f32_add(b, s, f32_exp(b, f32_sub(b, v, m1)))
+                s = f32_add(b, s, exp_shifted(b, v, m1, neg))
             if smooth:
                 return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]

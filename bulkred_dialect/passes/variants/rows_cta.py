@@ -36,11 +36,30 @@ arithmetic depends on it); None: 2048 threads' worth (the default). The probe's 
 (tools/probes/rows_forward.py --set pipeline)."""
 
 
+VALUES: int | None = None
+"""The float32 values a thread holds at most, for every kind (None: :data:`VALUES_MEASURED`,
+else ``rows_common.max_values``): fewer values, more threads per row (more loads in
+flight per row, fewer registers a thread). The probe's setting
+(tools/probes/rows_forward_norms.py)."""
+
+VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {}
+"""By (kind, element type name): (N from, N to, values per thread at most), the first range
+holding N (a function of N, the kind and the type: never M); none measured yet."""
+
+
+def values_for(op: NormalizeRowsOp) -> int:
+    """The float32 values a thread of ``op``'s CTA holds at most (:data:`VALUES`)."""
+    if VALUES is not None:
+        return VALUES
+    key = (op.norm_kind.value, rows_common.dtype_of(op).name)
+    return next((v for lo, hi, v in VALUES_MEASURED.get(key, ()) if lo <= op.cols <= hi), rows_common.max_values(op))
+
+
 def block_for(op: NormalizeRowsOp) -> int:
     """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
-    the row with at most MAX_VALUES values per thread."""
+    the row with at most :func:`values_for` values per thread."""
     block = MIN_BLOCK
-    per = max(1, rows_common.max_values(op) // vector_of(op))
+    per = max(1, values_for(op) // vector_of(op))
     while block < MAX_BLOCK and items_for(op, block) > per:
         block *= 2
     return block

@@ -27,10 +27,16 @@ from bulkred_dialect.passes.variants.rows_lower import lower_rows
 BLOCK = 512
 UNROLL = 4
 
+CTAS_PER_SM: int | None = None
+"""The grid's CTAs per multiprocessor at most (None: 2048 threads' worth, 4): fewer rows in
+flight, so that a row read twice (add_rms_norm's residual_out, written by the first pass)
+is still in L2 for the second (e.g. 132 CTAs of 128 KiB bfloat16 rows of 65536). No
+row's arithmetic depends on it. The probe's setting (tools/probes/rows_forward_norms.py)."""
+
 
 def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=max(1, 2048 // BLOCK))
+    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=CTAS_PER_SM or max(1, 2048 // BLOCK))
     lower_rows(op, rewriter, target, p)
 
 
