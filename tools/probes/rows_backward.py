@@ -9,13 +9,18 @@ output's bits against the first candidate's (the default). Some rows patch a set
 ``--set pipeline`` the default against rows_backward.PIPELINE and OVERLAP and
 rows_slices' loads in flight: :data:`PIPELINE_CANDIDATES`; with ``--set bulk`` the default
 against rows_bulk_backward, forced through its CHOSEN table, and its settings:
-:data:`BULK_CANDIDATES`, softmax_backward and log_softmax_backward too), built outside the
-compile cache.
+:data:`BULK_CANDIDATES`, softmax_backward and log_softmax_backward too; with ``--set fast``
+the default against rows_bulk_backward with dy in registers, rows_bulk_backward.GRAD_REGISTERS:
+:data:`FAST_CANDIDATES`), built outside the compile cache. ``--budget-s``: the rows past
+that many seconds are skipped (each says so); ``--dry-run``: no GPU, each kernel the run
+would time built for sm_90a and assembled (ptxas's registers and spills).
 
     python3 tools/diag.py rows_backward [--ns 16384,65536] [--dtypes bfloat16] [--kinds rms_norm_backward]
     python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
     python3 tools/diag.py rows_backward --set bulk --ns 65536,262144 \
         --kinds rms_norm_backward,layer_norm_backward,softmax_backward,log_softmax_backward
+    python3 tools/diag.py rows_backward --set fast --ns 262144,65536 --dtypes float32,bfloat16 \
+        --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward --budget-s 150
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
@@ -27,6 +32,7 @@ import contextlib
 import os
 import statistics
 import sys
+import time
 
 os.environ["BULKRED_CACHE"] = "0"  # built here, each time: the patched constants take effect
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -91,6 +97,29 @@ BULK_SOFTMAX_CANDIDATES = {  # (softmax's and log_softmax's: no weight, few regi
     n: BULK_SOFTMAX + [("rows_bulk_backward, 3 slots", "rows_bulk_backward", BULK_3)] for n in (65536, 262144)
 }
 
+GRAD = {**BULK_ON, f"{BULK}.GRAD_REGISTERS": True}  # dy in registers, x's (y's) slices alone in the ring
+GRAD_ROW = ("rows_bulk_backward, dy in registers", "rows_bulk_backward", GRAD)
+FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by default) beside the default (at 65536
+    # also rows_bulk_backward as it is, not chosen there for bfloat16 and log_softmax). Its ring: SLOTS (4, or 3 where
+    # 4 do not fit: float32 262144's 64 KiB slices), the next 3 (2) rows' x ahead; 2 slots, one row's x and the
+    # weight's slice beside (float32 262144 only: bfloat16's would take 2 CTAs a multiprocessor, 64 registers);
+    # 6 slots, five rows' x (the weight from L2; float32 262144's: 3, as the default)
+    65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW,
+            ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
+    262144: [("default", None, {}), GRAD_ROW,
+             ("rows_bulk_backward, dy in registers, 2 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 2}),
+             ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
+}
+ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
+        ("rows_bulk_backward, dy in registers, 6 slots", 262144): "bfloat16"}
+"""Candidates timed for one element type only (at that N): the others' are the default's
+configuration again or spill (see FAST_CANDIDATES)."""
+
+
+def applies(label: str, n: int, dtype: str) -> bool:
+    """Whether the candidate ``label`` is timed at ``n`` and ``dtype`` (:data:`ONLY`)."""
+    return ONLY.get((label, n), dtype) == dtype
+
 
 @contextlib.contextmanager
 def patched(patches: dict):
@@ -125,6 +154,8 @@ def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, 
     soft = kind == "softmax_backward"
     y = (torch.softmax if soft else torch.log_softmax)(x.float(), -1).to(x.dtype)
     for label, variant, patches in (table if table is not None else SOFTMAX_CANDIDATES).get(n, []):
+        if not applies(label, n, dtype):
+            continue
         try:
             with patched(patches):
                 row_kernels._KERNELS.clear()
@@ -143,17 +174,75 @@ def softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, calls, row_kernels, 
         print(f"| {kind} | {dtype} | {n} | {label} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
 
 
+def tables(which: str, rows_common) -> dict:
+    """The norms' candidates of ``--set which``."""
+    if which == "pipeline":
+        return PIPELINE_CANDIDATES
+    if which == "bulk":
+        return BULK_CANDIDATES
+    if which == "fast":
+        return FAST_CANDIDATES
+    rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
+    return CANDIDATES
+
+
+def softmax_table(which: str) -> dict | None:
+    """softmax's and log_softmax's candidates of ``--set which`` (None: SOFTMAX_CANDIDATES)."""
+    return {"bulk": BULK_SOFTMAX_CANDIDATES, "fast": FAST_CANDIDATES}.get(which)
+
+
+def dry_run(args) -> int:
+    """``--dry-run``: each kernel of the run built for sm_90a (its patches applied) and
+    assembled by ptxas (nvJitLink), with its registers and its PTX's lines; no GPU."""
+    from bulkred_dialect.backend_ptx.assemble import registers_used
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+    from bulkred_dialect.passes.variants import rows_common
+    from bulkred_dialect.row_kernels import module
+
+    table = tables(args.set, rows_common)
+    print("| kind | dtype | N | candidate | registers | PTX lines |")
+    print("| --- | --- | ---: | --- | ---: | --- |")
+    failed = 0
+    for dtype in args.dtypes.split(","):
+        for n in map(int, args.ns.split(",")):
+            for kind in args.kinds.split(","):
+                norm = kind in ("rms_norm_backward", "layer_norm_backward")
+                rows = (table if norm else (softmax_table(args.set) or SOFTMAX_CANDIDATES)).get(n, [("default", None, {})])
+                layer = kind == "layer_norm_backward"
+                kw = {"weight": dtype, "dweight": dtype, "dbias": dtype if layer else None} if norm else {}
+                for label, variant, patches in rows:
+                    if not applies(label, n, dtype):
+                        continue
+                    try:
+                        with patched(patches):
+                            ptx = compile_tile_module(module(kind, None, n, dtype, variant=variant, **kw),
+                                                      "sm_90a").kernel("rows").module.ptx
+                        regs = registers_used(ptx, "sm_90a")
+                    except Exception as e:  # noqa: BLE001 - a candidate that does not apply: say why
+                        print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} |")
+                        failed += variant is not None and "measured" not in str(e)
+                        continue
+                    print(f"| {kind} | {dtype} | {n} | {label} | {regs} | {ptx.count(chr(10))} |", flush=True)
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", default=",".join(map(str, CANDIDATES)))
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline", "bulk"), default="variants",
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast"), default="variants",
                     help="the candidates: variants and settings (CANDIDATES), the default against "
-                         "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), or against "
-                         "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too)")
+                         "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
+                         "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
+                         "rows_bulk_backward with dy in registers (FAST_CANDIDATES)")
+    ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU: build each kernel the run would time for sm_90a and assemble it")
     args = ap.parse_args()
+    if args.dry_run:
+        return dry_run(args)
     import torch
     import torch.nn.functional as F
 
@@ -161,13 +250,8 @@ def main() -> int:
     from bulkred_dialect import row_kernels
     from bulkred_dialect.row_kernels import kernel_for
 
-    table = CANDIDATES
-    if args.set == "pipeline":
-        table = PIPELINE_CANDIDATES
-    elif args.set == "bulk":
-        table = BULK_CANDIDATES
-    else:
-        rows_common.NORM_BACKWARD_CTA_N = 16384  # rows_cta forced at 16384 too (the dispatch stops at 8192)
+    table = tables(args.set, rows_common)
+    t0 = time.time()
 
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     print("| kind | dtype | N | variant | GB/s | vs copy | check |")
@@ -185,9 +269,12 @@ def main() -> int:
             moved = 3 * m * n * x.element_size()
             print(f"| copy | {dtype} | {n} | | {copy:,.0f} | 1.00 | |")
             for kind in args.kinds.split(","):
+                if args.budget_s and time.time() - t0 > args.budget_s:
+                    print(f"| {kind} | {dtype} | {n} | skipped: budget | | | |", flush=True)
+                    continue
                 if kind in ("softmax_backward", "log_softmax_backward"):
                     softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for,
-                                 BULK_SOFTMAX_CANDIDATES if args.set == "bulk" else None)
+                                 softmax_table(args.set))
                     continue
                 layer = kind == "layer_norm_backward"
                 xd = x.double()
@@ -200,6 +287,8 @@ def main() -> int:
                 del xh
                 first = None  # the first candidate's dx, dweight, dbias (the default): the others' bits against them
                 for label, variant, patches in table.get(n, [("default", None, {})]):
+                    if not applies(label, n, dtype):
+                        continue
                     try:
                         with patched(patches):
                             row_kernels._KERNELS.clear()

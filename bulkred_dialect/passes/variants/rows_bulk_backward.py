@@ -131,6 +131,16 @@ WEIGHT_SHARED = True
 """Whether a norm's backward copies the CTA's slice of the weight into shared memory once
 (``cp.async.bulk``, before the first row) where it fits beside the slots, rather than
 reading it from global memory (L1 or L2) in both passes of every row."""
+GRAD_REGISTERS = False
+"""Whether each thread loads its vectors of dy from global memory into registers
+(``ld.global.nc``, once a row, issued before the wait for x's slice, held over both
+passes) rather than the CTA copying dy's slice into shared memory: the ring of slots then
+holds x's (or y's) slices only, one a row, so that as many slots reach twice as many rows
+ahead (float32 at 262144: 3 slots of 64 KiB, the next two rows' x in flight while this
+row is computed, where the default's 3 hold this row's x and dy and the next row's x
+only) and the shared-memory reads of a row halve; the thread's ``P x V`` values of dy
+take as many registers. The same sums in the same order: the bits of the default. Off:
+not yet measured on an H200 (tools/probes/rows_backward.py ``--set fast``)."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
@@ -166,6 +176,7 @@ class BulkPlan:
     slice_bytes: int
     slots: int
     weight_bytes: int = 0  # the CTA's slice of the weight in shared memory (0: read from global memory)
+    tensors: int = 2  # slices a row in the ring: x's and dy's, or x's alone (dy in registers: GRAD_REGISTERS)
 
     @property
     def cta_bytes(self) -> int:
@@ -191,7 +202,7 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     slots = max(2, min(SLOTS, budget // max(1, slice_bytes)))
     if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
         weight = 0  # (where it would take a slot: the slots first)
-    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight)
+    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, 1 if GRAD_REGISTERS else 2)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -229,35 +240,43 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
-def _softmax_row(r: RowState, e: Emitter, xs: SSAValue, gs: SSAValue, per: int) -> None:
-    """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y and
-    dy in shared memory (``xs``, ``gs``: its first; the next ones ``T`` vectors apart)."""
+def _grad_vec(r: RowState, e: Emitter, gs: SSAValue | list[list[SSAValue]], k: int) -> list[SSAValue]:
+    """The thread's vector ``k`` of dy: from shared memory (``gs`` its first vector's
+    address, the next ones ``T`` vectors apart), or already in registers (``gs[k]``)."""
+    if isinstance(gs, list):
+        return gs[k]
+    p = r.p
+    return load_vec(e, p.dtype, gs, k * p.block * p.vec * p.dtype.bytes, p.vec, nc=False)
+
+
+def _softmax_row(r: RowState, e: Emitter, xs: SSAValue, gs: SSAValue | list[list[SSAValue]], per: int) -> None:
+    """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y in
+    shared memory (``xs``: its first; the next ones ``T`` vectors apart) and of dy (``gs``:
+    :func:`_grad_vec`)."""
     p = r.p
     step = p.block * p.vec * p.dtype.bytes
     part = None
     for k in range(per):
-        part = backward_sum(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False),
-                             load_vec(e, p.dtype, gs, k * step, p.vec, nc=False), part)
+        part = backward_sum(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), _grad_vec(r, e, gs, k), part)
     assert part is not None
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
     for k in range(per):
-        vals = backward_out(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False),
-                             load_vec(e, p.dtype, gs, k * step, p.vec, nc=False), s)
+        vals = backward_out(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), _grad_vec(r, e, gs, k), s)
         r.y.store(e, k * p.group, p.vec, vals)  # type: ignore[union-attr]
 
 
-def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue, gs: SSAValue, per: int,
-              acc: list[SSAValue], shared_weight: bool) -> list[SSAValue]:
-    """A norm's dx of one row from the thread's ``per`` vectors of x and dy in shared
-    memory and the row's stored statistics ``st`` (the weight ``r.w`` in shared memory
-    with ``shared_weight``); its column sums ``acc`` (per vector: V of dweight, then V of
-    dbias) after the row."""
+def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue,
+              gs: SSAValue | list[list[SSAValue]], per: int, acc: list[SSAValue], shared_weight: bool) -> list[SSAValue]:
+    """A norm's dx of one row from the thread's ``per`` vectors of x in shared memory, of
+    dy (:func:`_grad_vec`) and the row's stored statistics ``st`` (the weight ``r.w`` in
+    shared memory with ``shared_weight``); its column sums ``acc`` (per vector: V of
+    dweight, then V of dbias) after the row."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
     step = p.block * p.vec * p.dtype.bytes
 
     def terms(k: int) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
-        dys = load_vec(e, p.dtype, gs, k * step, p.vec, nc=False)
+        dys = _grad_vec(r, e, gs, k)
         ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
         return (dys, *norm_terms(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
 
@@ -279,7 +298,7 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], x
 def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
-    c, block, per, slice_bytes, q = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots
+    c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
     per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
@@ -334,9 +353,9 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
 
     def ahead(b: Emitter, row: SSAValue, k: int, slot: SSAValue | int) -> None:
         """Slice ``k`` of the unit's slices from row ``row``'s first (x's, dy's, then the
-        next row's), if its row is below M, into ``slot``."""
-        at = b.add_i(row, b.mul_i(stride, k // 2)) if k > 1 else row
-        b.if_(b.cmp("slt", at, rows), lambda c1: issue(c1, at, k % 2, slot) or [])
+        next row's; x's alone with dy in registers), if its row is below M, into ``slot``."""
+        at = b.add_i(row, b.mul_i(stride, k // tn)) if k >= tn else row
+        b.if_(b.cmp("slt", at, rows), lambda c1: issue(c1, at, k % tn, slot) or [])
 
     norms = op.norm_kind in NORM_BACKWARD_KINDS
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
@@ -350,8 +369,12 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
         count, base, lap, acc = carried[0], carried[1], carried[2], carried[3:]
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
-        for j in (0, 1):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
-            ahead(b, row, q - 2 + j, wrap(b, b.add_i(base, q - 2 + j))[0])
+        for j in range(tn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
+            ahead(b, row, q - tn + j, wrap(b, b.add_i(base, q - tn + j))[0])
+        grads: list[list[SSAValue]] | None = None
+        if tn == 1:  # the thread's vectors of dy into registers (in flight over the wait for x's slice)
+            gbuf = RowBuf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, sg * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+            grads = [gbuf.load(b, k * p.group, vec) for k in range(per)]
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         w = None
         if bp.weight_bytes and wd:  # the thread's first vector of the CTA's weight slice
@@ -362,16 +385,17 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                  sw=sw, exchange=exchange)
         st = read_stats(r, b, row) if norms else {}  # (in flight over the wait)
         here = []
-        for t in (0, 1):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
+        for t in range(tn):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
             slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
             phase = b.and_b32(b.add_i(lap, wrapped), 1) if wrapped is not None else lap
             wait_phase(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
             here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
+        gs = here[1] if grads is None else grads
         if norms:
-            acc = _norm_row(r, b, row, st, here[0], here[1], per, acc, bp.weight_bytes > 0)
+            acc = _norm_row(r, b, row, st, here[0], gs, per, acc, bp.weight_bytes > 0)
         else:
-            _softmax_row(r, b, here[0], here[1], per)
-        nxt, wrapped = wrap(b, b.add_i(base, 2))
+            _softmax_row(r, b, here[0], gs, per)
+        nxt, wrapped = wrap(b, b.add_i(base, tn))
         return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + acc
 
     ctas = e.sreg(SpecialRegister.NCTAID_X)
@@ -399,7 +423,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             return []
 
         e.if_(e.cmp("ult", tid, wchunks), copy_weight)
-    for k in range(q - 2):  # the unit's first Q - 2 slices into slots 0, 1, ...
+    for k in range(q - tn):  # the unit's first Q - 2 slices (Q - 1 with dy in registers) into slots 0, 1, ...
         ahead(e, start, k, k)
     if bp.weight_bytes:
         wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))

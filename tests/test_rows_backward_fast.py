@@ -1,0 +1,99 @@
+"""rows_bulk_backward.GRAD_REGISTERS (off by default): each thread loads its vectors of dy
+from global memory into registers once a row, the ring of shared-memory slots holding x's
+(or softmax's y's) slices alone. On the interpreter's clusters with test_rows_backward_bulk's
+small settings (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx,
+dweight and dbias against float64, and every output bit for bit the default's (the same
+sums in the same order), through rings of 2, 3 and 4 slots (7 rows: each slot's mbarrier
+through both phases)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import to_bits, values
+from test_rows_backward_bulk import _config, run_norm, small  # noqa: F401 - the small settings (autouse)
+
+from bulkred_dialect.passes.variants import rows_bulk_backward
+from bulkred_dialect.row_kernels import module
+
+VARIANT = "rows_bulk_backward"
+
+
+def _want(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str, affine: str | None):
+    """(dx, dweight, dbias) in float64 from the values the kernel reads (the statistics
+    rounded to float32 as the forward stores them)."""
+    layer = kind == "layer_norm_backward"
+    x, dy = values(xbits, dtype), values(dybits, dtype)
+    mean = x.mean(1).astype(np.float32).astype(np.float64) if layer else None
+    xc = x - mean[:, None] if layer else x
+    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32).astype(np.float64)
+    xh = xc * rstd[:, None]
+    g = dy * (values(wbits, affine) if affine else 1.0)
+    dx = rstd[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0) - xh * (g * xh).mean(1, keepdims=True))
+    return dx, (dy * xh).sum(0), dy.sum(0)
+
+
+CASES = [  # (kind, N, dtype, weight's type, dbias, CTAs a cluster, vectors a thread)
+    ("layer_norm_backward", 512, "float32", "float32", True, 4, 1),  # a cluster of 4, both column sums
+    ("layer_norm_backward", 512, "bfloat16", "bfloat16", True, 2, 2),  # two 8-byte vectors of dy a thread
+    ("rms_norm_backward", 128, "float32", "float32", False, 1, 1),  # one CTA: no cluster exchange
+]
+
+
+@pytest.mark.parametrize("slots", [2, 3, 4])
+@pytest.mark.parametrize("kind,n,dtype,affine,db,c,per", CASES, ids=[f"{k[0]}-{k[1]}-{k[2]}" for k in CASES])
+def test_norm_grad_in_registers(kind, n, dtype, affine, db, c, per, slots, monkeypatch) -> None:
+    rng = np.random.default_rng(n + slots)
+    xbits = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
+    dybits = to_bits(rng.standard_normal((7, n)), dtype)
+    wbits = to_bits(rng.standard_normal(n), affine)
+    kw = {"weight": affine, "dweight": affine, "dbias": dtype if db else None}
+    monkeypatch.setattr(rows_bulk_backward, "SLOTS", slots)
+    default = run_norm(kind, xbits, dybits, wbits, dtype, affine, db)
+    monkeypatch.setattr(rows_bulk_backward, "GRAD_REGISTERS", True)
+    bp = _config(kind, n, dtype, **kw)
+    assert (bp.cluster, bp.per, bp.slots, bp.tensors) == (c, per, slots, 1)
+    got = run_norm(kind, xbits, dybits, wbits, dtype, affine, db)
+    assert len(got) == len(default) == 2 + db
+    for a, b in zip(got, default, strict=True):
+        np.testing.assert_array_equal(a, b)
+    dx, dw, dbias = _want(kind, xbits, dybits, wbits, dtype, affine)
+    tol = {"float32": 1e-6, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(dx).max())
+    np.testing.assert_allclose(values(got[0], dtype), dx, rtol=0, atol=tol)
+    for ref, buf in zip([dw] + ([dbias] if db else []), got[1:], strict=True):
+        rounding = {"float32": 4e-7, "bfloat16": 8e-3}[dtype] * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, affine), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
+def test_softmax_grad_in_registers(kind: str, monkeypatch) -> None:
+    """softmax's and log_softmax's dx with dy in registers (a cluster of 4, 3 slots)
+    against float64 and the default's bits."""
+    monkeypatch.setattr(rows_bulk_backward, "SLOTS", 3)
+    m, n, dtype = 7, 512, "float32"
+    rng = np.random.default_rng(len(kind))
+    x = rng.standard_normal((m, n)) * 2
+    e = np.exp(x - x.max(1, keepdims=True))
+    soft = kind == "softmax_backward"
+    fwd = (e / e.sum(1, keepdims=True) if soft else np.log(e / e.sum(1, keepdims=True))).astype(dtype)
+    dy = rng.standard_normal((m, n)).astype(dtype)
+
+    def dx() -> np.ndarray:
+        built = test_rows.lowered(module(kind, m, n, dtype, variant=VARIANT), VARIANT)
+        return test_rows.interpret(built, fwd, np.full_like(fwd, 7.0), dy)[1]
+
+    default = dx()
+    monkeypatch.setattr(rows_bulk_backward, "GRAD_REGISTERS", True)
+    assert _config(kind, n, dtype).tensors == 1
+    got = dx()
+    np.testing.assert_array_equal(got, default)
+    f, g = fwd.astype(np.float64), dy.astype(np.float64)
+    want = f * (g - (g * f).sum(1, keepdims=True)) if soft else g - np.exp(f) * g.sum(1, keepdims=True)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=4e-6 * max(1.0, np.abs(want).max()))
+
+
+def test_default_off() -> None:
+    """Off by default: dy's slices in the ring (two tensors a row)."""
+    assert rows_bulk_backward.GRAD_REGISTERS is False
+    assert _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32").tensors == 2
