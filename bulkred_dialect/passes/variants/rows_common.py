@@ -633,7 +633,7 @@ class RowState:
             else:
                 out["log_sum"] = _log(e, sums["sum"])
             if fast_exp(self.p) and kind == NormKind.SOFTMAX:  # (FAST_EXP: out's exp, rows_stream's second pass)
-                out["neg_max"] = f32_mul(e, sums["max"], e.const(-LOG2E, f32))
+                out["neg_max"] = exp_neg_shift(e, self.p, sums["max"])
             elif fast_exp(self.p) and kind == NormKind.LOG_SOFTMAX:
                 out["shift"] = f32_add(e, sums["max"], out["log_sum"])
             if kind == NormKind.CROSS_ENTROPY:
@@ -955,8 +955,14 @@ def exp_shifted(e: Emitter, v: SSAValue, m: SSAValue, neg: SSAValue | None) -> S
 
 
 def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
-    """``-m log2(e)`` where :func:`fast_exp` holds for ``p`` (once per row), else None."""
-    return f32_mul(e, m, e.const(-LOG2E, f32)) if fast_exp(p) else None
+    """``-m log2(e)`` where :func:`fast_exp` holds for ``p`` (once per row), else None;
+    kept finite (a thread with no element, ``m = -FLT_MAX``: ``+inf``, and
+    ``fma(-inf, log2(e), inf)`` would be NaN; with FLT_MAX, ``-inf`` as the default's 0)."""
+    if not fast_exp(p):
+        return None
+    neg = f32_mul(e, m, e.const(-LOG2E, f32))
+    big = e.const(FLT_MAX, f32)
+    return e.minmax(ReduceKind.MAX, AT, e.minmax(ReduceKind.MIN, AT, neg, big), e.const(-FLT_MAX, f32))
 
 
 def ahead_items(p: RowPlan) -> int:

@@ -1,0 +1,149 @@
+"""The forward settings of issue 30, section 4 that are off by default (measured by
+tools/probes/rows_forward_norms.py): rows_common.FAST_EXP (softmax, log_softmax and
+cross_entropy's exps as ``ex2.approx.ftz(fma(x, log2e, -m log2e))``), LAYER_NORM_FAST
+(the squared deviations by FFMA, y from the deviations already computed),
+ADD_RMS_CLUSTER_N (add_rms_norm's rows in a cluster's registers), rows_cta.VALUES (fewer
+values a thread, more threads a row) and rows_stream.CTAS_PER_SM. On the CPU interpreter,
+with test_rows' narrowed CTAs (its autouse fixture): each against float64 (test_rows'
+tolerances), each visible in the PTX (so that a setting that is not wired fails), the bits
+of a row the same in a batch of 5 and of 2 (batch invariance), and the defaults' PTX
+without them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
+
+from bulkred_dialect.compiler import compile_tile_module
+from bulkred_dialect.errors import BulkredError
+from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream
+from bulkred_dialect.row_kernels import module
+
+F32, BF16 = rows_common.F32.name, rows_common.BF16.name
+
+
+def _rows(m: int, n: int, seed: int, shift: float = 1.5) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((m, n)) * 3 + shift
+
+
+def _ptx(kind: str, n: int, dtype: str, variant: str | None = None) -> str:
+    """The kernel's PTX (any M) for sm_90a."""
+    kw = {"weight": dtype, "bias": dtype, "eps": 1e-5} if kind == "layer_norm" else {}
+    kw = {"ignore_index": -100} if kind == "cross_entropy" else kw
+    return compile_tile_module(module(kind, None, n, dtype, variant=variant, **kw), "sm_90a", cache=False).ptx
+
+
+# rows_warp 17 vectors over 32 lanes (a partial one), rows_cta 75 over 64 threads, rows_stream
+# one loop step of two loads and a partial vector (test_rows.SHAPES)
+@pytest.mark.parametrize("kind,variant,dtype", [("softmax", "rows_cta", F32), ("log_softmax", "rows_warp", F32),
+                                                ("softmax", "rows_stream", BF16), ("log_softmax", "rows_cta", BF16),
+                                                ("log_softmax", "rows_stream", F32)])
+def test_fast_exp_against_float64(kind: str, variant: str, dtype: str, monkeypatch) -> None:
+    """FAST_EXP on: y and the statistics of 3 rows against float64."""
+    monkeypatch.setattr(rows_common, "FAST_EXP", True)
+    y, stats, xv, w, b = test_rows.run(kind, _rows(3, test_rows.SHAPES[variant], 5), dtype, variant=variant)
+    test_rows.check(kind, y, stats, xv, w, b, dtype)
+
+
+@pytest.mark.parametrize("variant,n,smoothing", [("rows_warp", 68, 0.0), ("rows_stream", 4 * (2 * 32 + 11) + 1, 0.25)])
+def test_fast_exp_cross_entropy(variant: str, n: int, smoothing: float, monkeypatch) -> None:
+    """FAST_EXP on: cross_entropy's lse and losses against float64 (test_rows.run_cross_entropy:
+    an ignored row's loss 0, a target outside [0, N) NaN)."""
+    monkeypatch.setattr(rows_common, "FAST_EXP", True)
+    test_rows.run_cross_entropy(n, smoothing, variant=variant)
+
+
+@pytest.mark.parametrize("variant", ["rows_warp", "rows_cta", "rows_cluster"])
+def test_layer_norm_fast_against_float64(variant: str, monkeypatch) -> None:
+    """LAYER_NORM_FAST on: y, the mean and rstd of 3 rows (weight and bias; a partial
+    vector in each variant: its deviations zeroed) against float64."""
+    monkeypatch.setattr(rows_common, "LAYER_NORM_FAST", True)
+    dtype = BF16 if variant == "rows_warp" else F32
+    y, stats, xv, w, b = test_rows.run("layer_norm", _rows(3, test_rows.SHAPES[variant], 7), dtype, variant=variant,
+                                       affine=dtype)
+    test_rows.check("layer_norm", y, stats, xv, w, b, dtype)
+
+
+def test_layer_norm_fast_large_mean(monkeypatch) -> None:
+    """LAYER_NORM_FAST: rows of mean 1000 and spread 1 (sums of x^2 would cancel): the mean
+    and rstd within 2e-6 of float64 (test_rows.check's), y no further from float64 than the
+    default's (both limited by the float32 mean's rounding, ulp(1000) = 6e-5)."""
+    x = np.random.default_rng(17).standard_normal((2, 300)) + 1000.0
+    errs = []
+    for on in (False, True):
+        monkeypatch.setattr(rows_common, "LAYER_NORM_FAST", on)
+        y, stats, xv, w, b = test_rows.run("layer_norm", x, F32, variant="rows_cta", affine=F32)
+        ref, ref_stats = test_rows.reference("layer_norm", xv, w, b, 1e-5)
+        for name, got in stats.items():
+            np.testing.assert_allclose(got.astype(np.float64), ref_stats[name], rtol=2e-6)
+        errs.append(np.abs(y - ref).max())
+    assert errs[1] <= 1.25 * errs[0], errs
+
+
+def test_settings_change_the_ptx_and_are_off_by_default(monkeypatch) -> None:
+    """Each setting shows in its kernel's PTX (ex2.approx.ftz; one sub.rn.f32 of x - mean
+    per element instead of two; the CTA's threads; the grid) and not in the default's."""
+    assert rows_common.FAST_EXP is None and not rows_common.FAST_EXP_MEASURED
+    assert rows_common.LAYER_NORM_FAST is None and not rows_common.LAYER_NORM_FAST_MEASURED
+    assert rows_cta.VALUES is None and not rows_cta.VALUES_MEASURED and rows_stream.CTAS_PER_SM is None
+    assert not rows_common.ADD_RMS_CLUSTER_N
+    base = _ptx("softmax", 256, F32, "rows_warp")
+    monkeypatch.setattr(rows_common, "FAST_EXP", True)
+    fast = _ptx("softmax", 256, F32, "rows_warp")
+    assert "ex2.approx.ftz.f32" not in base and "ex2.approx.ftz.f32" in fast
+    ln = _ptx("layer_norm", 256, F32, "rows_warp")
+    monkeypatch.setattr(rows_common, "LAYER_NORM_FAST", True)
+    ln_fast = _ptx("layer_norm", 256, F32, "rows_warp")
+    assert ln.count("sub.rn.f32") - ln_fast.count("sub.rn.f32") == 8  # (a lane's 8 values of 256: 2 vectors of 4)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 132)
+    shape = compile_tile_module(module("softmax", 1 << 20, 2048, F32, variant="rows_stream"), "sm_90a", cache=False)
+    monkeypatch.setattr(rows_stream, "CTAS_PER_SM", 1)
+    one = compile_tile_module(module("softmax", 1 << 20, 2048, F32, variant="rows_stream"), "sm_90a", cache=False)
+    assert (shape.kernel("rows").signature.launch.grid[0], one.kernel("rows").signature.launch.grid[0]) == (132 * (2048 // rows_stream.BLOCK), 132)
+
+
+def test_cta_values(monkeypatch) -> None:
+    """rows_cta.VALUES = 4: a float32 row of 300 (75 vectors) on 128 threads, one vector
+    each (the default: 64 threads of two), against float64."""
+    op = next(o for o in module("rms_norm", None, 300, F32, eps=1e-5).walk() if o.name == "bulkred.normalize_rows")
+    assert rows_cta.block_for(op) == 64
+    monkeypatch.setattr(rows_cta, "VALUES", 4)
+    assert rows_cta.block_for(op) == 128
+    y, stats, xv, w, b = test_rows.run("rms_norm", _rows(3, 300, 9), F32, variant="rows_cta", affine=F32)
+    test_rows.check("rms_norm", y, stats, xv, w, b, F32)
+    monkeypatch.setattr(rows_cta, "VALUES", None)
+    monkeypatch.setattr(rows_cta, "VALUES_MEASURED", {("rms_norm", F32): ((256, 512, 4),)})
+    assert rows_cta.block_for(op) == 128
+
+
+def test_add_rms_norm_in_a_cluster(monkeypatch) -> None:
+    """ADD_RMS_CLUSTER_N: bfloat16 add_rms_norm (rows_cluster.MEASURED has no bfloat16)
+    refused by rows_cluster without it; with it the dispatch's choice past rows_cta's rows
+    (forced here: small rows), h and y of 3 rows against float64 (test_rows.run checks h)."""
+    with pytest.raises(BulkredError):
+        _ptx_add = compile_tile_module(module("add_rms_norm", None, 264, BF16, variant="rows_cluster", eps=1e-5),
+                                       "sm_90a", cache=False)
+        del _ptx_add
+    monkeypatch.setattr(rows_common, "ADD_RMS_CLUSTER_N", {BF16: 264})
+    y, stats, xv, w, b = test_rows.run("add_rms_norm", _rows(3, 264, 3), BF16, variant="rows_cluster", affine=BF16)
+    test_rows.check("add_rms_norm", y, stats, xv, w, b, BF16)
+
+
+@pytest.mark.parametrize("kind,variant,setting", [("softmax", "rows_warp", "FAST_EXP"),
+                                                  ("layer_norm", "rows_cta", "LAYER_NORM_FAST")])
+def test_batch_invariance(kind: str, variant: str, setting: str, monkeypatch) -> None:
+    """A setting's kernel of any M: the first 2 of 5 rows have the bits of the same 2 rows
+    alone."""
+    monkeypatch.setattr(rows_common, setting, True)
+    n = test_rows.SHAPES[variant]
+    x = test_rows.to_bits(_rows(5, n, 21), F32)
+    kw = {"weight": F32, "bias": F32, "eps": 1e-5} if kind == "layer_norm" else {}
+    rng = np.random.default_rng(2)
+    extra = [test_rows.to_bits(rng.standard_normal(n), F32) for _ in range(2)] if kind == "layer_norm" else []
+    built = test_rows.lowered(module(kind, None, n, F32, variant=variant, **kw))
+    five = test_rows.interpret(built, x, np.zeros_like(x), *extra)[1]
+    built = test_rows.lowered(module(kind, None, n, F32, variant=variant, **kw))
+    two = test_rows.interpret(built, x[:2].copy(), np.zeros_like(x[:2]), *extra)[1]
+    assert five[:2].tobytes() == two.tobytes()
