@@ -36,8 +36,28 @@ losses; add_rms_norm's residual_out too) equal the forced variant's unpipelined 
 for bit (they must). The copy kernel and the settings are timed in turns, twice, the
 median kept (``/copy``: against the copy's median).
 
+``--set long`` (:func:`long_rows`) times the long rows' settings (issue 30, section 4:
+softmax, log_softmax, rms_norm, layer_norm; float32 and bfloat16; N = 262144 then 65536,
+M x N = 2^28; the cells furthest from the copy first):
+
+* ``dispatch: V``: the variant the dispatch chooses today, as it is;
+* ``cluster`` / ``cluster, a cluster a row``: rows_cluster forced (the row in registers,
+  loaded from global memory), its grid persistent or a cluster per row;
+* ``bulkS/T regs, min m``: rows_bulk with ``Setting.registers`` (the slice read from
+  shared memory once into registers; layer_norm's statistics in one exchange), slices of
+  at most S KiB, CTAs of T threads, a unit a row, ``.minnctapersm`` m (``C x T x K``: the
+  cluster, threads and values a thread, deduplicated);
+* ``... early w``: the registers setting of the fewest values a thread, with
+  ``Setting.early_affine`` (the weight's and bias's values loaded before the exchange);
+
+each with its error against float64 (``err``: the largest over the largest magnitude of
+y), ``inv``: whether rows 3 to 7 computed alone (M = 5) give y's bits (batch invariance),
+ptxas's registers and spilled bytes, the launch. The copy kernel and the settings are
+timed in turns, twice, the mean of the two kept (``/copy``: against the copy's).
+
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
     python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
+    python3 tools/diag.py rows_forward --set long [--budget-s 150] [--kinds layer_norm] [--n 262144]
 """
 
 from __future__ import annotations
@@ -212,18 +232,188 @@ def pipeline(args) -> int:
     return 0
 
 
+LONG_CELLS = [("layer_norm", "bfloat16", 262144), ("log_softmax", "bfloat16", 262144), ("layer_norm", "float32", 262144),
+              ("rms_norm", "bfloat16", 262144), ("rms_norm", "float32", 262144), ("softmax", "bfloat16", 262144),
+              ("softmax", "float32", 262144), ("log_softmax", "float32", 262144), ("layer_norm", "bfloat16", 65536),
+              ("log_softmax", "bfloat16", 65536), ("layer_norm", "float32", 65536), ("log_softmax", "float32", 65536),
+              ("softmax", "bfloat16", 65536), ("rms_norm", "bfloat16", 65536), ("softmax", "float32", 65536),
+              ("rms_norm", "float32", 65536)]
+"""--set long's cells, the furthest from the copy kernel first (docs/rows_bench_h200_run3.md)."""
+REG_SETTINGS = [(64, 512, 2), (32, 512, 2), (32, 256, 2), (16, 256, 3), (16, 256, 2)]
+"""--set long's rows_bulk registers settings: (slice KiB, threads, .minnctapersm), a unit a row;
+those whose threads hold more than 16384 values in all left out (ptxas spills them)."""
+REG_MAX = 4
+"""Registers settings a cell at most (the first distinct configurations of REG_SETTINGS)."""
+
+
+def ptxas_info(kernel) -> str:
+    """``R / S``: ptxas's registers per thread and spilled store bytes (sm_90a, nvJitLink)."""
+    import re
+
+    try:
+        from cuda.bindings import nvjitlink as nj
+
+        data = kernel.module.ptx.encode()
+        opts = [b"-arch=sm_90a", b"-Xptxas=-v"]
+        h = nj.create(len(opts), opts)
+        try:
+            nj.add_data(h, nj.InputType.PTX, data, len(data), "kernel.ptx")
+            nj.complete(h)
+            size = nj.get_info_log_size(h)
+            buf = bytearray(size)
+            if size:
+                nj.get_info_log(h, buf)
+            log = buf.decode(errors="replace")
+        finally:
+            nj.destroy(h)
+        regs = re.search(r"Used (\d+) registers", log)
+        spill = re.search(r"(\d+) bytes spill stores", log)
+        return f"{regs.group(1) if regs else '?'} / {spill.group(1) if spill else '?'}"
+    except Exception as e:  # noqa: BLE001 - a diagnostic: say why
+        return f"? ({type(e).__name__})"
+
+
+def long_settings(op, kind: str) -> list[tuple[str, str | None, dict]]:
+    """--set long's settings of one cell: (name, the variant forced, module constants)."""
+    from bulkred_dialect.passes.variants import rows_bulk
+    from bulkred_dialect.passes.variants.rows_common import vector_of
+
+    out: list[tuple[str, str | None, dict]] = [("dispatch", None, {}), ("cluster", "rows_cluster", {}),
+                                               ("cluster, a cluster a row", "rows_cluster", {"CTAS_PER_SM": 1 << 20})]
+    seen = set()
+    fewest: tuple | None = None
+    saved = {k: getattr(rows_bulk, k) for k in ("SLICE_BYTES", "BLOCK", "CHOSEN")}
+    try:
+        rows_bulk.CHOSEN[:] = []  # (bulk_for: the module's defaults)
+        for kib, threads, mc in REG_SETTINGS:
+            rows_bulk.SLICE_BYTES, rows_bulk.BLOCK = kib * 1024, threads
+            c, block, per, _ = rows_bulk.bulk_for(op)
+            values = per * vector_of(op)
+            key = (c, block, per, mc)
+            if key in seen or values > rows_bulk.MAX_REGISTER_VALUES or values * block > 16384 or len(seen) >= REG_MAX:
+                continue
+            seen.add(key)
+            consts = {"SLICE_BYTES": kib * 1024, "BLOCK": threads, "BUFFERS": 1, "PERSISTENT": False, "MIN_CTAS": mc,
+                      "REGISTERS": True}
+            name = f"bulk{kib}/{threads} regs, min {mc} ({c} x {block} x {values})"
+            out.append((name, "rows_bulk", consts))
+            fewest = min(fewest, (values, name, consts), key=lambda t: t[0]) if fewest else (values, name, consts)
+        if fewest and kind in ("rms_norm", "layer_norm"):  # the weight early where the thread holds the fewest values
+            out.append((fewest[1] + ", early w", "rows_bulk", {**fewest[2], "EARLY_AFFINE": True}))
+    finally:
+        for k, v in saved.items():
+            setattr(rows_bulk, k, v)
+        rows_bulk.CHOSEN[:] = saved["CHOSEN"]
+    return out
+
+
+def long_rows(args) -> int:
+    """``--set long``: the module docstring's third list."""
+    import torch
+
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+    from bulkred_dialect.passes.variants import rows_bulk, rows_cluster
+
+    t0 = time.time()
+    kinds = args.kinds.split(",") if args.kinds else None
+    ns = [int(v) for v in args.n.split(",")] if args.n else None
+    cells = [c for c in LONG_CELLS if (kinds is None or c[0] in kinds) and (ns is None or c[2] in ns)]
+    today = (dict(rows_cluster.MEASURED), list(rows_bulk.CHOSEN))
+    wide = ({"float32": 1 << 30, "bfloat16": 1 << 30}, [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16")])
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | err | inv |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
+    for kind, dtype, n in cells:
+        if time.time() - t0 > args.budget_s:
+            print(f"| {kind} | {dtype} | {n} | skipped: budget |")
+            continue
+        m = TOTAL // n
+        dt = getattr(torch, dtype)
+        x = torch.randn(m, n, device=DEVICE, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
+        y = torch.empty_like(x)
+        y5 = torch.empty_like(x[:5])
+        w = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
+        bvec = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
+        kw: dict = {}
+        extra: list = []
+        if kind == "softmax":
+            ref = torch.softmax(x.double(), -1)
+        elif kind == "log_softmax":
+            ref = torch.log_softmax(x.double(), -1)
+        elif kind == "rms_norm":
+            kw, extra = {"weight": dtype, "eps": EPS}, [w]
+            ref = torch.nn.functional.rms_norm(x.double(), (n,), w.double(), EPS)
+        else:
+            kw, extra = {"weight": dtype, "bias": dtype, "eps": EPS}, [w, bvec]
+            ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bvec.double(), EPS)
+        scale = ref.abs().max().clamp(min=1e-30)
+        nbytes = 2 * x.numel() * x.element_size()
+        op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
+        runs = []  # (name, call, info, launch, err, inv)
+        for name, variant, consts in long_settings(op, kind):
+            mod = rows_cluster if "CTAS_PER_SM" in consts else rows_bulk
+            saved = {k: getattr(mod, k) for k in consts}
+            for k2, v in consts.items():
+                setattr(mod, k2, v)
+            measured, picked = today if variant is None else wide  # a forced variant must apply
+            rows_cluster.MEASURED.clear()
+            rows_cluster.MEASURED.update(measured)
+            rows_bulk.CHOSEN[:] = picked
+            row_kernels._KERNELS.clear()
+            try:
+                k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)
+                if variant is None:
+                    name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
+                call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                call()
+                k(x[3:8], y5, *extra)
+                torch.cuda.synchronize()
+                err = ((y.double() - ref).abs().max() / scale).item()
+                inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
+                launch = k.signature.launch
+                runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv))
+            except Exception as e:  # noqa: BLE001 - the row says why
+                print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
+                      flush=True)
+            finally:
+                for k2, v in saved.items():
+                    setattr(mod, k2, v)
+                rows_cluster.MEASURED.clear()
+                rows_cluster.MEASURED.update(today[0])
+                rows_bulk.CHOSEN[:] = today[1]
+        copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
+        times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
+        for _ in range(2):  # in turns: the copy, then each setting
+            for i in times:
+                fn = copy_call if i < 0 else runs[i][1]
+                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+        copy_gbs = nbytes / (sum(times[-1]) / 2) / 1e3
+        for i, (name, _, info, launch, err, inv) in enumerate(runs):
+            gbs = nbytes / (sum(times[i]) / 2) / 1e3
+            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {info} | "
+                  f"{launch} | {err:.1e} | {inv} |", flush=True)
+        del x, y, y5, ref, runs
+        torch.cuda.empty_cache()
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
-    ap.add_argument("--set", default="variants", choices=("variants", "pipeline"))
-    ap.add_argument("--kinds", help="--set pipeline: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline: these N only (comma-separated)")
+    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long"))
+    ap.add_argument("--kinds", help="--set pipeline, long: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline, long: these N only (comma-separated)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "pipeline":
         args.budget_s = 85.0 if args.budget_s is None else args.budget_s
         return pipeline(args)
+    if args.set == "long":
+        args.budget_s = 150.0 if args.budget_s is None else args.budget_s
+        return long_rows(args)
     args.budget_s = 150.0 if args.budget_s is None else args.budget_s
     import torch
 

@@ -408,9 +408,11 @@ def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool) 
     else:
         count = float(len(flat))  # (every thread holds whole vectors: the slices are exact)
         centre = e.div(AT, e.fold(ReduceKind.SUM, F32, flat), e.const(count, f32))
-        devs = [f32_sub(e, v, centre) for v in flat]
-        m2 = e.fold(ReduceKind.SUM, F32, [f32_mul(e, d, d) for d in devs])
-        st = reduce_state(e, Moments(), [e.const(count, f32), centre, m2, e.fold(ReduceKind.SUM, F32, devs)], r.tid,
+        m2 = s1 = e.const(0.0, f32)
+        for v in flat:  # (each deviation used at once: not all of them live with the values)
+            d = f32_sub(e, v, centre)
+            m2, s1 = e.fma(AT, d, d, m2), f32_add(e, s1, d)
+        st = reduce_state(e, Moments(), [e.const(count, f32), centre, m2, s1], r.tid,
                           p.block, p.group, p.cluster, r.parity, "row_moments", r.exchange, r.rank)
         nf = e.const(float(p.n), f32)
         shift = e.div(AT, st[3], nf)  # the row's mean less the centre: mean = C + s1 / n, var = (m2 - s1^2 / n) / n
