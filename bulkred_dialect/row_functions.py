@@ -487,13 +487,31 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+def _grad_enabled() -> bool:
+    """``torch.is_grad_enabled`` (this name is rebound to it once a call has seen torch)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_grad_enabled()
+
+
 _TENSOR: Any = ()
-"""``torch.Tensor`` once a call has seen torch (the keys' test of a tensor argument)."""
+"""``torch.Tensor`` once a call has seen torch (the general key's test of a tensor argument)."""
+
+
+def _seen_torch() -> None:
+    """Once torch is loaded: its operators registered (for torch.compile's later traces,
+    bulkred imported before torch) and the names above rebound to torch's own functions."""
+    global _TENSOR, _compiling, _grad_enabled
+    torch = sys.modules.get("torch")
+    if _TENSOR == () and torch is not None:
+        _register()
+        _TENSOR = torch.Tensor
+        _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
 
 
 def _part(a: Any) -> Any:
-    """One argument's part of the key: a tensor's class, shape, dtype, device, strides and
-    requires_grad; a list as a tuple; any other value with its type (None as itself)."""
+    """One argument's part of the general key: a tensor's class, shape, dtype, device,
+    strides and requires_grad; a list as a tuple; any other value with its type (None as
+    itself)."""
     if a is None:
         return None
     if isinstance(a, _TENSOR):
@@ -510,30 +528,30 @@ def _ops() -> Any:
 
 
 def _call(row: RowFunction, args: tuple) -> Any:
-    """The public function of ``row`` on its arguments ``args`` (in its signature's order):
-    the key's launcher, else :func:`_first`."""
+    """The public function of ``row`` on its arguments ``args`` (in its signature's order)
+    where its own key could not be made (x not a tensor, an argument without a tensor's
+    attributes or not hashable: the general key, :func:`_key`) or torch.compile traces
+    (the operator)."""
     if _compiling():
         op_args, finish = FRONTS[row.kind](row, *args)
         out = getattr(_ops(), row.name)(*op_args)
         return finish(out if isinstance(out, tuple | list) else (out,))
-    x = args[0]
-    try:  # _key's, written out (a call's cost)
-        key = (row.name, _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
-               *map(_part, args[1:]))
-        hit = CALLS.get(key)
-    except (TypeError, AttributeError):  # an unhashable argument, x not a tensor: every check says what it is
-        key = hit = None
+    _seen_torch()
+    key = _key(row, args)
+    hit = None if key is None else CALLS.get(key)
     if hit is not None:
         return hit(args)
     return _first(row, args, key)
 
 
 def _key(row: RowFunction, args: tuple) -> tuple | None:
-    """The call's key (the module's docstring): the row, whether grad is enabled, x's part
-    (x is a tensor, :func:`_part`'s fields) and the other arguments' parts."""
+    """The general key of a call (the module's docstring): ``(row.name,)`` (not a public
+    function's own key, which starts with the name itself), whether grad is enabled, x's
+    part (x is a tensor, :func:`_part`'s fields) and the other arguments' parts; None
+    where it cannot be made (every check then says why)."""
     x = args[0]
     try:
-        key = (row.name, _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+        key = ((row.name,), _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
                *map(_part, args[1:]))
         hash(key)
     except (TypeError, AttributeError):
@@ -541,27 +559,16 @@ def _key(row: RowFunction, args: tuple) -> tuple | None:
     return key
 
 
-def _grad_enabled() -> bool:
-    """``torch.is_grad_enabled`` (this name is rebound to it once a call has seen torch)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.is_grad_enabled()
-
-
 def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     """A call whose key was not seen: every check, the kernel (compiled on a miss), the
     launcher kept under the key, the launch."""
-    global _TENSOR, _compiling, _grad_enabled
     front = FRONTS[row.kind]
     op_args, finish = front(row, *args)
     names = row.op_arguments()
     a = dict(zip(names, op_args))
     p = plan(row, a)
     torch = sys.modules["torch"]
-    if _TENSOR == ():  # the key was made before torch was seen: make it again
-        _register()  # the operators, for torch.compile's later traces (bulkred imported before torch)
-        _TENSOR = torch.Tensor
-        _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
-        key = _key(row, args)
+    _seen_torch()
     if row.grad is not None and torch.is_grad_enabled() and any(
             isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
         _register()
@@ -780,32 +787,110 @@ def forget() -> None:
 # region The functions: their signatures and docs are their rows' (functions.NORM_ROWS)
 
 
+# Each function's key (the module's docstring), written out in it: a call whose key was
+# seen runs its launcher after one look-up, in no other frame (x's part, then the others':
+# a tensor's as x's, an option's class before its value, so that values of another type
+# never compare); one that cannot be made (x not a tensor, an argument without a tensor's
+# attributes or not hashable) takes _call's general key.
+
+
 def softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = None) -> Any:
-    return _call(_SOFTMAX, (x, dim, dtype, variant))
+    args = (x, dim, dtype, variant)
+    if _compiling():
+        return _call(_SOFTMAX, args)
+    try:
+        key = ("softmax", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               dim.__class__, dim, dtype.__class__, dtype, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_SOFTMAX, args)
+    return _first(_SOFTMAX, args, key) if hit is None else hit(args)
 
 
 def log_softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = None) -> Any:
-    return _call(_LOG_SOFTMAX, (x, dim, dtype, variant))
+    args = (x, dim, dtype, variant)
+    if _compiling():
+        return _call(_LOG_SOFTMAX, args)
+    try:
+        key = ("log_softmax", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               dim.__class__, dim, dtype.__class__, dtype, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_LOG_SOFTMAX, args)
+    return _first(_LOG_SOFTMAX, args, key) if hit is None else hit(args)
 
 
 def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None, *,
              variant: str | None = None) -> Any:
-    return _call(_RMS_NORM, (x, normalized_shape, weight, eps, variant))
+    args = (x, normalized_shape, weight, eps, variant)
+    if _compiling():
+        return _call(_RMS_NORM, args)
+    try:
+        key = ("rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               normalized_shape.__class__, normalized_shape,
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
+                                            weight.stride(), weight.requires_grad),
+               eps.__class__, eps, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_RMS_NORM, args)
+    return _first(_RMS_NORM, args, key) if hit is None else hit(args)
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5, *,
                variant: str | None = None) -> Any:
-    return _call(_LAYER_NORM, (x, normalized_shape, weight, bias, eps, variant))
+    args = (x, normalized_shape, weight, bias, eps, variant)
+    if _compiling():
+        return _call(_LAYER_NORM, args)
+    try:
+        key = ("layer_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               normalized_shape.__class__, normalized_shape,
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
+                                            weight.stride(), weight.requires_grad),
+               None if bias is None else (bias.__class__, bias.shape, bias.dtype, bias.device, bias.stride(),
+                                          bias.requires_grad),
+               eps.__class__, eps, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_LAYER_NORM, args)
+    return _first(_LAYER_NORM, args, key) if hit is None else hit(args)
 
 
 def add_rms_norm(x: Any, residual: Any, weight: Any = None, eps: float | None = None, *,
                  variant: str | None = None) -> Any:
-    return _call(_ADD_RMS_NORM, (x, residual, weight, eps, variant))
+    args = (x, residual, weight, eps, variant)
+    if _compiling():
+        return _call(_ADD_RMS_NORM, args)
+    try:
+        key = ("add_rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+               residual.__class__, residual.shape, residual.dtype, residual.device, residual.stride(),
+               residual.requires_grad,
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
+                                            weight.stride(), weight.requires_grad),
+               eps.__class__, eps, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_ADD_RMS_NORM, args)
+    return _first(_ADD_RMS_NORM, args, key) if hit is None else hit(args)
 
 
 def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0, *, variant: str | None = None) -> Any:
-    return _call(_CROSS_ENTROPY, (input, target, weight, ignore_index, reduction, label_smoothing, variant))
+    args = (input, target, weight, ignore_index, reduction, label_smoothing, variant)
+    if _compiling():
+        return _call(_CROSS_ENTROPY, args)
+    x = input
+    try:
+        key = ("cross_entropy", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(),
+               x.requires_grad, target.__class__, target.shape, target.dtype, target.device, target.stride(),
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
+                                            weight.stride(), weight.requires_grad),
+               ignore_index.__class__, ignore_index, reduction.__class__, reduction, label_smoothing.__class__,
+               label_smoothing, variant)
+        hit = CALLS.get(key)
+    except (TypeError, AttributeError):
+        return _call(_CROSS_ENTROPY, args)
+    return _first(_CROSS_ENTROPY, args, key) if hit is None else hit(args)
 
 
 _SOFTMAX, _LOG_SOFTMAX, _RMS_NORM, _LAYER_NORM, _ADD_RMS_NORM, _CROSS_ENTROPY = (
