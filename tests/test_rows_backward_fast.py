@@ -14,7 +14,8 @@ import test_rows
 from test_rows import to_bits, values
 from test_rows_backward_bulk import _config, run_norm, small  # noqa: F401 - the small settings (autouse)
 
-from bulkred_dialect.passes.variants import rows_bulk_backward
+from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
+from bulkred_dialect.passes.variants import rows_bulk_backward, rows_common
 from bulkred_dialect.row_kernels import module
 
 VARIANT = "rows_bulk_backward"
@@ -41,9 +42,14 @@ CASES = [  # (kind, N, dtype, weight's type, dbias, CTAs a cluster, vectors a th
 ]
 
 
-@pytest.mark.parametrize("slots", [2, 3, 4])
-@pytest.mark.parametrize("kind,n,dtype,affine,db,c,per", CASES, ids=[f"{k[0]}-{k[1]}-{k[2]}" for k in CASES])
-def test_norm_grad_in_registers(kind, n, dtype, affine, db, c, per, slots, monkeypatch) -> None:
+RINGS = [(CASES[0], 2), (CASES[0], 6), (CASES[1], 3), (CASES[1], 4), (CASES[2], 4)]
+
+
+@pytest.mark.parametrize("case,slots", RINGS, ids=[f"{c[0]}-{c[1]}-{c[2]}-{q}" for c, q in RINGS])
+def test_norm_grad_in_registers(case, slots, monkeypatch) -> None:
+    """One unit over 7 rows: dx, dweight (and dbias) bit for bit the default's with the
+    same ring, and against float64."""
+    kind, n, dtype, affine, db, c, per = case
     rng = np.random.default_rng(n + slots)
     xbits = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
     dybits = to_bits(rng.standard_normal((7, n)), dtype)
@@ -97,3 +103,19 @@ def test_default_off() -> None:
     """Off by default: dy's slices in the ring (two tensors a row)."""
     assert rows_bulk_backward.GRAD_REGISTERS is False
     assert _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32").tensors == 2
+
+
+def test_ctas_per_sm(monkeypatch) -> None:
+    """CTAS_PER_SM caps the CTAs a multiprocessor takes (the kernel's ``.minnctapersm``),
+    which shared memory alone would set higher (64 CTAs of one warp here)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 4)
+
+    def min_ctas() -> int:
+        built = test_rows.lowered(module("rms_norm_backward", None, 512, "float32", weight="float32",
+                                         dweight="float32", variant=VARIANT), VARIANT)
+        kernel = next(o for o in built.walk() if o.name == "func.func")
+        return kernel.attributes[MIN_CTAS_ATTR].value.data
+
+    assert min_ctas() == 2048 // 32
+    monkeypatch.setattr(rows_bulk_backward, "CTAS_PER_SM", 2)
+    assert min_ctas() == 2

@@ -99,17 +99,27 @@ BULK_SOFTMAX_CANDIDATES = {  # (softmax's and log_softmax's: no weight, few regi
 
 GRAD = {**BULK_ON, f"{BULK}.GRAD_REGISTERS": True}  # dy in registers, x's (y's) slices alone in the ring
 GRAD_ROW = ("rows_bulk_backward, dy in registers", "rows_bulk_backward", GRAD)
+TWO = {**BULK_ON, f"{BULK}.CTAS_PER_SM": 2}  # 2 CTAs of 512 a multiprocessor (shared memory would allow 4: 32 registers)
 FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by default) beside the default (at 65536
     # also rows_bulk_backward as it is, not chosen there for bfloat16 and log_softmax). Its ring: SLOTS (4, or 3 where
     # 4 do not fit: float32 262144's 64 KiB slices), the next 3 (2) rows' x ahead; 2 slots, one row's x and the
     # weight's slice beside (float32 262144 only: bfloat16's would take 2 CTAs a multiprocessor, 64 registers);
-    # 6 slots, five rows' x (the weight from L2; float32 262144's: 3, as the default)
+    # 6 slots, five rows' x (the weight from L2; float32 262144's: 3, as the default). 16384: one CTA (two for
+    # float32) a row, a multiprocessor's one CTA with the next row (rows) in flight where rows_cluster's registers
+    # hold a row's; 4096: one CTA a row, 2 a multiprocessor (CTAS_PER_SM)
     65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW,
             ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
+    16384: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW],
+    4096: [("default", None, {}), ("rows_bulk_backward, 2 CTAs", "rows_bulk_backward", TWO),
+           ("rows_bulk_backward, 2 CTAs, 6 slots", "rows_bulk_backward", {**TWO, f"{BULK}.SLOTS": 6}),
+           ("rows_bulk_backward, dy in registers, 2 CTAs", "rows_bulk_backward", {**GRAD, **TWO}),
+           ("rows_bulk_backward, dy in registers, 2 CTAs, 6 slots", "rows_bulk_backward",
+            {**GRAD, **TWO, f"{BULK}.SLOTS": 6})],
     262144: [("default", None, {}), GRAD_ROW,
              ("rows_bulk_backward, dy in registers, 2 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 2}),
              ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
 }
+FAST_SOFTMAX_CANDIDATES = {n: FAST_CANDIDATES[n] for n in (65536, 262144)}  # (at 16384 and below: 0.94 to 1.00)
 ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
         ("rows_bulk_backward, dy in registers, 6 slots", 262144): "bfloat16"}
 """Candidates timed for one element type only (at that N): the others' are the default's
@@ -188,7 +198,15 @@ def tables(which: str, rows_common) -> dict:
 
 def softmax_table(which: str) -> dict | None:
     """softmax's and log_softmax's candidates of ``--set which`` (None: SOFTMAX_CANDIDATES)."""
-    return {"bulk": BULK_SOFTMAX_CANDIDATES, "fast": FAST_CANDIDATES}.get(which)
+    return {"bulk": BULK_SOFTMAX_CANDIDATES, "fast": FAST_SOFTMAX_CANDIDATES}.get(which)
+
+
+def cells(args) -> list[tuple[str, int]]:
+    """(element type, N) in the order measured: ``--cells`` (``float32:262144,...``), else
+    each of ``--dtypes`` with each of ``--ns``."""
+    if args.cells:
+        return [(c.split(":")[0], int(c.split(":")[1])) for c in args.cells.split(",")]
+    return [(d, int(n)) for d in args.dtypes.split(",") for n in args.ns.split(",")]
 
 
 def dry_run(args) -> int:
@@ -203,26 +221,26 @@ def dry_run(args) -> int:
     print("| kind | dtype | N | candidate | registers | PTX lines |")
     print("| --- | --- | ---: | --- | ---: | --- |")
     failed = 0
-    for dtype in args.dtypes.split(","):
-        for n in map(int, args.ns.split(",")):
-            for kind in args.kinds.split(","):
-                norm = kind in ("rms_norm_backward", "layer_norm_backward")
-                rows = (table if norm else (softmax_table(args.set) or SOFTMAX_CANDIDATES)).get(n, [("default", None, {})])
-                layer = kind == "layer_norm_backward"
-                kw = {"weight": dtype, "dweight": dtype, "dbias": dtype if layer else None} if norm else {}
-                for label, variant, patches in rows:
-                    if not applies(label, n, dtype):
-                        continue
-                    try:
-                        with patched(patches):
-                            ptx = compile_tile_module(module(kind, None, n, dtype, variant=variant, **kw),
-                                                      "sm_90a").kernel("rows").module.ptx
-                        regs = registers_used(ptx, "sm_90a")
-                    except Exception as e:  # noqa: BLE001 - a candidate that does not apply: say why
-                        print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} |")
-                        failed += variant is not None and "measured" not in str(e)
-                        continue
-                    print(f"| {kind} | {dtype} | {n} | {label} | {regs} | {ptx.count(chr(10))} |", flush=True)
+    for dtype, n in cells(args):
+        for kind in args.kinds.split(","):
+            norm = kind in ("rms_norm_backward", "layer_norm_backward")
+            rows = table.get(n, [("default", None, {})]) if norm else \
+                (softmax_table(args.set) or SOFTMAX_CANDIDATES).get(n, [])
+            layer = kind == "layer_norm_backward"
+            kw = {"weight": dtype, "dweight": dtype, "dbias": dtype if layer else None} if norm else {}
+            for label, variant, patches in rows:
+                if not applies(label, n, dtype):
+                    continue
+                try:
+                    with patched(patches):
+                        ptx = compile_tile_module(module(kind, None, n, dtype, variant=variant, **kw),
+                                                  "sm_90a").kernel("rows").module.ptx
+                    regs = registers_used(ptx, "sm_90a")
+                except Exception as e:  # noqa: BLE001 - a candidate that does not apply: say why
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} |")
+                    failed += variant is not None and "measured" not in str(e)
+                    continue
+                print(f"| {kind} | {dtype} | {n} | {label} | {regs} | {ptx.count(chr(10))} |", flush=True)
     return 1 if failed else 0
 
 
@@ -237,6 +255,7 @@ def main() -> int:
                          "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
                          "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
                          "rows_bulk_backward with dy in registers (FAST_CANDIDATES)")
+    ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: build each kernel the run would time for sm_90a and assemble it")
@@ -256,78 +275,77 @@ def main() -> int:
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     print("| kind | dtype | N | variant | GB/s | vs copy | check |")
     print("| --- | --- | ---: | --- | ---: | ---: | --- |")
-    for dtype in args.dtypes.split(","):
+    for dtype, n in cells(args):
         dt = getattr(torch, dtype)
-        for n in map(int, args.ns.split(",")):
-            m = (1 << 28) // n
-            g = torch.Generator(device="cuda").manual_seed(n)
-            x = torch.randn(m, n, device="cuda", generator=g).to(dt)
-            dy = torch.randn(m, n, device="cuda", generator=g).to(dt)
-            w = torch.randn(n, device="cuda", generator=g).to(dt)
-            y = torch.empty_like(x)
-            copy = 2 * m * n * x.element_size() / gpu_ms(torch, lambda: torch.mul(x, 1.0, out=y), args.calls) / 1e6
-            moved = 3 * m * n * x.element_size()
-            print(f"| copy | {dtype} | {n} | | {copy:,.0f} | 1.00 | |")
-            for kind in args.kinds.split(","):
-                if args.budget_s and time.time() - t0 > args.budget_s:
-                    print(f"| {kind} | {dtype} | {n} | skipped: budget | | | |", flush=True)
+        m = (1 << 28) // n
+        g = torch.Generator(device="cuda").manual_seed(n)
+        x = torch.randn(m, n, device="cuda", generator=g).to(dt)
+        dy = torch.randn(m, n, device="cuda", generator=g).to(dt)
+        w = torch.randn(n, device="cuda", generator=g).to(dt)
+        y = torch.empty_like(x)
+        copy = 2 * m * n * x.element_size() / gpu_ms(torch, lambda: torch.mul(x, 1.0, out=y), args.calls) / 1e6
+        moved = 3 * m * n * x.element_size()
+        print(f"| copy | {dtype} | {n} | | {copy:,.0f} | 1.00 | |")
+        for kind in args.kinds.split(","):
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print(f"| {kind} | {dtype} | {n} | skipped: budget | | | |", flush=True)
+                continue
+            if kind in ("softmax_backward", "log_softmax_backward"):
+                softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for,
+                             softmax_table(args.set))
+                continue
+            layer = kind == "layer_norm_backward"
+            xd = x.double()
+            mean = xd.mean(-1) if layer else None
+            xc = xd - mean[:, None] if layer else xd
+            rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
+            mean = mean.float() if layer else None
+            xh = xc * rstd.double()[:, None]
+            want = [(dy.double() * xh).sum(0)] + ([dy.double().sum(0)] if layer else [])  # dweight, dbias
+            del xh
+            first = None  # the first candidate's dx, dweight, dbias (the default): the others' bits against them
+            for label, variant, patches in table.get(n, [("default", None, {})]):
+                if not applies(label, n, dtype):
                     continue
-                if kind in ("softmax_backward", "log_softmax_backward"):
-                    softmax_rows(torch, kind, dtype, n, x, dy, copy, moved, args.calls, row_kernels, kernel_for,
-                                 softmax_table(args.set))
+                try:
+                    with patched(patches):
+                        row_kernels._KERNELS.clear()
+                        k = kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
+                                       dbias=dtype if layer else None, variant=variant)
+                except Exception as e:  # noqa: BLE001 - a variant that does not apply: say why
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | | {str(e).splitlines()[0][-90:]} |")
                     continue
-                layer = kind == "layer_norm_backward"
-                xd = x.double()
-                mean = xd.mean(-1) if layer else None
-                xc = xd - mean[:, None] if layer else xd
-                rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
-                mean = mean.float() if layer else None
-                xh = xc * rstd.double()[:, None]
-                want = [(dy.double() * xh).sum(0)] + ([dy.double().sum(0)] if layer else [])  # dweight, dbias
-                del xh
-                first = None  # the first candidate's dx, dweight, dbias (the default): the others' bits against them
-                for label, variant, patches in table.get(n, [("default", None, {})]):
-                    if not applies(label, n, dtype):
-                        continue
-                    try:
-                        with patched(patches):
-                            row_kernels._KERNELS.clear()
-                            k = kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
-                                           dbias=dtype if layer else None, variant=variant)
-                    except Exception as e:  # noqa: BLE001 - a variant that does not apply: say why
-                        print(f"| {kind} | {dtype} | {n} | {label} | n/a | | {str(e).splitlines()[0][-90:]} |")
-                        continue
-                    dx = torch.empty_like(x)
-                    dw = torch.empty(n, device="cuda", dtype=dt)
-                    db = torch.empty(n, device="cuda", dtype=dt) if layer else None
-                    call_args = [x, dx, dy, w] + ([mean] if layer else []) + [rstd, dw] + ([db] if layer else [])
-                    try:
-                        k(*call_args)
-                        torch.cuda.synchronize()
-                        dw0 = dw.clone()
-                        k(*call_args)
-                        same = torch.equal(dw0, dw)
-                        xr, wr = x[:256].double().requires_grad_(), w.double().requires_grad_()
-                        out = F.rms_norm(xr, (n,), wr, 1e-5) if not layer else F.layer_norm(xr, (n,), wr, None, 1e-5)
-                        out.backward(dy[:256].double())
-                        err = (dx[:256].double() - xr.grad).abs().max().item() / max(1.0, xr.grad.abs().max().item())
-                        ok = ("ok" if err < (5e-5 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}") + \
-                            ("" if same else ", dw bits differ")
-                        for name, got, ref in zip(("dw", "db"), [dw] + ([db] if layer else []), want):
-                            e = ((got.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
-                            ok += f", {name} err {e:.1e}" if e > (1e-4 if dtype == "float32" else 2**-7) else ""
-                        outs = [dx, dw] + ([db] if layer else [])
-                        if first is None:
-                            first = [t.clone() for t in outs]
-                        else:
-                            ok += ", bits = first's" if all(torch.equal(a, b) for a, b in zip(outs, first)) else \
-                                ", bits != first's"
-                        ms = gpu_ms(torch, lambda: k(*call_args), args.calls)
-                    except Exception as e:  # noqa: BLE001 - a failed launch: the row says so
-                        print(f"| {kind} | {dtype} | {n} | {label} | failed | | {str(e).splitlines()[0][-90:]} |")
-                        continue
-                    gbs = moved / ms / 1e6
-                    print(f"| {kind} | {dtype} | {n} | {label} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
+                dx = torch.empty_like(x)
+                dw = torch.empty(n, device="cuda", dtype=dt)
+                db = torch.empty(n, device="cuda", dtype=dt) if layer else None
+                call_args = [x, dx, dy, w] + ([mean] if layer else []) + [rstd, dw] + ([db] if layer else [])
+                try:
+                    k(*call_args)
+                    torch.cuda.synchronize()
+                    dw0 = dw.clone()
+                    k(*call_args)
+                    same = torch.equal(dw0, dw)
+                    xr, wr = x[:256].double().requires_grad_(), w.double().requires_grad_()
+                    out = F.rms_norm(xr, (n,), wr, 1e-5) if not layer else F.layer_norm(xr, (n,), wr, None, 1e-5)
+                    out.backward(dy[:256].double())
+                    err = (dx[:256].double() - xr.grad).abs().max().item() / max(1.0, xr.grad.abs().max().item())
+                    ok = ("ok" if err < (5e-5 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}") + \
+                        ("" if same else ", dw bits differ")
+                    for name, got, ref in zip(("dw", "db"), [dw] + ([db] if layer else []), want):
+                        e = ((got.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+                        ok += f", {name} err {e:.1e}" if e > (1e-4 if dtype == "float32" else 2**-7) else ""
+                    outs = [dx, dw] + ([db] if layer else [])
+                    if first is None:
+                        first = [t.clone() for t in outs]
+                    else:
+                        ok += ", bits = first's" if all(torch.equal(a, b) for a, b in zip(outs, first)) else \
+                            ", bits != first's"
+                    ms = gpu_ms(torch, lambda: k(*call_args), args.calls)
+                except Exception as e:  # noqa: BLE001 - a failed launch: the row says so
+                    print(f"| {kind} | {dtype} | {n} | {label} | failed | | {str(e).splitlines()[0][-90:]} |")
+                    continue
+                gbs = moved / ms / 1e6
+                print(f"| {kind} | {dtype} | {n} | {label} | {gbs:,.0f} | {gbs / copy:.2f} | {ok} |", flush=True)
     return 0
 
 

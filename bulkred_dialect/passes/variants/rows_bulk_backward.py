@@ -141,6 +141,12 @@ row is computed, where the default's 3 hold this row's x and dy and the next row
 only) and the shared-memory reads of a row halve; the thread's ``P x V`` values of dy
 take as many registers. The same sums in the same order: the bits of the default. Off:
 not yet measured on an H200 (tools/probes/rows_backward.py ``--set fast``)."""
+CTAS_PER_SM: int | None = None
+"""The most CTAs a multiprocessor takes at once (the persistent grid's units, and the
+kernel's ``.minnctapersm``); None: as many as shared memory and 2048 threads allow, which
+at short rows (bfloat16 4096: 4 CTAs of 512 threads, 32 registers a thread) makes ptxas
+spill (tools/probes/rows_backward.py ``--set fast --dry-run``). A function of N and the
+element type only."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
@@ -299,7 +305,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
-    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes))
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes, CTAS_PER_SM or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
     if c in CLUSTERS:
