@@ -22,12 +22,25 @@ import torch
 
 
 def _restore(t: torch.Tensor, dims: tuple[int, ...], keepdims: bool, ndim: int) -> torch.Tensor:
-    """``t`` with the reduced axes back as 1s (a result of keepdims=False), ready to broadcast."""
+    """``t`` (a result of keepdims=False) ready to broadcast against x: the reduced axes
+    back as 1s where broadcasting needs them, after x's first kept axis. Leading reduced
+    axes are left out (broadcasting adds them): a whole reduction's 0-d result and a
+    column reduction's (axis 0) are used as they are, no operation per tensor."""
     if keepdims or ndim == 0:
         return t
-    for d in dims:
-        t = t.unsqueeze(d)
+    lead = 0
+    while lead < len(dims) and dims[lead] == lead:
+        lead += 1
+    for d in dims[lead:]:
+        t = t.unsqueeze(d - lead)
     return t
+
+
+def _private() -> bool:
+    """Whether a backward's temporaries may be written in place: a backward that records
+    no graph (``create_graph=False``, grad mode off) owns the tensors it makes; one that
+    records a graph keeps them out of place, for the backward of the backward."""
+    return not torch.is_grad_enabled()
 
 
 def _count(x: torch.Tensor, dims: tuple[int, ...]) -> int:
@@ -84,11 +97,12 @@ def _prod(x, results, grads, dims, keepdims, options):
     return out.to(x.dtype)
 
 
-def _var_grad(x, g, dims, keepdims, correction, results=()):
+def _var_grad(x, g, dims, keepdims, correction, results=(), scaled=False):
     """torch's var_backward: (2 / (N - correction)) * grad * (x - mean); ``correction``
     None is torch's default, 1. The mean is ``results[1]`` where the forward gave it (the
     var_mean kernel's aux output: the eager route of var and std saves it, as var_mean's
-    and std_mean's results hold it), else x's, reduced here."""
+    and std_mean's results hold it), else x's, reduced here. ``scaled``: ``g`` holds the
+    scale already (std's)."""
     correction = 1 if correction is None else correction
     n = _count(x, dims)
     g = _restore(g, dims, keepdims, x.dim())
@@ -102,7 +116,13 @@ def _var_grad(x, g, dims, keepdims, correction, results=()):
     else:
         mean = x.mean(dim=dims, keepdim=True)
     scale = 2.0 / (n - correction) if n != correction else math.inf  # C's 2.0 / 0.0, as torch
-    return (x - mean) * (scale * g)  # the scale on the result-sized tensor: one pass over x fewer
+    return _times(x - mean, g if scaled else scale * g)  # the scale on the result-sized tensor: one pass over x fewer
+
+
+def _times(d: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """``d * s``, in place into ``d`` where d is the backward's own temporary of the
+    product's dtype (:func:`_private`): no second tensor of x's size."""
+    return d.mul_(s) if d.dtype == s.dtype and _private() else d * s
 
 
 def _var(x, results, grads, dims, keepdims, options):
@@ -110,10 +130,19 @@ def _var(x, results, grads, dims, keepdims, options):
 
 
 def _std(x, results, grads, dims, keepdims, options):
-    """torch's std_backward: var_backward of grad / (2 std), 0 where std is 0."""
+    """torch's std_backward: var_backward of grad / (2 std), 0 where std is 0; the 2 of
+    the 2 std and var_backward's 2 / (N - correction) folded into one scale of
+    ``grad / std`` (two operations on the result-sized tensors before x's, not four)."""
     std = results[0]
-    g = (grads[0] / (2 * std)).masked_fill(std == 0, 0)
-    return _as(_var_grad(x, g, dims, keepdims, options["correction"], results), x)
+    correction = 1 if options["correction"] is None else options["correction"]
+    n = _count(x, dims)
+    scale = 1.0 / (n - correction) if n != correction else math.inf  # (2 / (N - c)) / 2
+    g = grads[0] / std
+    if _private():
+        g.mul_(scale).masked_fill_(std == 0, 0)
+    else:
+        g = (g * scale).masked_fill(std == 0, 0)
+    return _as(_var_grad(x, g, dims, keepdims, correction, results, scaled=True), x)
 
 
 def _as(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -181,7 +210,8 @@ def _vector_norm(x, results, grads, dims, keepdims, options):
         # torch's grad * (x / norm).masked_fill(norm == 0, 0), with the division and the mask
         # on the result-sized tensors: one pass over x instead of three (the same values: a
         # zero norm's x is 0, an inf or NaN norm gives NaN where torch's does)
-        return _as(x * (g / norm).masked_fill(norm == 0, 0), x)
+        s = g / norm
+        return _as(x * (s.masked_fill_(norm == 0, 0) if _private() else s.masked_fill(norm == 0, 0)), x)
     if math.isinf(p):
         a = x.abs()
         if x.is_complex():  # the kernel's |z| (sqrt of re^2 + im^2) and torch's (hypot) may differ in the last bit
@@ -230,6 +260,9 @@ def _logsumexp(x, results, grads, dims, keepdims, options):
     (softmax's conjugate: torch's convention for a holomorphic function)."""
     g = _restore(grads[0], dims, keepdims, x.dim())
     r = _restore(results[0], dims, keepdims, x.dim())
+    if _private() and not x.is_complex():  # the backward's own temporary, in place: one tensor of x's size, not three
+        e = torch.sub(x, r).exp_()
+        return _as(e.mul_(g) if e.dtype == g.dtype else e * g, x)
     e = (x - r).exp()
     return _as(g * (e.conj() if e.is_complex() else e), x)
 

@@ -188,3 +188,58 @@ def test_prod_with_nan_and_var_with_no_degrees_of_freedom_as_torch(host_kernels)
         getattr(bulkred, fn)(a, axis=0, correction=1).backward()
         getattr(torch, fn)(b, dim=0, correction=1).backward()
         torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
+
+
+BACKWARD_OPS = {  # row's call -> the most torch operations its backward may dispatch (the saved tensors' detach included)
+    "amax": (lambda m, t: m.amax(t, **{"axis" if m is bulkred else "dim": -1}), 8),
+    "var": (lambda m, t: m.var(t, **{"axis" if m is bulkred else "dim": -1}, correction=1), 7),
+    "std": (lambda m, t: m.std(t, **{"axis" if m is bulkred else "dim": -1}, correction=1), 10),
+    "logsumexp": (lambda m, t: m.logsumexp(t, **{"axis" if m is bulkred else "dim": -1}), 7),
+    "vector_norm": (lambda m, t: (m if m is bulkred else m.linalg).vector_norm(t, **{"axis" if m is bulkred else "dim": -1}), 8),
+    "amax, whole": (lambda m, t: m.amax(t), 6),
+    "var, axis 0": (lambda m, t: m.var(t, **{"axis" if m is bulkred else "dim": 0}, correction=1), 5),
+}
+"""The backward's torch operations (each launches a kernel or makes a view), pinned: one
+more fails the test below; the kernels among them no more than torch's backward's. Fewer than torch's own backward for var and std (the mean is
+the forward's, the scales folded), as many for the others."""
+
+
+def _backward_ops(y, w) -> list[str]:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Ops() as ops:
+        y.backward(w)
+    return ops.names
+
+
+@pytest.mark.parametrize("case", list(BACKWARD_OPS))
+def test_backward_operations_are_counted(host_kernels, case):
+    """Each backward of the autograd route (the rows the per-call benchmark times:
+    f(x).backward(w)) dispatches at most its pinned count of torch operations and no more
+    than torch's own backward, copies nothing (no clone, contiguous or copy_), and gives
+    torch's gradient."""
+    f, most = BACKWARD_OPS[case]
+    base = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    counts, got = [], []
+    for m in (bulkred, torch):
+        x = base.clone().requires_grad_(True)
+        y = f(m, x)
+        w = torch.randn(y.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+        counts.append(_backward_ops(y, w))
+        got.append(x.grad)
+    ours, theirs = counts
+    assert len(ours) <= most, f"{case}: {len(ours)} operations, pinned {most}: {ours}"
+    views = {"detach", "unsqueeze", "view", "expand", "squeeze", "alias"}  # no kernel
+    kernels = [[o for o in ops if o not in views] for ops in counts]
+    assert len(kernels[0]) <= len(kernels[1]), f"{case}: {ours} against torch's {theirs}"
+    assert not {"clone", "contiguous", "copy_", "new_empty_strided"} & set(ours), ours
+    torch.testing.assert_close(got[0], got[1])
