@@ -510,14 +510,14 @@ def _seen_torch() -> None:
 
 def _part(a: Any) -> Any:
     """One argument's part of the general key: a tensor's class, shape, dtype, device,
-    strides and requires_grad; a list as a tuple; any other value with its type (None as
-    itself)."""
+    strides and requires_grad; a list or a tuple as its class and its items' parts; any
+    other value with its type (None as itself)."""
     if a is None:
         return None
     if isinstance(a, _TENSOR):
         return (a.__class__, a.shape, a.dtype, a.device, a.stride(), a.requires_grad)
-    if a.__class__ is list:
-        return (list, *a, *map(type, a))
+    if a.__class__ is list or isinstance(a, tuple):  # the items' parts: their types too, (8.0,) == (8,)
+        return (a.__class__, *map(_part, a))
     return (a, a.__class__)
 
 
@@ -790,8 +790,9 @@ def forget() -> None:
 # Each function's key (the module's docstring), written out in it: a call whose key was
 # seen runs its launcher after one look-up, in no other frame (x's part, then the others':
 # a tensor's as x's, an option's class before its value, so that values of another type
-# never compare); one that cannot be made (x not a tensor, an argument without a tensor's
-# attributes or not hashable) takes _call's general key.
+# never compare, and normalized_shape's items' types: (8.0,) == (8,)); one that cannot be
+# made (x not a tensor, an argument without a tensor's attributes or not hashable, a list)
+# takes _call's general key.
 
 
 def softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = None) -> Any:
@@ -828,6 +829,7 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     try:
         key = ("rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
+               int if normalized_shape.__class__ is int else tuple(map(type, normalized_shape)),
                None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
                                             weight.stride(), weight.requires_grad),
                eps.__class__, eps, variant)
@@ -845,6 +847,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     try:
         key = ("layer_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
+               int if normalized_shape.__class__ is int else tuple(map(type, normalized_shape)),
                None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
                                             weight.stride(), weight.requires_grad),
                None if bias is None else (bias.__class__, bias.shape, bias.dtype, bias.device, bias.stride(),

@@ -701,7 +701,8 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
         _close(bulkred.softmax(y), torch.softmax(y.double(), -1).float())
     t4 = torch.tensor([0, 7, -100, 3])
     for y in (odd, even, odd):  # the kernel's own mean, its [1] result kept [1] on the copy (H200 seed 311132)
-        _close(bulkred.cross_entropy(y, t4, label_smoothing=1.0), F.cross_entropy(y.double(), t4, label_smoothing=1.0).float())
+        _close(bulkred.cross_entropy(y, t4, label_smoothing=1.0),
+               F.cross_entropy(y.double(), t4, label_smoothing=1.0).float())
     assert launched[16:] == [2, 4]  # the aligned calls'
 
 
@@ -770,3 +771,35 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
     _close(u.grad, u64.grad.float(), 1e-4)
     assert {s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"} == {
         None, "mean", "sum"}
+
+
+def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, monkeypatch):
+    """A function's key holds each option's type (normalized_shape's items' too), so that
+    a value equal to a kept call's but refused (True for 1, 8.0 for 8, False for 0.0,
+    -100.0 for -100, a numpy weight for a tensor) still gets its one-line refusal; the
+    second of two equal calls runs the kept launcher (no check), a list normalized_shape
+    (not hashable: the general key) too."""
+    torch = interpreted
+    x, w, t = _randn(torch, 2, 8, seed=95), _randn(torch, 8, seed=96), torch.tensor([1, -100])
+    first = []
+    inner = row_functions._first
+    monkeypatch.setattr(row_functions, "_first", lambda *a: first.append(a[0].name) or inner(*a))
+    cases = [
+        (lambda: bulkred.softmax(x, 1), lambda: bulkred.softmax(x, True), "'dim' must be an int, got True"),
+        (lambda: bulkred.rms_norm(x, 8, w), lambda: bulkred.rms_norm(x, 8.0, w), "'normalized_shape' must be"),
+        (lambda: bulkred.rms_norm(x, (8,), w), lambda: bulkred.rms_norm(x, (8.0,), w), "'normalized_shape' must be"),
+        (lambda: bulkred.layer_norm(x, [8], w), lambda: bulkred.layer_norm(x, [True], w), "'normalized_shape' must be"),
+        (lambda: bulkred.rms_norm(x, 8, w), lambda: bulkred.rms_norm(x, 8, w.numpy()), "expected a torch tensor"),
+        (lambda: bulkred.cross_entropy(x, t, label_smoothing=0.0),
+         lambda: bulkred.cross_entropy(x, t, label_smoothing=False), "'label_smoothing' must be a number in [0, 1]"),
+        (lambda: bulkred.cross_entropy(x, t), lambda: bulkred.cross_entropy(x, t, None, -100.0),
+         "'ignore_index' must be an int"),
+    ]
+    for ok, bad, words in cases:
+        first.clear()
+        ok()
+        ok()
+        assert len(first) <= 1, first  # the second: the kept launcher
+        with pytest.raises(bulkred.ReductionError) as e:
+            bad()
+        assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
