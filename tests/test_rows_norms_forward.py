@@ -3,7 +3,8 @@ tools/probes/rows_forward_norms.py): rows_common.FAST_EXP (softmax, log_softmax 
 cross_entropy's exps as ``ex2.approx.ftz(fma(x, log2e, -m log2e))``), LAYER_NORM_FAST
 (the squared deviations by FFMA, y from the deviations already computed),
 ADD_RMS_CLUSTER_N (add_rms_norm's rows in a cluster's registers), rows_cta.VALUES (fewer
-values a thread, more threads a row) and rows_stream.CTAS_PER_SM. On the CPU interpreter,
+values a thread, more threads a row), rows_cta / rows_warp.MIN_CTAS (``.minnctapersm``) and
+rows_stream.CTAS_PER_SM. On the CPU interpreter,
 with test_rows' narrowed CTAs (its autouse fixture): each against float64 (test_rows'
 tolerances), each visible in the PTX (so that a setting that is not wired fails), the bits
 of a row the same in a batch of 5 and of 2 (batch invariance), and the defaults' PTX
@@ -18,7 +19,7 @@ from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
 
 from bulkred_dialect.compiler import compile_tile_module
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream
+from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream, rows_warp
 from bulkred_dialect.row_kernels import module
 
 F32, BF16 = rows_common.F32.name, rows_common.BF16.name
@@ -84,12 +85,18 @@ def test_layer_norm_fast_large_mean(monkeypatch) -> None:
 
 def test_settings_change_the_ptx_and_are_off_by_default(monkeypatch) -> None:
     """Each setting shows in its kernel's PTX (ex2.approx.ftz; one sub.rn.f32 of x - mean
-    per element instead of two; the CTA's threads; the grid) and not in the default's."""
+    per element instead of two; .minnctapersm; the grid) and not in the default's."""
     assert rows_common.FAST_EXP is None and not rows_common.FAST_EXP_MEASURED
     assert rows_common.LAYER_NORM_FAST is None and not rows_common.LAYER_NORM_FAST_MEASURED
     assert rows_cta.VALUES is None and not rows_cta.VALUES_MEASURED and rows_stream.CTAS_PER_SM is None
     assert not rows_common.ADD_RMS_CLUSTER_N
+    assert rows_cta.MIN_CTAS is None and rows_warp.MIN_CTAS is None and not rows_cta.MIN_CTAS_MEASURED
     base = _ptx("softmax", 256, F32, "rows_warp")
+    monkeypatch.setattr(rows_warp, "MIN_CTAS", 3)
+    assert ".minnctapersm" not in base and ".minnctapersm 3" in _ptx("softmax", 256, F32, "rows_warp")
+    monkeypatch.setattr(rows_warp, "MIN_CTAS", None)
+    monkeypatch.setattr(rows_cta, "MIN_CTAS_MEASURED", {("softmax", F32): ((512, 1024, 2),)})
+    assert ".minnctapersm 2" in _ptx("softmax", 512, F32, "rows_cta")
     monkeypatch.setattr(rows_common, "FAST_EXP", True)
     fast = _ptx("softmax", 256, F32, "rows_warp")
     assert "ex2.approx.ftz.f32" not in base and "ex2.approx.ftz.f32" in fast

@@ -11,6 +11,9 @@ for every M) in each setting (all off by default):
 * ``V ln_fast``: rows_common.LAYER_NORM_FAST (the squared deviations by FFMA chains, y
   from the deviations already computed);
 * ``V, K values``: rows_cta.VALUES = K (at most K float32 values a thread: more threads a row);
+* ``..., min K CTAs/SM``: rows_cta / rows_warp.MIN_CTAS = K (``.minnctapersm``: ptxas keeps the
+  registers low enough for K CTAs a multiprocessor; K twice what the variant's registers hold
+  today, at most 56 registers' worth), with the cell's fast_exp or ln_fast (add_rms_norm: the variant alone);
 * ``rows_cluster``: add_rms_norm in a cluster's registers (rows_common.ADD_RMS_CLUSTER_N),
   ``, 1 CTA/SM``: rows_cluster.CTAS_PER_SM = 1; ``rows_stream, K CTAs/SM``: rows_stream.CTAS_PER_SM;
 * cross_entropy: ``mean in the kernel`` (reduction="mean", what the library runs for M <=
@@ -41,7 +44,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from rows_forward import EPS, TOTAL, registers  # noqa: E402
+from rows_forward import EPS, TOTAL, registers, resident_ctas  # noqa: E402
 
 SUB = 37
 """Rows of the batch-invariance call."""
@@ -104,6 +107,15 @@ def settings_for(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
         out.append((f"{base} fast_exp", forced, {"rows_common.FAST_EXP": True}))
         if base == "rows_cta" and kind != "cross_entropy":
             out.append((f"{base} fast_exp, 16 values", base, {"rows_common.FAST_EXP": True, "rows_cta.VALUES": 16}))
+    if base in ("rows_warp", "rows_cta"):  # more CTAs a multiprocessor (.minnctapersm), where its registers hold fewer
+        k = build(kind, dtype, n, forced, {})
+        regs, threads = registers(k), k.signature.launch.block[0]
+        fit = resident_ctas(regs, threads) if regs.isdigit() else 2048 // threads
+        if fit < 2048 // threads:
+            best = next((o for o in out if o[0] in (f"{base} fast_exp", f"{base} ln_fast")), (base, forced, {}))
+            want = min(2048 // threads, 2 * fit, 65536 // (56 * threads))  # (56 registers at least: no spills of a row)
+        if fit < 2048 // threads and want > fit:
+            out.append((f"{best[0]}, min {want} CTAs/SM", base, {**best[2], f"{base}.MIN_CTAS": want}))
     if kind == "cross_entropy":
         out += [(f"dispatch: {chosen}, + torch mean", None, {"+mean": True}),
                 (f"dispatch: {chosen}, mean in the kernel", None, {"reduction": "mean"})]
@@ -115,9 +127,10 @@ def applied(consts: dict):
     import contextlib
 
     from bulkred_dialect import row_kernels
-    from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream
+    from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 
-    mods = {"rows_common": rows_common, "rows_cta": rows_cta, "rows_stream": rows_stream, "rows_cluster": rows_cluster}
+    mods = {"rows_common": rows_common, "rows_cta": rows_cta, "rows_stream": rows_stream, "rows_cluster": rows_cluster,
+            "rows_warp": rows_warp}
 
     @contextlib.contextmanager
     def ctx():
@@ -170,8 +183,16 @@ def dry_run(args) -> int:
             k = build(kind, dtype, n, forced, consts)
             ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
             failed += not ok
+            try:  # the local memory stores (spills), where nvdisasm is installed
+                from bulkred_dialect.backend_ptx.assemble import assemble
+                from bulkred_dialect.backend_ptx.sass import disassemble, opcode_counts
+
+                ops = opcode_counts(disassemble(assemble(k.module.ptx.encode(), "sm_90a")))
+                spills = str(sum(c for o, c in ops.items() if o.startswith("STL")))
+            except Exception:  # noqa: BLE001 - a diagnostic
+                spills = "?"
             print(f"{kind} {dtype} {n} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | regs {registers(k)} | "
-                  f"threads {k.signature.launch.block[0]} x {k.signature.launch.cluster[0]}", flush=True)
+                  f"threads {k.signature.launch.block[0]} x {k.signature.launch.cluster[0]} | STL {spills}", flush=True)
     return 1 if failed else 0
 
 

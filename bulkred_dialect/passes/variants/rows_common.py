@@ -44,10 +44,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, f32, i1, i16, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, f32, i1, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 from bulkred_dialect.ops.dtypes import DTYPES, DType, of_ir
+from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, Ex2Op, MulOp, OrOp, RoundingMode, ShlOp, SubOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
@@ -61,7 +62,7 @@ from bulkred_dialect.ops.ptx.sync import (
     MbarrierTryWaitParityOp,
 )
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import ReduceKind
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import (
     GRAD_ROWS_KINDS,
     NORM_BACKWARD_KINDS,
@@ -231,6 +232,16 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
         op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), sy, vector_of(op),
         group, block, items, unroll, units * cluster, cluster, items * block if cluster > 1 else 0,
     )
+
+
+def set_min_ctas(op: NormalizeRowsOp, ctas: int | None) -> None:
+    """With ``ctas``, the ``.minnctapersm`` of ``op``'s kernel (``bulkred.min_ctas_per_sm``:
+    rows_cta.MIN_CTAS, rows_warp.MIN_CTAS); None: none (the default)."""
+    if ctas is None:
+        return
+    kernel = enclosing_kernel(op)
+    assert kernel is not None
+    kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(ctas, i64)
 
 
 def items_for(op: NormalizeRowsOp, group: int) -> int:

@@ -20,7 +20,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import items_for, plan, row_predicates, vector_of
+from bulkred_dialect.passes.variants.rows_common import dtype_of, items_for, plan, row_predicates, set_min_ctas, vector_of
 from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 MIN_BLOCK = 128
@@ -65,10 +65,30 @@ def block_for(op: NormalizeRowsOp) -> int:
     return block
 
 
+MIN_CTAS: int | None = None
+"""CTAs a multiprocessor must hold at once (``.minnctapersm``: ptxas keeps the registers
+per thread low enough, e.g. layer_norm's float32 16384 at 128 registers holds one CTA of
+512 threads, one row in flight a multiprocessor); None: :data:`MIN_CTAS_MEASURED`, else
+no bound (the default). The probe's setting (tools/probes/rows_forward_norms.py)."""
+
+MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {}
+"""By (kind, element type name): (N from, N to, CTAs), the first range holding N (never
+M); none measured yet."""
+
+
+def min_ctas_for(op: NormalizeRowsOp) -> int | None:
+    """The ``.minnctapersm`` of ``op``'s kernel (:data:`MIN_CTAS`), or None."""
+    if MIN_CTAS is not None:
+        return MIN_CTAS
+    key = (op.norm_kind.value, dtype_of(op).name)
+    return next((c for lo, hi, c in MIN_CTAS_MEASURED.get(key, ()) if lo <= op.cols <= hi), None)
+
+
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     block = block_for(op)
     p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=CTAS_PER_SM or max(1, 2048 // block))
+    set_min_ctas(op, min_ctas_for(op))
     lower_rows(op, rewriter, target, p)
 
 
