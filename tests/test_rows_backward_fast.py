@@ -72,6 +72,26 @@ def test_norm_grad_in_registers(case, slots, monkeypatch) -> None:
         np.testing.assert_allclose(values(buf, affine), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
 
 
+def test_wide_bfloat16_grad_in_registers(monkeypatch) -> None:
+    """dy in registers with 16-byte bfloat16 vectors (rows_common.WIDE_BF16: 8 elements,
+    one vector a thread of each CTA's slice) against float64 (the sums' order differs
+    from 8-byte vectors': no bit comparison)."""
+    monkeypatch.setattr(rows_bulk_backward, "GRAD_REGISTERS", True)
+    monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    kind, n, dtype = "layer_norm_backward", 512, "bfloat16"
+    bp = _config(kind, n, dtype, weight=dtype, dweight=dtype, dbias=dtype)
+    assert (bp.cluster, bp.per, bp.tensors) == (2, 1, 1)
+    rng = np.random.default_rng(17)
+    xbits = to_bits(rng.standard_normal((5, n)) * 2 + 0.5, dtype)
+    dybits = to_bits(rng.standard_normal((5, n)), dtype)
+    wbits = to_bits(rng.standard_normal(n), dtype)
+    got = run_norm(kind, xbits, dybits, wbits, dtype, dtype, True)
+    dx, dw, dbias = _want(kind, xbits, dybits, wbits, dtype, dtype)
+    np.testing.assert_allclose(values(got[0], dtype), dx, rtol=0, atol=1.6e-2 * max(1.0, np.abs(dx).max()))
+    for ref, buf in zip([dw, dbias], got[1:], strict=True):
+        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=8e-3 * max(1.0, np.abs(ref).max()) + 1e-6)
+
+
 @pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])
 def test_softmax_grad_in_registers(kind: str, monkeypatch) -> None:
     """softmax's and log_softmax's dx with dy in registers (a cluster of 4, 3 slots)

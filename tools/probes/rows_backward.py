@@ -99,6 +99,8 @@ BULK_SOFTMAX_CANDIDATES = {  # (softmax's and log_softmax's: no weight, few regi
 
 GRAD = {**BULK_ON, f"{BULK}.GRAD_REGISTERS": True}  # dy in registers, x's (y's) slices alone in the ring
 GRAD_ROW = ("rows_bulk_backward, dy in registers", "rows_bulk_backward", GRAD)
+WIDE_ROW = ("rows_bulk_backward, dy in registers, 16-byte bfloat16", "rows_bulk_backward",
+            {**GRAD, f"{COMMON}.WIDE_BF16": True})  # 8 bfloat16 a vector: half the loads and stores, as many registers
 TWO = {**BULK_ON, f"{BULK}.CTAS_PER_SM": 2}  # 2 CTAs of 512 a multiprocessor (shared memory would allow 4: 32 registers)
 FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by default) beside the default (at 65536
     # also rows_bulk_backward as it is, not chosen there for bfloat16 and log_softmax). Its ring: SLOTS (4, or 3 where
@@ -108,8 +110,9 @@ FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by def
     # float32) a row, a multiprocessor's one CTA with the next row (rows) in flight where rows_cluster's registers
     # hold a row's; 4096: one CTA a row, 2 a multiprocessor (CTAS_PER_SM)
     65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW,
-            ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
-    16384: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW],
+            ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6}),
+            WIDE_ROW],
+    16384: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW, WIDE_ROW],
     4096: [("default", None, {}), ("rows_bulk_backward, 2 CTAs", "rows_bulk_backward", TWO),
            ("rows_bulk_backward, 2 CTAs, 6 slots", "rows_bulk_backward", {**TWO, f"{BULK}.SLOTS": 6}),
            ("rows_bulk_backward, dy in registers, 2 CTAs", "rows_bulk_backward", {**GRAD, **TWO}),
@@ -117,11 +120,13 @@ FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by def
             {**GRAD, **TWO, f"{BULK}.SLOTS": 6})],
     262144: [("default", None, {}), GRAD_ROW,
              ("rows_bulk_backward, dy in registers, 2 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 2}),
-             ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6})],
+             ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6}),
+             WIDE_ROW],
 }
 FAST_SOFTMAX_CANDIDATES = {n: FAST_CANDIDATES[n] for n in (65536, 262144)}  # (at 16384 and below: 0.94 to 1.00)
 ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
-        ("rows_bulk_backward, dy in registers, 6 slots", 262144): "bfloat16"}
+        ("rows_bulk_backward, dy in registers, 6 slots", 262144): "bfloat16",
+        **{(WIDE_ROW[0], n): "bfloat16" for n in (16384, 65536, 262144)}}
 """Candidates timed for one element type only (at that N): the others' are the default's
 configuration again or spill (see FAST_CANDIDATES)."""
 
