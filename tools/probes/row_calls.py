@@ -5,6 +5,17 @@ GPU idle before, median of ``--samples``), [M, N] of one dtype; each result chec
 against torch's first.
 
     python3 tools/diag.py row_calls [--m 8] [--n 4096] [--dtype bfloat16] [--samples 200]
+
+``--cpu`` (no GPU needed): the host's cost step by step instead, each function's call on
+CPU torch tensors with the launch a stub (:class:`StubKernel`: the launch layer's
+generated launcher, its driver call a no-op, as host_cost.py's), then the steps of
+``bulkred.softmax(x)``'s call (torch.compile's check, x's part of the key, the launcher
+kept, the launch layer's launcher alone, ``empty_like``); per call in microseconds, the
+best of ``--repeat`` loops of ``--number`` calls, timed by the thread's CPU time (a
+shared machine's wall clock counts the others' time too). ``--root TREE``: the bulkred
+tree to import (an earlier commit's ``git archive``: before and after in one sitting).
+
+    python3 tools/diag.py row_calls --cpu [--root TREE] [--m 8] [--n 4096]
 """
 
 from __future__ import annotations
@@ -12,7 +23,89 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import time
+import timeit
+from pathlib import Path
+
+
+class StubKernel:
+    """A row kernel that launches nothing: ``bind`` is the launch layer's generated
+    launcher (``launch.bound_launcher``) on a stand-in GPU whose launch is a no-op."""
+
+    def __call__(self, *tensors):
+        return tensors
+
+    def bind(self, params, *, inputs, order, new, pack=None):
+        from types import SimpleNamespace
+
+        import numpy as np
+
+        from bulkred_dialect.backend_ptx import launch
+
+        g = SimpleNamespace(broken=None, streams={0: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+        b = launch.bound_launcher("rows", g, "kern", "config", [np.int64(params[0].shape[0])], params, inputs=inputs,
+                                  order=order, new=new, pack=pack, zero=(), align=[16] * len(params))
+        b.__globals__.update(raw_stream=lambda dev: 0, launch=lambda *a: None)
+        return b
+
+
+def cpu_steps(a: argparse.Namespace) -> int:
+    """``--cpu``: the host's cost per call and per step, the launch a stub."""
+    sys.path.insert(0, a.root)
+    import torch
+
+    import bulkred_dialect as bulkred
+    from bulkred_dialect import row_functions, row_kernels
+
+    assert Path(bulkred.__file__).is_relative_to(Path(a.root).resolve()), bulkred.__file__
+    row_kernels.kernel_for = lambda *args, **kw: StubKernel()
+    row_functions.DEVICES = ("cuda", "cpu")
+    row_functions.forget()
+    m, n, dt = a.m, a.n, getattr(torch, a.dtype)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(m, n, generator=g).to(dt)
+    r = torch.randn(m, n, generator=g).to(dt)
+    w = torch.randn(n, generator=g).to(dt)
+    b = torch.randn(n, generator=g).to(dt)
+    t = torch.randint(0, n, (m,), generator=g)
+
+    def us(fn) -> float:
+        fn()
+        return min(timeit.repeat(fn, number=a.number, repeat=a.repeat, timer=time.thread_time)) / a.number * 1e6
+
+    calls = {
+        "softmax(x)": lambda: bulkred.softmax(x),
+        "log_softmax(x)": lambda: bulkred.log_softmax(x),
+        "rms_norm(x, (n,), w)": lambda: bulkred.rms_norm(x, (n,), w),
+        "layer_norm(x, (n,), w, b)": lambda: bulkred.layer_norm(x, (n,), w, b),
+        "add_rms_norm(x, r, w)": lambda: bulkred.add_rms_norm(x, r, w),
+        "cross_entropy(x, t, reduction='none')": lambda: bulkred.cross_entropy(x, t, reduction="none"),
+        "cross_entropy(x, t)": lambda: bulkred.cross_entropy(x, t),
+    }
+    print(f"[{m}, {n}] {a.dtype}, {a.root}, the launch a stub")
+    for name, fn in calls.items():
+        print(f"{us(fn):7.3f} us  {name}")
+    # softmax's steps: its launcher is the only one kept under a fresh CALLS
+    row_functions.forget()
+    bulkred.softmax(x)
+    (launcher,) = row_functions.CALLS.values()
+    cells = dict(zip(launcher.__code__.co_freevars, (c.cell_contents for c in launcher.__closure__ or ())))
+    steps = {
+        "torch.compiler.is_compiling()": torch.compiler.is_compiling,
+        "torch.is_grad_enabled()": torch.is_grad_enabled,
+        "x's part of a key (class, shape, dtype, device, stride(), requires_grad)": lambda: (
+            x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad),
+        "the launcher kept (launcher(args))": lambda: launcher((x, -1, None, None)),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
+    }
+    if "b" in cells:  # the launch layer's generated launcher, alone
+        bound = cells["b"]
+        steps["the launch layer's launcher alone (b(x, None))"] = lambda: bound(x, None)
+    print("softmax's steps:")
+    for name, fn in steps.items():
+        print(f"{us(fn):7.3f} us  {name}")
+    return 0
 
 
 def main() -> int:
@@ -21,7 +114,13 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--cpu", action="store_true", help="the host's steps on the CPU, the launch a stub")
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help="--cpu: the bulkred tree")
+    ap.add_argument("--number", type=int, default=2000, help="--cpu: calls a loop")
+    ap.add_argument("--repeat", type=int, default=40, help="--cpu: loops")
     a = ap.parse_args()
+    if a.cpu:
+        return cpu_steps(a)
 
     import torch
 
