@@ -43,11 +43,12 @@ M x N = 2^28; the cells furthest from the copy first):
 * ``dispatch: V``: the variant the dispatch chooses today, as it is;
 * ``cluster`` / ``cluster, a cluster a row``: rows_cluster forced (the row in registers,
   loaded from global memory), its grid persistent or a cluster per row;
-* ``bulkS/T regs, min m``: rows_bulk with ``Setting.registers`` (the slice read from
+* ``bulkS/T regs, G, min m``: rows_bulk with ``Setting.registers`` (the slice read from
   shared memory once into registers; layer_norm's statistics in one exchange), slices of
-  at most S KiB, CTAs of T threads, a unit a row, ``.minnctapersm`` m (``C x T x K``: the
-  cluster, threads and values a thread, deduplicated);
-* ``... early w``: the registers setting of the fewest values a thread, with
+  at most S KiB, CTAs of T threads, G a unit a row or a persistent grid of two slice
+  buffers, ``.minnctapersm`` m (``C x T x K``: the cluster, threads and values a thread,
+  deduplicated);
+* ``... early w``: of each G the registers setting of the fewest values a thread, with
   ``Setting.early_affine`` (the weight's and bias's values loaded before the exchange);
 
 each with its error against float64 (``err``: the largest over the largest magnitude of
@@ -239,11 +240,15 @@ LONG_CELLS = [("layer_norm", "bfloat16", 262144), ("log_softmax", "bfloat16", 26
               ("softmax", "bfloat16", 65536), ("rms_norm", "bfloat16", 65536), ("softmax", "float32", 65536),
               ("rms_norm", "float32", 65536)]
 """--set long's cells, the furthest from the copy kernel first (docs/rows_bench_h200_run3.md)."""
-REG_SETTINGS = [(64, 512, 2), (32, 512, 2), (32, 256, 2), (16, 256, 3), (16, 256, 2)]
-"""--set long's rows_bulk registers settings: (slice KiB, threads, .minnctapersm), a unit a row;
-those whose threads hold more than 16384 values in all left out (ptxas spills them)."""
-REG_MAX = 4
-"""Registers settings a cell at most (the first distinct configurations of REG_SETTINGS)."""
+REG_SETTINGS = [(64, 512, 2, False), (32, 512, 2, False), (32, 256, 2, False), (16, 256, 3, False), (16, 256, 2, False),
+                (64, 512, 1, True), (32, 512, 1, True)]
+"""--set long's rows_bulk registers settings: (slice KiB, threads, .minnctapersm, persistent: a
+grid of the clusters the multiprocessors hold, two slice buffers, the next row's copy in
+flight while this one is computed; else a unit a row, one buffer); those whose threads hold
+more than 32768 / .minnctapersm values in all left out (ptxas spills them)."""
+REG_MAX = (4, 1)
+"""Registers settings a cell at most, a unit a row and persistent (the first distinct
+configurations of REG_SETTINGS)."""
 
 
 def ptxas_info(kernel) -> str:
@@ -280,26 +285,31 @@ def long_settings(op, kind: str) -> list[tuple[str, str | None, dict]]:
 
     out: list[tuple[str, str | None, dict]] = [("dispatch", None, {}), ("cluster", "rows_cluster", {}),
                                                ("cluster, a cluster a row", "rows_cluster", {"CTAS_PER_SM": 1 << 20})]
-    seen = set()
-    fewest: tuple | None = None
+    seen: set = set()
+    taken = [0, 0]  # (a unit a row, persistent)
     saved = {k: getattr(rows_bulk, k) for k in ("SLICE_BYTES", "BLOCK", "CHOSEN")}
     try:
         rows_bulk.CHOSEN[:] = []  # (bulk_for: the module's defaults)
-        for kib, threads, mc in REG_SETTINGS:
+        early: list[tuple] = []  # per kind of grid, the setting of the fewest values a thread
+        for kib, threads, mc, persistent in REG_SETTINGS:
             rows_bulk.SLICE_BYTES, rows_bulk.BLOCK = kib * 1024, threads
             c, block, per, _ = rows_bulk.bulk_for(op)
             values = per * vector_of(op)
-            key = (c, block, per, mc)
-            if key in seen or values > rows_bulk.MAX_REGISTER_VALUES or values * block > 16384 or len(seen) >= REG_MAX:
+            key = (c, block, per, mc, persistent)
+            if (key in seen or values > rows_bulk.MAX_REGISTER_VALUES or values * block * mc > 32768
+                    or taken[persistent] >= REG_MAX[persistent]):
                 continue
             seen.add(key)
-            consts = {"SLICE_BYTES": kib * 1024, "BLOCK": threads, "BUFFERS": 1, "PERSISTENT": False, "MIN_CTAS": mc,
-                      "REGISTERS": True}
-            name = f"bulk{kib}/{threads} regs, min {mc} ({c} x {block} x {values})"
+            taken[persistent] += 1
+            consts = {"SLICE_BYTES": kib * 1024, "BLOCK": threads, "BUFFERS": 2 if persistent else 1,
+                      "PERSISTENT": persistent, "MIN_CTAS": mc, "REGISTERS": True}
+            grid = "persistent x2" if persistent else "a unit a row"
+            name = f"bulk{kib}/{threads} regs, {grid}, min {mc} ({c} x {block} x {values})"
             out.append((name, "rows_bulk", consts))
-            fewest = min(fewest, (values, name, consts), key=lambda t: t[0]) if fewest else (values, name, consts)
-        if fewest and kind in ("rms_norm", "layer_norm"):  # the weight early where the thread holds the fewest values
-            out.append((fewest[1] + ", early w", "rows_bulk", {**fewest[2], "EARLY_AFFINE": True}))
+            if not any(e[0] == persistent and e[1] <= values for e in early):
+                early = [e for e in early if e[0] != persistent] + [(persistent, values, name, consts)]
+        if kind in ("rms_norm", "layer_norm"):  # the weight early where the thread holds the fewest values
+            out += [(name + ", early w", "rows_bulk", {**consts, "EARLY_AFFINE": True}) for _, _, name, consts in early]
     finally:
         for k, v in saved.items():
             setattr(rows_bulk, k, v)
@@ -366,6 +376,8 @@ def long_rows(args) -> int:
                 if variant is None:
                     name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
                 call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                y.fill_(float("nan"))  # (not the previous setting's y)
+                y5.fill_(float("nan"))
                 call()
                 k(x[3:8], y5, *extra)
                 torch.cuda.synchronize()
