@@ -11,7 +11,9 @@ is the rows' own is here:
    one row, ``eps=None`` the dtype's epsilon, cross-entropy's 1-D input) and what is done
    to the kernel's outputs (the view back, cross-entropy's reduction);
 2. the call's key (the row, whether autograd records, each argument: a tensor's class,
-   shape, dtype, device, strides and ``requires_grad``, any other value with its type):
+   shape, dtype, device, strides and ``requires_grad``, any other value with its type),
+   made in the public function itself (no other frame before the look-up; where it
+   cannot be, the general key of :func:`_key`):
    one look-up in :data:`CALLS` gives its launcher, made on the key's first call after
    every check (:func:`plan`: one-line :class:`~bulkred_dialect.api.ReductionError`
    before any GPU work) and the kernel's compile;
@@ -829,7 +831,8 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     try:
         key = ("rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
-               int if normalized_shape.__class__ is int else tuple(map(type, normalized_shape)),
+               int if normalized_shape.__class__ is int else normalized_shape[0].__class__ if len(
+                   normalized_shape) == 1 else tuple(map(type, normalized_shape)),
                None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
                                             weight.stride(), weight.requires_grad),
                eps.__class__, eps, variant)
@@ -847,7 +850,8 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     try:
         key = ("layer_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
-               int if normalized_shape.__class__ is int else tuple(map(type, normalized_shape)),
+               int if normalized_shape.__class__ is int else normalized_shape[0].__class__ if len(
+                   normalized_shape) == 1 else tuple(map(type, normalized_shape)),
                None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
                                             weight.stride(), weight.requires_grad),
                None if bias is None else (bias.__class__, bias.shape, bias.dtype, bias.device, bias.stride(),

@@ -775,8 +775,8 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
 
 def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, monkeypatch):
     """A function's key holds each option's type (normalized_shape's items' too), so that
-    a value equal to a kept call's but refused (True for 1, 8.0 for 8, False for 0.0,
-    -100.0 for -100, a numpy weight for a tensor) still gets its one-line refusal; the
+    a value equal to a kept call's but refused (True for 1, 8.0 for 8 alone or in a tuple
+    of one or two, False for 0.0, -100.0 for -100, a numpy weight for a tensor) still gets its one-line refusal; the
     second of two equal calls runs the kept launcher (no check), a list normalized_shape
     (not hashable: the general key) too."""
     torch = interpreted
@@ -789,6 +789,7 @@ def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, 
         (lambda: bulkred.rms_norm(x, 8, w), lambda: bulkred.rms_norm(x, 8.0, w), "'normalized_shape' must be"),
         (lambda: bulkred.rms_norm(x, (8,), w), lambda: bulkred.rms_norm(x, (8.0,), w), "'normalized_shape' must be"),
         (lambda: bulkred.layer_norm(x, [8], w), lambda: bulkred.layer_norm(x, [True], w), "'normalized_shape' must be"),
+        (lambda: bulkred.layer_norm(x, (2, 8)), lambda: bulkred.layer_norm(x, (2, 8.0)), "'normalized_shape' must be"),
         (lambda: bulkred.rms_norm(x, 8, w), lambda: bulkred.rms_norm(x, 8, w.numpy()), "expected a torch tensor"),
         (lambda: bulkred.cross_entropy(x, t, label_smoothing=0.0),
          lambda: bulkred.cross_entropy(x, t, label_smoothing=False), "'label_smoothing' must be a number in [0, 1]"),
