@@ -126,7 +126,12 @@ FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by def
              ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6}),
              WIDE_ROW],
 }
-FAST_SOFTMAX_CANDIDATES = {n: FAST_CANDIDATES[n] for n in (65536, 262144)}  # (at 16384 and below: 0.94 to 1.00)
+FAST_SOFTMAX_CANDIDATES = {  # (at 16384 and below: 0.94 to 1.00 of copy); at 262144 rows_bulk_backward as it is too,
+    # for log_softmax (its default rows_slices: not in rows_bulk_backward.CHOSEN, never measured)
+    65536: FAST_CANDIDATES[65536],
+    262144: [FAST_CANDIDATES[262144][0], ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
+             *FAST_CANDIDATES[262144][1:]],
+}
 ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
         ("rows_bulk_backward, dy in registers, 6 slots", 262144): "bfloat16",
         **{(WIDE_ROW[0], n): "bfloat16" for n in (16384, 65536, 262144)}}
