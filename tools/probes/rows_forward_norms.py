@@ -11,6 +11,8 @@ for every M) in each setting (all off by default):
 * ``V ln_fast``: rows_common.LAYER_NORM_FAST (the squared deviations by FFMA chains, y
   from the deviations already computed);
 * ``V, K values``: rows_cta.VALUES = K (at most K float32 values a thread: more threads a row);
+* ``... pipelined``: float32 rows of rows_cta with rows_common.FORWARD_PIPELINE (bfloat16's to 16384
+  and float32's to 1024 are pipelined by default: rows_common.FORWARD_MEASURED);
 * ``..., min K CTAs/SM``: rows_cta / rows_warp.MIN_CTAS = K (``.minnctapersm``: ptxas keeps the
   registers low enough for K CTAs a multiprocessor; K twice what the variant's registers hold
   today, at most 56 registers' worth), with the cell's fast_exp or ln_fast (add_rms_norm: the variant alone);
@@ -107,6 +109,9 @@ def settings_for(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
         out.append((f"{base} fast_exp", forced, {"rows_common.FAST_EXP": True}))
         if base == "rows_cta" and kind != "cross_entropy":
             out.append((f"{base} fast_exp, 16 values", base, {"rows_common.FAST_EXP": True, "rows_cta.VALUES": 16}))
+    fast = next((o for o in out if o[0] in (f"{base} fast_exp", f"{base} ln_fast")), None)
+    if fast is not None and dtype == "float32" and base in ("rows_warp", "rows_cta") and n > 1024:  # (bfloat16: pipelined already)
+        out.append((f"{fast[0]} pipelined", base, {**fast[2], "rows_common.FORWARD_PIPELINE": True}))
     if base in ("rows_warp", "rows_cta"):  # more CTAs a multiprocessor (.minnctapersm), where its registers hold fewer
         k = build(kind, dtype, n, forced, {})
         regs, threads = registers(k), k.signature.launch.block[0]
