@@ -120,9 +120,33 @@ def test_softmax_grad_in_registers(kind: str, monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """Off by default: dy's slices in the ring (two tensors a row)."""
-    assert rows_bulk_backward.GRAD_REGISTERS is False
+    """Off by default: dy's slices in the ring (two tensors a row), no cap on the CTAs a
+    multiprocessor takes, no per-cell settings."""
+    assert rows_bulk_backward.GRAD_REGISTERS is None and rows_bulk_backward.CTAS_PER_SM is None
+    assert rows_bulk_backward.SETTINGS == []
+    bp = _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32")
+    assert (bp.tensors, bp.slots, bp.ctas_per_sm) == (2, 4, None)
+
+
+def test_settings_table(monkeypatch) -> None:
+    """A SETTINGS entry sets its cell's ring (dy in registers, 3 slots, 2 CTAs a
+    multiprocessor), not another kind's or N's; GRAD_REGISTERS = False wins over it; the
+    cell's outputs bit for bit the default's."""
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [
+        ("float32", ("layer_norm_backward",), 512, 512, {"grad_registers": True, "slots": 3, "ctas_per_sm": 2})])
+    kw = {"weight": "float32", "dweight": "float32", "dbias": "float32"}
+    bp = _config("layer_norm_backward", 512, "float32", **kw)
+    assert (bp.tensors, bp.slots, bp.ctas_per_sm) == (1, 3, 2)
     assert _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32").tensors == 2
+    assert _config("layer_norm_backward", 256, "float32", **kw).tensors == 2
+    rng = np.random.default_rng(23)
+    x, dy, w = (to_bits(rng.standard_normal(s), "float32") for s in ((5, 512), (5, 512), 512))
+    got = run_norm("layer_norm_backward", x, dy, w, "float32", "float32", True)
+    monkeypatch.setattr(rows_bulk_backward, "GRAD_REGISTERS", False)
+    bp = _config("layer_norm_backward", 512, "float32", **kw)
+    assert (bp.tensors, bp.slots) == (2, 3)
+    for a, b in zip(got, run_norm("layer_norm_backward", x, dy, w, "float32", "float32", True), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_ctas_per_sm(monkeypatch) -> None:

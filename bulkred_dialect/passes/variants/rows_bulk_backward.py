@@ -131,8 +131,9 @@ WEIGHT_SHARED = True
 """Whether a norm's backward copies the CTA's slice of the weight into shared memory once
 (``cp.async.bulk``, before the first row) where it fits beside the slots, rather than
 reading it from global memory (L1 or L2) in both passes of every row."""
-GRAD_REGISTERS = False
-"""Whether each thread loads its vectors of dy from global memory into registers
+GRAD_REGISTERS: bool | None = None
+"""None: where :data:`SETTINGS` says (``"grad_registers"``; nowhere while it is empty);
+True or False: everywhere or nowhere (the probe's and the tests' settings). Whether each thread loads its vectors of dy from global memory into registers
 (``ld.global.nc``, once a row, issued before the wait for x's slice, held over both
 passes) rather than the CTA copying dy's slice into shared memory: the ring of slots then
 holds x's (or y's) slices only, one a row, so that as many slots reach twice as many rows
@@ -143,10 +144,20 @@ take as many registers. The same sums in the same order: the bits of the default
 not yet measured on an H200 (tools/probes/rows_backward.py ``--set fast``)."""
 CTAS_PER_SM: int | None = None
 """The most CTAs a multiprocessor takes at once (the persistent grid's units, and the
-kernel's ``.minnctapersm``); None: as many as shared memory and 2048 threads allow, which
-at short rows (bfloat16 4096: 4 CTAs of 512 threads, 32 registers a thread) makes ptxas
-spill (tools/probes/rows_backward.py ``--set fast --dry-run``). A function of N and the
-element type only."""
+kernel's ``.minnctapersm``); None: where :data:`SETTINGS` says (``"ctas_per_sm"``), else
+as many as shared memory and 2048 threads allow, which at short rows (bfloat16 4096: 4
+CTAs of 512 threads, 32 registers a thread) makes ptxas spill
+(tools/probes/rows_backward.py ``--set fast --dry-run``)."""
+SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
+    # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int})
+]
+"""rows_bulk_backward's settings where an H200 measured them faster
+(tools/probes/rows_backward.py ``--set fast``): the first entry holding the op's element
+type, kind and N gives ``"grad_registers"`` (:data:`GRAD_REGISTERS`), ``"slots"`` (the
+ring's slots, in place of :data:`SLOTS`) and ``"ctas_per_sm"`` (:data:`CTAS_PER_SM`);
+the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win. Empty: the settings of
+before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
+and the element type only."""
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
@@ -183,6 +194,7 @@ class BulkPlan:
     slots: int
     weight_bytes: int = 0  # the CTA's slice of the weight in shared memory (0: read from global memory)
     tensors: int = 2  # slices a row in the ring: x's and dy's, or x's alone (dy in registers: GRAD_REGISTERS)
+    ctas_per_sm: int | None = None  # the most CTAs a multiprocessor takes (None: by shared memory and threads)
 
     @property
     def cta_bytes(self) -> int:
@@ -190,9 +202,21 @@ class BulkPlan:
         return self.slots * self.slice_bytes + self.weight_bytes
 
 
+def settings(op: NormalizeRowsOp) -> dict[str, int | bool]:
+    """The first :data:`SETTINGS` entry's settings for ``op``'s element type, kind and N ({} where none)."""
+    d, kind = dtype_of(op).name, op.norm_kind.value
+    for dtype, kinds, lo, hi, chosen_settings in SETTINGS:
+        if dtype == d and lo <= op.cols <= hi and (kinds is None or kind in kinds):
+            return chosen_settings
+    return {}
+
+
 def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     """The configuration of ``op`` from its kind, N and element type."""
     d = dtype_of(op)
+    cell = settings(op)
+    grad = bool(cell.get("grad_registers", False)) if GRAD_REGISTERS is None else GRAD_REGISTERS
+    ctas = cell.get("ctas_per_sm") if CTAS_PER_SM is None else CTAS_PER_SM
     row = op.cols * d.bytes
     c = 1
     while c < MAX_CLUSTER and row > c * SLICE_BYTES:
@@ -205,10 +229,11 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     budget = SHARED_PER_SM - SPARE_SHARED
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     weight = slice_bytes // d.bytes * wd.bytes if wd is not None and op.norm_kind in NORM_BACKWARD_KINDS else 0
-    slots = max(2, min(SLOTS, budget // max(1, slice_bytes)))
+    slots = max(2, min(int(cell.get("slots", SLOTS)), budget // max(1, slice_bytes)))
     if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
         weight = 0  # (where it would take a slot: the slots first)
-    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, 1 if GRAD_REGISTERS else 2)
+    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, 1 if grad else 2,
+                    int(ctas) if ctas else None)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -305,7 +330,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
-    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes, CTAS_PER_SM or 2048))
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
     if c in CLUSTERS:
