@@ -12,13 +12,19 @@ import numpy as np
 import pytest
 import test_rows
 from test_rows import to_bits, values
-from test_rows_backward_bulk import _config, run_norm, small  # noqa: F401 - the small settings (autouse)
+from test_rows_backward_bulk import run_norm, small  # noqa: F401 - the small settings (autouse)
 
 from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
 from bulkred_dialect.passes.variants import rows_bulk_backward, rows_common
 from bulkred_dialect.row_kernels import module
 
 VARIANT = "rows_bulk_backward"
+
+
+def _config(kind: str, n: int, dtype: str, **kw) -> rows_bulk_backward.BulkPlan:
+    """rows_bulk_backward's configuration of the op of these settings."""
+    built = module(kind, None, n, dtype, **kw)
+    return rows_bulk_backward.bulk_for(next(o for o in built.walk() if o.name == "bulkred.normalize_rows"))
 
 
 def _want(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str, affine: str | None):

@@ -10,8 +10,9 @@ output's bits against the first candidate's (the default). Some rows patch a set
 rows_slices' loads in flight: :data:`PIPELINE_CANDIDATES`; with ``--set bulk`` the default
 against rows_bulk_backward, forced through its CHOSEN table, and its settings:
 :data:`BULK_CANDIDATES`, softmax_backward and log_softmax_backward too; with ``--set fast``
-the default against rows_bulk_backward with dy in registers, rows_bulk_backward.GRAD_REGISTERS:
-:data:`FAST_CANDIDATES`), built outside the compile cache. ``--budget-s``: the rows past
+the default against rows_bulk_backward with dy in registers (GRAD_REGISTERS), its ring's
+slots, CTAS_PER_SM and 16-byte bfloat16 vectors, and rows_cta at 1024:
+:data:`FAST_CANDIDATES`, in the order of ``--cells``), built outside the compile cache. ``--budget-s``: the rows past
 that many seconds are skipped (each says so); ``--dry-run``: no GPU, each kernel the run
 would time built for sm_90a and assembled (ptxas's registers and spills).
 
@@ -19,8 +20,9 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
     python3 tools/diag.py rows_backward --set pipeline --kinds rms_norm_backward,layer_norm_backward
     python3 tools/diag.py rows_backward --set bulk --ns 65536,262144 \
         --kinds rms_norm_backward,layer_norm_backward,softmax_backward,log_softmax_backward
-    python3 tools/diag.py rows_backward --set fast --ns 262144,65536 --dtypes float32,bfloat16 \
-        --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward --budget-s 150
+    python3 tools/diag.py rows_backward --set fast --budget-s 150 \
+        --cells float32:262144,bfloat16:262144,bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024 \
+        --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward [--dry-run]
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
