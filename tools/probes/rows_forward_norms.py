@@ -14,8 +14,8 @@ for every M) in each setting (all off by default):
 * ``... pipelined``: float32 rows of rows_cta with rows_common.FORWARD_PIPELINE (bfloat16's to 16384
   and float32's to 1024 are pipelined by default: rows_common.FORWARD_MEASURED);
 * ``..., min K CTAs/SM``: rows_cta / rows_warp.MIN_CTAS = K (``.minnctapersm``: ptxas keeps the
-  registers low enough for K CTAs a multiprocessor; K twice what the variant's registers hold
-  today, at most 56 registers' worth), with the cell's fast_exp or ln_fast (add_rms_norm: the variant alone);
+  registers low enough for K CTAs a multiprocessor; K one more than the variant's registers hold
+  today), with the cell's fast_exp or ln_fast (add_rms_norm: the variant alone);
 * ``rows_cluster``: add_rms_norm in a cluster's registers (rows_common.ADD_RMS_CLUSTER_N),
   ``, 1 CTA/SM``: rows_cluster.CTAS_PER_SM = 1; ``rows_stream, K CTAs/SM``: rows_stream.CTAS_PER_SM;
 * cross_entropy: ``mean in the kernel`` (reduction="mean", what the library runs for M <=
@@ -118,7 +118,7 @@ def settings_for(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
         fit = resident_ctas(regs, threads) if regs.isdigit() else 2048 // threads
         if fit < 2048 // threads:
             best = next((o for o in out if o[0] in (f"{base} fast_exp", f"{base} ln_fast")), (base, forced, {}))
-            want = min(2048 // threads, 2 * fit, 65536 // (56 * threads))  # (56 registers at least: no spills of a row)
+            want = fit + 1  # (twice as many spilled: 56 or 64 registers for a row of 32 values and its next one loaded ahead)
         if fit < 2048 // threads and want > fit:
             out.append((f"{best[0]}, min {want} CTAs/SM", base, {**best[2], f"{base}.MIN_CTAS": want}))
     if kind == "cross_entropy":
