@@ -71,6 +71,18 @@ def test_early_affine(monkeypatch, kind: str, dtype: str) -> None:
     check(kind, y, stats, xv, w, b, dtype)
 
 
+@pytest.mark.parametrize("registers", [True, False])
+def test_early_copy(monkeypatch, registers: bool) -> None:
+    """The first row's copy issued before the cluster barrier (EARLY_COPY; clusters of 4,
+    one buffer): the unit's first row from it, the next 4 copied in the loop (the
+    mbarrier's phases alternate as without it)."""
+    monkeypatch.setattr(rows_bulk, "EARLY_COPY", True)
+    monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
+    y, stats, xv, w, b = run("rms_norm", _rows(5, 512, seed=19), "float32", affine="float32", variant="rows_bulk")
+    check("rms_norm", y, stats, xv, w, b, "float32")
+    assert _ptx("softmax", 512, "float32").count("cp.async.bulk.shared") == 2  # (before the loop, in it)
+
+
 def test_layer_norm_large_mean() -> None:
     """layer_norm's one exchange (rows_bulk.Moments: the threads' rounded means' error
     carried along): rows of mean 1000 and spread 1 (sums of x^2 would cancel; Chan's

@@ -50,6 +50,10 @@ M x N = 2^28; the cells furthest from the copy first):
   deduplicated);
 * ``... early w``: of each G the registers setting of the fewest values a thread, with
   ``Setting.early_affine`` (the weight's and bias's values loaded before the exchange);
+* ``... early copy``: the first registers setting of a unit a row with
+  ``Setting.early_copy`` (the slice's copy issued before the cluster barrier of the
+  kernel's start); ``bulk today, early copy``: today's rows_bulk setting (where the
+  dispatch takes rows_bulk with a unit a row) with it;
 
 each with its error against float64 (``err``: the largest over the largest magnitude of
 y), ``inv``: whether rows 3 to 7 computed alone (M = 5) give y's bits (batch invariance),
@@ -287,7 +291,7 @@ def long_settings(op, kind: str) -> list[tuple[str, str | None, dict]]:
                                                ("cluster, a cluster a row", "rows_cluster", {"CTAS_PER_SM": 1 << 20})]
     seen: set = set()
     taken = [0, 0]  # (a unit a row, persistent)
-    saved = {k: getattr(rows_bulk, k) for k in ("SLICE_BYTES", "BLOCK", "CHOSEN")}
+    saved = {"SLICE_BYTES": rows_bulk.SLICE_BYTES, "BLOCK": rows_bulk.BLOCK, "CHOSEN": list(rows_bulk.CHOSEN)}
     try:
         rows_bulk.CHOSEN[:] = []  # (bulk_for: the module's defaults)
         early: list[tuple] = []  # per kind of grid, the setting of the fewest values a thread
@@ -310,9 +314,18 @@ def long_settings(op, kind: str) -> list[tuple[str, str | None, dict]]:
                 early = [e for e in early if e[0] != persistent] + [(persistent, values, name, consts)]
         if kind in ("rms_norm", "layer_norm"):  # the weight early where the thread holds the fewest values
             out += [(name + ", early w", "rows_bulk", {**consts, "EARLY_AFFINE": True}) for _, _, name, consts in early]
+        rows_bulk.CHOSEN[:] = saved["CHOSEN"]  # (today's table)
+        today = rows_bulk.setting_for(op)
+        if today is not None and not today.persistent and not today.registers:  # today's rows_bulk, its copy early
+            out.append(("bulk today, early copy", "rows_bulk",
+                        {"SLICE_BYTES": today.slice_bytes, "BLOCK": today.block, "BUFFERS": 1, "PERSISTENT": False,
+                         "MIN_CTAS": today.min_ctas, "EARLY_COPY": True}))
+        unit = next(((n2, c2) for n2, v2, c2 in out if v2 == "rows_bulk" and c2.get("REGISTERS") and not c2["PERSISTENT"]),
+                    None)
+        if unit is not None:  # the first unit-a-row setting with its first copy before the cluster barrier
+            out.append((unit[0] + ", early copy", "rows_bulk", {**unit[1], "EARLY_COPY": True}))
     finally:
-        for k, v in saved.items():
-            setattr(rows_bulk, k, v)
+        rows_bulk.SLICE_BYTES, rows_bulk.BLOCK = saved["SLICE_BYTES"], saved["BLOCK"]
         rows_bulk.CHOSEN[:] = saved["CHOSEN"]
     return out
 

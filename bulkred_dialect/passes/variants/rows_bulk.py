@@ -45,7 +45,7 @@ from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
-from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
+from bulkred_dialect.ops.ptx.sync import FenceMbarrierInitOp, FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind, row_stride
@@ -108,6 +108,8 @@ REGISTERS = False
 the probe's forced settings): False, the passes over shared memory."""
 EARLY_AFFINE = False
 """The default of :attr:`Setting.early_affine`."""
+EARLY_COPY = False
+"""The default of :attr:`Setting.early_copy`."""
 MAX_REGISTER_VALUES = 64
 """With :attr:`Setting.registers`, the most float32 values a thread holds (its share of
 the slice: vectors per thread x V)."""
@@ -128,7 +130,10 @@ class Setting:
     layer_norm's mean and variance then in one exchange (:func:`registers_slice`);
     ``early_affine`` (with ``registers``): the thread's weight and bias values loaded from
     global memory with the slice's, before the statistics' exchange (their latency hidden
-    behind it; more registers), instead of with each vector's y."""
+    behind it; more registers), instead of with each vector's y; ``early_copy`` (a cluster,
+    one buffer): the CTA's first row's copy issued before the cluster barrier that
+    publishes the exchange's mbarriers (after a CTA barrier that publishes the slice's),
+    instead of after it: with a unit a row, the copy's latency overlaps that barrier."""
 
     slice_bytes: int
     block: int
@@ -137,6 +142,7 @@ class Setting:
     buffers: int
     registers: bool = False
     early_affine: bool = False
+    early_copy: bool = False
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -169,7 +175,7 @@ def setting_for(op: NormalizeRowsOp) -> Setting | None:
 
 
 def _defaults() -> Setting:
-    return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE)
+    return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE, EARLY_COPY)
 
 
 def _setting(op: NormalizeRowsOp) -> Setting:
@@ -469,10 +475,39 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
     e.if_(e.cmp("eq", tid, 0), init)
     rank = exchange = None
+    early = st.early_copy and c > 1 and nbuf == 1
+    x0 = lane_chunk = None
+
+    def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
+        """The copy of the CTA's slice of ``row`` into slice buffer ``which``."""
+        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
+
+    def source() -> SSAValue:
+        """x's first element (the copies' source)."""
+        x = e.ptr(op.x, StateSpace.GLOBAL)
+        require_alignment(x, 16)
+        return x
+
+    def grid_rows() -> tuple[SSAValue, SSAValue, SSAValue]:
+        """(the units' stride over the rows, M, the unit's first row)."""
+        units = p.ctas // p.cluster
+        if p.m is None:
+            ctas = e.sreg(SpecialRegister.NCTAID_X)
+            units_now = e.shr_u32(ctas, c.bit_length() - 1) if c > 1 else ctas
+            kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(units, i64)])
+            return e.wide(units_now), m_arg, e.wide(slot)
+        return e.const(units, i64), e.const(p.m, i64), e.wide(slot)
+
     if c > 1:
         rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
         slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), c.bit_length() - 1)
         first = e.add_i(e.mul_i(rank, slice_bytes // (p.vec * d.bytes)), tid)
+        if early:  # the first row's copy before the cluster barrier (`loaded`'s init published to the CTA first)
+            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
+            stride, rows, start = grid_rows()
+            e.emit(FenceMbarrierInitOp())
+            e.bar_sync()
+            e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
         exchange = ClusterExchange(e, tid)  # (its cluster barrier also publishes `loaded`'s init)
     else:
         slot = e.sreg(SpecialRegister.CTAID_X)
@@ -480,19 +515,16 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         e.bar_sync()
     sw = e.wide(first)  # the thread's first vector in the row
     vec = p.vec
-    x0 = e.ptr(op.x, StateSpace.GLOBAL)
-    require_alignment(x0, 16)
+    if x0 is None:
+        x0 = source()
     y0 = e.ptr(op.y, StateSpace.GLOBAL) if op.y is not None else None
     w0 = e.ptr(op.weight, StateSpace.GLOBAL) if op.weight is not None else None
     b0 = e.ptr(op.bias, StateSpace.GLOBAL) if op.bias is not None else None
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
-    lane_chunk = e.mul_i(tid, CHUNK)
-
-    def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
-        """The copy of the CTA's slice of ``row`` into slice buffer ``which``."""
-        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
+    if lane_chunk is None:
+        lane_chunk = e.mul_i(tid, CHUNK)
 
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         (count,) = carried
@@ -502,6 +534,8 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         if nbuf == 2:  # the CTA's next row into the other buffer, while this one is computed
             after = b.add_i(row, stride)
             b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, b.and_b32(b.add_i(count, 1), 1)) or [])
+        elif early:  # (the CTA's first row: copied before the loop)
+            b.if_(b.cmp("ne", count, 0), lambda c1: issue(c1, row, 0) or [])
         else:
             issue(b, row, 0)
         r = RowState(p, op, tid, tid, RowBuf(d, xs), None, None, None, row_x, first if c > 1 else None, rank, parity=count,
@@ -523,15 +557,8 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             _body(r, b, row, here, per)
         return [b.add_i(count, 1)]
 
-    units = p.ctas // p.cluster
-    if p.m is None:
-        ctas = e.sreg(SpecialRegister.NCTAID_X)
-        units_now = e.shr_u32(ctas, c.bit_length() - 1) if c > 1 else ctas
-        stride, rows = e.wide(units_now), m_arg
-        kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(units, i64)])
-    else:
-        stride, rows = e.const(units, i64), e.const(p.m, i64)
-    start = e.wide(slot)
+    if not early:
+        stride, rows, start = grid_rows()
     if nbuf == 2:  # the CTA's first row into buffer 0
         e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
     e.for_(start, rows, stride, [e.const(0)], row_body)
