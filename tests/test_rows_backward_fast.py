@@ -48,7 +48,7 @@ CASES = [  # (kind, N, dtype, weight's type, dbias, CTAs a cluster, vectors a th
 ]
 
 
-RINGS = [(CASES[0], 2), (CASES[0], 6), (CASES[1], 3), (CASES[1], 4), (CASES[2], 4)]
+RINGS = [(CASES[0], 2), (CASES[0], 6), (CASES[1], 3), (CASES[1], 4), (CASES[2], 4), (CASES[2], 16)]
 
 
 @pytest.mark.parametrize("case,slots", RINGS, ids=[f"{c[0]}-{c[1]}-{c[2]}-{q}" for c, q in RINGS])

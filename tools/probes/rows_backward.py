@@ -110,19 +110,22 @@ FAST_CANDIDATES = {  # --set fast: rows_bulk_backward.GRAD_REGISTERS (off by def
     # weight's slice beside (float32 262144 only: bfloat16's would take 2 CTAs a multiprocessor, 64 registers);
     # 6 slots, five rows' x (the weight from L2; float32 262144's: 3, as the default). 16384: one CTA (two for
     # float32) a row, a multiprocessor's one CTA with the next row (rows) in flight where rows_cluster's registers
-    # hold a row's; 4096: one CTA a row, 2 a multiprocessor (CTAS_PER_SM). 1024: rows_cta (128 threads, 91 registers:
-    # 5 CTAs a multiprocessor) where rows_warp's 256 threads take 199 registers (one CTA)
+    # hold a row's; 4096: one CTA a row, 2 a multiprocessor (CTAS_PER_SM), 12 slots: 5 rows ahead (dy in registers:
+    # 11 rows' x). 1024: rows_cta (128 threads, 91 registers: 5 CTAs a multiprocessor) where rows_warp's 256 threads
+    # take 199 registers (one CTA); rows_bulk_backward, 4 CTAs of 256 a multiprocessor, 7 rows ahead each
     65536: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW,
             ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6}),
             WIDE_ROW],
     16384: [("default", None, {}), ("rows_bulk_backward", "rows_bulk_backward", BULK_ON), GRAD_ROW, WIDE_ROW],
     1024: [("default", None, {}), ("rows_cta, pipelined", "rows_cta", PIPE),
-           ("rows_cta, not pipelined", "rows_cta", {f"{BWD}.PIPELINE": False})],
-    4096: [("default", None, {}), ("rows_bulk_backward, 2 CTAs", "rows_bulk_backward", TWO),
-           ("rows_bulk_backward, 2 CTAs, 6 slots", "rows_bulk_backward", {**TWO, f"{BULK}.SLOTS": 6}),
-           ("rows_bulk_backward, dy in registers, 2 CTAs", "rows_bulk_backward", {**GRAD, **TWO}),
-           ("rows_bulk_backward, dy in registers, 2 CTAs, 6 slots", "rows_bulk_backward",
-            {**GRAD, **TWO, f"{BULK}.SLOTS": 6})],
+           ("rows_cta, not pipelined", "rows_cta", {f"{BWD}.PIPELINE": False}),
+           ("rows_bulk_backward, at most 4 CTAs, 16 slots", "rows_bulk_backward",
+            {**BULK_ON, f"{BULK}.CTAS_PER_SM": 4, f"{BULK}.SLOTS": 16})],
+    4096: [("default", None, {}), ("rows_bulk_backward, at most 2 CTAs", "rows_bulk_backward", TWO),
+           ("rows_bulk_backward, at most 2 CTAs, 12 slots", "rows_bulk_backward", {**TWO, f"{BULK}.SLOTS": 12}),
+           ("rows_bulk_backward, dy in registers, at most 2 CTAs", "rows_bulk_backward", {**GRAD, **TWO}),
+           ("rows_bulk_backward, dy in registers, at most 2 CTAs, 12 slots", "rows_bulk_backward",
+            {**GRAD, **TWO, f"{BULK}.SLOTS": 12})],
     262144: [("default", None, {}), GRAD_ROW,
              ("rows_bulk_backward, dy in registers, 2 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 2}),
              ("rows_bulk_backward, dy in registers, 6 slots", "rows_bulk_backward", {**GRAD, f"{BULK}.SLOTS": 6}),
