@@ -767,19 +767,25 @@ def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any
     given, and each ``out``'s type, shape, dtype, device and contiguity. None for any
     other input (not kept). An unhashable part (a list) makes the look-up a TypeError."""
     if x.__class__ is np.ndarray:
-        return None if out is not None else (
+        if out is not None:
+            return None
+        key = (
             name, np.ndarray, x.shape, x.dtype, x.strides, axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
-            axis.__class__, keepdims, keepdims.__class__, (*options.items(), *map(type, options.values())) if options else (),
-        )
-    try:
-        return (
-            name, x.__class__, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
-            x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
             axis.__class__, keepdims, keepdims.__class__,
-            (*options.items(), *map(type, options.values())) if options else (), None if out is None else _out_key(out),
         )
-    except AttributeError:
-        return None
+    else:
+        try:
+            key = (
+                name, x.__class__, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
+                x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+                axis.__class__, keepdims, keepdims.__class__, None if out is None else _out_key(out),
+            )
+        except AttributeError:
+            return None
+    if options:  # each option as (name, value, its type), after the fixed fields: a tuple
+        for k, v in options.items():  # concatenation costs half of a (*items, *types) display
+            key += (k, v, v.__class__)
+    return key
 
 
 def _out_key(out: Any) -> tuple:
@@ -789,7 +795,11 @@ def _out_key(out: Any) -> tuple:
 
 
 def _grad_enabled() -> bool:
-    return sys.modules["torch"].is_grad_enabled()
+    """``torch.is_grad_enabled()``; from the first call on, :func:`call_key` reads torch's
+    function itself (the name rebound: no frame of this module per call)."""
+    global _grad_enabled
+    f = _grad_enabled = sys.modules["torch"].is_grad_enabled
+    return f()
 
 
 def remember(key: tuple | None, launcher: Any, p: Plan, kernel: Any) -> None:

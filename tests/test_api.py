@@ -266,3 +266,38 @@ def test_the_call_path_reads_no_other_modules_private_names():
                 if node.attr.startswith("_") and not node.attr.startswith("__"):
                     found.append(f"{name}:{node.lineno}: {node.value.id}.{node.attr}")
     assert not found, found
+
+
+def test_call_keys_tell_option_types_apart_and_pairs_come_back_named():
+    """A call's key holds each option's value with its type (``correction=1``, ``1.0``,
+    ``True`` and ``np.int64(1)`` are four calls: equal values that the checks take or
+    refuse differently) and the options' order as given; a bound launcher of two results
+    packs them in the row's named pair (made by ``tuple.__new__``: fields, no copy)."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough)")
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx import launch
+    from bulkred_dialect.functions import FUNCTIONS
+
+    x = torch.zeros(4, 8)
+    keys = {api.call_key("std", x, 1, False, {"correction": c}, None) for c in (1, 1.0, True, np.int64(1))}
+    assert len(keys) == 4
+    two = api.call_key("vector_norm", x, 1, False, {"ord": 2, "dtype": None}, None)
+    assert two != api.call_key("vector_norm", x, 1, False, {"dtype": None, "ord": 2}, None)
+    assert two == api.call_key("vector_norm", x, 1, False, {"ord": 2, "dtype": None}, None) and hash(two)
+    assert api.call_key("sum", x, 1, False, {}, None) != api.call_key("sum", x, 1, False, {"dtype": None}, None)
+    n = x.numpy()
+    assert api.call_key("std", n, 1, False, {"correction": 1}, None) != api.call_key("std", n, 1, False, {"correction": 1.0}, None)
+    with pytest.raises(TypeError):  # an unhashable option: the caller's every-check path says what it is
+        hash(api.call_key("sum", x, 1, False, {"dtype": []}, None))
+
+    pair = FUNCTIONS["aminmax"].result_type
+    g = SimpleNamespace(broken=None, streams={0: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
+    made = [x.new_empty(4), x.new_empty(4)]
+    run = launch.bound_launcher("aminmax", g, "kern", "config", [], [x, *made], inputs=1, order=(1, 2),
+                                new=[(4,), (4,)], pack=pair, zero=(), align=[1, 1, 1])
+    launched = []
+    run.__globals__.update(raw_stream=lambda dev: 0, launch=lambda *a: launched.append(a))
+    r = run(x, None)
+    assert type(r) is pair and r.min.shape == r.max.shape == (4,) and r.min is r[0]
+    assert launched and launched[0][3:] == (x.data_ptr(), r.min.data_ptr(), r.max.data_ptr())

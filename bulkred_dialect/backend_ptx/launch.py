@@ -691,8 +691,15 @@ def bound_launcher(
         result = "out"
     elif len(order) == 1:
         result = "r0"
+    elif pack is None:
+        result = f"({', '.join(outs)})"
+    elif isinstance(pack, type) and pack.__bases__ == (tuple,) and hasattr(pack, "_fields"):
+        # a named tuple (the reductions' pairs): made by tuple.__new__, without the class's
+        # generated Python __new__ (one frame fewer per call)
+        env["pack"], env["tuple_new"] = pack, tuple.__new__
+        result = f"tuple_new(pack, ({', '.join(outs)}))"
     else:
-        env["pack"] = pack if pack is not None else (lambda *r: r)
+        env["pack"] = pack
         result = f"pack({', '.join(outs)})"
     src = (
         f"def launcher({', '.join(ins)}, out):\n" + "".join(lines) + _launch_tail(ptr, len(extra), zeroing)
