@@ -3,8 +3,9 @@ from global memory into registers once a row, the ring of shared-memory slots ho
 (or softmax's y's) slices alone. On the interpreter's clusters with test_rows_backward_bulk's
 small settings (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx,
 dweight and dbias against float64, and every output bit for bit the default's (the same
-sums in the same order), through rings of 2, 3 and 4 slots (7 rows: each slot's mbarrier
-through both phases)."""
+sums in the same order), through rings of 2, 3, 4 and 16 slots (7 rows: with up to 4 slots
+each slot's mbarrier goes through both phases; 16: every row ahead); with 16-byte bfloat16
+vectors; CTAS_PER_SM (the kernel's .minnctapersm) and the SETTINGS table."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ CASES = [  # (kind, N, dtype, weight's type, dbias, CTAs a cluster, vectors a th
 ]
 
 
-RINGS = [(CASES[0], 2), (CASES[0], 6), (CASES[1], 3), (CASES[1], 4), (CASES[2], 4), (CASES[2], 16)]
+RINGS = [(CASES[0], 2), (CASES[1], 4), (CASES[2], 3), (CASES[2], 16)]
 
 
 @pytest.mark.parametrize("case,slots", RINGS, ids=[f"{c[0]}-{c[1]}-{c[2]}-{q}" for c, q in RINGS])
