@@ -2,7 +2,7 @@
 tools/probes/rows_forward_norms.py): rows_common.FAST_EXP (softmax, log_softmax and
 cross_entropy's exps as ``ex2.approx.ftz(fma(x, log2e, -m log2e))``), LAYER_NORM_FAST
 (the squared deviations by FFMA, y from the deviations already computed),
-ADD_RMS_CLUSTER_N (add_rms_norm's rows in a cluster's registers), rows_cta.VALUES (fewer
+ADD_RMS_CLUSTER_N and ADD_RMS_CLUSTER_MIN_CTAS (add_rms_norm's rows in a cluster's registers), rows_cta.VALUES (fewer
 values a thread, more threads a row), rows_cta / rows_warp.MIN_CTAS (``.minnctapersm``) and
 rows_stream.CTAS_PER_SM. On the CPU interpreter,
 with test_rows' narrowed CTAs (its autouse fixture): each against float64 (test_rows'
@@ -136,6 +136,11 @@ def test_add_rms_norm_in_a_cluster(monkeypatch) -> None:
     monkeypatch.setattr(rows_common, "ADD_RMS_CLUSTER_N", {BF16: 264})
     y, stats, xv, w, b = test_rows.run("add_rms_norm", _rows(3, 264, 3), BF16, variant="rows_cluster", affine=BF16)
     test_rows.check("add_rms_norm", y, stats, xv, w, b, BF16)
+    built = module("add_rms_norm", None, 264, BF16, variant="rows_cluster", eps=1e-5)
+    assert ".minnctapersm" not in compile_tile_module(built, "sm_90a", cache=False).ptx
+    monkeypatch.setattr(rows_common, "ADD_RMS_CLUSTER_MIN_CTAS", 2)  # (rows_lower sets it)
+    built = module("add_rms_norm", None, 264, BF16, variant="rows_cluster", eps=1e-5)
+    assert ".minnctapersm 2" in compile_tile_module(built, "sm_90a", cache=False).ptx
 
 
 @pytest.mark.parametrize("kind,variant,setting", [("softmax", "rows_warp", "FAST_EXP"),

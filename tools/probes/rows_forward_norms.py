@@ -17,7 +17,8 @@ for every M) in each setting (all off by default):
   registers low enough for K CTAs a multiprocessor; K one more than the variant's registers hold
   today), with the cell's fast_exp or ln_fast (add_rms_norm: the variant alone);
 * ``rows_cluster``: add_rms_norm in a cluster's registers (rows_common.ADD_RMS_CLUSTER_N),
-  ``, 1 CTA/SM``: rows_cluster.CTAS_PER_SM = 1; ``rows_stream, K CTAs/SM``: rows_stream.CTAS_PER_SM;
+  ``, 1 CTA/SM``: rows_cluster.CTAS_PER_SM = 1; ``, min 2 CTAs/SM``: rows_common.ADD_RMS_CLUSTER_MIN_CTAS = 2
+  (``.minnctapersm``); ``rows_stream, K CTAs/SM``: rows_stream.CTAS_PER_SM;
 * cross_entropy: ``mean in the kernel`` (reduction="mean", what the library runs for M <=
   row_functions.REDUCED_ROWS_MAX) and ``+ torch mean`` (the losses' kernel, then
   ``loss.mean()``: what it runs past that); the other settings are reduction="none";
@@ -98,6 +99,9 @@ def settings_for(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                  {"rows_common.ADD_RMS_CLUSTER_N": {dtype: n}, "rows_cluster.CTAS_PER_SM": 1}),
                 ("rows_stream, 1 CTA/SM", "rows_stream", {"rows_stream.CTAS_PER_SM": 1}),
                 ("rows_stream, 2 CTAs/SM", "rows_stream", {"rows_stream.CTAS_PER_SM": 2})]
+        if n >= 131072:  # (CTAs of 512 threads, one a multiprocessor by their registers)
+            out.append(("rows_cluster, min 2 CTAs/SM", "rows_cluster",
+                        {"rows_common.ADD_RMS_CLUSTER_N": {dtype: n}, "rows_common.ADD_RMS_CLUSTER_MIN_CTAS": 2}))
     elif kind == "add_rms_norm":
         out += [(f"{base}, 16 values", base, {"rows_cta.VALUES": 16}), (f"{base}, 8 values", base, {"rows_cta.VALUES": 8})]
     elif kind == "layer_norm":

@@ -939,6 +939,13 @@ docs/rows_bench_h200_run3.md). Empty: none moved (not measured yet;
 tools/probes/rows_forward_norms.py)."""
 
 
+ADD_RMS_CLUSTER_MIN_CTAS: int | None = None
+"""add_rms_norm on rows_cluster: its kernel's ``.minnctapersm`` (None: none, the default):
+at 512 threads a CTA of float32 262144 uses 87 registers and bfloat16's 67, one CTA a
+multiprocessor (no row's loads in flight while the CTA reduces); 2 asks ptxas for 64.
+The probe's setting (tools/probes/rows_forward_norms.py); rows_lower sets it."""
+
+
 def _setting(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], p: RowPlan) -> bool:
     """A setting of ``p``'s element type and N: ``on`` where not None, else ``table``'s."""
     if on is not None:

@@ -55,6 +55,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     slice_accumulators,
     write_slice_partials,
 )
+from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     PairSums,
     AT,
@@ -68,6 +69,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     registers_row,
     RowState,
     registers_rows_together,
+    set_min_ctas,
     store_vec,
     stream_row,
     forward_pipelined,
@@ -98,6 +100,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     kernel = enclosing_kernel(op)
     assert kernel is not None
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
+    if p.cluster > 1 and p.kind == NormKind.ADD_RMS_NORM:  # (rows_common.ADD_RMS_CLUSTER_MIN_CTAS; None: nothing)
+        set_min_ctas(op, rows_common.ADD_RMS_CLUSTER_MIN_CTAS)
     m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     tid = e.sreg(SpecialRegister.TID_X)
