@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_rows
-from test_rows import check, reference, run
+from test_rows import check, reference, run, run_cross_entropy
 
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.passes.lower_tile_reductions import explanations
@@ -93,6 +93,12 @@ def test_layer_norm_large_mean() -> None:
     _, ref = reference("layer_norm", xv, w, b, 1e-5)
     for name in ("mean", "rstd"):
         np.testing.assert_allclose(stats[name], ref[name], rtol=2e-7, atol=0)
+
+
+def test_cross_entropy() -> None:
+    """cross_entropy with the slice in registers (rows_common.registers_row from shared
+    memory; clusters of 4): a target inside, the last, ignore_index and one outside."""
+    run_cross_entropy(512, 0.1, variant="rows_bulk")
 
 
 def test_persistent_two_buffers(monkeypatch) -> None:
