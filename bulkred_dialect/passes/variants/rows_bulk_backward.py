@@ -10,7 +10,9 @@ size, which the launch sets); CTA rank r of a cluster takes slice r of both tens
 grid is persistent: a cluster (a unit) takes rows ``u, u + U, ...`` (U units). Each CTA
 holds a ring of Q slots of a slice (:data:`SLOTS`, fewer where they do not fit in
 :data:`SHARED_PER_SM`), each with its mbarrier, taking the unit's slices in turn: slice
-``2i`` is x's of the unit's row i, ``2i + 1`` dy's, in slot ``k mod Q``. Per row i:
+``2i`` is x's of the unit's row i, ``2i + 1`` dy's, in slot ``k mod Q`` (with
+:data:`GRAD_REGISTERS`, slice ``i`` is x's of row i, and each thread loads its vectors of
+dy into registers as the row starts). Per row i:
 
 * every thread reaches a CTA barrier (the slots of the CTA's previous row are read);
   slices ``2i + Q - 2`` and ``2i + Q - 1`` (this row's with Q = 2; the next row's with
