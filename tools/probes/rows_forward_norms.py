@@ -135,7 +135,6 @@ def applied(consts: dict):
     """A context: the settings ``consts`` (``module.NAME`` -> value) set, then restored."""
     import contextlib
 
-    from bulkred_dialect import row_kernels
     from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
 
     mods = {"rows_common": rows_common, "rows_cta": rows_cta, "rows_stream": rows_stream, "rows_cluster": rows_cluster,
@@ -151,24 +150,25 @@ def applied(consts: dict):
             old = getattr(mods[mod], name)
             saved.append((mods[mod], name, old))
             setattr(mods[mod], name, dict(v) if isinstance(v, dict) else v)
-        row_kernels._KERNELS.clear()
         try:
             yield
         finally:
             for m, name, old in saved:
                 setattr(m, name, old)
-            row_kernels._KERNELS.clear()
 
     return ctx()
 
 
 def build(kind: str, dtype: str, n: int, forced: str | None, consts: dict):
-    """The compiled kernel of a setting (``consts`` applied while it is built)."""
+    """The compiled kernel of a setting (``consts`` applied while it is built; row_kernels.kernel_for's
+    build, without its cache of kernels: each setting's own)."""
     from bulkred_dialect import row_kernels
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
 
     with applied(consts):
-        return row_kernels.kernel_for(kind, None, n, dtype, variant=forced, reduction=consts.get("reduction"),
-                                      **kwargs(kind, dtype))
+        built = row_kernels.module(kind, None, n, dtype, variant=forced, reduction=consts.get("reduction"),
+                                   **kwargs(kind, dtype))
+        return compile_tile_module(built, None).kernel("rows")
 
 
 def chosen_variant(kind: str, dtype: str, n: int) -> str:
