@@ -535,7 +535,7 @@ class RowState:
     def reduce_exps(self, e: Emitter, m: SSAValue, s: SSAValue) -> tuple[SSAValue, SSAValue]:
         """softmax's (max, sum of exponentials) over the group, from each thread's (m, s)
         (:class:`_Exps`): the row's maximum (clamped to at least -FLT_MAX) and its sum."""
-        big, total = self._state(e, _Exps(), [m, s], "row_exps")
+        big, total = self._state(e, _Exps(fast_exp(self.p)), [m, s], "row_exps")
         return big, total
 
     def _state(self, e: Emitter, st, v: list[SSAValue], name: str) -> list[SSAValue]:
@@ -718,6 +718,7 @@ class _Exps:
     ``-inf - -inf``). Two combine as ``M = max(m, m')``, ``s exp(m - M) + s' exp(m' - M)``:
     the maximum and the sum in one reduction (one exchange of a cluster)."""
 
+    fast: bool = False  # (FAST_EXP: the exps as exp_shifted's)
     width: int = 2
     kind = ReduceKind.SUM  # unused (width 2)
     elem = ELEM_F32
@@ -730,6 +731,9 @@ class _Exps:
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         m = e.minmax(ReduceKind.MAX, AT, a[0], b[0])
+        if self.fast:  # (symmetric in its operands bit for bit, as a butterfly's lanes need: two products, one sum)
+            neg = _finite_neg_shift(e, m)
+            return [m, f32_add(e, f32_mul(e, a[1], exp_shifted(e, a[0], m, neg)), f32_mul(e, b[1], exp_shifted(e, b[0], m, neg)))]
         return [m, e.fma(AT, b[1], f32_exp(e, f32_sub(e, b[0], m)), f32_mul(e, a[1], f32_exp(e, f32_sub(e, a[0], m))))]
 
 
@@ -905,7 +909,9 @@ kinds (softmax, log_softmax, cross_entropy) in rows_warp, rows_cta, rows_cluster
 rows_stream compute each element's ``exp(x - m)`` as Quack does, ``ex2.approx.ftz(fma(x,
 log2(e), -m log2(e)))`` (:func:`exp_shifted`): one FFMA and one MUFU.EX2 instead of FADD,
 FMUL and the non-``.ftz`` ex2's range scaling (FSETP, two FMUL; ptxas, sm_90a), and
-log_softmax's y as ``x - (max + log(sum))`` (one subtraction). Bits change (an exp
+log_softmax's y as ``x - (max + log(sum))`` (one subtraction); the (m, s) pairs' combination (:class:`_Exps`) takes the
+same exps, its sum as two products and one addition (symmetric: both lanes of a butterfly
+step get the same bits). Bits change (an exp
 below 2^-126 flushed to 0; the shift's rounding, ``ulp(m log2(e))`` in the exponent),
 never with M."""
 
@@ -976,8 +982,11 @@ def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
     """``-m log2(e)`` where :func:`fast_exp` holds for ``p`` (once per row), else None;
     kept finite (a thread with no element, ``m = -FLT_MAX``: ``+inf``, and
     ``fma(-inf, log2(e), inf)`` would be NaN; with FLT_MAX, ``-inf`` as the default's 0)."""
-    if not fast_exp(p):
-        return None
+    return _finite_neg_shift(e, m) if fast_exp(p) else None
+
+
+def _finite_neg_shift(e: Emitter, m: SSAValue) -> SSAValue:
+    """``-m log2(e)`` clamped to [-FLT_MAX, FLT_MAX] (:func:`exp_neg_shift`)."""
     neg = f32_mul(e, m, e.const(-LOG2E, f32))
     big = e.const(FLT_MAX, f32)
     return e.minmax(ReduceKind.MAX, AT, e.minmax(ReduceKind.MIN, AT, neg, big), e.const(-FLT_MAX, f32))
