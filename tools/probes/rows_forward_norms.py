@@ -2,7 +2,7 @@
 """The forward settings for the slow cells of issue 30, section 4 (add_rms_norm past 16k,
 layer_norm, softmax and log_softmax at 4k to 16k, cross_entropy): per cell, on the same
 tensors (fresh random data), GPU time (a CUDA graph of 10 calls, benchmarks/reductions_api.py's
-graph_us) of the copy kernel and of the row kernel (``row_kernels.kernel_for``, one kernel
+graph_us) of the copy kernel and of the row kernel (``row_kernels.module`` compiled, one kernel
 for every M) in each setting (all off by default):
 
 * ``dispatch: V``: the variant the dispatch chooses today, as it is;
@@ -26,7 +26,8 @@ for every M) in each setting (all off by default):
   rows_cta to 16384), as it is and with the settings.
 
 Each is checked against torch in float64 on the first rows (``err``: the largest error over
-the largest magnitude of y; add_rms_norm's residual_out against x + residual too), and
+the largest magnitude of y; add_rms_norm's residual_out against x + residual too: inf where
+any differs), and
 ``inv``: whether the kernel's outputs for the first 37 rows called alone equal those of the
 whole batch bit for bit (batch invariance; they must); with ptxas's registers and the
 threads. The copy kernel and the settings are timed in turns, twice, the median kept
