@@ -31,6 +31,7 @@ contiguous, rows one stride apart): a numpy or cupy array is refused with the re
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 import threading
@@ -583,10 +584,19 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
             out = run(row, p, k, dict(zip(names, op_args)), True)
             return out if len(out) > 1 else out[0]
 
-        def launcher(args: tuple) -> Any:
-            op_args, finish = front(row, *args)
-            out = op(forward, *op_args)
-            return finish(out if isinstance(out, tuple) else (out,))
+        get = _picks(row, args, op_args, torch) if finish in (_y, _pair) else None
+        if get is not None:  # the operator's arguments are the call's as given: no front
+            consts = get[1]
+            get = get[0]
+
+            def launcher(args: tuple) -> Any:
+                out = op(forward, *get(args + consts))
+                return finish(out if isinstance(out, tuple) else (out,))
+        else:
+            def launcher(args: tuple) -> Any:
+                op_args, finish = front(row, *args)
+                out = op(forward, *op_args)
+                return finish(out if isinstance(out, tuple) else (out,))
     else:
         reduction = getattr(finish, "reduction", None)
         if reduction is not None and 0 < p.m <= REDUCED_ROWS_MAX and p.n and p.class_weight is None:  # in the kernel
@@ -607,6 +617,26 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
         with _LOCK:
             CALLS[key] = launcher
     return launcher(args)
+
+
+def _picks(row: RowFunction, args: tuple, op_args: tuple, torch: Any) -> tuple[Callable, tuple] | None:
+    """Where the front gave each of the operator's tensors as the call passed it (no view,
+    reshape or conversion): ``(get, consts)``, ``get(args + consts)`` the operator's
+    arguments of a call of the same key (its tensors picked from the call's arguments,
+    the other values, which the key proves, the first call's: eps resolved, variant).
+    None where a tensor is another (the front then runs on every call)."""
+    where = {name: j for j, name in enumerate((*row.inputs, *row.option_names))}
+    picks, consts = [], []
+    for name, v in zip(row.op_arguments(), op_args):
+        j = where[name]
+        if isinstance(v, torch.Tensor):
+            if v is not args[j]:
+                return None
+            picks.append(j)
+        else:
+            picks.append(len(args) + len(consts))
+            consts.append(v)
+    return (operator.itemgetter(*picks), tuple(consts)) if len(picks) > 1 else None  # (one: not a tuple)
 
 
 def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, finish: Callable) -> Any:

@@ -804,3 +804,37 @@ def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, 
         with pytest.raises(bulkred.ReductionError) as e:
             bad()
         assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_the_autograd_route_takes_the_calls_tensors_without_the_front(interpreted, monkeypatch):
+    """A kept call on the autograd route whose operator arguments are the call's tensors as
+    given (2-D x, a weight of one dimension) runs without the front: the second call's
+    tensors (other values, the same key) are the operator's, its values torch's; a call whose front makes other tensors (two normalized dimensions: x viewed,
+    the weight reshaped) or whose result needs the call (cross_entropy's reduction) runs
+    the front on every call."""
+    torch = interpreted
+    F = torch.nn.functional
+    fronts = []
+    for kind, f in list(row_functions.FRONTS.items()):
+        monkeypatch.setitem(row_functions.FRONTS, kind, lambda row, *a, f=f: fronts.append(row.name) or f(row, *a))
+    t = torch.tensor([3, -100, 0, 7])
+    cases = [
+        ("rms_norm", lambda u, v: bulkred.rms_norm(u, 8, v, 1e-6), lambda u, v: F.rms_norm(u, (8,), v, 1e-6),
+         lambda s: (_randn(torch, 4, 8, seed=s), _randn(torch, 8, seed=s + 1))),
+        ("add_rms_norm", lambda u, r, v: bulkred.add_rms_norm(u, r, v), lambda u, r, v: (
+            F.rms_norm(u + r, (8,), v, torch.finfo(torch.float32).eps), u + r),
+         lambda s: (_randn(torch, 4, 8, seed=s), _randn(torch, 4, 8, seed=s + 1), _randn(torch, 8, seed=s + 2))),
+        ("layer_norm", lambda u, v: bulkred.layer_norm(u, (2, 4), v), lambda u, v: F.layer_norm(u, (2, 4), v),
+         lambda s: (_randn(torch, 4, 2, 4, seed=s), _randn(torch, 2, 4, seed=s + 1))),
+        ("cross_entropy", lambda u: bulkred.cross_entropy(u, t), lambda u: F.cross_entropy(u, t),
+         lambda s: (_randn(torch, 4, 8, seed=s),)),
+    ]
+    for name, mine, theirs, tensors in cases:
+        for seed in (101, 202):  # the same key, other values: the second call the kept launcher
+            ts = tensors(seed)
+            got, want = mine(*[u.clone().requires_grad_() for u in ts]), theirs(*[u.double() for u in ts])
+            for g, w in zip(*[r if isinstance(r, tuple) else (r,) for r in (got, want)], strict=True):
+                assert g.grad_fn is not None  # the autograd route
+                _close(g.detach(), w.float(), 1e-4)
+    # the front: the first call's checks, then each call's own where the launcher takes it (the first's too)
+    assert [fronts.count(n) for n, *_ in cases] == [1, 1, 3, 3], fronts
