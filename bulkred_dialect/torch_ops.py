@@ -166,8 +166,9 @@ def _bound_autograd(row: Function) -> Any:
                 return r
 
         def backward(ctx: Any, *grads: Any) -> Any:
-            x, *results = ctx.saved_tensors
-            return RULES[grad](x, tuple(results), grads, dims(x.dim()), keepdims, options)
+            saved = ctx.saved_tensors  # (x, *results): the results a slice, no list
+            x = saved[0]
+            return RULES[grad](x, saved[1:], grads, dims(x.dim()), keepdims, options)
 
         return type(f"{row.name}_autograd", (torch.autograd.Function,), {
             "forward": staticmethod(forward), "backward": staticmethod(backward),
