@@ -20,10 +20,11 @@ and verification is done at least twice per compilation (docs/compile_speed.md).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, ErasedSSAValue, Operation
 from xdsl.irdl import (
     AttrConstraint,
     IRDLOperation,
@@ -31,6 +32,7 @@ from xdsl.irdl import (
     OptAttributeDef,
     OptionalDef,
     OptPropertyDef,
+    ParsePropInAttrDict,
     RangeConstraint,
     VariadicDef,
     VerificationContext,
@@ -51,11 +53,12 @@ def _variadic(defs: Sequence[tuple[str, Any]]) -> tuple[int, bool] | None:
 
 
 def is_fixed_form(op_def: OpDef) -> bool:
-    """No regions and no segment-size options; at most one variadic (or optional)
+    """No regions and no options but ``ParsePropInAttrDict`` (how the assembly format
+    reads properties; nothing IRDL's check reads); at most one variadic (or optional)
     operand, one result and one successor definition."""
     return (
         not op_def.regions
-        and not op_def.options
+        and all(isinstance(o, ParsePropInAttrDict) for o in op_def.options)
         and all(_variadic(defs) is not None for defs in (op_def.operands, op_def.results, op_def.successors))
     )
 
@@ -184,3 +187,50 @@ def op_definition(cls: type[OpT]) -> type[OpT]:
     cls.verify_ = verify_  # type: ignore[method-assign]
     cls._fixed_form_check = staticmethod(check)  # type: ignore[attr-defined]
     return cls
+
+
+_IRDL_VERIFY = "get_accessors_from_op_def.<locals>.verify_"  # the verify_ irdl_op_definition gives a class
+
+
+@functools.cache
+def upstream_check(cls: type[Operation]) -> Callable[[Operation], bool] | None:
+    """For an op class of xDSL's own dialects (``arith.constant``, ``memref.load`` ...)
+    whose definition is of the fixed form, a function that says whether
+    ``op.verify(verify_nested_ops=False)`` passes, with :func:`fixed_form_check` in
+    place of IRDL's general check; None for any other class (ours already check so).
+
+    It says True only where the op has no successors, no erased operand, is not the
+    last op of its block (where ``Operation.verify`` checks terminators), passes the
+    fixed-form check, and its class's own verifier (the one ``irdl_op_definition``
+    wrapped, found in that wrapper's closure) returns: the cases where ``op.verify``
+    does nothing else. Otherwise the caller runs ``op.verify`` itself, which raises its
+    own error, word for word. Most of the ops of a lowered kernel are upstream
+    constants, loads, stores and index arithmetic (docs/compile_speed.md)."""
+    if not (isinstance(cls, type) and issubclass(cls, IRDLOperation)) or hasattr(cls, "_fixed_form_check"):
+        return None
+    wrapper = cls.__dict__.get("verify_")
+    if getattr(wrapper, "__qualname__", None) != _IRDL_VERIFY or wrapper.__closure__ is None:
+        return None
+    free = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
+    op_def = cls.get_irdl_definition()
+    if free.get("op_def") is not op_def or not is_fixed_form(op_def):
+        return None
+    custom = free.get("custom_verify")
+    check = fixed_form_check(op_def)
+
+    def passes(op: Operation) -> bool:
+        if op.successors or any(isinstance(v, ErasedSSAValue) for v in op.operands):
+            return False
+        block = op.parent
+        if block is not None and block.last_op is op:
+            return False
+        if not check(op):
+            return False
+        if custom is not None:
+            try:
+                custom(op)
+            except Exception:
+                return False
+        return True
+
+    return passes
