@@ -30,6 +30,7 @@ import numbers
 import re
 import sys
 import threading
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -796,9 +797,12 @@ def _out_key(out: Any) -> tuple:
 
 def _grad_enabled() -> bool:
     """``torch.is_grad_enabled()``; from the first call on, :func:`call_key` reads torch's
-    function itself (the name rebound: no frame of this module per call)."""
+    function itself (the name rebound: no frame of this module per call), where it is
+    torch's compiled one (a stand-in torch's Python function is asked each time)."""
     global _grad_enabled
-    f = _grad_enabled = sys.modules["torch"].is_grad_enabled
+    f = sys.modules["torch"].is_grad_enabled
+    if isinstance(f, types.BuiltinFunctionType):
+        _grad_enabled = f
     return f()
 
 
