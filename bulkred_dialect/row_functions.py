@@ -580,9 +580,11 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
         op = ROW_EAGER[row.name]  # the operator's autograd, without its dispatch
         k = _kernel(p, True)
 
-        def forward(*op_args: Any) -> Any:  # the operator's implementation, its plan and kernel known
+        def slow(*op_args: Any) -> Any:  # the operator's implementation, its plan and kernel known
             out = run(row, p, k, dict(zip(names, op_args)), True)
             return out if len(out) > 1 else out[0]
+
+        forward = _bound_forward(row, p, k, op_args, slow) or slow
 
         get = _picks(row, args, op_args, torch) if finish in (_y, _pair) else None
         if get is not None:  # the operator's arguments are the call's as given: no front
@@ -788,6 +790,57 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
             r = b(args[0], args[j], args[q], None)
             return slow(args) if r is None else r
     return launcher
+
+
+def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, slow: Callable) -> Callable | None:
+    """The autograd route's forward (the operator's outputs, then the statistics its
+    backward reads) through the launch layer's launcher (``Kernel.bind``), where every
+    tensor of the operator's arguments is contiguous: a call of the key gives tensors of
+    the same shapes, dtypes, devices and layouts (the front makes them from what the key
+    proves), so the launcher reads their addresses and makes the outputs. None where the
+    launch layer has none or the kernel's rows are weighted after it (class weights); a
+    call it refuses (an input off the vector loads' alignment) takes ``slow`` (run)."""
+    torch = sys.modules["torch"]
+    if not hasattr(k, "bind") or p.class_weight is not None or p.reduction is not None:
+        return None
+    ins = [i for i, v in enumerate(op_args) if isinstance(v, torch.Tensor)]  # in the kernel's parameter order
+    if len(ins) > 3 or any(not op_args[i].is_contiguous() for i in ins):
+        return None
+    x, kind, m, n = op_args[0], p.kind, p.m, p.n
+    shape, lead, f32 = tuple(x.shape), tuple(x.shape[:-1]), torch.float32
+    xv = x.view(m, n)
+    rest = [op_args[i].view(m, n) if kind == "add_rms_norm" and i == 1 else
+            op_args[i].view(m) if kind == "cross_entropy" and i == 1 else op_args[i] for i in ins[1:]]
+    if kind == "cross_entropy":  # x, target, loss, lse
+        params, order, new = [xv, *rest, xv.new_empty((m,), dtype=f32)], [2], [lead]
+    elif kind == "add_rms_norm":  # x, y, residual, residual_out, weight?
+        params, order, new = [xv, xv.new_empty((m, n)), rest[0], xv.new_empty((m, n)), *rest[1:]], [1, 3], [shape] * 2
+    else:  # x, y, weight?, bias?
+        params, order, new = [xv, xv.new_empty((m, n)), *rest], [1], [shape]
+    for _ in p.stats:  # the statistics, last
+        order.append(len(params))
+        params.append(xv.new_empty((m,), dtype=f32))
+        new.append(lead)
+    b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=new)
+    if b is None:
+        return None
+    if len(ins) == 1:
+        def forward(*op_args: Any) -> Any:
+            r = b(op_args[0], None)
+            return slow(*op_args) if r is None else r
+    elif len(ins) == 2:
+        j = ins[1]
+
+        def forward(*op_args: Any) -> Any:
+            r = b(op_args[0], op_args[j], None)
+            return slow(*op_args) if r is None else r
+    else:
+        j, q = ins[1:]
+
+        def forward(*op_args: Any) -> Any:
+            r = b(op_args[0], op_args[j], op_args[q], None)
+            return slow(*op_args) if r is None else r
+    return forward
 
 
 def _aligned_launcher(launcher: Callable, row: RowFunction, p: RowPlan, k: Any, op_args: tuple,

@@ -634,19 +634,16 @@ def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
     assert len(row_functions.CALLS) == 2
 
 
-def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatch):
-    """A kernel with ``bind`` (the launch layer's ``Kernel.bind``): the second call of a
-    key runs ``launch.bound_launcher``'s generated launcher (the addresses, the outputs made
-    per call, the rows' count a constant) and gives torch's values; the weights after the
-    outputs are passed in their params' places; an input off the vector loads' alignment
-    is refused by the launcher and copied."""
+def _bound_kernels(torch, monkeypatch) -> list:
+    """Each call's kernel given ``bind`` (the launch layer's ``Kernel.bind``): the launcher
+    ``launch.bound_launcher`` generates, its launch the interpreted kernel on the CPU
+    memory at the pointers it passes. Returns the list of launches (each its pointers'
+    count)."""
     import ctypes
     from types import SimpleNamespace
 
     from bulkred_dialect.backend_ptx import launch
 
-    torch = interpreted
-    F = torch.nn.functional
     inner = row_kernels.kernel_for
     launched = []
 
@@ -677,6 +674,18 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
             return b
 
     monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Bound(inner(*a, **kw)))
+    return launched
+
+
+def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatch):
+    """A kernel with ``bind`` (the launch layer's ``Kernel.bind``): the second call of a
+    key runs ``launch.bound_launcher``'s generated launcher (the addresses, the outputs made
+    per call, the rows' count a constant) and gives torch's values; the weights after the
+    outputs are passed in their params' places; an input off the vector loads' alignment
+    is refused by the launcher and copied."""
+    torch = interpreted
+    F = torch.nn.functional
+    launched = _bound_kernels(torch, monkeypatch)
     x, w, b = _randn(torch, 2, 3, 16, seed=71), _randn(torch, 16, seed=72), _randn(torch, 16, seed=73)
     r, t = _randn(torch, 2, 3, 16, seed=74), torch.tensor([0, 15, -100, 3])
     x64 = x.double()
@@ -704,6 +713,54 @@ def test_the_launch_layers_bound_launcher_runs_the_calls(interpreted, monkeypatc
         _close(bulkred.cross_entropy(y, t4, label_smoothing=1.0),
                F.cross_entropy(y.double(), t4, label_smoothing=1.0).float())
     assert launched[16:] == [2, 4]  # the aligned calls'
+
+
+def test_the_autograd_route_through_the_launch_layers_launcher(interpreted, monkeypatch):
+    """With ``bind`` (the launch layer's), the autograd route's forward is its generated
+    launcher too: the kernel with the statistics the backward reads (rstd, mean, lse)
+    among its outputs, made per call. The values are torch's on the first call and on the
+    kept one (other values, the same key: x with leading dimensions, the weights, the
+    residual, the targets); the gradients, from those statistics, torch's; an input off
+    the vector loads' alignment takes the operator's own run (a copy)."""
+    torch = interpreted
+    F = torch.nn.functional
+    launched = _bound_kernels(torch, monkeypatch)
+    t = torch.tensor([0, 15, -100, 3])
+    eps = torch.finfo(torch.float32).eps
+    cases = [  # (bulkred's, torch's, the tensors of a seed, launched: the pointers of each forward)
+        (lambda u, v: bulkred.rms_norm(u, (16,), v, 1e-6), lambda u, v: F.rms_norm(u, (16,), v, 1e-6),
+         lambda s: (_randn(torch, 2, 2, 16, seed=s), _randn(torch, 16, seed=s + 1)), 4),
+        (lambda u, v, c: bulkred.layer_norm(u, 16, v, c), lambda u, v, c: F.layer_norm(u, (16,), v, c),
+         lambda s: (_randn(torch, 4, 16, seed=s), _randn(torch, 16, seed=s + 1), _randn(torch, 16, seed=s + 2)), 6),
+        (lambda u, r, v: bulkred.add_rms_norm(u, r, v), lambda u, r, v: (F.rms_norm(u + r, (16,), v, eps), u + r),
+         lambda s: (_randn(torch, 4, 16, seed=s), _randn(torch, 4, 16, seed=s + 1), _randn(torch, 16, seed=s + 2)), 6),
+        (lambda u: bulkred.cross_entropy(u, t, label_smoothing=0.1),
+         lambda u: F.cross_entropy(u, t, label_smoothing=0.1), lambda s: (_randn(torch, 4, 16, seed=s) * 3,), 4),
+    ]
+    for mine, theirs, tensors, pointers in cases:
+        for seed in (121, 232):  # the first call, then the kept launcher's
+            ts = tensors(seed)
+            launched.clear()
+            got, want = mine(*[u.clone().requires_grad_() for u in ts]), theirs(*[u.double() for u in ts])
+            assert launched == [pointers], launched  # the forward: one launch through the bound launcher
+            for g, w in zip(*[r if isinstance(r, tuple) else (r,) for r in (got, want)], strict=True):
+                assert g.grad_fn is not None
+                _close(g.detach(), w.float(), 1e-4)
+    x, w = _randn(torch, 4, 16, seed=241), _randn(torch, 16, seed=242)
+    for mine, theirs, ts in (  # the gradients, from the statistics the bound launcher wrote
+        (lambda u: bulkred.rms_norm(u, 16), lambda u: F.rms_norm(u, (16,), eps=eps), (x,)),
+        (lambda u, v: bulkred.layer_norm(u, 16, v), lambda u, v: F.layer_norm(u, (16,), v), (x, w)),
+        (lambda u: bulkred.cross_entropy(u, t, label_smoothing=0.1),
+         lambda u: F.cross_entropy(u, t, label_smoothing=0.1), (x * 3,)),
+    ):
+        for got, want in zip(_grads(torch, mine, ts), _grads(torch, theirs, [u.double() for u in ts]), strict=True):
+            _close(got, want.float(), 1e-4)
+    base = _randn(torch, 40, seed=243)
+    odd = base[1:33].view(2, 16).requires_grad_()  # 4 bytes past the storage's start
+    launched.clear()
+    want = F.rms_norm(odd.detach().double(), (16,), w.double(), 1e-6).float()
+    _close(bulkred.rms_norm(odd, 16, w, 1e-6).detach(), want)
+    assert launched == [], launched  # refused by the bound launcher: the kernel's own call
 
 
 def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monkeypatch):
@@ -809,9 +866,10 @@ def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, 
 def test_the_autograd_route_takes_the_calls_tensors_without_the_front(interpreted, monkeypatch):
     """A kept call on the autograd route whose operator arguments are the call's tensors as
     given (2-D x, a weight of one dimension) runs without the front: the second call's
-    tensors (other values, the same key) are the operator's, its values torch's; a call whose front makes other tensors (two normalized dimensions: x viewed,
-    the weight reshaped) or whose result needs the call (cross_entropy's reduction) runs
-    the front on every call."""
+    tensors (other values, the same key) are the operator's, its values torch's; a call
+    whose front makes other tensors (two normalized dimensions: x viewed, the weight
+    reshaped) or whose result needs the call (cross_entropy's reduction) runs the front
+    on every call."""
     torch = interpreted
     F = torch.nn.functional
     fronts = []
