@@ -4,7 +4,9 @@ machine: the host's time (calls back to back, ``time.perf_counter``, best of 5 l
 GPU idle before, median of ``--samples``), [M, N] of one dtype; each result checked
 against torch's first.
 
-    python3 tools/diag.py row_calls [--m 8] [--n 4096] [--dtype bfloat16] [--samples 200]
+    python3 tools/diag.py row_calls [--m 8] [--n 4096] [--dtype bfloat16] [--samples 200] [--grad]
+
+``--grad``: x requires grad (the autograd route's forward, both sides).
 
 ``--cpu`` (no GPU needed): the host's cost step by step instead, each function's call on
 CPU torch tensors with the launch a stub (:class:`StubKernel`: the launch layer's
@@ -15,7 +17,7 @@ best of ``--repeat`` loops of ``--number`` calls, timed by the thread's CPU time
 shared machine's wall clock counts the others' time too). ``--root TREE``: the bulkred
 tree to import (an earlier commit's ``git archive``: before and after in one sitting).
 
-    python3 tools/diag.py row_calls --cpu [--root TREE] [--m 8] [--n 4096]
+    python3 tools/diag.py row_calls --cpu [--root TREE] [--m 8] [--n 4096] [--grad]
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def cpu_steps(a: argparse.Namespace) -> int:
     row_functions.forget()
     m, n, dt = a.m, a.n, getattr(torch, a.dtype)
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(m, n, generator=g).to(dt)
+    x = torch.randn(m, n, generator=g).to(dt).requires_grad_(a.grad)
     r = torch.randn(m, n, generator=g).to(dt)
     w = torch.randn(n, generator=g).to(dt)
     b = torch.randn(n, generator=g).to(dt)
@@ -83,7 +85,7 @@ def cpu_steps(a: argparse.Namespace) -> int:
         "cross_entropy(x, t, reduction='none')": lambda: bulkred.cross_entropy(x, t, reduction="none"),
         "cross_entropy(x, t)": lambda: bulkred.cross_entropy(x, t),
     }
-    print(f"[{m}, {n}] {a.dtype}, {a.root}, the launch a stub")
+    print(f"[{m}, {n}] {a.dtype}{', x requiring grad' if a.grad else ''}, {a.root}, the launch a stub")
     for name, fn in calls.items():
         print(f"{us(fn):7.3f} us  {name}")
     # softmax's steps: its launcher is the only one kept under a fresh CALLS
@@ -118,6 +120,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--grad", action="store_true", help="x requires grad: the autograd route's forward")
     ap.add_argument("--cpu", action="store_true", help="the host's steps on the CPU, the launch a stub")
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help="--cpu: the bulkred tree")
     ap.add_argument("--number", type=int, default=2000, help="--cpu: calls a loop")
@@ -133,7 +136,7 @@ def main() -> int:
     F = torch.nn.functional
     dt = getattr(torch, a.dtype)
     m, n = a.m, a.n
-    x = torch.randn(m, n, device="cuda", dtype=dt)
+    x = torch.randn(m, n, device="cuda", dtype=dt).requires_grad_(a.grad)
     r = torch.randn(m, n, device="cuda", dtype=dt)
     w = torch.randn(n, device="cuda", dtype=dt)
     b = torch.randn(n, device="cuda", dtype=dt)
@@ -178,7 +181,8 @@ def main() -> int:
             times.append(s.elapsed_time(e) * 1e3)
         return statistics.median(times)
 
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, [{m}, {n}] {a.dtype}")
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, [{m}, {n}] {a.dtype}"
+          f"{', x requiring grad (the forward)' if a.grad else ''}")
     print("| function | check | bulkred host us | torch host us | torch/bulkred host "
           "| bulkred per call us | torch per call us | torch/bulkred per call |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
