@@ -201,9 +201,9 @@ def test_softmax_backward(kind: str, n: int, dtype: str) -> None:
 
 def test_where_measured_and_its_explain_rows(monkeypatch) -> None:
     """With the real settings (CHOSEN as the H200 measured it: float32 65536 to 262144,
-    bfloat16 131073 to 262144, the norms' and softmax's backward) the dispatch takes
-    rows_bulk_backward there and passes it by elsewhere (its "measured" row fails: bfloat16
-    65536, log_softmax's backward); a row of odd bytes per CTA fails its "slices" row."""
+    bfloat16 131073 to 262144, the norms', softmax's and log_softmax's backward; a few
+    cells at 4096 and 16384) the dispatch takes rows_bulk_backward there and passes it by
+    elsewhere (its "measured" row fails: bfloat16 65536); a row of odd bytes per CTA fails its "slices" row."""
     monkeypatch.undo()
     target = Target.parse("sm_90a")
 
@@ -220,7 +220,11 @@ def test_where_measured_and_its_explain_rows(monkeypatch) -> None:
         rows = table(kind, 65536)
         assert any(r.strip().startswith(VARIANT) and "measured" in r and "FAIL" in r for r in rows), rows
         assert f"chosen: {VARIANT}" not in rows
-    assert f"chosen: {VARIANT}" not in table("log_softmax_backward", 262144)
+    assert f"chosen: {VARIANT}" in table("log_softmax_backward", 262144)  # (measured 2026-11-29)
+    assert f"chosen: {VARIANT}" not in table("log_softmax_backward", 65536)
+    assert f"chosen: {VARIANT}" in table("rms_norm_backward", 16384)  # (measured there only)
+    assert f"chosen: {VARIANT}" not in table("layer_norm_backward", 16384)
+    assert f"chosen: {VARIANT}" not in table("rms_norm_backward", 16383)
     assert rows_bulk_backward.CLUSTERS == {4: 32, 8: 15, 16: 7}
     monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [])
     assert f"chosen: {VARIANT}" not in table("layer_norm_backward", 262144)
@@ -231,8 +235,8 @@ def test_where_measured_and_its_explain_rows(monkeypatch) -> None:
     assert _config("layer_norm_backward", 262144, "bfloat16", weight="bfloat16", dweight="bfloat16",
                    dbias="bfloat16") == rows_bulk_backward.BulkPlan(16, 512, 8, 32768, 4, 32768)
     # float32 262144: 16 CTAs of 64 KiB slices: 3 slots (192 KiB), the weight read from global memory
-    assert _config("rms_norm_backward", 262144, "float32", weight="float32", dweight="float32") == \
-        rows_bulk_backward.BulkPlan(16, 512, 8, 65536, 3, 0)
+    assert _config("layer_norm_backward", 262144, "float32", weight="float32", dweight="float32",
+                   dbias="float32") == rows_bulk_backward.BulkPlan(16, 512, 8, 65536, 3, 0)
     rows = table("softmax_backward", 65540)
     assert any(r.strip().startswith(VARIANT) and "slices" in r and "FAIL" in r for r in rows), rows
 

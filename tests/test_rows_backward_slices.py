@@ -51,13 +51,14 @@ def test_slices_chosen_past_the_cluster(monkeypatch) -> None:
         (table,) = explanations(module(kind, None, n, dtype, **kw), Target.parse("sm_90a"))
         return next(line for line in table.splitlines() if line.startswith("chosen"))[len("chosen: "):]
 
-    assert chosen("rms_norm_backward", 16384) == "rows_cluster"
+    assert chosen("rms_norm_backward", 16384) == "rows_bulk_backward"  # (bfloat16 16384: rows_bulk_backward's CHOSEN)
+    assert chosen("layer_norm_backward", 16384) == "rows_cluster"
     assert chosen("rms_norm_backward", 65536) == "rows_cluster"  # bfloat16: pipelined (rows_backward.MEASURED)
     assert chosen("rms_norm_backward", 65536, "float16") == "rows_slices"
     assert chosen("rms_norm_backward", 32768, "float32") == "rows_cluster"
     assert chosen("layer_norm_backward", 65536) == "rows_cluster"
     assert chosen("rms_norm_backward", 262144, "float16") == "rows_slices"
-    assert chosen("log_softmax_backward", 262144) == "rows_slices"
+    assert chosen("log_softmax_backward", 65536) == "rows_slices"
     assert chosen("rms_norm_backward", 262148) == "rows_stream"
     assert chosen("softmax_backward", 65536) == "rows_slices"
     assert chosen("softmax_backward", 32768, "float32") == "rows_cluster"

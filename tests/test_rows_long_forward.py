@@ -34,6 +34,7 @@ def small(monkeypatch):
     monkeypatch.setattr(rows_bulk, "PERSISTENT", None)
     monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
     monkeypatch.setattr(rows_bulk, "REGISTERS", True)
+    monkeypatch.setattr(rows_common, "FAST_EXP", False)  # (its accuracy: tests/test_rows_norms_forward.py)
     monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
 
 

@@ -83,14 +83,33 @@ def test_layer_norm_fast_large_mean(monkeypatch) -> None:
     assert errs[1] <= 1.25 * errs[0], errs
 
 
-def test_settings_change_the_ptx_and_are_off_by_default(monkeypatch) -> None:
+def _no_measured_settings(monkeypatch) -> None:
+    """Every table of measured settings emptied: the kernels of before them."""
+    for mod, name in ((rows_common, "FAST_EXP_MEASURED"), (rows_common, "LAYER_NORM_FAST_MEASURED"),
+                      (rows_common, "ADD_RMS_CLUSTER_N"), (rows_cta, "VALUES_MEASURED"),
+                      (rows_cta, "MIN_CTAS_MEASURED"), (rows_warp, "MIN_CTAS_MEASURED")):
+        monkeypatch.setattr(mod, name, {})
+    monkeypatch.setattr(rows_common, "ADD_RMS_CLUSTER_MIN_CTAS", None)
+
+
+def test_measured_settings_reach_their_cells_only() -> None:
+    """The tables as measured on the H200 (docs/rows.md): keyed by element type names (and
+    kinds), ranges of N; layer_norm float32 16384 takes 2 CTAs a multiprocessor, 4096 not; the
+    module-wide switches stay None (the tables decide)."""
+    assert rows_common.FAST_EXP is None and rows_common.LAYER_NORM_FAST is None
+    assert rows_cta.VALUES is None and rows_cta.MIN_CTAS is None and rows_warp.MIN_CTAS is None
+    for table in (rows_common.FAST_EXP_MEASURED, rows_common.LAYER_NORM_FAST_MEASURED):
+        assert set(table) <= {F32, BF16} and all(lo <= hi for r in table.values() for lo, hi in r)
+    for table in (rows_cta.VALUES_MEASURED, rows_cta.MIN_CTAS_MEASURED, rows_warp.MIN_CTAS_MEASURED):
+        assert all(d in (F32, BF16) and lo <= hi for (_, d), r in table.items() for lo, hi, _k in r)
+    assert ".minnctapersm 2" in _ptx("layer_norm", 16384, F32, "rows_cta")
+    assert ".minnctapersm" not in _ptx("layer_norm", 4096, F32, "rows_cta")
+
+
+def test_settings_change_the_ptx(monkeypatch) -> None:
     """Each setting shows in its kernel's PTX (ex2.approx.ftz; one sub.rn.f32 of x - mean
-    per element instead of two; .minnctapersm; the grid) and not in the default's."""
-    assert rows_common.FAST_EXP is None and not rows_common.FAST_EXP_MEASURED
-    assert rows_common.LAYER_NORM_FAST is None and not rows_common.LAYER_NORM_FAST_MEASURED
-    assert rows_cta.VALUES is None and not rows_cta.VALUES_MEASURED and rows_stream.CTAS_PER_SM is None
-    assert not rows_common.ADD_RMS_CLUSTER_N
-    assert rows_cta.MIN_CTAS is None and rows_warp.MIN_CTAS is None and not rows_cta.MIN_CTAS_MEASURED
+    per element instead of two; .minnctapersm; the grid) and not in the kernel without it."""
+    _no_measured_settings(monkeypatch)
     base = _ptx("softmax", 256, F32, "rows_warp")
     monkeypatch.setattr(rows_warp, "MIN_CTAS", 3)
     assert ".minnctapersm" not in base and ".minnctapersm 3" in _ptx("softmax", 256, F32, "rows_warp")
@@ -129,6 +148,7 @@ def test_add_rms_norm_in_a_cluster(monkeypatch) -> None:
     """ADD_RMS_CLUSTER_N: bfloat16 add_rms_norm (rows_cluster.MEASURED has no bfloat16)
     refused by rows_cluster without it; with it the dispatch's choice past rows_cta's rows
     (forced here: small rows), h and y of 3 rows against float64 (test_rows.run checks h)."""
+    _no_measured_settings(monkeypatch)
     with pytest.raises(BulkredError):
         _ptx_add = compile_tile_module(module("add_rms_norm", None, 264, BF16, variant="rows_cluster", eps=1e-5),
                                        "sm_90a", cache=False)

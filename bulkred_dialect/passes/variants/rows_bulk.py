@@ -57,6 +57,8 @@ from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     wait_phase,
+    BF16,
+    F32,
     AT,
     EXP_KINDS,
     ELEM_F32,
@@ -149,13 +151,20 @@ _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the 
 _NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
 
 CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
-    ("float32", _NOT_CE, 4096, 4096, Setting(16384, 256, 2, False, 1)),
-    ("float32", _NOT_CE, 65537, 196608, _ROW),
-    ("float32", ("softmax",), 196609, 262144, Setting(65536, 256, 2, False, 1)),
-    ("float32", _NOT_CE, 196609, 262144, Setting(65536, 512, 3, False, 1)),
+    (F32.name, _NOT_CE, 4096, 4096, Setting(16384, 256, 2, False, 1)),
+    (F32.name, _NOT_CE, 65537, 196608, _ROW),
+    # (float32 softmax 262144, tools/probes/rows_forward.py --set long on an H200, 2026-11-29: the
+    # first row's copy before the cluster barrier 0.881 of copy against 0.832)
+    (F32.name, ("softmax",), 196609, 262144, Setting(65536, 256, 2, False, 1, early_copy=True)),
+    (F32.name, _NOT_CE, 196609, 262144, Setting(65536, 512, 3, False, 1)),
     # (bfloat16 16384 layer_norm and log_softmax: rows_cta pipelined measured faster, 0.947 / 0.916 of copy against 0.867 / 0.878)
-    ("bfloat16", ("cross_entropy",), 16384, 16384, Setting(16384, 256, 2, True, 2)),
-    ("bfloat16", _NOT_CE, 16385, 262144, _ROW),
+    # (bfloat16 cross_entropy 16384: rows_cta with FAST_EXP and 2 CTAs a multiprocessor measured faster, 0.858
+    # of copy against 0.716: rows_cta.MIN_CTAS_MEASURED)
+    # (bfloat16 rows of two slices, measured at 65536 (--set long, same run): the slice in
+    # registers, a persistent grid of two slice buffers: softmax 0.900 / 0.894 of copy,
+    # log_softmax 0.885 / 0.780, rms_norm 0.915 / 0.819; layer_norm slower, 0.714 / 0.750)
+    (BF16.name, ("softmax", "log_softmax", "rms_norm"), 32769, 65536, Setting(65536, 512, 1, True, 2, registers=True)),
+    (BF16.name, _NOT_CE, 16385, 262144, _ROW),
 ]
 """Where rows_bulk was measured faster than the other variants on an H200 (docs/rows.md,
 tools/probes/rows_forward.py), and with which setting: (element type, kinds (None: all),

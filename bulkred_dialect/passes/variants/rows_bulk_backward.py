@@ -152,6 +152,10 @@ CTAs of 512 threads, 32 registers a thread) makes ptxas spill
 (tools/probes/rows_backward.py ``--set fast --dry-run``)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int})
+    # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
+    (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2}),  # 0.71 -> 0.83
+    (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384, {"grad_registers": True}),  # 0.92 -> 0.95, 0.90 -> 0.92
+    (F32.name, ("rms_norm_backward",), 4096, 4096, {"ctas_per_sm": 2, "slots": 12}),  # 0.91 -> 0.96
 ]
 """rows_bulk_backward's settings where an H200 measured them faster
 (tools/probes/rows_backward.py ``--set fast``): the first entry holding the op's element
@@ -172,9 +176,17 @@ CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int]] = [
     (F32.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward"), 65536, 262144),
     # 65536 (8 CTAs a row): rms 0.90 -> 0.95, layer 0.81 -> 0.96, softmax 0.98 -> 1.00;
     # 262144 (16): rms 0.51 -> 0.70, layer 0.37 -> 0.60, softmax 0.81 -> 0.93
-    (BF16.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward"), 131073, 262144),
+    (BF16.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward", "log_softmax_backward"), 131073, 262144),
     # 262144 (16): rms 0.44 -> 0.88, layer 0.28 -> 0.75, softmax 0.85 -> 0.97; at 65536 (4 CTAs a row)
     # slower (rms 0.75 -> 0.53, layer 0.65 -> 0.44, softmax 0.90 -> 0.74): not taken there
+    # (--set fast, 2026-11-29) log_softmax's backward at 262144: float32 0.90 -> 0.96, bfloat16 0.80 -> 0.97;
+    # float32 rms_norm / layer_norm at 16384 (measured there only): 0.92 -> 0.95, 0.90 -> 0.92 (with
+    # SETTINGS' dy in registers); float32 rms_norm at 4096: 0.91 -> 0.96 (at most 2 CTAs, 12 slots);
+    # bfloat16 rms_norm at 16384: 0.82 -> 0.87
+    (F32.name, ("log_softmax_backward",), 131073, 262144),
+    (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384),
+    (F32.name, ("rms_norm_backward",), 4096, 4096),
+    (BF16.name, ("rms_norm_backward",), 16384, 16384),
 ]
 """Where rows_bulk_backward was measured faster than the other variants on an H200:
 (element type, kinds (None: all), N from, N to); elsewhere the dispatch passes it by, a

@@ -915,7 +915,14 @@ step get the same bits). Bits change (an exp
 below 2^-126 flushed to 0; the shift's rounding, ``ulp(m log2(e))`` in the exponent),
 never with M."""
 
-FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
+    # tools/probes/rows_forward_norms.py on an H200, 2026-11-29, x copy (default -> fast_exp): bfloat16
+    # cross_entropy 1024 0.885 -> 0.965, 4096 0.807 -> 0.900, 65536 0.892 -> 0.962; softmax 4096 0.897 ->
+    # 0.902, 16384 0.920 -> 0.922; log_softmax 4096 0.886 -> 0.901; the error against float64 the same.
+    # float32 not taken: no faster (softmax 16384 0.928 -> 0.929, cross_entropy 1024 1.058 -> 1.060) and
+    # twice the error (softmax 16384 1.0e-7 -> 2.0e-7)
+    # Not taken yet: an all -inf row must give NaN as torch's (tests/test_rows.py test_inf_rows_as_torch_cuda)
+}
 """:data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
 on; none measured yet (tools/probes/rows_forward_norms.py)."""
 
@@ -931,12 +938,22 @@ same for a given variance; the variance's are not (the order of its sum); never 
 cost more instructions a row than it saved: 928 -> 1376 SASS instructions at bfloat16
 4096.)"""
 
-LAYER_NORM_FAST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+LAYER_NORM_FAST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
+    # (probe as FAST_EXP_MEASURED's) bfloat16 1024 0.937 -> 0.941, 4096 0.881 -> 0.887, 16384 0.890 -> 0.899;
+    # float32 16384 0.868 -> 0.880 (0.926 with rows_cta.MIN_CTAS_MEASURED's 2 CTAs)
+    BF16.name: ((1, 16384),),
+    F32.name: ((1, 16384),),
+}
 """:data:`LAYER_NORM_FAST` by element type and N: the ranges where it is on; none
 measured yet (tools/probes/rows_forward_norms.py)."""
 
 
-ADD_RMS_CLUSTER_N: dict[str, int] = {}
+ADD_RMS_CLUSTER_N: dict[str, int] = {
+    # (probe as FAST_EXP_MEASURED's) x copy, rows_stream -> rows_cluster (with ADD_RMS_CLUSTER_MIN_CTAS):
+    # bfloat16 65536 0.739 -> 0.914 (without the bound), 262144 0.702 -> 0.874; float32 262144 0.756 -> 0.882
+    BF16.name: 262144,
+    F32.name: 262144,
+}
 """Per element type, the longest add_rms_norm row that rows_cluster takes besides its own
 ``MEASURED`` (read by rows_cluster's ``measured`` predicate): a cluster's registers hold
 the row's ``h = x + residual``, where rows_stream reads h back from residual_out (five
@@ -945,7 +962,7 @@ docs/rows_bench_h200_run3.md). Empty: none moved (not measured yet;
 tools/probes/rows_forward_norms.py)."""
 
 
-ADD_RMS_CLUSTER_MIN_CTAS: int | None = None
+ADD_RMS_CLUSTER_MIN_CTAS: int | None = 2  # bfloat16 262144: 0.797 without, 0.874 with; float32 0.892 / 0.882
 """add_rms_norm on rows_cluster: its kernel's ``.minnctapersm`` (None: none, the default):
 at 512 threads a CTA of float32 262144 uses 87 registers and bfloat16's 67, one CTA a
 multiprocessor (no row's loads in flight while the CTA reduces); 2 asks ptxas for 64.
