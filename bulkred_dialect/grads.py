@@ -177,7 +177,7 @@ def _amax(x, results, grads, dims, keepdims, options):
     g = _restore(grads[0], dims, keepdims, x.dim())
     r = _restore(results[0], dims, keepdims, x.dim())
     mask = x == r
-    count = mask.sum(dim=dims, keepdim=True) if x.dim() else mask.to(torch.int64)
+    count = mask.sum(dims, True) if x.dim() else mask.to(torch.int64)  # (positional: no keyword parsing per call)
     return _as((g / count) * mask, x)
 
 
