@@ -179,3 +179,48 @@ def test_batch_invariance(kind: str, variant: str, setting: str, monkeypatch) ->
     built = test_rows.lowered(module(kind, None, n, F32, variant=variant, **kw))
     two = test_rows.interpret(built, x[:2].copy(), np.zeros_like(x[:2]), *extra)[1]
     assert five[:2].tobytes() == two.tobytes()
+
+
+def _non_finite_rows(n: int) -> np.ndarray:
+    """5 rows: finite, all -inf, +inf last, a NaN in the middle, -inf second."""
+    x = _rows(5, n, 3)
+    x[1] = -np.inf
+    x[2, n - 1] = np.inf
+    x[3, n // 2] = np.nan
+    x[4, 1] = -np.inf
+    return x
+
+
+def _outputs(kind: str, variant: str, dtype: str, x: np.ndarray) -> dict[str, np.ndarray]:
+    """y and the statistics (cross_entropy: loss and lse, smoothing 0.1, targets in the row)."""
+    if kind != "cross_entropy":
+        y, stats, *_ = test_rows.run(kind, x, dtype, variant=variant)
+        return {"y": y, **stats}
+    m, n = x.shape
+    built = module("cross_entropy", m, n, dtype, stats=("lse",), variant=variant, ignore_index=-7, label_smoothing=0.1)
+    out = test_rows.interpret(test_rows.lowered(built), test_rows.to_bits(x, dtype), np.array([0, 3, 5, n - 1, 1], np.int64),
+                              np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
+    return {"loss": out[2], "lse": out[3]}
+
+
+# each kind once, each register variant's combination (butterfly, shared memory, cluster) and the stream's
+@pytest.mark.parametrize("kind,variant,dtype", [("softmax", "rows_stream", BF16), ("log_softmax", "rows_warp", F32),
+                                                ("cross_entropy", "rows_cta", BF16), ("softmax", "rows_cluster", F32),
+                                                ("log_softmax", "rows_stream", F32), ("cross_entropy", "rows_stream", F32)])
+def test_fast_exp_non_finite_rows_as_the_default(kind: str, variant: str, dtype: str, monkeypatch) -> None:
+    """FAST_EXP on and off give the same non-finite values (torch's, test_rows'
+    test_inf_rows_as_torch_cuda): an all -inf row and a row with NaN or +inf NaN
+    everywhere (+inf: the fast exps' sum +inf made NaN, rows_common.fast_exp_row_sum),
+    the lse NaN where its row has NaN or +inf, -inf for an all -inf row; a -inf element 0
+    (log_softmax -inf) in an otherwise finite row; the statistics alike."""
+    n = test_rows.SHAPES[variant]
+    x = _non_finite_rows(n)
+    got = []
+    for on in (False, True):
+        monkeypatch.setattr(rows_common, "FAST_EXP", on)
+        got.append(_outputs(kind, variant, dtype, x if variant != "rows_cluster" else x[[0, 2]]))
+    for name, base in got[0].items():
+        a, b = np.asarray(base, np.float64), np.asarray(got[1][name], np.float64)
+        odd = ~np.isfinite(a) | ~np.isfinite(b)
+        assert odd.any(), name
+        np.testing.assert_array_equal(a[odd], b[odd], err_msg=name)  # (NaN equal to NaN; infinities by sign)

@@ -638,6 +638,8 @@ class RowState:
         kind, n = self.p.kind, float(self.p.n)
         eps = e.const(self.op.eps.value.data, f32) if self.op.eps is not None else None
         if kind in EXP_KINDS:
+            if fast_exp(self.p):  # (FAST_EXP) the sum NaN where the maximum is +inf or NaN, as the default's
+                sums = {**sums, "sum": fast_exp_row_sum(e, sums["max"], sums["sum"])}
             out = {"max": sums["max"], "sum": sums["sum"]}
             if kind == NormKind.SOFTMAX:
                 out["inv_sum"] = e.rcp(AT, sums["sum"])
@@ -1007,6 +1009,19 @@ def _finite_neg_shift(e: Emitter, m: SSAValue) -> SSAValue:
     neg = f32_mul(e, m, e.const(-LOG2E, f32))
     big = e.const(FLT_MAX, f32)
     return e.minmax(ReduceKind.MAX, AT, e.minmax(ReduceKind.MIN, AT, neg, big), e.const(-FLT_MAX, f32))
+
+
+def fast_exp_row_sum(e: Emitter, m: SSAValue, s: SSAValue) -> SSAValue:
+    """:data:`FAST_EXP`'s row sum ``s`` made NaN where the row's maximum ``m`` is +inf or
+    NaN: ``fma(m, 0, s)`` (``inf * 0`` is NaN; a finite ``m``, -FLT_MAX included, leaves
+    ``s`` as it is), once per row. Its shift is kept finite (:func:`exp_neg_shift`), so a
+    row whose maximum is +inf gets the finite elements' exps 0 and the infinity's +inf,
+    a sum of +inf, where the default's ``inf - inf`` gives NaN; with the sum NaN, y
+    (softmax: times ``1 / sum``; log_softmax: minus ``max + log(sum)``) and
+    cross_entropy's lse are NaN everywhere, as torch's and the default's. (A NaN element
+    makes its exp, so the sum, NaN in either form; an all -inf row's maximum is
+    -FLT_MAX and its sum 0, as the default's: y ``0 * inf`` or ``-inf + inf``, NaN.)"""
+    return e.fma(AT, m, e.const(0.0, f32), s)
 
 
 def ahead_items(p: RowPlan) -> int:
