@@ -1,10 +1,12 @@
 """The host's cost of a call without a GPU: the row functions' path (key, look-up, the
 launch layer's bound launcher, the outputs' allocation) on CPU torch tensors, with the
 launch itself a stub (``Kernel.bind``'s generated launcher, its driver call replaced by
-a no-op), and the torch steps a call takes (allocations, a key's reads). Each figure is
-the best of 5 loops, per call, in microseconds; compare figures of one run only.
+a no-op), and the torch steps a call takes (allocations, a key's reads); the reductions'
+calls with each step's part (the key and look-up, the launcher, the rest); the autograd
+route's forward and backward against torch's on the CPU. Each figure is the best of 60
+loops, per call, in microseconds; compare figures of one run only.
 
-    PYTHONPATH=/path/to/torch python3 tools/probes/host_cost.py
+    PYTHONPATH=/path/to/torch python3 tools/diag.py host_cost [--part rows|reductions|autograd|all]
 
 On the GPU machine ``bash tools/gpu.sh bench:call_overhead`` and ``probe:row_calls``
 time the real launches.
@@ -156,8 +158,10 @@ def autograd() -> None:
 
     api.kernel_of = lambda p, target: test_grads.TorchKernel(p)
     device.current_arch = lambda: "sm_90a"
+    torch.set_num_threads(1)  # (torch's CPU kernels without a thread pool: steadier figures)
     x = torch.randn(4, 8).requires_grad_(True)
     w = torch.randn(4)
+    empty_like = torch.empty_like
     rows = {  # row: (bulkred's call, torch's, the kernel the forward runs, its results)
         "amax": (lambda t: bulkred.amax(t, axis=-1), lambda t: torch.amax(t, dim=-1), "amax"),
         "var": (lambda t: bulkred.var(t, axis=-1, correction=1), lambda t: torch.var(t, dim=-1), "var_mean"),
@@ -169,11 +173,15 @@ def autograd() -> None:
     for name, (ours, theirs, target) in rows.items():
         api.CALLS.clear()
         ours(x)  # the first call: the simulated kernel, kept under its key without a launcher
-        made = theirs(x.detach())
+        like = theirs(x.detach())
         if target.endswith("_mean"):
-            made = (made, x.detach().mean(-1))
-        for k in [k for k in api.CALLS if k[0] == target]:
-            api.CALLS[k] = (lambda t, out, made=made: made, None, None)  # the launcher of the next calls
+            def stub(t, out, like=like):
+                return empty_like(like), empty_like(like)
+        else:
+            def stub(t, out, like=like):
+                return empty_like(like)
+        for k in [k for k in api.CALLS if k[0] == target and not k[5]]:  # (k[5]: the route's key, x requiring grad)
+            api.CALLS[k] = (stub, None, None)  # the launcher of the next calls: its results made as a launcher's
         ours(x)
 
         def step(f):
