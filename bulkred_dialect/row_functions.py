@@ -862,9 +862,11 @@ def _aligned_launcher(launcher: Callable, row: RowFunction, p: RowPlan, k: Any, 
 
 
 def forget() -> None:
-    """Drop every call kept (the kernels stay in ``row_kernels``' cache)."""
+    """Drop every call kept, the backward kernels' too (the kernels stay in
+    ``row_kernels``' cache)."""
     with _LOCK:
         CALLS.clear()
+        BACKWARD_CALLS.clear()
 
 
 # endregion
@@ -1024,11 +1026,39 @@ def _rows(t: Any, m: int, n: int | None = None) -> Any:
     return t.reshape((m, n) if n is not None else (m,)).contiguous()
 
 
+BACKWARD_CALLS: dict[tuple, tuple] = {}
+"""A backward kernel's calls seen: key (the kind, each checked tensor's class, shape,
+dtype, device and strides, the options) -> ``(plan, kernel, ...)``, made after the
+call's checks and kept (a call of the key neither checks nor looks its kernel up
+again); emptied by :func:`forget`."""
+
+
+def _meta(t: Any) -> Any:
+    """A checked tensor's part of a backward key (None as itself)."""
+    return None if t is None else (t.__class__, t.shape, t.dtype, t.device, t.stride())
+
+
+def _backward_kept(key: tuple, make: Callable[[], tuple]) -> tuple:
+    """``BACKWARD_CALLS[key]``, made by ``make()`` (every check, the kernel) on a miss."""
+    try:
+        got = BACKWARD_CALLS.get(key)
+    except TypeError:  # an option not hashable: make() refuses it
+        return make()
+    if got is None:
+        got = make()
+        if len(BACKWARD_CALLS) < 4096:
+            BACKWARD_CALLS[key] = got
+    return got
+
+
 def _softmax_backward(kind: str) -> Callable[..., Any]:
-    def impl(grad: Any, output: Any, variant: str | None) -> Any:
+    def make(grad: Any, output: Any, variant: str | None) -> tuple:
         p = _backward_plan(kind, grad, output, variant)
+        return p, _kernel(p, False)
+
+    def impl(grad: Any, output: Any, variant: str | None) -> Any:
+        p, k = _backward_kept((kind, _meta(grad), _meta(output), variant), lambda: make(grad, output, variant))
         dx = sys.modules["torch"].empty(tuple(output.shape), dtype=output.dtype, device=output.device)
-        k = _kernel(p, False)
         if k is not None:  # x (the forward's output), y (dx), grad
             _launch(k, [output.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(output.dtype)])
         return dx
@@ -1067,22 +1097,28 @@ def _norm_backward(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
                     raise _error(kind, f"'{what}' must have shape [{p.n}], got {list(v.shape)}")
         return p
 
+    def make(grad: Any, x: Any, weight: Any, bias: Any, variant: Any) -> tuple:
+        p = check(grad, x, weight, bias, variant)
+        if not (p.m and p.n):
+            return p, None
+        from bulkred_dialect.row_kernels import kernel_for
+
+        wd = None if weight is None else ROW_DTYPES[str(weight.dtype)]
+        bd = None if bias is None else ROW_DTYPES[str(bias.dtype)]
+        try:
+            return p, kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=wd, dweight=wd, dbias=bd,
+                                 variant=variant)
+        except BulkredError as e:
+            raise _error(kind, _first_line(e)) from None
+
     def impl(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
         bias, stats, variant = (rest[0], rest[1:3], rest[3]) if layer else (None, rest[:1], rest[1])
         torch = sys.modules["torch"]
-        p = check(grad, x, weight, bias, variant)
+        p, k = _backward_kept((kind, _meta(grad), _meta(x), _meta(weight), _meta(bias), variant),
+                              lambda: make(grad, x, weight, bias, variant))
         dx = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
         dw, db = _affine_grads(p, x, weight, bias, torch)
-        wd = None if weight is None else ROW_DTYPES[str(weight.dtype)]
-        bd = None if bias is None else ROW_DTYPES[str(bias.dtype)]
-        if p.m and p.n:
-            from bulkred_dialect.row_kernels import kernel_for
-
-            try:
-                k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, weight=wd, dweight=wd, dbias=bd,
-                               variant=variant)
-            except BulkredError as e:
-                raise _error(kind, _first_line(e)) from None
+        if k is not None:
             args = [x.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(x.dtype)]
             args += [] if weight is None else [weight.contiguous()]
             args += [_rows(s, p.m) for s in stats]
@@ -1107,18 +1143,25 @@ def _cross_entropy_backward() -> tuple[Callable[..., Any], Callable[..., Any]]:
     variant) -> dx``: ``grad`` the float32 gradient of each row's loss."""
     kind = "cross_entropy_backward"
 
-    def impl(grad: Any, input: Any, target: Any, lse: Any, ignore_index: int, smoothing: float, variant: Any) -> Any:
+    def make(grad: Any, input: Any, ignore_index: int, smoothing: float, variant: Any) -> tuple:
         p = _backward_plan(kind, grad, input, variant, "input")
+        if not (p.m and p.n):
+            return p, None
+        from bulkred_dialect.row_kernels import kernel_for
+
+        try:
+            return p, kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, variant=variant,
+                                 ignore_index=ignore_index, label_smoothing=smoothing or None)
+        except BulkredError as e:
+            raise _error(kind, _first_line(e)) from None
+
+    def impl(grad: Any, input: Any, target: Any, lse: Any, ignore_index: int, smoothing: float, variant: Any) -> Any:
+        p, k = _backward_kept((kind, _meta(grad), _meta(input), ignore_index.__class__, ignore_index,
+                               smoothing.__class__, smoothing, variant),
+                              lambda: make(grad, input, ignore_index, smoothing, variant))
         torch = sys.modules["torch"]
         dx = torch.empty(tuple(input.shape), dtype=input.dtype, device=input.device)
-        if p.m and p.n:
-            from bulkred_dialect.row_kernels import kernel_for
-
-            try:
-                k = kernel_for(kind, None, p.n, p.dtype, x_stride=p.x_stride, variant=variant,
-                               ignore_index=ignore_index, label_smoothing=smoothing or None)
-            except BulkredError as e:
-                raise _error(kind, _first_line(e)) from None
+        if k is not None:
             args = [input.view(p.m, p.n), dx.view(p.m, p.n), _rows(target, p.m), _rows(grad, p.m).float(),
                     _rows(lse, p.m)]
             _launch(k, args)

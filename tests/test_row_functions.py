@@ -896,3 +896,30 @@ def test_the_autograd_route_takes_the_calls_tensors_without_the_front(interprete
                 _close(g.detach(), w.float(), 1e-4)
     # the front: the first call's checks, then each call's own where the launcher takes it (the first's too)
     assert [fronts.count(n) for n, *_ in cases] == [1, 1, 3, 3], fronts
+
+
+def test_a_backward_kernels_call_is_kept_under_its_key(interpreted, monkeypatch):
+    """The backward operators keep each call's checked plan and kernel under its key (the
+    checked tensors' class, shape, dtype, device and strides, the options): a second
+    backward of the same key neither checks nor looks its kernel up again, and gives
+    torch's gradients from the new values; another shape is checked again (refused in one
+    line where bad)."""
+    torch = interpreted
+    F = torch.nn.functional
+    plans = []
+    inner = row_functions._backward_plan
+    monkeypatch.setattr(row_functions, "_backward_plan", lambda *a, **kw: plans.append(a[0]) or inner(*a, **kw))
+    t = torch.tensor([0, -100, 7, 3])
+    cases = [(lambda u: bulkred.softmax(u), lambda u: torch.softmax(u, -1)),
+             (lambda u: bulkred.rms_norm(u, 8), lambda u: F.rms_norm(u, (8,), eps=torch.finfo(torch.float32).eps)),
+             (lambda u: bulkred.cross_entropy(u, t, label_smoothing=0.2),
+              lambda u: F.cross_entropy(u, t, label_smoothing=0.2))]
+    for mine, theirs in cases:
+        for seed in (131, 141):  # the same key, other values
+            x = _randn(torch, 4, 8, seed=seed) * 2
+            _close(_grads(torch, mine, (x,), seed)[0], _grads(torch, theirs, (x.double(),), seed)[0].float(), 1e-4)
+    assert plans == ["softmax_backward", "rms_norm_backward", "cross_entropy_backward"], plans
+    y = bulkred.softmax(_randn(torch, 4, 8, seed=151))
+    with pytest.raises(bulkred.ReductionError) as e:
+        torch.ops.bulkred.softmax_backward(torch.ones(3, 8), y, None)
+    assert str(e.value) == "bulkred.softmax_backward: grad must be a tensor of shape [4, 8] on output's device"
