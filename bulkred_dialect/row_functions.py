@@ -1058,7 +1058,8 @@ def _softmax_backward(kind: str) -> Callable[..., Any]:
 
     def impl(grad: Any, output: Any, variant: str | None) -> Any:
         p, k = _backward_kept((kind, _meta(grad), _meta(output), variant), lambda: make(grad, output, variant))
-        dx = sys.modules["torch"].empty(tuple(output.shape), dtype=output.dtype, device=output.device)
+        torch = sys.modules["torch"]
+        dx = torch.empty_like(output, memory_format=torch.contiguous_format)  # (cheaper than empty(shape, ...))
         if k is not None:  # x (the forward's output), y (dx), grad
             _launch(k, [output.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(output.dtype)])
         return dx
@@ -1116,7 +1117,7 @@ def _norm_backward(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
         torch = sys.modules["torch"]
         p, k = _backward_kept((kind, _meta(grad), _meta(x), _meta(weight), _meta(bias), variant),
                               lambda: make(grad, x, weight, bias, variant))
-        dx = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+        dx = torch.empty_like(x, memory_format=torch.contiguous_format)
         dw, db = _affine_grads(p, x, weight, bias, torch)
         if k is not None:
             args = [x.view(p.m, p.n), dx.view(p.m, p.n), _rows(grad, p.m, p.n).to(x.dtype)]
@@ -1160,7 +1161,7 @@ def _cross_entropy_backward() -> tuple[Callable[..., Any], Callable[..., Any]]:
                                smoothing.__class__, smoothing, variant),
                               lambda: make(grad, input, ignore_index, smoothing, variant))
         torch = sys.modules["torch"]
-        dx = torch.empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+        dx = torch.empty_like(input, memory_format=torch.contiguous_format)
         if k is not None:
             args = [input.view(p.m, p.n), dx.view(p.m, p.n), _rows(target, p.m), _rows(grad, p.m).float(),
                     _rows(lse, p.m)]
