@@ -46,6 +46,9 @@ _compiling = _never
 """``torch.compiler.is_compiling`` once the torch operators are registered."""
 _grad_enabled: Any = None
 """``torch.is_grad_enabled`` once the torch operators are registered."""
+_tensor: Any = None
+"""``torch.Tensor``, once the torch operators are registered: a call on one makes its key
+in the public function's own body."""
 _torch: Any = None
 """torch, once the torch operators are registered: the route under torch.compile reads it
 here (dynamo's trace of ``sys.modules[...]`` walks the whole dict, which an import on the
@@ -55,11 +58,11 @@ way may change: an InternalTorchDynamoError)."""
 def _torch_ops() -> Any:
     """Register the torch operators (once): the first torch tensor a function sees, or
     ``import bulkred_dialect`` with torch loaded."""
-    global _compiling, _grad_enabled, _torch
+    global _compiling, _grad_enabled, _torch, _tensor
     from bulkred_dialect import torch_ops
 
     torch = _torch = sys.modules["torch"]
-    _compiling, _grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
+    _compiling, _grad_enabled, _tensor = torch.compiler.is_compiling, torch.is_grad_enabled, torch.Tensor
     return torch_ops
 
 
@@ -164,7 +167,19 @@ def _make(row: Function) -> Any:
                 call(row, x, axis, keepdims, options, out, stream, explain)
         key = None
         if stream is None and explain is False:
-            key = call_key(name, x, axis, keepdims, options, out)
+            if x.__class__ is _tensor and out is None:
+                # a torch tensor's key written out here (api.call_key's fields, in its
+                # order; tests/test_api.py checks that the two agree): no frame for it
+                key = (
+                    name, _tensor, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
+                    x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+                    axis.__class__, keepdims, keepdims.__class__, None,
+                )
+                if options:
+                    for k, v in options.items():
+                        key += (k, v, v.__class__)
+            else:
+                key = call_key(name, x, axis, keepdims, options, out)
             try:
                 hit = calls.get(key)
             except TypeError:  # an unhashable argument (a list): every check says what it is

@@ -301,3 +301,26 @@ def test_call_keys_tell_option_types_apart_and_pairs_come_back_named():
     r = run(x, None)
     assert type(r) is pair and r.min.shape == r.max.shape == (4,) and r.min is r[0]
     assert launched and launched[0][3:] == (x.data_ptr(), r.min.data_ptr(), r.max.data_ptr())
+
+
+def test_the_public_functions_key_a_torch_call_as_call_key_does(monkeypatch):
+    """``bulkred.<fn>`` writes a torch tensor's key out in its own body (no frame for
+    it): the same tuple as ``api.call_key``, so a call kept under call_key's key (by
+    ``api.call`` or the torch operators' path) is found: each call below runs the
+    launcher put under call_key's key (a miss would take the full path: no "hit")."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (a CPU wheel is enough)")
+
+    x, x3 = torch.zeros(4, 8), torch.zeros(2, 3, 4)
+    cases = [
+        ("sum", x, None, False, {}, {}),
+        ("sum", x3, (0, 2), True, {}, {"axis": (0, 2), "keepdims": True}),
+        ("std_mean", x, 1, False, {"correction": 1}, {"axis": 1, "correction": 1}),
+        ("vector_norm", x, -1, False, {"ord": float("inf"), "dtype": None},
+         {"axis": -1, "ord": float("inf"), "dtype": None}),
+        ("amax", x.t(), 0, False, {}, {"axis": 0}),
+    ]
+    for name, t, axis, keepdims, options, kwargs in cases:
+        ran = []
+        monkeypatch.setitem(api.CALLS, api.call_key(name, t, axis, keepdims, options, None),
+                            (lambda a, out, ran=ran: ran.append(a) or "hit", None, None))
+        assert getattr(bulkred, name)(t, **kwargs) == "hit" and ran == [t], name
