@@ -586,10 +586,9 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
 
         forward = _bound_forward(row, p, k, op_args, slow) or slow
 
-        get = _picks(row, args, op_args, torch) if finish in (_y, _pair) else None
-        if get is not None:  # the operator's arguments are the call's as given: no front
-            consts = get[1]
-            get = get[0]
+        picked = _picks(row, args, op_args, torch) if finish in (_y, _pair) else None
+        if picked is not None:  # the operator's arguments are the call's as given: no front
+            get, consts = picked
 
             def launcher(args: tuple) -> Any:
                 out = op(forward, *get(args + consts))
