@@ -779,7 +779,7 @@ def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any
             key = (
                 name, x.__class__, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
                 x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
-                axis.__class__, keepdims, keepdims.__class__, None if out is None else _out_key(out),
+                axis.__class__, keepdims, keepdims.__class__, None if out is None else out_key(out),
             )
         except AttributeError:
             return None
@@ -789,9 +789,11 @@ def call_key(name: str, x: Any, axis: Any, keepdims: Any, options: dict[str, Any
     return key
 
 
-def _out_key(out: Any) -> tuple:
+def out_key(out: Any) -> tuple:
+    """``out``'s part of a call's key (:func:`call_key`): its type, shape, dtype, device
+    and contiguity, each array's for a pair."""
     if out.__class__ is tuple or out.__class__ is list:
-        return (out.__class__, *map(_out_key, out))
+        return (out.__class__, *map(out_key, out))
     return (out.__class__, out.shape, out.dtype, out.get_device(), out.is_contiguous())
 
 

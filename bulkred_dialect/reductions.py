@@ -153,7 +153,7 @@ def _make(row: Function) -> Any:
     launch), which keeps the call under its key."""
     name = row.name
     differentiable = row.grad is not None
-    calls, call_key, call = api.CALLS, api.call_key, api.call
+    calls, call_key, call, out_key = api.CALLS, api.call_key, api.call, api.out_key
 
     def fn(x: Any, /, *, axis: Any = None, keepdims: Any = False, out: Any = None, stream: Any = None,
            explain: Any = False, **options: Any) -> Any:
@@ -167,13 +167,13 @@ def _make(row: Function) -> Any:
                 call(row, x, axis, keepdims, options, out, stream, explain)
         key = None
         if stream is None and explain is False:
-            if x.__class__ is _tensor and out is None:
+            if x.__class__ is _tensor:
                 # a torch tensor's key written out here (api.call_key's fields, in its
                 # order; tests/test_api.py checks that the two agree): no frame for it
                 key = (
                     name, _tensor, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
                     x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
-                    axis.__class__, keepdims, keepdims.__class__, None,
+                    axis.__class__, keepdims, keepdims.__class__, None if out is None else out_key(out),
                 )
                 if options:
                     for k, v in options.items():

@@ -318,9 +318,11 @@ def test_the_public_functions_key_a_torch_call_as_call_key_does(monkeypatch):
         ("vector_norm", x, -1, False, {"ord": float("inf"), "dtype": None},
          {"axis": -1, "ord": float("inf"), "dtype": None}),
         ("amax", x.t(), 0, False, {}, {"axis": 0}),
+        ("sum", x, 1, False, {}, {"axis": 1, "out": torch.zeros(4)}),
+        ("std_mean", x, 0, False, {}, {"axis": 0, "out": (torch.zeros(8), torch.zeros(8))}),
     ]
     for name, t, axis, keepdims, options, kwargs in cases:
         ran = []
-        monkeypatch.setitem(api.CALLS, api.call_key(name, t, axis, keepdims, options, None),
+        monkeypatch.setitem(api.CALLS, api.call_key(name, t, axis, keepdims, options, kwargs.get("out")),
                             (lambda a, out, ran=ran: ran.append(a) or "hit", None, None))
         assert getattr(bulkred, name)(t, **kwargs) == "hit" and ran == [t], name
