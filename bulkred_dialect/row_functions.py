@@ -237,7 +237,7 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
     # out= where autograd does not record (torch refuses out= there) and torch.compile does not trace
     out = cast and not (input.requires_grad and torch.is_grad_enabled()) and not torch.compiler.is_compiling()
 
-    def finish(outs: tuple) -> Any:
+    def result(outs: tuple, target: Any) -> Any:  # (a kept launcher passes each call's own target)
         loss = outs[0]  # float32, 0 where the target is ignore_index
         if reduction == "none":
             r = loss if nd == 2 else loss.view(())
@@ -251,6 +251,10 @@ def _cross_entropy_front(row: RowFunction, input: Any, target: Any, weight: Any,
             return loss.sum().div_(target.ne(ignore_index).sum())
         return r.to(dtype) if cast else r
 
+    def finish(outs: tuple) -> Any:
+        return result(outs, target)
+
+    finish.result = result  # type: ignore[attr-defined]  # the result of another call of the key: its target
     if reduction != "none":  # the kernel's own reduction where the call takes the kernel (_first)
         finish.reduction = reduction  # type: ignore[attr-defined]
     return (input, target, weight, ignore_index, smoothing, variant), finish
@@ -586,8 +590,14 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
 
         forward = _bound_forward(row, p, k, op_args, slow) or slow
 
-        picked = _picks(row, args, op_args, torch) if finish in (_y, _pair) else None
-        if picked is not None:  # the operator's arguments are the call's as given: no front
+        result = getattr(finish, "result", None)  # cross_entropy's (unweighted): of the call's own target
+        picked = _picks(row, args, op_args, torch) if finish in (_y, _pair) or result is not None else None
+        if picked is not None and result is not None:  # the operator's arguments are the call's as given: no front
+            get, consts = picked
+
+            def launcher(args: tuple) -> Any:
+                return result(op(forward, *get(args + consts)), args[1])
+        elif picked is not None:
             get, consts = picked
 
             def launcher(args: tuple) -> Any:
@@ -706,10 +716,12 @@ def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, f
                 k(args[0], args[1], empty(m, dtype=f32, device=dev), r)
                 return r.view(())
         else:
+            result = finish.result  # type: ignore[attr-defined]  # each call's own target
+
             def launcher(args: tuple) -> Any:
                 loss = empty(m, dtype=f32, device=dev)
                 k(args[0], args[1], loss)
-                return finish((loss,))
+                return result((loss,), args[1])
     else:
         return None
     return _aligned_launcher(launcher, row, p, k, op_args, finish)
@@ -767,17 +779,17 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
         op_args, finish = front(row, *args)
         return (_reduced if p.reduction is not None else finish)(run(row, p, k, dict(zip(names, op_args)), False))
 
-    ce = finish if kind == "cross_entropy" and p.reduction is None else None
+    ce = finish.result if kind == "cross_entropy" and p.reduction is None else None  # type: ignore[attr-defined]
     if len(pick) == 1:
         def launcher(args: tuple) -> Any:
             r = b(args[0], None)
             return slow(args) if r is None else r
     elif len(pick) == 2:
         i, j = pick
-        if ce is not None:
+        if ce is not None:  # the rows reduced by torch: each call's own target
             def launcher(args: tuple) -> Any:
                 r = b(args[0], args[1], None)
-                return slow(args) if r is None else ce((r,))
+                return slow(args) if r is None else ce((r,), args[1])
         else:  # (cross_entropy reduced in the kernel: the scalar, as the launcher returns it)
             def launcher(args: tuple) -> Any:
                 r = b(args[0], args[j], None)

@@ -763,12 +763,17 @@ def test_the_autograd_route_through_the_launch_layers_launcher(interpreted, monk
     assert launched == [], launched  # refused by the bound launcher: the kernel's own call
 
 
-def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monkeypatch):
+@pytest.mark.parametrize("bound", [False, True], ids=["kernel", "bound"])
+def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monkeypatch, bound):
     """Batches of more than row_functions.REDUCED_ROWS_MAX rows take the kernel without the
     reduction and reduce its per-row losses with torch's operations (the last CTA adding
-    every loss alone was slower there on the H200); at the limit, the kernel's own."""
+    every loss alone was slower there on the H200); at the limit, the kernel's own. The
+    kept launcher (the kernel's call, or the launch layer's bound one) divides by its own
+    call's rows kept."""
     torch = interpreted
     F = torch.nn.functional
+    if bound:
+        _bound_kernels(torch, monkeypatch)
     monkeypatch.setattr(row_functions, "REDUCED_ROWS_MAX", 6)
     x = _randn(torch, 7, 24, seed=21) * 3
     t = torch.tensor([0, 5, -100, 23, 7, 2, 1])
@@ -779,6 +784,8 @@ def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monke
                F.cross_entropy(x[:6].double(), t[:6], reduction=reduction).float())
     built = [s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"]
     assert None in built and {"sum", "mean"} <= set(built), built
+    t2 = torch.tensor([-100, 5, -100, 23, -100, 2, 1])  # the kept launcher: the mean over this call's rows kept
+    _close(bulkred.cross_entropy(x, t2), F.cross_entropy(x.double(), t2).float())
 
 
 def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted, monkeypatch):
@@ -865,37 +872,39 @@ def test_a_kept_calls_equal_value_of_another_type_is_checked_again(interpreted, 
 
 def test_the_autograd_route_takes_the_calls_tensors_without_the_front(interpreted, monkeypatch):
     """A kept call on the autograd route whose operator arguments are the call's tensors as
-    given (2-D x, a weight of one dimension) runs without the front: the second call's
-    tensors (other values, the same key) are the operator's, its values torch's; a call
-    whose front makes other tensors (two normalized dimensions: x viewed, the weight
-    reshaped) or whose result needs the call (cross_entropy's reduction) runs the front
-    on every call."""
+    given (2-D x, a weight of one dimension, cross_entropy's target) runs without the
+    front: the second call's tensors (other values, the same key; cross_entropy's mean
+    over another target's rows kept) are the operator's, its values torch's; a call whose
+    front makes other tensors (two normalized dimensions: x viewed, the weight reshaped;
+    dtype= converting x) runs the front on every call."""
     torch = interpreted
     F = torch.nn.functional
     fronts = []
     for kind, f in list(row_functions.FRONTS.items()):
         monkeypatch.setitem(row_functions.FRONTS, kind, lambda row, *a, f=f: fronts.append(row.name) or f(row, *a))
-    t = torch.tensor([3, -100, 0, 7])
+    targets = {101: torch.tensor([3, -100, 0, 7]), 202: torch.tensor([-100, -100, 5, 1])}
     cases = [
-        ("rms_norm", lambda u, v: bulkred.rms_norm(u, 8, v, 1e-6), lambda u, v: F.rms_norm(u, (8,), v, 1e-6),
+        ("rms_norm", lambda s, u, v: bulkred.rms_norm(u, 8, v, 1e-6), lambda s, u, v: F.rms_norm(u, (8,), v, 1e-6),
          lambda s: (_randn(torch, 4, 8, seed=s), _randn(torch, 8, seed=s + 1))),
-        ("add_rms_norm", lambda u, r, v: bulkred.add_rms_norm(u, r, v), lambda u, r, v: (
+        ("add_rms_norm", lambda s, u, r, v: bulkred.add_rms_norm(u, r, v), lambda s, u, r, v: (
             F.rms_norm(u + r, (8,), v, torch.finfo(torch.float32).eps), u + r),
          lambda s: (_randn(torch, 4, 8, seed=s), _randn(torch, 4, 8, seed=s + 1), _randn(torch, 8, seed=s + 2))),
-        ("layer_norm", lambda u, v: bulkred.layer_norm(u, (2, 4), v), lambda u, v: F.layer_norm(u, (2, 4), v),
+        ("cross_entropy", lambda s, u: bulkred.cross_entropy(u, targets[s]),
+         lambda s, u: F.cross_entropy(u, targets[s]), lambda s: (_randn(torch, 4, 8, seed=s),)),
+        ("layer_norm", lambda s, u, v: bulkred.layer_norm(u, (2, 4), v), lambda s, u, v: F.layer_norm(u, (2, 4), v),
          lambda s: (_randn(torch, 4, 2, 4, seed=s), _randn(torch, 2, 4, seed=s + 1))),
-        ("cross_entropy", lambda u: bulkred.cross_entropy(u, t), lambda u: F.cross_entropy(u, t),
-         lambda s: (_randn(torch, 4, 8, seed=s),)),
+        ("log_softmax", lambda s, u: bulkred.log_softmax(u.half(), dtype=torch.float32),
+         lambda s, u: torch.log_softmax(u.half().double(), -1), lambda s: (_randn(torch, 4, 8, seed=s),)),
     ]
     for name, mine, theirs, tensors in cases:
         for seed in (101, 202):  # the same key, other values: the second call the kept launcher
             ts = tensors(seed)
-            got, want = mine(*[u.clone().requires_grad_() for u in ts]), theirs(*[u.double() for u in ts])
+            got, want = mine(seed, *[u.clone().requires_grad_() for u in ts]), theirs(seed, *[u.double() for u in ts])
             for g, w in zip(*[r if isinstance(r, tuple) else (r,) for r in (got, want)], strict=True):
                 assert g.grad_fn is not None  # the autograd route
                 _close(g.detach(), w.float(), 1e-4)
     # the front: the first call's checks, then each call's own where the launcher takes it (the first's too)
-    assert [fronts.count(n) for n, *_ in cases] == [1, 1, 3, 3], fronts
+    assert [fronts.count(n) for n, *_ in cases] == [1, 1, 1, 3, 3], fronts
 
 
 def test_a_backward_kernels_call_is_kept_under_its_key(interpreted, monkeypatch):
