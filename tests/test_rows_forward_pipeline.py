@@ -83,7 +83,7 @@ def _unpipelined(kind: str, variant: str, dtype: str, static: bool, taken: list[
     kernel). The dispatch must have said 'not pipelined' of it; ``taken`` (the fixture's
     record) gets that verdict whether the kernel was lowered now or before."""
     assert rows_common.FORWARD_PIPELINE is False and rows_common.FORWARD_AHEAD is None and rows_warp.ROWS_AT_ONCE == 1
-    key = (kind, variant, dtype, static)
+    key = (kind, variant, dtype, static, rows_common.FAST_EXP, tuple(sorted(rows_common.FAST_EXP_MEASURED.items())))  # (like with like)
     hit = _UNPIPELINED.get(key)
     if hit is None:
         real, said = rows_lower.forward_pipelined, []  # (the taken fixture's recorder, if on)

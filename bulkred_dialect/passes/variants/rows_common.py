@@ -734,8 +734,7 @@ class _Exps:
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         m = e.minmax(ReduceKind.MAX, AT, a[0], b[0])
         if self.fast:  # (symmetric in its operands bit for bit, as a butterfly's lanes need: two products, one sum)
-            neg = _finite_neg_shift(e, m)
-            return [m, f32_add(e, f32_mul(e, a[1], exp_shifted(e, a[0], m, neg)), f32_mul(e, b[1], exp_shifted(e, b[0], m, neg)))]
+            return [m, f32_add(e, f32_mul(e, a[1], _ftz_exp(e, f32_sub(e, a[0], m))), f32_mul(e, b[1], _ftz_exp(e, f32_sub(e, b[0], m))))]
         return [m, e.fma(AT, b[1], f32_exp(e, f32_sub(e, b[0], m)), f32_mul(e, a[1], f32_exp(e, f32_sub(e, a[0], m))))]
 
 
@@ -911,11 +910,12 @@ kinds (softmax, log_softmax, cross_entropy) in rows_warp, rows_cta, rows_cluster
 rows_stream compute each element's ``exp(x - m)`` as Quack does, ``ex2.approx.ftz(fma(x,
 log2(e), -m log2(e)))`` (:func:`exp_shifted`): one FFMA and one MUFU.EX2 instead of FADD,
 FMUL and the non-``.ftz`` ex2's range scaling (FSETP, two FMUL; ptxas, sm_90a), and
-log_softmax's y as ``x - (max + log(sum))`` (one subtraction); the (m, s) pairs' combination (:class:`_Exps`) takes the
-same exps, its sum as two products and one addition (symmetric: both lanes of a butterfly
-step get the same bits). Bits change (an exp
-below 2^-126 flushed to 0; the shift's rounding, ``ulp(m log2(e))`` in the exponent),
-never with M."""
+log_softmax's y as ``x - (max + log(sum))`` (one subtraction); the (m, s) pairs' combination
+(:class:`_Exps`) takes its factors as ``ex2.approx.ftz((m - M) log2(e))`` (:func:`_ftz_exp`),
+its sum as two products and one addition (symmetric: both lanes of a butterfly step get the
+same bits). Bits change (an exp below 2^-126 flushed to 0; the shift's rounding, half an
+``ulp(m log2(e))`` in the exponent: :func:`fast_exp_sum_error`), never with M; the
+non-finite results are the default's (:func:`fast_exp_row_sum`)."""
 
 FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     # tools/probes/rows_forward_norms.py on an H200, 2026-11-29, x copy (default -> fast_exp): bfloat16
@@ -923,10 +923,11 @@ FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     # 0.902, 16384 0.920 -> 0.922; log_softmax 4096 0.886 -> 0.901; the error against float64 the same.
     # float32 not taken: no faster (softmax 16384 0.928 -> 0.929, cross_entropy 1024 1.058 -> 1.060) and
     # twice the error (softmax 16384 1.0e-7 -> 2.0e-7)
-    # Not taken yet: an all -inf row must give NaN as torch's (tests/test_rows.py test_inf_rows_as_torch_cuda)
+    BF16.name: ((1, 65536),),
 }
 """:data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
-on; none measured yet (tools/probes/rows_forward_norms.py)."""
+on (tools/probes/rows_forward_norms.py). Its non-finite results are the default's
+(:func:`fast_exp_row_sum`); its row sums' extra error is :func:`fast_exp_sum_error`'s."""
 
 LAYER_NORM_FAST: bool | None = None
 """None: where :data:`LAYER_NORM_FAST_MEASURED` says; True or False: everywhere or nowhere
@@ -973,14 +974,41 @@ The probe's setting (tools/probes/rows_forward_norms.py); rows_lower sets it."""
 
 def _setting(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], p: RowPlan) -> bool:
     """A setting of ``p``'s element type and N: ``on`` where not None, else ``table``'s."""
+    return _setting_of(on, table, p.dtype.name, p.n)
+
+
+def _setting_of(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], dtype: str, n: int) -> bool:
     if on is not None:
         return on
-    return any(lo <= p.n <= hi for lo, hi in table.get(p.dtype.name, ()))
+    return any(lo <= n <= hi for lo, hi in table.get(dtype, ()))
 
 
 def fast_exp(p: RowPlan) -> bool:
     """Whether plan ``p``'s exps take :data:`FAST_EXP`'s form (an exp kind's forward)."""
     return p.kind in EXP_KINDS and _setting(FAST_EXP, FAST_EXP_MEASURED, p)
+
+
+def fast_exp_of(kind: str, dtype: str, n: int) -> bool:
+    """:func:`fast_exp` of the forward kernel of ``kind`` (a NormKind's value), element
+    type named ``dtype`` and rows of ``n`` (the tests' tolerance: :func:`fast_exp_sum_error`)."""
+    return kind in EXP_KINDS and _setting_of(FAST_EXP, FAST_EXP_MEASURED, dtype, n)
+
+
+def fast_exp_sum_error(max_abs: float) -> float:
+    """The relative error :data:`FAST_EXP` may add to a row's sum of exps (row_sum; the
+    lse's absolute error) beyond the default's, for a row whose largest finite ``|x|`` is
+    ``max_abs``: ``2^-24 max_abs``. Each exp's exponent ``(x - m) log2(e)`` is computed
+    as ``fma(x, log2(e), -m log2(e))``; the shift ``-m log2(e)``, rounded once to float32,
+    is off by up to half its ulp, ``|m| log2(e) 2^-24``, the same for every exp of the
+    thread's shift (a relative ``ln(2) |m| log2(e) 2^-24 = |m| 2^-24`` on the thread's
+    sum, ``|m| <= max_abs``); the rest (the FFMA's rounding of the exponent, ``ex2.approx``'s
+    2 ulp: PTX ISA, ex2) are the default's too (its ``x - m`` then ``* log2(e)``, its
+    ``ex2.approx``), and the combination's factors ``exp(m - M)`` are computed as the
+    default's (:func:`_ftz_exp`). For bfloat16 rows it is harmless: the backward's
+    ``exp(x - max) / sum`` (or ``exp(x - lse)``) gets the same relative error, far below
+    the 2^-9 of dx's bfloat16 rounding for any ``|max|`` below 2^12 (2.4e-4 at 4096),
+    and y's bfloat16 rounding (2^-9) dwarfs it in the forward."""
+    return 2.0**-24 * max_abs
 
 
 def layer_norm_fast(p: RowPlan) -> bool:
@@ -1002,6 +1030,15 @@ def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
     kept finite (a thread with no element, ``m = -FLT_MAX``: ``+inf``, and
     ``fma(-inf, log2(e), inf)`` would be NaN; with FLT_MAX, ``-inf`` as the default's 0)."""
     return _finite_neg_shift(e, m) if fast_exp(p) else None
+
+
+def _ftz_exp(e: Emitter, d: SSAValue) -> SSAValue:
+    """``exp(d)`` as ``ex2.approx.ftz(d log2(e))``: :class:`_Exps`' factors under
+    :data:`FAST_EXP`, of ``d = m' - M`` (exact where ``m' = M``: the factor 1, as the
+    default's; not the shifted form's ``fma(m', log2(e), -M log2(e))``, whose rounding of
+    ``M log2(e)`` would scale the sum by up to ``|M| 2^-24`` at every step of the
+    combination). A factor below 2^-126 flushed to 0 (a sum of at least 1 times it)."""
+    return e.value(Ex2Op(AT, f32_mul(e, d, e.const(LOG2E, f32)), approx=True, ftz=True))
 
 
 def _finite_neg_shift(e: Emitter, m: SSAValue) -> SSAValue:
