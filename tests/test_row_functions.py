@@ -793,7 +793,7 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
     does not take: x off the vector loads' alignment (copied, the kernel called by
     ``run``: its ``reduced`` [1], the loss rows [M]), a target that is a strided view (the
     front, then ``run``); label smoothing 0 and 1, ignored rows, M > 1, each call twice
-    (the key's launcher), under torch.no_grad with x requiring grad, and through autograd
+    (the key's launcher), with class weights (torch's reduction), under torch.no_grad with x requiring grad, and through autograd
     (the rows reduced by torch), against torch in float64. (H200 random rows, seed 311132
     draw 129: 'shape [30] is invalid for input of size 1', the [1] result viewed as [M].)"""
     from bulkred_dialect.backend_ptx.errors import MisalignedError
@@ -816,12 +816,15 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
     odd, even = base[5:29].view(3, 8), base[8:32].view(3, 8)  # 20 and 32 bytes past the storage's start
     t = torch.tensor([1, -100, 7])
     strided = torch.tensor([1, 0, -100, 0, 7, 0])[::2]
+    cw = _randn(torch, 8, seed=92).abs() + 0.5
     for x, tg in ((odd, t), (even, strided), (odd, strided)):
         for reduction in ("mean", "sum"):
             for s in (0.0, 1.0):
                 want = F.cross_entropy(x.double(), tg, reduction=reduction, label_smoothing=s).float()
                 for _ in range(2):
                     _close(bulkred.cross_entropy(x, tg, reduction=reduction, label_smoothing=s), want)
+            want = F.cross_entropy(x.double(), tg, cw.double(), reduction=reduction, label_smoothing=1.0).float()
+            _close(bulkred.cross_entropy(x, tg, cw, reduction=reduction, label_smoothing=1.0), want)  # class weights
     with torch.no_grad():  # x requires grad, autograd does not record: the kernel's reduction
         _close(bulkred.cross_entropy(base.clone().requires_grad_()[5:29].view(3, 8), t),
                F.cross_entropy(odd.double(), t).float())
