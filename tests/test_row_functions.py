@@ -793,9 +793,10 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
     does not take: x off the vector loads' alignment (copied, the kernel called by
     ``run``: its ``reduced`` [1], the loss rows [M]), a target that is a strided view (the
     front, then ``run``); label smoothing 0 and 1, ignored rows, M > 1, each call twice
-    (the key's launcher), with class weights (torch's reduction), under torch.no_grad with x requiring grad, and through autograd
-    (the rows reduced by torch), against torch in float64. (H200 random rows, seed 311132
-    draw 129: 'shape [30] is invalid for input of size 1', the [1] result viewed as [M].)"""
+    (the key's launcher), with class weights (torch's reduction), under torch.no_grad
+    with x requiring grad, and through autograd (the rows reduced by torch), against
+    torch in float64. (H200 random rows, seed 311132 draw 129: 'shape [30] is invalid
+    for input of size 1', the [1] result viewed as [M].)"""
     from bulkred_dialect.backend_ptx.errors import MisalignedError
 
     torch = interpreted
