@@ -7,6 +7,7 @@ compared with ptxas by tests/differential_harness.py.)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from itertools import product
 import pytest
 from xdsl.ir import Attribute, Block, SSAValue
 
-from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+from bulkred_dialect.backend_ptx.assemble import parse_ptxas_log, ptxas_accepts
 from bulkred_dialect.ops.ptx.base import (
     PtrType,
     PtxInstruction,
@@ -107,14 +108,6 @@ def build(operand_types: Sequence[Attribute], make: Maker) -> PtxInstruction:
 
 def ptx_line(op: PtxInstruction) -> str:
     return op.ptx_line(Namer())
-
-
-def ptxas(
-    op: PtxInstruction, target: Target, version: tuple[int, int] | None = None
-) -> tuple[bool, str]:
-    if version is None:
-        version = max(op.requirement().ptx, target.min_ptx)
-    return ptxas_accepts(kernel(ptx_line(op), target, version), target.name)
 
 
 # endregion
@@ -299,30 +292,106 @@ def _lower(values: list, v):
     return values[i - 1] if i > 0 else None
 
 
-@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda f: f.name)
-def test_requirement_is_the_lowest(form: Form):
-    """ptxas accepts the form at its requirement and rejects it one SM or one PTX ISA below."""
-    op = form.op()
+def _requirement_probes(op: PtxInstruction) -> list[tuple[Target, tuple[int, int], bool]]:
+    """What :func:`test_requirement_is_the_lowest` asks ptxas about ``op``'s line: (target,
+    PTX ISA version, whether ptxas must accept it there)."""
     req = op.requirement()
     if req.sm not in SMS:  # the any-target baseline: nvJitLink 13 cannot assemble below sm_75
-        assert req.sm < SMS[0]
-        ok, log = ptxas(op, Target.parse("sm_80"))
-        assert ok, log
-        return
+        return [(Target.parse("sm_80"), max(req.ptx, Target.parse("sm_80").min_ptx), True)]
     target = Target(req.sm, "a" if req.arch_specific else "")
-    ok, log = ptxas(op, target, max(req.ptx, target.min_ptx))
-    assert ok, f"{ptx_line(op)} needs more than {req.describe()}:\n{log}"
+    probes = [(target, max(req.ptx, target.min_ptx), True)]
     lower_ptx = _lower(PTX_VERSIONS, req.ptx)
     if lower_ptx is not None and lower_ptx >= target.min_ptx:
-        ok, _ = ptxas(op, target, lower_ptx)
-        assert not ok, f"{ptx_line(op)} assembles with PTX ISA {format_ptx_version(lower_ptx)} too"
+        probes.append((target, lower_ptx, False))
     lower_sm = _lower(SMS, req.sm)
     if lower_sm is not None:
         below = Target(lower_sm)
-        ok, _ = ptxas(op, below, max(req.ptx, below.min_ptx, (8, 7)))
-        assert not ok, f"{ptx_line(op)} assembles on {below} too"
-        with pytest.raises(TargetError):
-            check_target(op.ptx_mnemonic(), req, below)
+        probes.append((below, max(req.ptx, below.min_ptx, (8, 7)), False))
+    return probes
+
+
+def _batched_verdicts(lines: list[str], target: Target, version: tuple[int, int]) -> dict[str, tuple[bool, str]]:
+    """ptxas's verdict on each line as :func:`ptxas` gives it for a kernel of that line
+    alone: the lines in one kernel, a line each, so that one ptxas run checks them all
+    (tests/differential_harness.py's batching; test_differential cross-checks it against
+    one kernel per line). A line ptxas's errors name is rejected, with its message; the
+    others are assembled again without it, until a kernel passes. A failure that names
+    no line falls back to one kernel per line."""
+    out: dict[str, tuple[bool, str]] = {}
+    pending = list(dict.fromkeys(lines))
+    while pending:
+        text = kernel("\n  ".join(pending), target, version)
+        ok, log = ptxas_accepts(text, target.name)
+        if ok:
+            out.update((line, (True, "")) for line in pending)
+            break
+        first = text.splitlines().index("  " + pending[0]) + 1  # 1-based
+        errors: dict[int, str] = {}
+        for d in parse_ptxas_log(log):
+            if d.severity == "error":
+                errors.setdefault(d.line, d.message)
+        rejected = [line for i, line in enumerate(pending) if first + i in errors]
+        if not rejected:
+            out.update((line, ptxas_accepts(kernel(line, target, version), target.name)) for line in pending)
+            break
+        out.update((line, (False, errors[first + pending.index(line)])) for line in rejected)
+        pending = [line for line in pending if line not in rejected]
+    return out
+
+
+@functools.cache
+def _requirement_verdicts() -> dict[tuple[str, str, tuple[int, int]], tuple[bool, str]]:
+    """ptxas's verdict on every (line, target, version) of every form's
+    :func:`_requirement_probes`, batched by (target, version)."""
+    groups: dict[tuple[Target, tuple[int, int]], list[str]] = {}
+    for form in ALL_FORMS:
+        op = form.op()
+        for target, version, _ in _requirement_probes(op):
+            groups.setdefault((target, version), []).append(ptx_line(op))
+    verdicts = {}
+    for (target, version), lines in groups.items():
+        for line, verdict in _batched_verdicts(lines, target, version).items():
+            verdicts[(line, target.name, version)] = verdict
+    return verdicts
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda f: f.name)
+def test_requirement_is_the_lowest(form: Form):
+    """ptxas accepts the form at its requirement and rejects it one SM or one PTX ISA below
+    (the verdicts of all forms batched: :func:`_requirement_verdicts`)."""
+    op = form.op()
+    req = op.requirement()
+    if req.sm not in SMS:
+        assert req.sm < SMS[0]
+    line = ptx_line(op)
+    probes = _requirement_probes(op)
+    assert probes[0][2] and all(not accept for _, _, accept in probes[1:])
+    for target, version, accept in probes:
+        ok, log = _requirement_verdicts()[(line, target.name, version)]
+        if accept:
+            assert ok, f"{line} needs more than {req.describe()} ({target}, PTX ISA {format_ptx_version(version)}):\n{log}"
+        elif target.sm == req.sm:
+            assert not ok, f"{line} assembles with PTX ISA {format_ptx_version(version)} too"
+        else:
+            assert not ok, f"{line} assembles on {target} too"
+            with pytest.raises(TargetError):
+                check_target(op.ptx_mnemonic(), req, target)
+
+
+def test_batched_verdicts_name_each_rejected_line():
+    """The batching above gives each line the verdict of a kernel of that line alone:
+    rejected lines in one kernel are each found (with ptxas's message), the accepted ones
+    accepted; a failure that names no line (a PTX ISA version too old for the target)
+    falls back to one kernel per line."""
+    sm90 = Target.parse("sm_90a")
+    good, bad, bad2 = "mov.u32 %r1, %r2;", "mov.u32 %r1, %rd2;", "add.u32 %r3, %p1, %r1;"
+    got = _batched_verdicts([bad, good, bad2, good], sm90, (8, 7))
+    assert set(got) == {good, bad, bad2}
+    assert got[good] == (True, "") and not got[bad][0] and not got[bad2][0] and got[bad][1] and got[bad2][1]
+    for line, (ok, _) in got.items():
+        assert ok == ptxas_accepts(kernel(line, sm90, (8, 7)), "sm_90a")[0], line
+    old = _batched_verdicts([good], sm90, (7, 0))
+    assert not old[good][0] and old[good] == ptxas_accepts(kernel(good, sm90, (7, 0)), "sm_90a")
 
 
 def test_differential_cases_are_complete_and_unique():
