@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from assemble_batched import assemble_each
 from bulkred_dialect.backend_ptx.assemble import assemble
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +30,10 @@ def test_every_kernel_assembles_for_sm_90a_and_sm_100a():
     names = [k.name for k in kernels]
     assert len(names) == len(set(names))
     for arch in ("sm_90a", "sm_100a"):
-        for k in kernels:
-            assemble(k.ptx(arch), arch)
+        errors = assemble_each([(k.name, k.ptx(arch)) for k in kernels], arch)  # few nvJitLink runs
+        assert list(errors) and set(errors) == set(names)
+        failed = [f"{name}: {e}" for name, e in errors.items() if e is not None]
+        assert not failed, "\n".join(failed)
 
 
 def test_wide_ld_vec_and_st_vec_kernels_assemble_for_sm_100a_only():
@@ -64,3 +67,26 @@ def test_kernels_print_the_instructions_under_test():
         assert line in ptx
     ptx = R.red_kernel("add", "f32", sem=R.RedSem.RELEASE, scope=R.MemScope.GPU).ptx()
     assert "red.release.gpu.global.add.f32" in ptx
+
+
+def test_assemble_each_finds_each_failing_module():
+    """tests/assemble_batched.py: printed modules of one header assemble in one run, and a
+    group that fails falls back to one run each, naming the failing module with its own
+    error; a module with more than kernels at module scope is assembled alone."""
+    from assemble_batched import HEADER_END, _only_entries
+
+    R = _kernels()
+    kernels = R.REDUCTION_OPS_KERNELS()[:4]
+    good = [(k.name, k.ptx("sm_90a")) for k in kernels]
+    name, ptx = good[1]
+    broken = ptx.replace("ret;", "ret.nonsense;", 1)
+    assert broken != ptx
+    got = assemble_each([*good[:1], (name, broken), *good[2:]], "sm_90a")
+    assert [n for n, e in got.items() if e is not None] == [name]
+    assert "nonsense" in got[name] or "ret" in got[name]
+    assert assemble_each(good, "sm_90a") == {n: None for n, _ in good}
+    body = good[0][1].partition(HEADER_END)[2]
+    assert _only_entries(body)
+    assert not _only_entries(".shared .align 4 .b8 smem[16];\n" + body)
+    clash = assemble_each([good[0], ("again", good[0][1])], "sm_90a")  # one entry name twice: each alone passes
+    assert clash == {good[0][0]: None, "again": None}
