@@ -23,6 +23,7 @@ kernels compiled) that must refuse in the same words.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import re
@@ -65,18 +66,34 @@ BAD: list[tuple[str, Any]] = [
 # region Valid arguments
 
 
-def _seed():
+# Each call of the sweep gets a fresh valid module (a call may lower it in place): a
+# clone of the one parsed (and lowered) once, equal to it in text and locations, not a
+# parse and lowering per call (some 250 of them, most of the calls replacing another
+# argument).
+@functools.cache
+def _parsed_seed():
     return runtime.parse(SEED, "seed_sum32.mlir")
 
 
-def _level2():
+@functools.cache
+def _lowered_seed(level: int):
+    if level == 3:
+        return runtime.lower_tile_module(_seed(), "sm_90a")
     m = _seed()
     LowerTileReductionsPass().apply(T.context(), m)
     return m
 
 
+def _seed():
+    return _parsed_seed().clone()
+
+
+def _level2():
+    return _lowered_seed(2).clone()
+
+
 def _level3():
-    return runtime.lower_tile_module(_seed(), "sm_90a")
+    return _lowered_seed(3).clone()
 
 
 def _list():
