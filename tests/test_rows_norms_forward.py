@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_rows
+import test_rows_ce_reduction
 from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
 
 from bulkred_dialect.compiler import compile_tile_module
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_stream, rows_warp
+from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_lower, rows_stream, rows_warp
 from bulkred_dialect.row_kernels import module
 
 F32, BF16 = rows_common.F32.name, rows_common.BF16.name
@@ -240,3 +241,37 @@ def test_fast_exp_sums_of_large_maxima(variant: str, monkeypatch) -> None:
     test_rows.check("softmax", y, stats, xv, w, b, BF16)
     err = np.abs(stats["row_sum"] / test_rows.reference("softmax", xv)[1]["row_sum"] - 1).max()
     assert 2e-6 < err <= 2e-6 + rows_common.fast_exp_sum_error(np.abs(xv).max()), err
+
+
+@pytest.mark.parametrize("variant,n,dtype", test_rows_ce_reduction.VARIANTS, ids=[v[0] for v in test_rows_ce_reduction.VARIANTS])
+def test_loss_partials(variant: str, n: int, dtype: str, monkeypatch) -> None:
+    """rows_lower.LOSS_PARTIALS (off by default: the default's workspace): cross_entropy's
+    sum and mean from each CTA's pair of its own rows, then the last CTA's sum of the
+    pairs: the mean on one unit (sm_count 0: rows_warp's threads take up to 2 rows of 70),
+    the sum on several (sm_count 1), rows ignored, against float64 from the loss rows the
+    kernel wrote; the same bits on a second launch and the workspace left zeroed
+    (run_reduced)."""
+    test_rows_ce_reduction.bulk_small.__wrapped__(monkeypatch)
+    assert rows_lower.LOSS_PARTIALS is False
+
+    def workspace() -> tuple[int, int]:  # (the workspace's bytes, the grid's CTAs at most)
+        built = module("cross_entropy", None, n, dtype, ignore_index=-7, reduction="mean", variant=variant)
+        k = compile_tile_module(built, "sm_90a", cache=False).kernel("rows")
+        return k.signature.workspace, k.signature.launch.grid[0]
+
+    assert workspace()[0] == 16  # (the ticket's counter alone)
+    monkeypatch.setattr(rows_lower, "LOSS_PARTIALS", True)
+    ws, ctas = workspace()
+    assert ws == -(-(16 + 8 * ctas) // 16) * 16  # (and a pair of float32 a CTA, rounded up to 16 bytes)
+    rng = np.random.default_rng(n)
+    m = 70 if variant == "rows_warp" else 9  # (rows_warp: more rows than a unit's threads, 64)
+    target = rng.integers(0, n, m)
+    target[rng.random(m) < 0.25] = test_rows_ce_reduction.IGNORE
+    for sms, reduction in ((0, "mean"), (1, "sum")):
+        monkeypatch.setattr(rows_common, "sm_count", lambda t, sms=sms: sms)
+        got, loss, _, units = test_rows_ce_reduction.run_reduced(variant, n, target, reduction, dtype, seed=sms)
+        assert (units > 1) == (sms == 1), units
+        w = test_rows_ce_reduction.want(loss, target, reduction)
+        assert abs(got - w) <= test_rows_ce_reduction.rounding(dtype) * abs(w) + 1e-6 * np.abs(loss).sum(), (got, w)
+    again = test_rows_ce_reduction.run_reduced(variant, n, target, reduction, dtype, seed=sms)[0]
+    assert np.float32(got).tobytes() == np.float32(again).tobytes()

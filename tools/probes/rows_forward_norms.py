@@ -21,7 +21,9 @@ for every M) in each setting (all off by default):
   (``.minnctapersm``); ``rows_stream, K CTAs/SM``: rows_stream.CTAS_PER_SM;
 * cross_entropy: ``mean in the kernel`` (reduction="mean", what the library runs for M <=
   row_functions.REDUCED_ROWS_MAX) and ``+ torch mean`` (the losses' kernel, then
-  ``loss.mean()``: what it runs past that); the other settings are reduction="none";
+  ``loss.mean()``: what it runs past that), ``mean in the kernel, CTA partials``
+  (rows_lower.LOSS_PARTIALS: each CTA's pair of its own rows, the last CTA adds the
+  pairs); the other settings are reduction="none";
 * where the dispatch chooses rows_bulk: the register variant forced (rows_warp to 1024,
   rows_cta to 16384), as it is and with the settings.
 
@@ -128,7 +130,9 @@ def settings_for(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
             out.append((f"{best[0]}, min {want} CTAs/SM", base, {**best[2], f"{base}.MIN_CTAS": want}))
     if kind == "cross_entropy":
         out += [(f"dispatch: {chosen}, + torch mean", None, {"+mean": True}),
-                (f"dispatch: {chosen}, mean in the kernel", None, {"reduction": "mean"})]
+                (f"dispatch: {chosen}, mean in the kernel", None, {"reduction": "mean"}),
+                (f"dispatch: {chosen}, mean in the kernel, CTA partials", None,
+                 {"reduction": "mean", "rows_lower.LOSS_PARTIALS": True})]
     return out
 
 
@@ -136,10 +140,10 @@ def applied(consts: dict):
     """A context: the settings ``consts`` (``module.NAME`` -> value) set, then restored."""
     import contextlib
 
-    from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream, rows_warp
+    from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_lower, rows_stream, rows_warp
 
     mods = {"rows_common": rows_common, "rows_cta": rows_cta, "rows_stream": rows_stream, "rows_cluster": rows_cluster,
-            "rows_warp": rows_warp}
+            "rows_warp": rows_warp, "rows_lower": rows_lower}
 
     @contextlib.contextmanager
     def ctx():

@@ -352,6 +352,20 @@ raise (8: 35, 3 CTAs; ptxas -v, sm_90a). The bits do not depend on it (each thre
 its rows in turn either way)."""
 
 
+LOSS_PARTIALS = False
+"""How :func:`reduce_loss` sums the losses. False (the default): the last CTA reads all
+M losses and targets (one CTA: 12 bytes a row at one multiprocessor's bandwidth, after
+every other CTA is done; its loads in flight also raise the kernel's registers). True:
+each CTA (rows_cluster's and rows_bulk's clusters: rank 0) sums the losses and counts
+the kept rows of its own rows (those it wrote: after a CTA barrier, from L1/L2, every
+CTA at once), writes that pair to its slot of the workspace, then takes the ticket; the
+last CTA adds the grid's pairs in CTA order (8 bytes a CTA; the slots set back to 0).
+Nothing is added to the rows loop. The bits are fixed by M and the grid (run to run the
+same; the grid is a function of M, N, the type and the multiprocessors' count), no
+longer by M alone. The probe's setting (tools/probes/rows_forward_norms.py, ``mean in
+the kernel, CTA partials``)."""
+
+
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
@@ -362,6 +376,9 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     divided by the count (0 / 0: NaN, torch's empty mean), rounded once to ``reduced``'s
     type, then sets the counter back to 0. The grid does not enter the bits."""
     if op.reduced is None or op.reduction is None:
+        return
+    if LOSS_PARTIALS:
+        _reduce_loss_partials(e, p, op, tid, m)
         return
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
@@ -394,6 +411,86 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
             return acc
 
         acc = b.for_(b.wide(tid), end, p.block * loads, [b.const(0.0, f32)] * 2, step)
+        s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
+
+        def write(c: Emitter) -> list[SSAValue]:
+            store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
+            c.st(LdStType.U32, counter, c.const(0))
+            return []
+
+        b.if_(b.cmp("eq", tid, 0), write)
+        return []
+
+    e.if_(last, total)
+
+
+def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]:
+    """(the loss of ``row``, 1 where its target is not ignore_index else 0)."""
+    assert op.loss is not None and op.target is not None
+    v = load_vec(e, F32, e.ptr_add(e.ptr(op.loss, StateSpace.GLOBAL), e.mul_i(row, 4)), 0, 1, nc=False)[0]
+    t = e.ld(ld_type(I64), e.ptr_add(e.ptr(op.target, StateSpace.GLOBAL), e.mul_i(row, 8)), i64)
+    return [v, e.selp(SelpType.F32, e.const(1.0, f32), e.const(0.0, f32), e.cmp("ne", t, e.const(op.ignored, i64)))]
+
+
+def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
+    """:func:`reduce_loss` with :data:`LOSS_PARTIALS`: the unit's rows are ``u G + j + k S``
+    (``u`` the CTA's, or its cluster's, index; ``G`` the groups a CTA, ``j < G``, ``S =
+    units G``: lower_rows' and rows_bulk's rows loops); thread ``t`` adds the rows ``u G + t
+    mod G + (t div G + k block / G) S`` in turn, then the CTA's tree gives the CTA's pair
+    (a cluster's rank other than 0 adds none: its pair is 0, 0), written to the
+    workspace's slot of the CTA; the ticket's last CTA adds the slots in CTA order
+    (thread t: slots t, t + block, ..., then the tree) and zeroes them."""
+    kernel = enclosing_kernel(op)
+    assert kernel is not None and op.loss is not None and op.target is not None
+    ws = e.ptr(add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
+    counter = ws
+    slots = e.ptr_add(ws, e.const(16, i64))
+    mean = op.reduction is not None and op.reduction.data == "mean"
+    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
+    assert od is not None
+    end = m if isinstance(m, SSAValue) else e.const(m, i64)
+    log_c = p.cluster.bit_length() - 1
+    ctas = e.sreg(SpecialRegister.NCTAID_X)
+    cta = e.sreg(SpecialRegister.CTAID_X)
+    unit = e.wide(e.shr_u32(cta, log_c) if p.cluster > 1 else cta)
+    units = e.wide(e.shr_u32(ctas, log_c) if p.cluster > 1 else ctas)
+    groups = p.groups
+    step_rows = e.mul_i(units, groups) if groups > 1 else units  # S
+    if groups > 1:
+        j = e.wide(e.and_b32(tid, groups - 1))
+        k0 = e.wide(e.shr_u32(tid, groups.bit_length() - 1))
+        start = e.add_i(e.add_i(e.mul_i(unit, groups), j), e.mul_i(k0, step_rows))
+    else:
+        start = e.add_i(unit, e.mul_i(e.wide(tid), step_rows))
+    if p.cluster > 1:  # (rank 0 wrote the cluster's losses)
+        start = e.value(arith.SelectOp(e.cmp("eq", e.sreg(SpecialRegister.CLUSTER_CTARANK), 0), start, end))
+    e.bar_sync()  # the CTA's losses written (store_stats: a group's thread 0)
+
+    def add_row(c: Emitter, row: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        v, kept = _kept_loss(c, op, row)
+        return [f32_add(c, acc[0], v), f32_add(c, acc[1], kept)]
+
+    acc = e.for_(start, end, e.mul_i(step_rows, p.block // groups), [e.const(0.0, f32)] * 2, add_row)
+    part = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_partial")
+    slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
+
+    def put(c: Emitter) -> list[SSAValue]:
+        store_vec(c, F32, slot, 0, part)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), put)
+    last = row_ticket(e, counter, ctas, tid, "loss_last")
+
+    def total(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+
+        def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            at = c.ptr_add(slots, c.mul_i(k, 8))
+            pair = load_vec(c, F32, at, 0, 2, nc=False)
+            store_vec(c, F32, at, 0, [c.const(0.0, f32)] * 2)  # (the workspace left zeroed)
+            return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
+
+        acc = b.for_(b.wide(tid), b.wide(ctas), p.block, [b.const(0.0, f32)] * 2, add_slot)
         s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
 
         def write(c: Emitter) -> list[SSAValue]:
