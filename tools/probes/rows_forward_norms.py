@@ -29,7 +29,7 @@ for every M) in each setting (all off by default):
 
 Each is checked against torch in float64 on the first rows (``err``: the largest error over
 the largest magnitude of y; add_rms_norm's residual_out against x + residual too: inf where
-any differs), and
+any differs; a mean in the kernel against the float64 mean of its loss rows too), and
 ``inv``: whether the kernel's outputs for the first 37 rows called alone equal those of the
 whole batch bit for bit (batch invariance; they must); with ptxas's registers and the
 threads. The copy kernel and the settings are timed in turns, twice, the median kept
@@ -65,6 +65,7 @@ CELLS = [
     ("exp", "softmax", "float32", 16384), ("exp", "log_softmax", "float32", 16384),
     ("ce", "cross_entropy", "bfloat16", 1024), ("ce", "cross_entropy", "bfloat16", 4096),
     ("ce", "cross_entropy", "bfloat16", 16384), ("ce", "cross_entropy", "float32", 1024),
+    ("ce", "cross_entropy", "bfloat16", 65536),  # (also exp's, last: the reductions' M = 4096)
     ("layer_norm", "layer_norm", "float32", 16384), ("layer_norm", "layer_norm", "bfloat16", 1024),
     ("layer_norm", "layer_norm", "bfloat16", 4096), ("layer_norm", "layer_norm", "bfloat16", 16384),
     ("exp", "softmax", "bfloat16", 16384), ("exp", "cross_entropy", "bfloat16", 65536),
@@ -309,6 +310,9 @@ def main() -> int:
                 if kind == "add_rms_norm":
                     herr = (got[1][:CHECK_ROWS] != (x[:CHECK_ROWS] + res[:CHECK_ROWS])).sum().item()
                     err = err if herr == 0 else float("inf")
+                if consts.get("reduction"):  # the kernel's mean against the float64 mean of its own loss rows
+                    want = got[0].double().mean()
+                    err = max(err, ((reduced.double()[0] - want).abs() / want.abs().clamp(min=1e-30)).item())
                 inv = all(torch.equal(a[:sub].contiguous().view(torch.uint8), b.view(torch.uint8))
                           for a, b in zip(got, outputs(part)))
                 launch = k.signature.launch
