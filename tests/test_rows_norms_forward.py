@@ -20,7 +20,7 @@ from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
 
 from bulkred_dialect.compiler import compile_tile_module
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.passes.variants import rows_common, rows_cta, rows_lower, rows_stream, rows_warp
+from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta, rows_lower, rows_stream, rows_warp
 from bulkred_dialect.row_kernels import module
 
 F32, BF16 = rows_common.F32.name, rows_common.BF16.name
@@ -251,7 +251,10 @@ def test_loss_partials(variant: str, n: int, dtype: str, monkeypatch) -> None:
     the sum on several (sm_count 1), rows ignored, against float64 from the loss rows the
     kernel wrote; the same bits on a second launch and the workspace left zeroed
     (run_reduced)."""
-    test_rows_ce_reduction.bulk_small.__wrapped__(monkeypatch)
+    chosen = [(d, None, 1, 1 << 30, None) for d in (F32, BF16, "float16")]  # (test_rows_ce_reduction's bulk_small)
+    for name, v in (("SLICE_BYTES", 512), ("CHUNK", 128), ("BLOCK", 32), ("MIN_BLOCK", 32), ("CHOSEN", chosen),
+                    ("PERSISTENT", None), ("BUFFERS", 2)):
+        monkeypatch.setattr(rows_bulk, name, v)
     assert rows_lower.LOSS_PARTIALS is False
 
     def workspace() -> tuple[int, int]:  # (the workspace's bytes, the grid's CTAs at most)
