@@ -36,13 +36,14 @@ def pytest_configure(config):
 # its place after these; a stale entry only costs some of that idle tail.
 SLOW_FIRST = (
     "test_lowering_numerics.py", "test_public_boundary.py", "test_differential.py", "test_assemble_all.py",
-    "test_compile_speed.py", "test_grid_element_types.py", "test_rows.py", "test_dispatch.py",
-    "test_lit_inprocess.py", "test_cache.py", "test_fused_api.py", "test_rows_forward_pipeline.py",
-    "test_rows_backward_bulk.py", "test_rows_backward_overlap.py", "test_fused.py", "test_random_reductions.py",
-    "test_complex.py", "test_rows_backward_pipeline.py", "test_rows_ce_reduction.py", "test_rows_forward_bulk.py",
-    "test_nd_grid.py", "test_bool.py", "test_docs.py", "test_torch_rules.py", "test_nan_prod.py",
-    "test_interpreter_lockstep.py", "test_grid_variants.py", "test_reduce_list.py", "test_sass.py", "test_mutation.py",
-    "test_sync_ops.py", "test_lower_bulk_ops.py", "test_reduction_ops_kernels.py", "test_nan_functions.py",
+    "test_compile_speed.py", "test_rows_norms_forward.py", "test_lit_inprocess.py", "test_grid_element_types.py",
+    "test_dispatch.py", "test_cache.py", "test_rows_forward_pipeline.py", "test_fused.py", "test_fused_api.py",
+    "test_random_reductions.py", "test_rows.py", "test_rows_backward_bulk.py", "test_interpreter_lockstep.py",
+    "test_complex.py", "test_bool.py", "test_nd_grid.py", "test_docs.py", "test_rows_ce_reduction.py",
+    "test_torch_rules.py", "test_grid_variants.py", "test_op_definition.py", "test_rows_backward_overlap.py",
+    "test_sass.py", "test_rows_backward_fast.py", "test_nan_prod.py", "test_mutation.py", "test_rows_long_forward.py",
+    "test_reduce_list.py", "test_rows_backward_pipeline.py", "test_lower_bulk_ops.py", "test_targets.py",
+    "test_rows_forward_bulk.py", "test_nan_functions.py",
 )
 
 
