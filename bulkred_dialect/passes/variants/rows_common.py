@@ -554,8 +554,6 @@ class RowState:
         if kind == NormKind.SOFTMAX:
             return f32_mul(e, exp_shifted(e, v, s["max"], s.get("neg_max")), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
-            if "shift" in s:  # (FAST_EXP: x - (max + log(sum)))
-                return f32_sub(e, v, s["shift"])
             return f32_sub(e, f32_sub(e, v, s["max"]), s["log_sum"])
         if kind in RMS_KINDS:
             r = f32_mul(e, v, s["rstd"])
@@ -647,8 +645,6 @@ class RowState:
                 out["log_sum"] = _log(e, sums["sum"])
             if fast_exp(self.p) and kind == NormKind.SOFTMAX:  # (FAST_EXP: out's exp, rows_stream's second pass)
                 out["neg_max"] = exp_neg_shift(e, self.p, sums["max"])
-            elif fast_exp(self.p) and kind == NormKind.LOG_SOFTMAX:
-                out["shift"] = f32_add(e, sums["max"], out["log_sum"])
             if kind == NormKind.CROSS_ENTROPY:
                 out["lse"] = f32_add(e, sums["max"], out["log_sum"])
                 if "sum_x" in sums:
@@ -907,15 +903,15 @@ FAST_EXP: bool | None = None
 """None: where :data:`FAST_EXP_MEASURED` says; True or False: everywhere or nowhere (the
 probe's and the tests' settings, tools/probes/rows_forward_norms.py). On, the forward exp
 kinds (softmax, log_softmax, cross_entropy) in rows_warp, rows_cta, rows_cluster and
-rows_stream compute each element's ``exp(x - m)`` as Quack does, ``ex2.approx.ftz(fma(x,
-log2(e), -m log2(e)))`` (:func:`exp_shifted`): one FFMA and one MUFU.EX2 instead of FADD,
-FMUL and the non-``.ftz`` ex2's range scaling (FSETP, two FMUL; ptxas, sm_90a), and
-log_softmax's y as ``x - (max + log(sum))`` (one subtraction); the (m, s) pairs' combination
+rows_stream compute each element's ``exp(x - m)`` as ``ex2.approx.ftz((x - m) log2(e))``
+(:func:`exp_shifted`): FADD, FMUL and one MUFU.EX2, without the non-``.ftz`` ex2's range
+scaling (FSETP, two FMUL; ptxas, sm_90a). (Quack's ``fma(x, log2(e), -m log2(e))``, one
+instruction fewer, rounds ``m log2(e)``: up to ``|m| 2^-24`` in every exponent, inf exps
+and NaN on rows of logits of 1e10.) The (m, s) pairs' combination
 (:class:`_Exps`) takes its factors as ``ex2.approx.ftz((m - M) log2(e))`` (:func:`_ftz_exp`),
 its sum as two products and one addition (symmetric: both lanes of a butterfly step get the
-same bits). Bits change (an exp below 2^-126 flushed to 0; the shift's rounding, half an
-``ulp(m log2(e))`` in the exponent: :func:`fast_exp_sum_error`), never with M; the
-non-finite results are the default's (:func:`fast_exp_row_sum`)."""
+same bits). Bits change (an exp below 2^-126 flushed to 0), never with M; the non-finite
+results are the default's (:func:`fast_exp_row_sum`)."""
 
 FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     # tools/probes/rows_forward_norms.py on an H200, 2026-11-29, x copy (default -> fast_exp): bfloat16
@@ -926,8 +922,9 @@ FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     BF16.name: ((1, 65536),),
 }
 """:data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
-on (tools/probes/rows_forward_norms.py). Its non-finite results are the default's
-(:func:`fast_exp_row_sum`); its row sums' extra error is :func:`fast_exp_sum_error`'s."""
+on (tools/probes/rows_forward_norms.py, measured with the shifted form ``fma(x, log2(e),
+-m log2(e))``; the difference's form since, one FADD more per element). Its non-finite
+results are the default's (:func:`fast_exp_row_sum`)."""
 
 LAYER_NORM_FAST: bool | None = None
 """None: where :data:`LAYER_NORM_FAST_MEASURED` says; True or False: everywhere or nowhere
@@ -988,29 +985,6 @@ def fast_exp(p: RowPlan) -> bool:
     return p.kind in EXP_KINDS and _setting(FAST_EXP, FAST_EXP_MEASURED, p)
 
 
-def fast_exp_of(kind: str, dtype: str, n: int) -> bool:
-    """:func:`fast_exp` of the forward kernel of ``kind`` (a NormKind's value), element
-    type named ``dtype`` and rows of ``n`` (the tests' tolerance: :func:`fast_exp_sum_error`)."""
-    return kind in EXP_KINDS and _setting_of(FAST_EXP, FAST_EXP_MEASURED, dtype, n)
-
-
-def fast_exp_sum_error(max_abs: float) -> float:
-    """The relative error :data:`FAST_EXP` may add to a row's sum of exps (row_sum; the
-    lse's absolute error) beyond the default's, for a row whose largest finite ``|x|`` is
-    ``max_abs``: ``2^-24 max_abs``. Each exp's exponent ``(x - m) log2(e)`` is computed
-    as ``fma(x, log2(e), -m log2(e))``; the shift ``-m log2(e)``, rounded once to float32,
-    is off by up to half its ulp, ``|m| log2(e) 2^-24``, the same for every exp of the
-    thread's shift (a relative ``ln(2) |m| log2(e) 2^-24 = |m| 2^-24`` on the thread's
-    sum, ``|m| <= max_abs``); the rest (the FFMA's rounding of the exponent, ``ex2.approx``'s
-    2 ulp: PTX ISA, ex2) are the default's too (its ``x - m`` then ``* log2(e)``, its
-    ``ex2.approx``), and the combination's factors ``exp(m - M)`` are computed as the
-    default's (:func:`_ftz_exp`). For bfloat16 rows it is harmless: the backward's
-    ``exp(x - max) / sum`` (or ``exp(x - lse)``) gets the same relative error, far below
-    the 2^-9 of dx's bfloat16 rounding for any ``|max|`` below 2^12 (2.4e-4 at 4096),
-    and y's bfloat16 rounding (2^-9) dwarfs it in the forward."""
-    return 2.0**-24 * max_abs
-
-
 def layer_norm_fast(p: RowPlan) -> bool:
     """Whether plan ``p`` (layer_norm) takes :data:`LAYER_NORM_FAST`'s form."""
     return p.kind == NormKind.LAYER_NORM and _setting(LAYER_NORM_FAST, LAYER_NORM_FAST_MEASURED, p)
@@ -1018,11 +992,13 @@ def layer_norm_fast(p: RowPlan) -> bool:
 
 def exp_shifted(e: Emitter, v: SSAValue, m: SSAValue, neg: SSAValue | None) -> SSAValue:
     """``exp(v - m)``: ``neg`` None, :func:`f32_exp` of ``v - m`` (the default); else
-    ``neg`` is ``-m log2(e)`` (:func:`exp_neg_shift`) and the exp is :data:`FAST_EXP`'s
-    ``ex2.approx.ftz(fma(v, log2(e), neg))``."""
+    (:data:`FAST_EXP`) ``ex2.approx.ftz((v - m) log2(e))`` (:func:`_ftz_exp`): the
+    difference first, as the default's, not Quack's ``fma(v, log2(e), -m log2(e))``, whose
+    rounding of ``m log2(e)`` puts up to ``|m| 2^-24`` into every exponent (rows of logits
+    of 1e10 gave inf exps and NaN on an H200, seed 311132 of tools/gpu_rows_random.py)."""
     if neg is None:
         return f32_exp(e, f32_sub(e, v, m))
-    return e.value(Ex2Op(AT, e.fma(AT, v, e.const(LOG2E, f32), neg), approx=True, ftz=True))
+    return _ftz_exp(e, f32_sub(e, v, m))
 
 
 def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
