@@ -28,7 +28,20 @@ def scale_module(clip: bool):
     return scale_list_module(clip, name="k")
 
 
+_LOWERED: dict[tuple[str, int, int], tuple] = {}
+
+
 def lowered(module, grid: int, block: int):
+    """``module`` lowered with ``grid`` CTAs of ``block`` threads, and its kernel: once per
+    (module text, grid, block) in this process (the interpreter does not change the IR;
+    some tests run one kernel on several lists)."""
+    key = (str(module), grid, block)
+    if key not in _LOWERED:
+        _LOWERED[key] = _lower(module, grid, block)
+    return _LOWERED[key]
+
+
+def _lower(module, grid: int, block: int):
     m = module.clone()  # lowered in place
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(grid_list, "list_grid", lambda target: grid)
