@@ -55,13 +55,15 @@ CALLS: dict[tuple, Callable[[tuple], Any]] = {}
 call like it (every check its key proves is not made again)."""
 _LOCK = threading.Lock()
 
-REDUCED_ROWS_MAX = 16384
-"""cross_entropy's 'mean' and 'sum' are the kernel's own (one launch: its last CTA adds the
-M losses in a fixed order) for batches of up to this many rows; larger batches reduce the
-kernel's per-row losses with torch's operations after it, as the last CTA adding every
-loss alone was measured slower there on an H200 (benchmarks/rows.py fwd, 2026-11-29: float32
-N = 4096, M = 65,536: 0.80 of copy, against 0.91 through torch's operations in the earlier
-run; N = 1024, M = 262,144: 0.68 against 0.94; at M = 16,384 equal, 1.00 and 0.99)."""
+REDUCED_ROWS_MAX = 1 << 24
+"""cross_entropy's 'mean' and 'sum' are the kernel's own (one launch: each CTA adds its
+rows' losses, the last CTA the CTAs' sums in a fixed order: rows_lower.LOSS_PARTIALS) for
+batches of up to this many rows (the kept rows' count exact in float32); larger batches
+reduce the kernel's per-row losses with torch's operations after it. Measured on an H200
+(tools/probes/rows_forward_norms.py --cells ce, 2026-11-29): the kernel's own mean at or
+above torch's operations after the kernel at every M measured, 4096 to 262,144 rows
+(bfloat16 N = 1024, M = 262,144: 0.95 of copy against 0.85). Before the CTAs' partials
+(the last CTA adding every loss alone) it was slower past 16,384 rows, and this was 16384."""
 
 
 def _error(fn: str, message: str) -> api.ReductionError:

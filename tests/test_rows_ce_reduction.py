@@ -113,7 +113,10 @@ def test_the_grid_does_not_enter_the_bits(monkeypatch) -> None:
     """The same 70 rows on 1 CTA and on 3 (the SM count forced), with the last CTA's loop
     over several steps (rows_stream: 1 load a step, 32 threads: 32 rows a step, the third
     partial), and with the default loads a step: the same loss rows and the same bits of
-    ``reduced``, sum and mean."""
+    ``reduced``, sum and mean, where the last CTA reads every row (rows_lower.LOSS_PARTIALS
+    off; on, its default, the CTAs' partials make the bits a function of the grid too:
+    test_rows_norms_forward.test_loss_partials)."""
+    monkeypatch.setattr(rows_lower, "LOSS_PARTIALS", False)
     rng = np.random.default_rng(5)
     n, m = 33, 70
     x = rng.standard_normal((m, n)) * 4

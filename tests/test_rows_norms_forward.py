@@ -248,7 +248,7 @@ PARTIALS = [v for v in test_rows_ce_reduction.VARIANTS if v[0] in ("rows_warp", 
 
 @pytest.mark.parametrize("variant,n,dtype", PARTIALS, ids=[v[0] for v in PARTIALS])
 def test_loss_partials(variant: str, n: int, dtype: str, monkeypatch) -> None:
-    """rows_lower.LOSS_PARTIALS (off by default: the default's workspace): cross_entropy's
+    """rows_lower.LOSS_PARTIALS (on by default; off: the last CTA reads every row): cross_entropy's
     sum and mean from each CTA's pair of its own rows, then the last CTA's sum of the
     pairs: the mean on one unit (sm_count 0: rows_warp's threads take up to 2 rows of 70),
     the sum on several (sm_count 1), rows ignored, against float64 from the loss rows the
@@ -258,7 +258,8 @@ def test_loss_partials(variant: str, n: int, dtype: str, monkeypatch) -> None:
     for name, v in (("SLICE_BYTES", 512), ("CHUNK", 128), ("BLOCK", 32), ("MIN_BLOCK", 32), ("CHOSEN", chosen),
                     ("PERSISTENT", None), ("BUFFERS", 2)):
         monkeypatch.setattr(rows_bulk, name, v)
-    assert rows_lower.LOSS_PARTIALS is False
+    assert rows_lower.LOSS_PARTIALS is True
+    monkeypatch.setattr(rows_lower, "LOSS_PARTIALS", False)
 
     def workspace() -> tuple[int, int]:  # (the workspace's bytes, the grid's CTAs at most)
         built = module("cross_entropy", None, n, dtype, ignore_index=-7, reduction="mean", variant=variant)
