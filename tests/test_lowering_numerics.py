@@ -348,6 +348,7 @@ def test_sm100_packed_nan_results_are_canonical(n: int):
 # on sm_100a, 13: above it for the other types).
 LOCAL_1D_LENGTHS = [1, 2, 7, 13]
 LOCAL_ND_SHAPES = [(3, 5), (4, 17), (1, 8), (2, 3, 4)]
+LOCAL_ND_CASES = [("f32", "sum"), ("f32", "max"), ("f16", "sum"), ("f64", "min"), ("i32", "sum"), ("i64", "xor"), ("bf16", "sum")]
 
 
 def local_inputs(elt: str, shape: tuple[int, ...], rng: np.random.Generator) -> list[np.ndarray]:
@@ -386,23 +387,32 @@ def local_dst_old(elt: str, dshape: tuple[int, ...], rng: np.random.Generator) -
     return v.astype(NP_DTYPE[elt])
 
 
-def _check_local(kind: str, elt: str, shape: tuple[int, ...], accum: bool, targets: list[str]) -> None:
-    text = tile_module(kind, shape, elt, accum)
+@cache
+def _local_modules(elt: str, shape: tuple[int, ...], accum: bool, kinds: tuple[str, ...], targets: tuple[str, ...]):
+    """One module of a kernel ``@<kind>`` per kind (:func:`tile_function`), lowered for
+    each target (once for all the tests of these kinds: the interpreter does not change
+    the IR), and the targets whose lowering is not the same as an earlier target's (the
+    interpreter is deterministic: the same lowering gives the same bits, so it runs once)."""
+    text = "builtin.module {\n" + "".join(tile_function(k, k, shape, elt, accum) for k in kinds) + "}\n"
     modules = [lower(text, t) for t in targets]
     for m in modules:
         assert op_names(m).isdisjoint({"ptx.add.f32x2", "ptx.max3", "ptx.min3"}), "local was not chosen"
-    # the interpreter is deterministic: a lowering the same as an earlier target's
-    # (local's code does not depend on the target) gives the same bits, so run it once
-    if len(modules) > 1:
-        printed = [str(m) for m in modules]
-        targets, modules = zip(*[(t, m) for i, (t, m) in enumerate(zip(targets, modules)) if printed[i] not in printed[:i]])
+    printed = [str(m) for m in modules]
+    return [(t, m) for i, (t, m) in enumerate(zip(targets, modules)) if printed[i] not in printed[:i]]
+
+
+def _check_local(kind: str, elt: str, shape: tuple[int, ...], accum: bool, targets: list[str], kinds: tuple[str, ...]) -> None:
+    """``kind``'s kernel of :func:`_local_modules` (``kinds`` one module) gives
+    ``reference.reduce_local``'s bits on each input of :func:`local_inputs`."""
+    assert kind in kinds
+    lowered = _local_modules(elt, shape, accum, kinds, tuple(targets))
     rng = np.random.default_rng(zlib.crc32(repr((kind, elt, shape, accum)).encode()))
     dshape = (1,) if len(shape) == 1 else shape[:-1]
     for i, src in enumerate(local_inputs(elt, shape, rng)):
         old = local_dst_old(elt, dshape, rng)
         want = ref.reduce_local(kind, src, old if accum else None, bf16=elt == "bf16")
-        for target, m in zip(targets, modules):
-            got = run(m, src, old)
+        for target, m in lowered:
+            got = run(m, src, old, kind)
             assert_same_bits(got, want, f"local {kind} {elt} {shape} on {target} input {i}")
 
 
@@ -421,14 +431,16 @@ def test_local_1d_matches_reference(elt: str, kind: str, n: int, accum: bool):
     # sm_90a always takes local; on sm_100a a 1-D f32 source of 8 or more elements takes
     # sm100_packed, every other source local (checked at two lengths to keep this fast).
     on_sm100 = n in (7, 13) and not (elt == "f32" and n >= 8)
-    _check_local(kind, elt, (n,), accum, ["sm_90a", "sm_100a"] if on_sm100 else ["sm_90a"])
+    kinds = tuple(INT_KINDS if elt in ("i32", "i64") else FLOAT_KINDS)
+    _check_local(kind, elt, (n,), accum, ["sm_90a", "sm_100a"] if on_sm100 else ["sm_90a"], kinds)
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
 @pytest.mark.parametrize("shape", LOCAL_ND_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("elt,kind", [("f32", "sum"), ("f32", "max"), ("f16", "sum"), ("f64", "min"), ("i32", "sum"), ("i64", "xor"), ("bf16", "sum")])
+@pytest.mark.parametrize("elt,kind", LOCAL_ND_CASES)
 def test_local_nd_rows_reduce_independently(elt: str, kind: str, shape: tuple[int, ...], accum: bool):
-    _check_local(kind, elt, shape, accum, ["sm_90a", "sm_100a"])
+    kinds = tuple(k for e, k in LOCAL_ND_CASES if e == elt)  # one module of the kinds this type is run with
+    _check_local(kind, elt, shape, accum, ["sm_90a", "sm_100a"], kinds)
 
 
 def test_local_sum_is_a_left_fold():
