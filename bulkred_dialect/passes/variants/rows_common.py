@@ -234,6 +234,17 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
     )
 
 
+def cell_setting(on: int | None, table: dict[tuple[str, str], tuple[tuple[int, int, int], ...]], op: NormalizeRowsOp,
+                 default: int | None = None) -> int | None:
+    """A variant's setting of ``op``'s cell: ``on`` where not None, else ``table``'s value
+    (by (kind, element type name): (N from, N to, value), the first range holding N, never
+    M), else ``default`` (rows_cta.VALUES / MIN_CTAS, rows_warp.MIN_CTAS)."""
+    if on is not None:
+        return on
+    key = (op.norm_kind.value, dtype_of(op).name)
+    return next((v for lo, hi, v in table.get(key, ()) if lo <= op.cols <= hi), default)
+
+
 def set_min_ctas(op: NormalizeRowsOp, ctas: int | None) -> None:
     """With ``ctas``, the ``.minnctapersm`` of ``op``'s kernel (``bulkred.min_ctas_per_sm``:
     rows_cta.MIN_CTAS, rows_warp.MIN_CTAS); None: none (the default)."""

@@ -20,7 +20,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import BF16, F32, dtype_of, items_for, plan, row_predicates, set_min_ctas, vector_of
+from bulkred_dialect.passes.variants.rows_common import BF16, F32, cell_setting, items_for, plan, row_predicates, set_min_ctas, vector_of
 from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 MIN_BLOCK = 128
@@ -53,10 +53,7 @@ holding N (a function of N, the kind and the type: never M); none measured yet."
 
 def values_for(op: NormalizeRowsOp) -> int:
     """The float32 values a thread of ``op``'s CTA holds at most (:data:`VALUES`)."""
-    if VALUES is not None:
-        return VALUES
-    key = (op.norm_kind.value, rows_common.dtype_of(op).name)
-    return next((v for lo, hi, v in VALUES_MEASURED.get(key, ()) if lo <= op.cols <= hi), rows_common.max_values(op))
+    return cell_setting(VALUES, VALUES_MEASURED, op, rows_common.max_values(op))
 
 
 def block_for(op: NormalizeRowsOp) -> int:
@@ -87,10 +84,7 @@ M); none measured yet."""
 
 def min_ctas_for(op: NormalizeRowsOp) -> int | None:
     """The ``.minnctapersm`` of ``op``'s kernel (:data:`MIN_CTAS`), or None."""
-    if MIN_CTAS is not None:
-        return MIN_CTAS
-    key = (op.norm_kind.value, dtype_of(op).name)
-    return next((c for lo, hi, c in MIN_CTAS_MEASURED.get(key, ()) if lo <= op.cols <= hi), None)
+    return cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op)
 
 
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:

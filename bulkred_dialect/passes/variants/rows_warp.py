@@ -20,7 +20,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import BF16, MAX_VALUES, dtype_of, items_for, plan, row_predicates, set_min_ctas
+from bulkred_dialect.passes.variants.rows_common import BF16, MAX_VALUES, cell_setting, items_for, plan, row_predicates, set_min_ctas
 from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 BLOCK = 256
@@ -43,10 +43,8 @@ arithmetic depends on it); None: 2048 threads' worth (the default). The probe's 
 
 
 MIN_CTAS: int | None = None
-"""CTAs a multiprocessor must hold at once (``.minnctapersm``: ptxas keeps the registers
-per thread low enough, e.g. layer_norm's float32 16384 at 128 registers holds one CTA of
-512 threads, one row in flight a multiprocessor); None: :data:`MIN_CTAS_MEASURED`, else
-no bound (the default). The probe's setting (tools/probes/rows_forward_norms.py)."""
+"""rows_cta.MIN_CTAS for rows_warp's kernels (``.minnctapersm``); None: :data:`MIN_CTAS_MEASURED`,
+else no bound (the default). The probe's setting (tools/probes/rows_forward_norms.py)."""
 
 MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     # tools/probes/rows_forward_norms.py --cells ce on an H200, 2026-11-29: cross_entropy bfloat16 1024 (with
@@ -59,10 +57,7 @@ M); none measured yet."""
 
 def min_ctas_for(op: NormalizeRowsOp) -> int | None:
     """The ``.minnctapersm`` of ``op``'s kernel (:data:`MIN_CTAS`), or None."""
-    if MIN_CTAS is not None:
-        return MIN_CTAS
-    key = (op.norm_kind.value, dtype_of(op).name)
-    return next((c for lo, hi, c in MIN_CTAS_MEASURED.get(key, ()) if lo <= op.cols <= hi), None)
+    return cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op)
 
 
 def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
