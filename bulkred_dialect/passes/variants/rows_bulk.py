@@ -368,9 +368,7 @@ class Moments:
         return [e.const(0.0, f32)] * 4
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        n = f32_add(e, a[0], b[0])
-        inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))  # (no elements: 0, not 0 / 0)
-        centre = f32_mul(e, f32_add(e, f32_mul(e, a[0], a[1]), f32_mul(e, b[0], b[1])), inv)
+        n, _, centre = rows_common.pooled_mean(e, a[0], a[1], b[0], b[1])
 
         def shifted(s: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
             d = f32_sub(e, s[1], centre)

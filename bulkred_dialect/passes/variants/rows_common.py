@@ -745,6 +745,15 @@ class _Exps:
         return [m, e.fma(AT, b[1], f32_exp(e, f32_sub(e, b[0], m)), f32_mul(e, a[1], f32_exp(e, f32_sub(e, a[0], m))))]
 
 
+def pooled_mean(e: Emitter, na: SSAValue, ma: SSAValue, nb: SSAValue, mb: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Two parts' ``(n, 1 / max(n, 1), (na ma + nb mb) / n)``: their count, its reciprocal
+    (no elements: 0, not 0 / 0) and the count-weighted mean of their means (or centres);
+    symmetric in the parts bit for bit (:class:`_Moments`, rows_bulk.Moments)."""
+    n = f32_add(e, na, nb)
+    inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))
+    return n, inv, f32_mul(e, f32_add(e, f32_mul(e, na, ma), f32_mul(e, nb, mb)), inv)
+
+
 @dataclass(frozen=True)
 class _Moments:
     """layer_norm's streamed statistics of some elements: ``(sum, n, mean, m2)``, their
@@ -764,9 +773,7 @@ class _Moments:
         return [e.const(0.0, f32)] * 4
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
-        n = f32_add(e, a[1], b[1])
-        inv = e.rcp(AT, e.minmax(ReduceKind.MAX, AT, n, e.const(1.0, f32)))  # (no elements: 0, not 0 / 0)
-        mean = f32_mul(e, f32_add(e, f32_mul(e, a[1], a[2]), f32_mul(e, b[1], b[2])), inv)
+        n, inv, mean = pooled_mean(e, a[1], a[2], b[1], b[2])
         d = f32_sub(e, b[2], a[2])
         m2 = f32_add(e, f32_add(e, a[3], b[3]), f32_mul(e, f32_mul(e, d, d), f32_mul(e, f32_mul(e, a[1], b[1]), inv)))
         return [f32_add(e, a[0], b[0]), n, mean, m2]
