@@ -389,10 +389,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     assert kernel is not None and op.loss is not None and op.target is not None
     counter = e.ptr(add_workspace(kernel, 4), StateSpace.GLOBAL)
     last = row_ticket(e, counter, e.sreg(SpecialRegister.NCTAID_X), tid, "loss_last")
-    mean = op.reduction.data == "mean"
     loads = LOSS_LOADS if p.items else max(1, LOSS_LOADS // 2)
-    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
-    assert od is not None
 
     def total(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -416,17 +413,29 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
             return acc
 
         acc = b.for_(b.wide(tid), end, p.block * loads, [b.const(0.0, f32)] * 2, step)
-        s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
-
-        def write(c: Emitter) -> list[SSAValue]:
-            store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
-            c.st(LdStType.U32, counter, c.const(0))
-            return []
-
-        b.if_(b.cmp("eq", tid, 0), write)
+        _write_reduced(b, p, op, tid, counter, acc)
         return []
 
     e.if_(last, total)
+
+
+def _write_reduced(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, counter: SSAValue,
+                   acc: list[SSAValue]) -> None:
+    """The last CTA's end of :func:`reduce_loss` (both orders): the CTA's tree of the
+    threads' (loss sum, kept rows) ``acc``; thread 0 writes the sum, or the sum divided by
+    the count, rounded once to ``reduced``'s type, and sets the ticket's ``counter`` back to 0."""
+    assert op.reduced is not None and op.reduction is not None
+    mean = op.reduction.data == "mean"
+    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
+    assert od is not None
+    s, count = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_totals")
+
+    def write(c: Emitter) -> list[SSAValue]:
+        store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
+        c.st(LdStType.U32, counter, c.const(0))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), write)
 
 
 def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]:
@@ -450,9 +459,6 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
     ws = e.ptr(add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
     counter = ws
     slots = e.ptr_add(ws, e.const(16, i64))
-    mean = op.reduction is not None and op.reduction.data == "mean"
-    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
-    assert od is not None
     end = m if isinstance(m, SSAValue) else e.const(m, i64)
     log_c = p.cluster.bit_length() - 1
     ctas = e.sreg(SpecialRegister.NCTAID_X)
@@ -496,14 +502,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
             return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
 
         acc = b.for_(b.wide(tid), b.wide(ctas), p.block, [b.const(0.0, f32)] * 2, add_slot)
-        s, count = cta_reduce_state(b, PairSums(), acc, tid, p.block, name="loss_totals")
-
-        def write(c: Emitter) -> list[SSAValue]:
-            store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
-            c.st(LdStType.U32, counter, c.const(0))
-            return []
-
-        b.if_(b.cmp("eq", tid, 0), write)
+        _write_reduced(b, p, op, tid, counter, acc)
         return []
 
     e.if_(last, total)
