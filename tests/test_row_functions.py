@@ -607,13 +607,11 @@ def test_every_argument_of_every_function_refuses_in_one_line(interpreted):
     assert seen == 31 * len(BAD)  # 31 arguments (variant= included)
 
 
-def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
-    """A kernel that refuses an address off its vector loads' alignment (as the launch
-    layer's MisalignedError does): the call copies that input at its strides and runs; the
-    key (which sees no address) keeps working for aligned inputs."""
+def _aligned_kernels_only(monkeypatch) -> None:
+    """row_kernels.kernel_for's kernels refuse an address off 16 bytes, as the launch
+    layer's MisalignedError does."""
     from bulkred_dialect.backend_ptx.errors import MisalignedError
 
-    torch = interpreted
     inner = row_kernels.kernel_for
 
     class Aligned:
@@ -626,6 +624,14 @@ def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
             return self.k(*tensors)
 
     monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Aligned(inner(*a, **kw)))
+
+
+def test_an_input_off_the_vector_alignment_is_copied(interpreted, monkeypatch):
+    """A kernel that refuses an address off its vector loads' alignment (as the launch
+    layer's MisalignedError does): the call copies that input at its strides and runs; the
+    key (which sees no address) keeps working for aligned inputs."""
+    torch = interpreted
+    _aligned_kernels_only(monkeypatch)
     base = _randn(torch, 40, seed=61)
     odd, even = base[1:33].view(4, 8), base[8:40].view(4, 8)  # 4 bytes, 32 bytes past the storage's start
     for x in (odd, even, odd):
@@ -797,22 +803,9 @@ def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted
     with x requiring grad, and through autograd (the rows reduced by torch), against
     torch in float64. (H200 random rows, seed 311132 draw 129: 'shape [30] is invalid
     for input of size 1', the [1] result viewed as [M].)"""
-    from bulkred_dialect.backend_ptx.errors import MisalignedError
-
     torch = interpreted
     F = torch.nn.functional
-    inner = row_kernels.kernel_for
-
-    class Aligned:  # the launch layer's refusal of an address off 16 bytes
-        def __init__(self, k):
-            self.k = k
-
-        def __call__(self, *tensors):
-            if any(t.data_ptr() % 16 for t in tensors):
-                raise MisalignedError("param 'x': address off 16 bytes")
-            return self.k(*tensors)
-
-    monkeypatch.setattr(row_kernels, "kernel_for", lambda *a, **kw: Aligned(inner(*a, **kw)))
+    _aligned_kernels_only(monkeypatch)
     base = _randn(torch, 32, seed=91) * 3
     odd, even = base[5:29].view(3, 8), base[8:32].view(3, 8)  # 20 and 32 bytes past the storage's start
     t = torch.tensor([1, -100, 7])
