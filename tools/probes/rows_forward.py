@@ -68,6 +68,7 @@ timed in turns, twice, the mean of the two kept (``/copy``: against the copy's).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -121,6 +122,57 @@ def resident_ctas(regs: str, block: int) -> int:
     return max(1, min(32, 2048 // block, (65536 // per_warp) // warps))
 
 
+def cell_tensors(torch, n: int, dtype: str, device: str = DEVICE) -> tuple:
+    """One cell's tensors, fresh random data: (M = TOTAL // N, x [M, N] of ``dtype``,
+    y like x, the weight [N], the bias [N])."""
+    m = TOTAL // n
+    dt = getattr(torch, dtype)
+    x = torch.randn(m, n, device=device, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
+    y = torch.empty_like(x)
+    w = torch.randn(n, device=device, dtype=torch.float32).to(dt)
+    bvec = torch.randn(n, device=device, dtype=torch.float32).to(dt)
+    return m, x, y, w, bvec
+
+
+def timed_in_turns(torch, copy_call, calls: list) -> tuple[float, list[float]]:
+    """GPU us (a CUDA graph of 10 calls, RA.graph_us) of ``copy_call`` and of each of
+    ``calls``, timed in turns (the copy, then each call), twice: the mean of the two (their
+    median) of each, the copy's first."""
+    times: dict[int, list[float]] = {i: [] for i in range(-1, len(calls))}
+    for _ in range(2):  # in turns: the copy, then each setting
+        for i in times:
+            fn = copy_call if i < 0 else calls[i]
+            times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+    return sum(times[-1]) / 2, [sum(times[i]) / 2 for i in range(len(calls))]
+
+
+@contextlib.contextmanager
+def bulk_setting(consts: dict, tables: tuple, restore: tuple):
+    """A context: rows_bulk's constants ``consts`` (rows_cluster's where they name
+    CTAS_PER_SM) set, the dispatch's tables (rows_cluster.MEASURED, rows_bulk.CHOSEN) set
+    to ``tables`` and row_kernels' kernels forgotten; then the constants restored and the
+    tables set to ``restore``."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.passes.variants import rows_bulk, rows_cluster
+
+    mod = rows_cluster if "CTAS_PER_SM" in consts else rows_bulk
+    saved = {k: getattr(mod, k) for k in consts}
+    for k, v in consts.items():
+        setattr(mod, k, v)
+    rows_cluster.MEASURED.clear()
+    rows_cluster.MEASURED.update(tables[0])
+    rows_bulk.CHOSEN[:] = tables[1]
+    row_kernels._KERNELS.clear()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(mod, k, v)
+        rows_cluster.MEASURED.clear()
+        rows_cluster.MEASURED.update(restore[0])
+        rows_bulk.CHOSEN[:] = restore[1]
+
+
 def pipeline(args) -> int:
     """``--set pipeline``: the module docstring's second list."""
     import torch
@@ -141,12 +193,8 @@ def pipeline(args) -> int:
             continue
         variant = "rows_warp" if n <= rows_warp.MAX_N else "rows_cta"
         vmod = rows_warp if variant == "rows_warp" else rows_cta
-        m = TOTAL // n
-        dt = getattr(torch, dtype)
-        x = torch.randn(m, n, device=DEVICE, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
-        y = torch.empty_like(x)
-        w = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
-        bvec = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
+        m, x, y, w, bvec = cell_tensors(torch, n, dtype)
+        dt = x.dtype
         kw: dict = {}
         extra: list = []
         outs = [y]
@@ -219,16 +267,10 @@ def pipeline(args) -> int:
             finally:
                 rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM, rows_common.FORWARD_AHEAD = None, None, None
                 rows_warp.ROWS_AT_ONCE = 1
-        copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
-        times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
-        for _ in range(2):  # in turns: the copy, then each setting
-            for i in times:
-                fn = copy_call if i < 0 else runs[i][1]
-                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
-        copy_gbs = 2 * x.numel() * x.element_size() / (sum(times[-1]) / 2) / 1e3  # (the median of two: their mean)
+        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
+        copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
         for i, (name, _, regs, threads, err, same) in enumerate(runs):
-            us = (times[i][0] + times[i][1]) / 2
-            gbs = nbytes / us / 1e3
+            gbs = nbytes / times[i] / 1e3
             print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {regs} | "
                   f"{threads} | {err:.1e} | {same} |", flush=True)
         del x, y, ref, runs
@@ -351,13 +393,8 @@ def long_rows(args) -> int:
         if time.time() - t0 > args.budget_s:
             print(f"| {kind} | {dtype} | {n} | skipped: budget |")
             continue
-        m = TOTAL // n
-        dt = getattr(torch, dtype)
-        x = torch.randn(m, n, device=DEVICE, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
-        y = torch.empty_like(x)
+        _, x, y, w, bvec = cell_tensors(torch, n, dtype)
         y5 = torch.empty_like(x[:5])
-        w = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
-        bvec = torch.randn(n, device=DEVICE, dtype=torch.float32).to(dt)
         kw: dict = {}
         extra: list = []
         if kind == "softmax":
@@ -375,47 +412,28 @@ def long_rows(args) -> int:
         op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
         runs = []  # (name, call, info, launch, err, inv)
         for name, variant, consts in long_settings(op, kind):
-            mod = rows_cluster if "CTAS_PER_SM" in consts else rows_bulk
-            saved = {k: getattr(mod, k) for k in consts}
-            for k2, v in consts.items():
-                setattr(mod, k2, v)
-            measured, picked = today if variant is None else wide  # a forced variant must apply
-            rows_cluster.MEASURED.clear()
-            rows_cluster.MEASURED.update(measured)
-            rows_bulk.CHOSEN[:] = picked
-            row_kernels._KERNELS.clear()
-            try:
-                k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)
-                if variant is None:
-                    name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
-                call = lambda k=k: k(x, y, *extra)  # noqa: E731
-                y.fill_(float("nan"))  # (not the previous setting's y)
-                y5.fill_(float("nan"))
-                call()
-                k(x[3:8], y5, *extra)
-                torch.cuda.synchronize()
-                err = ((y.double() - ref).abs().max() / scale).item()
-                inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
-                launch = k.signature.launch
-                runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv))
-            except Exception as e:  # noqa: BLE001 - the row says why
-                print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
-                      flush=True)
-            finally:
-                for k2, v in saved.items():
-                    setattr(mod, k2, v)
-                rows_cluster.MEASURED.clear()
-                rows_cluster.MEASURED.update(today[0])
-                rows_bulk.CHOSEN[:] = today[1]
-        copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
-        times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
-        for _ in range(2):  # in turns: the copy, then each setting
-            for i in times:
-                fn = copy_call if i < 0 else runs[i][1]
-                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
-        copy_gbs = nbytes / (sum(times[-1]) / 2) / 1e3
+            with bulk_setting(consts, today if variant is None else wide, today):  # (a forced variant must apply)
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)
+                    if variant is None:
+                        name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
+                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                    y.fill_(float("nan"))  # (not the previous setting's y)
+                    y5.fill_(float("nan"))
+                    call()
+                    k(x[3:8], y5, *extra)
+                    torch.cuda.synchronize()
+                    err = ((y.double() - ref).abs().max() / scale).item()
+                    inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
+                    launch = k.signature.launch
+                    runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv))
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
+                          flush=True)
+        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
+        copy_gbs = nbytes / copy_us / 1e3
         for i, (name, _, info, launch, err, inv) in enumerate(runs):
-            gbs = nbytes / (sum(times[i]) / 2) / 1e3
+            gbs = nbytes / times[i] / 1e3
             print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {info} | "
                   f"{launch} | {err:.1e} | {inv} |", flush=True)
         del x, y, y5, ref, runs
@@ -457,12 +475,7 @@ def main() -> int:
         if time.time() - t0 > args.budget_s:
             print(f"| {kind} | {dtype} | {n} | skipped: budget |")
             continue
-        m = TOTAL // n
-        dt = getattr(torch, dtype)
-        x = torch.randn(m, n, device="cuda", dtype=torch.float32).mul_(2).add_(0.3).to(dt)
-        y = torch.empty_like(x)
-        w = torch.randn(n, device="cuda", dtype=torch.float32).to(dt)
-        bvec = torch.randn(n, device="cuda", dtype=torch.float32).to(dt)
+        m, x, y, w, bvec = cell_tensors(torch, n, dtype, "cuda")
         xd = x.double()
         kw: dict = {}
         extra: list = []
@@ -492,40 +505,29 @@ def main() -> int:
                       {"SLICE_BYTES": s * 1024, "BLOCK": t, "BUFFERS": nb, "PERSISTENT": per, "MIN_CTAS": mc})
                      for s, t, nb, per, mc in (BULK_LONG if n > 16384 else BULK_SHORT)]
         for name, variant, consts in settings:
-            mod = rows_cluster if "CTAS_PER_SM" in consts else rows_bulk
-            saved = {k: getattr(mod, k) for k in consts}
-            for k, v in consts.items():
-                setattr(mod, k, v)
-            measured, picked = chosen if variant is None else wide  # a forced variant must apply
-            rows_cluster.MEASURED.clear()
-            rows_cluster.MEASURED.update(measured)
-            rows_bulk.CHOSEN[:] = picked
-            row_kernels._KERNELS.clear()
-            try:
-                k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)
-                if kind == "cross_entropy":
-                    call = lambda k=k: k(x, target, loss)  # noqa: E731
-                else:
-                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
-                call()
-                torch.cuda.synchronize()
-                got = loss if kind == "cross_entropy" else y
-                err = ((got.double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
-                us = RA.graph_us(torch, lambda _, c=call: c(), [None], 10, 5)
-                gbs = nbytes / us / 1e3
-                launch = k.signature.launch
-                if variant is None:
-                    op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk()
-                              if o.name == "bulkred.normalize_rows")
-                    name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
-                print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | "
-                      f"{registers(k)} | {launch.block[0]} x {launch.cluster[0]} | {err:.1e} |", flush=True)
-            except Exception as e:  # noqa: BLE001 - the row says why
-                print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | failed: {type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:120]} |", flush=True)
-            finally:
-                for k2, v in saved.items():
-                    setattr(mod, k2, v)
+            with bulk_setting(consts, chosen if variant is None else wide, chosen):  # (a forced variant must apply)
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=variant, **kw)
+                    if kind == "cross_entropy":
+                        call = lambda k=k: k(x, target, loss)  # noqa: E731
+                    else:
+                        call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                    call()
+                    torch.cuda.synchronize()
+                    got = loss if kind == "cross_entropy" else y
+                    err = ((got.double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
+                    us = RA.graph_us(torch, lambda _, c=call: c(), [None], 10, 5)
+                    gbs = nbytes / us / 1e3
+                    launch = k.signature.launch
+                    if variant is None:
+                        op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk()
+                                  if o.name == "bulkred.normalize_rows")
+                        name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
+                    print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | "
+                          f"{registers(k)} | {launch.block[0]} x {launch.cluster[0]} | {err:.1e} |", flush=True)
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | failed: {type(e).__name__}: "
+                          f"{str(e).splitlines()[0][:120]} |", flush=True)
         del x, y, xd, ref
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")

@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from rows_forward import EPS, TOTAL, registers, resident_ctas  # noqa: E402
+from rows_forward import EPS, cell_tensors, registers, resident_ctas, timed_in_turns  # noqa: E402
 
 SUB = 37
 """Rows of the batch-invariance call (at most half the batch)."""
@@ -241,7 +241,6 @@ def main() -> int:
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.dry_run:
         return dry_run(args)
-    import reductions_api as RA
     import torch
 
     t0 = time.time()
@@ -251,12 +250,8 @@ def main() -> int:
         if time.time() - t0 > args.budget_s:
             print(f"| {kind} | {dtype} | {n} | skipped: budget |")
             continue
-        m = TOTAL // n
-        dt = getattr(torch, dtype)
-        x = torch.randn(m, n, device="cuda", dtype=torch.float32).mul_(2).add_(0.3).to(dt)
-        y = torch.empty_like(x)
-        w = torch.randn(n, device="cuda", dtype=torch.float32).to(dt)
-        bvec = torch.randn(n, device="cuda", dtype=torch.float32).to(dt)
+        m, x, y, w, bvec = cell_tensors(torch, n, dtype, "cuda")
+        dt = x.dtype
         res = hout = target = loss = None
         if kind == "add_rms_norm":
             res, hout = torch.randn(m, n, device="cuda", dtype=torch.float32).to(dt), torch.empty_like(x)
@@ -321,15 +316,10 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - the row says why
                 print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                       flush=True)
-        copy_call = lambda: torch.mul(x, 1.0, out=y)  # noqa: E731
-        times: dict[int, list[float]] = {i: [] for i in range(-1, len(runs))}
-        for _ in range(2):  # in turns: the copy, then each setting
-            for i in times:
-                fn = copy_call if i < 0 else runs[i][1]
-                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
-        copy_gbs = 2 * x.numel() * x.element_size() / (sum(times[-1]) / 2) / 1e3  # (the median of two: their mean)
+        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
+        copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
         for i, (name, _, regs, threads, err, inv) in enumerate(runs):
-            gbs = nbytes / (sum(times[i]) / 2) / 1e3
+            gbs = nbytes / times[i] / 1e3
             print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {regs} | "
                   f"{threads} | {err:.1e} | {inv} |", flush=True)
         del x, y, res, hout, ref, runs
