@@ -146,6 +146,18 @@ def timed_in_turns(torch, copy_call, calls: list) -> tuple[float, list[float]]:
     return sum(times[-1]) / 2, [sum(times[i]) / 2 for i in range(len(calls))]
 
 
+def print_timed(torch, kind: str, dtype: str, n: int, x, y, nbytes: int, runs: list) -> None:
+    """Times ``runs`` (name, call, two columns, err, a last column) against the copy of x
+    into y (:func:`timed_in_turns`) and prints a table row for each: GB/s of ``nbytes`` a
+    call, and against the copy's GB/s (x's bytes read and written)."""
+    copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
+    copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
+    for i, (name, _, a, b, err, last) in enumerate(runs):
+        gbs = nbytes / times[i] / 1e3
+        print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
+              f"{b} | {err:.1e} | {last} |", flush=True)
+
+
 @contextlib.contextmanager
 def bulk_setting(consts: dict, tables: tuple, restore: tuple):
     """A context: rows_bulk's constants ``consts`` (rows_cluster's where they name
@@ -267,12 +279,7 @@ def pipeline(args) -> int:
             finally:
                 rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM, rows_common.FORWARD_AHEAD = None, None, None
                 rows_warp.ROWS_AT_ONCE = 1
-        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
-        copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
-        for i, (name, _, regs, threads, err, same) in enumerate(runs):
-            gbs = nbytes / times[i] / 1e3
-            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {regs} | "
-                  f"{threads} | {err:.1e} | {same} |", flush=True)
+        print_timed(torch, kind, dtype, n, x, y, nbytes, runs)
         del x, y, ref, runs
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")
@@ -430,12 +437,7 @@ def long_rows(args) -> int:
                 except Exception as e:  # noqa: BLE001 - the row says why
                     print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                           flush=True)
-        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
-        copy_gbs = nbytes / copy_us / 1e3
-        for i, (name, _, info, launch, err, inv) in enumerate(runs):
-            gbs = nbytes / times[i] / 1e3
-            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {info} | "
-                  f"{launch} | {err:.1e} | {inv} |", flush=True)
+        print_timed(torch, kind, dtype, n, x, y, nbytes, runs)  # (nbytes: x's read and y written, as the copy's)
         del x, y, y5, ref, runs
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")

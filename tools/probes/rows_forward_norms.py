@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from rows_forward import EPS, cell_tensors, registers, resident_ctas, timed_in_turns  # noqa: E402
+from rows_forward import EPS, cell_tensors, print_timed, registers, resident_ctas  # noqa: E402
 
 SUB = 37
 """Rows of the batch-invariance call (at most half the batch)."""
@@ -316,12 +316,7 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - the row says why
                 print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                       flush=True)
-        copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
-        copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
-        for i, (name, _, regs, threads, err, inv) in enumerate(runs):
-            gbs = nbytes / times[i] / 1e3
-            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {regs} | "
-                  f"{threads} | {err:.1e} | {inv} |", flush=True)
+        print_timed(torch, kind, dtype, n, x, y, nbytes, runs)
         del x, y, res, hout, ref, runs
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")
