@@ -170,12 +170,15 @@ def _make(row: Function) -> Any:
             if x.__class__ is _tensor:
                 # a torch tensor's key written out here (api.call_key's fields, in its
                 # order; tests/test_api.py checks that the two agree): no frame for it
-                key = (
-                    name, _tensor, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
-                    x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
-                    axis.__class__, keepdims, keepdims.__class__, None if out is None else out_key(out),
-                )
-                if options:
+                try:
+                    key = (
+                        name, _tensor, x.shape, x.dtype, x.get_device(), x.requires_grad and _grad_enabled(),
+                        x.is_contiguous() or x.stride(), axis if axis.__class__ is not tuple else (*axis, *map(type, axis)),
+                        axis.__class__, keepdims, keepdims.__class__, None if out is None else out_key(out),
+                    )
+                except AttributeError:  # an out that is not a tensor (a numpy array, 42): the checks say what
+                    key = None
+                if options and key is not None:
                     for k, v in options.items():
                         key += (k, v, v.__class__)
             else:
