@@ -31,8 +31,8 @@ def out_shape(shape: list[int], axes: list[int]) -> list[int]:
     return [d for i, d in enumerate(shape) if i not in axes] or [1]
 
 
-def module_of(kind: str, shape: list[int], dtype: str, axes: list[int] | None, variant: str | None = None):
-    with T.kernel("k") as k:
+def module_of(kind: str, shape: list[int], dtype: str, axes: list[int] | None, variant: str | None = None, name: str = "k"):
+    with T.kernel(name) as k:
         x = k.param("x", shape, dtype)
         kept = out_shape(shape, sorted({a % len(shape) for a in axes}) if axes is not None else list(range(len(shape))))
         y = k.param("y", kept, dtype)

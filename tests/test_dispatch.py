@@ -493,10 +493,28 @@ def reference_sm100_packed(kind: str, x: np.ndarray, old: np.float32 | None) -> 
     return g(g(g(t[0], t[1]), t[2]), t[3])
 
 
+_LOWERED: dict[tuple, ModuleOp] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _lowered_freed():
+    """:func:`lowered`'s modules go with the module's tests."""
+    yield
+    _LOWERED.clear()
+
+
 def lowered(ctx, target: str, *args, **kw) -> ModuleOp:
-    m = reduce_module(ctx, *args, **kw)
-    LowerTileReductionsPass(target=target).apply(ctx, m)
-    m.verify()
+    """:func:`reduce_module` lowered for ``target`` and verified, made once per context
+    and arguments: the count, bits and legalize tests of one length and kind share it
+    (they read it, and the interpreter does not change it; a test that changes the
+    module takes a ``clone()``)."""
+    key = (id(ctx), target, repr(args), repr(sorted(kw.items())))
+    m = _LOWERED.get(key)
+    if m is None:
+        m = reduce_module(ctx, *args, **kw)
+        LowerTileReductionsPass(target=target).apply(ctx, m)
+        m.verify()
+        _LOWERED[key] = m
     return m
 
 
@@ -689,7 +707,7 @@ def test_legalize_keeps_the_bits(ctx, n, kind):
     rng = np.random.default_rng(n)
     x = _data(rng, n)
     x[3] = np.float32(-3e-39)
-    packed = lowered(ctx, "sm_100a", kind, [n])
+    packed = lowered(ctx, "sm_100a", kind, [n]).clone()  # legalized below, in place
     before = run(packed, {"a": x, "b": np.zeros(1, np.float32)})["b"]
     LegalizeForTargetPass(target="sm_90a").apply(ctx, packed)
     packed.verify()
@@ -701,7 +719,7 @@ def test_legalize_keeps_the_bits(ctx, n, kind):
 
 
 def test_legalize_is_a_no_op_on_sm100(ctx):
-    m = lowered(ctx, "sm_100a", "sum", [16])
+    m = lowered(ctx, "sm_100a", "sum", [16]).clone()  # legalized below, in place
     text = str(m)
     LegalizeForTargetPass(target="sm_100a").apply(ctx, m)
     assert str(m) == text

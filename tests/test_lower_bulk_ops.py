@@ -36,6 +36,7 @@ from bulkred_dialect.ops.tile import BulkCopyOp, MemoryScope, buffer_type
 from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
 from bulkred_dialect.passes.lower_bulk_ops import LowerBulkOpsPass
 
+from assemble_batched import assemble_each
 from gpu import test_tile_bulk_gpu as G
 
 TARGETS = ("sm_90a", "sm_100a")
@@ -164,24 +165,45 @@ REDUCE_EXPECTED = {
 }  # fmt: skip
 
 
-def _reduce_module(kind: str, dtype: str) -> ModuleOp:
-    with T.kernel("reduce", grid=[4], block=[64]) as k:
+def _reduce_module(kind: str, dtype: str, name: str = "reduce") -> ModuleOp:
+    with T.kernel(name, grid=[4], block=[64]) as k:
         out = k.param("out", [64], dtype)
         tile = T.alloc_shared([64], dtype, name="tile")
         T.bulk_reduce(kind, tile, out)
     return k.module()
 
 
-@pytest.mark.parametrize("kind,dtype", [k for k, v in REDUCE_EXPECTED.items() if v is not None], ids=str)
-def test_reduce_form(kind, dtype):
+REDUCE_FORMS = [k for k, v in REDUCE_EXPECTED.items() if v is not None]
+
+
+@pytest.fixture(scope="module")
+def reduce_form_ptx() -> dict[tuple[str, str, str], tuple[str, str | None]]:
+    """(kind, dtype, target) -> the PTX of each form's kernel (named after the form) and
+    ptxas's error on it (None: it assembles); the kernels of one target and header
+    assembled in one nvJitLink run (tests/assemble_batched.py), a failing one alone."""
+    ptx = {
+        (kind, dtype, t): _to_ptx(_reduce_module(kind, dtype, f"reduce_{kind}_{dtype}"), t)
+        for kind, dtype in REDUCE_FORMS
+        for t in TARGETS
+    }
+    errors: dict[tuple[str, str, str], str | None] = {}
+    for t in TARGETS:
+        keys = [k for k in ptx if k[2] == t]
+        verdicts = assemble_each([("/".join(k), ptx[k]) for k in keys], t)
+        errors.update((k, verdicts["/".join(k)]) for k in keys)
+    return {k: (ptx[k], errors[k]) for k in ptx}
+
+
+@pytest.mark.parametrize("kind,dtype", REDUCE_FORMS, ids=str)
+def test_reduce_form(kind, dtype, reduce_form_ptx):
     m = _lower(_reduce_module(kind, dtype))
     s2g = [n.replace("{issue}", "ptx.cp.reduce.async.bulk.global.shared_cta") for n in TO_GLOBAL]
     assert _names(m) == ["memref.alloca", *s2g, "func.return"]
     for target in TARGETS:
-        ptx = _to_ptx(_reduce_module(kind, dtype), target)
+        ptx, error = reduce_form_ptx[kind, dtype, target]
         line = f"cp.reduce.async.bulk.global.shared::cta.bulk_group.{REDUCE_EXPECTED[kind, dtype]} "
         assert line in ptx, ptx
-        assemble(ptx, target)
+        assert error is None, f"{target}: {error}"
 
 
 @pytest.mark.parametrize("kind,dtype", [k for k, v in REDUCE_EXPECTED.items() if v is None], ids=str)
