@@ -13,12 +13,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
-# Compiled bytecode is kept in .venv/pycache (not beside the sources), also where
-# PYTHONDONTWRITEBYTECODE is set: each process of the run (pytest's workers, lit's, the
-# Python processes tests start) then loads bulkred's and the tests' modules (pytest's
-# rewritten asserts too) instead of compiling them again, a few seconds each.
-export PYTHONPYCACHEPREFIX="$PWD/.venv/pycache"
-unset PYTHONDONTWRITEBYTECODE
+# Compiled bytecode is written (__pycache__ beside the sources, ignored by git), also
+# where PYTHONDONTWRITEBYTECODE is set: each process of the run (pytest's workers, lit's,
+# the Python processes tests start) then loads bulkred's and the tests' modules (pytest's
+# rewritten asserts too) instead of compiling them again, a few seconds each. No
+# PYTHONPYCACHEPREFIX: under one, the bytecode pip and Python installed for the standard
+# library and .venv's packages is not read, and on a fresh clone every process of the
+# run compiled those again (about 1 CPU-s each: 3 CPU-s of pytest's and lit's start).
+unset PYTHONPYCACHEPREFIX PYTHONDONTWRITEBYTECODE
 status=0
 loop_s=$(.venv/bin/python -c '
 import time
