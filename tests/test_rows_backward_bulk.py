@@ -85,6 +85,22 @@ NORMS = [
 ]
 
 
+def norm_backward_reference(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str,
+                            affine: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dweight, dbias) of rms_norm's or layer_norm's backward in float64 from the
+    values the kernel reads (the statistics rounded to float32 as the forward stores
+    them); tests/test_rows_backward_fast.py's too."""
+    layer = kind == "layer_norm_backward"
+    x, dy = values(xbits, dtype), values(dybits, dtype)
+    mean = x.mean(1).astype(np.float32).astype(np.float64) if layer else None
+    xc = x - mean[:, None] if layer else x
+    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32).astype(np.float64)
+    xh = xc * rstd[:, None]
+    g = dy * (values(wbits, affine) if affine else 1.0)
+    dx = rstd[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0) - xh * (g * xh).mean(1, keepdims=True))
+    return dx, (dy * xh).sum(0), dy.sum(0)
+
+
 @pytest.mark.parametrize("kind,n,dtype,affine,db,c,per", NORMS, ids=[f"{k[0]}-{k[1]}-{k[2]}" for k in NORMS])
 def test_norm_backward(kind: str, n: int, dtype: str, affine: str | None, db: bool, c: int, per: int) -> None:
     """dx = ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``),
@@ -99,17 +115,10 @@ def test_norm_backward(kind: str, n: int, dtype: str, affine: str | None, db: bo
     dybits = to_bits(rng.standard_normal((m, n)), dtype)
     wbits = to_bits(rng.standard_normal(n), affine) if affine else None
     got = run_norm(kind, xbits, dybits, wbits, dtype, affine, db)
-    layer = kind == "layer_norm_backward"
-    x, dy = values(xbits, dtype), values(dybits, dtype)
-    mean = x.mean(1).astype(np.float32).astype(np.float64) if layer else None
-    xc = x - mean[:, None] if layer else x
-    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32).astype(np.float64)
-    xh = xc * rstd[:, None]
-    g = dy * (values(wbits, affine) if affine else 1.0)
-    want = rstd[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0) - xh * (g * xh).mean(1, keepdims=True))
+    want, dw, dbias = norm_backward_reference(kind, xbits, dybits, wbits, dtype, affine)
     tol = {"float32": 1e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(want).max())
     np.testing.assert_allclose(values(got[0], dtype), want, rtol=0, atol=tol)
-    sums = ([("dweight", (dy * xh).sum(0), affine)] if affine else []) + ([("dbias", dy.sum(0), dtype)] if db else [])
+    sums = ([("dweight", dw, affine)] if affine else []) + ([("dbias", dbias, dtype)] if db else [])
     assert len(got) == 1 + len(sums)
     for (_, ref, kept), buf in zip(sums, got[1:], strict=True):
         rounding = {"float32": 4e-7, "float16": 1e-3, "bfloat16": 8e-3}[kept] * max(1.0, np.abs(ref).max())

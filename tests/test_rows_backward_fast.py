@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import test_rows
 from test_rows import to_bits, values
-from test_rows_backward_bulk import run_norm, small  # noqa: F401 - the small settings (autouse)
+from test_rows_backward_bulk import norm_backward_reference, run_norm, small  # noqa: F401 - the small settings (autouse)
 
 from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
 from bulkred_dialect.passes.variants import rows_bulk_backward, rows_common
@@ -26,20 +26,6 @@ def _config(kind: str, n: int, dtype: str, **kw) -> rows_bulk_backward.BulkPlan:
     """rows_bulk_backward's configuration of the op of these settings."""
     built = module(kind, None, n, dtype, **kw)
     return rows_bulk_backward.bulk_for(next(o for o in built.walk() if o.name == "bulkred.normalize_rows"))
-
-
-def _want(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str, affine: str | None):
-    """(dx, dweight, dbias) in float64 from the values the kernel reads (the statistics
-    rounded to float32 as the forward stores them)."""
-    layer = kind == "layer_norm_backward"
-    x, dy = values(xbits, dtype), values(dybits, dtype)
-    mean = x.mean(1).astype(np.float32).astype(np.float64) if layer else None
-    xc = x - mean[:, None] if layer else x
-    rstd = (1 / np.sqrt((xc * xc).mean(1) + 1e-5)).astype(np.float32).astype(np.float64)
-    xh = xc * rstd[:, None]
-    g = dy * (values(wbits, affine) if affine else 1.0)
-    dx = rstd[:, None] * (g - (g.mean(1, keepdims=True) if layer else 0) - xh * (g * xh).mean(1, keepdims=True))
-    return dx, (dy * xh).sum(0), dy.sum(0)
 
 
 CASES = [  # (kind, N, dtype, weight's type, dbias, CTAs a cluster, vectors a thread)
@@ -71,7 +57,7 @@ def test_norm_grad_in_registers(case, slots, monkeypatch) -> None:
     assert len(got) == len(default) == 2 + db
     for a, b in zip(got, default, strict=True):
         np.testing.assert_array_equal(a, b)
-    dx, dw, dbias = _want(kind, xbits, dybits, wbits, dtype, affine)
+    dx, dw, dbias = norm_backward_reference(kind, xbits, dybits, wbits, dtype, affine)
     tol = {"float32": 1e-6, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(dx).max())
     np.testing.assert_allclose(values(got[0], dtype), dx, rtol=0, atol=tol)
     for ref, buf in zip([dw] + ([dbias] if db else []), got[1:], strict=True):
@@ -93,7 +79,7 @@ def test_wide_bfloat16_grad_in_registers(monkeypatch) -> None:
     dybits = to_bits(rng.standard_normal((5, n)), dtype)
     wbits = to_bits(rng.standard_normal(n), dtype)
     got = run_norm(kind, xbits, dybits, wbits, dtype, dtype, True)
-    dx, dw, dbias = _want(kind, xbits, dybits, wbits, dtype, dtype)
+    dx, dw, dbias = norm_backward_reference(kind, xbits, dybits, wbits, dtype, dtype)
     np.testing.assert_allclose(values(got[0], dtype), dx, rtol=0, atol=1.6e-2 * max(1.0, np.abs(dx).max()))
     for ref, buf in zip([dw, dbias], got[1:], strict=True):
         np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=8e-3 * max(1.0, np.abs(ref).max()) + 1e-6)
