@@ -211,7 +211,7 @@ def _outputs(kind: str, variant: str, dtype: str, x: np.ndarray) -> dict[str, np
 def test_fast_exp_non_finite_rows_as_the_default(kind: str, variant: str, dtype: str, monkeypatch) -> None:
     """FAST_EXP on and off give the same non-finite values (torch's, test_rows'
     test_inf_rows_as_torch_cuda): an all -inf row and a row with NaN or +inf NaN
-    everywhere (+inf: the fast exps' sum +inf made NaN, rows_common.fast_exp_row_sum),
+    everywhere (+inf: inf - inf is NaN in both forms of the exp, rows_common.exp_shifted),
     the lse NaN where its row has NaN or +inf, -inf for an all -inf row; a -inf element 0
     (log_softmax -inf) in an otherwise finite row; the statistics alike."""
     n = test_rows.SHAPES[variant]

@@ -563,7 +563,7 @@ class RowState:
         ``b`` the item's weight and bias values (or None)."""
         kind = self.p.kind
         if kind == NormKind.SOFTMAX:
-            return f32_mul(e, exp_shifted(e, v, s["max"], s.get("neg_max")), s["inv_sum"])
+            return f32_mul(e, exp_shifted(e, v, s["max"], fast_exp(self.p)), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
             return f32_sub(e, f32_sub(e, v, s["max"]), s["log_sum"])
         if kind in RMS_KINDS:
@@ -647,15 +647,11 @@ class RowState:
         kind, n = self.p.kind, float(self.p.n)
         eps = e.const(self.op.eps.value.data, f32) if self.op.eps is not None else None
         if kind in EXP_KINDS:
-            if fast_exp(self.p):  # (FAST_EXP) the sum NaN where the maximum is +inf or NaN, as the default's
-                sums = {**sums, "sum": fast_exp_row_sum(e, sums["max"], sums["sum"])}
             out = {"max": sums["max"], "sum": sums["sum"]}
             if kind == NormKind.SOFTMAX:
                 out["inv_sum"] = e.rcp(AT, sums["sum"])
             else:
                 out["log_sum"] = _log(e, sums["sum"])
-            if fast_exp(self.p) and kind == NormKind.SOFTMAX:  # (FAST_EXP: out's exp, rows_stream's second pass)
-                out["neg_max"] = exp_neg_shift(e, self.p, sums["max"])
             if kind == NormKind.CROSS_ENTROPY:
                 out["lse"] = f32_add(e, sums["max"], out["log_sum"])
                 if "sum_x" in sums:
@@ -929,7 +925,7 @@ and NaN on rows of logits of 1e10.) The (m, s) pairs' combination
 (:class:`_Exps`) takes its factors as ``ex2.approx.ftz((m - M) log2(e))`` (:func:`_ftz_exp`),
 its sum as two products and one addition (symmetric: both lanes of a butterfly step get the
 same bits). Bits change (an exp below 2^-126 flushed to 0), never with M; the non-finite
-results are the default's (:func:`fast_exp_row_sum`)."""
+results are the default's (:func:`exp_shifted`)."""
 
 FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     # tools/probes/rows_forward_norms.py on an H200, 2026-11-29, x copy (default -> fast_exp): bfloat16
@@ -942,7 +938,7 @@ FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
 """:data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
 on (tools/probes/rows_forward_norms.py, measured with the shifted form ``fma(x, log2(e),
 -m log2(e))``; the difference's form since, one FADD more per element). Its non-finite
-results are the default's (:func:`fast_exp_row_sum`)."""
+results are the default's (:func:`exp_shifted`)."""
 
 LAYER_NORM_FAST: bool | None = None
 """None: where :data:`LAYER_NORM_FAST_MEASURED` says; True or False: everywhere or nowhere
@@ -1008,22 +1004,14 @@ def layer_norm_fast(p: RowPlan) -> bool:
     return p.kind == NormKind.LAYER_NORM and _setting(LAYER_NORM_FAST, LAYER_NORM_FAST_MEASURED, p)
 
 
-def exp_shifted(e: Emitter, v: SSAValue, m: SSAValue, neg: SSAValue | None) -> SSAValue:
-    """``exp(v - m)``: ``neg`` None, :func:`f32_exp` of ``v - m`` (the default); else
-    (:data:`FAST_EXP`) ``ex2.approx.ftz((v - m) log2(e))`` (:func:`_ftz_exp`): the
+def exp_shifted(e: Emitter, v: SSAValue, m: SSAValue, fast: bool) -> SSAValue:
+    """``exp(v - m)``: :func:`f32_exp` of ``v - m`` (the default); ``fast``
+    (:data:`FAST_EXP`), ``ex2.approx.ftz((v - m) log2(e))`` (:func:`_ftz_exp`): the
     difference first, as the default's, not Quack's ``fma(v, log2(e), -m log2(e))``, whose
     rounding of ``m log2(e)`` puts up to ``|m| 2^-24`` into every exponent (rows of logits
-    of 1e10 gave inf exps and NaN on an H200, seed 311132 of tools/gpu_rows_random.py)."""
-    if neg is None:
-        return f32_exp(e, f32_sub(e, v, m))
-    return _ftz_exp(e, f32_sub(e, v, m))
-
-
-def exp_neg_shift(e: Emitter, p: RowPlan, m: SSAValue) -> SSAValue | None:
-    """``-m log2(e)`` where :func:`fast_exp` holds for ``p`` (once per row), else None;
-    kept finite (a thread with no element, ``m = -FLT_MAX``: ``+inf``, and
-    ``fma(-inf, log2(e), inf)`` would be NaN; with FLT_MAX, ``-inf`` as the default's 0)."""
-    return _finite_neg_shift(e, m) if fast_exp(p) else None
+    of 1e10 gave inf exps and NaN on an H200, seed 311132 of tools/gpu_rows_random.py). The
+    non-finite results are the default's: ``inf - inf`` is NaN in both."""
+    return _ftz_exp(e, f32_sub(e, v, m)) if fast else f32_exp(e, f32_sub(e, v, m))
 
 
 def _ftz_exp(e: Emitter, d: SSAValue) -> SSAValue:
@@ -1033,26 +1021,6 @@ def _ftz_exp(e: Emitter, d: SSAValue) -> SSAValue:
     ``M log2(e)`` would scale the sum by up to ``|M| 2^-24`` at every step of the
     combination). A factor below 2^-126 flushed to 0 (a sum of at least 1 times it)."""
     return e.value(Ex2Op(AT, f32_mul(e, d, e.const(LOG2E, f32)), approx=True, ftz=True))
-
-
-def _finite_neg_shift(e: Emitter, m: SSAValue) -> SSAValue:
-    """``-m log2(e)`` clamped to [-FLT_MAX, FLT_MAX] (:func:`exp_neg_shift`)."""
-    neg = f32_mul(e, m, e.const(-LOG2E, f32))
-    big = e.const(FLT_MAX, f32)
-    return e.minmax(ReduceKind.MAX, AT, e.minmax(ReduceKind.MIN, AT, neg, big), e.const(-FLT_MAX, f32))
-
-
-def fast_exp_row_sum(e: Emitter, m: SSAValue, s: SSAValue) -> SSAValue:
-    """:data:`FAST_EXP`'s row sum ``s`` made NaN where the row's maximum ``m`` is +inf or
-    NaN: ``fma(m, 0, s)`` (``inf * 0`` is NaN; a finite ``m``, -FLT_MAX included, leaves
-    ``s`` as it is), once per row. Its shift is kept finite (:func:`exp_neg_shift`), so a
-    row whose maximum is +inf gets the finite elements' exps 0 and the infinity's +inf,
-    a sum of +inf, where the default's ``inf - inf`` gives NaN; with the sum NaN, y
-    (softmax: times ``1 / sum``; log_softmax: minus ``max + log(sum)``) and
-    cross_entropy's lse are NaN everywhere, as torch's and the default's. (A NaN element
-    makes its exp, so the sum, NaN in either form; an all -inf row's maximum is
-    -FLT_MAX and its sum 0, as the default's: y ``0 * inf`` or ``-inf + inf``, NaN.)"""
-    return e.fma(AT, m, e.const(0.0, f32), s)
 
 
 def ahead_items(p: RowPlan) -> int:
@@ -1190,8 +1158,8 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
         m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
-        neg = exp_neg_shift(e, p, m)  # (FAST_EXP)
-        exps = [exp_shifted(e, v, m, neg) for v in flat]
+        fast = fast_exp(p)
+        exps = [exp_shifted(e, v, m, fast) for v in flat]
         part = e.fold(ReduceKind.SUM, F32, exps)
         next_row()
         big, s = r.reduce_exps(e, m, part)
@@ -1304,9 +1272,9 @@ def stream_row(r: RowState, e: Emitter, row: SSAValue) -> None:
             t1 = b.fold(ReduceKind.MAX, F32, [t, *vals])
             m0, m1 = clamp_max(b, t), clamp_max(b, t1)
             s = f32_mul(b, s, f32_exp(b, f32_sub(b, m0, m1)))
-            neg = exp_neg_shift(b, p, m1)  # (FAST_EXP)
+            fast = fast_exp(p)
             for v in vals:
-                s = f32_add(b, s, exp_shifted(b, v, m1, neg))
+                s = f32_add(b, s, exp_shifted(b, v, m1, fast))
             if smooth:
                 return [t1, s, b.fold(ReduceKind.SUM, F32, [state[2], *vals])]
             return [t1, s]
