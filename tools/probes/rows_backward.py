@@ -38,6 +38,8 @@ import time
 
 os.environ["BULKRED_CACHE"] = "0"  # built here, each time: the patched constants take effect
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (rows_forward's ptxas_info)
 
 BWD = "bulkred_dialect.passes.variants.rows_backward"
 COMMON = "bulkred_dialect.passes.variants.rows_common"
@@ -144,6 +146,195 @@ ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
 configuration again or spill (see FAST_CANDIDATES)."""
 
 
+NORMS_CELLS = "bfloat16:65536,float32:262144,bfloat16:1024,bfloat16:16384,bfloat16:4096,bfloat16:262144"
+"""--set norms' cells (dtype:N), the furthest below issue 30's target first
+(docs/rows_bench_h200_run4.md, x copy: bfloat16 65536 rms 0.76 / layer 0.65; float32
+262144 layer 0.62, rms 0.79; bfloat16 1024 0.87 / 0.82, 16384 0.87 / 0.79, 4096 0.84 /
+0.88, 262144 layer 0.75): past ``--budget-s`` the last are left out."""
+WARP = "bulkred_dialect.passes.variants.rows_warp"
+CTA = "bulkred_dialect.passes.variants.rows_cta"
+
+
+def units(kind: str, dtype: str, n: int, count: int) -> dict:
+    """The patch giving the cell ``count`` units (rows_common.NORM_BACKWARD_UNITS)."""
+    return {f"{COMMON}.NORM_BACKWARD_UNITS": {(kind, dtype): ((n, n, count),)}}
+
+
+def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
+    """--set norms: the default beside the settings of each cell (label, forced variant,
+    patches). The units (rows_common.NORM_BACKWARD_UNITS) are counted against what the
+    H200's 132 multiprocessors hold at once (the default's: rows_warp 1024, 256 threads at
+    168 / 199 registers: 1 CTA a multiprocessor, 264 CTAs in 2 waves; rows_cta 4096, 256
+    threads at 124 / 128: 2, 512 (rms) / 256 (layer) CTAs, the cap of SLICE_SUM_FLOATS;
+    16384: rms rows_bulk_backward, 128 CTAs (the same cap) of 132, layer rows_cluster, 128
+    clusters of 2 at 1 CTA a multiprocessor; 65536: rows_cluster, 66 clusters of 8 at 1
+    CTA a multiprocessor, 16 at once: 5 waves for 4.1 of work; 262144:
+    rows_bulk_backward, 7 clusters of 16: 112 multiprocessors)."""
+    u = lambda count: units(kind, dtype, n, count)  # noqa: E731
+    layer = kind == "layer_norm_backward"
+    out: list[tuple[str, str | None, dict]] = [("default", None, {})]
+    if n <= 1024:  # rows_warp: 8 rows (32 KiB of x and dy in bfloat16) in flight a multiprocessor
+        out += [("rows_warp, .minnctapersm 2 (264 CTAs at once)", None, {f"{WARP}.MIN_CTAS": 2}),
+                ("rows_warp, 132 units (one wave)", None, u(132)),
+                ("rows_cta", "rows_cta", {}),
+                ("rows_cta, .minnctapersm 6", "rows_cta", {f"{CTA}.MIN_CTAS": 6})]
+    elif n <= 8192:
+        out += [("264 units (one wave of 2 a multiprocessor)", None, u(264)), ("132 units", None, u(132)),
+                ("528 units (two waves)", None, u(528))]
+    elif n <= 16384 and not layer:
+        out += [("132 units (one a multiprocessor)", None, u(132))]
+    elif n <= 16384:
+        out += [("66 units (one wave of clusters of 2)", None, u(66)), ("132 units (two waves)", None, u(132)),
+                ("rows_bulk_backward", "rows_bulk_backward", BULK_ON),
+                ("rows_bulk_backward, 132 units", "rows_bulk_backward", {**BULK_ON, **u(132)})]
+    elif n <= 65536:
+        out += [(f"{k} units{' (one wave)' if k <= 16 else ''}", None, u(k)) for k in (16, 15, 14, 32)]
+    return out
+
+
+def graph_medians(torch, calls: list, rounds: int = 3) -> list[float]:
+    """GPU us a call of each of ``calls`` (a CUDA graph of 10 calls, benchmarks/
+    reductions_api.py's graph_us: the median of 5 replays), timed in turns ``rounds``
+    times (each round the calls in order), the median of each call's rounds."""
+    import reductions_api as RA
+
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(rounds):
+        for i, fn in enumerate(calls):
+            times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+    return [statistics.median(t) for t in times]
+
+
+def norm_inputs(torch, kind: str, dtype: str, n: int) -> dict:
+    """One cell's tensors, fresh random data (x of mean 0.3 and spread 2, dy, the weight),
+    the forward's statistics in float32 and dweight / dbias in float64 (torch)."""
+    layer = kind == "layer_norm_backward"
+    m, dt = (1 << 28) // n, getattr(torch, dtype)
+    x = torch.randn(m, n, device="cuda").mul_(2).add_(0.3).to(dt)
+    dy = torch.randn(m, n, device="cuda").to(dt)
+    w = torch.randn(n, device="cuda").to(dt)
+    xd = x.double()
+    mean = xd.mean(-1) if layer else None
+    xc = xd - mean[:, None] if layer else xd
+    rstd = (1 / (xc * xc).mean(-1).add(1e-5).sqrt()).float()
+    xc.mul_(rstd.double()[:, None])
+    want = [(dy.double() * xc).sum(0)] + ([dy.double().sum(0)] if layer else [])
+    del xc, xd
+    return {"m": m, "x": x, "dy": dy, "w": w, "mean": None if mean is None else mean.float(), "rstd": rstd, "want": want}
+
+
+def norm_check(torch, kind: str, dtype: str, t: dict, k, outs: list) -> str:
+    """The call's dx (256 rows) against torch's autograd in float64, dweight / dbias
+    against float64, dweight's bits over a second call."""
+    import torch.nn.functional as F
+
+    layer, n = kind == "layer_norm_backward", t["x"].shape[1]
+    dx, dw = outs[0], outs[1]
+    dw0 = dw.clone()
+    k(*norm_args(kind, t, outs))
+    torch.cuda.synchronize()
+    xr, wr = t["x"][:256].double().requires_grad_(), t["w"].double().requires_grad_()
+    out = F.layer_norm(xr, (n,), wr, None, 1e-5) if layer else F.rms_norm(xr, (n,), wr, 1e-5)
+    out.backward(t["dy"][:256].double())
+    err = (dx[:256].double() - xr.grad).abs().max().item() / max(1.0, xr.grad.abs().max().item())
+    ok = ("ok" if err < (5e-5 if dtype == "float32" else 2**-6) else f"dx err {err:.2e}")
+    ok += "" if torch.equal(dw0, dw) else ", dw bits differ run to run"
+    for name, got, ref in zip(("dw", "db"), outs[1:], t["want"]):
+        e = ((got.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+        ok += f", {name} err {e:.1e}" if e > (1e-4 if dtype == "float32" else 2**-7) else ""
+    return ok
+
+
+def norm_args(kind: str, t: dict, outs: list) -> list:
+    """The kernel's arguments: x, dx, dy, weight, (mean), rstd, dweight, (dbias)."""
+    layer = kind == "layer_norm_backward"
+    return [t["x"], outs[0], t["dy"], t["w"]] + ([t["mean"]] if layer else []) + [t["rstd"]] + outs[1:]
+
+
+def launch_of(k, m: int) -> str:
+    """``G x T (x C)``: the grid's CTAs for M rows, the threads, the cluster; ptxas's
+    registers / spilled bytes."""
+    from rows_forward import ptxas_info
+
+    sig = k.signature
+    grid = sig.grid_for([m]) or sig.launch.grid[0]
+    c = sig.launch.cluster[0]
+    return f"{grid} x {sig.launch.block[0]}" + (f" x {c}" if c > 1 else "") + f", {ptxas_info(k)}"
+
+
+def chosen_variant(kind: str, dtype: str, n: int, variant: str | None) -> str:
+    """The variant the dispatch takes for the cell (with the patches in force)."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+
+    if variant is not None:
+        return variant
+    layer = kind == "layer_norm_backward"
+    op = next(o for o in row_kernels.module(kind, None, n, dtype, weight=dtype, dweight=dtype,
+                                            dbias=dtype if layer else None).walk()
+              if o.name == "bulkred.normalize_rows")
+    return choose(op, Target.parse("sm_90a")).name
+
+
+def norms(args) -> int:
+    """``--set norms``: per cell, on the same tensors (fresh random data), the copy kernel
+    and each of :func:`norm_candidates` timed in turns (a CUDA graph of 10 calls, medians:
+    :func:`graph_medians`), each checked against torch (:func:`norm_check`) and its bits
+    against the default's; GB/s of x and dy read and dx written, against the copy's."""
+    import torch
+
+    from bulkred_dialect import row_kernels
+
+    t0 = time.time()
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
+    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | GB/s | x copy | check |")
+    print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |")
+    for dtype, n in cells(args):
+        for kind in args.kinds.split(","):
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print(f"| {kind} | {dtype} | {n} | skipped: past the budget | | | | | |", flush=True)
+                continue
+            layer = kind == "layer_norm_backward"
+            t = norm_inputs(torch, kind, dtype, n)
+            m, dt = t["m"], t["x"].dtype
+            y = torch.empty_like(t["x"])
+            rows, calls, first = [], [], None
+            for label, variant, patches in norm_candidates(kind, dtype, n):
+                try:
+                    with patched(patches):
+                        row_kernels._KERNELS.clear()
+                        k = row_kernels.kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
+                                                   dbias=dtype if layer else None, variant=variant)
+                        name = chosen_variant(kind, dtype, n, variant)
+                    outs = [torch.empty_like(t["x"])] + [torch.empty(n, device="cuda", dtype=dt)
+                                                         for _ in range(1 + layer)]
+                    k(*norm_args(kind, t, outs))
+                    torch.cuda.synchronize()
+                    ok = norm_check(torch, kind, dtype, t, k, outs)
+                    if first is None:
+                        first = [o.clone() for o in outs]
+                    else:
+                        ok += ", bits = default's" if all(torch.equal(a, b) for a, b in zip(outs, first)) else \
+                            (", dx bits = default's" if torch.equal(outs[0], first[0]) else ", bits != default's")
+                    rows.append((label, name, launch_of(k, m), ok))
+                    calls.append(lambda k=k, a=norm_args(kind, t, outs): k(*a))
+                except Exception as e:  # noqa: BLE001 - a setting that does not apply or fails: the row says why
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | {str(e).splitlines()[0][-90:]} |",
+                          flush=True)
+            times = graph_medians(torch, [lambda: torch.mul(t["x"], 1.0, out=y)] + calls)
+            copy = 2 * m * n * t["x"].element_size() / times[0] / 1e3
+            moved = 3 * m * n * t["x"].element_size()
+            for (label, name, launch, ok), us in zip(rows, times[1:]):
+                gbs = moved / us / 1e3
+                print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch} | {gbs:,.0f} | {gbs / copy:.3f} | "
+                      f"{ok} |", flush=True)
+            print(f"| copy | {dtype} | {n} | | | | {copy:,.0f} | 1.000 | |", flush=True)
+            del t, y, calls
+            torch.cuda.empty_cache()
+    return 0
+
+
 def applies(label: str, n: int, dtype: str) -> bool:
     """Whether the candidate ``label`` is timed at ``n`` and ``dtype`` (:data:`ONLY`)."""
     return ONLY.get((label, n), dtype) == dtype
@@ -235,6 +426,8 @@ def dry_run(args) -> int:
     from bulkred_dialect.passes.variants import rows_common
     from bulkred_dialect.row_kernels import module
 
+    if args.set == "norms":
+        return norms_dry_run(args)
     table = tables(args.set, rows_common)
     print("| kind | dtype | N | candidate | registers | PTX lines |")
     print("| --- | --- | ---: | --- | ---: | --- |")
@@ -262,24 +455,61 @@ def dry_run(args) -> int:
     return 1 if failed else 0
 
 
+def norms_dry_run(args) -> int:
+    """``--set norms --dry-run``: each candidate of each cell built (its patches applied)
+    for sm_90a and assembled: the variant, the grid for M = 2^28 / N, threads, cluster,
+    ptxas's registers and spilled bytes; no GPU. 1 where one does not build."""
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+    from bulkred_dialect.row_kernels import module
+
+    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill |")
+    print("| --- | --- | ---: | --- | --- | --- |")
+    failed = 0
+    for dtype, n in cells(args):
+        for kind in args.kinds.split(","):
+            layer = kind == "layer_norm_backward"
+            for label, variant, patches in norm_candidates(kind, dtype, n):
+                try:
+                    with patched(patches):
+                        k = compile_tile_module(module(kind, None, n, dtype, weight=dtype, dweight=dtype,
+                                                       dbias=dtype if layer else None, variant=variant),
+                                                "sm_90a", cache=False).kernel("rows")
+                        name = chosen_variant(kind, dtype, n, variant)
+                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch_of(k, (1 << 28) // n)} |", flush=True)
+                except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
+                    failed += 1
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} |", flush=True)
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", default=",".join(map(str, CANDIDATES)))
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast"), default="variants",
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms"), default="variants",
                     help="the candidates: variants and settings (CANDIDATES), the default against "
                          "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
                          "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
-                         "rows_bulk_backward with dy in registers (FAST_CANDIDATES)")
+                         "rows_bulk_backward with dy in registers (FAST_CANDIDATES), or the norms' weak cells "
+                         "against their units, CTAs a multiprocessor and variants (norm_candidates: CUDA graphs, "
+                         "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: build each kernel the run would time for sm_90a and assemble it")
     args = ap.parse_args()
+    if args.set == "norms":
+        args.cells = args.cells or NORMS_CELLS
+        if "--kinds" not in sys.argv:
+            args.kinds = "rms_norm_backward,layer_norm_backward"
+        if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
+            ap.error("--set norms times rms_norm_backward and layer_norm_backward only")
     if args.dry_run:
         return dry_run(args)
+    if args.set == "norms":
+        return norms(args)
     import torch
     import torch.nn.functional as F
 

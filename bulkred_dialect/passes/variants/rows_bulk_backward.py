@@ -71,6 +71,7 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.grid_common import add_workspace, require_alignment, set_launch
+from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants.rows_backward import (
     backward_out,
@@ -128,7 +129,9 @@ fewer clusters are resident than that count (an H200's 132 multiprocessors in GP
 16 to 18), the last units run in a second wave. A function of the cluster size (N and
 the type) only. Measured on an H200 (tools/probes/rows_backward.py --set bulk, "a unit
 fewer"): one unit fewer than 132 / C, the whole grid in one wave (bfloat16 rms_norm's
-backward at 262144: 0.47 of copy with 8 clusters of 16, 0.88 with 7)."""
+backward at 262144: 0.47 of copy with 8 clusters of 16, 0.88 with 7). A norm's backward
+whose cell ``rows_common.NORM_BACKWARD_UNITS`` has takes that many units instead (empty:
+these)."""
 WEIGHT_SHARED = True
 """Whether a norm's backward copies the CTA's slice of the weight into shared memory once
 (``cp.async.bulk``, before the first row) where it fits beside the slots, rather than
@@ -347,7 +350,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
-    if c in CLUSTERS:
+    if c in CLUSTERS and not (_outputs(op) and rows_common.cell_setting(None, rows_common.NORM_BACKWARD_UNITS, op)):
         units = max(1, min(units, CLUSTERS[c]))
     p = replace(p, ctas=units * c)
     kernel = enclosing_kernel(op)

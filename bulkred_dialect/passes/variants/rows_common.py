@@ -101,6 +101,15 @@ rank (units x the rank's slice of N x outputs: 8 MiB), instead of :data:`COLUMN_
 as many units as the multiprocessors hold for short rows, the tail's sums
 (``rows_backward.finish_columns``) still short (twice as many were slower at 4096 and
 16384 on an H200: docs/rows.md). rows_warp keeps COLUMN_SUM_CTAS (measured faster)."""
+NORM_BACKWARD_UNITS: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {}
+"""A norm's backward's units (CTAs, or clusters), by (kind, element type name): (N from,
+N to, units), the first range holding N (never M), in place of the caps above (at most
+the variant's CTAs per multiprocessor): e.g. one wave of what the multiprocessors hold
+at once, where the default's grid runs in waves with a short last one (rows_cluster's
+bfloat16 65536: 66 clusters of 8 at one CTA a multiprocessor, 16 at once: 5 waves of
+62 rows for 4.1 waves of work). Empty: the caps above (the default); tried by
+tools/probes/rows_backward.py ``--set norms``. dweight's and dbias's bits follow the
+units (the sum's order), still the same run to run."""
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
@@ -227,6 +236,9 @@ def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: 
         cap = max(1, min(cap, SLICE_SUM_FLOATS * cluster // (op.cols * sums)))
     elif sums:  # rows_stream: a partial row per unit, summed by the last CTA: fewer units (docs: COLUMN_SUM_CTAS)
         cap = max(1, min(cap, sm_count(target) * COLUMN_SUM_CTAS // cluster, COLUMN_SUM_FLOATS // (op.cols * sums)))
+    wave = cell_setting(None, NORM_BACKWARD_UNITS, op) if sums else None
+    if wave:  # (NORM_BACKWARD_UNITS: the cell's units in place of the caps above)
+        cap = max(1, min(sm_count(target) * ctas_per_sm // cluster, wave))
     units = cap if op.rows is None else min(cap, -(-op.rows // groups))
     return RowPlan(
         op.norm_kind, dtype_of(op), op.rows, op.cols, row_stride(xt), sy, vector_of(op),
