@@ -32,7 +32,7 @@ cp.async.bulk, mbarrier, st.async, mapa.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i32, i64
@@ -64,6 +64,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     ELEM_F32,
     F32,
     ClusterExchange,
+    PairSums,
     RowBuf,
     clamp_max,
     f32_exp,
@@ -112,6 +113,15 @@ EARLY_AFFINE = False
 """The default of :attr:`Setting.early_affine`."""
 EARLY_COPY = False
 """The default of :attr:`Setting.early_copy`."""
+ONE_PASS: str | None = None
+"""The default of :attr:`Setting.one_pass`: None, layer_norm's mean, then its variance
+(two passes over shared memory, two exchanges)."""
+ONLINE = False
+"""The default of :attr:`Setting.online`."""
+WEIGHT_SHARED = False
+"""The default of :attr:`Setting.weight_shared`."""
+MAX_UNITS: int | None = None
+"""The default of :attr:`Setting.max_units`."""
 MAX_REGISTER_VALUES = 64
 """With :attr:`Setting.registers`, the most float32 values a thread holds (its share of
 the slice: vectors per thread x V)."""
@@ -135,7 +145,30 @@ class Setting:
     behind it; more registers), instead of with each vector's y; ``early_copy`` (a cluster,
     one buffer): the CTA's first row's copy issued before the cluster barrier that
     publishes the exchange's mbarriers (after a CTA barrier that publishes the slice's),
-    instead of after it: with a unit a row, the copy's latency overlaps that barrier."""
+    instead of after it: with a unit a row, the copy's latency overlaps that barrier.
+
+    Settings of the passes over shared memory (issue 30, section 4; off until an H200
+    measures them: ``tools/probes/rows_forward.py --set passes``): ``one_pass``
+    (layer_norm): the mean and the variance from one pass and one exchange, the sums of
+    ``d = x - c`` and ``d^2`` about a shift ``c``: ``"row"``, the row's first element,
+    read from global memory by every thread while the slice is copied (two plain sums,
+    :class:`rows_common.PairSums`; ``var = (S2 - S1^2 / n) / n`` loses up to ``n (x0 -
+    mean)^2 / var`` ulps where the first element is far out); ``"thread"``, the thread's
+    own first value, its ``(n, c, sum d^2, sum d)`` combined as :class:`Moments` (Chan's
+    formula, about the parts' joint centre: the cancellation bounded by the thread's own
+    count of values); ``online`` (softmax, log_softmax, cross_entropy): the maximum and
+    the sum of ``exp(x - m)`` in one pass, ``m`` raised once per step of :data:`UNROLL`
+    vectors and the sum rescaled by ``exp(m_old - m)`` (one exp more per step), instead of
+    a pass for the maximum and one for the sum; ``weight_shared`` (rms_norm, layer_norm):
+    the CTA's slices of the weight and bias copied into shared memory once, before the
+    rows loop (``cp.async.bulk`` on an mbarrier of their own), and y's pass reading them
+    there instead of from global memory (L2) per row: a persistent grid reads them once
+    per CTA, a unit a row with its row's copy (their latency hidden behind it); taken
+    where the slices are whole 16-byte chunks and fit in shared memory beside the row's;
+    ``max_units`` (a persistent grid): at most that many units (clusters) in the grid, so
+    that all of them are resident at once (a cluster of 16 sits in one GPC: an H200 holds
+    7, not 132 / 16, rows_bulk_backward.CLUSTERS; the 8th unit's rows ran in a second
+    wave)."""
 
     slice_bytes: int
     block: int
@@ -145,6 +178,10 @@ class Setting:
     registers: bool = False
     early_affine: bool = False
     early_copy: bool = False
+    one_pass: str | None = None
+    online: bool = False
+    weight_shared: bool = False
+    max_units: int | None = None
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -184,7 +221,8 @@ def setting_for(op: NormalizeRowsOp) -> Setting | None:
 
 
 def _defaults() -> Setting:
-    return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE, EARLY_COPY)
+    return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE, EARLY_COPY, ONE_PASS,
+                   ONLINE, WEIGHT_SHARED, MAX_UNITS)
 
 
 def _setting(op: NormalizeRowsOp) -> Setting:
@@ -266,11 +304,14 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
     b.if_(b.cmp("ult", tid, chunks), copy)
 
 
-def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> None:
+def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Setting | None = None,
+          shift: SSAValue | None = None) -> None:
     """One row's statistics and y from the thread's ``per`` vectors in shared memory
     (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
     last one for y; each pass a loop of :data:`UNROLL` vectors a step (so that ptxas
-    keeps a few vectors in registers, not the thread's whole share)."""
+    keeps a few vectors in registers, not the thread's whole share). ``st``'s
+    ``one_pass`` and ``online`` make the statistics one pass (:class:`Setting`;
+    ``shift``: one_pass ``"row"``'s shift, the row's first element)."""
     p = r.p
     step = p.block * p.vec * p.dtype.bytes
     u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
@@ -295,11 +336,63 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int) -> Non
 
         return e.for_(0, per, u, [e.const(init, f32)], body)[0]
 
+    def steps(fold, init: list[SSAValue]) -> list[SSAValue]:
+        """``fold(b, accs, vectors)`` over the thread's vectors, a step of ``u`` at a
+        time (all ``per`` at once where ``u`` is ``per``), from ``init``."""
+        if u == per:
+            return fold(e, init, [vals(e, xs, k) for k in range(per)])
+
+        def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            base = b.ptr_add(xs, b.mul_i(b.value(CvtOp(CvtType.U32, CvtType.U64, iv, i32)), step))
+            return fold(b, list(args), [vals(b, base, k) for k in range(u)])
+
+        return e.for_(0, per, u, init, body)
+
     def total(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
         return b.fold(ReduceKind.SUM, F32, [a, *v])
 
     kind = p.kind
-    if kind in EXP_KINDS:
+    one_pass = st.one_pass if st is not None and kind == NormKind.LAYER_NORM else None
+    if kind in EXP_KINDS and st is not None and st.online:
+        def online(b: Emitter, acc: list[SSAValue], vs: list[list[SSAValue]]) -> list[SSAValue]:
+            flat = [x for v in vs for x in v]
+            big = b.minmax(ReduceKind.MAX, AT, acc[0], b.fold(ReduceKind.MAX, F32, flat))  # (NaN propagates)
+            scaled = f32_mul(b, acc[1], f32_exp(b, f32_sub(b, acc[0], big)))
+            return [big, b.fold(ReduceKind.SUM, F32, [scaled, *[f32_exp(b, f32_sub(b, x, big)) for x in flat]])]
+
+        m, s = steps(online, [e.const(-rows_common.FLT_MAX, f32), e.const(0.0, f32)])  # (m >= -FLT_MAX: no -inf - -inf)
+        big, sum_e = r.reduce_exps(e, m, s)
+        sums = {"max": big, "sum": sum_e}
+        if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
+            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum_x")
+        stats = r.finish(e, sums)
+        if kind == NormKind.CROSS_ENTROPY:  # no y
+            r.store_stats(e, row, stats)
+            return
+    elif one_pass is not None:
+        c = shift if one_pass == "row" else vals(e, xs, 0)[0]  # ("thread": its first value)
+        assert c is not None
+
+        def shifted(b: Emitter, acc: list[SSAValue], vs: list[list[SSAValue]]) -> list[SSAValue]:
+            s1, s2 = acc
+            for v in vs:
+                for x in v:
+                    d = f32_sub(b, x, c)
+                    s1, s2 = f32_add(b, s1, d), b.fma(AT, d, d, s2)
+            return [s1, s2]
+
+        s1, s2 = steps(shifted, [e.const(0.0, f32), e.const(0.0, f32)])
+        args = (r.tid, p.block, p.group, p.cluster, r.parity)
+        if one_pass == "row":  # (every thread's shift the same: plain sums)
+            centre, (s1, s2) = c, reduce_state(e, PairSums(), [s1, s2], *args, "row_shifted", r.exchange, r.rank)
+        else:
+            _, centre, s2, s1 = reduce_state(e, Moments(), [e.const(float(per * p.vec), f32), c, s2, s1], *args,
+                                             "row_moments", r.exchange, r.rank)
+        nf = e.const(float(p.n), f32)
+        dm = e.div(AT, s1, nf)  # the mean less the shift
+        var = e.div(AT, f32_sub(e, s2, f32_mul(e, s1, dm)), nf)
+        stats = r.finish(e, {"mean": f32_add(e, centre, dm), "var": e.minmax(ReduceKind.MAX, AT, var, e.const(0.0, f32))})
+    elif kind in EXP_KINDS:
         m = clamp_max(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
 
         def exps(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
@@ -452,17 +545,67 @@ class SharedBuf(RowBuf):
         return super().load(e, first, vec, extra, nc=False)
 
 
+def affine_staged(op: NormalizeRowsOp, st: Setting) -> int:
+    """With ``st.weight_shared``, the bytes of shared memory the CTA's slices of the
+    weight and bias take (rms_norm, layer_norm with either; each slice whole 16-byte
+    chunks, beside the row's slice buffers within :data:`SHARED_PER_SM`); else 0 (read
+    from global memory)."""
+    if not st.weight_shared or op.norm_kind not in (NormKind.RMS_NORM, NormKind.LAYER_NORM):
+        return 0
+    c, _, _, slice_bytes = bulk_for(op)
+    elems = slice_bytes // dtype_of(op).bytes
+    sizes = [elems * of_ir(t.type.element_type).bytes for t in (op.weight, op.bias) if t is not None]  # type: ignore[union-attr]
+    persistent = st.persistent if st.persistent is not None else c == 1
+    nbuf = st.buffers if persistent else 1
+    if not sizes or any(n % 16 for n in sizes) or nbuf * slice_bytes + sum(sizes) > SHARED_PER_SM:
+        return 0
+    return sum(sizes)
+
+
+def copy_affine(e: Emitter, tid: SSAValue, rank: SSAValue | None, parts: list[tuple[SSAValue, object]], elems: int,
+                buf: SSAValue, mbar: SSAValue) -> None:
+    """The copy of the CTA's slice (``elems`` elements; a cluster's CTA ``rank`` its
+    ``rank``-th) of each of ``parts`` (the global weight, bias: (first element, element
+    type)) into ``buf``, one after the other: thread 0 announces their bytes to ``mbar``,
+    lanes of warp 0 copy a chunk of :data:`CHUNK` bytes each (``cp.async.bulk``)."""
+    sizes = [elems * dt.bytes for _, dt in parts]  # type: ignore[attr-defined]
+    chunks = [(k, off) for k, n in enumerate(sizes) for off in range(0, n, CHUNK)]
+    assert len(chunks) <= 32, "the weight's and bias's slices in more than 32 chunks"
+
+    def announce(b: Emitter) -> list[SSAValue]:
+        b.emit(MbarrierArriveExpectTxOp(mbar, b.const(sum(sizes)), sink=True))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), announce)
+    for src, _ in parts:
+        require_alignment(src, 16)
+    for lane, (k, off) in enumerate(chunks):
+        src, _ = parts[k]
+        at = sum(sizes[:k]) + off
+
+        def copy(b: Emitter, src: SSAValue = src, k: int = k, off: int = off, at: int = at) -> list[SSAValue]:
+            first = b.ptr_add(src, b.wide(b.add_i(b.mul_i(rank, sizes[k]), off)) if rank is not None else off)
+            size = b.const(min(CHUNK, sizes[k] - off))
+            b.emit(CpAsyncBulkSharedCtaGlobalOp(b.ptr_add(buf, at), first, size, mbar))
+            return []
+
+        e.if_(e.cmp("eq", tid, lane), copy)
+
+
 def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     c, block, per, slice_bytes = bulk_for(op)
     st = _setting(op)
     persistent = st.persistent if st.persistent is not None else c == 1
     nbuf = st.buffers if persistent else 1
+    staged = affine_staged(op, st)  # (the weight's and bias's slices in shared memory: their bytes, else 0)
     if persistent:
-        ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (nbuf * slice_bytes)))
+        ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (nbuf * slice_bytes + staged)))
     else:  # a unit per row (the grid's CTAs at most 2^30)
         ctas_per_sm = (1 << 30) // max(1, rows_common.sm_count(target))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=ctas_per_sm, cluster=c)
+    if persistent and st.max_units is not None:  # (every unit resident at once)
+        p = replace(p, ctas=max(1, min(p.ctas // c, st.max_units)) * c)
     kernel = enclosing_kernel(op)
     assert kernel is not None
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
@@ -474,10 +617,14 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     tid = e.sreg(SpecialRegister.TID_X)
     buf = e.shared([nbuf * slice_bytes // 4], f32, "row_slice")
     loaded = e.shared([nbuf], i64, "row_loaded")
+    affine_buf = e.shared([staged // 4], f32, "row_affine") if staged else None
+    affine_loaded = e.shared([1], i64, "affine_loaded") if staged else None
 
     def init(b: Emitter) -> list[SSAValue]:
         for k in range(nbuf):
             b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
+        if affine_loaded is not None:
+            b.emit(MbarrierInitOp(affine_loaded, b.const(1)))
         return []
 
     e.if_(e.cmp("eq", tid, 0), init)
@@ -532,6 +679,20 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
     if lane_chunk is None:
         lane_chunk = e.mul_i(tid, CHUNK)
+    ws = bs = None  # (weight_shared: the thread's first vector of the weight's and bias's slices in shared memory)
+    if affine_buf is not None and affine_loaded is not None:
+        parts = [(w0, wd), (b0, bd)]
+        copy_affine(e, tid, rank, [(src, dt) for src, dt in parts if src is not None and dt is not None],
+                    slice_bytes // d.bytes, affine_buf, affine_loaded)
+        at = 0
+        for k, (src, dt) in enumerate(parts):
+            if src is not None and dt is not None:
+                here_ = e.ptr_add(affine_buf, e.add_i(e.mul_i(tid, vec * dt.bytes), at))
+                at += slice_bytes // d.bytes * dt.bytes
+                if k == 0:
+                    ws = SharedBuf(dt, here_)
+                else:
+                    bs = SharedBuf(dt, here_)
 
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         (count,) = carried
@@ -549,6 +710,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
                  sw=sw, exchange=exchange)
         if op.norm_kind == NormKind.CROSS_ENTROPY:  # while the slice is copied
             r.target = r.target_inputs(b, row)
+        shift = None
+        if st.one_pass == "row" and op.norm_kind == NormKind.LAYER_NORM:  # the row's first element, while the slice is copied
+            shift = load_vec(b, d, row_x, 0, 1)[0]
         # buffer `which`'s mbarrier completes once per use: its uses' count's parity
         phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
         wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
@@ -556,12 +720,15 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
         w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        if affine_loaded is not None:  # (its one phase: complete from the first row on)
+            wait_phase(b, affine_loaded, b.const(0))
+            w, bb = ws, bs
         r.y, r.w, r.b = y, w, bb
         if st.registers:  # the slice read from shared memory once, into registers
             r.x = SharedBuf(d, here)
             registers_slice(r, b, row, st.early_affine)
         else:
-            _body(r, b, row, here, per)
+            _body(r, b, row, here, per, st, shift)
         return [b.add_i(count, 1)]
 
     if not early:

@@ -1,0 +1,165 @@
+"""rows_bulk's settings for the long rows (issue 30, section 4; each off by default until
+an H200 measures it: ``tools/probes/rows_forward.py --set passes``): layer_norm's
+statistics in one pass over shared memory (``Setting.one_pass``: the row's first element
+or the thread's first value as the shift), softmax's maximum and sum in one pass
+(``Setting.online``), the weight's and bias's slices staged in shared memory once
+(``Setting.weight_shared``) and a persistent grid of at most so many units
+(``Setting.max_units``), on the interpreter's clusters against numpy in float64.
+
+Small settings keep the interpreter fast, as tests/test_rows_forward_bulk.py's: slices of
+512 bytes in chunks of 128, CTAs of one warp, one cluster (or CTA) for every row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import check, lowered, reference, run, run_cross_entropy
+
+from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.ops.tile import kernel_launch
+from bulkred_dialect.passes.variants import rows_bulk, rows_common
+from bulkred_dialect.row_kernels import module
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    """Slices of 512 bytes in chunks of 128, CTAs of one warp, rows_bulk chosen for every
+    N with the module's defaults; one cluster (or CTA) for all the rows."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    monkeypatch.setattr(rows_bulk, "SLICE_BYTES", 512)
+    monkeypatch.setattr(rows_bulk, "CHUNK", 128)
+    monkeypatch.setattr(rows_bulk, "BLOCK", 32)
+    monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
+    monkeypatch.setattr(rows_bulk, "CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16", "float16")])
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)
+    monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
+    monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
+
+
+def _rows(m: int, n: int, seed: int, mean: float = 5.0, spread: float = 3.0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((m, n)) * spread + mean
+
+
+def _ln_error(stats: dict, xv: np.ndarray) -> float:
+    """The largest relative error of the stored rstd against float64."""
+    _, ref = reference("layer_norm", xv, eps=1e-5)
+    return float(np.max(np.abs(stats["rstd"] / ref["rstd"] - 1)))
+
+
+# float32 512 over slices of 512 bytes: 4 CTAs of one warp, one vector (4 values) a thread;
+# bfloat16 1024: 4 CTAs, two vectors a thread (the thread's own shift over 8 values)
+@pytest.mark.parametrize("one_pass", ["row", "thread"])
+@pytest.mark.parametrize("dtype,n", [("float32", 512), ("bfloat16", 1024)])
+def test_layer_norm_one_pass(monkeypatch, one_pass: str, dtype: str, n: int) -> None:
+    """layer_norm's mean and variance from one pass (the sums of x - c and (x - c)^2) and
+    one exchange: y, mean and rstd of 5 rows (both slot sets, both mbarrier phases)
+    against float64, the weight and bias of x's type."""
+    monkeypatch.setattr(rows_bulk, "ONE_PASS", one_pass)
+    y, stats, xv, w, b = run("layer_norm", _rows(5, n, seed=21), dtype, affine=dtype, variant="rows_bulk")
+    check("layer_norm", y, stats, xv, w, b, dtype)
+
+
+def test_layer_norm_one_pass_large_mean(monkeypatch) -> None:
+    """Rows of mean 1000 and spread 1 (float32): rstd within 4e-7 of float64 with either
+    shift, as the two passes' (the shift's deviations are of the spread, not the mean);
+    with the row's first element 40 spreads out (row 1), the row's shift loses ``n (x0 -
+    mean)^2 / var`` ulps of the variance (cancellation in ``S2 - S1^2 / n``) where the
+    thread's shift (its own 4 values, combined by Chan's formula) keeps the default's
+    error."""
+    x = _rows(3, 512, seed=23, mean=1000.0, spread=1.0)
+    x[1, 0] = 1040.0
+    errs = {}
+    for one_pass in (None, "row", "thread"):
+        monkeypatch.setattr(rows_bulk, "ONE_PASS", one_pass)
+        y, stats, xv, w, b = run("layer_norm", x, "float32", affine="float32", variant="rows_bulk")
+        ref, ref_stats = reference("layer_norm", xv, w, b, 1e-5)
+        np.testing.assert_allclose(stats["mean"], ref_stats["mean"], rtol=1e-7)
+        # (y's x - mean: the float32 mean's rounding, half an ulp of 1000, times rstd and the weight)
+        np.testing.assert_allclose(y, ref, rtol=0, atol=2 * 2.0**-14 * np.abs(w).max() + 1e-5)
+        errs[one_pass] = (_ln_error({"rstd": stats["rstd"][[0, 2]]}, xv[[0, 2]]), _ln_error({"rstd": stats["rstd"][[1]]}, xv[[1]]))
+    assert max(errs[None][0], errs["row"][0], errs["thread"][0]) < 4e-7, errs
+    assert errs["thread"][1] < 4e-7 and errs[None][1] < 4e-7, errs
+    assert errs["row"][1] > 10 * errs["thread"][1], errs  # (the row shift's weakness, documented in Setting)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype,n,unroll", [("float32", 512, 4), ("bfloat16", 1024, 1)])
+def test_online_softmax(monkeypatch, kind: str, dtype: str, n: int, unroll: int) -> None:
+    """softmax's (m, s) in one pass, m raised once a step and the sum rescaled: y, max
+    and sum of 5 rows against float64; UNROLL 1 (bfloat16, two vectors a thread): a loop
+    of two steps, the second rescaling the first's sum."""
+    monkeypatch.setattr(rows_bulk, "ONLINE", True)
+    monkeypatch.setattr(rows_bulk, "UNROLL", unroll)
+    x = _rows(5, n, seed=25)
+    x[2] += np.linspace(0, 30, n)  # (a maximum that grows along the row: every step rescales)
+    y, stats, xv, w, b = run(kind, x, dtype, variant="rows_bulk")
+    check(kind, y, stats, xv, w, b, dtype)
+
+
+def test_online_non_finite_rows(monkeypatch) -> None:
+    """As the two passes (torch): an all -inf row, a row with a NaN and a row with +inf
+    give NaN rows; a -inf element gives 0 and leaves its row finite (UNROLL 1: the
+    infinities in steps of their own)."""
+    monkeypatch.setattr(rows_bulk, "ONLINE", True)
+    monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    n = 1024
+    x = _rows(4, n, seed=27)
+    x[1] = -np.inf
+    x[2, n // 2] = np.nan
+    x[3, n - 2] = np.inf
+    x[0, 3] = -np.inf
+    y, stats, xv, _, _ = run("softmax", x, "bfloat16", variant="rows_bulk")
+    assert np.isnan(y[1:]).all()
+    assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
+    check("softmax", y[[0]], {k: v[[0]] for k, v in stats.items()}, xv[[0]], None, None, "bfloat16")
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_online_cross_entropy(monkeypatch, smoothing: float) -> None:
+    """cross_entropy's loss and lse with the one-pass (m, s) (clusters of 4): a target
+    inside, the last, ignore_index and one outside [0, N)."""
+    monkeypatch.setattr(rows_bulk, "ONLINE", True)
+    run_cross_entropy(512, smoothing, variant="rows_bulk")
+
+
+@pytest.mark.parametrize("kind,dtype,affine,persistent", [("rms_norm", "bfloat16", "float32", False),
+                                                          ("layer_norm", "float32", "float32", True),
+                                                          ("layer_norm", "bfloat16", "bfloat16", False)])
+def test_weight_shared_same_bits(monkeypatch, kind: str, dtype: str, affine: str, persistent: bool) -> None:
+    """The weight's and bias's slices staged in shared memory once give the bits of the
+    default (the same values, read from shared memory instead of global memory), a unit a
+    row or a persistent grid of two slice buffers (5 rows of one cluster), and y against
+    float64."""
+    n = 512 if dtype == "float32" else 1024
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", persistent)
+    x = _rows(5, n, seed=29)
+    y0, s0, _, _, _ = run(kind, x, dtype, affine=affine, variant="rows_bulk")
+    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", True)
+    built = module(kind, 5, n, dtype, weight=affine, bias=affine if kind == "layer_norm" else None, eps=1e-5,
+                   variant="rows_bulk")
+    text = str(lowered(built))
+    assert "affine_loaded" in text  # (staged: the setting applies here)
+    y, stats, xv, w, b = run(kind, x, dtype, affine=affine, variant="rows_bulk")
+    assert np.array_equal(y, y0)
+    assert all(np.array_equal(stats[k], s0[k]) for k in stats)
+    check(kind, y, stats, xv, w, b, dtype)
+
+
+def test_max_units_and_batch_invariance(monkeypatch) -> None:
+    """A persistent grid capped at one unit (a cluster of 4 takes all 7 rows: every slot
+    set and phase, two slice buffers) with every layer_norm setting on gives the launch's one cluster
+    and the same bits for a row alone, as the 2nd of 3 and as the 4th of 7."""
+    for name, value in (("PERSISTENT", True), ("MAX_UNITS", 1), ("ONE_PASS", "thread"), ("WEIGHT_SHARED", True)):
+        monkeypatch.setattr(rows_bulk, name, value)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 4)  # (the plan's grid then 7 units: the cap takes 1)
+    built = lowered(module("layer_norm", 7, 1024, "bfloat16", weight="bfloat16", bias="bfloat16", eps=1e-5,
+                           variant="rows_bulk"))
+    launch = kernel_launch(next(o for o in built.walk() if o.name == "func.func"))
+    assert launch.grid_dims[0] == 4 and launch.cluster_dims[0] == 4, launch
+    x = _rows(7, 1024, seed=31)
+    ys = [run("layer_norm", x[3:4], "bfloat16", affine="bfloat16", variant="rows_bulk")[0][0],
+          run("layer_norm", x[2:5], "bfloat16", affine="bfloat16", variant="rows_bulk")[0][1]]
+    y, stats, xv, w, b = run("layer_norm", x, "bfloat16", affine="bfloat16", variant="rows_bulk")
+    assert all(np.array_equal(ys[0], v) for v in (*ys[1:], y[3]))
+    check("layer_norm", y, stats, xv, w, b, "bfloat16")
