@@ -31,7 +31,6 @@ contiguous, rows one stride apart): a numpy or cupy array is refused with the re
 from __future__ import annotations
 
 import math
-import operator
 import re
 import sys
 import threading
@@ -581,35 +580,50 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     if row.grad is not None and torch.is_grad_enabled() and any(
             isinstance(v, torch.Tensor) and v.requires_grad for v in a.values()):
         _register()
-        from bulkred_dialect.torch_ops import ROW_EAGER
+        from bulkred_dialect.torch_ops import row_eager
 
-        op = ROW_EAGER[row.name]  # the operator's autograd, without its dispatch
         k = _kernel(p, True)
+        ins = tuple(i for i, v in enumerate(op_args) if isinstance(v, torch.Tensor))  # the operator's tensors
+        template = tuple(None if i in ins else v for i, v in enumerate(op_args))  # (no tensor of this call kept)
 
-        def slow(*op_args: Any) -> Any:  # the operator's implementation, its plan and kernel known
-            out = run(row, p, k, dict(zip(names, op_args)), True)
+        def slow(*ts: Any) -> Any:  # the operator's implementation, its plan and kernel known
+            full = list(template)
+            for i, t in zip(ins, ts):
+                full[i] = t
+            out = run(row, p, k, dict(zip(names, full)), True)
             return out if len(out) > 1 else out[0]
 
-        forward = _bound_forward(row, p, k, op_args, slow) or slow
-
+        forward = _bound_forward(row, p, k, op_args, ins, slow) or slow
+        # the key's own autograd Function: the tensors its arguments, the other arguments (the key proves them) its own
+        apply = row_eager(row, tuple(names[i] for i in ins),
+                          {names[i]: v for i, v in enumerate(op_args) if i not in ins}, forward)
         result = getattr(finish, "result", None)  # cross_entropy's (unweighted): of the call's own target
-        picked = _picks(row, args, op_args, torch) if finish in (_y, _pair) or result is not None else None
-        if picked is not None and result is not None:  # the operator's arguments are the call's as given: no front
-            get, consts = picked
-
-            def launcher(args: tuple) -> Any:
-                return result(op(forward, *get(args + consts)), args[1])
-        elif picked is not None:
-            get, consts = picked
-
-            def launcher(args: tuple) -> Any:
-                out = op(forward, *get(args + consts))
-                return finish(out if isinstance(out, tuple) else (out,))
-        else:
+        picks = _picks(row, args, op_args, ins) if finish in (_y, _pair) or result is not None else None
+        if picks is None:  # the front on every call
             def launcher(args: tuple) -> Any:
                 op_args, finish = front(row, *args)
-                out = op(forward, *op_args)
+                out = apply(*[op_args[i] for i in ins])
                 return finish(out if isinstance(out, tuple) else (out,))
+        elif result is not None:  # the operator's tensors are the call's as given: no front (x, target)
+            i, j = picks
+
+            def launcher(args: tuple) -> Any:
+                return result((apply(args[i], args[j]),), args[j])
+        elif len(picks) == 1:  # y, or (y, residual_out), as the Function gives them
+            (i,) = picks
+
+            def launcher(args: tuple) -> Any:
+                return apply(args[i])
+        elif len(picks) == 2:
+            i, j = picks
+
+            def launcher(args: tuple) -> Any:
+                return apply(args[i], args[j])
+        else:
+            i, j, q = picks
+
+            def launcher(args: tuple) -> Any:
+                return apply(args[i], args[j], args[q])
     else:
         reduction = getattr(finish, "reduction", None)
         if reduction is not None and 0 < p.m <= REDUCED_ROWS_MAX and p.n and p.class_weight is None:  # in the kernel
@@ -632,24 +646,21 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
     return launcher(args)
 
 
-def _picks(row: RowFunction, args: tuple, op_args: tuple, torch: Any) -> tuple[Callable, tuple] | None:
-    """Where the front gave each of the operator's tensors as the call passed it (no view,
-    reshape or conversion): ``(get, consts)``, ``get(args + consts)`` the operator's
-    arguments of a call of the same key (its tensors picked from the call's arguments,
-    the other values, which the key proves, the first call's: eps resolved, variant).
-    None where a tensor is another (the front then runs on every call)."""
+def _picks(row: RowFunction, args: tuple, op_args: tuple, ins: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Where the front gave each of the operator's tensors (``op_args[i]`` for ``i`` in
+    ``ins``) as the call passed it (no view, reshape or conversion): their places in the
+    call's arguments, for a call of the same key to pass its own (the other values, which
+    the key proves, are the first call's: eps resolved, variant). None where a tensor is
+    another (the front then runs on every call)."""
     where = {name: j for j, name in enumerate((*row.inputs, *row.option_names))}
-    picks, consts = [], []
-    for name, v in zip(row.op_arguments(), op_args):
-        j = where[name]
-        if isinstance(v, torch.Tensor):
-            if v is not args[j]:
-                return None
-            picks.append(j)
-        else:
-            picks.append(len(args) + len(consts))
-            consts.append(v)
-    return (operator.itemgetter(*picks), tuple(consts)) if len(picks) > 1 else None  # (one: not a tuple)
+    names = row.op_arguments()
+    picks = []
+    for i in ins:
+        j = where[names[i]]
+        if op_args[i] is not args[j]:
+            return None
+        picks.append(j)
+    return tuple(picks) if 1 <= len(picks) <= 3 else None
 
 
 def _direct(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, finish: Callable) -> Any:
@@ -805,19 +816,20 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
     return launcher
 
 
-def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, slow: Callable) -> Callable | None:
+def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, ins: tuple[int, ...],
+                   slow: Callable) -> Callable | None:
     """The autograd route's forward (the operator's outputs, then the statistics its
     backward reads) through the launch layer's launcher (``Kernel.bind``), where every
-    tensor of the operator's arguments is contiguous: a call of the key gives tensors of
-    the same shapes, dtypes, devices and layouts (the front makes them from what the key
-    proves), so the launcher reads their addresses and makes the outputs. None where the
-    launch layer has none or the kernel's rows are weighted after it (class weights); a
-    call it refuses (an input off the vector loads' alignment) takes ``slow`` (run)."""
+    tensor of the operator's arguments (``op_args[i]`` for ``i`` in ``ins``) is
+    contiguous: ``forward(*tensors)``. A call of the key gives tensors of the same shapes,
+    dtypes, devices and layouts (the front makes them from what the key proves), so the
+    launcher reads their addresses and makes the outputs. None where the launch layer has
+    none or the kernel's rows are weighted after it (class weights); a call it refuses (an
+    input off the vector loads' alignment) takes ``slow(*tensors)`` (run)."""
     torch = sys.modules["torch"]
     if not hasattr(k, "bind") or p.class_weight is not None or p.reduction is not None:
         return None
-    ins = [i for i, v in enumerate(op_args) if isinstance(v, torch.Tensor)]  # in the kernel's parameter order
-    if len(ins) > 3 or any(not op_args[i].is_contiguous() for i in ins):
+    if len(ins) > 3 or any(not op_args[i].is_contiguous() for i in ins):  # (in the kernel's parameter order)
         return None
     x, kind, m, n = op_args[0], p.kind, p.m, p.n
     shape, lead, f32 = tuple(x.shape), tuple(x.shape[:-1]), torch.float32
@@ -838,21 +850,17 @@ def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, slow: C
     if b is None:
         return None
     if len(ins) == 1:
-        def forward(*op_args: Any) -> Any:
-            r = b(op_args[0], None)
-            return slow(*op_args) if r is None else r
+        def forward(x: Any) -> Any:
+            r = b(x, None)
+            return slow(x) if r is None else r
     elif len(ins) == 2:
-        j = ins[1]
-
-        def forward(*op_args: Any) -> Any:
-            r = b(op_args[0], op_args[j], None)
-            return slow(*op_args) if r is None else r
+        def forward(x: Any, u: Any) -> Any:
+            r = b(x, u, None)
+            return slow(x, u) if r is None else r
     else:
-        j, q = ins[1:]
-
-        def forward(*op_args: Any) -> Any:
-            r = b(op_args[0], op_args[j], op_args[q], None)
-            return slow(*op_args) if r is None else r
+        def forward(x: Any, u: Any, v: Any) -> Any:
+            r = b(x, u, v, None)
+            return slow(x, u, v) if r is None else r
     return forward
 
 

@@ -252,29 +252,50 @@ def register_row(row: RowFunction, impl: Any, fake: Any) -> None:
         return tuple(got.get(n) if n in tensors else None for n in names)
 
     op.register_autograd(backward, setup_context=setup_context)
-    # eager autograd (not under torch.compile): the same forward, context and backward as one
-    # torch.autograd.Function, without the operator's dispatch around it (as eager()'s)
-    n_stats = len(row.stats)
 
-    def forward(ctx: Any, run: Any, *inputs: Any) -> Any:
-        out = run(*inputs)
-        setup_context(ctx, inputs, out)
-        if n_stats:
-            ctx.mark_non_differentiable(*out[-n_stats:])
-        return out
 
-    def eager_backward(ctx: Any, *grads: Any) -> tuple:
-        return (None, *backward(ctx, *grads))
+def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any], forward: Any) -> Any:
+    """The eager autograd call (not under torch.compile) of the row normalization ``row``
+    for one call key: ``apply(*ts)``, ``ts`` the operator's arguments named ``tensors``
+    (in the operator's order), gives the operator's outputs (``y``, ``(y, residual_out)``
+    or ``loss``: not the statistics) in the autograd graph; ``options`` are its other
+    arguments by name, the same on every call of the key (the key proves them), and
+    ``forward(*ts)`` runs the kernel: the outputs, then the statistics the backward reads.
 
-    ROW_EAGER[row.name] = type(f"{row.name}_autograd", (torch.autograd.Function,), {
-        "forward": staticmethod(forward), "backward": staticmethod(eager_backward),
+    A ``torch.autograd.Function`` made for the key, with the rule of the operator's
+    ``register_autograd`` (``row_grads.py``) and without the operator's dispatch: its
+    forward saves the tensors, the outputs and the statistics (saved, not returned: no
+    output to mark or pick), the options are its own (no per-call context), and its
+    backward gives the rule's gradient of each tensor."""
+    rule, n_out, n_t = ROW_RULES[row.grad], len(row.outputs), len(tensors)
+    several = len(row.outputs) + len(row.stats) > 1
+
+    if not several:
+        def fwd(ctx: Any, *ts: Any) -> Any:
+            y = forward(*ts)
+            ctx.save_for_backward(*ts, y)
+            return y
+    elif n_out == 1:
+        def fwd(ctx: Any, *ts: Any) -> Any:
+            out = forward(*ts)
+            ctx.save_for_backward(*ts, *out)
+            return out[0]
+    else:
+        def fwd(ctx: Any, *ts: Any) -> Any:
+            out = forward(*ts)
+            ctx.save_for_backward(*ts, *out)
+            return out[:n_out]
+
+    def bwd(ctx: Any, *grads: Any) -> tuple:
+        saved = ctx.saved_tensors
+        args = dict(zip(tensors, saved))
+        args.update(options)
+        got = rule(args, saved[n_t:], grads)
+        return tuple(map(got.get, tensors))
+
+    return type(f"{row.name}_autograd", (torch.autograd.Function,), {
+        "forward": staticmethod(fwd), "backward": staticmethod(bwd),
     }).apply
-
-
-ROW_EAGER: dict[str, Any] = {}
-"""Row normalization name -> its eager autograd call, ``ROW_EAGER[name](run, *operator
-arguments)``: ``run(*operator arguments)`` gives the operator's result (the caller's
-launcher of a call like it), with the operator's context and backward."""
 
 
 def register_kernel_op(name: str, schema: str, impl: Any, fake: Any) -> None:
