@@ -8,13 +8,13 @@ from __future__ import annotations
 
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
-from bulkred_dialect.ops.ptx.atom import FenceOp, FenceSem, MemScope
+from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
@@ -371,6 +371,21 @@ partials): bfloat16 N = 1024 (M = 262144) 0.48 / 0.85 / 0.95, 4096 0.61 / 0.82 /
 16384 0.86 / 0.87 / 0.87, 65536 0.86 / 0.93 / 0.95; float32 1024 0.68 / 1.02 / 1.02: True."""
 
 
+LOSS_TAIL_SHORT = False
+"""With :data:`LOSS_PARTIALS`, a shorter tail for small batches (issue 30, "small batches":
+cross_entropy's mean in the kernel took 3.7 to 3.9 us of GPU time at M = 1, 8 and 64 rows of
+4096 on an H200, the other row kernels 1.9 to 2.7). On: (1) a grid of one CTA writes
+``reduced`` from its own pair, with no slot, fence, ticket or second tree; (2) otherwise
+thread 0 alone stores the CTA's pair, releases it (``fence.acq_rel.gpu``), takes the
+ticket and, in the last CTA, acquires before the CTA barrier (cooperative groups' grid
+barrier: one fence a CTA, not one a thread, and one ``bar.sync`` fewer); (3) a CTA per row
+(rows_cta, rows_stream) with at most one row a CTA (M <= the grid's rows a step) takes
+thread 0's pair as the CTA's, without the tree over the CTA (the tree adds zeros to it).
+The bits are the default's in every case (``0 + pair`` is the last CTA's sum of one
+slot; adding +0 changes no sum that is not -0, and ``0 + x`` never is): tests/test_rows_ce_speed.py.
+The probe's setting (tools/probes/rows_ce.py)."""
+
+
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
@@ -424,18 +439,24 @@ def _write_reduced(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, c
     """The last CTA's end of :func:`reduce_loss` (both orders): the CTA's tree of the
     threads' (loss sum, kept rows) ``acc``; thread 0 writes the sum, or the sum divided by
     the count, rounded once to ``reduced``'s type, and sets the ticket's ``counter`` back to 0."""
-    assert op.reduced is not None and op.reduction is not None
-    mean = op.reduction.data == "mean"
-    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
-    assert od is not None
     s, count = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_totals")
 
     def write(c: Emitter) -> list[SSAValue]:
-        store_vec(c, od, c.ptr(op.reduced, StateSpace.GLOBAL), 0, [c.div(AT, s, count) if mean else s])
+        _store_reduced(c, op, [s, count])
         c.st(LdStType.U32, counter, c.const(0))
         return []
 
     e.if_(e.cmp("eq", tid, 0), write)
+
+
+def _store_reduced(e: Emitter, op: NormalizeRowsOp, total: list[SSAValue]) -> None:
+    """``reduced`` from the grid's (loss sum, kept rows) ``total``: the sum, or the sum
+    divided by the count, rounded once to ``reduced``'s type."""
+    assert op.reduced is not None and op.reduction is not None
+    od = of_ir(op.reduced.type.element_type)  # type: ignore[union-attr]
+    assert od is not None
+    s, count = total
+    store_vec(e, od, e.ptr(op.reduced, StateSpace.GLOBAL), 0, [e.div(AT, s, count) if op.reduction.data == "mean" else s])
 
 
 def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]:
@@ -482,18 +503,20 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         return [f32_add(c, acc[0], v), f32_add(c, acc[1], kept)]
 
     acc = e.for_(start, end, e.mul_i(step_rows, p.block // groups), [e.const(0.0, f32)] * 2, add_row)
-    part = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_partial")
+    short = LOSS_TAIL_SHORT and p.cluster == 1
+    if short and groups == 1:  # every CTA with at most one row (M <= S): thread 0's pair is the CTA's, no tree
+
+        def tree(c: Emitter) -> list[SSAValue]:
+            return cta_reduce_state(c, PairSums(), acc, tid, p.block, name="loss_partial")
+
+        part = e.if_(e.cmp("sle", end, step_rows), lambda c: list(acc), tree, [f32, f32])
+    else:
+        part = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_partial")
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
 
-    def put(c: Emitter) -> list[SSAValue]:
-        store_vec(c, F32, slot, 0, part)
-        return []
-
-    e.if_(e.cmp("eq", tid, 0), put)
-    last = row_ticket(e, counter, ctas, tid, "loss_last")
-
     def total(b: Emitter) -> list[SSAValue]:
-        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+        if not short:  # (short: thread 0 acquired after its ticket, before the CTA barrier)
+            b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
 
         def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             at = c.ptr_add(slots, c.mul_i(k, 8))
@@ -505,4 +528,44 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         _write_reduced(b, p, op, tid, counter, acc)
         return []
 
-    e.if_(last, total)
+    if not short:
+        def put(c: Emitter) -> list[SSAValue]:
+            store_vec(c, F32, slot, 0, part)
+            return []
+
+        e.if_(e.cmp("eq", tid, 0), put)
+        last = row_ticket(e, counter, ctas, tid, "loss_last")
+        e.if_(last, total)
+        return
+
+    def grid(b: Emitter) -> list[SSAValue]:  # thread 0 alone stores, releases, takes the ticket, acquires
+        flag = b.shared([1], i32, "loss_last")
+
+        def t0(c: Emitter) -> list[SSAValue]:
+            store_vec(c, F32, slot, 0, part)
+            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+            t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
+            is_last = c.cmp("eq", t, c.add_i(ctas, -1))
+
+            def acquire(d: Emitter) -> list[SSAValue]:
+                d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+                return []
+
+            c.if_(is_last, acquire)
+            c.st(LdStType.B32, flag, c.value(arith.SelectOp(is_last, c.const(1), c.const(0))))
+            return []
+
+        b.if_(b.cmp("eq", tid, 0), t0)
+        b.bar_sync()
+        b.if_(b.cmp("ne", b.ld(LdStType.B32, flag, i32), 0), total)
+        return []
+
+    def alone(b: Emitter) -> list[SSAValue]:  # the grid's one CTA: its pair is the total (0 + pair: the last CTA's sum)
+        def write(c: Emitter) -> list[SSAValue]:
+            _store_reduced(c, op, [f32_add(c, c.const(0.0, f32), v) for v in part])
+            return []
+
+        b.if_(b.cmp("eq", tid, 0), write)
+        return []
+
+    e.if_(e.cmp("eq", ctas, 1), alone, grid)
