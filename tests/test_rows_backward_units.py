@@ -6,8 +6,8 @@ rows_backward.py ``--set norms`` measures it). On the CPU interpreter, with the 
 narrowed (test_rows.small_ctas, test_rows_backward_bulk.small): the kernel's grid takes
 the table's units; dx, dweight and dbias of 7 rows over 3 units against float64
 (test_rows_backward_bulk.norm_backward_reference), the workspace left zeroed; and
-dweight's and dbias's bits do not depend on M (the first 3 rows alone, then followed by 4
-whose dy is 0, give the same bits: the same rows per unit, summed in the same order)."""
+dweight's and dbias's bits do not depend on M (the last 2 of the 7 rows have dy = 0: the
+first 5 alone give the same bits, the same rows per unit summed in the same order)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,16 @@ def _units(kind: str, dtype: str, n: int, units: int) -> dict:
     return {(kind, dtype): ((n, n, units),)}
 
 
-def run(kind: str, variant: str, n: int, dtype: str, affine: str, db: bool, xbits, dybits, wbits) -> tuple[int, list]:
-    """(the kernel's units, [dx, dweight, (dbias)]) of the rows on the interpreter; the
-    workspace checked left zeroed."""
+def lowered(kind: str, variant: str, n: int, dtype: str, affine: str, db: bool) -> tuple[object, int]:
+    """(the kernel lowered for any M, its units)."""
+    built = test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
+                                     variant=variant), variant)
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    return built, kernel.attributes["bulkred.grid_rows"].data[1].value.data
+
+
+def run(built, kind: str, n: int, dtype: str, affine: str, db: bool, xbits, dybits, wbits) -> list:
+    """[dx, dweight, (dbias)] of the rows on the interpreter; the workspace checked left zeroed."""
     m = xbits.shape[0]
     layer = kind == "layer_norm_backward"
     x = values(xbits, dtype)
@@ -45,14 +52,21 @@ def run(kind: str, variant: str, n: int, dtype: str, affine: str, db: bool, xbit
     outs = 1 + db
     args = [xbits, to_bits(np.full((m, n), 7.0), dtype), dybits, wbits] + ([mean] if layer else []) + [rstd]
     args += [to_bits(np.full(n, 7.0), affine) for _ in range(outs)]
-    built = test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
-                                     variant=variant), variant)
     kernel = next(o for o in built.walk() if o.name == "func.func")
-    units = kernel.attributes["bulkred.grid_rows"].data[1].value.data
     ws = np.zeros(kernel.attributes["bulkred.workspace"].value.data, np.int8)
     got = test_rows.interpret(built, *args, ws)[:-1]
     assert not ws.any(), "the workspace is not left zeroed"
-    return units, [got[1], *got[len(got) - outs:]]
+    return [got[1], *got[len(got) - outs:]]
+
+
+def check(kind: str, dtype: str, affine: str, db: bool, got: list, xbits, dybits, wbits) -> None:
+    """dx, dweight (and dbias) against float64 from the values the kernel read."""
+    want, dw, dbias = norm_backward_reference(kind, xbits, dybits, wbits, dtype, affine)
+    tol = {"float32": 1e-6, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(values(got[0], dtype), want, rtol=0, atol=tol)
+    for ref, buf in zip([dw, dbias][:1 + db], got[1:], strict=True):
+        rounding = {"float32": 4e-7, "bfloat16": 8e-3}[affine] * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, affine), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("kind,variant,n,dtype,affine,db", CASES, ids=[f"{c[1]}-{c[0]}-{c[3]}" for c in CASES])
@@ -63,23 +77,18 @@ def test_units_of_the_table(kind, variant, n, dtype, affine, db, monkeypatch) ->
     rng = np.random.default_rng(n + len(variant))
     xbits = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
     dybits = to_bits(rng.standard_normal((7, n)), dtype)
+    dybits[5:] = to_bits(np.zeros((2, n)), dtype)  # (rows 5 and 6 add +0 to their units' sums)
     wbits = to_bits(rng.standard_normal(n), affine)
     assert rows_common.NORM_BACKWARD_UNITS == {}  # off by default
-    default_units, _ = run(kind, variant, n, dtype, affine, db, xbits[:1], dybits[:1], wbits)
+    default_units = lowered(kind, variant, n, dtype, affine, db)[1]
     monkeypatch.setattr(rows_common, "NORM_BACKWARD_UNITS", _units(kind, dtype, n, UNITS))
-    units, got = run(kind, variant, n, dtype, affine, db, xbits, dybits, wbits)
+    built, units = lowered(kind, variant, n, dtype, affine, db)
     assert units == UNITS != default_units
-    want, dw, dbias = norm_backward_reference(kind, xbits, dybits, wbits, dtype, affine)
-    tol = {"float32": 1e-6, "bfloat16": 1.6e-2}[dtype] * max(1.0, np.abs(want).max())
-    np.testing.assert_allclose(values(got[0], dtype), want, rtol=0, atol=tol)
-    for ref, buf in zip([dw, dbias][:1 + db], got[1:], strict=True):
-        rounding = {"float32": 4e-7, "bfloat16": 8e-3}[affine] * max(1.0, np.abs(ref).max())
-        np.testing.assert_allclose(values(buf, affine), ref, rtol=0, atol=rounding + 1e-6 * np.abs(ref).max())
-    # dweight's and dbias's bits independent of M: rows 3 to 6 with dy = 0 add +0 to each unit's sums
-    dybits[3:] = to_bits(np.zeros((4, n)), dtype)
-    _, many = run(kind, variant, n, dtype, affine, db, xbits, dybits, wbits)
-    _, few = run(kind, variant, n, dtype, affine, db, xbits[:3], dybits[:3], wbits)
-    np.testing.assert_array_equal(many[0][:3], few[0])
+    many = run(built, kind, n, dtype, affine, db, xbits, dybits, wbits)
+    check(kind, dtype, affine, db, many, xbits, dybits, wbits)
+    # dweight's and dbias's bits independent of M: the first 5 rows alone (the same rows per unit) give them
+    few = run(built, kind, n, dtype, affine, db, xbits[:5], dybits[:5], wbits)
+    np.testing.assert_array_equal(many[0][:5], few[0])
     for a, b in zip(many[1:], few[1:], strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -102,3 +111,25 @@ def test_only_the_cells_of_the_table(monkeypatch) -> None:
     monkeypatch.setattr(rows_common, "NORM_BACKWARD_UNITS", _units("rms_norm_backward", "bfloat16", 4096, 200))
     after = {c: units(*c) for c in before}
     assert after == {**before, ("rms_norm_backward", 4096, "bfloat16"): 200}
+
+
+@pytest.mark.parametrize("kind,variant", [("layer_norm_backward", "rows_cta"), ("rms_norm_backward", "rows_cluster")])
+def test_wide_bfloat16_norm_backward(kind: str, variant: str, monkeypatch) -> None:
+    """The probe's other setting of these cells, 16-byte bfloat16 vectors (rows_common.WIDE_BF16:
+    8 elements a load, carried pipelined as 4 words), on a norm's backward in rows_cta and
+    rows_cluster: 5 rows over 2 units against float64."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 8)
+    monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    monkeypatch.setattr(rows_common, "NORM_BACKWARD_UNITS", _units(kind, "bfloat16", 512, 2))
+    rng = np.random.default_rng(5)
+    xbits = to_bits(rng.standard_normal((5, 512)) * 2 + 0.5, "bfloat16")
+    dybits = to_bits(rng.standard_normal((5, 512)), "bfloat16")
+    wbits = to_bits(rng.standard_normal(512), "bfloat16")
+    db = kind == "layer_norm_backward"
+    op = next(o for o in module(kind, None, 512, "bfloat16", weight="bfloat16", dweight="bfloat16",
+                                dbias="bfloat16" if db else None).walk() if o.name == "bulkred.normalize_rows")
+    assert rows_common.vector_of(op) == 8
+    built, units = lowered(kind, variant, 512, "bfloat16", "bfloat16", db)
+    assert units == 2
+    got = run(built, kind, 512, "bfloat16", "bfloat16", db, xbits, dybits, wbits)
+    check(kind, "bfloat16", "bfloat16", db, got, xbits, dybits, wbits)

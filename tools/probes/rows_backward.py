@@ -151,6 +151,7 @@ NORMS_CELLS = "bfloat16:65536,float32:262144,bfloat16:1024,bfloat16:16384,bfloat
 (docs/rows_bench_h200_run4.md, x copy: bfloat16 65536 rms 0.76 / layer 0.65; float32
 262144 layer 0.62, rms 0.79; bfloat16 1024 0.87 / 0.82, 16384 0.87 / 0.79, 4096 0.84 /
 0.88, 262144 layer 0.75): past ``--budget-s`` the last are left out."""
+WIDE = {f"{COMMON}.WIDE_BF16": True}
 WARP = "bulkred_dialect.passes.variants.rows_warp"
 CTA = "bulkred_dialect.passes.variants.rows_cta"
 
@@ -176,8 +177,11 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     if n <= 1024:  # rows_warp: 8 rows (32 KiB of x and dy in bfloat16) in flight a multiprocessor
         out += [("rows_warp, .minnctapersm 2 (264 CTAs at once)", None, {f"{WARP}.MIN_CTAS": 2}),
                 ("rows_warp, 132 units (one wave)", None, u(132)),
-                ("rows_cta", "rows_cta", {}),
-                ("rows_cta, .minnctapersm 6", "rows_cta", {f"{CTA}.MIN_CTAS": 6})]
+                ("rows_cta (2048 / 1024 CTAs of 128 at 89 / 91 registers: 5 a multiprocessor, 3.1 / 1.6 waves)",
+                 "rows_cta", {}),
+                ("rows_cta, 660 units (one wave of 5 a multiprocessor)", "rows_cta", u(660)),
+                ("rows_cta, .minnctapersm 6, 792 units", "rows_cta", {f"{CTA}.MIN_CTAS": 6, **u(792)}),
+                ("rows_cta, .minnctapersm 8, 1056 units", "rows_cta", {f"{CTA}.MIN_CTAS": 8, **u(1056)})]
     elif n <= 8192:
         out += [("264 units (one wave of 2 a multiprocessor)", None, u(264)), ("132 units", None, u(132)),
                 ("528 units (two waves)", None, u(528))]
@@ -189,6 +193,14 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("rows_bulk_backward, 132 units", "rows_bulk_backward", {**BULK_ON, **u(132)})]
     elif n <= 65536:
         out += [(f"{k} units{' (one wave)' if k <= 16 else ''}", None, u(k)) for k in (16, 15, 14, 32)]
+        out += [("16 units, 16-byte bfloat16 vectors", None, {**u(16), **WIDE})] if dtype == "bfloat16" else []
+    if n > 65536:  # rows_bulk_backward: 32 warps a multiprocessor (16 at 512), half the values (column sums) a thread
+        t1024 = {f"{BULK}.BLOCK": 1024}
+        out += [("1024 threads", None, t1024)]
+        out += [("1024 threads, dy in registers, 2 slots (the weight's slice in shared memory)", None,
+                 {**t1024, f"{BULK}.GRAD_REGISTERS": True, f"{BULK}.SLOTS": 2})] if dtype == "float32" else []
+    if dtype == "bfloat16" and 1024 < n <= 65536:  # 8 bfloat16 a load: half the loads and stores (rows_cta, rows_cluster)
+        out += [("16-byte bfloat16 vectors", None, WIDE)]
     return out
 
 
@@ -251,15 +263,17 @@ def norm_args(kind: str, t: dict, outs: list) -> list:
     return [t["x"], outs[0], t["dy"], t["w"]] + ([t["mean"]] if layer else []) + [t["rstd"]] + outs[1:]
 
 
-def launch_of(k, m: int) -> str:
+def launch_of(k, m: int, sms: int = 0) -> str:
     """``G x T (x C)``: the grid's CTAs for M rows, the threads, the cluster; ptxas's
-    registers / spilled bytes."""
-    from rows_forward import ptxas_info
+    registers / spilled bytes; with ``sms`` (on the GPU) the units it holds at once
+    (rows_forward.resident: the occupancy API)."""
+    from rows_forward import ptxas_info, resident
 
     sig = k.signature
     grid = sig.grid_for([m]) or sig.launch.grid[0]
     c = sig.launch.cluster[0]
-    return f"{grid} x {sig.launch.block[0]}" + (f" x {c}" if c > 1 else "") + f", {ptxas_info(k)}"
+    return (f"{grid} x {sig.launch.block[0]}" + (f" x {c}" if c > 1 else "") + f", {ptxas_info(k)}"
+            + (f", {resident(k, sms)} units at once" if sms else ""))
 
 
 def chosen_variant(kind: str, dtype: str, n: int, variant: str | None) -> str:
@@ -287,8 +301,10 @@ def norms(args) -> int:
     from bulkred_dialect import row_kernels
 
     t0 = time.time()
-    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | GB/s | x copy | check |")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"GPU: {torch.cuda.get_device_name()} ({sms} multiprocessors); torch {torch.__version__}")
+    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | GB/s "
+          "| x copy | check |")
     print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |")
     for dtype, n in cells(args):
         for kind in args.kinds.split(","):
@@ -317,7 +333,7 @@ def norms(args) -> int:
                     else:
                         ok += ", bits = default's" if all(torch.equal(a, b) for a, b in zip(outs, first)) else \
                             (", dx bits = default's" if torch.equal(outs[0], first[0]) else ", bits != default's")
-                    rows.append((label, name, launch_of(k, m), ok))
+                    rows.append((label, name, launch_of(k, m, sms), ok))
                     calls.append(lambda k=k, a=norm_args(kind, t, outs): k(*a))
                 except Exception as e:  # noqa: BLE001 - a setting that does not apply or fails: the row says why
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | {str(e).splitlines()[0][-90:]} |",
