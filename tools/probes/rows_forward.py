@@ -444,15 +444,223 @@ def long_rows(args) -> int:
     return 0
 
 
+PASS_CELLS = [("layer_norm", "bfloat16", 262144), ("log_softmax", "bfloat16", 262144), ("layer_norm", "float32", 262144),
+              ("rms_norm", "bfloat16", 262144), ("layer_norm", "bfloat16", 65536), ("rms_norm", "float32", 262144),
+              ("layer_norm", "float32", 65536), ("softmax", "bfloat16", 262144), ("log_softmax", "float32", 262144),
+              ("log_softmax", "float32", 65536), ("softmax", "float32", 262144)]
+"""--set passes' cells: issue 30's forward cells furthest from the copy kernel
+(docs/rows_bench_h200_run4.md: 0.66 to 0.89), the furthest first."""
+UNIT_ROW = (65536, 512, 2)
+"""rows_bulk's long-row setting (slice bytes, threads, .minnctapersm), a unit a row: the base
+of a cell the dispatch gives to another variant."""
+
+
+def pass_settings(op, kind: str) -> list[tuple[str, object]]:
+    """--set passes' settings of one cell: (name, None for the dispatch as it is, else the
+    rows_bulk.Setting forced for the cell)."""
+    from dataclasses import replace
+
+    from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
+
+    today = rows_bulk.setting_for(op)
+    base = today if today is not None else rows_bulk.Setting(*UNIT_ROW, False, 1)
+    out: list[tuple[str, object]] = [("dispatch", None)]
+    if today is None:
+        out.append(("bulk 64K/512, a unit a row", base))
+    options = {"layer_norm": [("one pass, thread shift", {"one_pass": "thread"}), ("one pass, row shift", {"one_pass": "row"})],
+               "rms_norm": [("", {})]}.get(kind, [("online", {"online": True})])
+    for name, o in options:
+        if o:
+            out.append((name, replace(base, **o)))
+            if base.min_ctas is not None and base.min_ctas > 2:  # (the one pass's state in fewer registers: spills at 3)
+                out.append((f"{name}, min 2", replace(base, **o, min_ctas=2)))
+    best_name, best = options[0]
+    norm = kind in ("rms_norm", "layer_norm")
+    if norm:
+        out.append(((best_name + ", " if best_name else "") + "weight shared", replace(base, **best, weight_shared=True)))
+    saved = list(rows_bulk.CHOSEN)
+    try:
+        slices = [base.slice_bytes]
+        rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, base) for d in ("float32", "bfloat16")]
+        if rows_bulk.bulk_for(op)[0] < rows_bulk.MAX_CLUSTER:
+            slices.append(base.slice_bytes // 2)  # (twice the CTAs a row: half the shared memory a slice)
+        for sb in slices:
+            rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, replace(base, slice_bytes=sb)) for d in ("float32", "bfloat16")]
+            c = rows_bulk.bulk_for(op)[0]
+            cap = rows_bulk_backward.CLUSTERS.get(c)  # (the clusters of c an H200 holds at once, a CTA a multiprocessor)
+            for nbuf, per_sm in ((2, 1), (1, 2)):
+                st = replace(base, **best, slice_bytes=sb, persistent=True, buffers=nbuf, min_ctas=per_sm if per_sm > 1 else None,
+                             weight_shared=norm)
+                fit = min(per_sm, rows_bulk.SHARED_PER_SM // (nbuf * sb + rows_bulk.affine_staged(op, st)))  # (by shared memory)
+                st = replace(st, max_units=cap * max(1, fit) if cap is not None else None)
+                name = (f"persistent x{nbuf}, {sb // 1024}K slices ({c} CTAs), <= {st.max_units} units"
+                        + (f", {best_name}" if best_name else "") + (", weight shared" if norm else ""))
+                out.append((name, st))
+    finally:
+        rows_bulk.CHOSEN[:] = saved
+    return out
+
+
+def resident(k, sms: int) -> str:
+    """The units (clusters, or CTAs) of kernel ``k``'s launch the GPU holds at once
+    (cuOccupancyMaxActiveClusters through cuda.core, the non-portable size allowed for
+    clusters of more than 8), against the grid's; '?' where it cannot say."""
+    try:
+        from cuda.bindings import driver
+        from cuda.core import Device, LaunchConfig, ObjectCode
+
+        launch = k.signature.launch
+        c, t = launch.cluster[0], launch.block[0]
+        kern = ObjectCode.from_ptx(k.module.ptx.encode() if isinstance(k.module.ptx, str) else k.module.ptx).get_kernel("rows")
+        if c == 1:
+            return f"{kern.occupancy.max_active_blocks_per_multiprocessor(t, 0) * sms}"
+        if c > 8:
+            h = kern.handle
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            if isinstance(h, driver.CUkernel):
+                _, dev = driver.cuDeviceGet(Device().device_id)
+                driver.cuKernelSetAttribute(attr, 1, h, dev)
+            else:
+                driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, 1)
+        return str(kern.occupancy.max_active_clusters(LaunchConfig(grid=(1, 1, 1), cluster=(c, 1, 1), block=(t, 1, 1))))
+    except Exception as e:  # noqa: BLE001 - a diagnostic: say why
+        return f"? ({type(e).__name__})"
+
+
+def passes(args) -> int:
+    """``--set passes``: rows_bulk's pass settings on the long rows (rows_bulk.Setting's
+    one_pass, online, weight_shared, max_units), each against the dispatch as it is, on the
+    same tensors, timed in turns with the copy kernel; layer_norm's also on rows of mean
+    1000 and spread 1 (``err mean``), and with each row's first element 40 spreads out
+    (``err x0``: the row shift's weakness), beside torch's own error there (the ``torch``
+    row). ``units``: the grid's units / those resident at once. ``--dry-run``: each
+    setting's kernel built and assembled for sm_90a (no GPU)."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+    from bulkred_dialect.passes.variants import rows_bulk, rows_cluster
+
+    t0 = time.time()
+    kinds = args.kinds.split(",") if args.kinds else None
+    ns = [int(v) for v in args.n.split(",")] if args.n else None
+    cells = [c for c in PASS_CELLS if (kinds is None or c[0] in kinds) and (ns is None or c[2] in ns)]
+    today = (dict(rows_cluster.MEASURED), list(rows_bulk.CHOSEN))
+    torch = None
+    if not args.dry_run:
+        import torch
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | units | err | inv |"
+          " err mean | err x0 |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | --- | ---: | --- | ---: | ---: |")
+    failed = 0
+    for kind, dtype, n in cells:
+        if time.time() - t0 > args.budget_s:
+            print(f"| {kind} | {dtype} | {n} | skipped: budget |")
+            continue
+        kw: dict = {}
+        if kind == "rms_norm":
+            kw = {"weight": dtype, "eps": EPS}
+        elif kind == "layer_norm":
+            kw = {"weight": dtype, "bias": dtype, "eps": EPS}
+        op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
+        settings = pass_settings(op, kind)
+        if args.dry_run:
+            from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+
+            for name, st in settings:
+                tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
+                with bulk_setting({}, tables, today):
+                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
+                    ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
+                    failed += not ok
+                    launch = k.signature.launch
+                    print(f"| {kind} | {dtype} | {n} | | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | | "
+                          f"{ptxas_info(k)} | {launch.block[0]} x {launch.cluster[0]} | {launch.grid[0] // launch.cluster[0]} |",
+                          flush=True)
+            continue
+        _, x, y, w, bvec = cell_tensors(torch, n, dtype)
+        extra = [w] if kind == "rms_norm" else [w, bvec] if kind == "layer_norm" else []
+        F = torch.nn.functional
+        rows = 64  # (the rows checked against float64)
+
+        def ref_of(xs):
+            xd = xs.double()
+            if kind == "softmax":
+                return torch.softmax(xd, -1)
+            if kind == "log_softmax":
+                return torch.log_softmax(xd, -1)
+            if kind == "rms_norm":
+                return F.rms_norm(xd, (n,), w.double(), EPS)
+            return F.layer_norm(xd, (n,), w.double(), bvec.double(), EPS)
+
+        def err_of(got, ref) -> float:
+            return ((got.double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
+
+        ref = ref_of(x[:rows])
+        y5 = torch.empty_like(x[:5])
+        big = hard = None
+        if kind == "layer_norm":  # mean 1000, spread 1; then each row's first element 40 spreads out
+            big = (torch.randn(8, n, device=DEVICE) + 1000).to(x.dtype)
+            hard = big.clone()
+            hard[:, 0] = 1040.0
+            refs = (ref_of(big), ref_of(hard))
+            yb = torch.empty_like(big)
+            te = [err_of(F.layer_norm(t, (n,), w, bvec, EPS), r) for t, r in zip((big, hard), refs)]
+            print(f"| {kind} | {dtype} | {n} | | torch (its own error) | | | | | | | | {te[0]:.1e} | {te[1]:.1e} |")
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        runs = []
+        for name, st in settings:
+            tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
+            with bulk_setting({}, tables, today):
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
+                    if st is None:
+                        name = f"dispatch: {choose(op, Target.parse('sm_90a')).name}"
+                    elif kind in ("rms_norm", "layer_norm") and st.weight_shared:
+                        if not rows_bulk.affine_staged(op, st):
+                            name += " (no room: read from global)"
+                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                    y.fill_(float("nan"))
+                    y5.fill_(float("nan"))
+                    call()
+                    k(x[3:8], y5, *extra)
+                    torch.cuda.synchronize()
+                    err = err_of(y[:rows], ref)
+                    inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
+                    more = ""
+                    if big is not None:
+                        es = []
+                        for t, r in zip((big, hard), refs):
+                            k(t, yb, *extra)
+                            torch.cuda.synchronize()
+                            es.append(err_of(yb, r))
+                        more = f"{es[0]:.1e} | {es[1]:.1e}"
+                    launch = k.signature.launch
+                    units = f"{launch.grid[0] // launch.cluster[0]} / {resident(k, sms)}"
+                    runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]} | {units}", err,
+                                 f"{inv} | {more}"))
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
+                          flush=True)
+        print_timed(torch, kind, dtype, n, x, y, 2 * x.numel() * x.element_size(), runs)
+        del x, y, y5, ref, runs
+        torch.cuda.empty_cache()
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
-    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long"))
-    ap.add_argument("--kinds", help="--set pipeline, long: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline, long: these N only (comma-separated)")
+    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long", "passes"))
+    ap.add_argument("--kinds", help="--set pipeline, long, passes: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline, long, passes: these N only (comma-separated)")
+    ap.add_argument("--dry-run", action="store_true", help="--set passes: build and assemble each kernel; no GPU")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
+    if args.set == "passes":
+        args.budget_s = 150.0 if args.budget_s is None else args.budget_s
+        return passes(args)
     if args.set == "pipeline":
         args.budget_s = 85.0 if args.budget_s is None else args.budget_s
         return pipeline(args)

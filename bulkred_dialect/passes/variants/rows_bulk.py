@@ -544,6 +544,11 @@ class SharedBuf(RowBuf):
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
         return super().load(e, first, vec, extra, nc=False)
 
+    def at(self, e: Emitter, first: SSAValue | int, vec: int) -> tuple[SSAValue, int]:
+        if not isinstance(first, int) and first.type != i32:  # (a loop's index: shared addresses are 32-bit)
+            first = e.value(CvtOp(CvtType.U32, CvtType.U64, first, i32))
+        return super().at(e, first, vec)
+
 
 def affine_staged(op: NormalizeRowsOp, st: Setting) -> int:
     """With ``st.weight_shared``, the bytes of shared memory the CTA's slices of the
