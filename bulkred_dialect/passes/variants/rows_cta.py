@@ -21,7 +21,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import BF16, F32, cell_setting, items_for, plan, row_predicates, set_min_ctas, vector_of
-from bulkred_dialect.passes.variants.rows_lower import lower_rows
+from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items, ragged_plan, ragged_vector
 
 MIN_BLOCK = 128
 MAX_BLOCK = 1024
@@ -56,12 +56,13 @@ def values_for(op: NormalizeRowsOp) -> int:
     return cell_setting(VALUES, VALUES_MEASURED, op, rows_common.max_values(op))
 
 
-def block_for(op: NormalizeRowsOp) -> int:
+def block_for(op: NormalizeRowsOp, vec: int = 0) -> int:
     """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
-    the row with at most :func:`values_for` values per thread."""
+    the row with at most :func:`values_for` values per thread (``vec``: the rows read by
+    vectors of ``vec``, rows_lower.RAGGED)."""
     block = MIN_BLOCK
-    per = max(1, values_for(op) // vector_of(op))
-    while block < MAX_BLOCK and items_for(op, block) > per:
+    per = max(1, values_for(op) // (vec or vector_of(op)))
+    while block < MAX_BLOCK and (ragged_items(op, block, vec) if vec else items_for(op, block)) > per:
         block *= 2
     return block
 
@@ -89,8 +90,11 @@ def min_ctas_for(op: NormalizeRowsOp) -> int | None:
 
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    block = block_for(op)
+    vec = ragged_vector(op)  # (0: the default's loads)
+    block = block_for(op, vec)
     p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=CTAS_PER_SM or max(1, 2048 // block))
+    if vec:
+        p = ragged_plan(p, vec, ragged_items(op, block, vec))
     set_min_ctas(op, min_ctas_for(op))
     lower_rows(op, rewriter, target, p)
 

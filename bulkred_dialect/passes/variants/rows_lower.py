@@ -7,6 +7,8 @@ column sums."""
 from __future__ import annotations
 
 
+from dataclasses import dataclass, fields
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i32, i64
 from xdsl.ir import Operation, SSAValue
@@ -16,7 +18,8 @@ from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.control import SelpType
+from bulkred_dialect.ops.ptx.arith import ArithType, OrOp, ShlOp, ShrOp
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
@@ -29,7 +32,7 @@ from bulkred_dialect.ops.tile.rows import (
     NormKind,
     row_stride,
 )
-from bulkred_dialect.passes.elements import ld_type
+from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.grid_common import add_workspace, set_launch
 from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at
@@ -66,6 +69,8 @@ from bulkred_dialect.passes.variants.rows_common import (
     f32_add,
     RowBuf,
     load_vec,
+    packed_bf16,
+    raw_load,
     registers_row,
     RowState,
     registers_rows_together,
@@ -76,7 +81,140 @@ from bulkred_dialect.passes.variants.rows_common import (
     prefetch_row,
     prefetch_row_types,
     together,
+    widen_raw,
 )
+
+
+RAGGED: bool | None = None
+"""None: where :data:`RAGGED_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings). On, cross_entropy's rows of 16-bit or float32 logits
+whose N or row stride is not a multiple of the vector (odd N: 4097, the vocabulary 50257;
+x[:, :n] of an odd stride), which the default reads an element a load (``vector_of``: 1),
+are read by vectors in rows_warp, rows_cta and rows_stream (:class:`RaggedBuf`): the
+element-index partition of an aligned row (thread t's vectors t, t + G, ... hold elements
+``[V j, V j + V)``), each vector assembled from the two aligned chunks it straddles (row
+r starts ``a = r * stride mod V`` elements past a vector boundary; x's base must be
+aligned to the vector, as the default's vector loads require: the launcher's alignment
+check, else the copy path). The values a thread holds, in which registers, and so every
+operation and its order, are those of element indices only: a row's bits do not depend
+on a, hence not on its position in the batch, nor on M (tests/test_rows_ce_speed.py).
+The row's last vectors (those whose chunks reach past the row's end) are read by
+elements, an element past N the neutral -inf. Not with label smoothing (its sum of x
+would take the -inf: the default there)."""
+
+RAGGED_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+""":data:`RAGGED` by element type name (``F32.name``...): the ranges (N from, N to) where it
+is on; none measured yet (tools/probes/rows_ce.py)."""
+
+
+def ragged_vector(op: NormalizeRowsOp) -> int:
+    """The elements per load of ``op``'s rows under :data:`RAGGED` (0: not taken, the
+    default's ``vector_of``): cross_entropy without label smoothing, x's rows not on the
+    vector (``vector_of`` 1), the element type's vector (4)."""
+    if op.norm_kind != NormKind.CROSS_ENTROPY or op.smoothing or rows_common.vector_of(op) > 1:
+        return 0
+    d = rows_common.dtype_of(op)
+    v = ELEMS[d.name].vector
+    on = RAGGED
+    if on is None:
+        on = any(lo <= op.cols <= hi for lo, hi in RAGGED_MEASURED.get(d.name, ()))
+    return v if on and v > 1 and d.name in ("float32", "bfloat16", "float16") else 0
+
+
+def ragged_items(op: NormalizeRowsOp, group: int, vec: int) -> int:
+    """Vectors per thread to hold a row of ``ceil(N / vec)`` vectors in ``group`` threads."""
+    return -(-(-(-op.cols // vec)) // group)
+
+
+@dataclass(frozen=True)
+class RaggedPlan(RowPlan):
+    """A plan whose rows are read by :class:`RaggedBuf` (:data:`RAGGED`): ``ceil(N / V)``
+    vectors a row, the last one partial."""
+
+    @property
+    def vectors(self) -> int:
+        return -(-self.n // self.vec)
+
+
+def ragged_plan(p: RowPlan, vec: int, items: int) -> RaggedPlan:
+    """``p`` read by vectors of ``vec`` (:data:`RAGGED`), ``items`` of them a thread."""
+    assert p.cluster == 1
+    return RaggedPlan(**{**{f.name: getattr(p, f.name) for f in fields(p)}, "vec": vec, "items": items})
+
+
+@dataclass
+class RaggedBuf(RowBuf):
+    """x's row read by vectors on element indices (:data:`RAGGED`): ``base`` is the aligned
+    chunk of the thread's first vector ``j0`` (the row's elements start ``a`` elements into
+    chunk 0); vector j's elements ``[V j, V j + V)`` are the last ``V - a`` of chunk j and
+    the first ``a`` of chunk j + 1."""
+
+    row_x: SSAValue | None = None  # the row's first element
+    j0: SSAValue | None = None  # the thread's first vector (i64)
+    a: SSAValue | None = None  # the row's start past the chunk boundary, in elements (i64)
+    n: int = 0
+    parts: tuple[SSAValue, ...] = ()  # the funnel's operands (:func:`ragged_buf`)
+
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
+        assert self.row_x is not None and self.j0 is not None and self.a is not None
+        d, n, step = self.dtype, self.n, vec * self.dtype.bytes
+        p, off = self.at(e, first, vec)
+        off += extra * step
+        rel = first + extra if isinstance(first, int) else (e.add_i(first, extra) if extra else first)
+        j = e.add_i(self.j0, rel)
+        start = e.mul_i(j, vec)  # the vector's first element
+        inside = e.cmp("sle", e.sub_i(e.add_i(start, 2 * vec), self.a), e.const(n, i64))
+
+        def chunks(b: Emitter) -> list[SSAValue]:  # both chunks end inside the row
+            return _funnel(b, d, p, off, vec, self.parts)
+
+        def elements(b: Emitter) -> list[SSAValue]:  # the row's end: element by element, -inf past N
+            out = []
+            for i in range(vec):
+                idx = b.add_i(start, i) if i else start
+                out += b.if_(b.cmp("slt", idx, b.const(n, i64)),
+                             lambda c, idx=idx: load_vec(c, d, c.ptr_add(self.row_x, c.mul_i(idx, d.bytes)), 0, 1),
+                             lambda c: [c.const(float("-inf"), f32)], [f32])
+            return out
+
+        return e.if_(inside, chunks, elements, [f32] * vec)
+
+
+def _funnel(e: Emitter, d, p: SSAValue, off: int, vec: int, parts: tuple[SSAValue, ...]) -> list[SSAValue]:
+    """The ``vec`` elements (float32) at ``a`` elements into the aligned chunk at ``p +
+    off`` (two aligned vector loads). bfloat16: the chunks' 32-bit words shifted by ``a``
+    halves (``parts``: a >= 2, the shift ``16 (a mod 2)`` and ``32 -`` it); else each value
+    chosen among the two chunks' by ``a``'s bits (``parts``: a mod 2 = 1, a >= 2)."""
+    if packed_bf16(d, vec):
+        words = raw_load(e, d, p, off, vec) + raw_load(e, d, p, off + vec * d.bytes, vec)
+        high, s, t = parts
+        u = [e.selp(SelpType.B32, words[k + 1], words[k], high) for k in range(len(words) - 1)]
+        out = []
+        for k in range(vec // 2):  # (u[k] >> s) | (u[k + 1] << (32 - s)); a shift by 32 gives 0
+            lo = e.value(ShrOp(ArithType.B32, u[k], s))
+            out.append(e.value(OrOp(ArithType.B32, lo, e.value(ShlOp(ArithType.B32, u[k + 1], t)))))
+        return widen_raw(e, d, out, vec)
+    odd, high = parts
+    w = load_vec(e, d, p, off, vec) + load_vec(e, d, p, off + vec * d.bytes, vec)
+    t = [e.selp(SelpType.F32, w[k + 1], w[k], odd) for k in range(vec + 2)]  # shifted by a mod 2
+    return [e.selp(SelpType.F32, t[i + 2], t[i], high) for i in range(vec)]  # then by 2 (vec = 4)
+
+
+def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAValue, sw: SSAValue) -> RaggedBuf:
+    """x's :class:`RaggedBuf` of ``row`` for the thread whose first vector is ``sw``."""
+    d, vec = p.dtype, p.vec
+    assert vec == 4
+    o = e.mul_i(row, p.sx)  # the row's first element from x's (aligned) base
+    a32 = e.and_b32(e.value(CvtOp(CvtType.U32, CvtType.U64, o, i32)), vec - 1)
+    a = e.wide(a32)
+    base = e.ptr_add(e.ptr_add(x0, e.mul_i(e.sub_i(o, a), d.bytes)), e.mul_i(sw, vec * d.bytes))
+    high = e.cmp("uge", a32, 2)
+    if packed_bf16(d, vec):
+        s = e.value(ShlOp(ArithType.B32, e.and_b32(a32, 1), e.const(4)))  # 16 (a mod 2)
+        parts: tuple[SSAValue, ...] = (high, s, e.sub_i(32, s))
+    else:
+        parts = (e.cmp("ne", e.and_b32(a32, 1), 0), high)
+    return RaggedBuf(d, base, row_x, sw, a, p.n, parts)
 
 
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
@@ -132,6 +270,13 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
 
+    def x_buf(b: Emitter, row: SSAValue, row_x: SSAValue) -> RowBuf:
+        """x's buffer of ``row`` (its first element ``row_x``) at the thread's first vector
+        (:data:`RAGGED`: a :class:`RaggedBuf`)."""
+        if isinstance(p, RaggedPlan):
+            return ragged_buf(b, p, x0, row, row_x, sw)
+        return RowBuf(p.dtype, b.ptr_add(row_x, b.mul_i(sw, vec * p.dtype.bytes)))
+
     def row_buffers(b: Emitter, row: SSAValue) -> tuple[RowBuf, RowBuf, RowBuf | None]:
         """x's, dy's (and the weight's) buffers of ``row`` at the thread's first vector
         (a pipelined norm's backward: rows_backward.prefetch_norm_row)."""
@@ -153,7 +298,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         """x's (and add_rms_norm's residual's) buffers of ``row`` at the thread's first
         vector (a pipelined forward kind: rows_common.prefetch_row)."""
         d = p.dtype
-        x = RowBuf(d, b.ptr_add(b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+        x = x_buf(b, row, b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes)))
         if op.residual is None or op.residual_out is None:
             return x, None
         rs = row_stride(op.residual.type) * d.bytes  # type: ignore[arg-type]
@@ -190,7 +335,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        x = RowBuf(d, b.ptr_add(row_x, b.mul_i(sw, vec * d.bytes)))
+        x = x_buf(b, row, row_x)
         y = None
         if y0 is not None:
             row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
@@ -260,7 +405,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
 
     ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
     ahead = 0
-    fwd = forward_pipelined(p)
+    fwd = forward_pipelined(p) and not isinstance(p, RaggedPlan)  # (RAGGED: loads through RaggedBuf only)
     if fwd or pipelined(p, op):  # rows_backward.PIPELINE, rows_common.FORWARD_PIPELINE: the first row loaded before the loop
         if p.m is None:  # (a backward's p.groups == 1: a unit's rows are the units apart)
             assert ctas is not None

@@ -22,7 +22,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.rows_common import plan, row_predicates
-from bulkred_dialect.passes.variants.rows_lower import lower_rows
+from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_plan, ragged_vector
 
 BLOCK = 512
 UNROLL = 4
@@ -37,7 +37,8 @@ row's arithmetic depends on it. The probe's setting (tools/probes/rows_forward_n
 def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=CTAS_PER_SM or max(1, 2048 // BLOCK))
-    lower_rows(op, rewriter, target, p)
+    vec = ragged_vector(op)  # (rows_lower.RAGGED; 0: the default's loads)
+    lower_rows(op, rewriter, target, ragged_plan(p, vec, 0) if vec else p)
 
 
 ROWS_STREAM = Variant(

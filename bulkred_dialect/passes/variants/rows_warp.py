@@ -21,7 +21,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.rows_common import BF16, MAX_VALUES, cell_setting, items_for, plan, row_predicates, set_min_ctas
-from bulkred_dialect.passes.variants.rows_lower import lower_rows
+from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items, ragged_plan, ragged_vector
 
 BLOCK = 256
 """Threads per CTA (8 rows at a time)."""
@@ -63,6 +63,9 @@ def min_ctas_for(op: NormalizeRowsOp) -> int | None:
 def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     p = plan(op, target, group=WARP, block=BLOCK, items=items_for(op, WARP), ctas_per_sm=CTAS_PER_SM or 2048 // BLOCK)
+    vec = ragged_vector(op)  # (rows_lower.RAGGED; 0: the default's loads)
+    if vec:
+        p = ragged_plan(p, vec, ragged_items(op, WARP, vec))
     set_min_ctas(op, min_ctas_for(op))
     lower_rows(op, rewriter, target, replace(p, together=ROWS_AT_ONCE))
 
