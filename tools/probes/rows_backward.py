@@ -175,7 +175,10 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     layer = kind == "layer_norm_backward"
     out: list[tuple[str, str | None, dict]] = [("default", None, {})]
     if n <= 1024:  # rows_warp: 8 rows (32 KiB of x and dy in bfloat16) in flight a multiprocessor
-        out += [("rows_warp, .minnctapersm 2 (264 CTAs at once)", None, {f"{WARP}.MIN_CTAS": 2}),
+        out += [("rows_warp pipelined (the next row's loads over this row's butterfly)", None,
+                 {f"{BWD}.WARP_PIPELINE": True}),
+                ("rows_warp pipelined, 16-byte bfloat16 vectors", None, {f"{BWD}.WARP_PIPELINE": True, **WIDE}),
+                ("rows_warp, .minnctapersm 2 (264 CTAs at once)", None, {f"{WARP}.MIN_CTAS": 2}),
                 ("rows_warp, 132 units (one wave)", None, u(132)),
                 ("rows_cta (2048 / 1024 CTAs of 128 at 89 / 91 registers: 5 a multiprocessor, 3.1 / 1.6 waves)",
                  "rows_cta", {}),
@@ -199,7 +202,7 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
         out += [("1024 threads", None, t1024)]
         out += [("1024 threads, dy in registers, 2 slots (the weight's slice in shared memory)", None,
                  {**t1024, f"{BULK}.GRAD_REGISTERS": True, f"{BULK}.SLOTS": 2})] if dtype == "float32" else []
-    if dtype == "bfloat16" and 1024 < n <= 65536:  # 8 bfloat16 a load: half the loads and stores (rows_cta, rows_cluster)
+    if dtype == "bfloat16":  # 8 bfloat16 a load: half the loads and stores
         out += [("16-byte bfloat16 vectors", None, WIDE)]
     return out
 

@@ -286,6 +286,19 @@ MEASURED = {
 them faster; elsewhere (float16, longer rows) neither."""
 
 
+WARP_PIPELINE = False
+"""Off (the default: rows_warp's norm backward not pipelined) until measured on an H200
+(tools/probes/rows_backward.py ``--set norms``, bfloat16 1024). With True, where
+:data:`PIPELINE` / :data:`MEASURED` pipeline the cell (bfloat16 to 65536), rows_warp's
+norm backward too: each warp issues the loads of its group's next row (its ``N / 32``
+values of x and dy as loaded, bfloat16 in words of two, and the row's rstd and mean)
+before this row's butterfly, carried over the loop step as rows_cta's. rows_warp's
+registers (168 for rms_norm's, 199 for layer_norm's at bfloat16 1024: one CTA of 256
+threads a multiprocessor, 8 rows in flight) leave room for the next row's 32 words: twice
+the bytes in flight at the same occupancy. The same rows per warp and sums in the same
+order: the bits of the default."""
+
+
 def measured(p: RowPlan) -> tuple[bool, bool]:
     """(PIPELINE, SHARED_COLUMNS) of :data:`MEASURED` for plan ``p``'s element type and N."""
     for lo, hi, pipe, shared in MEASURED.get(p.dtype.name, ()):
@@ -301,7 +314,8 @@ def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
     from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS
 
     on = measured(p)[0] if PIPELINE is None else PIPELINE
-    if not (on and p.kind in NORM_BACKWARD_KINDS and p.items and p.group == p.block):
+    warp = WARP_PIPELINE and p.cluster == 1 and p.group < p.block  # rows_warp (WARP_PIPELINE)
+    if not (on and p.kind in NORM_BACKWARD_KINDS and p.items and (p.group == p.block or warp)):
         return False
     return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
 

@@ -1,4 +1,7 @@
-"""rows_common.NORM_BACKWARD_UNITS (empty by default: the grid of before): a norm's
+"""The norms' backward's speed settings, each off by default (tools/probes/rows_backward.py
+``--set norms`` measures them on an H200).
+
+rows_common.NORM_BACKWARD_UNITS (empty by default: the grid of before): a norm's
 backward's units (CTAs, or clusters) by kind, element type and N, in place of the caps of
 SLICE_SUM_FLOATS / COLUMN_SUM_CTAS (and of rows_bulk_backward.CLUSTERS), so that the
 persistent grid runs in one wave of what the multiprocessors hold (tools/probes/
@@ -7,7 +10,11 @@ narrowed (test_rows.small_ctas, test_rows_backward_bulk.small): the kernel's gri
 the table's units; dx, dweight and dbias of 7 rows over 3 units against float64
 (test_rows_backward_bulk.norm_backward_reference), the workspace left zeroed; and
 dweight's and dbias's bits do not depend on M (the last 2 of the 7 rows have dy = 0: the
-first 5 alone give the same bits, the same rows per unit summed in the same order)."""
+first 5 alone give the same bits, the same rows per unit summed in the same order).
+
+rows_common.WIDE_BF16 (16-byte bfloat16 vectors) on a norm's backward in rows_cta and
+rows_cluster against float64; rows_backward.WARP_PIPELINE (rows_warp's norm backward
+pipelined): the bits of the unpipelined kernel, and against float64."""
 
 from __future__ import annotations
 
@@ -113,13 +120,19 @@ def test_only_the_cells_of_the_table(monkeypatch) -> None:
     assert after == {**before, ("rms_norm_backward", 4096, "bfloat16"): 200}
 
 
-@pytest.mark.parametrize("kind,variant", [("layer_norm_backward", "rows_cta"), ("rms_norm_backward", "rows_cluster")])
-def test_wide_bfloat16_norm_backward(kind: str, variant: str, monkeypatch) -> None:
+WIDE = [("layer_norm_backward", "rows_cta", False), ("rms_norm_backward", "rows_cluster", False),
+        ("layer_norm_backward", "rows_warp", True), ("layer_norm_backward", "rows_bulk_backward", False)]
+
+
+@pytest.mark.parametrize("kind,variant,warp_pipeline", WIDE)
+def test_wide_bfloat16_norm_backward(kind: str, variant: str, warp_pipeline: bool, monkeypatch) -> None:
     """The probe's other setting of these cells, 16-byte bfloat16 vectors (rows_common.WIDE_BF16:
-    8 elements a load, carried pipelined as 4 words), on a norm's backward in rows_cta and
-    rows_cluster: 5 rows over 2 units against float64."""
+    8 elements a load, carried pipelined as 4 words), on a norm's backward in rows_cta,
+    rows_cluster, rows_warp (pipelined: WARP_PIPELINE) and rows_bulk_backward (dy from
+    shared memory): 5 rows over 2 units against float64."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 8)
     monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    monkeypatch.setattr(rows_backward, "WARP_PIPELINE", warp_pipeline)
     monkeypatch.setattr(rows_common, "NORM_BACKWARD_UNITS", _units(kind, "bfloat16", 512, 2))
     rng = np.random.default_rng(5)
     xbits = to_bits(rng.standard_normal((5, 512)) * 2 + 0.5, "bfloat16")
@@ -133,3 +146,32 @@ def test_wide_bfloat16_norm_backward(kind: str, variant: str, monkeypatch) -> No
     assert units == 2
     got = run(built, kind, 512, "bfloat16", "bfloat16", db, xbits, dybits, wbits)
     check(kind, "bfloat16", "bfloat16", db, got, xbits, dybits, wbits)
+
+
+@pytest.mark.parametrize("kind,dtype,affine,db", [("layer_norm_backward", "bfloat16", "bfloat16", True),
+                                                  ("rms_norm_backward", "float32", "float32", False)])
+def test_warp_pipeline(kind: str, dtype: str, affine: str, db: bool, monkeypatch) -> None:
+    """rows_backward.WARP_PIPELINE (off by default): rows_warp's norm backward loads each
+    warp's next row before this row's butterfly. 7 rows over one CTA of 2 warps (rows 0, 2,
+    4, 6 and 1, 3, 5: each warp's last row read twice): every output bit for bit the
+    unpipelined kernel's, and against float64."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    monkeypatch.setattr(rows_backward, "PIPELINE", True)  # (float32 1024 is not pipelined by MEASURED)
+    monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [])
+    n = 256
+    rng = np.random.default_rng(3)
+    xbits = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
+    dybits = to_bits(rng.standard_normal((7, n)), dtype)
+    wbits = to_bits(rng.standard_normal(n), affine)
+    seen = []
+    real = rows_backward.pipelined
+    import bulkred_dialect.passes.variants.rows_lower as rows_lower
+
+    monkeypatch.setattr(rows_lower, "pipelined", lambda p, op: seen.append(real(p, op)) or seen[-1])
+    default = run(lowered(kind, "rows_warp", n, dtype, affine, db)[0], kind, n, dtype, affine, db, xbits, dybits, wbits)
+    monkeypatch.setattr(rows_backward, "WARP_PIPELINE", True)
+    got = run(lowered(kind, "rows_warp", n, dtype, affine, db)[0], kind, n, dtype, affine, db, xbits, dybits, wbits)
+    assert seen == [False, True]
+    for a, b in zip(got, default, strict=True):
+        np.testing.assert_array_equal(a, b)
+    check(kind, dtype, affine, db, got, xbits, dybits, wbits)
