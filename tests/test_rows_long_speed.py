@@ -163,3 +163,18 @@ def test_max_units_and_batch_invariance(monkeypatch) -> None:
     y, stats, xv, w, b = run("layer_norm", x, "bfloat16", affine="bfloat16", variant="rows_bulk")
     assert all(np.array_equal(ys[0], v) for v in (*ys[1:], y[3]))
     check("layer_norm", y, stats, xv, w, b, "bfloat16")
+
+
+@pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
+def test_wide_vectors_with_the_settings(monkeypatch, kind: str) -> None:
+    """The probe's 16-byte bfloat16 vectors (rows_common.WIDE_BF16: 8 elements from 4
+    words of shared memory, y stored as 4 words) with the one-pass softmax, and with the
+    one-pass layer_norm (the thread's shift) and its bfloat16 weight and bias staged in
+    shared memory: 5 rows of 1024 over clusters of 4 against float64."""
+    monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    monkeypatch.setattr(rows_bulk, "ONLINE", True)
+    monkeypatch.setattr(rows_bulk, "ONE_PASS", "thread")
+    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", True)
+    y, stats, xv, w, b = run(kind, _rows(5, 1024, seed=33), "bfloat16", affine="bfloat16" if kind == "layer_norm" else None,
+                             variant="rows_bulk")
+    check(kind, y, stats, xv, w, b, "bfloat16")

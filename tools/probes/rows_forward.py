@@ -461,6 +461,7 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
     from dataclasses import replace
 
     from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
+    from bulkred_dialect.passes.variants.rows_common import dtype_of
 
     today = rows_bulk.setting_for(op)
     base = today if today is not None else rows_bulk.Setting(*UNIT_ROW, False, 1)
@@ -478,6 +479,8 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
     norm = kind in ("rms_norm", "layer_norm")
     if norm:
         out.append(((best_name + ", " if best_name else "") + "weight shared", replace(base, **best, weight_shared=True)))
+    if dtype_of(op).name == "bfloat16":  # (rows_common.WIDE_BF16 while it is built: wide_vectors)
+        out.append((("16-byte vectors, " + best_name) if best_name else "16-byte vectors", replace(base, **best)))
     saved = list(rows_bulk.CHOSEN)
     try:
         slices = [base.slice_bytes]
@@ -488,6 +491,9 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
             rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, replace(base, slice_bytes=sb)) for d in ("float32", "bfloat16")]
             c = rows_bulk.bulk_for(op)[0]
             cap = rows_bulk_backward.CLUSTERS.get(c)  # (the clusters of c an H200 holds at once, a CTA a multiprocessor)
+            if sb == base.slice_bytes and cap is not None:  # (the capped persistent grid alone, today's passes)
+                st = replace(base, persistent=True, buffers=2, min_ctas=None, max_units=cap)
+                out.append((f"persistent x2, {sb // 1024}K slices ({c} CTAs), <= {cap} units, today's passes", st))
             for nbuf, per_sm in ((2, 1), (1, 2)):
                 st = replace(base, **best, slice_bytes=sb, persistent=True, buffers=nbuf, min_ctas=per_sm if per_sm > 1 else None,
                              weight_shared=norm)
@@ -499,6 +505,20 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
     finally:
         rows_bulk.CHOSEN[:] = saved
     return out
+
+
+@contextlib.contextmanager
+def wide_vectors(name: str):
+    """rows_common.WIDE_BF16 (16-byte bfloat16 vectors) on while a setting named
+    ``16-byte vectors...`` is built."""
+    from bulkred_dialect.passes.variants import rows_common
+
+    saved = rows_common.WIDE_BF16
+    rows_common.WIDE_BF16 = name.startswith("16-byte vectors")
+    try:
+        yield
+    finally:
+        rows_common.WIDE_BF16 = saved
 
 
 def resident(k, sms: int) -> str:
@@ -568,7 +588,7 @@ def passes(args) -> int:
 
             for name, st in settings:
                 tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
-                with bulk_setting({}, tables, today):
+                with bulk_setting({}, tables, today), wide_vectors(name):
                     k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
                     ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
                     failed += not ok
@@ -610,7 +630,7 @@ def passes(args) -> int:
         runs = []
         for name, st in settings:
             tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
-            with bulk_setting({}, tables, today):
+            with bulk_setting({}, tables, today), wide_vectors(name):
                 try:
                     k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
                     if st is None:
@@ -626,7 +646,7 @@ def passes(args) -> int:
                     torch.cuda.synchronize()
                     err = err_of(y[:rows], ref)
                     inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
-                    more = ""
+                    more = " | "
                     if big is not None:
                         es = []
                         for t, r in zip((big, hard), refs):
