@@ -74,7 +74,7 @@ def test_short_tail_changes_the_kernel() -> None:
 # small CTAs), a padded row of an odd stride, N below one vector; both vector forms (bfloat16's
 # funnel of words; float32's and float16's choice of values)
 RAGGED_CELLS = [
-    ("rows_warp", 37, "bfloat16", None), ("rows_warp", 66, "float32", 67), ("rows_warp", 3, "float16", None),
+    ("rows_warp", 37, "bfloat16", None), ("rows_warp", 66, "float32", 67), ("rows_warp", 5, "float16", None),
     ("rows_cta", 301, "bfloat16", None), ("rows_cta", 257, "float16", None), ("rows_cta", 299, "float32", 303),
     ("rows_stream", 4 * 75 + 3, "bfloat16", None), ("rows_stream", 4 * 41 + 1, "float32", None),
 ]
@@ -141,7 +141,8 @@ def test_ragged_rows(variant: str, n: int, dtype: str, stride: int | None) -> No
 
 
 def test_ragged_not_with_label_smoothing_nor_aligned_rows() -> None:
-    """RAGGED takes no row the default reads by vectors already, nor label smoothing's."""
+    """RAGGED takes no row the default reads by vectors already, nor label smoothing's, nor
+    one shorter than a vector."""
     from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 
     def vec(n: int, smoothing: float | None = None) -> int:
@@ -152,7 +153,7 @@ def test_ragged_not_with_label_smoothing_nor_aligned_rows() -> None:
     old = rows_lower.RAGGED
     try:
         rows_lower.RAGGED = True
-        assert (vec(4097), vec(4096), vec(4097, 0.1)) == (4, 0, 0)
+        assert (vec(4097), vec(4096), vec(4097, 0.1), vec(3)) == (4, 0, 0, 0)
         rows_lower.RAGGED = None  # (RAGGED_MEASURED: none yet)
         assert vec(4097) == 0
     finally:

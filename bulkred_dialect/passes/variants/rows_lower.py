@@ -18,7 +18,7 @@ from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.arith import ArithType, OrOp, ShlOp, ShrOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, ShlOp, ShrOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
@@ -110,7 +110,7 @@ is on; none measured yet (tools/probes/rows_ce.py)."""
 def ragged_vector(op: NormalizeRowsOp) -> int:
     """The elements per load of ``op``'s rows under :data:`RAGGED` (0: not taken, the
     default's ``vector_of``): cross_entropy without label smoothing, x's rows not on the
-    vector (``vector_of`` 1), the element type's vector (4)."""
+    vector (``vector_of`` 1) and at least one vector long, the element type's vector (4)."""
     if op.norm_kind != NormKind.CROSS_ENTROPY or op.smoothing or rows_common.vector_of(op) > 1:
         return 0
     d = rows_common.dtype_of(op)
@@ -118,7 +118,7 @@ def ragged_vector(op: NormalizeRowsOp) -> int:
     on = RAGGED
     if on is None:
         on = any(lo <= op.cols <= hi for lo, hi in RAGGED_MEASURED.get(d.name, ()))
-    return v if on and v > 1 and d.name in ("float32", "bfloat16", "float16") else 0
+    return v if on and v > 1 and op.cols >= v and d.name in ("float32", "bfloat16", "float16") else 0
 
 
 def ragged_items(op: NormalizeRowsOp, group: int, vec: int) -> int:
@@ -144,58 +144,65 @@ def ragged_plan(p: RowPlan, vec: int, items: int) -> RaggedPlan:
 
 @dataclass
 class RaggedBuf(RowBuf):
-    """x's row read by vectors on element indices (:data:`RAGGED`): ``base`` is the aligned
-    chunk of the thread's first vector ``j0`` (the row's elements start ``a`` elements into
-    chunk 0); vector j's elements ``[V j, V j + V)`` are the last ``V - a`` of chunk j and
-    the first ``a`` of chunk j + 1."""
+    """x's row read by vectors on element indices (:data:`RAGGED`): ``base`` is the row's
+    aligned chunk 0 (the row's elements start ``a`` elements into it); vector j's elements
+    ``[V j, V j + V)`` are the last ``V - a`` of chunk j and the first ``a`` of chunk j + 1.
+
+    No branch around the vector loads (so that ptxas issues every load of the thread's
+    vectors before the first is used): both chunks are read always, their index clamped to
+    ``last``, the row's last chunk that ends inside it (no read past the row's end, nor
+    before x's start); the elements from ``cut`` on (the ``(a + N) mod V`` elements of the
+    row's partial last chunk, in the vectors ``(N - V + 1) div V`` to ``(N - 1) div V``: a
+    thread's vector that can hold one) are read one by one (a load under its condition),
+    an element past N the neutral -inf."""
 
     row_x: SSAValue | None = None  # the row's first element
     j0: SSAValue | None = None  # the thread's first vector (i64)
-    a: SSAValue | None = None  # the row's start past the chunk boundary, in elements (i64)
+    group: int = 0  # the threads of a row (a thread's vectors are j0 + k group)
     n: int = 0
+    last: SSAValue | None = None  # the last chunk inside the row (i64)
+    cut: SSAValue | None = None  # the first element of the row's partial last chunk (i64)
     parts: tuple[SSAValue, ...] = ()  # the funnel's operands (:func:`ragged_buf`)
 
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
-        assert self.row_x is not None and self.j0 is not None and self.a is not None
+        assert self.row_x is not None and self.j0 is not None and self.last is not None and self.cut is not None
         d, n, step = self.dtype, self.n, vec * self.dtype.bytes
-        p, off = self.at(e, first, vec)
-        off += extra * step
         rel = first + extra if isinstance(first, int) else (e.add_i(first, extra) if extra else first)
         j = e.add_i(self.j0, rel)
+        lo = e.value(MinOp(ArithType.S64, j, self.last))
+        hi = e.value(MinOp(ArithType.S64, e.add_i(j, 1), self.last))
+        vals = _funnel(e, d, e.ptr_add(self.base, e.mul_i(lo, step)), e.ptr_add(self.base, e.mul_i(hi, step)),
+                       vec, self.parts)
+        if isinstance(rel, int) and rel + self.group <= (n - vec + 1) // vec:
+            return vals  # (no vector of this item holds an element of the partial chunk)
         start = e.mul_i(j, vec)  # the vector's first element
-        inside = e.cmp("sle", e.sub_i(e.add_i(start, 2 * vec), self.a), e.const(n, i64))
-
-        def chunks(b: Emitter) -> list[SSAValue]:  # both chunks end inside the row
-            return _funnel(b, d, p, off, vec, self.parts)
-
-        def elements(b: Emitter) -> list[SSAValue]:  # the row's end: element by element, -inf past N
-            out = []
-            for i in range(vec):
-                idx = b.add_i(start, i) if i else start
-                out += b.if_(b.cmp("slt", idx, b.const(n, i64)),
-                             lambda c, idx=idx: load_vec(c, d, c.ptr_add(self.row_x, c.mul_i(idx, d.bytes)), 0, 1),
-                             lambda c: [c.const(float("-inf"), f32)], [f32])
-            return out
-
-        return e.if_(inside, chunks, elements, [f32] * vec)
+        out = []
+        for i, v in enumerate(vals):
+            idx = e.add_i(start, i) if i else start
+            tail = e.and_pred(e.cmp("sge", idx, self.cut), e.cmp("slt", idx, e.const(n, i64)))
+            past = e.if_(tail, lambda c, idx=idx: load_vec(c, d, c.ptr_add(self.row_x, c.mul_i(idx, d.bytes)), 0, 1),
+                         lambda c: [c.const(float("-inf"), f32)], [f32])[0]
+            out.append(e.selp(SelpType.F32, v, past, e.cmp("slt", idx, self.cut)))
+        return out
 
 
-def _funnel(e: Emitter, d, p: SSAValue, off: int, vec: int, parts: tuple[SSAValue, ...]) -> list[SSAValue]:
-    """The ``vec`` elements (float32) at ``a`` elements into the aligned chunk at ``p +
-    off`` (two aligned vector loads). bfloat16: the chunks' 32-bit words shifted by ``a``
-    halves (``parts``: a >= 2, the shift ``16 (a mod 2)`` and ``32 -`` it); else each value
-    chosen among the two chunks' by ``a``'s bits (``parts``: a mod 2 = 1, a >= 2)."""
+def _funnel(e: Emitter, d, p: SSAValue, q: SSAValue, vec: int, parts: tuple[SSAValue, ...]) -> list[SSAValue]:
+    """The ``vec`` elements (float32) at ``a`` elements into the aligned chunk at ``p``,
+    followed by the one at ``q`` (two aligned vector loads). bfloat16: the chunks' 32-bit
+    words shifted by ``a`` halves (``parts``: a >= 2, the shift ``16 (a mod 2)`` and ``32 -``
+    it); else each value chosen among the two chunks' by ``a``'s bits (``parts``: a mod 2
+    = 1, a >= 2)."""
     if packed_bf16(d, vec):
-        words = raw_load(e, d, p, off, vec) + raw_load(e, d, p, off + vec * d.bytes, vec)
+        words = raw_load(e, d, p, 0, vec) + raw_load(e, d, q, 0, vec)
         high, s, t = parts
         u = [e.selp(SelpType.B32, words[k + 1], words[k], high) for k in range(len(words) - 1)]
         out = []
         for k in range(vec // 2):  # (u[k] >> s) | (u[k + 1] << (32 - s)); a shift by 32 gives 0
-            lo = e.value(ShrOp(ArithType.B32, u[k], s))
-            out.append(e.value(OrOp(ArithType.B32, lo, e.value(ShlOp(ArithType.B32, u[k + 1], t)))))
+            low = e.value(ShrOp(ArithType.B32, u[k], s))
+            out.append(e.value(OrOp(ArithType.B32, low, e.value(ShlOp(ArithType.B32, u[k + 1], t)))))
         return widen_raw(e, d, out, vec)
     odd, high = parts
-    w = load_vec(e, d, p, off, vec) + load_vec(e, d, p, off + vec * d.bytes, vec)
+    w = load_vec(e, d, p, 0, vec) + load_vec(e, d, q, 0, vec)
     t = [e.selp(SelpType.F32, w[k + 1], w[k], odd) for k in range(vec + 2)]  # shifted by a mod 2
     return [e.selp(SelpType.F32, t[i + 2], t[i], high) for i in range(vec)]  # then by 2 (vec = 4)
 
@@ -203,18 +210,21 @@ def _funnel(e: Emitter, d, p: SSAValue, off: int, vec: int, parts: tuple[SSAValu
 def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAValue, sw: SSAValue) -> RaggedBuf:
     """x's :class:`RaggedBuf` of ``row`` for the thread whose first vector is ``sw``."""
     d, vec = p.dtype, p.vec
-    assert vec == 4
+    assert vec == 4 and p.n >= vec
     o = e.mul_i(row, p.sx)  # the row's first element from x's (aligned) base
     a32 = e.and_b32(e.value(CvtOp(CvtType.U32, CvtType.U64, o, i32)), vec - 1)
     a = e.wide(a32)
-    base = e.ptr_add(e.ptr_add(x0, e.mul_i(e.sub_i(o, a), d.bytes)), e.mul_i(sw, vec * d.bytes))
+    base = e.ptr_add(x0, e.mul_i(e.sub_i(o, a), d.bytes))
+    end = e.add_i(a, p.n)  # the row's end in chunk elements
+    last = e.add_i(e.value(ShrOp(ArithType.U64, end, e.const(2))), -1)
+    cut = e.sub_i(e.const(p.n, i64), e.value(AndOp(ArithType.B64, end, e.const(vec - 1, i64))))
     high = e.cmp("uge", a32, 2)
     if packed_bf16(d, vec):
         s = e.value(ShlOp(ArithType.B32, e.and_b32(a32, 1), e.const(4)))  # 16 (a mod 2)
         parts: tuple[SSAValue, ...] = (high, s, e.sub_i(32, s))
     else:
         parts = (e.cmp("ne", e.and_b32(a32, 1), 0), high)
-    return RaggedBuf(d, base, row_x, sw, a, p.n, parts)
+    return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts)
 
 
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
