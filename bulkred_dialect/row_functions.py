@@ -582,24 +582,36 @@ def _first(row: RowFunction, args: tuple, key: tuple | None) -> Any:
         _register()
         from bulkred_dialect.torch_ops import row_eager
 
-        k = _kernel(p, True)
         ins = tuple(i for i, v in enumerate(op_args) if isinstance(v, torch.Tensor))  # the operator's tensors
         template = tuple(None if i in ins else v for i, v in enumerate(op_args))  # (no tensor of this call kept)
+        result = getattr(finish, "result", None)  # cross_entropy's (unweighted): of the call's own target
+        picks = _picks(row, args, op_args, ins) if finish in (_y, _pair) or result is not None else None
+        # cross_entropy's sum or mean of its rows (unweighted, the call's own tensors) inside the Function: by
+        # the kernel (its loss rows, lse and the reduced, one launch) up to REDUCED_ROWS_MAX rows, else by torch
+        reduction = getattr(finish, "reduction", None) if picks is not None and result is not None else None
+        if reduction is not None and 0 < p.m <= REDUCED_ROWS_MAX and p.n:
+            p = replace(p, reduction=reduction)
+        k = _kernel(p, True)
 
         def slow(*ts: Any) -> Any:  # the operator's implementation, its plan and kernel known
             full = list(template)
             for i, t in zip(ins, ts):
                 full[i] = t
             out = run(row, p, k, dict(zip(names, full)), True)
+            if p.reduction is not None:  # (loss, lse, the reduced [1] as 0-d)
+                return out[0], out[1], out[2].view(())
             return out if len(out) > 1 else out[0]
 
         forward = _bound_forward(row, p, k, op_args, ins, slow) or slow
         # the key's own autograd Function: the tensors its arguments, the other arguments (the key proves them) its own
         apply = row_eager(row, tuple(names[i] for i in ins),
-                          {names[i]: v for i, v in enumerate(op_args) if i not in ins}, forward)
-        result = getattr(finish, "result", None)  # cross_entropy's (unweighted): of the call's own target
-        picks = _picks(row, args, op_args, ins) if finish in (_y, _pair) or result is not None else None
-        if picks is None:  # the front on every call
+                          {names[i]: v for i, v in enumerate(op_args) if i not in ins}, forward, reduction)
+        if reduction is not None:
+            i, j = picks
+
+            def launcher(args: tuple) -> Any:
+                return apply(args[i], args[j])
+        elif picks is None:  # the front on every call
             def launcher(args: tuple) -> Any:
                 op_args, finish = front(row, *args)
                 out = apply(*[op_args[i] for i in ins])
@@ -827,7 +839,7 @@ def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, ins: tu
     none or the kernel's rows are weighted after it (class weights); a call it refuses (an
     input off the vector loads' alignment) takes ``slow(*tensors)`` (run)."""
     torch = sys.modules["torch"]
-    if not hasattr(k, "bind") or p.class_weight is not None or p.reduction is not None:
+    if not hasattr(k, "bind") or p.class_weight is not None:
         return None
     if len(ins) > 3 or any(not op_args[i].is_contiguous() for i in ins):  # (in the kernel's parameter order)
         return None
@@ -846,6 +858,10 @@ def _bound_forward(row: RowFunction, p: RowPlan, k: Any, op_args: tuple, ins: tu
         order.append(len(params))
         params.append(xv.new_empty((m,), dtype=f32))
         new.append(lead)
+    if p.reduction is not None:  # cross_entropy's sum or mean of the rows, 0-d (the kernel's [1])
+        order.append(len(params))
+        params.append(xv.new_empty((1,)))
+        new.append(())
     b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=new)
     if b is None:
         return None

@@ -254,7 +254,8 @@ def register_row(row: RowFunction, impl: Any, fake: Any) -> None:
     op.register_autograd(backward, setup_context=setup_context)
 
 
-def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any], forward: Any) -> Any:
+def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any], forward: Any,
+              reduction: str | None = None) -> Any:
     """The eager autograd call (not under torch.compile) of the row normalization ``row``
     for one call key: ``apply(*ts)``, ``ts`` the operator's arguments named ``tensors``
     (in the operator's order), gives the operator's outputs (``y``, ``(y, residual_out)``
@@ -266,10 +267,19 @@ def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any
     ``register_autograd`` (``row_grads.py``) and without the operator's dispatch: its
     forward saves the tensors, the outputs and the statistics (saved, not returned: no
     output to mark or pick), the options are its own (no per-call context), and its
-    backward gives the rule's gradient of each tensor."""
+    backward gives the rule's gradient of each tensor.
+
+    ``reduction`` (cross_entropy, ``"sum"`` or ``"mean"``; ``tensors`` the input and the
+    target): ``apply`` gives the loss rows' sum, or their mean over the rows whose target is
+    not ``ignore_index``, in the input's dtype: the kernel's own where ``forward`` gives it
+    third (loss, lse, reduced), else reduced in the forward by torch (float32, then cast),
+    with no autograd node of its own; the backward spreads the gradient over the rows
+    (divided by that count for the mean) and gives the rule's."""
     rule, n_out, n_t = ROW_RULES[row.grad], len(row.outputs), len(tensors)
     several = len(row.outputs) + len(row.stats) > 1
 
+    if reduction is not None:
+        return _reduced_rows(row, tensors, options, forward, reduction)
     if not several:
         def fwd(ctx: Any, *ts: Any) -> Any:
             y = forward(*ts)
@@ -294,6 +304,36 @@ def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any
         return tuple(map(got.get, tensors))
 
     return type(f"{row.name}_autograd", (torch.autograd.Function,), {
+        "forward": staticmethod(fwd), "backward": staticmethod(bwd),
+    }).apply
+
+
+def _reduced_rows(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any], forward: Any,
+                  reduction: str) -> Any:
+    """:func:`row_eager`'s Function of cross_entropy reduced to one loss (``reduction``)."""
+    rule, ignore, mean, f32 = ROW_RULES[row.grad], options["ignore_index"], reduction == "mean", torch.float32
+    assert tensors == ("input", "target") and reduction in ("sum", "mean"), (tensors, reduction)
+
+    def fwd(ctx: Any, x: Any, t: Any) -> Any:
+        out = forward(x, t)  # loss (float32, 0 where the target is ignore_index), lse, and the kernel's reduced
+        ctx.save_for_backward(x, t, out[1])
+        if len(out) == 3:  # reduced by the kernel: 0-d, x's dtype
+            return out[2]
+        r = out[0].sum()
+        if mean:
+            r.div_(t.ne(ignore).sum())
+        return r if x.dtype == f32 else r.to(x.dtype)
+
+    def bwd(ctx: Any, g: Any) -> tuple:
+        x, t, lse = ctx.saved_tensors
+        g = g.to(f32)
+        if mean:  # over the rows kept
+            g = g / t.ne(ignore).sum()
+        args = {"input": x, "target": t, **options}
+        got = rule(args, (None, lse), (g.expand(lse.shape),))
+        return got.get("input"), None
+
+    return type(f"{row.name}_{reduction}_autograd", (torch.autograd.Function,), {
         "forward": staticmethod(fwd), "backward": staticmethod(bwd),
     }).apply
 

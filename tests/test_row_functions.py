@@ -211,9 +211,9 @@ def test_cross_entropy_against_torch(interpreted):
 def test_cross_entropy_reduced_in_the_kernel(interpreted):
     """'mean' and 'sum' without class weights are the kernel's own (its ``reduced``, in
     x's dtype: one kernel a call), on 2-D input (the launcher without the front), 1-D (the
-    front) and float16, again through the key's launcher; with autograd recording, the
-    operator's rows reduced by torch (its gradient per row); 'none' and class weights take
-    the kernel without a reduction."""
+    front) and float16, again through the key's launcher; with autograd recording too (the
+    kernel storing each row's lse for the backward, which spreads the loss's gradient over
+    the rows); 'none' and class weights take the kernel without a reduction."""
     torch = interpreted
     F = torch.nn.functional
     x = _randn(torch, 7, 40, seed=11) * 3
@@ -235,14 +235,17 @@ def test_cross_entropy_reduced_in_the_kernel(interpreted):
     InterpretedKernel.built.clear()
     bulkred.cross_entropy(x, t, reduction="none")
     bulkred.cross_entropy(x, t, torch.rand(40) + 0.5, reduction="mean")
-    u = x.clone().requires_grad_()
-    loss = bulkred.cross_entropy(u, t)
-    _close(loss.detach(), F.cross_entropy(x.double(), t).float())
-    loss.backward()
-    x64 = x.double().requires_grad_()
-    F.cross_entropy(x64, t).backward()
-    _close(u.grad, x64.grad.float())
-    assert {s.get("reduction") for k, m, n, d, s in InterpretedKernel.built if k == "cross_entropy"} == {None}
+    for reduction in ("mean", "sum", "mean"):  # (the second mean: the key's launcher)
+        u = x.clone().requires_grad_()
+        loss = bulkred.cross_entropy(u, t, reduction=reduction)
+        _close(loss.detach(), F.cross_entropy(x.double(), t, reduction=reduction).float())
+        loss.backward()
+        x64 = x.double().requires_grad_()
+        F.cross_entropy(x64, t, reduction=reduction).backward()
+        _close(u.grad, x64.grad.float())
+    built = {(s.get("reduction"), tuple(s.get("stats", ()))) for k, m, n, d, s in InterpretedKernel.built
+             if k == "cross_entropy"}
+    assert built == {(None, ()), ("mean", ("lse",)), ("sum", ("lse",))}, built
 
 
 def test_cross_entropy_class_weights_against_torch(interpreted):
@@ -741,7 +744,8 @@ def test_the_autograd_route_through_the_launch_layers_launcher(interpreted, monk
         (lambda u, r, v: bulkred.add_rms_norm(u, r, v), lambda u, r, v: (F.rms_norm(u + r, (16,), v, eps), u + r),
          lambda s: (_randn(torch, 4, 16, seed=s), _randn(torch, 4, 16, seed=s + 1), _randn(torch, 16, seed=s + 2)), 6),
         (lambda u: bulkred.cross_entropy(u, t, label_smoothing=0.1),
-         lambda u: F.cross_entropy(u, t, label_smoothing=0.1), lambda s: (_randn(torch, 4, 16, seed=s) * 3,), 4),
+         lambda u: F.cross_entropy(u, t, label_smoothing=0.1), lambda s: (_randn(torch, 4, 16, seed=s) * 3,),
+         5),  # x, target, loss, lse, the kernel's mean
     ]
     for mine, theirs, tensors, pointers in cases:
         for seed in (121, 232):  # the first call, then the kept launcher's
@@ -792,6 +796,15 @@ def test_cross_entropy_reduced_by_torch_past_reduced_rows_max(interpreted, monke
     assert None in built and {"sum", "mean"} <= set(built), built
     t2 = torch.tensor([-100, 5, -100, 23, -100, 2, 1])  # the kept launcher: the mean over this call's rows kept
     _close(bulkred.cross_entropy(x, t2), F.cross_entropy(x.double(), t2).float())
+    for reduction, tg in (("mean", t), ("sum", t), ("mean", t2)):  # autograd: the rows reduced in the Function
+        for rows in (7, 6):  # past the limit (torch's reduction), at it (the kernel's)
+            u, u64 = x[:rows].clone().requires_grad_(), x[:rows].double().requires_grad_()
+            loss, want = bulkred.cross_entropy(u, tg[:rows], reduction=reduction), F.cross_entropy(
+                u64, tg[:rows], reduction=reduction)
+            _close(loss.detach(), want.detach().float())
+            loss.backward()
+            want.backward()
+            _close(u.grad, u64.grad.float(), 1e-4)
 
 
 def test_cross_entropy_reduced_in_the_kernel_off_the_common_launcher(interpreted, monkeypatch):
