@@ -476,6 +476,12 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
             if base.min_ctas is not None and base.min_ctas > 2:  # (the one pass's state in fewer registers: spills at 3)
                 out.append((f"{name}, min 2", replace(base, **o, min_ctas=2)))
     best_name, best = options[0]
+    if base.min_ctas == 2 and not base.persistent and 3 * base.slice_bytes <= rows_bulk.SHARED_PER_SM:
+        # (3 CTAs a multiprocessor by shared memory, 2 by ptxas's registers above 42 a thread: bfloat16 log_softmax 48,
+        # rms_norm 60, layer_norm 63 against softmax's 40)
+        out.append(("min 3", replace(base, min_ctas=3)))
+        if best:
+            out.append((f"{best_name}, min 3", replace(base, **best, min_ctas=3)))
     norm = kind in ("rms_norm", "layer_norm")
     if norm:
         out.append(((best_name + ", " if best_name else "") + "weight shared", replace(base, **best, weight_shared=True)))
