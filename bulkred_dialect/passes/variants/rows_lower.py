@@ -163,18 +163,30 @@ class RaggedBuf(RowBuf):
     last: SSAValue | None = None  # the last chunk inside the row (i64)
     cut: SSAValue | None = None  # the first element of the row's partial last chunk (i64)
     parts: tuple[SSAValue, ...] = ()  # the funnel's operands (:func:`ragged_buf`)
+    looped: int = 0  # rows_stream: the thread's vectors its loop reads (an i64 ``first``: below this)
+    mine: SSAValue | None = None  # chunk j0 (the thread's first vector's first chunk)
 
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
         assert self.row_x is not None and self.j0 is not None and self.last is not None and self.cut is not None
         d, n, step = self.dtype, self.n, vec * self.dtype.bytes
         rel = first + extra if isinstance(first, int) else (e.add_i(first, extra) if extra else first)
-        j = e.add_i(self.j0, rel)
-        lo = e.value(MinOp(ArithType.S64, j, self.last))
-        hi = e.value(MinOp(ArithType.S64, e.add_i(j, 1), self.last))
-        vals = _funnel(e, d, e.ptr_add(self.base, e.mul_i(lo, step)), e.ptr_add(self.base, e.mul_i(hi, step)),
-                       vec, self.parts)
-        if isinstance(rel, int) and rel + self.group <= (n - vec + 1) // vec:
-            return vals  # (no vector of this item holds an element of the partial chunk)
+        bound = rel + self.group if isinstance(rel, int) else self.looped  # (the item's or the loop's vectors: below)
+        j = None
+        if bound <= n // vec - 1:  # every chunk j + 1 inside the row (last >= N div V - 1): at the thread's own
+            if isinstance(rel, int):
+                vals = _funnel(e, d, self.mine, rel * step, self.mine, (rel + 1) * step, vec, self.parts)
+            else:
+                at = e.ptr_add(self.mine, e.mul_i(rel, step))
+                vals = _funnel(e, d, at, 0, at, step, vec, self.parts)
+        else:
+            j = e.add_i(self.j0, rel)
+            lo = e.value(MinOp(ArithType.S64, j, self.last))
+            hi = e.value(MinOp(ArithType.S64, e.add_i(j, 1), self.last))
+            vals = _funnel(e, d, e.ptr_add(self.base, e.mul_i(lo, step)), 0, e.ptr_add(self.base, e.mul_i(hi, step)), 0,
+                           vec, self.parts)
+        if bound <= (n - vec + 1) // vec:
+            return vals  # (no vector of this item, or of the loop, holds an element of the partial chunk)
+        j = j if j is not None else e.add_i(self.j0, rel)
         start = e.mul_i(j, vec)  # the vector's first element
         out = []
         for i, v in enumerate(vals):
@@ -186,14 +198,15 @@ class RaggedBuf(RowBuf):
         return out
 
 
-def _funnel(e: Emitter, d, p: SSAValue, q: SSAValue, vec: int, parts: tuple[SSAValue, ...]) -> list[SSAValue]:
-    """The ``vec`` elements (float32) at ``a`` elements into the aligned chunk at ``p``,
-    followed by the one at ``q`` (two aligned vector loads). bfloat16: the chunks' 32-bit
+def _funnel(e: Emitter, d, p: SSAValue, po: int, q: SSAValue, qo: int, vec: int,
+            parts: tuple[SSAValue, ...]) -> list[SSAValue]:
+    """The ``vec`` elements (float32) at ``a`` elements into the aligned chunk at ``p + po``
+    bytes, followed by the one at ``q + qo`` (two aligned vector loads). bfloat16: the chunks' 32-bit
     words shifted by ``a`` halves (``parts``: a >= 2, the shift ``16 (a mod 2)`` and ``32 -``
     it); else each value chosen among the two chunks' by ``a``'s bits (``parts``: a mod 2
     = 1, a >= 2)."""
     if packed_bf16(d, vec):
-        words = raw_load(e, d, p, 0, vec) + raw_load(e, d, q, 0, vec)
+        words = raw_load(e, d, p, po, vec) + raw_load(e, d, q, qo, vec)
         high, s, t = parts
         u = [e.selp(SelpType.B32, words[k + 1], words[k], high) for k in range(len(words) - 1)]
         out = []
@@ -202,7 +215,7 @@ def _funnel(e: Emitter, d, p: SSAValue, q: SSAValue, vec: int, parts: tuple[SSAV
             out.append(e.value(OrOp(ArithType.B32, low, e.value(ShlOp(ArithType.B32, u[k + 1], t)))))
         return widen_raw(e, d, out, vec)
     odd, high = parts
-    w = load_vec(e, d, p, 0, vec) + load_vec(e, d, q, 0, vec)
+    w = load_vec(e, d, p, po, vec) + load_vec(e, d, q, qo, vec)
     t = [e.selp(SelpType.F32, w[k + 1], w[k], odd) for k in range(vec + 2)]  # shifted by a mod 2
     return [e.selp(SelpType.F32, t[i + 2], t[i], high) for i in range(vec)]  # then by 2 (vec = 4)
 
@@ -224,7 +237,9 @@ def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAVa
         parts: tuple[SSAValue, ...] = (high, s, e.sub_i(32, s))
     else:
         parts = (e.cmp("ne", e.and_b32(a32, 1), 0), high)
-    return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts)
+    looped = (p.vectors // p.group) // p.unroll * p.unroll * p.group  # (rows_common.visit_vectors' loop)
+    mine = e.ptr_add(base, e.mul_i(sw, vec * d.bytes))
+    return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts, 0 if p.items else looped, mine)
 
 
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:

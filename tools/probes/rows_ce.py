@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""cross_entropy's forward on the cells of issue 30, section 4 that miss the target (4.3 TB/s of
+reads, about 1.0 of the copy kernel; docs/rows_bench_h200_run4.md), each setting against the
+default on the same tensors (fresh random data), every kernel with its mean in the kernel
+(``reduction="mean"``: what ``bulkred.cross_entropy`` runs eagerly, as benchmarks/rows.py
+measures it):
+
+* ``odd``: odd N (4097, the vocabulary 50257) in bfloat16, float16 and float32, read an
+  element a load by default: ``ragged`` is rows_lower.RAGGED (vectors on element indices;
+  rows_warp, rows_cta, rows_stream; rows_cluster's float32 50257 also forced to rows_stream);
+* ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
+  50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
+  rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
+  to the default's bit for bit (it must);
+* ``cells``: bfloat16 4096 and 16384 (rows_cta), float32 65536 (rows_cluster): the settings
+  already in the tree (rows_cta.MIN_CTAS / VALUES, rows_common.FORWARD_PIPELINE / WIDE_BF16,
+  rows_stream forced, its UNROLL, rows_cluster.CTAS_PER_SM) and LOSS_TAIL_SHORT.
+
+Each is checked against torch (``err``: the largest error of the first rows' losses against
+float64 over their largest magnitude, and of the kernel's mean against torch's float32
+``F.cross_entropy`` of the whole batch; ``inv``: the first 37 rows called alone give the same
+loss bits; ``pos``: rows 1 to 37 copied to a new tensor (each row's start moved within the
+vector) give the same bits as in the batch). GB/s of x's bytes read, against the copy kernel
+(``torch.mul(x, 1.0, out=y)``, x read and written) timed in turns with them (the median of two).
+
+    PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_ce
+    python3 tools/diag.py rows_ce --parts odd,small --budget-s 120
+    python3 tools/diag.py rows_ce --dry-run   # build and assemble (sm_90a) every kernel; no GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+SUB = 37
+"""Rows of the batch-invariance calls."""
+CHECK_ROWS = 256
+"""Rows checked against float64."""
+SMALL_N = 4096
+SMALL_M = (1, 8, 64)
+SMALL_CALLS = 50
+PARTS = ("odd", "small", "cells")
+
+RAGGED = {"rows_lower.RAGGED": True}
+SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
+
+# (part, dtype, N): in the order of the task (past the budget, the last are left out)
+CELLS = [
+    ("odd", "bfloat16", 4097), ("odd", "bfloat16", 50257), ("odd", "float16", 4097), ("odd", "float16", 50257),
+    ("odd", "float32", 4097), ("odd", "float32", 50257),
+    ("cells", "bfloat16", 4096), ("cells", "bfloat16", 16384), ("cells", "float32", 65536),
+]
+
+
+def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
+    """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
+    out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
+    if part == "odd":
+        if chosen in ("rows_warp", "rows_cta", "rows_stream"):
+            ragged = (f"{chosen} ragged", None, RAGGED)
+            out.append(ragged)
+            if chosen == "rows_cta":  # (ragged: more registers a thread, fewer CTAs a multiprocessor)
+                out += [("rows_cta ragged, min 4 CTAs/SM", None, {**RAGGED, "rows_cta.MIN_CTAS": 4}),
+                        ("rows_cta ragged, 16 values", None, {**RAGGED, "rows_cta.VALUES": 16})]
+            if chosen == "rows_stream":
+                out.append(("rows_stream ragged, unroll 2", None, {**RAGGED, "rows_stream.UNROLL": 2}))
+        else:  # (rows_cluster's float32 50257: RAGGED is not in rows_cluster)
+            ragged = ("rows_stream ragged", "rows_stream", RAGGED)
+            out += [("rows_stream", "rows_stream", {}), ragged]
+        out.append((f"{ragged[0]}, short tail", ragged[1], {**ragged[2], **SHORT}))
+        return out
+    if chosen == "rows_cta":
+        from bulkred_dialect.passes.variants import rows_cta
+
+        ctas = next((c for lo, hi, c in rows_cta.MIN_CTAS_MEASURED.get(("cross_entropy", dtype), ()) if lo <= n <= hi), None)
+        for k in sorted({2, 4, 8} - {ctas}):
+            out.append((f"rows_cta, min {k} CTAs/SM", None, {"rows_cta.MIN_CTAS": k}))
+        out += [("rows_cta, 16 values", None, {"rows_cta.VALUES": 16}),
+                ("rows_cta, not pipelined", None, {"rows_common.FORWARD_PIPELINE": False})]
+        if dtype == "bfloat16":
+            out.append(("rows_cta, 16-byte loads", None, {"rows_common.WIDE_BF16": True}))
+    if chosen == "rows_cluster":
+        out += [("rows_cluster, 1 CTA/SM", None, {"rows_cluster.CTAS_PER_SM": 1}),
+                ("rows_cluster, 2 CTAs/SM", None, {"rows_cluster.CTAS_PER_SM": 2})]
+    out += [("rows_stream", "rows_stream", {}), ("rows_stream, unroll 8", "rows_stream", {"rows_stream.UNROLL": 8}),
+            (f"dispatch: {chosen}, short tail", None, SHORT)]
+    return out
+
+
+def small_settings() -> list[tuple[str, dict]]:
+    """(name, settings) of the small batches (the dispatch's variant: rows_cta)."""
+    return [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, short tail", SHORT)]
+
+
+_BUILT: dict = {}
+
+
+def build(dtype: str, n: int, forced: str | None, consts: dict):
+    """The compiled kernel of a setting, with its mean in the kernel unless ``consts`` says
+    ``reduction`` (rows_forward_norms.build: the settings applied while it is built)."""
+    from rows_forward_norms import build as build_norms
+
+    consts = {"reduction": "mean", **consts}
+    key = (dtype, n, forced, tuple(sorted((k, repr(v)) for k, v in consts.items())))
+    if key not in _BUILT:
+        _BUILT[key] = build_norms("cross_entropy", dtype, n, forced, consts)
+    return _BUILT[key]
+
+
+def chosen_variant(dtype: str, n: int) -> str:
+    from rows_forward_norms import chosen_variant as chosen
+
+    return chosen("cross_entropy", dtype, n)
+
+
+def cells(args) -> list[tuple[str, str, int]]:
+    return [c for c in CELLS if c[0] in args.parts]
+
+
+def dry_run(args) -> int:
+    """Build and assemble (sm_90a) every kernel the probe would time; no GPU."""
+    from rows_forward import registers
+
+    from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+
+    failed = 0
+    todo = [(part, dtype, n, name, forced, consts) for part, dtype, n in cells(args)
+            for name, forced, consts in settings_for(part, dtype, n, chosen_variant(dtype, n))]
+    if "small" in args.parts:
+        todo += [("small", dtype, SMALL_N, name, None, consts) for dtype in ("float32", "bfloat16")
+                 for name, consts in small_settings()]
+    for part, dtype, n, name, forced, consts in todo:
+        k = build(dtype, n, forced, consts)
+        ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
+        failed += not ok
+        launch = k.signature.launch
+        print(f"{part} | {dtype} {n} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | "
+              f"regs {registers(k)} | threads {launch.block[0]} x {launch.cluster[0]}", flush=True)
+    print(f"{len(todo)} kernels, {failed} failed")
+    return 1 if failed else 0
+
+
+def check(torch, k, x, target, loss, reduced, ref_rows, ref_mean) -> tuple[float, str]:
+    """(err, 'inv/pos') of kernel ``k`` after its call on the whole batch (module docstring)."""
+    dt = x.dtype
+    err = ((loss[:CHECK_ROWS].double() - ref_rows).abs().max() / ref_rows.abs().max().clamp(min=1e-30)).item()
+    if reduced is not None:
+        err = max(err, abs(reduced.double().item() - ref_mean) / max(abs(ref_mean), 1e-30))
+    sub = min(SUB, x.shape[0] // 2)
+    flags = []
+    for first in (0, 1):  # the first rows alone (M); rows 1.. at new positions (their start within the vector)
+        xs, ts = x[first:first + sub].clone(), target[first:first + sub].clone()
+        ls = torch.empty(sub, device="cuda")
+        k(xs, ts, ls, *([torch.empty(1, device="cuda", dtype=dt)] if reduced is not None else []))
+        torch.cuda.synchronize()
+        flags.append("yes" if torch.equal(ls.view(torch.int32), loss[first:first + sub].view(torch.int32)) else "NO")
+    return err, "/".join(flags)
+
+
+def big_cells(torch, args, t0: float) -> None:
+    from rows_forward import TOTAL, print_timed, registers
+
+    print("| part | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads x cluster | err | inv/pos |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
+    F = torch.nn.functional
+    for part, dtype, n in cells(args):
+        if part == "small":
+            continue
+        if time.time() - t0 > args.budget_s:
+            print(f"| {part} | {dtype} | {n} | skipped: budget |", flush=True)
+            continue
+        m = TOTAL // n
+        x = torch.randn(m, n, device="cuda", dtype=torch.float32).mul_(2).add_(0.3).to(getattr(torch, dtype))
+        y = torch.empty_like(x)
+        target = torch.randint(0, n, (m,), device="cuda")
+        target[::16] = -100
+        loss, reduced = torch.empty(m, device="cuda"), torch.empty(1, device="cuda", dtype=x.dtype)
+        ref_rows = F.cross_entropy(x[:CHECK_ROWS].double(), target[:CHECK_ROWS], reduction="none")
+        ref_mean = F.cross_entropy(x.float(), target).item()
+        runs = []
+        for name, forced, consts in settings_for(part, dtype, n, chosen_variant(dtype, n)):
+            try:
+                k = build(dtype, n, forced, consts)
+                call = lambda k=k: k(x, target, loss, reduced)  # noqa: E731
+                call()
+                torch.cuda.synchronize()
+                err, inv = check(torch, k, x, target, loss, reduced, ref_rows, ref_mean)
+                launch = k.signature.launch
+                runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv])
+            except Exception as e:  # noqa: BLE001 - the row says why
+                print(f"| {part} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: "
+                      f"{str(e).splitlines()[0][:120]} |", flush=True)
+        print_timed(torch, f"{part} cross_entropy", dtype, n, x, y, x.numel() * x.element_size(), runs)
+        del x, y, runs
+        torch.cuda.empty_cache()
+
+
+def small_batches(torch, args, t0: float) -> None:
+    import reductions_api as RA
+
+    print("\n| small | dtype | M | copy us | setting | GPU us a call | vs mean | err | bits as mean |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |")
+    F = torch.nn.functional
+    for dtype in ("float32", "bfloat16"):
+        kernels = [(name, consts, build(dtype, SMALL_N, None, consts)) for name, consts in small_settings()]
+        for m in SMALL_M:
+            if time.time() - t0 > args.budget_s:
+                print(f"| small | {dtype} | {m} | skipped: budget |", flush=True)
+                continue
+            x = torch.randn(m, SMALL_N, device="cuda", dtype=torch.float32).mul_(2).add_(0.3).to(getattr(torch, dtype))
+            y = torch.empty_like(x)
+            target = torch.randint(0, SMALL_N, (m,), device="cuda")
+            want = F.cross_entropy(x.double(), target).item()
+            calls, outs = [], []
+            for name, consts, k in kernels:
+                loss = torch.empty(m, device="cuda")
+                red = torch.empty(1, device="cuda", dtype=x.dtype)
+                mean = consts.get("reduction", "mean") is not None
+                calls.append((lambda k=k, loss=loss, red=red: k(x, target, loss, red)) if mean else
+                             (lambda k=k, loss=loss: k(x, target, loss)))
+                calls[-1]()
+                outs.append(red if mean else loss)
+            torch.cuda.synchronize()
+            times: dict[int, list[float]] = {i: [] for i in range(-1, len(calls))}
+            for _ in range(3):  # in turns: the copy, then each setting
+                for i in times:
+                    fn = (lambda: torch.mul(x, 1.0, out=y)) if i < 0 else calls[i]
+                    times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], SMALL_CALLS, 5))
+            med = {i: statistics.median(t) for i, t in times.items()}
+            base = next(i for i, (name, _, _) in enumerate(kernels) if name == "mean")
+            for i, (name, consts, _) in enumerate(kernels):
+                if consts.get("reduction", "mean") is None:
+                    err, bits = float("nan"), ""
+                else:
+                    got = outs[i].double().item()
+                    err = abs(got - want) / max(abs(want), 1e-30)
+                    bits = "yes" if torch.equal(outs[i].view(torch.int16 if x.element_size() == 2 else torch.int32),
+                                                outs[base].view(torch.int16 if x.element_size() == 2 else torch.int32)) else "NO"
+                print(f"| small | {dtype} | {m} | {med[-1]:.2f} | {name} | {med[i]:.2f} | {med[i] / med[base]:.3f} | "
+                      f"{err:.1e} | {bits} |", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    ap.add_argument("--dry-run", action="store_true", help="build and assemble each kernel; no GPU")
+    args = ap.parse_args()
+    args.parts = [p for p in args.parts.split(",") if p]
+    bad = [p for p in args.parts if p not in PARTS]
+    if bad:
+        ap.error(f"--parts: unknown {', '.join(bad)} (valid: {', '.join(PARTS)})")
+    os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
+    if args.dry_run:
+        return dry_run(args)
+    import torch
+
+    t0 = time.time()
+    if "small" in args.parts:  # (first: short, and past the budget the big cells' last are left out)
+        small_batches(torch, args, t0)
+        print()
+    big_cells(torch, args, t0)
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
