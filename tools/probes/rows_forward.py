@@ -537,7 +537,9 @@ def resident(k, sms: int) -> str:
 
         launch = k.signature.launch
         c, t = launch.cluster[0], launch.block[0]
-        kern = ObjectCode.from_ptx(k.module.ptx.encode() if isinstance(k.module.ptx, str) else k.module.ptx).get_kernel("rows")
+        cubin = k.module.cubin  # (assembled when the kernel was loaded: no second JIT)
+        obj = ObjectCode.from_cubin(cubin) if cubin is not None else ObjectCode.from_ptx(k.module.ptx)
+        kern = obj.get_kernel("rows")
         if c == 1:
             return f"{kern.occupancy.max_active_blocks_per_multiprocessor(t, 0) * sms}"
         if c > 8:
