@@ -17,7 +17,7 @@ import pytest
 from test_rows import interpret, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
 from test_rows_ce_reduction import IGNORE, run_reduced
 
-from bulkred_dialect.passes.variants import rows_common, rows_lower
+from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_lower
 from bulkred_dialect.row_kernels import module
 
 # region LOSS_TAIL_SHORT
@@ -27,13 +27,20 @@ from bulkred_dialect.row_kernels import module
 TAILS = [
     ("rows_cta", 300, "bfloat16", 1, 1), ("rows_cta", 300, "bfloat16", 0, 5), ("rows_cta", 300, "bfloat16", 1, 6),
     ("rows_cta", 130, "float32", 1, 40), ("rows_warp", 68, "float32", 1, 9), ("rows_warp", 68, "float32", 0, 3),
-    ("rows_stream", 33, "float32", 1, 4), ("rows_cluster", 132, "float32", 1, 3),
+    ("rows_stream", 33, "float32", 1, 4), ("rows_cluster", 132, "float32", 1, 3), ("rows_bulk", 256, "bfloat16", 1, 3),
+    ("rows_bulk", 256, "float32", 0, 2),
 ]
 
 
 @pytest.mark.parametrize("variant,n,dtype,sms,m", TAILS, ids=[f"{t[0]}-{t[4]}rows-{t[3]}sm" for t in TAILS])
 def test_short_tail_has_the_default_bits(variant: str, n: int, dtype: str, sms: int, m: int, monkeypatch) -> None:
+    """The reduced mean and sum, and the loss rows, with LOSS_TAIL_SHORT on and off: the
+    same bits (and near the float64 sum of the loss rows)."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: sms)
+    if variant == "rows_bulk":  # (test_rows_ce_reduction.bulk_small's settings)
+        for name, v in (("SLICE_BYTES", 512), ("CHUNK", 128), ("BLOCK", 32), ("MIN_BLOCK", 32), ("PERSISTENT", None),
+                        ("BUFFERS", 2), ("CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16")])):
+            monkeypatch.setattr(rows_bulk, name, v)
     rng = np.random.default_rng(m * 7 + n)
     target = rng.integers(0, n, m)
     target[1::3] = IGNORE

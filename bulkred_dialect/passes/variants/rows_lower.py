@@ -242,6 +242,41 @@ def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAVa
     return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts, 0 if p.items else looped, mine)
 
 
+@dataclass
+class LossRow(RowState):
+    """A cross_entropy row whose group's thread 0 also adds the row's loss and kept flag
+    (1 where its target is not ignore_index) to ``totals`` (shared float32 [2], zero before
+    the rows loop), as it writes the loss: :data:`LOSS_TAIL_SHORT`'s CTA pair where each CTA
+    has at most one row (``0 + loss``: the default's thread 0 sum of its rows, without
+    reading the loss back)."""
+
+    totals: SSAValue | None = None
+
+    def store_stats(self, e: Emitter, row: SSAValue, s: dict[str, SSAValue]) -> None:
+        op, totals = self.op, self.totals
+        assert op.loss is not None and totals is not None and self.rank is None
+        wanted = [(buf, s[key]) for buf, key in ((op.row_max, "max"), (op.row_sum, "sum"), (op.mean, "mean"),
+                                                 (op.rstd, "rstd"), (op.lse, "lse")) if buf is not None]
+
+        def write(c: Emitter) -> list[SSAValue]:  # (RowState.store_stats', then the totals)
+            off = c.mul_i(row, 4)
+            for buf, v in wanted:
+                c.st(ld_type(F32), c.ptr_add(c.ptr(buf, StateSpace.GLOBAL), off), v)
+            known = self.target
+            self.target = known if known is not None else self.target_inputs(c, row)
+            t = self.target[0]
+            loss = self.loss(c, row, s)
+            self.target = known
+            c.st(ld_type(F32), c.ptr_add(c.ptr(op.loss, StateSpace.GLOBAL), off), loss)
+            kept = c.selp(SelpType.F32, c.const(1.0, f32), c.const(0.0, f32), c.cmp("ne", t, c.const(op.ignored, i64)))
+            old = [c.ld(ld_type(F32), totals, f32, 4 * k) for k in range(2)]
+            for k, v in enumerate((f32_add(c, old[0], loss), f32_add(c, old[1], kept))):
+                c.st(ld_type(F32), totals, v, 4 * k)
+            return []
+
+        e.if_(e.cmp("eq", self.g, 0), write)
+
+
 def rows_parameter(kernel: func.FuncOp) -> SSAValue:
     """The kernel's ``i64`` parameter ``m`` (appended after its buffers, once), recorded in
     ``bulkred.dims`` as the size of dimension 0 of x (the first parameter), which every
@@ -343,7 +378,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             hs = row_stride(op.residual_out.type) * d.bytes  # type: ignore[arg-type, union-attr]
             hout = RowBuf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, hs)), b.mul_i(sw, vec * d.bytes)))
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
-        return RowState(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, None, None, sw, exchange)
+        return state(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, None, None, sw, exchange)
 
     def pair_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         """Two rows of the group a step (rows_common.together): ``row`` and the group's
@@ -380,7 +415,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if op.grad is not None and p.kind in GRAD_ROWS_KINDS:
             row_g = b.ptr_add(g0, b.mul_i(row, row_stride(op.grad.type) * d.bytes))  # type: ignore[arg-type]
             grad = RowBuf(d, b.ptr_add(row_g, b.mul_i(sw, vec * d.bytes)))
-        r = RowState(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
+        r = state(p, op, g, tid, x, y, w, bb, row_x, first, rank, res, hout, parity, grad, sw, exchange)
         if p.kind in SOFTMAX_BACKWARD_KINDS:
             (registers_backward if p.items else stream_backward)(r, b, row)
         elif p.kind in NORM_BACKWARD_KINDS and p.items and raw is not None:
@@ -427,6 +462,19 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             parts = [RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
     carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
+    totals = None  # LOSS_TAIL_SHORT: the CTA's (loss sum, kept rows) in shared memory (LossRow)
+    if LOSS_TAIL_SHORT and LOSS_PARTIALS and op.reduced is not None and p.cluster == 1 and p.groups == 1:
+        totals = e.shared([2], f32, "loss_totals_short")
+
+        def zero(c: Emitter) -> list[SSAValue]:
+            for k in range(2):
+                c.st(ld_type(F32), totals, c.const(0.0, f32), 4 * k)
+            return []
+
+        e.if_(e.cmp("eq", tid, 0), zero)
+
+    def state(*fields_: object) -> RowState:
+        return RowState(*fields_) if totals is None else LossRow(*fields_, totals=totals)  # type: ignore[arg-type]
 
     ctas = e.sreg(SpecialRegister.NCTAID_X) if p.m is None or outs else None
     ahead = 0
@@ -499,7 +547,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
-    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m)  # cross_entropy's reduced (none: nothing)
+    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals)  # cross_entropy's reduced (none: nothing)
     if outs:
         assert ws is not None
         assert ctas is not None
@@ -550,13 +598,16 @@ thread 0 alone stores the CTA's pair, releases it (``fence.acq_rel.gpu``), takes
 ticket and, in the last CTA, acquires before the CTA barrier (cooperative groups' grid
 barrier: one fence a CTA, not one a thread, and one ``bar.sync`` fewer); (3) a CTA per row
 (rows_cta, rows_stream) with at most one row a CTA (M <= the grid's rows a step) takes
-thread 0's pair as the CTA's, without the tree over the CTA (the tree adds zeros to it).
+thread 0's pair as the CTA's, added in shared memory as it writes the loss (:class:`LossRow`),
+without the CTA barrier, the loss read back from global memory nor the tree over the CTA
+(the tree adds zeros to it).
 The bits are the default's in every case (``0 + pair`` is the last CTA's sum of one
 slot; adding +0 changes no sum that is not -0, and ``0 + x`` never is): tests/test_rows_ce_speed.py.
 The probe's setting (tools/probes/rows_ce.py)."""
 
 
-def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
+def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
+                totals: SSAValue | None = None) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
     ``u32`` counter in the kernel's workspace, zero at the launch); the last CTA sums the
@@ -568,7 +619,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     if op.reduced is None or op.reduction is None:
         return
     if LOSS_PARTIALS:
-        _reduce_loss_partials(e, p, op, tid, m)
+        _reduce_loss_partials(e, p, op, tid, m, totals)
         return
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
@@ -637,7 +688,8 @@ def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]
     return [v, e.selp(SelpType.F32, e.const(1.0, f32), e.const(0.0, f32), e.cmp("ne", t, e.const(op.ignored, i64)))]
 
 
-def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int) -> None:
+def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
+                          totals: SSAValue | None = None) -> None:
     """:func:`reduce_loss` with :data:`LOSS_PARTIALS`: the unit's rows are ``u G + j + k S``
     (``u`` the CTA's, or its cluster's, index; ``G`` the groups a CTA, ``j < G``, ``S =
     units G``: lower_rows' and rows_bulk's rows loops); thread ``t`` adds the rows ``u G + t
@@ -666,22 +718,25 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         start = e.add_i(unit, e.mul_i(e.wide(tid), step_rows))
     if p.cluster > 1:  # (rank 0 wrote the cluster's losses)
         start = e.value(arith.SelectOp(e.cmp("eq", e.sreg(SpecialRegister.CLUSTER_CTARANK), 0), start, end))
-    e.bar_sync()  # the CTA's losses written (store_stats: a group's thread 0)
 
     def add_row(c: Emitter, row: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
         v, kept = _kept_loss(c, op, row)
         return [f32_add(c, acc[0], v), f32_add(c, acc[1], kept)]
 
-    acc = e.for_(start, end, e.mul_i(step_rows, p.block // groups), [e.const(0.0, f32)] * 2, add_row)
+    def reloaded(c: Emitter) -> list[SSAValue]:  # the CTA's rows' losses read back, the CTA's tree
+        c.bar_sync()  # the CTA's losses written (store_stats: a group's thread 0)
+        acc = c.for_(start, end, c.mul_i(step_rows, p.block // groups), [c.const(0.0, f32)] * 2, add_row)
+        return cta_reduce_state(c, PairSums(), acc, tid, p.block, name="loss_partial")
+
     short = LOSS_TAIL_SHORT and p.cluster == 1
-    if short and groups == 1:  # every CTA with at most one row (M <= S): thread 0's pair is the CTA's, no tree
+    if short and groups == 1 and totals is not None:  # every CTA with at most one row (M <= S): thread 0's totals
 
-        def tree(c: Emitter) -> list[SSAValue]:
-            return cta_reduce_state(c, PairSums(), acc, tid, p.block, name="loss_partial")
+        def own(c: Emitter) -> list[SSAValue]:
+            return [c.ld(ld_type(F32), totals, f32, 4 * k) for k in range(2)]
 
-        part = e.if_(e.cmp("sle", end, step_rows), lambda c: list(acc), tree, [f32, f32])
+        part = e.if_(e.cmp("sle", end, step_rows), own, reloaded, [f32, f32])
     else:
-        part = cta_reduce_state(e, PairSums(), acc, tid, p.block, name="loss_partial")
+        part = reloaded(e)
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
 
     def total(b: Emitter) -> list[SSAValue]:
