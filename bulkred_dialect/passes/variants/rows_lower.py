@@ -118,7 +118,7 @@ def ragged_vector(op: NormalizeRowsOp) -> int:
     on = RAGGED
     if on is None:
         on = any(lo <= op.cols <= hi for lo, hi in RAGGED_MEASURED.get(d.name, ()))
-    return v if on and v > 1 and op.cols >= v and d.name in ("float32", "bfloat16", "float16") else 0
+    return v if on and v > 1 and op.cols >= v else 0  # (the op takes float32, bfloat16 and float16 rows)
 
 
 def ragged_items(op: NormalizeRowsOp, group: int, vec: int) -> int:
