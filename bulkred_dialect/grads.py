@@ -97,15 +97,11 @@ def _prod(x, results, grads, dims, keepdims, options):
     return out.to(x.dtype)
 
 
-def _var_grad(x, g, dims, keepdims, correction, results=(), scaled=False):
-    """torch's var_backward: (2 / (N - correction)) * grad * (x - mean); ``correction``
-    None is torch's default, 1. The mean is ``results[1]`` where the forward gave it (the
-    var_mean kernel's aux output: the eager route of var and std saves it, as var_mean's
-    and std_mean's results hold it), else x's, reduced here. ``scaled``: ``g`` holds the
-    scale already (std's)."""
-    correction = 1 if correction is None else correction
-    n = _count(x, dims)
-    g = _restore(g, dims, keepdims, x.dim())
+def _centered(x, dims, keepdims, results=()):
+    """``x - mean``, the one pass over x of var's and std's backward. The mean is
+    ``results[1]`` where the forward gave it (the var_mean kernel's aux output: the eager
+    route of var and std saves it, as var_mean's and std_mean's results hold it), else x's,
+    reduced here."""
     if not x.dim():
         mean = x
     elif len(results) > 1 and not torch.is_grad_enabled():
@@ -115,8 +111,21 @@ def _var_grad(x, g, dims, keepdims, correction, results=(), scaled=False):
         mean = _restore(results[1], dims, keepdims, x.dim())
     else:
         mean = x.mean(dim=dims, keepdim=True)
+    return x - mean
+
+
+def _var_grad(x, g, dims, keepdims, correction, results=(), scaled=False, centered=None):
+    """torch's var_backward: (2 / (N - correction)) * grad * (x - mean); ``correction``
+    None is torch's default, 1; ``x - mean`` is :func:`_centered`'s (``centered``: made
+    already). ``scaled``: ``g`` holds the scale already (std's). The pass over x is
+    enqueued before the operations on the result-sized tensors: the GPU starts on it
+    while the host makes the rest."""
+    d = _centered(x, dims, keepdims, results) if centered is None else centered
+    correction = 1 if correction is None else correction
+    n = _count(x, dims)
+    g = _restore(g, dims, keepdims, x.dim())
     scale = 2.0 / (n - correction) if n != correction else math.inf  # C's 2.0 / 0.0, as torch
-    return _times(x - mean, g if scaled else scale * g)  # the scale on the result-sized tensor: one pass over x fewer
+    return _times(d, g if scaled else scale * g)  # the scale on the result-sized tensor: one pass over x fewer
 
 
 def _times(d: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
@@ -134,6 +143,7 @@ def _std(x, results, grads, dims, keepdims, options):
     the 2 std and var_backward's 2 / (N - correction) folded into one scale of
     ``grad / std`` (two operations on the result-sized tensors before x's, not four)."""
     std = results[0]
+    d = _centered(x, dims, keepdims, results)  # first: the pass over x runs while the scale below is enqueued
     correction = 1 if options["correction"] is None else options["correction"]
     n = _count(x, dims)
     scale = 1.0 / (n - correction) if n != correction else math.inf  # (2 / (N - c)) / 2
@@ -142,7 +152,7 @@ def _std(x, results, grads, dims, keepdims, options):
         g.mul_(scale).masked_fill_(std == 0, 0)
     else:
         g = (g * scale).masked_fill(std == 0, 0)
-    return _as(_var_grad(x, g, dims, keepdims, correction, results, scaled=True), x)
+    return _as(_var_grad(x, g, dims, keepdims, correction, results, scaled=True, centered=d), x)
 
 
 def _as(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -174,10 +184,10 @@ _std_mean = _and_mean(_std)
 def _amax(x, results, grads, dims, keepdims, options):
     """torch's amax/amin backward: the gradient split evenly among the elements equal to
     the result (scale_grad_by_count)."""
-    g = _restore(grads[0], dims, keepdims, x.dim())
     r = _restore(results[0], dims, keepdims, x.dim())
-    mask = x == r
+    mask = x == r  # first: the pass over x runs while the rest is enqueued
     count = mask.sum(dims, True) if x.dim() else mask.to(torch.int64)  # (positional: no keyword parsing per call)
+    g = _restore(grads[0], dims, keepdims, x.dim())
     return _as((g / count) * mask, x)
 
 

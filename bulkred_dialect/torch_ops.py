@@ -122,53 +122,53 @@ def _bound_autograd(row: Function) -> Any:
         options = _options(row, opts)
         api_axis = _axis(row, axis)
         dims_of: dict[int, tuple[int, ...]] = {}
-
-        def dims(nd: int) -> tuple[int, ...]:
-            d = dims_of.get(nd)
-            if d is None:  # dim=(): every axis (torch)
-                d = dims_of[nd] = tuple(sorted(a % max(nd, 1) for a in axis)) if axis else tuple(range(nd))
-            return d
-
         target = mean_row if mean_row is not None else row
-        kept: list[Any] = []
+        launcher = None  # the key's launcher, kept from the first call
 
-        def call(x: torch.Tensor) -> Any:
-            """The call's result: the launcher of its key (the same for every x this
-            Function is made for: the reductions' key of the route fixes x's shape, dtype,
-            device and layout, and grad is off in a forward), kept from the first call;
-            through ``api.call_keyed`` where it refuses (an address off the vector loads'
-            alignment) or before it is kept."""
-            if kept:
-                r = kept[0](x, None)
-                if r is not None:
-                    return r
+        def first(x: torch.Tensor) -> Any:
+            """The call's result through ``api.call_keyed``: before the launcher is kept,
+            or where it refuses (an address off the vector loads' alignment). The launcher
+            of its key is the same for every x this Function is made for (the reductions'
+            key of the route fixes x's shape, dtype, device and layout, and grad is off in
+            a forward), kept after the first call."""
+            nonlocal launcher
             r = api.call_keyed(target, x, api_axis, keepdims, options, None)
-            if not kept:
+            if launcher is None:
                 hit = api.CALLS.get(api.call_key(target.name, x, api_axis, keepdims, options, None))
                 if hit is not None and hit[0] is not api.no_launcher:
-                    kept.append(hit[0])
+                    launcher = hit[0]
             return r
 
+        # the forward: the kept launcher at once (no frame for the call), first() where there is none or it refuses
         if mean_row is not None:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r, mean = call(x)
-                ctx.save_for_backward(x, r, mean)
-                return r
+                r = None if launcher is None else launcher(x, None)
+                if r is None:
+                    r = first(x)
+                ctx.save_for_backward(x, r[0], r[1])  # (the result, the mean)
+                return r[0]
         elif n == 1:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r = call(x)
+                r = None if launcher is None else launcher(x, None)
+                if r is None:
+                    r = first(x)
                 ctx.save_for_backward(x, r)
                 return r
         else:
             def forward(ctx: Any, x: torch.Tensor) -> Any:
-                r = tuple(call(x))
+                r = None if launcher is None else launcher(x, None)
+                r = tuple(first(x) if r is None else r)
                 ctx.save_for_backward(x, *r)
                 return r
 
         def backward(ctx: Any, *grads: Any) -> Any:
             saved = ctx.saved_tensors  # (x, *results): the results a slice, no list
             x = saved[0]
-            return RULES[grad](x, saved[1:], grads, dims(x.dim()), keepdims, options)
+            nd = x.dim()
+            dims = dims_of.get(nd)
+            if dims is None:  # dim=(): every axis (torch)
+                dims = dims_of[nd] = tuple(sorted(a % max(nd, 1) for a in axis)) if axis else tuple(range(nd))
+            return RULES[grad](x, saved[1:], grads, dims, keepdims, options)  # (read per call: a test patches it)
 
         return type(f"{row.name}_autograd", (torch.autograd.Function,), {
             "forward": staticmethod(forward), "backward": staticmethod(backward),
