@@ -178,3 +178,19 @@ def test_wide_vectors_with_the_settings(monkeypatch, kind: str) -> None:
     y, stats, xv, w, b = run(kind, _rows(5, 1024, seed=33), "bfloat16", affine="bfloat16" if kind == "layer_norm" else None,
                              variant="rows_bulk")
     check(kind, y, stats, xv, w, b, "bfloat16")
+
+
+@pytest.mark.parametrize("dtype,persistent,weight_shared", [("bfloat16", False, False), ("float32", True, True)])
+def test_add_rms_norm(monkeypatch, dtype: str, persistent: bool, weight_shared: bool) -> None:
+    """add_rms_norm on rows_bulk (x's and the residual's slices copied on one mbarrier of
+    two arrivals): residual_out is x + residual rounded to x's type (run checks it bit for
+    bit), y and rstd against float64 from it; a unit a row (bfloat16, 4 CTAs of two
+    vectors a thread), and a persistent grid of two slice buffers with the float32 weight
+    staged in shared memory (float32, 4 CTAs)."""
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", persistent)
+    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", weight_shared)
+    n = 1024 if dtype == "bfloat16" else 512
+    built = lowered(module("add_rms_norm", 5, n, dtype, weight="float32", eps=1e-5, variant="rows_bulk"))
+    assert "row_residual" in str(built)
+    y, stats, xv, w, b = run("add_rms_norm", _rows(5, n, seed=35), dtype, affine="float32", variant="rows_bulk")
+    check("add_rms_norm", y, stats, xv, w, b, dtype)

@@ -447,7 +447,8 @@ def long_rows(args) -> int:
 PASS_CELLS = [("layer_norm", "bfloat16", 262144), ("log_softmax", "bfloat16", 262144), ("layer_norm", "float32", 262144),
               ("rms_norm", "bfloat16", 262144), ("layer_norm", "bfloat16", 65536), ("rms_norm", "float32", 262144),
               ("layer_norm", "float32", 65536), ("softmax", "bfloat16", 262144), ("log_softmax", "float32", 262144),
-              ("log_softmax", "float32", 65536), ("softmax", "float32", 262144)]
+              ("log_softmax", "float32", 65536), ("softmax", "float32", 262144), ("add_rms_norm", "bfloat16", 262144),
+              ("add_rms_norm", "float32", 262144)]
 """--set passes' cells: issue 30's forward cells furthest from the copy kernel
 (docs/rows_bench_h200_run4.md: 0.66 to 0.89), the furthest first."""
 UNIT_ROW = (65536, 512, 2)
@@ -464,25 +465,26 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
     from bulkred_dialect.passes.variants.rows_common import dtype_of
 
     today = rows_bulk.setting_for(op)
-    base = today if today is not None else rows_bulk.Setting(*UNIT_ROW, False, 1)
+    copies = 2 if kind == "add_rms_norm" else 1  # (add_rms_norm: x's and the residual's slices)
+    base = today if today is not None else rows_bulk.Setting(UNIT_ROW[0] // copies, *UNIT_ROW[1:], False, 1)
     out: list[tuple[str, object]] = [("dispatch", None)]
     if today is None:
-        out.append(("bulk 64K/512, a unit a row", base))
+        out.append((f"bulk {base.slice_bytes // 1024}K/512, a unit a row", base))
     options = {"layer_norm": [("one pass, thread shift", {"one_pass": "thread"}), ("one pass, row shift", {"one_pass": "row"})],
-               "rms_norm": [("", {})]}.get(kind, [("online", {"online": True})])
+               "rms_norm": [("", {})], "add_rms_norm": [("", {})]}.get(kind, [("online", {"online": True})])
     for name, o in options:
         if o:
             out.append((name, replace(base, **o)))
             if base.min_ctas is not None and base.min_ctas > 2:  # (the one pass's state in fewer registers: spills at 3)
                 out.append((f"{name}, min 2", replace(base, **o, min_ctas=2)))
     best_name, best = options[0]
-    if base.min_ctas == 2 and not base.persistent and 3 * base.slice_bytes <= rows_bulk.SHARED_PER_SM:
+    if base.min_ctas == 2 and not base.persistent and 3 * copies * base.slice_bytes <= rows_bulk.SHARED_PER_SM:
         # (3 CTAs a multiprocessor by shared memory, 2 by ptxas's registers above 42 a thread: bfloat16 log_softmax 48,
         # rms_norm 60, layer_norm 63 against softmax's 40)
         out.append(("min 3", replace(base, min_ctas=3)))
         if best:
             out.append((f"{best_name}, min 3", replace(base, **best, min_ctas=3)))
-    norm = kind in ("rms_norm", "layer_norm")
+    norm = kind in ("rms_norm", "layer_norm", "add_rms_norm")
     if norm:
         out.append(((best_name + ", " if best_name else "") + "weight shared", replace(base, **best, weight_shared=True)))
     if dtype_of(op).name == "bfloat16":  # (rows_common.WIDE_BF16 while it is built: wide_vectors)
@@ -495,17 +497,20 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
             slices.append(base.slice_bytes // 2)  # (twice the CTAs a row: half the shared memory a slice)
         for sb in slices:
             rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, replace(base, slice_bytes=sb)) for d in ("float32", "bfloat16")]
-            c = rows_bulk.bulk_for(op)[0]
+            c, _, _, actual = rows_bulk.bulk_for(op)  # (the slice's bytes: at most the setting's, 16 CTAs at most)
             cap = rows_bulk_backward.CLUSTERS.get(c)  # (the clusters of c an H200 holds at once, a CTA a multiprocessor)
-            if sb == base.slice_bytes and cap is not None:  # (the capped persistent grid alone, today's passes)
+            if sb == base.slice_bytes and cap is not None and copies * 2 * actual <= rows_bulk.SHARED_PER_SM:
+                # (the capped persistent grid alone, today's passes)
                 st = replace(base, persistent=True, buffers=2, min_ctas=None, max_units=cap)
-                out.append((f"persistent x2, {sb // 1024}K slices ({c} CTAs), <= {cap} units, today's passes", st))
+                out.append((f"persistent x2, {actual // 1024}K slices ({c} CTAs), <= {cap} units, today's passes", st))
             for nbuf, per_sm in ((2, 1), (1, 2)):
                 st = replace(base, **best, slice_bytes=sb, persistent=True, buffers=nbuf, min_ctas=per_sm if per_sm > 1 else None,
                              weight_shared=norm)
-                fit = min(per_sm, rows_bulk.SHARED_PER_SM // (nbuf * sb + rows_bulk.affine_staged(op, st)))  # (by shared memory)
+                fit = min(per_sm, rows_bulk.SHARED_PER_SM // (copies * nbuf * actual + rows_bulk.affine_staged(op, st)))  # (by shared memory)
+                if not fit:  # (its buffers do not fit in shared memory: add_rms_norm float32's two of 2 x 64 KiB)
+                    continue
                 st = replace(st, max_units=cap * max(1, fit) if cap is not None else None)
-                name = (f"persistent x{nbuf}, {sb // 1024}K slices ({c} CTAs), <= {st.max_units} units"
+                name = (f"persistent x{nbuf}, {actual // 1024}K slices ({c} CTAs), <= {st.max_units} units"
                         + (f", {best_name}" if best_name else "") + (", weight shared" if norm else ""))
                 out.append((name, st))
     finally:
@@ -585,7 +590,7 @@ def passes(args) -> int:
             print(f"| {kind} | {dtype} | {n} | skipped: budget |")
             continue
         kw: dict = {}
-        if kind == "rms_norm":
+        if kind in ("rms_norm", "add_rms_norm"):
             kw = {"weight": dtype, "eps": EPS}
         elif kind == "layer_norm":
             kw = {"weight": dtype, "bias": dtype, "eps": EPS}
@@ -597,7 +602,12 @@ def passes(args) -> int:
             for name, st in settings:
                 tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
                 with bulk_setting({}, tables, today), wide_vectors(name):
-                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
+                    try:
+                        k = row_kernels.kernel_for(kind, None, n, dtype, variant=None if st is None else "rows_bulk", **kw)
+                    except Exception as e:  # noqa: BLE001 - the row says why
+                        failed += 1
+                        print(f"| {kind} | {dtype} | {n} | | {name} | FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]} |")
+                        continue
                     ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
                     failed += not ok
                     launch = k.signature.launch
@@ -607,10 +617,16 @@ def passes(args) -> int:
             continue
         _, x, y, w, bvec = cell_tensors(torch, n, dtype)
         extra = [w] if kind == "rms_norm" else [w, bvec] if kind == "layer_norm" else []
+        res = hout = h5 = None
+        if kind == "add_rms_norm":  # (the kernel's x, y, residual, residual_out, weight)
+            res, hout = torch.randn_like(x), torch.empty_like(x)
+            h5 = torch.empty_like(x[:5])
         F = torch.nn.functional
         rows = 64  # (the rows checked against float64)
 
         def ref_of(xs):
+            if kind == "add_rms_norm":  # (h = x + residual rounded to x's type, as torch's add)
+                return F.rms_norm((xs + res[:xs.shape[0]]).double(), (n,), w.double(), EPS)
             xd = xs.double()
             if kind == "softmax":
                 return torch.softmax(xd, -1)
@@ -646,14 +662,22 @@ def passes(args) -> int:
                     elif kind in ("rms_norm", "layer_norm") and st.weight_shared:
                         if not rows_bulk.affine_staged(op, st):
                             name += " (no room: read from global)"
-                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                    if res is not None:
+                        call = lambda k=k: k(x, y, res, hout, w)  # noqa: E731
+                    else:
+                        call = lambda k=k: k(x, y, *extra)  # noqa: E731
                     y.fill_(float("nan"))
                     y5.fill_(float("nan"))
                     call()
-                    k(x[3:8], y5, *extra)
+                    if res is not None:
+                        k(x[3:8], y5, res[3:8], h5, w)
+                    else:
+                        k(x[3:8], y5, *extra)
                     torch.cuda.synchronize()
                     err = err_of(y[:rows], ref)
                     inv = "yes" if torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8)) else "NO"
+                    if res is not None and not torch.equal(hout[:rows], x[:rows] + res[:rows]):
+                        inv += ", h WRONG"
                     more = " | "
                     if big is not None:
                         es = []
@@ -669,8 +693,9 @@ def passes(args) -> int:
                 except Exception as e:  # noqa: BLE001 - the row says why
                     print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                           flush=True)
-        print_timed(torch, kind, dtype, n, x, y, 2 * x.numel() * x.element_size(), runs)
-        del x, y, y5, ref, runs
+        moved = 4 if kind == "add_rms_norm" else 2  # (x read and y written; add_rms_norm: residual read, h written too)
+        print_timed(torch, kind, dtype, n, x, y, moved * x.numel() * x.element_size(), runs)
+        del x, y, y5, ref, runs, res, hout
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")
     return 1 if failed else 0

@@ -23,8 +23,9 @@ One read of x from global memory, one write of y. The configuration (cluster siz
 threads, vectors per thread) is a function of N and the element type only; every CTA of
 a cluster combines the same slots in rank order: batch-invariant bits.
 
-It takes the forward kinds but add_rms_norm (softmax, log_softmax, rms_norm, layer_norm,
-cross_entropy), rows whose slices are whole 16-byte chunks (N x the element size a
+It takes the forward kinds (softmax, log_softmax, rms_norm, layer_norm, cross_entropy;
+add_rms_norm with x's and the residual's slices both copied, where :data:`CHOSEN` names
+it, none yet: ``_add_body``), rows whose slices are whole 16-byte chunks (N x the element size a
 multiple of 16 x C, the row strides of x multiples of 16 bytes), on sm_90 or newer, where
 measured faster than the other variants (:data:`CHOSEN`). Spec: docs/rows.md; PTX ISA
 cp.async.bulk, mbarrier, st.async, mapa.
@@ -126,7 +127,10 @@ MAX_REGISTER_VALUES = 64
 """With :attr:`Setting.registers`, the most float32 values a thread holds (its share of
 the slice: vectors per thread x V)."""
 
-KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.CROSS_ENTROPY)
+KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.CROSS_ENTROPY,
+         NormKind.ADD_RMS_NORM)
+"""(add_rms_norm: x's and the residual's slices both copied, where :data:`CHOSEN` names it;
+none does until an H200 measures it: tools/probes/rows_forward.py --set passes.)"""
 
 
 
@@ -164,7 +168,8 @@ class Setting:
     rows loop (``cp.async.bulk`` on an mbarrier of their own), and y's pass reading them
     there instead of from global memory (L2) per row: a persistent grid reads them once
     per CTA, a unit a row with its row's copy (their latency hidden behind it); taken
-    where the slices are whole 16-byte chunks and fit in shared memory beside the row's;
+    where the slices are whole 16-byte chunks and fit in shared memory beside the row's
+    (the weight and bias must then start at 16-byte addresses: the launch refuses others);
     ``max_units`` (a persistent grid): at most that many units (clusters) in the grid, so
     that all of them are resident at once (a cluster of 16 sits in one GPC: an H200 holds
     7, not 132 / 16, rows_bulk_backward.CLUSTERS; the 8th unit's rows ran in a second
@@ -251,11 +256,17 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
     d = dtype_of(op)
     c, block, per, slice_bytes = bulk_for(op)
     vec_bytes = vector_of(op) * d.bytes
+    copied = [op.x, op.residual] if op.norm_kind == NormKind.ADD_RMS_NORM else [op.x]  # (the tensors copied by slices)
     ok = (vector_of(op) > 1 and op.cols * d.bytes == c * slice_bytes and slice_bytes % 16 == 0
-          and slice_bytes == block * per * vec_bytes and row_stride(op.x.type) * d.bytes % 16 == 0  # type: ignore[arg-type]
-          and slice_bytes <= SHARED_PER_SM)
+          and slice_bytes == block * per * vec_bytes
+          and all(t is not None and row_stride(t.type) * d.bytes % 16 == 0 for t in copied)  # type: ignore[arg-type]
+          and len(copied) * slice_bytes <= SHARED_PER_SM)
+    st = _setting(op)
+    if len(copied) > 1 or st.weight_shared:  # (their buffers, each slice buffer's copies and the staged weight, must fit)
+        persistent = st.persistent if st.persistent is not None else c == 1
+        ok = ok and len(copied) * (st.buffers if persistent else 1) * slice_bytes + affine_staged(op, st) <= SHARED_PER_SM
     held = per * vector_of(op)
-    if _setting(op).registers:  # the thread's share of the slice in registers
+    if _setting(op).registers and op.norm_kind != NormKind.ADD_RMS_NORM:  # the thread's share of the slice in registers
         ok = ok and held <= MAX_REGISTER_VALUES
         return ok, (f"N = {op.cols} ({d.name}): {c} CTAs of {block} threads, {slice_bytes} bytes each, "
                     f"{held} values a thread in registers (at most {MAX_REGISTER_VALUES})")
@@ -305,14 +316,20 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
 
 
 def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Setting | None = None,
-          shift: SSAValue | None = None) -> None:
+          shift: SSAValue | None = None, rs: SSAValue | None = None) -> None:
     """One row's statistics and y from the thread's ``per`` vectors in shared memory
     (``xs``: its first; the next ones ``T`` vectors apart), one pass per statistic and a
     last one for y; each pass a loop of :data:`UNROLL` vectors a step (so that ptxas
     keeps a few vectors in registers, not the thread's whole share). ``st``'s
     ``one_pass`` and ``online`` make the statistics one pass (:class:`Setting`;
-    ``shift``: one_pass ``"row"``'s shift, the row's first element)."""
+    ``shift``: one_pass ``"row"``'s shift, the row's first element). add_rms_norm
+    (``rs``: the thread's first vector of the residual's slice): ``h = x + residual``
+    rounded to x's type, written to residual_out in the pass of the sum of squares, and
+    made again from both slices in y's pass."""
     p = r.p
+    if rs is not None:
+        _add_body(r, e, row, xs, rs, per)
+        return
     step = p.block * p.vec * p.dtype.bytes
     u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
 
@@ -439,6 +456,62 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
     r.store_stats(e, row, stats)
 
 
+def _add_body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, rs: SSAValue, per: int) -> None:
+    """add_rms_norm's row from x's and the residual's slices in shared memory (``xs``,
+    ``rs``: the thread's first vectors): a pass of ``h = x + residual`` (rounded to x's
+    type, as torch's ``x + residual``), written to residual_out, and of the sum of its
+    squares; then y's pass, h made again from the slices (the same bits)."""
+    p = r.p
+    d = p.dtype
+    step = p.block * p.vec * d.bytes
+    u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
+
+    def h_of(b: Emitter, bx: SSAValue, br: SSAValue, k: int) -> list[SSAValue]:
+        xv = load_vec(b, d, bx, k * step, p.vec, nc=False)
+        rv = load_vec(b, d, br, k * step, p.vec, nc=False)
+        hs = [f32_add(b, a, c) for a, c in zip(xv, rv, strict=True)]
+        if d != F32:  # (rounded to x's type, then normalized: torch's order)
+            hs = [b.convert(b.convert(h, F32, d), d, F32) for h in hs]
+        return hs
+
+    def visit(fn, init: list[SSAValue]) -> list[SSAValue]:
+        """``fn(b, first, extra, h, acc)`` over the thread's vectors (``first`` + ``extra``:
+        the vector's index among the thread's, in units of T), from ``init``."""
+        if u == per:
+            acc = init
+            for k in range(per):
+                acc = fn(e, k * p.group, 0, h_of(e, xs, rs, k), acc)
+            return acc
+
+        def body(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+            off = b.mul_i(b.value(CvtOp(CvtType.U32, CvtType.U64, iv, i32)), step)
+            bx, br = b.ptr_add(xs, off), b.ptr_add(rs, off)
+            acc = list(args)
+            for k in range(u):
+                acc = fn(b, b.mul_i(iv, p.group), k * p.group, h_of(b, bx, br, k), acc)
+            return acc
+
+        return e.for_(0, per, u, init, body)
+
+    def squares(b: Emitter, first, extra: int, hs: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+        assert r.hout is not None
+        r.hout.store(b, first, p.vec, hs, extra)
+        a = acc[0]
+        for h in hs:
+            a = b.fma(AT, h, h, a)
+        return [a]
+
+    (sq,) = visit(squares, [e.const(0.0, f32)])
+    stats = r.finish(e, {"sq": r.reduce(e, ReduceKind.SUM, sq, "row_sq")})
+
+    def write(b: Emitter, first, extra: int, hs: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+        r.write_item(b, first, hs, stats, extra)
+        return acc
+
+    visit(write, [])
+    r.store_stats(e, row, stats)
+
+
 @dataclass(frozen=True)
 class Moments:
     """layer_norm's statistics of some elements as ``(n, c, m2, s1)``: their count, a
@@ -555,13 +628,14 @@ def affine_staged(op: NormalizeRowsOp, st: Setting) -> int:
     weight and bias take (rms_norm, layer_norm with either; each slice whole 16-byte
     chunks, beside the row's slice buffers within :data:`SHARED_PER_SM`); else 0 (read
     from global memory)."""
-    if not st.weight_shared or op.norm_kind not in (NormKind.RMS_NORM, NormKind.LAYER_NORM):
+    if not st.weight_shared or op.norm_kind not in (NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.ADD_RMS_NORM):
         return 0
     c, _, _, slice_bytes = bulk_for(op)
     elems = slice_bytes // dtype_of(op).bytes
     sizes = [elems * of_ir(t.type.element_type).bytes for t in (op.weight, op.bias) if t is not None]  # type: ignore[union-attr]
     persistent = st.persistent if st.persistent is not None else c == 1
     nbuf = st.buffers if persistent else 1
+    nbuf *= 2 if op.norm_kind == NormKind.ADD_RMS_NORM else 1  # (x's and the residual's slices)
     if not sizes or any(n % 16 for n in sizes) or nbuf * slice_bytes + sum(sizes) > SHARED_PER_SM:
         return 0
     return sum(sizes)
@@ -604,8 +678,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     persistent = st.persistent if st.persistent is not None else c == 1
     nbuf = st.buffers if persistent else 1
     staged = affine_staged(op, st)  # (the weight's and bias's slices in shared memory: their bytes, else 0)
+    add = op.norm_kind == NormKind.ADD_RMS_NORM  # (x's and the residual's slices copied, h written from them)
     if persistent:
-        ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // (nbuf * slice_bytes + staged)))
+        ctas_per_sm = max(1, min(2048 // block, SHARED_PER_SM // ((1 + add) * nbuf * slice_bytes + staged)))
     else:  # a unit per row (the grid's CTAs at most 2^30)
         ctas_per_sm = (1 << 30) // max(1, rows_common.sm_count(target))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=ctas_per_sm, cluster=c)
@@ -621,13 +696,14 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     d = p.dtype
     tid = e.sreg(SpecialRegister.TID_X)
     buf = e.shared([nbuf * slice_bytes // 4], f32, "row_slice")
+    rbuf = e.shared([nbuf * slice_bytes // 4], f32, "row_residual") if add else None
     loaded = e.shared([nbuf], i64, "row_loaded")
     affine_buf = e.shared([staged // 4], f32, "row_affine") if staged else None
     affine_loaded = e.shared([1], i64, "affine_loaded") if staged else None
 
     def init(b: Emitter) -> list[SSAValue]:
-        for k in range(nbuf):
-            b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
+        for k in range(nbuf):  # (add_rms_norm: two arrivals, x's copy's and the residual's)
+            b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(2 if add else 1)))
         if affine_loaded is not None:
             b.emit(MbarrierInitOp(affine_loaded, b.const(1)))
         return []
@@ -638,8 +714,17 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     x0 = lane_chunk = None
 
     def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
-        """The copy of the CTA's slice of ``row`` into slice buffer ``which``."""
+        """The copy of the CTA's slice of ``row`` into slice buffer ``which`` (add_rms_norm: the residual's too)."""
         copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
+        if rbuf is not None and r0 is not None:
+            copy_slice(b, tid, lane_chunk, rank, r0, row, row_stride(op.residual.type) * d.bytes, rbuf, loaded, which,  # type: ignore[arg-type, union-attr]
+                       slice_bytes)
+
+    r0 = None
+    if add:  # the residual's first element (its slices' copies' source)
+        r0 = e.ptr(op.residual, StateSpace.GLOBAL)
+        require_alignment(r0, 16)
+    h0 = e.ptr(op.residual_out, StateSpace.GLOBAL) if add else None
 
     def source() -> SSAValue:
         """x's first element (the copies' source)."""
@@ -729,11 +814,17 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             wait_phase(b, affine_loaded, b.const(0))
             w, bb = ws, bs
         r.y, r.w, r.b = y, w, bb
-        if st.registers:  # the slice read from shared memory once, into registers
+        rs = None
+        if rbuf is not None and h0 is not None:  # add_rms_norm: the residual's slice, h's row in residual_out
+            rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf == 2 else \
+                b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes))
+            hrow = b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes))  # type: ignore[arg-type, union-attr]
+            r.hout = RowBuf(d, b.ptr_add(hrow, b.mul_i(sw, vec * d.bytes)))
+        if st.registers and not add:  # the slice read from shared memory once, into registers
             r.x = SharedBuf(d, here)
             registers_slice(r, b, row, st.early_affine)
         else:
-            _body(r, b, row, here, per, st, shift)
+            _body(r, b, row, here, per, st, shift, rs)
         return [b.add_i(count, 1)]
 
     if not early:
@@ -752,7 +843,7 @@ ROWS_BULK = Variant(
     predicates=[
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (bulk copies, clusters)"),
-        Predicate("kind", _kind, expected="softmax, log_softmax, rms_norm, layer_norm, cross_entropy"),
+        Predicate("kind", _kind, expected="softmax, log_softmax, rms_norm, layer_norm, cross_entropy, add_rms_norm"),
         Predicate("slices", _fits, expected="whole 16-byte chunks per CTA, 16-byte row strides"),
         Predicate("measured", _chosen, expected="the rows measured faster (rows_bulk.CHOSEN)"),
     ],
