@@ -4,9 +4,11 @@ machine: the host's time (calls back to back, ``time.perf_counter``, best of 5 l
 GPU idle before, median of ``--samples``), [M, N] of one dtype; each result checked
 against torch's first.
 
-    python3 tools/diag.py row_calls [--m 8] [--n 4096] [--dtype bfloat16] [--samples 200] [--grad]
+    python3 tools/diag.py row_calls [--m 8] [--n 4096] [--dtype bfloat16] [--samples 200] [--grad | --both]
+        [--budget-s 150]
 
-``--grad``: x requires grad (the autograd route's forward, both sides).
+``--grad``: x requires grad (the autograd route's forward, both sides); ``--both``: the
+table without, then with. No function starts after ``--budget-s`` seconds (said so).
 
 ``--cpu`` (no GPU needed): the host's cost step by step instead, each function's call on
 CPU torch tensors with the launch a stub (:class:`StubKernel`: the launch layer's
@@ -121,6 +123,8 @@ def main() -> int:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--grad", action="store_true", help="x requires grad: the autograd route's forward")
+    ap.add_argument("--both", action="store_true", help="the table without grad, then with x requiring grad")
+    ap.add_argument("--budget-s", type=float, default=150.0, help="no function starts after this many seconds")
     ap.add_argument("--cpu", action="store_true", help="the host's steps on the CPU, the launch a stub")
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help="--cpu: the bulkred tree")
     ap.add_argument("--number", type=int, default=2000, help="--cpu: calls a loop")
@@ -129,6 +133,20 @@ def main() -> int:
     if a.cpu:
         return cpu_steps(a)
 
+    start = time.monotonic()
+    import torch
+
+    if not torch.cuda.is_available():
+        print("row_calls: no CUDA device here (--cpu times the host's steps with the launch a stub)")
+        return 0
+    rc = 0
+    for grad in ((False, True) if a.both else (a.grad,)):
+        rc |= table(a, grad, start)
+    return rc
+
+
+def table(a: argparse.Namespace, grad: bool, start: float) -> int:
+    """One table: each function against torch's, x requiring grad or not."""
     import torch
 
     import bulkred_dialect as bulkred
@@ -136,7 +154,7 @@ def main() -> int:
     F = torch.nn.functional
     dt = getattr(torch, a.dtype)
     m, n = a.m, a.n
-    x = torch.randn(m, n, device="cuda", dtype=dt).requires_grad_(a.grad)
+    x = torch.randn(m, n, device="cuda", dtype=dt).requires_grad_(grad)
     r = torch.randn(m, n, device="cuda", dtype=dt)
     w = torch.randn(n, device="cuda", dtype=dt)
     b = torch.randn(n, device="cuda", dtype=dt)
@@ -182,13 +200,18 @@ def main() -> int:
         return statistics.median(times)
 
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, [{m}, {n}] {a.dtype}"
-          f"{', x requiring grad (the forward)' if a.grad else ''}")
+          f"{', x requiring grad (the forward)' if grad else ''}")
     print("| function | check | bulkred host us | torch host us | torch/bulkred host "
           "| bulkred per call us | torch per call us | torch/bulkred per call |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    wrong = 0
     for name, (ours, theirs) in pairs.items():
+        if time.monotonic() - start > a.budget_s:
+            print(f"| {name} | skipped (budget {a.budget_s:.0f} s spent) |")
+            continue
         got, want = ours(), theirs()
         ok = "ok" if torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2) else "WRONG"
+        wrong += ok != "ok"
         h = (host_us(ours), host_us(theirs))
         c = [[], []]
         for _ in range(2):  # interleaved halves: both sides see the same host state
@@ -196,8 +219,9 @@ def main() -> int:
             c[1].append(call_us(theirs))
         cu = (statistics.median(c[0]), statistics.median(c[1]))
         print(f"| {name} | {ok} | {h[0]:.1f} | {h[1]:.1f} | {h[1] / h[0]:.2f} | {cu[0]:.1f} | {cu[1]:.1f} "
-              f"| {cu[1] / cu[0]:.2f} |")
-    return 0
+              f"| {cu[1] / cu[0]:.2f} |", flush=True)
+    print(f"row_calls: {time.monotonic() - start:.0f} s")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
