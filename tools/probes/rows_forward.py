@@ -60,9 +60,24 @@ y), ``inv``: whether rows 3 to 7 computed alone (M = 5) give y's bits (batch inv
 ptxas's registers and spilled bytes, the launch. The copy kernel and the settings are
 timed in turns, twice, the mean of the two kept (``/copy``: against the copy's).
 
+``--set passes`` (:func:`passes`) times rows_bulk's pass settings (issue 30, section 4:
+the 13 forward cells furthest from the copy kernel, :data:`PASS_CELLS`, worst first),
+each against the dispatch as it is, on the same tensors (:func:`pass_settings`): the
+cell's setting with ``one_pass`` (layer_norm: the row's or the thread's shift) or
+``online`` (the softmaxes), ``.minnctapersm`` 3 where shared memory holds 3 CTAs,
+``weight_shared``, 16-byte bfloat16 vectors, a persistent grid capped at the clusters an
+H200 holds at once (``max_units``: rows_bulk_backward.CLUSTERS) with today's passes and
+with the settings (two slice buffers, or one at 2 CTAs a multiprocessor; the slice and its
+half), the slice in registers in that grid, and add_rms_norm on rows_bulk; each with its
+error against float64, batch invariance, ptxas's registers and spills and the units the
+GPU holds at once (cuOccupancyMaxActiveClusters); layer_norm's also on rows of mean 1000
+and with an outlying first element (``err mean``, ``err x0``) beside torch's own.
+``--dry-run`` builds and assembles each kernel (no GPU).
+
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
     python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
     python3 tools/diag.py rows_forward --set long [--budget-s 150] [--kinds layer_norm] [--n 262144]
+    python3 tools/diag.py rows_forward --set passes [--budget-s 150] [--kinds layer_norm] [--n 262144] [--dry-run]
 """
 
 from __future__ import annotations
@@ -462,7 +477,7 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
     from dataclasses import replace
 
     from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
-    from bulkred_dialect.passes.variants.rows_common import dtype_of
+    from bulkred_dialect.passes.variants.rows_common import dtype_of, vector_of
 
     today = rows_bulk.setting_for(op)
     copies = 2 if kind == "add_rms_norm" else 1  # (add_rms_norm: x's and the residual's slices)
@@ -513,6 +528,14 @@ def pass_settings(op, kind: str) -> list[tuple[str, object]]:
                 name = (f"persistent x{nbuf}, {actual // 1024}K slices ({c} CTAs), <= {st.max_units} units"
                         + (f", {best_name}" if best_name else "") + (", weight shared" if norm else ""))
                 out.append((name, st))
+        if kind != "add_rms_norm":  # the smallest slices in registers (Quack's row in registers over a cluster), capped
+            _, block, per, actual = rows_bulk.bulk_for(op)
+            values = per * vector_of(op)
+            if values <= rows_bulk.MAX_REGISTER_VALUES and cap is not None and 2 * actual <= rows_bulk.SHARED_PER_SM:
+                st = replace(base, slice_bytes=sb, persistent=True, buffers=2, min_ctas=None, max_units=cap, registers=True,
+                             weight_shared=norm)
+                out.append((f"persistent x2, {actual // 1024}K slices ({c} CTAs), <= {cap} units, registers "
+                            f"({block} x {values})" + (", weight shared" if norm else ""), st))
     finally:
         rows_bulk.CHOSEN[:] = saved
     return out
