@@ -194,3 +194,22 @@ def test_add_rms_norm(monkeypatch, dtype: str, persistent: bool, weight_shared: 
     assert "row_residual" in str(built)
     y, stats, xv, w, b = run("add_rms_norm", _rows(5, n, seed=35), dtype, affine="float32", variant="rows_bulk")
     check("add_rms_norm", y, stats, xv, w, b, dtype)
+
+
+@pytest.mark.parametrize("kind", ["rms_norm", "layer_norm"])
+def test_registers_with_the_staged_weight(monkeypatch, kind: str) -> None:
+    """The probe's slice in registers (Setting.registers) in a persistent grid capped at
+    one unit, the weight and bias staged in shared memory: the bits of the same kernel
+    reading them from global memory, and y against float64 (5 rows of bfloat16 1024,
+    clusters of 4, two vectors a thread)."""
+    for name, value in (("PERSISTENT", True), ("MAX_UNITS", 1), ("REGISTERS", True)):
+        monkeypatch.setattr(rows_bulk, name, value)
+    x = _rows(5, 1024, seed=37)
+    y0, s0, _, _, _ = run(kind, x, "bfloat16", affine="bfloat16", variant="rows_bulk")
+    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", True)
+    built = lowered(module(kind, 5, 1024, "bfloat16", weight="bfloat16", bias="bfloat16" if kind == "layer_norm" else None,
+                           eps=1e-5, variant="rows_bulk"))
+    assert "affine_loaded" in str(built)
+    y, stats, xv, w, b = run(kind, x, "bfloat16", affine="bfloat16", variant="rows_bulk")
+    assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
+    check(kind, y, stats, xv, w, b, "bfloat16")
