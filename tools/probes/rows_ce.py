@@ -81,7 +81,8 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
         from bulkred_dialect.passes.variants import rows_cta
 
         ctas = next((c for lo, hi, c in rows_cta.MIN_CTAS_MEASURED.get(("cross_entropy", dtype), ()) if lo <= n <= hi), None)
-        for k in sorted({2, 4, 8} - {ctas}):
+        fit = 2048 // build(dtype, n, None, {}).signature.launch.block[0]  # (the CTAs a multiprocessor's threads hold)
+        for k in sorted({c for c in (2, 3, 4, fit) if 1 < c <= fit} - {ctas}):
             out.append((f"rows_cta, min {k} CTAs/SM", None, {"rows_cta.MIN_CTAS": k}))
         out += [("rows_cta, 16 values", None, {"rows_cta.VALUES": 16}),
                 ("rows_cta, not pipelined", None, {"rows_common.FORWARD_PIPELINE": False})]
