@@ -38,7 +38,7 @@ from bulkred_dialect.interpreter.kernel_ids import ThreadIds
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES, Pointer
-from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter.run import KernelInterpreter, RunMemo, find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter import threads as threads_module
 from bulkred_dialect.interpreter.lockstep import run_cta_lockstep
 from bulkred_dialect.interpreter.threads import (
@@ -169,10 +169,11 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
     arrays, rows_grid, added = dynamic_launch(callee, arrays, size)  # a dynamic M: its size parameter, its grid
     grid3, block3 = ((rows_grid, 1, 1) if rows_grid is not None else launch.grid_dims), launch.block_dims
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
-    clusters = [_cluster_of(module, c, size, block3, grid3) for c in range(grid3[0] // size)]
-    if not (threads_module.LOCKSTEP and _run_in_lockstep(module, callee, args, clusters)):
+    memo = RunMemo()  # the clusters' shared implementations and plans
+    clusters = [_cluster_of(module, c, size, block3, grid3, memo) for c in range(grid3[0] // size)]
+    if not (threads_module.LOCKSTEP and _run_in_lockstep(module, callee, args, clusters, memo)):
         for c in range(grid3[0] // size):
-            cta, shared, threads = _cluster_of(module, c, size, block3, grid3)  # fresh mbarriers and buffers
+            cta, shared, threads = _cluster_of(module, c, size, block3, grid3, memo)  # fresh mbarriers and buffers
 
             def body(_: _Thread, shared=shared) -> None:
                 interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
@@ -184,13 +185,14 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
 
 
 def _cluster_of(
-    module: ModuleOp, c: int, size: int, block3: tuple[int, int, int], grid3: tuple[int, int, int]
+    module: ModuleOp, c: int, size: int, block3: tuple[int, int, int], grid3: tuple[int, int, int],
+    memo: RunMemo | None = None,
 ) -> tuple[_Cta, Interpreter, list[_Thread]]:
     """Cluster ``c``'s scheduler, the implementation table its threads share and its
     threads (CTA by CTA, each in linear order)."""
     per_cta = block3[0] * block3[1] * block3[2]
     cta = _Cta(per_cta * size)
-    shared = make_interpreter(module)
+    shared = make_interpreter(module, memo=memo)
     shared.register_implementations(_CtaKernelIds(cta), override=True)
     shared.register_implementations(ClusterThreadFunctions(cta, block3, grid3, size), override=True)
     threads = [
@@ -203,7 +205,7 @@ def _cluster_of(
     return cta, shared, threads
 
 
-def _run_in_lockstep(module: ModuleOp, callee: Any, args: list[Any], clusters: list[Any]) -> bool:
+def _run_in_lockstep(module: ModuleOp, callee: Any, args: list[Any], clusters: list[Any], memo: RunMemo) -> bool:
     """Run the clusters in lockstep (every thread of a cluster at once, one cluster after
     another: :func:`~bulkred_dialect.interpreter.lockstep.run_cta_lockstep` with
     ``cluster``); where one falls back, put back the buffers the kernel can reach as they
@@ -212,7 +214,8 @@ def _run_in_lockstep(module: ModuleOp, callee: Any, args: list[Any], clusters: l
     buffers = [a for a in args if isinstance(a, np.ndarray)] + list(DEVICE_ADDRESSES.buffers)
     saved = [b.copy() for b in buffers]
     for cta, shared, threads in clusters:
-        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, cluster=True):  # noqa: SLF001
+        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, cluster=True,  # noqa: SLF001
+                                forms=memo.forms):
             for b, s in zip(buffers, saved):
                 b[...] = s
             return False

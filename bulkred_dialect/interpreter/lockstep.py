@@ -151,7 +151,7 @@ class LockstepInterpreter(KernelInterpreter):
     thread is set before each per-thread call, for the implementations that read it) and
     ``threads`` its ``_Thread`` list in linear order."""
 
-    def start(self, cta: Any, threads: list[Any], cluster: bool = False) -> None:
+    def start(self, cta: Any, threads: list[Any], cluster: bool = False, forms: dict[Any, Any] | None = None) -> None:
         self.cta, self.threads = cta, threads
         self.cluster = cluster
         self.n = len(threads)
@@ -159,7 +159,7 @@ class LockstepInterpreter(KernelInterpreter):
         self.full = True
         self.index = np.arange(self.n)
         self.thread_constants: dict[Operation, Any] = {}
-        self.forms: dict[Operation, Any] = {}
+        self.forms: dict[Any, Any] = forms if forms is not None else {}  # what run_* read of an op, once per run
         cta.current = threads[0]
 
     # region The loop over a region's ops
@@ -453,9 +453,33 @@ class LockstepInterpreter(KernelInterpreter):
     def run_shfl(self, op: ShflSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
         a, b, c, mask = inputs
         mode = op.mode.data
+        warps = self._warps(op, mask)
+        if type(b) is not Varying and type(c) is not Varying:  # the same source lanes in every warp
+            key = (mode, int(b), int(c), tuple(warps))
+            moves = _SHFL_MOVES.get(key)
+            if moves is None:
+                moves = _SHFL_MOVES[key] = _shfl_moves(mode, int(b), int(c), warps)
+            if moves is _OUT_OF_WARP:
+                raise Fallback("shfl.sync lane out of the warp")
+            dst, src = moves
+            v = a.v if type(a) is Varying else None
+            if type(v) is np.ndarray:
+                out = np.zeros(self.n, v.dtype) if len(dst) != self.n else None
+                if out is None:  # every thread of the CTA: dst is 0 .. n - 1
+                    return (Varying(v[src]),)
+                out[dst] = v[src]
+                return (Varying(out),)
+            out = [None] * self.n
+            if v is None:
+                for t in dst.tolist():
+                    out[t] = a
+            else:
+                for t, s_ in zip(dst.tolist(), src.tolist()):
+                    out[t] = v[s_]
+            return (Varying(out),)
         out = [None] * self.n
         lanes = None
-        for first, size in self._warps(op, mask):
+        for first, size in warps:
             values = a.v[first : first + size] if type(a) is Varying else [a] * size
             if type(b) is Varying or type(c) is Varying:
                 lanes = [shfl_source_lane(mode, lane, int(_at(b, first + lane)), int(_at(c, first + lane))) for lane in range(size)]
@@ -930,6 +954,27 @@ def _fma_f64_scalar(a: Any, b: Any, c: Any) -> Any:
     return float_fma(ArithType.F64, a, b, c)
 
 
+# shfl.sync's (destination threads, source threads) for (mode, b, c, the warps' (first
+# thread, size)) of uniform b and c: the lanes are the same in every run of the op.
+_SHFL_MOVES: dict[tuple[Any, ...], Any] = {}
+_OUT_OF_WARP = object()
+
+
+def _shfl_moves(mode: Any, b: int, c: int, warps: list[tuple[int, int]]) -> Any:
+    """The (destination, source) thread indices of a shfl.sync over ``warps`` (int64
+    arrays, in the warps' order), or ``_OUT_OF_WARP`` where a source lane is outside its
+    warp (the run falls back)."""
+    dst, src = [], []
+    for first, size in warps:
+        for lane in range(size):
+            j = shfl_source_lane(mode, lane, b, c)
+            if j >= size:
+                return _OUT_OF_WARP
+            dst.append(first + lane)
+            src.append(first + j)
+    return np.array(dst, np.int64), np.array(src, np.int64)
+
+
 def _select(on_true: Any, on_false: Any, cond: Any) -> Any:
     return on_true if cond else on_false
 
@@ -990,6 +1035,7 @@ def run_cta_lockstep(
     impls: Any,
     index_bitwidth: int,
     cluster: bool = False,
+    forms: dict[Any, Any] | None = None,
 ) -> bool:
     """Run the CTA's ``threads`` in lockstep (``impls``: the CTA's implementation table);
     False where the run falls back (the module docstring), the buffers then left as the
@@ -997,9 +1043,9 @@ def run_cta_lockstep(
     of a cluster (clusters.py's scheduler and implementations): a shared buffer is each
     CTA's own, the block id and cluster rank vary, and the cluster barrier, the mbarrier
     waits and their ``scf.while`` run in lockstep (a wait whose phase is still pending
-    falls back)."""
+    falls back). ``forms``: what the run's CTAs read of its ops, shared (run.RunMemo)."""
     interpreter = LockstepInterpreter(module, index_bitwidth, impls)
-    interpreter.start(cta, threads, cluster)
+    interpreter.start(cta, threads, cluster, forms)
     try:
         interpreter.call_op(callee, tuple(args))
     except Exception as e:  # any: the thread-by-thread run gives the error with its thread

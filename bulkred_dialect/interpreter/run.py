@@ -17,7 +17,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.memref import MemRefFunctions
 from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
-from xdsl.ir import Attribute, Block, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.scoped_dict import ScopedDict
@@ -154,24 +154,43 @@ def _block_plans(impls: Any) -> dict[Block, list[tuple[Any, ...]]]:
 
 
 def _plan(block: Block) -> list[tuple[Any, ...]]:
-    """(op, operand values, result values, op type) of each op of ``block``."""
-    return [(op, tuple(op.operands), tuple(op.results), type(op)) for op in block.ops]
+    """(op, operand values, result values, op type) of each op of ``block`` (the
+    operands read from the op's own tuple: ``op.operands`` is a view made per call)."""
+    return [(op, tuple(op._operands), tuple(op.results), type(op)) for op in block.ops]  # noqa: SLF001
 
 
-def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds()) -> Interpreter:
+class RunMemo:
+    """What the interpreters of one run share (a grid's CTAs or clusters, run one after
+    another on IR that does not change meanwhile): the implementations that hold
+    nothing but what they read once per op (xDSL's arith/memref/scf/func/builtin, the
+    buffers and constants, the ptx arithmetic, memory and cvt ops), each block's plan
+    (:func:`_plan`) and the lockstep run's forms of its ops. A new run takes a new one:
+    a module lowered or changed in place between runs is read again."""
+
+    def __init__(self) -> None:
+        self.functions = (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions())
+        self.overrides = (BufferFunctions(),)
+        self.ptx = (PtxArithFunctions(), PtxMemoryFunctions(), PtxCvtFunctions(), PtxPredicateFunctions())
+        self.plans: dict[Block, list[tuple[Any, ...]]] = {}
+        self.forms: dict[Any, Any] = {}
+
+
+def make_interpreter(module: ModuleOp, ids: ThreadIds = ThreadIds(), memo: RunMemo | None = None) -> Interpreter:
     """An interpreter for ``module`` with xDSL's arith/memref/scf/func/builtin
     implementations, the exact buffer and constant overrides, the ptx arithmetic ops,
     the ptx memory ops on addresses (ld, st, ld.vec, st.vec, atom, red), ptx.cvt and the
-    kernel index ops of the one thread ``ids``."""
+    kernel index ops of the one thread ``ids``; ``memo``: the run's shared
+    implementations and plans (:class:`RunMemo`; a new one where None)."""
+    memo = memo if memo is not None else RunMemo()
     interpreter = KernelInterpreter(module)
-    for functions in (ArithFunctions(), MemRefFunctions(), ScfFunctions(), FuncFunctions(), BuiltinFunctions()):
+    for functions in memo.functions:
         interpreter.register_implementations(functions)
-    interpreter.register_implementations(BufferFunctions(), override=True)
-    interpreter.register_implementations(PtxArithFunctions())
-    interpreter.register_implementations(PtxMemoryFunctions())
-    interpreter.register_implementations(PtxCvtFunctions())
-    interpreter.register_implementations(PtxPredicateFunctions())
+    for functions in memo.overrides:
+        interpreter.register_implementations(functions, override=True)
+    for functions in memo.ptx:
+        interpreter.register_implementations(functions)
     interpreter.register_implementations(KernelIdFunctions(ids))
+    interpreter._impls._bulkred_block_plans = memo.plans  # noqa: SLF001
     return interpreter
 
 
@@ -316,13 +335,28 @@ def find_kernel(module: Any, name: Any, fn: str) -> func.FuncOp:
     if not isinstance(callee, func.FuncOp):
         names = ", ".join(op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)) or "none"
         raise KernelNotFoundError(f"no func.func named '{name}' in the module (functions: {names})")
-    tile_op = next((op for op in callee.walk() if isinstance(op, _TILE_LEVEL_OPS)), None)
+    tile_op = _first_tile_op(callee)
     if tile_op is not None:
         raise InterpretError(
             f"'{name}' holds the tile-level op '{tile_op.name}': the interpreter runs the module after "
             "lower-tile-reductions (level 2)"
         )
     return callee
+
+
+def _first_tile_op(callee: func.FuncOp) -> Operation | None:
+    """The first tile-level op of ``callee`` in ``walk()``'s order (an op before its
+    regions), found with a stack of ops rather than xDSL's nested generators (a kernel's
+    thousands of ops are walked at each run)."""
+    stack: list[Operation] = [callee]
+    while stack:
+        op = stack.pop()
+        if isinstance(op, _TILE_LEVEL_OPS):
+            return op
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                stack.extend(reversed(list(block.ops)))
+    return None
 
 
 def _ids(v: Any, field: str) -> tuple[int, int, int]:

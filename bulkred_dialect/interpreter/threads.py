@@ -46,7 +46,7 @@ from bulkred_dialect.interpreter.lockstep import run_cta_lockstep
 from bulkred_dialect.interpreter.mbarriers import MbarrierFunctions
 from bulkred_dialect.interpreter.memory import new_buffer
 from bulkred_dialect.interpreter.ptx_memory import DEVICE_ADDRESSES
-from bulkred_dialect.interpreter.run import KernelInterpreter, find_kernel, make_interpreter, prepare_arguments
+from bulkred_dialect.interpreter.run import KernelInterpreter, RunMemo, find_kernel, make_interpreter, prepare_arguments
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
@@ -297,9 +297,10 @@ def run_grid(
     block3 = _dims(block, launch.block_dims if launch is not None else (1, 1, 1), "block")
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
     ctas = [(bx, by, bz) for bz in range(grid3[2]) for by in range(grid3[1]) for bx in range(grid3[0])]
-    if not (LOCKSTEP and _run_in_lockstep(module, callee, args, ctas, block3, grid3)):
+    memo = RunMemo()  # the CTAs' shared implementations and plans
+    if not (LOCKSTEP and _run_in_lockstep(module, callee, args, ctas, block3, grid3, memo)):
         for block_id in ctas:
-            _run_cta(module, callee, args, block_id, block3, grid3)
+            _run_cta(module, callee, args, block_id, block3, grid3, memo)
     out = tuple(a for a, t in zip(args, callee.function_type.inputs.data) if isinstance(t, MemRefType))
     return out[:len(out) - added]
 
@@ -316,6 +317,7 @@ def _run_in_lockstep(
     ctas: list[tuple[int, int, int]],
     block3: tuple[int, int, int],
     grid3: tuple[int, int, int],
+    memo: RunMemo,
 ) -> bool:
     """Run the CTAs ``ctas`` in lockstep, one after another; where one falls back, put
     every buffer the kernel can reach (its arguments, the registered device addresses)
@@ -324,8 +326,8 @@ def _run_in_lockstep(
     buffers = [a for a in args if isinstance(a, np.ndarray)] + list(DEVICE_ADDRESSES.buffers)
     saved = [b.copy() for b in buffers]
     for block_id in ctas:
-        cta, shared, threads = _cta_of(module, block_id, block3, grid3)
-        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth):  # noqa: SLF001
+        cta, shared, threads = _cta_of(module, block_id, block3, grid3, memo)
+        if not run_cta_lockstep(module, callee, args, cta, threads, shared._impls, shared.index_bitwidth, forms=memo.forms):  # noqa: SLF001
             for b, s in zip(buffers, saved):
                 b[...] = s
             return False
@@ -333,14 +335,19 @@ def _run_in_lockstep(
 
 
 def _cta_of(
-    module: ModuleOp, block_id: tuple[int, int, int], block3: tuple[int, int, int], grid3: tuple[int, int, int]
+    module: ModuleOp,
+    block_id: tuple[int, int, int],
+    block3: tuple[int, int, int],
+    grid3: tuple[int, int, int],
+    memo: RunMemo | None = None,
 ) -> tuple[_Cta, Interpreter, list[_Thread]]:
-    """A CTA's scheduler, the implementation table its threads share and its threads."""
+    """A CTA's scheduler, the implementation table its threads share (over the run's
+    ``memo``) and its threads."""
     cta = _Cta(block3[0] * block3[1] * block3[2])
     # One interpreter's implementations serve the CTA's threads: the thread-dependent
     # ones (ids, collectives, special registers) read the running thread, cta.current.
     # Each thread gets its own Interpreter (its own values) over that one table.
-    shared = make_interpreter(module)
+    shared = make_interpreter(module, memo=memo)
     shared.register_implementations(_CtaKernelIds(cta), override=True)
     shared.register_implementations(ThreadFunctions(cta, block3, grid3), override=True)
     threads = [
@@ -359,9 +366,10 @@ def _run_cta(
     block_id: tuple[int, int, int],
     block3: tuple[int, int, int],
     grid3: tuple[int, int, int],
+    memo: RunMemo | None = None,
 ) -> None:
     """Run one CTA thread by thread."""
-    cta, shared, threads = _cta_of(module, block_id, block3, grid3)
+    cta, shared, threads = _cta_of(module, block_id, block3, grid3, memo)
 
     def body(_: _Thread) -> None:
         interpreter = KernelInterpreter(module, shared.index_bitwidth, shared._impls)  # noqa: SLF001
