@@ -11,7 +11,7 @@ import pytest
 import test_rows
 import test_rows_backward_slices
 from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
-from test_rows_backward_pipeline import _outputs
+from test_rows_backward_pipeline import _lowered, _outputs
 from test_rows_backward_slices import narrow_slices  # noqa: F401 - the slices narrowed (autouse)
 
 from bulkred_dialect.passes.variants import rows_backward
@@ -42,19 +42,23 @@ def test_overlapped_norm_backward(kind, n, dtype, affine, db, taken, monkeypatch
     assert taken == [True]
 
 
-@pytest.mark.parametrize("m", [1, 4])
 @pytest.mark.parametrize("kind,n,dtype,affine,db", CASES[:2])
-def test_overlapped_bits_are_the_defaults(kind, n, dtype, affine, db, m, monkeypatch) -> None:
-    """M = 1 (no step of the loop) and 4 rows on one cluster, the kernel of any M and of
-    this M: every output's bits as with OVERLAP off."""
-    want = _outputs(kind, "rows_slices", n, dtype, affine, db, m)
+def test_overlapped_bits_are_the_defaults(kind, n, dtype, affine, db, monkeypatch) -> None:
+    """M = 1 (no step of the loop) and 4 rows on one cluster, the kernel of any M (each
+    setting's lowered once, run on both) and of this M: every output's bits as with
+    OVERLAP off."""
+    case = (kind, "rows_slices", n, dtype, affine, db)
+    default = _lowered(*case, None)
     monkeypatch.setattr(rows_backward, "OVERLAP", True)
-    got = _outputs(kind, "rows_slices", n, dtype, affine, db, m)
-    got += _outputs(kind, "rows_slices", n, dtype, affine, db, m, static=True)  # (the kernel of this M)
-    want = want + want
-    assert len(got) == len(want)
-    for a, b in zip(got, want, strict=True):
-        assert a.tobytes() == b.tobytes()
+    overlapped = _lowered(*case, None)
+    for m in (1, 4):
+        want = _outputs(*case, m, built=default)
+        got = _outputs(*case, m, built=overlapped)
+        got += _outputs(*case, m, static=True)  # (the kernel of this M)
+        want = want + want
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert a.tobytes() == b.tobytes(), m
 
 
 def test_off_by_default() -> None:

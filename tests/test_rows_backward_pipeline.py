@@ -43,8 +43,9 @@ def test_pipelined_norm_backward(kind, variant, n, dtype, affine, db, taken, mon
 
 
 def _outputs(kind: str, variant: str, n: int, dtype: str, affine: str | None, db: bool, m: int,
-             static: bool = False) -> list[np.ndarray]:
-    """The kernel's outputs on fixed random rows (``static``: built for these M rows, else for any M)."""
+             static: bool = False, built=None) -> list[np.ndarray]:
+    """The kernel's outputs on fixed random rows (``static``: built for these M rows, else for any M;
+    ``built``: that kernel lowered already, by :func:`_lowered`)."""
     rng = np.random.default_rng(7)
     layer = kind == "layer_norm_backward"
     x = test_rows.to_bits(rng.standard_normal((m, n)) * 2 + 0.5, dtype)
@@ -53,11 +54,17 @@ def _outputs(kind: str, variant: str, n: int, dtype: str, affine: str | None, db
         args.append(test_rows.to_bits(rng.standard_normal(n), affine))
     args += ([rng.standard_normal(m).astype(np.float32)] if layer else []) + [rng.random(m).astype(np.float32) + 0.5]
     args += [test_rows.to_bits(np.zeros(n), affine or dtype) for _ in range(bool(affine) + db)]
-    built = test_rows.lowered(module(kind, m if static else None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
-                                     variant=variant))
+    if built is None:
+        built = _lowered(kind, variant, n, dtype, affine, db, m if static else None)
     kernel = next(o for o in built.walk() if o.name == "func.func")
     ws = np.zeros(kernel.attributes["bulkred.workspace"].value.data, np.int8)
     return test_rows.interpret(built, *args, ws)
+
+
+def _lowered(kind: str, variant: str, n: int, dtype: str, affine: str | None, db: bool, m: int | None):
+    """The backward kernel of M rows (None: of any M), lowered with the settings as they are now."""
+    return test_rows.lowered(module(kind, m, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
+                                    variant=variant))
 
 
 _NEITHER: dict[tuple, list[np.ndarray]] = {}
