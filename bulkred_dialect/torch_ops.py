@@ -27,6 +27,7 @@ functions.py's ``NORM_ROWS``) by :func:`register_row`, with the gradient rules o
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -108,6 +109,41 @@ def _register(row: Function) -> None:
         BOUND[row.name] = _bound_autograd(row)
 
 
+PYTHON_APPLY = isinstance(getattr(torch.autograd.Function.apply, "__func__", None), types.FunctionType)
+"""Whether this torch's ``torch.autograd.Function.apply`` is a Python classmethod around
+the C++ one (torch before the wrapper moved into C++, pytorch#190694; 2.11 is one): then
+:func:`applier` does the wrapper's work without its frames."""
+
+
+def applier(cls: type, n: int | None = None) -> Any:
+    """``cls.apply`` for a ``torch.autograd.Function`` of this module (tensors its only
+    arguments, no ``setup_context``). Where :data:`PYTHON_APPLY`, the same call without
+    the Python wrapper's frames (its nested function made per call, its checks of
+    ``setup_context`` and the tuple of arguments rebuilt): with no functorch transform
+    active, each tensor unwrapped if its functorch wrapper is dead and the C++ ``apply``
+    called at once, as the wrapper does; under a transform, the wrapper itself. ``n``: how
+    many tensors (default: the forward's parameters after ctx)."""
+    unwrap = getattr(torch._C._functorch, "unwrap_if_dead", None)
+    if not PYTHON_APPLY or unwrap is None:
+        return cls.apply
+    raw, slow = super(torch.autograd.Function, cls).apply, cls.apply  # type: ignore[misc]
+    active = torch._C._are_functorch_transforms_active
+    if n is None:
+        n = cls.forward.__code__.co_argcount - 1  # (ctx first)
+
+    if n == 1:
+        def apply(x: Any) -> Any:
+            return slow(x) if active() else raw(unwrap(x))
+    elif n == 2:
+        def apply(x: Any, t: Any) -> Any:
+            return slow(x, t) if active() else raw(unwrap(x), unwrap(t))
+    else:
+        def apply(*tensors: Any) -> Any:
+            return slow(*tensors) if active() else raw(*map(unwrap, tensors))
+
+    return apply
+
+
 def _bound_autograd(row: Function) -> Any:
     """``make(axis, keepdims, opts) -> apply(x)``: the eager autograd call of one call's
     axis, keepdims and options (see :func:`eager`)."""
@@ -170,9 +206,9 @@ def _bound_autograd(row: Function) -> Any:
                 dims = dims_of[nd] = tuple(sorted(a % max(nd, 1) for a in axis)) if axis else tuple(range(nd))
             return RULES[grad](x, saved[1:], grads, dims, keepdims, options)  # (read per call: a test patches it)
 
-        return type(f"{row.name}_autograd", (torch.autograd.Function,), {
+        return applier(type(f"{row.name}_autograd", (torch.autograd.Function,), {
             "forward": staticmethod(forward), "backward": staticmethod(backward),
-        }).apply
+        }))
 
     return make
 
@@ -303,9 +339,9 @@ def row_eager(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any
         got = rule(args, saved[n_t:], grads)
         return tuple(map(got.get, tensors))
 
-    return type(f"{row.name}_autograd", (torch.autograd.Function,), {
+    return applier(type(f"{row.name}_autograd", (torch.autograd.Function,), {
         "forward": staticmethod(fwd), "backward": staticmethod(bwd),
-    }).apply
+    }), n_t)
 
 
 def _reduced_rows(row: RowFunction, tensors: tuple[str, ...], options: dict[str, Any], forward: Any,
@@ -333,9 +369,9 @@ def _reduced_rows(row: RowFunction, tensors: tuple[str, ...], options: dict[str,
         got = rule(args, (None, lse), (g.expand(lse.shape),))
         return got.get("input"), None
 
-    return type(f"{row.name}_{reduction}_autograd", (torch.autograd.Function,), {
+    return applier(type(f"{row.name}_{reduction}_autograd", (torch.autograd.Function,), {
         "forward": staticmethod(fwd), "backward": staticmethod(bwd),
-    }).apply
+    }))
 
 
 def register_kernel_op(name: str, schema: str, impl: Any, fake: Any) -> None:

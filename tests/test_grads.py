@@ -243,3 +243,28 @@ def test_backward_operations_are_counted(host_kernels, case):
     assert len(kernels[0]) <= len(kernels[1]), f"{case}: {ours} against torch's {theirs}"
     assert not {"clone", "contiguous", "copy_", "new_empty_strided"} & set(ours), ours
     torch.testing.assert_close(got[0], got[1])
+
+
+def test_the_autograd_route_without_torchs_python_apply_wrapper(host_kernels, monkeypatch):
+    """Where torch's ``Function.apply`` is a Python wrapper (torch 2.11), a call key's
+    Function is applied through ``torch_ops.applier`` (the C++ apply at once): forced here,
+    the gradients are torch's on the first and the kept call (var and std saving the mean
+    of var_mean's kernel, a pair)."""
+    from bulkred_dialect import reductions, torch_ops
+
+    monkeypatch.setattr(torch_ops, "PYTHON_APPLY", True)
+    reductions.forget()
+    g = torch.Generator().manual_seed(17)
+    base = torch.randn(5, 6, generator=g, dtype=torch.float64)
+    for fn, opts, theirs in (("amax", {}, lambda t: torch.amax(t, 1)), ("std", {"correction": 1}, lambda t: torch.std(t, 1)),
+                             ("aminmax", {}, lambda t: tuple(torch.aminmax(t, dim=1)))):
+        for _ in range(2):
+            a, b = base.clone().requires_grad_(True), base.clone().requires_grad_(True)
+            ys1, ys2 = getattr(bulkred, fn)(a, axis=1, **opts), theirs(b)
+            ys1, ys2 = (ys1, ys2) if isinstance(ys2, tuple) else ((ys1,), (ys2,))
+            sum(y.sum() * (i + 1) for i, y in enumerate(ys1)).backward()
+            sum(y.sum() * (i + 1) for i, y in enumerate(ys2)).backward()
+            torch.testing.assert_close(a.grad, b.grad, msg=fn)
+    assert any("applier" in getattr(c.cell_contents, "__qualname__", "") for hit in api.CALLS.values()
+               for c in (hit[0].__closure__ or ())), "no route through torch_ops.applier"
+    reductions.forget()

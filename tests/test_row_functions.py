@@ -942,3 +942,33 @@ def test_a_backward_kernels_call_is_kept_under_its_key(interpreted, monkeypatch)
     with pytest.raises(bulkred.ReductionError) as e:
         torch.ops.bulkred.softmax_backward(torch.ones(3, 8), y, None)
     assert str(e.value) == "bulkred.softmax_backward: grad must be a tensor of shape [4, 8] on output's device"
+
+
+def test_the_autograd_route_without_torchs_python_apply_wrapper(interpreted, monkeypatch):
+    """Where torch's ``Function.apply`` is a Python wrapper (torch 2.11), the key's Function
+    is applied through ``torch_ops.applier`` (the C++ apply at once, each tensor unwrapped
+    if dead, as the wrapper does): forced here, the values and gradients are torch's, the
+    second call of each key takes it too."""
+    from bulkred_dialect import torch_ops
+
+    torch = interpreted
+    F = torch.nn.functional
+    monkeypatch.setattr(torch_ops, "PYTHON_APPLY", True)
+    row_functions.forget()
+    x, w, t = _randn(torch, 4, 16, seed=251), _randn(torch, 16, seed=252), torch.tensor([3, -100, 0, 7])
+    for mine, theirs, ts in (
+        (lambda u: bulkred.softmax(u), lambda u: torch.softmax(u, -1), (x,)),
+        (lambda u, v: bulkred.rms_norm(u, 16, v, 1e-6), lambda u, v: F.rms_norm(u, (16,), v, 1e-6), (x, w)),
+        (lambda u: bulkred.cross_entropy(u, t), lambda u: F.cross_entropy(u, t), (x * 3,)),
+    ):
+        for _ in range(2):  # the first call, then the key's kept launcher
+            got, want = mine(*[u.clone().requires_grad_() for u in ts]), theirs(*[u.double() for u in ts])
+            assert got.grad_fn is not None
+            _close(got.detach(), want.detach().float(), 1e-4)
+            for g, h in zip(_grads(torch, mine, ts), _grads(torch, theirs, [u.double() for u in ts]), strict=True):
+                _close(g, h.float(), 1e-4)
+    kept = [f for f in row_functions.CALLS.values() if f.__closure__]
+    applies = {c.cell_contents.__qualname__ for f in kept for c in f.__closure__ if callable(c.cell_contents)
+               and getattr(c.cell_contents, "__qualname__", "").startswith("applier")}
+    assert applies == {"applier.<locals>.apply"}, applies
+    row_functions.forget()
