@@ -166,7 +166,7 @@ class Setting:
     rows, as the default's); ``online`` (softmax, log_softmax, cross_entropy): the maximum and
     the sum of ``exp(x - m)`` in one pass, ``m`` raised once per step of :data:`UNROLL`
     vectors and the sum rescaled by ``exp(m_old - m)`` (one exp more per step), instead of
-    a pass for the maximum and one for the sum; ``weight_shared`` (rms_norm, layer_norm):
+    a pass for the maximum and one for the sum; ``weight_shared`` (rms_norm, add_rms_norm, layer_norm):
     the CTA's slices of the weight and bias copied into shared memory once, before the
     rows loop (``cp.async.bulk`` on an mbarrier of their own), and y's pass reading them
     there instead of from global memory (L2) per row: a persistent grid reads them once
@@ -632,9 +632,9 @@ class SharedBuf(RowBuf):
 
 def affine_staged(op: NormalizeRowsOp, st: Setting) -> int:
     """With ``st.weight_shared``, the bytes of shared memory the CTA's slices of the
-    weight and bias take (rms_norm, layer_norm with either; each slice whole 16-byte
-    chunks, beside the row's slice buffers within :data:`SHARED_PER_SM`); else 0 (read
-    from global memory)."""
+    weight and bias take (rms_norm, add_rms_norm, layer_norm with either; each slice
+    whole 16-byte chunks, beside the row's slice buffers within :data:`SHARED_PER_SM`);
+    else 0 (read from global memory)."""
     if not st.weight_shared or op.norm_kind not in (NormKind.RMS_NORM, NormKind.LAYER_NORM, NormKind.ADD_RMS_NORM):
         return 0
     c, _, _, slice_bytes = bulk_for(op)
