@@ -71,7 +71,8 @@ with the settings (two slice buffers, or one at 2 CTAs a multiprocessor; the sli
 half), the slice in registers in that grid, and add_rms_norm on rows_bulk; each with its
 error against float64, batch invariance, ptxas's registers and spills and the units the
 GPU holds at once (cuOccupancyMaxActiveClusters); layer_norm's also on rows of mean 1000
-and with an outlying first element (``err mean``, ``err x0``) beside torch's own.
+and with a massive first element (``err mean``, ``err x0``) beside torch's own; at the
+end, per cell, the fastest sound setting and the rows_bulk.CHOSEN row that takes it.
 ``--dry-run`` builds and assembles each kernel (no GPU).
 
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
@@ -161,16 +162,20 @@ def timed_in_turns(torch, copy_call, calls: list) -> tuple[float, list[float]]:
     return sum(times[-1]) / 2, [sum(times[i]) / 2 for i in range(len(calls))]
 
 
-def print_timed(torch, kind: str, dtype: str, n: int, x, y, nbytes: int, runs: list) -> None:
+def print_timed(torch, kind: str, dtype: str, n: int, x, y, nbytes: int, runs: list) -> list[float]:
     """Times ``runs`` (name, call, two columns, err, a last column) against the copy of x
     into y (:func:`timed_in_turns`) and prints a table row for each: GB/s of ``nbytes`` a
-    call, and against the copy's GB/s (x's bytes read and written)."""
+    call, and against the copy's GB/s (x's bytes read and written); returns each run's
+    ratio to the copy."""
     copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=y), [r[1] for r in runs])
     copy_gbs = 2 * x.numel() * x.element_size() / copy_us / 1e3  # (the median of two: their mean)
+    ratios = []
     for i, (name, _, a, b, err, last) in enumerate(runs):
         gbs = nbytes / times[i] / 1e3
+        ratios.append(gbs / copy_gbs)
         print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
               f"{b} | {err:.1e} | {last} |", flush=True)
+    return ratios
 
 
 @contextlib.contextmanager
@@ -587,9 +592,10 @@ def passes(args) -> int:
     """``--set passes``: rows_bulk's pass settings on the long rows (rows_bulk.Setting's
     one_pass, online, weight_shared, max_units), each against the dispatch as it is, on the
     same tensors, timed in turns with the copy kernel; layer_norm's also on rows of mean
-    1000 and spread 1 (``err mean``), and with each row's first element 40 spreads out
-    (``err x0``: the row shift's weakness), beside torch's own error there (the ``torch``
-    row). ``units``: the grid's units / those resident at once. ``--dry-run``: each
+    1000 and spread 1 (``err mean``), and on rows of mean 0 whose first element is 1000, a
+    massive first channel (``err x0``: the row shift's weakness), beside torch's own error
+    there (the ``torch`` row); the end: for each cell the fastest sound setting and the
+    rows_bulk.CHOSEN row that takes it (:func:`verdict`). ``units``: the grid's units / those resident at once. ``--dry-run``: each
     setting's kernel built and assembled for sm_90a (no GPU)."""
     from bulkred_dialect import row_kernels
     from bulkred_dialect.ops.target import Target
@@ -604,6 +610,7 @@ def passes(args) -> int:
     torch = None
     if not args.dry_run:
         import torch
+    verdicts: list[str] = []
     print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | units | err | inv |"
           " err mean | err x0 |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | --- | ---: | --- | ---: | ---: |")
@@ -665,16 +672,17 @@ def passes(args) -> int:
         ref = ref_of(x[:rows])
         y5 = torch.empty_like(x[:5])
         big = hard = None
-        if kind == "layer_norm":  # mean 1000, spread 1; then each row's first element 40 spreads out
+        if kind == "layer_norm":  # mean 1000, spread 1; then rows of mean 0 whose first element is 1000 (a massive channel)
             big = (torch.randn(8, n, device=DEVICE) + 1000).to(x.dtype)
-            hard = big.clone()
-            hard[:, 0] = 1040.0
+            hard = torch.randn(8, n, device=DEVICE).to(x.dtype)
+            hard[:, 0] = 1000.0
             refs = (ref_of(big), ref_of(hard))
             yb = torch.empty_like(big)
             te = [err_of(F.layer_norm(t, (n,), w, bvec, EPS), r) for t, r in zip((big, hard), refs)]
             print(f"| {kind} | {dtype} | {n} | | torch (its own error) | | | | | | | | {te[0]:.1e} | {te[1]:.1e} |")
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         runs = []
+        judged: list[tuple] = []  # (name, setting, err, sound: bits invariant and layer_norm's error as torch's)
         for name, st in settings:
             tables = today if st is None else (today[0], [(dtype, (kind,), n, n, st)] + today[1])
             with bulk_setting({}, tables, today), wide_vectors(name):
@@ -713,15 +721,45 @@ def passes(args) -> int:
                     units = f"{launch.grid[0] // launch.cluster[0]} / {resident(k, sms)}"
                     runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]} | {units}", err,
                                  f"{inv} | {more}"))
+                    judged.append((name, st, err, inv == "yes" and (big is None or es[1] <= 4 * max(te[1], 1e-7)),
+                                   k.signature.launch))
                 except Exception as e:  # noqa: BLE001 - the row says why
                     print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
                           flush=True)
         moved = 4 if kind == "add_rms_norm" else 2  # (x read and y written; add_rms_norm: residual read, h written too)
-        print_timed(torch, kind, dtype, n, x, y, moved * x.numel() * x.element_size(), runs)
+        ratios = print_timed(torch, kind, dtype, n, x, y, moved * x.numel() * x.element_size(), runs)
+        verdicts.append(verdict(kind, dtype, n, judged, ratios))
         del x, y, y5, ref, runs, res, hout
         torch.cuda.empty_cache()
+    print("\nWhat to flip (the fastest sound setting of each cell, where it beats the dispatch by 1% or more: a row of"
+          " rows_bulk.CHOSEN above the cell's present one; each setting's default stays off):")
+    for line in verdicts:
+        print(line)
     print(f"probe time: {time.time() - t0:.0f} s")
     return 1 if failed else 0
+
+
+def verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: list[float]) -> str:
+    """One cell's outcome: the fastest setting whose bits are batch-invariant, whose error
+    is within 4x the dispatch's (and layer_norm's on the outlying rows within 4x torch's),
+    against the dispatch, and the rows_bulk.CHOSEN row that takes it."""
+    if not judged or len(ratios) != len(judged):
+        return f"- {kind} {dtype} {n}: no result"
+    if judged[0][1] is not None:
+        return f"- {kind} {dtype} {n}: no result for the dispatch"
+    today = ratios[0]
+    base_err = judged[0][2]
+    best = None
+    for (name, st, err, sound, _), ratio in zip(judged[1:], ratios[1:]):
+        if sound and err <= 4 * max(base_err, 1e-7) and (best is None or ratio > best[1]):
+            best = (name, ratio, st)
+    if best is None or best[1] < 1.01 * today:
+        return f"- {kind} {dtype} {n}: keep the dispatch ({judged[0][0]}, {today:.3f} of copy)"
+    name, ratio, st = best
+    dt = "F32" if dtype == "float32" else "BF16"
+    wide = "; and rows_common.WIDE_BF16 for this cell (a global today: not a per-cell setting)" if name.startswith("16-byte") else ""
+    return (f"- {kind} {dtype} {n}: {name}, {ratio:.3f} of copy against {today:.3f}: "
+            f"({dt}.name, (\"{kind}\",), {n}, {n}, {st!r}){wide}")
 
 
 def main() -> int:
