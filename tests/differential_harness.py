@@ -8,10 +8,12 @@ For each case and each target in :data:`TARGETS` the harness builds the op insid
 * ours: ``op.verify()`` passes and ``check_target`` accepts ``op.requirement()`` for the target;
 * ptxas's: the op's ``ptx_line`` inside a minimal kernel assembles for the target, with
   ``.version`` = the op's declared PTX ISA version (at least the target's own minimum, at most
-  :data:`MAX_PTX_VERSION`) -- so the declared version is tested too -- and again with
-  ``.version`` = :data:`MAX_PTX_VERSION`, which separates "wrong PTX version" from "wrong
-  form". When the declared version is above the target's minimum, the version just below it
-  is tried as well: ptxas accepting it means we declare more than needed.
+  :data:`MAX_PTX_VERSION`) -- so the declared version is tested too -- and, where ptxas
+  rejects it there, again with ``.version`` = :data:`MAX_PTX_VERSION`, which separates
+  "wrong PTX version" from "wrong form" (where the declared version is accepted, the
+  highest decides nothing: no kind below reads it). When we accept the op, ptxas accepts
+  it at the declared version and that version is above the target's minimum, the version
+  just below it is tried as well: ptxas accepting it means we declare more than needed.
 
 Kinds of disagreement (see docs/differential.md):
 
@@ -20,7 +22,10 @@ Kinds of disagreement (see docs/differential.md):
 * ``version`` -- we accept, ptxas rejects at our declared version but accepts at the highest;
 * ``version-high`` -- we accept, ptxas also accepts one version below the one we declare.
 
-Speed: instructions of one (target, version) are assembled together, one per line, and
+Speed: the probes go in two rounds (the declared versions; then the highest and the
+version below where the first round's verdict calls for them: half the lines ptxas
+compiles, the accepted ones, are not assembled a second time at the highest version).
+In each round instructions of one (target, version) are assembled together, one per line, and
 ptxas's per-line errors say which were rejected; the rest is assembled again until a
 batch passes (with -O0: :data:`BATCH_OPTIONS`). A failure that names no instruction line
 falls back to one kernel per case.
@@ -381,20 +386,21 @@ class Outcome:
     our_reason: str  # the verifier's or the target check's message when we reject
     declared: tuple[int, int]  # the .version of the first ptxas run
     at_declared: PtxasVerdict
-    at_max: PtxasVerdict
+    at_max: PtxasVerdict | None  # None: not tried, ptxas accepts the declared version
     below: tuple[int, int] | None = None  # the version just below the declared one, if tried
     at_below: PtxasVerdict | None = None
 
     @property
     def kind(self) -> str | None:
         """None when the verdicts agree, else the disagreement kind."""
+        if self.at_declared.accepted:
+            if not self.ours:
+                return "accepted"
+            return "version-high" if self.at_below is not None and self.at_below.accepted else None
+        assert self.at_max is not None  # tried wherever the declared version is rejected
         if not self.ours:
-            return "accepted" if (self.at_declared.accepted or self.at_max.accepted) else None
-        if not self.at_declared.accepted:
-            return "version" if self.at_max.accepted else "rejected"
-        if self.at_below is not None and self.at_below.accepted:
-            return "version-high"
-        return None
+            return "accepted" if self.at_max.accepted else None
+        return "version" if self.at_max.accepted else "rejected"
 
     def describe(self) -> str:
         ours = "valid" if self.ours else f"invalid ({self.our_reason})"
@@ -404,9 +410,10 @@ class Outcome:
 
         text = (
             f"{self.case.key} on {self.target}: ours {ours}; ptxas at .version "
-            f"{format_ptx_version(self.declared)} {v(self.at_declared)}, at "
-            f"{format_ptx_version(MAX_PTX_VERSION)} {v(self.at_max)}"
+            f"{format_ptx_version(self.declared)} {v(self.at_declared)}"
         )
+        if self.at_max is not None:
+            text += f", at {format_ptx_version(MAX_PTX_VERSION)} {v(self.at_max)}"
         if self.below is not None and self.at_below is not None:
             text += f", at {format_ptx_version(self.below)} {v(self.at_below)}"
         return f"{text}; line `{self.case.line}`"
@@ -496,31 +503,35 @@ def check(collection: Collection, start: float | None = None) -> Report:
 def _check(collection: Collection, start: float | None) -> Report:
     start = time.monotonic() if start is None else start
     targets = [Target.parse(t) for t in TARGETS]
+    stats: dict[str, int] = defaultdict(int)
+    # Round 1: every (case, target) at its declared version.
     plans = []
-    probes: list[Probe] = []
     for case in collection.cases:
         for t in targets:
             ours, why = our_verdict(case, t)
             v = declared_version(case, t)
-            p_decl = probe_for(case, t.name, v)
-            p_max = probe_for(case, t.name, MAX_PTX_VERSION)
-            below = previous_version(v) if ours else None
-            p_below = None
-            if below is not None and below >= t.min_ptx:
-                p_below = probe_for(case, t.name, below)
-                probes.append(p_below)
-            else:
-                below = None
-            probes += [p_decl, p_max]
-            plans.append((case, t, ours, why, v, p_decl, p_max, below, p_below))
-    stats: dict[str, int] = defaultdict(int)
-    verdicts = run_probes(probes, stats)
+            plans.append((case, t, ours, why, v, probe_for(case, t.name, v)))
+    verdicts = run_probes([p[-1] for p in plans], stats)
+    # Round 2: the highest version where the declared one is rejected (a wrong version,
+    # or a wrong form), the version below where we accept and ptxas does at the declared
+    # one (whether we declare more than needed); no other verdict reads either.
+    rounds = []
+    for case, t, ours, why, v, p_decl in plans:
+        p_max = probe_for(case, t.name, MAX_PTX_VERSION) if not verdicts[p_decl].accepted else None
+        below = previous_version(v) if ours and verdicts[p_decl].accepted else None
+        if below is not None and below < t.min_ptx:
+            below = None
+        p_below = probe_for(case, t.name, below) if below is not None else None
+        rounds.append((case, t, ours, why, v, p_decl, p_max, below, p_below))
+    verdicts.update(
+        run_probes([p for r in rounds for p in r[6:9:2] if p is not None and p not in verdicts], stats)
+    )
     outcomes = [
         Outcome(
-            case, t.name, ours, why, v, verdicts[p_decl], verdicts[p_max], below,
+            case, t.name, ours, why, v, verdicts[p_decl], verdicts[p_max] if p_max is not None else None, below,
             verdicts[p_below] if p_below is not None else None,
         )
-        for case, t, ours, why, v, p_decl, p_max, below, p_below in plans
+        for case, t, ours, why, v, p_decl, p_max, below, p_below in rounds
     ]
     return Report(
         collection, outcomes, stats["assemblies"], time.monotonic() - start, stats["fallbacks"]

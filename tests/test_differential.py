@@ -78,6 +78,8 @@ def test_batched_verdicts_match_one_kernel_per_case(report: h.Report):
     mismatches = []
     for o in sample:
         for version, batched in ((o.declared, o.at_declared), (MAX_PTX_VERSION, o.at_max)):
+            if batched is None:  # the highest version, not tried where the declared one passes
+                continue
             alone = h.assemble_one(h.probe_for(o.case, o.target, version))
             if alone.accepted != batched.accepted:
                 mismatches.append(f"{o.case.key} {o.target} {version}: batch {batched}, alone {alone}")
