@@ -794,37 +794,25 @@ def _bound(row: RowFunction, p: RowPlan, k: Any, args: tuple, op_args: tuple, fi
     order = [1, 3] if kind == "add_rms_norm" else [2] if kind == "cross_entropy" else [1]  # the outputs' params
     if p.reduction is not None:
         order = [2, 3]
-    b = k.bind(params, inputs=[i for i in range(len(params)) if i not in order], order=order, new=outs,
-               pack=(lambda loss, r: r) if p.reduction is not None else None)
-    if b is None:
-        return None
     front, names = FRONTS[row.kind], row.op_arguments()
 
     def slow(args: tuple) -> Any:  # refused by the launcher (alignment, a broken GPU): every check, a copy
         op_args, finish = front(row, *args)
         return (_reduced if p.reduction is not None else finish)(run(row, p, k, dict(zip(names, op_args)), False))
 
+    inputs = [i for i in range(len(params)) if i not in order]
+    pack = (lambda loss, r: r) if p.reduction is not None else None
     ce = finish.result if kind == "cross_entropy" and p.reduction is None else None  # type: ignore[attr-defined]
-    if len(pick) == 1:
-        def launcher(args: tuple) -> Any:
-            r = b(args[0], None)
-            return slow(args) if r is None else r
-    elif len(pick) == 2:
-        i, j = pick
-        if ce is not None:  # the rows reduced by torch: each call's own target
-            def launcher(args: tuple) -> Any:
-                r = b(args[0], args[1], None)
-                return slow(args) if r is None else ce((r,), args[1])
-        else:  # (cross_entropy reduced in the kernel: the scalar, as the launcher returns it)
-            def launcher(args: tuple) -> Any:
-                r = b(args[0], args[j], None)
-                return slow(args) if r is None else r
-    else:
-        i, j, q = pick
+    if ce is None:  # the launcher kept as it is: the call's tensors from its arguments, slow(args) where it refuses
+        return k.bind(params, inputs=inputs, order=order, new=outs, pack=pack, at=pick, refused=slow)
+    b = k.bind(params, inputs=inputs, order=order, new=outs, pack=pack)
+    if b is None:
+        return None
 
-        def launcher(args: tuple) -> Any:
-            r = b(args[0], args[j], args[q], None)
-            return slow(args) if r is None else r
+    def launcher(args: tuple) -> Any:  # the rows reduced by torch: each call's own target
+        r = b(args[0], args[1], None)
+        return slow(args) if r is None else ce((r,), args[1])
+
     return launcher
 
 

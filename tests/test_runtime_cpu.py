@@ -865,6 +865,25 @@ def test_bound_launcher_makes_a_result_of_the_callers_shape(monkeypatch):
     assert rows(Tensor(0x1000, (64, big[0])), None).shape == big and asked == ["contiguous"]
 
 
+def test_bound_launcher_taking_the_callers_arguments(monkeypatch):
+    """``at`` (the row functions' kept calls): ``launcher(args)`` takes each input from the
+    caller's tuple at its place (a weight after the outputs too) and returns
+    ``refused(args)`` for a call it does not take (an input off its alignment, a broken
+    GPU), having launched nothing."""
+    Tensor = _FakeTorchTensor
+    refusals = []
+    params = [Tensor(0x1000, (4, 8)), Tensor(0x2000, (4, 8)), Tensor(0x3000, (8,))]
+    run, launched = _launcher(monkeypatch, params, inputs=(0, 2), order=(1,), new=[(4, 8)], align=[16, 4, 4],
+                              at=(0, 2), refused=lambda args: refusals.append(args) or "refused")
+    x, w = Tensor(0x1040, (4, 8)), Tensor(0x3010, (8,))
+    got = run((x, 99, w))
+    assert got.shape == (4, 8) and launched == [(0x1040, got.ptr, 0x3010)] and not refusals
+    odd = (Tensor(0x1004, (4, 8)), 99, w)
+    assert run(odd) == "refused" and refusals == [odd] and len(launched) == 1
+    run.__globals__["g"].broken = "a fault"
+    assert run((x, 99, w)) == "refused" and len(refusals) == 2 and len(launched) == 1
+
+
 def test_bound_launcher_of_two_results(monkeypatch):
     """Two results: ``order`` maps the caller's results to the kernel's params
     (max_with_indices' values are its aux, the third param); made ones are packed in

@@ -382,7 +382,8 @@ class Kernel:
 
     def bind(
         self, args: Sequence[Any], *, inputs: int | Sequence[int] = 1, order: Sequence[int] | None = None,
-        new: Sequence[tuple[int, ...]] | None = None, pack: Any = None,
+        new: Sequence[tuple[int, ...]] | None = None, pack: Any = None, at: Sequence[int] | None = None,
+        refused: Any = None,
     ) -> Any:
         """A launcher for a caller that built this kernel for arrays like ``args`` (the
         reduction API, from its plan), or None when the launch layer has none for them
@@ -409,7 +410,12 @@ class Kernel:
         kernels' weights come after their outputs); the launcher takes them in that
         order. A kernel with a dynamic dimension (``bulkred.dims``, the row kernels'
         rows) is bound for the sizes of ``args``: the caller's key proves the shapes, so
-        the size and the launch config are constants of the launcher."""
+        the size and the launch config are constants of the launcher.
+
+        ``at`` (with ``new``): the launcher is ``launcher(args)`` instead, taking each
+        input from the caller's tuple ``args`` (``args[at[k]]`` the k-th input), and a
+        call it does not take returns ``refused(args)`` (a caller's call kept as one
+        launcher: no frame of its own around this one)."""
         sig = self.signature
         torch = sys.modules.get("torch")
         if sig is None or torch is None or len(args) != len(sig.params) or not all(isinstance(a, torch.Tensor) for a in args):
@@ -434,7 +440,7 @@ class Kernel:
         return bound_launcher(
             self.name, g, kern, config, extra, args, inputs=ins,
             order=tuple(i for i in range(len(args)) if i not in ins) if order is None else tuple(order), new=new, pack=pack,
-            zero=sig.zero_init, align=[sig.alignment(i) for i in range(len(args))],
+            zero=sig.zero_init, align=[sig.alignment(i) for i in range(len(args))], at=at, refused=refused,
         )
 
     def time(
@@ -635,6 +641,7 @@ Python); larger ones keep one broadcast element."""
 def bound_launcher(
     name: str, g: Gpu, kern: Any, config: Any, extra: Sequence[Any], args: Sequence[Any], *, inputs: int | Sequence[int],
     order: Sequence[int], new: Sequence[tuple[int, ...]] | None, pack: Any, zero: Sequence[int], align: Sequence[int],
+    at: Sequence[int] | None = None, refused: Any = None,
 ) -> Any:
     """The source of :meth:`Kernel.bind`'s launcher, compiled (see there)."""
     torch = sys.modules["torch"]
@@ -642,13 +649,19 @@ def bound_launcher(
     env = _launch_env(name, g, args[0].get_device(), kern, config, extra)
     inputs = range(inputs) if isinstance(inputs, int) else inputs
     ins = [f"a{i}" for i in inputs]
-    lines = ["    if g.broken is not None:\n        return None\n"]
+    lines = []
+    if at is not None:  # launcher(args): each input from the caller's tuple, a call refused is refused(args)
+        assert new is not None and len(at) == len(ins), (at, ins)
+        env["refused"] = refused
+        lines += [f"    {a} = args[{j}]\n" for a, j in zip(ins, at)]
+    no = "refused(args)" if at is not None else "None"
+    lines.append(f"    if g.broken is not None:\n        return {no}\n")
     ptr = [""] * n
     wide = [i for i, a in enumerate(align[:n]) if a > args[i].element_size()]  # read with wider vector loads
 
     def aligned(i: int) -> None:
         if i in wide:
-            lines.append(f"    if {ptr[i]} % {align[i]}:\n        return None\n")
+            lines.append(f"    if {ptr[i]} % {align[i]}:\n        return {no}\n")
 
     for i in inputs:  # the inputs' addresses first: a call refused has made nothing
         ptr[i] = f"p{i}"
@@ -701,10 +714,8 @@ def bound_launcher(
     else:
         env["pack"] = pack
         result = f"pack({', '.join(outs)})"
-    src = (
-        f"def launcher({', '.join(ins)}, out):\n" + "".join(lines) + _launch_tail(ptr, len(extra), zeroing)
-        + f"    return {result}\n"
-    )
+    head = "def launcher(args):\n" if at is not None else f"def launcher({', '.join(ins)}, out):\n"
+    src = head + "".join(lines) + _launch_tail(ptr, len(extra), zeroing) + f"    return {result}\n"
     _generate(src, env, f"<bulkred launcher of {name}>")
     return env["launcher"]
 

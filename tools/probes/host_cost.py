@@ -38,7 +38,7 @@ class _StubKernel:
     def __call__(self, *tensors):
         return tensors
 
-    def bind(self, params, *, inputs, order, new, pack=None):
+    def bind(self, params, *, inputs, order, new, pack=None, at=None, refused=None):
         from types import SimpleNamespace
 
         import numpy as np
@@ -48,7 +48,8 @@ class _StubKernel:
         g = SimpleNamespace(broken=None, streams={0: "s"}, stream_for=lambda h: "s", memset_async=lambda *a: None)
         sys.modules["torch"].Tensor.get_device  # noqa: B018 - CPU tensors answer -1
         b = launch.bound_launcher("rows", g, "kern", "config", [np.int64(params[0].shape[0])], params, inputs=inputs,
-                                  order=order, new=new, pack=pack, zero=(), align=[self.align] * len(params))
+                                  order=order, new=new, pack=pack, zero=(), align=[self.align] * len(params),
+                                  **({} if at is None else {"at": at, "refused": refused}))
         b.__globals__.update(raw_stream=lambda dev: 0, launch=lambda *a: None)
         return b
 
