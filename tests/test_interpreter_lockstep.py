@@ -140,8 +140,8 @@ def test_array_fma_f64_gives_the_scalar_bits():
 
 def test_array_int_ops_give_the_scalar_ints():
     """vector.int_binary against values.int_binary on every integer type: edge values of
-    each width (pairwise) and random int64 operands; None (the scalar path) for a shift,
-    a float operand and an int beyond int64."""
+    each width (pairwise) and random int64 operands, the shifts also by every amount to
+    70; None (the scalar path) for a float operand and an int beyond int64."""
     from bulkred_dialect.interpreter.values import INT_WIDTH, int_binary
 
     rng = np.random.default_rng(5)
@@ -149,10 +149,12 @@ def test_array_int_ops_give_the_scalar_ints():
     a = [x for x in edge for _ in edge] + rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64).tolist()
     b = [y for _ in edge for y in edge] + rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64).tolist()
     for t in INT_WIDTH:
-        for opcode in ("add", "sub", "mul.lo", "and", "or", "xor", "min", "max"):
+        for opcode in ("add", "sub", "mul.lo", "and", "or", "xor", "min", "max", "shl", "shr"):
             assert vector.int_binary(opcode, t, a, b) == [int_binary(opcode, t, x, y) for x, y in zip(a, b)], (t, opcode)
+        for opcode in ("shl", "shr"):
+            amounts = [k % 70 for k in range(len(a))]
+            assert vector.int_binary(opcode, t, a, amounts) == [int_binary(opcode, t, x, k) for x, k in zip(a, amounts)]
     s32 = ArithType.S32
-    assert vector.int_binary("shl", s32, [1], [1]) is None
     assert vector.int_binary("add", s32, [1.5], [1]) is None
     assert vector.int_binary("add", s32, [-1, 2**64], [1, 1]) is None
 

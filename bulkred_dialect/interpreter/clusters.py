@@ -137,22 +137,25 @@ class ClusterThreadFunctions(ThreadFunctions):
 
     @impl(MovSregOp)
     def run_mov_sreg(self, interpreter: Interpreter, op: MovSregOp, args: PythonValues) -> PythonValues:
-        r = op.reg.data
-        ids = self.ids
-        fixed = {
-            SpecialRegister.LANEID: self.lane,
-            SpecialRegister.WARPID: self.linear // WARP,
-            SpecialRegister.CLUSTER_CTARANK: ids.cluster_rank,
-            SpecialRegister.CLUSTER_NCTARANK: self.size,
-        }
-        if r in fixed:
-            return (fixed[r],)
-        for i, axis in enumerate("xyz"):
-            by_axis = {"tid": ids.thread_id[i], "ntid": self.block[i], "ctaid": ids.block_id[i], "nctaid": self.grid[i]}
-            for prefix, v in by_axis.items():
-                if r == SpecialRegister(f"{prefix}.{axis}"):
-                    return (v,)
-        raise InterpretationError(f"'{op.name}' %{r} is not modelled by the interpreter")
+        read = _CLUSTER_SREG.get(op.reg.data)
+        if read is None:
+            raise InterpretationError(f"'{op.name}' %{op.reg.data} is not modelled by the interpreter")
+        return (read(self, self._thread),)
+
+
+# What each special register of a cluster's thread reads (ClusterThreadFunctions, the
+# thread): the lane and warp in its CTA, its CTA's rank, the cluster's size, the ids.
+_CLUSTER_SREG: dict[SpecialRegister, Any] = {
+    SpecialRegister.LANEID: lambda f, t: (t.linear % f.per_cta) % WARP,
+    SpecialRegister.WARPID: lambda f, t: (t.linear % f.per_cta) // WARP,
+    SpecialRegister.CLUSTER_CTARANK: lambda f, t: t.ids.cluster_rank,
+    SpecialRegister.CLUSTER_NCTARANK: lambda f, t: f.size,
+}
+for _i, _axis in enumerate("xyz"):
+    _CLUSTER_SREG[SpecialRegister(f"tid.{_axis}")] = lambda f, t, i=_i: t.ids.thread_id[i]
+    _CLUSTER_SREG[SpecialRegister(f"ntid.{_axis}")] = lambda f, t, i=_i: f.block[i]
+    _CLUSTER_SREG[SpecialRegister(f"ctaid.{_axis}")] = lambda f, t, i=_i: t.ids.block_id[i]
+    _CLUSTER_SREG[SpecialRegister(f"nctaid.{_axis}")] = lambda f, t, i=_i: f.grid[i]
 
 
 def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ...]:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IntegerType, ModuleOp, f64
+from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, f64
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
 from xdsl.traits import IsTerminator
@@ -605,13 +605,79 @@ class LockstepInterpreter(KernelInterpreter):
         return self._once(op, inputs)
 
     def run_cmpi(self, op: arith.CmpiOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """memory.py's comparison (the operands' low bits of the type's width, read as
+        signed or unsigned) on int64/uint64 arrays where every operand is an integer of
+        their range; else per thread."""
         if varying:
+            key = ("cmpi", op)
+            form = self.forms.get(key, _MISSING)
+            if form is _MISSING:
+                form = self.forms[key] = _cmpi_form(op, self.index_bitwidth)
+            if form is not None:
+                compare, width, unsigned = form
+                a, b = (vector.int_bits(self._column(x)) for x in inputs)
+                if a is not None and b is not None:
+                    mask = np.uint64((1 << width) - 1) if width < 64 else None
+                    if mask is not None:
+                        a, b = a & mask, b & mask
+                    if not unsigned:
+                        a, b = vector.signed_bits(a, width), vector.signed_bits(b, width)
+                    return (self._scatter(compare(a, b).tolist()),)
             return self._map(self._impls._impl_dict[arith.CmpiOp][0].comparison(self, op), inputs)  # noqa: SLF001
         return self._once(op, inputs)
 
+    def _column(self, x: Any) -> Any:
+        """The running threads' values of ``x`` (a list or an array; a uniform value
+        repeated)."""
+        if type(x) is not Varying:
+            return [x] * len(self.active)
+        v = x.v
+        if self.full:
+            return v
+        return v[self.index] if type(v) is np.ndarray else [v[t] for t in self.active]
+
+    def _pick(self, cond: Any, on_true: Any, on_false: Any) -> PythonValues | None:
+        """``on_true if cond else on_false`` of each running thread (selp, arith.select):
+        one ``np.where`` where both values are arrays (or numpy scalars) of one dtype, else
+        a list; None where a condition is not a bool or an int (the caller's per-thread
+        run then gives it to the implementation)."""
+        c = self._column(cond)
+        if type(c) is np.ndarray:
+            if c.dtype.kind not in "biu":
+                return None
+            keep = c.astype(bool)
+        else:
+            for k in c:
+                if type(k) is not bool and type(k) is not int:
+                    return None
+            keep = None
+        arrays = []
+        for x in (on_true, on_false):
+            v = x.v if type(x) is Varying else x
+            arrays.append(v if type(v) is np.ndarray else v if isinstance(v, np.generic) else None)
+        a, b = arrays
+        if a is not None and b is not None and a.dtype == b.dtype and (type(a) is np.ndarray or type(b) is np.ndarray):
+            t, f = (self._column(x) if type(x) is Varying else x for x in (on_true, on_false))
+            r = np.where(keep if keep is not None else np.array(c, dtype=bool), t, f)
+            return (self._vary(r),)
+        t, f = self._column(on_true), self._column(on_false)
+        return (self._scatter([x if k else y for k, x, y in zip(c, t, f)]),)
+
     def run_selp(self, op: SelpOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
-            return self._map(_select, inputs)
+            on_true, on_false, cond = inputs
+            picked = self._pick(cond, on_true, on_false)
+            return picked if picked is not None else self._map(_select, inputs)
+        return self._once(op, inputs)
+
+    def run_select(self, op: arith.SelectOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """arith.select of a scalar condition (xDSL's: ``lhs if cond else rhs``)."""
+        if varying:
+            cond, lhs, rhs = inputs
+            picked = self._pick(cond, lhs, rhs)
+            if picked is not None:
+                return picked
+            return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
     def run_math(self, op: Any, inputs: list[Any], varying: bool) -> PythonValues:
@@ -706,8 +772,24 @@ class LockstepInterpreter(KernelInterpreter):
                 else:
                     delta = int(offset)
                 return (self._pointers(buffer, space, raw, at + delta),)
+            moved = self._moved(base, offset)
+            if moved is not None:
+                return (moved,)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
+
+    def _moved(self, base: Any, offset: Any) -> Varying | None:
+        """Each running thread's Pointer moved by its int offset (addresses into several
+        buffers: a cluster's CTAs' shared memory), as ptx_memory's add.ptr moves it; None
+        where a base is not a Pointer or an offset not an int (then per thread)."""
+        if type(base) is not Varying or type(base.v) is not list:
+            return None
+        out = []
+        for p, d in zip(self._column(base), self._column(offset)):
+            if type(p) is not Pointer or not (type(d) is int or isinstance(d, np.integer)):
+                return None
+            out.append(p.moved(int(d)))
+        return self._scatter(out)
 
     def _offsets(self, base: Any) -> tuple[Any, Any, np.ndarray, Any] | None:
         """(buffer, space, bytes, the running threads' offsets) of addresses into one
@@ -975,6 +1057,27 @@ def _shfl_moves(mode: Any, b: int, c: int, warps: list[tuple[int, int]]) -> Any:
     return np.array(dst, np.int64), np.array(src, np.int64)
 
 
+# arith.cmpi's predicates (eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge) on arrays
+_CMPI_ARRAYS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+                np.less, np.less_equal, np.greater, np.greater_equal)
+
+
+def _cmpi_form(op: arith.CmpiOp, index_bitwidth: int) -> tuple[Any, int, bool] | None:
+    """(array comparison, width, unsigned) of an ``arith.cmpi`` of integers or indices,
+    or None (memory.py's comparison then runs per thread, with its errors)."""
+    t = op.lhs.type
+    if isinstance(t, IntegerType):
+        width = t.width.data
+    elif isinstance(t, IndexType):
+        width = index_bitwidth
+    else:
+        return None
+    predicate = op.predicate.value.data
+    if not 0 <= predicate < len(_CMPI_ARRAYS) or not 1 <= width <= 64:
+        return None
+    return _CMPI_ARRAYS[predicate], width, predicate >= 6
+
+
 def _select(on_true: Any, on_false: Any, cond: Any) -> Any:
     return on_true if cond else on_false
 
@@ -1016,6 +1119,7 @@ _SPECIAL: dict[type[Operation], Any] = {
     StOp: LockstepInterpreter.run_st,
     StVecOp: LockstepInterpreter.run_st,
     SelpOp: LockstepInterpreter.run_selp,
+    arith.SelectOp: LockstepInterpreter.run_select,
     arith.CmpiOp: LockstepInterpreter.run_cmpi,
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
 }

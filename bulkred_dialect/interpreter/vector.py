@@ -218,13 +218,13 @@ _INT_OPS = {
 
 def int_binary(opcode: str, t: ArithType, a: list[Any], b: list[Any]) -> list[int] | None:
     """:func:`~bulkred_dialect.interpreter.values.int_binary` (``add``/``sub``/``mul.lo``/
-    ``min``/``max``/``and``/``or``/``xor``, not the shifts) of each pair, as the ints it
+    ``min``/``max``/``and``/``or``/``xor``/``shl``/``shr``) of each pair, as the ints it
     gives (sign-canonical for the width), or None where an operand is not an integer of
     int64's range (the caller then calls the scalar function). In uint64: each operand's
     low ``w`` bits, the operation modulo 2^64 (a multiple of 2^w), the low ``w`` bits of
     the result read as signed; ``min``/``max`` compare the operands read as the type's
     signed or unsigned values."""
-    if opcode not in _INT_OPS and opcode not in ("min", "max"):
+    if opcode not in _INT_OPS and opcode not in ("min", "max", "shl", "shr"):
         return None
     try:
         x, y = np.asarray(a), np.asarray(b)
@@ -238,6 +238,17 @@ def int_binary(opcode: str, t: ArithType, a: list[Any], b: list[Any]) -> list[in
     if opcode in _INT_OPS:
         with np.errstate(all="ignore"):
             r = _INT_OPS[opcode](ux, uy) & mask
+    elif opcode in ("shl", "shr"):
+        # the amount: b's low 32 bits (a u32), clamped to the width; numpy's shifts of
+        # 64 bits or more are not Python's, so those lanes are set apart (0, or the sign)
+        amount = np.minimum(y.astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF), np.uint64(w))
+        short = np.minimum(amount, np.uint64(63))
+        if opcode == "shl":
+            r = np.where(amount >= 64, np.uint64(0), ux << short) & mask
+        elif t in SIGNED_TYPES:
+            r = (_signed(ux, w) >> short.astype(np.int64)).astype(np.uint64) & mask
+        else:
+            r = np.where(amount >= 64, np.uint64(0), ux >> short)
     else:
         kx, ky = (_signed(ux, w), _signed(uy, w)) if t in SIGNED_TYPES else (ux, uy)
         pick = np.maximum(kx, ky) if opcode == "max" else np.minimum(kx, ky)
@@ -284,6 +295,11 @@ def f32_to_bf16_bits(a: np.ndarray) -> list[int]:
     r = ((b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)) & np.uint64(0xFFFF)
     r = np.where(np.isnan(a), np.uint64(CANONICAL_NAN_BITS[ArithType.BF16]), r)
     return r.tolist()
+
+
+def signed_bits(u: np.ndarray, w: int) -> np.ndarray:
+    """uint64 values below 2^w read as w-bit two's complement, as int64."""
+    return _signed(u, w)
 
 
 def _signed(u: np.ndarray, w: int) -> np.ndarray:
