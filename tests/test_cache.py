@@ -206,24 +206,25 @@ def _child(cache_dir: Path, n: int = 1) -> list[dict]:
     return out
 
 
-def test_a_second_process_pays_no_compile(tmp_path):
-    (cold,) = _child(tmp_path)
-    assert cold["lowered"] == 1 and cold["stats"]["writes"] == 1
-    (warm,) = _child(tmp_path)
-    assert warm["lowered"] == 0 and warm["stats"]["disk_hits"] == 1 and warm["cubin"] == cold["cubin"]
-    # a damaged entry: the next process rebuilds it
-    (entry,) = list(tmp_path.rglob("*.bin"))
-    entry.write_bytes(entry.read_bytes()[:-100])
-    (rebuilt,) = _child(tmp_path)
-    assert rebuilt["lowered"] == 1 and rebuilt["stats"]["corrupt"] == 1 and rebuilt["stats"]["writes"] == 1
-
-
-def test_two_processes_fill_the_same_entry_at_once(tmp_path):
+def test_processes_share_the_entry(tmp_path):
+    """Two cold processes at once fill the same entry (each compiles and writes it, or
+    finds the other's: never a torn entry, no temporary file left); a later process pays
+    no compile; a damaged entry is rebuilt by the next. (One test, not a cold process of
+    its own before the warm one: the two at once are the cold ones, 4 processes, not 5.)"""
     results = _child(tmp_path, n=2)
     assert all(r["cubin"] == results[0]["cubin"] for r in results)
+    for r in results:  # compiled and wrote it, or read the other's
+        assert (r["lowered"], r["stats"]["writes"], r["stats"]["disk_hits"]) in ((1, 1, 0), (0, 0, 1)), r
+    assert any(r["lowered"] == 1 for r in results)
     (entry,) = list(tmp_path.rglob("*.bin"))
     assert decode_entry(entry.read_bytes()) is not None
     assert list(tmp_path.rglob("*.tmp")) == []
+    (warm,) = _child(tmp_path)
+    assert warm["lowered"] == 0 and warm["stats"]["disk_hits"] == 1 and warm["cubin"] == results[0]["cubin"]
+    # a damaged entry: the next process rebuilds it
+    entry.write_bytes(entry.read_bytes()[:-100])
+    (rebuilt,) = _child(tmp_path)
+    assert rebuilt["lowered"] == 1 and rebuilt["stats"]["corrupt"] == 1 and rebuilt["stats"]["writes"] == 1
 
 
 def test_two_writers_racing_on_one_key(tmp_path):
