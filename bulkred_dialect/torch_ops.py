@@ -122,7 +122,20 @@ def applier(cls: type, n: int | None = None) -> Any:
     ``setup_context`` and the tuple of arguments rebuilt): with no functorch transform
     active, each tensor unwrapped if its functorch wrapper is dead and the C++ ``apply``
     called at once, as the wrapper does; under a transform, the wrapper itself. ``n``: how
-    many tensors (default: the forward's parameters after ctx)."""
+    many tensors (default: the forward's parameters after ctx). The autograd engine's
+    call of the backward (the node class's ``apply``, Python in torch) is ``cls.backward``
+    at once: the class defines no ``vjp`` and no boxed call, which torch's checks per
+    call."""
+    node = getattr(cls, "_backward_cls", None)  # the backward's node class FunctionMeta made for cls
+    if node is not None and isinstance(getattr(node, "apply", None), types.FunctionType):
+        # torch's node apply (Python: which of backward and vjp the class defines, a boxed call) is
+        # this class's backward, called at once
+        backward = cls.backward
+
+        def node_apply(self: Any, *grads: Any) -> Any:
+            return backward(self, *grads)
+
+        node.apply = node_apply
     unwrap = getattr(torch._C._functorch, "unwrap_if_dead", None)
     if not PYTHON_APPLY or unwrap is None:
         return cls.apply
