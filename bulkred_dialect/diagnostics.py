@@ -30,7 +30,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from bulkred_dialect.errors import VerifyError
-from bulkred_dialect.ops.op_definition import upstream_check
+from bulkred_dialect.ops.op_definition import op_verifier, upstream_check
 
 
 class LocatedParser(Parser):
@@ -456,13 +456,16 @@ def verify_located(module: ModuleOp) -> None:
     Some check too little: :data:`_UPSTREAM_CHECKS` adds what they lack (constant
     indices of memref.load/store, memref.subview against its source). An op of xDSL's
     dialects whose definition is of the fixed form is checked as ours are
-    (:func:`~bulkred_dialect.ops.op_definition.upstream_check`), ``op.verify`` running
-    only where that does not pass (its error, word for word).
+    (:func:`~bulkred_dialect.ops.op_definition.upstream_check`), and every op by
+    :func:`~bulkred_dialect.ops.op_definition.op_verifier` (``Operation.verify``'s
+    checks without its per-terminator count of the region's blocks, ``IsolatedFromAbove``
+    in one walk), ``op.verify`` running only where that does not pass (its error, word
+    for word).
     """
     for op in module.walk():
         try:
             _check_indices(op)
-            passes = upstream_check(type(op))
+            passes = op_verifier(type(op))
             if passes is None or not passes(op):
                 op.verify(verify_nested_ops=False)
             check = _UPSTREAM_CHECKS.get(op.name)

@@ -20,11 +20,12 @@ and verification is done at least twice per compilation (docs/compile_speed.md).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from xdsl.ir import Attribute, ErasedSSAValue, Operation
+from xdsl.ir import Attribute, ErasedSSAValue, Operation, OpTraits
 from xdsl.irdl import (
     AttrConstraint,
     IRDLOperation,
@@ -38,6 +39,7 @@ from xdsl.irdl import (
     VerificationContext,
     irdl_op_definition,
 )
+from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 OpT = TypeVar("OpT", bound=IRDLOperation)
@@ -218,11 +220,11 @@ def upstream_check(cls: type[Operation]) -> Callable[[Operation], bool] | None:
     custom = free.get("custom_verify")
     check = fixed_form_check(op_def)
 
-    def passes(op: Operation) -> bool:
+    def passes(op: Operation, last_allowed: bool = False) -> bool:
         if op.successors or any(isinstance(v, ErasedSSAValue) for v in op.operands):
             return False
         block = op.parent
-        if block is not None and block.last_op is op:
+        if not last_allowed and block is not None and block.last_op is op:
             return False
         if not check(op):
             return False
@@ -234,3 +236,131 @@ def upstream_check(cls: type[Operation]) -> Callable[[Operation], bool] | None:
         return True
 
     return passes
+
+
+def structure_passes(op: Operation) -> bool:
+    """Whether the checks ``Operation.verify`` makes before the op's own ``verify_``
+    pass (xDSL 0.74): no erased operand; an op with successors is its block's last and
+    branches within its region; the last op of a block is a terminator, unless it is
+    the only block of a region whose op has ``NoTerminator``. ``Operation.verify``
+    counts the region's blocks for every block's last op (a walk of the region: the
+    blocks squared for a kernel after ``convert-scf-to-cf``); here the one-block case
+    is read from the block's neighbours."""
+    if any(isinstance(v, ErasedSSAValue) for v in op.operands):
+        return False
+    block = op.parent
+    region = None if block is None else block.parent
+    if op.successors:
+        if block is None or region is None or block.last_op is not op:
+            return False
+        if any(s.parent is not region for s in op.successors):
+            return False
+    if region is not None and block.last_op is op:  # type: ignore[union-attr]
+        if region.first_block is block and block.next_block is None:  # type: ignore[union-attr]
+            owner = region.parent
+            if owner is not None and not owner.has_trait(NoTerminator) and not op.has_trait(IsTerminator):
+                return False
+        elif not op.has_trait(IsTerminator):
+            return False
+    return True
+
+
+def isolated_passes(op: Operation) -> bool:
+    """Whether ``IsolatedFromAbove().verify(op)`` passes: every operand of an op in
+    ``op``'s regions (not inside a nested isolated op, which checks itself) is a value
+    defined inside ``op``. xDSL asks ``op.is_ancestor`` for each operand's owner (a
+    walk up the parents, per operand); here a set of the values defined inside,
+    built in one walk. A value defined inside a nested isolated op and used outside
+    it is refused here and left to xDSL's check (which takes it)."""
+    defined: set[int] = set()
+    used: list[Any] = []
+    regions = list(op.regions)
+    while regions:
+        for block in regions.pop().blocks:
+            defined.update(map(id, block.args))
+            for inner in block.ops:
+                defined.update(map(id, inner.results))
+                used.extend(inner.operands)
+                if inner.regions and not inner.has_trait(IsolatedFromAbove):
+                    regions.extend(inner.regions)
+    return all(id(v) in defined for v in used)
+
+
+def _irdl_closure(cls: type[Operation]) -> tuple[OpDef, Callable[[Operation], None] | None] | None:
+    """(the definition, the class's own verifier) that ``irdl_op_definition``'s
+    ``verify_`` wrapper of ``cls`` runs (xDSL 0.74), or None when ``cls`` has no such wrapper."""
+    if not (isinstance(cls, type) and issubclass(cls, IRDLOperation)):
+        return None
+    wrapper = cls.__dict__.get("verify_")
+    if getattr(wrapper, "__qualname__", None) != _IRDL_VERIFY or wrapper.__closure__ is None:
+        return None
+    free = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
+    op_def = cls.get_irdl_definition()
+    if free.get("op_def") is not op_def:
+        return None
+    return op_def, free.get("custom_verify")
+
+
+def _returns(check: Callable[[Operation], object], op: Operation, errors: type[BaseException]) -> bool:
+    try:
+        check(op)
+    except errors:
+        return False
+    return True
+
+
+@functools.cache
+def op_verifier(cls: type[Operation]) -> Callable[[Operation], bool] | None:
+    """A function that says whether ``op.verify(verify_nested_ops=False)`` passes for an
+    op of class ``cls`` -- True only where it does; on False the caller runs
+    ``op.verify`` for its error, word for word -- or None (the caller runs ``op.verify``).
+
+    Each is :func:`structure_passes` (``Operation.verify``'s own checks) and then:
+
+    * an op of our dialects: its ``verify_`` (the fixed-form check where
+      :func:`op_definition` gave it one);
+    * an op of xDSL's dialects of the fixed form: :func:`upstream_check`'s;
+    * an op of xDSL's dialects with ``IsolatedFromAbove`` (``func.func``,
+      ``builtin.module``): its definition's check with that trait's check done by
+      :func:`isolated_passes`, then its class's own verifier;
+    * any other op of xDSL's dialects: its ``verify_``.
+
+    ``verify_located`` walks a module with it (docs/compile_speed.md)."""
+    if not (isinstance(cls, type) and issubclass(cls, IRDLOperation)):
+        return None
+    if cls.__module__.startswith("bulkred_dialect."):
+        own = cls.verify_
+
+        def ours(op: Operation) -> bool:
+            return structure_passes(op) and _returns(own, op, VerifyException)
+
+        return ours
+    passes = upstream_check(cls)
+    if passes is not None:
+        fixed = passes
+
+        def upstream_fixed(op: Operation) -> bool:
+            return structure_passes(op) and fixed(op, last_allowed=True)
+
+        return upstream_fixed
+    closure = _irdl_closure(cls)
+    if closure is not None and any(isinstance(t, IsolatedFromAbove) for t in closure[0].traits):
+        op_def, custom = closure
+        rest = tuple(t for t in op_def.traits if not isinstance(t, IsolatedFromAbove))
+        reduced = dataclasses.replace(op_def, traits=OpTraits(lambda: rest))
+
+        def isolated(op: Operation) -> bool:
+            return (
+                structure_passes(op)
+                and _returns(reduced.verify, op, Exception)
+                and isolated_passes(op)
+                and (custom is None or _returns(custom, op, Exception))
+            )
+
+        return isolated
+    whole = cls.verify_
+
+    def upstream(op: Operation) -> bool:
+        return structure_passes(op) and _returns(whole, op, Exception)
+
+    return upstream

@@ -1,0 +1,133 @@
+"""The compile path's shortcuts give the verdicts of what they stand in for.
+
+``op_definition.op_verifier`` (what ``verify_located`` runs for each op) says True only
+where ``op.verify(verify_nested_ops=False)`` passes, and it is taken for every op of
+valid lowered kernels; ``verify_located`` reports the same located error with it as
+with ``op.verify`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.ir import Block, Operation
+
+from bulkred_dialect import api, diagnostics
+from bulkred_dialect.compiler import context, lower_tile_module
+from bulkred_dialect.ops.op_definition import op_verifier
+from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
+
+
+def _verdict(op: Operation) -> str | None:
+    try:
+        op.verify(verify_nested_ops=False)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _modules() -> Iterator[ModuleOp]:
+    """Level-2 and level-3 modules of a few reductions (scf loops and ifs, branches,
+    shared buffers, two targets)."""
+    for kind, shape, dtype, axis, target in (
+        ("sum", (4096,), "float32", None, "sm_90a"),
+        ("max", (7, 33), "bfloat16", 1, "sm_100a"),
+        ("sum", (64, 1000, 256), "float32", 1, "sm_90a"),
+    ):
+        level2 = api.reduction_module(kind, shape, dtype, axis, "k")
+        LowerTileReductionsPass(target=target).apply(context(), level2)
+        yield level2
+        level3 = api.reduction_module(kind, shape, dtype, axis, "k")
+        lower_tile_module(level3, target)
+        yield level3
+
+
+def _agrees(op: Operation) -> bool:
+    """op_verifier's verdict on ``op`` (True only where op.verify passes)."""
+    check = op_verifier(type(op))
+    got = check is not None and check(op)
+    want = _verdict(op)
+    assert not (got and want is not None), f"{op.name}: op.verify says {want!r}"
+    return got
+
+
+def test_op_verifier_is_taken_on_every_op_of_valid_kernels():
+    names = set()
+    for module in _modules():
+        for op in module.walk():
+            assert _agrees(op), op.name
+            names.add(op.name)
+    # terminators, region ops and the isolated ones are among them
+    assert {"builtin.module", "func.func", "scf.for", "scf.yield", "ptx.bra", "ptx.ret", "arith.constant"} <= names
+
+
+def _structural_mutants(module: ModuleOp) -> Iterator[tuple[str, Operation]]:
+    """(what, an op to verify) after one structural change to a copy of ``module``."""
+    m = module.clone()
+    kernel = next(o for o in m.walk() if isinstance(o, func.FuncOp))
+    block = kernel.body.blocks.first
+    last = block.last_op
+    last.detach()
+    yield "a block without its terminator", block.last_op
+    m = module.clone()
+    kernel = next(o for o in m.walk() if isinstance(o, func.FuncOp))
+    block = kernel.body.blocks.last
+    const = arith.ConstantOp(IntegerAttr(1, i32))
+    block.add_op(const)
+    yield "an op after the terminator", const
+    yield "the terminator not last", block.last_op.prev_op
+    m = module.clone()
+    kernel = next(o for o in m.walk() if isinstance(o, func.FuncOp))
+    branch = next((o for o in kernel.walk() if o.successors), None)
+    if branch is not None:
+        other = Block()
+        holder = func.FuncOp("other", ([], []))
+        holder.body.add_block(other)
+        branch.successors = [other, *list(branch.successors)[1:]]
+        yield "a branch into another region", branch
+    m = module.clone()
+    kernel = next(o for o in m.walk() if isinstance(o, func.FuncOp))
+    outside = arith.ConstantOp(IntegerAttr(2, i32))
+    m.body.block.insert_op_before(outside, kernel)
+    user = next(o for o in kernel.walk() if o.operands and o.operands[0].type == i32)
+    user.operands = [outside.result, *list(user.operands)[1:]]
+    yield "a kernel using a value defined outside it", kernel
+    m = module.clone()
+    kernel = next(o for o in m.walk() if isinstance(o, func.FuncOp))
+    kernel.body.add_block(Block())
+    yield "an empty block in the kernel", kernel
+    yield "the kernel's first block's terminator, two blocks", kernel.body.blocks.first.last_op
+
+
+def test_op_verifier_refuses_what_op_verify_refuses():
+    refused = 0
+    for module in _modules():
+        for what, op in _structural_mutants(module):
+            if not _agrees(op):
+                refused += 1
+            assert _verdict(op) is None or not _agrees(op), what
+    assert refused >= 10, refused
+
+
+@pytest.mark.parametrize("change", ["no terminator", "outside value"])
+def test_verify_located_reports_the_same_error_without_the_shortcut(monkeypatch, change):
+    messages = []
+    for verifier in (diagnostics.op_verifier, lambda cls: None):
+        monkeypatch.setattr(diagnostics, "op_verifier", verifier)
+        module = api.reduction_module("sum", (4096,), "float32", None, "k")
+        lower_tile_module(module, "sm_90a")
+        kernel = next(o for o in module.walk() if isinstance(o, func.FuncOp))
+        if change == "no terminator":
+            kernel.body.blocks.first.last_op.detach()
+        else:
+            outside = arith.ConstantOp(IntegerAttr(2, i32))
+            module.body.block.insert_op_before(outside, kernel)
+            user = next(o for o in kernel.walk() if o.operands and o.operands[0].type == i32)
+            user.operands = [outside.result, *list(user.operands)[1:]]
+        with pytest.raises(diagnostics.LocatedError) as e:
+            diagnostics.verify_located(module)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1], messages
