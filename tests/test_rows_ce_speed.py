@@ -66,13 +66,14 @@ def test_short_tail_has_the_default_bits(variant: str, n: int, dtype: str, sms: 
 def test_short_tail_changes_the_kernel() -> None:
     """On, the one-CTA path and thread 0's ticket are in the kernel (not the default's)."""
     texts = {}
+    old = rows_lower.LOSS_TAIL_SHORT
     for short in (False, True):
         rows_lower.LOSS_TAIL_SHORT = short
         try:
             texts[short] = str(lowered(module("cross_entropy", None, 300, "bfloat16", variant="rows_cta",
                                               reduction="mean")))
         finally:
-            rows_lower.LOSS_TAIL_SHORT = False
+            rows_lower.LOSS_TAIL_SHORT = old
     assert texts[False] != texts[True]
     assert texts[False].count("ptx.fence") > texts[True].count("ptx.fence") - 1
 
@@ -165,8 +166,8 @@ def test_ragged_not_with_label_smoothing_nor_aligned_rows() -> None:
     try:
         rows_lower.RAGGED = True
         assert (vec(4097), vec(4096), vec(4097, 0.1), vec(3)) == (4, 0, 0, 0)
-        rows_lower.RAGGED = None  # (RAGGED_MEASURED: none yet)
-        assert vec(4097) == 0
+        rows_lower.RAGGED = None  # (RAGGED_MEASURED: past rows_cta's rows, not at 4097)
+        assert (vec(4097), vec(50257), vec(50257, 0.1)) == (0, 4, 0)
     finally:
         rows_lower.RAGGED = old
 

@@ -52,6 +52,14 @@ MEASURED: dict[str, int] = {F32.name: 65536}
 other variants on an H200 (docs/rows.md): float32 rows of up to 65536 (1.29x rows_stream
 at 65536 with the pull exchange); elsewhere rows_bulk or rows_stream."""
 
+LOSS_ROWS: dict[str, int] = {F32.name: 16384}
+"""cross_entropy's forward per element type: the longest row a cluster takes, in place of
+:data:`MEASURED` (float32: none past rows_cta's rows, which rows_cta takes first; longer
+ones go to rows_stream, which reads cross_entropy's row once). Measured on an
+H200 (tools/probes/rows_ce.py, 2026-11-29, the mean, x the copy kernel): float32 N = 65536
+rows_cluster 0.900, rows_stream 1.041; 50257 0.784 against 0.919 (1.003 with
+rows_lower.RAGGED)."""
+
 
 def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
     """(CTAs per cluster, threads per CTA, vectors per thread) for ``op``'s N and type."""
@@ -82,6 +90,8 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
         return rows_common.cluster_takes_norm_backward(op), f"{op.norm_kind.value}, {d.name}, N = {op.cols}"
     if op.norm_kind == NormKind.ADD_RMS_NORM and op.cols <= rows_common.ADD_RMS_CLUSTER_N.get(d.name, 0):  # (rows_common)
         return True, f"add_rms_norm, {d.name}, N = {op.cols}"
+    if op.norm_kind == NormKind.CROSS_ENTROPY:
+        return op.cols <= LOSS_ROWS.get(d.name, MEASURED.get(d.name, 0)), f"cross_entropy, {d.name}, N = {op.cols}"
     return op.cols <= MEASURED.get(d.name, 0), f"{d.name}, N = {op.cols}"
 
 
@@ -99,7 +109,7 @@ ROWS_CLUSTER = Variant(
         *row_predicates(None, ""),
         Predicate("target", lambda op, t: (CLUSTER_LAUNCH.satisfied_by(t), t.name), expected="sm_90 or newer (clusters)"),
         Predicate("row_in_cluster", _fits, expected=f"<= {MAX_VALUES} values per thread in {MAX_CLUSTER} CTAs of {MAX_BLOCK}"),
-        Predicate("measured", _pays, expected="the rows measured faster (rows_cluster.MEASURED), or a norm's backward"),
+        Predicate("measured", _pays, expected="the rows measured faster (rows_cluster.MEASURED; cross_entropy: LOSS_ROWS), or a norm's backward"),
     ],
     lower=lower_rows_cluster,
 )

@@ -79,6 +79,7 @@ from bulkred_dialect.passes.variants.kernel import cta_reduce_state, sm_count, w
 
 F32 = DTYPES["float32"]
 BF16 = DTYPES["bfloat16"]
+F16 = DTYPES["float16"]
 I64 = DTYPES["int64"]
 EXP_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.CROSS_ENTROPY)
 """The kinds whose statistics are the row's maximum and sum of exponentials."""

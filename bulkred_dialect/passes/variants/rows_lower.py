@@ -62,6 +62,8 @@ from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     PairSums,
     AT,
+    BF16,
+    F16,
     F32,
     I64,
     ClusterExchange,
@@ -102,9 +104,15 @@ The row's last vectors (those whose chunks reach past the row's end) are read by
 elements, an element past N the neutral -inf. Not with label smoothing (its sum of x
 would take the -inf: the default there)."""
 
-RAGGED_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {}
+RAGGED_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
+    BF16.name: ((16385, 1 << 31),), F16.name: ((16385, 1 << 31),), F32.name: ((16385, 1 << 31),),
+}
 """:data:`RAGGED` by element type name (``F32.name``...): the ranges (N from, N to) where it
-is on; none measured yet (tools/probes/rows_ce.py)."""
+is on. Measured on an H200 (tools/probes/rows_ce.py, 2026-11-29, cross_entropy's mean, x the
+copy kernel): N = 50257 on rows_stream, bfloat16 0.571 -> 0.690, float16 0.513 -> 0.682,
+float32 0.919 -> 1.003 (the dispatch's rows_cluster: 0.784; cross_entropy past rows_cta's
+rows goes to rows_stream, rows_cluster.LOSS_ROWS). Not taken at 4097 on rows_cta (bfloat16
+0.587 -> 0.369, float16 0.562 -> 0.348, float32 0.900 -> 0.682: twice the registers)."""
 
 
 def ragged_vector(op: NormalizeRowsOp) -> int:
@@ -589,7 +597,7 @@ partials): bfloat16 N = 1024 (M = 262144) 0.48 / 0.85 / 0.95, 4096 0.61 / 0.82 /
 16384 0.86 / 0.87 / 0.87, 65536 0.86 / 0.93 / 0.95; float32 1024 0.68 / 1.02 / 1.02: True."""
 
 
-LOSS_TAIL_SHORT = False
+LOSS_TAIL_SHORT = True
 """With :data:`LOSS_PARTIALS`, a shorter tail for small batches (issue 30, "small batches":
 cross_entropy's mean in the kernel took 3.7 to 3.9 us of GPU time at M = 1, 8 and 64 rows of
 4096 on an H200, the other row kernels 1.9 to 2.7). On: (1) a grid of one CTA writes
@@ -603,7 +611,9 @@ without the CTA barrier, the loss read back from global memory nor the tree over
 (the tree adds zeros to it).
 The bits are the default's in every case (``0 + pair`` is the last CTA's sum of one
 slot; adding +0 changes no sum that is not -0, and ``0 + x`` never is): tests/test_rows_ce_speed.py.
-The probe's setting (tools/probes/rows_ce.py)."""
+Measured on an H200 (tools/probes/rows_ce.py, 2026-11-29, GPU time a call from a CUDA graph
+of 50, off -> on): float32 N = 4096, M = 1 3.67 -> 1.93 us, 8 3.80 -> 3.53, 64 3.93 -> 3.68;
+bfloat16 M = 1 3.23 -> 1.92, 8 3.28 -> 3.05, 64 3.90 -> 3.55; the same bits: True."""
 
 
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
