@@ -158,7 +158,7 @@ class LockstepInterpreter(KernelInterpreter):
         self.active: list[int] = list(range(self.n))
         self.full = True
         self.index = np.arange(self.n)
-        self.thread_constants: dict[Operation, Any] = {}
+        self.thread_constants: dict[Any, Any] = {}  # per op (and the full warps per mask)
         self.forms: dict[Any, Any] = forms if forms is not None else {}  # what run_* read of an op, once per run
         cta.current = threads[0]
 
@@ -430,7 +430,17 @@ class LockstepInterpreter(KernelInterpreter):
 
     def _warps(self, op: Operation, mask: Any) -> list[tuple[int, int]]:
         """(first thread, size) of each warp of the running threads, each of which must be
-        running whole, with a full ``membermask``."""
+        running whole, with a full ``membermask`` (every thread running, a uniform mask:
+        the warps found once per mask)."""
+        if self.full and type(mask) is not Varying:
+            key = ("warps", int(mask))
+            warps = self.thread_constants.get(key)
+            if warps is None:
+                warps = self.thread_constants[key] = self._find_warps(op, mask)
+            return warps
+        return self._find_warps(op, mask)
+
+    def _find_warps(self, op: Operation, mask: Any) -> list[tuple[int, int]]:
         active = self.active
         if not self.full:
             present = set(active)
@@ -575,7 +585,7 @@ class LockstepInterpreter(KernelInterpreter):
             if type(x) is Varying:
                 columns.append(x.v if self.full else [x.v[t] for t in self.active])
             else:
-                columns.append([x] * len(self.active))
+                columns.append(x)  # uniform: one value, broadcast
         r = vector.int_binary(opcode, t, *columns)
         if r is None:
             return self._map(partial(int_binary, opcode, t), inputs)

@@ -303,11 +303,12 @@ def signed_bits(u: np.ndarray, w: int) -> np.ndarray:
 
 
 def _signed(u: np.ndarray, w: int) -> np.ndarray:
-    """uint64 values below 2^w read as w-bit two's complement, as int64."""
+    """uint64 values below 2^w read as w-bit two's complement, as int64 (``(u ^ 2^(w-1))
+    - 2^(w-1)``: the sign bit's weight made negative)."""
     if w == 64:
         return u.view(np.int64)
-    v = u.astype(np.int64)
-    return np.where(v >> (w - 1) != 0, v - (1 << w), v)
+    half = np.int64(1 << (w - 1))
+    return (u.astype(np.int64) ^ half) - half
 
 
 def math(opcode: str, t: ArithType, args: list[Any], ftz: bool) -> np.ndarray:
