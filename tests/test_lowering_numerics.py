@@ -187,15 +187,33 @@ def dst_olds(rng: np.random.Generator) -> list[np.ndarray]:
 SM100_LENGTHS = [8, 9, 15, 16, 17, 23, 33, 71, 72, 100]
 
 
+@cache
+def _packed_local(n: int, accum: bool) -> ModuleOp:
+    """:func:`local_module` lowered for sm_100a, once per process for the tests that run
+    it (the interpreter does not change the IR)."""
+    return lower(local_module(n, accum), "sm_100a")
+
+
+@cache
+def _legal_local(n: int, accum: bool) -> ModuleOp:
+    """:func:`_packed_local` legalized for sm_90a (a copy)."""
+    legal = _packed_local(n, accum).clone()
+    LegalizeForTargetPass(target="sm_90a").apply(_context(), legal)
+    verify_located(legal)
+    return legal
+
+
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
 @pytest.mark.parametrize("n", SM100_LENGTHS)
 def test_sm100_packed_matches_reference_bit_for_bit(n: int, accum: bool):
-    """One module of three kernels (sum, max, min; copies in and out of global memory),
-    lowered for sm_100a and legalized for sm_90a: each kernel, interpreted, gives the
-    reference's bits on every input of :func:`f32_inputs`, in both forms."""
+    """One module of three kernels (sum, max, min) of local buffers (:func:`local_module`,
+    lowered once with test_sm100_packed_adversarial_vectors': the copies in and out of
+    global memory that a whole kernel adds are the same code at every length and kind,
+    and interpret slower), lowered for sm_100a and legalized for sm_90a: each kernel,
+    interpreted, gives the reference's bits on every input of :func:`f32_inputs`, in
+    both forms."""
     kinds = ["sum", "max", "min"]
-    text = "builtin.module {\n" + "".join(tile_function(k, k, (n,), "f32", accum) for k in kinds) + "}\n"
-    packed, legal = lower_packed_and_legal(text)
+    packed, legal = _packed_local(n, accum), _legal_local(n, accum)
     for kind in kinds:
         names = op_names(kernel_of(packed, kind))
         assert ("ptx.add.f32x2" if kind == "sum" else f"ptx.{kind}3") in names, f"sm100_packed was not chosen for {kind}"
@@ -293,7 +311,7 @@ def test_sm100_packed_adversarial_vectors(n: int, accum: bool):
     """Issue 9: on vectors where the order of the adds shows in the bits, the lowering
     (interpreted) equals TIRx's order (the reference) bit for bit, at lengths that take
     every path of the lowering (``CPU_ADVERSARIAL_LENGTHS``)."""
-    module = lower(local_module(n, accum), "sm_100a")
+    module = _packed_local(n, accum)
     rng = np.random.default_rng(2 * n + accum)
     cases = [("sum", *v) for v in sum_vectors(n, rng)]
     cases += [(k, *v) for v in minmax_vectors(n, rng) for k in ("max", "min")]
