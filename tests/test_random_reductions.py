@@ -470,7 +470,7 @@ def test_make_base_draws_are_the_exponents_of_its_lognormal_values():
 
 def test_fused_cases_draw_every_function_and_option():
     cs = R.cases(SEED, 1500, R.fused_config())
-    assert cs == R.cases(SEED, 1500, R.fused_config())
+    assert cs[:100] == R.cases(SEED, 100, R.fused_config())  # deterministic (each case drawn from (seed, i) alone)
     assert {c.kind for c in cs} == set(R.FUSED_KINDS)
     assert {c.correction for c in cs if c.kind in ("var", "std", "var_mean")} == {0, 1}
     assert {c.ord for c in cs if c.kind == "vector_norm"} == set(R.ORDS)
@@ -541,7 +541,7 @@ def test_table_cases_draw_every_new_function_and_option():
     """table_config draws each of the table's newer functions, its options, its data
     and its refusals; the pairs' dtypes are the function's (values and int64 indices)."""
     cs = R.cases(SEED, 1200, R.table_config())
-    assert cs == R.cases(SEED, 1200, R.table_config())
+    assert cs[:100] == R.cases(SEED, 100, R.table_config())  # deterministic (each case drawn from (seed, i) alone)
     assert {c.kind for c in cs} == set(R.TABLE_KINDS)
     assert {"amax", "amin", "count_nonzero", "std_mean", "max_with_indices", "min_with_indices", "nansum", "nanmean",
             "aminmax"} == set(R.TABLE_KINDS)
