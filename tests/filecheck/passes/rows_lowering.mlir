@@ -82,6 +82,8 @@
 // WARP: rows_cluster  15        row_in_cluster  FAIL     <= 32 values per thread in 16 CTAs of 512{{ +}}N = 300000: 16 CTAs of 512 threads, 40 values each
 // WARP: rows_cluster  priority 15: rejected: row_in_cluster, measured
 // WARP: rows_stream   priority 10: chosen
+// WARP: rows_cluster{{ +}}15{{ +}}measured{{ +}}FAIL{{.*}}cross_entropy, float32, N = 65536
+// WARP: rows_stream{{ +}}priority 10: chosen
 // WARP: func.func @short(%x: memref<100x640xf16, #bulkred.scope<global>>, %y: memref<100x640xf16, #bulkred.scope<global>>, %mean: memref<100xf32, #bulkred.scope<global>>, %rstd: memref<100xf32, #bulkred.scope<global>>) attributes {bulkred.launch = #bulkred.launch<grid = [13], block = [256], cluster = [1]>
 // WARP-NOT: ptx.bar.sync
 // WARP: ptx.shfl.sync bfly
@@ -110,15 +112,26 @@ func.func @long(%x: memref<2x300000xbf16, #bulkred.scope<global>>, %y: memref<2x
   func.return
 }
 
-// cross_entropy in a cluster: the target read while the row's loads are in flight, then
-// rank 0's thread 0 writes the loss and the lse (and.pred of the two conditions), no y.
+// cross_entropy in a cluster (forced, at rows_cta's longest rows: the dispatch sends float32
+// rows past them to rows_stream, which reads them once, rows_cluster.LOSS_ROWS): the target
+// read while the row's loads are in flight, then rank 0's thread 0 writes the loss and the
+// lse (and.pred of the two conditions), no y.
 // WARPPTX: .visible .entry ce(
-// WARPPTX: .reqnctapercluster 8, 1, 1
+// WARPPTX: .reqnctapercluster {{[0-9]+}}, 1, 1
 // WARPPTX: ld.global.nc.v4.f32
 // WARPPTX: ld.global.{{[bsu]}}64
 // WARPPTX: and.pred
 // WARPPTX: st.global.f32
-func.func @ce(%x: memref<16x65536xf32, #bulkred.scope<global>>, %t: memref<16xi64, #bulkred.scope<global>>, %loss: memref<16xf32, #bulkred.scope<global>>, %lse: memref<16xf32, #bulkred.scope<global>>) {
+func.func @ce(%x: memref<16x16384xf32, #bulkred.scope<global>>, %t: memref<16xi64, #bulkred.scope<global>>, %loss: memref<16xf32, #bulkred.scope<global>>, %lse: memref<16xf32, #bulkred.scope<global>>) {
+  bulkred.normalize_rows cross_entropy variant "rows_cluster" %x target %t : memref<16xi64, #bulkred.scope<global>> loss %loss : memref<16xf32, #bulkred.scope<global>> lse %lse : memref<16xf32, #bulkred.scope<global>> : memref<16x16384xf32, #bulkred.scope<global>>
+  func.return
+}
+
+// Left to the dispatch, float32 rows of 65536 go to rows_stream: one CTA a row, no cluster
+// (its explain rows: WARP, above).
+// WARPPTX-LABEL: .visible .entry ce_dispatch(
+// WARPPTX-NOT: .reqnctapercluster
+func.func @ce_dispatch(%x: memref<16x65536xf32, #bulkred.scope<global>>, %t: memref<16xi64, #bulkred.scope<global>>, %loss: memref<16xf32, #bulkred.scope<global>>, %lse: memref<16xf32, #bulkred.scope<global>>) {
   bulkred.normalize_rows cross_entropy %x target %t : memref<16xi64, #bulkred.scope<global>> loss %loss : memref<16xf32, #bulkred.scope<global>> lse %lse : memref<16xf32, #bulkred.scope<global>> : memref<16x65536xf32, #bulkred.scope<global>>
   func.return
 }
