@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from xdsl.ir import Attribute, ErasedSSAValue, Operation, OpTraits
 from xdsl.irdl import (
+    AnyAttr,
     AttrConstraint,
+    BeforeVariadicSingleAccessor,
+    EqIntConstraint,
     IRDLOperation,
     OpDef,
     OptAttributeDef,
@@ -35,11 +39,14 @@ from xdsl.irdl import (
     OptPropertyDef,
     ParsePropInAttrDict,
     RangeConstraint,
+    RangeLengthConstraint,
+    RangeOf,
     VariadicDef,
+    VarIRConstruct,
     VerificationContext,
     irdl_op_definition,
 )
-from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator, OpTrait
 from xdsl.utils.exceptions import VerifyException
 
 OpT = TypeVar("OpT", bound=IRDLOperation)
@@ -119,6 +126,26 @@ def _named_ok(
     return True
 
 
+def _single_constraint(constr: RangeConstraint) -> AttrConstraint | None:
+    """The constraint on the one value of a single definition's range
+    (``RangeLengthConstraint(RangeOf(c), EqIntConstraint(1))``, as IRDL declares an
+    ``operand_def``/``result_def``): ``c``, whose verdict on ``t`` is the range's on
+    ``(t,)``; None for any other range constraint."""
+    if (
+        isinstance(constr, RangeLengthConstraint)
+        and isinstance(constr.constraint, RangeOf)
+        and isinstance(constr.length, EqIntConstraint)
+        and constr.length.value == 1
+    ):
+        return constr.constraint.constr
+    return None
+
+
+def _checks_something(trait: Any) -> bool:
+    """Whether ``trait.verify`` is more than ``OpTrait.verify``, which checks nothing."""
+    return type(trait).verify is not OpTrait.verify
+
+
 def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
     """A function that says whether ``op_def.verify(op)`` would pass, for a definition
     of the fixed form (:func:`is_fixed_form`). True means it would; False means it
@@ -134,18 +161,34 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
     props = tuple((name, d.constr, isinstance(d, OptPropertyDef)) for name, d in op_def.properties.items())
     prop_names = frozenset(op_def.properties)
     attrs = tuple((name, d.constr, isinstance(d, OptAttributeDef)) for name, d in op_def.attributes.items())
-    traits = tuple(op_def.traits)
+    traits = tuple(t for t in op_def.traits if _checks_something(t))
     n_operands, n_results, n_successors = len(operands), len(results), len(op_def.successors)
     simple = operand_var[0] < 0 and result_var[0] < 0
+    # The simple form's checks, each single value's own constraint (IRDL's range of one
+    # checks its length, then that constraint); AnyAttr (checks nothing) left out.
+    singles = [_single_constraint(c) for c in operands + results]
+    direct = simple and None not in singles
+    operand_checks = tuple((i, c) for i, c in enumerate(singles[:n_operands]) if not isinstance(c, AnyAttr))
+    result_checks = tuple((i, c) for i, c in enumerate(singles[n_operands:]) if not isinstance(c, AnyAttr))
 
     def check(op: Operation) -> bool:
         values = op.operands
-        types = op.result_types
         if op.regions or _split(len(op.successors), n_successors, successor_var) is None:
             return False
         context = VerificationContext()
         try:
-            if simple:
+            if direct:
+                res = op.results
+                if len(values) != n_operands or len(res) != n_results:
+                    return False
+                if operand_checks:
+                    vals = tuple(values)
+                    for i, constr in operand_checks:
+                        constr.verify(vals[i].type, context)  # type: ignore[union-attr]
+                for i, constr in result_checks:
+                    constr.verify(res[i].type, context)  # type: ignore[union-attr]
+            elif simple:
+                types = op.result_types
                 if len(values) != n_operands or len(types) != n_results:
                     return False
                 for constr, value in zip(operands, values):
@@ -153,6 +196,7 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
                 for constr, t in zip(results, types):
                     constr.verify((t,), context)
             else:
+                types = op.result_types
                 extra_in = _split(len(values), n_operands, operand_var)
                 extra_out = _split(len(types), n_results, result_var)
                 if extra_in is None or extra_out is None:
@@ -172,10 +216,47 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
     return check
 
 
+_ITEM = tuple.__getitem__
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleOperandAccessor(BeforeVariadicSingleAccessor):
+    """IRDL's accessor of a single operand before any variadic one (``op.lhs``), read
+    as one index of the op's operand tuple. IRDL's goes through the op's operand view
+    and the definition's construct (about seven Python calls per read); the lowering,
+    the verifiers and the PTX printer read operands this way for every op."""
+
+    def __get__(self, obj: Operation, objtype: Any = None) -> Any:
+        return _ITEM(obj._operands, self.idx)  # noqa: SLF001 (xDSL 0.74's operand tuple, as OpOperands reads it)
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleResultAccessor(BeforeVariadicSingleAccessor):
+    """IRDL's accessor of a single result before any variadic one (``op.result``), read
+    as one index of ``op.results``."""
+
+    def __get__(self, obj: Operation, objtype: Any = None) -> Any:
+        return _ITEM(obj.results, self.idx)
+
+
+_FAST_ACCESSORS = {VarIRConstruct.OPERAND: SingleOperandAccessor, VarIRConstruct.RESULT: SingleResultAccessor}
+
+
+def _fast_accessors(cls: type[IRDLOperation]) -> None:
+    """Replace ``cls``'s IRDL accessors of single operands and results before any
+    variadic one by :class:`SingleOperandAccessor` / :class:`SingleResultAccessor`
+    (the same construct and index; the declarative format's ``index`` unchanged)."""
+    for name, accessor in list(cls.__dict__.items()):
+        if type(accessor) is BeforeVariadicSingleAccessor and accessor.construct in _FAST_ACCESSORS:
+            setattr(cls, name, _FAST_ACCESSORS[accessor.construct](accessor.construct, accessor.idx))
+
+
 def op_definition(cls: type[OpT]) -> type[OpT]:
-    """``irdl_op_definition``, with the cheaper check of the fixed form (module doc)."""
+    """``irdl_op_definition``, with the cheaper check of the fixed form (module doc) and
+    cheaper accessors of single operands and results (:func:`_fast_accessors`)."""
     custom = getattr(cls, "verify_")  # what irdl_op_definition runs after the definition
     cls = irdl_op_definition(cls)
+    _fast_accessors(cls)
     op_def = cls.get_irdl_definition()
     if not is_fixed_form(op_def):
         return cls
@@ -245,24 +326,27 @@ def structure_passes(op: Operation) -> bool:
     the only block of a region whose op has ``NoTerminator``. ``Operation.verify``
     counts the region's blocks for every block's last op (a walk of the region: the
     blocks squared for a kernel after ``convert-scf-to-cf``); here the one-block case
-    is read from the block's neighbours."""
-    if any(isinstance(v, ErasedSSAValue) for v in op.operands):
+    is read from the block's neighbours. Run for every op verified, so it reads the
+    op's and block's fields as xDSL's own properties do (``_operands``, ``_successors``,
+    ``_last_op``, ``_prev_block``, ``_next_block``; pinned xDSL 0.74)."""
+    if any(map(isinstance, op._operands, _ERASED)):  # noqa: SLF001
         return False
+    successors = op._successors  # noqa: SLF001
     block = op.parent
-    region = None if block is None else block.parent
-    if op.successors:
-        if block is None or region is None or block.last_op is not op:
-            return False
-        if any(s.parent is not region for s in op.successors):
-            return False
-    if region is not None and block.last_op is op:  # type: ignore[union-attr]
-        if region.first_block is block and block.next_block is None:  # type: ignore[union-attr]
-            owner = region.parent
-            if owner is not None and not owner.has_trait(NoTerminator) and not op.has_trait(IsTerminator):
-                return False
-        elif not op.has_trait(IsTerminator):
-            return False
-    return True
+    if block is None or block._last_op is not op:  # noqa: SLF001
+        return not successors
+    region = block.parent
+    if region is None:
+        return not successors
+    if successors and any(s.parent is not region for s in successors):
+        return False
+    if block._prev_block is None and block._next_block is None:  # noqa: SLF001 (the region's one block)
+        owner = region.parent
+        return owner is None or owner.has_trait(NoTerminator) or op.has_trait(IsTerminator)
+    return op.has_trait(IsTerminator)
+
+
+_ERASED = itertools.repeat(ErasedSSAValue)  # map(isinstance, values, _ERASED): each value against it
 
 
 def isolated_passes(op: Operation) -> bool:
