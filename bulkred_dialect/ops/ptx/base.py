@@ -327,14 +327,20 @@ def mnemonic(*parts: object) -> str:
     return ".".join(str(p) for p in parts if p is not None and str(p) != "")
 
 
-def check_module(module: ModuleOp, target: Target) -> None:
+def check_module(module: ModuleOp, target: Target) -> tuple[int, int]:
     """Raise a located error for the first ptx op of ``module`` that ``target`` cannot
-    run (the pass ``check-target`` and the PTX printer)."""
+    run (the pass ``check-target`` and the PTX printer); return the highest PTX ISA
+    version its ptx ops need, at least the target's lowest (the printer's ``.version``)."""
     from bulkred_dialect.diagnostics import LocatedError
 
+    version = target.min_ptx
     for op in module.walk():
         if isinstance(op, PtxInstruction):
+            need = op.requirement()
             try:
-                check_target(op.ptx_mnemonic, op.requirement(), target)
+                check_target(op.ptx_mnemonic, need, target)
             except TargetError as e:
                 raise LocatedError(op, str(e)) from None
+            if need.ptx > version:
+                version = need.ptx
+    return version
