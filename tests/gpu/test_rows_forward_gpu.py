@@ -24,7 +24,12 @@ CELLS = [("softmax", "float32", 4096), ("layer_norm", "float32", 4096), ("log_so
          ("layer_norm", "bfloat16", 16384), ("softmax", "bfloat16", 32768), ("rms_norm", "bfloat16", 65536),
          ("layer_norm", "bfloat16", 131072), ("softmax", "bfloat16", 262144), ("log_softmax", "float32", 131072),
          ("layer_norm", "float32", 262144), ("rms_norm", "float32", 262144), ("softmax", "float32", 65536),
-         ("layer_norm", "float32", 65536)]
+         ("layer_norm", "float32", 65536),
+         # the persistent grids capped at the resident clusters (online, weight_shared, registers) and
+         # the .minnctapersm 3 rows
+         ("log_softmax", "bfloat16", 262144), ("log_softmax", "float32", 262144), ("rms_norm", "bfloat16", 262144),
+         ("softmax", "float32", 262144), ("layer_norm", "bfloat16", 262144), ("layer_norm", "bfloat16", 65536),
+         ("log_softmax", "float32", 65536)]
 
 
 def _rows(torch, m: int, n: int, dtype: str, seed: int):
@@ -55,7 +60,8 @@ def test_against_torch(kind: str, dtype: str, n: int) -> None:
 
 @pytest.mark.parametrize("kind,dtype,n", [("softmax", "bfloat16", 65536), ("layer_norm", "float32", 262144),
                                           ("rms_norm", "float32", 4096), ("log_softmax", "bfloat16", 16384),
-                                          ("layer_norm", "float32", 65536)])
+                                          ("layer_norm", "float32", 65536), ("log_softmax", "bfloat16", 262144),
+                                          ("rms_norm", "bfloat16", 262144)])
 def test_batch_invariance(kind: str, dtype: str, n: int) -> None:
     """The same rows alone, as rows 1000..1006 of a batch and in the whole batch (4096
     rows; 1024 of 262144) give the same bits, and a second run the same."""
@@ -68,6 +74,30 @@ def test_batch_invariance(kind: str, dtype: str, n: int) -> None:
     for r in (0, 1003, m - 1):
         assert torch.equal(_ours(kind, x[r:r + 1].clone(), **kw)[0], y[r]), r
     assert torch.equal(_ours(kind, x, **kw), y)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_misaligned_weight_of_a_staged_weight(dtype: str) -> None:
+    """rms_norm and add_rms_norm of 262144 stage the weight in shared memory by
+    cp.async.bulk (rows_bulk.Setting.weight_shared: 16-byte addresses): a weight one
+    element off a 16-byte boundary gives the same rows as an aligned copy of it."""
+    torch = cuda_torch()
+    n = 262144
+    x, w, _ = _rows(torch, 3, n, dtype, 11)
+    buf = torch.empty(n + 1, device=DEV, dtype=x.dtype)
+    buf[1:] = w
+    odd = buf[1:]
+    assert odd.data_ptr() % 16
+    y = _ours("rms_norm", x, w=w, eps=1e-6)
+    _check(torch, "rms_norm", x, y, w=w, eps=1e-6)
+    assert torch.equal(_ours("rms_norm", x, w=odd, eps=1e-6), y)
+    r = torch.randn_like(x)
+    h_want = x + r
+    y2, h = bulkred.add_rms_norm(x, r, w, 1e-6)
+    assert torch.equal(h, h_want)
+    _check(torch, "rms_norm", h_want, y2, w=w, eps=1e-6)
+    y3, h3 = bulkred.add_rms_norm(x, r, odd, 1e-6)
+    assert torch.equal(y3, y2) and torch.equal(h3, h)
 
 
 def test_cross_entropy_rows_bulk() -> None:

@@ -196,6 +196,29 @@ _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the 
 _NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
 
 CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
+    # (tools/probes/rows_forward.py --set passes on an H200, 2026-11-29, x copy: the dispatch's ->
+    # this row; a persistent grid capped at the clusters the GPU holds at once, rows_bulk_backward.CLUSTERS)
+    # log_softmax float32 262144 0.823 -> 0.910, bfloat16 0.676 -> 0.917
+    (F32.name, ("log_softmax",), 196609, 262144,
+     Setting(65536, 512, None, True, 2, online=True, max_units=7)),
+    (BF16.name, ("log_softmax",), 196609, 262144,
+     Setting(65536, 512, None, True, 2, online=True, max_units=15)),
+    # softmax float32 262144 0.886 -> 0.923 (bfloat16: the dispatch's, 0.794, kept)
+    (F32.name, ("softmax",), 196609, 262144, Setting(65536, 256, None, True, 2, early_copy=True, max_units=7)),
+    # rms_norm float32 262144 0.759 -> 0.930, bfloat16 0.738 -> 0.922
+    (F32.name, ("rms_norm",), 196609, 262144,
+     Setting(65536, 512, None, True, 2, registers=True, weight_shared=True, max_units=7)),
+    (BF16.name, ("rms_norm",), 196609, 262144, Setting(65536, 512, None, True, 2, weight_shared=True, max_units=15)),
+    # add_rms_norm bfloat16 262144 (rows_cluster) 0.885 -> 0.931 (float32: rows_cluster's 0.881 kept)
+    (BF16.name, ("add_rms_norm",), 196609, 262144, Setting(32768, 512, None, True, 2, weight_shared=True, max_units=7)),
+    # layer_norm float32 262144 0.696 -> 0.808, bfloat16 0.659 -> 0.751; 65536 (float32 on rows_cluster)
+    # 0.802 -> 0.819, bfloat16 0.748 -> 0.820
+    (F32.name, ("layer_norm",), 196609, 262144, Setting(65536, 512, None, True, 2, max_units=7)),
+    (BF16.name, ("layer_norm",), 196609, 262144, Setting(65536, 512, 3, False, 1)),
+    (F32.name, ("layer_norm",), 65536, 65536, Setting(65536, 512, 3, False, 1)),
+    (BF16.name, ("layer_norm",), 32769, 65536, Setting(65536, 512, 3, False, 1)),
+    # log_softmax float32 65536 (rows_cluster) 0.864 -> 0.926
+    (F32.name, ("log_softmax",), 65536, 65536, Setting(65536, 512, 3, False, 1, online=True)),
     (F32.name, _NOT_CE, 4096, 4096, Setting(16384, 256, 2, False, 1)),
     (F32.name, _NOT_CE, 65537, 196608, _ROW),
     # (float32 softmax 262144, tools/probes/rows_forward.py --set long on an H200, 2026-11-29: the
