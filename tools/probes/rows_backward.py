@@ -146,6 +146,9 @@ ONLY = {("rows_bulk_backward, dy in registers, 2 slots", 262144): "float32",
 configuration again or spill (see FAST_CANDIDATES)."""
 
 
+TOTAL = 1 << 28
+"""--set norms: M x N of each cell (issue 30's 2^28 elements)."""
+DEVICE = "cuda"
 NORMS_CELLS = "bfloat16:65536,float32:262144,bfloat16:1024,bfloat16:16384,bfloat16:4096,bfloat16:262144"
 """--set norms' cells (dtype:N), the furthest below issue 30's target first
 (docs/rows_bench_h200_run4.md, x copy: bfloat16 65536 rms 0.76 / layer 0.65; float32
@@ -224,10 +227,10 @@ def norm_inputs(torch, kind: str, dtype: str, n: int) -> dict:
     """One cell's tensors, fresh random data (x of mean 0.3 and spread 2, dy, the weight),
     the forward's statistics in float32 and dweight / dbias in float64 (torch)."""
     layer = kind == "layer_norm_backward"
-    m, dt = (1 << 28) // n, getattr(torch, dtype)
-    x = torch.randn(m, n, device="cuda").mul_(2).add_(0.3).to(dt)
-    dy = torch.randn(m, n, device="cuda").to(dt)
-    w = torch.randn(n, device="cuda").to(dt)
+    m, dt = TOTAL // n, getattr(torch, dtype)
+    x = torch.randn(m, n, device=DEVICE).mul_(2).add_(0.3).to(dt)
+    dy = torch.randn(m, n, device=DEVICE).to(dt)
+    w = torch.randn(n, device=DEVICE).to(dt)
     xd = x.double()
     mean = xd.mean(-1) if layer else None
     xc = xd - mean[:, None] if layer else xd
@@ -319,6 +322,7 @@ def norms(args) -> int:
             m, dt = t["m"], t["x"].dtype
             y = torch.empty_like(t["x"])
             rows, calls, first = [], [], None
+            dev = t["x"].device
             for label, variant, patches in norm_candidates(kind, dtype, n):
                 try:
                     with patched(patches):
@@ -326,7 +330,7 @@ def norms(args) -> int:
                         k = row_kernels.kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
                                                    dbias=dtype if layer else None, variant=variant)
                         name = chosen_variant(kind, dtype, n, variant)
-                    outs = [torch.empty_like(t["x"])] + [torch.empty(n, device="cuda", dtype=dt)
+                    outs = [torch.empty_like(t["x"])] + [torch.empty(n, device=dev, dtype=dt)
                                                          for _ in range(1 + layer)]
                     k(*norm_args(kind, t, outs))
                     torch.cuda.synchronize()
@@ -494,7 +498,7 @@ def norms_dry_run(args) -> int:
                                                        dbias=dtype if layer else None, variant=variant),
                                                 "sm_90a", cache=False).kernel("rows")
                         name = chosen_variant(kind, dtype, n, variant)
-                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch_of(k, (1 << 28) // n)} |", flush=True)
+                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch_of(k, TOTAL // n)} |", flush=True)
                 except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
                     failed += 1
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} |", flush=True)
