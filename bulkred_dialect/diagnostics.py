@@ -448,6 +448,30 @@ _UPSTREAM_CHECKS = {
 }
 
 
+_VERIFIED = "_bulkred_verified_as"  # the module attribute (Python's) holding the state last verified
+
+
+def _state(module: Operation) -> list[object]:
+    """What verifying ``module`` reads, as objects compared by identity (or equal
+    immutable attributes): every op in walk order with its block, operand, result and
+    successor tuples (xDSL replaces a tuple to change one), its properties' and
+    attributes' items, and each region's blocks with their argument tuples. Values'
+    and blocks' types are fixed at their creation (a new type is a new value)."""
+    out: list[object] = []
+    add, extend = out.append, out.extend
+    for op in module.walk():
+        extend((op, op.parent, op._operands, op.results, op._successors))  # noqa: SLF001 (xDSL 0.74's tuples)
+        extend(op.properties.items())
+        add(len(op.properties))
+        extend(op.attributes.items())
+        add(len(op.attributes))
+        for region in op.regions:
+            add(region)
+            for block in region.blocks:
+                extend((block, block._args))  # noqa: SLF001
+    return out
+
+
 def verify_located(module: ModuleOp) -> None:
     """Verify every op, raising :class:`LocatedError` for the first (innermost) failure.
 
@@ -461,7 +485,15 @@ def verify_located(module: ModuleOp) -> None:
     checks without its per-terminator count of the region's blocks, ``IsolatedFromAbove``
     in one walk), ``op.verify`` running only where that does not pass (its error, word
     for word).
+
+    A module verified before and unchanged since (every op, operand, result,
+    successor, property, attribute, region and block the same objects, :func:`_state`)
+    is not verified again: lowering then printing, or building then lowering, verified
+    the same IR twice.
     """
+    state = _state(module)
+    if getattr(module, _VERIFIED, None) == state:
+        return  # verified before, and nothing it reads has changed since
     for op in module.walk():
         try:
             _check_indices(op)
@@ -479,3 +511,4 @@ def verify_located(module: ModuleOp) -> None:
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             text = text[:1].lower() + text[1:]
             raise LocatedError(op, text or f"does not verify ({type(e).__name__})") from None
+    setattr(module, _VERIFIED, state)

@@ -3,7 +3,9 @@
 ``op_definition.op_verifier`` (what ``verify_located`` runs for each op) says True only
 where ``op.verify(verify_nested_ops=False)`` passes, and it is taken for every op of
 valid lowered kernels; ``verify_located`` reports the same located error with it as
-with ``op.verify`` alone.
+with ``op.verify`` alone. A module verified and unchanged is not verified again; any
+change after it (an op, operand, property, attribute, block argument) is, with the
+error a module never verified gives.
 """
 
 from __future__ import annotations
@@ -127,6 +129,84 @@ def test_verify_located_reports_the_same_error_without_the_shortcut(monkeypatch,
             module.body.block.insert_op_before(outside, kernel)
             user = next(o for o in kernel.walk() if o.operands and o.operands[0].type == i32)
             user.operands = [outside.result, *list(user.operands)[1:]]
+        with pytest.raises(diagnostics.LocatedError) as e:
+            diagnostics.verify_located(module)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1], messages
+
+
+def _lowered() -> ModuleOp:
+    module = api.reduction_module("sum", (4096,), "float32", None, "k")
+    lower_tile_module(module, "sm_90a")  # verified at the end
+    return module
+
+
+def _first(module: ModuleOp, name: str) -> Operation:
+    return next(o for o in module.walk() if o.name == name)
+
+
+def _break(module: ModuleOp, how: str) -> None:
+    """One change to ``module`` after which it does not verify."""
+    from xdsl.dialects.builtin import UnitAttr, f32
+
+    from bulkred_dialect.ops.ptx.memory import MovImmOp
+
+    kernel = next(o for o in module.walk() if isinstance(o, func.FuncOp))
+    if how == "terminator detached":
+        next(b for b in kernel.body.blocks if b.first_op is not b.last_op).last_op.detach()
+    elif how == "property set in place":
+        _first(module, "ptx.add").properties["type"] = UnitAttr()
+    elif how == "property added in place":
+        _first(module, "ptx.add").properties["bogus"] = UnitAttr()
+    elif how == "operand replaced":
+        add = _first(module, "ptx.add")
+        other = MovImmOp(1.0, f32)
+        add.parent.insert_op_before(other, add)
+        if add.lhs.type == f32:
+            other = MovImmOp(1, i32)
+            add.parent.insert_op_before(other, add)
+        add.operands = [other.result, *list(add.operands)[1:]]
+    elif how == "op inserted":
+        add = _first(module, "ptx.add")
+        add.parent.insert_op_before(arith.ConstantOp(IntegerAttr(1, i32)), add)  # level 3 holds ptx ops only: verifies,
+        kernel.body.blocks.first.add_op(arith.ConstantOp(IntegerAttr(2, i32)))  # but not after the terminator
+    elif how == "block argument retyped":
+        from xdsl.rewriter import Rewriter
+
+        Rewriter.replace_value_with_new_type(kernel.body.blocks.first.args[0], f32)
+    else:
+        raise AssertionError(how)
+
+
+MUTATIONS = ["terminator detached", "property set in place", "property added in place", "operand replaced",
+             "op inserted", "block argument retyped"]
+
+
+def test_a_verified_module_unchanged_is_not_verified_again(monkeypatch):
+    module = _lowered()
+    calls = []
+    real = diagnostics.op_verifier
+    monkeypatch.setattr(diagnostics, "op_verifier", lambda cls: calls.append(cls) or real(cls))
+    diagnostics.verify_located(module)
+    assert calls == []
+    module.attributes["note"] = IntegerAttr(1, i32)  # any change (here an attribute): verified again, still valid
+    diagnostics.verify_located(module)
+    assert len(calls) > 100
+    calls.clear()
+    diagnostics.verify_located(module)
+    assert calls == []
+
+
+@pytest.mark.parametrize("how", MUTATIONS)
+def test_a_verified_module_changed_is_verified_again(how):
+    """Each change after a verification is seen: the error is the one a module never
+    verified before gives."""
+    messages = []
+    for verified_before in (True, False):
+        module = _lowered()
+        if not verified_before:
+            delattr(module, "_bulkred_verified_as")
+        _break(module, how)
         with pytest.raises(diagnostics.LocatedError) as e:
             diagnostics.verify_located(module)
         messages.append(str(e.value))
