@@ -14,7 +14,9 @@ first 5 alone give the same bits, the same rows per unit summed in the same orde
 
 rows_common.WIDE_BF16 (16-byte bfloat16 vectors) on a norm's backward in rows_cta and
 rows_cluster against float64; rows_backward.WARP_PIPELINE (rows_warp's norm backward
-pipelined): the bits of the unpipelined kernel, and against float64."""
+pipelined): the bits of the unpipelined kernel, and against float64;
+rows_common.NORM_BACKWARD_WARP_N (a norm's backward of a type past its N to rows_cta):
+the dispatch."""
 
 from __future__ import annotations
 
@@ -175,3 +177,23 @@ def test_warp_pipeline(kind: str, dtype: str, affine: str, db: bool, monkeypatch
     for a, b in zip(got, default, strict=True):
         np.testing.assert_array_equal(a, b)
     check(kind, dtype, affine, db, got, xbits, dybits, wbits)
+
+
+def test_norm_backward_warp_n(monkeypatch) -> None:
+    """rows_common.NORM_BACKWARD_WARP_N (empty by default): a norm's backward of the
+    table's element type longer than its N goes to rows_cta instead of rows_warp; other
+    types and the forward kinds keep rows_warp."""
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+
+    def variant(kind: str, dtype: str) -> str:
+        kw = {"weight": dtype, "dweight": dtype} if kind.endswith("backward") else {"weight": dtype, "eps": 1e-5}
+        op = next(o for o in module(kind, None, 1024, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
+        return choose(op, Target.parse("sm_90a")).name
+
+    monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [])  # (the small fixture's: every cell)
+    cells = [("rms_norm_backward", "bfloat16"), ("rms_norm_backward", "float32"), ("rms_norm", "bfloat16")]
+    assert rows_common.NORM_BACKWARD_WARP_N == {}
+    assert [variant(*c) for c in cells] == ["rows_warp"] * 3
+    monkeypatch.setattr(rows_common, "NORM_BACKWARD_WARP_N", {"bfloat16": 512})
+    assert [variant(*c) for c in cells] == ["rows_cta", "rows_warp", "rows_warp"]

@@ -185,7 +185,8 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("rows_warp, 132 units (one wave)", None, u(132)),
                 ("rows_cta (2048 / 1024 CTAs of 128 at 89 / 91 registers: 5 a multiprocessor, 3.1 / 1.6 waves)",
                  "rows_cta", {}),
-                ("rows_cta, 660 units (one wave of 5 a multiprocessor)", "rows_cta", u(660)),
+                ("rows_cta (NORM_BACKWARD_WARP_N), 660 units (one wave of 5 a multiprocessor)", None,
+                 {f"{COMMON}.NORM_BACKWARD_WARP_N": {dtype: n // 2}, **u(660)}),
                 ("rows_cta, .minnctapersm 6, 792 units", "rows_cta", {f"{CTA}.MIN_CTAS": 6, **u(792)}),
                 ("rows_cta, .minnctapersm 8, 1056 units", "rows_cta", {f"{CTA}.MIN_CTAS": 8, **u(1056)})]
     elif n <= 8192:

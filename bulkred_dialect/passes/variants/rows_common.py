@@ -152,6 +152,26 @@ def cta_limit(limit: int) -> Callable[[NormalizeRowsOp], int]:
     return lambda op: min(limit, NORM_BACKWARD_CTA_N) if op.norm_kind in NORM_BACKWARD_KINDS else limit
 
 
+NORM_BACKWARD_WARP_N: dict[str, int] = {}
+"""By element type name, the longest row of a norm's backward that rows_warp takes (the
+rest to rows_cta: 128 threads a row at bfloat16 1024, 89 / 91 registers, 5 CTAs a
+multiprocessor, where rows_warp's 256 threads take 168 / 199: one); absent (the default):
+rows_warp's own limit. Tried by tools/probes/rows_backward.py ``--set norms`` ("rows_cta"
+at 1024, forced there); with its units in :data:`NORM_BACKWARD_UNITS` (rows_cta's 2048
+CTAs of 128 at 1024 run in 4 waves of 660)."""
+
+
+def warp_limit(limit: int) -> Callable[[NormalizeRowsOp], int]:
+    """rows_warp's longest row: ``limit``; for a norm's backward at most
+    :data:`NORM_BACKWARD_WARP_N`'s of its element type, where it has one."""
+    def longest(op: NormalizeRowsOp) -> int:
+        if op.norm_kind in NORM_BACKWARD_KINDS:
+            return min(limit, NORM_BACKWARD_WARP_N.get(dtype_of(op).name, limit))
+        return limit
+
+    return longest
+
+
 def max_values(op: NormalizeRowsOp) -> int:
     """Float32 values a thread of ``op``'s kernel keeps in registers at most
     (:data:`MAX_VALUES`, :data:`NORM_BACKWARD_VALUES`): a function of the kind only."""

@@ -20,7 +20,9 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import BF16, MAX_VALUES, cell_setting, items_for, plan, row_predicates, set_min_ctas
+from bulkred_dialect.passes.variants.rows_common import (
+    BF16, MAX_VALUES, cell_setting, items_for, plan, row_predicates, set_min_ctas, warp_limit,
+)
 from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items, ragged_plan, ragged_vector
 
 BLOCK = 256
@@ -72,5 +74,5 @@ def lower_rows_warp(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
 ROWS_WARP = Variant(
     "bulkred.normalize_rows", "rows_warp", priority=30,
-    predicates=row_predicates(lambda op: MAX_N, f"N <= {MAX_N}"), lower=lower_rows_warp,
+    predicates=row_predicates(warp_limit(MAX_N), f"N <= {MAX_N}"), lower=lower_rows_warp,
 )
