@@ -23,6 +23,16 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
     python3 tools/diag.py rows_backward --set fast --budget-s 150 \
         --cells float32:262144,bfloat16:262144,bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024 \
         --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward [--dry-run]
+    python3 tools/diag.py rows_backward --set norms --budget-s 150 [--cells bfloat16:65536,...] [--dry-run]
+
+``--set norms`` (:func:`norms`): issue 30's weak norm-backward cells (:data:`NORMS_CELLS`),
+the default against each of :func:`norm_candidates` (rows_common.NORM_BACKWARD_UNITS,
+NORM_BACKWARD_WARP_N and WIDE_BF16, rows_backward.WARP_PIPELINE, rows_warp / rows_cta
+.minnctapersm, rows_bulk_backward's threads and dy in registers) on the same tensors, GPU
+time from a CUDA graph of 10 calls (the median of 5 replays, the median of 3 rounds in
+turns with the copy kernel), each checked against torch in float64 and its bits against
+the default's, with its grid, ptxas's registers and spills and the units the GPU holds at
+once.
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
