@@ -44,7 +44,7 @@ import threading
 from collections.abc import Sequence
 from numbers import Integral
 from contextlib import ExitStack
-from types import TracebackType
+from types import CodeType, TracebackType
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, func, gpu, memref, scf
@@ -275,7 +275,22 @@ def _buffer(value: object, field: str, fn: str) -> SSAValue:
 def _in_this_file(filename: str) -> bool:
     """Whether a code object's file name is this file (this module's own code's name
     first: no path made for the frames of this file)."""
-    return filename == _OWN_CODE_FILE or os.path.normcase(os.path.abspath(filename)) == _THIS_FILE
+    return filename == _OWN_CODE_FILE or _is_this_file(filename)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_this_file(filename: str) -> bool:
+    return os.path.normcase(os.path.abspath(filename)) == _THIS_FILE
+
+
+@functools.lru_cache(maxsize=4096)
+def _column(code: CodeType, index: int) -> int:
+    """The 1-based column of instruction ``index`` of ``code`` (1 where unknown), read
+    once per place: finding it walks the code's positions up to it."""
+    position = next(itertools.islice(code.co_positions(), index, None), None) if index >= 0 else None
+    if position is not None and position[2] is not None:
+        return position[2] + 1
+    return 1
 
 
 def _caller_location() -> FileLineColLoc:
@@ -283,12 +298,7 @@ def _caller_location() -> FileLineColLoc:
     frame = sys._getframe(1)
     while frame.f_back is not None and _in_this_file(frame.f_code.co_filename):
         frame = frame.f_back
-    col = 1
-    index = frame.f_lasti // 2
-    position = next(itertools.islice(frame.f_code.co_positions(), index, None), None) if index >= 0 else None
-    if position is not None and position[2] is not None:
-        col = position[2] + 1
-    return _location(frame.f_code.co_filename, frame.f_lineno, col)
+    return _location(frame.f_code.co_filename, frame.f_lineno, _column(frame.f_code, frame.f_lasti // 2))
 
 
 @functools.lru_cache(maxsize=4096)

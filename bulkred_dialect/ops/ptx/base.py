@@ -211,8 +211,25 @@ f64 = Float64Type()
 f32x2 = VectorType(f32, [2])
 
 
+_REGISTER_CLASSES: dict[int, tuple[Attribute, tuple[str, str]]] = {}  # id(t) -> (t, its class)
+
+
 def register_class(t: Attribute) -> tuple[str, str]:
-    """(``.reg`` type, register name prefix) holding a value of IR type ``t``."""
+    """(``.reg`` type, register name prefix) holding a value of IR type ``t``.
+
+    Kept per type object (a type is an immutable value; the printer asks for every
+    register and the verifiers for many operands, mostly of a few shared types)."""
+    hit = _REGISTER_CLASSES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    found = _register_class(t)
+    if len(_REGISTER_CLASSES) >= 4096:
+        _REGISTER_CLASSES.clear()
+    _REGISTER_CLASSES[id(t)] = (t, found)  # t kept alive: its id is not reused
+    return found
+
+
+def _register_class(t: Attribute) -> tuple[str, str]:
     if isinstance(t, PtrType):
         return (".b32", "%r") if t.bits == 32 else (".b64", "%rd")
     if t == i1:
