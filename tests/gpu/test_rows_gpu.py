@@ -277,7 +277,7 @@ def _run_norm_backward(torch, kind, x, dy, w, dw_dtype=None):
     return dx, dw, db
 
 
-@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 65536), (2, 150001)])
+@pytest.mark.parametrize("m,n", [(64, 1000), (300, 1024), (33, 4096), (40, 16384), (7, 65536), (2, 150001)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("kind", ["rms_norm_backward", "layer_norm_backward"])
 def test_norm_backward_against_torch(kind, dtype, m, n, rng):
@@ -308,7 +308,8 @@ def test_norm_backward_against_torch(kind, dtype, m, n, rng):
 @pytest.mark.parametrize("kind,n,dtype", [("rms_norm_backward", 4096, "bfloat16"), ("layer_norm_backward", 1000, "float32"),
                                           ("rms_norm_backward", 65536, "float32"), ("layer_norm_backward", 20000, "bfloat16"),
                                           ("layer_norm_backward", 16384, "bfloat16"), ("layer_norm_backward", 65536, "bfloat16"),
-                                          ("rms_norm_backward", 262144, "bfloat16")])
+                                          ("rms_norm_backward", 262144, "bfloat16"), ("layer_norm_backward", 1024, "bfloat16"),
+                                          ("rms_norm_backward", 16384, "bfloat16"), ("rms_norm_backward", 65536, "bfloat16")])
 def test_column_sums_bits_run_to_run(kind, n, dtype, rng):
     """dweight and dbias of 4096 rows (partial rows of every unit, added in unit order by
     the last CTA) give the same bits in 5 runs; bfloat16 dweight rounded once."""

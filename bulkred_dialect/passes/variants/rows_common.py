@@ -102,7 +102,10 @@ rank (units x the rank's slice of N x outputs: 8 MiB), instead of :data:`COLUMN_
 as many units as the multiprocessors hold for short rows, the tail's sums
 (``rows_backward.finish_columns``) still short (twice as many were slower at 4096 and
 16384 on an H200: docs/rows.md). rows_warp keeps COLUMN_SUM_CTAS (measured faster)."""
-NORM_BACKWARD_UNITS: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {}
+NORM_BACKWARD_UNITS: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
+    ("rms_norm_backward", BF16.name): ((4096, 4096, 264), (16384, 16384, 132), (65536, 65536, 15)),
+    ("layer_norm_backward", BF16.name): ((16384, 16384, 66), (65536, 65536, 15)),
+}
 """A norm's backward's units (CTAs, or clusters), by (kind, element type name): (N from,
 N to, units), the first range holding N (never M), in place of the caps above (at most
 the variant's CTAs per multiprocessor): e.g. one wave of what the multiprocessors hold
@@ -110,7 +113,12 @@ at once, where the default's grid runs in waves with a short last one (rows_clus
 bfloat16 65536: 66 clusters of 8 at one CTA a multiprocessor, 16 at once: 5 waves of
 62 rows for 4.1 waves of work). Empty: the caps above (the default); tried by
 tools/probes/rows_backward.py ``--set norms``. dweight's and dbias's bits follow the
-units (the sum's order), still the same run to run."""
+units (the sum's order), still the same run to run. Measured on an H200
+(tools/probes/rows_backward.py ``--set norms``, 2026-11-29, x copy, the default's -> these
+units): bfloat16 rms_norm 4096 0.843 -> 0.927 (one wave of 2 a multiprocessor), 16384
+0.873 -> 0.903, 65536 0.755 -> 0.875 (15 clusters of 8; 16 gave 0.568: a second wave);
+layer_norm 16384 0.785 -> 0.854 (66 clusters of 2), 65536 0.649 -> 0.825. Not taken:
+layer_norm 4096 (264 units 0.847 against the default's 0.878); 262144 (no setting gained)."""
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
