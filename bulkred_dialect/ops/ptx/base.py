@@ -14,6 +14,7 @@ qualifier is ``f".{member}"``. Each op knows:
 from __future__ import annotations
 
 import functools
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
@@ -254,6 +255,7 @@ def _register_class(t: Attribute) -> tuple[str, str]:
 
 
 _FIXED_COUNTS: dict[type, tuple[int, int] | None] = {}
+_SSA_VALUE = itertools.repeat(SSAValue)  # all(map(isinstance, operands, _SSA_VALUE)): each operand a value
 
 
 def _fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int] | None:
@@ -301,7 +303,7 @@ class PtxInstruction(IRDLOperation, ABC):
             and not any(others.values())
             and len(operands) == counts[0]
             and len(result_types) == counts[1]
-            and all(isinstance(o, SSAValue) for o in operands)
+            and all(map(isinstance, operands, _SSA_VALUE))
         ):
             Operation.__init__(
                 self,
