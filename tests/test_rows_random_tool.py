@@ -257,3 +257,19 @@ def test_a_16_bit_result_where_it_cancels_gets_float32s_share():
     far = torch.tensor([1e-3, 1.5]).to(torch.bfloat16)
     assert not R.compare(far, ref, own, a, 223334)[0]
     assert not R.compare(far.float(), ref, None, a, 223334)[0]
+
+
+def test_torchs_overflow_nan_is_not_wanted_where_the_reference_rounds_to_inf():
+    """float16 cross_entropy's sum with label smoothing 1 (seed 311134, draw 56): the float64
+    loss, 5e7, rounds to inf in float16; torch's own float16 kernel gives NaN (its nll sum
+    overflows and is multiplied by 1 - s = 0). The infinity passes; a NaN there, a finite
+    value or -inf fail, and torch's NaN where the reference is NaN is still wanted."""
+    torch = _torch()
+    ref = torch.tensor(5.0e7, dtype=torch.float64)
+    own = torch.tensor(float("nan"), dtype=torch.float16)
+    assert R.compare(torch.tensor(float("inf"), dtype=torch.float16), ref, own, 0.0, 4)[0]
+    for bad in (float("nan"), 60000.0, -float("inf")):
+        assert not R.compare(torch.tensor(bad, dtype=torch.float16), ref, own, 0.0, 4)[0], bad
+    nan_ref = torch.tensor(float("nan"), dtype=torch.float64)
+    assert R.compare(torch.tensor(float("nan"), dtype=torch.float16), nan_ref, own, 0.0, 4)[0]
+    assert not R.compare(torch.tensor(float("inf"), dtype=torch.float16), nan_ref, own, 0.0, 4)[0]
