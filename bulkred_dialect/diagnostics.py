@@ -30,7 +30,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from bulkred_dialect.errors import VerifyError
-from bulkred_dialect.ops.op_definition import op_verifier, upstream_check
+from bulkred_dialect.ops.op_definition import op_verifier
 
 
 class LocatedParser(Parser):

@@ -16,19 +16,12 @@ import pytest
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 from xdsl.ir import Block, Operation
+from test_op_definition import verdict as _verdict  # (op.verify's message, or None)
 
 from bulkred_dialect import api, diagnostics
 from bulkred_dialect.compiler import context, lower_tile_module
 from bulkred_dialect.ops.op_definition import op_verifier
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
-
-
-def _verdict(op: Operation) -> str | None:
-    try:
-        op.verify(verify_nested_ops=False)
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    return None
 
 
 def _modules() -> Iterator[ModuleOp]:

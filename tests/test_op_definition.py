@@ -228,7 +228,7 @@ def _upstream_ops() -> list[Operation]:
     return list(forms.values())
 
 
-def _verdict(op: Operation) -> str | None:
+def verdict(op: Operation) -> str | None:
     """None when ``op.verify`` (not its nested ops) passes, else its message."""
     try:
         op.verify(verify_nested_ops=False)
@@ -256,7 +256,7 @@ def test_upstream_ops_take_the_cheaper_check_where_op_verify_passes():
         if passes is None:
             continue
         for what, m in [("in its block", op), ("as built", op.clone_without_regions()), *_mutants(op)]:
-            want = _verdict(m)
+            want = verdict(m)
             got = passes(m)
             assert not (got and want is not None), f"{op.name} {what}: op.verify says {want!r}"
             compared += 1
@@ -281,8 +281,8 @@ def test_verify_located_reports_an_upstream_ops_error_as_before(monkeypatch):
         op.parent.insert_op_before(const, op)
         op.operands = [*op.operands[:index], const.result, *op.operands[index + 1 :]]
         messages = []
-        for check in (diagnostics.upstream_check, lambda cls: None):
-            monkeypatch.setattr(diagnostics, "upstream_check", check)
+        for check in (diagnostics.op_verifier, lambda cls: None):  # (the cheaper check; op.verify alone)
+            monkeypatch.setattr(diagnostics, "op_verifier", check)
             with pytest.raises(diagnostics.LocatedError) as e:
                 diagnostics.verify_located(module)
             messages.append(str(e.value))

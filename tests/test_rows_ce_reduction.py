@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_rows import interpret, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
+from test_rows_forward_bulk import small_bulk
 
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR
-from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_lower
+from bulkred_dialect.passes.variants import rows_common, rows_lower
 from bulkred_dialect.row_kernels import module
 
 IGNORE = -7
@@ -25,13 +26,7 @@ IGNORE = -7
 def bulk_small(monkeypatch):
     """rows_bulk as test_rows_forward_bulk.py sets it (slices of 512 bytes, CTAs of one
     warp, chosen for every N)."""
-    monkeypatch.setattr(rows_bulk, "SLICE_BYTES", 512)
-    monkeypatch.setattr(rows_bulk, "CHUNK", 128)
-    monkeypatch.setattr(rows_bulk, "BLOCK", 32)
-    monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
-    monkeypatch.setattr(rows_bulk, "CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16", "float16")])
-    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)
-    monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
+    small_bulk(monkeypatch)
 
 
 def run_reduced(variant: str, n: int, target: np.ndarray, reduction: str, dtype: str = "float32", *, seed: int = 0,

@@ -23,19 +23,25 @@ from bulkred_dialect.row_kernels import module
 SM90 = test_rows.SM90
 
 
-@pytest.fixture(autouse=True)
-def small(monkeypatch):
-    """Slices of 512 bytes in chunks of 128, CTAs of one warp, chosen for every N; one
-    cluster (or CTA) for all the rows; the kernels run on the interpreter's clusters (a
-    cluster of one CTA included: its mbarrier and bulk copies)."""
-    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+def small_bulk(monkeypatch) -> None:
+    """rows_bulk small enough for the interpreter: slices of 512 bytes in chunks of 128,
+    CTAs of one warp, chosen for every N with the module's defaults (a persistent CTA per
+    row, a cluster per row); test_rows_ce_reduction.py and test_rows_long_speed.py take it too."""
     monkeypatch.setattr(rows_bulk, "SLICE_BYTES", 512)
     monkeypatch.setattr(rows_bulk, "CHUNK", 128)
     monkeypatch.setattr(rows_bulk, "BLOCK", 32)
     monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
     monkeypatch.setattr(rows_bulk, "CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16", "float16")])
-    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)  # the defaults: a persistent CTA per row, a cluster per row
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)
     monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    """:func:`small_bulk`; one cluster (or CTA) for all the rows; the kernels run on the
+    interpreter's clusters (a cluster of one CTA included: its mbarrier and bulk copies)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
+    small_bulk(monkeypatch)
     monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
 
 

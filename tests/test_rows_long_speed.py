@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import test_rows
 from test_rows import check, lowered, reference, run, run_cross_entropy
+from test_rows_forward_bulk import small_bulk
 
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.ops.tile import kernel_launch
@@ -27,13 +28,7 @@ def small(monkeypatch):
     """Slices of 512 bytes in chunks of 128, CTAs of one warp, rows_bulk chosen for every
     N with the module's defaults; one cluster (or CTA) for all the rows."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 0)
-    monkeypatch.setattr(rows_bulk, "SLICE_BYTES", 512)
-    monkeypatch.setattr(rows_bulk, "CHUNK", 128)
-    monkeypatch.setattr(rows_bulk, "BLOCK", 32)
-    monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
-    monkeypatch.setattr(rows_bulk, "CHOSEN", [(d, None, 1, 1 << 30, None) for d in ("float32", "bfloat16", "float16")])
-    monkeypatch.setattr(rows_bulk, "PERSISTENT", None)
-    monkeypatch.setattr(rows_bulk, "BUFFERS", 2)
+    small_bulk(monkeypatch)
     monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
 
 

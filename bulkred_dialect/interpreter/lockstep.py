@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, f64
+from xdsl.dialects.builtin import IntegerType, ModuleOp, f64
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
 from xdsl.traits import IsTerminator
@@ -59,6 +59,7 @@ from bulkred_dialect.interpreter.run import (
     _plan,
 )
 from bulkred_dialect.interpreter import vector
+from bulkred_dialect.interpreter.memory import cmpi_width
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
@@ -1075,15 +1076,9 @@ _CMPI_ARRAYS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.g
 def _cmpi_form(op: arith.CmpiOp, index_bitwidth: int) -> tuple[Any, int, bool] | None:
     """(array comparison, width, unsigned) of an ``arith.cmpi`` of integers or indices,
     or None (memory.py's comparison then runs per thread, with its errors)."""
-    t = op.lhs.type
-    if isinstance(t, IntegerType):
-        width = t.width.data
-    elif isinstance(t, IndexType):
-        width = index_bitwidth
-    else:
-        return None
+    width = cmpi_width(op, index_bitwidth)
     predicate = op.predicate.value.data
-    if not 0 <= predicate < len(_CMPI_ARRAYS) or not 1 <= width <= 64:
+    if width is None or not 0 <= predicate < len(_CMPI_ARRAYS) or not 1 <= width <= 64:
         return None
     return _CMPI_ARRAYS[predicate], width, predicate >= 6
 

@@ -157,14 +157,19 @@ _CMPI = dict(enumerate((operator.eq, operator.ne, operator.lt, operator.le, oper
                         operator.lt, operator.le, operator.gt, operator.ge)))
 
 
-def _comparison(op: arith.CmpiOp, index_bitwidth: int) -> Any:
+def cmpi_width(op: arith.CmpiOp, index_bitwidth: int) -> int | None:
+    """The bits an ``arith.cmpi`` compares (an index's: ``index_bitwidth``); None for
+    another operand type."""
     t = op.lhs.type
     if isinstance(t, IntegerType):
-        width = t.width.data
-    elif isinstance(t, IndexType):
-        width = index_bitwidth
-    else:
-        raise InterpretationError(f"arith.cmpi of {t} is not supported by the interpreter")
+        return t.width.data
+    return index_bitwidth if isinstance(t, IndexType) else None
+
+
+def _comparison(op: arith.CmpiOp, index_bitwidth: int) -> Any:
+    width = cmpi_width(op, index_bitwidth)
+    if width is None:
+        raise InterpretationError(f"arith.cmpi of {op.lhs.type} is not supported by the interpreter")
     predicate = op.predicate.value.data
     compare = _CMPI.get(predicate)
     if compare is None:

@@ -289,16 +289,10 @@ def upstream_check(cls: type[Operation]) -> Callable[[Operation], bool] | None:
     does nothing else. Otherwise the caller runs ``op.verify`` itself, which raises its
     own error, word for word. Most of the ops of a lowered kernel are upstream
     constants, loads, stores and index arithmetic (docs/compile_speed.md)."""
-    if not (isinstance(cls, type) and issubclass(cls, IRDLOperation)) or hasattr(cls, "_fixed_form_check"):
+    closure = None if hasattr(cls, "_fixed_form_check") else _irdl_closure(cls)
+    if closure is None or not is_fixed_form(closure[0]):
         return None
-    wrapper = cls.__dict__.get("verify_")
-    if getattr(wrapper, "__qualname__", None) != _IRDL_VERIFY or wrapper.__closure__ is None:
-        return None
-    free = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
-    op_def = cls.get_irdl_definition()
-    if free.get("op_def") is not op_def or not is_fixed_form(op_def):
-        return None
-    custom = free.get("custom_verify")
+    op_def, custom = closure
     check = fixed_form_check(op_def)
 
     def passes(op: Operation, last_allowed: bool = False) -> bool:

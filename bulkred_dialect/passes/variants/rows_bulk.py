@@ -59,7 +59,6 @@ from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     wait_phase,
     BF16,
-    F32,
     AT,
     EXP_KINDS,
     ELEM_F32,
@@ -395,6 +394,15 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
         return b.fold(ReduceKind.SUM, F32, [a, *v])
 
     kind = p.kind
+
+    def exp_stats(big: SSAValue, sum_e: SSAValue) -> dict[str, SSAValue]:
+        """The row's maximum and sum of exponentials (and cross_entropy's sum of x, with
+        label smoothing), finished."""
+        sums = {"max": big, "sum": sum_e}
+        if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
+            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum_x")
+        return r.finish(e, sums)
+
     one_pass = st.one_pass if st is not None and kind == NormKind.LAYER_NORM else None
     if kind in EXP_KINDS and st is not None and st.online:
         def online(b: Emitter, acc: list[SSAValue], vs: list[list[SSAValue]]) -> list[SSAValue]:
@@ -404,11 +412,7 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
             return [big, b.fold(ReduceKind.SUM, F32, [scaled, *[f32_exp(b, f32_sub(b, x, big)) for x in flat]])]
 
         m, s = steps(online, [e.const(-rows_common.FLT_MAX, f32), e.const(0.0, f32)])  # (m >= -FLT_MAX: no -inf - -inf)
-        big, sum_e = r.reduce_exps(e, m, s)
-        sums = {"max": big, "sum": sum_e}
-        if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
-            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum_x")
-        stats = r.finish(e, sums)
+        stats = exp_stats(*r.reduce_exps(e, m, s))
         if kind == NormKind.CROSS_ENTROPY:  # no y
             r.store_stats(e, row, stats)
             return
@@ -445,11 +449,7 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
         def exps(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
             return b.fold(ReduceKind.SUM, F32, [a, *[f32_exp(b, f32_sub(b, x, m)) for x in v]])
 
-        big, sum_e = r.reduce_exps(e, m, pass_(exps, 0.0))
-        sums = {"max": big, "sum": sum_e}
-        if kind == NormKind.CROSS_ENTROPY and r.op.smoothing:
-            sums["sum_x"] = r.reduce(e, ReduceKind.SUM, pass_(total, 0.0), "row_sum_x")
-        stats = r.finish(e, sums)
+        stats = exp_stats(*r.reduce_exps(e, m, pass_(exps, 0.0)))
         if kind == NormKind.CROSS_ENTROPY:  # no y
             r.store_stats(e, row, stats)
             return
