@@ -26,7 +26,7 @@
 #   rows-random     tools/gpu_rows_random.py: COUNT (400) random row functions (docs/rows.md)
 #                   against torch in float64, SEED; GRADS=1 checks the backward of the odd
 #                   draws too (rows_random.log, rows_random.json)
-#   bench:NAME      benchmarks/NAME.py (reductions, reductions_api, functions, fused,
+#   bench:NAME      benchmarks/NAME.py (reductions, reductions_api, functions, fused, foreach_dist,
 #                   foreach, rows, call_overhead, compile_speed) with BENCH_ARGS, and --out $OUT and
 #                   --budget-s when it takes them (STEP_S - 40 s, three quarters of a STEP_S of
 #                   80 s or less: always some) (bench_NAME.log and its tables); a PYTHONPATH
