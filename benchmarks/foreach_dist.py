@@ -43,11 +43,12 @@ Checks (once, before the timing; any failure makes the exit status 1):
   copies: max relative difference within 2^-8 (bfloat16's rounding) + 1e-4 (the
   coefficient's); against torch's clipped bfloat16 shards (its coefficient from its
   bfloat16 total): within 2^-6.
-* **same bits on both GPUs**: each rank builds the SAME full list (``--bits-layers``
-  layers, default 4, plus the embedding, the final norm and the LM head) from a fixed seed
-  on its own GPU (the inputs' checksums compared first), computes ``bulkred.total_norm``,
-  ``total_norm(local=True)`` and ``foreach_norm`` of it three times, and rank 0 compares the
-  float32 bits of both GPUs' results (``all_gather``). The report says whether the list
+* **same bits on both GPUs**: both ranks hold the SAME full list (``--bits-layers``
+  layers, default 4, plus the embedding, the final norm and the LM head), drawn from a
+  fixed seed on GPU 0 and broadcast to GPU 1 (the inputs' checksums compared first),
+  compute ``bulkred.total_norm``, ``total_norm(local=True)`` and ``foreach_norm`` of it
+  three times, and rank 0 compares the float32 bits of both GPUs' results
+  (``all_gather``). The report says whether the list
   kernel's partition depends on the SM count: its grid is ``list_grid(target)``
   (passes/variants/grid_list.py), 4 CTAs per multiprocessor of the *target's* flagship
   part (``kernel.SM_COUNT``), not the device's count.
@@ -541,8 +542,14 @@ def _rank_main(rank: int, a: argparse.Namespace, port: int, result_path: str) ->
         del b_shards, t_shards, t_step
         bits: dict[str, Any] = {"grid": grid}
         bshapes = [s for _, s in llama_shapes(a.bits_layers, a.scale_rows)]
-        g = torch.Generator(device=device).manual_seed(BITS_SEED)
-        same = _fill(torch, bshapes, torch.bfloat16, device, g, 1.0)
+        # made on rank 0's GPU and broadcast (torch's randn on another GPU model could draw
+        # other values: its grid follows the SM count); the checksums below confirm them
+        if rank == 0:
+            same = _fill(torch, bshapes, torch.bfloat16, device, torch.Generator(device=device).manual_seed(BITS_SEED), 1.0)
+        else:
+            same = [torch.empty(s, dtype=torch.bfloat16, device=device) for s in bshapes]
+        for t in same:
+            dist.broadcast(t, src=0)
         checksum = sum(int(torch.sum(t.view(torch.int16), dtype=torch.int64)) for t in same)
         results = []
         for _ in range(3):
@@ -616,7 +623,7 @@ def sm_sentence(bits: dict[str, Any], sm_counts: list[Any]) -> str:
             f"{bits['target_sms']} x {bits['ctas_per_sm']} = {bits['list_grid']} CTAs for {bits['arch']} "
             f"(passes/variants/grid_list.py, the target's flagship part in kernel.SM_COUNT {bits['sm_counts_table']}), "
             f"whatever the GPU has (these: {sm_counts} SMs). Every chunk and the combination order follow from the "
-            f"table and the grid, so any {bits['arch']} part (H100 PCIe's 114 SMs, H20's 78) computes these bits; "
+            f"table and the grid, so any {bits['arch']} part (H100 PCIe's 114 SMs, H20's 78) would compute these bits; "
             f"another target (sm_100a: 148 x 4 = 592 CTAs, other chunks, other PTX) may round otherwise, "
             f"the same on every GPU of that target.")
 
@@ -644,6 +651,7 @@ def report_md(r0: dict[str, Any], r1: dict[str, Any], p: dict[str, Any]) -> str:
                   "", f"torch's route: {c['torch_route']}"]
     t0, t1 = r0.get("times", {}), r1.get("times", {})
     peak = peak_of(e0.get("gpu"))
+    summary: list[str] = []
     for case in t0:
         if case not in t1:
             continue
@@ -663,10 +671,13 @@ def report_md(r0: dict[str, Any], r1: dict[str, Any], p: dict[str, Any]) -> str:
                   f"{b['whole']:.3f} | {t:.3f} | **{t / b['whole']:.2f}x** |",
                   "", f"local norm: {max(p['rank_bytes']) / 1e9:.2f} GB read in {b['local']:.3f} ms = {gbs:.0f} GB/s"
                   + (f", {gbs * 1e9 / peak:.0%} of the HBM peak ({peak / 1e12:.2f} TB/s)" if peak else "")]
+        summary.append(f"| {case}: whole step, bulkred / torch | {b['whole']:.3f} / {t:.3f} ms (torch / bulkred "
+                       f"{t / b['whole']:.2f}x); local norm {gbs:.0f} GB/s"
+                       + (f", {gbs * 1e9 / peak:.0%} of the HBM peak |" if peak else " |"))
     bits = r0.get("bits")
     if bits:
         lines += ["", "## Same bits on both GPUs", "",
-                  f"- list: {bits['tensors']} full bf16 tensors ({bits['bytes'] / 1e9:.2f} GB) from seed {BITS_SEED} on each GPU; "
+                  f"- list: {bits['tensors']} full bf16 tensors ({bits['bytes'] / 1e9:.2f} GB) from seed {BITS_SEED}, broadcast from GPU 0; "
                   f"inputs equal: {bits['inputs_equal']}",
                   f"- total_norm, total_norm(local=True) and foreach_norm's {bits['tensors']} norms: "
                   f"**{'equal' if bits['equal'] else 'NOT equal'}** bits on the two GPUs (total {bits['total'][0]!r}, "
@@ -676,7 +687,20 @@ def report_md(r0: dict[str, Any], r1: dict[str, Any], p: dict[str, Any]) -> str:
     if skipped:
         lines += ["", "Skipped: " + "; ".join(skipped)]
     failures = r0.get("failures", []) + r1.get("failures", [])
-    lines += ["", "## Verdict", "", "all checks passed" if not failures else "FAILED: " + "; ".join(failures)]
+    verdict = "all checks passed" if not failures else "FAILED: " + "; ".join(failures)
+    # the same in table rows (tools/gpu.sh's bench step prints a log's table rows)
+    lines += ["", "| summary | |", "| --- | --- |",
+              f"| GPUs | {e0.get('gpu', 'cpu')} ({e0.get('sm_count', '-')} SMs), {e1.get('gpu', 'cpu')} ({e1.get('sm_count', '-')} SMs) |",
+              f"| versions | torch {e0.get('torch')}, CUDA {e0.get('cuda', '-')}, NCCL {e0.get('nccl', '-')}, "
+              f"NCCL_NVLS_ENABLE={e0.get('NCCL_NVLS_ENABLE')} |", *summary]
+    if bits:
+        lines.append(f"| same bits on both GPUs | {'equal' if bits['equal'] else 'NOT equal'} (inputs equal: "
+                     f"{bits['inputs_equal']}; total bits {bits['total_bits']}) |")
+        if "list_grid" in bits:
+            lines.append(f"| partition depends on the SM count | no: list_grid({bits['arch']}) = {bits['target_sms']} x "
+                         f"{bits['ctas_per_sm']} = {bits['list_grid']} CTAs, whatever the device's count |")
+    lines.append(f"| verdict | {verdict} |")
+    lines += ["", "## Verdict", "", verdict]
     return "\n".join(lines) + "\n"
 
 

@@ -105,3 +105,14 @@ def test_gpu_sh_passes_out_and_budget():
     text = (ROOT / "benchmarks" / "foreach_dist.py").read_text()
     assert '"--out"' in text and '"--budget-s"' in text
     assert "foreach_dist" in (ROOT / "tools" / "gpu.sh").read_text()
+
+
+def test_the_report_summary_is_in_table_rows():
+    """tools/gpu.sh's bench step prints only a log's table rows: the verdict and the bits are among them."""
+    p = D.plan(D.parse(["--dry-run"]))
+    rows = [x for x in D.report_md(_rank(0, 6.0, 12.0), _rank(1, 6.2, 11.0, ["x > y"]), p).splitlines() if x.startswith("|")]
+    assert "| verdict | FAILED: x > y |" in rows and "| same bits on both GPUs | equal (inputs equal: True; total bits " \
+        "['0x3fc00000', '0x3fc00000']) |" in rows
+    assert "| clip every step: whole step, bulkred / torch | 6.200 / 12.000 ms (torch / bulkred 1.94x); local norm 4015 GB/s, " \
+        "84% of the HBM peak |" in rows
+    assert "| partition depends on the SM count | no: list_grid(sm_90a) = 132 x 4 = 528 CTAs, whatever the device's count |" in rows
