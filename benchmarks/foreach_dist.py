@@ -270,6 +270,19 @@ def _clip_kernel(torch: Any, shards: list[Any], device: Any) -> tuple[Any, int]:
     return clip, grid
 
 
+def partition(arch: str) -> dict[str, Any]:
+    """What the list kernel's partition of a list is a function of, for the target
+    ``arch``: its grid (``list_grid``: CTAS_PER_SM per multiprocessor of the target's
+    flagship part, ``kernel.SM_COUNT``), never the device's own SM count."""
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.variants.grid_list import CTAS_PER_SM, list_grid
+    from bulkred_dialect.passes.variants.kernel import SM_COUNT
+
+    target = Target.parse(arch)
+    return {"arch": str(arch), "list_grid": list_grid(target), "ctas_per_sm": CTAS_PER_SM,
+            "target_sms": SM_COUNT.get(target.sm, 132), "sm_counts_table": {str(k): v for k, v in SM_COUNT.items()}}
+
+
 class _Timer:
     """CUDA events on the current stream (``--cpu``: the host's clock)."""
 
@@ -569,13 +582,8 @@ def _rank_main(rank: int, a: argparse.Namespace, port: int, result_path: str) ->
         bits["differ_at"] = (gathered[0].view(torch.int32) != gathered[1].view(torch.int32)).nonzero().flatten()[:10].tolist()
         if cuda:
             from bulkred_dialect.backend_ptx.device import current_arch
-            from bulkred_dialect.ops.target import Target
-            from bulkred_dialect.passes.variants.grid_list import CTAS_PER_SM, list_grid
-            from bulkred_dialect.passes.variants.kernel import SM_COUNT
 
-            target = Target.parse(current_arch())
-            bits.update(arch=str(current_arch()), list_grid=list_grid(target), ctas_per_sm=CTAS_PER_SM,
-                        target_sms=SM_COUNT.get(target.sm), sm_counts_table={str(k): v for k, v in SM_COUNT.items()})
+            bits.update(partition(current_arch()))
         if not bits["inputs_equal"]:
             fail.append(f"the same-bits list differs between the GPUs' inputs (checksums {sums})")
         elif not bits["equal"]:

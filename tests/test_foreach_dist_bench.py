@@ -116,3 +116,11 @@ def test_the_report_summary_is_in_table_rows():
     assert "| clip every step: whole step, bulkred / torch | 6.200 / 12.000 ms (torch / bulkred 1.94x); local norm 4015 GB/s, " \
         "84% of the HBM peak |" in rows
     assert "| partition depends on the SM count | no: list_grid(sm_90a) = 132 x 4 = 528 CTAs, whatever the device's count |" in rows
+
+
+def test_the_partition_follows_the_target_not_the_device():
+    """The grid the report names, a function of the target only: sm_90a 132 x 4, sm_100a
+    148 x 4 (tests/test_reduce_list.py ties the list kernels' launch to list_grid)."""
+    p90, p100 = D.partition("sm_90a"), D.partition("sm_100a")
+    assert (p90["list_grid"], p90["target_sms"], p90["ctas_per_sm"]) == (528, 132, 4)
+    assert (p100["list_grid"], p100["target_sms"]) == (592, 148)
