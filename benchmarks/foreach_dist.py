@@ -56,8 +56,9 @@ Checks (once, before the timing; any failure makes the exit status 1):
 Timing (after ``--warmup`` steps): ``--steps`` steps (at least 20) of each library, each
 step started with the GPU idle and the ranks lined up (``synchronize`` and a barrier),
 CUDA events around each stage on the current stream: bulkred's local launch (the call,
-host included), the all_reduce, the root, the scaling, the whole step; torch's whole
-step. Medians, per rank, and the slower rank's median in the table. The timed steps use
+host included), the all_reduce (its time includes any wait for the other rank's
+launch), the root, the scaling, the whole step; torch's whole step (its host time, the
+DTensor dispatch of every tensor, included: the GPU is idle when a step starts). Medians, per rank, and the slower rank's median in the table. The timed steps use
 ``max_norm = -1``: the coefficient is about -1 on every step (``-1 / (total + 1e-6)``,
 the total staying near 1 after the first), so both libraries read the list twice and
 write it once per step, and the data keep their magnitude (bfloat16's x * -0.999999 is
