@@ -59,7 +59,6 @@ from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     wait_phase,
     BF16,
-    F16,
     AT,
     EXP_KINDS,
     ELEM_F32,
@@ -233,10 +232,6 @@ CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
     # log_softmax 0.885 / 0.780, rms_norm 0.915 / 0.819; layer_norm slower, 0.714 / 0.750)
     (BF16.name, ("softmax", "log_softmax", "rms_norm"), 32769, 65536, Setting(65536, 512, 1, True, 2, registers=True)),
     (BF16.name, _NOT_CE, 16385, 262144, _ROW),
-    # (float16: bfloat16's generic row, the same bytes a row; on rows_stream before it, an H200 2026-11-29,
-    # x copy: softmax 65536 / 262144 0.60 / 0.57, log_softmax 0.66 / 0.60, rms_norm 0.72 / 0.61,
-    # layer_norm 0.65 / 0.62; bench:rows --dtypes float16, docs/benchmarks.md)
-    (F16.name, _NOT_CE, 16385, 262144, _ROW),
 ]
 """Where rows_bulk was measured faster than the other variants on an H200 (docs/rows.md,
 tools/probes/rows_forward.py), and with which setting: (element type, kinds (None: all),

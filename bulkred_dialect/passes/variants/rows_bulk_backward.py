@@ -88,7 +88,6 @@ from bulkred_dialect.passes.variants.rows_backward import (
 )
 from bulkred_dialect.passes.variants.rows_common import (
     BF16,
-    F16,
     F32,
     ClusterExchange,
     RowBuf,
@@ -181,9 +180,6 @@ CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int]] = [
     # 65536 (8 CTAs a row): rms 0.90 -> 0.95, layer 0.81 -> 0.96, softmax 0.98 -> 1.00;
     # 262144 (16): rms 0.51 -> 0.70, layer 0.37 -> 0.60, softmax 0.81 -> 0.93
     (BF16.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward", "log_softmax_backward"), 131073, 262144),
-    # (float16 as bfloat16, the same bytes a row: on the dispatch's before it at 262144, an H200 2026-11-29,
-    # x copy: rms 0.45, layer 0.28, softmax 0.85, log_softmax 0.81)
-    (F16.name, ("rms_norm_backward", "layer_norm_backward", "softmax_backward", "log_softmax_backward"), 131073, 262144),
     # 262144 (16): rms 0.44 -> 0.88, layer 0.28 -> 0.75, softmax 0.85 -> 0.97; at 65536 (4 CTAs a row)
     # slower (rms 0.75 -> 0.53, layer 0.65 -> 0.44, softmax 0.90 -> 0.74): not taken there
     # (--set fast, 2026-11-29) log_softmax's backward at 262144: float32 0.90 -> 0.96, bfloat16 0.80 -> 0.97;
