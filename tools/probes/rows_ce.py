@@ -167,7 +167,7 @@ def check(torch, k, x, target, loss, reduced, ref_rows, ref_mean) -> tuple[float
 
 
 def big_cells(torch, args, t0: float) -> None:
-    from rows_forward import TOTAL, print_timed, registers
+    from rows_forward import TOTAL, print_failed, print_timed, registers
 
     print("| part | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads x cluster | err | inv/pos |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
@@ -197,8 +197,7 @@ def big_cells(torch, args, t0: float) -> None:
                 launch = k.signature.launch
                 runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv])
             except Exception as e:  # noqa: BLE001 - the row says why
-                print(f"| {part} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:120]} |", flush=True)
+                print_failed(part, dtype, n, name, e)
         print_timed(torch, f"{part} cross_entropy", dtype, n, x, y, x.numel() * x.element_size(), runs)
         del x, y, runs
         torch.cuda.empty_cache()

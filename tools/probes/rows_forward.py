@@ -162,6 +162,12 @@ def timed_in_turns(torch, copy_call, calls: list) -> tuple[float, list[float]]:
     return sum(times[-1]) / 2, [sum(times[i]) / 2 for i in range(len(calls))]
 
 
+def print_failed(kind: str, dtype: str, n: int, name: str, e: Exception, copy: str = "") -> None:
+    """A table row saying why a setting of the cell failed to build or run (its first line)."""
+    print(f"| {kind} | {dtype} | {n} | {copy} | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
+          flush=True)
+
+
 def print_timed(torch, kind: str, dtype: str, n: int, x, y, nbytes: int, runs: list) -> list[float]:
     """Times ``runs`` (name, call, two columns, err, a last column) against the copy of x
     into y (:func:`timed_in_turns`) and prints a table row for each: GB/s of ``nbytes`` a
@@ -294,8 +300,7 @@ def pipeline(args) -> int:
                     if fit < max(1, 2048 // threads):  # (the variants' default)
                         settings.append((f"{name.removeprefix('dispatch: ')}, {fit} CTAs/SM", variant, pipe, fit, regs))
             except Exception as e:  # noqa: BLE001 - the row says why
-                print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
-                      flush=True)
+                print_failed(kind, dtype, n, name, e)
             finally:
                 rows_common.FORWARD_PIPELINE, vmod.CTAS_PER_SM, rows_common.FORWARD_AHEAD = None, None, None
                 rows_warp.ROWS_AT_ONCE = 1
@@ -455,8 +460,7 @@ def long_rows(args) -> int:
                     launch = k.signature.launch
                     runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv))
                 except Exception as e:  # noqa: BLE001 - the row says why
-                    print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
-                          flush=True)
+                    print_failed(kind, dtype, n, name, e)
         print_timed(torch, kind, dtype, n, x, y, nbytes, runs)  # (nbytes: x's read and y written, as the copy's)
         del x, y, y5, ref, runs
         torch.cuda.empty_cache()
@@ -724,8 +728,7 @@ def passes(args) -> int:
                     judged.append((name, st, err, inv == "yes" and (big is None or es[1] <= 4 * max(te[1], 1e-7)),
                                    k.signature.launch))
                 except Exception as e:  # noqa: BLE001 - the row says why
-                    print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
-                          flush=True)
+                    print_failed(kind, dtype, n, name, e)
         moved = 4 if kind == "add_rms_norm" else 2  # (x read and y written; add_rms_norm: residual read, h written too)
         ratios = print_timed(torch, kind, dtype, n, x, y, moved * x.numel() * x.element_size(), runs)
         verdicts.append(verdict(kind, dtype, n, judged, ratios))
@@ -850,8 +853,7 @@ def main() -> int:
                     print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | "
                           f"{registers(k)} | {launch.block[0]} x {launch.cluster[0]} | {err:.1e} |", flush=True)
                 except Exception as e:  # noqa: BLE001 - the row says why
-                    print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | failed: {type(e).__name__}: "
-                          f"{str(e).splitlines()[0][:120]} |", flush=True)
+                    print_failed(kind, dtype, n, name, e, f"{copy_gbs:,.0f}")
         del x, y, xd, ref
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")

@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from rows_forward import EPS, cell_tensors, print_timed, registers, resident_ctas  # noqa: E402
+from rows_forward import EPS, cell_tensors, print_failed, print_timed, registers, resident_ctas  # noqa: E402
 
 SUB = 37
 """Rows of the batch-invariance call (at most half the batch)."""
@@ -314,8 +314,7 @@ def main() -> int:
                 runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
                              "yes" if inv else "NO"])
             except Exception as e:  # noqa: BLE001 - the row says why
-                print(f"| {kind} | {dtype} | {n} | | {name} | failed: {type(e).__name__}: {str(e).splitlines()[0][:120]} |",
-                      flush=True)
+                print_failed(kind, dtype, n, name, e)
         print_timed(torch, kind, dtype, n, x, y, nbytes, runs)
         del x, y, res, hout, ref, runs
         torch.cuda.empty_cache()

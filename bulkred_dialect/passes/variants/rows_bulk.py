@@ -61,7 +61,6 @@ from bulkred_dialect.passes.variants.rows_common import (
     BF16,
     AT,
     EXP_KINDS,
-    ELEM_F32,
     F32,
     ClusterExchange,
     PairSums,
@@ -543,7 +542,7 @@ def _add_body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, rs: SSAValue
 
 
 @dataclass(frozen=True)
-class Moments:
+class Moments(rows_common.F32State):
     """layer_norm's statistics of some elements as ``(n, c, m2, s1)``: their count, a
     centre ``c`` (near their mean), ``m2 = sum((x - c)^2)`` and ``s1 = sum(x - c)`` (their
     mean is ``c + s1 / n``; ``s1`` keeps what rounding ``c`` to float32 lost). Two combine
@@ -554,14 +553,6 @@ class Moments:
     that ``rows_common.reduce_state`` reads."""
 
     width: int = 4
-    kind = ReduceKind.SUM  # unused (width 4)
-    elem = ELEM_F32
-    absmax = False
-    types = (f32,) * 4
-    dtypes = (F32,) * 4
-
-    def neutral(self, e: Emitter) -> list[SSAValue]:
-        return [e.const(0.0, f32)] * 4
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         n, _, centre = rows_common.pooled_mean(e, a[0], a[1], b[0], b[1])

@@ -726,21 +726,33 @@ class _Scalar:
 
 
 @dataclass(frozen=True)
-class PairSums:
-    """Two float32 sums combined at once by addition, the duck type of :class:`_Scalar` of
-    width 2 (that variants/kernel.py's warp and CTA steps and the cluster exchange read):
-    layer_norm_backward's ``sum(g * xhat)`` and ``sum(g)`` (one exchange of a cluster),
-    cross_entropy's reduction (the losses' sum, the count of the rows kept)."""
+class F32State:
+    """``width`` float32 values reduced at once, starting from zeros: the duck type of
+    :class:`_Scalar` of that width (that variants/kernel.py's warp and CTA steps and the
+    cluster exchange read); a subclass gives ``combine``."""
 
     width: int = 2
-    kind = ReduceKind.SUM  # unused (width 2)
+    kind = ReduceKind.SUM  # unused (width > 1)
     elem = ELEM_F32
     absmax = False
-    types = (f32, f32)
-    dtypes = (F32, F32)
+
+    @property
+    def types(self) -> tuple:
+        return (f32,) * self.width
+
+    @property
+    def dtypes(self) -> tuple:
+        return (F32,) * self.width
 
     def neutral(self, e: Emitter) -> list[SSAValue]:
-        return [e.const(0.0, f32)] * 2
+        return [e.const(0.0, f32)] * self.width
+
+
+@dataclass(frozen=True)
+class PairSums(F32State):
+    """Two float32 sums combined at once by addition: layer_norm_backward's
+    ``sum(g * xhat)`` and ``sum(g)`` (one exchange of a cluster), cross_entropy's
+    reduction (the losses' sum, the count of the rows kept)."""
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         return [f32_add(e, a[0], b[0]), f32_add(e, a[1], b[1])]
@@ -792,7 +804,7 @@ def pooled_mean(e: Emitter, na: SSAValue, ma: SSAValue, nb: SSAValue, mb: SSAVal
 
 
 @dataclass(frozen=True)
-class _Moments:
+class _Moments(F32State):
     """layer_norm's streamed statistics of some elements: ``(sum, n, mean, m2)``, their
     sum of x, their count, mean and sum of squared deviations from that mean. Two combine
     as the sums and Chan's parallel variance: ``n = na + nb``, ``mean = (na ma + nb mb) /
@@ -800,14 +812,6 @@ class _Moments:
     the parts' means). Symmetric in its operands, bit for bit, as a butterfly needs."""
 
     width: int = 4
-    kind = ReduceKind.SUM  # unused (width 4)
-    elem = ELEM_F32
-    absmax = False
-    types = (f32,) * 4
-    dtypes = (F32,) * 4
-
-    def neutral(self, e: Emitter) -> list[SSAValue]:
-        return [e.const(0.0, f32)] * 4
 
     def combine(self, e: Emitter, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
         n, inv, mean = pooled_mean(e, a[1], a[2], b[1], b[2])
