@@ -123,8 +123,8 @@ def test_pipelined_with_shared_columns(kind, variant, n, dtype, affine, db, monk
 def test_the_measured_settings_by_type_and_n() -> None:
     """PIPELINE and SHARED_COLUMNS default to rows_backward.MEASURED (the H200's probe,
     docs/rows_bench_bwd_h200.md): bfloat16 pipelined to 65536, float32 pipelined with its
-    column sums in shared memory from 8193 to 65536, float16 and longer rows neither; and
-    rows_cluster takes bfloat16's rms_norm backward to 65536 (float16's to 16384)."""
+    column sums in shared memory from 8193 to 65536, float16 as bfloat16, longer rows neither;
+    and rows_cluster takes 16-bit rms_norm backwards to 65536 (float32's to 16384)."""
     from types import SimpleNamespace
 
     from bulkred_dialect.ops.dtypes import DTYPES
@@ -142,9 +142,11 @@ def test_the_measured_settings_by_type_and_n() -> None:
         ("bfloat16", 65536): (True, False), ("bfloat16", 262144): (False, False),
         ("float32", 4096): (False, False), ("float32", 8192): (False, False), ("float32", 16384): (True, True),
         ("float32", 65536): (True, True), ("float32", 262144): (False, False),
-        **{("float16", n): (False, False) for n in (4096, 8192, 16384, 65536, 262144)},
+        **{("float16", n): (n <= 65536, False) for n in (4096, 8192, 16384, 65536, 262144)},
     }
-    rms = {d: module("rms_norm_backward", None, 65536, d, weight=d, dweight=d) for d in ("bfloat16", "float16")}
-    ops = {d: next(o for o in m.walk() if o.name == "bulkred.normalize_rows") for d, m in rms.items()}
-    assert rows_common.cluster_takes_norm_backward(ops["bfloat16"])
-    assert not rows_common.cluster_takes_norm_backward(ops["float16"])
+    rms = {(d, n): module("rms_norm_backward", None, n, d, weight=d, dweight=d)
+           for d, n in (("bfloat16", 65536), ("float16", 65536), ("bfloat16", 131072))}
+    ops = {k: next(o for o in m.walk() if o.name == "bulkred.normalize_rows") for k, m in rms.items()}
+    assert rows_common.cluster_takes_norm_backward(ops["bfloat16", 65536])
+    assert rows_common.cluster_takes_norm_backward(ops["float16", 65536])
+    assert not rows_common.cluster_takes_norm_backward(ops["bfloat16", 131072])

@@ -33,8 +33,8 @@ def test_slices_norm_backward(kind: str, n: int, dtype: str, affine: str | None,
 def test_slices_chosen_past_the_cluster(monkeypatch) -> None:
     """With the real settings (docs/rows.md's measured choices) the dispatch gives a norm's
     backward to rows_cluster where it holds the row, except 16-bit rows with one column
-    sum past 16384 (rms_norm_backward float16 at 65536: rows_slices; bfloat16's past
-    65536, rows_common.NORM_BACKWARD_SLICES_N_BF16); rows too long for
+    sum past 65536 (rows_common.NORM_BACKWARD_SLICES_N_BF16; float16 as bfloat16, its
+    262144 on rows_bulk_backward); rows too long for
     its registers (262144) to rows_slices, or to rows_stream where N / V has no equal
     slices (262148: 65537 vectors); softmax's backward to rows_slices where rows_cluster
     does not take it (bfloat16 at 65536, every type at 262144)."""
@@ -54,10 +54,10 @@ def test_slices_chosen_past_the_cluster(monkeypatch) -> None:
     assert chosen("rms_norm_backward", 16384) == "rows_bulk_backward"  # (bfloat16 16384: rows_bulk_backward's CHOSEN)
     assert chosen("layer_norm_backward", 16384) == "rows_cluster"
     assert chosen("rms_norm_backward", 65536) == "rows_cluster"  # bfloat16: pipelined (rows_backward.MEASURED)
-    assert chosen("rms_norm_backward", 65536, "float16") == "rows_slices"
+    assert chosen("rms_norm_backward", 65536, "float16") == "rows_cluster"  # float16 as bfloat16 (rows_common.half_as_bfloat16)
     assert chosen("rms_norm_backward", 32768, "float32") == "rows_cluster"
     assert chosen("layer_norm_backward", 65536) == "rows_cluster"
-    assert chosen("rms_norm_backward", 262144, "float16") == "rows_slices"
+    assert chosen("rms_norm_backward", 262144, "float16") == "rows_bulk_backward"  # as bfloat16
     assert chosen("log_softmax_backward", 65536) == "rows_slices"
     assert chosen("rms_norm_backward", 262148) == "rows_stream"
     assert chosen("softmax_backward", 65536) == "rows_slices"

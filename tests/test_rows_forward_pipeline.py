@@ -191,7 +191,8 @@ def test_the_settings_as_measured() -> None:
 
     assert [on("bfloat16", n) for n in (1024, 4096, 16384)] == [True, True, True]
     assert [on("float32", n) for n in (1024, 4096, 16384)] == [True, False, False]
-    assert not on("float16", 1024) and not on("bfloat16", 32768)
+    assert [on("float16", n) for n in (1024, 4096, 16384)] == [True, True, True]  # as bfloat16 (rows_common.half_as_bfloat16)
+    assert not on("float16", 32768) and not on("bfloat16", 32768)
 
 
 @pytest.mark.parametrize("variant,reduction", [("rows_warp", "mean"), ("rows_cta", "sum")])

@@ -24,7 +24,7 @@ from bulkred_dialect.errors import BulkredError
 from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta, rows_lower, rows_stream, rows_warp
 from bulkred_dialect.row_kernels import module
 
-F32, BF16 = rows_common.F32.name, rows_common.BF16.name
+F32, BF16, F16 = rows_common.F32.name, rows_common.BF16.name, rows_common.F16.name
 
 
 def _rows(m: int, n: int, seed: int, shift: float = 1.5) -> np.ndarray:
@@ -101,9 +101,11 @@ def test_measured_settings_reach_their_cells_only() -> None:
     assert rows_common.FAST_EXP is None and rows_common.LAYER_NORM_FAST is None
     assert rows_cta.VALUES is None and rows_cta.MIN_CTAS is None and rows_warp.MIN_CTAS is None
     for table in (rows_common.FAST_EXP_MEASURED, rows_common.LAYER_NORM_FAST_MEASURED):
-        assert set(table) <= {F32, BF16} and all(lo <= hi for r in table.values() for lo, hi in r)
+        assert set(table) <= {F32, BF16, F16} and all(lo <= hi for r in table.values() for lo, hi in r)
+        assert table.get(F16) == table.get(BF16)  # float16 as bfloat16 (rows_common.half_as_bfloat16)
     for table in (rows_cta.VALUES_MEASURED, rows_cta.MIN_CTAS_MEASURED, rows_warp.MIN_CTAS_MEASURED):
-        assert all(d in (F32, BF16) and lo <= hi for (_, d), r in table.items() for lo, hi, _k in r)
+        assert all(d in (F32, BF16, F16) and lo <= hi for (_, d), r in table.items() for lo, hi, _k in r)
+        assert {k: r for (k, d), r in table.items() if d == F16} == {k: r for (k, d), r in table.items() if d == BF16}
     assert ".minnctapersm 2" in _ptx("layer_norm", 16384, F32, "rows_cta")
     assert ".minnctapersm" not in _ptx("layer_norm", 4096, F32, "rows_cta")
 
@@ -282,3 +284,17 @@ def test_loss_partials(variant: str, n: int, dtype: str, monkeypatch) -> None:
         assert (units > 1) == (sms == 1), units
         w = test_rows_ce_reduction.want(loss, target, reduction)
         assert abs(got - w) <= test_rows_ce_reduction.rounding(dtype) * abs(w) + 1e-6 * np.abs(loss).sum(), (got, w)
+
+
+def test_float16_takes_bfloat16s_entries_where_it_has_none() -> None:
+    """half_as_bfloat16: a dict keyed by the type's name or a (kind, name) tuple gets
+    float16's twins of bfloat16's keys, its own float16 entries kept; a list of rows led by
+    the name gets each bfloat16 row's twin right after it (first match wins), unless the
+    list has float16 rows of its own; float32's entries are untouched."""
+    twin = rows_common.half_as_bfloat16
+    assert twin({BF16: 1, F32: 2}) == {BF16: 1, F32: 2, F16: 1}
+    assert twin({BF16: 1, F16: 3}) == {BF16: 1, F16: 3}
+    assert twin({("softmax", BF16): 1, ("softmax", F32): 2}) == {("softmax", BF16): 1, ("softmax", F32): 2, ("softmax", F16): 1}
+    rows = [(F32, "a"), (BF16, "b"), (BF16, "c"), (F32, "d")]
+    assert twin(rows) == [(F32, "a"), (BF16, "b"), (F16, "b"), (BF16, "c"), (F16, "c"), (F32, "d")]
+    assert twin([(BF16, "b"), (F16, "e")]) == [(BF16, "b"), (F16, "e")]

@@ -32,6 +32,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
 from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
+    half_as_bfloat16,
     AT,
     BF16,
     PairSums,
@@ -284,6 +285,7 @@ MEASURED = {
 }
 """The norms' backward settings by element type and N (never M) where the H200 measured
 them faster; elsewhere (float16, longer rows) neither."""
+MEASURED = half_as_bfloat16(MEASURED)  # float16 as bfloat16 where unmeasured
 
 
 WARP_PIPELINE = True

@@ -57,6 +57,7 @@ from bulkred_dialect.passes.variants.grid_common import require_alignment, set_l
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
+    half_as_bfloat16,
     wait_phase,
     BF16,
     AT,
@@ -238,6 +239,7 @@ N from, N to, the setting (None: the module's defaults :data:`SLICE_BYTES`, :dat
 :data:`MIN_CTAS`, :data:`PERSISTENT`, :data:`BUFFERS`)). Elsewhere the dispatch passes it
 by (a forced ``variant="rows_bulk"`` too). A function of the kind, N and the element
 type only."""
+CHOSEN = half_as_bfloat16(CHOSEN)  # float16 as bfloat16 where unmeasured
 
 
 def setting_for(op: NormalizeRowsOp) -> Setting | None:

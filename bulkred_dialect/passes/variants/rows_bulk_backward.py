@@ -87,6 +87,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     write_column_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
+    half_as_bfloat16,
     BF16,
     F32,
     ClusterExchange,
@@ -197,6 +198,7 @@ forced ``variant="rows_bulk_backward"`` too (the probe patches this table). Meas
 65536 and 262144; the ranges between take the same cluster sizes (float32 8 to 16 CTAs,
 bfloat16 16). log_softmax's backward and float16 were not measured. A function of the
 kind, N and the element type only."""
+CHOSEN = half_as_bfloat16(CHOSEN)  # float16 as bfloat16 where unmeasured
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, f32, i1, i16, i32, i64
@@ -81,6 +82,38 @@ F32 = DTYPES["float32"]
 BF16 = DTYPES["bfloat16"]
 F16 = DTYPES["float16"]
 I64 = DTYPES["int64"]
+
+
+def half_as_bfloat16(table: Any) -> Any:
+    """A settings table measured for bfloat16, with float16 taking bfloat16's entries
+    where it has none of its own: both move 2 bytes an element, so a row of N costs the
+    same bytes and the same float32 arithmetic (a float16 row converts with ``cvt`` where
+    a bfloat16 row shifts: no more instructions a value). A dict keyed by the type's name
+    or by a tuple holding it (``(kind, name)``) gets float16's keys beside bfloat16's; a
+    list of rows led by the type's name (first match wins) gets each bfloat16 row's
+    float16 twin right after it. Measured for float16 on an H200: docs/benchmarks.md."""
+    def twin(k: Any) -> Any:
+        if k == BF16.name:
+            return F16.name
+        if isinstance(k, tuple) and BF16.name in k:
+            return tuple(F16.name if e == BF16.name else e for e in k)
+        return None
+
+    if isinstance(table, dict):
+        out = dict(table)
+        for k, v in table.items():
+            t = twin(k)
+            if t is not None:
+                out.setdefault(t, v)
+        return out
+    rows = list(table)
+    mine = {r[0] for r in rows}
+    out = []
+    for r in rows:
+        out.append(r)
+        if r[0] == BF16.name and F16.name not in mine:
+            out.append((F16.name, *r[1:]))
+    return out
 EXP_KINDS = (NormKind.SOFTMAX, NormKind.LOG_SOFTMAX, NormKind.CROSS_ENTROPY)
 """The kinds whose statistics are the row's maximum and sum of exponentials."""
 ELEM_F32 = ELEMS["float32"]
@@ -119,6 +152,7 @@ units): bfloat16 rms_norm 4096 0.843 -> 0.927 (one wave of 2 a multiprocessor), 
 0.873 -> 0.903, 65536 0.755 -> 0.875 (15 clusters of 8; 16 gave 0.568: a second wave);
 layer_norm 16384 0.785 -> 0.854 (66 clusters of 2), 65536 0.649 -> 0.825. Not taken:
 layer_norm 4096 (264 units 0.847 against the default's 0.878); 262144 (no setting gained)."""
+NORM_BACKWARD_UNITS = half_as_bfloat16(NORM_BACKWARD_UNITS)  # float16 as bfloat16 where unmeasured
 
 MAX_VALUES = 32
 """Float32 values a thread keeps in registers (``K * V``) in the registers variants."""
@@ -137,7 +171,7 @@ longer than this goes to rows_slices, not rows_cluster: at 65536 bfloat16 on an 
 0.35; float32 rms_norm: rows_cluster 0.77; tools/probes/rows_backward.py, docs/rows.md).
 bfloat16 rows go on to rows_cluster up to :data:`NORM_BACKWARD_SLICES_N_BF16`."""
 NORM_BACKWARD_SLICES_N_BF16 = 65536
-"""bfloat16's: its rows_cluster pipelined (rows_backward.MEASURED) measured faster than
+"""bfloat16's (and float16's, :func:`half_as_bfloat16`): its rows_cluster pipelined (rows_backward.MEASURED) measured faster than
 rows_slices at 65536 (0.74 of copy against 0.67 for rms_norm's backward)."""
 
 
@@ -146,7 +180,7 @@ def cluster_takes_norm_backward(op: NormalizeRowsOp) -> bool:
     :data:`NORM_BACKWARD_SLICES_N` for 16-bit rows with at most one column sum."""
     sums = (op.dweight is not None) + (op.dbias is not None)
     d = dtype_of(op)
-    limit = max(NORM_BACKWARD_SLICES_N, NORM_BACKWARD_SLICES_N_BF16) if d.name == "bfloat16" else NORM_BACKWARD_SLICES_N
+    limit = max(NORM_BACKWARD_SLICES_N, NORM_BACKWARD_SLICES_N_BF16) if d.bytes == 2 else NORM_BACKWARD_SLICES_N  # (float16 as bfloat16)
     return not (d.bytes == 2 and sums <= 1 and op.cols > limit)
 
 
@@ -949,6 +983,7 @@ FORWARD_MEASURED: dict[str, tuple[tuple[int, int, bool], ...]] = {
 pipelined), the first range holding N; where the H200 measured it faster
 (tools/probes/rows_forward.py --set pipeline, docs/rows_forward_h200.md): bfloat16 rows to
 16384, float32 rows to 1024 (rows_warp); float16 not measured."""
+FORWARD_MEASURED = half_as_bfloat16(FORWARD_MEASURED)  # float16 as bfloat16 where unmeasured
 
 FORWARD_AHEAD: int | None = None
 """Pipelined (:data:`FORWARD_PIPELINE`), the thread's vectors of the next row loaded
@@ -984,6 +1019,7 @@ FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
 on (tools/probes/rows_forward_norms.py, measured with the shifted form ``fma(x, log2(e),
 -m log2(e))``; the difference's form since, one FADD more per element). Its non-finite
 results are the default's (:func:`exp_shifted`)."""
+FAST_EXP_MEASURED = half_as_bfloat16(FAST_EXP_MEASURED)  # float16 as bfloat16 where unmeasured
 
 LAYER_NORM_FAST: bool | None = None
 """None: where :data:`LAYER_NORM_FAST_MEASURED` says; True or False: everywhere or nowhere
@@ -1005,6 +1041,7 @@ LAYER_NORM_FAST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
 }
 """:data:`LAYER_NORM_FAST` by element type and N: the ranges where it is on; none
 measured yet (tools/probes/rows_forward_norms.py)."""
+LAYER_NORM_FAST_MEASURED = half_as_bfloat16(LAYER_NORM_FAST_MEASURED)  # float16 as bfloat16 where unmeasured
 
 
 ADD_RMS_CLUSTER_N: dict[str, int] = {
@@ -1019,6 +1056,7 @@ the row's ``h = x + residual``, where rows_stream reads h back from residual_out
 row transfers instead of four: 0.71 to 0.76 of the copy kernel past 16384 on an H200,
 docs/rows_bench_h200_run3.md). Empty: none moved (not measured yet;
 tools/probes/rows_forward_norms.py)."""
+ADD_RMS_CLUSTER_N = half_as_bfloat16(ADD_RMS_CLUSTER_N)  # float16 as bfloat16 where unmeasured
 
 
 ADD_RMS_CLUSTER_MIN_CTAS: int | None = 2  # bfloat16 262144: 0.797 without, 0.874 with; float32 0.892 / 0.882

@@ -20,7 +20,7 @@ from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
-from bulkred_dialect.passes.variants.rows_common import BF16, F32, cell_setting, items_for, plan, row_predicates, set_min_ctas, vector_of
+from bulkred_dialect.passes.variants.rows_common import BF16, F32, cell_setting, half_as_bfloat16, items_for, plan, row_predicates, set_min_ctas, vector_of
 from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items, ragged_plan, ragged_vector
 
 MIN_BLOCK = 128
@@ -49,6 +49,7 @@ VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
 }
 """By (kind, element type name): (N from, N to, values per thread at most), the first range
 holding N (a function of N, the kind and the type: never M); none measured yet."""
+VALUES_MEASURED = half_as_bfloat16(VALUES_MEASURED)  # float16 as bfloat16 where unmeasured
 
 
 def values_for(op: NormalizeRowsOp) -> int:
@@ -81,6 +82,7 @@ MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
 }
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never
 M); none measured yet."""
+MIN_CTAS_MEASURED = half_as_bfloat16(MIN_CTAS_MEASURED)  # float16 as bfloat16 where unmeasured
 
 
 def min_ctas_for(op: NormalizeRowsOp) -> int | None:

@@ -21,6 +21,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.predicates import WARP
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants.rows_common import (
+    half_as_bfloat16,
     BF16, MAX_VALUES, cell_setting, items_for, plan, row_predicates, set_min_ctas, warp_limit,
 )
 from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items, ragged_plan, ragged_vector
@@ -55,6 +56,7 @@ MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
 }
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never
 M); none measured yet."""
+MIN_CTAS_MEASURED = half_as_bfloat16(MIN_CTAS_MEASURED)  # float16 as bfloat16 where unmeasured
 
 
 def min_ctas_for(op: NormalizeRowsOp) -> int | None:
