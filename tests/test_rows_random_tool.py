@@ -273,3 +273,21 @@ def test_torchs_overflow_nan_is_not_wanted_where_the_reference_rounds_to_inf():
     nan_ref = torch.tensor(float("nan"), dtype=torch.float64)
     assert R.compare(torch.tensor(float("nan"), dtype=torch.float16), nan_ref, own, 0.0, 4)[0]
     assert not R.compare(torch.tensor(float("inf"), dtype=torch.float16), nan_ref, own, 0.0, 4)[0]
+
+
+def test_the_overflow_threshold_is_measured_as_a_finite_result():
+    """float16 add_rms_norm's dx (seed 411201, draw 71): the float64 value 65521.3 rounds
+    to inf in float16 (past 65520, the largest finite value and half its ulp), and a
+    float32 computation a part in 10^5 below gives the largest finite value, 65504: within
+    the error, passes; as does inf for a reference just short of the threshold. Far from
+    it they still fail: 60000 for 65521.3, inf for 60000, and -65504 (the wrong sign)."""
+    torch = _torch()
+    f16 = torch.float16
+    ref = torch.tensor([65521.28515520988], dtype=torch.float64)
+    assert R.compare(torch.tensor([65504.0], dtype=f16), ref, None, 0.0, 49427)[0]
+    assert R.compare(torch.tensor([float("inf")], dtype=f16), ref, None, 0.0, 49427)[0]
+    assert R.compare(torch.tensor([float("inf")], dtype=f16), torch.tensor([65519.0], dtype=torch.float64), None, 0.0, 49427)[0]
+    assert not R.compare(torch.tensor([60000.0], dtype=f16), ref, None, 0.0, 49427)[0]
+    assert not R.compare(torch.tensor([-65504.0], dtype=f16), ref, None, 0.0, 49427)[0]
+    assert not R.compare(torch.tensor([float("inf")], dtype=f16), torch.tensor([60000.0], dtype=torch.float64), None, 0.0, 49427)[0]
+    assert not R.compare(torch.tensor([float("inf")], dtype=f16), torch.tensor([65000.0], dtype=torch.float64), None, 0.0, 4)[0]
