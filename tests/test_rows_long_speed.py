@@ -212,3 +212,74 @@ def test_registers_with_the_staged_weight(monkeypatch, kind: str) -> None:
     y, stats, xv, w, b = run(kind, x, "bfloat16", affine="bfloat16", variant="rows_bulk")
     assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
     check(kind, y, stats, xv, w, b, "bfloat16")
+
+
+def _exps(built) -> tuple[int, int]:
+    """(``ex2`` ops with ``.ftz``, without) in a lowered module."""
+    ops = [o for o in built.walk() if o.name == "ptx.ex2"]
+    ftz = sum(1 for o in ops if "ftz" in str(o))
+    return ftz, len(ops) - ftz
+
+
+@pytest.mark.parametrize("kind,dtype,online,fold", [("softmax", "bfloat16", False, True), ("softmax", "float32", True, False),
+                                                    ("log_softmax", "bfloat16", True, False)])
+def test_fast_exp(monkeypatch, kind: str, dtype: str, online: bool, fold: bool) -> None:
+    """Setting.fast_exp (every exp of the passes and of the exchange as ex2.approx.ftz: no
+    ex2 without .ftz left in the kernel) and softmax's Setting.fold_sum (y as
+    ex2(fma(x - m, log2(e), -log2(sum)))): y and the statistics of 5 rows against float64,
+    two passes or online (a maximum that grows along row 2: every step rescales)."""
+    monkeypatch.setattr(rows_bulk, "FAST_EXP", True)
+    monkeypatch.setattr(rows_bulk, "FOLD_SUM", fold)
+    monkeypatch.setattr(rows_bulk, "ONLINE", online)
+    n = 512 if dtype == "float32" else 1024
+    ftz, plain = _exps(lowered(module(kind, 5, n, dtype, variant="rows_bulk")))
+    assert ftz and not plain, (ftz, plain)
+    x = _rows(5, n, seed=41)
+    x[2] += np.linspace(0, 30, n)
+    y, stats, xv, w, b = run(kind, x, dtype, variant="rows_bulk")
+    check(kind, y, stats, xv, w, b, dtype)
+
+
+def test_fast_exp_non_finite_rows(monkeypatch) -> None:
+    """With fast_exp and fold_sum, as the default (torch): an all -inf row (its sum 0:
+    ``-inf + inf``), a row with a NaN and a row with +inf give NaN rows; a -inf element
+    gives 0 and leaves its row finite; the slice in registers (Setting.registers) too."""
+    monkeypatch.setattr(rows_bulk, "FAST_EXP", True)
+    monkeypatch.setattr(rows_bulk, "FOLD_SUM", True)
+    n = 1024
+    x = _rows(4, n, seed=43)
+    x[1] = -np.inf
+    x[2, n // 2] = np.nan
+    x[3, n - 2] = np.inf
+    x[0, 3] = -np.inf
+    for registers in (False, True):
+        monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
+        y, stats, xv, _, _ = run("softmax", x, "bfloat16", variant="rows_bulk")
+        assert np.isnan(y[1:]).all(), registers
+        assert y[0, 3] == 0.0 and np.isfinite(y[0]).all(), registers
+        check("softmax", y[[0]], {k: v[[0]] for k, v in stats.items()}, xv[[0]], None, None, "bfloat16")
+
+
+@pytest.mark.parametrize("kind,dtype,affine", [("layer_norm", "bfloat16", "bfloat16"), ("rms_norm", "float32", "float32")])
+def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str, affine: str) -> None:
+    """Setting.affine_registers (a persistent grid: the thread's weight and bias values
+    loaded into registers once, before the rows loop; bfloat16 two to a word) and
+    Setting.words (bfloat16 vectors read from shared memory as words) give the bits of the
+    default (the same values, read elsewhere), for 7 rows in a grid capped at one unit
+    (every row after the first reads the registers loaded before the loop; UNROLL 1: y's pass
+    a loop by default, unrolled with the registers), and y against float64."""
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", True)
+    monkeypatch.setattr(rows_bulk, "MAX_UNITS", 1)
+    monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    n = 512 if dtype == "float32" else 1024
+    x = _rows(7, n, seed=45)
+    y0, s0, _, _, _ = run(kind, x, dtype, affine=affine, variant="rows_bulk")
+    held = []
+    real = rows_bulk.held_affine
+    monkeypatch.setattr(rows_bulk, "held_affine", lambda *a: held.append(a[3]) or real(*a))
+    monkeypatch.setattr(rows_bulk, "AFFINE_REGISTERS", True)
+    monkeypatch.setattr(rows_bulk, "WORDS", True)
+    y, stats, xv, w, b = run(kind, x, dtype, affine=affine, variant="rows_bulk")
+    assert len(held) == (2 if kind == "layer_norm" else 1), held  # (the setting applied)
+    assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
+    check(kind, y, stats, xv, w, b, dtype)

@@ -44,7 +44,9 @@ from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
+from bulkred_dialect.ops.ptx.arith import Ex2Op
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType
+from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import FenceMbarrierInitOp, FenceProxyAsyncOp, MbarrierArriveExpectTxOp, MbarrierInitOp
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
@@ -67,8 +69,11 @@ from bulkred_dialect.passes.variants.rows_common import (
     PairSums,
     RowBuf,
     clamp_max,
-    f32_exp,
+    exp_shifted,
     load_vec,
+    packed_bf16,
+    raw_load,
+    widen_raw,
     RowState,
     f32_add,
     f32_mul,
@@ -122,6 +127,14 @@ WEIGHT_SHARED = False
 """The default of :attr:`Setting.weight_shared`."""
 MAX_UNITS: int | None = None
 """The default of :attr:`Setting.max_units`."""
+FAST_EXP = False
+"""The default of :attr:`Setting.fast_exp`."""
+FOLD_SUM = False
+"""The default of :attr:`Setting.fold_sum`."""
+AFFINE_REGISTERS = False
+"""The default of :attr:`Setting.affine_registers`."""
+WORDS = False
+"""The default of :attr:`Setting.words`."""
 MAX_REGISTER_VALUES = 64
 """With :attr:`Setting.registers`, the most float32 values a thread holds (its share of
 the slice: vectors per thread x V)."""
@@ -175,7 +188,28 @@ class Setting:
     ``max_units`` (a persistent grid): at most that many units (clusters) in the grid, so
     that all of them are resident at once (a cluster of 16 sits in one GPC: an H200 holds
     7, not 132 / 16, rows_bulk_backward.CLUSTERS; the 8th unit's rows ran in a second
-    wave)."""
+    wave).
+
+    Settings of the per-element arithmetic (issue 30, section 4; off until an H200 measures
+    them: ``tools/probes/rows_forward.py --set fastexp`` / ``--set affine``): ``fast_exp``
+    (softmax, log_softmax, cross_entropy): every ``exp(x - m)`` of the row's passes (the
+    statistics' and softmax's y) as ``ex2.approx.ftz((x - m) log2(e))``
+    (``rows_common.exp_shifted``, :data:`rows_common.FAST_EXP`'s form: FADD, FMUL, MUFU.EX2
+    an element instead of the non-``.ftz`` ex2's FADD, FMUL, FSETP, two predicated FMUL and
+    MUFU.EX2), wherever ``rows_common.FAST_EXP_MEASURED`` says (today y's pass takes it from
+    there, the statistics' pass never); ``fold_sum`` (softmax): y as
+    ``ex2.approx.ftz(fma(x - m, log2(e), -log2(sum)))``, the division by the sum folded into
+    the exponent (FADD, FFMA, MUFU.EX2 an element instead of FADD, FMUL, MUFU.EX2, FMUL; the
+    argument's rounding up to ``|arg| 2^-24``: about 1e-6 of y, far below a bfloat16 ulp, ten
+    float32 ulps); ``affine_registers`` (layer_norm, rms_norm in a persistent grid, the slice
+    in shared memory): each thread's weight and bias values loaded from global memory into
+    registers once, before the rows loop (bfloat16 and float16 kept as loaded, two to a
+    register), and y's pass unrolled to read them there, instead of from L2 per row (x's
+    bytes again for each of them) or from shared memory (whose room then holds the slice
+    buffers); ``words`` (bfloat16 vectors of 2 or 4): the passes read each vector from shared
+    memory as 32-bit words, each widened to two float32 by a shift and a mask
+    (``rows_common.widen_raw``: one instruction an element) instead of ``cvt.f32.bf16`` per
+    element (ptxas: PRMT and SHF for the high half); the same values."""
 
     slice_bytes: int
     block: int
@@ -189,6 +223,10 @@ class Setting:
     online: bool = False
     weight_shared: bool = False
     max_units: int | None = None
+    fast_exp: bool = False
+    fold_sum: bool = False
+    affine_registers: bool = False
+    words: bool = False
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -253,7 +291,7 @@ def setting_for(op: NormalizeRowsOp) -> Setting | None:
 
 def _defaults() -> Setting:
     return Setting(SLICE_BYTES, BLOCK, MIN_CTAS, PERSISTENT, BUFFERS, REGISTERS, EARLY_AFFINE, EARLY_COPY, ONE_PASS,
-                   ONLINE, WEIGHT_SHARED, MAX_UNITS)
+                   ONLINE, WEIGHT_SHARED, MAX_UNITS, FAST_EXP, FOLD_SUM, AFFINE_REGISTERS, WORDS)
 
 
 def _setting(op: NormalizeRowsOp) -> Setting:
@@ -359,7 +397,13 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
     step = p.block * p.vec * p.dtype.bytes
     u = UNROLL if per > UNROLL and per % UNROLL == 0 else per
 
+    words = st is not None and st.words and packed_bf16(p.dtype, p.vec) and k_step_fits(per, step)
+
     def vals(b: Emitter, base: SSAValue, k: int) -> list[SSAValue]:
+        if words:  # (Setting.words: the vector's 32-bit words, each widened by a shift and a mask)
+            raw = (b.ld_vec(LdStType.B32, base, i32, p.vec // 2, k * step, nc=False) if p.vec > 2
+                   else [b.ld(LdStType.B32, base, i32, k * step)])
+            return widen_raw(b, p.dtype, raw, p.vec)
         return load_vec(b, p.dtype, base, k * step, p.vec, nc=False)
 
     def pass_(fold, init: float) -> SSAValue:
@@ -405,15 +449,16 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
         return r.finish(e, sums)
 
     one_pass = st.one_pass if st is not None and kind == NormKind.LAYER_NORM else None
+    fast = st is not None and st.fast_exp  # (off: exp_shifted's default form, f32_exp of the difference)
     if kind in EXP_KINDS and st is not None and st.online:
         def online(b: Emitter, acc: list[SSAValue], vs: list[list[SSAValue]]) -> list[SSAValue]:
             flat = [x for v in vs for x in v]
             big = b.minmax(ReduceKind.MAX, AT, acc[0], b.fold(ReduceKind.MAX, F32, flat))  # (NaN propagates)
-            scaled = f32_mul(b, acc[1], f32_exp(b, f32_sub(b, acc[0], big)))
-            return [big, b.fold(ReduceKind.SUM, F32, [scaled, *[f32_exp(b, f32_sub(b, x, big)) for x in flat]])]
+            scaled = f32_mul(b, acc[1], exp_shifted(b, acc[0], big, fast))
+            return [big, b.fold(ReduceKind.SUM, F32, [scaled, *[exp_shifted(b, x, big, fast) for x in flat]])]
 
         m, s = steps(online, [e.const(-rows_common.FLT_MAX, f32), e.const(0.0, f32)])  # (m >= -FLT_MAX: no -inf - -inf)
-        stats = exp_stats(*r.reduce_exps(e, m, s))
+        stats = exp_stats(*r.reduce_exps(e, m, s, True if fast else None))
         if kind == NormKind.CROSS_ENTROPY:  # no y
             r.store_stats(e, row, stats)
             return
@@ -448,9 +493,9 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
         m = clamp_max(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
 
         def exps(b: Emitter, a: SSAValue, v: list[SSAValue]) -> SSAValue:
-            return b.fold(ReduceKind.SUM, F32, [a, *[f32_exp(b, f32_sub(b, x, m)) for x in v]])
+            return b.fold(ReduceKind.SUM, F32, [a, *[exp_shifted(b, x, m, fast) for x in v]])
 
-        stats = exp_stats(*r.reduce_exps(e, m, pass_(exps, 0.0)))
+        stats = exp_stats(*r.reduce_exps(e, m, pass_(exps, 0.0), True if fast else None))
         if kind == NormKind.CROSS_ENTROPY:  # no y
             r.store_stats(e, row, stats)
             return
@@ -473,18 +518,72 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
 
         var = e.div(AT, r.reduce(e, ReduceKind.SUM, pass_(deviations, 0.0), "row_var"), nf)
         stats = r.finish(e, {"mean": mean, "var": var})
-    if u == per:
+    fold = kind == NormKind.SOFTMAX and st is not None and st.fold_sum
+    if fold:  # y = 2^(fma(x - m, log2(e), -log2(sum))): the sum's reciprocal in the exponent
+        stats["neg_lg2_sum"] = f32_sub(e, e.const(0.0, f32), e.lg2(stats["sum"]))
+
+    def write_item(b: Emitter, first: SSAValue | int, values: list[SSAValue], extra: int = 0) -> None:
+        if kind == NormKind.SOFTMAX and (fast or fold):  # (else rows_common's y, its exp as FAST_EXP_MEASURED says)
+            assert r.y is not None
+            r.y.store(b, first, p.vec, [softmax_y(b, v, stats, fold) for v in values], extra)
+        else:
+            r.write_item(b, first, values, stats, extra)
+
+    if u == per or isinstance(r.w, HeldBuf):  # (the weight's registers: each vector's its own, unrolled)
         for k in range(per):
-            r.write_item(e, k * p.group, vals(e, xs, k), stats)
+            write_item(e, k * p.group, vals(e, xs, k))
     else:
         def write(b: Emitter, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
             base = b.ptr_add(xs, b.mul_i(b.value(CvtOp(CvtType.U32, CvtType.U64, iv, i32)), step))
             for k in range(u):
-                r.write_item(b, b.mul_i(iv, p.group), vals(b, base, k), stats, k * p.group)
+                write_item(b, b.mul_i(iv, p.group), vals(b, base, k), k * p.group)
             return []
 
         e.for_(0, per, u, [], write)
     r.store_stats(e, row, stats)
+
+
+def k_step_fits(per: int, step: int) -> bool:
+    """Whether a thread's vectors in a slice (``per`` of them, ``step`` bytes apart) lie
+    within a static 31-bit offset of its first (load_vec's own check, for :attr:`Setting.words`)."""
+    return per * step < 2**31
+
+
+def softmax_y(e: Emitter, v: SSAValue, stats: dict[str, SSAValue], fold: bool) -> SSAValue:
+    """softmax's y of one element ``v`` with every exp in :data:`rows_common.FAST_EXP`'s
+    form (:attr:`Setting.fast_exp`): ``exp(v - max) / sum`` as the exp times the sum's
+    reciprocal; ``fold`` (:attr:`Setting.fold_sum`), ``ex2.approx.ftz(fma(v - max,
+    log2(e), -log2(sum)))`` (``stats["neg_lg2_sum"]``). The non-finite rows as the
+    default's: an all -inf row's ``-inf + inf`` (its sum 0) and a row with +inf or NaN give
+    NaN, a -inf element 0."""
+    if not fold:
+        return f32_mul(e, exp_shifted(e, v, stats["max"], True), stats["inv_sum"])
+    t = e.fma(AT, f32_sub(e, v, stats["max"]), e.const(rows_common.LOG2E, f32), stats["neg_lg2_sum"])
+    return e.value(Ex2Op(AT, t, approx=True, ftz=True))
+
+
+@dataclass
+class HeldBuf:
+    """A row-independent buffer's vectors of the thread (the weight's, the bias's) loaded
+    once into registers as loaded (``rows_common.raw_load``: bfloat16 two to a word), before
+    the rows loop (:attr:`Setting.affine_registers`); read as :class:`RowBuf` reads the
+    vector ``first + extra`` (both static multiples of the group: y's pass unrolled)."""
+
+    dtype: object
+    raw: list[list[SSAValue]]  # per vector of the thread, its registers
+    group: int
+    vec: int
+
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
+        assert isinstance(first, int) and vec == self.vec, "HeldBuf: y's pass must be unrolled"
+        return widen_raw(e, self.dtype, self.raw[(first + extra) // self.group], vec)
+
+
+def held_affine(e: Emitter, base: SSAValue, dt, sw: SSAValue, vec: int, group: int, per: int) -> HeldBuf:
+    """The thread's ``per`` vectors (``group`` vectors apart, its first ``sw``) of the
+    ``[N]`` tensor at ``base`` of type ``dt``, loaded into registers (:class:`HeldBuf`)."""
+    first = e.ptr_add(base, e.mul_i(sw, vec * dt.bytes))
+    return HeldBuf(dt, [raw_load(e, dt, first, k * group * vec * dt.bytes, vec) for k in range(per)], group, vec)
 
 
 def _add_body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, rs: SSAValue, per: int) -> None:
@@ -569,7 +668,7 @@ class Moments(rows_common.F32State):
         return [n, centre, f32_add(e, m2a, m2b), f32_add(e, s1a, s1b)]
 
 
-def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool) -> None:
+def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool, fast: bool = False) -> None:
     """One row from the thread's share of the slice read once into registers
     (:attr:`Setting.registers`; ``r.x`` the slice in shared memory): softmax's and
     log_softmax's (m, s) from the registers, one exchange, y from the exponentials
@@ -598,11 +697,11 @@ def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool) 
     outs: list[SSAValue] | None = None
     if kind in EXP_KINDS:
         m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
-        exps = [f32_exp(e, f32_sub(e, v, m)) for v in flat]
-        big, total = r.reduce_exps(e, m, e.fold(ReduceKind.SUM, F32, exps))
+        exps = [exp_shifted(e, v, m, fast) for v in flat]  # (fast: Setting.fast_exp)
+        big, total = r.reduce_exps(e, m, e.fold(ReduceKind.SUM, F32, exps), True if fast else None)
         stats = r.finish(e, {"max": big, "sum": total})
         if kind == NormKind.SOFTMAX:  # y = exp(x - m) exp(m - max) / sum
-            factor = f32_mul(e, f32_exp(e, f32_sub(e, m, big)), stats["inv_sum"])
+            factor = f32_mul(e, exp_shifted(e, m, big, fast), stats["inv_sum"])
             outs = [f32_mul(e, x, factor) for x in exps]
     elif kind == NormKind.RMS_NORM:
         sq = e.fold(ReduceKind.SUM, F32, [f32_mul(e, v, v) for v in flat])
@@ -807,6 +906,12 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
                 else:
                     bs = SharedBuf(dt, here_)
 
+    held: tuple[HeldBuf | None, HeldBuf | None] | None = None  # (affine_registers: the weight's and bias's registers)
+    if (st.affine_registers and persistent and not st.registers and affine_buf is None
+            and op.norm_kind in (NormKind.RMS_NORM, NormKind.LAYER_NORM) and (w0 is not None or b0 is not None)):
+        held = (held_affine(e, w0, wd, sw, vec, p.group, per) if w0 is not None else None,
+                held_affine(e, b0, bd, sw, vec, p.group, per) if b0 is not None else None)
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         (count,) = carried
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
@@ -837,6 +942,8 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             wait_phase(b, affine_loaded, b.const(0))
             w, bb = ws, bs
         r.y, r.w, r.b = y, w, bb
+        if held is not None:
+            r.w, r.b = held  # type: ignore[assignment]
         rs = None
         if rbuf is not None and h0 is not None:  # add_rms_norm: the residual's slice, h's row in residual_out
             rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf == 2 else \
@@ -845,7 +952,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             r.hout = RowBuf(d, b.ptr_add(hrow, b.mul_i(sw, vec * d.bytes)))
         if st.registers and not add:  # the slice read from shared memory once, into registers
             r.x = SharedBuf(d, here)
-            registers_slice(r, b, row, st.early_affine)
+            registers_slice(r, b, row, st.early_affine, st.fast_exp)
         else:
             _body(r, b, row, here, per, st, shift, rs)
         return [b.add_i(count, 1)]

@@ -618,10 +618,12 @@ class RowState:
         of the group gets the result."""
         return self._state(e, _Scalar(kind), [v], name)[0]
 
-    def reduce_exps(self, e: Emitter, m: SSAValue, s: SSAValue) -> tuple[SSAValue, SSAValue]:
+    def reduce_exps(self, e: Emitter, m: SSAValue, s: SSAValue, fast: bool | None = None) -> tuple[SSAValue, SSAValue]:
         """softmax's (max, sum of exponentials) over the group, from each thread's (m, s)
-        (:class:`_Exps`): the row's maximum (clamped to at least -FLT_MAX) and its sum."""
-        big, total = self._state(e, _Exps(fast_exp(self.p)), [m, s], "row_exps")
+        (:class:`_Exps`): the row's maximum (clamped to at least -FLT_MAX) and its sum;
+        ``fast``: the combination's exps in :data:`FAST_EXP`'s form or not (None: as
+        :func:`fast_exp` says; rows_bulk.Setting.fast_exp)."""
+        big, total = self._state(e, _Exps(fast_exp(self.p) if fast is None else fast), [m, s], "row_exps")
         return big, total
 
     def _state(self, e: Emitter, st, v: list[SSAValue], name: str) -> list[SSAValue]:
