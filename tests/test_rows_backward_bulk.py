@@ -149,6 +149,63 @@ def test_slots(slots: int, monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+LONG = [  # rows_bulk_backward.SETTINGS entries of issue 30's long rows (tools/probes/rows_backward.py --set long)
+    {"stats_ahead": True},
+    {"reread": 1},  # x's slot given back after the first pass (the ring: 4 slots)
+    {"reread": 2, "slots": 2},  # both: the next row's x and dy copied over this row's exchange and dx
+    {"reread": 1, "slots": 3, "stats_ahead": True},  # a slice's slot and phase move by 2 mod 3
+    {"reread": 1, "grad_registers": True, "slots": 2},  # dy in registers, x re-read
+]
+
+
+@pytest.mark.parametrize("setting", LONG, ids=["-".join(f"{k}={v}" for k, v in c.items()) for c in LONG])
+def test_long_row_settings(setting: dict, monkeypatch) -> None:
+    """STATS_AHEAD (the next row's rstd and mean loaded over this row) and REREAD (the row's
+    first slices' slots given back after its first pass, the next slices copied into them,
+    the second pass reading those tensors from global memory), from a SETTINGS entry of
+    the cell, against the default ring of 4: the same values in the same order, the same
+    bits of dx, dweight and dbias (a second pass that read a slot already overwritten by
+    the next row's slice, or another row's statistics, would not); 7 rows of one cluster."""
+    rng = np.random.default_rng(3)
+    xbits = to_bits(rng.standard_normal((7, 512)), "float32")
+    dybits = to_bits(rng.standard_normal((7, 512)), "float32")
+    wbits = to_bits(rng.standard_normal(512), "float32")
+    if not _FOUR:
+        _FOUR.append(run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True))
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", ("layer_norm_backward",), 512, 512, setting)])
+    bp = _config("layer_norm_backward", 512, "float32", weight="float32", dweight="float32", dbias="float32")
+    assert (bp.reread, bp.stats_ahead, bp.slots, bp.tensors) == (
+        setting.get("reread", 0), setting.get("stats_ahead", False), setting.get("slots", 4),
+        1 if setting.get("grad_registers") else 2)
+    got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
+    for a, b in zip(got, _FOUR[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_long_row_settings_independent_of_m(monkeypatch) -> None:
+    """STATS_AHEAD and REREAD with 2 units (rows u, u + 2, ...): a unit's statistics read
+    ahead past its last row (clamped to row M - 1, unused) and its copies past M (none)
+    change no bits: the first 3 of 7 rows (the last 4 with dy = 0) give the 3 rows' own dx,
+    dweight and dbias bits; rms_norm's backward in bfloat16 (clusters of 2), no mean."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
+    monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {2: 2})
+    monkeypatch.setattr(rows_bulk_backward, "STATS_AHEAD", True)
+    monkeypatch.setattr(rows_bulk_backward, "REREAD", 2)
+    n, dtype = 512, "bfloat16"
+    rng = np.random.default_rng(12)
+    x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
+    dy = to_bits(rng.standard_normal((7, n)), dtype)
+    dy[3:] = 0
+    w = to_bits(rng.standard_normal(n), dtype)
+    few = run_norm("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype, False, 2)
+    many = run_norm("rms_norm_backward", x, dy, w, dtype, dtype, False, 2)
+    np.testing.assert_array_equal(many[0][:3], few[0])
+    np.testing.assert_array_equal(many[1], few[1])
+    want, dw, _ = norm_backward_reference("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype)
+    np.testing.assert_allclose(values(few[0], dtype), want, rtol=0, atol=1.6e-2 * max(1.0, np.abs(want).max()))
+    np.testing.assert_allclose(values(few[1], dtype), dw, rtol=0, atol=8e-3 * max(1.0, np.abs(dw).max()))
+
+
 @pytest.mark.parametrize("kind,dtype", [("layer_norm_backward", "bfloat16"), ("rms_norm_backward", "float32")])
 def test_weight_from_global(kind: str, dtype: str, monkeypatch) -> None:
     """The weight read from global memory in each pass (WEIGHT_SHARED off) against its
@@ -206,6 +263,23 @@ def test_softmax_backward(kind: str, n: int, dtype: str) -> None:
     want = f * (g - (g * f).sum(1, keepdims=True)) if kind == "softmax_backward" else g - np.exp(f) * g.sum(1, keepdims=True)
     tol = {"float32": 4e-6, "float16": 2e-3}[dtype]
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+
+
+def test_softmax_backward_reread(monkeypatch) -> None:
+    """softmax_backward with REREAD 2 (y's and dy's slots given back after the first pass,
+    the second pass reading both from global memory): the bits of the default ring."""
+    m, n = 5, 512
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((m, n))
+    e = np.exp(x - x.max(1, keepdims=True))
+    y = (e / e.sum(1, keepdims=True)).astype(np.float32)
+    dy = rng.standard_normal((m, n)).astype(np.float32)
+    outs = []
+    for reread in (0, 2):
+        monkeypatch.setattr(rows_bulk_backward, "REREAD", reread)
+        built = module("softmax_backward", m, n, "float32", variant=VARIANT)
+        outs.append(test_rows.interpret(test_rows.lowered(built, VARIANT), y, np.full_like(y, 7.0), dy)[1])
+    np.testing.assert_array_equal(outs[0], outs[1])
 
 
 def test_where_measured_and_its_explain_rows(monkeypatch) -> None:

@@ -51,7 +51,9 @@ docs/rows.md; PTX ISA cp.async.bulk, mbarrier, st.async, mapa.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i64
@@ -154,8 +156,35 @@ kernel's ``.minnctapersm``); None: where :data:`SETTINGS` says (``"ctas_per_sm"`
 as many as shared memory and 2048 threads allow, which at short rows (bfloat16 4096: 4
 CTAs of 512 threads, 32 registers a thread) makes ptxas spill
 (tools/probes/rows_backward.py ``--set fast --dry-run``)."""
+STATS_AHEAD: bool | None = None
+"""None: where :data:`SETTINGS` says (``"stats_ahead"``; nowhere yet); True or False:
+everywhere or nowhere (the probe's and the tests' settings). Whether a norm's backward
+loads the next row's stored statistics (rstd, and the mean) while this row is computed,
+carried over the loop step (two registers), rather than at the row's start, where their
+load from global memory (an L2 hit, or a miss every 32 rows) is waited for as soon as
+the row's slices have landed (already, when the ring has copied them ahead). The same
+values: the bits of the default. Off: not yet measured on an H200
+(tools/probes/rows_backward.py ``--set long``)."""
+REREAD: int | None = None
+"""None: where :data:`SETTINGS` says (``"reread"``; nowhere yet); else everywhere (the
+probe's and the tests' settings, at most the ring's tensors a row). How many of a row's
+slices in the ring (x's, then dy's; x's alone with :data:`GRAD_REGISTERS`) give their
+slot back after the row's first pass, before its exchange: a CTA barrier, then the next
+slice of the ring (``k + Q`` for slice ``k``) is copied into that slot while the row's
+sums cross the cluster and its dx is written, and the second pass reads those tensors'
+vectors from global memory again (``ld.global.nc``: L2 hits, the row copied there a few
+microseconds before; about 16 rows of each tensor are in flight, under a third of an
+H200's 50 MB L2 at 262144). The ring then reaches half a row (1) or a row (2) further
+ahead with the same shared memory: float32 at 262144 (64 KiB slices), whose 3 slots
+hold this row's x and dy and the next row's x only, waits for each row's dy as it starts
+(0.61 of copy for layer_norm); with 2, its 2 slots hold a row and the weight's slice
+fits beside them. The same HBM bytes; the L2 is read once more for the tensors re-read
+(x: as much as the default's weight reads at float32 262144, from L2 in both passes).
+The same values, the same order: the bits of the default. Off: not yet measured on an
+H200 (tools/probes/rows_backward.py ``--set long``)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
-    # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int})
+    # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
+    #  "stats_ahead": bool, "reread": int})
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2}),  # 0.71 -> 0.83
     (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384, {"grad_registers": True}),  # 0.92 -> 0.95, 0.90 -> 0.92
@@ -214,6 +243,8 @@ class BulkPlan:
     weight_bytes: int = 0  # the CTA's slice of the weight in shared memory (0: read from global memory)
     tensors: int = 2  # slices a row in the ring: x's and dy's, or x's alone (dy in registers: GRAD_REGISTERS)
     ctas_per_sm: int | None = None  # the most CTAs a multiprocessor takes (None: by shared memory and threads)
+    reread: int = 0  # the row's first slices whose slots are given back after its first pass (REREAD)
+    stats_ahead: bool = False  # the next row's statistics loaded over this row (STATS_AHEAD)
 
     @property
     def cta_bytes(self) -> int:
@@ -251,8 +282,11 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     slots = max(2, min(int(cell.get("slots", SLOTS)), budget // max(1, slice_bytes)))
     if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
         weight = 0  # (where it would take a slot: the slots first)
-    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, 1 if grad else 2,
-                    int(ctas) if ctas else None)
+    tn = 1 if grad else 2
+    reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
+    ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
+    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
+                    max(0, min(reread, tn)), ahead and op.norm_kind in NORM_BACKWARD_KINDS)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -290,55 +324,68 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
-def _grad_vec(r: RowState, e: Emitter, gs: SSAValue | list[list[SSAValue]], k: int) -> list[SSAValue]:
-    """The thread's vector ``k`` of dy: from shared memory (``gs`` its first vector's
-    address, the next ones ``T`` vectors apart), or already in registers (``gs[k]``)."""
-    if isinstance(gs, list):
-        return gs[k]
-    p = r.p
-    return load_vec(e, p.dtype, gs, k * p.block * p.vec * p.dtype.bytes, p.vec, nc=False)
+Source = SSAValue | list[list[SSAValue]] | RowBuf
+"""Where a thread's vectors of a row's tensor are: its first vector's address in shared
+memory (the next ones ``T`` vectors apart), its vectors in registers, or the row in
+global memory (:class:`RowBuf`: the thread's first vector; REREAD's second pass)."""
 
 
-def _softmax_row(r: RowState, e: Emitter, xs: SSAValue, gs: SSAValue | list[list[SSAValue]], per: int) -> None:
-    """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y in
-    shared memory (``xs``: its first; the next ones ``T`` vectors apart) and of dy (``gs``:
-    :func:`_grad_vec`)."""
+def _vec(r: RowState, e: Emitter, src: Source, k: int) -> list[SSAValue]:
+    """The thread's vector ``k`` of a row's tensor from ``src`` (:data:`Source`)."""
     p = r.p
-    step = p.block * p.vec * p.dtype.bytes
+    if isinstance(src, list):
+        return src[k]
+    if isinstance(src, RowBuf):
+        return src.load(e, k * p.group, p.vec)
+    return load_vec(e, p.dtype, src, k * p.block * p.vec * p.dtype.bytes, p.vec, nc=False)
+
+
+def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
+                 again: tuple[Source, Source] | None = None, between: Callable[[Emitter], None] | None = None) -> None:
+    """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y and
+    dy (``srcs``: :data:`Source`; ``again``: the second pass's, where they differ),
+    ``between(e)`` emitted after the first pass's reads, before the row's exchange."""
+    xs, gs = srcs
     part = None
     for k in range(per):
-        part = backward_sum(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), _grad_vec(r, e, gs, k), part)
+        part = backward_sum(r, e, _vec(r, e, xs, k), _vec(r, e, gs, k), part)
     assert part is not None
+    if between is not None:
+        between(e)
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
+    xs, gs = again or srcs
     for k in range(per):
-        vals = backward_out(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), _grad_vec(r, e, gs, k), s)
-        r.y.store(e, k * p.group, p.vec, vals)  # type: ignore[union-attr]
+        vals = backward_out(r, e, _vec(r, e, xs, k), _vec(r, e, gs, k), s)
+        r.y.store(e, k * r.p.group, r.p.vec, vals)  # type: ignore[union-attr]
 
 
-def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], xs: SSAValue,
-              gs: SSAValue | list[list[SSAValue]], per: int, acc: list[SSAValue], shared_weight: bool) -> list[SSAValue]:
-    """A norm's dx of one row from the thread's ``per`` vectors of x in shared memory, of
-    dy (:func:`_grad_vec`) and the row's stored statistics ``st`` (the weight ``r.w`` in
-    shared memory with ``shared_weight``); its column sums ``acc`` (per vector: V of
-    dweight, then V of dbias) after the row."""
+def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
+              acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
+              between: Callable[[Emitter], None] | None = None) -> list[SSAValue]:
+    """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
+    :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
+    statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
+    ``between(e)`` emitted after the first pass's reads, before the row's exchange; its
+    column sums ``acc`` (per vector: V of dweight, then V of dbias) after the row."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
-    step = p.block * p.vec * p.dtype.bytes
 
-    def terms(k: int) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
-        dys = _grad_vec(r, e, gs, k)
+    def terms(k: int, xs: Source, gs: Source) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+        dys = _vec(r, e, gs, k)
         ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
-        return (dys, *norm_terms(r, e, load_vec(e, p.dtype, xs, k * step, p.vec, nc=False), dys, ws, st))
+        return (dys, *norm_terms(r, e, _vec(r, e, xs, k), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
     for k in range(per):
-        _, xh, g = terms(k)
+        _, xh, g = terms(k, *srcs)
         sums = norm_sums(e, xh, g, sums, layer)
+    if between is not None:
+        between(e)
     st = {**st, **norm_row_stats(r, e, row, sums)}
     each = len(acc) // per
     out: list[SSAValue] = []
     for k in range(per):
-        dys, xh, g = terms(k)
+        dys, xh, g = terms(k, *(again or srcs))
         r.y.store(e, k * p.group, p.vec, norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
         if each:
             out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
@@ -415,15 +462,34 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         over = b.cmp("sge", v, q)
         return b.value(arith.SelectOp(over, b.sub_i(v, b.const(q)), v)), b.value(arith.SelectOp(over, b.const(1), b.const(0)))
 
+    ahead_stats = bp.stats_ahead and norms
+    nstats = (1 + (op.mean is not None)) if ahead_stats else 0
+
+    def stats_of(b: Emitter, row: SSAValue) -> list[SSAValue]:
+        """The stored statistics of ``row`` (clamped to the rows 0 to M - 1: a unit's row
+        past its last reads row M - 1's, unused), rstd then the mean."""
+        last = b.sub_i(rows, b.const(1, i64))
+        row = b.value(arith.SelectOp(b.cmp("slt", row, last), row, last))
+        row = b.value(arith.SelectOp(b.cmp("slt", row, b.const(0, i64)), b.const(0, i64), row))
+        st = read_stats(SimpleNamespace(op=op), b, row)  # type: ignore[arg-type]
+        return [st["rstd"]] + ([st["mean"]] if "mean" in st else [])
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
-        count, base, lap, acc = carried[0], carried[1], carried[2], carried[3:]
+        count, base, lap, acc = carried[0], carried[1], carried[2], carried[3 + nstats:]
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
-        for j in range(tn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but this row's are free)
+        for j in range(bp.reread, tn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but
+            # this row's are free; with REREAD those of the previous row's first slices were copied after its first pass)
             ahead(b, row, q - tn + j, wrap(b, b.add_i(base, q - tn + j))[0])
         grads: list[list[SSAValue]] | None = None
+
+        def row_of(base0: SSAValue, rs: int) -> RowBuf:
+            """The thread's first vector of this row of a global tensor (rows ``rs`` elements apart)."""
+            return RowBuf(d, b.ptr_add(b.ptr_add(base0, b.mul_i(row, rs * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+
+        gbuf = row_of(g0, sg) if tn == 1 or bp.reread > 1 else None
         if tn == 1:  # the thread's vectors of dy into registers (in flight over the wait for x's slice)
-            gbuf = RowBuf(d, b.ptr_add(b.ptr_add(g0, b.mul_i(row, sg * d.bytes)), b.mul_i(sw, vec * d.bytes)))
+            assert gbuf is not None
             grads = [gbuf.load(b, k * p.group, vec) for k in range(per)]
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         w = None
@@ -433,20 +499,35 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes)))  # (from L1 or L2: the same every row)
         r = RowState(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
                  sw=sw, exchange=exchange)
-        st = read_stats(r, b, row) if norms else {}  # (in flight over the wait)
+        if ahead_stats:  # this row's, loaded over the previous row; the next row's loaded now, over this one
+            have = carried[3:3 + nstats]
+            st = {"rstd": have[0], **({"mean": have[1]} if nstats > 1 else {})}
+            soon = stats_of(b, b.add_i(row, stride))
+        else:
+            st = read_stats(r, b, row) if norms else {}  # (in flight over the wait)
+            soon = []
         here = []
         for t in range(tn):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
             slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
             phase = b.and_b32(b.add_i(lap, wrapped), 1) if wrapped is not None else lap
             wait_phase(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
             here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
-        gs = here[1] if grads is None else grads
+        srcs: tuple[Source, Source] = (here[0], here[1] if grads is None else grads)
+        again: tuple[Source, Source] | None = None
+        between = None
+        if bp.reread:  # the first slices' slots given back after the first pass; their tensors read again from L2
+            again = (row_of(x0, p.sx), gbuf if gbuf is not None and bp.reread > 1 else srcs[1])
+
+            def between(c1: Emitter) -> None:
+                c1.bar_sync()  # every thread has read those slots
+                for t in range(bp.reread):  # slice k + Q into slice k's slot
+                    ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
-            acc = _norm_row(r, b, row, st, here[0], gs, per, acc, bp.weight_bytes > 0)
+            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between)
         else:
-            _softmax_row(r, b, here[0], gs, per)
+            _softmax_row(r, b, srcs, per, again, between)
         nxt, wrapped = wrap(b, b.add_i(base, tn))
-        return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + acc
+        return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + soon + acc
 
     ctas = e.sreg(SpecialRegister.NCTAID_X)
     if p.m is None:
@@ -473,19 +554,20 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             return []
 
         e.if_(e.cmp("ult", tid, wchunks), copy_weight)
-    for k in range(q - tn):  # the unit's first Q - 2 slices (Q - 1 with dy in registers) into slots 0, 1, ...
-        ahead(e, start, k, k)
+    for k in range(q - tn + bp.reread):  # the unit's first Q - 2 slices (Q - 1 with dy in registers; REREAD's
+        ahead(e, start, k, k)  # further ones, copied after the previous row's first pass) into slots 0, 1, ...
     if bp.weight_bytes:
         wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))
     acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
-    done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + acc0, row_body)
+    stats0 = stats_of(e, start) if ahead_stats else []
+    done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + stats0 + acc0, row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     if outs:
         lay = ColumnSums(len(outs), units, p.n, c)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         r = RowState(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
-        write_column_partials(e, r, done[3:], ws, lay, slot0, 1, None)
+        write_column_partials(e, r, done[3 + nstats:], ws, lay, slot0, 1, None)
         finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
     rewriter.erase(op)
 
