@@ -173,3 +173,73 @@ def test_ragged_not_with_label_smoothing_nor_aligned_rows() -> None:
 
 
 # endregion
+
+# region RAGGED_SPLIT
+
+# (variant, N, dtype, x's row stride or None): the variants of a row a CTA, the three element types (both
+# forms of _fixed_funnel: bfloat16's halves of words, the others' values)
+SPLIT_CELLS = [("rows_cta", 257, "float16", None), ("rows_cta", 299, "float32", 303), ("rows_stream", 4 * 75 + 3, "bfloat16", None)]
+
+
+@pytest.mark.parametrize("variant,n,dtype,stride", SPLIT_CELLS, ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in SPLIT_CELLS])
+def test_ragged_split_has_ragged_bits(variant: str, n: int, dtype: str, stride: int | None, monkeypatch) -> None:
+    """RAGGED_SPLIT: the loss bits of RAGGED's one body (test_ragged_rows checks those
+    against float64) for rows at every offset (9 rows: each start modulo 4, twice), a NaN,
+    an +inf, an all -inf and an ignored row, and the rows moved by one; the
+    kernel's 4 branches (one an offset) have fewer selects than RAGGED's one body."""
+    rng = np.random.default_rng(n + 1)
+    m, w = 9, stride or n
+    x = rng.standard_normal((m + 1, w)) * 3
+    x[2, n // 2], x[4, n - 1], x[6, :] = np.nan, np.inf, -np.inf
+    target = rng.integers(0, n, m + 1)
+    target[0], target[3], target[5] = n - 1, IGNORE, 0
+    want, _, one = ragged_run(variant, n, dtype, stride, x[:m], target[:m])
+    monkeypatch.setattr(rows_lower, "RAGGED_SPLIT", True)
+    loss, _, text = ragged_run(variant, n, dtype, stride, x[:m], target[:m])
+    assert loss.tobytes() == want.tobytes(), (loss, want)
+    assert np.isnan(loss[2]) and loss[3] == 0.0
+    assert text.count("ptx.selp") < 4 * one.count("ptx.selp"), "each of the 4 branches without the funnel's selects"
+    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
+    moved, _, _ = ragged_run(variant, n, dtype, stride, xs, ts)
+    assert moved[1:].tobytes() == want.tobytes(), "a row's bits depend on its position"
+
+
+# endregion
+
+# region STEP_EXPS
+
+# (N, dtype, RAGGED): rows_stream's loop run (test_rows' one warp, two vectors a step) with vectors after it
+STEP_CELLS = [(4 * 75 + 3, "bfloat16", True), (4 * 66, "float32", None)]
+
+
+@pytest.mark.parametrize("n,dtype,ragged", STEP_CELLS, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in STEP_CELLS])
+def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None:
+    """STEP_EXPS on rows_stream: the losses against float64 (from the values the kernel
+    read), NaN / +inf / all -inf / ignored rows as torch, the bits of each row the same
+    moved by one (its offset in the vector changed) and alone (M = 1); fewer ex2 than the
+    default's body (one rescale a step, not a vector)."""
+    rng = np.random.default_rng(n + 2)
+    m = 9
+    x = rng.standard_normal((m + 1, n)) * 4
+    x[1] += 60.0  # (a row whose maximum grows along the row: the rescale's path)
+    x[1] += np.linspace(0, 30, n)
+    x[2, n // 3], x[4, n - 1], x[6, :] = np.nan, np.inf, -np.inf
+    target = rng.integers(0, n, m + 1)
+    target[0], target[3] = n - 1, IGNORE
+    default = ragged_run("rows_stream", n, dtype, None, x[:m], target[:m], on=ragged)[2]
+    monkeypatch.setattr(rows_lower, "STEP_EXPS", True)
+    loss, xv, text = ragged_run("rows_stream", n, dtype, None, x[:m], target[:m], on=ragged)
+    ref = ce_reference(xv, target[:m])
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=2e-5 * max(1.0, np.abs(ref[finite]).max()))
+    np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
+    assert loss[3] == 0.0
+    assert text.count("ptx.ex2") < default.count("ptx.ex2"), "one rescale a step"
+    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
+    moved, _, _ = ragged_run("rows_stream", n, dtype, None, xs, ts, on=ragged)
+    assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
+    alone, _, _ = ragged_run("rows_stream", n, dtype, None, x[1:2], target[1:2], on=ragged)
+    assert alone.tobytes() == loss[1:2].tobytes(), "a row's bits depend on M"
+
+
+# endregion

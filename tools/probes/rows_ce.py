@@ -8,13 +8,18 @@ measures it):
 * ``odd``: odd N (4097, the vocabulary 50257) in bfloat16, float16 and float32, read an
   element a load by default: ``ragged`` is rows_lower.RAGGED (vectors on element indices;
   rows_warp, rows_cta, rows_stream; rows_cluster's float32 50257 also forced to rows_stream);
+  ``split`` is rows_lower.RAGGED_SPLIT (a branch a row offset, no funnel), ``step exps``
+  rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step);
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
   to the default's bit for bit (it must);
 * ``cells``: bfloat16 4096 and 16384 (rows_cta), float32 65536 (rows_cluster): the settings
   already in the tree (rows_cta.MIN_CTAS / VALUES, rows_common.FORWARD_PIPELINE / WIDE_BF16,
-  rows_stream forced, its UNROLL, rows_cluster.CTAS_PER_SM) and LOSS_TAIL_SHORT.
+  rows_stream forced, its UNROLL, rows_cluster.CTAS_PER_SM) and LOSS_TAIL_SHORT;
+* ``vocab``: the vocabulary 128256 in bfloat16 and float16 (rows_stream, aligned rows):
+  rows_lower.STEP_EXPS, rows_common.FAST_EXP (FAST_EXP_MEASURED stops at 65536) and both,
+  with rows_stream.UNROLL 8 and 2.
 
 Each is checked against torch (``err``: the largest error of the first rows' losses against
 float64 over their largest magnitude, and of the kernel's mean against torch's float32
@@ -24,6 +29,7 @@ vector) give the same bits as in the batch). GB/s of x's bytes read, against the
 (``torch.mul(x, 1.0, out=y)``, x read and written) timed in turns with them (the median of two).
 
     PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_ce
+    PROBE_ARGS="--set odd,vocab --budget-s 140" bash tools/gpu.sh probe:rows_ce   (--set: --parts)
     python3 tools/diag.py rows_ce --parts odd,small --budget-s 120
     python3 tools/diag.py rows_ce --dry-run   # build and assemble (sm_90a) every kernel; no GPU
 """
@@ -47,9 +53,12 @@ CHECK_ROWS = 256
 SMALL_N = 4096
 SMALL_M = (1, 8, 64)
 SMALL_CALLS = 50
-PARTS = ("odd", "small", "cells")
+PARTS = ("odd", "small", "cells", "vocab")
 
 RAGGED = {"rows_lower.RAGGED": True}
+SPLIT = {**RAGGED, "rows_lower.RAGGED_SPLIT": True}
+STEP = {"rows_lower.STEP_EXPS": True}
+FAST = {"rows_common.FAST_EXP": True}
 SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
 
 # (part, dtype, N): in the order of the task (past the budget, the last are left out)
@@ -57,6 +66,7 @@ CELLS = [
     ("odd", "bfloat16", 4097), ("odd", "bfloat16", 50257), ("odd", "float16", 4097), ("odd", "float16", 50257),
     ("odd", "float32", 4097), ("odd", "float32", 50257),
     ("cells", "bfloat16", 4096), ("cells", "bfloat16", 16384), ("cells", "float32", 65536),
+    ("vocab", "bfloat16", 128256), ("vocab", "float16", 128256),
 ]
 
 
@@ -69,14 +79,25 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
             out.append(ragged)
             if chosen == "rows_cta":  # (ragged: more registers a thread, fewer CTAs a multiprocessor)
                 out += [("rows_cta ragged, min 4 CTAs/SM", None, {**RAGGED, "rows_cta.MIN_CTAS": 4}),
-                        ("rows_cta ragged, 16 values", None, {**RAGGED, "rows_cta.VALUES": 16})]
+                        ("rows_cta ragged, 16 values", None, {**RAGGED, "rows_cta.VALUES": 16}),
+                        ("rows_cta ragged split", None, SPLIT),
+                        ("rows_cta ragged split, min 4 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 4}),
+                        ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16})]
             if chosen == "rows_stream":
-                out.append(("rows_stream ragged, unroll 2", None, {**RAGGED, "rows_stream.UNROLL": 2}))
+                out += [("rows_stream ragged, unroll 2", None, {**RAGGED, "rows_stream.UNROLL": 2}),
+                        ("rows_stream ragged split", None, SPLIT),
+                        ("rows_stream ragged, step exps", None, {**RAGGED, **STEP}),
+                        ("rows_stream ragged split, step exps", None, {**SPLIT, **STEP}),
+                        ("rows_stream ragged split, step exps, unroll 2", None, {**SPLIT, **STEP, "rows_stream.UNROLL": 2})]
         else:  # (rows_cluster's float32 50257: RAGGED is not in rows_cluster)
             ragged = ("rows_stream ragged", "rows_stream", RAGGED)
             out += [("rows_stream", "rows_stream", {}), ragged]
         out.append((f"{ragged[0]}, short tail", ragged[1], {**ragged[2], **SHORT}))
         return out
+    if part == "vocab":  # (rows_stream: the exps a byte of bfloat16 are twice float32's)
+        return out + [("step exps", None, STEP), ("fast exp", None, FAST), ("fast exp, step exps", None, {**FAST, **STEP}),
+                      ("fast exp, step exps, unroll 8", None, {**FAST, **STEP, "rows_stream.UNROLL": 8}),
+                      ("fast exp, step exps, unroll 2", None, {**FAST, **STEP, "rows_stream.UNROLL": 2})]
     if chosen == "rows_cta":
         from bulkred_dialect.passes.variants import rows_cta
 
@@ -251,7 +272,7 @@ def small_batches(torch, args, t0: float) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget-s", type=float, default=120.0)
-    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    ap.add_argument("--parts", "--set", dest="parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     ap.add_argument("--dry-run", action="store_true", help="build and assemble each kernel; no GPU")
     args = ap.parse_args()
     args.parts = [p for p in args.parts.split(",") if p]

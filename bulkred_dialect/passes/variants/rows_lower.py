@@ -7,6 +7,7 @@ column sums."""
 from __future__ import annotations
 
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from xdsl.dialects import arith, func
@@ -20,10 +21,10 @@ from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, 
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, ShlOp, ShrOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
-from bulkred_dialect.ops.ptx.memory import LdStType
+from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.target import Target
-from bulkred_dialect.ops.tile import enclosing_kernel
+from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import (
     GRAD_ROWS_KINDS,
     NORM_BACKWARD_KINDS,
@@ -84,6 +85,11 @@ from bulkred_dialect.passes.variants.rows_common import (
     prefetch_row_types,
     together,
     widen_raw,
+    clamp_max,
+    exp_shifted,
+    f32_mul,
+    fast_exp,
+    visit_vectors,
 )
 
 
@@ -113,6 +119,32 @@ copy kernel): N = 50257 on rows_stream, bfloat16 0.571 -> 0.690, float16 0.513 -
 float32 0.919 -> 1.003 (the dispatch's rows_cluster: 0.784; cross_entropy past rows_cta's
 rows goes to rows_stream, rows_cluster.LOSS_ROWS). Not taken at 4097 on rows_cta (bfloat16
 0.587 -> 0.369, float16 0.562 -> 0.348, float32 0.900 -> 0.682: twice the registers)."""
+
+
+RAGGED_SPLIT: bool = False
+"""With :data:`RAGGED` on, in rows_cta and rows_stream (a row a CTA): each row's offset
+``a`` (its start modulo the vector, uniform over the CTA) picks one of ``V`` branches, each
+the row's whole body with ``a`` known (:func:`_fixed_funnel`): a = 0 one aligned vector
+load a vector, as the default's; otherwise the two chunks' elements taken by their index
+(bfloat16: an element's half of its word, one operation, as an aligned vector's; float32 and
+float16: the values themselves), without :func:`_funnel`'s selects and shifts (bfloat16
+50257 on rows_stream: 12 SEL and about 16 shifts and ORs in the 182 SASS instructions of
+a loop step of 16 elements; ptxas, sm_90a). Each branch holds element j's float32 value in
+the same place and runs the same operations after the loads: the bits are RAGGED's
+(tests/test_rows_ce_speed.py), so a row's do not depend on its position. ``V`` copies of
+the row's body. Off: RAGGED's one body (the default); the probe's setting
+(tools/probes/rows_ce.py)."""
+
+STEP_EXPS: bool = False
+"""cross_entropy without label smoothing on rows_stream (:func:`stream_loss_row`): each
+thread's running (maximum, sum of exponentials) takes a loop step's ``UNROLL`` vectors at
+once (their maximum with the running one, the sum rescaled once, their exps summed by a
+tree, then added), instead of one vector at a time (a rescale, ``exp(m - m')``, every
+``V`` elements: 4 of the 20 MUFU.EX2 of bfloat16 50257's loop step of 16 elements, each
+with its range scaling); the rescale as :func:`rows_common.exp_shifted` (under
+``FAST_EXP``, ``ex2.approx.ftz``). Bits change (the order of the sums), never with M nor
+the row's position (the vectors of a step are fixed by element index). Off: the default;
+the probe's setting (tools/probes/rows_ce.py)."""
 
 
 def ragged_vector(op: NormalizeRowsOp) -> int:
@@ -173,6 +205,14 @@ class RaggedBuf(RowBuf):
     parts: tuple[SSAValue, ...] = ()  # the funnel's operands (:func:`ragged_buf`)
     looped: int = 0  # rows_stream: the thread's vectors its loop reads (an i64 ``first``: below this)
     mine: SSAValue | None = None  # chunk j0 (the thread's first vector's first chunk)
+    fixed: int | None = None  # RAGGED_SPLIT: the row's offset a, known in this branch (None: a register)
+
+    def funnel(self, e: Emitter, p: SSAValue, po: int, q: SSAValue, qo: int, vec: int) -> list[SSAValue]:
+        """The vector at ``a`` elements into the chunk at ``p + po`` (:func:`_funnel`, or
+        :func:`_fixed_funnel` where the branch knows ``a``)."""
+        if self.fixed is not None:
+            return _fixed_funnel(e, self.dtype, p, po, q, qo, vec, self.fixed)
+        return _funnel(e, self.dtype, p, po, q, qo, vec, self.parts)
 
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
         assert self.row_x is not None and self.j0 is not None and self.last is not None and self.cut is not None
@@ -182,16 +222,15 @@ class RaggedBuf(RowBuf):
         j = None
         if bound <= n // vec - 1:  # every chunk j + 1 inside the row (last >= N div V - 1): at the thread's own
             if isinstance(rel, int):
-                vals = _funnel(e, d, self.mine, rel * step, self.mine, (rel + 1) * step, vec, self.parts)
+                vals = self.funnel(e, self.mine, rel * step, self.mine, (rel + 1) * step, vec)
             else:
                 at = e.ptr_add(self.mine, e.mul_i(rel, step))
-                vals = _funnel(e, d, at, 0, at, step, vec, self.parts)
+                vals = self.funnel(e, at, 0, at, step, vec)
         else:
             j = e.add_i(self.j0, rel)
             lo = e.value(MinOp(ArithType.S64, j, self.last))
             hi = e.value(MinOp(ArithType.S64, e.add_i(j, 1), self.last))
-            vals = _funnel(e, d, e.ptr_add(self.base, e.mul_i(lo, step)), 0, e.ptr_add(self.base, e.mul_i(hi, step)), 0,
-                           vec, self.parts)
+            vals = self.funnel(e, e.ptr_add(self.base, e.mul_i(lo, step)), 0, e.ptr_add(self.base, e.mul_i(hi, step)), 0, vec)
         if bound <= (n - vec + 1) // vec:
             return vals  # (no vector of this item, or of the loop, holds an element of the partial chunk)
         j = j if j is not None else e.add_i(self.j0, rel)
@@ -228,26 +267,100 @@ def _funnel(e: Emitter, d, p: SSAValue, po: int, q: SSAValue, qo: int, vec: int,
     return [e.selp(SelpType.F32, t[i + 2], t[i], high) for i in range(vec)]  # then by 2 (vec = 4)
 
 
-def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAValue, sw: SSAValue) -> RaggedBuf:
-    """x's :class:`RaggedBuf` of ``row`` for the thread whose first vector is ``sw``."""
+def _fixed_funnel(e: Emitter, d, p: SSAValue, po: int, q: SSAValue, qo: int, vec: int, a: int) -> list[SSAValue]:
+    """:func:`_funnel` where ``a`` is known (:data:`RAGGED_SPLIT`): a = 0 the chunk at ``p +
+    po`` alone (one vector load, as the default's); else both chunks, each element taken
+    by its index: bfloat16 element ``h = a + i`` is word ``h div 2``'s low half (shifted up
+    16) or high half (masked), one operation an element as an aligned vector's
+    (:func:`rows_common.widen_raw`); float32 and float16 the values ``a`` to ``a + vec`` of
+    the two chunks, no operation. The same float32 values as :func:`_funnel`'s."""
+    raw = raw_load(e, d, p, po, vec)
+    if a == 0:
+        return widen_raw(e, d, raw, vec)
+    raw += raw_load(e, d, q, qo, vec)
+    if not packed_bf16(d, vec):
+        return widen_raw(e, d, raw[a:a + vec], vec)
+    out = []
+    for h in range(a, a + vec):
+        w = raw[h // 2]
+        bits = e.value(ShlOp(ArithType.B32, w, e.const(16))) if h % 2 == 0 else e.and_b32(w, -65536)  # 0xffff0000
+        out.append(e.value(MovOp(bits, f32)))
+    return out
+
+
+def ragged_offset(e: Emitter, p: RowPlan, o: SSAValue) -> SSAValue:
+    """``a``: how many elements past a vector boundary the row whose first element is
+    ``o`` (an ``i64``, from x's aligned base) starts: an ``i32`` below ``p.vec``."""
+    return e.and_b32(e.value(CvtOp(CvtType.U32, CvtType.U64, o, i32)), p.vec - 1)
+
+
+def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAValue, sw: SSAValue,
+               fixed: int | None = None) -> RaggedBuf:
+    """x's :class:`RaggedBuf` of ``row`` for the thread whose first vector is ``sw``
+    (``fixed``: the row's offset ``a`` where the branch knows it, :data:`RAGGED_SPLIT`)."""
     d, vec = p.dtype, p.vec
     assert vec == 4 and p.n >= vec
     o = e.mul_i(row, p.sx)  # the row's first element from x's (aligned) base
-    a32 = e.and_b32(e.value(CvtOp(CvtType.U32, CvtType.U64, o, i32)), vec - 1)
-    a = e.wide(a32)
+    a32 = ragged_offset(e, p, o) if fixed is None else None
+    a = e.wide(a32) if a32 is not None else e.const(fixed, i64)
     base = e.ptr_add(x0, e.mul_i(e.sub_i(o, a), d.bytes))
     end = e.add_i(a, p.n)  # the row's end in chunk elements
     last = e.add_i(e.value(ShrOp(ArithType.U64, end, e.const(2))), -1)
     cut = e.sub_i(e.const(p.n, i64), e.value(AndOp(ArithType.B64, end, e.const(vec - 1, i64))))
-    high = e.cmp("uge", a32, 2)
-    if packed_bf16(d, vec):
+    high = e.cmp("uge", a32, 2) if a32 is not None else None
+    if high is None:  # (RAGGED_SPLIT: no funnel's operands)
+        parts: tuple[SSAValue, ...] = ()
+    elif packed_bf16(d, vec):
         s = e.value(ShlOp(ArithType.B32, e.and_b32(a32, 1), e.const(4)))  # 16 (a mod 2)
-        parts: tuple[SSAValue, ...] = (high, s, e.sub_i(32, s))
+        parts = (high, s, e.sub_i(32, s))
     else:
         parts = (e.cmp("ne", e.and_b32(a32, 1), 0), high)
     looped = (p.vectors // p.group) // p.unroll * p.unroll * p.group  # (rows_common.visit_vectors' loop)
     mine = e.ptr_add(base, e.mul_i(sw, vec * d.bytes))
-    return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts, 0 if p.items else looped, mine)
+    return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts, 0 if p.items else looped, mine, fixed)
+
+
+
+def forward_body(p: RowPlan, op: NormalizeRowsOp) -> Callable[[RowState, Emitter, SSAValue], object]:
+    """A forward kind's row body: the row in registers (``p.items``), else streamed
+    (cross_entropy under :data:`STEP_EXPS`: :func:`stream_loss_row`)."""
+    if p.items:
+        return registers_row
+    if STEP_EXPS and p.kind == NormKind.CROSS_ENTROPY and not op.smoothing:
+        return stream_loss_row
+    return stream_row
+
+
+def stream_loss_row(r: RowState, e: Emitter, row: SSAValue) -> None:
+    """cross_entropy's row streamed once (rows_stream, :data:`STEP_EXPS`): the thread's
+    vectors in the order of ``rows_common.visit_vectors``, a loop step's ``unroll`` vectors
+    taken into the running ``(t, s)`` together (:func:`_absorb`); the vectors after the
+    loop one at a time; the group's (max, sum), then the loss (no label smoothing)."""
+    p = r.p
+    assert not r.op.smoothing and not p.items
+    full, cond = r.partial(e)
+    fast = fast_exp(p)
+    last = (p.unroll - 1) * p.group
+
+    def read(b: Emitter, first: SSAValue | int, state: list[SSAValue], extra: int) -> list[SSAValue]:
+        vals = r.load_item(b, first, extra)
+        if isinstance(first, SSAValue) and extra < last:  # a loop step's vector before its last: kept
+            return state + vals
+        return _absorb(b, state[0], state[1], state[2:] + vals, fast)
+
+    t, s = visit_vectors(e, p, full, cond, [e.const(float("-inf"), f32), e.const(0.0, f32)], read)
+    big, total = r.reduce_exps(e, clamp_max(e, t), s)
+    r.store_stats(e, row, r.finish(e, {"max": big, "sum": total}))
+
+
+def _absorb(e: Emitter, t: SSAValue, s: SSAValue, vals: list[SSAValue], fast: bool) -> list[SSAValue]:
+    """The running maximum ``t`` and sum ``s`` of ``exp(x - clamp(t))`` with ``vals`` taken in:
+    ``t' = max(t, vals)``, ``s exp(m - m') + sum(exp(v - m'))`` (``m``, ``m'``: ``t``, ``t'``
+    clamped to at least -FLT_MAX; the exps' sum a fixed tree)."""
+    t1 = e.fold(ReduceKind.MAX, F32, [t, *vals])
+    m0, m1 = clamp_max(e, t), clamp_max(e, t1)
+    part = e.fold(ReduceKind.SUM, F32, [exp_shifted(e, v, m1, fast) for v in vals])
+    return [t1, f32_add(e, f32_mul(e, s, exp_shifted(e, m0, m1, fast)), part)]
 
 
 @dataclass
@@ -400,8 +513,26 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         nxt = c.add_i(row, stride)
         return c.value(arith.SelectOp(c.cmp("slt", nxt, end), nxt, row))
 
+    def split_row(b: Emitter, row: SSAValue, fixed: int) -> list[SSAValue]:
+        """A cross_entropy row whose offset is ``fixed`` (:data:`RAGGED_SPLIT`)."""
+        row_x = b.ptr_add(x0, b.mul_i(row, p.sx * p.dtype.bytes))
+        x = ragged_buf(b, p, x0, row, row_x, sw, fixed)
+        r = state(p, op, g, tid, x, None, None, None, row_x, first, rank, None, None, None, None, sw, exchange)
+        forward_body(p, op)(r, b, row)
+        return []
+
+    def split_rows(b: Emitter, row: SSAValue, a: SSAValue, fixed: int = 0) -> list[SSAValue]:
+        """The branches of :data:`RAGGED_SPLIT` from offset ``fixed`` on (the last without a test)."""
+        if fixed == p.vec - 1:
+            return split_row(b, row, fixed)
+        return b.if_(b.cmp("eq", a, fixed), lambda c: split_row(c, row, fixed),
+                     lambda c: split_rows(c, row, a, fixed + 1))
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         d = p.dtype
+        if split:  # (a row a CTA, nothing carried)
+            split_rows(b, row, ragged_offset(b, p, b.mul_i(row, p.sx)))
+            return carried
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
         x = x_buf(b, row, row_x)
         y = None
@@ -448,9 +579,10 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
 
             acc = acc + registers_row(r, b, row, (raw, ahead_row))
         else:
-            (registers_row if p.items else stream_row)(r, b, row)
+            forward_body(p, op)(r, b, row)
         return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
 
+    split = isinstance(p, RaggedPlan) and RAGGED_SPLIT and p.groups == 1 and p.cluster == 1
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
