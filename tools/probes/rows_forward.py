@@ -75,10 +75,19 @@ and with a massive first element (``err mean``, ``err x0``) beside torch's own; 
 end, per cell, the fastest sound setting and the rows_bulk.CHOSEN row that takes it.
 ``--dry-run`` builds and assembles each kernel (no GPU).
 
+``--set fastexp`` (:func:`fastexp_settings`) the same way times the per-element settings of
+the exp kinds on rows_bulk (:data:`FASTEXP_CELLS`): ``Setting.fast_exp`` (every exp as
+ex2.approx.ftz), softmax's ``fold_sum`` (the sum in y's exponent), bfloat16's ``words``,
+online statistics, the log_softmax bfloat16 grid and float32 softmax's unit a row with
+them, the slice in registers; ``--set affine`` (:func:`affine_settings`) layer_norm's
+(:data:`AFFINE_CELLS`): ``Setting.affine_registers`` (the weight and bias in registers,
+loaded once, in persistent grids of one or two CTAs a multiprocessor) and ``words``.
+
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
     python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
     python3 tools/diag.py rows_forward --set long [--budget-s 150] [--kinds layer_norm] [--n 262144]
     python3 tools/diag.py rows_forward --set passes [--budget-s 150] [--kinds layer_norm] [--n 262144] [--dry-run]
+    python3 tools/diag.py rows_forward --set fastexp|affine [--budget-s 150] [--kinds softmax] [--n 262144] [--dry-run]
 """
 
 from __future__ import annotations
@@ -592,7 +601,130 @@ def resident(k, sms: int) -> str:
         return f"? ({type(e).__name__})"
 
 
-def passes(args) -> int:
+FASTEXP_CELLS = [("softmax", "bfloat16", 262144), ("softmax", "bfloat16", 65536), ("log_softmax", "bfloat16", 262144),
+                 ("softmax", "float32", 262144), ("log_softmax", "float32", 262144), ("log_softmax", "bfloat16", 65536),
+                 ("softmax", "float32", 65536), ("log_softmax", "float32", 65536)]
+"""--set fastexp's cells: the exp kinds on rows_bulk, the furthest from the copy kernel first
+(docs/benchmarks.md, the fifth session: softmax bfloat16 262144 0.80)."""
+AFFINE_CELLS = [("layer_norm", "bfloat16", 262144), ("layer_norm", "float32", 262144), ("layer_norm", "bfloat16", 65536),
+                ("layer_norm", "float32", 65536), ("rms_norm", "bfloat16", 262144)]
+"""--set affine's cells: layer_norm on rows_bulk, the furthest from the copy kernel first
+(0.75 to 0.82 in the fifth session), and rms_norm bfloat16 262144 (its weight staged in
+shared memory today) to compare."""
+LOG_SOFTMAX_BF16 = (65536, 512, None, True, 2)
+"""log_softmax bfloat16 262144's rows_bulk.CHOSEN setting (with online=True and its
+max_units): slice bytes, threads, .minnctapersm, persistent, buffers."""
+
+
+def fastexp_settings(op, kind: str) -> list[tuple[str, object]]:
+    """--set fastexp's settings of one cell (rows_bulk.Setting's fast_exp, fold_sum, words;
+    issue 30, section 4): the cell's rows_bulk setting (or a unit a row of 64 KiB slices)
+    with every exp as ex2.approx.ftz, softmax's y with the sum folded into the exponent,
+    bfloat16 vectors read from shared memory as words; with online statistics; the
+    log_softmax bfloat16 setting (a persistent grid of two slice buffers, online, capped at
+    the clusters the GPU holds at once) and float32 softmax's (a unit a row of 256 threads,
+    the first copy early) with them; the slice in registers (one exp an element) in the
+    capped grid. (name, None for the dispatch as it is, else the setting forced)."""
+    from dataclasses import replace
+
+    from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
+    from bulkred_dialect.passes.variants.rows_common import dtype_of, vector_of
+
+    today = rows_bulk.setting_for(op)
+    base = today if today is not None else rows_bulk.Setting(*UNIT_ROW, False, 1)
+    bf16 = dtype_of(op).name == "bfloat16"
+    fast: dict = {"fast_exp": True, "fold_sum": kind == "softmax"}
+    tag = "fast exp" + (", folded sum" if kind == "softmax" else "")
+    out: list[tuple[str, object]] = [("dispatch", None)]
+    if today is None:
+        out.append((f"bulk {base.slice_bytes // 1024}K/{base.block}, a unit a row", base))
+    out.append(("today's, fast exp", replace(base, fast_exp=True)))
+    if kind == "softmax" and not base.registers:  # (the slice in registers: y is the exps times a factor, no fold)
+        out.append((f"today's, {tag}", replace(base, **fast)))
+    if bf16 and not base.registers:
+        out.append((f"today's, {tag}, words", replace(base, **fast, words=True)))
+    if not base.online and not base.registers:
+        out.append((f"today's, online, {tag}" + (", words" if bf16 else ""), replace(base, **fast, online=True, words=bf16)))
+    saved = list(rows_bulk.CHOSEN)
+    try:
+        grid = rows_bulk.Setting(*LOG_SOFTMAX_BF16, online=True)
+        rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, grid) for d in ("float32", "bfloat16", "float16")]
+        c, block, per, actual = rows_bulk.bulk_for(op)
+        cap = rows_bulk_backward.CLUSTERS.get(c)
+        if grid != replace(base, max_units=None) and 2 * actual <= rows_bulk.SHARED_PER_SM:
+            st = replace(grid, **fast, max_units=cap, words=bf16)
+            out.append((f"persistent x2 ({c} CTAs), <= {cap} units, online, {tag}" + (", words" if bf16 else ""), st))
+        values = per * vector_of(op)
+        if values <= rows_bulk.MAX_REGISTER_VALUES and 2 * actual <= rows_bulk.SHARED_PER_SM:
+            st = replace(grid, online=False, registers=True, fast_exp=True, max_units=cap)
+            out.append((f"persistent x2 ({c} CTAs), <= {cap} units, registers ({block} x {values}), fast exp", st))
+        if kind == "softmax" and not base.early_copy:  # (float32 softmax 262144's unit a row, its first copy early)
+            unit = rows_bulk.Setting(65536, 256, 2, False, 1, early_copy=True)
+            rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, unit) for d in ("float32", "bfloat16", "float16")]
+            if rows_bulk.bulk_for(op)[0] > 1:  # (early_copy: a cluster)
+                out.append((f"256 threads, early copy, {tag}" + (", words" if bf16 else ""), replace(unit, **fast, words=bf16)))
+    finally:
+        rows_bulk.CHOSEN[:] = saved
+    return distinct(out)
+
+
+def distinct(settings: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """``settings`` without the repeats of a setting (the first name kept)."""
+    seen: list = []
+    out = []
+    for name, st in settings:
+        if st is None or st not in seen:
+            seen.append(st)
+            out.append((name, st))
+    return out
+
+
+def affine_settings(op, kind: str) -> list[tuple[str, object]]:
+    """--set affine's settings of one cell (rows_bulk.Setting's affine_registers, words;
+    issue 30, section 4): persistent grids of two slice buffers (slices of 64 KiB and of
+    32 KiB where the cluster has room to double), one or two CTAs a multiprocessor, capped
+    at the clusters the GPU holds at once, each thread's weight and bias values in
+    registers, loaded once (not from L2 per row), CTAs of 512 or 256 threads (twice the
+    values a thread: the statistics' exchanges' cost a thread over twice the elements),
+    where the registers fit; bfloat16 with its vectors read from shared memory as words
+    (and today's setting with words alone). (name, None for the dispatch as it is, else the
+    setting forced)."""
+    from dataclasses import replace
+
+    from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
+    from bulkred_dialect.passes.variants.rows_common import dtype_of, vector_of
+
+    today = rows_bulk.setting_for(op)
+    bf16 = dtype_of(op).name == "bfloat16"
+    out: list[tuple[str, object]] = [("dispatch", None)]
+    if today is not None and bf16 and not today.registers:
+        out.append(("today's, words", replace(today, words=True)))
+    saved = list(rows_bulk.CHOSEN)
+    try:
+        for sb, threads in ((65536, 512), (32768, 512), (32768, 256), (65536, 256)):
+            unit = rows_bulk.Setting(sb, threads, None, True, 2)
+            rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, unit) for d in ("float32", "bfloat16", "float16")]
+            c, block, per, actual = rows_bulk.bulk_for(op)
+            if actual != sb or block != threads:  # (the cluster at its 16 CTAs: no smaller slices)
+                continue
+            cap = rows_bulk_backward.CLUSTERS.get(c)
+            values = per * vector_of(op)
+            held = values // (2 if bf16 else 1) * (2 if kind == "layer_norm" else 1)  # (registers of w, b)
+            for per_sm in (1, 2):
+                # (shared memory for the CTAs' two slice buffers; registers: the held ones and about 48 more within
+                # ptxas's limit for that many CTAs of the block, 64K a multiprocessor)
+                if per_sm * 2 * actual > rows_bulk.SHARED_PER_SM or held + 48 > min(255, 65536 // (block * per_sm)):
+                    continue
+                st = replace(unit, min_ctas=per_sm if per_sm > 1 else None, max_units=cap * per_sm if cap else None,
+                             affine_registers=True, words=bf16)
+                out.append((f"persistent x2, {actual // 1024}K slices ({c} x {block} x {values}), {per_sm} CTA/SM, "
+                            f"<= {st.max_units} units, w in registers ({held})" + (", words" if bf16 else ""), st))
+    finally:
+        rows_bulk.CHOSEN[:] = saved
+    return distinct(out)
+
+
+def passes(args, cells_of: list | None = None, settings_of=None) -> int:
     """``--set passes``: rows_bulk's pass settings on the long rows (rows_bulk.Setting's
     one_pass, online, weight_shared, max_units), each against the dispatch as it is, on the
     same tensors, timed in turns with the copy kernel; layer_norm's also on rows of mean
@@ -600,7 +732,9 @@ def passes(args) -> int:
     massive first channel (``err x0``: the row shift's weakness), beside torch's own error
     there (the ``torch`` row); the end: for each cell the fastest sound setting and the
     rows_bulk.CHOSEN row that takes it (:func:`verdict`). ``units``: the grid's units / those resident at once. ``--dry-run``: each
-    setting's kernel built and assembled for sm_90a (no GPU)."""
+    setting's kernel built and assembled for sm_90a (no GPU). ``--set fastexp`` /
+    ``--set affine``: the same over :data:`FASTEXP_CELLS` / :data:`AFFINE_CELLS` with
+    :func:`fastexp_settings` / :func:`affine_settings` (``cells_of``, ``settings_of``)."""
     from bulkred_dialect import row_kernels
     from bulkred_dialect.ops.target import Target
     from bulkred_dialect.passes.dispatch import choose
@@ -609,7 +743,8 @@ def passes(args) -> int:
     t0 = time.time()
     kinds = args.kinds.split(",") if args.kinds else None
     ns = [int(v) for v in args.n.split(",")] if args.n else None
-    cells = [c for c in PASS_CELLS if (kinds is None or c[0] in kinds) and (ns is None or c[2] in ns)]
+    cells = [c for c in (cells_of or PASS_CELLS) if (kinds is None or c[0] in kinds) and (ns is None or c[2] in ns)]
+    settings_of = settings_of or pass_settings
     today = (dict(rows_cluster.MEASURED), list(rows_bulk.CHOSEN))
     torch = None
     if not args.dry_run:
@@ -629,7 +764,7 @@ def passes(args) -> int:
         elif kind == "layer_norm":
             kw = {"weight": dtype, "bias": dtype, "eps": EPS}
         op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
-        settings = pass_settings(op, kind)
+        settings = settings_of(op, kind)
         if args.dry_run:
             from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
 
@@ -769,15 +904,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
-    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long", "passes"))
+    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long", "passes", "fastexp", "affine"))
     ap.add_argument("--kinds", help="--set pipeline, long, passes: these kinds only (comma-separated)")
     ap.add_argument("--n", help="--set pipeline, long, passes: these N only (comma-separated)")
-    ap.add_argument("--dry-run", action="store_true", help="--set passes: build and assemble each kernel; no GPU")
+    ap.add_argument("--dry-run", action="store_true", help="--set passes, fastexp, affine: build and assemble each kernel; no GPU")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "passes":
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         return passes(args)
+    if args.set in ("fastexp", "affine"):
+        args.budget_s = 150.0 if args.budget_s is None else args.budget_s
+        if args.set == "fastexp":
+            return passes(args, FASTEXP_CELLS, fastexp_settings)
+        return passes(args, AFFINE_CELLS, affine_settings)
     if args.set == "pipeline":
         args.budget_s = 85.0 if args.budget_s is None else args.budget_s
         return pipeline(args)
