@@ -24,6 +24,7 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
         --cells float32:262144,bfloat16:262144,bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024 \
         --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward [--dry-run]
     python3 tools/diag.py rows_backward --set norms --budget-s 150 [--cells bfloat16:65536,...] [--dry-run]
+    python3 tools/diag.py rows_backward --set long --budget-s 150 [--kinds layer_norm_backward] [--dry-run]
 
 ``--set norms`` (:func:`norms`): issue 30's weak norm-backward cells (:data:`NORMS_CELLS`),
 the default against each of :func:`norm_candidates` (rows_common.NORM_BACKWARD_UNITS,
@@ -33,6 +34,11 @@ time from a CUDA graph of 10 calls (the median of 5 replays, the median of 3 rou
 turns with the copy kernel), each checked against torch in float64 and its bits against
 the default's, with its grid, ptxas's registers and spills and the units the GPU holds at
 once.
+
+``--set long`` (:func:`long_candidates`, :data:`LONG_CELLS`): the norms' backward at
+262144 (float32 and bfloat16) on rows_bulk_backward against its STATS_AHEAD and REREAD
+settings (with the ring's slots, dy in registers), and against the kernel without
+dweight / dbias (what the column sums cost), timed as ``--set norms``.
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
@@ -221,6 +227,58 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     return out
 
 
+LONG_CELLS = "float32:262144,bfloat16:262144"
+"""--set long's cells (dtype:N): issue 30's backward at 262144 below its 0.85 of copy
+(docs/rows_bench_h200_run5.md: float32 layer_norm 0.61, rms_norm 0.81, bfloat16
+layer_norm 0.74), all on rows_bulk_backward: clusters of 16 CTAs of 512 threads, 7 at
+once on an H200 (rows_bulk_backward.CLUSTERS: 112 of 132 multiprocessors, one wave of
+1024 rows, 146 or 147 a cluster), one CTA a multiprocessor. A CTA's slice of a row: 64
+KiB of each tensor in float32 (3 slots of 192 KiB: this row's x and dy and the next
+row's x, the weight's 64 KiB read from L2 in both passes; rms_norm: dy in registers, 2
+slots of x and the weight's slice), 32 KiB in bfloat16 (4 slots and the weight's slice:
+160 KiB, the next row's x and dy copied ahead). Moved: 3 x 2^28 elements (3 GiB float32,
+1.5 GiB bfloat16); per CTA and row 192 / 96 KiB, at 0.85 of copy (about 3.6 TB/s over
+112 multiprocessors) 6.0 / 3.0 us a row. The column sums: 7 partial rows of N float32
+per output (14 MiB for layer_norm's two, in L2), added by the last CTA of each rank
+(16 CTAs, each 7 rows of 16384 columns per output read and set back to zero, then the
+group row: about 2 MiB of L2 traffic a CTA while the rest of the GPU is idle, an
+estimated 10 to 20 us: 1 to 2% of float32's 0.85 and 2 to 4% of bfloat16's); the row
+"no dweight / dbias" measures that, and the column sums' registers, at once."""
+NO_COLUMNS = "no column sums"
+"""A candidate's key (not a module constant): the kernel built without dweight and dbias
+(its dx's bits checked against the default's)."""
+
+
+def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
+    """--set long: the default beside rows_bulk_backward's STATS_AHEAD and REREAD (with
+    the ring's slots, dy in registers), and the kernel without its column sums."""
+    ahead, re1, re2 = {f"{BULK}.STATS_AHEAD": True}, {f"{BULK}.REREAD": 1}, {f"{BULK}.REREAD": 2}
+    q = lambda k: {f"{BULK}.SLOTS": k}  # noqa: E731
+    out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("statistics ahead", None, ahead)]
+    layer = kind == "layer_norm_backward"
+    if dtype == "float32" and layer:  # default: 3 slots (x, dy, the next x), the weight from L2
+        out += [("x re-read (3 slots: the next row's x and dy ahead)", None, re1),
+                ("x, dy re-read, 3 slots (1.5 rows ahead)", None, re2),
+                ("x, dy re-read, 2 slots and the weight's slice (a row ahead)", None, {**re2, **q(2)}),
+                ("statistics ahead, x re-read", None, {**ahead, **re1}),
+                ("statistics ahead, x, dy re-read, 2 slots and the weight's slice", None, {**ahead, **re2, **q(2)})]
+    elif dtype == "float32":  # default (SETTINGS): dy in registers, 2 slots of x and the weight's slice
+        out += [("x re-read (the next two rows' x ahead)", None, re1),
+                ("statistics ahead, x re-read", None, {**ahead, **re1}),
+                ("dy in shared memory, x, dy re-read, 2 slots and the weight's slice", None,
+                 {**re2, f"{BULK}.GRAD_REGISTERS": False})]
+    elif layer:  # bfloat16 default: 4 slots (this row's and the next row's x and dy) and the weight's slice
+        out += [("x re-read (1.5 rows ahead)", None, re1),
+                ("x, dy re-read (two rows ahead)", None, re2),
+                ("5 slots and the weight's slice (1.5 rows ahead)", None, q(5)),
+                ("x, dy re-read, 5 slots (2.5 rows ahead)", None, {**re2, **q(5)}),
+                ("x, dy re-read, 2 slots, one CTA a multiprocessor", None, {**re2, **q(2), f"{BULK}.CTAS_PER_SM": 1}),
+                ("statistics ahead, x, dy re-read", None, {**ahead, **re2})]
+    else:
+        out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2})]
+    return out + [("no dweight / dbias (the column sums' cost)", None, {NO_COLUMNS: True})]
+
+
 def graph_medians(torch, calls: list, rounds: int = 3) -> list[float]:
     """GPU us a call of each of ``calls`` (a CUDA graph of 10 calls, benchmarks/
     reductions_api.py's graph_us: the median of 5 replays), timed in turns ``rounds``
@@ -308,7 +366,7 @@ def chosen_variant(kind: str, dtype: str, n: int, variant: str | None) -> str:
     return choose(op, Target.parse("sm_90a")).name
 
 
-def norms(args) -> int:
+def norms(args, candidates=norm_candidates) -> int:
     """``--set norms``: per cell, on the same tensors (fresh random data), the copy kernel
     and each of :func:`norm_candidates` timed in turns (a CUDA graph of 10 calls, medians:
     :func:`graph_medians`), each checked against torch (:func:`norm_check`) and its bits
@@ -334,17 +392,25 @@ def norms(args) -> int:
             y = torch.empty_like(t["x"])
             rows, calls, first = [], [], None
             dev = t["x"].device
-            for label, variant, patches in norm_candidates(kind, dtype, n):
+            for label, variant, patches in candidates(kind, dtype, n):
+                cols = not patches.get(NO_COLUMNS, False)
+                patches = {k: v for k, v in patches.items() if k != NO_COLUMNS}
                 try:
                     with patched(patches):
                         row_kernels._KERNELS.clear()
-                        k = row_kernels.kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype,
-                                                   dbias=dtype if layer else None, variant=variant)
+                        k = row_kernels.kernel_for(kind, None, n, dtype, weight=dtype, dweight=dtype if cols else None,
+                                                   dbias=dtype if layer and cols else None, variant=variant)
                         name = chosen_variant(kind, dtype, n, variant)
                     outs = [torch.empty_like(t["x"])] + [torch.empty(n, device=dev, dtype=dt)
-                                                         for _ in range(1 + layer)]
+                                                         for _ in range((1 + layer) if cols else 0)]
                     k(*norm_args(kind, t, outs))
                     torch.cuda.synchronize()
+                    if not cols:  # dx alone: its bits against the default's
+                        ok = "dx bits = default's" if first is not None and torch.equal(outs[0], first[0]) else \
+                            "dx bits != default's"
+                        rows.append((label, name, launch_of(k, m, sms), ok))
+                        calls.append(lambda k=k, a=norm_args(kind, t, outs): k(*a))
+                        continue
                     ok = norm_check(torch, kind, dtype, t, k, outs)
                     if first is None:
                         first = [o.clone() for o in outs]
@@ -460,8 +526,8 @@ def dry_run(args) -> int:
     from bulkred_dialect.passes.variants import rows_common
     from bulkred_dialect.row_kernels import module
 
-    if args.set == "norms":
-        return norms_dry_run(args)
+    if args.set in ("norms", "long"):
+        return norms_dry_run(args, norm_candidates if args.set == "norms" else long_candidates)
     table = tables(args.set, rows_common)
     print("| kind | dtype | N | candidate | registers | PTX lines |")
     print("| --- | --- | ---: | --- | ---: | --- |")
@@ -489,7 +555,7 @@ def dry_run(args) -> int:
     return 1 if failed else 0
 
 
-def norms_dry_run(args) -> int:
+def norms_dry_run(args, candidates=norm_candidates) -> int:
     """``--set norms --dry-run``: each candidate of each cell built (its patches applied)
     for sm_90a and assembled: the variant, the grid for M = 2^28 / N, threads, cluster,
     ptxas's registers and spilled bytes; no GPU. 1 where one does not build."""
@@ -502,11 +568,13 @@ def norms_dry_run(args) -> int:
     for dtype, n in cells(args):
         for kind in args.kinds.split(","):
             layer = kind == "layer_norm_backward"
-            for label, variant, patches in norm_candidates(kind, dtype, n):
+            for label, variant, patches in candidates(kind, dtype, n):
+                cols = not patches.get(NO_COLUMNS, False)
+                patches = {k: v for k, v in patches.items() if k != NO_COLUMNS}
                 try:
                     with patched(patches):
-                        k = compile_tile_module(module(kind, None, n, dtype, weight=dtype, dweight=dtype,
-                                                       dbias=dtype if layer else None, variant=variant),
+                        k = compile_tile_module(module(kind, None, n, dtype, weight=dtype, dweight=dtype if cols else None,
+                                                       dbias=dtype if layer and cols else None, variant=variant),
                                                 "sm_90a", cache=False).kernel("rows")
                         name = chosen_variant(kind, dtype, n, variant)
                     print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch_of(k, TOTAL // n)} |", flush=True)
@@ -522,28 +590,31 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms"), default="variants",
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms", "long"), default="variants",
                     help="the candidates: variants and settings (CANDIDATES), the default against "
                          "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
                          "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
                          "rows_bulk_backward with dy in registers (FAST_CANDIDATES), or the norms' weak cells "
                          "against their units, CTAs a multiprocessor and variants (norm_candidates: CUDA graphs, "
-                         "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default)")
+                         "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default), "
+                         "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD and REREAD "
+                         "(long_candidates: as norms, cells LONG_CELLS)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: build each kernel the run would time for sm_90a and assemble it")
     args = ap.parse_args()
-    if args.set == "norms":
-        args.cells = args.cells or NORMS_CELLS
+    if args.set in ("norms", "long"):
+        args.cells = args.cells or (NORMS_CELLS if args.set == "norms" else LONG_CELLS)
         if "--kinds" not in sys.argv:
-            args.kinds = "rms_norm_backward,layer_norm_backward"
+            args.kinds = "rms_norm_backward,layer_norm_backward" if args.set == "norms" else \
+                "layer_norm_backward,rms_norm_backward"
         if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
-            ap.error("--set norms times rms_norm_backward and layer_norm_backward only")
+            ap.error(f"--set {args.set} times rms_norm_backward and layer_norm_backward only")
     if args.dry_run:
         return dry_run(args)
-    if args.set == "norms":
-        return norms(args)
+    if args.set in ("norms", "long"):
+        return norms(args, norm_candidates if args.set == "norms" else long_candidates)
     import torch
     import torch.nn.functional as F
 
