@@ -45,7 +45,8 @@ def _ln_error(stats: dict, xv: np.ndarray) -> float:
 # float32 512 over slices of 512 bytes: 4 CTAs of one warp, one vector (4 values) a thread;
 # bfloat16 1024: 4 CTAs, two vectors a thread (the thread's own shift over 8 values); both
 # shifts on float32 in test_layer_norm_one_pass_large_mean
-@pytest.mark.parametrize("one_pass,dtype,n", [("row", "float32", 512), ("thread", "bfloat16", 1024)])
+@pytest.mark.parametrize("one_pass,dtype,n", [("row", "float32", 512), ("thread", "bfloat16", 1024),
+                                              ("local", "bfloat16", 1024)])
 def test_layer_norm_one_pass(monkeypatch, one_pass: str, dtype: str, n: int) -> None:
     """layer_norm's mean and variance from one pass (the sums of x - c and (x - c)^2) and
     one exchange: y, mean and rstd of 5 rows (both slot sets, both mbarrier phases)
@@ -68,7 +69,7 @@ def test_layer_norm_one_pass_large_mean(monkeypatch) -> None:
     x[2] -= 1000.0  # (row 2: mean 0, its first element 1000: a massive first channel)
     x[2, 0] = 1000.0
     errs = {}
-    for one_pass in (None, "row", "thread"):
+    for one_pass in (None, "row", "thread", "local"):
         monkeypatch.setattr(rows_bulk, "ONE_PASS", one_pass)
         y, stats, xv, w, b = run("layer_norm", x, "float32", affine="float32", variant="rows_bulk")
         ref, ref_stats = reference("layer_norm", xv, w, b, 1e-5)
@@ -79,7 +80,7 @@ def test_layer_norm_one_pass_large_mean(monkeypatch) -> None:
             np.testing.assert_allclose(y, ref, rtol=0, atol=2 * 2.0**-14 * np.abs(w).max() + 1e-5)
         errs[one_pass] = [_ln_error({"rstd": stats["rstd"][[i]]}, xv[[i]]) for i in range(3)]
     assert errs["row"][0] < 4e-7, errs
-    assert max(errs[None] + errs["thread"]) < 4e-7, errs
+    assert max(errs[None] + errs["thread"] + errs["local"]) < 4e-7, errs
     assert min(errs["row"][1:]) > 10 * max(errs["thread"][1:]), errs  # (the row shift's weakness, documented in Setting)
 
 
@@ -283,3 +284,32 @@ def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str
     assert len(held) == (2 if kind == "layer_norm" else 1), held  # (the setting applied)
     assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
     check(kind, y, stats, xv, w, b, dtype)
+
+
+def test_layer_norm_local_shift_adversarial(monkeypatch) -> None:
+    """one_pass "local" (the thread's shift, its own m2 moved to the row's mean after the
+    sum's exchange: two scalar exchanges) with 16 values a thread and its shift the mean of
+    its first vector (slices of 2 KiB: one CTA of one warp; UNROLL 1), on rows whose
+    shifts are far from the thread's other values: mean 1000 and spread 1; a mean-0 row
+    whose first element is 1000 (thread 0's shift 250, its m2 about 1e6); a row whose
+    thread 0 has 1e4 in its first vector's four values and 0 in its others; a row of equal
+    values (m2 0, rstd 1 / sqrt(eps)): mean and rstd within 4e-7 of float64 on every row,
+    as the default's, and y against float64 (within the rounding of x - mean)."""
+    monkeypatch.setattr(rows_bulk, "SLICE_BYTES", 2048)
+    monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    x = _rows(4, 512, seed=47, mean=1000.0, spread=1.0)
+    x[1] -= 1000.0
+    x[1, 0] = 1000.0
+    x[2] = _rows(1, 512, seed=49, mean=0.0, spread=1.0)
+    x[2, [0, 1, 2, 3]] = 1e4
+    x[2, 4:64:4] = 0.0  # (thread 0's other values: vectors 32, 64, ... of the row hold its second to 16th)
+    x[3] = 3.0
+    for one_pass in (None, "local"):
+        monkeypatch.setattr(rows_bulk, "ONE_PASS", one_pass)
+        y, stats, xv, w, b = run("layer_norm", x, "float32", affine="float32", variant="rows_bulk")
+        ref_y, ref = reference("layer_norm", xv, w, b, 1e-5)
+        np.testing.assert_allclose(stats["mean"], ref["mean"], rtol=4e-7, atol=1e-30)
+        np.testing.assert_allclose(stats["rstd"], ref["rstd"], rtol=4e-7)
+        # (y's x - mean: the float32 mean's rounding, half an ulp of 1000 (or 1e4 / 8), times rstd and the weight)
+        for i, ulps in enumerate((2, 2, 20, 0)):
+            np.testing.assert_allclose(y[i], ref_y[i], rtol=0, atol=ulps * 2.0**-14 * np.abs(w).max() + 1e-5)

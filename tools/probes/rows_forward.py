@@ -81,7 +81,9 @@ ex2.approx.ftz), softmax's ``fold_sum`` (the sum in y's exponent), bfloat16's ``
 online statistics, the log_softmax bfloat16 grid and float32 softmax's unit a row with
 them, the slice in registers; ``--set affine`` (:func:`affine_settings`) layer_norm's
 (:data:`AFFINE_CELLS`): ``Setting.affine_registers`` (the weight and bias in registers,
-loaded once, in persistent grids of one or two CTAs a multiprocessor) and ``words``.
+loaded once, in persistent grids of one or two CTAs a multiprocessor), ``words`` and
+``one_pass="local"`` (the statistics from one pass over shared memory, each thread's m2
+about its own shift moved to the row's mean after the sum's exchange: two scalar exchanges).
 
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
     python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
@@ -687,8 +689,9 @@ def affine_settings(op, kind: str) -> list[tuple[str, object]]:
     registers, loaded once (not from L2 per row), CTAs of 512 or 256 threads (twice the
     values a thread: the statistics' exchanges' cost a thread over twice the elements),
     where the registers fit; bfloat16 with its vectors read from shared memory as words
-    (and today's setting with words alone). (name, None for the dispatch as it is, else the
-    setting forced)."""
+    (and today's setting with words alone); layer_norm each also with its statistics from
+    one pass, ``one_pass="local"`` (two scalar exchanges). (name, None for the dispatch as
+    it is, else the setting forced)."""
     from dataclasses import replace
 
     from bulkred_dialect.passes.variants import rows_bulk, rows_bulk_backward
@@ -699,6 +702,8 @@ def affine_settings(op, kind: str) -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [("dispatch", None)]
     if today is not None and bf16 and not today.registers:
         out.append(("today's, words", replace(today, words=True)))
+    if today is not None and kind == "layer_norm" and not today.registers:
+        out.append(("today's, one pass local" + (", words" if bf16 else ""), replace(today, one_pass="local", words=bf16)))
     saved = list(rows_bulk.CHOSEN)
     try:
         for sb, threads in ((65536, 512), (32768, 512), (32768, 256), (65536, 256)):
@@ -717,8 +722,11 @@ def affine_settings(op, kind: str) -> list[tuple[str, object]]:
                     continue
                 st = replace(unit, min_ctas=per_sm if per_sm > 1 else None, max_units=cap * per_sm if cap else None,
                              affine_registers=True, words=bf16)
-                out.append((f"persistent x2, {actual // 1024}K slices ({c} x {block} x {values}), {per_sm} CTA/SM, "
-                            f"<= {st.max_units} units, w in registers ({held})" + (", words" if bf16 else ""), st))
+                name = (f"persistent x2, {actual // 1024}K slices ({c} x {block} x {values}), {per_sm} CTA/SM, "
+                        f"<= {st.max_units} units, w in registers ({held})" + (", words" if bf16 else ""))
+                out.append((name, st))
+                if kind == "layer_norm":
+                    out.append((name + ", one pass local", replace(st, one_pass="local")))
     finally:
         rows_bulk.CHOSEN[:] = saved
     return distinct(out)

@@ -175,7 +175,13 @@ class Setting:
     ``(n, c, sum d^2, sum d)`` combined as :class:`Moments` (Chan's formula about the
     parts' joint centre, ``sum d`` carried: exact algebra) in one exchange: the
     cancellation bounded by the thread's own values (rstd within 1e-7 of float64 on those
-    rows, as the default's); ``online`` (softmax, log_softmax, cross_entropy): the maximum and
+    rows, as the default's); ``"local"`` (issue 30, section 4, ``--set affine``): the
+    thread's shift as ``"thread"``'s, its own ``m2 = S2 - S1^2 / n_t`` (the cancellation
+    bounded by its own values: its shift is the mean of some of them), then two scalar
+    exchanges as the default's, the row's sum (``n_t c + S1`` a thread) and, after it, the
+    threads' ``m2 + n_t (c + S1 / n_t - mean)^2`` (a sum of positive terms about the row's
+    mean): one pass over shared memory fewer than the default, no 4-wide Chan exchange;
+    ``online`` (softmax, log_softmax, cross_entropy): the maximum and
     the sum of ``exp(x - m)`` in one pass, ``m`` raised once per step of :data:`UNROLL`
     vectors and the sum rescaled by ``exp(m_old - m)`` (one exp more per step), instead of
     a pass for the maximum and one for the sum; ``weight_shared`` (rms_norm, add_rms_norm, layer_norm):
@@ -465,7 +471,7 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
     elif one_pass is not None:
         if one_pass == "row":  # (every thread's shift the same, the row's first element: plain sums)
             c = shift
-        else:  # "thread": the mean of the thread's first step of values (its first u vectors)
+        else:  # "thread", "local": the mean of the thread's first step of values (its first u vectors)
             first = [x for k in range(u) for x in vals(e, xs, k)]
             c = f32_mul(e, e.fold(ReduceKind.SUM, F32, first), e.const(1.0 / len(first), f32))
         assert c is not None
@@ -480,15 +486,25 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
 
         s1, s2 = steps(shifted, [e.const(0.0, f32), e.const(0.0, f32)])
         args = (r.tid, p.block, p.group, p.cluster, r.parity)
-        if one_pass == "row":
+        if one_pass == "local":  # (two scalar exchanges: the row's sum, then the threads' M2 about the row's mean)
+            nt = float(per * p.vec)
+            nf = e.const(float(p.n), f32)
+            mean = e.div(AT, r.reduce(e, ReduceKind.SUM, e.fma(AT, e.const(nt, f32), c, s1), "row_sum"), nf)
+            dm = f32_mul(e, s1, e.const(1.0 / nt, f32))  # the thread's mean less c
+            m2 = e.minmax(ReduceKind.MAX, AT, f32_sub(e, s2, f32_mul(e, s1, dm)), e.const(0.0, f32))  # about its mean
+            dev = f32_add(e, f32_sub(e, c, mean), dm)  # the thread's mean less the row's
+            m2 = e.fma(AT, f32_mul(e, e.const(nt, f32), dev), dev, m2)  # about the row's mean: no cancellation
+            stats = r.finish(e, {"mean": mean, "var": e.div(AT, r.reduce(e, ReduceKind.SUM, m2, "row_var"), nf)})
+        elif one_pass == "row":
             centre, (s1, s2) = c, reduce_state(e, PairSums(), [s1, s2], *args, "row_shifted", r.exchange, r.rank)
         else:  # (each thread's own shift: combined as Moments, Chan's formula about the joint centre, s1 carried)
             _, centre, s2, s1 = reduce_state(e, Moments(), [e.const(float(per * p.vec), f32), c, s2, s1], *args,
                                              "row_moments", r.exchange, r.rank)
-        nf = e.const(float(p.n), f32)
-        dm = e.div(AT, s1, nf)  # the mean less the shift
-        var = e.div(AT, f32_sub(e, s2, f32_mul(e, s1, dm)), nf)
-        stats = r.finish(e, {"mean": f32_add(e, centre, dm), "var": e.minmax(ReduceKind.MAX, AT, var, e.const(0.0, f32))})
+        if one_pass != "local":
+            nf = e.const(float(p.n), f32)
+            dm = e.div(AT, s1, nf)  # the mean less the shift
+            var = e.div(AT, f32_sub(e, s2, f32_mul(e, s1, dm)), nf)
+            stats = r.finish(e, {"mean": f32_add(e, centre, dm), "var": e.minmax(ReduceKind.MAX, AT, var, e.const(0.0, f32))})
     elif kind in EXP_KINDS:
         m = clamp_max(e, pass_(lambda b, a, v: b.fold(ReduceKind.MAX, F32, [a, *v]), float("-inf")))
 
