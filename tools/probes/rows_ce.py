@@ -9,7 +9,9 @@ measures it):
   element a load by default: ``ragged`` is rows_lower.RAGGED (vectors on element indices;
   rows_warp, rows_cta, rows_stream; rows_cluster's float32 50257 also forced to rows_stream);
   ``split`` is rows_lower.RAGGED_SPLIT (a branch a row offset, no funnel), ``step exps``
-  rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step);
+  rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step),
+  ``staged`` rows_cta.STAGED (each row's aligned span copied into shared memory by
+  cp.async.bulk, the next row's over this one's reduction; read there by element index);
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
@@ -58,6 +60,7 @@ PARTS = ("odd", "small", "cells", "vocab")
 RAGGED = {"rows_lower.RAGGED": True}
 SPLIT = {**RAGGED, "rows_lower.RAGGED_SPLIT": True}
 STEP = {"rows_lower.STEP_EXPS": True}
+STAGED = {"rows_cta.STAGED": True}
 FAST = {"rows_common.FAST_EXP": True}
 SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
 
@@ -73,26 +76,23 @@ CELLS = [
 def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
     """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
-    if part == "odd":
-        if chosen in ("rows_warp", "rows_cta", "rows_stream"):
-            ragged = (f"{chosen} ragged", None, RAGGED)
-            out.append(ragged)
-            if chosen == "rows_cta":  # (ragged: more registers a thread, fewer CTAs a multiprocessor)
-                out += [("rows_cta ragged, min 4 CTAs/SM", None, {**RAGGED, "rows_cta.MIN_CTAS": 4}),
-                        ("rows_cta ragged, 16 values", None, {**RAGGED, "rows_cta.VALUES": 16}),
-                        ("rows_cta ragged split", None, SPLIT),
-                        ("rows_cta ragged split, min 4 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 4}),
-                        ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16})]
-            if chosen == "rows_stream":
-                out += [("rows_stream ragged, unroll 2", None, {**RAGGED, "rows_stream.UNROLL": 2}),
-                        ("rows_stream ragged split", None, SPLIT),
-                        ("rows_stream ragged, step exps", None, {**RAGGED, **STEP}),
-                        ("rows_stream ragged split, step exps", None, {**SPLIT, **STEP}),
-                        ("rows_stream ragged split, step exps, unroll 2", None, {**SPLIT, **STEP, "rows_stream.UNROLL": 2})]
-        else:  # (rows_cluster's float32 50257: RAGGED is not in rows_cluster)
-            ragged = ("rows_stream ragged", "rows_stream", RAGGED)
-            out += [("rows_stream", "rows_stream", {}), ragged]
-        out.append((f"{ragged[0]}, short tail", ragged[1], {**ragged[2], **SHORT}))
+    if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
+        if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel; staged: no register in flight)
+            out += [("rows_cta ragged", None, RAGGED),
+                    ("rows_cta ragged split", None, SPLIT),
+                    ("rows_cta ragged split, min 4 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 4}),
+                    ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16}),
+                    ("rows_cta staged", None, STAGED),
+                    ("rows_cta staged, min 6 CTAs/SM", None, {**STAGED, "rows_cta.MIN_CTAS": 6}),
+                    ("rows_cta staged, 16 values", None, {**STAGED, "rows_cta.VALUES": 16}),
+                    ("rows_cta staged, 8 values", None, {**STAGED, "rows_cta.VALUES": 8})]
+        else:  # (rows_stream, RAGGED by RAGGED_MEASURED; rows_cluster's: forced to rows_stream)
+            forced = None if chosen == "rows_stream" else "rows_stream"
+            out += [("rows_stream ragged", forced, RAGGED),
+                    ("rows_stream ragged split", forced, SPLIT),
+                    ("rows_stream ragged, step exps", forced, {**RAGGED, **STEP}),
+                    ("rows_stream ragged split, step exps", forced, {**SPLIT, **STEP}),
+                    ("rows_stream ragged split, step exps, unroll 2", forced, {**SPLIT, **STEP, "rows_stream.UNROLL": 2})]
         return out
     if part == "vocab":  # (rows_stream: the exps a byte of bfloat16 are twice float32's)
         return out + [("step exps", None, STEP), ("fast exp", None, FAST), ("fast exp, step exps", None, {**FAST, **STEP}),

@@ -147,18 +147,24 @@ the row's position (the vectors of a step are fixed by element index). Off: the 
 the probe's setting (tools/probes/rows_ce.py)."""
 
 
-def ragged_vector(op: NormalizeRowsOp) -> int:
-    """The elements per load of ``op``'s rows under :data:`RAGGED` (0: not taken, the
-    default's ``vector_of``): cross_entropy without label smoothing, x's rows not on the
-    vector (``vector_of`` 1) and at least one vector long, the element type's vector (4)."""
+def loss_vector(op: NormalizeRowsOp) -> int:
+    """The element type's vector (4) where ``op``'s rows can be read by vectors on element
+    indices (:data:`RAGGED`, rows_cta.STAGED), else 0: cross_entropy without label
+    smoothing, x's rows not on the vector (``vector_of`` 1) and at least one vector long."""
     if op.norm_kind != NormKind.CROSS_ENTROPY or op.smoothing or rows_common.vector_of(op) > 1:
         return 0
-    d = rows_common.dtype_of(op)
-    v = ELEMS[d.name].vector
+    v = ELEMS[rows_common.dtype_of(op).name].vector
+    return v if v > 1 and op.cols >= v else 0  # (the op takes float32, bfloat16 and float16 rows)
+
+
+def ragged_vector(op: NormalizeRowsOp) -> int:
+    """The elements per load of ``op``'s rows under :data:`RAGGED` (0: not taken, the
+    default's ``vector_of``): :func:`loss_vector` where RAGGED is on."""
+    v = loss_vector(op)
     on = RAGGED
     if on is None:
-        on = any(lo <= op.cols <= hi for lo, hi in RAGGED_MEASURED.get(d.name, ()))
-    return v if on and v > 1 and op.cols >= v else 0  # (the op takes float32, bfloat16 and float16 rows)
+        on = any(lo <= op.cols <= hi for lo, hi in RAGGED_MEASURED.get(rows_common.dtype_of(op).name, ()))
+    return v if on else 0
 
 
 def ragged_items(op: NormalizeRowsOp, group: int, vec: int) -> int:
