@@ -155,14 +155,17 @@ LONG = [  # rows_bulk_backward.SETTINGS entries of issue 30's long rows (tools/p
     {"reread": 2, "slots": 2},  # both: the next row's x and dy copied over this row's exchange and dx
     {"reread": 1, "slots": 3, "stats_ahead": True},  # a slice's slot and phase move by 2 mod 3
     {"reread": 1, "grad_registers": True, "slots": 2},  # dy in registers, x re-read
+    {"columns_shared": 1},  # dbias's column sums in shared memory, dweight's in registers
+    {"columns_shared": 2, "reread": 2, "slots": 2},  # both in shared memory
 ]
 
 
 @pytest.mark.parametrize("setting", LONG, ids=["-".join(f"{k}={v}" for k, v in c.items()) for c in LONG])
 def test_long_row_settings(setting: dict, monkeypatch) -> None:
-    """STATS_AHEAD (the next row's rstd and mean loaded over this row) and REREAD (the row's
+    """STATS_AHEAD (the next row's rstd and mean loaded over this row), REREAD (the row's
     first slices' slots given back after its first pass, the next slices copied into them,
-    the second pass reading those tensors from global memory), from a SETTINGS entry of
+    the second pass reading those tensors from global memory) and COLUMNS_SHARED (the last
+    column sums in shared memory, 4 bytes a column of the slice), from a SETTINGS entry of
     the cell, against the default ring of 4: the same values in the same order, the same
     bits of dx, dweight and dbias (a second pass that read a slot already overwritten by
     the next row's slice, or another row's statistics, would not); 7 rows of one cluster."""
@@ -174,9 +177,9 @@ def test_long_row_settings(setting: dict, monkeypatch) -> None:
         _FOUR.append(run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True))
     monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", ("layer_norm_backward",), 512, 512, setting)])
     bp = _config("layer_norm_backward", 512, "float32", weight="float32", dweight="float32", dbias="float32")
-    assert (bp.reread, bp.stats_ahead, bp.slots, bp.tensors) == (
+    assert (bp.reread, bp.stats_ahead, bp.slots, bp.tensors, bp.columns_shared, bp.column_bytes) == (
         setting.get("reread", 0), setting.get("stats_ahead", False), setting.get("slots", 4),
-        1 if setting.get("grad_registers") else 2)
+        1 if setting.get("grad_registers") else 2, setting.get("columns_shared", 0), setting.get("columns_shared", 0) * 512)
     got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
     for a, b in zip(got, _FOUR[0], strict=True):
         np.testing.assert_array_equal(a, b)

@@ -36,8 +36,8 @@ the default's, with its grid, ptxas's registers and spills and the units the GPU
 once.
 
 ``--set long`` (:func:`long_candidates`, :data:`LONG_CELLS`): the norms' backward at
-262144 (float32 and bfloat16) on rows_bulk_backward against its STATS_AHEAD and REREAD
-settings (with the ring's slots, dy in registers), and against the kernel without
+262144 (float32 and bfloat16) on rows_bulk_backward against its STATS_AHEAD, REREAD and
+COLUMNS_SHARED settings (with the ring's slots, dy in registers), and against the kernel without
 dweight / dbias (what the column sums cost), timed as ``--set norms``.
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
@@ -250,10 +250,12 @@ NO_COLUMNS = "no column sums"
 
 
 def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
-    """--set long: the default beside rows_bulk_backward's STATS_AHEAD and REREAD (with
-    the ring's slots, dy in registers), and the kernel without its column sums."""
+    """--set long: the default beside rows_bulk_backward's STATS_AHEAD, REREAD and
+    COLUMNS_SHARED (with the ring's slots, dy in registers), and the kernel without its
+    column sums."""
     ahead, re1, re2 = {f"{BULK}.STATS_AHEAD": True}, {f"{BULK}.REREAD": 1}, {f"{BULK}.REREAD": 2}
     q = lambda k: {f"{BULK}.SLOTS": k}  # noqa: E731
+    cols = lambda k: {f"{BULK}.COLUMNS_SHARED": k}  # noqa: E731
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("statistics ahead", None, ahead)]
     layer = kind == "layer_norm_backward"
     if dtype == "float32" and layer:  # default: 3 slots (x, dy, the next x), the weight from L2
@@ -261,7 +263,8 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("x, dy re-read, 3 slots (1.5 rows ahead)", None, re2),
                 ("x, dy re-read, 2 slots and the weight's slice (a row ahead)", None, {**re2, **q(2)}),
                 ("statistics ahead, x re-read", None, {**ahead, **re1}),
-                ("statistics ahead, x, dy re-read, 2 slots and the weight's slice", None, {**ahead, **re2, **q(2)})]
+                ("statistics ahead, x, dy re-read, 2 slots and the weight's slice", None, {**ahead, **re2, **q(2)}),
+                ("dbias's sums in shared memory (64 KiB), x, dy re-read, 2 slots", None, {**cols(1), **re2, **q(2)})]
     elif dtype == "float32":  # default (SETTINGS): dy in registers, 2 slots of x and the weight's slice
         out += [("x re-read (the next two rows' x ahead)", None, re1),
                 ("statistics ahead, x re-read", None, {**ahead, **re1}),
@@ -273,7 +276,12 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("5 slots and the weight's slice (1.5 rows ahead)", None, q(5)),
                 ("x, dy re-read, 5 slots (2.5 rows ahead)", None, {**re2, **q(5)}),
                 ("x, dy re-read, 2 slots, one CTA a multiprocessor", None, {**re2, **q(2), f"{BULK}.CTAS_PER_SM": 1}),
-                ("statistics ahead, x, dy re-read", None, {**ahead, **re2})]
+                ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
+                ("dbias's sums in shared memory (64 KiB), 3 slots and the weight's slice", None, {**cols(1), **q(3)}),
+                ("dbias's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
+                 {**cols(1), **q(3), **re2}),
+                ("both sums in shared memory (128 KiB), 2 slots and the weight's slice, x, dy re-read", None,
+                 {**cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048})]  # (the rest: under 1 KiB)
     else:
         out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2})]
     return out + [("no dweight / dbias (the column sums' cost)", None, {NO_COLUMNS: True})]

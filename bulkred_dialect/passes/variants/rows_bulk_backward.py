@@ -51,7 +51,7 @@ docs/rows.md; PTX ISA cp.async.bulk, mbarrier, st.async, mapa.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -79,6 +79,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     backward_out,
     backward_sum,
     add_column_sums,
+    column_partial_row,
     ColumnSums,
     finish_columns,
     norm_dx,
@@ -86,6 +87,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     norm_sums,
     norm_terms,
     read_stats,
+    slice_accumulators,
     write_column_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
@@ -182,9 +184,20 @@ fits beside them. The same HBM bytes; the L2 is read once more for the tensors r
 (x: as much as the default's weight reads at float32 262144, from L2 in both passes).
 The same values, the same order: the bits of the default. Off: not yet measured on an
 H200 (tools/probes/rows_backward.py ``--set long``)."""
+COLUMNS_SHARED: int | None = None
+"""None: where :data:`SETTINGS` says (``"columns_shared"``; nowhere yet); else everywhere
+(the probe's and the tests' settings). How many of a norm's column sums (the last of
+dweight, dbias: 1 is layer_norm's dbias, or rms_norm's dweight) each thread keeps in
+shared memory (its columns of the CTA's float32 slice, ``rows_backward.slice_accumulators``:
+4 bytes a column of the CTA's slice each) rather than in registers: a read and a write
+of each of its values a row, and ``P x V`` registers fewer each (bfloat16 layer_norm at
+262144 takes ptxas's cap of 128 registers with its 64, 56 without). The shared memory
+comes before the slots' (``"slots"``: fewer where they do not fit) and the weight's.
+The same sums in the same order: the bits of the default. Off: not yet measured on an
+H200 (tools/probes/rows_backward.py ``--set long``)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
-    #  "stats_ahead": bool, "reread": int})
+    #  "stats_ahead": bool, "reread": int, "columns_shared": int})
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2}),  # 0.71 -> 0.83
     (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384, {"grad_registers": True}),  # 0.92 -> 0.95, 0.90 -> 0.92
@@ -245,11 +258,18 @@ class BulkPlan:
     ctas_per_sm: int | None = None  # the most CTAs a multiprocessor takes (None: by shared memory and threads)
     reread: int = 0  # the row's first slices whose slots are given back after its first pass (REREAD)
     stats_ahead: bool = False  # the next row's statistics loaded over this row (STATS_AHEAD)
+    columns_shared: int = 0  # the last column sums (of dweight, dbias) in shared memory (COLUMNS_SHARED)
+    column_bytes: int = 0  # their shared memory
 
     @property
     def cta_bytes(self) -> int:
         """The shared memory of the CTA's slices (and of its weight)."""
         return self.slots * self.slice_bytes + self.weight_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        """The shared memory of the CTA's slices, its weight and its column sums."""
+        return self.cta_bytes + self.column_bytes
 
 
 def settings(op: NormalizeRowsOp) -> dict[str, int | bool]:
@@ -279,6 +299,11 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     budget = SHARED_PER_SM - SPARE_SHARED
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     weight = slice_bytes // d.bytes * wd.bytes if wd is not None and op.norm_kind in NORM_BACKWARD_KINDS else 0
+    shared_cols = int(cell.get("columns_shared", 0)) if COLUMNS_SHARED is None else COLUMNS_SHARED
+    shared_cols = max(0, min(shared_cols, _outputs(op))) if op.norm_kind in NORM_BACKWARD_KINDS else 0
+    cols = shared_cols * (slice_bytes // d.bytes) * 4
+    if cols:
+        budget -= cols
     slots = max(2, min(int(cell.get("slots", SLOTS)), budget // max(1, slice_bytes)))
     if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
         weight = 0  # (where it would take a slot: the slots first)
@@ -286,7 +311,7 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
     return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
-                    max(0, min(reread, tn)), ahead and op.norm_kind in NORM_BACKWARD_KINDS)
+                    max(0, min(reread, tn)), ahead and op.norm_kind in NORM_BACKWARD_KINDS, shared_cols, cols)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -302,10 +327,11 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
         strides.append(row_stride(op.grad.type) * d.bytes)  # type: ignore[arg-type]
     ok = (vec > 1 and op.cols * d.bytes == bp.cluster * bp.slice_bytes and bp.slice_bytes % 16 == 0
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
-          and bp.cta_bytes <= SHARED_PER_SM - SPARE_SHARED and bp.per <= MAX_VECTORS
-          and bp.per * vec * _outputs(op) <= MAX_VALUES)
+          and bp.shared_bytes <= SHARED_PER_SM - SPARE_SHARED and bp.per <= MAX_VECTORS
+          and bp.per * vec * (_outputs(op) - bp.columns_shared) <= MAX_VALUES)
     return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, "
-                f"{bp.slots} slices of {bp.slice_bytes} bytes" + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else ""))
+                f"{bp.slots} slices of {bp.slice_bytes} bytes" + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
+                + (f", column sums' {bp.column_bytes}" if bp.column_bytes else ""))
 
 
 def _kind(op: Operation, target: Target) -> tuple[bool, object]:
@@ -361,12 +387,13 @@ def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
 
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
               acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
-              between: Callable[[Emitter], None] | None = None) -> list[SSAValue]:
+              between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = ()) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
     :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
     statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
     ``between(e)`` emitted after the first pass's reads, before the row's exchange; its
-    column sums ``acc`` (per vector: V of dweight, then V of dbias) after the row."""
+    column sums ``acc`` (per vector: V of dweight, then V of dbias; those of ``shared_acc``,
+    the last outputs', in shared memory: read and written back here) after the row."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
@@ -387,8 +414,15 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
     for k in range(per):
         dys, xh, g = terms(k, *(again or srcs))
         r.y.store(e, k * p.group, p.vec, norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
-        if each:
-            out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
+        if not shared_acc:
+            if each:
+                out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
+            continue
+        held = [v for buf in shared_acc for v in buf.load(e, k * p.group, p.vec, nc=False)]
+        new = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each] + held)
+        out += new[:each]
+        for j, buf in enumerate(shared_acc):
+            buf.store(e, k * p.group, p.vec, new[each + j * p.vec:each + (j + 1) * p.vec])
     return out
 
 
@@ -396,7 +430,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
-    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.cta_bytes, bp.ctas_per_sm or 2048))
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.shared_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
     if c in CLUSTERS and not (_outputs(op) and rows_common.cell_setting(None, rows_common.NORM_BACKWARD_UNITS, op)):
@@ -523,7 +557,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                 for t in range(bp.reread):  # slice k + Q into slice k's slot
                     ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
-            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between)
+            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc)
         else:
             _softmax_row(r, b, srcs, per, again, between)
         nxt, wrapped = wrap(b, b.add_i(base, tn))
@@ -558,7 +592,8 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         ahead(e, start, k, k)  # further ones, copied after the previous row's first pass) into slots 0, 1, ...
     if bp.weight_bytes:
         wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))
-    acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
+    shared_acc = slice_accumulators(e, p, bp.columns_shared, tid) if bp.columns_shared else []
+    acc0 = [e.const(0.0, f32)] * (per * vec * (len(outs) - bp.columns_shared))
     stats0 = stats_of(e, start) if ahead_stats else []
     done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + stats0 + acc0, row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
@@ -567,7 +602,16 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         lay = ColumnSums(len(outs), units, p.n, c)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         r = RowState(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
-        write_column_partials(e, r, done[3 + nstats:], ws, lay, slot0, 1, None)
+        if not shared_acc:
+            write_column_partials(e, r, done[3 + nstats:], ws, lay, slot0, 1, None)
+        else:  # each output's vectors from registers, or from shared memory (the last outputs')
+            held, nreg = done[3 + nstats:], len(outs) - bp.columns_shared
+            for j in range(len(outs)):
+                dst = RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, j, slot0), e.mul_i(sw, vec * 4)))
+                for k in range(per):
+                    vals = (held[(k * nreg + j) * vec:(k * nreg + j + 1) * vec] if j < nreg
+                            else shared_acc[j - nreg].load(e, k * p.group, vec, nc=False))
+                    dst.store(e, k * p.group, vec, vals)
         finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
     rewriter.erase(op)
 
