@@ -185,6 +185,24 @@ def test_long_row_settings(setting: dict, monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def test_max_cluster(monkeypatch) -> None:
+    """SETTINGS' ``"max_cluster"``: float32 512 in clusters of 2 (slices of 1 KiB, two
+    vectors a thread) instead of 4, with x and dy re-read: dx, dweight and dbias of 5 rows
+    against float64."""
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", None, 512, 512, {"max_cluster": 2, "reread": 2})])
+    kw = {"weight": "float32", "dweight": "float32", "dbias": "float32"}
+    assert (_config("layer_norm_backward", 512, "float32", **kw).cluster, _config("layer_norm_backward", 512, "float32", **kw).per) == (2, 2)
+    rng = np.random.default_rng(8)
+    xbits = to_bits(rng.standard_normal((5, 512)) * 2 + 0.5, "float32")
+    dybits = to_bits(rng.standard_normal((5, 512)), "float32")
+    wbits = to_bits(rng.standard_normal(512), "float32")
+    got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
+    want, dw, db = norm_backward_reference("layer_norm_backward", xbits, dybits, wbits, "float32", "float32")
+    np.testing.assert_allclose(values(got[0], "float32"), want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
+    for buf, ref in zip(got[1:], (dw, db), strict=True):
+        np.testing.assert_allclose(values(buf, "float32"), ref, rtol=0, atol=5e-7 * max(1.0, np.abs(ref).max()))
+
+
 def test_long_row_settings_independent_of_m(monkeypatch) -> None:
     """STATS_AHEAD and REREAD with 2 units (rows u, u + 2, ...): a unit's statistics read
     ahead past its last row (clamped to row M - 1, unused) and its copies past M (none)

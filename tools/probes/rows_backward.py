@@ -282,8 +282,11 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                  {**cols(1), **q(3), **re2}),
                 ("both sums in shared memory (128 KiB), 2 slots and the weight's slice, x, dy re-read", None,
                  {**cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048})]  # (the rest: under 1 KiB)
-    else:
-        out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2})]
+    else:  # bfloat16 rms_norm (0.90 of copy): also clusters of 8 (64 KiB slices, 3 slots, the weight from L2; 15
+        # clusters at once: 120 multiprocessors), where layer_norm's 128 column sums a thread do not fit
+        c8 = {f"{BULK}.MAX_CLUSTER": 8}
+        out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
+                ("clusters of 8 (3 slots of 64 KiB)", None, c8), ("clusters of 8, x, dy re-read", None, {**c8, **re2})]
     return out + [("no dweight / dbias (the column sums' cost)", None, {NO_COLUMNS: True})]
 
 
