@@ -261,27 +261,35 @@ def test_fast_exp_non_finite_rows(monkeypatch) -> None:
         check("softmax", y[[0]], {k: v[[0]] for k, v in stats.items()}, xv[[0]], None, None, "bfloat16")
 
 
-@pytest.mark.parametrize("kind,dtype,affine", [("layer_norm", "bfloat16", "bfloat16"), ("rms_norm", "float32", "float32")])
-def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str, affine: str) -> None:
+@pytest.mark.parametrize("kind,dtype,affine,registers", [("layer_norm", "bfloat16", "bfloat16", False),
+                                                         ("rms_norm", "float32", "float32", False),
+                                                         ("rms_norm", "bfloat16", "bfloat16", True)])
+def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str, affine: str, registers: bool) -> None:
     """Setting.affine_registers (a persistent grid: the thread's weight and bias values
     loaded into registers once, before the rows loop; bfloat16 two to a word) and
     Setting.words (bfloat16 vectors read from shared memory as words) give the bits of the
     default (the same values, read elsewhere), for 7 rows in a grid capped at one unit
     (every row after the first reads the registers loaded before the loop; UNROLL 1: y's pass
-    a loop by default, unrolled with the registers), and y against float64."""
+    a loop by default, unrolled with the registers), and y against float64; with
+    Setting.registers and the weight staged in shared memory (``registers``), words alone
+    (the slice's and the weight's vectors)."""
     monkeypatch.setattr(rows_bulk, "PERSISTENT", True)
     monkeypatch.setattr(rows_bulk, "MAX_UNITS", 1)
     monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
+    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", registers)
     n = 512 if dtype == "float32" else 1024
     x = _rows(7, n, seed=45)
     y0, s0, _, _, _ = run(kind, x, dtype, affine=affine, variant="rows_bulk")
-    held = []
-    real = rows_bulk.held_affine
+    held, widened = [], []
+    real, packed = rows_bulk.held_affine, rows_bulk.packed_bf16
     monkeypatch.setattr(rows_bulk, "held_affine", lambda *a: held.append(a[3]) or real(*a))
+    monkeypatch.setattr(rows_bulk, "packed_bf16", lambda *a: widened.append(packed(*a)) or widened[-1])  # (words' check)
     monkeypatch.setattr(rows_bulk, "AFFINE_REGISTERS", True)
     monkeypatch.setattr(rows_bulk, "WORDS", True)
     y, stats, xv, w, b = run(kind, x, dtype, affine=affine, variant="rows_bulk")
-    assert len(held) == (2 if kind == "layer_norm" else 1), held  # (the setting applied)
+    assert len(held) == (0 if registers else 2 if kind == "layer_norm" else 1), held  # (the settings applied)
+    assert any(widened) == (dtype == "bfloat16"), widened
     assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
     check(kind, y, stats, xv, w, b, dtype)
 

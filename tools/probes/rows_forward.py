@@ -641,6 +641,8 @@ def fastexp_settings(op, kind: str) -> list[tuple[str, object]]:
     if today is None:
         out.append((f"bulk {base.slice_bytes // 1024}K/{base.block}, a unit a row", base))
     out.append(("today's, fast exp", replace(base, fast_exp=True)))
+    if bf16 and base.registers:
+        out.append(("today's, fast exp, words", replace(base, fast_exp=True, words=True)))
     if kind == "softmax" and not base.registers:  # (the slice in registers: y is the exps times a factor, no fold)
         out.append((f"today's, {tag}", replace(base, **fast)))
     if bf16 and not base.registers:
@@ -658,8 +660,9 @@ def fastexp_settings(op, kind: str) -> list[tuple[str, object]]:
             out.append((f"persistent x2 ({c} CTAs), <= {cap} units, online, {tag}" + (", words" if bf16 else ""), st))
         values = per * vector_of(op)
         if values <= rows_bulk.MAX_REGISTER_VALUES and 2 * actual <= rows_bulk.SHARED_PER_SM:
-            st = replace(grid, online=False, registers=True, fast_exp=True, max_units=cap)
-            out.append((f"persistent x2 ({c} CTAs), <= {cap} units, registers ({block} x {values}), fast exp", st))
+            st = replace(grid, online=False, registers=True, fast_exp=True, max_units=cap, words=bf16)
+            out.append((f"persistent x2 ({c} CTAs), <= {cap} units, registers ({block} x {values}), fast exp"
+                        + (", words" if bf16 else ""), st))
         if kind == "softmax" and not base.early_copy:  # (float32 softmax 262144's unit a row, its first copy early)
             unit = rows_bulk.Setting(65536, 256, 2, False, 1, early_copy=True)
             rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, unit) for d in ("float32", "bfloat16", "float16")]

@@ -213,7 +213,7 @@ class Setting:
     register), and y's pass unrolled to read them there, instead of from L2 per row (x's
     bytes again for each of them) or from shared memory (whose room then holds the slice
     buffers); ``words`` (bfloat16 vectors of 2 or 4): the passes read each vector from shared
-    memory as 32-bit words, each widened to two float32 by a shift and a mask
+    memory (the slice's, with ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two float32 by a shift and a mask
     (``rows_common.widen_raw``: one instruction an element) instead of ``cvt.f32.bf16`` per
     element (ptxas: PRMT and SHF for the high half); the same values."""
 
@@ -750,9 +750,18 @@ def registers_slice(r: RowState, e: Emitter, row: SSAValue, early_affine: bool, 
 class SharedBuf(RowBuf):
     """A row's slice in shared memory, read as :class:`RowBuf` reads global memory but
     never through the non-coherent cache (``ld.shared``): :attr:`Setting.registers`'s
-    loads of the slice into registers."""
+    loads of the slice into registers; ``words`` (:attr:`Setting.words`): bfloat16 vectors
+    as 32-bit words, each widened by a shift and a mask."""
+
+    words: bool = False
 
     def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
+        if self.words and packed_bf16(self.dtype, vec):
+            p, off = self.at(e, first, vec)
+            off += extra * vec * self.dtype.bytes
+            if off < 2**31:
+                raw = e.ld_vec(LdStType.B32, p, i32, vec // 2, off, nc=False) if vec > 2 else [e.ld(LdStType.B32, p, i32, off)]
+                return widen_raw(e, self.dtype, raw, vec)
         return super().load(e, first, vec, extra, nc=False)
 
     def at(self, e: Emitter, first: SSAValue | int, vec: int) -> tuple[SSAValue, int]:
@@ -918,9 +927,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
                 here_ = e.ptr_add(affine_buf, e.add_i(e.mul_i(tid, vec * dt.bytes), at))
                 at += slice_bytes // d.bytes * dt.bytes
                 if k == 0:
-                    ws = SharedBuf(dt, here_)
+                    ws = SharedBuf(dt, here_, st.words)
                 else:
-                    bs = SharedBuf(dt, here_)
+                    bs = SharedBuf(dt, here_, st.words)
 
     held: tuple[HeldBuf | None, HeldBuf | None] | None = None  # (affine_registers: the weight's and bias's registers)
     if (st.affine_registers and persistent and not st.registers and affine_buf is None
@@ -967,7 +976,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             hrow = b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes))  # type: ignore[arg-type, union-attr]
             r.hout = RowBuf(d, b.ptr_add(hrow, b.mul_i(sw, vec * d.bytes)))
         if st.registers and not add:  # the slice read from shared memory once, into registers
-            r.x = SharedBuf(d, here)
+            r.x = SharedBuf(d, here, st.words)
             registers_slice(r, b, row, st.early_affine, st.fast_exp)
         else:
             _body(r, b, row, here, per, st, shift, rs)
