@@ -78,12 +78,18 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
     if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
         if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel; staged: no register in flight)
-            out += [("rows_cta ragged", None, RAGGED),
+            # (a grid of 8 CTAs of 256 a multiprocessor; 36 registers hold 6, RAGGED's 68 three: the rest wait for a
+            # wave of their own. "min 8": .minnctapersm 8, 32 registers or fewer, no spill (ptxas -v, sm_90a);
+            # "grid 6": rows_cta.CTAS_PER_SM, the grid what is resident)
+            out += [("rows_cta, min 8 CTAs/SM", None, {"rows_cta.MIN_CTAS": 8}),
+                    ("rows_cta, grid 6 CTAs/SM", None, {"rows_cta.CTAS_PER_SM": 6}),
+                    ("rows_cta ragged, min 8 CTAs/SM", None, {**RAGGED, "rows_cta.MIN_CTAS": 8}),
                     ("rows_cta ragged split", None, SPLIT),
-                    ("rows_cta ragged split, min 4 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 4}),
+                    ("rows_cta ragged split, min 8 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 8}),
                     ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16}),
                     ("rows_cta staged", None, STAGED),
-                    ("rows_cta staged, min 6 CTAs/SM", None, {**STAGED, "rows_cta.MIN_CTAS": 6}),
+                    ("rows_cta staged, min 8 CTAs/SM", None, {**STAGED, "rows_cta.MIN_CTAS": 8}),
+                    ("rows_cta staged, grid 6 CTAs/SM", None, {**STAGED, "rows_cta.CTAS_PER_SM": 6}),
                     ("rows_cta staged, 16 values", None, {**STAGED, "rows_cta.VALUES": 16}),
                     ("rows_cta staged, 8 values", None, {**STAGED, "rows_cta.VALUES": 8})]
         else:  # (rows_stream, RAGGED by RAGGED_MEASURED; rows_cluster's: forced to rows_stream)

@@ -141,13 +141,26 @@ Off: the default (and RAGGED where it is on); the probe's setting (tools/probes/
 CHUNK = 16384
 """Bytes of one lane's ``cp.async.bulk`` (:data:`STAGED`; rows_bulk's chunk)."""
 
+SHARED_PER_SM = 227 * 1024
+"""Shared memory a multiprocessor gives its CTAs (H100/H200): :data:`STAGED`'s CTAs per
+multiprocessor at most (the grid no larger than what is resident at once)."""
+
+
+def span_bytes(n: int, nbytes: int, vec: int) -> int:
+    """A span buffer's bytes (:data:`STAGED`): a row of ``n`` elements of ``nbytes`` from
+    up to 15 bytes into its first 16-byte chunk, and the last vector's reads past N."""
+    return -(-(n * nbytes + 16 + vec * nbytes) // 16) * 16
+
 
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     staged = loss_vector(op) if STAGED and op.cols * rows_common.dtype_of(op).bytes >= 32 else 0  # (RAGGED's vectors, in shared memory)
     vec = staged or ragged_vector(op)  # (0: the default's loads)
     block = block_for(op, vec)
-    p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=CTAS_PER_SM or max(1, 2048 // block))
+    ctas = CTAS_PER_SM or max(1, 2048 // block)
+    if staged:  # (two span buffers a CTA)
+        ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, rows_common.dtype_of(op).bytes, vec) + 1024)))
+    p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=ctas)
     if vec:
         p = ragged_plan(p, vec, ragged_items(op, block, vec))
     set_min_ctas(op, min_ctas_for(op))
@@ -201,7 +214,7 @@ def lower_rows_staged(op: NormalizeRowsOp, rewriter: PatternRewriter, p: RowPlan
     m_arg = rows_parameter(kernel) if p.m is None else None
     e = emitter_at(op)
     d, vec = p.dtype, p.vec
-    span = -(-(p.n * d.bytes + 16 + vec * d.bytes) // 16) * 16  # (the span, its offset and the last vector's reads past N)
+    span = span_bytes(p.n, d.bytes, vec)
     chunks = -(-span // CHUNK)
     tid = e.sreg(SpecialRegister.TID_X)
     buf = e.shared([2 * span // 4], f32, "row_span")
