@@ -45,8 +45,7 @@ def _ln_error(stats: dict, xv: np.ndarray) -> float:
 # float32 512 over slices of 512 bytes: 4 CTAs of one warp, one vector (4 values) a thread;
 # bfloat16 1024: 4 CTAs, two vectors a thread (the thread's own shift over 8 values); both
 # shifts on float32 in test_layer_norm_one_pass_large_mean
-@pytest.mark.parametrize("one_pass,dtype,n", [("row", "float32", 512), ("thread", "bfloat16", 1024),
-                                              ("local", "bfloat16", 1024)])
+@pytest.mark.parametrize("one_pass,dtype,n", [("row", "float32", 512), ("thread", "bfloat16", 1024)])
 def test_layer_norm_one_pass(monkeypatch, one_pass: str, dtype: str, n: int) -> None:
     """layer_norm's mean and variance from one pass (the sums of x - c and (x - c)^2) and
     one exchange: y, mean and rstd of 5 rows (both slot sets, both mbarrier phases)
@@ -222,8 +221,7 @@ def _exps(built) -> tuple[int, int]:
     return ftz, len(ops) - ftz
 
 
-@pytest.mark.parametrize("kind,dtype,online,fold", [("softmax", "bfloat16", False, True), ("softmax", "float32", True, False),
-                                                    ("log_softmax", "bfloat16", True, False)])
+@pytest.mark.parametrize("kind,dtype,online,fold", [("softmax", "bfloat16", False, True), ("softmax", "float32", True, False)])
 def test_fast_exp(monkeypatch, kind: str, dtype: str, online: bool, fold: bool) -> None:
     """Setting.fast_exp (every exp of the passes and of the exchange as ex2.approx.ftz: no
     ex2 without .ftz left in the kernel) and softmax's Setting.fold_sum (y as
@@ -244,7 +242,7 @@ def test_fast_exp(monkeypatch, kind: str, dtype: str, online: bool, fold: bool) 
 def test_fast_exp_non_finite_rows(monkeypatch) -> None:
     """With fast_exp and fold_sum, as the default (torch): an all -inf row (its sum 0:
     ``-inf + inf``), a row with a NaN and a row with +inf give NaN rows; a -inf element
-    gives 0 and leaves its row finite; the slice in registers (Setting.registers) too."""
+    gives 0 and leaves its row finite."""
     monkeypatch.setattr(rows_bulk, "FAST_EXP", True)
     monkeypatch.setattr(rows_bulk, "FOLD_SUM", True)
     n = 1024
@@ -253,12 +251,10 @@ def test_fast_exp_non_finite_rows(monkeypatch) -> None:
     x[2, n // 2] = np.nan
     x[3, n - 2] = np.inf
     x[0, 3] = -np.inf
-    for registers in (False, True):
-        monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
-        y, stats, xv, _, _ = run("softmax", x, "bfloat16", variant="rows_bulk")
-        assert np.isnan(y[1:]).all(), registers
-        assert y[0, 3] == 0.0 and np.isfinite(y[0]).all(), registers
-        check("softmax", y[[0]], {k: v[[0]] for k, v in stats.items()}, xv[[0]], None, None, "bfloat16")
+    y, stats, xv, _, _ = run("softmax", x, "bfloat16", variant="rows_bulk")
+    assert np.isnan(y[1:]).all()
+    assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
+    check("softmax", y[[0]], {k: v[[0]] for k, v in stats.items()}, xv[[0]], None, None, "bfloat16")
 
 
 @pytest.mark.parametrize("kind,dtype,affine,registers", [("layer_norm", "bfloat16", "bfloat16", False),
@@ -268,7 +264,7 @@ def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str
     """Setting.affine_registers (a persistent grid: the thread's weight and bias values
     loaded into registers once, before the rows loop; bfloat16 two to a word) and
     Setting.words (bfloat16 vectors read from shared memory as words) give the bits of the
-    default (the same values, read elsewhere), for 7 rows in a grid capped at one unit
+    default (the same values, read elsewhere), for 4 rows in a grid capped at one unit
     (every row after the first reads the registers loaded before the loop; UNROLL 1: y's pass
     a loop by default, unrolled with the registers), and y against float64; with
     Setting.registers and the weight staged in shared memory (``registers``), words alone
@@ -279,7 +275,7 @@ def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str
     monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
     monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", registers)
     n = 512 if dtype == "float32" else 1024
-    x = _rows(7, n, seed=45)
+    x = _rows(4, n, seed=45)
     y0, s0, _, _, _ = run(kind, x, dtype, affine=affine, variant="rows_bulk")
     held, widened = [], []
     real, packed = rows_bulk.held_affine, rows_bulk.packed_bf16
