@@ -238,12 +238,18 @@ row's x, the weight's 64 KiB read from L2 in both passes; rms_norm: dy in regist
 slots of x and the weight's slice), 32 KiB in bfloat16 (4 slots and the weight's slice:
 160 KiB, the next row's x and dy copied ahead). Moved: 3 x 2^28 elements (3 GiB float32,
 1.5 GiB bfloat16); per CTA and row 192 / 96 KiB, at 0.85 of copy (about 3.6 TB/s over
-112 multiprocessors) 6.0 / 3.0 us a row. The column sums: 7 partial rows of N float32
-per output (14 MiB for layer_norm's two, in L2), added by the last CTA of each rank
-(16 CTAs, each 7 rows of 16384 columns per output read and set back to zero, then the
-group row: about 2 MiB of L2 traffic a CTA while the rest of the GPU is idle, an
-estimated 10 to 20 us: 1 to 2% of float32's 0.85 and 2 to 4% of bfloat16's); the row
-"no dweight / dbias" measures that, and the column sums' registers, at once."""
+112 multiprocessors) 6.0 / 3.0 us a row (measured: 8.6 us float32 layer_norm, 6.4
+rms_norm; 3.5 bfloat16 layer_norm, 2.9 rms_norm). The column sums: 7 partial rows of N
+float32 per output (7 MiB an output: 14 MiB for layer_norm's two, written, read and set
+back to zero, and one group row an output: about 48 MiB of mostly L2 traffic, 1.6% of
+float32's 3 GiB and 3.1% of bfloat16's 1.5 GiB; fewer units would leave multiprocessors
+idle), added by the last CTA of each rank (16 CTAs, each 7 rows of its 16384 columns
+an output, one row after another: 7 dependent L2 loads a column vector, 8 vectors a
+thread, below rows_backward.SUM_LOADS' 16 a step; then the group row): an estimated 10
+to 20 us while the rest of the GPU is idle, 1 to 2% of float32's time at 0.85 and 2 to
+4% of bfloat16's. The rows "the tail's sums 4 rows a step" and "no dweight / dbias" (the
+tail and the column sums' 64 registers at once: layer_norm 128 -> 86 / 56 registers)
+measure it."""
 NO_COLUMNS = "no column sums"
 """A candidate's key (not a module constant): the kernel built without dweight and dbias
 (its dx's bits checked against the default's)."""
@@ -287,6 +293,9 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
         c8 = {f"{BULK}.MAX_CLUSTER": 8}
         out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
                 ("clusters of 8 (3 slots of 64 KiB)", None, c8), ("clusters of 8, x, dy re-read", None, {**c8, **re2})]
+    if layer:  # the tail's sums of the 7 units' partial rows: SUM_LOADS (16) rows a step, the rest one by one (7
+        # dependent L2 loads a column vector); 4 a step: 4 round trips instead of 7 (the same order, the same bits)
+        out += [("the tail's sums 4 rows a step (rows_backward.SUM_LOADS 4)", None, {f"{BWD}.SUM_LOADS": 4})]
     return out + [("no dweight / dbias (the column sums' cost)", None, {NO_COLUMNS: True})]
 
 
