@@ -128,11 +128,24 @@ WEIGHT_SHARED = False
 MAX_UNITS: int | None = None
 """The default of :attr:`Setting.max_units`."""
 FAST_EXP = False
-"""The default of :attr:`Setting.fast_exp`."""
+"""The default of :attr:`Setting.fast_exp`. SASS (ptxas, sm_90a) of softmax bfloat16
+262144's row, 64 values a thread, instructions a row / an element (the exchanges'
+included): today's unit a row (the accurate exps, three passes) 1817 / 28.4; with
+fast_exp 1276 / 19.9; with fold_sum too 1128 / 17.6; and words 1085 / 17.0 (at
+``.minnctapersm`` 2, 44 to 68 bytes spilled: ptxas unrolls the passes); online, fold_sum
+and words 1047 / 16.4 (no spill); the slice in registers with fast_exp and words, one exp
+an element, 837 / 13.1 (108 registers). log_softmax bfloat16 262144's setting (0.917 of
+copy) 1371 / 21.4, with fast_exp and words 981 / 15.3."""
 FOLD_SUM = False
 """The default of :attr:`Setting.fold_sum`."""
 AFFINE_REGISTERS = False
-"""The default of :attr:`Setting.affine_registers`."""
+"""The default of :attr:`Setting.affine_registers`. SASS of layer_norm bfloat16 262144's
+row (instructions a row / an element): today's (a unit a row, 64 values a thread, the
+weight and bias read from L2, 32 LDG a row) 1253 / 19.6; with words 1157 / 18.1, and
+one_pass "local" 1106 / 17.3; a persistent grid of 32 KiB slices, 256 threads (64
+values), the weight and bias in registers, words: 1084 / 16.9 (no LDG in the row; 114
+registers), with one_pass "local" 1029 / 16.1. float32 262144 today 528 / 16.5 (its
+weight and bias 16 LDG.128 a row); in registers 508 / 15.9 (128 registers, no spill)."""
 WORDS = False
 """The default of :attr:`Setting.words`."""
 MAX_REGISTER_VALUES = 64
@@ -197,25 +210,29 @@ class Setting:
     wave).
 
     Settings of the per-element arithmetic (issue 30, section 4; off until an H200 measures
-    them: ``tools/probes/rows_forward.py --set fastexp`` / ``--set affine``): ``fast_exp``
-    (softmax, log_softmax, cross_entropy): every ``exp(x - m)`` of the row's passes (the
-    statistics' and softmax's y) as ``ex2.approx.ftz((x - m) log2(e))``
-    (``rows_common.exp_shifted``, :data:`rows_common.FAST_EXP`'s form: FADD, FMUL, MUFU.EX2
-    an element instead of the non-``.ftz`` ex2's FADD, FMUL, FSETP, two predicated FMUL and
-    MUFU.EX2), wherever ``rows_common.FAST_EXP_MEASURED`` says (today y's pass takes it from
-    there, the statistics' pass never); ``fold_sum`` (softmax): y as
-    ``ex2.approx.ftz(fma(x - m, log2(e), -log2(sum)))``, the division by the sum folded into
-    the exponent (FADD, FFMA, MUFU.EX2 an element instead of FADD, FMUL, MUFU.EX2, FMUL; the
-    argument's rounding up to ``|arg| 2^-24``: about 1e-6 of y, far below a bfloat16 ulp, ten
-    float32 ulps); ``affine_registers`` (layer_norm, rms_norm in a persistent grid, the slice
-    in shared memory): each thread's weight and bias values loaded from global memory into
-    registers once, before the rows loop (bfloat16 and float16 kept as loaded, two to a
-    register), and y's pass unrolled to read them there, instead of from L2 per row (x's
-    bytes again for each of them) or from shared memory (whose room then holds the slice
-    buffers); ``words`` (bfloat16 vectors of 2 or 4): the passes read each vector from shared
-    memory (the slice's, with ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two float32 by a shift and a mask
-    (``rows_common.widen_raw``: one instruction an element) instead of ``cvt.f32.bf16`` per
-    element (ptxas: PRMT and SHF for the high half); the same values."""
+    them: ``tools/probes/rows_forward.py --set fastexp`` / ``--set affine``; SASS per element
+    in the docstring of :data:`FAST_EXP`): ``fast_exp`` (softmax, log_softmax,
+    cross_entropy): every ``exp(x - m)`` of the row (the statistics' passes, softmax's y,
+    the (m, s) exchange's factors) as ``ex2.approx.ftz((x - m) log2(e))``
+    (``rows_common.exp_shifted``, :data:`rows_common.FAST_EXP`'s form: FADD, FMUL,
+    MUFU.EX2 an element instead of the non-``.ftz`` ex2's FADD, FMUL, FSETP, two predicated
+    FMUL and MUFU.EX2); off, the statistics' passes take the accurate form and y's pass and
+    the exchange what ``rows_common.FAST_EXP_MEASURED`` says (bfloat16 to 65536: fast).
+    ``fold_sum`` (softmax, the passes over shared memory; not with ``registers``, whose y
+    is the exps kept times one factor): y as ``ex2.approx.ftz(fma(x - m, log2(e),
+    -log2(sum)))``, the division by the sum folded into the exponent (FADD, FFMA, MUFU.EX2
+    an element instead of FADD, FMUL, MUFU.EX2, FMUL; the argument's rounding up to
+    ``|arg| 2^-24``: about 1e-6 of y, far below a bfloat16 ulp, ten float32 ulps).
+    ``affine_registers`` (layer_norm, rms_norm; a persistent grid, the slice in shared
+    memory): each thread's weight and bias values loaded from global memory into registers
+    once, before the rows loop (bfloat16 two to a 32-bit register), and y's pass unrolled
+    to read them there, instead of from L2 per row (as many bytes again as x's for each)
+    or from shared memory (whose room then holds the slice buffers). ``words`` (bfloat16
+    vectors of 2 or 4): each vector read from shared memory (the slice's, with
+    ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two
+    float32 by a shift and a mask (``rows_common.widen_raw``: one instruction an element)
+    instead of ``cvt.f32.bf16`` an element (ptxas: PRMT and SHF for the high half); the
+    same values, the same bits."""
 
     slice_bytes: int
     block: int
