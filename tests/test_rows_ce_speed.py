@@ -273,3 +273,15 @@ def test_staged_has_ragged_bits(variant: str, n: int, dtype: str, stride: int | 
 
 
 # endregion
+
+def test_stream_min_ctas(monkeypatch) -> None:
+    """rows_stream.MIN_CTAS sets the kernel's ``.minnctapersm`` (none by default)."""
+    from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
+    from bulkred_dialect.passes.variants import rows_stream
+
+    def text() -> str:
+        return str(lowered(module("cross_entropy", None, 33, "float32", variant="rows_stream")))
+
+    assert MIN_CTAS_ATTR not in text()
+    monkeypatch.setattr(rows_stream, "MIN_CTAS", 4)
+    assert f"{MIN_CTAS_ATTR} = 4" in text()

@@ -61,6 +61,7 @@ RAGGED = {"rows_lower.RAGGED": True}
 SPLIT = {**RAGGED, "rows_lower.RAGGED_SPLIT": True}
 STEP = {"rows_lower.STEP_EXPS": True}
 STAGED = {"rows_cta.STAGED": True}
+MIN4 = {"rows_stream.MIN_CTAS": 4}
 FAST = {"rows_common.FAST_EXP": True}
 SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
 
@@ -93,17 +94,27 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                     ("rows_cta staged, 16 values", None, {**STAGED, "rows_cta.VALUES": 16}),
                     ("rows_cta staged, 8 values", None, {**STAGED, "rows_cta.VALUES": 8})]
         else:  # (rows_stream, RAGGED by RAGGED_MEASURED; rows_cluster's: forced to rows_stream)
+            # (a grid of 4 CTAs of 512 a multiprocessor; RAGGED's 46 registers hold 2: "min 4" is .minnctapersm 4,
+            # 32 registers, no spill, ptxas -v sm_90a; "grid 2" rows_stream.CTAS_PER_SM)
             forced = None if chosen == "rows_stream" else "rows_stream"
-            out += [("rows_stream ragged", forced, RAGGED),
-                    ("rows_stream ragged split", forced, SPLIT),
-                    ("rows_stream ragged, step exps", forced, {**RAGGED, **STEP}),
+            out += [("rows_stream ragged", forced, RAGGED)] if forced else []  # (else the dispatch's)
+            out += [("rows_stream ragged, min 4 CTAs/SM", forced, {**RAGGED, **MIN4}),
+                    ("rows_stream ragged, grid 2 CTAs/SM", forced, {**RAGGED, "rows_stream.CTAS_PER_SM": 2}),
+                    ("rows_stream ragged split, min 4 CTAs/SM", forced, {**SPLIT, **MIN4}),
+                    ("rows_stream ragged, step exps, min 4 CTAs/SM", forced, {**RAGGED, **STEP, **MIN4}),
                     ("rows_stream ragged split, step exps", forced, {**SPLIT, **STEP}),
-                    ("rows_stream ragged split, step exps, unroll 2", forced, {**SPLIT, **STEP, "rows_stream.UNROLL": 2})]
+                    ("rows_stream ragged split, step exps, min 4 CTAs/SM", forced, {**SPLIT, **STEP, **MIN4}),
+                    ("rows_stream ragged split, step exps, unroll 2, min 4 CTAs/SM", forced,
+                     {**SPLIT, **STEP, **MIN4, "rows_stream.UNROLL": 2})]
         return out
     if part == "vocab":  # (rows_stream: the exps a byte of bfloat16 are twice float32's)
-        return out + [("step exps", None, STEP), ("fast exp", None, FAST), ("fast exp, step exps", None, {**FAST, **STEP}),
-                      ("fast exp, step exps, unroll 8", None, {**FAST, **STEP, "rows_stream.UNROLL": 8}),
-                      ("fast exp, step exps, unroll 2", None, {**FAST, **STEP, "rows_stream.UNROLL": 2})]
+        # (the default's 31 registers hold 4 CTAs of 512; step exps' 34 to 36 three: "min 4", as in odd)
+        return out + [("step exps, min 4 CTAs/SM", None, {**STEP, **MIN4}), ("fast exp", None, FAST),
+                      ("fast exp, step exps", None, {**FAST, **STEP}),
+                      ("fast exp, step exps, min 4 CTAs/SM", None, {**FAST, **STEP, **MIN4}),
+                      ("fast exp, step exps, unroll 2, min 4 CTAs/SM", None, {**FAST, **STEP, **MIN4, "rows_stream.UNROLL": 2}),
+                      ("fast exp, step exps, unroll 8, min 2 CTAs/SM", None,
+                       {**FAST, **STEP, "rows_stream.UNROLL": 8, "rows_stream.MIN_CTAS": 2, "rows_stream.CTAS_PER_SM": 2})]
     if chosen == "rows_cta":
         from bulkred_dialect.passes.variants import rows_cta
 
