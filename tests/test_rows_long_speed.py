@@ -167,10 +167,11 @@ def test_max_units_and_batch_invariance(monkeypatch) -> None:
 @pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
 def test_wide_vectors_with_the_settings(monkeypatch, kind: str) -> None:
     """The probe's 16-byte bfloat16 vectors (rows_common.WIDE_BF16: 8 elements from 4
-    words of shared memory, y stored as 4 words) with the one-pass softmax, and with the
+    words of shared memory, y stored as 4 words; Setting.words on) with the one-pass softmax, and with the
     one-pass layer_norm (the thread's shift) and its bfloat16 weight and bias staged in
     shared memory: 5 rows of 1024 over clusters of 4 against float64."""
     monkeypatch.setattr(rows_common, "WIDE_BF16", True)
+    monkeypatch.setattr(rows_bulk, "WORDS", True)  # (the slice's and the staged weight's 16-byte vectors as words)
     monkeypatch.setattr(rows_bulk, "ONLINE", True)
     monkeypatch.setattr(rows_bulk, "ONE_PASS", "thread")
     monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", True)
@@ -267,13 +268,11 @@ def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str
     default (the same values, read elsewhere), for 4 rows in a grid capped at one unit
     (every row after the first reads the registers loaded before the loop; UNROLL 1: y's pass
     a loop by default, unrolled with the registers), and y against float64; with
-    Setting.registers and the weight staged in shared memory (``registers``), words alone
-    (the slice's and the weight's vectors)."""
+    Setting.registers (``registers``: the weight's registers read as the slice's)."""
     monkeypatch.setattr(rows_bulk, "PERSISTENT", True)
     monkeypatch.setattr(rows_bulk, "MAX_UNITS", 1)
     monkeypatch.setattr(rows_bulk, "UNROLL", 1)
     monkeypatch.setattr(rows_bulk, "REGISTERS", registers)
-    monkeypatch.setattr(rows_bulk, "WEIGHT_SHARED", registers)
     n = 512 if dtype == "float32" else 1024
     x = _rows(4, n, seed=45)
     y0, s0, _, _, _ = run(kind, x, dtype, affine=affine, variant="rows_bulk")
@@ -284,7 +283,7 @@ def test_affine_registers_and_words_same_bits(monkeypatch, kind: str, dtype: str
     monkeypatch.setattr(rows_bulk, "AFFINE_REGISTERS", True)
     monkeypatch.setattr(rows_bulk, "WORDS", True)
     y, stats, xv, w, b = run(kind, x, dtype, affine=affine, variant="rows_bulk")
-    assert len(held) == (0 if registers else 2 if kind == "layer_norm" else 1), held  # (the settings applied)
+    assert len(held) == (2 if kind == "layer_norm" else 1), held  # (the settings applied)
     assert any(widened) == (dtype == "bfloat16"), widened
     assert np.array_equal(y, y0) and all(np.array_equal(stats[k], s0[k]) for k in stats)
     check(kind, y, stats, xv, w, b, dtype)

@@ -609,10 +609,10 @@ FASTEXP_CELLS = [("softmax", "bfloat16", 262144), ("softmax", "bfloat16", 65536)
 """--set fastexp's cells: the exp kinds on rows_bulk, the furthest from the copy kernel first
 (docs/benchmarks.md, the fifth session: softmax bfloat16 262144 0.80)."""
 AFFINE_CELLS = [("layer_norm", "bfloat16", 262144), ("layer_norm", "float32", 262144), ("layer_norm", "bfloat16", 65536),
-                ("layer_norm", "float32", 65536), ("rms_norm", "bfloat16", 262144)]
+                ("layer_norm", "float32", 65536), ("rms_norm", "bfloat16", 262144), ("rms_norm", "bfloat16", 65536)]
 """--set affine's cells: layer_norm on rows_bulk, the furthest from the copy kernel first
 (0.75 to 0.82 in the fifth session), and rms_norm bfloat16 262144 (its weight staged in
-shared memory today) to compare."""
+shared memory today) and 65536 (the slice in registers today: ``words`` there too) to compare."""
 LOG_SOFTMAX_BF16 = (65536, 512, None, True, 2)
 """log_softmax bfloat16 262144's rows_bulk.CHOSEN setting (with online=True and its
 max_units): slice bytes, threads, .minnctapersm, persistent, buffers."""
@@ -703,8 +703,10 @@ def affine_settings(op, kind: str) -> list[tuple[str, object]]:
     today = rows_bulk.setting_for(op)
     bf16 = dtype_of(op).name == "bfloat16"
     out: list[tuple[str, object]] = [("dispatch", None)]
-    if today is not None and bf16 and not today.registers:
+    if today is not None and bf16:
         out.append(("today's, words", replace(today, words=True)))
+    if today is not None and today.registers and today.persistent and not today.weight_shared:
+        out.append(("today's, w in registers" + (", words" if bf16 else ""), replace(today, affine_registers=True, words=bf16)))
     if today is not None and kind == "layer_norm" and not today.registers:
         out.append(("today's, one pass local" + (", words" if bf16 else ""), replace(today, one_pass="local", words=bf16)))
     saved = list(rows_bulk.CHOSEN)

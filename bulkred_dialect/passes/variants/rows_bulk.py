@@ -223,10 +223,10 @@ class Setting:
     -log2(sum)))``, the division by the sum folded into the exponent (FADD, FFMA, MUFU.EX2
     an element instead of FADD, FMUL, MUFU.EX2, FMUL; the argument's rounding up to
     ``|arg| 2^-24``: about 1e-6 of y, far below a bfloat16 ulp, ten float32 ulps).
-    ``affine_registers`` (layer_norm, rms_norm; a persistent grid, the slice in shared
-    memory): each thread's weight and bias values loaded from global memory into registers
-    once, before the rows loop (bfloat16 two to a 32-bit register), and y's pass unrolled
-    to read them there, instead of from L2 per row (as many bytes again as x's for each)
+    ``affine_registers`` (layer_norm, rms_norm; a persistent grid, without
+    ``weight_shared``): each thread's weight and bias values loaded from global memory into
+    registers once, before the rows loop (bfloat16 two to a 32-bit register), and y's pass
+    unrolled (with ``registers``: as it is) to read them there, instead of from L2 per row (as many bytes again as x's for each)
     or from shared memory (whose room then holds the slice buffers). ``words`` (bfloat16
     vectors of 2 or 4): each vector read from shared memory (the slice's, with
     ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two
@@ -949,7 +949,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
                     bs = SharedBuf(dt, here_, st.words)
 
     held: tuple[HeldBuf | None, HeldBuf | None] | None = None  # (affine_registers: the weight's and bias's registers)
-    if (st.affine_registers and persistent and not st.registers and affine_buf is None
+    if (st.affine_registers and persistent and affine_buf is None
             and op.norm_kind in (NormKind.RMS_NORM, NormKind.LAYER_NORM) and (w0 is not None or b0 is not None)):
         held = (held_affine(e, w0, wd, sw, vec, p.group, per) if w0 is not None else None,
                 held_affine(e, b0, bd, sw, vec, p.group, per) if b0 is not None else None)
