@@ -183,17 +183,19 @@ def test_long_row_settings(setting: dict, monkeypatch) -> None:
 
 
 def test_max_cluster(monkeypatch) -> None:
-    """SETTINGS' ``"max_cluster"``: float32 512 in clusters of 2 (slices of 1 KiB, two
-    vectors a thread) instead of 4, with x and dy re-read: dx, dweight and dbias of 5 rows
+    """SETTINGS' ``"max_cluster"`` and ``"block"``: float32 1024 in clusters of 2 (slices
+    of 2 KiB) instead of 8, CTAs of 64 threads (two vectors each) instead of 32, with x
+    and dy re-read and dbias's sums in shared memory: dx, dweight and dbias of 5 rows
     against float64."""
-    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", None, 512, 512, {"max_cluster": 2, "reread": 2})])
+    setting = {"max_cluster": 2, "block": 64, "reread": 2, "columns_shared": 1}
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", None, 1024, 1024, setting)])
     kw = {"weight": "float32", "dweight": "float32", "dbias": "float32"}
-    bp = _config("layer_norm_backward", 512, "float32", **kw)
-    assert (bp.cluster, bp.per, bp.reread) == (2, 2, 2)
+    bp = _config("layer_norm_backward", 1024, "float32", **kw)
+    assert (bp.cluster, bp.block, bp.per, bp.reread, bp.columns_shared) == (2, 64, 2, 2, 1)
     rng = np.random.default_rng(8)
-    xbits = to_bits(rng.standard_normal((5, 512)) * 2 + 0.5, "float32")
-    dybits = to_bits(rng.standard_normal((5, 512)), "float32")
-    wbits = to_bits(rng.standard_normal(512), "float32")
+    xbits = to_bits(rng.standard_normal((5, 1024)) * 2 + 0.5, "float32")
+    dybits = to_bits(rng.standard_normal((5, 1024)), "float32")
+    wbits = to_bits(rng.standard_normal(1024), "float32")
     got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
     want, dw, db = norm_backward_reference("layer_norm_backward", xbits, dybits, wbits, "float32", "float32")
     np.testing.assert_allclose(values(got[0], "float32"), want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))

@@ -262,6 +262,7 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     ahead, re1, re2 = {f"{BULK}.STATS_AHEAD": True}, {f"{BULK}.REREAD": 1}, {f"{BULK}.REREAD": 2}
     q = lambda k: {f"{BULK}.SLOTS": k}  # noqa: E731
     cols = lambda k: {f"{BULK}.COLUMNS_SHARED": k}  # noqa: E731
+    t1024 = {f"{BULK}.BLOCK": 1024}  # 32 warps a multiprocessor at 64 registers (the column sums in shared memory)
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("statistics ahead", None, ahead)]
     layer = kind == "layer_norm_backward"
     if dtype == "float32" and layer:  # default: 3 slots (x, dy, the next x), the weight from L2
@@ -270,12 +271,16 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("x, dy re-read, 2 slots and the weight's slice (a row ahead)", None, {**re2, **q(2)}),
                 ("statistics ahead, x re-read", None, {**ahead, **re1}),
                 ("statistics ahead, x, dy re-read, 2 slots and the weight's slice", None, {**ahead, **re2, **q(2)}),
-                ("dbias's sums in shared memory (64 KiB), x, dy re-read, 2 slots", None, {**cols(1), **re2, **q(2)})]
+                ("dbias's sums in shared memory (64 KiB), x, dy re-read, 2 slots", None, {**cols(1), **re2, **q(2)}),
+                ("1024 threads, dbias's sums in shared memory, x, dy re-read, 2 slots", None,
+                 {**t1024, **cols(1), **re2, **q(2)})]
     elif dtype == "float32":  # default (SETTINGS): dy in registers, 2 slots of x and the weight's slice
         out += [("x re-read (the next two rows' x ahead)", None, re1),
                 ("statistics ahead, x re-read", None, {**ahead, **re1}),
                 ("dy in shared memory, x, dy re-read, 2 slots and the weight's slice", None,
-                 {**re2, f"{BULK}.GRAD_REGISTERS": False})]
+                 {**re2, f"{BULK}.GRAD_REGISTERS": False}),
+                ("1024 threads, dy in shared memory, dweight's sums in shared memory, x, dy re-read, 2 slots", None,
+                 {**t1024, **re2, **cols(1), f"{BULK}.GRAD_REGISTERS": False})]
     elif layer:  # bfloat16 default: 4 slots (this row's and the next row's x and dy) and the weight's slice
         out += [("x re-read (1.5 rows ahead)", None, re1),
                 ("x, dy re-read (two rows ahead)", None, re2),
@@ -287,12 +292,20 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("dbias's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
                  {**cols(1), **q(3), **re2}),
                 ("both sums in shared memory (128 KiB), 2 slots and the weight's slice, x, dy re-read", None,
-                 {**cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048})]  # (the rest: under 1 KiB)
+                 {**cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048}),  # (the rest: under 1 KiB)
+                ("1024 threads, dbias's sums in shared memory, 3 slots and the weight's slice", None,
+                 {**t1024, **cols(1), **q(3)}),
+                ("1024 threads, dbias's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
+                 {**t1024, **cols(1), **q(3), **re2}),
+                ("1024 threads, both sums in shared memory, 2 slots and the weight's slice, x, dy re-read", None,
+                 {**t1024, **cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048})]
     else:  # bfloat16 rms_norm (0.90 of copy): also clusters of 8 (64 KiB slices, 3 slots, the weight from L2; 15
         # clusters at once: 120 multiprocessors), where layer_norm's 128 column sums a thread do not fit
         c8 = {f"{BULK}.MAX_CLUSTER": 8}
         out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
-                ("clusters of 8 (3 slots of 64 KiB)", None, c8), ("clusters of 8, x, dy re-read", None, {**c8, **re2})]
+                ("clusters of 8 (3 slots of 64 KiB)", None, c8), ("clusters of 8, x, dy re-read", None, {**c8, **re2}),
+                ("1024 threads, dweight's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
+                 {**t1024, **cols(1), **q(3), **re2})]
     if layer:  # the tail's sums of the 7 units' partial rows: SUM_LOADS (16) rows a step, the rest one by one (7
         # dependent L2 loads a column vector); 4 a step: 4 round trips instead of 7 (the same order, the same bits)
         out += [("the tail's sums 4 rows a step (rows_backward.SUM_LOADS 4)", None, {f"{BWD}.SUM_LOADS": 4})]

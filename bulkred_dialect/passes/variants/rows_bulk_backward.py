@@ -197,7 +197,7 @@ The same sums in the same order: the bits of the default. Off: not yet measured 
 H200 (tools/probes/rows_backward.py ``--set long``)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
-    #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int})
+    #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int})
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2}),  # 0.71 -> 0.83
     (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384, {"grad_registers": True}),  # 0.92 -> 0.95, 0.90 -> 0.92
@@ -211,7 +211,8 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 ``"reread"`` and ``"columns_shared"`` (:data:`STATS_AHEAD`, :data:`REREAD`,
 :data:`COLUMNS_SHARED`, the same way) and ``"max_cluster"`` (in place of
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
-clusters of 8, 15 at once on an H200). Empty: the settings of
+clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
+threads, 64 registers each, with the column sums in shared memory). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
 and the element type only."""
 SHARED_PER_SM = 227 * 1024
@@ -297,7 +298,7 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
         c *= 2
     slice_bytes = row // c
     vectors = slice_bytes // (vector_of(op) * d.bytes)
-    block = BLOCK
+    block = int(cell.get("block", BLOCK))
     while block > MIN_BLOCK and vectors % block:
         block //= 2
     budget = SHARED_PER_SM - SPARE_SHARED
