@@ -174,14 +174,16 @@ slices in the ring (x's, then dy's; x's alone with :data:`GRAD_REGISTERS`) give 
 slot back after the row's first pass, before its exchange: a CTA barrier, then the next
 slice of the ring (``k + Q`` for slice ``k``) is copied into that slot while the row's
 sums cross the cluster and its dx is written, and the second pass reads those tensors'
-vectors from global memory again (``ld.global.nc``: L2 hits, the row copied there a few
-microseconds before; about 16 rows of each tensor are in flight, under a third of an
-H200's 50 MB L2 at 262144). The ring then reaches half a row (1) or a row (2) further
+vectors from global memory again (``ld.global.nc``: L2 hits where the row copied a few
+microseconds before is still there: between a slice's copy and its re-read the 7
+clusters of float32 at 262144 touch about 2 rows of x and dy each, 28 MiB, half that in
+bfloat16, in an H200's 50 MB L2). The ring then reaches half a row (1) or a row (2) further
 ahead with the same shared memory: float32 at 262144 (64 KiB slices), whose 3 slots
 hold this row's x and dy and the next row's x only, waits for each row's dy as it starts
 (0.61 of copy for layer_norm); with 2, its 2 slots hold a row and the weight's slice
 fits beside them. The same HBM bytes; the L2 is read once more for the tensors re-read
-(x: as much as the default's weight reads at float32 262144, from L2 in both passes).
+(x: 64 KiB a CTA and row at float32 262144, half the default's reads of the weight from
+L2 in both passes there).
 The same values, the same order: the bits of the default. Off: not yet measured on an
 H200 (tools/probes/rows_backward.py ``--set long``)."""
 COLUMNS_SHARED: int | None = None
