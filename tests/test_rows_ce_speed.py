@@ -243,29 +243,30 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
 
 # region STAGED
 
-STAGED_CELLS = [("rows_cta", 301, "bfloat16", 303)]
 
-
-@pytest.mark.parametrize("variant,n,dtype,stride", STAGED_CELLS, ids=[f"{c[1]}-{c[2]}-{c[3]}" for c in STAGED_CELLS])
-def test_staged_has_ragged_bits(variant: str, n: int, dtype: str, stride: int | None, monkeypatch) -> None:
-    """rows_cta.STAGED (the rows' spans copied into shared memory, read by element index): the
-    loss bits of RAGGED's (checked against float64 by test_ragged_rows) for rows at every
-    offset in the span's first 16 bytes, a NaN, an +inf at the row's end (read from global
-    memory, past the span), an all -inf and an ignored row; the rows moved by one give the
-    same bits; the kernel copies by cp.async.bulk and reads no vector from global memory."""
+@pytest.mark.parametrize("vectors", [False, True])
+def test_staged_bits(vectors: bool, monkeypatch) -> None:
+    """rows_cta.STAGED (the rows' spans copied into shared memory, read by element index):
+    the default's loss bits (STAGED_VECTORS: RAGGED's, which test_ragged_rows checks against
+    float64) for rows at every offset in the span's first 16 bytes (a padded stride), a
+    NaN, an +inf at the row's end (read from global memory, past the span), an all -inf
+    and an ignored row; the rows moved by one give the same bits; the kernel copies by
+    cp.async.bulk and reads no vector from global memory."""
+    n, dtype, stride = 301, "bfloat16", 303
     rng = np.random.default_rng(n + 3)
-    m, w = 9, stride or n
-    x = rng.standard_normal((m + 1, w)) * 3
+    m = 9
+    x = rng.standard_normal((m + 1, stride)) * 3
     x[2, n // 2], x[4, n - 1], x[6, :] = np.nan, np.inf, -np.inf
     target = rng.integers(0, n, m + 1)
     target[0], target[3], target[5] = n - 1, IGNORE, 0
-    want, _, _ = ragged_run(variant, n, dtype, stride, x[:m], target[:m])
+    want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=vectors)
     monkeypatch.setattr(rows_cta, "STAGED", True)
-    loss, _, text = ragged_run(variant, n, dtype, stride, x[:m], target[:m], on=False)
+    monkeypatch.setattr(rows_cta, "STAGED_VECTORS", vectors)
+    loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     assert loss.tobytes() == want.tobytes(), (loss, want)
     assert "ptx.cp.async.bulk" in text and VEC_LOAD not in text
     xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run(variant, n, dtype, stride, xs, ts, on=False)
+    moved, _, _ = ragged_run("rows_cta", n, dtype, stride, xs, ts, on=False)
     assert moved[1:].tobytes() == want.tobytes(), "a row's bits depend on its position"
 
 

@@ -11,7 +11,8 @@ measures it):
   ``split`` is rows_lower.RAGGED_SPLIT (a branch a row offset, no funnel), ``step exps``
   rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step),
   ``staged`` rows_cta.STAGED (each row's aligned span copied into shared memory by
-  cp.async.bulk, the next row's over this one's reduction; read there by element index);
+  cp.async.bulk, the next row's over this one's reduction; read there by element index,
+  the default's elements and bits; ``vectors``: RAGGED's, rows_cta.STAGED_VECTORS);
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
@@ -92,7 +93,9 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                     ("rows_cta staged, min 8 CTAs/SM", None, {**STAGED, "rows_cta.MIN_CTAS": 8}),
                     ("rows_cta staged, grid 6 CTAs/SM", None, {**STAGED, "rows_cta.CTAS_PER_SM": 6}),
                     ("rows_cta staged, 16 values", None, {**STAGED, "rows_cta.VALUES": 16}),
-                    ("rows_cta staged, 8 values", None, {**STAGED, "rows_cta.VALUES": 8})]
+                    ("rows_cta staged vectors", None, {**STAGED, "rows_cta.STAGED_VECTORS": True}),
+                    ("rows_cta staged vectors, min 8 CTAs/SM", None,
+                     {**STAGED, "rows_cta.STAGED_VECTORS": True, "rows_cta.MIN_CTAS": 8})]
         else:  # (rows_stream, RAGGED by RAGGED_MEASURED; rows_cluster's: forced to rows_stream)
             # (a grid of 4 CTAs of 512 a multiprocessor; RAGGED's 46 registers hold 2: "min 4" is .minnctapersm 4,
             # 32 registers, no spill, ptxas -v sm_90a; "grid 2" rows_stream.CTAS_PER_SM)

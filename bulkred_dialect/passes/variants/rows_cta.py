@@ -132,11 +132,17 @@ STAGED: bool = False
 """cross_entropy's rows that the default reads an element a load (odd N: 4097; not with
 label smoothing; rows_lower.loss_vector): each CTA copies its rows' aligned spans into
 shared memory (:func:`lower_rows_staged`), the next row's while this one is reduced, and
-each thread reads its vectors there by element index (rows_lower.RAGGED's assignment: the
-same values a thread, the same registers_row, so RAGGED's bits, whatever the row's
-alignment). No register holds a load in flight, and the copy of the next row overlaps
-this row's reduction (rows_cta's default does not pipeline a row with a partial vector).
-Off: the default (and RAGGED where it is on); the probe's setting (tools/probes/rows_ce.py)."""
+each thread reads its values there by element index: the default's (elements ``t, t + G,
+...``, one ``ld.shared`` each, a warp's 64 consecutive bytes: no bank conflict), so the
+default's bits; with :data:`STAGED_VECTORS` RAGGED's vectors (and RAGGED's bits). No
+register holds a load in flight, and the copy of the next row overlaps this row's
+reduction (the default's registers_row does not pipeline a row with a partial vector).
+Off: the default; the probe's setting (tools/probes/rows_ce.py)."""
+
+STAGED_VECTORS: bool = False
+""":data:`STAGED` with rows_lower.RAGGED's assignment: thread t's vectors of 4 elements
+``t, t + G, ...`` (fewer threads or values a thread; four ``ld.shared`` a vector, two
+bank-conflicted wavefronts each) and RAGGED's bits. Off: the default's assignment."""
 
 CHUNK = 16384
 """Bytes of one lane's ``cp.async.bulk`` (:data:`STAGED`; rows_bulk's chunk)."""
@@ -154,12 +160,12 @@ def span_bytes(n: int, nbytes: int, vec: int) -> int:
 
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    staged = loss_vector(op) if STAGED and op.cols * rows_common.dtype_of(op).bytes >= 32 else 0  # (RAGGED's vectors, in shared memory)
-    vec = staged or ragged_vector(op)  # (0: the default's loads)
+    staged = STAGED and loss_vector(op) > 0 and op.cols * rows_common.dtype_of(op).bytes >= 32
+    vec = (loss_vector(op) if STAGED_VECTORS else 0) if staged else ragged_vector(op)  # (0: the default's loads)
     block = block_for(op, vec)
     ctas = CTAS_PER_SM or max(1, 2048 // block)
     if staged:  # (two span buffers a CTA)
-        ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, rows_common.dtype_of(op).bytes, vec) + 1024)))
+        ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, rows_common.dtype_of(op).bytes, vec or 1) + 1024)))
     p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=ctas)
     if vec:
         p = ragged_plan(p, vec, ragged_items(op, block, vec))
@@ -174,7 +180,8 @@ def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> 
 class SpanBuf(RowBuf):
     """x's row staged in shared memory (:data:`STAGED`): ``base`` is the thread's first
     vector's first element there (shared, 2-byte aligned at worst); vector ``j0 + k`` holds
-    the elements ``[V (j0 + k), V (j0 + k) + V)``, each read alone (``ld.shared``). The span
+    the elements ``[V (j0 + k), V (j0 + k) + V)`` (V = 1: the default's), each read alone
+    (``ld.shared``). The span
     ends at the row's last 16-byte boundary: the elements from ``cut`` on (the last ``15 /
     bytes`` at most) are read from global memory, an element past N the neutral -inf."""
 
