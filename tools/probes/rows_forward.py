@@ -624,7 +624,8 @@ def fastexp_settings(op, kind: str) -> list[tuple[str, object]]:
     with every exp as ex2.approx.ftz, softmax's y with the sum folded into the exponent,
     bfloat16 vectors read from shared memory as words; with online statistics; the
     log_softmax bfloat16 setting (a persistent grid of two slice buffers, online, capped at
-    the clusters the GPU holds at once) and float32 softmax's (a unit a row of 256 threads,
+    the clusters the GPU holds at once; and with 32 KiB slices, two CTAs a multiprocessor)
+    and float32 softmax's (a unit a row of 256 threads,
     the first copy early) with them; the slice in registers (one exp an element) in the
     capped grid. (name, None for the dispatch as it is, else the setting forced)."""
     from dataclasses import replace
@@ -658,6 +659,15 @@ def fastexp_settings(op, kind: str) -> list[tuple[str, object]]:
         if grid != replace(base, max_units=None) and 2 * actual <= rows_bulk.SHARED_PER_SM:
             st = replace(grid, **fast, max_units=cap, words=bf16)
             out.append((f"persistent x2 ({c} CTAs), <= {cap} units, online, {tag}" + (", words" if bf16 else ""), st))
+        half = replace(grid, slice_bytes=32768)  # (twice the CTAs a row, two CTAs a multiprocessor)
+        rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, half) for d in ("float32", "bfloat16", "float16")]
+        c2, _, _, actual2 = rows_bulk.bulk_for(op)
+        cap2 = rows_bulk_backward.CLUSTERS.get(c2)
+        if actual2 == 32768 and c2 > c and cap2 is not None:
+            st = replace(half, **fast, min_ctas=2, max_units=2 * cap2, words=bf16)
+            out.append((f"persistent x2 ({c2} CTAs), 2 CTA/SM, <= {2 * cap2} units, online, {tag}" + (", words" if bf16 else ""),
+                        st))
+        rows_bulk.CHOSEN[:] = [(d, None, 1, 1 << 30, grid) for d in ("float32", "bfloat16", "float16")]
         values = per * vector_of(op)
         if values <= rows_bulk.MAX_REGISTER_VALUES and 2 * actual <= rows_bulk.SHARED_PER_SM:
             st = replace(grid, online=False, registers=True, fast_exp=True, max_units=cap, words=bf16)
