@@ -280,7 +280,9 @@ def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 ("dy in shared memory, x, dy re-read, 2 slots and the weight's slice", None,
                  {**re2, f"{BULK}.GRAD_REGISTERS": False}),
                 ("1024 threads, dy in shared memory, dweight's sums in shared memory, x, dy re-read, 2 slots", None,
-                 {**t1024, **re2, **cols(1), f"{BULK}.GRAD_REGISTERS": False})]
+                 {**t1024, **re2, **cols(1), f"{BULK}.GRAD_REGISTERS": False}),
+                ("1024 threads, dy in registers, dweight's sums in shared memory, x re-read, 2 slots", None,
+                 {**t1024, **re1, **cols(1)})]
     elif layer:  # bfloat16 default: 4 slots (this row's and the next row's x and dy) and the weight's slice
         out += [("x re-read (1.5 rows ahead)", None, re1),
                 ("x, dy re-read (two rows ahead)", None, re2),

@@ -35,6 +35,14 @@ After the last row each thread writes its column sums into its unit's partial ro
 summed in a fixed order by the CTAs that finish last (``rows_backward.finish_columns``:
 each rank its own columns).
 
+Settings of the long rows (issue 30's backward at 262144, each off until an H200
+measures it: tools/probes/rows_backward.py ``--set long``), each keeping the default's
+bits where it keeps its cluster and threads: :data:`STATS_AHEAD` (the next row's
+statistics loaded over this row), :data:`REREAD` (a row's first slices' slots given
+back after its first pass, their tensors read again from L2 in the second), and
+:data:`COLUMNS_SHARED` (the last column sums in shared memory); and :data:`SETTINGS`'
+``"max_cluster"`` and ``"block"`` (another cluster size or CTA size: other bits).
+
 Batch invariance: the configuration (cluster size, threads, vectors per thread, slots)
 is a function of N and the element type only; a row's dx depends on its own values only
 (each thread adds its vectors in order, the CTA's tree, the cluster's slots in rank
