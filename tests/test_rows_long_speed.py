@@ -4,7 +4,11 @@ statistics in one pass over shared memory (``Setting.one_pass``: the row's first
 or the thread's first value as the shift), softmax's maximum and sum in one pass
 (``Setting.online``), the weight's and bias's slices staged in shared memory once
 (``Setting.weight_shared``) and a persistent grid of at most so many units
-(``Setting.max_units``), on the interpreter's clusters against numpy in float64.
+(``Setting.max_units``); the per-element settings (``--set fastexp`` / ``--set affine``):
+every exp as ex2.approx.ftz (``Setting.fast_exp``), softmax's sum in y's exponent
+(``fold_sum``), the weight and bias in registers (``affine_registers``), bfloat16 read as
+words (``words``), layer_norm's one pass with two scalar exchanges (``one_pass="local"``);
+on the interpreter's clusters against numpy in float64.
 
 Small settings keep the interpreter fast, as tests/test_rows_forward_bulk.py's: slices of
 512 bytes in chunks of 128, CTAs of one warp, one cluster (or CTA) for every row."""
