@@ -6,7 +6,11 @@ measured by tools/probes/rows_ce.py), on the interpreter:
   most one row; several with more), the workspace left zeroed;
 * ``rows_lower.RAGGED`` (vector loads of rows whose start is not on a vector's boundary:
   odd N, odd row strides): the losses against float64, the bits of a row the same at every
-  position in the batch (its alignment) and for every M, NaN / inf rows, ignore_index.
+  position in the batch (its alignment) and for every M, NaN / inf rows, ignore_index;
+* ``rows_lower.RAGGED_SPLIT`` (a branch a row offset): RAGGED's bits; ``rows_lower.STEP_EXPS``
+  (rows_stream's (max, sum) a loop step at a time): float64, position and M; ``rows_cta.STAGED``
+  (the rows copied into shared memory): the default's bits (RAGGED's with STAGED_VECTORS),
+  position; ``rows_stream.MIN_CTAS``; the settings' measured tables.
 
 Small settings keep the interpreter fast (test_rows.py's: CTAs of one or two warps)."""
 
@@ -283,3 +287,29 @@ def test_stream_min_ctas(monkeypatch) -> None:
     assert MIN_CTAS_ATTR not in text()
     monkeypatch.setattr(rows_stream, "MIN_CTAS", 4)
     assert f"{MIN_CTAS_ATTR} = 4" in text()
+
+
+def test_measured_tables_turn_the_settings_on(monkeypatch) -> None:
+    """Each setting's None takes its table's cells (by element type and N), none by default:
+    rows_cta.STAGED_MEASURED (a bulk copy), rows_lower.RAGGED_SPLIT_MEASURED (branches of the
+    row's offset: more ex2 than RAGGED's one body), STEP_EXPS_MEASURED (fewer ex2 in
+    rows_stream), rows_stream.MIN_CTAS_MEASURED (``.minnctapersm``)."""
+    from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
+    from bulkred_dialect.passes.variants import rows_stream
+    from bulkred_dialect.passes.variants.rows_common import BF16
+
+    def text(variant: str, n: int) -> str:
+        return str(lowered(module("cross_entropy", None, n, "bfloat16", variant=variant)))
+
+    monkeypatch.setattr(rows_lower, "RAGGED", True)
+    before = {v: text(v, 301) for v in ("rows_cta", "rows_stream")}
+    assert "cp.async.bulk" not in before["rows_cta"] and MIN_CTAS_ATTR not in before["rows_stream"]
+    monkeypatch.setattr(rows_cta, "STAGED_MEASURED", {BF16.name: ((301, 301),)})
+    monkeypatch.setattr(rows_lower, "RAGGED_SPLIT_MEASURED", {BF16.name: ((301, 301),)})
+    monkeypatch.setattr(rows_stream, "MIN_CTAS_MEASURED", {("cross_entropy", BF16.name): ((301, 301, 4),)})
+    assert "cp.async.bulk" in text("rows_cta", 301) and "cp.async.bulk" not in text("rows_cta", 305)
+    split = text("rows_stream", 301)
+    assert split.count("ptx.ex2") > before["rows_stream"].count("ptx.ex2") and f"{MIN_CTAS_ATTR} = 4" in split
+    monkeypatch.setattr(rows_lower, "RAGGED_SPLIT_MEASURED", {})
+    monkeypatch.setattr(rows_lower, "STEP_EXPS_MEASURED", {BF16.name: ((301, 301),)})
+    assert text("rows_stream", 301).count("ptx.ex2") < before["rows_stream"].count("ptx.ex2")

@@ -54,6 +54,7 @@ from bulkred_dialect.passes.variants.rows_common import (
 from bulkred_dialect.passes.variants.rows_lower import (
     loss_vector,
     lower_rows,
+    measured,
     ragged_items,
     ragged_plan,
     ragged_vector,
@@ -128,7 +129,7 @@ def min_ctas_for(op: NormalizeRowsOp) -> int | None:
     return cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op)
 
 
-STAGED: bool = False
+STAGED: bool | None = None
 """cross_entropy's rows that the default reads an element a load (odd N: 4097; not with
 label smoothing; rows_lower.loss_vector): each CTA copies its rows' aligned spans into
 shared memory (:func:`lower_rows_staged`), the next row's while this one is reduced, and
@@ -137,7 +138,12 @@ each thread reads its values there by element index: the default's (elements ``t
 default's bits; with :data:`STAGED_VECTORS` RAGGED's vectors (and RAGGED's bits). No
 register holds a load in flight, and the copy of the next row overlaps this row's
 reduction (the default's registers_row does not pipeline a row with a partial vector).
-Off: the default; the probe's setting (tools/probes/rows_ce.py)."""
+None: where :data:`STAGED_MEASURED` says; True or False: everywhere or nowhere (the probe's
+and the tests' settings, tools/probes/rows_ce.py)."""
+
+STAGED_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`STAGED` by element type name (``BF16.name``...): the ranges (N from, N to) where
+it is on; none measured yet (float16 as bfloat16)."""
 
 STAGED_VECTORS: bool = False
 """:data:`STAGED` with rows_lower.RAGGED's assignment: thread t's vectors of 4 elements
@@ -160,12 +166,13 @@ def span_bytes(n: int, nbytes: int, vec: int) -> int:
 
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    staged = STAGED and loss_vector(op) > 0 and op.cols * rows_common.dtype_of(op).bytes >= 32
+    d = rows_common.dtype_of(op)
+    staged = measured(STAGED, STAGED_MEASURED, d.name, op.cols) and loss_vector(op) > 0 and op.cols * d.bytes >= 32
     vec = (loss_vector(op) if STAGED_VECTORS else 0) if staged else ragged_vector(op)  # (0: the default's loads)
     block = block_for(op, vec)
     ctas = CTAS_PER_SM or max(1, 2048 // block)
     if staged:  # (two span buffers a CTA)
-        ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, rows_common.dtype_of(op).bytes, vec or 1) + 1024)))
+        ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, d.bytes, vec or 1) + 1024)))
     p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=ctas)
     if vec:
         p = ragged_plan(p, vec, ragged_items(op, block, vec))

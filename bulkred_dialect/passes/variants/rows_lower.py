@@ -89,6 +89,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     exp_shifted,
     f32_mul,
     fast_exp,
+    half_as_bfloat16,
     visit_vectors,
 )
 
@@ -121,7 +122,7 @@ rows goes to rows_stream, rows_cluster.LOSS_ROWS). Not taken at 4097 on rows_cta
 0.587 -> 0.369, float16 0.562 -> 0.348, float32 0.900 -> 0.682: twice the registers)."""
 
 
-RAGGED_SPLIT: bool = False
+RAGGED_SPLIT: bool | None = None
 """With :data:`RAGGED` on, in rows_cta and rows_stream (a row a CTA): each row's offset
 ``a`` (its start modulo the vector, uniform over the CTA) picks one of ``V`` branches, each
 the row's whole body with ``a`` known (:func:`_fixed_funnel`): a = 0 one aligned vector
@@ -132,10 +133,14 @@ float16: the values themselves), without :func:`_funnel`'s selects and shifts (b
 a loop step of 16 elements; ptxas, sm_90a). Each branch holds element j's float32 value in
 the same place and runs the same operations after the loads: the bits are RAGGED's
 (tests/test_rows_ce_speed.py), so a row's do not depend on its position. ``V`` copies of
-the row's body. Off: RAGGED's one body (the default); the probe's setting
-(tools/probes/rows_ce.py)."""
+the row's body. None: where :data:`RAGGED_SPLIT_MEASURED` says; True or False: everywhere
+or nowhere (the probe's and the tests' settings, tools/probes/rows_ce.py)."""
 
-STEP_EXPS: bool = False
+RAGGED_SPLIT_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`RAGGED_SPLIT` by element type name (``BF16.name``...): the ranges (N from, N to)
+where it is on (with RAGGED on there); none measured yet (float16 as bfloat16)."""
+
+STEP_EXPS: bool | None = None
 """cross_entropy without label smoothing on rows_stream (:func:`stream_loss_row`): each
 thread's running (maximum, sum of exponentials) takes a loop step's ``UNROLL`` vectors at
 once (their maximum with the running one, the sum rescaled once, their exps summed by a
@@ -143,8 +148,21 @@ tree, then added), instead of one vector at a time (a rescale, ``exp(m - m')``, 
 ``V`` elements: 4 of the 20 MUFU.EX2 of bfloat16 50257's loop step of 16 elements, each
 with its range scaling); the rescale as :func:`rows_common.exp_shifted` (under
 ``FAST_EXP``, ``ex2.approx.ftz``). Bits change (the order of the sums), never with M nor
-the row's position (the vectors of a step are fixed by element index). Off: the default;
-the probe's setting (tools/probes/rows_ce.py)."""
+the row's position (the vectors of a step are fixed by element index). None: where
+:data:`STEP_EXPS_MEASURED` says; True or False: everywhere or nowhere (the probe's and the
+tests' settings, tools/probes/rows_ce.py)."""
+
+STEP_EXPS_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`STEP_EXPS` by element type name: the ranges (N from, N to) where it is on; none
+measured yet (float16 as bfloat16)."""
+
+
+def measured(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], dtype: str, n: int) -> bool:
+    """A setting of an element type and N (never M): ``on`` where not None, else whether
+    ``table`` has a range of ``dtype`` holding ``n``."""
+    if on is not None:
+        return on
+    return any(lo <= n <= hi for lo, hi in table.get(dtype, ()))
 
 
 def loss_vector(op: NormalizeRowsOp) -> int:
@@ -332,7 +350,7 @@ def forward_body(p: RowPlan, op: NormalizeRowsOp) -> Callable[[RowState, Emitter
     (cross_entropy under :data:`STEP_EXPS`: :func:`stream_loss_row`)."""
     if p.items:
         return registers_row
-    if STEP_EXPS and p.kind == NormKind.CROSS_ENTROPY and not op.smoothing:
+    if p.kind == NormKind.CROSS_ENTROPY and not op.smoothing and measured(STEP_EXPS, STEP_EXPS_MEASURED, p.dtype.name, p.n):
         return stream_loss_row
     return stream_row
 
@@ -588,7 +606,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             forward_body(p, op)(r, b, row)
         return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
 
-    split = isinstance(p, RaggedPlan) and RAGGED_SPLIT and p.groups == 1 and p.cluster == 1
+    split = (isinstance(p, RaggedPlan) and p.groups == 1 and p.cluster == 1
+             and measured(RAGGED_SPLIT, RAGGED_SPLIT_MEASURED, p.dtype.name, p.n))
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
     outs = [o for o in (op.dweight, op.dbias) if o is not None]

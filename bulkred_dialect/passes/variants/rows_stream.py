@@ -21,7 +21,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.registry import Variant
-from bulkred_dialect.passes.variants.rows_common import plan, row_predicates, set_min_ctas
+from bulkred_dialect.passes.variants.rows_common import cell_setting, half_as_bfloat16, plan, row_predicates, set_min_ctas
 from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_plan, ragged_vector
 
 BLOCK = 512
@@ -38,15 +38,19 @@ MIN_CTAS: int | None = None
 """CTAs a multiprocessor must hold at once (``.minnctapersm``; None: no bound, the default).
 The grid is :data:`CTAS_PER_SM` (or 4) CTAs of 512 a multiprocessor: above 32 registers a
 thread (cross_entropy of bfloat16 50257 with rows_lower.RAGGED: 46) fewer are resident,
-and the others run in a second wave of their own. The probe's setting
-(tools/probes/rows_ce.py)."""
+and the others run in a second wave of their own. None: :data:`MIN_CTAS_MEASURED`, else
+no bound. The probe's setting (tools/probes/rows_ce.py)."""
+
+MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M);
+none measured yet (float16 as bfloat16)."""
 
 
 def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=CTAS_PER_SM or max(1, 2048 // BLOCK))
     vec = ragged_vector(op)  # (rows_lower.RAGGED; 0: the default's loads)
-    set_min_ctas(op, MIN_CTAS)
+    set_min_ctas(op, cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op))
     lower_rows(op, rewriter, target, ragged_plan(p, vec, 0) if vec else p)
 
 
