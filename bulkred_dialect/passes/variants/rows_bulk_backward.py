@@ -225,6 +225,7 @@ clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`
 threads, 64 registers each, with the column sums in shared memory). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
 and the element type only."""
+SETTINGS = half_as_bfloat16(SETTINGS)  # float16 as bfloat16 where unmeasured (no bfloat16 row yet)
 SHARED_PER_SM = 227 * 1024
 """Shared memory a multiprocessor gives its CTAs (sm_90: 227 KiB)."""
 SPARE_SHARED = 4096
