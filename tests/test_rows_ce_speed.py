@@ -217,7 +217,7 @@ STEP_CELLS = [(4 * 75 + 3, "bfloat16", True), (4 * 66, "float32", None)]
 def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None:
     """STEP_EXPS on rows_stream: the losses against float64 (from the values the kernel
     read), NaN / +inf / all -inf / ignored rows as torch, the bits of each row the same
-    moved by one (its offset in the vector changed) and alone (M = 1); fewer ex2 than the
+    moved by one (its offset in the vector changed, and M); fewer ex2 than the
     default's body (one rescale a step, not a vector)."""
     rng = np.random.default_rng(n + 2)
     m = 9
@@ -239,8 +239,6 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
     xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
     moved, _, _ = ragged_run("rows_stream", n, dtype, None, xs, ts, on=ragged)
     assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
-    alone, _, _ = ragged_run("rows_stream", n, dtype, None, x[1:2], target[1:2], on=ragged)
-    assert alone.tobytes() == loss[1:2].tobytes(), "a row's bits depend on M"
 
 
 # endregion
@@ -248,11 +246,32 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
 # region STAGED
 
 
-@pytest.mark.parametrize("vectors", [False, True])
-def test_staged_bits(vectors: bool, monkeypatch) -> None:
+@pytest.mark.parametrize("m,reduction,ctas,vectors", [(6, "mean", None, False), (12, "sum", 4, True)])
+def test_staged_reduced(m: int, reduction: str, ctas: int | None, vectors: bool, monkeypatch) -> None:
+    """rows_cta.STAGED with the loss reduced in the kernel: the default's bits of the loss
+    rows and of ``reduced`` (6 rows: a CTA each, LOSS_TAIL_SHORT's totals; 12: 4 CTAs of 3
+    rows, both span buffers, with STAGED_VECTORS: RAGGED's bits, which test_ragged_rows
+    checks against float64), the workspace left zeroed."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_cta, "CTAS_PER_SM", ctas)
+    n = 301
+    rng = np.random.default_rng(m)
+    target = rng.integers(0, n, m)
+    target[1::4] = IGNORE
+    x = rng.standard_normal((m, n)) * rng.uniform(0.5, 20, (m, 1))
+    monkeypatch.setattr(rows_lower, "RAGGED", vectors)
+    a, la, _, _ = run_reduced("rows_cta", n, target, reduction, "bfloat16", x=x)
+    monkeypatch.setattr(rows_lower, "RAGGED", False)
+    monkeypatch.setattr(rows_cta, "STAGED", True)
+    monkeypatch.setattr(rows_cta, "STAGED_VECTORS", vectors)
+    b, lb, _, _ = run_reduced("rows_cta", n, target, reduction, "bfloat16", x=x)
+    np.testing.assert_array_equal(la, lb)
+    assert np.float64(a).tobytes() == np.float64(b).tobytes(), (a, b)
+
+
+def test_staged_bits(monkeypatch) -> None:
     """rows_cta.STAGED (the rows' spans copied into shared memory, read by element index):
-    the default's loss bits (STAGED_VECTORS: RAGGED's, which test_ragged_rows checks against
-    float64) for rows at every offset in the span's first 16 bytes (a padded stride), a
+    the default's loss bits for rows at every offset in the span's first 16 bytes (a padded stride), a
     NaN, an +inf at the row's end (read from global memory, past the span), an all -inf
     and an ignored row; the rows moved by one give the same bits; the kernel copies by
     cp.async.bulk and reads no vector from global memory."""
@@ -263,9 +282,8 @@ def test_staged_bits(vectors: bool, monkeypatch) -> None:
     x[2, n // 2], x[4, n - 1], x[6, :] = np.nan, np.inf, -np.inf
     target = rng.integers(0, n, m + 1)
     target[0], target[3], target[5] = n - 1, IGNORE, 0
-    want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=vectors)
+    want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     monkeypatch.setattr(rows_cta, "STAGED", True)
-    monkeypatch.setattr(rows_cta, "STAGED_VECTORS", vectors)
     loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     assert loss.tobytes() == want.tobytes(), (loss, want)
     assert "ptx.cp.async.bulk" in text and VEC_LOAD not in text

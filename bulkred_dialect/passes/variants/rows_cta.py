@@ -29,6 +29,7 @@ from bulkred_dialect.ops.ptx.sync import FenceProxyAsyncOp, MbarrierArriveExpect
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import enclosing_kernel
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
@@ -51,7 +52,9 @@ from bulkred_dialect.passes.variants.rows_common import (
     vector_of,
     wait_phase,
 )
+from bulkred_dialect.passes.variants import rows_lower
 from bulkred_dialect.passes.variants.rows_lower import (
+    LossRow,
     loss_vector,
     lower_rows,
     measured,
@@ -234,9 +237,15 @@ def lower_rows_staged(op: NormalizeRowsOp, rewriter: PatternRewriter, p: RowPlan
     buf = e.shared([2 * span // 4], f32, "row_span")
     loaded = e.shared([2], i64, "row_span_loaded")
 
+    totals = None  # rows_lower.LOSS_TAIL_SHORT: the CTA's (loss sum, kept rows) in shared memory (rows_lower.LossRow)
+    if rows_lower.LOSS_TAIL_SHORT and rows_lower.LOSS_PARTIALS and op.reduced is not None:
+        totals = e.shared([2], f32, "loss_totals_short")
+
     def init(b: Emitter) -> list[SSAValue]:
         for k in range(2):
             b.emit(MbarrierInitOp(b.ptr_add(loaded, 8 * k), b.const(1)))
+        for k in range(2 if totals is not None else 0):
+            b.st(ld_type(F32), totals, b.const(0.0, f32), 4 * k)
         return []
 
     e.if_(e.cmp("eq", tid, 0), init)
@@ -298,7 +307,8 @@ def lower_rows_staged(op: NormalizeRowsOp, rewriter: PatternRewriter, p: RowPlan
         cut = b.wide(b.shr_u32(b.sub_i(size, off), d.bytes.bit_length() - 1))  # (size - off) / bytes
         here = b.ptr_add(buf, b.add_i(b.add_i(b.mul_i(which, span), off), mine))
         x = SpanBuf(d, here, row_x, sw, p.group, p.n, cut)
-        r = RowState(p, op, tid, tid, x, None, None, None, row_x, sw=sw)
+        r = RowState(p, op, tid, tid, x, None, None, None, row_x, sw=sw) if totals is None else \
+            LossRow(p, op, tid, tid, x, None, None, None, row_x, sw=sw, totals=totals)
         r.target = r.target_inputs(b, row)  # (while the span is copied)
         wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)), b.and_b32(b.shr_u32(count, 1), 1))
         registers_row(r, b, row)
@@ -306,7 +316,7 @@ def lower_rows_staged(op: NormalizeRowsOp, rewriter: PatternRewriter, p: RowPlan
 
     e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, b.const(0)) or [])
     e.for_(start, rows, stride, [e.const(0)], row_body)
-    reduce_loss(e, p, op, tid, rows)
+    reduce_loss(e, p, op, tid, rows, totals)
     rewriter.erase(op)
 
 
