@@ -274,7 +274,7 @@ def test_staged_bits(monkeypatch) -> None:
     the default's loss bits for rows at every offset in the span's first 16 bytes (a padded stride), a
     NaN, an +inf at the row's end (read from global memory, past the span), an all -inf
     and an ignored row; the rows moved by one give the same bits; the kernel copies by
-    cp.async.bulk and reads no vector from global memory."""
+    cp.async.bulk (a row in several chunks) and reads no vector from global memory."""
     n, dtype, stride = 301, "bfloat16", 303
     rng = np.random.default_rng(n + 3)
     m = 9
@@ -284,6 +284,7 @@ def test_staged_bits(monkeypatch) -> None:
     target[0], target[3], target[5] = n - 1, IGNORE, 0
     want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     monkeypatch.setattr(rows_cta, "STAGED", True)
+    monkeypatch.setattr(rows_cta, "CHUNK", 256)  # (a span of 3 lanes' copies, the last partial)
     loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     assert loss.tobytes() == want.tobytes(), (loss, want)
     assert "ptx.cp.async.bulk" in text and VEC_LOAD not in text
