@@ -22,7 +22,8 @@ measures it):
   rows_stream forced, its UNROLL, rows_cluster.CTAS_PER_SM) and LOSS_TAIL_SHORT;
 * ``vocab``: the vocabulary 128256 in bfloat16 and float16 (rows_stream, aligned rows):
   rows_lower.STEP_EXPS, rows_common.FAST_EXP (FAST_EXP_MEASURED stops at 65536) and both,
-  with rows_stream.UNROLL 8 and 2.
+  with rows_stream.MIN_CTAS 4 (a grid of 4 CTAs of 512 a multiprocessor resident at once),
+  rows_stream.UNROLL 2 and 8, 16-byte bfloat16 loads (rows_common.WIDE_BF16).
 
 Each is checked against torch (``err``: the largest error of the first rows' losses against
 float64 over their largest magnitude, and of the kernel's mean against torch's float32
@@ -116,6 +117,8 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                       ("fast exp, step exps", None, {**FAST, **STEP}),
                       ("fast exp, step exps, min 4 CTAs/SM", None, {**FAST, **STEP, **MIN4}),
                       ("fast exp, step exps, unroll 2, min 4 CTAs/SM", None, {**FAST, **STEP, **MIN4, "rows_stream.UNROLL": 2}),
+                      ("fast exp, step exps, 16-byte loads, unroll 2, min 4 CTAs/SM", None,  # (bfloat16: rows_common.WIDE_BF16)
+                       {**FAST, **STEP, **MIN4, "rows_stream.UNROLL": 2, "rows_common.WIDE_BF16": True}),
                       ("fast exp, step exps, unroll 8, min 2 CTAs/SM", None,
                        {**FAST, **STEP, "rows_stream.UNROLL": 8, "rows_stream.MIN_CTAS": 2, "rows_stream.CTAS_PER_SM": 2})]
     if chosen == "rows_cta":
