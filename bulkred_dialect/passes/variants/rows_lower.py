@@ -344,7 +344,6 @@ def ragged_buf(e: Emitter, p: RowPlan, x0: SSAValue, row: SSAValue, row_x: SSAVa
     return RaggedBuf(d, base, row_x, sw, p.group, p.n, last, cut, parts, 0 if p.items else looped, mine, fixed)
 
 
-
 def forward_body(p: RowPlan, op: NormalizeRowsOp) -> Callable[[RowState, Emitter, SSAValue], object]:
     """A forward kind's row body: the row in registers (``p.items``), else streamed
     (cross_entropy under :data:`STEP_EXPS`: :func:`stream_loss_row`)."""
