@@ -376,7 +376,7 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
     monkeypatch.undo()  # the real settings
     for n, dtype, name, block in [(1024, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_cta", 128),
                                   (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_cluster", 256),
-                                  (65536, "bfloat16", "rows_bulk", 512), (4096, "float32", "rows_bulk", 256),
+                                  (65536, "bfloat16", "rows_bulk", 256), (4096, "float32", "rows_bulk", 256),
                                   (262144, "float32", "rows_bulk", 256)]:
         seen = set()
         for m in (1, 4096):

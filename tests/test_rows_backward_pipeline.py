@@ -144,6 +144,16 @@ def test_the_measured_settings_by_type_and_n() -> None:
         ("float32", 65536): (True, True), ("float32", 262144): (False, False),
         **{("float16", n): (n <= 65536, False) for n in (4096, 8192, 16384, 65536, 262144)},
     }
+    # a (kind, type) entry before the type's: float16 layer_norm's column sums in shared memory
+    from bulkred_dialect.ops.tile.rows import NormKind
+
+    def kind_plan(kind, dtype, n):
+        return SimpleNamespace(kind=kind, dtype=DTYPES[dtype], n=n)
+
+    assert [rows_backward.measured(kind_plan(NormKind.LAYER_NORM_BACKWARD, "float16", n)) for n in (4096, 65536, 262144)] \
+        == [(True, True), (True, True), (False, False)]
+    assert rows_backward.measured(kind_plan(NormKind.RMS_NORM_BACKWARD, "float16", 4096)) == (True, False)
+    assert rows_backward.measured(kind_plan(NormKind.LAYER_NORM_BACKWARD, "bfloat16", 4096)) == (True, False)
     rms = {(d, n): module("rms_norm_backward", None, n, d, weight=d, dweight=d)
            for d, n in (("bfloat16", 65536), ("float16", 65536), ("bfloat16", 131072))}
     ops = {k: next(o for o in m.walk() if o.name == "bulkred.normalize_rows") for k, m in rms.items()}

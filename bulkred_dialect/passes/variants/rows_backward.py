@@ -35,6 +35,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     half_as_bfloat16,
     AT,
     BF16,
+    F16,
     PairSums,
     packed_bf16,
     raw_count,
@@ -282,9 +283,13 @@ MEASURED = {
     BF16.name: ((1, 65536, True, False),),  # 4096: 0.72 -> 0.83 (rms), 0.73 -> 0.88 (layer); 16384: 0.68 -> 0.83, 0.63 -> 0.79; 65536 (rows_cluster): 0.67 -> 0.74, 0.47 -> 0.64
     F32.name: ((1, 8192, False, False),  # 4096: pipelined 0.86 / 0.87 against 0.91 / 0.94
                 (8193, 65536, True, True)),  # 16384: 0.90 -> 0.93, 0.89 -> 0.90; 65536: 0.78 -> 0.91, 0.72 -> 0.82
+    # (kind, element type): before the type's own. float16 layer_norm's (--set pipeline, 2026-11-29 later):
+    # the column sums in shared memory, 4096 0.66 -> 0.83, 16384 0.59 -> 0.80, 65536 0.61 -> 0.75; bfloat16's
+    # not (0.88 -> 0.84, 0.87 -> 0.81), nor float16 rms_norm's (0.92 -> 0.91, 0.88 -> 0.85)
+    ("layer_norm_backward", F16.name): ((1, 65536, True, True),),
 }
-"""The norms' backward settings by element type and N (never M) where the H200 measured
-them faster; elsewhere (float16, longer rows) neither."""
+"""The norms' backward settings by element type (or kind and element type) and N (never
+M) where the H200 measured them faster; elsewhere (longer rows) neither."""
 MEASURED = half_as_bfloat16(MEASURED)  # float16 as bfloat16 where unmeasured
 
 
@@ -303,8 +308,11 @@ order: the bits of the default."""
 
 
 def measured(p: RowPlan) -> tuple[bool, bool]:
-    """(PIPELINE, SHARED_COLUMNS) of :data:`MEASURED` for plan ``p``'s element type and N."""
-    for lo, hi, pipe, shared in MEASURED.get(p.dtype.name, ()):
+    """(PIPELINE, SHARED_COLUMNS) of :data:`MEASURED` for plan ``p``'s kind, element type and
+    N (a ``(kind, type)`` entry before the type's own)."""
+    kind = getattr(p, "kind", None)
+    own = MEASURED.get((kind.value, p.dtype.name)) if kind is not None else None
+    for lo, hi, pipe, shared in own or MEASURED.get(p.dtype.name, ()):
         if lo <= p.n <= hi:
             return pipe, shared
     return False, False

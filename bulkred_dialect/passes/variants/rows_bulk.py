@@ -256,6 +256,25 @@ _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the 
 _NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
 
 CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
+    # (tools/probes/rows_forward.py --set fastexp and --set affine on an H200, 2026-11-29 later, x copy: the
+    # dispatch's -> this row; fast exp, y's exp with the sum folded in, the weight and bias in registers, the
+    # 16-bit vectors read as words, layer_norm's one pass about each thread's own shift)
+    # softmax bfloat16 262144 0.790 -> 0.917, 65536 0.885 -> 0.942
+    (BF16.name, ("softmax",), 262144, 262144,
+     Setting(65536, 512, None, True, 2, registers=True, max_units=15, fast_exp=True, words=True)),
+    (BF16.name, ("softmax",), 65536, 65536,
+     Setting(65536, 256, 2, False, 1, early_copy=True, fast_exp=True, fold_sum=True, words=True)),
+    # layer_norm bfloat16 262144 0.749 -> 0.921, float32 0.783 -> 0.911; 65536 bfloat16 0.812 -> 0.889,
+    # float32 0.815 -> 0.918; rms_norm bfloat16 262144 0.922 -> 0.932 (65536: the dispatch's kept)
+    (BF16.name, ("layer_norm",), 262144, 262144,
+     Setting(65536, 512, None, True, 2, one_pass="local", max_units=15, affine_registers=True, words=True)),
+    (F32.name, ("layer_norm",), 262144, 262144, Setting(65536, 512, None, True, 2, max_units=7, affine_registers=True)),
+    (BF16.name, ("layer_norm",), 65536, 65536,
+     Setting(65536, 512, None, True, 2, one_pass="local", affine_registers=True, words=True)),
+    (F32.name, ("layer_norm",), 65536, 65536,
+     Setting(32768, 256, 2, True, 2, one_pass="local", max_units=30, affine_registers=True)),
+    (BF16.name, ("rms_norm",), 262144, 262144,
+     Setting(32768, 256, 2, True, 2, max_units=14, affine_registers=True, words=True)),
     # (tools/probes/rows_forward.py --set passes on an H200, 2026-11-29, x copy: the dispatch's ->
     # this row; a persistent grid capped at the clusters the GPU holds at once, rows_bulk_backward.CLUSTERS)
     # log_softmax float32 262144 0.823 -> 0.910, bfloat16 0.676 -> 0.917
