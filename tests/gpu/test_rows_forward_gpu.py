@@ -29,7 +29,11 @@ CELLS = [("softmax", "float32", 4096), ("layer_norm", "float32", 4096), ("log_so
          # the .minnctapersm 3 rows
          ("log_softmax", "bfloat16", 262144), ("log_softmax", "float32", 262144), ("rms_norm", "bfloat16", 262144),
          ("softmax", "float32", 262144), ("layer_norm", "bfloat16", 262144), ("layer_norm", "bfloat16", 65536),
-         ("log_softmax", "float32", 65536)]
+         ("log_softmax", "float32", 65536),
+         # (the sixth session's settings: fast exp, y's exp with the sum folded in, 16-bit words, the weight and
+         # bias in registers, layer_norm's one pass about each thread's shift; float16 on bfloat16's rows)
+         ("softmax", "bfloat16", 65536), ("softmax", "float16", 262144), ("layer_norm", "float16", 262144),
+         ("rms_norm", "float16", 65536)]
 
 
 def _rows(torch, m: int, n: int, dtype: str, seed: int):
@@ -61,7 +65,8 @@ def test_against_torch(kind: str, dtype: str, n: int) -> None:
 @pytest.mark.parametrize("kind,dtype,n", [("softmax", "bfloat16", 65536), ("layer_norm", "float32", 262144),
                                           ("rms_norm", "float32", 4096), ("log_softmax", "bfloat16", 16384),
                                           ("layer_norm", "float32", 65536), ("log_softmax", "bfloat16", 262144),
-                                          ("rms_norm", "bfloat16", 262144)])
+                                          ("rms_norm", "bfloat16", 262144), ("softmax", "bfloat16", 262144),
+                                          ("layer_norm", "bfloat16", 262144)])
 def test_batch_invariance(kind: str, dtype: str, n: int) -> None:
     """The same rows alone, as rows 1000..1006 of a batch and in the whole batch (4096
     rows; 1024 of 262144) give the same bits, and a second run the same."""
