@@ -1,8 +1,8 @@
 """The in-process lit format (tests/filecheck/lit_inprocess.py) must fail what lit's
 ShTest fails and pass what it passes: a wrong CHECK line, a ``not`` of a success, a
-failing command in the middle of a pipe, stderr routing (``2>&1 >/dev/null``), files
-written with ``>`` and read with ``<``; and the same results with real processes
-(``BULKRED_LIT_SUBPROCESS=1``)."""
+failing command in the middle of a pipe (bulkred-opt's, plain xdsl-opt's), stderr
+routing (``2>&1 >/dev/null``), files written with ``>`` and read with ``<``; and the
+same results with real processes (``BULKRED_LIT_SUBPROCESS=1``)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,10 @@ CASES = {
         "// RUN: bulkred-opt %t.in.mlir | filecheck %s --check-prefix=MIXED\n"
         "// IN: func.func @from_sed() {\n// IN:   func.return\n// IN: }\n// MIXED: func.func @from_sed\n",
         True,
+    ),
+    "fail_xdsl_opt.mlir": (  # plain xdsl-opt (in-process too): its error, a traceback, is exit status 1
+        "// RUN: xdsl-opt %s -p no-such-pass | filecheck %s --allow-empty\n// CHECK-NOT: nothing\n",
+        False,
     ),
     "fail_shell_line.mlir": ("// RUN: printf 'x' | grep -q y\n// RUN: bulkred-opt %s | filecheck %s\n// CHECK: func.func\n", False),
     "pass_files.mlir": (

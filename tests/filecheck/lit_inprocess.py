@@ -2,12 +2,16 @@
 process instead of starting a Python interpreter for each (about 0.5 s of imports per
 RUN line, most of the suite's time).
 
-A RUN line that is a pipeline of ``bulkred-opt``, ``filecheck`` and ``not``
+A RUN line that is a pipeline of ``bulkred-opt``, ``xdsl-opt``, ``filecheck`` and ``not``
 (redirections ``2>&1``, ``>``, ``2>`` and ``<``, applied left to right as a shell
 does) runs in-process: each command's stdin, stdout and stderr are in-memory streams,
 its exit status is what ``bulkred_dialect.cli.main`` returns (or ``SystemExit``
 carries), and the environment is the test's (``config.environment``) for the duration.
-Any other RUN line (``printf``, ``sed``, ``python3``, ``xdsl-opt``, ...) runs in bash
+Plain ``xdsl-opt`` runs as its console script does (``xDSLOptMain().run()``, with the
+DeprecationWarning filter its ``main`` sets, here for the run only), finding our
+dialects and passes through the same ``xdsl.universe`` entry point; an exception it
+raises is exit status 1 and its traceback on stderr, as the process gives.
+Any other RUN line (``printf``, ``sed``, ``python3``, ...) runs in bash
 (``-o pipefail``) in the test's environment and directory, in order with the others.
 A test with no in-process line at all, and every test when ``BULKRED_LIT_SUBPROCESS=1``
 is set, runs through lit's own ``ShTest`` unchanged (real processes, e.g. to check the
@@ -29,7 +33,7 @@ import lit.Test
 import lit.TestRunner
 from lit.ShUtil import Command, Pipeline, ShParser
 
-TOOLS = ("bulkred-opt", "filecheck")
+TOOLS = ("bulkred-opt", "xdsl-opt", "filecheck")
 
 
 @dataclass
@@ -99,6 +103,8 @@ def _run_tool(step: _Step, stdin: bytes) -> tuple[int, dict]:
             from bulkred_dialect.cli import main
 
             rc = main(argv[1:])
+        elif argv[0] == "xdsl-opt":
+            rc = _xdsl_opt(err)
         else:
             from filecheck.main import main
 
@@ -112,6 +118,25 @@ def _run_tool(step: _Step, stdin: bytes) -> tuple[int, dict]:
     finally:
         sys.stdin, sys.stdout, sys.stderr, sys.argv = saved
     return int(rc or 0), {k: v.getvalue() for k, v in sinks.items()}
+
+
+def _xdsl_opt(err: io.StringIO) -> int:
+    """``xdsl-opt`` on ``sys.argv`` (its console script, xdsl.tools.xdsl_opt.main, in
+    this process): 1 and the traceback for an exception, as Python's exit gives."""
+    import warnings
+
+    from xdsl.xdsl_opt_main import xDSLOptMain
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("default", category=DeprecationWarning)
+        try:
+            xDSLOptMain().run()
+        except SystemExit:
+            raise
+        except Exception:
+            err.write(traceback.format_exc())
+            return 1
+    return 0
 
 
 def _run_line(steps: list[_Step]) -> tuple[int, str]:
