@@ -300,7 +300,7 @@ def test_measured_tables_turn_the_settings_on(monkeypatch) -> None:
     """Each setting's None takes its table's cells (by element type and N), none by default:
     rows_cta.STAGED_MEASURED (a bulk copy), rows_lower.RAGGED_SPLIT_MEASURED (branches of the
     row's offset: more ex2 than RAGGED's one body), STEP_EXPS_MEASURED (fewer ex2 in
-    rows_stream), rows_stream.MIN_CTAS_MEASURED (``.minnctapersm``)."""
+    rows_stream), rows_stream.MIN_CTAS_MEASURED (``.minnctapersm``), CTAS_PER_SM_MEASURED (the grid)."""
     from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
     from bulkred_dialect.passes.variants import rows_stream
     from bulkred_dialect.passes.variants.rows_common import BF16
@@ -309,14 +309,17 @@ def test_measured_tables_turn_the_settings_on(monkeypatch) -> None:
         return str(lowered(module("cross_entropy", None, n, "bfloat16", variant=variant)))
 
     monkeypatch.setattr(rows_lower, "RAGGED", True)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)  # (the grid: CTAs a multiprocessor)
     before = {v: text(v, 301) for v in ("rows_cta", "rows_stream")}
     assert "cp.async.bulk" not in before["rows_cta"] and MIN_CTAS_ATTR not in before["rows_stream"]
     monkeypatch.setattr(rows_cta, "STAGED_MEASURED", {BF16.name: ((301, 301),)})
     monkeypatch.setattr(rows_lower, "RAGGED_SPLIT_MEASURED", {BF16.name: ((301, 301),)})
     monkeypatch.setattr(rows_stream, "MIN_CTAS_MEASURED", {("cross_entropy", BF16.name): ((301, 301, 4),)})
+    monkeypatch.setattr(rows_stream, "CTAS_PER_SM_MEASURED", {("cross_entropy", BF16.name): ((301, 301, 3),)})
     assert "cp.async.bulk" in text("rows_cta", 301)
     split = text("rows_stream", 301)
     assert split.count("ptx.ex2") > before["rows_stream"].count("ptx.ex2") and f"{MIN_CTAS_ATTR} = 4" in split
+    assert "grid_rows = [1 : i64, 3 : i64]" in split and "grid_rows = [1 : i64, 3 : i64]" not in before["rows_stream"]
     monkeypatch.setattr(rows_lower, "RAGGED_SPLIT_MEASURED", {})
     monkeypatch.setattr(rows_lower, "STEP_EXPS_MEASURED", {BF16.name: ((301, 301),)})
     assert text("rows_stream", 301).count("ptx.ex2") < before["rows_stream"].count("ptx.ex2")

@@ -74,8 +74,14 @@ to rows_bulk, rows_cluster or rows_stream (docs/rows.md)."""
 
 CTAS_PER_SM: int | None = None
 """The grid's CTAs per multiprocessor at most (the rows shared among them; no row's
-arithmetic depends on it); None: 2048 threads' worth (the default). The probe's setting
-(tools/probes/rows_forward.py --set pipeline)."""
+arithmetic depends on it); None: :data:`CTAS_PER_SM_MEASURED`, else 2048 threads' worth
+(the default). The probe's setting (tools/probes/rows_forward.py --set pipeline,
+tools/probes/rows_ce.py)."""
+
+CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M):
+a grid no larger than the CTAs resident at once (36 registers a thread hold 6 CTAs of 256
+threads a multiprocessor, not 8); none measured yet (float16 as bfloat16)."""
 
 
 VALUES: int | None = None
@@ -173,7 +179,7 @@ def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> 
     staged = measured(STAGED, STAGED_MEASURED, d.name, op.cols) and loss_vector(op) > 0 and op.cols * d.bytes >= 32
     vec = (loss_vector(op) if STAGED_VECTORS else 0) if staged else ragged_vector(op)  # (0: the default's loads)
     block = block_for(op, vec)
-    ctas = CTAS_PER_SM or max(1, 2048 // block)
+    ctas = cell_setting(CTAS_PER_SM, CTAS_PER_SM_MEASURED, op) or max(1, 2048 // block)
     if staged:  # (two span buffers a CTA)
         ctas = min(ctas, max(1, SHARED_PER_SM // (2 * span_bytes(op.cols, d.bytes, vec or 1) + 1024)))
     p = plan(op, target, group=block, block=block, items=items_for(op, block), ctas_per_sm=ctas)

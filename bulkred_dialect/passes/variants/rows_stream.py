@@ -31,7 +31,12 @@ CTAS_PER_SM: int | None = None
 """The grid's CTAs per multiprocessor at most (None: 2048 threads' worth, 4): fewer rows in
 flight, so that a row read twice (add_rms_norm's residual_out, written by the first pass)
 is still in L2 for the second (e.g. 132 CTAs of 128 KiB bfloat16 rows of 65536). No
-row's arithmetic depends on it. The probe's setting (tools/probes/rows_forward_norms.py)."""
+row's arithmetic depends on it. None: :data:`CTAS_PER_SM_MEASURED`, else 4. The probe's
+setting (tools/probes/rows_forward_norms.py, tools/probes/rows_ce.py)."""
+
+CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M);
+none measured yet (float16 as bfloat16)."""
 
 
 MIN_CTAS: int | None = None
@@ -48,7 +53,7 @@ none measured yet (float16 as bfloat16)."""
 
 def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=CTAS_PER_SM or max(1, 2048 // BLOCK))
+    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=cell_setting(CTAS_PER_SM, CTAS_PER_SM_MEASURED, op) or max(1, 2048 // BLOCK))
     vec = ragged_vector(op)  # (rows_lower.RAGGED; 0: the default's loads)
     set_min_ctas(op, cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op))
     lower_rows(op, rewriter, target, ragged_plan(p, vec, 0) if vec else p)
