@@ -320,3 +320,20 @@ def test_layer_norm_local_shift_adversarial(monkeypatch) -> None:
         # (y's x - mean: the float32 mean's rounding, half an ulp of 1000 (or 1e4 / 8), times rstd and the weight)
         for i, ulps in enumerate((2, 2, 20, 0)):
             np.testing.assert_allclose(y[i], ref_y[i], rtol=0, atol=ulps * 2.0**-14 * np.abs(w).max() + 1e-5)
+
+
+def test_affine_registers_of_a_bias_alone(monkeypatch) -> None:
+    """layer_norm with a bias and no weight under Setting.affine_registers (the GPU suite's
+    float32 262144 draw, 2026-11-29): the bias's registers alone unroll y's pass (it was
+    left a loop, which the registers cannot be read in: an assertion while lowering)."""
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+    from bulkred_dialect.row_kernels import module
+
+    monkeypatch.setattr(rows_bulk, "PERSISTENT", True)
+    monkeypatch.setattr(rows_bulk, "UNROLL", 1)
+    monkeypatch.setattr(rows_bulk, "AFFINE_REGISTERS", True)
+    held = []
+    real = rows_bulk.held_affine
+    monkeypatch.setattr(rows_bulk, "held_affine", lambda *a: held.append(a[3]) or real(*a))
+    ptx = compile_tile_module(module("layer_norm", None, 4096, "float32", bias="float32", eps=1e-5, variant="rows_bulk"), "sm_90a")
+    assert held and "ld.global" in str(ptx)

@@ -581,7 +581,7 @@ def _body(r: RowState, e: Emitter, row: SSAValue, xs: SSAValue, per: int, st: Se
         else:
             r.write_item(b, first, values, stats, extra)
 
-    if u == per or isinstance(r.w, HeldBuf):  # (the weight's registers: each vector's its own, unrolled)
+    if u == per or isinstance(r.w, HeldBuf) or isinstance(r.b, HeldBuf):  # (the weight's or bias's registers: each vector's its own, unrolled)
         for k in range(per):
             write_item(e, k * p.group, vals(e, xs, k))
     else:
