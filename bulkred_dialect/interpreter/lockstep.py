@@ -91,7 +91,7 @@ from bulkred_dialect.ops.ptx.arith import (
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType, SelpOp, SetpOp
-from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, PtrAddOp, StOp, StVecOp
+from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, MovOp, PtrAddOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
 from bulkred_dialect.ops.ptx.sreg import MovSregOp
 from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MbarrierTryWaitParityOp
@@ -752,6 +752,27 @@ class LockstepInterpreter(KernelInterpreter):
                 return (self._vary((lo | (hi << np.uint64(32))).view(np.float64)),)
         return self._each(op, inputs, self._body(op), None) if varying else self._once(op, inputs)
 
+    def run_mov(self, op: MovOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """An integer's bits into a float register (``mov.b32`` of an i32 into an f32, the
+        rows' packed words) on an array: the bits ptx_memory's ``run_mov`` gives one
+        thread (the low bits of the narrower type, viewed as the float). Addresses, a
+        float's bits into an integer, bfloat16 and f16, and values that are not ints,
+        one thread at a time."""
+        if varying:
+            form = self.forms.get(op, _MISSING)
+            if form is _MISSING:
+                form = self.forms[op] = _mov_form(op)
+            if form is not None:
+                mask, bits, float_type = form
+                (x,) = inputs
+                values = x.v if self.full else [x.v[t] for t in self.active]
+                if type(values) is list and all(type(e) is int for e in values):
+                    u = vector.int_bits(values)
+                    if u is not None:
+                        return (self._vary((u & mask).astype(bits).view(float_type)),)
+            return self._each(op, inputs, self._body(op), None)
+        return self._once(op, inputs)
+
     def run_setp(self, op: SetpOp, inputs: list[Any], varying: bool) -> PythonValues:
         if varying:
             form = self.forms.get(op)
@@ -1118,6 +1139,7 @@ _SPECIAL: dict[type[Operation], Any] = {
     **{t: LockstepInterpreter.run_bitwise for t in (AndOp, OrOp, XorOp, ShlOp, ShrOp)},
     **{t: LockstepInterpreter.run_math for t in (SqrtOp, RcpOp, FloatDivOp, Ex2Op, Lg2Op, AbsOp, NegOp)},
     CvtOp: LockstepInterpreter.run_cvt,
+    MovOp: LockstepInterpreter.run_mov,
     PtrAddOp: LockstepInterpreter.run_add_ptr,
     LdOp: LockstepInterpreter.run_ld,
     LdVecOp: LockstepInterpreter.run_ld,
@@ -1128,6 +1150,20 @@ _SPECIAL: dict[type[Operation], Any] = {
     arith.CmpiOp: LockstepInterpreter.run_cmpi,
     **{t: LockstepInterpreter.run_thread_constant for t in _THREAD_CONSTANTS},
 }
+
+
+_MOV_FLOATS: dict[ArithType, tuple[Any, Any]] = {ArithType.F32: (np.uint32, np.float32), ArithType.F64: (np.uint64, np.float64)}
+
+
+def _mov_form(op: MovOp) -> tuple[Any, Any, Any] | None:
+    """(the mask of the bits kept, the unsigned type of the float's width, the float
+    type) of a ``mov`` of an integer into an f32 or f64 register, else None."""
+    kind = _FLOAT_OF_CLASS.get(type(op.result.type))
+    src = op.src.type
+    if kind not in _MOV_FLOATS or not isinstance(src, IntegerType):
+        return None
+    keep = min(_FLOAT_WIDTH[kind], src.width.data)
+    return np.uint64((1 << keep) - 1), *_MOV_FLOATS[kind]
 
 
 # Why CTAs fell back, counted (the tests check that the kernels they mean to run in
