@@ -248,6 +248,7 @@ class RowPlan:
     cluster: int = 1
     slice: int = 0  # with a cluster: the vectors of the row each CTA holds (items * block)
     together: int = 1  # rows a group works on in one step of the loop over rows (rows_warp.ROWS_AT_ONCE)
+    one_barrier: bool = False  # a CTA's reductions with one barrier each, a row count carried (CTA_ONE_BARRIER)
 
     @property
     def vectors(self) -> int:
@@ -628,6 +629,8 @@ class RowState:
 
     def _state(self, e: Emitter, st, v: list[SSAValue], name: str) -> list[SSAValue]:
         p = self.p
+        if p.one_barrier and self.parity is not None:  # (CTA_ONE_BARRIER: the parity is the row count)
+            return cta_all_reduce(e, st, v, self.tid, p.block, self.parity, name)
         return reduce_state(e, st, v, self.tid, p.block, p.group, p.cluster, self.parity, name, self.exchange, self.rank)
 
     # endregion
@@ -1044,6 +1047,133 @@ LAYER_NORM_FAST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
 """:data:`LAYER_NORM_FAST` by element type and N: the ranges where it is on; none
 measured yet (tools/probes/rows_forward_norms.py)."""
 LAYER_NORM_FAST_MEASURED = half_as_bfloat16(LAYER_NORM_FAST_MEASURED)  # float16 as bfloat16 where unmeasured
+
+
+AFFINE_HELD: bool | None = None
+"""None: where :data:`AFFINE_HELD_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``). On,
+rms_norm's, add_rms_norm's and layer_norm's weight and bias in rows_warp and rows_cta (the
+row in registers, no cluster) are loaded once, before the loop over rows, into registers as
+loaded (bfloat16 two to a 32-bit word: :func:`raw_load`), and each row widens them
+(:class:`HeldRow`), instead of loading them from L2 every row: no LDG and no address
+arithmetic of theirs in the row (SASS, sm_90a: bfloat16 layer_norm 4096, 16 of its 24
+LDG a row); more registers carried over the loop (a thread's 32 values: 16 words of
+bfloat16 weight, 32 registers of float32). The same values, the same arithmetic: the
+bits of the default."""
+
+AFFINE_HELD_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`AFFINE_HELD` by element type name: the ranges (N from, N to) where it is on;
+none measured yet (float16 as bfloat16)."""
+
+
+@dataclass
+class HeldRow:
+    """A row-independent ``[N]`` buffer's vectors of the thread (the weight's, the bias's)
+    held in registers as loaded (:data:`AFFINE_HELD`), read as :class:`RowBuf` reads its
+    vector ``first + extra`` (static: the registers variants' items)."""
+
+    dtype: DType
+    raw: list[list[SSAValue]]  # per vector of the thread, its registers as loaded (zeros where it has none)
+    group: int
+    vec: int
+
+    def load(self, e: Emitter, first: SSAValue | int, vec: int, extra: int = 0, *, nc: bool = True) -> list[SSAValue]:
+        assert isinstance(first, int) and vec == self.vec, "HeldRow: a static vector of the thread"
+        return widen_raw(e, self.dtype, self.raw[first // self.group + extra], vec)
+
+
+def affine_held(p: RowPlan) -> bool:
+    """Whether plan ``p`` holds its weight and bias in registers (:data:`AFFINE_HELD`): a
+    norm's forward in registers, no cluster."""
+    norm = p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
+    return norm and bool(p.items) and p.cluster == 1 and _setting(AFFINE_HELD, AFFINE_HELD_MEASURED, p)
+
+
+def hold_row(e: Emitter, p: RowPlan, base: SSAValue, dt: DType, g: SSAValue, sw: SSAValue) -> HeldRow:
+    """:data:`AFFINE_HELD`'s registers of the ``[N]`` buffer at ``base`` (element type ``dt``)
+    for the thread ``g`` of its group (its first vector ``sw``), loaded before the rows
+    loop: its vectors ``sw, sw + G, ...``; the partial last one under its condition (zeros
+    where the thread has none)."""
+    first = e.ptr_add(base, e.mul_i(sw, p.vec * dt.bytes))
+    full, rest = divmod(p.vectors, p.group)
+    step = p.group * p.vec * dt.bytes
+    raw = [raw_load(e, dt, first, k * step, p.vec) for k in range(full)]
+    if rest:
+        types = [i32 if packed_bf16(dt, p.vec) else dt.ir] * raw_count(dt, p.vec)
+        raw.append(e.if_(e.cmp("ult", g, rest), lambda b: raw_load(b, dt, first, full * step, p.vec),
+                         lambda b: [b.const(0, t) if t == i32 else b.const(0.0, t) for t in types], types))
+    return HeldRow(dt, raw, p.group, p.vec)
+
+
+CTA_ONE_BARRIER: bool | None = None
+"""None: where :data:`CTA_ONE_BARRIER_MEASURED` says; True or False: everywhere or nowhere
+(the probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``).
+On, each reduction of a forward row of rows_cta (a CTA a row, in registers) is one CTA
+barrier instead of two (:func:`cta_all_reduce`): each warp's lane 0 writes the warp's
+butterfly result into a set of slots chosen by the parity of the CTA's count of rows (the
+loop carries it), a barrier, then every thread reads the warps' slots and combines them
+itself in the order warp 0's butterfly does (no second butterfly of warp 0 alone while the
+other warps wait at a second barrier, no broadcast through shared memory). A set is
+written again two rows later, after the next row's barrier, which every thread reaches
+only once it has read this row's set. The same operations in the same order as the
+default's lane 0: the bits of the default (the neutral partners of the butterfly's first
+steps, ``x + 0``, applied once to a sum: its -0 made +0 as the default's). Costs every
+thread ``W - 1`` combinations (W warps) where warp 0 alone made ``log2 32``: softmax's
+pairs at 512 threads, 15 of them, each with two ex2."""
+
+CTA_ONE_BARRIER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`CTA_ONE_BARRIER` by element type name: the ranges (N from, N to) where it is on;
+none measured yet (float16 as bfloat16)."""
+
+
+def cta_one_barrier(p: RowPlan) -> bool:
+    """Whether plan ``p`` reduces with :data:`CTA_ONE_BARRIER`'s one barrier: a forward kind
+    in registers, a CTA a row (more than a warp), no cluster."""
+    forward = p.kind in EXP_KINDS or p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
+    return (forward and bool(p.items) and p.cluster == 1 and p.group == p.block > WARP
+            and _setting(CTA_ONE_BARRIER, CTA_ONE_BARRIER_MEASURED, p))
+
+
+def cta_all_reduce(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int, count: SSAValue,
+                   name: str) -> list[SSAValue]:
+    """The state ``v`` combined over the CTA of ``block`` threads, every thread getting the
+    result, with one barrier (:data:`CTA_ONE_BARRIER`; ``count``: the CTA's rows so far,
+    whose parity picks the set of slots): each warp's butterfly, its lane 0's state into
+    slot ``warp`` of the set, ``bar.sync``, then each thread combines the slots as warp 0's
+    butterfly over them (lanes past the warps neutral) gives its lane 0: the default's bits
+    (:func:`reduce_state`)."""
+    s = warp_reduce_state(e, st, v)
+    nwarps, w = block // WARP, st.width
+    slots = e.shared([2 * nwarps * w], f32, f"{name}_warps")
+    base = e.ptr_add(slots, e.mul_i(e.and_b32(count, 1), nwarps * w * 4))
+
+    def write(b: Emitter) -> list[SSAValue]:
+        at = b.ptr_add(base, b.mul_i(b.shr_u32(tid, 5), w * 4))
+        for k, x in enumerate(s):
+            b.st(ld_type(F32), at, x, 4 * k)
+        return []
+
+    e.if_(e.cmp("eq", e.and_b32(tid, WARP - 1), 0), write)
+    e.bar_sync()
+    parts = [[e.ld(ld_type(F32), base, f32, 4 * (j * w + k)) for k in range(w)] for j in range(nwarps)]
+    memo: dict[tuple[int, int], list[SSAValue] | None] = {}
+
+    def lane(l: int, step: int) -> list[SSAValue] | None:
+        """Lane ``l``'s state after ``step`` butterfly steps (None: the neutral state)."""
+        if step == 0:
+            return parts[l] if l < nwarps else None
+        if (l, step) not in memo:
+            off = WARP >> step
+            a, b = lane(l, step - 1), lane(l ^ off, step - 1)
+            memo[(l, step)] = a if b is None else b if a is None else st.combine(e, a, b)
+        return memo[(l, step)]
+
+    out = lane(0, WARP.bit_length() - 1)
+    assert out is not None
+    summed = isinstance(st, PairSums) or (isinstance(st, _Scalar) and st.kind == ReduceKind.SUM)
+    if summed and nwarps < WARP:  # (the neutral partners' x + 0: a -0 sum made +0, as the default's)
+        out = [f32_add(e, x, e.const(0.0, f32)) for x in out]
+    return out
 
 
 ADD_RMS_CLUSTER_N: dict[str, int] = {

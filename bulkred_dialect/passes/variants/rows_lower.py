@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, FunctionType, IntegerAttr, MemRefType, f32, i32, i64
@@ -441,6 +441,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     assert isinstance(op, NormalizeRowsOp)
     kernel = enclosing_kernel(op)
     assert kernel is not None
+    if rows_common.cta_one_barrier(p):  # (rows_common.CTA_ONE_BARRIER: a reduction one barrier, the row count carried)
+        p = replace(p, one_barrier=True)
+    counted = p.cluster > 1 or p.one_barrier  # (the loop carries the unit's count of rows first)
     set_launch(kernel, [p.ctas], [p.block], [p.cluster])
     if p.cluster > 1 and p.kind == NormKind.ADD_RMS_NORM:  # (rows_common.ADD_RMS_CLUSTER_MIN_CTAS; None: nothing)
         set_min_ctas(op, rows_common.ADD_RMS_CLUSTER_MIN_CTAS)
@@ -473,6 +476,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     sw = e.wide(start)  # the thread's first vector in a row
     vec = p.vec
+    held = rows_common.affine_held(p)  # (rows_common.AFFINE_HELD: the weight and bias in registers, loaded once)
+    held_w = rows_common.hold_row(e, p, w0, wd, g, sw) if held and w0 is not None and wd else None
+    held_b = rows_common.hold_row(e, p, b0, bd, g, sw) if held and b0 is not None and bd else None
 
     def x_buf(b: Emitter, row: SSAValue, row_x: SSAValue) -> RowBuf:
         """x's buffer of ``row`` (its first element ``row_x``) at the thread's first vector
@@ -515,8 +521,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         y = None
         if y0 is not None:
             y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
-        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        w = held_w or (RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None)
+        bb = held_b or (RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None)
         hout = None
         if res is not None:
             hs = row_stride(op.residual_out.type) * d.bytes  # type: ignore[arg-type, union-attr]
@@ -562,14 +568,14 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         if y0 is not None:
             row_y = b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes))
             y = RowBuf(d, b.ptr_add(row_y, b.mul_i(sw, vec * d.bytes)))
-        w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
-        bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
+        w = held_w or (RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None)
+        bb = held_b or (RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None)
         res = hout = None
         if op.residual is not None and op.residual_out is not None:
             res = RowBuf(d, b.ptr_add(b.ptr_add(r0, b.mul_i(row, row_stride(op.residual.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
             hout = RowBuf(d, b.ptr_add(b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes)), b.mul_i(sw, vec * d.bytes)))  # type: ignore[arg-type]
-        parity = carried[0] if p.cluster > 1 else None
-        acc = carried[1:] if p.cluster > 1 else carried
+        parity = carried[0] if counted else None
+        acc = carried[1:] if counted else carried
         raw = None
         if ahead:  # this row's values, loaded during the previous step (rows_backward.PIPELINE)
             acc, raw = acc[:len(acc) - ahead], acc[len(acc) - ahead:]
@@ -625,7 +631,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         else:  # streamed: added in place to the unit's own partial rows (zero: the workspace's contract)
             parts = [RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, k, slot), e.mul_i(sw, vec * 4)))
                      for k in range(len(outs))]
-    carried0 = ([e.const(0)] if p.cluster > 1 else []) + acc0
+    carried0 = ([e.const(0)] if counted else []) + acc0
     totals = None  # LOSS_TAIL_SHORT: the CTA's (loss sum, kept rows) in shared memory (LossRow)
     if LOSS_TAIL_SHORT and LOSS_PARTIALS and op.reduced is not None and p.cluster == 1 and p.groups == 1:
         totals = e.shared([2], f32, "loss_totals_short")

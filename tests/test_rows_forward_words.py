@@ -1,0 +1,88 @@
+"""The per-element and per-row settings of the short and middle forward rows (rows_warp,
+rows_cta; off by default, docs/rows.md): rows_common.AFFINE_HELD (the weight and bias
+loaded once before the loop over rows, held in registers as loaded) and
+rows_common.CTA_ONE_BARRIER (a CTA's reduction with one barrier, every thread combining
+the warps' partials in warp 0's butterfly order). On the CPU interpreter, with the CTAs
+narrowed as in test_rows (one CTA looping over the rows): each against float64, and
+every output bit for bit the default kernel's (neither changes a value or an order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
+
+import bulkred_dialect.passes.variants.rows_lower as rows_lower
+from bulkred_dialect.passes.variants import rows_common, rows_cta
+
+
+def _both(kind: str, n: int, dtype: str, variant: str, setting: str, monkeypatch, m: int = 5):
+    """``test_rows.run`` of ``m`` rows with ``setting`` off, then on: (off's outputs, on's)."""
+    x = np.random.default_rng(n).standard_normal((m, n)) * 3 + 1.5
+    affine = dtype if kind in ("rms_norm", "layer_norm", "add_rms_norm") else None
+    out = []
+    for on in (False, True):
+        monkeypatch.setattr(rows_common, setting, on)
+        out.append(test_rows.run(kind, x, dtype, variant=variant, affine=affine))
+    return out
+
+
+def _same_bits(a, b) -> None:
+    """y and every statistic of two ``test_rows.run`` results bit for bit."""
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].keys() == b[1].keys()
+    for k in a[1]:
+        assert a[1][k].tobytes() == b[1][k].tobytes(), k
+
+
+HELD = [  # (kind, N, dtype, variant): a partial last vector where N / V is not a multiple of the group
+    ("layer_norm", 200, "bfloat16", "rows_warp"),  # 50 vectors, 32 lanes: lanes 18 to 31 hold one
+    ("rms_norm", 512, "float32", "rows_cta"),  # 2 warps, 2 vectors a thread
+    ("add_rms_norm", 200, "float32", "rows_cta"),  # 50 vectors, 64 threads: a partial one
+]
+
+
+@pytest.mark.parametrize("kind,n,dtype,variant", HELD)
+def test_affine_held_against_float64_and_the_defaults_bits(kind: str, n: int, dtype: str, variant: str,
+                                                           monkeypatch) -> None:
+    """AFFINE_HELD: y and the statistics within test_rows.check's tolerances of float64 and
+    bit for bit the default's; the setting taken (rows_lower asked affine_held, True)."""
+    seen = []
+    real = rows_common.affine_held
+    monkeypatch.setattr(rows_common, "affine_held", lambda p: seen.append(real(p)) or seen[-1])
+    off, on = _both(kind, n, dtype, variant, "AFFINE_HELD", monkeypatch)
+    assert seen == [False, True]
+    test_rows.check(kind, *on, dtype)
+    _same_bits(off, on)
+
+
+ONE_BARRIER = [  # rows_cta (one CTA of 64 threads, or 128 with 4 values a thread: rows_cta.VALUES)
+    ("softmax", 512, "float32", 4),  # 4 warps; the (m, s) pairs' fma combination: its operands' order matters
+    ("log_softmax", 256, "bfloat16", None),  # 2 warps; FAST_EXP's symmetric combination
+    ("layer_norm", 512, "float32", None),  # two reductions a row
+]
+
+
+@pytest.mark.parametrize("kind,n,dtype,values", ONE_BARRIER)
+def test_one_barrier_against_float64_and_the_defaults_bits(kind: str, n: int, dtype: str, values: int | None,
+                                                           monkeypatch) -> None:
+    """CTA_ONE_BARRIER: 5 rows on one CTA (both sets of slots, each used twice or more),
+    against float64 and bit for bit the default's; one ``bar.sync`` a reduction."""
+    monkeypatch.setattr(rows_cta, "VALUES", values)
+    bars = []
+    real = rows_lower.lower_rows
+
+    def counted(op, rewriter, target, p):  # the bar.sync of the kernel, after its lowering
+        kernel = op.parent_op()
+        while kernel.name != "func.func":
+            kernel = kernel.parent_op()
+        real(op, rewriter, target, p)
+        bars.append(sum(o.name == "ptx.bar.sync" for o in kernel.walk()))
+
+    monkeypatch.setattr(rows_cta, "lower_rows", counted)
+    off, on = _both(kind, n, dtype, "rows_cta", "CTA_ONE_BARRIER", monkeypatch)
+    reductions = 2 if kind == "layer_norm" else 1
+    assert bars == [2 * reductions, reductions]
+    test_rows.check(kind, *on, dtype)
+    _same_bits(off, on)
