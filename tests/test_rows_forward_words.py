@@ -86,3 +86,46 @@ def test_one_barrier_against_float64_and_the_defaults_bits(kind: str, n: int, dt
     assert bars == [2 * reductions, reductions]
     test_rows.check(kind, *on, dtype)
     _same_bits(off, on)
+
+
+MAX_FIRST = [  # (kind, N, dtype, variant)
+    ("softmax", 256, "bfloat16", "rows_warp"),
+    ("log_softmax", 512, "float32", "rows_cta"),
+]
+
+
+@pytest.mark.parametrize("kind,n,dtype,variant", MAX_FIRST)
+def test_max_first_against_float64(kind: str, n: int, dtype: str, variant: str, monkeypatch) -> None:
+    """EXP_MAX_FIRST (the row's maximum reduced first, the exps against it): 5 rows within
+    test_rows.check's tolerances of float64, the stored maximum the default's bit for bit
+    (its sum not: another rounding); the setting taken."""
+    seen = []
+    real = rows_common.max_first
+    monkeypatch.setattr(rows_common, "max_first", lambda p: seen.append(real(p)) or seen[-1])
+    off, on = _both(kind, n, dtype, variant, "EXP_MAX_FIRST", monkeypatch)
+    assert seen == [False, True]
+    test_rows.check(kind, *on, dtype)
+    assert off[1]["row_max"].tobytes() == on[1]["row_max"].tobytes()
+
+
+def test_max_first_cross_entropy_against_float64(monkeypatch) -> None:
+    """EXP_MAX_FIRST in cross_entropy with label smoothing on rows_cta (three reductions a
+    row): the targets 3, N - 1, ignore_index and outside [0, N) against float64."""
+    monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", True)
+    test_rows.run_cross_entropy(256, 0.1, variant="rows_cta")
+
+
+def test_max_first_non_finite_rows_as_the_default(monkeypatch) -> None:
+    """EXP_MAX_FIRST on rows_warp: an all -inf row, a row with a NaN and a row with +inf
+    give NaN rows, a -inf element 0, as the default (and torch)."""
+    monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", True)
+    n = 68
+    x = np.random.default_rng(9).standard_normal((4, n))
+    x[1] = -np.inf
+    x[2, n // 2] = np.nan
+    x[3, n - 2] = np.inf
+    x[0, 3] = -np.inf
+    y, stats, xv, _, _ = test_rows.run("softmax", x, variant="rows_warp")
+    assert np.isnan(y[1:]).all()
+    assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
+    test_rows.check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")

@@ -1105,6 +1105,31 @@ def hold_row(e: Emitter, p: RowPlan, base: SSAValue, dt: DType, g: SSAValue, sw:
     return HeldRow(dt, raw, p.group, p.vec)
 
 
+EXP_MAX_FIRST: bool | None = None
+"""None: where :data:`EXP_MAX_FIRST_MEASURED` says; True or False: everywhere or nowhere
+(the probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``).
+On, softmax, log_softmax and cross_entropy in rows_warp and rows_cta (the row in
+registers, no cluster) reduce the row's maximum first (a scalar butterfly: SHFL and FMNMX
+a step), then each element's ``exp(x - max)`` against it and their sum (a second scalar
+reduction), instead of one reduction of (m, s) pairs (:class:`_Exps`: two SHFL, FMNMX,
+two exps and their range arithmetic a step, 5 steps a warp, twice in a CTA) and y's
+rescale ``exp(m - M)``. The exps wait for the maximum's reduction (the next row's loads
+are in flight over it when pipelined). Bits change (the exps against the row's maximum,
+not the thread's: no ``exp(m - M)`` factor, one rounding fewer), never with M; the
+stored maximum is the same; the non-finite rows as the default's (a NaN or +inf: NaN; a
+row of -inf: a sum of 0, NaN for softmax, as torch)."""
+
+EXP_MAX_FIRST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`EXP_MAX_FIRST` by element type name: the ranges (N from, N to) where it is on;
+none measured yet (float16 as bfloat16)."""
+
+
+def max_first(p: RowPlan) -> bool:
+    """Whether plan ``p`` (an exp kind in registers, no cluster) reduces its maximum first
+    (:data:`EXP_MAX_FIRST`)."""
+    return p.kind in EXP_KINDS and bool(p.items) and p.cluster == 1 and _setting(EXP_MAX_FIRST, EXP_MAX_FIRST_MEASURED, p)
+
+
 CTA_ONE_BARRIER: bool | None = None
 """None: where :data:`CTA_ONE_BARRIER_MEASURED` says; True or False: everywhere or nowhere
 (the probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``).
@@ -1372,13 +1397,21 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
         r.target = r.target_inputs(e, row)
     if kind in EXP_KINDS:
         # the thread's (m, s), then the row's in one reduction; exp(x - M) = exp(x - m) * exp(m - M)
-        m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
         fast = fast_exp(p)
-        exps = [exp_shifted(e, v, m, fast) for v in flat]
-        part = e.fold(ReduceKind.SUM, F32, exps)
-        next_row()
-        big, s = r.reduce_exps(e, m, part)
-        rescale = f32_exp(e, f32_sub(e, m, big))
+        rescale: SSAValue | None = None
+        if max_first(p):  # (EXP_MAX_FIRST: the row's maximum, the exps against it, their sum: two scalar reductions)
+            m = e.fold(ReduceKind.MAX, F32, flat)
+            next_row()
+            big = clamp_max(e, r.reduce(e, ReduceKind.MAX, m, "row_max"))
+            exps = [exp_shifted(e, v, big, fast) for v in flat]
+            s = r.reduce(e, ReduceKind.SUM, e.fold(ReduceKind.SUM, F32, exps), "row_sum_exp")
+        else:
+            m = clamp_max(e, e.fold(ReduceKind.MAX, F32, flat))
+            exps = [exp_shifted(e, v, m, fast) for v in flat]
+            part = e.fold(ReduceKind.SUM, F32, exps)
+            next_row()
+            big, s = r.reduce_exps(e, m, part)
+            rescale = f32_exp(e, f32_sub(e, m, big))
         sums = {"max": big, "sum": s}
         if kind == NormKind.CROSS_ENTROPY:
             if r.op.smoothing:  # the sum of x (a missing vector's values are 0, not -inf)
@@ -1392,7 +1425,7 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
             return following
         stats = r.finish(e, sums)
         if kind == NormKind.SOFTMAX:  # y = exp(x - max) / sum, from the exps already computed
-            factor = f32_mul(e, rescale, stats["inv_sum"])
+            factor = f32_mul(e, rescale, stats["inv_sum"]) if rescale is not None else stats["inv_sum"]
             _write_values(r, e, [f32_mul(e, x, factor) for x in exps], conds, stats, raw=True)
         else:
             _write_values(r, e, flat, conds, stats)
