@@ -136,9 +136,15 @@ the same place and runs the same operations after the loads: the bits are RAGGED
 the row's body. None: where :data:`RAGGED_SPLIT_MEASURED` says; True or False: everywhere
 or nowhere (the probe's and the tests' settings, tools/probes/rows_ce.py)."""
 
-RAGGED_SPLIT_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+RAGGED_SPLIT_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({
+    # tools/probes/rows_ce.py --set odd / vocab on an H200, 2026-11-29 (sixth session), x copy, dispatch -> this:
+    # cross_entropy bfloat16 50257 0.689 -> 0.940 (float16 0.716 -> 0.944) with RAGGED_SPLIT, STEP_EXPS and
+    # rows_stream's .minnctapersm 4; bfloat16 128256 0.899 -> 0.995 (float16 0.959 -> 1.002) with STEP_EXPS,
+    # .minnctapersm 4 and FAST_EXP (rows_common.FAST_EXP_MEASURED); STEP_EXPS without the bound slower (0.737)
+    BF16.name: ((16385, 1 << 31),),
+})
 """:data:`RAGGED_SPLIT` by element type name (``BF16.name``...): the ranges (N from, N to)
-where it is on (with RAGGED on there); none measured yet (float16 as bfloat16)."""
+where it is on (with RAGGED on there; float16 as bfloat16)."""
 
 STEP_EXPS: bool | None = None
 """cross_entropy without label smoothing on rows_stream (:func:`stream_loss_row`): each
@@ -152,9 +158,12 @@ the row's position (the vectors of a step are fixed by element index). None: whe
 :data:`STEP_EXPS_MEASURED` says; True or False: everywhere or nowhere (the probe's and the
 tests' settings, tools/probes/rows_ce.py)."""
 
-STEP_EXPS_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
-""":data:`STEP_EXPS` by element type name: the ranges (N from, N to) where it is on; none
-measured yet (float16 as bfloat16)."""
+STEP_EXPS_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({
+    # (RAGGED_SPLIT_MEASURED's run; float32 50257 at 1.03 of copy already: not taken)
+    BF16.name: ((16385, 1 << 31),),
+})
+""":data:`STEP_EXPS` by element type name: the ranges (N from, N to) where it is on (float16
+as bfloat16; with rows_stream.MIN_CTAS_MEASURED's bound)."""
 
 
 def measured(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], dtype: str, n: int) -> bool:
