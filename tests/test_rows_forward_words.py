@@ -129,3 +129,17 @@ def test_max_first_non_finite_rows_as_the_default(monkeypatch) -> None:
     assert np.isnan(y[1:]).all()
     assert y[0, 3] == 0.0 and np.isfinite(y[0]).all()
     test_rows.check("softmax", y[[0]], {}, xv[[0]], None, None, "float32")
+
+
+@pytest.mark.parametrize("kind,n,dtype,variant", [("add_rms_norm", 200, "bfloat16", "rows_warp"),
+                                                  ("rms_norm", 512, "float32", "rows_cta")])
+def test_rms_fma_against_float64(kind: str, n: int, dtype: str, variant: str, monkeypatch) -> None:
+    """RMS_FMA (the squares summed by FFMA chains; a partial last vector at 200): y and rstd
+    within test_rows.check's tolerances of float64; the setting taken; add_rms_norm's h
+    (test_rows.run checks it against x + residual rounded) unchanged."""
+    seen = []
+    real = rows_common.rms_fma
+    monkeypatch.setattr(rows_common, "rms_fma", lambda p: seen.append(real(p)) or seen[-1])
+    off, on = _both(kind, n, dtype, variant, "RMS_FMA", monkeypatch)
+    assert seen == [False, True]
+    test_rows.check(kind, *on, dtype)

@@ -1105,6 +1105,26 @@ def hold_row(e: Emitter, p: RowPlan, base: SSAValue, dt: DType, g: SSAValue, sw:
     return HeldRow(dt, raw, p.group, p.vec)
 
 
+RMS_FMA: bool | None = None
+"""None: where :data:`RMS_FMA_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``). On,
+rms_norm's and add_rms_norm's row in registers (rows_warp, rows_cta, rows_cluster) sums
+its squares by FFMA, a chain per element of a vector, then the chains' tree, as
+:data:`LAYER_NORM_FAST` sums layer_norm's squared deviations, instead of an FMUL and a tree
+of FADD: one instruction fewer an element (SASS, sm_90a: bfloat16 rms_norm 4096 11.6 ->
+10.6 an element). Bits change (the order of the sum of squares: rstd's last bit), never
+with M."""
+
+RMS_FMA_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+""":data:`RMS_FMA` by element type name: the ranges (N from, N to) where it is on; none
+measured yet (float16 as bfloat16)."""
+
+
+def rms_fma(p: RowPlan) -> bool:
+    """Whether plan ``p`` (rms_norm, add_rms_norm) sums its squares by FFMA chains (:data:`RMS_FMA`)."""
+    return p.kind in RMS_KINDS and _setting(RMS_FMA, RMS_FMA_MEASURED, p)
+
+
 EXP_MAX_FIRST: bool | None = None
 """None: where :data:`EXP_MAX_FIRST_MEASURED` says; True or False: everywhere or nowhere
 (the probe's and the tests' settings, tools/probes/rows_forward_norms.py ``--set words``).
@@ -1431,7 +1451,15 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
             _write_values(r, e, flat, conds, stats)
         r.store_stats(e, row, stats)
         return following
-    if kind in RMS_KINDS:
+    if kind in RMS_KINDS and rms_fma(p):  # (RMS_FMA: the squares summed by FFMA, a chain per element of a vector)
+        chains = [e.const(0.0, f32)] * p.vec
+        for k, v in enumerate(flat):
+            chains[k % p.vec] = e.fma(AT, v, v, chains[k % p.vec])
+        part = e.fold(ReduceKind.SUM, F32, chains)
+        next_row()
+        ss = r.reduce(e, ReduceKind.SUM, part, "row_sq")
+        stats = r.finish(e, {"sq": ss})
+    elif kind in RMS_KINDS:
         sq = [e.value(MulOp(AT, v, v, rnd=RoundingMode.RN)) for v in flat]
         part = e.fold(ReduceKind.SUM, F32, sq)
         next_row()
