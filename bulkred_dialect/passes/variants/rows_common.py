@@ -1018,7 +1018,10 @@ FAST_EXP_MEASURED: dict[str, tuple[tuple[int, int], ...]] = {
     # 0.902, 16384 0.920 -> 0.922; log_softmax 4096 0.886 -> 0.901; the error against float64 the same.
     # float32 not taken: no faster (softmax 16384 0.928 -> 0.929, cross_entropy 1024 1.058 -> 1.060) and
     # twice the error (softmax 16384 1.0e-7 -> 2.0e-7)
-    BF16.name: ((1, 65536),),
+    # (tools/probes/rows_ce.py --set vocab, 2026-11-29, sixth session: cross_entropy bfloat16 128256 on
+    # rows_stream 0.899 -> 0.969 of copy, with rows_lower.STEP_EXPS and 4 CTAs 0.995; float16 0.959 -> 0.993.
+    # Past 65536 the other exp kinds are rows_bulk's, its own FAST_EXP, to 262144; rows_stream's beyond)
+    BF16.name: ((1, 1 << 31),),
 }
 """:data:`FAST_EXP` by element type and N (never M): the ranges (N from, N to) where it is
 on (tools/probes/rows_forward_norms.py, measured with the shifted form ``fma(x, log2(e),
