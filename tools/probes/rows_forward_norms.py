@@ -35,8 +35,33 @@ whole batch bit for bit (batch invariance; they must); with ptxas's registers an
 threads. The copy kernel and the settings are timed in turns, twice, the median kept
 (``/copy``: against the copy's median).
 
+``--set words`` (:func:`words_settings`) times instead the per-element and per-row settings of
+the short and middle rows (rows_warp, rows_cta; N = 1024, 4096, 16384, float32 and bfloat16,
+:data:`WORDS_CELLS`, the furthest from the copy kernel in the fifth session first), each off by
+default and each against the dispatch as it is, on the same tensors:
+
+* ``held``: rows_common.AFFINE_HELD (the norms' weight and bias loaded once before the rows
+  loop and held in registers, bfloat16 two to a word; the same bits);
+* ``one_barrier``: rows_common.CTA_ONE_BARRIER (rows_cta: each reduction one ``bar.sync``,
+  every thread combining the warps' partials; the same bits);
+* ``max_first``: rows_common.EXP_MAX_FIRST (the exp kinds: the row's maximum reduced first,
+  the exps against it, their sum: two scalar reductions instead of the (m, s) pairs'; bits
+  change);
+* ``rms_fma``: rows_common.RMS_FMA (rms_norm, add_rms_norm: the squares summed by FFMA
+  chains; rstd's bits change);
+* their combinations, and ``..., min K CTAs/SM`` (rows_warp / rows_cta.MIN_CTAS) where the
+  setting's registers hold fewer CTAs a multiprocessor than the dispatch's;
+
+``bits``: whether y (the losses; add_rms_norm's residual_out too) equals the dispatch's bit for
+bit (``same``: it must for held and one_barrier). The dry run prints each kernel's SASS
+instructions an element (ptxas for sm_90a, nvdisasm: the loop over rows' instructions over the
+values a thread holds; a warp-0-only step counted as every warp's). At the end, per cell, the
+setting that beat the dispatch by 1% or more (sound: batch-invariant, its error at most twice
+the dispatch's, the bits where they must be the same) and the table entries that take it.
+
     python3 tools/diag.py rows_forward_norms [--budget-s 150] [--cells add_rms,layer_norm,exp,ce]
-    python3 tools/diag.py rows_forward_norms --dry-run   # build and assemble each kernel (no GPU)
+    python3 tools/diag.py rows_forward_norms --set words [--budget-s 150] [--kinds layer_norm] [--n 4096] [--dtypes bfloat16]
+    python3 tools/diag.py rows_forward_norms [--set words] --dry-run   # build and assemble each kernel (no GPU)
 """
 
 from __future__ import annotations
@@ -70,6 +95,131 @@ CELLS = [
     ("layer_norm", "layer_norm", "bfloat16", 4096), ("layer_norm", "layer_norm", "bfloat16", 16384),
     ("exp", "softmax", "bfloat16", 16384), ("exp", "cross_entropy", "bfloat16", 65536),
 ]
+
+
+WORDS_CELLS = [  # (group, kind, dtype, N): --set words' cells, the furthest from copy first (fifth session)
+    ("words", "cross_entropy", "bfloat16", 16384), ("words", "layer_norm", "bfloat16", 4096),
+    ("words", "cross_entropy", "bfloat16", 4096), ("words", "layer_norm", "bfloat16", 16384),
+    ("words", "log_softmax", "bfloat16", 4096), ("words", "softmax", "bfloat16", 4096),
+    ("words", "softmax", "bfloat16", 16384), ("words", "rms_norm", "bfloat16", 4096),
+    ("words", "layer_norm", "float32", 16384), ("words", "softmax", "float32", 16384),
+    ("words", "rms_norm", "float32", 16384), ("words", "log_softmax", "bfloat16", 16384),
+    ("words", "softmax", "bfloat16", 1024), ("words", "add_rms_norm", "bfloat16", 4096),
+    ("words", "log_softmax", "bfloat16", 1024), ("words", "rms_norm", "bfloat16", 16384),
+    ("words", "add_rms_norm", "bfloat16", 16384), ("words", "rms_norm", "bfloat16", 1024),
+    ("words", "layer_norm", "bfloat16", 1024), ("words", "add_rms_norm", "bfloat16", 1024),
+    ("words", "cross_entropy", "bfloat16", 1024), ("words", "softmax", "float32", 1024),
+    ("words", "rms_norm", "float32", 1024), ("words", "layer_norm", "float32", 1024),
+    ("words", "log_softmax", "float32", 16384), ("words", "cross_entropy", "float32", 16384),
+    ("words", "add_rms_norm", "float32", 16384), ("words", "add_rms_norm", "float32", 4096),
+]
+
+WORDS_FLAGS = {  # --set words' names -> rows_common's switches
+    "held": "rows_common.AFFINE_HELD", "one_barrier": "rows_common.CTA_ONE_BARRIER",
+    "max_first": "rows_common.EXP_MAX_FIRST", "rms_fma": "rows_common.RMS_FMA",
+}
+SAME_BITS = ("held", "one_barrier")
+"""The settings that change no bit (the others' bits are judged by their error)."""
+
+
+def words_settings(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
+    """--set words' settings of one cell: (name, the variant forced or None, the settings)."""
+    base = register_variant(n)
+    if base is None:
+        return [(f"dispatch: {chosen}", None, {})]
+    forced = None if base == chosen else base
+    out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
+    if forced is not None:
+        out.append((forced, forced, {}))
+    cta = base == "rows_cta"
+    if kind in ("softmax", "log_softmax", "cross_entropy"):
+        combos = [("max_first",)] + ([("one_barrier",), ("max_first", "one_barrier")] if cta else [])
+    elif kind in ("rms_norm", "add_rms_norm"):
+        combos = [("held",), ("rms_fma",), ("held", "rms_fma")] + ([("held", "rms_fma", "one_barrier")] if cta else [])
+    else:
+        combos = [("held",)] + ([("one_barrier",), ("held", "one_barrier")] if cta else [])
+    for combo in combos:
+        out.append((f"{base} {'+'.join(combo)}", forced, {WORDS_FLAGS[c]: True for c in combo}))
+    k = build(kind, dtype, n, forced, {})
+    regs0 = registers(k)
+    threads = k.signature.launch.block[0]
+    if regs0.isdigit():  # a setting whose registers hold fewer CTAs than the dispatch's: also with the dispatch's bound
+        fit0 = resident_ctas(regs0, threads)
+        for name, f, consts in list(out[1 + (forced is not None):]):
+            regs = registers(build(kind, dtype, n, f, consts))
+            if regs.isdigit() and resident_ctas(regs, threads) < fit0:
+                out.append((f"{name}, min {fit0} CTAs/SM", base, {**consts, f"{base}.MIN_CTAS": fit0}))
+    return out
+
+
+def flips(consts: dict, kind: str, dtype: str, n: int) -> list[str]:
+    """The table entries that make ``consts`` (a --set words setting) the default of a cell."""
+    name = {"bfloat16": "BF16", "float32": "F32", "float16": "F16"}[dtype]
+    out = []
+    for key, v in consts.items():
+        if key.endswith(".MIN_CTAS"):
+            out.append(f"{key}_MEASURED[(\"{kind}\", {name}.name)] += ({n}, {n}, {v})")
+        elif v is True:
+            out.append(f"{key}_MEASURED[{name}.name] += ({n}, {n})")
+    return out
+
+
+def sass_per_element(k, variant: str, n: int) -> str:
+    """The SASS instructions of the kernel's loop over rows over the values a thread holds
+    (ptxas for sm_90a, nvdisasm): a warp-0-only step counted as every warp's; '?' without nvdisasm."""
+    import re
+
+    try:
+        from bulkred_dialect.backend_ptx.assemble import assemble
+        from bulkred_dialect.backend_ptx.sass import disassemble
+
+        text = disassemble(assemble(k.module.ptx.encode(), "sm_90a"))
+    except Exception:  # noqa: BLE001 - a diagnostic
+        return "?"
+    body = text.split("\nrows:", 1)[-1]
+    ins, labels, pending = [], {}, []
+    for line in body.splitlines():
+        lab = re.match(r"^\s*(\.L_x_\d+):", line)
+        if lab:
+            pending.append(lab.group(1))
+            continue
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
+        if m:
+            a = int(m.group(1), 16)
+            labels.update((p, a) for p in pending)
+            pending = []
+            ins.append((a, m.group(2), m.group(3)))
+    span = None  # the widest backward branch: the loop over rows
+    for a, op, rest in ins:
+        t = re.search(r"\((\.L_x_\d+)\)", rest)
+        if op.startswith("BRA") and t and t.group(1) in labels and labels[t.group(1)] < a:
+            if span is None or a - labels[t.group(1)] > span[1] - span[0]:
+                span = (labels[t.group(1)], a)
+    if span is None:
+        return "?"
+    group = 32 if variant == "rows_warp" else k.signature.launch.block[0]
+    count = sum(span[0] <= a <= span[1] for a, _, _ in ins)
+    return f"{count / (n / group):.1f}"
+
+
+def words_verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: list[float]) -> str:
+    """One cell's line of --set words' verdict: the fastest sound setting (batch-invariant, the
+    bits where they must be the same, its error at most twice the dispatch's) if it beats the
+    dispatch (the first run) by 1% or more, with its table entries (:func:`flips`)."""
+    if not judged or len(ratios) != len(judged) or not judged[0][0].startswith("dispatch"):
+        return f"- {kind} {dtype} {n}: no verdict (the dispatch's run failed)"
+    base_err, base = judged[0][2], ratios[0]
+    best = None
+    for (name, consts, err, sound), r in zip(judged[1:], ratios[1:]):
+        if not consts or not sound or not err <= 2 * base_err + 1e-12:
+            continue
+        if r >= 1.01 * base and (best is None or r > best[1]):
+            best = (name, r, consts)
+    if best is None:
+        return f"- {kind} {dtype} {n}: keep the default ({base:.3f} of copy; no sound setting >= 1% faster)"
+    name, r, consts = best
+    return (f"- {kind} {dtype} {n}: {name} {base:.3f} -> {r:.3f} of copy: "
+            + "; ".join(flips({k: v for k, v in consts.items() if k != "reduction"}, kind, dtype, n)))
 
 
 def kwargs(kind: str, dtype: str) -> dict:
@@ -171,10 +321,17 @@ def build(kind: str, dtype: str, n: int, forced: str | None, consts: dict):
     from bulkred_dialect import row_kernels
     from bulkred_dialect.backend_ptx.runtime import compile_tile_module
 
-    with applied(consts):
-        built = row_kernels.module(kind, None, n, dtype, variant=forced, reduction=consts.get("reduction"),
-                                   **kwargs(kind, dtype))
-        return compile_tile_module(built, None).kernel("rows")
+    key = (kind, dtype, n, forced, repr(sorted(consts.items())))
+    if key not in _BUILT:  # (--set words builds each setting twice: its registers, then its run)
+        with applied(consts):
+            built = row_kernels.module(kind, None, n, dtype, variant=forced, reduction=consts.get("reduction"),
+                                       **kwargs(kind, dtype))
+            _BUILT[key] = compile_tile_module(built, None).kernel("rows")
+    return _BUILT[key]
+
+
+_BUILT: dict[tuple, object] = {}
+"""build's kernels by cell and setting."""
 
 
 def chosen_variant(kind: str, dtype: str, n: int) -> str:
@@ -194,7 +351,7 @@ def dry_run(args) -> int:
     failed = 0
     for group, kind, dtype, n in cells(args):
         chosen = chosen_variant(kind, dtype, n)
-        for name, forced, consts in settings_for(kind, dtype, n, chosen):
+        for name, forced, consts in settings_of(args)(kind, dtype, n, chosen):
             k = build(kind, dtype, n, forced, consts)
             ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
             failed += not ok
@@ -206,14 +363,27 @@ def dry_run(args) -> int:
                 spills = str(sum(c for o, c in ops.items() if o.startswith("STL")))
             except Exception:  # noqa: BLE001 - a diagnostic
                 spills = "?"
+            sass = sass_per_element(k, forced or chosen, n) if args.set == "words" else ""
             print(f"{kind} {dtype} {n} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | regs {registers(k)} | "
-                  f"threads {k.signature.launch.block[0]} x {k.signature.launch.cluster[0]} | STL {spills}", flush=True)
+                  f"threads {k.signature.launch.block[0]} x {k.signature.launch.cluster[0]} | STL {spills}"
+                  + (f" | SASS/elem {sass}" if sass else ""), flush=True)
     return 1 if failed else 0
 
 
 def cells(args) -> list[tuple[str, str, str, int]]:
+    if args.set == "words":
+        kinds = args.kinds.split(",") if args.kinds else None
+        ns = [int(v) for v in args.n.split(",")] if args.n else None
+        dts = args.dtypes.split(",") if args.dtypes else None
+        return [c for c in WORDS_CELLS if (kinds is None or c[1] in kinds) and (ns is None or c[3] in ns)
+                and (dts is None or c[2] in dts)]
     groups = args.cells.split(",") if args.cells else None
     return [c for c in CELLS if groups is None or c[0] in groups]
+
+
+def settings_of(args):
+    """The settings function of ``--set``."""
+    return words_settings if args.set == "words" else settings_for
 
 
 def reference(torch, kind: str, n: int, x, w, bvec, res, target):
@@ -226,6 +396,8 @@ def reference(torch, kind: str, n: int, x, w, bvec, res, target):
         return torch.log_softmax(xd, -1)
     if kind == "layer_norm":
         return F.layer_norm(xd, (n,), w.double(), bvec.double(), EPS)
+    if kind == "rms_norm":
+        return F.rms_norm(xd, (n,), w.double(), EPS)
     if kind == "add_rms_norm":
         h = (x[:CHECK_ROWS] + res[:CHECK_ROWS]).double()  # (rounded to x's type, as torch's add)
         return F.rms_norm(h, (n,), w.double(), EPS)
@@ -237,6 +409,11 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=150.0)
     ap.add_argument("--cells", help="these groups only: add_rms, layer_norm, exp, ce (comma-separated)")
     ap.add_argument("--dry-run", action="store_true", help="build and assemble each kernel; no GPU")
+    ap.add_argument("--set", default="slow", choices=("slow", "words"),
+                    help="slow: the slow cells' settings (default); words: the short rows' per-element settings")
+    ap.add_argument("--kinds", help="--set words: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set words: these N only (comma-separated)")
+    ap.add_argument("--dtypes", help="--set words: these element types only (comma-separated)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.dry_run:
@@ -244,7 +421,9 @@ def main() -> int:
     import torch
 
     t0 = time.time()
-    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads x cluster | err | inv |")
+    verdicts: list[str] = []
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads x cluster | err | inv"
+          + (" / bits |" if args.set == "words" else " |"))
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
     for group, kind, dtype, n in cells(args):
         if time.time() - t0 > args.budget_s:
@@ -274,6 +453,8 @@ def main() -> int:
                 return [x[sl], out, res[sl], hout if rows is None else torch.empty_like(x[sl]), w]
             if kind == "layer_norm":
                 return [x[sl], out, w, bvec]
+            if kind == "rms_norm":
+                return [x[sl], out, w]
             return [x[sl], out]
 
         def outputs(a: list) -> list:
@@ -283,7 +464,9 @@ def main() -> int:
 
         chosen = chosen_variant(kind, dtype, n)
         runs = []  # (name, call, regs, threads, err, inv)
-        for name, forced, consts in settings_for(kind, dtype, n, chosen):
+        judged = []  # --set words: (name, consts, err, sound bits) of each run, in runs' order
+        base_out = None  # the dispatch's outputs (--set words' bits)
+        for name, forced, consts in settings_of(args)(kind, dtype, n, chosen):
             try:
                 k = build(kind, dtype, n, forced, consts)
                 full = args_of(None)
@@ -311,14 +494,29 @@ def main() -> int:
                 inv = all(torch.equal(a[:sub].contiguous().view(torch.uint8), b.view(torch.uint8))
                           for a, b in zip(got, outputs(part)))
                 launch = k.signature.launch
-                runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
-                             "yes" if inv else "NO"])
+                last = "yes" if inv else "NO"
+                if args.set == "words":
+                    if base_out is None:
+                        base_out = [g.clone() for g in got]
+                    same = all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(got, base_out))
+                    must = any(WORDS_FLAGS[f] in consts for f in SAME_BITS) and not any(
+                        WORDS_FLAGS[f] in consts for f in WORDS_FLAGS if f not in SAME_BITS)
+                    last += " / " + ("same" if same else "differ")
+                    judged.append((name, consts, err, inv and (same or not must)))
+                runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err, last])
             except Exception as e:  # noqa: BLE001 - the row says why
                 print_failed(kind, dtype, n, name, e)
-        print_timed(torch, kind, dtype, n, x, y, nbytes, runs)
+        ratios = print_timed(torch, kind, dtype, n, x, y, nbytes, runs)
+        if args.set == "words" and judged:
+            verdicts.append(words_verdict(kind, dtype, n, judged, ratios))
         del x, y, res, hout, ref, runs
         torch.cuda.empty_cache()
     print(f"probe time: {time.time() - t0:.0f} s")
+    if verdicts:
+        print("\nVerdicts (--set words): per cell, the fastest sound setting that beats the dispatch by >= 1%, "
+              "and the table entries (rows_common / rows_cta / rows_warp) to flip:")
+        for v in verdicts:
+            print(v)
     return 0
 
 
