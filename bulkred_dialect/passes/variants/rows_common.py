@@ -55,6 +55,7 @@ from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.st_async import StAsyncOp, StAsyncType
+from bulkred_dialect.ops.ptx.warp import ShflMode, ShflSyncOp
 from bulkred_dialect.ops.ptx.sync import (
     FenceMbarrierInitOp,
     MapaOp,
@@ -1159,15 +1160,13 @@ CTA_ONE_BARRIER: bool | None = None
 On, each reduction of a forward row of rows_cta (a CTA a row, in registers) is one CTA
 barrier instead of two (:func:`cta_all_reduce`): each warp's lane 0 writes the warp's
 butterfly result into a set of slots chosen by the parity of the CTA's count of rows (the
-loop carries it), a barrier, then every thread reads the warps' slots and combines them
-itself in the order warp 0's butterfly does (no second butterfly of warp 0 alone while the
-other warps wait at a second barrier, no broadcast through shared memory). A set is
-written again two rows later, after the next row's barrier, which every thread reaches
-only once it has read this row's set. The same operations in the same order as the
-default's lane 0: the bits of the default (the neutral partners of the butterfly's first
-steps, ``x + 0``, applied once to a sum: its -0 made +0 as the default's). Costs every
-thread ``W - 1`` combinations (W warps) where warp 0 alone made ``log2 32``: softmax's
-pairs at 512 threads, 15 of them, each with two ex2."""
+loop carries it), a barrier, then every warp reads the slots and does warp 0's butterfly
+over them itself (no butterfly of warp 0 alone while the other warps wait at a second
+barrier, no broadcast through shared memory; the (m, s) pairs' fma form, whose lanes may
+differ, take lane 0's by ``shfl.sync.idx``). A set is written again two rows later,
+after the next row's barrier, which every thread reaches only once it has read this
+row's set. The same operations in the same order as the default's warp 0: the bits of
+the default."""
 
 CTA_ONE_BARRIER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
 """:data:`CTA_ONE_BARRIER` by element type name: the ranges (N from, N to) where it is on;
@@ -1187,13 +1186,15 @@ def cta_all_reduce(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int,
     """The state ``v`` combined over the CTA of ``block`` threads, every thread getting the
     result, with one barrier (:data:`CTA_ONE_BARRIER`; ``count``: the CTA's rows so far,
     whose parity picks the set of slots): each warp's butterfly, its lane 0's state into
-    slot ``warp`` of the set, ``bar.sync``, then each thread combines the slots as warp 0's
-    butterfly over them (lanes past the warps neutral) gives its lane 0: the default's bits
-    (:func:`reduce_state`)."""
+    slot ``warp`` of the set, ``bar.sync``, then every warp does what warp 0 alone does in
+    the default (:func:`reduce_state`): lane l takes slot l (the neutral state past the
+    warps), a butterfly, and (a combination not symmetric in its operands: the (m, s)
+    pairs' fma form) lane 0's state to every lane (``shfl.sync.idx``): the default's bits."""
     s = warp_reduce_state(e, st, v)
     nwarps, w = block // WARP, st.width
     slots = e.shared([2 * nwarps * w], f32, f"{name}_warps")
     base = e.ptr_add(slots, e.mul_i(e.and_b32(count, 1), nwarps * w * 4))
+    lane = e.and_b32(tid, WARP - 1)
 
     def write(b: Emitter) -> list[SSAValue]:
         at = b.ptr_add(base, b.mul_i(b.shr_u32(tid, 5), w * 4))
@@ -1201,26 +1202,17 @@ def cta_all_reduce(e: Emitter, st, v: list[SSAValue], tid: SSAValue, block: int,
             b.st(ld_type(F32), at, x, 4 * k)
         return []
 
-    e.if_(e.cmp("eq", e.and_b32(tid, WARP - 1), 0), write)
+    e.if_(e.cmp("eq", lane, 0), write)
     e.bar_sync()
-    parts = [[e.ld(ld_type(F32), base, f32, 4 * (j * w + k)) for k in range(w)] for j in range(nwarps)]
-    memo: dict[tuple[int, int], list[SSAValue] | None] = {}
 
-    def lane(l: int, step: int) -> list[SSAValue] | None:
-        """Lane ``l``'s state after ``step`` butterfly steps (None: the neutral state)."""
-        if step == 0:
-            return parts[l] if l < nwarps else None
-        if (l, step) not in memo:
-            off = WARP >> step
-            a, b = lane(l, step - 1), lane(l ^ off, step - 1)
-            memo[(l, step)] = a if b is None else b if a is None else st.combine(e, a, b)
-        return memo[(l, step)]
+    def load(b: Emitter) -> list[SSAValue]:
+        at = b.ptr_add(base, b.mul_i(lane, w * 4))
+        return [b.ld(ld_type(F32), at, f32, 4 * k) for k in range(w)]
 
-    out = lane(0, WARP.bit_length() - 1)
-    assert out is not None
-    summed = isinstance(st, PairSums) or (isinstance(st, _Scalar) and st.kind == ReduceKind.SUM)
-    if summed and nwarps < WARP:  # (the neutral partners' x + 0: a -0 sum made +0, as the default's)
-        out = [f32_add(e, x, e.const(0.0, f32)) for x in out]
+    got = e.if_(e.cmp("ult", lane, nwarps), load, lambda b: st.neutral(b), list(st.types))
+    out = warp_reduce_state(e, st, got)
+    if isinstance(st, _Exps) and not st.fast:  # (lanes may differ in the last bits: lane 0's, as the default's)
+        out = [e.value(ShflSyncOp(ShflMode.IDX, x, e.const(0), e.const(WARP - 1), e.const(-1))) for x in out]
     return out
 
 
