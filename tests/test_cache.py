@@ -184,33 +184,43 @@ _CHILD = textwrap.dedent(
     t = time.perf_counter()
     mod = runtime.compile_tile_module(module, "sm_90a")
     dt = time.perf_counter() - t
-    print(json.dumps({"lowered": len(calls), "stats": CACHE.stats, "cubin": len(mod.cubin), "s": dt}))
+    print(json.dumps({"lowered": len(calls), "stats": dict(CACHE.stats), "cubin": len(mod.cubin), "s": dt}))
+    if len(sys.argv) > 2:  # then damage the entry, forget it in memory and compile again
+        entry = sys.argv[2]
+        data = open(entry, "rb").read()
+        open(entry, "wb").write(data[:-100])
+        CACHE.clear_memory()
+        calls.clear()
+        mod = runtime.compile_tile_module(runtime.parse(open(sys.argv[1]).read()), "sm_90a")
+        print(json.dumps({"lowered": len(calls), "stats": dict(CACHE.stats), "cubin": len(mod.cubin)}))
     """
 )
 
 
-def _child(cache_dir: Path, n: int = 1) -> list[dict]:
+def _child(cache_dir: Path, n: int = 1, damage: Path | None = None) -> list[dict]:
+    """What ``n`` processes at once report of compiling the seed (``damage``: each then
+    damages that entry, clears its memory cache and compiles again: a second report)."""
     import json
     import os
 
     env = {**os.environ, "BULKRED_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, str(SEED)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(n)
-    ]
+    argv = [sys.executable, "-c", _CHILD, str(SEED), *([str(damage)] if damage is not None else [])]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=300)
         assert p.returncode == 0, stderr
-        out.append(json.loads(stdout.strip().splitlines()[-1]))
+        out += [json.loads(line) for line in stdout.strip().splitlines() if line.startswith("{")]
     return out
 
 
 def test_processes_share_the_entry(tmp_path):
     """Two cold processes at once fill the same entry (each compiles and writes it, or
     finds the other's: never a torn entry, no temporary file left); a later process pays
-    no compile; a damaged entry is rebuilt by the next. (One test, not a cold process of
-    its own before the warm one: the two at once are the cold ones, 4 processes, not 5.)"""
+    no compile, then, the entry damaged and its memory cache cleared, rebuilds it from
+    the disk's refusal (as test_corrupt_entry_is_rebuilt_never_loaded's damages, here
+    through compile_tile_module). (3 processes: the two at once are the cold ones, the
+    warm one damages the entry itself.)"""
     results = _child(tmp_path, n=2)
     assert all(r["cubin"] == results[0]["cubin"] for r in results)
     for r in results:  # compiled and wrote it, or read the other's
@@ -219,12 +229,10 @@ def test_processes_share_the_entry(tmp_path):
     (entry,) = list(tmp_path.rglob("*.bin"))
     assert decode_entry(entry.read_bytes()) is not None
     assert list(tmp_path.rglob("*.tmp")) == []
-    (warm,) = _child(tmp_path)
+    warm, rebuilt = _child(tmp_path, damage=entry)
     assert warm["lowered"] == 0 and warm["stats"]["disk_hits"] == 1 and warm["cubin"] == results[0]["cubin"]
-    # a damaged entry: the next process rebuilds it
-    entry.write_bytes(entry.read_bytes()[:-100])
-    (rebuilt,) = _child(tmp_path)
     assert rebuilt["lowered"] == 1 and rebuilt["stats"]["corrupt"] == 1 and rebuilt["stats"]["writes"] == 1
+    assert rebuilt["cubin"] == results[0]["cubin"] and decode_entry(entry.read_bytes()) is not None
 
 
 def test_two_writers_racing_on_one_key(tmp_path):
