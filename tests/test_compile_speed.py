@@ -53,18 +53,18 @@ def _modules_after(code: str) -> list[str]:
 
 
 def test_the_probe_sees_heavy_imports():
-    assert "numpy" in _modules_after("import numpy")
-    assert "bulkred_dialect.ops.ptx" in _modules_after("import bulkred_dialect.passes.check_target")
+    seen = _modules_after("import numpy\nimport bulkred_dialect.passes.check_target")
+    assert "numpy" in seen and "bulkred_dialect.ops.ptx" in seen
 
 
 @pytest.mark.parametrize(
     "code",
     [
-        "import bulkred_dialect.cli",
         "import bulkred_dialect.universe",  # loaded by plain xdsl-opt as a plugin
+        # importing the cli is the first step of this and of the next test's parse
         "from bulkred_dialect.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
     ],
-    ids=["import-cli", "import-universe", "help"],
+    ids=["import-universe", "help"],
 )
 def test_start_up_imports_nothing_heavy(code):
     assert _modules_after(code) == []
