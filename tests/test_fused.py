@@ -395,20 +395,36 @@ def test_float64_logsumexp_takes_the_fma_routines_in_the_math_row():
 # endregion
 
 
+def _absmax_kernels():
+    """max(|x|) of a whole array and of rows, kernels ``whole`` and ``rows`` of one
+    module (one assembly and one nvdisasm run for both)."""
+    kernels = []
+    for name, shape, axes in (("whole", [1 << 20], None), ("rows", [1024, 4096], [1])):
+        with T.kernel(name) as k:
+            x = k.param("x", shape, "float32")
+            y = k.param("y", kept_shape(shape, axes), "float32")
+            T.reduce("max", y, x, axes=axes, prologue=["abs"])
+        kernels.append(k)
+    return T.module(*kernels)
+
+
 def test_sm100a_absmax_uses_redux_max_abs_in_sass():
+    import re
+
     from bulkred_dialect.backend_ptx.assemble import assemble
     from bulkred_dialect.backend_ptx.printer import print_ptx
     from bulkred_dialect.backend_ptx.sass import disassemble
 
-    for shape, axes in (([1 << 20], None), ([1024, 4096], [1])):
-        m = fused_module("max", shape, "float32", axes, prologue=["abs"])
-        lowered = lower_tile_module(m, "sm_100a")
-        ptx = print_ptx(lowered, "sm_100a")
-        assert "redux.sync.max.abs.NaN.f32" in ptx
-        sass = disassemble(assemble(ptx, "sm_100a"))
-        assert "CREDUX.MAXABS.F32.NAN" in sass
-        m90 = fused_module("max", shape, "float32", axes, prologue=["abs"])
-        assert "redux.sync" not in print_ptx(lower_tile_module(m90, "sm_90a"), "sm_90a")
+    ptx = print_ptx(lower_tile_module(_absmax_kernels(), "sm_100a"), "sm_100a")
+    entries = re.split(r"(?m)^\.visible \.entry ", ptx)[1:]
+    assert len(entries) == 2 and all("redux.sync.max.abs.NaN.f32" in e for e in entries)
+    sass = disassemble(assemble(ptx, "sm_100a"))
+    parts = re.split(r"(?m)^//-+ (\S+)\s+-+$", sass)  # a section per kernel: `//------ .text.<kernel> ------`
+    texts = {name.removeprefix(".text."): body for name, body in zip(parts[1::2], parts[2::2]) if name.startswith(".text.")}
+    assert sorted(texts) == ["rows", "whole"]
+    for name, body in texts.items():
+        assert "CREDUX.MAXABS.F32.NAN" in body, name
+    assert "redux.sync" not in print_ptx(lower_tile_module(_absmax_kernels(), "sm_90a"), "sm_90a")
 
 
 @pytest.mark.parametrize("shape, axes", FORMS, ids=FORM_IDS)
