@@ -49,8 +49,10 @@ default and each against the dispatch as it is, on the same tensors:
   change);
 * ``rms_fma``: rows_common.RMS_FMA (rms_norm, add_rms_norm: the squares summed by FFMA
   chains; rstd's bits change);
-* their combinations, and ``..., min K CTAs/SM`` (rows_warp / rows_cta.MIN_CTAS) where the
-  setting's registers hold fewer CTAs a multiprocessor than the dispatch's;
+* their combinations; ``max_first, 64 values`` (rows_cta past 4096: rows_cta.VALUES = 64, half
+  the threads a row, the row's overhead over twice the values); and ``..., min K CTAs/SM``
+  (rows_warp / rows_cta.MIN_CTAS) where the setting's registers hold fewer CTAs a
+  multiprocessor than the dispatch's;
 
 ``bits``: whether y (the losses; add_rms_norm's residual_out too) equals the dispatch's bit for
 bit (``same``: it must for held and one_barrier). The dry run prints each kernel's SASS
@@ -140,15 +142,19 @@ def words_settings(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str
         combos = [("held",)] + ([("one_barrier",), ("held", "one_barrier")] if cta else [])
     for combo in combos:
         out.append((f"{base} {'+'.join(combo)}", forced, {WORDS_FLAGS[c]: True for c in combo}))
+    if cta and n > 4096 and kind in ("softmax", "log_softmax", "cross_entropy"):  # twice the values a thread: half the threads
+        out.append((f"{base} max_first, 64 values", forced, {WORDS_FLAGS["max_first"]: True, "rows_cta.VALUES": 64}))
     k = build(kind, dtype, n, forced, {})
     regs0 = registers(k)
     threads = k.signature.launch.block[0]
-    if regs0.isdigit():  # a setting whose registers hold fewer CTAs than the dispatch's: also with the dispatch's bound
-        fit0 = resident_ctas(regs0, threads)
+    if regs0.isdigit():  # a setting whose registers hold fewer threads than the dispatch's: also with the dispatch's bound
+        held0 = resident_ctas(regs0, threads) * threads  # (threads a multiprocessor)
         for name, f, consts in list(out[1 + (forced is not None):]):
-            regs = registers(build(kind, dtype, n, f, consts))
-            if regs.isdigit() and resident_ctas(regs, threads) < fit0:
-                out.append((f"{name}, min {fit0} CTAs/SM", base, {**consts, f"{base}.MIN_CTAS": fit0}))
+            k = build(kind, dtype, n, f, consts)
+            regs, t = registers(k), k.signature.launch.block[0]
+            want = held0 // t
+            if regs.isdigit() and resident_ctas(regs, t) == want - 1:  # (one CTA more: no more than ptxas can hold unspilled, mostly)
+                out.append((f"{name}, min {want} CTAs/SM", base, {**consts, f"{base}.MIN_CTAS": want}))
     return out
 
 
@@ -157,7 +163,7 @@ def flips(consts: dict, kind: str, dtype: str, n: int) -> list[str]:
     name = {"bfloat16": "BF16", "float32": "F32", "float16": "F16"}[dtype]
     out = []
     for key, v in consts.items():
-        if key.endswith(".MIN_CTAS"):
+        if key.endswith(".MIN_CTAS") or key.endswith(".VALUES"):
             out.append(f"{key}_MEASURED[(\"{kind}\", {name}.name)] += ({n}, {n}, {v})")
         elif v is True:
             out.append(f"{key}_MEASURED[{name}.name] += ({n}, {n})")
