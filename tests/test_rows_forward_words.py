@@ -57,19 +57,21 @@ def test_affine_held_against_float64_and_the_defaults_bits(kind: str, n: int, dt
     _same_bits(off, on)
 
 
-ONE_BARRIER = [  # rows_cta (one CTA of 64 threads, or 128 with 4 values a thread: rows_cta.VALUES)
-    ("softmax", 512, "float32", 4),  # 4 warps; the (m, s) pairs' fma combination: its operands' order matters
-    ("log_softmax", 256, "bfloat16", None),  # 2 warps; FAST_EXP's symmetric combination
-    ("layer_norm", 512, "float32", None),  # two reductions a row
+ONE_BARRIER = [  # rows_cta (one CTA of 64 threads, or 128 with 4 values a thread: rows_cta.VALUES); pipelined
+    ("softmax", 512, "float32", 4, True),  # 4 warps; the (m, s) pairs' fma combination: lanes may differ
+    ("log_softmax", 256, "bfloat16", None, True),  # 2 warps; FAST_EXP's symmetric combination
+    ("layer_norm", 512, "float32", None, True),  # two reductions a row
+    ("rms_norm", 512, "float32", 4, False),  # not pipelined: the row count alone carried
 ]
 
 
-@pytest.mark.parametrize("kind,n,dtype,values", ONE_BARRIER)
+@pytest.mark.parametrize("kind,n,dtype,values,pipelined", ONE_BARRIER)
 def test_one_barrier_against_float64_and_the_defaults_bits(kind: str, n: int, dtype: str, values: int | None,
-                                                           monkeypatch) -> None:
+                                                           pipelined: bool, monkeypatch) -> None:
     """CTA_ONE_BARRIER: 5 rows on one CTA (both sets of slots, each used twice or more),
     against float64 and bit for bit the default's; one ``bar.sync`` a reduction."""
     monkeypatch.setattr(rows_cta, "VALUES", values)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", pipelined)
     bars = []
     real = rows_lower.lower_rows
 
