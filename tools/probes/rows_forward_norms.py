@@ -50,7 +50,8 @@ default and each against the dispatch as it is, on the same tensors:
 * ``rms_fma``: rows_common.RMS_FMA (rms_norm, add_rms_norm: the squares summed by FFMA
   chains; rstd's bits change);
 * their combinations; ``max_first, 64 values`` (rows_cta past 4096: rows_cta.VALUES = 64, half
-  the threads a row, the row's overhead over twice the values); and ``..., min K CTAs/SM``
+  the threads a row, the row's overhead over twice the values); bfloat16 layer_norm 4096's
+  ``held+one_barrier, 16 values`` (twice the threads, the held registers halved); and ``..., min K CTAs/SM``
   (rows_warp / rows_cta.MIN_CTAS) where the setting's registers hold fewer CTAs a
   multiprocessor than the dispatch's;
 
@@ -144,6 +145,9 @@ def words_settings(kind: str, dtype: str, n: int, chosen: str) -> list[tuple[str
         out.append((f"{base} {'+'.join(combo)}", forced, {WORDS_FLAGS[c]: True for c in combo}))
     if cta and n > 4096 and kind in ("softmax", "log_softmax", "cross_entropy"):  # twice the values a thread: half the threads
         out.append((f"{base} max_first, 64 values", forced, {WORDS_FLAGS["max_first"]: True, "rows_cta.VALUES": 64}))
+    if cta and kind == "layer_norm" and dtype == "bfloat16" and n <= 4096:  # the held weight and bias over twice the threads
+        out.append((f"{base} held+one_barrier, 16 values", forced,
+                    {WORDS_FLAGS["held"]: True, WORDS_FLAGS["one_barrier"]: True, "rows_cta.VALUES": 16}))
     k = build(kind, dtype, n, forced, {})
     regs0 = registers(k)
     threads = k.signature.launch.block[0]
