@@ -85,9 +85,15 @@ def test_layer_norm_fast_large_mean(monkeypatch) -> None:
     assert errs[1] <= 1.25 * errs[0], errs
 
 
+WORDS_SWITCHES = ("AFFINE_HELD", "CTA_ONE_BARRIER", "EXP_MAX_FIRST", "RMS_FMA")
+"""rows_common's settings of the short rows (tests/test_rows_forward_words.py), each a switch
+and a ``_MEASURED`` table by element type."""
+
+
 def _no_measured_settings(monkeypatch) -> None:
     """Every table of measured settings emptied: the kernels of before them."""
     for mod, name in ((rows_common, "FAST_EXP_MEASURED"), (rows_common, "LAYER_NORM_FAST_MEASURED"),
+                      *((rows_common, f"{t}_MEASURED") for t in WORDS_SWITCHES),
                       (rows_common, "ADD_RMS_CLUSTER_N"), (rows_cta, "VALUES_MEASURED"),
                       (rows_cta, "MIN_CTAS_MEASURED"), (rows_warp, "MIN_CTAS_MEASURED")):
         monkeypatch.setattr(mod, name, {})
@@ -100,7 +106,9 @@ def test_measured_settings_reach_their_cells_only() -> None:
     module-wide switches stay None (the tables decide)."""
     assert rows_common.FAST_EXP is None and rows_common.LAYER_NORM_FAST is None
     assert rows_cta.VALUES is None and rows_cta.MIN_CTAS is None and rows_warp.MIN_CTAS is None
-    for table in (rows_common.FAST_EXP_MEASURED, rows_common.LAYER_NORM_FAST_MEASURED):
+    assert all(getattr(rows_common, t) is None for t in WORDS_SWITCHES)
+    for table in (rows_common.FAST_EXP_MEASURED, rows_common.LAYER_NORM_FAST_MEASURED,
+                  *(getattr(rows_common, f"{t}_MEASURED") for t in WORDS_SWITCHES)):
         assert set(table) <= {F32, BF16, F16} and all(lo <= hi for r in table.values() for lo, hi in r)
         assert table.get(F16) == table.get(BF16)  # float16 as bfloat16 (rows_common.half_as_bfloat16)
     for table in (rows_cta.VALUES_MEASURED, rows_cta.MIN_CTAS_MEASURED, rows_warp.MIN_CTAS_MEASURED):
