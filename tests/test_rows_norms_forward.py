@@ -109,8 +109,12 @@ def test_measured_settings_reach_their_cells_only() -> None:
     assert all(getattr(rows_common, t) is None for t in WORDS_SWITCHES)
     for table in (rows_common.FAST_EXP_MEASURED, rows_common.LAYER_NORM_FAST_MEASURED,
                   *(getattr(rows_common, f"{t}_MEASURED") for t in WORDS_SWITCHES)):
-        assert set(table) <= {F32, BF16, F16} and all(lo <= hi for r in table.values() for lo, hi in r)
-        assert table.get(F16) == table.get(BF16)  # float16 as bfloat16 (rows_common.half_as_bfloat16)
+        kinds = {"softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"}
+        assert all(k in (F32, BF16, F16) or (k[0] in kinds and k[1] in (F32, BF16, F16)) for k in table), table
+        assert all(lo <= hi for r in table.values() for lo, hi in r)
+        twin = {k: r for k, r in table.items() if F16 in (k if isinstance(k, tuple) else (k,))}
+        assert twin == {(k[0], F16) if isinstance(k, tuple) else F16: r for k, r in table.items()
+                        if BF16 in (k if isinstance(k, tuple) else (k,))}  # float16 as bfloat16 (rows_common.half_as_bfloat16)
     for table in (rows_cta.VALUES_MEASURED, rows_cta.MIN_CTAS_MEASURED, rows_warp.MIN_CTAS_MEASURED):
         assert all(d in (F32, BF16, F16) and lo <= hi for (_, d), r in table.items() for lo, hi, _k in r)
         assert {k: r for (k, d), r in table.items() if d == F16} == {k: r for (k, d), r in table.items() if d == BF16}
@@ -306,3 +310,21 @@ def test_float16_takes_bfloat16s_entries_where_it_has_none() -> None:
     rows = [(F32, "a"), (BF16, "b"), (BF16, "c"), (F32, "d")]
     assert twin(rows) == [(F32, "a"), (BF16, "b"), (F16, "b"), (BF16, "c"), (F16, "c"), (F32, "d")]
     assert twin([(BF16, "b"), (F16, "e")]) == [(BF16, "b"), (F16, "e")]
+
+
+def test_a_kind_and_type_entry_before_the_types() -> None:
+    """rows_common's switches read a (kind, type name) entry of their table before the type
+    name's: EXP_MAX_FIRST is on for bfloat16 cross_entropy at 4096 (measured faster) and
+    off for softmax there (measured slower), float16 as bfloat16."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.ops.dtypes import DTYPES
+    from bulkred_dialect.ops.tile.rows import NormKind
+
+    def on(kind, dtype, n):
+        p = SimpleNamespace(kind=kind, dtype=DTYPES[dtype], n=n, items=8, cluster=1)
+        return rows_common.max_first(p)  # type: ignore[arg-type]
+
+    assert on(NormKind.CROSS_ENTROPY, BF16, 4096) and on(NormKind.CROSS_ENTROPY, F16, 4096)
+    assert not on(NormKind.SOFTMAX, BF16, 4096) and not on(NormKind.CROSS_ENTROPY, BF16, 8192)
+    assert not on(NormKind.CROSS_ENTROPY, F32, 4096)

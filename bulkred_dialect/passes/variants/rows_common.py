@@ -1065,7 +1065,14 @@ LDG a row); more registers carried over the loop (a thread's 32 values: 16 words
 bfloat16 weight, 32 registers of float32). The same values, the same arithmetic: the
 bits of the default."""
 
-AFFINE_HELD_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+AFFINE_HELD_MEASURED: dict = half_as_bfloat16({
+    # tools/probes/rows_forward_norms.py --set words on an H200, 2026-11-29 (sixth session), x copy, dispatch -> this:
+    # layer_norm bfloat16 4096 0.893 -> 0.926 (with CTA_ONE_BARRIER), rms_norm 4096 0.909 -> 0.919 (with RMS_FMA),
+    # 1024 0.933 -> 0.952, add_rms_norm 4096 0.914 -> 0.930 (with both); keyed by (kind, type): the others no faster
+    ("layer_norm", BF16.name): ((4096, 4096),),
+    ("rms_norm", BF16.name): ((1024, 1024), (4096, 4096)),
+    ("add_rms_norm", BF16.name): ((4096, 4096),),
+})
 """:data:`AFFINE_HELD` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""
 
@@ -1119,7 +1126,11 @@ of FADD: one instruction fewer an element (SASS, sm_90a: bfloat16 rms_norm 4096 
 10.6 an element). Bits change (the order of the sum of squares: rstd's last bit), never
 with M."""
 
-RMS_FMA_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+RMS_FMA_MEASURED: dict = half_as_bfloat16({
+    # (AFFINE_HELD_MEASURED's run: with the weight held)
+    ("rms_norm", BF16.name): ((4096, 4096),),
+    ("add_rms_norm", BF16.name): ((4096, 4096),),
+})
 """:data:`RMS_FMA` by element type name: the ranges (N from, N to) where it is on; none
 measured yet (float16 as bfloat16)."""
 
@@ -1143,7 +1154,12 @@ not the thread's: no ``exp(m - M)`` factor, one rounding fewer), never with M; t
 stored maximum is the same; the non-finite rows as the default's (a NaN or +inf: NaN; a
 row of -inf: a sum of 0, NaN for softmax, as torch)."""
 
-EXP_MAX_FIRST_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+EXP_MAX_FIRST_MEASURED: dict = half_as_bfloat16({
+    # tools/probes/rows_forward_norms.py --set words on an H200, 2026-11-29 (sixth session), x copy, dispatch -> this: cross_entropy
+    # bfloat16 1024 0.961 -> 0.991, 4096 0.940 -> 1.001, 16384 0.899 -> 0.967 (at 64 values a thread,
+    # rows_cta.VALUES_MEASURED); softmax and log_softmax slower (4096 0.901 -> 0.879, 16384 0.916 -> 0.802)
+    ("cross_entropy", BF16.name): ((1024, 1024), (4096, 4096), (16384, 16384)),
+})
 """:data:`EXP_MAX_FIRST` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""
 
@@ -1168,7 +1184,11 @@ after the next row's barrier, which every thread reaches only once it has read t
 row's set. The same operations in the same order as the default's warp 0: the bits of
 the default."""
 
-CTA_ONE_BARRIER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+CTA_ONE_BARRIER_MEASURED: dict = half_as_bfloat16({
+    # (AFFINE_HELD_MEASURED's run: with the weight held)
+    ("layer_norm", BF16.name): ((4096, 4096),),
+    ("add_rms_norm", BF16.name): ((4096, 4096),),
+})
 """:data:`CTA_ONE_BARRIER` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""
 
@@ -1238,8 +1258,11 @@ multiprocessor (no row's loads in flight while the CTA reduces); 2 asks ptxas fo
 The probe's setting (tools/probes/rows_forward_norms.py); rows_lower sets it."""
 
 
-def _setting(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], p: RowPlan) -> bool:
-    """A setting of ``p``'s element type and N: ``on`` where not None, else ``table``'s."""
+def _setting(on: bool | None, table: dict, p: RowPlan) -> bool:
+    """A setting of ``p``'s kind, element type and N: ``on`` where not None, else
+    ``table``'s: its ``(kind, type name)`` entry where it has one, else its type name's."""
+    if on is None and (p.kind.value, p.dtype.name) in table:
+        return any(lo <= p.n <= hi for lo, hi in table[p.kind.value, p.dtype.name])
     return _setting_of(on, table, p.dtype.name, p.n)
 
 

@@ -94,6 +94,9 @@ VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     # tools/probes/rows_forward_norms.py on an H200, 2026-11-29: layer_norm bfloat16 16384 with LAYER_NORM_FAST
     # 0.899 -> 0.918 of copy at 16 values (1024 threads)
     ("layer_norm", BF16.name): ((8193, 16384, 16),),
+    # (--set words, 2026-11-29, sixth session) cross_entropy bfloat16 16384 with rows_common.EXP_MAX_FIRST at 64
+    # values (256 threads, 117 registers, no spill): 0.899 -> 0.967 of copy
+    ("cross_entropy", BF16.name): ((16384, 16384, 64),),
 }
 """By (kind, element type name): (N from, N to, values per thread at most), the first range
 holding N (a function of N, the kind and the type: never M); none measured yet."""
