@@ -4,8 +4,7 @@
 // pow_f64): the `math` row accepts them, and the code is fma.rn.f64 chains, the mov.b64
 // of a double's halves and the shifts of its exponent, log's div.rn.f64 and
 // cvt.rn.f64.s32; no ex2/lg2. Both targets assemble (ptxas, nvJitLink).
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=PTX,SM90
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX,SM90
 // RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=PTX,SM100
 
 // logsumexp of each row: grid_rows; per element two exps (the rescaled sum and the

@@ -2,8 +2,7 @@
 // register; any and all combine with or.b32 / and.b32 (redux.sync .or/.and for a warp)
 // and store with st.b8; a sum of bool widens into int64 (the wider-dst rule).
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t ptx | filecheck %s --check-prefix=PTX
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t ptx | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // Row any: 4 bytes per vector load, or of the 0/1 values, one redux.sync.or per row.
 // EXPLAIN:     grid_rows{{ +}}65{{ +}}dtype{{ +}}ok{{ +}}int8, {{.*}}, bool{{ +}}bool

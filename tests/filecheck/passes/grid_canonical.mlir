@@ -2,9 +2,8 @@
 // form (passes/canonical.py: extent-1 axes dropped, adjacent reduced or kept axes
 // merged) and each form has its variants; the `form` row of the explain table shows
 // the form and the merged shape.
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // The middle axis of [64, 1000, 256]: grid_middle, one z-block per O.
 // EXPLAIN:     grid_rows{{ +}}65{{ +}}form{{ +}}FAIL{{ +}}inner{{ +}}middle [64, 1000, 256]

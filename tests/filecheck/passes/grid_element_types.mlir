@@ -3,8 +3,7 @@
 // type: i32 into i64, f16 into f32), and the narrow and unsigned types (loaded with
 // ld.s8/u8/s16/u16 into 32-bit registers, combined with .u32 for unsigned min/max).
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // A whole f64 sum: two f64 per 16-byte load, each shuffle moves the two halves.
 // EXPLAIN:     // chosen: grid_full

@@ -2,8 +2,7 @@
 // the variant from the form (full, rows, columns), the type and the options, and
 // writes the launch shape, the workspace and the outputs to zero into the kernel.
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // A full f32 sum: grid_full; 16-byte loads, a butterfly per warp, a ticket per CTA.
 // EXPLAIN:     // chosen: grid_full

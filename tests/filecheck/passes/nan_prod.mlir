@@ -2,8 +2,7 @@
 // (max.NaN.f32 in every combining step, redux.sync.max.NaN.f32 on sm_100a) and plain with
 // ignore_nan; prod is mul.rn / mul.lo, and the variants whose instruction has no multiply
 // (redux.sync, red.async, cp.reduce.async.bulk) decline it in their kind row.
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 // RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=SM100
 
 // A warp max of f32: a butterfly of max.NaN.f32 on sm_90a; redux.sync .NaN on sm_100a.

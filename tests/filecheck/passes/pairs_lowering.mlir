@@ -2,9 +2,8 @@
 // backend: the form is `pairs` (the other axes' strided form and the pair's stride), which
 // only grid_gather takes; each lane loads a pair's re and im (two scalar loads) and makes
 // |z|^2 with one mul and one fma; the kernel assembles for sm_90a.
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // The 2-norm of each row of a complex64 [64, 128].
 // EXPLAIN: grid_rows{{ +}}65{{ +}}form{{ +}}FAIL{{ +}}inner{{ +}}pairs [64, 128] strides [256, 2] axes [1] pair stride 1

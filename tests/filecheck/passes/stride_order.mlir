@@ -5,9 +5,8 @@
 // order analyzed. Where that order would reverse the kept axes (dst holds them in the
 // op's order), or the reduced axes of an argmax (its index counts them in the op's
 // order), the view keeps its `strided` form and the row says why.
-// RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EXPLAIN
 // RUN: bulkred-opt %s --split-input-file -p 'lower-tile-reductions{target=sm_90a}' | filecheck %s --check-prefix=IR
-// RUN: bulkred-opt %s --split-input-file -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=PTX
+// RUN: bulkred-opt %s --split-input-file --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EXPLAIN,PTX
 
 // x.t().sum(1) of a contiguous [4096, 1024] x: the column sum of x, outer [4096, 1024]
 // in stride order, grid_split_bulk as the dense array over [0] below (was: strided
