@@ -11,14 +11,11 @@
 
 // The examples of fused reductions (examples/fused_norm.mlir, argmax_rows.mlir,
 // var_mean.mlir) choose what their header says, lower and assemble for both targets.
-// RUN: bulkred-opt %S/../../../examples/fused_norm.mlir -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EX-NORM
-// RUN: bulkred-opt %S/../../../examples/argmax_rows.mlir -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EX-ARGMAX
-// RUN: bulkred-opt %S/../../../examples/var_mean.mlir -p 'lower-tile-reductions{target=sm_90a explain=true}' | filecheck %s --check-prefix=EX-VAR
-// RUN: bulkred-opt %S/../../../examples/fused_norm.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
+// RUN: bulkred-opt %S/../../../examples/fused_norm.mlir --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EX-NORM,EX-PTX
 // RUN: bulkred-opt %S/../../../examples/fused_norm.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
-// RUN: bulkred-opt %S/../../../examples/argmax_rows.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
+// RUN: bulkred-opt %S/../../../examples/argmax_rows.mlir --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EX-ARGMAX,EX-PTX
 // RUN: bulkred-opt %S/../../../examples/argmax_rows.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
-// RUN: bulkred-opt %S/../../../examples/var_mean.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
+// RUN: bulkred-opt %S/../../../examples/var_mean.mlir --verify-each -p 'lower-tile-reductions{target=sm_90a explain=true},legalize-for-target{target=sm_90a},lower-bulk-ops,lower-to-ptx{target=sm_90a},check-target{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=EX-VAR,EX-PTX
 // RUN: bulkred-opt %S/../../../examples/var_mean.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=EX-PTX
 // EX-NORM:   // chosen: grid_rows
 // EX-ARGMAX: // chosen: grid_rows
