@@ -1087,3 +1087,29 @@ def test_a_bound_launcher_on_a_new_thread_makes_the_context_current_after_a_fail
 
 
 # endregion
+
+
+def test_the_process_gpu_is_the_current_contexts_device() -> None:
+    """device.current_ordinal: the device of the context current on the thread (a rank's
+    process that called torch.cuda.set_device(1) gets device 1), 0 where no context is
+    current, where the driver says an error, or where it raises (the H200 x2's sharded
+    norm found every rank on device 0, 2026-11-29)."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.backend_ptx.device import current_ordinal
+
+    ok, bad = "ok", "bad"
+
+    def fake(ctx, dev, err=ok, raises=False):
+        def get_current():
+            if raises:
+                raise RuntimeError("no driver")
+            return err, ctx
+        return SimpleNamespace(CUresult=SimpleNamespace(CUDA_SUCCESS=ok), cuCtxGetCurrent=get_current,
+                               cuCtxGetDevice=lambda: (ok, dev))
+
+    assert current_ordinal(fake(0x1234, 1)) == 1
+    assert current_ordinal(fake(0x1234, 3)) == 3
+    assert current_ordinal(fake(0, 1)) == 0  # no context current
+    assert current_ordinal(fake(0x1234, 1, err=bad)) == 0
+    assert current_ordinal(fake(0x1234, 1, raises=True)) == 0

@@ -231,11 +231,32 @@ _GPU: list[Gpu] = []
 _GPU_LOCK = threading.Lock()
 
 
+def current_ordinal(driver: Any = None) -> int:
+    """The device whose context is current on the calling thread (``cuCtxGetCurrent``,
+    ``cuCtxGetDevice``), else 0: a process that chose its GPU first (one process per GPU,
+    ``torch.cuda.set_device(rank)`` and a tensor made there, as torch.distributed's
+    launchers do) gets that GPU, not device 0. ``driver``: ``cuda.bindings.driver`` (a
+    stand-in in the tests)."""
+    if driver is None:
+        from cuda.bindings import driver
+    try:
+        err, ctx = driver.cuCtxGetCurrent()
+        if err != driver.CUresult.CUDA_SUCCESS or not int(ctx):
+            return 0
+        err, dev = driver.cuCtxGetDevice()
+        return int(dev) if err == driver.CUresult.CUDA_SUCCESS else 0
+    except Exception:  # (no driver, not initialised: device 0, whose Gpu says why it cannot be used)
+        return 0
+
+
 def gpu() -> Gpu:
-    """The process's :class:`Gpu` (device 0), created on first use; raises :class:`NoGpuError`."""
+    """The process's :class:`Gpu`, created on first use on the device current then
+    (:func:`current_ordinal`: device 0 where none is); raises :class:`NoGpuError`. One
+    device a process: arrays on another GPU are refused by the launch with the reason."""
     with _GPU_LOCK:
         if not _GPU:
-            _GPU.append(Gpu(0))
+            reason = gpu_unavailable_reason()  # (cuInit first: a current context can be read after it)
+            _GPU.append(Gpu(current_ordinal() if reason is None else 0))
         return _GPU[0]
 
 
