@@ -451,15 +451,37 @@ _UPSTREAM_CHECKS = {
 _VERIFIED = "_bulkred_verified_as"  # the module attribute (Python's) holding the state last verified
 
 
-def _state(module: Operation) -> list[object]:
-    """What verifying ``module`` reads, as objects compared by identity (or equal
-    immutable attributes): every op in walk order with its block, operand, result and
-    successor tuples (xDSL replaces a tuple to change one), its properties' and
-    attributes' items, and each region's blocks with their argument tuples. Values'
-    and blocks' types are fixed at their creation (a new type is a new value)."""
+def walk_ops(module: Operation) -> list[Operation]:
+    """``list(module.walk())`` (each op before its regions' ops, in order), from a stack
+    rather than xDSL's nested generators (through which every op of a kernel passes once
+    per level of nesting), each block's ops followed by their links (xDSL 0.74's
+    ``_first_op`` / ``_next_op``, as ``Block.ops`` follows them)."""
+    out: list[Operation] = [module]
+    add = out.append
+    # the next op to visit at each level, the first of each block of ``module`` to begin with
+    stack: list[Operation | None] = [b._first_op for r in reversed(module.regions) for b in reversed(r.blocks)]  # noqa: SLF001
+    while stack:
+        op = stack.pop()
+        if op is None:
+            continue
+        add(op)
+        stack.append(op._next_op)  # noqa: SLF001 (after the ops of op's regions)
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                stack.append(block._first_op)  # noqa: SLF001
+    return out
+
+
+def _state(ops: Sequence[Operation]) -> list[object]:
+    """What verifying the module of ``ops`` (:func:`walk_ops`'s) reads, as objects compared by
+    identity (or equal immutable attributes): every op in walk order with its block,
+    operand, result and successor tuples (xDSL replaces a tuple to change one), its
+    properties' and attributes' items, and each region's blocks with their argument
+    tuples. Values' and blocks' types are fixed at their creation (a new type is a new
+    value)."""
     out: list[object] = []
     add, extend = out.append, out.extend
-    for op in module.walk():
+    for op in ops:
         extend((op, op.parent, op._operands, op.results, op._successors))  # noqa: SLF001 (xDSL 0.74's tuples)
         extend(op.properties.items())
         add(len(op.properties))
@@ -491,10 +513,11 @@ def verify_located(module: ModuleOp) -> None:
     is not verified again: lowering then printing, or building then lowering, verified
     the same IR twice.
     """
-    state = _state(module)
+    ops = walk_ops(module)
+    state = _state(ops)
     if getattr(module, _VERIFIED, None) == state:
         return  # verified before, and nothing it reads has changed since
-    for op in module.walk():
+    for op in ops:
         try:
             _check_indices(op)
             passes = op_verifier(type(op))

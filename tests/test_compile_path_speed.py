@@ -52,6 +52,7 @@ def _agrees(op: Operation) -> bool:
 def test_op_verifier_is_taken_on_every_op_of_valid_kernels():
     names = set()
     for module in _modules():
+        assert diagnostics.walk_ops(module) == list(module.walk())  # (verify_located's walk: the same ops, in order)
         for op in module.walk():
             assert _agrees(op), op.name
             names.add(op.name)

@@ -349,19 +349,26 @@ def isolated_passes(op: Operation) -> bool:
     defined inside ``op``. xDSL asks ``op.is_ancestor`` for each operand's owner (a
     walk up the parents, per operand); here a set of the values defined inside,
     built in one walk. A value defined inside a nested isolated op and used outside
-    it is refused here and left to xDSL's check (which takes it)."""
+    it is refused here and left to xDSL's check (which takes it). The blocks' ops are
+    followed by their links and read from their own tuples (xDSL 0.74's ``_first_op``,
+    ``_next_op``, ``_operands``, ``_args``: ``block.ops`` and ``op.operands`` make an
+    iterator or view per call), as :func:`structure_passes` reads them."""
     defined: set[int] = set()
     used: list[Any] = []
+    extend_used = used.extend
+    define = defined.update
     regions = list(op.regions)
     while regions:
         for block in regions.pop().blocks:
-            defined.update(map(id, block.args))
-            for inner in block.ops:
-                defined.update(map(id, inner.results))
-                used.extend(inner.operands)
+            define(map(id, block._args))  # noqa: SLF001
+            inner = block._first_op  # noqa: SLF001
+            while inner is not None:
+                define(map(id, inner.results))
+                extend_used(inner._operands)  # noqa: SLF001
                 if inner.regions and not inner.has_trait(IsolatedFromAbove):
                     regions.extend(inner.regions)
-    return all(id(v) in defined for v in used)
+                inner = inner._next_op  # noqa: SLF001
+    return defined.issuperset(map(id, used))
 
 
 def _irdl_closure(cls: type[Operation]) -> tuple[OpDef, Callable[[Operation], None] | None] | None:
