@@ -96,17 +96,26 @@ RAGGED_CELLS = [
 ]
 
 
-def ragged_run(variant: str, n: int, dtype: str, stride: int | None, x: np.ndarray, target: np.ndarray,
-               on: bool | None = True, smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray, str]:
-    """(the loss rows, x's values as the kernel read them, the kernel's text) of x's rows
-    (``[M, stride or n]``; the first n of each row are the logits) with RAGGED ``on``."""
+def ragged_kernel(variant: str, n: int, dtype: str, stride: int | None, on: bool | None = True,
+                  smoothing: float = 0.0):
+    """cross_entropy's kernel for rows of n logits (a row stride ``stride`` or n), lowered with
+    RAGGED ``on`` (and the settings in force): one for all the batches a test runs on it."""
     old = rows_lower.RAGGED
     rows_lower.RAGGED = on
     try:
-        built = lowered(module("cross_entropy", None, n, dtype, x_stride=stride, stats=("lse",), variant=variant,
-                               ignore_index=IGNORE, label_smoothing=smoothing or None))
+        return lowered(module("cross_entropy", None, n, dtype, x_stride=stride, stats=("lse",), variant=variant,
+                              ignore_index=IGNORE, label_smoothing=smoothing or None))
     finally:
         rows_lower.RAGGED = old
+
+
+def ragged_run(variant: str, n: int, dtype: str, stride: int | None, x: np.ndarray, target: np.ndarray,
+               on: bool | None = True, smoothing: float = 0.0, built=None) -> tuple[np.ndarray, np.ndarray, str]:
+    """(the loss rows, x's values as the kernel read them, the kernel's text) of x's rows
+    (``[M, stride or n]``; the first n of each row are the logits) on ``built``, else on
+    :func:`ragged_kernel`'s kernel with RAGGED ``on``."""
+    if built is None:
+        built = ragged_kernel(variant, n, dtype, stride, on, smoothing)
     xbits = to_bits(x, dtype)
     m = len(target)
     got = interpret(built, xbits[:, :n] if stride else xbits, target.astype(np.int64), np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
@@ -139,20 +148,21 @@ def test_ragged_rows(variant: str, n: int, dtype: str, stride: int | None) -> No
     x[6, :] = -np.inf
     target = rng.integers(0, n, m + 1)
     target[0], target[3], target[5] = n - 1, IGNORE, 0
-    loss, xv, text = ragged_run(variant, n, dtype, stride, x[:m], target[:m])
+    built = ragged_kernel(variant, n, dtype, stride)  # (one kernel, M dynamic: every batch below runs on it)
+    loss, xv, text = ragged_run(variant, n, dtype, stride, x[:m], target[:m], built=built)
     ref = ce_reference(xv, target[:m])
     finite = np.isfinite(ref)
     np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=1e-5 * max(1.0, np.abs(ref[finite]).max()))
     np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
     assert loss[3] == 0.0
     assert VEC_LOAD in text, "RAGGED reads by vectors"
-    assert VEC_LOAD not in ragged_run(variant, n, dtype, stride, x[:m], target[:m], on=False)[2]
+    assert VEC_LOAD not in str(ragged_kernel(variant, n, dtype, stride, on=False))
     xs = np.concatenate([x[m:], x[:m]])  # row r of x at position r + 1
     ts = np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run(variant, n, dtype, stride, xs, ts)
+    moved, _, _ = ragged_run(variant, n, dtype, stride, xs, ts, built=built)
     assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
     for r in (5,):  # (its start 5 N mod 4 elements into a vector: 1 or 3 for odd N)
-        alone, _, _ = ragged_run(variant, n, dtype, stride, x[r:r + 1], target[r:r + 1])
+        alone, _, _ = ragged_run(variant, n, dtype, stride, x[r:r + 1], target[r:r + 1], built=built)
         assert alone.tobytes() == loss[r:r + 1].tobytes(), "a row's bits depend on M"
 
 
@@ -230,14 +240,15 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
     target[0], target[3] = n - 1, IGNORE
     monkeypatch.setattr(rows_lower, "STEP_EXPS", True)
     monkeypatch.setattr(rows_lower, "RAGGED_SPLIT", ragged)
-    loss, xv, _ = ragged_run("rows_stream", n, dtype, None, x[:m], target[:m], on=ragged)
+    built = ragged_kernel("rows_stream", n, dtype, None, on=ragged)
+    loss, xv, _ = ragged_run("rows_stream", n, dtype, None, x[:m], target[:m], built=built)
     ref = ce_reference(xv, target[:m])
     finite = np.isfinite(ref)
     np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=2e-5 * max(1.0, np.abs(ref[finite]).max()))
     np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
     assert loss[3] == 0.0
     xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run("rows_stream", n, dtype, None, xs, ts, on=ragged)
+    moved, _, _ = ragged_run("rows_stream", n, dtype, None, xs, ts, built=built)
     assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
 
 
@@ -285,11 +296,12 @@ def test_staged_bits(monkeypatch) -> None:
     want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
     monkeypatch.setattr(rows_cta, "STAGED", True)
     monkeypatch.setattr(rows_cta, "CHUNK", 256)  # (a span of 3 lanes' copies, the last partial)
-    loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
+    staged = ragged_kernel("rows_cta", n, dtype, stride, on=False)
+    loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], built=staged)
     assert loss.tobytes() == want.tobytes(), (loss, want)
     assert "ptx.cp.async.bulk" in text and VEC_LOAD not in text
     xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run("rows_cta", n, dtype, stride, xs, ts, on=False)
+    moved, _, _ = ragged_run("rows_cta", n, dtype, stride, xs, ts, built=staged)
     assert moved[1:].tobytes() == want.tobytes(), "a row's bits depend on its position"
 
 
