@@ -45,11 +45,19 @@ def _config(kind: str, n: int, dtype: str, **kw) -> rows_bulk_backward.BulkPlan:
     return rows_bulk_backward.bulk_for(next(o for o in built.walk() if o.name == "bulkred.normalize_rows"))
 
 
+def norm_kernel(kind: str, n: int, dtype: str, affine: str | None, db: bool):
+    """A norm's backward kernel of rows of n (the dispatch checked to choose VARIANT), lowered
+    with the settings in force: one for all the batches a test runs on it (M is dynamic)."""
+    return test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
+                                    variant=VARIANT), VARIANT)
+
+
 def run_norm(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str,
-             affine: str | None, db: bool, units: int | None = None) -> list[np.ndarray]:
+             affine: str | None, db: bool, units: int | None = None, built=None) -> list[np.ndarray]:
     """(dx, dweight and / or dbias as stored) of a norm's backward of the rows ``xbits``
     (stored bits) with gradient ``dybits``, the statistics computed here in float64 and
-    rounded to float32 (as the forward stores them); the workspace checked left zeroed."""
+    rounded to float32 (as the forward stores them), on ``built`` (else :func:`norm_kernel`'s);
+    the workspace checked left zeroed."""
     m, n = xbits.shape
     layer = kind == "layer_norm_backward"
     x = values(xbits, dtype)
@@ -59,8 +67,8 @@ def run_norm(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray
     outs = (["dweight"] if affine else []) + (["dbias"] if db else [])
     args = [xbits, to_bits(np.full((m, n), 7.0), dtype), dybits] + ([wbits] if affine else [])
     args += ([mean] if layer else []) + [rstd] + [to_bits(np.full(n, 7.0), affine or dtype) for _ in outs]
-    built = test_rows.lowered(module(kind, None, n, dtype, weight=affine, dweight=affine, dbias=dtype if db else None,
-                                     variant=VARIANT), VARIANT)
+    if built is None:
+        built = norm_kernel(kind, n, dtype, affine, db)
     kernel = next(o for o in built.walk() if o.name == "func.func")
     if units is not None:  # the persistent grid's units at most (bulkred.grid_rows = [rows per unit, units])
         assert kernel.attributes["bulkred.grid_rows"].data[1].value.data == units
@@ -218,8 +226,9 @@ def test_long_row_settings_independent_of_m(monkeypatch) -> None:
     dy = to_bits(rng.standard_normal((7, n)), dtype)
     dy[3:] = 0
     w = to_bits(rng.standard_normal(n), dtype)
-    few = run_norm("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype, False, 2)
-    many = run_norm("rms_norm_backward", x, dy, w, dtype, dtype, False, 2)
+    built = norm_kernel("rms_norm_backward", n, dtype, dtype, False)
+    few = run_norm("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype, False, 2, built=built)
+    many = run_norm("rms_norm_backward", x, dy, w, dtype, dtype, False, 2, built=built)
     np.testing.assert_array_equal(many[0][:3], few[0])
     np.testing.assert_array_equal(many[1], few[1])
     want, dw, _ = norm_backward_reference("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype)
@@ -260,8 +269,9 @@ def test_bits_independent_of_m(units: int, monkeypatch) -> None:
     dy = to_bits(rng.standard_normal((7, n)), dtype)
     dy[3:] = 0
     w = to_bits(rng.standard_normal(n), dtype)
-    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True, units)
-    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True, units)
+    built = norm_kernel("layer_norm_backward", n, dtype, dtype, True)
+    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True, units, built=built)
+    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True, units, built=built)
     np.testing.assert_array_equal(many[0][:3], few[0])
     np.testing.assert_array_equal(many[1], few[1])
     np.testing.assert_array_equal(many[2], few[2])
