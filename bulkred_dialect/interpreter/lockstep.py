@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IntegerType, ModuleOp, f64
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp, f64
 from xdsl.interpreter import PythonValues, ReturnedValues
 from xdsl.ir import Operation, Region
 from xdsl.traits import IsTerminator
@@ -90,6 +90,7 @@ from bulkred_dialect.ops.ptx.arith import (
     XorOp,
 )
 from bulkred_dialect.ops.ptx.atom import AtomOp, RedOp
+from bulkred_dialect.ops.ptx.base import PtrType
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtRounding, CvtType, SelpOp, SetpOp
 from bulkred_dialect.ops.ptx.memory import LdOp, LdVecOp, MovOp, PtrAddOp, StOp, StVecOp
 from bulkred_dialect.ops.ptx.redux import ReduxSyncOp
@@ -423,6 +424,23 @@ class LockstepInterpreter(KernelInterpreter):
         if scope_of(op.memref.type) == MemoryScope.SHARED and not self.cluster:
             return self._once(op, inputs)  # the CTA's buffer (in a cluster run, each thread's CTA's)
         return self._each(op, inputs, self._body(op), None)  # a buffer per thread
+
+    def run_cast(self, op: UnrealizedConversionCastOp, inputs: list[Any], varying: bool) -> PythonValues:
+        """A cast of each thread's own buffer (a local ``memref.alloca``) to its address:
+        ``PtxMemoryFunctions.cast_memref_to_ptr``'s :class:`Pointer` (at offset 0) per
+        thread, made here rather than through xDSL's ``run_cast`` and its look-up of the
+        cast, thread by thread. Any other cast, or a value that is not a contiguous numpy
+        buffer (the implementation's error), as every op: once, or per thread."""
+        if varying and len(inputs) == 1 and len(op.results) == 1:
+            src, dst = op.operands[0].type, op.results[0].type
+            if isinstance(src, MemRefType) and isinstance(dst, PtrType):
+                values = inputs[0].v if self.full else [inputs[0].v[t] for t in self.active]
+                if all(type(b) is np.ndarray and b.flags.c_contiguous for b in values):
+                    space = dst.state_space
+                    return (self._scatter([Pointer(b, 0, space) for b in values]),)
+        if not varying:
+            return self._once(op, inputs)
+        return self._each(op, inputs, self._body(op), None)
 
     def run_bar_sync(self, op: BarSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
         if op.id.value.data != 0 or not self.full:
@@ -1124,6 +1142,7 @@ _SPECIAL: dict[type[Operation], Any] = {
     scf.ForOp: LockstepInterpreter.run_for,
     scf.WhileOp: LockstepInterpreter.run_while,
     memref.AllocaOp: LockstepInterpreter.run_alloca,
+    UnrealizedConversionCastOp: LockstepInterpreter.run_cast,
     BarSyncOp: LockstepInterpreter.run_bar_sync,
     BarrierClusterArriveOp: LockstepInterpreter.run_cluster_arrive,
     BarrierClusterWaitOp: LockstepInterpreter.run_cluster_wait,
