@@ -187,7 +187,12 @@ def _block_plans(impls: Any) -> dict[Block, list[tuple[Any, ...]]]:
 def _plan(block: Block) -> list[tuple[Any, ...]]:
     """(op, operand values, result values, op type) of each op of ``block`` (the
     operands read from the op's own tuple: ``op.operands`` is a view made per call)."""
-    return [(op, tuple(op._operands), tuple(op.results), type(op)) for op in block.ops]  # noqa: SLF001
+    plan = []
+    op = block._first_op  # noqa: SLF001 (the block's ops by their links, as Block.ops follows them)
+    while op is not None:
+        plan.append((op, tuple(op._operands), tuple(op.results), type(op)))  # noqa: SLF001
+        op = op._next_op  # noqa: SLF001
+    return plan
 
 
 class RunMemo:
@@ -378,15 +383,22 @@ def find_kernel(module: Any, name: Any, fn: str) -> func.FuncOp:
 def _first_tile_op(callee: func.FuncOp) -> Operation | None:
     """The first tile-level op of ``callee`` in ``walk()``'s order (an op before its
     regions), found with a stack of ops rather than xDSL's nested generators (a kernel's
-    thousands of ops are walked at each run)."""
-    stack: list[Operation] = [callee]
+    thousands of ops are walked at each run): on the stack, the next op to visit at each
+    level, each block's ops followed by their links (xDSL 0.74's ``_first_op`` /
+    ``_next_op``, as ``Block.ops`` follows them)."""
+    if isinstance(callee, _TILE_LEVEL_OPS):
+        return callee
+    stack: list[Operation | None] = [b._first_op for r in reversed(callee.regions) for b in reversed(r.blocks)]  # noqa: SLF001
     while stack:
         op = stack.pop()
+        if op is None:
+            continue
         if isinstance(op, _TILE_LEVEL_OPS):
             return op
+        stack.append(op._next_op)  # noqa: SLF001 (after the ops of op's regions)
         for region in reversed(op.regions):
             for block in reversed(region.blocks):
-                stack.extend(reversed(list(block.ops)))
+                stack.append(block._first_op)  # noqa: SLF001
     return None
 
 
