@@ -59,7 +59,7 @@ from bulkred_dialect.interpreter.run import (
     _plan,
 )
 from bulkred_dialect.interpreter import vector
-from bulkred_dialect.interpreter.memory import cmpi_width
+from bulkred_dialect.interpreter.memory import cmpi_width, new_buffer
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
@@ -421,8 +421,15 @@ class LockstepInterpreter(KernelInterpreter):
         return lambda _ft, interpreter, o, args: body(ft, interpreter, o, args)
 
     def run_alloca(self, op: memref.AllocaOp, inputs: list[Any], varying: bool) -> PythonValues:
-        if scope_of(op.memref.type) == MemoryScope.SHARED and not self.cluster:
+        shared = scope_of(op.memref.type) == MemoryScope.SHARED
+        if shared and not self.cluster:
             return self._once(op, inputs)  # the CTA's buffer (in a cluster run, each thread's CTA's)
+        if not shared and not inputs:
+            # a buffer per thread, each what every implementation of memref.alloca makes
+            # for a buffer that is not shared (memory.py's, threads.py's, clusters.py's):
+            # new_buffer's, made once and copied (the same poison bytes)
+            first = new_buffer(op.memref.type, self.index_bitwidth)
+            return (self._scatter([first, *(first.copy() for _ in range(len(self.active) - 1))]),)
         return self._each(op, inputs, self._body(op), None)  # a buffer per thread
 
     def run_cast(self, op: UnrealizedConversionCastOp, inputs: list[Any], varying: bool) -> PythonValues:
