@@ -295,8 +295,10 @@ def upstream_check(cls: type[Operation]) -> Callable[[Operation], bool] | None:
     op_def, custom = closure
     check = fixed_form_check(op_def)
 
-    def passes(op: Operation, last_allowed: bool = False) -> bool:
-        if op.successors or any(isinstance(v, ErasedSSAValue) for v in op.operands):
+    def passes(op: Operation, last_allowed: bool = False, structure_checked: bool = False) -> bool:
+        """``structure_checked``: the caller found :func:`structure_passes` true (no
+        successors, no erased operand), which is not asked again."""
+        if not structure_checked and (op.successors or any(isinstance(v, ErasedSSAValue) for v in op.operands)):
             return False
         block = op.parent
         if not last_allowed and block is not None and block.last_op is op:
@@ -425,7 +427,7 @@ def op_verifier(cls: type[Operation]) -> Callable[[Operation], bool] | None:
         fixed = passes
 
         def upstream_fixed(op: Operation) -> bool:
-            return structure_passes(op) and fixed(op, last_allowed=True)
+            return structure_passes(op) and fixed(op, True, True)
 
         return upstream_fixed
     closure = _irdl_closure(cls)
