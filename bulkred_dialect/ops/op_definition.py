@@ -172,8 +172,10 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
     result_checks = tuple((i, c) for i, c in enumerate(singles[n_operands:]) if not isinstance(c, AnyAttr))
 
     def check(op: Operation) -> bool:
-        values = op.operands
-        if op.regions or _split(len(op.successors), n_successors, successor_var) is None:
+        # the op's own operand and successor tuples (xDSL 0.74's; op.operands and
+        # op.successors make a view per call), as structure_passes reads them
+        values = op._operands  # noqa: SLF001
+        if op.regions or _split(len(op._successors), n_successors, successor_var) is None:  # noqa: SLF001
             return False
         context = VerificationContext()
         try:
@@ -181,10 +183,8 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
                 res = op.results
                 if len(values) != n_operands or len(res) != n_results:
                     return False
-                if operand_checks:
-                    vals = tuple(values)
-                    for i, constr in operand_checks:
-                        constr.verify(vals[i].type, context)  # type: ignore[union-attr]
+                for i, constr in operand_checks:
+                    constr.verify(values[i].type, context)  # type: ignore[union-attr]
                 for i, constr in result_checks:
                     constr.verify(res[i].type, context)  # type: ignore[union-attr]
             elif simple:
@@ -203,9 +203,9 @@ def fixed_form_check(op_def: OpDef) -> Callable[[Operation], bool]:
                     return False
                 _verify_range(operands, operand_var[0], extra_in, [v.type for v in values], context)
                 _verify_range(results, result_var[0], extra_out, types, context)
-            if not _named_ok(op.properties, props, context) or not prop_names.issuperset(op.properties):
+            if not prop_names.issuperset(op.properties) or (props and not _named_ok(op.properties, props, context)):
                 return False
-            if not _named_ok(op.attributes, attrs, context):
+            if attrs and not _named_ok(op.attributes, attrs, context):
                 return False
             for trait in traits:
                 trait.verify(op)
