@@ -21,7 +21,7 @@ from xdsl.dialects import arith, builtin, func, memref, scf
 from xdsl.dialects.builtin import FileLineColLoc, IntegerType, ModuleOp, Signedness, StringAttr
 from xdsl.ir import Operation
 
-from bulkred_dialect.diagnostics import LocatedError, parse_module
+from bulkred_dialect.diagnostics import LocatedError, parse_module, verify_located
 from bulkred_dialect.interpreter import run_kernel
 from bulkred_dialect.ops import ptx
 from bulkred_dialect.ops.dtypes import ir_name as dtype_name
@@ -513,7 +513,7 @@ def lowered(ctx, target: str, *args, **kw) -> ModuleOp:
     if m is None:
         m = reduce_module(ctx, *args, **kw)
         LowerTileReductionsPass(target=target).apply(ctx, m)
-        m.verify()
+        verify_located(m)
         _LOWERED[key] = m
     return m
 
@@ -778,11 +778,11 @@ def test_every_verifier_accepted_element_type_lowers(ctx, target, elt):
     for kind in _kinds_for(next(t for t in ELEMENT_TYPES if str(t) == elt)):
         for shape in ([1], [9], [2, 3]):
             m = reduce_module(ctx, kind, shape, elt)
-            m.verify()
+            verify_located(m)
             sel = REGISTRY.evaluate(the_reduce(m), Target.parse(target))
             assert sel.chosen is not None, sel.table()
             LowerTileReductionsPass(target=target).apply(ctx, m)
-            m.verify()
+            verify_located(m)
             assert count(m, "bulkred.reduce") == 0
 
 

@@ -27,6 +27,7 @@ from xdsl.rewriter import InsertPoint
 from bulkred_dialect import builder as T
 from bulkred_dialect.backend_ptx.printer import assemble_module, print_ptx
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+from bulkred_dialect.diagnostics import verify_located
 from bulkred_dialect.interpreter.run import run_kernel
 from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.tile import MemoryScope, buffer_type
@@ -66,7 +67,7 @@ def routines_module(n: int) -> ModuleOp:
         Emitter(InsertPoint.before(ret)).for_(0, n, 1, [], body, index=True)
         fns.append(func.FuncOp(name, FunctionType.from_lists([t] * (1 + outs), []), Region(block)))
     module = ModuleOp(fns)
-    module.verify()
+    verify_located(module)
     return module
 
 

@@ -18,6 +18,7 @@ from xdsl.rewriter import InsertPoint
 
 from bulkred_dialect.backend_ptx.printer import assemble_module, print_ptx
 from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+from bulkred_dialect.diagnostics import verify_located
 from bulkred_dialect.interpreter.run import run_kernel
 from bulkred_dialect.ops.tile import MemoryScope, buffer_type
 from bulkred_dialect.passes import trig_math
@@ -43,7 +44,7 @@ def routines_module(n: int) -> ModuleOp:
 
     Emitter(InsertPoint.before(ret)).for_(0, n, 1, [], body, index=True)
     module = ModuleOp([func.FuncOp("trig", FunctionType.from_lists([t] * 5, []), Region(block))])
-    module.verify()
+    verify_located(module)
     return module
 
 
