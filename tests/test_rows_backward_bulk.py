@@ -221,16 +221,7 @@ def test_long_row_settings_independent_of_m(monkeypatch) -> None:
     monkeypatch.setattr(rows_bulk_backward, "STATS_AHEAD", True)
     monkeypatch.setattr(rows_bulk_backward, "REREAD", 2)
     n, dtype = 512, "bfloat16"
-    rng = np.random.default_rng(12)
-    x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
-    dy = to_bits(rng.standard_normal((7, n)), dtype)
-    dy[3:] = 0
-    w = to_bits(rng.standard_normal(n), dtype)
-    built = norm_kernel("rms_norm_backward", n, dtype, dtype, False)
-    few = run_norm("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype, False, 2, built=built)
-    many = run_norm("rms_norm_backward", x, dy, w, dtype, dtype, False, 2, built=built)
-    np.testing.assert_array_equal(many[0][:3], few[0])
-    np.testing.assert_array_equal(many[1], few[1])
+    x, dy, w, few = _three_rows_then_seven("rms_norm_backward", n, dtype, 2, seed=12)
     want, dw, _ = norm_backward_reference("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype)
     np.testing.assert_allclose(values(few[0], dtype), want, rtol=0, atol=1.6e-2 * max(1.0, np.abs(want).max()))
     np.testing.assert_allclose(values(few[1], dtype), dw, rtol=0, atol=8e-3 * max(1.0, np.abs(dw).max()))
@@ -263,18 +254,26 @@ def test_bits_independent_of_m(units: int, monkeypatch) -> None:
     u + U, ...), give the same bits."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
     monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {2: units})  # (bfloat16 512: clusters of 2)
-    n, dtype = 512, "bfloat16"
-    rng = np.random.default_rng(11)
+    _three_rows_then_seven("layer_norm_backward", 512, "bfloat16", units, seed=11)
+
+
+def _three_rows_then_seven(kind: str, n: int, dtype: str, units: int, seed: int):
+    """3 rows, then the same 3 followed by 4 whose dy is 0, through one kernel with
+    ``units`` units: dx of the 3 rows, dweight (and layer_norm's dbias) bit for bit the
+    same in both batches. Returns x, dy, w and the 3 rows' results."""
+    rng = np.random.default_rng(seed)
     x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
     dy = to_bits(rng.standard_normal((7, n)), dtype)
     dy[3:] = 0
     w = to_bits(rng.standard_normal(n), dtype)
-    built = norm_kernel("layer_norm_backward", n, dtype, dtype, True)
-    few = run_norm("layer_norm_backward", x[:3], dy[:3], w, dtype, dtype, True, units, built=built)
-    many = run_norm("layer_norm_backward", x, dy, w, dtype, dtype, True, units, built=built)
+    db = kind == "layer_norm_backward"
+    built = norm_kernel(kind, n, dtype, dtype, db)
+    few = run_norm(kind, x[:3], dy[:3], w, dtype, dtype, db, units, built=built)
+    many = run_norm(kind, x, dy, w, dtype, dtype, db, units, built=built)
     np.testing.assert_array_equal(many[0][:3], few[0])
-    np.testing.assert_array_equal(many[1], few[1])
-    np.testing.assert_array_equal(many[2], few[2])
+    for a, b in zip(many[1:], few[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    return x, dy, w, few
 
 
 @pytest.mark.parametrize("kind", ["softmax_backward", "log_softmax_backward"])

@@ -48,9 +48,7 @@ def test_affine_held_against_float64_and_the_defaults_bits(kind: str, n: int, dt
                                                            monkeypatch) -> None:
     """AFFINE_HELD: y and the statistics within test_rows.check's tolerances of float64 and
     bit for bit the default's; the setting taken (rows_lower asked affine_held, True)."""
-    seen = []
-    real = rows_common.affine_held
-    monkeypatch.setattr(rows_common, "affine_held", lambda p: seen.append(real(p)) or seen[-1])
+    seen = _spy(monkeypatch, "affine_held")
     off, on = _both(kind, n, dtype, variant, "AFFINE_HELD", monkeypatch)
     assert seen == [False, True]
     test_rows.check(kind, *on, dtype)
@@ -101,9 +99,7 @@ def test_max_first_against_float64(kind: str, n: int, dtype: str, variant: str, 
     """EXP_MAX_FIRST (the row's maximum reduced first, the exps against it): 5 rows within
     test_rows.check's tolerances of float64, the stored maximum the default's bit for bit
     (its sum not: another rounding); the setting taken."""
-    seen = []
-    real = rows_common.max_first
-    monkeypatch.setattr(rows_common, "max_first", lambda p: seen.append(real(p)) or seen[-1])
+    seen = _spy(monkeypatch, "max_first")
     off, on = _both(kind, n, dtype, variant, "EXP_MAX_FIRST", monkeypatch)
     assert seen == [False, True]
     test_rows.check(kind, *on, dtype)
@@ -139,9 +135,16 @@ def test_rms_fma_against_float64(kind: str, n: int, dtype: str, variant: str, mo
     """RMS_FMA (the squares summed by FFMA chains; a partial last vector at 200): y and rstd
     within test_rows.check's tolerances of float64; the setting taken; add_rms_norm's h
     (test_rows.run checks it against x + residual rounded) unchanged."""
-    seen = []
-    real = rows_common.rms_fma
-    monkeypatch.setattr(rows_common, "rms_fma", lambda p: seen.append(real(p)) or seen[-1])
+    seen = _spy(monkeypatch, "rms_fma")
     off, on = _both(kind, n, dtype, variant, "RMS_FMA", monkeypatch)
     assert seen == [False, True]
     test_rows.check(kind, *on, dtype)
+
+
+def _spy(monkeypatch, name: str) -> list:
+    """rows_common's switch ``name`` (a function of the plan) wrapped so that each answer
+    it gives is appended to the returned list (the setting asked, and taken)."""
+    seen: list = []
+    real = getattr(rows_common, name)
+    monkeypatch.setattr(rows_common, name, lambda p: seen.append(real(p)) or seen[-1])
+    return seen
