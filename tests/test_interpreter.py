@@ -595,6 +595,20 @@ def test_run_kernel_refuses_a_tile_level_module():
         run_kernel(k.module(), "tile", np.zeros(4, np.float32), np.zeros(1, np.float32))
 
 
+def test_run_refuses_a_tile_level_row_kernel():
+    """A row kernel (bulkred.normalize_rows) before lower-tile-reductions: the same one-line
+    refusal from run_kernel and run_grid (before: xDSL's InterpretationError, and an
+    AttributeError from run_grid)."""
+    from bulkred_dialect.interpreter import run_grid
+    from bulkred_dialect.row_kernels import module
+
+    m = module("softmax", 2, 64, "float32")
+    name = next(op.sym_name.data for op in m.ops)
+    for run in (run_kernel, run_grid):
+        with pytest.raises(InterpretError, match=f"'{name}' holds the tile-level op 'bulkred.normalize_rows'"):
+            run(m, name, np.zeros((2, 64), np.float32), np.zeros((2, 64), np.float32))
+
+
 
 @pytest.mark.parametrize(
     "elt,dtype,expected",

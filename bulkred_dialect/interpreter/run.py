@@ -38,7 +38,7 @@ from bulkred_dialect.interpreter.ptx_arith import PtxArithFunctions
 from bulkred_dialect.interpreter.ptx_cvt import PtxCvtFunctions, PtxPredicateFunctions
 from bulkred_dialect.interpreter.ptx_memory import PtxMemoryFunctions
 from bulkred_dialect.interpreter.values import coerce_float, to_signed
-from bulkred_dialect.ops.tile import BulkCopyOp, BulkReduceOp, ReduceOp
+from bulkred_dialect.ops.tile import BulkCopyOp, BulkReduceOp, NormalizeRowsOp, ReduceListOp, ReduceOp, ScaleListOp
 
 
 @contextmanager
@@ -356,7 +356,7 @@ def prepare_arguments(callee: func.FuncOp, arrays: Sequence[Any], bits: int) -> 
 
 # Tile-level ops the interpreter has no implementation for: it runs the IR after
 # lower-tile-reductions (docs/DEVELOPING.md, "Dialect levels"; bulkred.copy it runs).
-_TILE_LEVEL_OPS = (ReduceOp, BulkCopyOp, BulkReduceOp)
+_TILE_LEVEL_OPS = (ReduceOp, BulkCopyOp, BulkReduceOp, NormalizeRowsOp, ReduceListOp, ScaleListOp)
 
 
 def find_kernel(module: Any, name: Any, fn: str) -> func.FuncOp:
