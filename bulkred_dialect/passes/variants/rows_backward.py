@@ -33,6 +33,7 @@ from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
     half_as_bfloat16,
+    exp_shifted,
     AT,
     BF16,
     F16,
@@ -497,10 +498,105 @@ def overlapped_pass(prev: RowState, stats: list[SSAValue], r: RowState, e: Emitt
     return [st[k] for k in stat_names(p)]
 
 
+CE_FAST: bool | None = None
+"""None: where :data:`CE_FAST_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings, ``tools/probes/rows_backward.py --set ce``). On,
+cross_entropy's backward (:func:`ce_backward`) computes each element as
+``fma(p, s, c)``: ``p = ex2.approx.ftz((x - lse) log2(e))`` (rows_common.exp_shifted: FADD,
+FMUL, one MUFU.EX2, without the accurate exp's range scaling: FSETP and two predicated
+FMUL), ``s`` the row's scale (the loss's gradient; 0 on an ignored row, NaN where the
+target is outside [0, N)) and ``c`` one of two per-row constants (``-s ls / N``; at the
+target ``-s (ls / N + 1 - ls)``) chosen by a 32-bit compare of the element's place with
+the target's (the default: a 64-bit compare, FADD, FMUL by the scale, a FMUL by 0 and a
+select for the ignored rows): about 6 SASS instructions an element where the default
+takes 14 (ptxas, sm_90a). Not the folded ``fma(x, log2(e), -lse log2(e))``: its rounding
+of ``lse log2(e)`` puts up to ``|lse| 2^-24`` into every exponent (rows_common.FAST_EXP).
+Bits change (one rounding fewer; an exp below 2^-126 flushed to 0), never with M; the
+non-finite results are the default's (NaN rows where lse or the scale is NaN, an ignored
+row's ``p * 0``)."""
+
+CE_FAST_MEASURED: dict = half_as_bfloat16({})
+""":data:`CE_FAST` by element type name, or ``(kind, type name)``, and N (never M): the
+ranges (N from, N to) where it is on. Empty until measured on an H200."""
+
+CE_WORDS: bool | None = None
+"""None: where :data:`CE_WORDS_MEASURED` says; True or False: everywhere or nowhere. On,
+cross_entropy's backward reads bfloat16 logits as 32-bit words of two (rows_common.raw_load,
+widen_raw: a shift and a mask an element, where a ``ld.b16`` vector's ``cvt`` takes a PRMT
+and a SHF); the same bits."""
+
+CE_WORDS_MEASURED: dict = half_as_bfloat16({})
+""":data:`CE_WORDS` by element type name, or ``(kind, type name)``, and N (never M).
+Empty until measured on an H200."""
+
+
+CE_TARGET_APART: bool | None = None
+"""None: where :data:`CE_TARGET_APART_MEASURED` says; True or False: everywhere or nowhere.
+With :data:`CE_FAST` on (alone it does nothing): every element takes the row's other
+constant (``fma(p, s, c)``: FADD, FMUL, MUFU.EX2, FFMA, no compare or select an element),
+and the thread that holds the target (found by arithmetic once a row: its vector ``t /
+vec`` is one of the thread's ``sw + k G``) writes the target's element again after its
+vectors, from ``x[t]`` read again (an L1 hit): the same formula, the same bits as
+:data:`CE_FAST`'s (one thread, one address: the later store is the one left). Where the
+group's threads are not a power of two, :data:`CE_FAST`'s compare."""
+
+CE_TARGET_APART_MEASURED: dict = half_as_bfloat16({})
+""":data:`CE_TARGET_APART` by element type name, or ``(kind, type name)``, and N (never M).
+Empty until measured on an H200."""
+
+
+def _ce_setting(on: bool | None, table: dict, p: RowPlan) -> bool:
+    """A setting of cross_entropy's backward: ``on`` where not None, else ``table``'s
+    ``(kind, type name)`` ranges where it has them, else its type name's (N only)."""
+    if on is not None:
+        return on
+    ranges = table.get((p.kind.value, p.dtype.name), table.get(p.dtype.name, ()))
+    return any(lo <= p.n <= hi for lo, hi in ranges)
+
+
+def ce_fast(p: RowPlan) -> bool:
+    """Whether plan ``p``'s cross_entropy backward takes :data:`CE_FAST`'s form."""
+    return _ce_setting(CE_FAST, CE_FAST_MEASURED, p)
+
+
+def ce_words(p: RowPlan) -> bool:
+    """Whether plan ``p``'s cross_entropy backward reads its logits as words (:data:`CE_WORDS`)."""
+    return _ce_setting(CE_WORDS, CE_WORDS_MEASURED, p)
+
+
+def ce_target_apart(p: RowPlan) -> bool:
+    """Whether plan ``p``'s cross_entropy backward writes the target's element apart
+    (:data:`CE_TARGET_APART`, with :data:`CE_FAST`; the group a power of two)."""
+    return (ce_fast(p) and p.group & (p.group - 1) == 0
+            and _ce_setting(CE_TARGET_APART, CE_TARGET_APART_MEASURED, p))
+
+
+def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue, lse: SSAValue, s: SSAValue,
+                     c_target: SSAValue) -> None:
+    """:data:`CE_TARGET_APART`: the target's element of dx written again by the thread
+    holding it (after its vectors), ``fma(exp(x[t] - lse), s, c_target)``."""
+    p = r.p
+    assert r.sw is not None and r.y is not None
+    sw32 = e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32))
+    d = e.sub_i(e.shr_u32(t32, p.vec.bit_length() - 1), sw32)  # the target's vector from the thread's first
+    span = p.items * p.group if p.items else 1 << 30  # (streamed: every vector sw + k G of the row)
+    mine = e.and_pred(e.cmp("ult", d, span), e.cmp("eq", e.and_b32(d, p.group - 1), 0))
+    mine = e.and_pred(mine, inside)  # (outside [0, N): every element NaN already, no address)
+
+    def again(b: Emitter) -> list[SSAValue]:
+        off = b.wide(b.sub_i(t32, b.mul_i(sw32, p.vec)))  # elements from the thread's first vector
+        xt = load_vec(b, p.dtype, b.ptr_add(r.x.base, b.mul_i(off, p.dtype.bytes)), 0, 1)[0]
+        v = b.fma(AT, exp_shifted(b, xt, lse, True), s, c_target)
+        store_vec(b, p.dtype, b.ptr_add(r.y.base, b.mul_i(off, p.dtype.bytes)), 0, [v])  # type: ignore[union-attr]
+        return []
+
+    e.if_(mine, again)
+
+
 def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     """cross_entropy's dx, elementwise from the stored lse (no reduction): ``(exp(x - lse)
     - s / N - (1 - s) [j == target]) * grad[row]``; 0 where the target is ignore_index,
-    NaN where it is outside [0, N)."""
+    NaN where it is outside [0, N). :data:`CE_FAST` and :data:`CE_WORDS`: its settings."""
     op, p = r.op, r.p
     assert op.lse is not None and op.target is not None and op.grad is not None and r.y is not None and r.sw is not None
     lse = _row_stat(e, op.lse, row)
@@ -511,13 +607,37 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     kept = e.cmp("ne", t, e.const(op.ignored, i64))
     ls = op.smoothing
     sw = r.sw
+    plain = type(r.x) is RowBuf  # (not rows_lower.RAGGED's buffer: the default's loads)
+    fast, words, apart = ce_fast(p), ce_words(p) and plain, ce_target_apart(p) and plain
+    if fast:  # the row's scale (0 on an ignored row) and its two constants: fma(p, s, c)
+        s = e.selp(SelpType.F32, scale, e.const(0.0, f32), kept)
+        c_other = f32_mul(e, s, e.const(-ls / p.n, f32))
+        c_target = f32_mul(e, s, e.const(-(ls / p.n + 1.0 - ls), f32))
+        t32 = e.value(CvtOp(CvtType.U32, CvtType.U64, t, i32))  # (outside [0, N): s NaN, every element NaN)
+
+    def load_x(b: Emitter, first: SSAValue | int, extra: int) -> list[SSAValue]:
+        if not words:
+            return r.x.load(b, first, p.vec, extra)
+        at, off = r.x.at(b, first, p.vec)
+        return widen_raw(b, p.dtype, raw_load(b, p.dtype, at, off + extra * p.vec * p.dtype.bytes, p.vec), p.vec)
 
     def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
-        xs = r.x.load(b, first, p.vec, extra)
+        xs = load_x(b, first, extra)
+        if apart:  # (the target's element written again after the vectors: _ce_target_again)
+            r.y.store(b, first, p.vec, [b.fma(AT, exp_shifted(b, x, lse, True), s, c_other) for x in xs], extra)  # type: ignore[union-attr]
+            return
         # the vector's index in the row: the thread's first, + first + extra (both in vectors)
         vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
-        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
         out = []
+        if fast:
+            v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
+            tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
+            for j, x in enumerate(xs):
+                c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
+                out.append(b.fma(AT, exp_shifted(b, x, lse, True), s, c))
+            r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+            return
+        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
         for j, x in enumerate(xs):
             prob = f32_exp(b, f32_sub(b, x, lse))
             v = f32_sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
@@ -533,9 +653,11 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
                 dx(e, k * p.group, 0)
             else:
                 e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
-        return
-    full, cond = r.partial(e)
-    visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+    else:
+        full, cond = r.partial(e)
+        visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+    if apart:
+        _ce_target_again(r, e, t32, inside, lse, s, c_target)
 
 
 def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
