@@ -85,7 +85,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     row_predicates,
     vector_of,
 )
-from bulkred_dialect.passes.variants.rows_lower import reduce_loss, rows_parameter
+from bulkred_dialect.passes.variants.rows_lower import measured as rows_lower_measured, reduce_loss, rows_parameter
 
 SLICE_BYTES = 32768
 """The most bytes of a row one CTA holds (the row's bytes over the cluster's CTAs)."""
@@ -118,6 +118,18 @@ EARLY_AFFINE = False
 """The default of :attr:`Setting.early_affine`."""
 EARLY_COPY = False
 """The default of :attr:`Setting.early_copy`."""
+EARLY_COPY_CTA: bool | None = None
+"""A unit a row of one CTA, one slice buffer of one :data:`CHUNK` (float32 rows of 4096):
+thread 0 issues the CTA's first row's copy right after it sets up the slice's mbarrier,
+before the CTA barrier that publishes that mbarrier to the other threads (the default
+issues it after two CTA barriers: that one and the rows loop's), so the copy's latency
+overlaps the kernel's prologue (issue 30, section 4, small batches: float32 softmax,
+rms_norm and layer_norm at M = 1 to 64 are 0.3 to 0.5 us over the best anchor's). The same
+row arithmetic: the same bits. None: :data:`EARLY_COPY_CTA_MEASURED` decides; True / False:
+everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget-s 120" bash
+tools/gpu.sh probe:rows_small``."""
+EARLY_COPY_CTA_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+"""Where :data:`EARLY_COPY_CTA` is on: the element type's name -> ranges of N (never M)."""
 ONE_PASS: str | None = None
 """The default of :attr:`Setting.one_pass`: None, layer_norm's mean, then its variance
 (two passes over shared memory, two exchanges)."""
@@ -939,6 +951,12 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         slot = e.sreg(SpecialRegister.CTAID_X)
         first = tid
+        if not persistent and nbuf == 1 and slice_bytes <= CHUNK and rows_lower_measured(
+                EARLY_COPY_CTA, EARLY_COPY_CTA_MEASURED, d.name, op.cols):  # thread 0: init, then its copy
+            early = True
+            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
+            stride, rows, start = grid_rows()
+            e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
         e.bar_sync()
     sw = e.wide(first)  # the thread's first vector in the row
     vec = p.vec

@@ -19,7 +19,7 @@ from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, ShlOp, ShrOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, PackB32x2Op, ShlOp, ShrOp, UnpackB32x2Op, XorOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
@@ -787,6 +787,23 @@ of 50, off -> on): float32 N = 4096, M = 1 3.67 -> 1.93 us, 8 3.80 -> 3.53, 64 3
 bfloat16 M = 1 3.23 -> 1.92, 8 3.28 -> 3.05, 64 3.90 -> 3.55; the same bits: True."""
 
 
+LOSS_TAIL_POLL: bool | None = None
+"""With :data:`LOSS_TAIL_SHORT`, a grid of several CTAs (no cluster): thread 0 publishes the
+CTA's pair with one ``atom.exch.b64`` into its slot (the loss sum's bits, the count's bits
+inverted: never 0, so a slot of 0 is one not yet written), then takes the ticket at once,
+without the release fence between them (which waits for the slot's store to reach L2, a
+round trip); the last CTA reads each slot with ``atom.exch.b64`` of 0 (the slot zeroed in
+the same access), again until it is written (every other CTA issued its exchange before
+its ticket: the wait ends), without the acquire fence. One L2 round trip fewer on the tail
+(issue 30, section 4, small batches: cross_entropy's mean at M = 8 and 64 rows of 4096,
+3.5 to 3.7 us against 2.0 for one CTA, no ticket). The same slots added in the same order:
+the default's bits. None: :data:`LOSS_TAIL_POLL_MEASURED` decides; True / False:
+everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget-s 120"
+bash tools/gpu.sh probe:rows_small``."""
+LOSS_TAIL_POLL_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
+"""Where :data:`LOSS_TAIL_POLL` is on: the element type's name -> ranges of N (never M)."""
+
+
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
                 totals: SSAValue | None = None) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
@@ -920,12 +937,27 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         part = reloaded(e)
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
 
+    poll = short and measured(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, p.dtype.name, op.cols)
+    polled = e.shared([p.block], i64, "loss_polled") if poll else None  # (each thread's slot as its poll read it)
+
     def total(b: Emitter) -> list[SSAValue]:
         if not short:  # (short: thread 0 acquired after its ticket, before the CTA barrier)
             b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
 
         def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             at = c.ptr_add(slots, c.mul_i(k, 8))
+            if polled is not None:  # LOSS_TAIL_POLL: read and zeroed in one access, again until written
+                mine = c.ptr_add(polled, c.mul_i(tid, 8))
+
+                def unwritten(d: Emitter) -> SSAValue:
+                    v = d.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, at, d.const(0, i64)))
+                    d.st(LdStType.B64, mine, v)
+                    return d.cmp("eq", d.emit(UnpackB32x2Op(v)).results[1], d.const(0))
+
+                c.while_(unwritten)
+                lo, hi = c.emit(UnpackB32x2Op(c.ld(LdStType.B64, mine, i64))).results
+                pair = [c.value(MovOp(lo, f32)), c.value(MovOp(c.value(XorOp(ArithType.B32, hi, c.const(-1))), f32))]
+                return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
             pair = load_vec(c, F32, at, 0, 2, nc=False)
             store_vec(c, F32, at, 0, [c.const(0.0, f32)] * 2)  # (the workspace left zeroed)
             return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
@@ -948,16 +980,23 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         flag = b.shared([1], i32, "loss_last")
 
         def t0(c: Emitter) -> list[SSAValue]:
-            store_vec(c, F32, slot, 0, part)
-            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-            t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
-            is_last = c.cmp("eq", t, c.add_i(ctas, -1))
+            if poll:  # LOSS_TAIL_POLL: the pair in one exchange (the count's bits inverted: never 0), no fence
+                hi = c.value(XorOp(ArithType.B32, c.value(MovOp(part[1], i32)), c.const(-1)))
+                packed = c.value(PackB32x2Op(c.value(MovOp(part[0], i32)), hi, i64))
+                c.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, slot, packed))
+                t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
+                is_last = c.cmp("eq", t, c.add_i(ctas, -1))
+            else:
+                store_vec(c, F32, slot, 0, part)
+                c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+                t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
+                is_last = c.cmp("eq", t, c.add_i(ctas, -1))
 
-            def acquire(d: Emitter) -> list[SSAValue]:
-                d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-                return []
+                def acquire(d: Emitter) -> list[SSAValue]:
+                    d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+                    return []
 
-            c.if_(is_last, acquire)
+                c.if_(is_last, acquire)
             c.st(LdStType.B32, flag, c.value(arith.SelectOp(is_last, c.const(1), c.const(0))))
             return []
 
