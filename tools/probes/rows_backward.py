@@ -25,6 +25,14 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
         --kinds layer_norm_backward,rms_norm_backward,softmax_backward,log_softmax_backward [--dry-run]
     python3 tools/diag.py rows_backward --set norms --budget-s 150 [--cells bfloat16:65536,...] [--dry-run]
     python3 tools/diag.py rows_backward --set long --budget-s 150 [--kinds layer_norm_backward] [--dry-run]
+    PROBE_ARGS="--set ce --budget-s 150" bash tools/gpu.sh probe:rows_backward   [--cells bfloat16:4096,...] [--dry-run]
+
+``--set ce`` (:func:`ce`, :func:`ce_candidates`, :data:`CE_CELLS`): cross_entropy's backward
+(0.85 to 0.92 of copy on an H200, issue-bound: 14 SASS instructions an element in float32,
+16 in bfloat16) against rows_backward.CE_FAST, CE_TARGET_APART and CE_WORDS and the
+variant's ``.minnctapersm``, timed as ``--set norms``, dx against float64, its bits with M
+(the first 37 rows alone) and against the default's; the dry run prints each candidate's
+registers, spills and SASS an element; the run ends with the table entries to flip.
 
 ``--set norms`` (:func:`norms`): issue 30's weak norm-backward cells (:data:`NORMS_CELLS`),
 the default against each of :func:`norm_candidates` (rows_common.NORM_BACKWARD_UNITS,
@@ -563,6 +571,8 @@ def dry_run(args) -> int:
 
     if args.set in ("norms", "long"):
         return norms_dry_run(args, norm_candidates if args.set == "norms" else long_candidates)
+    if args.set == "ce":
+        return ce_dry_run(args)
     table = tables(args.set, rows_common)
     print("| kind | dtype | N | candidate | registers | PTX lines |")
     print("| --- | --- | ---: | --- | ---: | --- |")
@@ -619,13 +629,246 @@ def norms_dry_run(args, candidates=norm_candidates) -> int:
     return 1 if failed else 0
 
 
+CE_CELLS = ("bfloat16:4096,bfloat16:1024,bfloat16:16384,bfloat16:65536,bfloat16:262144,"
+            "float32:4096,float32:65536,float32:1024,float32:16384,float32:262144")
+"""--set ce's cells (dtype:N), the furthest below issue 30's 0.93 of copy first
+(docs/benchmarks.md, sixth session, bwd: cross_entropy bfloat16 0.86 / 0.85 / 0.86 / 0.90 /
+0.88 at 1024 to 262144, float32 0.91 / 0.88 / 0.92 / 0.88 / 0.91): past ``--budget-s`` the
+last are left out."""
+CE_KIND = "cross_entropy_backward"
+CE_IGNORED = -100
+
+
+def ce_variant(dtype: str, n: int) -> str:
+    """The variant the dispatch takes for cross_entropy's backward of the cell (the patches in force)."""
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+    from bulkred_dialect.row_kernels import module
+
+    op = next(o for o in module(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED).walk()
+              if o.name == "bulkred.normalize_rows")
+    return choose(op, Target.parse("sm_90a")).name
+
+
+def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
+    """--set ce: the default beside rows_backward.CE_FAST (ex2.approx.ftz, fma(p, s, c), a
+    32-bit target compare), CE_TARGET_APART (no compare: the target's element written again
+    by its thread), CE_WORDS (bfloat16 in words; the default's bits), and the last with the
+    variant's ``.minnctapersm`` at a full multiprocessor's threads (rows_warp / rows_cta /
+    rows_stream .MIN_CTAS; the faster form's 36 to 64 registers leave 4 to 8 CTAs of 128 to
+    512 threads where the threads allow 4 to 16), and at float32 65536 rows_stream forced
+    (the dispatch's rows_cluster: 86 registers)."""
+    fast = {f"{BWD}.CE_FAST": True}
+    apart = {**fast, f"{BWD}.CE_TARGET_APART": True}
+    words = {f"{BWD}.CE_WORDS": True}
+    out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("fast", None, fast),
+                                               ("fast, target apart", None, apart)]
+    best = apart
+    if dtype != "float32":
+        best = {**apart, **words}
+        out += [("words", None, words), ("fast, target apart, words", None, best)]
+    chosen = ce_variant(dtype, n)
+    block = {"rows_warp": 256, "rows_cta": None, "rows_stream": 512}.get(chosen, 0)
+    if chosen == "rows_cta":
+        from bulkred_dialect.row_kernels import kernel_for
+
+        block = kernel_for(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED).signature.launch.block[0]
+    if block:
+        k = 2048 // block
+        out.append((f"{'fast, target apart, words' if dtype != 'float32' else 'fast, target apart'}, "
+                    f".minnctapersm {k}", None, {**best, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
+    if chosen == "rows_cluster":
+        out += [("rows_stream", "rows_stream", {}), ("rows_stream, fast, target apart", "rows_stream", apart),
+                ("rows_stream, fast, target apart, .minnctapersm 4", "rows_stream",
+                 {**apart, "bulkred_dialect.passes.variants.rows_stream.MIN_CTAS": 4})]
+    return out
+
+
+def ce_kernel(dtype: str, n: int, variant: str | None, patches: dict):
+    """The compiled cross_entropy backward kernel of a candidate (its patches in force while built)."""
+    from bulkred_dialect import row_kernels
+
+    with patched(patches):
+        row_kernels._KERNELS.clear()
+        return row_kernels.kernel_for(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED, variant=variant)
+
+
+def sass_per_element(k) -> str:
+    """SASS instructions (ptxas sm_90a, nvdisasm) of the innermost loop holding the exps,
+    over its MUFU.EX2 (one an element): the loop over rows of rows_warp / rows_cta, the loop
+    over vectors of rows_stream / rows_cluster; '?' without nvdisasm."""
+    import re
+
+    try:
+        from bulkred_dialect.backend_ptx.assemble import assemble
+        from bulkred_dialect.backend_ptx.sass import disassemble
+
+        text = disassemble(assemble(k.module.ptx.encode(), "sm_90a"))
+    except Exception:  # noqa: BLE001 - a diagnostic
+        return "?"
+    ins, labels, pending = [], {}, []
+    for line in text.split("\nrows:", 1)[-1].splitlines():
+        lab = re.match(r"^\s*(\.L_x_\d+):", line)
+        if lab:
+            pending.append(lab.group(1))
+            continue
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
+        if m:
+            a = int(m.group(1), 16)
+            labels.update((q, a) for q in pending)
+            pending = []
+            ins.append((a, m.group(2), m.group(3)))
+    best = None
+    for a, op, rest in ins:
+        t = re.search(r"\((\.L_x_\d+)\)", rest)
+        if op.startswith("BRA") and t and t.group(1) in labels and labels[t.group(1)] < a:
+            body = [o for x, o, _ in ins if labels[t.group(1)] <= x <= a]
+            exps = sum(o.startswith("MUFU.EX2") for o in body)
+            if exps and (best is None or len(body) < best[0]):
+                best = (len(body), exps)
+    return f"{best[0] / best[1]:.1f}" if best else "?"
+
+
+def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
+    """The table entries to flip: per cell the fastest candidate whose check passed, where
+    it beat the default by 1% or more (``results``: dtype, N, label, variant, x copy; the
+    default's first). Where several cells of a type take a switch, their ranges together."""
+    out = []
+    cells_: dict[tuple[str, int], list] = {}
+    for dtype, n, label, variant, ratio in results:
+        cells_.setdefault((dtype, n), []).append((label, variant, ratio))
+    for (dtype, n), rows in cells_.items():
+        base = rows[0][2]
+        label, variant, ratio = max(rows, key=lambda r: r[2])
+        if ratio < base * 1.01 or label == "default":
+            out.append(f"{dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
+            continue
+        name = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype] + ".name"
+        flips = []
+        if "fast" in label:
+            flips.append(f"rows_backward.CE_FAST_MEASURED: {name}: (..., ({n}, {n}))")
+        if "target apart" in label:
+            flips.append(f"rows_backward.CE_TARGET_APART_MEASURED: {name}: (..., ({n}, {n}))")
+        if "words" in label:
+            flips.append(f"rows_backward.CE_WORDS_MEASURED: {name}: (..., ({n}, {n}))")
+        if ".minnctapersm" in label:
+            v = variant or ce_variant(dtype, n)
+            flips.append(f"{v}.MIN_CTAS_MEASURED: (\"{CE_KIND}\", {name}): (..., ({n}, {n}, {label.rsplit(' ', 1)[1]}))")
+        if label.startswith("rows_stream"):
+            flips.append(f"rows_cluster._pays: {CE_KIND} {dtype} past {n // 2} to rows_stream (its cross_entropy "
+                         "branch, LOSS_ROWS, taken by the backward kind too)")
+        out.append(f"{dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(flips))
+    return out
+
+
+def ce_dry_run(args) -> int:
+    """``--set ce --dry-run``: each candidate built for sm_90a and assembled: the variant,
+    grid x threads, ptxas's registers / spilled bytes, SASS an element; no GPU."""
+    print("| dtype | N | setting | variant | grid x threads (x cluster), regs / spill | SASS / element |")
+    print("| --- | ---: | --- | --- | --- | ---: |")
+    failed = 0
+    for dtype, n in cells(args):
+        for label, variant, patches in ce_candidates(dtype, n):
+            try:
+                k = ce_kernel(dtype, n, variant, patches)
+                with patched(patches):
+                    name = variant or ce_variant(dtype, n)
+                print(f"| {dtype} | {n} | {label} | {name} | {launch_of(k, TOTAL // n)} | {sass_per_element(k)} |",
+                      flush=True)
+            except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
+                failed += 1
+                print(f"| {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+    return 1 if failed else 0
+
+
+def ce_check(torch, k, x, target, grad, lse, dx, want, first) -> str:
+    """dx of the first 256 rows against float64 (``want``), the first 37 rows called alone
+    (M) giving the same bits, and the bits against the default's (``first``)."""
+    err = ((dx[:256].double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+    ok = "ok" if err < (5e-6 if x.dtype == torch.float32 else 2**-7) else f"dx err {err:.2e}"
+    sub = 37
+    dxs = torch.empty_like(x[:sub])
+    k(x[:sub].clone(), dxs, target[:sub].clone(), grad[:sub].clone(), lse[:sub].clone())
+    torch.cuda.synchronize()
+    ok += "" if torch.equal(dxs, dx[:sub]) else ", M-invariance FAILED"
+    if first is not None:
+        ok += ", bits = default's" if torch.equal(dx, first) else ", bits != default's"
+    return ok
+
+
+def ce(args) -> int:
+    """``--set ce``: per cell, on the same tensors (fresh random data: x of spread 2, every
+    16th row ignored, a random gradient a row, lse from torch), the copy kernel and each of
+    :func:`ce_candidates` timed in turns (:func:`graph_medians`), each checked
+    (:func:`ce_check`); GB/s of x read and dx written, against the copy's; then the table
+    entries to flip (:func:`ce_flips`)."""
+    import torch
+
+    t0 = time.time()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"GPU: {torch.cuda.get_device_name()} ({sms} multiprocessors); torch {torch.__version__}")
+    print("| dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | SASS / elem "
+          "| GB/s | x copy | check |")
+    print("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    results = []
+    for dtype, n in cells(args):
+        if args.budget_s and time.time() - t0 > args.budget_s:
+            print(f"| {dtype} | {n} | skipped: past the budget | | | | | | |", flush=True)
+            continue
+        m, dt = TOTAL // n, getattr(torch, dtype)
+        x = torch.randn(m, n, device=DEVICE).mul_(2).to(dt)
+        target = torch.randint(0, n, (m,), device=DEVICE)
+        target[::16] = CE_IGNORED
+        grad = torch.randn(m, device=DEVICE)
+        lse = torch.logsumexp(x.float(), -1)
+        xd = x[:256].double()
+        want = torch.softmax(xd, -1)
+        t = target[:256]
+        kept = t != CE_IGNORED
+        want[kept.nonzero()[:, 0], t[kept]] -= 1
+        want = want * grad[:256].double()[:, None] * kept.double()[:, None]
+        y = torch.empty_like(x)
+        rows, calls, first = [], [], None
+        for label, variant, patches in ce_candidates(dtype, n):
+            try:
+                k = ce_kernel(dtype, n, variant, patches)
+                with patched(patches):
+                    name = variant or ce_variant(dtype, n)
+                dx = torch.empty_like(x)
+                k(x, dx, target, grad, lse)
+                torch.cuda.synchronize()
+                ok = ce_check(torch, k, x, target, grad, lse, dx, want, first)
+                if first is None:
+                    first = dx.clone()
+            except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: say why
+                print(f"| {dtype} | {n} | {label} | n/a | | | | | {str(e).splitlines()[0][-90:]} |", flush=True)
+                continue
+            rows.append((label, name, launch_of(k, m, sms), sass_per_element(k), ok))
+            calls.append(lambda k=k, dx=dx: k(x, dx, target, grad, lse))
+        us = graph_medians(torch, [lambda: torch.mul(x, 1.0, out=y)] + calls)
+        moved = 2 * m * n * x.element_size()
+        for (label, name, launch, sass, ok), t_us in zip(rows, us[1:]):
+            ratio = us[0] / t_us
+            results.append((dtype, n, label, name if name != ce_variant(dtype, n) else None, ratio if "ok" == ok[:2]
+                            and "FAILED" not in ok else 0.0))
+            print(f"| {dtype} | {n} | {label} | {name} | {launch} | {sass} | {moved / t_us / 1e3:,.0f} | {ratio:.3f} "
+                  f"| {ok} |", flush=True)
+        del x, y, calls, first
+        torch.cuda.empty_cache()
+    print("\nTo flip (the fastest candidate per cell, its check passed, >= 1.01x the default):")
+    for line in ce_flips(results):
+        print(f"- {line}")
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", default=",".join(map(str, CANDIDATES)))
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms", "long"), default="variants",
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms", "long", "ce"), default="variants",
                     help="the candidates: variants and settings (CANDIDATES), the default against "
                          "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
                          "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
@@ -633,7 +876,9 @@ def main() -> int:
                          "against their units, CTAs a multiprocessor and variants (norm_candidates: CUDA graphs, "
                          "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default), "
                          "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD and REREAD "
-                         "(long_candidates: as norms, cells LONG_CELLS)")
+                         "(long_candidates: as norms, cells LONG_CELLS), or cross_entropy's backward against "
+                         "rows_backward.CE_FAST, CE_TARGET_APART, CE_WORDS and .minnctapersm (ce_candidates: as "
+                         "norms, cells CE_CELLS)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true",
@@ -646,8 +891,12 @@ def main() -> int:
                 "layer_norm_backward,rms_norm_backward"
         if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
             ap.error(f"--set {args.set} times rms_norm_backward and layer_norm_backward only")
+    if args.set == "ce":
+        args.cells = args.cells or CE_CELLS
     if args.dry_run:
         return dry_run(args)
+    if args.set == "ce":
+        return ce(args)
     if args.set in ("norms", "long"):
         return norms(args, norm_candidates if args.set == "norms" else long_candidates)
     import torch
