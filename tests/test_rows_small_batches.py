@@ -23,6 +23,7 @@ from test_rows import check, run, small_ctas  # noqa: F401 (small_ctas: autouse)
 from test_rows_ce_reduction import IGNORE, run_reduced
 
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.passes.variants.rows_common import F32
 from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_lower
 from bulkred_dialect.row_kernels import module
 
@@ -55,6 +56,11 @@ def test_early_copy_cta_changes_only_where_on(monkeypatch) -> None:
         return text.index("ptx.cp.async.bulk") < text.index("ptx.bar.sync")
 
     assert copy_before_barrier(on) and not copy_before_barrier(off)
+    # (the table by (kind, type): softmax's entry turns it on for softmax, not for rms_norm)
+    monkeypatch.setattr(rows_bulk, "EARLY_COPY_CTA_MEASURED", {("softmax", F32.name): ((128, 128),)})
+    assert _kernel_text(None, monkeypatch) == on
+    rms = str(test_rows.lowered(module("rms_norm", None, 128, "float32", weight="float32", eps=1e-5, variant="rows_bulk")))
+    assert not copy_before_barrier(rms)
 
 
 @pytest.mark.parametrize("kind,dtype", [("rms_norm", "float32"), ("softmax", "float32")])

@@ -85,7 +85,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     row_predicates,
     vector_of,
 )
-from bulkred_dialect.passes.variants.rows_lower import measured as rows_lower_measured, reduce_loss, rows_parameter
+from bulkred_dialect.passes.variants.rows_lower import reduce_loss, rows_parameter
 
 SLICE_BYTES = 32768
 """The most bytes of a row one CTA holds (the row's bytes over the cluster's CTAs)."""
@@ -128,8 +128,18 @@ rms_norm and layer_norm at M = 1 to 64 are 0.3 to 0.5 us over the best anchor's)
 row arithmetic: the same bits. None: :data:`EARLY_COPY_CTA_MEASURED` decides; True / False:
 everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget-s 120" bash
 tools/gpu.sh probe:rows_small``."""
-EARLY_COPY_CTA_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({})
-"""Where :data:`EARLY_COPY_CTA` is on: the element type's name -> ranges of N (never M)."""
+EARLY_COPY_CTA_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+"""Where :data:`EARLY_COPY_CTA` is on: ``(kind, element type's name)``, else the type's name ->
+ranges of N (never M)."""
+
+
+def _early_copy_cta(op: NormalizeRowsOp) -> bool:
+    """:data:`EARLY_COPY_CTA` where not None, else whether :data:`EARLY_COPY_CTA_MEASURED` has ``op``'s N."""
+    if EARLY_COPY_CTA is not None:
+        return EARLY_COPY_CTA
+    d = dtype_of(op).name
+    ranges = EARLY_COPY_CTA_MEASURED.get((op.norm_kind.value, d), EARLY_COPY_CTA_MEASURED.get(d, ()))
+    return any(lo <= op.cols <= hi for lo, hi in ranges)
 ONE_PASS: str | None = None
 """The default of :attr:`Setting.one_pass`: None, layer_norm's mean, then its variance
 (two passes over shared memory, two exchanges)."""
@@ -951,8 +961,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         slot = e.sreg(SpecialRegister.CTAID_X)
         first = tid
-        if not persistent and nbuf == 1 and slice_bytes <= CHUNK and rows_lower_measured(
-                EARLY_COPY_CTA, EARLY_COPY_CTA_MEASURED, d.name, op.cols):  # thread 0: init, then its copy
+        if not persistent and nbuf == 1 and slice_bytes <= CHUNK and _early_copy_cta(op):  # thread 0: init, then its copy
             early = True
             x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
             stride, rows, start = grid_rows()
