@@ -17,15 +17,22 @@ from bulkred_dialect.row_kernels import module
 IGNORED = -7
 
 
-def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing: float = 0.1):
+SWITCHES = ("CE_FAST", "CE_TARGET_APART", "CE_WORDS", "CE_FOLD")
+
+
+def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing: float = 0.1, shift: float = 0.0,
+        shift2: float = 0.0):
     """dx of 5 rows (targets: in the row's middle, ignored, the last element, outside [0, N),
-    ignored with a NaN lse) under ``settings`` (rows_backward's constants), with the inputs'
-    values as the kernel saw them; and the lowered module's text."""
-    for k in ("CE_FAST", "CE_TARGET_APART", "CE_WORDS"):
+    ignored with a NaN lse; row 0's logits ``shift`` more, row 2's ``shift2``) under ``settings`` (rows_backward's
+    constants), with the inputs' values as the kernel saw them; and the lowered module's text."""
+    for k in SWITCHES:
         monkeypatch.setattr(rows_backward, k, settings.get(k, False))
     m = 5
     rng = np.random.default_rng(n)
-    xbits = test_rows.to_bits(rng.standard_normal((m, n)) * 3, dtype)
+    x = rng.standard_normal((m, n)) * 3
+    x[0] += shift
+    x[2] += shift2
+    xbits = test_rows.to_bits(x, dtype)
     xv = test_rows.values(xbits, dtype)
     mx = xv.max(1)
     lse = (mx + np.log(np.exp(xv - mx[:, None]).sum(1))).astype(np.float32)
@@ -90,9 +97,26 @@ def test_words_are_the_defaults_bits(monkeypatch) -> None:
     assert all_on[0].tobytes() == _dx(n, "bfloat16", "rows_cta", APART, monkeypatch)[0].tobytes()
 
 
+@pytest.mark.parametrize("apart", [False, True])
+def test_fold_against_float64_and_long_lse_rows(apart: bool, monkeypatch) -> None:
+    """CE_FOLD (the exponent one FFMA, lse log2(e)'s rounding in the row's scale) within
+    float64's tolerance, its ignored and NaN rows as the default's; row 0's logits moved by
+    3e6 (|lse| past CE_FOLD_LSE: CE_FAST's form) gives CE_FAST's bits; the other kept row
+    (2), moved by 5e5 (lse log2(e)'s rounding up to 2^-5: without it in the scale, errors of
+    2%), the fold's own (some bits differ from CE_FAST's)."""
+    n, variant = 516, "rows_cta"
+    base = {**(APART if apart else FAST)}
+    fast = _dx(n, "float32", variant, base, monkeypatch, shift=3e6, shift2=5e5)
+    fold = _dx(n, "float32", variant, {**base, "CE_FOLD": True}, monkeypatch, shift=3e6, shift2=5e5)
+    assert abs(fold[2][0]) >= rows_backward.CE_FOLD_LSE > abs(fold[2][2])
+    _check(*fold[:5], n, "float32")
+    assert fold[0][0].tobytes() == fast[0][0].tobytes()
+    assert fold[0][2].tobytes() != fast[0][2].tobytes()
+
+
 def test_defaults_untouched() -> None:
     """Off by default: the switches None, the tables empty (the dispatch's PTX unchanged
     until an H200 measures them: tools/probes/rows_backward.py --set ce)."""
-    for k in ("CE_FAST", "CE_TARGET_APART", "CE_WORDS"):
+    for k in SWITCHES:
         assert getattr(rows_backward, k) is None
         assert not any(getattr(rows_backward, k + "_MEASURED").values())

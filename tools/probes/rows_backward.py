@@ -29,7 +29,7 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
 
 ``--set ce`` (:func:`ce`, :func:`ce_candidates`, :data:`CE_CELLS`): cross_entropy's backward
 (0.85 to 0.92 of copy on an H200, issue-bound: 14 SASS instructions an element in float32,
-16 in bfloat16) against rows_backward.CE_FAST, CE_TARGET_APART and CE_WORDS and the
+16 in bfloat16) against rows_backward.CE_FAST, CE_TARGET_APART, CE_FOLD and CE_WORDS and the
 variant's ``.minnctapersm``, timed as ``--set norms``, dx against float64, its bits with M
 (the first 37 rows alone) and against the default's; the dry run prints each candidate's
 registers, spills and SASS an element; the run ends with the table entries to flip.
@@ -653,34 +653,39 @@ def ce_variant(dtype: str, n: int) -> str:
 def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     """--set ce: the default beside rows_backward.CE_FAST (ex2.approx.ftz, fma(p, s, c), a
     32-bit target compare), CE_TARGET_APART (no compare: the target's element written again
-    by its thread), CE_WORDS (bfloat16 in words; the default's bits), and the last with the
+    by its thread), CE_FOLD (the exponent one FFMA), CE_WORDS (bfloat16 in words; the
+    default's bits), and all of them with the
     variant's ``.minnctapersm`` at a full multiprocessor's threads (rows_warp / rows_cta /
     rows_stream .MIN_CTAS; the faster form's 36 to 64 registers leave 4 to 8 CTAs of 128 to
     512 threads where the threads allow 4 to 16), and at float32 65536 rows_stream forced
     (the dispatch's rows_cluster: 86 registers)."""
     fast = {f"{BWD}.CE_FAST": True}
     apart = {**fast, f"{BWD}.CE_TARGET_APART": True}
+    fold = {**apart, f"{BWD}.CE_FOLD": True}
     words = {f"{BWD}.CE_WORDS": True}
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("fast", None, fast),
-                                               ("fast, target apart", None, apart)]
-    best = apart
+                                               ("fast, target apart", None, apart),
+                                               ("fast, target apart, fold", None, fold)]
+    best, best_label = fold, "fast, target apart, fold"
     if dtype != "float32":
-        best = {**apart, **words}
-        out += [("words", None, words), ("fast, target apart, words", None, best)]
+        best, best_label = {**fold, **words}, "fast, target apart, fold, words"
+        out += [("words", None, words), (best_label, None, best)]
     chosen = ce_variant(dtype, n)
     block = {"rows_warp": 256, "rows_cta": None, "rows_stream": 512}.get(chosen, 0)
     if chosen == "rows_cta":
         from bulkred_dialect.row_kernels import kernel_for
 
         block = kernel_for(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED).signature.launch.block[0]
-    if block:
-        k = 2048 // block
-        out.append((f"{'fast, target apart, words' if dtype != 'float32' else 'fast, target apart'}, "
-                    f".minnctapersm {k}", None, {**best, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
+    if block:  # (a full multiprocessor's threads: 32 registers; three quarters of them: 40)
+        full = 2048 // block
+        for k in sorted({full, full * 3 // 4} - {0, 1}, reverse=True):
+            out.append((f"{best_label}, .minnctapersm {k}", None,
+                        {**best, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
     if chosen == "rows_cluster":
         out += [("rows_stream", "rows_stream", {}), ("rows_stream, fast, target apart", "rows_stream", apart),
-                ("rows_stream, fast, target apart, .minnctapersm 4", "rows_stream",
-                 {**apart, "bulkred_dialect.passes.variants.rows_stream.MIN_CTAS": 4})]
+                ("rows_stream, fast, target apart, fold", "rows_stream", fold),
+                ("rows_stream, fast, target apart, fold, .minnctapersm 4", "rows_stream",
+                 {**fold, "bulkred_dialect.passes.variants.rows_stream.MIN_CTAS": 4})]
     return out
 
 
@@ -712,21 +717,41 @@ def sass_per_element(k) -> str:
         if lab:
             pending.append(lab.group(1))
             continue
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
         if m:
             a = int(m.group(1), 16)
             labels.update((q, a) for q in pending)
             pending = []
-            ins.append((a, m.group(2), m.group(3)))
-    best = None
-    for a, op, rest in ins:
+            ins.append((a, m.group(3), m.group(4), bool(m.group(2))))
+
+    def target(rest: str) -> int | None:
         t = re.search(r"\((\.L_x_\d+)\)", rest)
-        if op.startswith("BRA") and t and t.group(1) in labels and labels[t.group(1)] < a:
-            body = [o for x, o, _ in ins if labels[t.group(1)] <= x <= a]
-            exps = sum(o.startswith("MUFU.EX2") for o in body)
-            if exps and (best is None or len(body) < best[0]):
-                best = (len(body), exps)
-    return f"{best[0] / best[1]:.1f}" if best else "?"
+        return labels.get(t.group(1)) if t else None
+
+    best = None
+    for a, op, rest, _ in ins:
+        lo = target(rest)
+        if op.startswith("BRA") and lo is not None and lo < a:
+            body = [(x, o, r_) for x, o, r_, _ in ins if lo <= x <= a]
+            exps = sum(o.startswith("MUFU.EX2") for _, o, _ in body)
+            if exps and (best is None or len(body) < len(best)):
+                best = body
+    if best is None:
+        return "?"
+    # rows_backward.CE_FOLD: the row's two forms (if |lse| < CE_FOLD_LSE ... else ...): the folded one
+    # counted (the cheaper), the other left out
+    split = next((i for i, (_, o, r_) in enumerate(best) if o.startswith("FSETP") and "1048576" in r_), None)
+    if split is not None:
+        bra = next(((x, target(r_)) for x, o, r_ in best[split:] if o.startswith("BRA")), None)
+        if bra is not None and bra[1] is not None and bra[1] > bra[0]:
+            before = [(x, o, r_) for x, o, r_ in best if x < bra[1]][-1]
+            end = target(before[2]) if before[1].startswith("BRA") else None
+            if end is not None and end > bra[1]:
+                a_blk = [b for b in best if bra[0] < b[0] < bra[1]]
+                b_blk = [b for b in best if bra[1] <= b[0] < end]
+                drop = a_blk if len(a_blk) > len(b_blk) else b_blk
+                best = [b for b in best if b not in drop]
+    return f"{len(best) / sum(o.startswith('MUFU.EX2') for _, o, _ in best):.1f}"
 
 
 def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
@@ -749,6 +774,8 @@ def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
             flips.append(f"rows_backward.CE_FAST_MEASURED: {name}: (..., ({n}, {n}))")
         if "target apart" in label:
             flips.append(f"rows_backward.CE_TARGET_APART_MEASURED: {name}: (..., ({n}, {n}))")
+        if "fold" in label:
+            flips.append(f"rows_backward.CE_FOLD_MEASURED: {name}: (..., ({n}, {n}))")
         if "words" in label:
             flips.append(f"rows_backward.CE_WORDS_MEASURED: {name}: (..., ({n}, {n}))")
         if ".minnctapersm" in label:
@@ -877,7 +904,7 @@ def main() -> int:
                          "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default), "
                          "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD and REREAD "
                          "(long_candidates: as norms, cells LONG_CELLS), or cross_entropy's backward against "
-                         "rows_backward.CE_FAST, CE_TARGET_APART, CE_WORDS and .minnctapersm (ce_candidates: as "
+                         "rows_backward.CE_FAST, CE_TARGET_APART, CE_FOLD, CE_WORDS and .minnctapersm (ce_candidates: as "
                          "norms, cells CE_CELLS)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")

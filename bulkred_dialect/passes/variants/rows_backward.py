@@ -25,7 +25,8 @@ from xdsl.ir import SSAValue
 from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
+from bulkred_dialect.ops.ptx.arith import Ex2Op
+from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtType, SelpType, SetpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.tile import ReduceKind
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
@@ -34,6 +35,7 @@ from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
     half_as_bfloat16,
     exp_shifted,
+    LOG2E,
     AT,
     BF16,
     F16,
@@ -545,6 +547,25 @@ CE_TARGET_APART_MEASURED: dict = half_as_bfloat16({})
 Empty until measured on an H200."""
 
 
+CE_FOLD: bool | None = None
+"""None: where :data:`CE_FOLD_MEASURED` says; True or False: everywhere or nowhere. With
+:data:`CE_FAST` on (alone it does nothing): each element's exponent as one FFMA,
+``ex2.approx.ftz(fma(x, log2(e), -h))`` with ``h = lse log2(e)`` rounded, and its rounding
+``l = fma(lse, log2(e), -h)`` (exact) taken into the row's scale, ``s ex2(-l)``: FFMA,
+MUFU.EX2 and the FFMA of ``fma(p, s, c)`` an element, where :data:`CE_FAST` takes FADD,
+FMUL, MUFU.EX2, FFMA (the exponent rounded once, where the difference's form rounds it
+twice; Quack's fold without ``l`` errs by up to ``|lse| 2^-24`` in every exponent,
+rows_common.FAST_EXP). Rows whose ``|lse|`` is 2^20 or more (``l`` past 2^-4) or not finite
+take :data:`CE_FAST`'s form (a branch a row, the same for every thread of the row)."""
+
+CE_FOLD_MEASURED: dict = half_as_bfloat16({})
+""":data:`CE_FOLD` by element type name, or ``(kind, type name)``, and N (never M). Empty
+until measured on an H200."""
+
+CE_FOLD_LSE = 2.0**20
+""":data:`CE_FOLD`'s rows: ``|lse|`` below this (``|l| <= 2^-4``: ``ex2(-l)`` near 1)."""
+
+
 def _ce_setting(on: bool | None, table: dict, p: RowPlan) -> bool:
     """A setting of cross_entropy's backward: ``on`` where not None, else ``table``'s
     ``(kind, type name)`` ranges where it has them, else its type name's (N only)."""
@@ -571,10 +592,15 @@ def ce_target_apart(p: RowPlan) -> bool:
             and _ce_setting(CE_TARGET_APART, CE_TARGET_APART_MEASURED, p))
 
 
-def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue, lse: SSAValue, s: SSAValue,
-                     c_target: SSAValue) -> None:
+def ce_fold(p: RowPlan) -> bool:
+    """Whether plan ``p``'s cross_entropy backward folds lse into its exponents (:data:`CE_FOLD`, with :data:`CE_FAST`)."""
+    return ce_fast(p) and _ce_setting(CE_FOLD, CE_FOLD_MEASURED, p)
+
+
+def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue,
+                     target_dx: Callable[[Emitter, SSAValue], SSAValue]) -> None:
     """:data:`CE_TARGET_APART`: the target's element of dx written again by the thread
-    holding it (after its vectors), ``fma(exp(x[t] - lse), s, c_target)``."""
+    holding it (after its vectors), ``target_dx(x[t])``: the row's ``fma(p, s, c_target)``."""
     p = r.p
     assert r.sw is not None and r.y is not None
     sw32 = e.value(CvtOp(CvtType.U32, CvtType.U64, r.sw, i32))
@@ -586,7 +612,7 @@ def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue, l
     def again(b: Emitter) -> list[SSAValue]:
         off = b.wide(b.sub_i(t32, b.mul_i(sw32, p.vec)))  # elements from the thread's first vector
         xt = load_vec(b, p.dtype, b.ptr_add(r.x.base, b.mul_i(off, p.dtype.bytes)), 0, 1)[0]
-        v = b.fma(AT, exp_shifted(b, xt, lse, True), s, c_target)
+        v = target_dx(b, xt)
         store_vec(b, p.dtype, b.ptr_add(r.y.base, b.mul_i(off, p.dtype.bytes)), 0, [v])  # type: ignore[union-attr]
         return []
 
@@ -621,43 +647,65 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
         at, off = r.x.at(b, first, p.vec)
         return widen_raw(b, p.dtype, raw_load(b, p.dtype, at, off + extra * p.vec * p.dtype.bytes, p.vec), p.vec)
 
-    def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
-        xs = load_x(b, first, extra)
-        if apart:  # (the target's element written again after the vectors: _ce_target_again)
-            r.y.store(b, first, p.vec, [b.fma(AT, exp_shifted(b, x, lse, True), s, c_other) for x in xs], extra)  # type: ignore[union-attr]
-            return
-        # the vector's index in the row: the thread's first, + first + extra (both in vectors)
-        vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
-        out = []
-        if fast:
-            v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
-            tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
-            for j, x in enumerate(xs):
-                c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
-                out.append(b.fma(AT, exp_shifted(b, x, lse, True), s, c))
-            r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
-            return
-        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
-        for j, x in enumerate(xs):
-            prob = f32_exp(b, f32_sub(b, x, lse))
-            v = f32_sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
-            v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
-            # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
-            # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
-            out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob, b.const(0.0, f32)), kept))
-        r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+    def row_dx(e: Emitter, folded: tuple[SSAValue, SSAValue] | None) -> None:
+        """dx of the thread's vectors of the row; ``folded``: :data:`CE_FOLD`'s ``(-h, s ex2(-l))``."""
+        sf = s if fast and folded is None else (folded[1] if folded is not None else None)
 
-    if p.items:
-        for k, cond in enumerate(r.item_conds(e)):
-            if cond is None:
-                dx(e, k * p.group, 0)
-            else:
-                e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
-    else:
-        full, cond = r.partial(e)
-        visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
-    if apart:
-        _ce_target_again(r, e, t32, inside, lse, s, c_target)
+        def prob(b: Emitter, x: SSAValue) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
+            if folded is None:
+                return exp_shifted(b, x, lse, True)
+            return b.value(Ex2Op(AT, b.fma(AT, x, b.const(LOG2E, f32), folded[0]), approx=True, ftz=True))
+
+        def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
+            xs = load_x(b, first, extra)
+            if apart:  # (the target's element written again after the vectors: _ce_target_again)
+                r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x), sf, c_other) for x in xs], extra)  # type: ignore[union-attr]
+                return
+            # the vector's index in the row: the thread's first, + first + extra (both in vectors)
+            vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
+            out = []
+            if fast:
+                v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
+                tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
+                for j, x in enumerate(xs):
+                    c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
+                    out.append(b.fma(AT, prob(b, x), sf, c))
+                r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+                return
+            tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
+            for j, x in enumerate(xs):
+                prob_ = f32_exp(b, f32_sub(b, x, lse))
+                v = f32_sub(b, prob_, b.const(ls / p.n, f32)) if ls else prob_
+                v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
+                # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
+                # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
+                out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob_, b.const(0.0, f32)), kept))
+            r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+
+        if p.items:
+            for k, cond in enumerate(r.item_conds(e)):
+                if cond is None:
+                    dx(e, k * p.group, 0)
+                else:
+                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
+        else:
+            full, cond = r.partial(e)
+            visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+        if apart:
+            _ce_target_again(r, e, t32, inside, lambda b, xt: b.fma(AT, prob(b, xt), sf, c_target))
+
+    if not ce_fold(p):
+        row_dx(e, None)
+        return
+
+    def folded(b: Emitter) -> list[SSAValue]:  # h = lse log2(e) rounded, l its rounding (exact)
+        h = f32_mul(b, lse, b.const(LOG2E, f32))
+        low = b.fma(AT, lse, b.const(LOG2E, f32), b.neg(AT, h))
+        row_dx(b, (b.neg(AT, h), f32_mul(b, s, b.value(Ex2Op(AT, b.neg(AT, low), approx=True, ftz=True)))))
+        return []
+
+    small = e.setp(CmpOp.LT, SetpType.F32, e.abs_(AT, lse), e.const(CE_FOLD_LSE, f32))  # (NaN, inf: not)
+    e.if_(small, folded, lambda b: row_dx(b, None) or [])
 
 
 def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
