@@ -650,6 +650,12 @@ def ce_variant(dtype: str, n: int) -> str:
     return choose(op, Target.parse("sm_90a")).name
 
 
+def rows_cta_min_block() -> int:
+    from bulkred_dialect.passes.variants import rows_cta
+
+    return rows_cta.MIN_BLOCK
+
+
 def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     """--set ce: the default beside rows_backward.CE_FAST (ex2.approx.ftz, fma(p, s, c), a
     32-bit target compare), CE_TARGET_APART (no compare: the target's element written again
@@ -681,6 +687,9 @@ def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
         for k in sorted({full, full * 3 // 4} - {0, 1}, reverse=True):
             out.append((f"{best_label}, .minnctapersm {k}", None,
                         {**best, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
+    if chosen == "rows_cta" and block > rows_cta_min_block():  # (half the threads a row: the row's own
+        # work (lse, target, gradient, the target's element) over twice the elements)
+        out.append((f"{best_label}, 64 values a thread", None, {**best, "bulkred_dialect.passes.variants.rows_cta.VALUES": 64}))
     if chosen == "rows_cluster":
         out += [("rows_stream", "rows_stream", {}), ("rows_stream, fast, target apart", "rows_stream", apart),
                 ("rows_stream, fast, target apart, fold", "rows_stream", fold),
@@ -781,6 +790,8 @@ def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
         if ".minnctapersm" in label:
             v = variant or ce_variant(dtype, n)
             flips.append(f"{v}.MIN_CTAS_MEASURED: (\"{CE_KIND}\", {name}): (..., ({n}, {n}, {label.rsplit(' ', 1)[1]}))")
+        if "64 values" in label:
+            flips.append(f"rows_cta.VALUES_MEASURED: (\"{CE_KIND}\", {name}): (..., ({n}, {n}, 64))")
         if label.startswith("rows_stream"):
             flips.append(f"rows_cluster._pays: {CE_KIND} {dtype} past {n // 2} to rows_stream (its cross_entropy "
                          "branch, LOSS_ROWS, taken by the backward kind too)")
