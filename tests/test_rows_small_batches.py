@@ -6,10 +6,10 @@ default, measured by tools/probes/rows_small.py), on the interpreter:
   the CTA barrier): y and the statistics against float64, the default's bits, batch
   invariance (a row's bits alone and inside a batch), the kernel changed only where it is on;
 * ``rows_lower.LOSS_TAIL_POLL`` (cross_entropy's mean or sum in the kernel over a grid of
-  several CTAs: each CTA's pair published with one ``atom.exch.b64``, the ticket taken with
-  no fence, the last CTA's reads polled): the default's bits of the reduction and of the
-  rows, near the float64 sum of the rows, the workspace left zeroed (a second launch on it
-  gives the same bits).
+  2 to ``block`` CTAs: each CTA's pair published with one ``atom.exch.b64``, the ticket taken
+  with no fence, the last CTA's reads polled; a larger grid the default's way): the default's
+  bits of the reduction and of the rows, near the float64 sum of the rows, the workspace left
+  zeroed (a second launch on it gives the same bits).
 
 Small settings keep the interpreter fast: a slice of 512 bytes (float32 rows of 128), one
 chunk, CTAs of one warp."""
@@ -83,18 +83,19 @@ def test_early_copy_cta_against_float64_with_the_default_bits(kind: str, dtype: 
     np.testing.assert_array_equal(alone[0], y[0])
 
 
-# (variant, N, dtype, M, reduction, rows_cta.CTAS_PER_SM): several CTAs of a row each (the
-# short tail's own pair), and 2 CTAs a multiprocessor of rows_cta with more rows than CTAs
-# (its CTA's tree of reloaded losses)
-POLLED = [("rows_cta", 300, "bfloat16", 6, "mean", None), ("rows_cta", 130, "float32", 24, "sum", 2)]
+# (variant, N, dtype, M, reduction, rows_cta.CTAS_PER_SM, SM count): several CTAs of a row each
+# (the short tail's own pair), 2 CTAs of rows_cta with more rows than CTAs (its CTA's tree of
+# reloaded losses), and 66 CTAs, more than a CTA's 64 threads (the default's protocol: no poll)
+POLLED = [("rows_cta", 300, "bfloat16", 6, "mean", None, 1), ("rows_cta", 130, "float32", 24, "sum", 2, 1),
+          ("rows_cta", 130, "float32", 66, "mean", None, 100)]
 
 
-@pytest.mark.parametrize("variant,n,dtype,m,reduction,ctas", POLLED, ids=[f"{t[0]}-{t[3]}rows-{t[4]}" for t in POLLED])
+@pytest.mark.parametrize("variant,n,dtype,m,reduction,ctas,sms", POLLED, ids=[f"{t[0]}-{t[3]}rows-{t[4]}" for t in POLLED])
 def test_loss_tail_poll_has_the_default_bits(variant: str, n: int, dtype: str, m: int, reduction: str,
-                                             ctas: int | None, monkeypatch) -> None:
+                                             ctas: int | None, sms: int, monkeypatch) -> None:
     """The mean or sum with LOSS_TAIL_POLL off and on: the same bits, the same loss rows,
     near the float64 sum of the rows; on, the workspace left zeroed after two launches."""
-    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: sms)
     from bulkred_dialect.passes.variants import rows_cta
 
     monkeypatch.setattr(rows_cta, "CTAS_PER_SM", ctas)
@@ -125,4 +126,3 @@ def test_loss_tail_poll_changes_only_where_on(monkeypatch) -> None:
                                                  reduction="mean")))
     assert texts[False] == texts[None] and texts[True] != texts[False]
     assert "exch" in texts[True] and "exch" not in texts[False]
-    assert texts[True].count("ptx.fence") < texts[False].count("ptx.fence")

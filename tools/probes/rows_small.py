@@ -12,7 +12,8 @@ it must not lose at large M either):
 * ``ce``: cross_entropy of 4096, float32 and bfloat16, its mean in the kernel (what
   ``bulkred.cross_entropy`` runs eagerly): ``loss rows only`` (reduction None: the floor),
   the dispatch's mean, and ``rows_lower.LOSS_TAIL_POLL`` (the CTAs' pairs published by
-  ``atom.exch.b64``, the ticket without fences, the last CTA's reads polled; the same bits).
+  ``atom.exch.b64``, the ticket without fences, the last CTA's reads polled, in grids of at
+  most a CTA's threads: M = 8 and 64 here; M = 1, one CTA, and 8192 as the default; the same bits).
 
 Each run is checked against torch in float64 (``err``: the largest error of y, or of the loss
 rows and of the mean, over the largest magnitude), ``bits``: its outputs equal to the

@@ -788,7 +788,8 @@ bfloat16 M = 1 3.23 -> 1.92, 8 3.28 -> 3.05, 64 3.90 -> 3.55; the same bits: Tru
 
 
 LOSS_TAIL_POLL: bool | None = None
-"""With :data:`LOSS_TAIL_SHORT`, a grid of several CTAs (no cluster): thread 0 publishes the
+"""With :data:`LOSS_TAIL_SHORT`, a grid of 2 to ``block`` CTAs (no cluster; a larger grid, its
+thread's several slots read in turn, keeps the default's release and acquire): thread 0 publishes the
 CTA's pair with one ``atom.exch.b64`` into its slot (the loss sum's bits, the count's bits
 inverted: never 0, so a slot of 0 is one not yet written), then takes the ticket at once,
 without the release fence between them (which waits for the slot's store to reach L2, a
@@ -939,27 +940,35 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
 
     poll = short and measured(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, p.dtype.name, op.cols)
     polled = e.shared([p.block], i64, "loss_polled") if poll else None  # (each thread's slot as its poll read it)
+    few = e.cmp("ult", ctas, e.const(p.block + 1)) if poll else None  # (the poll's grids: a slot a thread at most)
 
     def total(b: Emitter) -> list[SSAValue]:
         if not short:  # (short: thread 0 acquired after its ticket, before the CTA barrier)
             b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
 
-        def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            at = c.ptr_add(slots, c.mul_i(k, 8))
-            if polled is not None:  # LOSS_TAIL_POLL: read and zeroed in one access, again until written
-                mine = c.ptr_add(polled, c.mul_i(tid, 8))
-
-                def unwritten(d: Emitter) -> SSAValue:
-                    v = d.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, at, d.const(0, i64)))
-                    d.st(LdStType.B64, mine, v)
-                    return d.cmp("eq", d.emit(UnpackB32x2Op(v)).results[1], d.const(0))
-
-                c.while_(unwritten)
-                lo, hi = c.emit(UnpackB32x2Op(c.ld(LdStType.B64, mine, i64))).results
-                pair = [c.value(MovOp(lo, f32)), c.value(MovOp(c.value(XorOp(ArithType.B32, hi, c.const(-1))), f32))]
-                return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
+        def loaded(c: Emitter, at: SSAValue) -> list[SSAValue]:
             pair = load_vec(c, F32, at, 0, 2, nc=False)
             store_vec(c, F32, at, 0, [c.const(0.0, f32)] * 2)  # (the workspace left zeroed)
+            return pair
+
+        def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            at = c.ptr_add(slots, c.mul_i(k, 8))
+            if polled is not None and few is not None:  # LOSS_TAIL_POLL: read and zeroed in one access, again until written
+                mine = c.ptr_add(polled, c.mul_i(tid, 8))
+
+                def read(d: Emitter) -> list[SSAValue]:
+                    def unwritten(f: Emitter) -> SSAValue:
+                        v = f.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, at, f.const(0, i64)))
+                        f.st(LdStType.B64, mine, v)
+                        return f.cmp("eq", f.emit(UnpackB32x2Op(v)).results[1], f.const(0))
+
+                    d.while_(unwritten)
+                    lo, hi = d.emit(UnpackB32x2Op(d.ld(LdStType.B64, mine, i64))).results
+                    return [d.value(MovOp(lo, f32)), d.value(MovOp(d.value(XorOp(ArithType.B32, hi, d.const(-1))), f32))]
+
+                pair = c.if_(few, read, lambda d: loaded(d, at), [f32, f32])
+            else:
+                pair = loaded(c, at)
             return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
 
         acc = b.for_(b.wide(tid), b.wide(ctas), p.block, [b.const(0.0, f32)] * 2, add_slot)
@@ -980,23 +989,31 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         flag = b.shared([1], i32, "loss_last")
 
         def t0(c: Emitter) -> list[SSAValue]:
-            if poll:  # LOSS_TAIL_POLL: the pair in one exchange (the count's bits inverted: never 0), no fence
-                hi = c.value(XorOp(ArithType.B32, c.value(MovOp(part[1], i32)), c.const(-1)))
-                packed = c.value(PackB32x2Op(c.value(MovOp(part[0], i32)), hi, i64))
-                c.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, slot, packed))
-                t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
-                is_last = c.cmp("eq", t, c.add_i(ctas, -1))
+            def exchanged(d: Emitter) -> list[SSAValue]:  # LOSS_TAIL_POLL: the pair in one exchange, no fence
+                hi = d.value(XorOp(ArithType.B32, d.value(MovOp(part[1], i32)), d.const(-1)))  # (never 0)
+                d.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, slot, d.value(PackB32x2Op(d.value(MovOp(part[0], i32)), hi, i64))))
+                return []
+
+            def released(d: Emitter) -> list[SSAValue]:
+                store_vec(d, F32, slot, 0, part)
+                d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+                return []
+
+            if few is not None:
+                c.if_(few, exchanged, released)
             else:
-                store_vec(c, F32, slot, 0, part)
-                c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-                t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
-                is_last = c.cmp("eq", t, c.add_i(ctas, -1))
+                released(c)
+            t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
+            is_last = c.cmp("eq", t, c.add_i(ctas, -1))
 
-                def acquire(d: Emitter) -> list[SSAValue]:
-                    d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-                    return []
+            def acquire(d: Emitter) -> list[SSAValue]:
+                d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+                return []
 
+            if few is None:
                 c.if_(is_last, acquire)
+            else:  # (the exchanges need no acquire: the last CTA reads the slots by exchanges too)
+                c.if_(is_last, lambda d: d.if_(few, lambda _: [], acquire) and [])
             c.st(LdStType.B32, flag, c.value(arith.SelectOp(is_last, c.const(1), c.const(0))))
             return []
 
