@@ -53,6 +53,8 @@ GAIN = 0.98
 LARGE_LOSS = 1.01
 """... and at most this at :data:`LARGE_M` (where the prologue and the tail are a small part: no loss)."""
 PARTS = ("early", "ce")
+DEVICE = "cuda"
+"""Where the tensors live (tests of the probe's own logic set "cpu", with kernels of torch)."""
 
 EARLY = {"rows_bulk.EARLY_COPY_CTA": True}
 POLL = {"rows_lower.LOSS_TAIL_POLL": True}
@@ -161,17 +163,22 @@ def dry_run(args) -> int:
     return 1 if failed else 0
 
 
+def sync(torch) -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def tensors(torch, kind: str, dtype: str, m: int) -> dict:
     dt = getattr(torch, dtype)
-    x = torch.randn(m, N, device="cuda", dtype=torch.float32).mul_(2).add_(0.3).to(dt)
+    x = torch.randn(m, N, device=DEVICE, dtype=torch.float32).mul_(2).add_(0.3).to(dt)
     t = {"x": x}
     if kind == "cross_entropy":
-        t["target"] = torch.randint(0, N, (m,), device="cuda")
+        t["target"] = torch.randint(0, N, (m,), device=DEVICE)
         t["target"][1::5] = -100
     if kind in ("rms_norm", "layer_norm"):
-        t["w"] = torch.randn(N, device="cuda", dtype=torch.float32).to(dt)
+        t["w"] = torch.randn(N, device=DEVICE, dtype=torch.float32).to(dt)
     if kind == "layer_norm":
-        t["b"] = torch.randn(N, device="cuda", dtype=torch.float32).to(dt)
+        t["b"] = torch.randn(N, device=DEVICE, dtype=torch.float32).to(dt)
     return t
 
 
@@ -180,11 +187,11 @@ def call_of(torch, k, kind: str, t: dict, consts: dict, rows: int | None = None)
     x = t["x"] if rows is None else t["x"][:rows]
     m = x.shape[0]
     if kind == "cross_entropy":
-        loss = torch.empty(m, device="cuda")
+        loss = torch.empty(m, device=DEVICE)
         target = t["target"][:m]
         if consts.get("reduction", "mean") is None:
             return (lambda: k(x, target, loss)), [loss]
-        red = torch.empty(1, device="cuda", dtype=x.dtype)
+        red = torch.empty(1, device=DEVICE, dtype=x.dtype)
         return (lambda: k(x, target, loss, red)), [loss, red]
     y = torch.empty_like(x)
     extra = [t[a] for a in ("w", "b") if a in t]
@@ -237,7 +244,7 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
                 call()
                 calls.append(call)
                 outs.append(o)
-            torch.cuda.synchronize()
+            sync(torch)
             times: dict[int, list[float]] = {i: [] for i in range(-1, len(calls))}
             for _ in range(3):  # in turns: the copy, then each setting
                 for i in times:
@@ -250,7 +257,7 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
                 bits = same_bits(torch, outs[i], outs[base]) if (reduced or kind != "cross_entropy") else True
                 alone, o1 = call_of(torch, k, kind, t, consts, rows=1)
                 alone()
-                torch.cuda.synchronize()
+                sync(torch)
                 inv = torch.equal(o1[0].view(torch.uint8), outs[i][0][:1].view(torch.uint8))
                 sound = bits and inv and err < (1e-4 if dtype == "float32" else 2e-2)
                 out.append((part, kind, dtype, name, m, med[i], med[base], sound))
@@ -258,7 +265,8 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
                       f"{med[i] / med[base]:.3f} | {err:.1e} | {'same' if bits else 'DIFFER'} | {'yes' if inv else 'NO'} |",
                       flush=True)
             del t, want, copy_out, calls, outs
-            torch.cuda.empty_cache()
+            if DEVICE == "cuda":
+                torch.cuda.empty_cache()
     return out
 
 
