@@ -556,7 +556,9 @@ MUFU.EX2 and the FFMA of ``fma(p, s, c)`` an element, where :data:`CE_FAST` take
 FMUL, MUFU.EX2, FFMA (the exponent rounded once, where the difference's form rounds it
 twice; Quack's fold without ``l`` errs by up to ``|lse| 2^-24`` in every exponent,
 rows_common.FAST_EXP). Rows whose ``|lse|`` is 2^20 or more (``l`` past 2^-4) or not finite
-take :data:`CE_FAST`'s form (a branch a row, the same for every thread of the row)."""
+take :data:`CE_FAST`'s form (a branch a row, the same for every thread of the row; rows_warp
+and rows_cta load the thread's vectors before it, which waits for lse; rows_stream's loop
+over the row's vectors lies inside it)."""
 
 CE_FOLD_MEASURED: dict = half_as_bfloat16({})
 """:data:`CE_FOLD` by element type name, or ``(kind, type name)``, and N (never M). Empty
@@ -647,8 +649,11 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
         at, off = r.x.at(b, first, p.vec)
         return widen_raw(b, p.dtype, raw_load(b, p.dtype, at, off + extra * p.vec * p.dtype.bytes, p.vec), p.vec)
 
-    def row_dx(e: Emitter, folded: tuple[SSAValue, SSAValue] | None) -> None:
-        """dx of the thread's vectors of the row; ``folded``: :data:`CE_FOLD`'s ``(-h, s ex2(-l))``."""
+    def row_dx(e: Emitter, folded: tuple[SSAValue, SSAValue] | None,
+               held: tuple[list[SSAValue | None], list[list[SSAValue]]] | None = None) -> None:
+        """dx of the thread's vectors of the row; ``folded``: :data:`CE_FOLD`'s ``(-h, s ex2(-l))``;
+        ``held``: the item conditions and the vectors already loaded (rows_warp, rows_cta:
+        loaded before :data:`CE_FOLD`'s branch, which waits for lse)."""
         sf = s if fast and folded is None else (folded[1] if folded is not None else None)
 
         def prob(b: Emitter, x: SSAValue) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
@@ -656,8 +661,8 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
                 return exp_shifted(b, x, lse, True)
             return b.value(Ex2Op(AT, b.fma(AT, x, b.const(LOG2E, f32), folded[0]), approx=True, ftz=True))
 
-        def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
-            xs = load_x(b, first, extra)
+        def dx(b: Emitter, first: SSAValue | int, extra: int, xs: list[SSAValue] | None = None) -> None:
+            xs = load_x(b, first, extra) if xs is None else xs
             if apart:  # (the target's element written again after the vectors: _ce_target_again)
                 r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x), sf, c_other) for x in xs], extra)  # type: ignore[union-attr]
                 return
@@ -683,11 +688,12 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
             r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
 
         if p.items:
-            for k, cond in enumerate(r.item_conds(e)):
+            conds, xs = held if held is not None else (r.item_conds(e), [None] * p.items)
+            for k, cond in enumerate(conds):
                 if cond is None:
-                    dx(e, k * p.group, 0)
+                    dx(e, k * p.group, 0, xs[k])
                 else:
-                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
+                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0, xs[k]) or [])
         else:
             full, cond = r.partial(e)
             visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
@@ -698,14 +704,21 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
         row_dx(e, None)
         return
 
+    held = None
+    if p.items:  # the thread's vectors loaded before the branch (which waits for lse); zeros where not held
+        conds = r.item_conds(e)
+        held = (conds, [load_x(e, k * p.group, 0) if cond is None else
+                        e.if_(cond, lambda b, k=k: load_x(b, k * p.group, 0), lambda b: [b.const(0.0, f32)] * p.vec,
+                              [f32] * p.vec) for k, cond in enumerate(conds)])
+
     def folded(b: Emitter) -> list[SSAValue]:  # h = lse log2(e) rounded, l its rounding (exact)
         h = f32_mul(b, lse, b.const(LOG2E, f32))
         low = b.fma(AT, lse, b.const(LOG2E, f32), b.neg(AT, h))
-        row_dx(b, (b.neg(AT, h), f32_mul(b, s, b.value(Ex2Op(AT, b.neg(AT, low), approx=True, ftz=True)))))
+        row_dx(b, (b.neg(AT, h), f32_mul(b, s, b.value(Ex2Op(AT, b.neg(AT, low), approx=True, ftz=True)))), held)
         return []
 
     small = e.setp(CmpOp.LT, SetpType.F32, e.abs_(AT, lse), e.const(CE_FOLD_LSE, f32))  # (NaN, inf: not)
-    e.if_(small, folded, lambda b: row_dx(b, None) or [])
+    e.if_(small, folded, lambda b: row_dx(b, None, held) or [])
 
 
 def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
