@@ -98,14 +98,15 @@ def test_words_are_the_defaults_bits(monkeypatch) -> None:
     assert all_on[0].tobytes() == _dx(n, "bfloat16", "rows_cta", APART, monkeypatch)[0].tobytes()
 
 
-@pytest.mark.parametrize("apart", [False, True])
-def test_fold_against_float64_and_long_lse_rows(apart: bool, monkeypatch) -> None:
+@pytest.mark.parametrize("variant,n,apart", [("rows_cta", 516, False), ("rows_cta", 516, True),
+                                             ("rows_stream", 4 * (2 * 32 + 11) + 4, True)])
+def test_fold_against_float64_and_long_lse_rows(variant: str, n: int, apart: bool, monkeypatch) -> None:
     """CE_FOLD (the exponent one FFMA, lse log2(e)'s rounding in the row's scale) within
     float64's tolerance, its ignored and NaN rows as the default's; row 0's logits moved by
     3e6 (|lse| past CE_FOLD_LSE: CE_FAST's form) gives CE_FAST's bits; the other kept row
     (2), moved by 5e5 (lse log2(e)'s rounding up to 2^-5: without it in the scale, errors of
-    2%), the fold's own (some bits differ from CE_FAST's)."""
-    n, variant = 516, "rows_cta"
+    2%), the fold's own (some bits differ from CE_FAST's). rows_cta branches once a row after
+    its loads (a partial vector: thread 0's third), rows_stream once a loop step."""
     base = {**(APART if apart else FAST)}
     fast = _dx(n, "float32", variant, base, monkeypatch, shift=3e6, shift2=5e5)
     fold = _dx(n, "float32", variant, {**base, "CE_FOLD": True}, monkeypatch, shift=3e6, shift2=5e5)

@@ -747,19 +747,24 @@ def sass_per_element(k) -> str:
                 best = body
     if best is None:
         return "?"
-    # rows_backward.CE_FOLD: the row's two forms (if |lse| < CE_FOLD_LSE ... else ...): the folded one
-    # counted (the cheaper), the other left out
-    split = next((i for i, (_, o, r_) in enumerate(best) if o.startswith("FSETP") and "1048576" in r_), None)
-    if split is not None:
-        bra = next(((x, target(r_)) for x, o, r_ in best[split:] if o.startswith("BRA")), None)
-        if bra is not None and bra[1] is not None and bra[1] > bra[0]:
-            before = [(x, o, r_) for x, o, r_ in best if x < bra[1]][-1]
-            end = target(before[2]) if before[1].startswith("BRA") else None
-            if end is not None and end > bra[1]:
-                a_blk = [b for b in best if bra[0] < b[0] < bra[1]]
-                b_blk = [b for b in best if bra[1] <= b[0] < end]
-                drop = a_blk if len(a_blk) > len(b_blk) else b_blk
-                best = [b for b in best if b not in drop]
+    # rows_backward.CE_FOLD: two forms (if |lse| < CE_FOLD_LSE ... else ...: a predicated forward BRA to L1,
+    # the instruction before L1 a BRA past the other form, both forms with exps): the folded one (the
+    # cheaper) counted, the other left out
+    pred = {x: pr for x, _, _, pr in ins}
+    for x, o, r_ in list(best):
+        l1 = target(r_)
+        if not (o.startswith("BRA") and pred.get(x) and l1 is not None and l1 > x):
+            continue
+        before = [b for b in best if b[0] < l1]
+        end = target(before[-1][2]) if before and before[-1][1].startswith("BRA") and not pred.get(before[-1][0]) else None
+        if end is None or end <= l1:
+            continue
+        a_blk = [b for b in best if x < b[0] < l1]
+        b_blk = [b for b in best if l1 <= b[0] < end]
+        if all(any(o2.startswith("MUFU.EX2") for _, o2, _ in blk) for blk in (a_blk, b_blk)):
+            drop = a_blk if len(a_blk) > len(b_blk) else b_blk
+            best = [b for b in best if b not in drop]
+            break
     return f"{len(best) / sum(o.startswith('MUFU.EX2') for _, o, _ in best):.1f}"
 
 

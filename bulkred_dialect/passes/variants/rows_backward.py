@@ -649,76 +649,106 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
         at, off = r.x.at(b, first, p.vec)
         return widen_raw(b, p.dtype, raw_load(b, p.dtype, at, off + extra * p.vec * p.dtype.bytes, p.vec), p.vec)
 
-    def row_dx(e: Emitter, folded: tuple[SSAValue, SSAValue] | None,
-               held: tuple[list[SSAValue | None], list[list[SSAValue]]] | None = None) -> None:
-        """dx of the thread's vectors of the row; ``folded``: :data:`CE_FOLD`'s ``(-h, s ex2(-l))``;
-        ``held``: the item conditions and the vectors already loaded (rows_warp, rows_cta:
-        loaded before :data:`CE_FOLD`'s branch, which waits for lse)."""
-        sf = s if fast and folded is None else (folded[1] if folded is not None else None)
+    Folded = tuple[SSAValue, SSAValue] | None  # CE_FOLD's (-h, s ex2(-l)), or None
 
-        def prob(b: Emitter, x: SSAValue) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
-            if folded is None:
-                return exp_shifted(b, x, lse, True)
-            return b.value(Ex2Op(AT, b.fma(AT, x, b.const(LOG2E, f32), folded[0]), approx=True, ftz=True))
+    def prob(b: Emitter, x: SSAValue, folded: Folded) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
+        if folded is None:
+            return exp_shifted(b, x, lse, True)
+        return b.value(Ex2Op(AT, b.fma(AT, x, b.const(LOG2E, f32), folded[0]), approx=True, ftz=True))
 
-        def dx(b: Emitter, first: SSAValue | int, extra: int, xs: list[SSAValue] | None = None) -> None:
-            xs = load_x(b, first, extra) if xs is None else xs
-            if apart:  # (the target's element written again after the vectors: _ce_target_again)
-                r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x), sf, c_other) for x in xs], extra)  # type: ignore[union-attr]
-                return
-            # the vector's index in the row: the thread's first, + first + extra (both in vectors)
-            vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
-            out = []
-            if fast:
-                v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
-                tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
-                for j, x in enumerate(xs):
-                    c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
-                    out.append(b.fma(AT, prob(b, x), sf, c))
-                r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
-                return
-            tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
+    def dx(b: Emitter, first: SSAValue | int, extra: int, xs: list[SSAValue] | None = None, folded: Folded = None) -> None:
+        xs = load_x(b, first, extra) if xs is None else xs
+        sf = folded[1] if folded is not None else (s if fast else None)
+        if apart:  # (the target's element written again after the vectors: _ce_target_again)
+            r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x, folded), sf, c_other) for x in xs], extra)  # type: ignore[union-attr]
+            return
+        # the vector's index in the row: the thread's first, + first + extra (both in vectors)
+        vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
+        out = []
+        if fast:
+            v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
+            tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
             for j, x in enumerate(xs):
-                prob_ = f32_exp(b, f32_sub(b, x, lse))
-                v = f32_sub(b, prob_, b.const(ls / p.n, f32)) if ls else prob_
-                v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
-                # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
-                # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
-                out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob_, b.const(0.0, f32)), kept))
+                c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
+                out.append(b.fma(AT, prob(b, x, folded), sf, c))
             r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
+            return
+        tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
+        for j, x in enumerate(xs):
+            prob_ = f32_exp(b, f32_sub(b, x, lse))
+            v = f32_sub(b, prob_, b.const(ls / p.n, f32)) if ls else prob_
+            v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
+            # an ignored row: torch's log_softmax backward of a zero gradient, 0 - p * 0: NaN
+            # where the row's softmax is NaN (a NaN or +inf in it: lse NaN), else 0
+            out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob_, b.const(0.0, f32)), kept))
+        r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
 
+    def again(b: Emitter, folded: Folded) -> None:  # CE_TARGET_APART: the target's element
+        sf = folded[1] if folded is not None else s
+        _ce_target_again(r, b, t32, inside, lambda c, xt: c.fma(AT, prob(c, xt, folded), sf, c_target))
+
+    if not ce_fold(p):
         if p.items:
-            conds, xs = held if held is not None else (r.item_conds(e), [None] * p.items)
-            for k, cond in enumerate(conds):
+            for k, cond in enumerate(r.item_conds(e)):
                 if cond is None:
-                    dx(e, k * p.group, 0, xs[k])
+                    dx(e, k * p.group, 0)
                 else:
-                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0, xs[k]) or [])
+                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
         else:
             full, cond = r.partial(e)
             visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
         if apart:
-            _ce_target_again(r, e, t32, inside, lambda b, xt: b.fma(AT, prob(b, xt), sf, c_target))
-
-    if not ce_fold(p):
-        row_dx(e, None)
+            again(e, None)
         return
 
-    held = None
-    if p.items:  # the thread's vectors loaded before the branch (which waits for lse); zeros where not held
-        conds = r.item_conds(e)
-        held = (conds, [load_x(e, k * p.group, 0) if cond is None else
-                        e.if_(cond, lambda b, k=k: load_x(b, k * p.group, 0), lambda b: [b.const(0.0, f32)] * p.vec,
-                              [f32] * p.vec) for k, cond in enumerate(conds)])
-
-    def folded(b: Emitter) -> list[SSAValue]:  # h = lse log2(e) rounded, l its rounding (exact)
-        h = f32_mul(b, lse, b.const(LOG2E, f32))
-        low = b.fma(AT, lse, b.const(LOG2E, f32), b.neg(AT, h))
-        row_dx(b, (b.neg(AT, h), f32_mul(b, s, b.value(Ex2Op(AT, b.neg(AT, low), approx=True, ftz=True)))), held)
-        return []
-
+    # CE_FOLD: h = lse log2(e) rounded, l its rounding (exact); the rows of |lse| < CE_FOLD_LSE
+    # take them (a branch on `small`, after the loads it covers), the others CE_FAST's form
+    h = f32_mul(e, lse, e.const(LOG2E, f32))
+    low = e.fma(AT, lse, e.const(LOG2E, f32), e.neg(AT, h))
+    folded = (e.neg(AT, h), f32_mul(e, s, e.value(Ex2Op(AT, e.neg(AT, low), approx=True, ftz=True))))
     small = e.setp(CmpOp.LT, SetpType.F32, e.abs_(AT, lse), e.const(CE_FOLD_LSE, f32))  # (NaN, inf: not)
-    e.if_(small, folded, lambda b: row_dx(b, None, held) or [])
+
+    def both(b: Emitter, at: list[tuple[SSAValue | int, int, SSAValue | None]], xs: list[list[SSAValue]],
+             tail: bool) -> None:
+        """dx of the vectors ``at`` (first, extra, condition), loaded (``xs``), in the two
+        forms (and with ``tail``, the target's element again)."""
+        def form(c: Emitter, f: Folded) -> list[SSAValue]:
+            for (first, extra, cond), v in zip(at, xs, strict=True):
+                if cond is None:
+                    dx(c, first, extra, v, f)
+                else:
+                    c.if_(cond, lambda d, first=first, extra=extra, v=v: dx(d, first, extra, v, f) or [])
+            if tail and apart:
+                again(c, f)
+            return []
+
+        b.if_(small, lambda c: form(c, folded), lambda c: form(c, None))
+
+    def loaded(b: Emitter, first: SSAValue | int, extra: int, cond: SSAValue | None) -> list[SSAValue]:
+        if cond is None:
+            return load_x(b, first, extra)
+        return b.if_(cond, lambda c: load_x(c, first, extra), lambda c: [c.const(0.0, f32)] * p.vec, [f32] * p.vec)
+
+    if p.items:  # rows_warp, rows_cta, rows_cluster: every vector loaded before the branch
+        at = [(k * p.group, 0, cond) for k, cond in enumerate(r.item_conds(e))]
+        both(e, at, [loaded(e, first, extra, cond) for first, extra, cond in at], True)
+        return
+    # rows_stream: a branch a loop step, after the step's loads (visit_vectors' steps)
+    full, cond = r.partial(e)
+    u, g = p.unroll, p.group
+    rounds = full // u
+
+    def step(b: Emitter, at: list[tuple[SSAValue | int, int, SSAValue | None]]) -> None:
+        both(b, at, [loaded(b, first, extra, c) for first, extra, c in at], False)
+
+    if rounds:
+        e.for_(0, rounds * u * g, u * g, [], lambda b, iv, args: step(b, [(iv, k * g, None) for k in range(u)]) or [])
+    if rounds * u < full:
+        step(e, [(k * g, 0, None) for k in range(rounds * u, full)])
+    if cond is not None:
+        step(e, [(full * g, 0, cond)])
+    if apart:
+        e.if_(small, lambda b: again(b, folded) or [], lambda b: again(b, None) or [])
 
 
 def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:
