@@ -85,44 +85,58 @@ def test_early_copy_cta_against_float64_with_the_default_bits(kind: str, dtype: 
 
 # (variant, N, dtype, M, reduction, rows_cta.CTAS_PER_SM, SM count): several CTAs of a row each
 # (the short tail's own pair), 2 CTAs of rows_cta with more rows than CTAs (its CTA's tree of
-# reloaded losses), and 66 CTAs, more than a CTA's 64 threads (the default's protocol: no poll)
+# reloaded losses), and 33 CTAs, more than a CTA's 32 threads (the default's protocol: no poll)
 POLLED = [("rows_cta", 300, "bfloat16", 6, "mean", None, 1), ("rows_cta", 130, "float32", 24, "sum", 2, 1),
-          ("rows_cta", 130, "float32", 66, "mean", None, 100)]
+          ("rows_cta", 68, "float32", 33, "mean", None, 100)]
 
 
 @pytest.mark.parametrize("variant,n,dtype,m,reduction,ctas,sms", POLLED, ids=[f"{t[0]}-{t[3]}rows-{t[4]}" for t in POLLED])
 def test_loss_tail_poll_has_the_default_bits(variant: str, n: int, dtype: str, m: int, reduction: str,
                                              ctas: int | None, sms: int, monkeypatch) -> None:
-    """The mean or sum with LOSS_TAIL_POLL off and on: the same bits, the same loss rows,
-    near the float64 sum of the rows; on, the workspace left zeroed after two launches."""
+    """The mean or sum with LOSS_TAIL_POLL off, on, and on with LOSS_TAIL_EARLY_TICKET: the
+    same bits, the same loss rows, near the float64 sum of the rows; on, the workspace left
+    zeroed after two launches (the second's bits the first's)."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: sms)
     from bulkred_dialect.passes.variants import rows_cta
 
     monkeypatch.setattr(rows_cta, "CTAS_PER_SM", ctas)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 32)  # (CTAs of one warp)
     rng = np.random.default_rng(m * 7 + n)
     target = rng.integers(0, n, m)
     target[1::3] = IGNORE
     x = rng.standard_normal((m, n)) * rng.uniform(0.5, 20, (m, 1))  # (losses of many magnitudes: orders differ in bits)
     got = []
-    for on in (False, True):
-        monkeypatch.setattr(rows_lower, "LOSS_TAIL_POLL", on)
-        got.append(run_reduced(variant, n, target, reduction, dtype, x=x, again=on))
-    (a, la, _, ua), (b, lb, _, ub) = got
-    assert ua == ub and ua > 1, (ua, ub)  # (several CTAs: the ticket's path)
-    np.testing.assert_array_equal(la, lb)
-    assert np.float64(a).tobytes() == np.float64(b).tobytes(), (reduction, a, b)
+    for poll, early in ((False, False), (True, False), (True, True)):
+        monkeypatch.setattr(rows_lower, "LOSS_TAIL_POLL", poll)
+        monkeypatch.setattr(rows_lower, "LOSS_TAIL_EARLY_TICKET", early)
+        got.append(run_reduced(variant, n, target, reduction, dtype, x=x, again=early))
+    a, la, _, ua = got[0]
     kept = target != IGNORE
     w = la.sum() / kept.sum() if reduction == "mean" else la.sum()
-    assert abs(b - w) <= 1e-2 * abs(w) + 1e-5 * np.abs(la).sum(), (b, w)
+    for b, lb, _, ub in got[1:]:
+        assert ua == ub and ua > 1, (ua, ub)  # (several CTAs: the ticket's path)
+        np.testing.assert_array_equal(la, lb)
+        assert np.float64(a).tobytes() == np.float64(b).tobytes(), (reduction, a, b)
+        assert abs(b - w) <= 1e-2 * abs(w) + 1e-5 * np.abs(la).sum(), (b, w)
 
 
 def test_loss_tail_poll_changes_only_where_on(monkeypatch) -> None:
-    """Off (and None with the empty table) the default's kernel; on, exchanges and no fence."""
+    """Off (and None with the empty tables) the default's kernel; on, the exchanges; with
+    LOSS_TAIL_EARLY_TICKET too, a ticket before the rows loop (the first atom.add before the
+    first scf.for), and not without LOSS_TAIL_POLL."""
     assert rows_lower.LOSS_TAIL_POLL is None and not rows_lower.LOSS_TAIL_POLL_MEASURED
+    assert rows_lower.LOSS_TAIL_EARLY_TICKET is None and not rows_lower.LOSS_TAIL_EARLY_TICKET_MEASURED
     texts = {}
-    for on in (False, None, True):
-        monkeypatch.setattr(rows_lower, "LOSS_TAIL_POLL", on)
-        texts[on] = str(test_rows.lowered(module("cross_entropy", None, 300, "bfloat16", variant="rows_cta",
-                                                 reduction="mean")))
-    assert texts[False] == texts[None] and texts[True] != texts[False]
-    assert "exch" in texts[True] and "exch" not in texts[False]
+    for poll, early in ((False, None), (None, None), (True, None), (True, True), (False, True)):
+        monkeypatch.setattr(rows_lower, "LOSS_TAIL_POLL", poll)
+        monkeypatch.setattr(rows_lower, "LOSS_TAIL_EARLY_TICKET", early)
+        texts[poll, early] = str(test_rows.lowered(module("cross_entropy", None, 300, "bfloat16", variant="rows_cta",
+                                                          reduction="mean")))
+    off = texts[False, None]
+    assert texts[None, None] == off and texts[False, True] == off and texts[True, None] != off
+    assert "exch" in texts[True, None] and "exch" not in off
+
+    def ticket_first(text: str) -> bool:
+        return text.index("ptx.atom") < text.index("scf.for")
+
+    assert ticket_first(texts[True, True]) and not ticket_first(texts[True, None]) and not ticket_first(off)

@@ -13,7 +13,10 @@ it must not lose at large M either):
   ``bulkred.cross_entropy`` runs eagerly): ``loss rows only`` (reduction None: the floor),
   the dispatch's mean, and ``rows_lower.LOSS_TAIL_POLL`` (the CTAs' pairs published by
   ``atom.exch.b64``, the ticket without fences, the last CTA's reads polled, in grids of at
-  most a CTA's threads: M = 8 and 64 here; M = 1, one CTA, and 8192 as the default; the same bits).
+  most a CTA's threads: M = 8 and 64 here; M = 1, one CTA, and 8192 as the default; the same bits),
+  and with ``rows_lower.LOSS_TAIL_EARLY_TICKET`` (the ticket taken at the kernel's start, before
+  the rows: its latency behind them). Where both win, the early ticket's entry is the one to take
+  if it is at most GAIN of the poll's alone; else the poll's alone.
 
 Each run is checked against torch in float64 (``err``: the largest error of y, or of the loss
 rows and of the mean, over the largest magnitude), ``bits``: its outputs equal to the
@@ -58,12 +61,15 @@ DEVICE = "cuda"
 
 EARLY = {"rows_bulk.EARLY_COPY_CTA": True}
 POLL = {"rows_lower.LOSS_TAIL_POLL": True}
+EARLY_TICKET = {**POLL, "rows_lower.LOSS_TAIL_EARLY_TICKET": True}
 
 # (part, kind, dtype, [(setting name, consts)]): consts "module.NAME" -> value while the kernel is built;
 # "reduction" the cross_entropy kernel's (absent: "mean")
 CELLS = [
-    ("ce", "cross_entropy", "float32", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL)]),
-    ("ce", "cross_entropy", "bfloat16", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL)]),
+    ("ce", "cross_entropy", "float32", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL),
+                                        ("mean, poll, early ticket", EARLY_TICKET)]),
+    ("ce", "cross_entropy", "bfloat16", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL),
+                                         ("mean, poll, early ticket", EARLY_TICKET)]),
     ("early", "softmax", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "rms_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "layer_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
@@ -73,9 +79,11 @@ BASE = {"ce": "mean", "early": "dispatch"}
 FLIP = {
     "early copy": "rows_bulk.EARLY_COPY_CTA_MEASURED = half_as_bfloat16({{{keys}}})",
     "mean, poll": "rows_lower.LOSS_TAIL_POLL_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
+    "mean, poll, early ticket": "rows_lower.LOSS_TAIL_POLL_MEASURED and rows_lower.LOSS_TAIL_EARLY_TICKET_MEASURED = "
+                                "rows_common.half_as_bfloat16({{{keys}}}) (both)",
 }
 """The table entry of each setting, ``keys`` its winning cells (rows_bulk's by (kind, type), rows_lower's by type)."""
-MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64)}
+MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64), "mean, poll, early ticket": (8, 64)}
 """The M where a setting must gain (GAIN); elsewhere it must not lose (LARGE_LOSS): the poll leaves
 M = 1 (a grid of one CTA, no ticket) as it is."""
 
@@ -158,6 +166,7 @@ def dry_run(args) -> int:
     print("the entries a run on the GPU prints to flip, where every cell wins (its verdicts name each cell):")
     every = {"early copy": ", ".join(f'("{kind}", F32.name): ((4096, 4096),)' for _, kind, _, st in CELLS if st[1][0] == "early copy"),
              "mean, poll": "F32.name: ((4096, 4096),), BF16.name: ((4096, 4096),)"}
+    every["mean, poll, early ticket"] = every["mean, poll"]
     for name, line in FLIP.items():
         print(f"  {name}: {line.format(keys=every[name])}")
     return 1 if failed else 0

@@ -651,6 +651,18 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return []
 
         e.if_(e.cmp("eq", tid, 0), zero)
+    early_ticket = None  # LOSS_TAIL_EARLY_TICKET: (the loss's workspace, thread 0's ticket, taken before the rows)
+    if totals is not None and _early_ticket(p, op):
+        loss_ws = add_workspace(kernel, 16 + 8 * p.ctas)
+        ctas_now = e.sreg(SpecialRegister.NCTAID_X)
+
+        def take(c: Emitter) -> list[SSAValue]:  # (1 < ctas <= block: the polled grids)
+            def atom(d: Emitter) -> list[SSAValue]:
+                return [d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, d.ptr(loss_ws, StateSpace.GLOBAL), d.const(1)))]
+
+            return c.if_(c.cmp("ult", c.add_i(ctas_now, -2), c.const(p.block - 1)), atom, lambda d: [d.const(0)], [i32])
+
+        early_ticket = (loss_ws, e.if_(e.cmp("eq", tid, 0), take, lambda c: [c.const(0)], [i32])[0])
 
     def state(*fields_: object) -> RowState:
         return RowState(*fields_) if totals is None else LossRow(*fields_, totals=totals)  # type: ignore[arg-type]
@@ -726,7 +738,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
-    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals)  # cross_entropy's reduced (none: nothing)
+    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals, early_ticket)  # cross_entropy's reduced (none: nothing)
     if outs:
         assert ws is not None
         assert ctas is not None
@@ -803,10 +815,26 @@ everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget
 bash tools/gpu.sh probe:rows_small``."""
 LOSS_TAIL_POLL_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
 """Where :data:`LOSS_TAIL_POLL` is on: the element type's name -> ranges of N (never M)."""
+LOSS_TAIL_EARLY_TICKET: bool | None = None
+"""With :data:`LOSS_TAIL_POLL` where it polls (a grid of 2 to ``block`` CTAs) and a CTA per
+row (rows_cta, rows_stream: no cluster, one group): thread 0 takes the CTA's ticket at the
+kernel's start, before the rows (its latency behind them), not after publishing its pair:
+the last CTA's exchanges wait for the slots anyway, and every CTA that took a ticket is
+running, so it ends (no CTA waits for one not yet started). The same bits. None:
+:data:`LOSS_TAIL_EARLY_TICKET_MEASURED` decides; True / False: everywhere or nowhere."""
+LOSS_TAIL_EARLY_TICKET_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
+"""Where :data:`LOSS_TAIL_EARLY_TICKET` is on: the element type's name -> ranges of N (never M)."""
+
+
+def _early_ticket(p: RowPlan, op: NormalizeRowsOp) -> bool:
+    """Whether cross_entropy's reduced ticket is taken before the rows (:data:`LOSS_TAIL_EARLY_TICKET`)."""
+    d = p.dtype.name
+    return (LOSS_TAIL_SHORT and LOSS_PARTIALS and p.cluster == 1 and measured(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, d, op.cols)
+            and measured(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols))
 
 
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                totals: SSAValue | None = None) -> None:
+                totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
     ``u32`` counter in the kernel's workspace, zero at the launch); the last CTA sums the
@@ -818,7 +846,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     if op.reduced is None or op.reduction is None:
         return
     if LOSS_PARTIALS:
-        _reduce_loss_partials(e, p, op, tid, m, totals)
+        _reduce_loss_partials(e, p, op, tid, m, totals, early_ticket)
         return
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
@@ -888,7 +916,7 @@ def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]
 
 
 def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                          totals: SSAValue | None = None) -> None:
+                          totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None) -> None:
     """:func:`reduce_loss` with :data:`LOSS_PARTIALS`: the unit's rows are ``u G + j + k S``
     (``u`` the CTA's, or its cluster's, index; ``G`` the groups a CTA, ``j < G``, ``S =
     units G``: lower_rows' and rows_bulk's rows loops); thread ``t`` adds the rows ``u G + t
@@ -898,7 +926,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
     (thread t: slots t, t + block, ..., then the tree) and zeroes them."""
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
-    ws = e.ptr(add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
+    ws = e.ptr(early_ticket[0] if early_ticket is not None else add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
     counter = ws
     slots = e.ptr_add(ws, e.const(16, i64))
     end = m if isinstance(m, SSAValue) else e.const(m, i64)
@@ -999,11 +1027,17 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
                 d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
                 return []
 
-            if few is not None:
+            def ticket(d: Emitter) -> SSAValue:
+                return d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, d.const(1)))
+
+            if few is not None and early_ticket is not None:  # (polled grids: the ticket taken before the rows)
+                t = c.if_(few, lambda d: exchanged(d) + [early_ticket[1]], lambda d: released(d) + [ticket(d)], [i32])[0]
+            elif few is not None:
                 c.if_(few, exchanged, released)
+                t = ticket(c)
             else:
                 released(c)
-            t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
+                t = ticket(c)
             is_last = c.cmp("eq", t, c.add_i(ctas, -1))
 
             def acquire(d: Emitter) -> list[SSAValue]:
