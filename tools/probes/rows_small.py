@@ -45,6 +45,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows_forward_norms import kwargs  # noqa: E402 - each kind's module arguments (EPS 1e-5, ignore_index -100)
 
 N = 4096
 SMALL_M = (1, 8, 64)
@@ -88,14 +90,6 @@ MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64), "mean, poll, early ti
 M = 1 (a grid of one CTA, no ticket) as it is."""
 
 
-def kwargs(kind: str, dtype: str) -> dict:
-    if kind == "rms_norm":
-        return {"weight": dtype, "eps": EPS}
-    if kind == "layer_norm":
-        return {"weight": dtype, "bias": dtype, "eps": EPS}
-    if kind == "cross_entropy":
-        return {"ignore_index": -100}
-    return {}
 
 
 _BUILT: dict = {}
