@@ -419,8 +419,7 @@ def norms(args, candidates=norm_candidates) -> int:
     from bulkred_dialect import row_kernels
 
     t0 = time.time()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"GPU: {torch.cuda.get_device_name()} ({sms} multiprocessors); torch {torch.__version__}")
+    sms = gpu_banner(torch)
     print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | GB/s "
           "| x copy | check |")
     print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |")
@@ -481,6 +480,13 @@ def norms(args, candidates=norm_candidates) -> int:
 def applies(label: str, n: int, dtype: str) -> bool:
     """Whether the candidate ``label`` is timed at ``n`` and ``dtype`` (:data:`ONLY`)."""
     return ONLY.get((label, n), dtype) == dtype
+
+
+def gpu_banner(torch) -> int:
+    """Print the GPU, its multiprocessors and torch's version (a probe set's first line); the multiprocessors."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"GPU: {torch.cuda.get_device_name()} ({sms} multiprocessors); torch {torch.__version__}")
+    return sms
 
 
 @contextlib.contextmanager
@@ -716,25 +722,12 @@ def sass_per_element(k) -> str:
     over vectors of rows_stream / rows_cluster; '?' without nvdisasm."""
     import re
 
-    try:
-        from bulkred_dialect.backend_ptx.assemble import assemble
-        from bulkred_dialect.backend_ptx.sass import disassemble
+    from rows_forward import sass_listing
 
-        text = disassemble(assemble(k.module.ptx.encode(), "sm_90a"))
-    except Exception:  # noqa: BLE001 - a diagnostic
+    listing = sass_listing(k)
+    if listing is None:
         return "?"
-    ins, labels, pending = [], {}, []
-    for line in text.split("\nrows:", 1)[-1].splitlines():
-        lab = re.match(r"^\s*(\.L_x_\d+):", line)
-        if lab:
-            pending.append(lab.group(1))
-            continue
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
-        if m:
-            a = int(m.group(1), 16)
-            labels.update((q, a) for q in pending)
-            pending = []
-            ins.append((a, m.group(3), m.group(4), bool(m.group(2))))
+    ins, labels = listing
 
     def target(rest: str) -> int | None:
         t = re.search(r"\((\.L_x_\d+)\)", rest)
@@ -851,8 +844,7 @@ def ce(args) -> int:
     import torch
 
     t0 = time.time()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"GPU: {torch.cuda.get_device_name()} ({sms} multiprocessors); torch {torch.__version__}")
+    sms = gpu_banner(torch)
     print("| dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | SASS / elem "
           "| GB/s | x copy | check |")
     print("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")

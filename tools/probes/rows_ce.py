@@ -40,7 +40,6 @@ vector) give the same bits as in the batch). GB/s of x's bytes read, against the
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -293,16 +292,9 @@ def small_batches(torch, args, t0: float) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budget-s", type=float, default=120.0)
-    ap.add_argument("--parts", "--set", dest="parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
-    ap.add_argument("--dry-run", action="store_true", help="build and assemble each kernel; no GPU")
-    args = ap.parse_args()
-    args.parts = [p for p in args.parts.split(",") if p]
-    bad = [p for p in args.parts if p not in PARTS]
-    if bad:
-        ap.error(f"--parts: unknown {', '.join(bad)} (valid: {', '.join(PARTS)})")
-    os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
+    from rows_forward import parts_args
+
+    args = parts_args(__doc__, PARTS, "build and assemble each kernel; no GPU")
     if args.dry_run:
         return dry_run(args)
     import torch

@@ -340,6 +340,51 @@ REG_MAX = (4, 1)
 configurations of REG_SETTINGS)."""
 
 
+def parts_args(doc: str, parts: tuple[str, ...], dry_help: str) -> argparse.Namespace:
+    """The arguments of a probe run in parts (rows_ce, rows_small): ``--budget-s``, ``--parts``
+    (alias ``--set``: comma-separated, each one of ``parts``; all by default) as a list, and
+    ``--dry-run``; each setting's kernels its own (the compile cache off)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--parts", "--set", dest="parts", default=",".join(parts), help=f"comma-separated, of {', '.join(parts)}")
+    ap.add_argument("--dry-run", action="store_true", help=dry_help)
+    args = ap.parse_args()
+    args.parts = [p for p in args.parts.split(",") if p]
+    bad = [p for p in args.parts if p not in parts]
+    if bad:
+        ap.error(f"--parts: unknown {', '.join(bad)} (valid: {', '.join(parts)})")
+    os.environ["BULKRED_CACHE"] = "0"
+    return args
+
+
+def sass_listing(k) -> tuple[list[tuple[int, str, str, bool]], dict[str, int]] | None:
+    """The SASS of kernel ``k`` (ptxas for sm_90a, nvdisasm) as (address, opcode, operands,
+    predicated) per instruction and each ``.L_x_`` label's address; None without nvdisasm
+    (the probes' SASS-per-element columns then say '?')."""
+    import re
+
+    try:
+        from bulkred_dialect.backend_ptx.assemble import assemble
+        from bulkred_dialect.backend_ptx.sass import disassemble
+
+        text = disassemble(assemble(k.module.ptx.encode(), "sm_90a"))
+    except Exception:  # noqa: BLE001 - a diagnostic
+        return None
+    ins, labels, pending = [], {}, []
+    for line in text.split("\nrows:", 1)[-1].splitlines():
+        lab = re.match(r"^\s*(\.L_x_\d+):", line)
+        if lab:
+            pending.append(lab.group(1))
+            continue
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
+        if m:
+            a = int(m.group(1), 16)
+            labels.update((q, a) for q in pending)
+            pending = []
+            ins.append((a, m.group(3), m.group(4), bool(m.group(2))))
+    return ins, labels
+
+
 def ptxas_info(kernel) -> str:
     """``R / S``: ptxas's registers per thread and spilled store bytes (sm_90a, nvJitLink)."""
     import re

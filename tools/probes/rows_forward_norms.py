@@ -78,7 +78,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from rows_forward import EPS, cell_tensors, print_failed, print_timed, registers, resident_ctas  # noqa: E402
+from rows_forward import EPS, cell_tensors, print_failed, print_timed, registers, resident_ctas, sass_listing  # noqa: E402
 
 SUB = 37
 """Rows of the batch-invariance call (at most half the batch)."""
@@ -179,28 +179,12 @@ def sass_per_element(k, variant: str, n: int) -> str:
     (ptxas for sm_90a, nvdisasm): a warp-0-only step counted as every warp's; '?' without nvdisasm."""
     import re
 
-    try:
-        from bulkred_dialect.backend_ptx.assemble import assemble
-        from bulkred_dialect.backend_ptx.sass import disassemble
-
-        text = disassemble(assemble(k.module.ptx.encode(), "sm_90a"))
-    except Exception:  # noqa: BLE001 - a diagnostic
+    listing = sass_listing(k)
+    if listing is None:
         return "?"
-    body = text.split("\nrows:", 1)[-1]
-    ins, labels, pending = [], {}, []
-    for line in body.splitlines():
-        lab = re.match(r"^\s*(\.L_x_\d+):", line)
-        if lab:
-            pending.append(lab.group(1))
-            continue
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*?);", line)
-        if m:
-            a = int(m.group(1), 16)
-            labels.update((p, a) for p in pending)
-            pending = []
-            ins.append((a, m.group(2), m.group(3)))
+    ins, labels = listing
     span = None  # the widest backward branch: the loop over rows
-    for a, op, rest in ins:
+    for a, op, rest, _ in ins:
         t = re.search(r"\((\.L_x_\d+)\)", rest)
         if op.startswith("BRA") and t and t.group(1) in labels and labels[t.group(1)] < a:
             if span is None or a - labels[t.group(1)] > span[1] - span[0]:
@@ -208,7 +192,7 @@ def sass_per_element(k, variant: str, n: int) -> str:
     if span is None:
         return "?"
     group = 32 if variant == "rows_warp" else k.signature.launch.block[0]
-    count = sum(span[0] <= a <= span[1] for a, _, _ in ins)
+    count = sum(span[0] <= a <= span[1] for a, _, _, _ in ins)
     return f"{count / (n / group):.1f}"
 
 

@@ -35,7 +35,6 @@ ptxas's layout order): the instructions before the first global load (``LDG`` or
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import re
@@ -300,16 +299,9 @@ def verdicts(runs) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budget-s", type=float, default=120.0)
-    ap.add_argument("--parts", "--set", dest="parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
-    ap.add_argument("--dry-run", action="store_true", help="build and assemble each kernel, SASS counts; no GPU")
-    args = ap.parse_args()
-    args.parts = [p for p in args.parts.split(",") if p]
-    bad = [p for p in args.parts if p not in PARTS]
-    if bad:
-        ap.error(f"--parts: unknown {', '.join(bad)} (valid: {', '.join(PARTS)})")
-    os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
+    from rows_forward import parts_args
+
+    args = parts_args(__doc__, PARTS, "build and assemble each kernel, SASS counts; no GPU")
     if args.dry_run:
         return dry_run(args)
     import torch
