@@ -33,6 +33,7 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
 from bulkred_dialect.passes.elements import ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.rows_common import (
+    setting_of,
     half_as_bfloat16,
     exp_shifted,
     LOG2E,
@@ -569,12 +570,8 @@ CE_FOLD_LSE = 2.0**20
 
 
 def _ce_setting(on: bool | None, table: dict, p: RowPlan) -> bool:
-    """A setting of cross_entropy's backward: ``on`` where not None, else ``table``'s
-    ``(kind, type name)`` ranges where it has them, else its type name's (N only)."""
-    if on is not None:
-        return on
-    ranges = table.get((p.kind.value, p.dtype.name), table.get(p.dtype.name, ()))
-    return any(lo <= p.n <= hi for lo, hi in ranges)
+    """A setting of cross_entropy's backward (rows_common.setting_of)."""
+    return setting_of(on, table, p.dtype.name, p.n, p.kind.value)
 
 
 def ce_fast(p: RowPlan) -> bool:

@@ -59,6 +59,7 @@ from bulkred_dialect.passes.variants.grid_common import require_alignment, set_l
 from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
+    setting_of,
     half_as_bfloat16,
     wait_phase,
     BF16,
@@ -135,11 +136,7 @@ ranges of N (never M)."""
 
 def _early_copy_cta(op: NormalizeRowsOp) -> bool:
     """:data:`EARLY_COPY_CTA` where not None, else whether :data:`EARLY_COPY_CTA_MEASURED` has ``op``'s N."""
-    if EARLY_COPY_CTA is not None:
-        return EARLY_COPY_CTA
-    d = dtype_of(op).name
-    ranges = EARLY_COPY_CTA_MEASURED.get((op.norm_kind.value, d), EARLY_COPY_CTA_MEASURED.get(d, ()))
-    return any(lo <= op.cols <= hi for lo, hi in ranges)
+    return setting_of(EARLY_COPY_CTA, EARLY_COPY_CTA_MEASURED, dtype_of(op).name, op.cols, op.norm_kind.value)
 ONE_PASS: str | None = None
 """The default of :attr:`Setting.one_pass`: None, layer_norm's mean, then its variance
 (two passes over shared memory, two exchanges)."""

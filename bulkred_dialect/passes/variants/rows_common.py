@@ -1259,17 +1259,19 @@ The probe's setting (tools/probes/rows_forward_norms.py); rows_lower sets it."""
 
 
 def _setting(on: bool | None, table: dict, p: RowPlan) -> bool:
-    """A setting of ``p``'s kind, element type and N: ``on`` where not None, else
-    ``table``'s: its ``(kind, type name)`` entry where it has one, else its type name's."""
-    if on is None and (p.kind.value, p.dtype.name) in table:
-        return any(lo <= p.n <= hi for lo, hi in table[p.kind.value, p.dtype.name])
-    return _setting_of(on, table, p.dtype.name, p.n)
+    """:func:`setting_of` for plan ``p``'s kind, element type and N."""
+    return setting_of(on, table, p.dtype.name, p.n, p.kind.value)
 
 
-def _setting_of(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], dtype: str, n: int) -> bool:
+def setting_of(on: bool | None, table: dict, dtype: str, n: int, kind: str | None = None) -> bool:
+    """A measured setting of the row kernels: ``on`` where not None (the probes' and the
+    tests' switch), else whether ``table``'s ranges ``(N from, N to)`` hold ``n``: its
+    ``(kind, dtype)`` entry where it has one, else its ``dtype`` entry (type names; a
+    function of N, the kind and the type, never of M)."""
     if on is not None:
         return on
-    return any(lo <= n <= hi for lo, hi in table.get(dtype, ()))
+    ranges = table.get((kind, dtype)) if kind is not None else None
+    return any(lo <= n <= hi for lo, hi in (table.get(dtype, ()) if ranges is None else ranges))
 
 
 def fast_exp(p: RowPlan) -> bool:

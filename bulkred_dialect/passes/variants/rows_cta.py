@@ -49,6 +49,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     registers_row,
     row_predicates,
     set_min_ctas,
+    setting_of,
     vector_of,
     wait_phase,
 )
@@ -57,7 +58,6 @@ from bulkred_dialect.passes.variants.rows_lower import (
     LossRow,
     loss_vector,
     lower_rows,
-    measured,
     ragged_items,
     ragged_plan,
     ragged_vector,
@@ -183,7 +183,7 @@ def span_bytes(n: int, nbytes: int, vec: int) -> int:
 def lower_rows_cta(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
     d = rows_common.dtype_of(op)
-    staged = measured(STAGED, STAGED_MEASURED, d.name, op.cols) and loss_vector(op) > 0 and op.cols * d.bytes >= 32
+    staged = setting_of(STAGED, STAGED_MEASURED, d.name, op.cols) and loss_vector(op) > 0 and op.cols * d.bytes >= 32
     vec = (loss_vector(op) if STAGED_VECTORS else 0) if staged else ragged_vector(op)  # (0: the default's loads)
     block = block_for(op, vec)
     ctas = cell_setting(CTAS_PER_SM, CTAS_PER_SM_MEASURED, op) or max(1, 2048 // block)

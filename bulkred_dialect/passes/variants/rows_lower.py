@@ -61,6 +61,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
 )
 from bulkred_dialect.passes.variants import rows_common
 from bulkred_dialect.passes.variants.rows_common import (
+    setting_of,
     PairSums,
     AT,
     BF16,
@@ -164,14 +165,6 @@ STEP_EXPS_MEASURED: dict[str, tuple[tuple[int, int], ...]] = half_as_bfloat16({
 })
 """:data:`STEP_EXPS` by element type name: the ranges (N from, N to) where it is on (float16
 as bfloat16; with rows_stream.MIN_CTAS_MEASURED's bound)."""
-
-
-def measured(on: bool | None, table: dict[str, tuple[tuple[int, int], ...]], dtype: str, n: int) -> bool:
-    """A setting of an element type and N (never M): ``on`` where not None, else whether
-    ``table`` has a range of ``dtype`` holding ``n``."""
-    if on is not None:
-        return on
-    return any(lo <= n <= hi for lo, hi in table.get(dtype, ()))
 
 
 def loss_vector(op: NormalizeRowsOp) -> int:
@@ -358,7 +351,7 @@ def forward_body(p: RowPlan, op: NormalizeRowsOp) -> Callable[[RowState, Emitter
     (cross_entropy under :data:`STEP_EXPS`: :func:`stream_loss_row`)."""
     if p.items:
         return registers_row
-    if p.kind == NormKind.CROSS_ENTROPY and not op.smoothing and measured(STEP_EXPS, STEP_EXPS_MEASURED, p.dtype.name, p.n):
+    if p.kind == NormKind.CROSS_ENTROPY and not op.smoothing and setting_of(STEP_EXPS, STEP_EXPS_MEASURED, p.dtype.name, p.n):
         return stream_loss_row
     return stream_row
 
@@ -621,7 +614,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         return ([b.add_i(parity, 1)] if parity is not None else []) + acc  # (with a cluster: the CTA's rows so far)
 
     split = (isinstance(p, RaggedPlan) and p.groups == 1 and p.cluster == 1
-             and measured(RAGGED_SPLIT, RAGGED_SPLIT_MEASURED, p.dtype.name, p.n))
+             and setting_of(RAGGED_SPLIT, RAGGED_SPLIT_MEASURED, p.dtype.name, p.n))
     units = p.ctas // p.cluster
     # a norm's backward with dweight / dbias: the partial rows of the column sums (the workspace)
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
@@ -829,8 +822,8 @@ LOSS_TAIL_EARLY_TICKET_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_c
 def _early_ticket(p: RowPlan, op: NormalizeRowsOp) -> bool:
     """Whether cross_entropy's reduced ticket is taken before the rows (:data:`LOSS_TAIL_EARLY_TICKET`)."""
     d = p.dtype.name
-    return (LOSS_TAIL_SHORT and LOSS_PARTIALS and p.cluster == 1 and measured(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, d, op.cols)
-            and measured(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols))
+    return (LOSS_TAIL_SHORT and LOSS_PARTIALS and p.cluster == 1 and setting_of(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, d, op.cols)
+            and setting_of(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols))
 
 
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
@@ -966,7 +959,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         part = reloaded(e)
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
 
-    poll = short and measured(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, p.dtype.name, op.cols)
+    poll = short and setting_of(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, p.dtype.name, op.cols)
     polled = e.shared([p.block], i64, "loss_polled") if poll else None  # (each thread's slot as its poll read it)
     few = e.cmp("ult", ctas, e.const(p.block + 1)) if poll else None  # (the poll's grids: a slot a thread at most)
 
