@@ -116,9 +116,37 @@ def test_fold_against_float64_and_long_lse_rows(variant: str, n: int, apart: boo
     assert fold[0][2].tobytes() != fast[0][2].tobytes()
 
 
-def test_defaults_untouched() -> None:
-    """Off by default: the switches None, the tables empty (the dispatch's PTX unchanged
-    until an H200 measures them: tools/probes/rows_backward.py --set ce)."""
+def test_measured_cells() -> None:
+    """The switches None: the tables decide, by type and N (never M), the cells an H200
+    measured faster (tools/probes/rows_backward.py --set ce): CE_FAST for bfloat16 (and
+    float16, its twin) 1024 to 16384 and float32 65536, CE_TARGET_APART with it at float32
+    65536, CE_WORDS and CE_FOLD nowhere; float32 65536 is rows_stream's (rows_cluster's
+    before), 16384 still rows_cta's."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.ops.tile.rows import NormKind
+    from bulkred_dialect.passes.lower_tile_reductions import explanations
+    from bulkred_dialect.passes.variants.rows_common import BF16, F16, F32
+
     for k in SWITCHES:
         assert getattr(rows_backward, k) is None
-        assert not any(getattr(rows_backward, k + "_MEASURED").values())
+
+    def on(dtype, n: int) -> tuple[bool, bool, bool, bool]:
+        p = SimpleNamespace(dtype=dtype, n=n, kind=NormKind.CROSS_ENTROPY_BACKWARD, group=256)
+        return (rows_backward.ce_fast(p), rows_backward.ce_target_apart(p), rows_backward.ce_words(p),
+                rows_backward.ce_fold(p))
+
+    for n in (1024, 4096, 16384):
+        assert on(BF16, n) == on(F16, n) == (True, False, False, False)
+        assert on(F32, n) == (False, False, False, False)
+    assert on(BF16, 65536) == on(BF16, 262144) == on(F32, 262144) == (False, False, False, False)
+    assert on(F32, 65536) == (True, True, False, False)
+
+    def chosen(n: int) -> str:
+        (table,) = explanations(module("cross_entropy_backward", None, n, "float32", ignore_index=IGNORED),
+                                Target.parse("sm_90a"))
+        return next(line for line in table.splitlines() if line.startswith("chosen"))[len("chosen: "):]
+
+    assert chosen(65536) == "rows_stream"
+    assert chosen(16384) == "rows_cta"

@@ -518,9 +518,16 @@ Bits change (one rounding fewer; an exp below 2^-126 flushed to 0), never with M
 non-finite results are the default's (NaN rows where lse or the scale is NaN, an ignored
 row's ``p * 0``)."""
 
-CE_FAST_MEASURED: dict = half_as_bfloat16({})
+CE_FAST_MEASURED: dict = half_as_bfloat16({
+    # (tools/probes/rows_backward.py --set ce on an H200, 2026-11-29 seventh session, x copy)
+    # bfloat16 1024 0.908 -> 0.919, 4096 0.904 -> 0.918, 16384 0.909 -> 0.941 (65536 and
+    # 262144 equal); float32 65536 on rows_stream with CE_TARGET_APART 0.890 (rows_cluster)
+    # -> 0.946 (1024, 4096, 16384 and 262144 within 1%)
+    BF16.name: ((1024, 16384),),
+    F32.name: ((65536, 65536),),
+})
 """:data:`CE_FAST` by element type name, or ``(kind, type name)``, and N (never M): the
-ranges (N from, N to) where it is on. Empty until measured on an H200."""
+ranges (N from, N to) where it is on."""
 
 CE_WORDS: bool | None = None
 """None: where :data:`CE_WORDS_MEASURED` says; True or False: everywhere or nowhere. On,
@@ -543,9 +550,12 @@ vectors, from ``x[t]`` read again (an L1 hit): the same formula, the same bits a
 :data:`CE_FAST`'s (one thread, one address: the later store is the one left). Where the
 group's threads are not a power of two, :data:`CE_FAST`'s compare."""
 
-CE_TARGET_APART_MEASURED: dict = half_as_bfloat16({})
-""":data:`CE_TARGET_APART` by element type name, or ``(kind, type name)``, and N (never M).
-Empty until measured on an H200."""
+CE_TARGET_APART_MEASURED: dict = half_as_bfloat16({
+    # (tools/probes/rows_backward.py --set ce on an H200, 2026-11-29 seventh session, x copy)
+    # float32 65536 on rows_stream: with CE_FAST 0.946, rows_stream alone 0.936
+    F32.name: ((65536, 65536),),
+})
+""":data:`CE_TARGET_APART` by element type name, or ``(kind, type name)``, and N (never M)."""
 
 
 CE_FOLD: bool | None = None

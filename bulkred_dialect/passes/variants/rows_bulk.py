@@ -129,7 +129,14 @@ rms_norm and layer_norm at M = 1 to 64 are 0.3 to 0.5 us over the best anchor's)
 row arithmetic: the same bits. None: :data:`EARLY_COPY_CTA_MEASURED` decides; True / False:
 everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget-s 120" bash
 tools/gpu.sh probe:rows_small``."""
-EARLY_COPY_CTA_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int], ...]] = half_as_bfloat16({})
+EARLY_COPY_CTA_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int], ...]] = half_as_bfloat16({
+    # (tools/probes/rows_small.py on an H200, 2026-11-29 seventh session: GPU time x the
+    # default's at M = 1 / 8 / 64 / 8192, the same bits: softmax 0.941 / 0.950 / 0.955 /
+    # 0.995, rms_norm 0.939 / 0.948 / 0.934 / 0.996, layer_norm 0.953 / 0.956 / 0.949 / 0.989)
+    ("softmax", F32.name): ((4096, 4096),),
+    ("rms_norm", F32.name): ((4096, 4096),),
+    ("layer_norm", F32.name): ((4096, 4096),),
+})
 """Where :data:`EARLY_COPY_CTA` is on: ``(kind, element type's name)``, else the type's name ->
 ranges of N (never M)."""
 

@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.target import CLUSTER_LAUNCH, Target
-from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
+from bulkred_dialect.ops.tile.rows import CE_KINDS, NormalizeRowsOp, NormKind
 from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import Variant
 from bulkred_dialect.passes.variants import rows_common
@@ -53,12 +53,14 @@ other variants on an H200 (docs/rows.md): float32 rows of up to 65536 (1.29x row
 at 65536 with the pull exchange); elsewhere rows_bulk or rows_stream."""
 
 LOSS_ROWS: dict[str, int] = {F32.name: 16384}
-"""cross_entropy's forward per element type: the longest row a cluster takes, in place of
+"""cross_entropy's forward and backward per element type: the longest row a cluster takes, in place of
 :data:`MEASURED` (float32: none past rows_cta's rows, which rows_cta takes first; longer
 ones go to rows_stream, which reads cross_entropy's row once). Measured on an
 H200 (tools/probes/rows_ce.py, 2026-11-29, the mean, x the copy kernel): float32 N = 65536
 rows_cluster 0.900, rows_stream 1.041; 50257 0.784 against 0.919 (1.003 with
-rows_lower.RAGGED)."""
+rows_lower.RAGGED). The backward (tools/probes/rows_backward.py --set ce, the seventh
+session): float32 65536 rows_cluster 0.890, rows_stream 0.936 (0.946 with
+rows_backward.CE_FAST and CE_TARGET_APART)."""
 
 
 def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
@@ -90,8 +92,8 @@ def _pays(op: Operation, target: Target) -> tuple[bool, object]:
         return rows_common.cluster_takes_norm_backward(op), f"{op.norm_kind.value}, {d.name}, N = {op.cols}"
     if op.norm_kind == NormKind.ADD_RMS_NORM and op.cols <= rows_common.ADD_RMS_CLUSTER_N.get(d.name, 0):  # (rows_common)
         return True, f"add_rms_norm, {d.name}, N = {op.cols}"
-    if op.norm_kind == NormKind.CROSS_ENTROPY:
-        return op.cols <= LOSS_ROWS.get(d.name, MEASURED.get(d.name, 0)), f"cross_entropy, {d.name}, N = {op.cols}"
+    if op.norm_kind in CE_KINDS:  # (the forward and the backward alike: LOSS_ROWS)
+        return op.cols <= LOSS_ROWS.get(d.name, MEASURED.get(d.name, 0)), f"{op.norm_kind.value}, {d.name}, N = {op.cols}"
     return op.cols <= MEASURED.get(d.name, 0), f"{d.name}, N = {op.cols}"
 
 
