@@ -369,6 +369,21 @@ def test_column_sums_bits_run_to_run(kind, n, dtype, rng):
 def test_cross_entropy_backward_against_torch(m, n, dtype, smoothing, rng):
     """dx of cross_entropy (per-row loss gradients) against torch's autograd in float64,
     from the lse stored as float32; ignore_index rows give 0."""
+    _cross_entropy_backward_case(m, n, dtype, smoothing, rng)
+
+
+@pytest.mark.parametrize("m,n,dtype", [
+    # the cells whose settings the seventh session's measurement changed: CE_FAST for bfloat16 and
+    # float16 1024 to 16384; float32 past 16384 to 65536 on rows_stream with CE_FAST and CE_TARGET_APART
+    (300, 1024, "bfloat16"), (40, 2048, "bfloat16"), (33, 16384, "bfloat16"), (17, 4096, "float16"),
+    (7, 65536, "float32"), (9, 32768, "float32"), (5, 40001, "float32")])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_backward_of_the_measured_settings(m, n, dtype, smoothing, rng):
+    """As test_cross_entropy_backward_against_torch, on the cells of the settings taken last."""
+    _cross_entropy_backward_case(m, n, dtype, smoothing, rng)
+
+
+def _cross_entropy_backward_case(m, n, dtype, smoothing, rng):
     import torch.nn.functional as F
 
     torch = _torch()
@@ -394,6 +409,9 @@ def test_cross_entropy_backward_against_torch(m, n, dtype, smoothing, rng):
     ("softmax", 512, "float32"), ("rms_norm", 4096, "bfloat16"), ("softmax", 65536, "float32"),
     ("layer_norm", 32768, "bfloat16"), ("rms_norm_backward", 4096, "bfloat16"), ("cross_entropy_backward", 50257, "float32"),
     ("layer_norm", 4096, "bfloat16"), ("rms_norm", 1024, "bfloat16"), ("layer_norm", 4096, "float16"),
+    # (the seventh session's settings: EARLY_COPY_CTA, CE_FAST, rows_stream's float32 65536 backward)
+    ("softmax", 4096, "float32"), ("layer_norm", 4096, "float32"), ("cross_entropy_backward", 16384, "bfloat16"),
+    ("cross_entropy_backward", 65536, "float32"),
 ])
 def test_one_kernel_for_every_m_batch_invariance(kind, n, dtype, rng):
     """ONE kernel (kernel_for(kind, None, ...)) for the batches of 4096, 7 and 1 rows: the
