@@ -166,6 +166,8 @@ def norm_sums(e: Emitter, xh: list[SSAValue], g: list[SSAValue], acc: list[SSAVa
 
 def norm_dx(r: RowState, e: Emitter, xh: list[SSAValue], g: list[SSAValue], st: dict[str, SSAValue]) -> list[SSAValue]:
     """dx of one vector: ``rstd * (g - mean(g) - xhat * mean(g * xhat))`` (rms_norm: no ``mean(g)``)."""
+    if "fold_h" in st:  # NORM_FOLD_DX: fma(xhat, -rstd mean(g xhat), fma(g, rstd, -rstd mean(g)))
+        return [e.fma(AT, h, st["fold_h"], e.fma(AT, gv, st["rstd"], st["fold_c"])) for h, gv in zip(xh, g, strict=True)]
     out = []
     for h, gv in zip(xh, g, strict=True):
         t = f32_sub(e, gv, st["mean_g"]) if "mean_g" in st else gv
@@ -184,13 +186,26 @@ def add_column_sums(e: Emitter, op: NormalizeRowsOp, dys: list[SSAValue], xh: li
     return out
 
 
-def norm_row_stats(r: RowState, e: Emitter, row: SSAValue, sums: list[SSAValue | None]) -> dict[str, SSAValue]:
-    """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums."""
-    nf = e.const(float(r.p.n), f32)
+def norm_row_stats(r: RowState, e: Emitter, row: SSAValue, sums: list[SSAValue | None],
+                   rstd: SSAValue | None = None) -> dict[str, SSAValue]:
+    """The row's ``mean(g * xhat)`` (and ``mean(g)``) over the group from the thread's sums;
+    with ``rstd`` (the row's) and :data:`NORM_FOLD_DX` on, layer_norm's dx constants too
+    (:func:`norm_dx`)."""
+    n = r.p.n
+    scale = norm_lean(r.p) and n & (n - 1) == 0  # NORM_LEAN: v * 2^-k, exactly v / 2^k rounded (the same bits)
+    nf = e.const(1.0 / n if scale else float(n), f32)
+
+    def mean(v: SSAValue) -> SSAValue:
+        return f32_mul(e, v, nf) if scale else e.div(AT, v, nf)
+
     if sums[1] is None:
-        return {"mean_gx": e.div(AT, r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"), nf)}  # type: ignore[arg-type]
+        return {"mean_gx": mean(r.reduce(e, ReduceKind.SUM, sums[0], "row_gx"))}  # type: ignore[arg-type]
     gx, g = r._state(e, PairSums(), [sums[0], sums[1]], "row_gx_g")  # both in one exchange  # type: ignore[list-item]
-    return {"mean_gx": e.div(AT, gx, nf), "mean_g": e.div(AT, g, nf)}
+    out = {"mean_gx": mean(gx), "mean_g": mean(g)}
+    if rstd is not None and norm_fold_dx(r.p):  # NORM_FOLD_DX: -rstd mean(g), -rstd mean(g xhat), once a row
+        out["fold_c"] = e.neg(AT, f32_mul(e, rstd, out["mean_g"]))
+        out["fold_h"] = e.neg(AT, f32_mul(e, rstd, out["mean_gx"]))
+    return out
 
 
 def read_stats(r: RowState, e: Emitter, row: SSAValue) -> dict[str, SSAValue]:
@@ -242,7 +257,7 @@ def registers_norm_backward(r: RowState, e: Emitter, row: SSAValue, acc: list[SS
     for _, xh, g in items:
         sums = norm_sums(e, xh, g, sums, layer)
     following = ahead[1](e) if ahead is not None else []  # the next row's loads, in flight over the reduction
-    st.update(norm_row_stats(r, e, row, sums))
+    st.update(norm_row_stats(r, e, row, sums, st["rstd"]))
     per = len(acc) // max(1, p.items)
     out: list[SSAValue] = []
     for k, (cond, (dys, xh, g)) in enumerate(zip(conds, items, strict=True)):
@@ -335,6 +350,55 @@ def pipelined(p: RowPlan, op: NormalizeRowsOp) -> bool:
     return p.exact if p.cluster > 1 else p.vectors == p.items * p.group
 
 
+NORM_LEAN: bool | None = None
+"""None: where :data:`NORM_LEAN_MEASURED` says; True or False: everywhere or nowhere (the
+probe's and the tests' settings, tools/probes/rows_ln_bf16.py). On, a norm's backward
+issues fewer instructions a row and an element for the same bits: the row's means
+``sum / N`` as ``sum * 2^-k`` where N is a power of two ``2^k`` (the same correctly rounded
+value: a scaling by a power of two, where the default's ``div.rn.f32`` is an FCHK, a branch
+around ptxas's slow path and 5 FFMA a mean, layer_norm's two a row: about 20 SASS
+instructions a row of a thread's 16 values), and a pipelined row's weight
+(:data:`PIPELINE`) read as 32-bit words of two bfloat16 (:func:`raw_load`,
+:func:`widen_raw`: a SHF or a LOP3 an element, where ``ld.v4.b16`` and its ``cvt`` take a
+PRMT and a SHF for every second one). Any variant whose row statistics come from
+:func:`norm_row_stats` (rows_bulk_backward's too); the weight in words on rows_cta,
+rows_cluster and rows_warp pipelined."""
+
+NORM_LEAN_MEASURED: dict = half_as_bfloat16({})
+""":data:`NORM_LEAN` by element type name, or ``(kind, type name)``, and N (never M): the
+ranges (N from, N to) where it is on. Empty until measured on an H200
+(tools/probes/rows_ln_bf16.py)."""
+
+NORM_FOLD_DX: bool | None = None
+"""None: where :data:`NORM_FOLD_DX_MEASURED` says; True or False: everywhere or nowhere.
+On, layer_norm's backward writes each element's dx as two FFMA, ``fma(xhat, -rstd
+mean(g xhat), fma(g, rstd, -rstd mean(g)))``, the two products of the row's statistics
+rounded once a row (:func:`norm_row_stats`), where the default's ``rstd (g - mean(g) -
+xhat mean(g xhat))`` takes FADD, FMUL, FADD and FMUL an element (rms_norm's dx is two
+instructions either way: unchanged). Bits change (two roundings fewer an element, two
+more a row: within a few float32 ulps of the row's largest term), never with M; dweight
+and dbias unchanged. The variants that write dx through :func:`norm_dx` with the row's
+statistics from this module (rows_warp, rows_cta, rows_cluster, rows_slices, rows_stream;
+not rows_bulk_backward)."""
+
+NORM_FOLD_DX_MEASURED: dict = half_as_bfloat16({})
+""":data:`NORM_FOLD_DX` by element type name, or ``(kind, type name)``, and N (never M).
+Empty until measured on an H200 (tools/probes/rows_ln_bf16.py)."""
+
+
+def norm_lean(p: RowPlan) -> bool:
+    """Whether plan ``p`` (a norm's backward) takes :data:`NORM_LEAN`'s instructions."""
+    from bulkred_dialect.ops.tile.rows import NORM_BACKWARD_KINDS
+
+    return p.kind in NORM_BACKWARD_KINDS and setting_of(NORM_LEAN, NORM_LEAN_MEASURED, p.dtype.name, p.n, p.kind.value)
+
+
+def norm_fold_dx(p: RowPlan) -> bool:
+    """Whether plan ``p`` (layer_norm's backward) writes dx in :data:`NORM_FOLD_DX`'s form."""
+    return (p.kind == NormKind.LAYER_NORM_BACKWARD
+            and setting_of(NORM_FOLD_DX, NORM_FOLD_DX_MEASURED, p.dtype.name, p.n, p.kind.value))
+
+
 def prefetch_norm_row(e: Emitter, r: RowState, x: RowBuf, grad: RowBuf, w: RowBuf | None, row: SSAValue) -> list[SSAValue]:
     """The loads of a row of a pipelined norm's backward (:data:`PIPELINE`): its stored
     rstd (and mean), then per vector the thread holds x's and dy's registers as loaded
@@ -376,9 +440,21 @@ def _widen_norm_row(r: RowState, e: Emitter, raw: list[SSAValue]) -> tuple[dict[
             c = raw_count(d, p.vec)
             vals += widen_raw(e, d, raw[i:i + c], p.vec)
             i += c
-        got.append(vals + (r.w.load(e, k * p.group, p.vec) if r.w is not None else []))  # (the weight: from L1)
+        got.append(vals + (_weight(r, e, k) if r.w is not None else []))  # (the weight: from L1)
     assert i == len(raw)
     return st, got
+
+
+def _weight(r: RowState, e: Emitter, k: int) -> list[SSAValue]:
+    """The float32 weight of the thread's vector ``k`` of a pipelined row: with
+    :data:`NORM_LEAN` bfloat16 read as 32-bit words (:func:`raw_load`, :func:`widen_raw`:
+    the same values), else as :class:`RowBuf` reads it."""
+    p, w = r.p, r.w
+    assert w is not None
+    if norm_lean(p) and type(w) is RowBuf and packed_bf16(w.dtype, p.vec):
+        at, off = w.at(e, k * p.group, p.vec)
+        return widen_raw(e, w.dtype, raw_load(e, w.dtype, at, off, p.vec), p.vec)
+    return w.load(e, k * p.group, p.vec)
 
 
 def stream_norm_backward(r: RowState, e: Emitter, row: SSAValue, parts: list[RowBuf]) -> None:
@@ -428,7 +504,7 @@ def _norm_first_pass(r: RowState, e: Emitter, row: SSAValue, span: tuple[int, SS
 
     zero = e.const(0.0, f32)
     state = visit_vectors(e, p, span[0], span[1], [zero, zero] if layer else [zero], read)
-    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None], st["rstd"]))
     return st
 
 
@@ -497,7 +573,7 @@ def overlapped_pass(prev: RowState, stats: list[SSAValue], r: RowState, e: Emitt
 
     zero = e.const(0.0, f32)
     state = visit_vectors(e, p, span[0], span[1], [zero, zero] if layer else [zero], both)
-    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None]))
+    st.update(norm_row_stats(r, e, row, [state[0], state[1] if layer else None], st["rstd"]))
     return [st[k] for k in stat_names(p)]
 
 
