@@ -99,6 +99,9 @@ from bulkred_dialect.passes.variants.rows_backward import (
     write_column_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
+    AT,
+    f32_mul,
+    f32_sub,
     half_as_bfloat16,
     BF16,
     F32,
@@ -205,9 +208,24 @@ of each of its values a row, and ``P x V`` registers fewer each (bfloat16 layer_
 comes before the slots' (``"slots"``: fewer where they do not fit) and the weight's.
 The same sums in the same order: the bits of the default. Off: not yet measured on an
 H200 (tools/probes/rows_backward.py ``--set long``)."""
+LEAN_DX: bool | None = None
+"""None: where :data:`SETTINGS` says (``"lean_dx"``; nowhere yet); True or False:
+everywhere or nowhere (the probe's and the tests' settings). A norm's dx in fewer
+floating-point instructions an element (tools/probes/rows_ln_long.py ``--dry-run``:
+layer_norm 14 -> 11, rms_norm 9 -> 7): the first pass sums ``g (x - mean)`` (rms_norm:
+``g x``) and ``g``, the row's ``mean(g xhat)`` is that sum's mean times rstd (one
+multiply a row, not one an element); the second pass writes ``dx = fma(g, rstd, fma(xhat,
+k1, k0))`` with the row's ``k1 = -rstd mean(g xhat)``, ``k0 = -rstd mean(g)`` (0 for
+rms_norm), two FFMA where the default's ``rstd ((g - mean(g)) - xhat mean(g xhat))`` takes
+four. xhat, dweight's and dbias's column sums are the default's (the same bits); dx's
+last bits differ (one rounding fewer or more per term, no cancellation the default has
+not: within float32's error of float64, tests/test_rows_ln_long.py); never with M. Off:
+not yet measured on an H200 (``PROBE_ARGS="--budget-s 120" bash tools/gpu.sh
+probe:rows_ln_long``)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
-    #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int})
+    #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
+    #  "lean_dx": bool, "spare_shared": int)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -227,7 +245,10 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 :data:`COLUMNS_SHARED`, the same way) and ``"max_cluster"`` (in place of
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
-threads, 64 registers each, with the column sums in shared memory). Empty: the settings of
+threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
+(:data:`LEAN_DX`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
+64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
 and the element type only."""
 SETTINGS = half_as_bfloat16(SETTINGS)  # float16 as bfloat16 where unmeasured (no bfloat16 row yet)
@@ -281,6 +302,8 @@ class BulkPlan:
     stats_ahead: bool = False  # the next row's statistics loaded over this row (STATS_AHEAD)
     columns_shared: int = 0  # the last column sums (of dweight, dbias) in shared memory (COLUMNS_SHARED)
     column_bytes: int = 0  # their shared memory
+    lean_dx: bool = False  # dx by two FFMA from the row's constants (LEAN_DX)
+    spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
     def cta_bytes(self) -> int:
@@ -317,7 +340,8 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     block = int(cell.get("block", BLOCK))
     while block > MIN_BLOCK and vectors % block:
         block //= 2
-    budget = SHARED_PER_SM - SPARE_SHARED
+    spare = int(cell.get("spare_shared", SPARE_SHARED))
+    budget = SHARED_PER_SM - spare
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     weight = slice_bytes // d.bytes * wd.bytes if wd is not None and op.norm_kind in NORM_BACKWARD_KINDS else 0
     shared_cols = int(cell.get("columns_shared", 0)) if COLUMNS_SHARED is None else COLUMNS_SHARED
@@ -331,8 +355,10 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     tn = 1 if grad else 2
     reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
+    lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
+    norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
-                    max(0, min(reread, tn)), ahead and op.norm_kind in NORM_BACKWARD_KINDS, shared_cols, cols)
+                    max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean and norm, spare)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -348,7 +374,7 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
         strides.append(row_stride(op.grad.type) * d.bytes)  # type: ignore[arg-type]
     ok = (vec > 1 and op.cols * d.bytes == bp.cluster * bp.slice_bytes and bp.slice_bytes % 16 == 0
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
-          and bp.shared_bytes <= SHARED_PER_SM - SPARE_SHARED and bp.per <= MAX_VECTORS
+          and bp.shared_bytes <= SHARED_PER_SM - bp.spare and bp.per <= MAX_VECTORS
           and bp.per * vec * (_outputs(op) - bp.columns_shared) <= MAX_VALUES)
     return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, "
                 f"{bp.slots} slices of {bp.slice_bytes} bytes" + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
@@ -408,33 +434,52 @@ def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
 
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
               acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
-              between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = ()) -> list[SSAValue]:
+              between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = (),
+              lean: bool = False) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
     :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
     statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
     ``between(e)`` emitted after the first pass's reads, before the row's exchange; its
     column sums ``acc`` (per vector: V of dweight, then V of dbias; those of ``shared_acc``,
-    the last outputs', in shared memory: read and written back here) after the row."""
+    the last outputs', in shared memory: read and written back here) after the row.
+    ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x - mean)``, the second writes dx
+    by two FFMA from the row's constants."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
-    def terms(k: int, xs: Source, gs: Source) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+    def terms(k: int, xs: Source, gs: Source, centred: bool = False) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+        """(dy, xhat, g) of vector ``k``; with ``centred``, ``x - mean`` (rms_norm: x) in place of xhat."""
         dys = _vec(r, e, gs, k)
         ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
+        if centred:
+            xc = [f32_sub(e, x, st["mean"]) if "mean" in st else x for x in _vec(r, e, xs, k)]
+            return dys, xc, ([f32_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys))
         return (dys, *norm_terms(r, e, _vec(r, e, xs, k), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
     for k in range(per):
-        _, xh, g = terms(k, *srcs)
+        _, xh, g = terms(k, *srcs, centred=lean)
         sums = norm_sums(e, xh, g, sums, layer)
     if between is not None:
         between(e)
     st = {**st, **norm_row_stats(r, e, row, sums)}
+    if lean:  # mean(g xhat) = mean(g (x - mean)) rstd; dx = fma(g, rstd, fma(xhat, k1, k0))
+        zero = e.const(0.0, f32)
+        k1 = f32_sub(e, zero, f32_mul(e, st["rstd"], f32_mul(e, st["mean_gx"], st["rstd"])))
+        k0 = f32_sub(e, zero, f32_mul(e, st["rstd"], st["mean_g"])) if "mean_g" in st else None
+
+        def dx_of(xh: list[SSAValue], g: list[SSAValue]) -> list[SSAValue]:
+            inner = [e.fma(AT, h, k1, k0) if k0 is not None else f32_mul(e, h, k1) for h in xh]
+            return [e.fma(AT, gv, st["rstd"], t) for gv, t in zip(g, inner, strict=True)]
+    else:
+
+        def dx_of(xh: list[SSAValue], g: list[SSAValue]) -> list[SSAValue]:
+            return norm_dx(r, e, xh, g, st)
     each = len(acc) // per
     out: list[SSAValue] = []
     for k in range(per):
         dys, xh, g = terms(k, *(again or srcs))
-        r.y.store(e, k * p.group, p.vec, norm_dx(r, e, xh, g, st))  # type: ignore[union-attr]
+        r.y.store(e, k * p.group, p.vec, dx_of(xh, g))  # type: ignore[union-attr]
         if not shared_acc:
             if each:
                 out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
@@ -451,7 +496,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
-    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - SPARE_SHARED) // bp.shared_bytes, bp.ctas_per_sm or 2048))
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - bp.spare) // bp.shared_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
     if c in CLUSTERS and not (_outputs(op) and rows_common.cell_setting(None, rows_common.NORM_BACKWARD_UNITS, op)):
@@ -578,7 +623,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                 for t in range(bp.reread):  # slice k + Q into slice k's slot
                     ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
-            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc)
+            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx)
         else:
             _softmax_row(r, b, srcs, per, again, between)
         nxt, wrapped = wrap(b, b.add_i(base, tn))
