@@ -1,0 +1,91 @@
+"""rows_bulk_backward's settings for the norms' backward at 262144 (issue 30, section 4; off by
+default, measured by tools/probes/rows_ln_long.py): LEAN_DX (dx by two FFMA from the row's
+constants, the first pass summing ``g (x - mean)``) and SETTINGS' ``"spare_shared"`` (the
+shared memory kept for the rest: bfloat16 layer_norm's 4 slots and weight beside dbias's
+column sums). On the interpreter's clusters with test_rows_backward_bulk's small settings
+(slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx against float64,
+dweight and dbias bit for bit the default's (the same xhat, the same sums in the same
+order), dx's bits independent of M (the first rows alone)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_rows import to_bits, values
+from test_rows_backward_bulk import norm_backward_reference, run_norm, small  # noqa: F401 - the small settings (autouse)
+
+from bulkred_dialect.passes.variants import rows_bulk_backward
+from bulkred_dialect.row_kernels import module
+
+CASES = [  # (kind, N, dtype, dbias, CTAs a cluster, x's offset): layer_norm's rows of mean 100, spread 2
+    ("layer_norm_backward", 512, "float32", True, 4, 100.0),  # a cluster of 4, both column sums
+    ("layer_norm_backward", 512, "bfloat16", True, 2, 0.5),  # two vectors a thread, bfloat16's rounding
+    ("rms_norm_backward", 128, "float32", False, 1, 0.5),  # one CTA: no cluster exchange, no mean
+]
+
+
+def _config(kind: str, n: int, dtype: str, db: bool) -> rows_bulk_backward.BulkPlan:
+    built = module(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if db else None)
+    return rows_bulk_backward.bulk_for(next(o for o in built.walk() if o.name == "bulkred.normalize_rows"))
+
+
+def _rows(kind: str, n: int, dtype: str, offset: float, m: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n + len(dtype))
+    return (to_bits(rng.standard_normal((m, n)) * 2 + offset, dtype), to_bits(rng.standard_normal((m, n)), dtype),
+            to_bits(rng.standard_normal(n), dtype))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_lean_dx(case, monkeypatch) -> None:
+    """LEAN_DX over 7 rows of one unit: dx within float32's (bfloat16's) rounding of float64,
+    and not the default's bits (another kernel); dweight and dbias bit for bit the default's;
+    dx of the first 3 rows alone bit for bit theirs in the batch of 7."""
+    kind, n, dtype, db, c, offset = case
+    x, dy, w = _rows(kind, n, dtype, offset)
+    default = run_norm(kind, x, dy, w, dtype, dtype, db)
+    monkeypatch.setattr(rows_bulk_backward, "LEAN_DX", True)
+    bp = _config(kind, n, dtype, db)
+    assert (bp.cluster, bp.lean_dx) == (c, True)
+    got = run_norm(kind, x, dy, w, dtype, dtype, db)
+    for a, b in zip(got[1:], default[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    dx, _, _ = norm_backward_reference(kind, x, dy, w, dtype, dtype)
+    scale = max(1.0, np.abs(dx).max())
+    if dtype == "float32":  # within a few float32 roundings of float64, as the default
+        err, base = (np.abs(values(v, dtype) - dx).max() / scale for v in (got[0], default[0]))
+        assert err < 5e-7 and err < 4 * base + 1e-7, (err, base)
+        assert not np.array_equal(got[0], default[0])  # (LEAN_DX's own kernel)
+    else:  # one rounding to bfloat16
+        np.testing.assert_allclose(values(got[0], dtype), dx, rtol=0, atol=8e-3 * scale)
+    alone = run_norm(kind, x[:3], dy[:3], w, dtype, dtype, db)
+    np.testing.assert_array_equal(alone[0], got[0][:3])
+
+
+def test_spare_shared(monkeypatch) -> None:
+    """SETTINGS' ``"spare_shared"``: the shared memory kept for the rest, in place of
+    SPARE_SHARED. Where dbias's column sums take shared memory (``"columns_shared"``), the
+    smaller spare keeps the 4 slots and the weight's slice (SHARED_PER_SM set here so that
+    the default's spare drops the weight); another cell keeps the default's; the outputs
+    bit for bit the default's."""
+    kind, n, dtype = "layer_norm_backward", 512, "float32"  # a cluster of 4: slices of 512 bytes
+    monkeypatch.setattr(rows_bulk_backward, "SHARED_PER_SM", 4 * 512 + 512 + 512 + 4096 - 1)
+    x, dy, w = _rows(kind, n, dtype, 0.5, m=5)
+    default = run_norm(kind, x, dy, w, dtype, dtype, True)
+    cell = {"columns_shared": 1}
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, cell)])
+    bp = _config(kind, n, dtype, True)
+    assert (bp.slots, bp.weight_bytes, bp.column_bytes, bp.spare) == (4, 0, 512, rows_bulk_backward.SPARE_SHARED)
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, {**cell, "spare_shared": 2048})])
+    bp = _config(kind, n, dtype, True)
+    assert (bp.slots, bp.weight_bytes, bp.column_bytes, bp.spare) == (4, 512, 512, 2048)
+    assert _config("rms_norm_backward", n, dtype, False).spare == rows_bulk_backward.SPARE_SHARED
+    got = run_norm(kind, x, dy, w, dtype, dtype, True)
+    for a, b in zip(got, default, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_default_off() -> None:
+    """LEAN_DX is off but where SETTINGS says, and SETTINGS names no lean_dx or spare_shared
+    cell until an H200 measures one (tools/probes/rows_ln_long.py)."""
+    assert rows_bulk_backward.LEAN_DX is None
+    assert not any({"lean_dx", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)
