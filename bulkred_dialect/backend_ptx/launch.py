@@ -27,6 +27,7 @@ from bulkred_dialect.backend_ptx.device import Gpu, check_result, gpu
 from bulkred_dialect.backend_ptx.errors import CudaError, LaunchConfigError, SignatureError
 from bulkred_dialect.backend_ptx.signature import KernelSignature, LaunchShape, Param
 from bulkred_dialect.errors import ArgumentError
+from bulkred_dialect.ops.kernel_attrs import whole_grid_cluster
 
 if TYPE_CHECKING:  # pragma: no cover
     from bulkred_dialect.backend_ptx.loading import CompiledModule
@@ -67,6 +68,8 @@ def resolve_launch(
         c = _dims(cluster, "cluster")
     elif rec is not None:
         c = rec.cluster
+        if c == (1, 1, 1) and len(sig.grid_rows) > 2 and g[1:] == (1, 1):  # type: ignore[union-attr]
+            c = (whole_grid_cluster(sig.grid_rows, g[0]), 1, 1)  # type: ignore[union-attr] (a small grid as one cluster)
     else:
         c = (1, 1, 1)
     for axis in range(3):

@@ -237,8 +237,9 @@ class KernelSignature:
                         f"'{DIMS_ATTR}' entry {k} names dimension {axis} of parameter {p}, which is not a dynamic "
                         f"dimension (?) of an array parameter"
                     )
-        if len(self.grid_rows) not in (0, 2) or any(v < 1 for v in self.grid_rows) or (self.grid_rows and not self.dims):
-            return f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most], both >= 1, with '{DIMS_ATTR}', got {list(self.grid_rows)}"
+        if len(self.grid_rows) not in (0, 2, 3) or any(v < 1 for v in self.grid_rows) or (self.grid_rows and not self.dims):
+            return (f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most] (and the largest grid launched as one cluster), "
+                    f"each >= 1, with '{DIMS_ATTR}', got {list(self.grid_rows)}")
         if self.align and len(self.align) != len(self.params):
             return (
                 f"'{ALIGN_ATTR}' has {len(self.align)} entries but the kernel has {len(self.params)} "

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp
 from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
@@ -49,6 +49,7 @@ from bulkred_dialect.interpreter.threads import (
     _Rendezvous,
     _Thread,
 )
+from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, whole_grid_cluster
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.sreg import MovSregOp, SpecialRegister
 from bulkred_dialect.ops.ptx.sync import BarrierClusterArriveOp, BarrierClusterWaitOp, BarSyncOp, MapaOp
@@ -170,6 +171,9 @@ def run_cluster_grid(module: ModuleOp, name: str, *arrays: Any) -> tuple[Any, ..
     if launch.cluster_dims[1:] != (1, 1) or launch.grid_dims[1:] != (1, 1) or launch.grid_dims[0] % size:
         raise InterpretError(f"'{name}': run_cluster_grid runs 1-D grids of 1-D clusters, got {launch}")
     arrays, rows_grid, added = dynamic_launch(callee, arrays, size)  # a dynamic M: its size parameter, its grid
+    rule = callee.attributes.get(GRID_ROWS_ATTR)
+    if size == 1 and rows_grid is not None and isinstance(rule, ArrayAttr):  # (the launch layer's: a small grid as one cluster)
+        size = whole_grid_cluster([a.value.data for a in rule.data], rows_grid)  # type: ignore[attr-defined]
     grid3, block3 = ((rows_grid, 1, 1) if rows_grid is not None else launch.grid_dims), launch.block_dims
     args = prepare_arguments(callee, arrays, Interpreter(module).index_bitwidth)
     memo = RunMemo()  # the clusters' shared implementations and plans

@@ -60,6 +60,6 @@ def dynamic_launch(callee: func.FuncOp, arrays: Sequence[Any], cluster: int = 1)
     rule = callee.attributes.get(GRID_ROWS_ATTR)
     grid = None
     if isinstance(rule, ArrayAttr) and sizes:
-        per, cap = _ints(rule)
+        per, cap = _ints(rule)[:2]  # (a third entry: whole_grid_cluster's, read by run_cluster_grid)
         grid = grid_for_rows(per, cap, cluster, sizes[0])
     return out, grid, added

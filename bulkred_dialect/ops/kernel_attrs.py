@@ -17,7 +17,9 @@
   normalizations' M: one kernel for every M of an N, docs/rows.md);
 * ``bulkred.grid_rows = [per, cap]``: the grid is chosen at the launch from the first
   ``bulkred.dims`` value d: :func:`grid_for_rows` (``#bulkred.launch``'s grid is the
-  largest, ``cap`` units of a cluster each);
+  largest, ``cap`` units of a cluster each); ``[per, cap, whole]`` (a launch without a
+  cluster): a grid of 2 to ``whole`` CTAs is launched as one cluster (:func:`whole_grid_cluster`;
+  the kernel reads ``%cluster_nctarank``: rows_lower.LOSS_TAIL_CLUSTER);
 * ``bulkred.min_ctas_per_sm = <n> : i64``: the PTX printer writes ``.minnctapersm n``
   (ptxas keeps the registers per thread low enough for n CTAs of ``.reqntid`` threads on
   a multiprocessor).
@@ -38,3 +40,10 @@ def grid_for_rows(per: int, cap: int, cluster: int, rows: int) -> int:
     (a cluster of ``cluster`` CTAs) per ``per`` rows, at most ``cap`` units, at least one
     (no rows: one unit, which does nothing)."""
     return cluster * max(1, min(cap, -(-rows // per)))
+
+
+def whole_grid_cluster(rule: tuple[int, ...] | list[int], ctas: int) -> int:
+    """The cluster size of a grid of ``ctas`` CTAs launched without one by the rule
+    ``bulkred.grid_rows`` ``rule``: the whole grid where the rule has a third entry
+    ``whole`` and ``2 <= ctas <= whole``, else 1."""
+    return ctas if len(rule) > 2 and 2 <= ctas <= rule[2] else 1

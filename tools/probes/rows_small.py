@@ -16,7 +16,13 @@ it must not lose at large M either):
   most a CTA's threads: M = 8 and 64 here; M = 1, one CTA, and 8192 as the default; the same bits),
   and with ``rows_lower.LOSS_TAIL_EARLY_TICKET`` (the ticket taken at the kernel's start, before
   the rows: its latency behind them). Where both win, the early ticket's entry is the one to take
-  if it is at most GAIN of the poll's alone; else the poll's alone.
+  if it is at most GAIN of the poll's alone; else the poll's alone. Then ``mean, cluster``:
+  ``rows_lower.LOSS_TAIL_CLUSTER`` (a grid of 2 to 8 CTAs launched as one thread-block cluster,
+  the CTAs' pairs sent by ``st.async`` into the leader's shared memory, counted by its mbarrier:
+  no workspace, fence nor ticket; M = 8 here, and M = 16 with ``mean, cluster 16``, the
+  non-portable size ``rows_lower.LOSS_TAIL_CLUSTER_MAX = 16``; M = 1 (one CTA) and larger grids
+  as the default; the same bits). The ce part also runs M = 16. Where both cluster settings win,
+  take the 16's entries if its time at M = 8 is at most 1 / GAIN of the 8's; else the 8's.
 
 Each run is checked against torch in float64 (``err``: the largest error of y, or of the loss
 rows and of the mean, over the largest magnitude), ``bits``: its outputs equal to the
@@ -31,7 +37,8 @@ The dry run prints each kernel's SASS (ptxas for sm_90a, nvdisasm; the kernel's 
 ptxas's layout order): the instructions before the first global load (``LDG`` or the bulk copy
 ``UBLKCP``) and the CTA barriers among them, and those after the last global store or atomic
 (``STG``, ``ATOMG``, ``RED``): the latency a small batch pays around its rows; and the fences
-(``MEMBAR``, ``ERRBAR``, the L1 invalidations ``CCTL``) and atomics of the whole kernel."""
+(``MEMBAR``, ``ERRBAR``, the L1 invalidations ``CCTL``), atomics, cluster barriers (``UCGABAR``) and
+mbarrier operations (``SYNCS``) of the whole kernel, and the cluster the launch gives at each M."""
 
 from __future__ import annotations
 
@@ -50,6 +57,8 @@ from rows_forward_norms import kwargs  # noqa: E402 - each kind's module argumen
 N = 4096
 SMALL_M = (1, 8, 64)
 LARGE_M = 8192
+PART_M = {"ce": (1, 8, 16, 64, LARGE_M)}
+"""A part's M where not (*SMALL_M, LARGE_M): the ce part's 16 (a grid of 16 CTAs, the largest cluster)."""
 CALLS = 50
 EPS = 1e-5
 GAIN = 0.98
@@ -63,14 +72,18 @@ DEVICE = "cuda"
 EARLY = {"rows_bulk.EARLY_COPY_CTA": True}
 POLL = {"rows_lower.LOSS_TAIL_POLL": True}
 EARLY_TICKET = {**POLL, "rows_lower.LOSS_TAIL_EARLY_TICKET": True}
+CLUSTER = {"rows_lower.LOSS_TAIL_CLUSTER": True}
+CLUSTER16 = {**CLUSTER, "rows_lower.LOSS_TAIL_CLUSTER_MAX": 16}
 
 # (part, kind, dtype, [(setting name, consts)]): consts "module.NAME" -> value while the kernel is built;
 # "reduction" the cross_entropy kernel's (absent: "mean")
 CELLS = [
     ("ce", "cross_entropy", "float32", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL),
-                                        ("mean, poll, early ticket", EARLY_TICKET)]),
+                                        ("mean, poll, early ticket", EARLY_TICKET), ("mean, cluster", CLUSTER),
+                                        ("mean, cluster 16", CLUSTER16)]),
     ("ce", "cross_entropy", "bfloat16", [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL),
-                                         ("mean, poll, early ticket", EARLY_TICKET)]),
+                                         ("mean, poll, early ticket", EARLY_TICKET), ("mean, cluster", CLUSTER),
+                                         ("mean, cluster 16", CLUSTER16)]),
     ("early", "softmax", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "rms_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "layer_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
@@ -82,11 +95,15 @@ FLIP = {
     "mean, poll": "rows_lower.LOSS_TAIL_POLL_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
     "mean, poll, early ticket": "rows_lower.LOSS_TAIL_POLL_MEASURED and rows_lower.LOSS_TAIL_EARLY_TICKET_MEASURED = "
                                 "rows_common.half_as_bfloat16({{{keys}}}) (both)",
+    "mean, cluster": "rows_lower.LOSS_TAIL_CLUSTER_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
+    "mean, cluster 16": "rows_lower.LOSS_TAIL_CLUSTER_MEASURED = rows_common.half_as_bfloat16({{{keys}}}) and "
+                        "rows_lower.LOSS_TAIL_CLUSTER_MAX = 16",
 }
 """The table entry of each setting, ``keys`` its winning cells (rows_bulk's by (kind, type), rows_lower's by type)."""
-MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64), "mean, poll, early ticket": (8, 64)}
+MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64), "mean, poll, early ticket": (8, 64), "mean, cluster": (8,),
+             "mean, cluster 16": (8, 16)}
 """The M where a setting must gain (GAIN); elsewhere it must not lose (LARGE_LOSS): the poll leaves
-M = 1 (a grid of one CTA, no ticket) as it is."""
+M = 1 (a grid of one CTA, no ticket) as it is; the cluster tail gains where the grid is one cluster."""
 
 
 
@@ -136,12 +153,14 @@ def sass_counts(k) -> str:
     first = next((i for i, o in enumerate(ops) if o.startswith(("LDG", "UBLKCP"))), len(ops))
     bars = sum(o.startswith("BAR.SYNC") for o in ops[:first])
     last = max((i for i, o in enumerate(ops) if o.startswith(("STG", "ATOMG", "RED"))), default=len(ops) - 1)
-    fences = " ".join(f"{f} {sum(o.startswith(f) for o in ops)}" for f in ("MEMBAR", "ERRBAR", "CCTL", "ATOMG"))
+    counted = ("MEMBAR", "ERRBAR", "CCTL", "ATOMG", "UCGABAR", "SYNCS")
+    fences = " ".join(f"{f} {sum(o.startswith(f) for o in ops)}" for f in counted)
     return f"prologue {first} ({bars} BAR.SYNC), tail {len(ops) - 1 - last}, total {len(ops)}; {fences}"
 
 
 def dry_run(args) -> int:
     from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+    from bulkred_dialect.backend_ptx.launch import resolve_launch
 
     failed = n = 0
     for part, kind, dtype, settings in CELLS:
@@ -153,13 +172,16 @@ def dry_run(args) -> int:
             failed += not ok
             n += 1
             launch = k.signature.launch
+            ms = PART_M.get(part, (*SMALL_M, LARGE_M))
+            clusters = "/".join(str(resolve_launch(k.signature, k.signature.grid_for([m]), None, None).cluster[0]) for m in ms)
             print(f"{part} | {kind} {dtype} {N} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | "
-                  f"threads {launch.block[0]} x {launch.cluster[0]} | {sass_counts(k)}", flush=True)
+                  f"threads {launch.block[0]} x {launch.cluster[0]}, the launch's cluster at M "
+                  f"{'/'.join(map(str, ms))}: {clusters} | {sass_counts(k)}", flush=True)
     print(f"{n} kernels, {failed} failed")
     print("the entries a run on the GPU prints to flip, where every cell wins (its verdicts name each cell):")
     every = {"early copy": ", ".join(f'("{kind}", F32.name): ((4096, 4096),)' for _, kind, _, st in CELLS if st[1][0] == "early copy"),
              "mean, poll": "F32.name: ((4096, 4096),), BF16.name: ((4096, 4096),)"}
-    every["mean, poll, early ticket"] = every["mean, poll"]
+    every["mean, poll, early ticket"] = every["mean, cluster"] = every["mean, cluster 16"] = every["mean, poll"]
     for name, line in FLIP.items():
         print(f"  {name}: {line.format(keys=every[name])}")
     return 1 if failed else 0
@@ -233,7 +255,7 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
             continue
         kernels = [(name, consts, build(kind, dtype, consts)) for name, consts in settings]
         base = next(i for i, (name, _, _) in enumerate(kernels) if name == BASE[part])
-        for m in (*SMALL_M, LARGE_M):
+        for m in PART_M.get(part, (*SMALL_M, LARGE_M)):
             if time.time() - t0 > args.budget_s:
                 print(f"| {part} | {kind} | {dtype} | {m} | skipped: budget |", flush=True)
                 continue
@@ -276,14 +298,17 @@ def verdicts(runs) -> None:
     """The entries to flip: a setting at most GAIN of its base's time where it must gain
     (MUST_GAIN), at most LARGE_LOSS elsewhere, sound at every M."""
     print(f"\nverdicts (FLIP: at most {GAIN} x its base's GPU time at the M it must gain, {LARGE_LOSS} x at the others "
-          f"(M = {', '.join(map(str, (*SMALL_M, LARGE_M)))}), the same bits, batch-invariant, near float64):")
+          f"(M = {', '.join(map(str, (*SMALL_M, LARGE_M)))}; the ce part also 16), the same bits, batch-invariant, "
+          "near float64):")
     groups: dict[tuple[str, str, str], list] = {}
-    for _part, kind, dtype, name, m, us, base_us, sound in runs:
+    parts: dict[tuple[str, str, str], str] = {}
+    for part, kind, dtype, name, m, us, base_us, sound in runs:
         if name in FLIP:
             groups.setdefault((name, kind, dtype), []).append((m, us / base_us, sound))
+            parts[(name, kind, dtype)] = part
     wins: dict[str, list[str]] = {name: [] for name in FLIP}
     for (name, kind, dtype), rows in groups.items():
-        ok = len(rows) == len(SMALL_M) + 1 and all(
+        ok = len(rows) == len(PART_M.get(parts[(name, kind, dtype)], (*SMALL_M, LARGE_M))) and all(
             s and r <= (GAIN if m in MUST_GAIN[name] else LARGE_LOSS) for m, r, s in rows)
         ratios = ", ".join(f"M {m}: {r:.3f}{'' if s else ' (unsound)'}" for m, r, s in rows)
         print(f"  {name} | {kind} {dtype}: {ratios} -> {'FLIP' if ok else 'keep off'}")
@@ -296,6 +321,14 @@ def verdicts(runs) -> None:
             print("  flip: " + FLIP[name].format(keys=", ".join(dict.fromkeys(keys))))
         else:
             print(f"  {name}: leave its table empty")
+    if wins["mean, cluster"] and wins["mean, cluster 16"]:  # (one table: the 16's where it keeps M = 8's gain)
+        at8 = {(kind, dtype, name): us for _p, kind, dtype, name, m, us, _b, _s in runs if m == 8}
+        pairs = [(k, at8[(*k, "mean, cluster 16")] / at8[(*k, "mean, cluster")]) for k in
+                 {(kind, dtype) for _p, kind, dtype, name, *_ in runs if name == "mean, cluster"}
+                 if (*k, "mean, cluster 16") in at8 and (*k, "mean, cluster") in at8]
+        worst = max((r for _, r in pairs), default=float("inf"))
+        print(f"  both cluster settings win: cluster 16 / cluster 8 at M = 8 at most {worst:.3f} -> take "
+              f"{'mean, cluster 16' if worst <= 1 / GAIN else 'mean, cluster'}'s line (where both name the same cells)")
 
 
 def main() -> int:

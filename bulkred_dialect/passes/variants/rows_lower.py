@@ -23,6 +23,16 @@ from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, PackB32
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+from bulkred_dialect.ops.ptx.st_async import StAsyncOp, StAsyncType
+from bulkred_dialect.ops.ptx.sync import (
+    BarrierClusterArriveOp,
+    BarrierClusterWaitOp,
+    ClusterArriveSem,
+    FenceMbarrierInitOp,
+    MapaOp,
+    MbarrierArriveExpectTxOp,
+    MbarrierInitOp,
+)
 from bulkred_dialect.ops.target import Target
 from bulkred_dialect.ops.tile import ReduceKind, enclosing_kernel
 from bulkred_dialect.ops.tile.rows import (
@@ -36,7 +46,7 @@ from bulkred_dialect.ops.tile.rows import (
 from bulkred_dialect.passes.elements import ELEMS, ld_type
 from bulkred_dialect.passes.emitter import Emitter
 from bulkred_dialect.passes.variants.grid_common import add_workspace, set_launch
-from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at
+from bulkred_dialect.passes.variants.kernel import cta_reduce_state, emitter_at, warp_reduce_state
 from bulkred_dialect.passes.variants.rows_backward import (
     ce_backward,
     ColumnSums,
@@ -92,6 +102,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     fast_exp,
     half_as_bfloat16,
     visit_vectors,
+    wait_phase,
 )
 
 
@@ -644,6 +655,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return []
 
         e.if_(e.cmp("eq", tid, 0), zero)
+    loss_cluster = loss_cluster_begin(e, p, op, tid)  # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows
     early_ticket = None  # LOSS_TAIL_EARLY_TICKET: (the loss's workspace, thread 0's ticket, taken before the rows)
     if totals is not None and _early_ticket(p, op):
         loss_ws = add_workspace(kernel, 16 + 8 * p.ctas)
@@ -731,7 +743,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
         done = e.for_(e.wide(slot), p.m, units * p.groups, carried0, row_body)
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
-    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals, early_ticket)  # cross_entropy's reduced (none: nothing)
+    # cross_entropy's reduced (none: nothing)
+    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals, early_ticket, loss_cluster)
     if outs:
         assert ws is not None
         assert ctas is not None
@@ -817,17 +830,121 @@ running, so it ends (no CTA waits for one not yet started). The same bits. None:
 :data:`LOSS_TAIL_EARLY_TICKET_MEASURED` decides; True / False: everywhere or nowhere."""
 LOSS_TAIL_EARLY_TICKET_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
 """Where :data:`LOSS_TAIL_EARLY_TICKET` is on: the element type's name -> ranges of N (never M)."""
+LOSS_TAIL_CLUSTER: bool | None = None
+"""With :data:`LOSS_TAIL_SHORT`, a kernel of a dynamic M whose rows take no cluster (rows_warp,
+rows_cta, rows_stream): a grid of 2 to :data:`LOSS_TAIL_CLUSTER_MAX` CTAs is launched as one
+thread-block cluster (``bulkred.grid_rows``' third entry: the launch layer and the interpreter
+give such a grid the cluster dims of the whole grid) and the CTAs' (loss sum, kept rows) pairs
+meet in the leader's shared memory instead of the workspace: no slot in global memory, no
+fence, no ticket (issue 30, section 4, small batches: cross_entropy's mean at M = 8 rows of
+4096, 3.5 to 3.7 us against 2.0 for one CTA). At the kernel's start the leader's thread 0
+initializes an mbarrier and announces ``8 x CTAs`` bytes to it (``mbarrier.arrive.expect_tx``),
+``fence.mbarrier_init``, and every thread arrives on the cluster barrier
+(``barrier.cluster.arrive.relaxed``: no wait, the rows go on). After the rows each thread
+waits on that barrier (long complete: the leader's mbarrier is initialized), each CTA's
+thread 0 sends its pair into slot ``rank`` of the leader (``st.async`` through ``mapa``,
+completing its bytes on the leader's mbarrier) and leaves; the leader's warp 0 waits for the
+mbarrier's phase, lane t takes ``0 + slot t`` (0 past the grid) and the warp's butterfly gives
+the total, which thread 0 writes. The default's last CTA adds the same slots in the same
+lanes (thread t: ``0 + slot t``), then its CTA's tree, whose other warps add +0 (no sum there
+is -0): the default's bits. A larger grid, or a launch without the cluster (an explicit
+``cluster=``, or static M), takes the default's tail. None: :data:`LOSS_TAIL_CLUSTER_MEASURED`
+decides; True / False: everywhere or nowhere (the probe, the tests). Measured by
+``PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_small``."""
+LOSS_TAIL_CLUSTER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
+"""Where :data:`LOSS_TAIL_CLUSTER` is on: the element type's name -> ranges of N (never M)."""
+LOSS_TAIL_CLUSTER_MAX = 8
+"""The largest grid :data:`LOSS_TAIL_CLUSTER` launches as one cluster: 8, the portable size;
+16 (the non-portable size, which the launch layer opts into past 8) the probe's other setting."""
+
+
+@dataclass
+class LossCluster:
+    """:data:`LOSS_TAIL_CLUSTER`'s state from the kernel's start (:func:`loss_cluster_begin`)."""
+
+    whole: SSAValue
+    """i1: the grid is one cluster of 2 or more CTAs (``%cluster_nctarank == %nctaid.x > 1``)."""
+    slots: SSAValue
+    """shared float32 [2 x MAX]: CTA rank r's pair at byte 8 r (the leader's are read)."""
+    mbar: SSAValue
+    """shared i64 [1]: the leader's mbarrier, counting the slots' bytes."""
+
+
+def _loss_cluster(p: RowPlan, op: NormalizeRowsOp) -> bool:
+    """Whether plan ``p``'s cross_entropy reduction takes :data:`LOSS_TAIL_CLUSTER`'s tail."""
+    return (LOSS_TAIL_SHORT and LOSS_PARTIALS and op.reduced is not None and op.reduction is not None and p.cluster == 1
+            and p.m is None and setting_of(LOSS_TAIL_CLUSTER, LOSS_TAIL_CLUSTER_MEASURED, p.dtype.name, op.cols))
+
+
+def loss_cluster_begin(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue) -> LossCluster | None:
+    """:data:`LOSS_TAIL_CLUSTER`'s start, before the rows (None where it is off): where the
+    grid is one cluster, the leader's mbarrier initialized with its bytes announced, made
+    visible to the cluster, and every thread's relaxed arrival on the cluster barrier."""
+    if not _loss_cluster(p, op):
+        return None
+    assert 2 <= LOSS_TAIL_CLUSTER_MAX <= 16, LOSS_TAIL_CLUSTER_MAX
+    size, ctas = e.sreg(SpecialRegister.CLUSTER_NCTARANK), e.sreg(SpecialRegister.NCTAID_X)
+    whole = e.and_pred(e.cmp("eq", size, ctas), e.cmp("ugt", size, 1))
+    lc = LossCluster(whole, e.shared([2 * LOSS_TAIL_CLUSTER_MAX], f32, "loss_cluster_slots"),
+                     e.shared([1], i64, "loss_cluster_mbar"))
+
+    def begin(b: Emitter) -> list[SSAValue]:
+        def init(c: Emitter) -> list[SSAValue]:  # the leader's thread 0
+            c.emit(MbarrierInitOp(lc.mbar, c.const(1)))
+            c.emit(MbarrierArriveExpectTxOp(lc.mbar, c.mul_i(ctas, 8), sink=True))
+            c.emit(FenceMbarrierInitOp())
+            return []
+
+        b.if_(b.and_pred(b.cmp("eq", tid, 0), b.cmp("eq", b.sreg(SpecialRegister.CLUSTER_CTARANK), 0)), init)
+        b.emit(BarrierClusterArriveOp(ClusterArriveSem.RELAXED))
+        return []
+
+    e.if_(whole, begin)
+    return lc
+
+
+def _loss_cluster_tail(e: Emitter, op: NormalizeRowsOp, tid: SSAValue, ctas: SSAValue, part: list[SSAValue],
+                       lc: LossCluster) -> None:
+    """:data:`LOSS_TAIL_CLUSTER`'s end, in a grid that is one cluster: thread 0 of each CTA
+    sends its ``part`` (valid in thread 0) into the leader's slot of its rank; the leader's
+    warp 0 adds the slots as the default's last CTA does (lane t: ``0 + slot t``, then the
+    butterfly) and its thread 0 writes ``reduced``."""
+    e.emit(BarrierClusterWaitOp(acquire=True))  # (the leader's mbarrier initialized: every thread arrived at the start)
+    rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
+
+    def send(c: Emitter) -> list[SSAValue]:
+        at = c.value(MapaOp(c.ptr_add(lc.slots, c.mul_i(rank, 8)), c.const(0)))
+        c.emit(StAsyncOp(StAsyncType.F32, at, part, c.value(MapaOp(lc.mbar, c.const(0)))))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), send)
+
+    def lead(c: Emitter) -> list[SSAValue]:  # the leader's warp 0
+        wait_phase(c, lc.mbar, c.const(0))
+
+        def slot(d: Emitter) -> list[SSAValue]:
+            at = d.ptr_add(lc.slots, d.mul_i(tid, 8))
+            return [f32_add(d, d.const(0.0, f32), d.ld(ld_type(F32), at, f32, 4 * k)) for k in range(2)]
+
+        acc = c.if_(c.cmp("ult", tid, ctas), slot, lambda d: [d.const(0.0, f32)] * 2, [f32, f32])
+        total = warp_reduce_state(c, PairSums(), acc)
+        c.if_(c.cmp("eq", tid, 0), lambda d: _store_reduced(d, op, total) or [])
+        return []
+
+    e.if_(e.and_pred(e.cmp("eq", rank, 0), e.cmp("ult", tid, 32)), lead)
 
 
 def _early_ticket(p: RowPlan, op: NormalizeRowsOp) -> bool:
     """Whether cross_entropy's reduced ticket is taken before the rows (:data:`LOSS_TAIL_EARLY_TICKET`)."""
     d = p.dtype.name
     return (LOSS_TAIL_SHORT and LOSS_PARTIALS and p.cluster == 1 and setting_of(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, d, op.cols)
-            and setting_of(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols))
+            and setting_of(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols)
+            and not _loss_cluster(p, op))  # (a grid that is one cluster would take a ticket nobody sets back)
 
 
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None) -> None:
+                totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None,
+                loss_cluster: LossCluster | None = None) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
     ``u32`` counter in the kernel's workspace, zero at the launch); the last CTA sums the
@@ -839,7 +956,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     if op.reduced is None or op.reduction is None:
         return
     if LOSS_PARTIALS:
-        _reduce_loss_partials(e, p, op, tid, m, totals, early_ticket)
+        _reduce_loss_partials(e, p, op, tid, m, totals, early_ticket, loss_cluster)
         return
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
@@ -909,7 +1026,8 @@ def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]
 
 
 def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                          totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None) -> None:
+                          totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None,
+                          loss_cluster: LossCluster | None = None) -> None:
     """:func:`reduce_loss` with :data:`LOSS_PARTIALS`: the unit's rows are ``u G + j + k S``
     (``u`` the CTA's, or its cluster's, index; ``G`` the groups a CTA, ``j < G``, ``S =
     units G``: lower_rows' and rows_bulk's rows loops); thread ``t`` adds the rows ``u G + t
@@ -1057,4 +1175,16 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         b.if_(b.cmp("eq", tid, 0), write)
         return []
 
-    e.if_(e.cmp("eq", ctas, 1), alone, grid)
+    if loss_cluster is None:
+        e.if_(e.cmp("eq", ctas, 1), alone, grid)
+        return
+    rule = kernel.attributes.get(GRID_ROWS_ATTR)  # (lower_rows' loop set [per, cap]; the launch: grids to MAX one cluster)
+    assert isinstance(rule, ArrayAttr) and len(rule.data) == 2, rule
+    kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64)])
+    lc = loss_cluster
+
+    def clustered(b: Emitter) -> list[SSAValue]:
+        _loss_cluster_tail(b, op, tid, ctas, part, lc)
+        return []
+
+    e.if_(e.cmp("eq", ctas, 1), alone, lambda b: b.if_(lc.whole, clustered, grid))
