@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Whether rows_backward.NORM_LEAN and NORM_FOLD_DX speed up the 16-bit norms' backward
+(issue 30, section 4: bfloat16 layer_norm's backward at 0.83 to 0.88 of copy, rms_norm's
+0.87 to 0.93, against 0.93): per cell (``--cells``, the furthest below the target first),
+the default and each candidate of :func:`candidates` on the same tensors (fresh random
+data), GPU time from a CUDA graph of 10 calls in turns with the copy kernel
+(rows_backward's graph_medians), each checked against float64 (dx of 256 rows, dweight and
+dbias of all, dweight's bits over two calls: rows_backward's norm_check), its first 37
+rows alone giving dx's bits of the batch (M), and its bits against the default's; then the
+table entry to flip for each cell where a candidate won by 1% or more. ``--dry-run``: no
+GPU, each candidate built for sm_90a and assembled: the variant, grid x threads (x
+cluster), ptxas's registers / spilled bytes, and SASS instructions an element of the loop
+over rows (:func:`sass_per_element`).
+
+    PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_ln_bf16
+    python3 tools/diag.py rows_ln_bf16 --dry-run [--cells bfloat16:4096] [--kinds layer_norm_backward]
+
+What the SASS said (ptxas sm_90a, the loop over rows of the default, instructions an
+element of a thread's 16): bfloat16 layer_norm 25.1 (4096, rows_cta) / 27.4 (16384,
+rows_cluster) / 28.4 (65536), rms_norm 18.4 (4096) / 20.3 (65536), float32 layer_norm 19.5
+(4096) with twice the bytes an element: bfloat16 spends twice float32's issue slots a byte.
+Of a bfloat16 layer_norm row: each mean ``sum / N`` a ``div.rn`` (FCHK, a branch, 5 FFMA:
+about 20 a row a thread), the weight's ``ld.v4.b16`` widened by PRMT and SHF, dx's four
+instructions an element, 16 to 28 MOV carrying the next row's registers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+os.environ["BULKRED_CACHE"] = "0"  # built here, each time: the patched constants take effect
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (rows_backward's and rows_forward's functions)
+
+import rows_backward as RB  # noqa: E402 - tools/probes/rows_backward.py
+
+BWD = "bulkred_dialect.passes.variants.rows_backward"
+CTA = "bulkred_dialect.passes.variants.rows_cta"
+LEAN = {f"{BWD}.NORM_LEAN": True}
+FOLD = {f"{BWD}.NORM_FOLD_DX": True}
+CELLS = ("bfloat16:65536,bfloat16:16384,bfloat16:4096,float16:4096,float16:16384,float16:65536")
+"""The cells (dtype:N), the furthest below issue 30's 0.93 first (bfloat16 layer_norm
+65536 0.83, 16384 0.86, 4096 0.88); past ``--budget-s`` the last are left out."""
+KINDS = "layer_norm_backward,rms_norm_backward"
+
+
+def candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
+    """(label, forced variant, patches): the default, NORM_LEAN (the same bits), and for
+    layer_norm NORM_FOLD_DX alone and with NORM_LEAN; where the dispatch's variant is
+    rows_cta (4096), NORM_LEAN's raise the registers past 128 (bfloat16 layer_norm 148: one
+    CTA of 256 a multiprocessor where the default has two), so also with ``.minnctapersm 2``
+    (rows_cta.MIN_CTAS: ptxas held to 128)."""
+    layer = kind == "layer_norm_backward"
+    out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("lean", None, LEAN)]
+    if layer:
+        out += [("fold", None, FOLD), ("lean, fold", None, {**LEAN, **FOLD})]
+    if RB.chosen_variant(kind, dtype, n, None) == "rows_cta":
+        two = {f"{CTA}.MIN_CTAS": 2}
+        out += [("lean, .minnctapersm 2", None, {**LEAN, **two})]
+        out += [("lean, fold, .minnctapersm 2", None, {**LEAN, **FOLD, **two})] if layer else []
+    return out
+
+
+def sass_per_element(k, n: int) -> str:
+    """SASS instructions (ptxas sm_90a, nvdisasm) of the loop over rows (the smallest loop
+    holding a SHFL and a STG: the row's reduction and its dx) over the elements of the row
+    a thread holds (N / (threads x cluster)); '?' without nvdisasm or that loop."""
+    from rows_forward import sass_listing
+
+    listing = sass_listing(k)
+    if listing is None:
+        return "?"
+    ins, labels = listing
+    best = None
+    for a, op, rest, _ in ins:
+        t = re.search(r"\((\.L_x_\d+)\)", rest)
+        lo = labels.get(t.group(1)) if t else None
+        if op.startswith("BRA") and lo is not None and lo < a:
+            body = [o for x, o, _, _ in ins if lo <= x <= a]
+            if any(o.startswith("SHFL") for o in body) and any(o.startswith("STG") for o in body):
+                best = body if best is None or len(body) < len(best) else best
+    if best is None:
+        return "?"
+    launch = k.signature.launch
+    return f"{len(best) / (n / (launch.block[0] * launch.cluster[0])):.1f}"
+
+
+def build(kind: str, dtype: str, n: int, variant: str | None, patches: dict, dry: bool = False):
+    """The compiled kernel of a candidate (its patches in force while built; ``dry``: for
+    sm_90a, not loaded) and the variant the dispatch took."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.backend_ptx.runtime import compile_tile_module
+
+    kw = {"weight": dtype, "dweight": dtype, "dbias": dtype if kind == "layer_norm_backward" else None,
+          "variant": variant}
+    with RB.patched(patches):
+        if dry:
+            k = compile_tile_module(row_kernels.module(kind, None, n, dtype, **kw), "sm_90a", cache=False).kernel("rows")
+        else:
+            row_kernels._KERNELS.clear()
+            k = row_kernels.kernel_for(kind, None, n, dtype, **kw)
+        return k, RB.chosen_variant(kind, dtype, n, variant)
+
+
+def batch_check(torch, kind: str, t: dict, k, dx) -> str:
+    """The first 37 rows called alone: dx's bits those of the whole batch's."""
+    sub = 37
+    part = {**t, "x": t["x"][:sub].clone(), "dy": t["dy"][:sub].clone(), "rstd": t["rstd"][:sub].clone(),
+            "mean": None if t["mean"] is None else t["mean"][:sub].clone()}
+    n, dt = t["x"].shape[1], t["x"].dtype
+    outs = [torch.empty_like(part["x"])] + [torch.empty(n, device=dx.device, dtype=dt)
+                                            for _ in range(1 + (kind == "layer_norm_backward"))]
+    k(*RB.norm_args(kind, part, outs))
+    torch.cuda.synchronize()
+    return "" if torch.equal(outs[0], dx[:sub]) else ", M-invariance FAILED"
+
+
+def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
+    """Per (kind, dtype, N): the fastest candidate whose checks passed, where it beat the
+    default by 1% or more, and the table entries that turn it on (``results``: kind,
+    dtype, N, label, x copy; the default's first; 0.0 where a check failed)."""
+    by: dict[tuple[str, str, int], list[tuple[str, float]]] = {}
+    for kind, dtype, n, label, ratio in results:
+        by.setdefault((kind, dtype, n), []).append((label, ratio))
+    out = []
+    for (kind, dtype, n), rows in by.items():
+        base = rows[0][1]
+        label, ratio = max(rows, key=lambda r: r[1])
+        if label == "default" or ratio < base * 1.01:
+            out.append(f"{kind} {dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
+            continue
+        name = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype] + ".name"
+        entries = []
+        if "lean" in label:
+            entries.append(f'rows_backward.NORM_LEAN_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}))')
+        if "fold" in label:
+            entries.append(f'rows_backward.NORM_FOLD_DX_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}))')
+        if ".minnctapersm 2" in label:
+            entries.append(f'rows_cta.MIN_CTAS_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}, 2))')
+        out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(entries))
+    return out
+
+
+def measure(args) -> int:
+    """Per cell and kind, the copy kernel and every candidate timed in turns on the same
+    tensors, each checked; the table entries to flip."""
+    import torch
+
+    t0 = time.time()
+    sms = RB.gpu_banner(torch)
+    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once "
+          "| SASS / elem | GB/s | x copy | check |")
+    print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    results = []
+    for dtype, n in RB.cells(args):
+        for kind in args.kinds.split(","):
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print(f"| {kind} | {dtype} | {n} | skipped: past the budget | | | | | | |", flush=True)
+                continue
+            t = RB.norm_inputs(torch, kind, dtype, n)
+            m, dev, dt = t["m"], t["x"].device, t["x"].dtype
+            y = torch.empty_like(t["x"])
+            rows, calls, first = [], [], None
+            for label, variant, patches in candidates(kind, dtype, n):
+                try:
+                    k, name = build(kind, dtype, n, variant, patches)
+                    outs = [torch.empty_like(t["x"])] + [torch.empty(n, device=dev, dtype=dt)
+                                                         for _ in range(1 + (kind == "layer_norm_backward"))]
+                    k(*RB.norm_args(kind, t, outs))
+                    torch.cuda.synchronize()
+                    ok = RB.norm_check(torch, kind, dtype, t, k, outs) + batch_check(torch, kind, t, k, outs[0])
+                    if first is None:
+                        first = [o.clone() for o in outs]
+                    elif all(torch.equal(a, b) for a, b in zip(outs, first)):
+                        ok += ", bits = default's"
+                    else:
+                        ok += ", dw/db bits = default's" if all(torch.equal(a, b) for a, b in zip(outs[1:], first[1:])) \
+                            else ", bits != default's"
+                    rows.append((label, name, RB.launch_of(k, m, sms), sass_per_element(k, n), ok))
+                    calls.append(lambda k=k, a=RB.norm_args(kind, t, outs): k(*a))
+                except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: the row says why
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | | {str(e).splitlines()[0][-90:]} |",
+                          flush=True)
+            times = RB.graph_medians(torch, [lambda: torch.mul(t["x"], 1.0, out=y)] + calls)
+            copy = 2 * m * n * t["x"].element_size() / times[0] / 1e3
+            moved = 3 * m * n * t["x"].element_size()
+            for (label, name, launch, sass, ok), us in zip(rows, times[1:]):
+                gbs = moved / us / 1e3
+                good = ok.startswith("ok") and "FAILED" not in ok and "differ" not in ok
+                results.append((kind, dtype, n, label, gbs / copy if good else 0.0))
+                print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch} | {sass} | {gbs:,.0f} | {gbs / copy:.3f} "
+                      f"| {ok} |", flush=True)
+            print(f"| copy | {dtype} | {n} | | | | | {copy:,.0f} | 1.000 | |", flush=True)
+            del t, y, calls, first
+            torch.cuda.empty_cache()
+    print("\nTo flip (per cell the fastest candidate, its checks passed, >= 1.01x the default):")
+    for line in flips(results):
+        print(f"- {line}")
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 0
+
+
+def dry_run(args) -> int:
+    """Each candidate of each cell built for sm_90a and assembled: the variant, grid x
+    threads (x cluster), registers / spills, SASS an element; no GPU. 1 where one fails."""
+    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | SASS / elem |")
+    print("| --- | --- | ---: | --- | --- | --- | ---: |")
+    failed = 0
+    for dtype, n in RB.cells(args):
+        for kind in args.kinds.split(","):
+            for label, variant, patches in candidates(kind, dtype, n):
+                try:
+                    k, name = build(kind, dtype, n, variant, patches, dry=True)
+                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {RB.launch_of(k, RB.TOTAL // n)} "
+                          f"| {sass_per_element(k, n)} |", flush=True)
+                except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
+                    failed += 1
+                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+    return 1 if failed else 0
+
+
+def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", default=CELLS, help="dtype:N pairs in the order measured")
+    ap.add_argument("--kinds", default=KINDS)
+    ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
+    args = ap.parse_args()
+    if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
+        ap.error("--kinds: rms_norm_backward and layer_norm_backward only")
+    return dry_run(args) if args.dry_run else measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
