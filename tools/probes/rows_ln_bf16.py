@@ -42,7 +42,7 @@ BWD = "bulkred_dialect.passes.variants.rows_backward"
 CTA = "bulkred_dialect.passes.variants.rows_cta"
 LEAN = {f"{BWD}.NORM_LEAN": True}
 FOLD = {f"{BWD}.NORM_FOLD_DX": True}
-CELLS = ("bfloat16:65536,bfloat16:16384,bfloat16:4096,float16:4096,float16:16384,float16:65536")
+CELLS = "bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024,float16:4096,float16:16384,float16:65536"
 """The cells (dtype:N), the furthest below issue 30's 0.93 first (bfloat16 layer_norm
 65536 0.83, 16384 0.86, 4096 0.88); past ``--budget-s`` the last are left out."""
 KINDS = "layer_norm_backward,rms_norm_backward"
@@ -65,10 +65,11 @@ def candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dic
     return out
 
 
-def sass_per_element(k, n: int) -> str:
+def sass_per_element(k, n: int, variant: str) -> str:
     """SASS instructions (ptxas sm_90a, nvdisasm) of the loop over rows (the smallest loop
     holding a SHFL and a STG: the row's reduction and its dx) over the elements of the row
-    a thread holds (N / (threads x cluster)); '?' without nvdisasm or that loop."""
+    a thread holds (N / (threads x cluster); rows_warp's N / 32); '?' without nvdisasm or
+    that loop."""
     from rows_forward import sass_listing
 
     listing = sass_listing(k)
@@ -86,7 +87,8 @@ def sass_per_element(k, n: int) -> str:
     if best is None:
         return "?"
     launch = k.signature.launch
-    return f"{len(best) / (n / (launch.block[0] * launch.cluster[0])):.1f}"
+    threads = 32 if variant == "rows_warp" else launch.block[0] * launch.cluster[0]
+    return f"{len(best) / (n / threads):.1f}"
 
 
 def build(kind: str, dtype: str, n: int, variant: str | None, patches: dict, dry: bool = False):
@@ -136,11 +138,11 @@ def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
         name = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype] + ".name"
         entries = []
         if "lean" in label:
-            entries.append(f'rows_backward.NORM_LEAN_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}))')
+            entries.append(f'rows_backward.NORM_LEAN_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
         if "fold" in label:
-            entries.append(f'rows_backward.NORM_FOLD_DX_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}))')
+            entries.append(f'rows_backward.NORM_FOLD_DX_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
         if ".minnctapersm 2" in label:
-            entries.append(f'rows_cta.MIN_CTAS_MEASURED[("{kind}", {name})] = ((..., ({n}, {n}, 2))')
+            entries.append(f'rows_cta.MIN_CTAS_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, 2))')
         out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(entries))
     return out
 
@@ -180,7 +182,7 @@ def measure(args) -> int:
                     else:
                         ok += ", dw/db bits = default's" if all(torch.equal(a, b) for a, b in zip(outs[1:], first[1:])) \
                             else ", bits != default's"
-                    rows.append((label, name, RB.launch_of(k, m, sms), sass_per_element(k, n), ok))
+                    rows.append((label, name, RB.launch_of(k, m, sms), sass_per_element(k, n, name), ok))
                     calls.append(lambda k=k, a=RB.norm_args(kind, t, outs): k(*a))
                 except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: the row says why
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | | {str(e).splitlines()[0][-90:]} |",
@@ -216,7 +218,7 @@ def dry_run(args) -> int:
                 try:
                     k, name = build(kind, dtype, n, variant, patches, dry=True)
                     print(f"| {kind} | {dtype} | {n} | {label} | {name} | {RB.launch_of(k, RB.TOTAL // n)} "
-                          f"| {sass_per_element(k, n)} |", flush=True)
+                          f"| {sass_per_element(k, n, name)} |", flush=True)
                 except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
                     failed += 1
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
