@@ -27,6 +27,7 @@ CASES = [  # (kind, variant, N, dtype, weight's type, dbias): pipelined (rows_ba
     ("rms_norm_backward", "rows_cluster", 512, "bfloat16", "bfloat16", False),  # 4 CTAs of one warp, pipelined
     ("layer_norm_backward", "rows_cluster", 512, "float16", "float16", True),  # float16 as bfloat16, pipelined
     ("layer_norm_backward", "rows_stream", 256, "float32", "float32", True),  # streamed twice, not pipelined
+    ("layer_norm_backward", "rows_warp", 256, "bfloat16", "bfloat16", True),  # 2 vectors a lane, WARP_PIPELINE
 ]
 
 
@@ -58,7 +59,7 @@ def _set(monkeypatch, lean, fold) -> None:
     monkeypatch.setattr(rows_backward, "NORM_FOLD_DX", fold)
 
 
-@pytest.mark.parametrize("case", CASES[:3])
+@pytest.mark.parametrize("case", CASES[:3] + CASES[4:])
 def test_lean_bits_are_the_defaults(case, monkeypatch) -> None:
     kind, variant, n, dtype, affine, db = case
     _set(monkeypatch, False, False)
