@@ -1,6 +1,7 @@
 """rows_bulk_backward's settings for the norms' backward at 262144 (issue 30, section 4; off by
 default, measured by tools/probes/rows_ln_long.py): LEAN_DX (dx by two FFMA from the row's
-constants, the first pass summing ``g (x - mean)``) and SETTINGS' ``"spare_shared"`` (the
+constants, the first pass summing ``g (x - mean)``), WORDS (bfloat16 read from shared memory
+as 32-bit words) and SETTINGS' ``"spare_shared"`` (the
 shared memory kept for the rest: bfloat16 layer_norm's 4 slots and weight beside dbias's
 column sums). On the interpreter's clusters with test_rows_backward_bulk's small settings
 (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx against float64,
@@ -61,6 +62,26 @@ def test_lean_dx(case, monkeypatch) -> None:
     np.testing.assert_array_equal(alone[0], got[0][:3])
 
 
+@pytest.mark.parametrize("kind", ["layer_norm_backward", "rms_norm_backward"])
+def test_words(kind: str, monkeypatch) -> None:
+    """WORDS: bfloat16 x, dy and the weight (its slice in shared memory) read as 32-bit
+    words: every output bit for bit the default's (the same float32 values); with LEAN_DX
+    too, dweight's and dbias's bits the default's and dx LEAN_DX's alone."""
+    n, dtype, db = 512, "bfloat16", kind == "layer_norm_backward"
+    x, dy, w = _rows(kind, n, dtype, 0.5, m=5)
+    default = run_norm(kind, x, dy, w, dtype, dtype, db)
+    assert _config(kind, n, dtype, db).weight_bytes  # (the weight's slice in shared memory: read as words too)
+    monkeypatch.setattr(rows_bulk_backward, "WORDS", True)
+    assert _config(kind, n, dtype, db).words and not _config(kind, n, "float32", db).words
+    for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, db), default, strict=True):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(rows_bulk_backward, "LEAN_DX", True)
+    both = run_norm(kind, x, dy, w, dtype, dtype, db)
+    monkeypatch.setattr(rows_bulk_backward, "WORDS", False)
+    for a, b in zip(both, [run_norm(kind, x, dy, w, dtype, dtype, db)[0]] + default[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_spare_shared(monkeypatch) -> None:
     """SETTINGS' ``"spare_shared"``: the shared memory kept for the rest, in place of
     SPARE_SHARED. Where dbias's column sums take shared memory (``"columns_shared"``), the
@@ -85,7 +106,7 @@ def test_spare_shared(monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """LEAN_DX is off but where SETTINGS says, and SETTINGS names no lean_dx or spare_shared
-    cell until an H200 measures one (tools/probes/rows_ln_long.py)."""
-    assert rows_bulk_backward.LEAN_DX is None
-    assert not any({"lean_dx", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)
+    """LEAN_DX and WORDS are off but where SETTINGS says, and SETTINGS names no lean_dx, words
+    or spare_shared cell until an H200 measures one (tools/probes/rows_ln_long.py)."""
+    assert rows_bulk_backward.LEAN_DX is None and rows_bulk_backward.WORDS is None
+    assert not any({"lean_dx", "words", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)

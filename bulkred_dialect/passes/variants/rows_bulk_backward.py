@@ -64,13 +64,14 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from bulkred_dialect.ops.dtypes import of_ir
+from bulkred_dialect.ops.dtypes import DType, of_ir
 from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
 from bulkred_dialect.ops.ptx.base import StateSpace
+from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.ptx.bulk import CpAsyncBulkSharedCtaGlobalOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
 from bulkred_dialect.ops.ptx.sync import MbarrierArriveExpectTxOp, MbarrierInitOp
@@ -100,6 +101,8 @@ from bulkred_dialect.passes.variants.rows_backward import (
 )
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
+    packed_bf16,
+    widen_raw,
     f32_mul,
     f32_sub,
     half_as_bfloat16,
@@ -222,10 +225,18 @@ last bits differ (one rounding fewer or more per term, no cancellation the defau
 not: within float32's error of float64, tests/test_rows_ln_long.py); never with M. Off:
 not yet measured on an H200 (``PROBE_ARGS="--budget-s 120" bash tools/gpu.sh
 probe:rows_ln_long``)."""
+WORDS: bool | None = None
+"""None: where :data:`SETTINGS` says (``"words"``; nowhere yet); True or False: everywhere
+or nowhere (the probe's and the tests' settings). A norm's backward reads its bfloat16
+vectors of x, dy and the weight from shared memory as 32-bit words, each widened by a
+shift or a mask (rows_common.widen_raw), where ``ld.shared.v4.b16`` and ``cvt`` take a
+PRMT or SHF and more an element (bfloat16 layer_norm at 262144: 296 of the row loop's
+1113 SASS instructions unpack bfloat16). The same float32 values: the bits of the
+default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int)
+    #  "lean_dx": bool, "spare_shared": int, "words": bool)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -246,7 +257,7 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
-(:data:`LEAN_DX`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -303,6 +314,7 @@ class BulkPlan:
     columns_shared: int = 0  # the last column sums (of dweight, dbias) in shared memory (COLUMNS_SHARED)
     column_bytes: int = 0  # their shared memory
     lean_dx: bool = False  # dx by two FFMA from the row's constants (LEAN_DX)
+    words: bool = False  # bfloat16 read from shared memory as 32-bit words (WORDS)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
@@ -356,9 +368,11 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
     lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
+    words = bool(cell.get("words", False)) if WORDS is None else WORDS
     norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
-                    max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean and norm, spare)
+                    max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
+                    words=words and norm and packed_bf16(d, vector_of(op)))
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -403,14 +417,26 @@ memory (the next ones ``T`` vectors apart), its vectors in registers, or the row
 global memory (:class:`RowBuf`: the thread's first vector; REREAD's second pass)."""
 
 
-def _vec(r: RowState, e: Emitter, src: Source, k: int) -> list[SSAValue]:
-    """The thread's vector ``k`` of a row's tensor from ``src`` (:data:`Source`)."""
+def _vec(r: RowState, e: Emitter, src: Source, k: int, words: bool = False) -> list[SSAValue]:
+    """The thread's vector ``k`` of a row's tensor from ``src`` (:data:`Source`); with
+    ``words`` (:data:`WORDS`) a bfloat16 vector in shared memory read as 32-bit words."""
     p = r.p
     if isinstance(src, list):
         return src[k]
     if isinstance(src, RowBuf):
         return src.load(e, k * p.group, p.vec)
-    return load_vec(e, p.dtype, src, k * p.block * p.vec * p.dtype.bytes, p.vec, nc=False)
+    offset = k * p.block * p.vec * p.dtype.bytes
+    if words and packed_bf16(p.dtype, p.vec):
+        return shared_words(e, p.dtype, src, offset, p.vec)
+    return load_vec(e, p.dtype, src, offset, p.vec, nc=False)
+
+
+def shared_words(e: Emitter, d: DType, at: SSAValue, offset: int, vec: int) -> list[SSAValue]:
+    """``vec`` bfloat16 at ``at + offset`` bytes of shared memory as float32, loaded as
+    ``vec / 2`` 32-bit words (one vector load) and widened by a shift and a mask each
+    (:data:`WORDS`): the same values as ``load_vec``'s."""
+    raw = e.ld_vec(LdStType.B32, at, i32, vec // 2, offset, nc=False) if vec > 2 else [e.ld(LdStType.B32, at, i32, offset)]
+    return widen_raw(e, d, raw, vec)
 
 
 def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
@@ -435,7 +461,7 @@ def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
               acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
               between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = (),
-              lean: bool = False) -> list[SSAValue]:
+              lean: bool = False, words: bool = False) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
     :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
     statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
@@ -443,18 +469,22 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
     column sums ``acc`` (per vector: V of dweight, then V of dbias; those of ``shared_acc``,
     the last outputs', in shared memory: read and written back here) after the row.
     ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x - mean)``, the second writes dx
-    by two FFMA from the row's constants."""
+    by two FFMA from the row's constants; ``words`` (:data:`WORDS`): bfloat16 read from
+    shared memory as 32-bit words."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
     def terms(k: int, xs: Source, gs: Source, centred: bool = False) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
         """(dy, xhat, g) of vector ``k``; with ``centred``, ``x - mean`` (rms_norm: x) in place of xhat."""
-        dys = _vec(r, e, gs, k)
-        ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
+        dys = _vec(r, e, gs, k, words)
+        if r.w is not None and shared_weight and words and packed_bf16(r.w.dtype, p.vec):
+            ws: list[SSAValue] | None = shared_words(e, r.w.dtype, *r.w.at(e, k * p.group, p.vec), p.vec)
+        else:
+            ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
         if centred:
-            xc = [f32_sub(e, x, st["mean"]) if "mean" in st else x for x in _vec(r, e, xs, k)]
+            xc = [f32_sub(e, x, st["mean"]) if "mean" in st else x for x in _vec(r, e, xs, k, words)]
             return dys, xc, ([f32_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys))
-        return (dys, *norm_terms(r, e, _vec(r, e, xs, k), dys, ws, st))
+        return (dys, *norm_terms(r, e, _vec(r, e, xs, k, words), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
     for k in range(per):
@@ -623,7 +653,8 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                 for t in range(bp.reread):  # slice k + Q into slice k's slot
                     ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
-            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx)
+            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx,
+                            bp.words)
         else:
             _softmax_row(r, b, srcs, per, again, between)
         nxt, wrapped = wrap(b, b.add_i(base, tn))
