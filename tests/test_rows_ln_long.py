@@ -1,7 +1,7 @@
 """rows_bulk_backward's settings for the norms' backward at 262144 (issue 30, section 4; off by
 default, measured by tools/probes/rows_ln_long.py): LEAN_DX (dx by two FFMA from the row's
 constants, the first pass summing ``g (x - mean)``), WORDS (bfloat16 read from shared memory
-as 32-bit words) and SETTINGS' ``"spare_shared"`` (the
+as 32-bit words), REVERSE (the second pass last vector first) and SETTINGS' ``"spare_shared"`` (the
 shared memory kept for the rest: bfloat16 layer_norm's 4 slots and weight beside dbias's
 column sums). On the interpreter's clusters with test_rows_backward_bulk's small settings
 (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx against float64,
@@ -82,6 +82,26 @@ def test_words(kind: str, monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def test_reverse(monkeypatch) -> None:
+    """REVERSE: the second pass over a thread's vectors last to first (float32 layer_norm,
+    2 vectors a thread: slices of 1024 bytes, a cluster of 2): every output bit for bit the
+    default's (the same sums in the same order, dx elementwise); with LEAN_DX, LEAN_DX's."""
+    kind, n, dtype = "layer_norm_backward", 512, "float32"
+    monkeypatch.setattr(rows_bulk_backward, "SLICE_BYTES", 1024)
+    x, dy, w = _rows(kind, n, dtype, 0.5, m=5)
+    default = run_norm(kind, x, dy, w, dtype, dtype, True)
+    monkeypatch.setattr(rows_bulk_backward, "REVERSE", True)
+    bp = _config(kind, n, dtype, True)
+    assert (bp.cluster, bp.per, bp.reverse) == (2, 2, True)
+    for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, True), default, strict=True):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(rows_bulk_backward, "LEAN_DX", True)
+    both = run_norm(kind, x, dy, w, dtype, dtype, True)
+    monkeypatch.setattr(rows_bulk_backward, "REVERSE", False)
+    for a, b in zip(both, run_norm(kind, x, dy, w, dtype, dtype, True), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_spare_shared(monkeypatch) -> None:
     """SETTINGS' ``"spare_shared"``: the shared memory kept for the rest, in place of
     SPARE_SHARED. Where dbias's column sums take shared memory (``"columns_shared"``), the
@@ -106,7 +126,8 @@ def test_spare_shared(monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """LEAN_DX and WORDS are off but where SETTINGS says, and SETTINGS names no lean_dx, words
-    or spare_shared cell until an H200 measures one (tools/probes/rows_ln_long.py)."""
-    assert rows_bulk_backward.LEAN_DX is None and rows_bulk_backward.WORDS is None
-    assert not any({"lean_dx", "words", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)
+    """LEAN_DX, WORDS and REVERSE are off but where SETTINGS says, and SETTINGS names no
+    lean_dx, words, reverse or spare_shared cell until an H200 measures one
+    (tools/probes/rows_ln_long.py)."""
+    assert rows_bulk_backward.LEAN_DX is None and rows_bulk_backward.WORDS is None and rows_bulk_backward.REVERSE is None
+    assert not any({"lean_dx", "words", "reverse", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)

@@ -233,10 +233,23 @@ shift or a mask (rows_common.widen_raw), where ``ld.shared.v4.b16`` and ``cvt`` 
 PRMT or SHF and more an element (bfloat16 layer_norm at 262144: 296 of the row loop's
 1113 SASS instructions unpack bfloat16). The same float32 values: the bits of the
 default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
+REVERSE: bool | None = None
+"""None: where :data:`SETTINGS` says (``"reverse"``; nowhere yet); True or False: everywhere
+or nowhere (the probe's and the tests' settings). A norm's second pass (dx, the column
+sums) takes the thread's vectors last to first, the first pass first to last: where the
+weight is read from global memory (float32 layer_norm at 262144: its 64 KiB slice a CTA
+does not fit beside the 3 slots of 64 KiB; ptxas, at 128 registers with the 64 column
+sums, issues the 8 ``ld.global.nc.v4`` of the weight of a pass in 3 or 4 groups, each
+waiting an L2 round trip), the vectors a pass read last are those the next pass reads
+first: with the L1 left beside 193 KiB of shared memory (the 196 KiB carve-out: 60 KiB)
+most of the 64 KiB slice is still there (an LRU sweep in one direction over more than the
+cache hits nothing; sweeps in turn hit what fits). The same sums in the same order, dx
+elementwise: the bits of the default. Off: not yet measured on an H200
+(tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int, "words": bool)
+    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -257,7 +270,7 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
-(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -315,6 +328,7 @@ class BulkPlan:
     column_bytes: int = 0  # their shared memory
     lean_dx: bool = False  # dx by two FFMA from the row's constants (LEAN_DX)
     words: bool = False  # bfloat16 read from shared memory as 32-bit words (WORDS)
+    reverse: bool = False  # the second pass over the thread's vectors last to first (REVERSE)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
@@ -369,10 +383,11 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
     lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
     words = bool(cell.get("words", False)) if WORDS is None else WORDS
+    reverse = bool(cell.get("reverse", False)) if REVERSE is None else REVERSE
     norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
                     max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
-                    words=words and norm and packed_bf16(d, vector_of(op)))
+                    words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -461,7 +476,7 @@ def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
               acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
               between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = (),
-              lean: bool = False, words: bool = False) -> list[SSAValue]:
+              lean: bool = False, words: bool = False, reverse: bool = False) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
     :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
     statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
@@ -470,7 +485,8 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
     the last outputs', in shared memory: read and written back here) after the row.
     ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x - mean)``, the second writes dx
     by two FFMA from the row's constants; ``words`` (:data:`WORDS`): bfloat16 read from
-    shared memory as 32-bit words."""
+    shared memory as 32-bit words; ``reverse`` (:data:`REVERSE`): the second pass over the
+    vectors last to first."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
@@ -506,17 +522,17 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
         def dx_of(xh: list[SSAValue], g: list[SSAValue]) -> list[SSAValue]:
             return norm_dx(r, e, xh, g, st)
     each = len(acc) // per
-    out: list[SSAValue] = []
-    for k in range(per):
+    out: list[SSAValue] = list(acc)
+    for k in (reversed(range(per)) if reverse else range(per)):
         dys, xh, g = terms(k, *(again or srcs))
         r.y.store(e, k * p.group, p.vec, dx_of(xh, g))  # type: ignore[union-attr]
         if not shared_acc:
             if each:
-                out += add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
+                out[k * each:(k + 1) * each] = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
             continue
         held = [v for buf in shared_acc for v in buf.load(e, k * p.group, p.vec, nc=False)]
         new = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each] + held)
-        out += new[:each]
+        out[k * each:(k + 1) * each] = new[:each]
         for j, buf in enumerate(shared_acc):
             buf.store(e, k * p.group, p.vec, new[each + j * p.vec:each + (j + 1) * p.vec])
     return out
@@ -654,7 +670,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                     ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
             acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx,
-                            bp.words)
+                            bp.words, bp.reverse)
         else:
             _softmax_row(r, b, srcs, per, again, between)
         nxt, wrapped = wrap(b, b.add_i(base, tn))
