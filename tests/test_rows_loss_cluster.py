@@ -70,13 +70,18 @@ def rows_reference(x: np.ndarray, target: np.ndarray) -> np.ndarray:
 CASES = [("rows_cta", 300, "bfloat16"), ("rows_warp", 68, "float32")]
 
 
+@pytest.mark.parametrize("barrier", [False, True], ids=["mbarrier", "barrier"])
 @pytest.mark.parametrize("variant,n,dtype", CASES, ids=[c[0] for c in CASES])
-def test_cluster_tail_against_float64_and_the_default_bits(variant: str, n: int, dtype: str, monkeypatch) -> None:
-    """M = 1, 3 and 8, ignored rows: the cluster tail's mean and sum near float64 of the
-    kernel's own loss rows, bit for bit the default tail's; where the grid is one cluster
-    (2 to 8 CTAs) it leaves the workspace as it found it, even filled with garbage (it
-    never reads it: the default's ticket would); the loss rows the same in every batch."""
+def test_cluster_tail_against_float64_and_the_default_bits(variant: str, n: int, dtype: str, barrier: bool,
+                                                           monkeypatch) -> None:
+    """M = 1, 3 and 8, ignored rows, both forms (st.async on the leader's mbarrier;
+    LOSS_TAIL_CLUSTER_BARRIER's stores and cluster barrier): the cluster tail's mean and sum
+    near float64 of the kernel's own loss rows, bit for bit the default tail's; where the
+    grid is one cluster (2 to 8 CTAs) it leaves the workspace as it found it, even filled
+    with garbage (it never reads it: the default's ticket would); the loss rows the same in
+    every batch."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_BARRIER", barrier)
     rng = np.random.default_rng(n)
     x = rng.standard_normal((8, n)) * 3
     target = rng.integers(0, n, 8)
@@ -147,6 +152,12 @@ def test_the_launch_rule_and_the_kernel(monkeypatch) -> None:
     ptx = k.module.ptx
     for op in ("st.async", "mapa", "mbarrier.try_wait.parity", "barrier.cluster.arrive.relaxed", "fence.mbarrier_init"):
         assert op in ptx, op
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_BARRIER", True)
+    ptx = compile_tile_module(module("cross_entropy", None, 4096, "float32", reduction="mean"), None).kernel("rows").module.ptx
+    for op in ("st.shared::cluster.v2.f32", "mapa", "fence.acq_rel.cluster", "barrier.cluster.arrive.relaxed",
+               "barrier.cluster.wait.acquire"):
+        assert op in ptx, op
+    assert "mbarrier" not in ptx and "st.async" not in ptx
     monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER", None)
     built = lowered(module("cross_entropy", None, 4096, "float32", reduction="mean"))
     func = kernel_of(built)

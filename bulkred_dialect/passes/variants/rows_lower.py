@@ -856,18 +856,35 @@ LOSS_TAIL_CLUSTER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common
 LOSS_TAIL_CLUSTER_MAX = 8
 """The largest grid :data:`LOSS_TAIL_CLUSTER` launches as one cluster: 8, the portable size;
 16 (the non-portable size, which the launch layer opts into past 8) the probe's other setting."""
+LOSS_TAIL_CLUSTER_BARRIER = False
+""":data:`LOSS_TAIL_CLUSTER`'s other form: nothing at the kernel's start (no mbarrier; a
+grid that is not one cluster runs the default's instructions only, and the test of the
+grid's cluster); after the rows each CTA's thread 0 stores its pair into the leader's slot
+(``st.shared::cluster.v2.f32`` through ``mapa``) and releases it (``fence.acq_rel.cluster``:
+``MEMBAR.ALL.GPU`` in SASS, in that thread alone; ``barrier.cluster.arrive.release`` would
+put it in every thread), every thread of the cluster arrives on the cluster barrier
+(``.relaxed``) and waits (``.acquire``), then the leader's warp 0 adds the slots as the
+mbarrier form does (the same bits). A fence and a cluster barrier on the tail against the
+mbarrier form's ``st.async`` and wait; the probe's ``mean, cluster barrier``."""
 
 
 @dataclass
 class LossCluster:
     """:data:`LOSS_TAIL_CLUSTER`'s state from the kernel's start (:func:`loss_cluster_begin`)."""
 
-    whole: SSAValue
-    """i1: the grid is one cluster of 2 or more CTAs (``%cluster_nctarank == %nctaid.x > 1``)."""
+    whole: SSAValue | None
+    """i1: the grid is one cluster of 2 or more CTAs (``%cluster_nctarank == %nctaid.x > 1``);
+    None: tested at the tail (:data:`LOSS_TAIL_CLUSTER_BARRIER`)."""
     slots: SSAValue
     """shared float32 [2 x MAX]: CTA rank r's pair at byte 8 r (the leader's are read)."""
-    mbar: SSAValue
-    """shared i64 [1]: the leader's mbarrier, counting the slots' bytes."""
+    mbar: SSAValue | None
+    """shared i64 [1]: the leader's mbarrier, counting the slots' bytes (None: the barrier form)."""
+
+
+def _whole_grid_cluster(e: Emitter) -> SSAValue:
+    """i1: the grid is one cluster of 2 or more CTAs."""
+    size, ctas = e.sreg(SpecialRegister.CLUSTER_NCTARANK), e.sreg(SpecialRegister.NCTAID_X)
+    return e.and_pred(e.cmp("eq", size, ctas), e.cmp("ugt", size, 1))
 
 
 def _loss_cluster(p: RowPlan, op: NormalizeRowsOp) -> bool:
@@ -883,15 +900,18 @@ def loss_cluster_begin(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValu
     if not _loss_cluster(p, op):
         return None
     assert 2 <= LOSS_TAIL_CLUSTER_MAX <= 16, LOSS_TAIL_CLUSTER_MAX
-    size, ctas = e.sreg(SpecialRegister.CLUSTER_NCTARANK), e.sreg(SpecialRegister.NCTAID_X)
-    whole = e.and_pred(e.cmp("eq", size, ctas), e.cmp("ugt", size, 1))
-    lc = LossCluster(whole, e.shared([2 * LOSS_TAIL_CLUSTER_MAX], f32, "loss_cluster_slots"),
-                     e.shared([1], i64, "loss_cluster_mbar"))
+    slots = e.shared([2 * LOSS_TAIL_CLUSTER_MAX], f32, "loss_cluster_slots")
+    if LOSS_TAIL_CLUSTER_BARRIER:
+        return LossCluster(None, slots, None)
+    ctas = e.sreg(SpecialRegister.NCTAID_X)
+    whole = _whole_grid_cluster(e)
+    lc = LossCluster(whole, slots, e.shared([1], i64, "loss_cluster_mbar"))
+    mbar = lc.mbar
 
     def begin(b: Emitter) -> list[SSAValue]:
         def init(c: Emitter) -> list[SSAValue]:  # the leader's thread 0
-            c.emit(MbarrierInitOp(lc.mbar, c.const(1)))
-            c.emit(MbarrierArriveExpectTxOp(lc.mbar, c.mul_i(ctas, 8), sink=True))
+            c.emit(MbarrierInitOp(mbar, c.const(1)))
+            c.emit(MbarrierArriveExpectTxOp(mbar, c.mul_i(ctas, 8), sink=True))
             c.emit(FenceMbarrierInitOp())
             return []
 
@@ -909,18 +929,28 @@ def _loss_cluster_tail(e: Emitter, op: NormalizeRowsOp, tid: SSAValue, ctas: SSA
     sends its ``part`` (valid in thread 0) into the leader's slot of its rank; the leader's
     warp 0 adds the slots as the default's last CTA does (lane t: ``0 + slot t``, then the
     butterfly) and its thread 0 writes ``reduced``."""
-    e.emit(BarrierClusterWaitOp(acquire=True))  # (the leader's mbarrier initialized: every thread arrived at the start)
+    mbar = lc.mbar
+    if mbar is not None:
+        e.emit(BarrierClusterWaitOp(acquire=True))  # (the leader's mbarrier initialized: every thread arrived at the start)
     rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
 
     def send(c: Emitter) -> list[SSAValue]:
         at = c.value(MapaOp(c.ptr_add(lc.slots, c.mul_i(rank, 8)), c.const(0)))
-        c.emit(StAsyncOp(StAsyncType.F32, at, part, c.value(MapaOp(lc.mbar, c.const(0)))))
+        if mbar is None:  # LOSS_TAIL_CLUSTER_BARRIER: a plain store released by its thread, the cluster barrier after
+            c.st_vec(ld_type(F32), at, part)
+            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.CLUSTER))
+        else:
+            c.emit(StAsyncOp(StAsyncType.F32, at, part, c.value(MapaOp(mbar, c.const(0)))))
         return []
 
     e.if_(e.cmp("eq", tid, 0), send)
+    if mbar is None:  # (every thread: the store released by thread 0's fence, read after the wait's acquire)
+        e.emit(BarrierClusterArriveOp(ClusterArriveSem.RELAXED))
+        e.emit(BarrierClusterWaitOp(acquire=True))
 
     def lead(c: Emitter) -> list[SSAValue]:  # the leader's warp 0
-        wait_phase(c, lc.mbar, c.const(0))
+        if mbar is not None:
+            wait_phase(c, mbar, c.const(0))
 
         def slot(d: Emitter) -> list[SSAValue]:
             at = d.ptr_add(lc.slots, d.mul_i(tid, 8))
@@ -1182,9 +1212,10 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
     assert isinstance(rule, ArrayAttr) and len(rule.data) == 2, rule
     kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64)])
     lc = loss_cluster
+    whole = lc.whole if lc.whole is not None else _whole_grid_cluster(e)
 
     def clustered(b: Emitter) -> list[SSAValue]:
         _loss_cluster_tail(b, op, tid, ctas, part, lc)
         return []
 
-    e.if_(e.cmp("eq", ctas, 1), alone, lambda b: b.if_(lc.whole, clustered, grid))
+    e.if_(e.cmp("eq", ctas, 1), alone, lambda b: b.if_(whole, clustered, grid))
