@@ -40,6 +40,7 @@ import rows_backward as RB  # noqa: E402 - tools/probes/rows_backward.py
 
 BWD = "bulkred_dialect.passes.variants.rows_backward"
 CTA = "bulkred_dialect.passes.variants.rows_cta"
+CLUSTER = "bulkred_dialect.passes.variants.rows_cluster"
 LEAN = {f"{BWD}.NORM_LEAN": True}
 FOLD = {f"{BWD}.NORM_FOLD_DX": True}
 CELLS = "bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024,float16:4096,float16:16384,float16:65536"
@@ -53,15 +54,27 @@ def candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dic
     layer_norm NORM_FOLD_DX alone and with NORM_LEAN; where the dispatch's variant is
     rows_cta (4096), NORM_LEAN's raise the registers past 128 (bfloat16 layer_norm 148: one
     CTA of 256 a multiprocessor where the default has two), so also with ``.minnctapersm 2``
-    (rows_cta.MIN_CTAS: ptxas held to 128)."""
+    (rows_cta.MIN_CTAS: ptxas held to 128). Past 8192 on rows_cluster (and rms_norm's
+    16384, rows_bulk_backward's), the loads in flight: clusters of twice as many CTAs of
+    256 threads (rows_cluster.SLICE 4096: 16 at 65536, 4 at 16384; 16 values a thread, as
+    the default's 512) at ``.minnctapersm 2`` (rows_backward.NORM_CLUSTER_MIN_CTAS: 128
+    registers, no spill), two rows' CTAs a multiprocessor where the default's 512-thread
+    CTA at 128 registers holds one and waits for its cluster's exchange alone; with
+    NORM_LEAN (and NORM_FOLD_DX)."""
     layer = kind == "layer_norm_backward"
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("lean", None, LEAN)]
     if layer:
         out += [("fold", None, FOLD), ("lean, fold", None, {**LEAN, **FOLD})]
-    if RB.chosen_variant(kind, dtype, n, None) == "rows_cta":
+    chosen = RB.chosen_variant(kind, dtype, n, None)
+    if chosen == "rows_cta":
         two = {f"{CTA}.MIN_CTAS": 2}
         out += [("lean, .minnctapersm 2", None, {**LEAN, **two})]
         out += [("lean, fold, .minnctapersm 2", None, {**LEAN, **FOLD, **two})] if layer else []
+    if n > 8192 and (chosen == "rows_cluster" or not layer):  # (rms_norm 16384: rows_bulk_backward's cell)
+        half = {f"{CLUSTER}.SLICE": 4096, f"{BWD}.NORM_CLUSTER_MIN_CTAS": 2}
+        label = f"rows_cluster of {n // 4096} x 256 (SLICE 4096), .minnctapersm 2"
+        out += [(label, "rows_cluster", half), (f"{label}, lean", "rows_cluster", {**half, **LEAN})]
+        out += [(f"{label}, lean, fold", "rows_cluster", {**half, **LEAN, **FOLD})] if layer else []
     return out
 
 
@@ -141,7 +154,12 @@ def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
             entries.append(f'rows_backward.NORM_LEAN_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
         if "fold" in label:
             entries.append(f'rows_backward.NORM_FOLD_DX_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
-        if ".minnctapersm 2" in label:
+        if "SLICE 4096" in label:
+            entries.append(f'rows_backward.NORM_CLUSTER_MIN_CTAS_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, 2)); '
+                           f'rows_cluster.cluster_for: SLICE 4096 for {kind} {dtype} {n} (a per-cell table there, '
+                           'none yet)' + ("; rows_bulk_backward.CHOSEN without this cell"
+                                          if kind == "rms_norm_backward" and n == 16384 else ""))
+        elif ".minnctapersm 2" in label:
             entries.append(f'rows_cta.MIN_CTAS_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, 2))')
         out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(entries))
     return out

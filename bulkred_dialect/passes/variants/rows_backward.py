@@ -43,6 +43,7 @@ from bulkred_dialect.passes.variants.rows_common import (
     PairSums,
     packed_bf16,
     raw_count,
+    set_min_ctas,
     raw_load,
     widen_raw,
     F32,
@@ -231,6 +232,8 @@ def registers_norm_backward(r: RowState, e: Emitter, row: SSAValue, acc: list[SS
     p = r.p
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
+    if p.cluster > 1:  # NORM_CLUSTER_MIN_CTAS: rows_cluster's .minnctapersm (None: none, the default)
+        set_min_ctas(r.op, norm_cluster_min_ctas(p))
     conds = r.item_conds(e)
     nw = p.vec if r.w is not None else 0
     if ahead is not None:
@@ -384,6 +387,34 @@ not rows_bulk_backward)."""
 NORM_FOLD_DX_MEASURED: dict = half_as_bfloat16({})
 """:data:`NORM_FOLD_DX` by element type name, or ``(kind, type name)``, and N (never M).
 Empty until measured on an H200 (tools/probes/rows_ln_bf16.py)."""
+
+
+NORM_CLUSTER_MIN_CTAS: int | None = None
+"""CTAs a multiprocessor must hold at once (``.minnctapersm``) for a norm's backward on
+rows_cluster (the row in registers, a cluster a row); None: :data:`NORM_CLUSTER_MIN_CTAS_MEASURED`,
+else no bound (the default). For the probe's clusters of 256-thread CTAs (rows_cluster.SLICE
+4096: bfloat16 65536 on 16 CTAs of 256, 16384 on 4), where ptxas takes 142 to 148 registers,
+one CTA a multiprocessor: at 2 it is held to 128, and each multiprocessor holds two rows'
+CTAs of two clusters, one's exchange overlapping the other's loads and arithmetic (the
+default's 512-thread CTAs at 128 registers: one, its cluster exchange exposed). The same
+bits (registers only)."""
+
+NORM_CLUSTER_MIN_CTAS_MEASURED: dict = half_as_bfloat16({})
+""":data:`NORM_CLUSTER_MIN_CTAS` by element type name, or ``(kind, type name)``: (N from,
+N to, CTAs), the first range holding N (never M). Empty until measured on an H200
+(tools/probes/rows_ln_bf16.py)."""
+
+
+def norm_cluster_min_ctas(p: RowPlan) -> int | None:
+    """The ``.minnctapersm`` of plan ``p``'s rows_cluster kernel (:data:`NORM_CLUSTER_MIN_CTAS`), or None."""
+    if NORM_CLUSTER_MIN_CTAS is not None:
+        return NORM_CLUSTER_MIN_CTAS
+    table = NORM_CLUSTER_MIN_CTAS_MEASURED
+    ranges = table.get((p.kind.value, p.dtype.name))
+    for lo, hi, ctas in table.get(p.dtype.name, ()) if ranges is None else ranges:
+        if lo <= p.n <= hi:
+            return ctas
+    return None
 
 
 def norm_lean(p: RowPlan) -> bool:
