@@ -19,6 +19,7 @@ from test_rows import lowered, small_ctas, to_bits, values  # noqa: F401 (small_
 from bulkred_dialect.backend_ptx.launch import resolve_launch
 from bulkred_dialect.backend_ptx.signature import signature_from_json, signature_of_func, signature_to_json
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, grid_for_rows, whole_grid_cluster
 from bulkred_dialect.passes.variants import rows_common, rows_lower
 from bulkred_dialect.row_kernels import module
@@ -112,8 +113,9 @@ def test_cluster_tail_against_float64_and_the_default_bits(variant: str, n: int,
 
 def test_every_row_ignored_and_past_the_cluster(monkeypatch) -> None:
     """Every target ignore_index in a grid that is one cluster: the mean NaN (0 / 0), the sum
-    0. A grid of more CTAs than the largest cluster (LOSS_TAIL_CLUSTER_MAX 2 here): the
-    default's tail (the workspace's ticket and slots, left zeroed), its bits."""
+    0. A grid of 3 launched without a cluster, and a grid of more CTAs than the largest
+    cluster (LOSS_TAIL_CLUSTER_MAX 2 here): the default's tail (the workspace's ticket and
+    slots, left zeroed), its bits."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
     n, dtype = 300, "float32"
     x = np.random.default_rng(1).standard_normal((3, n))
@@ -123,10 +125,16 @@ def test_every_row_ignored_and_past_the_cluster(monkeypatch) -> None:
         assert grid_of(on, 3) == 3
         got, _, ws = run(on, x, ignored, dtype, workspace_fill=3)
         assert check(values(got, dtype)[0]) and (ws == 3).all()
-    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_MAX", 2)
     target = np.array([4, IGNORE, 9], np.int64)
-    on = build("rows_cta", n, dtype, "mean", True, monkeypatch)
     off = build("rows_cta", n, dtype, "mean", False, monkeypatch)
+    on = build("rows_cta", n, dtype, "mean", True, monkeypatch)
+    m = len(target)  # (launched without a cluster, as a caller's explicit cluster=: %cluster_nctarank 1, the default's tail)
+    ws = np.zeros(kernel_of(on).attributes["bulkred.workspace"].value.data, np.int8)
+    got = run_grid(on, "rows", to_bits(x, dtype), target, np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32),
+                   to_bits(np.full(1, 7.0), dtype), ws)[4]
+    assert not ws.any() and got.tobytes() == run(off, x, target, dtype)[0].tobytes()
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_MAX", 2)
+    on = build("rows_cta", n, dtype, "mean", True, monkeypatch)
     assert [a.value.data for a in kernel_of(on).attributes[GRID_ROWS_ATTR].data][2] == 2
     got, loss, ws = run(on, x, target, dtype)
     assert not ws.any(), "the workspace is not left zeroed"
