@@ -140,6 +140,9 @@ def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
         by.setdefault((kind, dtype, n), []).append((label, ratio))
     out = []
     for (kind, dtype, n), rows in by.items():
+        if rows[0][0] != "default" or rows[0][1] == 0.0:
+            out.append(f"{kind} {dtype} {n}: the default did not run or failed its checks: nothing to compare")
+            continue
         base = rows[0][1]
         label, ratio = max(rows, key=lambda r: r[1])
         if label == "default" or ratio < base * 1.01:
