@@ -1,7 +1,8 @@
 """rows_bulk_backward's settings for the norms' backward at 262144 (issue 30, section 4; off by
 default, measured by tools/probes/rows_ln_long.py): LEAN_DX (dx by two FFMA from the row's
 constants, the first pass summing ``g (x - mean)``), WORDS (bfloat16 read from shared memory
-as 32-bit words), REVERSE (the second pass last vector first) and SETTINGS' ``"spare_shared"`` (the
+as 32-bit words), REVERSE (the second pass last vector first), HALVES (a ring of half slices)
+and SETTINGS' ``"spare_shared"`` (the
 shared memory kept for the rest: bfloat16 layer_norm's 4 slots and weight beside dbias's
 column sums). On the interpreter's clusters with test_rows_backward_bulk's small settings
 (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx against float64,
@@ -102,6 +103,32 @@ def test_reverse(monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+HALVES_CASES = [  # (kind, dtype, slots of half a slice): 2 vectors a thread, a cluster of 2, 7 rows of one unit
+    ("layer_norm_backward", "float32", 4),  # one row's pieces: each copied as its row starts
+    ("layer_norm_backward", "float32", 7),  # float32 262144's: the next row's pieces but the last a row ahead
+    ("rms_norm_backward", "bfloat16", 5),  # one piece ahead; bfloat16, dweight alone
+]
+
+
+@pytest.mark.parametrize("kind,dtype,slots", HALVES_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in HALVES_CASES])
+def test_halves(kind: str, dtype: str, slots: int, monkeypatch) -> None:
+    """HALVES: the ring's pieces half slices (x's and dy's first halves, then their second
+    halves), the second halves waited for before the first pass's second half: every output
+    bit for bit the default's over 7 rows (each slot's mbarrier through both phases)."""
+    n, db = 512, kind == "layer_norm_backward"
+    if dtype == "float32":
+        monkeypatch.setattr(rows_bulk_backward, "SLICE_BYTES", 1024)  # (2 float32 vectors a thread)
+    x, dy, w = _rows(kind, n, dtype, 0.5)
+    default = run_norm(kind, x, dy, w, dtype, dtype, db)
+    monkeypatch.setattr(rows_bulk_backward, "HALVES", True)
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, {"slots": slots})])
+    bp = _config(kind, n, dtype, db)
+    assert (bp.cluster, bp.per, bp.halves, bp.pieces, bp.slots) == (2, 2, True, 4, slots)
+    assert bp.piece_bytes == bp.slice_bytes // 2 == {"float32": 512, "bfloat16": 256}[dtype]
+    for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, db), default, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_spare_shared(monkeypatch) -> None:
     """SETTINGS' ``"spare_shared"``: the shared memory kept for the rest, in place of
     SPARE_SHARED. Where dbias's column sums take shared memory (``"columns_shared"``), the
@@ -126,8 +153,10 @@ def test_spare_shared(monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """LEAN_DX, WORDS and REVERSE are off but where SETTINGS says, and SETTINGS names no
-    lean_dx, words, reverse or spare_shared cell until an H200 measures one
+    """LEAN_DX, WORDS, REVERSE and HALVES are off but where SETTINGS says, and SETTINGS names
+    no lean_dx, words, reverse, halves or spare_shared cell until an H200 measures one
     (tools/probes/rows_ln_long.py)."""
-    assert rows_bulk_backward.LEAN_DX is None and rows_bulk_backward.WORDS is None and rows_bulk_backward.REVERSE is None
-    assert not any({"lean_dx", "words", "reverse", "spare_shared"} & set(s) for *_, s in rows_bulk_backward.SETTINGS)
+    assert (rows_bulk_backward.LEAN_DX, rows_bulk_backward.WORDS, rows_bulk_backward.REVERSE,
+            rows_bulk_backward.HALVES) == (None, None, None, None)
+    assert not any({"lean_dx", "words", "reverse", "halves", "spare_shared"} & set(s)
+                   for *_, s in rows_bulk_backward.SETTINGS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The norms' backward at 262144 against rows_bulk_backward's LEAN_DX, WORDS, REVERSE and dbias's column
-sums in shared memory with a smaller spare (issue 30, section 4: layer_norm's backward at 0.64 of copy in
+"""The norms' backward at 262144 against rows_bulk_backward's LEAN_DX, WORDS, REVERSE, HALVES and dbias's
+column sums in shared memory with a smaller spare (issue 30, section 4: layer_norm's backward at 0.64 of copy in
 float32, 0.73 in bfloat16, rms_norm's 0.86 / 0.89; the target 0.85). Each candidate is a
 ``rows_bulk_backward.SETTINGS`` entry for its cell (the cell's own entry with the candidate's keys added,
 put first), timed against the default on the same tensors (a CUDA graph of 10 calls, the median of 5
@@ -22,9 +22,13 @@ groups, each waiting a round trip, where the kernel without column sums (96 regi
 once. The candidates: LEAN_DX (dx by two FFMA from the row's constants, the first pass's ``g (x - mean)``:
 25.6 -> 23.0, 34.8 -> 31.9), WORDS (bfloat16 from shared memory as words: 34.8 -> 31.7, 28.9 with
 LEAN_DX), REVERSE (the second pass last vector first: the weight read last by a pass is read first by the
-next, from L1), and for bfloat16 layer_norm dbias's column sums in shared memory (64 KiB) beside the 4
-slots and the weight's slice, with 2 KiB kept for the rest in place of 4 (32 fewer registers of column
-sums, the ring as deep)."""
+next, from L1), HALVES (a ring of half slices: float32 layer_norm's 3 slots of 64 KiB hold this row's x
+and dy and the next row's x, so that each row waits for its dy copied only as it starts, where 7 of 32
+KiB hold all the next row's but its dy's second half, waited for after half the first pass; bfloat16's
+11 of 16 KiB beside the weight, against 4 of 32 KiB; the ring's bookkeeping costs about 4 SASS
+instructions an element), and for bfloat16 layer_norm dbias's column sums in shared memory (64 KiB)
+beside the 4 slots and the weight's slice, with 2 KiB kept for the rest in place of 4 (32 fewer
+registers of column sums, the ring as deep)."""
 
 from __future__ import annotations
 
@@ -70,10 +74,15 @@ def candidates(kind: str, dtype: str) -> list[tuple[str, dict]]:
             out += [("dbias's sums in shared memory, 4 slots and the weight's slice", shared),
                     ("lean dx, words, dbias's sums in shared memory, 4 slots and the weight's slice",
                      {**lean, "words": True, **shared})]
-    elif layer:  # (the weight from L2, 3 slots of 64 KiB)
+        out += [("half slices (11 slots and the weight's slice)", {"halves": True}),
+                ("lean dx, words, half slices", {**lean, "words": True, "halves": True})]
+    elif layer:  # (the weight from L2, 3 slots of 64 KiB; half slices: 7 of 32 KiB with a 2 KiB spare)
+        halves = {"halves": True, "slots": 7, "spare_shared": 2048}
         out += [("second pass reversed", {"reverse": True}), ("lean dx, second pass reversed", {**lean, "reverse": True}),
                 ("lean dx, dy in registers, 2 slots and the weight's slice",
-                 {**lean, "grad_registers": True, "slots": 2})]
+                 {**lean, "grad_registers": True, "slots": 2}),
+                ("half slices (7 slots)", halves),
+                ("lean dx, second pass reversed, half slices (7 slots)", {**lean, "reverse": True, **halves})]
     return out + [(NO_COLUMNS, {})]
 
 

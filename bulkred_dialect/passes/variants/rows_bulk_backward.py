@@ -246,10 +246,23 @@ most of the 64 KiB slice is still there (an LRU sweep in one direction over more
 cache hits nothing; sweeps in turn hit what fits). The same sums in the same order, dx
 elementwise: the bits of the default. Off: not yet measured on an H200
 (tools/probes/rows_ln_long.py)."""
+HALVES: bool | None = None
+"""None: where :data:`SETTINGS` says (``"halves"``; nowhere yet); True or False: everywhere
+or nowhere (the probe's and the tests' settings). A norm's backward rings half slices, not
+slices: each row four pieces (the first halves of x's and dy's slices, then their second
+halves), in as many slots of half a slice as fit beside the weight's slice (else without
+it; ``"slots"`` in SETTINGS sets them), each row's first pass waiting for its second
+halves only before its second half of the vectors. float32 layer_norm at 262144, whose 3
+slots of 64 KiB hold this row's x and dy and the next row's x, so that each row waits for
+its dy copied only as it starts (the bfloat16 cell measured 0.53 of copy with 3 slots
+against 0.74 with 4), holds 7 of 32 KiB with a 2 KiB spare (``"spare_shared"``): 1.75
+rows, the next row's pieces but its dy's second half copied a row ahead, and that one
+waited for after half the first pass. The same sums in the same order: the bits of the
+default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool)
+    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -270,7 +283,7 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
-(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`), ``"halves"`` (:data:`HALVES`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -329,12 +342,23 @@ class BulkPlan:
     lean_dx: bool = False  # dx by two FFMA from the row's constants (LEAN_DX)
     words: bool = False  # bfloat16 read from shared memory as 32-bit words (WORDS)
     reverse: bool = False  # the second pass over the thread's vectors last to first (REVERSE)
+    halves: bool = False  # the ring's pieces half slices (HALVES)
+
+    @property
+    def piece_bytes(self) -> int:
+        """The bytes of a slot of the ring: a slice, or half of one (HALVES)."""
+        return self.slice_bytes // 2 if self.halves else self.slice_bytes
+
+    @property
+    def pieces(self) -> int:
+        """The ring's pieces of a row: its tensors' slices (x's and dy's, or x's alone), or their halves."""
+        return self.tensors * (2 if self.halves else 1)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
     def cta_bytes(self) -> int:
         """The shared memory of the CTA's slices (and of its weight)."""
-        return self.slots * self.slice_bytes + self.weight_bytes
+        return self.slots * self.piece_bytes + self.weight_bytes
 
     @property
     def shared_bytes(self) -> int:
@@ -375,19 +399,28 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     cols = shared_cols * (slice_bytes // d.bytes) * 4
     if cols:
         budget -= cols
-    slots = max(2, min(int(cell.get("slots", SLOTS)), budget // max(1, slice_bytes)))
-    if not (WEIGHT_SHARED and weight % 16 == 0 and slots * slice_bytes + weight <= budget):
-        weight = 0  # (where it would take a slot: the slots first)
     tn = 1 if grad else 2
     reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
+    per = max(1, vectors // block)
+    halves = (bool(cell.get("halves", False)) if HALVES is None else HALVES) and op.norm_kind in NORM_BACKWARD_KINDS \
+        and tn == 2 and reread <= 0 and per % 2 == 0 and slice_bytes % 32 == 0
+    piece = slice_bytes // 2 if halves else slice_bytes
+    if halves:  # as many half slices as fit beside the weight's slice (else without it), at least a row's 4
+        fit = (budget - weight) // piece if WEIGHT_SHARED and weight % 16 == 0 else 0
+        slots = max(4, min(int(cell.get("slots", fit if fit > 4 else budget // piece)), budget // piece))
+    else:
+        slots = max(2, min(int(cell.get("slots", SLOTS)), budget // max(1, slice_bytes)))
+    if not (WEIGHT_SHARED and weight % 16 == 0 and slots * piece + weight <= budget):
+        weight = 0  # (where it would take a slot: the slots first)
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
     lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
     words = bool(cell.get("words", False)) if WORDS is None else WORDS
     reverse = bool(cell.get("reverse", False)) if REVERSE is None else REVERSE
     norm = op.norm_kind in NORM_BACKWARD_KINDS
-    return BulkPlan(c, block, max(1, vectors // block), slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
+    return BulkPlan(c, block, per, slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
                     max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
-                    words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm)
+                    words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm,
+                    halves=halves)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -405,8 +438,9 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
           and bp.shared_bytes <= SHARED_PER_SM - bp.spare and bp.per <= MAX_VECTORS
           and bp.per * vec * (_outputs(op) - bp.columns_shared) <= MAX_VALUES)
-    return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, "
-                f"{bp.slots} slices of {bp.slice_bytes} bytes" + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
+    ring = f"{bp.slots} half slices of {bp.piece_bytes} bytes" if bp.halves else f"{bp.slots} slices of {bp.slice_bytes} bytes"
+    return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, {ring}"
+                + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
                 + (f", column sums' {bp.column_bytes}" if bp.column_bytes else ""))
 
 
@@ -426,10 +460,22 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
     return chosen(op), f"{op.norm_kind.value}, {dtype_of(op).name}, N = {op.cols}"
 
 
-Source = SSAValue | list[list[SSAValue]] | RowBuf
+@dataclass(frozen=True)
+class Halves:
+    """A tensor's row in two pieces of the ring (:data:`HALVES`): the thread's first vector's
+    address in each, ``pieces[tensor]`` (the first half) and ``pieces[tensors + tensor]``
+    (the second; appended once waited for, before the first pass's second half)."""
+
+    pieces: list[SSAValue]
+    tensor: int
+    tensors: int
+
+
+Source = SSAValue | list[list[SSAValue]] | RowBuf | Halves
 """Where a thread's vectors of a row's tensor are: its first vector's address in shared
-memory (the next ones ``T`` vectors apart), its vectors in registers, or the row in
-global memory (:class:`RowBuf`: the thread's first vector; REREAD's second pass)."""
+memory (the next ones ``T`` vectors apart), its vectors in registers, the row in
+global memory (:class:`RowBuf`: the thread's first vector; REREAD's second pass), or in
+two pieces of the ring (:class:`Halves`)."""
 
 
 def _vec(r: RowState, e: Emitter, src: Source, k: int, words: bool = False) -> list[SSAValue]:
@@ -440,6 +486,9 @@ def _vec(r: RowState, e: Emitter, src: Source, k: int, words: bool = False) -> l
         return src[k]
     if isinstance(src, RowBuf):
         return src.load(e, k * p.group, p.vec)
+    if isinstance(src, Halves):  # the first half's vectors from its first piece, the others from its second
+        half = p.items // 2
+        src, k = (src.pieces[src.tensor], k) if k < half else (src.pieces[src.tensors + src.tensor], k - half)
     offset = k * p.block * p.vec * p.dtype.bytes
     if words and packed_bf16(p.dtype, p.vec):
         return shared_words(e, p.dtype, src, offset, p.vec)
@@ -476,7 +525,8 @@ def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
               acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
               between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = (),
-              lean: bool = False, words: bool = False, reverse: bool = False) -> list[SSAValue]:
+              lean: bool = False, words: bool = False, reverse: bool = False,
+              mid: Callable[[Emitter], None] | None = None) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
     :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
     statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
@@ -486,7 +536,8 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
     ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x - mean)``, the second writes dx
     by two FFMA from the row's constants; ``words`` (:data:`WORDS`): bfloat16 read from
     shared memory as 32-bit words; ``reverse`` (:data:`REVERSE`): the second pass over the
-    vectors last to first."""
+    vectors last to first; ``mid(e)`` (HALVES) emitted before the first pass's second half of
+    the vectors (the wait for the second halves' pieces)."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
@@ -504,6 +555,8 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
 
     sums: list[SSAValue | None] = [None, None]
     for k in range(per):
+        if mid is not None and k == per // 2:
+            mid(e)
         _, xh, g = terms(k, *srcs, centred=lean)
         sums = norm_sums(e, xh, g, sums, layer)
     if between is not None:
@@ -542,6 +595,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     assert isinstance(op, NormalizeRowsOp)
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
+    pn, piece = bp.pieces, bp.piece_bytes  # the ring's pieces a row and slot size (HALVES: half slices)
     per_sm = max(1, min(2048 // block, (SHARED_PER_SM - bp.spare) // bp.shared_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
@@ -589,16 +643,24 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     lane_chunk = e.mul_i(tid, CHUNK)
     stride = rows = None  # (set below, before the loop's body is emitted)
 
-    def issue(b: Emitter, row: SSAValue, tensor: int, slot: SSAValue | int) -> None:
-        """The copy of the CTA's slice of ``row`` of x (``tensor`` 0) or dy (1) into slot ``slot``."""
-        base, rs = ((x0, p.sx), (g0, sg))[tensor]
-        copy_slice(b, tid, lane_chunk, rank, base, row, rs * d.bytes, buf, loaded, slot, slice_bytes)
+    def issue(b: Emitter, row: SSAValue, j: int, slot: SSAValue | int) -> None:
+        """The copy of the CTA's piece ``j`` of ``row`` into slot ``slot``: its slice of x
+        (``j`` 0) or dy (1); with HALVES the first halves of x's and dy's slices, then
+        their second halves (``j`` 0 to 3)."""
+        base, rs = ((x0, p.sx), (g0, sg))[j % tn]
+        if not bp.halves:
+            copy_slice(b, tid, lane_chunk, rank, base, row, rs * d.bytes, buf, loaded, slot, slice_bytes)
+            return
+        at = b.add_i(b.mul_i(rank, slice_bytes), (j // tn) * piece) if rank is not None else (j // tn) * piece
+        at = b.ptr_add(base, b.wide(at) if not isinstance(at, int) else at)
+        copy_slice(b, tid, lane_chunk, None, at, row, rs * d.bytes, buf, loaded, slot, piece)
 
     def ahead(b: Emitter, row: SSAValue, k: int, slot: SSAValue | int) -> None:
-        """Slice ``k`` of the unit's slices from row ``row``'s first (x's, dy's, then the
-        next row's; x's alone with dy in registers), if its row is below M, into ``slot``."""
-        at = b.add_i(row, b.mul_i(stride, k // tn)) if k >= tn else row
-        b.if_(b.cmp("slt", at, rows), lambda c1: issue(c1, at, k % tn, slot) or [])
+        """Piece ``k`` of the unit's pieces from row ``row``'s first (x's, dy's, then the
+        next row's; x's alone with dy in registers; HALVES: their halves), if its row is
+        below M, into ``slot``."""
+        at = b.add_i(row, b.mul_i(stride, k // pn)) if k >= pn else row
+        b.if_(b.cmp("slt", at, rows), lambda c1: issue(c1, at, k % pn, slot) or [])
 
     norms = op.norm_kind in NORM_BACKWARD_KINDS
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
@@ -624,9 +686,9 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
         count, base, lap, acc = carried[0], carried[1], carried[2], carried[3 + nstats:]
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
-        for j in range(bp.reread, tn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but
+        for j in range(bp.reread, pn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but
             # this row's are free; with REREAD those of the previous row's first slices were copied after its first pass)
-            ahead(b, row, q - tn + j, wrap(b, b.add_i(base, q - tn + j))[0])
+            ahead(b, row, q - pn + j, wrap(b, b.add_i(base, q - pn + j))[0])
         grads: list[list[SSAValue]] | None = None
 
         def row_of(base0: SSAValue, rs: int) -> RowBuf:
@@ -640,7 +702,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         w = None
         if bp.weight_bytes and wd:  # the thread's first vector of the CTA's weight slice
-            w = RowBuf(wd, b.ptr_add(b.ptr_add(buf, q * slice_bytes), b.mul_i(tid, vec * wd.bytes)))
+            w = RowBuf(wd, b.ptr_add(b.ptr_add(buf, q * piece), b.mul_i(tid, vec * wd.bytes)))
         elif w0 is not None and wd:
             w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes)))  # (from L1 or L2: the same every row)
         r = RowState(p, op, tid, tid, None, y, w, None, None, first if c > 1 else None, rank, parity=count,  # type: ignore[arg-type]
@@ -653,12 +715,24 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             st = read_stats(r, b, row) if norms else {}  # (in flight over the wait)
             soon = []
         here = []
-        for t in range(tn):  # slice 2 count + t: its slot, and its phase (the parity of the slot's uses before)
-            slot, wrapped = wrap(b, b.add_i(base, t)) if t else (base, None)
-            phase = b.and_b32(b.add_i(lap, wrapped), 1) if wrapped is not None else lap
-            wait_phase(b, b.ptr_add(loaded, b.mul_i(slot, 8)), phase)
-            here.append(b.ptr_add(mine, b.mul_i(slot, slice_bytes)))
-        srcs: tuple[Source, Source] = (here[0], here[1] if grads is None else grads)
+
+        def wait(c1: Emitter, t: int) -> None:
+            """Piece 2 count + t (HALVES: 4 count + t): its slot, and its phase (the parity of the slot's uses before)."""
+            slot, wrapped = wrap(c1, c1.add_i(base, t)) if t else (base, None)
+            phase = c1.and_b32(c1.add_i(lap, wrapped), 1) if wrapped is not None else lap
+            wait_phase(c1, c1.ptr_add(loaded, c1.mul_i(slot, 8)), phase)
+            here.append(c1.ptr_add(mine, c1.mul_i(slot, piece)))
+
+        for t in range(tn):
+            wait(b, t)
+        mid = None
+        if bp.halves:  # the second halves' pieces waited for before the first pass's second half
+
+            def mid(c1: Emitter) -> None:
+                for t in range(tn, pn):
+                    wait(c1, t)
+        srcs: tuple[Source, Source] = (Halves(here, 0, tn) if bp.halves else here[0],
+                                       (Halves(here, 1, tn) if bp.halves else here[1]) if grads is None else grads)
         again: tuple[Source, Source] | None = None
         between = None
         if bp.reread:  # the first slices' slots given back after the first pass; their tensors read again from L2
@@ -670,10 +744,10 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                     ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
             acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx,
-                            bp.words, bp.reverse)
+                            bp.words, bp.reverse, mid)
         else:
             _softmax_row(r, b, srcs, per, again, between)
-        nxt, wrapped = wrap(b, b.add_i(base, tn))
+        nxt, wrapped = wrap(b, b.add_i(base, pn))
         return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + soon + acc
 
     ctas = e.sreg(SpecialRegister.NCTAID_X)
@@ -687,7 +761,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     if bp.weight_bytes:  # the CTA's slice of the weight, once, after slot Q - 1 (its mbarrier: Q)
         assert w0 is not None and wd is not None
         require_alignment(w0, 16)
-        wbar, wdst = e.ptr_add(loaded, 8 * q), e.ptr_add(buf, q * slice_bytes)
+        wbar, wdst = e.ptr_add(loaded, 8 * q), e.ptr_add(buf, q * piece)
         wchunks = -(-bp.weight_bytes // CHUNK)
 
         def copy_weight(b: Emitter) -> list[SSAValue]:
@@ -701,7 +775,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             return []
 
         e.if_(e.cmp("ult", tid, wchunks), copy_weight)
-    for k in range(q - tn + bp.reread):  # the unit's first Q - 2 slices (Q - 1 with dy in registers; REREAD's
+    for k in range(q - pn + bp.reread):  # the unit's first Q - 2 slices (Q - 1 with dy in registers; REREAD's
         ahead(e, start, k, k)  # further ones, copied after the previous row's first pass) into slots 0, 1, ...
     if bp.weight_bytes:
         wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))
