@@ -283,7 +283,8 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 :data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
-(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`), ``"halves"`` (:data:`HALVES`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`),
+``"halves"`` (:data:`HALVES`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -438,7 +439,7 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
           and bp.shared_bytes <= SHARED_PER_SM - bp.spare and bp.per <= MAX_VECTORS
           and bp.per * vec * (_outputs(op) - bp.columns_shared) <= MAX_VALUES)
-    ring = f"{bp.slots} half slices of {bp.piece_bytes} bytes" if bp.halves else f"{bp.slots} slices of {bp.slice_bytes} bytes"
+    ring = f"{bp.slots} {'half slices' if bp.halves else 'slices'} of {bp.piece_bytes} bytes"
     return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, {ring}"
                 + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
                 + (f", column sums' {bp.column_bytes}" if bp.column_bytes else ""))
@@ -499,7 +500,9 @@ def shared_words(e: Emitter, d: DType, at: SSAValue, offset: int, vec: int) -> l
     """``vec`` bfloat16 at ``at + offset`` bytes of shared memory as float32, loaded as
     ``vec / 2`` 32-bit words (one vector load) and widened by a shift and a mask each
     (:data:`WORDS`): the same values as ``load_vec``'s."""
-    raw = e.ld_vec(LdStType.B32, at, i32, vec // 2, offset, nc=False) if vec > 2 else [e.ld(LdStType.B32, at, i32, offset)]
+    if vec == 2:
+        return widen_raw(e, d, [e.ld(LdStType.B32, at, i32, offset)], vec)
+    raw = e.ld_vec(LdStType.B32, at, i32, vec // 2, offset, nc=False)
     return widen_raw(e, d, raw, vec)
 
 
@@ -541,7 +544,9 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
 
-    def terms(k: int, xs: Source, gs: Source, centred: bool = False) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+    Vals = list[SSAValue]
+
+    def terms(k: int, xs: Source, gs: Source, centred: bool = False) -> tuple[Vals, Vals, Vals]:
         """(dy, xhat, g) of vector ``k``; with ``centred``, ``x - mean`` (rms_norm: x) in place of xhat."""
         dys = _vec(r, e, gs, k, words)
         if r.w is not None and shared_weight and words and packed_bf16(r.w.dtype, p.vec):
@@ -550,7 +555,8 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
             ws = r.w.load(e, k * p.group, p.vec, nc=not shared_weight) if r.w is not None else None
         if centred:
             xc = [f32_sub(e, x, st["mean"]) if "mean" in st else x for x in _vec(r, e, xs, k, words)]
-            return dys, xc, ([f32_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys))
+            g = [f32_mul(e, dy, w) for dy, w in zip(dys, ws, strict=True)] if ws is not None else list(dys)
+            return dys, xc, g
         return (dys, *norm_terms(r, e, _vec(r, e, xs, k, words), dys, ws, st))
 
     sums: list[SSAValue | None] = [None, None]
@@ -717,7 +723,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         here = []
 
         def wait(c1: Emitter, t: int) -> None:
-            """Piece 2 count + t (HALVES: 4 count + t): its slot, and its phase (the parity of the slot's uses before)."""
+            """Piece 2 count + t (HALVES: 4 count + t): its slot and its phase (the parity of its uses before)."""
             slot, wrapped = wrap(c1, c1.add_i(base, t)) if t else (base, None)
             phase = c1.and_b32(c1.add_i(lap, wrapped), 1) if wrapped is not None else lap
             wait_phase(c1, c1.ptr_add(loaded, c1.mul_i(slot, 8)), phase)
