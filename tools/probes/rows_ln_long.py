@@ -109,18 +109,16 @@ def patches_of(kind: str, dtype: str, n: int, keys: dict) -> dict:
 
 
 def build(kind: str, dtype: str, n: int, label: str, keys: dict, compile_kernel: bool = True):
-    """The candidate's kernel (compiled, or lowered and assembled with ``compile_kernel`` False) and its variant."""
+    """The candidate's kernel, built as row_kernels.kernel_for builds it, outside its cache (for the GPU's
+    arch; with ``compile_kernel`` False for sm_90a, lowered and assembled on the CPU), and its variant."""
     from bulkred_dialect import row_kernels
     from bulkred_dialect.backend_ptx.runtime import compile_tile_module
 
     layer, cols = kind == "layer_norm_backward", label != NO_COLUMNS
     kw = {"weight": dtype, "dweight": dtype if cols else None, "dbias": dtype if layer and cols else None}
     with patched(patches_of(kind, dtype, n, keys)):
-        row_kernels._KERNELS.clear()
-        if compile_kernel:
-            k = row_kernels.kernel_for(kind, None, n, dtype, **kw)
-        else:
-            k = compile_tile_module(row_kernels.module(kind, None, n, dtype, **kw), "sm_90a", cache=False).kernel("rows")
+        built = row_kernels.module(kind, None, n, dtype, **kw)
+        k = compile_tile_module(built, None if compile_kernel else "sm_90a", cache=False).kernel("rows")
         return k, chosen_variant(kind, dtype, n, None)
 
 
@@ -180,6 +178,9 @@ def flips(results: list[tuple[str, str, int, str, dict, float]]) -> list[str]:
         by.setdefault((kind, dtype, n), []).append((label, keys, ratio))
     for (kind, dtype, n), rows in by.items():
         base = rows[0][2]
+        if rows[0][0] != "default" or not base:
+            out.append(f"{kind} {dtype} {n}: no flip (the default did not run or its check failed)")
+            continue
         label, keys, ratio = max(rows, key=lambda r: r[2])
         if label == "default" or ratio < base * 1.01:
             out.append(f"{kind} {dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
