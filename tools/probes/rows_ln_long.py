@@ -82,7 +82,8 @@ def candidates(kind: str, dtype: str) -> list[tuple[str, dict]]:
                 ("lean dx, dy in registers, 2 slots and the weight's slice",
                  {**lean, "grad_registers": True, "slots": 2}),
                 ("half slices (7 slots)", halves),
-                ("lean dx, second pass reversed, half slices (7 slots)", {**lean, "reverse": True, **halves})]
+                ("lean dx, second pass reversed, half slices (7 slots)", {**lean, "reverse": True, **halves}),
+                ("lean dx, half slices (5 slots and the weight's slice)", {**lean, **halves, "slots": 5})]
     return out + [(NO_COLUMNS, {})]
 
 
