@@ -344,6 +344,7 @@ class BulkPlan:
     words: bool = False  # bfloat16 read from shared memory as 32-bit words (WORDS)
     reverse: bool = False  # the second pass over the thread's vectors last to first (REVERSE)
     halves: bool = False  # the ring's pieces half slices (HALVES)
+    spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
     def piece_bytes(self) -> int:
@@ -354,7 +355,6 @@ class BulkPlan:
     def pieces(self) -> int:
         """The ring's pieces of a row: its tensors' slices (x's and dy's, or x's alone), or their halves."""
         return self.tensors * (2 if self.halves else 1)
-    spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
 
     @property
     def cta_bytes(self) -> int:
@@ -692,8 +692,9 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
         count, base, lap, acc = carried[0], carried[1], carried[2], carried[3 + nstats:]
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
-        for j in range(bp.reread, pn):  # slices 2 count + Q - 2 and + Q - 1: this row's or the next rows' (all but
-            # this row's are free; with REREAD those of the previous row's first slices were copied after its first pass)
+        for j in range(bp.reread, pn):  # pieces P count + Q - P to + Q - 1 (P: 2, or HALVES' 4): this row's or the next
+            # rows' (all but this row's are free; with REREAD those of the previous row's first slices were copied after its
+            # first pass)
             ahead(b, row, q - pn + j, wrap(b, b.add_i(base, q - pn + j))[0])
         grads: list[list[SSAValue]] | None = None
 
