@@ -130,6 +130,37 @@ class PointerArray:
         return (self[t] for t in range(len(self.offsets)))
 
 
+class SplitPointers:
+    """The addresses of the threads of a CTA (or cluster) into a few buffers (each CTA's
+    shared memory in a cluster run): thread ``t``'s is ``offsets[t]`` bytes into
+    ``buffers[which[t]]`` (``raws``: their bytes, no two sharing memory), one state
+    space; ``[t]`` is thread ``t``'s :class:`Pointer`. ``add.ptr``, ``ld`` and ``st``
+    move and access them on arrays, a buffer at a time."""
+
+    __slots__ = ("buffers", "raws", "which", "space", "offsets")
+
+    def __init__(self, buffers: list[np.ndarray], raws: list[np.ndarray], which: np.ndarray, space: Any,
+                 offsets: np.ndarray):
+        self.buffers, self.raws, self.which, self.space, self.offsets = buffers, raws, which, space, offsets
+
+    def __getitem__(self, t: int | slice) -> Any:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(len(self.offsets)))]
+        k = int(self.which[t])
+        return Pointer(self.buffers[k], int(self.offsets[t]), self.space, self.raws[k])
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self):
+        return (self[t] for t in range(len(self.offsets)))
+
+
+# A varying list of Pointers into at most this many buffers is moved and accessed as
+# SplitPointers (more, such as each thread's own buffer: a Pointer at a time).
+SPLIT_BUFFERS = 8
+
+
 class Fallback(Exception):
     """The lockstep run cannot go on: the CTA is run thread by thread instead."""
 
@@ -383,10 +414,26 @@ class LockstepInterpreter(KernelInterpreter):
         phase still pending would wait for ops that come later: the run falls back."""
         functions = self._mbarrier_functions()
         p, parity = inputs
+        v = p.v if type(p) is Varying else None
+        which = v.which if type(v) is SplitPointers else None
+        offsets = v.offsets if type(v) is SplitPointers or type(v) is PointerArray else None
+        seen = set()  # (buffer, offset, parity): each checked once, at its first thread (the answer is the address's)
         for t in self.active:
+            bit = int(_at(parity, t)) % 2
+            if offsets is not None:
+                key = (int(which[t]) if which is not None else 0, int(offsets[t]), bit)
+            elif v is None:
+                key = (bit,)
+            else:
+                a = v[t]
+                key = (id(a.buffer), a.offset, bit) if type(a) is Pointer else None
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
             self.cta.current = self.threads[t]
             m = functions._mbarrier(op, _at(p, t))  # noqa: SLF001
-            if m.phase % 2 == int(_at(parity, t)) % 2:
+            if m.phase % 2 == bit:
                 raise Fallback(f"{op.name} before its phase completed")
         self.cta.current = self.threads[self.active[0]]
         return (1,)
@@ -444,6 +491,9 @@ class LockstepInterpreter(KernelInterpreter):
                 values = inputs[0].v if self.full else [inputs[0].v[t] for t in self.active]
                 if all(type(b) is np.ndarray and b.flags.c_contiguous for b in values):
                     space = dst.state_space
+                    split = self._split_buffers(values, space)
+                    if split is not None:
+                        return (split,)
                     return (self._scatter([Pointer(b, 0, space) for b in values]),)
         if not varying:
             return self._once(op, inputs)
@@ -636,7 +686,7 @@ class LockstepInterpreter(KernelInterpreter):
             elif form[0] == "f32>bf16":
                 a = self._array(x, ArithType.F32)
                 if a is not None:
-                    return (self._scatter([BF16(b) for b in vector.f32_to_bf16_bits(a)]),)
+                    return (self._scatter(_bf16s(vector.f32_to_bf16_bits(a))),)
             return self._map(self._impls._impl_dict[CvtOp][0].converter(op), inputs)  # noqa: SLF001
         return self._once(op, inputs)
 
@@ -829,11 +879,112 @@ class LockstepInterpreter(KernelInterpreter):
                 else:
                     delta = int(offset)
                 return (self._pointers(buffer, space, raw, at + delta),)
+            split = self._split(base)
+            if split is not None:
+                delta = self._deltas(offset)
+                if delta is not None:
+                    buffers, raws, which, space, at = split
+                    return (self._split_pointers(buffers, raws, which, space, at + delta),)
             moved = self._moved(base, offset)
             if moved is not None:
                 return (moved,)
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
+
+    def _split(self, base: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, Any, np.ndarray] | None:
+        """(buffers, their bytes, each running thread's buffer index and offset, space) of
+        addresses into a few buffers (:class:`SplitPointers`, or a varying list of
+        Pointers of one state space into at most :data:`SPLIT_BUFFERS` buffers that share
+        no memory), or None."""
+        if type(base) is not Varying:
+            return None
+        v = base.v
+        if type(v) is SplitPointers:
+            if self.full:
+                return v.buffers, v.raws, v.which, v.space, v.offsets
+            return v.buffers, v.raws, v.which[self.index], v.space, v.offsets[self.index]
+        if type(v) is not list:
+            return None
+        pointers = v if self.full else [v[t] for t in self.active]
+        first = pointers[0]
+        if type(first) is not Pointer:
+            return None
+        space = first.space
+        places: dict[int, int] = {}
+        buffers: list[np.ndarray] = []
+        which, offsets = [], []
+        for p in pointers:
+            if type(p) is not Pointer or p.space != space:
+                return None
+            k = places.get(id(p.buffer))
+            if k is None:
+                if len(buffers) == SPLIT_BUFFERS:
+                    return None
+                k = places[id(p.buffer)] = len(buffers)
+                buffers.append(p.buffer)
+            which.append(k)
+            offsets.append(p.offset)
+        raws = [b.reshape(-1).view(np.uint8) if b.flags.c_contiguous else None for b in buffers]
+        if any(r is None for r in raws) or any(
+            np.may_share_memory(raws[i], raws[j]) for i in range(len(raws)) for j in range(i)
+        ):
+            return None
+        try:
+            at = np.array(offsets, dtype=np.int64)
+        except OverflowError:
+            return None
+        return buffers, raws, np.array(which, dtype=np.intp), space, at
+
+    def _split_buffers(self, values: list[np.ndarray], space: Any) -> Varying | None:
+        """Each running thread's address of its buffer (``values``, contiguous), at offset
+        0, as :class:`SplitPointers` where they are a few buffers (a cluster's CTAs'
+        shared memory) that share no memory; else None."""
+        places: dict[int, int] = {}
+        buffers: list[np.ndarray] = []
+        which = []
+        for b in values:
+            k = places.get(id(b))
+            if k is None:
+                if len(buffers) == SPLIT_BUFFERS:
+                    return None
+                k = places[id(b)] = len(buffers)
+                buffers.append(b)
+            which.append(k)
+        if len(buffers) < 2:
+            return None
+        raws = [b.reshape(-1).view(np.uint8) for b in buffers]
+        if any(np.may_share_memory(raws[i], raws[j]) for i in range(len(raws)) for j in range(i)):
+            return None
+        return self._split_pointers(buffers, raws, np.array(which, dtype=np.intp), space,
+                                    np.zeros(len(values), np.int64))
+
+    def _deltas(self, offset: Any) -> Any:
+        """``add.ptr``'s offset for the running threads (an int, or an int64 array), or
+        None where one is not an integer of int64's range."""
+        if type(offset) is not Varying:
+            return int(offset) if type(offset) is int or isinstance(offset, np.integer) else None
+        values = self._column(offset)
+        if type(values) is np.ndarray:
+            return values.astype(np.int64) if values.dtype.kind in "iu" else None
+        for d in values:
+            if not (type(d) is int or isinstance(d, np.integer)):
+                return None
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            return None
+
+    def _split_pointers(self, buffers: list[np.ndarray], raws: list[np.ndarray], which: np.ndarray, space: Any,
+                        offsets: np.ndarray) -> Varying:
+        """The running threads' addresses (``which``, ``offsets`` in running order) as a
+        varying :class:`SplitPointers`."""
+        if self.full:
+            return Varying(SplitPointers(buffers, raws, which, space, offsets))
+        full_which = np.zeros(self.n, np.intp)
+        full_at = np.zeros(self.n, np.int64)
+        full_which[self.index] = which
+        full_at[self.index] = offsets
+        return Varying(SplitPointers(buffers, raws, full_which, space, full_at))
 
     def _moved(self, base: Any, offset: Any) -> Varying | None:
         """Each running thread's Pointer moved by its int offset (addresses into several
@@ -858,6 +1009,8 @@ class LockstepInterpreter(KernelInterpreter):
         v = base.v
         if type(v) is PointerArray:
             return v.buffer, v.space, v.raw, v.offsets if self.full else v.offsets[self.index]
+        if type(v) is not list:
+            return None
         pointers = v if self.full else [v[t] for t in self.active]
         first = pointers[0]
         if type(first) is not Pointer:
@@ -893,7 +1046,7 @@ class LockstepInterpreter(KernelInterpreter):
                         elif mode == "ints":
                             out.append(self._scatter(values.tolist()))
                         elif mode == "bf16":
-                            out.append(self._scatter([BF16(b) for b in values.tolist()]))
+                            out.append(self._scatter(_bf16s(values.tolist())))
                         else:  # numpy scalars (f16)
                             out.append(self._scatter(list(values)))
                     return tuple(out)
@@ -907,6 +1060,16 @@ class LockstepInterpreter(KernelInterpreter):
         if type(base) is not Varying:
             return None
         v = base.v
+        if type(v) is SplitPointers or type(v) is list:
+            split = self._split(base)
+            if split is not None:
+                _, raws, which, _, at = split
+                groups = []
+                for k, raw in enumerate(raws):
+                    places = np.flatnonzero(which == k)
+                    if places.size:
+                        groups.append((raw, places, at[places]))
+                return groups
         if type(v) is not list:
             return None
         by_buffer: dict[int, tuple[np.ndarray, list[int], list[int]]] = {}
@@ -973,8 +1136,44 @@ class LockstepInterpreter(KernelInterpreter):
                         for i, bits in enumerate(columns):
                             view[index + i] = bits
                         return ()
+            if offsets is None and plan is not None and self._split_store(inputs, plan):
+                return ()
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
+
+    def _split_store(self, inputs: list[Any], plan: Any) -> bool:
+        """run_st's store into a few buffers (:meth:`_split`, buffers that share no
+        memory), each buffer's threads as run_st's one buffer: every vector aligned, in
+        bounds and its own; False (nothing written) where not."""
+        split = self._split(inputs[0])
+        if split is None:
+            return False
+        _, raws, which, _, offsets = split
+        imm, size, kinds = plan
+        n, count = len(self.active), len(kinds)
+        groups = []
+        for k, raw in enumerate(raws):
+            places = np.flatnonzero(which == k)
+            if not places.size:
+                continue
+            at = offsets[places] + imm
+            if not (
+                raw.size % size == 0
+                and not (at % (size * count)).any()
+                and at.min() >= 0
+                and at.max() + size * count <= raw.size
+                and np.unique(at).size == at.size
+            ):
+                return False
+            groups.append((raw, places, at // size))
+        columns = self._store_bits(inputs[1:], kinds, n)
+        if columns is None:
+            return False
+        for raw, places, index in groups:
+            view = raw.view(np.dtype(f"uint{8 * size}"))
+            for i, bits in enumerate(columns):
+                view[index + i] = bits[places]
+        return True
 
     def _store_bits(self, values: list[Any], kinds: list[Any], n: int) -> list[np.ndarray] | None:
         """Each register's bits for the running threads (unsigned, the access's width), as
@@ -1127,6 +1326,22 @@ def _cmpi_form(op: arith.CmpiOp, index_bitwidth: int) -> tuple[Any, int, bool] |
     if width is None or not 0 <= predicate < len(_CMPI_ARRAYS) or not 1 <= width <= 64:
         return None
     return _CMPI_ARRAYS[predicate], width, predicate >= 6
+
+
+# BF16 values by their bits, made once each (a BF16 is immutable: equal by its bits).
+_BF16_VALUES: dict[int, BF16] = {}
+
+
+def _bf16s(bits: list[int]) -> list[BF16]:
+    """The BF16 values of ``bits``."""
+    table = _BF16_VALUES
+    out = []
+    for b in bits:
+        v = table.get(b)
+        if v is None:
+            v = table[b] = BF16(b)
+        out.append(v)
+    return out
 
 
 def _select(on_true: Any, on_false: Any, cond: Any) -> Any:

@@ -357,6 +357,7 @@ def prepare_arguments(callee: func.FuncOp, arrays: Sequence[Any], bits: int) -> 
 # Tile-level ops the interpreter has no implementation for: it runs the IR after
 # lower-tile-reductions (docs/DEVELOPING.md, "Dialect levels"; bulkred.copy it runs).
 _TILE_LEVEL_OPS = (ReduceOp, BulkCopyOp, BulkReduceOp, NormalizeRowsOp, ReduceListOp, ScaleListOp)
+_IS_TILE_LEVEL: dict[type, bool] = {}
 
 
 def find_kernel(module: Any, name: Any, fn: str) -> func.FuncOp:
@@ -388,12 +389,16 @@ def _first_tile_op(callee: func.FuncOp) -> Operation | None:
     ``_next_op``, as ``Block.ops`` follows them)."""
     if isinstance(callee, _TILE_LEVEL_OPS):
         return callee
+    tile = _IS_TILE_LEVEL
     stack: list[Operation | None] = [b._first_op for r in reversed(callee.regions) for b in reversed(r.blocks)]  # noqa: SLF001
     while stack:
         op = stack.pop()
         if op is None:
             continue
-        if isinstance(op, _TILE_LEVEL_OPS):
+        is_tile = tile.get(type(op))
+        if is_tile is None:  # (isinstance's answer, per op class: an ABC's check is slow)
+            is_tile = tile[type(op)] = issubclass(type(op), _TILE_LEVEL_OPS)
+        if is_tile:
             return op
         stack.append(op._next_op)  # noqa: SLF001 (after the ops of op's regions)
         for region in reversed(op.regions):
