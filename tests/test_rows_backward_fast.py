@@ -116,7 +116,8 @@ def test_default_off() -> None:
     """Off but where SETTINGS says (measured cells): dy's slices in the ring (two tensors a
     row), no cap on the CTAs a multiprocessor takes."""
     assert rows_bulk_backward.GRAD_REGISTERS is None and rows_bulk_backward.CTAS_PER_SM is None
-    assert all(lo <= hi and set(s) <= {"grad_registers", "slots", "ctas_per_sm", "stats_ahead"}
+    assert all(lo <= hi and set(s) <= {"grad_registers", "slots", "ctas_per_sm", "stats_ahead", "lean_dx",
+                                                   "halves", "spare_shared", "words"}
                for _d, _k, lo, hi, s in rows_bulk_backward.SETTINGS)
     bp = _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32")
     assert (bp.tensors, bp.slots, bp.ctas_per_sm) == (2, 4, None)

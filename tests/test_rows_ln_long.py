@@ -154,9 +154,18 @@ def test_spare_shared(monkeypatch) -> None:
 
 def test_default_off() -> None:
     """LEAN_DX, WORDS, REVERSE and HALVES are off but where SETTINGS says, and SETTINGS names
-    no lean_dx, words, reverse, halves or spare_shared cell until an H200 measures one
-    (tools/probes/rows_ln_long.py)."""
+    them only in the cells an H200 measured faster (tools/probes/rows_ln_long.py, the seventh
+    session): float32 layer_norm 262144 (lean_dx, 5 half slots and the weight's slice),
+    bfloat16 layer_norm 262144 (lean_dx, words), bfloat16 rms_norm 262144 (words); float16
+    as bfloat16; reverse nowhere."""
     assert (rows_bulk_backward.LEAN_DX, rows_bulk_backward.WORDS, rows_bulk_backward.REVERSE,
             rows_bulk_backward.HALVES) == (None, None, None, None)
-    assert not any({"lean_dx", "words", "reverse", "halves", "spare_shared"} & set(s)
-                   for *_, s in rows_bulk_backward.SETTINGS)
+    keys = {"lean_dx", "words", "reverse", "halves", "spare_shared"}
+    got = {(d, k, lo, hi, tuple(sorted(keys & set(s)))) for d, k, lo, hi, s in rows_bulk_backward.SETTINGS
+           if keys & set(s)}
+    layer, rms = ("layer_norm_backward",), ("rms_norm_backward",)
+    assert got == {("float32", layer, 262144, 262144, ("halves", "lean_dx", "spare_shared")),
+                   ("bfloat16", layer, 262144, 262144, ("lean_dx", "words")),
+                   ("float16", layer, 262144, 262144, ("lean_dx", "words")),
+                   ("bfloat16", rms, 262144, 262144, ("words",)),
+                   ("float16", rms, 262144, 262144, ("words",))}

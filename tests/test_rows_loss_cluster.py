@@ -143,7 +143,7 @@ def test_every_row_ignored_and_past_the_cluster(monkeypatch) -> None:
 
 
 def test_the_launch_rule_and_the_kernel(monkeypatch) -> None:
-    """The launch layer launches a grid of 2 to 8 CTAs of this kernel as one cluster (an
+    """The launch layer launches a grid of 2 to 16 CTAs of this kernel as one cluster (an
     explicit cluster= as given; the signature's third entry through the compile cache's
     JSON); the kernel sends by st.async through mapa, waits on an mbarrier, and the default
     kernel has none of it (its bulkred.grid_rows two entries)."""
@@ -155,7 +155,8 @@ def test_the_launch_rule_and_the_kernel(monkeypatch) -> None:
     sig = k.signature
     assert sig.grid_rows[2:] == (rows_lower.LOSS_TAIL_CLUSTER_MAX,)
     assert signature_from_json(signature_to_json(sig)) == sig
-    assert [resolve_launch(sig, g, None, None).cluster[0] for g in (1, 2, 3, 8, 9, 64)] == [1, 2, 3, 8, 1, 1]
+    assert rows_lower.LOSS_TAIL_CLUSTER_MAX == 16  # (measured: the non-portable size)
+    assert [resolve_launch(sig, g, None, None).cluster[0] for g in (1, 2, 3, 8, 9, 16, 17, 64)] == [1, 2, 3, 8, 9, 16, 1, 1]
     assert resolve_launch(sig, 8, None, 1).cluster == (1, 1, 1)
     ptx = k.module.ptx
     for op in ("st.async", "mapa", "mbarrier.try_wait.parity", "barrier.cluster.arrive.relaxed", "fence.mbarrier_init"):
@@ -166,8 +167,14 @@ def test_the_launch_rule_and_the_kernel(monkeypatch) -> None:
                "barrier.cluster.wait.acquire"):
         assert op in ptx, op
     assert "mbarrier" not in ptx and "st.async" not in ptx
+    # None: the measured cells (LOSS_TAIL_CLUSTER_MEASURED: float32 and bfloat16 4096) take the
+    # mbarrier form, an unmeasured N the default's tail
     monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER", None)
-    built = lowered(module("cross_entropy", None, 4096, "float32", reduction="mean"))
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_BARRIER", False)
+    for dtype in ("float32", "bfloat16", "float16"):
+        sig = signature_of_func(kernel_of(lowered(module("cross_entropy", None, 4096, dtype, reduction="mean"))))
+        assert sig.grid_rows[2:] == (16,), dtype
+    built = lowered(module("cross_entropy", None, 1024, "float32", reduction="mean"))
     func = kernel_of(built)
     assert len(signature_of_func(func).grid_rows) == 2
     assert "st_async" not in str(built) and "mapa" not in str(built)

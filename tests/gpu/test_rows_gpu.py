@@ -129,7 +129,9 @@ def test_cross_entropy(m, n, dtype, smoothing, rng):
     # the cells whose settings this session's measurement changed: EXP_MAX_FIRST (1024, 4096, 16384 at 64
     # values), 8 CTAs at 4097, RAGGED_SPLIT / STEP_EXPS / 4 CTAs past 16384, FAST_EXP at 128256; float16 as bf16
     (300, 1024, "bfloat16"), (33, 16384, "bfloat16"), (7, 4097, "bfloat16"), (7, 4097, "float32"),
-    (9, 50257, "float16"), (4, 128256, "float16"), (5, 65536, "bfloat16"), (6, 70001, "bfloat16")])
+    (9, 50257, "float16"), (4, 128256, "float16"), (5, 65536, "bfloat16"), (6, 70001, "bfloat16"),
+    # (the seventh session: the mean and sum through a cluster of the whole grid at 4096, M <= 16; 64 past it)
+    (8, 4096, "float32"), (16, 4096, "bfloat16"), (12, 4096, "float16"), (3, 4096, "float32"), (64, 4096, "bfloat16")])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
     """As test_cross_entropy, on the cells of the settings taken last (2026-11-29, sixth session)."""
@@ -309,7 +311,12 @@ def test_norm_backward_against_torch(kind, dtype, m, n, rng):
     ("rms_norm_backward", "float32", 3, 262144), ("layer_norm_backward", "float32", 3, 262144),
     ("layer_norm_backward", "float16", 33, 4096), ("layer_norm_backward", "float16", 40, 16384),
     ("layer_norm_backward", "float16", 7, 65536), ("rms_norm_backward", "float16", 7, 65536),
-    ("rms_norm_backward", "float16", 3, 262144), ("layer_norm_backward", "float16", 3, 262144)])
+    ("rms_norm_backward", "float16", 3, 262144), ("layer_norm_backward", "float16", 3, 262144),
+    # (the seventh session: NORM_LEAN and NORM_FOLD_DX for layer_norm at 16384 and 65536; at 262144
+    # rows_bulk_backward's lean dx, words, float32's half slices)
+    ("layer_norm_backward", "bfloat16", 40, 16384), ("layer_norm_backward", "bfloat16", 7, 65536),
+    ("layer_norm_backward", "float16", 9, 65536), ("layer_norm_backward", "bfloat16", 3, 262144),
+    ("rms_norm_backward", "bfloat16", 3, 262144)])
 def test_norm_backward_of_the_measured_settings(kind, dtype, m, n, rng):
     """The cells whose settings the last measurement changed, as test_norm_backward_against_torch."""
     _norm_backward_case(kind, dtype, m, n, rng)
@@ -342,7 +349,8 @@ def _norm_backward_case(kind, dtype, m, n, rng):
                                           ("rms_norm_backward", 65536, "float32"), ("layer_norm_backward", 20000, "bfloat16"),
                                           ("layer_norm_backward", 16384, "bfloat16"), ("layer_norm_backward", 65536, "bfloat16"),
                                           ("rms_norm_backward", 262144, "bfloat16"), ("layer_norm_backward", 1024, "bfloat16"),
-                                          ("rms_norm_backward", 16384, "bfloat16"), ("rms_norm_backward", 65536, "bfloat16")])
+                                          ("rms_norm_backward", 16384, "bfloat16"), ("rms_norm_backward", 65536, "bfloat16"),
+                                          ("layer_norm_backward", 262144, "float32"), ("layer_norm_backward", 262144, "bfloat16")])
 def test_column_sums_bits_run_to_run(kind, n, dtype, rng):
     """dweight and dbias of 4096 rows (partial rows of every unit, added in unit order by
     the last CTA) give the same bits in 5 runs; bfloat16 dweight rounded once."""

@@ -367,10 +367,14 @@ PRMT and a SHF for every second one). Any variant whose row statistics come from
 :func:`norm_row_stats` (rows_bulk_backward's too); the weight in words on rows_cta,
 rows_cluster and rows_warp pipelined."""
 
-NORM_LEAN_MEASURED: dict = half_as_bfloat16({})
+NORM_LEAN_MEASURED: dict = half_as_bfloat16({
+    # (tools/probes/rows_ln_bf16.py on an H200, the seventh session of 2026-11-29, x copy, with
+    # NORM_FOLD_DX: bfloat16 16384 0.860 -> 0.870, 65536 0.818 -> 0.832; float16 16384 0.799 -> 0.825,
+    # 65536 0.738 -> 0.758; rms_norm and the other N within 1%, float16 4096 slower: 130 registers)
+    ("layer_norm_backward", BF16.name): ((16384, 16384), (65536, 65536)),
+})
 """:data:`NORM_LEAN` by element type name, or ``(kind, type name)``, and N (never M): the
-ranges (N from, N to) where it is on. Empty until measured on an H200
-(tools/probes/rows_ln_bf16.py)."""
+ranges (N from, N to) where it is on (tools/probes/rows_ln_bf16.py)."""
 
 NORM_FOLD_DX: bool | None = None
 """None: where :data:`NORM_FOLD_DX_MEASURED` says; True or False: everywhere or nowhere.
@@ -384,9 +388,12 @@ and dbias unchanged. The variants that write dx through :func:`norm_dx` with the
 statistics from this module (rows_warp, rows_cta, rows_cluster, rows_slices, rows_stream;
 not rows_bulk_backward)."""
 
-NORM_FOLD_DX_MEASURED: dict = half_as_bfloat16({})
-""":data:`NORM_FOLD_DX` by element type name, or ``(kind, type name)``, and N (never M).
-Empty until measured on an H200 (tools/probes/rows_ln_bf16.py)."""
+NORM_FOLD_DX_MEASURED: dict = half_as_bfloat16({
+    # (with NORM_LEAN, the same run: above)
+    ("layer_norm_backward", BF16.name): ((16384, 16384), (65536, 65536)),
+})
+""":data:`NORM_FOLD_DX` by element type name, or ``(kind, type name)``, and N (never M)
+(tools/probes/rows_ln_bf16.py)."""
 
 
 NORM_CLUSTER_MIN_CTAS: int | None = None

@@ -269,7 +269,13 @@ SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool
     # layer_norm 0.603 -> 0.622; x or dy re-read from L2, smaller clusters, 1024 threads and the column sums in
     # shared memory all slower, 0.38 to 0.74; without dweight and dbias layer_norm would reach 0.742 (f32) and
     # 0.889 (bf16): the column sums in registers, 128 of them a thread, are what is left)
-    (F32.name, ("layer_norm_backward",), 262144, 262144, {"stats_ahead": True}),
+    # (tools/probes/rows_ln_long.py, the seventh session: float32 layer_norm 262144 with LEAN_DX, half
+    # slices of 5 slots and the weight's slice in shared memory 0.625 -> 0.756; bfloat16 layer_norm with
+    # LEAN_DX and WORDS 0.738 -> 0.799; bfloat16 rms_norm with WORDS 0.901 -> 0.921; float32 rms_norm: none faster)
+    (F32.name, ("layer_norm_backward",), 262144, 262144,
+     {"stats_ahead": True, "lean_dx": True, "halves": True, "slots": 5, "spare_shared": 2048}),
+    (BF16.name, ("layer_norm_backward",), 262144, 262144, {"lean_dx": True, "words": True}),
+    (BF16.name, ("rms_norm_backward",), 262144, 262144, {"words": True}),
     (F32.name, ("rms_norm_backward", "layer_norm_backward"), 16384, 16384, {"grad_registers": True}),  # 0.92 -> 0.95, 0.90 -> 0.92
     (F32.name, ("rms_norm_backward",), 4096, 4096, {"ctas_per_sm": 2, "slots": 12}),  # 0.91 -> 0.96
 ]

@@ -851,11 +851,19 @@ is -0): the default's bits. A larger grid, or a launch without the cluster (an e
 ``cluster=``, or static M), takes the default's tail. None: :data:`LOSS_TAIL_CLUSTER_MEASURED`
 decides; True / False: everywhere or nowhere (the probe, the tests). Measured by
 ``PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_small``."""
-LOSS_TAIL_CLUSTER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
+LOSS_TAIL_CLUSTER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({
+    # (tools/probes/rows_small.py on an H200, the seventh session of 2026-11-29, GPU time of the mean at
+    # N = 4096 with clusters of up to 16, us: float32 M = 8 3.38 -> 2.39, 16 3.21 -> 2.51; bfloat16 8
+    # 3.51 -> 2.48, 16 3.51 -> 2.51; the same bits. The cost where it falls back or needs no partner:
+    # M = 1 +0.05 (1.94 -> 1.99), M = 64 +0.1 (3.52 -> 3.63), 8192 within 0.5%)
+    F32.name: ((4096, 4096),),
+    BF16.name: ((4096, 4096),),
+})
 """Where :data:`LOSS_TAIL_CLUSTER` is on: the element type's name -> ranges of N (never M)."""
-LOSS_TAIL_CLUSTER_MAX = 8
-"""The largest grid :data:`LOSS_TAIL_CLUSTER` launches as one cluster: 8, the portable size;
-16 (the non-portable size, which the launch layer opts into past 8) the probe's other setting."""
+LOSS_TAIL_CLUSTER_MAX = 16
+"""The largest grid :data:`LOSS_TAIL_CLUSTER` launches as one cluster: 16, the non-portable
+size, which the launch layer opts into past 8 (measured: M = 16 at 0.72 of the default's time
+where 8, the portable size, leaves it to the default's tail)."""
 LOSS_TAIL_CLUSTER_BARRIER = False
 """:data:`LOSS_TAIL_CLUSTER`'s other form: nothing at the kernel's start (no mbarrier; a
 grid that is not one cluster runs the default's instructions only, and the test of the
