@@ -388,6 +388,13 @@ def fused_config(**kw: Any) -> Config:
     return Config(**kw)
 
 
+def _pick(rng: np.random.Generator, seq: Any) -> Any:
+    """An element of the sequence ``seq``: the draw ``rng.choice(seq)`` makes (one
+    ``rng.integers(len(seq))``, the same stream), without its conversion of ``seq`` to
+    an array (the cases are drawn by the thousand)."""
+    return seq[int(rng.integers(len(seq)))]
+
+
 def _shape(rng: np.random.Generator, rank: int, max_elems: int) -> list[int]:
     budget = max(1, int(math.exp(rng.uniform(math.log(min(8, max_elems)), math.log(max_elems)))))
     shape = []
@@ -396,13 +403,13 @@ def _shape(rng: np.random.Generator, rank: int, max_elems: int) -> list[int]:
         if u < 0.15:
             d = 1
         elif u < 0.45:
-            d = int(rng.choice(SPECIAL_SIZES))
+            d = int(_pick(rng, SPECIAL_SIZES))
         else:
             d = int(math.exp(rng.uniform(0, math.log(max(2, budget)))))
             d = d | 1 if rng.random() < 0.6 else d  # mostly odd
         shape.append(max(1, d))
     while math.prod(shape) > budget:  # shrink the largest extent until it fits
-        i = int(np.argmax(shape))
+        i = shape.index(max(shape))  # (np.argmax's: the first largest)
         shape[i] = max(1, shape[i] // 2 | 1) if shape[i] > 2 else 1
     return shape
 
@@ -411,9 +418,9 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     """Case ``index`` of ``seed`` (its own generator: cases do not depend on each other)."""
     c = config or Config()
     rng = np.random.default_rng([seed, index])
-    kind = str(rng.choice(c.kinds))
-    dtype = str(rng.choice(c.dtypes))
-    view = str(rng.choice(c.views))
+    kind = str(_pick(rng, c.kinds))
+    dtype = str(_pick(rng, c.dtypes))
+    view = str(_pick(rng, c.views))
     rank = int(rng.integers(1, c.max_rank + 1))
     if view in ("transpose", "mixed") and rank == 1 and c.max_rank > 1:
         rank = 2
@@ -437,8 +444,8 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
         axis = axis[0]  # one axis, as argmax takes (a tuple now and then: refused)
     reduced = range(rank) if axis is None else [a % rank for a in ((axis,) if isinstance(axis, int) else axis)]
     if all(shape[a] == 1 for a in reduced) and rng.random() < 0.85:  # mostly something to reduce
-        a = int(rng.choice(list(reduced)))
-        shape[a] = int(rng.choice([2, 3, 5, 17, 33, 64, 129]))
+        a = int(_pick(rng, list(reduced)))
+        shape[a] = int(_pick(rng, (2, 3, 5, 17, 33, 64, 129)))
         while math.prod(shape) > limit:
             i = max((j for j in range(rank) if j != a), key=lambda j: shape[j], default=a)
             if shape[i] <= 1:
@@ -480,7 +487,7 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     keepdims = bool(options and rng.random() < 0.3)
     dtype_arg = None
     if options and rt.group == "plain" and "dtype" in row.option_names and DTYPE_ARGS[dtype] and rng.random() < rt.dtype_p:
-        dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
+        dtype_arg = str(_pick(rng, DTYPE_ARGS[dtype]))
     takes_nan = "ignore_nan" in row.option_names
     ignore_nan = True if options and takes_nan and dtype in FLOATS and rng.random() < 0.15 else None
     use_out = bool(options and rng.random() < 0.1)
@@ -490,8 +497,8 @@ def generate(seed: int, index: int, config: Config | None = None) -> Case:
     if rt.group != "plain":
         float_ok = dtype in FLOATS or row.inputs != "float"
         if options and rt.dtype_p and "dtype" in row.option_names and float_ok and DTYPE_ARGS[dtype] and rng.random() < rt.dtype_p:
-            dtype_arg = str(rng.choice(DTYPE_ARGS[dtype]))
-        correction = int(rng.choice([0, 0, 1])) if "correction" in row.option_names else None
+            dtype_arg = str(_pick(rng, DTYPE_ARGS[dtype]))
+        correction = int(_pick(rng, (0, 0, 1))) if "correction" in row.option_names else None
         ord_ = float(ORDS[int(rng.integers(len(ORDS)))]) if "ord" in row.option_names else None
     values = rt.values(rng, dtype)
     nans = int(rng.integers(1, 4)) if dtype in FLOATS and rng.random() < rt.nan_share else 0
@@ -1211,18 +1218,18 @@ def _values(*choice: str, p: float | None = None):
             return "full"
         if p is not None:
             return choice[0] if rng.random() < p else choice[1]
-        return str(rng.choice(list(choice)))
+        return str(_pick(rng, choice))
 
     return draw
 
 
 def _choice(*choice: str):
     """One of ``choice``, whatever the dtype (one draw)."""
-    return lambda rng, dtype: str(rng.choice(list(choice)))
+    return lambda rng, dtype: str(_pick(rng, choice))
 
 
 def _zeros(rng: np.random.Generator, dtype: str) -> str:
-    return str(rng.choice(["zeros0", "zeros0.5", "zeros0.99", "zeros1"]))
+    return str(_pick(rng, ("zeros0", "zeros0.5", "zeros0.99", "zeros1")))
 
 
 def _prod_values(rng: np.random.Generator, dtype: str) -> str:
@@ -1241,7 +1248,7 @@ def _normal_any(rng: np.random.Generator, dtype: str) -> str:
 
 
 def _nan_values(rng: np.random.Generator, dtype: str) -> str:
-    return str(rng.choice(["normal", "normal", "ints", "mostlynan"])) if dtype in FLOATS else "normal"
+    return str(_pick(rng, ("normal", "normal", "ints", "mostlynan"))) if dtype in FLOATS else "normal"
 
 
 def _as_x(dtype: str, dtype_arg: str | None) -> str:
