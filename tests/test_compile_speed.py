@@ -39,44 +39,64 @@ HEAVY = (
 )
 
 
-def _modules_after(code: str) -> list[str]:
-    """The heavy modules imported by running ``code`` in a fresh interpreter."""
-    probe = (
-        f"{code}\nimport sys\n"
-        f"print('-- modules --', *(m for m in sys.modules if m.startswith({HEAVY!r})))"
+# What the start-up checks below run, in this order, in one fresh interpreter (a process
+# each cost 0.15-0.4 CPU-s, mostly the same imports): after each step the heavy modules
+# imported so far are listed, so a step's list holds its own and the earlier steps'
+# (the checks want them empty: an empty list after a step is an empty list for each
+# step before it and for the step alone). The last step imports heavy modules on purpose:
+# the probe sees them.
+STEPS = {
+    "import-universe": "import bulkred_dialect.universe",  # loaded by plain xdsl-opt as a plugin
+    # importing the cli is the first step of this and of the next step's parse
+    "help": "from bulkred_dialect.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    # printing a tile-level file back (no -p)
+    "parse": (
+        "import contextlib, io\nfrom bulkred_dialect.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main([{str(SEED)!r}]) == 0"
+    ),
+    "heavy": "import numpy\nimport bulkred_dialect.passes.check_target",
+}
+
+
+def _modules_after(steps: dict[str, str]) -> dict[str, list[str]]:
+    """The heavy modules imported after each of ``steps`` (run in order in a fresh
+    interpreter), by the step's name."""
+    probe = "import sys\n" + "".join(
+        f"{code}\nprint('-- modules after {name} --', *(m for m in sys.modules if m.startswith({HEAVY!r})))\n"
+        for name, code in steps.items()
     )
     r = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 0, r.stderr
-    return r.stdout.rsplit("-- modules --", 1)[1].split()
+    found = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("-- modules after "):
+            name, _, modules = line.removeprefix("-- modules after ").partition(" --")
+            found[name] = modules.split()
+    assert list(found) == list(steps), r.stdout
+    return found
 
 
-def test_the_probe_sees_heavy_imports():
-    seen = _modules_after("import numpy\nimport bulkred_dialect.passes.check_target")
+@pytest.fixture(scope="module")
+def heavy_after() -> dict[str, list[str]]:
+    """:data:`STEPS` run once: the heavy modules after each."""
+    return _modules_after(STEPS)
+
+
+def test_the_probe_sees_heavy_imports(heavy_after):
+    seen = heavy_after["heavy"]
     assert "numpy" in seen and "bulkred_dialect.ops.ptx" in seen
 
 
-@pytest.mark.parametrize(
-    "code",
-    [
-        "import bulkred_dialect.universe",  # loaded by plain xdsl-opt as a plugin
-        # importing the cli is the first step of this and of the next test's parse
-        "from bulkred_dialect.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
-    ],
-    ids=["import-universe", "help"],
-)
-def test_start_up_imports_nothing_heavy(code):
-    assert _modules_after(code) == []
+@pytest.mark.parametrize("step", ["import-universe", "help"])
+def test_start_up_imports_nothing_heavy(heavy_after, step):
+    assert heavy_after[step] == []
 
 
-def test_parsing_tile_ir_needs_no_ptx_dialect_nor_passes(tmp_path):
+def test_parsing_tile_ir_needs_no_ptx_dialect_nor_passes(heavy_after):
     """Printing a tile-level file back (no -p) loads the bulkred dialect only."""
-    code = (
-        "import contextlib, io\nfrom bulkred_dialect.cli import main\n"
-        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main([{str(SEED)!r}]) == 0"
-    )
-    assert _modules_after(code) == []
+    assert heavy_after["parse"] == []
 
 
 class _Count:
