@@ -51,6 +51,25 @@ def lowered(m, chosen: str | None = None):
     return m
 
 
+class ModuleText:
+    """A lowered module's text, printed on first use (``in``, ``count``, ``str``): the
+    helpers that run a kernel hand it back, and most callers never read it."""
+
+    def __init__(self, module):
+        self.module, self._text = module, None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = str(self.module)
+        return self._text
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def count(self, part: str) -> int:
+        return str(self).count(part)
+
+
 def f64_to_bf16_bits(x: np.ndarray) -> np.ndarray:
     """``reference.f64_to_bf16`` on arrays (checked against it element by element in
     ``test_f64_to_bf16_bits_is_the_reference``): round to float32 by rounding to odd

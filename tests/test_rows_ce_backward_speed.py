@@ -24,7 +24,7 @@ def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing
         shift2: float = 0.0):
     """dx of 5 rows (targets: in the row's middle, ignored, the last element, outside [0, N),
     ignored with a NaN lse; row 0's logits ``shift`` more, row 2's ``shift2``) under ``settings`` (rows_backward's
-    constants), with the inputs' values as the kernel saw them; and the lowered module's text."""
+    constants), with the inputs' values as the kernel saw them; and the lowered module's text (printed where read)."""
     for k in SWITCHES:
         monkeypatch.setattr(rows_backward, k, settings.get(k, False))
     m = 5
@@ -42,7 +42,7 @@ def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing
     built = test_rows.lowered(module("cross_entropy_backward", None, n, dtype, variant=variant, ignore_index=IGNORED,
                                      label_smoothing=smoothing or None))
     _, dx, _, _, _ = test_rows.interpret(built, xbits, test_rows.to_bits(np.full((m, n), 7.0), dtype), target, dl, lse)
-    return dx, xv, lse, target, dl, str(built)
+    return dx, xv, lse, target, dl, test_rows.ModuleText(built)
 
 
 def _check(dx, xv, lse, target, dl, n: int, dtype: str, smoothing: float = 0.1) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rows import interpret, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
+from test_rows import ModuleText, interpret, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
 from test_rows_ce_reduction import IGNORE, run_reduced
 
 from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta, rows_lower
@@ -111,7 +111,7 @@ def ragged_kernel(variant: str, n: int, dtype: str, stride: int | None, on: bool
 
 def ragged_run(variant: str, n: int, dtype: str, stride: int | None, x: np.ndarray, target: np.ndarray,
                on: bool | None = True, smoothing: float = 0.0, built=None) -> tuple[np.ndarray, np.ndarray, str]:
-    """(the loss rows, x's values as the kernel read them, the kernel's text) of x's rows
+    """(the loss rows, x's values as the kernel read them, the kernel's text: printed where read) of x's rows
     (``[M, stride or n]``; the first n of each row are the logits) on ``built``, else on
     :func:`ragged_kernel`'s kernel with RAGGED ``on``."""
     if built is None:
@@ -119,7 +119,7 @@ def ragged_run(variant: str, n: int, dtype: str, stride: int | None, x: np.ndarr
     xbits = to_bits(x, dtype)
     m = len(target)
     got = interpret(built, xbits[:, :n] if stride else xbits, target.astype(np.int64), np.full(m, 7.0, np.float32), np.full(m, 7.0, np.float32))
-    return got[2].astype(np.float64), values(xbits, dtype)[:, :n], str(built)
+    return got[2].astype(np.float64), values(xbits, dtype)[:, :n], ModuleText(built)
 
 
 VEC_LOAD = "ptx.ld.vec"
