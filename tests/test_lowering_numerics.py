@@ -126,6 +126,19 @@ def run(module: ModuleOp, src: np.ndarray, dst_old: np.ndarray, kernel: str = "k
     return out
 
 
+def each_case(check, cases) -> None:
+    """``check(*case)`` for each of ``cases``, every one run: the failing cases' messages
+    (each names its case) together. Cases of one path loop in one test, as a test each
+    cost the run more than most cases' own checks."""
+    failed = []
+    for case in cases:
+        try:
+            check(*case)
+        except AssertionError as e:
+            failed.append(f"{case}: {e}")
+    assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)
+
+
 def assert_same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.shape == want.shape, what
     g, w = ref.bits(got), ref.bits(want)
@@ -204,14 +217,17 @@ def _legal_local(n: int, accum: bool) -> ModuleOp:
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
-@pytest.mark.parametrize("n", SM100_LENGTHS)
-def test_sm100_packed_matches_reference_bit_for_bit(n: int, accum: bool):
-    """One module of three kernels (sum, max, min) of local buffers (:func:`local_module`,
-    lowered once with test_sm100_packed_adversarial_vectors': the copies in and out of
-    global memory that a whole kernel adds are the same code at every length and kind,
-    and interpret slower), lowered for sm_100a and legalized for sm_90a: each kernel,
-    interpreted, gives the reference's bits on every input of :func:`f32_inputs`, in
-    both forms."""
+def test_sm100_packed_matches_reference_bit_for_bit(accum: bool):
+    """At each of SM100_LENGTHS, one module of three kernels (sum, max, min) of local
+    buffers (:func:`local_module`, lowered once with test_sm100_packed_adversarial_vectors':
+    the copies in and out of global memory that a whole kernel adds are the same code at
+    every length and kind, and interpret slower), lowered for sm_100a and legalized for
+    sm_90a: each kernel, interpreted, gives the reference's bits on every input of
+    :func:`f32_inputs`, in both forms."""
+    each_case(lambda n: _check_packed(n, accum), [(n,) for n in SM100_LENGTHS])
+
+
+def _check_packed(n: int, accum: bool) -> None:
     kinds = ["sum", "max", "min"]
     packed, legal = _packed_local(n, accum), _legal_local(n, accum)
     for kind in kinds:
@@ -226,8 +242,8 @@ def test_sm100_packed_matches_reference_bit_for_bit(n: int, accum: bool):
             old = olds[i % len(olds)]
             want = ref.reduce_sm100_packed(kind, src, old if accum else None)
             got = run(packed, src, old, kind)
-            assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
-            assert_same_bits(run(legal, src, old, kind), got, f"legalized sm100_packed {kind} n={n} {label}")
+            assert_same_bits(got, want, f"sm100_packed {kind} n={n} accum={accum} {label}")
+            assert_same_bits(run(legal, src, old, kind), got, f"legalized sm100_packed {kind} n={n} accum={accum} {label}")
 
 
 def kernel_of(module: ModuleOp, name: str):
@@ -306,11 +322,14 @@ assert set(CPU_ADVERSARIAL_LENGTHS) <= set(ADVERSARIAL_LENGTHS)
 
 
 @pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
-@pytest.mark.parametrize("n", CPU_ADVERSARIAL_LENGTHS)
-def test_sm100_packed_adversarial_vectors(n: int, accum: bool):
+def test_sm100_packed_adversarial_vectors(accum: bool):
     """Issue 9: on vectors where the order of the adds shows in the bits, the lowering
     (interpreted) equals TIRx's order (the reference) bit for bit, at lengths that take
-    every path of the lowering (``CPU_ADVERSARIAL_LENGTHS``)."""
+    every path of the lowering (``CPU_ADVERSARIAL_LENGTHS``, each a case)."""
+    each_case(lambda n: _check_adversarial(n, accum), [(n,) for n in CPU_ADVERSARIAL_LENGTHS])
+
+
+def _check_adversarial(n: int, accum: bool) -> None:
     module = _packed_local(n, accum)
     rng = np.random.default_rng(2 * n + accum)
     cases = [("sum", *v) for v in sum_vectors(n, rng)]
@@ -319,7 +338,7 @@ def test_sm100_packed_adversarial_vectors(n: int, accum: bool):
         dst = np.array([old], dtype=np.float32)
         want = ref.reduce_sm100_packed(kind, src, dst if accum else None)
         _, got = run_kernel(module, kind, src.copy(), dst.copy())
-        assert_same_bits(got, want, f"sm100_packed {kind} n={n} {label}")
+        assert_same_bits(got, want, f"sm100_packed {kind} n={n} accum={accum} {label}")
 
 
 def test_sm100_packed_long_reduction_is_a_loop_with_the_same_bits():
@@ -431,34 +450,40 @@ def _check_local(kind: str, elt: str, shape: tuple[int, ...], accum: bool, targe
         want = ref.reduce_local(kind, src, old if accum else None, bf16=elt == "bf16")
         for target, m in lowered:
             got = run(m, src, old, kind)
-            assert_same_bits(got, want, f"local {kind} {elt} {shape} on {target} input {i}")
+            assert_same_bits(got, want, f"local {kind} {elt} {shape} accum={accum} on {target} input {i}")
 
 
 FLOAT_KINDS = ["sum", "max", "min"]
 INT_KINDS = ["sum", "max", "min", "and", "or", "xor"]
 
 
-@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
-@pytest.mark.parametrize("n", LOCAL_1D_LENGTHS)
 @pytest.mark.parametrize(
     "elt,kind",
     [(e, k) for e in ("f32", "f64", "f16", "bf16") for k in FLOAT_KINDS]
     + [(e, k) for e in ("i32", "i64") for k in INT_KINDS],
 )
-def test_local_1d_matches_reference(elt: str, kind: str, n: int, accum: bool):
-    # sm_90a always takes local; on sm_100a a 1-D f32 source of 8 or more elements takes
-    # sm100_packed, every other source local (checked at two lengths to keep this fast).
-    on_sm100 = n in (7, 13) and not (elt == "f32" and n >= 8)
+def test_local_1d_matches_reference(elt: str, kind: str):
+    """Each length of LOCAL_1D_LENGTHS, with and without accum (a case each)."""
     kinds = tuple(INT_KINDS if elt in ("i32", "i64") else FLOAT_KINDS)
-    _check_local(kind, elt, (n,), accum, ["sm_90a", "sm_100a"] if on_sm100 else ["sm_90a"], kinds)
+
+    def check(n: int, accum: bool) -> None:
+        # sm_90a always takes local; on sm_100a a 1-D f32 source of 8 or more elements
+        # takes sm100_packed, every other source local (checked at two lengths to keep
+        # this fast).
+        on_sm100 = n in (7, 13) and not (elt == "f32" and n >= 8)
+        _check_local(kind, elt, (n,), accum, ["sm_90a", "sm_100a"] if on_sm100 else ["sm_90a"], kinds)
+
+    each_case(check, [(n, accum) for n in LOCAL_1D_LENGTHS for accum in (False, True)])
 
 
-@pytest.mark.parametrize("accum", [False, True], ids=["set", "accum"])
-@pytest.mark.parametrize("shape", LOCAL_ND_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("elt,kind", LOCAL_ND_CASES)
-def test_local_nd_rows_reduce_independently(elt: str, kind: str, shape: tuple[int, ...], accum: bool):
+def test_local_nd_rows_reduce_independently(elt: str, kind: str):
+    """Each shape of LOCAL_ND_SHAPES, with and without accum (a case each)."""
     kinds = tuple(k for e, k in LOCAL_ND_CASES if e == elt)  # one module of the kinds this type is run with
-    _check_local(kind, elt, shape, accum, ["sm_90a", "sm_100a"], kinds)
+    each_case(
+        lambda shape, accum: _check_local(kind, elt, shape, accum, ["sm_90a", "sm_100a"], kinds),
+        [(shape, accum) for shape in LOCAL_ND_SHAPES for accum in (False, True)],
+    )
 
 
 def test_local_sum_is_a_left_fold():
