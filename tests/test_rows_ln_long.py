@@ -169,3 +169,52 @@ def test_default_off() -> None:
                    ("float16", layer, 262144, 262144, ("lean_dx", "words")),
                    ("bfloat16", rms, 262144, 262144, ("words",)),
                    ("float16", rms, 262144, 262144, ("words",))}
+
+
+TAIL_CASES = [  # (kind, dtype, N, CTAs a cluster, units, GROUP_UNITS, TAIL_LOADS)
+    ("layer_norm_backward", "float32", 512, 4, 2, 2, 2),  # a cluster of 4, 2 units: a batch a column of one output
+    ("layer_norm_backward", "bfloat16", 512, 2, 3, 4, 16),  # 3 units (rows 1, 2 of a batch of 1 or 2 not added)
+    ("rms_norm_backward", "float32", 128, 1, 3, 4, 6),  # one CTA a unit (no rank): the whole row, dweight alone
+]
+
+
+@pytest.mark.parametrize("case", TAIL_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in TAIL_CASES])
+def test_tail_loads(case, monkeypatch) -> None:
+    """TAIL_LOADS: the column sums in one level, the last CTA (of its rank) adding every
+    unit's partial row, its loads in batches: dweight (and dbias) bit for bit the
+    default's two levels' over batches of 7 rows and of fewer rows than units (the
+    units past the grid's not added), dx the default's; the workspace left zeroed
+    (run_norm); more units than a group: the default's tail, the same PTX."""
+    from test_rows_backward_bulk import norm_kernel
+
+    from bulkred_dialect.passes.variants import rows_backward, rows_common
+
+    kind, dtype, n, c, units, group, loads = case
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
+    monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {c: units})
+    monkeypatch.setattr(rows_backward, "GROUP_UNITS", group)
+    db = kind == "layer_norm_backward"
+    x, dy, w = _rows(kind, n, dtype, 0.5)
+    default_k = norm_kernel(kind, n, dtype, dtype, db)
+    monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", loads)
+    bp = _config(kind, n, dtype, db)
+    assert (bp.cluster, bp.tail_loads) == (c, loads)
+    tail_k = norm_kernel(kind, n, dtype, dtype, db)
+    assert str(tail_k) != str(default_k)
+    for m in (7, 2, 1):
+        want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=default_k)
+        got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=tail_k)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    dxr, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
+    got = run_norm(kind, x, dy, w, dtype, dtype, db, units, built=tail_k)
+    for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no unit missed)
+        tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
+    if units < 3:  # (2 units always fit a group: ColumnSums.group >= the square root of the units)
+        return
+    monkeypatch.setattr(rows_backward, "GROUP_UNITS", 1)  # (3 units in groups of 2: the default's tail)
+    monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", 0)
+    two = str(norm_kernel(kind, n, dtype, dtype, db))
+    monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", loads)
+    assert str(norm_kernel(kind, n, dtype, dtype, db)) == two

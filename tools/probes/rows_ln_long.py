@@ -63,28 +63,16 @@ NO_COLUMNS = "no dweight / dbias (the column sums' cost)"
 
 def candidates(kind: str, dtype: str) -> list[tuple[str, dict]]:
     """(label, SETTINGS keys added to the cell's own) of the cell; the default first, the kernel
-    without dweight and dbias last (:data:`NO_COLUMNS`: what the column sums cost)."""
-    layer, bf16 = kind == "layer_norm_backward", dtype != "float32"
-    lean = {"lean_dx": True}
-    out: list[tuple[str, dict]] = [("default", {}), ("lean dx", lean)]
-    if bf16:
-        out += [("words", {"words": True}), ("lean dx, words", {**lean, "words": True})]
-        if layer:  # (64 KiB of dbias's sums: 4 slots of 32 KiB, the weight's 32 KiB, 2 KiB for the rest)
-            shared = {"columns_shared": 1, "spare_shared": 2048}
-            out += [("dbias's sums in shared memory, 4 slots and the weight's slice", shared),
-                    ("lean dx, words, dbias's sums in shared memory, 4 slots and the weight's slice",
-                     {**lean, "words": True, **shared})]
-        out += [("half slices (11 slots and the weight's slice)", {"halves": True}),
-                ("lean dx, words, half slices", {**lean, "words": True, "halves": True})]
-    elif layer:  # (the weight from L2, 3 slots of 64 KiB; half slices: 7 of 32 KiB with a 2 KiB spare)
-        halves = {"halves": True, "slots": 7, "spare_shared": 2048}
-        out += [("second pass reversed", {"reverse": True}), ("lean dx, second pass reversed", {**lean, "reverse": True}),
-                ("lean dx, dy in registers, 2 slots and the weight's slice",
-                 {**lean, "grad_registers": True, "slots": 2}),
-                ("half slices (7 slots)", halves),
-                ("lean dx, second pass reversed, half slices (7 slots)", {**lean, "reverse": True, **halves}),
-                ("lean dx, half slices (5 slots and the weight's slice)", {**lean, **halves, "slots": 5})]
-    return out + [(NO_COLUMNS, {})]
+    without dweight and dbias last (:data:`NO_COLUMNS`: what the column sums cost). The seventh
+    session's candidates are in the defaults (SETTINGS: float32 layer_norm lean_dx and 5 half slices,
+    bfloat16 layer_norm lean_dx and words, bfloat16 rms_norm words) or measured slower
+    (docs/rows_probes_h200_run7.log: reverse, 7 half slices, dy in registers, dbias's sums in shared
+    memory, bfloat16's 11 half slices, lean_dx for rms_norm): not run again. Now the column sums' tail
+    (rows_bulk_backward.TAIL_LOADS: one level, its loads ahead)."""
+    return [("default", {}),
+            ("tail in one level, 16 loads ahead", {"tail_loads": 16}),
+            ("tail in one level, 32 loads ahead", {"tail_loads": 32}),
+            (NO_COLUMNS, {})]
 
 
 def cell_settings(kind: str, dtype: str, n: int) -> dict:

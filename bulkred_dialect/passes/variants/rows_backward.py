@@ -999,13 +999,18 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
 
 
 def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: ColumnSums, tid: SSAValue,
-                    ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None) -> None:
+                    ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None, ahead: int = 0) -> None:
     """The column sums in two levels, each in a fixed order: the CTA that finishes last of
     its group of ``lay.group`` units adds the group's partial rows in unit order into
     the group's row; the CTA that finishes the last group adds the groups' rows in group
     order and writes dweight / dbias, rounded once. With a cluster (``rank``: the CTA's
     rank in it) each rank does so for its own columns (its slice of the row) with its own
-    counters: the sums are spread over the cluster's ranks. Every counter is set back to 0."""
+    counters: the sums are spread over the cluster's ranks. Every counter is set back to 0.
+
+    ``ahead`` > 0 (rows_bulk_backward's ``TAIL_LOADS``), where the units fit one group and
+    each thread's columns are whole vectors (:func:`tail_ahead_fits`): one level, the last
+    CTA (of its rank) adding the units' partial rows straight into dweight / dbias
+    (:func:`_sum_ahead`: about ``ahead`` loads in flight a thread); the default's bits."""
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
     shift = lay.group.bit_length() - 1
     nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
@@ -1025,6 +1030,16 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
             v = 1
     counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
     done = row_ticket(e, counter, size, tid, "columns_group")
+    if ahead > 0 and tail_ahead_fits(p, lay, v):
+
+        def one_level(b: Emitter) -> list[SSAValue]:
+            b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+            _sum_ahead(b, p, outs, ws, lay, tid, cols[0] if cols is not None else 0, size, v, ahead)
+            b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
+            return []
+
+        e.if_(done, one_level)
+        return
 
     def level1(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
@@ -1058,6 +1073,56 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
         return []
 
     e.if_(done, level1)
+
+
+def _tail_width(p: RowPlan) -> int:
+    """The columns a tail sum covers: the CTA's slice with a cluster (one rank's), else the row."""
+    return p.slice * p.vec if p.cluster > 1 else p.n
+
+
+def tail_ahead_fits(p: RowPlan, lay: ColumnSums, v: int) -> bool:
+    """Whether :func:`finish_columns`'s one-level tail (``ahead``) takes plan ``p``: the
+    units fit one group (the default's second level adds the one group's row to 0: the
+    same bits), each rank's columns whole ``v``-vectors of every thread, a cluster's slices
+    exact."""
+    width = _tail_width(p)
+    return lay.groups == 1 and (p.cluster == 1 or p.exact) and width % (p.block * v) == 0
+
+
+def _sum_ahead(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums, tid: SSAValue,
+               c0: SSAValue | int, count: SSAValue, v: int, ahead: int) -> None:
+    """:func:`finish_columns`'s one-level tail: thread t's columns ``c0 + (t + jT) v`` of
+    each output (``v`` at a time, unrolled), each the sum of the partial rows of units 0,
+    1, ... ``count - 1`` (i32) from 0 in unit order, written to dweight / dbias rounded
+    once: the default's two levels' bits (its second level adds the one group's row to 0,
+    and a sum from +0 is never -0). The loads go out in batches of whole columns, about
+    ``ahead`` a batch, every one before the batch's first add: the partial rows of all
+    ``lay.units`` units (those past ``count`` are in the workspace, zero, and not added:
+    a select keeps the sum), each set back to 0 (the workspace left zeroed)."""
+    steps = _tail_width(p) // (p.block * v)
+    start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
+    zeros = [e.const(0.0, f32)] * v
+    keep = [e.cmp("slt", e.const(u), count) for u in range(lay.units)]  # (unit 0 is always there: count >= 1)
+    work = [(k, j) for j in range(steps) for k in range(len(outs))]
+    batch = max(1, ahead // lay.units)
+    col_at = {j: e.mul_i(e.add_i(start, j * p.block * v), 4) for j in range(steps)}  # (bytes)
+    for b0 in range(0, len(work), batch):
+        got = []
+        for k, j in work[b0:b0 + batch]:
+            at = e.ptr_add(ws, col_at[j])
+            got.append([load_vec(e, F32, at, lay.partials(k) + u * p.n * 4, v, nc=False) for u in range(lay.units)])
+        for k, j in work[b0:b0 + batch]:
+            at = e.ptr_add(ws, col_at[j])
+            for u in range(lay.units):
+                store_vec(e, F32, at, lay.partials(k) + u * p.n * 4, zeros)
+        for (k, j), rows in zip(work[b0:b0 + batch], got, strict=True):
+            acc = [f32_add(e, z, x) for z, x in zip(zeros, rows[0], strict=True)]
+            for u in range(1, lay.units):
+                acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
+            od = of_ir(outs[k].type.element_type)
+            assert od is not None
+            out0 = e.ptr(outs[k], StateSpace.GLOBAL)
+            store_vec(e, od, e.ptr_add(out0, e.mul_i(e.add_i(start, j * p.block * v), od.bytes)), 0, acc)
 
 
 @dataclass

@@ -259,10 +259,22 @@ against 0.74 with 4), holds 7 of 32 KiB with a 2 KiB spare (``"spare_shared"``):
 rows, the next row's pieces but its dy's second half copied a row ahead, and that one
 waited for after half the first pass. The same sums in the same order: the bits of the
 default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
+TAIL_LOADS: int | None = None
+"""None: where :data:`SETTINGS` says (``"tail_loads"``; nowhere yet); else everywhere (the
+probe's and the tests' settings; 0: the default's tail). A norm's column sums finished
+in one level (``rows_backward.finish_columns``' ``ahead``: where the units fit one group,
+as the persistent grid's 7 clusters of 16 at 262144): the last CTA of each rank adds the
+units' partial rows straight into dweight / dbias, its loads issued in batches of about
+this many a thread, all before the batch's first add, where the default's two levels
+(a group row written, a second ticket and fence, that row read back) loop over the
+columns with the partial rows of a column loaded 4, 2, then 1 at a time (ptxas's
+unrolling of a loop of 7): 3 L2 round trips a column vector, 48 for layer_norm's 16
+vectors a thread, then 16 more for the second level. The same sums in the same order:
+the bits of the default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool)
+    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool, "tail_loads": int)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -290,7 +302,7 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
 (:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`),
-``"halves"`` (:data:`HALVES`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+``"halves"`` (:data:`HALVES`), ``"tail_loads"`` (:data:`TAIL_LOADS`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -351,6 +363,7 @@ class BulkPlan:
     reverse: bool = False  # the second pass over the thread's vectors last to first (REVERSE)
     halves: bool = False  # the ring's pieces half slices (HALVES)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
+    tail_loads: int = 0  # the column sums' one-level tail, its loads in flight a thread (TAIL_LOADS; 0: the default's)
 
     @property
     def piece_bytes(self) -> int:
@@ -423,11 +436,12 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
     words = bool(cell.get("words", False)) if WORDS is None else WORDS
     reverse = bool(cell.get("reverse", False)) if REVERSE is None else REVERSE
+    tail = int(cell.get("tail_loads", 0)) if TAIL_LOADS is None else TAIL_LOADS
     norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, per, slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
                     max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
                     words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm,
-                    halves=halves)
+                    halves=halves, tail_loads=max(0, tail) if norm else 0)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -812,7 +826,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                     vals = (held[(k * nreg + j) * vec:(k * nreg + j + 1) * vec] if j < nreg
                             else shared_acc[j - nreg].load(e, k * p.group, vec, nc=False))
                     dst.store(e, k * p.group, vec, vals)
-        finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank)
+        finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank, ahead=bp.tail_loads)
     rewriter.erase(op)
 
 
