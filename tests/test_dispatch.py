@@ -47,6 +47,7 @@ from bulkred_dialect.passes.predicates import Predicate
 from bulkred_dialect.passes.registry import DispatchError, Registry
 from bulkred_dialect.passes.variants import REGISTRY
 from bulkred_dialect.passes.variants import local as local_variant
+from each_case import each_case
 
 SM100A = Target.parse("sm_100a")
 SM90A = Target.parse("sm_90a")
@@ -547,27 +548,33 @@ def chunks_in_ir(n: int) -> tuple[int, bool]:
     return (4 + further % 4, True) if further >= 8 else (further, False)
 
 
-@pytest.mark.parametrize("accum", [False, True])
-@pytest.mark.parametrize("n", PACKED_COUNT_LENGTHS)
-def test_sm100_packed_sum_counts(ctx, n, accum):
-    m = lowered(ctx, "sm_100a", "sum", [n], accum=accum)
-    chunks, looped = chunks_in_ir(n)
-    assert count(m, "ptx.add.f32x2") == 4 * chunks + 3
-    assert count(m, "ptx.add") == n % 8 + 1 + accum
-    assert count(m, "scf.for") == looped
-    assert count(m, "memref.load") == 8 * (1 + chunks) + n % 8 + accum
+# (n, accum) of the count tests: a case each, one test (each_case)
+PACKED_COUNT_CASES = [(n, accum) for n in PACKED_COUNT_LENGTHS for accum in (False, True)]
 
 
-@pytest.mark.parametrize("accum", [False, True])
-@pytest.mark.parametrize("n", PACKED_COUNT_LENGTHS)
+def test_sm100_packed_sum_counts(ctx):
+    def check(n, accum):
+        m = lowered(ctx, "sm_100a", "sum", [n], accum=accum)
+        chunks, looped = chunks_in_ir(n)
+        assert count(m, "ptx.add.f32x2") == 4 * chunks + 3
+        assert count(m, "ptx.add") == n % 8 + 1 + accum
+        assert count(m, "scf.for") == looped
+        assert count(m, "memref.load") == 8 * (1 + chunks) + n % 8 + accum
+
+    each_case(check, PACKED_COUNT_CASES)
+
+
 @pytest.mark.parametrize("kind", ["max", "min"])
-def test_sm100_packed_minmax_counts(ctx, n, kind, accum):
-    m = lowered(ctx, "sm_100a", kind, [n], accum=accum)
-    chunks, looped = chunks_in_ir(n)
-    assert count(m, f"ptx.{kind}3") == 4 * chunks + 1 + accum
-    assert count(m, f"ptx.{kind}") == 4 - accum + n % 8 + 1
-    assert count(m, "ptx.add.f32x2") == 0
-    assert count(m, "scf.for") == looped
+def test_sm100_packed_minmax_counts(ctx, kind):
+    def check(n, accum):
+        m = lowered(ctx, "sm_100a", kind, [n], accum=accum)
+        chunks, looped = chunks_in_ir(n)
+        assert count(m, f"ptx.{kind}3") == 4 * chunks + 1 + accum
+        assert count(m, f"ptx.{kind}") == 4 - accum + n % 8 + 1
+        assert count(m, "ptx.add.f32x2") == 0
+        assert count(m, "scf.for") == looped
+
+    each_case(check, PACKED_COUNT_CASES)
 
 
 # One length per path of the algorithm: one chunk, alone (8) and with a remainder (13);
@@ -575,10 +582,16 @@ def test_sm100_packed_minmax_counts(ctx, n, kind, accum):
 # (72: its first length; 100: three chunks left after it and a remainder of 4; 301: 9
 # iterations and a remainder of 5). tests/test_lowering_numerics.py checks more lengths,
 # and inputs, bit for bit.
-@pytest.mark.parametrize("n", [8, 13, 17, 47, 72, 100, 301])
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
-@pytest.mark.parametrize("accum", [False, True])
-def test_sm100_packed_bits_match_the_documented_algorithm(ctx, n, kind, accum):
+def test_sm100_packed_bits_match_the_documented_algorithm(ctx, kind):
+    """Each length, with and without accum (a case each)."""
+    each_case(
+        lambda n, accum: _check_packed_bits(ctx, kind, n, accum),
+        [(n, accum) for n in (8, 13, 17, 47, 72, 100, 301) for accum in (False, True)],
+    )
+
+
+def _check_packed_bits(ctx, kind, n, accum):
     rng = np.random.default_rng(n * 7 + len(kind) + accum)
     x = _data(rng, n)
     if kind == "sum":

@@ -32,6 +32,7 @@ from bulkred_dialect.passes.legalize_for_target import LegalizeForTargetPass
 from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 from bulkred_dialect.pipeline import gc_paused
 from bulkred_dialect.universe import BULKRED_DIALECTS
+from each_case import each_case
 from sm100_adversarial import LENGTHS as ADVERSARIAL_LENGTHS
 from sm100_adversarial import TIRX_EXAMPLE, minmax_vectors, sum_vectors
 
@@ -124,19 +125,6 @@ def op_names(module: ModuleOp) -> set[str]:
 def run(module: ModuleOp, src: np.ndarray, dst_old: np.ndarray, kernel: str = "k") -> np.ndarray:
     _, out = run_kernel(module, kernel, src.copy(), dst_old.copy())
     return out
-
-
-def each_case(check, cases) -> None:
-    """``check(*case)`` for each of ``cases``, every one run: the failing cases' messages
-    (each names its case) together. Cases of one path loop in one test, as a test each
-    cost the run more than most cases' own checks."""
-    failed = []
-    for case in cases:
-        try:
-            check(*case)
-        except AssertionError as e:
-            failed.append(f"{case}: {e}")
-    assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:

@@ -1,0 +1,20 @@
+"""Cases of one code path checked in one test: a pytest item costs the run about a
+millisecond beyond its check (xdist's reports, the fixtures), more than many of these
+checks themselves (issue 29: the CPU suite's time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def each_case(check: Callable[..., Any], cases: Sequence[tuple]) -> None:
+    """``check(*case)`` for each of ``cases``, every one run; the failing cases'
+    messages together, each after its case (so a message need not name it)."""
+    failed = []
+    for case in cases:
+        try:
+            check(*case)
+        except AssertionError as e:
+            failed.append(f"{case}: {e}")
+    assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)
