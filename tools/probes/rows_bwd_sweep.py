@@ -27,7 +27,8 @@ bytes over more rows so that one row's exchange overlaps another's loads), per c
   2 of 512 at 16384: twice or more the rows in flight of the default's 3, 5 and 1), rows_cta with 16
   values a thread (``VALUES``), a grid of one wave (``CTAS_PER_SM``); rows_stream (48 to 52
   registers: 2 CTAs of 512 resident, a grid of 4) with 8 or 16 vectors a thread in flight
-  (rows_stream.UNROLL, the default's 4: a bfloat16 thread's 32 bytes), 16-byte bfloat16 vectors
+  (rows_stream.UNROLL, the default's 4: a bfloat16 thread's 32 bytes; rows_stream.UNROLL_MEASURED
+  flips it per cell), 16-byte bfloat16 vectors
   (rows_common.WIDE_BF16) and a grid of one wave.
 - the norms' backward: rows_bulk_backward (a ring of the next rows' slices copied by
   ``cp.async.bulk``: up to 192 KiB in flight a multiprocessor, against rows_cta's and rows_cluster's
@@ -149,7 +150,7 @@ def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict, list[
             out.append(("rows_stream, 8 vectors in flight, .minnctapersm 2", "rows_stream",
                         {f"{STREAM}.UNROLL": 8, **m2},
                         [f"rows_cta.MAX_N / rows_cluster.LOSS_ROWS: cross_entropy_backward {dtype} {n} to rows_stream "
-                         "(no per-kind switch yet)", no_table("rows_stream", "UNROLL", 8)] + m2f))
+                         "(no per-kind switch yet)", table_flip("rows_stream", "UNROLL_MEASURED", kind, dtype, n, 8)] + m2f))
     else:  # rows_stream: 512 threads, 48 to 52 registers: 2 CTAs resident of a grid of 4 a multiprocessor
         # (8 or 16 vectors a thread in flight take 80 to 128 registers: one CTA, the default's bytes in flight,
         # unless held to 64 by .minnctapersm 2)
@@ -157,10 +158,10 @@ def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict, list[
         m2, m2f = minctas(STREAM, 2)
         one = {f"{STREAM}.CTAS_PER_SM": 2}
         one_f = [table_flip("rows_stream", "CTAS_PER_SM_MEASURED", kind, dtype, n, 2)]
-        u8 = [no_table("rows_stream", "UNROLL", 8)]
+        u8 = [table_flip("rows_stream", "UNROLL_MEASURED", kind, dtype, n, 8)]
         out += [("rows_stream, 8 vectors in flight, .minnctapersm 2", None, {**u(8), **m2}, u8 + m2f),
                 ("rows_stream, 16 vectors in flight, .minnctapersm 2", None, {**u(16), **m2},
-                 [no_table("rows_stream", "UNROLL", 16)] + m2f),
+                 [table_flip("rows_stream", "UNROLL_MEASURED", kind, dtype, n, 16)] + m2f),
                 ("rows_stream, 8 vectors in flight, .minnctapersm 2, a grid of one wave", None,
                  {**u(8), **m2, **one}, u8 + m2f + one_f)]
         if dtype == "float32":

@@ -26,6 +26,15 @@ from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_plan, 
 
 BLOCK = 512
 UNROLL = 4
+"""Vector loads a thread has in flight a loop step (the default; :data:`UNROLL_MEASURED` per cell)."""
+
+UNROLL_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, vectors a loop step), the first range holding N
+(never M), in place of :data:`UNROLL`: more bytes in flight a thread (a bfloat16 thread's 4 vectors
+are 32 bytes), with ``.minnctapersm`` (:data:`MIN_CTAS_MEASURED`) keeping the CTAs resident. Empty
+until measured on an H200 (tools/probes/rows_bwd_sweep.py, which patches :data:`UNROLL` for a cell
+with no entry). The values and their order in each thread's sums follow the step (bits may
+differ from the default's in the last place; cross_entropy's backward, elementwise, not at all)."""
 
 CTAS_PER_SM: int | None = None
 """The grid's CTAs per multiprocessor at most (None: 2048 threads' worth, 4): fewer rows in
@@ -57,7 +66,7 @@ float16 as bfloat16)."""
 
 def lower_rows_stream(op: Operation, rewriter: PatternRewriter, target: Target) -> None:
     assert isinstance(op, NormalizeRowsOp)
-    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=UNROLL, ctas_per_sm=cell_setting(CTAS_PER_SM, CTAS_PER_SM_MEASURED, op) or max(1, 2048 // BLOCK))
+    p = plan(op, target, group=BLOCK, block=BLOCK, items=0, unroll=cell_setting(None, UNROLL_MEASURED, op, UNROLL), ctas_per_sm=cell_setting(CTAS_PER_SM, CTAS_PER_SM_MEASURED, op) or max(1, 2048 // BLOCK))
     vec = ragged_vector(op)  # (rows_lower.RAGGED; 0: the default's loads)
     set_min_ctas(op, cell_setting(MIN_CTAS, MIN_CTAS_MEASURED, op))
     lower_rows(op, rewriter, target, ragged_plan(p, vec, 0) if vec else p)
