@@ -655,7 +655,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return []
 
         e.if_(e.cmp("eq", tid, 0), zero)
-    loss_cluster = loss_cluster_begin(e, p, op, tid)  # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows
+    late = LOSS_TAIL_CLUSTER_LATE and forward_pipelined(p) and not isinstance(p, RaggedPlan)  # (fwd below)
+    # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows (LOSS_TAIL_CLUSTER_LATE: after the first row's loads)
+    loss_cluster = None if late else loss_cluster_begin(e, p, op, tid)
     early_ticket = None  # LOSS_TAIL_EARLY_TICKET: (the loss's workspace, thread 0's ticket, taken before the rows)
     if totals is not None and _early_ticket(p, op):
         loss_ws = add_workspace(kernel, 16 + 8 * p.ctas)
@@ -694,6 +696,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return prefetch_norm_row(c, r, *row_buffers(c, row0), row0)
 
         carried0 += e.if_(e.cmp("slt", row0, end), first_row, lambda c: [c.const(0, t) for t in types], types)
+        if late:
+            loss_cluster = loss_cluster_begin(e, p, op, tid)
         done = e.for_(row0, end, stride, carried0, row_body)
         if p.m is None:
             kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
@@ -874,6 +878,29 @@ put it in every thread), every thread of the cluster arrives on the cluster barr
 (``.relaxed``) and waits (``.acquire``), then the leader's warp 0 adds the slots as the
 mbarrier form does (the same bits). A fence and a cluster barrier on the tail against the
 mbarrier form's ``st.async`` and wait; the probe's ``mean, cluster barrier``."""
+LOSS_TAIL_CLUSTER_FOLD = 1
+"""With :data:`LOSS_TAIL_CLUSTER`: > 1 folds a grid of ``MAX + 1`` to ``FOLD x MAX`` CTAs
+(:data:`LOSS_TAIL_CLUSTER_MAX`) into ``MAX`` CTAs, one cluster (``bulkred.grid_rows``' fourth
+entry, kernel_attrs.grid_of_rule): each CTA loops over its rows ``u, u + MAX, ...`` (the rows
+loop's stride is the grid, as where M passes the grid's cap) and the cluster's tail takes M =
+17 to ``16 FOLD`` of a CTA per row (issue 30, section 4: cross_entropy's
+mean at M = 64 rows of 4096, 3.52 us against 2.04 to 2.11 for the loss rows alone: the
+default's slots, fence and ticket). A CTA's pair there is thread 0's sum of its rows in row
+order, ``((0 + l_u) + l_{u+MAX}) + ...`` (and the same for the kept count), the leader's
+lane u takes ``0 + pair u`` and the warp's butterfly (lane masks 16, 8, 4, 2, 1) gives the
+total: fixed by N, the type and M (the grid a function of M), the default tail's bits where
+each CTA has at most one row (M <= MAX), other bits at M = MAX + 1 to ``FOLD x MAX`` (the
+default's last CTA adds one row a slot there, a CTA's tree of 4 warps). That pair is the
+CTA's (loss sum, kept rows) in shared memory (rows_cta, rows_stream: :class:`LossRow`); a
+warp per row (rows_warp, no such pair) keeps the CTA's tree of its rows (the default's pair
+of a CTA). 1: no fourth entry, the kernel as before. Measured by ``PROBE_ARGS="--budget-s 60 --parts ce" bash tools/gpu.sh
+probe:rows_small`` (``mean, cluster fold 4``)."""
+LOSS_TAIL_CLUSTER_LATE = False
+""":data:`LOSS_TAIL_CLUSTER`'s start (the leader's mbarrier init, the cluster barrier's
+arrival, and the test of the grid's cluster they wait on) emitted after the first row's loads
+where the rows loop loads a row ahead (rows_common.FORWARD_PIPELINE), not before them: the
+loads in flight while ``%cluster_nctarank`` is read, in every grid (the fallback's +0.1 us at
+M = 64 in the seventh session). The same bits. The probe's ``mean, cluster late``."""
 
 
 @dataclass
@@ -1110,7 +1137,11 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         def own(c: Emitter) -> list[SSAValue]:
             return [c.ld(ld_type(F32), totals, f32, 4 * k) for k in range(2)]
 
-        part = e.if_(e.cmp("sle", end, step_rows), own, reloaded, [f32, f32])
+        one_row = e.cmp("sle", end, step_rows)
+        if loss_cluster is not None and LOSS_TAIL_CLUSTER_FOLD > 1:  # (a grid that is one cluster: thread 0's totals)
+            whole = loss_cluster.whole if loss_cluster.whole is not None else _whole_grid_cluster(e)
+            one_row = e.or_pred(one_row, whole)
+        part = e.if_(one_row, own, reloaded, [f32, f32])
     else:
         part = reloaded(e)
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
@@ -1218,7 +1249,8 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         return
     rule = kernel.attributes.get(GRID_ROWS_ATTR)  # (lower_rows' loop set [per, cap]; the launch: grids to MAX one cluster)
     assert isinstance(rule, ArrayAttr) and len(rule.data) == 2, rule
-    kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64)])
+    fold = [IntegerAttr(LOSS_TAIL_CLUSTER_FOLD, i64)] if LOSS_TAIL_CLUSTER_FOLD > 1 else []  # (LOSS_TAIL_CLUSTER_FOLD)
+    kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64), *fold])
     lc = loss_cluster
     whole = lc.whole if lc.whole is not None else _whole_grid_cluster(e)
 
