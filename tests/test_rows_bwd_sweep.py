@@ -85,5 +85,7 @@ def test_flip_rule(sweep) -> None:
 
 
 def test_cells_refused(sweep) -> None:
-    with pytest.raises(SystemExit, match="the kind is one of ce, rms, ln"):
+    with pytest.raises(ValueError, match="the kind is one of ce, rms, ln"):
         sweep.cells("softmax:float32:1024")
+    with pytest.raises(ValueError, match="expected kind:dtype:N"):
+        sweep.cells("ce:float32")

@@ -229,9 +229,12 @@ def cells(spec: str) -> list[tuple[str, str, int]]:
     """``--cells``: (kind, dtype, N) from ``kind:dtype:N`` (kind ce, rms or ln)."""
     out = []
     for c in spec.split(","):
-        k, d, n = c.split(":")
+        parts = c.split(":")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise ValueError(f"--cells: {c!r}: expected kind:dtype:N (e.g. ce:float32:4096)")
+        k, d, n = parts
         if k not in KINDS or d not in TYPE:
-            raise SystemExit(f"--cells: {c!r}: the kind is one of {', '.join(KINDS)}, the dtype one of {', '.join(TYPE)}")
+            raise ValueError(f"--cells: {c!r}: the kind is one of {', '.join(KINDS)}, the dtype one of {', '.join(TYPE)}")
         out.append((KINDS[k], d, int(n)))
     return out
 
@@ -323,7 +326,7 @@ def measure(args) -> int:
     print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | GB/s "
           "| x copy | x default | check |")
     print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
-    results = []
+    results, built = [], 0.0
     for kind, dtype, n in cells(args.cells):
         if args.budget_s and time.time() - t0 > args.budget_s:
             print(f"| {kind} | {dtype} | {n} | skipped: past the budget | | | | | | |", flush=True)
@@ -335,7 +338,9 @@ def measure(args) -> int:
         rows, calls, first = [], [], None
         for label, variant, patches, entries in candidates(kind, dtype, n):
             try:
+                t1 = time.time()
                 k, name = build(kind, dtype, n, variant, patches)
+                built += time.time() - t1
                 ok, outs, call = run_candidate(torch, kind, dtype, t, k, first)
                 if first is None:
                     first = [o.clone() for o in outs]
@@ -361,7 +366,7 @@ def measure(args) -> int:
     print(f"\nTo flip (per cell the fastest candidate, its checks passed, >= {WIN}x the default):")
     for line in flips(results):
         print(f"- {line}")
-    print(f"probe time: {time.time() - t0:.0f} s")
+    print(f"probe time: {time.time() - t0:.0f} s (building the kernels {built:.0f} s)")
     return 0
 
 
@@ -391,7 +396,10 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
     args = ap.parse_args()
-    cells(args.cells)  # (a bad --cells: its one-line error before any work)
+    try:
+        cells(args.cells)  # (a bad --cells: its one-line error before any work)
+    except ValueError as e:
+        ap.error(str(e))
     return dry_run(args) if args.dry_run else measure(args)
 
 
