@@ -6,6 +6,7 @@ import gc
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,25 @@ def pytest_runtest_setup(item):
         reason = gpu_skip_reason()
         if reason is not None:
             pytest.skip(f"gpu test: {reason}")
+
+
+GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+
+
+class _GpuModuleSkipped(pytest.Module):
+    """A module of tests/gpu/ where no GPU is usable: skipped as a whole, not imported."""
+
+    def collect(self):
+        pytest.skip(f"gpu test module: {gpu_skip_reason()}", allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    """Where no GPU is usable, each test module of tests/gpu/ (all its tests carry the
+    `gpu` marker) is one skip with the reason, raised here (``pytest -rs``: ``SKIPPED
+    [33] tests/conftest.py:NN: gpu test module: ...``), not collected: its ~1,500 tests,
+    each collected and skipped in every pytest worker, cost the CPU run some 2 CPU-s
+    (issue 29). The `gpu` tests of the other modules are skipped one by one
+    (:func:`pytest_runtest_setup`)."""
+    if module_path.parent == GPU_TESTS and module_path.name.startswith("test_") and gpu_skip_reason() is not None:
+        return _GpuModuleSkipped.from_parent(parent, path=module_path)
+    return None
