@@ -100,7 +100,12 @@ CHUNK = 16384
 """Bytes per ``cp.async.bulk`` (each a lane of warp 0)."""
 BUFFERS = 2
 """Slices a CTA holds in a persistent grid: 2, the next row's copied while this one is
-computed; 1, the copy after the previous row is done."""
+computed; 1, the copy after the previous row is done; 3 or more (a ring, off until an H200
+measures it: ``PROBE_ARGS="--budget-s 140" bash tools/gpu.sh probe:rows_sweep``), the next
+``B - 1`` rows' copies in flight while this one is computed (the slot of row ``k`` is ``k
+mod B``, its mbarrier's phase the parity of ``k div B``, both carried over the rows loop):
+more bytes in flight a multiprocessor where one CTA's shared memory holds the row (64 KiB
+slices, one CTA a multiprocessor). The same row arithmetic: two buffers' bits."""
 PERSISTENT: bool | None = None
 """True: a grid of the units the multiprocessors hold, each looping over its rows (a CTA
 prefetching its next row); False: a unit (CTA or cluster) per row, scheduled by the
@@ -1004,14 +1009,20 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         held = (held_affine(e, w0, wd, sw, vec, p.group, per) if w0 is not None else None,
                 held_affine(e, b0, bd, sw, vec, p.group, per) if b0 is not None else None)
 
+    ring = nbuf > 2  # (BUFFERS: the slot and its phase carried over the loop)
+
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        (count,) = carried
+        count = carried[0]
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
         b.bar_sync()  # every thread has read the buffer of the CTA's previous row
-        which = b.and_b32(count, 1) if nbuf == 2 else 0
+        which = b.and_b32(count, 1) if nbuf == 2 else carried[1] if ring else 0
         if nbuf == 2:  # the CTA's next row into the other buffer, while this one is computed
             after = b.add_i(row, stride)
             b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, b.and_b32(b.add_i(count, 1), 1)) or [])
+        elif ring:  # row + (B - 1) strides into the previous row's slot (read: the barrier above), while this one is computed
+            after = b.add_i(row, b.mul_i(stride, nbuf - 1))
+            back = b.value(arith.SelectOp(b.cmp("eq", which, 0), b.const(nbuf - 1), b.sub_i(which, b.const(1))))
+            b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, back) or [])
         elif early:  # (the CTA's first row: copied before the loop)
             b.if_(b.cmp("ne", count, 0), lambda c1: issue(c1, row, 0) or [])
         else:
@@ -1024,9 +1035,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         if st.one_pass == "row" and op.norm_kind == NormKind.LAYER_NORM:  # the row's first element, while the slice is copied
             shift = load_vec(b, d, row_x, 0, 1)[0]
         # buffer `which`'s mbarrier completes once per use: its uses' count's parity
-        phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
-        wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
-        here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf == 2 else xs
+        phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else carried[2] if ring else b.and_b32(count, 1)
+        wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf >= 2 else loaded, phase)
+        here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf >= 2 else xs
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
         w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
@@ -1038,7 +1049,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             r.w, r.b = held  # type: ignore[assignment]
         rs = None
         if rbuf is not None and h0 is not None:  # add_rms_norm: the residual's slice, h's row in residual_out
-            rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf == 2 else \
+            rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf >= 2 else \
                 b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes))
             hrow = b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes))  # type: ignore[arg-type, union-attr]
             r.hout = RowBuf(d, b.ptr_add(hrow, b.mul_i(sw, vec * d.bytes)))
@@ -1047,13 +1058,21 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             registers_slice(r, b, row, st.early_affine, st.fast_exp)
         else:
             _body(r, b, row, here, per, st, shift, rs)
+        if ring:  # the next row's slot, and its phase flipped where the slots wrap around
+            wrap = b.cmp("eq", which, nbuf - 1)
+            return [b.add_i(count, 1), b.value(arith.SelectOp(wrap, b.const(0), b.add_i(which, 1))),
+                    b.value(arith.SelectOp(wrap, b.sub_i(1, carried[2]), carried[2]))]
         return [b.add_i(count, 1)]
 
     if not early:
         stride, rows, start = grid_rows()
     if nbuf == 2:  # the CTA's first row into buffer 0
         e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
-    e.for_(start, rows, stride, [e.const(0)], row_body)
+    elif ring:  # the CTA's first B - 1 rows into slots 0 ... B - 2
+        for k in range(nbuf - 1):
+            first_k = e.add_i(start, e.mul_i(stride, k)) if k else start
+            e.if_(e.cmp("slt", first_k, rows), lambda b, r=first_k, k=k: issue(b, r, k) or [])
+    e.for_(start, rows, stride, [e.const(0)] * (3 if ring else 1), row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     reduce_loss(e, p, op, tid, rows)  # cross_entropy's reduced (none: nothing)
