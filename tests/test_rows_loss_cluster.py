@@ -277,3 +277,9 @@ def test_fold_and_late_start_in_the_kernel(monkeypatch) -> None:
         assert [resolve_launch(sig, g, None, None).cluster[0] for g in grids] == [1, 16, 16, 16, 16, 1]
         ops = [o for o in re.findall(r'"?ptx\.([a-z_.]+)', str(built)) if o.startswith(("ld", "mbarrier.init"))]
         assert (ops.index("mbarrier.init") > ops.index("ld.vec")) == late, (late, ops[:4])
+    # None: the tables decide (a fold of 4 for float32 4096 here; none where they have no entry)
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_FOLD", None)
+    monkeypatch.setattr(rows_lower, "LOSS_TAIL_CLUSTER_FOLD_MEASURED", {"float32": ((4096, 4096, 4),)})
+    for dtype, entries in (("float32", (16, 4)), ("bfloat16", (16,))):
+        sig = signature_of_func(kernel_of(lowered(module("cross_entropy", None, 4096, dtype, reduction="mean"))))
+        assert sig.grid_rows[2:] == entries, dtype

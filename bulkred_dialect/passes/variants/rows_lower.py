@@ -655,7 +655,8 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return []
 
         e.if_(e.cmp("eq", tid, 0), zero)
-    late = LOSS_TAIL_CLUSTER_LATE and forward_pipelined(p) and not isinstance(p, RaggedPlan)  # (fwd below)
+    late = (setting_of(LOSS_TAIL_CLUSTER_LATE, LOSS_TAIL_CLUSTER_LATE_MEASURED, p.dtype.name, op.cols)
+            and forward_pipelined(p) and not isinstance(p, RaggedPlan))  # (fwd below)
     # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows (LOSS_TAIL_CLUSTER_LATE: after the first row's loads)
     loss_cluster = None if late else loss_cluster_begin(e, p, op, tid)
     early_ticket = None  # LOSS_TAIL_EARLY_TICKET: (the loss's workspace, thread 0's ticket, taken before the rows)
@@ -878,8 +879,8 @@ put it in every thread), every thread of the cluster arrives on the cluster barr
 (``.relaxed``) and waits (``.acquire``), then the leader's warp 0 adds the slots as the
 mbarrier form does (the same bits). A fence and a cluster barrier on the tail against the
 mbarrier form's ``st.async`` and wait; the probe's ``mean, cluster barrier``."""
-LOSS_TAIL_CLUSTER_FOLD = 1
-"""With :data:`LOSS_TAIL_CLUSTER`: > 1 folds a grid of ``MAX + 1`` to ``FOLD x MAX`` CTAs
+LOSS_TAIL_CLUSTER_FOLD: int | None = None
+"""With :data:`LOSS_TAIL_CLUSTER`: a fold > 1 folds a grid of ``MAX + 1`` to ``FOLD x MAX`` CTAs
 (:data:`LOSS_TAIL_CLUSTER_MAX`) into ``MAX`` CTAs, one cluster (``bulkred.grid_rows``' fourth
 entry, kernel_attrs.grid_of_rule): each CTA loops over its rows ``u, u + MAX, ...`` (the rows
 loop's stride is the grid, as where M passes the grid's cap) and the cluster's tail takes M =
@@ -893,14 +894,29 @@ each CTA has at most one row (M <= MAX), other bits at M = MAX + 1 to ``FOLD x M
 default's last CTA adds one row a slot there, a CTA's tree of 4 warps). That pair is the
 CTA's (loss sum, kept rows) in shared memory (rows_cta, rows_stream: :class:`LossRow`); a
 warp per row (rows_warp, no such pair) keeps the CTA's tree of its rows (the default's pair
-of a CTA). 1: no fourth entry, the kernel as before. Measured by ``PROBE_ARGS="--budget-s 60 --parts ce" bash tools/gpu.sh
-probe:rows_small`` (``mean, cluster fold 4``)."""
-LOSS_TAIL_CLUSTER_LATE = False
+of a CTA). 1: no fourth entry, the kernel as before. None: :data:`LOSS_TAIL_CLUSTER_FOLD_MEASURED`
+decides (1 where it has no entry); an int: everywhere (the probe, the tests). Measured by
+``PROBE_ARGS="--budget-s 60 --parts ce" bash tools/gpu.sh probe:rows_small`` (``mean,
+cluster fold 4``)."""
+LOSS_TAIL_CLUSTER_FOLD_MEASURED: dict[str, tuple[tuple[int, int, int], ...]] = rows_common.half_as_bfloat16({})
+"""Where :data:`LOSS_TAIL_CLUSTER_FOLD` is > 1: the element type's name -> ``(N from, N to,
+fold)`` (never M)."""
+LOSS_TAIL_CLUSTER_LATE: bool | None = None
 """:data:`LOSS_TAIL_CLUSTER`'s start (the leader's mbarrier init, the cluster barrier's
 arrival, and the test of the grid's cluster they wait on) emitted after the first row's loads
 where the rows loop loads a row ahead (rows_common.FORWARD_PIPELINE), not before them: the
 loads in flight while ``%cluster_nctarank`` is read, in every grid (the fallback's +0.1 us at
-M = 64 in the seventh session). The same bits. The probe's ``mean, cluster late``."""
+M = 64 in the seventh session). The same bits. None: :data:`LOSS_TAIL_CLUSTER_LATE_MEASURED`
+decides; True / False: everywhere or nowhere. The probe's ``mean, cluster late``."""
+LOSS_TAIL_CLUSTER_LATE_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
+"""Where :data:`LOSS_TAIL_CLUSTER_LATE` is on: the element type's name -> ranges of N (never M)."""
+
+
+def cluster_fold(p: RowPlan, op: NormalizeRowsOp) -> int:
+    """:data:`LOSS_TAIL_CLUSTER_FOLD` of plan ``p`` (1: none)."""
+    if LOSS_TAIL_CLUSTER_FOLD is not None:
+        return LOSS_TAIL_CLUSTER_FOLD
+    return next((f for lo, hi, f in LOSS_TAIL_CLUSTER_FOLD_MEASURED.get(p.dtype.name, ()) if lo <= op.cols <= hi), 1)
 
 
 @dataclass
@@ -1138,7 +1154,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
             return [c.ld(ld_type(F32), totals, f32, 4 * k) for k in range(2)]
 
         one_row = e.cmp("sle", end, step_rows)
-        if loss_cluster is not None and LOSS_TAIL_CLUSTER_FOLD > 1:  # (a grid that is one cluster: thread 0's totals)
+        if loss_cluster is not None and cluster_fold(p, op) > 1:  # (a grid that is one cluster: thread 0's totals)
             whole = loss_cluster.whole if loss_cluster.whole is not None else _whole_grid_cluster(e)
             one_row = e.or_pred(one_row, whole)
         part = e.if_(one_row, own, reloaded, [f32, f32])
@@ -1249,7 +1265,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         return
     rule = kernel.attributes.get(GRID_ROWS_ATTR)  # (lower_rows' loop set [per, cap]; the launch: grids to MAX one cluster)
     assert isinstance(rule, ArrayAttr) and len(rule.data) == 2, rule
-    fold = [IntegerAttr(LOSS_TAIL_CLUSTER_FOLD, i64)] if LOSS_TAIL_CLUSTER_FOLD > 1 else []  # (LOSS_TAIL_CLUSTER_FOLD)
+    fold = [IntegerAttr(cluster_fold(p, op), i64)] if cluster_fold(p, op) > 1 else []  # (LOSS_TAIL_CLUSTER_FOLD)
     kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64), *fold])
     lc = loss_cluster
     whole = lc.whole if lc.whole is not None else _whole_grid_cluster(e)
