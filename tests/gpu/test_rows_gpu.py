@@ -519,7 +519,7 @@ def test_layer_norm_long_rows_statistics(n, dtype, rng):
     275,066, eps 1, scale 2.81): the stored mean within 2 units of float32 at the row's
     mean |x|, rstd within 64 units, against float64; y by the random differential's
     rule (bfloat16: within twice torch's own error plus 2 units and the float32 share;
-    draw 60 was 6.23 against 3.03). Rows: mean near 0, a row times 3 plus 1, a row with
+    draw 60 was 6.23 against 3.03) plus what those statistics' own errors give each element. Rows: mean near 0, a row times 3 plus 1, a row with
     x[0] an outlier (13 sigma)."""
     torch = _torch()
     import torch.nn.functional as F
@@ -547,10 +547,17 @@ def test_layer_norm_long_rows_statistics(n, dtype, rng):
     eps, eps32 = torch.finfo(dt).eps, torch.finfo(torch.float32).eps
     a = (xd.abs() + mu.abs()[:, None] + xd.abs().mean(-1, keepdim=True)) * sd[:, None] + b.double().abs()
     den = eps * ref.abs() + eps32 * a + 2.0**-126
-    e_ours, e_own = ((y.double() - ref).abs() / den).max().item(), ((own - ref).abs() / den).max().item()
+    e_own = ((own - ref).abs() / den).max().item()
     share = 4 * (n**0.5 + 4) * 2.0**-23 / eps
     bound = 2 * e_own + 2 + share if dtype == "bfloat16" else share
-    assert e_ours <= bound, (e_ours, e_own, bound)
+    # y is made from the kernel's own mean and rstd, each bounded above: their errors reach every
+    # element, (x - mu) (rstd' - rstd) + (mean' - mu) rstd', beside the rule's (an element whose
+    # ref is near 0 has den near eps32 a, where rstd's 64 units alone could give e up to 32:
+    # GPU suite seed 3164901416, e = 3.10 against 3.03 without this term)
+    prop = (xd - mu[:, None]).abs() * (rstd.double() - sd).abs()[:, None] + \
+        (mean.double() - mu).abs()[:, None] * rstd.double()[:, None]
+    err = (y.double() - ref).abs()
+    assert (err <= bound * den + prop).all(), ((err - prop) / den).max().item()
 
 
 # endregion
