@@ -88,6 +88,7 @@ def bulk(kind: str, dtype: str, n: int, label: str, keys: dict) -> tuple[str, st
     """A rows_bulk_backward candidate: its SETTINGS entry first (and the cell in CHOSEN where the dispatch
     does not take rows_bulk_backward there), forced; the entries to flip."""
     from bulkred_dialect.passes.variants import rows_bulk_backward as rbb
+    from bulkred_dialect.passes.variants import rows_common
 
     d, kinds, lo, hi, cell = bulk_entry(kind, dtype, n, keys)
     patches = {f"{BULK}.SETTINGS": [(d, kinds, lo, hi, cell)] + list(rbb.SETTINGS)}
@@ -96,6 +97,19 @@ def bulk(kind: str, dtype: str, n: int, label: str, keys: dict) -> tuple[str, st
     if not chosen:
         patches[f"{BULK}.CHOSEN"] = [(dtype, (kind,), n, n)] + list(rbb.CHOSEN)
         flips.append(f"rows_bulk_backward.CHOSEN: ({_name(dtype)}, ({kind!r},), {n}, {n})")
+        units = rows_common.NORM_BACKWARD_UNITS
+        own = units.get((kind, dtype), ())
+        if any(lo <= n <= hi for lo, hi, _ in own):  # (rows_cluster's units, 15 or 66: rows_bulk_backward takes
+            # them too, a half-idle grid; in their place its own wave: CLUSTERS' clusters, or a CTA a multiprocessor
+            # of the H200 where a CTA holds the row, as rms_norm's 16384 has)
+            c = 1
+            while c < rbb.MAX_CLUSTER and n * (4 if dtype == "float32" else 2) > c * rbb.SLICE_BYTES:
+                c *= 2
+            count = rbb.CLUSTERS.get(c, 132)
+            patches[f"{COMMON}.NORM_BACKWARD_UNITS"] = {
+                **units, (kind, dtype): ((n, n, count),) + tuple(r for r in own if not r[0] <= n <= r[1])}
+            flips.append(f'rows_common.NORM_BACKWARD_UNITS[("{kind}", {_name(dtype)})]: ({n}, {n}, {count}) in place '
+                         "of rows_cluster's units")
     return label, "rows_bulk_backward", patches, flips
 
 
@@ -200,6 +214,8 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
         lw = {"lean_dx": True, "words": True}
         out += [b("rows_bulk_backward, lean dx, words, at most 2 CTAs, 12 slots", {**lw, "ctas_per_sm": 2, "slots": 12}),
                 b("rows_bulk_backward, words, at most 2 CTAs, 12 slots", {"words": True, "ctas_per_sm": 2, "slots": 12}),
+                b("rows_bulk_backward, lean dx, words, statistics ahead, at most 2 CTAs, 12 slots",
+                  {**lw, "stats_ahead": True, "ctas_per_sm": 2, "slots": 12}),
                 b("rows_bulk_backward, lean dx, words, at most 2 CTAs, 8 slots", {**lw, "ctas_per_sm": 2, "slots": 8}),
                 ("rows_cta 8 values (512 threads), pipelined", "rows_cta", values8, [v8f])]
     else:  # bfloat16 16384 / 65536: rows_cluster (rms_norm 16384: rows_bulk_backward), pipelined, 117 to 128 registers
@@ -207,7 +223,10 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
         tag = "lean dx, words" if layer else "words"
         out += [b(f"rows_bulk_backward, {tag}", lw),
                 b(f"rows_bulk_backward, {tag}, 6 slots and the weight's slice (2 KiB spare)", {**lw, **spare6}),
-                b(f"rows_bulk_backward, {tag}, half slices", {**lw, "halves": True})]
+                b(f"rows_bulk_backward, {tag}, half slices", {**lw, "halves": True}),
+                b(f"rows_bulk_backward, {tag}, statistics ahead, 6 slots (2 KiB spare)",
+                  {**lw, "stats_ahead": True, **spare6}),
+                b(f"rows_bulk_backward, 1024 threads, {tag}", {**lw, "block": 1024})]
         if not (n == 16384 and not layer):  # (rms_norm 16384's own variant: rows_bulk_backward)
             c = n // 4096
             two = {**values8, f"{CLUSTER}.SLICE": 4096, f"{BWD}.NORM_CLUSTER_MIN_CTAS": 2}
