@@ -283,8 +283,11 @@ def flips(results: list[tuple[str, str, int, str, float, list[str]]]) -> list[st
             out.append(f"{kind} {dtype} {n}: the default did not run or failed its checks: nothing to compare")
             continue
         base = rows[0][1]
-        label, ratio, entries = max(rows, key=lambda r: r[1])
-        if label == "default" or ratio < base * WIN:
+        if len(rows) == 1:
+            out.append(f"{kind} {dtype} {n}: keep the default ({base:.3f} of copy; no other candidate ran)")
+            continue
+        label, ratio, entries = max(rows[1:], key=lambda r: r[1])
+        if ratio < base * WIN:
             out.append(f"{kind} {dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
             continue
         out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(entries))
