@@ -188,17 +188,29 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             _op(kind, dtype, n))  # (the values a thread holds: ptxas needs about 24 registers more, or spills)
         for more in (fit + 1, fit + 2):  # more CTAs a multiprocessor: ptxas holds the registers down
             if more <= most and 65536 // (more * block) >= held + 24:
-                out.append(Candidate(f"{variant}, .minnctapersm {more} (today {fit} by registers)", None,
-                                     {f"{mod}.MIN_CTAS": more}, True, table_flip(table, kind, dtype, n, more)))
+                c = Candidate(f"{variant}, .minnctapersm {more} (today {fit} by registers)", None,
+                              {f"{mod}.MIN_CTAS": more}, True, table_flip(table, kind, dtype, n, more))
+                if spilled(build(kind, dtype, n, c, dry)[0]):  # (ptxas spills at that bound: slower every time measured)
+                    continue
+                out.append(c)
     if variant == "rows_cta":
-        values = rows_cta.values_for(_op(kind, dtype, n))
+        op = _op(kind, dtype, n)
+        values, bound = rows_cta.values_for(op), rows_cta.min_ctas_for(op)
         fewer = values // 2  # twice the threads a row: as many loads in flight a row over more warps
-        out.append(Candidate(f"rows_cta, {fewer} values ({2 * block} threads)", None, {f"{CTA}.VALUES": fewer}, False,
-                             table_flip("rows_cta.VALUES_MEASURED", kind, dtype, n, fewer)))
+        off = {}  # (the cell's .minnctapersm entry dropped where it would hold ptxas to 32 registers a thread)
+        if bound is not None and bound * 2 * block >= 2048:
+            off = {f"{CTA}.MIN_CTAS_MEASURED": {}}
+        unbound = f"; rows_cta.MIN_CTAS_MEASURED without ({kind}, {TYPE[dtype]}) {n}" if off else ""
+        out.append(Candidate(f"rows_cta, {fewer} values ({2 * block} threads)" + (", no .minnctapersm" if off else ""), None,
+                             {f"{CTA}.VALUES": fewer, **off}, False,
+                             table_flip("rows_cta.VALUES_MEASURED", kind, dtype, n, fewer) + unbound))
         if not bf16 and n > 1024:  # float32 past 1024 is not pipelined: the next row's loads over this one's reduction
-            out.append(Candidate("rows_cta pipelined", None, {f"{COMMON}.FORWARD_PIPELINE": True}, True,
+            drop = {f"{CTA}.MIN_CTAS_MEASURED": {}} if bound is not None else {}  # (its bound would spill the next row)
+            out.append(Candidate("rows_cta pipelined" + (", no .minnctapersm" if drop else ""), None,
+                                 {f"{COMMON}.FORWARD_PIPELINE": True, **drop}, True,
                                  f"rows_common.FORWARD_MEASURED[F32.name] = (({n}, {n}, True),) + its ranges "
-                                 "(keyed by type: every kind at this N)"))
+                                 "(keyed by type: every kind at this N)"
+                                 + (f"; rows_cta.MIN_CTAS_MEASURED without ({kind}, F32) {n}" if drop else "")))
             out.append(Candidate(f"rows_cta pipelined, {fewer} values, 1 CTA/SM bound off", None,
                                  {f"{COMMON}.FORWARD_PIPELINE": True, f"{CTA}.VALUES": fewer, f"{CTA}.MIN_CTAS_MEASURED": {}},
                                  False, table_flip("rows_cta.VALUES_MEASURED", kind, dtype, n, fewer)
@@ -223,17 +235,23 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             if row <= 16384:
                 out.append(bulk(kind, dtype, n, f"rows_bulk 256 threads, registers, min 4, persistent x2, {4 * SMS} CTAs",
                                 Setting(16384, 256, 4, True, 2, registers=True, max_units=4 * SMS, **fe, **aff, **words)))
+                out.append(bulk(kind, dtype, n, f"rows_bulk 256 threads, registers, min 4, a ring of 4, {4 * SMS} CTAs",
+                                Setting(16384, 256, 4, True, 4, registers=True, max_units=4 * SMS, **fe, **aff, **words)))
                 out.append(bulk(kind, dtype, n, f"rows_bulk 128 threads (passes), min 8, persistent x2, {8 * SMS} CTAs",
                                 Setting(16384, 128, 8, True, 2, max_units=8 * SMS, **fe, **aff, **words,
                                         **({"fold_sum": True} if kind == "softmax" else {}))))
             else:  # (float32 16384: 64 KiB rows)
                 out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, registers, persistent x2",
                                 Setting(65536, 512, None, True, 2, registers=True, **fe, **aff)))
+                out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, registers, a ring of 3",
+                                Setting(65536, 512, None, True, 3, registers=True, **fe, **aff)))
                 out.append(bulk(kind, dtype, n, f"rows_bulk 2 x 32K/256, registers, min 2, persistent x2, {SMS} units",
                                 Setting(32768, 256, 2, True, 2, registers=True, max_units=SMS, **fe, **aff)))
         elif kind == "layer_norm":  # (float32 16384)
             out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, one pass local, w in registers, persistent x2",
                             Setting(65536, 512, None, True, 2, one_pass="local", affine_registers=True, **words)))
+            out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, one pass local, w in registers, a ring of 3",
+                            Setting(65536, 512, None, True, 3, one_pass="local", affine_registers=True, **words)))
             out.append(bulk(kind, dtype, n, f"rows_bulk 2 x 32K/256, min 2, one pass local, w in registers, {SMS} units",
                             Setting(32768, 256, 2, True, 2, one_pass="local", max_units=SMS, affine_registers=True, **words)))
         elif kind == "cross_entropy":  # (bfloat16 16384: 32 KiB rows)
@@ -241,6 +259,8 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                             Setting(32768, 512, 3, True, 2, online=True, max_units=3 * SMS, fast_exp=True, **words)))
             out.append(bulk(kind, dtype, n, f"rows_bulk 32K/256, registers, min 2, persistent x2, {2 * SMS} CTAs",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=2 * SMS, fast_exp=True, **words)))
+            out.append(bulk(kind, dtype, n, f"rows_bulk 32K/512, min 2, online, fast exp, a ring of 3, {2 * SMS} CTAs",
+                            Setting(32768, 512, 2, True, 3, online=True, max_units=2 * SMS, fast_exp=True, **words)))
     if variant == "rows_cluster":
         if kind == "add_rms_norm":
             out.append(Candidate("rows_cluster, no .minnctapersm", None, {f"{COMMON}.ADD_RMS_CLUSTER_MIN_CTAS": None}, True,
@@ -248,27 +268,31 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             if n <= 65536:
                 out.append(Candidate("rows_cluster, .minnctapersm 3", None, {f"{COMMON}.ADD_RMS_CLUSTER_MIN_CTAS": 3}, True,
                                      global_flip("rows_common.ADD_RMS_CLUSTER_MIN_CTAS", 3)))
-                out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs of 256 x 16)", None, {f"{CLUSTER}.SLICE": 4096}, False,
+                out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs)", None, {f"{CLUSTER}.SLICE": 4096}, False,
                                      global_flip("rows_cluster.SLICE", 4096)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, persistent x2, w shared, 15 units",
                                 Setting(32768, 512, None, True, 2, weight_shared=True, max_units=15)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, persistent x2, 15 units",
                                 Setting(32768, 512, None, True, 2, max_units=15)))
+                out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, a ring of 3, 15 units",
+                                Setting(32768, 512, None, True, 3, max_units=15)))
             else:
                 out.append(bulk(kind, dtype, n, "rows_bulk 16 x 64K/512, persistent x1, 7 units",
                                 Setting(65536, 512, None, True, 1, max_units=7)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 16 x 64K/1024, persistent x1, 7 units",
                                 Setting(65536, 1024, None, True, 1, max_units=7)))
         else:  # (softmax float32 65536)
-            out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs of 256 x 16)", None, {f"{CLUSTER}.SLICE": 4096}, False,
+            out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs)", None, {f"{CLUSTER}.SLICE": 4096}, False,
                                  global_flip("rows_cluster.SLICE", 4096)))
-            out.append(Candidate("rows_cluster SLICE 16384 (4 CTAs of 512 x 32)", None, {f"{CLUSTER}.SLICE": 16384}, False,
+            out.append(Candidate("rows_cluster SLICE 16384 (4 CTAs)", None, {f"{CLUSTER}.SLICE": 16384}, False,
                                  global_flip("rows_cluster.SLICE", 16384)))
             fe = {"fast_exp": True} if exp else {}
             out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, min 2, persistent x2, 30 units",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=30)))
             out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, fast exp, min 2, persistent x2, 30 units",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=30, **fe)))
+            out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, min 2, a ring of 3, 30 units",
+                            Setting(32768, 256, 2, True, 3, registers=True, max_units=30)))
     if variant == "rows_bulk":
         today = rows_bulk.setting_for(_op(kind, dtype, n))
         assert today is not None
@@ -277,6 +301,12 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                                  global_flip("rows_bulk.CHUNK", chunk)))
         from dataclasses import replace
 
+        if today.persistent and today.buffers == 2 and 3 * bulk_slice(kind, dtype, n) <= rows_bulk.SHARED_PER_SM:
+            # (a ring of 3: two rows' copies in flight while one is computed, where one CTA a multiprocessor holds them)
+            out.append(bulk(kind, dtype, n, "rows_bulk today's, a ring of 3", replace(today, buffers=3), same=True))
+            if today.block < 1024:
+                out.append(bulk(kind, dtype, n, "rows_bulk today's, a ring of 3, 1024 threads",
+                                replace(today, buffers=3, block=1024)))
         if today.block < 1024:  # twice the threads: half the values a thread, the row's arithmetic over more warps
             out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads", replace(today, block=1024)))
         if kind == "softmax" and not today.registers:
@@ -288,6 +318,21 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, CHUNK 8K", replace(today, block=1024),
                             extra={f"{BULK}.CHUNK": 8192}))
     return out
+
+
+def bulk_slice(kind: str, dtype: str, n: int) -> int:
+    """The bytes of the cell's rows_bulk slice today (rows_bulk.bulk_for)."""
+    from bulkred_dialect.passes.variants import rows_bulk
+
+    return rows_bulk.bulk_for(_op(kind, dtype, n))[3]
+
+
+def spilled(k) -> bool:
+    """Whether ptxas spills registers of kernel ``k`` (sm_90a: its spill stores' bytes)."""
+    from rows_forward import ptxas_info
+
+    spill = ptxas_info(k).split(" / ")[-1]
+    return spill.isdigit() and int(spill) > 0
 
 
 def _op(kind: str, dtype: str, n: int):
@@ -384,11 +429,12 @@ def check(torch, kind: str, t: dict, ref, k, outs: list, first: list | None, sam
     if kind == "cross_entropy":  # the kernel's mean against the float64 mean of its own loss rows
         want = outs[0].double().mean()
         err = max(err, ((outs[1].double()[0] - want).abs() / want.abs().clamp(min=1e-30)).item())
-    part = outputs(torch, kind, t, SUB)
-    k(*call_args(kind, t, part, SUB))
+    sub = min(SUB, t["m"] // 2)
+    part = outputs(torch, kind, t, sub)
+    k(*call_args(kind, t, part, sub))
     torch.cuda.synchronize()
     rows = outs if kind != "cross_entropy" else outs[:1]  # (the mean of 37 rows is not the batch's)
-    inv = all(torch.equal(a[:SUB].contiguous().view(torch.uint8), b.view(torch.uint8)) for a, b in zip(rows, part))
+    inv = all(torch.equal(a[:sub].contiguous().view(torch.uint8), b.view(torch.uint8)) for a, b in zip(rows, part))
     words.append(f"err {err:.1e}" + ("" if inv else ", M-invariance FAILED"))
     if first is not None:
         bits = all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(outs, first))
