@@ -6,7 +6,10 @@ mbarrier's transaction count), no workspace, fence or ticket. On the interpreter
 against float64: M = 1, 3 and 8 (small N standing in for 4096), ignored rows, every row
 ignored (the mean NaN, 0 / 0 as torch); the bits of ``reduced`` equal to the default
 tail's at every M (the same slots in the same lanes); a grid past the largest cluster takes
-the default's tail; the launch layer's rule; the default kernel unchanged.
+the default's tail; the launch layer's rule; the default kernel unchanged. LOSS_TAIL_CLUSTER_FOLD
+(off): a grid of MAX + 1 to FOLD x MAX CTAs folded into one cluster of MAX, each CTA's rows
+summed in row order (the bits of that order, exactly); LOSS_TAIL_CLUSTER_LATE (off): the
+cluster's start after the first row's loads.
 
 Small settings keep the interpreter fast (test_rows.py's: CTAs of one or two warps)."""
 
@@ -218,7 +221,7 @@ def test_fold_into_one_cluster(monkeypatch) -> None:
     target[[1, 6]] = IGNORE
     # rows 0 and 2 lose about 1.9e-5 each, row 4 700 (a float32 ulp of 6.1e-5): 700 + l0 + l2
     # is one ulp more than 700 where the tiny losses meet first (the fold's CTA 0: rows 0, 2, 4),
-    # 700 where each meets 700 alone (the default's butterfly at M = 5: (l0 + l4) + l2)
+    # 700 where each meets 700 alone (the default's butterfly at M = 5 and 8: (l0 + l4) + l2)
     x[[0, 2, 4]] = 0.0
     x[[0, 2], target[[0, 2]]] = 16.4
     x[4, (target[4] + 1) % n] = 700.0
@@ -233,7 +236,7 @@ def test_fold_into_one_cluster(monkeypatch) -> None:
         sig = signature_of_func(kernel_of(on))
         assert [sig.grid_for([m]) for m in (1, 2, 3, 8, 9)] == [1, 2, 2, 2, 9]
         assert [resolve_launch(sig, sig.grid_for([m]), None, None).cluster[0] for m in (1, 2, 3, 8, 9)] == [1, 2, 2, 2, 1]
-        for m in {"sum": (2, 5, 8, 9), "mean": (5, 8)}[reduction]:
+        for m in {"sum": (2, 5, 9), "mean": (8,)}[reduction]:
             folded = 2 <= m <= 8
             got, loss, ws = run(on, x[:m], target[:m], dtype, workspace_fill=5 if folded else 0)
             base, base_loss, _ = run(off, x[:m], target[:m], dtype)
