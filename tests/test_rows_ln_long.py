@@ -171,6 +171,17 @@ def test_default_off() -> None:
                    ("float16", rms, 262144, 262144, ("words",))}
 
 
+def _whole_grid(built, units: int) -> None:
+    """``bulkred.grid_rows`` given a third entry, ``units``: the interpreter (as the launch
+    layer) runs a grid of 2 to ``units`` CTAs as one cluster, every CTA at once, switching at
+    CTA barriers."""
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    rule = [a.value.data for a in kernel.attributes["bulkred.grid_rows"].data]
+    kernel.attributes["bulkred.grid_rows"] = ArrayAttr([IntegerAttr(v, i64) for v in rule[:2] + [units]])
+
+
 TAIL_CASES = [  # (kind, dtype, N, CTAs a cluster, units, GROUP_UNITS, TAIL_LOADS)
     ("layer_norm_backward", "float32", 512, 4, 2, 2, 2),  # a cluster of 4, 2 units: a batch a column of one output
     ("layer_norm_backward", "bfloat16", 512, 2, 3, 4, 16),  # 3 units (rows 1, 2 of a batch of 1 or 2 not added)
@@ -178,18 +189,23 @@ TAIL_CASES = [  # (kind, dtype, N, CTAs a cluster, units, GROUP_UNITS, TAIL_LOAD
 ]
 
 
+@pytest.mark.parametrize("spread", [0, 3])
 @pytest.mark.parametrize("case", TAIL_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in TAIL_CASES])
-def test_tail_loads(case, monkeypatch) -> None:
+def test_tail_loads(case, spread: int, monkeypatch) -> None:
     """TAIL_LOADS: the column sums in one level, the last CTA (of its rank) adding every
-    unit's partial row, its loads in batches: dweight (and dbias) bit for bit the
-    default's two levels' over batches of 7 rows and of fewer rows than units (the
-    units past the grid's not added), dx the default's; the workspace left zeroed
-    (run_norm); more units than a group: the default's tail, the same PTX."""
+    unit's partial row, its loads in batches (with TAIL_SPREAD, by pieces drawn by the
+    CTAs that see every unit arrive within 3 polls: on the interpreter's clusters, run one
+    after another, the last cluster's; one CTA a unit, the grid one cluster: all at once):
+    dweight (and dbias) bit for bit the default's two levels' over batches of 1 row (fewer
+    rows than units: the units past the grid's not added) and 7, and near float64; dx the
+    default's; the workspace, counters included, left zeroed (run_norm, twice on one
+    kernel); more units than a group: the default's tail (TAIL_LOADS alone: the same PTX)."""
     from test_rows_backward_bulk import norm_kernel
 
     from bulkred_dialect.passes.variants import rows_backward, rows_common
 
     kind, dtype, n, c, units, group, loads = case
+    monkeypatch.setattr(rows_bulk_backward, "TAIL_SPREAD", spread)
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
     monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {c: units})
     monkeypatch.setattr(rows_backward, "GROUP_UNITS", group)
@@ -198,16 +214,17 @@ def test_tail_loads(case, monkeypatch) -> None:
     default_k = norm_kernel(kind, n, dtype, dtype, db)
     monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", loads)
     bp = _config(kind, n, dtype, db)
-    assert (bp.cluster, bp.tail_loads) == (c, loads)
+    assert (bp.cluster, bp.tail_loads, bp.tail_spread) == (c, loads, spread)
     tail_k = norm_kernel(kind, n, dtype, dtype, db)
     assert str(tail_k) != str(default_k)
-    for m in (7, 2, 1):
+    if spread and c == 1:  # (the interpreter runs the grid as one cluster: its CTAs at once, the pieces shared)
+        _whole_grid(tail_k, units)
+    for m in (1, 7):  # (1 row: one unit of the grid's, the others' rows not added)
         want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=default_k)
         got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=tail_k)
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
     dxr, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
-    got = run_norm(kind, x, dy, w, dtype, dtype, db, units, built=tail_k)
     for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no unit missed)
         tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
         np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
@@ -215,6 +232,11 @@ def test_tail_loads(case, monkeypatch) -> None:
         return
     monkeypatch.setattr(rows_backward, "GROUP_UNITS", 1)  # (3 units in groups of 2: the default's tail)
     monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", 0)
-    two = str(norm_kernel(kind, n, dtype, dtype, db))
+    two = norm_kernel(kind, n, dtype, dtype, db)
     monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", loads)
-    assert str(norm_kernel(kind, n, dtype, dtype, db)) == two
+    mine = norm_kernel(kind, n, dtype, dtype, db)
+    if not spread:
+        assert str(mine) == str(two)
+    for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, db, units, built=mine),
+                    run_norm(kind, x, dy, w, dtype, dtype, db, units, built=two), strict=True):
+        np.testing.assert_array_equal(a, b)

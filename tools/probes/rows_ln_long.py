@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The norms' backward at 262144 against rows_bulk_backward's LEAN_DX, WORDS, REVERSE, HALVES and dbias's
-column sums in shared memory with a smaller spare (issue 30, section 4: layer_norm's backward at 0.64 of copy in
-float32, 0.73 in bfloat16, rms_norm's 0.86 / 0.89; the target 0.85). Each candidate is a
+"""The norms' backward at 262144 against rows_bulk_backward's column sums' tail in one level (TAIL_LOADS) and
+spread over the CTAs still there (TAIL_SPREAD); earlier LEAN_DX, WORDS, REVERSE, HALVES and dbias's column sums
+in shared memory (issue 30, section 4: the seventh session's defaults read float32 layer_norm 0.756 of copy,
+bfloat16 0.799, rms_norm 0.840 / 0.921; the target 0.85). Each candidate is a
 ``rows_bulk_backward.SETTINGS`` entry for its cell (the cell's own entry with the candidate's keys added,
 put first), timed against the default on the same tensors (a CUDA graph of 10 calls, the median of 5
 replays, the median of 3 rounds in turns with the copy kernel: tools/probes/rows_backward.py's
@@ -28,7 +29,17 @@ KiB hold all the next row's but its dy's second half, waited for after half the 
 11 of 16 KiB beside the weight, against 4 of 32 KiB; the ring's bookkeeping costs about 4 SASS
 instructions an element), and for bfloat16 layer_norm dbias's column sums in shared memory (64 KiB)
 beside the 4 slots and the weight's slice, with 2 KiB kept for the rest in place of 4 (32 fewer
-registers of column sums, the ring as deep)."""
+registers of column sums, the ring as deep); those are in SETTINGS or were slower, and are not run again.
+
+The tail (the eighth session; ``--dry-run``'s SASS): after the rows, the last CTA of each rank of the 7
+clusters of 16 adds the 7 units' partial rows of its 16384 columns of each output alone, in two levels: a
+loop over its 8 column vectors a thread an output, the 7 rows loaded 4, 2 and 1 at a time (3 L2 round
+trips a vector, 48 for layer_norm), a group row written, a second ticket and fence, and that row read
+back (16 round trips more). TAIL_LOADS: one level, the loads of 2 or 4 columns' 7 rows issued together (8
+or 4 round trips). TAIL_SPREAD: the same pieces drawn from a counter by every CTA of the rank that sees the
+last unit arrive within its polls (at most 64, then it leaves: no CTA waits on one that is not resident).
+All keep the default's bits. The kernels without dweight and dbias (the last row of each cell) bound what
+the tail and the column sums can give."""
 
 from __future__ import annotations
 
@@ -67,11 +78,14 @@ def candidates(kind: str, dtype: str) -> list[tuple[str, dict]]:
     session's candidates are in the defaults (SETTINGS: float32 layer_norm lean_dx and 5 half slices,
     bfloat16 layer_norm lean_dx and words, bfloat16 rms_norm words) or measured slower
     (docs/rows_probes_h200_run7.log: reverse, 7 half slices, dy in registers, dbias's sums in shared
-    memory, bfloat16's 11 half slices, lean_dx for rms_norm): not run again. Now the column sums' tail
-    (rows_bulk_backward.TAIL_LOADS: one level, its loads ahead)."""
+    memory, bfloat16's 11 half slices, lean_dx for rms_norm): not run again. Now the column sums' tail:
+    rows_bulk_backward.TAIL_LOADS (one level, its loads ahead) and TAIL_SPREAD (that tail's pieces drawn by
+    the CTAs of a rank that see the last unit arrive within 64 polls: 8 or 16 pieces a rank, 7 CTAs)."""
     return [("default", {}),
             ("tail in one level, 16 loads ahead", {"tail_loads": 16}),
             ("tail in one level, 32 loads ahead", {"tail_loads": 32}),
+            ("tail spread over the waiting CTAs, 16 loads a piece", {"tail_loads": 16, "tail_spread": 64}),
+            ("tail spread over the waiting CTAs, 8 loads a piece", {"tail_loads": 8, "tail_spread": 64}),
             (NO_COLUMNS, {})]
 
 

@@ -915,6 +915,7 @@ class ColumnSums:
     units: int  # the most units (a partial row each)
     n: int
     ranks: int = 1  # CTAs per unit (a cluster's)
+    extra: int = 0  # counters of one rank after the groups' (finish_columns' ``spread``: 1)
 
     @property
     def group(self) -> int:
@@ -931,8 +932,8 @@ class ColumnSums:
 
     @property
     def counters(self) -> int:
-        """Counters of one rank: the grid's, then the groups'."""
-        return 1 + self.groups
+        """Counters of one rank: the grid's, then the groups', then :attr:`extra`."""
+        return 1 + self.groups + self.extra
 
     @property
     def header(self) -> int:
@@ -999,7 +1000,8 @@ def _sum_rows(e: Emitter, rows: SSAValue, first: SSAValue, count: SSAValue, n: i
 
 
 def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, lay: ColumnSums, tid: SSAValue,
-                    ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None, ahead: int = 0) -> None:
+                    ctas: SSAValue, unit: SSAValue, rank: SSAValue | None = None, ahead: int = 0,
+                    spread: int = 0) -> None:
     """The column sums in two levels, each in a fixed order: the CTA that finishes last of
     its group of ``lay.group`` units adds the group's partial rows in unit order into
     the group's row; the CTA that finishes the last group adds the groups' rows in group
@@ -1010,7 +1012,10 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
     ``ahead`` > 0 (rows_bulk_backward's ``TAIL_LOADS``), where the units fit one group and
     each thread's columns are whole vectors (:func:`tail_ahead_fits`): one level, the last
     CTA (of its rank) adding the units' partial rows straight into dweight / dbias
-    (:func:`_sum_ahead`: about ``ahead`` loads in flight a thread); the default's bits."""
+    (:func:`_sum_ahead`: about ``ahead`` loads in flight a thread); the default's bits.
+    ``spread`` > 0 as well (``lay.extra`` 1): the sums spread over the CTAs (of the rank)
+    that wait for the last unit at most ``spread`` polls (:func:`_spread_columns`); the
+    default's bits."""
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
     shift = lay.group.bit_length() - 1
     nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
@@ -1028,6 +1033,9 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
         cols = (c0, end if p.exact else e.value(arith.SelectOp(e.cmp("slt", end, p.n), end, e.const(p.n, i64))))
         if width % 4:
             v = 1
+    if ahead > 0 and spread > 0 and lay.extra and tail_ahead_fits(p, lay, v):
+        _spread_columns(e, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, size, v, ahead, spread)
+        return
     counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
     done = row_ticket(e, counter, size, tid, "columns_group")
     if ahead > 0 and tail_ahead_fits(p, lay, v):
@@ -1123,6 +1131,116 @@ def _sum_ahead(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums
             assert od is not None
             out0 = e.ptr(outs[k], StateSpace.GLOBAL)
             store_vec(e, od, e.ptr_add(out0, e.mul_i(e.add_i(start, j * p.block * v), od.bytes)), 0, acc)
+
+
+def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums,
+                    tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int) -> None:
+    """:func:`finish_columns`' tail spread over the CTAs (of a rank: its own three counters at
+    ``mine``, arrived, next and left: the grid's, the one group's and the extra) that are still there when the last unit arrives: after
+    its partial rows each CTA takes an arrival ticket and, unless it is the last, polls the
+    count (thread 0, ``atom.add`` of 0) at most ``polls`` times for all ``count`` units; a
+    CTA that sees them all (the last always does) draws pieces (``atom.add`` on next) until
+    none is left: piece i of output k, columns ``c0 + i W ... + W - 1`` (W = T v J, J whole
+    vectors a thread: about ``ahead`` loads of the units' rows), each the sum of the units'
+    partial rows in unit order from 0, rounded once (the default's bits: which CTA adds a
+    piece changes nothing). A CTA that sees fewer leaves (no CTA waits for one that is not
+    yet resident beyond its polls: no deadlock where the grid does not fit at once). Each
+    CTA then takes a leaving ticket; the last sets the three counters back to 0 (every CTA
+    has touched them for the last time)."""
+    steps = _tail_width(p) // (p.block * v)
+    j = 1
+    while j * 2 <= max(1, ahead // lay.units) and steps % (j * 2) == 0:
+        j *= 2
+    per_out, width = steps // j, p.block * v * j
+    pieces = per_out * len(outs)
+    arrived, nxt, left = mine, e.ptr_add(mine, 4), e.ptr_add(mine, 4 * (1 + lay.groups))  # (grid's, group's, extra)
+    seen = e.shared([1], i32, "columns_seen")
+    tries = e.shared([1], i32, "columns_polls")
+    drawn = e.shared([1], i32, "columns_piece")
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (each thread's partial rows, then the CTA's ticket)
+    e.bar_sync()
+
+    def arrive(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, b.const(1)))
+        b.st(LdStType.B32, seen, b.add_i(t, 1))
+        b.st(LdStType.B32, tries, b.const(0))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), arrive)
+    e.bar_sync()
+
+    def waiting(c: Emitter) -> SSAValue:
+        """Every thread: whether to wait on (fewer than ``count`` seen, fewer than ``polls``
+        tries); thread 0 then polls once (between two CTA barriers: read, then written)."""
+        n, k = c.ld(LdStType.B32, seen, i32), c.ld(LdStType.B32, tries, i32)
+        go = c.and_pred(c.cmp("slt", n, count), c.cmp("slt", k, polls))
+        c.bar_sync()
+
+        def poll(d: Emitter) -> list[SSAValue]:
+            d.st(LdStType.B32, seen, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, d.const(0))))
+            d.st(LdStType.B32, tries, d.add_i(k, 1))
+            return []
+
+        c.if_(c.and_pred(go, c.cmp("eq", tid, 0)), poll)
+        c.bar_sync()
+        return go
+
+    e.while_(waiting)
+    zeros = [e.const(0.0, f32)] * v
+    keep = [e.cmp("slt", e.const(u), count) for u in range(lay.units)]
+    start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
+
+    def add_piece(b: Emitter, k: int, i: SSAValue) -> list[SSAValue]:
+        """Piece ``i`` (i32) of output ``k``: the thread's J vectors of its columns."""
+        first = b.add_i(start, b.wide(b.mul_i(i, width)))
+        at = b.ptr_add(ws, b.mul_i(first, 4))
+        got = [[load_vec(b, F32, at, lay.partials(k) + u * p.n * 4 + q * p.block * v * 4, v, nc=False)
+                for u in range(lay.units)] for q in range(j)]
+        for q in range(j):
+            for u in range(lay.units):
+                store_vec(b, F32, at, lay.partials(k) + u * p.n * 4 + q * p.block * v * 4, zeros)
+        od = of_ir(outs[k].type.element_type)
+        assert od is not None
+        out = b.ptr_add(b.ptr(outs[k], StateSpace.GLOBAL), b.mul_i(first, od.bytes))
+        for q, rows in enumerate(got):
+            acc = [f32_add(b, z, x) for z, x in zip(zeros, rows[0], strict=True)]
+            for u in range(1, lay.units):
+                acc = [b.value(arith.SelectOp(keep[u], f32_add(b, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
+            store_vec(b, od, out, q * p.block * v * od.bytes, acc)
+        return []
+
+    def share(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (the units' partial rows, seen through the count)
+
+        def draw(c: Emitter) -> SSAValue:
+            c.if_(c.cmp("eq", tid, 0),
+                  lambda d: d.st(LdStType.B32, drawn, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, nxt, d.const(1)))) or [])
+            c.bar_sync()
+            i = c.ld(LdStType.B32, drawn, i32)
+            c.bar_sync()  # (every thread has read it before thread 0 draws again)
+            for k in range(len(outs)):
+                lo = k * per_out
+                inside = c.and_pred(c.cmp("sge", i, lo), c.cmp("slt", i, lo + per_out))
+                c.if_(inside, lambda d, k=k, lo=lo: add_piece(d, k, d.sub_i(i, d.const(lo))))
+            return c.cmp("slt", i, pieces)
+
+        b.while_(draw)
+        return []
+
+    e.if_(e.cmp("sge", e.ld(LdStType.B32, seen, i32), count), share)
+
+    def leave(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, left, b.const(1)))
+
+        def reset(c: Emitter) -> list[SSAValue]:
+            for ctr in (arrived, nxt, left):
+                c.st(LdStType.U32, ctr, c.const(0))
+            return []
+
+        b.if_(b.cmp("eq", t, b.sub_i(count, b.const(1))), reset)
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), leave)
 
 
 @dataclass

@@ -271,10 +271,20 @@ columns with the partial rows of a column loaded 4, 2, then 1 at a time (ptxas's
 unrolling of a loop of 7): 3 L2 round trips a column vector, 48 for layer_norm's 16
 vectors a thread, then 16 more for the second level. The same sums in the same order:
 the bits of the default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
+TAIL_SPREAD: int | None = None
+"""None: where :data:`SETTINGS` says (``"tail_spread"``; nowhere yet); else everywhere (the
+probe's and the tests' settings; 0: off). With :data:`TAIL_LOADS`, the one-level tail
+spread over the CTAs still there when the last unit arrives (``rows_backward.finish_columns``'
+``spread``: each CTA, after its partial rows, polls the rank's arrival count at most this
+many times; those that see every unit, the last always, draw pieces of the columns until
+none is left): at 262144 the 7 CTAs of each rank, where the default's one CTA a rank adds
+all 7 partial rows of its 16384 columns of each output alone. The same sums in the same
+order: the bits of the default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool, "tail_loads": int)
+    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool, "tail_loads": int,
+    #  "tail_spread": int)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     (F32.name, ("rms_norm_backward",), 131073, 262144, {"grad_registers": True, "slots": 2, "stats_ahead": True}),  # 0.71 -> 0.83
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
@@ -302,7 +312,7 @@ the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead
 clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
 threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
 (:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`),
-``"halves"`` (:data:`HALVES`), ``"tail_loads"`` (:data:`TAIL_LOADS`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
+``"halves"`` (:data:`HALVES`), ``"tail_loads"`` (:data:`TAIL_LOADS`), ``"tail_spread"`` (:data:`TAIL_SPREAD`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
 bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
 64 KiB of column sums, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
@@ -364,6 +374,7 @@ class BulkPlan:
     halves: bool = False  # the ring's pieces half slices (HALVES)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
     tail_loads: int = 0  # the column sums' one-level tail, its loads in flight a thread (TAIL_LOADS; 0: the default's)
+    tail_spread: int = 0  # that tail spread over the CTAs waiting at most this many polls (TAIL_SPREAD; 0: the last's)
 
     @property
     def piece_bytes(self) -> int:
@@ -437,11 +448,13 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     words = bool(cell.get("words", False)) if WORDS is None else WORDS
     reverse = bool(cell.get("reverse", False)) if REVERSE is None else REVERSE
     tail = int(cell.get("tail_loads", 0)) if TAIL_LOADS is None else TAIL_LOADS
+    spread = int(cell.get("tail_spread", 0)) if TAIL_SPREAD is None else TAIL_SPREAD
     norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, per, slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
                     max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
                     words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm,
-                    halves=halves, tail_loads=max(0, tail) if norm else 0)
+                    halves=halves, tail_loads=max(0, tail) if norm else 0,
+                    tail_spread=max(0, spread) if norm and tail > 0 else 0)
 
 
 def _outputs(op: NormalizeRowsOp) -> int:
@@ -813,7 +826,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     if outs:
-        lay = ColumnSums(len(outs), units, p.n, c)
+        lay = ColumnSums(len(outs), units, p.n, c, extra=1 if bp.tail_spread else 0)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         r = RowState(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
         if not shared_acc:
@@ -826,7 +839,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                     vals = (held[(k * nreg + j) * vec:(k * nreg + j + 1) * vec] if j < nreg
                             else shared_acc[j - nreg].load(e, k * p.group, vec, nc=False))
                     dst.store(e, k * p.group, vec, vals)
-        finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank, ahead=bp.tail_loads)
+        finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank, ahead=bp.tail_loads, spread=bp.tail_spread)
     rewriter.erase(op)
 
 
