@@ -1,7 +1,8 @@
 """rows_bulk's ring of slice buffers (``rows_bulk.BUFFERS`` 3 or more, off: the persistent
 grid's next ``B - 1`` rows copied while this one is computed; measured by
 tools/probes/rows_sweep.py) on the interpreter's clusters against numpy in float64, and
-its bits against two buffers' (the same row arithmetic).
+its bits against two buffers' (the same row arithmetic); a setting's own copy size
+(``rows_bulk.Setting.chunk``, off).
 
 Small settings keep the interpreter fast (test_rows_forward_bulk.small_bulk: slices of
 512 bytes, CTAs of one warp): one unit takes every row, so 7 rows go through a ring of 3
@@ -68,3 +69,25 @@ def test_ring_takes_its_slots(monkeypatch) -> None:
 
     two, three = shared(2), shared(3)
     assert "memref<2xi64" in two and "memref<3xi64" in three  # (row_loaded: an mbarrier a slot)
+
+
+def test_a_settings_chunk(monkeypatch) -> None:
+    """``Setting.chunk``: each lane's copy of 64 bytes (8 lanes a slice of 512) instead of
+    rows_bulk.CHUNK's 128 (4 lanes), in a ring of 3: y against float64 and the bits of
+    the module's chunk."""
+    from bulkred_dialect.backend_ptx.runtime import lower_tile_module
+    from bulkred_dialect.row_kernels import module
+
+    x = _rows(5, 512, seed=5)
+    ys, texts = [], []
+    for chunk in (64, None):
+        st = rows_bulk.Setting(512, 32, None, True, 3, chunk=chunk)
+        monkeypatch.setattr(rows_bulk, "CHOSEN", [("bfloat16", None, 1, 1 << 30, st)])
+        y, stats, xv, w, b = run("rms_norm", x, "bfloat16", affine="bfloat16", variant="rows_bulk")
+        check("rms_norm", y, stats, xv, w, b, "bfloat16")
+        ys.append(_bits(y))
+        built = module("rms_norm", 5, 512, "bfloat16", weight="bfloat16", eps=1e-5, variant="rows_bulk")
+        lower_tile_module(built, "sm_90a", pipeline="lower-tile-reductions{target=sm_90a}")
+        texts.append(str(built))
+    assert ys[0] == ys[1]
+    assert texts[0] != texts[1]  # (the chunk is what the kernel copies by)

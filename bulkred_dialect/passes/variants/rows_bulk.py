@@ -263,7 +263,11 @@ class Setting:
     ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two
     float32 by a shift and a mask (``rows_common.widen_raw``: one instruction an element)
     instead of ``cvt.f32.bf16`` an element (ptxas: PRMT and SHF for the high half); the
-    same values, the same bits."""
+    same values, the same bits.
+
+    ``chunk`` (off until an H200 measures it: ``tools/probes/rows_sweep.py``): the bytes of
+    each lane's ``cp.async.bulk`` of the slice (None: :data:`CHUNK`), more and smaller
+    copies in flight or fewer; the same bits."""
 
     slice_bytes: int
     block: int
@@ -281,6 +285,7 @@ class Setting:
     fold_sum: bool = False
     affine_registers: bool = False
     words: bool = False
+    chunk: int | None = None
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -421,7 +426,8 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
 
 
 def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue | None, base: SSAValue, row: SSAValue,
-               row_bytes: int, buf: SSAValue, mbars: SSAValue, slot: SSAValue | int, slice_bytes: int) -> None:
+               row_bytes: int, buf: SSAValue, mbars: SSAValue, slot: SSAValue | int, slice_bytes: int,
+               chunk: int | None = None) -> None:
     """The copy of the CTA's slice of ``row`` of the global tensor at ``base`` (rows
     ``row_bytes`` apart; a cluster's CTA ``rank`` its ``rank``-th slice) into slot ``slot``
     of the shared buffer ``buf`` (slots ``slice_bytes`` apart): lanes of warp 0 copy a
@@ -429,8 +435,10 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
     ``cp.async.bulk.shared::cta.global``), completing
     on the slot's mbarrier (``mbars``, 8 bytes apart), to which thread 0 first announces
     the slice's bytes (after a proxy fence: the slot's earlier reads before the copy's
-    writes). rows_bulk's buffers and rows_bulk_backward's ring of slots."""
-    chunks = -(-slice_bytes // CHUNK)
+    writes). rows_bulk's buffers and rows_bulk_backward's ring of slots. ``chunk``: the
+    bytes a lane copies (None: :data:`CHUNK`; ``lane_chunk`` then ``tid * chunk``)."""
+    chunk = chunk or CHUNK
+    chunks = -(-slice_bytes // chunk)
     mbar = b.ptr_add(mbars, slot * 8 if isinstance(slot, int) else b.mul_i(slot, 8))
     dst = b.ptr_add(buf, slot * slice_bytes if isinstance(slot, int) else b.mul_i(slot, slice_bytes))
 
@@ -443,9 +451,9 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
         c0.if_(c0.cmp("eq", tid, 0), announce)
         row_x = c0.ptr_add(base, c0.mul_i(row, row_bytes))
         src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
-        size = c0.const(CHUNK)
-        if slice_bytes % CHUNK:  # the last chunk's bytes
-            size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
+        size = c0.const(chunk)
+        if slice_bytes % chunk:  # the last chunk's bytes
+            size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % chunk), size))
         c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
         return []
 
@@ -891,6 +899,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     st = _setting(op)
     persistent = st.persistent if st.persistent is not None else c == 1
     nbuf = st.buffers if persistent else 1
+    chunk = st.chunk or CHUNK  # (the bytes of each lane's copy of the slice)
     staged = affine_staged(op, st)  # (the weight's and bias's slices in shared memory: their bytes, else 0)
     add = op.norm_kind == NormKind.ADD_RMS_NORM  # (x's and the residual's slices copied, h written from them)
     if persistent:
@@ -929,10 +938,10 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
     def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
         """The copy of the CTA's slice of ``row`` into slice buffer ``which`` (add_rms_norm: the residual's too)."""
-        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
+        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes, chunk)
         if rbuf is not None and r0 is not None:
             copy_slice(b, tid, lane_chunk, rank, r0, row, row_stride(op.residual.type) * d.bytes, rbuf, loaded, which,  # type: ignore[arg-type, union-attr]
-                       slice_bytes)
+                       slice_bytes, chunk)
 
     r0 = None
     if add:  # the residual's first element (its slices' copies' source)
@@ -961,7 +970,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), c.bit_length() - 1)
         first = e.add_i(e.mul_i(rank, slice_bytes // (p.vec * d.bytes)), tid)
         if early:  # the first row's copy before the cluster barrier (`loaded`'s init published to the CTA first)
-            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
+            x0, lane_chunk = source(), e.mul_i(tid, chunk)
             stride, rows, start = grid_rows()
             e.emit(FenceMbarrierInitOp())
             e.bar_sync()
@@ -970,9 +979,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         slot = e.sreg(SpecialRegister.CTAID_X)
         first = tid
-        if not persistent and nbuf == 1 and slice_bytes <= CHUNK and _early_copy_cta(op):  # thread 0: init, then its copy
+        if not persistent and nbuf == 1 and slice_bytes <= chunk and _early_copy_cta(op):  # thread 0: init, then its copy
             early = True
-            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
+            x0, lane_chunk = source(), e.mul_i(tid, chunk)
             stride, rows, start = grid_rows()
             e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
         e.bar_sync()
@@ -987,7 +996,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
     if lane_chunk is None:
-        lane_chunk = e.mul_i(tid, CHUNK)
+        lane_chunk = e.mul_i(tid, chunk)
     ws = bs = None  # (weight_shared: the thread's first vector of the weight's and bias's slices in shared memory)
     if affine_buf is not None and affine_loaded is not None:
         parts = [(w0, wd), (b0, bd)]
