@@ -1,9 +1,11 @@
-"""rows_stream.UNROLL_MEASURED (empty by default: rows_stream.UNROLL everywhere) and the sweep probe
-of the backward cells under issue 30's target (tools/probes/rows_bwd_sweep.py): a cell's entry on the
-CPU interpreter against float64 (cross_entropy's backward on rows_stream, the CTAs narrowed as in
-test_rows), bit for bit the default's (elementwise: the step changes only the order of the loads);
-the probe's candidates name settings that exist, each with the table entry that flips it, and its
-flip rule."""
+"""The per-cell tables of the sweep probe of the backward cells under issue 30's target
+(tools/probes/rows_bwd_sweep.py), each empty by default (the module constant everywhere):
+rows_stream.UNROLL_MEASURED, rows_common.NORM_BACKWARD_VALUES_MEASURED, rows_cluster.SLICE_MEASURED. A
+cell's entry on the CPU interpreter against float64 (the CTAs narrowed as in test_rows): cross_entropy's
+backward on rows_stream bit for bit the default's (elementwise: the step changes only the order of
+the loads), the norms' backward on rows_cta and rows_cluster (test_rows.test_norm_backward); the
+probe's candidates name settings that exist, each with the table entry that flips it, and its flip
+rule."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_rows
 from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
 from test_rows_ce_backward_speed import _check, _dx
 
-from bulkred_dialect.passes.variants import rows_stream
+from bulkred_dialect.passes.variants import rows_cluster, rows_common, rows_cta, rows_stream
 from bulkred_dialect.passes.variants.rows_common import BF16, F32
+from bulkred_dialect.row_kernels import module
 
 PROBES = Path(__file__).resolve().parent.parent / "tools" / "probes"
 
@@ -38,9 +42,40 @@ def test_unroll_measured_against_float64(dtype: str, monkeypatch) -> None:
     assert str(_dx(n, dtype, "rows_stream", {}, monkeypatch, 0.0)[5]) == str(off[5])
 
 
-def test_unroll_measured_empty() -> None:
-    """Off until an H200 measures it (the default's PTX everywhere)."""
+def _norm_op(kind: str, n: int, dtype: str, variant: str):
+    layer = kind == "layer_norm_backward"
+    m = module(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if layer else None, variant=variant)
+    return next(o for o in m.walk() if o.name == "bulkred.normalize_rows")
+
+
+def test_norm_backward_values_measured_against_float64(monkeypatch) -> None:
+    """A cell of rows_common.NORM_BACKWARD_VALUES_MEASURED (8 values a thread where the default holds
+    16): rows_cta's CTA of twice the threads, dx, dweight and dbias against float64
+    (test_rows.test_norm_backward); another kind's cell untouched."""
+    kind, n, dtype = "layer_norm_backward", 1024, BF16.name
+    before = rows_cta.block_for(_norm_op(kind, n, dtype, "rows_cta"))
+    monkeypatch.setattr(rows_common, "NORM_BACKWARD_VALUES_MEASURED", {(kind, dtype): ((n, n, 8),)})
+    assert rows_cta.block_for(_norm_op(kind, n, dtype, "rows_cta")) == 2 * before
+    assert rows_common.max_values(_norm_op("rms_norm_backward", n, dtype, "rows_cta")) == 16
+    test_rows.test_norm_backward(kind, "rows_cta", n, dtype, dtype, True, monkeypatch)
+
+
+def test_slice_measured_against_float64(monkeypatch) -> None:
+    """A cell of rows_cluster.SLICE_MEASURED (half small_ctas' SLICE of 128): a cluster of twice the
+    CTAs, dx and dweight against float64 (test_rows.test_norm_backward); another N untouched."""
+    kind, n, dtype = "rms_norm_backward", 512, BF16.name
+    before = rows_cluster.cluster_for(_norm_op(kind, n, dtype, "rows_cluster"))[0]
+    monkeypatch.setattr(rows_cluster, "SLICE_MEASURED", {(kind, dtype): ((n, n, 64),)})
+    assert rows_cluster.cluster_for(_norm_op(kind, n, dtype, "rows_cluster"))[0] == 2 * before
+    assert rows_cluster.cluster_for(_norm_op(kind, 2 * n, dtype, "rows_cluster"))[0] == 8
+    test_rows.test_norm_backward(kind, "rows_cluster", n, dtype, dtype, False, monkeypatch)
+
+
+def test_tables_empty() -> None:
+    """Off until an H200 measures them (the default's PTX everywhere)."""
     assert not dict(rows_stream.UNROLL_MEASURED)
+    assert not dict(rows_common.NORM_BACKWARD_VALUES_MEASURED)
+    assert not dict(rows_cluster.SLICE_MEASURED)
 
 
 @pytest.fixture(scope="module")

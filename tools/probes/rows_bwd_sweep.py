@@ -197,7 +197,7 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     b = lambda label, keys: bulk(kind, dtype, n, label, keys)  # noqa: E731
     spare6 = {"slots": 6, "spare_shared": 2048}
     values8 = {f"{COMMON}.NORM_BACKWARD_VALUES": 8}
-    v8f = no_table("rows_common", "NORM_BACKWARD_VALUES", 8)
+    v8f = table_flip("rows_common", "NORM_BACKWARD_VALUES_MEASURED", kind, dtype, n, 8)
     if dtype == "float32" and n == 262144 and layer:  # SETTINGS: stats ahead, lean dx, 5 half slots, weight slice
         out += [b("second pass reversed (5 half slots and the weight's slice)", {"reverse": True}),
                 b("6 half slots, the weight from L2", {"slots": 6}),
@@ -231,7 +231,7 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
             c = n // 4096
             two = {**values8, f"{CLUSTER}.SLICE": 4096, f"{BWD}.NORM_CLUSTER_MIN_CTAS": 2}
             out.append((f"rows_cluster of {c} x 512 at 8 values (SLICE 4096), .minnctapersm 2", "rows_cluster", two,
-                        [v8f, no_table("rows_cluster", "SLICE", 4096),
+                        [v8f, table_flip("rows_cluster", "SLICE_MEASURED", kind, dtype, n, 4096),
                          table_flip("rows_backward", "NORM_CLUSTER_MIN_CTAS_MEASURED", kind, dtype, n, 2)]))
         else:
             out.append(b("rows_bulk_backward, words, lean dx", {"words": True, "lean_dx": True}))

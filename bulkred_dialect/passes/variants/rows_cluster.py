@@ -36,6 +36,11 @@ from bulkred_dialect.passes.variants.rows_lower import lower_rows
 
 SLICE = 8192
 """Elements of a row a CTA of the cluster aims to hold (256 threads of 32 values)."""
+SLICE_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = rows_common.half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, elements a CTA aims to hold), the first range holding
+N (never M), in place of :data:`SLICE`: more CTAs a row (a cluster of twice as many, each half the
+row's share). Empty until measured on an H200 (tools/probes/rows_bwd_sweep.py, which patches
+:data:`SLICE` for a cell with no entry)."""
 MIN_BLOCK = 128
 MAX_BLOCK = 512
 MAX_CLUSTER = 16
@@ -68,8 +73,8 @@ def cluster_for(op: NormalizeRowsOp) -> tuple[int, int, int]:
     vec = vector_of(op)
     vectors = op.cols // vec
     per = max(1, rows_common.max_values(op) // vec)
-    c = 2
-    while c < MAX_CLUSTER and c * SLICE < op.cols:
+    c, slice_ = 2, rows_common.cell_setting(None, SLICE_MEASURED, op, SLICE)
+    while c < MAX_CLUSTER and c * slice_ < op.cols:
         c *= 2
     share = -(-vectors // c)
     block = MIN_BLOCK

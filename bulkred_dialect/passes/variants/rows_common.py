@@ -163,6 +163,12 @@ NORM_BACKWARD_VALUES = 16
 also keeps its columns' dweight and dbias partials in registers across its rows (and
 dy, xhat and dy * w of its values until the row's sums are known): fewer values, more
 threads (docs/rows.md)."""
+NORM_BACKWARD_VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, values a thread at most), the first range holding N
+(never M), in place of :data:`NORM_BACKWARD_VALUES` for a norm's backward on rows_cta and
+rows_cluster (through :func:`max_values`): fewer values, more threads a row, fewer registers a
+thread. Empty until measured on an H200 (tools/probes/rows_bwd_sweep.py, which patches
+:data:`NORM_BACKWARD_VALUES` for a cell with no entry)."""
 
 
 NORM_BACKWARD_SLICES_N = 16384
@@ -218,7 +224,9 @@ def warp_limit(limit: int) -> Callable[[NormalizeRowsOp], int]:
 def max_values(op: NormalizeRowsOp) -> int:
     """Float32 values a thread of ``op``'s kernel keeps in registers at most
     (:data:`MAX_VALUES`, :data:`NORM_BACKWARD_VALUES`): a function of the kind only."""
-    return NORM_BACKWARD_VALUES if op.norm_kind in NORM_BACKWARD_KINDS else MAX_VALUES
+    if op.norm_kind in NORM_BACKWARD_KINDS:
+        return cell_setting(None, NORM_BACKWARD_VALUES_MEASURED, op, NORM_BACKWARD_VALUES)  # type: ignore[return-value]
+    return MAX_VALUES
 
 WIDE_BF16 = False
 """With True, bfloat16 rows move in 16-byte vectors of 8 elements (``ld.v4.b32``, each word
