@@ -1097,56 +1097,61 @@ def tail_ahead_fits(p: RowPlan, lay: ColumnSums, v: int) -> bool:
     return lay.groups == 1 and (p.cluster == 1 or p.exact) and width % (p.block * v) == 0
 
 
+def _add_units(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums, items: list[tuple[int, SSAValue]],
+               keep: list[SSAValue], v: int) -> None:
+    """For each ``(k, column)`` of ``items`` (column: i64), the ``v`` columns' partial rows
+    of all ``lay.units`` units loaded (every load before the first add), each set back to
+    0, added from 0 in unit order (unit u where ``keep[u]``: those past the grid's are in
+    the workspace, zero, and not added, a select keeping the sum), and written to output
+    ``k`` rounded once: the default's bits (its second level adds the one group's row to
+    0, and a sum from +0 is never -0)."""
+    zeros = [e.const(0.0, f32)] * v
+    ats = [e.ptr_add(ws, e.mul_i(col, 4)) for _, col in items]
+    got = [[load_vec(e, F32, at, lay.partials(k) + u * p.n * 4, v, nc=False) for u in range(lay.units)]
+           for (k, _), at in zip(items, ats, strict=True)]
+    for (k, _), at in zip(items, ats, strict=True):
+        for u in range(lay.units):
+            store_vec(e, F32, at, lay.partials(k) + u * p.n * 4, zeros)
+    for (k, col), rows in zip(items, got, strict=True):
+        acc = [f32_add(e, z, x) for z, x in zip(zeros, rows[0], strict=True)]
+        for u in range(1, lay.units):
+            acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
+        od = of_ir(outs[k].type.element_type)
+        assert od is not None
+        store_vec(e, od, e.ptr_add(e.ptr(outs[k], StateSpace.GLOBAL), e.mul_i(col, od.bytes)), 0, acc)
+
+
 def _sum_ahead(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums, tid: SSAValue,
                c0: SSAValue | int, count: SSAValue, v: int, ahead: int) -> None:
     """:func:`finish_columns`'s one-level tail: thread t's columns ``c0 + (t + jT) v`` of
     each output (``v`` at a time, unrolled), each the sum of the partial rows of units 0,
-    1, ... ``count - 1`` (i32) from 0 in unit order, written to dweight / dbias rounded
-    once: the default's two levels' bits (its second level adds the one group's row to 0,
-    and a sum from +0 is never -0). The loads go out in batches of whole columns, about
-    ``ahead`` a batch, every one before the batch's first add: the partial rows of all
-    ``lay.units`` units (those past ``count`` are in the workspace, zero, and not added:
-    a select keeps the sum), each set back to 0 (the workspace left zeroed)."""
+    1, ... ``count - 1`` (i32) in unit order (:func:`_add_units`), in batches of whole
+    columns, about ``ahead`` loads a batch."""
     steps = _tail_width(p) // (p.block * v)
     start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
-    zeros = [e.const(0.0, f32)] * v
     keep = [e.cmp("slt", e.const(u), count) for u in range(lay.units)]  # (unit 0 is always there: count >= 1)
-    work = [(k, j) for j in range(steps) for k in range(len(outs))]
+    cols = [e.add_i(start, j * p.block * v) for j in range(steps)]
+    work = [(k, cols[j]) for j in range(steps) for k in range(len(outs))]
     batch = max(1, ahead // lay.units)
-    col_at = {j: e.mul_i(e.add_i(start, j * p.block * v), 4) for j in range(steps)}  # (bytes)
     for b0 in range(0, len(work), batch):
-        got = []
-        for k, j in work[b0:b0 + batch]:
-            at = e.ptr_add(ws, col_at[j])
-            got.append([load_vec(e, F32, at, lay.partials(k) + u * p.n * 4, v, nc=False) for u in range(lay.units)])
-        for k, j in work[b0:b0 + batch]:
-            at = e.ptr_add(ws, col_at[j])
-            for u in range(lay.units):
-                store_vec(e, F32, at, lay.partials(k) + u * p.n * 4, zeros)
-        for (k, j), rows in zip(work[b0:b0 + batch], got, strict=True):
-            acc = [f32_add(e, z, x) for z, x in zip(zeros, rows[0], strict=True)]
-            for u in range(1, lay.units):
-                acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
-            od = of_ir(outs[k].type.element_type)
-            assert od is not None
-            out0 = e.ptr(outs[k], StateSpace.GLOBAL)
-            store_vec(e, od, e.ptr_add(out0, e.mul_i(e.add_i(start, j * p.block * v), od.bytes)), 0, acc)
+        _add_units(e, p, outs, ws, lay, work[b0:b0 + batch], keep, v)
 
 
 def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums,
                     tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int) -> None:
-    """:func:`finish_columns`' tail spread over the CTAs (of a rank: its own three counters at
-    ``mine``, arrived, next and left: the grid's, the one group's and the extra) that are still there when the last unit arrives: after
-    its partial rows each CTA takes an arrival ticket and, unless it is the last, polls the
-    count (thread 0, ``atom.add`` of 0) at most ``polls`` times for all ``count`` units; a
-    CTA that sees them all (the last always does) draws pieces (``atom.add`` on next) until
-    none is left: piece i of output k, columns ``c0 + i W ... + W - 1`` (W = T v J, J whole
-    vectors a thread: about ``ahead`` loads of the units' rows), each the sum of the units'
-    partial rows in unit order from 0, rounded once (the default's bits: which CTA adds a
-    piece changes nothing). A CTA that sees fewer leaves (no CTA waits for one that is not
-    yet resident beyond its polls: no deadlock where the grid does not fit at once). Each
-    CTA then takes a leaving ticket; the last sets the three counters back to 0 (every CTA
-    has touched them for the last time)."""
+    """:func:`finish_columns`' tail spread over the CTAs of a rank that are still there when
+    its last unit arrives (the rank's three counters at ``mine``, arrived, next and left:
+    the grid's, the one group's and the extra): after its partial rows each CTA takes an
+    arrival ticket and, unless it is the last, polls the count (thread 0, ``atom.add`` of
+    0, between CTA barriers) at most ``polls`` times for all ``count`` units; a CTA that
+    sees them all (the last always does) draws pieces (``atom.add`` on next) until none is
+    left: piece i of output k, columns ``c0 + i W ... + W - 1`` (W = T v J, J whole vectors
+    a thread: about ``ahead`` loads of the units' rows), each the sum of the units' partial
+    rows in unit order (:func:`_add_units`: the default's bits, whichever CTA adds the
+    piece). A CTA that sees fewer leaves (none waits beyond its polls for one not yet
+    resident: no deadlock where the grid does not fit at once). Each CTA then takes a
+    leaving ticket; the last sets the three counters back to 0 (every CTA has touched them
+    for the last time)."""
     steps = _tail_width(p) // (p.block * v)
     j = 1
     while j * 2 <= max(1, ahead // lay.units) and steps % (j * 2) == 0:
@@ -1186,27 +1191,13 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
         return go
 
     e.while_(waiting)
-    zeros = [e.const(0.0, f32)] * v
     keep = [e.cmp("slt", e.const(u), count) for u in range(lay.units)]
     start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
 
     def add_piece(b: Emitter, k: int, i: SSAValue) -> list[SSAValue]:
         """Piece ``i`` (i32) of output ``k``: the thread's J vectors of its columns."""
         first = b.add_i(start, b.wide(b.mul_i(i, width)))
-        at = b.ptr_add(ws, b.mul_i(first, 4))
-        got = [[load_vec(b, F32, at, lay.partials(k) + u * p.n * 4 + q * p.block * v * 4, v, nc=False)
-                for u in range(lay.units)] for q in range(j)]
-        for q in range(j):
-            for u in range(lay.units):
-                store_vec(b, F32, at, lay.partials(k) + u * p.n * 4 + q * p.block * v * 4, zeros)
-        od = of_ir(outs[k].type.element_type)
-        assert od is not None
-        out = b.ptr_add(b.ptr(outs[k], StateSpace.GLOBAL), b.mul_i(first, od.bytes))
-        for q, rows in enumerate(got):
-            acc = [f32_add(b, z, x) for z, x in zip(zeros, rows[0], strict=True)]
-            for u in range(1, lay.units):
-                acc = [b.value(arith.SelectOp(keep[u], f32_add(b, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
-            store_vec(b, od, out, q * p.block * v * od.bytes, acc)
+        _add_units(b, p, outs, ws, lay, [(k, b.add_i(first, q * p.block * v)) for q in range(j)], keep, v)
         return []
 
     def share(b: Emitter) -> list[SSAValue]:
