@@ -15,7 +15,14 @@ default (:data:`WIN`).
     python3 tools/diag.py rows_bwd_sweep --dry-run [--cells ln:float32:262144,ce:bfloat16:65536]
 
 ``--dry-run``: no GPU; every candidate built for sm_90a and assembled on the CPU (the variant, grid x
-threads (x cluster), ptxas's registers / spilled bytes, the seconds its build took); 1 where one fails.
+threads (x cluster), ptxas's registers / spilled bytes, the seconds its build took); 1 where one fails
+(77 candidates, about 20 CPU-seconds). Each flip line names tables that exist: rows_cta's, rows_warp's
+and rows_stream's MIN_CTAS_MEASURED / CTAS_PER_SM_MEASURED, rows_cta.VALUES_MEASURED,
+rows_stream.UNROLL_MEASURED, rows_common.NORM_BACKWARD_VALUES_MEASURED and NORM_BACKWARD_UNITS,
+rows_cluster.SLICE_MEASURED, rows_backward's CE_* and NORM_CLUSTER_MIN_CTAS_MEASURED,
+rows_bulk_backward.SETTINGS and CHOSEN; but for 16-byte bfloat16 vectors (rows_common.WIDE_BF16, one
+switch for every kernel) and a variant's predicate (cross_entropy's backward on rows_cta at 1024 or
+rows_stream at 16384), which say so.
 
 What the candidates try (what latency-bound means: more bytes in flight a multiprocessor, or the same
 bytes over more rows so that one row's exchange overlaps another's loads), per cell:
