@@ -9,6 +9,7 @@ from bulkred_dialect import cli
 from bulkred_dialect.backend_ptx.assemble import assemble, ptxas_accepts
 from bulkred_dialect.ops.target import KNOWN_TARGETS, Target, TargetError, max_static_shared
 from differential_harness import DOC, PTX_VERSIONS
+from each_case import each_case
 
 SEED = DOC.parent.parent / "examples" / "seed_sum32.mlir"
 
@@ -42,8 +43,11 @@ def test_names_the_assembler_does_not_know_are_refused(name):
         Target.parse(name)
 
 
-@pytest.mark.parametrize("name", KNOWN_TARGETS)
-def test_lowest_ptx_version_of_each_target(name):
+def test_lowest_ptx_version_of_each_target():
+    each_case(_check_lowest_ptx_version, [(name,) for name in KNOWN_TARGETS])
+
+
+def _check_lowest_ptx_version(name):
     t = Target.parse(name)
     assert ptxas_accepts(empty_kernel(name, t.min_ptx), name)[0]
     older = [v for v in PTX_VERSIONS if v < t.min_ptx]
@@ -52,12 +56,15 @@ def test_lowest_ptx_version_of_each_target(name):
         assert not ok, f"{name} also takes PTX ISA {older[-1]}: lower its minimum"
 
 
-@pytest.mark.parametrize("name", KNOWN_TARGETS)
-def test_seed_lowers_and_assembles_for_every_target(name, capsys):
-    assert cli.main([str(SEED), "-p", f"bulkred-to-ptx{{target={name}}}", "-t", "ptx"]) == 0
-    ptx = capsys.readouterr().out
-    assert f".target {name}\n" in ptx
-    assert len(assemble(ptx, name)) > 0
+def test_seed_lowers_and_assembles_for_every_target(capsys):
+    def check(name):
+        capsys.readouterr()  # nothing left from a failed case before
+        assert cli.main([str(SEED), "-p", f"bulkred-to-ptx{{target={name}}}", "-t", "ptx"]) == 0
+        ptx = capsys.readouterr().out
+        assert f".target {name}\n" in ptx
+        assert len(assemble(ptx, name)) > 0
+
+    each_case(check, [(name,) for name in KNOWN_TARGETS])
 
 
 def shared_kernel(target: str, nbytes: int) -> str:
@@ -68,8 +75,11 @@ def shared_kernel(target: str, nbytes: int) -> str:
     )
 
 
-@pytest.mark.parametrize("name", KNOWN_TARGETS)
-def test_static_shared_limit_of_every_target(name):
+def test_static_shared_limit_of_every_target():
+    each_case(_check_static_shared_limit, [(name,) for name in KNOWN_TARGETS])
+
+
+def _check_static_shared_limit(name):
     limit = max_static_shared(Target.parse(name))
     assert ptxas_accepts(shared_kernel(name, limit), name)[0]
     ok, log = ptxas_accepts(shared_kernel(name, limit + 16), name)
