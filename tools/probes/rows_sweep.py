@@ -19,9 +19,11 @@ pipelined, rows_cta.VALUES: more threads a row, rows_cluster.SLICE: smaller CTAs
 cluster), the row staged by ``cp.async.bulk`` in a persistent grid of two slice buffers
 (rows_bulk forced with the sixth session's per-element settings: fast exp, words, the
 slice in registers, the weight in registers, one pass), its copies' size
-(rows_bulk.CHUNK), its threads; each named with the exact table entry that takes it (or
-"global" where the knob has no per-cell table yet). At the end, per cell, the fastest
-candidate whose checks passed where it beats the default by 2% or more, and its entry.
+(rows_bulk.Setting.chunk), its threads, a ring of 3 or 4 slice buffers (rows_bulk's
+buffers >= 3: the next rows' copies in flight while one is computed); each named with the
+exact table entry that takes it (or "global" where the knob has no per-cell table yet).
+At the end, per cell, the fastest candidate whose checks passed where it beats the
+default by 2% or more, and its entry.
 
 ``--dry-run``: no GPU; every candidate built for sm_90a and assembled (nvJitLink): the
 variant, grid x threads (x cluster), ptxas's registers / spilled bytes and the SASS
@@ -143,15 +145,13 @@ def setting_src(st) -> str:
     return f"Setting({', '.join(head + rest)})"
 
 
-def bulk(kind: str, dtype: str, n: int, label: str, st, extra: dict | None = None, same: bool = False) -> Candidate:
+def bulk(kind: str, dtype: str, n: int, label: str, st, same: bool = False) -> Candidate:
     """rows_bulk forced with setting ``st`` (a row of rows_bulk.CHOSEN for the cell, first)."""
     from bulkred_dialect.passes.variants import rows_bulk
 
     row = (dtype, (kind,), n, n, st)
-    flip = (f"rows_bulk.CHOSEN: ({TYPE[dtype]}.name, (\"{kind}\",), {n}, {n}, {setting_src(st)}) first"
-            + ("; and " + "; ".join(f"{k.rsplit('.', 2)[-2]}.{k.rsplit('.', 1)[-1]} = {v!r} (global: no per-cell table)"
-                                   for k, v in (extra or {}).items()) if extra else ""))
-    return Candidate(label, "rows_bulk", {f"{BULK}.CHOSEN": [row] + list(rows_bulk.CHOSEN), **(extra or {})}, same, flip)
+    flip = f"rows_bulk.CHOSEN: ({TYPE[dtype]}.name, (\"{kind}\",), {n}, {n}, {setting_src(st)}) first"
+    return Candidate(label, "rows_bulk", {f"{BULK}.CHOSEN": [row] + list(rows_bulk.CHOSEN)}, same, flip)
 
 
 def table_flip(table: str, kind: str, dtype: str, n: int, value) -> str:
@@ -160,6 +160,12 @@ def table_flip(table: str, kind: str, dtype: str, n: int, value) -> str:
 
 def global_flip(name: str, value) -> str:
     return f"{name} = {value!r} is a global (no per-cell table yet): add one (kind, type, N) before flipping"
+
+
+def slice_flip(kind: str, dtype: str, n: int, value: int) -> str:
+    """rows_cluster's per-cell SLICE (SLICE_MEASURED, where the tree has it; the probe patches SLICE)."""
+    return (table_flip("rows_cluster.SLICE_MEASURED", kind, dtype, n, value)
+            + " (the per-cell table beside rows_cluster.SLICE; where the tree has none: " + global_flip("rows_cluster.SLICE", value) + ")")
 
 
 def default_of(kind: str, dtype: str, n: int, dry: bool) -> tuple[object, str]:
@@ -269,7 +275,7 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                 out.append(Candidate("rows_cluster, .minnctapersm 3", None, {f"{COMMON}.ADD_RMS_CLUSTER_MIN_CTAS": 3}, True,
                                      global_flip("rows_common.ADD_RMS_CLUSTER_MIN_CTAS", 3)))
                 out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs)", None, {f"{CLUSTER}.SLICE": 4096}, False,
-                                     global_flip("rows_cluster.SLICE", 4096)))
+                                     slice_flip(kind, dtype, n, 4096)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, persistent x2, w shared, 15 units",
                                 Setting(32768, 512, None, True, 2, weight_shared=True, max_units=15)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, persistent x2, 15 units",
@@ -283,9 +289,9 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                                 Setting(65536, 1024, None, True, 1, max_units=7)))
         else:  # (softmax float32 65536)
             out.append(Candidate("rows_cluster SLICE 4096 (16 CTAs)", None, {f"{CLUSTER}.SLICE": 4096}, False,
-                                 global_flip("rows_cluster.SLICE", 4096)))
+                                 slice_flip(kind, dtype, n, 4096)))
             out.append(Candidate("rows_cluster SLICE 16384 (4 CTAs)", None, {f"{CLUSTER}.SLICE": 16384}, False,
-                                 global_flip("rows_cluster.SLICE", 16384)))
+                                 slice_flip(kind, dtype, n, 16384)))
             fe = {"fast_exp": True} if exp else {}
             out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, min 2, persistent x2, 30 units",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=30)))
@@ -296,10 +302,11 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
     if variant == "rows_bulk":
         today = rows_bulk.setting_for(_op(kind, dtype, n))
         assert today is not None
-        for chunk in (8192, 32768):  # (each lane of warp 0 one cp.async.bulk of CHUNK bytes: more, smaller copies, or fewer)
-            out.append(Candidate(f"rows_bulk today's, CHUNK {chunk // 1024}K", None, {f"{BULK}.CHUNK": chunk}, True,
-                                 global_flip("rows_bulk.CHUNK", chunk)))
         from dataclasses import replace
+
+        for chunk in (8192, 32768):  # (each lane of warp 0 one cp.async.bulk of CHUNK bytes: more, smaller copies, or fewer)
+            out.append(bulk(kind, dtype, n, f"rows_bulk today's, {chunk // 1024}K copies", replace(today, chunk=chunk),
+                            same=True))
 
         if today.persistent and today.buffers == 2 and 3 * bulk_slice(kind, dtype, n) <= rows_bulk.SHARED_PER_SM:
             # (a ring of 3: two rows' copies in flight while one is computed, where one CTA a multiprocessor holds them)
@@ -315,8 +322,8 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, registers",
                             replace(today, block=1024, registers=True, early_copy=False)))
         if kind == "layer_norm" and not today.registers:
-            out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, CHUNK 8K", replace(today, block=1024),
-                            extra={f"{BULK}.CHUNK": 8192}))
+            out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, 8K copies",
+                            replace(today, block=1024, chunk=8192)))
     return out
 
 
