@@ -344,15 +344,17 @@ def test_where_measured_and_its_explain_rows(monkeypatch) -> None:
     monkeypatch.setattr(rows_bulk_backward, "CHOSEN", [("bfloat16", None, 65536, 262144)])
     assert "chosen: rows_bulk_backward" in table("layer_norm_backward", 262144)
     # bfloat16 262144: 16 CTAs of 512 threads, 8 vectors of 4 each (64 column sums), 4 slots of 32 KiB,
-    # the weight's slice (32 KiB) beside them; SETTINGS' measured lean dx and shared memory read as words
+    # the weight's slice (32 KiB) beside them; SETTINGS' measured lean dx, shared memory read as words, the
+    # column tail spread over the waiting CTAs
     assert _config("layer_norm_backward", 262144, "bfloat16", weight="bfloat16", dweight="bfloat16",
                    dbias="bfloat16") == rows_bulk_backward.BulkPlan(16, 512, 8, 32768, 4, 32768, lean_dx=True,
-                                                                    words=True)
+                                                                    words=True, tail_loads=8, tail_spread=64)
     # float32 262144: 16 CTAs of 64 KiB slices; SETTINGS' measured half slices: 5 slots of 32 KiB and the
     # weight's slice (64 KiB) in 225 KiB, 2 KiB spare (by default 3 whole slots and the weight from global memory)
     assert _config("layer_norm_backward", 262144, "float32", weight="float32", dweight="float32",
                    dbias="float32") == rows_bulk_backward.BulkPlan(16, 512, 8, 65536, 5, 65536, stats_ahead=True,
-                                                                   lean_dx=True, halves=True, spare=2048)
+                                                                   lean_dx=True, halves=True, spare=2048,
+                                                                   tail_loads=8, tail_spread=64)
     rows = table("softmax_backward", 65540)
     assert any(r.strip().startswith(VARIANT) and "slices" in r and "FAIL" in r for r in rows), rows
 

@@ -117,7 +117,8 @@ def test_default_off() -> None:
     row), no cap on the CTAs a multiprocessor takes."""
     assert rows_bulk_backward.GRAD_REGISTERS is None and rows_bulk_backward.CTAS_PER_SM is None
     assert all(lo <= hi and set(s) <= {"grad_registers", "slots", "ctas_per_sm", "stats_ahead", "lean_dx",
-                                                   "halves", "spare_shared", "words"}
+                                                   "halves", "spare_shared", "words", "tail_loads",
+                                                   "tail_spread"}
                for _d, _k, lo, hi, s in rows_bulk_backward.SETTINGS)
     bp = _config("rms_norm_backward", 512, "float32", weight="float32", dweight="float32")
     assert (bp.tensors, bp.slots, bp.ctas_per_sm) == (2, 4, None)

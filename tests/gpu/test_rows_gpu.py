@@ -100,7 +100,7 @@ def test_against_torch(kind, dtype, m, n, rng):
     _check(torch, kind, x, _ours(kind, x, w, b, eps), w, b, eps)
 
 
-@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 40000), (2, 150001)])
+@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 40000), (2, 150001), (5, 65536)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_add_rms_norm(m, n, dtype, rng):
     """h = x + residual exactly as torch's (the float32 sum rounded once to the dtype),
@@ -136,6 +136,33 @@ def test_cross_entropy(m, n, dtype, smoothing, rng):
 def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
     """As test_cross_entropy, on the cells of the settings taken last (2026-11-29, sixth session)."""
     _cross_entropy_case(m, n, dtype, smoothing, rng)
+
+
+@pytest.mark.parametrize("kind,n,dtype", [("cross_entropy", 16384, "bfloat16"), ("add_rms_norm", 65536, "float32")])
+def test_the_sweeps_rows_batch_invariance(kind, n, dtype, rng):
+    """The cells the seventh session's sweep moved to rows_bulk (rows_bulk.CHOSEN's first rows):
+    the same rows alone, as rows 1000..1006 and in a batch of 2048 give the same bits, twice."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    m = 2048
+    x = (torch.randn(m, n, device=DEV, generator=g) * 3).to(dt)
+    if kind == "cross_entropy":
+        t = torch.randint(0, n, (m,), device=DEV, generator=g)
+
+        def run(lo, hi):
+            return bulkred.cross_entropy(x[lo:hi].clone(), t[lo:hi].clone(), reduction="none")
+    else:
+        r = torch.randn(m, n, device=DEV, generator=g).to(dt)
+        w = torch.randn(n, device=DEV, generator=g).to(dt)
+
+        def run(lo, hi):
+            return bulkred.add_rms_norm(x[lo:hi].clone(), r[lo:hi].clone(), w, 1e-6)[0]
+    whole = run(0, m)
+    assert torch.equal(run(1000, 1007), whole[1000:1007])
+    for row in (0, 1003, m - 1):
+        assert torch.equal(run(row, row + 1)[0], whole[row]), row
+    assert torch.equal(run(0, m), whole)
 
 
 def _cross_entropy_case(m, n, dtype, smoothing, rng):

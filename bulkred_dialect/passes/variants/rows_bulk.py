@@ -292,6 +292,12 @@ _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the 
 _NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
 
 CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
+    # (tools/probes/rows_sweep.py on an H200, the seventh session of 2026-11-29, x copy: the dispatch's ->
+    # this row) cross_entropy bfloat16 16384 (rows_cta) 0.902 -> 0.960; add_rms_norm float32 65536
+    # (rows_cluster) 0.907 -> 0.943
+    (BF16.name, ("cross_entropy",), 16384, 16384,
+     Setting(32768, 256, 2, True, 2, registers=True, max_units=264, fast_exp=True, words=True)),
+    (F32.name, ("add_rms_norm",), 65536, 65536, Setting(32768, 512, None, True, 2, weight_shared=True, max_units=15)),
     # (tools/probes/rows_forward.py --set fastexp and --set affine on an H200, 2026-11-29 later, x copy: the
     # dispatch's -> this row; fast exp, y's exp with the sum folded in, the weight and bias in registers, the
     # 16-bit vectors read as words, layer_norm's one pass about each thread's own shift)
