@@ -63,7 +63,7 @@ from bulkred_dialect.interpreter.memory import cmpi_width, new_buffer
 from bulkred_dialect.interpreter.ptx_arith import _binary_form, _math, _math_form
 from bulkred_dialect.interpreter.ptx_cvt import _setp_form
 from bulkred_dialect.interpreter.ptx_memory import _FLOAT_OF_CLASS, _FLOAT_WIDTH, Pointer
-from bulkred_dialect.interpreter.values import BF16, coerce_float, float_fma, int_binary
+from bulkred_dialect.interpreter.values import BF16, INT_WIDTH, coerce_float, float_fma, int_binary
 from bulkred_dialect.interpreter.warps import FULL_MASK, WARP, redux_values, shfl_source_lane
 from bulkred_dialect.ops.ptx.arith import (
     AbsOp,
@@ -662,6 +662,11 @@ class LockstepInterpreter(KernelInterpreter):
                 columns.append(x.v if self.full else [x.v[t] for t in self.active])
             else:
                 columns.append(x)  # uniform: one value, broadcast
+        form = _WRAPPING.get(opcode)
+        if form is not None:
+            r = _wrapping(form, INT_WIDTH[t], *columns)
+            if r is not None:
+                return (self._scatter(r),)
         r = vector.int_binary(opcode, t, *columns)
         if r is None:
             return self._map(partial(int_binary, opcode, t), inputs)
@@ -1342,6 +1347,37 @@ def _bf16s(bits: list[int]) -> list[BF16]:
             v = table[b] = BF16(b)
         out.append(v)
     return out
+
+
+# values.int_binary's operations whose result's low bits are those of the operands' (add,
+# sub, mul.lo and the bitwise ones): ``(x op y)`` of Python ints, its low w bits read as
+# signed, is its value for every pair of ints (to_signed((to_unsigned(x) op to_unsigned(y)))).
+_WRAPPING: dict[str, Any] = {
+    "add": lambda m, h, a, b: [((x + y) & m ^ h) - h for x, y in zip(a, b)],
+    "sub": lambda m, h, a, b: [((x - y) & m ^ h) - h for x, y in zip(a, b)],
+    "mul.lo": lambda m, h, a, b: [((x * y) & m ^ h) - h for x, y in zip(a, b)],
+    "and": lambda m, h, a, b: [((x & y) & m ^ h) - h for x, y in zip(a, b)],
+    "or": lambda m, h, a, b: [((x | y) & m ^ h) - h for x, y in zip(a, b)],
+    "xor": lambda m, h, a, b: [((x ^ y) & m ^ h) - h for x, y in zip(a, b)],
+}
+
+
+def _wrapping(form: Any, w: int, a: Any, b: Any) -> list[int] | None:
+    """values.int_binary of each pair of ``a`` and ``b`` (a list, or one value for every
+    thread) for an operation of :data:`_WRAPPING`, on Python ints; None where a value is
+    not an int (a bool, a numpy integer: vector.int_binary or the scalar function then)."""
+    for x in (a, b):
+        if type(x) is list:
+            for e in x:
+                if type(e) is not int:
+                    return None
+        elif type(x) is not int:
+            return None
+    if type(a) is not list:
+        a = repeat(a)
+    elif type(b) is not list:
+        b = repeat(b)
+    return form((1 << w) - 1, 1 << (w - 1), a, b)
 
 
 def _select(on_true: Any, on_false: Any, cond: Any) -> Any:
