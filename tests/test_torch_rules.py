@@ -22,58 +22,65 @@ import pytest
 import bulkred_dialect as bulkred
 from bulkred_dialect import api
 from bulkred_dialect.functions import FUNCTIONS, casts_first, library_rules, torch_sum_dtype
+from each_case import each_case
 
 # region Plans: dtypes, shapes, maps (no xDSL run)
 
 
-@pytest.mark.parametrize(
-    ("fn", "shape", "src", "kw", "dst", "prologue", "result_shape"),
-    [
-        # torch's rules for a torch tensor
-        ("sum", (4, 5), "uint8", {"library": "torch"}, "int64", (), ()),
-        ("prod", (4, 5), "uint16", {"library": "torch", "axis": 1}, "int64", (), (4,)),
-        ("nansum", (4, 5), "uint8", {"library": "torch"}, "int64", (), ()),
-        ("sum", (4, 5), "bool", {"library": "torch"}, "int64", (), ()),
-        ("sum", (4, 5), "uint64", {"library": "torch"}, "uint64", (), ()),  # no wider signed type holds it
-        ("sum", (4, 5), "uint8", {"library": "torch", "dtype": "uint8"}, "uint8", (), ()),  # dtype= chooses
-        ("any", (4, 5), "uint8", {"library": "torch", "axis": 1}, "uint8", ("nonzero",), (4,)),
-        ("all", (4, 5), "uint8", {"library": "torch"}, "uint8", ("nonzero",), ()),
-        ("any", (4, 5), "int8", {"library": "torch"}, "bool", ("nonzero",), ()),
-        ("sum", (4, 5), "float32", {"library": "torch", "axis": ()}, "float32", (), ()),
-        ("sum", (4, 5), "float32", {"library": "torch", "axis": (), "keepdims": True}, "float32", (), (1, 1)),
-        ("sum", (), "float32", {"library": "torch", "axis": 0}, "float32", (), ()),
-        ("amax", (), "float32", {"library": "torch", "axis": -1, "keepdims": True}, "float32", (), ()),
-        ("var", (), "float32", {"library": "torch", "axis": (0,)}, "float32", (), ()),
-        # numpy's (the array API's) rules for numpy and cupy arrays
-        ("sum", (4, 5), "uint8", {}, "uint64", (), ()),
-        ("sum", (4, 5), "uint8", {"library": "cupy"}, "uint64", (), ()),
-        ("any", (4, 5), "uint8", {"library": "numpy"}, "bool", ("nonzero",), ()),
-        # both: dtype= narrower than the input casts first
-        ("sum", (4, 5), "float64", {"dtype": "float32"}, "float32", ("cast",), ()),
-        ("sum", (4, 5), "int64", {"dtype": "int32", "library": "torch"}, "int32", ("cast",), ()),
-        ("mean", (4, 5), "float64", {"dtype": "float32", "axis": 0}, "float32", ("cast",), (5,)),
-        ("nansum", (4, 5), "float64", {"dtype": "float32"}, "float32", ("cast", "nan_zero"), ()),
-        ("vector_norm", (4, 5), "float64", {"dtype": "float32", "ord": 3}, "float32", ("cast", ("pow", 3.0)), ()),
-        ("sum", (4, 5), "float16", {"dtype": "float32"}, "float32", (), ()),  # wider: an accumulator, no cast
-        ("sum", (4, 5), "float32", {"dtype": "float16"}, "float16", ("cast",), ()),  # narrower than 32 bits too
-        ("prod", (4, 5), "int64", {"dtype": "int8", "axis": 1}, "int8", ("cast",), (4,)),
-        # vector_norm(ord=0): the count of nonzeros as a float of the result's dtype
-        ("vector_norm", (4, 5), "float32", {"ord": 0, "axis": 1}, "float32", ("nonzero",), (4,)),
-        ("vector_norm", (4, 5), "bfloat16", {"ord": 0.0}, "bfloat16", ("nonzero",), ()),
-        ("vector_norm", (4, 5), "float64", {"ord": np.int64(0), "dtype": "float32"}, "float32", ("nonzero",), ()),
-        # logsumexp of bool and integers: float32 (torch's rule, every library)
-        ("logsumexp", (4, 5), "int32", {"axis": 1}, "float32", ("cast",), (4,)),
-        ("logsumexp", (4, 5), "bool", {}, "float32", ("cast",), ()),
-        ("logsumexp", (4, 5), "uint8", {"library": "torch"}, "float32", ("cast",), ()),
-        ("logsumexp", (4, 5), "int64", {}, "float32", ("cast",), ()),
-        ("logsumexp", (4, 5), "float16", {}, "float16", (), ()),
-    ],
-)
-def test_plans(fn, shape, src, kw, dst, prologue, result_shape):
-    p = api.plan(fn, shape, src, **kw)
-    assert (p.dst, p.prologue, p.result_shape) == (dst, prologue, result_shape)
-    if p.launches:
-        assert api.module_of(p).verify() is None  # the dialect takes it
+# (fn, shape, src, kw, dst, prologue, result_shape): the plan of fn(shape, src, **kw)
+PLANS = [
+    # torch's rules for a torch tensor
+    ("sum", (4, 5), "uint8", {"library": "torch"}, "int64", (), ()),
+    ("prod", (4, 5), "uint16", {"library": "torch", "axis": 1}, "int64", (), (4,)),
+    ("nansum", (4, 5), "uint8", {"library": "torch"}, "int64", (), ()),
+    ("sum", (4, 5), "bool", {"library": "torch"}, "int64", (), ()),
+    ("sum", (4, 5), "uint64", {"library": "torch"}, "uint64", (), ()),  # no wider signed type holds it
+    ("sum", (4, 5), "uint8", {"library": "torch", "dtype": "uint8"}, "uint8", (), ()),  # dtype= chooses
+    ("any", (4, 5), "uint8", {"library": "torch", "axis": 1}, "uint8", ("nonzero",), (4,)),
+    ("all", (4, 5), "uint8", {"library": "torch"}, "uint8", ("nonzero",), ()),
+    ("any", (4, 5), "int8", {"library": "torch"}, "bool", ("nonzero",), ()),
+    ("sum", (4, 5), "float32", {"library": "torch", "axis": ()}, "float32", (), ()),
+    ("sum", (4, 5), "float32", {"library": "torch", "axis": (), "keepdims": True}, "float32", (), (1, 1)),
+    ("sum", (), "float32", {"library": "torch", "axis": 0}, "float32", (), ()),
+    ("amax", (), "float32", {"library": "torch", "axis": -1, "keepdims": True}, "float32", (), ()),
+    ("var", (), "float32", {"library": "torch", "axis": (0,)}, "float32", (), ()),
+    # numpy's (the array API's) rules for numpy and cupy arrays
+    ("sum", (4, 5), "uint8", {}, "uint64", (), ()),
+    ("sum", (4, 5), "uint8", {"library": "cupy"}, "uint64", (), ()),
+    ("any", (4, 5), "uint8", {"library": "numpy"}, "bool", ("nonzero",), ()),
+    # both: dtype= narrower than the input casts first
+    ("sum", (4, 5), "float64", {"dtype": "float32"}, "float32", ("cast",), ()),
+    ("sum", (4, 5), "int64", {"dtype": "int32", "library": "torch"}, "int32", ("cast",), ()),
+    ("mean", (4, 5), "float64", {"dtype": "float32", "axis": 0}, "float32", ("cast",), (5,)),
+    ("nansum", (4, 5), "float64", {"dtype": "float32"}, "float32", ("cast", "nan_zero"), ()),
+    ("vector_norm", (4, 5), "float64", {"dtype": "float32", "ord": 3}, "float32", ("cast", ("pow", 3.0)), ()),
+    ("sum", (4, 5), "float16", {"dtype": "float32"}, "float32", (), ()),  # wider: an accumulator, no cast
+    ("sum", (4, 5), "float32", {"dtype": "float16"}, "float16", ("cast",), ()),  # narrower than 32 bits too
+    ("prod", (4, 5), "int64", {"dtype": "int8", "axis": 1}, "int8", ("cast",), (4,)),
+    # vector_norm(ord=0): the count of nonzeros as a float of the result's dtype
+    ("vector_norm", (4, 5), "float32", {"ord": 0, "axis": 1}, "float32", ("nonzero",), (4,)),
+    ("vector_norm", (4, 5), "bfloat16", {"ord": 0.0}, "bfloat16", ("nonzero",), ()),
+    ("vector_norm", (4, 5), "float64", {"ord": np.int64(0), "dtype": "float32"}, "float32", ("nonzero",), ()),
+    # logsumexp of bool and integers: float32 (torch's rule, every library)
+    ("logsumexp", (4, 5), "int32", {"axis": 1}, "float32", ("cast",), (4,)),
+    ("logsumexp", (4, 5), "bool", {}, "float32", ("cast",), ()),
+    ("logsumexp", (4, 5), "uint8", {"library": "torch"}, "float32", ("cast",), ()),
+    ("logsumexp", (4, 5), "int64", {}, "float32", ("cast",), ()),
+    ("logsumexp", (4, 5), "float16", {}, "float16", (), ()),
+]
+
+
+def test_plans():
+    """Each row of PLANS (a case of each_case: a test each cost the run more than its
+    plan)."""
+
+    def check(fn, shape, src, kw, dst, prologue, result_shape):
+        p = api.plan(fn, shape, src, **kw)
+        assert (p.dst, p.prologue, p.result_shape) == (dst, prologue, result_shape)
+        if p.launches:
+            assert api.module_of(p).verify() is None  # the dialect takes it
+
+    each_case(check, PLANS)
 
 
 def test_library_rules_and_dtype_helpers():
