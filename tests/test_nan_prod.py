@@ -15,6 +15,7 @@ import zlib
 
 import numpy as np
 import pytest
+from each_case import each_case
 from nan_prod_cases import (
     NP,
     assert_nan_same_and_values_equal,
@@ -45,11 +46,17 @@ def lowered(k: T.Kernel, target: str = "sm_90a"):
 # region Thread scope: local and sm100_packed
 
 
-@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
-@pytest.mark.parametrize("kind", ["max", "min"])
+IGNORE_NAN_CASES = [(kind, ignore_nan) for kind in ("max", "min") for ignore_nan in (False, True)]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_local_max_min_nan(dtype, kind, ignore_nan):
-    """local (f64 through setp.nan/selp): NaN where numpy has it, the reference's bits."""
+def test_local_max_min_nan(dtype):
+    """local (f64 through setp.nan/selp): NaN where numpy has it, the reference's bits;
+    max and min, NaN propagated or ignored (a case each)."""
+    each_case(lambda kind, ignore_nan: _check_local_max_min_nan(dtype, kind, ignore_nan), IGNORE_NAN_CASES)
+
+
+def _check_local_max_min_nan(dtype, kind, ignore_nan):
     rng = np.random.default_rng(zlib.crc32(repr((dtype, kind, ignore_nan)).encode()))  # the same data in every process
     x = nan_rows(rng, 8, 13, NP[dtype])
     m = lowered(thread_kernel(kind, [8, 13], dtype, ignore_nan))
@@ -73,12 +80,18 @@ def test_local_bf16_nan(ignore_nan):
     assert np.array_equal(np.isnan((got.astype(np.uint32) << 16).view(np.float32)), np.isnan(numpy_minmax("max", as_f32, ignore_nan)))
 
 
-@pytest.mark.parametrize("n", [8, 13, 33, 100])
-@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
 @pytest.mark.parametrize("kind", ["max", "min"])
-def test_sm100_packed_nan(kind, ignore_nan, n):
+def test_sm100_packed_nan(kind):
     """sm100_packed (max3/min3 .NaN, max.NaN) and its legalization for sm_90a (max.NaN
-    twice): the reference's bits, NaN where numpy has it."""
+    twice): the reference's bits, NaN where numpy has it; NaN propagated or ignored, at
+    each length (a case each)."""
+    each_case(
+        lambda ignore_nan, n: _check_sm100_packed_nan(kind, ignore_nan, n),
+        [(ignore_nan, n) for ignore_nan in (False, True) for n in (8, 13, 33, 100)],
+    )
+
+
+def _check_sm100_packed_nan(kind, ignore_nan, n):
     m = lowered(thread_kernel(kind, [n], "float32", ignore_nan), "sm_100a")
     assert any(o.name == f"ptx.{kind}3" for o in m.walk()), "sm100_packed was not chosen"
     assert all((o.properties.get("NaN") is None) == ignore_nan for o in m.walk() if o.name in (f"ptx.{kind}3", f"ptx.{kind}"))
@@ -215,13 +228,20 @@ def run_grid_kernel(k: T.Kernel, x: np.ndarray, out_shape, dtype):
     return out, variant.removeprefix("chosen: ")
 
 
-@pytest.mark.parametrize(
-    "shape, axes, variant",
-    [([800], None, "grid_full"), ([6, 72], [1], "grid_rows"), ([8, 40], [0], "grid_split_det")],
-)
-@pytest.mark.parametrize("ignore_nan", [False, True], ids=["propagate", "ignore_nan"])
 @pytest.mark.parametrize("kind", ["max", "min"])
-def test_grid_max_min_nan(kind, ignore_nan, shape, axes, variant):
+def test_grid_max_min_nan(kind):
+    """Each variant's form, NaN propagated or ignored (a case each)."""
+    each_case(
+        lambda ignore_nan, shape, axes, variant: _check_grid_max_min_nan(kind, ignore_nan, shape, axes, variant),
+        [
+            (ignore_nan, shape, axes, variant)
+            for ignore_nan in (False, True)
+            for shape, axes, variant in [([800], None, "grid_full"), ([6, 72], [1], "grid_rows"), ([8, 40], [0], "grid_split_det")]
+        ],
+    )
+
+
+def _check_grid_max_min_nan(kind, ignore_nan, shape, axes, variant):
     rng = np.random.default_rng(len(shape) + ignore_nan)
     if axes is None:
         x = (rng.standard_normal(shape) * 100).astype(np.float32)
