@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 
 def each_case(check: Callable[..., Any], cases: Sequence[tuple]) -> None:
     """``check(*case)`` for each of ``cases``, every one run; the failing cases'
-    messages together, each after its case (so a message need not name it)."""
+    messages together, each after its case (so a message need not name it). A failed
+    assert and a failed ``pytest.raises`` (or ``pytest.fail``) fail the case."""
     failed = []
     for case in cases:
         try:
             check(*case)
-        except AssertionError as e:
+        except (AssertionError, pytest.fail.Exception) as e:
             failed.append(f"{case}: {e}")
     assert not failed, f"{len(failed)} of {len(cases)} cases failed:\n" + "\n".join(failed)

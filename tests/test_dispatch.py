@@ -714,9 +714,11 @@ def test_copy_lowering_takes_no_loop_for_an_extent_of_one(ctx, shape, loops):
 # region legalize-for-target and the pipeline
 
 
-@pytest.mark.parametrize("n", [8, 17, 33, 100])
-@pytest.mark.parametrize("kind", ["sum", "max", "min"])
-def test_legalize_keeps_the_bits(ctx, n, kind):
+def test_legalize_keeps_the_bits(ctx):
+    each_case(lambda n, kind: _check_legalize_keeps_the_bits(ctx, n, kind), [(n, kind) for n in (8, 17, 33, 100) for kind in ("sum", "max", "min")])
+
+
+def _check_legalize_keeps_the_bits(ctx, n, kind):
     rng = np.random.default_rng(n)
     x = _data(rng, n)
     x[3] = np.float32(-3e-39)
@@ -812,11 +814,13 @@ def test_dtype_name_keeps_signedness_apart(t, name):
     assert dtype_name(t) == name
 
 
-@pytest.mark.parametrize("elt", ["si32", "ui32", "i8", "i128", "f8E4M3FN", "tf32", "f80", "f128", "index"])
-def test_element_types_no_variant_lowers_are_verifier_errors(ctx, elt):
-    m = reduce_module(ctx, "sum", [8], elt)
-    with pytest.raises(Exception, match=f"'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got {elt}"):
-        m.verify()
+def test_element_types_no_variant_lowers_are_verifier_errors(ctx):
+    def check(elt):
+        m = reduce_module(ctx, "sum", [8], elt)
+        with pytest.raises(Exception, match=f"'src' element type must be one of i16, i32, i64, f16, bf16, f32, f64, got {elt}"):
+            m.verify()
+
+    each_case(check, [(elt,) for elt in ("si32", "ui32", "i8", "i128", "f8E4M3FN", "tf32", "f80", "f128", "index")])
 
 
 @pytest.mark.parametrize("kind", ["sum", "max", "min", "and", "or", "xor"])
@@ -861,12 +865,18 @@ def _lines_in_func(m: ModuleOp) -> set[int | None]:
     return {_line_of(op) for op in fn.walk() if op is not fn and not isinstance(op, func.ReturnOp)}
 
 
-@pytest.mark.parametrize(
-    "target, kind, shape",
-    [("sm_100a", "sum", [16]), ("sm_100a", "max", [13]), ("sm_90a", "min", [3, 5]), ("sm_90a", "sum", [1])],
-)
-@pytest.mark.parametrize("legalize", [False, True])
-def test_lowered_ops_carry_the_reduce_location(ctx, target, kind, shape, legalize):
+def test_lowered_ops_carry_the_reduce_location(ctx):
+    each_case(
+        lambda target, kind, shape, legalize: _check_reduce_location(ctx, target, kind, shape, legalize),
+        [
+            (target, kind, shape, legalize)
+            for target, kind, shape in [("sm_100a", "sum", [16]), ("sm_100a", "max", [13]), ("sm_90a", "min", [3, 5]), ("sm_90a", "sum", [1])]
+            for legalize in (False, True)
+        ],
+    )
+
+
+def _check_reduce_location(ctx, target, kind, shape, legalize):
     m = reduce_module(ctx, kind, shape, accum=True)
     assert _line_of(the_reduce(m)) == 2
     LowerTileReductionsPass(target=target).apply(ctx, m)
