@@ -901,6 +901,45 @@ GROUP_UNITS = 16
 second-level row (the column sums in two levels: the groups' sums in parallel, then the
 last group's CTA adds the groups' rows; :attr:`ColumnSums.group`)."""
 
+NORM_TAIL_SPREAD: int | None = None
+"""None: where :data:`NORM_TAIL_SPREAD_MEASURED` says; else everywhere (the probe's and the
+tests' setting; 0: off): about this many loads of partial rows in flight a thread, a piece.
+On, the column sums' last level of a norm's backward (:func:`finish_columns` where its
+caller asks for no ``ahead`` / ``spread`` of its own: rows_cta, rows_cluster, rows_warp,
+rows_bulk_backward's cells without ``"tail_loads"``) is spread over the CTAs still there
+when its last row arrives, as rows_bulk_backward's ``TAIL_SPREAD`` at 262144 (0.80 -> 0.90
+of copy there): where the units fit one group, the units' partial rows (bfloat16 65536's
+15 a rank: the default's one CTA a rank adds them one load at a time, 8 column vectors a
+thread, about 120 dependent L2 round trips); else, after each group's sum (the default's
+first level, unchanged), the groups' rows (rms_norm 16384's 9 rows of 16384 added by one
+CTA in 72 round trips), shared by the groups' last CTAs. Pieces drawn from a counter,
+each piece's rows loaded before the first add and added in row order: the default's
+dweight / dbias bits; no counter beyond the default's (the arrivals and the leavings on
+one, the pieces on group 0's: :func:`_spread_columns`' ``packed``), the workspace left
+zeroed."""
+
+NORM_TAIL_POLLS = 64
+""":data:`NORM_TAIL_SPREAD`'s polls of the arrivals a waiting CTA makes at most before it
+leaves the tail to the others (none waits on a CTA not yet resident)."""
+
+NORM_TAIL_SPREAD_MEASURED: dict = half_as_bfloat16({})
+""":data:`NORM_TAIL_SPREAD` by element type name, or ``(kind, type name)``: (N from, N to,
+loads a piece), the first range holding N (never M). Empty until measured on an H200
+(tools/probes/rows_ln_bf16.py's "tail spread" candidates)."""
+
+
+def norm_tail_spread(p: RowPlan) -> int:
+    """:data:`NORM_TAIL_SPREAD`'s loads a piece for plan ``p`` (a norm's backward), 0: off."""
+    if NORM_TAIL_SPREAD is not None:
+        return max(0, NORM_TAIL_SPREAD)
+    table = NORM_TAIL_SPREAD_MEASURED
+    ranges = table.get((p.kind.value, p.dtype.name))
+    for lo, hi, loads in table.get(p.dtype.name, ()) if ranges is None else ranges:
+        if lo <= p.n <= hi:
+            return loads
+    return 0
+
+
 
 @dataclass(frozen=True)
 class ColumnSums:
@@ -1015,7 +1054,13 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
     (:func:`_sum_ahead`: about ``ahead`` loads in flight a thread); the default's bits.
     ``spread`` > 0 as well (``lay.extra`` 1): the sums spread over the CTAs (of the rank)
     that wait for the last unit at most ``spread`` polls (:func:`_spread_columns`); the
-    default's bits."""
+    default's bits.
+
+    Neither (the callers' default), :data:`NORM_TAIL_SPREAD` where on for ``p`` and the
+    rank's columns are whole vectors of every thread (:func:`_tail_fits`): the last level
+    spread over the CTAs still there, with the default's counters (``lay.extra`` 0): where
+    the units fit one group, the units' rows by every unit's CTA; else the groups' rows
+    (after the default's first level) by each group's last CTA; the default's bits."""
     outs = [o for o in (op.dweight, op.dbias) if o is not None]
     shift = lay.group.bit_length() - 1
     nunits = e.shr_u32(ctas, p.cluster.bit_length() - 1) if p.cluster > 1 else ctas
@@ -1035,6 +1080,11 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
             v = 1
     if ahead > 0 and spread > 0 and lay.extra and tail_ahead_fits(p, lay, v):
         _spread_columns(e, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, size, v, ahead, spread)
+        return
+    loads = norm_tail_spread(p) if ahead == 0 and spread == 0 and _tail_fits(p, v) else 0  # (NORM_TAIL_SPREAD)
+    if loads and lay.groups == 1:
+        _spread_columns(e, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, size, v, loads,
+                        NORM_TAIL_POLLS, packed=True)
         return
     counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
     done = row_ticket(e, counter, size, tid, "columns_group")
@@ -1060,6 +1110,10 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
             _sum_rows(b, b.ptr_add(ws, lay.partials(k)), b.wide(first), b.wide(size), p.n, tid, p.block, keep, cols, v)
         b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, counter, c.const(0)) or [])
         groups = b.shr_u32(b.add_i(nunits, lay.group - 1), shift)
+        if loads:  # NORM_TAIL_SPREAD: the groups' rows shared by the groups' last CTAs
+            _spread_columns(b, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, groups, v, loads,
+                            NORM_TAIL_POLLS, rows=lay.groups, base=lay.group_rows, packed=True)
+            return []
         last = row_ticket(b, mine, groups, tid, "columns_last")
 
         def level2(c: Emitter) -> list[SSAValue]:
@@ -1088,34 +1142,43 @@ def _tail_width(p: RowPlan) -> int:
     return p.slice * p.vec if p.cluster > 1 else p.n
 
 
+def _tail_fits(p: RowPlan, v: int) -> bool:
+    """Whether each rank's columns of plan ``p`` are whole ``v``-vectors of every thread, a
+    cluster's slices exact (:func:`_spread_columns`' pieces)."""
+    return (p.cluster == 1 or p.exact) and _tail_width(p) % (p.block * v) == 0
+
+
 def tail_ahead_fits(p: RowPlan, lay: ColumnSums, v: int) -> bool:
     """Whether :func:`finish_columns`'s one-level tail (``ahead``) takes plan ``p``: the
     units fit one group (the default's second level adds the one group's row to 0: the
     same bits), each rank's columns whole ``v``-vectors of every thread, a cluster's slices
     exact."""
-    width = _tail_width(p)
-    return lay.groups == 1 and (p.cluster == 1 or p.exact) and width % (p.block * v) == 0
+    return lay.groups == 1 and _tail_fits(p, v)
 
 
 def _add_units(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums, items: list[tuple[int, SSAValue]],
-               keep: list[SSAValue], v: int) -> None:
+               keep: list[SSAValue], v: int, rows: int | None = None, base: Callable[[int], int] | None = None) -> None:
     """For each ``(k, column)`` of ``items`` (column: i64), the ``v`` columns' partial rows
     of all ``lay.units`` units loaded (every load before the first add), each set back to
     0, added from 0 in unit order (unit u where ``keep[u]``: those past the grid's are in
     the workspace, zero, and not added, a select keeping the sum), and written to output
     ``k`` rounded once: the default's bits (its second level adds the one group's row to
-    0, and a sum from +0 is never -0)."""
+    0, and a sum from +0 is never -0). ``rows`` / ``base``: ``rows`` rows of N from byte
+    ``base(k)`` of the workspace in place of the units' (:data:`NORM_TAIL_SPREAD`'s
+    groups' rows: the default's second level, added from 0 in group order)."""
+    rows = lay.units if rows is None else rows
+    base = lay.partials if base is None else base
     zeros = [e.const(0.0, f32)] * v
     ats = [e.ptr_add(ws, e.mul_i(col, 4)) for _, col in items]
-    got = [[load_vec(e, F32, at, lay.partials(k) + u * p.n * 4, v, nc=False) for u in range(lay.units)]
+    got = [[load_vec(e, F32, at, base(k) + u * p.n * 4, v, nc=False) for u in range(rows)]
            for (k, _), at in zip(items, ats, strict=True)]
     for (k, _), at in zip(items, ats, strict=True):
-        for u in range(lay.units):
-            store_vec(e, F32, at, lay.partials(k) + u * p.n * 4, zeros)
-    for (k, col), rows in zip(items, got, strict=True):
-        acc = [f32_add(e, z, x) for z, x in zip(zeros, rows[0], strict=True)]
-        for u in range(1, lay.units):
-            acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows[u], strict=True)]
+        for u in range(rows):
+            store_vec(e, F32, at, base(k) + u * p.n * 4, zeros)
+    for (k, col), rows_k in zip(items, got, strict=True):
+        acc = [f32_add(e, z, x) for z, x in zip(zeros, rows_k[0], strict=True)]
+        for u in range(1, rows):
+            acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows_k[u], strict=True)]
         od = of_ir(outs[k].type.element_type)
         assert od is not None
         store_vec(e, od, e.ptr_add(e.ptr(outs[k], StateSpace.GLOBAL), e.mul_i(col, od.bytes)), 0, acc)
@@ -1138,7 +1201,8 @@ def _sum_ahead(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums
 
 
 def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums,
-                    tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int) -> None:
+                    tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int,
+                    rows: int | None = None, base: Callable[[int], int] | None = None, packed: bool = False) -> None:
     """:func:`finish_columns`' tail spread over the CTAs of a rank that are still there when
     its last unit arrives (the rank's three counters at ``mine``, arrived, next and left:
     the grid's, the one group's and the extra): after its partial rows each CTA takes an
@@ -1151,14 +1215,24 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
     piece). A CTA that sees fewer leaves (none waits beyond its polls for one not yet
     resident: no deadlock where the grid does not fit at once). Each CTA then takes a
     leaving ticket; the last sets the three counters back to 0 (every CTA has touched them
-    for the last time)."""
+    for the last time).
+
+    ``rows`` / ``base``: the rows added (:func:`_add_units`'s; the units' by default).
+    ``packed`` (:data:`NORM_TAIL_SPREAD`: no extra counter): the leavings counted on the
+    arrivals' counter in its upper half (``1 << 16`` each; the arrivals, fewer than
+    2^16, in its lower half, which the polls read), the pieces on group 0's counter (free
+    by then: its group's units have all taken their tickets and its last CTA has set it
+    back to 0 before arriving); the last leaver sets both back to 0."""
+    rows = lay.units if rows is None else rows
     steps = _tail_width(p) // (p.block * v)
     j = 1
-    while j * 2 <= max(1, ahead // lay.units) and steps % (j * 2) == 0:
+    while j * 2 <= max(1, ahead // rows) and steps % (j * 2) == 0:
         j *= 2
     per_out, width = steps // j, p.block * v * j
     pieces = per_out * len(outs)
-    arrived, nxt, left = mine, e.ptr_add(mine, 4), e.ptr_add(mine, 4 * (1 + lay.groups))  # (grid's, group's, extra)
+    arrived, nxt = mine, e.ptr_add(mine, 4)  # (grid's, group 0's)
+    left = arrived if packed else e.ptr_add(mine, 4 * (1 + lay.groups))  # (packed: the arrivals'; else the extra)
+    low = (lambda c, x: c.and_b32(x, 0xFFFF)) if packed else (lambda c, x: x)  # (the arrivals of a packed count)
     seen = e.shared([1], i32, "columns_seen")
     tries = e.shared([1], i32, "columns_polls")
     drawn = e.shared([1], i32, "columns_piece")
@@ -1167,7 +1241,7 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
 
     def arrive(b: Emitter) -> list[SSAValue]:
         t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, b.const(1)))
-        b.st(LdStType.B32, seen, b.add_i(t, 1))
+        b.st(LdStType.B32, seen, b.add_i(low(b, t), 1))
         b.st(LdStType.B32, tries, b.const(0))
         return []
 
@@ -1182,7 +1256,7 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
         c.bar_sync()
 
         def poll(d: Emitter) -> list[SSAValue]:
-            d.st(LdStType.B32, seen, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, d.const(0))))
+            d.st(LdStType.B32, seen, low(d, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, d.const(0)))))
             d.st(LdStType.B32, tries, d.add_i(k, 1))
             return []
 
@@ -1191,13 +1265,13 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
         return go
 
     e.while_(waiting)
-    keep = [e.cmp("slt", e.const(u), count) for u in range(lay.units)]
+    keep = [e.cmp("slt", e.const(u), count) for u in range(rows)]
     start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
 
     def add_piece(b: Emitter, k: int, i: SSAValue) -> list[SSAValue]:
         """Piece ``i`` (i32) of output ``k``: the thread's J vectors of its columns."""
         first = b.add_i(start, b.wide(b.mul_i(i, width)))
-        _add_units(b, p, outs, ws, lay, [(k, b.add_i(first, q * p.block * v)) for q in range(j)], keep, v)
+        _add_units(b, p, outs, ws, lay, [(k, b.add_i(first, q * p.block * v)) for q in range(j)], keep, v, rows, base)
         return []
 
     def share(b: Emitter) -> list[SSAValue]:
@@ -1221,14 +1295,15 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
     e.if_(e.cmp("sge", e.ld(LdStType.B32, seen, i32), count), share)
 
     def leave(b: Emitter) -> list[SSAValue]:
-        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, left, b.const(1)))
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, left, b.const(1 << 16 if packed else 1)))
 
         def reset(c: Emitter) -> list[SSAValue]:
-            for ctr in (arrived, nxt, left):
+            for ctr in (arrived, nxt) if packed else (arrived, nxt, left):
                 c.st(LdStType.U32, ctr, c.const(0))
             return []
 
-        b.if_(b.cmp("eq", t, b.sub_i(count, b.const(1))), reset)
+        last = b.add_i(b.mul_i(b.add_i(count, -1), 1 << 16), count) if packed else b.sub_i(count, b.const(1))
+        b.if_(b.cmp("eq", t, last), reset)
         return []
 
     e.if_(e.cmp("eq", tid, 0), leave)

@@ -1,0 +1,80 @@
+"""rows_backward.NORM_TAIL_SPREAD (issue 30, section 4): the last level of a norm's
+backward's column sums spread over the CTAs still there when its last row arrives, on the
+variants that lower through rows_lower (rows_cta, rows_cluster): dweight and dbias bit for
+bit the default's (the same rows added in the same order), near float64, dx unchanged, the
+workspace (counters included) left zeroed, over batches of fewer rows than units; one
+group (the units' rows) and two levels (the groups' rows), small N and units standing in
+for the H200's (tools/probes/rows_ln_bf16.py measures them)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_rows import small_ctas, to_bits, values  # noqa: F401 - the small CTAs (autouse)
+from test_rows_backward_bulk import norm_backward_reference, run_norm
+
+import test_rows
+from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.passes.variants import rows_backward, rows_common
+from bulkred_dialect.row_kernels import module
+
+
+def _kernel(kind: str, variant: str, n: int, dtype: str, units: int | None):
+    """The lowered kernel (M dynamic); ``units``: its grid run as one cluster of up to that
+    many CTAs, every CTA at once (test_rows_ln_long's ``_whole_grid``: the pieces shared)."""
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+
+    layer = kind == "layer_norm_backward"
+    built = test_rows.lowered(module(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if layer else None,
+                                     variant=variant), variant)
+    if units is not None:
+        kernel = next(o for o in built.walk() if o.name == "func.func")
+        rule = [a.value.data for a in kernel.attributes["bulkred.grid_rows"].data]
+        kernel.attributes["bulkred.grid_rows"] = ArrayAttr([IntegerAttr(v, i64) for v in rule[:2] + [units]])
+    return built
+
+
+SPREAD_CASES = [  # (kind, variant, dtype, N, units, GROUP_UNITS, NORM_TAIL_SPREAD's loads)
+    ("layer_norm_backward", "rows_cta", "float32", 512, 3, 4, 8),  # one group of 3; pieces of 2 vectors a thread
+    ("layer_norm_backward", "rows_cta", "bfloat16", 256, 5, 2, 4),  # two levels: groups of 4, the groups' 2 rows
+    ("rms_norm_backward", "rows_cluster", "float32", 256, 3, 4, 4),  # a rank's columns; clusters in turn: the last's
+    ("layer_norm_backward", "rows_cluster", "bfloat16", 256, 5, 2, 4),  # two levels, each rank its own counters
+]
+
+
+@pytest.mark.parametrize("case", SPREAD_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in SPREAD_CASES])
+def test_tail_spread(case, monkeypatch) -> None:
+    """NORM_TAIL_SPREAD: dweight (and dbias) bit for bit the default's two levels' over
+    batches of 1 row (the other units' rows not added) and 7, near float64; dx the
+    default's; the workspace left zeroed (run_norm). rows_cta's grid runs as one cluster
+    (every CTA at once: the pieces drawn by several CTAs), rows_cluster's clusters in turn
+    (the first leave after their polls, the last adds every piece). The default's kernel
+    is not the spread's (the setting took)."""
+    kind, variant, dtype, n, units, group, loads = case
+    layer = kind == "layer_norm_backward"
+    cluster = 2 if variant == "rows_cluster" else 1
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
+    monkeypatch.setattr(rows_common, "SLICE_SUM_FLOATS", units * n * (1 + layer) // cluster)
+    monkeypatch.setattr(rows_backward, "GROUP_UNITS", group)
+    monkeypatch.setattr(rows_backward, "NORM_TAIL_POLLS", 3)
+    monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))
+    rng = np.random.default_rng(n + units)
+    x = to_bits(rng.standard_normal((7, n)) * 2 + 0.5, dtype)
+    dy = to_bits(rng.standard_normal((7, n)), dtype)
+    w = to_bits(rng.standard_normal(n), dtype)
+    monkeypatch.setattr(rows_backward, "NORM_TAIL_SPREAD", 0)
+    default_k = _kernel(kind, variant, n, dtype, None)
+    monkeypatch.setattr(rows_backward, "NORM_TAIL_SPREAD", loads)
+    spread_k = _kernel(kind, variant, n, dtype, units if cluster == 1 else None)
+    assert "columns_seen" in str(spread_k) and "columns_seen" not in str(default_k)
+    groups = rows_backward.ColumnSums(1 + layer, units, n, cluster).groups  # (one group, or two levels)
+    assert groups == (1 if group >= units else 2)
+    for m in (1, 7):
+        want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, layer, units, built=default_k)
+        got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, layer, units, built=spread_k)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    _, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
+    for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no row missed)
+        tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
