@@ -1,27 +1,39 @@
 #!/usr/bin/env python3
-"""Whether rows_backward.NORM_LEAN and NORM_FOLD_DX speed up the 16-bit norms' backward
-(issue 30, section 4: bfloat16 layer_norm's backward at 0.83 to 0.88 of copy, rms_norm's
-0.87 to 0.93, against 0.93): per cell (``--cells``, the furthest below the target first),
-the default and each candidate of :func:`candidates` on the same tensors (fresh random
-data), GPU time from a CUDA graph of 10 calls in turns with the copy kernel
-(rows_backward's graph_medians), each checked against float64 (dx of 256 rows, dweight and
-dbias of all, dweight's bits over two calls: rows_backward's norm_check), its first 37
-rows alone giving dx's bits of the batch (M), and its bits against the default's; then the
-table entry to flip for each cell where a candidate won by 1% or more. ``--dry-run``: no
-GPU, each candidate built for sm_90a and assembled: the variant, grid x threads (x
-cluster), ptxas's registers / spilled bytes, and SASS instructions an element of the loop
-over rows (:func:`sass_per_element`).
+"""Whether rows_backward.NORM_TAIL_SPREAD speeds up the norms' backward (issue 30, section 4:
+bfloat16 layer_norm's backward 0.84 to 0.87 of copy at 4096 to 65536, rms_norm's 0.88 at
+65536 and 0.91 at 16384, float32 layer_norm 0.93 at 4096, against 0.93): per cell
+(``--cells``, the furthest below the target first), the default and each candidate of
+:func:`candidates` on the same tensors (fresh random data), GPU time from a CUDA graph of
+10 calls in turns with the copy kernel (rows_backward's graph_medians), each checked
+against float64 (dx of 256 rows, dweight and dbias of all, dweight's bits over two calls:
+rows_backward's norm_check), its first 37 rows alone giving dx's bits of the batch (M),
+and its bits against the default's (the spread tail promises all of them); then the table
+entry to flip for each cell where a candidate won by 1% or more. ``--dry-run``: no GPU,
+each candidate built for sm_90a and assembled: the variant, grid x threads (x cluster),
+ptxas's registers / spilled bytes, and SASS instructions an element of the loop over rows
+(:func:`sass_per_element`).
 
     PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_ln_bf16
     python3 tools/diag.py rows_ln_bf16 --dry-run [--cells bfloat16:4096] [--kinds layer_norm_backward]
 
-What the SASS said (ptxas sm_90a, the loop over rows of the default, instructions an
-element of a thread's 16): bfloat16 layer_norm 25.1 (4096, rows_cta) / 27.4 (16384,
-rows_cluster) / 28.4 (65536), rms_norm 18.4 (4096) / 20.3 (65536), float32 layer_norm 19.5
-(4096) with twice the bytes an element: bfloat16 spends twice float32's issue slots a byte.
-Of a bfloat16 layer_norm row: each mean ``sum / N`` a ``div.rn`` (FCHK, a branch, 5 FFMA:
-about 20 a row a thread), the weight's ``ld.v4.b16`` widened by PRMT and SHF, dx's four
-instructions an element, 16 to 28 MOV carrying the next row's registers.
+The column tail (dweight / dbias: per-unit float32 partial rows summed in a fixed order
+after the rows, rows_backward.finish_columns), estimated from the H200's grids (M = 2^28 /
+N rows; the kernel about 400 to 490 us in bfloat16, 800 in float32): bfloat16 65536 on
+rows_cluster, 15 clusters of 8, one group: each rank's last CTA adds 15 partial rows of its
+8192 columns (960 KiB for layer_norm) one load at a time, 8 column vectors a thread: about
+120 dependent L2 round trips, 20 to 40 us (5 to 8%; rms_norm half). rms_norm 16384 on
+rows_bulk_backward, 132 units in 9 groups of 16: the groups' CTAs add 1 MiB each (16 loads
+deep), then one CTA the 9 groups' rows (576 KiB) in 72 round trips: 20 to 30 us (5%).
+layer_norm 16384 on rows_cluster, 66 clusters of 2 (5 groups a rank): 1 MiB a group's CTA,
+then 5 rows in 40 round trips: 15 to 20 us (3 to 4%). rows_cta's 4096, 256 units in 16
+groups of 16: 512 KiB a group's CTA, then one CTA the 16 groups' rows (512 KiB, 8 round
+trips 16 loads deep): about 10 us (2.5% in bfloat16, 1.2% in float32). The spread shares
+the last level (the units' rows of one group, else the groups' rows) among the CTAs still
+there, each piece's rows loaded before its first add: the default's bits.
+
+Measured before (the seventh session, docs/rows.md): NORM_LEAN with NORM_FOLD_DX 1 to 3%
+at 16384 and 65536 (taken), alone, at 4096, with ``.minnctapersm 2`` and as rows_cluster's
+SLICE 4096 clusters within 1% or slower: no longer candidates here.
 """
 
 from __future__ import annotations
@@ -39,43 +51,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (rows_backward
 import rows_backward as RB  # noqa: E402 - tools/probes/rows_backward.py
 
 BWD = "bulkred_dialect.passes.variants.rows_backward"
-CTA = "bulkred_dialect.passes.variants.rows_cta"
-CLUSTER = "bulkred_dialect.passes.variants.rows_cluster"
-LEAN = {f"{BWD}.NORM_LEAN": True}
-FOLD = {f"{BWD}.NORM_FOLD_DX": True}
-CELLS = "bfloat16:65536,bfloat16:16384,bfloat16:4096,bfloat16:1024,float16:4096,float16:16384,float16:65536"
+CELLS = "bfloat16:65536,bfloat16:16384,bfloat16:4096,float32:4096,float16:65536,float16:16384,float16:4096"
 """The cells (dtype:N), the furthest below issue 30's 0.93 first (bfloat16 layer_norm
-65536 0.83, 16384 0.86, 4096 0.88); past ``--budget-s`` the last are left out."""
+65536 0.84, 16384 0.87, 4096 0.87, rms_norm 65536 0.88, 16384 0.91; float32 layer_norm
+4096 0.93); past ``--budget-s`` the last are left out."""
+SPREAD_LOADS = (1, 32)
+"""rows_backward.NORM_TAIL_SPREAD's candidates: loads a piece (1: one vector of each
+column a thread a piece, every row of it in flight, the most pieces; 32: two to four
+vectors of the 5 to 15 rows of units or groups, fewer pieces with more loads in flight;
+not at 4096, where rows_cta's 16 groups' rows two vectors deep take ptxas to 144
+registers: one CTA a multiprocessor where the default's 118 to 128 hold two)."""
 KINDS = "layer_norm_backward,rms_norm_backward"
 
 
 def candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
-    """(label, forced variant, patches): the default, NORM_LEAN (the same bits), and for
-    layer_norm NORM_FOLD_DX alone and with NORM_LEAN; where the dispatch's variant is
-    rows_cta (4096), NORM_LEAN's raise the registers past 128 (bfloat16 layer_norm 148: one
-    CTA of 256 a multiprocessor where the default has two), so also with ``.minnctapersm 2``
-    (rows_cta.MIN_CTAS: ptxas held to 128). Past 8192 on rows_cluster (and rms_norm's
-    16384, rows_bulk_backward's), the loads in flight: clusters of twice as many CTAs of
-    256 threads (rows_cluster.SLICE 4096: 16 at 65536, 4 at 16384; 16 values a thread, as
-    the default's 512) at ``.minnctapersm 2`` (rows_backward.NORM_CLUSTER_MIN_CTAS: 128
-    registers, no spill), two rows' CTAs a multiprocessor where the default's 512-thread
-    CTA at 128 registers holds one and waits for its cluster's exchange alone; with
-    NORM_LEAN (and NORM_FOLD_DX)."""
-    layer = kind == "layer_norm_backward"
-    out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("lean", None, LEAN)]
-    if layer:
-        out += [("fold", None, FOLD), ("lean, fold", None, {**LEAN, **FOLD})]
-    chosen = RB.chosen_variant(kind, dtype, n, None)
-    if chosen == "rows_cta":
-        two = {f"{CTA}.MIN_CTAS": 2}
-        out += [("lean, .minnctapersm 2", None, {**LEAN, **two})]
-        out += [("lean, fold, .minnctapersm 2", None, {**LEAN, **FOLD, **two})] if layer else []
-    if n > 8192 and (chosen == "rows_cluster" or not layer):  # (rms_norm 16384: rows_bulk_backward's cell)
-        half = {f"{CLUSTER}.SLICE": 4096, f"{BWD}.NORM_CLUSTER_MIN_CTAS": 2}
-        label = f"rows_cluster of {n // 4096} x 256 (SLICE 4096), .minnctapersm 2"
-        out += [(label, "rows_cluster", half), (f"{label}, lean", "rows_cluster", {**half, **LEAN})]
-        out += [(f"{label}, lean, fold", "rows_cluster", {**half, **LEAN, **FOLD})] if layer else []
-    return out
+    """(label, forced variant, patches): the default and rows_backward.NORM_TAIL_SPREAD at
+    each of :data:`SPREAD_LOADS` (the dispatch's variant: rows_cta at 4096, rows_cluster at
+    16384 and 65536, rows_bulk_backward for rms_norm 16384 and float32 past 4096; its tail
+    polls rows_backward.NORM_TAIL_POLLS times at most)."""
+    del kind, dtype  # (the same candidates for both kinds and every type)
+    return [("default", None, {})] + [(f"tail spread, {k} loads a piece", None, {f"{BWD}.NORM_TAIL_SPREAD": k})
+                                      for k in SPREAD_LOADS if k < 32 or n > 4096]
 
 
 def sass_per_element(k, n: int, variant: str) -> str:
@@ -149,19 +145,10 @@ def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
             out.append(f"{kind} {dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
             continue
         name = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype] + ".name"
-        entries = []
-        if "lean" in label:
-            entries.append(f'rows_backward.NORM_LEAN_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
-        if "fold" in label:
-            entries.append(f'rows_backward.NORM_FOLD_DX_MEASURED[("{kind}", {name})] = (..., ({n}, {n}))')
-        if "SLICE 4096" in label:
-            entries.append(f'rows_backward.NORM_CLUSTER_MIN_CTAS_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, 2)); '
-                           f'rows_cluster.cluster_for: SLICE 4096 for {kind} {dtype} {n} (a per-cell table there, '
-                           'none yet)' + ("; rows_bulk_backward.CHOSEN without this cell"
-                                          if kind == "rms_norm_backward" and n == 16384 else ""))
-        elif ".minnctapersm 2" in label:
-            entries.append(f'rows_cta.MIN_CTAS_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, 2))')
-        out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(entries))
+        loads = int(label.split(", ")[1].split()[0])
+        entry = (f'rows_backward.NORM_TAIL_SPREAD_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, {loads}))'
+                 + (" (float16 follows bfloat16's unless it has its own)" if dtype == "bfloat16" else ""))
+        out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: {entry}")
     return out
 
 
