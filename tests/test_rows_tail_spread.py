@@ -34,23 +34,25 @@ def _kernel(kind: str, variant: str, n: int, dtype: str, units: int | None):
     return built
 
 
-SPREAD_CASES = [  # (kind, variant, dtype, N, units, GROUP_UNITS, NORM_TAIL_SPREAD's loads)
-    ("layer_norm_backward", "rows_cta", "float32", 512, 3, 4, 8),  # one group of 3; pieces of 2 vectors a thread
-    ("layer_norm_backward", "rows_cta", "bfloat16", 256, 5, 2, 4),  # two levels: groups of 4, the groups' 2 rows
-    ("rms_norm_backward", "rows_cluster", "float32", 256, 3, 4, 4),  # a rank's columns; clusters in turn: the last's
-    ("layer_norm_backward", "rows_cluster", "bfloat16", 256, 5, 2, 4),  # two levels, each rank its own counters
+SPREAD_CASES = [  # (kind, variant, dtype, N, units, GROUP_UNITS, NORM_TAIL_SPREAD's loads, NORM_TAIL_LEVELS)
+    ("layer_norm_backward", "rows_cta", "float32", 512, 3, 4, 8, 1),  # one group of 3; pieces of 2 vectors a thread
+    ("layer_norm_backward", "rows_cta", "bfloat16", 256, 5, 2, 4, 1),  # two levels: groups of 4, the groups' 2 rows
+    ("rms_norm_backward", "rows_cta", "float32", 256, 7, 2, 4, 2),  # both spread: groups of 4 and 3, then 2 rows
+    ("rms_norm_backward", "rows_cluster", "float32", 256, 3, 4, 4, 1),  # a rank's columns; clusters in turn: the last's
+    ("layer_norm_backward", "rows_cluster", "bfloat16", 256, 5, 2, 4, 2),  # two levels, each rank its own counters
 ]
 
 
-@pytest.mark.parametrize("case", SPREAD_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in SPREAD_CASES])
+@pytest.mark.parametrize("case", SPREAD_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[7]}" for c in SPREAD_CASES])
 def test_tail_spread(case, monkeypatch) -> None:
     """NORM_TAIL_SPREAD: dweight (and dbias) bit for bit the default's two levels' over
     batches of 1 row (the other units' rows not added) and 7, near float64; dx the
     default's; the workspace left zeroed (run_norm). rows_cta's grid runs as one cluster
     (every CTA at once: the pieces drawn by several CTAs), rows_cluster's clusters in turn
-    (the first leave after their polls, the last adds every piece). The default's kernel
-    is not the spread's (the setting took)."""
-    kind, variant, dtype, n, units, group, loads = case
+    (the first leave after their polls, the last adds every piece). NORM_TAIL_LEVELS 2:
+    each group's rows spread over its CTAs too. The default's kernel is not the spread's
+    (the setting took)."""
+    kind, variant, dtype, n, units, group, loads, levels = case
     layer = kind == "layer_norm_backward"
     cluster = 2 if variant == "rows_cluster" else 1
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
@@ -65,8 +67,10 @@ def test_tail_spread(case, monkeypatch) -> None:
     monkeypatch.setattr(rows_backward, "NORM_TAIL_SPREAD", 0)
     default_k = _kernel(kind, variant, n, dtype, None)
     monkeypatch.setattr(rows_backward, "NORM_TAIL_SPREAD", loads)
+    monkeypatch.setattr(rows_backward, "NORM_TAIL_LEVELS", levels)
     spread_k = _kernel(kind, variant, n, dtype, units if cluster == 1 else None)
     assert "columns_seen" in str(spread_k) and "columns_seen" not in str(default_k)
+    assert ("columns_group_seen" in str(spread_k)) == (levels == 2)
     groups = rows_backward.ColumnSums(1 + layer, units, n, cluster).groups  # (one group, or two levels)
     assert groups == (1 if group >= units else 2)
     for m in (1, 7):

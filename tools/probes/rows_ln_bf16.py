@@ -60,7 +60,10 @@ SPREAD_LOADS = (1, 32)
 column a thread a piece, every row of it in flight, the most pieces; 32: two to four
 vectors of the 5 to 15 rows of units or groups, fewer pieces with more loads in flight;
 not at 4096, where rows_cta's 16 groups' rows two vectors deep take ptxas to 144
-registers: one CTA a multiprocessor where the default's 118 to 128 hold two)."""
+registers: one CTA a multiprocessor where the default's 118 to 128 hold two). Below 65536
+(two levels: more units than a group) also 1 load a piece with rows_backward.NORM_TAIL_LEVELS
+2 (each group's rows spread over its CTAs too, where the default's group's last CTA adds
+them alone: 512 KiB to 1 MiB from one multiprocessor)."""
 KINDS = "layer_norm_backward,rms_norm_backward"
 
 
@@ -68,10 +71,15 @@ def candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dic
     """(label, forced variant, patches): the default and rows_backward.NORM_TAIL_SPREAD at
     each of :data:`SPREAD_LOADS` (the dispatch's variant: rows_cta at 4096, rows_cluster at
     16384 and 65536, rows_bulk_backward for rms_norm 16384 and float32 past 4096; its tail
-    polls rows_backward.NORM_TAIL_POLLS times at most)."""
+    polls rows_backward.NORM_TAIL_POLLS times at most), and below 65536 with both levels
+    spread (rows_backward.NORM_TAIL_LEVELS 2)."""
     del kind, dtype  # (the same candidates for both kinds and every type)
-    return [("default", None, {})] + [(f"tail spread, {k} loads a piece", None, {f"{BWD}.NORM_TAIL_SPREAD": k})
-                                      for k in SPREAD_LOADS if k < 32 or n > 4096]
+    out = [("default", None, {})] + [(f"tail spread, {k} loads a piece", None, {f"{BWD}.NORM_TAIL_SPREAD": k})
+                                     for k in SPREAD_LOADS if k < 32 or n > 4096]
+    if n < 65536:  # (two levels: the H200's grids at 4096 and 16384)
+        out.append(("tail spread, 1 loads a piece, both levels", None,
+                    {f"{BWD}.NORM_TAIL_SPREAD": 1, f"{BWD}.NORM_TAIL_LEVELS": 2}))
+    return out
 
 
 def sass_per_element(k, n: int, variant: str) -> str:
@@ -146,7 +154,8 @@ def flips(results: list[tuple[str, str, int, str, float]]) -> list[str]:
             continue
         name = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype] + ".name"
         loads = int(label.split(", ")[1].split()[0])
-        entry = (f'rows_backward.NORM_TAIL_SPREAD_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, {loads}))'
+        levels = 2 if "both levels" in label else 1
+        entry = (f'rows_backward.NORM_TAIL_SPREAD_MEASURED[("{kind}", {name})] = (..., ({n}, {n}, {loads}, {levels}))'
                  + (" (float16 follows bfloat16's unless it has its own)" if dtype == "bfloat16" else ""))
         out.append(f"{kind} {dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: {entry}")
     return out

@@ -918,26 +918,37 @@ dweight / dbias bits; no counter beyond the default's (the arrivals and the leav
 one, the pieces on group 0's: :func:`_spread_columns`' ``packed``), the workspace left
 zeroed."""
 
+NORM_TAIL_LEVELS: int | None = None
+"""None: the levels :data:`NORM_TAIL_SPREAD_MEASURED` gives (1 where it has no entry); 1 or
+2: everywhere (the probe's and the tests' setting). 2: with two levels the first spread
+too (:func:`_spread_group`: each group's rows by the group's CTAs still there when its last
+unit arrives, the pieces and the leavings packed on the group's counter), then the groups'
+rows as with 1. 1: the first level the default's (each group's last CTA alone)."""
+
 NORM_TAIL_POLLS = 64
 """:data:`NORM_TAIL_SPREAD`'s polls of the arrivals a waiting CTA makes at most before it
 leaves the tail to the others (none waits on a CTA not yet resident)."""
 
 NORM_TAIL_SPREAD_MEASURED: dict = half_as_bfloat16({})
 """:data:`NORM_TAIL_SPREAD` by element type name, or ``(kind, type name)``: (N from, N to,
-loads a piece), the first range holding N (never M). Empty until measured on an H200
-(tools/probes/rows_ln_bf16.py's "tail spread" candidates)."""
+loads a piece, levels spread: :data:`NORM_TAIL_LEVELS`), the first range holding N (never
+M). Empty until measured on an H200 (tools/probes/rows_ln_bf16.py's "tail spread"
+candidates)."""
 
 
-def norm_tail_spread(p: RowPlan) -> int:
-    """:data:`NORM_TAIL_SPREAD`'s loads a piece for plan ``p`` (a norm's backward), 0: off."""
-    if NORM_TAIL_SPREAD is not None:
-        return max(0, NORM_TAIL_SPREAD)
+def norm_tail_spread(p: RowPlan) -> tuple[int, int]:
+    """(:data:`NORM_TAIL_SPREAD`'s loads a piece, :data:`NORM_TAIL_LEVELS`) for plan ``p``
+    (a norm's backward); loads 0: off."""
+    loads, levels = 0, 1
     table = NORM_TAIL_SPREAD_MEASURED
     ranges = table.get((p.kind.value, p.dtype.name))
-    for lo, hi, loads in table.get(p.dtype.name, ()) if ranges is None else ranges:
+    for lo, hi, k, lv in table.get(p.dtype.name, ()) if ranges is None else ranges:
         if lo <= p.n <= hi:
-            return loads
-    return 0
+            loads, levels = k, lv
+            break
+    if NORM_TAIL_SPREAD is not None:
+        loads = max(0, NORM_TAIL_SPREAD)
+    return loads, levels if NORM_TAIL_LEVELS is None else NORM_TAIL_LEVELS
 
 
 
@@ -1081,10 +1092,20 @@ def finish_columns(e: Emitter, p: RowPlan, op: NormalizeRowsOp, ws: SSAValue, la
     if ahead > 0 and spread > 0 and lay.extra and tail_ahead_fits(p, lay, v):
         _spread_columns(e, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, size, v, ahead, spread)
         return
-    loads = norm_tail_spread(p) if ahead == 0 and spread == 0 and _tail_fits(p, v) else 0  # (NORM_TAIL_SPREAD)
-    if loads and lay.groups == 1:
+    loads, levels = norm_tail_spread(p) if ahead == 0 and spread == 0 and _tail_fits(p, v) else (0, 1)
+    if loads and lay.groups == 1:  # (NORM_TAIL_SPREAD)
         _spread_columns(e, p, outs, ws, mine, lay, tid, cols[0] if cols is not None else 0, size, v, loads,
                         NORM_TAIL_POLLS, packed=True)
+        return
+    if loads and levels > 1 and _group_spread_fits(p, lay, v, len(outs), loads):  # (NORM_TAIL_LEVELS 2)
+        c0 = cols[0] if cols is not None else 0
+
+        def groups_rows(b: Emitter) -> None:  # the group's last leaver: the groups' rows, spread
+            groups = b.shr_u32(b.add_i(nunits, lay.group - 1), shift)
+            _spread_columns(b, p, outs, ws, mine, lay, tid, c0, groups, v, loads, NORM_TAIL_POLLS, rows=lay.groups,
+                            base=lay.group_rows, packed=True)
+
+        _spread_group(e, p, outs, ws, mine, lay, tid, c0, group, first, size, v, loads, NORM_TAIL_POLLS, groups_rows)
         return
     counter = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
     done = row_ticket(e, counter, size, tid, "columns_group")
@@ -1157,7 +1178,9 @@ def tail_ahead_fits(p: RowPlan, lay: ColumnSums, v: int) -> bool:
 
 
 def _add_units(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums, items: list[tuple[int, SSAValue]],
-               keep: list[SSAValue], v: int, rows: int | None = None, base: Callable[[int], int] | None = None) -> None:
+               keep: list[SSAValue], v: int, rows: int | None = None, base: Callable[[int], int] | None = None,
+               write: Callable[[Emitter, int, SSAValue, list[SSAValue]], None] | None = None,
+               guard: bool = False) -> None:
     """For each ``(k, column)`` of ``items`` (column: i64), the ``v`` columns' partial rows
     of all ``lay.units`` units loaded (every load before the first add), each set back to
     0, added from 0 in unit order (unit u where ``keep[u]``: those past the grid's are in
@@ -1165,20 +1188,34 @@ def _add_units(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums
     ``k`` rounded once: the default's bits (its second level adds the one group's row to
     0, and a sum from +0 is never -0). ``rows`` / ``base``: ``rows`` rows of N from byte
     ``base(k)`` of the workspace in place of the units' (:data:`NORM_TAIL_SPREAD`'s
-    groups' rows: the default's second level, added from 0 in group order)."""
+    groups' rows: the default's second level, added from 0 in group order). ``write``:
+    ``write(e, k, column, sums)`` in place of output ``k`` (a group's row, float32).
+    ``guard``: rows 1 on read and cleared only where ``keep`` (the last group's rows past
+    the units are another output's or past the workspace: :func:`_spread_group`)."""
     rows = lay.units if rows is None else rows
     base = lay.partials if base is None else base
     zeros = [e.const(0.0, f32)] * v
     ats = [e.ptr_add(ws, e.mul_i(col, 4)) for _, col in items]
-    got = [[load_vec(e, F32, at, base(k) + u * p.n * 4, v, nc=False) for u in range(rows)]
-           for (k, _), at in zip(items, ats, strict=True)]
+
+    def load(at: SSAValue, off: int, u: int) -> list[SSAValue]:
+        if not guard or u == 0:
+            return load_vec(e, F32, at, off, v, nc=False)
+        return e.if_(keep[u], lambda b: load_vec(b, F32, at, off, v, nc=False), lambda b: zeros, [f32] * v)
+
+    got = [[load(at, base(k) + u * p.n * 4, u) for u in range(rows)] for (k, _), at in zip(items, ats, strict=True)]
     for (k, _), at in zip(items, ats, strict=True):
         for u in range(rows):
-            store_vec(e, F32, at, base(k) + u * p.n * 4, zeros)
+            if guard and u:
+                e.if_(keep[u], lambda b, at=at, off=base(k) + u * p.n * 4: store_vec(b, F32, at, off, zeros) or [])
+            else:
+                store_vec(e, F32, at, base(k) + u * p.n * 4, zeros)
     for (k, col), rows_k in zip(items, got, strict=True):
         acc = [f32_add(e, z, x) for z, x in zip(zeros, rows_k[0], strict=True)]
         for u in range(1, rows):
             acc = [e.value(arith.SelectOp(keep[u], f32_add(e, a, x), a)) for a, x in zip(acc, rows_k[u], strict=True)]
+        if write is not None:
+            write(e, k, col, acc)
+            continue
         od = of_ir(outs[k].type.element_type)
         assert od is not None
         store_vec(e, od, e.ptr_add(e.ptr(outs[k], StateSpace.GLOBAL), e.mul_i(col, od.bytes)), 0, acc)
@@ -1307,6 +1344,137 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
         return []
 
     e.if_(e.cmp("eq", tid, 0), leave)
+
+
+def _pieces(p: RowPlan, v: int, rows: int, ahead: int) -> tuple[int, int]:
+    """(J, pieces of an output): a piece J whole ``v``-vectors of each thread's columns,
+    about ``ahead`` loads of ``rows`` rows (:func:`_spread_columns`, :func:`_spread_group`)."""
+    steps = _tail_width(p) // (p.block * v)
+    j = 1
+    while j * 2 <= max(1, ahead // rows) and steps % (j * 2) == 0:
+        j *= 2
+    return j, steps // j
+
+
+GROUP_ARRIVED_BITS, GROUP_DRAWN_BITS = 10, 11
+""":func:`_spread_group`'s group counter: the arrivals in its lowest 10 bits, the pieces
+drawn in the next 11, the leavings in the top 11."""
+
+
+def _group_spread_fits(p: RowPlan, lay: ColumnSums, v: int, outs: int, ahead: int) -> bool:
+    """Whether :func:`_spread_group` takes plan ``p``: two levels, a group's units and its
+    draws (the pieces and one past them a CTA) within their fields of the counter, a
+    group's rows at most :data:`SUM_LOADS` (all of a piece's rows are in flight at once:
+    rows_cta's groups of 32 at 4096 took ptxas from 124 to 149 registers, past the two
+    CTAs a multiprocessor of the default's)."""
+    _, per_out = _pieces(p, v, lay.group, ahead)
+    return (lay.groups > 1 and lay.group <= SUM_LOADS and lay.group < 1 << GROUP_ARRIVED_BITS
+            and per_out * outs + lay.group < 1 << GROUP_DRAWN_BITS)
+
+
+def _spread_group(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums, tid: SSAValue,
+                  c0: SSAValue | int, group: SSAValue, first: SSAValue, size: SSAValue, v: int, ahead: int, polls: int,
+                  then: Callable[[Emitter], None]) -> None:
+    """:data:`NORM_TAIL_LEVELS` 2, the first level: every CTA, after its partial rows, takes
+    an arrival ticket on its group's counter and polls it (at most ``polls`` times, as
+    :func:`_spread_columns`) for the group's ``size`` units; a CTA that sees them all draws
+    pieces (the counter's middle field) of the group's row: each piece the sum of the
+    group's units' partial rows in unit order (:func:`_add_units`, written to the group's
+    float32 row: the default's first level's bits). Each CTA then leaves (the top field);
+    the last to leave (every piece added) sets the counter back to 0 and goes on to
+    ``then`` (the groups' rows)."""
+    rows = lay.group
+    j, per_out = _pieces(p, v, rows, ahead)
+    width, pieces = p.block * v * j, per_out * len(outs)
+    a_bits, d_bits = GROUP_ARRIVED_BITS, GROUP_DRAWN_BITS
+    ctr = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
+    seen = e.shared([1], i32, "columns_group_seen")
+    tries = e.shared([1], i32, "columns_group_polls")
+    drawn = e.shared([1], i32, "columns_group_piece")
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (each thread's partial rows, then the CTA's ticket)
+    e.bar_sync()
+
+    def arrive(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, b.const(1)))
+        b.st(LdStType.B32, seen, b.add_i(b.and_b32(t, (1 << a_bits) - 1), 1))
+        b.st(LdStType.B32, tries, b.const(0))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), arrive)
+    e.bar_sync()
+
+    def waiting(c: Emitter) -> SSAValue:
+        n, k = c.ld(LdStType.B32, seen, i32), c.ld(LdStType.B32, tries, i32)
+        go = c.and_pred(c.cmp("slt", n, size), c.cmp("slt", k, polls))
+        c.bar_sync()
+
+        def poll(d: Emitter) -> list[SSAValue]:
+            got = d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, d.const(0)))
+            d.st(LdStType.B32, seen, d.and_b32(got, (1 << a_bits) - 1))
+            d.st(LdStType.B32, tries, d.add_i(k, 1))
+            return []
+
+        c.if_(c.and_pred(go, c.cmp("eq", tid, 0)), poll)
+        c.bar_sync()
+        return go
+
+    e.while_(waiting)
+    keep = [e.cmp("slt", e.const(u), size) for u in range(rows)]
+    start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
+    src = e.ptr_add(ws, e.mul_i(e.wide(first), p.n * 4))  # (the group's first unit's rows: lay.partials(k) on)
+    dst = e.ptr_add(ws, e.mul_i(e.wide(group), p.n * 4))  # (the group's row: lay.group_rows(k) on)
+
+    def keep_row(b: Emitter, k: int, col: SSAValue, sums: list[SSAValue]) -> None:
+        store_vec(b, F32, b.ptr_add(dst, b.mul_i(col, 4)), lay.group_rows(k), sums)
+
+    def add_piece(b: Emitter, k: int, i: SSAValue) -> list[SSAValue]:
+        at = b.add_i(start, b.wide(b.mul_i(i, width)))
+        _add_units(b, p, outs, src, lay, [(k, b.add_i(at, q * p.block * v)) for q in range(j)], keep, v, rows,
+                   write=keep_row, guard=True)
+        return []
+
+    def share(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (the units' partial rows, seen through the count)
+
+        def draw(c: Emitter) -> SSAValue:
+            def take(d: Emitter) -> list[SSAValue]:
+                old = d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, d.const(1 << a_bits)))
+                d.st(LdStType.B32, drawn, d.and_b32(d.shr_u32(old, a_bits), (1 << d_bits) - 1))
+                return []
+
+            c.if_(c.cmp("eq", tid, 0), take)
+            c.bar_sync()
+            i = c.ld(LdStType.B32, drawn, i32)
+            c.bar_sync()
+            for k in range(len(outs)):
+                lo = k * per_out
+                inside = c.and_pred(c.cmp("sge", i, lo), c.cmp("slt", i, lo + per_out))
+                c.if_(inside, lambda d, k=k, lo=lo: add_piece(d, k, d.sub_i(i, d.const(lo))))
+            return c.cmp("slt", i, pieces)
+
+        b.while_(draw)
+        return []
+
+    e.if_(e.cmp("sge", e.ld(LdStType.B32, seen, i32), size), share)
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (the CTA's pieces, then its leaving)
+    e.bar_sync()
+
+    def leave(b: Emitter) -> list[SSAValue]:
+        old = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, b.const(1 << (a_bits + d_bits))))
+        b.st(LdStType.B32, seen, b.value(arith.SelectOp(
+            b.cmp("eq", b.shr_u32(old, a_bits + d_bits), b.add_i(size, -1)), b.const(1), b.const(0))))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), leave)
+    e.bar_sync()
+
+    def last(b: Emitter) -> list[SSAValue]:
+        b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (every piece of the group's row)
+        b.if_(b.cmp("eq", tid, 0), lambda c: c.st(LdStType.U32, ctr, c.const(0)) or [])
+        then(b)
+        return []
+
+    e.if_(e.cmp("ne", e.ld(LdStType.B32, seen, i32), 0), last)
 
 
 @dataclass
