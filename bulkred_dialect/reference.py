@@ -15,7 +15,7 @@ canonical NaN, for f64 the second operand quieted); both order ``-0.0 < +0.0``. 
 adds and muls wrap; integer min/max are signed.
 
 These rules were checked on an H200 (sm_90): tests/test_interpreter.py and
-tests/test_lowering_numerics.py run the same cases on the GPU under ``pytest -m gpu``.
+tests/gpu/test_lowering_numerics_gpu.py run the same cases on the GPU under ``pytest -m gpu``.
 
 ``kind`` is one of ``sum``, ``prod``, ``max``, ``min``, ``and``, ``or``, ``xor``. Each function
 returns a new array of the destination's shape: ``[1]`` for a 1-D source, ``src.shape[:-1]``
