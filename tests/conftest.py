@@ -137,6 +137,10 @@ def pytest_pycollect_makemodule(module_path, parent):
     each collected and skipped in every pytest worker, cost the CPU run some 2 CPU-s
     (issue 29). The `gpu` tests of the other modules are skipped one by one
     (:func:`pytest_runtest_setup`)."""
-    if module_path.parent == GPU_TESTS and module_path.name.startswith("test_") and gpu_skip_reason() is not None:
+    if (
+        module_path.name.startswith("test_")
+        and module_path.parent.resolve() == GPU_TESTS
+        and gpu_skip_reason() is not None
+    ):
         return _GpuModuleSkipped.from_parent(parent, path=module_path)
     return None
