@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_rows import small_ctas, to_bits, values  # noqa: F401 - the small CTAs (autouse)
-from test_rows_backward_bulk import norm_backward_reference, run_norm
+from test_rows_backward_bulk import norm_backward_reference, norm_kernel, run_norm
 
 import test_rows
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
-from bulkred_dialect.passes.variants import rows_backward, rows_common
+from bulkred_dialect.passes.variants import rows_backward, rows_bulk_backward, rows_common
 from bulkred_dialect.row_kernels import module
 
 
@@ -25,13 +25,25 @@ def _kernel(kind: str, variant: str, n: int, dtype: str, units: int | None):
     from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
 
     layer = kind == "layer_norm_backward"
-    built = test_rows.lowered(module(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if layer else None,
-                                     variant=variant), variant)
+    built = (norm_kernel(kind, n, dtype, dtype, layer) if variant == "rows_bulk_backward" else
+             test_rows.lowered(module(kind, None, n, dtype, weight=dtype, dweight=dtype, dbias=dtype if layer else None,
+                                      variant=variant), variant))
     if units is not None:
         kernel = next(o for o in built.walk() if o.name == "func.func")
         rule = [a.value.data for a in kernel.attributes["bulkred.grid_rows"].data]
         kernel.attributes["bulkred.grid_rows"] = ArrayAttr([IntegerAttr(v, i64) for v in rule[:2] + [units]])
     return built
+
+
+def _bulk_settings(monkeypatch, units: int) -> None:
+    """rows_bulk_backward (rms_norm bfloat16 16384's variant on the H200, its tail through
+    finish_columns with no ``ahead`` of its own) with test_rows_backward_bulk's small
+    settings: slices of 512 bytes, CTAs of one warp, ``units`` units."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
+    for name, value in (("SLICE_BYTES", 512), ("CHUNK", 128), ("BLOCK", 32), ("MIN_BLOCK", 32), ("SLOTS", 4),
+                        ("CLUSTERS", {1: units}),
+                        ("CHOSEN", [(d, None, 1, 1 << 30) for d in ("float32", "bfloat16", "float16")])):
+        monkeypatch.setattr(rows_bulk_backward, name, value)
 
 
 SPREAD_CASES = [  # (kind, variant, dtype, N, units, GROUP_UNITS, NORM_TAIL_SPREAD's loads, NORM_TAIL_LEVELS)
@@ -40,6 +52,7 @@ SPREAD_CASES = [  # (kind, variant, dtype, N, units, GROUP_UNITS, NORM_TAIL_SPRE
     ("rms_norm_backward", "rows_cta", "float32", 256, 7, 2, 4, 2),  # both spread: groups of 4 and 3, then 2 rows
     ("rms_norm_backward", "rows_cluster", "float32", 256, 3, 4, 4, 1),  # a rank's columns; clusters in turn: the last's
     ("layer_norm_backward", "rows_cluster", "bfloat16", 256, 5, 2, 4, 2),  # two levels, each rank its own counters
+    ("rms_norm_backward", "rows_bulk_backward", "float32", 128, 5, 2, 4, 2),  # rows_bulk_backward's call, both levels
 ]
 
 
@@ -49,7 +62,8 @@ def test_tail_spread(case, monkeypatch) -> None:
     batches of 1 row (the other units' rows not added) and 7, near float64; dx the
     default's; the workspace left zeroed (run_norm). rows_cta's grid runs as one cluster
     (every CTA at once: the pieces drawn by several CTAs), rows_cluster's clusters in turn
-    (the first leave after their polls, the last adds every piece). NORM_TAIL_LEVELS 2:
+    (the first leave after their polls, the last adds every piece), rows_bulk_backward's
+    likewise (its own tail settings off: the cells it serves below 262144). NORM_TAIL_LEVELS 2:
     each group's rows spread over its CTAs too. The default's kernel is not the spread's
     (the setting took)."""
     kind, variant, dtype, n, units, group, loads, levels = case
@@ -57,6 +71,8 @@ def test_tail_spread(case, monkeypatch) -> None:
     cluster = 2 if variant == "rows_cluster" else 1
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 2)
     monkeypatch.setattr(rows_common, "SLICE_SUM_FLOATS", units * n * (1 + layer) // cluster)
+    if variant == "rows_bulk_backward":
+        _bulk_settings(monkeypatch, units)
     monkeypatch.setattr(rows_backward, "GROUP_UNITS", group)
     monkeypatch.setattr(rows_backward, "NORM_TAIL_POLLS", 3)
     monkeypatch.setattr(test_rows, "interpret", lambda m, *args: run_cluster_grid(m, "rows", *args))

@@ -18,18 +18,21 @@ ptxas's registers / spilled bytes, and SASS instructions an element of the loop 
 
 The column tail (dweight / dbias: per-unit float32 partial rows summed in a fixed order
 after the rows, rows_backward.finish_columns), estimated from the H200's grids (M = 2^28 /
-N rows; the kernel about 400 to 490 us in bfloat16, 800 in float32): bfloat16 65536 on
-rows_cluster, 15 clusters of 8, one group: each rank's last CTA adds 15 partial rows of its
-8192 columns (960 KiB for layer_norm) one load at a time, 8 column vectors a thread: about
-120 dependent L2 round trips, 20 to 40 us (5 to 8%; rms_norm half). rms_norm 16384 on
-rows_bulk_backward, 132 units in 9 groups of 16: the groups' CTAs add 1 MiB each (16 loads
-deep), then one CTA the 9 groups' rows (576 KiB) in 72 round trips: 20 to 30 us (5%).
-layer_norm 16384 on rows_cluster, 66 clusters of 2 (5 groups a rank): 1 MiB a group's CTA,
-then 5 rows in 40 round trips: 15 to 20 us (3 to 4%). rows_cta's 4096, 256 units in 16
-groups of 16: 512 KiB a group's CTA, then one CTA the 16 groups' rows (512 KiB, 8 round
-trips 16 loads deep): about 10 us (2.5% in bfloat16, 1.2% in float32). The spread shares
-the last level (the units' rows of one group, else the groups' rows) among the CTAs still
-there, each piece's rows loaded before its first add: the default's bits.
+N rows; the kernel about 410 to 490 us in bfloat16, 830 in float32; one multiprocessor
+reads L2 at about 100 to 150 GB/s): bfloat16 layer_norm 65536 on rows_cluster, 15 clusters
+of 8, one group: each rank's last CTA reads 15 partial rows of its 8192 columns for 2
+outputs (960 KiB, and clears them), a thread's 8 column vectors one after another, the 15
+rows of each through the default's one-row loop: 10 to 30 us, 2 to 6% (rms_norm half).
+rms_norm 16384 on rows_bulk_backward, 132 units in 9 groups of 16: each group's last CTA 1
+MiB (16 rows of 16384), then one CTA the 9 groups' rows (576 KiB, the one-row loop): 15 to
+20 us, 4 to 5%. layer_norm 16384 on rows_cluster, 66 clusters of 2 (5 groups a rank): 1
+MiB a group's last CTA, then 320 KiB a rank: about 15 us, 3%. rows_cta's 4096, 256 units
+in 16 groups of 16: 512 KiB a group's last CTA, then one CTA the 16 groups' rows (512 KiB):
+about 10 us (2.5% in bfloat16, 1.2% in float32). In the two-level cells the first level
+costs about what the second does (each group's rows from one multiprocessor): hence the
+both-levels candidate. The spread shares a level's columns among the CTAs still there,
+each piece's rows loaded before its first add: the default's bits; a piece is one vector
+of each column a thread at least, so a rank's pieces number 4 to 8 an output.
 
 Measured before (the seventh session, docs/rows.md): NORM_LEAN with NORM_FOLD_DX 1 to 3%
 at 16384 and 65536 (taken), alone, at 4096, with ``.minnctapersm 2`` and as rows_cluster's

@@ -909,10 +909,11 @@ caller asks for no ``ahead`` / ``spread`` of its own: rows_cta, rows_cluster, ro
 rows_bulk_backward's cells without ``"tail_loads"``) is spread over the CTAs still there
 when its last row arrives, as rows_bulk_backward's ``TAIL_SPREAD`` at 262144 (0.80 -> 0.90
 of copy there): where the units fit one group, the units' partial rows (bfloat16 65536's
-15 a rank: the default's one CTA a rank adds them one load at a time, 8 column vectors a
-thread, about 120 dependent L2 round trips); else, after each group's sum (the default's
-first level, unchanged), the groups' rows (rms_norm 16384's 9 rows of 16384 added by one
-CTA in 72 round trips), shared by the groups' last CTAs. Pieces drawn from a counter,
+15 a rank, 960 KiB for layer_norm, which the default's last CTA of each rank reads alone,
+its 8 column vectors a thread in turn, each row through a one-row loop); else, after each
+group's sum (the default's first level, or :data:`NORM_TAIL_LEVELS` 2's), the groups' rows
+(rms_norm 16384's 9 rows of 16384, 576 KiB, one CTA in the default), shared by the groups'
+last CTAs. Pieces drawn from a counter,
 each piece's rows loaded before the first add and added in row order: the default's
 dweight / dbias bits; no counter beyond the default's (the arrivals and the leavings on
 one, the pieces on group 0's: :func:`_spread_columns`' ``packed``), the workspace left
