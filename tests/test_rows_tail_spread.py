@@ -98,3 +98,11 @@ def test_tail_spread(case, monkeypatch) -> None:
     for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no row missed)
         tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
         np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
+
+
+def test_default_off() -> None:
+    """NORM_TAIL_SPREAD and NORM_TAIL_LEVELS are left to the table, which is empty until the
+    H200 measures a cell (tools/probes/rows_ln_bf16.py; a flip updates this test): the
+    default's tail (dweight / dbias and its PTX) unchanged everywhere."""
+    assert (rows_backward.NORM_TAIL_SPREAD, rows_backward.NORM_TAIL_LEVELS) == (None, None)
+    assert rows_backward.NORM_TAIL_SPREAD_MEASURED == {}
