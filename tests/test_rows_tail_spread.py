@@ -101,8 +101,27 @@ def test_tail_spread(case, monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """NORM_TAIL_SPREAD and NORM_TAIL_LEVELS are left to the table, which is empty until the
-    H200 measures a cell (tools/probes/rows_ln_bf16.py; a flip updates this test): the
-    default's tail (dweight / dbias and its PTX) unchanged everywhere."""
+    """NORM_TAIL_SPREAD and NORM_TAIL_LEVELS are left to the table, which holds the cells the
+    H200 measured faster (tools/probes/rows_ln_bf16.py, the seventh session): bfloat16 and
+    float16 (as bfloat16) layer_norm and rms_norm at 4096, 16384 and 65536, float32 layer_norm
+    at 4096; elsewhere (float32 rms_norm, 1024) the default's tail."""
     assert (rows_backward.NORM_TAIL_SPREAD, rows_backward.NORM_TAIL_LEVELS) == (None, None)
-    assert rows_backward.NORM_TAIL_SPREAD_MEASURED == {}
+    table = rows_backward.NORM_TAIL_SPREAD_MEASURED
+    cells = {(k, t, lo, hi, loads, levels) for (k, t), rows in table.items() for lo, hi, loads, levels in rows}
+    want = {(k, t, n, n, 1, lv) for t in ("bfloat16", "float16")
+            for k, n, lv in (("layer_norm_backward", 4096, 2), ("layer_norm_backward", 16384, 2),
+                             ("layer_norm_backward", 65536, 1), ("rms_norm_backward", 4096, 1),
+                             ("rms_norm_backward", 16384, 2), ("rms_norm_backward", 65536, 1))}
+    assert cells == want | {("layer_norm_backward", "float32", 4096, 4096, 1, 2)}
+    from types import SimpleNamespace
+
+    from bulkred_dialect.ops.tile.rows import NormKind
+    from bulkred_dialect.passes.variants.rows_common import BF16, F16, F32
+
+    def plan(kind, dtype, n):
+        return SimpleNamespace(kind=NormKind(kind), dtype=dtype, n=n)
+
+    assert rows_backward.norm_tail_spread(plan("layer_norm_backward", F16, 16384)) == (1, 2)
+    assert rows_backward.norm_tail_spread(plan("rms_norm_backward", BF16, 65536)) == (1, 1)
+    assert rows_backward.norm_tail_spread(plan("rms_norm_backward", F32, 4096)) == (0, 1)
+    assert rows_backward.norm_tail_spread(plan("layer_norm_backward", BF16, 1024)) == (0, 1)

@@ -930,11 +930,24 @@ NORM_TAIL_POLLS = 64
 """:data:`NORM_TAIL_SPREAD`'s polls of the arrivals a waiting CTA makes at most before it
 leaves the tail to the others (none waits on a CTA not yet resident)."""
 
-NORM_TAIL_SPREAD_MEASURED: dict = half_as_bfloat16({})
+NORM_TAIL_SPREAD_MEASURED: dict = half_as_bfloat16({
+    # (tools/probes/rows_ln_bf16.py's "tail spread" candidates on an H200, the seventh session of
+    # 2026-11-29, x copy: the default -> 1 load a piece, the levels given; float16 as bfloat16:
+    # layer_norm 0.832 -> 0.893, 0.826 -> 0.878, 0.752 -> 0.802, rms_norm 16384 0.875 -> 0.951, 65536
+    # 0.870 -> 0.895; float32 rms_norm 4096 within 1%)
+    ("layer_norm_backward", BF16.name): ((4096, 4096, 1, 2),  # 0.877 -> 0.938
+                                         (16384, 16384, 1, 2),  # 0.867 -> 0.924
+                                         (65536, 65536, 1, 1)),  # 0.841 -> 0.884
+    ("rms_norm_backward", BF16.name): ((4096, 4096, 1, 1),  # 0.916 -> 0.926
+                                       (16384, 16384, 1, 2),  # 0.901 -> 0.981
+                                       (65536, 65536, 1, 1)),  # 0.874 -> 0.901
+    ("layer_norm_backward", F32.name): ((4096, 4096, 1, 2),),  # 0.929 -> 0.960
+})
 """:data:`NORM_TAIL_SPREAD` by element type name, or ``(kind, type name)``: (N from, N to,
 loads a piece, levels spread: :data:`NORM_TAIL_LEVELS`), the first range holding N (never
-M). Empty until measured on an H200 (tools/probes/rows_ln_bf16.py's "tail spread"
-candidates)."""
+M); measured by tools/probes/rows_ln_bf16.py's "tail spread" candidates. Two levels poll
+for their group (at most :data:`NORM_TAIL_POLLS` times): free where the grid is resident at
+once (these cells' persistent grids on an H200), a wait where it runs in waves."""
 
 
 def norm_tail_spread(p: RowPlan) -> tuple[int, int]:
