@@ -237,8 +237,8 @@ class KernelSignature:
                         f"'{DIMS_ATTR}' entry {k} names dimension {axis} of parameter {p}, which is not a dynamic "
                         f"dimension (?) of an array parameter"
                     )
-        if len(self.grid_rows) not in (0, 2, 3, 4) or any(v < 1 for v in self.grid_rows) or (self.grid_rows and not self.dims):
-            return (f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most] (and the largest grid launched as one cluster, and its fold), "
+        if len(self.grid_rows) not in (0, 2, 3) or any(v < 1 for v in self.grid_rows) or (self.grid_rows and not self.dims):
+            return (f"'{GRID_ROWS_ATTR}' must be [rows per unit, units at most] (and the largest grid launched as one cluster), "
                     f"each >= 1, with '{DIMS_ATTR}', got {list(self.grid_rows)}")
         if self.align and len(self.align) != len(self.params):
             return (
@@ -278,10 +278,10 @@ class KernelSignature:
         """The grid's CTAs for these :meth:`sizes` (``bulkred.grid_rows``), None without a rule."""
         if not self.grid_rows or not sizes:
             return None
-        from bulkred_dialect.ops.kernel_attrs import grid_of_rule
+        from bulkred_dialect.ops.kernel_attrs import grid_for_rows
 
         cluster = self.launch.cluster[0] if self.launch is not None else 1
-        return grid_of_rule(self.grid_rows, cluster, sizes[0])
+        return grid_for_rows(self.grid_rows[0], self.grid_rows[1], cluster, sizes[0])
 
     def alignment(self, i: int) -> int:
         """The alignment in bytes param ``i``'s address needs (1: none)."""

@@ -15,7 +15,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
 
 from bulkred_dialect.errors import SignatureValueError
-from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR, WORKSPACE_ATTR, grid_of_rule
+from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR, WORKSPACE_ATTR, grid_for_rows
 
 
 def _ints(a: Any) -> list[Any]:
@@ -60,5 +60,6 @@ def dynamic_launch(callee: func.FuncOp, arrays: Sequence[Any], cluster: int = 1)
     rule = callee.attributes.get(GRID_ROWS_ATTR)
     grid = None
     if isinstance(rule, ArrayAttr) and sizes:
-        grid = grid_of_rule(_ints(rule), cluster, sizes[0])  # (a third entry: whole_grid_cluster's, read by run_cluster_grid)
+        per, cap = _ints(rule)[:2]  # (a third entry: whole_grid_cluster's, read by run_cluster_grid)
+        grid = grid_for_rows(per, cap, cluster, sizes[0])
     return out, grid, added

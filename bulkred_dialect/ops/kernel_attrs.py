@@ -19,10 +19,7 @@
   ``bulkred.dims`` value d: :func:`grid_for_rows` (``#bulkred.launch``'s grid is the
   largest, ``cap`` units of a cluster each); ``[per, cap, whole]`` (a launch without a
   cluster): a grid of 2 to ``whole`` CTAs is launched as one cluster (:func:`whole_grid_cluster`;
-  the kernel reads ``%cluster_nctarank``: rows_lower.LOSS_TAIL_CLUSTER); ``[per, cap,
-  whole, fold]``: also a grid of ``whole + 1`` to ``fold x whole`` CTAs is launched as
-  ``whole`` CTAs, one cluster, each CTA looping over its rows (:func:`grid_of_rule`;
-  rows_lower.LOSS_TAIL_CLUSTER_FOLD);
+  the kernel reads ``%cluster_nctarank``: rows_lower.LOSS_TAIL_CLUSTER);
 * ``bulkred.min_ctas_per_sm = <n> : i64``: the PTX printer writes ``.minnctapersm n``
   (ptxas keeps the registers per thread low enough for n CTAs of ``.reqntid`` threads on
   a multiprocessor).
@@ -43,16 +40,6 @@ def grid_for_rows(per: int, cap: int, cluster: int, rows: int) -> int:
     (a cluster of ``cluster`` CTAs) per ``per`` rows, at most ``cap`` units, at least one
     (no rows: one unit, which does nothing)."""
     return cluster * max(1, min(cap, -(-rows // per)))
-
-
-def grid_of_rule(rule: tuple[int, ...] | list[int], cluster: int, rows: int) -> int:
-    """The CTAs of a launch of ``rows`` rows by the ``bulkred.grid_rows`` ``rule``:
-    :func:`grid_for_rows`'s, except that a rule ``[per, cap, whole, fold]`` launched without
-    a cluster folds a grid of ``whole + 1`` to ``fold x whole`` CTAs into ``whole``."""
-    grid = grid_for_rows(rule[0], rule[1], cluster, rows)
-    if len(rule) > 3 and cluster == 1 and rule[2] < grid <= rule[2] * rule[3]:
-        return rule[2]
-    return grid
 
 
 def whole_grid_cluster(rule: tuple[int, ...] | list[int], ctas: int) -> int:

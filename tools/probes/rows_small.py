@@ -10,31 +10,14 @@ it must not lose at large M either):
   16 KiB slice): ``rows_bulk.EARLY_COPY_CTA`` (thread 0 issues the first row's copy right after
   its mbarrier's init, before the CTA barrier; the same bits);
 * ``ce``: cross_entropy of 4096, float32 and bfloat16, its mean in the kernel (what
-  ``bulkred.cross_entropy`` runs eagerly; the dispatch's since the seventh session: the cluster
-  tail of a grid of 2 to 16 CTAs): ``loss rows only`` (reduction None: the floor), the
-  dispatch's mean, and ``mean, cluster fold 4`` (``rows_lower.LOSS_TAIL_CLUSTER_FOLD = 4``: M =
-  17 to 64 on 16 CTAs, one cluster, each CTA's rows summed by its thread 0 in row order: the
-  loss rows the same bits, the mean its own order past M = 16, checked run to run; a gain at 32
-  alone names a fold of 2), bfloat16 also ``mean, cluster late`` (``LOSS_TAIL_CLUSTER_LATE``: the
-  cluster's start after the first row's loads, rows loaded a row ahead; the same bits; M = 64's
-  fallback, no fold) and both; float32 (its rows loop loads no row ahead: the late start is
-  the same kernel there) ``mean, cluster fold 4, late, pipelined`` (that kernel alone with
-  ``rows_common.FORWARD_PIPELINE``; data only). M = 1, 8, 16, 32, 64 and 8192.
-* ``ce-tail``: the tails measured in the seventh session, against the dispatch's mean:
-  ``rows_lower.LOSS_TAIL_POLL`` (the CTAs' pairs published by
-  ``atom.exch.b64``, the ticket without fences, the last CTA's reads polled, in grids of at
-  most a CTA's threads: M = 8 and 64 here; M = 1, one CTA, and 8192 as the default; the same bits),
-  and with ``rows_lower.LOSS_TAIL_EARLY_TICKET`` (the ticket taken at the kernel's start, before
-  the rows: its latency behind them). Where both win, the early ticket's entry is the one to take
-  if it is at most GAIN of the poll's alone; else the poll's alone. Then ``mean, cluster``:
-  ``rows_lower.LOSS_TAIL_CLUSTER`` (a grid of 2 to 8 CTAs launched as one thread-block cluster,
-  the CTAs' pairs sent by ``st.async`` into the leader's shared memory, counted by its mbarrier:
-  no workspace, fence nor ticket; M = 8 here, and M = 16 with ``mean, cluster 16``, the
-  non-portable size ``rows_lower.LOSS_TAIL_CLUSTER_MAX = 16``; M = 1 (one CTA) and larger grids
-  as the default; the same bits), and ``mean, cluster barrier`` (``rows_lower.LOSS_TAIL_CLUSTER_BARRIER``:
-  nothing at the kernel's start; the pairs by ``st.shared::cluster``, thread 0's
-  ``fence.acq_rel.cluster``, a cluster barrier, then the same sum). The ce-tail part also runs M = 16. Where several
-  cluster settings win, the verdicts name one: the fastest at M = 8, or the 16's if within 1 / GAIN of it.
+  ``bulkred.cross_entropy`` runs eagerly): ``loss rows only`` (reduction None: the floor), the
+  dispatch's mean (since the seventh session the cluster tail, ``rows_lower.LOSS_TAIL_CLUSTER``: a
+  grid of 2 to 16 CTAs launched as one cluster, the CTAs' pairs sent by ``st.async`` into the
+  leader's shared memory; the same bits), and ``mean, default tail`` (``LOSS_TAIL_CLUSTER =
+  False``: the grid's slots, fence and ticket; data only, LOSS_TAIL_CLUSTER_MEASURED's cells
+  measured again). M = 1, 8, 16, 64 and 8192. The other tails measured in the seventh session
+  lost and were removed (docs/rows.md): the polled slots and the early ticket, the cluster
+  tail's barrier form, the fold of M = 17 to 64 into one cluster and the cluster's late start.
 
 Each run is checked against torch in float64 (``err``: the largest error of y, or of the loss
 rows and of the mean, over the largest magnitude), ``bits``: its outputs equal to the
@@ -70,87 +53,40 @@ from rows_forward_norms import kwargs  # noqa: E402 - each kind's module argumen
 N = 4096
 SMALL_M = (1, 8, 64)
 LARGE_M = 8192
-PART_M = {"ce": (1, 8, 16, 32, 64, LARGE_M), "ce-tail": (1, 8, 16, 64, LARGE_M)}
-"""A part's M where not (*SMALL_M, LARGE_M): the ce parts' 16 (a grid of 16 CTAs, the largest cluster)
-and the ce part's 32 (LOSS_TAIL_CLUSTER_FOLD: 16 CTAs of two rows)."""
+PART_M = {"ce": (1, 8, 16, 64, LARGE_M)}
+"""A part's M where not (*SMALL_M, LARGE_M): the ce part's 16 (a grid of 16 CTAs, the largest cluster)."""
 CALLS = 50
 EPS = 1e-5
 GAIN = 0.98
 """A setting is flipped where its GPU time is at most this fraction of its base's at every small M..."""
 LARGE_LOSS = 1.01
 """... and at most this at :data:`LARGE_M` (where the prologue and the tail are a small part: no loss)."""
-PARTS = ("early", "ce", "ce-tail")
+PARTS = ("early", "ce")
 DEVICE = "cuda"
 """Where the tensors live (tests of the probe's own logic set "cpu", with kernels of torch)."""
 
 EARLY = {"rows_bulk.EARLY_COPY_CTA": True}
-POLL = {"rows_lower.LOSS_TAIL_POLL": True}
-EARLY_TICKET = {**POLL, "rows_lower.LOSS_TAIL_EARLY_TICKET": True}
-CLUSTER = {"rows_lower.LOSS_TAIL_CLUSTER": True}
-CLUSTER16 = {**CLUSTER, "rows_lower.LOSS_TAIL_CLUSTER_MAX": 16}
-CLUSTER_BARRIER = {**CLUSTER, "rows_lower.LOSS_TAIL_CLUSTER_BARRIER": True}
-FOLD4 = {**CLUSTER, "rows_lower.LOSS_TAIL_CLUSTER_FOLD": 4}
-LATE = {**CLUSTER, "rows_lower.LOSS_TAIL_CLUSTER_LATE": True}
-FOLD4_LATE = {**FOLD4, **LATE}
-FOLD4_LATE_PIPELINED = {**FOLD4_LATE, "rows_common.FORWARD_PIPELINE": True}
+DEFAULT_TAIL = {"rows_lower.LOSS_TAIL_CLUSTER": False}
 
 # (part, kind, dtype, [(setting name, consts)]): consts "module.NAME" -> value while the kernel is built;
 # "reduction" the cross_entropy kernel's (absent: "mean")
-CE_NEW = [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, cluster fold 4", FOLD4),
-          ("mean, cluster late", LATE), ("mean, cluster fold 4, late", FOLD4_LATE)]
-CE_TAIL = [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, poll", POLL),
-           ("mean, poll, early ticket", EARLY_TICKET), ("mean, cluster", CLUSTER), ("mean, cluster 16", CLUSTER16),
-           ("mean, cluster barrier", CLUSTER_BARRIER)]
-PIPELINED = [("mean, cluster fold 4, late, pipelined", FOLD4_LATE_PIPELINED)]
-"""float32 4096's rows loop loads no row ahead (rows_common.FORWARD_MEASURED: float32 to 1024), so
-LOSS_TAIL_CLUSTER_LATE changes nothing there: this kernel alone pipelined (the fold's 2 to 4 rows a
-CTA loaded a row ahead, the late start after the first row's loads). Data only: no table flips it
-(FORWARD_MEASURED is by type and N for every kind)."""
+CE = [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, default tail", DEFAULT_TAIL)]
 CELLS = [
-    ("ce", "cross_entropy", "float32", [c for c in CE_NEW if "late" not in c[0]] + PIPELINED),
-    ("ce", "cross_entropy", "bfloat16", CE_NEW),
-    ("ce-tail", "cross_entropy", "float32", CE_TAIL),
-    ("ce-tail", "cross_entropy", "bfloat16", CE_TAIL),
+    ("ce", "cross_entropy", "float32", CE),
+    ("ce", "cross_entropy", "bfloat16", CE),
     ("early", "softmax", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "rms_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
     ("early", "layer_norm", "float32", [("dispatch", {}), ("early copy", EARLY)]),
 ]
-BASE = {"ce": "mean", "ce-tail": "mean", "early": "dispatch"}
+BASE = {"ce": "mean", "early": "dispatch"}
 """The setting each other is compared with (its bits, its time)."""
 FLIP = {
     "early copy": "rows_bulk.EARLY_COPY_CTA_MEASURED = half_as_bfloat16({{{keys}}})",
-    "mean, poll": "rows_lower.LOSS_TAIL_POLL_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
-    "mean, poll, early ticket": "rows_lower.LOSS_TAIL_POLL_MEASURED and rows_lower.LOSS_TAIL_EARLY_TICKET_MEASURED = "
-                                "rows_common.half_as_bfloat16({{{keys}}}) (both)",
-    "mean, cluster": "rows_lower.LOSS_TAIL_CLUSTER_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
-    "mean, cluster 16": "rows_lower.LOSS_TAIL_CLUSTER_MEASURED = rows_common.half_as_bfloat16({{{keys}}}) and "
-                        "rows_lower.LOSS_TAIL_CLUSTER_MAX = 16",
-    "mean, cluster barrier": "rows_lower.LOSS_TAIL_CLUSTER_MEASURED = rows_common.half_as_bfloat16({{{keys}}}) and "
-                             "rows_lower.LOSS_TAIL_CLUSTER_BARRIER = True",
-    "mean, cluster fold 4": "rows_lower.LOSS_TAIL_CLUSTER_FOLD_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
-    "mean, cluster late": "rows_lower.LOSS_TAIL_CLUSTER_LATE_MEASURED = rows_common.half_as_bfloat16({{{keys}}})",
-    "mean, cluster fold 4, late": "rows_lower.LOSS_TAIL_CLUSTER_FOLD_MEASURED = rows_common.half_as_bfloat16({{{keys}}}) "
-                                  "and rows_lower.LOSS_TAIL_CLUSTER_LATE_MEASURED = rows_common.half_as_bfloat16("
-                                  "{{{late_keys}}})",
 }
-"""The table entry of each setting, ``keys`` its winning cells (rows_bulk's by (kind, type), rows_lower's by type)."""
-MUST_GAIN = {"early copy": SMALL_M, "mean, poll": (8, 64), "mean, poll, early ticket": (8, 64), "mean, cluster": (8,),
-             "mean, cluster 16": (8, 16), "mean, cluster barrier": (8,), "mean, cluster fold 4": (32, 64),
-             "mean, cluster late": (64,), "mean, cluster fold 4, late": (32, 64),
-             "mean, cluster fold 4, late, pipelined": (32, 64)}
-"""The M where a setting must gain (GAIN); elsewhere it must not lose (LARGE_LOSS): the poll leaves
-M = 1 (a grid of one CTA, no ticket) as it is; the cluster tail gains where the grid is one cluster;
-the fold where it makes one (M = 32 and 64: 16 CTAs of 2 and 4 rows), the late start where the
-grid is not one cluster (M = 64 without the fold)."""
-FOLDS = {"mean, cluster fold 4": 4, "mean, cluster fold 4, late": 4}
-"""The fold of a setting of rows_lower.LOSS_TAIL_CLUSTER_FOLD: where it gains at 32 and not at 64, the
-verdict names a fold of 2 (M = 33 to 64 then the default's grid, as the base's)."""
-OWN_BITS = {name: (17, 16 * fold) for name, fold in {**FOLDS, PIPELINED[0][0]: 4}.items()}
-"""The M where a setting's ``reduced`` has its own bits (the fold's order, rows_lower.LOSS_TAIL_CLUSTER_FOLD):
-there its loss rows are compared with the base's bit for bit, its ``reduced`` with a second call's
-(run to run), not with the base's."""
-
-
+"""The table entry of each setting, ``keys`` its winning cells (rows_bulk's by (kind, type))."""
+MUST_GAIN = {"early copy": SMALL_M, "mean, default tail": ()}
+"""The M where a setting must gain (GAIN); elsewhere it must not lose (LARGE_LOSS). A setting not in
+FLIP (``mean, default tail``) is data: its ratios are printed."""
 
 
 _BUILT: dict = {}
@@ -224,15 +160,9 @@ def dry_run(args) -> int:
                   f"{'/'.join(map(str, ms))}: {clusters} | {sass_counts(k)}", flush=True)
     print(f"{n} kernels, {failed} failed")
     print("the entries a run on the GPU prints to flip, where every cell wins (its verdicts name each cell):")
-    every = {"early copy": ", ".join(f'("{kind}", F32.name): ((4096, 4096),)' for _, kind, _, st in CELLS if st[1][0] == "early copy"),
-             "mean, poll": "F32.name: ((4096, 4096),), BF16.name: ((4096, 4096),)"}
-    for name in ("mean, poll, early ticket", "mean, cluster", "mean, cluster 16", "mean, cluster barrier",
-                 "mean, cluster late"):
-        every[name] = every["mean, poll"]
-    for name, fold in FOLDS.items():
-        every[name] = f"F32.name: ((4096, 4096, {fold}),), BF16.name: ((4096, 4096, {fold}),)"
+    every = {"early copy": ", ".join(f'("{kind}", F32.name): ((4096, 4096),)' for _, kind, _, st in CELLS if st[1][0] == "early copy")}
     for name, line in FLIP.items():
-        print(f"  {name}: {line.format(keys=every[name], late_keys=every['mean, poll'])}")
+        print(f"  {name}: {line.format(keys=every[name])}")
     return 1 if failed else 0
 
 
@@ -328,13 +258,6 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
                 reduced = kind == "cross_entropy" and consts.get("reduction", "mean") is not None
                 err = error(outs[i], want if reduced else want[:1])
                 bits = same_bits(torch, outs[i], outs[base]) if (reduced or kind != "cross_entropy") else True
-                lo_hi = OWN_BITS.get(name)
-                own = reduced and lo_hi is not None and lo_hi[0] <= m <= lo_hi[1]
-                if own:  # (the loss rows the base's; reduced the same in a second call: the fold's own order)
-                    again, o2 = call_of(torch, k, kind, t, consts)
-                    again()
-                    sync(torch)
-                    bits = same_bits(torch, outs[i][:1], outs[base][:1]) and same_bits(torch, o2, outs[i])
                 alone, o1 = call_of(torch, k, kind, t, consts, rows=1)
                 alone()
                 sync(torch)
@@ -342,7 +265,7 @@ def measure(torch, args, t0: float) -> list[tuple[str, str, str, str, int, float
                 sound = bits and inv and err < (1e-4 if dtype == "float32" else 2e-2)
                 out.append((part, kind, dtype, name, m, med[i], med[base], sound))
                 print(f"| {part} | {kind} | {dtype} | {m} | {med[-1]:.2f} | {name} | {med[i]:.2f} | "
-                      f"{med[i] / med[base]:.3f} | {err:.1e} | {('own, run to run' if own else 'same') if bits else 'DIFFER'} | "
+                      f"{med[i] / med[base]:.3f} | {err:.1e} | {'same' if bits else 'DIFFER'} | "
                       f"{'yes' if inv else 'NO'} |",
                       flush=True)
             del t, want, copy_out, calls, outs
@@ -355,8 +278,8 @@ def verdicts(runs) -> None:
     """The entries to flip: a setting at most GAIN of its base's time where it must gain
     (MUST_GAIN), at most LARGE_LOSS elsewhere, sound at every M."""
     print(f"\nverdicts (FLIP: at most {GAIN} x its base's GPU time at the M it must gain, {LARGE_LOSS} x at the others "
-          f"(M = {', '.join(map(str, (*SMALL_M, LARGE_M)))}; the ce parts also 16, ce 32), the same bits (a fold's "
-          "own past 16, run to run), batch-invariant, near float64):")
+          f"(M = {', '.join(map(str, (*SMALL_M, LARGE_M)))}; the ce part also 16), the same bits, batch-invariant, "
+          "near float64):")
     groups: dict[tuple[str, str, str], list] = {}
     parts: dict[tuple[str, str, str], str] = {}
     data: dict[tuple[str, str, str], list] = {}  # (settings no table flips: their ratios only)
@@ -370,48 +293,19 @@ def verdicts(runs) -> None:
         print(f"  {name} | {kind} {dtype}: " + ", ".join(f"M {m}: {r:.3f}{'' if s else ' (unsound)'}" for m, r, s in rows)
               + " -> data only")
     wins: dict[str, list[str]] = {name: [] for name in FLIP}
-    late_wins: dict[str, list[str]] = {name: [] for name in FLIP}  # (a fold's late start: the types it won)
     for (name, kind, dtype), rows in groups.items():
         complete = len(rows) == len(PART_M.get(parts[(name, kind, dtype)], (*SMALL_M, LARGE_M)))
-
-        def passes(must: tuple[int, ...], skip: tuple[int, ...] = (), rows=rows) -> bool:
-            return complete and all(s and r <= (GAIN if m in must else LARGE_LOSS) for m, r, s in rows if m not in skip)
-
-        ok = passes(MUST_GAIN[name])
-        fold = FOLDS.get(name, 1) if ok else 1
-        if not ok and name in FOLDS and passes((32,), skip=(64,)):  # (a fold of 2: M = 64 as the base's grid)
-            ok, fold = True, 2
+        ok = complete and all(s and r <= (GAIN if m in MUST_GAIN[name] else LARGE_LOSS) for m, r, s in rows)
         ratios = ", ".join(f"M {m}: {r:.3f}{'' if s else ' (unsound)'}" for m, r, s in rows)
-        print(f"  {name} | {kind} {dtype}: {ratios} -> {'FLIP' + (f' (fold {fold})' if name in FOLDS else '') if ok else 'keep off'}")
+        print(f"  {name} | {kind} {dtype}: {ratios} -> {'FLIP' if ok else 'keep off'}")
         if ok:
             t = f"{'F32' if dtype == 'float32' else 'BF16'}.name"
-            key = f'("{kind}", {t})' if name == "early copy" else t
-            wins[name].append(f"{key}: ((4096, 4096{f', {fold}' if name in FOLDS else ''}),)")
-            late_wins[name].append(f"{key}: ((4096, 4096),)")
+            wins[name].append(f'("{kind}", {t}): ((4096, 4096),)')
     for name, keys in wins.items():
         if keys:
-            print("  flip: " + FLIP[name].format(keys=", ".join(dict.fromkeys(keys)),
-                                                 late_keys=", ".join(dict.fromkeys(late_wins[name]))))
+            print("  flip: " + FLIP[name].format(keys=", ".join(dict.fromkeys(keys))))
         else:
             print(f"  {name}: leave its table empty")
-    fold_won = [name for name in ("mean, cluster fold 4", "mean, cluster fold 4, late") if wins[name]]
-    if len(fold_won) > 1 or (fold_won and wins["mean, cluster late"]):  # (both tables' lines overlap: one to take)
-        print("  fold settings and the late start won together: take 'mean, cluster fold 4, late''s line where its "
-              "ratios at M = 32 and 64 are at most GAIN of the fold's alone, else the fold's line and the late "
-              "start's own line (each table once)")
-    won = [name for name in ("mean, cluster", "mean, cluster barrier", "mean, cluster 16") if wins[name]]
-    if len(won) > 1:  # (one table: the fastest form at M = 8, the 16's if within 1 / GAIN of it)
-        at8: dict[str, list[float]] = {}
-        for _p, _kind, _dtype, name, m, us, base_us, _s in runs:
-            if m == 8 and name in won:
-                at8.setdefault(name, []).append(us / base_us)
-        worst = {name: max(v) for name, v in at8.items()}
-        best = min(worst, key=worst.__getitem__)
-        take = "mean, cluster 16" if worst.get("mean, cluster 16", float("inf")) <= worst[best] / GAIN else best
-        also = " (with LOSS_TAIL_CLUSTER_BARRIER = True: the barrier form won too)" if (
-            take == "mean, cluster 16" and "mean, cluster barrier" in won) else ""
-        print(f"  cluster settings that win, the worst ratio at M = 8: "
-              f"{', '.join(f'{n} {r:.3f}' for n, r in worst.items())} -> take {take}'s line{also}")
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.kernel_attrs import DIMS_ATTR, GRID_ROWS_ATTR
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, PackB32x2Op, ShlOp, ShrOp, UnpackB32x2Op, XorOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, MinOp, OrOp, ShlOp, ShrOp
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType, MovOp
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
@@ -655,22 +655,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return []
 
         e.if_(e.cmp("eq", tid, 0), zero)
-    late = (setting_of(LOSS_TAIL_CLUSTER_LATE, LOSS_TAIL_CLUSTER_LATE_MEASURED, p.dtype.name, op.cols)
-            and forward_pipelined(p) and not isinstance(p, RaggedPlan))  # (fwd below)
-    # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows (LOSS_TAIL_CLUSTER_LATE: after the first row's loads)
-    loss_cluster = None if late else loss_cluster_begin(e, p, op, tid)
-    early_ticket = None  # LOSS_TAIL_EARLY_TICKET: (the loss's workspace, thread 0's ticket, taken before the rows)
-    if totals is not None and _early_ticket(p, op):
-        loss_ws = add_workspace(kernel, 16 + 8 * p.ctas)
-        ctas_now = e.sreg(SpecialRegister.NCTAID_X)
-
-        def take(c: Emitter) -> list[SSAValue]:  # (1 < ctas <= block: the polled grids)
-            def atom(d: Emitter) -> list[SSAValue]:
-                return [d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, d.ptr(loss_ws, StateSpace.GLOBAL), d.const(1)))]
-
-            return c.if_(c.cmp("ult", c.add_i(ctas_now, -2), c.const(p.block - 1)), atom, lambda d: [d.const(0)], [i32])
-
-        early_ticket = (loss_ws, e.if_(e.cmp("eq", tid, 0), take, lambda c: [c.const(0)], [i32])[0])
+    loss_cluster = loss_cluster_begin(e, p, op, tid)  # LOSS_TAIL_CLUSTER: the leader's mbarrier, before the rows
 
     def state(*fields_: object) -> RowState:
         return RowState(*fields_) if totals is None else LossRow(*fields_, totals=totals)  # type: ignore[arg-type]
@@ -697,8 +682,6 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
             return prefetch_norm_row(c, r, *row_buffers(c, row0), row0)
 
         carried0 += e.if_(e.cmp("slt", row0, end), first_row, lambda c: [c.const(0, t) for t in types], types)
-        if late:
-            loss_cluster = loss_cluster_begin(e, p, op, tid)
         done = e.for_(row0, end, stride, carried0, row_body)
         if p.m is None:
             kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(p.groups, i64), IntegerAttr(units, i64)])
@@ -749,7 +732,7 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     if p.cluster > 1:  # no CTA leaves while a peer may still read its shared memory
         e.cluster_sync()
     # cross_entropy's reduced (none: nothing)
-    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals, early_ticket, loss_cluster)
+    reduce_loss(e, p, op, tid, m_arg if p.m is None else p.m, totals, loss_cluster)
     if outs:
         assert ws is not None
         assert ctas is not None
@@ -810,31 +793,6 @@ of 50, off -> on): float32 N = 4096, M = 1 3.67 -> 1.93 us, 8 3.80 -> 3.53, 64 3
 bfloat16 M = 1 3.23 -> 1.92, 8 3.28 -> 3.05, 64 3.90 -> 3.55; the same bits: True."""
 
 
-LOSS_TAIL_POLL: bool | None = None
-"""With :data:`LOSS_TAIL_SHORT`, a grid of 2 to ``block`` CTAs (no cluster; a larger grid, its
-thread's several slots read in turn, keeps the default's release and acquire): thread 0 publishes the
-CTA's pair with one ``atom.exch.b64`` into its slot (the loss sum's bits, the count's bits
-inverted: never 0, so a slot of 0 is one not yet written), then takes the ticket at once,
-without the release fence between them (which waits for the slot's store to reach L2, a
-round trip); the last CTA reads each slot with ``atom.exch.b64`` of 0 (the slot zeroed in
-the same access), again until it is written (every other CTA issued its exchange before
-its ticket: the wait ends), without the acquire fence. One L2 round trip fewer on the tail
-(issue 30, section 4, small batches: cross_entropy's mean at M = 8 and 64 rows of 4096,
-3.5 to 3.7 us against 2.0 for one CTA, no ticket). The same slots added in the same order:
-the default's bits. None: :data:`LOSS_TAIL_POLL_MEASURED` decides; True / False:
-everywhere or nowhere (the probe, the tests). Measured by ``PROBE_ARGS="--budget-s 120"
-bash tools/gpu.sh probe:rows_small``."""
-LOSS_TAIL_POLL_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
-"""Where :data:`LOSS_TAIL_POLL` is on: the element type's name -> ranges of N (never M)."""
-LOSS_TAIL_EARLY_TICKET: bool | None = None
-"""With :data:`LOSS_TAIL_POLL` where it polls (a grid of 2 to ``block`` CTAs) and a CTA per
-row (rows_cta, rows_stream: no cluster, one group): thread 0 takes the CTA's ticket at the
-kernel's start, before the rows (its latency behind them), not after publishing its pair:
-the last CTA's exchanges wait for the slots anyway, and every CTA that took a ticket is
-running, so it ends (no CTA waits for one not yet started). The same bits. None:
-:data:`LOSS_TAIL_EARLY_TICKET_MEASURED` decides; True / False: everywhere or nowhere."""
-LOSS_TAIL_EARLY_TICKET_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
-"""Where :data:`LOSS_TAIL_EARLY_TICKET` is on: the element type's name -> ranges of N (never M)."""
 LOSS_TAIL_CLUSTER: bool | None = None
 """With :data:`LOSS_TAIL_SHORT`, a kernel of a dynamic M whose rows take no cluster (rows_warp,
 rows_cta, rows_stream): a grid of 2 to :data:`LOSS_TAIL_CLUSTER_MAX` CTAs is launched as one
@@ -868,68 +826,24 @@ LOSS_TAIL_CLUSTER_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common
 LOSS_TAIL_CLUSTER_MAX = 16
 """The largest grid :data:`LOSS_TAIL_CLUSTER` launches as one cluster: 16, the non-portable
 size, which the launch layer opts into past 8 (measured: M = 16 at 0.72 of the default's time
-where 8, the portable size, leaves it to the default's tail)."""
-LOSS_TAIL_CLUSTER_BARRIER = False
-""":data:`LOSS_TAIL_CLUSTER`'s other form: nothing at the kernel's start (no mbarrier; a
-grid that is not one cluster runs the default's instructions only, and the test of the
-grid's cluster); after the rows each CTA's thread 0 stores its pair into the leader's slot
-(``st.shared::cluster.v2.f32`` through ``mapa``) and releases it (``fence.acq_rel.cluster``:
-``MEMBAR.ALL.GPU`` in SASS, in that thread alone; ``barrier.cluster.arrive.release`` would
-put it in every thread), every thread of the cluster arrives on the cluster barrier
-(``.relaxed``) and waits (``.acquire``), then the leader's warp 0 adds the slots as the
-mbarrier form does (the same bits). A fence and a cluster barrier on the tail against the
-mbarrier form's ``st.async`` and wait; the probe's ``mean, cluster barrier``."""
-LOSS_TAIL_CLUSTER_FOLD: int | None = None
-"""With :data:`LOSS_TAIL_CLUSTER`: a fold > 1 folds a grid of ``MAX + 1`` to ``FOLD x MAX`` CTAs
-(:data:`LOSS_TAIL_CLUSTER_MAX`) into ``MAX`` CTAs, one cluster (``bulkred.grid_rows``' fourth
-entry, kernel_attrs.grid_of_rule): each CTA loops over its rows ``u, u + MAX, ...`` (the rows
-loop's stride is the grid, as where M passes the grid's cap) and the cluster's tail takes M =
-17 to ``16 FOLD`` of a CTA per row (issue 30, section 4: cross_entropy's
-mean at M = 64 rows of 4096, 3.52 us against 2.04 to 2.11 for the loss rows alone: the
-default's slots, fence and ticket). A CTA's pair there is thread 0's sum of its rows in row
-order, ``((0 + l_u) + l_{u+MAX}) + ...`` (and the same for the kept count), the leader's
-lane u takes ``0 + pair u`` and the warp's butterfly (lane masks 16, 8, 4, 2, 1) gives the
-total: fixed by N, the type and M (the grid a function of M), the default tail's bits where
-each CTA has at most one row (M <= MAX), other bits at M = MAX + 1 to ``FOLD x MAX`` (the
-default's last CTA adds one row a slot there, a CTA's tree of 4 warps). That pair is the
-CTA's (loss sum, kept rows) in shared memory (rows_cta, rows_stream: :class:`LossRow`); a
-warp per row (rows_warp, no such pair) keeps the CTA's tree of its rows (the default's pair
-of a CTA). 1: no fourth entry, the kernel as before. None: :data:`LOSS_TAIL_CLUSTER_FOLD_MEASURED`
-decides (1 where it has no entry); an int: everywhere (the probe, the tests). Measured by
-``PROBE_ARGS="--budget-s 60 --parts ce" bash tools/gpu.sh probe:rows_small`` (``mean,
-cluster fold 4``)."""
-LOSS_TAIL_CLUSTER_FOLD_MEASURED: dict[str, tuple[tuple[int, int, int], ...]] = rows_common.half_as_bfloat16({})
-"""Where :data:`LOSS_TAIL_CLUSTER_FOLD` is > 1: the element type's name -> ``(N from, N to,
-fold)`` (never M)."""
-LOSS_TAIL_CLUSTER_LATE: bool | None = None
-""":data:`LOSS_TAIL_CLUSTER`'s start (the leader's mbarrier init, the cluster barrier's
-arrival, and the test of the grid's cluster they wait on) emitted after the first row's loads
-where the rows loop loads a row ahead (rows_common.FORWARD_PIPELINE), not before them: the
-loads in flight while ``%cluster_nctarank`` is read, in every grid (the fallback's +0.1 us at
-M = 64 in the seventh session). The same bits. None: :data:`LOSS_TAIL_CLUSTER_LATE_MEASURED`
-decides; True / False: everywhere or nowhere. The probe's ``mean, cluster late``."""
-LOSS_TAIL_CLUSTER_LATE_MEASURED: dict[str, tuple[tuple[int, int], ...]] = rows_common.half_as_bfloat16({})
-"""Where :data:`LOSS_TAIL_CLUSTER_LATE` is on: the element type's name -> ranges of N (never M)."""
-
-
-def cluster_fold(p: RowPlan, op: NormalizeRowsOp) -> int:
-    """:data:`LOSS_TAIL_CLUSTER_FOLD` of plan ``p`` (1: none)."""
-    if LOSS_TAIL_CLUSTER_FOLD is not None:
-        return LOSS_TAIL_CLUSTER_FOLD
-    return next((f for lo, hi, f in LOSS_TAIL_CLUSTER_FOLD_MEASURED.get(p.dtype.name, ()) if lo <= op.cols <= hi), 1)
+where 8, the portable size, leaves it to the default's tail). Measured slower in the seventh
+session and removed (docs/rows.md): the barrier form (plain stores, a fence and a cluster barrier:
+M = 8 at 0.74 / 0.76 of the default's time against 0.71), the fold of M = 17 to 64 into one
+cluster of 16 (1.28 to 1.42 at M = 64) and the cluster's start after the first row's loads
+(within 2%); and, for the default tail, the polled slots and the early ticket (1.04 to 1.12 at
+M = 8 and 8192)."""
 
 
 @dataclass
 class LossCluster:
     """:data:`LOSS_TAIL_CLUSTER`'s state from the kernel's start (:func:`loss_cluster_begin`)."""
 
-    whole: SSAValue | None
-    """i1: the grid is one cluster of 2 or more CTAs (``%cluster_nctarank == %nctaid.x > 1``);
-    None: tested at the tail (:data:`LOSS_TAIL_CLUSTER_BARRIER`)."""
+    whole: SSAValue
+    """i1: the grid is one cluster of 2 or more CTAs (``%cluster_nctarank == %nctaid.x > 1``)."""
     slots: SSAValue
     """shared float32 [2 x MAX]: CTA rank r's pair at byte 8 r (the leader's are read)."""
-    mbar: SSAValue | None
-    """shared i64 [1]: the leader's mbarrier, counting the slots' bytes (None: the barrier form)."""
+    mbar: SSAValue
+    """shared i64 [1]: the leader's mbarrier, counting the slots' bytes."""
 
 
 def _whole_grid_cluster(e: Emitter) -> SSAValue:
@@ -952,8 +866,6 @@ def loss_cluster_begin(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValu
         return None
     assert 2 <= LOSS_TAIL_CLUSTER_MAX <= 16, LOSS_TAIL_CLUSTER_MAX
     slots = e.shared([2 * LOSS_TAIL_CLUSTER_MAX], f32, "loss_cluster_slots")
-    if LOSS_TAIL_CLUSTER_BARRIER:
-        return LossCluster(None, slots, None)
     ctas = e.sreg(SpecialRegister.NCTAID_X)
     whole = _whole_grid_cluster(e)
     lc = LossCluster(whole, slots, e.shared([1], i64, "loss_cluster_mbar"))
@@ -981,27 +893,18 @@ def _loss_cluster_tail(e: Emitter, op: NormalizeRowsOp, tid: SSAValue, ctas: SSA
     warp 0 adds the slots as the default's last CTA does (lane t: ``0 + slot t``, then the
     butterfly) and its thread 0 writes ``reduced``."""
     mbar = lc.mbar
-    if mbar is not None:
-        e.emit(BarrierClusterWaitOp(acquire=True))  # (the leader's mbarrier initialized: every thread arrived at the start)
+    e.emit(BarrierClusterWaitOp(acquire=True))  # (the leader's mbarrier initialized: every thread arrived at the start)
     rank = e.sreg(SpecialRegister.CLUSTER_CTARANK)
 
     def send(c: Emitter) -> list[SSAValue]:
         at = c.value(MapaOp(c.ptr_add(lc.slots, c.mul_i(rank, 8)), c.const(0)))
-        if mbar is None:  # LOSS_TAIL_CLUSTER_BARRIER: a plain store released by its thread, the cluster barrier after
-            c.st_vec(ld_type(F32), at, part)
-            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.CLUSTER))
-        else:
-            c.emit(StAsyncOp(StAsyncType.F32, at, part, c.value(MapaOp(mbar, c.const(0)))))
+        c.emit(StAsyncOp(StAsyncType.F32, at, part, c.value(MapaOp(mbar, c.const(0)))))
         return []
 
     e.if_(e.cmp("eq", tid, 0), send)
-    if mbar is None:  # (every thread: the store released by thread 0's fence, read after the wait's acquire)
-        e.emit(BarrierClusterArriveOp(ClusterArriveSem.RELAXED))
-        e.emit(BarrierClusterWaitOp(acquire=True))
 
     def lead(c: Emitter) -> list[SSAValue]:  # the leader's warp 0
-        if mbar is not None:
-            wait_phase(c, mbar, c.const(0))
+        wait_phase(c, mbar, c.const(0))
 
         def slot(d: Emitter) -> list[SSAValue]:
             at = d.ptr_add(lc.slots, d.mul_i(tid, 8))
@@ -1015,17 +918,8 @@ def _loss_cluster_tail(e: Emitter, op: NormalizeRowsOp, tid: SSAValue, ctas: SSA
     e.if_(e.and_pred(e.cmp("eq", rank, 0), e.cmp("ult", tid, 32)), lead)
 
 
-def _early_ticket(p: RowPlan, op: NormalizeRowsOp) -> bool:
-    """Whether cross_entropy's reduced ticket is taken before the rows (:data:`LOSS_TAIL_EARLY_TICKET`)."""
-    d = p.dtype.name
-    return (LOSS_TAIL_SHORT and LOSS_PARTIALS and p.cluster == 1 and setting_of(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, d, op.cols)
-            and setting_of(LOSS_TAIL_EARLY_TICKET, LOSS_TAIL_EARLY_TICKET_MEASURED, d, op.cols)
-            and not _loss_cluster(p, op))  # (a grid that is one cluster would take a ticket nobody sets back)
-
-
 def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None,
-                loss_cluster: LossCluster | None = None) -> None:
+                totals: SSAValue | None = None, loss_cluster: LossCluster | None = None) -> None:
     """cross_entropy's ``reduced`` (docs/rows.md), after every row's loss is written (the
     rows loop and, with clusters, the cluster barrier done): each CTA takes a ticket (a
     ``u32`` counter in the kernel's workspace, zero at the launch); the last CTA sums the
@@ -1037,7 +931,7 @@ def reduce_loss(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: S
     if op.reduced is None or op.reduction is None:
         return
     if LOSS_PARTIALS:
-        _reduce_loss_partials(e, p, op, tid, m, totals, early_ticket, loss_cluster)
+        _reduce_loss_partials(e, p, op, tid, m, totals, loss_cluster)
         return
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
@@ -1107,8 +1001,7 @@ def _kept_loss(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> list[SSAValue]
 
 
 def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAValue, m: SSAValue | int,
-                          totals: SSAValue | None = None, early_ticket: tuple[SSAValue, SSAValue] | None = None,
-                          loss_cluster: LossCluster | None = None) -> None:
+                          totals: SSAValue | None = None, loss_cluster: LossCluster | None = None) -> None:
     """:func:`reduce_loss` with :data:`LOSS_PARTIALS`: the unit's rows are ``u G + j + k S``
     (``u`` the CTA's, or its cluster's, index; ``G`` the groups a CTA, ``j < G``, ``S =
     units G``: lower_rows' and rows_bulk's rows loops); thread ``t`` adds the rows ``u G + t
@@ -1118,7 +1011,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
     (thread t: slots t, t + block, ..., then the tree) and zeroes them."""
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.loss is not None and op.target is not None
-    ws = e.ptr(early_ticket[0] if early_ticket is not None else add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
+    ws = e.ptr(add_workspace(kernel, 16 + 8 * p.ctas), StateSpace.GLOBAL)
     counter = ws
     slots = e.ptr_add(ws, e.const(16, i64))
     end = m if isinstance(m, SSAValue) else e.const(m, i64)
@@ -1153,18 +1046,10 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         def own(c: Emitter) -> list[SSAValue]:
             return [c.ld(ld_type(F32), totals, f32, 4 * k) for k in range(2)]
 
-        one_row = e.cmp("sle", end, step_rows)
-        if loss_cluster is not None and cluster_fold(p, op) > 1:  # (a grid that is one cluster: thread 0's totals)
-            whole = loss_cluster.whole if loss_cluster.whole is not None else _whole_grid_cluster(e)
-            one_row = e.or_pred(one_row, whole)
-        part = e.if_(one_row, own, reloaded, [f32, f32])
+        part = e.if_(e.cmp("sle", end, step_rows), own, reloaded, [f32, f32])
     else:
         part = reloaded(e)
     slot = e.ptr_add(slots, e.mul_i(e.wide(cta), 8))
-
-    poll = short and setting_of(LOSS_TAIL_POLL, LOSS_TAIL_POLL_MEASURED, p.dtype.name, op.cols)
-    polled = e.shared([p.block], i64, "loss_polled") if poll else None  # (each thread's slot as its poll read it)
-    few = e.cmp("ult", ctas, e.const(p.block + 1)) if poll else None  # (the poll's grids: a slot a thread at most)
 
     def total(b: Emitter) -> list[SSAValue]:
         if not short:  # (short: thread 0 acquired after its ticket, before the CTA barrier)
@@ -1176,23 +1061,7 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
             return pair
 
         def add_slot(c: Emitter, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            at = c.ptr_add(slots, c.mul_i(k, 8))
-            if polled is not None and few is not None:  # LOSS_TAIL_POLL: read and zeroed in one access, again until written
-                mine = c.ptr_add(polled, c.mul_i(tid, 8))
-
-                def read(d: Emitter) -> list[SSAValue]:
-                    def unwritten(f: Emitter) -> SSAValue:
-                        v = f.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, at, f.const(0, i64)))
-                        f.st(LdStType.B64, mine, v)
-                        return f.cmp("eq", f.emit(UnpackB32x2Op(v)).results[1], f.const(0))
-
-                    d.while_(unwritten)
-                    lo, hi = d.emit(UnpackB32x2Op(d.ld(LdStType.B64, mine, i64))).results
-                    return [d.value(MovOp(lo, f32)), d.value(MovOp(d.value(XorOp(ArithType.B32, hi, d.const(-1))), f32))]
-
-                pair = c.if_(few, read, lambda d: loaded(d, at), [f32, f32])
-            else:
-                pair = loaded(c, at)
+            pair = loaded(c, c.ptr_add(slots, c.mul_i(k, 8)))
             return [f32_add(c, acc[0], pair[0]), f32_add(c, acc[1], pair[1])]
 
         acc = b.for_(b.wide(tid), b.wide(ctas), p.block, [b.const(0.0, f32)] * 2, add_slot)
@@ -1213,37 +1082,16 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         flag = b.shared([1], i32, "loss_last")
 
         def t0(c: Emitter) -> list[SSAValue]:
-            def exchanged(d: Emitter) -> list[SSAValue]:  # LOSS_TAIL_POLL: the pair in one exchange, no fence
-                hi = d.value(XorOp(ArithType.B32, d.value(MovOp(part[1], i32)), d.const(-1)))  # (never 0)
-                d.value(AtomOp(AtomOpKind.EXCH, AtomType.B64, slot, d.value(PackB32x2Op(d.value(MovOp(part[0], i32)), hi, i64))))
-                return []
-
-            def released(d: Emitter) -> list[SSAValue]:
-                store_vec(d, F32, slot, 0, part)
-                d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
-                return []
-
-            def ticket(d: Emitter) -> SSAValue:
-                return d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, d.const(1)))
-
-            if few is not None and early_ticket is not None:  # (polled grids: the ticket taken before the rows)
-                t = c.if_(few, lambda d: exchanged(d) + [early_ticket[1]], lambda d: released(d) + [ticket(d)], [i32])[0]
-            elif few is not None:
-                c.if_(few, exchanged, released)
-                t = ticket(c)
-            else:
-                released(c)
-                t = ticket(c)
+            store_vec(c, F32, slot, 0, part)
+            c.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
+            t = c.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, c.const(1)))
             is_last = c.cmp("eq", t, c.add_i(ctas, -1))
 
             def acquire(d: Emitter) -> list[SSAValue]:
                 d.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))
                 return []
 
-            if few is None:
-                c.if_(is_last, acquire)
-            else:  # (the exchanges need no acquire: the last CTA reads the slots by exchanges too)
-                c.if_(is_last, lambda d: d.if_(few, lambda _: [], acquire) and [])
+            c.if_(is_last, acquire)
             c.st(LdStType.B32, flag, c.value(arith.SelectOp(is_last, c.const(1), c.const(0))))
             return []
 
@@ -1265,13 +1113,11 @@ def _reduce_loss_partials(e: Emitter, p: RowPlan, op: NormalizeRowsOp, tid: SSAV
         return
     rule = kernel.attributes.get(GRID_ROWS_ATTR)  # (lower_rows' loop set [per, cap]; the launch: grids to MAX one cluster)
     assert isinstance(rule, ArrayAttr) and len(rule.data) == 2, rule
-    fold = [IntegerAttr(cluster_fold(p, op), i64)] if cluster_fold(p, op) > 1 else []  # (LOSS_TAIL_CLUSTER_FOLD)
-    kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64), *fold])
+    kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([*rule.data, IntegerAttr(LOSS_TAIL_CLUSTER_MAX, i64)])
     lc = loss_cluster
-    whole = lc.whole if lc.whole is not None else _whole_grid_cluster(e)
 
     def clustered(b: Emitter) -> list[SSAValue]:
         _loss_cluster_tail(b, op, tid, ctas, part, lc)
         return []
 
-    e.if_(e.cmp("eq", ctas, 1), alone, lambda b: b.if_(whole, clustered, grid))
+    e.if_(e.cmp("eq", ctas, 1), alone, lambda b: b.if_(lc.whole, clustered, grid))
