@@ -8,9 +8,8 @@ measured by tools/probes/rows_ce.py), on the interpreter:
   odd N, odd row strides): the losses against float64, the bits of a row the same at every
   position in the batch (its alignment) and for every M, NaN / inf rows, ignore_index;
 * ``rows_lower.RAGGED_SPLIT`` (a branch a row offset): RAGGED's bits; ``rows_lower.STEP_EXPS``
-  (rows_stream's (max, sum) a loop step at a time): float64, position and M; ``rows_cta.STAGED``
-  (the rows copied into shared memory): the default's bits (RAGGED's with STAGED_VECTORS),
-  position; ``rows_stream.MIN_CTAS``; the settings' measured tables.
+  (rows_stream's (max, sum) a loop step at a time): float64, position and M;
+  ``rows_stream.MIN_CTAS``; the settings' measured tables.
 
 Small settings keep the interpreter fast (test_rows.py's: CTAs of one or two warps)."""
 
@@ -254,65 +253,11 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
 
 # endregion
 
-# region STAGED
-
-
-@pytest.mark.parametrize("m,reduction,ctas,vectors", [(4, "mean", None, False), (8, "sum", 3, True)])
-def test_staged_reduced(m: int, reduction: str, ctas: int | None, vectors: bool, monkeypatch) -> None:
-    """rows_cta.STAGED with the loss reduced in the kernel: the default's bits of the loss
-    rows and of ``reduced`` (4 rows: a CTA each, LOSS_TAIL_SHORT's totals; 8: 3 CTAs of 2
-    or 3 rows, both span buffers, with STAGED_VECTORS: RAGGED's bits, which test_ragged_rows
-    checks against float64), the workspace left zeroed."""
-    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
-    monkeypatch.setattr(rows_cta, "CTAS_PER_SM", ctas)
-    n = 301
-    rng = np.random.default_rng(m)
-    target = rng.integers(0, n, m)
-    target[1::4] = IGNORE
-    x = rng.standard_normal((m, n)) * rng.uniform(0.5, 20, (m, 1))
-    monkeypatch.setattr(rows_lower, "RAGGED", vectors)
-    a, la, _, _ = run_reduced("rows_cta", n, target, reduction, "bfloat16", x=x)
-    monkeypatch.setattr(rows_lower, "RAGGED", False)
-    monkeypatch.setattr(rows_cta, "STAGED", True)
-    monkeypatch.setattr(rows_cta, "STAGED_VECTORS", vectors)
-    b, lb, _, _ = run_reduced("rows_cta", n, target, reduction, "bfloat16", x=x)
-    np.testing.assert_array_equal(la, lb)
-    assert np.float64(a).tobytes() == np.float64(b).tobytes(), (a, b)
-
-
-def test_staged_bits(monkeypatch) -> None:
-    """rows_cta.STAGED (the rows' spans copied into shared memory, read by element index):
-    the default's loss bits for rows at every offset in the span's first 16 bytes (a padded stride), a
-    NaN, an +inf at the row's end (read from global memory, past the span), an all -inf
-    and an ignored row; the rows moved by one give the same bits; the kernel copies by
-    cp.async.bulk (a row in several chunks) and reads no vector from global memory."""
-    n, dtype, stride = 301, "bfloat16", 303
-    rng = np.random.default_rng(n + 3)
-    m = 5
-    x = rng.standard_normal((m + 1, stride)) * 3
-    x[2, n // 2], x[4, n - 1], x[1, :] = np.nan, np.inf, -np.inf
-    target = rng.integers(0, n, m + 1)
-    target[0], target[3] = n - 1, IGNORE
-    want, _, _ = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], on=False)
-    monkeypatch.setattr(rows_cta, "STAGED", True)
-    monkeypatch.setattr(rows_cta, "CHUNK", 256)  # (a span of 3 lanes' copies, the last partial)
-    staged = ragged_kernel("rows_cta", n, dtype, stride, on=False)
-    loss, _, text = ragged_run("rows_cta", n, dtype, stride, x[:m], target[:m], built=staged)
-    assert loss.tobytes() == want.tobytes(), (loss, want)
-    assert "ptx.cp.async.bulk" in text and VEC_LOAD not in text
-    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run("rows_cta", n, dtype, stride, xs, ts, built=staged)
-    assert moved[1:].tobytes() == want.tobytes(), "a row's bits depend on its position"
-
-
-# endregion
-
 
 def test_measured_tables_turn_the_settings_on(monkeypatch) -> None:
     """Each setting's None takes its table's cells (by element type and N), none by default:
-    rows_cta.STAGED_MEASURED (a bulk copy), rows_lower.RAGGED_SPLIT_MEASURED (branches of the
-    row's offset: more ex2 than RAGGED's one body), STEP_EXPS_MEASURED (fewer ex2 in
-    rows_stream), rows_stream.MIN_CTAS_MEASURED (``.minnctapersm``), CTAS_PER_SM_MEASURED (the grid)."""
+    rows_lower.RAGGED_SPLIT_MEASURED (branches of the row's offset: more ex2 than RAGGED's
+    one body), STEP_EXPS_MEASURED (fewer ex2 in rows_stream), rows_stream.MIN_CTAS_MEASURED (``.minnctapersm``), CTAS_PER_SM_MEASURED (the grid)."""
     from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
     from bulkred_dialect.passes.variants import rows_stream
     from bulkred_dialect.passes.variants.rows_common import BF16
@@ -322,13 +267,11 @@ def test_measured_tables_turn_the_settings_on(monkeypatch) -> None:
 
     monkeypatch.setattr(rows_lower, "RAGGED", True)
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)  # (the grid: CTAs a multiprocessor)
-    before = {v: text(v, 301) for v in ("rows_cta", "rows_stream")}
-    assert "cp.async.bulk" not in before["rows_cta"] and MIN_CTAS_ATTR not in before["rows_stream"]
-    monkeypatch.setattr(rows_cta, "STAGED_MEASURED", {BF16.name: ((301, 301),)})
+    before = {"rows_stream": text("rows_stream", 301)}
+    assert MIN_CTAS_ATTR not in before["rows_stream"]
     monkeypatch.setattr(rows_lower, "RAGGED_SPLIT_MEASURED", {BF16.name: ((301, 301),)})
     monkeypatch.setattr(rows_stream, "MIN_CTAS_MEASURED", {("cross_entropy", BF16.name): ((301, 301, 4),)})
     monkeypatch.setattr(rows_stream, "CTAS_PER_SM_MEASURED", {("cross_entropy", BF16.name): ((301, 301, 3),)})
-    assert "cp.async.bulk" in text("rows_cta", 301)
     split = text("rows_stream", 301)
     assert split.count("ptx.ex2") > before["rows_stream"].count("ptx.ex2") and f"{MIN_CTAS_ATTR} = 4" in split
     assert "grid_rows = [1 : i64, 3 : i64]" in split and "grid_rows = [1 : i64, 3 : i64]" not in before["rows_stream"]

@@ -9,10 +9,9 @@ measures it):
   element a load by default: ``ragged`` is rows_lower.RAGGED (vectors on element indices;
   rows_warp, rows_cta, rows_stream; rows_cluster's float32 50257 also forced to rows_stream);
   ``split`` is rows_lower.RAGGED_SPLIT (a branch a row offset, no funnel), ``step exps``
-  rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step),
-  ``staged`` rows_cta.STAGED (each row's aligned span copied into shared memory by
-  cp.async.bulk, the next row's over this one's reduction; read there by element index,
-  the default's elements and bits; ``vectors``: RAGGED's, rows_cta.STAGED_VECTORS);
+  rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step)
+  (rows_cta's rows staged in shared memory by cp.async.bulk, measured slower in the sixth
+  session, 0.40 to 0.60 of copy, were removed: docs/rows.md);
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
@@ -61,7 +60,6 @@ PARTS = ("odd", "small", "cells", "vocab")
 RAGGED = {"rows_lower.RAGGED": True}
 SPLIT = {**RAGGED, "rows_lower.RAGGED_SPLIT": True}
 STEP = {"rows_lower.STEP_EXPS": True}
-STAGED = {"rows_cta.STAGED": True}
 MIN4 = {"rows_stream.MIN_CTAS": 4}
 FAST = {"rows_common.FAST_EXP": True}
 SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
@@ -79,7 +77,7 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
     """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
     if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
-        if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel; staged: no register in flight)
+        if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel)
             # (a grid of 8 CTAs of 256 a multiprocessor; 36 registers hold 6, RAGGED's 68 three: the rest wait for a
             # wave of their own. "min 8": .minnctapersm 8, 32 registers or fewer, no spill (ptxas -v, sm_90a);
             # "grid 6": rows_cta.CTAS_PER_SM, the grid what is resident)
@@ -88,14 +86,7 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                     ("rows_cta ragged, min 8 CTAs/SM", None, {**RAGGED, "rows_cta.MIN_CTAS": 8}),
                     ("rows_cta ragged split", None, SPLIT),
                     ("rows_cta ragged split, min 8 CTAs/SM", None, {**SPLIT, "rows_cta.MIN_CTAS": 8}),
-                    ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16}),
-                    ("rows_cta staged", None, STAGED),
-                    ("rows_cta staged, min 8 CTAs/SM", None, {**STAGED, "rows_cta.MIN_CTAS": 8}),
-                    ("rows_cta staged, grid 6 CTAs/SM", None, {**STAGED, "rows_cta.CTAS_PER_SM": 6}),
-                    ("rows_cta staged, 16 values", None, {**STAGED, "rows_cta.VALUES": 16}),
-                    ("rows_cta staged vectors", None, {**STAGED, "rows_cta.STAGED_VECTORS": True}),
-                    ("rows_cta staged vectors, min 8 CTAs/SM", None,
-                     {**STAGED, "rows_cta.STAGED_VECTORS": True, "rows_cta.MIN_CTAS": 8})]
+                    ("rows_cta ragged split, 16 values", None, {**SPLIT, "rows_cta.VALUES": 16})]
         else:  # (rows_stream, RAGGED by RAGGED_MEASURED; rows_cluster's: forced to rows_stream)
             # (a grid of 4 CTAs of 512 a multiprocessor; RAGGED's 46 registers hold 2: "min 4" is .minnctapersm 4,
             # 32 registers, no spill, ptxas -v sm_90a; "grid 2" rows_stream.CTAS_PER_SM)
