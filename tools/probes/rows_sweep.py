@@ -18,9 +18,7 @@ loads issued before their first use (rows_common.FORWARD_PIPELINE where the cell
 pipelined, rows_cta.VALUES: more threads a row, rows_cluster.SLICE: smaller CTAs a
 cluster), the row staged by ``cp.async.bulk`` in a persistent grid of two slice buffers
 (rows_bulk forced with the sixth session's per-element settings: fast exp, words, the
-slice in registers, the weight in registers, one pass), its copies' size
-(rows_bulk.Setting.chunk), its threads, a ring of 3 or 4 slice buffers (rows_bulk's
-buffers >= 3: the next rows' copies in flight while one is computed); each named with the
+slice in registers, the weight in registers, one pass) and its threads; each named with the
 exact table entry that takes it (or "global" where the knob has no per-cell table yet).
 At the end, per cell, the fastest candidate whose checks passed where it beats the
 default by 2% or more, and its entry.
@@ -53,20 +51,21 @@ from rows_ln_bf16 import sass_per_element  # noqa: E402
 V = "bulkred_dialect.passes.variants."
 CTA, WARP, BULK, CLUSTER, COMMON = V + "rows_cta", V + "rows_warp", V + "rows_bulk", V + "rows_cluster", V + "rows_common"
 
-CELLS = [  # (part name, kind, dtype, N): docs/benchmarks.md's sixth session, x copy, the furthest first
-    ("add_rms-f32-262144", "add_rms_norm", "float32", 262144),  # 0.89
-    ("softmax-bf16-4096", "softmax", "bfloat16", 4096),  # 0.90
-    ("log_softmax-bf16-1024", "log_softmax", "bfloat16", 1024),  # 0.90
-    ("layer_norm-bf16-65536", "layer_norm", "bfloat16", 65536),  # 0.90
-    ("ce-bf16-16384", "cross_entropy", "bfloat16", 16384),  # 0.90
-    ("log_softmax-bf16-4096", "log_softmax", "bfloat16", 4096),  # 0.91
-    ("rms_norm-bf16-4096", "rms_norm", "bfloat16", 4096),  # 0.91
-    ("layer_norm-f32-16384", "layer_norm", "float32", 16384),  # 0.91
-    ("add_rms-f32-65536", "add_rms_norm", "float32", 65536),  # 0.91
-    ("softmax-f32-262144", "softmax", "float32", 262144),  # 0.91
-    ("softmax-f32-65536", "softmax", "float32", 65536),  # 0.92
-    ("softmax-f32-16384", "softmax", "float32", 16384),  # 0.93
-]
+PART_KIND = {"add_rms_norm": "add_rms", "cross_entropy": "ce"}
+PART_TYPE = {"float32": "f32", "bfloat16": "bf16"}
+BELOW = {  # docs/benchmarks.md's sixth session, x copy -> its cells (kind, dtype, N) there, the furthest first
+    0.89: [("add_rms_norm", "float32", 262144)],
+    0.90: [("softmax", "bfloat16", 4096), ("log_softmax", "bfloat16", 1024), ("layer_norm", "bfloat16", 65536),
+           ("cross_entropy", "bfloat16", 16384)],
+    0.91: [("log_softmax", "bfloat16", 4096), ("rms_norm", "bfloat16", 4096), ("layer_norm", "float32", 16384),
+           ("add_rms_norm", "float32", 65536), ("softmax", "float32", 262144)],
+    0.92: [("softmax", "float32", 65536)],
+    0.93: [("softmax", "float32", 16384)],
+}
+CELLS = [(f"{PART_KIND.get(kind, kind)}-{PART_TYPE[dtype]}-{n}", kind, dtype, n)
+         for ratio in sorted(BELOW) for kind, dtype, n in BELOW[ratio]]
+"""(part name, kind, dtype, N), the furthest from copy first (``--parts`` takes the names:
+``softmax-bf16-4096``, ``ce-bf16-16384``, ``add_rms-f32-262144``...)."""
 SUB = 37
 """Rows of the M-invariance call."""
 CHECK_ROWS = 256
@@ -241,23 +240,17 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
             if row <= 16384:
                 out.append(bulk(kind, dtype, n, f"rows_bulk 256 threads, registers, min 4, persistent x2, {4 * SMS} CTAs",
                                 Setting(16384, 256, 4, True, 2, registers=True, max_units=4 * SMS, **fe, **aff, **words)))
-                out.append(bulk(kind, dtype, n, f"rows_bulk 256 threads, registers, min 4, a ring of 4, {4 * SMS} CTAs",
-                                Setting(16384, 256, 4, True, 4, registers=True, max_units=4 * SMS, **fe, **aff, **words)))
                 out.append(bulk(kind, dtype, n, f"rows_bulk 128 threads (passes), min 8, persistent x2, {8 * SMS} CTAs",
                                 Setting(16384, 128, 8, True, 2, max_units=8 * SMS, **fe, **aff, **words,
                                         **({"fold_sum": True} if kind == "softmax" else {}))))
             else:  # (float32 16384: 64 KiB rows)
                 out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, registers, persistent x2",
                                 Setting(65536, 512, None, True, 2, registers=True, **fe, **aff)))
-                out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, registers, a ring of 3",
-                                Setting(65536, 512, None, True, 3, registers=True, **fe, **aff)))
                 out.append(bulk(kind, dtype, n, f"rows_bulk 2 x 32K/256, registers, min 2, persistent x2, {SMS} units",
                                 Setting(32768, 256, 2, True, 2, registers=True, max_units=SMS, **fe, **aff)))
         elif kind == "layer_norm":  # (float32 16384)
             out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, one pass local, w in registers, persistent x2",
                             Setting(65536, 512, None, True, 2, one_pass="local", affine_registers=True, **words)))
-            out.append(bulk(kind, dtype, n, "rows_bulk 64K/512, one pass local, w in registers, a ring of 3",
-                            Setting(65536, 512, None, True, 3, one_pass="local", affine_registers=True, **words)))
             out.append(bulk(kind, dtype, n, f"rows_bulk 2 x 32K/256, min 2, one pass local, w in registers, {SMS} units",
                             Setting(32768, 256, 2, True, 2, one_pass="local", max_units=SMS, affine_registers=True, **words)))
         elif kind == "cross_entropy":  # (bfloat16 16384: 32 KiB rows)
@@ -265,8 +258,6 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                             Setting(32768, 512, 3, True, 2, online=True, max_units=3 * SMS, fast_exp=True, **words)))
             out.append(bulk(kind, dtype, n, f"rows_bulk 32K/256, registers, min 2, persistent x2, {2 * SMS} CTAs",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=2 * SMS, fast_exp=True, **words)))
-            out.append(bulk(kind, dtype, n, f"rows_bulk 32K/512, min 2, online, fast exp, a ring of 3, {2 * SMS} CTAs",
-                            Setting(32768, 512, 2, True, 3, online=True, max_units=2 * SMS, fast_exp=True, **words)))
     if variant == "rows_cluster":
         if kind == "add_rms_norm":
             out.append(Candidate("rows_cluster, no .minnctapersm", None, {f"{COMMON}.ADD_RMS_CLUSTER_MIN_CTAS": None}, True,
@@ -280,8 +271,6 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                                 Setting(32768, 512, None, True, 2, weight_shared=True, max_units=15)))
                 out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, persistent x2, 15 units",
                                 Setting(32768, 512, None, True, 2, max_units=15)))
-                out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/512, a ring of 3, 15 units",
-                                Setting(32768, 512, None, True, 3, max_units=15)))
             else:
                 out.append(bulk(kind, dtype, n, "rows_bulk 16 x 64K/512, persistent x1, 7 units",
                                 Setting(65536, 512, None, True, 1, max_units=7)))
@@ -297,23 +286,11 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=30)))
             out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, fast exp, min 2, persistent x2, 30 units",
                             Setting(32768, 256, 2, True, 2, registers=True, max_units=30, **fe)))
-            out.append(bulk(kind, dtype, n, "rows_bulk 8 x 32K/256, registers, min 2, a ring of 3, 30 units",
-                            Setting(32768, 256, 2, True, 3, registers=True, max_units=30)))
     if variant == "rows_bulk":
         today = rows_bulk.setting_for(_op(kind, dtype, n))
         assert today is not None
         from dataclasses import replace
 
-        for chunk in (8192, 32768):  # (each lane of warp 0 one cp.async.bulk of CHUNK bytes: more, smaller copies, or fewer)
-            out.append(bulk(kind, dtype, n, f"rows_bulk today's, {chunk // 1024}K copies", replace(today, chunk=chunk),
-                            same=True))
-
-        if today.persistent and today.buffers == 2 and 3 * bulk_slice(kind, dtype, n) <= rows_bulk.SHARED_PER_SM:
-            # (a ring of 3: two rows' copies in flight while one is computed, where one CTA a multiprocessor holds them)
-            out.append(bulk(kind, dtype, n, "rows_bulk today's, a ring of 3", replace(today, buffers=3), same=True))
-            if today.block < 1024:
-                out.append(bulk(kind, dtype, n, "rows_bulk today's, a ring of 3, 1024 threads",
-                                replace(today, buffers=3, block=1024)))
         if today.block < 1024:  # twice the threads: half the values a thread, the row's arithmetic over more warps
             out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads", replace(today, block=1024)))
         if kind == "softmax" and not today.registers:
@@ -321,17 +298,7 @@ def candidates(kind: str, dtype: str, n: int, dry: bool = True) -> list[Candidat
                             replace(today, block=512, registers=True, early_copy=False)))
             out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, registers",
                             replace(today, block=1024, registers=True, early_copy=False)))
-        if kind == "layer_norm" and not today.registers:
-            out.append(bulk(kind, dtype, n, "rows_bulk today's, 1024 threads, 8K copies",
-                            replace(today, block=1024, chunk=8192)))
     return out
-
-
-def bulk_slice(kind: str, dtype: str, n: int) -> int:
-    """The bytes of the cell's rows_bulk slice today (rows_bulk.bulk_for)."""
-    from bulkred_dialect.passes.variants import rows_bulk
-
-    return rows_bulk.bulk_for(_op(kind, dtype, n))[3]
 
 
 def spilled(k) -> bool:
@@ -353,23 +320,32 @@ def cells(args) -> list[tuple[str, str, str, int]]:
     return [c for c in CELLS if c[0] in args.parts]
 
 
+def row(*cells) -> None:
+    """One line of the probe's markdown table (an empty cell: ``| |``)."""
+    print("|" + "".join(f" {c} |" if str(c) else " |" for c in cells), flush=True)
+
+
+def header(*columns: str) -> None:
+    """The table's head: its columns, a name ending in ``>`` right-aligned (``---:``)."""
+    row(*(c.rstrip(">") for c in columns))
+    row(*("---:" if c.endswith(">") else "---" for c in columns))
+
+
 def dry_run(args) -> int:
     """Every candidate of every cell built for sm_90a and assembled; 1 where one fails."""
     t0 = time.time()
-    print("| dtype | N | kind | setting | variant | grid x threads (x cluster), regs / spill | SASS / elem | build s |")
-    print("| --- | ---: | --- | --- | --- | --- | ---: | ---: |")
+    header("dtype", "N>", "kind", "setting", "variant", "grid x threads (x cluster), regs / spill", "SASS / elem>",
+           "build s>")
     failed = count = 0
     for _, kind, dtype, n in cells(args):
         for c in candidates(kind, dtype, n, dry=True):
             count += 1
             try:
                 k, name, secs = build(kind, dtype, n, c, True)
-                print(f"| {dtype} | {n} | {kind} | {c.label} | {name} | {RB.launch_of(k, TOTAL // n)} "
-                      f"| {sass_per_element(k, n, name)} | {secs:.2f} |", flush=True)
+                row(dtype, n, kind, c.label, name, RB.launch_of(k, TOTAL // n), sass_per_element(k, n, name), f"{secs:.2f}")
             except Exception as e:  # noqa: BLE001 - a candidate that does not build: the row says why
                 failed += 1
-                print(f"| {dtype} | {n} | {kind} | {c.label} | n/a | FAILED {type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:140]} | | |", flush=True)
+                row(dtype, n, kind, c.label, "n/a", f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:140]}", "", "")
     print(f"{count} kernels, {failed} failed, {time.time() - t0:.0f} s")
     return 1 if failed else 0
 
@@ -454,13 +430,12 @@ def measure(args) -> int:
 
     t0 = time.time()
     sms = RB.gpu_banner(torch)
-    print("| dtype | N | kind | setting | variant | grid x threads (x cluster), regs / spill, units at once "
-          "| GB/s | x copy | check |")
-    print("| --- | ---: | --- | --- | --- | --- | ---: | ---: | --- |")
+    header("dtype", "N>", "kind", "setting", "variant", "grid x threads (x cluster), regs / spill, units at once", "GB/s>",
+           "x copy>", "check")
     verdicts = []
     for _, kind, dtype, n in cells(args):
         if time.time() - t0 > args.budget_s:
-            print(f"| {dtype} | {n} | {kind} | skipped: past the budget | | | | | |", flush=True)
+            row(dtype, n, kind, "skipped: past the budget", "", "", "", "", "")
             verdicts.append(f"- {kind} {dtype} {n}: not measured (past --budget-s)")
             continue
         t = inputs(torch, kind, dtype, n)
@@ -480,8 +455,7 @@ def measure(args) -> int:
                 rows.append((c, name, RB.launch_of(k, t["m"], sms), words if ok else words + " (not sound)", ok))
                 calls.append(lambda k=k, a=call_args(kind, t, outs, None): k(*a))
             except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: the row says why
-                print(f"| {dtype} | {n} | {kind} | {c.label} | n/a | | | | {type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:120]} |", flush=True)
+                row(dtype, n, kind, c.label, "n/a", "", "", "", f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
         x = t["x"]
         copy_us, times = timed_in_turns(torch, lambda: torch.mul(x, 1.0, out=t["y"]), calls)
         copy = 2 * x.numel() * x.element_size() / copy_us / 1e3
@@ -490,9 +464,8 @@ def measure(args) -> int:
         for (c, name, launch, words, ok), us in zip(rows, times):
             gbs = moved / us / 1e3
             ratios.append((c, gbs / copy, ok))
-            print(f"| {dtype} | {n} | {kind} | {c.label} | {name} | {launch} | {gbs:,.0f} | {gbs / copy:.3f} | {words} |",
-                  flush=True)
-        print(f"| {dtype} | {n} | copy | | | | {copy:,.0f} | 1.000 | |", flush=True)
+            row(dtype, n, kind, c.label, name, launch, f"{gbs:,.0f}", f"{gbs / copy:.3f}", words)
+        row(dtype, n, "copy", "", "", "", f"{copy:,.0f}", "1.000", "")
         verdicts.append(verdict(kind, dtype, n, ratios))
         del t, ref, calls, first, rows
         torch.cuda.empty_cache()

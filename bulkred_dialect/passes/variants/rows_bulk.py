@@ -100,12 +100,7 @@ CHUNK = 16384
 """Bytes per ``cp.async.bulk`` (each a lane of warp 0)."""
 BUFFERS = 2
 """Slices a CTA holds in a persistent grid: 2, the next row's copied while this one is
-computed; 1, the copy after the previous row is done; 3 or more (a ring, off until an H200
-measures it: ``PROBE_ARGS="--budget-s 140" bash tools/gpu.sh probe:rows_sweep``), the next
-``B - 1`` rows' copies in flight while this one is computed (the slot of row ``k`` is ``k
-mod B``, its mbarrier's phase the parity of ``k div B``, both carried over the rows loop):
-more bytes in flight a multiprocessor where one CTA's shared memory holds the row (64 KiB
-slices, one CTA a multiprocessor). The same row arithmetic: two buffers' bits."""
+computed; 1, the copy after the previous row is done."""
 PERSISTENT: bool | None = None
 """True: a grid of the units the multiprocessors hold, each looping over its rows (a CTA
 prefetching its next row); False: a unit (CTA or cluster) per row, scheduled by the
@@ -263,11 +258,7 @@ class Setting:
     ``registers`` too, and ``weight_shared``'s) as 32-bit words, each widened to two
     float32 by a shift and a mask (``rows_common.widen_raw``: one instruction an element)
     instead of ``cvt.f32.bf16`` an element (ptxas: PRMT and SHF for the high half); the
-    same values, the same bits.
-
-    ``chunk`` (off until an H200 measures it: ``tools/probes/rows_sweep.py``): the bytes of
-    each lane's ``cp.async.bulk`` of the slice (None: :data:`CHUNK`), more and smaller
-    copies in flight or fewer; the same bits."""
+    same values, the same bits."""
 
     slice_bytes: int
     block: int
@@ -285,7 +276,6 @@ class Setting:
     fold_sum: bool = False
     affine_registers: bool = False
     words: bool = False
-    chunk: int | None = None
 
 
 _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the long rows)
@@ -432,8 +422,7 @@ def _chosen(op: Operation, target: Target) -> tuple[bool, object]:
 
 
 def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue | None, base: SSAValue, row: SSAValue,
-               row_bytes: int, buf: SSAValue, mbars: SSAValue, slot: SSAValue | int, slice_bytes: int,
-               chunk: int | None = None) -> None:
+               row_bytes: int, buf: SSAValue, mbars: SSAValue, slot: SSAValue | int, slice_bytes: int) -> None:
     """The copy of the CTA's slice of ``row`` of the global tensor at ``base`` (rows
     ``row_bytes`` apart; a cluster's CTA ``rank`` its ``rank``-th slice) into slot ``slot``
     of the shared buffer ``buf`` (slots ``slice_bytes`` apart): lanes of warp 0 copy a
@@ -441,10 +430,8 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
     ``cp.async.bulk.shared::cta.global``), completing
     on the slot's mbarrier (``mbars``, 8 bytes apart), to which thread 0 first announces
     the slice's bytes (after a proxy fence: the slot's earlier reads before the copy's
-    writes). rows_bulk's buffers and rows_bulk_backward's ring of slots. ``chunk``: the
-    bytes a lane copies (None: :data:`CHUNK`; ``lane_chunk`` then ``tid * chunk``)."""
-    chunk = chunk or CHUNK
-    chunks = -(-slice_bytes // chunk)
+    writes). rows_bulk's buffers and rows_bulk_backward's ring of slots."""
+    chunks = -(-slice_bytes // CHUNK)
     mbar = b.ptr_add(mbars, slot * 8 if isinstance(slot, int) else b.mul_i(slot, 8))
     dst = b.ptr_add(buf, slot * slice_bytes if isinstance(slot, int) else b.mul_i(slot, slice_bytes))
 
@@ -457,9 +444,9 @@ def copy_slice(b: Emitter, tid: SSAValue, lane_chunk: SSAValue, rank: SSAValue |
         c0.if_(c0.cmp("eq", tid, 0), announce)
         row_x = c0.ptr_add(base, c0.mul_i(row, row_bytes))
         src = c0.ptr_add(row_x, c0.wide(c0.add_i(c0.mul_i(rank, slice_bytes), lane_chunk) if rank is not None else lane_chunk))
-        size = c0.const(chunk)
-        if slice_bytes % chunk:  # the last chunk's bytes
-            size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % chunk), size))
+        size = c0.const(CHUNK)
+        if slice_bytes % CHUNK:  # the last chunk's bytes
+            size = c0.value(arith.SelectOp(c0.cmp("eq", tid, chunks - 1), c0.const(slice_bytes % CHUNK), size))
         c0.emit(CpAsyncBulkSharedCtaGlobalOp(c0.ptr_add(dst, lane_chunk), src, size, mbar))
         return []
 
@@ -905,7 +892,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     st = _setting(op)
     persistent = st.persistent if st.persistent is not None else c == 1
     nbuf = st.buffers if persistent else 1
-    chunk = st.chunk or CHUNK  # (the bytes of each lane's copy of the slice)
+    assert nbuf in (1, 2), f"rows_bulk: {nbuf} slice buffers (1 or 2)"
     staged = affine_staged(op, st)  # (the weight's and bias's slices in shared memory: their bytes, else 0)
     add = op.norm_kind == NormKind.ADD_RMS_NORM  # (x's and the residual's slices copied, h written from them)
     if persistent:
@@ -944,10 +931,10 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
 
     def issue(b: Emitter, row: SSAValue, which: SSAValue | int) -> None:
         """The copy of the CTA's slice of ``row`` into slice buffer ``which`` (add_rms_norm: the residual's too)."""
-        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes, chunk)
+        copy_slice(b, tid, lane_chunk, rank, x0, row, p.sx * d.bytes, buf, loaded, which, slice_bytes)
         if rbuf is not None and r0 is not None:
             copy_slice(b, tid, lane_chunk, rank, r0, row, row_stride(op.residual.type) * d.bytes, rbuf, loaded, which,  # type: ignore[arg-type, union-attr]
-                       slice_bytes, chunk)
+                       slice_bytes)
 
     r0 = None
     if add:  # the residual's first element (its slices' copies' source)
@@ -976,7 +963,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         slot = e.shr_u32(e.sreg(SpecialRegister.CTAID_X), c.bit_length() - 1)
         first = e.add_i(e.mul_i(rank, slice_bytes // (p.vec * d.bytes)), tid)
         if early:  # the first row's copy before the cluster barrier (`loaded`'s init published to the CTA first)
-            x0, lane_chunk = source(), e.mul_i(tid, chunk)
+            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
             stride, rows, start = grid_rows()
             e.emit(FenceMbarrierInitOp())
             e.bar_sync()
@@ -985,9 +972,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     else:
         slot = e.sreg(SpecialRegister.CTAID_X)
         first = tid
-        if not persistent and nbuf == 1 and slice_bytes <= chunk and _early_copy_cta(op):  # thread 0: init, then its copy
+        if not persistent and nbuf == 1 and slice_bytes <= CHUNK and _early_copy_cta(op):  # thread 0: init, then its copy
             early = True
-            x0, lane_chunk = source(), e.mul_i(tid, chunk)
+            x0, lane_chunk = source(), e.mul_i(tid, CHUNK)
             stride, rows, start = grid_rows()
             e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
         e.bar_sync()
@@ -1002,7 +989,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
     bd = of_ir(op.bias.type.element_type) if op.bias is not None else None  # type: ignore[union-attr]
     xs = e.ptr_add(buf, e.mul_i(tid, vec * d.bytes))  # the thread's first vector in the slice
     if lane_chunk is None:
-        lane_chunk = e.mul_i(tid, chunk)
+        lane_chunk = e.mul_i(tid, CHUNK)
     ws = bs = None  # (weight_shared: the thread's first vector of the weight's and bias's slices in shared memory)
     if affine_buf is not None and affine_loaded is not None:
         parts = [(w0, wd), (b0, bd)]
@@ -1024,20 +1011,14 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         held = (held_affine(e, w0, wd, sw, vec, p.group, per) if w0 is not None else None,
                 held_affine(e, b0, bd, sw, vec, p.group, per) if b0 is not None else None)
 
-    ring = nbuf > 2  # (BUFFERS: the slot and its phase carried over the loop)
-
     def row_body(b: Emitter, row: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        count = carried[0]
+        (count,) = carried
         row_x = b.ptr_add(x0, b.mul_i(row, p.sx * d.bytes))
         b.bar_sync()  # every thread has read the buffer of the CTA's previous row
-        which = b.and_b32(count, 1) if nbuf == 2 else carried[1] if ring else 0
+        which = b.and_b32(count, 1) if nbuf == 2 else 0
         if nbuf == 2:  # the CTA's next row into the other buffer, while this one is computed
             after = b.add_i(row, stride)
             b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, b.and_b32(b.add_i(count, 1), 1)) or [])
-        elif ring:  # row + (B - 1) strides into the previous row's slot (read: the barrier above), while this one is computed
-            after = b.add_i(row, b.mul_i(stride, nbuf - 1))
-            back = b.value(arith.SelectOp(b.cmp("eq", which, 0), b.const(nbuf - 1), b.sub_i(which, b.const(1))))
-            b.if_(b.cmp("slt", after, rows), lambda c1: issue(c1, after, back) or [])
         elif early:  # (the CTA's first row: copied before the loop)
             b.if_(b.cmp("ne", count, 0), lambda c1: issue(c1, row, 0) or [])
         else:
@@ -1050,9 +1031,9 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
         if st.one_pass == "row" and op.norm_kind == NormKind.LAYER_NORM:  # the row's first element, while the slice is copied
             shift = load_vec(b, d, row_x, 0, 1)[0]
         # buffer `which`'s mbarrier completes once per use: its uses' count's parity
-        phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else carried[2] if ring else b.and_b32(count, 1)
-        wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf >= 2 else loaded, phase)
-        here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf >= 2 else xs
+        phase = b.and_b32(b.shr_u32(count, 1), 1) if nbuf == 2 else b.and_b32(count, 1)
+        wait_phase(b, b.ptr_add(loaded, b.mul_i(which, 8)) if nbuf == 2 else loaded, phase)
+        here = b.ptr_add(xs, b.mul_i(which, slice_bytes)) if nbuf == 2 else xs
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes))) if y0 is not None else None
         w = RowBuf(wd, b.ptr_add(w0, b.mul_i(sw, vec * wd.bytes))) if w0 is not None and wd else None
         bb = RowBuf(bd, b.ptr_add(b0, b.mul_i(sw, vec * bd.bytes))) if b0 is not None and bd else None
@@ -1064,7 +1045,7 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             r.w, r.b = held  # type: ignore[assignment]
         rs = None
         if rbuf is not None and h0 is not None:  # add_rms_norm: the residual's slice, h's row in residual_out
-            rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf >= 2 else \
+            rs = b.ptr_add(b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes)), b.mul_i(which, slice_bytes)) if nbuf == 2 else \
                 b.ptr_add(rbuf, b.mul_i(tid, vec * d.bytes))
             hrow = b.ptr_add(h0, b.mul_i(row, row_stride(op.residual_out.type) * d.bytes))  # type: ignore[arg-type, union-attr]
             r.hout = RowBuf(d, b.ptr_add(hrow, b.mul_i(sw, vec * d.bytes)))
@@ -1073,21 +1054,13 @@ def lower_rows_bulk(op: Operation, rewriter: PatternRewriter, target: Target) ->
             registers_slice(r, b, row, st.early_affine, st.fast_exp)
         else:
             _body(r, b, row, here, per, st, shift, rs)
-        if ring:  # the next row's slot, and its phase flipped where the slots wrap around
-            wrap = b.cmp("eq", which, nbuf - 1)
-            return [b.add_i(count, 1), b.value(arith.SelectOp(wrap, b.const(0), b.add_i(which, 1))),
-                    b.value(arith.SelectOp(wrap, b.sub_i(1, carried[2]), carried[2]))]
         return [b.add_i(count, 1)]
 
     if not early:
         stride, rows, start = grid_rows()
     if nbuf == 2:  # the CTA's first row into buffer 0
         e.if_(e.cmp("slt", start, rows), lambda b: issue(b, start, 0) or [])
-    elif ring:  # the CTA's first B - 1 rows into slots 0 ... B - 2
-        for k in range(nbuf - 1):
-            first_k = e.add_i(start, e.mul_i(stride, k)) if k else start
-            e.if_(e.cmp("slt", first_k, rows), lambda b, r=first_k, k=k: issue(b, r, k) or [])
-    e.for_(start, rows, stride, [e.const(0)] * (3 if ring else 1), row_body)
+    e.for_(start, rows, stride, [e.const(0)], row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
         e.cluster_sync()
     reduce_loss(e, p, op, tid, rows)  # cross_entropy's reduced (none: nothing)
