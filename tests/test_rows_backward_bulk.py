@@ -159,21 +159,16 @@ def test_slots(slots: int, monkeypatch) -> None:
 
 LONG = [  # rows_bulk_backward.SETTINGS entries of issue 30's long rows (tools/probes/rows_backward.py --set long)
     {"stats_ahead": True},
-    {"reread": 1, "slots": 3},  # x's slot given back after the first pass; a slice's slot and phase move by 2 mod 3
-    {"reread": 2, "slots": 2, "columns_shared": 2},  # the next row's x and dy copied over this row's exchange and dx
-    {"reread": 1, "grad_registers": True, "slots": 2, "columns_shared": 1, "stats_ahead": True},  # dbias's sums shared
+    {"grad_registers": True, "slots": 2, "stats_ahead": True},  # dy in registers, a ring of 2
 ]
 
 
 @pytest.mark.parametrize("setting", LONG, ids=["-".join(f"{k}={v}" for k, v in c.items()) for c in LONG])
 def test_long_row_settings(setting: dict, monkeypatch) -> None:
-    """STATS_AHEAD (the next row's rstd and mean loaded over this row), REREAD (the row's
-    first slices' slots given back after its first pass, the next slices copied into them,
-    the second pass reading those tensors from global memory) and COLUMNS_SHARED (the last
-    column sums in shared memory, 4 bytes a column of the slice), from a SETTINGS entry of
-    the cell, against the default ring of 4: the same values in the same order, the same
-    bits of dx, dweight and dbias (a second pass that read a slot already overwritten by
-    the next row's slice, or another row's statistics, would not); 7 rows of one cluster."""
+    """STATS_AHEAD (the next row's rstd and mean loaded over this row), alone and with dy in
+    registers and a ring of 2, from a SETTINGS entry of the cell, against the default ring
+    of 4: the same values in the same order, the same bits of dx, dweight and dbias (a row
+    that read another row's statistics would not); 7 rows of one cluster."""
     rng = np.random.default_rng(3)
     xbits = to_bits(rng.standard_normal((7, 512)), "float32")
     dybits = to_bits(rng.standard_normal((7, 512)), "float32")
@@ -182,44 +177,20 @@ def test_long_row_settings(setting: dict, monkeypatch) -> None:
         _FOUR.append(run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True))
     monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", ("layer_norm_backward",), 512, 512, setting)])
     bp = _config("layer_norm_backward", 512, "float32", weight="float32", dweight="float32", dbias="float32")
-    assert (bp.reread, bp.stats_ahead, bp.slots, bp.tensors, bp.columns_shared, bp.column_bytes) == (
-        setting.get("reread", 0), setting.get("stats_ahead", False), setting.get("slots", 4),
-        1 if setting.get("grad_registers") else 2, setting.get("columns_shared", 0), setting.get("columns_shared", 0) * 512)
+    assert (bp.stats_ahead, bp.slots, bp.tensors) == (
+        setting.get("stats_ahead", False), setting.get("slots", 4), 1 if setting.get("grad_registers") else 2)
     got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
     for a, b in zip(got, _FOUR[0], strict=True):
         np.testing.assert_array_equal(a, b)
 
 
-def test_max_cluster(monkeypatch) -> None:
-    """SETTINGS' ``"max_cluster"`` and ``"block"``: float32 1024 in clusters of 2 (slices
-    of 2 KiB) instead of 8, CTAs of 64 threads (two vectors each) instead of 32, with x
-    and dy re-read and dbias's sums in shared memory: dx, dweight and dbias of 5 rows
-    against float64."""
-    setting = {"max_cluster": 2, "block": 64, "reread": 2, "columns_shared": 1}
-    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [("float32", None, 1024, 1024, setting)])
-    kw = {"weight": "float32", "dweight": "float32", "dbias": "float32"}
-    bp = _config("layer_norm_backward", 1024, "float32", **kw)
-    assert (bp.cluster, bp.block, bp.per, bp.reread, bp.columns_shared) == (2, 64, 2, 2, 1)
-    rng = np.random.default_rng(8)
-    xbits = to_bits(rng.standard_normal((5, 1024)) * 2 + 0.5, "float32")
-    dybits = to_bits(rng.standard_normal((5, 1024)), "float32")
-    wbits = to_bits(rng.standard_normal(1024), "float32")
-    got = run_norm("layer_norm_backward", xbits, dybits, wbits, "float32", "float32", True)
-    want, dw, db = norm_backward_reference("layer_norm_backward", xbits, dybits, wbits, "float32", "float32")
-    np.testing.assert_allclose(values(got[0], "float32"), want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
-    for buf, ref in zip(got[1:], (dw, db), strict=True):
-        np.testing.assert_allclose(values(buf, "float32"), ref, rtol=0, atol=5e-7 * max(1.0, np.abs(ref).max()))
-
-
 def test_long_row_settings_independent_of_m(monkeypatch) -> None:
-    """STATS_AHEAD and REREAD with 2 units (rows u, u + 2, ...): a unit's statistics read
-    ahead past its last row (clamped to row M - 1, unused) and its copies past M (none)
-    change no bits: the first 3 of 7 rows (the last 4 with dy = 0) give the 3 rows' own dx,
+    """STATS_AHEAD with 2 units (rows u, u + 2, ...): a unit's statistics read ahead past
+    its last row (clamped to row M - 1, unused) and its copies past M (none) change no bits: the first 3 of 7 rows (the last 4 with dy = 0) give the 3 rows' own dx,
     dweight and dbias bits; rms_norm's backward in bfloat16 (clusters of 2), no mean."""
     monkeypatch.setattr(rows_common, "sm_count", lambda target: 64)
     monkeypatch.setattr(rows_bulk_backward, "CLUSTERS", {2: 2})
     monkeypatch.setattr(rows_bulk_backward, "STATS_AHEAD", True)
-    monkeypatch.setattr(rows_bulk_backward, "REREAD", 2)
     n, dtype = 512, "bfloat16"
     x, dy, w, few = _three_rows_then_seven("rms_norm_backward", n, dtype, 2, seed=12)
     want, dw, _ = norm_backward_reference("rms_norm_backward", x[:3], dy[:3], w, dtype, dtype)
@@ -293,23 +264,6 @@ def test_softmax_backward(kind: str, n: int, dtype: str) -> None:
     want = f * (g - (g * f).sum(1, keepdims=True)) if kind == "softmax_backward" else g - np.exp(f) * g.sum(1, keepdims=True)
     tol = {"float32": 4e-6, "float16": 2e-3}[dtype]
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
-
-
-def test_softmax_backward_reread(monkeypatch) -> None:
-    """softmax_backward with REREAD 2 (y's and dy's slots given back after the first pass,
-    the second pass reading both from global memory): the bits of the default ring."""
-    m, n = 3, 512
-    rng = np.random.default_rng(4)
-    x = rng.standard_normal((m, n))
-    e = np.exp(x - x.max(1, keepdims=True))
-    y = (e / e.sum(1, keepdims=True)).astype(np.float32)
-    dy = rng.standard_normal((m, n)).astype(np.float32)
-    outs = []
-    for reread in (0, 2):
-        monkeypatch.setattr(rows_bulk_backward, "REREAD", reread)
-        built = module("softmax_backward", m, n, "float32", variant=VARIANT)
-        outs.append(test_rows.interpret(test_rows.lowered(built, VARIANT), y, np.full_like(y, 7.0), dy)[1])
-    np.testing.assert_array_equal(outs[0], outs[1])
 
 
 def test_where_measured_and_its_explain_rows(monkeypatch) -> None:

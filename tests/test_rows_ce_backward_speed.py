@@ -1,8 +1,8 @@
-"""cross_entropy's backward settings (rows_backward.CE_FAST, CE_TARGET_APART, CE_WORDS; off
-by default, docs/rows.md): on the CPU interpreter, with the CTAs narrowed as in test_rows,
+"""cross_entropy's backward settings (rows_backward.CE_FAST, CE_TARGET_APART; on where their
+tables say, docs/rows.md): on the CPU interpreter, with the CTAs narrowed as in test_rows,
 each against float64 (dx = ``(exp(x - lse) - s / N - (1 - s) [j == t]) * grad[row]``; 0 on
-an ignored row, NaN where the target is outside [0, N) or the row's lse is NaN), CE_WORDS
-bit for bit the default's and CE_TARGET_APART bit for bit CE_FAST's."""
+an ignored row, NaN where the target is outside [0, N) or the row's lse is NaN), the
+default too, and CE_TARGET_APART bit for bit CE_FAST's."""
 
 from __future__ import annotations
 
@@ -17,21 +17,18 @@ from bulkred_dialect.row_kernels import module
 IGNORED = -7
 
 
-SWITCHES = ("CE_FAST", "CE_TARGET_APART", "CE_WORDS", "CE_FOLD")
+SWITCHES = ("CE_FAST", "CE_TARGET_APART")
 
 
-def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing: float = 0.1, shift: float = 0.0,
-        shift2: float = 0.0):
+def _dx(n: int, dtype: str, variant: str, settings: dict, monkeypatch, smoothing: float = 0.1):
     """dx of 5 rows (targets: in the row's middle, ignored, the last element, outside [0, N),
-    ignored with a NaN lse; row 0's logits ``shift`` more, row 2's ``shift2``) under ``settings`` (rows_backward's
-    constants), with the inputs' values as the kernel saw them; and the lowered module's text (printed where read)."""
+    ignored with a NaN lse) under ``settings`` (rows_backward's constants), with the inputs'
+    values as the kernel saw them; and the lowered module's text (printed where read)."""
     for k in SWITCHES:
         monkeypatch.setattr(rows_backward, k, settings.get(k, False))
     m = 5
     rng = np.random.default_rng(n)
     x = rng.standard_normal((m, n)) * 3
-    x[0] += shift
-    x[2] += shift2
     xbits = test_rows.to_bits(x, dtype)
     xv = test_rows.values(xbits, dtype)
     mx = xv.max(1)
@@ -84,43 +81,20 @@ def test_fast_and_target_apart_against_float64(n: int, dtype: str, variant: str,
     assert fast[0].tobytes() == apart[0].tobytes()
 
 
-def test_words_are_the_defaults_bits(monkeypatch) -> None:
-    """CE_WORDS (bfloat16 logits read as words of two) gives the default's bits, and with
-    CE_FAST and CE_TARGET_APART those settings' (rows_cta, a partial last vector)."""
+def test_default_against_float64(monkeypatch) -> None:
+    """Both switches off: the accurate exp (no ``ftz``), within float64's tolerance
+    (rows_cta, a partial last vector)."""
     n = 260  # 65 vectors of 4, 64 threads
     off = _dx(n, "bfloat16", "rows_cta", {}, monkeypatch)
-    on = _dx(n, "bfloat16", "rows_cta", {"CE_WORDS": True}, monkeypatch)
-    assert "ld.vec nc b32" in on[5] and "ld.vec nc b32" not in off[5] and "ftz" not in off[5]
+    assert "ftz" not in off[5]
     _check(*off[:5], n, "bfloat16")
-    assert off[0].tobytes() == on[0].tobytes()
-    all_on = _dx(n, "bfloat16", "rows_cta", {**APART, "CE_WORDS": True}, monkeypatch)
-    _check(*all_on[:5], n, "bfloat16")
-    assert all_on[0].tobytes() == _dx(n, "bfloat16", "rows_cta", APART, monkeypatch)[0].tobytes()
-
-
-@pytest.mark.parametrize("variant,n,apart", [("rows_cta", 516, False), ("rows_cta", 516, True),
-                                             ("rows_stream", 4 * (2 * 32 + 11) + 4, True)])
-def test_fold_against_float64_and_long_lse_rows(variant: str, n: int, apart: bool, monkeypatch) -> None:
-    """CE_FOLD (the exponent one FFMA, lse log2(e)'s rounding in the row's scale) within
-    float64's tolerance, its ignored and NaN rows as the default's; row 0's logits moved by
-    3e6 (|lse| past CE_FOLD_LSE: CE_FAST's form) gives CE_FAST's bits; the other kept row
-    (2), moved by 5e5 (lse log2(e)'s rounding up to 2^-5: without it in the scale, errors of
-    2%), the fold's own (some bits differ from CE_FAST's). rows_cta branches once a row after
-    its loads (a partial vector: thread 0's third), rows_stream once a loop step."""
-    base = {**(APART if apart else FAST)}
-    fast = _dx(n, "float32", variant, base, monkeypatch, shift=3e6, shift2=5e5)
-    fold = _dx(n, "float32", variant, {**base, "CE_FOLD": True}, monkeypatch, shift=3e6, shift2=5e5)
-    assert abs(fold[2][0]) >= rows_backward.CE_FOLD_LSE > abs(fold[2][2])
-    _check(*fold[:5], n, "float32")
-    assert fold[0][0].tobytes() == fast[0][0].tobytes()
-    assert fold[0][2].tobytes() != fast[0][2].tobytes()
 
 
 def test_measured_cells() -> None:
     """The switches None: the tables decide, by type and N (never M), the cells an H200
     measured faster (tools/probes/rows_backward.py --set ce): CE_FAST for bfloat16 (and
     float16, its twin) 1024 to 16384 and float32 65536, CE_TARGET_APART with it at float32
-    65536, CE_WORDS and CE_FOLD nowhere; float32 65536 is rows_stream's (rows_cluster's
+    65536; float32 65536 is rows_stream's (rows_cluster's
     before), 16384 still rows_cta's."""
     from types import SimpleNamespace
 
@@ -132,16 +106,15 @@ def test_measured_cells() -> None:
     for k in SWITCHES:
         assert getattr(rows_backward, k) is None
 
-    def on(dtype, n: int) -> tuple[bool, bool, bool, bool]:
+    def on(dtype, n: int) -> tuple[bool, bool]:
         p = SimpleNamespace(dtype=dtype, n=n, kind=NormKind.CROSS_ENTROPY_BACKWARD, group=256)
-        return (rows_backward.ce_fast(p), rows_backward.ce_target_apart(p), rows_backward.ce_words(p),
-                rows_backward.ce_fold(p))
+        return rows_backward.ce_fast(p), rows_backward.ce_target_apart(p)
 
     for n in (1024, 4096, 16384):
-        assert on(BF16, n) == on(F16, n) == (True, False, False, False)
-        assert on(F32, n) == (False, False, False, False)
-    assert on(BF16, 65536) == on(BF16, 262144) == on(F32, 262144) == (False, False, False, False)
-    assert on(F32, 65536) == (True, True, False, False)
+        assert on(BF16, n) == on(F16, n) == (True, False)
+        assert on(F32, n) == (False, False)
+    assert on(BF16, 65536) == on(BF16, 262144) == on(F32, 262144) == (False, False)
+    assert on(F32, 65536) == (True, True)
 
     def chosen(n: int) -> str:
         (table,) = explanations(module("cross_entropy_backward", None, n, "float32", ignore_index=IGNORED),

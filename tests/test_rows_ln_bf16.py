@@ -10,8 +10,6 @@ reduction where pipelined):
 * NORM_FOLD_DX (layer_norm's dx as two FFMA from per-row constants): dx against float64
   (test_rows.test_norm_backward), dweight and dbias bit for bit the default's, dx's bits
   of a row independent of the batch (M = 5 against M = 2 on the same first rows);
-* NORM_CLUSTER_MIN_CTAS (rows_cluster's ``.minnctapersm``): set on the kernel, the bits
-  the default's;
 * the default (all None, their tables empty) lowers as with them off."""
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import pytest
 import test_rows
 from test_rows import small_ctas  # noqa: F401 - the CTAs narrowed (autouse)
 
-from bulkred_dialect.ops.kernel_attrs import MIN_CTAS_ATTR
 from bulkred_dialect.passes.variants import rows_backward
 from bulkred_dialect.row_kernels import module
 
@@ -112,7 +109,6 @@ def test_the_default_is_neither(monkeypatch) -> None:
     65536, bfloat16 and float16 as bfloat16; tools/probes/rows_ln_bf16.py, the seventh
     session) as with both True."""
     assert rows_backward.NORM_LEAN is None and rows_backward.NORM_FOLD_DX is None
-    assert rows_backward.NORM_CLUSTER_MIN_CTAS is None
     cases = [("layer_norm_backward", 4096, "bfloat16"), ("rms_norm_backward", 65536, "bfloat16")]
     measured = [("layer_norm_backward", 16384, "float16")]
 
@@ -123,26 +119,8 @@ def test_the_default_is_neither(monkeypatch) -> None:
 
     default = [text(*c) for c in cases + measured]
     _set(monkeypatch, False, False)
-    monkeypatch.setattr(rows_backward, "NORM_CLUSTER_MIN_CTAS_MEASURED", {})
     assert default[:len(cases)] == [text(*c) for c in cases]
     assert default[len(cases):] != [text(*c) for c in measured]
     _set(monkeypatch, True, True)
     assert default[len(cases):] == [text(*c) for c in measured]
 
-
-def test_cluster_min_ctas_sets_the_bound_alone(monkeypatch) -> None:
-    case = CASES[1]  # (rms_norm_backward on rows_cluster, pipelined)
-    kind, variant, n, dtype, affine, db = case
-    plain = _lowered(*case)
-    monkeypatch.setattr(rows_backward, "NORM_CLUSTER_MIN_CTAS", 2)
-    bound = _lowered(*case)
-
-    def attr(m):
-        f = next(o for o in m.walk() if o.name == "func.func")
-        a = f.attributes.get(MIN_CTAS_ATTR)
-        return None if a is None else a.value.data
-
-    assert attr(plain) is None and attr(bound) == 2
-    for a, b in zip(_outputs(bound, kind, n, dtype, affine, db, 5), _outputs(plain, kind, n, dtype, affine, db, 5),
-                    strict=True):
-        assert a.tobytes() == b.tobytes()

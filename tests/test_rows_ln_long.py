@@ -1,10 +1,8 @@
 """rows_bulk_backward's settings for the norms' backward at 262144 (issue 30, section 4; off by
 default, measured by tools/probes/rows_ln_long.py): LEAN_DX (dx by two FFMA from the row's
 constants, the first pass summing ``g (x - mean)``), WORDS (bfloat16 read from shared memory
-as 32-bit words), REVERSE (the second pass last vector first), HALVES (a ring of half slices)
-and SETTINGS' ``"spare_shared"`` (the
-shared memory kept for the rest: bfloat16 layer_norm's 4 slots and weight beside dbias's
-column sums). On the interpreter's clusters with test_rows_backward_bulk's small settings
+as 32-bit words), HALVES (a ring of half slices) and SETTINGS' ``"spare_shared"`` (the
+shared memory kept for the rest). On the interpreter's clusters with test_rows_backward_bulk's small settings
 (slices of 512 bytes, CTAs of one warp, one unit for all the rows): dx against float64,
 dweight and dbias bit for bit the default's (the same xhat, the same sums in the same
 order), dx's bits independent of M (the first rows alone)."""
@@ -83,26 +81,6 @@ def test_words(kind: str, monkeypatch) -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def test_reverse(monkeypatch) -> None:
-    """REVERSE: the second pass over a thread's vectors last to first (float32 layer_norm,
-    2 vectors a thread: slices of 1024 bytes, a cluster of 2): every output bit for bit the
-    default's (the same sums in the same order, dx elementwise); with LEAN_DX, LEAN_DX's."""
-    kind, n, dtype = "layer_norm_backward", 512, "float32"
-    monkeypatch.setattr(rows_bulk_backward, "SLICE_BYTES", 1024)
-    x, dy, w = _rows(kind, n, dtype, 0.5, m=5)
-    default = run_norm(kind, x, dy, w, dtype, dtype, True)
-    monkeypatch.setattr(rows_bulk_backward, "REVERSE", True)
-    bp = _config(kind, n, dtype, True)
-    assert (bp.cluster, bp.per, bp.reverse) == (2, 2, True)
-    for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, True), default, strict=True):
-        np.testing.assert_array_equal(a, b)
-    monkeypatch.setattr(rows_bulk_backward, "LEAN_DX", True)
-    both = run_norm(kind, x, dy, w, dtype, dtype, True)
-    monkeypatch.setattr(rows_bulk_backward, "REVERSE", False)
-    for a, b in zip(both, run_norm(kind, x, dy, w, dtype, dtype, True), strict=True):
-        np.testing.assert_array_equal(a, b)
-
-
 HALVES_CASES = [  # (kind, dtype, slots of half a slice): 2 vectors a thread, a cluster of 2, 7 rows of one unit
     ("layer_norm_backward", "float32", 4),  # one row's pieces: each copied as its row starts
     ("layer_norm_backward", "float32", 7),  # float32 262144's: the next row's pieces but the last a row ahead
@@ -131,21 +109,18 @@ def test_halves(kind: str, dtype: str, slots: int, monkeypatch) -> None:
 
 def test_spare_shared(monkeypatch) -> None:
     """SETTINGS' ``"spare_shared"``: the shared memory kept for the rest, in place of
-    SPARE_SHARED. Where dbias's column sums take shared memory (``"columns_shared"``), the
-    smaller spare keeps the 4 slots and the weight's slice (SHARED_PER_SM set here so that
-    the default's spare drops the weight); another cell keeps the default's; the outputs
-    bit for bit the default's."""
+    SPARE_SHARED: the smaller spare keeps the 4 slots and the weight's slice (SHARED_PER_SM
+    set here so that the default's spare drops the weight); another cell keeps the
+    default's; the outputs bit for bit the default's."""
     kind, n, dtype = "layer_norm_backward", 512, "float32"  # a cluster of 4: slices of 512 bytes
-    monkeypatch.setattr(rows_bulk_backward, "SHARED_PER_SM", 4 * 512 + 512 + 512 + 4096 - 1)
+    monkeypatch.setattr(rows_bulk_backward, "SHARED_PER_SM", 4 * 512 + 512 + 4096 - 1)
     x, dy, w = _rows(kind, n, dtype, 0.5, m=5)
     default = run_norm(kind, x, dy, w, dtype, dtype, True)
-    cell = {"columns_shared": 1}
-    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, cell)])
     bp = _config(kind, n, dtype, True)
-    assert (bp.slots, bp.weight_bytes, bp.column_bytes, bp.spare) == (4, 0, 512, rows_bulk_backward.SPARE_SHARED)
-    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, {**cell, "spare_shared": 2048})])
+    assert (bp.slots, bp.weight_bytes, bp.spare) == (4, 0, rows_bulk_backward.SPARE_SHARED)
+    monkeypatch.setattr(rows_bulk_backward, "SETTINGS", [(dtype, (kind,), n, n, {"spare_shared": 2048})])
     bp = _config(kind, n, dtype, True)
-    assert (bp.slots, bp.weight_bytes, bp.column_bytes, bp.spare) == (4, 512, 512, 2048)
+    assert (bp.slots, bp.weight_bytes, bp.spare) == (4, 512, 2048)
     assert _config("rms_norm_backward", n, dtype, False).spare == rows_bulk_backward.SPARE_SHARED
     got = run_norm(kind, x, dy, w, dtype, dtype, True)
     for a, b in zip(got, default, strict=True):
@@ -153,15 +128,15 @@ def test_spare_shared(monkeypatch) -> None:
 
 
 def test_default_off() -> None:
-    """LEAN_DX, WORDS, REVERSE and HALVES are off but where SETTINGS says, and SETTINGS names
+    """LEAN_DX, WORDS and HALVES are off but where SETTINGS says, and SETTINGS names
     them only in the cells an H200 measured faster (tools/probes/rows_ln_long.py, the seventh
     session): float32 layer_norm 262144 (lean_dx, 5 half slots and the weight's slice),
     bfloat16 layer_norm 262144 (lean_dx, words), bfloat16 rms_norm 262144 (words); float16
-    as bfloat16; reverse nowhere; the column tail spread over the waiting CTAs (tail_loads,
+    as bfloat16; the column tail spread over the waiting CTAs (tail_loads,
     tail_spread: the second run) in all four 262144 cells, float32 rms_norm's included."""
-    assert (rows_bulk_backward.LEAN_DX, rows_bulk_backward.WORDS, rows_bulk_backward.REVERSE,
-            rows_bulk_backward.HALVES, rows_bulk_backward.TAIL_LOADS, rows_bulk_backward.TAIL_SPREAD) == (None,) * 6
-    keys = {"lean_dx", "words", "reverse", "halves", "spare_shared", "tail_loads", "tail_spread"}
+    assert (rows_bulk_backward.LEAN_DX, rows_bulk_backward.WORDS,
+            rows_bulk_backward.HALVES, rows_bulk_backward.TAIL_LOADS, rows_bulk_backward.TAIL_SPREAD) == (None,) * 5
+    keys = {"lean_dx", "words", "halves", "spare_shared", "tail_loads", "tail_spread"}
     got = {(d, k, lo, hi, tuple(sorted(keys & set(s)))) for d, k, lo, hi, s in rows_bulk_backward.SETTINGS
            if keys & set(s)}
     layer, rms = ("layer_norm_backward",), ("rms_norm_backward",)

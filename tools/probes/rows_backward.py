@@ -29,8 +29,7 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
 
 ``--set ce`` (:func:`ce`, :func:`ce_candidates`, :data:`CE_CELLS`): cross_entropy's backward
 (0.85 to 0.92 of copy on an H200, issue-bound: 14 SASS instructions an element in float32,
-16 in bfloat16) against rows_backward.CE_FAST, CE_TARGET_APART, CE_FOLD and CE_WORDS and the
-variant's ``.minnctapersm``, timed as ``--set norms``, dx against float64, its bits with M
+16 in bfloat16) against rows_backward.CE_FAST and CE_TARGET_APART and the variant's ``.minnctapersm``, timed as ``--set norms``, dx against float64, its bits with M
 (the first 37 rows alone) and against the default's; the dry run prints each candidate's
 registers, spills and SASS an element; the run ends with the table entries to flip.
 
@@ -44,9 +43,8 @@ the default's, with its grid, ptxas's registers and spills and the units the GPU
 once.
 
 ``--set long`` (:func:`long_candidates`, :data:`LONG_CELLS`): the norms' backward at
-262144 (float32 and bfloat16) on rows_bulk_backward against its STATS_AHEAD, REREAD and
-COLUMNS_SHARED settings (with the ring's slots, dy in registers), and against the kernel without
-dweight / dbias (what the column sums cost), timed as ``--set norms``.
+262144 (float32 and bfloat16) on rows_bulk_backward against its STATS_AHEAD setting (and
+the ring's slots), and against the kernel without dweight / dbias (what the column sums cost), timed as ``--set norms``.
 
 GPU time: CUDA events around ``--calls`` calls back to back, the median of 5.
 """
@@ -264,58 +262,13 @@ NO_COLUMNS = "no column sums"
 
 
 def long_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
-    """--set long: the default beside rows_bulk_backward's STATS_AHEAD, REREAD and
-    COLUMNS_SHARED (with the ring's slots, dy in registers), and the kernel without its
-    column sums."""
-    ahead, re1, re2 = {f"{BULK}.STATS_AHEAD": True}, {f"{BULK}.REREAD": 1}, {f"{BULK}.REREAD": 2}
-    q = lambda k: {f"{BULK}.SLOTS": k}  # noqa: E731
-    cols = lambda k: {f"{BULK}.COLUMNS_SHARED": k}  # noqa: E731
-    t1024 = {f"{BULK}.BLOCK": 1024}  # 32 warps a multiprocessor at 64 registers (the column sums in shared memory)
+    """--set long: the default beside rows_bulk_backward's STATS_AHEAD (and the ring's
+    slots), and the kernel without its column sums."""
+    ahead = {f"{BULK}.STATS_AHEAD": True}
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("statistics ahead", None, ahead)]
     layer = kind == "layer_norm_backward"
-    if dtype == "float32" and layer:  # default: 3 slots (x, dy, the next x), the weight from L2
-        out += [("x re-read (3 slots: the next row's x and dy ahead)", None, re1),
-                ("x, dy re-read, 3 slots (1.5 rows ahead)", None, re2),
-                ("x, dy re-read, 2 slots and the weight's slice (a row ahead)", None, {**re2, **q(2)}),
-                ("statistics ahead, x re-read", None, {**ahead, **re1}),
-                ("statistics ahead, x, dy re-read, 2 slots and the weight's slice", None, {**ahead, **re2, **q(2)}),
-                ("dbias's sums in shared memory (64 KiB), x, dy re-read, 2 slots", None, {**cols(1), **re2, **q(2)}),
-                ("1024 threads, dbias's sums in shared memory, x, dy re-read, 2 slots", None,
-                 {**t1024, **cols(1), **re2, **q(2)})]
-    elif dtype == "float32":  # default (SETTINGS): dy in registers, 2 slots of x and the weight's slice
-        out += [("x re-read (the next two rows' x ahead)", None, re1),
-                ("statistics ahead, x re-read", None, {**ahead, **re1}),
-                ("dy in shared memory, x, dy re-read, 2 slots and the weight's slice", None,
-                 {**re2, f"{BULK}.GRAD_REGISTERS": False}),
-                ("1024 threads, dy in shared memory, dweight's sums in shared memory, x, dy re-read, 2 slots", None,
-                 {**t1024, **re2, **cols(1), f"{BULK}.GRAD_REGISTERS": False}),
-                ("1024 threads, dy in registers, dweight's sums in shared memory, x re-read, 2 slots", None,
-                 {**t1024, **re1, **cols(1)})]
-    elif layer:  # bfloat16 default: 4 slots (this row's and the next row's x and dy) and the weight's slice
-        out += [("x re-read (1.5 rows ahead)", None, re1),
-                ("x, dy re-read (two rows ahead)", None, re2),
-                ("5 slots and the weight's slice (1.5 rows ahead)", None, q(5)),
-                ("x, dy re-read, 5 slots (2.5 rows ahead)", None, {**re2, **q(5)}),
-                ("x, dy re-read, 2 slots, one CTA a multiprocessor", None, {**re2, **q(2), f"{BULK}.CTAS_PER_SM": 1}),
-                ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
-                ("dbias's sums in shared memory (64 KiB), 3 slots and the weight's slice", None, {**cols(1), **q(3)}),
-                ("dbias's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
-                 {**cols(1), **q(3), **re2}),
-                ("both sums in shared memory (128 KiB), 2 slots and the weight's slice, x, dy re-read", None,
-                 {**cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048}),  # (the rest: under 1 KiB)
-                ("1024 threads, dbias's sums in shared memory, 3 slots and the weight's slice", None,
-                 {**t1024, **cols(1), **q(3)}),
-                ("1024 threads, dbias's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
-                 {**t1024, **cols(1), **q(3), **re2}),
-                ("1024 threads, both sums in shared memory, 2 slots and the weight's slice, x, dy re-read", None,
-                 {**t1024, **cols(2), **q(2), **re2, f"{BULK}.SPARE_SHARED": 2048})]
-    else:  # bfloat16 rms_norm (0.90 of copy): also clusters of 8 (64 KiB slices, 3 slots, the weight from L2; 15
-        # clusters at once: 120 multiprocessors), where layer_norm's 128 column sums a thread do not fit
-        c8 = {f"{BULK}.MAX_CLUSTER": 8}
-        out += [("x, dy re-read (two rows ahead)", None, re2), ("statistics ahead, x, dy re-read", None, {**ahead, **re2}),
-                ("clusters of 8 (3 slots of 64 KiB)", None, c8), ("clusters of 8, x, dy re-read", None, {**c8, **re2}),
-                ("1024 threads, dweight's sums in shared memory, 3 slots and the weight's slice, x, dy re-read", None,
-                 {**t1024, **cols(1), **q(3), **re2})]
+    if dtype != "float32" and layer:  # bfloat16 default: 4 slots (this row's and the next row's x and dy) and the weight's slice
+        out += [("5 slots and the weight's slice (1.5 rows ahead)", None, {f"{BULK}.SLOTS": 5})]
     if layer:  # the tail's sums of the 7 units' partial rows: SUM_LOADS (16) rows a step, the rest one by one (7
         # dependent L2 loads a column vector); 4 a step: 4 round trips instead of 7 (the same order, the same bits)
         out += [("the tail's sums 4 rows a step (rows_backward.SUM_LOADS 4)", None, {f"{BWD}.SUM_LOADS": 4})]
@@ -333,6 +286,65 @@ def graph_medians(torch, calls: list, rounds: int = 3) -> list[float]:
         for i, fn in enumerate(calls):
             times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
     return [statistics.median(t) for t in times]
+
+
+def gpu_table(torch, head: str, align: str) -> tuple[float, int]:
+    """A probe's start on the GPU: its clock, the GPU's line (:func:`gpu_banner`) and its
+    table's ``head`` and ``align`` rows; (the clock's start, the multiprocessors)."""
+    t0 = time.time()
+    sms = gpu_banner(torch)
+    print(head)
+    print(align)
+    return t0, sms
+
+
+def timed_against_copy(torch, x, y, calls: list, tensors: int = 3) -> tuple[list[float], float, int]:
+    """The copy kernel (``x`` into ``y``) and ``calls`` timed in turns (:func:`graph_medians`):
+    (their GPU us a call, the copy's first; the copy's GB/s, x read and y written; the bytes a
+    call moves, ``tensors`` times x's)."""
+    times = graph_medians(torch, [lambda: torch.mul(x, 1.0, out=y)] + calls)
+    return times, 2 * x.numel() * x.element_size() / times[0] / 1e3, tensors * x.numel() * x.element_size()
+
+
+def print_flips(head: str, lines: list[str], t0: float, note: str = "") -> None:
+    """A probe's last lines: the table entries to flip (``lines``, under ``head``) and its time since ``t0``."""
+    print(f"\nTo flip ({head}):")
+    for line in lines:
+        print(f"- {line}")
+    print(f"probe time: {time.time() - t0:.0f} s{note}")
+
+
+def dry_rows(header: str, items) -> tuple[int, int]:
+    """A ``--dry-run`` table: ``header`` (its last column's name) and a row for each
+    ``(kind, dtype, N, label, build)`` of ``items``, ``build()`` giving (the variant, the
+    launch, the last column), or why it does not build. (rows, failed)."""
+    print(f"| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | {header} |")
+    print("| --- | --- | ---: | --- | --- | --- | ---: |")
+    count = failed = 0
+    for kind, dtype, n, label, build in items:
+        count += 1
+        try:
+            name, launch, last = build()
+            print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch} | {last} |", flush=True)
+        except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
+            failed += 1
+            print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+    return count, failed
+
+
+def probe_args(doc: str, cells: str, cells_help: str = "dtype:N pairs in the order measured", kinds: str | None = None):
+    """A probe's arguments (``--cells``, ``--kinds`` where ``kinds`` is given: the norms'
+    backward kinds only, ``--budget-s``, ``--dry-run``): (the parser, the arguments)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--cells", default=cells, help=cells_help)
+    if kinds is not None:
+        ap.add_argument("--kinds", default=kinds)
+    ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
+    args = ap.parse_args()
+    if kinds is not None and not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
+        ap.error("--kinds: rms_norm_backward and layer_norm_backward only")
+    return ap, args
 
 
 def norm_inputs(torch, kind: str, dtype: str, n: int) -> dict:
@@ -418,11 +430,8 @@ def norms(args, candidates=norm_candidates) -> int:
 
     from bulkred_dialect import row_kernels
 
-    t0 = time.time()
-    sms = gpu_banner(torch)
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | GB/s "
-          "| x copy | check |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |")
+    t0, sms = gpu_table(torch, "| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, "
+                        "units at once | GB/s | x copy | check |", "| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |")
     for dtype, n in cells(args):
         for kind in args.kinds.split(","):
             if args.budget_s and time.time() - t0 > args.budget_s:
@@ -464,9 +473,7 @@ def norms(args, candidates=norm_candidates) -> int:
                 except Exception as e:  # noqa: BLE001 - a setting that does not apply or fails: the row says why
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | {str(e).splitlines()[0][-90:]} |",
                           flush=True)
-            times = graph_medians(torch, [lambda: torch.mul(t["x"], 1.0, out=y)] + calls)
-            copy = 2 * m * n * t["x"].element_size() / times[0] / 1e3
-            moved = 3 * m * n * t["x"].element_size()
+            times, copy, moved = timed_against_copy(torch, t["x"], y, calls)
             for (label, name, launch, ok), us in zip(rows, times[1:]):
                 gbs = moved / us / 1e3
                 print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch} | {gbs:,.0f} | {gbs / copy:.3f} | "
@@ -665,45 +672,33 @@ def rows_cta_min_block() -> int:
 def ce_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     """--set ce: the default beside rows_backward.CE_FAST (ex2.approx.ftz, fma(p, s, c), a
     32-bit target compare), CE_TARGET_APART (no compare: the target's element written again
-    by its thread), CE_FOLD (the exponent one FFMA), CE_WORDS (bfloat16 in words; the
-    default's bits), and all of them with the
-    variant's ``.minnctapersm`` at a full multiprocessor's threads (rows_warp / rows_cta /
-    rows_stream .MIN_CTAS; the faster form's 36 to 64 registers leave 4 to 8 CTAs of 128 to
+    by its thread), and both with the variant's ``.minnctapersm`` at a full
+    multiprocessor's threads (rows_warp / rows_cta / rows_stream .MIN_CTAS; the faster form's 36 to 64 registers leave 4 to 8 CTAs of 128 to
     512 threads where the threads allow 4 to 16), and at float32 65536 rows_stream forced
     (the dispatch's rows_cluster: 86 registers)."""
     fast = {f"{BWD}.CE_FAST": True}
     apart = {**fast, f"{BWD}.CE_TARGET_APART": True}
-    fold = {**apart, f"{BWD}.CE_FOLD": True}
-    words = {f"{BWD}.CE_WORDS": True}
     out: list[tuple[str, str | None, dict]] = [("default", None, {}), ("fast", None, fast),
-                                               ("fast, target apart", None, apart),
-                                               ("fast, target apart, fold", None, fold)]
-    best, best_label = fold, "fast, target apart, fold"
-    if dtype != "float32":
-        best, best_label = {**fold, **words}, "fast, target apart, fold, words"
-        out += [("words", None, words), (best_label, None, best)]
+                                               ("fast, target apart", None, apart)]
+    best, best_label = apart, "fast, target apart"
     chosen = ce_variant(dtype, n)
     block = {"rows_warp": 256, "rows_cta": None, "rows_stream": 512}.get(chosen, 0)
     if chosen == "rows_cta":
         from bulkred_dialect.row_kernels import kernel_for
 
         block = kernel_for(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED).signature.launch.block[0]
-    if block:  # (a full multiprocessor's threads: 32 registers; three quarters of them: 40). rows_warp and
-        # rows_cta without the fold: its row of values held over the branch spills there (100 to 124 bytes at 32)
+    if block:  # (a full multiprocessor's threads: 32 registers; three quarters of them: 40)
         full = 2048 // block
-        base, base_label = (best, best_label) if chosen == "rows_stream" else \
-            (({**apart, **words}, "fast, target apart, words") if dtype != "float32" else (apart, "fast, target apart"))
         for k in sorted({full, full * 3 // 4} - {0, 1}, reverse=True):
-            out.append((f"{base_label}, .minnctapersm {k}", None,
-                        {**base, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
+            out.append((f"{best_label}, .minnctapersm {k}", None,
+                        {**best, f"bulkred_dialect.passes.variants.{chosen}.MIN_CTAS": k}))
     if chosen == "rows_cta" and block > rows_cta_min_block():  # (half the threads a row: the row's own
         # work (lse, target, gradient, the target's element) over twice the elements)
         out.append((f"{best_label}, 64 values a thread", None, {**best, "bulkred_dialect.passes.variants.rows_cta.VALUES": 64}))
     if chosen == "rows_cluster":
         out += [("rows_stream", "rows_stream", {}), ("rows_stream, fast, target apart", "rows_stream", apart),
-                ("rows_stream, fast, target apart, fold", "rows_stream", fold),
-                ("rows_stream, fast, target apart, fold, .minnctapersm 4", "rows_stream",
-                 {**fold, "bulkred_dialect.passes.variants.rows_stream.MIN_CTAS": 4})]
+                ("rows_stream, fast, target apart, .minnctapersm 4", "rows_stream",
+                 {**apart, "bulkred_dialect.passes.variants.rows_stream.MIN_CTAS": 4})]
     return out
 
 
@@ -716,52 +711,37 @@ def ce_kernel(dtype: str, n: int, variant: str | None, patches: dict):
         return row_kernels.kernel_for(CE_KIND, None, n, dtype, ignore_index=CE_IGNORED, variant=variant)
 
 
-def sass_per_element(k) -> str:
-    """SASS instructions (ptxas sm_90a, nvdisasm) of the innermost loop holding the exps,
-    over its MUFU.EX2 (one an element): the loop over rows of rows_warp / rows_cta, the loop
-    over vectors of rows_stream / rows_cluster; '?' without nvdisasm."""
+def smallest_loop(k, holds) -> list[str] | None:
+    """The SASS instructions (ptxas sm_90a, nvdisasm) of ``k``'s smallest loop (a backward
+    branch and what it jumps over) for which ``holds(instructions)``; None without nvdisasm
+    or such a loop."""
     import re
 
     from rows_forward import sass_listing
 
     listing = sass_listing(k)
     if listing is None:
-        return "?"
+        return None
     ins, labels = listing
-
-    def target(rest: str) -> int | None:
-        t = re.search(r"\((\.L_x_\d+)\)", rest)
-        return labels.get(t.group(1)) if t else None
-
     best = None
     for a, op, rest, _ in ins:
-        lo = target(rest)
+        t = re.search(r"\((\.L_x_\d+)\)", rest)
+        lo = labels.get(t.group(1)) if t else None
         if op.startswith("BRA") and lo is not None and lo < a:
-            body = [(x, o, r_) for x, o, r_, _ in ins if lo <= x <= a]
-            exps = sum(o.startswith("MUFU.EX2") for _, o, _ in body)
-            if exps and (best is None or len(body) < len(best)):
+            body = [o for x, o, _, _ in ins if lo <= x <= a]
+            if holds(body) and (best is None or len(body) < len(best)):
                 best = body
+    return best
+
+
+def sass_per_element(k) -> str:
+    """SASS instructions of the innermost loop holding the exps (:func:`smallest_loop`), over
+    its MUFU.EX2 (one an element): the loop over rows of rows_warp / rows_cta, the loop over
+    vectors of rows_stream / rows_cluster; '?' without nvdisasm."""
+    best = smallest_loop(k, lambda ops: any(o.startswith("MUFU.EX2") for o in ops))
     if best is None:
         return "?"
-    # rows_backward.CE_FOLD: two forms (if |lse| < CE_FOLD_LSE ... else ...: a predicated forward BRA to L1,
-    # the instruction before L1 a BRA past the other form, both forms with exps): the folded one (the
-    # cheaper) counted, the other left out
-    pred = {x: pr for x, _, _, pr in ins}
-    for x, o, r_ in list(best):
-        l1 = target(r_)
-        if not (o.startswith("BRA") and pred.get(x) and l1 is not None and l1 > x):
-            continue
-        before = [b for b in best if b[0] < l1]
-        end = target(before[-1][2]) if before and before[-1][1].startswith("BRA") and not pred.get(before[-1][0]) else None
-        if end is None or end <= l1:
-            continue
-        a_blk = [b for b in best if x < b[0] < l1]
-        b_blk = [b for b in best if l1 <= b[0] < end]
-        if all(any(o2.startswith("MUFU.EX2") for _, o2, _ in blk) for blk in (a_blk, b_blk)):
-            drop = a_blk if len(a_blk) > len(b_blk) else b_blk
-            best = [b for b in best if b not in drop]
-            break
-    return f"{len(best) / sum(o.startswith('MUFU.EX2') for _, o, _ in best):.1f}"
+    return f"{len(best) / sum(o.startswith('MUFU.EX2') for o in best):.1f}"
 
 
 def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
@@ -784,10 +764,6 @@ def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
             flips.append(f"rows_backward.CE_FAST_MEASURED: {name}: (..., ({n}, {n}))")
         if "target apart" in label:
             flips.append(f"rows_backward.CE_TARGET_APART_MEASURED: {name}: (..., ({n}, {n}))")
-        if "fold" in label:
-            flips.append(f"rows_backward.CE_FOLD_MEASURED: {name}: (..., ({n}, {n}))")
-        if "words" in label:
-            flips.append(f"rows_backward.CE_WORDS_MEASURED: {name}: (..., ({n}, {n}))")
         if ".minnctapersm" in label:
             v = variant or ce_variant(dtype, n)
             flips.append(f"{v}.MIN_CTAS_MEASURED: (\"{CE_KIND}\", {name}): (..., ({n}, {n}, {label.rsplit(' ', 1)[1]}))")
@@ -843,11 +819,8 @@ def ce(args) -> int:
     entries to flip (:func:`ce_flips`)."""
     import torch
 
-    t0 = time.time()
-    sms = gpu_banner(torch)
-    print("| dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | SASS / elem "
-          "| GB/s | x copy | check |")
-    print("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    t0, sms = gpu_table(torch, "| dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once "
+                        "| SASS / elem | GB/s | x copy | check |", "| --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
     results = []
     for dtype, n in cells(args):
         if args.budget_s and time.time() - t0 > args.budget_s:
@@ -883,8 +856,7 @@ def ce(args) -> int:
                 continue
             rows.append((label, name, launch_of(k, m, sms), sass_per_element(k), ok))
             calls.append(lambda k=k, dx=dx: k(x, dx, target, grad, lse))
-        us = graph_medians(torch, [lambda: torch.mul(x, 1.0, out=y)] + calls)
-        moved = 2 * m * n * x.element_size()
+        us, _, moved = timed_against_copy(torch, x, y, calls, 2)
         for (label, name, launch, sass, ok), t_us in zip(rows, us[1:]):
             ratio = us[0] / t_us
             results.append((dtype, n, label, name if name != ce_variant(dtype, n) else None, ratio if "ok" == ok[:2]
@@ -893,10 +865,7 @@ def ce(args) -> int:
                   f"| {ok} |", flush=True)
         del x, y, calls, first
         torch.cuda.empty_cache()
-    print("\nTo flip (the fastest candidate per cell, its check passed, >= 1.01x the default):")
-    for line in ce_flips(results):
-        print(f"- {line}")
-    print(f"probe time: {time.time() - t0:.0f} s")
+    print_flips("the fastest candidate per cell, its check passed, >= 1.01x the default", ce_flips(results), t0)
     return 0
 
 
@@ -913,9 +882,9 @@ def main() -> int:
                          "rows_bulk_backward with dy in registers (FAST_CANDIDATES), or the norms' weak cells "
                          "against their units, CTAs a multiprocessor and variants (norm_candidates: CUDA graphs, "
                          "medians; cells NORMS_CELLS, kinds rms_norm_backward and layer_norm_backward by default), "
-                         "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD and REREAD "
+                         "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD "
                          "(long_candidates: as norms, cells LONG_CELLS), or cross_entropy's backward against "
-                         "rows_backward.CE_FAST, CE_TARGET_APART, CE_FOLD, CE_WORDS and .minnctapersm (ce_candidates: as "
+                         "rows_backward.CE_FAST, CE_TARGET_APART and .minnctapersm (ce_candidates: as "
                          "norms, cells CE_CELLS)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")

@@ -16,10 +16,10 @@ default (:data:`WIN`).
 
 ``--dry-run``: no GPU; every candidate built for sm_90a and assembled on the CPU (the variant, grid x
 threads (x cluster), ptxas's registers / spilled bytes, the seconds its build took); 1 where one fails
-(77 candidates, about 20 CPU-seconds). Each flip line names tables that exist: rows_cta's, rows_warp's
+(66 candidates, about 15 CPU-seconds). Each flip line names tables that exist: rows_cta's, rows_warp's
 and rows_stream's MIN_CTAS_MEASURED / CTAS_PER_SM_MEASURED, rows_cta.VALUES_MEASURED,
 rows_stream.UNROLL_MEASURED, rows_common.NORM_BACKWARD_VALUES_MEASURED and NORM_BACKWARD_UNITS,
-rows_cluster.SLICE_MEASURED, rows_backward's CE_* and NORM_CLUSTER_MIN_CTAS_MEASURED,
+rows_cluster.SLICE_MEASURED, rows_backward's CE_*,
 rows_bulk_backward.SETTINGS and CHOSEN; but for 16-byte bfloat16 vectors (rows_common.WIDE_BF16, one
 switch for every kernel) and a variant's predicate (cross_entropy's backward on rows_cta at 1024 or
 rows_stream at 16384), which say so.
@@ -41,16 +41,13 @@ bytes over more rows so that one row's exchange overlaps another's loads), per c
   ``cp.async.bulk``: up to 192 KiB in flight a multiprocessor, against rows_cta's and rows_cluster's
   registers' 32 to 64 KiB) forced at bfloat16 4096, 16384 and 65536 with its newer keys (``words``,
   ``lean_dx``, ``halves``, 6 slots beside the weight with a 2 KiB spare, 2 to 4 CTAs a multiprocessor of
-  12 or 6 slots); rows_cta and rows_cluster with 8 values a thread (rows_common.NORM_BACKWARD_VALUES) at
-  two CTAs a multiprocessor (rows_cluster.SLICE 4096, NORM_CLUSTER_MIN_CTAS / rows_cta.MIN_CTAS 2);
+  12 or 6 slots); rows_cta with 8 values a thread (rows_common.NORM_BACKWARD_VALUES) at 4096;
   float32 262144's SETTINGS keys not yet tried there (rms_norm: layer_norm's half slices and lean dx;
-  layer_norm: the second pass reversed with 5 half slots, 6 half slots with the weight from L2, 1024
-  threads).
+  layer_norm: 6 half slots with the weight from L2).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -65,7 +62,7 @@ import rows_ln_bf16 as LB  # noqa: E402 - tools/probes/rows_ln_bf16.py
 
 V = "bulkred_dialect.passes.variants"
 BWD, BULK, COMMON = f"{V}.rows_backward", f"{V}.rows_bulk_backward", f"{V}.rows_common"
-CTA, CLUSTER, STREAM, WARP = f"{V}.rows_cta", f"{V}.rows_cluster", f"{V}.rows_stream", f"{V}.rows_warp"
+CTA, STREAM, WARP = f"{V}.rows_cta", f"{V}.rows_stream", f"{V}.rows_warp"
 KINDS = {"ce": "cross_entropy_backward", "rms": "rms_norm_backward", "ln": "layer_norm_backward"}
 CELLS = ("ln:float32:262144,ln:bfloat16:65536,rms:bfloat16:65536,ln:bfloat16:16384,ln:bfloat16:4096,"
          "ce:float32:4096,rms:bfloat16:16384,ce:bfloat16:262144,ce:float32:1024,ce:float32:262144,"
@@ -206,17 +203,12 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
     values8 = {f"{COMMON}.NORM_BACKWARD_VALUES": 8}
     v8f = table_flip("rows_common", "NORM_BACKWARD_VALUES_MEASURED", kind, dtype, n, 8)
     if dtype == "float32" and n == 262144 and layer:  # SETTINGS: stats ahead, lean dx, 5 half slots, weight slice
-        out += [b("second pass reversed (5 half slots and the weight's slice)", {"reverse": True}),
-                b("6 half slots, the weight from L2", {"slots": 6}),
-                b("1024 threads (32 column sums a thread)", {"block": 1024}),
-                b("1024 threads, second pass reversed", {"block": 1024, "reverse": True})]
+        out += [b("6 half slots, the weight from L2", {"slots": 6})]
     elif dtype == "float32" and n == 262144:  # SETTINGS: dy in registers, 2 slots and the weight's slice, stats ahead
         halves = {"grad_registers": False, "halves": True, "slots": 5, "spare_shared": 2048}
         out += [b("dy in the ring, 5 half slots and the weight's slice", halves),
                 b("dy in the ring, 5 half slots, lean dx (layer_norm's setting)", {**halves, "lean_dx": True}),
-                b("dy in the ring, 6 half slots (the weight from L2), lean dx", {**halves, "lean_dx": True, "slots": 6}),
-                b("dy in the ring, 5 half slots, lean dx, second pass reversed",
-                  {**halves, "lean_dx": True, "reverse": True})]
+                b("dy in the ring, 6 half slots (the weight from L2), lean dx", {**halves, "lean_dx": True, "slots": 6})]
     elif n == 4096:  # layer_norm bfloat16: rows_cta 256 x 256, 128 registers, 2 CTAs a multiprocessor
         lw = {"lean_dx": True, "words": True}
         out += [b("rows_bulk_backward, lean dx, words, at most 2 CTAs, 12 slots", {**lw, "ctas_per_sm": 2, "slots": 12}),
@@ -232,15 +224,8 @@ def norm_candidates(kind: str, dtype: str, n: int) -> list[tuple[str, str | None
                 b(f"rows_bulk_backward, {tag}, 6 slots and the weight's slice (2 KiB spare)", {**lw, **spare6}),
                 b(f"rows_bulk_backward, {tag}, half slices", {**lw, "halves": True}),
                 b(f"rows_bulk_backward, {tag}, statistics ahead, 6 slots (2 KiB spare)",
-                  {**lw, "stats_ahead": True, **spare6}),
-                b(f"rows_bulk_backward, 1024 threads, {tag}", {**lw, "block": 1024})]
-        if not (n == 16384 and not layer):  # (rms_norm 16384's own variant: rows_bulk_backward)
-            c = n // 4096
-            two = {**values8, f"{CLUSTER}.SLICE": 4096, f"{BWD}.NORM_CLUSTER_MIN_CTAS": 2}
-            out.append((f"rows_cluster of {c} x 512 at 8 values (SLICE 4096), .minnctapersm 2", "rows_cluster", two,
-                        [v8f, table_flip("rows_cluster", "SLICE_MEASURED", kind, dtype, n, 4096),
-                         table_flip("rows_backward", "NORM_CLUSTER_MIN_CTAS_MEASURED", kind, dtype, n, 2)]))
-        else:
+                  {**lw, "stats_ahead": True, **spare6})]
+        if n == 16384 and not layer:  # (rms_norm 16384's own variant: rows_bulk_backward)
             out.append(b("rows_bulk_backward, words, lean dx", {"words": True, "lean_dx": True}))
     return out
 
@@ -350,11 +335,9 @@ def measure(args) -> int:
     the table; the entries to flip."""
     import torch
 
-    t0 = time.time()
-    sms = RB.gpu_banner(torch)
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once | GB/s "
-          "| x copy | x default | check |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    t0, sms = RB.gpu_table(torch, "| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, "
+                           "units at once | GB/s | x copy | x default | check |",
+                           "| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
     results, built = [], 0.0
     for kind, dtype, n in cells(args.cells):
         if args.budget_s and time.time() - t0 > args.budget_s:
@@ -379,9 +362,7 @@ def measure(args) -> int:
                 print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | | {str(e).splitlines()[0][-90:]} |", flush=True)
                 if label == "default":
                     break
-        times = RB.graph_medians(torch, [lambda: torch.mul(x, 1.0, out=y)] + calls)
-        copy = 2 * m * n * x.element_size() / times[0] / 1e3
-        moved = (2 if ce else 3) * m * n * x.element_size()
+        times, copy, moved = RB.timed_against_copy(torch, x, y, calls, 2 if ce else 3)
         base = None
         for (label, name, launch, ok, entries), us in zip(rows, times[1:]):
             gbs = moved / us / 1e3
@@ -392,39 +373,29 @@ def measure(args) -> int:
         print(f"| copy | {dtype} | {n} | | | | {copy:,.0f} | 1.000 | | |", flush=True)
         del t, x, y, calls, first
         torch.cuda.empty_cache()
-    print(f"\nTo flip (per cell the fastest candidate, its checks passed, >= {WIN}x the default):")
-    for line in flips(results):
-        print(f"- {line}")
-    print(f"probe time: {time.time() - t0:.0f} s (building the kernels {built:.0f} s)")
+    RB.print_flips(f"per cell the fastest candidate, its checks passed, >= {WIN}x the default", flips(results), t0,
+                   f" (building the kernels {built:.0f} s)")
     return 0
 
 
 def dry_run(args) -> int:
     """Every candidate of every cell built for sm_90a and assembled; no GPU. 1 where one fails."""
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | build s |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: |")
-    failed, count, t0 = 0, 0, time.time()
-    for kind, dtype, n in cells(args.cells):
-        for label, variant, patches, _ in candidates(kind, dtype, n):
-            t1 = time.time()
-            count += 1
-            try:
-                k, name = build(kind, dtype, n, variant, patches, dry=True)
-                print(f"| {kind} | {dtype} | {n} | {label} | {name} | {RB.launch_of(k, RB.TOTAL // n)} "
-                      f"| {time.time() - t1:.1f} |", flush=True)
-            except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
-                failed += 1
-                print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+    t0 = time.time()
+
+    def row(kind: str, dtype: str, n: int, variant: str | None, patches: dict) -> tuple[str, str, str]:
+        t1 = time.time()
+        k, name = build(kind, dtype, n, variant, patches, dry=True)
+        return name, RB.launch_of(k, RB.TOTAL // n), f"{time.time() - t1:.1f}"
+
+    count, failed = RB.dry_rows("build s", ((kind, dtype, n, label, lambda a=(kind, dtype, n, variant, patches): row(*a))
+                                            for kind, dtype, n in cells(args.cells)
+                                            for label, variant, patches, _ in candidates(kind, dtype, n)))
     print(f"{count} candidates, {failed} failed, {time.time() - t0:.0f} s")
     return 1 if failed else 0
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", default=CELLS, help="kind:dtype:N (kind ce, rms or ln) in the order measured")
-    ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
-    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
-    args = ap.parse_args()
+    ap, args = RB.probe_args(__doc__, CELLS, "kind:dtype:N (kind ce, rms or ln) in the order measured")
     try:
         cells(args.cells)  # (a bad --cells: its one-line error before any work)
     except ValueError as e:

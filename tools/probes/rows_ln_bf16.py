@@ -42,7 +42,6 @@ SLICE 4096 clusters within 1% or slower: no longer candidates here.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 
@@ -90,20 +89,7 @@ def sass_per_element(k, n: int, variant: str) -> str:
     holding a SHFL and a STG: the row's reduction and its dx) over the elements of the row
     a thread holds (N / (threads x cluster); rows_warp's N / 32); '?' without nvdisasm or
     that loop."""
-    from rows_forward import sass_listing
-
-    listing = sass_listing(k)
-    if listing is None:
-        return "?"
-    ins, labels = listing
-    best = None
-    for a, op, rest, _ in ins:
-        t = re.search(r"\((\.L_x_\d+)\)", rest)
-        lo = labels.get(t.group(1)) if t else None
-        if op.startswith("BRA") and lo is not None and lo < a:
-            body = [o for x, o, _, _ in ins if lo <= x <= a]
-            if any(o.startswith("SHFL") for o in body) and any(o.startswith("STG") for o in body):
-                best = body if best is None or len(body) < len(best) else best
+    best = RB.smallest_loop(k, lambda ops: any(o.startswith("SHFL") for o in ops) and any(o.startswith("STG") for o in ops))
     if best is None:
         return "?"
     launch = k.signature.launch
@@ -169,11 +155,9 @@ def measure(args) -> int:
     tensors, each checked; the table entries to flip."""
     import torch
 
-    t0 = time.time()
-    sms = RB.gpu_banner(torch)
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, units at once "
-          "| SASS / elem | GB/s | x copy | check |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
+    t0, sms = RB.gpu_table(torch, "| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill, "
+                           "units at once | SASS / elem | GB/s | x copy | check |",
+                           "| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |")
     results = []
     for dtype, n in RB.cells(args):
         for kind in args.kinds.split(","):
@@ -204,9 +188,7 @@ def measure(args) -> int:
                 except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: the row says why
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | | {str(e).splitlines()[0][-90:]} |",
                           flush=True)
-            times = RB.graph_medians(torch, [lambda: torch.mul(t["x"], 1.0, out=y)] + calls)
-            copy = 2 * m * n * t["x"].element_size() / times[0] / 1e3
-            moved = 3 * m * n * t["x"].element_size()
+            times, copy, moved = RB.timed_against_copy(torch, t["x"], y, calls)
             for (label, name, launch, sass, ok), us in zip(rows, times[1:]):
                 gbs = moved / us / 1e3
                 good = ok.startswith("ok") and not any(w in ok for w in ("FAILED", "differ", " err "))
@@ -216,43 +198,26 @@ def measure(args) -> int:
             print(f"| copy | {dtype} | {n} | | | | | {copy:,.0f} | 1.000 | |", flush=True)
             del t, y, calls, first
             torch.cuda.empty_cache()
-    print("\nTo flip (per cell the fastest candidate, its checks passed, >= 1.01x the default):")
-    for line in flips(results):
-        print(f"- {line}")
-    print(f"probe time: {time.time() - t0:.0f} s")
+    RB.print_flips("per cell the fastest candidate, its checks passed, >= 1.01x the default", flips(results), t0)
     return 0
 
 
 def dry_run(args) -> int:
     """Each candidate of each cell built for sm_90a and assembled: the variant, grid x
     threads (x cluster), registers / spills, SASS an element; no GPU. 1 where one fails."""
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | SASS / elem |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: |")
-    failed = 0
-    for dtype, n in RB.cells(args):
-        for kind in args.kinds.split(","):
-            for label, variant, patches in candidates(kind, dtype, n):
-                try:
-                    k, name = build(kind, dtype, n, variant, patches, dry=True)
-                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {RB.launch_of(k, RB.TOTAL // n)} "
-                          f"| {sass_per_element(k, n, name)} |", flush=True)
-                except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
-                    failed += 1
-                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+
+    def row(kind: str, dtype: str, n: int, variant: str | None, patches: dict) -> tuple[str, str, str]:
+        k, name = build(kind, dtype, n, variant, patches, dry=True)
+        return name, RB.launch_of(k, RB.TOTAL // n), sass_per_element(k, n, name)
+
+    _, failed = RB.dry_rows("SASS / elem", ((kind, dtype, n, label, lambda a=(kind, dtype, n, variant, patches): row(*a))
+                                            for dtype, n in RB.cells(args) for kind in args.kinds.split(",")
+                                            for label, variant, patches in candidates(kind, dtype, n)))
     return 1 if failed else 0
 
 
 def main() -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", default=CELLS, help="dtype:N pairs in the order measured")
-    ap.add_argument("--kinds", default=KINDS)
-    ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
-    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
-    args = ap.parse_args()
-    if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
-        ap.error("--kinds: rms_norm_backward and layer_norm_backward only")
+    _, args = RB.probe_args(__doc__, CELLS, kinds=KINDS)
     return dry_run(args) if args.dry_run else measure(args)
 
 

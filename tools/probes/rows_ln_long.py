@@ -22,14 +22,14 @@ an element, yet 14 to 20% of the time. At 128 registers (64 of them the column s
 groups, each waiting a round trip, where the kernel without column sums (96 registers) issues all 8 at
 once. The candidates: LEAN_DX (dx by two FFMA from the row's constants, the first pass's ``g (x - mean)``:
 25.6 -> 23.0, 34.8 -> 31.9), WORDS (bfloat16 from shared memory as words: 34.8 -> 31.7, 28.9 with
-LEAN_DX), REVERSE (the second pass last vector first: the weight read last by a pass is read first by the
-next, from L1), HALVES (a ring of half slices: float32 layer_norm's 3 slots of 64 KiB hold this row's x
+LEAN_DX), REVERSE (the second pass last vector first: slower, since removed), HALVES (a ring of half slices: float32 layer_norm's 3 slots of 64 KiB hold this row's x
 and dy and the next row's x, so that each row waits for its dy copied only as it starts, where 7 of 32
 KiB hold all the next row's but its dy's second half, waited for after half the first pass; bfloat16's
 11 of 16 KiB beside the weight, against 4 of 32 KiB; the ring's bookkeeping costs about 4 SASS
 instructions an element), and for bfloat16 layer_norm dbias's column sums in shared memory (64 KiB)
 beside the 4 slots and the weight's slice, with 2 KiB kept for the rest in place of 4 (32 fewer
-registers of column sums, the ring as deep); those are in SETTINGS or were slower, and are not run again.
+registers of column sums, the ring as deep: slower, since removed); those are in SETTINGS or were slower,
+and are not run again.
 
 The tail (the eighth session; ``--dry-run``'s SASS): after the rows, the last CTA of each rank of the 7
 clusters of 16 adds the 7 units' partial rows of its 16384 columns of each output alone, in two levels: a
@@ -43,9 +43,7 @@ the tail and the column sums can give."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 import sys
 import time
 
@@ -57,13 +55,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rows_backward import (  # noqa: E402
     TOTAL,
     chosen_variant,
-    gpu_banner,
-    graph_medians,
+    dry_rows,
     launch_of,
     norm_args,
     norm_check,
     norm_inputs,
+    gpu_table,
     patched,
+    print_flips,
+    probe_args,
+    smallest_loop,
+    timed_against_copy,
 )
 
 BULK = "bulkred_dialect.passes.variants.rows_bulk_backward"
@@ -129,21 +131,7 @@ def sass_per_element(k, n: int) -> str:
     """SASS instructions (ptxas sm_90a, nvdisasm) of rows_bulk_backward's loop over rows (the
     smallest backward branch around a bulk copy, a CTA barrier and an FFMA) over the values a
     thread holds of a row; '?' without nvdisasm."""
-    from rows_forward import sass_listing
-
-    listing = sass_listing(k)
-    if listing is None:
-        return "?"
-    ins, labels = listing
-    best = None
-    for a, op, rest, _ in ins:
-        t = re.search(r"\((\.L_x_\d+)\)", rest)
-        if not (op.startswith("BRA") and t and t.group(1) in labels and labels[t.group(1)] < a):
-            continue
-        body = [o for x, o, _, _ in ins if labels[t.group(1)] <= x <= a]
-        if all(any(o.startswith(s) for o in body) for s in ("UBLKCP", "BAR.SYNC", "FFMA")) and \
-                (best is None or len(body) < len(best)):
-            best = body
+    best = smallest_loop(k, lambda ops: all(any(o.startswith(s) for o in ops) for s in ("UBLKCP", "BAR.SYNC", "FFMA")))
     launch = k.signature.launch
     return "?" if best is None else f"{len(best) / (n / (launch.block[0] * launch.cluster[0])):.1f}"
 
@@ -155,19 +143,14 @@ def cells(args) -> list[tuple[str, int]]:
 def dry_run(args) -> int:
     """Each candidate built for sm_90a and assembled: the variant, grid x threads x cluster, registers /
     spilled bytes, SASS an element; no GPU. 1 where one does not build."""
-    print("| kind | dtype | N | setting | variant | grid x threads (x cluster), regs / spill | SASS / elem |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: |")
-    failed = 0
-    for dtype, n in cells(args):
-        for kind in args.kinds.split(","):
-            for label, keys in candidates(kind, dtype):
-                try:
-                    k, name = build(kind, dtype, n, label, keys, compile_kernel=False)
-                    print(f"| {kind} | {dtype} | {n} | {label} | {name} | {launch_of(k, TOTAL // n)} "
-                          f"| {sass_per_element(k, n)} |", flush=True)
-                except Exception as e:  # noqa: BLE001 - a candidate that does not build: say why
-                    failed += 1
-                    print(f"| {kind} | {dtype} | {n} | {label} | n/a | {str(e).splitlines()[0][-90:]} | |", flush=True)
+
+    def row(kind: str, dtype: str, n: int, label: str, keys: dict) -> tuple[str, str, str]:
+        k, name = build(kind, dtype, n, label, keys, compile_kernel=False)
+        return name, launch_of(k, TOTAL // n), sass_per_element(k, n)
+
+    _, failed = dry_rows("SASS / elem", ((kind, dtype, n, label, lambda a=(kind, dtype, n, label, keys): row(*a))
+                                         for dtype, n in cells(args) for kind in args.kinds.split(",")
+                                         for label, keys in candidates(kind, dtype)))
     return 1 if failed else 0
 
 
@@ -196,23 +179,13 @@ def flips(results: list[tuple[str, str, int, str, dict, float]]) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", default=CELLS, help="dtype:N pairs in the order measured")
-    ap.add_argument("--kinds", default=KINDS)
-    ap.add_argument("--budget-s", type=float, default=0, help="skip the cells past this many seconds (0: none)")
-    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and assemble each candidate for sm_90a")
-    args = ap.parse_args()
-    if not {"rms_norm_backward", "layer_norm_backward"} >= set(args.kinds.split(",")):
-        ap.error("--kinds: rms_norm_backward and layer_norm_backward only")
+    _, args = probe_args(__doc__, CELLS, kinds=KINDS)
     if args.dry_run:
         return dry_run(args)
     import torch
 
-    t0 = time.time()
-    sms = gpu_banner(torch)
-    print("| kind | dtype | N | setting | grid x threads (x cluster), regs / spill, units at once | SASS / elem | GB/s "
-          "| x copy | check |")
-    print("| --- | --- | ---: | --- | --- | ---: | ---: | ---: | --- |")
+    t0, sms = gpu_table(torch, "| kind | dtype | N | setting | grid x threads (x cluster), regs / spill, units at once "
+                        "| SASS / elem | GB/s | x copy | check |", "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | --- |")
     results = []
     for kind in args.kinds.split(","):  # (layer_norm's cells first: the furthest below the target)
         for dtype, n in cells(args):
@@ -248,9 +221,7 @@ def main() -> int:
                     calls.append(lambda k=k, a=norm_args(kind, t, outs): k(*a))
                 except Exception as e:  # noqa: BLE001 - a candidate that does not build or launch: the row says why
                     print(f"| {kind} | {dtype} | {n} | {label} | n/a | | | | {str(e).splitlines()[0][-90:]} |", flush=True)
-            times = graph_medians(torch, [lambda: torch.mul(t["x"], 1.0, out=y)] + calls)
-            copy = 2 * m * n * t["x"].element_size() / times[0] / 1e3
-            moved = 3 * m * n * t["x"].element_size()
+            times, copy, moved = timed_against_copy(torch, t["x"], y, calls)
             for (label, keys, launch, sass, ok), us in zip(rows, times[1:]):
                 gbs = moved / us / 1e3
                 good = ok.startswith("ok") and " err " not in ok and "differ" not in ok and "!=" not in ok
@@ -261,10 +232,7 @@ def main() -> int:
             print(f"| copy | {dtype} | {n} | | | | {copy:,.0f} | 1.000 | |", flush=True)
             del t, y, calls, first
             torch.cuda.empty_cache()
-    print("\nTo flip (the fastest candidate per cell, its check passed, >= 1.01x the default):")
-    for line in flips(results):
-        print(f"- {line}")
-    print(f"probe time: {time.time() - t0:.0f} s")
+    print_flips("the fastest candidate per cell, its check passed, >= 1.01x the default", flips(results), t0)
     return 0
 
 

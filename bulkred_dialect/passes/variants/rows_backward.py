@@ -25,8 +25,7 @@ from xdsl.ir import SSAValue
 from bulkred_dialect.ops.dtypes import of_ir
 from bulkred_dialect.ops.ptx.atom import AtomOp, AtomOpKind, AtomType, FenceOp, FenceSem, MemScope
 from bulkred_dialect.ops.ptx.base import StateSpace
-from bulkred_dialect.ops.ptx.arith import Ex2Op
-from bulkred_dialect.ops.ptx.control import CmpOp, CvtOp, CvtType, SelpType, SetpType
+from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.memory import LdStType
 from bulkred_dialect.ops.tile import ReduceKind
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp, NormKind
@@ -36,14 +35,12 @@ from bulkred_dialect.passes.variants.rows_common import (
     setting_of,
     half_as_bfloat16,
     exp_shifted,
-    LOG2E,
     AT,
     BF16,
     F16,
     PairSums,
     packed_bf16,
     raw_count,
-    set_min_ctas,
     raw_load,
     widen_raw,
     F32,
@@ -232,8 +229,6 @@ def registers_norm_backward(r: RowState, e: Emitter, row: SSAValue, acc: list[SS
     p = r.p
     assert r.grad is not None and r.y is not None
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
-    if p.cluster > 1:  # NORM_CLUSTER_MIN_CTAS: rows_cluster's .minnctapersm (None: none, the default)
-        set_min_ctas(r.op, norm_cluster_min_ctas(p))
     conds = r.item_conds(e)
     nw = p.vec if r.w is not None else 0
     if ahead is not None:
@@ -394,34 +389,6 @@ NORM_FOLD_DX_MEASURED: dict = half_as_bfloat16({
 })
 """:data:`NORM_FOLD_DX` by element type name, or ``(kind, type name)``, and N (never M)
 (tools/probes/rows_ln_bf16.py)."""
-
-
-NORM_CLUSTER_MIN_CTAS: int | None = None
-"""CTAs a multiprocessor must hold at once (``.minnctapersm``) for a norm's backward on
-rows_cluster (the row in registers, a cluster a row); None: :data:`NORM_CLUSTER_MIN_CTAS_MEASURED`,
-else no bound (the default). For the probe's clusters of 256-thread CTAs (rows_cluster.SLICE
-4096: bfloat16 65536 on 16 CTAs of 256, 16384 on 4), where ptxas takes 142 to 148 registers,
-one CTA a multiprocessor: at 2 it is held to 128, and each multiprocessor holds two rows'
-CTAs of two clusters, one's exchange overlapping the other's loads and arithmetic (the
-default's 512-thread CTAs at 128 registers: one, its cluster exchange exposed). The same
-bits (registers only)."""
-
-NORM_CLUSTER_MIN_CTAS_MEASURED: dict = half_as_bfloat16({})
-""":data:`NORM_CLUSTER_MIN_CTAS` by element type name, or ``(kind, type name)``: (N from,
-N to, CTAs), the first range holding N (never M). Empty until measured on an H200
-(tools/probes/rows_ln_bf16.py)."""
-
-
-def norm_cluster_min_ctas(p: RowPlan) -> int | None:
-    """The ``.minnctapersm`` of plan ``p``'s rows_cluster kernel (:data:`NORM_CLUSTER_MIN_CTAS`), or None."""
-    if NORM_CLUSTER_MIN_CTAS is not None:
-        return NORM_CLUSTER_MIN_CTAS
-    table = NORM_CLUSTER_MIN_CTAS_MEASURED
-    ranges = table.get((p.kind.value, p.dtype.name))
-    for lo, hi, ctas in table.get(p.dtype.name, ()) if ranges is None else ranges:
-        if lo <= p.n <= hi:
-            return ctas
-    return None
 
 
 def norm_lean(p: RowPlan) -> bool:
@@ -643,17 +610,6 @@ CE_FAST_MEASURED: dict = half_as_bfloat16({
 """:data:`CE_FAST` by element type name, or ``(kind, type name)``, and N (never M): the
 ranges (N from, N to) where it is on."""
 
-CE_WORDS: bool | None = None
-"""None: where :data:`CE_WORDS_MEASURED` says; True or False: everywhere or nowhere. On,
-cross_entropy's backward reads bfloat16 logits as 32-bit words of two (rows_common.raw_load,
-widen_raw: a shift and a mask an element, where a ``ld.b16`` vector's ``cvt`` takes a PRMT
-and a SHF); the same bits."""
-
-CE_WORDS_MEASURED: dict = half_as_bfloat16({})
-""":data:`CE_WORDS` by element type name, or ``(kind, type name)``, and N (never M).
-Empty until measured on an H200."""
-
-
 CE_TARGET_APART: bool | None = None
 """None: where :data:`CE_TARGET_APART_MEASURED` says; True or False: everywhere or nowhere.
 With :data:`CE_FAST` on (alone it does nothing): every element takes the row's other
@@ -672,27 +628,6 @@ CE_TARGET_APART_MEASURED: dict = half_as_bfloat16({
 """:data:`CE_TARGET_APART` by element type name, or ``(kind, type name)``, and N (never M)."""
 
 
-CE_FOLD: bool | None = None
-"""None: where :data:`CE_FOLD_MEASURED` says; True or False: everywhere or nowhere. With
-:data:`CE_FAST` on (alone it does nothing): each element's exponent as one FFMA,
-``ex2.approx.ftz(fma(x, log2(e), -h))`` with ``h = lse log2(e)`` rounded, and its rounding
-``l = fma(lse, log2(e), -h)`` (exact) taken into the row's scale, ``s ex2(-l)``: FFMA,
-MUFU.EX2 and the FFMA of ``fma(p, s, c)`` an element, where :data:`CE_FAST` takes FADD,
-FMUL, MUFU.EX2, FFMA (the exponent rounded once, where the difference's form rounds it
-twice; Quack's fold without ``l`` errs by up to ``|lse| 2^-24`` in every exponent,
-rows_common.FAST_EXP). Rows whose ``|lse|`` is 2^20 or more (``l`` past 2^-4) or not finite
-take :data:`CE_FAST`'s form (a branch a row, the same for every thread of the row; rows_warp
-and rows_cta load the thread's vectors before it, which waits for lse; rows_stream's loop
-over the row's vectors lies inside it)."""
-
-CE_FOLD_MEASURED: dict = half_as_bfloat16({})
-""":data:`CE_FOLD` by element type name, or ``(kind, type name)``, and N (never M). Empty
-until measured on an H200."""
-
-CE_FOLD_LSE = 2.0**20
-""":data:`CE_FOLD`'s rows: ``|lse|`` below this (``|l| <= 2^-4``: ``ex2(-l)`` near 1)."""
-
-
 def _ce_setting(on: bool | None, table: dict, p: RowPlan) -> bool:
     """A setting of cross_entropy's backward (rows_common.setting_of)."""
     return setting_of(on, table, p.dtype.name, p.n, p.kind.value)
@@ -703,21 +638,11 @@ def ce_fast(p: RowPlan) -> bool:
     return _ce_setting(CE_FAST, CE_FAST_MEASURED, p)
 
 
-def ce_words(p: RowPlan) -> bool:
-    """Whether plan ``p``'s cross_entropy backward reads its logits as words (:data:`CE_WORDS`)."""
-    return _ce_setting(CE_WORDS, CE_WORDS_MEASURED, p)
-
-
 def ce_target_apart(p: RowPlan) -> bool:
     """Whether plan ``p``'s cross_entropy backward writes the target's element apart
     (:data:`CE_TARGET_APART`, with :data:`CE_FAST`; the group a power of two)."""
     return (ce_fast(p) and p.group & (p.group - 1) == 0
             and _ce_setting(CE_TARGET_APART, CE_TARGET_APART_MEASURED, p))
-
-
-def ce_fold(p: RowPlan) -> bool:
-    """Whether plan ``p``'s cross_entropy backward folds lse into its exponents (:data:`CE_FOLD`, with :data:`CE_FAST`)."""
-    return ce_fast(p) and _ce_setting(CE_FOLD, CE_FOLD_MEASURED, p)
 
 
 def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue,
@@ -745,7 +670,7 @@ def _ce_target_again(r: RowState, e: Emitter, t32: SSAValue, inside: SSAValue,
 def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     """cross_entropy's dx, elementwise from the stored lse (no reduction): ``(exp(x - lse)
     - s / N - (1 - s) [j == target]) * grad[row]``; 0 where the target is ignore_index,
-    NaN where it is outside [0, N). :data:`CE_FAST` and :data:`CE_WORDS`: its settings."""
+    NaN where it is outside [0, N). :data:`CE_FAST` and :data:`CE_TARGET_APART`: its settings."""
     op, p = r.op, r.p
     assert op.lse is not None and op.target is not None and op.grad is not None and r.y is not None and r.sw is not None
     lse = _row_stat(e, op.lse, row)
@@ -757,31 +682,20 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
     ls = op.smoothing
     sw = r.sw
     plain = type(r.x) is RowBuf  # (not rows_lower.RAGGED's buffer: the default's loads)
-    fast, words, apart = ce_fast(p), ce_words(p) and plain, ce_target_apart(p) and plain
+    fast, apart = ce_fast(p), ce_target_apart(p) and plain
     if fast:  # the row's scale (0 on an ignored row) and its two constants: fma(p, s, c)
         s = e.selp(SelpType.F32, scale, e.const(0.0, f32), kept)
         c_other = f32_mul(e, s, e.const(-ls / p.n, f32))
         c_target = f32_mul(e, s, e.const(-(ls / p.n + 1.0 - ls), f32))
         t32 = e.value(CvtOp(CvtType.U32, CvtType.U64, t, i32))  # (outside [0, N): s NaN, every element NaN)
 
-    def load_x(b: Emitter, first: SSAValue | int, extra: int) -> list[SSAValue]:
-        if not words:
-            return r.x.load(b, first, p.vec, extra)
-        at, off = r.x.at(b, first, p.vec)
-        return widen_raw(b, p.dtype, raw_load(b, p.dtype, at, off + extra * p.vec * p.dtype.bytes, p.vec), p.vec)
+    def prob(b: Emitter, x: SSAValue) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
+        return exp_shifted(b, x, lse, True)
 
-    Folded = tuple[SSAValue, SSAValue] | None  # CE_FOLD's (-h, s ex2(-l)), or None
-
-    def prob(b: Emitter, x: SSAValue, folded: Folded) -> SSAValue:  # (CE_FAST: exp(x - lse), ex2.approx.ftz)
-        if folded is None:
-            return exp_shifted(b, x, lse, True)
-        return b.value(Ex2Op(AT, b.fma(AT, x, b.const(LOG2E, f32), folded[0]), approx=True, ftz=True))
-
-    def dx(b: Emitter, first: SSAValue | int, extra: int, xs: list[SSAValue] | None = None, folded: Folded = None) -> None:
-        xs = load_x(b, first, extra) if xs is None else xs
-        sf = folded[1] if folded is not None else (s if fast else None)
+    def dx(b: Emitter, first: SSAValue | int, extra: int) -> None:
+        xs = r.x.load(b, first, p.vec, extra)
         if apart:  # (the target's element written again after the vectors: _ce_target_again)
-            r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x, folded), sf, c_other) for x in xs], extra)  # type: ignore[union-attr]
+            r.y.store(b, first, p.vec, [b.fma(AT, prob(b, x), s, c_other) for x in xs], extra)  # type: ignore[union-attr]
             return
         # the vector's index in the row: the thread's first, + first + extra (both in vectors)
         vector = b.add_i(sw, first + extra) if isinstance(first, int) else b.add_i(b.add_i(sw, first), extra)
@@ -791,7 +705,7 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
             tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))  # the target's place in this vector
             for j, x in enumerate(xs):
                 c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
-                out.append(b.fma(AT, prob(b, x, folded), sf, c))
+                out.append(b.fma(AT, prob(b, x), s, c))
             r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
             return
         tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
@@ -804,72 +718,17 @@ def ce_backward(r: RowState, e: Emitter, row: SSAValue) -> None:
             out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob_, b.const(0.0, f32)), kept))
         r.y.store(b, first, p.vec, out, extra)  # type: ignore[union-attr]
 
-    def again(b: Emitter, folded: Folded) -> None:  # CE_TARGET_APART: the target's element
-        sf = folded[1] if folded is not None else s
-        _ce_target_again(r, b, t32, inside, lambda c, xt: c.fma(AT, prob(c, xt, folded), sf, c_target))
-
-    if not ce_fold(p):
-        if p.items:
-            for k, cond in enumerate(r.item_conds(e)):
-                if cond is None:
-                    dx(e, k * p.group, 0)
-                else:
-                    e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
-        else:
-            full, cond = r.partial(e)
-            visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
-        if apart:
-            again(e, None)
-        return
-
-    # CE_FOLD: h = lse log2(e) rounded, l its rounding (exact); the rows of |lse| < CE_FOLD_LSE
-    # take them (a branch on `small`, after the loads it covers), the others CE_FAST's form
-    h = f32_mul(e, lse, e.const(LOG2E, f32))
-    low = e.fma(AT, lse, e.const(LOG2E, f32), e.neg(AT, h))
-    folded = (e.neg(AT, h), f32_mul(e, s, e.value(Ex2Op(AT, e.neg(AT, low), approx=True, ftz=True))))
-    small = e.setp(CmpOp.LT, SetpType.F32, e.abs_(AT, lse), e.const(CE_FOLD_LSE, f32))  # (NaN, inf: not)
-
-    def both(b: Emitter, at: list[tuple[SSAValue | int, int, SSAValue | None]], xs: list[list[SSAValue]],
-             tail: bool) -> None:
-        """dx of the vectors ``at`` (first, extra, condition), loaded (``xs``), in the two
-        forms (and with ``tail``, the target's element again)."""
-        def form(c: Emitter, f: Folded) -> list[SSAValue]:
-            for (first, extra, cond), v in zip(at, xs, strict=True):
-                if cond is None:
-                    dx(c, first, extra, v, f)
-                else:
-                    c.if_(cond, lambda d, first=first, extra=extra, v=v: dx(d, first, extra, v, f) or [])
-            if tail and apart:
-                again(c, f)
-            return []
-
-        b.if_(small, lambda c: form(c, folded), lambda c: form(c, None))
-
-    def loaded(b: Emitter, first: SSAValue | int, extra: int, cond: SSAValue | None) -> list[SSAValue]:
-        if cond is None:
-            return load_x(b, first, extra)
-        return b.if_(cond, lambda c: load_x(c, first, extra), lambda c: [c.const(0.0, f32)] * p.vec, [f32] * p.vec)
-
-    if p.items:  # rows_warp, rows_cta, rows_cluster: every vector loaded before the branch
-        at = [(k * p.group, 0, cond) for k, cond in enumerate(r.item_conds(e))]
-        both(e, at, [loaded(e, first, extra, cond) for first, extra, cond in at], True)
-        return
-    # rows_stream: a branch a loop step, after the step's loads (visit_vectors' steps)
-    full, cond = r.partial(e)
-    u, g = p.unroll, p.group
-    rounds = full // u
-
-    def step(b: Emitter, at: list[tuple[SSAValue | int, int, SSAValue | None]]) -> None:
-        both(b, at, [loaded(b, first, extra, c) for first, extra, c in at], False)
-
-    if rounds:
-        e.for_(0, rounds * u * g, u * g, [], lambda b, iv, args: step(b, [(iv, k * g, None) for k in range(u)]) or [])
-    if rounds * u < full:
-        step(e, [(k * g, 0, None) for k in range(rounds * u, full)])
-    if cond is not None:
-        step(e, [(full * g, 0, cond)])
-    if apart:
-        e.if_(small, lambda b: again(b, folded) or [], lambda b: again(b, None) or [])
+    if p.items:
+        for k, cond in enumerate(r.item_conds(e)):
+            if cond is None:
+                dx(e, k * p.group, 0)
+            else:
+                e.if_(cond, lambda b, k=k: dx(b, k * p.group, 0) or [])
+    else:
+        full, cond = r.partial(e)
+        visit_vectors(e, p, full, cond, [], lambda b, first, st, extra: dx(b, first, extra) or st)
+    if apart:  # CE_TARGET_APART: the target's element
+        _ce_target_again(r, e, t32, inside, lambda c, xt: c.fma(AT, prob(c, xt), s, c_target))
 
 
 def row_ticket(e: Emitter, counter: SSAValue, expected: SSAValue, tid: SSAValue, name: str) -> SSAValue:

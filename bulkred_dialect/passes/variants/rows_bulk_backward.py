@@ -37,11 +37,9 @@ each rank its own columns).
 
 Settings of the long rows (issue 30's backward at 262144, each off until an H200
 measures it: tools/probes/rows_backward.py ``--set long``), each keeping the default's
-bits where it keeps its cluster and threads: :data:`STATS_AHEAD` (the next row's
-statistics loaded over this row), :data:`REREAD` (a row's first slices' slots given
-back after its first pass, their tensors read again from L2 in the second), and
-:data:`COLUMNS_SHARED` (the last column sums in shared memory); and :data:`SETTINGS`'
-``"max_cluster"`` and ``"block"`` (another cluster size or CTA size: other bits).
+bits: :data:`STATS_AHEAD` (the next row's statistics loaded over this row). Measured
+slower and removed (docs/rows.md): a row's first slices re-read from L2, the last column
+sums in shared memory, smaller clusters, CTAs of 1024 threads, the second pass reversed.
 
 Batch invariance: the configuration (cluster size, threads, vectors per thread, slots)
 is a function of N and the element type only; a row's dx depends on its own values only
@@ -59,7 +57,7 @@ docs/rows.md; PTX ISA cp.async.bulk, mbarrier, st.async, mapa.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -88,7 +86,6 @@ from bulkred_dialect.passes.variants.rows_backward import (
     backward_out,
     backward_sum,
     add_column_sums,
-    column_partial_row,
     ColumnSums,
     finish_columns,
     norm_dx,
@@ -96,7 +93,6 @@ from bulkred_dialect.passes.variants.rows_backward import (
     norm_sums,
     norm_terms,
     read_stats,
-    slice_accumulators,
     write_column_partials,
 )
 from bulkred_dialect.passes.variants.rows_common import (
@@ -181,36 +177,6 @@ load from global memory (an L2 hit, or a miss every 32 rows) is waited for as so
 the row's slices have landed (already, when the ring has copied them ahead). The same
 values: the bits of the default. Off: not yet measured on an H200
 (tools/probes/rows_backward.py ``--set long``)."""
-REREAD: int | None = None
-"""None: where :data:`SETTINGS` says (``"reread"``; nowhere yet); else everywhere (the
-probe's and the tests' settings, at most the ring's tensors a row). How many of a row's
-slices in the ring (x's, then dy's; x's alone with :data:`GRAD_REGISTERS`) give their
-slot back after the row's first pass, before its exchange: a CTA barrier, then the next
-slice of the ring (``k + Q`` for slice ``k``) is copied into that slot while the row's
-sums cross the cluster and its dx is written, and the second pass reads those tensors'
-vectors from global memory again (``ld.global.nc``: L2 hits where the row copied a few
-microseconds before is still there: between a slice's copy and its re-read the 7
-clusters of float32 at 262144 touch about 2 rows of x and dy each, 28 MiB, half that in
-bfloat16, in an H200's 50 MB L2). The ring then reaches half a row (1) or a row (2) further
-ahead with the same shared memory: float32 at 262144 (64 KiB slices), whose 3 slots
-hold this row's x and dy and the next row's x only, waits for each row's dy as it starts
-(0.61 of copy for layer_norm); with 2, its 2 slots hold a row and the weight's slice
-fits beside them. The same HBM bytes; the L2 is read once more for the tensors re-read
-(x: 64 KiB a CTA and row at float32 262144, half the default's reads of the weight from
-L2 in both passes there).
-The same values, the same order: the bits of the default. Off: not yet measured on an
-H200 (tools/probes/rows_backward.py ``--set long``)."""
-COLUMNS_SHARED: int | None = None
-"""None: where :data:`SETTINGS` says (``"columns_shared"``; nowhere yet); else everywhere
-(the probe's and the tests' settings). How many of a norm's column sums (the last of
-dweight, dbias: 1 is layer_norm's dbias, or rms_norm's dweight) each thread keeps in
-shared memory (its columns of the CTA's float32 slice, ``rows_backward.slice_accumulators``:
-4 bytes a column of the CTA's slice each) rather than in registers: a read and a write
-of each of its values a row, and ``P x V`` registers fewer each (bfloat16 layer_norm at
-262144 takes ptxas's cap of 128 registers with its 64, 56 without). The shared memory
-comes before the slots' (``"slots"``: fewer where they do not fit) and the weight's.
-The same sums in the same order: the bits of the default. Off: not yet measured on an
-H200 (tools/probes/rows_backward.py ``--set long``)."""
 LEAN_DX: bool | None = None
 """None: where :data:`SETTINGS` says (``"lean_dx"``; nowhere yet); True or False:
 everywhere or nowhere (the probe's and the tests' settings). A norm's dx in fewer
@@ -233,19 +199,6 @@ shift or a mask (rows_common.widen_raw), where ``ld.shared.v4.b16`` and ``cvt`` 
 PRMT or SHF and more an element (bfloat16 layer_norm at 262144: 296 of the row loop's
 1113 SASS instructions unpack bfloat16). The same float32 values: the bits of the
 default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
-REVERSE: bool | None = None
-"""None: where :data:`SETTINGS` says (``"reverse"``; nowhere yet); True or False: everywhere
-or nowhere (the probe's and the tests' settings). A norm's second pass (dx, the column
-sums) takes the thread's vectors last to first, the first pass first to last: where the
-weight is read from global memory (float32 layer_norm at 262144: its 64 KiB slice a CTA
-does not fit beside the 3 slots of 64 KiB; ptxas, at 128 registers with the 64 column
-sums, issues the 8 ``ld.global.nc.v4`` of the weight of a pass in 3 or 4 groups, each
-waiting an L2 round trip), the vectors a pass read last are those the next pass reads
-first: with the L1 left beside 193 KiB of shared memory (the 196 KiB carve-out: 60 KiB)
-most of the 64 KiB slice is still there (an LRU sweep in one direction over more than the
-cache hits nothing; sweeps in turn hit what fits). The same sums in the same order, dx
-elementwise: the bits of the default. Off: not yet measured on an H200
-(tools/probes/rows_ln_long.py)."""
 HALVES: bool | None = None
 """None: where :data:`SETTINGS` says (``"halves"``; nowhere yet); True or False: everywhere
 or nowhere (the probe's and the tests' settings). A norm's backward rings half slices, not
@@ -282,9 +235,8 @@ all 7 partial rows of its 16384 columns of each output alone. The same sums in t
 order: the bits of the default. Off: not yet measured on an H200 (tools/probes/rows_ln_long.py)."""
 SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool]]] = [
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
-    #  "stats_ahead": bool, "reread": int, "columns_shared": int, "max_cluster": int, "block": int,
-    #  "lean_dx": bool, "spare_shared": int, "words": bool, "reverse": bool, "halves": bool, "tail_loads": int,
-    #  "tail_spread": int)
+    #  "stats_ahead": bool, "lean_dx": bool, "spare_shared": int, "words": bool, "halves": bool,
+    #  "tail_loads": int, "tail_spread": int)
     # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
     # layer_norm 0.603 -> 0.622; x or dy re-read from L2, smaller clusters, 1024 threads and the column sums in
@@ -313,16 +265,10 @@ SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool
 (tools/probes/rows_backward.py ``--set fast``): the first entry holding the op's element
 type, kind and N gives ``"grad_registers"`` (:data:`GRAD_REGISTERS`), ``"slots"`` (the
 ring's slots, in place of :data:`SLOTS`) and ``"ctas_per_sm"`` (:data:`CTAS_PER_SM`);
-the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead"``,
-``"reread"`` and ``"columns_shared"`` (:data:`STATS_AHEAD`, :data:`REREAD`,
-:data:`COLUMNS_SHARED`, the same way) and ``"max_cluster"`` (in place of
-:data:`MAX_CLUSTER`: fewer CTAs a row, larger slices; bfloat16 rms_norm at 262144 in
-clusters of 8, 15 at once on an H200) and ``"block"`` (in place of :data:`BLOCK`: 1024
-threads, 64 registers each, with the column sums in shared memory), ``"lean_dx"``
-(:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`), ``"reverse"`` (:data:`REVERSE`),
+the module's GRAD_REGISTERS and CTAS_PER_SM, where not None, win; ``"stats_ahead"``
+(:data:`STATS_AHEAD`, the same way), ``"lean_dx"`` (:data:`LEAN_DX`), ``"words"`` (:data:`WORDS`),
 ``"halves"`` (:data:`HALVES`), ``"tail_loads"`` (:data:`TAIL_LOADS`), ``"tail_spread"`` (:data:`TAIL_SPREAD`) and ``"spare_shared"`` (in place of :data:`SPARE_SHARED`: 2048 lets
-bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice beside dbias's
-64 KiB of column sums, 225 KiB of 227). Empty: the settings of
+bfloat16 layer_norm at 262144 keep its 4 slots and the weight's slice, 225 KiB of 227). Empty: the settings of
 before (the variant itself is taken where :data:`CHOSEN` says). A function of the kind, N
 and the element type only."""
 SETTINGS = half_as_bfloat16(SETTINGS)  # float16 as bfloat16 where unmeasured (no bfloat16 row yet)
@@ -372,13 +318,9 @@ class BulkPlan:
     weight_bytes: int = 0  # the CTA's slice of the weight in shared memory (0: read from global memory)
     tensors: int = 2  # slices a row in the ring: x's and dy's, or x's alone (dy in registers: GRAD_REGISTERS)
     ctas_per_sm: int | None = None  # the most CTAs a multiprocessor takes (None: by shared memory and threads)
-    reread: int = 0  # the row's first slices whose slots are given back after its first pass (REREAD)
     stats_ahead: bool = False  # the next row's statistics loaded over this row (STATS_AHEAD)
-    columns_shared: int = 0  # the last column sums (of dweight, dbias) in shared memory (COLUMNS_SHARED)
-    column_bytes: int = 0  # their shared memory
     lean_dx: bool = False  # dx by two FFMA from the row's constants (LEAN_DX)
     words: bool = False  # bfloat16 read from shared memory as 32-bit words (WORDS)
-    reverse: bool = False  # the second pass over the thread's vectors last to first (REVERSE)
     halves: bool = False  # the ring's pieces half slices (HALVES)
     spare: int = SPARE_SHARED  # the shared memory kept for the rest (SETTINGS' "spare_shared")
     tail_loads: int = 0  # the column sums' one-level tail, its loads in flight a thread (TAIL_LOADS; 0: the default's)
@@ -399,11 +341,6 @@ class BulkPlan:
         """The shared memory of the CTA's slices (and of its weight)."""
         return self.slots * self.piece_bytes + self.weight_bytes
 
-    @property
-    def shared_bytes(self) -> int:
-        """The shared memory of the CTA's slices, its weight and its column sums."""
-        return self.cta_bytes + self.column_bytes
-
 
 def settings(op: NormalizeRowsOp) -> dict[str, int | bool]:
     """The first :data:`SETTINGS` entry's settings for ``op``'s element type, kind and N ({} where none)."""
@@ -421,28 +358,22 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     grad = bool(cell.get("grad_registers", False)) if GRAD_REGISTERS is None else GRAD_REGISTERS
     ctas = cell.get("ctas_per_sm") if CTAS_PER_SM is None else CTAS_PER_SM
     row = op.cols * d.bytes
-    c, cap = 1, int(cell.get("max_cluster", MAX_CLUSTER))
-    while c < cap and row > c * SLICE_BYTES:
+    c = 1
+    while c < MAX_CLUSTER and row > c * SLICE_BYTES:
         c *= 2
     slice_bytes = row // c
     vectors = slice_bytes // (vector_of(op) * d.bytes)
-    block = int(cell.get("block", BLOCK))
+    block = BLOCK
     while block > MIN_BLOCK and vectors % block:
         block //= 2
     spare = int(cell.get("spare_shared", SPARE_SHARED))
     budget = SHARED_PER_SM - spare
     wd = of_ir(op.weight.type.element_type) if op.weight is not None else None  # type: ignore[union-attr]
     weight = slice_bytes // d.bytes * wd.bytes if wd is not None and op.norm_kind in NORM_BACKWARD_KINDS else 0
-    shared_cols = int(cell.get("columns_shared", 0)) if COLUMNS_SHARED is None else COLUMNS_SHARED
-    shared_cols = max(0, min(shared_cols, _outputs(op))) if op.norm_kind in NORM_BACKWARD_KINDS else 0
-    cols = shared_cols * (slice_bytes // d.bytes) * 4
-    if cols:
-        budget -= cols
     tn = 1 if grad else 2
-    reread = int(cell.get("reread", 0)) if REREAD is None else REREAD
     per = max(1, vectors // block)
     halves = (bool(cell.get("halves", False)) if HALVES is None else HALVES) and op.norm_kind in NORM_BACKWARD_KINDS \
-        and tn == 2 and reread <= 0 and per % 2 == 0 and slice_bytes % 32 == 0
+        and tn == 2 and per % 2 == 0 and slice_bytes % 32 == 0
     piece = slice_bytes // 2 if halves else slice_bytes
     if halves:  # as many half slices as fit beside the weight's slice (else without it), at least a row's 4
         fit = (budget - weight) // piece if WEIGHT_SHARED and weight % 16 == 0 else 0
@@ -454,13 +385,12 @@ def bulk_for(op: NormalizeRowsOp) -> BulkPlan:
     ahead = bool(cell.get("stats_ahead", False)) if STATS_AHEAD is None else STATS_AHEAD
     lean = bool(cell.get("lean_dx", False)) if LEAN_DX is None else LEAN_DX
     words = bool(cell.get("words", False)) if WORDS is None else WORDS
-    reverse = bool(cell.get("reverse", False)) if REVERSE is None else REVERSE
     tail = int(cell.get("tail_loads", 0)) if TAIL_LOADS is None else TAIL_LOADS
     spread = int(cell.get("tail_spread", 0)) if TAIL_SPREAD is None else TAIL_SPREAD
     norm = op.norm_kind in NORM_BACKWARD_KINDS
     return BulkPlan(c, block, per, slice_bytes, slots, weight, tn, int(ctas) if ctas else None,
-                    max(0, min(reread, tn)), ahead and norm, shared_cols, cols, lean_dx=lean and norm, spare=spare,
-                    words=words and norm and packed_bf16(d, vector_of(op)), reverse=reverse and norm,
+                    stats_ahead=ahead and norm, lean_dx=lean and norm, spare=spare,
+                    words=words and norm and packed_bf16(d, vector_of(op)),
                     halves=halves, tail_loads=max(0, tail) if norm else 0,
                     tail_spread=max(0, spread) if norm and tail > 0 else 0)
 
@@ -478,12 +408,11 @@ def _fits(op: Operation, target: Target) -> tuple[bool, object]:
         strides.append(row_stride(op.grad.type) * d.bytes)  # type: ignore[arg-type]
     ok = (vec > 1 and op.cols * d.bytes == bp.cluster * bp.slice_bytes and bp.slice_bytes % 16 == 0
           and bp.slice_bytes == bp.block * bp.per * vec_bytes and all(s % 16 == 0 for s in strides)
-          and bp.shared_bytes <= SHARED_PER_SM - bp.spare and bp.per <= MAX_VECTORS
-          and bp.per * vec * (_outputs(op) - bp.columns_shared) <= MAX_VALUES)
+          and bp.cta_bytes <= SHARED_PER_SM - bp.spare and bp.per <= MAX_VECTORS
+          and bp.per * vec * _outputs(op) <= MAX_VALUES)
     ring = f"{bp.slots} {'half slices' if bp.halves else 'slices'} of {bp.piece_bytes} bytes"
     return ok, (f"N = {op.cols} ({d.name}): {bp.cluster} CTAs of {bp.block} threads, {bp.per} vectors each, {ring}"
-                + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else "")
-                + (f", column sums' {bp.column_bytes}" if bp.column_bytes else ""))
+                + (f", the weight's {bp.weight_bytes}" if bp.weight_bytes else ""))
 
 
 def _kind(op: Operation, target: Target) -> tuple[bool, object]:
@@ -513,11 +442,10 @@ class Halves:
     tensors: int
 
 
-Source = SSAValue | list[list[SSAValue]] | RowBuf | Halves
+Source = SSAValue | list[list[SSAValue]] | Halves
 """Where a thread's vectors of a row's tensor are: its first vector's address in shared
-memory (the next ones ``T`` vectors apart), its vectors in registers, the row in
-global memory (:class:`RowBuf`: the thread's first vector; REREAD's second pass), or in
-two pieces of the ring (:class:`Halves`)."""
+memory (the next ones ``T`` vectors apart), its vectors in registers, or in two pieces
+of the ring (:class:`Halves`)."""
 
 
 def _vec(r: RowState, e: Emitter, src: Source, k: int, words: bool = False) -> list[SSAValue]:
@@ -526,8 +454,6 @@ def _vec(r: RowState, e: Emitter, src: Source, k: int, words: bool = False) -> l
     p = r.p
     if isinstance(src, list):
         return src[k]
-    if isinstance(src, RowBuf):
-        return src.load(e, k * p.group, p.vec)
     if isinstance(src, Halves):  # the first half's vectors from its first piece, the others from its second
         half = p.items // 2
         src, k = (src.pieces[src.tensor], k) if k < half else (src.pieces[src.tensors + src.tensor], k - half)
@@ -547,40 +473,29 @@ def shared_words(e: Emitter, d: DType, at: SSAValue, offset: int, vec: int) -> l
     return widen_raw(e, d, raw, vec)
 
 
-def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int,
-                 again: tuple[Source, Source] | None = None, between: Callable[[Emitter], None] | None = None) -> None:
+def _softmax_row(r: RowState, e: Emitter, srcs: tuple[Source, Source], per: int) -> None:
     """softmax's or log_softmax's dx of one row from the thread's ``per`` vectors of y and
-    dy (``srcs``: :data:`Source`; ``again``: the second pass's, where they differ),
-    ``between(e)`` emitted after the first pass's reads, before the row's exchange."""
+    dy (``srcs``: :data:`Source`)."""
     xs, gs = srcs
     part = None
     for k in range(per):
         part = backward_sum(r, e, _vec(r, e, xs, k), _vec(r, e, gs, k), part)
     assert part is not None
-    if between is not None:
-        between(e)
     s = r.reduce(e, ReduceKind.SUM, part, "row_dot")
-    xs, gs = again or srcs
     for k in range(per):
         vals = backward_out(r, e, _vec(r, e, xs, k), _vec(r, e, gs, k), s)
         r.y.store(e, k * r.p.group, r.p.vec, vals)  # type: ignore[union-attr]
 
 
 def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], srcs: tuple[Source, Source], per: int,
-              acc: list[SSAValue], shared_weight: bool, again: tuple[Source, Source] | None = None,
-              between: Callable[[Emitter], None] | None = None, shared_acc: Sequence[RowBuf] = (),
-              lean: bool = False, words: bool = False, reverse: bool = False,
+              acc: list[SSAValue], shared_weight: bool, lean: bool = False, words: bool = False,
               mid: Callable[[Emitter], None] | None = None) -> list[SSAValue]:
     """A norm's dx of one row from the thread's ``per`` vectors of x and dy (``srcs``:
-    :data:`Source`; ``again``: the second pass's, where they differ) and the row's stored
-    statistics ``st`` (the weight ``r.w`` in shared memory with ``shared_weight``);
-    ``between(e)`` emitted after the first pass's reads, before the row's exchange; its
-    column sums ``acc`` (per vector: V of dweight, then V of dbias; those of ``shared_acc``,
-    the last outputs', in shared memory: read and written back here) after the row.
-    ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x - mean)``, the second writes dx
-    by two FFMA from the row's constants; ``words`` (:data:`WORDS`): bfloat16 read from
-    shared memory as 32-bit words; ``reverse`` (:data:`REVERSE`): the second pass over the
-    vectors last to first; ``mid(e)`` (HALVES) emitted before the first pass's second half of
+    :data:`Source`) and the row's stored statistics ``st`` (the weight ``r.w`` in shared
+    memory with ``shared_weight``); its column sums ``acc`` (per vector: V of dweight, then
+    V of dbias) after the row. ``lean`` (:data:`LEAN_DX`): the first pass sums ``g (x -
+    mean)``, the second writes dx by two FFMA from the row's constants; ``words``
+    (:data:`WORDS`): bfloat16 read from shared memory as 32-bit words; ``mid(e)`` (HALVES) emitted before the first pass's second half of
     the vectors (the wait for the second halves' pieces)."""
     p = r.p
     layer = p.kind == NormKind.LAYER_NORM_BACKWARD
@@ -606,8 +521,6 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
             mid(e)
         _, xh, g = terms(k, *srcs, centred=lean)
         sums = norm_sums(e, xh, g, sums, layer)
-    if between is not None:
-        between(e)
     st = {**st, **norm_row_stats(r, e, row, sums)}
     if lean:  # mean(g xhat) = mean(g (x - mean)) rstd; dx = fma(g, rstd, fma(xhat, k1, k0))
         zero = e.const(0.0, f32)
@@ -623,18 +536,11 @@ def _norm_row(r: RowState, e: Emitter, row: SSAValue, st: dict[str, SSAValue], s
             return norm_dx(r, e, xh, g, st)
     each = len(acc) // per
     out: list[SSAValue] = list(acc)
-    for k in (reversed(range(per)) if reverse else range(per)):
-        dys, xh, g = terms(k, *(again or srcs))
+    for k in range(per):
+        dys, xh, g = terms(k, *srcs)
         r.y.store(e, k * p.group, p.vec, dx_of(xh, g))  # type: ignore[union-attr]
-        if not shared_acc:
-            if each:
-                out[k * each:(k + 1) * each] = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
-            continue
-        held = [v for buf in shared_acc for v in buf.load(e, k * p.group, p.vec, nc=False)]
-        new = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each] + held)
-        out[k * each:(k + 1) * each] = new[:each]
-        for j, buf in enumerate(shared_acc):
-            buf.store(e, k * p.group, p.vec, new[each + j * p.vec:each + (j + 1) * p.vec])
+        if each:
+            out[k * each:(k + 1) * each] = add_column_sums(e, r.op, dys, xh, acc[k * each:(k + 1) * each])
     return out
 
 
@@ -643,7 +549,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
     bp = bulk_for(op)
     c, block, per, slice_bytes, q, tn = bp.cluster, bp.block, bp.per, bp.slice_bytes, bp.slots, bp.tensors
     pn, piece = bp.pieces, bp.piece_bytes  # the ring's pieces a row and slot size (HALVES: half slices)
-    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - bp.spare) // bp.shared_bytes, bp.ctas_per_sm or 2048))
+    per_sm = max(1, min(2048 // block, (SHARED_PER_SM - bp.spare) // bp.cta_bytes, bp.ctas_per_sm or 2048))
     p = plan(op, target, group=block, block=block, items=per, ctas_per_sm=per_sm, cluster=c)
     units = p.ctas // c
     if c in CLUSTERS and not (_outputs(op) and rows_common.cell_setting(None, rows_common.NORM_BACKWARD_UNITS, op)):
@@ -733,9 +639,8 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         # the CTA's row count, the slot of its slice 2 x count (x's) and that slice's lap's parity
         count, base, lap, acc = carried[0], carried[1], carried[2], carried[3 + nstats:]
         b.bar_sync()  # every thread has read the slots of the CTA's previous row
-        for j in range(bp.reread, pn):  # pieces P count + Q - P to + Q - 1 (P: 2, or HALVES' 4): this row's or the next
-            # rows' (all but this row's are free; with REREAD those of the previous row's first slices were copied after its
-            # first pass)
+        for j in range(pn):  # pieces P count + Q - P to + Q - 1 (P: 2, or HALVES' 4): this row's or the next
+            # rows' (all but this row's are free)
             ahead(b, row, q - pn + j, wrap(b, b.add_i(base, q - pn + j))[0])
         grads: list[list[SSAValue]] | None = None
 
@@ -743,9 +648,8 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             """The thread's first vector of this row of a global tensor (rows ``rs`` elements apart)."""
             return RowBuf(d, b.ptr_add(b.ptr_add(base0, b.mul_i(row, rs * d.bytes)), b.mul_i(sw, vec * d.bytes)))
 
-        gbuf = row_of(g0, sg) if tn == 1 or bp.reread > 1 else None
         if tn == 1:  # the thread's vectors of dy into registers (in flight over the wait for x's slice)
-            assert gbuf is not None
+            gbuf = row_of(g0, sg)
             grads = [gbuf.load(b, k * p.group, vec) for k in range(per)]
         y = RowBuf(d, b.ptr_add(b.ptr_add(y0, b.mul_i(row, p.sy * d.bytes)), b.mul_i(sw, vec * d.bytes)))
         w = None
@@ -781,20 +685,10 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
                     wait(c1, t)
         srcs: tuple[Source, Source] = (Halves(here, 0, tn) if bp.halves else here[0],
                                        (Halves(here, 1, tn) if bp.halves else here[1]) if grads is None else grads)
-        again: tuple[Source, Source] | None = None
-        between = None
-        if bp.reread:  # the first slices' slots given back after the first pass; their tensors read again from L2
-            again = (row_of(x0, p.sx), gbuf if gbuf is not None and bp.reread > 1 else srcs[1])
-
-            def between(c1: Emitter) -> None:
-                c1.bar_sync()  # every thread has read those slots
-                for t in range(bp.reread):  # slice k + Q into slice k's slot
-                    ahead(c1, row, q + t, wrap(c1, c1.add_i(base, t))[0] if t else base)
         if norms:
-            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, again, between, shared_acc, bp.lean_dx,
-                            bp.words, bp.reverse, mid)
+            acc = _norm_row(r, b, row, st, srcs, per, acc, bp.weight_bytes > 0, bp.lean_dx, bp.words, mid)
         else:
-            _softmax_row(r, b, srcs, per, again, between)
+            _softmax_row(r, b, srcs, per)
         nxt, wrapped = wrap(b, b.add_i(base, pn))
         return [b.add_i(count, 1), nxt, b.and_b32(b.add_i(lap, wrapped), 1)] + soon + acc
 
@@ -823,12 +717,11 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
             return []
 
         e.if_(e.cmp("ult", tid, wchunks), copy_weight)
-    for k in range(q - pn + bp.reread):  # the unit's first Q - 2 slices (Q - 1 with dy in registers; REREAD's
-        ahead(e, start, k, k)  # further ones, copied after the previous row's first pass) into slots 0, 1, ...
+    for k in range(q - pn):  # the unit's first Q - 2 slices (Q - 1 with dy in registers) into slots 0, 1, ...
+        ahead(e, start, k, k)
     if bp.weight_bytes:
         wait_phase(e, e.ptr_add(loaded, 8 * q), e.const(0))
-    shared_acc = slice_accumulators(e, p, bp.columns_shared, tid) if bp.columns_shared else []
-    acc0 = [e.const(0.0, f32)] * (per * vec * (len(outs) - bp.columns_shared))
+    acc0 = [e.const(0.0, f32)] * (per * vec * len(outs))
     stats0 = stats_of(e, start) if ahead_stats else []
     done = e.for_(start, rows, stride, [e.const(0), e.const(0), e.const(0)] + stats0 + acc0, row_body)
     if c > 1:  # no CTA leaves while a peer may still store into its shared memory
@@ -837,16 +730,7 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
         lay = ColumnSums(len(outs), units, p.n, c, extra=1 if bp.tail_spread else 0)
         ws = e.ptr(add_workspace(kernel, lay.bytes), StateSpace.GLOBAL)
         r = RowState(p, op, tid, tid, None, None, None, None, None, first if c > 1 else None, rank, sw=sw)  # type: ignore[arg-type]
-        if not shared_acc:
-            write_column_partials(e, r, done[3 + nstats:], ws, lay, slot0, 1, None)
-        else:  # each output's vectors from registers, or from shared memory (the last outputs')
-            held, nreg = done[3 + nstats:], len(outs) - bp.columns_shared
-            for j in range(len(outs)):
-                dst = RowBuf(F32, e.ptr_add(column_partial_row(e, ws, lay, j, slot0), e.mul_i(sw, vec * 4)))
-                for k in range(per):
-                    vals = (held[(k * nreg + j) * vec:(k * nreg + j + 1) * vec] if j < nreg
-                            else shared_acc[j - nreg].load(e, k * p.group, vec, nc=False))
-                    dst.store(e, k * p.group, vec, vals)
+        write_column_partials(e, r, done[3 + nstats:], ws, lay, slot0, 1, None)
         finish_columns(e, p, op, ws, lay, tid, ctas, slot0, rank, ahead=bp.tail_loads, spread=bp.tail_spread)
     rewriter.erase(op)
 
