@@ -180,7 +180,7 @@ as bfloat16; with rows_stream.MIN_CTAS_MEASURED's bound)."""
 
 def loss_vector(op: NormalizeRowsOp) -> int:
     """The element type's vector (4) where ``op``'s rows can be read by vectors on element
-    indices (:data:`RAGGED`, rows_cta.STAGED), else 0: cross_entropy without label
+    indices (:data:`RAGGED`), else 0: cross_entropy without label
     smoothing, x's rows not on the vector (``vector_of`` 1) and at least one vector long."""
     if op.norm_kind != NormKind.CROSS_ENTROPY or op.smoothing or rows_common.vector_of(op) > 1:
         return 0
