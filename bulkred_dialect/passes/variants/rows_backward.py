@@ -1110,6 +1110,50 @@ def _sum_ahead(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, lay: ColumnSums
         _add_units(e, p, outs, ws, lay, work[b0:b0 + batch], keep, v)
 
 
+def _arrive_and_wait(e: Emitter, tid: SSAValue, counter: SSAValue, arrivals: Callable[[Emitter, SSAValue], SSAValue],
+                     count: SSAValue, polls: int, name: str) -> tuple[SSAValue, SSAValue]:
+    """The spread tails' ticket and wait (:func:`_spread_columns`, :func:`_spread_group`):
+    after its partial rows (a GPU fence, a CTA barrier) thread 0 takes an arrival ticket on
+    ``counter`` (``atom.add`` 1; ``arrivals`` reads the arrivals from its value); then, while
+    fewer than ``count`` have arrived and fewer than ``polls`` tries were made, thread 0
+    polls the counter (``atom.add`` 0) between two CTA barriers. Hands back the CTA's
+    shared words of the arrivals it saw (``<name>_seen``) and of the pieces it draws
+    (``<name>_piece``)."""
+    seen = e.shared([1], i32, f"{name}_seen")
+    tries = e.shared([1], i32, f"{name}_polls")
+    drawn = e.shared([1], i32, f"{name}_piece")
+    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (each thread's partial rows, then the CTA's ticket)
+    e.bar_sync()
+
+    def arrive(b: Emitter) -> list[SSAValue]:
+        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, b.const(1)))
+        b.st(LdStType.B32, seen, b.add_i(arrivals(b, t), 1))
+        b.st(LdStType.B32, tries, b.const(0))
+        return []
+
+    e.if_(e.cmp("eq", tid, 0), arrive)
+    e.bar_sync()
+
+    def waiting(c: Emitter) -> SSAValue:
+        """Every thread: whether to wait on (fewer than ``count`` seen, fewer than ``polls``
+        tries); thread 0 then polls once (between two CTA barriers: read, then written)."""
+        n, k = c.ld(LdStType.B32, seen, i32), c.ld(LdStType.B32, tries, i32)
+        go = c.and_pred(c.cmp("slt", n, count), c.cmp("slt", k, polls))
+        c.bar_sync()
+
+        def poll(d: Emitter) -> list[SSAValue]:
+            d.st(LdStType.B32, seen, arrivals(d, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, counter, d.const(0)))))
+            d.st(LdStType.B32, tries, d.add_i(k, 1))
+            return []
+
+        c.if_(c.and_pred(go, c.cmp("eq", tid, 0)), poll)
+        c.bar_sync()
+        return go
+
+    e.while_(waiting)
+    return seen, drawn
+
+
 def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums,
                     tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int,
                     rows: int | None = None, base: Callable[[int], int] | None = None, packed: bool = False) -> None:
@@ -1143,38 +1187,7 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
     arrived, nxt = mine, e.ptr_add(mine, 4)  # (grid's, group 0's)
     left = arrived if packed else e.ptr_add(mine, 4 * (1 + lay.groups))  # (packed: the arrivals'; else the extra)
     low = (lambda c, x: c.and_b32(x, 0xFFFF)) if packed else (lambda c, x: x)  # (the arrivals of a packed count)
-    seen = e.shared([1], i32, "columns_seen")
-    tries = e.shared([1], i32, "columns_polls")
-    drawn = e.shared([1], i32, "columns_piece")
-    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (each thread's partial rows, then the CTA's ticket)
-    e.bar_sync()
-
-    def arrive(b: Emitter) -> list[SSAValue]:
-        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, b.const(1)))
-        b.st(LdStType.B32, seen, b.add_i(low(b, t), 1))
-        b.st(LdStType.B32, tries, b.const(0))
-        return []
-
-    e.if_(e.cmp("eq", tid, 0), arrive)
-    e.bar_sync()
-
-    def waiting(c: Emitter) -> SSAValue:
-        """Every thread: whether to wait on (fewer than ``count`` seen, fewer than ``polls``
-        tries); thread 0 then polls once (between two CTA barriers: read, then written)."""
-        n, k = c.ld(LdStType.B32, seen, i32), c.ld(LdStType.B32, tries, i32)
-        go = c.and_pred(c.cmp("slt", n, count), c.cmp("slt", k, polls))
-        c.bar_sync()
-
-        def poll(d: Emitter) -> list[SSAValue]:
-            d.st(LdStType.B32, seen, low(d, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, arrived, d.const(0)))))
-            d.st(LdStType.B32, tries, d.add_i(k, 1))
-            return []
-
-        c.if_(c.and_pred(go, c.cmp("eq", tid, 0)), poll)
-        c.bar_sync()
-        return go
-
-    e.while_(waiting)
+    seen, drawn = _arrive_and_wait(e, tid, arrived, low, count, polls, "columns")
     keep = [e.cmp("slt", e.const(u), count) for u in range(rows)]
     start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
 
@@ -1261,37 +1274,8 @@ def _spread_group(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAVal
     width, pieces = p.block * v * j, per_out * len(outs)
     a_bits, d_bits = GROUP_ARRIVED_BITS, GROUP_DRAWN_BITS
     ctr = e.ptr_add(mine, e.add_i(e.mul_i(e.wide(group), 4), 4))
-    seen = e.shared([1], i32, "columns_group_seen")
-    tries = e.shared([1], i32, "columns_group_polls")
-    drawn = e.shared([1], i32, "columns_group_piece")
-    e.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (each thread's partial rows, then the CTA's ticket)
-    e.bar_sync()
-
-    def arrive(b: Emitter) -> list[SSAValue]:
-        t = b.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, b.const(1)))
-        b.st(LdStType.B32, seen, b.add_i(b.and_b32(t, (1 << a_bits) - 1), 1))
-        b.st(LdStType.B32, tries, b.const(0))
-        return []
-
-    e.if_(e.cmp("eq", tid, 0), arrive)
-    e.bar_sync()
-
-    def waiting(c: Emitter) -> SSAValue:
-        n, k = c.ld(LdStType.B32, seen, i32), c.ld(LdStType.B32, tries, i32)
-        go = c.and_pred(c.cmp("slt", n, size), c.cmp("slt", k, polls))
-        c.bar_sync()
-
-        def poll(d: Emitter) -> list[SSAValue]:
-            got = d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, d.const(0)))
-            d.st(LdStType.B32, seen, d.and_b32(got, (1 << a_bits) - 1))
-            d.st(LdStType.B32, tries, d.add_i(k, 1))
-            return []
-
-        c.if_(c.and_pred(go, c.cmp("eq", tid, 0)), poll)
-        c.bar_sync()
-        return go
-
-    e.while_(waiting)
+    seen, drawn = _arrive_and_wait(e, tid, ctr, lambda c, x: c.and_b32(x, (1 << a_bits) - 1), size, polls,
+                                   "columns_group")
     keep = [e.cmp("slt", e.const(u), size) for u in range(rows)]
     start = e.add_i(e.wide(e.mul_i(tid, v)), c0) if not isinstance(c0, int) or c0 else e.wide(e.mul_i(tid, v))
     src = e.ptr_add(ws, e.mul_i(e.wide(first), p.n * 4))  # (the group's first unit's rows: lay.partials(k) on)
