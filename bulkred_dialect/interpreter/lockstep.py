@@ -896,6 +896,14 @@ class LockstepInterpreter(KernelInterpreter):
             return self._each(op, inputs, self._body(op), None)
         return self._once(op, inputs)
 
+    def _pointer_list(self, v: Any) -> list | None:
+        """The active threads' values of ``v`` where it is a list of them starting with a
+        Pointer (:meth:`_split` and :meth:`_offsets` check the rest), else None."""
+        if type(v) is not list:
+            return None
+        pointers = v if self.full else [v[t] for t in self.active]
+        return pointers if type(pointers[0]) is Pointer else None
+
     def _split(self, base: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, Any, np.ndarray] | None:
         """(buffers, their bytes, each running thread's buffer index and offset, space) of
         addresses into a few buffers (:class:`SplitPointers`, or a varying list of
@@ -908,13 +916,10 @@ class LockstepInterpreter(KernelInterpreter):
             if self.full:
                 return v.buffers, v.raws, v.which, v.space, v.offsets
             return v.buffers, v.raws, v.which[self.index], v.space, v.offsets[self.index]
-        if type(v) is not list:
+        pointers = self._pointer_list(v)
+        if pointers is None:
             return None
-        pointers = v if self.full else [v[t] for t in self.active]
-        first = pointers[0]
-        if type(first) is not Pointer:
-            return None
-        space = first.space
+        space = pointers[0].space
         places: dict[int, int] = {}
         buffers: list[np.ndarray] = []
         which, offsets = [], []
@@ -1014,12 +1019,10 @@ class LockstepInterpreter(KernelInterpreter):
         v = base.v
         if type(v) is PointerArray:
             return v.buffer, v.space, v.raw, v.offsets if self.full else v.offsets[self.index]
-        if type(v) is not list:
+        pointers = self._pointer_list(v)
+        if pointers is None:
             return None
-        pointers = v if self.full else [v[t] for t in self.active]
         first = pointers[0]
-        if type(first) is not Pointer:
-            return None
         for p in pointers:
             if type(p) is not Pointer or p.buffer is not first.buffer or p.space != first.space:
                 return None
