@@ -93,6 +93,22 @@ NORMS = [
 ]
 
 
+
+def assert_the_defaults_column_sums(kind: str, x, dy, w, dtype: str, db: bool, units: int, default_k, built) -> None:
+    """``built`` (a column tail of its own) against ``default_k`` on M = 1 and 7 rows (1: one
+    unit of the grid's, the others' rows not added): the same bits of every output; and
+    dweight / dbias of the 7 rows within float32's (or the 16-bit output's) rounding of
+    float64 (no unit's rows missed)."""
+    for m in (1, 7):
+        want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=default_k)
+        got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=built)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    _, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
+    for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):
+        tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
+
 def norm_backward_reference(kind: str, xbits: np.ndarray, dybits: np.ndarray, wbits: np.ndarray | None, dtype: str,
                             affine: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dx, dweight, dbias) of rms_norm's or layer_norm's backward in float64 from the

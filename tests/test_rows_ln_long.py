@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_rows import to_bits, values
-from test_rows_backward_bulk import norm_backward_reference, run_norm, small  # noqa: F401 - the small settings (autouse)
+from test_rows_backward_bulk import small  # noqa: F401 - the small settings (autouse)
+from test_rows_backward_bulk import assert_the_defaults_column_sums, norm_backward_reference, run_norm
 
 from bulkred_dialect.passes.variants import rows_bulk_backward
 from bulkred_dialect.row_kernels import module
@@ -197,15 +198,7 @@ def test_tail_loads(case, spread: int, monkeypatch) -> None:
     assert str(tail_k) != str(default_k)
     if spread and c == 1:  # (the interpreter runs the grid as one cluster: its CTAs at once, the pieces shared)
         _whole_grid(tail_k, units)
-    for m in (1, 7):  # (1 row: one unit of the grid's, the others' rows not added)
-        want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=default_k)
-        got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, db, units, built=tail_k)
-        for a, b in zip(got, want, strict=True):
-            np.testing.assert_array_equal(a, b)
-    dxr, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
-    for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no unit missed)
-        tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
-        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
+    assert_the_defaults_column_sums(kind, x, dy, w, dtype, db, units, default_k, tail_k)
     if units < 3:  # (2 units always fit a group: ColumnSums.group >= the square root of the units)
         return
     monkeypatch.setattr(rows_backward, "GROUP_UNITS", 1)  # (3 units in groups of 2: the default's tail)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rows import small_ctas, to_bits, values  # noqa: F401 - the small CTAs (autouse)
-from test_rows_backward_bulk import norm_backward_reference, norm_kernel, run_norm
+from test_rows import small_ctas, to_bits  # noqa: F401 - the small CTAs (autouse)
+from test_rows_backward_bulk import assert_the_defaults_column_sums, norm_kernel
 
 import test_rows
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
@@ -89,15 +89,7 @@ def test_tail_spread(case, monkeypatch) -> None:
     assert ("columns_group_seen" in str(spread_k)) == (levels == 2)
     groups = rows_backward.ColumnSums(1 + layer, units, n, cluster).groups  # (one group, or two levels)
     assert groups == (1 if group >= units else 2)
-    for m in (1, 7):
-        want = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, layer, units, built=default_k)
-        got = run_norm(kind, x[:m], dy[:m], w, dtype, dtype, layer, units, built=spread_k)
-        for a, b in zip(got, want, strict=True):
-            np.testing.assert_array_equal(a, b)
-    _, dwr, dbr = norm_backward_reference(kind, x, dy, w, dtype, dtype)
-    for buf, ref in zip(got[1:], (dwr, dbr)[:len(got) - 1], strict=True):  # (float64 too: no row missed)
-        tol = (1e-6 if dtype == "float32" else 8e-3) * max(1.0, np.abs(ref).max())
-        np.testing.assert_allclose(values(buf, dtype), ref, rtol=0, atol=tol)
+    assert_the_defaults_column_sums(kind, x, dy, w, dtype, layer, units, default_k, spread_k)
 
 
 def test_default_off() -> None:
