@@ -1154,6 +1154,27 @@ def _arrive_and_wait(e: Emitter, tid: SSAValue, counter: SSAValue, arrivals: Cal
     return seen, drawn
 
 
+def _draw_pieces(b: Emitter, tid: SSAValue, drawn: SSAValue, take: Callable[[Emitter], list[SSAValue]], outs: int,
+                 per_out: int, pieces: int, add_piece: Callable[[Emitter, int, SSAValue], list[SSAValue]]) -> None:
+    """The spread tails' loop over the pieces a CTA draws: thread 0 draws the next (``take``
+    stores its index in the shared word ``drawn``), every thread reads it between two CTA
+    barriers (all have read it before thread 0 draws again) and adds piece ``i - k per_out``
+    of output k (``add_piece``), until the index passes ``pieces``."""
+
+    def draw(c: Emitter) -> SSAValue:
+        c.if_(c.cmp("eq", tid, 0), take)
+        c.bar_sync()
+        i = c.ld(LdStType.B32, drawn, i32)
+        c.bar_sync()  # (every thread has read it before thread 0 draws again)
+        for k in range(outs):
+            lo = k * per_out
+            inside = c.and_pred(c.cmp("sge", i, lo), c.cmp("slt", i, lo + per_out))
+            c.if_(inside, lambda d, k=k, lo=lo: add_piece(d, k, d.sub_i(i, d.const(lo))))
+        return c.cmp("slt", i, pieces)
+
+    b.while_(draw)
+
+
 def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAValue, lay: ColumnSums,
                     tid: SSAValue, c0: SSAValue | int, count: SSAValue, v: int, ahead: int, polls: int,
                     rows: int | None = None, base: Callable[[int], int] | None = None, packed: bool = False) -> None:
@@ -1199,20 +1220,8 @@ def _spread_columns(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAV
 
     def share(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (the units' partial rows, seen through the count)
-
-        def draw(c: Emitter) -> SSAValue:
-            c.if_(c.cmp("eq", tid, 0),
-                  lambda d: d.st(LdStType.B32, drawn, d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, nxt, d.const(1)))) or [])
-            c.bar_sync()
-            i = c.ld(LdStType.B32, drawn, i32)
-            c.bar_sync()  # (every thread has read it before thread 0 draws again)
-            for k in range(len(outs)):
-                lo = k * per_out
-                inside = c.and_pred(c.cmp("sge", i, lo), c.cmp("slt", i, lo + per_out))
-                c.if_(inside, lambda d, k=k, lo=lo: add_piece(d, k, d.sub_i(i, d.const(lo))))
-            return c.cmp("slt", i, pieces)
-
-        b.while_(draw)
+        _draw_pieces(b, tid, drawn, lambda d: d.st(LdStType.B32, drawn, d.value(
+            AtomOp(AtomOpKind.ADD, AtomType.U32, nxt, d.const(1)))) or [], len(outs), per_out, pieces, add_piece)
         return []
 
     e.if_(e.cmp("sge", e.ld(LdStType.B32, seen, i32), count), share)
@@ -1293,23 +1302,12 @@ def _spread_group(e: Emitter, p: RowPlan, outs: list, ws: SSAValue, mine: SSAVal
     def share(b: Emitter) -> list[SSAValue]:
         b.emit(FenceOp(FenceSem.ACQ_REL, MemScope.GPU))  # (the units' partial rows, seen through the count)
 
-        def draw(c: Emitter) -> SSAValue:
-            def take(d: Emitter) -> list[SSAValue]:
-                old = d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, d.const(1 << a_bits)))
-                d.st(LdStType.B32, drawn, d.and_b32(d.shr_u32(old, a_bits), (1 << d_bits) - 1))
-                return []
+        def take(d: Emitter) -> list[SSAValue]:
+            old = d.value(AtomOp(AtomOpKind.ADD, AtomType.U32, ctr, d.const(1 << a_bits)))
+            d.st(LdStType.B32, drawn, d.and_b32(d.shr_u32(old, a_bits), (1 << d_bits) - 1))
+            return []
 
-            c.if_(c.cmp("eq", tid, 0), take)
-            c.bar_sync()
-            i = c.ld(LdStType.B32, drawn, i32)
-            c.bar_sync()
-            for k in range(len(outs)):
-                lo = k * per_out
-                inside = c.and_pred(c.cmp("sge", i, lo), c.cmp("slt", i, lo + per_out))
-                c.if_(inside, lambda d, k=k, lo=lo: add_piece(d, k, d.sub_i(i, d.const(lo))))
-            return c.cmp("slt", i, pieces)
-
-        b.while_(draw)
+        _draw_pieces(b, tid, drawn, take, len(outs), per_out, pieces, add_piece)
         return []
 
     e.if_(e.cmp("sge", e.ld(LdStType.B32, seen, i32), size), share)
