@@ -114,12 +114,13 @@ def _lower(
     module: ModuleOp, tgt: Target, pipeline: str | None, *, verify_each: bool = False, verify_output: bool = True
 ) -> None:
     """Run ``bulkred-to-ptx`` for ``tgt`` (a pass object: no text to parse), or the
-    ``pipeline`` text a user gave (checked by the caller). ``verify_output=False`` where
+    ``pipeline`` text a user gave (checked by the caller; parsed once per text,
+    ``pipeline.pipeline_passes``). ``verify_output=False`` where
     the PTX printer comes next: it verifies the result first (the same located error)."""
     from bulkred_dialect.passes.bulkred_to_ptx import BulkredToPtxPass
-    from bulkred_dialect.pipeline import apply_passes, available_passes, build_passes
+    from bulkred_dialect.pipeline import apply_passes, pipeline_passes
 
-    passes = build_passes(pipeline, available_passes()) if pipeline else (BulkredToPtxPass(target=tgt),)
+    passes = pipeline_passes(pipeline) if pipeline else (BulkredToPtxPass(target=tgt),)
     apply_passes(context(), module, passes, verify_each=verify_each, verify_output=verify_output)
 
 

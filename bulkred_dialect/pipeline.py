@@ -175,6 +175,49 @@ def build_passes(text: str, available: Mapping[str, PassFactory]) -> tuple[Modul
     return tuple(build(s.name, available[s.name](), s) for s in specs)  # type: ignore[misc]
 
 
+_IMMUTABLE = (NoneType, bool, int, float, str, Target)
+
+
+def _immutable(value: Any) -> bool:
+    return isinstance(value, _IMMUTABLE) or (isinstance(value, tuple) and all(map(_immutable, value)))
+
+
+def _is_value(p: ModulePass) -> bool:
+    """Whether ``p`` is nothing but its options: a frozen dataclass whose fields are all
+    ``__init__`` options holding immutable values, and no other attribute (so that
+    ``dataclasses.replace(p)`` builds a pass equal to it, state for state)."""
+    if not (dataclasses.is_dataclass(p) and type(p).__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        return False
+    fields = dataclasses.fields(p)
+    return (
+        all(f.init and _immutable(getattr(p, f.name)) for f in fields)
+        and set(getattr(p, "__dict__", {})) <= {f.name for f in fields}
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _built_once(text: str) -> tuple[tuple[ModulePass, ...], bool]:
+    passes = build_passes(text, available_passes())
+    return passes, all(map(_is_value, passes))
+
+
+def pipeline_passes(text: str) -> tuple[ModulePass, ...]:
+    """``build_passes(text, available_passes())``, the spec parsed and checked once per
+    text in a process (``lower_tile_module(pipeline=...)`` is called with the same few
+    specs again and again); a bad spec is not stored, and raises the same error each call.
+
+    Each call gets new pass objects: copies (``dataclasses.replace``) of those built the
+    first time, equal to them and to what building again gives, since each is nothing
+    but immutable options (``_is_value``; xDSL's ``ModulePass`` is a frozen dataclass
+    whose options are numbers, strings and tuples of them); a spec with any other pass
+    is built again each call. The passes are those of :func:`available_passes`, a fixed
+    set (xDSL's and ``passes.ALL_PASSES``)."""
+    passes, values = _built_once(text)
+    if not values:
+        return build_passes(text, available_passes())
+    return tuple(dataclasses.replace(p) for p in passes)
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block, then as it was.
