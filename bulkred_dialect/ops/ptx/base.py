@@ -349,11 +349,13 @@ def mnemonic(*parts: object) -> str:
 def check_module(module: ModuleOp, target: Target) -> tuple[int, int]:
     """Raise a located error for the first ptx op of ``module`` that ``target`` cannot
     run (the pass ``check-target`` and the PTX printer); return the highest PTX ISA
-    version its ptx ops need, at least the target's lowest (the printer's ``.version``)."""
-    from bulkred_dialect.diagnostics import LocatedError
+    version its ptx ops need, at least the target's lowest (the printer's ``.version``).
+    The ops in ``module.walk()``'s order, from ``walk_ops`` (a stack, not xDSL's nested
+    generators: it runs twice per compile, after lower-to-ptx and in the printer)."""
+    from bulkred_dialect.diagnostics import LocatedError, walk_ops
 
     version = target.min_ptx
-    for op in module.walk():
+    for op in walk_ops(module):
         if isinstance(op, PtxInstruction):
             need = op.requirement()
             try:
