@@ -237,7 +237,7 @@ SETTINGS: list[tuple[str, tuple[str, ...] | None, int, int, dict[str, int | bool
     # (element type, kinds (None: all), N from, N to, {"grad_registers": bool, "slots": int, "ctas_per_sm": int,
     #  "stats_ahead": bool, "lean_dx": bool, "spare_shared": int, "words": bool, "halves": bool,
     #  "tail_loads": int, "tail_spread": int)
-    # tools/probes/rows_backward.py --set fast on an H200, 2026-11-29, x copy (default -> this setting):
+    # (measured by tools/probes/rows_backward.py and rows_ln_long.py on an H200, x copy: default -> this setting)
     # (--set long, 2026-11-29 later: the statistics ahead, the same bits, rms_norm 262144 0.818 -> 0.853,
     # layer_norm 0.603 -> 0.622; x or dy re-read from L2, smaller clusters, 1024 threads and the column sums in
     # shared memory all slower, 0.38 to 0.74; without dweight and dbias layer_norm would reach 0.742 (f32) and
@@ -677,12 +677,12 @@ def lower_rows_bulk_backward(op: Operation, rewriter: PatternRewriter, target: T
 
         for t in range(tn):
             wait(b, t)
-        mid = None
-        if bp.halves:  # the second halves' pieces waited for before the first pass's second half
+        def wait_second_halves(c1: Emitter) -> None:
+            for t in range(tn, pn):
+                wait(c1, t)
 
-            def mid(c1: Emitter) -> None:
-                for t in range(tn, pn):
-                    wait(c1, t)
+        # (half slices: the second halves' pieces waited for before the first pass's second half)
+        mid = wait_second_halves if bp.halves else None
         srcs: tuple[Source, Source] = (Halves(here, 0, tn) if bp.halves else here[0],
                                        (Halves(here, 1, tn) if bp.halves else here[1]) if grads is None else grads)
         if norms:
