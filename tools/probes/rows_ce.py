@@ -12,6 +12,15 @@ measures it):
   rows_lower.STEP_EXPS (rows_stream's running (max, sum) rescaled once a loop step)
   (rows_cta's rows staged in shared memory by cp.async.bulk, measured slower in the sixth
   session, 0.40 to 0.60 of copy, were removed: docs/rows.md);
+* ``odd16``: bfloat16 and float16 at N = 4097 (rows_cta, an element a load; 0.63 of copy):
+  its row loop issues about 19 SASS instructions an element (320 a row for 17 elements a
+  thread of 256; ptxas sm_90a), against 11 at 4096 (1.00 of copy): the row's reductions
+  (the (max, sum) pairs' butterflies and two CTA exchanges, about 120 instructions a row)
+  over too few elements a thread, not the 2-byte loads. The candidates: the maximum first
+  (rows_common.EXP_MAX_FIRST, 14.5 an element), 128 threads of 33 values (rows_cta.VALUES
+  64; with the maximum first 10.8), 64 threads of 65 (rows_cta.MIN_BLOCK_MEASURED 64, VALUES
+  128: 8.9), their grids of the CTAs resident (rows_cta.CTAS_PER_SM), and RAGGED_SPLIT's
+  8-byte vectors on 128 threads;
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
@@ -33,6 +42,7 @@ vector) give the same bits as in the batch). GB/s of x's bytes read, against the
 
     PROBE_ARGS="--budget-s 120" bash tools/gpu.sh probe:rows_ce
     PROBE_ARGS="--set odd,vocab --budget-s 140" bash tools/gpu.sh probe:rows_ce   (--set: --parts)
+    PROBE_ARGS="--set odd16 --budget-s 120" bash tools/gpu.sh probe:rows_ce
     python3 tools/diag.py rows_ce --parts odd,small --budget-s 120
     python3 tools/diag.py rows_ce --dry-run   # build and assemble (sm_90a) every kernel; no GPU
 """
@@ -55,7 +65,7 @@ CHECK_ROWS = 256
 SMALL_N = 4096
 SMALL_M = (1, 8, 64)
 SMALL_CALLS = 50
-PARTS = ("odd", "small", "cells", "vocab")
+PARTS = ("odd", "small", "cells", "vocab", "odd16")
 
 RAGGED = {"rows_lower.RAGGED": True}
 SPLIT = {**RAGGED, "rows_lower.RAGGED_SPLIT": True}
@@ -63,6 +73,9 @@ STEP = {"rows_lower.STEP_EXPS": True}
 MIN4 = {"rows_stream.MIN_CTAS": 4}
 FAST = {"rows_common.FAST_EXP": True}
 SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
+FIRST = {"rows_common.EXP_MAX_FIRST": True}
+T128 = {"rows_cta.VALUES": 64}  # (4097 elements: 33 a thread of 128)
+T64 = {"rows_cta.VALUES": 128, "rows_cta.MIN_BLOCK": 64}  # (65 a thread of 64; MIN_BLOCK_MEASURED's form)
 
 # (part, dtype, N): in the order of the task (past the budget, the last are left out)
 CELLS = [
@@ -70,12 +83,25 @@ CELLS = [
     ("odd", "float32", 4097), ("odd", "float32", 50257),
     ("cells", "bfloat16", 4096), ("cells", "bfloat16", 16384), ("cells", "float32", 65536),
     ("vocab", "bfloat16", 128256), ("vocab", "float16", 128256),
+    ("odd16", "bfloat16", 4097), ("odd16", "float16", 4097),
 ]
 
 
 def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
     """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
+    if part == "odd16":  # (rows_cta; registers sm_90a: 128 threads 54 (9 CTAs resident), 64 threads 88 (11))
+        return out + [("max first", None, FIRST),
+                      ("128 threads", None, T128),
+                      ("128 threads, max first", None, {**T128, **FIRST}),
+                      ("128 threads, max first, grid 9 CTAs/SM", None, {**T128, **FIRST, "rows_cta.CTAS_PER_SM": 9}),
+                      ("128 threads, max first, min 8 grid 8 CTAs/SM", None,
+                       {**T128, **FIRST, "rows_cta.CTAS_PER_SM": 8, "rows_cta.MIN_CTAS": 8}),
+                      ("128 threads, max first, not pipelined", None, {**T128, **FIRST, "rows_common.FORWARD_PIPELINE": False}),
+                      ("64 threads, max first", None, {**T64, **FIRST}),
+                      ("64 threads, max first, grid 11 CTAs/SM", None, {**T64, **FIRST, "rows_cta.CTAS_PER_SM": 11}),
+                      ("64 threads", None, T64),
+                      ("128 threads, max first, ragged split", None, {**T128, **FIRST, **SPLIT})]
     if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
         if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel)
             # (a grid of 8 CTAs of 256 a multiprocessor; 36 registers hold 6, RAGGED's 68 three: the rest wait for a

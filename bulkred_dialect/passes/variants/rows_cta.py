@@ -36,6 +36,13 @@ from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items,
 MIN_BLOCK = 128
 MAX_BLOCK = 1024
 
+MIN_BLOCK_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+"""By (kind, element type name): (N from, N to, threads), the first range holding N (never
+M): the CTA's threads :func:`block_for` starts from in place of :data:`MIN_BLOCK` (e.g. 64
+threads of 65 bfloat16 values for cross_entropy's 4097, with :data:`VALUES_MEASURED` 128:
+the row's reductions over twice the elements a thread; tools/probes/rows_ce.py ``--set
+odd16``); none measured yet (float16 as bfloat16)."""
+
 MAX_N = 16384
 """The longest row this variant takes (512 threads of 32 float32 values); longer rows go
 to rows_bulk, rows_cluster or rows_stream (docs/rows.md)."""
@@ -77,10 +84,11 @@ def values_for(op: NormalizeRowsOp) -> int:
 
 
 def block_for(op: NormalizeRowsOp, vec: int = 0) -> int:
-    """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`) that hold
+    """The CTA's threads: the fewest (a power of two from :data:`MIN_BLOCK`, or
+    :data:`MIN_BLOCK_MEASURED`'s) that hold
     the row with at most :func:`values_for` values per thread (``vec``: the rows read by
     vectors of ``vec``, rows_lower.RAGGED)."""
-    block = MIN_BLOCK
+    block = cell_setting(None, MIN_BLOCK_MEASURED, op, MIN_BLOCK)
     per = max(1, values_for(op) // (vec or vector_of(op)))
     while block < MAX_BLOCK and (ragged_items(op, block, vec) if vec else items_for(op, block)) > per:
         block *= 2
