@@ -1,0 +1,102 @@
+"""cross_entropy's rows of odd N in 16-bit types on rows_cta (issue 30, section 4: bfloat16 and
+float16 at N = 4097, 0.63 of copy), the candidates of ``tools/probes/rows_ce.py --set odd16``,
+all off by default, on the interpreter: the row's maximum first
+(``rows_common.EXP_MAX_FIRST``) and fewer threads a row, each holding more values
+(``rows_cta.VALUES`` with ``rows_cta.MIN_BLOCK_MEASURED``), the rows read an element a load
+(2-byte aligned: no vector). Each against float64 (from the values the kernel read), NaN /
++inf / all -inf / ignored rows as torch, a row's bits the same at another position in the
+batch and for another M; the table takes only its cell.
+
+test_rows.py's small CTAs (``MIN_BLOCK`` 64): MIN_BLOCK_MEASURED's 32 threads here stand for
+its 64 at 4097 (twice the values a thread of the default's CTA)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_rows import lowered, small_ctas  # noqa: F401 (small_ctas: autouse)
+from test_rows_ce_reduction import IGNORE
+from test_rows_ce_speed import ce_reference, ragged_run
+
+from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
+from bulkred_dialect.passes.variants import rows_common, rows_cta
+from bulkred_dialect.passes.variants.rows_common import BF16, F16
+from bulkred_dialect.row_kernels import module
+
+FIRST = ("rows_common.EXP_MAX_FIRST", True)
+
+
+def kernel(n: int, dtype: str):
+    """cross_entropy's rows_cta kernel of rows of n logits (M dynamic), with the settings in force."""
+    return lowered(module("cross_entropy", None, n, dtype, stats=("lse",), variant="rows_cta", ignore_index=IGNORE))
+
+
+def block_of(n: int, dtype: str) -> int:
+    op = next(o for o in module("cross_entropy", None, n, dtype).walk() if isinstance(o, NormalizeRowsOp))
+    return rows_cta.block_for(op)
+
+
+def fewer_threads(monkeypatch, n: int, dtype: str) -> None:
+    """32 threads a row of ``n`` (MIN_BLOCK_MEASURED), each up to 8 values (VALUES)."""
+    key = ("cross_entropy", BF16.name if dtype == "bfloat16" else F16.name)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK_MEASURED", {key: ((n, n, 32),)})
+    monkeypatch.setattr(rows_cta, "VALUES", 8)
+
+
+# (N, dtype, max first, fewer threads): odd N (each row's start at another 2-byte offset), both 16-bit types
+CELLS = [(97, "bfloat16", True, False), (97, "bfloat16", True, True), (33, "float16", True, True),
+         (97, "float16", False, True)]
+
+
+@pytest.mark.parametrize("n,dtype,first,fewer", CELLS, ids=[f"{c[0]}-{c[1]}-first{c[2]}-fewer{c[3]}" for c in CELLS])
+def test_odd16_candidates(n: int, dtype: str, first: bool, fewer: bool, monkeypatch) -> None:
+    """7 rows of several magnitudes against float64 (a row of NaN, one with +inf, one of
+    all -inf, an ignored one, a target at each end); then the same rows moved by one (each
+    row's start at another offset in x) and a row alone (M = 1): the same bits."""
+    if first:
+        monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", True)
+    if fewer:
+        fewer_threads(monkeypatch, n, dtype)
+        assert block_of(n, dtype) == 32
+    rng = np.random.default_rng(n + 16 * first + 32 * fewer)
+    m = 7
+    x = rng.standard_normal((m + 1, n)) * rng.uniform(0.5, 8, (m + 1, 1))
+    x[1, n // 3] = np.nan
+    x[2, n - 1] = np.inf
+    x[4, :] = -np.inf
+    x[6] += 40.0
+    target = rng.integers(0, n, m + 1)
+    target[0], target[3], target[5] = n - 1, IGNORE, 0
+    built = kernel(n, dtype)
+    if first:  # (the exps against the row's maximum: no (m, s) pairs' exps in the reductions)
+        monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", None)
+        assert str(built).count("ptx.ex2") < str(kernel(n, dtype)).count("ptx.ex2")
+    loss, xv, _ = ragged_run("rows_cta", n, dtype, None, x[:m], target[:m], built=built)
+    ref = ce_reference(xv, target[:m])
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=2e-5 * max(1.0, np.abs(ref[finite]).max()))
+    np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
+    assert loss[3] == 0.0
+    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
+    moved, _, _ = ragged_run("rows_cta", n, dtype, None, xs, ts, built=built)
+    assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
+    alone, _, _ = ragged_run("rows_cta", n, dtype, None, x[5:6], target[5:6], built=built)
+    assert alone.tobytes() == loss[5:6].tobytes(), "a row's bits depend on M"
+
+
+def test_off_by_default_and_the_table_takes_its_cell(monkeypatch) -> None:
+    """By default 4097's rows_cta CTA is the 256 threads of 17 values, its maximum not first;
+    MIN_BLOCK_MEASURED's entry changes its own cell's kernel only (the CTA's threads), and
+    float16 follows bfloat16's entry (half_as_bfloat16)."""
+    assert rows_cta.MIN_BLOCK_MEASURED == {}
+    assert not rows_common.setting_of(rows_common.EXP_MAX_FIRST, rows_common.EXP_MAX_FIRST_MEASURED,
+                                      BF16.name, 4097, "cross_entropy")
+    for dtype in ("bfloat16", "float16"):
+        assert block_of(4097, dtype) == 256
+    before = {(n, d): block_of(n, d) for n, d in ((97, "bfloat16"), (99, "bfloat16"), (97, "float32"), (97, "float16"))}
+    assert set(before.values()) == {64}
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK_MEASURED",
+                        rows_common.half_as_bfloat16({("cross_entropy", BF16.name): ((97, 97, 32),)}))
+    monkeypatch.setattr(rows_cta, "VALUES", 8)
+    after = {key: block_of(*key) for key in before}
+    assert after == {(97, "bfloat16"): 32, (99, "bfloat16"): 64, (97, "float32"): 64, (97, "float16"): 32}
