@@ -85,11 +85,17 @@ loaded once, in persistent grids of one or two CTAs a multiprocessor), ``words``
 ``one_pass="local"`` (the statistics from one pass over shared memory, each thread's m2
 about its own shift moved to the row's mean after the sum's exchange: two scalar exchanges).
 
+``--set logsoftmax`` (:func:`logsoftmax`) times log_softmax bfloat16's candidates (N = 262144,
+65536, 16384, 4096, 1024; :func:`lsm_candidates`): rows_common.LOG_SOFTMAX_LSE (y = x - lse),
+softmax bfloat16's and cross_entropy bfloat16's settings (rows_bulk rows, .minnctapersm),
+against the dispatch and beside softmax bfloat16's dispatch, each checked against float64.
+
     python3 tools/diag.py rows_forward [--part long|short|all] [--budget-s 150]
     python3 tools/diag.py rows_forward --set pipeline [--budget-s 85] [--kinds softmax,rms_norm] [--n 1024,4096]
     python3 tools/diag.py rows_forward --set long [--budget-s 150] [--kinds layer_norm] [--n 262144]
     python3 tools/diag.py rows_forward --set passes [--budget-s 150] [--kinds layer_norm] [--n 262144] [--dry-run]
     python3 tools/diag.py rows_forward --set fastexp|affine [--budget-s 150] [--kinds softmax] [--n 262144] [--dry-run]
+    python3 tools/diag.py rows_forward --set logsoftmax [--budget-s 130] [--n 65536] [--dry-run]
 """
 
 from __future__ import annotations
@@ -968,19 +974,221 @@ def verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: list[flo
             f"({dt}.name, (\"{kind}\",), {n}, {n}, {st!r}){wide}")
 
 
+LSM_CELLS = (262144, 65536, 16384, 4096, 1024)
+"""--set logsoftmax's cells (log_softmax bfloat16, M x N = 2^28), the furthest from the copy
+kernel first (docs/benchmarks.md, the seventh session: 0.84 / 0.87 / 0.88 / 0.90 / 0.95)."""
+LSM_TOL = 1.6e-2
+"""tests/test_rows.check's bound for bfloat16 (the largest error over the largest |y|)."""
+
+
+def lsm_candidates(n: int) -> list[tuple[str, list, object, str]]:
+    """--set logsoftmax's settings of log_softmax bfloat16 at N = ``n``: (name, module
+    overrides ``[(module, attribute, value)]``, the rows_bulk.Setting forced for the cell or
+    None, what to flip where it wins). ``lse``: rows_common.LOG_SOFTMAX_LSE (y = x - lse, one
+    FADD an element); the others: the settings that softmax bfloat16 (rows_bulk.CHOSEN's
+    rows at 65536 and 262144) or cross_entropy bfloat16 (rows_warp / rows_cta MIN_CTAS,
+    rows_bulk's 16384 row) take and log_softmax lacks."""
+    from dataclasses import replace
+
+    from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta, rows_warp
+
+    out: list[tuple[str, list, object, str]] = [("dispatch", [], None, "")]
+
+    def add(name: str, lse: bool, st=None, module=None, ctas: int | None = None) -> None:
+        ov, flips = [], []
+        if lse:
+            ov.append((rows_common, "LOG_SOFTMAX_LSE", True))
+            flips.append(f"rows_common.LOG_SOFTMAX_LSE_MEASURED[(\"log_softmax\", BF16.name)] gains ({n}, {n})")
+        if module is not None:
+            ov.append((module, "MIN_CTAS", ctas))
+            flips.append(f"{module.__name__.rsplit('.', 1)[-1]}.MIN_CTAS_MEASURED[(\"log_softmax\", BF16.name)] = "
+                         f"(({n}, {n}, {ctas}),)")
+        if st is not None:
+            flips.append(f"rows_bulk.CHOSEN gains (BF16.name, (\"log_softmax\",), {n}, {n}, {st!r}) above its rows")
+        out.append((("lse, " if lse else "") + name if name else "lse", ov, st, "; ".join(flips)))
+
+    add("", True)
+    # (ptxas, sm_90a: log_softmax bfloat16 keeps x's 32 float32 values a thread over the reduction where softmax
+    # keeps its exps instead of x: 91 registers a thread at 1024 against softmax's 73, 96 at 4096 and 16384
+    # against 75; fewer CTAs a multiprocessor. .minnctapersm brings it to softmax's CTAs or cross_entropy's)
+    if n == 1024:  # rows_warp: softmax's 3 CTAs of 256 a multiprocessor, cross_entropy's 4
+        for ctas in (3, 4):
+            add(f"rows_warp min {ctas} CTAs", True, module=rows_warp, ctas=ctas)
+    if n in (4096, 16384):  # rows_cta: softmax's CTAs (6 of 128 at 4096), cross_entropy's (7; 2 of 512 at 16384)
+        for ctas in ((6, 7) if n == 4096 else (2,)):
+            add(f"rows_cta min {ctas} CTAs", True, module=rows_cta, ctas=ctas)
+        ce = rows_bulk.Setting(32768, 256, 2, True, 2, registers=True, max_units=264, fast_exp=True, words=True)
+        add("bulk: cross_entropy 16384's (registers, fast exp, words)", True, ce)
+        add("bulk: the same, 512 threads", True, replace(ce, block=512, min_ctas=None))
+    if n == 65536:
+        today = rows_bulk.Setting(65536, 512, 1, True, 2, registers=True)  # (rows_bulk.CHOSEN's row)
+        soft = rows_bulk.Setting(65536, 256, 2, False, 1, early_copy=True, fast_exp=True, words=True)  # (softmax's, no fold)
+        add("today's, fast exp, words", False, replace(today, fast_exp=True, words=True))
+        add("today's, fast exp, words", True, replace(today, fast_exp=True, words=True))
+        add("softmax's (unit a row, 256 thr, early copy, fast exp, words)", False, soft)
+        add("softmax's", True, soft)
+        add("softmax's, online", True, replace(soft, online=True))
+    if n == 262144:
+        today = rows_bulk.Setting(65536, 512, None, True, 2, online=True, max_units=15)  # (rows_bulk.CHOSEN's row)
+        soft = rows_bulk.Setting(65536, 512, None, True, 2, registers=True, max_units=15, fast_exp=True, words=True)
+        add("today's, fast exp, words", True, replace(today, fast_exp=True, words=True))
+        add("softmax's (registers, fast exp, words)", False, soft)
+        add("softmax's", True, soft)
+        add("unit a row, 256 thr, early copy, online, fast exp, words", True,
+            rows_bulk.Setting(65536, 256, 2, False, 1, early_copy=True, online=True, fast_exp=True, words=True))
+    return out
+
+
+@contextlib.contextmanager
+def overridden(overrides: list, setting, n: int):
+    """A context: each ``(module, attribute, value)`` of ``overrides`` set, rows_bulk.CHOSEN
+    with ``setting`` first for log_softmax bfloat16 at N = ``n`` (where not None), row_kernels'
+    kernels forgotten; then all restored."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.passes.variants import rows_bulk
+
+    saved = [(m, a, getattr(m, a)) for m, a, _ in overrides]
+    chosen = list(rows_bulk.CHOSEN)
+    try:
+        for m, a, v in overrides:
+            setattr(m, a, v)
+        if setting is not None:
+            rows_bulk.CHOSEN[:] = [("bfloat16", ("log_softmax",), n, n, setting)] + chosen
+        row_kernels._KERNELS.clear()
+        yield
+    finally:
+        for m, a, v in saved:
+            setattr(m, a, v)
+        rows_bulk.CHOSEN[:] = chosen
+        row_kernels._KERNELS.clear()
+
+
+def logsoftmax(args) -> int:
+    """``--set logsoftmax`` (issue 30, section 4): log_softmax bfloat16 at :data:`LSM_CELLS`
+    (or ``--n``), M x N = 2^28, each setting of :func:`lsm_candidates` against the dispatch on
+    the same tensors, and softmax bfloat16's dispatch beside them for reference (``softmax
+    ref``, its error against softmax's float64); each output checked on the GPU against
+    float64 (64 rows; ``err``: the largest error over the largest |y|; ``ok``: within
+    tests/test_rows.check's bfloat16 bound and at most twice the dispatch's) and its batch
+    invariance (rows 3 to 7 alone give y's bits, ``inv``) before timing; then per cell the
+    fastest sound setting and what to flip (1% or more over the dispatch). ``--dry-run``:
+    build and assemble each kernel for sm_90a (no GPU)."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+
+    t0 = time.time()
+    ns = [int(v) for v in args.n.split(",")] if args.n else list(LSM_CELLS)
+    torch = None
+    if not args.dry_run:
+        import torch
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | err | inv, ok |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
+    failed = 0
+    verdicts: list[str] = []
+    for n in ns:
+        if time.time() - t0 > args.budget_s:
+            print(f"| log_softmax | bfloat16 | {n} | skipped: budget |")
+            continue
+        cands = lsm_candidates(n)
+        if args.dry_run:
+            for name, ov, st, _ in cands + [("softmax ref", [], None, "")]:
+                kind = "softmax" if name == "softmax ref" else "log_softmax"
+                with overridden(ov, st, n):
+                    try:
+                        k = row_kernels.kernel_for(kind, None, n, "bfloat16", variant=None if st is None else "rows_bulk")
+                        op = next(o for o in row_kernels.module(kind, None, n, "bfloat16").walk()
+                                  if o.name == "bulkred.normalize_rows")
+                        v = choose(op, Target.parse("sm_90a")).name
+                    except Exception as e:  # noqa: BLE001 - the row says why
+                        failed += 1
+                        print(f"| {kind} | bfloat16 | {n} | | {name} | FAILED: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:160]} |")
+                        continue
+                    ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
+                    failed += not ok
+                    launch = k.signature.launch
+                    print(f"| {kind} | bfloat16 | {n} | | {name} ({v}) | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | | "
+                          f"{ptxas_info(k)} | {launch.block[0]} x {launch.cluster[0]} |", flush=True)
+            continue
+        _, x, y, _, _ = cell_tensors(torch, n, "bfloat16")
+        rows = 64
+        ref = torch.log_softmax(x[:rows].double(), -1)
+        sref = torch.softmax(x[:rows].double(), -1)
+        y5 = torch.empty_like(x[:5])
+
+        def err_of(got, r) -> float:
+            return ((got.double() - r).abs().max() / r.abs().max().clamp(min=1e-30)).item()
+
+        runs, judged = [], []  # judged: (name, err, sound, flip)
+        base_err = None
+        for name, ov, st, flip in cands + [("softmax ref", [], None, "")]:
+            kind = "softmax" if name == "softmax ref" else "log_softmax"
+            with overridden(ov, st, n):
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, "bfloat16", variant=None if st is None else "rows_bulk")
+                    if st is None and not ov:
+                        op = next(o for o in row_kernels.module(kind, None, n, "bfloat16").walk()
+                                  if o.name == "bulkred.normalize_rows")
+                        name = f"{name}: {choose(op, Target.parse('sm_90a')).name}"
+                    call = lambda k=k: k(x, y)  # noqa: E731
+                    y.fill_(float("nan"))
+                    y5.fill_(float("nan"))
+                    call()
+                    k(x[3:8], y5)
+                    torch.cuda.synchronize()
+                    err = err_of(y[:rows], sref if kind == "softmax" else ref)
+                    inv = torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8))
+                    if base_err is None and kind == "log_softmax":
+                        base_err = err
+                    sound = inv and err <= LSM_TOL and err <= 2 * max(base_err or err, 1e-7)
+                    launch = k.signature.launch
+                    runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
+                                 f"{'yes' if inv else 'NO'}, {'ok' if sound else 'NOT OK'}"))
+                    judged.append((name, err, sound and kind == "log_softmax", flip))
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    failed += 1
+                    print_failed(kind, "bfloat16", n, name, e)
+        ratios = print_timed(torch, "log_softmax", "bfloat16", n, x, y, 2 * x.numel() * x.element_size(), runs)
+        if len(ratios) == len(judged) and judged and judged[0][0].startswith("dispatch"):
+            best = max(((r, j) for r, j in zip(ratios[1:], judged[1:]) if j[2]), default=None, key=lambda t: t[0])
+            soft = next((r for r, j in zip(ratios, judged) if j[0] == "softmax ref"), float("nan"))
+            if best is None or best[0] < 1.01 * ratios[0]:
+                verdicts.append(f"- log_softmax bfloat16 {n}: keep the dispatch ({ratios[0]:.3f} of copy; softmax {soft:.3f})")
+            else:
+                verdicts.append(f"- log_softmax bfloat16 {n}: {best[1][0]}, {best[0]:.3f} of copy against {ratios[0]:.3f} "
+                                f"(softmax {soft:.3f}): {best[1][3]}")
+        else:
+            verdicts.append(f"- log_softmax bfloat16 {n}: no result")
+        del x, y, y5, ref, sref, runs
+        torch.cuda.empty_cache()
+    if verdicts:
+        print("\nWhat to flip (the fastest sound setting of each cell, 1% or more over the dispatch; each stays off until then):")
+        for line in verdicts:
+            print(line)
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
-    ap.add_argument("--set", default="variants", choices=("variants", "pipeline", "long", "passes", "fastexp", "affine"))
+    ap.add_argument("--set", default="variants",
+                    choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax"))
     ap.add_argument("--kinds", help="--set pipeline, long, passes: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline, long, passes: these N only (comma-separated)")
-    ap.add_argument("--dry-run", action="store_true", help="--set passes, fastexp, affine: build and assemble each kernel; no GPU")
+    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax: these N only (comma-separated)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="--set passes, fastexp, affine, logsoftmax: build and assemble each kernel; no GPU")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "passes":
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         return passes(args)
+    if args.set == "logsoftmax":
+        args.budget_s = 130.0 if args.budget_s is None else args.budget_s
+        return logsoftmax(args)
     if args.set in ("fastexp", "affine"):
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         if args.set == "fastexp":

@@ -654,6 +654,8 @@ class RowState:
         if kind == NormKind.SOFTMAX:
             return f32_mul(e, exp_shifted(e, v, s["max"], fast_exp(self.p)), s["inv_sum"])
         if kind == NormKind.LOG_SOFTMAX:
+            if "lse" in s:  # (LOG_SOFTMAX_LSE: one subtraction an element)
+                return f32_sub(e, v, s["lse"])
             return f32_sub(e, f32_sub(e, v, s["max"]), s["log_sum"])
         if kind in RMS_KINDS:
             r = f32_mul(e, v, s["rstd"])
@@ -741,7 +743,7 @@ class RowState:
                 out["inv_sum"] = e.rcp(AT, sums["sum"])
             else:
                 out["log_sum"] = _log(e, sums["sum"])
-            if kind == NormKind.CROSS_ENTROPY:
+            if kind == NormKind.CROSS_ENTROPY or (kind == NormKind.LOG_SOFTMAX and log_softmax_lse(self.p)):
                 out["lse"] = f32_add(e, sums["max"], out["log_sum"])
                 if "sum_x" in sums:
                     out["mean_x"] = e.div(AT, sums["sum_x"], e.const(n, f32))
@@ -1280,6 +1282,25 @@ def setting_of(on: bool | None, table: dict, dtype: str, n: int, kind: str | Non
         return on
     ranges = table.get((kind, dtype)) if kind is not None else None
     return any(lo <= n <= hi for lo, hi in (table.get(dtype, ()) if ranges is None else ranges))
+
+
+LOG_SOFTMAX_LSE: bool | None = None
+"""None: where :data:`LOG_SOFTMAX_LSE_MEASURED` says; True or False: everywhere or nowhere
+(the probe's and the tests' settings, tools/probes/rows_forward.py ``--set logsoftmax``).
+On, log_softmax's y is ``x - lse``, ``lse = max + log(sum)`` added once a row (as
+cross_entropy's), instead of ``(x - max) - log(sum)``: one FADD an element instead of two,
+in every variant (:meth:`RowState.out`). Bits change (``lse``'s rounding, at most half an
+ulp of ``lse`` in every y: far below a bfloat16 ulp), never with M; the non-finite rows are
+the default's (a row of -inf: ``-inf - -inf``, NaN; a NaN or +inf: NaN)."""
+
+LOG_SOFTMAX_LSE_MEASURED: dict = half_as_bfloat16({})
+""":data:`LOG_SOFTMAX_LSE` by element type name (or ``(kind, type)``): the ranges (N from,
+N to) where it is on; none measured yet (float16 as bfloat16)."""
+
+
+def log_softmax_lse(p: RowPlan) -> bool:
+    """Whether plan ``p`` (log_softmax) writes y as ``x - lse`` (:data:`LOG_SOFTMAX_LSE`)."""
+    return p.kind == NormKind.LOG_SOFTMAX and _setting(LOG_SOFTMAX_LSE, LOG_SOFTMAX_LSE_MEASURED, p)
 
 
 def fast_exp(p: RowPlan) -> bool:
