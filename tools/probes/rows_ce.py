@@ -19,7 +19,7 @@ measures it):
   over too few elements a thread, not the 2-byte loads. The candidates: the maximum first
   (rows_common.EXP_MAX_FIRST, 14.5 an element), 128 threads of 33 values (rows_cta.VALUES
   64; with the maximum first 10.8), 64 threads of 65 (rows_cta.MIN_BLOCK_MEASURED 64, VALUES
-  128: 8.9), their grids of the CTAs resident (rows_cta.CTAS_PER_SM), and RAGGED_SPLIT's
+  128: 8.9), a warp of 129 (MIN_BLOCK 32, VALUES 256: 7.6), their grids of the CTAs resident (rows_cta.CTAS_PER_SM), and RAGGED_SPLIT's
   8-byte vectors on 128 threads;
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
@@ -76,6 +76,7 @@ SHORT = {"rows_lower.LOSS_TAIL_SHORT": True}
 FIRST = {"rows_common.EXP_MAX_FIRST": True}
 T128 = {"rows_cta.VALUES": 64}  # (4097 elements: 33 a thread of 128)
 T64 = {"rows_cta.VALUES": 128, "rows_cta.MIN_BLOCK": 64}  # (65 a thread of 64; MIN_BLOCK_MEASURED's form)
+T32 = {"rows_cta.VALUES": 256, "rows_cta.MIN_BLOCK": 32}  # (a warp a row: 129 a thread)
 
 # (part, dtype, N): in the order of the task (past the budget, the last are left out)
 CELLS = [
@@ -90,7 +91,7 @@ CELLS = [
 def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
     """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
-    if part == "odd16":  # (rows_cta; registers sm_90a: 128 threads 54 (9 CTAs resident), 64 threads 88 (11))
+    if part == "odd16":  # (rows_cta; registers sm_90a, no spill: 128 threads 54 (9 CTAs resident), 64 88 (11), 32 155 (12))
         return out + [("max first", None, FIRST),
                       ("128 threads", None, T128),
                       ("128 threads, max first", None, {**T128, **FIRST}),
@@ -101,6 +102,8 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
                       ("64 threads, max first", None, {**T64, **FIRST}),
                       ("64 threads, max first, grid 11 CTAs/SM", None, {**T64, **FIRST, "rows_cta.CTAS_PER_SM": 11}),
                       ("64 threads", None, T64),
+                      ("32 threads, max first", None, {**T32, **FIRST}),
+                      ("32 threads, max first, grid 12 CTAs/SM", None, {**T32, **FIRST, "rows_cta.CTAS_PER_SM": 12}),
                       ("128 threads, max first, ragged split", None, {**T128, **FIRST, **SPLIT})]
     if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
         if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel)
@@ -203,8 +206,13 @@ def dry_run(args) -> int:
         ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
         failed += not ok
         launch = k.signature.launch
+        sass = ""
+        if part == "odd16":  # (the row loop's SASS over the elements a thread holds, as rows_forward_norms' words)
+            from rows_forward_norms import sass_per_element
+
+            sass = f" | SASS/elem {sass_per_element(k, 'rows_cta', n)}"
         print(f"{part} | {dtype} {n} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | "
-              f"regs {registers(k)} | threads {launch.block[0]} x {launch.cluster[0]}", flush=True)
+              f"regs {registers(k)} | threads {launch.block[0]} x {launch.cluster[0]}{sass}", flush=True)
     print(f"{len(todo)} kernels, {failed} failed")
     return 1 if failed else 0
 
