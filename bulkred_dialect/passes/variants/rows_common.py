@@ -1289,9 +1289,10 @@ LOG_SOFTMAX_LSE: bool | None = None
 (the probe's and the tests' settings, tools/probes/rows_forward.py ``--set logsoftmax``).
 On, log_softmax's y is ``x - lse``, ``lse = max + log(sum)`` added once a row (as
 cross_entropy's), instead of ``(x - max) - log(sum)``: one FADD an element instead of two,
-in every variant (:meth:`RowState.out`). Bits change (``lse``'s rounding, at most half an
-ulp of ``lse`` in every y: far below a bfloat16 ulp), never with M; the non-finite rows are
-the default's (a row of -inf: ``-inf - -inf``, NaN; a NaN or +inf: NaN)."""
+in every variant (:meth:`RowState.out`; THCUNN's LogSoftMaxForwardEpilogue's form). Bits
+change (``lse``'s rounding: at most half a float32 ulp of ``|lse|`` in every y), never with
+M; the non-finite rows are the default's (a row of -inf: ``-inf - -inf``, NaN; a NaN or
++inf: NaN; a -inf element: -inf)."""
 
 LOG_SOFTMAX_LSE_MEASURED: dict = half_as_bfloat16({})
 """:data:`LOG_SOFTMAX_LSE` by element type name (or ``(kind, type)``): the ranges (N from,
