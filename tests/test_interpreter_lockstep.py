@@ -464,3 +464,56 @@ def test_cluster_ids_vary_across_the_cluster_in_lockstep():
 
 
 # endregion
+
+
+def _rank_barrier_kernel(condition: str) -> str:
+    """Clusters of 2 CTAs of 4 threads: under ``condition`` (on %r, the rank, and %t, the
+    thread), each thread stores its id in the CTA's shared buffer, waits at ``bar.sync``
+    and writes its neighbour's (the barrier orders the exchange)."""
+    g = "memref<4x4xindex, #bulkred.scope<global>>"
+    s = "memref<4xindex, #bulkred.scope<shared>>"
+    return (
+        f"func.func @k(%A: {g}) attributes {{bulkred.launch = #bulkred.launch<grid = [4], block = [4], cluster = [2]>}} {{\n"
+        '  %b = "gpu.block_id"() {dimension = #gpu<dim x>} : () -> index\n'
+        '  %t = "gpu.thread_id"() {dimension = #gpu<dim x>} : () -> index\n'
+        "  %r = bulkred.cluster_rank\n"
+        f"  %S = memref.alloca() : {s}\n"
+        "  %c1 = arith.constant 1 : index\n"
+        "  %c2 = arith.constant 2 : index\n"
+        "  %c4 = arith.constant 4 : index\n"
+        f"  %go = {condition}\n"
+        "  scf.if %go {\n"
+        f"    memref.store %t, %S[%t] : {s}\n"
+        "    ptx.bar.sync 0\n"
+        "    %t1 = arith.addi %t, %c1 : index\n"
+        "    %n = arith.remui %t1, %c4 : index\n"
+        f"    %v = memref.load %S[%n] : {s}\n"
+        f"    memref.store %v, %A[%b, %t] : {g}\n"
+        "  }\n"
+        "  func.return\n}\n"
+    )
+
+
+def test_a_barrier_of_some_whole_ctas_of_a_cluster_runs_in_lockstep(monkeypatch):
+    """``bar.sync`` is each CTA's own: inside an ``scf.if`` that only the cluster's rank-1
+    CTA takes (every one of its threads), the lockstep run goes on (no fallback) with the
+    bits of the thread-by-thread run; inside one that half of each CTA's threads take, it
+    falls back ('bar.sync'), and the thread-by-thread run reports the threads that never
+    arrive."""
+    from bulkred_dialect.backend_ptx.runtime import context
+    from bulkred_dialect.diagnostics import parse_module
+    from bulkred_dialect.interpreter.clusters import run_cluster_grid
+
+    m = parse_module(context(), _rank_barrier_kernel("arith.cmpi eq, %r, %c1 : index"))
+    before = lockstep.FALLBACKS.copy()
+    (fast,) = run_cluster_grid(m, "k", np.zeros((4, 4), np.int64))
+    assert lockstep.FALLBACKS == before
+    monkeypatch.setattr(threads, "LOCKSTEP", False)
+    (slow,) = run_cluster_grid(m, "k", np.zeros((4, 4), np.int64))
+    monkeypatch.setattr(threads, "LOCKSTEP", True)
+    _same_bits((fast,), (slow,))
+    assert fast.tolist() == [[0] * 4, [1, 2, 3, 0], [0] * 4, [1, 2, 3, 0]]
+    half = parse_module(context(), _rank_barrier_kernel("arith.cmpi ult, %t, %c2 : index"))
+    with pytest.raises(Exception, match="not every thread arrived"):
+        run_cluster_grid(half, "k", np.zeros((4, 4), np.int64))
+    assert lockstep.FALLBACKS["bar.sync"] == before["bar.sync"] + 1

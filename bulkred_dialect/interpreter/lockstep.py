@@ -25,7 +25,8 @@ What it does not model makes the CTA *fall back*: :func:`run_cta_lockstep` retur
 ``threads.py`` puts back the buffers as they were before the grid's first CTA and runs
 the grid thread by thread as before (same results, same errors with the thread's ids). That is:
 any error an op raises, a collective that not every thread of its CTA or warp reaches
-together (a barrier or exchange inside divergent code), a partial ``membermask``,
+together (a barrier or exchange inside code that only some of a CTA's or warp's threads
+run; in a cluster run, a barrier that some of the CTAs reach, each whole, runs), a partial ``membermask``,
 ``bar.sync`` other than barrier 0, an ``mbarrier.try_wait`` whose phase has not completed
 (it would wait for ops that come later), an op without an implementation. An
 ``scf.while`` runs each thread's iterations, as ``scf.for`` with varying bounds.
@@ -188,6 +189,8 @@ class LockstepInterpreter(KernelInterpreter):
         self.cta, self.threads = cta, threads
         self.cluster = cluster
         self.n = len(threads)
+        # the threads of one CTA (a cluster run's are CTA by CTA, each in linear order)
+        self.per_cta = sum(1 for t in threads if t.ids.cluster_rank == threads[0].ids.cluster_rank) if cluster else self.n
         self.active: list[int] = list(range(self.n))
         self.full = True
         self.index = np.arange(self.n)
@@ -500,9 +503,27 @@ class LockstepInterpreter(KernelInterpreter):
         return self._each(op, inputs, self._body(op), None)
 
     def run_bar_sync(self, op: BarSyncOp, inputs: list[Any], varying: bool) -> PythonValues:
-        if op.id.value.data != 0 or not self.full:
+        """Barrier 0 of each CTA whose threads all run here: nothing to wait for. In a
+        cluster run the barrier is each CTA's own, so the running threads may be some of
+        the cluster's CTAs, each whole (the last CTA's tail: the others have left that
+        path); a CTA only part of whose threads run here falls back."""
+        if op.id.value.data != 0 or not (self.full or self._whole_ctas()):
             raise Fallback("bar.sync")
         return ()
+
+    def _whole_ctas(self) -> bool:
+        """In a cluster run, the running threads are every thread of some of its CTAs
+        (each CTA's threads are consecutive in ``threads``, ``per_cta`` of them)."""
+        if not self.cluster:
+            return False
+        active, size = self.active, self.per_cta
+        if len(active) % size:
+            return False
+        for i in range(0, len(active), size):
+            first = active[i]
+            if first % size or active[i + size - 1] != first + size - 1:
+                return False
+        return True
 
     def _warps(self, op: Operation, mask: Any) -> list[tuple[int, int]]:
         """(first thread, size) of each warp of the running threads, each of which must be
