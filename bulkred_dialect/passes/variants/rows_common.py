@@ -1001,6 +1001,56 @@ pipelined), the first range holding N; where the H200 measured it faster
 16384, float32 rows to 1024 (rows_warp); float16 not measured."""
 FORWARD_MEASURED = half_as_bfloat16(FORWARD_MEASURED)  # float16 as bfloat16 where unmeasured
 
+FORWARD_PIPELINE_PARTIAL: bool | None = None
+"""None: where :data:`FORWARD_PIPELINE_PARTIAL_MEASURED` says; True or False: everywhere or
+nowhere (the probe's and the tests' settings, tools/probes/rows_ce.py ``--set odd16``). On,
+cross_entropy's rows whose last vector only some threads hold (N not a multiple of the
+group's vectors: odd N, 4097, read an element a load) are pipelined too where
+:data:`FORWARD_PIPELINE` is on (by default only rows every thread holds whole are: at 4097
+each row's loads wait for the previous row's reductions): the partial vector's load of the
+next row is under the thread's condition (its index in the group below the row's vectors
+modulo the group; else zeros, no read past the row), its values -inf where the thread has
+none after widening, as the default's neutral. The same values and operations: the
+default's bits (tests/test_rows_ce_odd16.py)."""
+
+FORWARD_PIPELINE_PARTIAL_MEASURED: dict = half_as_bfloat16({})
+""":data:`FORWARD_PIPELINE_PARTIAL` by element type name (or ``(kind, type)``): the ranges
+(N from, N to) where it is on; none measured yet (float16 as bfloat16)."""
+
+
+def pipelined_partial(p: RowPlan) -> bool:
+    """Whether plan ``p`` pipelines its rows with a partial last vector
+    (:data:`FORWARD_PIPELINE_PARTIAL`): cross_entropy, no cluster, the thread's items the
+    vectors it may hold, the last one partial."""
+    full, rest = divmod(p.vectors, p.group)
+    return (p.kind == NormKind.CROSS_ENTROPY and p.cluster == 1 and rest > 0 and p.items == full + 1
+            and setting_of(FORWARD_PIPELINE_PARTIAL, FORWARD_PIPELINE_PARTIAL_MEASURED, p.dtype.name, p.n, p.kind.value))
+
+
+def _partial_cond(e: Emitter, p: RowPlan) -> SSAValue | None:
+    """Under :func:`pipelined_partial`, whether this thread holds the row's partial last
+    vector (its index in the group below the row's vectors modulo the group, as
+    :meth:`RowState.partial`); else None."""
+    if p.vectors == p.items * p.group:
+        return None
+    from bulkred_dialect.ops.ptx.sreg import SpecialRegister
+
+    tid = e.sreg(SpecialRegister.TID_X)
+    g = tid if p.group == p.block else e.and_b32(tid, p.group - 1)
+    return e.cmp("ult", g, p.vectors % p.group)
+
+
+def _raw_item(e: Emitter, p: RowPlan, buf: RowBuf, k: int, cond: SSAValue | None) -> list[SSAValue]:
+    """:func:`raw_load` of the thread's vector ``k`` of ``buf``; the partial last one under
+    ``cond`` (else zeros: :func:`_widen_row` makes them -inf)."""
+    off = k * p.group * p.vec * buf.dtype.bytes
+    if cond is None or k < p.items - 1:
+        return raw_load(e, buf.dtype, buf.base, off, p.vec)
+    t = i32 if packed_bf16(buf.dtype, p.vec) else buf.dtype.ir
+    n = raw_count(buf.dtype, p.vec)
+    return e.if_(cond, lambda c: raw_load(c, buf.dtype, buf.base, off, p.vec), lambda c: [c.const(0, t)] * n, [t] * n)
+
+
 FORWARD_AHEAD: int | None = None
 """Pipelined (:data:`FORWARD_PIPELINE`), the thread's vectors of the next row loaded
 ahead: the first this many of them (None: all); the others are loaded as the row starts,
@@ -1346,7 +1396,7 @@ def forward_pipelined(p: RowPlan) -> bool:
     if on is None:
         on = next((pipe for lo, hi, pipe in FORWARD_MEASURED.get(p.dtype.name, ()) if lo <= p.n <= hi), False)
     forward = p.kind in EXP_KINDS or p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
-    return bool(on and forward and p.items and p.cluster == 1 and p.vectors == p.items * p.group)
+    return bool(on and forward and p.items and p.cluster == 1 and (p.vectors == p.items * p.group or pipelined_partial(p)))
 
 
 def target_of(e: Emitter, op: NormalizeRowsOp, row: SSAValue) -> SSAValue:
@@ -1362,9 +1412,10 @@ def prefetch_row(e: Emitter, p: RowPlan, op: NormalizeRowsOp, x: RowBuf, res: Ro
     ``x``, ``res``: the row's buffers at the thread's first vector."""
 
     out: list[SSAValue] = []
+    cond = _partial_cond(e, p)  # (FORWARD_PIPELINE_PARTIAL: the partial last vector's load under it)
     for k in range(ahead_items(p)):
         for buf in (x, res) if res is not None else (x,):
-            out += raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+            out += _raw_item(e, p, buf, k, cond)
     if p.kind == NormKind.CROSS_ENTROPY:
         out.append(target_of(e, op, row))
     return out
@@ -1389,12 +1440,15 @@ def _widen_row(r: RowState, e: Emitter, raw: list[SSAValue]) -> list[list[SSAVal
     ahead = ahead_items(p)
     t = raw[-1] if p.kind == NormKind.CROSS_ENTROPY else None
     raw = raw[:len(raw) - 1] if t is not None else list(raw)
+    cond = _partial_cond(e, p)  # (FORWARD_PIPELINE_PARTIAL)
     for k in range(ahead, p.items):  # the rest of the row, its loads issued together before any is used
         for buf in (r.x, r.res) if r.res is not None else (r.x,):
-            raw += raw_load(e, buf.dtype, buf.base, k * p.group * p.vec * buf.dtype.bytes, p.vec)
+            raw += _raw_item(e, p, buf, k, cond)
     i, vals = 0, []
     for k in range(p.items):
         xs = widen_raw(e, p.dtype, raw[i:i + n], p.vec)
+        if cond is not None and k == p.items - 1:  # (the default's neutral where the thread has no vector)
+            xs = [e.selp(SelpType.F32, v, r.neutral(e), cond) for v in xs]
         i += n
         if r.res is not None:
             xs = r.add_residual(e, k * p.group, xs, widen_raw(e, p.dtype, raw[i:i + n], p.vec))
@@ -1451,8 +1505,8 @@ def _register_steps(r: RowState, e: Emitter, row: SSAValue, ahead: Ahead | None 
     def next_row() -> None:  # the next row's loads, in flight over the reduction
         following.extend(ahead[1](e) if ahead is not None else [])
 
-    if ahead is not None:
-        assert all(c is None for c in conds)  # (forward_pipelined: every thread holds all its vectors)
+    if ahead is not None:  # (forward_pipelined: every thread holds all its vectors, or FORWARD_PIPELINE_PARTIAL)
+        assert all(c is None for c in conds) or pipelined_partial(p)
         vals = _widen_row(r, e, ahead[0])
     for k, cond in enumerate(conds if ahead is None else []):
         if cond is None:
