@@ -6,6 +6,8 @@ interpreter at small shapes against float64 (tests/test_rows.check's bounds):
   FADD an element) instead of ``(x - max) - log(sum)``, on every variant that writes y;
 * softmax bfloat16's and cross_entropy bfloat16's rows_bulk settings (fast exp, words, the
   slice in registers, a unit a row with its first copy early, online statistics) with it;
+* the table entries the probe's verdicts name (LOG_SOFTMAX_LSE_MEASURED's, rows_cta's
+  MIN_CTAS_MEASURED's: ``.minnctapersm``, no value changes);
 
 each batch-invariant (a row's bits the same alone as in the batch), the non-finite rows as
 the default's, and the default dispatch untouched (the setting's table empty)."""
@@ -158,3 +160,24 @@ def test_bulk_settings_with_lse_against_float64(name: str, monkeypatch) -> None:
     check("log_softmax", y, stats, xv, w, b, "bfloat16")
     alone = run("log_softmax", x[2:3], "bfloat16", variant="rows_bulk")
     assert alone[0].tobytes() == y[2:3].tobytes()
+
+
+def test_the_flips_entries_take_effect(monkeypatch) -> None:
+    """The entries the probe's verdicts name (a ``("log_softmax", BF16.name)`` key, N's range
+    only): LOG_SOFTMAX_LSE_MEASURED's turns the setting on at that N for bfloat16 (and
+    float16, which follows bfloat16) and nowhere else; rows_cta.MIN_CTAS_MEASURED's gives
+    the kernel its ``.minnctapersm``."""
+    from bulkred_dialect.passes.variants import rows_cta
+
+    key = ("log_softmax", rows_common.BF16.name)
+    monkeypatch.setattr(rows_common, "LOG_SOFTMAX_LSE_MEASURED", rows_common.half_as_bfloat16({key: ((4096, 4096),)}))
+    table = rows_common.LOG_SOFTMAX_LSE_MEASURED
+    assert rows_common.setting_of(None, table, "bfloat16", 4096, "log_softmax")
+    assert rows_common.setting_of(None, table, "float16", 4096, "log_softmax")
+    assert not rows_common.setting_of(None, table, "bfloat16", 2048, "log_softmax")
+    assert not rows_common.setting_of(None, table, "float32", 4096, "log_softmax")
+    assert not rows_common.setting_of(None, table, "bfloat16", 4096, "softmax")
+    assert _subs(4096, None, monkeypatch) < _subs(4096, False, monkeypatch)
+    monkeypatch.setattr(rows_cta, "MIN_CTAS_MEASURED", rows_common.half_as_bfloat16({key: ((4096, 4096, 7),)}))
+    ptx = compile_tile_module(module("log_softmax", None, 4096, "bfloat16"), "sm_90a", cache=False).ptx
+    assert ".minnctapersm 7" in ptx

@@ -1011,11 +1011,14 @@ def lsm_candidates(n: int) -> list[tuple[str, list, object, str]]:
     # (ptxas, sm_90a: log_softmax bfloat16 keeps x's 32 float32 values a thread over the reduction where softmax
     # keeps its exps instead of x: 91 registers a thread at 1024 against softmax's 73, 96 at 4096 and 16384
     # against 75; fewer CTAs a multiprocessor. .minnctapersm brings it to softmax's CTAs or cross_entropy's)
+    # (16384: 96 registers hold one CTA of 512 a multiprocessor, softmax's 75 too; 2 at 64)
     if n == 1024:  # rows_warp: softmax's 3 CTAs of 256 a multiprocessor, cross_entropy's 4
         for ctas in (3, 4):
+            add(f"rows_warp min {ctas} CTAs", False, module=rows_warp, ctas=ctas)
             add(f"rows_warp min {ctas} CTAs", True, module=rows_warp, ctas=ctas)
     if n in (4096, 16384):  # rows_cta: softmax's CTAs (6 of 128 at 4096), cross_entropy's (7; 2 of 512 at 16384)
         for ctas in ((6, 7) if n == 4096 else (2,)):
+            add(f"rows_cta min {ctas} CTAs", False, module=rows_cta, ctas=ctas)
             add(f"rows_cta min {ctas} CTAs", True, module=rows_cta, ctas=ctas)
         ce = rows_bulk.Setting(32768, 256, 2, True, 2, registers=True, max_units=264, fast_exp=True, words=True)
         add("bulk: cross_entropy 16384's (registers, fast exp, words)", True, ce)
