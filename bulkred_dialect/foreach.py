@@ -34,11 +34,11 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bulkred_dialect.errors import BulkredError
-from bulkred_dialect.foreach_table import descriptor_table, first_overlap
+from bulkred_dialect.foreach_table import descriptor_base, descriptor_table, first_overlap, with_addresses
 from bulkred_dialect.functions import LIST_ROWS, LISTS, ListFunction, OptionError, Reduction, take_row_signature
 from bulkred_dialect.ops.list_layout import CODES, COLUMNS
 
@@ -172,10 +172,16 @@ def _grid(kernel: Any) -> int:
 
 _TORCH_CODES: dict[Any, int] = {}
 _DTYPE = operator.attrgetter("dtype")
+_DEVICE = operator.attrgetter("device")
+_DATA_PTR, _NUMEL, _CONTIGUOUS, _GROUP = (None,) * 4  # torch's, set by _codes at the first list
 
 
 def _codes(torch: Any) -> dict[Any, int]:
+    global _DATA_PTR, _NUMEL, _CONTIGUOUS, _GROUP
     if not _TORCH_CODES:
+        tensor = torch.Tensor
+        _DATA_PTR, _NUMEL, _CONTIGUOUS = tensor.data_ptr, tensor.numel, tensor.is_contiguous
+        _GROUP = getattr(torch._C, "_group_tensors_by_device_and_dtype", None)  # None: _check_passes
         _TORCH_CODES.update({getattr(torch, name): code for name, code in CODES.items()})
     return _TORCH_CODES
 
@@ -200,6 +206,7 @@ class _Checked:
     numels: list[int]
     codes: int | list[int]  # one code when the list holds one dtype
     device: Any
+    kind: Any = field(default=None, compare=False)  # the _Kind it was checked by, if any
 
 
 @dataclass(eq=False)
@@ -311,9 +318,59 @@ def _as_list(fn: str, tensors: Any) -> list[Any]:
 
 
 def _check(fn: str, ts: list[Any], torch: Any) -> _Checked:
-    """The list's addresses, element counts, dtype codes and device, checked. Each check
-    is one pass of a C-level call over the list (``map``); a failed one looks for the
-    first offending tensor to name it."""
+    """The list's addresses, element counts, dtype codes and device, checked. A list of
+    the kind of a list checked before (:class:`_Kind`: the same tensor types, dtypes,
+    device, shapes and strides, item by item, in one C-level call) takes that list's
+    counts and codes and reads its addresses (one pass); else :func:`_check_all`."""
+    n = len(ts)
+    if KIND_GUARDS:
+        for kind in _KINDS.get(n, ()):
+            if kind.guard.check(*ts):
+                kind.used = True
+                return _Checked(list(map(_DATA_PTR, ts)), kind.numels, kind.codes, kind.device, kind)
+    checked = _check_all(fn, ts, torch)
+    if KIND_GUARDS and n:
+        _keep_kind(ts, checked, torch)
+    return checked
+
+
+def _check_all(fn: str, ts: list[Any], torch: Any) -> _Checked:
+    """:func:`_check` of a list of no kind kept: torch groups the tensors by device and
+    dtype in one C-level call (refusing an item that is not a tensor), then one pass per
+    attribute (``map`` of an unbound method): density, element counts, addresses. A
+    list that is not one device's tensors of the dtypes a list holds is checked by
+    :func:`_check_passes`, which names the first offending tensor."""
+    table = _codes(torch)
+    if not ts or _GROUP is None:
+        return _check_passes(fn, ts, torch)
+    try:
+        groups = _GROUP([ts], True)
+    except (TypeError, RuntimeError):  # an item that is not a tensor
+        return _check_passes(fn, ts, torch)
+    devices = {device for device, _ in groups}
+    if len(devices) != 1 or not all(dtype in table for _, dtype in groups):
+        return _check_passes(fn, ts, torch)
+    (device,) = devices
+    if device.type != DEVICE_TYPE:
+        return _check_passes(fn, ts, torch)
+    codes: int | list[int]
+    if len(groups) == 1:
+        codes = table[next(iter(groups))[1]]
+    else:
+        codes = [0] * len(ts)
+        for (_, dtype), (_, positions) in groups.items():
+            code = table[dtype]
+            for i in positions:
+                codes[i] = code
+    _check_dense(fn, ts)
+    return _Checked(list(map(_DATA_PTR, ts)), list(map(_NUMEL, ts)), codes, device)
+
+
+def _check_passes(fn: str, ts: list[Any], torch: Any) -> _Checked:
+    """:func:`_check_all` one attribute per pass, each refusal naming the first
+    offending tensor: a tensor that is not a torch tensor, then one of a dtype a list
+    does not hold, then tensor 0 on no CUDA device, then a tensor on another device than
+    tensor 0's, then a tensor that is not dense."""
     tensor = torch.Tensor
     if not all(issubclass(k, tensor) for k in set(map(type, ts))):
         i = next(i for i, t in enumerate(ts) if not isinstance(t, tensor))
@@ -329,19 +386,126 @@ def _check(fn: str, ts: list[Any], torch: Any) -> _Checked:
         return _Checked([], [], 0, torch.device("cuda", torch.cuda.current_device()))
     codes: int | list[int] = table[dtypes[0]] if len(kinds) == 1 else list(map(table.__getitem__, dtypes))
     device = ts[0].device
-    if device.type != "cuda":
+    if device.type != DEVICE_TYPE:
         raise _error(fn, f"tensor 0 is on {device}, not a CUDA device")
-    # one pass over the device indices (a CPU tensor's is -1); the slow loop names the culprit
-    if set(map(tensor.get_device, ts)) != {device.index}:
-        for i, t in enumerate(ts):
-            if not t.is_cuda or t.get_device() != device.index:
-                raise _error(fn, f"tensor {i} is on {t.device}, tensor 0 on {device} (one device per list)")
-    if not all(map(tensor.is_contiguous, ts)):
+    if set(map(_DEVICE, ts)) != {device}:
+        i = next(i for i, t in enumerate(ts) if t.device != device)
+        raise _error(fn, f"tensor {i} is on {ts[i].device}, tensor 0 on {device} (one device per list)")
+    _check_dense(fn, ts)
+    return _Checked(list(map(_DATA_PTR, ts)), list(map(_NUMEL, ts)), codes, device)
+
+
+def _check_dense(fn: str, ts: list[Any]) -> None:
+    """Refuses the first tensor that is not dense (one pass of ``is_contiguous``; the
+    slow loop only when one is not contiguous)."""
+    if not all(map(_CONTIGUOUS, ts)):
         for i, t in enumerate(ts):
             if not t.is_contiguous() and not _dense(t):
                 raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
                                  "it skips memory; pass t.contiguous() or a dense view")
-    return _Checked(list(map(tensor.data_ptr, ts)), list(map(tensor.numel, ts)), codes, device)
+
+
+@dataclass(eq=False)
+class _Kind:
+    """The kind of a checked list: a guard that tells, in one C-level call, whether a
+    list of as many items holds, item by item, tensors of the same Python type, dispatch
+    keys (the device type among them), dtype, device index, ``requires_grad``, shape
+    and strides (torch's ``TensorGuards``, which torch.compile checks its inputs with);
+    and what the check of such a list gives but its addresses. A list that passes the
+    guard passes every check of :func:`_check_all` (each depends on nothing else) and
+    has the same element counts and codes; one that does not is checked in full."""
+
+    guard: Any
+    numels: list[int]
+    codes: int | list[int]
+    device: Any
+    bases: dict[int, Any] = field(default_factory=dict)  # grid -> foreach_table.descriptor_base
+    used: bool = False  # whether a list passed its guard
+    waited: int = 0  # the lists of its length checked in full since it was kept, while not used
+
+    def base(self, grid: int) -> Any:
+        b = self.bases.get(grid)
+        if b is None:
+            b = self.bases[grid] = descriptor_base(self.numels, self.codes, grid)
+        return b
+
+
+KIND_GUARDS = True
+"""Whether a list of a kind seen before (:class:`_Kind`) is checked by its kind's guard
+(one C-level call) and its addresses alone; False: every new list is checked pass by
+pass (tools/probes/list_calls.py times both)."""
+DEVICE_TYPE = "cuda"
+"""The device type of a list: tools/probes/list_calls.py ``--cpu`` and the CPU tests set
+"cpu" to run the checks and the table on CPU tensors."""
+_KINDS: dict[int, tuple[_Kind, ...]] = {}  # by the list's length: the kinds kept, the latest first
+_LAST: dict[int, _Checked] = {}  # by the list's length: the last list checked in full
+_MAX_LENGTHS, _MAX_KINDS, _KIND_WAIT = 16, 4, 8  # the lengths kept, the kinds kept per length, _keep_kind's wait
+
+
+def _keep_kind(ts: list[Any], checked: _Checked, torch: Any) -> None:
+    """Keeps the kind of ``ts`` (checked in full) when the last list of its length
+    checked in full had the same element counts, codes and device: a list whose kind
+    comes back (a new list of new gradients each step) pays for its guard once (about
+    half a microsecond per tensor), a list seen once never does. Up to four kinds per
+    length (two lists of one length that take turns: both kept), tried latest first;
+    while the latest has served no list, another is kept only every :data:`_KIND_WAIT`
+    full checks of that length (lists that never come back pay for few guards)."""
+    n = len(ts)
+    last = _LAST.get(n)
+    _LAST[n] = checked
+    if last is None or last.numels != checked.numels or last.codes != checked.codes or last.device != checked.device:
+        return
+    kinds = _KINDS.get(n, ())
+    if kinds and not kinds[0].used:  # the latest kind has served no list yet: keep no other for a while
+        kinds[0].waited += 1
+        if kinds[0].waited < _KIND_WAIT:
+            return
+    guard = _guard_maker(torch)
+    if guard is None:
+        return
+    kind = _Kind(guard(ts), checked.numels, checked.codes, checked.device)
+    with _LOCK:
+        _KINDS[n] = (kind, *_KINDS.pop(n, ()))[:_MAX_KINDS]
+        while len(_KINDS) > _MAX_LENGTHS:
+            _KINDS.pop(next(iter(_KINDS)))
+        while len(_LAST) > _MAX_LENGTHS:
+            _LAST.pop(next(iter(_LAST)))
+
+
+_GUARDS: list[Any] = []  # [the guard maker or None], once found
+
+
+def _guard_maker(torch: Any) -> Callable[[list[Any]], Any] | None:
+    """A function giving the guard of a list's tensors (torch's ``TensorGuards`` with
+    each tensor's shape and strides given), or None where this torch has none that
+    behaves as :class:`_Kind` needs (tried here on a few CPU tensors: the same tensors
+    and views of them pass; another dtype, shape, stride, device, Python type or a
+    non-tensor fail)."""
+    if _GUARDS:
+        return _GUARDS[0]
+    maker = None
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        size, stride = torch.Tensor.size, torch.Tensor.stride
+
+        def make(ts: list[Any]) -> Any:
+            return TensorGuards(*ts, dynamic_dims_sizes=list(map(list, map(size, ts))),
+                                dynamic_dims_strides=list(map(list, map(stride, ts))))
+
+        a, c = torch.zeros(4), torch.zeros(8)[2:6]
+        b = torch.zeros(3, 2, dtype=torch.bfloat16).t()
+        g = make([a, b, c])
+        same = g.check(a, b, c) and g.check(a.view_as(a), b.view_as(b), c[:])
+        other = (g.check(a, b, c.bfloat16()), g.check(a, b, torch.zeros(5)), g.check(a, b.contiguous(), c),
+                 g.check(a, b, c.to("meta")), g.check(a, b, torch.nn.Parameter(c)), g.check(a, b, 1.0),
+                 g.check(a, b, torch.zeros(8)[::2]))
+        if same is True and not any(other):
+            maker = make
+    except Exception:  # noqa: BLE001 - no such guard in this torch, or another one: every list checked in full
+        maker = None
+    _GUARDS.append(maker)
+    return maker
 
 
 def _dead(live: list[bool]) -> Callable[[Any], None]:
@@ -399,8 +563,16 @@ def _table(fn: str, ts: list[Any], grid: int, torch: Any) -> _Table:
     return entry
 
 
+def _host_table(checked: _Checked, grid: int) -> Any:
+    """The numpy descriptor table of a checked list (from its kind's table without
+    addresses where it has a kind: the same table)."""
+    if checked.kind is not None:
+        return with_addresses(checked.kind.base(grid), checked.addresses)
+    return descriptor_table(checked.addresses, checked.numels, checked.codes, grid)
+
+
 def _build(checked: _Checked, grid: int, torch: Any) -> _Table:
-    table = descriptor_table(checked.addresses, checked.numels, checked.codes, grid)
+    table = _host_table(checked, grid)
     host = torch.from_numpy(table).pin_memory()
     dev = torch.empty(table.shape, dtype=torch.int64, device=checked.device)
     dev.copy_(host, non_blocking=True)

@@ -13,6 +13,7 @@ import numpy as np
 from bulkred_dialect.ops.list_layout import ALIGN, ALIGNED, COLUMNS, CTA, ELEMENT_BYTES, HEADER, TENSOR
 
 _SIZES = np.asarray(ELEMENT_BYTES, dtype=np.int64)
+_ADDRESS, _NUMEL, _CODE = (TENSOR.index(c) for c in ("address", "numel", "code"))
 
 
 def _bytes(numels: Sequence[int], codes: int | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -33,9 +34,17 @@ def descriptor_table(
     ``list_layout.DTYPES``; one code for all of them). Each tensor starts at a multiple
     of ``ALIGN`` in the list's byte stream; CTA c takes the stream's bytes
     ``[c * chunk, (c + 1) * chunk)``, ``chunk`` the stream's bytes over ``grid`` rounded
-    up to ``ALIGN``, and its row names the tensors whose bytes that range overlaps."""
+    up to ``ALIGN``, and its row names the tensors whose bytes that range overlaps.
+    :func:`with_addresses` of :func:`descriptor_base`."""
+    return with_addresses(descriptor_base(numels, codes, grid), addresses)
+
+
+def descriptor_base(numels: Sequence[int], codes: int | Sequence[int], grid: int) -> np.ndarray:
+    """The table of :func:`descriptor_table` but the addresses: every entry that does
+    not depend on them, the address column 0 and the code column without
+    ``ALIGNED``. The same for every list of the same element counts and codes (a new
+    list of new gradients each step): :func:`with_addresses` completes a copy."""
     t = len(numels)
-    addr = np.asarray(addresses, dtype=np.int64).reshape(t)
     code, nbytes = _bytes(numels, codes)
     padded = (nbytes + ALIGN - 1) // ALIGN * ALIGN
     start = np.zeros(t, dtype=np.int64)
@@ -47,9 +56,8 @@ def descriptor_table(
     table = np.zeros((1 + t + grid, COLUMNS), dtype=np.int64)
     table[0, [HEADER.index(c) for c in HEADER]] = (t, grid, chunk, total)
     rows = table[1 : 1 + t]
-    rows[:, TENSOR.index("address")] = addr
-    rows[:, TENSOR.index("numel")] = np.asarray(numels, dtype=np.int64).reshape(t)
-    rows[:, TENSOR.index("code")] = code + np.where(addr % ALIGN == 0, ALIGNED, 0)
+    rows[:, _NUMEL] = np.asarray(numels, dtype=np.int64).reshape(t)
+    rows[:, _CODE] = code
     rows[:, TENSOR.index("start")] = start
     if total:
         lo = np.arange(grid, dtype=np.int64) * chunk
@@ -63,6 +71,22 @@ def descriptor_table(
         ctas[:, CTA.index("stop")] = stop
         ctas[:, CTA.index("lo")] = lo
         ctas[:, CTA.index("hi")] = hi
+    return table
+
+
+def with_addresses(base: np.ndarray, addresses: Sequence[int]) -> np.ndarray:
+    """A copy of the table ``base`` (:func:`descriptor_base`) with the tensors'
+    addresses: tensor t's at ``addresses[t]``, ``ALIGNED`` added to its code where that
+    address is a multiple of ``ALIGN``."""
+    t = len(addresses)
+    if int(base[0, 0]) != t:
+        raise ValueError(f"with_addresses: {t} addresses for a table of {int(base[0, 0])} tensors")
+    table = base.copy()
+    rows = table[1 : 1 + t]
+    addr = np.fromiter(addresses, dtype=np.int64, count=t) if isinstance(addresses, list) else \
+        np.asarray(addresses, dtype=np.int64).reshape(t)
+    rows[:, _ADDRESS] = addr
+    rows[:, _CODE] += (addr % ALIGN == 0) * ALIGNED
     return table
 
 
