@@ -19,8 +19,10 @@ measures it):
   over too few elements a thread, not the 2-byte loads. The candidates: the maximum first
   (rows_common.EXP_MAX_FIRST, 14.5 an element), 128 threads of 33 values (rows_cta.VALUES
   64; with the maximum first 10.8), 64 threads of 65 (rows_cta.MIN_BLOCK_MEASURED 64, VALUES
-  128: 8.9), a warp of 129 (MIN_BLOCK 32, VALUES 256: 7.6), their grids of the CTAs resident (rows_cta.CTAS_PER_SM), and RAGGED_SPLIT's
-  8-byte vectors on 128 threads;
+  128: 8.9), a warp of 129 (MIN_BLOCK 32, VALUES 256: 7.6), their grids of the CTAs resident
+  (rows_cta.CTAS_PER_SM), each pipelined (rows_common.FORWARD_PIPELINE_PARTIAL: by default a
+  row with a partial last vector is not, its loads wait for the previous row's reductions),
+  and RAGGED_SPLIT's 8-byte vectors on 128 threads;
 * ``small``: M = 1, 8, 64 rows of 4096 (float32, bfloat16): GPU time per call (a CUDA graph of
   50 calls) of the loss rows alone (``reduction=None``), of the default mean and of
   rows_lower.LOSS_TAIL_SHORT (``short tail``), with ``bits``: the short tail's result equal
@@ -77,6 +79,7 @@ FIRST = {"rows_common.EXP_MAX_FIRST": True}
 T128 = {"rows_cta.VALUES": 64}  # (4097 elements: 33 a thread of 128)
 T64 = {"rows_cta.VALUES": 128, "rows_cta.MIN_BLOCK": 64}  # (65 a thread of 64; MIN_BLOCK_MEASURED's form)
 T32 = {"rows_cta.VALUES": 256, "rows_cta.MIN_BLOCK": 32}  # (a warp a row: 129 a thread)
+PIPE = {"rows_common.FORWARD_PIPELINE_PARTIAL": True, "rows_cta.MIN_CTAS_MEASURED": {}}  # (the next row's loads over the reductions)
 
 # (part, dtype, N): in the order of the task (past the budget, the last are left out)
 CELLS = [
@@ -91,19 +94,25 @@ CELLS = [
 def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, str | None, dict]]:
     """(name, the variant forced or None, the settings: ``module.NAME`` -> value) of a cell."""
     out: list[tuple[str, str | None, dict]] = [(f"dispatch: {chosen}", None, {})]
-    if part == "odd16":  # (rows_cta; registers sm_90a, no spill: 128 threads 54 (9 CTAs resident), 64 88 (11), 32 155 (12))
+    if part == "odd16":  # (rows_cta; registers sm_90a, no spill: 128 threads 54 (9 CTAs resident), 64 88 (11), 32 155 (12);
+        # pipelined, without the table's .minnctapersm 8 (its caps spill there): 256 64 (4), 128 96 (5), 64 165 (6), 32 240 (8))
         return out + [("max first", None, FIRST),
-                      ("128 threads", None, T128),
                       ("128 threads, max first", None, {**T128, **FIRST}),
                       ("128 threads, max first, grid 9 CTAs/SM", None, {**T128, **FIRST, "rows_cta.CTAS_PER_SM": 9}),
                       ("128 threads, max first, min 8 grid 8 CTAs/SM", None,
                        {**T128, **FIRST, "rows_cta.CTAS_PER_SM": 8, "rows_cta.MIN_CTAS": 8}),
-                      ("128 threads, max first, not pipelined", None, {**T128, **FIRST, "rows_common.FORWARD_PIPELINE": False}),
                       ("64 threads, max first", None, {**T64, **FIRST}),
                       ("64 threads, max first, grid 11 CTAs/SM", None, {**T64, **FIRST, "rows_cta.CTAS_PER_SM": 11}),
-                      ("64 threads", None, T64),
                       ("32 threads, max first", None, {**T32, **FIRST}),
                       ("32 threads, max first, grid 12 CTAs/SM", None, {**T32, **FIRST, "rows_cta.CTAS_PER_SM": 12}),
+                      ("pipelined, max first, grid 4 CTAs/SM", None, {**PIPE, **FIRST, "rows_cta.CTAS_PER_SM": 4}),
+                      ("128 threads, pipelined, max first, grid 5 CTAs/SM", None,
+                       {**T128, **PIPE, **FIRST, "rows_cta.CTAS_PER_SM": 5}),
+                      ("64 threads, pipelined, max first, grid 6 CTAs/SM", None,
+                       {**T64, **PIPE, **FIRST, "rows_cta.CTAS_PER_SM": 6}),
+                      ("32 threads, pipelined, max first, grid 8 CTAs/SM", None,
+                       {**T32, **PIPE, **FIRST, "rows_cta.CTAS_PER_SM": 8}),
+                      ("32 threads, pipelined, max first", None, {**T32, **PIPE, **FIRST}),
                       ("128 threads, max first, ragged split", None, {**T128, **FIRST, **SPLIT})]
     if part == "odd":  # (RAGGED's earlier forms, short tail: measured 2026-11-29, docs/rows.md)
         if chosen == "rows_cta":  # (ragged: twice the registers; split: no funnel)
@@ -210,7 +219,15 @@ def dry_run(args) -> int:
         if part == "odd16":  # (the row loop's SASS over the elements a thread holds, as rows_forward_norms' words)
             from rows_forward_norms import sass_per_element
 
-            sass = f" | SASS/elem {sass_per_element(k, 'rows_cta', n)}"
+            from bulkred_dialect.backend_ptx.assemble import assemble
+            from bulkred_dialect.backend_ptx.sass import disassemble, opcode_counts
+
+            try:  # (spills: local stores)
+                ops = opcode_counts(disassemble(assemble(k.module.ptx.encode(), "sm_90a")))
+                spills = str(sum(c for o, c in ops.items() if o.startswith("STL")))
+            except Exception:  # noqa: BLE001 - a diagnostic
+                spills = "?"
+            sass = f" | SASS/elem {sass_per_element(k, 'rows_cta', n)} | STL {spills}"
         print(f"{part} | {dtype} {n} | {name} | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} | "
               f"regs {registers(k)} | threads {launch.block[0]} x {launch.cluster[0]}{sass}", flush=True)
     print(f"{len(todo)} kernels, {failed} failed")
