@@ -100,3 +100,76 @@ def test_off_by_default_and_the_table_takes_its_cell(monkeypatch) -> None:
     monkeypatch.setattr(rows_cta, "VALUES", 8)
     after = {key: block_of(*key) for key in before}
     assert after == {(97, "bfloat16"): 32, (99, "bfloat16"): 64, (97, "float32"): 64, (97, "float16"): 32}
+
+
+# (N, dtype, max first, fewer threads, label smoothing): a partial last vector (odd N; 33 of float16 on 64 threads:
+# one element a thread, the first thread two), with the candidates of the probe, label smoothing's sum of x
+PIPE_CELLS = [(97, "bfloat16", False, False, 0.0), (97, "bfloat16", True, True, 0.0), (33, "float16", True, False, 0.0),
+              (97, "bfloat16", False, False, 0.1)]
+
+
+@pytest.mark.parametrize("n,dtype,first,fewer,smoothing", PIPE_CELLS,
+                         ids=[f"{c[0]}-{c[1]}-first{c[2]}-fewer{c[3]}-ls{c[4]}" for c in PIPE_CELLS])
+def test_pipelined_partial_has_the_default_bits(n: int, dtype: str, first: bool, fewer: bool, smoothing: float,
+                                                monkeypatch) -> None:
+    """FORWARD_PIPELINE_PARTIAL: the rows of a partial last vector pipelined (the next row's
+    loads in the loop's carried values: another kernel), the bits of the same settings
+    unpipelined for rows of NaN, +inf, all -inf, an ignored row and targets at both ends
+    (the partial vector's -inf, and 0 in label smoothing's sum of x); moved by one row and
+    alone (M = 1), the same bits."""
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
+    if first:
+        monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", True)
+    if fewer:
+        fewer_threads(monkeypatch, n, dtype)
+    rng = np.random.default_rng(n + 3)
+    m = 6
+    x = rng.standard_normal((m + 1, n)) * 3
+    x[1, n - 1] = np.nan
+    x[2, 0] = np.inf
+    x[3, :] = -np.inf
+    x[5, n - 1] = 30.0  # (the maximum in the partial vector)
+    target = rng.integers(0, n, m + 1)
+    target[0], target[4], target[5] = n - 1, IGNORE, 0
+
+    def run(xs: np.ndarray, ts: np.ndarray, built) -> np.ndarray:
+        return ragged_run("rows_cta", n, dtype, None, xs, ts, smoothing=smoothing, built=built)[0]
+
+    def build():
+        return lowered(module("cross_entropy", None, n, dtype, stats=("lse",), variant="rows_cta", ignore_index=IGNORE,
+                              label_smoothing=smoothing or None))
+
+    unpiped = build()
+    want = run(x[:m], target[:m], unpiped)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE_PARTIAL", True)
+    built = build()
+    assert str(built) != str(unpiped)
+    loss = run(x[:m], target[:m], built)
+    assert loss.tobytes() == want.tobytes(), (loss, want)
+    assert np.isnan(loss[1]) and loss[4] == 0.0 and np.isfinite(loss[5])
+    moved = run(np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]]), built)
+    assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
+    alone = run(x[5:6], target[5:6], built)
+    assert alone.tobytes() == loss[5:6].tobytes(), "a row's bits depend on M"
+
+
+def test_pipelined_partial_takes_only_its_rows(monkeypatch) -> None:
+    """FORWARD_PIPELINE_PARTIAL pipelines cross_entropy's rows of a partial last vector only
+    (softmax's odd rows, whose y the threads write under their conditions, stay unpipelined),
+    only where FORWARD_PIPELINE is on; its table (none by default) takes its own cell."""
+    from bulkred_dialect.ops.tile.rows import NormKind
+    from bulkred_dialect.passes.variants.rows_common import RowPlan, forward_pipelined, pipelined_partial
+
+    def plan(kind: NormKind, n: int, dtype=BF16) -> RowPlan:
+        return RowPlan(kind=kind, dtype=dtype, m=None, n=n, sx=n, sy=n, vec=1, group=64, block=64, items=-(-n // 64),
+                       unroll=1, ctas=1)
+
+    ce, sm, whole = plan(NormKind.CROSS_ENTROPY, 97), plan(NormKind.SOFTMAX, 97), plan(NormKind.CROSS_ENTROPY, 128)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
+    assert rows_common.FORWARD_PIPELINE_PARTIAL_MEASURED == {}
+    assert (forward_pipelined(ce), forward_pipelined(sm), forward_pipelined(whole)) == (False, False, True)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE_PARTIAL_MEASURED", rows_common.half_as_bfloat16({BF16.name: ((97, 97),)}))
+    assert (forward_pipelined(ce), forward_pipelined(sm), pipelined_partial(plan(NormKind.CROSS_ENTROPY, 99))) == (True, False, False)
+    assert forward_pipelined(plan(NormKind.CROSS_ENTROPY, 97, F16))
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
+    assert not forward_pipelined(ce)
