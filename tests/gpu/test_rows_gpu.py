@@ -138,10 +138,13 @@ def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
     _cross_entropy_case(m, n, dtype, smoothing, rng)
 
 
-@pytest.mark.parametrize("kind,n,dtype", [("cross_entropy", 16384, "bfloat16"), ("add_rms_norm", 65536, "float32")])
+@pytest.mark.parametrize("kind,n,dtype", [("cross_entropy", 16384, "bfloat16"), ("add_rms_norm", 65536, "float32"),
+                                          ("log_softmax", 65536, "bfloat16"), ("log_softmax", 65536, "float16")])
 def test_the_sweeps_rows_batch_invariance(kind, n, dtype, rng):
-    """The cells the seventh session's sweep moved to rows_bulk (rows_bulk.CHOSEN's first rows):
-    the same rows alone, as rows 1000..1006 and in a batch of 2048 give the same bits, twice."""
+    """The cells the seventh session's sweep moved to rows_bulk (rows_bulk.CHOSEN's first rows)
+    and the eighth session's log_softmax 16-bit 65536 (rows_common.LOG_SOFTMAX_LSE with softmax's
+    rows_bulk setting): the same rows alone, as rows 1000..1006 and in a batch of 2048 give the
+    same bits, twice; log_softmax's rows within _check's bounds of float64."""
     torch = _torch()
     g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
     dt = getattr(torch, dtype)
@@ -152,6 +155,11 @@ def test_the_sweeps_rows_batch_invariance(kind, n, dtype, rng):
 
         def run(lo, hi):
             return bulkred.cross_entropy(x[lo:hi].clone(), t[lo:hi].clone(), reduction="none")
+    elif kind == "log_softmax":
+        def run(lo, hi):
+            return bulkred.log_softmax(x[lo:hi].clone(), -1)
+
+        _check(torch, kind, x[:64], run(0, 64))
     else:
         r = torch.randn(m, n, device=DEV, generator=g).to(dt)
         w = torch.randn(n, device=DEV, generator=g).to(dt)

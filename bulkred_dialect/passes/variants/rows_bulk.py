@@ -307,6 +307,10 @@ CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
      Setting(32768, 256, 2, True, 2, one_pass="local", max_units=30, affine_registers=True)),
     (BF16.name, ("rms_norm",), 262144, 262144,
      Setting(32768, 256, 2, True, 2, max_units=14, affine_registers=True, words=True)),
+    # (tools/probes/rows_forward.py --set logsoftmax on an H200, the eighth session of 2026-11-29, x copy:
+    # the dispatch's -> this row, with rows_common.LOG_SOFTMAX_LSE) log_softmax bfloat16 65536 0.882 -> 0.942
+    (BF16.name, ("log_softmax",), 65536, 65536,
+     Setting(65536, 256, 2, False, 1, early_copy=True, online=True, fast_exp=True, words=True)),
     # (tools/probes/rows_forward.py --set passes on an H200, 2026-11-29, x copy: the dispatch's ->
     # this row; a persistent grid capped at the clusters the GPU holds at once, rows_bulk_backward.CLUSTERS)
     # log_softmax float32 262144 0.823 -> 0.910, bfloat16 0.676 -> 0.917

@@ -1344,9 +1344,15 @@ change (``lse``'s rounding: at most half a float32 ulp of ``|lse|`` in every y),
 M; the non-finite rows are the default's (a row of -inf: ``-inf - -inf``, NaN; a NaN or
 +inf: NaN; a -inf element: -inf)."""
 
-LOG_SOFTMAX_LSE_MEASURED: dict = half_as_bfloat16({})
+LOG_SOFTMAX_LSE_MEASURED: dict = half_as_bfloat16({
+    # tools/probes/rows_forward.py --set logsoftmax on an H200, the eighth session of 2026-11-29
+    # (docs/rows_probes_h200_run8.log), x copy, median of 5 rounds: log_softmax bfloat16 65536 with
+    # rows_bulk.CHOSEN's row (softmax's setting, online) 0.882 -> 0.942 (the lse form alone 0.879, softmax's
+    # setting without it 0.931); 1024 to 16384 and 262144 within 1% of the dispatch (kept)
+    ("log_softmax", BF16.name): ((65536, 65536),),
+})
 """:data:`LOG_SOFTMAX_LSE` by element type name (or ``(kind, type)``): the ranges (N from,
-N to) where it is on; none measured yet (float16 as bfloat16)."""
+N to) where it is on (float16 as bfloat16)."""
 
 
 def log_softmax_lse(p: RowPlan) -> bool:
