@@ -173,3 +173,25 @@ def test_pipelined_partial_takes_only_its_rows(monkeypatch) -> None:
     assert forward_pipelined(plan(NormKind.CROSS_ENTROPY, 97, F16))
     monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
     assert not forward_pipelined(ce)
+
+
+def test_mean_in_the_kernel_with_the_candidates(monkeypatch) -> None:
+    """The probe's kernels take the mean in the kernel (``reduction="mean"``): with a CTA of
+    one warp (MIN_BLOCK_MEASURED), the maximum first and the rows pipelined, on a grid of 3
+    CTAs (rows_cta.CTAS_PER_SM), the mean of the loss rows (the kept ones) and the loss rows
+    the unpipelined kernel's bits; a second launch the same bits, the workspace left zeroed."""
+    from test_rows_ce_reduction import run_reduced
+
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_cta, "CTAS_PER_SM", 3)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
+    monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", True)
+    fewer_threads(monkeypatch, 97, "bfloat16")
+    target = np.random.default_rng(5).integers(0, 97, 8)
+    target[2] = IGNORE
+    mean0, rows0, _, _ = run_reduced("rows_cta", 97, target, "mean", "bfloat16", seed=5)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE_PARTIAL", True)
+    mean, rows, _, units = run_reduced("rows_cta", 97, target, "mean", "bfloat16", seed=5, again=True)
+    assert units == 3 and rows.tobytes() == rows0.tobytes() and mean == mean0
+    want = rows.sum() / (target != IGNORE).sum()
+    assert abs(mean - want) <= 1e-2 * abs(want), (mean, want)  # (the mean rounded to bfloat16)
