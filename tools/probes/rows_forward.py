@@ -639,8 +639,9 @@ def resident(k, sms: int) -> str:
         cubin = k.module.cubin  # (assembled when the kernel was loaded: no second JIT)
         obj = ObjectCode.from_cubin(cubin) if cubin is not None else ObjectCode.from_ptx(k.module.ptx)
         kern = obj.get_kernel("rows")
+        shmem = int(getattr(k.signature, "shmem", 0) or 0)  # the launch's dynamic shared memory
         if c == 1:
-            return f"{kern.occupancy.max_active_blocks_per_multiprocessor(t, 0) * sms}"
+            return f"{kern.occupancy.max_active_blocks_per_multiprocessor(t, shmem) * sms}"
         if c > 8:
             h = kern.handle
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -649,7 +650,10 @@ def resident(k, sms: int) -> str:
                 driver.cuKernelSetAttribute(attr, 1, h, dev)
             else:
                 driver.cuFuncSetAttribute(driver.CUfunction(int(h)), attr, 1)
-        return str(kern.occupancy.max_active_clusters(LaunchConfig(grid=(1, 1, 1), cluster=(c, 1, 1), block=(t, 1, 1))))
+        # (cuda.core 1.2's max_active_clusters takes the stream as a keyword: without it, a
+        # TypeError, the '?' the earlier probe logs show for every cluster kernel)
+        config = LaunchConfig(grid=(1, 1, 1), cluster=(c, 1, 1), block=(t, 1, 1), shmem_size=shmem)
+        return str(kern.occupancy.max_active_clusters(config, stream=Device().default_stream))
     except Exception as e:  # noqa: BLE001 - a diagnostic: say why
         return f"? ({type(e).__name__})"
 
