@@ -40,7 +40,7 @@ from typing import Any
 from bulkred_dialect.errors import BulkredError
 from bulkred_dialect.foreach_table import descriptor_base, descriptor_table, first_overlap, with_addresses
 from bulkred_dialect.functions import LIST_ROWS, LISTS, ListFunction, OptionError, Reduction, take_row_signature
-from bulkred_dialect.ops.list_layout import CODES, COLUMNS
+from bulkred_dialect.ops.list_layout import ALIGNED, CODES, COLUMNS, TENSOR
 
 
 class ListError(BulkredError, ValueError):
@@ -171,6 +171,7 @@ def _grid(kernel: Any) -> int:
 
 
 _TORCH_CODES: dict[Any, int] = {}
+_ADDRESS, _NUMEL_COLUMN, _CODE = (TENSOR.index(c) for c in ("address", "numel", "code"))
 _DTYPE = operator.attrgetter("dtype")
 _DEVICE = operator.attrgetter("device")
 _DATA_PTR, _NUMEL, _CONTIGUOUS, _GROUP = (None,) * 4  # torch's, set by _codes at the first list
@@ -225,8 +226,12 @@ class _Table:
         """The positions of two tensors of the list that share memory (None: none do),
         found at the first in-place call on this table (one sort of the addresses)."""
         if self.shared == ():
-            c = self.checked
-            self.shared = first_overlap(c.addresses, c.numels, c.codes) if len(c.numels) > 1 else None
+            t = len(self.checked.numels)
+            if t > 1:  # from the host table's tensor rows: its addresses, counts and codes as arrays already
+                rows = self.host.numpy()[1 : 1 + t]
+                self.shared = first_overlap(rows[:, _ADDRESS], rows[:, _NUMEL_COLUMN], rows[:, _CODE] % ALIGNED)
+            else:
+                self.shared = None
         return self.shared
 
     @property

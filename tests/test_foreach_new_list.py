@@ -290,3 +290,19 @@ def test_the_table_without_addresses_completed_is_the_table():
         assert flags.tolist() == [a % ALIGN == 0 for a in addrs]
     with pytest.raises(ValueError, match="2 addresses for a table of 3 tensors"):
         with_addresses(descriptor_base([1, 2, 3], 0, 2), [16, 32])
+
+
+def test_the_in_place_functions_refuse_shared_memory_in_new_lists(lists):
+    """clip_grad_norm_ of a new list each call, by a kind and in full: two tensors that
+    overlap are named (from the table's rows), distinct ones pass."""
+    for guards in (True, False):
+        F.KIND_GUARDS = guards
+        for _ in range(4):
+            ts = new(30, numel=lambda i: 8)
+            F.clip_grad_norm_(ts, 1.0)
+            big = torch.zeros(16)
+            bad = [t.clone() for t in ts]
+            bad[4], bad[21] = big[:8], big[4:12]
+            with pytest.raises(F.ListError, match=r"^bulkred.clip_grad_norm_: tensors 4 and 21 of the list share memory"):
+                F.clip_grad_norm_(bad, 1.0)
+    assert any(k.used for ks in F._KINDS.values() for k in ks)
