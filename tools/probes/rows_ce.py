@@ -168,6 +168,45 @@ def settings_for(part: str, dtype: str, n: int, chosen: str) -> list[tuple[str, 
     return out
 
 
+def odd16_flips(consts: dict) -> list[str]:
+    """The measured tables' entries that make ``consts`` (an odd16 setting) the dispatch's at
+    N = 4097 (keyed ``("cross_entropy", BF16.name)``, or ``BF16.name``; float16 follows)."""
+    key, cell = '("cross_entropy", BF16.name)', "(4097, 4097"
+    out = []
+    for name, v in consts.items():
+        if name == "rows_common.EXP_MAX_FIRST":
+            out.append(f"rows_common.EXP_MAX_FIRST_MEASURED[{key}] += {cell})")
+        elif name == "rows_cta.VALUES":
+            out.append(f"rows_cta.VALUES_MEASURED[{key}] += {cell}, {v})")
+        elif name == "rows_cta.MIN_BLOCK":
+            out.append(f"rows_cta.MIN_BLOCK_MEASURED[{key}] = ({cell}, {v}),)")
+        elif name == "rows_cta.CTAS_PER_SM":
+            out.append(f"rows_cta.CTAS_PER_SM_MEASURED[{key}] = ({cell}, {v}),)")
+        elif name == "rows_cta.MIN_CTAS_MEASURED":
+            out.append(f"rows_cta.MIN_CTAS_MEASURED[{key}] without {cell}, 8) (and float32's kept: its own key)")
+        elif name == "rows_common.FORWARD_PIPELINE_PARTIAL":
+            out.append(f"rows_common.FORWARD_PIPELINE_PARTIAL_MEASURED[BF16.name] = ({cell}),)")
+        elif name == "rows_lower.RAGGED":
+            out.append(f"rows_lower.RAGGED_MEASURED[BF16.name] += {cell}) (float16's too: not half_as_bfloat16)")
+        elif name == "rows_lower.RAGGED_SPLIT":
+            out.append(f"rows_lower.RAGGED_SPLIT_MEASURED[BF16.name] += {cell})")
+        elif name == "rows_cta.MIN_CTAS":
+            out.append(f"rows_cta.MIN_CTAS_MEASURED[{key}]'s {cell}, {v}) kept")
+    return out
+
+
+def odd16_verdict(dtype: str, n: int, runs: list, ratios: list[float], consts: dict) -> str:
+    """One cell's verdict line (:func:`odd16_flips` of the fastest sound setting)."""
+    if not runs or len(ratios) != len(runs) or not runs[0][0].startswith("dispatch"):
+        return f"- {dtype} {n}: no verdict (the dispatch's run failed)"
+    base_err, base = runs[0][4], ratios[0]
+    sound = [(r, run[0]) for run, r in zip(runs[1:], ratios[1:]) if run[5] == "yes/yes" and run[4] <= 2 * max(base_err, 1e-7)]
+    if not sound or max(sound)[0] < 1.01 * base:
+        return f"- {dtype} {n}: keep the dispatch ({base:.3f} of copy)"
+    best, name = max(sound)
+    return f"- {dtype} {n}: {name} {base:.3f} -> {best:.3f} of copy: " + "; ".join(odd16_flips(consts[name]))
+
+
 def small_settings() -> list[tuple[str, dict]]:
     """(name, settings) of the small batches (the dispatch's variant: rows_cta)."""
     return [("loss rows only", {"reduction": None}), ("mean", {}), ("mean, short tail", SHORT)]
@@ -254,6 +293,7 @@ def check(torch, k, x, target, loss, reduced, ref_rows, ref_mean) -> tuple[float
 def big_cells(torch, args, t0: float) -> None:
     from rows_forward import TOTAL, print_failed, print_timed, registers
 
+    verdicts: list[str] = []
     print("| part | dtype | N | copy GB/s | setting | GB/s | /copy | regs | threads x cluster | err | inv/pos |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
     F = torch.nn.functional
@@ -283,9 +323,16 @@ def big_cells(torch, args, t0: float) -> None:
                 runs.append([name, call, registers(k), f"{launch.block[0]} x {launch.cluster[0]}", err, inv])
             except Exception as e:  # noqa: BLE001 - the row says why
                 print_failed(part, dtype, n, name, e)
-        print_timed(torch, f"{part} cross_entropy", dtype, n, x, y, x.numel() * x.element_size(), runs)
+        ratios = print_timed(torch, f"{part} cross_entropy", dtype, n, x, y, x.numel() * x.element_size(), runs)
+        if part == "odd16":
+            named = {name: consts for name, _, consts in settings_for(part, dtype, n, chosen_variant(dtype, n))}
+            verdicts.append(odd16_verdict(dtype, n, runs, ratios, named))
         del x, y, runs
         torch.cuda.empty_cache()
+    if verdicts:
+        print("\nodd16 verdict (the fastest batch-invariant setting, its error at most twice the dispatch's, if 1% or more"
+              " above the dispatch; float16 follows bfloat16's entries unless given its own):")
+        print("\n".join(verdicts))
 
 
 def small_batches(torch, args, t0: float) -> None:
