@@ -3,9 +3,11 @@ float16 at N = 4097, 0.63 of copy), the candidates of ``tools/probes/rows_ce.py 
 all off by default, on the interpreter: the row's maximum first
 (``rows_common.EXP_MAX_FIRST``) and fewer threads a row, each holding more values
 (``rows_cta.VALUES`` with ``rows_cta.MIN_BLOCK_MEASURED``), the rows read an element a load
-(2-byte aligned: no vector). Each against float64 (from the values the kernel read), NaN /
-+inf / all -inf / ignored rows as torch, a row's bits the same at another position in the
-batch and for another M; the table takes only its cell.
+(2-byte aligned: no vector), and the rows of a partial last vector pipelined
+(``rows_common.FORWARD_PIPELINE_PARTIAL``: the unpipelined kernel's bits). Each against
+float64 (from the values the kernel read), NaN / +inf / all -inf / ignored rows as torch, a
+row's bits the same at another position in the batch and for another M, the mean in the
+kernel; each table takes only its cell.
 
 test_rows.py's small CTAs (``MIN_BLOCK`` 64): MIN_BLOCK_MEASURED's 32 threads here stand for
 its 64 at 4097 (twice the values a thread of the default's CTA)."""
@@ -22,9 +24,6 @@ from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.variants import rows_common, rows_cta
 from bulkred_dialect.passes.variants.rows_common import BF16, F16
 from bulkred_dialect.row_kernels import module
-
-FIRST = ("rows_common.EXP_MAX_FIRST", True)
-
 
 def kernel(n: int, dtype: str):
     """cross_entropy's rows_cta kernel of rows of n logits (M dynamic), with the settings in force."""
