@@ -1397,7 +1397,8 @@ def ahead_items(p: RowPlan) -> int:
 def forward_pipelined(p: RowPlan) -> bool:
     """Whether plan ``p`` pipelines its rows (:data:`FORWARD_PIPELINE`): a forward kind
     in registers without a cluster, every thread holding ``p.items`` whole vectors of
-    the row (no partial vector to guard)."""
+    the row (no partial vector to guard), or cross_entropy's rows of a partial last vector
+    under :data:`FORWARD_PIPELINE_PARTIAL` (:func:`pipelined_partial`)."""
     on = FORWARD_PIPELINE
     if on is None:
         on = next((pipe for lo, hi, pipe in FORWARD_MEASURED.get(p.dtype.name, ()) if lo <= p.n <= hi), False)
