@@ -480,6 +480,20 @@ class LockstepInterpreter(KernelInterpreter):
             # new_buffer's, made once and copied (the same poison bytes)
             first = new_buffer(op.memref.type, self.index_bitwidth)
             return (self._scatter([first, *(first.copy() for _ in range(len(self.active) - 1))]),)
+        if shared and not inputs:
+            # a cluster run: each CTA's own buffer (clusters.py's, one per rank and op), asked
+            # for once per CTA (at its first running thread) and shared by its threads
+            body, threads, values = self._body(op), self.threads, []
+            rank, buffer = None, None
+            for t in self.active:
+                thread = threads[t]
+                if thread.ids.cluster_rank != rank:
+                    self.cta.current = thread
+                    (buffer,) = body(None, self, op, ())
+                    rank = thread.ids.cluster_rank
+                values.append(buffer)
+            self.cta.current = threads[self.active[0]]
+            return (self._scatter(values),)
         return self._each(op, inputs, self._body(op), None)  # a buffer per thread
 
     def run_cast(self, op: UnrealizedConversionCastOp, inputs: list[Any], varying: bool) -> PythonValues:
