@@ -309,13 +309,49 @@ def _chunks() -> list[tuple[str, str]]:
     return out
 
 
+class _CountingHits(diagnostics.LocatedParser):
+    """The memo's parser, counting the ``_resume_from`` calls made while a type is
+    parsed: a type taken from the memo is one (the memo resumes after its text that way),
+    so a count of 0 means no type came from the memo."""
+
+    hits = 0
+
+    def parse_optional_type(self):
+        self._in_type = getattr(self, "_in_type", 0) + 1
+        try:
+            return super().parse_optional_type()
+        finally:
+            self._in_type -= 1
+
+    def _resume_from(self, pos):
+        if getattr(self, "_in_type", 0):
+            self.hits += 1
+        return super()._resume_from(pos)
+
+
 def test_the_type_memo_parses_every_test_input_as_xdsl_does():
     """Every lit input (valid and invalid, chunk by chunk): the same module text, or the
-    same error at the same place, with and without the memo."""
+    same error at the same place, with and without the memo. A chunk whose parse took no
+    type from the memo ran xDSL's own ``parse_optional_type`` at every type (the memo
+    only notes what it parsed), the parse without the memo exactly: it is not parsed
+    again (about 290 of the 940 chunks, a fifth of the time)."""
+    from bulkred_dialect.backend_ptx.runtime import context
+
     chunks = _chunks()
     assert len(chunks) > 150
+    compared = 0
     for name, text in chunks:
-        assert _parse_or_error(diagnostics.LocatedParser, text) == _parse_or_error(_ParserWithoutMemo, text), name
+        try:
+            parser = _CountingHits(context(), text, "in.mlir")
+            got = str(parser.parse_module())
+        except Exception as e:  # as _parse_or_error
+            parser = None
+            got = f"{type(e).__name__}: {e}"
+        if parser is not None and parser.hits == 0:
+            continue
+        assert got == _parse_or_error(_ParserWithoutMemo, text), name
+        compared += 1
+    assert compared > len(chunks) // 2  # most inputs repeat a type: the memo is exercised
 
 
 def test_the_type_memo_returns_the_first_parse_and_keeps_spellings_apart():
