@@ -1,7 +1,7 @@
 // The seed demo (examples/seed_sum32.mlir, the TIRx card's test_func) to PTX.
 //
 // sm_100a: the sm100_packed variant, 4*(32/8 - 1) + 3 = 15 packed adds, .version 8.6.
-// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t ptx | filecheck %s --check-prefix=SM100A
+// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=SM100A,ASM100
 // SM100A:      .version 8.6
 // SM100A-NEXT: .target sm_100a
 // SM100A:      .visible .entry test_func(
@@ -24,7 +24,7 @@
 // SM100A:        ret;
 //
 // sm_90a: the local variant (a scalar loop of add.rn.f32), no sm_100 instruction.
-// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t ptx | filecheck %s --check-prefix=SM90A
+// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefixes=SM90A,ASM90
 // SM90A:      .version 8.0
 // SM90A-NEXT: .target sm_90a
 // SM90A-NOT:  f32x2
@@ -41,8 +41,7 @@
 // LEGAL-NOT:  f32x2
 // LEGAL:      ret;
 
-// -t 'ptx{assemble=true}' also assembles through nvJitLink (no GPU needed).
-// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_100a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=ASM100
-// RUN: bulkred-opt %S/../../../examples/seed_sum32.mlir -p 'bulkred-to-ptx{target=sm_90a}' -t 'ptx{assemble=true}' | filecheck %s --check-prefix=ASM90
+// -t 'ptx{assemble=true}' (the sm_100a and sm_90a RUN lines above) also assembles through
+// nvJitLink (no GPU needed) and says so after the PTX.
 // ASM100: // assembled by ptxas (nvJitLink) for sm_100a: {{[0-9]+}} bytes of cubin
 // ASM90: // assembled by ptxas (nvJitLink) for sm_90a: {{[0-9]+}} bytes of cubin
