@@ -206,8 +206,9 @@ def test_tail_loads(case, spread: int, monkeypatch) -> None:
     two = norm_kernel(kind, n, dtype, dtype, db)
     monkeypatch.setattr(rows_bulk_backward, "TAIL_LOADS", loads)
     mine = norm_kernel(kind, n, dtype, dtype, db)
-    if not spread:
+    if not spread:  # the same kernel (text): the same bits on the deterministic interpreter, nothing to run
         assert str(mine) == str(two)
+        return
     for a, b in zip(run_norm(kind, x, dy, w, dtype, dtype, db, units, built=mine),
                     run_norm(kind, x, dy, w, dtype, dtype, db, units, built=two), strict=True):
         np.testing.assert_array_equal(a, b)
