@@ -174,6 +174,7 @@ _TORCH_CODES: dict[Any, int] = {}
 _ADDRESS, _NUMEL_COLUMN, _CODE = (TENSOR.index(c) for c in ("address", "numel", "code"))
 _DTYPE = operator.attrgetter("dtype")
 _DEVICE = operator.attrgetter("device")
+_NESTED = operator.attrgetter("is_nested")
 _DATA_PTR, _NUMEL, _CONTIGUOUS, _GROUP = (None,) * 4  # torch's, set by _codes at the first list
 
 
@@ -324,27 +325,37 @@ def _as_list(fn: str, tensors: Any) -> list[Any]:
 
 def _check(fn: str, ts: list[Any], torch: Any) -> _Checked:
     """The list's addresses, element counts, dtype codes and device, checked. A list of
-    the kind of a list checked before (:class:`_Kind`: the same tensor types, dtypes,
-    device, shapes and strides, item by item, in one C-level call) takes that list's
-    counts and codes and reads its addresses (one pass); else :func:`_check_all`."""
+    the kind of a list checked before (:class:`_Kind`) reads its addresses (one pass),
+    shows that no tensor is nested (one pass) and passes its kind's guard (one C-level
+    call): it takes that kind's counts and codes. Else :func:`_check_all` (given the
+    addresses read)."""
     n = len(ts)
-    if KIND_GUARDS:
-        for kind in _KINDS.get(n, ()):
-            if kind.guard.check(*ts):
-                kind.used = True
-                return _Checked(list(map(_DATA_PTR, ts)), kind.numels, kind.codes, kind.device, kind)
-    checked = _check_all(fn, ts, torch)
+    kinds = _KINDS.get(n) if KIND_GUARDS else None
+    addresses = None
+    if kinds:
+        try:  # a non-tensor, a tensor without memory: checked in full, which names it
+            addresses = list(map(_DATA_PTR, ts))
+            nested = any(map(_NESTED, ts))
+        except Exception:  # noqa: BLE001 - whatever the item raises, _check_all says what is wrong
+            addresses, nested = None, True
+        if not nested:  # (the guard's C++ would abort on a nested tensor's strides, never return)
+            for kind in kinds:
+                if kind.guard.check(*ts):
+                    kind.used = True
+                    return _Checked(addresses, kind.numels, kind.codes, kind.device, kind)
+    checked = _check_all(fn, ts, torch, addresses)
     if KIND_GUARDS and n:
         _keep_kind(ts, checked, torch)
     return checked
 
 
-def _check_all(fn: str, ts: list[Any], torch: Any) -> _Checked:
+def _check_all(fn: str, ts: list[Any], torch: Any, addresses: list[int] | None = None) -> _Checked:
     """:func:`_check` of a list of no kind kept: torch groups the tensors by device and
     dtype in one C-level call (refusing an item that is not a tensor), then one pass per
     attribute (``map`` of an unbound method): density, element counts, addresses. A
     list that is not one device's tensors of the dtypes a list holds is checked by
-    :func:`_check_passes`, which names the first offending tensor."""
+    :func:`_check_passes`, which names the first offending tensor. ``addresses``: the
+    list's, read already."""
     table = _codes(torch)
     if not ts or _GROUP is None:
         return _check_passes(fn, ts, torch)
@@ -367,8 +378,8 @@ def _check_all(fn: str, ts: list[Any], torch: Any) -> _Checked:
             code = table[dtype]
             for i in positions:
                 codes[i] = code
-    _check_dense(fn, ts)
-    return _Checked(list(map(_DATA_PTR, ts)), list(map(_NUMEL, ts)), codes, device)
+    _check_dense(fn, ts, torch)
+    return _Checked(list(map(_DATA_PTR, ts)) if addresses is None else addresses, list(map(_NUMEL, ts)), codes, device)
 
 
 def _check_passes(fn: str, ts: list[Any], torch: Any) -> _Checked:
@@ -396,29 +407,41 @@ def _check_passes(fn: str, ts: list[Any], torch: Any) -> _Checked:
     if set(map(_DEVICE, ts)) != {device}:
         i = next(i for i, t in enumerate(ts) if t.device != device)
         raise _error(fn, f"tensor {i} is on {ts[i].device}, tensor 0 on {device} (one device per list)")
-    _check_dense(fn, ts)
+    _check_dense(fn, ts, torch)
     return _Checked(list(map(_DATA_PTR, ts)), list(map(_NUMEL, ts)), codes, device)
 
 
-def _check_dense(fn: str, ts: list[Any]) -> None:
+def _check_dense(fn: str, ts: list[Any], torch: Any) -> None:
     """Refuses the first tensor that is not dense (one pass of ``is_contiguous``; the
-    slow loop only when one is not contiguous)."""
-    if not all(map(_CONTIGUOUS, ts)):
-        for i, t in enumerate(ts):
-            if not t.is_contiguous() and not _dense(t):
-                raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
-                                 "it skips memory; pass t.contiguous() or a dense view")
+    slow loop only when one is not contiguous, or has no strides: a sparse tensor)."""
+    try:
+        if all(map(_CONTIGUOUS, ts)):
+            return
+    except RuntimeError:  # a tensor without strides: the loop names it
+        pass
+    for i, t in enumerate(ts):
+        if t.layout != torch.strided:
+            raise _error(fn, f"tensor {i} has layout {t.layout} (not dense); pass t.to_dense()")
+        if not t.is_contiguous() and not _dense(t):
+            raise _error(fn, f"tensor {i} (shape {list(t.shape)}, strides {list(t.stride())}) is not dense: "
+                             "it skips memory; pass t.contiguous() or a dense view")
 
 
 @dataclass(eq=False)
 class _Kind:
     """The kind of a checked list: a guard that tells, in one C-level call, whether a
     list of as many items holds, item by item, tensors of the same Python type, dispatch
-    keys (the device type among them), dtype, device index, ``requires_grad``, shape
-    and strides (torch's ``TensorGuards``, which torch.compile checks its inputs with);
-    and what the check of such a list gives but its addresses. A list that passes the
-    guard passes every check of :func:`_check_all` (each depends on nothing else) and
-    has the same element counts and codes; one that does not is checked in full."""
+    keys (the device type and the layout among them), dtype, device index,
+    ``requires_grad``, shape and strides, each item a distinct object (torch's
+    ``TensorGuards``, which torch.compile checks its inputs with); and what the check of
+    such a list gives but its addresses. A list that passes the guard passes every check
+    of :func:`_check_all` (each depends on nothing else) and has the same element counts
+    and codes; one that does not is checked in full. Kept only for lists of
+    ``torch.Tensor`` and ``torch.nn.Parameter`` (whose strides torch's C++ reads; a
+    subclass may compute them in Python), none of them nested; and a list is given to
+    the guard only once its addresses are read (a tensor without memory raises there)
+    and none of its tensors is nested (the guard reads each tensor's strides before its
+    dispatch keys, and a nested tensor's strides abort the process)."""
 
     guard: Any
     numels: list[int]
@@ -460,6 +483,8 @@ def _keep_kind(ts: list[Any], checked: _Checked, torch: Any) -> None:
     _LAST[n] = checked
     if last is None or last.numels != checked.numels or last.codes != checked.codes or last.device != checked.device:
         return
+    if not set(map(type, ts)) <= {torch.Tensor, torch.nn.Parameter} or any(map(_NESTED, ts)):
+        return  # a guard only for torch's own tensors' own strides (a subclass may compute them, a nested tensor has none)
     kinds = _KINDS.get(n, ())
     if kinds and not kinds[0].used:  # the latest kind has served no list yet: keep no other for a while
         kinds[0].waited += 1
@@ -494,20 +519,28 @@ def _guard_maker(torch: Any) -> Callable[[list[Any]], Any] | None:
 
         size, stride = torch.Tensor.size, torch.Tensor.stride
 
-        def make(ts: list[Any]) -> Any:
+        def own(ts: list[Any]) -> Any:  # each tensor's shape and strides read by torch's C++
+            return TensorGuards(*ts, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+
+        def given(ts: list[Any]) -> Any:
             return TensorGuards(*ts, dynamic_dims_sizes=list(map(list, map(size, ts))),
                                 dynamic_dims_strides=list(map(list, map(stride, ts))))
 
         a, c = torch.zeros(4), torch.zeros(8)[2:6]
         b = torch.zeros(3, 2, dtype=torch.bfloat16).t()
-        g = make([a, b, c])
-        same = g.check(a, b, c) and g.check(a.view_as(a), b.view_as(b), c[:])
-        other = (g.check(a, b, c.bfloat16()), g.check(a, b, torch.zeros(5)), g.check(a, b.contiguous(), c),
-                 g.check(a, b, c.to("meta")), g.check(a, b, torch.nn.Parameter(c)), g.check(a, b, 1.0),
-                 g.check(a, b, torch.zeros(8)[::2]))
-        if same is True and not any(other):
-            maker = make
-    except Exception:  # noqa: BLE001 - no such guard in this torch, or another one: every list checked in full
+        for make in (own, given):
+            try:
+                g = make([a, b, c])
+                same = g.check(a, b, c) and g.check(a.view_as(a), b.view_as(b), c[:])
+                other = (g.check(a, b, c.bfloat16()), g.check(a, b, torch.zeros(5)), g.check(a, b.contiguous(), c),
+                         g.check(a, b, c.to("meta")), g.check(a, b, torch.nn.Parameter(c)), g.check(a, b, 1.0),
+                         g.check(a, b, torch.zeros(8)[::2]), g.check(a, b, torch.zeros(2, 2)))
+            except Exception:  # noqa: BLE001 - not this way
+                continue
+            if same is True and not any(other):
+                maker = make
+                break
+    except Exception:  # noqa: BLE001 - no such guard in this torch: every list checked in full
         maker = None
     _GUARDS.append(maker)
     return maker

@@ -306,3 +306,45 @@ def test_the_in_place_functions_refuse_shared_memory_in_new_lists(lists):
             with pytest.raises(F.ListError, match=r"^bulkred.clip_grad_norm_: tensors 4 and 21 of the list share memory"):
                 F.clip_grad_norm_(bad, 1.0)
     assert any(k.used for ks in F._KINDS.values() for k in ks)
+
+
+def test_a_nested_tensor_in_a_list_of_a_kept_kind_is_checked_in_full(lists):
+    """The kind's guard reads each tensor's strides, which a nested tensor does not have
+    (torch aborts there): such a list never reaches the guard, and the check in full
+    takes it as the reference does (a contiguous nested tensor is one block)."""
+    needs_guards()
+    ts = new(10, numel=lambda i: 5)
+    kept(ts)
+    nested = torch.nested.nested_tensor([torch.zeros(3), torch.zeros(2)])
+    fresh = [t.clone() for t in ts]
+    fresh[6] = nested
+    assert outcome(F._check, fresh) == outcome(F._check_passes, fresh)
+    assert F._check("total_norm", fresh, torch).kind is None
+    for _ in range(3):  # and no kind is kept of a list that holds one
+        F._check("total_norm", list(fresh), torch)
+    assert all(len(k.numels) == 10 and k.numels[6] == 5 for k in F._KINDS[10])
+
+
+def test_a_sparse_tensor_is_refused_in_one_line_each_way(lists):
+    ts = new(8)
+    for layout, make in (("torch.sparse_coo", lambda: torch.zeros(4).to_sparse()),
+                         ("torch.sparse_csr", lambda: torch.zeros(2, 2).to_sparse_csr())):
+        bad = list(ts)
+        bad[3] = make()
+        for check in (F._check_passes, F._check_all, F._check):
+            with pytest.raises(F.ListError) as e:
+                check("total_norm", bad, torch)
+            assert str(e.value) == f"bulkred.total_norm: tensor 3 has layout {layout} (not dense); pass t.to_dense()"
+
+
+def test_no_kind_is_kept_for_a_subclass(lists):
+    """A tensor subclass may compute its strides in Python, which the guard's C++ would
+    call: lists of one are always checked in full."""
+
+    class Grad(torch.Tensor):
+        pass
+
+    for _ in range(4):
+        ts = [torch.Tensor._make_subclass(Grad, torch.zeros(3)) for _ in range(6)]
+        assert F._check("total_norm", ts, torch).kind is None
+    assert not F._KINDS
