@@ -16,13 +16,20 @@ _SIZES = np.asarray(ELEMENT_BYTES, dtype=np.int64)
 _ADDRESS, _NUMEL, _CODE = (TENSOR.index(c) for c in ("address", "numel", "code"))
 
 
+def _ints(values: Sequence[int]) -> np.ndarray:
+    """``values`` as an int64 array (a list read by ``np.fromiter``: a fifth faster)."""
+    if isinstance(values, list):
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+    return np.asarray(values, dtype=np.int64).reshape(len(values))
+
+
 def _bytes(numels: Sequence[int], codes: int | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(codes, byte counts) of the tensors, as int64 arrays."""
-    n = np.asarray(numels, dtype=np.int64).reshape(len(numels))
+    n = _ints(numels)
     if isinstance(codes, int | np.integer):
         code = np.full(len(n), int(codes), dtype=np.int64)
         return code, n * ELEMENT_BYTES[int(codes)]
-    code = np.asarray(codes, dtype=np.int64).reshape(len(n))
+    code = _ints(codes)
     return code, n * _SIZES[code]
 
 
@@ -45,7 +52,8 @@ def descriptor_base(numels: Sequence[int], codes: int | Sequence[int], grid: int
     ``ALIGNED``. The same for every list of the same element counts and codes (a new
     list of new gradients each step): :func:`with_addresses` completes a copy."""
     t = len(numels)
-    code, nbytes = _bytes(numels, codes)
+    counts = _ints(numels)
+    code, nbytes = _bytes(counts, codes)
     padded = (nbytes + ALIGN - 1) // ALIGN * ALIGN
     start = np.zeros(t, dtype=np.int64)
     if t > 1:
@@ -56,7 +64,7 @@ def descriptor_base(numels: Sequence[int], codes: int | Sequence[int], grid: int
     table = np.zeros((1 + t + grid, COLUMNS), dtype=np.int64)
     table[0, [HEADER.index(c) for c in HEADER]] = (t, grid, chunk, total)
     rows = table[1 : 1 + t]
-    rows[:, _NUMEL] = np.asarray(numels, dtype=np.int64).reshape(t)
+    rows[:, _NUMEL] = counts
     rows[:, _CODE] = code
     rows[:, TENSOR.index("start")] = start
     if total:
@@ -83,8 +91,7 @@ def with_addresses(base: np.ndarray, addresses: Sequence[int]) -> np.ndarray:
         raise ValueError(f"with_addresses: {t} addresses for a table of {int(base[0, 0])} tensors")
     table = base.copy()
     rows = table[1 : 1 + t]
-    addr = np.fromiter(addresses, dtype=np.int64, count=t) if isinstance(addresses, list) else \
-        np.asarray(addresses, dtype=np.int64).reshape(t)
+    addr = _ints(addresses)
     rows[:, _ADDRESS] = addr
     rows[:, _CODE] += (addr % ALIGN == 0) * ALIGNED
     return table
