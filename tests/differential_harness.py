@@ -38,6 +38,7 @@ section of docs/differential.md.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 import os
 import pkgutil
@@ -51,7 +52,8 @@ from functools import cached_property
 from pathlib import Path
 
 from xdsl.dialects import func
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import FunctionType, StringAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 import bulkred_dialect.ops.ptx as ptx_package
@@ -186,15 +188,33 @@ def _verify(op: PtxInstruction) -> None:
         op.verify_()
 
 
+_KERNEL_NAME = StringAttr("k")
+
+
+@functools.lru_cache(maxsize=None)
+def _function_type(operand_types: tuple[Attribute, ...]) -> FunctionType:
+    """The kernel's type for these block arguments (made once per distinct tuple: 7,404
+    cases have a few hundred)."""
+    return FunctionType.from_lists(operand_types, [])
+
+
 def build_case(module: str, dc: DiffCase) -> tuple[Case, str | None]:
-    """Build one case; the second value is a harness error (or None)."""
+    """Build one case: its op in a ``func.func @k`` whose block arguments have the case's
+    operand types, followed by ``func.return``; the second value is a harness error (or
+    None). The function and the return are made as xDSL's parser makes them
+    (``Operation.create`` with the properties and region), about a third of the cost of
+    their builders, which sort arguments through IRDL for every case."""
     case = Case(module, dc.name)
     try:
-        fn = func.FuncOp("k", (list(dc.operand_types), []))
-        op = dc.build(fn.body.block.args)
+        block = Block(arg_types=dc.operand_types)
+        func.FuncOp.create(
+            properties={"sym_name": _KERNEL_NAME, "function_type": _function_type(tuple(dc.operand_types))},
+            regions=[Region(block)],
+        )
+        op = dc.build(block.args)
         if not isinstance(op, PtxInstruction):
             return case, f"{case.key}: build returned {type(op).__name__}, not a PtxInstruction"
-        fn.body.block.add_ops([op, func.ReturnOp()])
+        block.add_ops([op, func.ReturnOp.create()])
     except Exception as e:
         return case, f"{case.key}: build raised {_short_exc(e)}"
     case.op = op
