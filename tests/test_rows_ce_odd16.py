@@ -35,6 +35,12 @@ def block_of(n: int, dtype: str) -> int:
     return rows_cta.block_for(op)
 
 
+def ctas_of(n: int, dtype: str) -> int | None:
+    """rows_cta's measured CTAs a multiprocessor of cross_entropy's cell (None: the default's)."""
+    op = next(o for o in module("cross_entropy", None, n, dtype).walk() if isinstance(o, NormalizeRowsOp))
+    return rows_common.cell_setting(None, rows_cta.CTAS_PER_SM_MEASURED, op)
+
+
 def fewer_threads(monkeypatch, n: int, dtype: str) -> None:
     """32 threads a row of ``n`` (MIN_BLOCK_MEASURED), each up to 8 values (VALUES)."""
     key = ("cross_entropy", BF16.name if dtype == "bfloat16" else F16.name)
@@ -83,15 +89,23 @@ def test_odd16_candidates(n: int, dtype: str, first: bool, fewer: bool, monkeypa
     assert alone.tobytes() == loss[5:6].tobytes(), "a row's bits depend on M"
 
 
-def test_off_by_default_and_the_table_takes_its_cell(monkeypatch) -> None:
-    """By default 4097's rows_cta CTA is the 256 threads of 17 values, its maximum not first;
-    MIN_BLOCK_MEASURED's entry changes its own cell's kernel only (the CTA's threads), and
-    float16 follows bfloat16's entry (half_as_bfloat16)."""
+def test_the_measured_cell_and_the_table_takes_its_cell(monkeypatch) -> None:
+    """4097's 16-bit rows_cta CTA is the probe's measured one (the eighth session, rows_ce.py
+    --set odd16 on an H200): 128 threads of 33 values (rows_cta.VALUES_MEASURED), the maximum
+    first, a grid of 8 CTAs a multiprocessor; 4096's and 4098's are not changed by it, and
+    MIN_BLOCK_MEASURED (empty) is not in use. MIN_BLOCK_MEASURED's entry changes its own
+    cell's kernel only (the CTA's threads), and float16 follows bfloat16's entry
+    (half_as_bfloat16)."""
     assert rows_cta.MIN_BLOCK_MEASURED == {}
-    assert not rows_common.setting_of(rows_common.EXP_MAX_FIRST, rows_common.EXP_MAX_FIRST_MEASURED,
-                                      BF16.name, 4097, "cross_entropy")
     for dtype in ("bfloat16", "float16"):
-        assert block_of(4097, dtype) == 256
+        assert rows_common.setting_of(rows_common.EXP_MAX_FIRST, rows_common.EXP_MAX_FIRST_MEASURED,
+                                      dtype, 4097, "cross_entropy")
+        assert not rows_common.setting_of(rows_common.EXP_MAX_FIRST, rows_common.EXP_MAX_FIRST_MEASURED,
+                                          dtype, 4097, "softmax")
+        assert ctas_of(4097, dtype) == 8 and ctas_of(4098, dtype) is None
+        assert block_of(4097, dtype) == 128
+    assert ctas_of(4097, "float32") is None
+    assert block_of(4097, "float32") == 256
     before = {(n, d): block_of(n, d) for n, d in ((97, "bfloat16"), (99, "bfloat16"), (97, "float32"), (97, "float16"))}
     assert set(before.values()) == {64}
     monkeypatch.setattr(rows_cta, "MIN_BLOCK_MEASURED",

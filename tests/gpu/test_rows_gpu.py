@@ -131,7 +131,9 @@ def test_cross_entropy(m, n, dtype, smoothing, rng):
     (300, 1024, "bfloat16"), (33, 16384, "bfloat16"), (7, 4097, "bfloat16"), (7, 4097, "float32"),
     (9, 50257, "float16"), (4, 128256, "float16"), (5, 65536, "bfloat16"), (6, 70001, "bfloat16"),
     # (the seventh session: the mean and sum through a cluster of the whole grid at 4096, M <= 16; 64 past it)
-    (8, 4096, "float32"), (16, 4096, "bfloat16"), (12, 4096, "float16"), (3, 4096, "float32"), (64, 4096, "bfloat16")])
+    (8, 4096, "float32"), (16, 4096, "bfloat16"), (12, 4096, "float16"), (3, 4096, "float32"), (64, 4096, "bfloat16"),
+    # (the eighth session: 16-bit 4097 on 128 threads, the maximum first, 8 CTAs a multiprocessor)
+    (3000, 4097, "float16")])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
     """As test_cross_entropy, on the cells of the settings taken last (2026-11-29, sixth session)."""
@@ -139,11 +141,13 @@ def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
 
 
 @pytest.mark.parametrize("kind,n,dtype", [("cross_entropy", 16384, "bfloat16"), ("add_rms_norm", 65536, "float32"),
-                                          ("log_softmax", 65536, "bfloat16"), ("log_softmax", 65536, "float16")])
+                                          ("log_softmax", 65536, "bfloat16"), ("log_softmax", 65536, "float16"),
+                                          ("cross_entropy", 4097, "bfloat16")])
 def test_the_sweeps_rows_batch_invariance(kind, n, dtype, rng):
     """The cells the seventh session's sweep moved to rows_bulk (rows_bulk.CHOSEN's first rows)
     and the eighth session's log_softmax 16-bit 65536 (rows_common.LOG_SOFTMAX_LSE with softmax's
-    rows_bulk setting): the same rows alone, as rows 1000..1006 and in a batch of 2048 give the
+    rows_bulk setting) and cross_entropy bfloat16 4097 (rows_cta's 128 threads, 8 CTAs a
+    multiprocessor, the maximum first): the same rows alone, as rows 1000..1006 and in a batch of 2048 give the
     same bits, twice; log_softmax's rows within _check's bounds of float64."""
     torch = _torch()
     g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)

@@ -1218,7 +1218,9 @@ EXP_MAX_FIRST_MEASURED: dict = half_as_bfloat16({
     # tools/probes/rows_forward_norms.py --set words on an H200, 2026-11-29 (sixth session), x copy, dispatch -> this: cross_entropy
     # bfloat16 1024 0.961 -> 0.991, 4096 0.940 -> 1.001, 16384 0.899 -> 0.967 (at 64 values a thread,
     # rows_cta.VALUES_MEASURED); softmax and log_softmax slower (4096 0.901 -> 0.879, 16384 0.916 -> 0.802)
-    ("cross_entropy", BF16.name): ((1024, 1024), (4096, 4096), (16384, 16384)),
+    ("cross_entropy", BF16.name): ((1024, 1024), (4096, 4096), (16384, 16384),
+                                   # (rows_ce.py --set odd16, eighth session: rows_cta.CTAS_PER_SM_MEASURED's row)
+                                   (4097, 4097)),
 })
 """:data:`EXP_MAX_FIRST` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""

@@ -53,10 +53,17 @@ arithmetic depends on it); None: :data:`CTAS_PER_SM_MEASURED`, else 2048 threads
 (the default). The probe's setting (tools/probes/rows_forward.py --set pipeline,
 tools/probes/rows_ce.py)."""
 
-CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({
+    # tools/probes/rows_ce.py --set odd16 on an H200, the eighth session of 2026-11-29
+    # (docs/rows_probes_h200_run8.log), x copy: cross_entropy bfloat16 4097, 128 threads of 33 values
+    # (VALUES_MEASURED), the maximum first (rows_common.EXP_MAX_FIRST_MEASURED), .minnctapersm 8 and a grid of
+    # 8 CTAs a multiprocessor: 0.629 -> 0.785 (without the grid 0.765, 256 threads max first 0.714);
+    # float16 as bfloat16 0.624 -> 0.788 (its best, 32 threads a row, 0.790: within the spread)
+    ("cross_entropy", BF16.name): ((4097, 4097, 8),),
+})
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M):
 a grid no larger than the CTAs resident at once (36 registers a thread hold 6 CTAs of 256
-threads a multiprocessor, not 8); none measured yet (float16 as bfloat16)."""
+threads a multiprocessor, not 8); float16 as bfloat16."""
 
 
 VALUES: int | None = None
@@ -71,7 +78,9 @@ VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     ("layer_norm", BF16.name): ((8193, 16384, 16),),
     # (--set words, 2026-11-29, sixth session) cross_entropy bfloat16 16384 with rows_common.EXP_MAX_FIRST at 64
     # values (256 threads, 117 registers, no spill): 0.899 -> 0.967 of copy
-    ("cross_entropy", BF16.name): ((16384, 16384, 64),),
+    ("cross_entropy", BF16.name): ((16384, 16384, 64),
+                                   # (rows_ce.py --set odd16, eighth session: CTAS_PER_SM_MEASURED's row)
+                                   (4097, 4097, 64)),
 }
 """By (kind, element type name): (N from, N to, values per thread at most), the first range
 holding N (a function of N, the kind and the type: never M); none measured yet."""
