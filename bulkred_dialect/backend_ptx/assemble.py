@@ -48,11 +48,21 @@ class PtxasDiagnostic:
 @dataclass
 class PtxasError(AssembleError, ValueError):
     """ptxas rejected the PTX. ``log`` is nvJitLink's whole error log; the message is
-    one line, the log's lines joined by ``; ``."""
+    one line, the log's lines joined by ``; ``. :attr:`diagnostics` are the log's
+    messages, parsed when first read (a caller that reads only the log, such as the
+    differential harness with logs of thousands of errors, does not pay for them)."""
 
     arch: str
     log: str
-    diagnostics: list[PtxasDiagnostic] = field(default_factory=list)
+    _diagnostics: list[PtxasDiagnostic] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def diagnostics(self) -> list[PtxasDiagnostic]:
+        """One :class:`PtxasDiagnostic` per error or warning line of ``log``
+        (:func:`parse_ptxas_log`), or those given when the error was made."""
+        if self._diagnostics is None:
+            self._diagnostics = parse_ptxas_log(self.log)
+        return self._diagnostics
 
     def __str__(self) -> str:
         lines = [line.strip() for line in self.log.splitlines() if line.strip()]
@@ -158,7 +168,7 @@ def _nvjitlink_assemble(data: bytes, arch: str, extra_options: tuple[str, ...]) 
             nvjitlink.complete(handle)
         except Exception:
             log = _log(nvjitlink, handle, nvjitlink.get_error_log_size, nvjitlink.get_error_log)
-            raise PtxasError(arch, log, parse_ptxas_log(log)) from None
+            raise PtxasError(arch, log) from None
         size = nvjitlink.get_linked_cubin_size(handle)
         cubin = bytearray(size)
         nvjitlink.get_linked_cubin(handle, cubin)
@@ -300,7 +310,7 @@ def _assemble_in_child(data: bytes, arch: str, extra_options: tuple[str, ...], t
     if status == "ok":
         return body
     log = body.decode(errors="replace")
-    raise PtxasError(arch, log, parse_ptxas_log(log))
+    raise PtxasError(arch, log)
 
 
 def ptxas_accepts(ptx: str | bytes, arch: str) -> tuple[bool, str]:
@@ -328,7 +338,7 @@ def registers_used(ptx: str | bytes, arch: str = "sm_90a") -> int | None:
             nj.complete(h)
         except Exception:  # nvJitLink's refusal: its log says why
             log = _log(nj, h, nj.get_error_log_size, nj.get_error_log)
-            raise PtxasError(arch, log, parse_ptxas_log(log)) from None
+            raise PtxasError(arch, log) from None
         found = re.search(r"Used (\d+) registers", _log(nj, h, nj.get_info_log_size, nj.get_info_log))
         return int(found.group(1)) if found else None
     finally:
