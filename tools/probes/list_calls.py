@@ -230,15 +230,23 @@ def stages(a, torch, bulkred, F, device: str, base: dict, thread: bool = False) 
     T = torch.Tensor
     views = lambda: [t.view_as(t) for t in ts]  # noqa: E731
     rows = {
-        "the check of new objects (kinds kept)": us(lambda x: F._check("total_norm", x, torch), views),
-        "  of which the addresses (map of data_ptr)": us(lambda x: list(map(T.data_ptr, x)), views),
+        "the check of new objects (by their kind, where kept)": us(lambda x: F._check("total_norm", x, torch), views),
+        "  the addresses (map of data_ptr)": us(lambda x: list(map(T.data_ptr, x)), views),
     }
+    kind = next((k for k in getattr(F, "_KINDS", {}).get(len(ts), ()) if k.guard.check(*ts)), None)
+    if kind is not None:
+        rows["  no tensor nested (map of is_nested)"] = us(lambda x: any(map(F._NESTED, x)), views)
+        rows["  the kind's guard"] = us(lambda x: kind.guard.check(*x), views)
     if hasattr(F, "KIND_GUARDS"):
         with kinds(F, False):
-            rows["the check of new objects, pass by pass"] = us(lambda x: F._check("total_norm", x, torch), views)
+            rows["the check of new objects in full (grouped, then a pass each)"] = us(
+                lambda x: F._check("total_norm", x, torch), views)
     checked = F._check("total_norm", ts, torch)
-    host_table = getattr(F, "_host_table", lambda c, g: F.descriptor_table(c.addresses, c.numels, c.codes, g))
-    rows["the table on the host (numpy)"] = us(lambda c: host_table(c, grid), lambda: checked)
+    if getattr(checked, "kind", None) is not None:
+        rows["the table on the host, from its kind's (with_addresses)"] = us(lambda c: F._host_table(c, grid),
+                                                                             lambda: checked)
+    rows["the table on the host, in full (descriptor_table)"] = us(
+        lambda c: F.descriptor_table(c.addresses, c.numels, c.codes, grid), lambda: checked)
     rows["the table made and copied (_build)"] = us(lambda c: F._build(c, grid, torch), lambda: checked)
     print("| stage of a new list's host path | us |")
     print("| --- | ---: |")
