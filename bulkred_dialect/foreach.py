@@ -361,7 +361,7 @@ def _check_all(fn: str, ts: list[Any], torch: Any, addresses: list[int] | None =
         return _check_passes(fn, ts, torch)
     try:
         groups = _GROUP([ts], True)
-    except (TypeError, RuntimeError):  # an item that is not a tensor
+    except Exception:  # noqa: BLE001 - an item that is not a tensor: the reference names it
         return _check_passes(fn, ts, torch)
     devices = {device for device, _ in groups}
     if len(devices) != 1 or not all(dtype in table for _, dtype in groups):
@@ -460,8 +460,8 @@ class _Kind:
 
 KIND_GUARDS = True
 """Whether a list of a kind seen before (:class:`_Kind`) is checked by its kind's guard
-(one C-level call) and its addresses alone; False: every new list is checked pass by
-pass (tools/probes/list_calls.py times both)."""
+(one C-level call, and two passes: addresses, no nested tensor); False: every new list
+is checked in full (:func:`_check_all`; tools/probes/list_calls.py times both)."""
 DEVICE_TYPE = "cuda"
 """The device type of a list: tools/probes/list_calls.py ``--cpu`` and the CPU tests set
 "cpu" to run the checks and the table on CPU tensors."""
@@ -474,7 +474,7 @@ def _keep_kind(ts: list[Any], checked: _Checked, torch: Any) -> None:
     """Keeps the kind of ``ts`` (checked in full) when the last list of its length
     checked in full had the same element counts, codes and device: a list whose kind
     comes back (a new list of new gradients each step) pays for its guard once (about
-    half a microsecond per tensor), a list seen once never does. Up to four kinds per
+    0.2 us a tensor), a list seen once never does. Up to four kinds per
     length (two lists of one length that take turns: both kept), tried latest first;
     while the latest has served no list, another is kept only every :data:`_KIND_WAIT`
     full checks of that length (lists that never come back pay for few guards)."""
@@ -506,11 +506,11 @@ _GUARDS: list[Any] = []  # [the guard maker or None], once found
 
 
 def _guard_maker(torch: Any) -> Callable[[list[Any]], Any] | None:
-    """A function giving the guard of a list's tensors (torch's ``TensorGuards`` with
-    each tensor's shape and strides given), or None where this torch has none that
-    behaves as :class:`_Kind` needs (tried here on a few CPU tensors: the same tensors
-    and views of them pass; another dtype, shape, stride, device, Python type or a
-    non-tensor fail)."""
+    """A function giving the guard of a list's tensors (torch's ``TensorGuards``, each
+    tensor's shape and strides read by its C++, else given as lists), or None where this
+    torch has none that behaves as :class:`_Kind` needs (tried here on a few CPU
+    tensors: the same tensors and views of them pass; another dtype, shape, strides,
+    device, Python type or a non-tensor fail)."""
     if _GUARDS:
         return _GUARDS[0]
     maker = None
