@@ -116,6 +116,15 @@ def arg_maker(torch, bulkred, a, kind: str, dtypes: str, device: str, base: dict
     return fresh
 
 
+def guard_note(F, torch) -> str:
+    """Which guard the kinds use on this torch (none: every new list checked in full)."""
+    if not hasattr(F, "_guard_maker"):
+        return "no kinds in this tree"
+    maker = F._guard_maker(torch)
+    how = {"own": "TensorGuards, shapes and strides read in C++", "given": "TensorGuards, shapes and strides given"}
+    return f"kinds' guard: {'none (every list checked in full)' if maker is None else how.get(maker.__name__, maker)}"
+
+
 def median_best(xs: list[float]) -> str:
     return f"{statistics.median(xs):.1f} (best {min(xs):.1f})"
 
@@ -152,7 +161,7 @@ def run_cpu(a) -> int:
         return 2
     cpu_stubs(F, torch)
     print(f"--cpu: {a.root}, torch {torch.__version__}; {a.tensors} x [{a.numel}]; the launch a stub; "
-          f"thread CPU us per call, median (best) of {a.samples}")
+          f"thread CPU us per call, median (best) of {a.samples}; {guard_note(F, torch)}")
     print("| call | host us |")
     print("| --- | ---: |")
     base: dict = {}
@@ -284,7 +293,7 @@ def run_gpu(a) -> int:
 
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; {a.tensors} x [{a.numel}] "
           f"(two dtypes: float32 and bfloat16 in turn); median of {a.samples}; targets: unchanged <= "
-          f"{TARGET_SAME_US:.0f} us, new <= {TARGET_NEW_US:.0f} us per call")
+          f"{TARGET_SAME_US:.0f} us, new <= {TARGET_NEW_US:.0f} us per call; {guard_note(F, torch)}")
     print("| call | bulkred per call us (events) | bulkred host us | torch per call us | torch host us | "
           "torch / bulkred | target |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
