@@ -25,8 +25,8 @@ Kinds of disagreement (see docs/differential.md):
 Speed: the probes go in two rounds (the declared versions; then the highest and the
 version below where the first round's verdict calls for them: half the lines ptxas
 compiles, the accepted ones, are not assembled a second time at the highest version).
-In each round instructions of one (target, version) are assembled together, one per line, and
-ptxas's per-line errors say which were rejected; the rest is assembled again until a
+In each round instructions of one (target, version) are assembled together, one per line
+(in entries of :data:`BATCH_ENTRY_LINES` lines), and ptxas's per-line errors say which were rejected; the rest is assembled again until a
 batch passes (with -O0: :data:`BATCH_OPTIONS`). A failure that names no instruction line
 falls back to one kernel per case.
 ``BULKRED_DIFF_ONE_BY_ONE=1`` assembles one kernel per probe (slow; cross-checks batching).
@@ -81,6 +81,12 @@ BATCH_SIZE = 4000
 # assemble_one (one kernel per probe) keeps ptxas's defaults, so that
 # tests/test_differential.py's cross-check of batching compares with default runs too.
 BATCH_OPTIONS = ("-O0",)
+# Lines per ``.entry`` of a batch (each entry declares the batch's registers). ptxas's
+# work on a function grows faster than its lines: a passing batch of 980 lines took
+# 0.25 CPU-s as one entry, 0.185 as entries of 100 (0.18-0.20 from 20 to 200 per entry);
+# a line's verdict and message do not depend on its entry (all 51,828 (case, target)
+# outcomes were the same as with one entry).
+BATCH_ENTRY_LINES = 100
 
 # PTX ISA versions the bundled ptxas knows, oldest first (for "the version just below").
 PTX_VERSIONS: tuple[tuple[int, int], ...] = (
@@ -293,18 +299,29 @@ class PtxasVerdict:
     message: str = ""  # ptxas's first error for this line
 
 
-def kernel(lines: Sequence[str], registers: dict[tuple[str, str], int], target: str, version: tuple[int, int]) -> tuple[str, int]:
-    """The PTX module text and the 1-based line number of ``lines[0]``."""
-    head = [
-        f".version {format_ptx_version(version)}",
-        f".target {target}",
-        ".address_size 64",
-        "",
-        ".visible .entry k()",
-        "{",
-        *(f"\t.reg {decl} {prefix}<{n + 1}>;" for (decl, prefix), n in sorted(registers.items())),
-    ]
-    return "\n".join([*head, *(f"\t{line}" for line in lines), "\tret;", "}", ""]), len(head) + 1
+def kernel(
+    lines: Sequence[str],
+    registers: dict[tuple[str, str], int],
+    target: str,
+    version: tuple[int, int],
+    per_entry: int | None = None,
+) -> tuple[str, list[int]]:
+    """The PTX module text and the 1-based line number of each of ``lines``: one
+    ``.entry`` holding them all, or with ``per_entry`` one ``.entry`` per that many
+    (each declaring ``registers``)."""
+    out = [f".version {format_ptx_version(version)}", f".target {target}", ".address_size 64", ""]
+    regs = [f"\t.reg {decl} {prefix}<{n + 1}>;" for (decl, prefix), n in sorted(registers.items())]
+    numbers: list[int] = []
+    step = per_entry or max(1, len(lines))
+    for k, at in enumerate(range(0, max(1, len(lines)), step)):
+        if k:
+            out.append("")
+        out += [f".visible .entry k{k or ''}()", "{", *regs]
+        for line in lines[at : at + step]:
+            out.append(f"\t{line}")
+            numbers.append(len(out))
+        out += ["\tret;", "}"]
+    return "\n".join([*out, ""]), numbers
 
 
 # ptxas's per-line messages; `fatal` (a parse error that stops ptxas) counts as an error.
@@ -322,7 +339,7 @@ def probe_for(case: Case, target: str, version: tuple[int, int]) -> Probe:
 
 def assemble_one(probe: Probe) -> PtxasVerdict:
     """ptxas's verdict on ``probe`` alone in its own kernel."""
-    text, first = kernel([probe.line], dict(probe.registers), probe.target, probe.version)
+    text, _ = kernel([probe.line], dict(probe.registers), probe.target, probe.version)
     try:
         assemble(text, probe.target)
         return PtxasVerdict(True)
@@ -342,7 +359,7 @@ def _assemble_batch(probes: list[Probe], stats: dict[str, int]) -> dict[Probe, P
             for cls, n in p.registers:
                 registers[cls] = max(registers[cls], n)
         target, version = pending[0].target, pending[0].version
-        text, first = kernel([p.line for p in pending], registers, target, version)
+        text, numbers = kernel([p.line for p in pending], registers, target, version, BATCH_ENTRY_LINES)
         stats["assemblies"] += 1
         try:
             assemble(text, target, extra_options=BATCH_OPTIONS)
@@ -350,7 +367,7 @@ def _assemble_batch(probes: list[Probe], stats: dict[str, int]) -> dict[Probe, P
             by_line: dict[int, str] = {}
             for line, message in ptxas_errors(e.log):
                 by_line.setdefault(line, message)
-            rejected = [i for i in range(len(pending)) if first + i in by_line]
+            rejected = [i for i, n in enumerate(numbers) if n in by_line]
             if not rejected:
                 # The failure names no instruction line: one kernel per probe.
                 stats["fallbacks"] += 1
@@ -359,7 +376,7 @@ def _assemble_batch(probes: list[Probe], stats: dict[str, int]) -> dict[Probe, P
                     out[p] = assemble_one(p)
                 return out
             for i in rejected:
-                out[pending[i]] = PtxasVerdict(False, by_line[first + i])
+                out[pending[i]] = PtxasVerdict(False, by_line[numbers[i]])
             keep = set(rejected)
             pending = [p for i, p in enumerate(pending) if i not in keep]
             continue
