@@ -308,6 +308,7 @@ def test_the_in_place_functions_refuse_shared_memory_in_new_lists(lists):
     assert any(k.used for ks in F._KINDS.values() for k in ks)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
 def test_a_nested_tensor_in_a_list_of_a_kept_kind_is_checked_in_full(lists):
     """The kind's guard reads each tensor's strides, which a nested tensor does not have
     (torch aborts there): such a list never reaches the guard, and the check in full
@@ -325,6 +326,7 @@ def test_a_nested_tensor_in_a_list_of_a_kept_kind_is_checked_in_full(lists):
     assert all(len(k.numels) == 10 and k.numels[6] == 5 for k in F._KINDS[10])
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
 def test_a_sparse_tensor_is_refused_in_one_line_each_way(lists):
     ts = new(8)
     for layout, make in (("torch.sparse_coo", lambda: torch.zeros(4).to_sparse()),
