@@ -155,7 +155,7 @@ def test_the_checks_agree_on_random_lists(lists):
     defects = [lambda: 1.0, lambda: torch.zeros(2, dtype=torch.float64), lambda: torch.zeros(4, device="meta"),
                lambda: torch.zeros(6)[::3], lambda: torch.zeros(2, 3).t(), lambda: torch.zeros(3).requires_grad_(),
                lambda: torch.nn.Parameter(torch.zeros(3)), lambda: torch.zeros(0), lambda: torch.zeros(4, 1)[:, 0]]
-    seen = 0
+    seen, by_kind = 0, 0
     for _ in range(150):
         n = rng.randrange(1, 40)
         kinds = rng.sample(dtypes, rng.randrange(1, 4))
@@ -165,10 +165,14 @@ def test_the_checks_agree_on_random_lists(lists):
         want = outcome(F._check_passes, ts)
         assert outcome(F._check_all, ts) == want
         assert outcome(F._check, ts) == want
-        views = [t.view_as(t) if isinstance(t, torch.Tensor) and t.is_contiguous() else t for t in ts]
-        assert outcome(F._check, views) == want  # new objects, the same memory: by a kind once one is kept
+        for _ in range(2):  # new objects, the same memory: the second by the kind kept at the first
+            views = [t.view_as(t) if isinstance(t, torch.Tensor) and t.layout == torch.strided else t for t in ts]
+            assert outcome(F._check, views) == want
+        if not isinstance(want, str):
+            by_kind += F._check("total_norm", [t.view_as(t) for t in ts], torch).kind is not None
         seen += isinstance(want, str)
     assert 20 < seen < 140, seen  # both refusals and passes were drawn
+    assert by_kind > 20 or F._guard_maker(torch) is None, by_kind
 
 
 def test_a_kind_is_kept_at_the_second_full_check_and_serves_new_lists(lists):
