@@ -69,7 +69,7 @@ from bulkred_dialect.passes.variants.rows_backward import (
     slice_accumulators,
     write_slice_partials,
 )
-from bulkred_dialect.passes.variants import rows_common
+from bulkred_dialect.passes.variants import rows_ce_flat, rows_common
 from bulkred_dialect.passes.variants.rows_common import (
     setting_of,
     PairSums,
@@ -454,6 +454,9 @@ def lower_rows(op: Operation, rewriter: PatternRewriter, target: Target, p: RowP
     assert isinstance(op, NormalizeRowsOp)
     kernel = enclosing_kernel(op)
     assert kernel is not None
+    if not isinstance(p, RaggedPlan) and rows_ce_flat.takes(p, op):  # (rows_ce_flat.CE_FLAT: cross_entropy's dx as one stream)
+        rows_ce_flat.lower_ce_flat(op, rewriter, target, p, rows_parameter)
+        return
     if rows_common.cta_one_barrier(p):  # (rows_common.CTA_ONE_BARRIER: a reduction one barrier, the row count carried)
         p = replace(p, one_barrier=True)
     counted = p.cluster > 1 or p.one_barrier  # (the loop carries the unit's count of rows first)
