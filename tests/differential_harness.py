@@ -73,7 +73,11 @@ from ptx_cases import DiffCase
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "differential.md"
-BATCH_SIZE = 4000
+# Lines per batch. ptxas's time on a batch it rejects grows faster than its lines (its
+# log of thousands of errors): the whole check took 3.7 CPU-s in batches of 4000 lines,
+# 3.2-3.4 in batches of 2000 (3.3 at 1000; 3.7 at 500 and 4.4 at 8000, where the
+# runs' own cost or a batch's errors dominate).
+BATCH_SIZE = 2000
 # ptxas options of the batched runs. With -O0 a batch whose lines all pass (ptxas then
 # compiles them, one after another) assembles in about 60% of the time, and the verdicts
 # do not change: ptxas checks a line before it optimizes (the verdicts and ptxas's
