@@ -178,6 +178,8 @@ def _run_shell(cmd: str, env: dict) -> tuple[int, str]:
 class InProcessShTest(lit.formats.ShTest):
     def __init__(self) -> None:
         super().__init__(execute_external=False)
+        if os.environ.get("BULKRED_LIT_SUBPROCESS") == "1":
+            return  # every RUN line a real process: nothing of ours runs in lit's
         # imported once here, in lit's main process: its workers fork from it
         import bulkred_dialect.cli  # noqa: F401
         import bulkred_dialect.pipeline  # noqa: F401
