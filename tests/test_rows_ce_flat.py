@@ -20,15 +20,17 @@ IGNORED = -7
 @pytest.fixture(autouse=True)
 def small_stream(monkeypatch):
     """One warp a CTA, one vector a thread a step: chunks of 32 vectors (the loop over
-    chunks, then the partial last one); CE_FAST off unless a test sets it."""
+    chunks, then the partial last one); CE_FAST and TARGET_APART off unless a test sets them."""
     monkeypatch.setattr(rows_ce_flat, "BLOCK", 32)
     monkeypatch.setattr(rows_ce_flat, "UNROLL", 1)
+    monkeypatch.setattr(rows_ce_flat, "TARGET_APART", False)
     monkeypatch.setattr(rows_backward, "CE_FAST", False)
 
 
 def _inputs(m: int, n: int, dtype: str):
-    """x (bits and values), lse (row 4's NaN), targets (row 0 mid-row, 1 ignored, 2 the last
-    element, 3 outside [0, N), 4 ignored with a NaN lse, then mid-row), the loss's gradient."""
+    """x (bits and values), lse (row 4's NaN), targets (row 0 anywhere, 1 ignored, 2 the last
+    element, 3 outside [0, N), 4 ignored with a NaN lse, 5 the second, then anywhere), the
+    loss's gradient."""
     rng = np.random.default_rng(n + m)
     xbits = test_rows.to_bits(rng.standard_normal((m, n)) * 3, dtype)
     xv = test_rows.values(xbits, dtype)
@@ -36,7 +38,7 @@ def _inputs(m: int, n: int, dtype: str):
     lse = (mx + np.log(np.exp(xv - mx[:, None]).sum(1))).astype(np.float32)
     lse[4] = np.nan
     target = rng.integers(0, n, m).astype(np.int64)
-    target[[1, 2, 3, 4]] = [IGNORED, n - 1, n + 5, IGNORED]
+    target[[1, 2, 3, 4, 5]] = [IGNORED, n - 1, n + 5, IGNORED, 1]
     dl = rng.standard_normal(m).astype(np.float32)
     return xbits, xv, lse, target, dl
 
@@ -69,20 +71,20 @@ def _check(dx, ins, n: int, dtype: str, smoothing: float) -> None:
     assert np.isnan(got[[3, 4]]).all()
 
 
-# (N, dtype, label smoothing): N / V a power of two (the row a shift) or not (a division);
-# 7 rows: a chunk of 32 vectors, then the partial last one
-# (vectors of 4 elements: 8, 6, 16 and 12 a row)
-CASES = [(32, "float32", 0.1, False), (24, "float32", 0.0, True), (64, "bfloat16", 0.0, False),
-         (48, "bfloat16", 0.1, True)]
+# (N, dtype, label smoothing, N / V not a power of two: a division, TARGET_APART, UNROLL); 19
+# rows of 16-byte vectors: 8 a row (whole rows a chunk), 6 (a division), 64 and 128 (a row
+# two or more chunks), 8 and 6 of 8 bfloat16; the loop over chunks, then the partial last one
+CASES = [(32, "float32", 0.1, False, False, 2), (24, "float32", 0.0, True, True, 1), (256, "float32", 0.1, False, False, 1),
+         (512, "float32", 0.0, False, True, 2), (64, "bfloat16", 0.0, False, True, 2), (48, "bfloat16", 0.1, True, False, 1)]
 
 
-@pytest.mark.parametrize("n,dtype,smoothing,divides", CASES)
-def test_flat_against_float64_and_the_row_kernel(n: int, dtype: str, smoothing: float, divides: bool,
-                                                 monkeypatch) -> None:
+@pytest.mark.parametrize("n,dtype,smoothing,divides,apart,unroll", CASES)
+def test_flat_against_float64_and_the_row_kernel(n: int, dtype: str, smoothing: float, divides: bool, apart: bool,
+                                                 unroll: int, monkeypatch) -> None:
     """The flat stream within float64's tolerance, its ignored and non-finite rows as the
     row kernel's, and every bit the row kernel's (the same operations an element)."""
-    ins = _inputs(7, n, dtype)
-    flat, text = _run(n, dtype, True, smoothing, ins, monkeypatch)
+    ins = _inputs(19, n, dtype)
+    flat, text = _run(n, dtype, True, smoothing, ins, monkeypatch, TARGET_APART=apart, UNROLL=unroll)
     assert ("ptx.div" in text) == divides
     _check(flat, ins, n, dtype, smoothing)
     rows, _ = _run(n, dtype, False, smoothing, ins, monkeypatch)
@@ -99,6 +101,8 @@ def test_fast_form_is_ce_fasts(monkeypatch) -> None:
     _check(flat, ins, 48, "bfloat16", 0.1)
     rows, _ = _run(48, "bfloat16", False, 0.1, ins, monkeypatch)
     assert flat.tobytes() == rows.tobytes()
+    apart, _ = _run(48, "bfloat16", True, 0.1, ins, monkeypatch, TARGET_APART=True)
+    assert apart.tobytes() == rows.tobytes()
 
 
 def test_bits_independent_of_m_and_place(monkeypatch) -> None:

@@ -21,6 +21,7 @@ Taken where N and both row strides are a whole number of vectors (rows_common.ve
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, f32, i32, i64
@@ -28,7 +29,7 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR, MIN_CTAS_ATTR
-from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, DivOp, RemOp, ShrOp
+from bulkred_dialect.ops.ptx.arith import AndOp, ArithType, DivOp, RemOp, ShlOp, ShrOp
 from bulkred_dialect.ops.ptx.base import StateSpace
 from bulkred_dialect.ops.ptx.control import CvtOp, CvtType, SelpType
 from bulkred_dialect.ops.ptx.sreg import SpecialRegister
@@ -76,6 +77,19 @@ cap (a CTA a chunk, as the copy kernel's grid); None: as :data:`BLOCK`."""
 MIN_CTAS: int | None = None
 """The kernel's ``.minnctapersm`` (None: none; the row variant's is dropped)."""
 
+WIDE = True
+"""16-byte vectors of bfloat16 (8 elements, where N is a multiple of 8; the row kernels'
+are 8 bytes unless rows_common.WIDE_BF16); False: the row kernels' vector."""
+
+TARGET_APART: bool | None = None
+"""None: where :data:`TARGET_APART_MEASURED` says; True or False: everywhere or nowhere. On,
+every element is computed as a non-target one (no compare or select an element) and the
+thread whose vector holds the row's target writes that element again after the vector,
+from x[t] read again: the same formula at the target, the same bits."""
+
+TARGET_APART_MEASURED: dict = half_as_bfloat16({})
+""":data:`TARGET_APART` by element type name, or ``(kind, type name)``, and N. None measured yet."""
+
 SHAPE = (256, 4, 8)
 """(BLOCK, UNROLL, CTAS_PER_SM) where :data:`SHAPE_MEASURED` has no entry."""
 
@@ -109,6 +123,91 @@ def _log2(v: int) -> int | None:
     return v.bit_length() - 1 if v & (v - 1) == 0 else None
 
 
+def flat_vector(p: RowPlan) -> int:
+    """Elements a vector: 16 bytes (8 bfloat16 with :data:`WIDE`, where N is a multiple of
+    8), else the row kernels' (rows_common.vector_of)."""
+    return 8 if WIDE and p.dtype.name == "bfloat16" and p.n % 8 == 0 else p.vec
+
+
+@dataclass
+class RowScalars:
+    """One row's values for its elements (rows_backward.ce_backward's, in its order)."""
+
+    lse: SSAValue
+    t32: SSAValue  # the target's low 32 bits (compared with an element's place: exact for a target in [0, N))
+    t: SSAValue
+    scale: SSAValue  # the loss's gradient; NaN where the target is outside [0, N)
+    kept: SSAValue
+    inside: SSAValue
+    s: SSAValue | None = None  # CE_FAST: the scale, 0 on an ignored row
+    c_other: SSAValue | None = None
+    c_target: SSAValue | None = None
+
+
+def row_scalars(b: Emitter, op: NormalizeRowsOp, p: RowPlan, row: SSAValue, bufs: tuple[SSAValue, ...]) -> RowScalars:
+    """The row's lse, target and gradient read (``bufs``: their addresses) and its constants."""
+    lse0, t0, g0 = bufs
+    lse = b.ld(ld_type(F32), b.ptr_add(lse0, b.mul_i(row, 4)), f32)
+    t = b.ld(ld_type(I64), b.ptr_add(t0, b.mul_i(row, 8)), i64)
+    dl = b.ld(ld_type(F32), b.ptr_add(g0, b.mul_i(row, 4)), f32)
+    inside = b.cmp("ult", t, b.const(p.n, i64))
+    scale = b.selp(SelpType.F32, dl, b.const(float("nan"), f32), inside)
+    kept = b.cmp("ne", t, b.const(op.ignored, i64))
+    r = RowScalars(lse, b.value(CvtOp(CvtType.U32, CvtType.U64, t, i32)), t, scale, kept, inside)
+    if ce_fast(p):  # fma(p, s, c): rows_backward.CE_FAST
+        ls = op.smoothing
+        r.s = b.selp(SelpType.F32, scale, b.const(0.0, f32), kept)
+        r.c_other = f32_mul(b, r.s, b.const(-ls / p.n, f32))
+        r.c_target = f32_mul(b, r.s, b.const(-(ls / p.n + 1.0 - ls), f32))
+    return r
+
+
+def element_dx(b: Emitter, op: NormalizeRowsOp, p: RowPlan, r: RowScalars, x: SSAValue,
+               target: SSAValue | bool) -> SSAValue:
+    """dx of one element (rows_backward.ce_backward's operations in its order): ``target``
+    the predicate that it is the row's target, or a bool where known."""
+    ls = op.smoothing
+    if r.s is not None:  # CE_FAST
+        assert r.c_other is not None and r.c_target is not None
+        c = target if isinstance(target, SSAValue) else None
+        c = b.selp(SelpType.F32, r.c_target, r.c_other, c) if c is not None else (r.c_target if target else r.c_other)
+        return b.fma(AT, exp_shifted(b, x, r.lse, True), r.s, c)
+    prob = f32_exp(b, f32_sub(b, x, r.lse))
+    v = f32_sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
+    if isinstance(target, SSAValue):
+        v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, target)
+    elif target:
+        v = f32_sub(b, v, b.const(1.0 - ls, f32))
+    return b.selp(SelpType.F32, f32_mul(b, v, r.scale), f32_mul(b, prob, b.const(0.0, f32)), r.kept)
+
+
+def vector_dx(b: Emitter, op: NormalizeRowsOp, p: RowPlan, r: RowScalars, col: SSAValue, xs: list[SSAValue],
+              apart: bool) -> list[SSAValue]:
+    """dx of one vector (``xs``, the row's vector ``col``, i32); ``apart``: every element
+    as a non-target one (:data:`TARGET_APART`: the target's element written again after)."""
+    if apart:
+        return [element_dx(b, op, p, r, x, False) for x in xs]
+    tv = b.sub_i(r.t32, b.mul_i(col, len(xs)))  # the target's place in this vector
+    return [element_dx(b, op, p, r, x, b.cmp("eq", tv, b.const(j, i32))) for j, x in enumerate(xs)]
+
+
+def target_again(b: Emitter, op: NormalizeRowsOp, p: RowPlan, r: RowScalars, row: SSAValue, col: SSAValue, fv: int,
+                 x0: SSAValue, y0: SSAValue) -> None:
+    """:data:`TARGET_APART`: where the row's target is in vector ``col``, its element of dx
+    written again (after the vector's store: the later store is the one left), from x[t]
+    read again (an L1 hit)."""
+    d = b.sub_i(r.t32, b.mul_i(col, fv))
+    hit = b.and_pred(b.cmp("ult", d, fv), r.inside)
+
+    def again(c: Emitter) -> list[SSAValue]:
+        at = c.mul_i(c.add_i(c.mul_i(row, p.n), r.t), p.dtype.bytes)
+        xt = load_vec(c, p.dtype, c.ptr_add(x0, at), 0, 1)[0]
+        store_vec(c, p.dtype, c.ptr_add(y0, at), 0, [element_dx(c, op, p, r, xt, True)])
+        return []
+
+    b.if_(hit, again)
+
+
 def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target, p: RowPlan,
                   m_param: Callable[[func.FuncOp], SSAValue]) -> None:
     """Replace ``op`` by the flat stream (:data:`CE_FLAT`); ``m_param(kernel)`` gives the
@@ -118,64 +217,93 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
     assert op.y is not None
     block, unroll, per_sm = shape(p)
     chunk = block * unroll  # vectors a CTA a step
-    assert _log2(chunk) is not None, f"BLOCK x UNROLL must be a power of two, got {block} x {unroll}"
-    nv = p.n // p.vec  # vectors a row
+    cshift = _log2(chunk)
+    assert cshift is not None, f"BLOCK x UNROLL must be a power of two, got {block} x {unroll}"
+    fv = flat_vector(p)
+    nv = p.n // fv  # vectors a row
     per = max(1, chunk // nv)  # rows a chunk holds (the grid rule's rows a CTA)
     cap = max(1, rows_common.sm_count(target) * per_sm) if per_sm else UNCAPPED
+    apart = setting_of(TARGET_APART, TARGET_APART_MEASURED, p.dtype.name, p.n, p.kind.value)
     kernel.attributes.pop(MIN_CTAS_ATTR, None)  # (the row variant's)
     if MIN_CTAS is not None:
         kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(MIN_CTAS, i64)
     if p.m is None:
-        m = m_param(kernel)
+        m_arg = m_param(kernel)
         set_launch(kernel, [cap], [block])
         kernel.attributes[GRID_ROWS_ATTR] = ArrayAttr([IntegerAttr(per, i64), IntegerAttr(cap, i64)])
     else:
         set_launch(kernel, [max(1, min(cap, -(-p.m // per)))], [block])
     e = emitter_at(op)
-    if p.m is not None:
-        m = e.const(p.m, i64)
-    tid = e.wide(e.sreg(SpecialRegister.TID_X))
+    m = m_arg if p.m is None else e.const(p.m, i64)
+    tid32 = e.sreg(SpecialRegister.TID_X)
+    tid = e.wide(tid32)
     cta = e.wide(e.sreg(SpecialRegister.CTAID_X))
     ctas = e.wide(e.sreg(SpecialRegister.NCTAID_X))
     total = e.mul_i(m, nv)  # vectors in x
-    full = e.value(ShrOp(ArithType.U64, total, e.const(_log2(chunk), i32)))  # whole chunks
+    full = e.value(ShrOp(ArithType.U64, total, e.const(cshift, i32)))  # whole chunks
     x0, y0 = e.ptr(op.x, StateSpace.GLOBAL), e.ptr(op.y, StateSpace.GLOBAL)
-    lse0, t0, g0 = (e.ptr(b, StateSpace.GLOBAL) for b in (op.lse, op.target, op.grad))
-    step = p.vec * p.dtype.bytes
+    bufs = tuple(e.ptr(b, StateSpace.GLOBAL) for b in (op.lse, op.target, op.grad))
+    step = fv * p.dtype.bytes
     shift = _log2(nv)
+    # N / V a power of two: a chunk inside one row (its row and place once a chunk), or whole
+    # rows a chunk (each of the thread's vectors a fixed row and place from the chunk's first row)
+    mode = "div" if shift is None else "row" if nv % chunk == 0 else "rows"
+    if mode == "rows":
+        assert shift is not None
+        offs = [e.add_i(tid32, k * block) if k else tid32 for k in range(unroll)]
+        row_off = [e.wide(e.shr_u32(o, shift)) for o in offs]
+        cols = [e.and_b32(o, nv - 1) for o in offs]
 
     def place(b: Emitter, v: SSAValue) -> tuple[SSAValue, SSAValue]:
-        """(the row of vector ``v``, its vector's index in the row), i64."""
+        """(the row of vector ``v``, i64; its vector's place in the row, i32)."""
         if shift is not None:
-            return (b.value(ShrOp(ArithType.U64, v, b.const(shift, i32))),
-                    b.value(AndOp(ArithType.B64, v, b.const(nv - 1, i64))))
+            col = b.value(AndOp(ArithType.B64, v, b.const(nv - 1, i64)))
+            return b.value(ShrOp(ArithType.U64, v, b.const(shift, i32))), b.value(CvtOp(CvtType.U32, CvtType.U64, col, i32))
         row = b.value(DivOp(ArithType.U64, v, b.const(nv, i64)))
-        return row, b.sub_i(v, b.mul_i(row, nv))
+        return row, b.value(CvtOp(CvtType.U32, CvtType.U64, b.sub_i(v, b.mul_i(row, nv)), i32))
 
-    def load(b: Emitter, v: SSAValue) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
-        row, vector = place(b, v)
-        return row, vector, load_vec(b, p.dtype, b.ptr_add(x0, b.mul_i(v, step)), 0, p.vec)
-
-    def write(b: Emitter, v: SSAValue, row: SSAValue, vector: SSAValue, xs: list[SSAValue]) -> None:
-        store_vec(b, p.dtype, b.ptr_add(y0, b.mul_i(v, step)), 0, ce_vector(b, op, p, row, vector, xs, lse0, t0, g0))
+    def one_vector(b: Emitter, row: SSAValue, col: SSAValue, r: RowScalars | None, xs: list[SSAValue],
+                   yb: SSAValue, off: int) -> None:
+        r = r or row_scalars(b, op, p, row, bufs)
+        store_vec(b, p.dtype, yb, off, vector_dx(b, op, p, r, col, xs, apart))
+        if apart:
+            target_again(b, op, p, r, row, col, fv, x0, y0)
 
     def chunk_body(b: Emitter, c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-        first = b.add_i(b.mul_i(c, chunk), tid)
-        vs = [first if k == 0 else b.add_i(first, k * block) for k in range(unroll)]
-        held = [load(b, v) for v in vs]  # (every load before the first store: UNROLL in flight)
-        for v, (row, vector, xs) in zip(vs, held, strict=True):
-            write(b, v, row, vector, xs)
+        c0 = b.value(ShlOp(ArithType.B64, c, b.const(cshift, i32)))  # the chunk's first vector
+        first = b.add_i(c0, tid)
+        at = b.mul_i(first, step)
+        xb, yb = b.ptr_add(x0, at), b.ptr_add(y0, at)
+        held = [load_vec(b, p.dtype, xb, k * block * step, fv) for k in range(unroll)]  # (UNROLL loads in flight)
+        r = None
+        if mode == "row":  # one row, one place in it a chunk
+            row = b.value(ShrOp(ArithType.U64, c0, b.const(shift, i32)))
+            col0 = b.value(CvtOp(CvtType.U32, CvtType.U64, b.value(AndOp(ArithType.B64, c0, b.const(nv - 1, i64))), i32))
+            col0 = b.add_i(col0, tid32)
+            r = row_scalars(b, op, p, row, bufs)
+        elif mode == "rows":
+            rows0 = b.value(ShlOp(ArithType.B64, c, b.const(cshift - shift, i32)))  # type: ignore[operator]
+        for k, xs in enumerate(held):
+            if mode == "row":
+                row, col = row, b.add_i(col0, k * block) if k else col0
+            elif mode == "rows":
+                row, col = b.add_i(rows0, row_off[k]), cols[k]
+            else:
+                row, col = place(b, b.add_i(first, k * block) if k else first)
+            one_vector(b, row, col, r, xs, yb, k * block * step)
         return []
 
     e.for_(cta, full, ctas, [], chunk_body)
-    start = e.mul_i(full, chunk)
+    start = e.value(ShlOp(ArithType.B64, full, e.const(cshift, i32)))
 
     def tail(b: Emitter) -> list[SSAValue]:  # the partial last chunk, by the CTA whose turn it is
         for k in range(unroll):
             v = b.add_i(b.add_i(start, tid), k * block)
 
             def one(c: Emitter, v: SSAValue = v) -> list[SSAValue]:
-                write(c, v, *load(c, v))
+                at = c.mul_i(v, step)
+                xs = load_vec(c, p.dtype, c.ptr_add(x0, at), 0, fv)
+                one_vector(c, *place(c, v), None, xs, c.ptr_add(y0, at), 0)
                 return []
 
             b.if_(b.cmp("ult", v, total), one)
@@ -184,36 +312,3 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
     turn = e.value(RemOp(ArithType.U64, full, ctas))
     e.if_(e.and_pred(e.cmp("ult", start, total), e.cmp("eq", cta, turn)), tail)
     rewriter.erase(op)
-
-
-def ce_vector(b: Emitter, op: NormalizeRowsOp, p: RowPlan, row: SSAValue, vector: SSAValue, xs: list[SSAValue],
-              lse0: SSAValue, t0: SSAValue, g0: SSAValue) -> list[SSAValue]:
-    """dx of one vector (``xs``, the row's vector ``vector`` of row ``row``): rows_backward
-    .ce_backward's operations in its order, the default's or CE_FAST's (the same bits)."""
-    lse = b.ld(ld_type(F32), b.ptr_add(lse0, b.mul_i(row, 4)), f32)
-    t = b.ld(ld_type(I64), b.ptr_add(t0, b.mul_i(row, 8)), i64)
-    dl = b.ld(ld_type(F32), b.ptr_add(g0, b.mul_i(row, 4)), f32)
-    inside = b.cmp("ult", t, b.const(p.n, i64))
-    scale = b.selp(SelpType.F32, dl, b.const(float("nan"), f32), inside)
-    kept = b.cmp("ne", t, b.const(op.ignored, i64))
-    ls = op.smoothing
-    out = []
-    if ce_fast(p):  # fma(p, s, c): rows_backward.CE_FAST
-        s = b.selp(SelpType.F32, scale, b.const(0.0, f32), kept)
-        c_other = f32_mul(b, s, b.const(-ls / p.n, f32))
-        c_target = f32_mul(b, s, b.const(-(ls / p.n + 1.0 - ls), f32))
-        t32 = b.value(CvtOp(CvtType.U32, CvtType.U64, t, i32))
-        v32 = b.value(CvtOp(CvtType.U32, CvtType.U64, vector, i32))
-        tv32 = b.sub_i(t32, b.mul_i(v32, p.vec))
-        for j, x in enumerate(xs):
-            c = b.selp(SelpType.F32, c_target, c_other, b.cmp("eq", tv32, b.const(j, i32)))
-            out.append(b.fma(AT, exp_shifted(b, x, lse, True), s, c))
-        return out
-    tv = b.sub_i(t, b.mul_i(vector, p.vec))  # the target's place in this vector
-    for j, x in enumerate(xs):
-        prob = f32_exp(b, f32_sub(b, x, lse))
-        v = f32_sub(b, prob, b.const(ls / p.n, f32)) if ls else prob
-        v = b.selp(SelpType.F32, f32_sub(b, v, b.const(1.0 - ls, f32)), v, b.cmp("eq", tv, b.const(j, i64)))
-        out.append(b.selp(SelpType.F32, f32_mul(b, v, scale), f32_mul(b, prob, b.const(0.0, f32)), kept))
-    return out
-
