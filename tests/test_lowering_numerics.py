@@ -34,6 +34,7 @@ from bulkred_dialect.passes.lower_tile_reductions import LowerTileReductionsPass
 from bulkred_dialect.pipeline import gc_paused
 from bulkred_dialect.universe import BULKRED_DIALECTS
 from each_case import each_case
+from ir_compare import same_ir
 from sm100_adversarial import LENGTHS as ADVERSARIAL_LENGTHS
 from sm100_adversarial import TIRX_EXAMPLE, minmax_vectors, sum_vectors
 
@@ -423,8 +424,7 @@ def _local_modules(elt: str, shape: tuple[int, ...], accum: bool, kinds: tuple[s
     modules = [lower(text, t) for t in targets]
     for m in modules:
         assert op_names(m).isdisjoint({"ptx.add.f32x2", "ptx.max3", "ptx.min3"}), "local was not chosen"
-    printed = [str(m) for m in modules]
-    return [(t, m) for i, (t, m) in enumerate(zip(targets, modules)) if printed[i] not in printed[:i]]
+    return [(t, m) for i, (t, m) in enumerate(zip(targets, modules)) if not any(same_ir(m, e) for e in modules[:i])]
 
 
 def _check_local(kind: str, elt: str, shape: tuple[int, ...], accum: bool, targets: list[str], kinds: tuple[str, ...]) -> None:
