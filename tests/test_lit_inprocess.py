@@ -45,9 +45,9 @@ CASES = {
         False,
     ),
     "fail_shell_line.mlir": ("// RUN: printf 'x' | grep -q y\n// RUN: bulkred-opt %s | filecheck %s\n// CHECK: func.func\n", False),
-    "pass_files.mlir": (
-        "// RUN: bulkred-opt %s -p 'bulkred-to-ptx{target=sm_90a}' -t ptx > %t.ptx\n"
-        "// RUN: filecheck %s < %t.ptx\n// CHECK: .entry test_func\n",
+    "pass_files.mlir": (  # printed back, not lowered: the files are the point (a lowering took 0.3 CPU-s a process)
+        "// RUN: bulkred-opt %s > %t.out.mlir\n"
+        "// RUN: filecheck %s < %t.out.mlir\n// CHECK: func.func @test_func\n",
         True,
     ),
 }
