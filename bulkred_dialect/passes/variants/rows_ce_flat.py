@@ -191,13 +191,17 @@ def vector_dx(b: Emitter, op: NormalizeRowsOp, p: RowPlan, r: RowScalars, col: S
     return [element_dx(b, op, p, r, x, b.cmp("eq", tv, b.const(j, i32))) for j, x in enumerate(xs)]
 
 
+def target_hit(b: Emitter, r: RowScalars, col: SSAValue, fv: int) -> SSAValue:
+    """Whether the row's target (in [0, N)) is in the row's vector ``col``."""
+    return b.and_pred(b.cmp("ult", b.sub_i(r.t32, b.mul_i(col, fv)), fv), r.inside)
+
+
 def target_again(b: Emitter, op: NormalizeRowsOp, p: RowPlan, r: RowScalars, row: SSAValue, col: SSAValue, fv: int,
                  x0: SSAValue, y0: SSAValue) -> None:
     """:data:`TARGET_APART`: where the row's target is in vector ``col``, its element of dx
     written again (after the vector's store: the later store is the one left), from x[t]
     read again (an L1 hit)."""
-    d = b.sub_i(r.t32, b.mul_i(col, fv))
-    hit = b.and_pred(b.cmp("ult", d, fv), r.inside)
+    hit = target_hit(b, r, col, fv)
 
     def again(c: Emitter) -> list[SSAValue]:
         at = c.mul_i(c.add_i(c.mul_i(row, p.n), r.t), p.dtype.bytes)
@@ -263,11 +267,11 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
         return row, b.value(CvtOp(CvtType.U32, CvtType.U64, b.sub_i(v, b.mul_i(row, nv)), i32))
 
     def one_vector(b: Emitter, row: SSAValue, col: SSAValue, r: RowScalars | None, xs: list[SSAValue],
-                   yb: SSAValue, off: int) -> None:
+                   yb: SSAValue, off: int) -> tuple[RowScalars, SSAValue, SSAValue]:
+        """The vector's dx stored; (its row's scalars, row, place) for target_again."""
         r = r or row_scalars(b, op, p, row, bufs)
         store_vec(b, p.dtype, yb, off, vector_dx(b, op, p, r, col, xs, apart))
-        if apart:
-            target_again(b, op, p, r, row, col, fv, x0, y0)
+        return r, row, col
 
     def chunk_body(b: Emitter, c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
         c0 = b.value(ShlOp(ArithType.B64, c, b.const(cshift, i32)))  # the chunk's first vector
@@ -283,6 +287,7 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
             r = row_scalars(b, op, p, row, bufs)
         elif mode == "rows":
             rows0 = b.value(ShlOp(ArithType.B64, c, b.const(cshift - shift, i32)))  # type: ignore[operator]
+        done = []
         for k, xs in enumerate(held):
             if mode == "row":
                 row, col = row, b.add_i(col0, k * block) if k else col0
@@ -290,7 +295,19 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
                 row, col = b.add_i(rows0, row_off[k]), cols[k]
             else:
                 row, col = place(b, b.add_i(first, k * block) if k else first)
-            one_vector(b, row, col, r, xs, yb, k * block * step)
+            done.append(one_vector(b, row, col, r, xs, yb, k * block * step))
+        if apart:  # after every vector's store (no load waits on a branch), behind one branch a chunk
+
+            def fixes(c: Emitter) -> list[SSAValue]:
+                for rk, row, col in done:
+                    target_again(c, op, p, rk, row, col, fv, x0, y0)
+                return []
+
+            hits = [target_hit(b, rk, col, fv) for rk, _, col in done]
+            any_hit = hits[0]
+            for h in hits[1:]:
+                any_hit = b.or_pred(any_hit, h)
+            b.if_(any_hit, fixes)
         return []
 
     e.for_(cta, full, ctas, [], chunk_body)
@@ -303,7 +320,9 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
             def one(c: Emitter, v: SSAValue = v) -> list[SSAValue]:
                 at = c.mul_i(v, step)
                 xs = load_vec(c, p.dtype, c.ptr_add(x0, at), 0, fv)
-                one_vector(c, *place(c, v), None, xs, c.ptr_add(y0, at), 0)
+                r, row, col = one_vector(c, *place(c, v), None, xs, c.ptr_add(y0, at), 0)
+                if apart:
+                    target_again(c, op, p, r, row, col, fv, x0, y0)
                 return []
 
             b.if_(b.cmp("ult", v, total), one)
