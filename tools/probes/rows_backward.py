@@ -26,12 +26,19 @@ would time built for sm_90a and assembled (ptxas's registers and spills).
     python3 tools/diag.py rows_backward --set norms --budget-s 150 [--cells bfloat16:65536,...] [--dry-run]
     python3 tools/diag.py rows_backward --set long --budget-s 150 [--kinds layer_norm_backward] [--dry-run]
     PROBE_ARGS="--set ce --budget-s 150" bash tools/gpu.sh probe:rows_backward   [--cells bfloat16:4096,...] [--dry-run]
+    PROBE_ARGS="--set ceflat --budget-s 130" bash tools/gpu.sh probe:rows_backward   [--cells ...] [--dry-run]
 
 ``--set ce`` (:func:`ce`, :func:`ce_candidates`, :data:`CE_CELLS`): cross_entropy's backward
 (0.85 to 0.92 of copy on an H200, issue-bound: 14 SASS instructions an element in float32,
 16 in bfloat16) against rows_backward.CE_FAST and CE_TARGET_APART and the variant's ``.minnctapersm``, timed as ``--set norms``, dx against float64, its bits with M
 (the first 37 rows alone) and against the default's; the dry run prints each candidate's
 registers, spills and SASS an element; the run ends with the table entries to flip.
+
+``--set ceflat`` (:func:`ceflat_candidates`, :data:`CEFLAT_CELLS`): cross_entropy's backward,
+the dispatch against rows_ce_flat.CE_FLAT (dx as one flat stream of the whole ``M x N``
+buffer, elementwise from the row's lse, target and gradient: the row kernels' bits) at a few
+shapes, with TARGET_APART, with rows_backward.CE_FAST, and bfloat16's 8-byte vectors; timed
+and checked as ``--set ce``; ends with the rows_ce_flat table entries to set.
 
 ``--set norms`` (:func:`norms`): issue 30's weak norm-backward cells (:data:`NORMS_CELLS`),
 the default against each of :func:`norm_candidates` (rows_common.NORM_BACKWARD_UNITS,
@@ -776,14 +783,95 @@ def ce_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
     return out
 
 
-def ce_dry_run(args) -> int:
-    """``--set ce --dry-run``: each candidate built for sm_90a and assembled: the variant,
-    grid x threads, ptxas's registers / spilled bytes, SASS an element; no GPU."""
+FLAT = "bulkred_dialect.passes.variants.rows_ce_flat"
+CEFLAT_CELLS = CE_CELLS + ",bfloat16:32000"
+"""--set ceflat's cells: --set ce's, then a vocabulary of 32000 (N / V = 4000 vectors of 16
+bytes: the flat stream's division by N / V, not a shift)."""
+
+
+def ceflat_shape(label: str) -> tuple[int, int, int] | None:
+    """The (BLOCK, UNROLL, CTAS_PER_SM) a ``--set ceflat`` label names (``flat 256 x 4, 8 a
+    multiprocessor``; ``no cap``: 0, a CTA a chunk or a row, as the copy kernel's grid), None
+    for the default's."""
+    import re
+
+    m = re.search(r"flat (\d+) x (\d+), (\d+|no cap)", label)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), 0 if m.group(3) == "no cap" else int(m.group(3))
+
+
+def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
+    """--set ceflat: the dispatch beside rows_ce_flat.CE_FLAT (cross_entropy's dx as one flat
+    stream of 16-byte vectors, the row's lse, target and gradient read per vector) at a few
+    shapes (threads a CTA x vectors a thread a step, CTAs a multiprocessor or no cap: a CTA a
+    chunk, or a row where a row is more, as the copy kernel's grid), each with the cell's formula (rows_backward.CE_FAST where its table
+    says: the default's bits), then the best-guess shape with TARGET_APART (no compare an
+    element), with CE_FAST where the cell's default lacks it (and both), and for bfloat16 with
+    the row kernels' 8-byte vectors (WIDE False)."""
+    from types import SimpleNamespace
+
+    from bulkred_dialect.ops.tile.rows import NormKind
+    from bulkred_dialect.passes.variants import rows_backward, rows_common
+
+    def flat(block: int, unroll: int, per_sm: int, **more) -> tuple[str, str | None, dict]:
+        where = "no cap" if per_sm == 0 else f"{per_sm} a multiprocessor"
+        extra = "".join(f", {k.lower().replace('_', ' ')} {v}" for k, v in more.items())
+        patches = {f"{FLAT}.CE_FLAT": True, f"{FLAT}.BLOCK": block, f"{FLAT}.UNROLL": unroll,
+                   f"{FLAT}.CTAS_PER_SM": per_sm, f"{FLAT}.TARGET_APART": False}
+        for k, v in more.items():
+            patches[f"{BWD if k == 'CE_FAST' else FLAT}.{k}"] = v
+        return f"flat {block} x {unroll}, {where}{extra}", None, patches
+
+    d = {"float32": rows_common.F32, "bfloat16": rows_common.BF16, "float16": rows_common.F16}[dtype]
+    fast = rows_backward.ce_fast(SimpleNamespace(dtype=d, n=n, kind=NormKind.CROSS_ENTROPY_BACKWARD))
+    out = [("default", None, {}), flat(256, 4, 8), flat(256, 2, 8), flat(512, 4, 4), flat(128, 4, 0),
+           flat(256, 4, 8, TARGET_APART=True)]
+    if not fast:
+        out += [flat(256, 4, 8, CE_FAST=True), flat(256, 4, 8, CE_FAST=True, TARGET_APART=True)]
+    else:
+        out += [flat(256, 8, 4)]
+    if dtype == "bfloat16":
+        out.append(flat(256, 4, 8, WIDE=False))
+    return out
+
+
+def ceflat_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
+    """--set ceflat's table entries: per cell the fastest candidate whose check passed, where
+    it beat the default by 1% or more (``results``: dtype, N, label, variant, x copy)."""
+    out = []
+    cells_: dict[tuple[str, int], list] = {}
+    for dtype, n, label, _, ratio in results:
+        cells_.setdefault((dtype, n), []).append((label, ratio))
+    for (dtype, n), rows in cells_.items():
+        base = rows[0][1]
+        label, ratio = max(rows, key=lambda r: r[1])
+        if ratio < base * 1.01 or label == "default":
+            out.append(f"{dtype} {n}: keep the default ({base:.3f} of copy; best other {label}, {ratio:.3f})")
+            continue
+        name = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype] + ".name"
+        flips = [f"rows_ce_flat.CE_FLAT_MEASURED: {name}: (..., ({n}, {n}))",
+                 f"rows_ce_flat.SHAPE_MEASURED: {name}: (..., ({n}, {n}, {ceflat_shape(label)}))"]
+        if "target apart" in label:
+            flips.append(f"rows_ce_flat.TARGET_APART_MEASURED: {name}: (..., ({n}, {n}))")
+        if "ce fast" in label:
+            flips.append(f"rows_backward.CE_FAST_MEASURED: {name}: (..., ({n}, {n})) (the row kernel's "
+                         "form too: measure it there, --set ce, or key it on the flat stream)")
+        if "wide False" in label:
+            flips.append("rows_ce_flat.WIDE: False for this cell (a table of it: bfloat16's 8-byte vectors)")
+        out.append(f"{dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(flips))
+    return out
+
+
+def ce_dry_run(args, candidates=ce_candidates) -> int:
+    """``--set ce --dry-run`` (``--set ceflat``: ``candidates`` ceflat_candidates): each
+    candidate built for sm_90a and assembled: the variant, grid x threads, ptxas's registers /
+    spilled bytes, SASS an element (of the static loop: a branch's skipped block counted); no GPU."""
     print("| dtype | N | setting | variant | grid x threads (x cluster), regs / spill | SASS / element |")
     print("| --- | ---: | --- | --- | --- | ---: |")
     failed = 0
     for dtype, n in cells(args):
-        for label, variant, patches in ce_candidates(dtype, n):
+        for label, variant, patches in candidates(dtype, n):
             try:
                 k = ce_kernel(dtype, n, variant, patches)
                 with patched(patches):
@@ -811,8 +899,8 @@ def ce_check(torch, k, x, target, grad, lse, dx, want, first) -> str:
     return ok
 
 
-def ce(args) -> int:
-    """``--set ce``: per cell, on the same tensors (fresh random data: x of spread 2, every
+def ce(args, candidates=ce_candidates, flips=ce_flips) -> int:
+    """``--set ce`` (``--set ceflat``: ceflat_candidates, ceflat_flips): per cell, on the same tensors (fresh random data: x of spread 2, every
     16th row ignored, a random gradient a row, lse from torch), the copy kernel and each of
     :func:`ce_candidates` timed in turns (:func:`graph_medians`), each checked
     (:func:`ce_check`); GB/s of x read and dx written, against the copy's; then the table
@@ -840,7 +928,7 @@ def ce(args) -> int:
         want = want * grad[:256].double()[:, None] * kept.double()[:, None]
         y = torch.empty_like(x)
         rows, calls, first = [], [], None
-        for label, variant, patches in ce_candidates(dtype, n):
+        for label, variant, patches in candidates(dtype, n):
             try:
                 k = ce_kernel(dtype, n, variant, patches)
                 with patched(patches):
@@ -865,7 +953,7 @@ def ce(args) -> int:
                   f"| {ok} |", flush=True)
         del x, y, calls, first
         torch.cuda.empty_cache()
-    print_flips("the fastest candidate per cell, its check passed, >= 1.01x the default", ce_flips(results), t0)
+    print_flips("the fastest candidate per cell, its check passed, >= 1.01x the default", flips(results), t0)
     return 0
 
 
@@ -875,7 +963,8 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--kinds", default="rms_norm_backward,layer_norm_backward,softmax_backward")
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms", "long", "ce"), default="variants",
+    ap.add_argument("--set", choices=("variants", "pipeline", "bulk", "fast", "norms", "long", "ce", "ceflat"),
+                    default="variants",
                     help="the candidates: variants and settings (CANDIDATES), the default against "
                          "rows_backward.PIPELINE and OVERLAP (PIPELINE_CANDIDATES), against "
                          "rows_bulk_backward (BULK_CANDIDATES, softmax's and log_softmax's too), or against "
@@ -885,7 +974,8 @@ def main() -> int:
                          "or the norms at 262144 against rows_bulk_backward's STATS_AHEAD "
                          "(long_candidates: as norms, cells LONG_CELLS), or cross_entropy's backward against "
                          "rows_backward.CE_FAST, CE_TARGET_APART and .minnctapersm (ce_candidates: as "
-                         "norms, cells CE_CELLS)")
+                         "norms, cells CE_CELLS), or against rows_ce_flat.CE_FLAT's flat stream "
+                         "(ceflat_candidates: as ce, cells CEFLAT_CELLS)")
     ap.add_argument("--cells", default="", help="dtype:N pairs in the order measured (instead of --dtypes x --ns)")
     ap.add_argument("--budget-s", type=float, default=0, help="skip the rows past this many seconds (0: none)")
     ap.add_argument("--dry-run", action="store_true",
@@ -900,6 +990,9 @@ def main() -> int:
             ap.error(f"--set {args.set} times rms_norm_backward and layer_norm_backward only")
     if args.set == "ce":
         args.cells = args.cells or CE_CELLS
+    if args.set == "ceflat":
+        args.cells = args.cells or CEFLAT_CELLS
+        return ce_dry_run(args, ceflat_candidates) if args.dry_run else ce(args, ceflat_candidates, ceflat_flips)
     if args.dry_run:
         return dry_run(args)
     if args.set == "ce":
