@@ -44,6 +44,7 @@ from bulkred_dialect.passes.variants.kernel import emitter_at
 from bulkred_dialect.passes.variants.rows_backward import ce_fast
 from bulkred_dialect.passes.variants.rows_common import (
     AT,
+    BF16,
     F32,
     I64,
     RowPlan,
@@ -126,7 +127,7 @@ def _log2(v: int) -> int | None:
 def flat_vector(p: RowPlan) -> int:
     """Elements a vector: 16 bytes (8 bfloat16 with :data:`WIDE`, where N is a multiple of
     8), else the row kernels' (rows_common.vector_of)."""
-    return 8 if WIDE and p.dtype.name == "bfloat16" and p.n % 8 == 0 else p.vec
+    return 8 if WIDE and p.dtype.name == BF16.name and p.n % 8 == 0 else p.vec
 
 
 @dataclass
