@@ -789,22 +789,25 @@ CEFLAT_CELLS = CE_CELLS + ",bfloat16:32000"
 bytes: the flat stream's division by N / V, not a shift)."""
 
 
-def ceflat_shape(label: str) -> tuple[int, int, int] | None:
-    """The (BLOCK, UNROLL, CTAS_PER_SM) a ``--set ceflat`` label names (``flat 256 x 4, 8 a
-    multiprocessor``; ``no cap``: 0, a CTA a chunk or a row, as the copy kernel's grid), None
-    for the default's."""
+def ceflat_shape(label: str) -> tuple[int, int, int, int] | None:
+    """The (BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS) a ``--set ceflat`` label names (``flat 256 x
+    4, 4 a multiprocessor``; ``no cap``: 0, a CTA a chunk or a row, as the copy kernel's grid;
+    .minnctapersm the CTAs a multiprocessor, or ``min ctas K``'s), None for the default's."""
     import re
 
     m = re.search(r"flat (\d+) x (\d+), (\d+|no cap)", label)
     if m is None:
         return None
-    return int(m.group(1)), int(m.group(2)), 0 if m.group(3) == "no cap" else int(m.group(3))
+    low = re.search(r"min ctas (\d+)", label)
+    per_sm = 0 if m.group(3) == "no cap" else int(m.group(3))
+    return int(m.group(1)), int(m.group(2)), per_sm, int(low.group(1)) if low else per_sm
 
 
 def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     """--set ceflat: the dispatch beside rows_ce_flat.CE_FLAT (cross_entropy's dx as one flat
     stream of 16-byte vectors, the row's lse, target and gradient read per vector) at a few
-    shapes (threads a CTA x vectors a thread a step, CTAs a multiprocessor or no cap: a CTA a
+    shapes (threads a CTA x vectors a thread a step, CTAs a multiprocessor, all resident at
+    once for the grid-stride loop (.minnctapersm those CTAs: the registers that fit), or no cap: a CTA a
     chunk, or a row where a row is more, as the copy kernel's grid), each with the cell's formula (rows_backward.CE_FAST where its table
     says: the default's bits), then the best-guess shape with TARGET_APART (no compare an
     element), with CE_FAST where the cell's default lacks it (and both), and for bfloat16 with
@@ -818,21 +821,21 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
         where = "no cap" if per_sm == 0 else f"{per_sm} a multiprocessor"
         extra = "".join(f", {k.lower().replace('_', ' ')} {v}" for k, v in more.items())
         patches = {f"{FLAT}.CE_FLAT": True, f"{FLAT}.BLOCK": block, f"{FLAT}.UNROLL": unroll,
-                   f"{FLAT}.CTAS_PER_SM": per_sm, f"{FLAT}.TARGET_APART": False}
+                   f"{FLAT}.CTAS_PER_SM": per_sm, f"{FLAT}.MIN_CTAS": per_sm, f"{FLAT}.TARGET_APART": False}
         for k, v in more.items():
             patches[f"{BWD if k == 'CE_FAST' else FLAT}.{k}"] = v
         return f"flat {block} x {unroll}, {where}{extra}", None, patches
 
     d = {"float32": rows_common.F32, "bfloat16": rows_common.BF16, "float16": rows_common.F16}[dtype]
     fast = rows_backward.ce_fast(SimpleNamespace(dtype=d, n=n, kind=NormKind.CROSS_ENTROPY_BACKWARD))
-    out = [("default", None, {}), flat(256, 4, 8), flat(256, 2, 8), flat(512, 4, 4), flat(128, 4, 0),
-           flat(256, 4, 8, TARGET_APART=True)]
+    out = [("default", None, {}), flat(256, 4, 4), flat(256, 2, 8), flat(512, 4, 2), flat(128, 4, 0),
+           flat(256, 4, 4, TARGET_APART=True)]
     if not fast:
-        out += [flat(256, 4, 8, CE_FAST=True), flat(256, 4, 8, CE_FAST=True, TARGET_APART=True)]
+        out += [flat(256, 4, 4, CE_FAST=True), flat(256, 4, 4, CE_FAST=True, TARGET_APART=True)]
     else:
-        out += [flat(256, 8, 4)]
+        out += [flat(256, 8, 2)]
     if dtype == "bfloat16":
-        out.append(flat(256, 4, 8, WIDE=False))
+        out.append(flat(256, 4, 4, WIDE=False))
     return out
 
 

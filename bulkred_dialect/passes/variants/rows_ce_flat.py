@@ -73,10 +73,11 @@ BLOCK: int | None = None
 UNROLL: int | None = None
 """Vectors a thread a loop step (loads in flight); None: as :data:`BLOCK`."""
 CTAS_PER_SM: int | None = None
-"""The grid's CTAs a multiprocessor at most (the grid-stride loop covers the rest); 0: no
-cap (a CTA a chunk, as the copy kernel's grid); None: as :data:`BLOCK`."""
+"""The grid's CTAs a multiprocessor at most (the grid-stride loop covers the rest: all of
+them resident at once, else the later ones start late with as many chunks); 0: no cap (a
+CTA a chunk, or a row where a row is more, as the copy kernel's grid); None: as :data:`BLOCK`."""
 MIN_CTAS: int | None = None
-"""The kernel's ``.minnctapersm`` (None: none; the row variant's is dropped)."""
+"""The kernel's ``.minnctapersm`` (0: none; the row variant's is dropped); None: as :data:`BLOCK`."""
 
 WIDE = True
 """16-byte vectors of bfloat16 (8 elements, where N is a multiple of 8; the row kernels'
@@ -91,12 +92,14 @@ from x[t] read again: the same formula at the target, the same bits."""
 TARGET_APART_MEASURED: dict = half_as_bfloat16({})
 """:data:`TARGET_APART` by element type name, or ``(kind, type name)``, and N. None measured yet."""
 
-SHAPE = (256, 4, 8)
-"""(BLOCK, UNROLL, CTAS_PER_SM) where :data:`SHAPE_MEASURED` has no entry."""
+SHAPE = (256, 4, 4, 4)
+"""(BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS) where :data:`SHAPE_MEASURED` has no entry: 4
+CTAs of 256 threads a multiprocessor, all resident (``.minnctapersm`` 4: at most 64
+registers), 4 loads of 16 bytes a thread in flight (64 KiB a multiprocessor)."""
 
 SHAPE_MEASURED: dict = half_as_bfloat16({})
-"""By element type name: ((N from, N to, (BLOCK, UNROLL, CTAS_PER_SM)), ...), the first
-range holding N (never M). None measured yet."""
+"""By element type name: ((N from, N to, (BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS)), ...), the
+first range holding N (never M). None measured yet."""
 
 UNCAPPED = 1 << 20
 """The grid's cap with CTAS_PER_SM 0 (a CTA a chunk up to 2^20 chunks; past that the loop)."""
@@ -113,11 +116,13 @@ def takes(p: RowPlan, op: NormalizeRowsOp) -> bool:
     return setting_of(CE_FLAT, CE_FLAT_MEASURED, p.dtype.name, p.n, p.kind.value)
 
 
-def shape(p: RowPlan) -> tuple[int, int, int]:
-    """(threads a CTA, vectors a thread a step, CTAs a multiprocessor; 0: no cap) of the cell."""
+def shape(p: RowPlan) -> tuple[int, int, int, int]:
+    """(threads a CTA, vectors a thread a step, CTAs a multiprocessor, 0: no cap;
+    ``.minnctapersm``, 0: none) of the cell."""
     measured = next((v for lo, hi, v in SHAPE_MEASURED.get(p.dtype.name, ()) if lo <= p.n <= hi), SHAPE)
-    block, unroll, per_sm = (o if o is not None else d for o, d in zip((BLOCK, UNROLL, CTAS_PER_SM), measured, strict=True))
-    return block, unroll, per_sm
+    block, unroll, per_sm, min_ctas = (o if o is not None else d for o, d in
+                                       zip((BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS), measured, strict=True))
+    return block, unroll, per_sm, min_ctas
 
 
 def _log2(v: int) -> int | None:
@@ -220,7 +225,7 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
     kernel = enclosing_kernel(op)
     assert kernel is not None and op.lse is not None and op.target is not None and op.grad is not None
     assert op.y is not None
-    block, unroll, per_sm = shape(p)
+    block, unroll, per_sm, min_ctas = shape(p)
     chunk = block * unroll  # vectors a CTA a step
     cshift = _log2(chunk)
     assert cshift is not None, f"BLOCK x UNROLL must be a power of two, got {block} x {unroll}"
@@ -230,8 +235,8 @@ def lower_ce_flat(op: NormalizeRowsOp, rewriter: PatternRewriter, target: Target
     cap = max(1, rows_common.sm_count(target) * per_sm) if per_sm else UNCAPPED
     apart = setting_of(TARGET_APART, TARGET_APART_MEASURED, p.dtype.name, p.n, p.kind.value)
     kernel.attributes.pop(MIN_CTAS_ATTR, None)  # (the row variant's)
-    if MIN_CTAS is not None:
-        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(MIN_CTAS, i64)
+    if min_ctas:
+        kernel.attributes[MIN_CTAS_ATTR] = IntegerAttr(min_ctas, i64)
     if p.m is None:
         m_arg = m_param(kernel)
         set_launch(kernel, [cap], [block])
