@@ -807,11 +807,13 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     """--set ceflat: the dispatch beside rows_ce_flat.CE_FLAT (cross_entropy's dx as one flat
     stream of 16-byte vectors, the row's lse, target and gradient read per vector) at a few
     shapes (threads a CTA x vectors a thread a step, CTAs a multiprocessor, all resident at
-    once for the grid-stride loop (.minnctapersm those CTAs: the registers that fit), or no cap: a CTA a
-    chunk, or a row where a row is more, as the copy kernel's grid), each with the cell's formula (rows_backward.CE_FAST where its table
-    says: the default's bits), then the best-guess shape with TARGET_APART (no compare an
-    element), with CE_FAST where the cell's default lacks it (and both), and for bfloat16 with
-    the row kernels' 8-byte vectors (WIDE False)."""
+    once for the grid-stride loop: .minnctapersm those CTAs, the registers that fit; or no
+    cap: a CTA a chunk, or a row where a row is more, as the copy kernel's grid; where a row
+    is under 1024 vectors, a chunk a row: the row's values read once a chunk), each with the
+    cell's formula (rows_backward.CE_FAST where its table says: the default's bits), then the
+    first shape with TARGET_APART (no compare an element), with CE_FAST where the cell's
+    default lacks it (and both), and for bfloat16 with the row kernels' 8-byte vectors (WIDE
+    False)."""
     from types import SimpleNamespace
 
     from bulkred_dialect.ops.tile.rows import NormKind
@@ -830,6 +832,10 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     fast = rows_backward.ce_fast(SimpleNamespace(dtype=d, n=n, kind=NormKind.CROSS_ENTROPY_BACKWARD))
     out = [("default", None, {}), flat(256, 4, 4), flat(256, 2, 8), flat(512, 4, 2), flat(128, 4, 0),
            flat(256, 4, 4, TARGET_APART=True)]
+    nv = n // (8 if dtype == "bfloat16" else 16 // d.bytes)  # (16-byte vectors a row)
+    if nv < 1024 and nv & (nv - 1) == 0:  # a chunk a row: the row's lse, target and gradient once a chunk
+        u = 4 if nv >= 512 else 2 if nv >= 256 else 1
+        out.append(flat(nv // u, u, (2048 if u == 1 else 1024) // (nv // u)))
     if not fast:
         out += [flat(256, 4, 4, CE_FAST=True), flat(256, 4, 4, CE_FAST=True, TARGET_APART=True)]
     else:
