@@ -24,6 +24,7 @@ def small_stream(monkeypatch):
     monkeypatch.setattr(rows_ce_flat, "BLOCK", 32)
     monkeypatch.setattr(rows_ce_flat, "UNROLL", 1)
     monkeypatch.setattr(rows_ce_flat, "TARGET_APART", False)
+    monkeypatch.setattr(rows_ce_flat, "FAST", False)
     monkeypatch.setattr(rows_backward, "CE_FAST", False)
 
 
@@ -93,7 +94,8 @@ def test_flat_against_float64_and_the_row_kernel(n: int, dtype: str, smoothing: 
 
 def test_fast_form_is_ce_fasts(monkeypatch) -> None:
     """With rows_backward.CE_FAST on, the flat stream takes its ``fma(p, s, c)`` (ex2.approx.ftz):
-    within float64's tolerance and bit for bit the row kernel's with CE_FAST."""
+    within float64's tolerance and bit for bit the row kernel's with CE_FAST; so does it with
+    its own rows_ce_flat.FAST, CE_FAST off."""
     monkeypatch.setattr(rows_backward, "CE_FAST", True)
     ins = _inputs(7, 48, "bfloat16")
     flat, text = _run(48, "bfloat16", True, 0.1, ins, monkeypatch)
@@ -103,6 +105,9 @@ def test_fast_form_is_ce_fasts(monkeypatch) -> None:
     assert flat.tobytes() == rows.tobytes()
     apart, _ = _run(48, "bfloat16", True, 0.1, ins, monkeypatch, TARGET_APART=True)
     assert apart.tobytes() == rows.tobytes()
+    monkeypatch.setattr(rows_backward, "CE_FAST", False)  # the flat stream's own switch: the same form
+    own, text = _run(48, "bfloat16", True, 0.1, ins, monkeypatch, FAST=True)
+    assert own.tobytes() == rows.tobytes() and "ftz" in text
 
 
 def test_bits_independent_of_m_and_place(monkeypatch) -> None:
@@ -128,6 +133,7 @@ def test_off_by_default(monkeypatch) -> None:
 
     monkeypatch.undo()
     assert rows_ce_flat.CE_FLAT is None and not rows_ce_flat.CE_FLAT_MEASURED
+    assert rows_ce_flat.FAST is None and rows_ce_flat.TARGET_APART is None
     op = SimpleNamespace(y=object())
     for d in (F32, BF16, F16):
         for n in (1024, 4096, 16384, 65536, 262144):

@@ -811,8 +811,8 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
     cap: a CTA a chunk, or a row where a row is more, as the copy kernel's grid; where a row
     is under 1024 vectors, a chunk a row: the row's values read once a chunk), each with the
     cell's formula (rows_backward.CE_FAST where its table says: the default's bits), then the
-    first shape with TARGET_APART (no compare an element), with CE_FAST where the cell's
-    default lacks it (and both), and for bfloat16 with the row kernels' 8-byte vectors (WIDE
+    first shape with TARGET_APART (no compare an element), with CE_FAST's form where the cell's
+    default lacks it (rows_ce_flat.FAST; and both), and for bfloat16 with the row kernels' 8-byte vectors (WIDE
     False)."""
     from types import SimpleNamespace
 
@@ -825,7 +825,7 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
         patches = {f"{FLAT}.CE_FLAT": True, f"{FLAT}.BLOCK": block, f"{FLAT}.UNROLL": unroll,
                    f"{FLAT}.CTAS_PER_SM": per_sm, f"{FLAT}.MIN_CTAS": per_sm, f"{FLAT}.TARGET_APART": False}
         for k, v in more.items():
-            patches[f"{BWD if k == 'CE_FAST' else FLAT}.{k}"] = v
+            patches[f"{FLAT}.{k}"] = v
         return f"flat {block} x {unroll}, {where}{extra}", None, patches
 
     d = {"float32": rows_common.F32, "bfloat16": rows_common.BF16, "float16": rows_common.F16}[dtype]
@@ -837,7 +837,7 @@ def ceflat_candidates(dtype: str, n: int) -> list[tuple[str, str | None, dict]]:
         u = 4 if nv >= 512 else 2 if nv >= 256 else 1
         out.append(flat(nv // u, u, (2048 if u == 1 else 1024) // (nv // u)))
     if not fast:
-        out += [flat(256, 4, 4, CE_FAST=True), flat(256, 4, 4, CE_FAST=True, TARGET_APART=True)]
+        out += [flat(256, 4, 4, FAST=True), flat(256, 4, 4, FAST=True, TARGET_APART=True)]
     else:
         out += [flat(256, 8, 2)]
     if dtype == "bfloat16":
@@ -863,9 +863,9 @@ def ceflat_flips(results: list[tuple[str, int, str, str, float]]) -> list[str]:
                  f"rows_ce_flat.SHAPE_MEASURED: {name}: (..., ({n}, {n}, {ceflat_shape(label)}))"]
         if "target apart" in label:
             flips.append(f"rows_ce_flat.TARGET_APART_MEASURED: {name}: (..., ({n}, {n}))")
-        if "ce fast" in label:
-            flips.append(f"rows_backward.CE_FAST_MEASURED: {name}: (..., ({n}, {n})) (the row kernel's "
-                         "form too: measure it there, --set ce, or key it on the flat stream)")
+        if "fast True" in label:
+            flips.append(f"rows_ce_flat.FAST_MEASURED: {name}: (..., ({n}, {n})) (CE_FAST's bits, not the "
+                         "row kernel's of the cell)")
         if "wide False" in label:
             flips.append("rows_ce_flat.WIDE: False for this cell (a table of it: bfloat16's 8-byte vectors)")
         out.append(f"{dtype} {n}: {label}, {base:.3f} -> {ratio:.3f} of copy: " + "; ".join(flips))

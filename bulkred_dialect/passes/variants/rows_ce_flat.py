@@ -92,6 +92,16 @@ from x[t] read again: the same formula at the target, the same bits."""
 TARGET_APART_MEASURED: dict = half_as_bfloat16({})
 """:data:`TARGET_APART` by element type name, or ``(kind, type name)``, and N. None measured yet."""
 
+FAST: bool | None = None
+"""None: where :data:`FAST_MEASURED` says; True or False: everywhere or nowhere. On, the
+flat stream computes each element in rows_backward.CE_FAST's form (``fma(p, s, c)``,
+ex2.approx.ftz) where that setting's own table leaves the cell to the default's form: the
+bits of the row kernel with CE_FAST on (within float64's bounds: tests/
+test_rows_ce_backward_speed.py), no longer the cell's row kernel's."""
+
+FAST_MEASURED: dict = half_as_bfloat16({})
+""":data:`FAST` by element type name, or ``(kind, type name)``, and N. None measured yet."""
+
 SHAPE = (256, 4, 4, 4)
 """(BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS) where :data:`SHAPE_MEASURED` has no entry: 4
 CTAs of 256 threads a multiprocessor, all resident (``.minnctapersm`` 4: at most 64
@@ -123,6 +133,12 @@ def shape(p: RowPlan) -> tuple[int, int, int, int]:
     block, unroll, per_sm, min_ctas = (o if o is not None else d for o, d in
                                        zip((BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS), measured, strict=True))
     return block, unroll, per_sm, min_ctas
+
+
+def flat_fast(p: RowPlan) -> bool:
+    """Whether the flat stream takes CE_FAST's form: rows_backward.ce_fast (the row kernel's
+    choice), or :data:`FAST`."""
+    return ce_fast(p) or setting_of(FAST, FAST_MEASURED, p.dtype.name, p.n, p.kind.value)
 
 
 def _log2(v: int) -> int | None:
@@ -160,7 +176,7 @@ def row_scalars(b: Emitter, op: NormalizeRowsOp, p: RowPlan, row: SSAValue, bufs
     scale = b.selp(SelpType.F32, dl, b.const(float("nan"), f32), inside)
     kept = b.cmp("ne", t, b.const(op.ignored, i64))
     r = RowScalars(lse, b.value(CvtOp(CvtType.U32, CvtType.U64, t, i32)), t, scale, kept, inside)
-    if ce_fast(p):  # fma(p, s, c): rows_backward.CE_FAST
+    if flat_fast(p):  # fma(p, s, c): rows_backward.CE_FAST's form
         ls = op.smoothing
         r.s = b.selp(SelpType.F32, scale, b.const(0.0, f32), kept)
         r.c_other = f32_mul(b, r.s, b.const(-ls / p.n, f32))
