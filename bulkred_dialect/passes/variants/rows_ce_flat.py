@@ -10,11 +10,14 @@ guarded vector by vector. Each vector's row is its index over ``N / V`` (a shift
 the row's lse, target and gradient are read for it (L1 and L2 hits: a row's vectors are
 neighbours).
 
-Each element's operations and their order are rows_backward.ce_backward's for the cell (the
-default's accurate exp and selects, or :data:`~rows_backward.CE_FAST`'s ``fma(p, s, c)``
-where that setting holds the cell): dx has the same bits as the row kernel's (the row's
-scalars the same loads, the target compared with the element's place in the row the same
-way), never depends on M or on the row's place in the batch (tests/test_rows_ce_flat.py).
+Each element's floating-point operations and their order are rows_backward.ce_backward's
+for the cell (the default's accurate exp and selects, or :data:`~rows_backward.CE_FAST`'s
+``fma(p, s, c)`` where that setting holds the cell): dx has the same bits as the row
+kernel's (the row's scalars the same loads; the target compared with the element's place
+exactly, in 32 bits: a target outside [0, N) makes its row NaN, an ignored row's elements
+``p * 0``, whatever the compare gives), never depends on M or on the row's place in the
+batch (tests/test_rows_ce_flat.py, tests/gpu/test_rows_ce_flat_gpu.py). :data:`TARGET_APART`
+keeps those bits; :data:`FAST` gives CE_FAST's where the row kernel's cell has the default's.
 Taken where N and both row strides are a whole number of vectors (rows_common.vector_of
 > 1) and x and dx are contiguous (row strides N), else the row kernels."""
 
