@@ -423,7 +423,10 @@ def test_cross_entropy_backward_against_torch(m, n, dtype, smoothing, rng):
     # the cells whose settings the seventh session's measurement changed: CE_FAST for bfloat16 and
     # float16 1024 to 16384; float32 past 16384 to 65536 on rows_stream with CE_FAST and CE_TARGET_APART
     (300, 1024, "bfloat16"), (40, 2048, "bfloat16"), (33, 16384, "bfloat16"), (17, 4096, "float16"),
-    (7, 65536, "float32"), (9, 32768, "float32"), (5, 40001, "float32")])
+    (7, 65536, "float32"), (9, 32768, "float32"), (5, 40001, "float32"),
+    # (the eighth session: rows_ce_flat's flat stream at bfloat16 1024 / 4096, float32 4096; float16 as bfloat16;
+    # M past one chunk of 128 x 4 vectors and not a whole number of chunks)
+    (1000, 1024, "bfloat16"), (77, 4096, "bfloat16"), (130, 4096, "float32"), (9, 1024, "float16")])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_backward_of_the_measured_settings(m, n, dtype, smoothing, rng):
     """As test_cross_entropy_backward_against_torch, on the cells of the settings taken last."""

@@ -67,9 +67,17 @@ probe's and the tests' settings, ``tools/probes/rows_backward.py --set ceflat``)
 cross_entropy's backward of a contiguous x and dx whose N is a whole number of vectors is
 this module's flat stream instead of its row variant's kernel (the same bits)."""
 
-CE_FLAT_MEASURED: dict = half_as_bfloat16({})
+CE_FLAT_MEASURED: dict = half_as_bfloat16({
+    # tools/probes/rows_backward.py --set ceflat on an H200, the eighth session of 2026-11-29
+    # (docs/rows_probes_h200_run8.log), x copy, dispatch -> flat 128 threads x 4 vectors, a CTA a chunk
+    # (SHAPE_MEASURED), the same bits: bfloat16 1024 0.911 -> 0.948, 4096 0.916 -> 0.964; float32 4096
+    # 0.897 -> 0.956. Not taken: float32 1024 (0.929 -> 0.937, under 1%), 16384 / 65536 (no faster), 262144
+    # (bfloat16 0.923 -> 0.932 with 8-byte vectors only, float32 0.928 -> 0.932)
+    BF16.name: ((1024, 1024), (4096, 4096)),
+    F32.name: ((4096, 4096),),
+})
 """:data:`CE_FLAT` by element type name (``F32.name``...), or ``(kind, type name)``, and N
-(never M): the ranges (N from, N to) where it is on. None measured yet."""
+(never M): the ranges (N from, N to) where it is on (float16 as bfloat16)."""
 
 BLOCK: int | None = None
 """Threads a CTA; None: :data:`SHAPE_MEASURED`'s, else :data:`SHAPE`'s."""
@@ -110,9 +118,15 @@ SHAPE = (256, 4, 4, 4)
 CTAs of 256 threads a multiprocessor, all resident (``.minnctapersm`` 4: at most 64
 registers), 4 loads of 16 bytes a thread in flight (64 KiB a multiprocessor)."""
 
-SHAPE_MEASURED: dict = half_as_bfloat16({})
+SHAPE_MEASURED: dict = half_as_bfloat16({
+    # (the same run: CE_FLAT_MEASURED's cells) 128 threads of 4 vectors, no cap on the grid (a CTA a chunk, as
+    # the copy kernel's grid), no .minnctapersm: 0.948 / 0.964 / 0.956 against the capped grid-stride shapes'
+    # 0.85 to 0.93
+    BF16.name: ((1024, 1024, (128, 4, 0, 0)), (4096, 4096, (128, 4, 0, 0))),
+    F32.name: ((4096, 4096, (128, 4, 0, 0)),),
+})
 """By element type name: ((N from, N to, (BLOCK, UNROLL, CTAS_PER_SM, MIN_CTAS)), ...), the
-first range holding N (never M). None measured yet."""
+first range holding N (never M); float16 as bfloat16."""
 
 UNCAPPED = 1 << 20
 """The grid's cap with CTAS_PER_SM 0 (a CTA a chunk up to 2^20 chunks; past that the loop)."""
