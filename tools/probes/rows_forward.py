@@ -85,6 +85,11 @@ loaded once, in persistent grids of one or two CTAs a multiprocessor), ``words``
 ``one_pass="local"`` (the statistics from one pass over shared memory, each thread's m2
 about its own shift moved to the row's mean after the sum's exchange: two scalar exchanges).
 
+``--set quack16`` (:func:`quack16`) times softmax, rms_norm and layer_norm bfloat16 at N = 4096
+and 16384 (0.91 to 0.93 of copy, Quack 0.96) against Quack's structure (:func:`q16_candidates`:
+a row a CTA in a grid of M CTAs, Quack's threads a row, the row in shared memory by rows_bulk),
+each checked against float64 and for batch invariance, a verdict per cell.
+
 ``--set logsoftmax`` (:func:`logsoftmax`) times log_softmax bfloat16's candidates (N = 262144,
 65536, 16384, 4096, 1024; :func:`lsm_candidates`): rows_common.LOG_SOFTMAX_LSE (y = x - lse),
 softmax bfloat16's and cross_entropy bfloat16's settings (rows_bulk rows, .minnctapersm),
@@ -96,6 +101,7 @@ against the dispatch and beside softmax bfloat16's dispatch, each checked agains
     python3 tools/diag.py rows_forward --set passes [--budget-s 150] [--kinds layer_norm] [--n 262144] [--dry-run]
     python3 tools/diag.py rows_forward --set fastexp|affine [--budget-s 150] [--kinds softmax] [--n 262144] [--dry-run]
     python3 tools/diag.py rows_forward --set logsoftmax [--budget-s 130] [--n 65536] [--rounds 5] [--dry-run]
+    python3 tools/diag.py rows_forward --set quack16 [--budget-s 130] [--kinds softmax] [--n 4096] [--dry-run]
 """
 
 from __future__ import annotations
@@ -1202,17 +1208,265 @@ def logsoftmax(args) -> int:
     return 1 if failed else 0
 
 
+Q16_CELLS = [("softmax", 4096), ("rms_norm", 4096), ("layer_norm", 4096),
+             ("softmax", 16384), ("rms_norm", 16384), ("layer_norm", 16384)]
+"""--set quack16's cells (bfloat16, M x N = 2^28): 0.91 to 0.93 of copy where Quack reaches
+0.96 (docs/rows_bench_h200_run7.md)."""
+
+
+def q16_candidates(kind: str, n: int) -> list[tuple[str, list, object, str]]:
+    """--set quack16's settings of ``kind`` bfloat16 at N = ``n``, each toward Quack's
+    structure (quack/reduction_base.py, softmax.py, rmsnorm.py: a CTA of 128 threads takes
+    2 rows of 64 threads at 4096, 1 of 128 at 16384; a grid of M / rows CTAs, each loading its
+    tile once (cp.async into shared memory, 16 bytes a thread a copy), reducing, storing and
+    leaving: no loop over rows, the hardware's scheduler filling the multiprocessors): (name,
+    module overrides ``[(module, attribute, value)]``, the rows_bulk.Setting forced for the
+    cell or None, what to flip where it wins).
+
+    ``a row a CTA``: rows_cta's grid of M CTAs (CTAS_PER_SM past any M: each CTA one row,
+    then leaves) instead of 2048 threads' worth a multiprocessor looping over rows (a grid
+    of 16 CTAs of 128 a multiprocessor where 6 are resident: 2.7 waves of CTAs that each
+    take 31 rows, the last wave two thirds full); unpipelined (one row: nothing to load
+    ahead; pipelined, its prefetch of the next row reads the row again from L2).
+    ``Quack's threads``: 64 threads a row at 4096 (64 values a thread, rows_cta.MIN_BLOCK
+    64), 256 at 16384 (64 values; Quack's 128 threads of 128 values exceed rows_cta's
+    registers). ``bulk``: rows_bulk, the row copied into shared memory (cp.async.bulk), a
+    CTA a row (a grid of M), the thread's share read once into registers (``registers``),
+    16-bit vectors read as words, softmax's fast exp: Quack's tile in shared memory."""
+    from dataclasses import replace
+
+    from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta
+
+    key = f"(\"{kind}\", BF16.name)"
+    grid_m = 1 << 20
+    out: list[tuple[str, list, object, str]] = [("dispatch", [], None, "")]
+    one_row = [(rows_cta, "CTAS_PER_SM", grid_m)]
+    unpiped = [(rows_common, "FORWARD_PIPELINE", False)]
+    flip_grid = f"rows_cta.CTAS_PER_SM_MEASURED[{key}] += (({n}, {n}, {grid_m}),)"
+    flip_unpiped = f"rows_common.FORWARD_MEASURED[{key}] = (({n}, {n}, False),)"
+    out.append(("rows_cta, a row a CTA (grid M), unpipelined", one_row + unpiped, None, f"{flip_grid}; {flip_unpiped}"))
+    out.append(("rows_cta, a row a CTA (grid M), pipelined", one_row, None, flip_grid))
+    if n == 4096:
+        quack = [(rows_cta, "MIN_BLOCK", 64), (rows_cta, "VALUES", 64)]
+        flip_q = (f"rows_cta.MIN_BLOCK_MEASURED[{key}] = (({n}, {n}, 64),); "
+                  f"rows_cta.VALUES_MEASURED[{key}] += (({n}, {n}, 64),)")
+    else:
+        quack = [(rows_cta, "VALUES", 64)]
+        flip_q = f"rows_cta.VALUES_MEASURED[{key}] += (({n}, {n}, 64),)"
+    out.append(("rows_cta, Quack's threads a row", quack, None, flip_q))
+    out.append(("rows_cta, Quack's threads a row, a row a CTA, unpipelined", quack + one_row + unpiped, None,
+                f"{flip_q}; {flip_grid}; {flip_unpiped}"))
+
+    def min_ctas(ctas: int) -> tuple[list, str]:
+        return [(rows_cta, "MIN_CTAS", ctas)], f"rows_cta.MIN_CTAS_MEASURED[{key}] += (({n}, {n}, {ctas}),)"
+
+    # (ptxas, sm_90a: unpipelined, a row a CTA, softmax 4096 61 registers (8 CTAs of 128 a multiprocessor, against
+    # the dispatch's 75: 6), rms_norm 72 (7; 96: 5), layer_norm 96 (5; 127: 4); .minnctapersm brings each to 8)
+    if n == 4096:
+        ov, flip = min_ctas(8)
+        out.append(("rows_cta, a row a CTA, unpipelined, min 8 CTAs", one_row + unpiped + ov, None,
+                    f"{flip_grid}; {flip_unpiped}; {flip}"))
+    else:  # (256 threads of 64 values, a row a CTA: 96 to 168 registers, 2 CTAs or 1; Quack's 16384 holds 3 rows)
+        ov, flip = min_ctas(3)
+        out.append(("rows_cta, Quack's threads a row, a row a CTA, unpipelined, min 3 CTAs",
+                    quack + one_row + unpiped + ov, None, f"{flip_q}; {flip_grid}; {flip_unpiped}; {flip}"))
+        if kind == "layer_norm":  # (the dispatch's 1024 threads of 16 values: one CTA a multiprocessor)
+            ov, flip = min_ctas(2)
+            out.append(("rows_cta, 512 threads, a row a CTA, unpipelined, min 2 CTAs",
+                        [(rows_cta, "VALUES", 32)] + one_row + unpiped + ov, None,
+                        f"rows_cta.VALUES_MEASURED[{key}] = (({n}, {n}, 32),) + its ranges; {flip_grid}; "
+                        f"{flip_unpiped}; {flip}"))
+    soft = kind == "softmax"
+    size = 2 * n
+    regs = rows_bulk.Setting(size, 128 if n == 4096 else 256, None, False, 1, registers=True, fast_exp=soft, words=True)
+    passes = rows_bulk.Setting(size, 256 if n == 4096 else 512, None, False, 1, fast_exp=soft, fold_sum=soft,
+                               words=True)
+    bulks = [("bulk, a CTA a row, registers", regs), ("bulk, a CTA a row, passes over shared memory", passes)]
+    if n == 16384:  # (100 to 168 registers at 256 threads: 2 CTAs or 1; 3 hold Quack's rows in flight)
+        bulks.append(("bulk, a CTA a row, registers, min 3 CTAs", replace(regs, min_ctas=3)))
+    for name, st in bulks:
+        out.append((f"{name} ({st.block} threads)", [], st,
+                    f"rows_bulk.CHOSEN gains (BF16.name, (\"{kind}\",), {n}, {n}, {st!r}) above its rows"))
+    return out
+
+
+@contextlib.contextmanager
+def q16_overridden(overrides: list, setting, kind: str, n: int):
+    """:func:`overridden` for ``kind``: each ``(module, attribute, value)`` set, rows_bulk.CHOSEN
+    with ``setting`` first for ``kind`` bfloat16 at N = ``n`` (where not None), row_kernels'
+    kernels forgotten; then all restored."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.passes.variants import rows_bulk
+
+    saved = [(m, a, getattr(m, a)) for m, a, _ in overrides]
+    chosen = list(rows_bulk.CHOSEN)
+    try:
+        for m, a, v in overrides:
+            setattr(m, a, v)
+        if setting is not None:
+            rows_bulk.CHOSEN[:] = [("bfloat16", (kind,), n, n, setting)] + chosen
+        row_kernels._KERNELS.clear()
+        yield
+    finally:
+        for m, a, v in saved:
+            setattr(m, a, v)
+        rows_bulk.CHOSEN[:] = chosen
+        row_kernels._KERNELS.clear()
+
+
+def q16_kw(kind: str) -> dict:
+    """row_kernels.kernel_for's keywords of ``kind`` bfloat16 (the weight and bias of a norm)."""
+    if kind == "rms_norm":
+        return {"weight": "bfloat16", "eps": EPS}
+    if kind == "layer_norm":
+        return {"weight": "bfloat16", "bias": "bfloat16", "eps": EPS}
+    return {}
+
+
+def quack16(args) -> int:
+    """``--set quack16`` (issue 30, section 4): softmax, rms_norm and layer_norm bfloat16 at
+    N = 4096 and 16384 (:data:`Q16_CELLS`, or ``--kinds`` / ``--n``), M x N = 2^28, each
+    setting of :func:`q16_candidates` against the dispatch on the same tensors, timed in turns
+    with the copy kernel ``--rounds`` times (the median; spread: (max - min) / median);
+    each output checked first on the GPU against float64 (64 rows; ``err``: the largest
+    error over the largest |y|; ``ok``: within tests/test_rows.check's bfloat16 bound and at
+    most twice the dispatch's) and for batch invariance (rows 3 to 7 alone give y's bits,
+    ``inv``); then per cell the fastest sound setting and what to flip (1% or more over the
+    dispatch). ``--dry-run``: build and assemble each kernel for sm_90a (no GPU)."""
+    import statistics
+
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+
+    t0 = time.time()
+    kinds = args.kinds.split(",") if args.kinds else None
+    ns = [int(v) for v in args.n.split(",")] if args.n else None
+    cells = [(k, n) for k, n in Q16_CELLS if (kinds is None or k in kinds) and (ns is None or n in ns)]
+    torch = None
+    if not args.dry_run:
+        import torch
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | err | inv, ok |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
+    failed = 0
+    verdicts: list[str] = []
+
+    def variant_of(kind: str, n: int, kw: dict) -> str:
+        op = next(o for o in row_kernels.module(kind, None, n, "bfloat16", **kw).walk()
+                  if o.name == "bulkred.normalize_rows")
+        return choose(op, Target.parse("sm_90a")).name
+
+    for kind, n in cells:
+        if time.time() - t0 > args.budget_s:
+            print(f"| {kind} | bfloat16 | {n} | skipped: budget |")
+            verdicts.append(f"- {kind} bfloat16 {n}: not measured (budget)")
+            continue
+        kw = q16_kw(kind)
+        cands = q16_candidates(kind, n)
+        if args.dry_run:
+            for name, ov, st, _ in cands:
+                with q16_overridden(ov, st, kind, n):
+                    try:
+                        k = row_kernels.kernel_for(kind, None, n, "bfloat16",
+                                                   variant=None if st is None else "rows_bulk", **kw)
+                        v = variant_of(kind, n, kw)
+                    except Exception as e:  # noqa: BLE001 - the row says why
+                        failed += 1
+                        print(f"| {kind} | bfloat16 | {n} | | {name} | FAILED: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:160]} |")
+                        continue
+                    ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
+                    failed += not ok
+                    launch = k.signature.launch
+                    print(f"| {kind} | bfloat16 | {n} | | {name} ({v if st is None else 'rows_bulk'}) | "
+                          f"{'ok' if ok else 'FAILED ' + log.splitlines()[0]} | | {ptxas_info(k)} | "
+                          f"{launch.block[0]} x {launch.cluster[0]} |", flush=True)
+            continue
+        _, x, y, w, bvec = cell_tensors(torch, n, "bfloat16")
+        extra = [w] if kind == "rms_norm" else [w, bvec] if kind == "layer_norm" else []
+        rows = 64
+        xd = x[:rows].double()
+        if kind == "softmax":
+            ref = torch.softmax(xd, -1)
+        elif kind == "rms_norm":
+            ref = torch.nn.functional.rms_norm(xd, (n,), w.double(), EPS)
+        else:
+            ref = torch.nn.functional.layer_norm(xd, (n,), w.double(), bvec.double(), EPS)
+        y5 = torch.empty_like(x[:5])
+        runs, judged = [], []  # judged: (name, err, sound, flip)
+        base_err = None
+        for name, ov, st, flip in cands:
+            with q16_overridden(ov, st, kind, n):
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, "bfloat16",
+                                               variant=None if st is None else "rows_bulk", **kw)
+                    if st is None and not ov:
+                        name = f"{name}: {variant_of(kind, n, kw)}"
+                    call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                    y.fill_(float("nan"))
+                    y5.fill_(float("nan"))
+                    call()
+                    k(x[3:8], y5, *extra)
+                    torch.cuda.synchronize()
+                    err = ((y[:rows].double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
+                    inv = torch.equal(y5.view(torch.uint8), y[3:8].view(torch.uint8))
+                    if base_err is None:
+                        base_err = err
+                    sound = inv and err <= LSM_TOL and err <= 2 * max(base_err, 1e-7)
+                    launch = k.signature.launch
+                    runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
+                                 f"{'yes' if inv else 'NO'}, {'ok' if sound else 'NOT OK'}"))
+                    judged.append((name, err, sound, flip))
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    failed += 1
+                    print_failed(kind, "bfloat16", n, name, e)
+        calls = [lambda: torch.mul(x, 1.0, out=y)] + [r[1] for r in runs]
+        times: list[list[float]] = [[] for _ in calls]
+        for _ in range(args.rounds):  # in turns: the copy, then each setting
+            for i, fn in enumerate(calls):
+                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+        med = [statistics.median(t) for t in times]
+        nbytes = 2 * x.numel() * x.element_size()  # (x read and y written, as the copy's)
+        copy_gbs = nbytes / med[0] / 1e3
+        ratios = []
+        for (name, _, a, b, err, last), t, us in zip(runs, times[1:], med[1:]):
+            gbs = nbytes / us / 1e3
+            ratios.append(gbs / copy_gbs)
+            print(f"| {kind} | bfloat16 | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
+                  f"{b} | {err:.1e} | {last}, spread {(max(t) - min(t)) / us:.3f} |", flush=True)
+        if len(ratios) == len(judged) and judged and judged[0][0].startswith("dispatch"):
+            best = max(((r, j) for r, j in zip(ratios[1:], judged[1:]) if j[2]), default=None, key=lambda t: t[0])
+            if best is None or best[0] < 1.01 * ratios[0]:
+                verdicts.append(f"- {kind} bfloat16 {n}: keep the dispatch ({ratios[0]:.3f} of copy)")
+            else:
+                verdicts.append(f"- {kind} bfloat16 {n}: {best[1][0]}, {best[0]:.3f} of copy against {ratios[0]:.3f}: "
+                                f"{best[1][3]}")
+        else:
+            verdicts.append(f"- {kind} bfloat16 {n}: no verdict (the dispatch failed)")
+        del x, y, y5, xd, ref, runs
+        torch.cuda.empty_cache()
+    if verdicts:
+        print("\nquack16 verdict (the fastest sound setting of each cell, 1% or more over the dispatch; each stays off "
+              "until then; float16 follows bfloat16's entries):")
+        for line in verdicts:
+            print(line)
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
     ap.add_argument("--set", default="variants",
-                    choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax"))
-    ap.add_argument("--kinds", help="--set pipeline, long, passes: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax: these N only (comma-separated)")
+                    choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax", "quack16"))
+    ap.add_argument("--kinds", help="--set pipeline, long, passes, quack16: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax, quack16: these N only (comma-separated)")
     ap.add_argument("--dry-run", action="store_true",
-                    help="--set passes, fastexp, affine, logsoftmax: build and assemble each kernel; no GPU")
-    ap.add_argument("--rounds", type=int, default=5, help="--set logsoftmax: the rounds of timing in turns (the median kept)")
+                    help="--set passes, fastexp, affine, logsoftmax, quack16: build and assemble each kernel; no GPU")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="--set logsoftmax, quack16: the rounds of timing in turns (the median kept)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "passes":
@@ -1221,6 +1475,9 @@ def main() -> int:
     if args.set == "logsoftmax":
         args.budget_s = 130.0 if args.budget_s is None else args.budget_s
         return logsoftmax(args)
+    if args.set == "quack16":
+        args.budget_s = 130.0 if args.budget_s is None else args.budget_s
+        return quack16(args)
     if args.set in ("fastexp", "affine"):
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         if args.set == "fastexp":

@@ -991,12 +991,13 @@ again (from L2) instead of a row past M. The rows a group takes and every operat
 them are the same (bits identical to the default). The same as rows_backward.PIPELINE
 for the norms' backward."""
 
-FORWARD_MEASURED: dict[str, tuple[tuple[int, int, bool], ...]] = {
+FORWARD_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int, bool], ...]] = {
     BF16.name: ((1, 16384, True),),  # rows_warp and rows_cta: x copy, e.g. softmax 1024 0.923 -> 0.955, layer_norm 16384 0.610 -> 0.947
     F32.name: ((1, 1024, True),),  # rows_warp (every kind +0.5 to 1%); rows_cta not: add_rms_norm 16384 0.942 -> 0.851
 }
-"""The forward kinds' :data:`FORWARD_PIPELINE` by element type and N (never M): (N from, N to,
-pipelined), the first range holding N; where the H200 measured it faster
+"""The forward kinds' :data:`FORWARD_PIPELINE` by element type (or ``(kind, type)``, whose
+ranges come first: tools/probes/rows_forward.py --set quack16) and N (never M): (N from, N
+to, pipelined), the first range holding N; where the H200 measured it faster
 (tools/probes/rows_forward.py --set pipeline, docs/rows_forward_h200.md): bfloat16 rows to
 16384, float32 rows to 1024 (rows_warp); float16 not measured."""
 FORWARD_MEASURED = half_as_bfloat16(FORWARD_MEASURED)  # float16 as bfloat16 where unmeasured
@@ -1403,7 +1404,8 @@ def forward_pipelined(p: RowPlan) -> bool:
     under :data:`FORWARD_PIPELINE_PARTIAL` (:func:`pipelined_partial`)."""
     on = FORWARD_PIPELINE
     if on is None:
-        on = next((pipe for lo, hi, pipe in FORWARD_MEASURED.get(p.dtype.name, ()) if lo <= p.n <= hi), False)
+        ranges = FORWARD_MEASURED.get((p.kind.value, p.dtype.name), ()) + FORWARD_MEASURED.get(p.dtype.name, ())
+        on = next((pipe for lo, hi, pipe in ranges if lo <= p.n <= hi), False)  # ((kind, type)'s ranges first)
     forward = p.kind in EXP_KINDS or p.kind in RMS_KINDS or p.kind == NormKind.LAYER_NORM
     return bool(on and forward and p.items and p.cluster == 1 and (p.vectors == p.items * p.group or pipelined_partial(p)))
 

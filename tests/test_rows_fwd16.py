@@ -1,0 +1,209 @@
+"""The bfloat16 forward at N = 4096 and 16384 toward Quack's structure (issue 30, section 4:
+softmax, rms_norm and layer_norm at 0.91 to 0.93 of copy where Quack reaches 0.96), the
+candidates of ``tools/probes/rows_forward.py --set quack16``, all off by default, on the
+interpreter: rows_cta's grid of a CTA a row (``rows_cta.CTAS_PER_SM`` past any M: M CTAs,
+each one row, then done) with and without the pipelined loads
+(``rows_common.FORWARD_PIPELINE``, per ``(kind, type)`` and N in ``FORWARD_MEASURED``),
+fewer threads a row each holding more values (``rows_cta.MIN_BLOCK`` / ``VALUES``) under a
+``.minnctapersm`` (``rows_cta.MIN_CTAS``), and rows_bulk's CTA a row with the row in shared
+memory (its thread's share in registers, or passes over shared memory; words, fast exp).
+Each against float64 (from the values the kernel read) for M = 1 and M = 3 of ONE kernel (a
+dynamic M), the same row's bits at either M and position (batch invariance); the tables
+hold no entry for the measured cells (the dispatch's kernels unchanged), and an entry takes
+only its cell.
+
+test_rows.py's small CTAs (``MIN_BLOCK`` 64): N = 256 bfloat16 (64 vectors of 4) is one
+vector a thread of a CTA of 64 (the shared-memory step runs); the fewer threads are one
+warp of two vectors each (the probe's 64 threads of 16 vectors at 4096)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_rows
+from test_rows import check, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
+
+from bulkred_dialect.interpreter.clusters import run_cluster_grid
+from bulkred_dialect.interpreter.launch_dims import dynamic_launch
+from bulkred_dialect.ops.tile import NormalizeRowsOp
+from bulkred_dialect.passes.dispatch import choose
+from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta
+from bulkred_dialect.passes.variants.rows_common import BF16, F16
+from bulkred_dialect.row_kernels import module
+
+N = 256
+KINDS = ("softmax", "rms_norm", "layer_norm")
+GRID_M = 1 << 20  # (the probe's CTAS_PER_SM: a CTA a row for any M)
+
+
+def build(kind: str, variant: str):
+    """``kind``'s bfloat16 kernel of rows of N (M dynamic; a norm's bfloat16 weight, and
+    layer_norm's bias), lowered with the settings in force."""
+    norm = kind != "softmax"
+    return lowered(module(kind, None, N, "bfloat16", weight="bfloat16" if norm else None,
+                          bias="bfloat16" if kind == "layer_norm" else None, eps=1e-5 if norm else None,
+                          variant=variant))
+
+
+def run_rows(built, kind: str, x: np.ndarray, w: np.ndarray, b: np.ndarray, clusters: bool) -> tuple[np.ndarray, int]:
+    """y of the rows ``x`` (bfloat16 bits) and the launch's CTAs (``bulkred.grid_rows``)."""
+    m = x.shape[0]
+    args = [x, to_bits(np.full((m, N), 7.0), "bfloat16")]
+    args += [w] if kind == "rms_norm" else [w, b] if kind == "layer_norm" else []
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    ctas = dynamic_launch(kernel, args)[1]
+    out = (run_cluster_grid if clusters else test_rows.run_grid)(built, "rows", *args)
+    return values(out[1], "bfloat16").reshape(m, N), ctas
+
+
+def set_candidate(monkeypatch, name: str, kind: str) -> str:
+    """The probe's candidate ``name`` in force (small); returns the variant it lowers with."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    if name.startswith("grid"):
+        monkeypatch.setattr(rows_cta, "CTAS_PER_SM", GRID_M)
+        monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", name == "grid, pipelined")
+        if name == "grid, fewer threads, min ctas":
+            monkeypatch.setattr(rows_cta, "MIN_BLOCK", 32)
+            monkeypatch.setattr(rows_cta, "VALUES", 8)
+            monkeypatch.setattr(rows_cta, "MIN_CTAS", 8)
+        return "rows_cta"
+    soft = kind == "softmax"
+    if name == "bulk, registers":
+        st = rows_bulk.Setting(2 * N, 32, None, False, 1, registers=True, fast_exp=soft, words=True)
+    else:
+        st = rows_bulk.Setting(2 * N, 32, None, False, 1, fast_exp=soft, fold_sum=soft, words=True)
+    monkeypatch.setattr(rows_bulk, "CHUNK", 128)
+    monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
+    monkeypatch.setattr(rows_bulk, "CHOSEN", [("bfloat16", (kind,), N, N, st)])
+    return "rows_bulk"
+
+
+CANDIDATES = ("grid, unpipelined", "grid, pipelined", "grid, fewer threads, min ctas", "bulk, registers",
+              "bulk, passes")
+
+
+@pytest.mark.parametrize("name", CANDIDATES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_candidate_against_float64_and_batch_invariant(kind: str, name: str, monkeypatch) -> None:
+    """3 rows of several magnitudes against float64; the middle row alone (M = 1) gives its
+    bits at M = 3; the grid of a CTA a row (rows_cta's candidates, rows_bulk's unit a row)
+    has M CTAs."""
+    variant = set_candidate(monkeypatch, name, kind)
+    rng = np.random.default_rng(KINDS.index(kind) * 8 + CANDIDATES.index(name))
+    xs = rng.standard_normal((3, N)) * np.array([[0.5], [4.0], [9.0]]) + np.array([[0.0], [1.5], [-3.0]])
+    x = to_bits(xs, "bfloat16")
+    w, b = to_bits(rng.standard_normal(N), "bfloat16"), to_bits(rng.standard_normal(N), "bfloat16")
+    built = build(kind, variant)
+    kernel = next(o for o in built.walk() if o.name == "func.func")
+    if name == "grid, fewer threads, min ctas":
+        assert kernel_block(built) == 32 and "bulkred.min_ctas_per_sm" in str(kernel.attributes)
+    elif variant == "rows_cta":
+        assert kernel_block(built) == 64
+    clusters = variant == "rows_bulk"
+    y, ctas = run_rows(built, kind, x, w, b, clusters)
+    assert ctas == 3, "a CTA a row"
+    wv = values(w, "bfloat16") if kind != "softmax" else None
+    bv = values(b, "bfloat16") if kind == "layer_norm" else None
+    check(kind, y, {}, values(x, "bfloat16"), wv, bv, "bfloat16")
+    alone, ctas = run_rows(built, kind, x[1:2], w, b, clusters)
+    assert ctas == 1
+    assert to_bits(alone, "bfloat16").tobytes() == to_bits(y[1:2], "bfloat16").tobytes(), "a row's bits depend on M"
+
+
+def kernel_block(built) -> int:
+    from bulkred_dialect.ops.tile import kernel_launch
+
+    return kernel_launch(next(o for o in built.walk() if o.name == "func.func")).block_dims[0]
+
+
+def test_the_grid_of_a_cta_a_row_without_pipelining_is_a_kernel_of_its_own(monkeypatch) -> None:
+    """The grid of a CTA a row pipelined loads the row ahead (another kernel than
+    unpipelined, whose loop carries no loads); both give the dispatch's grid's bits (the rows'
+    arithmetic does not depend on the grid)."""
+    rng = np.random.default_rng(5)
+    x = to_bits(rng.standard_normal((3, N)) * 3, "bfloat16")
+    w = to_bits(rng.standard_normal(N), "bfloat16")
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", True)
+    default, ctas = run_rows(build("rms_norm", "rows_cta"), "rms_norm", x, w, w, False)
+    assert ctas == 1  # (test_rows.small_ctas: one CTA loops over the rows)
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_cta, "CTAS_PER_SM", GRID_M)
+    piped = build("rms_norm", "rows_cta")
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
+    unpiped = build("rms_norm", "rows_cta")
+    assert str(piped) != str(unpiped)
+    for built in (piped, unpiped):
+        y, ctas = run_rows(built, "rms_norm", x, w, w, False)
+        assert ctas == 3
+        assert y.tobytes() == default.tobytes()
+
+
+def _op(kind: str, n: int, dtype: str) -> NormalizeRowsOp:
+    norm = kind != "softmax"
+    m = module(kind, None, n, dtype, weight=dtype if norm else None, bias=dtype if kind == "layer_norm" else None,
+               eps=1e-5 if norm else None)
+    return next(o for o in m.walk() if isinstance(o, NormalizeRowsOp))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_off_by_default(dtype: str, monkeypatch) -> None:
+    """The measured cells (softmax, rms_norm and layer_norm at 4096 and 16384, float16 as
+    bfloat16) keep the dispatch's kernel: rows_cta pipelined, no rows_bulk setting, no
+    grid, threads, values or .minnctapersm entry of the probe's; their CTA's threads are
+    the default's (the fewest of 128 that hold 32 values a thread; layer_norm 16384's 16)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 132)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 128)  # (test_rows.small_ctas' 64 undone: the real CTAs)
+    from bulkred_dialect.ops.target import Target
+
+    for kind in KINDS:
+        for n in (4096, 16384):
+            op = _op(kind, n, dtype)
+            assert choose(op, Target.parse("sm_90a")).name == "rows_cta", (kind, n)
+            assert rows_bulk.setting_for(op) is None
+            assert rows_common.cell_setting(None, rows_cta.CTAS_PER_SM_MEASURED, op) is None
+            assert rows_cta.min_ctas_for(op) is None
+            want = 1024 if (kind, n) == ("layer_norm", 16384) else 128 if n == 4096 else 512
+            assert rows_cta.block_for(op) == want, (kind, n)
+            ranges = rows_common.FORWARD_MEASURED.get((kind, dtype), ()) + rows_common.FORWARD_MEASURED[dtype]
+            assert next(p for lo, hi, p in ranges if lo <= n <= hi)
+
+
+def test_forward_measured_by_kind_takes_only_its_cell(monkeypatch) -> None:
+    """A ``(kind, type)`` entry of FORWARD_MEASURED comes before the type's (softmax bfloat16
+    4096 unpipelined), and only for its kind, type and N; float16 follows bfloat16's."""
+    from bulkred_dialect.ops.tile.rows import NormKind
+    from bulkred_dialect.passes.variants.rows_common import RowPlan, forward_pipelined
+
+    def plan(kind: NormKind, n: int, dtype=BF16) -> RowPlan:
+        return RowPlan(kind=kind, dtype=dtype, m=None, n=n, sx=n, sy=n, vec=4, group=128, block=128,
+                       items=n // 512, unroll=1, ctas=1)
+
+    cells = [(NormKind.SOFTMAX, 4096, BF16), (NormKind.SOFTMAX, 8192, BF16), (NormKind.RMS_NORM, 4096, BF16),
+             (NormKind.SOFTMAX, 4096, F16)]
+    assert [forward_pipelined(plan(*c)) for c in cells] == [True] * 4
+    table = dict(rows_common.FORWARD_MEASURED)
+    table[("softmax", BF16.name)] = ((4096, 4096, False),)
+    monkeypatch.setattr(rows_common, "FORWARD_MEASURED", rows_common.half_as_bfloat16(table))
+    assert [forward_pipelined(plan(*c)) for c in cells] == [False, True, True, False]
+
+
+def test_the_grid_table_takes_only_its_cell(monkeypatch) -> None:
+    """rows_cta.CTAS_PER_SM_MEASURED's entry of a cell (the probe's flip: a CTA a row) sets
+    that cell's grid only: softmax bfloat16 4096's units past any M, its neighbours' and
+    rms_norm's the default's 2048 threads' worth a multiprocessor (16 CTAs of 128)."""
+    from bulkred_dialect.ops.kernel_attrs import GRID_ROWS_ATTR
+
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 132)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 128)
+    monkeypatch.setattr(rows_cta, "CTAS_PER_SM_MEASURED", rows_common.half_as_bfloat16(
+        {**rows_cta.CTAS_PER_SM_MEASURED, ("softmax", BF16.name): ((4096, 4096, GRID_M),)}))
+
+    def units(kind: str, n: int, dtype: str = "bfloat16") -> int:
+        norm = kind != "softmax"
+        m = lowered(module(kind, None, n, dtype, weight=dtype if norm else None, eps=1e-5 if norm else None,
+                           variant="rows_cta"))
+        kernel = next(o for o in m.walk() if o.name == "func.func")
+        return kernel.attributes[GRID_ROWS_ATTR].data[1].value.data
+
+    assert units("softmax", 4096) == units("softmax", 4096, "float16") == 132 * GRID_M
+    assert units("softmax", 4000) == units("rms_norm", 4096) == 132 * 16
