@@ -71,7 +71,8 @@ def set_candidate(monkeypatch, name: str, kind: str) -> str:
     if name == "bulk, registers":
         st = rows_bulk.Setting(2 * N, 32, None, False, 1, registers=True, fast_exp=soft, words=True)
     else:
-        st = rows_bulk.Setting(2 * N, 32, None, False, 1, fast_exp=soft, fold_sum=soft, words=True)
+        st = rows_bulk.Setting(2 * N, 32, 10, False, 1, fast_exp=soft, fold_sum=soft, words=True,
+                               one_pass="local" if kind == "layer_norm" else None)
     monkeypatch.setattr(rows_bulk, "CHUNK", 128)
     monkeypatch.setattr(rows_bulk, "MIN_BLOCK", 32)
     monkeypatch.setattr(rows_bulk, "CHOSEN", [("bfloat16", (kind,), N, N, st)])

@@ -1276,12 +1276,31 @@ def q16_candidates(kind: str, n: int) -> list[tuple[str, list, object, str]]:
                         [(rows_cta, "VALUES", 32)] + one_row + unpiped + ov, None,
                         f"rows_cta.VALUES_MEASURED[{key}] = (({n}, {n}, 32),) + its ranges; {flip_grid}; "
                         f"{flip_unpiped}; {flip}"))
+    # the dispatch's persistent grid of 2048 threads' worth a multiprocessor (16 CTAs of 128 at 4096) where fewer
+    # are resident (softmax 4096: 75 registers, 6): waves of CTAs each looping over ~31 rows, the last wave part
+    # full; a grid of the resident CTAs is one wave (the loop and its pipelining kept)
+    from bulkred_dialect import row_kernels
+
+    k = row_kernels.kernel_for(kind, None, n, "bfloat16", **q16_kw(kind))
+    used = ptxas_info(k).split(" / ")[0]
+    if used.isdigit():
+        wave = resident_ctas(used, k.signature.launch.block[0])
+        out.append((f"rows_cta, one wave (a grid of the {wave} resident CTAs a multiprocessor), pipelined",
+                    [(rows_cta, "CTAS_PER_SM", wave)], None,
+                    f"rows_cta.CTAS_PER_SM_MEASURED[{key}] += (({n}, {n}, {wave}),)"))
     soft = kind == "softmax"
     size = 2 * n
     regs = rows_bulk.Setting(size, 128 if n == 4096 else 256, None, False, 1, registers=True, fast_exp=soft, words=True)
     passes = rows_bulk.Setting(size, 256 if n == 4096 else 512, None, False, 1, fast_exp=soft, fold_sum=soft,
-                               words=True)
-    bulks = [("bulk, a CTA a row, registers", regs), ("bulk, a CTA a row, passes over shared memory", passes)]
+                               words=True, one_pass="local" if kind == "layer_norm" else None)
+    bulks = [("bulk, a CTA a row, registers", regs), ("bulk, a CTA a row, passes over shared memory", passes),
+             # (half the threads: 24 to 40 registers, the shared memory's rows in flight: 8 KiB rows 16 CTAs of 128
+             # a multiprocessor, 32 KiB rows 7 of 256 where the dispatch's registers hold 1 to 2 rows)
+             ("bulk, a CTA a row, passes over shared memory", replace(passes, block=passes.block // 2)),
+             # (ptxas unrolls the passes: 44 to 86 registers at half the threads; .minnctapersm holds the rows that
+             # the shared memory can: 10 of 8 KiB, 4 of 32 KiB (7 fit, their registers too few))
+             ("bulk, a CTA a row, passes over shared memory, min {} CTAs".format(10 if n == 4096 else 4),
+              replace(passes, block=passes.block // 2, min_ctas=10 if n == 4096 else 4))]
     if n == 16384:  # (100 to 168 registers at 256 threads: 2 CTAs or 1; 3 hold Quack's rows in flight)
         bulks.append(("bulk, a CTA a row, registers, min 3 CTAs", replace(regs, min_ctas=3)))
     for name, st in bulks:
