@@ -14,7 +14,8 @@ only its cell.
 
 test_rows.py's small CTAs (``MIN_BLOCK`` 64): N = 256 bfloat16 (64 vectors of 4) is one
 vector a thread of a CTA of 64 (the shared-memory step runs); the fewer threads are one
-warp of two vectors each (the probe's 64 threads of 16 vectors at 4096)."""
+warp of two vectors each (the probe's 64 threads of 16 vectors at 4096); Quack's 128 values a
+thread (the probe's 16384) are a warp's rows of 4096."""
 
 from __future__ import annotations
 
@@ -36,24 +37,24 @@ KINDS = ("softmax", "rms_norm", "layer_norm")
 GRID_M = 1 << 20  # (the probe's CTAS_PER_SM: a CTA a row for any M)
 
 
-def build(kind: str, variant: str):
-    """``kind``'s bfloat16 kernel of rows of N (M dynamic; a norm's bfloat16 weight, and
+def build(kind: str, variant: str, n: int = N):
+    """``kind``'s bfloat16 kernel of rows of ``n`` (M dynamic; a norm's bfloat16 weight, and
     layer_norm's bias), lowered with the settings in force."""
     norm = kind != "softmax"
-    return lowered(module(kind, None, N, "bfloat16", weight="bfloat16" if norm else None,
+    return lowered(module(kind, None, n, "bfloat16", weight="bfloat16" if norm else None,
                           bias="bfloat16" if kind == "layer_norm" else None, eps=1e-5 if norm else None,
                           variant=variant))
 
 
 def run_rows(built, kind: str, x: np.ndarray, w: np.ndarray, b: np.ndarray, clusters: bool) -> tuple[np.ndarray, int]:
     """y of the rows ``x`` (bfloat16 bits) and the launch's CTAs (``bulkred.grid_rows``)."""
-    m = x.shape[0]
-    args = [x, to_bits(np.full((m, N), 7.0), "bfloat16")]
+    m, n = x.shape
+    args = [x, to_bits(np.full((m, n), 7.0), "bfloat16")]
     args += [w] if kind == "rms_norm" else [w, b] if kind == "layer_norm" else []
     kernel = next(o for o in built.walk() if o.name == "func.func")
     ctas = dynamic_launch(kernel, args)[1]
     out = (run_cluster_grid if clusters else test_rows.run_grid)(built, "rows", *args)
-    return values(out[1], "bfloat16").reshape(m, N), ctas
+    return values(out[1], "bfloat16").reshape(m, n), ctas
 
 
 def set_candidate(monkeypatch, name: str, kind: str) -> str:
@@ -109,6 +110,31 @@ def test_candidate_against_float64_and_batch_invariant(kind: str, name: str, mon
     alone, ctas = run_rows(built, kind, x[1:2], w, b, clusters)
     assert ctas == 1
     assert to_bits(alone, "bfloat16").tobytes() == to_bits(y[1:2], "bfloat16").tobytes(), "a row's bits depend on M"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_quacks_values_a_thread(kind: str, monkeypatch) -> None:
+    """Quack's 16384 (128 threads of 128 values, 3 CTAs a multiprocessor) in small: a warp
+    of 128 values a thread (rows_cta.VALUES 128) of rows of 4096, a CTA a row unpipelined
+    under .minnctapersm 3, against float64 and batch-invariant."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 1)
+    monkeypatch.setattr(rows_cta, "CTAS_PER_SM", GRID_M)
+    monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", False)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 32)
+    monkeypatch.setattr(rows_cta, "VALUES", 128)
+    monkeypatch.setattr(rows_cta, "MIN_CTAS", 3)
+    n = 4096
+    rng = np.random.default_rng(KINDS.index(kind) + 40)
+    x = to_bits(rng.standard_normal((2, n)) * np.array([[2.0], [7.0]]) + 1.0, "bfloat16")
+    w, b = to_bits(rng.standard_normal(n), "bfloat16"), to_bits(rng.standard_normal(n), "bfloat16")
+    built = build(kind, "rows_cta", n)
+    assert kernel_block(built) == 32
+    y, ctas = run_rows(built, kind, x, w, b, False)
+    assert ctas == 2
+    check(kind, y, {}, values(x, "bfloat16"), values(w, "bfloat16") if kind != "softmax" else None,
+          values(b, "bfloat16") if kind == "layer_norm" else None, "bfloat16")
+    alone, _ = run_rows(built, kind, x[1:], w, b, False)
+    assert to_bits(alone, "bfloat16").tobytes() == to_bits(y[1:], "bfloat16").tobytes(), "a row's bits depend on M"
 
 
 def kernel_block(built) -> int:

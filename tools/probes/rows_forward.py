@@ -1273,6 +1273,14 @@ def q16_candidates(kind: str, n: int) -> list[tuple[str, list, object, str]]:
         ov, flip = min_ctas(3)
         out.append(("rows_cta, Quack's threads a row, a row a CTA, unpipelined, min 3 CTAs",
                     quack + one_row + unpiped + ov, None, f"{flip_q}; {flip_grid}; {flip_unpiped}; {flip}"))
+        # Quack's own: 128 threads of 128 values, 3 CTAs a multiprocessor (ptxas: 160 to 168 registers under
+        # .minnctapersm 3, no spill; 176 to 254 without: 2 or 1): three rows in flight, a third of the registers
+        # the threads' own (the dispatch's 512 threads of 32 values: 75 registers, one row)
+        ov, flip = min_ctas(3)
+        out.append(("rows_cta, Quack's 128 threads of 128 values, a row a CTA, unpipelined, min 3 CTAs",
+                    [(rows_cta, "VALUES", 128)] + one_row + unpiped + ov, None,
+                    f"rows_cta.VALUES_MEASURED[{key}] = (({n}, {n}, 128),) + its ranges; {flip_grid}; "
+                    f"{flip_unpiped}; {flip}"))
         if kind == "layer_norm":  # (the dispatch's 1024 threads of 16 values: one CTA a multiprocessor)
             ov, flip = min_ctas(2)
             out.append(("rows_cta, 512 threads, a row a CTA, unpipelined, min 2 CTAs",
