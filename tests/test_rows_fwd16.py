@@ -63,6 +63,8 @@ def set_candidate(monkeypatch, name: str, kind: str) -> str:
     if name.startswith("grid"):
         monkeypatch.setattr(rows_cta, "CTAS_PER_SM", GRID_M)
         monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", name == "grid, pipelined")
+        if name == "grid, unpipelined, one barrier":
+            monkeypatch.setattr(rows_common, "CTA_ONE_BARRIER", True)
         if name == "grid, fewer threads, min ctas":
             monkeypatch.setattr(rows_cta, "MIN_BLOCK", 32)
             monkeypatch.setattr(rows_cta, "VALUES", 8)
@@ -80,8 +82,8 @@ def set_candidate(monkeypatch, name: str, kind: str) -> str:
     return "rows_bulk"
 
 
-CANDIDATES = ("grid, unpipelined", "grid, pipelined", "grid, fewer threads, min ctas", "bulk, registers",
-              "bulk, passes")
+CANDIDATES = ("grid, unpipelined", "grid, unpipelined, one barrier", "grid, pipelined", "grid, fewer threads, min ctas",
+              "bulk, registers", "bulk, passes")
 
 
 @pytest.mark.parametrize("name", CANDIDATES)

@@ -1287,6 +1287,15 @@ def q16_candidates(kind: str, n: int) -> list[tuple[str, list, object, str]]:
                         [(rows_cta, "VALUES", 32)] + one_row + unpiped + ov, None,
                         f"rows_cta.VALUES_MEASURED[{key}] = (({n}, {n}, 32),) + its ranges; {flip_grid}; "
                         f"{flip_unpiped}; {flip}"))
+    # Quack's reductions: each warp's partial into shared memory, one barrier, every warp combining them (its
+    # tile's buffer used once); rows_cta's two barriers (warp 0 combining, then its broadcast), or one
+    # (rows_common.CTA_ONE_BARRIER: two sets of slots by the row count's parity; the default's bits)
+    one_bar = [(rows_common, "CTA_ONE_BARRIER", True)]
+    flip_bar = f"rows_common.CTA_ONE_BARRIER_MEASURED[{key}] += (({n}, {n}),)"
+    for name, ov, _, flip in list(out):
+        if name in ("rows_cta, a row a CTA (grid M), unpipelined", "rows_cta, Quack's threads a row, a row a CTA, "
+                    "unpipelined", "rows_cta, Quack's 128 threads of 128 values, a row a CTA, unpipelined, min 3 CTAs"):
+            out.append((f"{name}, one barrier", ov + one_bar, None, f"{flip}; {flip_bar}"))
     # the dispatch's persistent grid of 2048 threads' worth a multiprocessor (16 CTAs of 128 at 4096) where fewer
     # are resident (softmax 4096: 75 registers, 6): waves of CTAs each looping over ~31 rows, the last wave part
     # full; a grid of the resident CTAs is one wave (the loop and its pipelining kept)
