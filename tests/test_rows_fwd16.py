@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import test_rows
 from test_rows import check, lowered, small_ctas, to_bits, values  # noqa: F401 (small_ctas: autouse)
 
 from bulkred_dialect.interpreter.clusters import run_cluster_grid
 from bulkred_dialect.interpreter.launch_dims import dynamic_launch
+from bulkred_dialect.interpreter.threads import run_grid
 from bulkred_dialect.ops.tile import NormalizeRowsOp
 from bulkred_dialect.passes.dispatch import choose
 from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta
@@ -53,7 +53,7 @@ def run_rows(built, kind: str, x: np.ndarray, w: np.ndarray, b: np.ndarray, clus
     args += [w] if kind == "rms_norm" else [w, b] if kind == "layer_norm" else []
     kernel = next(o for o in built.walk() if o.name == "func.func")
     ctas = dynamic_launch(kernel, args)[1]
-    out = (run_cluster_grid if clusters else test_rows.run_grid)(built, "rows", *args)
+    out = (run_cluster_grid if clusters else run_grid)(built, "rows", *args)
     return values(out[1], "bfloat16").reshape(m, n), ctas
 
 
