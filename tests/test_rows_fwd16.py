@@ -65,6 +65,8 @@ def set_candidate(monkeypatch, name: str, kind: str) -> str:
         monkeypatch.setattr(rows_common, "FORWARD_PIPELINE", name == "grid, pipelined")
         if name == "grid, unpipelined, one barrier":
             monkeypatch.setattr(rows_common, "CTA_ONE_BARRIER", True)
+        if name == "grid, unpipelined, 16-byte vectors":  # (through the table: its cell's kind)
+            monkeypatch.setattr(rows_common, "WIDE_BF16_MEASURED", {(kind, BF16.name): ((N, N),)})
         if name == "grid, fewer threads, min ctas":
             monkeypatch.setattr(rows_cta, "MIN_BLOCK", 32)
             monkeypatch.setattr(rows_cta, "VALUES", 8)
@@ -82,8 +84,8 @@ def set_candidate(monkeypatch, name: str, kind: str) -> str:
     return "rows_bulk"
 
 
-CANDIDATES = ("grid, unpipelined", "grid, unpipelined, one barrier", "grid, pipelined", "grid, fewer threads, min ctas",
-              "bulk, registers", "bulk, passes")
+CANDIDATES = ("grid, unpipelined", "grid, unpipelined, one barrier", "grid, unpipelined, 16-byte vectors",
+              "grid, pipelined", "grid, fewer threads, min ctas", "bulk, registers", "bulk, passes")
 
 
 @pytest.mark.parametrize("name", CANDIDATES)
@@ -236,3 +238,16 @@ def test_the_grid_table_takes_only_its_cell(monkeypatch) -> None:
 
     assert units("softmax", 4096) == units("softmax", 4096, "float16") == 132 * GRID_M
     assert units("softmax", 4000) == units("rms_norm", 4096) == 132 * 16
+
+
+def test_the_wide_table_takes_only_its_cell(monkeypatch) -> None:
+    """rows_common.WIDE_BF16_MEASURED's entry (the probe's 16-byte vectors) makes its cell's
+    bfloat16 rows 8 elements a vector: not another N, kind or type (float16 has no 16-byte
+    form)."""
+    assert rows_common.WIDE_BF16_MEASURED == {}
+    cells = [("softmax", 4096, "bfloat16"), ("softmax", 4104, "bfloat16"), ("rms_norm", 4096, "bfloat16"),
+             ("softmax", 4096, "float16"), ("softmax", 4100, "bfloat16")]
+    before = [rows_common.vector_of(_op(*c)) for c in cells]
+    assert before[:4] == [4, 4, 4, 4]
+    monkeypatch.setattr(rows_common, "WIDE_BF16_MEASURED", {("softmax", BF16.name): ((4096, 4104),)})
+    assert [rows_common.vector_of(_op(*c)) for c in cells] == [8, 8, 4, 4, before[4]]  # (4100: not of 8, as before)

@@ -1296,6 +1296,15 @@ def q16_candidates(kind: str, n: int) -> list[tuple[str, list, object, str]]:
         if name in ("rows_cta, a row a CTA (grid M), unpipelined", "rows_cta, Quack's threads a row, a row a CTA, "
                     "unpipelined", "rows_cta, Quack's 128 threads of 128 values, a row a CTA, unpipelined, min 3 CTAs"):
             out.append((f"{name}, one barrier", ov + one_bar, None, f"{flip}; {flip_bar}"))
+    # Quack's 16-byte copies (8 bfloat16 a vector, half the loads and stores; rows_common.WIDE_BF16: the same
+    # registers, ptxas) on the CTA a row
+    wide = [(rows_common, "WIDE_BF16", True)]
+    flip_wide = f"rows_common.WIDE_BF16_MEASURED[{key}] = (({n}, {n}),)"
+    for name, ov, _, flip in list(out):
+        if name in ("rows_cta, a row a CTA (grid M), unpipelined, one barrier", "rows_cta, Quack's threads a row, a row "
+                    "a CTA, unpipelined", "rows_cta, Quack's 128 threads of 128 values, a row a CTA, unpipelined, min 3 "
+                    "CTAs"):
+            out.append((f"{name}, 16-byte vectors", ov + wide, None, f"{flip}; {flip_wide}"))
     # the dispatch's persistent grid of 2048 threads' worth a multiprocessor (16 CTAs of 128 at 4096) where fewer
     # are resident (softmax 4096: 75 registers, 6): waves of CTAs each looping over ~31 rows, the last wave part
     # full; a grid of the resident CTAs is one wave (the loop and its pipelining kept)

@@ -234,6 +234,11 @@ split into two float32 by shifts; stores packed back into words) instead of 8-by
 ``ld.v4.b16``: measured on an H200 (docs/rows.md), no faster (0 to 4.6% slower in 8 cells),
 so off."""
 
+WIDE_BF16_MEASURED: dict = {}
+""":data:`WIDE_BF16` by ``(kind, "bfloat16")``: the ranges (N from, N to) where its rows move in
+16-byte vectors (Quack's copies; tools/probes/rows_forward.py ``--set quack16``); none
+measured yet (a function of the kind, N and the type, never M)."""
+
 
 @dataclass(frozen=True)
 class RowPlan:
@@ -283,13 +288,19 @@ def dtype_of(op: NormalizeRowsOp) -> DType:
 
 def vector_of(op: NormalizeRowsOp) -> int:
     """Elements per load: 4 (16 bytes of float32, 8 of a 16-bit type; 8 bfloat16 with
-    :data:`WIDE_BF16`), where N and every row stride are multiples of it; else 1."""
+    :data:`WIDE_BF16`, or where :data:`WIDE_BF16_MEASURED` says and they are multiples of 8),
+    where N and every row stride are multiples of it; else 1."""
     d = dtype_of(op)
     v = 8 if WIDE_BF16 and d.name == "bfloat16" else ELEMS[d.name].vector
     grad = op.grad if op.norm_kind in GRAD_ROWS_KINDS else None  # (cross_entropy_backward's is [M])
     rows = [b.type for b in (op.x, op.y, grad, op.residual, op.residual_out) if b is not None]
-    ok = op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
-    return v if ok else 1
+
+    def fits(v: int) -> bool:
+        return op.cols % v == 0 and all(row_stride(t) % v == 0 for t in rows)  # type: ignore[arg-type]
+
+    if d.name == "bfloat16" and setting_of(None, WIDE_BF16_MEASURED, d.name, op.cols, op.norm_kind.value) and fits(8):
+        return 8  # (WIDE_BF16_MEASURED's cell; else its 4-vector as before)
+    return v if fits(v) else 1
 
 
 def plan(op: NormalizeRowsOp, target: Target, *, group: int, block: int, items: int, unroll: int = 4,
