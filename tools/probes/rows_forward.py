@@ -1362,6 +1362,15 @@ def q16_overridden(overrides: list, setting, kind: str, n: int):
         row_kernels._KERNELS.clear()
 
 
+def q16_regs(k) -> str:
+    """ptxas's ``R / S`` (:func:`ptxas_info`) and the CTAs a multiprocessor holds by those
+    registers (:func:`resident_ctas`; rows_bulk's shared memory may hold fewer): the rows in
+    flight of a CTA a row."""
+    info = ptxas_info(k)
+    used = info.split(" / ")[0]
+    return f"{info}, {resident_ctas(used, k.signature.launch.block[0])} a SM" if used.isdigit() else info
+
+
 def q16_kw(kind: str) -> dict:
     """row_kernels.kernel_for's keywords of ``kind`` bfloat16 (the weight and bias of a norm)."""
     if kind == "rms_norm":
@@ -1395,7 +1404,8 @@ def quack16(args) -> int:
     torch = None
     if not args.dry_run:
         import torch
-    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill | threads x cluster | err | inv, ok |")
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill, CTAs | threads x cluster | err | "
+          "inv, ok |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
     failed = 0
     verdicts: list[str] = []
@@ -1428,7 +1438,7 @@ def quack16(args) -> int:
                     failed += not ok
                     launch = k.signature.launch
                     print(f"| {kind} | bfloat16 | {n} | | {name} ({v if st is None else 'rows_bulk'}) | "
-                          f"{'ok' if ok else 'FAILED ' + log.splitlines()[0]} | | {ptxas_info(k)} | "
+                          f"{'ok' if ok else 'FAILED ' + log.splitlines()[0]} | | {q16_regs(k)} | "
                           f"{launch.block[0]} x {launch.cluster[0]} |", flush=True)
             continue
         _, x, y, w, bvec = cell_tensors(torch, n, "bfloat16")
@@ -1463,7 +1473,7 @@ def quack16(args) -> int:
                         base_err = err
                     sound = inv and err <= LSM_TOL and err <= 2 * max(base_err, 1e-7)
                     launch = k.signature.launch
-                    runs.append((name, call, ptxas_info(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
+                    runs.append((name, call, q16_regs(k), f"{launch.block[0]} x {launch.cluster[0]}", err,
                                  f"{'yes' if inv else 'NO'}, {'ok' if sound else 'NOT OK'}"))
                     judged.append((name, err, sound, flip))
                 except Exception as e:  # noqa: BLE001 - the row says why
