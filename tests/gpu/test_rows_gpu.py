@@ -283,6 +283,32 @@ def test_batch_invariance(n, variant, dtype, kind, rng):
     assert torch.equal(_ours(kind, big, **kw, variant=variant), y_big)  # run to run
 
 
+@pytest.mark.parametrize("kind", ["softmax", "rms_norm", "layer_norm"])
+@pytest.mark.parametrize("n,dtype", [(4096, "bfloat16"), (16384, "bfloat16"), (4096, "float16"), (16384, "float16")])
+def test_the_quack16_cells(kind, n, dtype, rng):
+    """The cells the eighth session's probe (--set quack16) moved to a CTA a row: bfloat16
+    (float16 as bfloat16) softmax / rms_norm / layer_norm at 4096 (softmax and layer_norm on
+    rows_bulk, rms_norm on rows_cta in a grid of M with 16-byte vectors) and 16384 (rows_cta,
+    a grid of M, unpipelined; layer_norm 128 threads of 128 values): within _check's bounds of
+    float64 (with torch's own error), and the same rows alone, in a batch of 7 and in a batch
+    of 3000 give the same bits, twice."""
+    torch = _torch()
+    g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
+    dt = getattr(torch, dtype)
+    m = 3000
+    big = (torch.randn(m, n, device=DEV, generator=g) * 3 + 0.5).to(dt)
+    w = b = eps = None
+    if kind != "softmax":
+        w, eps = torch.randn(n, device=DEV, generator=g).to(dt), 1e-5
+        b = torch.randn(n, device=DEV, generator=g).to(dt) if kind == "layer_norm" else None
+    y_big = _ours(kind, big, w, b, eps)
+    _check(torch, kind, big[:97], y_big[:97], w, b, eps)
+    assert torch.equal(_ours(kind, big[1000:1007].clone(), w, b, eps), y_big[1000:1007])
+    for r in (0, 1003, m - 1):
+        assert torch.equal(_ours(kind, big[r:r + 1].clone(), w, b, eps)[0], y_big[r]), r
+    assert torch.equal(_ours(kind, big, w, b, eps), y_big)  # run to run
+
+
 # region The kernels of row_kernels.kernel_for: one kernel for every M, the backward kinds
 
 

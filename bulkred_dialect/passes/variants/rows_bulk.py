@@ -282,6 +282,13 @@ _ROW = Setting(65536, 512, 2, False, 1)  # a unit per row of 64 KiB slices (the 
 _NOT_CE = ("softmax", "log_softmax", "rms_norm", "layer_norm")  # (cross_entropy reads its row once in rows_stream)
 
 CHOSEN: list[tuple[str, tuple[str, ...] | None, int, int, Setting | None]] = [
+    # (tools/probes/rows_forward.py --set quack16 on an H200, the eighth session of 2026-11-29, x copy, median of 5
+    # rounds: the dispatch's rows_cta -> a CTA a row, the row in shared memory, passes over it) softmax bfloat16
+    # 4096 0.900 -> 0.981 (256 threads, fast exp, the sum folded, words); layer_norm bfloat16 4096 0.925 -> 0.973
+    # (128 threads, .minnctapersm 10, the statistics in one pass about each thread's shift)
+    (BF16.name, ("softmax",), 4096, 4096,
+     Setting(8192, 256, None, False, 1, fast_exp=True, fold_sum=True, words=True)),
+    (BF16.name, ("layer_norm",), 4096, 4096, Setting(8192, 128, 10, False, 1, one_pass="local", words=True)),
     # (tools/probes/rows_sweep.py on an H200, the seventh session of 2026-11-29, x copy: the dispatch's ->
     # this row) cross_entropy bfloat16 16384 (rows_cta) 0.902 -> 0.960; add_rms_norm float32 65536
     # (rows_cluster) 0.907 -> 0.943

@@ -234,10 +234,14 @@ split into two float32 by shifts; stores packed back into words) instead of 8-by
 ``ld.v4.b16``: measured on an H200 (docs/rows.md), no faster (0 to 4.6% slower in 8 cells),
 so off."""
 
-WIDE_BF16_MEASURED: dict = {}
+WIDE_BF16_MEASURED: dict = {
+    # (the eighth session's --set quack16 on an H200: rms_norm bfloat16 4096 / 16384 with rows_cta's CTA a row,
+    # rows_cta.CTAS_PER_SM_MEASURED)
+    ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
+}
 """:data:`WIDE_BF16` by ``(kind, "bfloat16")``: the ranges (N from, N to) where its rows move in
-16-byte vectors (Quack's copies; tools/probes/rows_forward.py ``--set quack16``); none
-measured yet (a function of the kind, N and the type, never M)."""
+16-byte vectors (Quack's copies; tools/probes/rows_forward.py ``--set quack16``; a function of
+the kind, N and the type, never M; bfloat16 only)."""
 
 
 @dataclass(frozen=True)
@@ -1003,6 +1007,11 @@ them are the same (bits identical to the default). The same as rows_backward.PIP
 for the norms' backward."""
 
 FORWARD_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int, bool], ...]] = {
+    # (the eighth session's --set quack16, rows_cta.CTAS_PER_SM_MEASURED's cells: a CTA a row, a grid of M,
+    # unpipelined: the registers pipelining holds cost the rows in flight a multiprocessor)
+    ("softmax", BF16.name): ((16384, 16384, False),),
+    ("rms_norm", BF16.name): ((4096, 4096, False), (16384, 16384, False)),
+    ("layer_norm", BF16.name): ((16384, 16384, False),),
     BF16.name: ((1, 16384, True),),  # rows_warp and rows_cta: x copy, e.g. softmax 1024 0.923 -> 0.955, layer_norm 16384 0.610 -> 0.947
     F32.name: ((1, 1024, True),),  # rows_warp (every kind +0.5 to 1%); rows_cta not: add_rms_norm 16384 0.942 -> 0.851
 }
@@ -1262,6 +1271,9 @@ CTA_ONE_BARRIER_MEASURED: dict = half_as_bfloat16({
     # (AFFINE_HELD_MEASURED's run: with the weight held)
     ("layer_norm", BF16.name): ((4096, 4096),),
     ("add_rms_norm", BF16.name): ((4096, 4096),),
+    # (the eighth session's --set quack16, with rows_cta.CTAS_PER_SM_MEASURED's a CTA a row)
+    ("softmax", BF16.name): ((16384, 16384),),
+    ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
 })
 """:data:`CTA_ONE_BARRIER` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""

@@ -60,6 +60,15 @@ CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = 
     # 8 CTAs a multiprocessor: 0.629 -> 0.785 (without the grid 0.765, 256 threads max first 0.714);
     # float16 as bfloat16 0.624 -> 0.788 (its best, 32 threads a row, 0.790: within the spread)
     ("cross_entropy", BF16.name): ((4097, 4097, 8),),
+    # tools/probes/rows_forward.py --set quack16 on an H200, the eighth session (docs/rows_probes_h200_run8.log),
+    # x copy, median of 5 rounds: a CTA a row, a grid of M (1 << 20: no cap; the hardware refills the
+    # multiprocessors, as Quack's grid), unpipelined (rows_common.FORWARD_MEASURED), one barrier a reduction
+    # (CTA_ONE_BARRIER_MEASURED), rms_norm's 16-byte vectors (WIDE_BF16_MEASURED): bfloat16 rms_norm 4096
+    # 0.922 -> 0.993, 16384 0.927 -> 0.987; softmax 16384 0.921 -> 0.982; layer_norm 16384 with Quack's
+    # 128 threads of 128 values (VALUES_MEASURED) and .minnctapersm 3 (MIN_CTAS_MEASURED) 0.916 -> 0.965
+    ("rms_norm", BF16.name): ((4096, 4096, 1 << 20), (16384, 16384, 1 << 20)),
+    ("softmax", BF16.name): ((16384, 16384, 1 << 20),),
+    ("layer_norm", BF16.name): ((16384, 16384, 1 << 20),),
 })
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M):
 a grid no larger than the CTAs resident at once (36 registers a thread hold 6 CTAs of 256
@@ -75,7 +84,9 @@ flight per row, fewer registers a thread). The probe's setting
 VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     # tools/probes/rows_forward_norms.py on an H200, 2026-11-29: layer_norm bfloat16 16384 with LAYER_NORM_FAST
     # 0.899 -> 0.918 of copy at 16 values (1024 threads)
-    ("layer_norm", BF16.name): ((8193, 16384, 16),),
+    # (the eighth session's --set quack16: layer_norm bfloat16 16384 at Quack's 128 threads of 128 values,
+    # CTAS_PER_SM_MEASURED's row; 8193 to 16383 keep 16)
+    ("layer_norm", BF16.name): ((16384, 16384, 128), (8193, 16384, 16)),
     # (--set words, 2026-11-29, sixth session) cross_entropy bfloat16 16384 with rows_common.EXP_MAX_FIRST at 64
     # values (256 threads, 117 registers, no spill): 0.899 -> 0.967 of copy
     ("cross_entropy", BF16.name): ((16384, 16384, 64),
@@ -114,6 +125,7 @@ MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     # (the same run) layer_norm float32 16384 with LAYER_NORM_FAST 0.880 -> 0.926 of copy at 2 CTAs (64 registers,
     # no spill); cross_entropy bfloat16 16384 on rows_cta with FAST_EXP 0.708 -> 0.858 (rows_bulk, before: 0.716)
     ("layer_norm", F32.name): ((8193, 16384, 2),),
+    ("layer_norm", BF16.name): ((16384, 16384, 3),),  # (the eighth session's quack16: CTAS_PER_SM_MEASURED's row)
     ("cross_entropy", BF16.name): ((4096, 4096, 7), (4097, 4097, 8), (8193, 16384, 2)),  # (4096, FAST_EXP's final form: 0.923 -> 0.939)
     # (tools/probes/rows_ce.py --set odd, 2026-11-29, sixth session) cross_entropy 4097 at 8 CTAs of 256 (its grid's
     # 8 a multiprocessor all resident, one wave; 28 to 32 registers, no spill): float32 0.922 -> 0.979, bfloat16

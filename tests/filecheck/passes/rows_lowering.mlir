@@ -15,21 +15,23 @@
 // EXPLAIN: //   rows_cta      20        row_length      FAIL     N <= 16384{{.*}}N = 50000 (float32, limit 16384)
 // EXPLAIN: //   rows_cluster  15        row_in_cluster  ok       <= 32 values per thread in 16 CTAs of 512{{ +}}N = 50000: 8 CTAs of 256 threads, 28 values each
 // EXPLAIN: // chosen: rows_cluster
-// 128 threads hold a row of 4096 (8 vectors of 4 each); 16 CTAs per multiprocessor
-// EXPLAIN: func.func @rms_norm({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [2112], block = [128], cluster = [1]>, bulkred.align = [8 : i64, 8 : i64, 8 : i64, 1 : i64]}
-// pipelined (rows_common.FORWARD_MEASURED, bfloat16 to 16384): the first row's 8 vectors
-// loaded before the loop over rows (bfloat16 pairs in 32-bit words), each next row's in the
-// loop before this row's reduction; the weight's 8 before the loop too, held in words for
-// every row (rows_common.AFFINE_HELD, measured for bfloat16 rms_norm at 4096): none in the loop
-// EXPLAIN-COUNT-16: ptx.ld.vec nc b32
+// 128 threads hold a row of 4096 (4 vectors of 8 each, 16 bytes: rows_common.WIDE_BF16_MEASURED);
+// a CTA a row in a grid of M (rows_cta.CTAS_PER_SM_MEASURED: the hardware refills the
+// multiprocessors, as Quack's grid), both measured for bfloat16 rms_norm at 4096 on an H200
+// EXPLAIN: func.func @rms_norm({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [4096], block = [128], cluster = [1]>, bulkred.align = [16 : i64, 16 : i64, 16 : i64, 1 : i64]}
+// unpipelined (rows_common.FORWARD_MEASURED's cell): the weight's 4 vectors loaded before the
+// loop over rows, held in words for every row (rows_common.AFFINE_HELD), the row's 4 in the
+// loop; the CTA's sum in one barrier (rows_common.CTA_ONE_BARRIER)
+// EXPLAIN-COUNT-4: ptx.ld.vec nc b32
 // EXPLAIN: scf.for
-// EXPLAIN-COUNT-8: ptx.ld.vec nc b32
+// EXPLAIN-COUNT-4: ptx.ld.vec nc b32
 // EXPLAIN: ptx.shfl.sync bfly
 // EXPLAIN: ptx.bar.sync
+// EXPLAIN-NOT: ptx.bar.sync
 // EXPLAIN: ptx.sqrt rn f32
 // EXPLAIN: ptx.rcp rn f32
 // EXPLAIN-NOT: ptx.ld.vec
-// EXPLAIN: ptx.st.vec b16
+// EXPLAIN: ptx.st.vec b32
 // a cluster of 8 CTAs per row: 64 rows, 512 CTAs
 // EXPLAIN: func.func @softmax({{.*}}) attributes {bulkred.launch = #bulkred.launch<grid = [512], block = [256], cluster = [8]>, bulkred.align = [16 : i64, 16 : i64]}
 // the push exchange: the mbarriers set up before the rows loop (two per statistic, up to
@@ -54,14 +56,15 @@
 // SM100: .target sm_100a
 // PTX: .visible .entry rms_norm(
 // PTX: .reqntid 128, 1, 1
-// PTX: ld.global.nc.v2.b32
+// PTX: ld.global.nc.v4.b32
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync 0;
+// PTX-NOT: bar.sync
 // PTX-NOT: ld.global.nc.v4.b16
 // PTX: rcp.rn.f32
 // PTX: mov.b32 %f{{[0-9]+}}, %r{{[0-9]+}};
 // PTX: cvt.rn.bf16.f32
-// PTX: st.global.v4.b16
+// PTX: st.global.v4.b32
 // PTX: st.global.f32
 // PTX: .visible .entry softmax(
 // PTX: .reqntid 256, 1, 1
