@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from test_rows import lowered, small_ctas  # noqa: F401 (small_ctas: autouse)
 from test_rows_ce_reduction import IGNORE
-from test_rows_ce_speed import ce_reference, ragged_run
+from test_rows_ce_speed import assert_losses_moved, ragged_run
 
 from bulkred_dialect.ops.tile.rows import NormalizeRowsOp
 from bulkred_dialect.passes.variants import rows_common, rows_cta
@@ -76,15 +76,7 @@ def test_odd16_candidates(n: int, dtype: str, first: bool, fewer: bool, monkeypa
     if first:  # (the exps against the row's maximum: no (m, s) pairs' exps in the reductions)
         monkeypatch.setattr(rows_common, "EXP_MAX_FIRST", None)
         assert str(built).count("ptx.ex2") < str(kernel(n, dtype)).count("ptx.ex2")
-    loss, xv, _ = ragged_run("rows_cta", n, dtype, None, x[:m], target[:m], built=built)
-    ref = ce_reference(xv, target[:m])
-    finite = np.isfinite(ref)
-    np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=2e-5 * max(1.0, np.abs(ref[finite]).max()))
-    np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
-    assert loss[3] == 0.0
-    xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run("rows_cta", n, dtype, None, xs, ts, built=built)
-    assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
+    loss = assert_losses_moved("rows_cta", n, dtype, x, target, m, built)
     alone, _, _ = ragged_run("rows_cta", n, dtype, None, x[5:6], target[5:6], built=built)
     assert alone.tobytes() == loss[5:6].tobytes(), "a row's bits depend on M"
 

@@ -240,15 +240,24 @@ def test_step_exps(n: int, dtype: str, ragged: bool | None, monkeypatch) -> None
     monkeypatch.setattr(rows_lower, "STEP_EXPS", True)
     monkeypatch.setattr(rows_lower, "RAGGED_SPLIT", ragged)
     built = ragged_kernel("rows_stream", n, dtype, None, on=ragged)
-    loss, xv, _ = ragged_run("rows_stream", n, dtype, None, x[:m], target[:m], built=built)
+    assert_losses_moved("rows_stream", n, dtype, x, target, m, built)
+
+
+def assert_losses_moved(variant: str, n: int, dtype: str, x: np.ndarray, target: np.ndarray, m: int, built):
+    """``built``'s losses of the first ``m`` rows of ``x`` against float64 (from the values
+    the kernel read), NaN where the reference is, row 3 (ignored) 0, and each row's bits the
+    same moved down by one (the rows of ``x`` rotated: another offset, another M). Returns
+    the losses."""
+    loss, xv, _ = ragged_run(variant, n, dtype, None, x[:m], target[:m], built=built)
     ref = ce_reference(xv, target[:m])
     finite = np.isfinite(ref)
     np.testing.assert_allclose(loss[finite], ref[finite], rtol=0, atol=2e-5 * max(1.0, np.abs(ref[finite]).max()))
     np.testing.assert_array_equal(np.isnan(loss), np.isnan(ref))
     assert loss[3] == 0.0
     xs, ts = np.concatenate([x[m:], x[:m]]), np.concatenate([target[m:], target[:m]])
-    moved, _, _ = ragged_run("rows_stream", n, dtype, None, xs, ts, built=built)
+    moved, _, _ = ragged_run(variant, n, dtype, None, xs, ts, built=built)
     assert moved[1:].tobytes() == loss.tobytes(), "a row's bits depend on its position"
+    return loss
 
 
 # endregion
