@@ -90,6 +90,13 @@ and 16384 (0.91 to 0.93 of copy, Quack 0.96) against Quack's structure (:func:`q
 a row a CTA in a grid of M CTAs, Quack's threads a row, the row in shared memory by rows_bulk),
 each checked against float64 and for batch invariance, a verdict per cell.
 
+``--set quack32`` (:func:`quack32`) times the same families (:func:`q32_candidates`, at most 9 a cell)
+on the other forward cells at N <= 16384 below 0.97 of copy (:data:`Q32_CELLS`: float32 softmax,
+log_softmax, rms_norm, layer_norm, add_rms_norm at 1024, 4096, 16384; bfloat16 log_softmax,
+add_rms_norm, cross_entropy at the three N, softmax, rms_norm, layer_norm at 1024), the same checks
+and timing (5 rounds in turns with the copy, the median), a verdict per cell naming the table entries
+(or NEEDS A NEW SETTING where no table holds it), and where the budget cut the run.
+
 ``--set logsoftmax`` (:func:`logsoftmax`) times log_softmax bfloat16's candidates (N = 262144,
 65536, 16384, 4096, 1024; :func:`lsm_candidates`): rows_common.LOG_SOFTMAX_LSE (y = x - lse),
 softmax bfloat16's and cross_entropy bfloat16's settings (rows_bulk rows, .minnctapersm),
@@ -102,6 +109,7 @@ against the dispatch and beside softmax bfloat16's dispatch, each checked agains
     python3 tools/diag.py rows_forward --set fastexp|affine [--budget-s 150] [--kinds softmax] [--n 262144] [--dry-run]
     python3 tools/diag.py rows_forward --set logsoftmax [--budget-s 130] [--n 65536] [--rounds 5] [--dry-run]
     python3 tools/diag.py rows_forward --set quack16 [--budget-s 130] [--kinds softmax] [--n 4096] [--dry-run]
+    python3 tools/diag.py rows_forward --set quack32 [--budget-s 150] [--kinds add_rms_norm] [--n 1024] [--dtypes float32] [--dry-run]
 """
 
 from __future__ import annotations
@@ -1515,18 +1523,386 @@ def quack16(args) -> int:
     return 1 if failed else 0
 
 
+Q32_CELLS = [("log_softmax", "bfloat16", 16384), ("log_softmax", "bfloat16", 4096), ("softmax", "bfloat16", 1024),
+             ("layer_norm", "float32", 16384), ("add_rms_norm", "float32", 4096), ("softmax", "float32", 16384),
+             ("log_softmax", "float32", 16384), ("add_rms_norm", "bfloat16", 4096), ("cross_entropy", "bfloat16", 4096),
+             ("rms_norm", "float32", 16384), ("add_rms_norm", "float32", 16384), ("add_rms_norm", "bfloat16", 16384),
+             ("add_rms_norm", "bfloat16", 1024), ("layer_norm", "bfloat16", 1024), ("softmax", "float32", 1024),
+             ("log_softmax", "float32", 1024), ("rms_norm", "float32", 1024), ("add_rms_norm", "float32", 1024),
+             ("log_softmax", "bfloat16", 1024), ("rms_norm", "bfloat16", 1024), ("cross_entropy", "bfloat16", 16384),
+             ("layer_norm", "float32", 1024), ("softmax", "float32", 4096), ("log_softmax", "float32", 4096),
+             ("rms_norm", "float32", 4096), ("layer_norm", "float32", 4096), ("cross_entropy", "bfloat16", 1024)]
+"""--set quack32's cells (M x N = 2^28): the forward cells at N <= 16384 below 0.97 of copy that --set
+quack16 left out (docs/benchmarks.md, the seventh session's forward table), the furthest from the copy
+first (past the budget, the last are left out: float32 4096, at 0.98 there)."""
+Q32_GRID_M = 1 << 20
+"""rows_cta / rows_warp CTAS_PER_SM past any M: a CTA (rows_warp: a CTA of warps) a row, no loop."""
+
+
+def q32_today_pipelined(kind: str, dtype: str, n: int) -> bool:
+    """rows_common.FORWARD_MEASURED's value for the cell today (its (kind, type) ranges first)."""
+    from bulkred_dialect.passes.variants import rows_common
+
+    t = rows_common.FORWARD_MEASURED
+    return next((p for lo, hi, p in t.get((kind, dtype), ()) + t.get(dtype, ()) if lo <= n <= hi), False)
+
+
+def q32_candidates(kind: str, dtype: str, n: int, today: str) -> list[tuple[str, list, object, str | None, str]]:
+    """--set quack32's settings of ``kind`` ``dtype`` at N = ``n`` (``today``: the dispatch's variant):
+    (name, module overrides ``[(module, attribute, value)]``, the rows_bulk.Setting forced for the cell
+    or None, the variant forced or None, what to flip where it wins), at most 9: quack16's families
+    (:func:`q16_candidates`) that apply to the cell.
+
+    N >= 4096: rows_cta a row a CTA (a grid of M CTAs, unpipelined, one barrier a reduction; bfloat16
+    also in 16-byte vectors), Quack's threads a row (4096: 64 threads of 64 values; 16384: 128 threads of
+    128 values, .minnctapersm 3), the threads of 16 values (4096: 256) or 64 (16384: 256); rows_bulk a CTA
+    a row with passes over shared memory (the row's bytes a slice, one buffer; words, fast exp, softmax's
+    fold, layer_norm's local pass) at two CTA sizes, and at the smaller with the .minnctapersm that the
+    shared memory holds (at most 56 registers a thread). N = 1024: rows_warp's grid of M / 8 CTAs (a warp
+    a row, no loop; also 128-thread CTAs: Quack's 4 rows a CTA), bfloat16's 16-byte vectors; rows_cta a row
+    a CTA of 128 or 64 threads (grid M, unpipelined, one barrier; persistent), rows_bulk a CTA a row of 128.
+    A flip that no table holds today says NEEDS A NEW SETTING (bulkred_dialect/ is the lead's)."""
+    from bulkred_dialect.passes.variants import rows_bulk, rows_common, rows_cta, rows_warp
+
+    dt = "F32" if dtype == "float32" else "BF16"
+    key = f"(\"{kind}\", {dt}.name)"
+    bf16 = dtype == "bfloat16"
+    out: list[tuple[str, list, object, str | None, str]] = [("dispatch", [], None, None, "")]
+    grid = [(rows_cta, "CTAS_PER_SM", Q32_GRID_M)]
+    unpiped = [(rows_common, "FORWARD_PIPELINE", False)]
+    one_bar = [(rows_common, "CTA_ONE_BARRIER", True)]
+    wide = [(rows_common, "WIDE_BF16", True)]
+    f_grid = f"rows_cta.CTAS_PER_SM_MEASURED[{key}] += (({n}, {n}, {Q32_GRID_M}),)"
+    f_unpiped = (f"rows_common.FORWARD_MEASURED[{key}] += (({n}, {n}, False),)"
+                 if q32_today_pipelined(kind, dtype, n) else "")  # (float32 past 1024: unpipelined today)
+    f_bar = f"rows_common.CTA_ONE_BARRIER_MEASURED[{key}] += (({n}, {n}),)"
+    f_wide = f"rows_common.WIDE_BF16_MEASURED[{key}] += (({n}, {n}),)"
+    if today == "rows_cta":
+        f_cta = ""
+    elif today == "rows_bulk":
+        f_cta = f"rows_bulk.CHOSEN: its row holding ({dt}.name, \"{kind}\", {n}) no longer takes the cell (rows_cta then)"
+    else:
+        f_cta = (f"NEEDS A NEW SETTING: no table makes the dispatch take rows_cta over {today} at N = {n} "
+                 f"(rows_warp's priority 30, rows_cta's 20)")
+    forced = None if today == "rows_cta" else "rows_cta"
+
+    def flips(*parts: str) -> str:
+        return "; ".join(p for p in parts if p)
+
+    def cta(name: str, ov: list, *fl: str, vec16: bool = False) -> None:
+        if vec16:
+            out.append((f"{name}, 16-byte vectors", ov + wide, None, forced, flips(f_cta, *fl, f_wide)))
+        else:
+            out.append((name, ov, None, forced, flips(f_cta, *fl)))
+
+    def values(v: int) -> tuple[list, str]:
+        return [(rows_cta, "VALUES", v)], f"rows_cta.VALUES_MEASURED[{key}] gains ({n}, {n}, {v}) first"
+
+    def min_ctas(c: int) -> tuple[list, str]:
+        return [(rows_cta, "MIN_CTAS", c)], f"rows_cta.MIN_CTAS_MEASURED[{key}] gains ({n}, {n}, {c}) first"
+
+    def min_block(b: int) -> tuple[list, str]:
+        return [(rows_cta, "MIN_BLOCK", b)], f"rows_cta.MIN_BLOCK_MEASURED[{key}] = (({n}, {n}, {b}),)"
+
+    base = grid + unpiped + one_bar
+    f_base = (f_grid, f_unpiped, f_bar)
+    if n >= 4096:
+        cta("rows_cta, a row a CTA (grid M), unpipelined, one barrier", base, *f_base)
+        if bf16:
+            cta("rows_cta, a row a CTA (grid M), unpipelined, one barrier", base, *f_base, vec16=True)
+        if n == 4096:
+            (vo, vf), (bo, bf) = values(64), min_block(64)
+            cta("rows_cta, Quack's 64 threads of 64 values, a row a CTA, unpipelined, one barrier", bo + vo + base,
+                bf, vf, *f_base)
+            vo, vf = values(16)
+            cta("rows_cta, 256 threads of 16 values, a row a CTA, unpipelined, one barrier", vo + base, vf, *f_base)
+        else:
+            (vo, vf), (mo, mf) = values(128), min_ctas(3)
+            cta("rows_cta, Quack's 128 threads of 128 values, a row a CTA, unpipelined, min 3 CTAs, one barrier",
+                vo + mo + base, vf, mf, *f_base)
+            vo, vf = values(64)
+            cta("rows_cta, 256 threads of 64 values, a row a CTA, unpipelined, one barrier", vo + base, vf, *f_base)
+            if kind not in ("softmax", "layer_norm"):  # (512 threads of 77 to 96 registers: one CTA a SM; softmax
+                # float32 60 registers holds 2, layer_norm float32 has MIN_CTAS_MEASURED's 2; ptxas)
+                mo, mf = min_ctas(2)
+                cta("rows_cta, a row a CTA (grid M), unpipelined, one barrier, min 2 CTAs", mo + base, mf, *f_base)
+    else:  # 1024: rows_warp (the dispatch), a warp a row
+        f_wgrid = ("NEEDS A NEW SETTING: rows_warp.CTAS_PER_SM has no per-cell table (rows_warp.CTAS_PER_SM_MEASURED "
+                   f"{key}: (({n}, {n}, {Q32_GRID_M}),) would be new)")
+        wgrid = [(rows_warp, "CTAS_PER_SM", Q32_GRID_M)] + unpiped
+        if bf16:
+            out.append(("rows_warp, 16-byte vectors", wide, None, None, f_wide))
+        out.append(("rows_warp, a warp a row, grid M / 8 (no loop), unpipelined", wgrid, None, None,
+                    flips(f_wgrid, f_unpiped)))
+        out.append(("rows_warp, a warp a row, CTAs of 128 (Quack's 4 rows a CTA), grid M / 4, unpipelined",
+                    wgrid + [(rows_warp, "BLOCK", 128)], None, None,
+                    flips(f_wgrid, "NEEDS A NEW SETTING: rows_warp.BLOCK has no per-cell table (128 here)", f_unpiped)))
+        cta("rows_cta, 128 threads of 8 values, a row a CTA (grid M), unpipelined, one barrier", base, *f_base)
+        bo, bf = min_block(64)
+        cta("rows_cta, 64 threads of 16 values, a row a CTA (grid M), unpipelined, one barrier", bo + base, bf, *f_base)
+        if bf16:
+            cta("rows_cta, 64 threads of 16 values, a row a CTA (grid M), unpipelined, one barrier", bo + base, bf,
+                *f_base, vec16=True)
+        cta("rows_cta, 64 threads of 16 values, persistent (32 CTAs a SM), one barrier", bo + one_bar, bf, f_bar)
+    # rows_bulk: the row in shared memory (cp.async.bulk), a CTA a row, passes over it
+    exp = kind in ("softmax", "log_softmax", "cross_entropy")
+    size = n * (2 if bf16 else 4)
+    copied = 2 if kind == "add_rms_norm" else 1
+    passes = rows_bulk.Setting(size, 128, None, False, 1, fast_exp=exp, fold_sum=kind == "softmax", words=bf16,
+                               one_pass="local" if kind == "layer_norm" else None)
+    small = 128 if n <= 4096 else 256
+    # (quack16, bfloat16 16384: 512 threads slower than 256, 0.86 to 0.95 against 0.87 to 0.97)
+    blocks = [small] if n == 1024 or (bf16 and n == 16384) else [small, 2 * small]
+    if today == "rows_warp":
+        f_bulk = (f"NEEDS A NEW SETTING: rows_bulk (priority 25) never beats rows_warp (30) at N = {n}; "
+                  f"rows_bulk.CHOSEN gains ({dt}.name, (\"{kind}\",), {n}, {n}, {{}})")
+    else:
+        f_bulk = f"rows_bulk.CHOSEN gains ({dt}.name, (\"{kind}\",), {n}, {n}, {{}}) above its rows"
+    for block in blocks:
+        st = replace_setting(passes, block=block)
+        out.append((f"bulk, a CTA a row, passes over shared memory ({block} threads)", [], st, "rows_bulk",
+                    f_bulk.format(repr(st))))
+    fit = min(227 * 1024 // (copied * size + 1024), 2048 // small, 65536 // (56 * small))
+    if n > 1024 and fit >= 2:
+        st = replace_setting(passes, block=small, min_ctas=fit)
+        out.append((f"bulk, a CTA a row, passes over shared memory, min {fit} CTAs ({small} threads)", [], st,
+                    "rows_bulk", f_bulk.format(repr(st))))
+    return out
+
+
+def replace_setting(st, **kw):
+    """dataclasses.replace of a rows_bulk.Setting."""
+    from dataclasses import replace
+
+    return replace(st, **kw)
+
+
+@contextlib.contextmanager
+def q32_overridden(overrides: list, setting, kind: str, dtype: str, n: int):
+    """:func:`q16_overridden` for ``dtype``: each ``(module, attribute, value)`` set, rows_bulk.CHOSEN
+    with ``setting`` first for the cell (where not None), row_kernels' kernels forgotten; then all
+    restored."""
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.passes.variants import rows_bulk
+
+    saved = [(m, a, getattr(m, a)) for m, a, _ in overrides]
+    chosen = list(rows_bulk.CHOSEN)
+    try:
+        for m, a, v in overrides:
+            setattr(m, a, v)
+        if setting is not None:
+            rows_bulk.CHOSEN[:] = [(dtype, (kind,), n, n, setting)] + chosen
+        row_kernels._KERNELS.clear()
+        yield
+    finally:
+        for m, a, v in saved:
+            setattr(m, a, v)
+        rows_bulk.CHOSEN[:] = chosen
+        row_kernels._KERNELS.clear()
+
+
+def q32_kw(kind: str, dtype: str) -> dict:
+    """row_kernels.kernel_for's keywords of ``kind`` in ``dtype``."""
+    if kind in ("rms_norm", "add_rms_norm"):
+        return {"weight": dtype, "eps": EPS}
+    if kind == "layer_norm":
+        return {"weight": dtype, "bias": dtype, "eps": EPS}
+    if kind == "cross_entropy":
+        return {"ignore_index": -100}
+    return {}
+
+
+def q32_verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: list[float]) -> str:
+    """One cell's verdict line: ``judged`` (name, err, sound, flip) of the dispatch (first) and each
+    setting, ``ratios`` their GB/s over the copy's: the fastest sound setting where 1% or more over the
+    dispatch, with the table entries to set; else keep the dispatch."""
+    if not judged or len(ratios) != len(judged) or not judged[0][0].startswith("dispatch"):
+        return f"- {kind} {dtype} {n}: no verdict (the dispatch failed)"
+    best = max(((r, j) for r, j in zip(ratios[1:], judged[1:]) if j[2]), default=None, key=lambda t: t[0])
+    top = max(ratios[0], best[0] if best else 0.0)
+    goal = f" [issue 30's 0.97: {'reached' if top >= 0.97 else 'not reached'}]"
+    if best is None or best[0] < 1.01 * ratios[0]:
+        return f"- {kind} {dtype} {n}: keep the dispatch ({judged[0][0]}, {ratios[0]:.3f} of copy){goal}"
+    return (f"- {kind} {dtype} {n}: {best[1][0]}, {best[0]:.3f} of copy against {ratios[0]:.3f} "
+            f"({judged[0][0]}){goal}: {best[1][3] or 'no table (the dispatch as it is)'}")
+
+
+def quack32(args) -> int:
+    """``--set quack32`` (issue 30, section 4): the forward cells at N <= 16384 below 0.97 of copy
+    that --set quack16 left out (:data:`Q32_CELLS`, or ``--kinds`` / ``--n`` / ``--dtypes``), M x N =
+    2^28, each setting of :func:`q32_candidates` against the dispatch on the same tensors, timed in turns
+    with the copy kernel ``--rounds`` times (the median; spread: (max - min) / median); each output
+    checked first on the GPU against float64 (64 rows; ``err``: the largest error over the largest |y|,
+    cross_entropy's losses; add_rms_norm's residual_out too; ``ok``: within tests/test_rows.check's bound
+    of the type (cross_entropy's losses: 1e-4), at most 4x the dispatch's) and for batch invariance (rows
+    3 to 7 alone give the same bits, ``inv``); then per cell the fastest sound setting and the table
+    entries to set (1% or more over the dispatch). ``--dry-run``: build and assemble each kernel for
+    sm_90a (no GPU)."""
+    import statistics
+
+    from bulkred_dialect import row_kernels
+    from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import choose
+
+    t0 = time.time()
+    kinds = args.kinds.split(",") if args.kinds else None
+    ns = [int(v) for v in args.n.split(",")] if args.n else None
+    dtypes = args.dtypes.split(",") if args.dtypes else None
+    cells = [(k, d, n) for k, d, n in Q32_CELLS
+             if (kinds is None or k in kinds) and (ns is None or n in ns) and (dtypes is None or d in dtypes)]
+    torch = None
+    if not args.dry_run:
+        import torch
+    gpu = DEVICE == "cuda"
+    print("| op | dtype | N | copy GB/s | setting | GB/s | /copy | regs / spill, CTAs | threads x cluster | err | "
+          "inv, ok |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
+    failed = 0
+    verdicts: list[str] = []
+    cut = None
+
+    def variant_of(kind: str, dtype: str, n: int, kw: dict) -> str:
+        op = next(o for o in row_kernels.module(kind, None, n, dtype, **kw).walk() if o.name == "bulkred.normalize_rows")
+        return choose(op, Target.parse("sm_90a")).name
+
+    for ci, (kind, dtype, n) in enumerate(cells):
+        if time.time() - t0 > args.budget_s:
+            if cut is None:
+                cut = ci
+            print(f"| {kind} | {dtype} | {n} | skipped: budget |")
+            verdicts.append(f"- {kind} {dtype} {n}: not measured (budget)")
+            continue
+        kw = q32_kw(kind, dtype)
+        today = variant_of(kind, dtype, n, kw)
+        cands = q32_candidates(kind, dtype, n, today)
+        if args.dry_run:
+            for name, ov, st, forced, _ in cands:
+                with q32_overridden(ov, st, kind, dtype, n):
+                    try:
+                        k = row_kernels.kernel_for(kind, None, n, dtype, variant=forced, **kw)
+                        v = forced or variant_of(kind, dtype, n, kw)
+                    except Exception as e:  # noqa: BLE001 - the row says why
+                        failed += 1
+                        print(f"| {kind} | {dtype} | {n} | | {name} | FAILED: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:160]} |", flush=True)
+                        continue
+                    ok, log = ptxas_accepts(k.module.ptx, "sm_90a")
+                    failed += not ok
+                    launch = k.signature.launch
+                    print(f"| {kind} | {dtype} | {n} | | {name} ({v}) | {'ok' if ok else 'FAILED ' + log.splitlines()[0]} "
+                          f"| | {q16_regs(k)} | {launch.block[0]} x {launch.cluster[0]} |", flush=True)
+            continue
+        m, x, y, w, bvec = cell_tensors(torch, n, dtype, DEVICE)
+        rows = 64
+        outs, outs5, tensors = [y], [torch.empty_like(x[:5])], 2
+        xd = x[:rows].double()
+        if kind == "softmax":
+            extra, extra5, refs = [], [], [torch.softmax(xd, -1)]
+        elif kind == "log_softmax":
+            extra, extra5, refs = [], [], [torch.log_softmax(xd, -1)]
+        elif kind == "rms_norm":
+            extra, extra5, refs = [w], [w], [torch.nn.functional.rms_norm(xd, (n,), w.double(), EPS)]
+        elif kind == "layer_norm":
+            extra, extra5 = [w, bvec], [w, bvec]
+            refs = [torch.nn.functional.layer_norm(xd, (n,), w.double(), bvec.double(), EPS)]
+        elif kind == "add_rms_norm":
+            res = torch.randn(m, n, device=DEVICE, dtype=torch.float32).to(x.dtype)
+            hout = torch.empty_like(x)
+            outs, outs5, tensors = [y, hout], outs5 + [torch.empty_like(x[:5])], 4
+            extra, extra5 = [res, hout, w], [res[3:8], outs5[1], w]
+            h = (x[:rows] + res[:rows]).double()  # (residual_out: x + residual in the type, as torch's)
+            refs = [torch.nn.functional.rms_norm(h, (n,), w.double(), EPS), h]
+        else:
+            target = torch.randint(0, n, (m,), device=DEVICE)
+            loss = torch.empty(m, device=DEVICE)
+            outs, outs5, tensors = [loss], [torch.empty(5, device=DEVICE)], 1
+            extra, extra5 = [], []
+            refs = [torch.nn.functional.cross_entropy(xd, target[:rows], reduction="none")]
+        tol = 1e-4 if kind == "cross_entropy" else 1.6e-2 if dtype == "bfloat16" else \
+            4e-6 if kind == "log_softmax" else 2e-6
+        runs, judged = [], []  # judged: (name, err, sound, flip)
+        base_err = None
+        for name, ov, st, forced, flip in cands:
+            with q32_overridden(ov, st, kind, dtype, n):
+                try:
+                    k = row_kernels.kernel_for(kind, None, n, dtype, variant=forced, **kw)
+                    if name == "dispatch":
+                        name = f"dispatch: {today}"
+                    if kind == "cross_entropy":
+                        call = lambda k=k: k(x, target, loss)  # noqa: E731
+                        call5 = lambda k=k: k(x[3:8], target[3:8], outs5[0])  # noqa: E731
+                    else:
+                        call = lambda k=k: k(x, y, *extra)  # noqa: E731
+                        call5 = lambda k=k: k(x[3:8], outs5[0], *extra5)  # noqa: E731
+                    for o in outs + outs5:
+                        o.fill_(float("nan"))
+                    call()
+                    call5()
+                    if gpu:
+                        torch.cuda.synchronize()
+                    err = 0.0
+                    ok = True
+                    for o, ref in zip(outs, refs):
+                        diff = (o[:rows].double() - ref).abs().max().item()
+                        scale = ref.abs().max().item()
+                        err = max(err, diff / max(scale, 1e-30))
+                        ok = ok and diff <= tol * max(1.0, scale)  # (NaN: not ok)
+                    inv = all(torch.equal(a.view(torch.uint8), b[3:8].view(torch.uint8)) for a, b in zip(outs5, outs))
+                    if base_err is None:
+                        base_err = err
+                    sound = inv and ok and err <= 4 * max(base_err, 1e-6)
+                    launch = k.signature.launch
+                    runs.append((name, call, q16_regs(k) if gpu else "-", f"{launch.block[0]} x {launch.cluster[0]}",
+                                 err, f"{'yes' if inv else 'NO'}, {'ok' if sound else 'NOT OK'}"))
+                    judged.append((name, err, sound, flip))
+                except Exception as e:  # noqa: BLE001 - the row says why
+                    failed += 1
+                    print_failed(kind, dtype, n, name, e)
+        calls = [lambda: torch.mul(x, 1.0, out=y)] + [r[1] for r in runs]
+        times: list[list[float]] = [[] for _ in calls]
+        for _ in range(args.rounds):  # in turns: the copy, then each setting
+            for i, fn in enumerate(calls):
+                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
+        med = [statistics.median(t) for t in times]
+        copy_gbs = 2 * x.numel() * x.element_size() / med[0] / 1e3
+        nbytes = tensors * x.numel() * x.element_size()  # (x read, y written; add_rms_norm's residual, residual_out)
+        ratios = []
+        for (name, _, a, b, err, last), t, us in zip(runs, times[1:], med[1:]):
+            gbs = nbytes / us / 1e3
+            ratios.append(gbs / copy_gbs)
+            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
+                  f"{b} | {err:.1e} | {last}, spread {(max(t) - min(t)) / us:.3f} |", flush=True)
+        verdicts.append(q32_verdict(kind, dtype, n, judged, ratios))
+        del x, y, xd, refs, runs, outs, outs5, extra, extra5
+        if gpu:
+            torch.cuda.empty_cache()
+    if cut is not None:
+        print(f"\nthe budget ({args.budget_s:g} s) cut the run at cell {cut + 1} of {len(cells)}: "
+              f"{' '.join(map(str, cells[cut]))} and the {len(cells) - cut - 1} after it not measured")
+    if verdicts:
+        print("\nquack32 verdict (the fastest sound setting of each cell, 1% or more over the dispatch; each stays off "
+              "until then; float16 follows bfloat16's entries):")
+        for line in verdicts:
+            print(line)
+    print(f"probe time: {time.time() - t0:.0f} s")
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="all", choices=("long", "short", "all"))
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
     ap.add_argument("--set", default="variants",
-                    choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax", "quack16"))
-    ap.add_argument("--kinds", help="--set pipeline, long, passes, quack16: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax, quack16: these N only (comma-separated)")
+                    choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax", "quack16",
+                             "quack32"))
+    ap.add_argument("--kinds", help="--set pipeline, long, passes, quack16, quack32: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax, quack16, quack32: these N only (comma-separated)")
+    ap.add_argument("--dtypes", help="--set quack32: these element types only (comma-separated)")
     ap.add_argument("--dry-run", action="store_true",
-                    help="--set passes, fastexp, affine, logsoftmax, quack16: build and assemble each kernel; no GPU")
+                    help="--set passes, fastexp, affine, logsoftmax, quack16, quack32: build and assemble each kernel; no GPU")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="--set logsoftmax, quack16: the rounds of timing in turns (the median kept)")
+                    help="--set logsoftmax, quack16, quack32: the rounds of timing in turns (the median kept)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "passes":
@@ -1538,6 +1914,9 @@ def main() -> int:
     if args.set == "quack16":
         args.budget_s = 130.0 if args.budget_s is None else args.budget_s
         return quack16(args)
+    if args.set == "quack32":
+        args.budget_s = 150.0 if args.budget_s is None else args.budget_s
+        return quack32(args)
     if args.set in ("fastexp", "affine"):
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         if args.set == "fastexp":
