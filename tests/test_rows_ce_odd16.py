@@ -88,7 +88,7 @@ def test_the_measured_cell_and_the_table_takes_its_cell(monkeypatch) -> None:
     MIN_BLOCK_MEASURED (empty) is not in use. MIN_BLOCK_MEASURED's entry changes its own
     cell's kernel only (the CTA's threads), and float16 follows bfloat16's entry
     (half_as_bfloat16)."""
-    assert rows_cta.MIN_BLOCK_MEASURED == {}
+    assert not any(k[0] == "cross_entropy" for k in rows_cta.MIN_BLOCK_MEASURED)  # (add_rms_norm's 4096 only)
     for dtype in ("bfloat16", "float16"):
         assert rows_common.setting_of(rows_common.EXP_MAX_FIRST, rows_common.EXP_MAX_FIRST_MEASURED,
                                       dtype, 4097, "cross_entropy")
@@ -100,8 +100,8 @@ def test_the_measured_cell_and_the_table_takes_its_cell(monkeypatch) -> None:
     assert block_of(4097, "float32") == 256
     before = {(n, d): block_of(n, d) for n, d in ((97, "bfloat16"), (99, "bfloat16"), (97, "float32"), (97, "float16"))}
     assert set(before.values()) == {64}
-    monkeypatch.setattr(rows_cta, "MIN_BLOCK_MEASURED",
-                        rows_common.half_as_bfloat16({("cross_entropy", BF16.name): ((97, 97, 32),)}))
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK_MEASURED", rows_common.half_as_bfloat16(
+        {**rows_cta.MIN_BLOCK_MEASURED, ("cross_entropy", BF16.name): ((97, 97, 32),)}))
     monkeypatch.setattr(rows_cta, "VALUES", 8)
     after = {key: block_of(*key) for key in before}
     assert after == {(97, "bfloat16"): 32, (99, "bfloat16"): 64, (97, "float32"): 64, (97, "float16"): 32}

@@ -268,10 +268,67 @@ def test_the_wide_table_takes_only_its_cell(monkeypatch) -> None:
     """rows_common.WIDE_BF16_MEASURED's entry (the probe's 16-byte vectors) makes its cell's
     bfloat16 rows 8 elements a vector: not another N, kind or type (float16 has no 16-byte
     form)."""
-    assert rows_common.WIDE_BF16_MEASURED == {("rms_norm", BF16.name): ((4096, 4096), (16384, 16384))}  # (measured)
+    assert rows_common.WIDE_BF16_MEASURED == {("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
+                                              ("cross_entropy", BF16.name): ((4096, 4096),)}  # (measured)
     cells = [("softmax", 4096, "bfloat16"), ("softmax", 4104, "bfloat16"), ("rms_norm", 4096, "bfloat16"),
              ("softmax", 4096, "float16"), ("softmax", 4100, "bfloat16"), ("rms_norm", 4096, "float16")]
     before = [rows_common.vector_of(_op(*c)) for c in cells]
     assert before[:4] + before[5:] == [4, 4, 8, 4, 4]
     monkeypatch.setattr(rows_common, "WIDE_BF16_MEASURED", {("softmax", BF16.name): ((4096, 4104),)})
     assert [rows_common.vector_of(_op(*c)) for c in cells] == [8, 8, 4, 4, before[4], 4]  # (4100: not of 8, as before)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_the_1024_cells(dtype: str, monkeypatch) -> None:
+    """The eighth session's --set quack32 cells at N = 1024: bfloat16 (float16 as bfloat16)
+    on rows_warp in a grid of M / 8 (softmax, rms_norm) or M / 4 with 128-thread CTAs
+    (log_softmax, layer_norm, cross_entropy), add_rms_norm on rows_bulk a CTA a row; float32's
+    softmax, log_softmax, rms_norm, add_rms_norm and layer_norm on rows_cta a CTA a row
+    (rows_warp's ``measured`` predicate fails there, rows_warp.YIELD_MEASURED); float32
+    cross_entropy, and N = 512 / 2048, keep the dispatch's (rows_warp's persistent grid of 256-thread CTAs)."""
+    monkeypatch.setattr(rows_common, "sm_count", lambda target: 132)
+    monkeypatch.setattr(rows_cta, "MIN_BLOCK", 128)
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.variants import rows_warp
+
+    target = Target.parse("sm_90a")
+    half = dtype != "float32"
+    for kind in ("softmax", "log_softmax", "rms_norm", "layer_norm", "add_rms_norm", "cross_entropy"):
+        m = module(kind, None, 1024, dtype, **({"weight": dtype, "eps": 1e-5} if "norm" in kind else {}))
+        op = next(o for o in m.walk() if isinstance(o, NormalizeRowsOp))
+        name = choose(op, target).name
+        if half:
+            want = "rows_bulk" if kind == "add_rms_norm" else "rows_warp"
+            assert name == want, (kind, name)
+            if name == "rows_warp":
+                assert rows_common.cell_setting(None, rows_warp.CTAS_PER_SM_MEASURED, op) == GRID_M
+                narrow = rows_warp.BLOCK  # (test_rows.small_ctas' narrowed CTA: the default's, 256 outside the tests)
+                assert rows_warp.block_of(op) == (128 if kind in ("log_softmax", "layer_norm", "cross_entropy") else narrow)
+        else:
+            assert name == ("rows_warp" if kind == "cross_entropy" else "rows_cta"), (kind, name)
+            if name == "rows_cta":
+                assert rows_common.cell_setting(None, rows_cta.CTAS_PER_SM_MEASURED, op) == GRID_M
+                assert rows_cta.block_for(op) == (64 if kind == "layer_norm" else 128)
+        for n in (512, 2048):
+            other = module(kind, None, n, dtype, **({"weight": dtype, "eps": 1e-5} if "norm" in kind else {}))
+            op = next(o for o in other.walk() if isinstance(o, NormalizeRowsOp))
+            if n == 512:
+                assert choose(op, target).name == "rows_warp"
+                assert rows_common.cell_setting(None, rows_warp.CTAS_PER_SM_MEASURED, op) is None
+                assert rows_warp.block_of(op) == rows_warp.BLOCK
+
+
+def test_rows_warp_says_why_it_leaves_a_cell(tmp_path, capsys) -> None:
+    """The explain rows of a cell rows_warp leaves (float32 softmax 1024): its ``measured``
+    predicate FAIL with the cell, then rows_cta chosen (bulkred-opt in this process)."""
+    from bulkred_dialect import cli
+
+    f = tmp_path / "softmax_1024.mlir"
+    f.write_text("func.func @f(%x: memref<8x1024xf32, #bulkred.scope<global>>, %y: memref<8x1024xf32, "
+                 "#bulkred.scope<global>>) {\n  bulkred.normalize_rows softmax %x, %y : memref<8x1024xf32, "
+                 "#bulkred.scope<global>>, memref<8x1024xf32, #bulkred.scope<global>>\n  func.return\n}\n")
+    assert cli.main([str(f), "-p", "lower-tile-reductions{target=sm_90a explain=true}"]) in (0, None)
+    out = capsys.readouterr().out
+    warp = next(line for line in out.splitlines() if "rows_warp" in line and "measured" in line)
+    assert "FAIL" in warp and "softmax, float32, N = 1024" in warp, warp
+    assert "// chosen: rows_cta" in out

@@ -100,7 +100,8 @@ def test_against_torch(kind, dtype, m, n, rng):
     _check(torch, kind, x, _ours(kind, x, w, b, eps), w, b, eps)
 
 
-@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 40000), (2, 150001), (5, 65536)])
+@pytest.mark.parametrize("m,n", [(64, 1000), (33, 4096), (7, 40000), (2, 150001), (5, 65536),
+                                 (300, 1024), (9, 16384)])  # (1024, 16384: the eighth session's measured cells)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_add_rms_norm(m, n, dtype, rng):
     """h = x + residual exactly as torch's (the float32 sum rounded once to the dtype),
@@ -133,7 +134,9 @@ def test_cross_entropy(m, n, dtype, smoothing, rng):
     # (the seventh session: the mean and sum through a cluster of the whole grid at 4096, M <= 16; 64 past it)
     (8, 4096, "float32"), (16, 4096, "bfloat16"), (12, 4096, "float16"), (3, 4096, "float32"), (64, 4096, "bfloat16"),
     # (the eighth session: 16-bit 4097 on 128 threads, the maximum first, 8 CTAs a multiprocessor)
-    (3000, 4097, "float16")])
+    (3000, 4097, "float16"),
+    # (the eighth session's quack32: bfloat16 4096 a CTA a row in 16-byte vectors, 1024 rows_warp's grid of M / 4)
+    (3000, 4096, "bfloat16"), (1000, 1024, "bfloat16")])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
     """As test_cross_entropy, on the cells of the settings taken last (2026-11-29, sixth session)."""
@@ -142,7 +145,12 @@ def test_cross_entropy_of_the_measured_settings(m, n, dtype, smoothing, rng):
 
 @pytest.mark.parametrize("kind,n,dtype", [("cross_entropy", 16384, "bfloat16"), ("add_rms_norm", 65536, "float32"),
                                           ("log_softmax", 65536, "bfloat16"), ("log_softmax", 65536, "float16"),
-                                          ("cross_entropy", 4097, "bfloat16")])
+                                          ("cross_entropy", 4097, "bfloat16"),
+                                          # (the eighth session's quack32 cells: a CTA a row / rows_warp's grid of M)
+                                          ("cross_entropy", 4096, "bfloat16"), ("cross_entropy", 1024, "float16"),
+                                          ("add_rms_norm", 4096, "bfloat16"), ("add_rms_norm", 16384, "bfloat16"),
+                                          ("add_rms_norm", 1024, "bfloat16"), ("add_rms_norm", 4096, "float32"),
+                                          ("add_rms_norm", 16384, "float32"), ("add_rms_norm", 1024, "float32")])
 def test_the_sweeps_rows_batch_invariance(kind, n, dtype, rng):
     """The cells the seventh session's sweep moved to rows_bulk (rows_bulk.CHOSEN's first rows)
     and the eighth session's log_softmax 16-bit 65536 (rows_common.LOG_SOFTMAX_LSE with softmax's
@@ -283,15 +291,21 @@ def test_batch_invariance(n, variant, dtype, kind, rng):
     assert torch.equal(_ours(kind, big, **kw, variant=variant), y_big)  # run to run
 
 
-@pytest.mark.parametrize("kind", ["softmax", "rms_norm", "layer_norm"])
-@pytest.mark.parametrize("n,dtype", [(4096, "bfloat16"), (16384, "bfloat16"), (4096, "float16"), (16384, "float16")])
+QUACK_CELLS = [(k, n, d) for k in ("softmax", "rms_norm", "layer_norm") for n in (4096, 16384)
+               for d in ("bfloat16", "float16")] + [
+    ("log_softmax", 4096, "bfloat16"), ("log_softmax", 16384, "bfloat16"), ("log_softmax", 1024, "bfloat16"),
+    ("softmax", 1024, "bfloat16"), ("rms_norm", 1024, "float16"), ("layer_norm", 1024, "bfloat16"),
+    ("softmax", 16384, "float32"), ("log_softmax", 16384, "float32"), ("rms_norm", 16384, "float32"),
+    ("layer_norm", 16384, "float32"), ("softmax", 1024, "float32"), ("log_softmax", 1024, "float32"),
+    ("rms_norm", 1024, "float32"), ("layer_norm", 1024, "float32")]
+"""The cells the eighth session's probes (--set quack16, quack32) moved to a CTA a row (rows_cta or
+rows_bulk) or to rows_warp's grid of M / 8 or M / 4 (float16 as bfloat16)."""
+
+
+@pytest.mark.parametrize("kind,n,dtype", QUACK_CELLS)
 def test_the_quack16_cells(kind, n, dtype, rng):
-    """The cells the eighth session's probe (--set quack16) moved to a CTA a row: bfloat16
-    (float16 as bfloat16) softmax / rms_norm / layer_norm at 4096 (softmax and layer_norm on
-    rows_bulk, rms_norm on rows_cta in a grid of M with 16-byte vectors) and 16384 (rows_cta,
-    a grid of M, unpipelined; layer_norm 128 threads of 128 values): within _check's bounds of
-    float64 (with torch's own error), and the same rows alone, in a batch of 7 and in a batch
-    of 3000 give the same bits, twice."""
+    """:data:`QUACK_CELLS`: within _check's bounds of float64 (with torch's own error), and the
+    same rows alone, in a batch of 7 and in a batch of 3000 give the same bits, twice."""
     torch = _torch()
     g = torch.Generator(device=DEV).manual_seed(rng.seed % 2**31)
     dt = getattr(torch, dtype)

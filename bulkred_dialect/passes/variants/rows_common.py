@@ -238,6 +238,7 @@ WIDE_BF16_MEASURED: dict = {
     # (the eighth session's --set quack16 on an H200: rms_norm bfloat16 4096 / 16384 with rows_cta's CTA a row,
     # rows_cta.CTAS_PER_SM_MEASURED)
     ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
+    ("cross_entropy", BF16.name): ((4096, 4096),),  # (--set quack32: with its a CTA a row, 0.982 -> 1.015)
 }
 """:data:`WIDE_BF16` by ``(kind, "bfloat16")``: the ranges (N from, N to) where its rows move in
 16-byte vectors (Quack's copies; tools/probes/rows_forward.py ``--set quack16``; a function of
@@ -1009,9 +1010,20 @@ for the norms' backward."""
 FORWARD_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int, bool], ...]] = {
     # (the eighth session's --set quack16, rows_cta.CTAS_PER_SM_MEASURED's cells: a CTA a row, a grid of M,
     # unpipelined: the registers pipelining holds cost the rows in flight a multiprocessor)
-    ("softmax", BF16.name): ((16384, 16384, False),),
-    ("rms_norm", BF16.name): ((4096, 4096, False), (16384, 16384, False)),
-    ("layer_norm", BF16.name): ((16384, 16384, False),),
+    ("softmax", BF16.name): ((1024, 1024, False), (16384, 16384, False)),
+    ("rms_norm", BF16.name): ((1024, 1024, False), (4096, 4096, False), (16384, 16384, False)),
+    ("layer_norm", BF16.name): ((1024, 1024, False), (16384, 16384, False)),
+    # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells; float32 past 1024 is unpipelined)
+    ("log_softmax", BF16.name): ((1024, 1024, False), (4096, 4096, False), (16384, 16384, False)),
+    ("add_rms_norm", BF16.name): ((4096, 4096, False), (16384, 16384, False)),
+    ("cross_entropy", BF16.name): ((1024, 1024, False), (4096, 4096, False)),
+    # (--set quack32 at 1024: rows_warp's grid of M / 8 or M / 4 (rows_warp.CTAS_PER_SM_MEASURED) and float32's
+    # rows_cta a CTA a row (rows_warp.YIELD_MEASURED), unpipelined)
+    ("softmax", F32.name): ((1024, 1024, False),),
+    ("log_softmax", F32.name): ((1024, 1024, False),),
+    ("rms_norm", F32.name): ((1024, 1024, False),),
+    ("add_rms_norm", F32.name): ((1024, 1024, False),),
+    ("layer_norm", F32.name): ((1024, 1024, False),),
     BF16.name: ((1, 16384, True),),  # rows_warp and rows_cta: x copy, e.g. softmax 1024 0.923 -> 0.955, layer_norm 16384 0.610 -> 0.947
     F32.name: ((1, 1024, True),),  # rows_warp (every kind +0.5 to 1%); rows_cta not: add_rms_norm 16384 0.942 -> 0.851
 }
@@ -1270,10 +1282,18 @@ the default."""
 CTA_ONE_BARRIER_MEASURED: dict = half_as_bfloat16({
     # (AFFINE_HELD_MEASURED's run: with the weight held)
     ("layer_norm", BF16.name): ((4096, 4096),),
-    ("add_rms_norm", BF16.name): ((4096, 4096),),
+    ("add_rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),  # (16384: --set quack32)
     # (the eighth session's --set quack16, with rows_cta.CTAS_PER_SM_MEASURED's a CTA a row)
     ("softmax", BF16.name): ((16384, 16384),),
     ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
+    # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells)
+    ("log_softmax", BF16.name): ((4096, 4096), (16384, 16384)),
+    ("cross_entropy", BF16.name): ((4096, 4096),),
+    ("softmax", F32.name): ((1024, 1024), (16384, 16384)),
+    ("log_softmax", F32.name): ((1024, 1024), (16384, 16384)),
+    ("rms_norm", F32.name): ((1024, 1024), (16384, 16384)),
+    ("layer_norm", F32.name): ((1024, 1024), (16384, 16384)),
+    ("add_rms_norm", F32.name): ((1024, 1024), (4096, 4096), (16384, 16384)),
 })
 """:data:`CTA_ONE_BARRIER` by element type name: the ranges (N from, N to) where it is on;
 none measured yet (float16 as bfloat16)."""

@@ -36,7 +36,13 @@ from bulkred_dialect.passes.variants.rows_lower import lower_rows, ragged_items,
 MIN_BLOCK = 128
 MAX_BLOCK = 1024
 
-MIN_BLOCK_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({})
+MIN_BLOCK_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = half_as_bfloat16({
+    # (the eighth session's --set quack32 on an H200: add_rms_norm 4096 at Quack's 64 threads of 64 values, a CTA a
+    # row; CTAS_PER_SM_MEASURED's cells)
+    ("add_rms_norm", BF16.name): ((4096, 4096, 64),),
+    ("add_rms_norm", F32.name): ((4096, 4096, 64),),
+    ("layer_norm", F32.name): ((1024, 1024, 64),),  # (--set quack32: 64 threads of 16 values, rows_warp.YIELD_MEASURED)
+})
 """By (kind, element type name): (N from, N to, threads), the first range holding N (never
 M): the CTA's threads :func:`block_for` starts from in place of :data:`MIN_BLOCK` (e.g. 64
 threads of 65 bfloat16 values for cross_entropy's 4097, with :data:`VALUES_MEASURED` 128:
@@ -59,7 +65,7 @@ CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = 
     # (VALUES_MEASURED), the maximum first (rows_common.EXP_MAX_FIRST_MEASURED), .minnctapersm 8 and a grid of
     # 8 CTAs a multiprocessor: 0.629 -> 0.785 (without the grid 0.765, 256 threads max first 0.714);
     # float16 as bfloat16 0.624 -> 0.788 (its best, 32 threads a row, 0.790: within the spread)
-    ("cross_entropy", BF16.name): ((4097, 4097, 8),),
+    ("cross_entropy", BF16.name): ((4097, 4097, 8), (4096, 4096, 1 << 20)),  # (4096: --set quack32, below)
     # tools/probes/rows_forward.py --set quack16 on an H200, the eighth session (docs/rows_probes_h200_run8.log),
     # x copy, median of 5 rounds: a CTA a row, a grid of M (1 << 20: no cap; the hardware refills the
     # multiprocessors, as Quack's grid), unpipelined (rows_common.FORWARD_MEASURED), one barrier a reduction
@@ -69,6 +75,22 @@ CTAS_PER_SM_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = 
     ("rms_norm", BF16.name): ((4096, 4096, 1 << 20), (16384, 16384, 1 << 20)),
     ("softmax", BF16.name): ((16384, 16384, 1 << 20),),
     ("layer_norm", BF16.name): ((16384, 16384, 1 << 20),),
+    # (the same session's --set quack32, the same family, x copy: the dispatch's -> a CTA a row; with
+    # rows_common's FORWARD_MEASURED / CTA_ONE_BARRIER_MEASURED / WIDE_BF16_MEASURED entries and this file's
+    # MIN_CTAS / MIN_BLOCK / VALUES entries of the cell) bfloat16 log_softmax 4096 0.899 -> 0.984, 16384 0.923 ->
+    # 0.976 (.minnctapersm 2); add_rms_norm 4096 0.930 -> 0.972 (Quack's 64 threads of 64 values), 16384 0.923
+    # -> 0.973; cross_entropy 4096 0.982 -> 1.015 (16-byte vectors); float32 softmax 16384 0.927 -> 0.983,
+    # log_softmax 16384 0.930 -> 0.975 (.minnctapersm 2), rms_norm 16384 0.938 -> 0.975 (.minnctapersm 2),
+    # layer_norm 16384 0.903 -> 0.979, add_rms_norm 4096 0.914 -> 0.974 (64 threads of 64), 16384 0.941 -> 0.986
+    ("log_softmax", BF16.name): ((4096, 4096, 1 << 20), (16384, 16384, 1 << 20)),
+    ("add_rms_norm", BF16.name): ((4096, 4096, 1 << 20), (16384, 16384, 1 << 20)),
+    # (--set quack32: float32 1024, which rows_warp leaves to rows_cta, rows_warp.YIELD_MEASURED: a CTA of 128 (8
+    # values a thread; layer_norm 64 of 16, MIN_BLOCK_MEASURED) a row in a grid of M, unpipelined, one barrier)
+    ("softmax", F32.name): ((1024, 1024, 1 << 20), (16384, 16384, 1 << 20)),
+    ("log_softmax", F32.name): ((1024, 1024, 1 << 20), (16384, 16384, 1 << 20)),
+    ("rms_norm", F32.name): ((1024, 1024, 1 << 20), (16384, 16384, 1 << 20)),
+    ("layer_norm", F32.name): ((1024, 1024, 1 << 20), (16384, 16384, 1 << 20)),
+    ("add_rms_norm", F32.name): ((1024, 1024, 1 << 20), (4096, 4096, 1 << 20), (16384, 16384, 1 << 20)),
 })
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never M):
 a grid no larger than the CTAs resident at once (36 registers a thread hold 6 CTAs of 256
@@ -92,6 +114,9 @@ VALUES_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     ("cross_entropy", BF16.name): ((16384, 16384, 64),
                                    # (rows_ce.py --set odd16, eighth session: CTAS_PER_SM_MEASURED's row)
                                    (4097, 4097, 64)),
+    # (the eighth session's --set quack32: add_rms_norm 4096 at Quack's 64 threads of 64 values, MIN_BLOCK_MEASURED)
+    ("add_rms_norm", BF16.name): ((4096, 4096, 64),),
+    ("add_rms_norm", F32.name): ((4096, 4096, 64),),
 }
 """By (kind, element type name): (N from, N to, values per thread at most), the first range
 holding N (a function of N, the kind and the type: never M); none measured yet."""
@@ -131,6 +156,11 @@ MIN_CTAS_MEASURED: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {
     # 8 a multiprocessor all resident, one wave; 28 to 32 registers, no spill): float32 0.922 -> 0.979, bfloat16
     # 0.589 -> 0.632, float16 0.602 -> 0.630 (staged in shared memory, RAGGED or split there slower: 0.40 to 0.60)
     ("cross_entropy", F32.name): ((4097, 4097, 8),),
+    # (the eighth session's --set quack32: with CTAS_PER_SM_MEASURED's a CTA a row, 2 CTAs of 512 threads a
+    # multiprocessor)
+    ("log_softmax", BF16.name): ((16384, 16384, 2),),
+    ("log_softmax", F32.name): ((16384, 16384, 2),),
+    ("rms_norm", F32.name): ((16384, 16384, 2),),
 }
 """By (kind, element type name): (N from, N to, CTAs), the first range holding N (never
 M); none measured yet."""
