@@ -238,7 +238,6 @@ WIDE_BF16_MEASURED: dict = {
     # (the eighth session's --set quack16 on an H200: rms_norm bfloat16 4096 / 16384 with rows_cta's CTA a row,
     # rows_cta.CTAS_PER_SM_MEASURED)
     ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
-    ("cross_entropy", BF16.name): ((4096, 4096),),  # (--set quack32: with its a CTA a row, 0.982 -> 1.015)
 }
 """:data:`WIDE_BF16` by ``(kind, "bfloat16")``: the ranges (N from, N to) where its rows move in
 16-byte vectors (Quack's copies; tools/probes/rows_forward.py ``--set quack16``; a function of
@@ -1016,7 +1015,6 @@ FORWARD_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int, bool], ...]]
     # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells; float32 past 1024 is unpipelined)
     ("log_softmax", BF16.name): ((1024, 1024, False), (4096, 4096, False), (16384, 16384, False)),
     ("add_rms_norm", BF16.name): ((4096, 4096, False), (16384, 16384, False)),
-    ("cross_entropy", BF16.name): ((1024, 1024, False), (4096, 4096, False)),
     # (--set quack32 at 1024: rows_warp's grid of M / 8 or M / 4 (rows_warp.CTAS_PER_SM_MEASURED) and float32's
     # rows_cta a CTA a row (rows_warp.YIELD_MEASURED), unpipelined)
     ("softmax", F32.name): ((1024, 1024, False),),
@@ -1288,7 +1286,6 @@ CTA_ONE_BARRIER_MEASURED: dict = half_as_bfloat16({
     ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
     # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells)
     ("log_softmax", BF16.name): ((4096, 4096), (16384, 16384)),
-    ("cross_entropy", BF16.name): ((4096, 4096),),
     ("softmax", F32.name): ((1024, 1024), (16384, 16384)),
     ("log_softmax", F32.name): ((1024, 1024), (16384, 16384)),
     ("rms_norm", F32.name): ((1024, 1024), (16384, 16384)),
