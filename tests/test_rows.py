@@ -393,11 +393,11 @@ def test_the_configuration_depends_on_n_and_dtype_only(monkeypatch) -> None:
     and 4096 (only the grid and the loop's bound change; a dynamic M has one kernel for
     all: test_one_kernel_for_every_m)."""
     monkeypatch.undo()  # the real settings
-    # (bfloat16 4096 on rows_bulk and 16384 on rows_cta, a CTA a row in a grid of M: the eighth session's
+    # (bfloat16 4096 and 16384 on rows_cta, a CTA a row in a grid of M: the eighth session's
     # measured cells; the grid follows M, the row's instructions not)
     # (float32 1024 on rows_cta a CTA a row, rows_warp.YIELD_MEASURED; bfloat16 1024 rows_warp's grid of M / 8)
     for n, dtype, name, block in [(1024, "float32", "rows_cta", 128), (1024, "bfloat16", "rows_warp", 256),
-                                  (512, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_bulk", 256),
+                                  (512, "float32", "rows_warp", 256), (4096, "bfloat16", "rows_cta", 128),
                                   (16384, "bfloat16", "rows_cta", 512), (8192, "bfloat16", "rows_cta", 256),
                                   (16384, "float32", "rows_cta", 512), (65536, "float32", "rows_cluster", 256),
                                   (65536, "bfloat16", "rows_bulk", 256), (4096, "float32", "rows_bulk", 256),

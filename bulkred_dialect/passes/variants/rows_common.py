@@ -1009,7 +1009,7 @@ for the norms' backward."""
 FORWARD_MEASURED: dict[str | tuple[str, str], tuple[tuple[int, int, bool], ...]] = {
     # (the eighth session's --set quack16, rows_cta.CTAS_PER_SM_MEASURED's cells: a CTA a row, a grid of M,
     # unpipelined: the registers pipelining holds cost the rows in flight a multiprocessor)
-    ("softmax", BF16.name): ((1024, 1024, False), (16384, 16384, False)),
+    ("softmax", BF16.name): ((1024, 1024, False), (4096, 4096, False), (16384, 16384, False)),
     ("rms_norm", BF16.name): ((1024, 1024, False), (4096, 4096, False), (16384, 16384, False)),
     ("layer_norm", BF16.name): ((1024, 1024, False), (16384, 16384, False)),
     # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells; float32 past 1024 is unpipelined)
@@ -1282,7 +1282,7 @@ CTA_ONE_BARRIER_MEASURED: dict = half_as_bfloat16({
     ("layer_norm", BF16.name): ((4096, 4096),),
     ("add_rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),  # (16384: --set quack32)
     # (the eighth session's --set quack16, with rows_cta.CTAS_PER_SM_MEASURED's a CTA a row)
-    ("softmax", BF16.name): ((16384, 16384),),
+    ("softmax", BF16.name): ((4096, 4096), (16384, 16384)),
     ("rms_norm", BF16.name): ((4096, 4096), (16384, 16384)),
     # (--set quack32, the same family: rows_cta.CTAS_PER_SM_MEASURED's cells)
     ("log_softmax", BF16.name): ((4096, 4096), (16384, 16384)),
