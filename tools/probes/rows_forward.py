@@ -1084,25 +1084,27 @@ def overridden(overrides: list, setting, n: int):
         row_kernels._KERNELS.clear()
 
 
-def lsm_timed(torch, n: int, x, y, runs: list, rounds: int) -> list[float]:
-    """:func:`print_timed` for --set logsoftmax: the copy and each run timed in turns
-    ``rounds`` times, each one's median kept (the cells' spread between runs is several
-    percent: docs/benchmarks.md); ``spread``: the run's (max - min) / median."""
+def rounds_timed(torch, kind: str, dtype: str, n: int, x, y, runs: list, rounds: int, tensors: int = 2) -> list[float]:
+    """:func:`print_timed` for --set logsoftmax, quack16 and quack32: the copy and each run timed
+    in turns ``rounds`` times, each one's median kept (the cells' spread between runs is several
+    percent: docs/benchmarks.md); GB/s of ``tensors`` of x's bytes (x read and y written: 2;
+    add_rms_norm's residual and residual_out too: 4) against the copy's 2; ``spread``: the run's
+    (max - min) / median. Returns each run's ratio to the copy's GB/s."""
     import statistics
 
     calls = [lambda: torch.mul(x, 1.0, out=y)] + [r[1] for r in runs]
     times: list[list[float]] = [[] for _ in calls]
-    for _ in range(rounds):
+    for _ in range(rounds):  # in turns: the copy, then each setting
         for i, fn in enumerate(calls):
             times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
     med = [statistics.median(t) for t in times]
-    nbytes = 2 * x.numel() * x.element_size()  # (x read and y written, as the copy's)
-    copy_gbs = nbytes / med[0] / 1e3
+    copy_gbs = 2 * x.numel() * x.element_size() / med[0] / 1e3  # (x read and y written, as the copy's)
+    nbytes = tensors * x.numel() * x.element_size()
     ratios = []
     for (name, _, a, b, err, last), t, us in zip(runs, times[1:], med[1:]):
         gbs = nbytes / us / 1e3
         ratios.append(gbs / copy_gbs)
-        print(f"| log_softmax | bfloat16 | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | {b} | "
+        print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | {b} | "
               f"{err:.1e} | {last}, spread {(max(t) - min(t)) / us:.3f} |", flush=True)
     return ratios
 
@@ -1112,7 +1114,7 @@ def logsoftmax(args) -> int:
     (or ``--n``), M x N = 2^28, each setting of :func:`lsm_candidates` against the dispatch on
     the same tensors, and softmax bfloat16's dispatch beside them for reference (``softmax
     ref``, its error against softmax's float64), timed in turns ``--rounds`` times (the
-    median; :func:`lsm_timed`); each output checked on the GPU against
+    median; :func:`rounds_timed`); each output checked on the GPU against
     float64 (64 rows; ``err``: the largest error over the largest |y|; ``ok``: within
     tests/test_rows.check's bfloat16 bound and at most twice the dispatch's) and its batch
     invariance (rows 3 to 7 alone give y's bits, ``inv``) before timing; then per cell the
@@ -1195,7 +1197,7 @@ def logsoftmax(args) -> int:
                 except Exception as e:  # noqa: BLE001 - the row says why
                     failed += 1
                     print_failed(kind, "bfloat16", n, name, e)
-        ratios = lsm_timed(torch, n, x, y, runs, args.rounds)
+        ratios = rounds_timed(torch, "log_softmax", "bfloat16", n, x, y, runs, args.rounds)
         if len(ratios) == len(judged) and judged and judged[0][0].startswith("dispatch"):
             best = max(((r, j) for r, j in zip(ratios[1:], judged[1:]) if j[2]), default=None, key=lambda t: t[0])
             soft = next((r for r, j in zip(ratios, judged) if j[0].startswith("softmax ref")), float("nan"))
@@ -1398,8 +1400,6 @@ def quack16(args) -> int:
     most twice the dispatch's) and for batch invariance (rows 3 to 7 alone give y's bits,
     ``inv``); then per cell the fastest sound setting and what to flip (1% or more over the
     dispatch). ``--dry-run``: build and assemble each kernel for sm_90a (no GPU)."""
-    import statistics
-
     from bulkred_dialect import row_kernels
     from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
     from bulkred_dialect.ops.target import Target
@@ -1487,20 +1487,7 @@ def quack16(args) -> int:
                 except Exception as e:  # noqa: BLE001 - the row says why
                     failed += 1
                     print_failed(kind, "bfloat16", n, name, e)
-        calls = [lambda: torch.mul(x, 1.0, out=y)] + [r[1] for r in runs]
-        times: list[list[float]] = [[] for _ in calls]
-        for _ in range(args.rounds):  # in turns: the copy, then each setting
-            for i, fn in enumerate(calls):
-                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
-        med = [statistics.median(t) for t in times]
-        nbytes = 2 * x.numel() * x.element_size()  # (x read and y written, as the copy's)
-        copy_gbs = nbytes / med[0] / 1e3
-        ratios = []
-        for (name, _, a, b, err, last), t, us in zip(runs, times[1:], med[1:]):
-            gbs = nbytes / us / 1e3
-            ratios.append(gbs / copy_gbs)
-            print(f"| {kind} | bfloat16 | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
-                  f"{b} | {err:.1e} | {last}, spread {(max(t) - min(t)) / us:.3f} |", flush=True)
+        ratios = rounds_timed(torch, kind, "bfloat16", n, x, y, runs, args.rounds)
         if len(ratios) == len(judged) and judged and judged[0][0].startswith("dispatch"):
             best = max(((r, j) for r, j in zip(ratios[1:], judged[1:]) if j[2]), default=None, key=lambda t: t[0])
             top = max(ratios[0], best[0] if best else 0.0)
@@ -1738,8 +1725,6 @@ def quack32(args) -> int:
     3 to 7 alone give the same bits, ``inv``); then per cell the fastest sound setting and the table
     entries to set (1% or more over the dispatch). ``--dry-run``: build and assemble each kernel for
     sm_90a (no GPU)."""
-    import statistics
-
     from bulkred_dialect import row_kernels
     from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
     from bulkred_dialect.ops.target import Target
@@ -1859,20 +1844,7 @@ def quack32(args) -> int:
                 except Exception as e:  # noqa: BLE001 - the row says why
                     failed += 1
                     print_failed(kind, dtype, n, name, e)
-        calls = [lambda: torch.mul(x, 1.0, out=y)] + [r[1] for r in runs]
-        times: list[list[float]] = [[] for _ in calls]
-        for _ in range(args.rounds):  # in turns: the copy, then each setting
-            for i, fn in enumerate(calls):
-                times[i].append(RA.graph_us(torch, lambda _, c=fn: c(), [None], 10, 5))
-        med = [statistics.median(t) for t in times]
-        copy_gbs = 2 * x.numel() * x.element_size() / med[0] / 1e3
-        nbytes = tensors * x.numel() * x.element_size()  # (x read, y written; add_rms_norm's residual, residual_out)
-        ratios = []
-        for (name, _, a, b, err, last), t, us in zip(runs, times[1:], med[1:]):
-            gbs = nbytes / us / 1e3
-            ratios.append(gbs / copy_gbs)
-            print(f"| {kind} | {dtype} | {n} | {copy_gbs:,.0f} | {name} | {gbs:,.0f} | {gbs / copy_gbs:.3f} | {a} | "
-                  f"{b} | {err:.1e} | {last}, spread {(max(t) - min(t)) / us:.3f} |", flush=True)
+        ratios = rounds_timed(torch, kind, dtype, n, x, y, runs, args.rounds, tensors)
         verdicts.append(q32_verdict(kind, dtype, n, judged, ratios))
         del x, y, xd, refs, runs, outs, outs5, extra, extra5
         if gpu:
