@@ -11,7 +11,8 @@ is the rows' own is here:
    one row, ``eps=None`` the dtype's epsilon, cross-entropy's 1-D input) and what is done
    to the kernel's outputs (the view back, cross-entropy's reduction);
 2. the call's key (the row, whether autograd records, each argument: a tensor's class,
-   shape, dtype, device, strides and ``requires_grad``, any other value with its type),
+   shape, dtype, device index (``get_device()``), layout (contiguous, else its strides:
+   as ``api.call_key``'s) and ``requires_grad``, any other value with its type),
    made in the public function itself (no other frame before the look-up; where it
    cannot be, the general key of :func:`_key`):
    one look-up in :data:`CALLS` gives its launcher, made on the key's first call after
@@ -912,7 +913,8 @@ def softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None = N
     if _compiling():
         return _call(_SOFTMAX, args)
     try:
-        key = ("softmax", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+        key = ("softmax", _grad_enabled(), x.__class__, x.shape, x.dtype,
+               x.get_device(), x.is_contiguous() or x.stride(), x.requires_grad,
                dim.__class__, dim, dtype.__class__, dtype, variant)
         hit = CALLS.get(key)
     except (TypeError, AttributeError):
@@ -925,7 +927,8 @@ def log_softmax(x: Any, dim: int = -1, dtype: Any = None, *, variant: str | None
     if _compiling():
         return _call(_LOG_SOFTMAX, args)
     try:
-        key = ("log_softmax", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+        key = ("log_softmax", _grad_enabled(), x.__class__, x.shape, x.dtype,
+               x.get_device(), x.is_contiguous() or x.stride(), x.requires_grad,
                dim.__class__, dim, dtype.__class__, dtype, variant)
         hit = CALLS.get(key)
     except (TypeError, AttributeError):
@@ -939,12 +942,13 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     if _compiling():
         return _call(_RMS_NORM, args)
     try:
-        key = ("rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+        key = ("rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype,
+               x.get_device(), x.is_contiguous() or x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
                int if normalized_shape.__class__ is int else normalized_shape[0].__class__ if len(
                    normalized_shape) == 1 else tuple(map(type, normalized_shape)),
-               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
-                                            weight.stride(), weight.requires_grad),
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.get_device(),
+                                            weight.is_contiguous() or weight.stride(), weight.requires_grad),
                eps.__class__, eps, variant)
         hit = CALLS.get(key)
     except (TypeError, AttributeError):
@@ -958,14 +962,15 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     if _compiling():
         return _call(_LAYER_NORM, args)
     try:
-        key = ("layer_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
+        key = ("layer_norm", _grad_enabled(), x.__class__, x.shape, x.dtype,
+               x.get_device(), x.is_contiguous() or x.stride(), x.requires_grad,
                normalized_shape.__class__, normalized_shape,
                int if normalized_shape.__class__ is int else normalized_shape[0].__class__ if len(
                    normalized_shape) == 1 else tuple(map(type, normalized_shape)),
-               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
-                                            weight.stride(), weight.requires_grad),
-               None if bias is None else (bias.__class__, bias.shape, bias.dtype, bias.device, bias.stride(),
-                                          bias.requires_grad),
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.get_device(),
+                                            weight.is_contiguous() or weight.stride(), weight.requires_grad),
+               None if bias is None else (bias.__class__, bias.shape, bias.dtype, bias.get_device(),
+                                          bias.is_contiguous() or bias.stride(), bias.requires_grad),
                eps.__class__, eps, variant)
         hit = CALLS.get(key)
     except (TypeError, AttributeError):
@@ -979,11 +984,12 @@ def add_rms_norm(x: Any, residual: Any, weight: Any = None, eps: float | None = 
     if _compiling():
         return _call(_ADD_RMS_NORM, args)
     try:
-        key = ("add_rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(), x.requires_grad,
-               residual.__class__, residual.shape, residual.dtype, residual.device, residual.stride(),
-               residual.requires_grad,
-               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
-                                            weight.stride(), weight.requires_grad),
+        key = ("add_rms_norm", _grad_enabled(), x.__class__, x.shape, x.dtype,
+               x.get_device(), x.is_contiguous() or x.stride(), x.requires_grad,
+               residual.__class__, residual.shape, residual.dtype, residual.get_device(),
+               residual.is_contiguous() or residual.stride(), residual.requires_grad,
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.get_device(),
+                                            weight.is_contiguous() or weight.stride(), weight.requires_grad),
                eps.__class__, eps, variant)
         hit = CALLS.get(key)
     except (TypeError, AttributeError):
@@ -998,10 +1004,11 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
         return _call(_CROSS_ENTROPY, args)
     x = input
     try:
-        key = ("cross_entropy", _grad_enabled(), x.__class__, x.shape, x.dtype, x.device, x.stride(),
-               x.requires_grad, target.__class__, target.shape, target.dtype, target.device, target.stride(),
-               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.device,
-                                            weight.stride(), weight.requires_grad),
+        key = ("cross_entropy", _grad_enabled(), x.__class__, x.shape, x.dtype, x.get_device(),
+               x.is_contiguous() or x.stride(), x.requires_grad, target.__class__, target.shape, target.dtype,
+               target.get_device(), target.is_contiguous() or target.stride(),
+               None if weight is None else (weight.__class__, weight.shape, weight.dtype, weight.get_device(),
+                                            weight.is_contiguous() or weight.stride(), weight.requires_grad),
                ignore_index.__class__, ignore_index, reduction.__class__, reduction, label_smoothing.__class__,
                label_smoothing, variant)
         hit = CALLS.get(key)
