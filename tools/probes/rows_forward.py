@@ -97,6 +97,12 @@ add_rms_norm, cross_entropy at the three N, softmax, rms_norm, layer_norm at 102
 and timing (5 rounds in turns with the copy, the median), a verdict per cell naming the table entries
 (or NEEDS A NEW SETTING where no table holds it), and where the budget cut the run.
 
+``--set quack64`` (:func:`quack64`) times quack32's finding on the long rows: the forward cells at
+N = 65536 and 262144 below 0.97 of copy (:data:`Q64_CELLS`, the furthest first), each against rows_bulk's
+a cluster a row in a grid of M clusters (:func:`q64_candidates`: cluster sizes, threads, early_copy and the
+per-element settings, registers, weight_shared; rows_cluster's grid of M where it is the dispatch's),
+quack32's checks, timing and verdict (the rows_bulk.CHOSEN row to add, the whole Setting).
+
 ``--set logsoftmax`` (:func:`logsoftmax`) times log_softmax bfloat16's candidates (N = 262144,
 65536, 16384, 4096, 1024; :func:`lsm_candidates`): rows_common.LOG_SOFTMAX_LSE (y = x - lse),
 softmax bfloat16's and cross_entropy bfloat16's settings (rows_bulk rows, .minnctapersm),
@@ -110,6 +116,7 @@ against the dispatch and beside softmax bfloat16's dispatch, each checked agains
     python3 tools/diag.py rows_forward --set logsoftmax [--budget-s 130] [--n 65536] [--rounds 5] [--dry-run]
     python3 tools/diag.py rows_forward --set quack16 [--budget-s 130] [--kinds softmax] [--n 4096] [--dry-run]
     python3 tools/diag.py rows_forward --set quack32 [--budget-s 150] [--kinds add_rms_norm] [--n 1024] [--dtypes float32] [--dry-run]
+    python3 tools/diag.py rows_forward --set quack64 [--budget-s 150] [--kinds layer_norm] [--n 65536] [--dtypes bfloat16] [--dry-run]
 """
 
 from __future__ import annotations
@@ -1714,7 +1721,7 @@ def q32_verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: list
             f"({judged[0][0]}){goal}: {best[1][3] or 'no table (the dispatch as it is)'}")
 
 
-def quack32(args) -> int:
+def quack32(args, cells_of: list | None = None, candidates_of=None, title: str = "quack32") -> int:
     """``--set quack32`` (issue 30, section 4): the forward cells at N <= 16384 below 0.97 of copy
     that --set quack16 left out (:data:`Q32_CELLS`, or ``--kinds`` / ``--n`` / ``--dtypes``), M x N =
     2^28, each setting of :func:`q32_candidates` against the dispatch on the same tensors, timed in turns
@@ -1724,7 +1731,8 @@ def quack32(args) -> int:
     of the type (cross_entropy's losses: 1e-4), at most 4x the dispatch's) and for batch invariance (rows
     3 to 7 alone give the same bits, ``inv``); then per cell the fastest sound setting and the table
     entries to set (1% or more over the dispatch). ``--dry-run``: build and assemble each kernel for
-    sm_90a (no GPU)."""
+    sm_90a (no GPU). ``cells_of`` / ``candidates_of`` / ``title``: another set's cells, its
+    :func:`q32_candidates`-like settings and its verdict's name (--set quack64: :func:`quack64`)."""
     from bulkred_dialect import row_kernels
     from bulkred_dialect.backend_ptx.assemble import ptxas_accepts
     from bulkred_dialect.ops.target import Target
@@ -1734,7 +1742,7 @@ def quack32(args) -> int:
     kinds = args.kinds.split(",") if args.kinds else None
     ns = [int(v) for v in args.n.split(",")] if args.n else None
     dtypes = args.dtypes.split(",") if args.dtypes else None
-    cells = [(k, d, n) for k, d, n in Q32_CELLS
+    cells = [(k, d, n) for k, d, n in (Q32_CELLS if cells_of is None else cells_of)
              if (kinds is None or k in kinds) and (ns is None or n in ns) and (dtypes is None or d in dtypes)]
     torch = None
     if not args.dry_run:
@@ -1760,7 +1768,7 @@ def quack32(args) -> int:
             continue
         kw = q32_kw(kind, dtype)
         today = variant_of(kind, dtype, n, kw)
-        cands = q32_candidates(kind, dtype, n, today)
+        cands = (q32_candidates if candidates_of is None else candidates_of)(kind, dtype, n, today)
         if args.dry_run:
             for name, ov, st, forced, _ in cands:
                 with q32_overridden(ov, st, kind, dtype, n):
@@ -1853,12 +1861,136 @@ def quack32(args) -> int:
         print(f"\nthe budget ({args.budget_s:g} s) cut the run at cell {cut + 1} of {len(cells)}: "
               f"{' '.join(map(str, cells[cut]))} and the {len(cells) - cut - 1} after it not measured")
     if verdicts:
-        print("\nquack32 verdict (the fastest sound setting of each cell, 1% or more over the dispatch; each stays off "
+        print(f"\n{title} verdict (the fastest sound setting of each cell, 1% or more over the dispatch; each stays off "
               "until then; float16 follows bfloat16's entries):")
         for line in verdicts:
             print(line)
     print(f"probe time: {time.time() - t0:.0f} s")
     return 1 if failed else 0
+
+
+Q64_CELLS = [("layer_norm", "bfloat16", 65536), ("add_rms_norm", "float32", 262144), ("rms_norm", "bfloat16", 65536),
+             ("log_softmax", "float32", 262144), ("layer_norm", "float32", 262144), ("softmax", "bfloat16", 262144),
+             ("softmax", "float32", 65536), ("softmax", "float32", 262144), ("rms_norm", "float32", 65536),
+             ("layer_norm", "float32", 65536), ("layer_norm", "bfloat16", 262144), ("add_rms_norm", "bfloat16", 65536),
+             ("rms_norm", "float32", 262144), ("log_softmax", "bfloat16", 262144), ("rms_norm", "bfloat16", 262144),
+             ("softmax", "bfloat16", 65536), ("log_softmax", "float32", 65536), ("add_rms_norm", "bfloat16", 262144),
+             ("add_rms_norm", "float32", 65536), ("cross_entropy", "bfloat16", 65536), ("log_softmax", "bfloat16", 65536)]
+"""--set quack64's cells (M x N = 2^28): the forward cells at N = 65536 and 262144 below 0.97 of copy in the
+benchmark of the eighth session (docs/rows_bench_h200_run8.md), the furthest from the copy first (layer_norm
+bfloat16 65536 at 0.87 ... log_softmax bfloat16 65536 at 0.96; past the budget, the last are left out)."""
+
+
+def q64_setting(st) -> str:
+    """A rows_bulk.Setting as the CHOSEN row writes it: the five positional fields, then the keywords
+    that differ from their defaults (``Setting(65536, 512, 2, False, 1, early_copy=True)``)."""
+    from dataclasses import fields
+
+    pos = ("slice_bytes", "block", "min_ctas", "persistent", "buffers")
+    kw = [f"{f.name}={getattr(st, f.name)!r}" for f in fields(st)
+          if f.name not in pos and getattr(st, f.name) != f.default]
+    return f"Setting({', '.join([repr(getattr(st, p)) for p in pos] + kw)})"
+
+
+def q64_candidates(kind: str, dtype: str, n: int, today: str) -> list[tuple[str, list, object, str | None, str]]:
+    """--set quack64's settings of ``kind`` ``dtype`` at N = ``n`` (``today``: the dispatch's variant), in
+    :func:`q32_candidates`' form: quack32's finding at N <= 16384 (a unit a row in a grid of M units, the
+    hardware refilling the multiprocessors as units finish, against persistent grids whose units loop over
+    rows) tried on the long rows, where the dispatch takes rows_bulk's persistent grids of clusters
+    (``max_units``), rows_cluster or rows_stream.
+
+    Where the dispatch takes a persistent rows_bulk grid: its setting as it is with a unit a row instead
+    (one slice buffer; without ``max_units`` and ``affine_registers``, which need the persistent grid).
+    Then each is rows_bulk with ``persistent=False`` (a cluster of C CTAs a row, a grid of M clusters), one slice
+    buffer, forced for the cell (a rows_bulk.CHOSEN row first): at the two largest slices that fit (at most
+    64 KiB, float32 262144 also 128 KiB: 8 CTAs a row of 1 MiB against 16; add_rms_norm copies x's and the
+    residual's slices, both in shared memory), 256 and 512 threads, ``.minnctapersm`` the CTAs that the
+    shared memory, the threads and 56 registers a thread allow; the kind's per-element settings that won
+    elsewhere (``fast_exp``; softmax's ``fold_sum``; log_softmax's ``online``; layer_norm's ``one_pass
+    "local"``; bfloat16's ``words``) with ``early_copy`` (the first row's copy before the cluster barrier:
+    with a unit a row, every row's); then at the first slice and 512 threads: without ``early_copy``,
+    without the per-element settings; with ``registers`` (the slice read once into registers; not
+    add_rms_norm), at the first slice of at most 32 values a thread (64 spill at .minnctapersm 2); with
+    ``weight_shared`` (the norms: the weight's and bias's slices copied with the row's). Where the
+    dispatch takes rows_cluster: its grid of a cluster a row (rows_cluster.CTAS_PER_SM past any M; no
+    per-cell table holds it). A winner maps to a rows_bulk.CHOSEN row (:func:`q64_setting`) above the
+    cell's rows (rows_bulk's priority 25 takes the cell from rows_cluster and rows_stream too).
+    cross_entropy's row carries a warning: the probe times the losses, the benchmark the mean, whose
+    in-kernel tail sums a partial a unit (quack32's grid of M CTAs: 0.36 of copy)."""
+    from bulkred_dialect.passes.variants import rows_bulk, rows_cluster
+
+    dt = "F32" if dtype == "float32" else "BF16"
+    bf16 = dtype == "bfloat16"
+    row = n * (2 if bf16 else 4)
+    copied = 2 if kind == "add_rms_norm" else 1
+    out: list[tuple[str, list, object, str | None, str]] = [("dispatch", [], None, None, "")]
+    tail = (" (WARNING: the probe times the losses; time the mean, benchmarks/rows.py, before taking it: its "
+            "in-kernel tail sums a partial a unit)" if kind == "cross_entropy" else "")
+    slices = [s for s in ((131072,) if row == 1 << 20 else ()) + (65536, 32768, 16384)
+              if row // s <= rows_bulk.MAX_CLUSTER and copied * s + 1024 <= rows_bulk.SHARED_PER_SM][:2]
+    flags: dict = {"early_copy": True}
+    if kind in ("softmax", "log_softmax", "cross_entropy"):
+        flags["fast_exp"] = True
+    if kind == "softmax":
+        flags["fold_sum"] = True
+    if kind == "log_softmax":
+        flags["online"] = True
+    if kind == "layer_norm":
+        flags["one_pass"] = "local"
+    if bf16:
+        flags["words"] = True
+
+    def fit(s: int, block: int) -> int | None:
+        m = min(rows_bulk.SHARED_PER_SM // (copied * s + 1024), 2048 // block, 65536 // (56 * block))
+        return m if m >= 2 else None
+
+    def add(name: str, st) -> None:
+        out.append((f"bulk, a cluster of {row // st.slice_bytes} a row (grid M), {st.slice_bytes // 1024} KiB, "
+                    f"{st.block} threads, min {st.min_ctas}{name}", [], st, "rows_bulk",
+                    f"rows_bulk.CHOSEN gains ({dt}.name, (\"{kind}\",), {n}, {n}, {q64_setting(st)}) above its rows"
+                    + tail))
+
+    if today == "rows_bulk":  # (today's setting as it is, its grid the only change: a unit a row)
+        from bulkred_dialect import row_kernels
+
+        op = next(o for o in row_kernels.module(kind, None, n, dtype, **q32_kw(kind, dtype)).walk()
+                  if o.name == "bulkred.normalize_rows")
+        st0 = rows_bulk.setting_for(op)
+        if st0 is not None and st0.persistent is not False:
+            add(", today's setting but a unit a row (without max_units and affine_registers)",
+                replace_setting(st0, persistent=False, buffers=1, max_units=None, affine_registers=False))
+    named = ", " + ", ".join(k if v is True else f"{k} {v}" for k, v in flags.items())
+    for s in slices:
+        for block in (256, 512):
+            add(named, rows_bulk.Setting(s, block, fit(s, block), False, 1, **flags))
+    s0 = slices[0]
+    first = rows_bulk.Setting(s0, 512, fit(s0, 512), False, 1, **flags)
+    if len(flags) > 1:
+        add(named.replace(", early_copy", "") + " (no early copy)", replace_setting(first, early_copy=False))
+    plain = rows_bulk.Setting(s0, 512, fit(s0, 512), False, 1, early_copy=True)
+    add(", early_copy only" + (", words" if bf16 else ""), replace_setting(plain, words=bf16))
+    held = [s for s in slices if s // (512 * (2 if bf16 else 4)) <= 32]  # (64 values a thread at min 2: spills)
+    if kind != "add_rms_norm" and held:
+        add(", registers" + named.replace(", fold_sum", ""),
+            rows_bulk.Setting(held[0], 512, fit(held[0], 512), False, 1, registers=True,
+                              **{k: v for k, v in flags.items() if k != "fold_sum"}))
+    if kind in ("rms_norm", "layer_norm", "add_rms_norm"):
+        add(named + ", weight_shared", replace_setting(first, weight_shared=True))
+    if today == "rows_cluster":
+        key = f"(\"{kind}\", {dt}.name)"
+        out.append(("rows_cluster, a cluster a row (grid M)", [(rows_cluster, "CTAS_PER_SM", Q32_GRID_M)], None, None,
+                    f"NEEDS A NEW SETTING: rows_cluster.CTAS_PER_SM has no per-cell table (rows_cluster."
+                    f"CTAS_PER_SM_MEASURED[{key}] = (({n}, {n}, {Q32_GRID_M}),) would be new)"))
+    return out
+
+
+def quack64(args) -> int:
+    """``--set quack64`` (issue 30, section 4): the long rows' forward cells below 0.97 of copy
+    (:data:`Q64_CELLS`, or ``--kinds`` / ``--n`` / ``--dtypes``), each setting of :func:`q64_candidates`
+    (rows_bulk's a cluster a row in a grid of M clusters) against the dispatch on the same tensors, with
+    :func:`quack32`'s checks (float64, batch invariance), timing (``--rounds`` in turns with the copy, the
+    median) and verdict (:func:`q32_verdict`: the rows_bulk.CHOSEN row to add)."""
+    return quack32(args, Q64_CELLS, q64_candidates, "quack64")
 
 
 def main() -> int:
@@ -1867,14 +1999,14 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=None, help="seconds (default 150; --set pipeline: 85)")
     ap.add_argument("--set", default="variants",
                     choices=("variants", "pipeline", "long", "passes", "fastexp", "affine", "logsoftmax", "quack16",
-                             "quack32"))
-    ap.add_argument("--kinds", help="--set pipeline, long, passes, quack16, quack32: these kinds only (comma-separated)")
-    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax, quack16, quack32: these N only (comma-separated)")
-    ap.add_argument("--dtypes", help="--set quack32: these element types only (comma-separated)")
+                             "quack32", "quack64"))
+    ap.add_argument("--kinds", help="--set pipeline, long, passes, quack16, quack32, quack64: these kinds only (comma-separated)")
+    ap.add_argument("--n", help="--set pipeline, long, passes, logsoftmax, quack16, quack32, quack64: these N only (comma-separated)")
+    ap.add_argument("--dtypes", help="--set quack32, quack64: these element types only (comma-separated)")
     ap.add_argument("--dry-run", action="store_true",
-                    help="--set passes, fastexp, affine, logsoftmax, quack16, quack32: build and assemble each kernel; no GPU")
+                    help="--set passes, fastexp, affine, logsoftmax, quack16, quack32, quack64: build and assemble each kernel; no GPU")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="--set logsoftmax, quack16, quack32: the rounds of timing in turns (the median kept)")
+                    help="--set logsoftmax, quack16, quack32, quack64: the rounds of timing in turns (the median kept)")
     args = ap.parse_args()
     os.environ["BULKRED_CACHE"] = "0"  # each setting's kernels are its own
     if args.set == "passes":
@@ -1889,6 +2021,9 @@ def main() -> int:
     if args.set == "quack32":
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         return quack32(args)
+    if args.set == "quack64":
+        args.budget_s = 150.0 if args.budget_s is None else args.budget_s
+        return quack64(args)
     if args.set in ("fastexp", "affine"):
         args.budget_s = 150.0 if args.budget_s is None else args.budget_s
         if args.set == "fastexp":
