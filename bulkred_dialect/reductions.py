@@ -155,16 +155,23 @@ def _make(row: Function) -> Any:
     differentiable = row.grad is not None
     calls, call_key, call, out_key = api.CALLS, api.call_key, api.call, api.out_key
 
-    def fn(x: Any, /, *, axis: Any = None, keepdims: Any = False, out: Any = None, stream: Any = None,
-           explain: Any = False, **options: Any) -> Any:
-        if options and ("dim" in options or "keepdim" in options):  # torch's spelling (functions.torch_spelling)
+    def spelled(axis: Any, keepdims: Any, options: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+        """The arguments with torch's spelling (``dim=``, ``keepdim=``) taken apart."""
+        if options and ("dim" in options or "keepdim" in options):  # (functions.torch_spelling)
             try:
-                axis, keepdims, options = torch_spelling(axis, keepdims, options)
+                return torch_spelling(axis, keepdims, options)
             except OptionError as e:
                 raise _error(row, str(e)) from None
+        return axis, keepdims, options
+
+    def fn(x: Any, /, *, axis: Any = None, keepdims: Any = False, out: Any = None, stream: Any = None,
+           explain: Any = False, **options: Any) -> Any:
         if _compiling():
+            axis, keepdims, options = spelled(axis, keepdims, options)
             return _torch_route(row, x, axis, keepdims, options, out, stream) if not explain else \
                 call(row, x, axis, keepdims, options, out, stream, explain)
+        # the key of the arguments as given (torch's spelling among the options: a call spelled
+        # so is its own key, planned from the arguments taken apart after a miss)
         key = None
         if stream is None and explain is False:
             if x.__class__ is _tensor:
@@ -191,6 +198,7 @@ def _make(row: Function) -> Any:
                 r = hit[0](x, out)
                 if r is not None:
                     return r
+        axis, keepdims, options = spelled(axis, keepdims, options)
         if type(x).__module__.startswith("torch"):
             if _compiling is _never:
                 _torch_ops()
