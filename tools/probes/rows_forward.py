@@ -1696,7 +1696,8 @@ def q32_overridden(overrides: list, setting, kind: str, dtype: str, n: int):
 
 
 def q32_kw(kind: str, dtype: str) -> dict:
-    """row_kernels.kernel_for's keywords of ``kind`` in ``dtype``."""
+    """row_kernels.kernel_for's keywords of ``kind`` in ``dtype`` (the weight and bias in the
+    dtype, eps; cross_entropy's ignore_index): every probe's cells (rows_forward_norms imports it)."""
     if kind in ("rms_norm", "add_rms_norm"):
         return {"weight": dtype, "eps": EPS}
     if kind == "layer_norm":

@@ -79,6 +79,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from rows_forward import EPS, cell_tensors, print_failed, print_timed, registers, resident_ctas, sass_listing  # noqa: E402
+from rows_forward import q32_kw as kwargs  # noqa: E402 - row_kernels.kernel_for's keywords of a kind
 
 SUB = 37
 """Rows of the batch-invariance call (at most half the batch)."""
@@ -214,16 +215,6 @@ def words_verdict(kind: str, dtype: str, n: int, judged: list[tuple], ratios: li
     name, r, consts = best
     return (f"- {kind} {dtype} {n}: {name} {base:.3f} -> {r:.3f} of copy: "
             + "; ".join(flips({k: v for k, v in consts.items() if k != "reduction"}, kind, dtype, n)))
-
-
-def kwargs(kind: str, dtype: str) -> dict:
-    if kind in ("rms_norm", "add_rms_norm"):
-        return {"weight": dtype, "eps": EPS}
-    if kind == "layer_norm":
-        return {"weight": dtype, "bias": dtype, "eps": EPS}
-    if kind == "cross_entropy":
-        return {"ignore_index": -100}
-    return {}
 
 
 def register_variant(n: int) -> str | None:
