@@ -335,3 +335,35 @@ def test_rows_warp_says_why_it_leaves_a_cell(tmp_path, capsys) -> None:
     warp = next(line for line in out.splitlines() if "rows_warp" in line and "measured" in line)
     assert "FAIL" in warp and "softmax, float32, N = 1024" in warp, warp
     assert "// chosen: rows_cta" in out
+
+
+def test_a_forced_rows_warp_still_takes_a_cell_it_leaves() -> None:
+    """rows_warp's ``measured`` predicate is a preference (Predicate.preference): the dispatch
+    leaves float32 softmax 1024 to rows_cta, but ``variant="rows_warp"`` lowers it with
+    rows_warp (its kernel: 256-thread CTAs, a warp a row), while a forced variant whose
+    condition fails (rows_warp past its 1024) is still refused with that condition named."""
+    from bulkred_dialect.diagnostics import LocatedError
+    from bulkred_dialect.ops.target import Target
+    from bulkred_dialect.passes.dispatch import select
+
+    target = Target.parse("sm_90a")
+    op = next(o for o in module("softmax", None, 1024, "float32").walk() if isinstance(o, NormalizeRowsOp))
+    assert choose(op, target).name == "rows_cta"
+    forced = next(o for o in module("softmax", None, 1024, "float32", variant="rows_warp").walk()
+                  if isinstance(o, NormalizeRowsOp))
+    assert choose(forced, target).name == "rows_warp"
+    sel = select(forced, target)
+    assert sel.chosen is not None and sel.chosen.variant.name == "rows_warp" and not sel.chosen.applies
+    assert "chosen (forced by 'variant')" in sel.table()
+    assert kernel_block(lowered(module("softmax", None, 1024, "float32", variant="rows_warp"))) == rows_warp_block()
+    too_long = next(o for o in module("softmax", None, 2048, "float32", variant="rows_warp").walk()
+                    if isinstance(o, NormalizeRowsOp))
+    with pytest.raises(LocatedError, match="row_length") as e:
+        choose(too_long, target)
+    assert "measured" not in str(e.value).split("\n")[0]
+
+
+def rows_warp_block() -> int:
+    from bulkred_dialect.passes.variants import rows_warp
+
+    return rows_warp.BLOCK

@@ -55,11 +55,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Predicate:
-    """A named condition of a variant; ``expected`` says what it requires (``">= 8"``)."""
+    """A named condition of a variant; ``expected`` says what it requires (``">= 8"``).
+    ``preference``: not a condition of the lowering but a measured choice among variants
+    that apply (rows_warp leaving a cell to rows_cta): the dispatch honours it, a variant
+    forced by ``variant`` does not ask it."""
 
     name: str
     fn: PredicateFn
     expected: str
+    preference: bool = False
 
     def evaluate(self, op: Operation, target: Target) -> Verdict:
         ok, actual = self.fn(op, target)

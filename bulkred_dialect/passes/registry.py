@@ -72,6 +72,11 @@ class Candidate:
         return all(v.ok for v in self.verdicts)
 
     @property
+    def applies_forced(self) -> bool:
+        """Whether it applies when forced by ``variant``: its preferences not asked."""
+        return all(v.ok for v, p in zip(self.verdicts, self.variant.predicates) if not p.preference)
+
+    @property
     def failed(self) -> list[str]:
         return [v.predicate for v in self.verdicts if not v.ok]
 
@@ -201,7 +206,7 @@ class Registry:
         candidates = tuple(Candidate(v, v.evaluate(op, target)) for v in self.of(op.name))
         forced = _forced_name(op)
         if forced is not None:
-            chosen = next((c for c in candidates if c.variant.name == forced and c.applies), None)
+            chosen = next((c for c in candidates if c.variant.name == forced and c.applies_forced), None)
         else:
             chosen = next((c for c in candidates if c.applies), None)
         return Selection(op, target, candidates, chosen, forced)
@@ -215,7 +220,7 @@ class Registry:
         for v in self.variants.get(op.name, ()):
             if forced is not None and v.name != forced:
                 continue
-            if all(p.fn(op, target)[0] for p in v.predicates):
+            if all(p.fn(op, target)[0] for p in v.predicates if forced is None or not p.preference):
                 return v
         sel = self.select(op, target)
         assert sel.chosen is not None  # select raises when nothing applies
@@ -237,7 +242,8 @@ class Registry:
                 )
             c = next(c for c in sel.candidates if c.variant.name == sel.forced)
             reasons = "; ".join(
-                f"{d.predicate} (expected {d.expected}, got {d.actual})" for d in c.verdicts if not d.ok
+                f"{d.predicate} (expected {d.expected}, got {d.actual})"
+                for d, p in zip(c.verdicts, c.variant.predicates) if not (d.ok or p.preference)
             )
             raise LocatedError(
                 op, f"forced 'variant' '{sel.forced}' does not apply: {reasons}\n{sel.table()}"

@@ -84,7 +84,8 @@ YIELD_MEASURED: dict[tuple[str, str], tuple[tuple[int, int], ...]] = half_as_bfl
 })
 """By (kind, element type name): the ranges (N from, N to) rows_warp leaves to the next
 variant by priority (rows_bulk where its CHOSEN has the cell, else rows_cta): its
-``measured`` predicate fails there, and the explain row says so."""
+``measured`` predicate fails there, and the explain row says so. A preference, not a
+condition: ``variant="rows_warp"`` still lowers the cell with rows_warp."""
 
 
 def _not_yielded(op: Operation, target: Target) -> tuple[bool, object]:
@@ -134,6 +135,6 @@ ROWS_WARP = Variant(
     "bulkred.normalize_rows", "rows_warp", priority=30,
     predicates=[*row_predicates(warp_limit(MAX_N), f"N <= {MAX_N}"),
                 Predicate("measured", _not_yielded, expected="not measured slower than rows_cta / rows_bulk "
-                          "(rows_warp.YIELD_MEASURED)")],
+                          "(rows_warp.YIELD_MEASURED)", preference=True)],
     lower=lower_rows_warp,
 )
